@@ -1,0 +1,67 @@
+// swift-tools-version:6.0
+// Tokenet: a sandbox of the card-tokenization ecosystem (wallet, issuer, token service provider).
+import PackageDescription
+
+let package = Package(
+    name: "Tokenet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tsp-node", targets: ["tsp-node"]),
+        .executable(name: "issuer-node", targets: ["issuer-node"]),
+        .executable(name: "wallet-node", targets: ["wallet-node"]),
+        .executable(name: "tokenet", targets: ["tokenet"]),
+    ],
+    targets: [
+        // MARK: C libraries from Debian, wrapped as module maps.
+        .systemLibrary(
+            name: "CProtobufC",
+            path: "Sources/CProtobufC",
+            pkgConfig: "libprotobuf-c",
+            providers: [.apt(["libprotobuf-c-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        /// Linux headers and C macros Swift cannot import (epoll, eventfd, OpenSSL macros).
+        .target(name: "CTokenetShims", dependencies: ["COpenSSL"]),
+        /// protobuf-c code generated from Protos/ by Tools/gen-protos. Do not edit.
+        .target(
+            name: "CTokenetProtos",
+            dependencies: ["CProtobufC"],
+            cSettings: [.headerSearchPath("include")]
+        ),
+
+        // MARK: Wire format: generated messages, their protobuf-c bridge, JSON, and the frame codec.
+        .target(
+            name: "TokenetWire",
+            dependencies: ["CTokenetProtos", "CProtobufC"],
+            exclude: ["Generated/README.md"]
+        ),
+
+        // MARK: Transport: event loop, sockets, TLS.
+        .target(name: "TokenetTransport", dependencies: ["CTokenetShims", "COpenSSL"]),
+
+        // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
+        .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport"]),
+
+        // MARK: Executables.
+        .executableTarget(name: "tsp-node", dependencies: ["TokenetNode"]),
+        .executableTarget(name: "issuer-node", dependencies: ["TokenetNode"]),
+        .executableTarget(name: "wallet-node", dependencies: ["TokenetNode"]),
+        .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire"]),
+
+        // MARK: Tests.
+        .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
+        .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
+        .testTarget(name: "TokenetNodeTests", dependencies: ["TokenetNode"]),
+    ]
+)

@@ -1,0 +1,1 @@
+#include "CTokenetProtos.h"

@@ -1,0 +1,1 @@
+// Implementation file so SwiftPM builds this header-only target.
