@@ -1,0 +1,126 @@
+/// A parsed JSON document, kept close to its text.
+///
+/// Numbers keep their literal text so that 64-bit integers are read exactly (a Double would round them), and object
+/// members keep their order and duplicates so that the proto JSON decoder can report a repeated field by name.
+enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object([(key: String, value: JSONValue)])
+
+    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.number(let a), .number(let b)): a == b
+        case (.string(let a), .string(let b)): a == b
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let value): hasher.combine(value)
+        case .string(let value): hasher.combine(value)
+        case .array(let values): hasher.combine(values)
+        case .object(let members):
+            for member in members {
+                hasher.combine(member.key)
+                hasher.combine(member.value)
+            }
+        }
+    }
+
+    /// A short name of the value's kind, for error messages.
+    var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+// MARK: - Writing
+
+extension JSONValue {
+    /// The JSON text; `indent` > 0 pretty-prints with that many spaces per level.
+    func text(indent: Int = 0) -> String {
+        var out = ""
+        write(to: &out, indent: indent, level: 0)
+        return out
+    }
+
+    private func write(to out: inout String, indent: Int, level: Int) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .number(let text): out += text
+        case .string(let string): JSONValue.writeString(string, to: &out)
+        case .array(let values):
+            guard !values.isEmpty else {
+                out += "[]"
+                return
+            }
+            out += "["
+            for (index, value) in values.enumerated() {
+                if index > 0 { out += "," }
+                JSONValue.newline(&out, indent: indent, level: level + 1)
+                value.write(to: &out, indent: indent, level: level + 1)
+            }
+            JSONValue.newline(&out, indent: indent, level: level)
+            out += "]"
+        case .object(let members):
+            guard !members.isEmpty else {
+                out += "{}"
+                return
+            }
+            out += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { out += "," }
+                JSONValue.newline(&out, indent: indent, level: level + 1)
+                JSONValue.writeString(member.key, to: &out)
+                out += indent > 0 ? ": " : ":"
+                member.value.write(to: &out, indent: indent, level: level + 1)
+            }
+            JSONValue.newline(&out, indent: indent, level: level)
+            out += "}"
+        }
+    }
+
+    private static func newline(_ out: inout String, indent: Int, level: Int) {
+        guard indent > 0 else { return }
+        out += "\n"
+        out += String(repeating: " ", count: indent * level)
+    }
+
+    private static func writeString(_ string: String, to out: inout String) {
+        out += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}

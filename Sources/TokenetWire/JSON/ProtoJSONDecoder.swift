@@ -1,0 +1,175 @@
+import CProtobufC
+import Foundation
+
+/// Builds a protobuf-c message struct from proto3 JSON, following the protobuf-c descriptors.
+///
+/// Accepts what the proto3 JSON mapping allows: either the lowerCamelCase or the original field name, integers as
+/// numbers or strings, enums by name or number, bytes in standard or URL-safe base64 with or without padding, and
+/// `null` for "default". Anything else is refused with the field's qualified name: an unknown field, a field given
+/// twice, two members of one oneof, a value of the wrong kind or out of range.
+struct ProtoJSONDecoder {
+    let arena: ProtoArena
+
+    func message(
+        _ json: JSONValue,
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws -> UnsafeMutableRawPointer {
+        let messageName = String(cString: descriptor.pointee.name)
+        guard case .object(let members) = json else {
+            throw WireError(.invalidJSON, "expected an object for \(messageName), found \(json.kindName)")
+        }
+        let message = arena.allocate(byteCount: descriptor.pointee.sizeof_message)
+        protobuf_c_message_init(descriptor, message)
+        var seen: Set<UInt32> = []
+        var oneofOwners: [Int: String] = [:]
+        for (key, value) in members {
+            guard let field = Self.field(named: key, in: descriptor) else {
+                throw WireError(.invalidJSON, "unknown field \"\(key)\" in \(messageName)")
+            }
+            guard seen.insert(field.number).inserted else {
+                throw WireError(.invalidJSON, "field \"\(key)\" appears twice in \(messageName)")
+            }
+            if value == .null { continue }
+            if field.isOneofMember {
+                if let other = oneofOwners[field.quantifierOffset] {
+                    throw WireError(
+                        .invalidJSON,
+                        "fields \"\(other)\" and \"\(key)\" of \(messageName) belong to one oneof; set only one"
+                    )
+                }
+                oneofOwners[field.quantifierOffset] = key
+            }
+            if field.isRepeated {
+                guard case .array(let elements) = value else {
+                    throw WireError(.invalidJSON, "\(field.qualifiedName): expected an array, found \(value.kindName)")
+                }
+                guard !elements.isEmpty else { continue }
+                let stride = ProtoJSONEncoder.elementStride(field.type)
+                let array = arena.allocate(byteCount: stride * elements.count)
+                for (index, element) in elements.enumerated() {
+                    try store(element, at: array + index * stride, field)
+                }
+                field.storeRepeated(array, count: elements.count, in: message)
+            } else {
+                try store(value, at: message + field.offset, field)
+                field.markPresent(in: message)
+            }
+        }
+        return message
+    }
+
+    static func field(named key: String, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoField? {
+        if let pointer = protobuf_c_message_descriptor_get_field_by_name(descriptor, key) {
+            return ProtoField(descriptor, field: pointer)
+        }
+        for index in 0..<Int(descriptor.pointee.n_fields) {
+            let field = ProtoField(descriptor, field: descriptor.pointee.fields + index)
+            if ProtoJSONEncoder.jsonName(field.name) == key { return field }
+        }
+        return nil
+    }
+
+    private func store(_ value: JSONValue, at slot: UnsafeMutableRawPointer, _ field: ProtoField) throws {
+        let name = field.qualifiedName
+        switch field.type {
+        case .int32, .sint32, .sfixed32:
+            slot.storeBytes(of: try Self.integer(value, Int32.self, name), as: Int32.self)
+        case .uint32, .fixed32:
+            slot.storeBytes(of: try Self.integer(value, UInt32.self, name), as: UInt32.self)
+        case .int64, .sint64, .sfixed64:
+            slot.storeBytes(of: try Self.integer(value, Int64.self, name), as: Int64.self)
+        case .uint64, .fixed64:
+            slot.storeBytes(of: try Self.integer(value, UInt64.self, name), as: UInt64.self)
+        case .double:
+            slot.storeBytes(of: try Self.floatingPoint(value, name), as: Double.self)
+        case .float:
+            let double = try Self.floatingPoint(value, name)
+            let float = Float(double)
+            guard double.isNaN || double.isInfinite || float.isFinite else {
+                throw WireError(.invalidJSON, "\(name): \(double) is out of range for a float")
+            }
+            slot.storeBytes(of: float, as: Float.self)
+        case .bool:
+            guard case .bool(let bool) = value else {
+                throw WireError(.invalidJSON, "\(name): expected true or false, found \(value.kindName)")
+            }
+            bool.store(to: slot, arena: arena, field: name)
+        case .string:
+            guard case .string(let string) = value else {
+                throw WireError(.invalidJSON, "\(name): expected a string, found \(value.kindName)")
+            }
+            try string.store(to: slot, arena: arena, field: name)
+        case .bytes:
+            guard case .string(let text) = value, let data = Self.base64(text) else {
+                throw WireError(.invalidJSON, "\(name): expected base64 text")
+            }
+            data.store(to: slot, arena: arena, field: name)
+        case .enumeration:
+            slot.storeBytes(of: try enumValue(value, field), as: Int32.self)
+        case .message:
+            let child = try message(value, field.messageDescriptor)
+            slot.storeBytes(of: child, as: UnsafeMutableRawPointer?.self)
+        default:
+            throw WireError(.invalidJSON, "\(name): unsupported field type")
+        }
+    }
+
+    private func enumValue(_ value: JSONValue, _ field: ProtoField) throws -> Int32 {
+        let enumName = String(cString: field.enumDescriptor.pointee.name)
+        switch value {
+        case .string(let name):
+            guard let found = protobuf_c_enum_descriptor_get_value_by_name(field.enumDescriptor, name) else {
+                throw WireError(.invalidJSON, "\(field.qualifiedName): \"\(name)\" is not a value of \(enumName)")
+            }
+            return found.pointee.value
+        case .number:
+            return try Self.integer(value, Int32.self, field.qualifiedName)
+        default:
+            throw WireError(.invalidJSON, "\(field.qualifiedName): expected a name of \(enumName)")
+        }
+    }
+
+    /// An integer given as a JSON number or a string, exactly; `1e3` and `5.0` are accepted, `1.5` is not.
+    static func integer<Value: FixedWidthInteger>(_ json: JSONValue, _: Value.Type, _ name: String) throws -> Value {
+        let text: String
+        switch json {
+        case .number(let literal): text = literal
+        case .string(let literal): text = literal
+        default: throw WireError(.invalidJSON, "\(name): expected an integer, found \(json.kindName)")
+        }
+        if let exact = Value(text) { return exact }
+        if let double = Double(text), double.rounded() == double, let exact = Value(exactly: double) {
+            return exact
+        }
+        throw WireError(.invalidJSON, "\(name): \(text) is not an integer in range for \(Value.self)")
+    }
+
+    static func floatingPoint(_ json: JSONValue, _ name: String) throws -> Double {
+        switch json {
+        case .number(let text):
+            guard let value = Double(text), value.isFinite else {
+                throw WireError(.invalidJSON, "\(name): \(text) is out of range for a double")
+            }
+            return value
+        case .string("NaN"): return .nan
+        case .string("Infinity"): return .infinity
+        case .string("-Infinity"): return -.infinity
+        case .string(let text):
+            guard let value = Double(text), value.isFinite else {
+                throw WireError(.invalidJSON, "\(name): \"\(text)\" is not a number")
+            }
+            return value
+        default:
+            throw WireError(.invalidJSON, "\(name): expected a number, found \(json.kindName)")
+        }
+    }
+
+    /// Standard or URL-safe base64, padding optional.
+    static func base64(_ text: String) -> Data? {
+        var normalized = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = normalized.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { normalized += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: normalized)
+    }
+}

@@ -1,0 +1,95 @@
+import CProtobufC
+import Foundation
+
+/// A message generated from `Protos/` by `Tools/gen-protos`.
+///
+/// Generated messages are plain value types. Their bytes are produced and parsed by protobuf-c (through the
+/// `_ProtoWriter` and `_ProtoReader` bridge), never by a hand-written encoder, and their canonical JSON is driven by
+/// the same protobuf-c descriptors.
+public protocol ProtoMessage: Hashable, Sendable {
+    /// Fully-qualified proto name, for example `tokenet.wire.v1.Frame`.
+    static var protoName: String { get }
+    /// The protobuf-c descriptor of the message. Internal plumbing for generated code.
+    static var _protobufC: _ProtoDescriptor { get }
+    init()
+    /// Reads the message from a protobuf-c struct. Internal plumbing for generated code.
+    init(_protoReader reader: _ProtoReader) throws
+    /// Writes the message into a protobuf-c struct. Internal plumbing for generated code.
+    func _protoWrite(to writer: inout _ProtoWriter) throws
+}
+
+/// The protobuf-c descriptor of a generated message, kept opaque so C types stay out of public APIs.
+public struct _ProtoDescriptor: @unchecked Sendable {
+    let pointer: UnsafePointer<ProtobufCMessageDescriptor>
+
+    init(_ pointer: UnsafePointer<ProtobufCMessageDescriptor>) {
+        self.pointer = pointer
+    }
+
+    /// Fully-qualified proto name as recorded by protobuf-c.
+    public var protoName: String { String(cString: pointer.pointee.name) }
+}
+
+extension ProtoMessage {
+    /// The protobuf binary serialization of the message.
+    ///
+    /// Throws `WireError.unencodableValue` when a string holds a NUL character, which protobuf-c cannot carry.
+    public func serializedBytes() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try appendSerializedBytes(to: &bytes)
+        return bytes
+    }
+
+    /// The protobuf binary serialization as `Data`.
+    public func serializedData() throws -> Data {
+        Data(try serializedBytes())
+    }
+
+    /// Appends the serialization to `buffer`, so a frame can be built without an intermediate copy.
+    public func appendSerializedBytes(to buffer: inout [UInt8]) throws {
+        try withCMessage { message in
+            let size = protobuf_c_message_get_packed_size(message)
+            let start = buffer.count
+            buffer.append(contentsOf: repeatElement(0, count: size))
+            let written = buffer.withUnsafeMutableBufferPointer { out in
+                protobuf_c_message_pack(message, out.baseAddress! + start)
+            }
+            precondition(written == size, "protobuf-c packed \(written) bytes, announced \(size)")
+        }
+    }
+
+    /// The serialized size in bytes.
+    public func serializedSize() throws -> Int {
+        try withCMessage { protobuf_c_message_get_packed_size($0) }
+    }
+
+    /// Parses the protobuf binary serialization of the message.
+    ///
+    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type.
+    public init(serializedBytes bytes: some ContiguousBytes) throws {
+        let descriptor = Self._protobufC.pointer
+        let unpacked: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBytes { raw in
+            // protobuf-c reads `len` bytes from `data`; an empty message needs a valid pointer, not nil.
+            var empty: UInt8 = 0
+            return withUnsafePointer(to: &empty) { fallback in
+                let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback
+                return protobuf_c_message_unpack(descriptor, nil, raw.count, base)
+            }
+        }
+        guard let unpacked else {
+            throw WireError(.invalidMessage, "the bytes are not a valid \(Self.protoName) message")
+        }
+        defer { protobuf_c_message_free_unpacked(unpacked, nil) }
+        try self.init(_protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor))
+    }
+
+    /// Builds the protobuf-c struct tree for this value and hands it to `body`; it is freed when `body` returns.
+    func withCMessage<Result>(_ body: (UnsafePointer<ProtobufCMessage>) throws -> Result) throws -> Result {
+        let arena = ProtoArena()
+        var writer = _ProtoWriter(descriptor: Self._protobufC.pointer, arena: arena)
+        try _protoWrite(to: &writer)
+        return try withExtendedLifetime(arena) {
+            try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
+        }
+    }
+}

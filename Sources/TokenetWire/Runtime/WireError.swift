@@ -1,0 +1,28 @@
+/// The one error type of the wire layer: encoding, decoding, JSON and framing failures.
+///
+/// Every case carries a message a person can act on ("field \"foo\" is not part of tokenet.wire.v1.Frame"),
+/// so the RPC layer can pass it on as the text of an INVALID_ARGUMENT status unchanged.
+public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        /// Bytes that are not a valid serialization of the expected message.
+        case invalidMessage
+        /// A value Tokenet cannot put on the wire (for example a NUL character inside a string).
+        case unencodableValue
+        /// Text that is not JSON, or JSON that does not match the message.
+        case invalidJSON
+        /// A length prefix larger than the negotiated maximum frame size.
+        case frameTooLarge
+        /// The byte stream ended inside a frame.
+        case truncatedFrame
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
