@@ -5,7 +5,7 @@ import Foundation
 
 extension WireV1 {
     /// One unit on the wire. `stream_id` 0 addresses the connection itself (hello, ping, pong,
-    /// goaway, connection-level window updates); any other id addresses one call.
+    /// goaway); any other id addresses one call.
     public struct Frame: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Frame"
         public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__frame()) }
@@ -488,8 +488,8 @@ extension WireV1 {
 }
 
 extension WireV1 {
-    /// Grants the peer `increment` more bytes of `Message.data` on the stream (or, on stream 0, on the
-    /// whole connection).
+    /// Grants the peer `increment` more bytes of `Message.data` on the stream. Stream 0 is reserved for
+    /// a connection-level window in a later version; receivers ignore a window update on stream 0.
     public struct WindowUpdate: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.WindowUpdate"
         public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__window_update()) }

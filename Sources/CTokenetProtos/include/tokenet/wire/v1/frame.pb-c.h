@@ -87,7 +87,7 @@ typedef enum {
 
 /*
  * One unit on the wire. `stream_id` 0 addresses the connection itself (hello, ping, pong,
- * goaway, connection-level window updates); any other id addresses one call.
+ * goaway); any other id addresses one call.
  */
 struct  Tokenet__Wire__V1__Frame
 {
@@ -331,8 +331,8 @@ struct  Tokenet__Wire__V1__GoAway
 
 
 /*
- * Grants the peer `increment` more bytes of `Message.data` on the stream (or, on stream 0, on the
- * whole connection).
+ * Grants the peer `increment` more bytes of `Message.data` on the stream. Stream 0 is reserved for
+ * a connection-level window in a later version; receivers ignore a window update on stream 0.
  */
 struct  Tokenet__Wire__V1__WindowUpdate
 {

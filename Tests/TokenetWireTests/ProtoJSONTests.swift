@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+import TokenetWire
+
+/// The proto3 JSON mapping: names, value forms, and a clear error for anything that does not fit.
+@Suite struct ProtoJSONTests {
+    @Test func writesLowerCamelCaseNamesAndCanonicalValueForms() throws {
+        var scalars = TestingV1.Scalars()
+        scalars.fInt64 = -9_007_199_254_740_993
+        scalars.fUint64 = 18_446_744_073_709_551_615
+        scalars.fInt32 = -5
+        scalars.fBytes = Data([0xFB, 0xFF, 0x00])
+        scalars.fColor = .blue
+        scalars.fDouble = .infinity
+        scalars.fFloat = .nan
+        scalars.fString = "tab\there \"quoted\" é"
+        let json = try scalars.jsonString()
+        #expect(
+            json == #"{"fDouble":"Infinity","fFloat":"NaN","fInt32":-5,"fInt64":"-9007199254740993","#
+                + #""fUint64":"18446744073709551615","fString":"tab\there \"quoted\" é","fBytes":"+/8A","#
+                + #""fColor":"COLOR_BLUE"}"#
+        )
+    }
+
+    @Test func omitsDefaultsButKeepsSetOneofAndPresenceMembers() throws {
+        var presence = TestingV1.Presence()
+        presence.maybeInt = 0
+        presence.maybeString = ""
+        #expect(try presence.jsonString() == #"{"maybeInt":0,"maybeString":""}"#)
+        let choice = TestingV1.Choice(pick: .number(0))
+        #expect(try choice.jsonString() == #"{"number":"0"}"#)
+        #expect(try TestingV1.Scalars(fDouble: 0, fString: "").jsonString() == "{}")
+    }
+
+    @Test func acceptsOriginalNamesNumbersAsStringsAndEnumNumbers() throws {
+        let decoded = try TestingV1.Scalars(
+            jsonString: #"{"f_int32": "7", "fInt64": 12, "f_uint32": 1e3, "fColor": 2, "fBytes": "-_8A", "fBool": true}"#
+        )
+        #expect(decoded.fInt32 == 7)
+        #expect(decoded.fInt64 == 12)
+        #expect(decoded.fUint32 == 1000)
+        #expect(decoded.fColor == .green)
+        #expect(decoded.fBytes == Data([0xFB, 0xFF, 0x00]))
+        #expect(decoded.fBool)
+    }
+
+    @Test func keepsUnknownEnumNumbers() throws {
+        let decoded = try TestingV1.Scalars(jsonString: #"{"fColor": 42}"#)
+        #expect(decoded.fColor == .unrecognized(42))
+        #expect(try decoded.jsonString() == #"{"fColor":42}"#)
+        #expect(try TestingV1.Scalars(serializedBytes: decoded.serializedBytes()).fColor == .unrecognized(42))
+    }
+
+    @Test func nullMeansDefault() throws {
+        #expect(try TestingV1.Scalars(jsonString: #"{"fInt32": null, "fString": null}"#) == TestingV1.Scalars())
+    }
+
+    @Test(arguments: [
+        (#"{"nope": 1}"#, #"unknown field "nope" in tokenet.testing.v1.Scalars"#),
+        (#"{"fInt32": 1, "f_int32": 2}"#, #"field "f_int32" appears twice"#),
+        (#"{"fInt32": 2147483648}"#, "tokenet.testing.v1.Scalars.f_int32: 2147483648 is not an integer in range"),
+        (#"{"fInt32": 1.5}"#, "is not an integer"),
+        (#"{"fUint64": -1}"#, "is not an integer in range for UInt64"),
+        (#"{"fBool": "true"}"#, "expected true or false"),
+        (#"{"fString": 5}"#, "expected a string, found a number"),
+        (#"{"fBytes": "%%%"}"#, "expected base64"),
+        (#"{"fColor": "PURPLE"}"#, #""PURPLE" is not a value of tokenet.testing.v1.Color"#),
+        (#"{"fFloat": 1e300}"#, "out of range for a float"),
+        (#"[1]"#, "expected an object for tokenet.testing.v1.Scalars, found an array"),
+        (#"{"fInt32": 1"#, "unexpected end of JSON"),
+        (#"{"fInt32": 01}"#, "leading zero"),
+        (#"{} x"#, "unexpected text after the JSON value"),
+    ])
+    func rejectsWithAMessageNamingTheProblem(json: String, expected: String) {
+        do {
+            _ = try TestingV1.Scalars(jsonString: json)
+            Issue.record("accepted \(json)")
+        } catch let error as WireError {
+            #expect(error.code == .invalidJSON)
+            #expect(error.message.contains(expected), "message was: \(error.message)")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func rejectsTwoMembersOfOneOneof() {
+        #expect(throws: WireError.self) { try TestingV1.Choice(jsonString: #"{"number": "1", "text": "x"}"#) }
+    }
+
+    @Test func rejectsDeepNestingWithoutCrashing() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: WireError.self) { try TestingV1.Scalars(jsonString: deep) }
+    }
+
+    @Test func rejectsNULInStringsWhenEncoding() {
+        let scalars = TestingV1.Scalars(fString: "a\u{0}b")
+        #expect(throws: WireError(.unencodableValue, #"string field "tokenet.testing.v1.Scalars.f_string" contains a NUL character"#)) {
+            try scalars.serializedBytes()
+        }
+    }
+
+    @Test func readsEscapesAndSurrogatePairs() throws {
+        let decoded = try TestingV1.Scalars(jsonString: #"{"fString": "\u00e9\ud83d\udcb3\n\/"}"#)
+        #expect(decoded.fString == "é💳\n/")
+    }
+}
+
+/// Binary decoding failures are errors, never crashes.
+@Suite struct BinaryDecodingTests {
+    @Test func garbageIsAnInvalidMessage() {
+        let garbage: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]
+        #expect(throws: WireError.self) { try WireV1.Frame(serializedBytes: garbage) }
+    }
+
+    @Test func truncatedMessageIsAnInvalidMessage() throws {
+        let frame = WireV1.Frame(streamID: 3, kind: .callStart(.init(method: "/tokenet.health.v1.Health/Check")))
+        let bytes = try frame.serializedBytes()
+        // Bytes 0-1 are the complete stream_id field, and a message cut between fields is a valid shorter message;
+        // every other cut falls inside a field.
+        for length in [1] + Array(3..<bytes.count) {
+            do {
+                let decoded = try WireV1.Frame(serializedBytes: Array(bytes[..<length]))
+                Issue.record("a \(length)-byte prefix decoded to \(decoded)")
+            } catch let error as WireError {
+                #expect(error.code == .invalidMessage)
+            } catch {
+                Issue.record("unexpected error \(error)")
+            }
+        }
+    }
+
+    @Test func invalidUTF8InAStringIsAnInvalidMessage() {
+        // Field 14 (f_string), wire type 2, length 2, bytes 0xC3 0x28 (an invalid UTF-8 sequence).
+        let bytes: [UInt8] = [0x72, 0x02, 0xC3, 0x28]
+        #expect(throws: WireError.self) { try TestingV1.Scalars(serializedBytes: bytes) }
+    }
+}
