@@ -50,6 +50,9 @@ let package = Package(
         // MARK: Transport: event loop, sockets, TLS.
         .target(name: "TokenetTransport", dependencies: ["CTokenetShims", "COpenSSL"]),
 
+        // MARK: RPC runtime: connection and call state machines, clients, servers.
+        .target(name: "TokenetRPC", dependencies: ["TokenetWire", "TokenetTransport"]),
+
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport"]),
 
@@ -61,6 +64,7 @@ let package = Package(
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
+        .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
         .testTarget(name: "TokenetNodeTests", dependencies: ["TokenetNode"]),
     ]

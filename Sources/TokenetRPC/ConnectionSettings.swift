@@ -1,0 +1,49 @@
+import TokenetWire
+
+/// The limits one side of a connection enforces on what it receives, announced in its `hello`.
+public struct ConnectionSettings: Hashable, Sendable {
+    /// This build speaks protocol version 1 only (Protos/README.md).
+    public static let protocolVersion: UInt32 = 1
+
+    public var maxFrameSize: Int
+    public var maxConcurrentStreams: Int
+    public var initialStreamWindow: Int
+    public var keepaliveIntervalMilliseconds: Int
+
+    public init(
+        maxFrameSize: Int = 4 * 1024 * 1024,
+        maxConcurrentStreams: Int = 100,
+        initialStreamWindow: Int = 1024 * 1024,
+        keepaliveIntervalMilliseconds: Int = 0
+    ) {
+        self.maxFrameSize = maxFrameSize
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.initialStreamWindow = initialStreamWindow
+        self.keepaliveIntervalMilliseconds = keepaliveIntervalMilliseconds
+    }
+
+    public static let defaults = ConnectionSettings()
+
+    /// The settings a peer announced; a zero means the default.
+    init(wire: WireV1.Settings?) {
+        let wire = wire ?? WireV1.Settings()
+        let defaults = ConnectionSettings.defaults
+        self.init(
+            maxFrameSize: wire.maxFrameSize == 0 ? defaults.maxFrameSize : Int(wire.maxFrameSize),
+            maxConcurrentStreams: wire.maxConcurrentStreams == 0
+                ? defaults.maxConcurrentStreams : Int(wire.maxConcurrentStreams),
+            initialStreamWindow: wire.initialStreamWindow == 0
+                ? defaults.initialStreamWindow : Int(wire.initialStreamWindow),
+            keepaliveIntervalMilliseconds: Int(wire.keepaliveIntervalMs)
+        )
+    }
+
+    var wire: WireV1.Settings {
+        WireV1.Settings(
+            maxFrameSize: UInt32(clamping: maxFrameSize),
+            maxConcurrentStreams: UInt32(clamping: maxConcurrentStreams),
+            initialStreamWindow: UInt32(clamping: initialStreamWindow),
+            keepaliveIntervalMs: UInt32(clamping: keepaliveIntervalMilliseconds)
+        )
+    }
+}

@@ -1,0 +1,429 @@
+import Foundation
+import TokenetWire
+
+/// The protocol logic of one connection (Protos/README.md), with no I/O.
+///
+/// Every event — a frame that arrived, something the application asks for, the transport closing — is a mutating
+/// method that returns the actions the driver must take, in order: frames to write, calls to start or cancel, data
+/// to hand to a call, the connection to close. The driver owns sockets, tasks and timers and only switches on
+/// actions, so every rule here is tested with plain event → action lists.
+struct ConnectionStateMachine {
+    enum Role: Sendable {
+        case client
+        case server
+    }
+
+    enum Action: Equatable {
+        /// Write this frame to the peer.
+        case write(WireV1.Frame)
+        /// Server: a call was accepted; start its handler.
+        case startHandler(streamID: UInt32, WireV1.CallStart)
+        /// A request (server) or response (client) message arrived on a call.
+        case deliverMessage(streamID: UInt32, Data)
+        /// Server: the client sent its last request.
+        case deliverEndOfRequests(streamID: UInt32)
+        /// Client: the call ended with this status from the server.
+        case finishCall(streamID: UInt32, WireV1.Status)
+        /// Client: the call failed locally (connection lost, goaway, window exceeded); report this error.
+        case failCall(streamID: UInt32, code: StatusCode, message: String)
+        /// Server: stop this call's handler; nothing more is sent on the stream.
+        case cancelHandler(streamID: UInt32)
+        /// The peer answered a ping.
+        case pongReceived(payload: UInt64)
+        /// Close the transport after writing what came before. `error` is nil for an orderly close.
+        case closeConnection(error: String?)
+    }
+
+    enum State: Equatable {
+        /// Our hello is out; the peer's has not arrived.
+        case awaitingHello
+        case active
+        /// A goaway was sent (server) or received (client): no new calls, existing ones run to the end.
+        case draining
+        case closed
+    }
+
+    struct Stream {
+        /// We will send nothing more but a status/cancel (client sent half-close).
+        var localHalfClosed = false
+        /// The peer will send no more messages (server: client half-closed).
+        var remoteHalfClosed = false
+        /// Bytes of message data we may still send before the peer grants more.
+        var sendWindow: Int
+        /// Bytes of message data the peer may still send before we grant more.
+        var receiveWindow: Int
+        /// Bytes consumed by the application and not yet granted back to the peer.
+        var consumedSinceUpdate = 0
+        /// Messages waiting for send window, and whether half-close/status waits behind them.
+        var pendingMessages: [Data] = []
+        var pendingEnd: WireV1.Frame.Kind?
+    }
+
+    let role: Role
+    let localSettings: ConnectionSettings
+    let agent: String
+    private(set) var peerSettings = ConnectionSettings.defaults
+    private(set) var state: State = .awaitingHello
+    private(set) var streams: [UInt32: Stream] = [:]
+    /// Client: the id of the next call. Server: the highest call id seen so far.
+    private(set) var nextStreamID: UInt32 = 1
+    private(set) var lastPeerStreamID: UInt32 = 0
+    private var helloSent = false
+
+    init(role: Role, settings: ConnectionSettings = .defaults, agent: String = "tokenet") {
+        self.role = role
+        self.localSettings = settings
+        self.agent = agent
+    }
+
+    // MARK: - Opening
+
+    /// The connection is established: send our hello.
+    mutating func start() -> [Action] {
+        guard !helloSent else { return [] }
+        helloSent = true
+        let hello = WireV1.Hello(
+            protocolVersion: ConnectionSettings.protocolVersion,
+            settings: localSettings.wire,
+            agent: agent
+        )
+        return [.write(WireV1.Frame(streamID: 0, kind: .hello(hello)))]
+    }
+
+    // MARK: - Frames from the peer
+
+    mutating func receive(_ frame: WireV1.Frame) -> [Action] {
+        guard state != .closed else { return [] }
+        guard let kind = frame.kind else { return [] }  // unset or from a later version: ignored
+        if state == .awaitingHello {
+            guard case .hello(let hello) = kind, frame.streamID == 0 else {
+                return connectionError(.protocolError, "the first frame must be hello")
+            }
+            return receiveHello(hello)
+        }
+        switch kind {
+        case .hello:
+            return connectionError(.protocolError, "hello sent twice")
+        case .ping(let ping):
+            return [.write(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: ping.payload))))]
+        case .pong(let pong):
+            return [.pongReceived(payload: pong.payload)]
+        case .goaway(let goaway):
+            return receiveGoAway(goaway)
+        case .callStart(let start):
+            return receiveCallStart(frame.streamID, start)
+        case .message(let message):
+            return receiveMessage(frame.streamID, message.data)
+        case .halfClose:
+            return receiveHalfClose(frame.streamID)
+        case .status(let status):
+            return receiveStatus(frame.streamID, status)
+        case .cancel:
+            return receiveCancel(frame.streamID)
+        case .windowUpdate(let update):
+            return receiveWindowUpdate(frame.streamID, Int(update.increment))
+        }
+    }
+
+    /// The byte stream could not be framed: a length above our maximum, or bytes that are not a `Frame`.
+    mutating func receiveUndecodable(_ error: WireError) -> [Action] {
+        let code: WireV1.GoAwayCode = error.code == .frameTooLarge ? .frameTooLarge : .protocolError
+        return connectionError(code, error.message)
+    }
+
+    private mutating func receiveHello(_ hello: WireV1.Hello) -> [Action] {
+        guard hello.protocolVersion >= 1 else {
+            let reason =
+                "protocol version \(hello.protocolVersion) is not supported; this node speaks "
+                + "\(ConnectionSettings.protocolVersion)"
+            return connectionError(.unsupportedVersion, reason)
+        }
+        peerSettings = ConnectionSettings(wire: hello.settings)
+        state = .active
+        return []
+    }
+
+    private mutating func receiveGoAway(_ goaway: WireV1.GoAway) -> [Action] {
+        var actions: [Action] = []
+        if role == .client {
+            let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
+            for id in streams.keys.sorted() where id > goaway.lastStreamID {
+                streams[id] = nil
+                actions.append(.failCall(streamID: id, code: .unavailable, message: "\(reason) (call not processed)"))
+            }
+        }
+        if goaway.code != .noError && goaway.code != .shuttingDown {
+            // The peer closes after a connection error: every remaining call is lost.
+            actions += failAllStreams(code: .unavailable, message: "the peer closed the connection: \(goaway.reason)")
+            state = .closed
+            actions.append(.closeConnection(error: goaway.reason))
+            return actions
+        }
+        state = .draining
+        if streams.isEmpty {
+            state = .closed
+            actions.append(.closeConnection(error: nil))
+        }
+        return actions
+    }
+
+    private mutating func receiveCallStart(_ id: UInt32, _ start: WireV1.CallStart) -> [Action] {
+        guard role == .server else {
+            return connectionError(.protocolError, "a server cannot open calls")
+        }
+        guard id % 2 == 1, id > lastPeerStreamID else {
+            return connectionError(
+                .protocolError,
+                "call id \(id) is invalid: ids must be odd and increase (last was \(lastPeerStreamID))"
+            )
+        }
+        lastPeerStreamID = id
+        if state == .draining {
+            return [writeStatus(id, .unavailable, "the node is shutting down; retry on a new connection")]
+        }
+        guard streams.count < localSettings.maxConcurrentStreams else {
+            return [
+                writeStatus(
+                    id,
+                    .resourceExhausted,
+                    "too many concurrent calls: the limit is \(localSettings.maxConcurrentStreams)"
+                )
+            ]
+        }
+        streams[id] = Stream(sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        return [.startHandler(streamID: id, start)]
+    }
+
+    private mutating func receiveMessage(_ id: UInt32, _ data: Data) -> [Action] {
+        guard var stream = streams[id] else { return [] }
+        if stream.remoteHalfClosed {
+            return streamError(id, .internal, "message received after the end of requests")
+        }
+        guard data.count <= stream.receiveWindow else {
+            return streamError(id, .resourceExhausted, "flow-control window exceeded")
+        }
+        stream.receiveWindow -= data.count
+        streams[id] = stream
+        return [.deliverMessage(streamID: id, data)]
+    }
+
+    private mutating func receiveHalfClose(_ id: UInt32) -> [Action] {
+        guard role == .server, var stream = streams[id], !stream.remoteHalfClosed else { return [] }
+        stream.remoteHalfClosed = true
+        streams[id] = stream
+        return [.deliverEndOfRequests(streamID: id)]
+    }
+
+    private mutating func receiveStatus(_ id: UInt32, _ status: WireV1.Status) -> [Action] {
+        guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
+        return [.finishCall(streamID: id, status)] + closeIfDrained()
+    }
+
+    private mutating func receiveCancel(_ id: UInt32) -> [Action] {
+        guard role == .server, streams.removeValue(forKey: id) != nil else { return [] }
+        return [.cancelHandler(streamID: id)] + closeIfDrained()
+    }
+
+    private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> [Action] {
+        guard id != 0, var stream = streams[id] else { return [] }
+        stream.sendWindow += increment
+        streams[id] = stream
+        return flushPending(id)
+    }
+
+    // MARK: - Calls, from the application
+
+    /// Client: opens a call. Throws `UNAVAILABLE` when the connection no longer accepts calls.
+    mutating func openCall(_ start: WireV1.CallStart) throws(RPCError) -> (streamID: UInt32, actions: [Action]) {
+        precondition(role == .client, "only a client opens calls")
+        switch state {
+        case .draining, .closed:
+            throw RPCError(.unavailable, "the connection is closing; retry on a new connection")
+        case .awaitingHello, .active:
+            break
+        }
+        guard nextStreamID < UInt32(Int32.max) else {
+            throw RPCError(.unavailable, "call ids are exhausted on this connection; retry on a new connection")
+        }
+        let id = nextStreamID
+        nextStreamID += 2
+        streams[id] = Stream(sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        return (id, [.write(WireV1.Frame(streamID: id, kind: .callStart(start)))])
+    }
+
+    /// Sends one request (client) or response (server) message.
+    mutating func sendMessage(_ id: UInt32, _ data: Data) -> [Action] {
+        guard var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else { return [] }
+        // Leave room for the frame's own fields around the data.
+        guard data.count <= peerSettings.maxFrameSize - 64 else {
+            return streamError(
+                id,
+                .resourceExhausted,
+                "a \(data.count)-byte message exceeds the peer's maximum frame size of \(peerSettings.maxFrameSize)"
+            )
+        }
+        if stream.pendingMessages.isEmpty, data.count <= stream.sendWindow {
+            stream.sendWindow -= data.count
+            streams[id] = stream
+            return [.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data))))]
+        }
+        stream.pendingMessages.append(data)
+        streams[id] = stream
+        return []
+    }
+
+    /// Bytes of message data waiting for the peer to grant window on a call.
+    func pendingBytes(_ id: UInt32) -> Int {
+        streams[id]?.pendingMessages.reduce(0) { $0 + $1.count } ?? 0
+    }
+
+    /// Client: no more requests.
+    mutating func sendEndOfRequests(_ id: UInt32) -> [Action] {
+        guard role == .client, var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else {
+            return []
+        }
+        if !stream.pendingMessages.isEmpty {
+            stream.pendingEnd = .halfClose(WireV1.HalfClose())
+            streams[id] = stream
+            return []
+        }
+        stream.localHalfClosed = true
+        streams[id] = stream
+        return [.write(WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose())))]
+    }
+
+    /// Server: ends the call with a status, after any response messages still waiting for window.
+    mutating func sendStatus(_ id: UInt32, _ status: WireV1.Status) -> [Action] {
+        guard role == .server, var stream = streams[id], stream.pendingEnd == nil else { return [] }
+        if !stream.pendingMessages.isEmpty, status.code == .ok {
+            stream.pendingEnd = .status(status)
+            streams[id] = stream
+            return []
+        }
+        streams[id] = nil
+        return [.write(WireV1.Frame(streamID: id, kind: .status(status)))] + closeIfDrained()
+    }
+
+    /// Client: abandons a call.
+    mutating func cancelCall(_ id: UInt32, reason: String = "cancelled by the client") -> [Action] {
+        guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
+        return [
+            .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
+            .failCall(streamID: id, code: .cancelled, message: reason),
+        ] + closeIfDrained()
+    }
+
+    /// The application consumed `byteCount` bytes of received message data: grant them back to the peer once half
+    /// the window is used, so the peer rarely waits and window updates stay few.
+    mutating func consumed(_ id: UInt32, byteCount: Int) -> [Action] {
+        guard var stream = streams[id], byteCount > 0 else { return [] }
+        stream.consumedSinceUpdate += byteCount
+        guard stream.consumedSinceUpdate >= localSettings.initialStreamWindow / 2 else {
+            streams[id] = stream
+            return []
+        }
+        let increment = stream.consumedSinceUpdate
+        stream.receiveWindow += increment
+        stream.consumedSinceUpdate = 0
+        streams[id] = stream
+        let update = WireV1.WindowUpdate(increment: UInt32(clamping: increment))
+        return [.write(WireV1.Frame(streamID: id, kind: .windowUpdate(update)))]
+    }
+
+    // MARK: - Connection, from the application
+
+    mutating func ping(payload: UInt64) -> [Action] {
+        guard state != .closed else { return [] }
+        return [.write(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: payload))))]
+    }
+
+    /// Graceful shutdown: announce the last call that will be processed, let running calls finish, then close.
+    mutating func beginShutdown(reason: String = "the node is shutting down") -> [Action] {
+        switch state {
+        case .closed, .draining:
+            return []
+        case .awaitingHello, .active:
+            state = .draining
+            let lastProcessed = role == .server ? lastPeerStreamID : 0
+            let goaway = WireV1.GoAway(lastStreamID: lastProcessed, code: .shuttingDown, reason: reason)
+            return [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))] + closeIfDrained()
+        }
+    }
+
+    /// The keepalive timer found no pong in time.
+    mutating func keepaliveTimedOut() -> [Action] {
+        connectionError(.keepaliveTimeout, "no answer to keepalive ping")
+    }
+
+    /// The transport is gone (EOF, reset, TLS failure): every open call ends.
+    mutating func transportClosed(reason: String) -> [Action] {
+        guard state != .closed else { return [] }
+        state = .closed
+        return failAllStreams(code: .unavailable, message: "connection lost: \(reason)")
+    }
+
+    // MARK: - Helpers
+
+    private mutating func flushPending(_ id: UInt32) -> [Action] {
+        guard var stream = streams[id] else { return [] }
+        var actions: [Action] = []
+        while let next = stream.pendingMessages.first, next.count <= stream.sendWindow {
+            stream.pendingMessages.removeFirst()
+            stream.sendWindow -= next.count
+            actions.append(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: next)))))
+        }
+        streams[id] = stream
+        if stream.pendingMessages.isEmpty, let end = stream.pendingEnd {
+            stream.pendingEnd = nil
+            streams[id] = stream
+            switch end {
+            case .status(let status): actions += sendStatus(id, status)
+            default: actions += sendEndOfRequests(id)
+            }
+        }
+        return actions
+    }
+
+    private func writeStatus(_ id: UInt32, _ code: StatusCode, _ message: String) -> Action {
+        .write(WireV1.Frame(streamID: id, kind: .status(WireV1.Status(code: code, message: message))))
+    }
+
+    /// An error confined to one call: the server ends it with a status, the client cancels it.
+    private mutating func streamError(_ id: UInt32, _ code: StatusCode, _ message: String) -> [Action] {
+        streams[id] = nil
+        switch role {
+        case .server:
+            return [.cancelHandler(streamID: id), writeStatus(id, code, message)] + closeIfDrained()
+        case .client:
+            return [
+                .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: message)))),
+                .failCall(streamID: id, code: code, message: message),
+            ] + closeIfDrained()
+        }
+    }
+
+    /// An error that ends the connection: goaway with the reason, fail or cancel every call, close.
+    private mutating func connectionError(_ code: WireV1.GoAwayCode, _ reason: String) -> [Action] {
+        guard state != .closed else { return [] }
+        let goaway = WireV1.GoAway(lastStreamID: lastPeerStreamID, code: code, reason: reason)
+        var actions: [Action] = [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))]
+        actions += failAllStreams(code: .unavailable, message: "connection closed: \(reason)")
+        state = .closed
+        actions.append(.closeConnection(error: reason))
+        return actions
+    }
+
+    private mutating func failAllStreams(code: StatusCode, message: String) -> [Action] {
+        let ids = streams.keys.sorted()
+        streams.removeAll()
+        return ids.map { id in
+            role == .server ? .cancelHandler(streamID: id) : .failCall(streamID: id, code: code, message: message)
+        }
+    }
+
+    private mutating func closeIfDrained() -> [Action] {
+        guard state == .draining, streams.isEmpty else { return [] }
+        state = .closed
+        return [.closeConnection(error: nil)]
+    }
+}

@@ -1,0 +1,37 @@
+import TokenetWire
+
+/// The status codes of a call: the 17 gRPC codes, as generated from `tokenet.wire.v1.StatusCode`.
+public typealias StatusCode = WireV1.StatusCode
+
+/// The one error type of the RPC layer: a status code, a message for a person, optional typed details, and the
+/// local cause (never sent to the peer).
+///
+/// Everything that crosses the wire maps to a status: a handler that throws an `RPCError` sends its code and message;
+/// any other error becomes `INTERNAL` with a generic message, so internals never leak to the peer.
+public struct RPCError: Error, Sendable, CustomStringConvertible {
+    public var code: StatusCode
+    public var message: String
+    public var details: [WireV1.StatusDetail]
+    public var cause: (any Error)?
+
+    public init(_ code: StatusCode, _ message: String, details: [WireV1.StatusDetail] = [], cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.details = details
+        self.cause = cause
+    }
+
+    /// The error a received status describes.
+    public init(status: WireV1.Status) {
+        self.init(status.code, status.message, details: status.details)
+    }
+
+    public var description: String {
+        "\(code.protoValueName ?? String(code.rawValue)): \(message)"
+    }
+
+    /// The status frame body that reports this error to the peer.
+    var status: WireV1.Status {
+        WireV1.Status(code: code, message: message, details: details)
+    }
+}

@@ -1,0 +1,284 @@
+import Foundation
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// The connection protocol as event → action lists (Protos/README.md).
+@Suite struct ConnectionStateMachineTests {
+    typealias Machine = ConnectionStateMachine
+
+    static func frame(_ id: UInt32, _ kind: WireV1.Frame.Kind) -> WireV1.Frame {
+        WireV1.Frame(streamID: id, kind: kind)
+    }
+
+    static let hello = frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: nil, agent: "peer")))
+    static let start = WireV1.CallStart(method: "/tokenet.testing.v1.Echo/Unary")
+
+    static func server(_ settings: ConnectionSettings = .defaults) -> Machine {
+        var machine = Machine(role: .server, settings: settings)
+        _ = machine.start()
+        _ = machine.receive(hello)
+        return machine
+    }
+
+    static func client(_ peer: WireV1.Settings? = nil) -> Machine {
+        var machine = Machine(role: .client)
+        _ = machine.start()
+        _ = machine.receive(frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: peer))))
+        return machine
+    }
+
+    static func goawayCode(_ actions: [Machine.Action]) -> WireV1.GoAwayCode? {
+        for case .write(let frame) in actions {
+            if case .goaway(let goaway) = frame.kind { return goaway.code }
+        }
+        return nil
+    }
+
+    @Test func startSendsHelloWithSettings() {
+        var machine = Machine(role: .client, settings: ConnectionSettings(maxConcurrentStreams: 7), agent: "a/1")
+        let actions = machine.start()
+        let expected = WireV1.Hello(
+            protocolVersion: 1,
+            settings: WireV1.Settings(maxFrameSize: 4_194_304, maxConcurrentStreams: 7, initialStreamWindow: 1_048_576),
+            agent: "a/1"
+        )
+        #expect(actions == [.write(Self.frame(0, .hello(expected)))])
+        #expect(machine.start() == [])
+    }
+
+    @Test func firstFrameMustBeHello() {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        let actions = machine.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(Self.goawayCode(actions) == .protocolError)
+        #expect(actions.last == .closeConnection(error: "the first frame must be hello"))
+        #expect(machine.state == .closed)
+    }
+
+    @Test func unsupportedVersionGetsAReadableGoAway() {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        let actions = machine.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 0))))
+        let reason = "protocol version 0 is not supported; this node speaks 1"
+        #expect(
+            actions == [
+                .write(Self.frame(0, .goaway(WireV1.GoAway(code: .unsupportedVersion, reason: reason)))),
+                .closeConnection(error: reason),
+            ]
+        )
+    }
+
+    @Test func newerPeerVersionIsAccepted() {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        #expect(machine.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 9)))) == [])
+        #expect(machine.state == .active)
+    }
+
+    @Test func unaryCallOnTheServer() {
+        var machine = Self.server()
+        let request = Data([1, 2, 3])
+        #expect(machine.receive(Self.frame(1, .callStart(Self.start))) == [.startHandler(streamID: 1, Self.start)])
+        #expect(
+            machine.receive(Self.frame(1, .message(WireV1.Message(data: request))))
+                == [.deliverMessage(streamID: 1, request)]
+        )
+        #expect(machine.receive(Self.frame(1, .halfClose(WireV1.HalfClose()))) == [.deliverEndOfRequests(streamID: 1)])
+        let response = Data([9])
+        #expect(machine.sendMessage(1, response) == [.write(Self.frame(1, .message(WireV1.Message(data: response))))])
+        let ok = WireV1.Status(code: .ok)
+        #expect(machine.sendStatus(1, ok) == [.write(Self.frame(1, .status(ok)))])
+        #expect(machine.streams.isEmpty)
+        // Frames for a finished call are ignored: they may have crossed the status on the wire.
+        #expect(machine.receive(Self.frame(1, .message(WireV1.Message(data: request)))) == [])
+    }
+
+    @Test func unaryCallOnTheClient() throws {
+        var machine = Self.client()
+        let (id, actions) = try machine.openCall(Self.start)
+        #expect(id == 1)
+        #expect(actions == [.write(Self.frame(1, .callStart(Self.start)))])
+        #expect(machine.sendMessage(1, Data([1])) == [.write(Self.frame(1, .message(WireV1.Message(data: Data([1])))))])
+        #expect(machine.sendEndOfRequests(1) == [.write(Self.frame(1, .halfClose(WireV1.HalfClose())))])
+        #expect(machine.sendMessage(1, Data([2])) == [], "nothing is sent after half-close")
+        #expect(
+            machine.receive(Self.frame(1, .message(WireV1.Message(data: Data([7])))))
+                == [.deliverMessage(streamID: 1, Data([7]))]
+        )
+        let status = WireV1.Status(code: .notFound, message: "no such card")
+        #expect(machine.receive(Self.frame(1, .status(status))) == [.finishCall(streamID: 1, status)])
+        let (second, _) = try machine.openCall(Self.start)
+        #expect(second == 3, "client ids are odd and increase")
+    }
+
+    @Test(arguments: [UInt32(2), 0])
+    func invalidCallIDsAreProtocolErrors(id: UInt32) {
+        var machine = Self.server()
+        #expect(Self.goawayCode(machine.receive(Self.frame(id, .callStart(Self.start)))) == .protocolError)
+    }
+
+    @Test func callIDsMustIncrease() {
+        var machine = Self.server()
+        _ = machine.receive(Self.frame(5, .callStart(Self.start)))
+        let actions = machine.receive(Self.frame(3, .callStart(Self.start)))
+        #expect(Self.goawayCode(actions) == .protocolError)
+        #expect(actions.contains(.cancelHandler(streamID: 5)), "the running call is cancelled")
+    }
+
+    @Test func excessCallsAreRefusedWithResourceExhausted() {
+        var machine = Self.server(ConnectionSettings(maxConcurrentStreams: 2))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(3, .callStart(Self.start)))
+        let refused = WireV1.Status(code: .resourceExhausted, message: "too many concurrent calls: the limit is 2")
+        #expect(machine.receive(Self.frame(5, .callStart(Self.start))) == [.write(Self.frame(5, .status(refused)))])
+        _ = machine.sendStatus(1, WireV1.Status())
+        #expect(machine.receive(Self.frame(7, .callStart(Self.start))) == [.startHandler(streamID: 7, Self.start)])
+    }
+
+    @Test func clientCancelStopsTheHandler() {
+        var server = Self.server()
+        _ = server.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(server.receive(Self.frame(1, .cancel(WireV1.Cancel(reason: "user gave up")))) == [.cancelHandler(streamID: 1)])
+        #expect(server.sendStatus(1, WireV1.Status()) == [], "a cancelled call sends nothing more")
+    }
+
+    @Test func cancelOnTheClient() throws {
+        var machine = Self.client()
+        let (id, _) = try machine.openCall(Self.start)
+        #expect(
+            machine.cancelCall(id, reason: "deadline")
+                == [
+                    .write(Self.frame(id, .cancel(WireV1.Cancel(reason: "deadline")))),
+                    .failCall(streamID: id, code: .cancelled, message: "deadline"),
+                ]
+        )
+    }
+
+    @Test func messageAfterHalfCloseIsAStreamError() {
+        var machine = Self.server()
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(1, .halfClose(WireV1.HalfClose())))
+        let actions = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data([1])))))
+        let status = WireV1.Status(code: .internal, message: "message received after the end of requests")
+        #expect(actions == [.cancelHandler(streamID: 1), .write(Self.frame(1, .status(status)))])
+        #expect(machine.state == .active, "other calls carry on")
+    }
+
+    @Test func receiveWindowIsEnforced() {
+        var machine = Self.server(ConnectionSettings(initialStreamWindow: 10))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 6))))).count == 1)
+        let actions = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 6)))))
+        let status = WireV1.Status(code: .resourceExhausted, message: "flow-control window exceeded")
+        #expect(actions == [.cancelHandler(streamID: 1), .write(Self.frame(1, .status(status)))])
+    }
+
+    @Test func consumedDataIsGrantedBackInBatches() {
+        var machine = Self.server(ConnectionSettings(initialStreamWindow: 10))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 4)))))
+        #expect(machine.consumed(1, byteCount: 4) == [])
+        _ = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 6)))))
+        #expect(
+            machine.consumed(1, byteCount: 6)
+                == [.write(Self.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: 10))))]
+        )
+        #expect(machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 10))))).count == 1)
+    }
+
+    @Test func sendWindowQueuesUntilTheGrantAndKeepsTheStatusBehind() {
+        var small = Machine(role: .server)
+        _ = small.start()
+        _ = small.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 4)))))
+        _ = small.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(small.sendMessage(1, Data(count: 3)).count == 1)
+        #expect(small.sendMessage(1, Data(count: 3)) == [], "beyond the window: queued")
+        #expect(small.pendingBytes(1) == 3)
+        #expect(small.sendStatus(1, WireV1.Status()) == [], "the status waits behind the queued message")
+        let actions = small.receive(Self.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: 3))))
+        #expect(
+            actions == [
+                .write(Self.frame(1, .message(WireV1.Message(data: Data(count: 3))))),
+                .write(Self.frame(1, .status(WireV1.Status()))),
+            ]
+        )
+    }
+
+    @Test func oversizedOutboundMessageFailsOnlyThatCall() throws {
+        var machine = Self.client(WireV1.Settings(maxFrameSize: 1000))
+        let (id, _) = try machine.openCall(Self.start)
+        let actions = machine.sendMessage(id, Data(count: 2000))
+        #expect(actions.count == 2)
+        #expect(actions.last == .failCall(
+            streamID: id,
+            code: .resourceExhausted,
+            message: "a 2000-byte message exceeds the peer's maximum frame size of 1000"
+        ))
+    }
+
+    @Test func pingIsAnsweredWithTheSamePayload() {
+        var machine = Self.server()
+        #expect(
+            machine.receive(Self.frame(0, .ping(WireV1.Ping(payload: 42))))
+                == [.write(Self.frame(0, .pong(WireV1.Pong(payload: 42))))]
+        )
+        #expect(machine.receive(Self.frame(0, .pong(WireV1.Pong(payload: 7)))) == [.pongReceived(payload: 7)])
+    }
+
+    @Test func gracefulShutdownDrainsRunningCallsAndRefusesNewOnes() {
+        var machine = Self.server()
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        let goaway = WireV1.GoAway(lastStreamID: 1, code: .shuttingDown, reason: "the node is shutting down")
+        #expect(machine.beginShutdown() == [.write(Self.frame(0, .goaway(goaway)))])
+        let refused = WireV1.Status(code: .unavailable, message: "the node is shutting down; retry on a new connection")
+        #expect(machine.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(refused)))])
+        #expect(
+            machine.sendStatus(1, WireV1.Status())
+                == [.write(Self.frame(1, .status(WireV1.Status()))), .closeConnection(error: nil)]
+        )
+    }
+
+    @Test func clientFailsCallsAboveTheGoAwayAndRefusesNewCalls() throws {
+        var machine = Self.client()
+        _ = try machine.openCall(Self.start)
+        _ = try machine.openCall(Self.start)
+        let goaway = WireV1.GoAway(lastStreamID: 1, code: .shuttingDown, reason: "bye")
+        #expect(
+            machine.receive(Self.frame(0, .goaway(goaway)))
+                == [.failCall(streamID: 3, code: .unavailable, message: "bye (call not processed)")]
+        )
+        #expect(throws: RPCError.self) { try machine.openCall(Self.start) }
+        #expect(
+            machine.receive(Self.frame(1, .status(WireV1.Status())))
+                == [.finishCall(streamID: 1, WireV1.Status()), .closeConnection(error: nil)]
+        )
+    }
+
+    @Test func lostTransportFailsClientCallsAndCancelsHandlers() throws {
+        var client = Self.client()
+        _ = try client.openCall(Self.start)
+        #expect(
+            client.transportClosed(reason: "EOF")
+                == [.failCall(streamID: 1, code: .unavailable, message: "connection lost: EOF")]
+        )
+        var server = Self.server()
+        _ = server.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(server.transportClosed(reason: "EOF") == [.cancelHandler(streamID: 1)])
+    }
+
+    @Test func undecodableBytesCloseTheConnectionWithTheRightCode() {
+        var machine = Self.server()
+        let tooLarge = machine.receiveUndecodable(WireError(.frameTooLarge, "frame of 9 MiB exceeds 4 MiB"))
+        #expect(Self.goawayCode(tooLarge) == .frameTooLarge)
+        var other = Self.server()
+        #expect(Self.goawayCode(other.receiveUndecodable(WireError(.invalidMessage, "garbage"))) == .protocolError)
+    }
+
+    @Test func framesWithoutAKindAreIgnored() {
+        var machine = Self.server()
+        #expect(machine.receive(WireV1.Frame(streamID: 1)) == [])
+        #expect(machine.state == .active)
+    }
+}
