@@ -82,6 +82,9 @@ static inline int ctk_errno(void) { return errno; }
 
 static inline int ctk_tcp_socket(void) { return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
 
+/// Declared here because glibc only exposes it under _GNU_SOURCE, which the system module map does not set.
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
 static inline int ctk_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
 static inline int ctk_set_nodelay(int fd) {
@@ -145,6 +148,10 @@ static inline int ctk_ssl_ctx_set_tls13_only(SSL_CTX *ctx) {
 static inline long ctk_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 static inline long ctk_ssl_mode_partial_write(void) {
     return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+}
+
+static inline long ctk_ssl_ctx_disable_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 }
 
 static inline int ctk_ssl_ctx_set_app_data(SSL_CTX *ctx, void *data) { return SSL_CTX_set_app_data(ctx, data); }
