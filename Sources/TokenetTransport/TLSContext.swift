@@ -1,6 +1,6 @@
 import COpenSSL
 import CTokenetShims
-import Glibc
+import Foundation
 
 /// Owns an OpenSSL `SSL_CTX` configured from a `TLSConfiguration`; every `TLSEngine` is created from one.
 ///
@@ -16,8 +16,14 @@ public final class TLSContext: @unchecked Sendable {
     /// made from this context are appended to that file in NSS key-log format (for Wireshark); when unset,
     /// nothing is written anywhere.
     public convenience init(configuration: TLSConfiguration) throws(TransportError) {
-        let path = getenv("SSLKEYLOGFILE").map { String(cString: $0) }
-        try self.init(configuration: configuration, keyLogFile: path?.isEmpty == false ? path : nil)
+        try self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As `init(configuration:)`, with the environment passed in (tests must not mutate the process environment
+    /// while other threads read it).
+    convenience init(configuration: TLSConfiguration, environment: [String: String]) throws(TransportError) {
+        let path = environment["SSLKEYLOGFILE"].flatMap { $0.isEmpty ? nil : $0 }
+        try self.init(configuration: configuration, keyLogFile: path)
     }
 
     /// Builds the context with an explicit key-log file (`nil` disables key logging regardless of environment).
