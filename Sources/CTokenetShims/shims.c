@@ -1,1 +1,2 @@
 // Implementation file so SwiftPM builds this header-only target.
+#include "CTokenetShims.h"

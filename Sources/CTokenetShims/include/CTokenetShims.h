@@ -1,4 +1,207 @@
 // Linux headers and C macros that Swift cannot import directly, wrapped as static inline functions.
 #ifndef CTOKENET_SHIMS_H
 #define CTOKENET_SHIMS_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+// MARK: epoll
+
+/// One ready event. `struct epoll_event` is packed on x86_64, which Swift imports poorly, so events are copied
+/// into this plain struct.
+typedef struct {
+    uint32_t events;
+    uint64_t data;
+} ctk_event;
+
+static const uint32_t CTK_EPOLLIN = EPOLLIN;
+static const uint32_t CTK_EPOLLOUT = EPOLLOUT;
+static const uint32_t CTK_EPOLLERR = EPOLLERR;
+static const uint32_t CTK_EPOLLHUP = EPOLLHUP;
+static const uint32_t CTK_EPOLLRDHUP = EPOLLRDHUP;
+
+static inline int ctk_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+/// op is EPOLL_CTL_ADD (1), EPOLL_CTL_DEL (2) or EPOLL_CTL_MOD (3).
+static inline int ctk_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+static inline int ctk_epoll_add(int epfd, int fd, uint32_t events, uint64_t data) {
+    return ctk_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, events, data);
+}
+static inline int ctk_epoll_mod(int epfd, int fd, uint32_t events, uint64_t data) {
+    return ctk_epoll_ctl(epfd, EPOLL_CTL_MOD, fd, events, data);
+}
+static inline int ctk_epoll_del(int epfd, int fd) { return ctk_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, 0, 0); }
+
+/// Waits for up to `max` events (at most 64) and copies them into `out`.
+static inline int ctk_epoll_wait(int epfd, ctk_event *out, int max, int timeout_ms) {
+    struct epoll_event evs[64];
+    if (max > 64) max = 64;
+    int n = epoll_wait(epfd, evs, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        out[i].events = evs[i].events;
+        out[i].data = evs[i].data.u64;
+    }
+    return n;
+}
+
+// MARK: eventfd
+
+static inline int ctk_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+static inline int ctk_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return (int)write(fd, &one, sizeof(one));
+}
+static inline int ctk_eventfd_drain(int fd) {
+    uint64_t value = 0;
+    return (int)read(fd, &value, sizeof(value));
+}
+
+// MARK: sockets
+
+static inline int ctk_errno(void) { return errno; }
+
+static inline int ctk_tcp_socket(void) { return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+
+/// Declared here because glibc only exposes it under _GNU_SOURCE, which the system module map does not set.
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
+static inline int ctk_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+static inline int ctk_set_nodelay(int fd) {
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static inline int ctk_set_reuseaddr(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+}
+
+/// Fills an IPv4 socket address from a dotted-quad string; returns 1 on success, 0 for a malformed address.
+static inline int ctk_ipv4_address(const char *host, uint16_t port, struct sockaddr_in *out) {
+    memset(out, 0, sizeof(*out));
+    out->sin_family = AF_INET;
+    out->sin_port = htons(port);
+    return inet_pton(AF_INET, host, &out->sin_addr);
+}
+
+static inline int ctk_bind_ipv4(int fd, const char *host, uint16_t port) {
+    struct sockaddr_in addr;
+    if (ctk_ipv4_address(host, port, &addr) != 1) { errno = EINVAL; return -1; }
+    return bind(fd, (const struct sockaddr *)&addr, sizeof(addr));
+}
+
+static inline int ctk_connect_ipv4(int fd, const char *host, uint16_t port) {
+    struct sockaddr_in addr;
+    if (ctk_ipv4_address(host, port, &addr) != 1) { errno = EINVAL; return -1; }
+    return connect(fd, (const struct sockaddr *)&addr, sizeof(addr));
+}
+
+/// The locally bound port, or -1.
+static inline int ctk_local_port(int fd) {
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0) return -1;
+    return ntohs(addr.sin_port);
+}
+
+/// The pending socket error (SO_ERROR), used to finish a non-blocking connect.
+static inline int ctk_socket_error(int fd) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    return err;
+}
+
+/// send(2) that never raises SIGPIPE when the peer has gone away.
+static inline ssize_t ctk_send(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
+
+static inline void ctk_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+// MARK: OpenSSL macros
+
+static inline int ctk_ssl_ctx_set_tls13_only(SSL_CTX *ctx) {
+    return SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) == 1
+        && SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1;
+}
+
+static inline long ctk_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long ctk_ssl_mode_partial_write(void) {
+    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+}
+
+static inline long ctk_ssl_ctx_disable_session_cache(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+}
+
+static inline int ctk_ssl_ctx_set_app_data(SSL_CTX *ctx, void *data) { return SSL_CTX_set_app_data(ctx, data); }
+static inline void *ctk_ssl_ctx_get_app_data(const SSL_CTX *ctx) { return SSL_CTX_get_app_data(ctx); }
+static inline int ctk_ssl_set_app_data(SSL *ssl, void *data) { return SSL_set_app_data(ssl, data); }
+static inline void *ctk_ssl_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
+
+/// The SSL object a certificate verification callback runs for.
+static inline SSL *ctk_ssl_from_store_ctx(X509_STORE_CTX *store) {
+    return (SSL *)X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
+}
+
+static inline long ctk_bio_pending(BIO *bio) { return (long)BIO_pending(bio); }
+static inline long ctk_bio_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+/// Makes an empty memory BIO report end of file (0) instead of "retry" (-1): the transport reached EOF.
+static inline long ctk_bio_set_mem_eof(BIO *bio) { return BIO_set_mem_eof_return(bio, 0); }
+static inline long ctk_bio_set_mem_retry(BIO *bio) { return BIO_set_mem_eof_return(bio, -1); }
+
+// MARK: certificate subject alternative names
+
+/// The number of URI entries in the certificate's subjectAltName extension.
+static inline int ctk_x509_uri_san_count(X509 *cert) {
+    GENERAL_NAMES *names = (GENERAL_NAMES *)X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    if (names == NULL) return 0;
+    int count = 0;
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+        if (sk_GENERAL_NAME_value(names, i)->type == GEN_URI) count++;
+    }
+    GENERAL_NAMES_free(names);
+    return count;
+}
+
+/// Copies the `index`th URI SAN into `buf` (not NUL-terminated); returns its length, or -1.
+/// A URI longer than `cap` is reported with its full length so the caller can see it was cut.
+static inline int ctk_x509_uri_san(X509 *cert, int index, char *buf, int cap) {
+    GENERAL_NAMES *names = (GENERAL_NAMES *)X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    if (names == NULL) return -1;
+    int seen = 0, result = -1;
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+        GENERAL_NAME *name = sk_GENERAL_NAME_value(names, i);
+        if (name->type != GEN_URI) continue;
+        if (seen++ != index) continue;
+        const ASN1_IA5STRING *uri = name->d.uniformResourceIdentifier;
+        int len = ASN1_STRING_length(uri);
+        memcpy(buf, ASN1_STRING_get0_data(uri), (size_t)(len < cap ? len : cap));
+        result = len;
+        break;
+    }
+    GENERAL_NAMES_free(names);
+    return result;
+}
+
 #endif

@@ -1,0 +1,326 @@
+import CTokenetShims
+
+/// Drives one TLS connection on its event loop: moves bytes between the socket and the `TLSEngine`, feeds the
+/// outcomes to `ConnectionStateMachine`, and carries out the actions it returns. Lives on the loop thread only.
+final class ConnectionDriver: EventLoopHandler {
+    typealias EstablishedHandler = (Result<PeerIdentity, TransportError>) -> Void
+
+    private struct Writer {
+        var bytes: [UInt8]
+        var offset: Int
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    /// Largest plaintext piece handed to the engine at once: one TLS record.
+    private static let writeSlice = 16 * 1024
+    private static let readBufferSize = 64 * 1024
+    static let closeTimeout: Duration = .seconds(5)
+
+    let loop: EventLoop
+    private let fd: Int32
+    private let engine: TLSEngine
+    private var machine: ConnectionStateMachine
+    private var registration: UInt64?
+    private var socketClosed = false
+    private var onEstablished: EstablishedHandler?
+    private var timer: EventLoopTimer?
+
+    private var inbound: [[UInt8]] = []
+    private var inboundCount = 0
+    private var reader: CheckedContinuation<[UInt8]?, any Error>?
+    private var writers: [Writer] = []
+    private var sendBuffer: [UInt8] = []
+    private var sendOffset = 0
+    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    private var readBuffer = [UInt8](repeating: 0, count: ConnectionDriver.readBufferSize)
+
+    private var pendingActions: [ConnectionStateMachine.Action] = []
+    private var performing = false
+
+    /// Highest number of ciphertext bytes ever waiting for the socket (to observe backpressure).
+    private(set) var peakOutboundBuffered = 0
+
+    init(
+        loop: EventLoop, fd: Int32, engine: TLSEngine, connecting: Bool, limits: ConnectionStateMachine.Limits,
+        onEstablished: @escaping EstablishedHandler
+    ) {
+        self.loop = loop
+        self.fd = fd
+        self.engine = engine
+        machine = ConnectionStateMachine(phase: connecting ? .connecting : .handshaking, limits: limits)
+        self.onEstablished = onEstablished
+    }
+
+    /// Registers with the loop and starts the handshake deadline. On failure the socket is closed and the
+    /// established handler is called with the error.
+    func start(handshakeTimeout: Duration) {
+        _ = machine.start()  // the registration below takes the machine's initial interest
+        do throws(TransportError) {
+            registration = try loop.register(fd: fd, interest: machine.interest, handler: self)
+        } catch {
+            teardown(error)
+            return
+        }
+        let bound = LoopBound(self, loop: loop)
+        timer = loop.scheduleTimer(after: handshakeTimeout) { bound.value.handle(bound.value.machine.timedOut()) }
+    }
+
+    var outboundBuffered: Int { sendBuffer.count - sendOffset }
+    var hasWaitingWriter: Bool { !writers.isEmpty }
+
+    // MARK: Requests (on the loop)
+
+    func read(_ continuation: CheckedContinuation<[UInt8]?, any Error>) {
+        guard reader == nil else {
+            continuation.resume(throwing: TransportError(.invalidState, "concurrent reads on one connection"))
+            return
+        }
+        reader = continuation
+        handle(machine.readRequested())
+    }
+
+    func write(_ bytes: [UInt8], _ continuation: CheckedContinuation<Void, any Error>) {
+        guard !bytes.isEmpty else {
+            continuation.resume()
+            return
+        }
+        writers.append(Writer(bytes: bytes, offset: 0, continuation: continuation))
+        handle(machine.writeRequested())
+    }
+
+    func close(_ continuation: CheckedContinuation<Void, Never>?) {
+        if let continuation {
+            guard machine.phase != .closed else {
+                continuation.resume()
+                return
+            }
+            closeWaiters.append(continuation)
+        }
+        let wasClosing = machine.phase == .closing
+        handle(machine.closeRequested())
+        if machine.phase == .closing && !wasClosing {
+            let bound = LoopBound(self, loop: loop)
+            timer = loop.scheduleTimer(after: Self.closeTimeout) { bound.value.handle(bound.value.machine.timedOut()) }
+        }
+    }
+
+    // MARK: EventLoopHandler
+
+    func handleEvent(readable: Bool, writable: Bool, failed: Bool) {
+        if machine.phase == .connecting {
+            guard writable || failed else { return }
+            do throws(TransportError) {
+                try Socket.connectResult(fd)
+                handle(machine.tcpConnected())
+            } catch {
+                handle(machine.failed(error))
+            }
+            return
+        }
+        // With EPOLLHUP the socket is read even when inbound is full: the peer is gone and only EOF remains.
+        if readable || failed { readSocket() }
+        if writable && machine.phase != .closed { transmit() }
+    }
+
+    func eventLoopStopping() {
+        handle(machine.failed(TransportError(.eventLoopStopped, "event loop \(loop.name) stopped")))
+    }
+
+    // MARK: Actions
+
+    private func handle(_ actions: [ConnectionStateMachine.Action]) {
+        pendingActions += actions
+        guard !performing else { return }
+        performing = true
+        while !pendingActions.isEmpty {
+            perform(pendingActions.removeFirst())
+        }
+        performing = false
+    }
+
+    private func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .setInterest(let interest):
+            if let registration { loop.setInterest(interest, fd: fd, registration: registration) }
+        case .driveHandshake:
+            driveHandshake()
+        case .reportEstablished:
+            cancelTimer()
+            if let peer = engine.peer { onEstablished?(.success(peer)) }
+            onEstablished = nil
+        case .decrypt:
+            decrypt()
+        case .deliverToReader:
+            let bytes = inbound.count == 1 ? inbound[0] : Array(inbound.joined())
+            inbound.removeAll()
+            inboundCount = 0
+            reader.take()?.resume(returning: bytes)
+        case .finishReader:
+            reader.take()?.resume(returning: nil)
+        case .failReader(let error):
+            reader.take()?.resume(throwing: error)
+        case .admitWrites:
+            admitWrites()
+        case .failWriters(let error):
+            let failed = writers
+            writers.removeAll()
+            for writer in failed { writer.continuation.resume(throwing: error) }
+        case .sendCloseNotify:
+            engine.close()
+            transmit()
+        case .closeSocket:
+            teardown(nil)
+        case .fail(let error):
+            teardown(error)
+        }
+    }
+
+    private func driveHandshake() {
+        do throws(TransportError) {
+            let status = try engine.handshake()
+            transmit()
+            if status == .complete { handle(machine.handshakeCompleted()) }
+        } catch {
+            // Queue the alert OpenSSL produced; teardown sends it if the socket accepts it right away.
+            sendBuffer += engine.takeCiphertext()
+            handle(machine.failed(error))
+        }
+    }
+
+    private func readSocket() {
+        guard machine.phase != .closed else { return }
+        do throws(TransportError) {
+            switch try Socket.read(fd, into: &readBuffer) {
+            case .bytes(let count):
+                readBuffer.withUnsafeBytes { engine.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                handle(machine.ciphertextArrived())
+            case .endOfFile:
+                engine.receiveEOF()
+                handle(machine.ciphertextArrived(endOfFile: true))
+            case .wouldBlock:
+                break
+            }
+        } catch {
+            handle(machine.failed(error))
+        }
+    }
+
+    private func decrypt() {
+        var peerClosed = false
+        do throws(TransportError) {
+            reading: while true {
+                switch try engine.readPlaintext(maxCount: Self.writeSlice) {
+                case .plaintext(let bytes):
+                    inbound.append(bytes)
+                    inboundCount += bytes.count
+                case .needsMoreData:
+                    break reading
+                case .closed:
+                    peerClosed = true
+                    break reading
+                }
+            }
+        } catch {
+            handle(machine.failed(error))
+            return
+        }
+        transmit()  // reading may produce records to send (key updates)
+        handle(machine.plaintextBuffered(total: inboundCount))
+        if peerClosed { handle(machine.peerClosed()) }
+    }
+
+    /// Encrypts waiting writers' bytes while the outbound buffer is below its high-water mark.
+    private func admitWrites() {
+        while !writers.isEmpty && outboundBuffered < machine.limits.outboundHighWater {
+            let end = min(writers[0].bytes.count, writers[0].offset + Self.writeSlice)
+            let error: TransportError? = writers[0].bytes.withUnsafeBytes { buffer in
+                do throws(TransportError) {
+                    try engine.writePlaintext(UnsafeRawBufferPointer(rebasing: buffer[writers[0].offset..<end]))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let error {
+                handle(machine.failed(error))
+                return
+            }
+            writers[0].offset = end
+            sendBuffer += engine.takeCiphertext()
+            if end == writers[0].bytes.count {
+                writers.removeFirst().continuation.resume()
+            }
+        }
+        transmit()
+    }
+
+    /// Moves the engine's output to the socket as far as the kernel takes it, then reports the backlog.
+    private func transmit() {
+        sendBuffer += engine.takeCiphertext()
+        peakOutboundBuffered = max(peakOutboundBuffered, outboundBuffered)
+        if outboundBuffered > 0 {
+            let result = sendBuffer.withUnsafeBytes { buffer in
+                Result { () throws(TransportError) in
+                    try Socket.send(fd, UnsafeRawBufferPointer(rebasing: buffer[sendOffset...]))
+                }
+            }
+            do throws(TransportError) {
+                sendOffset += try result.get()
+                if sendOffset == sendBuffer.count {
+                    sendBuffer.removeAll(keepingCapacity: true)
+                    sendOffset = 0
+                } else if sendOffset > 64 * 1024 && sendOffset * 2 > sendBuffer.count {
+                    sendBuffer.removeFirst(sendOffset)
+                    sendOffset = 0
+                }
+            } catch {
+                handle(machine.failed(error))
+                return
+            }
+        }
+        handle(machine.outboundChanged(buffered: outboundBuffered, writersWaiting: !writers.isEmpty))
+    }
+
+    /// Releases the socket and completes everyone still waiting. `error` is nil for a clean close.
+    private func teardown(_ error: TransportError?) {
+        cancelTimer()
+        if error != nil, outboundBuffered > 0 {
+            // Best effort: the peer learns why (a TLS alert) if the kernel takes the bytes now.
+            _ = sendBuffer.withUnsafeBytes { buffer in
+                try? Socket.send(fd, UnsafeRawBufferPointer(rebasing: buffer[sendOffset...]))
+            }
+        }
+        sendBuffer.removeAll()
+        sendOffset = 0
+        if let registration {
+            loop.deregister(fd: fd, registration: registration)
+            self.registration = nil
+        }
+        if !socketClosed {
+            socketClosed = true
+            Socket.close(fd)
+        }
+        let failure = error ?? ConnectionStateMachine.closedLocally
+        onEstablished.take()?(.failure(failure))
+        reader.take()?.resume(throwing: failure)
+        let failedWriters = writers
+        writers.removeAll()
+        for writer in failedWriters { writer.continuation.resume(throwing: failure) }
+        let waiters = closeWaiters
+        closeWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func cancelTimer() {
+        if let timer { loop.cancelTimer(timer) }
+        timer = nil
+    }
+}
+
+extension Optional {
+    /// Returns the value and leaves nil behind, so a continuation can be resumed only once.
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}

@@ -1,0 +1,252 @@
+/// The bookkeeping of one TLS connection, free of sockets and OpenSSL: which phase it is in, what the event
+/// loop should watch for, when a waiting reader or writer can proceed, and when the socket can be closed.
+///
+/// The driver (`ConnectionDriver`) reports events and performs the returned actions in order. Byte counts are
+/// reported by the driver; the machine decides with them:
+/// - outbound backpressure: writers are admitted only while less than `outboundHighWater` bytes of ciphertext
+///   wait for the socket, so a peer that stops reading makes writers wait instead of growing memory;
+/// - inbound backpressure: the socket is not read while `inboundHighWater` bytes of plaintext wait for a reader.
+struct ConnectionStateMachine {
+    enum Phase: Equatable {
+        /// TCP connect in progress (clients only).
+        case connecting
+        case handshaking
+        case open
+        /// A close_notify is queued or sent; the socket closes once the outbound buffer is flushed.
+        case closing
+        case closed
+    }
+
+    struct Limits: Equatable, Sendable {
+        var outboundHighWater: Int
+        var inboundHighWater: Int
+
+        static let `default` = Limits(outboundHighWater: 256 * 1024, inboundHighWater: 256 * 1024)
+    }
+
+    enum Action: Equatable {
+        case setInterest(Interest)
+        case driveHandshake
+        /// The handshake finished: hand the connection to its owner.
+        case reportEstablished
+        /// Decrypt buffered ciphertext into the inbound plaintext queue.
+        case decrypt
+        /// Give all queued plaintext to the waiting reader.
+        case deliverToReader
+        /// Resume the waiting reader with end-of-stream.
+        case finishReader
+        case failReader(TransportError)
+        /// Move bytes of waiting writers into the TLS engine while the outbound buffer has room.
+        case admitWrites
+        case failWriters(TransportError)
+        case sendCloseNotify
+        /// Close the socket cleanly (after a flushed close_notify or a completed close).
+        case closeSocket
+        /// Fail everything still waiting with the error, send what can be sent without blocking, close the socket.
+        case fail(TransportError)
+    }
+
+    private(set) var phase: Phase
+    private(set) var interest = Interest.none
+    private(set) var error: TransportError?
+    let limits: Limits
+    private var inboundBuffered = 0
+    private var outboundBuffered = 0
+    private var readerWaiting = false
+    private var writersWaiting = false
+    /// The peer's close_notify was received: nothing more will arrive.
+    private var peerFinished = false
+
+    init(phase: Phase, limits: Limits = .default) {
+        precondition(phase == .connecting || phase == .handshaking, "a connection starts connecting or handshaking")
+        self.phase = phase
+        self.limits = limits
+    }
+
+    /// The interest to register the socket with initially.
+    mutating func start() -> [Action] {
+        updateInterest([])
+    }
+
+    // MARK: Socket and TLS events
+
+    mutating func tcpConnected() -> [Action] {
+        guard phase == .connecting else { return [] }
+        phase = .handshaking
+        return updateInterest([.driveHandshake])
+    }
+
+    /// Ciphertext (or end-of-file, which the engine turns into an error or a close) was fed to the engine.
+    mutating func ciphertextArrived(endOfFile: Bool = false) -> [Action] {
+        switch phase {
+        case .handshaking: return [.driveHandshake]
+        case .open: return [.decrypt]
+        case .closing: return endOfFile ? close() : []
+        case .connecting, .closed: return []
+        }
+    }
+
+    mutating func handshakeCompleted() -> [Action] {
+        guard phase == .handshaking else { return [] }
+        phase = .open
+        // Application data may have arrived in the same flight as the peer's Finished.
+        return updateInterest([.reportEstablished, .decrypt])
+    }
+
+    /// The engine holds `total` bytes of decrypted data not yet given to the reader.
+    mutating func plaintextBuffered(total: Int) -> [Action] {
+        inboundBuffered = total
+        var actions: [Action] = []
+        if readerWaiting && total > 0 {
+            readerWaiting = false
+            inboundBuffered = 0
+            actions.append(.deliverToReader)
+        }
+        return updateInterest(actions)
+    }
+
+    /// `buffered` bytes of ciphertext wait for the socket; `writersWaiting` tells whether writers are queued.
+    mutating func outboundChanged(buffered: Int, writersWaiting: Bool) -> [Action] {
+        outboundBuffered = buffered
+        self.writersWaiting = writersWaiting
+        var actions: [Action] = []
+        switch phase {
+        case .open where writersWaiting && buffered < limits.outboundHighWater:
+            actions.append(.admitWrites)
+        case .closing where buffered == 0:
+            return close()
+        default:
+            break
+        }
+        return updateInterest(actions)
+    }
+
+    /// The peer's close_notify arrived: finish the reader once the queue is drained, answer with our own.
+    mutating func peerClosed() -> [Action] {
+        guard !peerFinished else { return [] }
+        peerFinished = true
+        var actions: [Action] = []
+        if readerWaiting && inboundBuffered == 0 {
+            readerWaiting = false
+            actions.append(.finishReader)
+        }
+        if phase == .open {
+            phase = .closing
+            writersWaiting = false
+            actions += [.failWriters(Self.closedByPeer), .sendCloseNotify]
+        }
+        return updateInterest(actions)
+    }
+
+    mutating func failed(_ error: TransportError) -> [Action] {
+        guard phase != .closed else { return [] }
+        phase = .closed
+        self.error = error
+        readerWaiting = false
+        writersWaiting = false
+        return updateInterest([.fail(error)])
+    }
+
+    // MARK: Requests from the owner
+
+    mutating func readRequested() -> [Action] {
+        if inboundBuffered > 0 {
+            inboundBuffered = 0
+            return updateInterest([.deliverToReader])
+        }
+        if peerFinished { return [.finishReader] }
+        switch phase {
+        case .closed, .closing:
+            return [.failReader(error ?? Self.closedLocally)]
+        case .connecting, .handshaking, .open:
+            readerWaiting = true
+            return []
+        }
+    }
+
+    mutating func writeRequested() -> [Action] {
+        switch phase {
+        case .open:
+            writersWaiting = true
+            return outboundBuffered < limits.outboundHighWater ? [.admitWrites] : []
+        case .closing:
+            return [.failWriters(peerFinished ? Self.closedByPeer : Self.closedLocally)]
+        case .closed:
+            return [.failWriters(error ?? Self.closedLocally)]
+        case .connecting, .handshaking:
+            return [.failWriters(TransportError(.invalidState, "write before the TLS handshake completed"))]
+        }
+    }
+
+    mutating func closeRequested() -> [Action] {
+        switch phase {
+        case .connecting, .handshaking:
+            return failed(TransportError(.connectionClosed, "connection closed before the TLS handshake completed"))
+        case .open:
+            phase = .closing
+            var actions: [Action] = []
+            if readerWaiting {
+                readerWaiting = false
+                actions.append(.failReader(Self.closedLocally))
+            }
+            if writersWaiting {
+                writersWaiting = false
+                actions.append(.failWriters(Self.closedLocally))
+            }
+            return updateInterest(actions + [.sendCloseNotify])
+        case .closing, .closed:
+            return []
+        }
+    }
+
+    /// Handshake or close deadline passed.
+    mutating func timedOut() -> [Action] {
+        switch phase {
+        case .connecting, .handshaking:
+            return failed(TransportError(.timeout, "TLS connection not established in time"))
+        case .closing:
+            return close()
+        case .open, .closed:
+            return []
+        }
+    }
+
+    // MARK: Helpers
+
+    static let closedLocally = TransportError(.connectionClosed, "connection closed locally")
+    static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
+
+    private mutating func close() -> [Action] {
+        phase = .closed
+        var actions: [Action] = []
+        if readerWaiting {
+            readerWaiting = false
+            actions.append(peerFinished ? .finishReader : .failReader(Self.closedLocally))
+        }
+        return updateInterest(actions + [.closeSocket])
+    }
+
+    /// Appends `.setInterest` when the wanted interest differs from the registered one.
+    private mutating func updateInterest(_ actions: [Action]) -> [Action] {
+        let wanted = wantedInterest
+        guard wanted != interest else { return actions }
+        interest = wanted
+        // Teardown removes the registration; no interest change is needed once closed.
+        return phase == .closed ? actions : [.setInterest(wanted)] + actions
+    }
+
+    private var wantedInterest: Interest {
+        switch phase {
+        case .connecting:
+            return .writeOnly
+        case .handshaking:
+            return Interest(read: true, write: outboundBuffered > 0)
+        case .open:
+            return Interest(read: !peerFinished && inboundBuffered < limits.inboundHighWater, write: outboundBuffered > 0)
+        case .closing:
+            return Interest(read: false, write: outboundBuffered > 0)
+        case .closed:
+            return .none
+        }
+    }
+}

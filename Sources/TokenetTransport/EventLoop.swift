@@ -1,0 +1,278 @@
+import CTokenetShims
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// Which readiness a registered file descriptor wants to hear about.
+struct Interest: Equatable, Sendable, CustomStringConvertible {
+    var read: Bool
+    var write: Bool
+
+    static let none = Interest(read: false, write: false)
+    static let readOnly = Interest(read: true, write: false)
+    static let writeOnly = Interest(read: false, write: true)
+
+    var epollEvents: UInt32 {
+        (read ? CTK_EPOLLIN : 0) | (write ? CTK_EPOLLOUT : 0)
+    }
+
+    var description: String { "[\(read ? "r" : "-")\(write ? "w" : "-")]" }
+}
+
+/// Something the event loop calls back on its own thread.
+protocol EventLoopHandler: AnyObject {
+    /// `failed` reports EPOLLERR/EPOLLHUP, which epoll delivers whatever the interest.
+    func handleEvent(readable: Bool, writable: Bool, failed: Bool)
+    /// The loop is shutting down; release the descriptor and fail anything waiting.
+    func eventLoopStopping()
+}
+
+/// A handle to cancel a scheduled timer.
+public struct EventLoopTimer: Sendable, Hashable {
+    let id: UInt64
+}
+
+/// One thread multiplexing many sockets with epoll (level-triggered), plus a task queue and timers.
+///
+/// Other threads hand work to the loop with `execute`, which wakes it through an eventfd. All socket and TLS
+/// state of a connection is touched only on this thread, so it needs no locks; only the task queue and timers are
+/// shared and live in a `Mutex`.
+public final class EventLoop: @unchecked Sendable {
+    private struct Shared {
+        var tasks: [@Sendable () -> Void] = []
+        var timers: [UInt64: Timer] = [:]
+        var nextTimerID: UInt64 = 1
+        var wakePending = false
+        var stopping = false
+        var stopped = false
+    }
+
+    private struct Timer {
+        var deadline: ContinuousClock.Instant
+        var body: @Sendable () -> Void
+    }
+
+    /// Registration id 0 is the wake-up eventfd.
+    private static let wakeRegistration: UInt64 = 0
+    private static let maxEventsPerWait: Int32 = 64
+
+    public let name: String
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let shared = Mutex(Shared())
+    private let loopThread = Mutex<pthread_t?>(nil)
+    private let exited = DispatchSemaphore(value: 0)
+
+    // Loop-thread only.
+    private var handlers: [UInt64: any EventLoopHandler] = [:]
+    private var nextRegistration: UInt64 = 1
+
+    /// Starts the loop thread.
+    public init(name: String = "tokenet-event-loop") throws(TransportError) {
+        self.name = name
+        ctk_ignore_sigpipe()
+        let epollFD = ctk_epoll_create()
+        guard epollFD >= 0 else { throw TransportError.system("epoll_create1", errno: errno) }
+        let wakeFD = ctk_eventfd_create()
+        guard wakeFD >= 0 else {
+            let err = errno
+            close(epollFD)
+            throw TransportError.system("eventfd", errno: err)
+        }
+        guard ctk_epoll_add(epollFD, wakeFD, CTK_EPOLLIN, Self.wakeRegistration) == 0 else {
+            let err = errno
+            close(epollFD)
+            close(wakeFD)
+            throw TransportError.system("epoll_ctl", errno: err)
+        }
+        self.epollFD = epollFD
+        self.wakeFD = wakeFD
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            loopThread.withLock { $0 = pthread_self() }
+            started.signal()
+            run()
+            exited.signal()
+        }
+        thread.name = name
+        thread.start()
+        started.wait()
+    }
+
+    deinit {
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    /// True when called on the loop thread.
+    public var inEventLoop: Bool {
+        loopThread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `task` on the loop thread. Returns false (and drops the task) when the loop has stopped, so callers
+    /// can fail whatever the task was going to complete instead of leaving it waiting.
+    @discardableResult
+    public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        let wake: Bool? = shared.withLock { state in
+            guard !state.stopped else { return nil }
+            state.tasks.append(task)
+            defer { state.wakePending = true }
+            return !state.wakePending
+        }
+        guard let wake else { return false }
+        if wake { _ = ctk_eventfd_signal(wakeFD) }
+        return true
+    }
+
+    /// Runs `body` on the loop thread after `delay`, unless cancelled first.
+    @discardableResult
+    public func scheduleTimer(after delay: Duration, _ body: @escaping @Sendable () -> Void) -> EventLoopTimer {
+        let deadline = ContinuousClock.now.advanced(by: delay)
+        let id = shared.withLock { state in
+            let id = state.nextTimerID
+            state.nextTimerID += 1
+            state.timers[id] = Timer(deadline: deadline, body: body)
+            return id
+        }
+        if !inEventLoop { _ = ctk_eventfd_signal(wakeFD) }  // the loop may be sleeping past the new deadline
+        return EventLoopTimer(id: id)
+    }
+
+    public func cancelTimer(_ timer: EventLoopTimer) {
+        _ = shared.withLock { $0.timers.removeValue(forKey: timer.id) }
+    }
+
+    /// Stops the loop: registered connections are failed with `.eventLoopStopped`, then the thread exits.
+    /// Blocks until the thread has exited unless called from the loop itself.
+    public func shutdown() {
+        let first = shared.withLock { state in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        if first { _ = ctk_eventfd_signal(wakeFD) }
+        if !inEventLoop {
+            exited.wait()
+            exited.signal()  // let later shutdown calls return too
+        }
+    }
+
+    // MARK: Registration (loop thread only)
+
+    func register(fd: Int32, interest: Interest, handler: any EventLoopHandler) throws(TransportError) -> UInt64 {
+        precondition(inEventLoop, "register called off the event loop")
+        guard !shared.withLock({ $0.stopping }) else {
+            throw TransportError(.eventLoopStopped, "event loop \(name) is shutting down")
+        }
+        let id = nextRegistration
+        nextRegistration += 1
+        guard ctk_epoll_add(epollFD, fd, interest.epollEvents, id) == 0 else {
+            throw TransportError.system("epoll_ctl(ADD)", errno: errno)
+        }
+        handlers[id] = handler
+        return id
+    }
+
+    func setInterest(_ interest: Interest, fd: Int32, registration: UInt64) {
+        precondition(inEventLoop, "setInterest called off the event loop")
+        // Fails only for a descriptor that is not registered, which the callers rule out.
+        _ = ctk_epoll_mod(epollFD, fd, interest.epollEvents, registration)
+    }
+
+    /// Removes the descriptor from epoll; the caller closes it afterwards.
+    func deregister(fd: Int32, registration: UInt64) {
+        precondition(inEventLoop, "deregister called off the event loop")
+        _ = ctk_epoll_del(epollFD, fd)
+        handlers.removeValue(forKey: registration)
+    }
+
+    // MARK: Loop
+
+    private func run() {
+        var events = [ctk_event](repeating: ctk_event(), count: Int(Self.maxEventsPerWait))
+        while true {
+            let (stopping, timeout) = shared.withLock { state in (state.stopping, Self.timeout(state)) }
+            if stopping { break }
+            let count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, timeout)
+            if count < 0 && errno != EINTR {
+                fatalError("epoll_wait failed on \(name): \(String(cString: strerror(errno)))")
+            }
+            for index in 0..<max(0, Int(count)) {
+                let event = events[index]
+                if event.data == Self.wakeRegistration {
+                    _ = ctk_eventfd_drain(wakeFD)
+                    continue
+                }
+                // A handler removed earlier in this batch may still have an event here; skip it.
+                guard let handler = handlers[event.data] else { continue }
+                handler.handleEvent(
+                    readable: event.events & CTK_EPOLLIN != 0,
+                    writable: event.events & CTK_EPOLLOUT != 0,
+                    failed: event.events & (CTK_EPOLLERR | CTK_EPOLLHUP) != 0)
+            }
+            runTasks()
+            runDueTimers()
+        }
+        for handler in Array(handlers.values) { handler.eventLoopStopping() }
+        handlers.removeAll()
+        shared.withLock { state in
+            state.stopped = true
+            state.timers.removeAll()
+        }
+        runTasks()  // tasks queued before `stopped` was set still run, against stopped handlers
+    }
+
+    private func runTasks() {
+        let tasks = shared.withLock { state in
+            state.wakePending = false
+            return state.tasks.isEmpty ? [] : state.tasks.exchange([])
+        }
+        for task in tasks { task() }
+    }
+
+    private func runDueTimers() {
+        let now = ContinuousClock.now
+        let due = shared.withLock { state in
+            let ids = state.timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+            return ids.compactMap { state.timers.removeValue(forKey: $0.key)?.body }
+        }
+        for body in due { body() }
+    }
+
+    /// Milliseconds until the earliest timer (rounded up), or -1 to wait for I/O only. A linear scan is enough for
+    /// the handful of timers (handshake and close deadlines) a node has at once.
+    private static func timeout(_ state: Shared) -> Int32 {
+        if !state.tasks.isEmpty { return 0 }
+        guard let deadline = state.timers.values.map(\.deadline).min() else { return -1 }
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        if remaining <= .zero { return 0 }
+        let (seconds, attoseconds) = remaining.components
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: milliseconds)
+    }
+}
+
+extension Array {
+    /// Replaces the array and returns the old contents without copying.
+    fileprivate mutating func exchange(_ replacement: [Element]) -> [Element] {
+        let old = self
+        self = replacement
+        return old
+    }
+}
+
+/// A loop-confined object carried across threads; it may only be touched on its loop.
+struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    let loop: EventLoop
+    private let wrapped: Value
+
+    init(_ value: Value, loop: EventLoop) {
+        self.loop = loop
+        wrapped = value
+    }
+
+    var value: Value {
+        precondition(loop.inEventLoop, "loop-bound value used off its event loop")
+        return wrapped
+    }
+}

@@ -1,0 +1,111 @@
+import CTokenetShims
+import Glibc
+
+/// Thin wrappers over non-blocking TCP system calls, translating errno into `TransportError`.
+enum Socket {
+    enum ReadOutcome: Equatable {
+        case bytes(Int)
+        case wouldBlock
+        case endOfFile
+    }
+
+    /// Accepts dotted-quad IPv4 addresses and "localhost" (to avoid blocking name resolution on the loop).
+    static func ipv4(_ host: String) throws(TransportError) -> String {
+        let address = host == "localhost" ? "127.0.0.1" : host
+        var probe = sockaddr_in()
+        guard ctk_ipv4_address(address, 0, &probe) == 1 else {
+            throw TransportError(.invalidAddress, "\(host) is not an IPv4 address (or localhost)")
+        }
+        return address
+    }
+
+    /// A listening socket bound to host:port; port 0 picks a free port. Returns the descriptor and bound port.
+    static func listen(host: String, port: UInt16, backlog: Int32 = 128) throws(TransportError) -> (Int32, UInt16) {
+        let address = try ipv4(host)
+        let fd = ctk_tcp_socket()
+        guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
+        do throws(TransportError) {
+            guard ctk_set_reuseaddr(fd) == 0 else { throw TransportError.system("setsockopt(SO_REUSEADDR)", errno: errno) }
+            guard ctk_bind_ipv4(fd, address, port) == 0 else {
+                throw TransportError.system("bind \(address):\(port)", errno: errno, code: .invalidAddress)
+            }
+            guard Glibc.listen(fd, backlog) == 0 else { throw TransportError.system("listen", errno: errno) }
+            let bound = ctk_local_port(fd)
+            guard bound > 0 else { throw TransportError.system("getsockname", errno: errno) }
+            return (fd, UInt16(bound))
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// Starts a non-blocking connect; completion is signalled by writability and checked with `connectResult`.
+    static func startConnect(host: String, port: UInt16) throws(TransportError) -> Int32 {
+        let address = try ipv4(host)
+        let fd = ctk_tcp_socket()
+        guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
+        _ = ctk_set_nodelay(fd)
+        if ctk_connect_ipv4(fd, address, port) != 0 && errno != EINPROGRESS {
+            let err = errno
+            Glibc.close(fd)
+            throw TransportError.system("connect \(address):\(port)", errno: err)
+        }
+        return fd
+    }
+
+    static func connectResult(_ fd: Int32) throws(TransportError) {
+        let err = ctk_socket_error(fd)
+        if err != 0 { throw TransportError.system("connect", errno: err) }
+    }
+
+    /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); nil when none is pending.
+    static func accept(_ listener: Int32) throws(TransportError) -> Int32? {
+        while true {
+            let fd = ctk_accept(listener)
+            if fd >= 0 {
+                _ = ctk_set_nodelay(fd)
+                return fd
+            }
+            switch errno {
+            case EINTR, ECONNABORTED: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            case let err: throw TransportError.system("accept4", errno: err)
+            }
+        }
+    }
+
+    static func read(_ fd: Int32, into buffer: inout [UInt8]) throws(TransportError) -> ReadOutcome {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 { return .bytes(count) }
+            if count == 0 { return .endOfFile }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let err: throw TransportError.system("read", errno: err)
+            }
+        }
+    }
+
+    /// Sends as much as the kernel takes; returns the number of bytes sent (0 when the socket buffer is full).
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        var sent = 0
+        while sent < bytes.count {
+            let count = ctk_send(fd, bytes.baseAddress! + sent, bytes.count - sent)
+            if count >= 0 {
+                sent += count
+                continue
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return sent
+            case let err: throw TransportError.system("send", errno: err)
+            }
+        }
+        return sent
+    }
+
+    static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+}

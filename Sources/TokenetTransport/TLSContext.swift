@@ -1,0 +1,86 @@
+import COpenSSL
+import CTokenetShims
+import Foundation
+
+/// Owns an OpenSSL `SSL_CTX` configured from a `TLSConfiguration`; every `TLSEngine` is created from one.
+///
+/// An `SSL_CTX` is safe to share between threads once configured, and this class never mutates it afterwards,
+/// which is why it may be `@unchecked Sendable`.
+public final class TLSContext: @unchecked Sendable {
+    public let configuration: TLSConfiguration
+    let pointer: OpaquePointer
+    /// Present only when SSLKEYLOGFILE was set when the context was created.
+    let keyLog: KeyLogWriter?
+
+    /// Builds the context. Reads SSLKEYLOGFILE from the environment: when set, TLS secrets of every connection
+    /// made from this context are appended to that file in NSS key-log format (for Wireshark); when unset,
+    /// nothing is written anywhere.
+    public convenience init(configuration: TLSConfiguration) throws(TransportError) {
+        try self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As `init(configuration:)`, with the environment passed in (tests must not mutate the process environment
+    /// while other threads read it).
+    convenience init(configuration: TLSConfiguration, environment: [String: String]) throws(TransportError) {
+        let path = environment["SSLKEYLOGFILE"].flatMap { $0.isEmpty ? nil : $0 }
+        try self.init(configuration: configuration, keyLogFile: path)
+    }
+
+    /// Builds the context with an explicit key-log file (`nil` disables key logging regardless of environment).
+    public init(configuration: TLSConfiguration, keyLogFile: String?) throws(TransportError) {
+        self.configuration = configuration
+        ERR_clear_error()
+        let method = configuration.side == .server ? TLS_server_method() : TLS_client_method()
+        guard let context = SSL_CTX_new(method) else {
+            throw TransportError.openSSL(.configuration, "SSL_CTX_new failed")
+        }
+        pointer = context
+        keyLog = try keyLogFile.map { path throws(TransportError) in try KeyLogWriter(path: path) }
+        // From here on, deinit frees the context if configuration fails.
+        try configure()
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
+    }
+
+    private func configure() throws(TransportError) {
+        guard ctk_ssl_ctx_set_tls13_only(pointer) == 1 else {
+            throw TransportError.openSSL(.configuration, "cannot restrict the context to TLS 1.3")
+        }
+        _ = ctk_ssl_ctx_set_mode(pointer, ctk_ssl_mode_partial_write())
+        // Session tickets would let a client resume without presenting its certificate to a fresh verify
+        // callback; identity must be established on every connection, so resumption is off.
+        _ = SSL_CTX_set_num_tickets(pointer, 0)
+        _ = ctk_ssl_ctx_disable_session_cache(pointer)
+
+        let config = configuration
+        if let chain = config.certificateChainFile {
+            guard SSL_CTX_use_certificate_chain_file(pointer, chain) == 1 else {
+                throw TransportError.openSSL(.configuration, "cannot load certificate chain \(chain)")
+            }
+            guard let key = config.privateKeyFile else {
+                throw TransportError(.configuration, "certificate chain \(chain) given without a private key file")
+            }
+            guard SSL_CTX_use_PrivateKey_file(pointer, key, SSL_FILETYPE_PEM) == 1 else {
+                throw TransportError.openSSL(.configuration, "cannot load private key \(key)")
+            }
+            guard SSL_CTX_check_private_key(pointer) == 1 else {
+                throw TransportError.openSSL(.configuration, "private key \(key) does not match \(chain)")
+            }
+        } else if config.side == .server {
+            throw TransportError(.configuration, "a server needs a certificate chain and private key")
+        }
+        guard SSL_CTX_load_verify_locations(pointer, config.trustedCAFile, nil) == 1 else {
+            throw TransportError.openSSL(.configuration, "cannot load trusted CA file \(config.trustedCAFile)")
+        }
+        let mode = config.side == .server
+            ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+            : SSL_VERIFY_PEER
+        SSL_CTX_set_verify(pointer, mode, tokenetVerifyCallback)
+        if let keyLog {
+            _ = ctk_ssl_ctx_set_app_data(pointer, Unmanaged.passUnretained(keyLog).toOpaque())
+            SSL_CTX_set_keylog_callback(pointer, tokenetKeyLogCallback)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import COpenSSL
+import CTokenetShims
+
+/// One TLS session as a pure byte transformer: no sockets, no threads, no clocks.
+///
+/// The owner shuttles bytes: `receiveCiphertext` what arrived from the network, `handshake()` until it reports
+/// completion, then `readPlaintext()` / `writePlaintext(_:)`, and after every step `takeCiphertext()` whatever
+/// must be sent. Both memory BIOs grow as needed, so OpenSSL never reports WANT_WRITE; the owner bounds memory by
+/// deciding how much it feeds in (see `ConnectionStateMachine`). WANT_READ surfaces as `.needsMoreData`.
+///
+/// Not thread-safe: an engine belongs to one event loop (or one test).
+public final class TLSEngine {
+    public enum HandshakeStatus: Equatable, Sendable {
+        case complete
+        case needsMoreData
+    }
+
+    public enum ReadResult: Equatable, Sendable {
+        case plaintext([UInt8])
+        case needsMoreData
+        /// The peer sent close_notify: no more data will arrive.
+        case closed
+    }
+
+    public let side: TLSConfiguration.Side
+    private let context: TLSContext
+    private let ssl: OpaquePointer
+    /// Ciphertext from the network, read by OpenSSL.
+    private let networkIn: OpaquePointer
+    /// Ciphertext produced by OpenSSL, to be sent.
+    private let networkOut: OpaquePointer
+    private let verification: VerificationState
+    private var receivedEOF = false
+    private var failed = false
+    public private(set) var isHandshakeComplete = false
+    public private(set) var peer: PeerIdentity?
+
+    public init(context: TLSContext) throws(TransportError) {
+        self.context = context
+        side = context.configuration.side
+        verification = VerificationState(acceptedRoles: context.configuration.acceptedPeerRoles)
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.pointer) else {
+            throw TransportError.openSSL(.configuration, "SSL_new failed")
+        }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TransportError.openSSL(.configuration, "BIO_new failed")
+        }
+        // An empty input BIO means "wait for more" until the transport reports EOF.
+        _ = ctk_bio_set_mem_retry(input)
+        _ = ctk_bio_set_mem_retry(output)
+        SSL_set_bio(ssl, input, output)  // the SSL object now owns both BIOs
+        self.ssl = ssl
+        networkIn = input
+        networkOut = output
+        _ = ctk_ssl_set_app_data(ssl, Unmanaged.passUnretained(verification).toOpaque())
+        if side == .server { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
+    }
+
+    deinit {
+        SSL_free(ssl)
+    }
+
+    // MARK: Network side
+
+    /// Hands ciphertext received from the network to OpenSSL.
+    public func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let chunk = Int32(min(bytes.count - offset, Int(Int32.max)))
+            let written = BIO_write(networkIn, base + offset, chunk)
+            guard written > 0 else { return }  // a memory BIO only fails when out of memory
+            offset += Int(written)
+        }
+    }
+
+    public func receiveCiphertext(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { receiveCiphertext($0) }
+    }
+
+    /// Records that the transport delivered end-of-file: OpenSSL then sees EOF once the buffered bytes are used.
+    public func receiveEOF() {
+        receivedEOF = true
+        _ = ctk_bio_set_mem_eof(networkIn)
+    }
+
+    /// Bytes OpenSSL produced that still have to be sent.
+    public var pendingCiphertextCount: Int { Int(ctk_bio_pending(networkOut)) }
+
+    /// Takes up to `maxCount` bytes of ciphertext to send.
+    public func takeCiphertext(maxCount: Int = Int.max) -> [UInt8] {
+        let count = min(pendingCiphertextCount, maxCount)
+        guard count > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let read = BIO_read(networkOut, buffer.baseAddress, Int32(min(count, Int(Int32.max))))
+            initialized = max(0, Int(read))
+        }
+    }
+
+    // MARK: Session
+
+    /// Advances the handshake with the ciphertext received so far.
+    public func handshake() throws(TransportError) -> HandshakeStatus {
+        if isHandshakeComplete { return .complete }
+        try checkUsable()
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            isHandshakeComplete = true
+            peer = verification.identity
+            if peer == nil {
+                // The verify callback always sets an identity on success; this guards against a misconfiguration
+                // that would skip verification.
+                failed = true
+                throw TransportError(.peerIdentity, "handshake completed without a verified peer identity")
+            }
+            return .complete
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            if receivedEOF && ctk_bio_pending(networkIn) == 0 {
+                failed = true
+                throw TransportError(.unexpectedEOF, "connection closed by peer during the TLS handshake")
+            }
+            return .needsMoreData
+        default:
+            throw fail(.handshakeFailed, "TLS handshake failed")
+        }
+    }
+
+    /// Decrypts up to `maxCount` bytes of application data.
+    public func readPlaintext(maxCount: Int = 16 * 1024) throws(TransportError) -> ReadResult {
+        try checkUsable()
+        precondition(isHandshakeComplete, "readPlaintext before the handshake completed")
+        var readCount = 0
+        ERR_clear_error()
+        var buffer = [UInt8](repeating: 0, count: maxCount)
+        let result = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &readCount) }
+        if result == 1 {
+            buffer.removeSubrange(readCount...)
+            return .plaintext(buffer)
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            if receivedEOF && ctk_bio_pending(networkIn) == 0 {
+                failed = true
+                throw TransportError(.unexpectedEOF, "connection closed by peer without TLS close_notify")
+            }
+            return .needsMoreData
+        case SSL_ERROR_ZERO_RETURN:
+            return .closed
+        case SSL_ERROR_SYSCALL where receivedEOF, SSL_ERROR_SSL where receivedEOF && ctk_bio_pending(networkIn) == 0:
+            throw fail(.unexpectedEOF, "connection closed by peer without TLS close_notify")
+        default:
+            throw fail(.tls, "TLS read failed")
+        }
+    }
+
+    /// Encrypts all of `bytes`; the records are then available through `takeCiphertext`.
+    public func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
+        try checkUsable()
+        precondition(isHandshakeComplete, "writePlaintext before the handshake completed")
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            var written = 0
+            ERR_clear_error()
+            let result = SSL_write_ex(ssl, base + offset, bytes.count - offset, &written)
+            guard result == 1 else { throw fail(.tls, "TLS write failed") }
+            offset += written
+        }
+    }
+
+    public func writePlaintext(_ bytes: [UInt8]) throws(TransportError) {
+        let error: TransportError? = bytes.withUnsafeBytes { buffer in
+            do throws(TransportError) {
+                try writePlaintext(buffer)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let error { throw error }
+    }
+
+    /// Queues a close_notify alert (sent with the next `takeCiphertext`). Safe to call more than once.
+    public func close() {
+        guard !failed, isHandshakeComplete else { return }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
+
+    /// Why the peer's certificate was refused, when the verify callback refused it.
+    var verificationFailure: TransportError? { verification.failure }
+
+    private func checkUsable() throws(TransportError) {
+        if failed { throw TransportError(.invalidState, "TLS engine used after a fatal error") }
+    }
+
+    /// Marks the engine unusable (OpenSSL forbids further calls after a fatal error) and builds the error,
+    /// preferring the identity check's own reason over OpenSSL's generic "certificate verify failed".
+    private func fail(_ code: TransportError.Code, _ message: String) -> TransportError {
+        failed = true
+        let details = TransportError.drainOpenSSLErrors()
+        if let failure = verification.failure {
+            return TransportError(failure.code, failure.message, details: details)
+        }
+        return TransportError(code, message, details: details)
+    }
+}

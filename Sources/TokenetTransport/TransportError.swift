@@ -1,0 +1,81 @@
+import COpenSSL
+import Glibc
+
+/// The one error type of TokenetTransport: a code to switch on, a readable message, and the cause.
+///
+/// OpenSSL reports failures through a thread-local error queue; `TransportError.openSSL` drains that queue into
+/// `details` so the reason ("certificate verify failed", "tlsv13 alert certificate required") is not lost.
+public struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
+    public enum Code: String, Sendable {
+        /// The TLS configuration could not be loaded (missing file, key mismatch, bad CA file).
+        case configuration
+        /// The TLS handshake failed (verification, protocol mismatch, peer alert).
+        case handshakeFailed
+        /// The peer certificate does not carry a usable `tokenet://ROLE/ID` identity.
+        case peerIdentity
+        /// A TLS record could not be processed after the handshake.
+        case tls
+        /// A socket or system call failed.
+        case io
+        /// The address could not be parsed or bound.
+        case invalidAddress
+        /// The connection was closed (locally or by the peer with close_notify) before the operation finished.
+        case connectionClosed
+        /// The peer closed the TCP stream without a TLS close_notify (possible truncation).
+        case unexpectedEOF
+        /// An operation did not finish within its allotted time (connect, handshake).
+        case timeout
+        /// The API was used in a way it does not support (for example two concurrent reads).
+        case invalidState
+        /// The event loop was shut down.
+        case eventLoopStopped
+    }
+
+    public let code: Code
+    public let message: String
+    /// Lines from the OpenSSL error queue captured when the error was created (may be empty).
+    public let details: [String]
+    public let cause: (any Error)?
+
+    public init(_ code: Code, _ message: String, details: [String] = [], cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.details = details
+        self.cause = cause
+    }
+
+    public var description: String {
+        var text = "\(code.rawValue): \(message)"
+        if !details.isEmpty { text += " [" + details.joined(separator: "; ") + "]" }
+        if let cause { text += " (cause: \(cause))" }
+        return text
+    }
+
+    /// Equality ignores the cause, which is not generally comparable.
+    public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.details == rhs.details
+    }
+
+    /// Creates an error and drains the calling thread's OpenSSL error queue into `details`.
+    static func openSSL(_ code: Code, _ message: String) -> TransportError {
+        TransportError(code, message, details: drainOpenSSLErrors())
+    }
+
+    /// Creates an error from `errno` for the named system call.
+    static func system(_ call: String, errno err: Int32, code: Code = .io) -> TransportError {
+        TransportError(code, "\(call) failed: \(String(cString: strerror(err))) (errno \(err))")
+    }
+
+    /// Returns the pending OpenSSL errors as text, oldest first, and leaves the queue empty.
+    static func drainOpenSSLErrors() -> [String] {
+        var lines: [String] = []
+        while true {
+            let error = ERR_get_error()
+            if error == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(error, &buffer, buffer.count)
+            lines.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return lines
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@testable import TokenetTransport
+
+/// The environment is passed in explicitly: mutating the real process environment would race with other tests.
+@Suite struct KeyLogTests {
+    let certs = CertificateFixture.shared
+    static let labels: Set<String> = [
+        "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
+        "SERVER_TRAFFIC_SECRET_0", "EXPORTER_SECRET",
+    ]
+
+    func handshake(client: TLSContext, server: TLSContext) throws {
+        let clientEngine = try TLSEngine(context: client)
+        let serverEngine = try TLSEngine(context: server)
+        for _ in 0..<10 {
+            _ = try clientEngine.handshake()
+            _ = try serverEngine.handshake()
+            let toServer = clientEngine.takeCiphertext()
+            let toClient = serverEngine.takeCiphertext()
+            if toServer.isEmpty && toClient.isEmpty { break }
+            serverEngine.receiveCiphertext(toServer)
+            clientEngine.receiveCiphertext(toClient)
+        }
+        #expect(clientEngine.isHandshakeComplete && serverEngine.isHandshakeComplete)
+    }
+
+    func temporaryPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-keylog-\(UUID().uuidString).txt").path
+    }
+
+    @Test func secretsAreLoggedInNSSFormatWhenSSLKEYLOGFILEIsSet() throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["SSLKEYLOGFILE": path, "HOME": "/root"]
+        let client = try TLSContext(configuration: certs.client(), environment: environment)
+        let server = try TLSContext(configuration: certs.server(), environment: environment)
+        #expect(client.keyLog?.path == path)
+
+        try handshake(client: client, server: server)
+        try handshake(client: client, server: server)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        // Five secrets per side per TLS 1.3 handshake; both sides log into the same file.
+        #expect(lines.count == 20)
+        for line in lines {
+            let fields = line.split(separator: " ")
+            #expect(fields.count == 3)
+            #expect(Self.labels.contains(String(fields[0])))
+            #expect(fields[1].count == 64 && fields[1].allSatisfy(\.isHexDigit))
+            #expect(fields[2].count >= 64 && fields[2].allSatisfy(\.isHexDigit))
+        }
+    }
+
+    @Test func nothingIsWrittenWhenSSLKEYLOGFILEIsUnset() throws {
+        let path = temporaryPath()
+        let client = try TLSContext(configuration: certs.client(), environment: ["HOME": "/root"])
+        let server = try TLSContext(configuration: certs.server(), environment: ["SSLKEYLOGFILE": ""])
+        #expect(client.keyLog == nil && server.keyLog == nil)
+        try handshake(client: client, server: server)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+}

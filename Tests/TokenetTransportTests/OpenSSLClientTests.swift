@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+@testable import TokenetTransport
+
+/// Interoperability: the stock `openssl s_client` completes mutual TLS 1.3 with a TLSListener.
+@Suite(.timeLimit(.minutes(1))) struct OpenSSLClientTests {
+    let certs = CertificateFixture.shared
+
+    @Test func opensslSClientWithValidCertificateTalksToTLSListener() async throws {
+        let loop = try EventLoop(name: "test-s-client")
+        defer { loop.shutdown() }
+        let listener = try await TLSListener.bind(context: certs.context(certs.server("tsp")), on: loop)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "openssl", "s_client", "-connect", "127.0.0.1:\(listener.port)", "-tls1_3", "-brief",
+            "-cert", certs.path("wallet.pem"), "-key", certs.path("wallet.key"), "-CAfile", certs.caFile,
+            "-verify_return_error",
+        ]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+        try process.run()
+
+        var connections = listener.connections.makeAsyncIterator()
+        let connection = try #require(await connections.next())
+        #expect(connection.peer == PeerIdentity(role: .wallet, nodeID: "wallet-1"))
+
+        try await connection.write(Array("hello from tsp\n".utf8))
+        input.fileHandleForWriting.write(Data("ping from s_client\n".utf8))
+        var received: [UInt8] = []
+        while !received.contains(UInt8(ascii: "\n")), let chunk = try await connection.read() { received += chunk }
+        #expect(String(decoding: received, as: UTF8.self) == "ping from s_client\n")
+
+        // End of input makes s_client send close_notify and exit.
+        try input.fileHandleForWriting.close()
+        #expect(try await connection.read() == nil)
+        var statuses = exited.stream.makeAsyncIterator()
+        let status = await statuses.next()
+        let transcript = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(status == 0, "s_client output:\n\(transcript)")
+        #expect(transcript.contains("hello from tsp"), "s_client output:\n\(transcript)")
+        #expect(transcript.contains("TLSv1.3"), "s_client output:\n\(transcript)")
+        await connection.close()
+        await listener.close()
+    }
+}

@@ -1,0 +1,114 @@
+import Testing
+
+@testable import TokenetTransport
+
+/// Runs two engines against each other in memory, moving ciphertext by hand.
+struct EnginePair {
+    let client: TLSEngine
+    let server: TLSEngine
+
+    init(client: TLSConfiguration, server: TLSConfiguration) throws {
+        let certs = CertificateFixture.shared
+        self.client = try TLSEngine(context: certs.context(client))
+        self.server = try TLSEngine(context: certs.context(server))
+    }
+
+    /// Moves pending ciphertext both ways; returns how many bytes moved.
+    @discardableResult
+    func shuttle() -> Int {
+        let toServer = client.takeCiphertext()
+        server.receiveCiphertext(toServer)
+        let toClient = server.takeCiphertext()
+        client.receiveCiphertext(toClient)
+        return toServer.count + toClient.count
+    }
+
+    /// Drives both handshakes until neither side moves bytes any more; returns both statuses.
+    func handshake() throws -> (client: TLSEngine.HandshakeStatus, server: TLSEngine.HandshakeStatus) {
+        var statuses: (TLSEngine.HandshakeStatus, TLSEngine.HandshakeStatus) = (.needsMoreData, .needsMoreData)
+        for _ in 0..<10 {
+            statuses = (try client.handshake(), try server.handshake())
+            if shuttle() == 0 { break }
+        }
+        return statuses
+    }
+
+    func readAll(_ engine: TLSEngine) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        while case .plaintext(let chunk) = try engine.readPlaintext() { bytes += chunk }
+        return bytes
+    }
+}
+
+@Suite struct TLSEngineTests {
+    let certs = CertificateFixture.shared
+
+    @Test func handshakeInMemoryExtractsBothIdentities() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        let status = try pair.handshake()
+        #expect(status.client == .complete)
+        #expect(status.server == .complete)
+        #expect(pair.server.peer == PeerIdentity(role: .wallet, nodeID: "wallet-1"))
+        #expect(pair.client.peer == PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+    }
+
+    @Test func applicationDataRoundTripsAndCloseNotifyIsSeen() throws {
+        let pair = try EnginePair(client: certs.client("issuer"), server: certs.server("tsp"))
+        _ = try pair.handshake()
+        let message = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try pair.client.writePlaintext(message)
+        pair.shuttle()
+        #expect(try pair.readAll(pair.server) == message)
+        try pair.server.writePlaintext(Array("pong".utf8))
+        pair.shuttle()
+        #expect(try pair.readAll(pair.client) == Array("pong".utf8))
+
+        pair.client.close()
+        pair.shuttle()
+        #expect(try pair.server.readPlaintext() == .closed)
+    }
+
+    @Test func engineRefusesUseAfterAFatalError() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        _ = try pair.handshake()
+        pair.server.receiveEOF()
+        #expect(throws: TransportError.self) { try pair.server.readPlaintext() }
+        let error = #expect(throws: TransportError.self) { try pair.server.readPlaintext() }
+        #expect(error?.code == .invalidState)
+    }
+
+    @Test func unexpectedEOFCarriesItsCode() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        _ = try pair.handshake()
+        pair.client.receiveEOF()
+        let error = #expect(throws: TransportError.self) { try pair.client.readPlaintext() }
+        #expect(error?.code == .unexpectedEOF)
+    }
+
+    @Test func serverRefusesClientWithoutCertificate() throws {
+        let pair = try EnginePair(client: certs.client(nil), server: certs.server())
+        let error = #expect(throws: TransportError.self) { try pair.handshake() }
+        #expect(error?.code == .handshakeFailed)
+    }
+
+    @Test func serverRefusesCertificateFromAnotherCA() throws {
+        let pair = try EnginePair(client: certs.client("wallet", untrusted: true), server: certs.server())
+        let error = #expect(throws: TransportError.self) { try pair.handshake() }
+        #expect(error?.code == .handshakeFailed)
+        #expect(error?.description.contains("unable to get local issuer certificate") == true)
+    }
+
+    @Test func serverRefusesCertificateWithoutTokenetURI() throws {
+        let pair = try EnginePair(client: certs.client("plain"), server: certs.server())
+        let error = #expect(throws: TransportError.self) { try pair.handshake() }
+        #expect(error?.code == .peerIdentity)
+        #expect(error?.message.contains("no tokenet://ROLE/ID") == true)
+    }
+
+    @Test func serverRefusesRoleItDoesNotAccept() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp", roles: [.issuer]))
+        let error = #expect(throws: TransportError.self) { try pair.handshake() }
+        #expect(error?.code == .peerIdentity)
+        #expect(error?.message.contains("wallet") == true)
+    }
+}

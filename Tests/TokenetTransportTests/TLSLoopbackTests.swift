@@ -1,0 +1,174 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenetTransport
+
+@Suite(.timeLimit(.minutes(2))) struct TLSLoopbackTests {
+    let certs = CertificateFixture.shared
+
+    @Test func mutualTLSEchoOverLoopbackWithIdentitiesOnBothSides() async throws {
+        let loop = try EventLoop(name: "test-echo")
+        defer { loop.shutdown() }
+        let server = try await EchoServer(loop: loop, configuration: certs.server("tsp"))
+        let client = try await connect(certs.client("issuer"), port: server.port, loop: loop)
+        #expect(client.peer == PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+
+        // 320 messages of 1 byte to ~7 KiB: a little over 1 MiB in total.
+        let messages = (0..<320).map { pattern(1 + ($0 * 3571) % 7000, seed: $0) }
+        let total = messages.reduce(0) { $0 + $1.count }
+        #expect(total >= 1 << 20)
+        let echoed = try await echoRoundTrip(client, messages: messages)
+        #expect(echoed == Array(messages.joined()))
+
+        // One large write, far above the outbound high-water mark, arrives intact too.
+        let large = pattern(1 << 20, seed: 99)
+        #expect(try await echoRoundTrip(client, messages: [large]) == large)
+
+        await client.close()
+        await server.stop()
+        #expect(server.peers.withLock { $0 } == [PeerIdentity(role: .issuer, nodeID: "issuer-1")])
+    }
+
+    @Test func peerCloseEndsTheReadSequence() async throws {
+        let loop = try EventLoop(name: "test-close")
+        defer { loop.shutdown() }
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        async let accepted = listener.connections.first { _ in true }
+        let client = try await connect(certs.client("wallet"), port: listener.port, loop: loop)
+        let serverSide = try #require(await accepted)
+        try await client.write(Array("last words".utf8))
+        await client.close()
+        var received: [UInt8] = []
+        for try await chunk in serverSide.chunks { received += chunk }
+        #expect(received == Array("last words".utf8))
+        await #expect(throws: TransportError.self) { try await client.write([1]) }
+        await listener.close()
+    }
+
+    @Test func clientWithoutCertificateIsRefused() async throws {
+        let loop = try EventLoop(name: "test-no-cert")
+        defer { loop.shutdown() }
+        let server = try await EchoServer(loop: loop, configuration: certs.server())
+        let clientError = await expectRefused(certs.client(nil), port: server.port, loop: loop)
+        #expect(clientError != nil)
+        let serverError = await server.nextFailure()
+        #expect(serverError?.code == .handshakeFailed)
+        await server.stop()
+        #expect(server.peers.withLock { $0 }.isEmpty)
+    }
+
+    @Test func clientCertificateFromAnotherCAIsRefused() async throws {
+        let loop = try EventLoop(name: "test-other-ca")
+        defer { loop.shutdown() }
+        let server = try await EchoServer(loop: loop, configuration: certs.server())
+        let clientError = await expectRefused(certs.client("wallet", untrusted: true), port: server.port, loop: loop)
+        #expect(clientError != nil)
+        let serverError = await server.nextFailure()
+        #expect(serverError?.code == .handshakeFailed)
+        #expect(serverError?.message.contains("unable to get local issuer certificate") == true)
+        await server.stop()
+        #expect(server.peers.withLock { $0 }.isEmpty)
+    }
+
+    @Test func certificateWithoutTokenetURIIsRefused() async throws {
+        let loop = try EventLoop(name: "test-no-uri")
+        defer { loop.shutdown() }
+        let server = try await EchoServer(loop: loop, configuration: certs.server())
+        let clientError = await expectRefused(certs.client("plain"), port: server.port, loop: loop)
+        #expect(clientError != nil)
+        let serverError = await server.nextFailure()
+        #expect(serverError?.code == .peerIdentity)
+        await server.stop()
+        #expect(server.peers.withLock { $0 }.isEmpty)
+    }
+
+    @Test func clientRefusesServerFromAnotherCA() async throws {
+        let loop = try EventLoop(name: "test-server-other-ca")
+        defer { loop.shutdown() }
+        let untrustedServer = TLSConfiguration.server(
+            certificateChainFile: certs.path("tsp.pem", untrusted: true),
+            privateKeyFile: certs.path("tsp.key", untrusted: true), trustedCAFile: certs.caFile)
+        let server = try await EchoServer(loop: loop, configuration: untrustedServer)
+        let error = await #expect(throws: TransportError.self) {
+            try await connect(certs.client("wallet"), port: server.port, loop: loop)
+        }
+        #expect(error?.code == .handshakeFailed)
+        await server.stop()
+    }
+
+    @Test func serverKeepsServingAfterBadHandshakes() async throws {
+        let loop = try EventLoop(name: "test-keep-serving")
+        defer { loop.shutdown() }
+        let options = TLSConnection.Options(handshakeTimeout: .seconds(2))
+        let server = try await EchoServer(loop: loop, configuration: certs.server(), options: options)
+        let first = try await connect(certs.client("wallet"), port: server.port, loop: loop)
+        #expect(try await echoRoundTrip(first, messages: [pattern(1000, seed: 1)]) == pattern(1000, seed: 1))
+
+        // Plain text instead of a ClientHello.
+        let garbage = try RawTCPClient(port: server.port)
+        garbage.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(await server.nextFailure()?.code == .handshakeFailed)
+        // A client that never speaks runs into the handshake deadline.
+        let silent = try RawTCPClient(port: server.port)
+        #expect(await server.nextFailure()?.code == .timeout)
+        _ = silent
+        // A refused certificate.
+        _ = await expectRefused(certs.client(nil), port: server.port, loop: loop)
+        #expect(await server.nextFailure()?.code == .handshakeFailed)
+
+        // The established connection and new clients are unaffected.
+        #expect(try await echoRoundTrip(first, messages: [pattern(5000, seed: 2)]) == pattern(5000, seed: 2))
+        let second = try await connect(certs.client("operator"), port: server.port, loop: loop)
+        #expect(try await echoRoundTrip(second, messages: [pattern(3000, seed: 3)]) == pattern(3000, seed: 3))
+        await first.close()
+        await second.close()
+        await server.stop()
+        #expect(server.peers.withLock { $0.map(\.role) } == [.wallet, .operator])
+    }
+
+    @Test func writerToAPeerThatDoesNotReadSuspends() async throws {
+        let loop = try EventLoop(name: "test-backpressure")
+        defer { loop.shutdown() }
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        async let accepted = listener.connections.first { _ in true }
+        let highWater = 64 * 1024
+        let client = try await connect(
+            certs.client("wallet"), port: listener.port, loop: loop,
+            options: TLSConnection.Options(outboundHighWater: highWater))
+        let serverSide = try #require(await accepted)  // held open, not read until later
+
+        let chunk = pattern(64 * 1024, seed: 5)
+        let cap = 64 << 20  // far beyond what the kernel buffers on loopback
+        let written = Mutex(0)
+        let stop = Mutex(false)
+        let writer = Task {
+            while !stop.withLock({ $0 }), written.withLock({ $0 }) < cap {
+                try await client.write(chunk)
+                written.withLock { $0 += chunk.count }
+            }
+            await client.close()
+        }
+
+        // Wait until the writer is parked on a full buffer, or has pushed an unreasonable amount through.
+        var state = await client.bufferState()
+        while !state.hasWaitingWriter && written.withLock({ $0 }) < cap {
+            try await Task.sleep(for: .milliseconds(10))
+            state = await client.bufferState()
+        }
+        #expect(state.hasWaitingWriter)
+        #expect(written.withLock { $0 } < cap)
+        // The buffer may pass the mark by at most one TLS record (plus record overhead).
+        #expect(state.peakOutboundBuffered <= highWater + 17 * 1024)
+        print("backpressure: writer parked after \(written.withLock { $0 }) bytes; peak buffer \(state.peakOutboundBuffered)")
+
+        // Once the peer reads, the writer proceeds and every byte arrives.
+        stop.withLock { $0 = true }
+        var received = 0
+        for try await bytes in serverSide.chunks { received += bytes.count }
+        try await writer.value
+        #expect(received == written.withLock { $0 })
+        #expect(received % chunk.count == 0)
+        await listener.close()
+    }
+}
