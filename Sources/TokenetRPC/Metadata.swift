@@ -1,0 +1,92 @@
+import Foundation
+import TokenetWire
+
+/// Request or response metadata: ordered entries whose keys may repeat, each holding text or binary.
+public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
+    public typealias Key = String
+
+    public enum Entry: Hashable, Sendable {
+        case text(String)
+        case binary(Data)
+    }
+
+    /// Keys starting with this prefix belong to the runtime.
+    public static let reservedPrefix = "tokenet-"
+    /// The trace id shared by every call of one flow, across every node.
+    public static let traceIDKey = "tokenet-trace-id"
+
+    public private(set) var entries: [(key: String, value: Entry)] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (key, value) in elements { add(key, .text(value)) }
+    }
+
+    public mutating func add(_ key: String, _ value: Entry) {
+        entries.append((key.lowercased(), value))
+    }
+
+    /// Replaces every entry under `key` with one.
+    public mutating func set(_ key: String, _ value: Entry) {
+        let key = key.lowercased()
+        entries.removeAll { $0.key == key }
+        entries.append((key, value))
+    }
+
+    /// The first text value under `key`.
+    public subscript(text key: String) -> String? {
+        let key = key.lowercased()
+        for entry in entries where entry.key == key {
+            if case .text(let text) = entry.value { return text }
+        }
+        return nil
+    }
+
+    public var traceID: String? { self[text: Metadata.traceIDKey] }
+
+    /// Whether `key` is a valid metadata key: lowercase ASCII letters, digits, `-`, `_` and `.`.
+    public static func isValidKey(_ key: String) -> Bool {
+        !key.isEmpty && key.utf8.allSatisfy { byte in
+            (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+                || byte == 0x2E
+        }
+    }
+
+    public static func == (lhs: Metadata, rhs: Metadata) -> Bool {
+        lhs.entries.count == rhs.entries.count && zip(lhs.entries, rhs.entries).allSatisfy { $0 == $1 }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for entry in entries {
+            hasher.combine(entry.key)
+            hasher.combine(entry.value)
+        }
+    }
+
+    init(wire: [WireV1.MetadataEntry]) {
+        for entry in wire {
+            switch entry.value {
+            case .text(let text)?: add(entry.key, .text(text))
+            case .binary(let data)?: add(entry.key, .binary(data))
+            case nil: add(entry.key, .text(""))
+            }
+        }
+    }
+
+    var wire: [WireV1.MetadataEntry] {
+        entries.map { entry in
+            switch entry.value {
+            case .text(let text): WireV1.MetadataEntry(key: entry.key, value: .text(text))
+            case .binary(let data): WireV1.MetadataEntry(key: entry.key, value: .binary(data))
+            }
+        }
+    }
+
+    /// A new random trace id: 16 lowercase hex digits.
+    public static func newTraceID() -> String {
+        let value = UInt64.random(in: 1...UInt64.max)
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
