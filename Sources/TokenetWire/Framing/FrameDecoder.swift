@@ -1,0 +1,193 @@
+import Foundation
+
+/// Reads frames in the Tokenet framing out of a byte stream that arrives in arbitrary chunks.
+///
+/// A pure state machine with no I/O, so the transport driver owns sockets and this type owns the rules:
+///
+///     try decoder.feed(bytesJustRead)        // never throws; remembers a problem for `nextFrame()`
+///     while let frame = try decoder.nextFrame() { handle(frame) }
+///     // on end of stream:
+///     try decoder.finish()                   // throws `.truncatedFrame` if a frame was cut off
+///
+/// Every length prefix is checked against `maximumFrameSize` inside `feed` the moment its fourth byte arrives, and the
+/// bytes of an oversized frame are never buffered, so a peer cannot make the decoder hold more than one legal frame
+/// plus one chunk. The rejection is reported by `nextFrame()` once the complete frames in front of it have been
+/// pulled, so every frame the peer sent before the violation is still seen in order, whatever the chunking.
+///
+/// After any error the decoder stays failed: every later `nextFrame()` and `finish()` throws the same error and fed
+/// bytes are dropped, because the connection is about to be closed.
+public struct FrameDecoder: Sendable {
+    /// The largest frame (the N of the length prefix) this side accepts; it announces it in its `Hello`.
+    public let maximumFrameSize: Int
+
+    /// The first error met; once set the decoder only ever reports it.
+    public private(set) var failure: WireError?
+
+    /// Received bytes not yet returned as frames are `buffer[readIndex...]`; they start at a length prefix.
+    ///
+    /// The array is reused: consumed bytes are dropped by moving the (shorter) rest to the front only when that
+    /// costs no more than the bytes already consumed, which keeps the total copying linear in the stream.
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+    /// Index in `buffer` of the next length prefix not yet checked against the maximum. Every prefix before it has
+    /// been checked. It lies beyond `buffer.count` while the body of the last checked frame is still arriving.
+    private var scanIndex = 0
+    /// An oversized prefix found at `scanIndex` (then equal to `buffer.count`), reported by `nextFrame()` once the
+    /// frames in front of it are consumed.
+    private var rejection: WireError?
+
+    /// - Parameter maximumFrameSize: the largest frame accepted; values above `UInt32.max` act as `UInt32.max`.
+    public init(maximumFrameSize: Int = FrameFormat.defaultMaximumFrameSize) {
+        precondition(maximumFrameSize >= 0, "a maximum frame size cannot be negative")
+        self.maximumFrameSize = min(maximumFrameSize, FrameFormat.largestExpressibleFrameSize)
+    }
+
+    /// Bytes received and held but not yet returned as frames.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) {
+        bytes.withMemoryRebound(to: UInt8.self) { feed(contiguous: $0) }
+    }
+
+    /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let fed: Void? = bytes.withContiguousStorageIfAvailable { feed(contiguous: $0) }
+        if fed == nil {
+            Array(bytes).withUnsafeBufferPointer { feed(contiguous: $0) }
+        }
+    }
+
+    /// The next complete frame, or nil when more bytes are needed.
+    ///
+    /// - Throws: `WireError.frameTooLarge` when the next prefix exceeds `maximumFrameSize`,
+    ///   `WireError.invalidMessage` when a frame's bytes are not a `WireV1.Frame`, or the earlier error.
+    public mutating func nextFrame() throws -> WireV1.Frame? {
+        if let failure { throw failure }
+        let available = buffer.count - readIndex
+        guard available >= FrameFormat.lengthPrefixSize else {
+            if available == 0, let rejection { throw fail(rejection) }
+            return nil
+        }
+        let length = lengthPrefix(at: readIndex)
+        guard available - FrameFormat.lengthPrefixSize >= length else { return nil }
+        let start = readIndex + FrameFormat.lengthPrefixSize
+        let end = start + length
+        let frame: WireV1.Frame
+        do {
+            // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied.
+            frame = try WireV1.Frame(serializedBytes: buffer[start..<end])
+        } catch {
+            let reason = (error as? WireError)?.message ?? "\(error)"
+            throw fail(WireError(.invalidMessage, "a frame of \(length) bytes could not be read: \(reason)"))
+        }
+        readIndex = end
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            scanIndex -= readIndex
+            readIndex = 0
+        }
+        return frame
+    }
+
+    /// Declares the end of the stream; call it after `nextFrame()` returned nil.
+    ///
+    /// - Throws: `WireError.truncatedFrame` when the stream stopped inside a length prefix or a frame body (the peer
+    ///   closed mid-frame), `WireError.frameTooLarge` for an oversized prefix not yet reported, or the earlier error.
+    public mutating func finish() throws {
+        if let failure { throw failure }
+        if let rejection { throw fail(rejection) }
+        var index = readIndex
+        var length = 0
+        while buffer.count - index >= FrameFormat.lengthPrefixSize {
+            length = lengthPrefix(at: index)
+            let next = index + FrameFormat.lengthPrefixSize + length
+            guard next <= buffer.count else { break }
+            index = next
+        }
+        let remainder = buffer.count - index
+        if remainder == 0 { return }
+        if remainder < FrameFormat.lengthPrefixSize {
+            throw fail(
+                WireError(
+                    .truncatedFrame,
+                    "the stream ended inside a length prefix: \(remainder) of its "
+                        + "\(FrameFormat.lengthPrefixSize) bytes arrived"
+                )
+            )
+        }
+        let body = remainder - FrameFormat.lengthPrefixSize
+        throw fail(
+            WireError(.truncatedFrame, "the stream ended inside a frame: \(body) of its \(length) bytes arrived")
+        )
+    }
+
+    // MARK: - Internals
+
+    private mutating func feed(contiguous chunk: UnsafeBufferPointer<UInt8>) {
+        guard failure == nil, rejection == nil, !chunk.isEmpty else { return }
+        compactIfCheap()
+        let buffered = buffer.count
+        let total = buffered + chunk.count
+        var accepted = chunk.count
+        // Walk the frame boundaries that the new bytes reach, so an oversized prefix is refused before its body
+        // is stored. Only the prefixes are read: this costs a few loads per frame, not per byte.
+        while total - scanIndex >= FrameFormat.lengthPrefixSize {
+            let length = lengthPrefix(at: scanIndex, continuedBy: chunk)
+            guard length <= maximumFrameSize else {
+                rejection = WireError(
+                    .frameTooLarge,
+                    "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
+                )
+                if scanIndex < buffered {
+                    // The first bytes of the bad prefix were already buffered: drop them too.
+                    buffer.removeSubrange(scanIndex...)
+                    accepted = 0
+                } else {
+                    accepted = scanIndex - buffered
+                }
+                break
+            }
+            scanIndex += FrameFormat.lengthPrefixSize + length
+        }
+        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<accepted]))
+    }
+
+    /// Drops consumed bytes when the move costs no more than the bytes they replace (amortised linear copying).
+    private mutating func compactIfCheap() {
+        guard readIndex > 0, buffer.count - readIndex <= readIndex else { return }
+        buffer.removeSubrange(..<readIndex)
+        scanIndex -= readIndex
+        readIndex = 0
+    }
+
+    /// Enters the failed state, releasing the buffer, and returns the error to throw.
+    private mutating func fail(_ error: WireError) -> WireError {
+        failure = error
+        rejection = nil
+        buffer = []
+        readIndex = 0
+        scanIndex = 0
+        return error
+    }
+
+    private func lengthPrefix(at index: Int) -> Int {
+        Int(buffer[index]) << 24 | Int(buffer[index + 1]) << 16 | Int(buffer[index + 2]) << 8 | Int(buffer[index + 3])
+    }
+
+    /// The prefix at `index` of the buffered bytes followed by `chunk` (the prefix may straddle the two).
+    private func lengthPrefix(at index: Int, continuedBy chunk: UnsafeBufferPointer<UInt8>) -> Int {
+        let buffered = buffer.count
+        if index >= buffered {
+            let offset = index - buffered
+            return Int(chunk[offset]) << 24 | Int(chunk[offset + 1]) << 16 | Int(chunk[offset + 2]) << 8
+                | Int(chunk[offset + 3])
+        }
+        var length = 0
+        for position in index..<(index + FrameFormat.lengthPrefixSize) {
+            let byte = position < buffered ? buffer[position] : chunk[position - buffered]
+            length = length << 8 | Int(byte)
+        }
+        return length
+    }
+}

@@ -1,0 +1,54 @@
+/// Writes frames in the Tokenet framing: a 4-byte big-endian length, then the serialized `WireV1.Frame`.
+///
+/// A pure value with no I/O: it appends to a caller-owned buffer, so a driver can gather several frames into one
+/// write and reuse that buffer between writes.
+public struct FrameEncoder: Sendable {
+    /// The largest frame the peer accepts (its `Settings.max_frame_size`, or the 4 MiB default while unknown).
+    ///
+    /// Mutable because the peer announces it in its `Hello`, after the encoder exists.
+    public var maximumFrameSize: Int
+
+    public init(maximumFrameSize: Int = FrameFormat.defaultMaximumFrameSize) {
+        precondition(maximumFrameSize >= 0, "a maximum frame size cannot be negative")
+        self.maximumFrameSize = min(maximumFrameSize, FrameFormat.largestExpressibleFrameSize)
+    }
+
+    /// Appends the length prefix and `frame` to `buffer`.
+    ///
+    /// The message is serialized straight into `buffer` behind a reserved prefix that is patched afterwards, so no
+    /// intermediate copy is made. On any error `buffer` is left exactly as it was, so frames gathered before stay
+    /// intact.
+    ///
+    /// - Throws: `WireError.frameTooLarge` when the serialized frame exceeds `maximumFrameSize`;
+    ///   `WireError.unencodableValue` when a field cannot be serialized.
+    public func encode(_ frame: WireV1.Frame, into buffer: inout [UInt8]) throws {
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: FrameFormat.lengthPrefixSize))
+        do {
+            try frame.appendSerializedBytes(to: &buffer)
+        } catch {
+            buffer.removeSubrange(start...)
+            throw error
+        }
+        let length = buffer.count - start - FrameFormat.lengthPrefixSize
+        guard length <= maximumFrameSize else {
+            buffer.removeSubrange(start...)
+            throw WireError(
+                .frameTooLarge,
+                "a frame of \(length) bytes exceeds the peer's maximum frame size of \(maximumFrameSize) bytes"
+            )
+        }
+        let prefix = UInt32(length)
+        buffer[start] = UInt8(truncatingIfNeeded: prefix >> 24)
+        buffer[start + 1] = UInt8(truncatingIfNeeded: prefix >> 16)
+        buffer[start + 2] = UInt8(truncatingIfNeeded: prefix >> 8)
+        buffer[start + 3] = UInt8(truncatingIfNeeded: prefix)
+    }
+
+    /// The length prefix and `frame` as a new array.
+    public func encode(_ frame: WireV1.Frame) throws -> [UInt8] {
+        var buffer: [UInt8] = []
+        try encode(frame, into: &buffer)
+        return buffer
+    }
+}

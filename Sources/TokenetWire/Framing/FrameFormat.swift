@@ -1,0 +1,12 @@
+/// Constants of the Tokenet framing: a 4-byte unsigned big-endian length N, then N bytes holding exactly one
+/// serialized `WireV1.Frame` (see Protos/tokenet/wire/v1/frame.proto).
+public enum FrameFormat {
+    /// Bytes of the length prefix in front of every frame.
+    public static let lengthPrefixSize = 4
+
+    /// The largest frame (the N of the prefix) a side accepts when its `Settings.max_frame_size` is 0: 4 MiB.
+    public static let defaultMaximumFrameSize = 4_194_304
+
+    /// The largest N a 4-byte prefix can express; no maximum can usefully be higher.
+    public static let largestExpressibleFrameSize = Int(UInt32.max)
+}
