@@ -1,0 +1,344 @@
+import Foundation
+import Synchronization
+import TokenetTransport
+import TokenetWire
+
+/// Drives one connection: reads frames into the `ConnectionStateMachine` and carries out the actions it returns.
+///
+/// All protocol decisions live in the state machine; this class only moves bytes, wakes waiting calls and starts or
+/// cancels handler tasks. Frames are encoded under the state lock into one outbound buffer, so their order on the
+/// wire is the order of the machine's actions, and a single writer task drains the buffer — coalescing whatever
+/// accumulated while the previous write was in flight into one write.
+final class RPCConnection: Sendable {
+    /// What the server side does with a new call; the client side passes nil.
+    typealias CallHandler = @Sendable (ServerCall) async -> Void
+
+    struct ClientCallState {
+        var responses: AsyncThrowingStream<Data, any Error>.Continuation
+        var trailers: Metadata = Metadata()
+    }
+
+    struct ServerCallState {
+        var requests: AsyncThrowingStream<Data, any Error>.Continuation
+        var task: Task<Void, Never>?
+    }
+
+    struct Core {
+        var machine: ConnectionStateMachine
+        var encoder: FrameEncoder
+        var outbound: [UInt8] = []
+        var writer: CheckedContinuation<Void, Never>?
+        var closing = false
+        var closeError: String?
+        var clientCalls: [UInt32: ClientCallState] = [:]
+        var serverCalls: [UInt32: ServerCallState] = [:]
+        var closedWaiters: [CheckedContinuation<Void, Never>] = []
+        var finished = false
+    }
+
+    let stream: any ByteStream
+    let role: ConnectionStateMachine.Role
+    private let core: Mutex<Core>
+    private let handler: CallHandler?
+    private let maximumInboundFrameSize: Int
+
+    init(stream: any ByteStream, role: ConnectionStateMachine.Role, settings: ConnectionSettings, handler: CallHandler?) {
+        self.stream = stream
+        self.role = role
+        self.handler = handler
+        self.maximumInboundFrameSize = settings.maxFrameSize
+        let machine = ConnectionStateMachine(role: role, settings: settings, agent: "tokenet/1")
+        self.core = Mutex(Core(machine: machine, encoder: FrameEncoder()))
+        // The hello goes first in the outbound buffer, before any call the application opens.
+        perform { $0.machine.start() }
+    }
+
+    /// Runs the connection until it closes: sends the hello, reads frames, writes frames.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.writeLoop() }
+            await self.readLoop()
+        }
+        await stream.close()
+        let waiters = core.withLock { core in
+            core.finished = true
+            let waiters = core.closedWaiters
+            core.closedWaiters.removeAll()
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Whether the connection can still start calls.
+    var isUsable: Bool {
+        core.withLock { core in
+            !core.closing && (core.machine.state == .active || core.machine.state == .awaitingHello)
+        }
+    }
+
+    /// Waits until `run()` has finished.
+    func waitUntilClosed() async {
+        await withCheckedContinuation { continuation in
+            let done = core.withLock { core in
+                if core.finished { return true }
+                core.closedWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: - Reading
+
+    private func readLoop() async {
+        var decoder = FrameDecoder(maximumFrameSize: maximumInboundFrameSize)
+        var reason = "the peer closed the connection"
+        reading: while true {
+            let chunk: [UInt8]?
+            do {
+                chunk = try await stream.read()
+            } catch {
+                reason = "read failed: \(error)"
+                break
+            }
+            guard let chunk else {
+                if decoder.bufferedByteCount > 0 { reason = "the peer closed the connection inside a frame" }
+                break
+            }
+            decoder.feed(chunk)
+            while true {
+                let frame: WireV1.Frame?
+                do {
+                    frame = try decoder.nextFrame()
+                } catch let error as WireError {
+                    perform { $0.machine.receiveUndecodable(error) }
+                    reason = error.message
+                    break reading
+                } catch {
+                    reason = "\(error)"
+                    break reading
+                }
+                guard let frame else { break }
+                perform { $0.machine.receive(frame) }
+            }
+            if core.withLock({ $0.closing }) { break }
+        }
+        perform { $0.machine.transportClosed(reason: reason) }
+        core.withLock { core in
+            core.closing = true
+            core.writer?.resume()
+            core.writer = nil
+        }
+    }
+
+    // MARK: - Writing
+
+    private func writeLoop() async {
+        while let batch = await nextBatch() {
+            do {
+                try await stream.write(batch)
+            } catch {
+                perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
+                markClosing()
+                break
+            }
+        }
+        await stream.close()
+    }
+
+    /// Everything encoded since the last write, or nil once the connection is closing and all is written.
+    private func nextBatch() async -> [UInt8]? {
+        enum Step {
+            case write([UInt8])
+            case done
+            case wait
+        }
+        while true {
+            let step: Step = core.withLock { core in
+                if !core.outbound.isEmpty {
+                    var bytes: [UInt8] = []
+                    swap(&bytes, &core.outbound)
+                    return .write(bytes)
+                }
+                return core.closing ? .done : .wait
+            }
+            switch step {
+            case .write(let bytes): return bytes
+            case .done: return nil
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    core.withLock { core in
+                        if !core.outbound.isEmpty || core.closing {
+                            continuation.resume()
+                        } else {
+                            core.writer = continuation
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func markClosing() {
+        core.withLock { core in
+            core.closing = true
+            core.writer?.resume()
+            core.writer = nil
+        }
+    }
+
+    // MARK: - Actions
+
+    /// Runs one state-machine event under the lock and carries out its actions.
+    func perform(_ event: (inout Core) -> [ConnectionStateMachine.Action]) {
+        core.withLock { core in
+            let actions = event(&core)
+            apply(actions, to: &core)
+        }
+    }
+
+    private func apply(_ actions: [ConnectionStateMachine.Action], to core: inout Core) {
+        for action in actions {
+            switch action {
+            case .write(let frame):
+                do {
+                    try core.encoder.encode(frame, into: &core.outbound)
+                } catch {
+                    // The state machine checked sizes against the peer's limit; only a NUL in a string gets here.
+                    let failure = core.machine.receiveUndecodable(WireError(.unencodableValue, "\(error)"))
+                    apply(failure, to: &core)
+                }
+                core.writer?.resume()
+                core.writer = nil
+            case .startHandler(let id, let start):
+                startHandler(id, start, core: &core)
+            case .deliverMessage(let id, let data):
+                if let call = core.clientCalls[id] {
+                    call.responses.yield(data)
+                } else {
+                    core.serverCalls[id]?.requests.yield(data)
+                }
+            case .deliverEndOfRequests(let id):
+                core.serverCalls[id]?.requests.finish()
+            case .finishCall(let id, let status):
+                guard let call = core.clientCalls.removeValue(forKey: id) else { continue }
+                if status.code == .ok {
+                    call.responses.finish()
+                } else {
+                    call.responses.finish(throwing: RPCError(status: status))
+                }
+            case .failCall(let id, let code, let message):
+                core.clientCalls.removeValue(forKey: id)?.responses.finish(throwing: RPCError(code, message))
+            case .cancelHandler(let id):
+                if let call = core.serverCalls.removeValue(forKey: id) {
+                    call.task?.cancel()
+                    call.requests.finish(throwing: CancellationError())
+                }
+            case .pongReceived:
+                break
+            case .closeConnection(let error):
+                core.closing = true
+                core.closeError = error
+                core.writer?.resume()
+                core.writer = nil
+            }
+        }
+    }
+
+    private func startHandler(_ id: UInt32, _ start: WireV1.CallStart, core: inout Core) {
+        guard let handler else { return }
+        let (requests, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        let deadline = start.timeoutMicros.map { ContinuousClock.now + .microseconds(Int64(clamping: $0)) }
+        let call = ServerCall(
+            connection: self,
+            streamID: id,
+            method: start.method,
+            metadata: Metadata(wire: start.metadata),
+            deadline: deadline,
+            peer: stream.peerIdentity,
+            requests: requests
+        )
+        core.serverCalls[id] = ServerCallState(requests: continuation, task: nil)
+        let task = Task { await handler(call) }
+        core.serverCalls[id]?.task = task
+    }
+
+    // MARK: - Server calls
+
+    /// Server: sends a response message. Returns false when the call is over (cancelled or finished).
+    @discardableResult
+    func sendResponse(_ id: UInt32, _ data: Data) -> Bool {
+        core.withLock { core in
+            guard core.serverCalls[id] != nil else { return false }
+            apply(core.machine.sendMessage(id, data), to: &core)
+            return core.serverCalls[id] != nil
+        }
+    }
+
+    /// Server: ends a call with its status.
+    func finishServerCall(_ id: UInt32, _ status: WireV1.Status) {
+        core.withLock { core in
+            guard core.serverCalls.removeValue(forKey: id) != nil else { return }
+            apply(core.machine.sendStatus(id, status), to: &core)
+        }
+    }
+
+    /// The application consumed a received message: let the flow-control window reopen.
+    func consumed(_ id: UInt32, byteCount: Int) {
+        perform { $0.machine.consumed(id, byteCount: byteCount) }
+    }
+
+    // MARK: - Client calls
+
+    /// Client: opens a call and returns its id and the stream of response messages.
+    func openCall(
+        method: String,
+        metadata: Metadata,
+        timeout: Duration?
+    ) throws(RPCError) -> (UInt32, AsyncThrowingStream<Data, any Error>) {
+        let (responses, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        var start = WireV1.CallStart(method: method, metadata: metadata.wire)
+        if let timeout {
+            let micros = max(timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000, 1)
+            start.timeoutMicros = UInt64(micros)
+        }
+        let result: Result<UInt32, RPCError> = core.withLock { core in
+            if core.closing {
+                return .failure(RPCError(.unavailable, "the connection is closed"))
+            }
+            do {
+                let (id, actions) = try core.machine.openCall(start)
+                core.clientCalls[id] = ClientCallState(responses: continuation)
+                apply(actions, to: &core)
+                return .success(id)
+            } catch let error as RPCError {
+                return .failure(error)
+            } catch {
+                return .failure(RPCError(.internal, "\(error)"))
+            }
+        }
+        return (try result.get(), responses)
+    }
+
+    func sendRequest(_ id: UInt32, _ data: Data) {
+        perform { $0.machine.sendMessage(id, data) }
+    }
+
+    func endRequests(_ id: UInt32) {
+        perform { $0.machine.sendEndOfRequests(id) }
+    }
+
+    /// Client: abandons a call; its response stream ends with `code`.
+    func cancelCall(_ id: UInt32, code: StatusCode = .cancelled, reason: String) {
+        core.withLock { core in
+            guard let call = core.clientCalls.removeValue(forKey: id) else { return }
+            apply(core.machine.cancelCall(id, reason: reason), to: &core)
+            call.responses.finish(throwing: RPCError(code, reason))
+        }
+    }
+
+    /// Graceful shutdown: goaway, let running calls finish, then close.
+    func beginShutdown() {
+        perform { $0.machine.beginShutdown() }
+    }
+}

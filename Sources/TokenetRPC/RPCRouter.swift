@@ -1,0 +1,137 @@
+import Foundation
+import TokenetTransport
+import TokenetWire
+
+/// What a handler knows about the call it serves.
+public struct ServerContext: Sendable {
+    /// `/package.Service/Method`.
+    public let method: String
+    public let metadata: Metadata
+    /// The caller, from its certificate; nil in plaintext mode.
+    public let peer: PeerIdentity?
+    /// When the caller stops waiting; nil for no deadline.
+    public let deadline: ContinuousClock.Instant?
+    /// The flow's trace id: the caller's, or a new one for the first call of a flow.
+    public let traceID: String
+
+    /// The context of the call the current task serves. Clients read it to pass the remaining deadline and the trace
+    /// id on to the calls a handler makes.
+    @TaskLocal public static var current: ServerContext?
+}
+
+/// The request messages of a streaming call, decoded as they are read.
+public struct RequestStream<Request: ProtoMessage>: AsyncSequence, Sendable {
+    public typealias Element = Request
+    let call: ServerCall
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
+        let call: ServerCall
+
+        public mutating func next() async throws -> Request? {
+            guard let data = try await base.next() else { return nil }
+            call.connection.consumed(call.streamID, byteCount: data.count)
+            return try decodeRequest(Request.self, data)
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: call.requests.makeAsyncIterator(), call: call)
+    }
+}
+
+/// Sends the response messages of a streaming call.
+public struct ResponseWriter<Response: ProtoMessage>: Sendable {
+    let call: ServerCall
+
+    /// Sends one response. Throws `CANCELLED` once the call is over (the client cancelled or went away).
+    public func send(_ response: Response) throws {
+        try Task.checkCancellation()
+        try call.send(try response.serializedData())
+    }
+}
+
+func decodeRequest<Request: ProtoMessage>(_: Request.Type, _ data: Data) throws -> Request {
+    do {
+        return try Request(serializedBytes: data)
+    } catch let error as WireError {
+        throw RPCError(.invalidArgument, "the request is not a valid \(Request.protoName): \(error.message)")
+    }
+}
+
+/// The methods a server serves: each with its handler and the peer roles allowed to call it.
+public struct RPCRouter: Sendable {
+    struct Route: Sendable {
+        let kind: RPCKind
+        /// nil: any peer, including plaintext (debug) clients.
+        let allowedRoles: Set<PeerRole>?
+        let handle: @Sendable (ServerCall, ServerContext) async throws -> Void
+    }
+
+    private(set) var routes: [String: Route] = [:]
+
+    public init() {}
+
+    /// The fully-qualified names of the services with at least one method here.
+    public var serviceNames: Set<String> {
+        Set(routes.keys.compactMap { path in path.split(separator: "/").first.map(String.init) })
+    }
+
+    public mutating func unary<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        allowedRoles: Set<PeerRole>? = nil,
+        _ body: @escaping @Sendable (Request, ServerContext) async throws -> Response
+    ) {
+        routes[method.path] = Route(kind: .unary, allowedRoles: allowedRoles) { call, context in
+            let request = try await Self.singleRequest(Request.self, call)
+            let response = try await body(request, context)
+            try call.send(try response.serializedData())
+        }
+    }
+
+    public mutating func serverStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        allowedRoles: Set<PeerRole>? = nil,
+        _ body: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
+    ) {
+        routes[method.path] = Route(kind: .serverStreaming, allowedRoles: allowedRoles) { call, context in
+            let request = try await Self.singleRequest(Request.self, call)
+            try await body(request, ResponseWriter(call: call), context)
+        }
+    }
+
+    public mutating func clientStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        allowedRoles: Set<PeerRole>? = nil,
+        _ body: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
+    ) {
+        routes[method.path] = Route(kind: .clientStreaming, allowedRoles: allowedRoles) { call, context in
+            let response = try await body(RequestStream(call: call), context)
+            try call.send(try response.serializedData())
+        }
+    }
+
+    public mutating func bidirectional<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        allowedRoles: Set<PeerRole>? = nil,
+        _ body: @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
+    ) {
+        routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: allowedRoles) { call, context in
+            try await body(RequestStream(call: call), ResponseWriter(call: call), context)
+        }
+    }
+
+    /// Unary and server-streaming calls carry exactly one request.
+    private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws -> Request {
+        var iterator = call.requests.makeAsyncIterator()
+        guard let data = try await iterator.next() else {
+            throw RPCError(.invalidArgument, "the call ended without a request message")
+        }
+        call.connection.consumed(call.streamID, byteCount: data.count)
+        let request = try decodeRequest(Request.self, data)
+        guard try await iterator.next() == nil else {
+            throw RPCError(.invalidArgument, "\(call.method) takes exactly one request message")
+        }
+        return request
+    }
+}

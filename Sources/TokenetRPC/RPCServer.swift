@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+import TokenetTransport
+import TokenetWire
+
+/// One finished call, as the server's log line reports it.
+public struct CallRecord: Sendable {
+    public let method: String
+    public let peer: PeerIdentity?
+    public let code: StatusCode
+    public let duration: Duration
+    public let traceID: String
+}
+
+/// Serves a router's methods on any number of connections.
+///
+/// Each connection runs as one child task of `serve(listener:)`'s task group; `shutdown()` sends every connection a
+/// goaway, lets running calls finish and then closes.
+public final class RPCServer: Sendable {
+    public let router: RPCRouter
+    let settings: ConnectionSettings
+    let callLog: (@Sendable (CallRecord) -> Void)?
+    private let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
+    private let shuttingDown = Atomic<Bool>(false)
+
+    public init(
+        router: RPCRouter,
+        settings: ConnectionSettings = .defaults,
+        callLog: (@Sendable (CallRecord) -> Void)? = nil
+    ) {
+        self.router = router
+        self.settings = settings
+        self.callLog = callLog
+    }
+
+    /// Serves one connection until it closes.
+    public func serve(_ stream: any ByteStream) async {
+        let connection = RPCConnection(stream: stream, role: .server, settings: settings) { [self] call in
+            await self.handle(call)
+        }
+        let key = ObjectIdentifier(connection)
+        connections.withLock { $0[key] = connection }
+        if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }
+        await connection.run()
+        connections.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    /// Accepts connections from `listener` and serves each in a child task, until the listener closes.
+    public func serve(listener: TLSListener) async {
+        await withDiscardingTaskGroup { group in
+            for await connection in listener.connections {
+                group.addTask { await self.serve(connection) }
+            }
+        }
+    }
+
+    /// Graceful shutdown: no new calls; running calls finish; then every connection closes.
+    public func shutdown() {
+        shuttingDown.store(true, ordering: .releasing)
+        for connection in connections.withLock({ Array($0.values) }) {
+            connection.beginShutdown()
+        }
+    }
+
+    /// Number of open connections.
+    public var connectionCount: Int { connections.withLock { $0.count } }
+
+    // MARK: - One call
+
+    private func handle(_ call: ServerCall) async {
+        let started = ContinuousClock.now
+        let traceID = call.metadata.traceID ?? Metadata.newTraceID()
+        let status = await status(of: call, traceID: traceID)
+        call.finish(status)
+        callLog?(
+            CallRecord(
+                method: call.method,
+                peer: call.peer,
+                code: status.code,
+                duration: ContinuousClock.now - started,
+                traceID: traceID
+            )
+        )
+    }
+
+    private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {
+        guard let route = router.routes[call.method] else {
+            return WireV1.Status(code: .unimplemented, message: "unknown method \(call.method)")
+        }
+        if let allowed = route.allowedRoles {
+            guard let peer = call.peer else {
+                return WireV1.Status(
+                    code: .permissionDenied,
+                    message: "\(call.method) needs a client certificate (the connection is plaintext)"
+                )
+            }
+            guard allowed.contains(peer.role) else {
+                let roles = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+                return WireV1.Status(
+                    code: .permissionDenied,
+                    message: "role \(peer.role.rawValue) may not call \(call.method) (allowed: \(roles))"
+                )
+            }
+        }
+        let context = ServerContext(
+            method: call.method,
+            metadata: call.metadata,
+            peer: call.peer,
+            deadline: call.deadline,
+            traceID: traceID
+        )
+        do {
+            try await withDeadline(call.deadline) {
+                try await ServerContext.$current.withValue(context) {
+                    try await route.handle(call, context)
+                }
+            }
+            return WireV1.Status(code: .ok)
+        } catch let error as RPCError {
+            return error.status
+        } catch is CancellationError {
+            if let deadline = call.deadline, ContinuousClock.now >= deadline {
+                return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
+            }
+            return WireV1.Status(code: .cancelled, message: "the call was cancelled")
+        } catch {
+            // Never leak internals to the peer.
+            return WireV1.Status(code: .internal, message: "internal error")
+        }
+    }
+}
+
+/// Runs `body`, cancelling it and throwing `DEADLINE_EXCEEDED` when `deadline` passes first.
+func withDeadline<T: Sendable>(
+    _ deadline: ContinuousClock.Instant?,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    guard let deadline else { return try await body() }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else {
+            throw RPCError(.internal, "deadline race ended empty")
+        }
+        guard let value = first else {
+            throw RPCError(.deadlineExceeded, "the deadline passed")
+        }
+        return value
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import TokenetTransport
+import TokenetWire
+
+/// One call as the server sees it: who called, what, until when, and its request messages.
+final class ServerCall: Sendable {
+    let connection: RPCConnection
+    let streamID: UInt32
+    let method: String
+    let metadata: Metadata
+    let deadline: ContinuousClock.Instant?
+    let peer: PeerIdentity?
+    let requests: AsyncThrowingStream<Data, any Error>
+
+    init(
+        connection: RPCConnection,
+        streamID: UInt32,
+        method: String,
+        metadata: Metadata,
+        deadline: ContinuousClock.Instant?,
+        peer: PeerIdentity?,
+        requests: AsyncThrowingStream<Data, any Error>
+    ) {
+        self.connection = connection
+        self.streamID = streamID
+        self.method = method
+        self.metadata = metadata
+        self.deadline = deadline
+        self.peer = peer
+        self.requests = requests
+    }
+
+    func send(_ data: Data) throws {
+        guard connection.sendResponse(streamID, data) else {
+            throw RPCError(.cancelled, "the call is over")
+        }
+    }
+
+    func finish(_ status: WireV1.Status) {
+        connection.finishServerCall(streamID, status)
+    }
+}

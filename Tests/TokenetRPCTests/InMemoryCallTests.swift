@@ -1,0 +1,287 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Every call type and error path over the in-memory transport: a real client and server, no sockets.
+@Suite struct InMemoryCallTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// A server serving `router` and a client connected to it, as `peer`.
+    static func connect(
+        _ router: RPCRouter,
+        peer: PeerIdentity? = PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+        settings: ConnectionSettings = .defaults
+    ) -> (RPCServer, RPCClient, Task<Void, Never>) {
+        let server = RPCServer(router: router, settings: settings)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+            client: peer,
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1")
+        )
+        let serving = Task { await server.serve(serverEnd) }
+        return (server, RPCClient(stream: clientEnd), serving)
+    }
+
+    static var echoRouter: RPCRouter {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            if request.fString == "fail" { throw RPCError(.notFound, "no card with that id") }
+            if request.fString == "crash" { throw CocoaError(.fileNoSuchFile) }
+            if request.fString == "slow" { try await Task.sleep(for: .seconds(30)) }
+            var response = request
+            response.fInt32 += 1
+            return response
+        }
+        router.serverStreaming(Echo.serverStream) { request, writer, _ in
+            for index in 0..<Int(request.fUint32) {
+                try writer.send(Scalars(fInt32: Int32(index)))
+            }
+        }
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            var total: Int32 = 0
+            for try await request in requests { total += request.fInt32 }
+            return Scalars(fInt32: total)
+        }
+        router.bidirectional(Echo.bidi) { requests, writer, _ in
+            for try await request in requests {
+                try writer.send(request)
+            }
+        }
+        return router
+    }
+
+    @Test func unaryCall() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        let response = try await client.unary(Echo.unary, Scalars(fInt32: 41, fString: "hello"))
+        #expect(response == Scalars(fInt32: 42, fString: "hello"))
+    }
+
+    @Test func serverStreamingCall() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        var received: [Int32] = []
+        for try await response in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 5)) {
+            received.append(response.fInt32)
+        }
+        #expect(received == [0, 1, 2, 3, 4])
+    }
+
+    @Test func clientStreamingCall() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        let response = try await client.clientStreaming(Echo.clientStream) { writer in
+            for value in 1...10 { try writer.send(Scalars(fInt32: Int32(value))) }
+        }
+        #expect(response.fInt32 == 55)
+    }
+
+    @Test func bidirectionalCall() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        let (requests, responses) = try client.bidirectional(Echo.bidi)
+        var iterator = responses.makeAsyncIterator()
+        for value in ["a", "b", "c"] {
+            try requests.send(TestingV1.Choice(pick: .text(value)))
+            let echoed = try await iterator.next()
+            #expect(echoed?.pick == .text(value))
+        }
+        requests.finish()
+        #expect(try await iterator.next() == nil)
+    }
+
+    @Test func handlerErrorsBecomeTheirStatus() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        await #expect(throws: RPCError.self) { try await client.unary(Echo.unary, Scalars(fString: "fail")) }
+        do {
+            _ = try await client.unary(Echo.unary, Scalars(fString: "fail"))
+        } catch let error as RPCError {
+            #expect(error.code == .notFound)
+            #expect(error.message == "no card with that id")
+        }
+    }
+
+    @Test func unexpectedErrorsAreInternalWithoutDetails() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        do {
+            _ = try await client.unary(Echo.unary, Scalars(fString: "crash"))
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .internal)
+            #expect(error.message == "internal error")
+        }
+    }
+
+    @Test func unknownMethodIsUnimplemented() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.clientStream.erasedAsUnaryForTest) { request, _ in request }
+        let (_, client, _) = Self.connect(router)
+        do {
+            _ = try await client.unary(Echo.unary, Scalars())
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unimplemented)
+            #expect(error.message == "unknown method /tokenet.testing.v1.Echo/Unary")
+        }
+    }
+
+    @Test func undecodableRequestIsInvalidArgument() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        let (id, responses) = try client.connection.openCall(
+            method: Echo.unary.path,
+            metadata: Metadata(),
+            timeout: nil
+        )
+        client.connection.sendRequest(id, Data([0xFF, 0xFF, 0xFF]))
+        client.connection.endRequests(id)
+        do {
+            for try await _ in responses {}
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.contains("not a valid tokenet.testing.v1.Scalars"))
+        }
+    }
+
+    @Test func deadlineExceeded() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter)
+        let started = ContinuousClock.now
+        do {
+            _ = try await client.unary(Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .milliseconds(100)))
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .deadlineExceeded)
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    @Test func clientCancelReachesTheHandler() async throws {
+        let handlerCancelled = Atomic<Bool>(false)
+        let handlerStarted = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            handlerStarted.store(true, ordering: .releasing)
+            do {
+                try await Task.sleep(for: .seconds(30))
+            } catch {
+                handlerCancelled.store(true, ordering: .releasing)
+                throw error
+            }
+            return request
+        }
+        let (_, client, _) = Self.connect(router)
+        let call = Task { try await client.unary(Echo.unary, Scalars()) }
+        while !handlerStarted.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        call.cancel()
+        await #expect(throws: RPCError.self) { try await call.value }
+        for _ in 0..<400 where !handlerCancelled.load(ordering: .acquiring) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let cancelled = handlerCancelled.load(ordering: .acquiring)
+        #expect(cancelled)
+    }
+
+    @Test func rolesAreEnforced() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary, allowedRoles: [.operator]) { request, _ in request }
+        let (_, client, _) = Self.connect(router, peer: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
+        do {
+            _ = try await client.unary(Echo.unary, Scalars())
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+            #expect(error.message == "role wallet may not call /tokenet.testing.v1.Echo/Unary (allowed: operator)")
+        }
+    }
+
+    @Test func manyConcurrentCallsOnOneConnection() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter, settings: ConnectionSettings(maxConcurrentStreams: 1000))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<1000 {
+                group.addTask {
+                    let response = try await client.unary(Echo.unary, Scalars(fInt32: Int32(index)))
+                    #expect(response.fInt32 == Int32(index) + 1)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func excessConcurrentCallsAreRefused() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter, settings: ConnectionSettings(maxConcurrentStreams: 2))
+        let slow = (0..<2).map { _ in Task { try await client.unary(Echo.unary, Scalars(fString: "slow")) } }
+        try await Task.sleep(for: .milliseconds(100))
+        do {
+            _ = try await client.unary(Echo.unary, Scalars())
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted)
+        }
+        for task in slow { task.cancel() }
+    }
+
+    @Test func traceIDAndDeadlinePropagateToNestedCalls() async throws {
+        // A downstream server records what it sees; the upstream handler calls it.
+        let seen = Mutex<(String?, ContinuousClock.Instant?)>((nil, nil))
+        var downstreamRouter = RPCRouter()
+        downstreamRouter.unary(Echo.unary) { request, context in
+            seen.withLock { $0 = (context.traceID, context.deadline) }
+            return request
+        }
+        let (_, downstream, _) = Self.connect(downstreamRouter)
+        var upstreamRouter = RPCRouter()
+        upstreamRouter.unary(Echo.unary) { request, _ in
+            try await downstream.unary(Echo.unary, request)
+        }
+        let (_, client, _) = Self.connect(upstreamRouter)
+        var metadata = Metadata()
+        metadata.set(Metadata.traceIDKey, .text("00000000000000aa"))
+        _ = try await client.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(5), metadata: metadata))
+        let (traceID, deadline) = seen.withLock { $0 }
+        #expect(traceID == "00000000000000aa")
+        let remaining = try #require(deadline) - ContinuousClock.now
+        #expect(remaining > .zero && remaining <= .seconds(5))
+    }
+
+    @Test func gracefulShutdownLetsInFlightCallsFinish() async throws {
+        let release = Atomic<Bool>(false)
+        let started = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            started.store(true, ordering: .releasing)
+            while !release.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+            return request
+        }
+        let (server, client, serving) = Self.connect(router)
+        let inFlight = Task { try await client.unary(Echo.unary, Scalars(fInt32: 7)) }
+        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        server.shutdown()
+        try await Task.sleep(for: .milliseconds(50))
+        await #expect(throws: RPCError.self) { try await client.unary(Echo.unary, Scalars()) }
+        release.store(true, ordering: .releasing)
+        #expect(try await inFlight.value.fInt32 == 7)
+        await serving.value
+    }
+
+    @Test func lostConnectionFailsCallsWithUnavailable() async throws {
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let client = RPCClient(stream: clientEnd)
+        // The "server" reads nothing and vanishes mid-call.
+        let call = Task { try await client.unary(Echo.unary, Scalars()) }
+        try await Task.sleep(for: .milliseconds(50))
+        await serverEnd.close()
+        do {
+            _ = try await call.value
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+        }
+    }
+}
+
+extension MethodDescriptor {
+    /// The same path as a unary method, to register a handler under a name the test client does not call.
+    fileprivate var erasedAsUnaryForTest: MethodDescriptor<Request, Response> {
+        MethodDescriptor(service: service, name: name, kind: .unary)
+    }
+}
