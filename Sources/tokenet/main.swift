@@ -1,1 +1,3 @@
-print("not yet")
+import Foundation
+
+exit(TokenetCLI.main(Array(CommandLine.arguments.dropFirst())))
