@@ -11,5 +11,6 @@ public protocol NodeListener: Sendable {
 }
 
 /// Creates the listener a node runs with.
-public typealias NodeListenerFactory = @Sendable (_ address: HostPort, _ logger: Logger) throws(NodeError) ->
+public typealias NodeListenerFactory =
+    @Sendable (_ address: HostPort, _ logger: Logger) throws(NodeError) ->
     any NodeListener

@@ -71,7 +71,8 @@ public final class NodeRuntime: Sendable {
         guard !options.plaintext else { return }
         let files = [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)]
         for case (let flag, let path?) in files where access(path, R_OK) != 0 {
-            throw NodeError(.config, "\(flag): cannot read \(path)", cause: POSIXErrorCode(call: "access", errno: errno))
+            throw NodeError(
+                .config, "\(flag): cannot read \(path)", cause: POSIXErrorCode(call: "access", errno: errno))
         }
     }
 }

@@ -22,7 +22,8 @@ public final class PlainTCPListener: NodeListener, @unchecked Sendable {
         guard let bound = Self.localAddress(of: descriptor) else {
             let code = errno
             close(descriptor)
-            throw NodeError(.listen, "cannot read the bound address", cause: POSIXErrorCode(call: "getsockname", errno: code))
+            throw NodeError(
+                .listen, "cannot read the bound address", cause: POSIXErrorCode(call: "getsockname", errno: code))
         }
         boundAddress = bound
         let queue = DispatchQueue(label: "tokenet.listener")

@@ -43,7 +43,8 @@ public enum ReadyFile {
         guard rename(temporary, path) == 0 else {
             let code = errno
             unlink(temporary)
-            throw NodeError(.io, "cannot move ready file into place at \(path)", cause: POSIXErrorCode(call: "rename", errno: code))
+            throw NodeError(
+                .io, "cannot move ready file into place at \(path)", cause: POSIXErrorCode(call: "rename", errno: code))
         }
     }
 

@@ -13,7 +13,8 @@ public final class StopSignalWatcher: @unchecked Sendable {
     public static let stopSignals: [Int32] = [SIGTERM, SIGINT]
 
     public init(
-        signals: [Int32] = StopSignalWatcher.stopSignals, queue: DispatchQueue = DispatchQueue(label: "tokenet.signals"),
+        signals: [Int32] = StopSignalWatcher.stopSignals,
+        queue: DispatchQueue = DispatchQueue(label: "tokenet.signals"),
         onSignal: @escaping @Sendable (Int32) -> Void
     ) {
         sources = signals.map { number in

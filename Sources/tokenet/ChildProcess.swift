@@ -35,7 +35,8 @@ final class ChildProcess: @unchecked Sendable {
             process.standardError = try FileHandle(forWritingTo: stderrURL)
             try process.run()
         } catch {
-            throw CLIError(.setup, "cannot start \(name) (\(process.executableURL?.path ?? "?"))", cause: DemoCause(error))
+            throw CLIError(
+                .setup, "cannot start \(name) (\(process.executableURL?.path ?? "?"))", cause: DemoCause(error))
         }
     }
 

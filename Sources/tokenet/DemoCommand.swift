@@ -23,7 +23,8 @@ struct DemoCommand {
         for (_, spec) in Self.startOrder {
             let path = binDirectory.appendingPathComponent(spec.name).path
             guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw CLIError(.setup, "\(spec.name) not found next to tokenet in \(binDirectory.path); run swift build")
+                throw CLIError(
+                    .setup, "\(spec.name) not found next to tokenet in \(binDirectory.path); run swift build")
             }
         }
         let workspace = try makeWorkspace()
@@ -43,7 +44,8 @@ struct DemoCommand {
         do {
             printOut("Starting nodes")
             for (role, spec) in Self.startOrder {
-                let (process, ready) = try startNode(role: role, spec: spec, pki: pki, workspace: workspace, running: started)
+                let (process, ready) = try startNode(
+                    role: role, spec: spec, pki: pki, workspace: workspace, running: started)
                 started.append((role, process, ready))
                 printOut("  ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
             }
@@ -74,7 +76,9 @@ struct DemoCommand {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/tokenet-demo.XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else {
-            throw CLIError(.setup, "cannot create a temporary directory under \(base)", cause: DemoCause(String(cString: strerror(errno))))
+            throw CLIError(
+                .setup, "cannot create a temporary directory under \(base)",
+                cause: DemoCause(String(cString: strerror(errno))))
         }
         return URL(fileURLWithPath: String(cString: created))
     }
@@ -91,7 +95,8 @@ struct DemoCommand {
             return nil
         }
         let pki = workspace.appendingPathComponent("pki")
-        let generator = ChildProcess(name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace)
+        let generator = ChildProcess(
+            name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace)
         try generator.launch()
         guard generator.waitForExit(seconds: options.timeout) else {
             generator.send(SIGKILL)
@@ -138,7 +143,8 @@ struct DemoCommand {
         }
 
         let executable = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name)
-        let process = ChildProcess(name: spec.name, executable: executable, arguments: arguments, logDirectory: directory)
+        let process = ChildProcess(
+            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory)
         try process.launch()
         do {
             return (process, try waitUntilReady(process, readyFile: readyFile.path, spec: spec))
@@ -151,7 +157,9 @@ struct DemoCommand {
 
     /// Waits for the ready file, checking on every tick that the node is still alive, and cross-checks it with the
     /// node's `READY` line on stdout.
-    private func waitUntilReady(_ process: ChildProcess, readyFile: String, spec: NodeSpec) throws(CLIError) -> ReadyInfo {
+    private func waitUntilReady(_ process: ChildProcess, readyFile: String, spec: NodeSpec) throws(CLIError)
+        -> ReadyInfo
+    {
         let deadline = Date().addingTimeInterval(options.timeout)
         while !FileManager.default.fileExists(atPath: readyFile) {
             // Waiting on the exit doubles as the polling interval and notices a crash at once.
@@ -159,7 +167,8 @@ struct DemoCommand {
                 throw CLIError(.node, "\(spec.name) \(process.outcome) before becoming ready\n\(process.stderrTail())")
             }
             if Date() > deadline {
-                throw CLIError(.node, "\(spec.name) did not become ready within \(options.timeout) s\n\(process.stderrTail())")
+                throw CLIError(
+                    .node, "\(spec.name) did not become ready within \(options.timeout) s\n\(process.stderrTail())")
             }
         }
         let ready: ReadyInfo

@@ -42,16 +42,17 @@ enum TokenetCLI {
 
     static var overview: String {
         let width = subcommands.map(\.name.count).max() ?? 0
-        let rows = subcommands.map { "  " + $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.summary }
-        return (
-            [
+        let rows = subcommands.map {
+            "  " + $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.summary
+        }
+        return
+            ([
                 "tokenet: drive a local Tokenet sandbox (wallet, issuer and TSP nodes).",
                 "",
                 "Usage: tokenet COMMAND [OPTIONS]",
                 "",
                 "Commands:",
-            ] + rows + ["", "Run 'tokenet COMMAND --help' for a command's options."]
-        ).joined(separator: "\n")
+            ] + rows + ["", "Run 'tokenet COMMAND --help' for a command's options."]).joined(separator: "\n")
     }
 
     static let versionCommand = Subcommand(
