@@ -5,9 +5,10 @@ import Foundation
 /// Done with `gmtime_r` rather than a shared date formatter so it is thread-safe without a lock.
 enum LogTimestamp {
     static func format(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
-        var seconds = time_t(interval.rounded(.down))
-        let milliseconds = min(999, Int((interval - interval.rounded(.down)) * 1000))
+        // Round to whole microseconds first so binary floating point cannot turn .123 into .122.
+        let microseconds = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        var seconds = time_t(microseconds.quotientAndRemainder(dividingBy: 1_000_000).quotient)
+        let milliseconds = Int(microseconds.quotientAndRemainder(dividingBy: 1_000_000).remainder / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
         return String(
