@@ -69,9 +69,9 @@ final class ChildProcess: @unchecked Sendable {
     /// The last lines of the process's stderr, indented, for failure reports.
     func stderrTail(lines count: Int = 30) -> String {
         let text = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count)
-        let body = lines.map { "    | \($0)" }.joined(separator: "\n")
-        return body.isEmpty ? "    | (no output on stderr)" : body
+        let lines = text.split(separator: "\n").suffix(count)
+        guard !lines.isEmpty else { return "    | (nothing on stderr)" }
+        return lines.map { "    | \($0)" }.joined(separator: "\n")
     }
 }
 
