@@ -14,20 +14,7 @@ public final class StandardErrorSink: LogSink {
     public init() {}
 
     public func write(line: String) {
-        let bytes = Array((line + "\n").utf8)
-        lock.withLock { _ in
-            bytes.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Foundation.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        return
-                    }
-                    offset += written
-                }
-            }
-        }
+        lock.withLock { _ in StandardStream.error.write(line: line) }
     }
 }
 

@@ -80,11 +80,6 @@ public enum NodeMain {
     }
 }
 
-/// Writes a line to stdout unbuffered, so a parent reading a pipe sees `READY` immediately.
-func writeStandardOutput(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
+func writeStandardOutput(_ line: String) { StandardStream.output.write(line: line) }
 
-func writeStandardError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
-}
+func writeStandardError(_ line: String) { StandardStream.error.write(line: line) }

@@ -44,6 +44,9 @@ public final class NodeRuntime: Sendable {
 
         let listener = try makeListener(options.listen, logger)
         let ready = ReadyInfo(node: spec.name, pid: getpid(), listen: listener.boundAddress.description)
+        logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
+        // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
+        announce(ready.line)
         if let path = options.readyFile {
             do {
                 try ReadyFile.write(ready, to: path)
@@ -52,8 +55,6 @@ public final class NodeRuntime: Sendable {
                 throw error
             }
         }
-        logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
-        announce(ready.line)
         return NodeRuntime(spec: spec, options: options, logger: logger, listener: listener, ready: ready)
     }
 

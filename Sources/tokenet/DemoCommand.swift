@@ -17,6 +17,7 @@ struct DemoCommand {
 
     var options: DemoOptions
     var choreography: any DemoChoreography = ReadinessChoreography()
+    let interruption = DemoInterruption()
 
     func run() throws(CLIError) -> Int32 {
         let binDirectory = RepositoryLocator.executableDirectory
@@ -49,10 +50,12 @@ struct DemoCommand {
                 started.append((role, process, ready))
                 printOut("  ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
             }
+            try interruption.check()
             let cluster = DemoCluster(
                 nodes: started.map { ($0.role, $0.ready) }, pkiDirectory: pki?.path, workspace: workspace.path)
             printOut(choreography.title)
             try choreography.run(cluster: cluster, report: printOut)
+            try interruption.check()
         } catch {
             failure = error
         }
@@ -162,6 +165,7 @@ struct DemoCommand {
     {
         let deadline = Date().addingTimeInterval(options.timeout)
         while !FileManager.default.fileExists(atPath: readyFile) {
+            try interruption.check()
             // Waiting on the exit doubles as the polling interval and notices a crash at once.
             if process.waitForExit(seconds: 0.05) {
                 throw CLIError(.node, "\(spec.name) \(process.outcome) before becoming ready\n\(process.stderrTail())")

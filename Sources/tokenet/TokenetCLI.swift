@@ -82,11 +82,7 @@ enum TokenetCLI {
     }
 }
 
-/// Writes a line to stdout without buffering, so output interleaves correctly with child processes.
-func printOut(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
-}
+/// Writes a line to stdout unbuffered, so it interleaves correctly with the nodes' output.
+func printOut(_ text: String) { StandardStream.output.write(line: text) }
 
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
-}
+func printError(_ text: String) { StandardStream.error.write(line: text) }

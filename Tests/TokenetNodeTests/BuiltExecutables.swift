@@ -63,8 +63,14 @@ final class LaunchedProcess {
         try LaunchedProcess(name, arguments).waitForExit()
     }
 
-    func waitForExit() throws -> ProcessResult {
+    /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
+    /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
+    func waitForExit(limit: Double = 120) throws -> ProcessResult {
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
         process.waitUntilExit()
+        watchdog.cancel()
         return ProcessResult(
             status: process.terminationStatus, reason: process.terminationReason,
             stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
