@@ -20,8 +20,9 @@ public enum NodeCommandLine {
                 throw NodeError(.usage, "unexpected argument '\(argument)'")
             }
             let body = argument.dropFirst(2)
-            let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            let inlineValue = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
+            let equals = body.firstIndex(of: "=")
+            let name = String(equals.map { body[..<$0] } ?? body)
+            let inlineValue = equals.map { String(body[body.index(after: $0)...]) }
             guard let key = keys.first(where: { $0.rawValue == name }) else {
                 let hint = NodeOptionKey(rawValue: name) != nil ? " (\(spec.name) has no \(name) peer)" : ""
                 throw NodeError(.usage, "unknown option '--\(name)'\(hint)")

@@ -84,6 +84,8 @@ import Testing
         (["--plaintext=yes"], "--plaintext takes no value"),
         (["stray"], "unexpected argument 'stray'"),
         (["--"], "unexpected argument '--'"),
+        (["--=127.0.0.1:1"], "unknown option '--'"),
+        (["--listen="], "--listen: expected HOST:PORT such as 127.0.0.1:7001, got ''"),
         (["--data-dir", ""], "--data-dir: expected a path"),
     ])
     func usageErrorsNameTheFlag(arguments: [String], message: String) throws {
