@@ -24,23 +24,25 @@ extension NodeOptions {
     private mutating func apply(
         key: NodeOptionKey, text: String, origin: NodeSetting.Origin, bad: (String, String) -> NodeError
     ) throws(NodeError) {
-        switch key {
-        case .listen:
+        func address() throws(NodeError) -> HostPort {
             guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
-            listen = address
-        case .tsp, .issuer, .wallet:
-            guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
-            peers[key.peer!] = address
-        case .cert, .key, .ca, .dataDir, .readyFile:
+            return address
+        }
+        func path() throws(NodeError) -> String {
             guard !text.isEmpty else { throw bad("a path", text) }
-            let path = Self.resolve(path: text, origin: origin)
-            switch key {
-            case .cert: certificatePath = path
-            case .key: privateKeyPath = path
-            case .ca: caPath = path
-            case .dataDir: dataDirectory = path
-            default: readyFile = path
-            }
+            return Self.resolve(path: text, origin: origin)
+        }
+
+        switch key {
+        case .listen: listen = try address()
+        case .tsp: peers[.tsp] = try address()
+        case .issuer: peers[.issuer] = try address()
+        case .wallet: peers[.wallet] = try address()
+        case .cert: certificatePath = try path()
+        case .key: privateKeyPath = try path()
+        case .ca: caPath = try path()
+        case .dataDir: dataDirectory = try path()
+        case .readyFile: readyFile = try path()
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw bad(NodeOptionKey.logLevels, text) }
             logLevel = level
