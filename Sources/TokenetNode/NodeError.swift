@@ -41,7 +41,7 @@ public struct NodeError: Error, CustomStringConvertible, Sendable {
 }
 
 /// An `errno` value captured at the failing call, so the message says what the kernel said.
-public struct POSIXErrorCode: Error, CustomStringConvertible, Sendable {
+public struct SystemCallError: Error, CustomStringConvertible, Sendable {
     public var call: String
     public var errno: Int32
 

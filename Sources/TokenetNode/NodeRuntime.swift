@@ -73,7 +73,7 @@ public final class NodeRuntime: Sendable {
         let files = [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)]
         for case (let flag, let path?) in files where access(path, R_OK) != 0 {
             throw NodeError(
-                .config, "\(flag): cannot read \(path)", cause: POSIXErrorCode(call: "access", errno: errno))
+                .config, "\(flag): cannot read \(path)", cause: SystemCallError(call: "access", errno: errno))
         }
     }
 }

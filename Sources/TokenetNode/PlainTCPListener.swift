@@ -23,7 +23,7 @@ public final class PlainTCPListener: NodeListener, @unchecked Sendable {
             let code = errno
             close(descriptor)
             throw NodeError(
-                .listen, "cannot read the bound address", cause: POSIXErrorCode(call: "getsockname", errno: code))
+                .listen, "cannot read the bound address", cause: SystemCallError(call: "getsockname", errno: code))
         }
         boundAddress = bound
         let queue = DispatchQueue(label: "tokenet.listener")
@@ -65,25 +65,25 @@ public final class PlainTCPListener: NodeListener, @unchecked Sendable {
         }
         defer { freeaddrinfo(first) }
 
-        var lastError = POSIXErrorCode(call: "socket", errno: EADDRNOTAVAIL)
+        var lastError = SystemCallError(call: "socket", errno: EADDRNOTAVAIL)
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let info = candidate {
             candidate = info.pointee.ai_next
             let type = info.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
             let descriptor = socket(info.pointee.ai_family, type, info.pointee.ai_protocol)
             guard descriptor >= 0 else {
-                lastError = POSIXErrorCode(call: "socket", errno: errno)
+                lastError = SystemCallError(call: "socket", errno: errno)
                 continue
             }
             var one: Int32 = 1
             setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
             if Glibc.bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
-                lastError = POSIXErrorCode(call: "bind", errno: errno)
+                lastError = SystemCallError(call: "bind", errno: errno)
                 close(descriptor)
                 continue
             }
             if listen(descriptor, 128) != 0 {
-                lastError = POSIXErrorCode(call: "listen", errno: errno)
+                lastError = SystemCallError(call: "listen", errno: errno)
                 close(descriptor)
                 continue
             }

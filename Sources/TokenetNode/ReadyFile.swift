@@ -44,7 +44,8 @@ public enum ReadyFile {
             let code = errno
             unlink(temporary)
             throw NodeError(
-                .io, "cannot move ready file into place at \(path)", cause: POSIXErrorCode(call: "rename", errno: code))
+                .io, "cannot move ready file into place at \(path)", cause: SystemCallError(call: "rename", errno: code)
+            )
         }
     }
 
