@@ -1,1 +1,5 @@
-print("not yet")
+import Foundation
+
+// A closed stdout (`tokenet demo | head -1`) must not kill tokenet before it has stopped the nodes it started.
+signal(SIGPIPE, SIG_IGN)
+exit(TokenetCLI.main(Array(CommandLine.arguments.dropFirst())))

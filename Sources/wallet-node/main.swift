@@ -1,1 +1,3 @@
-print("not yet")
+import TokenetNode
+
+NodeMain.run(.wallet)

@@ -1,0 +1,40 @@
+/// A `HOST:PORT` address as written on the command line, in config files and in ready files.
+///
+/// IPv6 literals are bracketed (`[::1]:7001`) so the last colon always separates the port.
+public struct HostPort: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT` or `[IPV6]:PORT`; returns nil for anything else, including an empty host.
+    public init?(parsing text: String) {
+        let hostPart: Substring
+        let portPart: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portPart = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            if hostPart.contains(":") { return nil }
+        }
+        guard !hostPart.isEmpty, !hostPart.contains(where: \.isWhitespace) else { return nil }
+        guard !portPart.isEmpty, portPart.allSatisfy(\.isASCII), portPart.allSatisfy(\.isNumber),
+            portPart.count <= 5, let port = UInt16(portPart)
+        else { return nil }
+        self.host = String(hostPart)
+        self.port = port
+    }
+
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}

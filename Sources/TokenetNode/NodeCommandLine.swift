@@ -1,0 +1,67 @@
+import Foundation
+
+/// Parses a node's command line.
+///
+/// Accepted forms are `--flag value`, `--flag=value` and bare `--plaintext`, `--help`, `--version`. A value may not
+/// start with `--`, so `--listen --plaintext` reports the missing value instead of listening on "--plaintext".
+public enum NodeCommandLine {
+    /// Turns arguments (without the program name) into a command; `readFile` supplies the `--config` file's bytes.
+    public static func parse(
+        _ arguments: [String], spec: NodeSpec, readFile: (String) throws(NodeError) -> Data = NodeConfigFile.read
+    ) throws(NodeError) -> NodeCommand {
+        let keys = NodeOptionKey.keys(for: spec)
+        var flagSettings: [NodeSetting] = []
+        var configPath: String?
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw NodeError(.usage, "unexpected argument '\(argument)'")
+            }
+            let body = argument.dropFirst(2)
+            let equals = body.firstIndex(of: "=")
+            let name = String(equals.map { body[..<$0] } ?? body)
+            let inlineValue = equals.map { String(body[body.index(after: $0)...]) }
+            guard let key = keys.first(where: { $0.rawValue == name }) else {
+                let hint = NodeOptionKey(rawValue: name) != nil ? " (\(spec.name) has no \(name) peer)" : ""
+                throw NodeError(.usage, "unknown option '--\(name)'\(hint)")
+            }
+            guard key.takesValue else {
+                if inlineValue != nil { throw NodeError(.usage, "\(key.flag) takes no value") }
+                switch key {
+                case .help: return .help
+                case .version: return .version
+                default: flagSettings.append(NodeSetting(key: key, value: .bool(true), origin: .flag))
+                }
+                continue
+            }
+            let value: String
+            if let inlineValue {
+                value = inlineValue
+            } else {
+                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                    throw NodeError(.usage, "\(key.flag) needs a value (\(key.placeholder))")
+                }
+                value = arguments[index]
+                index += 1
+            }
+            if key == .config {
+                guard !value.isEmpty else { throw NodeError(.usage, "--config needs a file path") }
+                configPath = value
+            } else {
+                flagSettings.append(NodeSetting(key: key, value: .string(value), origin: .flag))
+            }
+        }
+
+        var options = NodeOptions()
+        var configSettings: [NodeSetting] = []
+        if let configPath {
+            configSettings = try NodeConfigFile.settings(from: readFile(configPath), path: configPath, spec: spec)
+        }
+        for setting in configSettings + flagSettings {
+            try options.apply(setting)
+        }
+        return .run(try options.validated())
+    }
+}

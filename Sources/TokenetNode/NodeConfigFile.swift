@@ -1,0 +1,65 @@
+import Foundation
+
+/// Reads a node's JSON config file into settings.
+///
+/// The file is a flat object whose keys are the flag names without dashes, for example
+/// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`.
+/// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
+public enum NodeConfigFile {
+    /// A config value: the file only ever needs strings and booleans.
+    private enum Scalar: Decodable {
+        case string(String)
+        case bool(Bool)
+        case other
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let flag = try? container.decode(Bool.self) {
+                self = .bool(flag)
+            } else if let text = try? container.decode(String.self) {
+                self = .string(text)
+            } else {
+                self = .other
+            }
+        }
+    }
+
+    static func settings(from data: Data, path: String, spec: NodeSpec) throws(NodeError) -> [NodeSetting] {
+        let dictionary: [String: Scalar]
+        do {
+            dictionary = try JSONDecoder().decode([String: Scalar].self, from: data)
+        } catch {
+            throw NodeError(.config, "config file \(path) must hold one JSON object", cause: DescribedError(error))
+        }
+        let allowed = NodeOptionKey.keys(for: spec).filter(\.allowedInConfigFile)
+        var settings: [NodeSetting] = []
+        for name in dictionary.keys.sorted() {
+            guard let key = allowed.first(where: { $0.rawValue == name }) else {
+                let known = allowed.map(\.rawValue).joined(separator: ", ")
+                throw NodeError(
+                    .config, "config file \(path): unknown key \"\(name)\" for \(spec.name) (known: \(known))")
+            }
+            let value: NodeSetting.Value
+            switch (dictionary[name]!, key) {
+            case (.bool(let flag), .plaintext):
+                value = .bool(flag)
+            case (.string(let text), let key) where key != .plaintext:
+                value = .string(text)
+            default:
+                let expected = key == .plaintext ? "true or false" : "a string"
+                throw NodeError(.config, "config file \(path): \"\(name)\" must be \(expected)")
+            }
+            settings.append(NodeSetting(key: key, value: value, origin: .configFile(path: path)))
+        }
+        return settings
+    }
+
+    /// Reads the file's bytes from disk.
+    public static func read(path: String) throws(NodeError) -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw NodeError(.config, "cannot read config file \(path)", cause: DescribedError(error))
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// The one error type of TokenetNode.
+///
+/// `code` decides how a node reacts: usage and configuration mistakes exit with status 2 so scripts can tell
+/// "you called me wrong" apart from "I failed while running" (status 1).
+public struct NodeError: Error, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable {
+        /// A flag or its value on the command line is wrong.
+        case usage
+        /// The configuration file, or the combination of settings, is wrong.
+        case config
+        /// Reading or writing a file or directory failed.
+        case io
+        /// Binding or running the listener failed.
+        case listen
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    /// The process exit status this error maps to.
+    public var exitStatus: Int32 {
+        switch code {
+        case .usage, .config: return 2
+        case .io, .listen: return 1
+        }
+    }
+
+    public var description: String {
+        guard let cause else { return message }
+        return "\(message): \(cause)"
+    }
+}
+
+/// An `errno` value captured at the failing call, so the message says what the kernel said.
+public struct SystemCallError: Error, CustomStringConvertible, Sendable {
+    public var call: String
+    public var errno: Int32
+
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    public var description: String {
+        "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// A cause known only by its description, for underlying errors that are not `Sendable`.
+public struct DescribedError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+
+    public init(_ error: any Error) {
+        self.description = String(describing: error)
+    }
+}

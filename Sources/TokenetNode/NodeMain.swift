@@ -1,0 +1,85 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The process-level entry point shared by `tsp-node`, `issuer-node` and `wallet-node`.
+///
+/// Exit statuses: 0 after a graceful stop (SIGTERM/SIGINT) or for `--help`/`--version`; 2 for bad options or
+/// configuration; 1 when the node fails while starting or running.
+public enum NodeMain {
+    public static func run(
+        _ spec: NodeSpec,
+        arguments: [String] = Array(CommandLine.arguments.dropFirst()),
+        makeListener: @escaping NodeListenerFactory = PlainTCPListener.bind
+    ) -> Never {
+        let options: NodeOptions
+        do {
+            switch try NodeCommandLine.parse(arguments, spec: spec) {
+            case .help:
+                writeStandardOutput(spec.helpText)
+                exit(0)
+            case .version:
+                writeStandardOutput(TokenetVersion.line(for: spec.name))
+                exit(0)
+            case .run(let parsed):
+                options = parsed
+            }
+        } catch {
+            writeStandardError("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option.")
+            exit(error.exitStatus)
+        }
+
+        let logger = Logger(node: spec.name, level: options.logLevel, format: options.logFormat)
+        if options.plaintext {
+            writeStandardError(plaintextBanner(spec.name))
+            logger.warning("TLS is disabled by --plaintext; use only for local debugging")
+        }
+
+        // Watch for stop signals before binding, so a signal sent right after READY is never lost.
+        let stopRequested = DispatchSemaphore(value: 0)
+        let firstSignal = Mutex<Int32?>(nil)
+        let watcher = StopSignalWatcher { number in
+            let isFirst = firstSignal.withLock { received in
+                guard received == nil else { return false }
+                received = number
+                return true
+            }
+            if isFirst { stopRequested.signal() }
+        }
+        // Writing to a peer that hung up must be an error return, not a process-killing signal.
+        signal(SIGPIPE, SIG_IGN)
+
+        let runtime: NodeRuntime
+        do {
+            runtime = try NodeRuntime.start(
+                spec: spec, options: options, logger: logger, makeListener: makeListener,
+                announce: writeStandardOutput)
+        } catch {
+            logger.error("cannot start", ["error": error.description])
+            exit(error.exitStatus)
+        }
+
+        stopRequested.wait()
+        let signalName = StopSignalWatcher.name(of: firstSignal.withLock { $0 } ?? SIGTERM)
+        logger.info("stopping", ["signal": signalName])
+        runtime.stop()
+        watcher.cancel()
+        logger.info("stopped")
+        exit(0)
+    }
+
+    /// Printed on stderr, outside the log format, so nobody can miss it.
+    static func plaintextBanner(_ node: String) -> String {
+        let rule = String(repeating: "!", count: 78)
+        return """
+            \(rule)
+            !! \(node): --plaintext is set. TLS is OFF: peers are not authenticated and traffic,
+            !! including card data, crosses the network unencrypted. Use only for local debugging.
+            \(rule)
+            """
+    }
+}
+
+func writeStandardOutput(_ line: String) { StandardStream.output.write(line: line) }
+
+func writeStandardError(_ line: String) { StandardStream.error.write(line: line) }

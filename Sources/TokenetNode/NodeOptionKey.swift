@@ -1,0 +1,93 @@
+/// Every setting a node understands.
+///
+/// Command-line flags and config-file keys share one vocabulary: the key `data-dir` in a config file is the flag
+/// `--data-dir`. One table therefore drives parsing, config validation and `--help`, so they cannot drift apart.
+enum NodeOptionKey: String, CaseIterable, Sendable {
+    case config
+    case listen
+    case cert
+    case key
+    case ca
+    case tsp
+    case issuer
+    case wallet
+    case dataDir = "data-dir"
+    case logLevel = "log-level"
+    case logFormat = "log-format"
+    case readyFile = "ready-file"
+    case plaintext
+    case help
+    case version
+
+    var flag: String { "--\(rawValue)" }
+
+    /// The peer this key addresses, when it is a peer address.
+    var peer: PeerRole? { PeerRole(rawValue: rawValue) }
+
+    /// Whether the flag consumes the next argument (or `=value`).
+    var takesValue: Bool {
+        switch self {
+        case .plaintext, .help, .version: return false
+        default: return true
+        }
+    }
+
+    /// Whether the key may appear in a config file. `--config`, `--help` and `--version` only make sense as flags.
+    var allowedInConfigFile: Bool {
+        switch self {
+        case .config, .help, .version: return false
+        default: return true
+        }
+    }
+
+    /// Whether the value is a filesystem path, resolved against the config file's directory when relative.
+    var isPath: Bool {
+        switch self {
+        case .cert, .key, .ca, .dataDir, .readyFile: return true
+        default: return false
+        }
+    }
+
+    /// The keys that apply to a node: peer keys only for the peers it knows.
+    static func keys(for spec: NodeSpec) -> [NodeOptionKey] {
+        allCases.filter { key in
+            guard let peer = key.peer else { return true }
+            return spec.knownPeers.contains(peer)
+        }
+    }
+
+    var placeholder: String {
+        switch self {
+        case .config: return "FILE"
+        case .listen, .tsp, .issuer, .wallet: return "HOST:PORT"
+        case .cert, .key, .ca, .readyFile: return "PATH"
+        case .dataDir: return "DIR"
+        case .logLevel: return "LEVEL"
+        case .logFormat: return "FORMAT"
+        case .plaintext, .help, .version: return ""
+        }
+    }
+
+    static let logLevels = LogLevel.allCases.map(\.name).joined(separator: "|")
+    static let logFormats = LogFormat.allCases.map(\.rawValue).joined(separator: "|")
+
+    var help: String {
+        switch self {
+        case .config: return "Read settings from a JSON file; flags given on the command line override it."
+        case .listen: return "Address to accept connections on (default 127.0.0.1:0, a free port)."
+        case .cert: return "PEM certificate chain this node presents to its peers."
+        case .key: return "PEM private key for --cert."
+        case .ca: return "PEM CA bundle used to verify peers."
+        case .tsp: return "Address of the token service provider (tsp-node)."
+        case .issuer: return "Address of the card issuer (issuer-node)."
+        case .wallet: return "Address of the wallet (wallet-node)."
+        case .dataDir: return "Directory for this node's state (default tokenet-data/<node>)."
+        case .logLevel: return "Least severe level logged: \(Self.logLevels) (default info)."
+        case .logFormat: return "Log lines on stderr: \(Self.logFormats) (default text)."
+        case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."
+        case .plaintext: return "Disable TLS. For local debugging only; the node prints a loud warning."
+        case .help: return "Show this help and exit."
+        case .version: return "Show the version and exit."
+        }
+    }
+}

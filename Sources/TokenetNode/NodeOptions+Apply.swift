@@ -1,0 +1,83 @@
+import Foundation
+
+extension NodeOptions {
+    /// Applies one setting, checking its value. Later settings override earlier ones, which is how flags win
+    /// over the config file.
+    mutating func apply(_ setting: NodeSetting) throws(NodeError) {
+        let errorCode: NodeError.Code = setting.origin == .flag ? .usage : .config
+        func bad(_ expectation: String, _ got: String) -> NodeError {
+            NodeError(errorCode, "\(setting.label): expected \(expectation), got '\(got)'")
+        }
+
+        switch (setting.key, setting.value) {
+        case (.plaintext, .bool(let on)):
+            plaintext = on
+        case (.plaintext, .string(let text)):
+            throw bad("true or false", text)
+        case (_, .bool(let flag)):
+            throw bad("a string", String(flag))
+        case (let key, .string(let text)):
+            try apply(key: key, text: text, origin: setting.origin, bad: bad)
+        }
+    }
+
+    private mutating func apply(
+        key: NodeOptionKey, text: String, origin: NodeSetting.Origin, bad: (String, String) -> NodeError
+    ) throws(NodeError) {
+        func address() throws(NodeError) -> HostPort {
+            guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
+            return address
+        }
+        func path() throws(NodeError) -> String {
+            guard !text.isEmpty else { throw bad("a path", text) }
+            return Self.resolve(path: text, origin: origin)
+        }
+
+        switch key {
+        case .listen: listen = try address()
+        case .tsp: peers[.tsp] = try address()
+        case .issuer: peers[.issuer] = try address()
+        case .wallet: peers[.wallet] = try address()
+        case .cert: certificatePath = try path()
+        case .key: privateKeyPath = try path()
+        case .ca: caPath = try path()
+        case .dataDir: dataDirectory = try path()
+        case .readyFile: readyFile = try path()
+        case .logLevel:
+            guard let level = LogLevel(name: text) else { throw bad(NodeOptionKey.logLevels, text) }
+            logLevel = level
+        case .logFormat:
+            guard let format = LogFormat(rawValue: text) else { throw bad(NodeOptionKey.logFormats, text) }
+            logFormat = format
+        case .config, .help, .version, .plaintext:
+            // Handled by the command-line scanner; never reaches here as a string setting.
+            throw bad("no value", text)
+        }
+    }
+
+    /// Relative paths in a config file are relative to the file, so a config can sit next to its certificates.
+    private static func resolve(path: String, origin: NodeSetting.Origin) -> String {
+        guard case .configFile(let configPath) = origin, !path.hasPrefix("/") else { return path }
+        let directory = (configPath as NSString).deletingLastPathComponent
+        return directory.isEmpty ? path : (directory as NSString).appendingPathComponent(path)
+    }
+
+    /// Checks settings that are only wrong in combination.
+    func validated() throws(NodeError) -> NodeOptions {
+        if (certificatePath == nil) != (privateKeyPath == nil) {
+            throw NodeError(.config, "--cert and --key must be given together")
+        }
+        if !plaintext {
+            let missing = [
+                (certificatePath, "--cert"), (privateKeyPath, "--key"), (caPath, "--ca"),
+            ].filter { $0.0 == nil }.map(\.1)
+            if !missing.isEmpty {
+                throw NodeError(
+                    .config,
+                    "TLS needs \(missing.joined(separator: ", ")) (or --plaintext for local debugging only)"
+                )
+            }
+        }
+        return self
+    }
+}

@@ -1,0 +1,35 @@
+/// The settings a node runs with, after the config file and the command line have been merged.
+public struct NodeOptions: Sendable, Equatable {
+    /// Where the node accepts connections. Port 0 lets the kernel pick a free port.
+    public var listen = HostPort(host: "127.0.0.1", port: 0)
+    /// PEM certificate chain presented to peers.
+    public var certificatePath: String?
+    /// PEM private key matching `certificatePath`.
+    public var privateKeyPath: String?
+    /// PEM CA bundle used to verify peers.
+    public var caPath: String?
+    /// Addresses of the other parties this node calls.
+    public var peers: [PeerRole: HostPort] = [:]
+    /// Where the node keeps its state; nil means `tokenet-data/<node-name>` under the working directory.
+    public var dataDirectory: String?
+    public var logLevel: LogLevel = .info
+    public var logFormat: LogFormat = .text
+    /// When set, the node writes `{"node":…,"pid":…,"listen":…}` here once it accepts connections.
+    public var readyFile: String?
+    /// Turns TLS off. Only for local debugging; the node warns loudly.
+    public var plaintext = false
+
+    public init() {}
+
+    /// The data directory actually used.
+    public func resolvedDataDirectory(node: String) -> String {
+        dataDirectory ?? "tokenet-data/\(node)"
+    }
+}
+
+/// What the command line asks a node to do.
+public enum NodeCommand: Sendable, Equatable {
+    case run(NodeOptions)
+    case help
+    case version
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// A started node: its listener is accepting and readiness has been announced.
+///
+/// Start and stop are separate from process concerns (arguments, signals, exit codes, see `NodeMain`) so the
+/// lifecycle can be driven from tests and, later, host the RPC server behind `NodeListener`.
+public final class NodeRuntime: Sendable {
+    public let spec: NodeSpec
+    public let options: NodeOptions
+    public let logger: Logger
+    public let listener: any NodeListener
+    public let ready: ReadyInfo
+
+    private init(spec: NodeSpec, options: NodeOptions, logger: Logger, listener: any NodeListener, ready: ReadyInfo) {
+        self.spec = spec
+        self.options = options
+        self.logger = logger
+        self.listener = listener
+        self.ready = ready
+    }
+
+    /// Checks files, prepares the data directory, binds, and announces readiness through `announce` (stdout in a
+    /// real node) and the ready file.
+    public static func start(
+        spec: NodeSpec, options: NodeOptions, logger: Logger,
+        makeListener: NodeListenerFactory = PlainTCPListener.bind,
+        announce: (String) -> Void
+    ) throws(NodeError) -> NodeRuntime {
+        try checkTLSFiles(options)
+        let dataDirectory = options.resolvedDataDirectory(node: spec.name)
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw NodeError(.io, "cannot create data directory \(dataDirectory)", cause: DescribedError(error))
+        }
+        var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")
+        if peerText.isEmpty { peerText = "none" }
+        logger.info(
+            "starting",
+            [
+                "version": TokenetVersion.release, "listen": options.listen.description, "peers": peerText,
+                "data_dir": dataDirectory, "tls": options.plaintext ? "off" : "on",
+            ])
+
+        let listener = try makeListener(options.listen, logger)
+        let ready = ReadyInfo(node: spec.name, pid: getpid(), listen: listener.boundAddress.description)
+        logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
+        // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
+        announce(ready.line)
+        if let path = options.readyFile {
+            do {
+                try ReadyFile.write(ready, to: path)
+            } catch {
+                listener.stop()
+                throw error
+            }
+        }
+        return NodeRuntime(spec: spec, options: options, logger: logger, listener: listener, ready: ready)
+    }
+
+    /// Stops accepting, waits for the listener to drain, and withdraws the ready file: a node that is stopping
+    /// must not look ready to anyone polling for it.
+    public func stop() {
+        listener.stop()
+        if let path = options.readyFile {
+            unlink(path)
+        }
+    }
+
+    /// TLS is not served yet, but a wrong path should fail now rather than when the TLS server arrives.
+    private static func checkTLSFiles(_ options: NodeOptions) throws(NodeError) {
+        guard !options.plaintext else { return }
+        let files = [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)]
+        for case (let flag, let path?) in files where access(path, R_OK) != 0 {
+            throw NodeError(
+                .config, "\(flag): cannot read \(path)", cause: SystemCallError(call: "access", errno: errno))
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// A party a node may need to reach. The raw value is the flag and config key naming its address.
+public enum PeerRole: String, CaseIterable, Sendable, Comparable {
+    case tsp
+    case issuer
+    case wallet
+
+    public static func < (lhs: PeerRole, rhs: PeerRole) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+
+    /// The executable that plays this role.
+    public var nodeName: String { "\(rawValue)-node" }
+}
+
+/// What distinguishes one node executable from another: its name, what it does, and which peers it knows.
+///
+/// Everything else (flags, logs, signals, readiness) is shared, which is why the executables stay thin.
+public struct NodeSpec: Sendable, Equatable {
+    public var name: String
+    public var summary: String
+    public var knownPeers: [PeerRole]
+
+    public init(name: String, summary: String, knownPeers: [PeerRole]) {
+        self.name = name
+        self.summary = summary
+        self.knownPeers = knownPeers
+    }
+
+    /// The token service provider: issues tokens on behalf of issuers and serves wallets.
+    public static let tsp = NodeSpec(
+        name: "tsp-node",
+        summary: "Token service provider: provisions tokens into wallets on behalf of card issuers.",
+        knownPeers: [.issuer]
+    )
+
+    /// The card issuer: decides on provisioning, runs ID&V and activation, and authenticates cardholders.
+    public static let issuer = NodeSpec(
+        name: "issuer-node",
+        summary: "Card issuer: approves provisioning, verifies the cardholder (ID&V) and activates tokens.",
+        knownPeers: [.tsp]
+    )
+
+    /// The wallet: asks the TSP to digitize a card and holds the resulting token.
+    public static let wallet = NodeSpec(
+        name: "wallet-node",
+        summary: "Wallet: asks the TSP to provision cards and holds the resulting tokens.",
+        knownPeers: [.tsp, .issuer]
+    )
+}

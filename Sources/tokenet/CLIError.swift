@@ -1,0 +1,28 @@
+/// The one error type of the `tokenet` CLI.
+struct CLIError: Error, CustomStringConvertible, Sendable {
+    enum Code: Sendable {
+        /// Wrong subcommand, flag or value: exit status 2.
+        case usage
+        /// The environment is not as expected (missing binaries, failing Tools/gen-certs): exit status 1.
+        case setup
+        /// A node failed to start, to become ready, or to stop cleanly: exit status 1.
+        case node
+    }
+
+    var code: Code
+    var message: String
+    var cause: (any Error & Sendable)?
+
+    init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    var exitStatus: Int32 { code == .usage ? 2 : 1 }
+
+    var description: String {
+        guard let cause else { return message }
+        return "\(message): \(cause)"
+    }
+}

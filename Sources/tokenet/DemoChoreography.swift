@@ -1,0 +1,40 @@
+import TokenetNode
+
+/// The running nodes, as the choreography sees them.
+struct DemoCluster: Sendable {
+    /// Ready information per role, in start order.
+    var nodes: [(role: PeerRole, ready: ReadyInfo)]
+    /// Where Tools/gen-certs wrote the certificates; nil when the nodes run with --plaintext.
+    var pkiDirectory: String?
+    /// The demo's temporary directory.
+    var workspace: String
+
+    func address(of role: PeerRole) -> String? {
+        nodes.first { $0.role == role }?.ready.listen
+    }
+}
+
+/// What the demo does between "every node is ready" and "stop every node".
+///
+/// This is the seam for the provisioning flow (wallet asks the TSP to digitize a card, the TSP asks the issuer,
+/// ID&V, activation, notifications). Until the RPC runtime exists the demo only proves the nodes start and stop.
+protocol DemoChoreography {
+    /// A line describing what the choreography does, printed before it runs.
+    var title: String { get }
+    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError)
+}
+
+/// The choreography used today: checks that each node's port accepts a connection.
+struct ReadinessChoreography: DemoChoreography {
+    var title: String { "Checking that every node accepts connections (flows arrive with the RPC runtime)" }
+
+    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
+        for (role, ready) in cluster.nodes {
+            guard let address = HostPort(parsing: ready.listen) else {
+                throw CLIError(.node, "\(role.nodeName) reported an unreadable address '\(ready.listen)'")
+            }
+            try PortProbe.connect(to: address, name: role.nodeName)
+            report("  \(role.nodeName) accepted a TCP connection on \(address)")
+        }
+    }
+}

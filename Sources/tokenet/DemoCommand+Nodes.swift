@@ -1,0 +1,80 @@
+import Foundation
+import TokenetNode
+
+extension DemoCommand {
+    /// Starts one node with the addresses of the running nodes it knows and waits until it is ready.
+    func startNode(
+        role: PeerRole, spec: NodeSpec, pki: URL?, workspace: URL,
+        running: [RunningNode]
+    ) throws(CLIError) -> (ChildProcess, ReadyInfo) {
+        let directory = workspace.appendingPathComponent(spec.name)
+        let readyFile = directory.appendingPathComponent("ready.json")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError(.setup, "cannot create \(directory.path)", cause: DemoCause(error))
+        }
+        var arguments = [
+            "--listen", "127.0.0.1:0", "--data-dir", directory.appendingPathComponent("data").path,
+            "--ready-file", readyFile.path, "--log-level", "info",
+        ]
+        if let pki {
+            arguments += [
+                "--cert", pki.appendingPathComponent("\(role.rawValue).pem").path,
+                "--key", pki.appendingPathComponent("\(role.rawValue).key").path,
+                "--ca", pki.appendingPathComponent("ca.pem").path,
+            ]
+        } else {
+            arguments.append("--plaintext")
+        }
+        for peer in running where spec.knownPeers.contains(peer.role) {
+            arguments += ["--\(peer.role.rawValue)", peer.ready.listen]
+        }
+
+        let executable = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name)
+        let process = ChildProcess(
+            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory)
+        try process.launch()
+        do {
+            return (process, try waitUntilReady(process, readyFile: readyFile.path, spec: spec))
+        } catch {
+            process.send(SIGKILL)
+            _ = process.waitForExit(seconds: 5)
+            throw error
+        }
+    }
+
+    /// Waits for the ready file, checking on every tick that the node is still alive, and cross-checks it with the
+    /// node's `READY` line on stdout.
+    private func waitUntilReady(_ process: ChildProcess, readyFile: String, spec: NodeSpec) throws(CLIError)
+        -> ReadyInfo
+    {
+        let deadline = Date().addingTimeInterval(options.timeout)
+        while !FileManager.default.fileExists(atPath: readyFile) {
+            try interruption.check()
+            // Waiting on the exit doubles as the polling interval and notices a crash at once.
+            if process.waitForExit(seconds: 0.05) {
+                throw CLIError(.node, "\(spec.name) \(process.outcome) before becoming ready\n\(process.stderrTail())")
+            }
+            if Date() > deadline {
+                throw CLIError(
+                    .node, "\(spec.name) did not become ready within \(options.timeout) s\n\(process.stderrTail())")
+            }
+        }
+        let ready: ReadyInfo
+        do {
+            ready = try ReadyFile.read(from: readyFile)
+        } catch {
+            throw CLIError(.node, "\(spec.name) wrote an unreadable ready file", cause: DemoCause(error))
+        }
+        let stdout = (try? String(contentsOf: process.stdoutURL, encoding: .utf8)) ?? ""
+        let announced = stdout.split(separator: "\n").compactMap { ReadyInfo(line: String($0)) }.first
+        guard ready.node == spec.name, ready.pid == process.pid, announced == ready else {
+            throw CLIError(
+                .node,
+                "\(spec.name) announced inconsistent readiness: file \(ready), stdout \(announced?.line ?? "no READY line"), pid \(process.pid)"
+            )
+        }
+        return ready
+    }
+}

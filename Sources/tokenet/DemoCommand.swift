@@ -1,0 +1,118 @@
+import Foundation
+import TokenetNode
+
+/// `tokenet demo`: starts the three nodes as separate processes, waits until each is ready, runs the
+/// choreography, stops them with SIGTERM and reports how each exited.
+struct DemoCommand {
+    static let subcommand = Subcommand(
+        name: "demo",
+        summary: "Start tsp-node, issuer-node and wallet-node, check they are ready, then stop them.",
+        help: DemoOptions.help
+    ) { arguments throws(CLIError) in
+        try DemoCommand(options: DemoOptions(parsing: arguments)).run()
+    }
+
+    /// Start order. Each node is given the addresses of the already-running nodes it knows, so the TSP goes first.
+    static let startOrder: [(role: PeerRole, spec: NodeSpec)] = [(.tsp, .tsp), (.issuer, .issuer), (.wallet, .wallet)]
+
+    var options: DemoOptions
+    var choreography: any DemoChoreography = ReadinessChoreography()
+    let interruption = DemoInterruption()
+
+    func run() throws(CLIError) -> Int32 {
+        let binDirectory = RepositoryLocator.executableDirectory
+        for (_, spec) in Self.startOrder {
+            let path = binDirectory.appendingPathComponent(spec.name).path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw CLIError(
+                    .setup, "\(spec.name) not found next to tokenet in \(binDirectory.path); run swift build")
+            }
+        }
+        let workspace = try makeWorkspace()
+        printOut("Tokenet demo")
+        printOut("  workspace     \(workspace.path)")
+        defer {
+            if options.keepDirectory {
+                printOut("Kept \(workspace.path) (node logs: */*.stderr.log)")
+            } else {
+                try? FileManager.default.removeItem(at: workspace)
+            }
+        }
+
+        let pki = try prepareCertificates(in: workspace)
+        var started: [RunningNode] = []
+        var failure: CLIError?
+        do {
+            printOut("Starting nodes")
+            for (role, spec) in Self.startOrder {
+                let (process, ready) = try startNode(
+                    role: role, spec: spec, pki: pki, workspace: workspace, running: started)
+                started.append(RunningNode(role: role, process: process, ready: ready))
+                printOut("  ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
+            }
+            try interruption.check()
+            let cluster = DemoCluster(
+                nodes: started.map { ($0.role, $0.ready) }, pkiDirectory: pki?.path, workspace: workspace.path)
+            printOut(choreography.title)
+            try choreography.run(cluster: cluster, report: printOut)
+            try interruption.check()
+        } catch {
+            failure = error
+        }
+
+        let stoppedCleanly = stop(started.map(\.process))
+        if let failure {
+            printError("tokenet demo failed: \(failure)")
+            if !options.keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }
+            return 1
+        }
+        guard stoppedCleanly else {
+            printError("tokenet demo failed: not every node stopped cleanly")
+            return 1
+        }
+        printOut("Demo OK: \(started.count) nodes became ready and stopped cleanly.")
+        return 0
+    }
+
+    /// A fresh private directory under $TMPDIR.
+    private func makeWorkspace() throws(CLIError) -> URL {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(base)/tokenet-demo.XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw CLIError(
+                .setup, "cannot create a temporary directory under \(base)",
+                cause: DemoCause(String(cString: strerror(errno))))
+        }
+        return URL(fileURLWithPath: String(cString: created))
+    }
+
+    /// Sends SIGTERM to every node, waits for each (killing any that outlive the timeout) and reports exits.
+    private func stop(_ processes: [ChildProcess]) -> Bool {
+        guard !processes.isEmpty else { return true }
+        printOut("Stopping nodes (SIGTERM)")
+        for process in processes { process.send(SIGTERM) }
+        var allClean = true
+        for process in processes {
+            if !process.waitForExit(seconds: options.timeout) {
+                process.send(SIGKILL)
+                _ = process.waitForExit(seconds: 5)
+                printOut("  \(process.name) pid=\(process.pid) did not stop within \(options.timeout) s and was killed")
+                allClean = false
+                continue
+            }
+            printOut("  \(process.name) pid=\(process.pid) \(process.outcome)")
+            if !process.exitedCleanly {
+                allClean = false
+                printOut(process.stderrTail())
+            }
+        }
+        return allClean
+    }
+}
+
+/// A node the demo started and saw become ready.
+struct RunningNode {
+    var role: PeerRole
+    var process: ChildProcess
+    var ready: ReadyInfo
+}

@@ -1,0 +1,51 @@
+/// Options of `tokenet demo`.
+struct DemoOptions: Sendable, Equatable {
+    /// Keep the temporary directory (certificates, data dirs, node logs) instead of deleting it.
+    var keepDirectory = false
+    /// Upper bound in seconds for each wait: certificate generation, one node becoming ready, nodes exiting.
+    var timeout = 30.0
+
+    static let help = """
+        Usage: tokenet demo [--keep-dir] [--timeout SECONDS]
+
+        Starts tsp-node, issuer-node and wallet-node as three processes on loopback ports, waits until each is
+        ready, then stops them with SIGTERM and reports how each exited. Certificates come from Tools/gen-certs
+        when the repository has it; otherwise the nodes run with --plaintext.
+
+        Options:
+          --keep-dir           Keep the temporary directory with certificates, data and node logs.
+          --timeout SECONDS    Longest wait for each step (default 30).
+          --help               Show this help.
+
+        Exit status: 0 when every node became ready and exited with status 0; 1 otherwise; 2 for bad options.
+        """
+
+    init() {}
+
+    init(parsing arguments: [String]) throws(CLIError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            switch argument {
+            case "--keep-dir":
+                keepDirectory = true
+            case "--timeout":
+                guard index < arguments.count else { throw CLIError(.usage, "demo: --timeout needs SECONDS") }
+                timeout = try Self.seconds(arguments[index])
+                index += 1
+            case _ where argument.hasPrefix("--timeout="):
+                timeout = try Self.seconds(String(argument.dropFirst("--timeout=".count)))
+            default:
+                throw CLIError(.usage, "demo: unknown option '\(argument)'")
+            }
+        }
+    }
+
+    private static func seconds(_ text: String) throws(CLIError) -> Double {
+        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
+            throw CLIError(.usage, "demo: --timeout: expected seconds between 0 and 3600, got '\(text)'")
+        }
+        return value
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import TokenetNode
+
+/// Dispatches `tokenet SUBCOMMAND [ARGS]`.
+///
+/// `--help` works at both levels (`tokenet --help`, `tokenet demo --help`, `tokenet help demo`), and an unknown
+/// subcommand lists the known ones instead of guessing.
+enum TokenetCLI {
+    static let subcommands: [Subcommand] = [DemoCommand.subcommand, versionCommand, helpCommand]
+
+    static func main(_ arguments: [String]) -> Int32 {
+        guard let first = arguments.first else {
+            printOut(overview)
+            return 2
+        }
+        do throws(CLIError) {
+            switch first {
+            case "--help", "-h":
+                printOut(overview)
+                return 0
+            case "--version":
+                return try versionCommand.run([])
+            default:
+                guard let command = subcommands.first(where: { $0.name == first }) else {
+                    throw CLIError(.usage, "unknown command '\(first)' (commands: \(commandNames))")
+                }
+                let rest = Array(arguments.dropFirst())
+                if rest.contains("--help") || rest.contains("-h") {
+                    printOut(command.help)
+                    return 0
+                }
+                return try command.run(rest)
+            }
+        } catch {
+            printError("tokenet: \(error)")
+            if error.code == .usage { printError("Run 'tokenet --help' for usage.") }
+            return error.exitStatus
+        }
+    }
+
+    static var commandNames: String { subcommands.map(\.name).joined(separator: ", ") }
+
+    static var overview: String {
+        let width = subcommands.map(\.name.count).max() ?? 0
+        let rows = subcommands.map {
+            "  " + $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.summary
+        }
+        return
+            ([
+                "tokenet: drive a local Tokenet sandbox (wallet, issuer and TSP nodes).",
+                "",
+                "Usage: tokenet COMMAND [OPTIONS]",
+                "",
+                "Commands:",
+            ] + rows + ["", "Run 'tokenet COMMAND --help' for a command's options."]).joined(separator: "\n")
+    }
+
+    static let versionCommand = Subcommand(
+        name: "version",
+        summary: "Print the version of tokenet and of the wire protocol.",
+        help: "Usage: tokenet version\n\nPrints the release and the wire protocol version."
+    ) { arguments throws(CLIError) in
+        if let extra = arguments.first { throw CLIError(.usage, "version: unexpected argument '\(extra)'") }
+        printOut(TokenetVersion.line(for: "tokenet"))
+        return 0
+    }
+
+    static let helpCommand = Subcommand(
+        name: "help",
+        summary: "Show help for tokenet or for one command.",
+        help: "Usage: tokenet help [COMMAND]"
+    ) { arguments throws(CLIError) in
+        guard let name = arguments.first else {
+            printOut(overview)
+            return 0
+        }
+        guard let command = subcommands.first(where: { $0.name == name }) else {
+            throw CLIError(.usage, "unknown command '\(name)' (commands: \(commandNames))")
+        }
+        printOut(command.help)
+        return 0
+    }
+}
+
+/// Writes a line to stdout unbuffered, so it interleaves correctly with the nodes' output.
+func printOut(_ text: String) { StandardStream.output.write(line: text) }
+
+func printError(_ text: String) { StandardStream.error.write(line: text) }

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// Runs the built `tokenet` executable end to end.
+@Suite struct DemoCommandTests {
+    @Test func demoStartsThreeNodesAndStopsThemCleanly() throws {
+        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", "60"])
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        // Lines look like "  ready tsp-node pid=1234 listen=127.0.0.1:40001".
+        let ready = result.stdout.split(separator: "\n").compactMap { line -> (String, Int32)? in
+            let words = line.split(separator: " ")
+            guard words.count == 4, words[0] == "ready", words[2].hasPrefix("pid="),
+                let pid = Int32(words[2].dropFirst(4))
+            else { return nil }
+            return (String(words[1]), pid)
+        }
+        #expect(ready.map(\.0) == ["tsp-node", "issuer-node", "wallet-node"])
+        #expect(Set(ready.map(\.1)).count == 3)
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count == 4)
+    }
+
+    @Test func unknownCommandIsAUsageError() throws {
+        let result = try LaunchedProcess.run("tokenet", ["provision-everything"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("unknown command 'provision-everything'"))
+        #expect(result.stderr.contains("demo"))
+    }
+
+    @Test func demoRejectsBadTimeout() throws {
+        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", "soon"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--timeout"))
+    }
+
+    @Test func everySubcommandHasHelp() throws {
+        for command in ["demo", "version", "help"] {
+            let result = try LaunchedProcess.run("tokenet", [command, "--help"])
+            #expect(result.status == 0)
+            #expect(result.stdout.contains("Usage: tokenet \(command)"))
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import Testing
+
+@testable import TokenetNode
+
+@Suite struct HostPortTests {
+    @Test(arguments: [
+        ("127.0.0.1:7001", "127.0.0.1", 7001),
+        ("localhost:0", "localhost", 0),
+        ("[::1]:65535", "::1", 65535),
+        ("example.test:443", "example.test", 443),
+    ])
+    func parsesValidAddresses(text: String, host: String, port: Int) {
+        let address = HostPort(parsing: text)
+        #expect(address == HostPort(host: host, port: UInt16(port)))
+        #expect(address?.description == text)
+    }
+
+    @Test(arguments: [
+        "", "127.0.0.1", ":7001", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:70a", "::1:7001",
+        "[::1]7001", "[::1", "host name:80", "127.0.0.1:+80", "127.0.0.1:000080",
+    ])
+    func rejectsInvalidAddresses(text: String) {
+        #expect(HostPort(parsing: text) == nil)
+    }
+}

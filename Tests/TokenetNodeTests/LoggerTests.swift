@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+@testable import TokenetNode
+
+@Suite struct LoggerTests {
+    static let instant = Date(timeIntervalSince1970: 1_796_012_750.123)
+
+    func logger(level: LogLevel = .info, format: LogFormat = .text, sink: MemoryLogSink) -> Logger {
+        Logger(node: "tsp-node", level: level, format: format, sink: sink, clock: { LoggerTests.instant })
+    }
+
+    @Test func textLineCarriesTimestampLevelNodeMessageAndFields() {
+        let sink = MemoryLogSink()
+        logger(sink: sink).withTraceID("t-42").info("ready", ["listen": "127.0.0.1:7001", "note": "two words"])
+        #expect(
+            sink.lines == [
+                #"2026-11-30T04:25:50.123Z info    tsp-node: ready listen=127.0.0.1:7001 note="two words" trace_id=t-42"#
+            ])
+    }
+
+    @Test func levelsBelowTheThresholdAreDropped() {
+        let sink = MemoryLogSink()
+        let log = logger(level: .warning, sink: sink)
+        log.trace("t")
+        log.debug("d")
+        log.info("i")
+        log.warning("w")
+        log.error("e")
+        #expect(sink.lines.count == 2)
+        #expect(sink.lines[0].contains(" warning tsp-node: w"))
+        #expect(sink.lines[1].contains(" error   tsp-node: e"))
+    }
+
+    @Test func jsonLineIsOneParseableObject() throws {
+        let sink = MemoryLogSink()
+        logger(format: .json, sink: sink).withTraceID("t-1").info(
+            "said \"hi\"\nthen left", ["peer": "issuer", "msg": "shadowed"])
+        let line = try #require(sink.lines.first)
+        #expect(!line.contains("\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+        #expect(
+            object == [
+                "ts": "2026-11-30T04:25:50.123Z", "level": "info", "node": "tsp-node",
+                "msg": "said \"hi\"\nthen left", "peer": "issuer", "field_msg": "shadowed", "trace_id": "t-1",
+            ])
+    }
+
+    @Test(arguments: LogFormat.allCases)
+    func cardNumbersNeverReachTheSink(format: LogFormat) {
+        let sink = MemoryLogSink()
+        logger(format: format, sink: sink).warning("declined 4111111111111111", ["pan": "5500-0000-0000-0004"])
+        let line = sink.lines.joined()
+        #expect(!line.contains("4111111111111111"))
+        #expect(!line.contains("5500-0000-0000"))
+        #expect(line.contains("************1111"))
+        #expect(line.contains("****-****-****-0004"))
+    }
+
+    @Test func controlCharactersAreEscapedInText() {
+        #expect(LogRecord.textValue("a\u{1}b") == "a\u{1}b")
+        #expect(LogRecord.jsonString("a\u{1}b") == #""a\u0001b""#)
+        #expect(LogRecord.textValue("") == #""""#)
+        #expect(LogRecord.textValue("x=y") == #""x=y""#)
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+@testable import TokenetNode
+
+@Suite struct NodeCommandLineTests {
+    /// TLS material every "happy" command line carries, so tests exercise the default (TLS on) path.
+    let tls = ["--cert", "c.pem", "--key", "c.key", "--ca", "ca.pem"]
+
+    func options(_ arguments: [String], spec: NodeSpec = .wallet) throws -> NodeOptions {
+        guard case .run(let options) = try NodeCommandLine.parse(arguments, spec: spec) else {
+            Issue.record("expected a run command for \(arguments)")
+            return NodeOptions()
+        }
+        return options
+    }
+
+    func error(_ arguments: [String], spec: NodeSpec = .wallet, config: String? = nil) -> NodeError? {
+        do {
+            _ = try NodeCommandLine.parse(arguments, spec: spec) { path throws(NodeError) in
+                guard let config else { throw NodeError(.config, "cannot read config file \(path)") }
+                return Data(config.utf8)
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func defaultsNeedOnlyTLSMaterial() throws {
+        let parsed = try options(tls)
+        var expected = NodeOptions()
+        expected.certificatePath = "c.pem"
+        expected.privateKeyPath = "c.key"
+        expected.caPath = "ca.pem"
+        #expect(parsed == expected)
+        #expect(parsed.listen == HostPort(host: "127.0.0.1", port: 0))
+        #expect(parsed.logLevel == .info)
+        #expect(parsed.logFormat == .text)
+        #expect(parsed.resolvedDataDirectory(node: "wallet-node") == "tokenet-data/wallet-node")
+    }
+
+    @Test func everyFlagIsApplied() throws {
+        let parsed = try options(
+            tls + [
+                "--listen", "0.0.0.0:7003", "--tsp", "127.0.0.1:7001", "--issuer=127.0.0.1:7002",
+                "--data-dir", "/var/w", "--log-level", "trace", "--log-format=json", "--ready-file", "/tmp/r.json",
+            ])
+        #expect(parsed.listen == HostPort(host: "0.0.0.0", port: 7003))
+        #expect(
+            parsed.peers == [
+                .tsp: HostPort(host: "127.0.0.1", port: 7001), .issuer: HostPort(host: "127.0.0.1", port: 7002),
+            ])
+        #expect(parsed.dataDirectory == "/var/w")
+        #expect(parsed.logLevel == .trace)
+        #expect(parsed.logFormat == .json)
+        #expect(parsed.readyFile == "/tmp/r.json")
+        #expect(parsed.plaintext == false)
+    }
+
+    @Test func plaintextReplacesTLSMaterial() throws {
+        #expect(try options(["--plaintext"]).plaintext)
+    }
+
+    @Test func laterFlagsWin() throws {
+        let parsed = try options(tls + ["--log-level", "debug", "--log-level", "error"])
+        #expect(parsed.logLevel == .error)
+    }
+
+    @Test func helpAndVersion() throws {
+        #expect(try NodeCommandLine.parse(["--help"], spec: .tsp) == .help)
+        #expect(try NodeCommandLine.parse(["--listen", "127.0.0.1:1", "--version"], spec: .tsp) == .version)
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "'--bogus'"),
+        (["--wallet", "127.0.0.1:1"], "tsp-node has no wallet peer"),
+        (["--listen"], "--listen needs a value"),
+        (["--listen", "--plaintext"], "--listen needs a value"),
+        (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
+        (["--issuer", "1.2.3.4"], "--issuer: expected HOST:PORT"),
+        (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
+        (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
+        (["--plaintext=yes"], "--plaintext takes no value"),
+        (["stray"], "unexpected argument 'stray'"),
+        (["--"], "unexpected argument '--'"),
+        (["--=127.0.0.1:1"], "unknown option '--'"),
+        (["--listen="], "--listen: expected HOST:PORT such as 127.0.0.1:7001, got ''"),
+        (["--data-dir", ""], "--data-dir: expected a path"),
+    ])
+    func usageErrorsNameTheFlag(arguments: [String], message: String) throws {
+        let failure = try #require(error(arguments + ["--plaintext"], spec: .tsp))
+        #expect(failure.code == .usage)
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains(message), "\(failure.description)")
+    }
+
+    @Test func tlsIsRequiredUnlessPlaintext() throws {
+        let failure = try #require(error(["--cert", "c.pem", "--key", "c.key"]))
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains("--ca"))
+        #expect(failure.description.contains("--plaintext"))
+        let unpaired = try #require(error(["--cert", "c.pem", "--plaintext"]))
+        #expect(unpaired.description.contains("--cert and --key must be given together"))
+    }
+
+    @Test func configFileIsMergedAndFlagsOverrideIt() throws {
+        let config = """
+            {"listen": "127.0.0.1:7001", "log-level": "debug", "issuer": "127.0.0.1:7002",
+             "cert": "pki/tsp.pem", "key": "/abs/tsp.key", "ca": "pki/ca.pem", "plaintext": false}
+            """
+        let result = try NodeCommandLine.parse(
+            ["--config", "/etc/tokenet/tsp.json", "--listen", "127.0.0.1:9001"], spec: .tsp
+        ) { _ throws(NodeError) in Data(config.utf8) }
+        guard case .run(let parsed) = result else {
+            Issue.record("expected run, got \(result)")
+            return
+        }
+        #expect(parsed.listen == HostPort(host: "127.0.0.1", port: 9001))
+        #expect(parsed.logLevel == .debug)
+        #expect(parsed.peers == [.issuer: HostPort(host: "127.0.0.1", port: 7002)])
+        // Relative paths in a config file are relative to the file.
+        #expect(parsed.certificatePath == "/etc/tokenet/pki/tsp.pem")
+        #expect(parsed.privateKeyPath == "/abs/tsp.key")
+        #expect(parsed.caPath == "/etc/tokenet/pki/ca.pem")
+    }
+
+    @Test func configPlaintextCanBeSetByFile() throws {
+        let failure = error(["--config", "n.json"], spec: .issuer, config: #"{"plaintext": true}"#)
+        #expect(failure == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"lisen": "127.0.0.1:1"}"#, #"unknown key "lisen""#),
+        (#"{"wallet": "127.0.0.1:1"}"#, #"unknown key "wallet" for tsp-node"#),
+        (#"{"help": true}"#, #"unknown key "help""#),
+        (#"{"listen": 7001}"#, #""listen" must be a string"#),
+        (#"{"plaintext": "yes"}"#, #""plaintext" must be true or false"#),
+        (#"{"plaintext": 1}"#, #""plaintext" must be true or false"#),
+        (#"{"log-level": "loud"}"#, #""log-level" in cfg.json: expected trace"#),
+        (#"["listen"]"#, "must hold one JSON object"),
+        ("{not json", "must hold one JSON object"),
+    ])
+    func configErrorsNameTheKey(config: String, message: String) throws {
+        let failure = try #require(error(["--config", "cfg.json", "--plaintext"], spec: .tsp, config: config))
+        #expect(failure.code == .config)
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains(message), "\(failure.description)")
+    }
+
+    @Test func configFileIsReadFromDisk() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("wallet.json")
+        try Data(#"{"plaintext": true, "ready-file": "ready.json"}"#.utf8).write(to: URL(fileURLWithPath: path))
+        let parsed = try options(["--config", path])
+        #expect(parsed.plaintext)
+        #expect(parsed.readyFile == directory.path("ready.json"))
+    }
+
+    @Test func unreadableConfigFileIsAConfigError() throws {
+        #expect {
+            _ = try NodeCommandLine.parse(["--config", "/nonexistent/tokenet.json"], spec: .wallet)
+        } throws: { error in
+            guard let error = error as? NodeError else { return false }
+            return error.code == .config
+                && error.description.contains("cannot read config file /nonexistent/tokenet.json")
+        }
+    }
+
+    @Test func helpDocumentsEveryOptionOfEachNode() {
+        for spec in [NodeSpec.tsp, .issuer, .wallet] {
+            let help = spec.helpText
+            for key in NodeOptionKey.keys(for: spec) {
+                #expect(help.contains(key.flag), "\(spec.name) --help lacks \(key.flag)")
+            }
+            for peer in PeerRole.allCases where !spec.knownPeers.contains(peer) {
+                #expect(!help.contains("--\(peer.rawValue) "), "\(spec.name) --help shows --\(peer.rawValue)")
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import TokenetNode
+
+/// Runs the real node executables and checks their process-level contract: readiness, signals, exit statuses.
+@Suite struct NodeProcessTests {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func nodeStopsGracefullyOnSignal(signal: Int32) throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            ["--plaintext", "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--log-format", "json"])
+        defer { if node.process.isRunning { node.process.terminate() } }
+
+        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        #expect(ready.node == "tsp-node")
+        #expect(ready.pid == node.process.processIdentifier)
+
+        kill(node.process.processIdentifier, signal)
+        let result = try node.waitForExit()
+        #expect(result.reason == .exit)
+        #expect(result.status == 0)
+        #expect(result.stdout == ready.line + "\n")
+        #expect(result.stderr.contains(#""msg":"stopping","signal":"\#(StopSignalWatcher.name(of: signal))""#))
+        #expect(result.stderr.contains(#""msg":"stopped""#))
+        #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
+        #expect(!FileManager.default.fileExists(atPath: readyFile))
+    }
+
+    @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
+    func badOptionExitsWithStatusTwo(node: String) throws {
+        let result = try LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])
+        #expect(result.reason == .exit)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("unknown option '--no-such-flag'"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func helpListsThePeersOfEachNode() throws {
+        let wallet = try LaunchedProcess.run("wallet-node", ["--help"])
+        #expect(wallet.status == 0)
+        #expect(wallet.stdout.contains("--tsp HOST:PORT"))
+        #expect(wallet.stdout.contains("--issuer HOST:PORT"))
+        let issuer = try LaunchedProcess.run("issuer-node", ["--help"])
+        #expect(issuer.stdout.contains("--tsp HOST:PORT"))
+        #expect(!issuer.stdout.contains("--wallet"))
+    }
+
+    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits.
+    private func waitForReadyFile(_ path: String, of process: Process) throws -> ReadyInfo? {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, process.isRunning {
+            if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
+            usleep(20_000)
+        }
+        Issue.record("tsp-node did not become ready (running: \(process.isRunning))")
+        return nil
+    }
+}

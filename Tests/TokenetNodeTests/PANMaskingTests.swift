@@ -1,0 +1,35 @@
+import Testing
+
+@testable import TokenetNode
+
+@Suite struct PANMaskingTests {
+    @Test(arguments: [
+        ("card 4111111111111111 approved", "card ************1111 approved"),
+        ("4111111111111", "*********1111"),  // 13 digits, the shortest PAN
+        ("6011000990139424123", "***************4123"),  // 19 digits, the longest PAN
+        ("4111 1111 1111 1111", "**** **** **** 1111"),
+        ("4111-1111-1111-1111", "****-****-****-1111"),
+        ("a=5500000000000004,b=340000000000009", "a=************0004,b=***********0009"),
+        ("pan:4111111111111111.", "pan:************1111."),
+        ("123456789012345678901234", "********************1234"),  // longer runs never leak either
+    ])
+    func masksCardNumbers(input: String, expected: String) {
+        #expect(maskPAN(input) == expected)
+    }
+
+    @Test(arguments: [
+        "no digits here",
+        "pid=123456 port=7001",
+        "411111111111",  // 12 digits: too short to be a PAN
+        "2026-11-30 04:25:50",
+        "1234 5678  9012 3456",  // a double space ends the run
+        "",
+    ])
+    func leavesOtherTextAlone(input: String) {
+        #expect(maskPAN(input) == input)
+    }
+
+    @Test func keepsNonASCIIText() {
+        #expect(maskPAN("carte nº 4111111111111111 acceptée") == "carte nº ************1111 acceptée")
+    }
+}
