@@ -190,7 +190,8 @@ struct ConnectionStateMachine {
                 )
             ]
         }
-        streams[id] = Stream(sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        streams[id] = Stream(
+            sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
         return [.startHandler(streamID: id, start)]
     }
 
@@ -247,7 +248,8 @@ struct ConnectionStateMachine {
         }
         let id = nextStreamID
         nextStreamID += 2
-        streams[id] = Stream(sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
+        streams[id] = Stream(
+            sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
         return (id, [.write(WireV1.Frame(streamID: id, kind: .callStart(start)))])
     }
 

@@ -42,7 +42,8 @@ final class RPCConnection: Sendable {
     private let handler: CallHandler?
     private let maximumInboundFrameSize: Int
 
-    init(stream: any ByteStream, role: ConnectionStateMachine.Role, settings: ConnectionSettings, handler: CallHandler?) {
+    init(stream: any ByteStream, role: ConnectionStateMachine.Role, settings: ConnectionSettings, handler: CallHandler?)
+    {
         self.stream = stream
         self.role = role
         self.handler = handler
@@ -299,7 +300,8 @@ final class RPCConnection: Sendable {
         let (responses, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
         if let timeout {
-            let micros = max(timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000, 1)
+            let micros = max(
+                timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000, 1)
             start.timeoutMicros = UInt64(micros)
         }
         let result: Result<UInt32, RPCError> = core.withLock { core in

@@ -114,7 +114,8 @@ public struct RPCRouter: Sendable {
     public mutating func bidirectional<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
+        _ body:
+            @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
         routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: allowedRoles) { call, context in
             try await body(RequestStream(call: call), ResponseWriter(call: call), context)
@@ -122,7 +123,9 @@ public struct RPCRouter: Sendable {
     }
 
     /// Unary and server-streaming calls carry exactly one request.
-    private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws -> Request {
+    private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws
+        -> Request
+    {
         var iterator = call.requests.makeAsyncIterator()
         guard let data = try await iterator.next() else {
             throw RPCError(.invalidArgument, "the call ended without a request message")

@@ -140,7 +140,10 @@ import TokenetWire
     @Test func clientCancelStopsTheHandler() {
         var server = Self.server()
         _ = server.receive(Self.frame(1, .callStart(Self.start)))
-        #expect(server.receive(Self.frame(1, .cancel(WireV1.Cancel(reason: "user gave up")))) == [.cancelHandler(streamID: 1)])
+        #expect(
+            server.receive(Self.frame(1, .cancel(WireV1.Cancel(reason: "user gave up")))) == [
+                .cancelHandler(streamID: 1)
+            ])
         #expect(server.sendStatus(1, WireV1.Status()) == [], "a cancelled call sends nothing more")
     }
 
@@ -191,7 +194,8 @@ import TokenetWire
     @Test func sendWindowQueuesUntilTheGrantAndKeepsTheStatusBehind() {
         var small = Machine(role: .server)
         _ = small.start()
-        _ = small.receive(Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 4)))))
+        _ = small.receive(
+            Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 4)))))
         _ = small.receive(Self.frame(1, .callStart(Self.start)))
         #expect(small.sendMessage(1, Data(count: 3)).count == 1)
         #expect(small.sendMessage(1, Data(count: 3)) == [], "beyond the window: queued")
@@ -211,11 +215,13 @@ import TokenetWire
         let (id, _) = try machine.openCall(Self.start)
         let actions = machine.sendMessage(id, Data(count: 2000))
         #expect(actions.count == 2)
-        #expect(actions.last == .failCall(
-            streamID: id,
-            code: .resourceExhausted,
-            message: "a 2000-byte message exceeds the peer's maximum frame size of 1000"
-        ))
+        #expect(
+            actions.last
+                == .failCall(
+                    streamID: id,
+                    code: .resourceExhausted,
+                    message: "a 2000-byte message exceeds the peer's maximum frame size of 1000"
+                ))
     }
 
     @Test func pingIsAnsweredWithTheSamePayload() {

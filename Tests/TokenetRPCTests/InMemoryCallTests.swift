@@ -147,7 +147,8 @@ import TokenetWire
         let (_, client, _) = Self.connect(Self.echoRouter)
         let started = ContinuousClock.now
         do {
-            _ = try await client.unary(Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .milliseconds(100)))
+            _ = try await client.unary(
+                Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .milliseconds(100)))
             Issue.record("the call succeeded")
         } catch let error as RPCError {
             #expect(error.code == .deadlineExceeded)
@@ -236,7 +237,8 @@ import TokenetWire
         let (_, client, _) = Self.connect(upstreamRouter)
         var metadata = Metadata()
         metadata.set(Metadata.traceIDKey, .text("00000000000000aa"))
-        _ = try await client.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(5), metadata: metadata))
+        _ = try await client.unary(
+            Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(5), metadata: metadata))
         let (traceID, deadline) = seen.withLock { $0 }
         #expect(traceID == "00000000000000aa")
         let remaining = try #require(deadline) - ContinuousClock.now

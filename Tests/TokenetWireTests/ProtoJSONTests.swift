@@ -34,7 +34,8 @@ import TokenetWire
 
     @Test func acceptsOriginalNamesNumbersAsStringsAndEnumNumbers() throws {
         let decoded = try TestingV1.Scalars(
-            jsonString: #"{"f_int32": "7", "fInt64": 12, "f_uint32": 1e3, "fColor": 2, "fBytes": "-_8A", "fBool": true}"#
+            jsonString:
+                #"{"f_int32": "7", "fInt64": 12, "f_uint32": 1e3, "fColor": 2, "fBytes": "-_8A", "fBool": true}"#
         )
         #expect(decoded.fInt32 == 7)
         #expect(decoded.fInt64 == 12)
@@ -94,7 +95,10 @@ import TokenetWire
 
     @Test func rejectsNULInStringsWhenEncoding() {
         let scalars = TestingV1.Scalars(fString: "a\u{0}b")
-        #expect(throws: WireError(.unencodableValue, #"string field "tokenet.testing.v1.Scalars.f_string" contains a NUL character"#)) {
+        #expect(
+            throws: WireError(
+                .unencodableValue, #"string field "tokenet.testing.v1.Scalars.f_string" contains a NUL character"#)
+        ) {
             try scalars.serializedBytes()
         }
     }
