@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Calls over real mutual TLS on loopback: a TLSListener served by an RPCServer, clients over TLSConnection.
+@Suite(.serialized) struct LiveTLSCallTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// Certificates from Tools/gen-certs, made once per test process.
+    static let certificates: URL = {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tokenet-rpc-certs-\(ProcessInfo.processInfo.processIdentifier)")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
+        let process = Process()
+        process.executableURL = script
+        process.arguments = [directory.path]
+        process.standardOutput = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+        return directory
+    }()
+
+    static func path(_ name: String) -> String { certificates.appendingPathComponent(name).path }
+
+    struct Harness {
+        let loop: EventLoop
+        let listener: TLSListener
+        let server: RPCServer
+        let serving: Task<Void, Never>
+
+        func client(_ name: String = "wallet") async throws -> RPCClient {
+            let context = try TLSContext(
+                configuration: .client(
+                    certificateChainFile: path("\(name).pem"),
+                    privateKeyFile: path("\(name).key"),
+                    trustedCAFile: path("ca.pem")
+                )
+            )
+            let connection = try await TLSConnection.connect(
+                host: "127.0.0.1",
+                port: listener.port,
+                context: context,
+                on: loop
+            )
+            return RPCClient(stream: connection)
+        }
+
+        func raw(_ name: String = "wallet") async throws -> TLSConnection {
+            let context = try TLSContext(
+                configuration: .client(
+                    certificateChainFile: path("\(name).pem"),
+                    privateKeyFile: path("\(name).key"),
+                    trustedCAFile: path("ca.pem")
+                )
+            )
+            return try await TLSConnection.connect(host: "127.0.0.1", port: listener.port, context: context, on: loop)
+        }
+
+        func stop() async {
+            server.shutdown()
+            await listener.close()
+            serving.cancel()
+            loop.shutdown()
+        }
+    }
+
+    static func start(_ router: RPCRouter = InMemoryCallTests.echoRouter) async throws -> Harness {
+        let loop = try EventLoop(name: "rpc-live-test")
+        let context = try TLSContext(
+            configuration: .server(
+                certificateChainFile: path("tsp.pem"),
+                privateKeyFile: path("tsp.key"),
+                trustedCAFile: path("ca.pem")
+            )
+        )
+        let listener = try await TLSListener.bind(context: context, on: loop)
+        let server = RPCServer(router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000))
+        let serving = Task { await server.serve(listener: listener) }
+        return Harness(loop: loop, listener: listener, server: server, serving: serving)
+    }
+
+    @Test func everyCallTypeOverTLS() async throws {
+        let harness = try await Self.start()
+        let client = try await harness.client()
+        #expect(try await client.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        var streamed = 0
+        for try await _ in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 100)) { streamed += 1 }
+        #expect(streamed == 100)
+        let sum = try await client.clientStreaming(Echo.clientStream) { writer in
+            for value in 1...100 { try writer.send(Scalars(fInt32: Int32(value))) }
+        }
+        #expect(sum.fInt32 == 5050)
+        let (requests, responses) = try client.bidirectional(Echo.bidi)
+        try requests.send(TestingV1.Choice(pick: .text("ping")))
+        requests.finish()
+        var echoed: [TestingV1.Choice] = []
+        for try await response in responses { echoed.append(response) }
+        #expect(echoed == [TestingV1.Choice(pick: .text("ping"))])
+        await harness.stop()
+    }
+
+    @Test func thousandConcurrentCallsOnOneConnection() async throws {
+        let harness = try await Self.start()
+        let client = try await harness.client()
+        let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<1000 {
+                group.addTask {
+                    let response = try await client.unary(Echo.unary, Scalars(fInt32: Int32(index), fString: "x"))
+                    return response.fInt32 == Int32(index) + 1
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(answered == 1000)
+        await harness.stop()
+    }
+
+    @Test func peerRoleComesFromTheCertificate() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary, allowedRoles: [.operator]) { request, context in
+            Scalars(fString: context.peer?.uri ?? "none")
+        }
+        let harness = try await Self.start(router)
+        let operatorClient = try await harness.client("operator")
+        #expect(try await operatorClient.unary(Echo.unary, Scalars()).fString == "tokenet://operator/operator-1")
+        let walletClient = try await harness.client("wallet")
+        await #expect(throws: RPCError.self) { try await walletClient.unary(Echo.unary, Scalars()) }
+        await harness.stop()
+    }
+
+    @Test func garbageAndOversizedFramesCloseOnlyTheirConnection() async throws {
+        let harness = try await Self.start()
+        let healthy = try await harness.client()
+        #expect(try await healthy.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+
+        for bytes: [UInt8] in [[0x00, 0x00, 0x00, 0x04, 0xFF, 0xFF, 0xFF, 0xFF], [0x7F, 0xFF, 0xFF, 0xFF]] {
+            let raw = try await harness.raw()
+            try await raw.write(bytes)
+            // The server answers with its hello, then a goaway naming the problem, then closes.
+            var decoder = FrameDecoder()
+            var goaway: WireV1.GoAway?
+            while goaway == nil, let chunk = try await raw.read() {
+                decoder.feed(chunk)
+                while let frame = try decoder.nextFrame() {
+                    if case .goaway(let value) = frame.kind { goaway = value }
+                }
+            }
+            let code = try #require(goaway).code
+            #expect(code == (bytes.count == 4 ? .frameTooLarge : .protocolError))
+            await raw.close()
+        }
+        #expect(try await healthy.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 6, "other connections carry on")
+        await harness.stop()
+    }
+}
