@@ -46,6 +46,26 @@ import Testing
         await listener.close()
     }
 
+    @Test func cancelledReadThrowsAndLosesNoData() async throws {
+        let loop = try EventLoop(name: "test-cancel")
+        defer { loop.shutdown() }
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        async let accepted = listener.connections.first { _ in true }
+        let client = try await connect(certs.client("wallet"), port: listener.port, loop: loop)
+        let serverSide = try #require(await accepted)
+
+        let pending = Task { try await client.read() }
+        pending.cancel()
+        let error = await #expect(throws: TransportError.self) { try await pending.value }
+        #expect(error?.code == .cancelled)
+
+        try await serverSide.write(Array("after cancel".utf8))
+        #expect(try await client.read() == Array("after cancel".utf8))
+        await client.close()
+        await serverSide.close()
+        await listener.close()
+    }
+
     @Test func clientWithoutCertificateIsRefused() async throws {
         let loop = try EventLoop(name: "test-no-cert")
         defer { loop.shutdown() }
@@ -160,7 +180,9 @@ import Testing
         #expect(written.withLock { $0 } < cap)
         // The buffer may pass the mark by at most one TLS record (plus record overhead).
         #expect(state.peakOutboundBuffered <= highWater + 17 * 1024)
-        print("backpressure: writer parked after \(written.withLock { $0 }) bytes; peak buffer \(state.peakOutboundBuffered)")
+        print(
+            "backpressure: writer parked after \(written.withLock { $0 }) bytes; peak buffer \(state.peakOutboundBuffered)"
+        )
 
         // Once the peer reads, the writer proceeds and every byte arrives.
         stop.withLock { $0 = true }
