@@ -180,9 +180,8 @@ import Testing
         #expect(written.withLock { $0 } < cap)
         // The buffer may pass the mark by at most one TLS record (plus record overhead).
         #expect(state.peakOutboundBuffered <= highWater + 17 * 1024)
-        print(
-            "backpressure: writer parked after \(written.withLock { $0 }) bytes; peak buffer \(state.peakOutboundBuffered)"
-        )
+        let parkedAfter = written.withLock { $0 }
+        print("backpressure: writer parked after \(parkedAfter) bytes; peak buffer \(state.peakOutboundBuffered)")
 
         // Once the peer reads, the writer proceeds and every byte arrives.
         stop.withLock { $0 = true }
