@@ -30,6 +30,31 @@ import Testing
         #expect(server.peers.withLock { $0 } == [PeerIdentity(role: .issuer, nodeID: "issuer-1")])
     }
 
+    @Test func oneLoopServesManyConcurrentClients() async throws {
+        let serverLoop = try EventLoop(name: "test-many-server")
+        let clientLoop = try EventLoop(name: "test-many-clients")
+        defer {
+            serverLoop.shutdown()
+            clientLoop.shutdown()
+        }
+        let server = try await EchoServer(loop: serverLoop, configuration: certs.server())
+        let roles = ["wallet", "issuer", "operator", "tsp"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    let client = try await connect(certs.client(roles[index % 4]), port: server.port, loop: clientLoop)
+                    let messages = (0..<8).map { pattern(8 * 1024 + $0, seed: index * 8 + $0) }
+                    let echoed = try await echoRoundTrip(client, messages: messages)
+                    #expect(echoed == Array(messages.joined()))
+                    await client.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        await server.stop()
+        #expect(server.peers.withLock { $0.count } == 40)
+    }
+
     @Test func peerCloseEndsTheReadSequence() async throws {
         let loop = try EventLoop(name: "test-close")
         defer { loop.shutdown() }
