@@ -1,4 +1,5 @@
 import CTokenetShims
+import Synchronization
 
 /// Drives one TLS connection on its event loop: moves bytes between the socket and the `TLSEngine`, feeds the
 /// outcomes to `ConnectionStateMachine`, and carries out the actions it returns. Lives on the loop thread only.
@@ -9,6 +10,7 @@ final class ConnectionDriver: EventLoopHandler {
         var bytes: [UInt8]
         var offset: Int
         let continuation: CheckedContinuation<Void, any Error>
+        let token: RequestToken
     }
 
     /// Largest plaintext piece handed to the engine at once: one TLS record.
@@ -28,6 +30,7 @@ final class ConnectionDriver: EventLoopHandler {
     private var inbound: [[UInt8]] = []
     private var inboundCount = 0
     private var reader: CheckedContinuation<[UInt8]?, any Error>?
+    private var readerToken: RequestToken?
     private var writers: [Writer] = []
     private var sendBuffer: [UInt8] = []
     private var sendOffset = 0
@@ -70,23 +73,48 @@ final class ConnectionDriver: EventLoopHandler {
 
     // MARK: Requests (on the loop)
 
-    func read(_ continuation: CheckedContinuation<[UInt8]?, any Error>) {
+    func read(_ token: RequestToken, _ continuation: CheckedContinuation<[UInt8]?, any Error>) {
+        guard !token.isCancelled else {
+            continuation.resume(throwing: Self.cancelled)
+            return
+        }
         guard reader == nil else {
             continuation.resume(throwing: TransportError(.invalidState, "concurrent reads on one connection"))
             return
         }
         reader = continuation
+        readerToken = token
         handle(machine.readRequested())
     }
 
-    func write(_ bytes: [UInt8], _ continuation: CheckedContinuation<Void, any Error>) {
+    func cancelRead(_ token: RequestToken) {
+        guard readerToken === token, let reader = reader.take() else { return }
+        readerToken = nil
+        handle(machine.readCancelled())
+        reader.resume(throwing: Self.cancelled)
+    }
+
+    func write(_ bytes: [UInt8], _ token: RequestToken, _ continuation: CheckedContinuation<Void, any Error>) {
+        guard !token.isCancelled else {
+            continuation.resume(throwing: Self.cancelled)
+            return
+        }
         guard !bytes.isEmpty else {
             continuation.resume()
             return
         }
-        writers.append(Writer(bytes: bytes, offset: 0, continuation: continuation))
+        writers.append(Writer(bytes: bytes, offset: 0, continuation: continuation, token: token))
         handle(machine.writeRequested())
     }
+
+    /// Withdraws a write that has not started; a write partly handed to TLS completes (or fails with the
+    /// connection) so that the byte stream never carries half a message.
+    func cancelWrite(_ token: RequestToken) {
+        guard let index = writers.firstIndex(where: { $0.token === token && $0.offset == 0 }) else { return }
+        writers.remove(at: index).continuation.resume(throwing: Self.cancelled)
+    }
+
+    static let cancelled = TransportError(.cancelled, "the waiting task was cancelled")
 
     func close(_ continuation: CheckedContinuation<Void, Never>?) {
         if let continuation {
@@ -154,10 +182,13 @@ final class ConnectionDriver: EventLoopHandler {
             let bytes = inbound.count == 1 ? inbound[0] : Array(inbound.joined())
             inbound.removeAll()
             inboundCount = 0
+            readerToken = nil
             reader.take()?.resume(returning: bytes)
         case .finishReader:
+            readerToken = nil
             reader.take()?.resume(returning: nil)
         case .failReader(let error):
+            readerToken = nil
             reader.take()?.resume(throwing: error)
         case .admitWrites:
             admitWrites()
@@ -302,6 +333,7 @@ final class ConnectionDriver: EventLoopHandler {
         }
         let failure = error ?? ConnectionStateMachine.closedLocally
         onEstablished.take()?(.failure(failure))
+        readerToken = nil
         reader.take()?.resume(throwing: failure)
         let failedWriters = writers
         writers.removeAll()
@@ -315,6 +347,16 @@ final class ConnectionDriver: EventLoopHandler {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
     }
+}
+
+/// Marks one read or write request so that a cancelled task can withdraw it, whichever of the request and the
+/// cancellation reaches the loop first.
+final class RequestToken: Sendable {
+    private let state = Mutex(false)
+
+    var isCancelled: Bool { state.withLock { $0 } }
+
+    func cancel() { state.withLock { $0 = true } }
 }
 
 extension Optional {

@@ -164,6 +164,12 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The waiting reader withdrew (its task was cancelled); data arriving later stays queued.
+    mutating func readCancelled() -> [Action] {
+        readerWaiting = false
+        return []
+    }
+
     mutating func writeRequested() -> [Action] {
         switch phase {
         case .open:
@@ -242,7 +248,8 @@ struct ConnectionStateMachine {
         case .handshaking:
             return Interest(read: true, write: outboundBuffered > 0)
         case .open:
-            return Interest(read: !peerFinished && inboundBuffered < limits.inboundHighWater, write: outboundBuffered > 0)
+            return Interest(
+                read: !peerFinished && inboundBuffered < limits.inboundHighWater, write: outboundBuffered > 0)
         case .closing:
             return Interest(read: false, write: outboundBuffered > 0)
         case .closed:

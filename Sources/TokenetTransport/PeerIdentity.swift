@@ -53,10 +53,12 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     init(uriSANs: [String]) throws(TransportError) {
         let candidates = uriSANs.filter { $0.hasPrefix(Self.uriScheme) }
         guard let uri = candidates.first else {
-            throw TransportError(.peerIdentity, "peer certificate has no tokenet://ROLE/ID URI subject alternative name")
+            throw TransportError(
+                .peerIdentity, "peer certificate has no tokenet://ROLE/ID URI subject alternative name")
         }
         guard candidates.count == 1 else {
-            throw TransportError(.peerIdentity, "peer certificate names \(candidates.count) tokenet identities; need one")
+            throw TransportError(
+                .peerIdentity, "peer certificate names \(candidates.count) tokenet identities; need one")
         }
         try self.init(uri: uri)
     }

@@ -25,7 +25,9 @@ enum Socket {
         let fd = ctk_tcp_socket()
         guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
         do throws(TransportError) {
-            guard ctk_set_reuseaddr(fd) == 0 else { throw TransportError.system("setsockopt(SO_REUSEADDR)", errno: errno) }
+            guard ctk_set_reuseaddr(fd) == 0 else {
+                throw TransportError.system("setsockopt(SO_REUSEADDR)", errno: errno)
+            }
             guard ctk_bind_ipv4(fd, address, port) == 0 else {
                 throw TransportError.system("bind \(address):\(port)", errno: errno, code: .invalidAddress)
             }

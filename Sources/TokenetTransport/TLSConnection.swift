@@ -79,22 +79,34 @@ public final class TLSConnection: Sendable {
 
     /// The next bytes received, in order; nil once the peer closed the stream with close_notify.
     /// Throws `TransportError` (for example `.unexpectedEOF` when the stream was cut without close_notify).
+    /// Cancelling the calling task makes a pending read throw `.cancelled`; no received data is lost.
     public func read() async throws -> [UInt8]? {
-        try await withCheckedThrowingContinuation { continuation in
-            let driver = driver
-            if !eventLoop.execute({ driver.value.read(continuation) }) {
-                continuation.resume(throwing: Self.stopped(eventLoop))
+        let (driver, loop, token) = (driver, eventLoop, RequestToken())
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if !loop.execute({ driver.value.read(token, continuation) }) {
+                    continuation.resume(throwing: Self.stopped(loop))
+                }
             }
+        } onCancel: {
+            token.cancel()
+            loop.execute { driver.value.cancelRead(token) }
         }
     }
 
     /// Queues `bytes` for sending, suspending while the outbound buffer is full. Throws `TransportError`.
+    /// Cancelling the calling task withdraws the write (`.cancelled`) only if none of it was queued yet.
     public func write(_ bytes: [UInt8]) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let driver = driver
-            if !eventLoop.execute({ driver.value.write(bytes, continuation) }) {
-                continuation.resume(throwing: Self.stopped(eventLoop))
+        let (driver, loop, token) = (driver, eventLoop, RequestToken())
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                if !loop.execute({ driver.value.write(bytes, token, continuation) }) {
+                    continuation.resume(throwing: Self.stopped(loop))
+                }
             }
+        } onCancel: {
+            token.cancel()
+            loop.execute { driver.value.cancelWrite(token) }
         }
     }
 
@@ -140,7 +152,8 @@ public final class TLSConnection: Sendable {
                         hasWaitingWriter: value.hasWaitingWriter))
             }
             if !submitted {
-                continuation.resume(returning: BufferState(outboundBuffered: 0, peakOutboundBuffered: 0, hasWaitingWriter: false))
+                continuation.resume(
+                    returning: BufferState(outboundBuffered: 0, peakOutboundBuffered: 0, hasWaitingWriter: false))
             }
         }
     }

@@ -74,7 +74,8 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_load_verify_locations(pointer, config.trustedCAFile, nil) == 1 else {
             throw TransportError.openSSL(.configuration, "cannot load trusted CA file \(config.trustedCAFile)")
         }
-        let mode = config.side == .server
+        let mode =
+            config.side == .server
             ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
             : SSL_VERIFY_PEER
         SSL_CTX_set_verify(pointer, mode, tokenetVerifyCallback)

@@ -133,7 +133,7 @@ public final class TLSEngine {
     /// Decrypts up to `maxCount` bytes of application data.
     public func readPlaintext(maxCount: Int = 16 * 1024) throws(TransportError) -> ReadResult {
         try checkUsable()
-        precondition(isHandshakeComplete, "readPlaintext before the handshake completed")
+        guard isHandshakeComplete else { throw TransportError(.invalidState, "read before the handshake completed") }
         var readCount = 0
         ERR_clear_error()
         var buffer = [UInt8](repeating: 0, count: maxCount)
@@ -161,7 +161,7 @@ public final class TLSEngine {
     /// Encrypts all of `bytes`; the records are then available through `takeCiphertext`.
     public func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         try checkUsable()
-        precondition(isHandshakeComplete, "writePlaintext before the handshake completed")
+        guard isHandshakeComplete else { throw TransportError(.invalidState, "write before the handshake completed") }
         guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {

@@ -14,7 +14,9 @@ public final class TLSListener: Sendable {
     public let eventLoop: EventLoop
     private let handler: LoopBound<ListenerHandler>
 
-    private init(host: String, port: UInt16, connections: AsyncStream<TLSConnection>, handler: LoopBound<ListenerHandler>) {
+    private init(
+        host: String, port: UInt16, connections: AsyncStream<TLSConnection>, handler: LoopBound<ListenerHandler>
+    ) {
         self.host = host
         self.port = port
         self.connections = connections

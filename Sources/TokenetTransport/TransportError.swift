@@ -29,6 +29,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         case invalidState
         /// The event loop was shut down.
         case eventLoopStopped
+        /// The task waiting for the operation was cancelled.
+        case cancelled
     }
 
     public let code: Code

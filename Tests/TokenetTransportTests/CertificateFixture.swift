@@ -1,6 +1,10 @@
 import Foundation
 import TokenetTransport
 
+/// One directory per test process, removed when the process exits.
+private let fixtureRoot = FileManager.default.temporaryDirectory
+    .appendingPathComponent("tokenet-transport-certs-\(ProcessInfo.processInfo.processIdentifier)")
+
 /// Development certificates made by Tools/gen-certs in a temporary directory, once per test process.
 ///
 /// `main` holds the trusted CA, the four role certificates and `plain` (signed by the CA, no tokenet URI SAN);
@@ -10,8 +14,8 @@ struct CertificateFixture: Sendable {
     let untrusted: URL
 
     static let shared: CertificateFixture = {
-        let root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tokenet-transport-certs-\(ProcessInfo.processInfo.processIdentifier)")
+        let root = fixtureRoot
+        atexit { try? FileManager.default.removeItem(at: fixtureRoot) }
         let main = root.appendingPathComponent("trusted")
         let untrusted = root.appendingPathComponent("untrusted")
         run(["--no-uri-san", "plain", main.path])

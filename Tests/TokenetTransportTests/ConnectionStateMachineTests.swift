@@ -18,8 +18,9 @@ import Testing
         var machine = Machine(phase: .connecting, limits: limits)
         #expect(machine.start() == [.setInterest(.writeOnly)])
         #expect(machine.tcpConnected() == [.setInterest(.readOnly), .driveHandshake])
-        #expect(machine.outboundChanged(buffered: 30, writersWaiting: false)
-            == [.setInterest(Interest(read: true, write: true))])
+        #expect(
+            machine.outboundChanged(buffered: 30, writersWaiting: false)
+                == [.setInterest(Interest(read: true, write: true))])
         #expect(machine.ciphertextArrived() == [.driveHandshake])
         #expect(machine.outboundChanged(buffered: 0, writersWaiting: false) == [.setInterest(.readOnly)])
         #expect(machine.handshakeCompleted() == [.reportEstablished, .decrypt])
@@ -33,6 +34,14 @@ import Testing
         #expect(machine.plaintextBuffered(total: 0) == [])
         #expect(machine.plaintextBuffered(total: 10) == [.deliverToReader])
         #expect(machine.readRequested() == [])
+    }
+
+    @Test func cancelledReaderDoesNotReceiveLaterData() {
+        var machine = openMachine()
+        _ = machine.readRequested()
+        #expect(machine.readCancelled() == [])
+        #expect(machine.plaintextBuffered(total: 10) == [])
+        #expect(machine.readRequested() == [.deliverToReader])
     }
 
     @Test func bufferedDataIsDeliveredImmediately() {
@@ -51,8 +60,9 @@ import Testing
         var machine = openMachine()
         #expect(machine.writeRequested() == [.admitWrites])
         // The driver admitted until the buffer passed the mark; a writer is still waiting.
-        #expect(machine.outboundChanged(buffered: 120, writersWaiting: true)
-            == [.setInterest(Interest(read: true, write: true))])
+        #expect(
+            machine.outboundChanged(buffered: 120, writersWaiting: true)
+                == [.setInterest(Interest(read: true, write: true))])
         #expect(machine.writeRequested() == [])
         #expect(machine.outboundChanged(buffered: 100, writersWaiting: true) == [])
         #expect(machine.outboundChanged(buffered: 40, writersWaiting: true) == [.admitWrites])
@@ -64,10 +74,11 @@ import Testing
         _ = machine.readRequested()
         _ = machine.writeRequested()
         _ = machine.outboundChanged(buffered: 150, writersWaiting: true)
-        #expect(machine.closeRequested() == [
-            .setInterest(.writeOnly), .failReader(Machine.closedLocally), .failWriters(Machine.closedLocally),
-            .sendCloseNotify,
-        ])
+        #expect(
+            machine.closeRequested() == [
+                .setInterest(.writeOnly), .failReader(Machine.closedLocally), .failWriters(Machine.closedLocally),
+                .sendCloseNotify,
+            ])
         #expect(machine.outboundChanged(buffered: 20, writersWaiting: false) == [])
         #expect(machine.outboundChanged(buffered: 0, writersWaiting: false) == [.closeSocket])
         #expect(machine.phase == .closed)

@@ -31,7 +31,8 @@ import Testing
     }
 
     @Test func certificateIdentityIgnoresOtherURIsButNeedsExactlyOneTokenetURI() throws {
-        #expect(try PeerIdentity(uriSANs: ["https://x", "tokenet://tsp/t-1"]) == PeerIdentity(role: .tsp, nodeID: "t-1"))
+        #expect(
+            try PeerIdentity(uriSANs: ["https://x", "tokenet://tsp/t-1"]) == PeerIdentity(role: .tsp, nodeID: "t-1"))
         #expect(throws: TransportError.self) { try PeerIdentity(uriSANs: []) }
         #expect(throws: TransportError.self) { try PeerIdentity(uriSANs: ["tokenet://tsp/a", "tokenet://tsp/b"]) }
     }

@@ -77,6 +77,14 @@ struct EnginePair {
         #expect(error?.code == .invalidState)
     }
 
+    @Test func applicationDataBeforeTheHandshakeIsRefused() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        let writeError = #expect(throws: TransportError.self) { try pair.client.writePlaintext([1]) }
+        #expect(writeError?.code == .invalidState)
+        let readError = #expect(throws: TransportError.self) { try pair.server.readPlaintext() }
+        #expect(readError?.code == .invalidState)
+    }
+
     @Test func unexpectedEOFCarriesItsCode() throws {
         let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
         _ = try pair.handshake()

@@ -30,6 +30,31 @@ import Testing
         #expect(server.peers.withLock { $0 } == [PeerIdentity(role: .issuer, nodeID: "issuer-1")])
     }
 
+    @Test func oneLoopServesManyConcurrentClients() async throws {
+        let serverLoop = try EventLoop(name: "test-many-server")
+        let clientLoop = try EventLoop(name: "test-many-clients")
+        defer {
+            serverLoop.shutdown()
+            clientLoop.shutdown()
+        }
+        let server = try await EchoServer(loop: serverLoop, configuration: certs.server())
+        let roles = ["wallet", "issuer", "operator", "tsp"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    let client = try await connect(certs.client(roles[index % 4]), port: server.port, loop: clientLoop)
+                    let messages = (0..<8).map { pattern(8 * 1024 + $0, seed: index * 8 + $0) }
+                    let echoed = try await echoRoundTrip(client, messages: messages)
+                    #expect(echoed == Array(messages.joined()))
+                    await client.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        await server.stop()
+        #expect(server.peers.withLock { $0.count } == 40)
+    }
+
     @Test func peerCloseEndsTheReadSequence() async throws {
         let loop = try EventLoop(name: "test-close")
         defer { loop.shutdown() }
@@ -43,6 +68,26 @@ import Testing
         for try await chunk in serverSide.chunks { received += chunk }
         #expect(received == Array("last words".utf8))
         await #expect(throws: TransportError.self) { try await client.write([1]) }
+        await listener.close()
+    }
+
+    @Test func cancelledReadThrowsAndLosesNoData() async throws {
+        let loop = try EventLoop(name: "test-cancel")
+        defer { loop.shutdown() }
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        async let accepted = listener.connections.first { _ in true }
+        let client = try await connect(certs.client("wallet"), port: listener.port, loop: loop)
+        let serverSide = try #require(await accepted)
+
+        let pending = Task { try await client.read() }
+        pending.cancel()
+        let error = await #expect(throws: TransportError.self) { try await pending.value }
+        #expect(error?.code == .cancelled)
+
+        try await serverSide.write(Array("after cancel".utf8))
+        #expect(try await client.read() == Array("after cancel".utf8))
+        await client.close()
+        await serverSide.close()
         await listener.close()
     }
 
@@ -160,7 +205,8 @@ import Testing
         #expect(written.withLock { $0 } < cap)
         // The buffer may pass the mark by at most one TLS record (plus record overhead).
         #expect(state.peakOutboundBuffered <= highWater + 17 * 1024)
-        print("backpressure: writer parked after \(written.withLock { $0 }) bytes; peak buffer \(state.peakOutboundBuffered)")
+        let parkedAfter = written.withLock { $0 }
+        print("backpressure: writer parked after \(parkedAfter) bytes; peak buffer \(state.peakOutboundBuffered)")
 
         // Once the peer reads, the writer proceeds and every byte arrives.
         stop.withLock { $0 = true }

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import TokenetTransport
+
+@Suite(.timeLimit(.minutes(1))) struct TransportFailureTests {
+    let certs = CertificateFixture.shared
+
+    @Test func missingCertificateFileIsAConfigurationErrorWithOpenSSLDetails() {
+        let configuration = TLSConfiguration.server(
+            certificateChainFile: "/nonexistent/tsp.pem", privateKeyFile: certs.path("tsp.key"),
+            trustedCAFile: certs.caFile)
+        let error = #expect(throws: TransportError.self) { try TLSContext(configuration: configuration) }
+        #expect(error?.code == .configuration)
+        #expect(error?.message.contains("/nonexistent/tsp.pem") == true)
+        #expect(error?.details.isEmpty == false)
+    }
+
+    @Test func mismatchedKeyIsRejected() {
+        let configuration = TLSConfiguration.server(
+            certificateChainFile: certs.path("tsp.pem"), privateKeyFile: certs.path("wallet.key"),
+            trustedCAFile: certs.caFile)
+        let error = #expect(throws: TransportError.self) { try TLSContext(configuration: configuration) }
+        #expect(error?.code == .configuration)
+    }
+
+    @Test func serverWithoutCertificateIsRejected() {
+        let configuration = TLSConfiguration(
+            side: .server, certificateChainFile: nil, privateKeyFile: nil, trustedCAFile: certs.caFile)
+        let error = #expect(throws: TransportError.self) { try TLSContext(configuration: configuration) }
+        #expect(error?.code == .configuration)
+    }
+
+    @Test func connectingToAClosedPortFails() async throws {
+        let loop = try EventLoop(name: "test-refused")
+        defer { loop.shutdown() }
+        // Bind a listener to learn a free port, then close it so nothing listens there.
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        let port = listener.port
+        await listener.close()
+        let error = await #expect(throws: TransportError.self) {
+            try await connect(certs.client(), port: port, loop: loop)
+        }
+        #expect(error?.code == .io)
+        #expect(error?.message.contains("refused") == true)
+    }
+
+    @Test func malformedAddressIsRejected() async throws {
+        let loop = try EventLoop(name: "test-address")
+        defer { loop.shutdown() }
+        let error = await #expect(throws: TransportError.self) {
+            try await TLSConnection.connect(
+                host: "not an address", port: 1, context: certs.context(certs.client()), on: loop)
+        }
+        #expect(error?.code == .invalidAddress)
+    }
+
+    @Test func shuttingDownTheLoopFailsPendingReads() async throws {
+        let loop = try EventLoop(name: "test-stop")
+        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
+        async let accepted = listener.connections.first { _ in true }
+        let client = try await connect(certs.client(), port: listener.port, loop: loop)
+        _ = try #require(await accepted)
+        let pending = Task { try await client.read() }
+        loop.shutdown()
+        let error = await #expect(throws: TransportError.self) { try await pending.value }
+        #expect(error?.code == .eventLoopStopped)
+        await #expect(throws: TransportError.self) { try await client.write([1, 2, 3]) }
+    }
+}
