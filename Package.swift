@@ -54,13 +54,13 @@ let package = Package(
         .target(name: "TokenetRPC", dependencies: ["TokenetWire", "TokenetTransport"]),
 
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
-        .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport"]),
+        .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
 
         // MARK: Executables.
         .executableTarget(name: "tsp-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "issuer-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode"]),
-        .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire"]),
+        .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),

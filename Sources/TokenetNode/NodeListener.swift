@@ -1,3 +1,5 @@
+import TokenetRPC
+
 /// What a node listens with.
 ///
 /// Startup and shutdown only need the bound address and a way to stop, so this seam lets the TLS/RPC server replace
@@ -12,5 +14,14 @@ public protocol NodeListener: Sendable {
 
 /// Creates the listener a node runs with.
 public typealias NodeListenerFactory =
-    @Sendable (_ address: HostPort, _ logger: Logger) throws(NodeError) ->
+    @Sendable (_ options: NodeOptions, _ logger: Logger) throws(NodeError) ->
     any NodeListener
+
+/// The listener a node runs with unless told otherwise: the RPC server over mutual TLS, or — with `--plaintext`,
+/// for debugging only — a plain TCP listener that accepts and closes connections (RPC without TLS is not served).
+public let defaultNodeListener: NodeListenerFactory = { options, logger throws(NodeError) in
+    if options.plaintext {
+        return try PlainTCPListener.bind(address: options.listen, logger: logger)
+    }
+    return try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: logger)
+}

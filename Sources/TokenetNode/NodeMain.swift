@@ -10,7 +10,7 @@ public enum NodeMain {
     public static func run(
         _ spec: NodeSpec,
         arguments: [String] = Array(CommandLine.arguments.dropFirst()),
-        makeListener: @escaping NodeListenerFactory = PlainTCPListener.bind
+        makeListener: @escaping NodeListenerFactory = defaultNodeListener
     ) -> Never {
         let options: NodeOptions
         do {

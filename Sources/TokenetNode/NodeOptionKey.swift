@@ -22,7 +22,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     var flag: String { "--\(rawValue)" }
 
     /// The peer this key addresses, when it is a peer address.
-    var peer: PeerRole? { PeerRole(rawValue: rawValue) }
+    var peer: NodeRole? { NodeRole(rawValue: rawValue) }
 
     /// Whether the flag consumes the next argument (or `=value`).
     var takesValue: Bool {

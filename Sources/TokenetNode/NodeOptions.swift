@@ -9,7 +9,7 @@ public struct NodeOptions: Sendable, Equatable {
     /// PEM CA bundle used to verify peers.
     public var caPath: String?
     /// Addresses of the other parties this node calls.
-    public var peers: [PeerRole: HostPort] = [:]
+    public var peers: [NodeRole: HostPort] = [:]
     /// Where the node keeps its state; nil means `tokenet-data/<node-name>` under the working directory.
     public var dataDirectory: String?
     public var logLevel: LogLevel = .info

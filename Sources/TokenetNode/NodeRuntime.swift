@@ -23,7 +23,7 @@ public final class NodeRuntime: Sendable {
     /// real node) and the ready file.
     public static func start(
         spec: NodeSpec, options: NodeOptions, logger: Logger,
-        makeListener: NodeListenerFactory = PlainTCPListener.bind,
+        makeListener: NodeListenerFactory = defaultNodeListener,
         announce: (String) -> Void
     ) throws(NodeError) -> NodeRuntime {
         try checkTLSFiles(options)
@@ -42,7 +42,7 @@ public final class NodeRuntime: Sendable {
                 "data_dir": dataDirectory, "tls": options.plaintext ? "off" : "on",
             ])
 
-        let listener = try makeListener(options.listen, logger)
+        let listener = try makeListener(options, logger)
         let ready = ReadyInfo(node: spec.name, pid: getpid(), listen: listener.boundAddress.description)
         logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
         // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.

@@ -1,10 +1,10 @@
 /// A party a node may need to reach. The raw value is the flag and config key naming its address.
-public enum PeerRole: String, CaseIterable, Sendable, Comparable {
+public enum NodeRole: String, CaseIterable, Sendable, Comparable {
     case tsp
     case issuer
     case wallet
 
-    public static func < (lhs: PeerRole, rhs: PeerRole) -> Bool {
+    public static func < (lhs: NodeRole, rhs: NodeRole) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 
@@ -18,9 +18,9 @@ public enum PeerRole: String, CaseIterable, Sendable, Comparable {
 public struct NodeSpec: Sendable, Equatable {
     public var name: String
     public var summary: String
-    public var knownPeers: [PeerRole]
+    public var knownPeers: [NodeRole]
 
-    public init(name: String, summary: String, knownPeers: [PeerRole]) {
+    public init(name: String, summary: String, knownPeers: [NodeRole]) {
         self.name = name
         self.summary = summary
         self.knownPeers = knownPeers

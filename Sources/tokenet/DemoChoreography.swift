@@ -3,13 +3,13 @@ import TokenetNode
 /// The running nodes, as the choreography sees them.
 struct DemoCluster: Sendable {
     /// Ready information per role, in start order.
-    var nodes: [(role: PeerRole, ready: ReadyInfo)]
+    var nodes: [(role: NodeRole, ready: ReadyInfo)]
     /// Where Tools/gen-certs wrote the certificates; nil when the nodes run with --plaintext.
     var pkiDirectory: String?
     /// The demo's temporary directory.
     var workspace: String
 
-    func address(of role: PeerRole) -> String? {
+    func address(of role: NodeRole) -> String? {
         nodes.first { $0.role == role }?.ready.listen
     }
 }

@@ -4,7 +4,7 @@ import TokenetNode
 extension DemoCommand {
     /// Starts one node with the addresses of the running nodes it knows and waits until it is ready.
     func startNode(
-        role: PeerRole, spec: NodeSpec, pki: URL?, workspace: URL,
+        role: NodeRole, spec: NodeSpec, pki: URL?, workspace: URL,
         running: [RunningNode]
     ) throws(CLIError) -> (ChildProcess, ReadyInfo) {
         let directory = workspace.appendingPathComponent(spec.name)

@@ -13,7 +13,7 @@ struct DemoCommand {
     }
 
     /// Start order. Each node is given the addresses of the already-running nodes it knows, so the TSP goes first.
-    static let startOrder: [(role: PeerRole, spec: NodeSpec)] = [(.tsp, .tsp), (.issuer, .issuer), (.wallet, .wallet)]
+    static let startOrder: [(role: NodeRole, spec: NodeSpec)] = [(.tsp, .tsp), (.issuer, .issuer), (.wallet, .wallet)]
 
     var options: DemoOptions
     var choreography: any DemoChoreography = ReadinessChoreography()
@@ -53,6 +53,10 @@ struct DemoCommand {
             try interruption.check()
             let cluster = DemoCluster(
                 nodes: started.map { ($0.role, $0.ready) }, pkiDirectory: pki?.path, workspace: workspace.path)
+            // With a PKI the nodes serve RPC over mutual TLS, and the demo talks to them; in plaintext mode they only
+            // accept TCP connections.
+            let choreography: any DemoChoreography =
+                cluster.pkiDirectory.map { HealthChoreography(pkiDirectory: $0) } ?? self.choreography
             printOut(choreography.title)
             try choreography.run(cluster: cluster, report: printOut)
             try interruption.check()
@@ -112,7 +116,7 @@ struct DemoCommand {
 
 /// A node the demo started and saw become ready.
 struct RunningNode {
-    var role: PeerRole
+    var role: NodeRole
     var process: ChildProcess
     var ready: ReadyInfo
 }

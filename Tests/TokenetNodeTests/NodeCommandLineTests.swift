@@ -173,7 +173,7 @@ import Testing
             for key in NodeOptionKey.keys(for: spec) {
                 #expect(help.contains(key.flag), "\(spec.name) --help lacks \(key.flag)")
             }
-            for peer in PeerRole.allCases where !spec.knownPeers.contains(peer) {
+            for peer in NodeRole.allCases where !spec.knownPeers.contains(peer) {
                 #expect(!help.contains("--\(peer.rawValue) "), "\(spec.name) --help shows --\(peer.rawValue)")
             }
         }

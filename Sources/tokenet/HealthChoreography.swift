@@ -1,0 +1,78 @@
+import Dispatch
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+/// Asks every node for its health over mutual TLS, as the operator, through the RPC runtime.
+///
+/// This is the first call the demo makes across the three processes; the provisioning flow builds on the same path.
+struct HealthChoreography: DemoChoreography {
+    let pkiDirectory: String
+
+    var title: String { "Asking every node for its health over mutual TLS (as operator-1)" }
+
+    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
+        for (role, ready) in cluster.nodes {
+            guard let address = HostPort(parsing: ready.listen) else {
+                throw CLIError(.node, "\(role.nodeName) reported an unreadable address '\(ready.listen)'")
+            }
+            let outcome = Self.blocking { () -> Result<String, CLIError> in
+                await check(address: address, name: role.nodeName)
+            }
+            report(try outcome.get())
+        }
+    }
+
+    private func check(address: HostPort, name: String) async -> Result<String, CLIError> {
+        let loop: EventLoop
+        do {
+            loop = try EventLoop(name: "demo")
+        } catch {
+            return .failure(CLIError(.node, "cannot start an event loop: \(error)"))
+        }
+        defer { loop.shutdown() }
+        do {
+            let context = try TLSContext(
+                configuration: .client(
+                    certificateChainFile: "\(pkiDirectory)/operator.pem",
+                    privateKeyFile: "\(pkiDirectory)/operator.key",
+                    trustedCAFile: "\(pkiDirectory)/ca.pem"
+                )
+            )
+            let connection = try await TLSConnection.connect(
+                host: address.host,
+                port: address.port,
+                context: context,
+                on: loop
+            )
+            let client = RPCClient(stream: connection)
+            let started = ContinuousClock.now
+            let response = try await client.unary(
+                HealthV1.Health.check,
+                HealthV1.HealthCheckRequest(),
+                options: CallOptions(timeout: .seconds(5))
+            )
+            let elapsed = ContinuousClock.now - started
+            await client.close()
+            let status = response.status.protoValueName ?? "\(response.status.rawValue)"
+            let micros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+            return .success("  \(name) (\(connection.peer.uri)) at \(address): \(status) in \(micros) µs")
+        } catch {
+            return .failure(CLIError(.node, "\(name) at \(address) did not answer a health check: \(error)"))
+        }
+    }
+
+    /// The demo command runs synchronously on the main thread, outside the cooperative pool.
+    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let semaphore = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: T?
+        Task {
+            result = await body()
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return result!
+    }
+}
