@@ -55,13 +55,13 @@ import TokenetWire
         let echo = Self.client(as: .wallet)
         #expect(try await echo.unary(Scalars(fString: "x")).fString == "unary:x")
         var streamed: [UInt32] = []
-        for try await response in try echo.serverStream(Scalars(fUint32: 3)) { streamed.append(response.fUint32) }
+        for try await response in try await echo.serverStream(Scalars(fUint32: 3)) { streamed.append(response.fUint32) }
         #expect(streamed == [0, 1, 2])
         let counted = try await echo.clientStream { writer in
             for _ in 0..<4 { try writer.send(Scalars()) }
         }
         #expect(counted.fUint32 == 4)
-        let (requests, responses) = try echo.bidi()
+        let (requests, responses) = try await echo.bidi()
         try requests.send(TestingV1.Choice(pick: .number(9)))
         requests.finish()
         var echoed: [TestingV1.Choice] = []

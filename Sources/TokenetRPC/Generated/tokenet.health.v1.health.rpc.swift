@@ -5,9 +5,10 @@ import TokenetWire
 extension HealthV1.Health {
     /// A typed client of `tokenet.health.v1.Health`.
     public struct Client: Sendable {
-        public let rpc: RPCClient
+        /// One connection (`RPCClient`) or a reconnecting channel (`RPCChannel`).
+        public let rpc: any RPCCaller
 
-        public init(_ rpc: RPCClient) {
+        public init(_ rpc: any RPCCaller) {
             self.rpc = rpc
         }
 
@@ -15,8 +16,11 @@ extension HealthV1.Health {
             try await rpc.unary(HealthV1.Health.check, request, options: options)
         }
 
-        public func watch(_ request: HealthV1.HealthCheckRequest, options: CallOptions = CallOptions()) throws -> ResponseStream<HealthV1.HealthCheckResponse> {
-            try rpc.serverStreaming(HealthV1.Health.watch, request, options: options)
+        public func watch(
+            _ request: HealthV1.HealthCheckRequest,
+            options: CallOptions = CallOptions()
+        ) async throws -> ResponseStream<HealthV1.HealthCheckResponse> {
+            try await rpc.serverStreaming(HealthV1.Health.watch, request, options: options)
         }
     }
 

@@ -5,9 +5,10 @@ import TokenetWire
 extension TestingV1.Echo {
     /// A typed client of `tokenet.testing.v1.Echo`.
     public struct Client: Sendable {
-        public let rpc: RPCClient
+        /// One connection (`RPCClient`) or a reconnecting channel (`RPCChannel`).
+        public let rpc: any RPCCaller
 
-        public init(_ rpc: RPCClient) {
+        public init(_ rpc: any RPCCaller) {
             self.rpc = rpc
         }
 
@@ -19,8 +20,11 @@ extension TestingV1.Echo {
             try await rpc.unary(TestingV1.Echo.restricted, request, options: options)
         }
 
-        public func serverStream(_ request: TestingV1.Scalars, options: CallOptions = CallOptions()) throws -> ResponseStream<TestingV1.Scalars> {
-            try rpc.serverStreaming(TestingV1.Echo.serverStream, request, options: options)
+        public func serverStream(
+            _ request: TestingV1.Scalars,
+            options: CallOptions = CallOptions()
+        ) async throws -> ResponseStream<TestingV1.Scalars> {
+            try await rpc.serverStreaming(TestingV1.Echo.serverStream, request, options: options)
         }
 
         public func clientStream(
@@ -32,8 +36,8 @@ extension TestingV1.Echo {
 
         public func bidi(
             options: CallOptions = CallOptions()
-        ) throws -> (requests: RequestWriter<TestingV1.Choice>, responses: ResponseStream<TestingV1.Choice>) {
-            try rpc.bidirectional(TestingV1.Echo.bidi, options: options)
+        ) async throws -> (requests: RequestWriter<TestingV1.Choice>, responses: ResponseStream<TestingV1.Choice>) {
+            try await rpc.bidirectional(TestingV1.Echo.bidi, options: options)
         }
     }
 
