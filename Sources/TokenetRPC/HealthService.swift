@@ -60,7 +60,7 @@ public final class HealthService: Sendable {
             }
             defer { _ = self.state.withLock { $0.watchers.removeValue(forKey: id) } }
             for await status in updates {
-                try writer.send(HealthV1.HealthCheckResponse(status: status))
+                try await writer.send(HealthV1.HealthCheckResponse(status: status))
             }
         }
     }

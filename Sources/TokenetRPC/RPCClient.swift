@@ -170,8 +170,11 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
     let id: UInt32
     let connection: RPCConnection
 
-    public func send(_ request: Request) throws {
+    /// Suspends while the server has not granted flow-control window for what was sent before, or while the
+    /// connection's outbound buffer is full.
+    public func send(_ request: Request) async throws {
         connection.sendRequest(id, try request.serializedData())
+        await connection.waitForSendCapacity(id)
     }
 
     /// No more requests.

@@ -38,6 +38,8 @@ final class RPCConnection: Sendable {
         var lastReceived = ContinuousClock.now
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
+        /// Senders waiting for flow-control window or for the outbound buffer to drain.
+        var capacityWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let stream: any ByteStream
@@ -174,6 +176,7 @@ final class RPCConnection: Sendable {
                 if !core.outbound.isEmpty {
                     var bytes: [UInt8] = []
                     swap(&bytes, &core.outbound)
+                    wakeCapacityWaiters(&core)
                     return .write(bytes)
                 }
                 return core.closing ? .done : .wait
@@ -210,6 +213,7 @@ final class RPCConnection: Sendable {
         core.withLock { core in
             let actions = event(&core)
             apply(actions, to: &core)
+            wakeCapacityWaiters(&core)
         }
     }
 

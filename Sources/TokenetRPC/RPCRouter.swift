@@ -45,9 +45,12 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     let call: ServerCall
 
     /// Sends one response. Throws `CANCELLED` once the call is over (the client cancelled or went away).
-    public func send(_ response: Response) throws {
+    /// Suspends while the client has not granted flow-control window for what was sent before, or while the
+    /// connection's outbound buffer is full: a client that stops reading slows its own call down and never makes
+    /// the server buffer without bound.
+    public func send(_ response: Response) async throws {
         try Task.checkCancellation()
-        try call.send(try response.serializedData())
+        try await call.send(try response.serializedData())
     }
 }
 
@@ -87,7 +90,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
             let response = try await body(request, context)
-            try call.send(try response.serializedData())
+            try await call.send(try response.serializedData())
         }
     }
 
@@ -111,7 +114,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
             let response = try await body(RequestStream(call: call), context)
-            try call.send(try response.serializedData())
+            try await call.send(try response.serializedData())
         }
     }
 

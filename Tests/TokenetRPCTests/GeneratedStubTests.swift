@@ -24,7 +24,7 @@ import TokenetWire
             responses: ResponseWriter<Scalars>,
             context: ServerContext
         ) async throws {
-            for index in 0..<request.fUint32 { try responses.send(Scalars(fUint32: index)) }
+            for index in 0..<request.fUint32 { try await responses.send(Scalars(fUint32: index)) }
         }
 
         func clientStream(_ requests: RequestStream<Scalars>, context: ServerContext) async throws -> Scalars {
@@ -38,7 +38,7 @@ import TokenetWire
             responses: ResponseWriter<TestingV1.Choice>,
             context: ServerContext
         ) async throws {
-            for try await request in requests { try responses.send(request) }
+            for try await request in requests { try await responses.send(request) }
         }
     }
 
@@ -58,11 +58,11 @@ import TokenetWire
         for try await response in try await echo.serverStream(Scalars(fUint32: 3)) { streamed.append(response.fUint32) }
         #expect(streamed == [0, 1, 2])
         let counted = try await echo.clientStream { writer in
-            for _ in 0..<4 { try writer.send(Scalars()) }
+            for _ in 0..<4 { try await writer.send(Scalars()) }
         }
         #expect(counted.fUint32 == 4)
         let (requests, responses) = try await echo.bidi()
-        try requests.send(TestingV1.Choice(pick: .number(9)))
+        try await requests.send(TestingV1.Choice(pick: .number(9)))
         requests.finish()
         var echoed: [TestingV1.Choice] = []
         for try await response in responses { echoed.append(response) }

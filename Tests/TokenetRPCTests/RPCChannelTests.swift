@@ -87,13 +87,13 @@ import TokenetWire
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
         let started = ContinuousClock.now
         do {
-            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(200)))
+            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
             Issue.record("the call succeeded")
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
             #expect(error.message.contains("connection refused (test)"))
         }
-        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(ContinuousClock.now - started < .seconds(10))
         #expect(harness.attempts.load(ordering: .relaxed) > 1)
     }
 
