@@ -32,6 +32,16 @@ func decodeAll(_ bytes: [UInt8], chunkSizes: [Int], decoder: inout FrameDecoder)
     return frames
 }
 
+/// Compares frame sequences, reporting the count and the first difference instead of both whole sequences.
+func expectSameFrames(
+    _ decoded: [WireV1.Frame], _ expected: [WireV1.Frame], sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(decoded.count == expected.count, "frame count", sourceLocation: sourceLocation)
+    if let index = (0..<min(decoded.count, expected.count)).first(where: { decoded[$0] != expected[$0] }) {
+        Issue.record("frame \(index) is \(decoded[index]), expected \(expected[index])", sourceLocation: sourceLocation)
+    }
+}
+
 @Suite struct FrameDecoderTests {
     @Test func byteByByte() throws {
         let (frames, bytes) = try FrameSamples.stream()
@@ -52,7 +62,7 @@ func decodeAll(_ bytes: [UInt8], chunkSizes: [Int], decoder: inout FrameDecoder)
             if let frame { decoded.append(frame) }
             #expect(try decoder.nextFrame() == nil)
         }
-        #expect(decoded == frames)
+        expectSameFrames(decoded, frames)
         #expect(decoder.bufferedByteCount == 0)
         try decoder.finish()
     }
@@ -73,7 +83,7 @@ func decodeAll(_ bytes: [UInt8], chunkSizes: [Int], decoder: inout FrameDecoder)
         while let frame = try decoder.nextFrame() {
             decoded.append(frame)
         }
-        #expect(decoded == frames)
+        expectSameFrames(decoded, frames)
         #expect(decoder.bufferedByteCount == 0)
         try decoder.finish()
     }
@@ -85,7 +95,7 @@ func decodeAll(_ bytes: [UInt8], chunkSizes: [Int], decoder: inout FrameDecoder)
         let chunkSizes = (0..<500).map { _ in Int.random(in: 1...97, using: &generator) }
         var decoder = FrameDecoder()
         let decoded = try decodeAll(bytes, chunkSizes: chunkSizes, decoder: &decoder)
-        #expect(decoded == frames)
+        expectSameFrames(decoded, frames)
         #expect(decoder.bufferedByteCount == 0)
         try decoder.finish()
     }
@@ -192,7 +202,7 @@ func decodeAll(_ bytes: [UInt8], chunkSizes: [Int], decoder: inout FrameDecoder)
                 decoded.append(frame)
             }
         }
-        #expect(decoded == frames)
+        expectSameFrames(decoded, frames)
         #expect(error.code == .frameTooLarge)
         #expect(error.message.contains("\(UInt32.max) bytes"), "\(error)")
         #expect(decoder.bufferedByteCount == 0)
