@@ -4,7 +4,8 @@ import TokenetWire
 
 @Suite struct FrameEncoderTests {
     @Test func prefixIsBigEndianLength() throws {
-        let frame = WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(repeating: 0xAB, count: 70_000))))
+        let data = Data(repeating: 0xAB, count: 70_000)
+        let frame = WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: data)))
         let bytes = try FrameEncoder().encode(frame)
         let size = try frame.serializedSize()
         #expect(size > 65_535, "the sample must need three significant prefix bytes")
