@@ -235,13 +235,14 @@ func expectSameFrames(
 
     // MARK: Bad bytes
 
-    @Test(arguments: [
-        [0xFF, 0xFF, 0xFF],  // a varint key that never ends
-        [0x0A, 0x05, 0x01],  // field 1 as length-delimited: wrong wire type for a uint32
-        [0x12, 0x10, 0x00],  // Hello claiming 16 bytes, only 1 present
-        [0x3A, 0x02, 0x0A, 0x01],  // Cancel whose reason string runs past its end
-        [0x3A, 0x03, 0x0A, 0x01, 0xC3],  // Cancel whose reason is not UTF-8
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0xFF, 0xFF, 0xFF],  // a varint key that never ends
+            [0x0A, 0x05, 0x01],  // field 1 as length-delimited: wrong wire type for a uint32
+            [0x12, 0x10, 0x00],  // Hello claiming 16 bytes, only 1 present
+            [0x3A, 0x02, 0x0A, 0x01],  // Cancel whose reason string runs past its end
+            [0x3A, 0x03, 0x0A, 0x01, 0xC3],  // Cancel whose reason is not UTF-8
+        ] as [[UInt8]])
     func garbageIsAnInvalidMessage(body: [UInt8]) throws {
         var decoder = FrameDecoder()
         decoder.feed([0, 0, 0, UInt8(body.count)] + body)

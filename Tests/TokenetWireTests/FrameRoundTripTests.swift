@@ -94,10 +94,11 @@ enum FrameSamples {
     }
 
     @Test func samplesCoverEveryKind() {
-        let kinds = Set(FrameSamples.oneOfEachKind.map { frame -> String in
-            guard let kind = frame.kind else { return "none" }
-            return String(describing: kind).prefix { $0 != "(" }.description
-        })
+        let kinds = Set(
+            FrameSamples.oneOfEachKind.map { frame -> String in
+                guard let kind = frame.kind else { return "none" }
+                return String(describing: kind).prefix { $0 != "(" }.description
+            })
         #expect(kinds.count == 11, "kinds sampled: \(kinds.sorted())")
     }
 

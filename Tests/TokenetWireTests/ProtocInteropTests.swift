@@ -92,9 +92,10 @@ enum Protoc {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments + [
-            "-I", repositoryRoot.appendingPathComponent("Protos").path, "tokenet/wire/v1/frame.proto",
-        ]
+        process.arguments =
+            arguments + [
+                "-I", repositoryRoot.appendingPathComponent("Protos").path, "tokenet/wire/v1/frame.proto",
+            ]
         process.standardInput = try FileHandle(forReadingFrom: inputFile)
         let output = Pipe()
         let errors = Pipe()
