@@ -29,7 +29,8 @@ import TokenetWire
         let server = RPCServer(router: InMemoryCallTests.echoRouter)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair()
         Task { await server.serve(serverEnd) }
-        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .milliseconds(200))
+        // A generous timeout: on a loaded machine a pong can take a while, and only its absence may close.
+        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .seconds(5))
         let client = RPCClient(stream: clientEnd, timers: timers)
         try await Task.sleep(for: .milliseconds(400))
         #expect(client.isUsable)

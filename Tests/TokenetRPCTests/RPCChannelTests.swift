@@ -93,8 +93,8 @@ import TokenetWire
             #expect(error.code == .unavailable)
             #expect(error.message.contains("connection refused (test)"))
         }
+        // Retrying itself is covered by retriesWithBackoffWithinTheDeadline; here only the deadline matters.
         #expect(ContinuousClock.now - started < .seconds(10))
-        #expect(harness.attempts.load(ordering: .relaxed) > 1)
     }
 
     @Test func withoutADeadlineGivesUpAfterAFewAttempts() async throws {
