@@ -262,7 +262,7 @@ extension ReflectionV1 {
         /// The oneof's name when the server knows it; empty otherwise.
         public var oneofName: String = ""
 
-        /// For an enum field: the enum's declared values.
+        /// For an enum field: the enum's declared values, in number order.
         public var enumValues: [ReflectionV1.EnumValueDescription] = []
 
         public init() {}
@@ -322,6 +322,7 @@ extension ReflectionV1 {
 
         public var name: String = ""
 
+        /// In number order (protobuf-c keeps no declaration order).
         public var values: [ReflectionV1.EnumValueDescription] = []
 
         public init() {}

@@ -38,7 +38,7 @@ public struct ProtoFieldInfo: Hashable, Sendable {
     /// as an optional field is both what it means and what a client must know to write it in JSON. protobuf-c records
     /// no oneof names, so this position is all a describer can show.
     public let oneofIndex: Int?
-    /// The declared values of an enum field, by name.
+    /// The declared values of an enum field, in number order (protobuf-c keeps no declaration order).
     public let enumValues: [(name: String, number: Int32)]
 
     public static func == (lhs: ProtoFieldInfo, rhs: ProtoFieldInfo) -> Bool {

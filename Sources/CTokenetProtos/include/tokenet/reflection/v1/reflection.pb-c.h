@@ -203,7 +203,7 @@ struct  Tokenet__Reflection__V1__FieldDescription
    */
   char *oneof_name;
   /*
-   * For an enum field: the enum's declared values.
+   * For an enum field: the enum's declared values, in number order.
    */
   size_t n_enum_values;
   Tokenet__Reflection__V1__EnumValueDescription **enum_values;
@@ -221,6 +221,9 @@ struct  Tokenet__Reflection__V1__EnumDescription
 {
   ProtobufCMessage base;
   char *name;
+  /*
+   * In number order (protobuf-c keeps no declaration order).
+   */
   size_t n_values;
   Tokenet__Reflection__V1__EnumValueDescription **values;
 };
