@@ -83,7 +83,11 @@ extension RPCClient {
         let timer = timeout.map { timeout in
             Task { [connection] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                connection.cancelCall(id, code: .deadlineExceeded, reason: "deadline of \(timeout) exceeded")
+                let milliseconds =
+                    timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+                connection.cancelCall(
+                    id, code: .deadlineExceeded,
+                    reason: "the call did not finish within its deadline (\(milliseconds) ms)")
             }
         }
         return OpenCall(id: id, responses: responses, timer: timer)

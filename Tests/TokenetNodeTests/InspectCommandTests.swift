@@ -122,6 +122,14 @@ import Testing
         #expect(result.stdout.isEmpty)
     }
 
+    /// `-d` may hold several JSON objects, one per request; a unary method takes exactly one.
+    @Test func callOfAUnaryMethodWithTwoRequestsIsAUsageError() throws {
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{} {"service": "}{"}"#] + tls)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("takes exactly one request message; -d holds 2"))
+    }
+
     /// Watch sends the current status and then waits for changes; none come, so the deadline ends the call.
     @Test func watchPrintsTheFirstStatusThenEndsAtTheDeadline() throws {
         let result = try runTokenet(
