@@ -23,11 +23,14 @@ extension RPCClient {
     public func clientStreaming(path: String, requests: [Data], options: CallOptions = CallOptions()) async throws
         -> Data
     {
-        let call = try openUntyped(path, options)
+        let call = try open(path, options)
         defer { call.timer?.cancel() }
         let connection = connection
         return try await withTaskCancellationHandler {
-            for request in requests { connection.sendRequest(call.id, request) }
+            for request in requests {
+                connection.sendRequest(call.id, request)
+                await connection.waitForSendCapacity(call.id)
+            }
             connection.endRequests(call.id)
             var iterator = call.responses.makeAsyncIterator()
             guard let data = try await iterator.next() else {
@@ -47,7 +50,7 @@ extension RPCClient {
     public func bidirectional(path: String, requests: [Data], options: CallOptions = CallOptions()) throws
         -> RawResponseStream
     {
-        let call = try openUntyped(path, options)
+        let call = try open(path, options)
         for request in requests { connection.sendRequest(call.id, request) }
         connection.endRequests(call.id)
         return RawResponseStream(call: call, connection: connection)
@@ -57,40 +60,10 @@ extension RPCClient {
     public func bidirectional(path: String, options: CallOptions = CallOptions()) throws
         -> (requests: RawRequestWriter, responses: RawResponseStream)
     {
-        let call = try openUntyped(path, options)
+        let call = try open(path, options)
         return (
             RawRequestWriter(id: call.id, connection: connection), RawResponseStream(call: call, connection: connection)
         )
-    }
-
-    /// The typed calls' call opening (trace id, inherited deadline, deadline timer), kept here rather than shared
-    /// so that the typed client's hot path stays as it is.
-    private func openUntyped(_ path: String, _ options: CallOptions) throws -> OpenCall {
-        var metadata = options.metadata
-        let inherited = ServerContext.current
-        if metadata.traceID == nil {
-            metadata.set(Metadata.traceIDKey, .text(inherited?.traceID ?? Metadata.newTraceID()))
-        }
-        var timeout = options.timeout
-        if let deadline = inherited?.deadline {
-            let remaining = deadline - ContinuousClock.now
-            timeout = min(timeout ?? remaining, remaining)
-        }
-        if let timeout, timeout <= .zero {
-            throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
-        }
-        let (id, responses) = try connection.openCall(method: path, metadata: metadata, timeout: timeout)
-        let timer = timeout.map { timeout in
-            Task { [connection] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                let milliseconds =
-                    timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-                connection.cancelCall(
-                    id, code: .deadlineExceeded,
-                    reason: "the call did not finish within its deadline (\(milliseconds) ms)")
-            }
-        }
-        return OpenCall(id: id, responses: responses, timer: timer)
     }
 }
 
@@ -99,8 +72,10 @@ public struct RawRequestWriter: Sendable {
     let id: UInt32
     let connection: RPCConnection
 
-    public func send(_ request: Data) {
+    /// Suspends while the server has not granted flow-control window for what was sent before.
+    public func send(_ request: Data) async {
         connection.sendRequest(id, request)
+        await connection.waitForSendCapacity(id)
     }
 
     /// No more requests.

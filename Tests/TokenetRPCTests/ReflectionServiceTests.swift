@@ -15,7 +15,7 @@ import TokenetWire
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in request }
         router.bidirectional(Echo.bidi) { requests, writer, _ in
-            for try await request in requests { try writer.send(request) }
+            for try await request in requests { try await writer.send(request) }
         }
         HealthService(services: router.serviceNames).register(on: &router)
         ReflectionService(router: router).register(on: &router)

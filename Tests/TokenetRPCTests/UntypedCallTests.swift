@@ -44,7 +44,7 @@ import TokenetWire
 
     @Test func bidirectionalWithAWriter() async throws {
         let (requests, responses) = try Self.client().bidirectional(path: "/tokenet.testing.v1.Echo/Bidi")
-        requests.send(try TestingV1.Choice(pick: .text("one")).serializedData())
+        await requests.send(try TestingV1.Choice(pick: .text("one")).serializedData())
         var iterator = responses.makeAsyncIterator()
         let first = try #require(try await iterator.next())
         #expect(try TestingV1.Choice(serializedBytes: first).pick == .text("one"))
@@ -77,7 +77,7 @@ import TokenetWire
     static var endlessRouter: RPCRouter {
         var router = RPCRouter()
         router.serverStreaming(TestingV1.Echo.serverStream) { _, writer, _ in
-            try writer.send(Scalars(fInt32: 1))
+            try await writer.send(Scalars(fInt32: 1))
             try await Task.sleep(for: .seconds(3600))
         }
         return router
