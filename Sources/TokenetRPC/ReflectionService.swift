@@ -31,7 +31,7 @@ public struct ReflectionService: Sendable {
         for message in reachable {
             for field in message.protoFields where field.kind == .enumeration {
                 enums[field.typeName] = ReflectionV1.EnumDescription(
-                    name: field.typeName, values: field.enumValues.map(Self.describe))
+                    name: field.typeName, values: field.enumValues.map { Self.describeEnumValue($0) })
             }
         }
         self.enums = enums
@@ -101,7 +101,8 @@ public struct ReflectionService: Sendable {
 
     private func describeMessages(_ roots: [any ProtoMessage.Type]) -> [ReflectionV1.MessageDescription] {
         Self.reachableMessages(from: roots).map { message in
-            ReflectionV1.MessageDescription(name: message.protoName, fields: message.protoFields.map(Self.describe))
+            ReflectionV1.MessageDescription(
+                name: message.protoName, fields: message.protoFields.map { Self.describeField($0) })
         }
     }
 
@@ -142,7 +143,7 @@ public struct ReflectionService: Sendable {
             })
     }
 
-    static func describe(_ field: ProtoFieldInfo) -> ReflectionV1.FieldDescription {
+    static func describeField(_ field: ProtoFieldInfo) -> ReflectionV1.FieldDescription {
         let label: ReflectionV1.FieldLabel =
             switch field.cardinality {
             case .singular: .singular
@@ -157,11 +158,11 @@ public struct ReflectionService: Sendable {
             }
         return ReflectionV1.FieldDescription(
             name: field.name, jsonName: field.jsonName, number: field.number, type: field.typeName, typeKind: kind,
-            label: label, oneofIndex: field.oneofIndex.map(UInt32.init),
-            enumValues: field.enumValues.map(describe))
+            label: label, oneofIndex: field.oneofIndex.map(UInt32.init), oneofName: field.oneofName ?? "",
+            enumValues: field.enumValues.map { describeEnumValue($0) })
     }
 
-    static func describe(_ value: (name: String, number: Int32)) -> ReflectionV1.EnumValueDescription {
+    static func describeEnumValue(_ value: (name: String, number: Int32)) -> ReflectionV1.EnumValueDescription {
         ReflectionV1.EnumValueDescription(name: value.name, number: value.number)
     }
 }

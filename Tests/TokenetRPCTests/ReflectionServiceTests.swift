@@ -87,7 +87,8 @@ import TokenetWire
         #expect(level.typeKind == .enum)
         #expect(level.label == .singular)
         #expect(level.enumValues.map(\.name) == ["LEVEL_UNSPECIFIED", "LEVEL_LOW", "LEVEL_HIGH"])
-        #expect(fields["color"]?.enumValues.first == ReflectionV1.EnumValueDescription(name: "COLOR_BLUE", number: -3))
+        #expect(fields["color"]?.enumValues.last == ReflectionV1.EnumValueDescription(name: "COLOR_BLUE", number: -3))
+        #expect(fields["number"]?.oneofName == "pick", "oneof names come from the generated code")
         #expect(
             response.messages.map(\.name) == [
                 "tokenet.testing.v1.Choice", "tokenet.testing.v1.Scalars", "tokenet.testing.v1.Choice.Nested",
@@ -115,10 +116,10 @@ import TokenetWire
             response.enums == [
                 ReflectionV1.EnumDescription(
                     name: "tokenet.testing.v1.Color",
-                    // In number order: protobuf-c keeps no declaration order.
+                    // In declaration order, from the generated enum.
                     values: [
-                        .init(name: "COLOR_BLUE", number: -3), .init(name: "COLOR_UNSPECIFIED", number: 0),
-                        .init(name: "COLOR_RED", number: 1), .init(name: "COLOR_GREEN", number: 2),
+                        .init(name: "COLOR_UNSPECIFIED", number: 0), .init(name: "COLOR_RED", number: 1),
+                        .init(name: "COLOR_GREEN", number: 2), .init(name: "COLOR_BLUE", number: -3),
                     ])
             ])
         #expect(response.messages.isEmpty)
@@ -142,7 +143,7 @@ import TokenetWire
 
     /// A field alone in its oneof is how a field gets presence: it describes as optional, outside any oneof.
     @Test func presenceOneofDescribesAsOptionalField() throws {
-        let fields = TestingV1.Presence.protoFields.map(ReflectionService.describe)
+        let fields = TestingV1.Presence.protoFields.map { ReflectionService.describeField($0) }
         #expect(fields.map(\.label) == [.optional, .optional, .optional, .optional])
         #expect(fields.allSatisfy { $0.oneofIndex == nil })
         #expect(fields.map(\.typeKind) == [.scalar, .scalar, .enum, .message])

@@ -53,6 +53,17 @@ public enum ProtoRegistry {
         WireV1.WindowUpdate.self,
     ]
 
+    public static let enums: [any ProtoEnum.Type] = [
+        HealthV1.ServingStatus.self,
+        ReflectionV1.FieldLabel.self,
+        ReflectionV1.FieldTypeKind.self,
+        ReflectionV1.SymbolKind.self,
+        TestingV1.Choice.Level.self,
+        TestingV1.Color.self,
+        WireV1.GoAwayCode.self,
+        WireV1.StatusCode.self,
+    ]
+
     public static let services: [ServiceDescriptor] = [
         HealthV1.Health.descriptor,
         ReflectionV1.Reflection.descriptor,

@@ -6,7 +6,9 @@ import Foundation
 extension HealthV1 {
     public struct HealthCheckRequest: ProtoMessage {
         public static let protoName = "tokenet.health.v1.HealthCheckRequest"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__health__v1__health_check_request()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__health__v1__health_check_request())
+        }
 
         /// The service to check, such as "tokenet.tsp.v1.Provisioning"; empty for the node as a whole.
         public var service: String = ""
@@ -30,7 +32,9 @@ extension HealthV1 {
 extension HealthV1 {
     public struct HealthCheckResponse: ProtoMessage {
         public static let protoName = "tokenet.health.v1.HealthCheckResponse"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__health__v1__health_check_response()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__health__v1__health_check_response())
+        }
 
         public var status: HealthV1.ServingStatus = HealthV1.ServingStatus(rawValue: 0)
 

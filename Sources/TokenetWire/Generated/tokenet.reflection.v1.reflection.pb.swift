@@ -6,7 +6,9 @@ import Foundation
 extension ReflectionV1 {
     public struct ListServicesRequest: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.ListServicesRequest"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__list_services_request()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__list_services_request())
+        }
 
         public init() {}
 
@@ -23,7 +25,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct ListServicesResponse: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.ListServicesResponse"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__list_services_response()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__list_services_response())
+        }
 
         /// Fully-qualified names of the services this node serves, sorted, such as "tokenet.health.v1.Health".
         public var services: [String] = []
@@ -47,7 +51,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct DescribeSymbolRequest: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.DescribeSymbolRequest"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request())
+        }
 
         /// A service ("tokenet.health.v1.Health"), a method ("tokenet.health.v1.Health.Check" or
         /// "/tokenet.health.v1.Health/Check"), a message or an enum, by fully-qualified name.
@@ -72,7 +78,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct DescribeSymbolResponse: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.DescribeSymbolResponse"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__describe_symbol_response()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__describe_symbol_response())
+        }
 
         public var kind: ReflectionV1.SymbolKind = ReflectionV1.SymbolKind(rawValue: 0)
 
@@ -126,7 +134,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct ServiceDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.ServiceDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__service_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__service_description())
+        }
 
         public var name: String = ""
 
@@ -154,7 +164,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct MethodDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.MethodDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__method_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__method_description())
+        }
 
         /// As declared, such as "Check".
         public var name: String = ""
@@ -211,7 +223,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct MessageDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.MessageDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__message_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__message_description())
+        }
 
         public var name: String = ""
 
@@ -240,7 +254,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct FieldDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.FieldDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__field_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__field_description())
+        }
 
         /// The name in the .proto file, such as "stream_id".
         public var name: String = ""
@@ -318,7 +334,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct EnumDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.EnumDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__enum_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__enum_description())
+        }
 
         public var name: String = ""
 
@@ -347,7 +365,9 @@ extension ReflectionV1 {
 extension ReflectionV1 {
     public struct EnumValueDescription: ProtoMessage {
         public static let protoName = "tokenet.reflection.v1.EnumValueDescription"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__enum_value_description()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__reflection__v1__enum_value_description())
+        }
 
         public var name: String = ""
 

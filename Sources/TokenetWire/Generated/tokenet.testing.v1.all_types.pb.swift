@@ -6,7 +6,9 @@ import Foundation
 extension TestingV1 {
     public struct Scalars: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Scalars"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__scalars()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__scalars())
+        }
 
         public var fDouble: Double = 0
 
@@ -121,7 +123,9 @@ extension TestingV1 {
 extension TestingV1 {
     public struct Repeated: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Repeated"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__repeated()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__repeated())
+        }
 
         public var rDouble: [Double] = []
 
@@ -242,7 +246,9 @@ extension TestingV1 {
 extension TestingV1 {
     public struct Presence: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Presence"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__presence()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__presence())
+        }
 
         public var maybeInt: Int32? = nil
 
@@ -285,7 +291,11 @@ extension TestingV1 {
 extension TestingV1 {
     public struct Choice: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Choice"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice())
+        }
+        /// The oneof each oneof member belongs to, by field number (protobuf-c does not record oneof names).
+        public static let protoOneofNames: [UInt32: String] = [1: "pick", 2: "pick", 3: "pick", 4: "pick", 5: "pick", 6: "pick"]
 
         public var directInner: TestingV1.Choice.Nested.Inner? = nil
 
@@ -358,7 +368,9 @@ extension TestingV1 {
 
         public struct Nested: ProtoMessage {
             public static let protoName = "tokenet.testing.v1.Choice.Nested"
-            public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice__nested()) }
+            public static var _protobufC: _ProtoDescriptor {
+                _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice__nested())
+            }
 
             public var label: String = ""
 
@@ -383,7 +395,9 @@ extension TestingV1 {
 
             public struct Inner: ProtoMessage {
                 public static let protoName = "tokenet.testing.v1.Choice.Nested.Inner"
-                public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice__nested__inner()) }
+                public static var _protobufC: _ProtoDescriptor {
+                    _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__choice__nested__inner())
+                }
 
                 public var values: [UInt32] = []
 
@@ -446,7 +460,9 @@ extension TestingV1 {
 extension TestingV1 {
     public struct Empty: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Empty"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__empty()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__testing__v1__empty())
+        }
 
         public init() {}
 

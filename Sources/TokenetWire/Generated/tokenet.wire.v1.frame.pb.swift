@@ -8,7 +8,11 @@ extension WireV1 {
     /// goaway); any other id addresses one call.
     public struct Frame: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Frame"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__frame()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__frame())
+        }
+        /// The oneof each oneof member belongs to, by field number (protobuf-c does not record oneof names).
+        public static let protoOneofNames: [UInt32: String] = [2: "kind", 3: "kind", 4: "kind", 5: "kind", 6: "kind", 7: "kind", 8: "kind", 9: "kind", 10: "kind", 11: "kind"]
 
         public var streamID: UInt32 = 0
 
@@ -96,7 +100,9 @@ extension WireV1 {
     /// The first frame each side sends on a new connection (stream 0).
     public struct Hello: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Hello"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__hello()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__hello())
+        }
 
         /// The highest protocol version the sender speaks. This document defines version 1.
         public var protocolVersion: UInt32 = 0
@@ -132,7 +138,9 @@ extension WireV1 {
     /// Limits the sender enforces on what it receives. Zero means "use the default".
     public struct Settings: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Settings"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__settings()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__settings())
+        }
 
         /// Largest `Frame` (the N of the length prefix) the sender accepts. Default 4 MiB.
         public var maxFrameSize: UInt32 = 0
@@ -180,7 +188,9 @@ extension WireV1 {
     /// Opens a call. Sent by the client on a new, odd, increasing stream id.
     public struct CallStart: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.CallStart"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__call_start()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__call_start())
+        }
 
         /// "/package.Service/Method", for example "/tokenet.health.v1.Health/Check".
         public var method: String = ""
@@ -216,7 +226,11 @@ extension WireV1 {
     /// are reserved for the runtime. A key may repeat.
     public struct MetadataEntry: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.MetadataEntry"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__metadata_entry()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__metadata_entry())
+        }
+        /// The oneof each oneof member belongs to, by field number (protobuf-c does not record oneof names).
+        public static let protoOneofNames: [UInt32: String] = [2: "value", 3: "value"]
 
         public var key: String = ""
 
@@ -264,7 +278,9 @@ extension WireV1 {
     /// One serialized request or response message of the call's method.
     public struct Message: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Message"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__message()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__message())
+        }
 
         public var data: Data = Data()
 
@@ -288,7 +304,9 @@ extension WireV1 {
     /// The sender will send no more messages on this stream (client: end of requests).
     public struct HalfClose: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.HalfClose"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__half_close()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__half_close())
+        }
 
         public init() {}
 
@@ -306,7 +324,9 @@ extension WireV1 {
     /// Ends a call. Sent by the server, after any response messages; it closes the stream.
     public struct Status: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Status"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__status()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__status())
+        }
 
         public var code: WireV1.StatusCode = WireV1.StatusCode(rawValue: 0)
 
@@ -350,7 +370,9 @@ extension WireV1 {
     /// A typed detail attached to a status, like google.protobuf.Any.
     public struct StatusDetail: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.StatusDetail"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__status_detail()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__status_detail())
+        }
 
         /// Fully-qualified message name, for example "tokenet.wire.v1.RetryInfo".
         public var type: String = ""
@@ -380,7 +402,9 @@ extension WireV1 {
     /// The client abandons a call. The server stops its handler and sends nothing more on the stream.
     public struct Cancel: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Cancel"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__cancel()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__cancel())
+        }
 
         public var reason: String = ""
 
@@ -404,7 +428,9 @@ extension WireV1 {
     /// Liveness check on stream 0; the receiver answers with a `Pong` carrying the same payload.
     public struct Ping: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Ping"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__ping()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__ping())
+        }
 
         public var payload: UInt64 = 0
 
@@ -427,7 +453,9 @@ extension WireV1 {
 extension WireV1 {
     public struct Pong: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.Pong"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__pong()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__pong())
+        }
 
         public var payload: UInt64 = 0
 
@@ -452,7 +480,9 @@ extension WireV1 {
     /// later ones were not processed and may be retried on another connection.
     public struct GoAway: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.GoAway"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__go_away()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__go_away())
+        }
 
         public var lastStreamID: UInt32 = 0
 
@@ -492,7 +522,9 @@ extension WireV1 {
     /// a connection-level window in a later version; receivers ignore a window update on stream 0.
     public struct WindowUpdate: ProtoMessage {
         public static let protoName = "tokenet.wire.v1.WindowUpdate"
-        public static var _protobufC: _ProtoDescriptor { _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__window_update()) }
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__window_update())
+        }
 
         public var increment: UInt32 = 0
 

@@ -36,10 +36,12 @@ public struct ProtoFieldInfo: Hashable, Sendable {
     ///
     /// A single-member oneof is how a field gets presence here (protoc-c has no proto3 `optional`), so describing it
     /// as an optional field is both what it means and what a client must know to write it in JSON. protobuf-c records
-    /// no oneof names, so this position is all a describer can show.
+    /// no oneof names; the generated code does (`oneofName`).
     public let oneofIndex: Int?
-    /// The declared values of an enum field, in number order (protobuf-c keeps no declaration order).
+    /// The declared values of an enum field, in declaration order.
     public let enumValues: [(name: String, number: Int32)]
+    /// The name of the field's oneof as declared in the `.proto`; nil outside a (multi-member) oneof.
+    public var oneofName: String?
 
     public static func == (lhs: ProtoFieldInfo, rhs: ProtoFieldInfo) -> Bool {
         lhs.name == rhs.name && lhs.number == rhs.number && lhs.typeName == rhs.typeName
@@ -57,7 +59,11 @@ public struct ProtoFieldInfo: Hashable, Sendable {
 extension ProtoMessage {
     /// The message's fields in field-number order.
     public static var protoFields: [ProtoFieldInfo] {
-        _protobufC.fields
+        _protobufC.fields.map { field in
+            var field = field
+            field.oneofName = protoOneofNames[field.number]
+            return field
+        }
     }
 }
 
@@ -83,8 +89,12 @@ extension _ProtoDescriptor {
                 let descriptor = field.enumDescriptor.pointee
                 typeName = String(cString: descriptor.name)
                 kind = .enumeration
-                enumValues = (0..<Int(descriptor.n_values)).map {
-                    (String(cString: descriptor.values[$0].name), descriptor.values[$0].value)
+                if let swiftEnum = ProtoRegistry.enumType(named: typeName) {
+                    enumValues = swiftEnum.declaredValues  // declaration order, which protobuf-c does not keep
+                } else {
+                    enumValues = (0..<Int(descriptor.n_values)).map {
+                        (String(cString: descriptor.values[$0].name), descriptor.values[$0].value)
+                    }
                 }
             case .unsupported:
                 typeName = "unsupported"
@@ -104,8 +114,23 @@ extension _ProtoDescriptor {
                 cardinality: cardinality,
                 oneofGroup: field.isOneofMember ? field.quantifierOffset : nil,
                 oneofIndex: field.isOneofMember ? oneofIndexes[field.quantifierOffset] : nil,
-                enumValues: enumValues
+                enumValues: enumValues,
+                oneofName: nil
             )
         }
+    }
+}
+
+extension ProtoEnum {
+    /// The declared values as (proto name, number), in declaration order.
+    static var declaredValues: [(name: String, number: Int32)] {
+        knownCases.map { ($0.protoValueName ?? "", $0.rawValue) }
+    }
+}
+
+extension ProtoRegistry {
+    /// The generated enum type with the fully-qualified proto name `name`.
+    public static func enumType(named name: String) -> (any ProtoEnum.Type)? {
+        enums.first { $0.protoName == name }
     }
 }

@@ -11,6 +11,8 @@ public protocol ProtoMessage: Hashable, Sendable {
     static var protoName: String { get }
     /// The protobuf-c descriptor of the message. Internal plumbing for generated code.
     static var _protobufC: _ProtoDescriptor { get }
+    /// The name of the oneof each oneof member belongs to, by field number; empty without oneofs.
+    static var protoOneofNames: [UInt32: String] { get }
     init()
     /// Reads the message from a protobuf-c struct. Internal plumbing for generated code.
     init(_protoReader reader: _ProtoReader) throws
@@ -31,6 +33,8 @@ public struct _ProtoDescriptor: @unchecked Sendable {
 }
 
 extension ProtoMessage {
+    public static var protoOneofNames: [UInt32: String] { [:] }
+
     /// The protobuf binary serialization of the message.
     ///
     /// Throws `WireError.unencodableValue` when a string holds a NUL character, which protobuf-c cannot carry.

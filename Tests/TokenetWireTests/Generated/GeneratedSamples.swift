@@ -122,7 +122,7 @@ extension ReflectionV1.FieldDescription {
 
 extension ReflectionV1.ListServicesRequest {
     static func samples() -> [Self] {
-        var base = Self()
+        let base = Self()
         var all = [base]
         return all
     }
@@ -228,7 +228,7 @@ extension TestingV1.Choice.Nested.Inner {
 
 extension TestingV1.Empty {
     static func samples() -> [Self] {
-        var base = Self()
+        let base = Self()
         var all = [base]
         return all
     }
@@ -383,7 +383,7 @@ extension WireV1.GoAway {
 
 extension WireV1.HalfClose {
     static func samples() -> [Self] {
-        var base = Self()
+        let base = Self()
         var all = [base]
         return all
     }
