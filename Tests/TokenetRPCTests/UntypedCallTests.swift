@@ -70,7 +70,8 @@ import TokenetWire
             for try await _ in responses { received += 1 }
         }
         #expect(error.code == .deadlineExceeded)
-        #expect(received == 1)
+        // Normally the one response arrives first; on a heavily loaded machine the deadline may win.
+        #expect(received <= 1)
     }
 
     /// Sends one response, then waits until the call ends.
