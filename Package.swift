@@ -66,6 +66,7 @@ let package = Package(
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
         .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
-        .testTarget(name: "TokenetNodeTests", dependencies: ["TokenetNode"]),
+        .testTarget(
+            name: "TokenetNodeTests", dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire"]),
     ]
 )
