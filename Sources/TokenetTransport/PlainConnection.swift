@@ -4,7 +4,8 @@
 /// All methods may be called from any task. `write` returns once the bytes are accepted into the connection's
 /// bounded outbound buffer; when the buffer is full it suspends until the socket drains. One `read` may be
 /// outstanding at a time; concurrent writes are queued in call order. Without TLS there is no close_notify, so the
-/// peer's TCP end-of-file ends the stream normally (`read` returns nil).
+/// peer's TCP end-of-file ends the stream normally (`read` returns nil) and, as a close_notify does for TLS, closes
+/// the connection: there is no half-close, later writes fail with `.connectionClosed`.
 ///
 /// Dropping the last reference closes the connection.
 public final class PlainConnection: Sendable {
