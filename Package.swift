@@ -53,6 +53,12 @@ let package = Package(
         // MARK: RPC runtime: connection and call state machines, clients, servers.
         .target(name: "TokenetRPC", dependencies: ["TokenetWire", "TokenetTransport"]),
 
+        // MARK: Storage: SQLite with WAL, foreign keys, migrations and transactions.
+        .target(name: "TokenetStorage", dependencies: ["CSQLite"]),
+
+        // MARK: Card data: numbers, schemes, JWE card-data encryption, encryption at rest, tokens.
+        .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims"]),
+
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
 
@@ -65,6 +71,8 @@ let package = Package(
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
         .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC"]),
+        .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage"]),
+        .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
         .testTarget(
             name: "TokenetNodeTests", dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire"]),

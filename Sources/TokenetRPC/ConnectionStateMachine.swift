@@ -357,6 +357,21 @@ struct ConnectionStateMachine {
         connectionError(.keepaliveTimeout, "no answer to keepalive ping")
     }
 
+    /// The idle timer fired: a connection with no open call closes; one with calls carries on.
+    mutating func idleTimedOut(after description: String) -> [Action] {
+        guard streams.isEmpty, state == .active || state == .awaitingHello else { return [] }
+        let goaway = WireV1.GoAway(
+            lastStreamID: lastPeerStreamID,
+            code: .idleTimeout,
+            reason: "no calls for \(description)"
+        )
+        state = .closed
+        return [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway))), .closeConnection(error: nil)]
+    }
+
+    /// Whether any call is open, for the idle timer.
+    var hasOpenCalls: Bool { !streams.isEmpty }
+
     /// The transport is gone (EOF, reset, TLS failure): every open call ends.
     mutating func transportClosed(reason: String) -> [Action] {
         guard state != .closed else { return [] }

@@ -31,10 +31,17 @@ public final class HealthService: Sendable {
         }
     }
 
-    /// Marks every service NOT_SERVING, for a node that is draining.
+    /// Marks every service NOT_SERVING and ends every watch after telling it so, for a node that is draining:
+    /// open watches must not hold the shutdown up.
     public func markAllNotServing() {
-        let services = state.withLock { Array($0.statuses.keys) }
-        for service in services { set(service, .notServing) }
+        state.withLock { state in
+            for service in state.statuses.keys { state.statuses[service] = .notServing }
+            for watcher in state.watchers.values {
+                watcher.continuation.yield(.notServing)
+                watcher.continuation.finish()
+            }
+            state.watchers.removeAll()
+        }
     }
 
     public func status(of service: String) -> Status? {
@@ -60,7 +67,7 @@ public final class HealthService: Sendable {
             }
             defer { _ = self.state.withLock { $0.watchers.removeValue(forKey: id) } }
             for await status in updates {
-                try writer.send(HealthV1.HealthCheckResponse(status: status))
+                try await writer.send(HealthV1.HealthCheckResponse(status: status))
             }
         }
     }

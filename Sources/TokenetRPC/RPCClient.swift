@@ -22,8 +22,18 @@ public final class RPCClient: Sendable {
     private let runner: Task<Void, Never>
 
     /// Starts a client connection over `stream`; it runs until `close()` or until the peer goes away.
-    public init(stream: any ByteStream, settings: ConnectionSettings = .defaults) {
-        let connection = RPCConnection(stream: stream, role: .client, settings: settings, handler: nil)
+    public init(
+        stream: any ByteStream,
+        settings: ConnectionSettings = .defaults,
+        timers: ConnectionTimers = ConnectionTimers()
+    ) {
+        let connection = RPCConnection(
+            stream: stream,
+            role: .client,
+            settings: settings,
+            timers: timers,
+            handler: nil
+        )
         self.connection = connection
         self.runner = Task { await connection.run() }
     }
@@ -160,8 +170,11 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
     let id: UInt32
     let connection: RPCConnection
 
-    public func send(_ request: Request) throws {
+    /// Suspends while the server has not granted flow-control window for what was sent before, or while the
+    /// connection's outbound buffer is full.
+    public func send(_ request: Request) async throws {
         connection.sendRequest(id, try request.serializedData())
+        await connection.waitForSendCapacity(id)
     }
 
     /// No more requests.

@@ -34,17 +34,30 @@ final class RPCConnection: Sendable {
         var serverCalls: [UInt32: ServerCallState] = [:]
         var closedWaiters: [CheckedContinuation<Void, Never>] = []
         var finished = false
+        /// Keepalive and idle bookkeeping, read by the timer task.
+        var lastReceived = ContinuousClock.now
+        var lastCallActivity = ContinuousClock.now
+        var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
+        /// Senders waiting for flow-control window or for the outbound buffer to drain.
+        var capacityWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let stream: any ByteStream
     let role: ConnectionStateMachine.Role
-    private let core: Mutex<Core>
+    let core: Mutex<Core>
     private let handler: CallHandler?
     private let maximumInboundFrameSize: Int
+    let timers: ConnectionTimers
 
-    init(stream: any ByteStream, role: ConnectionStateMachine.Role, settings: ConnectionSettings, handler: CallHandler?)
-    {
+    init(
+        stream: any ByteStream,
+        role: ConnectionStateMachine.Role,
+        settings: ConnectionSettings,
+        timers: ConnectionTimers = ConnectionTimers(),
+        handler: CallHandler?
+    ) {
         self.stream = stream
+        self.timers = timers
         self.role = role
         self.handler = handler
         self.maximumInboundFrameSize = settings.maxFrameSize
@@ -58,7 +71,10 @@ final class RPCConnection: Sendable {
     func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.writeLoop() }
+            // Cancelled as soon as reading ends, so a long keepalive interval never delays the close.
+            let timer = timers.isEnabled ? Task { await self.timerLoop() } : nil
             await self.readLoop()
+            timer?.cancel()
         }
         await stream.close()
         let waiters = core.withLock { core in
@@ -107,6 +123,7 @@ final class RPCConnection: Sendable {
                 break
             }
             decoder.feed(chunk)
+            noteReceived()
             while true {
                 let frame: WireV1.Frame?
                 do {
@@ -159,6 +176,7 @@ final class RPCConnection: Sendable {
                 if !core.outbound.isEmpty {
                     var bytes: [UInt8] = []
                     swap(&bytes, &core.outbound)
+                    wakeCapacityWaiters(&core)
                     return .write(bytes)
                 }
                 return core.closing ? .done : .wait
@@ -195,10 +213,11 @@ final class RPCConnection: Sendable {
         core.withLock { core in
             let actions = event(&core)
             apply(actions, to: &core)
+            wakeCapacityWaiters(&core)
         }
     }
 
-    private func apply(_ actions: [ConnectionStateMachine.Action], to core: inout Core) {
+    func apply(_ actions: [ConnectionStateMachine.Action], to core: inout Core) {
         for action in actions {
             switch action {
             case .write(let frame):
@@ -235,8 +254,8 @@ final class RPCConnection: Sendable {
                     call.task?.cancel()
                     call.requests.finish(throwing: CancellationError())
                 }
-            case .pongReceived:
-                break
+            case .pongReceived(let payload):
+                if core.outstandingPing?.payload == payload { core.outstandingPing = nil }
             case .closeConnection(let error):
                 core.closing = true
                 core.closeError = error

@@ -45,9 +45,12 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     let call: ServerCall
 
     /// Sends one response. Throws `CANCELLED` once the call is over (the client cancelled or went away).
-    public func send(_ response: Response) throws {
+    /// Suspends while the client has not granted flow-control window for what was sent before, or while the
+    /// connection's outbound buffer is full: a client that stops reading slows its own call down and never makes
+    /// the server buffer without bound.
+    public func send(_ response: Response) async throws {
         try Task.checkCancellation()
-        try call.send(try response.serializedData())
+        try await call.send(try response.serializedData())
     }
 }
 
@@ -77,15 +80,17 @@ public struct RPCRouter: Sendable {
         Set(routes.keys.compactMap { path in path.split(separator: "/").first.map(String.init) })
     }
 
+    /// Registers a unary handler. `allowedRoles` overrides the roles the `.proto` declares for the method; with
+    /// neither, any peer may call.
     public mutating func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
         _ body: @escaping @Sendable (Request, ServerContext) async throws -> Response
     ) {
-        routes[method.path] = Route(kind: .unary, allowedRoles: allowedRoles) { call, context in
+        routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
             let response = try await body(request, context)
-            try call.send(try response.serializedData())
+            try await call.send(try response.serializedData())
         }
     }
 
@@ -94,7 +99,8 @@ public struct RPCRouter: Sendable {
         allowedRoles: Set<PeerRole>? = nil,
         _ body: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
-        routes[method.path] = Route(kind: .serverStreaming, allowedRoles: allowedRoles) { call, context in
+        routes[method.path] = Route(kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
+            call, context in
             let request = try await Self.singleRequest(Request.self, call)
             try await body(request, ResponseWriter(call: call), context)
         }
@@ -105,9 +111,10 @@ public struct RPCRouter: Sendable {
         allowedRoles: Set<PeerRole>? = nil,
         _ body: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
     ) {
-        routes[method.path] = Route(kind: .clientStreaming, allowedRoles: allowedRoles) { call, context in
+        routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
+            call, context in
             let response = try await body(RequestStream(call: call), context)
-            try call.send(try response.serializedData())
+            try await call.send(try response.serializedData())
         }
     }
 
@@ -117,9 +124,20 @@ public struct RPCRouter: Sendable {
         _ body:
             @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
-        routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: allowedRoles) { call, context in
+        routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
+            call, context in
             try await body(RequestStream(call: call), ResponseWriter(call: call), context)
         }
+    }
+
+    /// The roles given at registration, else those the `.proto` declares, else nil for any peer.
+    private static func roles<Request, Response>(
+        _ given: Set<PeerRole>?,
+        _ method: MethodDescriptor<Request, Response>
+    ) -> Set<PeerRole>? {
+        if let given { return given }
+        guard !method.allowedRoles.isEmpty else { return nil }
+        return Set(method.allowedRoles.compactMap(PeerRole.init(rawValue:)))
     }
 
     /// Unary and server-streaming calls carry exactly one request.

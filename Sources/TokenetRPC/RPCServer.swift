@@ -19,6 +19,7 @@ public struct CallRecord: Sendable {
 public final class RPCServer: Sendable {
     public let router: RPCRouter
     let settings: ConnectionSettings
+    let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
     private let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
@@ -26,16 +27,19 @@ public final class RPCServer: Sendable {
     public init(
         router: RPCRouter,
         settings: ConnectionSettings = .defaults,
+        timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil
     ) {
         self.router = router
         self.settings = settings
+        self.timers = timers
         self.callLog = callLog
     }
 
     /// Serves one connection until it closes.
     public func serve(_ stream: any ByteStream) async {
-        let connection = RPCConnection(stream: stream, role: .server, settings: settings) { [self] call in
+        let connection = RPCConnection(stream: stream, role: .server, settings: settings, timers: timers) {
+            [self] call in
             await self.handle(call)
         }
         let key = ObjectIdentifier(connection)

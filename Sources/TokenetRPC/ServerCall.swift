@@ -30,10 +30,11 @@ final class ServerCall: Sendable {
         self.requests = requests
     }
 
-    func send(_ data: Data) throws {
+    func send(_ data: Data) async throws {
         guard connection.sendResponse(streamID, data) else {
             throw RPCError(.cancelled, "the call is over")
         }
+        await connection.waitForSendCapacity(streamID)
     }
 
     func finish(_ status: WireV1.Status) {

@@ -29,7 +29,8 @@ import TokenetWire
         var options = NodeOptions()
         options.plaintext = true
         var router = RPCRouter()
-        router.unary(TestingV1.Echo.unary, allowedRoles: [.operator]) { request, _ in request }
+        // Roles declared in the .proto (operator, issuer) apply without being repeated here.
+        router.unary(TestingV1.Echo.restricted) { request, _ in request }
         let listener = try await offThePool { [options, router] in
             try RPCNodeListener.bind(options: options, router: router, logger: Self.logger())
         }
@@ -37,7 +38,7 @@ import TokenetWire
         defer { loop.shutdown() }
         let client = try await Self.plainClient(to: listener.boundAddress, on: loop)
         let error = await #expect(throws: RPCError.self) {
-            try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1))
+            try await client.unary(TestingV1.Echo.restricted, TestingV1.Scalars(fInt32: 1))
         }
         #expect(error?.code == .permissionDenied)
         let service = HealthV1.HealthCheckRequest(service: TestingV1.Echo.serviceName)

@@ -287,4 +287,25 @@ import TokenetWire
         #expect(machine.receive(WireV1.Frame(streamID: 1)) == [])
         #expect(machine.state == .active)
     }
+
+    @Test func idleTimeoutClosesOnlyAnIdleConnection() {
+        var busy = Self.server()
+        _ = busy.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(busy.idleTimedOut(after: "5 s") == [])
+        var idle = Self.server()
+        let goaway = WireV1.GoAway(code: .idleTimeout, reason: "no calls for 5 s")
+        #expect(
+            idle.idleTimedOut(after: "5 s") == [.write(Self.frame(0, .goaway(goaway))), .closeConnection(error: nil)]
+        )
+    }
+
+    @Test func keepaliveTimeoutIsAConnectionError() throws {
+        var client = Self.client()
+        _ = try client.openCall(Self.start)
+        let actions = client.keepaliveTimedOut()
+        #expect(Self.goawayCode(actions) == .keepaliveTimeout)
+        #expect(
+            actions.contains(
+                .failCall(streamID: 1, code: .unavailable, message: "connection closed: no answer to keepalive ping")))
+    }
 }

@@ -38,7 +38,7 @@ import TokenetWire
         }
         router.serverStreaming(Echo.serverStream) { request, writer, _ in
             for index in 0..<Int(request.fUint32) {
-                try writer.send(Scalars(fInt32: Int32(index)))
+                try await writer.send(Scalars(fInt32: Int32(index)))
             }
         }
         router.clientStreaming(Echo.clientStream) { requests, _ in
@@ -48,7 +48,7 @@ import TokenetWire
         }
         router.bidirectional(Echo.bidi) { requests, writer, _ in
             for try await request in requests {
-                try writer.send(request)
+                try await writer.send(request)
             }
         }
         return router
@@ -72,7 +72,7 @@ import TokenetWire
     @Test func clientStreamingCall() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         let response = try await client.clientStreaming(Echo.clientStream) { writer in
-            for value in 1...10 { try writer.send(Scalars(fInt32: Int32(value))) }
+            for value in 1...10 { try await writer.send(Scalars(fInt32: Int32(value))) }
         }
         #expect(response.fInt32 == 55)
     }
@@ -82,7 +82,7 @@ import TokenetWire
         let (requests, responses) = try client.bidirectional(Echo.bidi)
         var iterator = responses.makeAsyncIterator()
         for value in ["a", "b", "c"] {
-            try requests.send(TestingV1.Choice(pick: .text(value)))
+            try await requests.send(TestingV1.Choice(pick: .text(value)))
             let echoed = try await iterator.next()
             #expect(echoed?.pick == .text(value))
         }

@@ -73,7 +73,7 @@ import TokenetWire
         var router = RPCRouter()
         router.unary(Echo.unary, allowedRoles: [.operator]) { request, _ in request }
         router.serverStreaming(Echo.serverStream) { request, writer, _ in
-            for index in 0..<Int(request.fUint32) { try writer.send(Scalars(fInt32: Int32(index))) }
+            for index in 0..<Int(request.fUint32) { try await writer.send(Scalars(fInt32: Int32(index))) }
         }
         let harness = try await Self.start(router)
         let client = try await harness.client()

@@ -92,11 +92,11 @@ import TokenetWire
         for try await _ in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 100)) { streamed += 1 }
         #expect(streamed == 100)
         let sum = try await client.clientStreaming(Echo.clientStream) { writer in
-            for value in 1...100 { try writer.send(Scalars(fInt32: Int32(value))) }
+            for value in 1...100 { try await writer.send(Scalars(fInt32: Int32(value))) }
         }
         #expect(sum.fInt32 == 5050)
         let (requests, responses) = try client.bidirectional(Echo.bidi)
-        try requests.send(TestingV1.Choice(pick: .text("ping")))
+        try await requests.send(TestingV1.Choice(pick: .text("ping")))
         requests.finish()
         var echoed: [TestingV1.Choice] = []
         for try await response in responses { echoed.append(response) }

@@ -6,6 +6,7 @@
 #define CTOKENET_PROTOS_H
 
 #include "tokenet/health/v1/health.pb-c.h"
+#include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 

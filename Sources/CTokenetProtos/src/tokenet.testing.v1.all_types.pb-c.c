@@ -1098,17 +1098,19 @@ const ProtobufCEnumDescriptor tokenet__testing__v1__color__descriptor =
   tokenet__testing__v1__color__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor tokenet__testing__v1__echo__method_descriptors[4] =
+static const ProtobufCMethodDescriptor tokenet__testing__v1__echo__method_descriptors[5] =
 {
   { "Unary", &tokenet__testing__v1__scalars__descriptor, &tokenet__testing__v1__scalars__descriptor },
+  { "Restricted", &tokenet__testing__v1__scalars__descriptor, &tokenet__testing__v1__scalars__descriptor },
   { "ServerStream", &tokenet__testing__v1__scalars__descriptor, &tokenet__testing__v1__scalars__descriptor },
   { "ClientStream", &tokenet__testing__v1__scalars__descriptor, &tokenet__testing__v1__scalars__descriptor },
   { "Bidi", &tokenet__testing__v1__choice__descriptor, &tokenet__testing__v1__choice__descriptor },
 };
 const unsigned tokenet__testing__v1__echo__method_indices_by_name[] = {
-  3,        /* Bidi */
-  2,        /* ClientStream */
-  1,        /* ServerStream */
+  4,        /* Bidi */
+  3,        /* ClientStream */
+  1,        /* Restricted */
+  2,        /* ServerStream */
   0         /* Unary */
 };
 const ProtobufCServiceDescriptor tokenet__testing__v1__echo__descriptor =
@@ -1118,7 +1120,7 @@ const ProtobufCServiceDescriptor tokenet__testing__v1__echo__descriptor =
   "Echo",
   "Tokenet__Testing__V1__Echo",
   "tokenet.testing.v1",
-  4,
+  5,
   tokenet__testing__v1__echo__method_descriptors,
   tokenet__testing__v1__echo__method_indices_by_name
 };
@@ -1130,15 +1132,15 @@ void tokenet__testing__v1__echo__unary(ProtobufCService *service,
   assert(service->descriptor == &tokenet__testing__v1__echo__descriptor);
   service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
-void tokenet__testing__v1__echo__server_stream(ProtobufCService *service,
-                                               const Tokenet__Testing__V1__Scalars *input,
-                                               Tokenet__Testing__V1__Scalars_Closure closure,
-                                               void *closure_data)
+void tokenet__testing__v1__echo__restricted(ProtobufCService *service,
+                                            const Tokenet__Testing__V1__Scalars *input,
+                                            Tokenet__Testing__V1__Scalars_Closure closure,
+                                            void *closure_data)
 {
   assert(service->descriptor == &tokenet__testing__v1__echo__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
-void tokenet__testing__v1__echo__client_stream(ProtobufCService *service,
+void tokenet__testing__v1__echo__server_stream(ProtobufCService *service,
                                                const Tokenet__Testing__V1__Scalars *input,
                                                Tokenet__Testing__V1__Scalars_Closure closure,
                                                void *closure_data)
@@ -1146,13 +1148,21 @@ void tokenet__testing__v1__echo__client_stream(ProtobufCService *service,
   assert(service->descriptor == &tokenet__testing__v1__echo__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void tokenet__testing__v1__echo__client_stream(ProtobufCService *service,
+                                               const Tokenet__Testing__V1__Scalars *input,
+                                               Tokenet__Testing__V1__Scalars_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &tokenet__testing__v1__echo__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void tokenet__testing__v1__echo__bidi(ProtobufCService *service,
                                       const Tokenet__Testing__V1__Choice *input,
                                       Tokenet__Testing__V1__Choice_Closure closure,
                                       void *closure_data)
 {
   assert(service->descriptor == &tokenet__testing__v1__echo__descriptor);
-  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__testing__v1__echo__init (Tokenet__Testing__V1__Echo_Service *service,
                                        Tokenet__Testing__V1__Echo_ServiceDestroy destroy)

@@ -4,14 +4,14 @@ import Foundation
 ///
 /// A pure state machine with no I/O, so the transport driver owns sockets and this type owns the rules:
 ///
-///     try decoder.feed(bytesJustRead)        // never throws; remembers a problem for `nextFrame()`
+///     decoder.feed(bytesJustRead)            // never throws; a problem is reported by `nextFrame()`
 ///     while let frame = try decoder.nextFrame() { handle(frame) }
 ///     // on end of stream:
 ///     try decoder.finish()                   // throws `.truncatedFrame` if a frame was cut off
 ///
 /// Every length prefix is checked against `maximumFrameSize` inside `feed` the moment its fourth byte arrives, and the
-/// bytes of an oversized frame are never buffered, so a peer cannot make the decoder hold more than one legal frame
-/// plus one chunk. The rejection is reported by `nextFrame()` once the complete frames in front of it have been
+/// bytes of an oversized frame are never buffered, so a driver that pulls frames after each chunk never holds more
+/// than one chunk plus one partial frame of legal size. The rejection is reported by `nextFrame()` once the complete frames in front of it have been
 /// pulled, so every frame the peer sent before the violation is still seen in order, whatever the chunking.
 ///
 /// After any error the decoder stays failed: every later `nextFrame()` and `finish()` throws the same error and fed
@@ -20,8 +20,18 @@ public struct FrameDecoder: Sendable {
     /// The largest frame (the N of the length prefix) this side accepts; it announces it in its `Hello`.
     public let maximumFrameSize: Int
 
-    /// The first error met; once set the decoder only ever reports it.
-    public private(set) var failure: WireError?
+    /// Where the decoder stands; the byte bookkeeping below applies while it is `.reading` or `.rejecting`.
+    private enum State: Sendable {
+        /// Accepting bytes and returning frames.
+        case reading
+        /// An oversized prefix was found at `scanIndex` (then equal to `buffer.count`) and its bytes were dropped;
+        /// the frames in front of it can still be pulled, after which `nextFrame()` reports the error.
+        case rejecting(WireError)
+        /// An error was reported; the decoder only ever reports it again.
+        case failed(WireError)
+    }
+
+    private var state = State.reading
 
     /// Received bytes not yet returned as frames are `buffer[readIndex...]`; they start at a length prefix.
     ///
@@ -32,9 +42,6 @@ public struct FrameDecoder: Sendable {
     /// Index in `buffer` of the next length prefix not yet checked against the maximum. Every prefix before it has
     /// been checked. It lies beyond `buffer.count` while the body of the last checked frame is still arriving.
     private var scanIndex = 0
-    /// An oversized prefix found at `scanIndex` (then equal to `buffer.count`), reported by `nextFrame()` once the
-    /// frames in front of it are consumed.
-    private var rejection: WireError?
 
     /// - Parameter maximumFrameSize: the largest frame accepted; values above `UInt32.max` act as `UInt32.max`.
     public init(maximumFrameSize: Int = FrameFormat.defaultMaximumFrameSize) {
@@ -44,6 +51,11 @@ public struct FrameDecoder: Sendable {
 
     /// Bytes received and held but not yet returned as frames.
     public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// The error the decoder reported, after which it stays failed; nil while it is healthy.
+    public var failure: WireError? {
+        if case .failed(let error) = state { error } else { nil }
+    }
 
     /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) {
@@ -63,10 +75,10 @@ public struct FrameDecoder: Sendable {
     /// - Throws: `WireError.frameTooLarge` when the next prefix exceeds `maximumFrameSize`,
     ///   `WireError.invalidMessage` when a frame's bytes are not a `WireV1.Frame`, or the earlier error.
     public mutating func nextFrame() throws -> WireV1.Frame? {
-        if let failure { throw failure }
+        if case .failed(let error) = state { throw error }
         let available = buffer.count - readIndex
         guard available >= FrameFormat.lengthPrefixSize else {
-            if available == 0, let rejection { throw fail(rejection) }
+            if available == 0, case .rejecting(let error) = state { throw fail(error) }
             return nil
         }
         let length = lengthPrefix(at: readIndex)
@@ -95,8 +107,11 @@ public struct FrameDecoder: Sendable {
     /// - Throws: `WireError.truncatedFrame` when the stream stopped inside a length prefix or a frame body (the peer
     ///   closed mid-frame), `WireError.frameTooLarge` for an oversized prefix not yet reported, or the earlier error.
     public mutating func finish() throws {
-        if let failure { throw failure }
-        if let rejection { throw fail(rejection) }
+        switch state {
+        case .reading: break
+        case .rejecting(let error): throw fail(error)
+        case .failed(let error): throw error
+        }
         var index = readIndex
         var length = 0
         while buffer.count - index >= FrameFormat.lengthPrefixSize {
@@ -125,7 +140,7 @@ public struct FrameDecoder: Sendable {
     // MARK: - Internals
 
     private mutating func feed(contiguous chunk: UnsafeBufferPointer<UInt8>) {
-        guard failure == nil, rejection == nil, !chunk.isEmpty else { return }
+        guard case .reading = state, !chunk.isEmpty else { return }
         compactIfCheap()
         let buffered = buffer.count
         let total = buffered + chunk.count
@@ -135,9 +150,11 @@ public struct FrameDecoder: Sendable {
         while total - scanIndex >= FrameFormat.lengthPrefixSize {
             let length = lengthPrefix(at: scanIndex, continuedBy: chunk)
             guard length <= maximumFrameSize else {
-                rejection = WireError(
-                    .frameTooLarge,
-                    "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
+                state = .rejecting(
+                    WireError(
+                        .frameTooLarge,
+                        "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
+                    )
                 )
                 if scanIndex < buffered {
                     // The first bytes of the bad prefix were already buffered: drop them too.
@@ -163,8 +180,7 @@ public struct FrameDecoder: Sendable {
 
     /// Enters the failed state, releasing the buffer, and returns the error to throw.
     private mutating func fail(_ error: WireError) -> WireError {
-        failure = error
-        rejection = nil
+        state = .failed(error)
         buffer = []
         readIndex = 0
         scanIndex = 0

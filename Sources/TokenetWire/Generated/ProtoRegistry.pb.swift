@@ -3,6 +3,9 @@
 /// Messages, enums and services of the proto package `tokenet.health.v1`.
 public enum HealthV1 {}
 
+/// Messages, enums and services of the proto package `tokenet.rpc.v1`.
+public enum RpcV1 {}
+
 /// Messages, enums and services of the proto package `tokenet.testing.v1`.
 public enum TestingV1 {}
 

@@ -512,6 +512,11 @@ extension TestingV1 {
             service: serviceName, name: "Unary", kind: .unary
         )
 
+        /// Only operators and issuers may call this one.
+        public static let restricted = MethodDescriptor<TestingV1.Scalars, TestingV1.Scalars>(
+            service: serviceName, name: "Restricted", kind: .unary, allowedRoles: ["operator", "issuer"]
+        )
+
         public static let serverStream = MethodDescriptor<TestingV1.Scalars, TestingV1.Scalars>(
             service: serviceName, name: "ServerStream", kind: .serverStreaming
         )
@@ -526,7 +531,7 @@ extension TestingV1 {
 
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [unary.erased, serverStream.erased, clientStream.erased, bidi.erased]
+            methods: [unary.erased, restricted.erased, serverStream.erased, clientStream.erased, bidi.erased]
         )
     }
 }

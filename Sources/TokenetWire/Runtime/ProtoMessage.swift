@@ -49,12 +49,14 @@ extension ProtoMessage {
     public func appendSerializedBytes(to buffer: inout [UInt8]) throws {
         try withCMessage { message in
             let size = protobuf_c_message_get_packed_size(message)
-            let start = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: size))
-            let written = buffer.withUnsafeMutableBufferPointer { out in
-                protobuf_c_message_pack(message, out.baseAddress! + start)
+            guard size > 0 else { return }
+            // Packed into fresh uninitialized storage, then appended with one memcpy: growing `buffer` element by
+            // element first costs far more than the copy.
+            let packed = [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
+                initialized = protobuf_c_message_pack(message, out.baseAddress!)
             }
-            precondition(written == size, "protobuf-c packed \(written) bytes, announced \(size)")
+            precondition(packed.count == size, "protobuf-c packed \(packed.count) bytes, announced \(size)")
+            buffer.append(contentsOf: packed)
         }
     }
 

@@ -21,11 +21,15 @@ public struct MethodDescriptor<Request: ProtoMessage, Response: ProtoMessage>: H
     /// Method name as declared, for example `Check`.
     public let name: String
     public let kind: RPCKind
+    /// The peer roles the `.proto` allows to call the method (`tokenet.rpc.v1.allowed_roles`); empty for any
+    /// authenticated peer.
+    public let allowedRoles: [String]
 
-    public init(service: String, name: String, kind: RPCKind) {
+    public init(service: String, name: String, kind: RPCKind, allowedRoles: [String] = []) {
         self.service = service
         self.name = name
         self.kind = kind
+        self.allowedRoles = allowedRoles
     }
 
     /// The path carried in `CallStart.method`: `/tokenet.health.v1.Health/Check`.
@@ -33,7 +37,14 @@ public struct MethodDescriptor<Request: ProtoMessage, Response: ProtoMessage>: H
 
     /// The same method without its static types, for registries and reflection.
     public var erased: AnyMethodDescriptor {
-        AnyMethodDescriptor(service: service, name: name, kind: kind, request: Request.self, response: Response.self)
+        AnyMethodDescriptor(
+            service: service,
+            name: name,
+            kind: kind,
+            allowedRoles: allowedRoles,
+            request: Request.self,
+            response: Response.self
+        )
     }
 }
 
@@ -42,6 +53,7 @@ public struct AnyMethodDescriptor: Sendable {
     public let service: String
     public let name: String
     public let kind: RPCKind
+    public let allowedRoles: [String]
     public let request: any ProtoMessage.Type
     public let response: any ProtoMessage.Type
 

@@ -1,0 +1,2 @@
+/// Card data: numbers, schemes, encryption, tokens.
+enum TokenetCardModule {}

@@ -1,0 +1,246 @@
+import Foundation
+import Synchronization
+import TokenetWire
+
+/// What typed clients call through: one connection (`RPCClient`) or a self-healing channel (`RPCChannel`).
+public protocol RPCCaller: Sendable {
+    func unary<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        _ request: Request,
+        options: CallOptions
+    ) async throws -> Response
+
+    func serverStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        _ request: Request,
+        options: CallOptions
+    ) async throws -> ResponseStream<Response>
+
+    func clientStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        options: CallOptions,
+        requests: @Sendable (RequestWriter<Request>) async throws -> Void
+    ) async throws -> Response
+
+    func bidirectional<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        options: CallOptions
+    ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>)
+}
+
+extension RPCClient: RPCCaller {}
+
+/// Calls to one peer over a shared connection that is opened on first use and reopened after it is lost.
+///
+/// Concurrent calls share one connection; while it is being (re)made they wait for it. Failed attempts back off
+/// exponentially with jitter, and a call waits for readiness only within its own deadline (without one, for a few
+/// attempts), then fails with `UNAVAILABLE` and the last connection error.
+public final class RPCChannel: RPCCaller {
+    public typealias Connector = @Sendable () async throws -> any ByteStream
+
+    /// Delays between connection attempts.
+    public struct Backoff: Sendable {
+        public var initial: Duration
+        public var maximum: Duration
+        public var multiplier: Double
+        /// Each delay is randomised by up to this fraction either way, so many clients do not retry in step.
+        public var jitter: Double
+
+        public init(
+            initial: Duration = .milliseconds(100),
+            maximum: Duration = .seconds(5),
+            multiplier: Double = 1.6,
+            jitter: Double = 0.2
+        ) {
+            self.initial = initial
+            self.maximum = maximum
+            self.multiplier = multiplier
+            self.jitter = jitter
+        }
+
+        /// The delay before attempt `attempt` (1 for the first retry).
+        public func delay(beforeAttempt attempt: Int, random: Double = Double.random(in: -1...1)) -> Duration {
+            let base = initial * pow(multiplier, Double(max(attempt - 1, 0)))
+            let capped = min(base, maximum)
+            return capped * (1 + jitter * random)
+        }
+    }
+
+    private struct State {
+        var client: RPCClient?
+        var connecting = false
+        var failures = 0
+        var lastError: (any Error)?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var closed = false
+    }
+
+    private let connector: Connector
+    private let settings: ConnectionSettings
+    private let timers: ConnectionTimers
+    private let backoff: Backoff
+    /// Attempts a call without a deadline makes before giving up.
+    private let attemptsWithoutDeadline: Int
+    private let state = Mutex(State())
+
+    public init(
+        settings: ConnectionSettings = .defaults,
+        timers: ConnectionTimers = ConnectionTimers(),
+        backoff: Backoff = Backoff(),
+        attemptsWithoutDeadline: Int = 5,
+        connector: @escaping Connector
+    ) {
+        self.connector = connector
+        self.settings = settings
+        self.timers = timers
+        self.backoff = backoff
+        self.attemptsWithoutDeadline = attemptsWithoutDeadline
+    }
+
+    /// Closes the current connection gracefully; later calls fail with `UNAVAILABLE`.
+    public func close() async {
+        let client = state.withLock { state in
+            state.closed = true
+            return state.client
+        }
+        await client?.close()
+    }
+
+    /// Number of failed connection attempts since the last success.
+    public var consecutiveFailures: Int { state.withLock { $0.failures } }
+
+    // MARK: - Calls
+
+    public func unary<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        _ request: Request,
+        options: CallOptions = CallOptions()
+    ) async throws -> Response {
+        try await client(for: options).unary(method, request, options: options)
+    }
+
+    public func serverStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        _ request: Request,
+        options: CallOptions = CallOptions()
+    ) async throws -> ResponseStream<Response> {
+        try await client(for: options).serverStreaming(method, request, options: options)
+    }
+
+    public func clientStreaming<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        options: CallOptions = CallOptions(),
+        requests: @Sendable (RequestWriter<Request>) async throws -> Void
+    ) async throws -> Response {
+        try await client(for: options).clientStreaming(method, options: options, requests: requests)
+    }
+
+    public func bidirectional<Request, Response>(
+        _ method: MethodDescriptor<Request, Response>,
+        options: CallOptions = CallOptions()
+    ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+        try await client(for: options).bidirectional(method, options: options)
+    }
+
+    // MARK: - Connecting
+
+    private enum Step {
+        case ready(RPCClient)
+        case wait
+        case connect(attempt: Int)
+        case fail(RPCError)
+    }
+
+    private func client(for options: CallOptions) async throws -> RPCClient {
+        var deadline = options.timeout.map { ContinuousClock.now + $0 }
+        if let inherited = ServerContext.current?.deadline { deadline = min(deadline ?? inherited, inherited) }
+        return try await client(before: deadline)
+    }
+
+    /// A usable connection, made or remade as needed, before `deadline`.
+    func client(before deadline: ContinuousClock.Instant?) async throws -> RPCClient {
+        var attemptsMade = 0
+        while true {
+            let step: Step = state.withLock { state in
+                if state.closed { return .fail(RPCError(.unavailable, "the channel is closed")) }
+                if let client = state.client, client.isUsable { return .ready(client) }
+                state.client = nil
+                if state.connecting { return .wait }
+                if deadline == nil, attemptsMade >= attemptsWithoutDeadline {
+                    return .fail(Self.unavailable(state.lastError, attempts: attemptsMade))
+                }
+                state.connecting = true
+                return .connect(attempt: state.failures)
+            }
+            switch step {
+            case .ready(let client):
+                return client
+            case .fail(let error):
+                throw error
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state in
+                        guard state.connecting else { return true }
+                        state.waiters.append(continuation)
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+                if let deadline, ContinuousClock.now >= deadline {
+                    throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
+                }
+            case .connect(let failures):
+                attemptsMade += 1
+                try await attempt(afterFailures: failures, before: deadline)
+            }
+        }
+    }
+
+    /// One connection attempt, after the backoff its predecessors earned. Always clears `connecting`.
+    private func attempt(afterFailures failures: Int, before deadline: ContinuousClock.Instant?) async throws {
+        var outcome: Result<RPCClient, any Error>
+        let delay = failures > 0 ? backoff.delay(beforeAttempt: failures) : .zero
+        if let deadline, ContinuousClock.now + delay >= deadline {
+            let error = state.withLock { Self.unavailable($0.lastError, attempts: $0.failures) }
+            finishAttempt(.failure(error), countsAsFailure: false)
+            throw error
+        }
+        do {
+            if delay > .zero { try await Task.sleep(for: delay) }
+            let stream = try await withDeadline(deadline) { try await self.connector() }
+            outcome = .success(RPCClient(stream: stream, settings: settings, timers: timers))
+        } catch {
+            outcome = .failure(error)
+        }
+        finishAttempt(outcome, countsAsFailure: true)
+        if case .failure(let error) = outcome, let deadline, ContinuousClock.now >= deadline {
+            throw Self.unavailable(error, attempts: failures + 1)
+        }
+    }
+
+    private func finishAttempt(_ outcome: Result<RPCClient, any Error>, countsAsFailure: Bool) {
+        let waiters = state.withLock { state in
+            state.connecting = false
+            switch outcome {
+            case .success(let client):
+                state.client = client
+                state.failures = 0
+                state.lastError = nil
+            case .failure(let error):
+                if countsAsFailure {
+                    state.failures += 1
+                    state.lastError = error
+                }
+            }
+            let waiters = state.waiters
+            state.waiters.removeAll()
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private static func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {
+        let reason = error.map { "\($0)" } ?? "no connection attempt finished"
+        return RPCError(.unavailable, "cannot connect after \(attempts) attempt(s): \(reason)", cause: error)
+    }
+}

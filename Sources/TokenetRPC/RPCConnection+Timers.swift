@@ -1,0 +1,65 @@
+import Foundation
+
+/// Keepalive and idle limits of one connection. Both are off unless set.
+public struct ConnectionTimers: Sendable {
+    /// Ping the peer after this long without receiving anything.
+    public var keepaliveInterval: Duration?
+    /// Close the connection when a ping stays unanswered this long.
+    public var keepaliveTimeout: Duration
+    /// Close a connection that has had no open call for this long (goaway IDLE_TIMEOUT).
+    public var idleTimeout: Duration?
+
+    public init(
+        keepaliveInterval: Duration? = nil, keepaliveTimeout: Duration = .seconds(20), idleTimeout: Duration? = nil
+    ) {
+        self.keepaliveInterval = keepaliveInterval
+        self.keepaliveTimeout = keepaliveTimeout
+        self.idleTimeout = idleTimeout
+    }
+
+    var isEnabled: Bool { keepaliveInterval != nil || idleTimeout != nil }
+
+    /// How often the timer task looks: often enough for the shortest limit, never busier than every 10 ms.
+    var tick: Duration {
+        let limits = [keepaliveInterval, idleTimeout, keepaliveInterval.map { _ in keepaliveTimeout }].compactMap { $0 }
+        return max((limits.min() ?? .seconds(1)) / 4, .milliseconds(10))
+    }
+}
+
+extension RPCConnection {
+    /// Something arrived from the peer: it is alive.
+    func noteReceived() {
+        core.withLock { core in
+            core.lastReceived = .now
+            if core.machine.hasOpenCalls { core.lastCallActivity = .now }
+        }
+    }
+
+    /// Checks the keepalive and idle limits until the connection closes. The decisions are the state machine's;
+    /// this loop only measures time.
+    func timerLoop() async {
+        let tick = timers.tick
+        while !Task.isCancelled {
+            guard (try? await Task.sleep(for: tick)) != nil else { return }
+            let closing = core.withLock { core -> Bool in
+                if core.closing { return true }
+                let now = ContinuousClock.now
+                if core.machine.hasOpenCalls { core.lastCallActivity = now }
+                if let ping = core.outstandingPing, now - ping.sentAt >= timers.keepaliveTimeout {
+                    apply(core.machine.keepaliveTimedOut(), to: &core)
+                } else if let interval = timers.keepaliveInterval, core.outstandingPing == nil,
+                    now - core.lastReceived >= interval
+                {
+                    let payload = UInt64.random(in: 1...UInt64.max)
+                    core.outstandingPing = (payload, now)
+                    apply(core.machine.ping(payload: payload), to: &core)
+                }
+                if let idle = timers.idleTimeout, now - core.lastCallActivity >= idle {
+                    apply(core.machine.idleTimedOut(after: "\(idle)"), to: &core)
+                }
+                return core.closing
+            }
+            if closing { return }
+        }
+    }
+}

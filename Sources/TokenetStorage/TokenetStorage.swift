@@ -1,0 +1,2 @@
+/// SQLite storage for Tokenet nodes.
+enum TokenetStorageModule {}

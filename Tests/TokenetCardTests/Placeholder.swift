@@ -1,0 +1,5 @@
+import Testing
+
+@testable import TokenetCard
+
+@Test func cardModuleBuilds() {}

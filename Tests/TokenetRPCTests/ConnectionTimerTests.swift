@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Keepalive and idle timeouts over the in-memory transport.
+@Suite struct ConnectionTimerTests {
+    static func waitUntil(_ condition: () -> Bool) async throws {
+        for _ in 0..<500 where !condition() {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    @Test func idleConnectionIsClosedByTheServer() async throws {
+        let server = RPCServer(
+            router: InMemoryCallTests.echoRouter, timers: ConnectionTimers(idleTimeout: .milliseconds(100)))
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let serving = Task { await server.serve(serverEnd) }
+        let client = RPCClient(stream: clientEnd)
+        #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 2)
+        await serving.value  // returns once the server closed the idle connection
+        try await Self.waitUntil { !client.isUsable }
+        #expect(!client.isUsable)
+    }
+
+    @Test func answeredKeepaliveKeepsTheConnection() async throws {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        Task { await server.serve(serverEnd) }
+        // A generous timeout: on a loaded machine a pong can take a while, and only its absence may close.
+        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .seconds(5))
+        let client = RPCClient(stream: clientEnd, timers: timers)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(client.isUsable)
+        #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 2)
+    }
+
+    @Test func unansweredKeepaliveClosesTheConnectionAndFailsCalls() async throws {
+        // The peer accepts bytes but never answers anything: a half-dead connection.
+        let (clientEnd, _) = InMemoryByteStream.pair()
+        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .milliseconds(100))
+        let client = RPCClient(stream: clientEnd, timers: timers)
+        let started = ContinuousClock.now
+        do {
+            _ = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars())
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("no answer to keepalive ping"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(!client.isUsable)
+    }
+}

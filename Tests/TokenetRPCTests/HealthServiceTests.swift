@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+@Suite struct HealthServiceTests {
+    typealias Health = HealthV1.Health
+
+    static func client(_ health: HealthService) -> Health.Client {
+        var router = RPCRouter()
+        health.register(on: &router)
+        let (_, client, _) = InMemoryCallTests.connect(router)
+        return Health.Client(client)
+    }
+
+    @Test func checkReportsTheNodeAndItsServices() async throws {
+        let health = HealthService(services: ["tokenet.testing.v1.Echo"])
+        let client = Self.client(health)
+        #expect(try await client.check(HealthV1.HealthCheckRequest()).status == .serving)
+        #expect(
+            try await client.check(HealthV1.HealthCheckRequest(service: "tokenet.testing.v1.Echo")).status == .serving)
+        do {
+            _ = try await client.check(HealthV1.HealthCheckRequest(service: "tokenet.nope.v1.Nope"))
+            Issue.record("an unknown service was reported")
+        } catch let error as RPCError {
+            #expect(error.code == .notFound)
+            #expect(error.message == "this node does not serve tokenet.nope.v1.Nope")
+        }
+    }
+
+    @Test func watchSeesChangesAndEndsWhenTheNodeDrains() async throws {
+        let health = HealthService(services: ["tokenet.testing.v1.Echo"])
+        let client = Self.client(health)
+        var updates = try await client.watch(HealthV1.HealthCheckRequest(service: "tokenet.testing.v1.Echo"))
+            .makeAsyncIterator()
+        #expect(try await updates.next()?.status == .serving)
+        health.set("tokenet.testing.v1.Echo", .notServing)
+        #expect(try await updates.next()?.status == .notServing)
+        health.set("tokenet.testing.v1.Echo", .serving)
+        #expect(try await updates.next()?.status == .serving)
+        health.markAllNotServing()
+        #expect(try await updates.next()?.status == .notServing)
+        #expect(try await updates.next() == nil, "the watch ends so that draining is not held up")
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// The reconnecting channel: lazy connection, sharing, reconnection, backoff, and the deadline.
+@Suite struct RPCChannelTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    struct ConnectorError: Error, CustomStringConvertible {
+        var description: String { "connection refused (test)" }
+    }
+
+    /// A connector that serves each new connection with `server`, failing the first `failures` attempts.
+    final class Harness: Sendable {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let attempts = Atomic<Int>(0)
+        let failures: Int
+        let lastServerEnd = Mutex<InMemoryByteStream?>(nil)
+
+        init(failures: Int = 0) {
+            self.failures = failures
+        }
+
+        func connect() async throws -> any ByteStream {
+            let attempt = attempts.add(1, ordering: .relaxed).newValue
+            if attempt <= failures { throw ConnectorError() }
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+            lastServerEnd.withLock { $0 = serverEnd }
+            Task { await server.serve(serverEnd) }
+            return clientEnd
+        }
+    }
+
+    static let fastBackoff = RPCChannel.Backoff(initial: .milliseconds(5), maximum: .milliseconds(20))
+
+    @Test func connectsLazilyAndSharesOneConnection() async throws {
+        let harness = Harness()
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        #expect(harness.attempts.load(ordering: .relaxed) == 0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let response = try await channel.unary(Echo.unary, Scalars(fInt32: Int32(index)))
+                    #expect(response.fInt32 == Int32(index) + 1)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(harness.attempts.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func reconnectsAfterTheConnectionIsLost() async throws {
+        let harness = Harness()
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        await harness.lastServerEnd.withLock { $0 }?.close()
+        // The next call may race the close; a call made after the channel noticed reconnects.
+        for _ in 0..<100 {
+            if (try? await channel.unary(Echo.unary, Scalars(fInt32: 1))) != nil,
+                harness.attempts.load(ordering: .relaxed) == 2
+            {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(harness.attempts.load(ordering: .relaxed) == 2)
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 6)
+    }
+
+    @Test func retriesWithBackoffWithinTheDeadline() async throws {
+        let harness = Harness(failures: 3)
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        let response = try await channel.unary(
+            Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(5)))
+        #expect(response.fInt32 == 2)
+        #expect(harness.attempts.load(ordering: .relaxed) == 4)
+        #expect(channel.consecutiveFailures == 0)
+    }
+
+    @Test func failsWithUnavailableWhenTheDeadlinePasses() async throws {
+        let harness = Harness(failures: .max)
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        let started = ContinuousClock.now
+        do {
+            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("connection refused (test)"))
+        }
+        // Retrying itself is covered by retriesWithBackoffWithinTheDeadline; here only the deadline matters.
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    @Test func withoutADeadlineGivesUpAfterAFewAttempts() async throws {
+        let harness = Harness(failures: .max)
+        let channel = RPCChannel(backoff: Self.fastBackoff, attemptsWithoutDeadline: 3) { try await harness.connect() }
+        do {
+            _ = try await channel.unary(Echo.unary, Scalars())
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "cannot connect after 3 attempt(s): connection refused (test)")
+        }
+        #expect(harness.attempts.load(ordering: .relaxed) == 3)
+    }
+
+    @Test func backoffGrowsIsCappedAndJittered() {
+        let backoff = RPCChannel.Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0.2)
+        #expect(backoff.delay(beforeAttempt: 1, random: 0) == .milliseconds(100))
+        #expect(backoff.delay(beforeAttempt: 2, random: 0) == .milliseconds(200))
+        #expect(backoff.delay(beforeAttempt: 3, random: 0) == .milliseconds(400))
+        #expect(backoff.delay(beforeAttempt: 10, random: 0) == .seconds(1))
+        #expect(backoff.delay(beforeAttempt: 1, random: 1) == .milliseconds(120))
+        #expect(backoff.delay(beforeAttempt: 1, random: -1) == .milliseconds(80))
+    }
+
+    @Test func typedClientsWorkOverAChannel() async throws {
+        let harness = Harness()
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        let echo = Echo.Client(channel)
+        #expect(try await echo.unary(Scalars(fInt32: 1)).fInt32 == 2)
+    }
+}

@@ -1,0 +1,5 @@
+import Testing
+
+@testable import TokenetStorage
+
+@Test func storageModuleBuilds() {}
