@@ -87,6 +87,38 @@ import TokenetWire
         await harness.stop()
     }
 
+    @Test func plaintextClientOfATLSServerGetsAnErrorNotAHang() async throws {
+        let harness = try await LiveTLSCallTests.start()
+        let connection = try await PlainConnection.connect(
+            host: "127.0.0.1", port: harness.listener.port, on: harness.loop)
+        let client = RPCClient(stream: connection)
+        let error = await #expect(throws: RPCError.self) {
+            try await client.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+        }
+        #expect(error?.code != .deadlineExceeded, "the refusal is reported, not waited out")
+        print("plaintext client of a TLS server: \(String(describing: error))")
+        await client.close()
+        await harness.stop()
+    }
+
+    @Test func tlsClientOfAPlaintextServerFailsItsHandshake() async throws {
+        let harness = try await Self.start()
+        let context = try TLSContext(
+            configuration: .client(
+                certificateChainFile: LiveTLSCallTests.path("wallet.pem"),
+                privateKeyFile: LiveTLSCallTests.path("wallet.key"),
+                trustedCAFile: LiveTLSCallTests.path("ca.pem")
+            )
+        )
+        let error = await #expect(throws: TransportError.self) {
+            try await TLSConnection.connect(
+                host: "127.0.0.1", port: harness.listener.port, context: context, on: harness.loop,
+                options: TLSConnection.Options(handshakeTimeout: .seconds(30)))
+        }
+        #expect(error?.code != .timeout, "the failure is reported, not waited out")
+        await harness.stop()
+    }
+
     @Test func serverSeesNoPeerIdentity() async throws {
         var router = RPCRouter()
         router.unary(Echo.unary) { _, context in Scalars(fString: context.peer?.uri ?? "none") }
