@@ -4,8 +4,7 @@ import TokenetTransport
 import TokenetWire
 
 /// A node's RPC endpoint: a mutual-TLS listener served by an `RPCServer` with the node's router and the health
-/// service. With `--plaintext` (local debugging only) the same router and health are served over plain TCP; callers
-/// then have no identity, so methods restricted to roles answer them PERMISSION_DENIED while health stays open.
+/// service.
 ///
 /// Stopping is graceful: health turns NOT_SERVING, every connection gets a goaway, running calls get up to
 /// `drainTimeout` to finish, then the listener and the event loop close.
@@ -72,6 +71,9 @@ public final class RPCNodeListener: NodeListener {
         }
     }
 
+    /// Binds `options.listen` and serves `router` plus health over mutual TLS. With `--plaintext` (local debugging
+    /// only) the same services are served over plain TCP: callers then have no identity, so methods restricted to
+    /// roles answer them PERMISSION_DENIED while health stays open.
     public static func bind(
         options: NodeOptions,
         router: RPCRouter,
