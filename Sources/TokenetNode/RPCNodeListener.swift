@@ -3,8 +3,8 @@ import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
-/// A node's RPC endpoint: a mutual-TLS listener served by an `RPCServer` with the node's router and the health
-/// service.
+/// A node's RPC endpoint: a mutual-TLS listener served by an `RPCServer` with the node's router, the health
+/// service and the reflection service (which lets `tokenet list/describe/call` work without `.proto` files).
 ///
 /// Stopping is graceful: health turns NOT_SERVING, every connection gets a goaway, running calls get up to
 /// `drainTimeout` to finish, then the listener and the event loop close.
@@ -91,8 +91,10 @@ public final class RPCNodeListener: NodeListener {
             tls = .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca)
         }
         var router = router
-        let health = HealthService(services: router.serviceNames.union([HealthV1.Health.serviceName]))
+        let health = HealthService(
+            services: router.serviceNames.union([HealthV1.Health.serviceName, ReflectionV1.Reflection.serviceName]))
         health.register(on: &router)
+        ReflectionService(router: router).register(on: &router)
         let server = RPCServer(router: router) { record in
             logger.debug(
                 "call",

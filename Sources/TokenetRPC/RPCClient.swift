@@ -109,7 +109,9 @@ public final class RPCClient: Sendable {
         let timer: Task<Void, Never>?
     }
 
-    private func open(_ path: String, _ options: CallOptions) throws -> OpenCall {
+    /// Opens a call: the trace id (inherited inside a handler, else new), the deadline (the tighter of the option
+    /// and the inherited one), and the timer that ends the call when the deadline passes.
+    func open(_ path: String, _ options: CallOptions) throws -> OpenCall {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
@@ -127,7 +129,13 @@ public final class RPCClient: Sendable {
         let timer = timeout.map { timeout in
             Task { [connection] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                connection.cancelCall(id, code: .deadlineExceeded, reason: "deadline of \(timeout) exceeded")
+                let milliseconds =
+                    timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+                connection.cancelCall(
+                    id,
+                    code: .deadlineExceeded,
+                    reason: "the call did not finish within its deadline (\(milliseconds) ms)"
+                )
             }
         }
         return OpenCall(id: id, responses: responses, timer: timer)

@@ -7,6 +7,9 @@ struct CLIError: Error, CustomStringConvertible, Sendable {
         case setup
         /// A node failed to start, to become ready, or to stop cleanly: exit status 1.
         case node
+        /// `list`, `describe`, `call`: no connection (refused, TLS failure, unreadable certificate files) or a method
+        /// this build cannot encode: exit status 1.
+        case connection
     }
 
     var code: Code

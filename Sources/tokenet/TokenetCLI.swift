@@ -6,7 +6,10 @@ import TokenetNode
 /// `--help` works at both levels (`tokenet --help`, `tokenet demo --help`, `tokenet help demo`), and an unknown
 /// subcommand lists the known ones instead of guessing.
 enum TokenetCLI {
-    static let subcommands: [Subcommand] = [DemoCommand.subcommand, versionCommand, helpCommand]
+    static let subcommands: [Subcommand] = [
+        DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
+        versionCommand, helpCommand,
+    ]
 
     static func main(_ arguments: [String]) -> Int32 {
         guard let first = arguments.first else {

@@ -157,4 +157,56 @@ import TokenetWire
         #expect(try await healthy.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 6, "other connections carry on")
         await harness.stop()
     }
+
+    @Test func aClientThatVanishesMidCallCancelsItsHandler() async throws {
+        let cancelled = AsyncStream<Void>.makeStream()
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            if request.fString == "quick" { return request }
+            do {
+                try await Task.sleep(for: .seconds(30))
+            } catch {
+                cancelled.continuation.yield()
+                throw error
+            }
+            return request
+        }
+        let harness = try await Self.start(router)
+        let raw = try await harness.raw()
+        var encoder = FrameEncoder()
+        encoder.maximumFrameSize = FrameFormat.defaultMaximumFrameSize
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        try encoder.encode(
+            WireV1.Frame(streamID: 1, kind: .callStart(WireV1.CallStart(method: Echo.unary.path))), into: &bytes)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .message(WireV1.Message())), into: &bytes)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())), into: &bytes)
+        try await raw.write(bytes)
+        try await Task.sleep(for: .milliseconds(100))
+        await raw.close()
+        var iterator = cancelled.stream.makeAsyncIterator()
+        await iterator.next()  // the handler saw its cancellation
+        let healthy = try await harness.client()
+        #expect(try await healthy.unary(Echo.unary, Scalars(fString: "quick")).fString == "quick")
+        await harness.stop()
+    }
+
+    @Test func aServerThatVanishesFailsCallsWithUnavailable() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            try await Task.sleep(for: .seconds(30))
+            return request
+        }
+        let harness = try await Self.start(router)
+        let client = try await harness.client()
+        let call = Task { try await client.unary(Echo.unary, Scalars()) }
+        try await Task.sleep(for: .milliseconds(100))
+        await harness.stop()  // the listener, the server and its event loop go away
+        do {
+            _ = try await call.value
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+        }
+    }
 }

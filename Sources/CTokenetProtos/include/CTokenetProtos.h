@@ -6,6 +6,7 @@
 #define CTOKENET_PROTOS_H
 
 #include "tokenet/health/v1/health.pb-c.h"
+#include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
@@ -15,6 +16,36 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__heal
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_response(void) {
     return &tokenet__health__v1__health_check_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request(void) {
+    return &tokenet__reflection__v1__describe_symbol_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__describe_symbol_response(void) {
+    return &tokenet__reflection__v1__describe_symbol_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__enum_description(void) {
+    return &tokenet__reflection__v1__enum_description__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__enum_value_description(void) {
+    return &tokenet__reflection__v1__enum_value_description__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__field_description(void) {
+    return &tokenet__reflection__v1__field_description__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__list_services_request(void) {
+    return &tokenet__reflection__v1__list_services_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__list_services_response(void) {
+    return &tokenet__reflection__v1__list_services_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__message_description(void) {
+    return &tokenet__reflection__v1__message_description__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__method_description(void) {
+    return &tokenet__reflection__v1__method_description__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__service_description(void) {
+    return &tokenet__reflection__v1__service_description__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__testing__v1__choice(void) {
     return &tokenet__testing__v1__choice__descriptor;

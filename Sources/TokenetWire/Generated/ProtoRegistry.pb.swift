@@ -3,6 +3,9 @@
 /// Messages, enums and services of the proto package `tokenet.health.v1`.
 public enum HealthV1 {}
 
+/// Messages, enums and services of the proto package `tokenet.reflection.v1`.
+public enum ReflectionV1 {}
+
 /// Messages, enums and services of the proto package `tokenet.rpc.v1`.
 public enum RpcV1 {}
 
@@ -17,6 +20,16 @@ public enum ProtoRegistry {
     public static let messages: [any ProtoMessage.Type] = [
         HealthV1.HealthCheckRequest.self,
         HealthV1.HealthCheckResponse.self,
+        ReflectionV1.DescribeSymbolRequest.self,
+        ReflectionV1.DescribeSymbolResponse.self,
+        ReflectionV1.EnumDescription.self,
+        ReflectionV1.EnumValueDescription.self,
+        ReflectionV1.FieldDescription.self,
+        ReflectionV1.ListServicesRequest.self,
+        ReflectionV1.ListServicesResponse.self,
+        ReflectionV1.MessageDescription.self,
+        ReflectionV1.MethodDescription.self,
+        ReflectionV1.ServiceDescription.self,
         TestingV1.Choice.self,
         TestingV1.Choice.Nested.self,
         TestingV1.Choice.Nested.Inner.self,
@@ -42,6 +55,7 @@ public enum ProtoRegistry {
 
     public static let services: [ServiceDescriptor] = [
         HealthV1.Health.descriptor,
+        ReflectionV1.Reflection.descriptor,
         TestingV1.Echo.descriptor,
     ]
 }

@@ -9,6 +9,16 @@ let generatedSamples: [any ProtoMessage] = {
     var all: [any ProtoMessage] = []
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += ReflectionV1.DescribeSymbolRequest.samples() as [any ProtoMessage]
+    all += ReflectionV1.DescribeSymbolResponse.samples() as [any ProtoMessage]
+    all += ReflectionV1.EnumDescription.samples() as [any ProtoMessage]
+    all += ReflectionV1.EnumValueDescription.samples() as [any ProtoMessage]
+    all += ReflectionV1.FieldDescription.samples() as [any ProtoMessage]
+    all += ReflectionV1.ListServicesRequest.samples() as [any ProtoMessage]
+    all += ReflectionV1.ListServicesResponse.samples() as [any ProtoMessage]
+    all += ReflectionV1.MessageDescription.samples() as [any ProtoMessage]
+    all += ReflectionV1.MethodDescription.samples() as [any ProtoMessage]
+    all += ReflectionV1.ServiceDescription.samples() as [any ProtoMessage]
     all += TestingV1.Choice.samples() as [any ProtoMessage]
     all += TestingV1.Choice.Nested.samples() as [any ProtoMessage]
     all += TestingV1.Choice.Nested.Inner.samples() as [any ProtoMessage]
@@ -46,6 +56,116 @@ extension HealthV1.HealthCheckResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.status = HealthV1.ServingStatus(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.DescribeSymbolRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.symbol = "symbol-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.DescribeSymbolResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.kind = ReflectionV1.SymbolKind(rawValue: 1)
+        base.name = "name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.service = ReflectionV1.ServiceDescription.samples()[0]
+        base.messages = [ReflectionV1.MessageDescription.samples()[0], ReflectionV1.MessageDescription.samples()[0]]
+        base.enums = [ReflectionV1.EnumDescription.samples()[0], ReflectionV1.EnumDescription.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.EnumDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.values = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.EnumValueDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.number = -2000006
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.FieldDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.jsonName = "json_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.number = 3999999997
+        base.type = "type-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.typeKind = ReflectionV1.FieldTypeKind(rawValue: 1)
+        base.label = ReflectionV1.FieldLabel(rawValue: 1)
+        base.oneofIndex = 3999999993
+        base.oneofName = "oneof_name-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.enumValues = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.ListServicesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.ListServicesResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.services = ["services-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "services-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.MessageDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.fields = [ReflectionV1.FieldDescription.samples()[0], ReflectionV1.FieldDescription.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.MethodDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.path = "path-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.requestType = "request_type-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.responseType = "response_type-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.clientStreaming = true
+        base.serverStreaming = true
+        var all = [base]
+        return all
+    }
+}
+
+extension ReflectionV1.ServiceDescription {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.methods = [ReflectionV1.MethodDescription.samples()[0], ReflectionV1.MethodDescription.samples()[0]]
         var all = [base]
         return all
     }

@@ -1,0 +1,136 @@
+import Foundation
+import TokenetWire
+
+/// Calls by path on serialized messages, for tools that learn the message types at run time (the `tokenet call`
+/// command resolves them through reflection) and for calling methods this build has no descriptor for.
+///
+/// They follow the typed calls exactly: the same trace id and deadline inheritance, the same deadline timer, the same
+/// flow-control accounting. Only the decoding of messages is left to the caller.
+extension RPCClient {
+    /// One request, one response.
+    public func unary(path: String, request: Data, options: CallOptions = CallOptions()) async throws -> Data {
+        try await clientStreaming(path: path, requests: [request], options: options)
+    }
+
+    /// One request, any number of responses.
+    public func serverStreaming(path: String, request: Data, options: CallOptions = CallOptions()) throws
+        -> RawResponseStream
+    {
+        try bidirectional(path: path, requests: [request], options: options)
+    }
+
+    /// Every message of `requests` (possibly none), then one response.
+    public func clientStreaming(path: String, requests: [Data], options: CallOptions = CallOptions()) async throws
+        -> Data
+    {
+        let call = try open(path, options)
+        defer { call.timer?.cancel() }
+        let connection = connection
+        return try await withTaskCancellationHandler {
+            for request in requests {
+                connection.sendRequest(call.id, request)
+                await connection.waitForSendCapacity(call.id)
+            }
+            connection.endRequests(call.id)
+            var iterator = call.responses.makeAsyncIterator()
+            guard let data = try await iterator.next() else {
+                throw RPCError(.internal, "the server ended the call without a response")
+            }
+            connection.consumed(call.id, byteCount: data.count)
+            guard try await iterator.next() == nil else {
+                throw RPCError(.internal, "the server sent more than one response to a single-response call")
+            }
+            return data
+        } onCancel: {
+            connection.cancelCall(call.id, reason: "cancelled by the caller")
+        }
+    }
+
+    /// Sends every message of `requests`, ends the requests, and streams the responses.
+    public func bidirectional(path: String, requests: [Data], options: CallOptions = CallOptions()) throws
+        -> RawResponseStream
+    {
+        let call = try open(path, options)
+        for request in requests { connection.sendRequest(call.id, request) }
+        connection.endRequests(call.id)
+        return RawResponseStream(call: call, connection: connection)
+    }
+
+    /// Opens a call whose requests the caller sends with the writer while reading the responses.
+    public func bidirectional(path: String, options: CallOptions = CallOptions()) throws
+        -> (requests: RawRequestWriter, responses: RawResponseStream)
+    {
+        let call = try open(path, options)
+        return (
+            RawRequestWriter(id: call.id, connection: connection), RawResponseStream(call: call, connection: connection)
+        )
+    }
+}
+
+/// Sends the serialized requests of a call opened with `bidirectional(path:options:)`.
+public struct RawRequestWriter: Sendable {
+    let id: UInt32
+    let connection: RPCConnection
+
+    /// Suspends while the server has not granted flow-control window for what was sent before.
+    public func send(_ request: Data) async {
+        connection.sendRequest(id, request)
+        await connection.waitForSendCapacity(id)
+    }
+
+    /// No more requests.
+    public func finish() {
+        connection.endRequests(id)
+    }
+
+    /// Abandons the call.
+    public func cancel() {
+        connection.cancelCall(id, reason: "cancelled by the caller")
+    }
+}
+
+/// The serialized responses of a call; ends when the server's status is OK and throws `RPCError` otherwise.
+public struct RawResponseStream: AsyncSequence, Sendable {
+    public typealias Element = Data
+    let call: RPCClient.OpenCall
+    let connection: RPCConnection
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
+        let call: RPCClient.OpenCall
+        let connection: RPCConnection
+
+        public mutating func next() async throws -> Data? {
+            let id = call.id
+            let connection = connection
+            var base = base
+            defer { self.base = base }
+            let data: Data?
+            do {
+                data = try await withTaskCancellationHandler {
+                    try await base.next()
+                } onCancel: {
+                    connection.cancelCall(id, reason: "cancelled by the caller")
+                }
+            } catch {
+                call.timer?.cancel()
+                throw error
+            }
+            guard let data else {
+                call.timer?.cancel()
+                return nil
+            }
+            connection.consumed(id, byteCount: data.count)
+            return data
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: call.responses.makeAsyncIterator(), call: call, connection: connection)
+    }
+
+    /// Abandons the call.
+    public func cancel() {
+        connection.cancelCall(call.id, reason: "cancelled by the caller")
+    }
+}

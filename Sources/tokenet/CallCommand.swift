@@ -1,0 +1,131 @@
+import Foundation
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet call ADDR pkg.Service/Method -d '{json}'`: calls any method with a JSON request and prints the
+/// responses as JSON, learning the message types from the node's reflection service.
+enum CallCommand {
+    static let subcommand = Subcommand(
+        name: "call",
+        summary: "Call a method of a node with JSON requests and print the responses as JSON.",
+        help: help
+    ) { arguments throws(CLIError) in
+        let options = try InspectOptions(parsing: arguments, command: "call", operands: 1...1, takesData: true)
+        let path = try methodPath(options.operands[0])
+        let requests = try JSONTexts.split(try requestText(options.data))
+        return try InspectSession.run(options) { session in
+            guard let target = try await CallTarget.resolve(path, session: session) else {
+                return try await probe(path, session: session)
+            }
+            return try await call(target, requests: try encode(requests, as: target), session: session)
+        }
+    }
+
+    static let help = """
+        Usage: tokenet call ADDR METHOD [-d JSON | -d @] [OPTIONS]
+
+        Calls METHOD (pkg.Service/Method, /pkg.Service/Method or pkg.Service.Method) on the node at ADDR
+        (HOST:PORT). The request and response types come from the node's reflection service (or, for a node
+        without one, from the types this build knows). Each response prints as indented proto3 JSON; a
+        server-streaming method prints one object per message as they arrive.
+
+        Options:
+          -d JSON              The request as proto3 JSON (default: {}, the empty request). For a client-streaming
+                               or bidirectional method, several objects one after another, one per request.
+          -d @                 Read the request JSON from standard input.
+        \(InspectOptions.connectionHelp)
+
+        Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
+        stderr (76 for UNIMPLEMENTED, 68 for DEADLINE_EXCEEDED); 1 when the node cannot be reached; 2 for bad
+        options or request JSON that does not fit the request type.
+
+        Examples:
+          export TOKENET_CACERT=pki/ca.pem TOKENET_CERT=pki/operator.pem TOKENET_KEY=pki/operator.key
+          tokenet call 127.0.0.1:7001 tokenet.health.v1.Health/Check -d '{"service": ""}'
+          tokenet call 127.0.0.1:7001 tokenet.health.v1.Health/Watch -d '{}' --deadline 5s
+          echo '{}' | tokenet call 127.0.0.1:7001 tokenet.health.v1.Health/Check -d @ -H 'x-request-id: 42'
+        """
+
+    /// `pkg.Service/Method`, `/pkg.Service/Method` or `pkg.Service.Method` as the wire path `/pkg.Service/Method`.
+    static func methodPath(_ text: String) throws(CLIError) -> String {
+        let name = text.hasPrefix("/") ? text.dropFirst() : Substring(text)
+        let separator = name.lastIndex(of: "/") ?? name.lastIndex(of: ".")
+        guard let separator, separator != name.startIndex, name.index(after: separator) != name.endIndex,
+            !name[name.index(after: separator)...].contains("/"), !name.contains(where: \.isWhitespace)
+        else {
+            throw CLIError(.usage, "call: '\(text)' is not a method; write it as pkg.Service/Method")
+        }
+        return "/\(name[..<separator])/\(name[name.index(after: separator)...])"
+    }
+
+    /// The text of `-d`: inline JSON, standard input for `@`, or the empty request.
+    static func requestText(_ data: String?) throws(CLIError) -> String {
+        guard let data else { return "{}" }
+        guard data == "@" else { return data }
+        let bytes = FileHandle.standardInput.readDataToEndOfFile()
+        guard let text = String(data: bytes, encoding: .utf8) else {
+            throw CLIError(.usage, "call: standard input is not UTF-8 text")
+        }
+        return text
+    }
+
+    /// Parses each JSON text as the request type; a text that does not fit is a usage error naming the field.
+    static func encode(_ texts: [String], as target: CallTarget) throws(CLIError) -> [Data] {
+        if !target.kind.clientStreams && texts.count != 1 {
+            throw CLIError(
+                .usage, "call: \(target.path) takes exactly one request message; -d holds \(texts.count)")
+        }
+        var requests: [Data] = []
+        for (index, text) in texts.enumerated() {
+            let position = texts.count > 1 ? " \(index + 1)" : ""
+            do {
+                requests.append(try target.request.init(jsonString: text).serializedData())
+            } catch let error as WireError {
+                throw CLIError(
+                    .usage, "call: request\(position) is not a valid \(target.request.protoName): \(error.message)")
+            } catch {
+                throw CLIError(.usage, "call: request\(position) cannot be encoded: \(error)")
+            }
+        }
+        return requests
+    }
+
+    /// Makes the call and prints each response as it arrives.
+    static func call(_ target: CallTarget, requests: [Data], session: InspectSession) async throws -> Int32 {
+        let client = session.client
+        let options = session.callOptions
+        switch target.kind {
+        case .unary:
+            try printResponse(try await client.unary(path: target.path, request: requests[0], options: options), target)
+        case .clientStreaming:
+            try printResponse(
+                try await client.clientStreaming(path: target.path, requests: requests, options: options), target)
+        case .serverStreaming:
+            let responses = try client.serverStreaming(path: target.path, request: requests[0], options: options)
+            for try await response in responses { try printResponse(response, target) }
+        case .bidirectionalStreaming:
+            let responses = try client.bidirectional(path: target.path, requests: requests, options: options)
+            for try await response in responses { try printResponse(response, target) }
+        }
+        return 0
+    }
+
+    static func printResponse(_ data: Data, _ target: CallTarget) throws {
+        let response: any ProtoMessage
+        do {
+            response = try target.response.init(serializedBytes: data)
+        } catch let error as WireError {
+            throw RPCError(.internal, "the response is not a valid \(target.response.protoName): \(error.message)")
+        }
+        printOut(try response.jsonString(options: .pretty))
+    }
+
+    /// For a method the node's reflection does not list: opens the call without sending a request, so the node's own
+    /// answer (UNIMPLEMENTED for a method it does not serve) is what the command reports, and nothing runs with a
+    /// request of a guessed type.
+    static func probe(_ path: String, session: InspectSession) async throws -> Int32 {
+        _ = try await session.client.clientStreaming(path: path, requests: [], options: session.callOptions)
+        throw CLIError(
+            .connection, "\(session.options.address) answered \(path), but its reflection service does not describe it")
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+
+/// Options shared by `tokenet list`, `describe` and `call`: the node's address, how to reach it, and call settings.
+struct InspectOptions: Sendable {
+    /// The files of the operator's mutual-TLS identity.
+    struct TLSFiles: Sendable, Equatable {
+        var caFile: String
+        var certificateFile: String
+        var keyFile: String
+    }
+
+    /// How the CLI reaches the node.
+    enum Transport: Sendable, Equatable {
+        case mutualTLS(TLSFiles)
+        case plaintext
+    }
+
+    var address: HostPort
+    /// The arguments after ADDR (SERVICE, SYMBOL or METHOD).
+    var operands: [String]
+    var transport: Transport
+    /// Bounds the whole command: connecting, reflection and the call.
+    var deadline: Duration?
+    var metadata = Metadata()
+    /// `-d`: request JSON, or "@" for standard input; nil sends one empty request.
+    var data: String?
+
+    static let environmentCA = "TOKENET_CACERT"
+    static let environmentCertificate = "TOKENET_CERT"
+    static let environmentKey = "TOKENET_KEY"
+
+    /// The help lines for the connection options every inspecting command takes.
+    static let connectionHelp = """
+          --cacert FILE        CA certificate that signed the node's certificate (default: $TOKENET_CACERT).
+          --cert FILE          Client certificate, such as the operator's (default: $TOKENET_CERT).
+          --key FILE           Private key of --cert (default: $TOKENET_KEY).
+          --plaintext          Connect without TLS, to a node started with --plaintext (not yet available).
+          --deadline DURATION  Give up after DURATION, such as 5s, 200ms or 1m (default: none).
+          -H 'KEY: VALUE'      Add request metadata; repeatable.
+          --help               Show this help.
+        """
+
+    /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), and `takesData`
+    /// whether `-d` is allowed.
+    init(
+        parsing arguments: [String], command: String, operands range: ClosedRange<Int>, takesData: Bool = false,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(CLIError) {
+        var positional: [String] = []
+        var caFile = environment[Self.environmentCA]
+        var certificateFile = environment[Self.environmentCertificate]
+        var keyFile = environment[Self.environmentKey]
+        var plaintext = false
+        var index = 0
+        func value(_ flag: String, _ inline: String?) throws(CLIError) -> String {
+            if let inline { return inline }
+            guard index < arguments.count else { throw CLIError(.usage, "\(command): \(flag) needs a value") }
+            index += 1
+            return arguments[index - 1]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            var flag = argument
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                flag = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            switch flag {
+            case "--cacert": caFile = try value(flag, inline)
+            case "--cert": certificateFile = try value(flag, inline)
+            case "--key": keyFile = try value(flag, inline)
+            case "--plaintext": plaintext = true
+            case "--deadline": deadline = try Self.duration(try value(flag, inline), command: command)
+            case "-H", "--header": try Self.addHeader(try value(flag, inline), to: &metadata, command: command)
+            case "-d" where takesData, "--data" where takesData:
+                guard data == nil else { throw CLIError(.usage, "\(command): -d may be given once") }
+                data = try value(flag, inline)
+            case "--":
+                positional += arguments[index...]
+                index = arguments.count
+            default:
+                if argument.hasPrefix("-") && argument.count > 1 {
+                    throw CLIError(.usage, "\(command): unknown option '\(argument)'")
+                }
+                positional.append(argument)
+            }
+        }
+        guard let first = positional.first else { throw CLIError(.usage, "\(command): missing ADDR (HOST:PORT)") }
+        guard let address = HostPort(parsing: first) else {
+            throw CLIError(.usage, "\(command): '\(first)' is not an address of the form HOST:PORT")
+        }
+        self.address = address
+        operands = Array(positional.dropFirst())
+        guard range.contains(operands.count) else {
+            throw CLIError(.usage, "\(command): unexpected arguments: \(operands.joined(separator: " "))")
+        }
+        if plaintext {
+            transport = .plaintext
+        } else {
+            let missing = [("--cacert", caFile), ("--cert", certificateFile), ("--key", keyFile)]
+                .filter { $0.1?.isEmpty ?? true }.map(\.0)
+            guard let caFile, let certificateFile, let keyFile, missing.isEmpty else {
+                throw CLIError(
+                    .usage,
+                    "\(command): mutual TLS needs --cacert, --cert and --key (or \(Self.environmentCA), "
+                        + "\(Self.environmentCertificate), \(Self.environmentKey)); missing "
+                        + missing.joined(separator: ", "))
+            }
+            transport = .mutualTLS(TLSFiles(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile))
+        }
+    }
+
+    /// `5s`, `200ms`, `1.5s`, `2m`, `1h`, `500us`: a positive duration of at most a day.
+    static func duration(_ text: String, command: String) throws(CLIError) -> Duration {
+        let units: [(suffix: String, seconds: Double)] = [
+            ("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60), ("h", 3600),
+        ]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let number = text.dropLast(unit.suffix.count)
+            guard let value = Double(number), value.isFinite, value > 0, value * unit.seconds <= 86_400 else { break }
+            return .nanoseconds(Int64(max(1, (value * unit.seconds * 1e9).rounded())))
+        }
+        throw CLIError(
+            .usage, "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(text)'")
+    }
+
+    /// `KEY: VALUE`; keys are case-insensitive and sent in lowercase.
+    static func addHeader(_ text: String, to metadata: inout Metadata, command: String) throws(CLIError) {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw CLIError(.usage, "\(command): -H: expected 'KEY: VALUE', got '\(text)'")
+        }
+        let key = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard Metadata.isValidKey(key) else {
+            throw CLIError(
+                .usage, "\(command): -H: '\(key)' is not a valid metadata key (letters, digits, '-', '_', '.')")
+        }
+        metadata.add(key, .text(value))
+    }
+}

@@ -1,0 +1,148 @@
+import Dispatch
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+/// One connection to a node for `list`, `describe` and `call`, bounded by the command's `--deadline`.
+final class InspectSession: Sendable {
+    let client: RPCClient
+    let options: InspectOptions
+    private let loop: EventLoop
+    private let deadline: ContinuousClock.Instant?
+
+    /// The longest wait for the TCP connect plus the TLS handshake when no shorter `--deadline` is given.
+    static let connectTimeout = Duration.seconds(10)
+
+    private init(client: RPCClient, options: InspectOptions, loop: EventLoop, deadline: ContinuousClock.Instant?) {
+        self.client = client
+        self.options = options
+        self.loop = loop
+        self.deadline = deadline
+    }
+
+    /// Connects the way `options.transport` says. Failures are `CLIError.connection` with the transport's reason.
+    static func connect(_ options: InspectOptions) async throws(CLIError) -> InspectSession {
+        let deadline = options.deadline.map { ContinuousClock.now + $0 }
+        let loop: EventLoop
+        do {
+            loop = try EventLoop(name: "tokenet-cli")
+        } catch {
+            throw CLIError(.connection, "cannot start an event loop", cause: DescribedError(error))
+        }
+        do {
+            let stream = try await openStream(
+                options, timeout: min(connectTimeout, options.deadline ?? connectTimeout), loop)
+            return InspectSession(client: RPCClient(stream: stream), options: options, loop: loop, deadline: deadline)
+        } catch {
+            loop.shutdown()
+            throw error
+        }
+    }
+
+    /// The seam where the transports differ; everything above it only sees a `ByteStream`.
+    private static func openStream(_ options: InspectOptions, timeout: Duration, _ loop: EventLoop)
+        async throws(CLIError) -> any ByteStream
+    {
+        switch options.transport {
+        case .plaintext:
+            throw CLIError(
+                .connection,
+                "plaintext transport is not available in this build; connect with --cacert, --cert and --key")
+        case .mutualTLS(let files):
+            let context: TLSContext
+            do {
+                context = try TLSContext(
+                    configuration: .client(
+                        certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
+                        trustedCAFile: files.caFile))
+            } catch {
+                throw CLIError(.connection, "cannot load the TLS identity", cause: DescribedError(error))
+            }
+            do {
+                return try await TLSConnection.connect(
+                    host: options.address.host, port: options.address.port, context: context, on: loop,
+                    options: TLSConnection.Options(handshakeTimeout: timeout))
+            } catch {
+                throw CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
+            }
+        }
+    }
+
+    /// Options for the next call: what is left of `--deadline`, and the `-H` metadata.
+    var callOptions: CallOptions {
+        CallOptions(timeout: deadline.map { $0 - ContinuousClock.now }, metadata: options.metadata)
+    }
+
+    func listServices() async throws -> [String] {
+        try await client.unary(
+            ReflectionV1.Reflection.listServices, ReflectionV1.ListServicesRequest(), options: callOptions
+        ).services
+    }
+
+    func describe(_ symbol: String) async throws -> ReflectionV1.DescribeSymbolResponse {
+        try await client.unary(
+            ReflectionV1.Reflection.describeSymbol, ReflectionV1.DescribeSymbolRequest(symbol: symbol),
+            options: callOptions)
+    }
+
+    /// Closes the connection gracefully, but waits no longer than a second for a peer that does not answer.
+    func close() async {
+        let client = client
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await client.close() }
+            group.addTask { try? await Task.sleep(for: .seconds(1)) }
+            await group.next()
+            group.cancelAll()
+        }
+        loop.shutdown()
+    }
+
+    /// Connects, runs `body`, closes. A non-OK status from `body` prints `ERROR: CODE: message` on stderr and gives
+    /// exit status 64 + code, as grpcurl does.
+    static func run(
+        _ options: InspectOptions,
+        _ body: @escaping @Sendable (InspectSession) async throws -> Int32
+    ) throws(CLIError) -> Int32 {
+        let outcome: Result<Int32, CLIError> = runBlocking {
+            let session: InspectSession
+            do throws(CLIError) {
+                session = try await connect(options)
+            } catch {
+                return .failure(error)
+            }
+            let result: Result<Int32, CLIError>
+            do {
+                result = .success(try await body(session))
+            } catch let error as RPCError {
+                result = .success(report(error))
+            } catch let error as CLIError {
+                result = .failure(error)
+            } catch {
+                result = .failure(CLIError(.connection, "the call failed", cause: DescribedError(error)))
+            }
+            await session.close()
+            return result
+        }
+        return try outcome.get()
+    }
+
+    /// Prints a call's non-OK status and returns its exit status.
+    static func report(_ error: RPCError) -> Int32 {
+        printError("ERROR: \(error.code.protoValueName ?? "CODE_\(error.code.rawValue)"): \(error.message)")
+        return 64 + error.code.rawValue
+    }
+}
+
+/// The CLI runs on the main thread, outside the cooperative pool, so it may block while async work runs there.
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var result: T?
+    Task {
+        result = await body()
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return result!
+}

@@ -1,0 +1,51 @@
+/// Splits text holding JSON values one after another (`{"a": 1} {"a": 2}`) into one text per value, so
+/// `tokenet call -d @` can read the requests of a client-streaming call from standard input.
+///
+/// It only finds where each value ends (matching brackets outside strings); the message's JSON decoder then checks
+/// each text and names what is wrong.
+enum JSONTexts {
+    static func split(_ text: String) throws(CLIError) -> [String] {
+        let bytes = Array(text.utf8)
+        var texts: [String] = []
+        var index = 0
+        while true {
+            while index < bytes.count, isWhitespace(bytes[index]) { index += 1 }
+            guard index < bytes.count else { break }
+            let start = index
+            var depth = 0
+            var inString = false
+            var escaped = false
+            scanning: while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth <= 0 { break scanning }
+                default:
+                    // A bare value (a number, true, null) ends at whitespace; the decoder rejects it as a request.
+                    if depth == 0 && isWhitespace(byte) { break scanning }
+                }
+            }
+            texts.append(String(decoding: bytes[start..<index], as: UTF8.self))
+        }
+        guard !texts.isEmpty else { throw CLIError(.usage, "call: the request JSON is empty") }
+        return texts
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+}

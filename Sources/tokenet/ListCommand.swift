@@ -1,0 +1,47 @@
+import TokenetWire
+
+/// `tokenet list ADDR [SERVICE]`: the services a node serves, or one service's methods with their types, as its
+/// reflection service reports them.
+enum ListCommand {
+    static let subcommand = Subcommand(
+        name: "list",
+        summary: "List a node's services, or a service's methods (via reflection).",
+        help: help
+    ) { arguments throws(CLIError) in
+        let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1)
+        return try InspectSession.run(options) { session in
+            guard let service = options.operands.first else {
+                for name in try await session.listServices() { printOut(name) }
+                return 0
+            }
+            let description = try await session.describe(service)
+            guard description.kind == .service, let methods = description.service?.methods else {
+                throw CLIError(.usage, "list: \(description.name) is not a service; try tokenet describe")
+            }
+            for method in methods {
+                let request = (method.clientStreaming ? "stream " : "") + method.requestType
+                let response = (method.serverStreaming ? "stream " : "") + method.responseType
+                printOut("\(description.name).\(method.name)(\(request)) returns (\(response))")
+            }
+            return 0
+        }
+    }
+
+    static let help = """
+        Usage: tokenet list ADDR [SERVICE] [OPTIONS]
+
+        Without SERVICE, prints the fully-qualified name of every service the node at ADDR (HOST:PORT) serves, one
+        per line. With SERVICE, prints each of its methods with its request and response types; "stream" marks the
+        side that sends several messages.
+
+        Options:
+        \(InspectOptions.connectionHelp)
+
+        Exit status: 0 on success; 64 + the status code when the node answers with an error (printed as
+        "ERROR: CODE: message" on stderr); 1 when the node cannot be reached; 2 for bad options.
+
+        Example:
+          tokenet list 127.0.0.1:7001 tokenet.health.v1.Health --cacert pki/ca.pem \\
+              --cert pki/operator.pem --key pki/operator.key
+        """
+}

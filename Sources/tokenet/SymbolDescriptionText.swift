@@ -1,0 +1,83 @@
+import TokenetWire
+
+/// Renders a reflection description as a `.proto`-like listing, the way `tokenet describe` prints it.
+///
+/// Names are fully qualified everywhere, so any name in the listing can be passed to `tokenet describe` again.
+/// protobuf-c records no oneof names, so an unnamed oneof shows as `oneof #N`.
+enum SymbolDescriptionText {
+    static func render(_ description: ReflectionV1.DescribeSymbolResponse) -> String {
+        var blocks: [String] = []
+        let kind =
+            switch description.kind {
+            case .service: "a service"
+            case .method: "a method"
+            case .message: "a message"
+            case .enum: "an enum"
+            default: "a symbol"
+            }
+        var header = "\(description.name) is \(kind):"
+        if let service = description.service {
+            if description.kind == .method, let method = service.methods.first {
+                header += "\n" + rpcLine(method, indent: "") + "  // " + method.path
+            } else {
+                blocks.append(render(service))
+            }
+        }
+        blocks.insert(header, at: 0)
+        blocks += description.messages.map(render)
+        blocks += description.enums.map(render)
+        return blocks.joined(separator: "\n\n")
+    }
+
+    static func render(_ service: ReflectionV1.ServiceDescription) -> String {
+        (["service \(service.name) {"] + service.methods.map { rpcLine($0, indent: "  ") } + ["}"])
+            .joined(separator: "\n")
+    }
+
+    /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`
+    static func rpcLine(_ method: ReflectionV1.MethodDescription, indent: String) -> String {
+        let request = (method.clientStreaming ? "stream " : "") + method.requestType
+        let response = (method.serverStreaming ? "stream " : "") + method.responseType
+        return "\(indent)rpc \(method.name)(\(request)) returns (\(response));"
+    }
+
+    static func render(_ message: ReflectionV1.MessageDescription) -> String {
+        var lines = ["message \(message.name) {"]
+        var printedOneofs: Set<UInt32> = []
+        for field in message.fields {
+            guard let oneof = field.oneofIndex else {
+                lines.append("  " + fieldLine(field))
+                continue
+            }
+            // A oneof's members are listed together where its first member appears.
+            guard printedOneofs.insert(oneof).inserted else { continue }
+            let name = field.oneofName.isEmpty ? "#\(oneof)" : field.oneofName
+            lines.append("  oneof \(name) {")
+            for member in message.fields where member.oneofIndex == oneof {
+                lines.append("    " + fieldLine(member))
+            }
+            lines.append("  }")
+        }
+        lines.append("}")
+        return lines.joined(separator: "\n")
+    }
+
+    /// `optional uint32 stream_id = 1 [json_name = "streamId"];`
+    static func fieldLine(_ field: ReflectionV1.FieldDescription) -> String {
+        var line = ""
+        switch field.label {
+        case .repeated: line += "repeated "
+        // Message fields and oneof members have presence anyway; `optional` marks the other fields with presence.
+        case .optional where field.typeKind != .message && field.oneofIndex == nil: line += "optional "
+        default: break
+        }
+        line += "\(field.type) \(field.name) = \(field.number)"
+        if field.jsonName != field.name { line += " [json_name = \"\(field.jsonName)\"]" }
+        return line + ";"
+    }
+
+    static func render(_ description: ReflectionV1.EnumDescription) -> String {
+        (["enum \(description.name) {"] + description.values.map { "  \($0.name) = \($0.number);" } + ["}"])
+            .joined(separator: "\n")
+    }
+}

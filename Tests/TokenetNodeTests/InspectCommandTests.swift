@@ -1,0 +1,254 @@
+import Foundation
+import Testing
+
+@testable import TokenetNode
+
+/// Runs `tokenet list`, `describe` and `call` against a real `tsp-node` process over mutual TLS, as the operator.
+///
+/// Each test starts its own node (so tests stay independent when they run in parallel) and stops it when done.
+@Suite final class InspectCommandTests {
+    let node: LaunchedProcess
+    let address: String
+    let pki = InspectPKI.shared
+
+    init() throws {
+        let pki = InspectPKI.shared
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ])
+        dataDirectory = data
+        address = try Self.waitForReadyFile(readyFile, of: node.process).listen
+    }
+
+    private let dataDirectory: TemporaryDirectory
+
+    deinit {
+        if node.process.isRunning {
+            node.process.terminate()
+            node.process.waitUntilExit()
+        }
+    }
+
+    /// The operator's identity as flags.
+    var tls: [String] {
+        ["--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key")]
+    }
+
+    @Test func listShowsTheServedServices() throws {
+        let result = try runTokenet(["list", address] + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\n")
+    }
+
+    @Test func listShowsAServicesMethodsWithTheirTypes() throws {
+        let result = try runTokenet(["list", address, "tokenet.health.v1.Health"] + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.split(separator: "\n") == [
+                "tokenet.health.v1.Health.Check(tokenet.health.v1.HealthCheckRequest) returns "
+                    + "(tokenet.health.v1.HealthCheckResponse)",
+                "tokenet.health.v1.Health.Watch(tokenet.health.v1.HealthCheckRequest) returns "
+                    + "(stream tokenet.health.v1.HealthCheckResponse)",
+            ])
+    }
+
+    @Test func describeServicePrintsAProtoListingWithItsMessages() throws {
+        let result = try runTokenet(["describe", address, "tokenet.health.v1.Health"] + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        for expected in [
+            "tokenet.health.v1.Health is a service:",
+            "service tokenet.health.v1.Health {",
+            "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);",
+            "message tokenet.health.v1.HealthCheckRequest {\n  string service = 1;\n}",
+            "message tokenet.health.v1.HealthCheckResponse {\n  tokenet.health.v1.ServingStatus status = 1;\n}",
+            "enum tokenet.health.v1.ServingStatus {", "  SERVING_STATUS_SERVING = 1;",
+        ] {
+            #expect(result.stdout.contains(expected), "missing \(expected) in:\n\(result.stdout)")
+        }
+    }
+
+    @Test func describeMessageShowsJSONNames() throws {
+        let result = try runTokenet(["describe", address, "tokenet.reflection.v1.MethodDescription"] + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#"  string request_type = 3 [json_name = "requestType"];"#))
+    }
+
+    @Test func describeUnknownSymbolIsNotFound() throws {
+        let result = try runTokenet(["describe", address, "tokenet.nothing.v1.Nothing"] + tls)
+        #expect(result.status == 64 + 5)
+        #expect(result.stderr.hasPrefix("ERROR: NOT_FOUND: "))
+        #expect(result.stderr.contains("'tokenet.nothing.v1.Nothing'"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    /// The TLS files come from the environment here.
+    @Test func callHealthCheckPrintsTheResponseAsJSON() throws {
+        let environment = [
+            "TOKENET_CACERT": pki.path("ca.pem"), "TOKENET_CERT": pki.path("operator.pem"),
+            "TOKENET_KEY": pki.path("operator.key"),
+        ]
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", "{}"], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
+    }
+
+    @Test func callReadsTheRequestFromStandardInput() throws {
+        let result = try runTokenet(
+            ["call", address, "/tokenet.health.v1.Health/Check", "-d", "@", "-H", "X-Request-Id: 42"] + tls,
+            stdin: #"{"service": "tokenet.reflection.v1.Reflection"}"#)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""status": "SERVING_STATUS_SERVING""#))
+    }
+
+    @Test func callToAnUnknownMethodIsUnimplemented() throws {
+        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Nope", "-d", "{}"] + tls)
+        #expect(result.status == 64 + 12)
+        #expect(result.stderr.hasPrefix("ERROR: UNIMPLEMENTED: "))
+        #expect(result.stderr.contains("/tokenet.health.v1.Health/Nope"))
+    }
+
+    @Test func callWithBadJSONNamesTheField() throws {
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{"servce": ""}"#] + tls)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("tokenet.health.v1.HealthCheckRequest"))
+        #expect(result.stderr.contains(#""servce""#))
+        #expect(result.stdout.isEmpty)
+    }
+
+    /// `-d` may hold several JSON objects, one per request; a unary method takes exactly one.
+    @Test func callOfAUnaryMethodWithTwoRequestsIsAUsageError() throws {
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{} {"service": "}{"}"#] + tls)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("takes exactly one request message; -d holds 2"))
+    }
+
+    /// Watch sends the current status and then waits for changes; none come, so the deadline ends the call.
+    @Test func watchPrintsTheFirstStatusThenEndsAtTheDeadline() throws {
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--deadline", "3s"] + tls)
+        #expect(result.status == 64 + 4, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
+        #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "))
+    }
+
+    @Test func plaintextIsNotAvailableYet() throws {
+        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--plaintext"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("plaintext transport is not available in this build"))
+    }
+
+    @Test func missingTLSFilesAreAUsageError() throws {
+        let result = try runTokenet(["list", address, "--cacert", pki.path("ca.pem")], environment: [:])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("missing --cert, --key"))
+    }
+
+    @Test func aKeyThatDoesNotMatchTheCertificateIsAConnectionFailure() throws {
+        let result = try runTokenet(
+            [
+                "list", address, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                pki.path("tsp.key"),
+            ])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot load the TLS identity"))
+        #expect(result.stderr.contains("key values mismatch"))
+    }
+
+    @Test func aRefusedConnectionIsAConnectionFailure() throws {
+        let result = try runTokenet(["list", "127.0.0.1:1"] + tls)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot connect to 127.0.0.1:1"))
+    }
+
+    @Test func everyInspectingCommandHasHelp() throws {
+        for command in ["list", "describe", "call"] {
+            let result = try runTokenet([command, "--help"])
+            #expect(result.status == 0)
+            #expect(result.stdout.hasPrefix("Usage: tokenet \(command) ADDR"))
+            #expect(result.stdout.contains("--cacert FILE"))
+        }
+    }
+
+    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits.
+    private static func waitForReadyFile(_ path: String, of process: Process) throws -> ReadyInfo {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, process.isRunning {
+            if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
+            usleep(20_000)
+        }
+        throw NodeDidNotStart(running: process.isRunning)
+    }
+
+    struct NodeDidNotStart: Error {
+        var running: Bool
+    }
+}
+
+/// Runs the built `tokenet` with `stdin` as its standard input and, when given, only `environment`.
+func runTokenet(_ arguments: [String], stdin: String = "", environment: [String: String]? = nil) throws
+    -> ProcessResult
+{
+    let directory = try TemporaryDirectory()
+    let process = Process()
+    process.executableURL = try BuiltExecutables.url(of: "tokenet")
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let input = directory.path("stdin")
+    try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
+    _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
+    _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
+    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
+    process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
+    process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
+    try process.run()
+    let pid = process.processIdentifier
+    // A hung command fails its test instead of hanging the suite.
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+    process.waitUntilExit()
+    watchdog.cancel()
+    return ProcessResult(
+        status: process.terminationStatus, reason: process.terminationReason,
+        stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
+        stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+}
+
+/// Development certificates from Tools/gen-certs, made once per test process and removed when it exits.
+enum InspectPKI {
+    static let shared: Directory = {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tokenet-inspect-pki-\(ProcessInfo.processInfo.processIdentifier)")
+        atexit {
+            try? FileManager.default.removeItem(
+                at: FileManager.default.temporaryDirectory
+                    .appendingPathComponent("tokenet-inspect-pki-\(ProcessInfo.processInfo.processIdentifier)"))
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
+        let process = Process()
+        process.executableURL = script
+        process.arguments = [root.path]
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            fatalError("cannot run \(script.path): \(error)")
+        }
+        precondition(process.terminationStatus == 0, "Tools/gen-certs failed")
+        return Directory(url: root)
+    }()
+
+    struct Directory: Sendable {
+        let url: URL
+        func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Calls by path on serialized messages, against the same typed handlers the typed-call tests use.
+@Suite struct UntypedCallTests {
+    typealias Scalars = TestingV1.Scalars
+
+    static func client() -> RPCClient {
+        InMemoryCallTests.connect(InMemoryCallTests.echoRouter).1
+    }
+
+    @Test func unary() async throws {
+        let response = try await Self.client().unary(
+            path: "/tokenet.testing.v1.Echo/Unary", request: try Scalars(fInt32: 41).serializedData())
+        #expect(try Scalars(serializedBytes: response) == Scalars(fInt32: 42))
+    }
+
+    @Test func serverStreaming() async throws {
+        let responses = try Self.client().serverStreaming(
+            path: "/tokenet.testing.v1.Echo/ServerStream", request: try Scalars(fUint32: 3).serializedData())
+        var received: [Int32] = []
+        for try await data in responses { received.append(try Scalars(serializedBytes: data).fInt32) }
+        #expect(received == [0, 1, 2])
+    }
+
+    @Test func clientStreaming() async throws {
+        let requests = try (1...4).map { try Scalars(fInt32: Int32($0)).serializedData() }
+        let response = try await Self.client().clientStreaming(
+            path: "/tokenet.testing.v1.Echo/ClientStream", requests: requests)
+        #expect(try Scalars(serializedBytes: response).fInt32 == 10)
+    }
+
+    @Test func bidirectionalFromAList() async throws {
+        let sent = [TestingV1.Choice(pick: .text("a")), TestingV1.Choice(pick: .number(2))]
+        let responses = try Self.client().bidirectional(
+            path: "/tokenet.testing.v1.Echo/Bidi", requests: try sent.map { try $0.serializedData() })
+        var received: [TestingV1.Choice] = []
+        for try await data in responses { received.append(try TestingV1.Choice(serializedBytes: data)) }
+        #expect(received == sent)
+    }
+
+    @Test func bidirectionalWithAWriter() async throws {
+        let (requests, responses) = try Self.client().bidirectional(path: "/tokenet.testing.v1.Echo/Bidi")
+        await requests.send(try TestingV1.Choice(pick: .text("one")).serializedData())
+        var iterator = responses.makeAsyncIterator()
+        let first = try #require(try await iterator.next())
+        #expect(try TestingV1.Choice(serializedBytes: first).pick == .text("one"))
+        requests.finish()
+        #expect(try await iterator.next() == nil)
+    }
+
+    @Test func unknownPathIsUnimplemented() async throws {
+        let error = try await #require(throws: RPCError.self) {
+            try await Self.client().clientStreaming(path: "/tokenet.testing.v1.Echo/Nope", requests: [])
+        }
+        #expect(error.code == .unimplemented)
+        #expect(error.message.contains("/tokenet.testing.v1.Echo/Nope"))
+    }
+
+    @Test func deadlineEndsAServerStream() async throws {
+        let client = InMemoryCallTests.connect(Self.endlessRouter).1
+        let responses = try client.serverStreaming(
+            path: "/tokenet.testing.v1.Echo/ServerStream", request: Data(),
+            options: CallOptions(timeout: .seconds(1)))
+        var received = 0
+        let error = try await #require(throws: RPCError.self) {
+            for try await _ in responses { received += 1 }
+        }
+        #expect(error.code == .deadlineExceeded)
+        #expect(received == 1)
+    }
+
+    /// Sends one response, then waits until the call ends.
+    static var endlessRouter: RPCRouter {
+        var router = RPCRouter()
+        router.serverStreaming(TestingV1.Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fInt32: 1))
+            try await Task.sleep(for: .seconds(3600))
+        }
+        return router
+    }
+}
