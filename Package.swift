@@ -74,6 +74,7 @@ let package = Package(
         .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage"]),
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
-        .testTarget(name: "TokenetNodeTests", dependencies: ["TokenetNode"]),
+        .testTarget(
+            name: "TokenetNodeTests", dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire"]),
     ]
 )

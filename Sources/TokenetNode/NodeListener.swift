@@ -2,8 +2,8 @@ import TokenetRPC
 
 /// What a node listens with.
 ///
-/// Startup and shutdown only need the bound address and a way to stop, so this seam lets the TLS/RPC server replace
-/// the placeholder `PlainTCPListener` without touching readiness, signals or the executables.
+/// Startup and shutdown only need the bound address and a way to stop, so this seam keeps the RPC server apart from
+/// readiness, signals and the executables (and lets tests start a node with a listener of their own).
 public protocol NodeListener: Sendable {
     /// The address actually bound; with port 0 in `--listen`, this carries the port the kernel chose.
     var boundAddress: HostPort { get }
@@ -17,11 +17,8 @@ public typealias NodeListenerFactory =
     @Sendable (_ options: NodeOptions, _ logger: Logger) throws(NodeError) ->
     any NodeListener
 
-/// The listener a node runs with unless told otherwise: the RPC server over mutual TLS, or — with `--plaintext`,
-/// for debugging only — a plain TCP listener that accepts and closes connections (RPC without TLS is not served).
+/// The listener a node runs with unless told otherwise: the RPC server (health only) over mutual TLS, or — with
+/// `--plaintext`, for debugging only — the same server over plain TCP.
 public let defaultNodeListener: NodeListenerFactory = { options, logger throws(NodeError) in
-    if options.plaintext {
-        return try PlainTCPListener.bind(address: options.listen, logger: logger)
-    }
-    return try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: logger)
+    try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: logger)
 }

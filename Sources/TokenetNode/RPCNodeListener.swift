@@ -13,7 +13,8 @@ public final class RPCNodeListener: NodeListener {
     public let server: RPCServer
     public let health: HealthService
     private let loop: EventLoop
-    private let listener: TLSListener
+    /// Stops accepting (closes the TLS or plaintext listener).
+    private let closeListener: @Sendable () async -> Void
     private let serving: Task<Void, Never>
     private let drainTimeout: Duration
 
@@ -22,19 +23,45 @@ public final class RPCNodeListener: NodeListener {
         server: RPCServer,
         health: HealthService,
         loop: EventLoop,
-        listener: TLSListener,
+        listener: BoundListener,
         drainTimeout: Duration
     ) {
         self.boundAddress = boundAddress
         self.server = server
         self.health = health
         self.loop = loop
-        self.listener = listener
         self.drainTimeout = drainTimeout
-        self.serving = Task { await server.serve(listener: listener) }
+        switch listener {
+        case .tls(let listener):
+            closeListener = { await listener.close() }
+            serving = Task { await server.serve(listener: listener) }
+        case .plain(let listener):
+            closeListener = { await listener.close() }
+            serving = Task { await server.serve(listener: listener) }
+        }
     }
 
-    /// A factory for `NodeMain.run` that serves `router` (plus health) over mutual TLS.
+    /// The listener a node serves on: mutual TLS, or plaintext with `--plaintext`.
+    private enum BoundListener: Sendable {
+        case tls(TLSListener)
+        case plain(PlainListener)
+
+        var host: String {
+            switch self {
+            case .tls(let listener): listener.host
+            case .plain(let listener): listener.host
+            }
+        }
+
+        var port: UInt16 {
+            switch self {
+            case .tls(let listener): listener.port
+            case .plain(let listener): listener.port
+            }
+        }
+    }
+
+    /// A factory for `NodeMain.run` that serves `router` (plus health) over mutual TLS (plaintext with `--plaintext`).
     public static func factory(
         router: RPCRouter = RPCRouter(),
         drainTimeout: Duration = .seconds(10)
@@ -44,15 +71,24 @@ public final class RPCNodeListener: NodeListener {
         }
     }
 
+    /// Binds `options.listen` and serves `router` plus health over mutual TLS. With `--plaintext` (local debugging
+    /// only) the same services are served over plain TCP: callers then have no identity, so methods restricted to
+    /// roles answer them PERMISSION_DENIED while health stays open.
     public static func bind(
         options: NodeOptions,
         router: RPCRouter,
         logger: Logger,
         drainTimeout: Duration = .seconds(10)
     ) throws(NodeError) -> RPCNodeListener {
-        guard let certificate = options.certificatePath, let key = options.privateKeyPath, let ca = options.caPath
-        else {
-            throw NodeError(.config, "serving RPC needs --cert, --key and --ca")
+        let tls: TLSConfiguration?
+        if options.plaintext {
+            tls = nil
+        } else {
+            guard let certificate = options.certificatePath, let key = options.privateKeyPath, let ca = options.caPath
+            else {
+                throw NodeError(.config, "serving RPC needs --cert, --key and --ca")
+            }
+            tls = .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca)
         }
         var router = router
         let health = HealthService(
@@ -71,18 +107,26 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
-        let bound: Result<(EventLoop, TLSListener), NodeError> = blockingAwait {
+        let bound: Result<(EventLoop, BoundListener), NodeError> = blockingAwait {
+            var started: EventLoop?
             do {
                 let loop = try EventLoop(name: "rpc")
-                let context = try TLSContext(
-                    configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca))
-                let listener = try await TLSListener.bind(
-                    host: options.listen.host, port: options.listen.port, context: context, on: loop
-                ) { failure in
+                started = loop
+                let (host, port) = (options.listen.host, options.listen.port)
+                guard let tls else {
+                    let listener = try await PlainListener.bind(host: host, port: port, on: loop) { failure in
+                        logger.info("accept failed", ["error": "\(failure)"])
+                    }
+                    return .success((loop, .plain(listener)))
+                }
+                let context = try TLSContext(configuration: tls)
+                let listener = try await TLSListener.bind(host: host, port: port, context: context, on: loop) {
+                    failure in
                     logger.info("handshake refused", ["error": "\(failure)"])
                 }
-                return .success((loop, listener))
+                return .success((loop, .tls(listener)))
             } catch {
+                started?.shutdown()  // its thread would otherwise outlive the failed start
                 return .failure(NodeError(.listen, "cannot serve on \(options.listen)", cause: DescribedError(error)))
             }
         }
@@ -101,14 +145,14 @@ public final class RPCNodeListener: NodeListener {
         health.markAllNotServing()
         server.shutdown()
         let server = server
-        let listener = listener
+        let closeListener = closeListener
         let drainTimeout = drainTimeout
         _ = blockingAwait { () -> Bool in
             let deadline = ContinuousClock.now + drainTimeout
             while server.connectionCount > 0, ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(10))
             }
-            await listener.close()
+            await closeListener()
             return true
         }
         serving.cancel()

@@ -18,3 +18,8 @@ public protocol ByteStream: Sendable {
 extension TLSConnection: ByteStream {
     public var peerIdentity: PeerIdentity? { peer }
 }
+
+/// Plaintext (debug) connections carry no certificate, so methods restricted to roles refuse their callers.
+extension PlainConnection: ByteStream {
+    public var peerIdentity: PeerIdentity? { nil }
+}

@@ -48,7 +48,7 @@ public final class HealthService: Sendable {
         state.withLock { $0.statuses[service] }
     }
 
-    /// Registers Check and Watch; any authenticated peer may ask.
+    /// Registers Check and Watch; any peer may ask, including plaintext (debug) callers without an identity.
     public func register(on router: inout RPCRouter) {
         router.unary(HealthV1.Health.check) { [self] request, _ in
             guard let status = self.status(of: request.service) else {

@@ -58,6 +58,16 @@ public final class RPCServer: Sendable {
         }
     }
 
+    /// Accepts plaintext (debug) connections from `listener` and serves each in a child task, until the listener
+    /// closes. Their callers have no identity, so methods with `allowedRoles` answer them PERMISSION_DENIED.
+    public func serve(listener: PlainListener) async {
+        await withDiscardingTaskGroup { group in
+            for await connection in listener.connections {
+                group.addTask { await self.serve(connection) }
+            }
+        }
+    }
+
     /// Graceful shutdown: no new calls; running calls finish; then every connection closes.
     public func shutdown() {
         shuttingDown.store(true, ordering: .releasing)

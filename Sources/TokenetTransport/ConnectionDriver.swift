@@ -1,10 +1,12 @@
 import CTokenetShims
 import Synchronization
 
-/// Drives one TLS connection on its event loop: moves bytes between the socket and the `TLSEngine`, feeds the
-/// outcomes to `ConnectionStateMachine`, and carries out the actions it returns. Lives on the loop thread only.
+/// Drives one connection on its event loop: moves bytes between the socket and its engine (`TLSEngine`, or
+/// `PassThroughEngine` for plaintext), feeds the outcomes to `ConnectionStateMachine`, and carries out the actions
+/// it returns. Lives on the loop thread only.
 final class ConnectionDriver: EventLoopHandler {
-    typealias EstablishedHandler = (Result<PeerIdentity, TransportError>) -> Void
+    /// Called once: with the engine's peer (nil without authentication) when established, or with the failure.
+    typealias EstablishedHandler = (Result<PeerIdentity?, TransportError>) -> Void
 
     private struct Writer {
         var bytes: [UInt8]
@@ -20,7 +22,7 @@ final class ConnectionDriver: EventLoopHandler {
 
     let loop: EventLoop
     private let fd: Int32
-    private let engine: TLSEngine
+    private let engine: any ConnectionEngine
     private var machine: ConnectionStateMachine
     private var registration: UInt64?
     private var socketClosed = false
@@ -44,7 +46,8 @@ final class ConnectionDriver: EventLoopHandler {
     private(set) var peakOutboundBuffered = 0
 
     init(
-        loop: EventLoop, fd: Int32, engine: TLSEngine, connecting: Bool, limits: ConnectionStateMachine.Limits,
+        loop: EventLoop, fd: Int32, engine: any ConnectionEngine, connecting: Bool,
+        limits: ConnectionStateMachine.Limits,
         onEstablished: @escaping EstablishedHandler
     ) {
         self.loop = loop
@@ -66,6 +69,7 @@ final class ConnectionDriver: EventLoopHandler {
         }
         let bound = LoopBound(self, loop: loop)
         timer = loop.scheduleTimer(after: handshakeTimeout) { bound.value.handle(bound.value.machine.timedOut()) }
+        handle(machine.registered())
     }
 
     var outboundBuffered: Int { sendBuffer.count - sendOffset }
@@ -174,8 +178,7 @@ final class ConnectionDriver: EventLoopHandler {
             driveHandshake()
         case .reportEstablished:
             cancelTimer()
-            if let peer = engine.peer { onEstablished?(.success(peer)) }
-            onEstablished = nil
+            onEstablished.take()?(.success(engine.peer))
         case .decrypt:
             decrypt()
         case .deliverToReader:
@@ -213,7 +216,7 @@ final class ConnectionDriver: EventLoopHandler {
             if status == .complete { handle(machine.handshakeCompleted()) }
         } catch {
             // Queue the alert OpenSSL produced; teardown sends it if the socket accepts it right away.
-            sendBuffer += engine.takeCiphertext()
+            sendBuffer += engine.takeCiphertext(maxCount: .max)
             handle(machine.failed(error))
         }
     }
@@ -277,7 +280,7 @@ final class ConnectionDriver: EventLoopHandler {
                 return
             }
             writers[0].offset = end
-            sendBuffer += engine.takeCiphertext()
+            sendBuffer += engine.takeCiphertext(maxCount: .max)
             if end == writers[0].bytes.count {
                 writers.removeFirst().continuation.resume()
             }
@@ -287,7 +290,7 @@ final class ConnectionDriver: EventLoopHandler {
 
     /// Moves the engine's output to the socket as far as the kernel takes it, then reports the backlog.
     private func transmit() {
-        sendBuffer += engine.takeCiphertext()
+        sendBuffer += engine.takeCiphertext(maxCount: .max)
         peakOutboundBuffered = max(peakOutboundBuffered, outboundBuffered)
         if outboundBuffered > 0 {
             let result = sendBuffer.withUnsafeBytes { buffer in
@@ -346,6 +349,25 @@ final class ConnectionDriver: EventLoopHandler {
     private func cancelTimer() {
         if let timer { loop.cancelTimer(timer) }
         timer = nil
+    }
+}
+
+extension ConnectionDriver {
+    /// Creates a driver for `fd` and starts it; `established` is called once, on the loop, with the driver and
+    /// its peer when the connection is established, or with the failure (the socket is then closed).
+    static func launch(
+        loop: EventLoop, fd: Int32, engine: any ConnectionEngine, connecting: Bool,
+        limits: ConnectionStateMachine.Limits, handshakeTimeout: Duration,
+        established: @escaping (Result<(LoopBound<ConnectionDriver>, PeerIdentity?), TransportError>) -> Void
+    ) {
+        var driver: ConnectionDriver?
+        driver = ConnectionDriver(loop: loop, fd: fd, engine: engine, connecting: connecting, limits: limits) {
+            result in
+            guard let launched = driver else { return }
+            driver = nil  // break the cycle driver -> handler -> driver
+            established(result.map { (LoopBound(launched, loop: loop), $0) })
+        }
+        driver?.start(handshakeTimeout: handshakeTimeout)
     }
 }
 

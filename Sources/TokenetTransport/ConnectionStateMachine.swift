@@ -1,5 +1,6 @@
-/// The bookkeeping of one TLS connection, free of sockets and OpenSSL: which phase it is in, what the event
-/// loop should watch for, when a waiting reader or writer can proceed, and when the socket can be closed.
+/// The bookkeeping of one connection (TLS, or plaintext through a pass-through engine), free of sockets and
+/// OpenSSL: which phase it is in, what the event loop should watch for, when a waiting reader or writer can proceed,
+/// and when the socket can be closed.
 ///
 /// The driver (`ConnectionDriver`) reports events and performs the returned actions in order. Byte counts are
 /// reported by the driver; the machine decides with them:
@@ -66,6 +67,12 @@ struct ConnectionStateMachine {
     /// The interest to register the socket with initially.
     mutating func start() -> [Action] {
         updateInterest([])
+    }
+
+    /// The socket is registered with the loop. An accepted socket is connected already, so its handshake starts
+    /// now: a TLS engine then waits for the ClientHello, a pass-through engine is established at once.
+    mutating func registered() -> [Action] {
+        phase == .handshaking ? [.driveHandshake] : []
     }
 
     // MARK: Socket and TLS events
@@ -209,7 +216,7 @@ struct ConnectionStateMachine {
     mutating func timedOut() -> [Action] {
         switch phase {
         case .connecting, .handshaking:
-            return failed(TransportError(.timeout, "TLS connection not established in time"))
+            return failed(TransportError(.timeout, "connection not established in time"))
         case .closing:
             return close()
         case .open, .closed:

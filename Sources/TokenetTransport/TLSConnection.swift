@@ -32,17 +32,16 @@ public final class TLSConnection: Sendable {
     /// The verified identity of the other end.
     public let peer: PeerIdentity
     public let eventLoop: EventLoop
-    private let driver: LoopBound<ConnectionDriver>
+    private let handle: ConnectionHandle
 
     init(peer: PeerIdentity, driver: LoopBound<ConnectionDriver>) {
         self.peer = peer
-        self.driver = driver
+        handle = ConnectionHandle(driver: driver)
         eventLoop = driver.loop
     }
 
     deinit {
-        let driver = driver
-        eventLoop.execute { driver.value.close(nil) }
+        handle.closeSoon()
     }
 
     /// Connects to host:port (an IPv4 address or "localhost") and completes the TLS handshake.
@@ -59,16 +58,12 @@ public final class TLSConnection: Sendable {
                 do throws(TransportError) {
                     let engine = try TLSEngine(context: context)
                     let fd = try Socket.startConnect(host: host, port: port)
-                    var driver: ConnectionDriver?
-                    driver = ConnectionDriver(
-                        loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits
+                    ConnectionDriver.launch(
+                        loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
+                        handshakeTimeout: options.handshakeTimeout
                     ) { result in
-                        guard let established = driver else { return }
-                        driver = nil  // break the cycle driver -> handler -> driver
-                        continuation.resume(
-                            with: result.map { TLSConnection(peer: $0, driver: LoopBound(established, loop: loop)) })
+                        continuation.resume(with: result.flatMap(TLSConnection.established))
                     }
-                    driver?.start(handshakeTimeout: options.handshakeTimeout)
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -77,46 +72,34 @@ public final class TLSConnection: Sendable {
         }
     }
 
+    /// Wraps an established driver; a TLS engine always reports a verified peer, so a missing one is refused.
+    static func established(
+        _ launched: (LoopBound<ConnectionDriver>, PeerIdentity?)
+    ) -> Result<TLSConnection, TransportError> {
+        guard let peer = launched.1 else {
+            launched.0.loop.execute { [driver = launched.0] in driver.value.close(nil) }
+            return .failure(TransportError(.peerIdentity, "TLS connection established without a peer identity"))
+        }
+        return .success(TLSConnection(peer: peer, driver: launched.0))
+    }
+
     /// The next bytes received, in order; nil once the peer closed the stream with close_notify.
     /// Throws `TransportError` (for example `.unexpectedEOF` when the stream was cut without close_notify).
     /// Cancelling the calling task makes a pending read throw `.cancelled`; no received data is lost.
     public func read() async throws -> [UInt8]? {
-        let (driver, loop, token) = (driver, eventLoop, RequestToken())
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                if !loop.execute({ driver.value.read(token, continuation) }) {
-                    continuation.resume(throwing: Self.stopped(loop))
-                }
-            }
-        } onCancel: {
-            token.cancel()
-            loop.execute { driver.value.cancelRead(token) }
-        }
+        try await handle.read()
     }
 
     /// Queues `bytes` for sending, suspending while the outbound buffer is full. Throws `TransportError`.
     /// Cancelling the calling task withdraws the write (`.cancelled`) only if none of it was queued yet.
     public func write(_ bytes: [UInt8]) async throws {
-        let (driver, loop, token) = (driver, eventLoop, RequestToken())
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                if !loop.execute({ driver.value.write(bytes, token, continuation) }) {
-                    continuation.resume(throwing: Self.stopped(loop))
-                }
-            }
-        } onCancel: {
-            token.cancel()
-            loop.execute { driver.value.cancelWrite(token) }
-        }
+        try await handle.write(bytes)
     }
 
     /// Sends close_notify, flushes what is buffered (at most a few seconds) and closes the socket. Pending reads
     /// and writes fail with `.connectionClosed`. Idempotent.
     public func close() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let driver = driver
-            if !eventLoop.execute({ driver.value.close(continuation) }) { continuation.resume() }
-        }
+        await handle.close()
     }
 
     /// The received byte chunks as an async sequence, ending at the peer's close_notify.
@@ -134,31 +117,14 @@ public final class TLSConnection: Sendable {
         public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(connection: connection) }
     }
 
-    /// Buffering figures, for tests and diagnostics.
-    struct BufferState: Sendable {
-        var outboundBuffered: Int
-        var peakOutboundBuffered: Int
-        var hasWaitingWriter: Bool
-    }
+    typealias BufferState = ConnectionBufferState
 
+    /// Buffering figures, for tests and diagnostics.
     func bufferState() async -> BufferState {
-        await withCheckedContinuation { continuation in
-            let driver = driver
-            let submitted = eventLoop.execute {
-                let value = driver.value
-                continuation.resume(
-                    returning: BufferState(
-                        outboundBuffered: value.outboundBuffered, peakOutboundBuffered: value.peakOutboundBuffered,
-                        hasWaitingWriter: value.hasWaitingWriter))
-            }
-            if !submitted {
-                continuation.resume(
-                    returning: BufferState(outboundBuffered: 0, peakOutboundBuffered: 0, hasWaitingWriter: false))
-            }
-        }
+        await handle.bufferState()
     }
 
     static func stopped(_ loop: EventLoop) -> TransportError {
-        TransportError(.eventLoopStopped, "event loop \(loop.name) stopped")
+        ConnectionHandle.stopped(loop)
     }
 }

@@ -1,4 +1,3 @@
-import Glibc
 import Synchronization
 
 /// Accepts TCP connections on an event loop and completes their TLS handshakes there.
@@ -40,19 +39,17 @@ public final class TLSListener: Sendable {
         return try await withCheckedThrowingContinuation { result in
             let submitted = loop.execute {
                 do throws(TransportError) {
-                    let (fd, boundPort) = try Socket.listen(host: host, port: port)
-                    let handler = ListenerHandler(
-                        loop: loop, fd: fd, context: context, options: options, connections: continuation,
-                        onHandshakeFailure: onHandshakeFailure)
-                    do throws(TransportError) {
-                        try handler.start()
-                    } catch {
-                        Socket.close(fd)
-                        throw error
+                    let handler = try ListenerHandler.start(
+                        host: host, port: port, loop: loop, onAcceptFailure: onHandshakeFailure,
+                        onStop: { continuation.finish() }
+                    ) { client in
+                        startConnection(
+                            client, loop: loop, context: context, options: options, connections: continuation,
+                            onHandshakeFailure: onHandshakeFailure)
                     }
                     result.resume(
                         returning: TLSListener(
-                            host: host, port: boundPort, connections: stream,
+                            host: host, port: handler.port, connections: stream,
                             handler: LoopBound(handler, loop: loop)))
                 } catch {
                     continuation.finish()
@@ -60,6 +57,34 @@ public final class TLSListener: Sendable {
                 }
             }
             if !submitted { result.resume(throwing: TLSConnection.stopped(loop)) }
+        }
+    }
+
+    /// Starts the TLS handshake on an accepted socket; only an established connection reaches `connections`.
+    private static func startConnection(
+        _ client: Int32, loop: EventLoop, context: TLSContext, options: TLSConnection.Options,
+        connections: AsyncStream<TLSConnection>.Continuation,
+        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void
+    ) {
+        let engine: TLSEngine
+        do throws(TransportError) {
+            engine = try TLSEngine(context: context)
+        } catch {
+            Socket.close(client)
+            onHandshakeFailure(error)
+            return
+        }
+        ConnectionDriver.launch(
+            loop: loop, fd: client, engine: engine, connecting: false, limits: options.limits,
+            handshakeTimeout: options.handshakeTimeout
+        ) { result in
+            switch result.flatMap(TLSConnection.established) {
+            case .success(let connection):
+                // If nobody consumes `connections` any more, the connection is dropped, which closes it.
+                _ = connections.yield(connection)
+            case .failure(let error):
+                onHandshakeFailure(error)
+            }
         }
     }
 
@@ -79,107 +104,5 @@ public final class TLSListener: Sendable {
     deinit {
         let handler = handler
         eventLoop.execute { handler.value.stop() }
-    }
-}
-
-/// The listening socket's handler on the loop: accepts, and starts one `ConnectionDriver` per connection.
-final class ListenerHandler: EventLoopHandler {
-    /// After EMFILE/ENFILE the pending connection stays queued and epoll would report it again immediately;
-    /// pausing accepts briefly avoids spinning while descriptors are exhausted.
-    private static let acceptPause: Duration = .milliseconds(100)
-    private static let acceptsPerWakeup = 64
-
-    private let loop: EventLoop
-    private let fd: Int32
-    private let context: TLSContext
-    private let options: TLSConnection.Options
-    private let connections: AsyncStream<TLSConnection>.Continuation
-    private let onHandshakeFailure: @Sendable (TransportError) -> Void
-    private var registration: UInt64?
-
-    init(
-        loop: EventLoop, fd: Int32, context: TLSContext, options: TLSConnection.Options,
-        connections: AsyncStream<TLSConnection>.Continuation,
-        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void
-    ) {
-        self.loop = loop
-        self.fd = fd
-        self.context = context
-        self.options = options
-        self.connections = connections
-        self.onHandshakeFailure = onHandshakeFailure
-    }
-
-    func start() throws(TransportError) {
-        registration = try loop.register(fd: fd, interest: .readOnly, handler: self)
-    }
-
-    func stop() {
-        guard let registration else { return }
-        loop.deregister(fd: fd, registration: registration)
-        self.registration = nil
-        Socket.close(fd)
-        connections.finish()
-    }
-
-    func handleEvent(readable: Bool, writable: Bool, failed: Bool) {
-        for _ in 0..<Self.acceptsPerWakeup {
-            guard registration != nil else { return }
-            let accepted: Int32?
-            do throws(TransportError) {
-                accepted = try Socket.accept(fd)
-            } catch {
-                onHandshakeFailure(error)
-                pauseAccepting()
-                return
-            }
-            guard let client = accepted else { return }
-            startConnection(client)
-        }
-    }
-
-    func eventLoopStopping() {
-        stop()
-    }
-
-    private func startConnection(_ client: Int32) {
-        let engine: TLSEngine
-        do throws(TransportError) {
-            engine = try TLSEngine(context: context)
-        } catch {
-            Socket.close(client)
-            onHandshakeFailure(error)
-            return
-        }
-        let loop = loop
-        let connections = connections
-        let onHandshakeFailure = onHandshakeFailure
-        var driver: ConnectionDriver?
-        driver = ConnectionDriver(
-            loop: loop, fd: client, engine: engine, connecting: false, limits: options.limits
-        ) { result in
-            guard let established = driver else { return }
-            driver = nil  // break the cycle driver -> handler -> driver
-            switch result {
-            case .success(let peer):
-                // If nobody consumes `connections` any more, the connection is dropped, which closes it.
-                _ = connections.yield(TLSConnection(peer: peer, driver: LoopBound(established, loop: loop)))
-            case .failure(let error):
-                onHandshakeFailure(error)
-            }
-        }
-        driver?.start(handshakeTimeout: options.handshakeTimeout)
-    }
-
-    private func pauseAccepting() {
-        guard let registration else { return }
-        loop.setInterest(.none, fd: fd, registration: registration)
-        let bound = LoopBound(self, loop: loop)
-        loop.scheduleTimer(after: Self.acceptPause) {
-            let handler = bound.value
-            if let registration = handler.registration {
-                handler.loop.setInterest(.readOnly, fd: handler.fd, registration: registration)
-            }
-        }
     }
 }

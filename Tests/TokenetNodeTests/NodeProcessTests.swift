@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
 
 @testable import TokenetNode
 
@@ -25,6 +28,33 @@ import Testing
         #expect(result.stdout == ready.line + "\n")
         #expect(result.stderr.contains(#""msg":"stopping","signal":"\#(StopSignalWatcher.name(of: signal))""#))
         #expect(result.stderr.contains(#""msg":"stopped""#))
+        #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
+        #expect(!FileManager.default.fileExists(atPath: readyFile))
+    }
+
+    @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        let address = try #require(HostPort(parsing: ready.listen))
+
+        let loop = try EventLoop(name: "test-node-health")
+        defer { loop.shutdown() }
+        let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let client = RPCClient(stream: connection)
+        let response = try await client.unary(
+            HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30)))
+        #expect(response.status == .serving)
+        await client.close()
+
+        kill(node.process.processIdentifier, SIGTERM)
+        let result = try node.waitForExit()
+        #expect(result.reason == .exit)
+        #expect(result.status == 0)
         #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }

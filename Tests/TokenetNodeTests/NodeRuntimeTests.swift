@@ -1,41 +1,83 @@
 import Foundation
 import Testing
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
 
 @testable import TokenetNode
 
 @Suite struct NodeRuntimeTests {
-    @Test func plainListenerBindsAFreePortAndAccepts() throws {
-        let logger = Logger(node: "test", sink: MemoryLogSink())
-        let listener = try PlainTCPListener(address: HostPort(host: "127.0.0.1", port: 0), logger: logger)
+    @Test func plaintextListenerServesHealthOnAFreePort() async throws {
+        var options = NodeOptions()
+        options.plaintext = true
+        let listener = try await offThePool { [options] in
+            try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: Self.logger())
+        }
         #expect(listener.boundAddress.host == "127.0.0.1")
         #expect(listener.boundAddress.port != 0)
-        #expect(try connects(to: listener.boundAddress))
-        listener.stop()
+        let loop = try EventLoop(name: "test-node-client")
+        defer { loop.shutdown() }
+        let client = try await Self.plainClient(to: listener.boundAddress, on: loop)
+        let response = try await client.unary(HealthV1.Health.check, HealthV1.HealthCheckRequest())
+        #expect(response.status == .serving)
+        await client.close()
+        try await offThePool { listener.stop() }
         #expect(try !connects(to: listener.boundAddress))
     }
 
-    @Test func bindingAnAddressInUseFails() throws {
-        let logger = Logger(node: "test", sink: MemoryLogSink())
-        let first = try PlainTCPListener(address: HostPort(host: "127.0.0.1", port: 0), logger: logger)
-        defer { first.stop() }
-        #expect {
-            _ = try PlainTCPListener(address: first.boundAddress, logger: logger)
-        } throws: { error in
-            (error as? NodeError)?.code == .listen && "\(error)".contains("bind")
+    @Test func plaintextCallersAreRefusedRoleRestrictedMethodsButHealthStaysOpen() async throws {
+        var options = NodeOptions()
+        options.plaintext = true
+        var router = RPCRouter()
+        // Roles declared in the .proto (operator, issuer) apply without being repeated here.
+        router.unary(TestingV1.Echo.restricted) { request, _ in request }
+        let listener = try await offThePool { [options, router] in
+            try RPCNodeListener.bind(options: options, router: router, logger: Self.logger())
         }
+        let loop = try EventLoop(name: "test-node-client")
+        defer { loop.shutdown() }
+        let client = try await Self.plainClient(to: listener.boundAddress, on: loop)
+        let error = await #expect(throws: RPCError.self) {
+            try await client.unary(TestingV1.Echo.restricted, TestingV1.Scalars(fInt32: 1))
+        }
+        #expect(error?.code == .permissionDenied)
+        let service = HealthV1.HealthCheckRequest(service: TestingV1.Echo.serviceName)
+        #expect(try await client.unary(HealthV1.Health.check, service).status == .serving)
+        await client.close()
+        try await offThePool { listener.stop() }
     }
 
-    @Test func startAnnouncesReadinessAndStopWithdrawsIt() throws {
+    @Test func bindingAnAddressInUseFails() async throws {
+        var options = NodeOptions()
+        options.plaintext = true
+        let first = try await offThePool { [options] in
+            try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: Self.logger())
+        }
+        options.listen = first.boundAddress
+        let failure = await #expect(throws: NodeError.self) {
+            try await offThePool { [options] in
+                try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: Self.logger())
+            }
+        }
+        #expect(failure?.code == .listen)
+        #expect(failure?.description.contains("bind") == true)
+        try await offThePool { first.stop() }
+    }
+
+    @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
         let directory = try TemporaryDirectory()
         var options = NodeOptions()
         options.plaintext = true
         options.dataDirectory = directory.path("data/nested")
         options.readyFile = directory.path("ready.json")
         let sink = MemoryLogSink()
-        var announced: [String] = []
-        let runtime = try NodeRuntime.start(
-            spec: .issuer, options: options, logger: Logger(node: "issuer-node", sink: sink),
-            announce: { announced.append($0) })
+        let (runtime, announced) = try await offThePool { [options] in
+            var announced: [String] = []
+            let runtime = try NodeRuntime.start(
+                spec: .issuer, options: options, logger: Logger(node: "issuer-node", sink: sink),
+                announce: { announced.append($0) })
+            return (runtime, announced)
+        }
         let ready = try ReadyFile.read(from: directory.path("ready.json"))
         #expect(ready == runtime.ready)
         #expect(ready.node == "issuer-node")
@@ -43,7 +85,7 @@ import Testing
         #expect(announced == [ready.line])
         #expect(FileManager.default.fileExists(atPath: directory.path("data/nested")))
         #expect(sink.lines.contains { $0.contains("issuer-node: ready listen=\(ready.listen)") })
-        runtime.stop()
+        try await offThePool { runtime.stop() }
         #expect(!FileManager.default.fileExists(atPath: directory.path("ready.json")))
     }
 
@@ -60,6 +102,15 @@ import Testing
             guard let error = error as? NodeError else { return false }
             return error.exitStatus == 2 && error.description.contains("--cert: cannot read /nonexistent/tsp.pem")
         }
+    }
+
+    private static func logger() -> Logger {
+        Logger(node: "test", sink: MemoryLogSink())
+    }
+
+    /// An RPC client over a plaintext connection.
+    private static func plainClient(to address: HostPort, on loop: EventLoop) async throws -> RPCClient {
+        RPCClient(stream: try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
     }
 
     /// Whether a TCP connection to `address` succeeds.

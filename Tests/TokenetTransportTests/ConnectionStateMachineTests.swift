@@ -28,6 +28,17 @@ import Testing
         #expect(machine.ciphertextArrived() == [.decrypt])
     }
 
+    @Test func acceptedSocketStartsItsHandshakeOnceRegistered() {
+        var accepted = Machine(phase: .handshaking, limits: limits)
+        #expect(accepted.start() == [.setInterest(.readOnly)])
+        #expect(accepted.registered() == [.driveHandshake])
+        // A pass-through engine completes at once; data that came with the connection is read right away.
+        #expect(accepted.handshakeCompleted() == [.reportEstablished, .decrypt])
+        var connecting = Machine(phase: .connecting, limits: limits)
+        _ = connecting.start()
+        #expect(connecting.registered() == [])
+    }
+
     @Test func readerWaitsForDataAndGetsItOnArrival() {
         var machine = openMachine()
         #expect(machine.readRequested() == [])
@@ -115,7 +126,7 @@ import Testing
     @Test func handshakeDeadlineFailsOnlyUnestablishedConnections() {
         var handshaking = Machine(phase: .handshaking, limits: limits)
         _ = handshaking.start()
-        #expect(handshaking.timedOut() == [.fail(TransportError(.timeout, "TLS connection not established in time"))])
+        #expect(handshaking.timedOut() == [.fail(TransportError(.timeout, "connection not established in time"))])
         var open = openMachine()
         #expect(open.timedOut() == [])
     }

@@ -1,0 +1,27 @@
+/// What `ConnectionDriver` needs from the layer between the socket and the application's bytes: TLS
+/// (`TLSEngine`) or nothing at all (`PassThroughEngine`, for plaintext debug connections).
+///
+/// The names follow TLS because it is the demanding case: "ciphertext" is whatever travels on the wire and
+/// "plaintext" what the application reads and writes; for the pass-through engine the two are the same bytes.
+/// Keeping one driver for both means the bounded buffers, backpressure and close handling are written (and
+/// tested) once.
+protocol ConnectionEngine: AnyObject {
+    typealias HandshakeStatus = TLSEngine.HandshakeStatus
+    typealias ReadResult = TLSEngine.ReadResult
+
+    /// The authenticated peer once the handshake completed; always nil for an engine without authentication.
+    var peer: PeerIdentity? { get }
+
+    func receiveCiphertext(_ bytes: UnsafeRawBufferPointer)
+    /// The transport delivered end-of-file.
+    func receiveEOF()
+    /// Takes every byte that must be sent.
+    func takeCiphertext(maxCount: Int) -> [UInt8]
+    func handshake() throws(TransportError) -> HandshakeStatus
+    func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult
+    func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
+    /// Queues the orderly end of the stream (a TLS close_notify); safe to call more than once.
+    func close()
+}
+
+extension TLSEngine: ConnectionEngine {}

@@ -1,0 +1,76 @@
+/// The async face of a `ConnectionDriver`, shared by `TLSConnection` and `PlainConnection`: each request hops to the
+/// loop and suspends until the driver resumes it, and a cancelled task withdraws its request there.
+struct ConnectionHandle: Sendable {
+    let driver: LoopBound<ConnectionDriver>
+    var loop: EventLoop { driver.loop }
+
+    func read() async throws -> [UInt8]? {
+        let (driver, loop, token) = (driver, loop, RequestToken())
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                if !loop.execute({ driver.value.read(token, continuation) }) {
+                    continuation.resume(throwing: Self.stopped(loop))
+                }
+            }
+        } onCancel: {
+            token.cancel()
+            loop.execute { driver.value.cancelRead(token) }
+        }
+    }
+
+    func write(_ bytes: [UInt8]) async throws {
+        let (driver, loop, token) = (driver, loop, RequestToken())
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                if !loop.execute({ driver.value.write(bytes, token, continuation) }) {
+                    continuation.resume(throwing: Self.stopped(loop))
+                }
+            }
+        } onCancel: {
+            token.cancel()
+            loop.execute { driver.value.cancelWrite(token) }
+        }
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let driver = driver
+            if !loop.execute({ driver.value.close(continuation) }) { continuation.resume() }
+        }
+    }
+
+    /// Starts closing without waiting (for `deinit`).
+    func closeSoon() {
+        let driver = driver
+        loop.execute { driver.value.close(nil) }
+    }
+
+    func bufferState() async -> ConnectionBufferState {
+        await withCheckedContinuation { continuation in
+            let driver = driver
+            let submitted = loop.execute {
+                let value = driver.value
+                continuation.resume(
+                    returning: ConnectionBufferState(
+                        outboundBuffered: value.outboundBuffered, peakOutboundBuffered: value.peakOutboundBuffered,
+                        hasWaitingWriter: value.hasWaitingWriter))
+            }
+            if !submitted {
+                continuation.resume(
+                    returning: ConnectionBufferState(
+                        outboundBuffered: 0, peakOutboundBuffered: 0, hasWaitingWriter: false))
+            }
+        }
+    }
+
+    static func stopped(_ loop: EventLoop) -> TransportError {
+        TransportError(.eventLoopStopped, "event loop \(loop.name) stopped")
+    }
+}
+
+/// Buffering figures, for tests and diagnostics.
+struct ConnectionBufferState: Sendable {
+    var outboundBuffered: Int
+    var peakOutboundBuffered: Int
+    var hasWaitingWriter: Bool
+}

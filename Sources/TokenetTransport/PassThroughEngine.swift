@@ -1,0 +1,55 @@
+/// The engine of a plaintext connection: the bytes on the wire are the application's bytes.
+///
+/// It is established as soon as the socket is connected, has no peer identity, and treats the peer's TCP
+/// end-of-file as the orderly end of the stream (there is no close_notify to tell truncation apart). Inbound bytes
+/// wait here only until the driver moves them to its reader queue, so the driver's limits bound memory as with TLS.
+///
+/// Not thread-safe: an engine belongs to one event loop (or one test).
+final class PassThroughEngine: ConnectionEngine {
+    private var inbound: [UInt8] = []
+    private var inboundOffset = 0
+    private var outbound: [UInt8] = []
+    private var receivedEOF = false
+
+    var peer: PeerIdentity? { nil }
+
+    func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
+        if inboundOffset == inbound.count {
+            inbound.removeAll(keepingCapacity: true)
+            inboundOffset = 0
+        }
+        inbound += bytes
+    }
+
+    func receiveEOF() {
+        receivedEOF = true
+    }
+
+    func takeCiphertext(maxCount: Int) -> [UInt8] {
+        guard maxCount < outbound.count else {
+            defer { outbound.removeAll(keepingCapacity: true) }
+            return outbound
+        }
+        defer { outbound.removeFirst(maxCount) }
+        return Array(outbound[..<maxCount])
+    }
+
+    func handshake() throws(TransportError) -> HandshakeStatus {
+        .complete
+    }
+
+    func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult {
+        let available = inbound.count - inboundOffset
+        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
+        let end = inboundOffset + min(available, max(1, maxCount))
+        defer { inboundOffset = end }
+        return .plaintext(Array(inbound[inboundOffset..<end]))
+    }
+
+    func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
+        outbound += bytes
+    }
+
+    /// Nothing to queue: closing the socket once the outbound bytes are flushed ends the stream (TCP FIN).
+    func close() {}
+}

@@ -1,0 +1,106 @@
+/// A plaintext TCP connection driven by an `EventLoop`: the same driver, bounded buffers and backpressure as
+/// `TLSConnection`, with no encryption and no peer identity. For local debugging only (`--plaintext`).
+///
+/// All methods may be called from any task. `write` returns once the bytes are accepted into the connection's
+/// bounded outbound buffer; when the buffer is full it suspends until the socket drains. One `read` may be
+/// outstanding at a time; concurrent writes are queued in call order. Without TLS there is no close_notify, so the
+/// peer's TCP end-of-file ends the stream normally (`read` returns nil) and, as a close_notify does for TLS, closes
+/// the connection: there is no half-close, later writes fail with `.connectionClosed`.
+///
+/// Dropping the last reference closes the connection.
+public final class PlainConnection: Sendable {
+    public struct Options: Sendable {
+        /// Bytes waiting for the socket above which writers wait.
+        public var outboundHighWater: Int
+        /// Received bytes waiting for a reader above which the socket is no longer read.
+        public var inboundHighWater: Int
+        /// Deadline for the TCP connect.
+        public var connectTimeout: Duration
+
+        public init(
+            outboundHighWater: Int = 256 * 1024, inboundHighWater: Int = 256 * 1024,
+            connectTimeout: Duration = .seconds(10)
+        ) {
+            self.outboundHighWater = outboundHighWater
+            self.inboundHighWater = inboundHighWater
+            self.connectTimeout = connectTimeout
+        }
+
+        var limits: ConnectionStateMachine.Limits {
+            .init(outboundHighWater: max(1, outboundHighWater), inboundHighWater: max(1, inboundHighWater))
+        }
+    }
+
+    public let eventLoop: EventLoop
+    private let handle: ConnectionHandle
+
+    init(driver: LoopBound<ConnectionDriver>) {
+        handle = ConnectionHandle(driver: driver)
+        eventLoop = driver.loop
+    }
+
+    deinit {
+        handle.closeSoon()
+    }
+
+    /// Connects to host:port (an IPv4 address or "localhost"). Throws `TransportError`.
+    public static func connect(
+        host: String, port: UInt16, on loop: EventLoop, options: Options = Options()
+    ) async throws -> PlainConnection {
+        try await withCheckedThrowingContinuation { continuation in
+            let submitted = loop.execute {
+                do throws(TransportError) {
+                    let fd = try Socket.startConnect(host: host, port: port)
+                    ConnectionDriver.launch(
+                        loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
+                        handshakeTimeout: options.connectTimeout
+                    ) { result in
+                        continuation.resume(with: result.map { PlainConnection(driver: $0.0) })
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            if !submitted { continuation.resume(throwing: ConnectionHandle.stopped(loop)) }
+        }
+    }
+
+    /// The next bytes received, in order; nil once the peer closed its side of the stream.
+    /// Throws `TransportError`. Cancelling the calling task makes a pending read throw `.cancelled`; no received
+    /// data is lost.
+    public func read() async throws -> [UInt8]? {
+        try await handle.read()
+    }
+
+    /// Queues `bytes` for sending, suspending while the outbound buffer is full. Throws `TransportError`.
+    /// Cancelling the calling task withdraws the write (`.cancelled`) only if none of it was queued yet.
+    public func write(_ bytes: [UInt8]) async throws {
+        try await handle.write(bytes)
+    }
+
+    /// Flushes what is buffered (at most a few seconds) and closes the socket. Pending reads and writes fail with
+    /// `.connectionClosed`. Idempotent.
+    public func close() async {
+        await handle.close()
+    }
+
+    /// The received byte chunks as an async sequence, ending when the peer closes.
+    public var chunks: Chunks { Chunks(connection: self) }
+
+    public struct Chunks: AsyncSequence, Sendable {
+        public typealias Element = [UInt8]
+        let connection: PlainConnection
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let connection: PlainConnection
+            public mutating func next() async throws -> [UInt8]? { try await connection.read() }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(connection: connection) }
+    }
+
+    /// Buffering figures, for tests and diagnostics.
+    func bufferState() async -> ConnectionBufferState {
+        await handle.bufferState()
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Calls over plaintext TCP on loopback (the `--plaintext` debug mode): a PlainListener served by an RPCServer,
+/// clients over PlainConnection.
+@Suite(.timeLimit(.minutes(2))) struct LivePlainCallTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    struct Harness {
+        let loop: EventLoop
+        let listener: PlainListener
+        let server: RPCServer
+        let serving: Task<Void, Never>
+
+        func client() async throws -> RPCClient {
+            RPCClient(stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop))
+        }
+
+        func stop() async {
+            server.shutdown()
+            await listener.close()
+            serving.cancel()
+            loop.shutdown()
+        }
+    }
+
+    static func start(_ router: RPCRouter = InMemoryCallTests.echoRouter) async throws -> Harness {
+        let loop = try EventLoop(name: "rpc-plain-test")
+        let listener = try await PlainListener.bind(on: loop)
+        let server = RPCServer(router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000))
+        let serving = Task { await server.serve(listener: listener) }
+        return Harness(loop: loop, listener: listener, server: server, serving: serving)
+    }
+
+    @Test func unaryCallOverPlaintext() async throws {
+        let harness = try await Self.start()
+        let client = try await harness.client()
+        let response = try await client.unary(Echo.unary, Scalars(fInt32: 41, fString: "hello"))
+        #expect(response == Scalars(fInt32: 42, fString: "hello"))
+        await client.close()
+        await harness.stop()
+    }
+
+    @Test func manyCallsAndAStreamShareOneConnection() async throws {
+        let harness = try await Self.start()
+        let client = try await harness.client()
+        let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    let response = try await client.unary(Echo.unary, Scalars(fInt32: Int32(index), fString: "x"))
+                    return response.fInt32 == Int32(index) + 1
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(answered == 200)
+        // A long server stream on the same connection arrives complete and in order.
+        var received: [Int32] = []
+        for try await item in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 20_000)) {
+            received.append(item.fInt32)
+        }
+        #expect(received == Array(0..<20_000))
+        await client.close()
+        await harness.stop()
+    }
+
+    @Test func roleRestrictedMethodRefusesPlaintextCallersButOthersAnswer() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary, allowedRoles: [.operator]) { request, _ in request }
+        router.serverStreaming(Echo.serverStream) { request, writer, _ in
+            for index in 0..<Int(request.fUint32) { try await writer.send(Scalars(fInt32: Int32(index))) }
+        }
+        let harness = try await Self.start(router)
+        let client = try await harness.client()
+        let error = await #expect(throws: RPCError.self) { try await client.unary(Echo.unary, Scalars(fInt32: 1)) }
+        #expect(error?.code == .permissionDenied)
+        #expect(error?.message.contains("plaintext") == true)
+        var streamed = 0
+        for try await _ in try client.serverStreaming(Echo.serverStream, Scalars(fUint32: 3)) { streamed += 1 }
+        #expect(streamed == 3, "methods open to any peer still answer on the same connection")
+        await client.close()
+        await harness.stop()
+    }
+
+    @Test func plaintextClientOfATLSServerGetsAnErrorNotAHang() async throws {
+        let harness = try await LiveTLSCallTests.start()
+        let connection = try await PlainConnection.connect(
+            host: "127.0.0.1", port: harness.listener.port, on: harness.loop)
+        let client = RPCClient(stream: connection)
+        let error = await #expect(throws: RPCError.self) {
+            try await client.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+        }
+        #expect(error?.code != .deadlineExceeded, "the refusal is reported, not waited out")
+        print("plaintext client of a TLS server: \(String(describing: error))")
+        await client.close()
+        await harness.stop()
+    }
+
+    @Test func tlsClientOfAPlaintextServerFailsItsHandshake() async throws {
+        let harness = try await Self.start()
+        let context = try TLSContext(
+            configuration: .client(
+                certificateChainFile: LiveTLSCallTests.path("wallet.pem"),
+                privateKeyFile: LiveTLSCallTests.path("wallet.key"),
+                trustedCAFile: LiveTLSCallTests.path("ca.pem")
+            )
+        )
+        let error = await #expect(throws: TransportError.self) {
+            try await TLSConnection.connect(
+                host: "127.0.0.1", port: harness.listener.port, context: context, on: harness.loop,
+                options: TLSConnection.Options(handshakeTimeout: .seconds(30)))
+        }
+        #expect(error?.code != .timeout, "the failure is reported, not waited out")
+        await harness.stop()
+    }
+
+    @Test func serverSeesNoPeerIdentity() async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { _, context in Scalars(fString: context.peer?.uri ?? "none") }
+        let harness = try await Self.start(router)
+        let client = try await harness.client()
+        #expect(try await client.unary(Echo.unary, Scalars()).fString == "none")
+        await client.close()
+        await harness.stop()
+    }
+}
