@@ -67,7 +67,7 @@ public final class NodeRuntime: Sendable {
         }
     }
 
-    /// TLS is not served yet, but a wrong path should fail now rather than when the TLS server arrives.
+    /// A missing or unreadable file gets a message naming its flag, before OpenSSL reports it in its own terms.
     private static func checkTLSFiles(_ options: NodeOptions) throws(NodeError) {
         guard !options.plaintext else { return }
         let files = [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)]

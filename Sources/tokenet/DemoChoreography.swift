@@ -17,24 +17,9 @@ struct DemoCluster: Sendable {
 /// What the demo does between "every node is ready" and "stop every node".
 ///
 /// This is the seam for the provisioning flow (wallet asks the TSP to digitize a card, the TSP asks the issuer,
-/// ID&V, activation, notifications). Until the RPC runtime exists the demo only proves the nodes start and stop.
+/// ID&V, activation, notifications). Today the demo asks every node for its health over RPC.
 protocol DemoChoreography {
     /// A line describing what the choreography does, printed before it runs.
     var title: String { get }
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError)
-}
-
-/// The choreography used today: checks that each node's port accepts a connection.
-struct ReadinessChoreography: DemoChoreography {
-    var title: String { "Checking that every node accepts connections (flows arrive with the RPC runtime)" }
-
-    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
-        for (role, ready) in cluster.nodes {
-            guard let address = HostPort(parsing: ready.listen) else {
-                throw CLIError(.node, "\(role.nodeName) reported an unreadable address '\(ready.listen)'")
-            }
-            try PortProbe.connect(to: address, name: role.nodeName)
-            report("  \(role.nodeName) accepted a TCP connection on \(address)")
-        }
-    }
 }

@@ -16,7 +16,6 @@ struct DemoCommand {
     static let startOrder: [(role: NodeRole, spec: NodeSpec)] = [(.tsp, .tsp), (.issuer, .issuer), (.wallet, .wallet)]
 
     var options: DemoOptions
-    var choreography: any DemoChoreography = ReadinessChoreography()
     let interruption = DemoInterruption()
 
     func run() throws(CLIError) -> Int32 {
@@ -53,10 +52,7 @@ struct DemoCommand {
             try interruption.check()
             let cluster = DemoCluster(
                 nodes: started.map { ($0.role, $0.ready) }, pkiDirectory: pki?.path, workspace: workspace.path)
-            // With a PKI the nodes serve RPC over mutual TLS, and the demo talks to them; in plaintext mode they only
-            // accept TCP connections.
-            let choreography: any DemoChoreography =
-                cluster.pkiDirectory.map { HealthChoreography(pkiDirectory: $0) } ?? self.choreography
+            let choreography: any DemoChoreography = HealthChoreography(pkiDirectory: cluster.pkiDirectory)
             printOut(choreography.title)
             try choreography.run(cluster: cluster, report: printOut)
             try interruption.check()

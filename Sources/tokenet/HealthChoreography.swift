@@ -5,13 +5,18 @@ import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
-/// Asks every node for its health over mutual TLS, as the operator, through the RPC runtime.
+/// Asks every node for its health through the RPC runtime: over mutual TLS as the operator, or over plain TCP when
+/// the demo runs without a PKI (`--plaintext` nodes).
 ///
 /// This is the first call the demo makes across the three processes; the provisioning flow builds on the same path.
 struct HealthChoreography: DemoChoreography {
-    let pkiDirectory: String
+    let pkiDirectory: String?
 
-    var title: String { "Asking every node for its health over mutual TLS (as operator-1)" }
+    var title: String {
+        pkiDirectory == nil
+            ? "Asking every node for its health over plain TCP (debug mode)"
+            : "Asking every node for its health over mutual TLS (as operator-1)"
+    }
 
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
         for (role, ready) in cluster.nodes {
@@ -34,20 +39,29 @@ struct HealthChoreography: DemoChoreography {
         }
         defer { loop.shutdown() }
         do {
-            let context = try TLSContext(
-                configuration: .client(
-                    certificateChainFile: "\(pkiDirectory)/operator.pem",
-                    privateKeyFile: "\(pkiDirectory)/operator.key",
-                    trustedCAFile: "\(pkiDirectory)/ca.pem"
+            let stream: any ByteStream
+            let peer: String
+            if let pkiDirectory {
+                let context = try TLSContext(
+                    configuration: .client(
+                        certificateChainFile: "\(pkiDirectory)/operator.pem",
+                        privateKeyFile: "\(pkiDirectory)/operator.key",
+                        trustedCAFile: "\(pkiDirectory)/ca.pem"
+                    )
                 )
-            )
-            let connection = try await TLSConnection.connect(
-                host: address.host,
-                port: address.port,
-                context: context,
-                on: loop
-            )
-            let client = RPCClient(stream: connection)
+                let connection = try await TLSConnection.connect(
+                    host: address.host,
+                    port: address.port,
+                    context: context,
+                    on: loop
+                )
+                stream = connection
+                peer = connection.peer.uri
+            } else {
+                stream = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+                peer = "plaintext"
+            }
+            let client = RPCClient(stream: stream)
             let started = ContinuousClock.now
             let response = try await client.unary(
                 HealthV1.Health.check,
@@ -58,7 +72,7 @@ struct HealthChoreography: DemoChoreography {
             await client.close()
             let status = response.status.protoValueName ?? "\(response.status.rawValue)"
             let micros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
-            return .success("  \(name) (\(connection.peer.uri)) at \(address): \(status) in \(micros) µs")
+            return .success("  \(name) (\(peer)) at \(address): \(status) in \(micros) µs")
         } catch {
             return .failure(CLIError(.node, "\(name) at \(address) did not answer a health check: \(error)"))
         }

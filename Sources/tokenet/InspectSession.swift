@@ -47,9 +47,14 @@ final class InspectSession: Sendable {
     {
         switch options.transport {
         case .plaintext:
-            throw CLIError(
-                .connection,
-                "plaintext transport is not available in this build; connect with --cacert, --cert and --key")
+            // Debug only: nodes started with --plaintext. No certificate on either side.
+            do {
+                return try await PlainConnection.connect(
+                    host: options.address.host, port: options.address.port, on: loop,
+                    options: PlainConnection.Options(connectTimeout: timeout))
+            } catch {
+                throw CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
+            }
         case .mutualTLS(let files):
             let context: TLSContext
             do {

@@ -139,10 +139,27 @@ import Testing
         #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "))
     }
 
-    @Test func plaintextIsNotAvailableYet() throws {
-        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--plaintext"])
-        #expect(result.status == 1)
-        #expect(result.stderr.contains("plaintext transport is not available in this build"))
+    @Test func plaintextCallsReachAPlaintextNode() throws {
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let plain = try LaunchedProcess(
+            "tsp-node",
+            ["--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile, "--plaintext"])
+        defer {
+            plain.process.terminate()
+            plain.process.waitUntilExit()
+        }
+        let plainAddress = try Self.waitForReadyFile(readyFile, of: plain.process).listen
+        let result = try runTokenet(["call", plainAddress, "tokenet.health.v1.Health/Check", "--plaintext"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
+    }
+
+    @Test func plaintextClientOfATLSNodeFailsClearly() throws {
+        let result = try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "5s"])
+        #expect(result.status != 0)
+        #expect(result.stderr.hasPrefix("ERROR: UNAVAILABLE") || result.stderr.contains("cannot connect"))
     }
 
     @Test func missingTLSFilesAreAUsageError() throws {
