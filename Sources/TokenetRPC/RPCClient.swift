@@ -199,39 +199,27 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
 /// The responses of a streaming call; ends when the server's status is OK and throws `RPCError` otherwise.
 public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
     public typealias Element = Response
-    let call: RPCClient.OpenCall
-    let connection: RPCConnection
+    let raw: RawResponseStream
+
+    init(call: RPCClient.OpenCall, connection: RPCConnection) {
+        raw = RawResponseStream(call: call, connection: connection)
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
-        let call: RPCClient.OpenCall
-        let connection: RPCConnection
+        var raw: RawResponseStream.AsyncIterator
 
         public mutating func next() async throws -> Response? {
-            let id = call.id
-            let connection = connection
-            var base = base
-            defer { self.base = base }
-            let data = try await withTaskCancellationHandler {
-                try await base.next()
-            } onCancel: {
-                connection.cancelCall(id, reason: "cancelled by the caller")
-            }
-            guard let data else {
-                call.timer?.cancel()
-                return nil
-            }
-            connection.consumed(id, byteCount: data.count)
+            guard let data = try await raw.next() else { return nil }
             return try decodeResponse(Response.self, data)
         }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: call.responses.makeAsyncIterator(), call: call, connection: connection)
+        AsyncIterator(raw: raw.makeAsyncIterator())
     }
 
     /// Abandons the call.
     public func cancel() {
-        connection.cancelCall(call.id, reason: "cancelled by the caller")
+        raw.cancel()
     }
 }
