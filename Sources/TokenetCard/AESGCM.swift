@@ -5,6 +5,8 @@ enum AESGCM {
     static let keySize = 32
     static let nonceSize = 12
     static let tagSize = 16
+    /// OpenSSL takes lengths as `int`; larger inputs are refused rather than truncated.
+    static let maximumLength = Int(Int32.max) - 32
 
     /// Encrypts `plaintext`; returns the ciphertext (same length) and the tag.
     static func seal(
@@ -14,6 +16,9 @@ enum AESGCM {
         associatedData: [UInt8]
     ) throws(CardError) -> (ciphertext: [UInt8], tag: [UInt8]) {
         precondition(key.count == keySize && nonce.count == nonceSize, "AES-GCM key and nonce sizes are checked")
+        guard plaintext.count <= maximumLength, associatedData.count <= maximumLength else {
+            throw CardError(.crypto, "AES-256-GCM input of \(plaintext.count) bytes is too large; the limit is 2 GiB")
+        }
         OpenSSLErrorQueue.clear()
         let context = try CipherContext()
         let ctx = context.pointer
@@ -56,6 +61,9 @@ enum AESGCM {
         failure: String
     ) throws(CardError) -> [UInt8] {
         precondition(key.count == keySize && nonce.count == nonceSize && tag.count == tagSize, "sizes are checked")
+        guard ciphertext.count <= maximumLength, associatedData.count <= maximumLength else {
+            throw CardError(.crypto, "AES-256-GCM input of \(ciphertext.count) bytes is too large; the limit is 2 GiB")
+        }
         OpenSSLErrorQueue.clear()
         let context = try CipherContext()
         let ctx = context.pointer

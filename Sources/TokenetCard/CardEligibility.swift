@@ -10,20 +10,39 @@ public enum CardEligibility: Sendable, Equatable {
 
     /// Evaluates a card number and an `MM/YY` expiry against the moment `date`.
     public static func evaluate(accountNumber: String, expiry: String, asOf date: Date) -> CardEligibility {
-        let pan: PAN
-        do { pan = try PAN(accountNumber) } catch { return .ineligible(error.rejection ?? .nonDigitCharacters) }
-        guard pan.scheme.isEligible else { return .ineligible(.unsupportedScheme) }
-        let parsed: CardExpiry
-        do { parsed = try CardExpiry(parsing: expiry) } catch {
-            return .ineligible(error.rejection ?? .malformedExpiry)
-        }
-        guard !parsed.hasPassed(asOf: date) else { return .ineligible(.expired(parsed)) }
-        return .eligible(pan, pan.scheme, parsed)
+        evaluate(
+            pan: { () throws(CardError) in try PAN(accountNumber) },
+            expiry: { () throws(CardError) in
+                try CardExpiry(parsing: expiry)
+            }, asOf: date)
+    }
+
+    /// Evaluates decrypted card data (its `expirationDate` month and four-digit year) against the moment `date`.
+    public static func evaluate(_ card: CardData, asOf date: Date) -> CardEligibility {
+        evaluate(
+            pan: { () throws(CardError) in try card.pan() },
+            expiry: { () throws(CardError) in
+                try card.expiry()
+            }, asOf: date)
     }
 
     /// The rejection, or nil when eligible.
     public var rejection: CardRejection? {
         if case .ineligible(let rejection) = self { return rejection }
         return nil
+    }
+
+    private static func evaluate(
+        pan makePAN: () throws(CardError) -> PAN,
+        expiry makeExpiry: () throws(CardError) -> CardExpiry,
+        asOf date: Date
+    ) -> CardEligibility {
+        let pan: PAN
+        do { pan = try makePAN() } catch { return .ineligible(error.rejection ?? .nonDigitCharacters) }
+        guard pan.scheme.isEligible else { return .ineligible(.unsupportedScheme) }
+        let expiry: CardExpiry
+        do { expiry = try makeExpiry() } catch { return .ineligible(error.rejection ?? .malformedExpiry) }
+        guard !expiry.hasPassed(asOf: date) else { return .ineligible(.expired(expiry)) }
+        return .eligible(pan, pan.scheme, expiry)
     }
 }

@@ -11,7 +11,11 @@ public struct CardExpiry: Sendable, Hashable, Comparable, CustomStringConvertibl
     public init(month: Int, year: Int) throws(CardError) {
         guard (1...12).contains(month) else { throw CardError(rejection: .invalidExpiryMonth(month)) }
         guard (2000...9999).contains(year) else {
-            throw CardError(.invalidCard, "the expiry year \(year) is out of range; use a four-digit year from 2000")
+            throw CardError(
+                .invalidCard,
+                "the expiry year \(year) is out of range; use a four-digit year from 2000",
+                rejection: .malformedExpiry
+            )
         }
         self.month = month
         self.year = year
@@ -59,7 +63,11 @@ public struct CardExpiry: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// The expiry `months` later (negative for earlier).
     public func adding(months: Int) -> CardExpiry {
         let index = year * 12 + (month - 1) + months
-        return CardExpiry(validMonth: index % 12 + 1, year: index / 12)
+        // Floor division keeps the month in 1...12 even for a (nonsensical) negative index.
+        let (quotient, remainder) = index.quotientAndRemainder(dividingBy: 12)
+        return remainder < 0
+            ? CardExpiry(validMonth: remainder + 13, year: quotient - 1)
+            : CardExpiry(validMonth: remainder + 1, year: quotient)
     }
 
     public static func < (lhs: CardExpiry, rhs: CardExpiry) -> Bool {

@@ -48,10 +48,8 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
                 "the text is not an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)"
             )
         }
+        // The public key's initializer refuses keys under 2048 bits.
         try self.init(key: EVPKey(taking: pointer))
-        guard publicKey.bits >= RSAPublicKey.minimumBits else {
-            throw CardError(.invalidKey, "the RSA key is too small; at least \(RSAPublicKey.minimumBits) bits")
-        }
     }
 
     /// Reads a PEM private key file.

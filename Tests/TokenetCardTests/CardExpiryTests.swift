@@ -40,6 +40,8 @@ import Testing
         #expect(try CardExpiry(month: 3, year: 2029).endOfValidity == Fixtures.utc("2029-04-01T00:00:00Z"))
         #expect(try CardExpiry(month: 11, year: 2026).adding(months: 2) == CardExpiry(month: 1, year: 2027))
         #expect(try CardExpiry(month: 1, year: 2027).adding(months: -1) == CardExpiry(month: 12, year: 2026))
+        #expect(try CardExpiry(month: 1, year: 2027).adding(months: -13) == CardExpiry(month: 12, year: 2025))
+        #expect(try CardExpiry(month: 3, year: 2026).adding(months: 36) == CardExpiry(month: 3, year: 2029))
         #expect(try CardExpiry(month: 1, year: 2027) < CardExpiry(month: 2, year: 2027))
     }
 }
@@ -65,6 +67,26 @@ import Testing
         #expect(result.rejection == rejection)
         if rejection == nil {
             #expect(result == .eligible(try PAN(number), try PAN(number).scheme, try CardExpiry(parsing: expiry)))
+        }
+    }
+
+    @Test func evaluateCardData() throws {
+        func card(_ number: String, _ month: String, _ year: String) -> CardData {
+            CardData(accountNumber: number, expirationDate: .init(month: month, year: year))
+        }
+        let eligible = CardEligibility.evaluate(card("5555555555554444", "11", "2026"), asOf: Self.now)
+        #expect(eligible == .eligible(try PAN("5555555555554444"), .mastercard, try CardExpiry(month: 11, year: 2026)))
+        let cases: [(CardData, CardRejection)] = [
+            (card("4111111111111112", "12", "2027"), .luhnCheckFailed),
+            (card("6011111111111117", "12", "2027"), .unsupportedScheme),
+            (card("4111111111111111", "12", "27"), .malformedExpiry),
+            (card("4111111111111111", "12", "1999"), .malformedExpiry),
+            (card("4111111111111111", "December", "2027"), .malformedExpiry),
+            (card("4111111111111111", "00", "2027"), .invalidExpiryMonth(0)),
+            (card("4111111111111111", "9", "2026"), .expired(try CardExpiry(month: 9, year: 2026))),
+        ]
+        for (data, rejection) in cases {
+            #expect(CardEligibility.evaluate(data, asOf: Self.now).rejection == rejection)
         }
     }
 

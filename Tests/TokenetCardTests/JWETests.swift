@@ -292,6 +292,32 @@ import Testing
         #expect(try JWE.decrypt(afterRotation, with: keyring).kid == newKey.kid)
     }
 
+    /// Decryption from many tasks while the keyring rotates: every message made before or during the rotations still
+    /// decrypts, because retired keys stay in the keyring.
+    @Test func concurrentDecryptionDuringRotation() async throws {
+        let keyring = TSPKeyring(current: Fixtures.key)
+        let messages = try (0..<32).map { index in
+            (index, try JWE.encrypt([UInt8(index)], to: keyring.current.publicKey))
+        }
+        let spare = Fixtures.otherKey
+        let failures = await withTaskGroup(of: Int.self) { group in
+            group.addTask {
+                keyring.rotate(to: spare)
+                return 0
+            }
+            for (index, compact) in messages {
+                group.addTask {
+                    guard let (_, plaintext) = try? JWE.decrypt(compact, with: keyring) else { return 1 }
+                    return plaintext == [UInt8(index)] ? 0 : 1
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(failures == 0)
+        #expect(keyring.currentKid == spare.kid)
+        #expect(keyring.retiredKids == [Fixtures.key.kid])
+    }
+
     @Test func rotatingToTheCurrentKeyChangesNothing() {
         let keyring = TSPKeyring(current: Fixtures.key, retired: [Fixtures.otherKey, Fixtures.key])
         #expect(keyring.retiredKids == [Fixtures.otherKey.kid])
