@@ -1,0 +1,98 @@
+import Foundation
+
+/// The card data carried inside a JWE, in the JSON shape token service providers use:
+/// `{"accountNumber":"…","expirationDate":{"month":"12","year":"2027"},"cvv2":"123","name":"…"}`.
+///
+/// `description` masks the account number and hides the CVV2, so the struct can be interpolated into log lines.
+public struct CardData: Codable, Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    public struct ExpirationDate: Codable, Sendable, Equatable {
+        /// Two digits, `01`–`12`.
+        public var month: String
+        /// Four digits, for example `2027`.
+        public var year: String
+
+        public init(month: String, year: String) {
+            self.month = month
+            self.year = year
+        }
+
+        public init(_ expiry: CardExpiry) {
+            self.month = expiry.month < 10 ? "0\(expiry.month)" : "\(expiry.month)"
+            self.year = "\(expiry.year)"
+        }
+    }
+
+    public var accountNumber: String
+    public var expirationDate: ExpirationDate
+    public var cvv2: String?
+    public var name: String?
+
+    public init(accountNumber: String, expirationDate: ExpirationDate, cvv2: String? = nil, name: String? = nil) {
+        self.accountNumber = accountNumber
+        self.expirationDate = expirationDate
+        self.cvv2 = cvv2
+        self.name = name
+    }
+
+    public init(pan: PAN, expiry: CardExpiry, cvv2: String? = nil, name: String? = nil) {
+        self.init(accountNumber: pan.digits, expirationDate: ExpirationDate(expiry), cvv2: cvv2, name: name)
+    }
+
+    /// Parses the JSON payload; throws `.invalidPayload` naming what is wrong (never echoing the payload).
+    public init(json bytes: [UInt8]) throws(CardError) {
+        do {
+            self = try JSONDecoder().decode(CardData.self, from: Data(bytes))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw CardError(.invalidPayload, "the card data has no \"\(key.stringValue)\" field")
+        } catch let DecodingError.typeMismatch(_, context) where !context.codingPath.isEmpty {
+            throw CardError(.invalidPayload, "the card data field \(Self.path(context)) has the wrong type")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw CardError(.invalidPayload, "the card data field \(Self.path(context)) is null")
+        } catch {
+            throw CardError(.invalidPayload, "the decrypted payload is not a JSON card-data object")
+        }
+    }
+
+    /// The JSON payload with keys in a fixed order; absent optional fields are omitted.
+    public func jsonBytes() throws(CardError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return Array(try encoder.encode(self))
+        } catch {
+            throw CardError(.invalidPayload, "the card data could not be encoded as JSON", cause: error)
+        }
+    }
+
+    /// The validated card number.
+    public func pan() throws(CardError) -> PAN { try PAN(accountNumber) }
+
+    /// The validated expiry.
+    public func expiry() throws(CardError) -> CardExpiry {
+        let month = expirationDate.month
+        let year = expirationDate.year
+        guard (1...2).contains(month.utf8.count), month.utf8.allSatisfy({ (48...57).contains($0) }), let m = Int(month),
+            year.utf8.count == 4, year.utf8.allSatisfy({ (48...57).contains($0) }), let y = Int(year)
+        else { throw CardError(rejection: .malformedExpiry) }
+        return try CardExpiry(month: m, year: y)
+    }
+
+    public var description: String {
+        let last4 = String(accountNumber.suffix(4))
+        let masked = String(repeating: "*", count: max(accountNumber.count - 4, 0)) + last4
+        var text = "CardData(accountNumber: \(masked), expirationDate: \(expirationDate.month)/\(expirationDate.year)"
+        if cvv2 != nil { text += ", cvv2: ***" }
+        if name != nil { text += ", name: present" }
+        return text + ")"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror { Mirror(self, children: ["summary": description], displayStyle: .struct) }
+
+    private static func path(_ context: DecodingError.Context) -> String {
+        "\"" + context.codingPath.map(\.stringValue).joined(separator: ".") + "\""
+    }
+}

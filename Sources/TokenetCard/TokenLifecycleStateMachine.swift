@@ -1,0 +1,93 @@
+/// The lifecycle of a token as a pure state machine: no I/O, no clocks. The caller persists `state` and maps a
+/// rejection to its own error (the RPC layer answers FAILED_PRECONDITION).
+///
+/// ```
+/// INACTIVE  --activate--> ACTIVE
+/// ACTIVE    --suspend---> SUSPENDED
+/// SUSPENDED --resume----> ACTIVE
+/// INACTIVE | ACTIVE | SUSPENDED --delete--> DEACTIVATED   (final)
+/// ACTIVE    --activate--> ACTIVE (harmless: reported as .unchanged)
+/// ```
+/// Every other pair is rejected and leaves the state as it was.
+public struct TokenLifecycleStateMachine: Sendable, Equatable {
+    public enum State: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        case inactive = "INACTIVE"
+        case active = "ACTIVE"
+        case suspended = "SUSPENDED"
+        case deactivated = "DEACTIVATED"
+
+        public var description: String { rawValue }
+    }
+
+    public enum Event: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        case activate
+        case suspend
+        case resume
+        case delete
+
+        public var description: String { rawValue }
+    }
+
+    /// What applying an event did.
+    public enum Outcome: Sendable, Hashable {
+        /// The token moved from one state to another; the caller persists the new state and notifies parties.
+        case transitioned(from: State, to: State)
+        /// The event asked for the state the token is already in (activating an active token); nothing to do.
+        case unchanged(State)
+        /// The event is not allowed in this state; the state did not change.
+        case rejected(Rejection)
+    }
+
+    public struct Rejection: Sendable, Hashable, CustomStringConvertible {
+        public let state: State
+        public let event: Event
+
+        public var message: String {
+            switch (event, state) {
+            case (_, .deactivated):
+                return "cannot \(event) a token that is DEACTIVATED; a deleted token cannot change state"
+            case (.resume, .active):
+                return "cannot resume a token that is ACTIVE; only a SUSPENDED token can be resumed"
+            case (.activate, .suspended):
+                return "cannot activate a token that is SUSPENDED; use resume"
+            default:
+                return "cannot \(event) a token that is \(state)"
+            }
+        }
+
+        public var description: String { message }
+
+        /// The module error for this rejection (code `.invalidTransition`).
+        public var error: CardError { CardError(.invalidTransition, message) }
+    }
+
+    public private(set) var state: State
+
+    public init(state: State = .inactive) {
+        self.state = state
+    }
+
+    public mutating func activate() -> Outcome { handle(.activate) }
+    public mutating func suspend() -> Outcome { handle(.suspend) }
+    public mutating func resume() -> Outcome { handle(.resume) }
+    public mutating func delete() -> Outcome { handle(.delete) }
+
+    public mutating func handle(_ event: Event) -> Outcome {
+        let next: State
+        switch (state, event) {
+        case (.inactive, .activate), (.suspended, .resume):
+            next = .active
+        case (.active, .activate):
+            return .unchanged(.active)
+        case (.active, .suspend):
+            next = .suspended
+        case (.inactive, .delete), (.active, .delete), (.suspended, .delete):
+            next = .deactivated
+        default:
+            return .rejected(Rejection(state: state, event: event))
+        }
+        let previous = state
+        state = next
+        return .transitioned(from: previous, to: next)
+    }
+}

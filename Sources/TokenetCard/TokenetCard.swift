@@ -1,2 +1,0 @@
-/// Card data: numbers, schemes, encryption, tokens.
-enum TokenetCardModule {}

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import TokenetCard
-
-@Test func cardModuleBuilds() {}
