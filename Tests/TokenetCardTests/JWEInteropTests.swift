@@ -71,8 +71,12 @@ import Testing
             return url.path
         }
 
+        /// Debian's interpreter, which is where Tools/setup installs python3-cryptography; another `python3` earlier
+        /// on PATH (a pyenv, a virtualenv) may not have the package.
         func python(_ arguments: [String], stdin: Data = Data()) throws -> ExternalCommand.Result {
-            try ExternalCommand.run(["python3"] + arguments, stdin: stdin, in: directory)
+            let interpreter =
+                FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+            return try ExternalCommand.run([interpreter] + arguments, stdin: stdin, in: directory)
         }
 
         func openssl(_ arguments: [String]) throws -> ExternalCommand.Result {
