@@ -5,17 +5,70 @@
 #ifndef CTOKENET_PROTOS_H
 #define CTOKENET_PROTOS_H
 
+#include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/health/v1/health.pb-c.h"
-#include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/issuer/v1/control.pb-c.h"
+#include "tokenet/issuer/v1/decisions.pb-c.h"
+#include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
+#include "tokenet/tsp/v1/control.pb-c.h"
+#include "tokenet/tsp/v1/issuers.pb-c.h"
+#include "tokenet/tsp/v1/provisioning.pb-c.h"
+#include "tokenet/wallet/v1/control.pb-c.h"
+#include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__device_info(void) {
+    return &tokenet__card__v1__device_info__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__encrypted_card_data(void) {
+    return &tokenet__card__v1__encrypted_card_data__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__idv_method(void) {
+    return &tokenet__card__v1__idv_method__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__terms_and_conditions(void) {
+    return &tokenet__card__v1__terms_and_conditions__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__wallet_risk_data(void) {
+    return &tokenet__card__v1__wallet_risk_data__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_request(void) {
     return &tokenet__health__v1__health_check_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_response(void) {
     return &tokenet__health__v1__health_check_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_request(void) {
+    return &tokenet__issuer__v1__authorize_digitization_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_response(void) {
+    return &tokenet__issuer__v1__authorize_digitization_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_eligibility_request(void) {
+    return &tokenet__issuer__v1__card_eligibility_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_eligibility_response(void) {
+    return &tokenet__issuer__v1__card_eligibility_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
+    return &tokenet__issuer__v1__issuer_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__list_cards_request(void) {
+    return &tokenet__issuer__v1__list_cards_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__list_cards_response(void) {
+    return &tokenet__issuer__v1__list_cards_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_card_request(void) {
+    return &tokenet__issuer__v1__push_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_card_response(void) {
+    return &tokenet__issuer__v1__push_card_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_receipt(void) {
+    return &tokenet__issuer__v1__push_receipt__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request(void) {
     return &tokenet__reflection__v1__describe_symbol_request__descriptor;
@@ -67,6 +120,108 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__test
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__testing__v1__scalars(void) {
     return &tokenet__testing__v1__scalars__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__bin_range(void) {
+    return &tokenet__tsp__v1__bin_range__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__check_eligibility_request(void) {
+    return &tokenet__tsp__v1__check_eligibility_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__check_eligibility_response(void) {
+    return &tokenet__tsp__v1__check_eligibility_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__create_push_receipt_request(void) {
+    return &tokenet__tsp__v1__create_push_receipt_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__create_push_receipt_response(void) {
+    return &tokenet__tsp__v1__create_push_receipt_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__create_push_session_request(void) {
+    return &tokenet__tsp__v1__create_push_session_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__create_push_session_response(void) {
+    return &tokenet__tsp__v1__create_push_session_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__digitize_request(void) {
+    return &tokenet__tsp__v1__digitize_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__digitize_response(void) {
+    return &tokenet__tsp__v1__digitize_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__eligibility_data(void) {
+    return &tokenet__tsp__v1__eligibility_data__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__encryption_key(void) {
+    return &tokenet__tsp__v1__encryption_key__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_encryption_keys_request(void) {
+    return &tokenet__tsp__v1__get_encryption_keys_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_encryption_keys_response(void) {
+    return &tokenet__tsp__v1__get_encryption_keys_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__issuer_push_receipt(void) {
+    return &tokenet__tsp__v1__issuer_push_receipt__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_tokens_request(void) {
+    return &tokenet__tsp__v1__list_tokens_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_tokens_response(void) {
+    return &tokenet__tsp__v1__list_tokens_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__no_terms_required(void) {
+    return &tokenet__tsp__v1__no_terms_required__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_request(void) {
+    return &tokenet__tsp__v1__register_issuer_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_response(void) {
+    return &tokenet__tsp__v1__register_issuer_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_event(void) {
+    return &tokenet__tsp__v1__token_event__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_history_request(void) {
+    return &tokenet__tsp__v1__token_history_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_history_response(void) {
+    return &tokenet__tsp__v1__token_history_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_summary(void) {
+    return &tokenet__tsp__v1__token_summary__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__accept_terms_request(void) {
+    return &tokenet__wallet__v1__accept_terms_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__accept_terms_response(void) {
+    return &tokenet__wallet__v1__accept_terms_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__add_card_request(void) {
+    return &tokenet__wallet__v1__add_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__add_card_response(void) {
+    return &tokenet__wallet__v1__add_card_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__issuer_push_receipt_input(void) {
+    return &tokenet__wallet__v1__issuer_push_receipt_input__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__list_wallet_cards_request(void) {
+    return &tokenet__wallet__v1__list_wallet_cards_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__list_wallet_cards_response(void) {
+    return &tokenet__wallet__v1__list_wallet_cards_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__manual_card(void) {
+    return &tokenet__wallet__v1__manual_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_request(void) {
+    return &tokenet__wallet__v1__push_card_data_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_response(void) {
+    return &tokenet__wallet__v1__push_card_data_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
+    return &tokenet__wallet__v1__wallet_card__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wire__v1__call_start(void) {
     return &tokenet__wire__v1__call_start__descriptor;

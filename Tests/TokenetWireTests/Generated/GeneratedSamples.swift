@@ -7,8 +7,23 @@ import TokenetWire
 /// sample per further member of each oneof. Round-trip tests run over all of them.
 let generatedSamples: [any ProtoMessage] = {
     var all: [any ProtoMessage] = []
+    all += CardV1.DeviceInfo.samples() as [any ProtoMessage]
+    all += CardV1.EncryptedCardData.samples() as [any ProtoMessage]
+    all += CardV1.IdvMethod.samples() as [any ProtoMessage]
+    all += CardV1.TermsAndConditions.samples() as [any ProtoMessage]
+    all += CardV1.WalletRiskData.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.CardEligibilityRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.CardEligibilityResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
+    all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.PushCardRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.PushCardResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.PushReceipt.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolRequest.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolResponse.samples() as [any ProtoMessage]
     all += ReflectionV1.EnumDescription.samples() as [any ProtoMessage]
@@ -26,6 +41,40 @@ let generatedSamples: [any ProtoMessage] = {
     all += TestingV1.Presence.samples() as [any ProtoMessage]
     all += TestingV1.Repeated.samples() as [any ProtoMessage]
     all += TestingV1.Scalars.samples() as [any ProtoMessage]
+    all += TspV1.BinRange.samples() as [any ProtoMessage]
+    all += TspV1.CheckEligibilityRequest.samples() as [any ProtoMessage]
+    all += TspV1.CheckEligibilityResponse.samples() as [any ProtoMessage]
+    all += TspV1.CreatePushReceiptRequest.samples() as [any ProtoMessage]
+    all += TspV1.CreatePushReceiptResponse.samples() as [any ProtoMessage]
+    all += TspV1.CreatePushSessionRequest.samples() as [any ProtoMessage]
+    all += TspV1.CreatePushSessionResponse.samples() as [any ProtoMessage]
+    all += TspV1.DigitizeRequest.samples() as [any ProtoMessage]
+    all += TspV1.DigitizeResponse.samples() as [any ProtoMessage]
+    all += TspV1.EligibilityData.samples() as [any ProtoMessage]
+    all += TspV1.EncryptionKey.samples() as [any ProtoMessage]
+    all += TspV1.GetEncryptionKeysRequest.samples() as [any ProtoMessage]
+    all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
+    all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
+    all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
+    all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
+    all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
+    all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
+    all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.TokenEvent.samples() as [any ProtoMessage]
+    all += TspV1.TokenHistoryRequest.samples() as [any ProtoMessage]
+    all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
+    all += TspV1.TokenSummary.samples() as [any ProtoMessage]
+    all += WalletV1.AcceptTermsRequest.samples() as [any ProtoMessage]
+    all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
+    all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
+    all += WalletV1.AddCardResponse.samples() as [any ProtoMessage]
+    all += WalletV1.IssuerPushReceiptInput.samples() as [any ProtoMessage]
+    all += WalletV1.ListWalletCardsRequest.samples() as [any ProtoMessage]
+    all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
+    all += WalletV1.ManualCard.samples() as [any ProtoMessage]
+    all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
+    all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletCard.samples() as [any ProtoMessage]
     all += WireV1.CallStart.samples() as [any ProtoMessage]
     all += WireV1.Cancel.samples() as [any ProtoMessage]
     all += WireV1.Frame.samples() as [any ProtoMessage]
@@ -43,6 +92,65 @@ let generatedSamples: [any ProtoMessage] = {
     return all
 }()
 
+extension CardV1.DeviceInfo {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.deviceID = "device_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceType = "device_type-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceName = "device_name-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.osName = "os_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.osVersion = "os_version-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension CardV1.EncryptedCardData {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.jwe = "jwe-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.publicKeyIdentifier = "public_key_identifier-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension CardV1.IdvMethod {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.id = "id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.type = CardV1.IdvMethodType(rawValue: 1)
+        base.maskedValue = "masked_value-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.appIdentifier = "app_identifier-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.appAction = "app_action-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension CardV1.TermsAndConditions {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.id = "id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.version = "version-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.language = "language-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.text = "text-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension CardV1.WalletRiskData {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accountScore = 3999999999
+        base.deviceScore = 3999999998
+        base.recommendation = CardV1.WalletRecommendation(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
 extension HealthV1.HealthCheckRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -56,6 +164,122 @@ extension HealthV1.HealthCheckResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.status = HealthV1.ServingStatus(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AuthorizeDigitizationRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenLast4 = "token_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        base.device = CardV1.DeviceInfo.samples()[0]
+        base.risk = CardV1.WalletRiskData.samples()[0]
+        base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AuthorizeDigitizationResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.decision = CardV1.ProvisioningDecision(rawValue: 1)
+        base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardEligibilityRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardEligibilityResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.eligible = true
+        base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardholderName = "cardholder_name-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.ListCardsRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.ListCardsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cards = [IssuerV1.IssuerCard.samples()[0], IssuerV1.IssuerCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.PushCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.mode = IssuerV1.PushMode(rawValue: 1)
+        base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.PushCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = .receipt(IssuerV1.PushReceipt.samples()[0])
+        var all = [base]
+        do {
+            var variant = base
+            variant.result = .pushSessionID("push_session_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n")
+            all.append(variant)
+        }
+        return all
+    }
+}
+
+extension IssuerV1.PushReceipt {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551612
         var all = [base]
         return all
     }
@@ -290,6 +514,408 @@ extension TestingV1.Scalars {
         base.fString = "f_string-14 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.fBytes = Data([0, 255, 15, 10, 13])
         base.fColor = TestingV1.Color(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.BinRange {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.low = "low-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.high = "high-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CheckEligibilityRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.requestID = "request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.eligibilityData = TspV1.EligibilityData.samples()[0]
+        base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.device = CardV1.DeviceInfo.samples()[0]
+        base.instrument = .encryptedCardData(CardV1.EncryptedCardData.samples()[0])
+        var all = [base]
+        do {
+            var variant = base
+            variant.instrument = .issuerPushReceipt(TspV1.IssuerPushReceipt.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.instrument = .pushSessionID("push_session_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n")
+            all.append(variant)
+        }
+        return all
+    }
+}
+
+extension TspV1.CheckEligibilityResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.eligible = true
+        base.reason = TspV1.IneligibilityReason(rawValue: 1)
+        base.reasonMessage = "reason_message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.eligibilityReceipt = "eligibility_receipt-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.receiptExpiresAtMs = 18446744073709551608
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.panLast4 = "pan_last4-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.terms = .termsAndConditions(CardV1.TermsAndConditions.samples()[0])
+        var all = [base]
+        do {
+            var variant = base
+            variant.terms = .noTermsRequired(TspV1.NoTermsRequired.samples()[0])
+            all.append(variant)
+        }
+        return all
+    }
+}
+
+extension TspV1.CreatePushReceiptRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CreatePushReceiptResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551612
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CreatePushSessionRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CreatePushSessionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.pushSessionID = "push_session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551613
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.DigitizeRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.requestID = "request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.eligibilityReceipt = "eligibility_receipt-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.acceptedTermsID = "accepted_terms_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.termsAcceptedAtMs = 18446744073709551611
+        base.device = CardV1.DeviceInfo.samples()[0]
+        base.walletAccountID = "wallet_account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.risk = CardV1.WalletRiskData.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.DigitizeResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.decision = CardV1.ProvisioningDecision(rawValue: 1)
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.tokenLast4 = "token_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenExpiry = "token_expiry-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.panLast4 = "pan_last4-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
+        base.declineReason = "decline_reason-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.decidedBy = "decided_by-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.EligibilityData {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.language = "language-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.EncryptionKey {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.publicKeyIdentifier = "public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.publicKeyPem = "public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.current = true
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.GetEncryptionKeysRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.GetEncryptionKeysResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.keys = [TspV1.EncryptionKey.samples()[0], TspV1.EncryptionKey.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.IssuerPushReceipt {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ListTokensRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ListTokensResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokens = [TspV1.TokenSummary.samples()[0], TspV1.TokenSummary.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.NoTermsRequired {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RegisterIssuerRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.issuerID = "issuer_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.displayName = "display_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.binRanges = [TspV1.BinRange.samples()[0], TspV1.BinRange.samples()[0]]
+        base.encryptionPublicKeyPem = "encryption_public_key_pem-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RegisterIssuerResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tspPublicKeyIdentifier = "tsp_public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tspPublicKeyPem = "tsp_public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TokenEvent {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.atMs = 18446744073709551614
+        base.fromState = CardV1.TokenState(rawValue: 1)
+        base.toState = CardV1.TokenState(rawValue: 1)
+        base.actor = "actor-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.reason = "reason-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.traceID = "trace_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TokenHistoryRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TokenHistoryResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.token = TspV1.TokenSummary.samples()[0]
+        base.events = [TspV1.TokenEvent.samples()[0], TspV1.TokenEvent.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TokenSummary {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenLast4 = "token_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.state = CardV1.TokenState(rawValue: 1)
+        base.issuerID = "issuer_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.AcceptTermsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.AcceptTermsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
+        base.declineReason = "decline_reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.decision = CardV1.ProvisioningDecision(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.AddCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.language = "language-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.source = .manual(WalletV1.ManualCard.samples()[0])
+        var all = [base]
+        do {
+            var variant = base
+            variant.source = .pushReceipt(WalletV1.IssuerPushReceiptInput.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.source = .pushSessionID("push_session_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n")
+            all.append(variant)
+        }
+        return all
+    }
+}
+
+extension WalletV1.AddCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.eligible = true
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.terms = CardV1.TermsAndConditions.samples()[0]
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.panLast4 = "pan_last4-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.IssuerPushReceiptInput {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.ListWalletCardsRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.ListWalletCardsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cards = [WalletV1.WalletCard.samples()[0], WalletV1.WalletCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.ManualCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.pan = "pan-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cvc = "cvc-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardholderName = "cardholder_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.PushCardDataRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.PushCardDataResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.pushSessionID = "push_session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551613
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.scheme = CardV1.CardScheme(rawValue: 1)
+        base.panLast4 = "pan_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.state = CardV1.TokenState(rawValue: 1)
+        base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
