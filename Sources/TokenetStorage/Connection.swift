@@ -32,11 +32,25 @@ final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// False while a `Transaction` body runs: the transaction begins and ends with the body, so statements that
+    /// would begin or end it (`BEGIN`, `COMMIT`, `ROLLBACK`) are refused before they run.
+    var allowsTransactionControl = true
+
     /// Runs one statement and returns its rows; `cached: false` for statements that run once (configuration).
     @discardableResult
     func run(_ sql: String, _ parameters: [SQLValue] = [], cached: Bool = true) throws -> [Row] {
         let statement = cached ? try statement(for: sql) : try Statement(connection: handle, sql: sql)
+        if statement.controlsTransaction && !allowsTransactionControl {
+            throw Self.transactionControlRefused(sql)
+        }
         return try statement.run(parameters)
+    }
+
+    private static func transactionControlRefused(_ sql: String) -> StorageError {
+        StorageError(
+            .misuse,
+            "transaction control inside a transaction body; the transaction ends when the body returns "
+                + "or throws (use tx.savepoint for partial rollback)", sql: sql)
     }
 
     /// Runs every statement in `sql`, in order, without parameters; used for migrations and schema scripts.
@@ -56,6 +70,11 @@ final class Connection {
                 // A NULL statement means only whitespace or comments remained.
                 guard let statement else { continue }
                 defer { sqlite3_finalize(statement) }
+                if !allowsTransactionControl, let text = sqlite3_sql(statement).map({ String(cString: $0) }),
+                    Statement.controlsTransaction(text)
+                {
+                    throw Self.transactionControlRefused(text)
+                }
                 var step = sqlite3_step(statement)
                 while step == SQLITE_ROW { step = sqlite3_step(statement) }
                 guard step == SQLITE_DONE else {

@@ -7,13 +7,19 @@ extension Database {
     ///
     /// Nesting: calling `transaction` (or any `Database` method) from inside `body` is refused with `.misuse`;
     /// nested atomic steps use `tx.savepoint { }` on the handle, which SQLite implements with SAVEPOINTs. The
-    /// handle is only valid inside `body`; keeping it and using it later fails with `.misuse`.
+    /// handle is only valid inside `body`; keeping it and using it later fails with `.misuse`. Statements that
+    /// would begin or end a transaction (`BEGIN`, `COMMIT`, `ROLLBACK`) are refused inside `body`, including in
+    /// scripts, so a body cannot commit half of its work.
     @discardableResult
     public func transaction<T>(_ body: (Transaction) throws -> T) throws -> T {
         try withConnection(autocommit: false) { connection in
             try connection.run("BEGIN IMMEDIATE")
             let transaction = Transaction(connection)
-            defer { transaction.isActive = false }
+            connection.allowsTransactionControl = false
+            defer {
+                transaction.isActive = false
+                connection.allowsTransactionControl = true
+            }
             let result: T
             do {
                 result = try body(transaction)
@@ -22,11 +28,11 @@ extension Database {
                 throw error
             }
             guard !connection.isAutocommit else {
-                // The body ran COMMIT or ROLLBACK itself, or SQLite rolled back after an error the body caught
-                // (a full disk, an I/O error): what was stored is unknown to the caller, so this is not a success.
-                throw StorageError(
-                    .misuse, "the transaction ended inside its body (COMMIT/ROLLBACK statement or a rolled-back error)")
+                // SQLite rolled the transaction back on its own after an error the body caught (a full disk, an
+                // I/O error): the body's changes are gone, so this is not a success.
+                throw Transaction.endedBySQLite
             }
+            connection.allowsTransactionControl = true
             do {
                 try connection.run("COMMIT")
             } catch {
@@ -110,9 +116,17 @@ public final class Transaction {
         }
     }
 
+    /// Refuses statements once the body has returned, and once SQLite has rolled the transaction back by itself:
+    /// a statement run then would commit on its own, outside the transaction.
     private func checkActive() throws {
         guard isActive else {
             throw StorageError(.misuse, "the transaction has ended; its handle cannot be used outside the body")
         }
+        guard !connection.isAutocommit else { throw Self.endedBySQLite }
     }
+
+    fileprivate static let endedBySQLite = StorageError(
+        .interrupted,
+        "SQLite rolled the transaction back after an earlier error (disk full, I/O error); "
+            + "none of its changes were stored")
 }

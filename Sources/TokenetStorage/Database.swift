@@ -106,7 +106,9 @@ public final class Database: Sendable {
     }
 
     public var isClosed: Bool {
-        connection.withLock { $0 == nil }
+        // Inside a transaction body the lock is already held by this thread and the database is open.
+        if holder.load(ordering: .relaxed) == Self.currentThread { return false }
+        return connection.withLock { $0 == nil }
     }
 
     /// Runs one statement (an INSERT, UPDATE, DELETE or schema change) as its own transaction.

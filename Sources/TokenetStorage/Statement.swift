@@ -20,18 +20,22 @@ final class Statement {
         self.sql = sql
         var statement: OpaquePointer?
         var extra: OpaquePointer?
+        var tailResult = SQLITE_OK
         let result = sql.withCString { text -> Int32 in
             var tail: UnsafePointer<CChar>?
             let result = sqlite3_prepare_v2(connection, text, -1, &statement, &tail)
             if result == SQLITE_OK, let tail, tail.pointee != 0 {
                 // Preparing the rest tells a second statement apart from trailing whitespace or comments.
-                _ = sqlite3_prepare_v2(connection, tail, -1, &extra, nil)
+                tailResult = sqlite3_prepare_v2(connection, tail, -1, &extra, nil)
             }
             return result
         }
-        guard result == SQLITE_OK else {
+        guard result == SQLITE_OK, tailResult == SQLITE_OK else {
             sqlite3_finalize(statement)
-            throw StorageError.sqlite(result, connection: connection, sql: sql, context: "cannot prepare statement")
+            sqlite3_finalize(extra)
+            throw StorageError.sqlite(
+                result == SQLITE_OK ? tailResult : result, connection: connection, sql: sql,
+                context: "cannot prepare statement")
         }
         guard let statement else {
             throw StorageError(.misuse, "the SQL holds no statement", sql: sql)
@@ -42,7 +46,12 @@ final class Statement {
             throw StorageError(.misuse, "the SQL holds more than one statement; use executeScript", sql: sql)
         }
         handle = statement
+        controlsTransaction = Self.controlsTransaction(sql)
     }
+
+    /// True for statements that begin or end a transaction (`BEGIN`, `COMMIT`, `END`, `ROLLBACK` but not
+    /// `ROLLBACK TO`), which `Connection` refuses while a `Transaction` body runs.
+    let controlsTransaction: Bool
 
     deinit {
         sqlite3_finalize(handle)
@@ -146,5 +155,54 @@ final class Statement {
                 return .null
             }
         }
+    }
+}
+
+extension Statement {
+    /// Whether `sql` starts with a transaction-control keyword, looking past whitespace and comments.
+    static func controlsTransaction(_ sql: String) -> Bool {
+        let words = leadingWords(sql, limit: 3)
+        switch words.first {
+        case "BEGIN", "COMMIT", "END": return true
+        case "ROLLBACK": return !words.contains("TO")  // ROLLBACK [TRANSACTION] TO name stays in the transaction
+        default: return false
+        }
+    }
+
+    /// Up to `limit` leading keywords of `sql`, upper-cased; scanning stops at the first character that is neither
+    /// a letter, whitespace nor part of a comment.
+    static func leadingWords(_ sql: String, limit: Int) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var scalars = sql.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = scalars.next()
+        func finishWord() {
+            if !current.isEmpty { words.append(current.uppercased()) }
+            current = ""
+        }
+        while let scalar = pending, words.count < limit {
+            pending = scalars.next()
+            if scalar.properties.isAlphabetic && scalar.isASCII {
+                current.unicodeScalars.append(scalar)
+            } else if scalar.properties.isWhitespace {
+                finishWord()
+            } else if scalar == "-" && pending == "-" {
+                finishWord()
+                while let next = pending, next != "\n" { pending = scalars.next() }
+            } else if scalar == "/" && pending == "*" {
+                finishWord()
+                pending = scalars.next()
+                var previous: Unicode.Scalar = " "
+                while let next = pending, !(previous == "*" && next == "/") {
+                    previous = next
+                    pending = scalars.next()
+                }
+                pending = scalars.next()
+            } else {
+                break
+            }
+        }
+        finishWord()
+        return Array(words.prefix(limit))
     }
 }

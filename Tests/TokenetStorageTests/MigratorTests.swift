@@ -76,6 +76,17 @@ import Testing
         #expect(try database.queryOne("SELECT count(*) FROM cards")?.int(0) == 0)
     }
 
+    @Test func aMigrationThatCommitsByItselfIsRefusedBeforeCommitting() throws {
+        let database = try Database.openInMemory()
+        let committing = Migration(
+            version: 1, name: "commits", sql: "CREATE TABLE early (x); COMMIT; CREATE TABLE late (x);")
+        let error = #expect(throws: StorageError.self) { try Migrator([committing]).migrate(database) }
+        #expect(error?.code == .misuse)
+        #expect(error?.message.contains("migration 1 'commits'") == true)
+        #expect(try database.query("SELECT name FROM sqlite_schema WHERE name IN ('early', 'late')").isEmpty)
+        #expect(try Migrator([committing]).currentVersion(of: database) == 0)
+    }
+
     @Test func aRenamedOrUnknownRecordedMigrationIsRefused() throws {
         let database = try Database.openInMemory()
         try Migrator(Self.migrations).migrate(database)

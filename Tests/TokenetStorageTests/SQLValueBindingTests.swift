@@ -112,6 +112,8 @@ import Testing
         #expect(error?.code == .misuse)
         #expect(try database.query("SELECT name FROM sqlite_schema").isEmpty)
 
+        let trailingGarbage = #expect(throws: StorageError.self) { try database.execute("SELECT 1; garbage") }
+        #expect(trailingGarbage?.code == .sql)
         try database.execute("CREATE TABLE a (x); -- trailing comment\n")
         try database.executeScript("CREATE TABLE b (x); INSERT INTO b VALUES (1); INSERT INTO b VALUES (2); -- end")
         #expect(try database.queryOne("SELECT count(*) FROM b")?.int(0) == 2)

@@ -110,16 +110,74 @@ import Testing
         #expect(try balances(database) == [100, 0])
     }
 
-    @Test func endingTheTransactionInsideTheBodyIsRefused() throws {
+    @Test(arguments: [
+        "COMMIT", "ROLLBACK", "end transaction", "  -- note\n /* block */ Commit;", "BEGIN", "rollback transaction;",
+    ])
+    func endingOrBeginningATransactionInsideTheBodyIsRefusedBeforeItRuns(statement: String) throws {
         let database = try makeDatabase()
-        let error = #expect(throws: StorageError.self) {
+        var refused: StorageError?
+        var scriptRefused: StorageError?
+        #expect(throws: StorageError.self) {
             try database.transaction { tx in
                 try tx.execute("UPDATE accounts SET balance = 3 WHERE id = 1")
-                try tx.execute("ROLLBACK")
+                refused = caughtStorageError { try tx.execute(statement) }
+                let script = "UPDATE accounts SET balance = 4 WHERE id = 2; \(statement); DELETE FROM accounts;"
+                scriptRefused = caughtStorageError { try tx.executeScript(script) }
+                throw try #require(refused)
             }
         }
-        #expect(error?.code == .misuse)
+        #expect(refused?.code == .misuse)
+        #expect(refused?.sql == statement)
+        #expect(scriptRefused?.code == .misuse)
         #expect(try balances(database) == [100, 0])
+    }
+
+    @Test func rollbackToASavepointIsAllowedInsideTheBody() throws {
+        let database = try makeDatabase()
+        try database.transaction { tx in
+            try tx.execute("UPDATE accounts SET balance = 3 WHERE id = 1")
+            try tx.executeScript("SAVEPOINT manual; UPDATE accounts SET balance = 9 WHERE id = 2;")
+            try tx.execute("ROLLBACK TRANSACTION TO manual")
+            try tx.execute("RELEASE manual")
+        }
+        #expect(try balances(database) == [3, 0])
+    }
+
+    @Test func transactionControlKeywordsAreRecognisedPastCommentsAndCase() {
+        let controlling = ["BEGIN", "begin immediate", " \n\tCOMMIT", "/* x */end", "-- c\nRollback", "ROLLBACK;"]
+        let ordinary = [
+            "ROLLBACK TO s", "rollback transaction to s", "SELECT 1", "SAVEPOINT s", "RELEASE s",
+            "/* BEGIN */ SELECT 1",
+            "-- COMMIT\nSELECT 1", "", "BEGINNING", "UPDATE t SET x = 1",
+        ]
+        for sql in controlling { #expect(Statement.controlsTransaction(sql), "\(sql)") }
+        for sql in ordinary { #expect(!Statement.controlsTransaction(sql), "\(sql)") }
+    }
+
+    @Test func afterSQLiteRollsBackOnItsOwnNoStatementRunsOutsideTheTransaction() throws {
+        let directory = try TemporaryDirectory()
+        let database = try Database.open(path: directory.path("node.sqlite"))
+        try database.executeScript("CREATE TABLE t (x); PRAGMA max_page_count = 10;")
+        var full: StorageError?
+        var afterwards: StorageError?
+        let error = #expect(throws: StorageError.self) {
+            try database.transaction { tx in
+                try tx.execute("INSERT INTO t VALUES (1)")
+                // A full database makes SQLite roll back the whole transaction, not just the statement.
+                full = caughtStorageError { try tx.execute("INSERT INTO t VALUES (randomblob(100000))") }
+                afterwards = caughtStorageError { try tx.execute("INSERT INTO t VALUES (2)") }
+            }
+        }
+        #expect(full?.code == .full)
+        #expect(afterwards?.code == .interrupted)
+        #expect(error?.code == .interrupted)
+        #expect(try database.query("SELECT x FROM t").isEmpty)
+    }
+
+    @Test func isClosedCanBeAskedInsideTheBody() throws {
+        let database = try makeDatabase()
+        let closed = try database.transaction { _ in database.isClosed }
+        #expect(!closed)
     }
 
     @Test func aTransactionLeftOpenByExecuteIsRolledBackAndRefused() throws {
@@ -142,7 +200,7 @@ import Testing
         #expect(changes == 2)
     }
 
-    @Test func aWriterInAnotherConnectionMakesBeginImmediateWaitThenReportBusy() throws {
+    @Test func aWriterInAnotherConnectionMakesBeginImmediateReportBusyAfterTheTimeout() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("node.sqlite")
         let first = try Database.open(path: path, options: .init(busyTimeout: .milliseconds(50)))
