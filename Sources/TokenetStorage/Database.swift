@@ -97,12 +97,9 @@ public final class Database: Sendable {
     /// closing twice is harmless. Deinitialising the database closes it too.
     public func close() throws {
         try checkNotReentrant()
-        let closing = connection.withLock { connection -> Connection? in
-            let closing = connection
-            connection = nil
-            return closing
-        }
-        _ = closing  // The last reference: the Connection deinit closes the handle here, outside the lock.
+        // Dropping the only reference runs the Connection deinit, which finalizes statements and closes the handle;
+        // callers waiting for the lock then find the database closed.
+        connection.withLock { $0 = nil }
     }
 
     public var isClosed: Bool {
