@@ -29,14 +29,15 @@ final class CrashHelperProcess {
 
     /// Polls until the helper has reported transaction `number` (0: returns at once). Throws when the helper exits
     /// on its own, or when it makes no progress for `stallLimit` seconds (a hang guard, not a timing assertion).
-    func waitForCommit(atLeast number: Int, stallLimit: Double = 60) throws {
+    func waitForCommit(atLeast number: Int, stallLimit: Double = 60) async throws {
         var last = try committed().last ?? 0
         var lastProgress = Date()
         while last < number {
             guard process.isRunning else {
                 throw HelperFailure(description: "the helper exited on its own: \(errorOutput)")
             }
-            usleep(500)
+            // Sleeping rather than blocking leaves the test runner's threads to the other tests.
+            try await Task.sleep(for: .microseconds(500))
             let now = try committed().last ?? 0
             if now > last {
                 last = now
