@@ -30,20 +30,21 @@ final class Statement {
             }
             return result
         }
-        guard result == SQLITE_OK, tailResult == SQLITE_OK else {
+        guard result == SQLITE_OK else {
             sqlite3_finalize(statement)
-            sqlite3_finalize(extra)
-            throw StorageError.sqlite(
-                result == SQLITE_OK ? tailResult : result, connection: connection, sql: sql,
-                context: "cannot prepare statement")
+            throw StorageError.sqlite(result, connection: connection, sql: sql, context: "cannot prepare statement")
         }
         guard let statement else {
             throw StorageError(.misuse, "the SQL holds no statement", sql: sql)
         }
-        if extra != nil {
+        if extra != nil || tailResult != SQLITE_OK {
+            // A tail that does not prepare is still text after the first statement (garbage, or a second
+            // statement that depends on the first, such as an INSERT into a table the first creates).
             sqlite3_finalize(extra)
             sqlite3_finalize(statement)
-            throw StorageError(.misuse, "the SQL holds more than one statement; use executeScript", sql: sql)
+            throw StorageError(
+                .misuse, "the SQL holds more than one statement; use executeScript", sql: sql,
+                extendedResultCode: tailResult == SQLITE_OK ? nil : tailResult)
         }
         handle = statement
         controlsTransaction = Self.controlsTransaction(sql)

@@ -113,7 +113,11 @@ import Testing
         #expect(try database.query("SELECT name FROM sqlite_schema").isEmpty)
 
         let trailingGarbage = #expect(throws: StorageError.self) { try database.execute("SELECT 1; garbage") }
-        #expect(trailingGarbage?.code == .sql)
+        #expect(trailingGarbage?.code == .misuse)
+        let dependent = #expect(throws: StorageError.self) {
+            try database.execute("CREATE TABLE c (x); INSERT INTO c VALUES (1)")
+        }
+        #expect(dependent?.message.contains("more than one statement") == true)
         try database.execute("CREATE TABLE a (x); -- trailing comment\n")
         try database.executeScript("CREATE TABLE b (x); INSERT INTO b VALUES (1); INSERT INTO b VALUES (2); -- end")
         #expect(try database.queryOne("SELECT count(*) FROM b")?.int(0) == 2)
