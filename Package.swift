@@ -67,6 +67,8 @@ let package = Package(
         .executableTarget(name: "issuer-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
+        /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
+        .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),

@@ -1,0 +1,188 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// A node's SQLite database: one connection, shared by every task of the process.
+///
+/// **Concurrency.** `Database` is a `Sendable` final class that serialises all access behind a `Mutex`: one
+/// statement or one transaction runs at a time. A node's state changes are small and SQLite allows only one writer
+/// anyway, so a single serialised connection is simple and correct; the price is that a call blocks its thread while
+/// it waits for the mutex and for the disk (each commit is an fsync), which is why transaction bodies are
+/// synchronous closures and should do nothing but database work.
+///
+/// **Re-entrance.** Calling `Database` from inside a `transaction` body on the same thread would deadlock on the
+/// mutex; it is detected and refused with `.misuse`. Use the `Transaction` handle (and `savepoint`) instead.
+///
+/// **Autocommit.** `execute`/`query` outside a transaction each run as their own transaction. A statement that
+/// leaves a transaction open (`BEGIN` through `execute`) is rolled back and refused: transactions go through
+/// `transaction { }`, which cannot forget to end them.
+public final class Database: Sendable {
+    public struct Options: Sendable {
+        /// How long a statement waits for a lock held by another connection (another process, such as an
+        /// operator's `sqlite3` shell) before failing with `.busy`.
+        public var busyTimeout: Duration
+        /// How many prepared statements are kept, keyed by their SQL text.
+        public var statementCacheCapacity: Int
+
+        public init(busyTimeout: Duration = .seconds(5), statementCacheCapacity: Int = 64) {
+            self.busyTimeout = busyTimeout
+            self.statementCacheCapacity = statementCacheCapacity
+        }
+    }
+
+    /// The database file, or nil for an in-memory database.
+    public let path: String?
+    private let connection: Mutex<Connection?>
+    /// The thread currently holding `connection`'s lock (0 when none), to refuse re-entrance instead of deadlocking.
+    /// Only the holder ever stores its own identity, so a thread that reads its own identity holds the lock.
+    private let holder = Atomic<UInt>(0)
+
+    private init(path: String?, connection: consuming sending Connection) {
+        self.path = path
+        self.connection = Mutex(connection)
+    }
+
+    /// Opens the database at `path`, creating the file if needed (its directory must exist), and configures it:
+    /// WAL journal, `synchronous=FULL`, foreign keys on, busy timeout.
+    public static func open(path: String, options: Options = Options()) throws -> Database {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else {
+            throw StorageError(.misuse, "'\(path)' is not a database file path; use openInMemory for a test database")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        let checked = directory.isEmpty ? "." : directory
+        guard FileManager.default.fileExists(atPath: checked, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw StorageError(.notFound, "cannot open database at \(path): directory \(checked) does not exist")
+        }
+        let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity)
+        try configure(connection, options: options, inMemory: false)
+        return Database(path: path, connection: connection)
+    }
+
+    /// Opens a private in-memory database (for tests): same settings except the journal, which cannot be WAL.
+    public static func openInMemory(options: Options = Options()) throws -> Database {
+        let connection = try Connection(path: ":memory:", cacheCapacity: options.statementCacheCapacity)
+        try configure(connection, options: options, inMemory: true)
+        return Database(path: nil, connection: connection)
+    }
+
+    private static func configure(_ connection: Connection, options: Options, inMemory: Bool) throws {
+        let timeout = options.busyTimeout.components
+        let milliseconds = timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(connection.handle, Int32(clamping: max(milliseconds, 0)))
+        if !inMemory {
+            // WAL: a commit appends to the -wal file and readers never block the writer. A transaction is
+            // committed once its commit record is in the WAL; a process killed mid-transaction leaves frames
+            // without a commit record, which the next open ignores, so nothing is half-written. This also reads
+            // the file header, so a file that is not a database fails here with `.corrupt`.
+            let mode = try connection.run("PRAGMA journal_mode=WAL", cached: false).first?.get(0, as: String.self)
+            guard mode?.lowercased() == "wal" else {
+                throw StorageError(.open, "cannot switch the database to WAL (journal_mode is \(mode ?? "unknown"))")
+            }
+        }
+        // synchronous=FULL: every COMMIT fsyncs the WAL before returning. Against SIGKILL alone WAL with NORMAL
+        // would already suffice (the written WAL frames are in the operating system's cache and survive the
+        // process); FULL extends the guarantee to power loss and kernel crashes, so a transaction whose commit
+        // returned (and that a node may have acknowledged to a peer) is never lost.
+        try connection.run("PRAGMA synchronous=FULL", cached: false)
+        // Foreign keys are off by default in SQLite for compatibility; Tokenet's schemas rely on them.
+        try connection.run("PRAGMA foreign_keys=ON", cached: false)
+        let foreignKeys = try connection.run("PRAGMA foreign_keys", cached: false).first?.get(0, as: Int.self)
+        guard foreignKeys == 1 else {
+            throw StorageError(.open, "this SQLite build does not enforce foreign keys")
+        }
+    }
+
+    /// Closes the connection (SQLite checkpoints the WAL into the main file). Later calls fail with `.misuse`;
+    /// closing twice is harmless. Deinitialising the database closes it too.
+    public func close() throws {
+        try checkNotReentrant()
+        // Dropping the only reference runs the Connection deinit, which finalizes statements and closes the handle;
+        // callers waiting for the lock then find the database closed.
+        connection.withLock { $0 = nil }
+    }
+
+    public var isClosed: Bool {
+        // Inside a transaction body the lock is already held by this thread and the database is open.
+        if holder.load(ordering: .relaxed) == Self.currentThread { return false }
+        return connection.withLock { $0 == nil }
+    }
+
+    /// Runs one statement (an INSERT, UPDATE, DELETE or schema change) as its own transaction.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [any SQLValueConvertible] = []) throws -> ExecutionResult {
+        try withConnection { try $0.execute(sql, parameters) }
+    }
+
+    /// Runs a script of several statements without parameters, each in autocommit mode (for an atomic script, call
+    /// `executeScript` on a `Transaction`).
+    public func executeScript(_ sql: String) throws {
+        try withConnection { try $0.executeScript(sql) }
+    }
+
+    /// Runs a query and returns all its rows.
+    public func query(_ sql: String, _ parameters: [any SQLValueConvertible] = []) throws -> [Row] {
+        try withConnection { try $0.run(sql, parameters.map(\.sqlValue)) }
+    }
+
+    /// Runs a query and returns its first row, or nil when it returns none.
+    public func queryOne(_ sql: String, _ parameters: [any SQLValueConvertible] = []) throws -> Row? {
+        try query(sql, parameters).first
+    }
+
+    /// Gives `body` exclusive use of the open connection. With `autocommit`, a body that leaves a transaction open
+    /// is refused and the transaction rolled back.
+    func withConnection<T>(autocommit: Bool = true, _ body: (Connection) throws -> T) throws -> T {
+        try checkNotReentrant()
+        return try connection.withLock { connection -> T in
+            guard let connection else {
+                throw StorageError(.misuse, "the database \(path ?? ":memory:") is closed")
+            }
+            holder.store(Self.currentThread, ordering: .relaxed)
+            defer { holder.store(0, ordering: .relaxed) }
+            let result = try body(connection)
+            if autocommit && !connection.isAutocommit {
+                connection.rollbackIfNeeded()
+                throw StorageError(
+                    .misuse, "a statement left a transaction open; use Database.transaction, which always ends it")
+            }
+            return result
+        }
+    }
+
+    private func checkNotReentrant() throws {
+        if holder.load(ordering: .relaxed) == Self.currentThread {
+            throw StorageError(
+                .misuse,
+                "the database is already in use on this thread (called from inside a transaction body?); "
+                    + "use the Transaction handle, and tx.savepoint for nesting")
+        }
+    }
+
+    private static var currentThread: UInt {
+        #if canImport(Darwin)
+            UInt(bitPattern: pthread_self())
+        #else
+            UInt(pthread_self())
+        #endif
+    }
+}
+
+/// What a statement changed.
+public struct ExecutionResult: Sendable, Equatable {
+    /// Rows inserted, updated or deleted by the statement.
+    public var changes: Int
+    /// The rowid of the most recent successful INSERT on the connection (unchanged by other statements).
+    public var lastInsertRowID: Int64
+}
+
+extension Connection {
+    /// Runs one statement and reports what it changed, read while the connection is still exclusively held.
+    func execute(_ sql: String, _ parameters: [any SQLValueConvertible]) throws -> ExecutionResult {
+        let before = totalChanges
+        try run(sql, parameters.map(\.sqlValue))
+        // sqlite3_changes keeps the count of the last INSERT/UPDATE/DELETE, so a SELECT or a schema change would
+        // report a stale count; the connection's running total tells whether this statement changed anything.
+        return ExecutionResult(changes: totalChanges == before ? 0 : changes, lastInsertRowID: lastInsertRowID)
+    }
+}

@@ -1,0 +1,142 @@
+/// One schema step: applied once, in version order, inside its own transaction.
+///
+/// `sql` may hold several statements but must not hold `BEGIN`, `COMMIT` or `ROLLBACK`. Foreign keys stay on while
+/// it runs, so a migration that rebuilds a referenced table must copy rows before dropping the old table.
+public struct Migration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+}
+
+/// A migration recorded in the database's `schema_migrations` table.
+public struct AppliedMigration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    /// UTC time of application, ISO 8601 with milliseconds (`2026-01-31T12:00:00.000Z`).
+    public let appliedAt: String
+}
+
+/// Brings a database's schema up to date from an ordered list of migrations.
+///
+/// Each migration runs in its own `BEGIN IMMEDIATE` transaction together with its `schema_migrations` record, so
+/// a node killed mid-migration restarts with that migration either wholly applied or not at all. Applying is
+/// idempotent: recorded versions are skipped. The recorded state is checked (inside every transaction, so two
+/// processes migrating at once cannot interleave) before anything is applied, and the database is refused with
+/// `.schema` when it is newer than this code, records a migration this code does not have or names differently, or
+/// lacks a migration older than one it has.
+public struct Migrator: Sendable {
+    public let migrations: [Migration]
+
+    /// Refuses (`.schema`) a list whose versions are not positive and strictly increasing, or with an empty name.
+    public init(_ migrations: [Migration]) throws {
+        var previous = 0
+        for migration in migrations {
+            guard migration.version > previous else {
+                throw StorageError(
+                    .schema,
+                    "migration versions must be positive and strictly increasing: \(migration.version) "
+                        + "('\(migration.name)') follows \(previous)")
+            }
+            guard !migration.name.isEmpty else {
+                throw StorageError(.schema, "migration \(migration.version) has no name")
+            }
+            previous = migration.version
+        }
+        self.migrations = migrations
+    }
+
+    /// The newest version this code knows (0 without migrations).
+    public var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Applies every pending migration in order and returns the ones applied (empty when already up to date).
+    @discardableResult
+    public func migrate(_ database: Database) throws -> [Migration] {
+        var applied: [Migration] = []
+        while let migration = try database.transaction({ try applyNext($0) }) {
+            applied.append(migration)
+        }
+        return applied
+    }
+
+    /// The database's schema version: the highest recorded migration, 0 for a fresh database.
+    public func currentVersion(of database: Database) throws -> Int {
+        try appliedMigrations(in: database).last?.version ?? 0
+    }
+
+    /// The migrations recorded in the database, oldest first.
+    public func appliedMigrations(in database: Database) throws -> [AppliedMigration] {
+        try database.transaction { try recorded(in: $0) }
+    }
+
+    /// Checks the recorded state and applies the first pending migration; nil when there is none.
+    private func applyNext(_ transaction: Transaction) throws -> Migration? {
+        let applied = try recorded(in: transaction)
+        try validate(applied)
+        let newest = applied.last?.version ?? 0
+        guard let next = migrations.first(where: { $0.version > newest }) else { return nil }
+        do {
+            try transaction.executeScript(next.sql)
+        } catch let error as StorageError {
+            throw StorageError(
+                error.code, "migration \(next.version) '\(next.name)' failed: \(error.message)", sql: error.sql,
+                extendedResultCode: error.extendedResultCode, cause: error)
+        }
+        try transaction.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [next.version, next.name])
+        return next
+    }
+
+    private func recorded(in transaction: Transaction) throws -> [AppliedMigration] {
+        try transaction.executeScript(Self.createTable)
+        return try transaction.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
+            .map { row in
+                AppliedMigration(
+                    version: try row.int("version"), name: try row.text("name"),
+                    appliedAt: try row.text("applied_at"))
+            }
+    }
+
+    private func validate(_ applied: [AppliedMigration]) throws {
+        let newest = applied.last?.version ?? 0
+        guard newest <= latestVersion else {
+            throw StorageError(
+                .schema,
+                "the database schema is at version \(newest), newer than version \(latestVersion), the newest this "
+                    + "code knows; it was written by a newer Tokenet and is left untouched")
+        }
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for record in applied {
+            guard let migration = known[record.version] else {
+                throw StorageError(
+                    .schema, "the database records migration \(record.version) '\(record.name)', unknown to this code")
+            }
+            guard migration.name == record.name else {
+                throw StorageError(
+                    .schema,
+                    "the database records migration \(record.version) as '\(record.name)' but this code names it "
+                        + "'\(migration.name)'")
+            }
+        }
+        let recordedVersions = Set(applied.map(\.version))
+        if let missing = migrations.first(where: { $0.version < newest && !recordedVersions.contains($0.version) }) {
+            throw StorageError(
+                .schema,
+                "migration \(missing.version) '\(missing.name)' was never applied but the database is already at "
+                    + "version \(newest); migrations must apply in order")
+        }
+    }
+
+    private static let createTable = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        ) STRICT;
+        """
+}

@@ -1,2 +1,0 @@
-/// SQLite storage for Tokenet nodes.
-enum TokenetStorageModule {}

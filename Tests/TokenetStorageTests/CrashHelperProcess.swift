@@ -1,0 +1,77 @@
+import Foundation
+
+/// A running `tokenet-storage-crash-helper`, its stdout and stderr in files so it never blocks on a pipe.
+final class CrashHelperProcess {
+    private let process = Process()
+    private let stdoutPath: String
+    private let stderrPath: String
+
+    init(databasePath: String, rowsPerTransaction: Int, outputDirectory: TemporaryDirectory, round: Int) throws {
+        stdoutPath = outputDirectory.path("helper-\(round).out")
+        stderrPath = outputDirectory.path("helper-\(round).err")
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = try Self.executable()
+        process.arguments = [databasePath, String(rowsPerTransaction)]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+    }
+
+    /// The transaction numbers the helper reported committed so far (complete lines only).
+    func committed() throws -> [Int] {
+        let text = try String(contentsOfFile: stdoutPath, encoding: .utf8)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().compactMap { Int($0) }
+    }
+
+    var errorOutput: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Polls until the helper has reported transaction `number` (0: returns at once). Throws when the helper exits
+    /// on its own, or when it makes no progress for `stallLimit` seconds (a hang guard, not a timing assertion).
+    func waitForCommit(atLeast number: Int, stallLimit: Double = 60) async throws {
+        var last = try committed().last ?? 0
+        var lastProgress = Date()
+        while last < number {
+            guard process.isRunning else {
+                throw HelperFailure(description: "the helper exited on its own: \(errorOutput)")
+            }
+            // Sleeping rather than blocking leaves the test runner's threads to the other tests.
+            try await Task.sleep(for: .microseconds(500))
+            let now = try committed().last ?? 0
+            if now > last {
+                last = now
+                lastProgress = Date()
+            } else if Date().timeIntervalSince(lastProgress) > stallLimit {
+                throw HelperFailure(description: "the helper made no progress past transaction \(last)")
+            }
+        }
+    }
+
+    /// Sends SIGKILL and waits; true when the helper died of that signal (rather than exiting before it).
+    func sigkill() -> Bool {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+    }
+
+    struct HelperFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The helper binary sits next to the test binary (`.build/<triple>/debug`); `swift build --build-tests`
+    /// builds it.
+    private static func executable() throws -> URL {
+        let name = "tokenet-storage-crash-helper"
+        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        var searched: [String] = []
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent(name)
+            searched.append(candidate.path)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            if !directory.path.contains(".xctest") { break }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw HelperFailure(description: "\(name) is not built (looked for \(searched)); run swift build --build-tests")
+    }
+}

@@ -1,0 +1,131 @@
+import Testing
+
+@testable import TokenetStorage
+
+@Suite struct MigratorTests {
+    static let migrations = [
+        Migration(version: 1, name: "cards", sql: "CREATE TABLE cards (id INTEGER PRIMARY KEY, reference TEXT);"),
+        Migration(
+            version: 2, name: "tokens",
+            sql: """
+                CREATE TABLE tokens (token TEXT PRIMARY KEY, card INTEGER NOT NULL REFERENCES cards (id));
+                CREATE INDEX tokens_by_card ON tokens (card);
+                """),
+        Migration(
+            version: 5, name: "card status", sql: "ALTER TABLE cards ADD COLUMN status TEXT NOT NULL DEFAULT 'active';"),
+    ]
+
+    @Test func migrationsApplyOnceInOrderAndAreRecorded() throws {
+        let database = try Database.openInMemory()
+        let migrator = try Migrator(Self.migrations)
+        #expect(try migrator.currentVersion(of: database) == 0)
+        let applied = try migrator.migrate(database)
+        #expect(applied.map(\.version) == [1, 2, 5])
+        #expect(try migrator.currentVersion(of: database) == 5)
+        let records = try migrator.appliedMigrations(in: database)
+        #expect(records.map(\.version) == [1, 2, 5])
+        #expect(records.map(\.name) == ["cards", "tokens", "card status"])
+        #expect(records.allSatisfy { $0.appliedAt.hasSuffix("Z") && $0.appliedAt.count == 24 })
+        try database.execute("INSERT INTO cards (reference) VALUES ('c')")
+        #expect(try database.queryOne("SELECT status FROM cards")?.text("status") == "active")
+    }
+
+    @Test func reRunningIsANoOp() throws {
+        let database = try Database.openInMemory()
+        let migrator = try Migrator(Self.migrations)
+        try migrator.migrate(database)
+        let before = try migrator.appliedMigrations(in: database)
+        #expect(try migrator.migrate(database).isEmpty)
+        #expect(try migrator.appliedMigrations(in: database) == before)
+    }
+
+    @Test func newMigrationsApplyOnTopOfOldOnes() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Array(Self.migrations.prefix(1))).migrate(database)
+        let applied = try Migrator(Self.migrations).migrate(database)
+        #expect(applied.map(\.version) == [2, 5])
+    }
+
+    @Test func aNewerDatabaseIsRefusedNamingBothVersions() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Self.migrations).migrate(database)
+        let older = try Migrator(Array(Self.migrations.prefix(2)))
+        let error = #expect(throws: StorageError.self) { try older.migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(error?.message.contains("version 5") == true)
+        #expect(error?.message.contains("version 2") == true)
+        #expect(try Migrator(Self.migrations).currentVersion(of: database) == 5)
+    }
+
+    @Test func aFailingMigrationLeavesNoTraceAndEarlierOnesStay() throws {
+        let database = try Database.openInMemory()
+        let broken =
+            Self.migrations.prefix(2) + [
+                Migration(
+                    version: 3, name: "broken",
+                    sql:
+                        "CREATE TABLE half (x); INSERT INTO cards (reference) VALUES ('x'); INSERT INTO nowhere VALUES (1);"
+                )
+            ]
+        let error = #expect(throws: StorageError.self) { try Migrator(Array(broken)).migrate(database) }
+        #expect(error?.code == .sql)
+        #expect(error?.message.contains("migration 3 'broken'") == true)
+        #expect(error?.sql?.contains("nowhere") == true)
+        #expect(try Migrator(Self.migrations).currentVersion(of: database) == 2)
+        #expect(try database.query("SELECT name FROM sqlite_schema WHERE name = 'half'").isEmpty)
+        #expect(try database.queryOne("SELECT count(*) FROM cards")?.int(0) == 0)
+    }
+
+    @Test func aMigrationThatCommitsByItselfIsRefusedBeforeCommitting() throws {
+        let database = try Database.openInMemory()
+        let committing = Migration(
+            version: 1, name: "commits", sql: "CREATE TABLE early (x); COMMIT; CREATE TABLE late (x);")
+        let error = #expect(throws: StorageError.self) { try Migrator([committing]).migrate(database) }
+        #expect(error?.code == .misuse)
+        #expect(error?.message.contains("migration 1 'commits'") == true)
+        #expect(try database.query("SELECT name FROM sqlite_schema WHERE name IN ('early', 'late')").isEmpty)
+        #expect(try Migrator([committing]).currentVersion(of: database) == 0)
+    }
+
+    @Test func aRenamedOrUnknownRecordedMigrationIsRefused() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Self.migrations).migrate(database)
+        var renamed = Self.migrations
+        renamed[1] = Migration(version: 2, name: "tokens v2", sql: renamed[1].sql)
+        let nameError = #expect(throws: StorageError.self) { try Migrator(renamed).migrate(database) }
+        #expect(nameError?.code == .schema)
+        #expect(nameError?.message.contains("'tokens v2'") == true)
+
+        let withoutTwo = [Self.migrations[0], Self.migrations[2]]
+        let unknown = #expect(throws: StorageError.self) { try Migrator(withoutTwo).migrate(database) }
+        #expect(unknown?.message.contains("unknown to this code") == true)
+    }
+
+    @Test func aMigrationOlderThanTheDatabaseButNeverAppliedIsRefused() throws {
+        let database = try Database.openInMemory()
+        try Migrator([Self.migrations[0], Self.migrations[2]]).migrate(database)
+        let error = #expect(throws: StorageError.self) { try Migrator(Self.migrations).migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(error?.message.contains("migration 2 'tokens' was never applied") == true)
+    }
+
+    @Test(arguments: [
+        [Migration(version: 0, name: "zero", sql: "")],
+        [Migration(version: 2, name: "b", sql: ""), Migration(version: 1, name: "a", sql: "")],
+        [Migration(version: 1, name: "a", sql: ""), Migration(version: 1, name: "again", sql: "")],
+        [Migration(version: 1, name: "", sql: "")],
+    ])
+    func badMigrationListsAreRefused(migrations: [Migration]) {
+        let error = #expect(throws: StorageError.self) { try Migrator(migrations) }
+        #expect(error?.code == .schema)
+    }
+
+    @Test func migratedSchemaSurvivesReopeningAFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        try Migrator(Self.migrations).migrate(try Database.open(path: path))
+        let reopened = try Database.open(path: path)
+        #expect(try Migrator(Self.migrations).migrate(reopened).isEmpty)
+        #expect(try Migrator(Self.migrations).currentVersion(of: reopened) == 5)
+    }
+}

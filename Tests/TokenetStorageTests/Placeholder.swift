@@ -1,5 +1,0 @@
-import Testing
-
-@testable import TokenetStorage
-
-@Test func storageModuleBuilds() {}
