@@ -30,19 +30,18 @@ import TokenetWire
         let (clientEnd, serverEnd) = InMemoryByteStream.pair()
         Task { await server.serve(serverEnd) }
         // A generous timeout: on a loaded machine a pong can take a while, and only its absence may close.
-        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .seconds(5))
+        let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .seconds(30))
         let client = RPCClient(stream: clientEnd, timers: timers)
         try await Task.sleep(for: .milliseconds(400))
         #expect(client.isUsable)
         #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 2)
     }
 
-    @Test func unansweredKeepaliveClosesTheConnectionAndFailsCalls() async throws {
+    @Test(.timeLimit(.minutes(1))) func unansweredKeepaliveClosesTheConnectionAndFailsCalls() async throws {
         // The peer accepts bytes but never answers anything: a half-dead connection.
         let (clientEnd, _) = InMemoryByteStream.pair()
         let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .milliseconds(100))
         let client = RPCClient(stream: clientEnd, timers: timers)
-        let started = ContinuousClock.now
         do {
             _ = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars())
             Issue.record("the call succeeded")
@@ -50,7 +49,6 @@ import TokenetWire
             #expect(error.code == .unavailable)
             #expect(error.message.contains("no answer to keepalive ping"))
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
         #expect(!client.isUsable)
     }
 }

@@ -143,9 +143,8 @@ import TokenetWire
         }
     }
 
-    @Test func deadlineExceeded() async throws {
+    @Test(.timeLimit(.minutes(1))) func deadlineExceeded() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
-        let started = ContinuousClock.now
         do {
             _ = try await client.unary(
                 Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .milliseconds(100)))
@@ -153,7 +152,6 @@ import TokenetWire
         } catch let error as RPCError {
             #expect(error.code == .deadlineExceeded)
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     @Test func clientCancelReachesTheHandler() async throws {

