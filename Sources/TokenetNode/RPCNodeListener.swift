@@ -61,14 +61,25 @@ public final class RPCNodeListener: NodeListener {
         }
     }
 
-    /// A factory for `NodeMain.run` that serves `router` (plus health) over mutual TLS (plaintext with `--plaintext`).
+    /// A factory for `NodeMain.run` that serves the party's services (plus health and reflection) over mutual TLS
+    /// (plaintext with `--plaintext`).
     public static func factory(
-        router: RPCRouter = RPCRouter(),
+        services: @escaping NodeServices = { _ in RPCRouter() },
         drainTimeout: Duration = .seconds(10)
     ) -> NodeListenerFactory {
         { options, logger throws(NodeError) in
-            try bind(options: options, router: router, logger: logger, drainTimeout: drainTimeout)
+            try bind(options: options, services: services, logger: logger, drainTimeout: drainTimeout)
         }
+    }
+
+    /// Binds and serves a fixed router (tests and nodes without services of their own).
+    public static func bind(
+        options: NodeOptions,
+        router: RPCRouter,
+        logger: Logger,
+        drainTimeout: Duration = .seconds(10)
+    ) throws(NodeError) -> RPCNodeListener {
+        try bind(options: options, services: { _ in router }, logger: logger, drainTimeout: drainTimeout)
     }
 
     /// Binds `options.listen` and serves `router` plus health over mutual TLS. With `--plaintext` (local debugging
@@ -76,7 +87,7 @@ public final class RPCNodeListener: NodeListener {
     /// roles answer them PERMISSION_DENIED while health stays open.
     public static func bind(
         options: NodeOptions,
-        router: RPCRouter,
+        services: NodeServices,
         logger: Logger,
         drainTimeout: Duration = .seconds(10)
     ) throws(NodeError) -> RPCNodeListener {
@@ -90,7 +101,25 @@ public final class RPCNodeListener: NodeListener {
             }
             tls = .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca)
         }
-        var router = router
+        let loop: EventLoop
+        do {
+            loop = try EventLoop(name: "rpc")
+        } catch {
+            throw NodeError(.listen, "cannot start the event loop", cause: DescribedError(error))
+        }
+        var router: RPCRouter
+        do {
+            let context = NodeContext(
+                options: options,
+                logger: logger,
+                dataDirectory: options.resolvedDataDirectory(node: logger.node),
+                eventLoop: loop
+            )
+            router = try services(context)
+        } catch {
+            loop.shutdown()
+            throw error
+        }
         let health = HealthService(
             services: router.serviceNames.union([HealthV1.Health.serviceName, ReflectionV1.Reflection.serviceName]))
         health.register(on: &router)
@@ -107,30 +136,32 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
-        let bound: Result<(EventLoop, BoundListener), NodeError> = blockingAwait {
-            var started: EventLoop?
+        let bound: Result<BoundListener, NodeError> = blockingAwait {
             do {
-                let loop = try EventLoop(name: "rpc")
-                started = loop
                 let (host, port) = (options.listen.host, options.listen.port)
                 guard let tls else {
                     let listener = try await PlainListener.bind(host: host, port: port, on: loop) { failure in
                         logger.info("accept failed", ["error": "\(failure)"])
                     }
-                    return .success((loop, .plain(listener)))
+                    return .success(.plain(listener))
                 }
                 let context = try TLSContext(configuration: tls)
                 let listener = try await TLSListener.bind(host: host, port: port, context: context, on: loop) {
                     failure in
                     logger.info("handshake refused", ["error": "\(failure)"])
                 }
-                return .success((loop, .tls(listener)))
+                return .success(.tls(listener))
             } catch {
-                started?.shutdown()  // its thread would otherwise outlive the failed start
                 return .failure(NodeError(.listen, "cannot serve on \(options.listen)", cause: DescribedError(error)))
             }
         }
-        let (loop, listener) = try bound.get()
+        let listener: BoundListener
+        do {
+            listener = try bound.get()
+        } catch {
+            loop.shutdown()  // its thread would otherwise outlive the failed start
+            throw error
+        }
         return RPCNodeListener(
             boundAddress: HostPort(host: listener.host, port: listener.port),
             server: server,

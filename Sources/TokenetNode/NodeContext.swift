@@ -1,0 +1,52 @@
+import Foundation
+import TokenetRPC
+import TokenetTransport
+
+/// What a party's services get from the node runtime: its options, its logger, its data directory, and channels
+/// to the peer nodes it knows.
+public struct NodeContext: Sendable {
+    public let options: NodeOptions
+    public let logger: Logger
+    /// Where the party keeps its database and keys (created before the services are built).
+    public let dataDirectory: String
+    /// The loop outgoing connections run on (the same one the node's listener uses).
+    public let eventLoop: EventLoop
+
+    public init(options: NodeOptions, logger: Logger, dataDirectory: String, eventLoop: EventLoop) {
+        self.options = options
+        self.logger = logger
+        self.dataDirectory = dataDirectory
+        self.eventLoop = eventLoop
+    }
+
+    /// A reconnecting channel to the peer playing `role`, at the address its flag gives (`--tsp`, `--issuer`,
+    /// `--wallet`), presenting this node's own certificate — or over plain TCP with `--plaintext`.
+    public func channel(to role: NodeRole) throws(NodeError) -> RPCChannel {
+        guard let address = options.peers[role] else {
+            throw NodeError(.config, "--\(role.rawValue) is required: this node calls the \(role.nodeName)")
+        }
+        let loop = eventLoop
+        if options.plaintext {
+            return RPCChannel {
+                try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+            }
+        }
+        guard let certificate = options.certificatePath, let key = options.privateKeyPath, let ca = options.caPath
+        else {
+            throw NodeError(.config, "calling the \(role.nodeName) over TLS needs --cert, --key and --ca")
+        }
+        let context: TLSContext
+        do {
+            context = try TLSContext(
+                configuration: .client(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca))
+        } catch {
+            throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
+        }
+        return RPCChannel {
+            try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
+        }
+    }
+}
+
+/// Builds a party's RPC services once the node knows its options; health and reflection are added by the runtime.
+public typealias NodeServices = @Sendable (NodeContext) throws(NodeError) -> RPCRouter
