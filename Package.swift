@@ -2,6 +2,11 @@
 // Tokenet: a sandbox of the card-tokenization ecosystem (wallet, issuer, token service provider).
 import PackageDescription
 
+/// What every party module builds on.
+let partyDependencies: [Target.Dependency] = [
+    "TokenetNode", "TokenetRPC", "TokenetWire", "TokenetTransport", "TokenetStorage", "TokenetCard",
+]
+
 let package = Package(
     name: "Tokenet",
     platforms: [.macOS(.v15)],
@@ -62,10 +67,15 @@ let package = Package(
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
 
+        // MARK: The parties: each node's services, storage and flows.
+        .target(name: "TokenetTSP", dependencies: partyDependencies),
+        .target(name: "TokenetIssuer", dependencies: partyDependencies),
+        .target(name: "TokenetWallet", dependencies: partyDependencies),
+
         // MARK: Executables.
-        .executableTarget(name: "tsp-node", dependencies: ["TokenetNode"]),
-        .executableTarget(name: "issuer-node", dependencies: ["TokenetNode"]),
-        .executableTarget(name: "wallet-node", dependencies: ["TokenetNode"]),
+        .executableTarget(name: "tsp-node", dependencies: ["TokenetNode", "TokenetTSP"]),
+        .executableTarget(name: "issuer-node", dependencies: ["TokenetNode", "TokenetIssuer"]),
+        .executableTarget(name: "wallet-node", dependencies: ["TokenetNode", "TokenetWallet"]),
         .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
         /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
@@ -73,6 +83,9 @@ let package = Package(
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
         .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC"]),
+        .testTarget(name: "TokenetTSPTests", dependencies: ["TokenetTSP"]),
+        .testTarget(name: "TokenetIssuerTests", dependencies: ["TokenetIssuer"]),
+        .testTarget(name: "TokenetWalletTests", dependencies: ["TokenetWallet"]),
         .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage"]),
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),

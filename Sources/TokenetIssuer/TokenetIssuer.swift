@@ -1,0 +1,2 @@
+/// The Issuer party's services.
+enum TokenetIssuerModule {}

@@ -1,0 +1,2 @@
+/// The TSP party's services.
+enum TokenetTSPModule {}

@@ -1,0 +1,2 @@
+/// The Wallet party's services.
+enum TokenetWalletModule {}

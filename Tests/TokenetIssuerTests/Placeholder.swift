@@ -1,0 +1,5 @@
+import Testing
+
+@testable import TokenetIssuer
+
+@Test func issuerModuleBuilds() {}

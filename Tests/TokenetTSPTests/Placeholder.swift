@@ -1,0 +1,5 @@
+import Testing
+
+@testable import TokenetTSP
+
+@Test func tspModuleBuilds() {}

@@ -1,0 +1,5 @@
+import Testing
+
+@testable import TokenetWallet
+
+@Test func walletModuleBuilds() {}
