@@ -1,4 +1,5 @@
 import Foundation
+import TokenetRPC
 
 /// A small structured logger: a level threshold, text or JSON lines, `key=value` fields and an optional trace id.
 ///
@@ -35,7 +36,10 @@ public struct Logger: Sendable {
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ fields: KeyValuePairs<String, String>) {
         guard isEnabled(level) else { return }
         let record = LogRecord(
-            timestamp: clock(), level: level, node: node, message: message(), traceID: traceID,
+            // Inside a call handler the served call's trace id applies, so one flow reads as one trace in every
+            // node's log without threading the id through each log call.
+            timestamp: clock(), level: level, node: node, message: message(),
+            traceID: traceID ?? ServerContext.current?.traceID,
             fields: fields.map { LogField($0.key, $0.value) }
         )
         sink.write(line: record.rendered(as: format))
