@@ -5,10 +5,20 @@
 #ifndef CTOKENET_PROTOS_H
 #define CTOKENET_PROTOS_H
 
+#include "tokenet/bench/v1/bench.pb-c.h"
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__echo_request(void) {
+    return &tokenet__bench__v1__echo_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__echo_response(void) {
+    return &tokenet__bench__v1__echo_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__stream_request(void) {
+    return &tokenet__bench__v1__stream_request__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_request(void) {
     return &tokenet__health__v1__health_check_request__descriptor;
 }
