@@ -95,7 +95,7 @@ public final class RPCClient: Sendable {
 
     struct OpenCall: Sendable {
         let id: UInt32
-        let responses: AsyncThrowingStream<Data, any Error>
+        let responses: MessageQueue
         let timer: Task<Void, Never>?
     }
 
@@ -135,12 +135,11 @@ public final class RPCClient: Sendable {
     }
 
     private func singleResponse<Response: ProtoMessage>(_: Response.Type, _ call: OpenCall) async throws -> Response {
-        var iterator = call.responses.makeAsyncIterator()
-        guard let data = try await iterator.next() else {
+        guard let data = try await call.responses.next() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }
         connection.consumed(call.id, byteCount: data.count)
-        guard try await iterator.next() == nil else {
+        guard try await call.responses.next() == nil else {
             throw RPCError(.internal, "the server sent more than one response to a single-response call")
         }
         return try decodeResponse(Response.self, data)
@@ -182,17 +181,13 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
     let connection: RPCConnection
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
         let call: RPCClient.OpenCall
         let connection: RPCConnection
 
         public mutating func next() async throws -> Response? {
-            let id = call.id
-            let connection = connection
-            var base = base
-            defer { self.base = base }
+            let (id, connection, responses) = (call.id, connection, call.responses)
             let data = try await withTaskCancellationHandler {
-                try await base.next()
+                try await responses.next()
             } onCancel: {
                 connection.cancelCall(id, reason: "cancelled by the caller")
             }
@@ -206,7 +201,7 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: call.responses.makeAsyncIterator(), call: call, connection: connection)
+        AsyncIterator(call: call, connection: connection)
     }
 
     /// Abandons the call.
