@@ -38,6 +38,8 @@ struct BenchResult: Sendable {
     let seconds: Double
     /// Nanoseconds from send start to the complete reply, sorted; empty where latency is not meaningful.
     let latencies: [UInt64]
+    /// CPU seconds both processes used in the measured window (client only when the server is elsewhere).
+    let cpuSeconds: Double?
 
     var rate: Double { Double(messages) / seconds }
     var megabytesPerSecond: Double { rate * Double(benchCase.size) / 1e6 }
@@ -55,23 +57,30 @@ struct BenchResult: Sendable {
         return "RESULT impl=\(Self.impl) mode=\(benchCase.mode) size=\(benchCase.size) conns=1 "
             + "inflight=\(benchCase.inflight) msgs=\(messages) secs=\(String(format: "%.1f", seconds)) "
             + "rate_per_s=\(String(format: "%.0f", rate)) MB_per_s=\(String(format: "%.2f", megabytesPerSecond)) "
-            + "p50_us=\(p50) p99_us=\(p99)"
+            + "p50_us=\(p50) p99_us=\(p99) cpu_us_per_msg=\(cpuPerMessage.map { String(format: "%.1f", $0) } ?? "-")"
+    }
+
+    /// CPU microseconds per message, both ends together: unlike the rates, it hardly depends on other load.
+    var cpuPerMessage: Double? {
+        guard let cpuSeconds, messages > 0 else { return nil }
+        return cpuSeconds * 1e6 / Double(messages)
     }
 
     static let tableHeader = row(
-        "impl", "mode", "size", "conns", "inflight", "rate/s", "MB/s", "p50_us", "p99_us")
+        "impl", "mode", "size", "conns", "inflight", "rate/s", "MB/s", "p50_us", "p99_us", "cpu_us/msg")
 
     var tableRow: String {
         Self.row(
             Self.impl, benchCase.mode, "\(benchCase.size)", "1", "\(benchCase.inflight)",
             String(format: "%.0f", rate), String(format: "%.2f", megabytesPerSecond),
             percentile(0.5).map { String(format: "%.1f", $0) } ?? "-",
-            percentile(0.99).map { String(format: "%.1f", $0) } ?? "-")
+            percentile(0.99).map { String(format: "%.1f", $0) } ?? "-",
+            cpuPerMessage.map { String(format: "%.1f", $0) } ?? "-")
     }
 
     /// The column widths of the anchors' table.
     private static func row(_ columns: String...) -> String {
-        let widths = [-10, -19, 6, 5, 8, 10, 8, 9, 9]
+        let widths = [-10, -19, 6, 5, 8, 10, 8, 9, 9, 11]
         return zip(columns, widths).map { column, width in
             let padding = String(repeating: " ", count: max(0, abs(width) - column.count))
             return width < 0 ? column + padding : padding + column

@@ -3,9 +3,22 @@ import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
+/// User plus system CPU time of a process, from /proc/PID/stat.
+func cpuSeconds(of pid: Int32) -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = stat.lastIndex(of: ")")
+    else { return nil }
+    // Fields after the command name: state is field 3; utime and stime are fields 14 and 15.
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// `tokenet-bench client`: runs the cases against a benchmark server over one TLS connection.
 struct BenchClient {
     let options: BenchOptions
+    /// The server process, when known, so that the CPU time of both ends can be reported per message.
+    var serverPID: Int32? = nil
 
     /// Messages per `Stream` call in the streaming case.
     static let streamBatch: UInt32 = 1000
@@ -52,9 +65,27 @@ struct BenchClient {
         func contains(_ time: UInt64) -> Bool { time >= start && time < end }
     }
 
+    /// CPU seconds that this process and the server use during `window`.
+    private func cpuMeter(_ window: Window) -> Task<Double?, Never> {
+        let processes = [getpid()] + (serverPID.map { [$0] } ?? [])
+        return Task {
+            func sleep(until time: UInt64) async {
+                let now = monotonicNanoseconds()
+                if time > now { try? await Task.sleep(for: .nanoseconds(Int64(time - now))) }
+            }
+            await sleep(until: window.start)
+            let before = processes.map(cpuSeconds(of:))
+            await sleep(until: window.end)
+            let after = processes.map(cpuSeconds(of:))
+            guard !before.contains(nil), !after.contains(nil) else { return nil }
+            return zip(before, after).reduce(0) { $0 + ($1.1! - $1.0!) }
+        }
+    }
+
     /// `inflight` workers each make one call after the other; every echo is compared with what was sent.
     private func unary(_ benchCase: BenchCase, _ client: RPCClient) async throws -> BenchResult {
         let window = Window(options: options)
+        let cpu = cpuMeter(window)
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for worker in 0..<benchCase.inflight {
                 group.addTask {
@@ -86,12 +117,14 @@ struct BenchClient {
             return all
         }
         return BenchResult(
-            benchCase: benchCase, messages: latencies.count, seconds: options.seconds, latencies: latencies.sorted())
+            benchCase: benchCase, messages: latencies.count, seconds: options.seconds, latencies: latencies.sorted(),
+            cpuSeconds: await cpu.value)
     }
 
     /// `Stream` calls one after the other; every message is checked against the pattern the server sends.
     private func stream(_ client: RPCClient) async throws -> BenchResult {
         let window = Window(options: options)
+        let cpu = cpuMeter(window)
         let size = BenchCase.stream.size
         var messages = 0
         let expected = (0..<Self.streamBatch).map { BenchService.pattern(index: $0, size: size) }
@@ -109,6 +142,8 @@ struct BenchClient {
                 throw BenchError("the stream ended after \(received) of \(Self.streamBatch) messages")
             }
         }
-        return BenchResult(benchCase: .stream, messages: messages, seconds: options.seconds, latencies: [])
+        return BenchResult(
+            benchCase: .stream, messages: messages, seconds: options.seconds, latencies: [], cpuSeconds: await cpu.value
+        )
     }
 }

@@ -53,7 +53,7 @@ struct BenchRun {
             "== \(Self.timestamp()) UTC  \(ProcessInfo.processInfo.activeProcessorCount) cores  "
                 + "load avg before: \(load)  PIN=\(options.pin.rawValue) SECS=\(options.seconds) "
                 + "WARMUP=\(options.warmup)")
-        let results = try await BenchClient(options: clientOptions).run()
+        let results = try await BenchClient(options: clientOptions, serverPID: server.processIdentifier).run()
         for result in results { print(result.resultLine) }
         print()
         print(BenchResult.tableHeader)
