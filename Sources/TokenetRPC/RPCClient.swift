@@ -48,10 +48,8 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try open(method.path, options)
+        let call = try open(method.path, options, onlyRequest: try request.serializedData())
         defer { call.timer?.cancel() }
-        connection.sendRequest(call.id, try request.serializedData())
-        connection.endRequests(call.id)
         return try await withCancellation(call.id) {
             try await self.singleResponse(Response.self, call)
         }
@@ -62,9 +60,7 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) throws -> ResponseStream<Response> {
-        let call = try open(method.path, options)
-        connection.sendRequest(call.id, try request.serializedData())
-        connection.endRequests(call.id)
+        let call = try open(method.path, options, onlyRequest: try request.serializedData())
         return ResponseStream(call: call, connection: connection)
     }
 
@@ -99,7 +95,8 @@ public final class RPCClient: Sendable {
         let timer: Task<Void, Never>?
     }
 
-    private func open(_ path: String, _ options: CallOptions) throws -> OpenCall {
+    /// Opens a call; with `onlyRequest` also sends it as the call's one request and ends the requests.
+    private func open(_ path: String, _ options: CallOptions, onlyRequest: Data? = nil) throws -> OpenCall {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
@@ -113,7 +110,8 @@ public final class RPCClient: Sendable {
         if let timeout, timeout <= .zero {
             throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
         }
-        let (id, responses) = try connection.openCall(method: path, metadata: metadata, timeout: timeout)
+        let (id, responses) = try connection.openCall(
+            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest)
         let timer = timeout.map { timeout in
             Task { [connection] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }

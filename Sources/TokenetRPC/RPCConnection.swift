@@ -292,10 +292,14 @@ final class RPCConnection: Sendable {
     // MARK: - Client calls
 
     /// Client: opens a call and returns its id and the stream of response messages.
+    ///
+    /// With `onlyRequest` the call also sends that message and ends its requests under the same lock (unary and
+    /// server-streaming calls), so the three frames are encoded together and leave in one write.
     func openCall(
         method: String,
         metadata: Metadata,
-        timeout: Duration?
+        timeout: Duration?,
+        onlyRequest: Data? = nil
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
@@ -312,6 +316,10 @@ final class RPCConnection: Sendable {
                 let (id, actions) = try core.machine.openCall(start)
                 core.clientCalls[id] = ClientCallState(responses: responses)
                 apply(actions, to: &core)
+                if let onlyRequest {
+                    apply(core.machine.sendMessage(id, onlyRequest), to: &core)
+                    apply(core.machine.sendEndOfRequests(id), to: &core)
+                }
                 return .success(id)
             } catch let error as RPCError {
                 return .failure(error)
