@@ -61,7 +61,8 @@ let package = Package(
         .executableTarget(name: "issuer-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode"]),
         .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
-        .executableTarget(name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire"]),
+        .executableTarget(
+            name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire"]),
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
