@@ -76,9 +76,13 @@ let package = Package(
         .executableTarget(name: "tsp-node", dependencies: ["TokenetNode", "TokenetTSP"]),
         .executableTarget(name: "issuer-node", dependencies: ["TokenetNode", "TokenetIssuer"]),
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode", "TokenetWallet"]),
-        .executableTarget(name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
+        .executableTarget(
+            name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
         /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
+        /// RPC benchmark beside the perf anchors (README, "Performance").
+        .executableTarget(
+            name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire"]),
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),

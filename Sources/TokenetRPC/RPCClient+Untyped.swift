@@ -96,19 +96,15 @@ public struct RawResponseStream: AsyncSequence, Sendable {
     let connection: RPCConnection
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
         let call: RPCClient.OpenCall
         let connection: RPCConnection
 
         public mutating func next() async throws -> Data? {
-            let id = call.id
-            let connection = connection
-            var base = base
-            defer { self.base = base }
+            let (id, connection, responses) = (call.id, connection, call.responses)
             let data: Data?
             do {
                 data = try await withTaskCancellationHandler {
-                    try await base.next()
+                    try await responses.next()
                 } onCancel: {
                     connection.cancelCall(id, reason: "cancelled by the caller")
                 }
@@ -126,7 +122,7 @@ public struct RawResponseStream: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: call.responses.makeAsyncIterator(), call: call, connection: connection)
+        AsyncIterator(call: call, connection: connection)
     }
 
     /// Abandons the call.

@@ -58,10 +58,8 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try open(method.path, options)
+        let call = try open(method.path, options, onlyRequest: try request.serializedData())
         defer { call.timer?.cancel() }
-        connection.sendRequest(call.id, try request.serializedData())
-        connection.endRequests(call.id)
         return try await withCancellation(call.id) {
             try await self.singleResponse(Response.self, call)
         }
@@ -72,9 +70,7 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) throws -> ResponseStream<Response> {
-        let call = try open(method.path, options)
-        connection.sendRequest(call.id, try request.serializedData())
-        connection.endRequests(call.id)
+        let call = try open(method.path, options, onlyRequest: try request.serializedData())
         return ResponseStream(call: call, connection: connection)
     }
 
@@ -105,13 +101,14 @@ public final class RPCClient: Sendable {
 
     struct OpenCall: Sendable {
         let id: UInt32
-        let responses: AsyncThrowingStream<Data, any Error>
+        let responses: MessageQueue
         let timer: Task<Void, Never>?
     }
 
     /// Opens a call: the trace id (inherited inside a handler, else new), the deadline (the tighter of the option
-    /// and the inherited one), and the timer that ends the call when the deadline passes.
-    func open(_ path: String, _ options: CallOptions) throws -> OpenCall {
+    /// and the inherited one), and the timer that ends the call when the deadline passes. With `onlyRequest` it also
+    /// sends that request and ends the requests, encoding all three opening frames at once.
+    func open(_ path: String, _ options: CallOptions, onlyRequest: Data? = nil) throws -> OpenCall {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
@@ -125,7 +122,8 @@ public final class RPCClient: Sendable {
         if let timeout, timeout <= .zero {
             throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
         }
-        let (id, responses) = try connection.openCall(method: path, metadata: metadata, timeout: timeout)
+        let (id, responses) = try connection.openCall(
+            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest)
         let timer = timeout.map { timeout in
             Task { [connection] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
@@ -153,12 +151,11 @@ public final class RPCClient: Sendable {
     }
 
     private func singleResponse<Response: ProtoMessage>(_: Response.Type, _ call: OpenCall) async throws -> Response {
-        var iterator = call.responses.makeAsyncIterator()
-        guard let data = try await iterator.next() else {
+        guard let data = try await call.responses.next() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }
         connection.consumed(call.id, byteCount: data.count)
-        guard try await iterator.next() == nil else {
+        guard try await call.responses.next() == nil else {
             throw RPCError(.internal, "the server sent more than one response to a single-response call")
         }
         return try decodeResponse(Response.self, data)

@@ -14,12 +14,12 @@ final class RPCConnection: Sendable {
     typealias CallHandler = @Sendable (ServerCall) async -> Void
 
     struct ClientCallState {
-        var responses: AsyncThrowingStream<Data, any Error>.Continuation
+        var responses: MessageQueue
         var trailers: Metadata = Metadata()
     }
 
     struct ServerCallState {
-        var requests: AsyncThrowingStream<Data, any Error>.Continuation
+        var requests: MessageQueue
         var task: Task<Void, Never>?
     }
 
@@ -267,7 +267,7 @@ final class RPCConnection: Sendable {
 
     private func startHandler(_ id: UInt32, _ start: WireV1.CallStart, core: inout Core) {
         guard let handler else { return }
-        let (requests, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        let requests = MessageQueue()
         let deadline = start.timeoutMicros.map { ContinuousClock.now + .microseconds(Int64(clamping: $0)) }
         let call = ServerCall(
             connection: self,
@@ -278,7 +278,7 @@ final class RPCConnection: Sendable {
             peer: stream.peerIdentity,
             requests: requests
         )
-        core.serverCalls[id] = ServerCallState(requests: continuation, task: nil)
+        core.serverCalls[id] = ServerCallState(requests: requests, task: nil)
         let task = Task { await handler(call) }
         core.serverCalls[id]?.task = task
     }
@@ -311,12 +311,16 @@ final class RPCConnection: Sendable {
     // MARK: - Client calls
 
     /// Client: opens a call and returns its id and the stream of response messages.
+    ///
+    /// With `onlyRequest` the call also sends that message and ends its requests under the same lock (unary and
+    /// server-streaming calls), so the three frames are encoded together and leave in one write.
     func openCall(
         method: String,
         metadata: Metadata,
-        timeout: Duration?
-    ) throws(RPCError) -> (UInt32, AsyncThrowingStream<Data, any Error>) {
-        let (responses, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        timeout: Duration?,
+        onlyRequest: Data? = nil
+    ) throws(RPCError) -> (UInt32, MessageQueue) {
+        let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
         if let timeout {
             let micros = max(
@@ -329,8 +333,12 @@ final class RPCConnection: Sendable {
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)
-                core.clientCalls[id] = ClientCallState(responses: continuation)
+                core.clientCalls[id] = ClientCallState(responses: responses)
                 apply(actions, to: &core)
+                if let onlyRequest {
+                    apply(core.machine.sendMessage(id, onlyRequest), to: &core)
+                    apply(core.machine.sendEndOfRequests(id), to: &core)
+                }
                 return .success(id)
             } catch let error as RPCError {
                 return .failure(error)

@@ -25,7 +25,7 @@ public struct RequestStream<Request: ProtoMessage>: AsyncSequence, Sendable {
     let call: ServerCall
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
+        let base: MessageQueue
         let call: ServerCall
 
         public mutating func next() async throws -> Request? {
@@ -36,7 +36,7 @@ public struct RequestStream<Request: ProtoMessage>: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: call.requests.makeAsyncIterator(), call: call)
+        AsyncIterator(base: call.requests, call: call)
     }
 }
 
@@ -144,13 +144,12 @@ public struct RPCRouter: Sendable {
     private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws
         -> Request
     {
-        var iterator = call.requests.makeAsyncIterator()
-        guard let data = try await iterator.next() else {
+        guard let data = try await call.requests.next() else {
             throw RPCError(.invalidArgument, "the call ended without a request message")
         }
         call.connection.consumed(call.streamID, byteCount: data.count)
         let request = try decodeRequest(Request.self, data)
-        guard try await iterator.next() == nil else {
+        guard try await call.requests.next() == nil else {
             throw RPCError(.invalidArgument, "\(call.method) takes exactly one request message")
         }
         return request

@@ -10,7 +10,7 @@ final class ServerCall: Sendable {
     let metadata: Metadata
     let deadline: ContinuousClock.Instant?
     let peer: PeerIdentity?
-    let requests: AsyncThrowingStream<Data, any Error>
+    let requests: MessageQueue
 
     init(
         connection: RPCConnection,
@@ -19,7 +19,7 @@ final class ServerCall: Sendable {
         metadata: Metadata,
         deadline: ContinuousClock.Instant?,
         peer: PeerIdentity?,
-        requests: AsyncThrowingStream<Data, any Error>
+        requests: MessageQueue
     ) {
         self.connection = connection
         self.streamID = streamID

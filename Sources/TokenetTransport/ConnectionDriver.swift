@@ -29,8 +29,8 @@ final class ConnectionDriver: EventLoopHandler {
     private var onEstablished: EstablishedHandler?
     private var timer: EventLoopTimer?
 
-    private var inbound: [[UInt8]] = []
-    private var inboundCount = 0
+    /// Decrypted bytes waiting for the reader, in one array handed over whole.
+    private var inbound: [UInt8] = []
     private var reader: CheckedContinuation<[UInt8]?, any Error>?
     private var readerToken: RequestToken?
     private var writers: [Writer] = []
@@ -182,9 +182,8 @@ final class ConnectionDriver: EventLoopHandler {
         case .decrypt:
             decrypt()
         case .deliverToReader:
-            let bytes = inbound.count == 1 ? inbound[0] : Array(inbound.joined())
-            inbound.removeAll()
-            inboundCount = 0
+            let bytes = inbound
+            inbound = []
             readerToken = nil
             reader.take()?.resume(returning: bytes)
         case .finishReader:
@@ -216,7 +215,7 @@ final class ConnectionDriver: EventLoopHandler {
             if status == .complete { handle(machine.handshakeCompleted()) }
         } catch {
             // Queue the alert OpenSSL produced; teardown sends it if the socket accepts it right away.
-            sendBuffer += engine.takeCiphertext(maxCount: .max)
+            engine.takeCiphertext(appendingTo: &sendBuffer)
             handle(machine.failed(error))
         }
     }
@@ -243,10 +242,9 @@ final class ConnectionDriver: EventLoopHandler {
         var peerClosed = false
         do throws(TransportError) {
             reading: while true {
-                switch try engine.readPlaintext(maxCount: Self.writeSlice) {
-                case .plaintext(let bytes):
-                    inbound.append(bytes)
-                    inboundCount += bytes.count
+                switch try engine.readPlaintext(appendingTo: &inbound, maxCount: Self.writeSlice) {
+                case .appended:
+                    break
                 case .needsMoreData:
                     break reading
                 case .closed:
@@ -259,7 +257,7 @@ final class ConnectionDriver: EventLoopHandler {
             return
         }
         transmit()  // reading may produce records to send (key updates)
-        handle(machine.plaintextBuffered(total: inboundCount))
+        handle(machine.plaintextBuffered(total: inbound.count))
         if peerClosed { handle(machine.peerClosed()) }
     }
 
@@ -280,7 +278,7 @@ final class ConnectionDriver: EventLoopHandler {
                 return
             }
             writers[0].offset = end
-            sendBuffer += engine.takeCiphertext(maxCount: .max)
+            engine.takeCiphertext(appendingTo: &sendBuffer)
             if end == writers[0].bytes.count {
                 writers.removeFirst().continuation.resume()
             }
@@ -290,7 +288,7 @@ final class ConnectionDriver: EventLoopHandler {
 
     /// Moves the engine's output to the socket as far as the kernel takes it, then reports the backlog.
     private func transmit() {
-        sendBuffer += engine.takeCiphertext(maxCount: .max)
+        engine.takeCiphertext(appendingTo: &sendBuffer)
         peakOutboundBuffered = max(peakOutboundBuffered, outboundBuffered)
         if outboundBuffered > 0 {
             let result = sendBuffer.withUnsafeBytes { buffer in

@@ -17,8 +17,13 @@ protocol ConnectionEngine: AnyObject {
     func receiveEOF()
     /// Takes every byte that must be sent.
     func takeCiphertext(maxCount: Int) -> [UInt8]
+    /// Appends every byte that must be sent to `buffer` (the driver's send buffer), without an intermediate array.
+    func takeCiphertext(appendingTo buffer: inout [UInt8])
     func handshake() throws(TransportError) -> HandshakeStatus
     func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult
+    /// Reads up to `maxCount` bytes and appends them to `buffer`, so one read's records land in one array.
+    func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError)
+        -> TLSEngine.AppendResult
     func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
     /// Queues the orderly end of the stream (a TLS close_notify); safe to call more than once.
     func close()

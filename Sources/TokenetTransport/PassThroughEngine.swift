@@ -34,6 +34,11 @@ final class PassThroughEngine: ConnectionEngine {
         return Array(outbound[..<maxCount])
     }
 
+    func takeCiphertext(appendingTo buffer: inout [UInt8]) {
+        buffer += outbound
+        outbound.removeAll(keepingCapacity: true)
+    }
+
     func handshake() throws(TransportError) -> HandshakeStatus {
         .complete
     }
@@ -44,6 +49,17 @@ final class PassThroughEngine: ConnectionEngine {
         let end = inboundOffset + min(available, max(1, maxCount))
         defer { inboundOffset = end }
         return .plaintext(Array(inbound[inboundOffset..<end]))
+    }
+
+    func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError)
+        -> TLSEngine.AppendResult
+    {
+        let available = inbound.count - inboundOffset
+        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
+        let end = inboundOffset + min(available, max(1, maxCount))
+        buffer += inbound[inboundOffset..<end]
+        defer { inboundOffset = end }
+        return .appended(end - inboundOffset)
     }
 
     func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {

@@ -30,6 +30,9 @@ public final class TLSEngine {
     /// Ciphertext produced by OpenSSL, to be sent.
     private let networkOut: OpaquePointer
     private let verification: VerificationState
+    /// Decrypted bytes land here first, so a read that finds no complete record allocates nothing and a short
+    /// record costs an allocation of its own size, not of the largest possible one.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     private var receivedEOF = false
     private var failed = false
     public private(set) var isHandshakeComplete = false
@@ -60,6 +63,7 @@ public final class TLSEngine {
 
     deinit {
         SSL_free(ssl)
+        scratch.deallocate()
     }
 
     // MARK: Network side
@@ -88,6 +92,18 @@ public final class TLSEngine {
 
     /// Bytes OpenSSL produced that still have to be sent.
     public var pendingCiphertextCount: Int { Int(ctk_bio_pending(networkOut)) }
+
+    /// Moves all pending ciphertext onto the end of `buffer`, copying it once.
+    func takeCiphertext(appendingTo buffer: inout [UInt8]) {
+        let count = pendingCiphertextCount
+        guard count > 0 else { return }
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: count))
+        let read = buffer.withUnsafeMutableBytes { bytes in
+            BIO_read(networkOut, bytes.baseAddress! + start, Int32(clamping: count))
+        }
+        buffer.removeSubrange((start + max(0, Int(read)))...)
+    }
 
     /// Takes up to `maxCount` bytes of ciphertext to send.
     public func takeCiphertext(maxCount: Int = Int.max) -> [UInt8] {
@@ -132,15 +148,32 @@ public final class TLSEngine {
 
     /// Decrypts up to `maxCount` bytes of application data.
     public func readPlaintext(maxCount: Int = 16 * 1024) throws(TransportError) -> ReadResult {
+        var bytes: [UInt8] = []
+        switch try readPlaintext(appendingTo: &bytes, maxCount: maxCount) {
+        case .appended: return .plaintext(bytes)
+        case .needsMoreData: return .needsMoreData
+        case .closed: return .closed
+        }
+    }
+
+    /// What `readPlaintext(appendingTo:maxCount:)` did.
+    enum AppendResult: Equatable {
+        case appended(Int)
+        case needsMoreData
+        case closed
+    }
+
+    /// Decrypts up to `maxCount` bytes and appends them to `buffer`: the driver collects a whole read's records
+    /// in one array without an intermediate array per record.
+    func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError) -> AppendResult {
         try checkUsable()
         guard isHandshakeComplete else { throw TransportError(.invalidState, "read before the handshake completed") }
         var readCount = 0
         ERR_clear_error()
-        var buffer = [UInt8](repeating: 0, count: maxCount)
-        let result = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &readCount) }
+        let result = SSL_read_ex(ssl, scratch.baseAddress, min(max(maxCount, 1), scratch.count), &readCount)
         if result == 1 {
-            buffer.removeSubrange(readCount...)
-            return .plaintext(buffer)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<readCount]))
+            return .appended(readCount)
         }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:

@@ -5,6 +5,7 @@
 #ifndef CTOKENET_PROTOS_H
 #define CTOKENET_PROTOS_H
 
+#include "tokenet/bench/v1/bench.pb-c.h"
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
@@ -19,6 +20,15 @@
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__echo_request(void) {
+    return &tokenet__bench__v1__echo_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__echo_response(void) {
+    return &tokenet__bench__v1__echo_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__bench__v1__stream_request(void) {
+    return &tokenet__bench__v1__stream_request__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__card__v1__device_info(void) {
     return &tokenet__card__v1__device_info__descriptor;
 }

@@ -10,11 +10,26 @@
 /// and repeated arrays. They all live exactly as long as one encode (or one JSON decode), so a single arena frees
 /// them together in `deinit`, and nothing the C library never allocated is ever handed to
 /// `protobuf_c_message_free_unpacked`.
+///
+/// Small pieces are carved out of a few larger blocks: an RPC frame needs half a dozen of them per message sent,
+/// and one allocation instead of one each is measurably cheaper on the hot path.
 final class ProtoArena {
+    /// Alignment of every piece: enough for any C scalar or pointer.
+    private static let alignment = 16
+    /// Size of the first block; later blocks double, up to `largestBlock`.
+    private static let firstBlock = 512
+    private static let largestBlock = 64 * 1024
+    /// Pieces at least this large get a block of their own.
+    private static let ownBlockThreshold = 1024
+
     private var blocks: [UnsafeMutableRawPointer] = []
+    /// Free space left in the current block.
+    private var cursor: UnsafeMutableRawPointer?
+    private var remaining = 0
+    private var nextBlockSize = ProtoArena.firstBlock
 
     init() {
-        blocks.reserveCapacity(8)
+        blocks.reserveCapacity(4)
     }
 
     deinit {
@@ -25,7 +40,25 @@ final class ProtoArena {
 
     /// Zeroed memory of `byteCount` bytes (at least one), aligned for any C scalar.
     func allocate(byteCount: Int) -> UnsafeMutableRawPointer {
-        guard let block = calloc(1, max(byteCount, 1)) else {
+        let size = (max(byteCount, 1) + Self.alignment - 1) & ~(Self.alignment - 1)
+        if size >= Self.ownBlockThreshold {
+            return newBlock(size)
+        }
+        if size > remaining {
+            let blockSize = nextBlockSize
+            nextBlockSize = min(nextBlockSize * 2, Self.largestBlock)
+            cursor = newBlock(blockSize)
+            remaining = blockSize
+        }
+        let piece = cursor!
+        cursor = piece + size
+        remaining -= size
+        return piece
+    }
+
+    /// A zeroed block owned by the arena.
+    private func newBlock(_ byteCount: Int) -> UnsafeMutableRawPointer {
+        guard let block = calloc(1, byteCount) else {
             fatalError("Tokenet: out of memory allocating \(byteCount) bytes")
         }
         blocks.append(block)

@@ -7,6 +7,9 @@ import TokenetWire
 /// sample per further member of each oneof. Round-trip tests run over all of them.
 let generatedSamples: [any ProtoMessage] = {
     var all: [any ProtoMessage] = []
+    all += BenchV1.EchoRequest.samples() as [any ProtoMessage]
+    all += BenchV1.EchoResponse.samples() as [any ProtoMessage]
+    all += BenchV1.StreamRequest.samples() as [any ProtoMessage]
     all += CardV1.DeviceInfo.samples() as [any ProtoMessage]
     all += CardV1.EncryptedCardData.samples() as [any ProtoMessage]
     all += CardV1.IdvMethod.samples() as [any ProtoMessage]
@@ -91,6 +94,34 @@ let generatedSamples: [any ProtoMessage] = {
     all += WireV1.WindowUpdate.samples() as [any ProtoMessage]
     return all
 }()
+
+extension BenchV1.EchoRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.payload = Data([0, 255, 1, 10, 13])
+        var all = [base]
+        return all
+    }
+}
+
+extension BenchV1.EchoResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.payload = Data([0, 255, 1, 10, 13])
+        var all = [base]
+        return all
+    }
+}
+
+extension BenchV1.StreamRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.count = 3999999999
+        base.size = 3999999998
+        var all = [base]
+        return all
+    }
+}
 
 extension CardV1.DeviceInfo {
     static func samples() -> [Self] {

@@ -1,0 +1,38 @@
+import Foundation
+
+/// `tokenet-bench`: measures the RPC layer over mutual TLS on loopback, in the shape of the reference anchors
+/// (`tlsecho` and gRPC C++), so the figures can be put side by side.
+///
+///     tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,…]
+///     tokenet-bench server --cert F --key F --ca F [--lifetime S]
+///     tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,…]
+@main
+struct BenchMain {
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let command = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "run"
+        if arguments.first == command { arguments.removeFirst() }
+        do {
+            let options = try BenchOptions(parsing: arguments)
+            switch command {
+            case "run": try await BenchRun(options: options).run()
+            case "server": try await BenchServer(options: options).run()
+            case "client": try await BenchClient(options: options).runAndPrint()
+            case "help", "-h", "--help": print(BenchOptions.usage)
+            default: throw BenchError("unknown subcommand \(command)\n\(BenchOptions.usage)")
+            }
+        } catch {
+            FileHandle.standardError.write(Data("tokenet-bench: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}
+
+/// Everything that stops a benchmark: bad options, a failed call, a wrong echo.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

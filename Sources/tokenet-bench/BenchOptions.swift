@@ -1,0 +1,77 @@
+/// The command-line options of every subcommand; each uses the ones it needs.
+struct BenchOptions: Sendable {
+    static let usage = """
+        usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...]
+               tokenet-bench server --cert F --key F --ca F [--lifetime S]
+               tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,...]
+        cases: \(BenchCase.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)
+        """
+
+    enum Pinning: String, Sendable {
+        case none, same, split
+    }
+
+    var seconds = 3.0
+    var warmup = 0.5
+    var pin = Pinning.none
+    var cases = BenchCase.allCases
+    var port: UInt16?
+    var certificate: String?
+    var key: String?
+    var ca: String?
+    /// The server exits by itself after this many seconds, so a forgotten server never lingers.
+    var lifetime = 300.0
+
+    init(parsing arguments: [String]) throws {
+        var index = 0
+        func value(_ name: String) throws -> String {
+            index += 1
+            guard index < arguments.count else { throw BenchError("\(name) needs a value") }
+            return arguments[index]
+        }
+        func number(_ name: String) throws -> Double {
+            let text = try value(name)
+            guard let number = Double(text), number >= 0, number.isFinite else {
+                throw BenchError("\(name) needs a non-negative number, not \(text)")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let name = arguments[index]
+            switch name {
+            case "--seconds": seconds = try number(name)
+            case "--warmup": warmup = try number(name)
+            case "--lifetime": lifetime = try number(name)
+            case "--pin":
+                let text = try value(name)
+                guard let pinning = Pinning(rawValue: text) else { throw BenchError("--pin takes same, split or none") }
+                pin = pinning
+            case "--cases":
+                cases = try value(name).split(separator: ",").map { name in
+                    guard let known = BenchCase(rawValue: String(name)) else {
+                        throw BenchError("unknown case \(name)\n\(Self.usage)")
+                    }
+                    return known
+                }
+            case "--port":
+                let text = try value(name)
+                guard let port = UInt16(text), port > 0 else {
+                    throw BenchError("--port needs a TCP port, not \(text)")
+                }
+                self.port = port
+            case "--cert": certificate = try value(name)
+            case "--key": key = try value(name)
+            case "--ca": ca = try value(name)
+            default: throw BenchError("unknown option \(name)\n\(Self.usage)")
+            }
+            index += 1
+        }
+        guard seconds > 0 else { throw BenchError("--seconds must be above 0") }
+    }
+
+    /// The certificate, key and CA files, which the server and client subcommands need.
+    func credentials() throws -> (certificate: String, key: String, ca: String) {
+        guard let certificate, let key, let ca else { throw BenchError("--cert, --key and --ca are needed") }
+        return (certificate, key, ca)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+/// `tokenet-bench` / `tokenet-bench run`: makes a PKI with Tools/gen-certs, starts the server as a separate
+/// process, runs the client cases in this process, prints the table and stops the server.
+struct BenchRun {
+    let options: BenchOptions
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tokenet-bench-\(ProcessInfo.processInfo.processIdentifier)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try runTool(try Self.genCerts(), [directory.path])
+        func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+        let (serverCPU, clientCPU): (String?, String?) =
+            switch options.pin {
+            case .none: (nil, nil)
+            case .same: ("0", "0")
+            case .split: ("0", "1")
+            }
+        if let clientCPU {
+            // -a: every thread of this process; threads started later inherit the mask.
+            try runTool("/usr/bin/taskset", ["-a", "-p", "-c", clientCPU, "\(getpid())"])
+        }
+        let server = Process()
+        let serverArguments = ["server", "--cert", file("tsp.pem"), "--key", file("tsp.key"), "--ca", file("ca.pem")]
+        let me = try Self.executablePath()
+        if let serverCPU {
+            server.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+            server.arguments = ["-c", serverCPU, me] + serverArguments
+        } else {
+            server.executableURL = URL(fileURLWithPath: me)
+            server.arguments = serverArguments
+        }
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let port = try Self.readPort(output.fileHandleForReading)
+
+        var clientOptions = options
+        clientOptions.port = port
+        clientOptions.certificate = file("wallet.pem")
+        clientOptions.key = file("wallet.key")
+        clientOptions.ca = file("ca.pem")
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+            .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        print(
+            "== \(Self.timestamp()) UTC  \(ProcessInfo.processInfo.activeProcessorCount) cores  "
+                + "load avg before: \(load)  PIN=\(options.pin.rawValue) SECS=\(options.seconds) "
+                + "WARMUP=\(options.warmup)")
+        let results = try await BenchClient(options: clientOptions, serverPID: server.processIdentifier).run()
+        for result in results { print(result.resultLine) }
+        print()
+        print(BenchResult.tableHeader)
+        for result in results { print(result.tableRow) }
+    }
+
+    /// Reads the server's `PORT n` line; the server's stdout ends (and this fails) if it could not start.
+    private static func readPort(_ handle: FileHandle) throws -> UInt16 {
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let line = text.split(separator: "\n").first, line.hasPrefix("PORT "),
+            let port = UInt16(line.dropFirst(5))
+        else {
+            throw BenchError("the server did not report its port (it printed: \(text))")
+        }
+        return port
+    }
+
+    private func runTool(_ path: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchError("\(path) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus))")
+        }
+    }
+
+    private static func executablePath() throws -> String {
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    }
+
+    /// Tools/gen-certs of the checkout this binary was built in (found above the working directory or the
+    /// executable, which SwiftPM puts in .build/<configuration>/).
+    private static func genCerts() throws -> String {
+        var starts = [FileManager.default.currentDirectoryPath]
+        if let me = try? executablePath() { starts.append((me as NSString).deletingLastPathComponent) }
+        for start in starts {
+            var directory = URL(fileURLWithPath: start)
+            while directory.path != "/" {
+                let candidate = directory.appendingPathComponent("Tools/gen-certs").path
+                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+                directory.deleteLastPathComponent()
+            }
+        }
+        throw BenchError("Tools/gen-certs not found above the working directory or the executable")
+    }
+
+    private static func timestamp() -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date())
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+import TokenetRPC
+import TokenetTransport
+
+/// `tokenet-bench server`: serves the benchmark service over mutual TLS on 127.0.0.1 and prints `PORT n`.
+struct BenchServer {
+    let options: BenchOptions
+
+    func run() async throws {
+        let files = try options.credentials()
+        let loop = try EventLoop(name: "bench-server")
+        let context = try TLSContext(
+            configuration: .server(
+                certificateChainFile: files.certificate, privateKeyFile: files.key, trustedCAFile: files.ca)
+        )
+        let listener = try await TLSListener.bind(host: "127.0.0.1", port: 0, context: context, on: loop)
+        let server = RPCServer(router: BenchService.router)
+        let serving = Task { await server.serve(listener: listener) }
+        FileHandle.standardOutput.write(Data("PORT \(listener.port)\n".utf8))
+        // The parent stops the server with SIGTERM; the lifetime only guards against a parent that died.
+        try? await Task.sleep(for: .seconds(options.lifetime))
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
+        loop.shutdown()
+    }
+}
