@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetWire
 
 /// Request or response metadata: ordered entries whose keys may repeat, each holding text or binary.
@@ -86,8 +87,24 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
 
     /// A new random trace id: 16 lowercase hex digits.
     public static func newTraceID() -> String {
-        let value = UInt64.random(in: 1...UInt64.max)
+        let value = TraceIDSource.next()
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// Trace ids only need to be unique and spread out, not secret: a SplitMix64 sequence over an atomic counter,
+/// seeded once from the system generator, avoids a `getrandom` system call on every call that starts a flow.
+enum TraceIDSource {
+    private static let seed = UInt64.random(in: 1...UInt64.max)
+    private static let counter = Atomic<UInt64>(0)
+
+    static func next() -> UInt64 {
+        let count = counter.add(1, ordering: .relaxed).newValue
+        var z = seed &+ count &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return z == 0 ? 1 : z
     }
 }

@@ -309,3 +309,11 @@ import TokenetWire
                 .failCall(streamID: 1, code: .unavailable, message: "connection closed: no answer to keepalive ping")))
     }
 }
+
+@Suite struct TraceIDTests {
+    @Test func traceIDsAreSixteenHexDigitsAndDistinct() {
+        let ids = (0..<10_000).map { _ in Metadata.newTraceID() }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.count == 16 && $0.allSatisfy(\.isHexDigit) })
+    }
+}
