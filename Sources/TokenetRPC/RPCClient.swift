@@ -58,8 +58,9 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try open(method.path, options, onlyRequest: try request.serializedData())
+        let call = try open(method.path, options, onlyRequest: try request.serializedData(), callerFlushes: true)
         defer { call.timer?.cancel() }
+        await connection.flushNow()
         return try await withCancellation(call.id) {
             try await self.singleResponse(Response.self, call)
         }
@@ -107,8 +108,14 @@ public final class RPCClient: Sendable {
 
     /// Opens a call: the trace id (inherited inside a handler, else new), the deadline (the tighter of the option
     /// and the inherited one), and the timer that ends the call when the deadline passes. With `onlyRequest` it also
-    /// sends that request and ends the requests, encoding all three opening frames at once.
-    func open(_ path: String, _ options: CallOptions, onlyRequest: Data? = nil) throws -> OpenCall {
+    /// sends that request and ends the requests, encoding all three opening frames at once; with `callerFlushes` the
+    /// caller writes them itself (`flushNow`) instead of waking the writer task.
+    func open(
+        _ path: String,
+        _ options: CallOptions,
+        onlyRequest: Data? = nil,
+        callerFlushes: Bool = false
+    ) throws -> OpenCall {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
@@ -123,7 +130,7 @@ public final class RPCClient: Sendable {
             throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
         }
         let (id, responses) = try connection.openCall(
-            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest)
+            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes)
         let timer = timeout.map { timeout in
             Task { [connection] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }

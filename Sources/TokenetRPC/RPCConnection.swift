@@ -40,6 +40,10 @@ final class RPCConnection: Sendable {
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
         var capacityWaiters: [CheckedContinuation<Void, Never>] = []
+        /// A write to the stream is in progress (by the writer task or by a caller flushing its own frames).
+        var writing = false
+        /// Set while a caller encodes frames it will flush itself, so the writer task is not woken for them.
+        var callerFlushes = false
     }
 
     let stream: any ByteStream
@@ -153,15 +157,49 @@ final class RPCConnection: Sendable {
 
     private func writeLoop() async {
         while let batch = await nextBatch() {
-            do {
-                try await stream.write(batch)
-            } catch {
-                perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
-                markClosing()
-                break
-            }
+            guard await write(batch) else { break }
         }
         await stream.close()
+    }
+
+    /// Writes one batch taken with `writing` set, then clears it; false when the stream failed.
+    private func write(_ batch: [UInt8]) async -> Bool {
+        do {
+            try await stream.write(batch)
+        } catch {
+            perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
+            markClosing()
+            return false
+        }
+        core.withLock { core in
+            core.writing = false
+            if !core.outbound.isEmpty || core.closing {
+                core.writer?.resume()
+                core.writer = nil
+            }
+        }
+        return true
+    }
+
+    /// Writes what the caller just encoded, from the caller's own task, when no other write is in progress: the
+    /// frames of a unary call leave without waking the writer task, one thread hop less each way.
+    func flushNow() async {
+        let batch: [UInt8]? = core.withLock { core in
+            guard !core.writing, !core.outbound.isEmpty, !core.closing else {
+                // Someone else is writing; they hand over to the writer task when done.
+                if !core.outbound.isEmpty, !core.writing {
+                    core.writer?.resume()
+                    core.writer = nil
+                }
+                return nil
+            }
+            core.writing = true
+            var bytes: [UInt8] = []
+            swap(&bytes, &core.outbound)
+            wakeCapacityWaiters(&core)
+            return bytes
+        }
+        if let batch { _ = await write(batch) }
     }
 
     /// Everything encoded since the last write, or nil once the connection is closing and all is written.
@@ -173,7 +211,9 @@ final class RPCConnection: Sendable {
         }
         while true {
             let step: Step = core.withLock { core in
+                if core.writing { return .wait }
                 if !core.outbound.isEmpty {
+                    core.writing = true
                     var bytes: [UInt8] = []
                     swap(&bytes, &core.outbound)
                     wakeCapacityWaiters(&core)
@@ -187,7 +227,7 @@ final class RPCConnection: Sendable {
             case .wait:
                 await withCheckedContinuation { continuation in
                     core.withLock { core in
-                        if !core.outbound.isEmpty || core.closing {
+                        if (!core.outbound.isEmpty && !core.writing) || (core.closing && !core.writing) {
                             continuation.resume()
                         } else {
                             core.writer = continuation
@@ -228,8 +268,10 @@ final class RPCConnection: Sendable {
                     let failure = core.machine.receiveUndecodable(WireError(.unencodableValue, "\(error)"))
                     apply(failure, to: &core)
                 }
-                core.writer?.resume()
-                core.writer = nil
+                if !core.callerFlushes {
+                    core.writer?.resume()
+                    core.writer = nil
+                }
             case .startHandler(let id, let start):
                 startHandler(id, start, core: &core)
             case .deliverMessage(let id, let data):
@@ -295,11 +337,26 @@ final class RPCConnection: Sendable {
         }
     }
 
-    /// Server: ends a call with its status.
-    func finishServerCall(_ id: UInt32, _ status: WireV1.Status) {
+    /// Server: ends a call with its status, written from the caller's task (`flushNow`).
+    func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
         core.withLock { core in
             guard core.serverCalls.removeValue(forKey: id) != nil else { return }
+            core.callerFlushes = true
             apply(core.machine.sendStatus(id, status), to: &core)
+            core.callerFlushes = false
+        }
+        await flushNow()
+    }
+
+    /// Server: encodes the one response of a unary or client-streaming call without waking the writer: the status
+    /// follows at once and both leave in one write.
+    func sendFinalResponse(_ id: UInt32, _ data: Data) -> Bool {
+        core.withLock { core in
+            guard core.serverCalls[id] != nil else { return false }
+            core.callerFlushes = true
+            apply(core.machine.sendMessage(id, data), to: &core)
+            core.callerFlushes = false
+            return core.serverCalls[id] != nil
         }
     }
 
@@ -318,7 +375,8 @@ final class RPCConnection: Sendable {
         method: String,
         metadata: Metadata,
         timeout: Duration?,
-        onlyRequest: Data? = nil
+        onlyRequest: Data? = nil,
+        callerFlushes: Bool = false
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
@@ -334,6 +392,9 @@ final class RPCConnection: Sendable {
             do {
                 let (id, actions) = try core.machine.openCall(start)
                 core.clientCalls[id] = ClientCallState(responses: responses)
+                // A caller that will `flushNow` right after does not need the writer task woken.
+                core.callerFlushes = callerFlushes
+                defer { core.callerFlushes = false }
                 apply(actions, to: &core)
                 if let onlyRequest {
                     apply(core.machine.sendMessage(id, onlyRequest), to: &core)

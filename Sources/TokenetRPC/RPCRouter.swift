@@ -90,7 +90,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
             let response = try await body(request, context)
-            try await call.send(try response.serializedData())
+            try call.sendFinal(try response.serializedData())
         }
     }
 
@@ -114,7 +114,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
             let response = try await body(RequestStream(call: call), context)
-            try await call.send(try response.serializedData())
+            try call.sendFinal(try response.serializedData())
         }
     }
 

@@ -85,7 +85,7 @@ public final class RPCServer: Sendable {
         let started = ContinuousClock.now
         let traceID = call.metadata.traceID ?? Metadata.newTraceID()
         let status = await status(of: call, traceID: traceID)
-        call.finish(status)
+        await call.finish(status)
         callLog?(
             CallRecord(
                 method: call.method,

@@ -37,7 +37,14 @@ final class ServerCall: Sendable {
         await connection.waitForSendCapacity(streamID)
     }
 
-    func finish(_ status: WireV1.Status) {
-        connection.finishServerCall(streamID, status)
+    /// The single response of a unary or client-streaming call; it leaves together with the status.
+    func sendFinal(_ data: Data) throws {
+        guard connection.sendFinalResponse(streamID, data) else {
+            throw RPCError(.cancelled, "the call is over")
+        }
+    }
+
+    func finish(_ status: WireV1.Status) async {
+        await connection.finishServerCall(streamID, status)
     }
 }
