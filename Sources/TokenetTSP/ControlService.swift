@@ -25,7 +25,8 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
             guard let token = try tsp.store.token(request.digitalCardID) else {
                 throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
             }
-            return TspV1.TokenHistoryResponse(token: token.summary, events: try tsp.store.events(of: token.digitalCardID))
+            return TspV1.TokenHistoryResponse(
+                token: token.summary, events: try tsp.store.events(of: token.digitalCardID))
         }
     }
 }

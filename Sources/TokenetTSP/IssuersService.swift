@@ -24,7 +24,8 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             do {
                 key = try RSAPublicKey(pem: request.encryptionPublicKeyPem)
             } catch {
-                throw TSPError(.invalidArgument, "encryption_public_key_pem cannot be used: \(TSPError.describe(error))")
+                throw TSPError(
+                    .invalidArgument, "encryption_public_key_pem cannot be used: \(TSPError.describe(error))")
             }
             let existing = try tsp.store.issuers()
             let nodeID = context.peer?.nodeID

@@ -126,7 +126,8 @@ extension TSPStore {
             let from = try row.get(1, as: String?.self).flatMap(TokenLifecycleStateMachine.State.init(rawValue:))
             let to = TokenLifecycleStateMachine.State(rawValue: try row.text(2))
             return TspV1.TokenEvent(
-                atMs: UInt64(try row.int64(0)), fromState: from?.wire ?? .unspecified, toState: to?.wire ?? .unspecified,
+                atMs: UInt64(try row.int64(0)), fromState: from?.wire ?? .unspecified,
+                toState: to?.wire ?? .unspecified,
                 actor: try row.text(3), reason: try row.text(4), traceID: try row.text(5))
         }
     }

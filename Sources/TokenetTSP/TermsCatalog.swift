@@ -45,7 +45,8 @@ public struct TermsCatalog: Sendable, Equatable {
         let primary = languageTag.split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map {
             $0.lowercased()
         }
-        let language = primary.flatMap { texts[$0] != nil ? $0 : nil } ?? (texts["en"] != nil ? "en" : texts.keys.min()!)
+        let language =
+            primary.flatMap { texts[$0] != nil ? $0 : nil } ?? (texts["en"] != nil ? "en" : texts.keys.min()!)
         return CardV1.TermsAndConditions(id: id, version: version, language: language, text: texts[language]!.text)
     }
 }
