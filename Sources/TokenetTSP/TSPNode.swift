@@ -7,9 +7,10 @@ import TokenetWire
 /// The token service provider node: provisioning for wallets, registration and push receipts for issuers, and
 /// token listings for operators.
 public enum TSPNode {
-    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite` and keys in `<data dir>/keys`.
+    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite`, keys in `<data dir>/keys` and
+    /// policy from `<data dir>/tsp-policy.json` when present.
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
-        try services(context, configuration: TSPConfiguration())
+        try services(context, configuration: TSPConfiguration.load(dataDirectory: context.dataDirectory))
     }
 
     public static func services(_ context: NodeContext, configuration: TSPConfiguration) throws(NodeError)

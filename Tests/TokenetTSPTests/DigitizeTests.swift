@@ -73,7 +73,7 @@ import TokenetWire
     }
 
     @Test func slowIssuerMeansStandInApprovalForLowRisk() async throws {
-        let tsp = try TSPHarness.make()
+        let tsp = try TSPHarness.make(configuration: TSPHarness.impatient)
         tsp.issuer.set(.slow)
         let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
         #expect(response.decision == .approved)

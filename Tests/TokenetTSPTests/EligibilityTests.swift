@@ -78,7 +78,7 @@ import TokenetWire
     }
 
     @Test func slowIssuerLeavesTheTSPChecksStanding() async throws {
-        let tsp = try TSPHarness.make()
+        let tsp = try TSPHarness.make(configuration: TSPHarness.impatient)
         try await tsp.registerIssuer()
         tsp.issuer.state.withLock { $0.slowEligibility = true }
         let response = try await tsp.checkEligibility(pan: TSPHarness.visa)
