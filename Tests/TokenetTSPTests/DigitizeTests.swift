@@ -111,6 +111,9 @@ import TokenetWire
         let second = try await tsp.digitize(eligibility, requestID: "req-1")
         #expect(first == second)
         #expect(tsp.issuer.state.withLock { $0.authorizations } == 1)
+        await expectRPCError(.permissionDenied, "another wallet account") {
+            try await tsp.digitize(eligibility, requestID: "req-1", account: "account-2")
+        }
         #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
         // The receipt was exchanged once: a new request id cannot make a second token from it.
         await expectRPCError(.failedPrecondition, "already exchanged") {

@@ -50,6 +50,9 @@ import TokenetWire
             #expect(response.reasonMessage.contains(text), "\(response.reasonMessage)")
             #expect(response.eligibilityReceipt.isEmpty)
         }
+        let notParticipating = try await tsp.checkEligibility(pan: TSPHarness.otherVisa)
+        #expect(notParticipating.panLast4 == "5556")
+        #expect(notParticipating.scheme == .visa)
     }
 
     @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {
