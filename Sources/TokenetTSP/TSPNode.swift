@@ -1,0 +1,60 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The token service provider node: provisioning for wallets, registration and push receipts for issuers, and
+/// token listings for operators.
+///
+/// Policy (defaults; `tsp-policy.json` in the data directory changes them): eligibility receipts live 10 minutes,
+/// push receipts and push sessions 15 minutes, each usable once. The issuer has 5 seconds to answer. If it cannot
+/// decide a digitization in time, the stand-in approves only when the wallet recommends approval and both risk
+/// scores are at most 2, and declines otherwise (`decided_by = "stand-in"`). If it cannot answer an eligibility
+/// check, the TSP's own checks stand and the issuer (or the stand-in) decides at digitization. T&C are offered in
+/// English and Spanish, English for every other language.
+public enum TSPNode {
+    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite`, keys in `<data dir>/keys` and
+    /// policy from `<data dir>/tsp-policy.json` when present.
+    public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
+        try services(context, configuration: TSPConfiguration.load(dataDirectory: context.dataDirectory))
+    }
+
+    public static func services(_ context: NodeContext, configuration: TSPConfiguration) throws(NodeError)
+        -> RPCRouter
+    {
+        let issuer: any RPCCaller
+        if context.options.peers[.issuer] != nil {
+            issuer = try context.channel(to: .issuer)
+        } else {
+            context.logger.warning("no --issuer given: every digitization is decided by the stand-in rule")
+            issuer = UnreachablePeer(name: "issuer")
+        }
+        return try services(
+            dataDirectory: context.dataDirectory, issuer: issuer, logger: context.logger,
+            configuration: configuration)
+    }
+
+    /// The services over explicit parts: tests pass an in-memory issuer and a clock of their own.
+    public static func services(
+        dataDirectory: String, issuer: any RPCCaller, logger: Logger,
+        configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(NodeError) -> RPCRouter {
+        let service: TSPService
+        do {
+            let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
+            let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
+            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
+            service = TSPService(
+                store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
+                now: now)
+        } catch {
+            throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
+        }
+        var router = RPCRouter()
+        ProvisioningService(tsp: service).register(on: &router)
+        IssuersService(tsp: service).register(on: &router)
+        ControlService(tsp: service).register(on: &router)
+        return router
+    }
+}
