@@ -43,7 +43,7 @@ struct IssuerParty: Sendable {
 
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
-        registrationTimeout: Duration = .seconds(5), now: @escaping @Sendable () -> Date = { Date() }
+        registrationTimeout: Duration? = .seconds(5), now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.key = key
