@@ -22,7 +22,9 @@ public enum IssuerNode {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
         if context.options.peers[.tsp] == nil {
-            logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push receipts")
+            logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
+        } else if (try? party.store.profile()) == nil {
+            logger.warning("the issuer has no profile (start it once with --fixtures FILE); not registering")
         } else {
             Task { await party.tsp.registerUntilDone(logger: logger) }
         }
