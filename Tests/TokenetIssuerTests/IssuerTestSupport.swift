@@ -111,6 +111,8 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     struct State {
         var registrations: [TspV1.RegisterIssuerRequest] = []
         var receiptCards: [CardData] = []
+        /// When set, CreatePushReceipt fails with it.
+        var refusal: RPCError?
     }
 
     let key: RSAPrivateKey
@@ -132,7 +134,11 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     ) async throws -> TspV1.CreatePushReceiptResponse {
         let jwe = request.encryptedCardData?.jwe ?? ""
         let card = try CardData(json: try JWE.decrypt(jwe, with: key))
-        state.withLock { $0.receiptCards.append(card) }
+        let refusal = state.withLock { state in
+            state.receiptCards.append(card)
+            return state.refusal
+        }
+        if let refusal { throw refusal }
         guard try card.pan().scheme == .mastercard else {
             throw RPCError(.failedPrecondition, "push receipts are for Mastercard cards only (MDES Token Connect)")
         }

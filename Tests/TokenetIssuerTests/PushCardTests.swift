@@ -89,17 +89,11 @@ import TokenetWire
 
     /// The TSP's own refusal reaches the operator unchanged.
     @Test func theTSPsRefusalPassesThrough() async throws {
-        // A party whose local check is bypassed: the TSP sees a Visa card pushed straight through the link.
-        _ = try await party.tsp.register()
-        let key = try #require(party.tsp.currentKey)
-        let card = CardData(pan: try PAN(Cards.visaApprove.1), expiry: try CardExpiry(parsing: Cards.visaApprove.2))
-        let error = await Support.rpcError {
-            _ = try await TspV1.Issuers.Client(try #require(party.tsp.caller)).createPushReceipt(
-                TspV1.CreatePushReceiptRequest(
-                    encryptedCardData: CardV1.EncryptedCardData(jwe: try JWE.encrypt(card, to: key, kid: key.kid))))
-        }
-        #expect(error?.code == .failedPrecondition)
-        #expect(error?.message == "push receipts are for Mastercard cards only (MDES Token Connect)")
+        tsp.state.withLock { $0.refusal = RPCError(.resourceExhausted, "too many push receipts for this issuer") }
+        let error = await Support.rpcError { _ = try await push(Cards.mcReceipt.0, .receipt) }
+        #expect(error?.code == .resourceExhausted)
+        #expect(error?.message == "too many push receipts for this issuer")
+        #expect(try party.store.database.query("SELECT * FROM pushes").isEmpty)
     }
 
     /// Every flow the issuer runs, then its log: no card number, not even masked to its last four.
