@@ -1,0 +1,36 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store.
+public enum IssuerNode {
+    public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
+        let logger = context.logger
+        let party: IssuerParty
+        do {
+            party = try IssuerParty.open(
+                directory: context.dataDirectory, fixturesPath: context.options.fixturesPath, logger: logger,
+                tsp: context.options.peers[.tsp] == nil ? nil : try context.channel(to: .tsp),
+                wallet: context.options.peers[.wallet] == nil ? nil : try context.channel(to: .wallet))
+        } catch let error as NodeError {
+            throw error
+        } catch let error as IssuerError {
+            throw NodeError(error.code == .fixture ? .config : .io, error.message, cause: error.cause)
+        } catch {
+            throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
+        }
+        if context.options.peers[.tsp] == nil {
+            logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
+        } else if (try? party.store.profile()) == nil {
+            logger.warning("the issuer has no profile (start it once with --fixtures FILE); not registering")
+        } else {
+            Task { await party.tsp.registerUntilDone(logger: logger) }
+        }
+        var router = RPCRouter()
+        party.decisions.register(on: &router)
+        party.control.register(on: &router)
+        return router
+    }
+}
