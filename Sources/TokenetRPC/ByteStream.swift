@@ -13,6 +13,16 @@ public protocol ByteStream: Sendable {
     func write(_ bytes: [UInt8]) async throws
     /// Closes the stream; pending reads end.
     func close() async
+    /// Instead of `read()`: hands each received chunk to `handler` as it arrives, on the stream's own thread
+    /// (`.success(nil)` at the end, `.failure` on an error). Returns false when the stream cannot do that; the
+    /// caller then reads with `read()`.
+    func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool
+}
+
+extension ByteStream {
+    public func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
+        false
+    }
 }
 
 extension TLSConnection: ByteStream {

@@ -44,13 +44,17 @@ final class RPCConnection: Sendable {
         var writing = false
         /// Set while a caller encodes frames it will flush itself, so the writer task is not woken for them.
         var callerFlushes = false
+        /// Push-mode reading (`ByteStream.receive`): the decoder, and whether and how reading ended.
+        var decoder: FrameDecoder?
+        var readingDone = false
+        var readingEnded: CheckedContinuation<Void, Never>?
     }
 
     let stream: any ByteStream
     let role: ConnectionStateMachine.Role
     let core: Mutex<Core>
     private let handler: CallHandler?
-    private let maximumInboundFrameSize: Int
+    let maximumInboundFrameSize: Int
     let timers: ConnectionTimers
 
     init(
@@ -77,7 +81,11 @@ final class RPCConnection: Sendable {
             group.addTask { await self.writeLoop() }
             // Cancelled as soon as reading ends, so a long keepalive interval never delays the close.
             let timer = timers.isEnabled ? Task { await self.timerLoop() } : nil
-            await self.readLoop()
+            if startReceiving() {
+                await self.readingHasEnded()
+            } else {
+                await self.readLoop()
+            }
             timer?.cancel()
         }
         await stream.close()

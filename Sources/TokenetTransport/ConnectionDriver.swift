@@ -33,6 +33,8 @@ final class ConnectionDriver: EventLoopHandler {
     private var inbound: [UInt8] = []
     private var reader: CheckedContinuation<[UInt8]?, any Error>?
     private var readerToken: RequestToken?
+    /// Push mode (`receive`): every delivery goes to this handler on the loop, and reading re-arms at once.
+    private var pushReader: (@Sendable (Result<[UInt8]?, any Error>) -> Void)?
     private var writers: [Writer] = []
     private var sendBuffer: [UInt8] = []
     private var sendOffset = 0
@@ -88,6 +90,18 @@ final class ConnectionDriver: EventLoopHandler {
         }
         reader = continuation
         readerToken = token
+        handle(machine.readRequested())
+    }
+
+    /// Switches to push mode: received bytes go to `handler` on this loop as they arrive, with no task to wake
+    /// in between; the end of the stream is `.success(nil)`, a failure `.failure`. Backpressure is then the
+    /// handler's job (the RPC layer's flow-control windows bound what a peer may send).
+    func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) {
+        guard reader == nil, pushReader == nil else {
+            handler(.failure(TransportError(.invalidState, "concurrent reads on one connection")))
+            return
+        }
+        pushReader = handler
         handle(machine.readRequested())
     }
 
@@ -185,13 +199,20 @@ final class ConnectionDriver: EventLoopHandler {
             let bytes = inbound
             inbound = []
             readerToken = nil
-            reader.take()?.resume(returning: bytes)
+            if let pushReader {
+                pushReader(.success(bytes))
+                handle(machine.readRequested())
+            } else {
+                reader.take()?.resume(returning: bytes)
+            }
         case .finishReader:
             readerToken = nil
             reader.take()?.resume(returning: nil)
+            pushReader.take()?(.success(nil))
         case .failReader(let error):
             readerToken = nil
             reader.take()?.resume(throwing: error)
+            pushReader.take()?(.failure(error))
         case .admitWrites:
             admitWrites()
         case .failWriters(let error):
@@ -336,6 +357,7 @@ final class ConnectionDriver: EventLoopHandler {
         onEstablished.take()?(.failure(failure))
         readerToken = nil
         reader.take()?.resume(throwing: failure)
+        pushReader.take()?(.failure(failure))
         let failedWriters = writers
         writers.removeAll()
         for writer in failedWriters { writer.continuation.resume(throwing: failure) }

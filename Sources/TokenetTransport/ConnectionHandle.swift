@@ -32,6 +32,12 @@ struct ConnectionHandle: Sendable {
         }
     }
 
+    /// Push mode: see `ConnectionDriver.receive`. Returns false when the loop has stopped.
+    func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
+        let driver = driver
+        return loop.execute { driver.value.receive(handler) }
+    }
+
     func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let driver = driver

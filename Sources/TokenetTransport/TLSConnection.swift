@@ -90,6 +90,13 @@ public final class TLSConnection: Sendable {
         try await handle.read()
     }
 
+    /// Instead of `read()`: hands every received chunk to `handler` on the event-loop thread as it arrives
+    /// (`.success(nil)` at the end of the stream, `.failure` on an error), so no task is woken in between. The
+    /// handler must be quick and must not block; there is no backpressure. Returns false when the loop stopped.
+    public func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
+        handle.receive(handler)
+    }
+
     /// Queues `bytes` for sending, suspending while the outbound buffer is full. Throws `TransportError`.
     /// Cancelling the calling task withdraws the write (`.cancelled`) only if none of it was queued yet.
     public func write(_ bytes: [UInt8]) async throws {

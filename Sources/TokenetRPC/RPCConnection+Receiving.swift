@@ -1,0 +1,78 @@
+import TokenetWire
+
+/// Push-mode reading: when the stream can hand received bytes over on its event-loop thread (TLS and plaintext
+/// connections can), frames are decoded and fed to the state machine right there, under one lock per chunk, and the
+/// waiting call or handler is woken directly — no reader task is woken in between, one thread hop less per message.
+/// Streams that cannot (the in-memory pipe) use the pull loop in `readLoop()`.
+extension RPCConnection {
+    /// Starts push-mode reading if the stream supports it.
+    func startReceiving() -> Bool {
+        core.withLock { $0.decoder = FrameDecoder(maximumFrameSize: maximumInboundFrameSize) }
+        return stream.receive { [self] result in self.received(result) }
+    }
+
+    /// Returns once push-mode reading has ended (end of stream, error, or the connection closing).
+    func readingHasEnded() async {
+        await withCheckedContinuation { continuation in
+            core.withLock { core in
+                if core.readingDone {
+                    continuation.resume()
+                } else {
+                    core.readingEnded = continuation
+                }
+            }
+        }
+    }
+
+    private func received(_ result: Result<[UInt8]?, any Error>) {
+        core.withLock { core in
+            guard !core.readingDone, var decoder = core.decoder else { return }
+            defer { if !core.readingDone { core.decoder = decoder } }
+            switch result {
+            case .success(let chunk?):
+                decoder.feed(chunk)
+                core.lastReceived = .now
+                if core.machine.hasOpenCalls { core.lastCallActivity = .now }
+                while true {
+                    let frame: WireV1.Frame?
+                    do {
+                        frame = try decoder.nextFrame()
+                    } catch let error as WireError {
+                        apply(core.machine.receiveUndecodable(error), to: &core)
+                        endReading(&core, reason: error.message)
+                        return
+                    } catch {
+                        endReading(&core, reason: "\(error)")
+                        return
+                    }
+                    guard let frame else { break }
+                    apply(core.machine.receive(frame), to: &core)
+                }
+                wakeCapacityWaiters(&core)
+                if core.closing { endReading(&core, reason: "the connection is closing") }
+            case .success(nil):
+                let insideFrame = decoder.bufferedByteCount > 0
+                endReading(
+                    &core,
+                    reason: insideFrame
+                        ? "the peer closed the connection inside a frame" : "the peer closed the connection"
+                )
+            case .failure(let error):
+                endReading(&core, reason: "read failed: \(error)")
+            }
+        }
+    }
+
+    /// Reading is over: every open call ends, the writer flushes what is left and closes, `run()` returns.
+    private func endReading(_ core: inout Core, reason: String) {
+        core.readingDone = true
+        core.decoder = nil
+        apply(core.machine.transportClosed(reason: reason), to: &core)
+        core.closing = true
+        wakeCapacityWaiters(&core)
+        core.writer?.resume()
+        core.writer = nil
+        core.readingEnded?.resume()
+        core.readingEnded = nil
+    }
+}
