@@ -25,7 +25,8 @@ struct TSPCalls: Sendable {
         guard key.kid == current.publicKeyIdentifier else {
             throw WalletError(
                 .unavailable,
-                "the TSP's current key has identifier \(current.publicKeyIdentifier), but its fingerprint is \(key.kid)")
+                "the TSP's current key has identifier \(current.publicKeyIdentifier), but its fingerprint is \(key.kid)"
+            )
         }
         do {
             let jwe = try JWE.encrypt(card, to: key, kid: current.publicKeyIdentifier)

@@ -64,7 +64,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 source = .pushSession
             case nil:
                 throw WalletError(
-                    .invalidArgument, "AddCard needs a card: manual card data, an issuer push receipt or a push session")
+                    .invalidArgument, "AddCard needs a card: manual card data, an issuer push receipt or a push session"
+                )
             }
 
             let answer = try await tsp.checkEligibility(check)
