@@ -1,0 +1,41 @@
+import Testing
+
+/// A real wallet-node process over mutual TLS, driven by the real `tokenet` CLI as the operator.
+@Suite struct LiveWalletNodeTests {
+    @Test func theOperatorListsCardsAndTheTSPsAnswerIsReported() throws {
+        let pki = try TestPKI.directory()
+        // A TSP without a provisioning service: the wallet must pass its status on, with who answered.
+        let tsp = try NodeProcess("tsp-node", role: "tsp", pki: pki)
+        let wallet = try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        let operatorFlags = try TestPKI.operatorFlags()
+
+        let cards = try runExecutable("tokenet", ["wallet", "cards", wallet.listen] + operatorFlags)
+        #expect(cards.status == 0, "\(cards.stderr)")
+        #expect(cards.stdout == "The wallet has no cards.\n")
+
+        let add = try runExecutable(
+            "tokenet",
+            ["wallet", "add-card", wallet.listen, "--pan", "4111111111111111", "--exp", "12/30"] + operatorFlags)
+        #expect(add.status == 64 + 12, "\(add.stderr)")
+        #expect(add.stderr.hasPrefix("ERROR: UNIMPLEMENTED: the TSP's GetEncryptionKeys failed"))
+
+        let accept = try runExecutable("tokenet", ["wallet", "accept-terms", wallet.listen, "card-4"] + operatorFlags)
+        #expect(accept.status == 64 + 5)
+        #expect(accept.stderr == "ERROR: NOT_FOUND: the wallet has no card card-4\n")
+        #expect(!wallet.stderr.contains("4111111111111111"))
+    }
+
+    @Test func anIssuerCertificateCannotDriveTheWallet() throws {
+        let pki = try TestPKI.directory()
+        let tsp = try NodeProcess("tsp-node", role: "tsp", pki: pki)
+        let wallet = try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        let result = try runExecutable(
+            "tokenet",
+            [
+                "wallet", "cards", wallet.listen, "--cacert", pki + "/ca.pem", "--cert", pki + "/issuer.pem", "--key",
+                pki + "/issuer.key",
+            ])
+        #expect(result.status == 64 + 7, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("ERROR: PERMISSION_DENIED"))
+    }
+}
