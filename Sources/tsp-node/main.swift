@@ -1,3 +1,4 @@
 import TokenetNode
+import TokenetTSP
 
-NodeMain.run(.tsp)
+NodeMain.run(.tsp, makeListener: RPCNodeListener.factory(services: TSPNode.services))

@@ -1,0 +1,58 @@
+import TokenetCard
+import TokenetWire
+
+/// What a digitization decision does to the new token: a pure mapping from the issuer's (or stand-in's) answer to
+/// the token's next state and the event recorded for it.
+struct DigitizationOutcome: Sendable, Equatable {
+    var decision: CardV1.ProvisioningDecision
+    var state: TokenLifecycleStateMachine.State
+    var reason: String
+    var idvMethods: [CardV1.IdvMethod]
+    var declineReason: String
+    var decidedBy: String
+
+    static func issuer(_ response: IssuerV1.AuthorizeDigitizationResponse) -> DigitizationOutcome? {
+        switch response.decision {
+        case .approved:
+            return DigitizationOutcome(
+                decision: .approved, state: .active, reason: "issuer approved", idvMethods: [], declineReason: "",
+                decidedBy: "issuer")
+        case .declined:
+            let why = response.reason.isEmpty ? "the issuer declined the card for this wallet" : response.reason
+            return DigitizationOutcome(
+                decision: .declined, state: .deactivated, reason: "issuer declined: \(why)", idvMethods: [],
+                declineReason: why, decidedBy: "issuer")
+        case .requireAdditionalAuthentication:
+            return DigitizationOutcome(
+                decision: .requireAdditionalAuthentication, state: .inactive,
+                reason: "issuer requires additional authentication", idvMethods: response.idvMethods,
+                declineReason: "", decidedBy: "issuer")
+        default:
+            return nil
+        }
+    }
+
+    static func standIn(_ decision: StandInPolicy.Decision, issuerProblem: String) -> DigitizationOutcome {
+        switch decision {
+        case .approve:
+            return DigitizationOutcome(
+                decision: .approved, state: .active, reason: "stand-in approved (\(issuerProblem))", idvMethods: [],
+                declineReason: "", decidedBy: "stand-in")
+        case .decline(let why):
+            return DigitizationOutcome(
+                decision: .declined, state: .deactivated, reason: "stand-in declined (\(issuerProblem)): \(why)",
+                idvMethods: [], declineReason: why, decidedBy: "stand-in")
+        }
+    }
+}
+
+extension TokenLifecycleStateMachine.State {
+    var wire: CardV1.TokenState {
+        switch self {
+        case .inactive: .inactive
+        case .active: .active
+        case .suspended: .suspended
+        case .deactivated: .deactivated
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.Issuers`: issuers announce themselves and create push receipts for their Mastercard cards.
+struct IssuersService: TspV1.Issuers.ServiceProtocol {
+    let tsp: TSPService
+
+    /// Upserts the issuer. The registering node's certificate id is recorded; an issuer id registered by one node
+    /// cannot be taken over by another.
+    func registerIssuer(_ request: TspV1.RegisterIssuerRequest, context: ServerContext) async throws
+        -> TspV1.RegisterIssuerResponse
+    {
+        try await tsp.handling("RegisterIssuer", context) { log in
+            guard !request.issuerID.isEmpty else { throw TSPError(.invalidArgument, "issuer_id is required") }
+            guard !request.binRanges.isEmpty else {
+                throw TSPError(.invalidArgument, "bin_ranges is required: the card number prefixes the issuer owns")
+            }
+            let ranges = try request.binRanges.map { range throws(TSPError) in
+                try IssuerBINRange(low: range.low, high: range.high)
+            }
+            let key: RSAPublicKey
+            do {
+                key = try RSAPublicKey(pem: request.encryptionPublicKeyPem)
+            } catch {
+                throw TSPError(
+                    .invalidArgument, "encryption_public_key_pem cannot be used: \(TSPError.describe(error))")
+            }
+            let existing = try tsp.store.issuers()
+            let nodeID = context.peer?.nodeID
+            if let previous = existing.first(where: { $0.id == request.issuerID }),
+                let owner = previous.peerNodeID, owner != nodeID
+            {
+                throw TSPError(
+                    .permissionDenied, "issuer \"\(request.issuerID)\" is registered by another node (\(owner))")
+            }
+            for other in existing where other.id != request.issuerID {
+                if let clash = ranges.first(where: { range in other.binRanges.contains { $0.overlaps(range) } }) {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "BIN range \(clash.low)–\(clash.high) overlaps a range of issuer \"\(other.id)\"")
+                }
+            }
+            try tsp.store.upsertIssuer(
+                IssuerRecord(
+                    id: request.issuerID, name: request.displayName, binRanges: ranges,
+                    encryptionKeyPEM: try key.pem(), peerNodeID: nodeID),
+                nowMs: tsp.nowMs)
+            log.info("issuer registered", ["issuer": request.issuerID, "ranges": "\(ranges.count)"])
+            let current = tsp.keyring.current
+            return TspV1.RegisterIssuerResponse(
+                tspPublicKeyIdentifier: current.kid, tspPublicKeyPem: try current.publicKey.pem())
+        }
+    }
+
+    func createPushReceipt(_ request: TspV1.CreatePushReceiptRequest, context: ServerContext) async throws
+        -> TspV1.CreatePushReceiptResponse
+    {
+        try await tsp.handling("CreatePushReceipt", context) { log in
+            let card = try tsp.decryptCardData(request.encryptedCardData, field: "encrypted_card_data")
+            let pan: PAN
+            do { pan = try card.pan() } catch {
+                throw TSPError(.invalidArgument, "the pushed card number is not valid: \(TSPError.describe(error))")
+            }
+            guard pan.scheme == .mastercard else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "push receipts are Mastercard-only (MDES Token Connect); push a \(pan.scheme) card's data to "
+                        + "the wallet instead")
+            }
+            let nodeID = context.peer?.nodeID
+            guard let issuer = try tsp.store.issuers().first(where: { $0.peerNodeID == nodeID && $0.owns(pan) })
+            else {
+                throw TSPError(
+                    .permissionDenied,
+                    "the card ending in \(pan.last4) is not in a BIN range this issuer registered; call "
+                        + "RegisterIssuer with its ranges first")
+            }
+            let payload = TSPService.randomIdentifier()
+            let nowMs = tsp.nowMs
+            let expiresAtMs = nowMs + tsp.configuration.pushReceiptTTL.milliseconds
+            try tsp.store.insertPushReceipt(
+                payload: payload, issuerID: issuer.id, card: card, nowMs: nowMs, expiresAtMs: expiresAtMs)
+            log.info("push receipt created", ["issuer": issuer.id, "last4": pan.last4])
+            return TspV1.CreatePushReceiptResponse(scheme: .mastercard, payload: payload, expiresAtMs: expiresAtMs)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.Provisioning`: what wallets call to add a card.
+struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
+    let tsp: TSPService
+
+    func getEncryptionKeys(_ request: TspV1.GetEncryptionKeysRequest, context: ServerContext) async throws
+        -> TspV1.GetEncryptionKeysResponse
+    {
+        try await tsp.handling("GetEncryptionKeys", context) { _ in
+            let keys = try tsp.keyring.publishedKeys().map {
+                TspV1.EncryptionKey(publicKeyIdentifier: $0.kid, publicKeyPem: $0.pem, current: $0.isCurrent)
+            }
+            return TspV1.GetEncryptionKeysResponse(keys: keys)
+        }
+    }
+
+    func checkEligibility(_ request: TspV1.CheckEligibilityRequest, context: ServerContext) async throws
+        -> TspV1.CheckEligibilityResponse
+    {
+        try await tsp.handling("CheckEligibility", context) { log in
+            try await tsp.checkEligibility(request, log: log)
+        }
+    }
+
+    func digitize(_ request: TspV1.DigitizeRequest, context: ServerContext) async throws -> TspV1.DigitizeResponse {
+        try await tsp.handling("Digitize", context) { log in
+            try await tsp.digitize(request, traceID: context.traceID, log: log)
+        }
+    }
+
+    func createPushSession(_ request: TspV1.CreatePushSessionRequest, context: ServerContext) async throws
+        -> TspV1.CreatePushSessionResponse
+    {
+        try await tsp.handling("CreatePushSession", context) { log in
+            guard !request.walletAccountID.isEmpty else {
+                throw TSPError(.invalidArgument, "wallet_account_id is required: the account the session is for")
+            }
+            let card = try tsp.decryptCardData(request.encryptedCardData, field: "encrypted_card_data")
+            let id = TSPService.randomIdentifier()
+            let nowMs = tsp.nowMs
+            let expiresAtMs = nowMs + tsp.configuration.pushSessionTTL.milliseconds
+            try tsp.store.insertPushSession(
+                id: id, walletAccountID: request.walletAccountID, card: card, nowMs: nowMs, expiresAtMs: expiresAtMs)
+            log.info("push session created", ["wallet_account_id": request.walletAccountID])
+            return TspV1.CreatePushSessionResponse(pushSessionID: id, expiresAtMs: expiresAtMs)
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import TokenetCard
+
+/// The TSP's policy settings. The defaults are the sandbox's program; tests shorten or change them.
+public struct TSPConfiguration: Sendable {
+    /// How long an eligibility receipt can be exchanged for a token.
+    public var eligibilityReceiptTTL: Duration = .seconds(10 * 60)
+    /// How long an issuer's push receipt (MDES Token Connect) stays redeemable.
+    public var pushReceiptTTL: Duration = .seconds(15 * 60)
+    /// How long a wallet's push session stays redeemable.
+    public var pushSessionTTL: Duration = .seconds(15 * 60)
+    /// How long the TSP waits for the issuer's eligibility answer or digitization decision before the stand-in
+    /// decides (eligibility: the TSP's own checks stand).
+    public var issuerDeadline: Duration = .seconds(5)
+    /// The rule applied when the issuer cannot answer a digitization in time.
+    public var standIn: StandInPolicy = StandInPolicy()
+    /// The T&C the cardholder accepts; `.none` for a program that needs none.
+    public var terms: TermsCatalog = .sandbox
+    /// The token BIN ranges token PANs are drawn from.
+    public var tokenPANs: TokenPANGenerator = .sandbox()
+    /// How many years a token is valid from its issue month.
+    public var tokenValidityYears = 3
+
+    public init() {}
+}
+
+extension Duration {
+    /// Whole milliseconds, for expiry times stored as Unix milliseconds.
+    var milliseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(0, seconds)) * 1000 + UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
+    }
+}
+
+extension Date {
+    var unixMilliseconds: UInt64 { UInt64(max(0, timeIntervalSince1970 * 1000)) }
+}

@@ -1,0 +1,64 @@
+import TokenetCard
+import TokenetRPC
+
+/// The one error type of the TSP party: a code that maps to an RPC status, a message a person can act on, and the
+/// local cause (logged, never sent to the caller).
+public struct TSPError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The request is malformed: a missing field, a JWE that does not decrypt, an unknown key id.
+        case invalidArgument
+        /// The request is well formed but the state does not allow it: an expired receipt, T&C not accepted.
+        case failedPrecondition
+        /// A receipt, session or token the request names does not exist.
+        case notFound
+        /// The caller may not act on what it names (another wallet account's session, another node's issuer).
+        case permissionDenied
+        /// Storage, keys or cryptography failed inside the TSP.
+        case `internal`
+    }
+
+    public var code: Code
+    public var message: String
+    public var cause: (any Error & Sendable)?
+
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String {
+        guard let cause else { return "\(code.rawValue): \(message)" }
+        return "\(code.rawValue): \(message) (\(cause))"
+    }
+
+    /// The status sent to the caller. Internal failures keep their cause local.
+    public var rpcError: RPCError {
+        switch code {
+        case .invalidArgument: RPCError(.invalidArgument, message)
+        case .failedPrecondition: RPCError(.failedPrecondition, message)
+        case .notFound: RPCError(.notFound, message)
+        case .permissionDenied: RPCError(.permissionDenied, message)
+        case .internal: RPCError(.internal, message)
+        }
+    }
+
+    /// A storage or crypto failure inside the TSP, reported to the caller without its details.
+    static func `internal`(_ what: String, _ error: any Error) -> TSPError {
+        if let error = error as? TSPError { return error }
+        return TSPError(.internal, "the token service failed while \(what); try again later", cause: Described(error))
+    }
+}
+
+/// A cause known by its description, for errors that are not `Sendable`.
+struct Described: Error, Sendable, CustomStringConvertible {
+    let description: String
+    init(_ error: any Error) { description = String(describing: error) }
+}
+
+extension TSPError {
+    /// The message of a card error (written for people), or the error's description.
+    static func describe(_ error: any Error) -> String {
+        (error as? CardError)?.message ?? String(describing: error)
+    }
+}

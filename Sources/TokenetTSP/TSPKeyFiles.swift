@@ -1,0 +1,38 @@
+import Foundation
+import TokenetCard
+
+/// The TSP's keys on disk, in `<data dir>/keys`: the current card-data key `card-key-current.pem`, retired keys
+/// `card-key-retired-*.pem` (still decrypting), and the DataVault key `data-vault.key`, every file mode 0600.
+enum TSPKeyFiles {
+    static func directory(in dataDirectory: String) -> String { dataDirectory + "/keys" }
+
+    /// Loads the keyring, making and saving a first key when there is none.
+    static func loadKeyring(dataDirectory: String) throws -> TSPKeyring {
+        let directory = try makeDirectory(dataDirectory)
+        let currentPath = directory + "/card-key-current.pem"
+        let current: RSAPrivateKey
+        if FileManager.default.fileExists(atPath: currentPath) {
+            current = try RSAPrivateKey(contentsOfFile: currentPath)
+        } else {
+            current = try RSAPrivateKey.generate()
+            try current.write(toFile: currentPath)
+        }
+        let retired = try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }
+            .sorted()
+            .map { name throws in try RSAPrivateKey(contentsOfFile: directory + "/" + name) }
+        return TSPKeyring(current: current, retired: retired)
+    }
+
+    /// The vault sealing PANs and card data at rest; its key file is created on first start.
+    static func loadVault(dataDirectory: String) throws -> DataVault {
+        try DataVault(keyFile: try makeDirectory(dataDirectory) + "/data-vault.key")
+    }
+
+    private static func makeDirectory(_ dataDirectory: String) throws -> String {
+        let path = directory(in: dataDirectory)
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return path
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The token service provider node: provisioning for wallets, registration and push receipts for issuers, and
+/// token listings for operators.
+public enum TSPNode {
+    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite` and keys in `<data dir>/keys`.
+    public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
+        try services(context, configuration: TSPConfiguration())
+    }
+
+    public static func services(_ context: NodeContext, configuration: TSPConfiguration) throws(NodeError)
+        -> RPCRouter
+    {
+        let issuer: any RPCCaller
+        if context.options.peers[.issuer] != nil {
+            issuer = try context.channel(to: .issuer)
+        } else {
+            context.logger.warning("no --issuer given: every digitization is decided by the stand-in rule")
+            issuer = UnreachablePeer(name: "issuer")
+        }
+        return try services(
+            dataDirectory: context.dataDirectory, issuer: issuer, logger: context.logger,
+            configuration: configuration)
+    }
+
+    /// The services over explicit parts: tests pass an in-memory issuer and a clock of their own.
+    public static func services(
+        dataDirectory: String, issuer: any RPCCaller, logger: Logger,
+        configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(NodeError) -> RPCRouter {
+        let service: TSPService
+        do {
+            let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
+            let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
+            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
+            service = TSPService(
+                store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
+                now: now)
+        } catch {
+            throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
+        }
+        var router = RPCRouter()
+        ProvisioningService(tsp: service).register(on: &router)
+        IssuersService(tsp: service).register(on: &router)
+        ControlService(tsp: service).register(on: &router)
+        return router
+    }
+}

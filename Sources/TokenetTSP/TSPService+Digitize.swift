@@ -1,0 +1,84 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+extension TSPService {
+    /// Digitize in three steps, crash-safe by construction: (1) one transaction consumes the receipt and stores the
+    /// request and its INACTIVE token; (2) the issuer is asked, outside any transaction, under a deadline; (3) one
+    /// transaction records the decision, the token's event and the answer. A retry after a crash between the steps
+    /// finds the pending request and resumes at step 2 with the same token.
+    func digitize(_ request: TspV1.DigitizeRequest, traceID: String, log: Logger) async throws
+        -> TspV1.DigitizeResponse
+    {
+        guard !request.requestID.isEmpty else {
+            throw TSPError(.invalidArgument, "request_id is required: it makes retries safe")
+        }
+        guard !request.eligibilityReceipt.isEmpty else {
+            throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
+        }
+        let start = try store.beginDigitization(request, nowMs: nowMs, traceID: traceID) { pan, scheme in
+            try newToken(for: pan, scheme: scheme)
+        }
+        let pending: PendingDigitization
+        switch start {
+        case .completed(let response):
+            log.info("digitize retried; answering as before", ["request_id": request.requestID])
+            return response
+        case .pending(let value):
+            pending = value
+        }
+        let outcome = await decide(pending, request: request, log: log)
+        let response = try store.finishDigitization(pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
+        log.info(
+            "digitized",
+            [
+                "digital_card_id": pending.token.digitalCardID, "decision": response.decision.protoValueName ?? "",
+                "decided_by": response.decidedBy, "last4": pending.token.panLast4,
+            ])
+        return response
+    }
+
+    private func newToken(for pan: PAN, scheme: CardScheme) throws -> NewToken {
+        guard let id = DigitalCardID.generate(for: scheme) else {
+            throw TSPError(.internal, "no digital card id format for \(scheme)")
+        }
+        let tokenPAN = try configuration.tokenPANs.generate(for: pan)
+        return NewToken(
+            digitalCardID: id, tokenPAN: tokenPAN,
+            expiry: TokenExpiry.expiry(issuedAt: now(), years: configuration.tokenValidityYears))
+    }
+
+    /// The issuer's decision, or the stand-in's when the issuer fails, is too slow, or answers nothing usable.
+    private func decide(_ pending: PendingDigitization, request: TspV1.DigitizeRequest, log: Logger) async
+        -> DigitizationOutcome
+    {
+        let problem: String
+        do {
+            guard let issuerRecord = try store.issuers().first(where: { $0.id == pending.token.issuerID }) else {
+                throw TSPError(.internal, "issuer \(pending.token.issuerID) is no longer registered")
+            }
+            var question = IssuerV1.AuthorizeDigitizationRequest()
+            question.encryptedCardData = try encrypt(pending.receipt.card, to: issuerRecord)
+            question.maskedPAN = try pending.receipt.card.pan().masked
+            question.digitalCardID = pending.token.digitalCardID
+            question.tokenLast4 = pending.token.tokenLast4
+            question.inputMethod = pending.receipt.inputMethod
+            question.device = request.device
+            question.risk = request.risk
+            question.walletAccountID = pending.token.walletAccountID
+            let answer = try await issuer.authorizeDigitization(
+                question, options: CallOptions(timeout: configuration.issuerDeadline))
+            if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
+            problem = "the issuer answered without a decision"
+        } catch let error as RPCError {
+            problem = "issuer unavailable: \(error.code.protoValueName ?? String(error.code.rawValue))"
+            log.warning("issuer did not decide; applying the stand-in rule", ["error": error.description])
+        } catch {
+            problem = "issuer unavailable"
+            log.warning("issuer did not decide; applying the stand-in rule", ["error": String(describing: error)])
+        }
+        return .standIn(configuration.standIn.decide(risk: request.risk), issuerProblem: problem)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+extension TSPService {
+    func checkEligibility(_ request: TspV1.CheckEligibilityRequest, log: Logger) async throws
+        -> TspV1.CheckEligibilityResponse
+    {
+        guard !request.walletAccountID.isEmpty else {
+            throw TSPError(.invalidArgument, "wallet_account_id is required")
+        }
+        guard let deviceID = request.device?.deviceID, !deviceID.isEmpty else {
+            throw TSPError(.invalidArgument, "device.device_id is required: a token is bound to one device")
+        }
+        let card = try resolveInstrument(request)
+        let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
+        let issuers = try store.issuers()
+        let result = try EligibilityRules.evaluate(
+            card, asOf: now(), issuerFor: { pan in issuers.first { $0.owns(pan) } },
+            isAlreadyProvisioned: { pan in
+                try self.store.hasLiveToken(for: pan, walletAccountID: request.walletAccountID, deviceID: deviceID)
+            })
+        let eligible: EligibilityRules.Eligible
+        switch result {
+        case .failure(let ineligible):
+            log.info("card not eligible", ["reason": ineligible.reason.protoValueName ?? "", "last4": card.last4])
+            return Self.ineligible(ineligible)
+        case .success(let value):
+            eligible = value
+        }
+        if let declined = await issuerEligibility(card, issuer: eligible.issuer, request: request, log: log) {
+            return Self.ineligible(declined)
+        }
+        let nowMs = self.nowMs
+        let terms = configuration.terms.terms(for: request.eligibilityData?.language ?? "")
+        let receipt = EligibilityReceiptRecord(
+            receipt: Self.randomIdentifier(), walletAccountID: request.walletAccountID, deviceID: deviceID,
+            issuerID: eligible.issuer.id, scheme: eligible.scheme, panLast4: eligible.pan.last4, card: card,
+            inputMethod: inputMethod, termsID: terms?.id,
+            expiresAtMs: nowMs + configuration.eligibilityReceiptTTL.milliseconds, usedByRequestID: nil)
+        try store.insertEligibilityReceipt(receipt, nowMs: nowMs)
+        log.info(
+            "card eligible",
+            ["scheme": eligible.scheme.rawValue, "last4": eligible.pan.last4, "issuer": eligible.issuer.id])
+        var response = TspV1.CheckEligibilityResponse()
+        response.eligible = true
+        response.terms = terms.map { .termsAndConditions($0) } ?? .noTermsRequired(TspV1.NoTermsRequired())
+        response.eligibilityReceipt = receipt.receipt
+        response.receiptExpiresAtMs = receipt.expiresAtMs
+        response.scheme = eligible.scheme.wire
+        response.panLast4 = eligible.pan.last4
+        return response
+    }
+
+    static func ineligible(_ ineligible: EligibilityRules.Ineligible) -> TspV1.CheckEligibilityResponse {
+        var response = TspV1.CheckEligibilityResponse()
+        response.eligible = false
+        response.reason = ineligible.reason
+        response.reasonMessage = ineligible.message
+        return response
+    }
+
+    /// The card data behind the request's instrument: decrypted card data, an issuer's push receipt, or a push
+    /// session. Receipts and sessions are consumed here, whatever the eligibility outcome.
+    private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest) throws -> CardData {
+        switch request.instrument {
+        case .encryptedCardData(let encrypted):
+            return try decryptCardData(encrypted, field: "encrypted_card_data")
+        case .issuerPushReceipt(let receipt):
+            guard receipt.scheme == .mastercard else {
+                throw TSPError(
+                    .invalidArgument,
+                    "issuer push receipts are Mastercard-only (MDES Token Connect); for a Visa card the wallet "
+                        + "sends the pushed card data or a push session id")
+            }
+            guard !receipt.payload.isEmpty else {
+                throw TSPError(.invalidArgument, "issuer_push_receipt.payload is required")
+            }
+            return try store.redeemPushReceipt(payload: receipt.payload, nowMs: nowMs)
+        case .pushSessionID(let id):
+            guard !id.isEmpty else { throw TSPError(.invalidArgument, "push_session_id is empty") }
+            return try store.redeemPushSession(id: id, walletAccountID: request.walletAccountID, nowMs: nowMs)
+        case nil:
+            throw TSPError(
+                .invalidArgument,
+                "one of encrypted_card_data, issuer_push_receipt or push_session_id is required")
+        }
+    }
+
+    /// Asks the issuer whether it lets this card into this wallet. Nil when it agrees — or cannot answer in time:
+    /// the TSP's own checks then stand, and the issuer (or the stand-in) decides at digitization.
+    private func issuerEligibility(
+        _ card: CardData, issuer: IssuerRecord, request: TspV1.CheckEligibilityRequest, log: Logger
+    ) async -> EligibilityRules.Ineligible? {
+        let answer: IssuerV1.CardEligibilityResponse
+        do {
+            var question = IssuerV1.CardEligibilityRequest()
+            question.encryptedCardData = try encrypt(card, to: issuer)
+            question.inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
+            question.walletAccountID = request.walletAccountID
+            answer = try await self.issuer.checkCardEligibility(
+                question, options: CallOptions(timeout: configuration.issuerDeadline))
+        } catch {
+            log.warning(
+                "issuer did not answer eligibility; the TSP's checks stand",
+                ["issuer": issuer.id, "error": String(describing: error)])
+            return nil
+        }
+        guard !answer.eligible else { return nil }
+        let why = answer.reason.isEmpty ? "the card issuer does not allow this card in this wallet" : answer.reason
+        log.info("issuer declined eligibility", ["issuer": issuer.id, "last4": card.last4])
+        return EligibilityRules.Ineligible(reason: .issuerDeclined, message: why)
+    }
+
+    /// Card data re-encrypted as a JWE to the issuer's registered key.
+    func encrypt(_ card: CardData, to issuer: IssuerRecord) throws -> CardV1.EncryptedCardData {
+        let key = try RSAPublicKey(pem: issuer.encryptionKeyPEM)
+        return CardV1.EncryptedCardData(jwe: try JWE.encrypt(card, to: key, kid: key.kid), publicKeyIdentifier: key.kid)
+    }
+}
+
+extension CardData {
+    /// The last four digits of the account number, safe to log.
+    var last4: String { String(accountNumber.suffix(4)) }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The TSP's shared state, used by its three services: storage, keys, policy, the issuer, logs and the clock.
+final class TSPService: Sendable {
+    let store: TSPStore
+    let keyring: TSPKeyring
+    let configuration: TSPConfiguration
+    let issuer: IssuerV1.IssuerDecisions.Client
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    init(
+        store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
+        logger: Logger, now: @escaping @Sendable () -> Date
+    ) {
+        self.store = store
+        self.keyring = keyring
+        self.configuration = configuration
+        self.issuer = IssuerV1.IssuerDecisions.Client(issuer)
+        self.logger = logger
+        self.now = now
+    }
+
+    var nowMs: UInt64 { now().unixMilliseconds }
+
+    /// Runs a handler body: TSP errors become their status, anything else an INTERNAL status with the cause logged.
+    func handling<T>(
+        _ what: String, _ context: ServerContext, _ body: (Logger) async throws -> T
+    ) async throws -> T {
+        let log = logger.withTraceID(context.traceID)
+        do {
+            return try await body(log)
+        } catch let error as TSPError {
+            if error.code == .internal {
+                log.error("\(what) failed", ["error": error.description])
+            } else {
+                log.info("\(what) refused", ["code": error.code.rawValue, "reason": error.message])
+            }
+            throw error.rpcError
+        } catch let error as RPCError {
+            throw error
+        } catch {
+            let wrapped = TSPError.internal(what, error)
+            log.error("\(what) failed", ["error": wrapped.description])
+            throw wrapped.rpcError
+        }
+    }
+
+    /// Decrypts card data sent to the TSP; a bad JWE or unknown key is the caller's mistake, named precisely.
+    func decryptCardData(_ encrypted: CardV1.EncryptedCardData?, field: String) throws -> CardData {
+        guard let encrypted, !encrypted.jwe.isEmpty else {
+            throw TSPError(.invalidArgument, "\(field).jwe is required: the card data encrypted to the TSP's key")
+        }
+        do {
+            return try JWE.decryptCardData(encrypted.jwe, with: keyring).card
+        } catch {
+            throw TSPError(.invalidArgument, "\(field) cannot be used: \(error.message)", cause: error)
+        }
+    }
+
+    /// A random, unguessable identifier: 32 bytes from the system's secure generator, base64url.
+    static func randomIdentifier() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+import TokenetWire
+
+/// A digitization whose token exists (INACTIVE) but whose decision is not recorded yet.
+struct PendingDigitization: Sendable {
+    var requestID: String
+    var token: TokenRecord
+    var receipt: EligibilityReceiptRecord
+}
+
+enum DigitizationStart: Sendable {
+    /// The request was finished before: the stored answer.
+    case completed(TspV1.DigitizeResponse)
+    /// The token exists; the issuer's decision is still to be asked and recorded.
+    case pending(PendingDigitization)
+}
+
+/// The numbers of a new token, made before the transaction that stores it.
+struct NewToken: Sendable {
+    var digitalCardID: DigitalCardID
+    var tokenPAN: PAN
+    var expiry: CardExpiry
+}
+
+extension TSPStore {
+    /// Step one of Digitize, in one transaction: the request either finished before (its answer), is pending (a
+    /// crash or a concurrent retry left it between the steps), or is new — then the receipt is checked and
+    /// consumed, and the token is stored INACTIVE with its first event. The issuer is asked only after this commits,
+    /// so a crash at any point leaves at most one token per request id.
+    func beginDigitization(
+        _ request: TspV1.DigitizeRequest, nowMs: UInt64, traceID: String,
+        makeToken: (PAN, CardScheme) throws -> NewToken
+    ) throws -> DigitizationStart {
+        try database.transaction { tx in
+            if let row = try tx.queryOne(
+                "SELECT receipt, digital_card_id, status, response FROM digitize_requests WHERE request_id = ?",
+                [request.requestID])
+            {
+                guard try row.text(0) == request.eligibilityReceipt else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "request_id \"\(request.requestID)\" was already used with another eligibility receipt; "
+                            + "use a new request_id for a new digitization")
+                }
+                if try row.text(2) == "done" {
+                    return .completed(try TspV1.DigitizeResponse(serializedBytes: try row.get(3, as: [UInt8].self)))
+                }
+                guard
+                    let token = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [try row.text(1)]
+                    ).map(Self.token(from:)),
+                    let receipt = try eligibilityReceipt(try row.text(0), in: tx)
+                else { throw TSPError(.internal, "a pending digitization lost its token or receipt") }
+                return .pending(PendingDigitization(requestID: request.requestID, token: token, receipt: receipt))
+            }
+            let receipt = try checkedReceipt(request, nowMs: nowMs, in: tx)
+            let pan = try receipt.card.pan()
+            let new = try makeToken(pan, receipt.scheme)
+            let token = TokenRecord(
+                digitalCardID: new.digitalCardID.rawValue, scheme: receipt.scheme, tokenLast4: new.tokenPAN.last4,
+                tokenExpiry: new.expiry.description, panLast4: pan.last4, issuerID: receipt.issuerID,
+                walletAccountID: receipt.walletAccountID, deviceID: receipt.deviceID, state: .inactive,
+                decidedBy: nil)
+            _ = try tx.execute(
+                """
+                INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
+                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?)
+                """,
+                [
+                    token.digitalCardID, token.scheme.rawValue,
+                    try vault.seal(new.tokenPAN, recordID: "token:\(token.digitalCardID)"), token.tokenLast4,
+                    token.tokenExpiry, try vault.seal(pan, recordID: token.digitalCardID), token.panLast4,
+                    token.issuerID, token.walletAccountID, token.deviceID, Int64(nowMs), Int64(nowMs),
+                ])
+            try recordEvent(
+                tx, token: token.digitalCardID, from: nil, to: .inactive, actor: "tsp",
+                reason: "token created; waiting for the issuer's decision", traceID: traceID, nowMs: nowMs)
+            _ = try tx.execute(
+                """
+                INSERT INTO digitize_requests (request_id, receipt, digital_card_id, status, created_at_ms)
+                VALUES (?, ?, ?, 'pending', ?)
+                """, [request.requestID, receipt.receipt, token.digitalCardID, Int64(nowMs)])
+            _ = try tx.execute(
+                "UPDATE eligibility_receipts SET used_by_request_id = ? WHERE receipt = ?",
+                [request.requestID, receipt.receipt])
+            return .pending(PendingDigitization(requestID: request.requestID, token: token, receipt: receipt))
+        }
+    }
+
+    private func checkedReceipt(_ request: TspV1.DigitizeRequest, nowMs: UInt64, in tx: Transaction) throws
+        -> EligibilityReceiptRecord
+    {
+        guard let receipt = try eligibilityReceipt(request.eligibilityReceipt, in: tx) else {
+            throw TSPError(
+                .notFound, "the eligibility receipt is unknown; check eligibility again to get a new receipt")
+        }
+        guard receipt.walletAccountID == request.walletAccountID else {
+            throw TSPError(.permissionDenied, "the eligibility receipt was issued to another wallet account")
+        }
+        guard receipt.deviceID == (request.device?.deviceID ?? "") else {
+            throw TSPError(.permissionDenied, "the eligibility receipt was issued for another device")
+        }
+        guard receipt.usedByRequestID == nil else {
+            throw TSPError(
+                .failedPrecondition,
+                "the eligibility receipt was already exchanged for a token by another request; check eligibility "
+                    + "again to add the card once more")
+        }
+        guard receipt.expiresAtMs > nowMs else {
+            throw TSPError(.failedPrecondition, "the eligibility receipt has expired; check eligibility again")
+        }
+        if let termsID = receipt.termsID {
+            guard request.acceptedTermsID == termsID, request.termsAcceptedAtMs > 0 else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "the cardholder must accept the terms and conditions \"\(termsID)\" first: send accepted_terms_id "
+                        + "and terms_accepted_at_ms")
+            }
+        }
+        return receipt
+    }
+
+    /// Step two of Digitize, in one transaction: records the decision on the token and its event, and stores the
+    /// answer under the request id. If another attempt finished first, its answer wins.
+    func finishDigitization(
+        _ pending: PendingDigitization, outcome: DigitizationOutcome, traceID: String, nowMs: UInt64
+    ) throws -> TspV1.DigitizeResponse {
+        try database.transaction { tx in
+            guard
+                let row = try tx.queryOne(
+                    "SELECT status, response FROM digitize_requests WHERE request_id = ?", [pending.requestID])
+            else { throw TSPError(.internal, "a pending digitization disappeared") }
+            if try row.text(0) == "done" {
+                return try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self))
+            }
+            var token = pending.token
+            var lifecycle = TokenLifecycleStateMachine(state: token.state)
+            switch outcome.state {
+            case .active: _ = lifecycle.activate()
+            case .deactivated: _ = lifecycle.delete()
+            case .inactive, .suspended: break
+            }
+            let from = token.state
+            token.state = lifecycle.state
+            token.decidedBy = outcome.decidedBy
+            _ = try tx.execute(
+                "UPDATE tokens SET state = ?, decided_by = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+                [token.state.rawValue, outcome.decidedBy, Int64(nowMs), token.digitalCardID])
+            try recordEvent(
+                tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
+                reason: outcome.reason, traceID: traceID, nowMs: nowMs)
+            let response = Self.response(token: token, outcome: outcome)
+            _ = try tx.execute(
+                "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
+                [try response.serializedBytes(), pending.requestID])
+            return response
+        }
+    }
+
+    static func response(token: TokenRecord, outcome: DigitizationOutcome) -> TspV1.DigitizeResponse {
+        var response = TspV1.DigitizeResponse()
+        response.decision = outcome.decision
+        response.tokenState = token.state.wire
+        response.scheme = token.scheme.wire
+        response.panLast4 = token.panLast4
+        response.decidedBy = outcome.decidedBy
+        if outcome.decision == .declined {
+            response.declineReason = outcome.declineReason
+        } else {
+            response.digitalCardID = token.digitalCardID
+            response.tokenLast4 = token.tokenLast4
+            response.tokenExpiry = token.tokenExpiry
+            response.idvMethods = outcome.idvMethods
+        }
+        return response
+    }
+}

@@ -1,0 +1,91 @@
+import TokenetStorage
+
+extension TSPStore {
+    /// The TSP's schema, one migration per step. Card numbers live only in DataVault-sealed blobs.
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "provisioning",
+            sql: """
+                CREATE TABLE issuers (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    encryption_key_pem TEXT NOT NULL,
+                    peer_node_id TEXT,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE issuer_bin_ranges (
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id) ON DELETE CASCADE,
+                    low TEXT NOT NULL,
+                    high TEXT NOT NULL
+                );
+                CREATE INDEX issuer_bin_ranges_issuer ON issuer_bin_ranges(issuer_id);
+                CREATE TABLE eligibility_receipts (
+                    receipt TEXT PRIMARY KEY,
+                    wallet_account_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id),
+                    scheme TEXT NOT NULL,
+                    pan_last4 TEXT NOT NULL,
+                    card_data BLOB NOT NULL,
+                    input_method INTEGER NOT NULL,
+                    terms_id TEXT,
+                    created_at_ms INTEGER NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    used_by_request_id TEXT
+                );
+                CREATE TABLE tokens (
+                    digital_card_id TEXT PRIMARY KEY,
+                    scheme TEXT NOT NULL,
+                    token_pan BLOB NOT NULL,
+                    token_last4 TEXT NOT NULL,
+                    token_expiry TEXT NOT NULL,
+                    funding_pan BLOB NOT NULL,
+                    pan_last4 TEXT NOT NULL,
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id),
+                    wallet_account_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    decided_by TEXT,
+                    created_at_ms INTEGER NOT NULL,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX tokens_wallet ON tokens(wallet_account_id, device_id);
+                CREATE TABLE token_events (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    at_ms INTEGER NOT NULL,
+                    from_state TEXT,
+                    to_state TEXT NOT NULL,
+                    actor TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    trace_id TEXT NOT NULL
+                );
+                CREATE INDEX token_events_token ON token_events(digital_card_id, id);
+                CREATE TABLE digitize_requests (
+                    request_id TEXT PRIMARY KEY,
+                    receipt TEXT NOT NULL REFERENCES eligibility_receipts(receipt),
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'done')),
+                    response BLOB,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE push_receipts (
+                    payload TEXT PRIMARY KEY,
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id),
+                    scheme TEXT NOT NULL,
+                    card_data BLOB NOT NULL,
+                    created_at_ms INTEGER NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    used_at_ms INTEGER
+                );
+                CREATE TABLE push_sessions (
+                    id TEXT PRIMARY KEY,
+                    wallet_account_id TEXT NOT NULL,
+                    card_data BLOB NOT NULL,
+                    created_at_ms INTEGER NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    used_at_ms INTEGER
+                );
+                """)
+    ]
+}

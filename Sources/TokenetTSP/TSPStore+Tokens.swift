@@ -1,0 +1,145 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+import TokenetWire
+
+/// An eligibility answer the wallet can exchange for a token.
+struct EligibilityReceiptRecord: Sendable {
+    var receipt: String
+    var walletAccountID: String
+    var deviceID: String
+    var issuerID: String
+    var scheme: CardScheme
+    var panLast4: String
+    var card: CardData
+    var inputMethod: CardV1.InputMethod
+    /// The T&C id the cardholder must accept; nil when the program has none.
+    var termsID: String?
+    var expiresAtMs: UInt64
+    var usedByRequestID: String?
+}
+
+/// A token without its numbers, for answers and listings.
+struct TokenRecord: Sendable, Equatable {
+    var digitalCardID: String
+    var scheme: CardScheme
+    var tokenLast4: String
+    var tokenExpiry: String
+    var panLast4: String
+    var issuerID: String
+    var walletAccountID: String
+    var deviceID: String
+    var state: TokenLifecycleStateMachine.State
+    var decidedBy: String?
+
+    var summary: TspV1.TokenSummary {
+        TspV1.TokenSummary(
+            digitalCardID: digitalCardID, scheme: scheme.wire, panLast4: panLast4, tokenLast4: tokenLast4,
+            state: state.wire, issuerID: issuerID, walletAccountID: walletAccountID, deviceID: deviceID)
+    }
+}
+
+extension TSPStore {
+    func insertEligibilityReceipt(_ record: EligibilityReceiptRecord, nowMs: UInt64) throws {
+        let sealed = try seal(record.card, rowID: "receipt:\(record.receipt)")
+        _ = try database.execute(
+            """
+            INSERT INTO eligibility_receipts (receipt, wallet_account_id, device_id, issuer_id, scheme, pan_last4,
+                card_data, input_method, terms_id, created_at_ms, expires_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                record.receipt, record.walletAccountID, record.deviceID, record.issuerID, record.scheme.rawValue,
+                record.panLast4, sealed, Int(record.inputMethod.rawValue), record.termsID, Int64(nowMs),
+                Int64(record.expiresAtMs),
+            ])
+    }
+
+    func eligibilityReceipt(_ receipt: String, in tx: Transaction) throws -> EligibilityReceiptRecord? {
+        guard
+            let row = try tx.queryOne(
+                """
+                SELECT wallet_account_id, device_id, issuer_id, scheme, pan_last4, card_data, input_method, terms_id,
+                    expires_at_ms, used_by_request_id
+                FROM eligibility_receipts WHERE receipt = ?
+                """, [receipt])
+        else { return nil }
+        return EligibilityReceiptRecord(
+            receipt: receipt, walletAccountID: try row.text(0), deviceID: try row.text(1), issuerID: try row.text(2),
+            scheme: CardScheme(rawValue: try row.text(3)) ?? .other, panLast4: try row.text(4),
+            card: try openCard(try row.get(5), rowID: "receipt:\(receipt)"),
+            inputMethod: CardV1.InputMethod(rawValue: Int32(try row.int(6))), termsID: try row.get(7),
+            expiresAtMs: UInt64(try row.int64(8)), usedByRequestID: try row.get(9))
+    }
+
+    /// True when `pan` already has a live (active or suspended) token in this wallet account on this device.
+    func hasLiveToken(for pan: PAN, walletAccountID: String, deviceID: String) throws -> Bool {
+        let rows = try database.query(
+            """
+            SELECT digital_card_id, funding_pan FROM tokens
+            WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN ('ACTIVE', 'SUSPENDED')
+            """, [walletAccountID, deviceID, pan.last4])
+        for row in rows where try vault.openPAN(try row.get(1), recordID: try row.text(0)) == pan {
+            return true
+        }
+        return false
+    }
+
+    static let tokenColumns = """
+        digital_card_id, scheme, token_last4, token_expiry, pan_last4, issuer_id, wallet_account_id, device_id,
+        state, decided_by
+        """
+
+    static func token(from row: Row) throws -> TokenRecord {
+        TokenRecord(
+            digitalCardID: try row.text(0), scheme: CardScheme(rawValue: try row.text(1)) ?? .other,
+            tokenLast4: try row.text(2), tokenExpiry: try row.text(3), panLast4: try row.text(4),
+            issuerID: try row.text(5), walletAccountID: try row.text(6), deviceID: try row.text(7),
+            state: TokenLifecycleStateMachine.State(rawValue: try row.text(8)) ?? .deactivated,
+            decidedBy: try row.get(9))
+    }
+
+    func tokens(walletAccountID: String?) throws -> [TokenRecord] {
+        let rows: [Row]
+        if let walletAccountID {
+            rows = try database.query(
+                "SELECT \(Self.tokenColumns) FROM tokens WHERE wallet_account_id = ? ORDER BY created_at_ms, rowid",
+                [walletAccountID])
+        } else {
+            rows = try database.query("SELECT \(Self.tokenColumns) FROM tokens ORDER BY created_at_ms, rowid")
+        }
+        return try rows.map(Self.token(from:))
+    }
+
+    func token(_ digitalCardID: String) throws -> TokenRecord? {
+        try database.queryOne("SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+            .map(Self.token(from:))
+    }
+
+    func events(of digitalCardID: String) throws -> [TspV1.TokenEvent] {
+        try database.query(
+            """
+            SELECT at_ms, from_state, to_state, actor, reason, trace_id FROM token_events
+            WHERE digital_card_id = ? ORDER BY id
+            """, [digitalCardID]
+        ).map { row in
+            let from = try row.get(1, as: String?.self).flatMap(TokenLifecycleStateMachine.State.init(rawValue:))
+            let to = TokenLifecycleStateMachine.State(rawValue: try row.text(2))
+            return TspV1.TokenEvent(
+                atMs: UInt64(try row.int64(0)), fromState: from?.wire ?? .unspecified,
+                toState: to?.wire ?? .unspecified,
+                actor: try row.text(3), reason: try row.text(4), traceID: try row.text(5))
+        }
+    }
+
+    func recordEvent(
+        _ tx: Transaction, token: String, from: TokenLifecycleStateMachine.State?, to: TokenLifecycleStateMachine.State,
+        actor: String, reason: String, traceID: String, nowMs: UInt64
+    ) throws {
+        _ = try tx.execute(
+            """
+            INSERT INTO token_events (digital_card_id, at_ms, from_state, to_state, actor, reason, trace_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, [token, Int64(nowMs), from?.rawValue, to.rawValue, actor, reason, traceID])
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+
+/// A registered issuer as the TSP keeps it.
+struct IssuerRecord: Sendable, Equatable {
+    var id: String
+    var name: String
+    var binRanges: [IssuerBINRange]
+    var encryptionKeyPEM: String
+    /// The node id in the certificate of the node that registered it.
+    var peerNodeID: String?
+
+    func owns(_ pan: PAN) -> Bool { binRanges.contains { $0.contains(pan) } }
+}
+
+/// The TSP's SQLite storage. Every method is one transaction; card data and PANs are sealed with the DataVault,
+/// bound to the row they belong to so a sealed blob cannot be moved to another row.
+final class TSPStore: Sendable {
+    let database: Database
+    let vault: DataVault
+
+    init(database: Database, vault: DataVault) throws {
+        self.database = database
+        self.vault = vault
+        _ = try Migrator(Self.migrations).migrate(database)
+    }
+
+    static func open(path: String, vault: DataVault) throws -> TSPStore {
+        try TSPStore(database: try Database.open(path: path), vault: vault)
+    }
+
+    func seal(_ card: CardData, rowID: String) throws -> [UInt8] {
+        try vault.seal(try card.jsonBytes(), associatedData: Array(rowID.utf8))
+    }
+
+    func openCard(_ blob: [UInt8], rowID: String) throws -> CardData {
+        try CardData(json: try vault.open(blob, associatedData: Array(rowID.utf8)))
+    }
+
+    // MARK: Issuers
+
+    func upsertIssuer(_ issuer: IssuerRecord, nowMs: UInt64) throws {
+        try database.transaction { tx in
+            _ = try tx.execute(
+                """
+                INSERT INTO issuers (id, name, encryption_key_pem, peer_node_id, updated_at_ms)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET name = excluded.name, encryption_key_pem = excluded.encryption_key_pem,
+                    peer_node_id = excluded.peer_node_id, updated_at_ms = excluded.updated_at_ms
+                """,
+                [issuer.id, issuer.name, issuer.encryptionKeyPEM, issuer.peerNodeID, Int64(nowMs)])
+            _ = try tx.execute("DELETE FROM issuer_bin_ranges WHERE issuer_id = ?", [issuer.id])
+            for range in issuer.binRanges {
+                _ = try tx.execute(
+                    "INSERT INTO issuer_bin_ranges (issuer_id, low, high) VALUES (?, ?, ?)",
+                    [issuer.id, range.low, range.high])
+            }
+        }
+    }
+
+    func issuers() throws -> [IssuerRecord] {
+        let rows = try database.query("SELECT id, name, encryption_key_pem, peer_node_id FROM issuers ORDER BY id")
+        let ranges = try database.query("SELECT issuer_id, low, high FROM issuer_bin_ranges ORDER BY rowid")
+        var byIssuer: [String: [IssuerBINRange]] = [:]
+        for row in ranges {
+            byIssuer[try row.text(0), default: []].append(try IssuerBINRange(low: row.text(1), high: row.text(2)))
+        }
+        return try rows.map { row in
+            let id = try row.text(0)
+            return IssuerRecord(
+                id: id, name: try row.text(1), binRanges: byIssuer[id] ?? [], encryptionKeyPEM: try row.text(2),
+                peerNodeID: try row.get(3, as: String?.self))
+        }
+    }
+
+    func issuer(owning pan: PAN) throws -> IssuerRecord? {
+        try issuers().first { $0.owns(pan) }
+    }
+
+    // MARK: Push receipts and sessions
+
+    func insertPushReceipt(payload: String, issuerID: String, card: CardData, nowMs: UInt64, expiresAtMs: UInt64)
+        throws
+    {
+        let sealed = try seal(card, rowID: "push-receipt:\(payload)")
+        _ = try database.execute(
+            """
+            INSERT INTO push_receipts (payload, issuer_id, scheme, card_data, created_at_ms, expires_at_ms)
+            VALUES (?, ?, 'mastercard', ?, ?, ?)
+            """, [payload, issuerID, sealed, Int64(nowMs), Int64(expiresAtMs)])
+    }
+
+    /// Marks a push receipt used and returns its card, or says why it cannot be used.
+    func redeemPushReceipt(payload: String, nowMs: UInt64) throws -> CardData {
+        try database.transaction { tx in
+            guard
+                let row = try tx.queryOne(
+                    "SELECT card_data, expires_at_ms, used_at_ms FROM push_receipts WHERE payload = ?", [payload])
+            else {
+                throw TSPError(
+                    .notFound, "the push receipt is unknown to this token service; ask the issuer app for a new one")
+            }
+            if try row.get(2, as: Int64?.self) != nil {
+                throw TSPError(
+                    .failedPrecondition, "the push receipt was already used; each receipt adds a card once")
+            }
+            guard UInt64(try row.int64(1)) > nowMs else {
+                throw TSPError(.failedPrecondition, "the push receipt has expired; ask the issuer app for a new one")
+            }
+            _ = try tx.execute("UPDATE push_receipts SET used_at_ms = ? WHERE payload = ?", [Int64(nowMs), payload])
+            return try openCard(try row.get(0), rowID: "push-receipt:\(payload)")
+        }
+    }
+
+    func insertPushSession(id: String, walletAccountID: String, card: CardData, nowMs: UInt64, expiresAtMs: UInt64)
+        throws
+    {
+        let sealed = try seal(card, rowID: "push-session:\(id)")
+        _ = try database.execute(
+            """
+            INSERT INTO push_sessions (id, wallet_account_id, card_data, created_at_ms, expires_at_ms)
+            VALUES (?, ?, ?, ?, ?)
+            """, [id, walletAccountID, sealed, Int64(nowMs), Int64(expiresAtMs)])
+    }
+
+    /// Marks a push session used and returns its card, or says why it cannot be used.
+    func redeemPushSession(id: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
+        try database.transaction { tx in
+            guard
+                let row = try tx.queryOne(
+                    "SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id FROM push_sessions WHERE id = ?",
+                    [id])
+            else {
+                throw TSPError(.notFound, "push session \"\(id)\" is unknown; create one with CreatePushSession")
+            }
+            guard try row.text(3) == walletAccountID else {
+                throw TSPError(.permissionDenied, "push session \"\(id)\" belongs to another wallet account")
+            }
+            if try row.get(2, as: Int64?.self) != nil {
+                throw TSPError(
+                    .failedPrecondition, "push session \"\(id)\" was already used; create a new push session")
+            }
+            guard UInt64(try row.int64(1)) > nowMs else {
+                throw TSPError(.failedPrecondition, "push session \"\(id)\" has expired; create a new push session")
+            }
+            _ = try tx.execute("UPDATE push_sessions SET used_at_ms = ? WHERE id = ?", [Int64(nowMs), id])
+            return try openCard(try row.get(0), rowID: "push-session:\(id)")
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// The TSP party's services.
-enum TokenetTSPModule {}

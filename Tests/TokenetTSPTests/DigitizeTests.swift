@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// Digitize over the wire: the issuer's decisions, the stand-in, receipt checks and idempotency.
+@Suite struct DigitizeTests {
+    @Test func approvedTokenIsActiveWithItsAuditTrail() async throws {
+        let tsp = try TSPHarness.make()
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), requestID: "req-1")
+        #expect(response.decision == .approved)
+        #expect(response.tokenState == .active)
+        #expect(response.decidedBy == "issuer")
+        #expect(response.digitalCardID.hasPrefix(DigitalCardID.visaPrefix))
+        #expect(response.scheme == .visa)
+        #expect(response.panLast4 == "1111")
+        #expect(response.tokenLast4.count == 4)
+        #expect(response.tokenExpiry == "11/29")
+        #expect(tsp.issuer.state.withLock { $0.maskedPANs } == ["************1111"])
+
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
+        #expect(history.token?.state == .active)
+        #expect(history.events.map(\.toState) == [.inactive, .active])
+        #expect(history.events.map(\.fromState) == [.unspecified, .inactive])
+        #expect(history.events.map(\.actor) == ["tsp", "issuer"])
+        #expect(history.events.allSatisfy { !$0.traceID.isEmpty && $0.atMs > 0 })
+
+        let listed = try await tsp.control.listTokens(TspV1.ListTokensRequest(walletAccountID: TSPHarness.account))
+        #expect(listed.tokens.map(\.digitalCardID) == [response.digitalCardID])
+        #expect(listed.tokens.first?.issuerID == "bank-a")
+        #expect(listed.tokens.first?.deviceID == "device-1")
+        let none = try await tsp.control.listTokens(TspV1.ListTokensRequest(walletAccountID: "someone-else"))
+        #expect(none.tokens.isEmpty)
+    }
+
+    @Test func mastercardTokenUsesItsPrefix() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let response = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        #expect(response.digitalCardID.hasPrefix(DigitalCardID.mastercardPrefix))
+        #expect(response.scheme == .mastercard)
+    }
+
+    @Test func declineLeavesNoUsableToken() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.decline("account closed"))
+        let response = try await tsp.digitize(try await tsp.eligibleVisa())
+        #expect(response.decision == .declined)
+        #expect(response.tokenState == .deactivated)
+        #expect(response.digitalCardID.isEmpty)
+        #expect(response.tokenLast4.isEmpty)
+        #expect(response.declineReason == "account closed")
+        #expect(response.decidedBy == "issuer")
+        let tokens = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens
+        #expect(tokens.map(\.state) == [.deactivated])
+    }
+
+    @Test func stepUpLeavesTokenInactiveWithMethods() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.stepUp)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa())
+        #expect(response.decision == .requireAdditionalAuthentication)
+        #expect(response.tokenState == .inactive)
+        #expect(response.idvMethods.map(\.type) == [.otpSms, .appToApp])
+        #expect(!response.digitalCardID.isEmpty)
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
+        #expect(history.events.last?.reason.contains("additional authentication") == true)
+    }
+
+    @Test func slowIssuerMeansStandInApprovalForLowRisk() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.slow)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
+        #expect(response.decision == .approved)
+        #expect(response.tokenState == .active)
+        #expect(response.decidedBy == "stand-in")
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
+        #expect(history.events.last?.actor == "stand-in")
+        #expect(history.events.last?.reason.contains("DEADLINE_EXCEEDED") == true)
+    }
+
+    @Test func unavailableIssuerMeansStandInDeclineForHighRisk() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.unavailable)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.highRisk)
+        #expect(response.decision == .declined)
+        #expect(response.decidedBy == "stand-in")
+        #expect(response.declineReason.contains("above the stand-in approval limit"))
+    }
+
+    @Test func issuerAnswerWithoutDecisionGoesToStandIn() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.unspecified)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: nil)
+        #expect(response.decision == .declined)
+        #expect(response.decidedBy == "stand-in")
+        #expect(response.declineReason.contains("no risk data"))
+    }
+
+    @Test func sameRequestIDGivesTheSameAnswerAndOneToken() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        let first = try await tsp.digitize(eligibility, requestID: "req-1")
+        tsp.issuer.set(.decline("would decline now"))
+        let second = try await tsp.digitize(eligibility, requestID: "req-1")
+        #expect(first == second)
+        #expect(tsp.issuer.state.withLock { $0.authorizations } == 1)
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
+        // The receipt was exchanged once: a new request id cannot make a second token from it.
+        await expectRPCError(.failedPrecondition, "already exchanged") {
+            try await tsp.digitize(eligibility, requestID: "req-2")
+        }
+    }
+
+    @Test func concurrentRetriesMakeOneToken() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        let responses = try await withThrowingTaskGroup(of: TspV1.DigitizeResponse.self) { group in
+            for _ in 0..<4 { group.addTask { try await tsp.digitize(eligibility, requestID: "req-same") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(responses.map(\.digitalCardID)).count == 1)
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
+    }
+
+    @Test func requestIDReusedWithAnotherReceiptIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        _ = try await tsp.digitize(try await tsp.eligibleVisa(), requestID: "req-1")
+        let other = try await tsp.checkEligibility(pan: TSPHarness.mastercard)
+        await expectRPCError(.failedPrecondition, "another eligibility receipt") {
+            try await tsp.digitize(other, requestID: "req-1")
+        }
+    }
+
+    @Test func receiptChecksEachHaveTheirOwnError() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        var unknown = eligibility
+        unknown.eligibilityReceipt = "no-such-receipt"
+        await expectRPCError(.notFound, "unknown") { try await tsp.digitize(unknown) }
+        await expectRPCError(.permissionDenied, "another wallet account") {
+            try await tsp.digitize(eligibility, account: "account-2")
+        }
+        await expectRPCError(.permissionDenied, "another device") {
+            try await tsp.digitize(eligibility, device: CardV1.DeviceInfo(deviceID: "device-2"))
+        }
+        await expectRPCError(.failedPrecondition, "terms and conditions") {
+            try await tsp.digitize(eligibility, acceptTerms: false)
+        }
+        await expectRPCError(.invalidArgument, "request_id") { try await tsp.digitize(eligibility, requestID: "") }
+        tsp.clock.advance(seconds: 10 * 60 + 1)
+        await expectRPCError(.failedPrecondition, "expired") { try await tsp.digitize(eligibility) }
+        #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.isEmpty)
+    }
+
+    @Test func unknownTokenHistoryIsNotFound() async throws {
+        let tsp = try TSPHarness.make()
+        await expectRPCError(.notFound, "DNITHE0") {
+            try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: "DNITHE0"))
+        }
+    }
+
+    @Test func logsNeverHoldACardNumber() async throws {
+        let tsp = try TSPHarness.make()
+        _ = try await tsp.digitize(try await tsp.eligibleVisa())
+        _ = try await tsp.checkEligibility(pan: "4111111111111112")
+        tsp.issuer.set(.unavailable)
+        _ = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        let lines = tsp.logs.lines
+        #expect(lines.count >= 4)
+        for pan in [TSPHarness.visa, "4111111111111112", TSPHarness.mastercard] {
+            #expect(!lines.contains { $0.contains(pan) })
+        }
+    }
+}

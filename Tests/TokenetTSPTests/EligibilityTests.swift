@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetStorage
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// CheckEligibility over the wire: each check's reason, malformed requests, T&C languages.
+@Suite struct EligibilityTests {
+    @Test func publishesTheCurrentKey() async throws {
+        let tsp = try TSPHarness.make()
+        let keys = try await tsp.wallet.getEncryptionKeys(TspV1.GetEncryptionKeysRequest()).keys
+        #expect(keys.map(\.publicKeyIdentifier) == [TSPHarness.tspKey.kid])
+        #expect(keys.first?.current == true)
+        #expect(keys.first?.publicKeyPem == (try TSPHarness.tspKey.publicKey.pem()))
+    }
+
+    @Test func eligibleCardGetsReceiptTermsAndLast4() async throws {
+        let tsp = try TSPHarness.make()
+        let response = try await tsp.eligibleVisa()
+        #expect(response.scheme == .visa)
+        #expect(response.panLast4 == "1111")
+        #expect(response.eligibilityReceipt.count >= 40)
+        #expect(response.receiptExpiresAtMs == tsp.clock.now.unixMilliseconds + 10 * 60 * 1000)
+        guard case .termsAndConditions(let terms) = response.terms else {
+            Issue.record("expected T&C")
+            return
+        }
+        #expect(terms.language == "en")
+        #expect(terms.id == TermsCatalog.sandbox.id)
+        // The issuer was asked, with the card encrypted to its own key.
+        #expect(tsp.issuer.state.withLock { $0.decryptedLast4 } == ["1111"])
+    }
+
+    @Test func eachCheckHasItsOwnReason() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let cases: [(String, String, TspV1.IneligibilityReason, String)] = [
+            ("4111111111111112", "2030", .invalidCardNumber, "Luhn"),
+            ("378282246310005", "2030", .unsupportedScheme, "Visa"),
+            (TSPHarness.visa, "2020", .cardExpired, "expired"),
+            (TSPHarness.otherVisa, "2030", .issuerNotParticipating, "does not offer"),
+        ]
+        for (pan, year, reason, text) in cases {
+            let response = try await tsp.checkEligibility(pan: pan, year: year)
+            #expect(!response.eligible)
+            #expect(response.reason == reason)
+            #expect(response.reasonMessage.contains(text), "\(response.reasonMessage)")
+            #expect(response.eligibilityReceipt.isEmpty)
+        }
+    }
+
+    @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {
+        let tsp = try TSPHarness.make()
+        let first = try await tsp.eligibleVisa()
+        _ = try await tsp.digitize(first)
+        let again = try await tsp.checkEligibility(pan: TSPHarness.visa)
+        #expect(again.reason == .alreadyProvisioned)
+        #expect(again.reasonMessage.contains("1111"))
+        let otherDevice = CardV1.DeviceInfo(deviceID: "watch-1", deviceType: "WATCH")
+        let watch = try await tsp.checkEligibility(
+            .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))), device: otherDevice)
+        #expect(watch.eligible)
+    }
+
+    @Test func issuerDeclineIsReportedWithItsReason() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        tsp.issuer.state.withLock {
+            $0.eligible = false
+            $0.eligibilityReason = "this card is blocked for wallets"
+        }
+        let response = try await tsp.checkEligibility(pan: TSPHarness.visa)
+        #expect(response.reason == .issuerDeclined)
+        #expect(response.reasonMessage == "this card is blocked for wallets")
+    }
+
+    @Test func slowIssuerLeavesTheTSPChecksStanding() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        tsp.issuer.state.withLock { $0.slowEligibility = true }
+        let response = try await tsp.checkEligibility(pan: TSPHarness.visa)
+        #expect(response.eligible)
+    }
+
+    @Test func tamperedOrUnknownKeyJWEIsInvalidArgumentAndStoresNothing() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        var tampered = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))
+        var parts = tampered.jwe.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        parts[3] = String(parts[3].reversed())
+        tampered.jwe = parts.joined(separator: ".")
+        await expectRPCError(.invalidArgument, "encrypted_card_data") {
+            try await tsp.checkEligibility(.encryptedCardData(tampered))
+        }
+        let otherKey = try RSAPrivateKey.generate()
+        let foreign = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa), key: otherKey)
+        await expectRPCError(.invalidArgument, otherKey.kid) {
+            try await tsp.checkEligibility(.encryptedCardData(foreign))
+        }
+        await expectRPCError(.invalidArgument, "encrypted_card_data, issuer_push_receipt or push_session_id") {
+            try await tsp.wallet.checkEligibility(
+                TspV1.CheckEligibilityRequest(walletAccountID: TSPHarness.account, device: TSPHarness.device))
+        }
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        #expect(try database.queryOne("SELECT count(*) FROM eligibility_receipts")?.int(0) == 0)
+    }
+
+    @Test func missingAccountOrDeviceIsInvalidArgument() async throws {
+        let tsp = try TSPHarness.make()
+        let data = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))
+        await expectRPCError(.invalidArgument, "wallet_account_id") {
+            try await tsp.checkEligibility(.encryptedCardData(data), account: "")
+        }
+        await expectRPCError(.invalidArgument, "device_id") {
+            try await tsp.checkEligibility(.encryptedCardData(data), device: CardV1.DeviceInfo())
+        }
+    }
+
+    @Test(arguments: [("es-ES", "es"), ("es-MX", "es"), ("es", "es"), ("fr-FR", "en"), ("", "en"), ("en-GB", "en")])
+    func termsLanguageFallsBackToEnglish(tag: String, expected: String) async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let response = try await tsp.checkEligibility(pan: TSPHarness.visa, language: tag)
+        guard case .termsAndConditions(let terms) = response.terms else {
+            Issue.record("expected T&C")
+            return
+        }
+        #expect(terms.language == expected)
+        #expect(terms.text == TermsCatalog.sandbox.texts[expected]?.text)
+    }
+
+    @Test func programWithoutTermsSaysSoAndDigitizesWithoutAcceptance() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.terms = .none
+        let tsp = try TSPHarness.make(configuration: configuration)
+        let eligibility = try await tsp.eligibleVisa()
+        #expect(eligibility.terms == .noTermsRequired(TspV1.NoTermsRequired()))
+        let response = try await tsp.digitize(eligibility, acceptTerms: false)
+        #expect(response.decision == .approved)
+    }
+
+    @Test func walletOnlyMethodsRefuseOtherRoles() async throws {
+        let tsp = try TSPHarness.make()
+        let asIssuer = TspV1.Provisioning.Client(TSPHarness.connect(tsp.router, as: .init(role: .issuer, nodeID: "i")))
+        await expectRPCError(.permissionDenied, "may not call") {
+            try await asIssuer.checkEligibility(TspV1.CheckEligibilityRequest())
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// An issuer whose answers a test sets: it decrypts what the TSP sends with its own key and records what it saw.
+final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
+    enum Decision: Sendable {
+        case approve
+        case decline(String)
+        case stepUp
+        /// Answers only after far longer than any test deadline.
+        case slow
+        case unavailable
+        /// Answers with no decision at all.
+        case unspecified
+    }
+
+    struct State {
+        var decision: Decision = .approve
+        var eligible = true
+        var eligibilityReason = ""
+        var slowEligibility = false
+        var decryptedLast4: [String] = []
+        var maskedPANs: [String] = []
+        var authorizations = 0
+    }
+
+    static let key = try! RSAPrivateKey.generate()
+    let state = Mutex(State())
+
+    func set(_ decision: Decision) { state.withLock { $0.decision = decision } }
+
+    private func decrypt(_ data: CardV1.EncryptedCardData?) throws -> CardData {
+        guard let data else { throw RPCError(.invalidArgument, "no card data") }
+        let card = try CardData(json: try JWE.decrypt(data.jwe, with: Self.key))
+        state.withLock { $0.decryptedLast4.append(String(card.accountNumber.suffix(4))) }
+        return card
+    }
+
+    func checkCardEligibility(_ request: IssuerV1.CardEligibilityRequest, context: ServerContext) async throws
+        -> IssuerV1.CardEligibilityResponse
+    {
+        _ = try decrypt(request.encryptedCardData)
+        let (eligible, reason, slow) = state.withLock { ($0.eligible, $0.eligibilityReason, $0.slowEligibility) }
+        if slow { try await Task.sleep(for: .seconds(60)) }
+        return IssuerV1.CardEligibilityResponse(eligible: eligible, reason: reason)
+    }
+
+    func authorizeDigitization(_ request: IssuerV1.AuthorizeDigitizationRequest, context: ServerContext) async throws
+        -> IssuerV1.AuthorizeDigitizationResponse
+    {
+        _ = try decrypt(request.encryptedCardData)
+        let decision = state.withLock {
+            $0.maskedPANs.append(request.maskedPAN)
+            $0.authorizations += 1
+            return $0.decision
+        }
+        switch decision {
+        case .approve:
+            return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)
+        case .decline(let reason):
+            return IssuerV1.AuthorizeDigitizationResponse(decision: .declined, reason: reason)
+        case .stepUp:
+            return IssuerV1.AuthorizeDigitizationResponse(
+                decision: .requireAdditionalAuthentication,
+                idvMethods: [
+                    CardV1.IdvMethod(id: "sms-1", type: .otpSms, maskedValue: "***-***-1234"),
+                    CardV1.IdvMethod(id: "app-1", type: .appToApp, maskedValue: "Bank A", appIdentifier: "bank.a"),
+                ])
+        case .slow:
+            try await Task.sleep(for: .seconds(60))
+            return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)
+        case .unavailable:
+            throw RPCError(.unavailable, "issuer host is down")
+        case .unspecified:
+            return IssuerV1.AuthorizeDigitizationResponse()
+        }
+    }
+}

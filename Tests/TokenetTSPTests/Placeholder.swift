@@ -1,5 +1,0 @@
-import Testing
-
-@testable import TokenetTSP
-
-@Test func tspModuleBuilds() {}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// Issuer push receipts (Mastercard) and wallet push sessions: single use, expiring, bound to their owner.
+@Suite struct PushTests {
+    func pushReceipt(_ tsp: TSPHarness, pan: String = TSPHarness.mastercard) async throws
+        -> TspV1.CreatePushReceiptResponse
+    {
+        try await tsp.issuers.createPushReceipt(
+            TspV1.CreatePushReceiptRequest(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(pan))))
+    }
+
+    @Test func pushReceiptIsRedeemedOnceThenRefused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let receipt = try await pushReceipt(tsp)
+        #expect(receipt.scheme == .mastercard)
+        #expect(receipt.payload.count >= 40)
+        #expect(receipt.expiresAtMs == tsp.clock.now.unixMilliseconds + 15 * 60 * 1000)
+        let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
+            TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
+        let eligibility = try await tsp.checkEligibility(instrument)
+        #expect(eligibility.eligible)
+        #expect(eligibility.panLast4 == "4444")
+        let token = try await tsp.digitize(eligibility)
+        #expect(token.decision == .approved)
+        await expectRPCError(.failedPrecondition, "already used") { try await tsp.checkEligibility(instrument) }
+    }
+
+    @Test func pushReceiptErrors() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        await expectRPCError(.notFound, "unknown") {
+            try await tsp.checkEligibility(.issuerPushReceipt(.init(scheme: .mastercard, payload: "nope")))
+        }
+        await expectRPCError(.invalidArgument, "Mastercard-only") {
+            try await tsp.checkEligibility(.issuerPushReceipt(.init(scheme: .visa, payload: "anything")))
+        }
+        let receipt = try await pushReceipt(tsp)
+        tsp.clock.advance(seconds: 15 * 60)
+        await expectRPCError(.failedPrecondition, "expired") {
+            try await tsp.checkEligibility(.issuerPushReceipt(.init(scheme: .mastercard, payload: receipt.payload)))
+        }
+    }
+
+    @Test func pushReceiptOnlyForTheIssuersOwnMastercard() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        await expectRPCError(.failedPrecondition, "Mastercard-only") {
+            try await pushReceipt(tsp, pan: TSPHarness.visa)
+        }
+        await expectRPCError(.permissionDenied, "not in a BIN range") {
+            try await pushReceipt(tsp, pan: "5105105105105100")
+        }
+        let otherNode = TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: .init(role: .issuer, nodeID: "x")))
+        await expectRPCError(.permissionDenied, "not in a BIN range") {
+            try await otherNode.createPushReceipt(
+                .init(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard))))
+        }
+        await expectRPCError(.invalidArgument, "encrypted_card_data") {
+            try await tsp.issuers.createPushReceipt(.init(encryptedCardData: .init(jwe: "a.b.c.d.e")))
+        }
+    }
+
+    @Test func pushSessionIsSingleUseAndBoundToItsAccount() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        func session() async throws -> TspV1.CreatePushSessionResponse {
+            try await tsp.wallet.createPushSession(
+                .init(
+                    encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
+                    walletAccountID: TSPHarness.account))
+        }
+        let first = try await session()
+        #expect(first.expiresAtMs == tsp.clock.now.unixMilliseconds + 15 * 60 * 1000)
+        let eligibility = try await tsp.checkEligibility(.pushSessionID(first.pushSessionID))
+        #expect(eligibility.eligible)
+        #expect(eligibility.scheme == .visa)
+        await expectRPCError(.failedPrecondition, "already used") {
+            try await tsp.checkEligibility(.pushSessionID(first.pushSessionID))
+        }
+        await expectRPCError(.notFound, "unknown") { try await tsp.checkEligibility(.pushSessionID("nope")) }
+        let second = try await session()
+        await expectRPCError(.permissionDenied, "another wallet account") {
+            try await tsp.checkEligibility(.pushSessionID(second.pushSessionID), account: "account-2")
+        }
+        tsp.clock.advance(seconds: 15 * 60)
+        await expectRPCError(.failedPrecondition, "expired") {
+            try await tsp.checkEligibility(.pushSessionID(second.pushSessionID))
+        }
+        await expectRPCError(.invalidArgument, "wallet_account_id") {
+            try await tsp.wallet.createPushSession(
+                .init(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))))
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// What survives a restart: issuers, tokens, answered requests, half-finished digitizations, keys.
+@Suite struct RestartTests {
+    @Test func sameRequestIDAfterRestartGivesTheSameToken() async throws {
+        let clock = TestClock()
+        let first = try TSPHarness.make(clock: clock)
+        let eligibility = try await first.eligibleVisa()
+        let before = try await first.digitize(eligibility, requestID: "req-1")
+
+        let second = try TSPHarness.make(directory: first.directory, clock: clock)
+        let after = try await second.digitize(eligibility, requestID: "req-1")
+        #expect(after == before)
+        #expect(second.issuer.state.withLock { $0.authorizations } == 0)
+        #expect(try await second.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
+    }
+
+    /// A crash after the token was stored but before the decision: the retry resumes with the same token.
+    @Test func retryAfterACrashMidDigitizationFinishesTheSameToken() async throws {
+        let clock = TestClock()
+        let first = try TSPHarness.make(clock: clock)
+        let eligibility = try await first.eligibleVisa()
+        // Step one alone, as if the process died right after its commit.
+        let vault = try TSPKeyFiles.loadVault(dataDirectory: first.directory)
+        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", vault: vault)
+        var request = TspV1.DigitizeRequest(
+            requestID: "req-crash", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = 1
+        }
+        let start = try store.beginDigitization(request, nowMs: clock.now.unixMilliseconds, traceID: "t") { pan, _ in
+            NewToken(
+                digitalCardID: DigitalCardID.generate(for: .visa)!,
+                tokenPAN: try TokenPANGenerator.sandbox().generate(for: pan),
+                expiry: try CardExpiry(month: 1, year: 2030))
+        }
+        guard case .pending(let pending) = start else {
+            Issue.record("expected a pending digitization")
+            return
+        }
+        try store.database.close()
+
+        let second = try TSPHarness.make(directory: first.directory, clock: clock)
+        let response = try await second.digitize(eligibility, requestID: "req-crash")
+        #expect(response.digitalCardID == pending.token.digitalCardID)
+        #expect(response.decision == .approved)
+        let tokens = try await second.control.listTokens(TspV1.ListTokensRequest()).tokens
+        #expect(tokens.map(\.digitalCardID) == [pending.token.digitalCardID])
+        #expect(tokens.first?.state == .active)
+    }
+
+    @Test func keysAreCreatedOncePrivateAndReused() async throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let first = try TSPKeyFiles.loadKeyring(dataDirectory: directory)
+        let second = try TSPKeyFiles.loadKeyring(dataDirectory: directory)
+        #expect(first.currentKid == second.currentKid)
+        _ = try TSPKeyFiles.loadVault(dataDirectory: directory)
+        for name in ["card-key-current.pem", "data-vault.key"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/keys/" + name)
+            #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o077 } == 0, "\(name)")
+        }
+    }
+
+    @Test func cardNumbersAreStoredOnlySealed() async throws {
+        let tsp = try TSPHarness.make()
+        _ = try await tsp.digitize(try await tsp.eligibleVisa())
+        let bytes =
+            try [UInt8](Data(contentsOf: URL(fileURLWithPath: tsp.directory + "/tsp.sqlite")))
+            + ((try? [UInt8](Data(contentsOf: URL(fileURLWithPath: tsp.directory + "/tsp.sqlite-wal")))) ?? [])
+        let pan = Array(TSPHarness.visa.utf8)
+        let found =
+            bytes.count >= pan.count
+            && (0...(bytes.count - pan.count)).contains {
+                bytes[$0..<($0 + pan.count)].elementsEqual(pan)
+            }
+        #expect(!found)
+    }
+}
