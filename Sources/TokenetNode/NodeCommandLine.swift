@@ -24,7 +24,10 @@ public enum NodeCommandLine {
             let name = String(equals.map { body[..<$0] } ?? body)
             let inlineValue = equals.map { String(body[body.index(after: $0)...]) }
             guard let key = keys.first(where: { $0.rawValue == name }) else {
-                let hint = NodeOptionKey(rawValue: name) != nil ? " (\(spec.name) has no \(name) peer)" : ""
+                let hint =
+                    NodeOptionKey(rawValue: name).map { known in
+                        known.peer != nil ? " (\(spec.name) has no \(name) peer)" : " (\(spec.name) does not use it)"
+                    } ?? ""
                 throw NodeError(.usage, "unknown option '--\(name)'\(hint)")
             }
             guard key.takesValue else {

@@ -15,6 +15,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case logLevel = "log-level"
     case logFormat = "log-format"
     case readyFile = "ready-file"
+    case fixtures
     case plaintext
     case help
     case version
@@ -43,14 +44,15 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     /// Whether the value is a filesystem path, resolved against the config file's directory when relative.
     var isPath: Bool {
         switch self {
-        case .cert, .key, .ca, .dataDir, .readyFile: return true
+        case .cert, .key, .ca, .dataDir, .readyFile, .fixtures: return true
         default: return false
         }
     }
 
-    /// The keys that apply to a node: peer keys only for the peers it knows.
+    /// The keys that apply to a node: peer keys only for the peers it knows, `--fixtures` only where it is used.
     static func keys(for spec: NodeSpec) -> [NodeOptionKey] {
         allCases.filter { key in
+            if key == .fixtures { return spec.usesFixtures }
             guard let peer = key.peer else { return true }
             return spec.knownPeers.contains(peer)
         }
@@ -58,7 +60,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
 
     var placeholder: String {
         switch self {
-        case .config: return "FILE"
+        case .config, .fixtures: return "FILE"
         case .listen, .tsp, .issuer, .wallet: return "HOST:PORT"
         case .cert, .key, .ca, .readyFile: return "PATH"
         case .dataDir: return "DIR"
@@ -84,6 +86,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .dataDir: return "Directory for this node's state (default tokenet-data/<node>)."
         case .logLevel: return "Least severe level logged: \(Self.logLevels) (default info)."
         case .logFormat: return "Log lines on stderr: \(Self.logFormats) (default text)."
+        case .fixtures: return "JSON demo data (cardholders, accounts, cards, BIN ranges) loaded at start-up."
         case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."
         case .plaintext: return "Disable TLS. For local debugging only; the node prints a loud warning."
         case .help: return "Show this help and exit."

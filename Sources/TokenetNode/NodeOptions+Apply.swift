@@ -43,6 +43,7 @@ extension NodeOptions {
         case .ca: caPath = try path()
         case .dataDir: dataDirectory = try path()
         case .readyFile: readyFile = try path()
+        case .fixtures: fixturesPath = try path()
         case .logLevel:
             guard let level = LogLevel(name: text) else { throw bad(NodeOptionKey.logLevels, text) }
             logLevel = level

@@ -16,6 +16,8 @@ public struct NodeOptions: Sendable, Equatable {
     public var logFormat: LogFormat = .text
     /// When set, the node writes `{"node":…,"pid":…,"listen":…}` here once it accepts connections.
     public var readyFile: String?
+    /// A JSON file of demo data the node loads into its database at start-up (issuer-node only).
+    public var fixturesPath: String?
     /// Turns TLS off. Only for local debugging; the node warns loudly.
     public var plaintext = false
 

@@ -19,11 +19,14 @@ public struct NodeSpec: Sendable, Equatable {
     public var name: String
     public var summary: String
     public var knownPeers: [NodeRole]
+    /// Whether the node accepts `--fixtures FILE` (demo data loaded at start-up).
+    public var usesFixtures: Bool
 
-    public init(name: String, summary: String, knownPeers: [NodeRole]) {
+    public init(name: String, summary: String, knownPeers: [NodeRole], usesFixtures: Bool = false) {
         self.name = name
         self.summary = summary
         self.knownPeers = knownPeers
+        self.usesFixtures = usesFixtures
     }
 
     /// The token service provider: issues tokens on behalf of issuers and serves wallets.
@@ -37,7 +40,8 @@ public struct NodeSpec: Sendable, Equatable {
     public static let issuer = NodeSpec(
         name: "issuer-node",
         summary: "Card issuer: approves provisioning, verifies the cardholder (ID&V) and activates tokens.",
-        knownPeers: [.tsp]
+        knownPeers: [.tsp, .wallet],
+        usesFixtures: true
     )
 
     /// The wallet: asks the TSP to digitize a card and holds the resulting token.

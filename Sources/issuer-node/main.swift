@@ -1,3 +1,4 @@
+import TokenetIssuer
 import TokenetNode
 
-NodeMain.run(.issuer)
+NodeMain.run(.issuer, makeListener: RPCNodeListener.factory(services: IssuerNode.services))

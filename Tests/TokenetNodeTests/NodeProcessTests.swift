@@ -75,7 +75,9 @@ import TokenetWire
         #expect(wallet.stdout.contains("--issuer HOST:PORT"))
         let issuer = try LaunchedProcess.run("issuer-node", ["--help"])
         #expect(issuer.stdout.contains("--tsp HOST:PORT"))
-        #expect(!issuer.stdout.contains("--wallet"))
+        #expect(issuer.stdout.contains("--wallet HOST:PORT"))
+        #expect(issuer.stdout.contains("--fixtures FILE"))
+        #expect(!wallet.stdout.contains("--fixtures"))
     }
 
     /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits.

@@ -1,0 +1,102 @@
+import Foundation
+import TokenetCard
+
+/// What the issuer knows about the holder of a card when it offers ID&V methods.
+struct CardholderContact: Sendable, Equatable {
+    var phone: String
+    var email: String
+    var callCenterNumber: String?
+}
+
+/// One ID&V method as offered to the TSP: what the cardholder sees, masked.
+struct IdvOffer: Sendable, Equatable {
+    var id: String
+    var type: IdvMethodSpec.Kind
+    var maskedValue: String
+    var appIdentifier: String = ""
+    var appAction: String = ""
+}
+
+/// The issuer's answer to one digitization.
+enum DigitizationOutcome: Sendable, Equatable {
+    case approved
+    case declined(reason: String)
+    case stepUp([IdvOffer])
+
+    var name: String {
+        switch self {
+        case .approved: return "APPROVED"
+        case .declined: return "DECLINED"
+        case .stepUp: return "REQUIRE_ADDITIONAL_AUTHENTICATION"
+        }
+    }
+}
+
+/// The wallet's risk scores, 1 (lowest risk) to 5; 0 means the TSP sent none.
+struct RiskScores: Sendable, Equatable {
+    var account: Int
+    var device: Int
+}
+
+/// The pure decision rules: a card's rule and the wallet's scores in, the issuer's answer out.
+enum DigitizationPolicy {
+    static let defaultScoreDeclineReason = "the wallet's risk scores are too high for this card"
+
+    static func decide(
+        _ rule: DigitizationRule, risk: RiskScores, contact: CardholderContact
+    ) -> DigitizationOutcome {
+        switch rule {
+        case .approve:
+            return .approved
+        case .decline(let reason):
+            return .declined(reason: reason)
+        case .stepUp(let idv):
+            return .stepUp(offers(idv, contact: contact))
+        case .byScore(let approveAtMost, let stepUpAtMost, let idv, let declineReason):
+            // Missing scores (0) are unknown risk: never approved without ID&V, but not declined either.
+            let worst =
+                (1...5).contains(risk.account) && (1...5).contains(risk.device)
+                ? max(risk.account, risk.device) : nil
+            guard let worst else { return .stepUp(offers(idv, contact: contact)) }
+            if worst <= approveAtMost { return .approved }
+            if worst <= stepUpAtMost { return .stepUp(offers(idv, contact: contact)) }
+            return .declined(reason: declineReason ?? defaultScoreDeclineReason)
+        }
+    }
+
+    /// The methods with their destinations masked; ids are stable per method type.
+    static func offers(_ methods: [IdvMethodSpec], contact: CardholderContact) -> [IdvOffer] {
+        methods.map { method in
+            switch method.type {
+            case .otpSMS:
+                return IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: Masking.phone(contact.phone))
+            case .otpEmail:
+                return IdvOffer(id: "otp-email", type: .otpEmail, maskedValue: Masking.email(contact.email) ?? "")
+            case .appToApp:
+                return IdvOffer(
+                    id: "app-to-app", type: .appToApp,
+                    maskedValue: method.appName ?? method.appIdentifier ?? "",
+                    appIdentifier: method.appIdentifier ?? "", appAction: method.appAction ?? "")
+            case .callCenter:
+                return IdvOffer(id: "call-center", type: .callCenter, maskedValue: contact.callCenterNumber ?? "")
+            }
+        }
+    }
+}
+
+/// The issuer's own eligibility answer for presented card data against its records.
+enum IssuerEligibility {
+    static func evaluate(presented card: CardData, stored: StoredCard?, asOf date: Date) -> (Bool, String) {
+        let last4 = String(card.accountNumber.suffix(4))
+        guard let stored else { return (false, "the issuer has no card ending \(last4)") }
+        guard let expiry = try? card.expiry(), expiry == stored.expiry else {
+            return (false, "the expiry date does not match the issuer's records for the card ending \(last4)")
+        }
+        if let cvv2 = card.cvv2, !cvv2.isEmpty, cvv2 != stored.cvc {
+            return (false, "the security code does not match the issuer's records for the card ending \(last4)")
+        }
+        if let reason = stored.notEligibleReason { return (false, reason) }
+        if expiry.hasPassed(asOf: date) { return (false, "the card ending \(last4) expired in \(expiry)") }
+        return (true, "")
+    }
+}

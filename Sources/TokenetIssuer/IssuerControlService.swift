@@ -1,0 +1,123 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// Operator actions at the issuer: list its cards (masked) and push one to a wallet.
+struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
+    /// The wording the TSP uses too, so an operator sees the same refusal whichever side refuses.
+    static let receiptSchemeRefusal = "push receipts are for Mastercard cards only (MDES Token Connect)"
+
+    let store: IssuerStore
+    let tsp: TSPLink
+    /// The wallet provider's backend; nil when issuer-node was started without `--wallet`.
+    let wallet: (any RPCCaller)?
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func listCards(
+        _ request: IssuerV1.ListCardsRequest, context: ServerContext
+    ) async throws -> IssuerV1.ListCardsResponse {
+        IssuerV1.ListCardsResponse(
+            cards: try store.allCards().map { card in
+                IssuerV1.IssuerCard(
+                    cardID: card.id, maskedPAN: card.pan.masked, scheme: card.pan.scheme.wire,
+                    expiry: card.expiry.description, cardholderName: card.cardholderName,
+                    accountID: card.accountID, digitizationRule: card.rule.summary)
+            })
+    }
+
+    func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse
+    {
+        guard !request.cardID.isEmpty else { throw RPCError(.invalidArgument, "card_id is required") }
+        guard let card = try store.card(id: request.cardID) else {
+            throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
+        }
+        let log = logger.withTraceID(context.traceID)
+        switch request.mode {
+        case .receipt:
+            guard card.pan.scheme == .mastercard else {
+                throw RPCError(
+                    .failedPrecondition,
+                    "\(Self.receiptSchemeRefusal); card \(card.id) is \(card.pan.scheme); use PUSH_MODE_SESSION")
+            }
+            let response = try await forwarding("the TSP") {
+                let encrypted = try await encryptForTSP(card)
+                return try await TspV1.Issuers.Client(tspCaller()).createPushReceipt(
+                    TspV1.CreatePushReceiptRequest(encryptedCardData: encrypted))
+            }
+            try store.recordPush(
+                cardID: card.id, mode: "RECEIPT", walletAccountID: request.walletAccountID, outcome: "receipt",
+                at: now())
+            log.info("push receipt created", ["card": card.id, "expires_at_ms": "\(response.expiresAtMs)"])
+            return IssuerV1.PushCardResponse(
+                result: .receipt(
+                    IssuerV1.PushReceipt(
+                        scheme: response.scheme, payload: response.payload, expiresAtMs: response.expiresAtMs)))
+        case .session:
+            guard let wallet else {
+                throw RPCError(
+                    .failedPrecondition,
+                    "issuer-node was started without --wallet, so it cannot push cards to the wallet backend")
+            }
+            let response = try await forwarding("the wallet backend") {
+                let encrypted = try await encryptForTSP(card)
+                return try await WalletV1.WalletPush.Client(wallet).pushCardData(
+                    WalletV1.PushCardDataRequest(
+                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID))
+            }
+            guard !response.pushSessionID.isEmpty else {
+                throw RPCError(.internal, "the wallet backend answered without a push session id")
+            }
+            try store.recordPush(
+                cardID: card.id, mode: "SESSION", walletAccountID: request.walletAccountID, outcome: "session",
+                at: now())
+            log.info("card pushed to the wallet backend", ["card": card.id])
+            return IssuerV1.PushCardResponse(result: .pushSessionID(response.pushSessionID))
+        default:
+            throw RPCError(.invalidArgument, "mode must be PUSH_MODE_RECEIPT or PUSH_MODE_SESSION")
+        }
+    }
+
+    private func tspCaller() throws -> any RPCCaller {
+        guard let caller = tsp.caller else {
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
+        }
+        return caller
+    }
+
+    /// The card as a JWE to the TSP's current key (also what the wallet backend forwards to the TSP).
+    private func encryptForTSP(_ card: StoredCard) async throws -> CardV1.EncryptedCardData {
+        let key = try await tsp.keyForPushing()
+        let data = CardData(pan: card.pan, expiry: card.expiry, cvv2: card.cvc, name: card.cardholderName)
+        do {
+            return CardV1.EncryptedCardData(
+                jwe: try JWE.encrypt(data, to: key, kid: key.kid), publicKeyIdentifier: key.kid)
+        } catch {
+            throw RPCError(.internal, "cannot encrypt the card data to the TSP's key: \(error.message)")
+        }
+    }
+
+    /// Passes a peer's status through unchanged (its message is meant for the operator) and turns anything else
+    /// into UNAVAILABLE naming the peer.
+    private func forwarding<T>(_ peer: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RPCError {
+            throw error
+        } catch {
+            throw RPCError(.unavailable, "cannot reach \(peer): \(error)")
+        }
+    }
+}
+
+extension CardScheme {
+    var wire: CardV1.CardScheme {
+        switch self {
+        case .visa: return .visa
+        case .mastercard: return .mastercard
+        case .other: return .unspecified
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// What the TSP asks the issuer: eligibility of one of its cards, and a decision on a digitization.
+struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
+    let store: IssuerStore
+    let key: RSAPrivateKey
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func checkCardEligibility(
+        _ request: IssuerV1.CardEligibilityRequest, context: ServerContext
+    ) async throws -> IssuerV1.CardEligibilityResponse {
+        let card = try decrypt(request.encryptedCardData)
+        let stored = try store.card(matching: try pan(of: card))
+        let (eligible, reason) = IssuerEligibility.evaluate(presented: card, stored: stored, asOf: now())
+        logger.withTraceID(context.traceID).info(
+            "eligibility checked",
+            ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)"])
+        return IssuerV1.CardEligibilityResponse(eligible: eligible, reason: reason)
+    }
+
+    func authorizeDigitization(
+        _ request: IssuerV1.AuthorizeDigitizationRequest, context: ServerContext
+    ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
+        let card = try decrypt(request.encryptedCardData)
+        let stored = try store.card(matching: try pan(of: card))
+        let risk = RiskScores(
+            account: Int(request.risk?.accountScore ?? 0), device: Int(request.risk?.deviceScore ?? 0))
+        let outcome: DigitizationOutcome
+        let (eligible, reason) = IssuerEligibility.evaluate(presented: card, stored: stored, asOf: now())
+        if let stored, eligible {
+            outcome = DigitizationPolicy.decide(stored.rule, risk: risk, contact: stored.contact)
+        } else {
+            outcome = .declined(reason: reason)
+        }
+        try store.record(
+            DecisionRecord(
+                cardID: stored?.id, last4: card.last4, digitalCardID: request.digitalCardID,
+                tokenLast4: request.tokenLast4, walletAccountID: request.walletAccountID,
+                inputMethod: Int(request.inputMethod.rawValue), deviceID: request.device?.deviceID ?? "",
+                deviceType: request.device?.deviceType ?? "", risk: risk,
+                recommendation: Int(request.risk?.recommendation.rawValue ?? 0), rule: stored?.rule.name,
+                outcome: outcome),
+            at: now())
+        logger.withTraceID(context.traceID).info(
+            "digitization decided",
+            [
+                "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
+                "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+            ])
+        return Self.response(outcome)
+    }
+
+    static func response(_ outcome: DigitizationOutcome) -> IssuerV1.AuthorizeDigitizationResponse {
+        var response = IssuerV1.AuthorizeDigitizationResponse()
+        switch outcome {
+        case .approved:
+            response.decision = .approved
+        case .declined(let reason):
+            response.decision = .declined
+            response.reason = reason
+        case .stepUp(let offers):
+            response.decision = .requireAdditionalAuthentication
+            response.idvMethods = offers.map { offer in
+                CardV1.IdvMethod(
+                    id: offer.id, type: offer.type.wire, maskedValue: offer.maskedValue,
+                    appIdentifier: offer.appIdentifier, appAction: offer.appAction)
+            }
+        }
+        return response
+    }
+
+    /// Opens card data the TSP encrypted to this issuer's key.
+    private func decrypt(_ encrypted: CardV1.EncryptedCardData?) throws -> CardData {
+        guard let encrypted, !encrypted.jwe.isEmpty else {
+            throw RPCError(.invalidArgument, "encrypted_card_data is required")
+        }
+        do {
+            return try CardData(json: try JWE.decrypt(encrypted.jwe, with: key))
+        } catch let error where error.code == .unknownKeyID {
+            throw RPCError(
+                .failedPrecondition,
+                "the card data is not encrypted to the issuer's registered key (kid \(key.kid)): \(error.message)")
+        } catch {
+            throw RPCError(.invalidArgument, "the encrypted card data cannot be read: \(error.message)")
+        }
+    }
+
+    private func pan(of card: CardData) throws -> PAN {
+        do {
+            return try card.pan()
+        } catch {
+            throw RPCError(.invalidArgument, "the card data holds no valid card number: \(error.message)")
+        }
+    }
+}
+
+extension CardData {
+    var last4: String { String(accountNumber.suffix(4)) }
+}
+
+extension IdvMethodSpec.Kind {
+    var wire: CardV1.IdvMethodType {
+        switch self {
+        case .otpSMS: return .otpSms
+        case .otpEmail: return .otpEmail
+        case .appToApp: return .appToApp
+        case .callCenter: return .callCenter
+        }
+    }
+}

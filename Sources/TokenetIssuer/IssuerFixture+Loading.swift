@@ -1,0 +1,181 @@
+import Foundation
+import TokenetCard
+
+extension IssuerFixture {
+    /// Reads, parses and validates a fixture file.
+    public static func load(path: String) throws(IssuerError) -> IssuerFixture {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw IssuerError(.fixture, "the fixture file \(path) does not exist")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw IssuerError(.fixture, "cannot read the fixture file \(path)", cause: IssuerDescribedError(error))
+        }
+        do {
+            return try parse(data)
+        } catch {
+            throw IssuerError(.fixture, "\(path): \(error.message)")
+        }
+    }
+
+    /// Parses and validates fixture JSON. Errors name the entry at fault (`cards[2] "card-x": …`) and never
+    /// quote a card number.
+    public static func parse(_ data: Data) throws(IssuerError) -> IssuerFixture {
+        let fixture: IssuerFixture
+        do {
+            fixture = try JSONDecoder().decode(IssuerFixture.self, from: data)
+        } catch let error as DecodingError {
+            throw IssuerError(.fixture, Self.describe(error))
+        } catch {
+            throw IssuerError(.fixture, "the fixture is not valid JSON")
+        }
+        try fixture.validate()
+        return fixture
+    }
+
+    /// Says where a JSON document does not match the fixture's shape, without echoing any values.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            var text = ""
+            for key in codingPath {
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+                }
+            }
+            return text.isEmpty ? "the top level" : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let parent = context.codingPath.isEmpty ? "the top level" : path(context.codingPath)
+            return "\(parent): missing \"\(key.stringValue)\""
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(Self.jsonKind(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(Self.jsonKind(type)), got null"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "the fixture is not valid JSON" }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "the fixture does not have the expected shape"
+        }
+    }
+
+    private static func jsonKind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Int.Type: return "an integer"
+        case is [Any].Type: return "an array"
+        default: return "an object"
+        }
+    }
+}
+
+extension IssuerFixture {
+    /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the
+    /// issuer's BIN ranges, expiries, codes and complete rules.
+    public func validate() throws(IssuerError) {
+        func fail(_ entry: String, _ message: String) -> IssuerError {
+            IssuerError(.fixture, "\(entry): \(message)")
+        }
+        guard !issuer.id.isEmpty else { throw fail("issuer", "\"id\" is empty") }
+        guard !issuer.name.isEmpty else { throw fail("issuer", "\"name\" is empty") }
+        guard !issuer.binRanges.isEmpty else { throw fail("issuer", "\"binRanges\" is empty") }
+        for (index, range) in issuer.binRanges.enumerated() {
+            let entry = "issuer.binRanges[\(index)]"
+            let digits = { (text: String) in !text.isEmpty && text.utf8.allSatisfy { (48...57).contains($0) } }
+            guard digits(range.low), digits(range.high), (4...11).contains(range.low.count) else {
+                throw fail(entry, "low and high must be 4 to 11 digits")
+            }
+            guard range.low.count == range.high.count else { throw fail(entry, "low and high differ in length") }
+            guard range.low <= range.high else { throw fail(entry, "low is above high") }
+        }
+
+        var cardholderIDs: Set<String> = []
+        for (index, holder) in cardholders.enumerated() {
+            let entry = "cardholders[\(index)] \"\(holder.id)\""
+            guard !holder.id.isEmpty else { throw fail("cardholders[\(index)]", "\"id\" is empty") }
+            guard cardholderIDs.insert(holder.id).inserted else { throw fail(entry, "the id is used twice") }
+            guard !holder.name.isEmpty else { throw fail(entry, "\"name\" is empty") }
+            guard holder.phone.filter(\.isNumber).count >= 4 else {
+                throw fail(entry, "\"phone\" needs at least four digits")
+            }
+            guard Masking.email(holder.email) != nil else { throw fail(entry, "\"email\" is not an email address") }
+        }
+
+        var accountIDs: Set<String> = []
+        for (index, account) in accounts.enumerated() {
+            let entry = "accounts[\(index)] \"\(account.id)\""
+            guard !account.id.isEmpty else { throw fail("accounts[\(index)]", "\"id\" is empty") }
+            guard accountIDs.insert(account.id).inserted else { throw fail(entry, "the id is used twice") }
+            guard cardholderIDs.contains(account.cardholderId) else {
+                throw fail(entry, "cardholder \"\(account.cardholderId)\" is not in \"cardholders\"")
+            }
+        }
+
+        var cardIDs: Set<String> = []
+        var numbers: Set<String> = []
+        for (index, card) in cards.enumerated() {
+            let entry = "cards[\(index)] \"\(card.id)\""
+            guard !card.id.isEmpty else { throw fail("cards[\(index)]", "\"id\" is empty") }
+            guard cardIDs.insert(card.id).inserted else { throw fail(entry, "the id is used twice") }
+            guard accountIDs.contains(card.accountId) else {
+                throw fail(entry, "account \"\(card.accountId)\" is not in \"accounts\"")
+            }
+            let pan: PAN
+            do {
+                pan = try PAN(card.pan)
+            } catch {
+                throw fail(entry, "the card number is not valid (\(error.rejection?.message ?? error.message))")
+            }
+            guard pan.scheme.isEligible else { throw fail(entry, "the card number is neither Visa nor Mastercard") }
+            guard issuer.binRanges.contains(where: { $0.contains(pan.digits) }) else {
+                throw fail(entry, "the card number ending \(pan.last4) is outside the issuer's BIN ranges")
+            }
+            guard numbers.insert(pan.digits).inserted else {
+                throw fail(entry, "the card number ending \(pan.last4) is used by another card")
+            }
+            do {
+                _ = try CardExpiry(parsing: card.expiry)
+            } catch {
+                throw fail(entry, "\"expiry\" must be MM/YY")
+            }
+            guard (3...4).contains(card.cvc.count), card.cvc.allSatisfy(\.isASCII), card.cvc.allSatisfy(\.isNumber)
+            else { throw fail(entry, "\"cvc\" must be 3 or 4 digits") }
+            guard !card.cardholderName.isEmpty else { throw fail(entry, "\"cardholderName\" is empty") }
+            if let reason = card.notEligibleReason, reason.isEmpty {
+                throw fail(entry, "\"notEligibleReason\" is empty; leave it out for an eligible card")
+            }
+            try Self.validate(card.digitization, entry: "\(entry) digitization", fail: fail)
+        }
+    }
+
+    private static func validate(
+        _ rule: DigitizationRule, entry: String, fail: (String, String) -> IssuerError
+    ) throws(IssuerError) {
+        func validate(_ idv: [IdvMethodSpec]) throws(IssuerError) {
+            guard !idv.isEmpty else { throw fail(entry, "\"idv\" needs at least one method") }
+            for (index, method) in idv.enumerated() where method.type == .appToApp {
+                guard !(method.appIdentifier ?? "").isEmpty, !(method.appAction ?? "").isEmpty else {
+                    throw fail("\(entry).idv[\(index)]", "APP_TO_APP needs \"appIdentifier\" and \"appAction\"")
+                }
+            }
+        }
+        switch rule {
+        case .approve:
+            break
+        case .decline(let reason):
+            guard !reason.isEmpty else { throw fail(entry, "a decline needs a \"reason\"") }
+        case .stepUp(let idv):
+            try validate(idv)
+        case .byScore(let approveAtMost, let stepUpAtMost, let idv, _):
+            guard (1...5).contains(approveAtMost), (approveAtMost...5).contains(stepUpAtMost) else {
+                throw fail(entry, "scores run from 1 to 5 and need 1 <= approveAtMost <= stepUpAtMost <= 5")
+            }
+            try validate(idv)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import TokenetCard
+
+/// The issuer's RSA key pair: the TSP encrypts card data to its public half. Kept as PEM in the data directory,
+/// created with 0600 permissions on first start and refused later if other users can read it.
+enum IssuerKeyFile {
+    static let fileName = "issuer-key.pem"
+
+    static func loadOrCreate(directory: String) throws(IssuerError) -> RSAPrivateKey {
+        let path = (directory as NSString).appendingPathComponent(fileName)
+        if FileManager.default.fileExists(atPath: path) {
+            let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int) ?? 0
+            guard mode & 0o077 == 0 else {
+                throw IssuerError(
+                    .keys,
+                    "the issuer key \(path) is readable by other users (mode \(String(mode, radix: 8))); "
+                        + "run chmod 600 \(path)")
+            }
+            do {
+                return try RSAPrivateKey(contentsOfFile: path)
+            } catch {
+                throw IssuerError(.keys, "cannot load the issuer key \(path)", cause: error)
+            }
+        }
+        do {
+            let key = try RSAPrivateKey.generate()
+            try key.write(toFile: path)
+            return key
+        } catch {
+            throw IssuerError(.keys, "cannot create the issuer key \(path)", cause: error)
+        }
+    }
+}

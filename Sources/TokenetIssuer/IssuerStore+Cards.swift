@@ -1,0 +1,126 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+
+extension IssuerStore {
+    private static let cardQuery = """
+        SELECT cards.*, cardholders.phone, cardholders.email, issuer_profile.call_center
+        FROM cards JOIN accounts ON accounts.id = cards.account_id
+        JOIN cardholders ON cardholders.id = accounts.cardholder_id
+        LEFT JOIN issuer_profile ON issuer_profile.singleton = 1
+        """
+
+    /// The card with this number. Numbers are stored sealed, so candidates sharing the last four digits are
+    /// opened and compared; no unsalted digest of a card number is ever stored.
+    func card(matching pan: PAN) throws(IssuerError) -> StoredCard? {
+        let rows = try storage("look up a card") {
+            try database.query("\(Self.cardQuery) WHERE cards.last4 = ? ORDER BY cards.id", [pan.last4])
+        }
+        for row in rows {
+            let card = try storedCard(row)
+            if card.pan == pan { return card }
+        }
+        return nil
+    }
+
+    func card(id: String) throws(IssuerError) -> StoredCard? {
+        let row = try storage("look up a card") {
+            try database.queryOne("\(Self.cardQuery) WHERE cards.id = ?", [id])
+        }
+        return try row.map { row throws(IssuerError) in try storedCard(row) }
+    }
+
+    func allCards() throws(IssuerError) -> [StoredCard] {
+        let rows = try storage("list cards") { try database.query("\(Self.cardQuery) ORDER BY cards.id") }
+        var cards: [StoredCard] = []
+        for row in rows { cards.append(try storedCard(row)) }
+        return cards
+    }
+
+    private func storedCard(_ row: Row) throws(IssuerError) -> StoredCard {
+        let fields = try storage("read a card row") {
+            (
+                id: try row.text("id"), account: try row.text("account_id"),
+                pan: try row.get("pan_sealed", as: [UInt8].self),
+                cvc: try row.get("cvc_sealed", as: [UInt8].self), expiry: try row.text("expiry"),
+                name: try row.text("cardholder_name"),
+                notEligible: try row.get("not_eligible_reason", as: String?.self),
+                rule: try row.text("rule"), phone: try row.text("phone"), email: try row.text("email"),
+                callCenter: try row.get("call_center", as: String?.self)
+            )
+        }
+        do {
+            let pan = try vault.openPAN(fields.pan, recordID: "card:\(fields.id)")
+            let cvc = try vault.open(fields.cvc, associatedData: Array("cvc:\(fields.id)".utf8))
+            let rule = try storage("decode the rule of card \(fields.id)") {
+                try JSONDecoder().decode(DigitizationRule.self, from: Data(fields.rule.utf8))
+            }
+            return StoredCard(
+                id: fields.id, accountID: fields.account, pan: pan, expiry: try CardExpiry(parsing: fields.expiry),
+                cvc: String(decoding: cvc, as: UTF8.self), cardholderName: fields.name,
+                notEligibleReason: fields.notEligible, rule: rule,
+                contact: CardholderContact(
+                    phone: fields.phone, email: fields.email, callCenterNumber: fields.callCenter)
+            )
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(
+                .keys, "cannot open the sealed data of card \(fields.id)", cause: IssuerDescribedError(error))
+        }
+    }
+}
+
+/// The inputs and result of one digitization decision, as recorded.
+struct DecisionRecord: Sendable {
+    var cardID: String?
+    var last4: String
+    var digitalCardID: String
+    var tokenLast4: String
+    var walletAccountID: String
+    var inputMethod: Int
+    var deviceID: String
+    var deviceType: String
+    var risk: RiskScores
+    var recommendation: Int
+    var rule: String?
+    var outcome: DigitizationOutcome
+}
+
+extension IssuerStore {
+    func record(_ decision: DecisionRecord, at date: Date) throws(IssuerError) {
+        var reason = ""
+        var methods: [String] = []
+        switch decision.outcome {
+        case .approved: break
+        case .declined(let why): reason = why
+        case .stepUp(let offers): methods = offers.map(\.type.rawValue)
+        }
+        let idv = String(decoding: try Self.json(methods), as: UTF8.self)
+        _ = try storage("record a digitization decision") {
+            try database.execute(
+                """
+                INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
+                    input_method, device_id, device_type, account_score, device_score, recommendation, rule,
+                    decision, reason, idv_methods)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    Self.timestamp(date), decision.cardID, decision.last4, decision.digitalCardID,
+                    decision.tokenLast4, decision.walletAccountID, decision.inputMethod, decision.deviceID,
+                    decision.deviceType, decision.risk.account, decision.risk.device, decision.recommendation,
+                    decision.rule, decision.outcome.name, reason, idv,
+                ])
+        }
+    }
+
+    func recordPush(cardID: String, mode: String, walletAccountID: String, outcome: String, at date: Date)
+        throws(IssuerError)
+    {
+        _ = try storage("record a push") {
+            try database.execute(
+                "INSERT INTO pushes (pushed_at, card_id, mode, wallet_account_id, outcome) VALUES (?, ?, ?, ?, ?)",
+                [Self.timestamp(date), cardID, mode, walletAccountID, outcome])
+        }
+    }
+}

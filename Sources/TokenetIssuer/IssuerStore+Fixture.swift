@@ -1,0 +1,94 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+
+extension IssuerStore {
+    /// Loads a validated fixture in one transaction. Loading the same fixture again changes nothing visible:
+    /// rows are upserted by id, so a restart with `--fixtures` is safe and an edited fixture updates its entries.
+    func importFixture(_ fixture: IssuerFixture) throws(IssuerError) {
+        let ranges = String(decoding: try Self.json(fixture.issuer.binRanges), as: UTF8.self)
+        var rules: [String: String] = [:]
+        var sealed: [String: (panRecord: [UInt8], cvcRecord: [UInt8], pan: PAN)] = [:]
+        for card in fixture.cards {
+            rules[card.id] = String(decoding: try Self.json(card.digitization), as: UTF8.self)
+            do {
+                let pan = try PAN(card.pan)
+                sealed[card.id] = (
+                    try vault.seal(pan, recordID: "card:\(card.id)"),
+                    try vault.seal(Array(card.cvc.utf8), associatedData: Array("cvc:\(card.id)".utf8)), pan
+                )
+            } catch {
+                throw IssuerError(.keys, "cannot seal the card \(card.id)", cause: error)
+            }
+        }
+        try storage("load the fixture into the database") {
+            try database.transaction { tx in
+                try tx.execute(
+                    """
+                    INSERT INTO issuer_profile (singleton, issuer_id, name, bin_ranges, call_center)
+                    VALUES (1, ?, ?, ?, ?)
+                    ON CONFLICT(singleton) DO UPDATE SET issuer_id = excluded.issuer_id, name = excluded.name,
+                        bin_ranges = excluded.bin_ranges, call_center = excluded.call_center
+                    """,
+                    [fixture.issuer.id, fixture.issuer.name, ranges, fixture.issuer.callCenterNumber])
+                for holder in fixture.cardholders {
+                    try tx.execute(
+                        """
+                        INSERT INTO cardholders (id, name, phone, email) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET name = excluded.name, phone = excluded.phone,
+                            email = excluded.email
+                        """, [holder.id, holder.name, holder.phone, holder.email])
+                }
+                for account in fixture.accounts {
+                    try tx.execute(
+                        """
+                        INSERT INTO accounts (id, cardholder_id) VALUES (?, ?)
+                        ON CONFLICT(id) DO UPDATE SET cardholder_id = excluded.cardholder_id
+                        """, [account.id, account.cardholderId])
+                }
+                for card in fixture.cards {
+                    guard let seal = sealed[card.id], let rule = rules[card.id] else { continue }
+                    try tx.execute(
+                        """
+                        INSERT INTO cards (id, account_id, pan_sealed, last4, scheme, expiry, cvc_sealed,
+                            cardholder_name, not_eligible_reason, rule)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET account_id = excluded.account_id,
+                            pan_sealed = excluded.pan_sealed, last4 = excluded.last4, scheme = excluded.scheme,
+                            expiry = excluded.expiry, cvc_sealed = excluded.cvc_sealed,
+                            cardholder_name = excluded.cardholder_name,
+                            not_eligible_reason = excluded.not_eligible_reason, rule = excluded.rule
+                        """,
+                        [
+                            card.id, card.accountId, seal.panRecord, seal.pan.last4, seal.pan.scheme.rawValue,
+                            card.expiry, seal.cvcRecord, card.cardholderName, card.notEligibleReason, rule,
+                        ])
+                }
+            }
+        }
+    }
+
+    /// The issuer's identity, once a fixture has been loaded.
+    func profile() throws(IssuerError) -> IssuerProfile? {
+        try storage("read the issuer profile") {
+            guard let row = try database.queryOne("SELECT * FROM issuer_profile WHERE singleton = 1") else {
+                return nil
+            }
+            let ranges = try JSONDecoder().decode(
+                [IssuerFixture.BINRange].self, from: Data(try row.text("bin_ranges").utf8))
+            return IssuerProfile(
+                id: try row.text("issuer_id"), name: try row.text("name"), binRanges: ranges,
+                callCenterNumber: try row.get("call_center", as: String?.self))
+        }
+    }
+
+    static func json(_ value: some Encodable) throws(IssuerError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            return Array(try encoder.encode(value))
+        } catch {
+            throw IssuerError(.storage, "cannot encode a value as JSON", cause: IssuerDescribedError(error))
+        }
+    }
+}

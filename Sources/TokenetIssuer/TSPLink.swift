@@ -1,0 +1,94 @@
+import Synchronization
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer's side of its relationship with the TSP: registering, and the TSP's published card-data key
+/// (kept from the last successful registration) that pushed cards are encrypted to.
+final class TSPLink: Sendable {
+    let caller: (any RPCCaller)?
+    private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
+    private let tspKey = Mutex<RSAPublicKey?>(nil)
+    /// Each registration attempt waits this long for the TSP (the channel reconnects within it).
+    let attemptTimeout: Duration
+
+    init(
+        caller: (any RPCCaller)?, attemptTimeout: Duration = .seconds(5),
+        request: @escaping @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
+    ) {
+        self.caller = caller
+        self.attemptTimeout = attemptTimeout
+        self.request = request
+    }
+
+    /// The TSP key from the last successful registration.
+    var currentKey: RSAPublicKey? { tspKey.withLock { $0 } }
+
+    /// One registration attempt; on success keeps and returns the TSP's key.
+    @discardableResult
+    func register() async throws -> RSAPublicKey {
+        guard let caller else {
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
+        }
+        let response = try await TspV1.Issuers.Client(caller).registerIssuer(
+            try request(), options: CallOptions(timeout: attemptTimeout))
+        let key: RSAPublicKey
+        do {
+            key = try RSAPublicKey(pem: response.tspPublicKeyPem)
+        } catch {
+            throw RPCError(.internal, "the TSP answered the registration with an unusable public key: \(error)")
+        }
+        tspKey.withLock { $0 = key }
+        return key
+    }
+
+    /// The key to push with: the registered one, or a fresh registration when there is none yet.
+    func keyForPushing() async throws -> RSAPublicKey {
+        if let key = currentKey { return key }
+        do {
+            return try await register()
+        } catch let error as RPCError where error.code == .failedPrecondition {
+            throw error
+        } catch {
+            throw RPCError(.unavailable, "the issuer is not registered with the TSP yet: \(error)")
+        }
+    }
+
+    /// Registers until an attempt succeeds (or the task is cancelled), logging the outcome.
+    func registerUntilDone(
+        logger: Logger, machine: RegistrationStateMachine = RegistrationStateMachine(),
+        sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) async {
+        var machine = machine
+        var next = machine.start()
+        while let action = next {
+            switch action {
+            case .register(let attempt):
+                do {
+                    let key = try await register()
+                    logger.info("registered with the TSP", ["attempt": "\(attempt)", "tsp_kid": key.kid])
+                    next = machine.attemptSucceeded()
+                } catch {
+                    next = machine.attemptFailed()
+                    // The first failure and every tenth are warnings; the rest would only repeat them.
+                    let level: LogLevel = attempt == 1 || attempt % 10 == 0 ? .warning : .debug
+                    logger.log(
+                        level, "registration with the TSP failed; retrying",
+                        [
+                            "attempt": "\(attempt)", "error": "\(error)",
+                        ])
+                }
+            case .wait(let delay, _):
+                do {
+                    try await sleep(delay)
+                } catch {
+                    return
+                }
+                next = machine.waited()
+            case .finished:
+                return
+            }
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// The Issuer party's services.
-enum TokenetIssuerModule {}
