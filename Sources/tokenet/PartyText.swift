@@ -13,6 +13,12 @@ enum PartyText {
         }
     }
 
+    /// "Visa card ending 0009", or "card ending 0078" when the answer named no scheme.
+    static func card(_ cardScheme: CardV1.CardScheme, last4: String) -> String {
+        let ending = "card ending \(last4.isEmpty ? "?" : last4)"
+        return cardScheme == .visa || cardScheme == .mastercard ? "\(scheme(cardScheme)) \(ending)" : ending
+    }
+
     static func state(_ state: CardV1.TokenState) -> String {
         state == .unspecified ? "-" : short(state.protoValueName, prefix: "TOKEN_STATE_")
     }
@@ -48,7 +54,7 @@ enum PartyText {
     // MARK: Wallet
 
     static func addCard(_ response: WalletV1.AddCardResponse) -> String {
-        let card = "\(scheme(response.scheme)) card ending \(response.panLast4.isEmpty ? "?" : response.panLast4)"
+        let card = card(response.scheme, last4: response.panLast4)
         guard response.eligible else { return "Not eligible: \(card): \(response.reason)" }
         var lines = ["\(response.cardRef): \(card) is eligible."]
         if let terms = response.terms {
