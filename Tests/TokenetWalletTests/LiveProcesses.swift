@@ -81,39 +81,46 @@ final class NodeProcess {
     let directory: ScratchDirectory
     let listen: String
 
-    init(_ name: String, role: String, pki: String, extra: [String] = []) throws {
-        directory = try ScratchDirectory()
-        let ready = directory.file("ready.json")
+    /// Starts `name` listening on `listen` (a free port by default), keeping its data in `directory`.
+    init(
+        _ name: String, role: String, pki: String, listen: String = "127.0.0.1:0", directory: ScratchDirectory? = nil,
+        extra: [String] = []
+    ) throws {
+        self.directory = try directory ?? ScratchDirectory()
+        let ready = self.directory.file("ready-\(UUID().uuidString).json")
         process.executableURL = try Executables.url(of: name)
         process.arguments =
             [
-                "--listen", "127.0.0.1:0", "--data-dir", directory.file("data"), "--ready-file", ready,
+                "--listen", listen, "--data-dir", self.directory.file("data"), "--ready-file", ready,
                 "--cert", "\(pki)/\(role).pem", "--key", "\(pki)/\(role).key", "--ca", "\(pki)/ca.pem",
             ] + extra
-        _ = FileManager.default.createFile(atPath: directory.file("stderr"), contents: nil)
+        _ = FileManager.default.createFile(atPath: self.directory.file("stderr"), contents: nil)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: directory.file("stderr"))
+        process.standardError = FileHandle(forWritingAtPath: self.directory.file("stderr"))
         try process.run()
         let deadline = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: ready) {
             guard process.isRunning, Date() < deadline else {
                 if process.isRunning { process.terminate() }
                 process.waitUntilExit()
-                let log = (try? String(contentsOfFile: directory.file("stderr"), encoding: .utf8)) ?? ""
+                let log = (try? String(contentsOfFile: self.directory.file("stderr"), encoding: .utf8)) ?? ""
                 throw LiveTestError("\(name) did not become ready: \(log)")
             }
             usleep(20_000)
         }
-        listen = try ReadyFile.read(from: ready).listen
+        self.listen = try ReadyFile.read(from: ready).listen
     }
 
     var stderr: String { (try? String(contentsOfFile: directory.file("stderr"), encoding: .utf8)) ?? "" }
 
-    deinit {
+    /// Stops the node with SIGTERM and waits for it; its data directory stays for a restart.
+    func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
+
+    deinit { stop() }
 }
 
 /// Development certificates from Tools/gen-certs, made once per test process.
@@ -143,4 +150,22 @@ enum TestPKI {
         let pki = try directory()
         return ["--cacert", pki + "/ca.pem", "--cert", pki + "/operator.pem", "--key", pki + "/operator.key"]
     }
+}
+
+/// A loopback address no one listens on right now: the kernel's pick for a socket that is closed at once.
+func freeLoopbackAddress() throws -> String {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw LiveTestError("socket() failed") }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+            bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
+        }
+    }
+    guard bound else { throw LiveTestError("cannot find a free port") }
+    return "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
 }

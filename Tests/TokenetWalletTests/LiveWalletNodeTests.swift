@@ -2,11 +2,11 @@ import Testing
 
 /// A real wallet-node process over mutual TLS, driven by the real `tokenet` CLI as the operator.
 @Suite struct LiveWalletNodeTests {
-    @Test func theOperatorListsCardsAndTheTSPsAnswerIsReported() throws {
+    @Test func theOperatorListsCardsAndAnUnreachableTSPIsReported() throws {
         let pki = try TestPKI.directory()
-        // A TSP without a provisioning service: the wallet must pass its status on, with who answered.
-        let tsp = try NodeProcess("tsp-node", role: "tsp", pki: pki)
-        let wallet = try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        // Nothing listens at the TSP's address: the wallet must say so, with the status the channel gave up with.
+        let wallet = try NodeProcess(
+            "wallet-node", role: "wallet", pki: pki, extra: ["--tsp", try freeLoopbackAddress()])
         let operatorFlags = try TestPKI.operatorFlags()
 
         let cards = try runExecutable("tokenet", ["wallet", "cards", wallet.listen] + operatorFlags)
@@ -15,9 +15,10 @@ import Testing
 
         let add = try runExecutable(
             "tokenet",
-            ["wallet", "add-card", wallet.listen, "--pan", "4111111111111111", "--exp", "12/30"] + operatorFlags)
-        #expect(add.status == 64 + 12, "\(add.stderr)")
-        #expect(add.stderr.hasPrefix("ERROR: UNIMPLEMENTED: the TSP's GetEncryptionKeys failed"))
+            ["wallet", "add-card", wallet.listen, "--pan", "4111111111111111", "--exp", "12/30", "--deadline", "20s"]
+                + operatorFlags)
+        #expect(add.status == 64 + 14, "\(add.stderr)")
+        #expect(add.stderr.hasPrefix("ERROR: UNAVAILABLE: the TSP's GetEncryptionKeys failed"), "\(add.stderr)")
 
         let accept = try runExecutable("tokenet", ["wallet", "accept-terms", wallet.listen, "card-4"] + operatorFlags)
         #expect(accept.status == 64 + 5)
@@ -27,8 +28,8 @@ import Testing
 
     @Test func anIssuerCertificateCannotDriveTheWallet() throws {
         let pki = try TestPKI.directory()
-        let tsp = try NodeProcess("tsp-node", role: "tsp", pki: pki)
-        let wallet = try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        let wallet = try NodeProcess(
+            "wallet-node", role: "wallet", pki: pki, extra: ["--tsp", try freeLoopbackAddress()])
         let result = try runExecutable(
             "tokenet",
             [
