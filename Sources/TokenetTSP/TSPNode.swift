@@ -6,10 +6,18 @@ import TokenetWire
 
 /// The token service provider node: provisioning for wallets, registration and push receipts for issuers, and
 /// token listings for operators.
+///
+/// Policy (defaults; `tsp-policy.json` in the data directory changes them): eligibility receipts live 10 minutes,
+/// push receipts and push sessions 15 minutes, each usable once. The issuer has 5 seconds to answer. If it cannot
+/// decide a digitization in time, the stand-in approves only when the wallet recommends approval and both risk
+/// scores are at most 2, and declines otherwise (`decided_by = "stand-in"`). If it cannot answer an eligibility
+/// check, the TSP's own checks stand and the issuer (or the stand-in) decides at digitization. T&C are offered in
+/// English and Spanish, English for every other language.
 public enum TSPNode {
-    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite` and keys in `<data dir>/keys`.
+    /// The services `tsp-node` serves, with storage in `<data dir>/tsp.sqlite`, keys in `<data dir>/keys` and
+    /// policy from `<data dir>/tsp-policy.json` when present.
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
-        try services(context, configuration: TSPConfiguration())
+        try services(context, configuration: TSPConfiguration.load(dataDirectory: context.dataDirectory))
     }
 
     public static func services(_ context: NodeContext, configuration: TSPConfiguration) throws(NodeError)

@@ -26,12 +26,12 @@ extension TSPService {
         switch result {
         case .failure(let ineligible):
             log.info("card not eligible", ["reason": ineligible.reason.protoValueName ?? "", "last4": card.last4])
-            return Self.ineligible(ineligible)
+            return Self.ineligible(ineligible, card: card)
         case .success(let value):
             eligible = value
         }
         if let declined = await issuerEligibility(card, issuer: eligible.issuer, request: request, log: log) {
-            return Self.ineligible(declined)
+            return Self.ineligible(declined, card: card)
         }
         let nowMs = self.nowMs
         let terms = configuration.terms.terms(for: request.eligibilityData?.language ?? "")
@@ -54,11 +54,17 @@ extension TSPService {
         return response
     }
 
-    static func ineligible(_ ineligible: EligibilityRules.Ineligible) -> TspV1.CheckEligibilityResponse {
+    /// A refusal; the scheme and last four digits are included when the number itself is valid.
+    static func ineligible(_ ineligible: EligibilityRules.Ineligible, card: CardData) -> TspV1.CheckEligibilityResponse
+    {
         var response = TspV1.CheckEligibilityResponse()
         response.eligible = false
         response.reason = ineligible.reason
         response.reasonMessage = ineligible.message
+        if let pan = try? card.pan() {
+            response.scheme = pan.scheme.wire
+            response.panLast4 = pan.last4
+        }
         return response
     }
 

@@ -44,6 +44,12 @@ extension TSPStore {
                         "request_id \"\(request.requestID)\" was already used with another eligibility receipt; "
                             + "use a new request_id for a new digitization")
                 }
+                // Replaying a request needs the account it was made for, not just its two identifiers.
+                let owner = try tx.queryOne(
+                    "SELECT wallet_account_id FROM eligibility_receipts WHERE receipt = ?", [try row.text(0)])
+                guard try owner?.text(0) == request.walletAccountID else {
+                    throw TSPError(.permissionDenied, "the eligibility receipt was issued to another wallet account")
+                }
                 if try row.text(2) == "done" {
                     return .completed(try TspV1.DigitizeResponse(serializedBytes: try row.get(3, as: [UInt8].self)))
                 }

@@ -42,7 +42,10 @@ import Testing
     @Test func listShowsTheServedServices() throws {
         let result = try runTokenet(["list", address] + tls)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\n")
+        #expect(
+            result.stdout
+                == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\ntokenet.tsp.v1.Issuers\n"
+                + "tokenet.tsp.v1.Provisioning\ntokenet.tsp.v1.TspControl\n")
     }
 
     @Test func listShowsAServicesMethodsWithTheirTypes() throws {

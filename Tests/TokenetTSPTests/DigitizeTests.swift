@@ -73,7 +73,7 @@ import TokenetWire
     }
 
     @Test func slowIssuerMeansStandInApprovalForLowRisk() async throws {
-        let tsp = try TSPHarness.make()
+        let tsp = try TSPHarness.make(configuration: TSPHarness.impatient)
         tsp.issuer.set(.slow)
         let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
         #expect(response.decision == .approved)
@@ -111,6 +111,9 @@ import TokenetWire
         let second = try await tsp.digitize(eligibility, requestID: "req-1")
         #expect(first == second)
         #expect(tsp.issuer.state.withLock { $0.authorizations } == 1)
+        await expectRPCError(.permissionDenied, "another wallet account") {
+            try await tsp.digitize(eligibility, requestID: "req-1", account: "account-2")
+        }
         #expect(try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
         // The receipt was exchanged once: a new request id cannot make a second token from it.
         await expectRPCError(.failedPrecondition, "already exchanged") {

@@ -50,6 +50,9 @@ import TokenetWire
             #expect(response.reasonMessage.contains(text), "\(response.reasonMessage)")
             #expect(response.eligibilityReceipt.isEmpty)
         }
+        let notParticipating = try await tsp.checkEligibility(pan: TSPHarness.otherVisa)
+        #expect(notParticipating.panLast4 == "5556")
+        #expect(notParticipating.scheme == .visa)
     }
 
     @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {
@@ -78,7 +81,7 @@ import TokenetWire
     }
 
     @Test func slowIssuerLeavesTheTSPChecksStanding() async throws {
-        let tsp = try TSPHarness.make()
+        let tsp = try TSPHarness.make(configuration: TSPHarness.impatient)
         try await tsp.registerIssuer()
         tsp.issuer.state.withLock { $0.slowEligibility = true }
         let response = try await tsp.checkEligibility(pan: TSPHarness.visa)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetNode
 import TokenetWire
 
 @testable import TokenetTSP
@@ -64,5 +65,51 @@ import TokenetWire
 extension CardV1.WalletRiskData {
     init(_ account: UInt32, _ device: UInt32) {
         self.init(accountScore: account, deviceScore: device, recommendation: .approve)
+    }
+}
+
+/// The policy file in the data directory.
+@Suite struct PolicyFileTests {
+    func load(_ json: String?) throws -> TSPConfiguration {
+        let directory = try TSPHarness.temporaryDirectory()
+        if let json {
+            try Data(json.utf8).write(to: URL(fileURLWithPath: directory + "/" + TSPConfiguration.fileName))
+        }
+        return try TSPConfiguration.load(dataDirectory: directory)
+    }
+
+    @Test func absentFileMeansDefaults() throws {
+        let configuration = try load(nil)
+        #expect(configuration.issuerDeadline == .seconds(5))
+        #expect(configuration.standIn == StandInPolicy(maximumApprovedScore: 2))
+        #expect(configuration.terms == .sandbox)
+        #expect(configuration.eligibilityReceiptTTL == .seconds(600))
+        #expect(configuration.pushReceiptTTL == .seconds(900))
+    }
+
+    @Test func fileChangesThePolicy() throws {
+        let configuration = try load(
+            #"{"issuer_deadline_ms": 250, "stand_in_max_score": 0, "terms_required": false, "push_session_ttl_s": 60}"#)
+        #expect(configuration.issuerDeadline == .milliseconds(250))
+        #expect(configuration.standIn == .alwaysDecline)
+        #expect(configuration.terms == .none)
+        #expect(configuration.pushSessionTTL == .seconds(60))
+    }
+
+    @Test(arguments: [
+        (#"{"issuer_deadline": 5}"#, "unknown key \"issuer_deadline\""),
+        (#"{"issuer_deadline_ms": "5"}"#, "whole number"),
+        (#"{"stand_in_max_score": 9}"#, "from 0 to 5"),
+        (#"{"terms_required": 1}"#, "true or false"),
+        ("[1]", "one JSON object"),
+        ("{", "one JSON object"),
+    ])
+    func badFilesAreConfigurationErrors(json: String, message: String) throws {
+        #expect {
+            try load(json)
+        } throws: { error in
+            guard let error = error as? NodeError else { return false }
+            return error.code == .config && error.message.contains(message)
+        }
     }
 }

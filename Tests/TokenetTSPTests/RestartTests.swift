@@ -69,6 +69,20 @@ import TokenetWire
         }
     }
 
+    @Test func retiredKeysArePublishedAndStillDecrypt() async throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let retired = try RSAPrivateKey.generate()
+        try FileManager.default.createDirectory(atPath: directory + "/keys", withIntermediateDirectories: true)
+        try retired.write(toFile: directory + "/keys/card-key-retired-1.pem")
+        let tsp = try TSPHarness.make(directory: directory)
+        let keys = try await tsp.wallet.getEncryptionKeys(TspV1.GetEncryptionKeysRequest()).keys
+        #expect(keys.map(\.publicKeyIdentifier) == [TSPHarness.tspKey.kid, retired.kid])
+        #expect(keys.map(\.current) == [true, false])
+        try await tsp.registerIssuer()
+        let old = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa), key: retired)
+        #expect(try await tsp.checkEligibility(.encryptedCardData(old)).eligible)
+    }
+
     @Test func cardNumbersAreStoredOnlySealed() async throws {
         let tsp = try TSPHarness.make()
         _ = try await tsp.digitize(try await tsp.eligibleVisa())

@@ -61,10 +61,13 @@ struct TSPHarness {
             control: TspV1.TspControl.Client(connect(router, as: PeerIdentity(role: .operator, nodeID: "op-1"))))
     }
 
-    /// Short issuer deadline so stand-in tests finish quickly; everything else as deployed.
-    static var configuration: TSPConfiguration {
+    /// The deployed policy.
+    static var configuration: TSPConfiguration { TSPConfiguration() }
+
+    /// A short issuer deadline, for tests where the issuer never answers in time.
+    static var impatient: TSPConfiguration {
         var configuration = TSPConfiguration()
-        configuration.issuerDeadline = .milliseconds(300)
+        configuration.issuerDeadline = .milliseconds(500)
         return configuration
     }
 

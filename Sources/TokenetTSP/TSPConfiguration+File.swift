@@ -1,0 +1,84 @@
+import Foundation
+import TokenetNode
+
+extension TSPConfiguration {
+    /// The optional policy file in the data directory; without it the defaults apply.
+    public static let fileName = "tsp-policy.json"
+
+    /// The keys the policy file may hold, each optional:
+    /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
+    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`.
+    static let fileKeys: Set<String> = [
+        "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
+        "push_receipt_ttl_s", "push_session_ttl_s",
+    ]
+
+    /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
+    /// configuration errors, so a typo never silently falls back to a default.
+    public static func load(dataDirectory: String) throws(NodeError) -> TSPConfiguration {
+        let path = dataDirectory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path) else { return TSPConfiguration() }
+        let object: [String: Scalar]
+        do {
+            object = try JSONDecoder().decode([String: Scalar].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw NodeError(
+                .config, "\(path) must hold one JSON object of policy settings", cause: DescribedError(error))
+        }
+        if let unknown = object.keys.sorted().first(where: { !fileKeys.contains($0) }) {
+            let known = fileKeys.sorted().joined(separator: ", ")
+            throw NodeError(.config, "\(path): unknown key \"\(unknown)\" (known: \(known))")
+        }
+        func number(_ key: String, in range: ClosedRange<Int>) throws(NodeError) -> Int? {
+            guard let value = object[key] else { return nil }
+            guard case .integer(let int) = value, range.contains(int) else {
+                throw NodeError(
+                    .config,
+                    "\(path): \"\(key)\" must be a whole number from \(range.lowerBound) to "
+                        + "\(range.upperBound)")
+            }
+            return int
+        }
+        var configuration = TSPConfiguration()
+        if let value = try number("issuer_deadline_ms", in: 1...600_000) {
+            configuration.issuerDeadline = .milliseconds(value)
+        }
+        if let value = try number("stand_in_max_score", in: 0...5) {
+            configuration.standIn = StandInPolicy(maximumApprovedScore: UInt32(value))
+        }
+        if let value = try number("eligibility_receipt_ttl_s", in: 1...86_400) {
+            configuration.eligibilityReceiptTTL = .seconds(value)
+        }
+        if let value = try number("push_receipt_ttl_s", in: 1...86_400) {
+            configuration.pushReceiptTTL = .seconds(value)
+        }
+        if let value = try number("push_session_ttl_s", in: 1...86_400) {
+            configuration.pushSessionTTL = .seconds(value)
+        }
+        if let value = object["terms_required"] {
+            guard case .bool(let flag) = value else {
+                throw NodeError(.config, "\(path): \"terms_required\" must be true or false")
+            }
+            if !flag { configuration.terms = .none }
+        }
+        return configuration
+    }
+}
+
+/// A policy value: JSON integers and booleans are kept apart (a 1 is not `true`).
+private enum Scalar: Decodable {
+    case bool(Bool)
+    case integer(Int)
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Int.self) {
+            self = .integer(number)
+        } else {
+            self = .other
+        }
+    }
+}
