@@ -83,20 +83,3 @@ enum DigitizationPolicy {
         }
     }
 }
-
-/// The issuer's own eligibility answer for presented card data against its records.
-enum IssuerEligibility {
-    static func evaluate(presented card: CardData, stored: StoredCard?, asOf date: Date) -> (Bool, String) {
-        let last4 = String(card.accountNumber.suffix(4))
-        guard let stored else { return (false, "the issuer has no card ending \(last4)") }
-        guard let expiry = try? card.expiry(), expiry == stored.expiry else {
-            return (false, "the expiry date does not match the issuer's records for the card ending \(last4)")
-        }
-        if let cvv2 = card.cvv2, !cvv2.isEmpty, cvv2 != stored.cvc {
-            return (false, "the security code does not match the issuer's records for the card ending \(last4)")
-        }
-        if let reason = stored.notEligibleReason { return (false, reason) }
-        if expiry.hasPassed(asOf: date) { return (false, "the card ending \(last4) expired in \(expiry)") }
-        return (true, "")
-    }
-}

@@ -10,11 +10,12 @@ final class TSPLink: Sendable {
     let caller: (any RPCCaller)?
     private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     private let tspKey = Mutex<RSAPublicKey?>(nil)
-    /// Each registration attempt waits this long for the TSP (the channel reconnects within it).
-    let attemptTimeout: Duration
+    /// Each registration attempt waits this long for the TSP (the channel reconnects within it); nil leaves it to
+    /// the channel's own attempt limit.
+    let attemptTimeout: Duration?
 
     init(
-        caller: (any RPCCaller)?, attemptTimeout: Duration = .seconds(5),
+        caller: (any RPCCaller)?, attemptTimeout: Duration? = .seconds(5),
         request: @escaping @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     ) {
         self.caller = caller

@@ -27,6 +27,14 @@ import Testing
         }
     }
 
+    @Test func fixturesIsAnIssuerOption() throws {
+        #expect(
+            try options(tls + ["--fixtures", "demo/issuer.json"], spec: .issuer).fixturesPath == "demo/issuer.json")
+        #expect(try options(tls + ["--wallet", "127.0.0.1:7003"], spec: .issuer).peers[.wallet] != nil)
+        let refused = error(tls + ["--fixtures", "demo/issuer.json"], spec: .tsp)
+        #expect(refused?.message == "unknown option '--fixtures' (tsp-node does not use it)")
+    }
+
     @Test func defaultsNeedOnlyTLSMaterial() throws {
         let parsed = try options(tls)
         var expected = NodeOptions()

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import TokenetCard
+
+@testable import TokenetIssuer
+
+@Suite struct DigitizationPolicyTests {
+    let contact = CardholderContact(phone: "+1 415 555 0101", email: "alice@example.com", callCenterNumber: "+1 800")
+    let sms = IdvMethodSpec(type: .otpSMS)
+    let app = IdvMethodSpec(
+        type: .appToApp, appIdentifier: "com.bank", appAction: "com.bank.ACTIVATE", appName: "Bank app")
+
+    func decide(_ rule: DigitizationRule, _ account: Int, _ device: Int) -> DigitizationOutcome {
+        DigitizationPolicy.decide(rule, risk: RiskScores(account: account, device: device), contact: contact)
+    }
+
+    @Test func approveAndDeclineIgnoreScores() {
+        #expect(decide(.approve, 5, 5) == .approved)
+        #expect(decide(.decline(reason: "fraud review"), 1, 1) == .declined(reason: "fraud review"))
+    }
+
+    @Test func stepUpOffersMaskedDestinations() {
+        let outcome = decide(
+            .stepUp(idv: [sms, IdvMethodSpec(type: .otpEmail), app, IdvMethodSpec(type: .callCenter)]), 1, 1)
+        #expect(
+            outcome
+                == .stepUp([
+                    IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: "***-***-0101"),
+                    IdvOffer(id: "otp-email", type: .otpEmail, maskedValue: "a***@example.com"),
+                    IdvOffer(
+                        id: "app-to-app", type: .appToApp, maskedValue: "Bank app", appIdentifier: "com.bank",
+                        appAction: "com.bank.ACTIVATE"),
+                    IdvOffer(id: "call-center", type: .callCenter, maskedValue: "+1 800"),
+                ]))
+    }
+
+    @Test func byScoreUsesTheWorseScore() {
+        let rule = DigitizationRule.byScore(approveAtMost: 2, stepUpAtMost: 4, idv: [sms], declineReason: nil)
+        let stepUp = DigitizationOutcome.stepUp([IdvOffer(id: "otp-sms", type: .otpSMS, maskedValue: "***-***-0101")])
+        #expect(decide(rule, 1, 1) == .approved)
+        #expect(decide(rule, 2, 2) == .approved)
+        #expect(decide(rule, 1, 3) == stepUp)
+        #expect(decide(rule, 4, 2) == stepUp)
+        #expect(decide(rule, 5, 1) == .declined(reason: DigitizationPolicy.defaultScoreDeclineReason))
+        #expect(decide(rule, 1, 5) == .declined(reason: DigitizationPolicy.defaultScoreDeclineReason))
+        // No scores from the TSP: not approved blindly, not declined either.
+        #expect(decide(rule, 0, 0) == stepUp)
+        #expect(decide(rule, 1, 9) == stepUp)
+        let custom = DigitizationRule.byScore(approveAtMost: 1, stepUpAtMost: 1, idv: [sms], declineReason: "too risky")
+        #expect(decide(custom, 2, 1) == .declined(reason: "too risky"))
+    }
+
+    @Test func masking() {
+        #expect(Masking.phone("+44 20 7946 0102") == "***-***-0102")
+        #expect(Masking.email("bob.okafor@example.org") == "b***@example.org")
+        #expect(Masking.email("no-at-sign") == nil)
+    }
+
+    @Test func eligibilityAgainstRecords() throws {
+        let store = try Support.store()
+        let (_, number, expiry) = Cards.visaApprove
+        let stored = try store.card(matching: try PAN(number))
+        func card(_ number: String, _ expiry: String, cvv2: String? = nil) throws -> CardData {
+            CardData(pan: try PAN(number), expiry: try CardExpiry(parsing: expiry), cvv2: cvv2)
+        }
+        let now = Support.now
+        #expect(
+            IssuerEligibility.evaluate(presented: try card(number, expiry), stored: stored, asOf: now) == (true, ""))
+        #expect(
+            IssuerEligibility.evaluate(presented: try card(number, expiry, cvv2: "123"), stored: stored, asOf: now)
+                == (true, ""))
+        #expect(
+            IssuerEligibility.evaluate(presented: try card(number, expiry, cvv2: "999"), stored: stored, asOf: now)
+                == (false, "the security code does not match the issuer's records for the card ending 0009"))
+        #expect(
+            IssuerEligibility.evaluate(presented: try card(number, "11/29"), stored: stored, asOf: now)
+                == (false, "the expiry date does not match the issuer's records for the card ending 0009"))
+        #expect(
+            IssuerEligibility.evaluate(presented: try card(number, expiry), stored: nil, asOf: now)
+                == (false, "the issuer has no card ending 0009"))
+        let later = Date(timeIntervalSince1970: 1_900_000_000)
+        #expect(IssuerEligibility.evaluate(presented: try card(number, expiry), stored: stored, asOf: later).0 == false)
+    }
+}

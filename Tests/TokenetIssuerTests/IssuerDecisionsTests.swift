@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetStorage
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The TSP's questions over an in-memory RPC connection, as a TSP peer.
+@Suite struct IssuerDecisionsTests {
+    let party: IssuerParty
+    let client: IssuerV1.IssuerDecisions.Client
+    let key: RSAPrivateKey
+
+    init() throws {
+        party = try Support.party()
+        key = try Support.issuerKey()
+        client = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
+    }
+
+    func eligibility(_ card: (String, String, String)) async throws -> IssuerV1.CardEligibilityResponse {
+        try await client.checkCardEligibility(
+            IssuerV1.CardEligibilityRequest(encryptedCardData: try Support.encrypted(card.1, expiry: card.2, to: key)))
+    }
+
+    func authorize(
+        _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1)
+    ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(card.1, expiry: card.2, to: key)
+        request.digitalCardID = "DNITHE000000000001"
+        request.tokenLast4 = "4321"
+        request.walletAccountID = "wallet-account-1"
+        request.inputMethod = .manual
+        request.device = CardV1.DeviceInfo(deviceID: "device-1", deviceType: "PHONE")
+        request.risk = CardV1.WalletRiskData(accountScore: scores.0, deviceScore: scores.1, recommendation: .approve)
+        return try await client.authorizeDigitization(request)
+    }
+
+    @Test func eligibilityAnswers() async throws {
+        #expect(try await eligibility(Cards.visaApprove) == IssuerV1.CardEligibilityResponse(eligible: true))
+        #expect(try await eligibility(Cards.mcDecline).eligible)
+        let notEligible = try await eligibility(Cards.visaNotEligible)
+        #expect(!notEligible.eligible)
+        #expect(notEligible.reason == "this card is not enabled for digital wallets; ask Tokenet Bank to enable it")
+        let unknown = try await eligibility(("", "4761000050000000", "12/29"))
+        #expect(
+            unknown == IssuerV1.CardEligibilityResponse(eligible: false, reason: "the issuer has no card ending 0000"))
+    }
+
+    @Test func eachRuleDecides() async throws {
+        #expect(try await authorize(Cards.visaApprove).decision == .approved)
+        let declined = try await authorize(Cards.mcDecline)
+        #expect(declined.decision == .declined)
+        #expect(declined.reason == "the account is under fraud review; call Tokenet Bank")
+        let stepUp = try await authorize(Cards.visaStepUp)
+        #expect(stepUp.decision == .requireAdditionalAuthentication)
+        #expect(stepUp.idvMethods.map(\.type) == [.otpSms, .otpEmail, .appToApp, .callCenter])
+        #expect(
+            stepUp.idvMethods.map(\.maskedValue) == [
+                "***-***-0103", "c***@example.net", "Tokenet Bank app", "+1 800 555 0199",
+            ])
+        #expect(stepUp.idvMethods[2].appIdentifier == "com.tokenet.bank")
+        #expect(stepUp.idvMethods[2].appAction == "com.tokenet.bank.ACTIVATE_TOKEN")
+        #expect(try await authorize(Cards.mcScore, scores: (2, 1)).decision == .approved)
+        #expect(try await authorize(Cards.mcScore, scores: (2, 4)).decision == .requireAdditionalAuthentication)
+        let high = try await authorize(Cards.mcScore, scores: (5, 1))
+        #expect(high.decision == .declined)
+        #expect(high.reason == "the wallet's risk assessment is too high for this card")
+        let notEligible = try await authorize(Cards.visaNotEligible)
+        #expect(notEligible.decision == .declined)
+        #expect(notEligible.reason.hasPrefix("this card is not enabled"))
+    }
+
+    @Test func everyDecisionIsRecordedWithItsInputs() async throws {
+        _ = try await authorize(Cards.visaApprove)
+        _ = try await authorize(Cards.mcScore, scores: (3, 2))
+        _ = try await authorize(("", "5400000030000009", "01/30"))
+        let rows = try party.store.database.query("SELECT * FROM decisions ORDER BY id")
+        #expect(rows.count == 3)
+        #expect(
+            try rows.map { try $0.text("decision") } == ["APPROVED", "REQUIRE_ADDITIONAL_AUTHENTICATION", "DECLINED"])
+        #expect(
+            try rows.map { try $0.get("card_id", as: String?.self) } == ["card-visa-approve", "card-mc-score", nil])
+        let scored = rows[1]
+        #expect(try scored.int("account_score") == 3)
+        #expect(try scored.int("device_score") == 2)
+        #expect(try scored.text("rule") == "by-score")
+        #expect(try scored.text("idv_methods") == #"["OTP_SMS","CALL_CENTER"]"#)
+        #expect(try scored.text("digital_card_id") == "DNITHE000000000001")
+        #expect(try scored.text("device_id") == "device-1")
+        #expect(try scored.text("wallet_account_id") == "wallet-account-1")
+        #expect(try rows[2].text("reason") == "the issuer has no card ending 0009")
+    }
+
+    @Test func badCardDataIsRefusedWithAReason() async throws {
+        let missing = await Support.rpcError {
+            _ = try await client.checkCardEligibility(IssuerV1.CardEligibilityRequest())
+        }
+        #expect(missing?.code == .invalidArgument)
+        let wrongKey = await Support.rpcError {
+            let request = IssuerV1.CardEligibilityRequest(
+                encryptedCardData: try Support.encrypted(
+                    Cards.visaApprove.1, expiry: Cards.visaApprove.2, to: try Support.tspKey()))
+            _ = try await client.checkCardEligibility(request)
+        }
+        #expect(wrongKey?.code == .failedPrecondition)
+        #expect(wrongKey?.message.contains("issuer's registered key") == true)
+        let garbage = await Support.rpcError {
+            _ = try await client.checkCardEligibility(
+                IssuerV1.CardEligibilityRequest(encryptedCardData: CardV1.EncryptedCardData(jwe: "not.a.jwe")))
+        }
+        #expect(garbage?.code == .invalidArgument)
+    }
+
+    @Test func onlyTheTSPMayAsk() async throws {
+        let wallet = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .wallet))
+        let error = await Support.rpcError {
+            _ = try await wallet.checkCardEligibility(
+                IssuerV1.CardEligibilityRequest(
+                    encryptedCardData: try Support.encrypted(
+                        Cards.visaApprove.1, expiry: Cards.visaApprove.2, to: key)))
+        }
+        #expect(error?.code == .permissionDenied)
+    }
+}

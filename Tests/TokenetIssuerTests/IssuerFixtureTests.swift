@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+import TokenetCard
+
+@testable import TokenetIssuer
+
+@Suite struct IssuerFixtureTests {
+    @Test func shippedFixtureCoversEveryRule() throws {
+        let fixture = try Support.fixture()
+        #expect(fixture.issuer.id == "tokenet-bank")
+        #expect(fixture.cards.map(\.id) == Cards.all.map(\.0))
+        #expect(fixture.cards.map(\.pan) == Cards.all.map(\.1))
+        let rules = Set(fixture.cards.map(\.digitization.name))
+        #expect(rules == ["approve", "decline", "step-up", "by-score"])
+        #expect(fixture.cards.filter { $0.notEligibleReason != nil }.map(\.id) == ["card-visa-not-eligible"])
+        let schemes = try fixture.cards.map { try PAN($0.pan).scheme }
+        #expect(schemes.contains(.visa) && schemes.contains(.mastercard))
+        for card in fixture.cards {
+            #expect(Luhn.isValid(card.pan))
+            #expect(fixture.issuer.binRanges.contains { $0.contains(card.pan) })
+        }
+    }
+
+    @Test func stepUpOffersEveryMethodType() throws {
+        let card = try #require(try Support.fixture().cards.first { $0.id == Cards.visaStepUp.0 })
+        guard case .stepUp(let idv) = card.digitization else {
+            Issue.record("the step-up card has rule \(card.digitization.name)")
+            return
+        }
+        #expect(idv.map(\.type) == IdvMethodSpec.Kind.allCases)
+    }
+
+    /// A change to the shipped fixture, and the message it must produce.
+    struct BadCase: Sendable, CustomTestStringConvertible {
+        let change: @Sendable (inout [String: Any]) -> Void
+        let message: String
+        var testDescription: String { message }
+    }
+
+    static func card(_ index: Int, _ body: @escaping @Sendable (inout [String: Any]) -> Void)
+        -> @Sendable (inout [String: Any]) -> Void
+    {
+        { json in
+            var cards = json["cards"] as! [[String: Any]]
+            body(&cards[index])
+            json["cards"] = cards
+        }
+    }
+
+    static let badCases: [BadCase] = [
+        BadCase(
+            change: card(0) { $0["pan"] = "4761000010000008" },
+            message: "cards[0] \"card-visa-approve\": the card number is not valid"),
+        BadCase(
+            change: card(1) { $0["pan"] = "4111111111111111" },
+            message: "cards[1] \"card-mc-receipt\": the card number ending 1111 is outside the issuer's BIN ranges"),
+        BadCase(
+            change: card(2) { $0["pan"] = "4761000010000009" },
+            message: "cards[2] \"card-visa-session\": the card number ending 0009 is used by another card"),
+        BadCase(
+            change: card(3) { $0["expiry"] = "2030-03" },
+            message: "cards[3] \"card-mc-decline\": \"expiry\" must be MM/YY"),
+        BadCase(
+            change: card(3) { $0["cvc"] = "12" }, message: "cards[3] \"card-mc-decline\": \"cvc\" must be 3 or 4 digits"
+        ),
+        BadCase(
+            change: card(4) { $0["accountId"] = "acc-nobody" },
+            message: "cards[4] \"card-visa-stepup\": account \"acc-nobody\" is not in \"accounts\""),
+        BadCase(
+            change: card(3) { $0["digitization"] = ["rule": "decline", "reason": ""] },
+            message: "cards[3] \"card-mc-decline\" digitization: a decline needs a \"reason\""),
+        BadCase(
+            change: card(4) { $0["digitization"] = ["rule": "step-up", "idv": [["type": "APP_TO_APP"]]] },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: APP_TO_APP needs \"appIdentifier\""),
+        BadCase(
+            change: card(5) {
+                $0["digitization"] = [
+                    "rule": "by-score", "approveAtMost": 4, "stepUpAtMost": 2, "idv": [["type": "OTP_SMS"]],
+                ]
+            },
+            message: "cards[5] \"card-mc-score\" digitization: scores run from 1 to 5"),
+        BadCase(
+            change: card(0) { $0["digitization"] = ["rule": "maybe"] },
+            message: "cards[0].digitization.rule: unknown rule 'maybe'"),
+        BadCase(change: card(0) { $0.removeValue(forKey: "cvc") }, message: "cards[0]: missing \"cvc\""),
+        BadCase(change: card(0) { $0["expiry"] = 1229 }, message: "cards[0].expiry: expected a string"),
+        BadCase(
+            change: { json in
+                var issuer = json["issuer"] as! [String: Any]
+                issuer["binRanges"] = [["low": "4761", "high": "476199"]]
+                json["issuer"] = issuer
+            },
+            message: "issuer.binRanges[0]: low and high differ in length"),
+        BadCase(
+            change: { json in
+                var accounts = json["accounts"] as! [[String: Any]]
+                accounts[1]["cardholderId"] = "ch-ghost"
+                json["accounts"] = accounts
+            },
+            message: "accounts[1] \"acc-alice-credit\": cardholder \"ch-ghost\" is not in \"cardholders\""),
+        BadCase(
+            change: { json in
+                var holders = json["cardholders"] as! [[String: Any]]
+                holders[2]["email"] = "chloe.example.net"
+                json["cardholders"] = holders
+            },
+            message: "cardholders[2] \"ch-chloe\": \"email\" is not an email address"),
+    ]
+
+    @Test(arguments: badCases)
+    func badFixtureNamesTheEntry(_ bad: BadCase) throws {
+        var json = try Support.fixtureJSON()
+        bad.change(&json)
+        let data = try JSONSerialization.data(withJSONObject: json)
+        let error = #expect(throws: IssuerError.self) { try IssuerFixture.parse(data) }
+        #expect(error?.code == .fixture)
+        #expect(error?.message.hasPrefix(bad.message) == true, "got: \(error?.message ?? "")")
+        // A wrong card number is named by its last four digits at most.
+        #expect(error?.message.contains("4761000010000008") == false)
+        #expect(error?.message.contains("4111111111111111") == false)
+    }
+
+    @Test func notJSONAndMissingFileAreClear() throws {
+        let notJSON = #expect(throws: IssuerError.self) { try IssuerFixture.parse(Data("{cards".utf8)) }
+        #expect(notJSON?.message == "the fixture is not valid JSON")
+        let missing = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: "/nonexistent/issuer.json") }
+        #expect(missing?.message == "the fixture file /nonexistent/issuer.json does not exist")
+    }
+}

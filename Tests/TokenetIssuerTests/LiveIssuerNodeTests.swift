@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The node's own wiring over real mutual TLS: `IssuerNode.services` registers with a TSP that starts after it,
+/// and an operator pushes a card through the TSP.
+@Suite(.serialized) struct LiveIssuerNodeTests {
+    /// Certificates from Tools/gen-certs, made once per test process.
+    static let certificates: URL = {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tokenet-issuer-certs-\(ProcessInfo.processInfo.processIdentifier)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Support.fixturePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("gen-certs")
+        process.arguments = [directory.path]
+        process.standardOutput = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+        return directory
+    }()
+
+    static func path(_ name: String) -> String { certificates.appendingPathComponent(name).path }
+
+    static func server(_ name: String) throws -> TLSContext {
+        try TLSContext(
+            configuration: .server(
+                certificateChainFile: path("\(name).pem"), privateKeyFile: path("\(name).key"),
+                trustedCAFile: path("ca.pem")))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func registersWithALateTSPAndPushesAReceiptOverTLS() async throws {
+        let loop = try EventLoop(name: "issuer-live-test")
+        defer { loop.shutdown() }
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+
+        // A free port for the TSP, which is not listening yet when the issuer starts.
+        let probe = try await PlainListener.bind(on: loop)
+        let tspPort = probe.port
+        await probe.close()
+
+        var options = NodeOptions()
+        options.certificatePath = Self.path("issuer.pem")
+        options.privateKeyPath = Self.path("issuer.key")
+        options.caPath = Self.path("ca.pem")
+        options.peers[.tsp] = HostPort(host: "127.0.0.1", port: tspPort)
+        options.fixturesPath = Support.fixturePath
+        let sink = MemoryLogSink()
+        let context = NodeContext(
+            options: options, logger: Logger(node: "issuer-node", level: .debug, sink: sink),
+            dataDirectory: dataDirectory, eventLoop: loop)
+        let router = try IssuerNode.services(context)
+
+        let tsp = FakeTSP(key: try Support.tspKey())
+        let tspListener = try await TLSListener.bind(port: tspPort, context: try Self.server("tsp"), on: loop)
+        let tspServer = RPCServer(router: tsp.router)
+        let tspServing = Task { await tspServer.serve(listener: tspListener) }
+        while tsp.state.withLock({ $0.registrations.isEmpty }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(tsp.state.withLock { $0.registrations.first?.issuerID } == "tokenet-bank")
+
+        let issuerListener = try await TLSListener.bind(context: try Self.server("issuer"), on: loop)
+        let issuerServer = RPCServer(router: router)
+        let issuerServing = Task { await issuerServer.serve(listener: issuerListener) }
+        let operatorContext = try TLSContext(
+            configuration: .client(
+                certificateChainFile: Self.path("operator.pem"), privateKeyFile: Self.path("operator.key"),
+                trustedCAFile: Self.path("ca.pem")))
+        let connection = try await TLSConnection.connect(
+            host: "127.0.0.1", port: issuerListener.port, context: operatorContext, on: loop)
+        let control = IssuerV1.IssuerControl.Client(RPCClient(stream: connection))
+        let response = try await control.pushCard(IssuerV1.PushCardRequest(cardID: Cards.mcReceipt.0, mode: .receipt))
+        guard case .receipt(let receipt) = response.result else {
+            Issue.record("expected a receipt, got \(String(describing: response.result))")
+            return
+        }
+        #expect(receipt.payload == "receipt-1")
+        #expect(tsp.state.withLock { $0.receiptCards.map(\.accountNumber) } == [Cards.mcReceipt.1])
+        #expect(sink.lines.contains { $0.contains("registered with the TSP") })
+
+        issuerServer.shutdown()
+        tspServer.shutdown()
+        await issuerListener.close()
+        await tspListener.close()
+        issuerServing.cancel()
+        tspServing.cancel()
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import TokenetIssuer
-
-@Test func issuerModuleBuilds() {}

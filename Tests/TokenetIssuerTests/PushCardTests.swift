@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+@Suite struct PushCardTests {
+    let tsp: FakeTSP
+    let wallet: FakeWallet
+    let sink = MemoryLogSink()
+    let party: IssuerParty
+    let control: IssuerV1.IssuerControl.Client
+
+    init() throws {
+        tsp = FakeTSP(key: try Support.tspKey())
+        wallet = FakeWallet(tspKey: try Support.tspKey())
+        party = try Support.party(
+            tsp: Support.connect(tsp.router, as: .issuer), wallet: Support.connect(wallet.router, as: .issuer),
+            sink: sink)
+        control = IssuerV1.IssuerControl.Client(Support.connect(Support.router(party), as: .operator))
+    }
+
+    func push(_ cardID: String, _ mode: IssuerV1.PushMode) async throws -> IssuerV1.PushCardResponse {
+        try await control.pushCard(IssuerV1.PushCardRequest(cardID: cardID, mode: mode, walletAccountID: "wa-1"))
+    }
+
+    @Test func listsMaskedCards() async throws {
+        let cards = try await control.listCards(IssuerV1.ListCardsRequest()).cards
+        #expect(cards.map(\.cardID) == Cards.all.map(\.0).sorted())
+        let receipt = try #require(cards.first { $0.cardID == Cards.mcReceipt.0 })
+        #expect(receipt.maskedPAN == "************0037")
+        #expect(receipt.scheme == .mastercard)
+        #expect(receipt.expiry == "06/30")
+        #expect(receipt.accountID == "acc-alice-credit")
+        #expect(receipt.digitizationRule == "approve")
+    }
+
+    @Test func receiptModeAsksTheTSPWithTheCardEncryptedToItsKey() async throws {
+        let response = try await push(Cards.mcReceipt.0, .receipt)
+        #expect(
+            response.result
+                == .receipt(
+                    IssuerV1.PushReceipt(scheme: .mastercard, payload: "receipt-1", expiresAtMs: 1_790_000_600_000)))
+        let sent = try #require(tsp.state.withLock { $0.receiptCards }.first)
+        #expect(sent.accountNumber == Cards.mcReceipt.1)
+        #expect(sent.expirationDate == CardData.ExpirationDate(month: "06", year: "2030"))
+        #expect(sent.cvv2 == "456")
+        #expect(sent.name == "ALICE MARTIN")
+        // Without an earlier registration, the issuer registered to learn the TSP's key.
+        #expect(tsp.state.withLock { $0.registrations.count } == 1)
+    }
+
+    @Test func receiptModeRefusesVisaLocally() async throws {
+        let error = await Support.rpcError { _ = try await push(Cards.visaApprove.0, .receipt) }
+        #expect(error?.code == .failedPrecondition)
+        #expect(error?.message.hasPrefix(IssuerControlService.receiptSchemeRefusal) == true)
+        #expect(tsp.state.withLock { $0.receiptCards.isEmpty })
+    }
+
+    @Test func sessionModePushesToTheWalletBackend() async throws {
+        let response = try await push(Cards.visaSession.0, .session)
+        #expect(response.result == .pushSessionID("push-session-1"))
+        let pushed = wallet.pushed.withLock { $0 }
+        #expect(pushed.map(\.0.accountNumber) == [Cards.visaSession.1])
+        #expect(pushed.map(\.1) == ["wa-1"])
+        let rows = try party.store.database.query("SELECT card_id, mode FROM pushes")
+        #expect(try rows.map { "\(try $0.text("card_id")) \(try $0.text("mode"))" } == ["card-visa-session SESSION"])
+    }
+
+    @Test func refusalsSayWhatToDo() async throws {
+        let unknown = await Support.rpcError { _ = try await push("card-nope", .session) }
+        #expect(unknown?.code == .notFound)
+        let noMode = await Support.rpcError { _ = try await push(Cards.visaSession.0, .unspecified) }
+        #expect(noMode?.code == .invalidArgument)
+        let alone = try Support.party()
+        let aloneControl = IssuerV1.IssuerControl.Client(Support.connect(Support.router(alone), as: .operator))
+        let noWallet = await Support.rpcError {
+            _ = try await aloneControl.pushCard(IssuerV1.PushCardRequest(cardID: Cards.visaSession.0, mode: .session))
+        }
+        #expect(noWallet?.code == .failedPrecondition)
+        #expect(noWallet?.message.contains("--wallet") == true)
+        let tspOnly = IssuerV1.IssuerControl.Client(Support.connect(Support.router(party), as: .tsp))
+        let denied = await Support.rpcError { _ = try await tspOnly.listCards(IssuerV1.ListCardsRequest()) }
+        #expect(denied?.code == .permissionDenied)
+    }
+
+    /// The TSP's own refusal reaches the operator unchanged.
+    @Test func theTSPsRefusalPassesThrough() async throws {
+        tsp.state.withLock { $0.refusal = RPCError(.resourceExhausted, "too many push receipts for this issuer") }
+        let error = await Support.rpcError { _ = try await push(Cards.mcReceipt.0, .receipt) }
+        #expect(error?.code == .resourceExhausted)
+        #expect(error?.message == "too many push receipts for this issuer")
+        #expect(try party.store.database.query("SELECT * FROM pushes").isEmpty)
+    }
+
+    /// Every flow the issuer runs, then its log: no card number, not even masked to its last four.
+    @Test func cardNumbersNeverReachTheLog() async throws {
+        _ = try await control.listCards(IssuerV1.ListCardsRequest())
+        _ = try await push(Cards.mcReceipt.0, .receipt)
+        _ = try await push(Cards.visaSession.0, .session)
+        _ = await Support.rpcError { _ = try await push(Cards.visaApprove.0, .receipt) }
+        let decisions = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
+        for (_, number, expiry) in Cards.all + [("", "4761000050000000", "12/29")] {
+            let encrypted = try Support.encrypted(number, expiry: expiry, to: party.key)
+            _ = try await decisions.checkCardEligibility(IssuerV1.CardEligibilityRequest(encryptedCardData: encrypted))
+            _ = try await decisions.authorizeDigitization(
+                IssuerV1.AuthorizeDigitizationRequest(encryptedCardData: encrypted))
+        }
+        let lines = sink.lines
+        #expect(lines.count >= 18)
+        for line in lines {
+            for (_, number, _) in Cards.all {
+                #expect(!line.contains(number))
+            }
+            #expect(!line.contains("************"), "a masked card number was logged: \(line)")
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// Whether the fake TSP accepts connections.
+final class Switch: Sendable {
+    private let value = Mutex(false)
+    var isOn: Bool { value.withLock { $0 } }
+    func turnOn() { value.withLock { $0 = true } }
+}
+
+@Suite struct RegistrationTests {
+    /// A channel to `tsp` whose connections are refused until `up` is set.
+    static func channel(to tsp: FakeTSP, up: Switch) -> RPCChannel {
+        let server = RPCServer(router: tsp.router)
+        return RPCChannel(
+            backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .milliseconds(2)),
+            attemptsWithoutDeadline: 1
+        ) {
+            guard up.isOn else { throw RPCError(.unavailable, "connection refused") }
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+                client: PeerIdentity(role: .issuer, nodeID: "issuer-1"),
+                server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+            Task { await server.serve(serverEnd) }
+            return clientEnd
+        }
+    }
+
+    @Test func retriesUntilTheTSPIsUp() async throws {
+        let tsp = FakeTSP(key: try Support.tspKey())
+        let up = Switch()
+        let sink = MemoryLogSink()
+        let party = try Support.party(tsp: Self.channel(to: tsp, up: up), sink: sink)
+        let sleeps = Mutex<[Duration]>([])
+        await party.tsp.registerUntilDone(
+            logger: Support.logger(sink),
+            machine: RegistrationStateMachine(initialDelay: .milliseconds(10), maximumDelay: .seconds(1))
+        ) { delay in
+            // The TSP comes up during the second wait.
+            let count = sleeps.withLock { sleeps in
+                sleeps.append(delay)
+                return sleeps.count
+            }
+            if count == 2 { up.turnOn() }
+        }
+        #expect(sleeps.withLock { $0 } == [.milliseconds(10), .milliseconds(20)])
+        let registrations = tsp.state.withLock { $0.registrations }
+        #expect(registrations.count == 1)
+        let request = try #require(registrations.first)
+        #expect(request.issuerID == "tokenet-bank")
+        #expect(request.displayName == "Tokenet Bank")
+        #expect(
+            request.binRanges.map { "\($0.low)-\($0.high)" } == ["476100-476199", "540000-540099", "222300-222399"])
+        #expect(try RSAPublicKey(pem: request.encryptionPublicKeyPem).kid == party.key.kid)
+        #expect(party.tsp.currentKey?.kid == tsp.key.kid)
+        let lines = sink.lines
+        #expect(lines.filter { $0.contains("registration with the TSP failed") }.count == 2)
+        #expect(lines.contains { $0.contains("registered with the TSP") && $0.contains("attempt=3") })
+    }
+
+    @Test func stopsWhenCancelledWhileWaiting() async throws {
+        let tsp = FakeTSP(key: try Support.tspKey())
+        let party = try Support.party(tsp: Self.channel(to: tsp, up: Switch()))
+        let waits = Mutex(0)
+        await party.tsp.registerUntilDone(logger: Support.logger()) { _ in
+            waits.withLock { $0 += 1 }
+            throw CancellationError()
+        }
+        #expect(waits.withLock { $0 } == 1)
+        #expect(party.tsp.currentKey == nil)
+    }
+}
