@@ -76,7 +76,8 @@ func runExecutable(
 }
 
 /// A node process started with its role's certificate, stopped (SIGTERM, then waited for) on deinit.
-final class NodeProcess {
+/// Immutable once started; `Process` itself is safe to wait on from any thread.
+final class NodeProcess: @unchecked Sendable {
     let process = Process()
     let directory: ScratchDirectory
     let listen: String
@@ -168,4 +169,17 @@ func freeLoopbackAddress() throws -> String {
     }
     guard bound else { throw LiveTestError("cannot find a free port") }
     return "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+}
+
+/// Runs blocking work (starting processes, waiting for them) on a thread of its own, so tests that run executables
+/// never hold the cooperative pool's few threads while other suites' async tests need them.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// Runs the built `tokenet` off the cooperative pool.
+func runTokenet(_ arguments: [String]) async throws -> CommandResult {
+    try await offThePool { try runExecutable("tokenet", arguments) }
 }

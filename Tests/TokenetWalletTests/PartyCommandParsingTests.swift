@@ -37,26 +37,28 @@ import Testing
         (["tsp", "tokens", "127.0.0.1:1", "extra", "--plaintext"], "unexpected arguments"),
     ]
 
-    @Test(arguments: usageErrors) func usageError(_ arguments: [String], _ message: String) throws {
-        let result = try runExecutable("tokenet", arguments)
+    @Test(arguments: usageErrors) func usageError(_ arguments: [String], _ message: String) async throws {
+        let result = try await offThePool { try runExecutable("tokenet", arguments) }
         #expect(result.status == 2, "\(arguments): \(result.stderr)")
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
     }
 
-    @Test func mutualTLSNeedsTheOperatorsFiles() throws {
-        let result = try runExecutable("tokenet", ["wallet", "cards", "127.0.0.1:1", "--cacert", "ca.pem"])
+    @Test func mutualTLSNeedsTheOperatorsFiles() async throws {
+        let result = try await offThePool {
+            try runExecutable("tokenet", ["wallet", "cards", "127.0.0.1:1", "--cacert", "ca.pem"])
+        }
         #expect(result.status == 2)
         #expect(result.stderr.contains("missing --cert, --key"))
     }
 
-    @Test func anUnreachableNodeIsExitStatusOne() throws {
-        let result = try runExecutable("tokenet", ["wallet", "cards"] + Self.nowhere)
+    @Test func anUnreachableNodeIsExitStatusOne() async throws {
+        let result = try await offThePool { try runExecutable("tokenet", ["wallet", "cards"] + Self.nowhere) }
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot connect to 127.0.0.1:1"))
     }
 
-    @Test(arguments: ["wallet", "issuer", "tsp"]) func helpDescribesEveryAction(_ command: String) throws {
-        let result = try runExecutable("tokenet", [command, "--help"])
+    @Test(arguments: ["wallet", "issuer", "tsp"]) func helpDescribesEveryAction(_ command: String) async throws {
+        let result = try await offThePool { try runExecutable("tokenet", [command, "--help"]) }
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("Usage: tokenet \(command) "))
         #expect(result.stdout.contains("--cacert FILE") && result.stdout.contains("--json"))
