@@ -20,9 +20,14 @@ public struct WalletConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    /// Where `load(fromDirectory:)` looks.
+    public static func path(inDirectory directory: String) -> String {
+        (directory as NSString).appendingPathComponent(fileName)
+    }
+
     /// The configuration in `directory/wallet.json`, or the defaults when there is no such file.
     public static func load(fromDirectory directory: String) throws(NodeError) -> WalletConfiguration {
-        let path = (directory as NSString).appendingPathComponent(fileName)
+        let path = path(inDirectory: directory)
         guard FileManager.default.fileExists(atPath: path) else { return WalletConfiguration() }
         let data: Data
         do {

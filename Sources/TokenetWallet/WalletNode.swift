@@ -11,6 +11,8 @@ public enum WalletNode {
     /// The services `wallet-node` serves, with its database in the data directory and a channel to `--tsp`.
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
         let configuration = try WalletConfiguration.load(fromDirectory: context.dataDirectory)
+        let configurationPath = WalletConfiguration.path(inDirectory: context.dataDirectory)
+        let configured = FileManager.default.fileExists(atPath: configurationPath)
         let path = (context.dataDirectory as NSString).appendingPathComponent(databaseFileName)
         let store: WalletStore
         do {
@@ -21,7 +23,11 @@ public enum WalletNode {
         let tsp = try context.channel(to: .tsp)
         context.logger.info(
             "wallet ready",
-            ["wallet_account": configuration.walletAccountID, "device": configuration.device.deviceID])
+            [
+                "wallet_account": configuration.walletAccountID, "device": configuration.device.deviceID,
+                "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
+                "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
+            ])
         return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger)
     }
 
