@@ -22,6 +22,7 @@ enum IssuerCommand {
           --wallet-account ID  The wallet account to push to (default: the issuer's choice).
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
         1 when the issuer cannot be reached; 2 for bad options.

@@ -18,6 +18,7 @@ enum TSPCommand {
           --wallet-account ID  Only this wallet account's tokens.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
         1 when the TSP cannot be reached; 2 for bad options.

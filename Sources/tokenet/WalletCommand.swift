@@ -27,6 +27,7 @@ enum WalletCommand {
           --input-method M     manual (default with --pan), camera, on-file or bank-app.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 when the wallet answered (an ineligible card included); 64 + the status code otherwise,
         printed as "ERROR: CODE: message" on stderr; 1 when the wallet cannot be reached; 2 for bad options.
