@@ -16,8 +16,8 @@ struct DemoCluster: Sendable {
 
 /// What the demo does between "every node is ready" and "stop every node".
 ///
-/// This is the seam for the provisioning flow (wallet asks the TSP to digitize a card, the TSP asks the issuer,
-/// ID&V, activation, notifications). Today the demo asks every node for its health over RPC.
+/// The demo runs `HealthChoreography` (every node answers a health check) and then `ProvisioningChoreography`
+/// (cards provisioned across the three nodes); later flows (ID&V, activation, notifications) plug in here too.
 protocol DemoChoreography {
     /// A line describing what the choreography does, printed before it runs.
     var title: String { get }

@@ -2,10 +2,11 @@ import Foundation
 import TokenetNode
 
 extension DemoCommand {
-    /// Starts one node with the addresses of the running nodes it knows and waits until it is ready.
+    /// Starts one node on its reserved address, with the addresses of every peer it knows (running or not: a node
+    /// reaches its peers lazily), and waits until it is ready.
     func startNode(
         role: NodeRole, spec: NodeSpec, pki: URL?, workspace: URL,
-        running: [RunningNode]
+        addresses: [NodeRole: HostPort], extraArguments: [String] = []
     ) throws(CLIError) -> (ChildProcess, ReadyInfo) {
         let directory = workspace.appendingPathComponent(spec.name)
         let readyFile = directory.appendingPathComponent("ready.json")
@@ -15,7 +16,8 @@ extension DemoCommand {
             throw CLIError(.setup, "cannot create \(directory.path)", cause: DemoCause(error))
         }
         var arguments = [
-            "--listen", "127.0.0.1:0", "--data-dir", directory.appendingPathComponent("data").path,
+            "--listen", addresses[role].map { "\($0)" } ?? "127.0.0.1:0", "--data-dir",
+            directory.appendingPathComponent("data").path,
             "--ready-file", readyFile.path, "--log-level", "info",
         ]
         if let pki {
@@ -27,9 +29,10 @@ extension DemoCommand {
         } else {
             arguments.append("--plaintext")
         }
-        for peer in running where spec.knownPeers.contains(peer.role) {
-            arguments += ["--\(peer.role.rawValue)", peer.ready.listen]
+        for peer in spec.knownPeers {
+            if let address = addresses[peer] { arguments += ["--\(peer.rawValue)", "\(address)"] }
         }
+        arguments += extraArguments
 
         let executable = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name)
         let process = ChildProcess(

@@ -6,14 +6,18 @@ import TokenetNode
 struct DemoCommand {
     static let subcommand = Subcommand(
         name: "demo",
-        summary: "Start tsp-node, issuer-node and wallet-node, check they are ready, then stop them.",
+        summary: "Start the three nodes, provision cards across them (five scenarios and more), then stop them.",
         help: DemoOptions.help
     ) { arguments throws(CLIError) in
         try DemoCommand(options: DemoOptions(parsing: arguments)).run()
     }
 
-    /// Start order. Each node is given the addresses of the already-running nodes it knows, so the TSP goes first.
-    static let startOrder: [(role: NodeRole, spec: NodeSpec)] = [(.tsp, .tsp), (.issuer, .issuer), (.wallet, .wallet)]
+    /// Start order. Every node gets every peer's reserved address up front; the issuer goes last because it registers
+    /// with the TSP and may push to the wallet as soon as it runs.
+    static let startOrder: [(role: NodeRole, spec: NodeSpec)] = [(.tsp, .tsp), (.wallet, .wallet), (.issuer, .issuer)]
+
+    /// The issuer's cards, relative to the repository root.
+    static let fixturePath = "Tools/fixtures/issuer.json"
 
     var options: DemoOptions
     let interruption = DemoInterruption()
@@ -39,23 +43,38 @@ struct DemoCommand {
         }
 
         let pki = try prepareCertificates(in: workspace)
+        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(Self.fixturePath).path
         var started: [RunningNode] = []
         var failure: CLIError?
         do {
+            var addresses: [NodeRole: HostPort] = [:]
+            for (role, _) in Self.startOrder { addresses[role] = try PortReservation.freeLoopbackAddress() }
             printOut("Starting nodes")
             for (role, spec) in Self.startOrder {
+                let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
                 let (process, ready) = try startNode(
-                    role: role, spec: spec, pki: pki, workspace: workspace, running: started)
+                    role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses,
+                    extraArguments: extra)
                 started.append(RunningNode(role: role, process: process, ready: ready))
                 printOut("  ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
             }
             try interruption.check()
             let cluster = DemoCluster(
                 nodes: started.map { ($0.role, $0.ready) }, pkiDirectory: pki?.path, workspace: workspace.path)
-            let choreography: any DemoChoreography = HealthChoreography(pkiDirectory: cluster.pkiDirectory)
-            printOut(choreography.title)
-            try choreography.run(cluster: cluster, report: printOut)
-            try interruption.check()
+            var choreographies: [any DemoChoreography] = [HealthChoreography(pkiDirectory: cluster.pkiDirectory)]
+            if let pkiDirectory = cluster.pkiDirectory, let fixture {
+                choreographies.append(
+                    try ProvisioningChoreography(
+                        pkiDirectory: pkiDirectory, fixturePath: fixture, timeout: options.timeout,
+                        interruption: interruption))
+            } else {
+                printOut("Provisioning skipped: it needs Tools/gen-certs (the operator role) and \(Self.fixturePath)")
+            }
+            for choreography in choreographies {
+                printOut(choreography.title)
+                try choreography.run(cluster: cluster, report: printOut)
+                try interruption.check()
+            }
         } catch {
             failure = error
         }
@@ -70,7 +89,7 @@ struct DemoCommand {
             printError("tokenet demo failed: not every node stopped cleanly")
             return 1
         }
-        printOut("Demo OK: \(started.count) nodes became ready and stopped cleanly.")
+        printOut("Demo OK: \(started.count) nodes became ready, every step went as expected, and they stopped cleanly.")
         return 0
     }
 

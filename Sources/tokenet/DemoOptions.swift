@@ -8,16 +8,22 @@ struct DemoOptions: Sendable, Equatable {
     static let help = """
         Usage: tokenet demo [--keep-dir] [--timeout SECONDS]
 
-        Starts tsp-node, issuer-node and wallet-node as three processes on loopback ports, waits until each is
-        ready, then stops them with SIGTERM and reports how each exited. Certificates come from Tools/gen-certs
-        when the repository has it; otherwise the nodes run with --plaintext.
+        Starts tsp-node, wallet-node and issuer-node (with the cards of Tools/fixtures/issuer.json) as three
+        processes on loopback ports, waits until each is ready and answers a health check, then provisions cards
+        across them as the operator: a Visa card typed in and approved, a Mastercard card through an issuer push
+        receipt, a card through a push session, a declined card, a card left INACTIVE for step-up, and a card that
+        is not eligible. Each step prints its trace id, and each party's view (wallet cards, TSP tokens and their
+        audit trail) follows. Then the nodes are stopped with SIGTERM and the demo reports how each exited.
+        Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext
+        and provisioning, which needs the operator's certificate, is skipped.
 
         Options:
           --keep-dir           Keep the temporary directory with certificates, data and node logs.
           --timeout SECONDS    Longest wait for each step (default 30).
           --help               Show this help.
 
-        Exit status: 0 when every node became ready and exited with status 0; 1 otherwise; 2 for bad options.
+        Exit status: 0 when every node became ready, every scenario ended as expected and every node exited with
+        status 0; 1 otherwise; 2 for bad options.
         """
 
     init() {}

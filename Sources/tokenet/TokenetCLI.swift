@@ -8,7 +8,7 @@ import TokenetNode
 enum TokenetCLI {
     static let subcommands: [Subcommand] = [
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
-        versionCommand, helpCommand,
+        WalletCommand.subcommand, IssuerCommand.subcommand, TSPCommand.subcommand, versionCommand, helpCommand,
     ]
 
     static func main(_ arguments: [String]) -> Int32 {

@@ -1,3 +1,4 @@
 import TokenetNode
+import TokenetWallet
 
-NodeMain.run(.wallet)
+NodeMain.run(.wallet, makeListener: RPCNodeListener.factory(services: WalletNode.services))

@@ -14,7 +14,7 @@ import Testing
             else { return nil }
             return (String(words[1]), pid)
         }
-        #expect(ready.map(\.0) == ["tsp-node", "issuer-node", "wallet-node"])
+        #expect(ready.map(\.0) == ["tsp-node", "wallet-node", "issuer-node"])
         #expect(Set(ready.map(\.1)).count == 3)
         #expect(result.stdout.components(separatedBy: "exited with status 0").count == 4)
     }

@@ -1,0 +1,38 @@
+import TokenetCard
+import TokenetWire
+
+/// Checks what the cardholder typed before anything is encrypted: the form of the number, the expiry and the CVC.
+///
+/// Only malformed input is refused here (INVALID_ARGUMENT). A well-formed number with a wrong check digit, an
+/// expired card or an unsupported scheme goes to the TSP, whose eligibility answer names the reason; the wallet
+/// does not second-guess it.
+public enum ManualCardInput {
+    public static func cardData(_ manual: WalletV1.ManualCard) throws(WalletError) -> CardData {
+        guard !manual.pan.isEmpty else { throw WalletError(.invalidArgument, "the card number is missing") }
+        switch PAN.rejection(for: manual.pan) {
+        case .nonDigitCharacters?, .invalidLength?:
+            throw WalletError(.invalidArgument, PAN.rejection(for: manual.pan)!.message)
+        default:
+            break
+        }
+        let expiry: CardExpiry
+        do {
+            expiry = try CardExpiry(parsing: manual.expiry)
+        } catch {
+            throw WalletError(
+                .invalidArgument,
+                error.rejection?.message ?? "the expiry date must be written as MM/YY, for example 09/27")
+        }
+        if !manual.cvc.isEmpty {
+            guard (3...4).contains(manual.cvc.utf8.count), manual.cvc.utf8.allSatisfy({ (48...57).contains($0) })
+            else { throw WalletError(.invalidArgument, "the security code (CVC) must be 3 or 4 digits") }
+        }
+        guard manual.cardholderName.utf8.count <= 100 else {
+            throw WalletError(.invalidArgument, "the cardholder name is longer than 100 characters")
+        }
+        return CardData(
+            accountNumber: manual.pan, expirationDate: CardData.ExpirationDate(expiry),
+            cvv2: manual.cvc.isEmpty ? nil : manual.cvc,
+            name: manual.cardholderName.isEmpty ? nil : manual.cardholderName)
+    }
+}

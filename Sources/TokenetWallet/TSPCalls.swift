@@ -1,0 +1,59 @@
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// The wallet's calls to the TSP's provisioning API, with failures described for the person using the wallet.
+struct TSPCalls: Sendable {
+    let client: TspV1.Provisioning.Client
+
+    init(_ caller: any RPCCaller) {
+        client = TspV1.Provisioning.Client(caller)
+    }
+
+    /// Encrypts `card` as a JWE to the TSP's current key, fetched fresh so a key rotation is picked up at once.
+    func encrypt(_ card: CardData) async throws -> CardV1.EncryptedCardData {
+        let keys = try await call("GetEncryptionKeys") { try await client.getEncryptionKeys(.init()) }
+        guard let current = keys.keys.first(where: \.current) else {
+            throw WalletError(.unavailable, "the TSP published no current card-data encryption key")
+        }
+        let key: RSAPublicKey
+        do {
+            key = try RSAPublicKey(pem: current.publicKeyPem)
+        } catch {
+            throw WalletError(.unavailable, "the TSP's current encryption key is not a usable RSA public key: \(error)")
+        }
+        guard key.kid == current.publicKeyIdentifier else {
+            throw WalletError(
+                .unavailable,
+                "the TSP's current key has identifier \(current.publicKeyIdentifier), but its fingerprint is \(key.kid)"
+            )
+        }
+        do {
+            let jwe = try JWE.encrypt(card, to: key, kid: current.publicKeyIdentifier)
+            return CardV1.EncryptedCardData(jwe: jwe, publicKeyIdentifier: current.publicKeyIdentifier)
+        } catch {
+            throw WalletError(.internal, "the card data could not be encrypted: \(error.message)")
+        }
+    }
+
+    func checkEligibility(_ request: TspV1.CheckEligibilityRequest) async throws -> TspV1.CheckEligibilityResponse {
+        try await call("CheckEligibility") { try await client.checkEligibility(request) }
+    }
+
+    func digitize(_ request: TspV1.DigitizeRequest) async throws -> TspV1.DigitizeResponse {
+        try await call("Digitize") { try await client.digitize(request) }
+    }
+
+    func createPushSession(_ request: TspV1.CreatePushSessionRequest) async throws -> TspV1.CreatePushSessionResponse {
+        try await call("CreatePushSession") { try await client.createPushSession(request) }
+    }
+
+    /// Keeps the TSP's status code (so INVALID_ARGUMENT stays INVALID_ARGUMENT for the CLI) and says who answered.
+    private func call<T>(_ method: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RPCError {
+            throw RPCError(error.code, "the TSP's \(method) failed: \(error.message)", cause: error)
+        }
+    }
+}

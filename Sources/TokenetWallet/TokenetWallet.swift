@@ -1,2 +1,0 @@
-/// The Wallet party's services.
-enum TokenetWalletModule {}

@@ -1,0 +1,84 @@
+import TokenetWire
+
+/// Where the wallet's status of a card stands: waiting for the cardholder to accept the T&C, or digitized (with the
+/// token in any state, INACTIVE for a step-up), or declined by the issuer.
+public enum WalletCardStatus: String, Sendable, CaseIterable {
+    case pendingTerms = "PENDING_TERMS"
+    case digitized = "DIGITIZED"
+    case declined = "DECLINED"
+}
+
+/// How the cardholder gave the card to the wallet.
+public enum WalletCardSource: String, Sendable {
+    case manual
+    case pushReceipt = "push-receipt"
+    case pushSession = "push-session"
+}
+
+/// One card as the wallet keeps it. The card number itself is never kept: only its last four digits.
+public struct WalletCardRecord: Sendable, Equatable {
+    public var id: Int64
+    public var source: WalletCardSource
+    public var scheme: CardV1.CardScheme
+    public var panLast4: String
+    public var status: WalletCardStatus
+    public var eligibilityReceipt: String
+    public var receiptExpiresAtMs: UInt64
+    /// nil when the program needs no T&C.
+    public var terms: CardV1.TermsAndConditions?
+    /// Set, and committed, before the first Digitize call so a retry sends the same idempotency key.
+    public var digitizeRequestID: String?
+    public var termsAcceptedAtMs: UInt64?
+    /// The TSP's answer once digitization finished.
+    public var result: TspV1.DigitizeResponse?
+
+    /// The reference the CLI and AcceptTerms use: `card-1`, `card-2`, …
+    public var cardRef: String { Self.ref(id) }
+
+    public static func ref(_ id: Int64) -> String { "card-\(id)" }
+
+    /// The id in `card-N`, or nil for anything else.
+    public static func id(fromRef ref: String) -> Int64? {
+        guard ref.hasPrefix("card-"), let id = Int64(ref.dropFirst(5)), id > 0, ref == Self.ref(id) else { return nil }
+        return id
+    }
+
+    /// The card as `ListCards` and `AcceptTerms` show it.
+    public var walletCard: WalletV1.WalletCard {
+        WalletV1.WalletCard(
+            cardRef: cardRef,
+            digitalCardID: result?.digitalCardID ?? "",
+            scheme: result.map { $0.scheme == .unspecified ? scheme : $0.scheme } ?? scheme,
+            panLast4: panLast4,
+            tokenLast4: result?.tokenLast4 ?? "",
+            state: result?.tokenState ?? .unspecified,
+            status: status.rawValue)
+    }
+}
+
+/// What AcceptTerms does with a card, decided from the stored card alone (no I/O), so every path is testable.
+public enum AcceptTermsPlan: Equatable, Sendable {
+    /// Digitization already finished: answer with the stored result, and call nothing.
+    case answer(TspV1.DigitizeResponse)
+    /// Call Digitize with this idempotency key and acceptance time. `fresh` means they must be stored before the call.
+    case digitize(requestID: String, termsAcceptedAtMs: UInt64, fresh: Bool)
+    /// The eligibility receipt ran out before the cardholder accepted: the card has to be added again.
+    case receiptExpired
+
+    public static func plan(for card: WalletCardRecord, nowMs: UInt64, newRequestID: () -> String) -> AcceptTermsPlan {
+        if let result = card.result { return .answer(result) }
+        // An attempt already started: the TSP decides on the stored key, even if the receipt expired since.
+        if let requestID = card.digitizeRequestID {
+            return .digitize(requestID: requestID, termsAcceptedAtMs: card.termsAcceptedAtMs ?? nowMs, fresh: false)
+        }
+        if card.receiptExpiresAtMs != 0 && card.receiptExpiresAtMs <= nowMs { return .receiptExpired }
+        return .digitize(requestID: newRequestID(), termsAcceptedAtMs: nowMs, fresh: true)
+    }
+}
+
+extension TspV1.DigitizeResponse {
+    /// The wallet's status once the TSP answered: declined without a digital card, digitized otherwise.
+    var walletStatus: WalletCardStatus {
+        decision == .declined || digitalCardID.isEmpty ? .declined : .digitized
+    }
+}

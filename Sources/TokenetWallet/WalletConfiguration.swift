@@ -1,0 +1,106 @@
+import Foundation
+import TokenetNode
+import TokenetWire
+
+/// Who this wallet is to the TSP: its wallet account, the device cards are provisioned to, and the risk scores it
+/// reports with each digitization.
+///
+/// Read from `wallet.json` in the node's data directory when that file exists, for example
+/// `{"walletAccountId": "acct-7", "device": {"deviceId": "watch-1", "deviceType": "WATCH"},
+///   "risk": {"accountScore": 2, "deviceScore": 1, "recommendation": "APPROVE"}}`; every key is optional.
+public struct WalletConfiguration: Sendable, Equatable {
+    public static let fileName = "wallet.json"
+    /// The account the demo and the CLI assume when none is configured.
+    public static let defaultAccountID = "wallet-account-1"
+
+    public var walletAccountID = Self.defaultAccountID
+    public var device = CardV1.DeviceInfo(
+        deviceID: "device-1", deviceType: "PHONE", deviceName: "Tokenet phone", osName: "TokenetOS", osVersion: "1.0")
+    public var risk = CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve)
+
+    public init() {}
+
+    /// Where `load(fromDirectory:)` looks.
+    public static func path(inDirectory directory: String) -> String {
+        (directory as NSString).appendingPathComponent(fileName)
+    }
+
+    /// The configuration in `directory/wallet.json`, or the defaults when there is no such file.
+    public static func load(fromDirectory directory: String) throws(NodeError) -> WalletConfiguration {
+        let path = path(inDirectory: directory)
+        guard FileManager.default.fileExists(atPath: path) else { return WalletConfiguration() }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw NodeError(.io, "cannot read \(path)", cause: DescribedError(error))
+        }
+        return try parse(data, path: path)
+    }
+
+    /// Parses the JSON form; scores outside 1–5 and unknown recommendations are configuration errors.
+    public static func parse(_ data: Data, path: String) throws(NodeError) -> WalletConfiguration {
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch {
+            throw NodeError(.config, "\(path) is not a wallet configuration", cause: DescribedError(error))
+        }
+        var configuration = WalletConfiguration()
+        if let account = file.walletAccountId {
+            guard !account.isEmpty else { throw NodeError(.config, "\(path): walletAccountId is empty") }
+            configuration.walletAccountID = account
+        }
+        if let device = file.device {
+            configuration.device.deviceID = device.deviceId ?? configuration.device.deviceID
+            configuration.device.deviceType = device.deviceType ?? configuration.device.deviceType
+            configuration.device.deviceName = device.deviceName ?? configuration.device.deviceName
+            configuration.device.osName = device.osName ?? configuration.device.osName
+            configuration.device.osVersion = device.osVersion ?? configuration.device.osVersion
+        }
+        if let risk = file.risk {
+            for (name, score) in [("accountScore", risk.accountScore), ("deviceScore", risk.deviceScore)] {
+                if let score, !(1...5).contains(score) {
+                    throw NodeError(.config, "\(path): risk.\(name) is \(score); scores go from 1 (lowest) to 5")
+                }
+            }
+            configuration.risk.accountScore = risk.accountScore ?? configuration.risk.accountScore
+            configuration.risk.deviceScore = risk.deviceScore ?? configuration.risk.deviceScore
+            if let name = risk.recommendation {
+                let known = CardV1.WalletRecommendation.knownCases.filter { $0 != .unspecified }
+                guard let value = known.first(where: { $0.shortName == name.uppercased() }) else {
+                    let names = known.map(\.shortName).joined(separator: ", ")
+                    throw NodeError(.config, "\(path): risk.recommendation must be one of \(names)")
+                }
+                configuration.risk.recommendation = value
+            }
+        }
+        return configuration
+    }
+
+    /// The JSON shape of `wallet.json`.
+    private struct File: Decodable {
+        struct Device: Decodable {
+            var deviceId: String?
+            var deviceType: String?
+            var deviceName: String?
+            var osName: String?
+            var osVersion: String?
+        }
+        struct Risk: Decodable {
+            var accountScore: UInt32?
+            var deviceScore: UInt32?
+            var recommendation: String?
+        }
+        var walletAccountId: String?
+        var device: Device?
+        var risk: Risk?
+    }
+}
+
+extension CardV1.WalletRecommendation {
+    /// `APPROVE`, `REQUIRE_AUTHENTICATION`, `DECLINE`.
+    var shortName: String {
+        String((protoValueName ?? "").dropFirst("WALLET_RECOMMENDATION_".count))
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// What the person using the wallet does: add a card, accept its T&C (which digitizes it), list the cards.
+public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
+    let tsp: TSPCalls
+    let store: WalletStore
+    let configuration: WalletConfiguration
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+    let newID: @Sendable () -> String
+
+    public init(
+        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
+        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+    ) {
+        self.tsp = TSPCalls(tsp)
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.clock = clock
+        self.newID = newID
+    }
+
+    public func addCard(_ request: WalletV1.AddCardRequest, context: ServerContext) async throws
+        -> WalletV1.AddCardResponse
+    {
+        try await answering {
+            let log = logger.withTraceID(context.traceID)
+            var check = TspV1.CheckEligibilityRequest(
+                requestID: newID(),
+                eligibilityData: TspV1.EligibilityData(
+                    language: request.language.isEmpty ? "en" : request.language, inputMethod: .bankApp),
+                walletAccountID: configuration.walletAccountID,
+                device: configuration.device)
+            let source: WalletCardSource
+            var typedLast4 = ""
+            switch request.source {
+            case .manual(let manual)?:
+                let card = try ManualCardInput.cardData(manual)
+                typedLast4 = String(manual.pan.suffix(4))
+                check.eligibilityData?.inputMethod = manual.inputMethod == .unspecified ? .manual : manual.inputMethod
+                check.instrument = .encryptedCardData(try await tsp.encrypt(card))
+                source = .manual
+            case .pushReceipt(let receipt)?:
+                guard !receipt.payload.isEmpty else {
+                    throw WalletError(.invalidArgument, "the push receipt is empty; pass the payload the issuer gave")
+                }
+                guard receipt.scheme != .unspecified else {
+                    throw WalletError(.invalidArgument, "a push receipt needs its scheme (receipts are Mastercard's)")
+                }
+                check.instrument = .issuerPushReceipt(
+                    TspV1.IssuerPushReceipt(scheme: receipt.scheme, payload: receipt.payload))
+                source = .pushReceipt
+            case .pushSessionID(let sessionID)?:
+                guard !sessionID.isEmpty else {
+                    throw WalletError(.invalidArgument, "the push session id is empty")
+                }
+                check.instrument = .pushSessionID(sessionID)
+                source = .pushSession
+            case nil:
+                throw WalletError(
+                    .invalidArgument, "AddCard needs a card: manual card data, an issuer push receipt or a push session"
+                )
+            }
+
+            let answer = try await tsp.checkEligibility(check)
+            let last4 = answer.panLast4.isEmpty ? typedLast4 : answer.panLast4
+            guard answer.eligible else {
+                let reason =
+                    answer.reasonMessage.isEmpty
+                    ? (answer.reason.protoValueName ?? "the TSP found the card not eligible") : answer.reasonMessage
+                log.info("card not eligible", ["source": source.rawValue, "reason": reason])
+                return WalletV1.AddCardResponse(
+                    eligible: false, reason: reason, scheme: answer.scheme, panLast4: last4)
+            }
+            guard !answer.eligibilityReceipt.isEmpty else {
+                throw WalletError(.unavailable, "the TSP found the card eligible but sent no eligibility receipt")
+            }
+            let terms: CardV1.TermsAndConditions? =
+                if case .termsAndConditions(let terms)? = answer.terms { terms } else { nil }
+            let card = try store.addPending(
+                source: source, scheme: answer.scheme, panLast4: last4, receipt: answer.eligibilityReceipt,
+                receiptExpiresAtMs: answer.receiptExpiresAtMs, terms: terms, nowMs: clock())
+            log.info(
+                "card eligible, awaiting T&C",
+                ["card_ref": card.cardRef, "source": source.rawValue, "scheme": "\(answer.scheme)"])
+            return WalletV1.AddCardResponse(
+                cardRef: card.cardRef, eligible: true, terms: terms, scheme: answer.scheme, panLast4: last4)
+        }
+    }
+
+    public func acceptTerms(_ request: WalletV1.AcceptTermsRequest, context: ServerContext) async throws
+        -> WalletV1.AcceptTermsResponse
+    {
+        try await answering {
+            let log = logger.withTraceID(context.traceID)
+            let card = try store.card(ref: request.cardRef)
+            switch AcceptTermsPlan.plan(for: card, nowMs: clock(), newRequestID: newID) {
+            case .answer(let result):
+                return Self.response(card, result)
+            case .receiptExpired:
+                throw WalletError(
+                    .failedPrecondition,
+                    "the eligibility of \(card.cardRef) expired before its T&C were accepted; add the card again")
+            case .digitize(let requestID, let acceptedAt, let fresh):
+                // The key is committed before the call: if the call or this node fails, a retry sends the same key
+                // and the TSP answers with the token it already made instead of making a second one.
+                let attempt =
+                    fresh
+                    ? try store.beginDigitization(
+                        id: card.id, requestID: requestID, termsAcceptedAtMs: acceptedAt, nowMs: clock()) : card
+                let digitize = TspV1.DigitizeRequest(
+                    requestID: attempt.digitizeRequestID ?? requestID,
+                    eligibilityReceipt: attempt.eligibilityReceipt,
+                    acceptedTermsID: attempt.terms?.id ?? "",
+                    termsAcceptedAtMs: attempt.termsAcceptedAtMs ?? acceptedAt,
+                    device: configuration.device,
+                    walletAccountID: configuration.walletAccountID,
+                    risk: configuration.risk)
+                let result = try await tsp.digitize(digitize)
+                let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
+                log.info(
+                    "digitization finished",
+                    [
+                        "card_ref": stored.cardRef, "decision": result.decision.protoValueName ?? "?",
+                        "digital_card_id": result.digitalCardID,
+                        "token_state": result.tokenState.protoValueName ?? "?",
+                    ])
+                return Self.response(stored, stored.result ?? result)
+            }
+        }
+    }
+
+    public func listCards(_ request: WalletV1.ListWalletCardsRequest, context: ServerContext) async throws
+        -> WalletV1.ListWalletCardsResponse
+    {
+        try await answering {
+            WalletV1.ListWalletCardsResponse(cards: try store.allCards().map(\.walletCard))
+        }
+    }
+
+    static func response(_ card: WalletCardRecord, _ result: TspV1.DigitizeResponse) -> WalletV1.AcceptTermsResponse {
+        WalletV1.AcceptTermsResponse(
+            card: card.walletCard, idvMethods: result.idvMethods, declineReason: result.declineReason,
+            decision: result.decision)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The wallet party: the wallet app's control service (operator role) and the wallet provider's push backend
+/// (issuer role), both calling the TSP's provisioning API.
+public enum WalletNode {
+    public static let databaseFileName = "wallet.sqlite"
+
+    /// The services `wallet-node` serves, with its database in the data directory and a channel to `--tsp`.
+    public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
+        let configuration = try WalletConfiguration.load(fromDirectory: context.dataDirectory)
+        let configurationPath = WalletConfiguration.path(inDirectory: context.dataDirectory)
+        let configured = FileManager.default.fileExists(atPath: configurationPath)
+        let path = (context.dataDirectory as NSString).appendingPathComponent(databaseFileName)
+        let store: WalletStore
+        do {
+            store = try WalletStore.open(path: path)
+        } catch {
+            throw NodeError(.io, error.message, cause: error)
+        }
+        let tsp = try context.channel(to: .tsp)
+        context.logger.info(
+            "wallet ready",
+            [
+                "wallet_account": configuration.walletAccountID, "device": configuration.device.deviceID,
+                "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
+                "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
+            ])
+        return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger)
+    }
+
+    /// The router for given peers and storage; tests pass fakes of the TSP.
+    public static func router(
+        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = nowMs,
+        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+    ) -> RPCRouter {
+        var router = RPCRouter()
+        WalletControlService(
+            tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID
+        ).register(on: &router)
+        WalletPushService(tsp: tsp, configuration: configuration, logger: logger).register(on: &router)
+        return router
+    }
+
+    /// Unix time in milliseconds.
+    @Sendable public static func nowMs() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+    }
+}

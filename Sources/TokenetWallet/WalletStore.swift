@@ -1,0 +1,178 @@
+import Foundation
+import TokenetStorage
+import TokenetWire
+
+/// The wallet's SQLite database: one row per card it was asked to add and found eligible.
+///
+/// Every change is one statement in one transaction. The card number is never stored: only its last four digits.
+public final class WalletStore: Sendable {
+    private let database: Database
+
+    static let migrations = [
+        Migration(
+            version: 1, name: "cards",
+            sql: """
+                CREATE TABLE cards (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    source TEXT NOT NULL,
+                    scheme INTEGER NOT NULL,
+                    pan_last4 TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('PENDING_TERMS', 'DIGITIZED', 'DECLINED')),
+                    eligibility_receipt TEXT NOT NULL,
+                    receipt_expires_at_ms INTEGER NOT NULL,
+                    terms BLOB,
+                    digitize_request_id TEXT UNIQUE,
+                    terms_accepted_at_ms INTEGER,
+                    result BLOB,
+                    created_at_ms INTEGER NOT NULL,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                """)
+    ]
+
+    public init(database: Database) throws(WalletError) {
+        self.database = database
+        do {
+            _ = try Migrator(Self.migrations).migrate(database)
+        } catch {
+            throw WalletError(.internal, "the wallet database could not be migrated", cause: DescribedCause(error))
+        }
+    }
+
+    /// Opens (creating if needed) the database at `path`.
+    public static func open(path: String) throws(WalletError) -> WalletStore {
+        do {
+            return try WalletStore(database: try Database.open(path: path))
+        } catch let error as WalletError {
+            throw error
+        } catch {
+            throw WalletError(.internal, "cannot open the wallet database \(path)", cause: DescribedCause(error))
+        }
+    }
+
+    public static func inMemory() throws(WalletError) -> WalletStore {
+        do {
+            return try WalletStore(database: try Database.openInMemory())
+        } catch let error as WalletError {
+            throw error
+        } catch {
+            throw WalletError(.internal, "cannot open an in-memory database", cause: DescribedCause(error))
+        }
+    }
+
+    /// Keeps an eligible card awaiting the cardholder's acceptance of the T&C.
+    public func addPending(
+        source: WalletCardSource, scheme: CardV1.CardScheme, panLast4: String, receipt: String,
+        receiptExpiresAtMs: UInt64, terms: CardV1.TermsAndConditions?, nowMs: UInt64
+    ) throws(WalletError) -> WalletCardRecord {
+        try run("store the new card") {
+            let termsBytes = try terms.map { try $0.serializedBytes() }
+            let id = try database.transaction { tx in
+                _ = try tx.execute(
+                    """
+                    INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                        terms, created_at_ms, updated_at_ms)
+                    VALUES (?, ?, ?, 'PENDING_TERMS', ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        source.rawValue, Int64(scheme.rawValue), panLast4, receipt, Int64(receiptExpiresAtMs),
+                        termsBytes, Int64(nowMs), Int64(nowMs),
+                    ])
+                return try tx.lastInsertRowID
+            }
+            guard let card = try self.fetch(id) else { throw WalletError(.internal, "the new card vanished") }
+            return card
+        }
+    }
+
+    /// The card named `ref` (`card-N`).
+    public func card(ref: String) throws(WalletError) -> WalletCardRecord {
+        guard let id = WalletCardRecord.id(fromRef: ref) else {
+            throw WalletError(.invalidArgument, "'\(ref)' is not a card reference; they look like card-1")
+        }
+        let card = try run("read the card") { try fetch(id) }
+        guard let card else { throw WalletError(.notFound, "the wallet has no card \(ref)") }
+        return card
+    }
+
+    public func allCards() throws(WalletError) -> [WalletCardRecord] {
+        try run("list the cards") {
+            try database.query("SELECT * FROM cards ORDER BY id").map(Self.record)
+        }
+    }
+
+    /// Records the idempotency key and acceptance time of the first Digitize attempt, unless an attempt already
+    /// recorded its own; returns the card as stored, whose key the caller must use.
+    public func beginDigitization(
+        id: Int64, requestID: String, termsAcceptedAtMs: UInt64, nowMs: UInt64
+    ) throws(WalletError) -> WalletCardRecord {
+        try run("record the digitization request") {
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    """
+                    UPDATE cards SET digitize_request_id = ?, terms_accepted_at_ms = ?, updated_at_ms = ?
+                    WHERE id = ? AND digitize_request_id IS NULL
+                    """, [requestID, Int64(termsAcceptedAtMs), Int64(nowMs), id])
+            }
+            guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
+            return card
+        }
+    }
+
+    /// Stores the TSP's answer: the digital card (id, last four, scheme, token state) or the decline.
+    public func finishDigitization(
+        id: Int64, result: TspV1.DigitizeResponse, nowMs: UInt64
+    ) throws(WalletError) -> WalletCardRecord {
+        try run("store the digital card") {
+            let bytes = try result.serializedBytes()
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    "UPDATE cards SET status = ?, result = ?, updated_at_ms = ? WHERE id = ? AND result IS NULL",
+                    [result.walletStatus.rawValue, bytes, Int64(nowMs), id])
+            }
+            guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
+            return card
+        }
+    }
+
+    private func fetch(_ id: Int64) throws -> WalletCardRecord? {
+        try database.queryOne("SELECT * FROM cards WHERE id = ?", [id]).map(Self.record)
+    }
+
+    private static func record(_ row: Row) throws -> WalletCardRecord {
+        let termsBytes: [UInt8]? = try row.get("terms")
+        let resultBytes: [UInt8]? = try row.get("result")
+        let accepted: Int64? = try row.get("terms_accepted_at_ms")
+        guard let source = WalletCardSource(rawValue: try row.text("source")),
+            let status = WalletCardStatus(rawValue: try row.text("status"))
+        else { throw WalletError(.internal, "a stored card has an unknown source or status") }
+        return WalletCardRecord(
+            id: try row.int64("id"),
+            source: source,
+            scheme: CardV1.CardScheme(rawValue: try row.get("scheme")),
+            panLast4: try row.text("pan_last4"),
+            status: status,
+            eligibilityReceipt: try row.text("eligibility_receipt"),
+            receiptExpiresAtMs: UInt64(max(0, try row.int64("receipt_expires_at_ms"))),
+            terms: try termsBytes.map { try CardV1.TermsAndConditions(serializedBytes: $0) },
+            digitizeRequestID: try row.get("digitize_request_id"),
+            termsAcceptedAtMs: accepted.map { UInt64(max(0, $0)) },
+            result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) })
+    }
+
+    private func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {
+        do {
+            return try body()
+        } catch let error as WalletError {
+            throw error
+        } catch {
+            throw WalletError(.internal, "the wallet could not \(action)", cause: DescribedCause(error))
+        }
+    }
+}
+
+/// A non-Sendable cause kept by its description.
+struct DescribedCause: Error, Sendable, CustomStringConvertible {
+    var description: String
+    init(_ error: any Error) { description = String(describing: error) }
+}

@@ -1,0 +1,68 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet issuer cards|push-card ADDR …`: an operator at the issuer, through issuer-node's IssuerControl service.
+enum IssuerCommand {
+    static let subcommand = PartyCommandGroup.subcommand(
+        name: "issuer", summary: "List an issuer-node's cards, push one to a wallet (receipt or push session).",
+        help: help, actions: [cards, pushCard])
+
+    static let help = """
+        Usage: tokenet issuer cards ADDR [OPTIONS]
+               tokenet issuer push-card ADDR CARD_ID --mode receipt|session [--wallet-account ID] [OPTIONS]
+
+        cards lists the cards the issuer at ADDR (HOST:PORT) holds, masked, with the rule it applies when they are
+        digitized. push-card pushes one of them to a wallet: --mode receipt asks the TSP for a single-use push
+        receipt (Mastercard only) and prints it for `tokenet wallet add-card --receipt`; --mode session pushes the
+        card data to the wallet provider's backend and prints the push session id for
+        `tokenet wallet add-card --push-session`.
+
+        Options:
+          --mode MODE          receipt or session (required for push-card).
+          --wallet-account ID  The wallet account to push to (default: the issuer's choice).
+          --json               Print the raw response as proto3 JSON.
+        \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
+
+        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
+        1 when the issuer cannot be reached; 2 for bad options.
+        """
+
+    static let cards = PartyAction(name: "cards") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerControl.Client(session.client).listCards(.init(), options: callOptions)
+            },
+            text: { response, _ in PartyText.issuerCards(response) })
+    }
+
+    static let pushCard = PartyAction(name: "push-card") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--mode", "--wallet-account"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let cardID = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
+        }
+        let request = IssuerV1.PushCardRequest(
+            cardID: cardID, mode: try mode(flags["--mode"], command: command),
+            walletAccountID: flags["--wallet-account"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerControl.Client(session.client).pushCard(request, options: callOptions)
+            },
+            text: { response, traceID in PartyText.pushCard(response) + "\n(trace \(traceID))" })
+    }
+
+    static func mode(_ name: String?, command: String) throws(CLIError) -> IssuerV1.PushMode {
+        switch name?.lowercased() {
+        case "receipt": return .receipt
+        case "session": return .session
+        case nil: throw CLIError(.usage, "\(command): --mode receipt|session is required")
+        default: throw CLIError(.usage, "\(command): --mode must be receipt or session, not '\(name!)'")
+        }
+    }
+}

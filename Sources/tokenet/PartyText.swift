@@ -1,0 +1,164 @@
+import Foundation
+import TokenetWire
+
+/// How the party commands and the demo show responses to a person: short sentences and aligned tables.
+enum PartyText {
+    // MARK: Vocabulary
+
+    static func scheme(_ scheme: CardV1.CardScheme) -> String {
+        switch scheme {
+        case .visa: "Visa"
+        case .mastercard: "Mastercard"
+        default: "unknown scheme"
+        }
+    }
+
+    /// "Visa card ending 0009", or "card ending 0078" when the answer named no scheme.
+    static func card(_ cardScheme: CardV1.CardScheme, last4: String) -> String {
+        let ending = "card ending \(last4.isEmpty ? "?" : last4)"
+        return cardScheme == .visa || cardScheme == .mastercard ? "\(scheme(cardScheme)) \(ending)" : ending
+    }
+
+    static func state(_ state: CardV1.TokenState) -> String {
+        state == .unspecified ? "-" : short(state.protoValueName, prefix: "TOKEN_STATE_")
+    }
+
+    static func decision(_ decision: CardV1.ProvisioningDecision) -> String {
+        short(decision.protoValueName, prefix: "PROVISIONING_DECISION_")
+    }
+
+    static func short(_ name: String?, prefix: String) -> String {
+        guard let name else { return "?" }
+        return name.hasPrefix(prefix) ? String(name.dropFirst(prefix.count)) : name
+    }
+
+    /// UTC, to the second.
+    static func time(ms: UInt64) -> String {
+        guard ms > 0 else { return "-" }
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+    }
+
+    /// Columns padded to their widest cell; "-" for empty cells.
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        let cells = [header] + rows.map { $0.map { $0.isEmpty ? "-" : $0 } }
+        let widths = header.indices.map { column in cells.map { $0[column].count }.max() ?? 0 }
+        return cells.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    // MARK: Wallet
+
+    static func addCard(_ response: WalletV1.AddCardResponse) -> String {
+        let card = card(response.scheme, last4: response.panLast4)
+        guard response.eligible else { return "Not eligible: \(card): \(response.reason)" }
+        var lines = ["\(response.cardRef): \(card) is eligible."]
+        if let terms = response.terms {
+            lines.append("Terms and conditions \(terms.id) (version \(terms.version), \(terms.language)):")
+            lines += terms.text.split(separator: "\n", omittingEmptySubsequences: false).map { "  \($0)" }
+        } else {
+            lines.append("No terms and conditions to accept.")
+        }
+        lines.append("Accept them with: tokenet wallet accept-terms ADDR \(response.cardRef)")
+        return lines.joined(separator: "\n")
+    }
+
+    static func acceptTerms(_ response: WalletV1.AcceptTermsResponse) -> String {
+        let card = response.card ?? WalletV1.WalletCard()
+        let token = "digital card \(card.digitalCardID) (\(scheme(card.scheme)) token ending \(card.tokenLast4))"
+        switch response.decision {
+        case .approved:
+            return "\(card.cardRef): APPROVED: \(token) is \(state(card.state))."
+        case .declined:
+            let reason = response.declineReason.isEmpty ? "no reason given" : response.declineReason
+            return "\(card.cardRef): DECLINED: \(reason)."
+        case .requireAdditionalAuthentication:
+            var lines = [
+                "\(card.cardRef): the issuer asks for additional authentication; \(token) is \(state(card.state))."
+            ]
+            lines += response.idvMethods.map { method in
+                let type = short(method.type.protoValueName, prefix: "IDV_METHOD_TYPE_")
+                return "  ID&V \(method.id): \(type) \(method.maskedValue)"
+            }
+            return lines.joined(separator: "\n")
+        default:
+            return "\(card.cardRef): \(decision(response.decision)): \(token) is \(state(card.state))."
+        }
+    }
+
+    static func walletCards(_ response: WalletV1.ListWalletCardsResponse) -> String {
+        guard !response.cards.isEmpty else { return "The wallet has no cards." }
+        return table(
+            ["CARD", "STATUS", "SCHEME", "PAN", "DIGITAL CARD", "TOKEN", "STATE"],
+            response.cards.map {
+                [
+                    $0.cardRef, $0.status, scheme($0.scheme), $0.panLast4, $0.digitalCardID, $0.tokenLast4,
+                    state($0.state),
+                ]
+            })
+    }
+
+    // MARK: Issuer
+
+    static func issuerCards(_ response: IssuerV1.ListCardsResponse) -> String {
+        guard !response.cards.isEmpty else { return "The issuer has no cards." }
+        return table(
+            ["CARD", "PAN", "SCHEME", "EXPIRY", "CARDHOLDER", "ACCOUNT", "RULE"],
+            response.cards.map {
+                [
+                    $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
+                    $0.digitizationRule,
+                ]
+            })
+    }
+
+    static func pushCard(_ response: IssuerV1.PushCardResponse) -> String {
+        switch response.result {
+        case .receipt(let receipt)?:
+            return """
+                Push receipt (\(scheme(receipt.scheme)), expires \(time(ms: receipt.expiresAtMs))): \(receipt.payload)
+                Add the card with: tokenet wallet add-card WALLET_ADDR --receipt \(receipt.payload) \
+                --scheme \(scheme(receipt.scheme).lowercased())
+                """
+        case .pushSessionID(let id)?:
+            return "Push session: \(id)\nAdd the card with: tokenet wallet add-card WALLET_ADDR --push-session \(id)"
+        case nil:
+            return "The issuer answered without a receipt or a push session."
+        }
+    }
+
+    // MARK: TSP
+
+    static func tokens(_ response: TspV1.ListTokensResponse) -> String {
+        guard !response.tokens.isEmpty else { return "The TSP has no tokens." }
+        return table(
+            ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET ACCOUNT", "DEVICE"],
+            response.tokens.map {
+                [
+                    $0.digitalCardID, scheme($0.scheme), $0.panLast4, $0.tokenLast4, state($0.state), $0.issuerID,
+                    $0.walletAccountID, $0.deviceID,
+                ]
+            })
+    }
+
+    static func history(_ response: TspV1.TokenHistoryResponse) -> String {
+        var lines: [String] = []
+        if let token = response.token {
+            lines.append(
+                "\(token.digitalCardID): \(scheme(token.scheme)) token ending \(token.tokenLast4) for the card ending "
+                    + "\(token.panLast4), \(state(token.state))")
+        }
+        guard !response.events.isEmpty else { return (lines + ["No events."]).joined(separator: "\n") }
+        lines.append(
+            table(
+                ["AT", "FROM", "TO", "ACTOR", "TRACE", "REASON"],
+                response.events.map {
+                    [time(ms: $0.atMs), state($0.fromState), state($0.toState), $0.actor, $0.traceID, $0.reason]
+                }))
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// Provisions cards across the three running nodes the way people would with the CLI: the cardholder in the wallet,
+/// an operator at the issuer pushing cards, and an operator at the TSP looking at tokens and their audit trail.
+///
+/// Each scenario checks its outcome; the first one that differs from what the fixture promises fails the demo.
+struct ProvisioningChoreography: DemoChoreography {
+    let pkiDirectory: String
+    let fixture: DemoFixture
+    let timeout: Double
+    let interruption: DemoInterruption
+
+    init(pkiDirectory: String, fixturePath: String, timeout: Double, interruption: DemoInterruption) throws(CLIError) {
+        self.pkiDirectory = pkiDirectory
+        self.fixture = try DemoFixture(path: fixturePath)
+        self.timeout = timeout
+        self.interruption = interruption
+    }
+
+    var title: String { "Provisioning cards across the three nodes (as operator-1 over mutual TLS)" }
+
+    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
+        let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
+        try waitForIssuerRegistration(cluster: cluster, report: report)
+        let scenarios: [(String, (Nodes, (String) -> Void) throws(CLIError) -> Void)] = [
+            ("a Visa card added by hand (T&C in Spanish) and approved", manualApproved),
+            ("a Mastercard card through an issuer push receipt", pushReceipt),
+            ("a card through a push session (issuer -> wallet backend -> TSP)", pushSession),
+            ("a card the issuer declines", declined),
+            ("a card that needs step-up: token left INACTIVE", stepUp),
+            ("a card its issuer keeps out of wallets: not eligible", notEligible),
+        ]
+        for (index, (title, scenario)) in scenarios.enumerated() {
+            try interruption.check()
+            report("Scenario \(index + 1): \(title)")
+            try scenario(nodes, report)
+        }
+        report("Each party's view")
+        let cards = try nodes.call(.wallet, "wallet cards", report) { client, options in
+            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+        }
+        report(indent(PartyText.walletCards(cards), by: 4))
+        let tokens = try nodes.call(.tsp, "tsp tokens", report) { client, options in
+            try await TspV1.TspControl.Client(client).listTokens(.init(), options: options)
+        }
+        report(indent(PartyText.tokens(tokens), by: 4))
+        let digitized = cards.cards.filter { !$0.digitalCardID.isEmpty }
+        try expect(
+            Set(tokens.tokens.map(\.digitalCardID)).isSuperset(of: digitized.map(\.digitalCardID)),
+            "every digital card in the wallet is a token at the TSP")
+    }
+
+    /// The issuer registers with the TSP in the background once it runs; its cards are unknown to the TSP until then.
+    private func waitForIssuerRegistration(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
+        let log = "\(cluster.workspace)/\(NodeRole.issuer.nodeName)/\(NodeRole.issuer.nodeName).stderr.log"
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if text.contains("registered with the TSP") { break }
+            try interruption.check()
+            guard Date() < deadline else {
+                throw CLIError(.node, "issuer-node did not register with the TSP within \(timeout) s (see \(log))")
+            }
+            usleep(50_000)
+        }
+        report("  issuer-node registered with tsp-node")
+    }
+}
+
+extension ProvisioningChoreography {
+    /// The three nodes, reached as the operator, one connection per call.
+    struct Nodes: Sendable {
+        var options: [NodeRole: InspectOptions]
+
+        init(cluster: DemoCluster, pkiDirectory: String, timeout: Double) throws(CLIError) {
+            options = [:]
+            for role in NodeRole.allCases {
+                guard let text = cluster.address(of: role), let address = HostPort(parsing: text) else {
+                    throw CLIError(.node, "\(role.nodeName) has no usable address")
+                }
+                options[role] = InspectOptions(
+                    operatorAt: address, pkiDirectory: pkiDirectory, deadline: .milliseconds(Int64(timeout * 1000)))
+            }
+        }
+
+        /// Makes one call with a fresh trace id, printing `[party] what  trace ID`; a non-OK status fails the demo.
+        func call<Response: Sendable>(
+            _ role: NodeRole, _ what: String, _ report: (String) -> Void,
+            _ body: @escaping @Sendable (RPCClient, CallOptions) async throws -> Response
+        ) throws(CLIError) -> Response {
+            let options = self.options[role]!
+            let outcome: Result<(Response, String), CLIError> = runBlocking {
+                let session: InspectSession
+                do throws(CLIError) {
+                    session = try await InspectSession.connect(options)
+                } catch {
+                    return .failure(error)
+                }
+                var callOptions = session.callOptions
+                let traceID = Metadata.newTraceID()
+                callOptions.metadata.set(Metadata.traceIDKey, .text(traceID))
+                let result: Result<(Response, String), CLIError>
+                do {
+                    result = .success((try await body(session.client, callOptions), traceID))
+                } catch let error as RPCError {
+                    result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed (trace \(traceID)): \(error)"))
+                } catch {
+                    result = .failure(CLIError(.node, "\(role.rawValue) \(what) failed", cause: DemoCause(error)))
+                }
+                await session.close()
+                return result
+            }
+            let (response, traceID) = try outcome.get()
+            report("  [\(role.rawValue)] \(what)  (trace \(traceID))")
+            return response
+        }
+    }
+
+    func expect(_ condition: Bool, _ what: String) throws(CLIError) {
+        guard condition else { throw CLIError(.node, "unexpected outcome: expected \(what)") }
+    }
+
+    func indent(_ text: String, by spaces: Int) -> String {
+        let padding = String(repeating: " ", count: spaces)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { padding + $0 }.joined(
+            separator: "\n")
+    }
+}

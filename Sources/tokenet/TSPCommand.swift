@@ -1,0 +1,54 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet tsp tokens|history ADDR …`: an operator at the TSP, through tsp-node's TspControl service.
+enum TSPCommand {
+    static let subcommand = PartyCommandGroup.subcommand(
+        name: "tsp", summary: "List a tsp-node's tokens, or show one token's audit trail.", help: help,
+        actions: [tokens, history])
+
+    static let help = """
+        Usage: tokenet tsp tokens ADDR [--wallet-account ID] [OPTIONS]
+               tokenet tsp history ADDR DIGITAL_CARD_ID [OPTIONS]
+
+        tokens lists the tokens of the TSP at ADDR (HOST:PORT), of every wallet account or of one. history prints
+        one token's audit trail: every state change with its time, actor, reason and trace id.
+
+        Options:
+          --wallet-account ID  Only this wallet account's tokens.
+          --json               Print the raw response as proto3 JSON.
+        \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
+
+        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
+        1 when the TSP cannot be reached; 2 for bad options.
+        """
+
+    static let tokens = PartyAction(name: "tokens") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--wallet-account"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        let request = TspV1.ListTokensRequest(walletAccountID: flags["--wallet-account"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await TspV1.TspControl.Client(session.client).listTokens(request, options: callOptions)
+            },
+            text: { response, _ in PartyText.tokens(response) })
+    }
+
+    static let history = PartyAction(name: "history") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let id = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
+        }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await TspV1.TspControl.Client(session.client).tokenHistory(
+                    .init(digitalCardID: id), options: callOptions)
+            },
+            text: { response, _ in PartyText.history(response) })
+    }
+}

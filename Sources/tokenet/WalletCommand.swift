@@ -1,0 +1,137 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet wallet add-card|accept-terms|cards ADDR …`: what a person does in the wallet app, sent to a
+/// wallet-node's WalletControl service (as the operator).
+enum WalletCommand {
+    static let subcommand = PartyCommandGroup.subcommand(
+        name: "wallet", summary: "Add cards to a wallet-node, accept their T&C (digitize), list its cards.",
+        help: help, actions: [addCard, acceptTerms, cards])
+
+    static let help = """
+        Usage: tokenet wallet add-card ADDR --pan PAN --exp MM/YY [--cvc CVC] [--name NAME] [OPTIONS]
+               tokenet wallet add-card ADDR --receipt PAYLOAD --scheme mastercard [OPTIONS]
+               tokenet wallet add-card ADDR --push-session ID [OPTIONS]
+               tokenet wallet accept-terms ADDR CARD_REF [OPTIONS]
+               tokenet wallet cards ADDR [OPTIONS]
+
+        add-card checks with the TSP whether a card can be digitized into the wallet at ADDR (HOST:PORT) and prints
+        its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the wallet encrypts it
+        to the TSP's key and keeps only its last four digits), as an issuer's push receipt (--receipt, --scheme;
+        Mastercard only), or as a push session an issuer created through the wallet's backend (--push-session).
+        accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
+        asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
+
+        Options:
+          --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).
+          --input-method M     manual (default with --pan), camera, on-file or bank-app.
+          --json               Print the raw response as proto3 JSON.
+        \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
+
+        Exit status: 0 when the wallet answered (an ineligible card included); 64 + the status code otherwise,
+        printed as "ERROR: CODE: message" on stderr; 1 when the wallet cannot be reached; 2 for bad options.
+
+        Example:
+          export TOKENET_CACERT=pki/ca.pem TOKENET_CERT=pki/operator.pem TOKENET_KEY=pki/operator.key
+          tokenet wallet add-card 127.0.0.1:7003 --pan 4111111111111111 --exp 12/30 --cvc 123 --language es
+          tokenet wallet accept-terms 127.0.0.1:7003 card-1
+        """
+
+    static let addCard = PartyAction(name: "add-card") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command,
+            valued: [
+                "--pan", "--exp", "--cvc", "--name", "--language", "--input-method", "--receipt", "--scheme",
+                "--push-session",
+            ],
+            switches: ["--json"])
+        let request = try addCardRequest(flags, command: command)
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletControl.Client(session.client).addCard(request, options: callOptions)
+            },
+            text: { response, traceID in PartyText.addCard(response) + "\n(trace \(traceID))" })
+    }
+
+    static let acceptTerms = PartyAction(name: "accept-terms") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let cardRef = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
+        }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletControl.Client(session.client).acceptTerms(
+                    .init(cardRef: cardRef), options: callOptions)
+            },
+            text: { response, traceID in PartyText.acceptTerms(response) + "\n(trace \(traceID))" })
+    }
+
+    static let cards = PartyAction(name: "cards") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletControl.Client(session.client).listCards(.init(), options: callOptions)
+            },
+            text: { response, _ in PartyText.walletCards(response) })
+    }
+
+    /// The AddCard request the flags describe: exactly one of --pan, --receipt and --push-session.
+    static func addCardRequest(_ flags: PartyFlags, command: String) throws(CLIError) -> WalletV1.AddCardRequest {
+        let sources = ["--pan", "--receipt", "--push-session"].filter { flags[$0] != nil }
+        guard sources.count == 1 else {
+            throw CLIError(
+                .usage,
+                sources.isEmpty
+                    ? "\(command): give the card with --pan and --exp, --receipt and --scheme, or --push-session"
+                    : "\(command): \(sources.joined(separator: " and ")) cannot be combined; give one card source")
+        }
+        var request = WalletV1.AddCardRequest(language: flags["--language"] ?? "")
+        let manualOnly = ["--exp", "--cvc", "--name", "--input-method"].filter { flags[$0] != nil }
+        if let pan = flags["--pan"] {
+            guard let expiry = flags["--exp"] else { throw CLIError(.usage, "\(command): --pan needs --exp MM/YY") }
+            var manual = WalletV1.ManualCard(
+                pan: pan, expiry: expiry, cvc: flags["--cvc"] ?? "", cardholderName: flags["--name"] ?? "")
+            if let method = flags["--input-method"] { manual.inputMethod = try inputMethod(method, command: command) }
+            request.source = .manual(manual)
+            if flags["--scheme"] != nil { throw CLIError(.usage, "\(command): --scheme goes with --receipt") }
+            return request
+        }
+        if let flag = manualOnly.first { throw CLIError(.usage, "\(command): \(flag) goes with --pan") }
+        if let payload = flags["--receipt"] {
+            guard let name = flags["--scheme"] else {
+                throw CLIError(.usage, "\(command): --receipt needs --scheme (mastercard)")
+            }
+            request.source = .pushReceipt(.init(scheme: try scheme(name, command: command), payload: payload))
+        } else if let session = flags["--push-session"] {
+            if flags["--scheme"] != nil { throw CLIError(.usage, "\(command): --scheme goes with --receipt") }
+            request.source = .pushSessionID(session)
+        }
+        return request
+    }
+
+    static func scheme(_ name: String, command: String) throws(CLIError) -> CardV1.CardScheme {
+        switch name.lowercased() {
+        case "mastercard": return .mastercard
+        case "visa": return .visa
+        default: throw CLIError(.usage, "\(command): --scheme must be mastercard or visa, not '\(name)'")
+        }
+    }
+
+    static func inputMethod(_ name: String, command: String) throws(CLIError) -> CardV1.InputMethod {
+        switch name.lowercased() {
+        case "manual": return .manual
+        case "camera": return .camera
+        case "on-file": return .onFile
+        case "bank-app": return .bankApp
+        default:
+            throw CLIError(.usage, "\(command): --input-method must be manual, camera, on-file or bank-app")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Synchronization
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// A TSP's provisioning API that records what the wallet sent and answers as each test configures it.
+///
+/// It holds a real keyring, so the card data the wallet encrypts can be decrypted and checked.
+final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
+    struct State {
+        var eligibilityRequests: [TspV1.CheckEligibilityRequest] = []
+        var digitizeRequests: [TspV1.DigitizeRequest] = []
+        var pushSessionRequests: [TspV1.CreatePushSessionRequest] = []
+        var keyRequests = 0
+        /// The answer to CheckEligibility.
+        var eligibility = TspV1.CheckEligibilityResponse(
+            eligible: true, eligibilityReceipt: "receipt-1", receiptExpiresAtMs: UInt64.max / 2, scheme: .visa,
+            panLast4: "1111",
+            terms: .termsAndConditions(
+                CardV1.TermsAndConditions(id: "tc-visa-1", version: "1", language: "en", text: "Be nice.")))
+        /// The answer to Digitize.
+        var digitize = TspV1.DigitizeResponse(
+            decision: .approved, digitalCardID: "DNITHE000000000000000001", tokenState: .active, tokenLast4: "9012",
+            tokenExpiry: "12/29", scheme: .visa, panLast4: "1111", decidedBy: "issuer")
+        /// How many Digitize calls fail with UNAVAILABLE before one succeeds.
+        var digitizeFailures = 0
+    }
+
+    let keyring: TSPKeyring
+    let state = Mutex(State())
+
+    init() throws {
+        keyring = try TSPKeyring.generate()
+    }
+
+    func configure(_ change: (inout State) -> Void) { state.withLock { change(&$0) } }
+
+    var recorded: State { state.withLock { $0 } }
+
+    func getEncryptionKeys(_ request: TspV1.GetEncryptionKeysRequest, context: ServerContext) async throws
+        -> TspV1.GetEncryptionKeysResponse
+    {
+        state.withLock { $0.keyRequests += 1 }
+        return TspV1.GetEncryptionKeysResponse(
+            keys: try keyring.publishedKeys().map {
+                TspV1.EncryptionKey(publicKeyIdentifier: $0.kid, publicKeyPem: $0.pem, current: $0.isCurrent)
+            })
+    }
+
+    func checkEligibility(_ request: TspV1.CheckEligibilityRequest, context: ServerContext) async throws
+        -> TspV1.CheckEligibilityResponse
+    {
+        state.withLock {
+            $0.eligibilityRequests.append(request)
+            return $0.eligibility
+        }
+    }
+
+    func digitize(_ request: TspV1.DigitizeRequest, context: ServerContext) async throws -> TspV1.DigitizeResponse {
+        let (response, fail) = state.withLock { state -> (TspV1.DigitizeResponse, Bool) in
+            state.digitizeRequests.append(request)
+            guard state.digitizeFailures == 0 else {
+                state.digitizeFailures -= 1
+                return (state.digitize, true)
+            }
+            return (state.digitize, false)
+        }
+        if fail { throw RPCError(.unavailable, "the issuer is restarting") }
+        return response
+    }
+
+    func createPushSession(_ request: TspV1.CreatePushSessionRequest, context: ServerContext) async throws
+        -> TspV1.CreatePushSessionResponse
+    {
+        state.withLock { $0.pushSessionRequests.append(request) }
+        return TspV1.CreatePushSessionResponse(pushSessionID: "ps-1", expiresAtMs: 1_000)
+    }
+
+    /// The card data of an eligibility request, decrypted with the fake's keyring.
+    func decrypt(_ request: TspV1.CheckEligibilityRequest) throws -> (kid: String, card: CardData) {
+        guard case .encryptedCardData(let data)? = request.instrument else { throw CardError(.malformedJWE, "none") }
+        return try JWE.decryptCardData(data.jwe, with: keyring)
+    }
+}

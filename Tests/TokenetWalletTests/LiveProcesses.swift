@@ -1,0 +1,185 @@
+import Foundation
+import TokenetNode
+
+/// The package's built executables, found next to the test bundle (`swift build --build-tests` builds them).
+enum Executables {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static func url(of name: String) throws -> URL {
+        var candidates = [packageRoot.appendingPathComponent(".build/debug")]
+        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        while directory.path != "/" {
+            candidates.insert(directory, at: 0)
+            if !directory.path.contains(".xctest") { break }
+            directory = directory.deletingLastPathComponent()
+        }
+        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path + "/" + name) {
+            return candidate.appendingPathComponent(name)
+        }
+        throw LiveTestError("\(name) is not built; run swift build --build-tests")
+    }
+}
+
+struct LiveTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh directory, removed when the value goes away.
+final class ScratchDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-wallet-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// What a finished command printed.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a built executable to completion with output in files; a run longer than `limit` seconds is killed, so a
+/// hang fails the test instead of the suite.
+func runExecutable(
+    _ name: String, _ arguments: [String], environment: [String: String] = [:], limit: Double = 90
+) throws -> CommandResult {
+    let scratch = try ScratchDirectory()
+    let process = Process()
+    process.executableURL = try Executables.url(of: name)
+    process.arguments = arguments
+    process.environment = environment
+    for stream in ["stdout", "stderr"] {
+        _ = FileManager.default.createFile(atPath: scratch.file(stream), contents: nil)
+    }
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle(forWritingAtPath: scratch.file("stdout"))
+    process.standardError = FileHandle(forWritingAtPath: scratch.file("stderr"))
+    try process.run()
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
+    process.waitUntilExit()
+    watchdog.cancel()
+    return CommandResult(
+        status: process.terminationStatus,
+        stdout: try String(contentsOfFile: scratch.file("stdout"), encoding: .utf8),
+        stderr: try String(contentsOfFile: scratch.file("stderr"), encoding: .utf8))
+}
+
+/// A node process started with its role's certificate, stopped (SIGTERM, then waited for) on deinit.
+/// Immutable once started; `Process` itself is safe to wait on from any thread.
+final class NodeProcess: @unchecked Sendable {
+    let process = Process()
+    let directory: ScratchDirectory
+    let listen: String
+
+    /// Starts `name` listening on `listen` (a free port by default), keeping its data in `directory`.
+    init(
+        _ name: String, role: String, pki: String, listen: String = "127.0.0.1:0", directory: ScratchDirectory? = nil,
+        extra: [String] = []
+    ) throws {
+        self.directory = try directory ?? ScratchDirectory()
+        let ready = self.directory.file("ready-\(UUID().uuidString).json")
+        process.executableURL = try Executables.url(of: name)
+        process.arguments =
+            [
+                "--listen", listen, "--data-dir", self.directory.file("data"), "--ready-file", ready,
+                "--cert", "\(pki)/\(role).pem", "--key", "\(pki)/\(role).key", "--ca", "\(pki)/ca.pem",
+            ] + extra
+        _ = FileManager.default.createFile(atPath: self.directory.file("stderr"), contents: nil)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: self.directory.file("stderr"))
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: ready) {
+            guard process.isRunning, Date() < deadline else {
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+                let log = (try? String(contentsOfFile: self.directory.file("stderr"), encoding: .utf8)) ?? ""
+                throw LiveTestError("\(name) did not become ready: \(log)")
+            }
+            usleep(20_000)
+        }
+        self.listen = try ReadyFile.read(from: ready).listen
+    }
+
+    var stderr: String { (try? String(contentsOfFile: directory.file("stderr"), encoding: .utf8)) ?? "" }
+
+    /// Stops the node with SIGTERM and waits for it; its data directory stays for a restart.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+/// Development certificates from Tools/gen-certs, made once per test process.
+enum TestPKI {
+    private static let made: Result<ScratchDirectory, LiveTestError> = {
+        do {
+            let directory = try ScratchDirectory()
+            let process = Process()
+            process.executableURL = Executables.packageRoot.appendingPathComponent("Tools/gen-certs")
+            process.arguments = [directory.file("pki")]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { return .failure(LiveTestError("Tools/gen-certs failed")) }
+            return .success(directory)
+        } catch {
+            return .failure(LiveTestError("cannot run Tools/gen-certs: \(error)"))
+        }
+    }()
+
+    /// The directory holding ca.pem and the {tsp,issuer,wallet,operator}.{pem,key} files.
+    static func directory() throws -> String { try made.get().file("pki") }
+
+    /// The operator's identity as `tokenet` flags.
+    static func operatorFlags() throws -> [String] {
+        let pki = try directory()
+        return ["--cacert", pki + "/ca.pem", "--cert", pki + "/operator.pem", "--key", pki + "/operator.key"]
+    }
+}
+
+/// A loopback address no one listens on right now: the kernel's pick for a socket that is closed at once.
+func freeLoopbackAddress() throws -> String {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw LiveTestError("socket() failed") }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+            bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
+        }
+    }
+    guard bound else { throw LiveTestError("cannot find a free port") }
+    return "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+}
+
+/// Runs blocking work (starting processes, waiting for them) on a thread of its own, so tests that run executables
+/// never hold the cooperative pool's few threads while other suites' async tests need them.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// Runs the built `tokenet` off the cooperative pool.
+func runTokenet(_ arguments: [String]) async throws -> CommandResult {
+    try await offThePool { try runExecutable("tokenet", arguments) }
+}

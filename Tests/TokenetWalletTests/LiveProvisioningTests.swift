@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+
+/// The three real node processes over mutual TLS (issuer-node with the demo fixture), driven by the real `tokenet`
+/// CLI as the operator: every provisioning path from the wallet's side, the parties' views, and a wallet restart.
+@Suite(.serialized) final class LiveProvisioningTests: @unchecked Sendable {
+    let tsp: NodeProcess
+    let wallet: NodeProcess
+    let issuer: NodeProcess
+    let flags: [String]
+
+    init() async throws {
+        (tsp, wallet, issuer, flags) = try await offThePool { try Self.startNodes() }
+    }
+
+    /// Starts the three nodes, each knowing every peer's address, and waits until the issuer registered.
+    static func startNodes() throws -> (NodeProcess, NodeProcess, NodeProcess, [String]) {
+        let pki = try TestPKI.directory()
+        let (tspAddress, walletAddress, issuerAddress) = (
+            try freeLoopbackAddress(), try freeLoopbackAddress(), try freeLoopbackAddress()
+        )
+        let tsp = try NodeProcess(
+            "tsp-node", role: "tsp", pki: pki, listen: tspAddress, extra: ["--issuer", issuerAddress])
+        let wallet = try NodeProcess(
+            "wallet-node", role: "wallet", pki: pki, listen: walletAddress, extra: ["--tsp", tspAddress])
+        let issuer = try NodeProcess(
+            "issuer-node", role: "issuer", pki: pki, listen: issuerAddress,
+            extra: [
+                "--tsp", tspAddress, "--wallet", walletAddress, "--fixtures",
+                Executables.packageRoot.appendingPathComponent("Tools/fixtures/issuer.json").path,
+            ])
+        // The issuer registers with the TSP in the background; its cards are unknown to the TSP until then.
+        let deadline = Date().addingTimeInterval(60)
+        while !issuer.stderr.contains("registered with the TSP") {
+            guard Date() < deadline else { throw LiveTestError("issuer-node did not register: \(issuer.stderr)") }
+            usleep(20_000)
+        }
+        return (tsp, wallet, issuer, try TestPKI.operatorFlags())
+    }
+
+    func tokenet(_ arguments: [String]) async throws -> CommandResult {
+        let arguments = arguments + flags
+        return try await offThePool { try runExecutable("tokenet", arguments) }
+    }
+
+    /// The trace id a command printed as its last line, `(trace 0123456789abcdef)`.
+    func traceID(_ result: CommandResult) -> String? {
+        guard let line = result.stdout.split(separator: "\n").last, line.hasPrefix("(trace "), line.hasSuffix(")")
+        else { return nil }
+        return String(line.dropFirst("(trace ".count).dropLast())
+    }
+
+    func json(_ result: CommandResult) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test func aVisaCardTypedInIsApprovedAndEveryPartyAgrees() async throws {
+        let added = try await tokenet(
+            [
+                "wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123",
+                "--language", "es",
+            ])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.hasPrefix("card-1: Visa card ending 0009 is eligible.\n"), "\(added.stdout)")
+        #expect(added.stdout.contains(", es):"))
+
+        let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(accepted.stdout.hasPrefix("card-1: APPROVED: digital card DNITHE"), "\(accepted.stdout)")
+        #expect(accepted.stdout.contains("is ACTIVE."))
+
+        let cards = try json(try await tokenet(["wallet", "cards", wallet.listen, "--json"]))
+        let card = try #require((cards["cards"] as? [[String: Any]])?.first)
+        #expect(card["status"] as? String == "DIGITIZED" && card["state"] as? String == "TOKEN_STATE_ACTIVE")
+        let digitalCardID = try #require(card["digitalCardId"] as? String)
+
+        let tokens = try await tokenet(["tsp", "tokens", tsp.listen])
+        #expect(tokens.stdout.contains(digitalCardID) && tokens.stdout.contains("wallet-account-1"))
+        // The TSP's audit trail carries the trace id of the wallet command that made the token.
+        let history = try await tokenet(["tsp", "history", tsp.listen, digitalCardID])
+        #expect(history.stdout.contains("issuer approved"), "\(history.stdout)")
+        #expect(history.stdout.contains(try #require(traceID(accepted))), "\(history.stdout)")
+        for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("4761000010000009")) }
+    }
+
+    @Test func pushReceiptsAndPushSessionsBecomeActiveTokens() async throws {
+        let receipt = try json(
+            try await tokenet(["issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--json"]))
+        let payload = try #require((receipt["receipt"] as? [String: Any])?["payload"] as? String)
+        let added = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--receipt", payload, "--scheme", "mastercard",
+        ])
+        #expect(added.stdout.hasPrefix("card-1: Mastercard card ending 0037 is eligible."), "\(added.stderr)")
+        let reused = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--receipt", payload, "--scheme", "mastercard",
+        ])
+        #expect(reused.status > 64 && reused.stderr.hasPrefix("ERROR: "), "a receipt is single-use: \(reused.stdout)")
+
+        let session = try json(
+            try await tokenet([
+                "issuer", "push-card", issuer.listen, "card-visa-session", "--mode", "session", "--json",
+            ]))
+        let sessionID = try #require(session["pushSessionId"] as? String)
+        let fromSession = try await tokenet(["wallet", "add-card", wallet.listen, "--push-session", sessionID])
+        #expect(fromSession.stdout.hasPrefix("card-2: Visa card ending 0023 is eligible."), "\(fromSession.stderr)")
+
+        for ref in ["card-1", "card-2"] {
+            let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, ref])
+            #expect(accepted.stdout.hasPrefix("\(ref): APPROVED") && accepted.stdout.contains("is ACTIVE."))
+        }
+    }
+
+    @Test func declinesStepUpsAndIneligibleCards() async throws {
+        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "2223000010000047", "--exp", "03/30"])
+        let declined = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(declined.status == 0)
+        #expect(declined.stdout.hasPrefix("card-1: DECLINED: the account is under fraud review"), "\(declined.stdout)")
+
+        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000030000054", "--exp", "11/29"])
+        let stepUp = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-2"])
+        #expect(stepUp.stdout.contains("asks for additional authentication") && stepUp.stdout.contains("is INACTIVE."))
+        #expect(stepUp.stdout.contains("ID&V otp-sms: OTP_SMS"), "\(stepUp.stdout)")
+
+        let ineligible = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--pan", "4761000040000078", "--exp", "05/29",
+        ])
+        #expect(ineligible.status == 0)
+        #expect(ineligible.stdout.hasPrefix("Not eligible: Visa card ending 0078: this card is not enabled"))
+
+        let visaReceipt = try await tokenet(["wallet", "add-card", wallet.listen, "--receipt", "x", "--scheme", "visa"])
+        #expect(visaReceipt.status == 64 + 3)
+        #expect(visaReceipt.stderr.contains("Mastercard-only"), "\(visaReceipt.stderr)")
+
+        let cards = try await tokenet(["wallet", "cards", wallet.listen])
+        #expect(cards.stdout.split(separator: "\n").count == 3, "\(cards.stdout)")
+        #expect(cards.stdout.contains("DECLINED") && cards.stdout.contains("INACTIVE"))
+    }
+
+    @Test func aRestartedWalletKeepsItsCardsAndAnswersAgainWithoutANewToken() async throws {
+        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
+        let first = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1", "--json"])
+        let (wallet, tsp) = (self.wallet, self.tsp)
+        let restarted = try await offThePool {
+            wallet.stop()
+            return try NodeProcess(
+                "wallet-node", role: "wallet", pki: try TestPKI.directory(), listen: wallet.listen,
+                directory: wallet.directory, extra: ["--tsp", tsp.listen])
+        }
+        let again = try await tokenet(["wallet", "accept-terms", restarted.listen, "card-1", "--json"])
+        #expect(again.status == 0 && again.stdout == first.stdout)
+        let tokens = try json(try await tokenet(["tsp", "tokens", tsp.listen, "--json"]))
+        #expect((tokens["tokens"] as? [Any])?.count == 1)
+    }
+}

@@ -1,0 +1,66 @@
+import Testing
+
+/// `tokenet wallet|issuer|tsp` refuse bad arguments with exit status 2 and a message naming the problem, before
+/// connecting anywhere (the address below has nothing listening).
+@Suite struct PartyCommandParsingTests {
+    static let nowhere = ["127.0.0.1:1", "--plaintext"]
+
+    static let usageErrors: [([String], String)] = [
+        (["wallet"], "missing action"),
+        (["wallet", "remove-card"], "unknown action 'remove-card'"),
+        (["wallet", "add-card"] + nowhere, "give the card with --pan"),
+        (["wallet", "add-card", "--pan", "4111111111111111", "--receipt", "r"] + nowhere, "cannot be combined"),
+        (["wallet", "add-card", "--pan", "4111111111111111"] + nowhere, "--pan needs --exp"),
+        (["wallet", "add-card", "--pan", "1", "--exp", "1/2", "--pan", "2"] + nowhere, "--pan may be given once"),
+        (["wallet", "add-card", "--pan"], "--pan needs a value"),
+        (["wallet", "add-card", "--receipt", "r"] + nowhere, "--receipt needs --scheme"),
+        (
+            ["wallet", "add-card", "--receipt", "r", "--scheme", "amex"] + nowhere,
+            "--scheme must be mastercard or visa"
+        ),
+        (["wallet", "add-card", "--push-session", "p", "--cvc", "123"] + nowhere, "--cvc goes with --pan"),
+        (["wallet", "add-card", "--push-session", "p", "--scheme", "visa"] + nowhere, "--scheme goes with --receipt"),
+        (
+            ["wallet", "add-card", "--pan", "4111111111111111", "--exp", "12/30", "--input-method", "fax"] + nowhere,
+            "--input-method must be"
+        ),
+        (["wallet", "add-card", "--push-session", "p", "--json=yes"] + nowhere, "--json takes no value"),
+        (["wallet", "add-card", "--push-session", "p"], "missing ADDR"),
+        (["wallet", "accept-terms"] + nowhere, "missing CARD_REF"),
+        (["wallet", "accept-terms", "127.0.0.1:1", "card-1", "card-2", "--plaintext"], "unexpected arguments"),
+        (["wallet", "cards", "not-an-address"], "is not an address"),
+        (["wallet", "cards", "127.0.0.1:1", "--frobnicate"], "unknown option '--frobnicate'"),
+        (["issuer", "push-card", "127.0.0.1:1", "card-1", "--plaintext"], "--mode receipt|session is required"),
+        (["issuer", "push-card", "127.0.0.1:1", "card-1", "--mode", "fax", "--plaintext"], "--mode must be"),
+        (["issuer", "push-card", "--mode", "receipt"] + nowhere, "missing CARD_ID"),
+        (["tsp", "history"] + nowhere, "missing DIGITAL_CARD_ID"),
+        (["tsp", "tokens", "127.0.0.1:1", "extra", "--plaintext"], "unexpected arguments"),
+    ]
+
+    @Test(arguments: usageErrors) func usageError(_ arguments: [String], _ message: String) async throws {
+        let result = try await offThePool { try runExecutable("tokenet", arguments) }
+        #expect(result.status == 2, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+    }
+
+    @Test func mutualTLSNeedsTheOperatorsFiles() async throws {
+        let result = try await offThePool {
+            try runExecutable("tokenet", ["wallet", "cards", "127.0.0.1:1", "--cacert", "ca.pem"])
+        }
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("missing --cert, --key"))
+    }
+
+    @Test func anUnreachableNodeIsExitStatusOne() async throws {
+        let result = try await offThePool { try runExecutable("tokenet", ["wallet", "cards"] + Self.nowhere) }
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot connect to 127.0.0.1:1"))
+    }
+
+    @Test(arguments: ["wallet", "issuer", "tsp"]) func helpDescribesEveryAction(_ command: String) async throws {
+        let result = try await offThePool { try runExecutable("tokenet", [command, "--help"]) }
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("Usage: tokenet \(command) "))
+        #expect(result.stdout.contains("--cacert FILE") && result.stdout.contains("--json"))
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import TokenetWallet
-
-@Test func walletModuleBuilds() {}

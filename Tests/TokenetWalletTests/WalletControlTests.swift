@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// AddCard, AcceptTerms and ListCards against a fake TSP, over the in-memory transport.
+@Suite struct WalletControlTests {
+    @Test func manualCardIsEncryptedToTheTSPsCurrentKeyAndChecked() async throws {
+        let wallet = try WalletHarness()
+        let added = try await wallet.control.addCard(WalletHarness.manual(language: "es"))
+        #expect(added.eligible && added.cardRef == "card-1")
+        #expect(added.terms?.id == "tc-visa-1" && added.scheme == .visa && added.panLast4 == "1111")
+
+        let request = try #require(wallet.tsp.recorded.eligibilityRequests.first)
+        let (kid, card) = try wallet.tsp.decrypt(request)
+        #expect(kid == wallet.tsp.keyring.currentKid)
+        #expect(card.accountNumber == "4111111111111111" && card.cvv2 == "123" && card.name == "Ana Díaz")
+        #expect(card.expirationDate == CardData.ExpirationDate(month: "12", year: "2030"))
+        #expect(request.eligibilityData == TspV1.EligibilityData(language: "es", inputMethod: .manual))
+        #expect(request.walletAccountID == WalletConfiguration.defaultAccountID)
+        #expect(request.device == WalletConfiguration().device)
+        #expect(!request.requestID.isEmpty)
+
+        let listed = try await wallet.control.listCards(.init()).cards
+        #expect(listed.map(\.status) == ["PENDING_TERMS"] && listed.map(\.cardRef) == ["card-1"])
+    }
+
+    @Test func acceptTermsDigitizesWithTheAcceptedTermsDeviceAndRisk() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.decision == .approved)
+        #expect(
+            accepted.card
+                == WalletV1.WalletCard(
+                    cardRef: "card-1", digitalCardID: "DNITHE000000000000000001", scheme: .visa, panLast4: "1111",
+                    tokenLast4: "9012", state: .active, status: "DIGITIZED"))
+
+        let digitize = try #require(wallet.tsp.recorded.digitizeRequests.first)
+        #expect(digitize.eligibilityReceipt == "receipt-1" && digitize.acceptedTermsID == "tc-visa-1")
+        #expect(digitize.termsAcceptedAtMs == 1_000_000)
+        #expect(digitize.risk == CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve))
+        #expect(digitize.walletAccountID == WalletConfiguration.defaultAccountID)
+        #expect(digitize.device == WalletConfiguration().device)
+        #expect(try await wallet.control.listCards(.init()).cards == [accepted.card!])
+    }
+
+    @Test func aRetryAfterAFailedDigitizeSendsTheSameRequestID() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure { $0.digitizeFailures = 1 }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        #expect(await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) } == .unavailable)
+        let first = try #require(wallet.tsp.recorded.digitizeRequests.first)
+        // The key was committed before the call, so it survives the failure (and a restart).
+        #expect(try wallet.store.card(ref: "card-1").digitizeRequestID == first.requestID)
+        #expect(try wallet.store.card(ref: "card-1").status == .pendingTerms)
+
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.card?.status == "DIGITIZED")
+        let requests = wallet.tsp.recorded.digitizeRequests
+        #expect(requests.count == 2 && requests[1] == first)
+    }
+
+    @Test func acceptingAgainAnswersFromTheWalletWithoutASecondDigitize() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let first = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let second = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(first == second)
+        #expect(wallet.tsp.recorded.digitizeRequests.count == 1)
+    }
+
+    @Test func aDeclinedCardIsKeptAsDeclinedWithTheReason() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure {
+            $0.digitize = TspV1.DigitizeResponse(
+                decision: .declined, scheme: .visa, panLast4: "1111", declineReason: "card reported stolen",
+                decidedBy: "issuer")
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.decision == .declined && accepted.declineReason == "card reported stolen")
+        #expect(accepted.card?.status == "DECLINED" && accepted.card?.digitalCardID == "")
+    }
+
+    @Test func aStepUpLeavesTheTokenInactiveWithTheIDVMethods() async throws {
+        let wallet = try WalletHarness()
+        let methods = [CardV1.IdvMethod(id: "otp-1", type: .otpSms, maskedValue: "***-***-1234")]
+        wallet.tsp.configure {
+            $0.digitize = TspV1.DigitizeResponse(
+                decision: .requireAdditionalAuthentication, digitalCardID: "DWSPMC000000000000000002",
+                tokenState: .inactive, tokenLast4: "3456", scheme: .mastercard, panLast4: "4444", idvMethods: methods)
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.decision == .requireAdditionalAuthentication && accepted.idvMethods == methods)
+        #expect(accepted.card?.state == .inactive && accepted.card?.status == "DIGITIZED")
+    }
+
+    @Test func anIneligibleCardIsReportedAndNotKept() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure {
+            $0.eligibility = TspV1.CheckEligibilityResponse(
+                eligible: false, reason: .cardExpired, reasonMessage: "the card expired at the end of 01/20",
+                scheme: .visa, panLast4: "1111")
+        }
+        let added = try await wallet.control.addCard(WalletHarness.manual(expiry: "01/20"))
+        #expect(!added.eligible && added.cardRef.isEmpty && added.reason == "the card expired at the end of 01/20")
+        #expect(try await wallet.control.listCards(.init()).cards.isEmpty)
+    }
+
+    @Test func malformedCardInputIsRefusedBeforeAnythingIsSent() async throws {
+        let wallet = try WalletHarness()
+        for request in [
+            WalletHarness.manual("4111 1111 1111 1111"), WalletHarness.manual("4111"),
+            WalletHarness.manual(expiry: "2030-12"), WalletHarness.manual(expiry: "13/30"),
+            WalletHarness.manual(cvc: "12a"), WalletHarness.manual(""), WalletV1.AddCardRequest(),
+            WalletV1.AddCardRequest(source: .pushSessionID("")),
+            WalletV1.AddCardRequest(source: .pushReceipt(.init(scheme: .mastercard, payload: ""))),
+        ] {
+            #expect(await statusCode { try await wallet.control.addCard(request) } == .invalidArgument)
+        }
+        #expect(wallet.tsp.recorded.eligibilityRequests.isEmpty && wallet.tsp.recorded.keyRequests == 0)
+    }
+
+    @Test func aWrongCheckDigitIsLeftToTheTSPsEligibilityAnswer() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual("4111111111111112"))
+        #expect(wallet.tsp.recorded.eligibilityRequests.count == 1)
+    }
+
+    @Test func pushReceiptsAndSessionsAreCheckedAsTheyCame() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(
+            .init(source: .pushReceipt(.init(scheme: .mastercard, payload: "rcpt-abc"))))
+        _ = try await wallet.control.addCard(.init(source: .pushSessionID("ps-9")))
+        let requests = wallet.tsp.recorded.eligibilityRequests
+        #expect(
+            requests.map(\.instrument) == [
+                .issuerPushReceipt(.init(scheme: .mastercard, payload: "rcpt-abc")), .pushSessionID("ps-9"),
+            ])
+        #expect(requests.allSatisfy { $0.eligibilityData?.inputMethod == .bankApp })
+        #expect(try wallet.store.allCards().map(\.source) == [.pushReceipt, .pushSession])
+        #expect(wallet.tsp.recorded.keyRequests == 0)
+    }
+
+    @Test func unknownAndMalformedCardReferences() async throws {
+        let wallet = try WalletHarness()
+        #expect(await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "card-7")) } == .notFound)
+        #expect(await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "7")) } == .invalidArgument)
+    }
+
+    @Test func anExpiredEligibilityReceiptAsksToAddTheCardAgain() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure { $0.eligibility.receiptExpiresAtMs = 999_999 }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        #expect(
+            await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) } == .failedPrecondition)
+        #expect(wallet.tsp.recorded.digitizeRequests.isEmpty)
+    }
+
+    @Test func theCardNumberNeverReachesTheLogs() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(!wallet.logs.lines.isEmpty)
+        #expect(!wallet.logs.lines.contains { $0.contains("4111111111111111") || $0.contains("411111") })
+    }
+
+    @Test func configuredRiskAccountAndDeviceAreSent() async throws {
+        var configuration = WalletConfiguration()
+        configuration.walletAccountID = "acct-7"
+        configuration.device.deviceID = "watch-1"
+        configuration.risk = CardV1.WalletRiskData(accountScore: 4, deviceScore: 5, recommendation: .decline)
+        let wallet = try WalletHarness(configuration: configuration)
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let digitize = try #require(wallet.tsp.recorded.digitizeRequests.first)
+        #expect(digitize.risk == configuration.risk && digitize.walletAccountID == "acct-7")
+        #expect(digitize.device?.deviceID == "watch-1")
+        #expect(wallet.tsp.recorded.eligibilityRequests.first?.walletAccountID == "acct-7")
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// A wallet's router served in memory, calling a `FakeTSP` served in memory, with clients for the operator (the
+/// person using the wallet) and an issuer.
+struct WalletHarness {
+    let tsp: FakeTSP
+    let store: WalletStore
+    let logs = MemoryLogSink()
+    let control: WalletV1.WalletControl.Client
+    let push: WalletV1.WalletPush.Client
+    /// The push service reached as the operator, a role it refuses.
+    let pushAsOperator: WalletV1.WalletPush.Client
+
+    init(
+        tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
+        clock: @escaping @Sendable () -> UInt64 = { 1_000_000 }
+    ) throws {
+        let tsp = try tsp ?? FakeTSP()
+        let store = try store ?? WalletStore.inMemory()
+        self.tsp = tsp
+        self.store = store
+        var tspRouter = RPCRouter()
+        tsp.register(on: &tspRouter)
+        let tspClient = Self.serve(
+            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let router = WalletNode.router(
+            tsp: tspClient, store: store, configuration: configuration,
+            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock)
+        let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
+        let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
+        control = WalletV1.WalletControl.Client(asOperator)
+        push = WalletV1.WalletPush.Client(
+            Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet))
+        pushAsOperator = WalletV1.WalletPush.Client(asOperator)
+    }
+
+    private static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
+        let rpcServer = RPCServer(router: router)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(client: client, server: server)
+        Task { await rpcServer.serve(serverEnd) }
+        return RPCClient(stream: clientEnd)
+    }
+
+    static func manual(
+        _ pan: String = "4111111111111111", expiry: String = "12/30", cvc: String = "123", name: String = "Ana Díaz",
+        language: String = ""
+    ) -> WalletV1.AddCardRequest {
+        WalletV1.AddCardRequest(
+            language: language,
+            source: .manual(WalletV1.ManualCard(pan: pan, expiry: expiry, cvc: cvc, cardholderName: name)))
+    }
+}
+
+/// Runs `body` and returns the status code it failed with, or nil when it succeeded.
+func statusCode(_ body: () async throws -> some Any) async -> StatusCode? {
+    do {
+        _ = try await body()
+        return nil
+    } catch let error as RPCError {
+        return error.code
+    } catch {
+        return .unknown
+    }
+}

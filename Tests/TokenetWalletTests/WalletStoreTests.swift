@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The wallet's database across restarts, and what it never holds.
+@Suite struct WalletStoreTests {
+    @Test func cardsAndAStartedDigitizationSurviveARestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wallet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(WalletNode.databaseFileName).path
+
+        let tsp = try FakeTSP()
+        tsp.configure { $0.digitizeFailures = 1 }
+        do {
+            let wallet = try WalletHarness(tsp: tsp, store: try WalletStore.open(path: path))
+            _ = try await wallet.control.addCard(WalletHarness.manual())
+            _ = await statusCode { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        }
+        let reopened = try WalletHarness(tsp: tsp, store: try WalletStore.open(path: path))
+        let accepted = try await reopened.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.card?.status == "DIGITIZED")
+        let requests = tsp.recorded.digitizeRequests
+        #expect(requests.count == 2 && requests[0].requestID == requests[1].requestID)
+
+        // Nothing in the database files holds the card number.
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            let bytes = try Data(contentsOf: directory.appendingPathComponent(file))
+            #expect(bytes.range(of: Data("4111111111111111".utf8)) == nil, "\(file) holds the card number")
+        }
+    }
+
+    @Test func beginningTwiceKeepsTheFirstRequestID() throws {
+        let store = try WalletStore.inMemory()
+        let card = try store.addPending(
+            source: .manual, scheme: .visa, panLast4: "1111", receipt: "r", receiptExpiresAtMs: 10, terms: nil,
+            nowMs: 1)
+        _ = try store.beginDigitization(id: card.id, requestID: "first", termsAcceptedAtMs: 2, nowMs: 2)
+        let second = try store.beginDigitization(id: card.id, requestID: "second", termsAcceptedAtMs: 3, nowMs: 3)
+        #expect(second.digitizeRequestID == "first" && second.termsAcceptedAtMs == 2)
+    }
+}
+
+/// AcceptTerms decisions from the stored card alone.
+@Suite struct AcceptTermsPlanTests {
+    let pending = WalletCardRecord(
+        id: 3, source: .manual, scheme: .visa, panLast4: "1111", status: .pendingTerms, eligibilityReceipt: "r",
+        receiptExpiresAtMs: 5_000, terms: nil, digitizeRequestID: nil, termsAcceptedAtMs: nil, result: nil)
+
+    @Test func aPendingCardGetsAFreshKey() {
+        #expect(
+            AcceptTermsPlan.plan(for: pending, nowMs: 4_000) { "new" }
+                == .digitize(requestID: "new", termsAcceptedAtMs: 4_000, fresh: true))
+    }
+
+    @Test func aStartedAttemptKeepsItsKeyEvenAfterTheReceiptExpired() {
+        var started = pending
+        started.digitizeRequestID = "old"
+        started.termsAcceptedAtMs = 4_500
+        #expect(
+            AcceptTermsPlan.plan(for: started, nowMs: 9_000) { "new" }
+                == .digitize(requestID: "old", termsAcceptedAtMs: 4_500, fresh: false))
+    }
+
+    @Test func anExpiredReceiptWithoutAnAttempt() {
+        #expect(AcceptTermsPlan.plan(for: pending, nowMs: 5_000) { "new" } == .receiptExpired)
+    }
+
+    @Test func aFinishedCardIsAnsweredFromStorage() {
+        var done = pending
+        done.result = TspV1.DigitizeResponse(decision: .approved, digitalCardID: "D1")
+        #expect(AcceptTermsPlan.plan(for: done, nowMs: 9_000) { "new" } == .answer(done.result!))
+    }
+
+    @Test func cardReferences() {
+        #expect(WalletCardRecord.id(fromRef: "card-12") == 12)
+        for bad in ["card-0", "card-", "card-01", "12", "card-x", "card--1"] {
+            #expect(WalletCardRecord.id(fromRef: bad) == nil, "\(bad)")
+        }
+    }
+}
+
+/// `wallet.json`.
+@Suite struct WalletConfigurationTests {
+    @Test func everyKeyIsOptional() throws {
+        #expect(try WalletConfiguration.parse(Data("{}".utf8), path: "w.json") == WalletConfiguration())
+    }
+
+    @Test func configuredValuesReplaceTheDefaults() throws {
+        let json = #"""
+            {"walletAccountId": "acct-7", "device": {"deviceId": "watch-1", "deviceType": "WATCH"},
+             "risk": {"accountScore": 2, "deviceScore": 5, "recommendation": "require_authentication"}}
+            """#
+        let parsed = try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
+        #expect(parsed.walletAccountID == "acct-7" && parsed.device.deviceID == "watch-1")
+        #expect(parsed.device.deviceType == "WATCH" && parsed.device.osName == WalletConfiguration().device.osName)
+        #expect(
+            parsed.risk
+                == CardV1.WalletRiskData(accountScore: 2, deviceScore: 5, recommendation: .requireAuthentication))
+    }
+
+    @Test func outOfRangeScoresAndUnknownRecommendationsAreRefused() {
+        for json in [
+            #"{"risk": {"accountScore": 0}}"#, #"{"risk": {"deviceScore": 6}}"#,
+            #"{"risk": {"recommendation": "MAYBE"}}"#, #"{"walletAccountId": ""}"#, "[1]",
+        ] {
+            #expect(throws: (any Error).self) { try WalletConfiguration.parse(Data(json.utf8), path: "w.json") }
+        }
+    }
+}
