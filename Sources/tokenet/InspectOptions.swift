@@ -36,7 +36,7 @@ struct InspectOptions: Sendable {
           --cacert FILE        CA certificate that signed the node's certificate (default: $TOKENET_CACERT).
           --cert FILE          Client certificate, such as the operator's (default: $TOKENET_CERT).
           --key FILE           Private key of --cert (default: $TOKENET_KEY).
-          --plaintext          Connect without TLS, to a node started with --plaintext (not yet available).
+          --plaintext          Connect without TLS, to a node started with --plaintext.
           --deadline DURATION  Give up after DURATION, such as 5s, 200ms or 1m (default: none).
           -H 'KEY: VALUE'      Add request metadata; repeatable.
           --help               Show this help.
