@@ -136,7 +136,7 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
-        let bound: Result<BoundListener, NodeError> = blockingAwait {
+        let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)
                 guard let tls else {
@@ -178,7 +178,7 @@ public final class RPCNodeListener: NodeListener {
         let server = server
         let closeListener = closeListener
         let drainTimeout = drainTimeout
-        _ = blockingAwait { () -> Bool in
+        _ = runBlocking { () -> Bool in
             let deadline = ContinuousClock.now + drainTimeout
             while server.connectionCount > 0, ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(10))
@@ -189,21 +189,4 @@ public final class RPCNodeListener: NodeListener {
         serving.cancel()
         loop.shutdown()
     }
-}
-
-/// Runs async work from synchronous start-up and shutdown code, which runs on the main thread outside the
-/// cooperative pool, so blocking here never starves the tasks it waits for.
-private func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let result = ResultBox<T>()
-    Task {
-        result.value = await body()
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return result.value!
-}
-
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    var value: T?
 }

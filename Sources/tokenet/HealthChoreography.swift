@@ -23,7 +23,7 @@ struct HealthChoreography: DemoChoreography {
             guard let address = HostPort(parsing: ready.listen) else {
                 throw CLIError(.node, "\(role.nodeName) reported an unreadable address '\(ready.listen)'")
             }
-            let outcome = Self.blocking { () -> Result<String, CLIError> in
+            let outcome = runBlocking { () -> Result<String, CLIError> in
                 await check(address: address, name: role.nodeName)
             }
             report(try outcome.get())
@@ -76,17 +76,5 @@ struct HealthChoreography: DemoChoreography {
         } catch {
             return .failure(CLIError(.node, "\(name) at \(address) did not answer a health check: \(error)"))
         }
-    }
-
-    /// The demo command runs synchronously on the main thread, outside the cooperative pool.
-    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let semaphore = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: T?
-        Task {
-            result = await body()
-            semaphore.signal()
-        }
-        semaphore.wait()
-        return result!
     }
 }

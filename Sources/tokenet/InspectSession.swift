@@ -139,15 +139,3 @@ final class InspectSession: Sendable {
         return 64 + error.code.rawValue
     }
 }
-
-/// The CLI runs on the main thread, outside the cooperative pool, so it may block while async work runs there.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: T?
-    Task {
-        result = await body()
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return result!
-}
