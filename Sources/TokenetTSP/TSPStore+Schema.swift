@@ -86,6 +86,20 @@ extension TSPStore {
                     expires_at_ms INTEGER NOT NULL,
                     used_at_ms INTEGER
                 );
-                """)
+                """),
+        Migration(
+            version: 2, name: "otp",
+            sql: """
+                CREATE TABLE otp_challenges (
+                    digital_card_id TEXT PRIMARY KEY REFERENCES tokens(digital_card_id),
+                    method_id TEXT NOT NULL,
+                    code_digest BLOB NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    attempts_left INTEGER NOT NULL,
+                    resends_left INTEGER NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'verified', 'locked')),
+                    updated_at_ms INTEGER NOT NULL
+                );
+                """),
     ]
 }
