@@ -1,5 +1,6 @@
 import TokenetCard
 import TokenetStorage
+import TokenetWire
 
 /// One-time codes for ID&V: a fresh code and the digest the TSP stores instead of it.
 enum OTPCode {
@@ -79,6 +80,35 @@ extension TSPStore {
                     "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
             else { throw TSPError(.notFound, "token \"\(digitalCardID)\" is unknown to this token service") }
             return try Self.token(from: row)
+        }
+    }
+
+    /// The ID&V methods the issuer offered for a token, in the order it offered them.
+    func idvMethods(of digitalCardID: String) throws -> [CardV1.IdvMethod] {
+        try database.query(
+            """
+            SELECT method_id, type, masked_value, app_identifier, app_action FROM token_idv_methods
+            WHERE digital_card_id = ? ORDER BY position
+            """, [digitalCardID]
+        ).map { row in
+            CardV1.IdvMethod(
+                id: try row.text(0), type: CardV1.IdvMethodType(rawValue: Int32(try row.int(1))),
+                maskedValue: try row.text(2), appIdentifier: try row.text(3), appAction: try row.text(4))
+        }
+    }
+
+    func insertIdvMethods(_ tx: Transaction, _ digitalCardID: String, _ methods: [CardV1.IdvMethod]) throws {
+        for (position, method) in methods.enumerated() {
+            _ = try tx.execute(
+                """
+                INSERT OR REPLACE INTO token_idv_methods (digital_card_id, position, method_id, type, masked_value,
+                    app_identifier, app_action)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    digitalCardID, position, method.id, Int(method.type.rawValue), method.maskedValue,
+                    method.appIdentifier, method.appAction,
+                ])
         }
     }
 

@@ -100,6 +100,16 @@ extension TSPStore {
                     status TEXT NOT NULL CHECK (status IN ('pending', 'verified', 'locked')),
                     updated_at_ms INTEGER NOT NULL
                 );
+                CREATE TABLE token_idv_methods (
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    position INTEGER NOT NULL,
+                    method_id TEXT NOT NULL,
+                    type INTEGER NOT NULL,
+                    masked_value TEXT NOT NULL,
+                    app_identifier TEXT NOT NULL,
+                    app_action TEXT NOT NULL,
+                    PRIMARY KEY (digital_card_id, method_id)
+                );
                 """),
     ]
 }
