@@ -19,6 +19,7 @@
 #include "tokenet/tsp/v1/issuers.pb-c.h"
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/control.pb-c.h"
+#include "tokenet/wallet/v1/idv.pb-c.h"
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
@@ -279,6 +280,24 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
     return &tokenet__wallet__v1__wallet_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_request(void) {
+    return &tokenet__wallet__v1__wallet_resend_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_response(void) {
+    return &tokenet__wallet__v1__wallet_resend_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_select_idv_method_request(void) {
+    return &tokenet__wallet__v1__wallet_select_idv_method_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_select_idv_method_response(void) {
+    return &tokenet__wallet__v1__wallet_select_idv_method_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_submit_otp_request(void) {
+    return &tokenet__wallet__v1__wallet_submit_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_submit_otp_response(void) {
+    return &tokenet__wallet__v1__wallet_submit_otp_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wire__v1__call_start(void) {
     return &tokenet__wire__v1__call_start__descriptor;

@@ -119,6 +119,12 @@ public enum ProtoRegistry {
         WalletV1.PushCardDataRequest.self,
         WalletV1.PushCardDataResponse.self,
         WalletV1.WalletCard.self,
+        WalletV1.WalletResendOtpRequest.self,
+        WalletV1.WalletResendOtpResponse.self,
+        WalletV1.WalletSelectIdvMethodRequest.self,
+        WalletV1.WalletSelectIdvMethodResponse.self,
+        WalletV1.WalletSubmitOtpRequest.self,
+        WalletV1.WalletSubmitOtpResponse.self,
         WireV1.CallStart.self,
         WireV1.Cancel.self,
         WireV1.Frame.self,
@@ -170,6 +176,7 @@ public enum ProtoRegistry {
         TspV1.Issuers.descriptor,
         TspV1.Provisioning.descriptor,
         WalletV1.WalletControl.descriptor,
+        WalletV1.WalletIdv.descriptor,
         WalletV1.WalletPush.descriptor,
     ]
 }

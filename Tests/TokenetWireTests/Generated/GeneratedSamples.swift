@@ -93,6 +93,12 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSelectIdvMethodResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSubmitOtpRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSubmitOtpResponse.samples() as [any ProtoMessage]
     all += WireV1.CallStart.samples() as [any ProtoMessage]
     all += WireV1.Cancel.samples() as [any ProtoMessage]
     all += WireV1.Frame.samples() as [any ProtoMessage]
@@ -1117,6 +1123,71 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletResendOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletResendOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.codeExpiresAtMs = 18446744073709551613
+        base.triesLeft = 3999999997
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSelectIdvMethodRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSelectIdvMethodResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.method = CardV1.IdvMethod.samples()[0]
+        base.codeSent = true
+        base.codeExpiresAtMs = 18446744073709551611
+        base.triesLeft = 3999999995
+        base.instructions = "instructions-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSubmitOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.code = "code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSubmitOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.result = TspV1.OtpResult(rawValue: 1)
+        base.triesLeft = 3999999997
         var all = [base]
         return all
     }
