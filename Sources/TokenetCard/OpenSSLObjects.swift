@@ -99,8 +99,10 @@ enum SecureRandom {
     }
 }
 
-enum SHA256 {
-    static func hash(_ bytes: [UInt8]) throws(CardError) -> [UInt8] {
+/// SHA-256 of a byte string. Public so parties can store digests of short-lived secrets (one-time codes) instead
+/// of the secrets themselves.
+public enum SHA256 {
+    public static func hash(_ bytes: [UInt8]) throws(CardError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let status = bytes.withUnsafeBytes { input in

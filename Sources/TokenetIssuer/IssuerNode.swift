@@ -31,6 +31,8 @@ public enum IssuerNode {
         var router = RPCRouter()
         party.decisions.register(on: &router)
         party.control.register(on: &router)
+        party.otp.register(on: &router)
+        party.callCentre.register(on: &router)
         return router
     }
 }

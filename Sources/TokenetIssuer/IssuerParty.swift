@@ -11,6 +11,8 @@ struct IssuerParty: Sendable {
     let tsp: TSPLink
     let decisions: IssuerDecisionsService
     let control: IssuerControlService
+    let otp: IssuerOtpService
+    let callCentre: IssuerCallCentreService
 
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
@@ -34,6 +36,8 @@ struct IssuerParty: Sendable {
         self.tsp = link
         self.decisions = IssuerDecisionsService(store: store, key: key, logger: logger, now: now)
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
+        self.otp = IssuerOtpService(store: store, logger: logger, now: now)
+        self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
     }
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.

@@ -57,7 +57,16 @@ final class IssuerStore: Sendable {
                     id INTEGER PRIMARY KEY AUTOINCREMENT, pushed_at TEXT NOT NULL,
                     card_id TEXT NOT NULL REFERENCES cards(id), mode TEXT NOT NULL,
                     wallet_account_id TEXT NOT NULL, outcome TEXT NOT NULL);
-                """)
+                """),
+        Migration(
+            version: 2, name: "outbox",
+            sql: """
+                CREATE TABLE outbox (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, sent_at_ms INTEGER NOT NULL,
+                    digital_card_id TEXT NOT NULL, channel TEXT NOT NULL, masked_destination TEXT NOT NULL,
+                    text TEXT NOT NULL);
+                CREATE INDEX outbox_by_token ON outbox(digital_card_id, id);
+                """),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -20,6 +20,15 @@ public struct TSPConfiguration: Sendable {
     public var tokenPANs: TokenPANGenerator = .sandbox()
     /// How many years a token is valid from its issue month.
     public var tokenValidityYears = 3
+    /// One-time codes for ID&V: tries per code, how long a code lives, how many resends.
+    public var otpMaxAttempts = 3
+    public var otpValidity: Duration = .seconds(10 * 60)
+    public var otpMaxResends = 3
+
+    var otpPolicy: OTPStateMachine.Policy {
+        OTPStateMachine.Policy(
+            maxAttempts: otpMaxAttempts, validityMs: otpValidity.milliseconds, maxResends: otpMaxResends)
+    }
 
     public init() {}
 }

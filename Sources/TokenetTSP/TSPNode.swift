@@ -55,6 +55,8 @@ public enum TSPNode {
         ProvisioningService(tsp: service).register(on: &router)
         IssuersService(tsp: service).register(on: &router)
         ControlService(tsp: service).register(on: &router)
+        IdvService(tsp: service).register(on: &router)
+        IssuerIdvService(tsp: service).register(on: &router)
         return router
     }
 }

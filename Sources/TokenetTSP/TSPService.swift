@@ -10,6 +10,8 @@ final class TSPService: Sendable {
     let keyring: TSPKeyring
     let configuration: TSPConfiguration
     let issuer: IssuerV1.IssuerDecisions.Client
+    /// Delivers the one-time codes the TSP generates.
+    let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -21,6 +23,7 @@ final class TSPService: Sendable {
         self.keyring = keyring
         self.configuration = configuration
         self.issuer = IssuerV1.IssuerDecisions.Client(issuer)
+        self.issuerOTP = IssuerV1.IssuerOtp.Client(issuer)
         self.logger = logger
         self.now = now
     }

@@ -158,6 +158,7 @@ extension TSPStore {
             try recordEvent(
                 tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
                 reason: outcome.reason, traceID: traceID, nowMs: nowMs)
+            try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
             let response = Self.response(token: token, outcome: outcome)
             _ = try tx.execute(
                 "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",

@@ -86,6 +86,30 @@ extension TSPStore {
                     expires_at_ms INTEGER NOT NULL,
                     used_at_ms INTEGER
                 );
-                """)
+                """),
+        Migration(
+            version: 2, name: "otp",
+            sql: """
+                CREATE TABLE otp_challenges (
+                    digital_card_id TEXT PRIMARY KEY REFERENCES tokens(digital_card_id),
+                    method_id TEXT NOT NULL,
+                    code_digest BLOB NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    attempts_left INTEGER NOT NULL,
+                    resends_left INTEGER NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'verified', 'locked')),
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE token_idv_methods (
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    position INTEGER NOT NULL,
+                    method_id TEXT NOT NULL,
+                    type INTEGER NOT NULL,
+                    masked_value TEXT NOT NULL,
+                    app_identifier TEXT NOT NULL,
+                    app_action TEXT NOT NULL,
+                    PRIMARY KEY (digital_card_id, method_id)
+                );
+                """),
     ]
 }

@@ -42,6 +42,7 @@ public enum WalletNode {
             tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID
         ).register(on: &router)
         WalletPushService(tsp: tsp, configuration: configuration, logger: logger).register(on: &router)
+        WalletIdvService(tsp: tsp, store: store, logger: logger, clock: clock).register(on: &router)
         return router
     }
 

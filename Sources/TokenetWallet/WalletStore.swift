@@ -135,6 +135,27 @@ public final class WalletStore: Sendable {
         }
     }
 
+    /// Records the token state the TSP reported after ID&V on the stored digitization result.
+    public func updateTokenState(id: Int64, state: CardV1.TokenState, nowMs: UInt64) throws(WalletError)
+        -> WalletCardRecord
+    {
+        try run("update the card's token state") {
+            try database.transaction { tx in
+                guard let row = try tx.queryOne("SELECT result FROM cards WHERE id = ?", [id]),
+                    let bytes = try row.get(0, as: [UInt8]?.self)
+                else { throw WalletError(.failedPrecondition, "\(WalletCardRecord.ref(id)) has no digital card") }
+                var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
+                guard result.tokenState != state else { return }
+                result.tokenState = state
+                _ = try tx.execute(
+                    "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
+                    [try result.serializedBytes(), Int64(nowMs), id])
+            }
+            guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
+            return card
+        }
+    }
+
     private func fetch(_ id: Int64) throws -> WalletCardRecord? {
         try database.queryOne("SELECT * FROM cards WHERE id = ?", [id]).map(Self.record)
     }

@@ -15,6 +15,7 @@ extension DemoCommand {
         } catch {
             throw CLIError(.setup, "cannot create \(directory.path)", cause: DemoCause(error))
         }
+        if role == .wallet { try writeDemoWalletConfiguration(dataDirectory: directory.appendingPathComponent("data")) }
         var arguments = [
             "--listen", addresses[role].map { "\($0)" } ?? "127.0.0.1:0", "--data-dir",
             directory.appendingPathComponent("data").path,
@@ -79,5 +80,21 @@ extension DemoCommand {
             )
         }
         return ready
+    }
+}
+
+extension DemoCommand {
+    /// The demo wallet reports an account risk score of 3: cards with a fixed rule do not look at it, and the
+    /// fixture's by-score card (approve up to 2, step-up up to 4) then asks for ID&V, which the demo completes
+    /// through the issuer's call centre. An existing file (a rerun in the same workspace) is left alone.
+    func writeDemoWalletConfiguration(dataDirectory: URL) throws(CLIError) {
+        let file = dataDirectory.appendingPathComponent("wallet.json")
+        guard !FileManager.default.fileExists(atPath: file.path) else { return }
+        do {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            try Data(#"{"risk": {"accountScore": 3, "deviceScore": 1}}"#.utf8).write(to: file)
+        } catch {
+            throw CLIError(.setup, "cannot write \(file.path)", cause: DemoCause(error))
+        }
     }
 }

@@ -11,9 +11,11 @@ struct DemoOptions: Sendable, Equatable {
         Starts tsp-node, wallet-node and issuer-node (with the cards of Tools/fixtures/issuer.json) as three
         processes on loopback ports, waits until each is ready and answers a health check, then provisions cards
         across them as the operator: a Visa card typed in and approved, a Mastercard card through an issuer push
-        receipt, a card through a push session, a declined card, a card left INACTIVE for step-up, and a card that
-        is not eligible. Each step prints its trace id, and each party's view (wallet cards, TSP tokens and their
-        audit trail) follows. Then the nodes are stopped with SIGTERM and the demo reports how each exited.
+        receipt, a card through a push session, a declined card, a card left INACTIVE for step-up and then
+        activated with the one-time code from the issuer's outbox, a card stepped up for the wallet's risk score
+        and activated by the issuer's call centre, and a card that is not eligible. Each step prints its trace id,
+        and each party's view (wallet cards, TSP tokens and their audit trail) follows. Then the nodes are stopped
+        with SIGTERM and the demo reports how each exited.
         Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext
         and provisioning, which needs the operator's certificate, is skipped.
 

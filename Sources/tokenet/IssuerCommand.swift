@@ -1,25 +1,32 @@
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet issuer cards|push-card ADDR …`: an operator at the issuer, through issuer-node's IssuerControl service.
+/// `tokenet issuer cards|push-card|outbox|activate-token ADDR …`: an operator at the issuer, through issuer-node's
+/// IssuerControl and IssuerCallCentre services.
 enum IssuerCommand {
     static let subcommand = PartyCommandGroup.subcommand(
-        name: "issuer", summary: "List an issuer-node's cards, push one to a wallet (receipt or push session).",
-        help: help, actions: [cards, pushCard])
+        name: "issuer",
+        summary: "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens (call centre).",
+        help: help, actions: [cards, pushCard, outbox, activateToken])
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]
                tokenet issuer push-card ADDR CARD_ID --mode receipt|session [--wallet-account ID] [OPTIONS]
+               tokenet issuer outbox ADDR [--digital-card ID] [OPTIONS]
+               tokenet issuer activate-token ADDR DIGITAL_CARD_ID [OPTIONS]
 
         cards lists the cards the issuer at ADDR (HOST:PORT) holds, masked, with the rule it applies when they are
         digitized. push-card pushes one of them to a wallet: --mode receipt asks the TSP for a single-use push
         receipt (Mastercard only) and prints it for `tokenet wallet add-card --receipt`; --mode session pushes the
         card data to the wallet provider's backend and prints the push session id for
-        `tokenet wallet add-card --push-session`.
+        `tokenet wallet add-card --push-session`. outbox lists the messages the issuer sent (one-time codes by SMS
+        or e-mail, destinations masked). activate-token is the call centre: after verifying the cardholder, the
+        operator has the TSP activate the INACTIVE token.
 
         Options:
           --mode MODE          receipt or session (required for push-card).
           --wallet-account ID  The wallet account to push to (default: the issuer's choice).
+          --digital-card ID    outbox: only the messages about this token.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.

@@ -83,6 +83,7 @@ extension ProvisioningChoreography {
                 && !accepted.idvMethods.isEmpty,
             "REQUIRE_ADDITIONAL_AUTHENTICATION, an INACTIVE token and the issuer's ID&V methods")
         try tspView(accepted, nodes, report, finalState: .inactive)
+        try activateByOTP(accepted, nodes, report)
     }
 
     func notEligible(_ nodes: Nodes, _ report: (String) -> Void) throws(CLIError) {
@@ -92,7 +93,7 @@ extension ProvisioningChoreography {
 
     // MARK: Steps
 
-    private func addByHand(
+    func addByHand(
         _ id: String, language: String, _ nodes: Nodes, _ report: (String) -> Void
     ) throws(CLIError) -> WalletV1.AddCardResponse {
         let card = try fixture.card(id)
@@ -109,7 +110,7 @@ extension ProvisioningChoreography {
         return added
     }
 
-    private func acceptTerms(
+    func acceptTerms(
         _ cardRef: String, _ nodes: Nodes, _ report: (String) -> Void
     ) throws(CLIError) -> WalletV1.AcceptTermsResponse {
         let accepted = try nodes.call(.wallet, "wallet accept-terms \(cardRef)", report) { client, options in
@@ -127,7 +128,7 @@ extension ProvisioningChoreography {
         try tspView(accepted.card?.digitalCardID ?? "", nodes, report, finalState: finalState)
     }
 
-    private func tspView(
+    func tspView(
         _ id: String, _ nodes: Nodes, _ report: (String) -> Void, finalState: CardV1.TokenState
     ) throws(CLIError) {
         let history = try nodes.call(.tsp, "tsp history \(id)", report) { client, options in

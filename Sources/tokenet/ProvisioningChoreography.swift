@@ -30,7 +30,8 @@ struct ProvisioningChoreography: DemoChoreography {
             ("a Mastercard card through an issuer push receipt", pushReceipt),
             ("a card through a push session (issuer -> wallet backend -> TSP)", pushSession),
             ("a card the issuer declines", declined),
-            ("a card that needs step-up: token left INACTIVE", stepUp),
+            ("a card that needs step-up: INACTIVE, then ACTIVE with a one-time code", stepUp),
+            ("a by-score card stepped up for the wallet's risk: activated by the call centre", callCentre),
             ("a card its issuer keeps out of wallets: not eligible", notEligible),
         ]
         for (index, (title, scenario)) in scenarios.enumerated() {

@@ -5,8 +5,9 @@ import TokenetWire
 /// wallet-node's WalletControl service (as the operator).
 enum WalletCommand {
     static let subcommand = PartyCommandGroup.subcommand(
-        name: "wallet", summary: "Add cards to a wallet-node, accept their T&C (digitize), list its cards.",
-        help: help, actions: [addCard, acceptTerms, cards])
+        name: "wallet",
+        summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
+        help: help, actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP])
 
     static let help = """
         Usage: tokenet wallet add-card ADDR --pan PAN --exp MM/YY [--cvc CVC] [--name NAME] [OPTIONS]
@@ -14,6 +15,9 @@ enum WalletCommand {
                tokenet wallet add-card ADDR --push-session ID [OPTIONS]
                tokenet wallet accept-terms ADDR CARD_REF [OPTIONS]
                tokenet wallet cards ADDR [OPTIONS]
+               tokenet wallet select-method ADDR CARD_REF METHOD_ID [OPTIONS]
+               tokenet wallet submit-otp ADDR CARD_REF CODE [OPTIONS]
+               tokenet wallet resend-otp ADDR CARD_REF [OPTIONS]
 
         add-card checks with the TSP whether a card can be digitized into the wallet at ADDR (HOST:PORT) and prints
         its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the wallet encrypts it
@@ -21,6 +25,10 @@ enum WalletCommand {
         Mastercard only), or as a push session an issuer created through the wallet's backend (--push-session).
         accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
         asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
+        select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking
+        again sends nothing new); submit-otp enters the code (3 tries; a right code makes the token ACTIVE);
+        resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
+        token (tokenet issuer activate-token).
 
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).

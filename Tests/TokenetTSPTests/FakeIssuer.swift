@@ -10,6 +10,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case approve
         case decline(String)
         case stepUp
+        /// Step-up offering SMS, e-mail and call-centre methods.
+        case stepUpAll
         /// Answers only after far longer than any test deadline.
         case slow
         case unavailable
@@ -68,6 +70,14 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
                 idvMethods: [
                     CardV1.IdvMethod(id: "sms-1", type: .otpSms, maskedValue: "***-***-1234"),
                     CardV1.IdvMethod(id: "app-1", type: .appToApp, maskedValue: "Bank A", appIdentifier: "bank.a"),
+                ])
+        case .stepUpAll:
+            return IssuerV1.AuthorizeDigitizationResponse(
+                decision: .requireAdditionalAuthentication,
+                idvMethods: [
+                    CardV1.IdvMethod(id: "otp-sms", type: .otpSms, maskedValue: "***-***-1234"),
+                    CardV1.IdvMethod(id: "otp-email", type: .otpEmail, maskedValue: "j***@example.com"),
+                    CardV1.IdvMethod(id: "call-center", type: .callCenter, maskedValue: "+1 800 555 0100"),
                 ])
         case .slow:
             try await Task.sleep(for: .seconds(60))

@@ -34,10 +34,13 @@ struct TSPHarness {
     let wallet: TspV1.Provisioning.Client
     let issuers: TspV1.Issuers.Client
     let control: TspV1.TspControl.Client
+    let otp: FakeIssuerOTP
+    let idv: TspV1.Idv.Client
+    let issuerIdv: TspV1.IssuerIdv.Client
 
     static func make(
         configuration: TSPConfiguration = TSPHarness.configuration, directory: String? = nil,
-        issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock()
+        issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock(), otp: FakeIssuerOTP = FakeIssuerOTP()
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -47,6 +50,7 @@ struct TSPHarness {
         }
         var issuerRouter = RPCRouter()
         issuer.register(on: &issuerRouter)
+        otp.register(on: &issuerRouter)
         let issuerCaller = connect(
             issuerRouter, as: PeerIdentity(role: .tsp, nodeID: "tsp-1"),
             server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
@@ -58,7 +62,9 @@ struct TSPHarness {
             directory: directory, clock: clock, issuer: issuer, logs: logs, router: router,
             wallet: TspV1.Provisioning.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),
             issuers: TspV1.Issuers.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))),
-            control: TspV1.TspControl.Client(connect(router, as: PeerIdentity(role: .operator, nodeID: "op-1"))))
+            control: TspV1.TspControl.Client(connect(router, as: PeerIdentity(role: .operator, nodeID: "op-1"))),
+            otp: otp, idv: TspV1.Idv.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),
+            issuerIdv: TspV1.IssuerIdv.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))))
     }
 
     /// The deployed policy.

@@ -136,6 +136,67 @@ import Testing
         #expect(cards.stdout.contains("DECLINED") && cards.stdout.contains("INACTIVE"))
     }
 
+    /// Adds the fixture's step-up card and accepts its T&C; returns its digital card id.
+    func steppedUpCard() async throws -> String {
+        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000030000054", "--exp", "11/29"])
+        let stepUp = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(stepUp.stdout.contains("is INACTIVE."), "\(stepUp.stdout)")
+        let cards = try json(try await tokenet(["wallet", "cards", wallet.listen, "--json"]))
+        return try #require((cards["cards"] as? [[String: Any]])?.first?["digitalCardId"] as? String)
+    }
+
+    @Test func aStepUpIsActivatedWithTheCodeFromTheIssuersOutbox() async throws {
+        let digitalCardID = try await steppedUpCard()
+        let selected = try await tokenet(["wallet", "select-method", wallet.listen, "card-1", "otp-sms"])
+        #expect(selected.status == 0, "\(selected.stderr)")
+        #expect(selected.stdout.hasPrefix("card-1: otp-sms (OTP_SMS): code sent to ***-***-"), "\(selected.stdout)")
+        #expect(selected.stdout.contains("3 tries left"))
+        let again = try await tokenet(["wallet", "select-method", wallet.listen, "card-1", "otp-sms"])
+        #expect(again.stdout.contains("no new code sent"), "\(again.stdout)")
+
+        let outbox = try json(try await tokenet(["issuer", "outbox", issuer.listen, "--json"]))
+        let messages = try #require(outbox["messages"] as? [[String: Any]])
+        #expect(messages.count == 1)
+        #expect(messages.first?["channel"] as? String == "sms")
+        #expect(messages.first?["digitalCardId"] as? String == digitalCardID)
+        let text = try #require(messages.first?["text"] as? String)
+        let code = String(try #require(text.firstMatch(of: /is (\d{6})\./)).output.1)
+        #expect(text.contains("ending 0054"))
+
+        let wrong = try await tokenet([
+            "wallet", "submit-otp", wallet.listen, "card-1", code == "000000" ? "111111" : "000000",
+        ])
+        #expect(wrong.status == 0, "\(wrong.stderr)")
+        #expect(wrong.stdout.hasPrefix("card-1: INCORRECT_CODE (2 tries left); token"), "\(wrong.stdout)")
+        #expect(wrong.stdout.contains("is INACTIVE."))
+        let right = try await tokenet(["wallet", "submit-otp", wallet.listen, "card-1", code])
+        #expect(right.stdout.hasPrefix("card-1: SUCCESS; token \(digitalCardID) is ACTIVE."), "\(right.stdout)")
+
+        let cards = try await tokenet(["wallet", "cards", wallet.listen])
+        #expect(cards.stdout.contains("ACTIVE") && !cards.stdout.contains("INACTIVE"), "\(cards.stdout)")
+        let history = try await tokenet(["tsp", "history", tsp.listen, digitalCardID])
+        #expect(history.stdout.contains("one-time code verified (method otp-sms)"), "\(history.stdout)")
+        for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains(code)) }
+    }
+
+    @Test func aStepUpIsActivatedByTheIssuersCallCentre() async throws {
+        let digitalCardID = try await steppedUpCard()
+        let selected = try await tokenet(["wallet", "select-method", wallet.listen, "card-1", "call-center"])
+        #expect(selected.stdout.contains("its operator activates the token"), "\(selected.stdout) \(selected.stderr)")
+        let activated = try await tokenet(["issuer", "activate-token", issuer.listen, digitalCardID])
+        #expect(activated.status == 0, "\(activated.stderr)")
+        #expect(activated.stdout.hasPrefix("\(digitalCardID) is ACTIVE (activated by the call centre)."))
+        let again = try await tokenet(["issuer", "activate-token", issuer.listen, digitalCardID])
+        #expect(again.stdout.hasPrefix("\(digitalCardID) is ACTIVE (it was already)."), "\(again.stdout)")
+        let history = try await tokenet(["tsp", "history", tsp.listen, digitalCardID])
+        #expect(history.stdout.contains("issuer call centre verified the cardholder"), "\(history.stdout)")
+        let unknown = try await tokenet(["issuer", "activate-token", issuer.listen, "DNITHE-unknown"])
+        #expect(unknown.status == 64 + 5, "\(unknown.stderr)")
+        // The wallet learns of the change through a submitted code only; its card keeps the state it last saw.
+        let code = try await tokenet(["wallet", "submit-otp", wallet.listen, "card-1", "123456"])
+        #expect(code.status == 64 + 9 && code.stderr.contains("ACTIVE"), "\(code.stderr)")
+    }
+
     @Test func aRestartedWalletKeepsItsCardsAndAnswersAgainWithoutANewToken() async throws {
         _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
         let first = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1", "--json"])

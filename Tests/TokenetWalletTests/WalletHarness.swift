@@ -13,6 +13,8 @@ struct WalletHarness {
     let store: WalletStore
     let logs = MemoryLogSink()
     let control: WalletV1.WalletControl.Client
+    let idvTSP: FakeTSPIdv
+    let idv: WalletV1.WalletIdv.Client
     let push: WalletV1.WalletPush.Client
     /// The push service reached as the operator, a role it refuses.
     let pushAsOperator: WalletV1.WalletPush.Client
@@ -27,6 +29,9 @@ struct WalletHarness {
         self.store = store
         var tspRouter = RPCRouter()
         tsp.register(on: &tspRouter)
+        let idvTSP = FakeTSPIdv()
+        idvTSP.register(on: &tspRouter)
+        self.idvTSP = idvTSP
         let tspClient = Self.serve(
             tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
@@ -36,6 +41,7 @@ struct WalletHarness {
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
+        idv = WalletV1.WalletIdv.Client(asOperator)
         push = WalletV1.WalletPush.Client(
             Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet))
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)

@@ -11,12 +11,15 @@
 #include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
 #include "tokenet/issuer/v1/decisions.pb-c.h"
+#include "tokenet/issuer/v1/otp.pb-c.h"
 #include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
 #include "tokenet/tsp/v1/control.pb-c.h"
+#include "tokenet/tsp/v1/idv.pb-c.h"
 #include "tokenet/tsp/v1/issuers.pb-c.h"
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/control.pb-c.h"
+#include "tokenet/wallet/v1/idv.pb-c.h"
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
@@ -56,6 +59,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_response(void) {
     return &tokenet__issuer__v1__authorize_digitization_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__call_centre_activate_request(void) {
+    return &tokenet__issuer__v1__call_centre_activate_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__call_centre_activate_response(void) {
+    return &tokenet__issuer__v1__call_centre_activate_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_eligibility_request(void) {
     return &tokenet__issuer__v1__card_eligibility_request__descriptor;
 }
@@ -71,6 +80,15 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__list_cards_response(void) {
     return &tokenet__issuer__v1__list_cards_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__outbox_message(void) {
+    return &tokenet__issuer__v1__outbox_message__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__outbox_request(void) {
+    return &tokenet__issuer__v1__outbox_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__outbox_response(void) {
+    return &tokenet__issuer__v1__outbox_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_card_request(void) {
     return &tokenet__issuer__v1__push_card_request__descriptor;
 }
@@ -79,6 +97,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_receipt(void) {
     return &tokenet__issuer__v1__push_receipt__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__send_otp_request(void) {
+    return &tokenet__issuer__v1__send_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__send_otp_response(void) {
+    return &tokenet__issuer__v1__send_otp_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request(void) {
     return &tokenet__reflection__v1__describe_symbol_request__descriptor;
@@ -130,6 +154,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__test
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__testing__v1__scalars(void) {
     return &tokenet__testing__v1__scalars__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_request(void) {
+    return &tokenet__tsp__v1__activate_token_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_response(void) {
+    return &tokenet__tsp__v1__activate_token_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__bin_range(void) {
     return &tokenet__tsp__v1__bin_range__descriptor;
@@ -188,6 +218,24 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_response(void) {
     return &tokenet__tsp__v1__register_issuer_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resend_otp_request(void) {
+    return &tokenet__tsp__v1__resend_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resend_otp_response(void) {
+    return &tokenet__tsp__v1__resend_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__select_idv_method_request(void) {
+    return &tokenet__tsp__v1__select_idv_method_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__select_idv_method_response(void) {
+    return &tokenet__tsp__v1__select_idv_method_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__submit_otp_request(void) {
+    return &tokenet__tsp__v1__submit_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__submit_otp_response(void) {
+    return &tokenet__tsp__v1__submit_otp_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_event(void) {
     return &tokenet__tsp__v1__token_event__descriptor;
 }
@@ -232,6 +280,24 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
     return &tokenet__wallet__v1__wallet_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_request(void) {
+    return &tokenet__wallet__v1__wallet_resend_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_response(void) {
+    return &tokenet__wallet__v1__wallet_resend_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_select_idv_method_request(void) {
+    return &tokenet__wallet__v1__wallet_select_idv_method_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_select_idv_method_response(void) {
+    return &tokenet__wallet__v1__wallet_select_idv_method_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_submit_otp_request(void) {
+    return &tokenet__wallet__v1__wallet_submit_otp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_submit_otp_response(void) {
+    return &tokenet__wallet__v1__wallet_submit_otp_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wire__v1__call_start(void) {
     return &tokenet__wire__v1__call_start__descriptor;

@@ -19,14 +19,21 @@ let generatedSamples: [any ProtoMessage] = {
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.CallCentreActivateResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
+    all += IssuerV1.OutboxRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.OutboxResponse.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardRequest.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.PushReceipt.samples() as [any ProtoMessage]
+    all += IssuerV1.SendOtpRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.SendOtpResponse.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolRequest.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolResponse.samples() as [any ProtoMessage]
     all += ReflectionV1.EnumDescription.samples() as [any ProtoMessage]
@@ -44,6 +51,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TestingV1.Presence.samples() as [any ProtoMessage]
     all += TestingV1.Repeated.samples() as [any ProtoMessage]
     all += TestingV1.Scalars.samples() as [any ProtoMessage]
+    all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
+    all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
     all += TspV1.BinRange.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityRequest.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityResponse.samples() as [any ProtoMessage]
@@ -63,6 +72,12 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.ResendOtpRequest.samples() as [any ProtoMessage]
+    all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
+    all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
+    all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
+    all += TspV1.SubmitOtpRequest.samples() as [any ProtoMessage]
+    all += TspV1.SubmitOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.TokenEvent.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
@@ -78,6 +93,12 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSelectIdvMethodResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSubmitOtpRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletSubmitOtpResponse.samples() as [any ProtoMessage]
     all += WireV1.CallStart.samples() as [any ProtoMessage]
     all += WireV1.Cancel.samples() as [any ProtoMessage]
     all += WireV1.Frame.samples() as [any ProtoMessage]
@@ -227,6 +248,25 @@ extension IssuerV1.AuthorizeDigitizationResponse {
     }
 }
 
+extension IssuerV1.CallCentreActivateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CallCentreActivateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.CardEligibilityRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -280,6 +320,37 @@ extension IssuerV1.ListCardsResponse {
     }
 }
 
+extension IssuerV1.OutboxMessage {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sentAtMs = 18446744073709551614
+        base.channel = "channel-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.maskedDestination = "masked_destination-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.text = "text-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OutboxRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OutboxResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messages = [IssuerV1.OutboxMessage.samples()[0], IssuerV1.OutboxMessage.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.PushCardRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -311,6 +382,28 @@ extension IssuerV1.PushReceipt {
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551612
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.SendOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.type = CardV1.IdvMethodType(rawValue: 1)
+        base.code = "code-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551610
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.SendOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.maskedDestination = "masked_destination-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -550,6 +643,26 @@ extension TestingV1.Scalars {
     }
 }
 
+extension TspV1.ActivateTokenRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ActivateTokenResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.BinRange {
     static func samples() -> [Self] {
         var base = Self()
@@ -773,6 +886,69 @@ extension TspV1.RegisterIssuerResponse {
     }
 }
 
+extension TspV1.ResendOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ResendOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.codeExpiresAtMs = 18446744073709551614
+        base.triesLeft = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SelectIdvMethodRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SelectIdvMethodResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.method = CardV1.IdvMethod.samples()[0]
+        base.codeSent = true
+        base.codeExpiresAtMs = 18446744073709551612
+        base.triesLeft = 3999999996
+        base.instructions = "instructions-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SubmitOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.code = "code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SubmitOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = TspV1.OtpResult(rawValue: 1)
+        base.triesLeft = 3999999998
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.TokenEvent {
     static func samples() -> [Self] {
         var base = Self()
@@ -947,6 +1123,71 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletResendOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletResendOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.codeExpiresAtMs = 18446744073709551613
+        base.triesLeft = 3999999997
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSelectIdvMethodRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSelectIdvMethodResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.method = CardV1.IdvMethod.samples()[0]
+        base.codeSent = true
+        base.codeExpiresAtMs = 18446744073709551611
+        base.triesLeft = 3999999995
+        base.instructions = "instructions-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSubmitOtpRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.code = "code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletSubmitOtpResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.result = TspV1.OtpResult(rawValue: 1)
+        base.triesLeft = 3999999997
         var all = [base]
         return all
     }

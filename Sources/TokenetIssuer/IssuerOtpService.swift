@@ -1,0 +1,95 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.issuer.v1.IssuerOtp`: delivers the one-time codes the TSP generates to the cardholder's phone or
+/// e-mail, which only the issuer knows. Delivery is simulated by the outbox; the code is never logged.
+struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
+    let store: IssuerStore
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func sendOTP(_ request: IssuerV1.SendOtpRequest, context: ServerContext) async throws -> IssuerV1.SendOtpResponse {
+        guard !request.digitalCardID.isEmpty else { throw RPCError(.invalidArgument, "digital_card_id is required") }
+        guard request.code.count >= 4, request.code.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw RPCError(.invalidArgument, "code must be at least four decimal digits")
+        }
+        guard let card = try store.card(forDigitalCardID: request.digitalCardID) else {
+            throw RPCError(
+                .notFound, "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
+            )
+        }
+        let channel: String
+        let destination: String
+        switch request.type {
+        case .otpSms:
+            channel = "sms"
+            destination = Masking.phone(card.contact.phone)
+        case .otpEmail:
+            guard let masked = Masking.email(card.contact.email) else {
+                throw RPCError(.failedPrecondition, "the cardholder of card \(card.id) has no usable e-mail address")
+            }
+            channel = "email"
+            destination = masked
+        default:
+            throw RPCError(.invalidArgument, "type must be IDV_METHOD_TYPE_OTP_SMS or IDV_METHOD_TYPE_OTP_EMAIL")
+        }
+        let sentAt = now()
+        let minutes = max(1, Int((Double(request.expiresAtMs) / 1000 - sentAt.timeIntervalSince1970) / 60 + 0.5))
+        let text =
+            "Your code to activate the card ending \(card.pan.last4) in your wallet is \(request.code). "
+            + "It expires in \(minutes) minutes. Never share it."
+        try store.recordOutbox(
+            IssuerV1.OutboxMessage(
+                sentAtMs: UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)), channel: channel,
+                maskedDestination: destination, text: text, digitalCardID: request.digitalCardID))
+        logger.withTraceID(context.traceID).info(
+            "one-time code delivered",
+            ["digital_card_id": request.digitalCardID, "card": card.id, "channel": channel, "to": destination])
+        return IssuerV1.SendOtpResponse(maskedDestination: destination)
+    }
+}
+
+/// `tokenet.issuer.v1.IssuerCallCentre`: the issuer's operators read the outbox and, after verifying a cardholder on
+/// the phone, have the TSP activate the token.
+struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
+    let store: IssuerStore
+    let tsp: TSPLink
+    let logger: Logger
+
+    func outbox(_ request: IssuerV1.OutboxRequest, context: ServerContext) async throws -> IssuerV1.OutboxResponse {
+        IssuerV1.OutboxResponse(
+            messages: try store.outbox(digitalCardID: request.digitalCardID.isEmpty ? nil : request.digitalCardID))
+    }
+
+    func activateToken(_ request: IssuerV1.CallCentreActivateRequest, context: ServerContext) async throws
+        -> IssuerV1.CallCentreActivateResponse
+    {
+        guard !request.digitalCardID.isEmpty else { throw RPCError(.invalidArgument, "digital_card_id is required") }
+        guard let card = try store.card(forDigitalCardID: request.digitalCardID) else {
+            throw RPCError(
+                .notFound, "the issuer made no decision for token \"\(request.digitalCardID)\"; it knows no card for it"
+            )
+        }
+        guard let caller = tsp.caller else {
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
+        }
+        let operatorID = context.peer?.nodeID ?? "unknown"
+        let response: TspV1.ActivateTokenResponse
+        do {
+            response = try await TspV1.IssuerIdv.Client(caller).activateToken(
+                TspV1.ActivateTokenRequest(
+                    digitalCardID: request.digitalCardID,
+                    reason: "issuer call centre verified the cardholder (operator \(operatorID))"))
+        } catch let error as RPCError {
+            throw error
+        } catch {
+            throw RPCError(.unavailable, "cannot reach the TSP: \(error)")
+        }
+        logger.withTraceID(context.traceID).info(
+            "token activated through the call centre",
+            ["digital_card_id": request.digitalCardID, "card": card.id, "changed": "\(response.changed)"])
+        return IssuerV1.CallCentreActivateResponse(tokenState: response.tokenState, changed: response.changed)
+    }
+}

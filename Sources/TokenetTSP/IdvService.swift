@@ -1,0 +1,167 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.Idv`: the wallet proves the cardholder for a token the issuer left INACTIVE. The TSP generates
+/// each one-time code, keeps only its digest, and has the issuer deliver it; the code is never logged.
+struct IdvService: TspV1.Idv.ServiceProtocol {
+    let tsp: TSPService
+
+    func selectIdvMethod(_ request: TspV1.SelectIdvMethodRequest, context: ServerContext) async throws
+        -> TspV1.SelectIdvMethodResponse
+    {
+        try await tsp.handling("SelectIdvMethod", context) { log in
+            let token = try requireToken(request.digitalCardID)
+            guard !request.methodID.isEmpty else { throw TSPError(.invalidArgument, "method_id is required") }
+            let methods = try tsp.store.idvMethods(of: token.digitalCardID)
+            guard let method = methods.first(where: { $0.id == request.methodID }) else {
+                let offered = methods.map(\.id).joined(separator: ", ")
+                throw TSPError(
+                    .notFound,
+                    "method \"\(request.methodID)\" was not offered for token \"\(token.digitalCardID)\"; offered: "
+                        + (offered.isEmpty ? "none" : offered))
+            }
+            guard token.state == .inactive else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token")
+            }
+            var response = TspV1.SelectIdvMethodResponse(method: method)
+            switch method.type {
+            case .otpSms, .otpEmail:
+                let code = OTPCode.generate()
+                let action = try tsp.store.selectOTP(
+                    digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
+                    policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+                switch action {
+                case .deliver(_, let expiresAtMs):
+                    try await deliver(code, method: method, token: token.digitalCardID, expiresAtMs: expiresAtMs)
+                    log.info("one-time code sent", ["digital_card_id": token.digitalCardID, "method": method.id])
+                    response.codeSent = true
+                    response.codeExpiresAtMs = expiresAtMs
+                    response.triesLeft = UInt32(tsp.configuration.otpMaxAttempts)
+                    response.instructions = "enter the code sent to \(method.maskedValue)"
+                case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft):
+                    response.codeExpiresAtMs = expiresAtMs
+                    response.triesLeft = UInt32(attemptsLeft)
+                    response.instructions =
+                        "a code was already sent (method \(methodID)) and is still valid; enter it, or ask for "
+                        + "a resend"
+                case .refused(let refusal):
+                    throw TSPError(.failedPrecondition, refusal.description)
+                }
+            case .callCenter:
+                response.instructions =
+                    "call the issuer (\(method.maskedValue)); after verifying the cardholder its operator "
+                    + "activates the token"
+            case .appToApp:
+                response.instructions = "open the issuer app \(method.appIdentifier) with \(method.appAction)"
+            case .unspecified, .unrecognized:
+                throw TSPError(.failedPrecondition, "method \"\(method.id)\" has no type this token service knows")
+            }
+            return response
+        }
+    }
+
+    func submitOTP(_ request: TspV1.SubmitOtpRequest, context: ServerContext) async throws -> TspV1.SubmitOtpResponse {
+        try await tsp.handling("SubmitOtp", context) { log in
+            let token = try requireToken(request.digitalCardID)
+            guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
+            let result = try tsp.store.submitOTP(
+                digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
+                actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs)
+            var response = TspV1.SubmitOtpResponse()
+            switch result {
+            case .success: response.result = .success
+            case .incorrectCode(let attemptsLeft):
+                response.result = .incorrectCode
+                response.triesLeft = UInt32(attemptsLeft)
+            case .retriesExceeded: response.result = .incorrectCodeRetriesExceeded
+            case .expiredCode: response.result = .expiredCode
+            case .refused(let refusal): throw TSPError(.failedPrecondition, refusal.description)
+            }
+            response.tokenState = (try tsp.store.token(token.digitalCardID)?.state ?? token.state).wire
+            log.info(
+                "one-time code checked",
+                ["digital_card_id": token.digitalCardID, "result": "\(response.result)"])
+            return response
+        }
+    }
+
+    func resendOTP(_ request: TspV1.ResendOtpRequest, context: ServerContext) async throws -> TspV1.ResendOtpResponse {
+        try await tsp.handling("ResendOtp", context) { log in
+            let token = try requireToken(request.digitalCardID)
+            let code = OTPCode.generate()
+            let action = try tsp.store.resendOTP(
+                digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
+                nowMs: tsp.nowMs)
+            switch action {
+            case .deliver(let methodID, let expiresAtMs):
+                guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
+                else { throw TSPError(.internal, "the method of a sent code disappeared") }
+                try await deliver(code, method: method, token: token.digitalCardID, expiresAtMs: expiresAtMs)
+                log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
+                return TspV1.ResendOtpResponse(
+                    codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))
+            case .alreadySent:
+                throw TSPError(.internal, "a resend did not replace the code")
+            case .refused(let refusal):
+                throw TSPError(.failedPrecondition, refusal.description)
+            }
+        }
+    }
+
+    private func requireToken(_ digitalCardID: String) throws -> TokenRecord {
+        guard !digitalCardID.isEmpty else { throw TSPError(.invalidArgument, "digital_card_id is required") }
+        guard let token = try tsp.store.token(digitalCardID) else {
+            throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"")
+        }
+        return token
+    }
+
+    /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the cardholder
+    /// asks for a resend.
+    private func deliver(_ code: String, method: CardV1.IdvMethod, token: String, expiresAtMs: UInt64) async throws {
+        do {
+            _ = try await tsp.issuerOTP.sendOTP(
+                IssuerV1.SendOtpRequest(
+                    digitalCardID: token, methodID: method.id, type: method.type, code: code,
+                    expiresAtMs: expiresAtMs),
+                options: CallOptions(timeout: tsp.configuration.issuerDeadline))
+        } catch let error as RPCError {
+            throw RPCError(
+                .unavailable,
+                "the issuer could not deliver the code (\(error.code)): \(error.message); ask for a resend")
+        }
+    }
+}
+
+/// `tokenet.tsp.v1.IssuerIdv`: an issuer's call centre activates one of its own tokens after verifying the
+/// cardholder.
+struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
+    let tsp: TSPService
+
+    func activateToken(_ request: TspV1.ActivateTokenRequest, context: ServerContext) async throws
+        -> TspV1.ActivateTokenResponse
+    {
+        try await tsp.handling("ActivateToken", context) { log in
+            guard !request.digitalCardID.isEmpty else {
+                throw TSPError(.invalidArgument, "digital_card_id is required")
+            }
+            guard let token = try tsp.store.token(request.digitalCardID) else {
+                throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
+            }
+            let nodeID = context.peer?.nodeID
+            guard try tsp.store.issuers().contains(where: { $0.id == token.issuerID && $0.peerNodeID == nodeID })
+            else {
+                throw TSPError(
+                    .permissionDenied, "token \"\(token.digitalCardID)\" belongs to another issuer's card")
+            }
+            let reason = request.reason.isEmpty ? "issuer call centre verified the cardholder" : request.reason
+            let activated = try tsp.store.activateToken(
+                digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
+                traceID: context.traceID, nowMs: tsp.nowMs)
+            log.info("token activated by the issuer", ["digital_card_id": token.digitalCardID])
+            return TspV1.ActivateTokenResponse(tokenState: activated.state.wire, changed: token.state != .active)
+        }
+    }
+}

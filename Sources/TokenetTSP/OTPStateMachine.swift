@@ -1,0 +1,150 @@
+/// The one-time-code part of ID&V for one token, as a pure state machine: no I/O, no clock, no randomness. The
+/// driver generates a candidate code, passes its digest in, delivers the code only when told to, and persists
+/// `challenge` (which holds the digest, never the code).
+///
+/// ```
+/// (none)   --select--> PENDING        code issued: deliver it
+/// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
+/// PENDING  --resend--> PENDING        a new code, a new expiry and fresh tries, while resends are left
+/// PENDING  --submit--> VERIFIED       the right code before it expires: the driver activates the token
+/// PENDING  --submit--> PENDING        a wrong code with tries left, or an expired code (no try is used)
+/// PENDING  --submit--> LOCKED         the last try was wrong: final, another ID&V method must be used
+/// ```
+struct OTPStateMachine: Sendable, Equatable {
+    /// How long a code lives and how many tries and resends the cardholder gets.
+    struct Policy: Sendable, Equatable {
+        var maxAttempts = 3
+        var validityMs: UInt64 = 10 * 60 * 1000
+        var maxResends = 3
+    }
+
+    enum Status: String, Sendable, Equatable {
+        case pending
+        case verified
+        case locked
+    }
+
+    /// The code sent for a token, as stored: the digest of the code, never the code.
+    struct Challenge: Sendable, Equatable {
+        var methodID: String
+        var codeDigest: [UInt8]
+        var expiresAtMs: UInt64
+        var attemptsLeft: Int
+        var resendsLeft: Int
+        var status: Status
+    }
+
+    /// Why an event cannot be applied; the state did not change.
+    enum Refusal: Sendable, Equatable, CustomStringConvertible {
+        case noCodeSent
+        case alreadyVerified
+        case retriesExceeded
+        case resendsExhausted
+        case codeExpired
+
+        var description: String {
+            switch self {
+            case .noCodeSent: "no code was sent for this token; select an OTP method first"
+            case .alreadyVerified: "the code for this token was already verified"
+            case .retriesExceeded: "too many incorrect codes; use another verification method"
+            case .resendsExhausted: "no more codes can be sent for this token; use another verification method"
+            case .codeExpired: "the code has expired; ask for a new one with a resend"
+            }
+        }
+    }
+
+    /// What `select` and `resend` tell the driver to do.
+    enum DeliveryAction: Sendable, Equatable {
+        /// Deliver the candidate code through `methodID`; it is valid until `expiresAtMs`.
+        case deliver(methodID: String, expiresAtMs: UInt64)
+        /// A code is already out; nothing is sent and nothing changes.
+        case alreadySent(methodID: String, expiresAtMs: UInt64, attemptsLeft: Int)
+        case refused(Refusal)
+    }
+
+    /// What `submit` found.
+    enum SubmitResult: Sendable, Equatable {
+        /// The code is right: the driver activates the token.
+        case success
+        case incorrectCode(attemptsLeft: Int)
+        case retriesExceeded
+        case expiredCode
+        case refused(Refusal)
+    }
+
+    let policy: Policy
+    private(set) var challenge: Challenge?
+
+    init(policy: Policy = Policy(), challenge: Challenge? = nil) {
+        self.policy = policy
+        self.challenge = challenge
+    }
+
+    /// The cardholder picks an OTP method. Only the first pick issues a code; later picks report the code out.
+    mutating func select(methodID: String, candidateDigest: [UInt8], nowMs: UInt64) -> DeliveryAction {
+        guard let current = challenge else {
+            challenge = Challenge(
+                methodID: methodID, codeDigest: candidateDigest, expiresAtMs: nowMs + policy.validityMs,
+                attemptsLeft: policy.maxAttempts, resendsLeft: policy.maxResends, status: .pending)
+            return .deliver(methodID: methodID, expiresAtMs: nowMs + policy.validityMs)
+        }
+        switch current.status {
+        case .verified: return .refused(.alreadyVerified)
+        case .locked: return .refused(.retriesExceeded)
+        case .pending:
+            guard nowMs < current.expiresAtMs else { return .refused(.codeExpired) }
+            return .alreadySent(
+                methodID: current.methodID, expiresAtMs: current.expiresAtMs, attemptsLeft: current.attemptsLeft)
+        }
+    }
+
+    /// The cardholder asks for a new code: replaces the old one, with a new expiry and fresh tries.
+    mutating func resend(candidateDigest: [UInt8], nowMs: UInt64) -> DeliveryAction {
+        guard var current = challenge else { return .refused(.noCodeSent) }
+        switch current.status {
+        case .verified: return .refused(.alreadyVerified)
+        case .locked: return .refused(.retriesExceeded)
+        case .pending:
+            guard current.resendsLeft > 0 else { return .refused(.resendsExhausted) }
+            current.resendsLeft -= 1
+            current.codeDigest = candidateDigest
+            current.expiresAtMs = nowMs + policy.validityMs
+            current.attemptsLeft = policy.maxAttempts
+            challenge = current
+            return .deliver(methodID: current.methodID, expiresAtMs: current.expiresAtMs)
+        }
+    }
+
+    /// The cardholder submits a code (as its digest). An expired code uses no try.
+    mutating func submit(digest: [UInt8], nowMs: UInt64) -> SubmitResult {
+        guard var current = challenge else { return .refused(.noCodeSent) }
+        switch current.status {
+        case .verified: return .refused(.alreadyVerified)
+        case .locked: return .retriesExceeded
+        case .pending: break
+        }
+        guard nowMs < current.expiresAtMs else { return .expiredCode }
+        if Self.constantTimeEqual(digest, current.codeDigest) {
+            current.status = .verified
+            challenge = current
+            return .success
+        }
+        current.attemptsLeft -= 1
+        if current.attemptsLeft <= 0 {
+            current.attemptsLeft = 0
+            current.status = .locked
+            challenge = current
+            return .retriesExceeded
+        }
+        challenge = current
+        return .incorrectCode(attemptsLeft: current.attemptsLeft)
+    }
+
+    /// Compares digests without stopping at the first difference, so timing tells nothing about the code.
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,186 @@
+import TokenetCard
+import TokenetStorage
+import TokenetWire
+
+/// One-time codes for ID&V: a fresh code and the digest the TSP stores instead of it.
+enum OTPCode {
+    /// Six random decimal digits from the system's secure generator.
+    static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = String(UInt32.random(in: 0..<1_000_000, using: &generator))
+        return String(repeating: "0", count: 6 - digits.count) + digits
+    }
+
+    /// The stored form of a code: SHA-256 bound to the token, so a digest copied to another token does not match.
+    static func digest(_ code: String, digitalCardID: String) throws -> [UInt8] {
+        try SHA256.hash(Array("tokenet-otp-v1:\(digitalCardID):\(code)".utf8))
+    }
+}
+
+extension TSPStore {
+    /// The cardholder picks an OTP method for an INACTIVE token. `candidateCode` is delivered only when the result
+    /// says `.deliver`; otherwise the code already out stays the only valid one.
+    func selectOTP(
+        digitalCardID: String, methodID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
+    ) throws -> OTPStateMachine.DeliveryAction {
+        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
+        return try database.transaction { tx in
+            try requireAwaitingIDV(tx, digitalCardID)
+            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            let action = machine.select(methodID: methodID, candidateDigest: digest, nowMs: nowMs)
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
+            return action
+        }
+    }
+
+    /// An explicit resend: a new code replaces the old one while resends are left.
+    func resendOTP(
+        digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
+    ) throws -> OTPStateMachine.DeliveryAction {
+        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
+        return try database.transaction { tx in
+            try requireAwaitingIDV(tx, digitalCardID)
+            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            let action = machine.resend(candidateDigest: digest, nowMs: nowMs)
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
+            return action
+        }
+    }
+
+    /// Checks a submitted code; the right one activates the token and records who and why in its audit trail, in
+    /// the same transaction as the code's new state.
+    func submitOTP(
+        digitalCardID: String, code: String, policy: OTPStateMachine.Policy, actor: String, traceID: String,
+        nowMs: UInt64
+    ) throws -> OTPStateMachine.SubmitResult {
+        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
+        return try database.transaction { tx in
+            try requireAwaitingIDV(tx, digitalCardID)
+            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            let result = machine.submit(digest: digest, nowMs: nowMs)
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
+            if result == .success, let methodID = machine.challenge?.methodID {
+                try activate(
+                    tx, digitalCardID, actor: actor, reason: "ID&V one-time code verified (method \(methodID))",
+                    traceID: traceID, nowMs: nowMs)
+            }
+            return result
+        }
+    }
+
+    /// Activates a token on the issuer's word (the call centre). Activating an ACTIVE token is a harmless success;
+    /// a DEACTIVATED or SUSPENDED token is refused.
+    func activateToken(
+        digitalCardID: String, actor: String, reason: String, traceID: String, nowMs: UInt64
+    ) throws -> TokenRecord {
+        try database.transaction { tx in
+            try activate(tx, digitalCardID, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)
+            guard
+                let row = try tx.queryOne(
+                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+            else { throw TSPError(.notFound, "token \"\(digitalCardID)\" is unknown to this token service") }
+            return try Self.token(from: row)
+        }
+    }
+
+    /// The ID&V methods the issuer offered for a token, in the order it offered them.
+    func idvMethods(of digitalCardID: String) throws -> [CardV1.IdvMethod] {
+        try database.query(
+            """
+            SELECT method_id, type, masked_value, app_identifier, app_action FROM token_idv_methods
+            WHERE digital_card_id = ? ORDER BY position
+            """, [digitalCardID]
+        ).map { row in
+            CardV1.IdvMethod(
+                id: try row.text(0), type: CardV1.IdvMethodType(rawValue: Int32(try row.int(1))),
+                maskedValue: try row.text(2), appIdentifier: try row.text(3), appAction: try row.text(4))
+        }
+    }
+
+    func insertIdvMethods(_ tx: Transaction, _ digitalCardID: String, _ methods: [CardV1.IdvMethod]) throws {
+        for (position, method) in methods.enumerated() {
+            _ = try tx.execute(
+                """
+                INSERT OR REPLACE INTO token_idv_methods (digital_card_id, position, method_id, type, masked_value,
+                    app_identifier, app_action)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    digitalCardID, position, method.id, Int(method.type.rawValue), method.maskedValue,
+                    method.appIdentifier, method.appAction,
+                ])
+        }
+    }
+
+    // MARK: Helpers inside a transaction
+
+    private func tokenState(_ tx: Transaction, _ digitalCardID: String) throws -> TokenLifecycleStateMachine.State {
+        guard
+            let row = try tx.queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+        else { throw TSPError(.notFound, "token \"\(digitalCardID)\" is unknown to this token service") }
+        return TokenLifecycleStateMachine.State(rawValue: try row.text(0)) ?? .deactivated
+    }
+
+    /// One-time codes are only for a token waiting for ID&V.
+    private func requireAwaitingIDV(_ tx: Transaction, _ digitalCardID: String) throws {
+        let state = try tokenState(tx, digitalCardID)
+        guard state == .inactive else {
+            throw TSPError(
+                .failedPrecondition,
+                "token \"\(digitalCardID)\" is \(state); one-time codes are only for an INACTIVE token awaiting ID&V")
+        }
+    }
+
+    private func activate(
+        _ tx: Transaction, _ digitalCardID: String, actor: String, reason: String, traceID: String, nowMs: UInt64
+    ) throws {
+        var lifecycle = TokenLifecycleStateMachine(state: try tokenState(tx, digitalCardID))
+        switch lifecycle.activate() {
+        case .transitioned(let from, let to):
+            _ = try tx.execute(
+                "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+                [to.rawValue, Int64(nowMs), digitalCardID])
+            try recordEvent(
+                tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
+                nowMs: nowMs)
+        case .unchanged:
+            break
+        case .rejected(let rejection):
+            throw TSPError(.failedPrecondition, "token \"\(digitalCardID)\": \(rejection.message)")
+        }
+    }
+
+    private func challenge(_ tx: Transaction, _ digitalCardID: String) throws -> OTPStateMachine.Challenge? {
+        guard
+            let row = try tx.queryOne(
+                """
+                SELECT method_id, code_digest, expires_at_ms, attempts_left, resends_left, status
+                FROM otp_challenges WHERE digital_card_id = ?
+                """, [digitalCardID])
+        else { return nil }
+        return OTPStateMachine.Challenge(
+            methodID: try row.text(0), codeDigest: try row.get(1), expiresAtMs: UInt64(try row.int64(2)),
+            attemptsLeft: try row.int(3), resendsLeft: try row.int(4),
+            status: OTPStateMachine.Status(rawValue: try row.text(5)) ?? .locked)
+    }
+
+    private func save(
+        _ tx: Transaction, _ digitalCardID: String, _ challenge: OTPStateMachine.Challenge?, nowMs: UInt64
+    ) throws {
+        guard let challenge else { return }
+        _ = try tx.execute(
+            """
+            INSERT INTO otp_challenges (digital_card_id, method_id, code_digest, expires_at_ms, attempts_left,
+                resends_left, status, updated_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(digital_card_id) DO UPDATE SET method_id = excluded.method_id,
+                code_digest = excluded.code_digest, expires_at_ms = excluded.expires_at_ms,
+                attempts_left = excluded.attempts_left, resends_left = excluded.resends_left,
+                status = excluded.status, updated_at_ms = excluded.updated_at_ms
+            """,
+            [
+                digitalCardID, challenge.methodID, challenge.codeDigest, Int64(challenge.expiresAtMs),
+                challenge.attemptsLeft, challenge.resendsLeft, challenge.status.rawValue, Int64(nowMs),
+            ])
+    }
+}

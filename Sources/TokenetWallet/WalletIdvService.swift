@@ -1,0 +1,99 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// ID&V in the wallet app: the cardholder picks one of the methods the TSP listed for a card the issuer left
+/// INACTIVE, then enters the code it received. Each call goes to the TSP; the wallet keeps the token state the TSP
+/// reports. The code is passed through, never logged or stored.
+public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
+    let tsp: TspV1.Idv.Client
+    let store: WalletStore
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+
+    public init(
+        tsp: any RPCCaller, store: WalletStore, logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs
+    ) {
+        self.tsp = TspV1.Idv.Client(tsp)
+        self.store = store
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func selectIdvMethod(_ request: WalletV1.WalletSelectIdvMethodRequest, context: ServerContext)
+        async throws -> WalletV1.WalletSelectIdvMethodResponse
+    {
+        try await answering {
+            let (card, digitalCardID) = try digitalCard(request.cardRef)
+            guard !request.methodID.isEmpty else { throw WalletError(.invalidArgument, "method_id is required") }
+            let answer = try await calling("SelectIdvMethod") {
+                try await tsp.selectIdvMethod(
+                    TspV1.SelectIdvMethodRequest(digitalCardID: digitalCardID, methodID: request.methodID))
+            }
+            logger.withTraceID(context.traceID).info(
+                "ID&V method selected",
+                ["card_ref": card.cardRef, "method": request.methodID, "code_sent": "\(answer.codeSent)"])
+            return WalletV1.WalletSelectIdvMethodResponse(
+                card: card.walletCard, method: answer.method, codeSent: answer.codeSent,
+                codeExpiresAtMs: answer.codeExpiresAtMs, triesLeft: answer.triesLeft,
+                instructions: answer.instructions)
+        }
+    }
+
+    public func submitOTP(_ request: WalletV1.WalletSubmitOtpRequest, context: ServerContext) async throws
+        -> WalletV1.WalletSubmitOtpResponse
+    {
+        try await answering {
+            let (card, digitalCardID) = try digitalCard(request.cardRef)
+            guard !request.code.isEmpty else { throw WalletError(.invalidArgument, "code is required") }
+            let answer = try await calling("SubmitOtp") {
+                try await tsp.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code))
+            }
+            let stored =
+                answer.tokenState == .unspecified
+                ? card : try store.updateTokenState(id: card.id, state: answer.tokenState, nowMs: clock())
+            logger.withTraceID(context.traceID).info(
+                "one-time code submitted",
+                [
+                    "card_ref": card.cardRef, "result": answer.result.protoValueName ?? "?",
+                    "token_state": answer.tokenState.protoValueName ?? "?",
+                ])
+            return WalletV1.WalletSubmitOtpResponse(
+                card: stored.walletCard, result: answer.result, triesLeft: answer.triesLeft)
+        }
+    }
+
+    public func resendOTP(_ request: WalletV1.WalletResendOtpRequest, context: ServerContext) async throws
+        -> WalletV1.WalletResendOtpResponse
+    {
+        try await answering {
+            let (card, digitalCardID) = try digitalCard(request.cardRef)
+            let answer = try await calling("ResendOtp") {
+                try await tsp.resendOTP(TspV1.ResendOtpRequest(digitalCardID: digitalCardID))
+            }
+            logger.withTraceID(context.traceID).info("one-time code resent", ["card_ref": card.cardRef])
+            return WalletV1.WalletResendOtpResponse(
+                card: card.walletCard, codeExpiresAtMs: answer.codeExpiresAtMs, triesLeft: answer.triesLeft)
+        }
+    }
+
+    /// The card and its digital card id; ID&V needs a card the TSP digitized.
+    private func digitalCard(_ ref: String) throws(WalletError) -> (WalletCardRecord, String) {
+        let card = try store.card(ref: ref)
+        guard let id = card.result?.digitalCardID, !id.isEmpty else {
+            throw WalletError(
+                .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+        }
+        return (card, id)
+    }
+
+    /// Keeps the TSP's status code and says who answered.
+    private func calling<T>(_ method: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RPCError {
+            throw RPCError(error.code, "the TSP's \(method) failed: \(error.message)", cause: error)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import TokenetWire
+
+/// Texts for the ID&V commands.
+extension PartyText {
+    static func selectMethod(_ response: WalletV1.WalletSelectIdvMethodResponse) -> String {
+        let card = response.card ?? WalletV1.WalletCard()
+        let method = response.method ?? CardV1.IdvMethod()
+        let type = short(method.type.protoValueName, prefix: "IDV_METHOD_TYPE_")
+        var line = "\(card.cardRef): \(method.id) (\(type))"
+        switch method.type {
+        case .otpSms, .otpEmail:
+            line +=
+                response.codeSent
+                ? ": code sent to \(method.maskedValue)" : ": no new code sent; the code sent before is still valid"
+            line += ", valid until \(time(ms: response.codeExpiresAtMs)), \(response.triesLeft) tries left."
+        default:
+            line += "."
+        }
+        return line + "\n  " + response.instructions
+    }
+
+    static func submitOTP(_ response: WalletV1.WalletSubmitOtpResponse) -> String {
+        let card = response.card ?? WalletV1.WalletCard()
+        let result = short(response.result.protoValueName, prefix: "OTP_RESULT_")
+        var line = "\(card.cardRef): \(result)"
+        if response.result == .incorrectCode { line += " (\(response.triesLeft) tries left)" }
+        return line + "; token \(card.digitalCardID) is \(state(card.state))."
+    }
+
+    static func resendOTP(_ response: WalletV1.WalletResendOtpResponse) -> String {
+        let card = response.card ?? WalletV1.WalletCard()
+        return "\(card.cardRef): a new code was sent, valid until \(time(ms: response.codeExpiresAtMs)), "
+            + "\(response.triesLeft) tries left."
+    }
+
+    static func outbox(_ response: IssuerV1.OutboxResponse) -> String {
+        guard !response.messages.isEmpty else { return "The outbox is empty." }
+        return table(
+            ["SENT", "CHANNEL", "TO", "DIGITAL CARD", "TEXT"],
+            response.messages.map {
+                [time(ms: $0.sentAtMs), $0.channel, $0.maskedDestination, $0.digitalCardID, $0.text]
+            })
+    }
+
+    static func activateToken(_ response: IssuerV1.CallCentreActivateResponse, digitalCardID: String) -> String {
+        "\(digitalCardID) is \(state(response.tokenState))"
+            + (response.changed ? " (activated by the call centre)." : " (it was already).")
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// A TSP that records the call centre's activations and answers like the real one.
+final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
+    let requests = Mutex<[TspV1.ActivateTokenRequest]>([])
+
+    func activateToken(_ request: TspV1.ActivateTokenRequest, context: ServerContext) async throws
+        -> TspV1.ActivateTokenResponse
+    {
+        let first = requests.withLock { requests in
+            requests.append(request)
+            return requests.count == 1
+        }
+        return TspV1.ActivateTokenResponse(tokenState: .active, changed: first)
+    }
+}
+
+/// Code delivery through the outbox and call-centre activation, over in-memory connections.
+@Suite struct IssuerOtpTests {
+    static let token = "DNITHE000000000054"
+    let sink = MemoryLogSink()
+    let tsp = FakeTSPIdv()
+    let party: IssuerParty
+    let otp: IssuerV1.IssuerOtp.Client
+    let callCentre: IssuerV1.IssuerCallCentre.Client
+
+    init() throws {
+        var tspRouter = RPCRouter()
+        tsp.register(on: &tspRouter)
+        party = try Support.party(tsp: Support.connect(tspRouter, as: .issuer), sink: sink)
+        var router = Support.router(party)
+        party.otp.register(on: &router)
+        party.callCentre.register(on: &router)
+        otp = IssuerV1.IssuerOtp.Client(Support.connect(router, as: .tsp))
+        callCentre = IssuerV1.IssuerCallCentre.Client(Support.connect(router, as: .operator))
+        // The issuer learns which card a token is for when it decides the digitization.
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(
+            Cards.visaStepUp.1, expiry: Cards.visaStepUp.2, to: try Support.issuerKey())
+        request.digitalCardID = Self.token
+        request.tokenLast4 = "4321"
+        request.walletAccountID = "wallet-account-1"
+        request.device = CardV1.DeviceInfo(deviceID: "device-1", deviceType: "PHONE")
+        let decisions = IssuerV1.IssuerDecisions.Client(Support.connect(router, as: .tsp))
+        decisionTask = Task { try await decisions.authorizeDigitization(request) }
+    }
+
+    let decisionTask: Task<IssuerV1.AuthorizeDigitizationResponse, any Error>
+
+    func send(_ type: CardV1.IdvMethodType, code: String = "482913", token: String = token) async throws
+        -> IssuerV1.SendOtpResponse
+    {
+        try await otp.sendOTP(
+            IssuerV1.SendOtpRequest(
+                digitalCardID: token, methodID: "m", type: type, code: code,
+                expiresAtMs: UInt64(Support.now.timeIntervalSince1970 * 1000) + 600_000))
+    }
+
+    @Test func codesGoToTheOutboxMaskedAndUnlogged() async throws {
+        #expect(try await decisionTask.value.decision == .requireAdditionalAuthentication)
+        let sms = try await send(.otpSms)
+        #expect(sms.maskedDestination.hasPrefix("***-***-"))
+        let email = try await send(.otpEmail, code: "771204")
+        #expect(email.maskedDestination.contains("***@"))
+        let outbox = try await callCentre.outbox(IssuerV1.OutboxRequest()).messages
+        #expect(outbox.map(\.channel) == ["sms", "email"])
+        #expect(outbox.map(\.maskedDestination) == [sms.maskedDestination, email.maskedDestination])
+        #expect(outbox[0].text.contains("482913") && outbox[0].text.contains("ending 0054"))
+        #expect(outbox[0].text.contains("expires in 10 minutes"))
+        #expect(outbox[1].text.contains("771204"))
+        #expect(outbox.allSatisfy { $0.digitalCardID == Self.token })
+        #expect(try await callCentre.outbox(IssuerV1.OutboxRequest(digitalCardID: "other")).messages.isEmpty)
+        #expect(!sink.lines.contains { $0.contains("482913") || $0.contains("771204") })
+    }
+
+    @Test func badDeliveriesAreRefused() async throws {
+        _ = try await decisionTask.value
+        let unknown = await Support.rpcError { _ = try await send(.otpSms, token: "DNITHE-unknown") }
+        #expect(unknown?.code == .notFound)
+        let callCenter = await Support.rpcError { _ = try await send(.callCenter) }
+        #expect(callCenter?.code == .invalidArgument)
+        let badCode = await Support.rpcError { _ = try await send(.otpSms, code: "12a") }
+        #expect(badCode?.code == .invalidArgument)
+        #expect(try await callCentre.outbox(IssuerV1.OutboxRequest()).messages.isEmpty)
+    }
+
+    @Test func callCentreActivationGoesThroughTheTSP() async throws {
+        _ = try await decisionTask.value
+        let first = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: Self.token))
+        #expect(first.tokenState == .active && first.changed)
+        let again = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: Self.token))
+        #expect(!again.changed)
+        let sent = tsp.requests.withLock { $0 }
+        #expect(sent.map(\.digitalCardID) == [Self.token, Self.token])
+        #expect(sent.first?.reason == "issuer call centre verified the cardholder (operator operator-1)")
+        let unknown = await Support.rpcError {
+            _ = try await callCentre.activateToken(IssuerV1.CallCentreActivateRequest(digitalCardID: "DNITHE-x"))
+        }
+        #expect(unknown?.code == .notFound)
+        #expect(tsp.requests.withLock { $0.count } == 2)
+    }
+
+    @Test func onlyOperatorsAndTheTSPMayCall() async throws {
+        var router = RPCRouter()
+        party.otp.register(on: &router)
+        party.callCentre.register(on: &router)
+        let walletOutbox = IssuerV1.IssuerCallCentre.Client(Support.connect(router, as: .wallet))
+        let denied = await Support.rpcError { _ = try await walletOutbox.outbox(IssuerV1.OutboxRequest()) }
+        #expect(denied?.code == .permissionDenied)
+        let walletOTP = IssuerV1.IssuerOtp.Client(Support.connect(router, as: .wallet))
+        let deniedOTP = await Support.rpcError {
+            _ = try await walletOTP.sendOTP(IssuerV1.SendOtpRequest(digitalCardID: Self.token))
+        }
+        #expect(deniedOTP?.code == .permissionDenied)
+    }
+}

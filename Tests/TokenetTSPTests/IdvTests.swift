@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetStorage
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// ID&V over the TSP's services in memory: the wallet selects a method and submits codes the fake issuer
+/// delivered; the issuer's call centre activates tokens.
+@Suite struct IdvTests {
+    /// A token the issuer left INACTIVE, offering SMS, e-mail and call-centre methods.
+    static func steppedUp(_ tsp: TSPHarness) async throws -> String {
+        tsp.issuer.set(.stepUpAll)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa())
+        try #require(response.tokenState == .inactive)
+        return response.digitalCardID
+    }
+
+    func select(_ tsp: TSPHarness, _ card: String, _ method: String = "otp-sms") async throws
+        -> TspV1.SelectIdvMethodResponse
+    {
+        try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: card, methodID: method))
+    }
+
+    func submit(_ tsp: TSPHarness, _ card: String, _ code: String) async throws -> TspV1.SubmitOtpResponse {
+        try await tsp.idv.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: card, code: code))
+    }
+
+    static func wrong(_ code: String?) -> String { code == "000000" ? "111111" : "000000" }
+
+    @Test func wrongThenRightCodeActivates() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let selected = try await select(tsp, card)
+        #expect(selected.codeSent)
+        #expect(selected.triesLeft == 3)
+        #expect(selected.codeExpiresAtMs == tsp.clock.now.unixMilliseconds + 600_000)
+        #expect(selected.method?.maskedValue == "***-***-1234")
+        let code = try #require(tsp.otp.lastCode)
+        #expect(tsp.otp.sent.last?.type == .otpSms)
+        #expect(tsp.otp.sent.last?.digitalCardID == card)
+
+        let wrong = try await submit(tsp, card, Self.wrong(code))
+        #expect(wrong.result == .incorrectCode && wrong.triesLeft == 2 && wrong.tokenState == .inactive)
+        let right = try await submit(tsp, card, code)
+        #expect(right.result == .success && right.tokenState == .active)
+
+        let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: card))
+        #expect(history.token?.state == .active)
+        #expect(history.events.last?.actor == "wallet:wallet-1")
+        #expect(history.events.last?.reason == "ID&V one-time code verified (method otp-sms)")
+        #expect(!tsp.logs.lines.contains { $0.contains(code) })
+        await expectRPCError(.failedPrecondition, "ACTIVE") { try await submit(tsp, card, code) }
+    }
+
+    @Test func selectingAgainSendsNothingNew() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let first = try await select(tsp, card)
+        tsp.clock.advance(seconds: 60)
+        let again = try await select(tsp, card, "otp-email")
+        #expect(!again.codeSent)
+        #expect(again.codeExpiresAtMs == first.codeExpiresAtMs)
+        #expect(tsp.otp.sent.count == 1)
+        #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
+    }
+
+    @Test func expiredCodeThenResend() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card, "otp-email")
+        let old = try #require(tsp.otp.lastCode)
+        tsp.clock.advance(seconds: 600)
+        let expired = try await submit(tsp, card, old)
+        #expect(expired.result == .expiredCode && expired.tokenState == .inactive)
+        await expectRPCError(.failedPrecondition, "resend") { try await select(tsp, card, "otp-email") }
+        let resent = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        #expect(resent.codeExpiresAtMs == tsp.clock.now.unixMilliseconds + 600_000)
+        #expect(tsp.otp.sent.count == 2 && tsp.otp.sent.last?.type == .otpEmail)
+        #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
+    }
+
+    @Test func exhaustedTriesLockTheCode() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let code = try #require(tsp.otp.lastCode)
+        #expect(try await submit(tsp, card, Self.wrong(code)).triesLeft == 2)
+        #expect(try await submit(tsp, card, Self.wrong(code)).triesLeft == 1)
+        #expect(try await submit(tsp, card, Self.wrong(code)).result == .incorrectCodeRetriesExceeded)
+        let late = try await submit(tsp, card, code)
+        #expect(late.result == .incorrectCodeRetriesExceeded && late.tokenState == .inactive)
+        await expectRPCError(.failedPrecondition, "another verification method") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+    }
+
+    @Test func resendsAreBounded() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        await expectRPCError(.failedPrecondition, "select an OTP method first") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        _ = try await select(tsp, card)
+        for _ in 0..<3 { _ = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card)) }
+        await expectRPCError(.failedPrecondition, "no more codes") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        #expect(tsp.otp.sent.count == 4)
+        #expect(Set(tsp.otp.sent.map(\.code)).count > 1)
+    }
+
+    @Test func failedDeliveryIsUnavailableAndAResendRecovers() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        tsp.otp.setFailing(true)
+        await expectRPCError(.unavailable, "ask for a resend") { try await select(tsp, card) }
+        tsp.otp.setFailing(false)
+        _ = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
+    }
+
+    @Test func badRequestsAreRefused() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        await expectRPCError(.notFound, "offered: otp-sms, otp-email, call-center") {
+            try await select(tsp, card, "app-1")
+        }
+        await expectRPCError(.notFound, "no token") { try await select(tsp, "DNITHE-none") }
+        await expectRPCError(.invalidArgument, "code is required") { try await submit(tsp, card, "") }
+        await expectRPCError(.invalidArgument, "digital_card_id") { try await select(tsp, "") }
+    }
+
+    @Test func deactivatedTokenIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        _ = try database.execute("UPDATE tokens SET state = 'DEACTIVATED' WHERE digital_card_id = ?", [card])
+        await expectRPCError(.failedPrecondition, "DEACTIVATED") { try await select(tsp, card) }
+        await expectRPCError(.failedPrecondition, "DEACTIVATED") { try await submit(tsp, card, "123456") }
+        await expectRPCError(.failedPrecondition, "DEACTIVATED") {
+            try await tsp.issuerIdv.activateToken(TspV1.ActivateTokenRequest(digitalCardID: card))
+        }
+        #expect(tsp.otp.sent.isEmpty)
+    }
+
+    @Test func callCentreActivation() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let selected = try await select(tsp, card, "call-center")
+        #expect(!selected.codeSent)
+        #expect(selected.instructions.contains("+1 800 555 0100"))
+        #expect(tsp.otp.sent.isEmpty)
+
+        let otherIssuer = TspV1.IssuerIdv.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .issuer, nodeID: "issuer-2")))
+        await expectRPCError(.permissionDenied, "another issuer") {
+            try await otherIssuer.activateToken(TspV1.ActivateTokenRequest(digitalCardID: card))
+        }
+        let walletCaller = TspV1.IssuerIdv.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1")))
+        await expectRPCError(.permissionDenied, "allowed: issuer") {
+            try await walletCaller.activateToken(TspV1.ActivateTokenRequest(digitalCardID: card))
+        }
+
+        let activated = try await tsp.issuerIdv.activateToken(
+            TspV1.ActivateTokenRequest(digitalCardID: card, reason: "call centre: cardholder verified by agent 7"))
+        #expect(activated.tokenState == .active && activated.changed)
+        let again = try await tsp.issuerIdv.activateToken(TspV1.ActivateTokenRequest(digitalCardID: card))
+        #expect(again.tokenState == .active && !again.changed)
+        let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: card))
+        #expect(history.events.last?.actor == "issuer:bank-a")
+        #expect(history.events.last?.reason == "call centre: cardholder verified by agent 7")
+        #expect(history.events.filter { $0.toState == .active }.count == 1)
+    }
+}

@@ -1,0 +1,136 @@
+import Testing
+
+@testable import TokenetTSP
+
+/// The one-time-code rules as event → result tables.
+@Suite struct OTPStateMachineTests {
+    typealias Machine = OTPStateMachine
+
+    static let codeA: [UInt8] = [1, 1, 1]
+    static let codeB: [UInt8] = [2, 2, 2]
+    static let wrong: [UInt8] = [9, 9, 9]
+    static let tenMinutes: UInt64 = 600_000
+
+    enum Event {
+        case select(String, [UInt8], at: UInt64)
+        case resend([UInt8], at: UInt64)
+        case submit([UInt8], at: UInt64)
+    }
+
+    enum Result: Equatable {
+        case delivery(Machine.DeliveryAction)
+        case submit(Machine.SubmitResult)
+    }
+
+    static func run(_ events: [Event], policy: Machine.Policy = Machine.Policy()) -> ([Result], Machine) {
+        var machine = Machine(policy: policy)
+        let results = events.map { event -> Result in
+            switch event {
+            case .select(let method, let digest, let at):
+                .delivery(machine.select(methodID: method, candidateDigest: digest, nowMs: at))
+            case .resend(let digest, let at): .delivery(machine.resend(candidateDigest: digest, nowMs: at))
+            case .submit(let digest, let at): .submit(machine.submit(digest: digest, nowMs: at))
+            }
+        }
+        return (results, machine)
+    }
+
+    @Test func defaultPolicyIsThreeTriesTenMinutesThreeResends() {
+        #expect(Machine.Policy() == Machine.Policy(maxAttempts: 3, validityMs: Self.tenMinutes, maxResends: 3))
+    }
+
+    @Test func rightCodeSucceeds() {
+        let (results, machine) = Self.run([.select("otp-sms", Self.codeA, at: 0), .submit(Self.codeA, at: 1000)])
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: Self.tenMinutes)), .submit(.success),
+            ])
+        #expect(machine.challenge?.status == .verified)
+    }
+
+    @Test func wrongCodesCountDownThenLock() {
+        let (results, machine) = Self.run([
+            .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .submit(Self.wrong, at: 2),
+            .submit(Self.wrong, at: 3), .submit(Self.codeA, at: 4), .resend(Self.codeB, at: 5),
+            .select("otp-sms", Self.codeB, at: 6),
+        ])
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: Self.tenMinutes)),
+                .submit(.incorrectCode(attemptsLeft: 2)), .submit(.incorrectCode(attemptsLeft: 1)),
+                .submit(.retriesExceeded), .submit(.retriesExceeded), .delivery(.refused(.retriesExceeded)),
+                .delivery(.refused(.retriesExceeded)),
+            ])
+        #expect(machine.challenge?.status == .locked)
+    }
+
+    @Test func expiredCodeUsesNoTryAndCanBeReplacedByResend() {
+        let (results, _) = Self.run([
+            .select("otp-email", Self.codeA, at: 0), .submit(Self.codeA, at: Self.tenMinutes),
+            .submit(Self.codeA, at: Self.tenMinutes + 1), .select("otp-email", Self.codeB, at: Self.tenMinutes + 2),
+            .resend(Self.codeB, at: Self.tenMinutes + 3), .submit(Self.codeA, at: Self.tenMinutes + 4),
+            .submit(Self.codeB, at: Self.tenMinutes + 5),
+        ])
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-email", expiresAtMs: Self.tenMinutes)), .submit(.expiredCode),
+                .submit(.expiredCode), .delivery(.refused(.codeExpired)),
+                .delivery(.deliver(methodID: "otp-email", expiresAtMs: 2 * Self.tenMinutes + 3)),
+                .submit(.incorrectCode(attemptsLeft: 2)), .submit(.success),
+            ])
+    }
+
+    @Test func selectingAgainNeitherRegeneratesNorExtends() {
+        let (results, machine) = Self.run([
+            .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .select("otp-sms", Self.codeB, at: 500),
+            .select("otp-email", Self.codeB, at: 600), .submit(Self.codeB, at: 700), .submit(Self.codeA, at: 800),
+        ])
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: Self.tenMinutes)),
+                .submit(.incorrectCode(attemptsLeft: 2)),
+                .delivery(.alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2)),
+                .delivery(.alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2)),
+                .submit(.incorrectCode(attemptsLeft: 1)), .submit(.success),
+            ])
+        #expect(machine.challenge?.methodID == "otp-sms")
+    }
+
+    @Test func resendsAreBoundedAndEachGivesFreshTries() {
+        let policy = Machine.Policy(maxAttempts: 2, validityMs: 100, maxResends: 2)
+        let (results, _) = Self.run(
+            [
+                .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .resend(Self.codeB, at: 10),
+                .submit(Self.codeA, at: 11), .resend(Self.codeA, at: 20), .resend(Self.codeB, at: 30),
+                .submit(Self.wrong, at: 31), .submit(Self.codeA, at: 32),
+            ], policy: policy)
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 100)), .submit(.incorrectCode(attemptsLeft: 1)),
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 110)), .submit(.incorrectCode(attemptsLeft: 1)),
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 120)), .delivery(.refused(.resendsExhausted)),
+                .submit(.incorrectCode(attemptsLeft: 1)), .submit(.success),
+            ])
+    }
+
+    @Test func nothingWorksBeforeSelectOrAfterSuccess() {
+        let (results, _) = Self.run([
+            .submit(Self.codeA, at: 0), .resend(Self.codeA, at: 0), .select("otp-sms", Self.codeA, at: 1),
+            .submit(Self.codeA, at: 2), .submit(Self.codeA, at: 3), .resend(Self.codeB, at: 4),
+            .select("otp-sms", Self.codeB, at: 5),
+        ])
+        #expect(
+            results == [
+                .submit(.refused(.noCodeSent)), .delivery(.refused(.noCodeSent)),
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 1 + Self.tenMinutes)), .submit(.success),
+                .submit(.refused(.alreadyVerified)), .delivery(.refused(.alreadyVerified)),
+                .delivery(.refused(.alreadyVerified)),
+            ])
+    }
+
+    @Test func digestsCompareByValueOnly() {
+        #expect(Machine.constantTimeEqual([1, 2, 3], [1, 2, 3]))
+        #expect(!Machine.constantTimeEqual([1, 2, 3], [1, 2, 4]))
+        #expect(!Machine.constantTimeEqual([1, 2, 3], [1, 2]))
+    }
+}

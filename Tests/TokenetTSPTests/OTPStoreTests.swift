@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetStorage
+
+@testable import TokenetTSP
+
+/// One-time codes and call-centre activation on the TSP's SQLite storage: each step one transaction, the code
+/// stored only as a digest, activation recorded in the token's audit trail.
+@Suite struct OTPStoreTests {
+    static let card = "DNITHE000000000000000054"
+    static let policy = OTPStateMachine.Policy()
+    static let t0: UInt64 = 1_795_000_000_000
+
+    static func makeStore(path: String? = nil, state: TokenLifecycleStateMachine.State = .inactive) throws -> TSPStore {
+        let database = try path.map { try Database.open(path: $0) } ?? Database.openInMemory()
+        let store = try TSPStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        _ = try database.execute(
+            "INSERT INTO issuers (id, name, encryption_key_pem, updated_at_ms) VALUES ('bank-a', 'Bank A', 'pem', 0)")
+        _ = try database.execute(
+            """
+            INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan, pan_last4,
+                issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms)
+            VALUES (?, 'visa', x'00', '1234', '12/30', x'00', '0054', 'bank-a', 'account-1', 'device-1', ?, 0, 0)
+            """, [card, state.rawValue])
+        return store
+    }
+
+    func select(_ store: TSPStore, code: String, at: UInt64 = t0) throws -> OTPStateMachine.DeliveryAction {
+        try store.selectOTP(
+            digitalCardID: Self.card, methodID: "otp-sms", candidateCode: code, policy: Self.policy, nowMs: at)
+    }
+
+    func submit(_ store: TSPStore, code: String, at: UInt64 = t0 + 1) throws -> OTPStateMachine.SubmitResult {
+        try store.submitOTP(
+            digitalCardID: Self.card, code: code, policy: Self.policy, actor: "wallet:wallet-1", traceID: "trace-1",
+            nowMs: at)
+    }
+
+    @Test func rightCodeActivatesTheTokenWithAnAuditedEvent() throws {
+        let store = try Self.makeStore()
+        #expect(try select(store, code: "123456") == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_000))
+        #expect(try submit(store, code: "000000") == .incorrectCode(attemptsLeft: 2))
+        #expect(try store.token(Self.card)?.state == .inactive)
+        #expect(try submit(store, code: "123456") == .success)
+        #expect(try store.token(Self.card)?.state == .active)
+        let event = try #require(try store.events(of: Self.card).last)
+        #expect(event.fromState == .inactive && event.toState == .active)
+        #expect(event.actor == "wallet:wallet-1")
+        #expect(event.reason == "ID&V one-time code verified (method otp-sms)")
+        #expect(event.traceID == "trace-1")
+        #expect(throws: TSPError.self) { try submit(store, code: "123456") }
+    }
+
+    @Test func theCodeIsStoredOnlyAsADigest() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "654321")
+        let row = try #require(try store.database.queryOne("SELECT code_digest FROM otp_challenges"))
+        let digest: [UInt8] = try row.get(0)
+        #expect(digest == (try OTPCode.digest("654321", digitalCardID: Self.card)))
+        #expect(digest != Array("654321".utf8))
+        #expect(digest != (try OTPCode.digest("654321", digitalCardID: "DNITHE000000000000000099")))
+    }
+
+    @Test func selectingAgainKeepsTheFirstCode() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        #expect(
+            try select(store, code: "222222", at: Self.t0 + 5000)
+                == .alreadySent(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_000, attemptsLeft: 3))
+        #expect(try submit(store, code: "222222") == .incorrectCode(attemptsLeft: 2))
+        #expect(try submit(store, code: "111111") == .success)
+    }
+
+    @Test func expiredExhaustedAndResent() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        #expect(try submit(store, code: "111111", at: Self.t0 + 600_000) == .expiredCode)
+        let resent = try store.resendOTP(
+            digitalCardID: Self.card, candidateCode: "333333", policy: Self.policy, nowMs: Self.t0 + 700_000)
+        #expect(resent == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 1_300_000))
+        for left in [2, 1] {
+            #expect(try submit(store, code: "111111", at: Self.t0 + 700_001) == .incorrectCode(attemptsLeft: left))
+        }
+        #expect(try submit(store, code: "111111", at: Self.t0 + 700_002) == .retriesExceeded)
+        #expect(try submit(store, code: "333333", at: Self.t0 + 700_003) == .retriesExceeded)
+        #expect(try store.token(Self.card)?.state == .inactive)
+    }
+
+    @Test func stateSurvivesARestart() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("otp-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: path) }
+        do {
+            let store = try Self.makeStore(path: path.path)
+            _ = try select(store, code: "111111")
+            #expect(try submit(store, code: "999999") == .incorrectCode(attemptsLeft: 2))
+        }
+        let reopened = try TSPStore(
+            database: try Database.open(path: path.path), vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        #expect(try submit(reopened, code: "999999") == .incorrectCode(attemptsLeft: 1))
+        #expect(try submit(reopened, code: "111111") == .success)
+    }
+
+    @Test func onlyAnInactiveTokenTakesCodes() throws {
+        for state in [TokenLifecycleStateMachine.State.deactivated, .active, .suspended] {
+            let store = try Self.makeStore(state: state)
+            let error = #expect(throws: TSPError.self) { try select(store, code: "111111") }
+            #expect(error?.code == .failedPrecondition)
+            #expect(error?.message.contains("\(state)") == true)
+        }
+        let store = try Self.makeStore()
+        let error = #expect(throws: TSPError.self) {
+            try store.selectOTP(
+                digitalCardID: "DNITHE-unknown", methodID: "otp-sms", candidateCode: "1", policy: Self.policy,
+                nowMs: Self.t0)
+        }
+        #expect(error?.code == .notFound)
+    }
+
+    @Test func callCentreActivation() throws {
+        let store = try Self.makeStore()
+        let token = try store.activateToken(
+            digitalCardID: Self.card, actor: "issuer:bank-a", reason: "call centre verified the cardholder",
+            traceID: "trace-2", nowMs: Self.t0)
+        #expect(token.state == .active)
+        let events = try store.events(of: Self.card)
+        #expect(events.count == 1)
+        #expect(events.last?.actor == "issuer:bank-a")
+        #expect(events.last?.reason == "call centre verified the cardholder")
+        let again = try store.activateToken(
+            digitalCardID: Self.card, actor: "issuer:bank-a", reason: "again", traceID: "trace-3", nowMs: Self.t0 + 1)
+        #expect(again.state == .active)
+        #expect(try store.events(of: Self.card).count == 1)
+
+        let deleted = try Self.makeStore(state: .deactivated)
+        let error = #expect(throws: TSPError.self) {
+            try deleted.activateToken(
+                digitalCardID: Self.card, actor: "issuer:bank-a", reason: "r", traceID: "t", nowMs: Self.t0)
+        }
+        #expect(error?.code == .failedPrecondition)
+        #expect(try deleted.token(Self.card)?.state == .deactivated)
+    }
+
+    @Test func generatedCodesAreSixDigits() {
+        for _ in 0..<50 {
+            let code = OTPCode.generate()
+            #expect(code.count == 6 && code.allSatisfy(\.isNumber))
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Testing
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The wallet's ID&V calls in memory: forwarded to the TSP with the card's digital card id, the card's token
+/// state kept from the TSP's answer.
+@Suite struct WalletIdvTests {
+    static let digitalCardID = "DNITHE000000000000000054"
+
+    static func steppedUp() async throws -> WalletHarness {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure {
+            $0.digitize = TspV1.DigitizeResponse(
+                decision: .requireAdditionalAuthentication, digitalCardID: digitalCardID, tokenState: .inactive,
+                tokenLast4: "3456", scheme: .visa, panLast4: "0054",
+                idvMethods: [CardV1.IdvMethod(id: "otp-sms", type: .otpSms, maskedValue: "***-***-1234")])
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        return wallet
+    }
+
+    @Test func selectThenWrongThenRightCodeActivatesTheCard() async throws {
+        let wallet = try await Self.steppedUp()
+        let selected = try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms"))
+        #expect(selected.codeSent && selected.triesLeft == 3 && selected.instructions.contains("***-***-1234"))
+        #expect(wallet.idvTSP.recorded.selects.map(\.digitalCardID) == [Self.digitalCardID])
+        #expect(wallet.idvTSP.recorded.selects.map(\.methodID) == ["otp-sms"])
+
+        let wrong = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "000000"))
+        #expect(wrong.result == .incorrectCode && wrong.triesLeft == 2 && wrong.card?.state == .inactive)
+        let right = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
+        #expect(right.result == .success && right.card?.state == .active)
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.state) == [.active])
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        #expect(!wallet.logs.lines.contains { $0.contains("123456") })
+    }
+
+    @Test func resendPassesTheTSPsRefusalThrough() async throws {
+        let wallet = try await Self.steppedUp()
+        let resent = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
+        #expect(resent.codeExpiresAtMs == 700_000 && resent.card?.cardRef == "card-1")
+        do {
+            _ = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
+            Issue.record("the second resend should fail")
+        } catch let error as RPCError {
+            #expect(error.code == .failedPrecondition)
+            #expect(error.message == "the TSP's ResendOtp failed: no more codes can be sent for this token")
+        }
+    }
+
+    @Test func cardsWithoutADigitalCardAndBadInputAreRefused() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        #expect(
+            await statusCode { try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms")) }
+                == .failedPrecondition)
+        #expect(await statusCode { try await wallet.idv.submitOTP(.init(cardRef: "card-9", code: "1")) } == .notFound)
+        #expect(await statusCode { try await wallet.idv.resendOTP(.init(cardRef: "nope")) } == .invalidArgument)
+        let steppedUp = try await Self.steppedUp()
+        #expect(
+            await statusCode { try await steppedUp.idv.submitOTP(.init(cardRef: "card-1", code: "")) }
+                == .invalidArgument)
+        #expect(
+            await statusCode { try await steppedUp.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "")) }
+                == .invalidArgument)
+        #expect(steppedUp.idvTSP.recorded.submits.isEmpty && steppedUp.idvTSP.recorded.selects.isEmpty)
+    }
+}
