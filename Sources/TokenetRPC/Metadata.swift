@@ -86,10 +86,15 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     /// A new random trace id: 16 lowercase hex digits.
+    ///
+    /// It always holds at least one of a–f: logs mask every run of 13 to 19 decimal digits as a possible card
+    /// number, and a trace id must stay readable in every line.
     public static func newTraceID() -> String {
         let value = TraceIDSource.next()
         let hex = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        let padded = String(repeating: "0", count: 16 - hex.count) + hex
+        guard padded.allSatisfy(\.isNumber) else { return padded }
+        return "a" + padded.dropFirst()
     }
 }
 
