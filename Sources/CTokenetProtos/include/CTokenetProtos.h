@@ -20,6 +20,7 @@
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/control.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
+#include "tokenet/wallet/v1/listener.pb-c.h"
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
@@ -260,6 +261,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__add_card_response(void) {
     return &tokenet__wallet__v1__add_card_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__current_tokens_request(void) {
+    return &tokenet__wallet__v1__current_tokens_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__current_tokens_response(void) {
+    return &tokenet__wallet__v1__current_tokens_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__issuer_push_receipt_input(void) {
     return &tokenet__wallet__v1__issuer_push_receipt_input__descriptor;
 }
@@ -268,6 +275,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__list_wallet_cards_response(void) {
     return &tokenet__wallet__v1__list_wallet_cards_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__listen_request(void) {
+    return &tokenet__wallet__v1__listen_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__manual_card(void) {
     return &tokenet__wallet__v1__manual_card__descriptor;
@@ -278,8 +288,14 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_response(void) {
     return &tokenet__wallet__v1__push_card_data_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__token_status(void) {
+    return &tokenet__wallet__v1__token_status__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
     return &tokenet__wallet__v1__wallet_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_event(void) {
+    return &tokenet__wallet__v1__wallet_event__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_request(void) {
     return &tokenet__wallet__v1__wallet_resend_otp_request__descriptor;

@@ -86,13 +86,18 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
     all += WalletV1.AddCardResponse.samples() as [any ProtoMessage]
+    all += WalletV1.CurrentTokensRequest.samples() as [any ProtoMessage]
+    all += WalletV1.CurrentTokensResponse.samples() as [any ProtoMessage]
     all += WalletV1.IssuerPushReceiptInput.samples() as [any ProtoMessage]
     all += WalletV1.ListWalletCardsRequest.samples() as [any ProtoMessage]
     all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
+    all += WalletV1.ListenRequest.samples() as [any ProtoMessage]
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
+    all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletEvent.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
@@ -1053,6 +1058,24 @@ extension WalletV1.AddCardResponse {
     }
 }
 
+extension WalletV1.CurrentTokensRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.CurrentTokensResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokens = [WalletV1.TokenStatus.samples()[0], WalletV1.TokenStatus.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.IssuerPushReceiptInput {
     static func samples() -> [Self] {
         var base = Self()
@@ -1075,6 +1098,14 @@ extension WalletV1.ListWalletCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [WalletV1.WalletCard.samples()[0], WalletV1.WalletCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.ListenRequest {
+    static func samples() -> [Self] {
+        let base = Self()
         var all = [base]
         return all
     }
@@ -1113,6 +1144,16 @@ extension WalletV1.PushCardDataResponse {
     }
 }
 
+extension WalletV1.TokenStatus {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.WalletCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -1123,6 +1164,20 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletEvent {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sequence = 18446744073709551614
+        base.kind = WalletV1.WalletEventKind(rawValue: 1)
+        base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.atMs = 18446744073709551609
         var all = [base]
         return all
     }

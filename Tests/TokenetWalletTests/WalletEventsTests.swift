@@ -1,0 +1,71 @@
+import Testing
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The wallet emits its state changes to the issuer app's listeners and answers the app's pull of token states.
+@Suite struct WalletEventsTests {
+    @Test func digitizingACardEmitsTokenizedCardAdded() async throws {
+        let wallet = try WalletHarness()
+        let listener = wallet.events.subscribe()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        // Accepting again answers from storage and emits nothing more.
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        var iterator = listener.events.makeAsyncIterator()
+        let added = await iterator.next()
+        #expect(added?.kind == .tokenizedCardAdded && added?.sequence == 1)
+        #expect(added?.digitalCardID == "DNITHE000000000000000001" && added?.tokenState == .active)
+        #expect(added?.walletAccountID == WalletConfiguration.defaultAccountID && added?.atMs == 1_000_000)
+        #expect(wallet.events.publish(WalletEventHubTests.event("next")) == 2)
+    }
+
+    @Test func aDeclinedCardEmitsNothing() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure {
+            $0.digitize = TspV1.DigitizeResponse(decision: .declined, declineReason: "issuer said no")
+        }
+        let listener = wallet.events.subscribe()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        wallet.events.publish(WalletEventHubTests.event("marker"))
+        var iterator = listener.events.makeAsyncIterator()
+        #expect(await iterator.next()?.digitalCardID == "marker")
+    }
+
+    @Test func aSuccessfulCodeEmitsTokenStatusChangedAndAWrongOneDoesNot() async throws {
+        let wallet = try await WalletIdvTests.steppedUp()
+        let listener = wallet.events.subscribe()
+        _ = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "000000"))
+        _ = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
+        var iterator = listener.events.makeAsyncIterator()
+        let changed = await iterator.next()
+        #expect(changed?.kind == .tokenStatusChanged && changed?.sequence == 2)
+        #expect(changed?.digitalCardID == WalletIdvTests.digitalCardID && changed?.tokenState == .active)
+    }
+
+    @Test func currentTokensListsTheDigitalCardsStates() async throws {
+        let wallet = try await WalletIdvTests.steppedUp()
+        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
+        let before = try await wallet.issuerApp.currentTokens(.init())
+        #expect(before.walletAccountID == WalletConfiguration.defaultAccountID)
+        #expect(before.tokens.map(\.digitalCardID) == [WalletIdvTests.digitalCardID])
+        #expect(before.tokens.map(\.tokenState) == [.inactive])
+        _ = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.map(\.tokenState) == [.active])
+    }
+
+    @Test func listenStreamsEventsToTheIssuerApp() async throws {
+        let wallet = try WalletHarness()
+        let stream = try await wallet.issuerApp.listen(.init())
+        var iterator = stream.makeAsyncIterator()
+        // The handler subscribes once the call reaches the wallet; wait for it so no event is published before.
+        while wallet.events.listenerCount == 0 { await Task.yield() }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let added = try await iterator.next()
+        #expect(added?.kind == .tokenizedCardAdded && added?.digitalCardID == "DNITHE000000000000000001")
+        stream.cancel()
+    }
+}
