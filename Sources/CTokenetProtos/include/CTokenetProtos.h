@@ -9,6 +9,7 @@
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/issuer/v1/app.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
 #include "tokenet/issuer/v1/decisions.pb-c.h"
 #include "tokenet/issuer/v1/otp.pb-c.h"
@@ -54,6 +55,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__heal
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_response(void) {
     return &tokenet__health__v1__health_check_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_card(void) {
+    return &tokenet__issuer__v1__app_card__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_request(void) {
     return &tokenet__issuer__v1__authorize_digitization_request__descriptor;
 }
@@ -71,6 +75,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_eligibility_response(void) {
     return &tokenet__issuer__v1__card_eligibility_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_view_request(void) {
+    return &tokenet__issuer__v1__card_view_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_view_response(void) {
+    return &tokenet__issuer__v1__card_view_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
     return &tokenet__issuer__v1__issuer_card__descriptor;

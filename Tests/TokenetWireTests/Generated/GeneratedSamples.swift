@@ -17,12 +17,15 @@ let generatedSamples: [any ProtoMessage] = {
     all += CardV1.WalletRiskData.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppCard.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.CardViewRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.CardViewResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
@@ -226,6 +229,18 @@ extension HealthV1.HealthCheckResponse {
     }
 }
 
+extension IssuerV1.AppCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.updatedBy = "updated_by-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.removed = true
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AuthorizeDigitizationRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -288,6 +303,27 @@ extension IssuerV1.CardEligibilityResponse {
         var base = Self()
         base.eligible = true
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardViewRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardViewResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.listening = true
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.lastSequence = 18446744073709551612
+        base.cards = [IssuerV1.AppCard.samples()[0], IssuerV1.AppCard.samples()[0]]
+        base.pulls = 3999999995
         var all = [base]
         return all
     }
