@@ -8,13 +8,13 @@ import TokenetWire
 public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     let hub: WalletEventHub
     let store: WalletStore
-    let configuration: WalletConfiguration
+    let selection: WalletSelection
     let logger: Logger
 
-    public init(hub: WalletEventHub, store: WalletStore, configuration: WalletConfiguration, logger: Logger) {
+    public init(hub: WalletEventHub, store: WalletStore, selection: WalletSelection, logger: Logger) {
         self.hub = hub
         self.store = store
-        self.configuration = configuration
+        self.selection = selection
         self.logger = logger
     }
 
@@ -44,7 +44,7 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
                 guard let result = card.result, !result.digitalCardID.isEmpty else { return nil }
                 return WalletV1.TokenStatus(digitalCardID: result.digitalCardID, tokenState: result.tokenState)
             }
-            return WalletV1.CurrentTokensResponse(walletAccountID: configuration.walletAccountID, tokens: tokens)
+            return WalletV1.CurrentTokensResponse(walletAccountID: selection.activeWalletAccountID, tokens: tokens)
         }
     }
 }

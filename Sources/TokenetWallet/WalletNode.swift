@@ -48,8 +48,9 @@ public enum WalletNode {
             tsp: tsp, store: store, logger: logger, clock: clock, events: events,
             walletAccountID: configuration.walletAccountID
         ).register(on: &router)
-        WalletEventsService(hub: events, store: store, configuration: configuration, logger: logger)
-            .register(on: &router)
+        let selection = WalletSelection(activeWalletAccountID: configuration.walletAccountID)
+        WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
+        WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
         return router
     }
 

@@ -69,3 +69,37 @@ import TokenetWire
         stream.cancel()
     }
 }
+
+/// The wallet app's choices, each change an event for the issuer app.
+@Suite struct WalletSelectionTests {
+    @Test func settingTheActiveAccountAndSelectingACardEmitEvents() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let listener = wallet.events.subscribe()
+        let account = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        #expect(account.changed && account.activeWalletAccountID == "wallet-account-2")
+        let same = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        #expect(!same.changed)
+        let selected = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        #expect(selected.changed && selected.selectedCardRef == "card-1")
+        #expect(try await wallet.issuerApp.currentTokens(.init()).walletAccountID == "wallet-account-2")
+
+        var iterator = listener.events.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.kind == .activeWalletAccountChanged && first?.walletAccountID == "wallet-account-2")
+        let second = await iterator.next()
+        #expect(second?.kind == .selectedCardChanged && second?.digitalCardID == "DNITHE000000000000000001")
+        #expect(second?.walletAccountID == "wallet-account-2" && second?.sequence == 3)
+    }
+
+    @Test func badChoicesAreRefused() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        #expect(await statusCode { try await wallet.selection.setActiveWalletAccount(.init()) } == .invalidArgument)
+        #expect(await statusCode { try await wallet.selection.selectCard(.init(cardRef: "card-9")) } == .notFound)
+        #expect(
+            await statusCode { try await wallet.selection.selectCard(.init(cardRef: "card-1")) } == .failedPrecondition)
+        #expect(wallet.events.publish(WalletEventHubTests.event("first")) == 1, "a refused choice emits no event")
+    }
+}

@@ -21,6 +21,7 @@ struct WalletHarness {
     /// The wallet's event fan-out, and its events service reached as the issuer app.
     let events = WalletEventHub(capacity: 8)
     let issuerApp: WalletV1.WalletEvents.Client
+    let selection: WalletV1.WalletSelection.Client
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
@@ -45,6 +46,7 @@ struct WalletHarness {
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
         idv = WalletV1.WalletIdv.Client(asOperator)
+        selection = WalletV1.WalletSelection.Client(asOperator)
         let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
         push = WalletV1.WalletPush.Client(asIssuer)
         issuerApp = WalletV1.WalletEvents.Client(asIssuer)

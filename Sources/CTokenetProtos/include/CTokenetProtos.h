@@ -298,6 +298,15 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_response(void) {
     return &tokenet__wallet__v1__push_card_data_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__select_card_request(void) {
+    return &tokenet__wallet__v1__select_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__selection_response(void) {
+    return &tokenet__wallet__v1__selection_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__set_active_wallet_account_request(void) {
+    return &tokenet__wallet__v1__set_active_wallet_account_request__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__token_status(void) {
     return &tokenet__wallet__v1__token_status__descriptor;
 }

@@ -232,6 +232,141 @@ void   tokenet__wallet__v1__current_tokens_response__free_unpacked
   assert(message->base.descriptor == &tokenet__wallet__v1__current_tokens_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__wallet__v1__set_active_wallet_account_request__init
+                     (Tokenet__Wallet__V1__SetActiveWalletAccountRequest         *message)
+{
+  static const Tokenet__Wallet__V1__SetActiveWalletAccountRequest init_value = TOKENET__WALLET__V1__SET_ACTIVE_WALLET_ACCOUNT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__wallet__v1__set_active_wallet_account_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__set_active_wallet_account_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__wallet__v1__set_active_wallet_account_request__pack
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__set_active_wallet_account_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__wallet__v1__set_active_wallet_account_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__set_active_wallet_account_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Wallet__V1__SetActiveWalletAccountRequest *
+       tokenet__wallet__v1__set_active_wallet_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Wallet__V1__SetActiveWalletAccountRequest *)
+     protobuf_c_message_unpack (&tokenet__wallet__v1__set_active_wallet_account_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__wallet__v1__set_active_wallet_account_request__free_unpacked
+                     (Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__wallet__v1__set_active_wallet_account_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__wallet__v1__select_card_request__init
+                     (Tokenet__Wallet__V1__SelectCardRequest         *message)
+{
+  static const Tokenet__Wallet__V1__SelectCardRequest init_value = TOKENET__WALLET__V1__SELECT_CARD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__wallet__v1__select_card_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SelectCardRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__select_card_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__wallet__v1__select_card_request__pack
+                     (const Tokenet__Wallet__V1__SelectCardRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__select_card_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__wallet__v1__select_card_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SelectCardRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__select_card_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Wallet__V1__SelectCardRequest *
+       tokenet__wallet__v1__select_card_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Wallet__V1__SelectCardRequest *)
+     protobuf_c_message_unpack (&tokenet__wallet__v1__select_card_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__wallet__v1__select_card_request__free_unpacked
+                     (Tokenet__Wallet__V1__SelectCardRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__wallet__v1__select_card_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__wallet__v1__selection_response__init
+                     (Tokenet__Wallet__V1__SelectionResponse         *message)
+{
+  static const Tokenet__Wallet__V1__SelectionResponse init_value = TOKENET__WALLET__V1__SELECTION_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__wallet__v1__selection_response__get_packed_size
+                     (const Tokenet__Wallet__V1__SelectionResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__selection_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__wallet__v1__selection_response__pack
+                     (const Tokenet__Wallet__V1__SelectionResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__selection_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__wallet__v1__selection_response__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SelectionResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__selection_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Wallet__V1__SelectionResponse *
+       tokenet__wallet__v1__selection_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Wallet__V1__SelectionResponse *)
+     protobuf_c_message_unpack (&tokenet__wallet__v1__selection_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__wallet__v1__selection_response__free_unpacked
+                     (Tokenet__Wallet__V1__SelectionResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__wallet__v1__selection_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 #define tokenet__wallet__v1__listen_request__field_descriptors NULL
 #define tokenet__wallet__v1__listen_request__field_indices_by_name NULL
 #define tokenet__wallet__v1__listen_request__number_ranges NULL
@@ -473,6 +608,146 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__d
   (ProtobufCMessageInit) tokenet__wallet__v1__current_tokens_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__set_active_wallet_account_request__field_descriptors[1] =
+{
+  {
+    "wallet_account_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SetActiveWalletAccountRequest, wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__set_active_wallet_account_request__field_indices_by_name[] = {
+  0,   /* field[0] = wallet_account_id */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__set_active_wallet_account_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__wallet__v1__set_active_wallet_account_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.SetActiveWalletAccountRequest",
+  "SetActiveWalletAccountRequest",
+  "Tokenet__Wallet__V1__SetActiveWalletAccountRequest",
+  "tokenet.wallet.v1",
+  sizeof(Tokenet__Wallet__V1__SetActiveWalletAccountRequest),
+  1,
+  tokenet__wallet__v1__set_active_wallet_account_request__field_descriptors,
+  tokenet__wallet__v1__set_active_wallet_account_request__field_indices_by_name,
+  1,  tokenet__wallet__v1__set_active_wallet_account_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__wallet__v1__set_active_wallet_account_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__select_card_request__field_descriptors[1] =
+{
+  {
+    "card_ref",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SelectCardRequest, card_ref),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__select_card_request__field_indices_by_name[] = {
+  0,   /* field[0] = card_ref */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__select_card_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__wallet__v1__select_card_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.SelectCardRequest",
+  "SelectCardRequest",
+  "Tokenet__Wallet__V1__SelectCardRequest",
+  "tokenet.wallet.v1",
+  sizeof(Tokenet__Wallet__V1__SelectCardRequest),
+  1,
+  tokenet__wallet__v1__select_card_request__field_descriptors,
+  tokenet__wallet__v1__select_card_request__field_indices_by_name,
+  1,  tokenet__wallet__v1__select_card_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__wallet__v1__select_card_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__selection_response__field_descriptors[3] =
+{
+  {
+    "active_wallet_account_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SelectionResponse, active_wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "selected_card_ref",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SelectionResponse, selected_card_ref),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SelectionResponse, changed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__selection_response__field_indices_by_name[] = {
+  0,   /* field[0] = active_wallet_account_id */
+  2,   /* field[2] = changed */
+  1,   /* field[1] = selected_card_ref */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__selection_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__wallet__v1__selection_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.SelectionResponse",
+  "SelectionResponse",
+  "Tokenet__Wallet__V1__SelectionResponse",
+  "tokenet.wallet.v1",
+  sizeof(Tokenet__Wallet__V1__SelectionResponse),
+  3,
+  tokenet__wallet__v1__selection_response__field_descriptors,
+  tokenet__wallet__v1__selection_response__field_indices_by_name,
+  1,  tokenet__wallet__v1__selection_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__wallet__v1__selection_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue tokenet__wallet__v1__wallet_event_kind__enum_values_by_number[6] =
 {
   { "WALLET_EVENT_KIND_UNSPECIFIED", "TOKENET__WALLET__V1__WALLET_EVENT_KIND__WALLET_EVENT_KIND_UNSPECIFIED", 0 },
@@ -550,5 +825,48 @@ void tokenet__wallet__v1__wallet_events__init (Tokenet__Wallet__V1__WalletEvents
 {
   protobuf_c_service_generated_init (&service->base,
                                      &tokenet__wallet__v1__wallet_events__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}
+static const ProtobufCMethodDescriptor tokenet__wallet__v1__wallet_selection__method_descriptors[2] =
+{
+  { "SetActiveWalletAccount", &tokenet__wallet__v1__set_active_wallet_account_request__descriptor, &tokenet__wallet__v1__selection_response__descriptor },
+  { "SelectCard", &tokenet__wallet__v1__select_card_request__descriptor, &tokenet__wallet__v1__selection_response__descriptor },
+};
+const unsigned tokenet__wallet__v1__wallet_selection__method_indices_by_name[] = {
+  1,        /* SelectCard */
+  0         /* SetActiveWalletAccount */
+};
+const ProtobufCServiceDescriptor tokenet__wallet__v1__wallet_selection__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.WalletSelection",
+  "WalletSelection",
+  "Tokenet__Wallet__V1__WalletSelection",
+  "tokenet.wallet.v1",
+  2,
+  tokenet__wallet__v1__wallet_selection__method_descriptors,
+  tokenet__wallet__v1__wallet_selection__method_indices_by_name
+};
+void tokenet__wallet__v1__wallet_selection__set_active_wallet_account(ProtobufCService *service,
+                                                                      const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *input,
+                                                                      Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                                                                      void *closure_data)
+{
+  assert(service->descriptor == &tokenet__wallet__v1__wallet_selection__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__wallet__v1__wallet_selection__select_card(ProtobufCService *service,
+                                                        const Tokenet__Wallet__V1__SelectCardRequest *input,
+                                                        Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &tokenet__wallet__v1__wallet_selection__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__wallet__v1__wallet_selection__init (Tokenet__Wallet__V1__WalletSelection_Service *service,
+                                                  Tokenet__Wallet__V1__WalletSelection_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &tokenet__wallet__v1__wallet_selection__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }

@@ -38,3 +38,37 @@ extension WalletV1.WalletEvents.ServiceProtocol {
         router.unary(WalletV1.WalletEvents.currentTokens) { try await self.currentTokens($0, context: $1) }
     }
 }
+
+extension WalletV1.WalletSelection {
+    /// A typed client of `tokenet.wallet.v1.WalletSelection`.
+    public struct Client: Sendable {
+        /// One connection (`RPCClient`) or a reconnecting channel (`RPCChannel`).
+        public let rpc: any RPCCaller
+
+        public init(_ rpc: any RPCCaller) {
+            self.rpc = rpc
+        }
+
+        public func setActiveWalletAccount(_ request: WalletV1.SetActiveWalletAccountRequest, options: CallOptions = CallOptions()) async throws -> WalletV1.SelectionResponse {
+            try await rpc.unary(WalletV1.WalletSelection.setActiveWalletAccount, request, options: options)
+        }
+
+        public func selectCard(_ request: WalletV1.SelectCardRequest, options: CallOptions = CallOptions()) async throws -> WalletV1.SelectionResponse {
+            try await rpc.unary(WalletV1.WalletSelection.selectCard, request, options: options)
+        }
+    }
+
+    /// What a server of `tokenet.wallet.v1.WalletSelection` implements; `register(on:)` routes every method to it.
+    public protocol ServiceProtocol: Sendable {
+        func setActiveWalletAccount(_ request: WalletV1.SetActiveWalletAccountRequest, context: ServerContext) async throws -> WalletV1.SelectionResponse
+        func selectCard(_ request: WalletV1.SelectCardRequest, context: ServerContext) async throws -> WalletV1.SelectionResponse
+    }
+}
+
+extension WalletV1.WalletSelection.ServiceProtocol {
+    /// Routes every method of the service to this implementation, with the roles each method declares.
+    public func register(on router: inout RPCRouter) {
+        router.unary(WalletV1.WalletSelection.setActiveWalletAccount) { try await self.setActiveWalletAccount($0, context: $1) }
+        router.unary(WalletV1.WalletSelection.selectCard) { try await self.selectCard($0, context: $1) }
+    }
+}

@@ -124,6 +124,9 @@ public enum ProtoRegistry {
         WalletV1.ManualCard.self,
         WalletV1.PushCardDataRequest.self,
         WalletV1.PushCardDataResponse.self,
+        WalletV1.SelectCardRequest.self,
+        WalletV1.SelectionResponse.self,
+        WalletV1.SetActiveWalletAccountRequest.self,
         WalletV1.TokenStatus.self,
         WalletV1.WalletCard.self,
         WalletV1.WalletEvent.self,
@@ -188,6 +191,7 @@ public enum ProtoRegistry {
         WalletV1.WalletControl.descriptor,
         WalletV1.WalletIdv.descriptor,
         WalletV1.WalletEvents.descriptor,
+        WalletV1.WalletSelection.descriptor,
         WalletV1.WalletPush.descriptor,
     ]
 }

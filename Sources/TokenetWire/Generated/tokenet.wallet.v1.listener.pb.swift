@@ -160,6 +160,92 @@ extension WalletV1 {
 }
 
 extension WalletV1 {
+    public struct SetActiveWalletAccountRequest: ProtoMessage {
+        public static let protoName = "tokenet.wallet.v1.SetActiveWalletAccountRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__set_active_wallet_account_request())
+        }
+
+        public var walletAccountID: String = ""
+
+        public init() {}
+
+        public init(walletAccountID: String = "") {
+            self.walletAccountID = walletAccountID
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.walletAccountID = try reader.read(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, walletAccountID)
+        }
+    }
+}
+
+extension WalletV1 {
+    public struct SelectCardRequest: ProtoMessage {
+        public static let protoName = "tokenet.wallet.v1.SelectCardRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__select_card_request())
+        }
+
+        public var cardRef: String = ""
+
+        public init() {}
+
+        public init(cardRef: String = "") {
+            self.cardRef = cardRef
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.cardRef = try reader.read(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, cardRef)
+        }
+    }
+}
+
+extension WalletV1 {
+    public struct SelectionResponse: ProtoMessage {
+        public static let protoName = "tokenet.wallet.v1.SelectionResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__selection_response())
+        }
+
+        public var activeWalletAccountID: String = ""
+
+        public var selectedCardRef: String = ""
+
+        /// False when the request chose what was already chosen (no event is emitted then).
+        public var changed: Bool = false
+
+        public init() {}
+
+        public init(activeWalletAccountID: String = "", selectedCardRef: String = "", changed: Bool = false) {
+            self.activeWalletAccountID = activeWalletAccountID
+            self.selectedCardRef = selectedCardRef
+            self.changed = changed
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.activeWalletAccountID = try reader.read(1)
+            self.selectedCardRef = try reader.read(2)
+            self.changed = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, activeWalletAccountID)
+            try writer.write(2, selectedCardRef)
+            try writer.write(3, changed)
+        }
+    }
+}
+
+extension WalletV1 {
     public enum WalletEventKind: ProtoEnum {
         case unspecified
         case activeWalletAccountChanged
@@ -226,6 +312,27 @@ extension WalletV1 {
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
             methods: [listen.erased, currentTokens.erased]
+        )
+    }
+}
+
+extension WalletV1 {
+    /// What the person using the wallet app chooses: the active wallet account and the selected card. Each change is
+    /// emitted to the issuer app's listeners. Kept in memory: a restarted wallet starts from its configured account.
+    public enum WalletSelection {
+        public static let serviceName = "tokenet.wallet.v1.WalletSelection"
+
+        public static let setActiveWalletAccount = MethodDescriptor<WalletV1.SetActiveWalletAccountRequest, WalletV1.SelectionResponse>(
+            service: serviceName, name: "SetActiveWalletAccount", kind: .unary, allowedRoles: ["operator"]
+        )
+
+        public static let selectCard = MethodDescriptor<WalletV1.SelectCardRequest, WalletV1.SelectionResponse>(
+            service: serviceName, name: "SelectCard", kind: .unary, allowedRoles: ["operator"]
+        )
+
+        public static let descriptor = ServiceDescriptor(
+            name: serviceName,
+            methods: [setActiveWalletAccount.erased, selectCard.erased]
         )
     }
 }

@@ -98,6 +98,9 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
+    all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
+    all += WalletV1.SelectionResponse.samples() as [any ProtoMessage]
+    all += WalletV1.SetActiveWalletAccountRequest.samples() as [any ProtoMessage]
     all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
     all += WalletV1.WalletEvent.samples() as [any ProtoMessage]
@@ -1175,6 +1178,35 @@ extension WalletV1.PushCardDataResponse {
         var base = Self()
         base.pushSessionID = "push_session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551613
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.SelectCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.SelectionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activeWalletAccountID = "active_wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.selectedCardRef = "selected_card_ref-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.SetActiveWalletAccountRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }

@@ -22,6 +22,9 @@ typedef struct Tokenet__Wallet__V1__WalletEvent Tokenet__Wallet__V1__WalletEvent
 typedef struct Tokenet__Wallet__V1__CurrentTokensRequest Tokenet__Wallet__V1__CurrentTokensRequest;
 typedef struct Tokenet__Wallet__V1__TokenStatus Tokenet__Wallet__V1__TokenStatus;
 typedef struct Tokenet__Wallet__V1__CurrentTokensResponse Tokenet__Wallet__V1__CurrentTokensResponse;
+typedef struct Tokenet__Wallet__V1__SetActiveWalletAccountRequest Tokenet__Wallet__V1__SetActiveWalletAccountRequest;
+typedef struct Tokenet__Wallet__V1__SelectCardRequest Tokenet__Wallet__V1__SelectCardRequest;
+typedef struct Tokenet__Wallet__V1__SelectionResponse Tokenet__Wallet__V1__SelectionResponse;
 
 
 /* --- enums --- */
@@ -95,6 +98,41 @@ struct  Tokenet__Wallet__V1__CurrentTokensResponse
 #define TOKENET__WALLET__V1__CURRENT_TOKENS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__current_tokens_response__descriptor) \
     , (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Tokenet__Wallet__V1__SetActiveWalletAccountRequest
+{
+  ProtobufCMessage base;
+  char *wallet_account_id;
+};
+#define TOKENET__WALLET__V1__SET_ACTIVE_WALLET_ACCOUNT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__set_active_wallet_account_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Wallet__V1__SelectCardRequest
+{
+  ProtobufCMessage base;
+  char *card_ref;
+};
+#define TOKENET__WALLET__V1__SELECT_CARD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__select_card_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Wallet__V1__SelectionResponse
+{
+  ProtobufCMessage base;
+  char *active_wallet_account_id;
+  char *selected_card_ref;
+  /*
+   * False when the request chose what was already chosen (no event is emitted then).
+   */
+  protobuf_c_boolean changed;
+};
+#define TOKENET__WALLET__V1__SELECTION_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__selection_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Tokenet__Wallet__V1__ListenRequest methods */
@@ -192,6 +230,63 @@ Tokenet__Wallet__V1__CurrentTokensResponse *
 void   tokenet__wallet__v1__current_tokens_response__free_unpacked
                      (Tokenet__Wallet__V1__CurrentTokensResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Wallet__V1__SetActiveWalletAccountRequest methods */
+void   tokenet__wallet__v1__set_active_wallet_account_request__init
+                     (Tokenet__Wallet__V1__SetActiveWalletAccountRequest         *message);
+size_t tokenet__wallet__v1__set_active_wallet_account_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest   *message);
+size_t tokenet__wallet__v1__set_active_wallet_account_request__pack
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__wallet__v1__set_active_wallet_account_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Wallet__V1__SetActiveWalletAccountRequest *
+       tokenet__wallet__v1__set_active_wallet_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__wallet__v1__set_active_wallet_account_request__free_unpacked
+                     (Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Wallet__V1__SelectCardRequest methods */
+void   tokenet__wallet__v1__select_card_request__init
+                     (Tokenet__Wallet__V1__SelectCardRequest         *message);
+size_t tokenet__wallet__v1__select_card_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SelectCardRequest   *message);
+size_t tokenet__wallet__v1__select_card_request__pack
+                     (const Tokenet__Wallet__V1__SelectCardRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__wallet__v1__select_card_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SelectCardRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Wallet__V1__SelectCardRequest *
+       tokenet__wallet__v1__select_card_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__wallet__v1__select_card_request__free_unpacked
+                     (Tokenet__Wallet__V1__SelectCardRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Wallet__V1__SelectionResponse methods */
+void   tokenet__wallet__v1__selection_response__init
+                     (Tokenet__Wallet__V1__SelectionResponse         *message);
+size_t tokenet__wallet__v1__selection_response__get_packed_size
+                     (const Tokenet__Wallet__V1__SelectionResponse   *message);
+size_t tokenet__wallet__v1__selection_response__pack
+                     (const Tokenet__Wallet__V1__SelectionResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__wallet__v1__selection_response__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SelectionResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Wallet__V1__SelectionResponse *
+       tokenet__wallet__v1__selection_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__wallet__v1__selection_response__free_unpacked
+                     (Tokenet__Wallet__V1__SelectionResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Tokenet__Wallet__V1__ListenRequest_Closure)
@@ -208,6 +303,15 @@ typedef void (*Tokenet__Wallet__V1__TokenStatus_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Wallet__V1__CurrentTokensResponse_Closure)
                  (const Tokenet__Wallet__V1__CurrentTokensResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Wallet__V1__SetActiveWalletAccountRequest_Closure)
+                 (const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Wallet__V1__SelectCardRequest_Closure)
+                 (const Tokenet__Wallet__V1__SelectCardRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Wallet__V1__SelectionResponse_Closure)
+                 (const Tokenet__Wallet__V1__SelectionResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -242,6 +346,36 @@ void tokenet__wallet__v1__wallet_events__current_tokens(ProtobufCService *servic
                                                         const Tokenet__Wallet__V1__CurrentTokensRequest *input,
                                                         Tokenet__Wallet__V1__CurrentTokensResponse_Closure closure,
                                                         void *closure_data);
+typedef struct Tokenet__Wallet__V1__WalletSelection_Service Tokenet__Wallet__V1__WalletSelection_Service;
+struct Tokenet__Wallet__V1__WalletSelection_Service
+{
+  ProtobufCService base;
+  void (*set_active_wallet_account)(Tokenet__Wallet__V1__WalletSelection_Service *service,
+                                    const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *input,
+                                    Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                                    void *closure_data);
+  void (*select_card)(Tokenet__Wallet__V1__WalletSelection_Service *service,
+                      const Tokenet__Wallet__V1__SelectCardRequest *input,
+                      Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                      void *closure_data);
+};
+typedef void (*Tokenet__Wallet__V1__WalletSelection_ServiceDestroy)(Tokenet__Wallet__V1__WalletSelection_Service *);
+void tokenet__wallet__v1__wallet_selection__init (Tokenet__Wallet__V1__WalletSelection_Service *service,
+                                                  Tokenet__Wallet__V1__WalletSelection_ServiceDestroy destroy);
+#define TOKENET__WALLET__V1__WALLET_SELECTION__BASE_INIT \
+    { &tokenet__wallet__v1__wallet_selection__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define TOKENET__WALLET__V1__WALLET_SELECTION__INIT(function_prefix__) \
+    { TOKENET__WALLET__V1__WALLET_SELECTION__BASE_INIT,\
+      function_prefix__ ## set_active_wallet_account,\
+      function_prefix__ ## select_card  }
+void tokenet__wallet__v1__wallet_selection__set_active_wallet_account(ProtobufCService *service,
+                                                                      const Tokenet__Wallet__V1__SetActiveWalletAccountRequest *input,
+                                                                      Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                                                                      void *closure_data);
+void tokenet__wallet__v1__wallet_selection__select_card(ProtobufCService *service,
+                                                        const Tokenet__Wallet__V1__SelectCardRequest *input,
+                                                        Tokenet__Wallet__V1__SelectionResponse_Closure closure,
+                                                        void *closure_data);
 
 /* --- descriptors --- */
 
@@ -251,7 +385,11 @@ extern const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_event__descr
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__token_status__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__wallet__v1__set_active_wallet_account_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__wallet__v1__select_card_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__wallet__v1__selection_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__wallet__v1__wallet_events__descriptor;
+extern const ProtobufCServiceDescriptor tokenet__wallet__v1__wallet_selection__descriptor;
 
 PROTOBUF_C__END_DECLS
 
