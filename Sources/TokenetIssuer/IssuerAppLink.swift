@@ -23,17 +23,22 @@ public struct IssuerAppLink: Sendable {
         self.sleep = sleep
     }
 
-    /// Listens until the task is cancelled.
+    /// Listens until the task is cancelled. Only the first failure in a row is a warning, so a wallet that is down
+    /// for a while does not fill the log with one line per retry.
     public func run() async {
+        var failedBefore = false
         while !Task.isCancelled {
-            await listenOnce()
+            failedBefore = !(await listenOnce(quiet: failedBefore))
             do { try await sleep(retryAfter) } catch { return }
         }
     }
 
     /// One connection: open the listener, pull, then apply events until the stream ends. The listener is opened
     /// first so that a change made around the pull still arrives as an event, applied after the pulled states.
-    func listenOnce() async {
+    /// Returns false when the connection failed before the pull.
+    @discardableResult
+    func listenOnce(quiet: Bool = false) async -> Bool {
+        var pulled = false
         do {
             let stream = try await wallet.listen(WalletV1.ListenRequest())
             let pull = try await wallet.currentTokens(WalletV1.CurrentTokensRequest())
@@ -41,6 +46,7 @@ public struct IssuerAppLink: Sendable {
                 $0.apply(pull: pull)
                 $0.listening = true
             }
+            pulled = true
             logger.info("app view pulled from the wallet", ["tokens": "\(pull.tokens.count)"])
             for try await event in stream {
                 view.update { $0.apply(event: event) }
@@ -49,8 +55,13 @@ public struct IssuerAppLink: Sendable {
             logger.info("the wallet closed the app's listener")
         } catch {
             view.update { $0.listening = false }
-            logger.warning("app listener to the wallet failed", ["error": "\(error)"])
+            if pulled || !quiet {
+                logger.warning("app listener to the wallet failed", ["error": "\(error)"])
+            } else {
+                logger.debug("app listener to the wallet failed again", ["error": "\(error)"])
+            }
         }
+        return pulled
     }
 }
 

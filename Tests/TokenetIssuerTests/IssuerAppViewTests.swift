@@ -83,6 +83,25 @@ import TokenetWire
         #expect(answer.cards.map(\.updatedBy) == ["pull", "WALLET_EVENT_KIND_TOKENIZED_CARD_ADDED"])
     }
 
+    @Test func aWalletThatIsDownIsRetriedWithOneWarning() async throws {
+        let sink = MemoryLogSink()
+        let tries = Mutex(0)
+        // A wallet without the events service: every connection fails with UNIMPLEMENTED.
+        let link = IssuerAppLink(
+            wallet: Support.connect(RPCRouter(), as: .issuer), view: IssuerAppView(), logger: Support.logger(sink),
+            sleep: { _ in
+                let count = tries.withLock { count in
+                    count += 1
+                    return count
+                }
+                if count == 3 { throw CancellationError() }
+            })
+        await link.run()
+        #expect(tries.withLock { $0 } == 3)
+        #expect(sink.lines.filter { $0.contains("app listener to the wallet failed") }.count == 3)
+        #expect(sink.lines.filter { $0.contains("warning") && $0.contains("app listener") }.count == 1, "\(sink.lines)")
+    }
+
     @Test func cardViewIsForOperatorsOnly() async throws {
         let client = IssuerV1.IssuerApp.Client(Support.connect(Self.router(IssuerAppView()), as: .wallet))
         let error = await Support.rpcError { _ = try await client.cardView(.init()) }
