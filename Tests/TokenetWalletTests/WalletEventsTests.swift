@@ -68,6 +68,26 @@ import TokenetWire
         #expect(added?.kind == .tokenizedCardAdded && added?.digitalCardID == "DNITHE000000000000000001")
         stream.cancel()
     }
+
+    @Test func aListenerThatStopsReadingIsDroppedWithResourceExhausted() async throws {
+        let wallet = try WalletHarness()
+        let stream = try await wallet.issuerApp.listen(.init())
+        var iterator = stream.makeAsyncIterator()
+        while wallet.events.listenerCount == 0 { await Task.yield() }
+        // About 6 MB of events while the app reads nothing: more than the call's 1 MB flow-control window and the
+        // connection's 1 MB outbound buffer, so the wallet's handler stops and its 8-event buffer overflows.
+        let big = String(repeating: "D", count: 300)
+        for _ in 0..<20_000 { wallet.events.publish(WalletEventHubTests.event(big)) }
+        #expect(wallet.events.listenerCount == 0)
+        var received = 0
+        do {
+            while try await iterator.next() != nil { received += 1 }
+            Issue.record("the stream should end with RESOURCE_EXHAUSTED after \(received) events")
+        } catch let error as RPCError {
+            #expect(error.code == .resourceExhausted && error.message.contains("fell 8 events behind"))
+        }
+        #expect(received > 0 && received < 20_000)
+    }
 }
 
 /// The wallet app's choices, each change an event for the issuer app.
