@@ -28,7 +28,13 @@ public enum IssuerNode {
         } else {
             Task { await party.tsp.registerUntilDone(logger: logger) }
         }
+        let appView = IssuerAppView()
+        if context.options.peers[.wallet] != nil {
+            let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
+            Task { await link.run() }
+        }
         var router = RPCRouter()
+        IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)
         party.control.register(on: &router)
         party.otp.register(on: &router)

@@ -12,12 +12,15 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     let logger: Logger
     let clock: @Sendable () -> UInt64
     let newID: @Sendable () -> String
+    let events: WalletEventHub
 
     public init(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
-        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        events: WalletEventHub = WalletEventHub()
     ) {
+        self.events = events
         self.tsp = TSPCalls(tsp)
         self.store = store
         self.configuration = configuration
@@ -131,6 +134,12 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                         "digital_card_id": result.digitalCardID,
                         "token_state": result.tokenState.protoValueName ?? "?",
                     ])
+                if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty {
+                    events.publish(
+                        WalletV1.WalletEvent(
+                            kind: .tokenizedCardAdded, walletAccountID: configuration.walletAccountID,
+                            digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()))
+                }
                 return Self.response(stored, stored.result ?? result)
             }
         }

@@ -10,11 +10,16 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
     let store: WalletStore
     let logger: Logger
     let clock: @Sendable () -> UInt64
+    let events: WalletEventHub
+    let walletAccountID: String
 
     public init(
         tsp: any RPCCaller, store: WalletStore, logger: Logger,
-        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
+        events: WalletEventHub = WalletEventHub(), walletAccountID: String = ""
     ) {
+        self.events = events
+        self.walletAccountID = walletAccountID
         self.tsp = TspV1.Idv.Client(tsp)
         self.store = store
         self.logger = logger
@@ -53,6 +58,12 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             let stored =
                 answer.tokenState == .unspecified
                 ? card : try store.updateTokenState(id: card.id, state: answer.tokenState, nowMs: clock())
+            if let state = stored.result?.tokenState, state != card.result?.tokenState {
+                events.publish(
+                    WalletV1.WalletEvent(
+                        kind: .tokenStatusChanged, walletAccountID: walletAccountID, digitalCardID: digitalCardID,
+                        tokenState: state, atMs: clock()))
+            }
             logger.withTraceID(context.traceID).info(
                 "one-time code submitted",
                 [

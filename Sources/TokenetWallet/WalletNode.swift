@@ -35,14 +35,22 @@ public enum WalletNode {
     public static func router(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
-        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+        newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
+        events: WalletEventHub = WalletEventHub()
     ) -> RPCRouter {
         var router = RPCRouter()
         WalletControlService(
-            tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID
+            tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,
+            events: events
         ).register(on: &router)
         WalletPushService(tsp: tsp, configuration: configuration, logger: logger).register(on: &router)
-        WalletIdvService(tsp: tsp, store: store, logger: logger, clock: clock).register(on: &router)
+        WalletIdvService(
+            tsp: tsp, store: store, logger: logger, clock: clock, events: events,
+            walletAccountID: configuration.walletAccountID
+        ).register(on: &router)
+        let selection = WalletSelection(activeWalletAccountID: configuration.walletAccountID)
+        WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
+        WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
         return router
     }
 

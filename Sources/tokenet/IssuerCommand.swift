@@ -1,19 +1,21 @@
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet issuer cards|push-card|outbox|activate-token ADDR …`: an operator at the issuer, through issuer-node's
-/// IssuerControl and IssuerCallCentre services.
+/// `tokenet issuer cards|push-card|outbox|activate-token|app-view ADDR …`: an operator at the issuer, through issuer-node's
+/// IssuerControl, IssuerCallCentre and IssuerApp services.
 enum IssuerCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer",
-        summary: "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens (call centre).",
-        help: help, actions: [cards, pushCard, outbox, activateToken])
+        summary:
+            "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view.",
+        help: help, actions: [cards, pushCard, outbox, activateToken, appView])
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]
                tokenet issuer push-card ADDR CARD_ID --mode receipt|session [--wallet-account ID] [OPTIONS]
                tokenet issuer outbox ADDR [--digital-card ID] [OPTIONS]
                tokenet issuer activate-token ADDR DIGITAL_CARD_ID [OPTIONS]
+               tokenet issuer app-view ADDR [OPTIONS]
 
         cards lists the cards the issuer at ADDR (HOST:PORT) holds, masked, with the rule it applies when they are
         digitized. push-card pushes one of them to a wallet: --mode receipt asks the TSP for a single-use push
@@ -21,7 +23,8 @@ enum IssuerCommand {
         card data to the wallet provider's backend and prints the push session id for
         `tokenet wallet add-card --push-session`. outbox lists the messages the issuer sent (one-time codes by SMS
         or e-mail, destinations masked). activate-token is the call centre: after verifying the cardholder, the
-        operator has the TSP activate the INACTIVE token.
+        operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in
+        the wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
 
         Options:
           --mode MODE          receipt or session (required for push-card).

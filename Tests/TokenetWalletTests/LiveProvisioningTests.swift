@@ -147,6 +147,8 @@ import Testing
 
     @Test func aStepUpIsActivatedWithTheCodeFromTheIssuersOutbox() async throws {
         let digitalCardID = try await steppedUpCard()
+        // The issuer app, listening to the wallet, sees the new token (by the event or by its pull at connection).
+        _ = try await appViewRow(digitalCardID, state: "TOKEN_STATE_INACTIVE")
         let selected = try await tokenet(["wallet", "select-method", wallet.listen, "card-1", "otp-sms"])
         #expect(selected.status == 0, "\(selected.stderr)")
         #expect(selected.stdout.hasPrefix("card-1: otp-sms (OTP_SMS): code sent to ***-***-"), "\(selected.stdout)")
@@ -171,6 +173,8 @@ import Testing
         #expect(wrong.stdout.contains("is INACTIVE."))
         let right = try await tokenet(["wallet", "submit-otp", wallet.listen, "card-1", code])
         #expect(right.stdout.hasPrefix("card-1: SUCCESS; token \(digitalCardID) is ACTIVE."), "\(right.stdout)")
+        let row = try await appViewRow(digitalCardID, state: "TOKEN_STATE_ACTIVE")
+        #expect(row["updatedBy"] as? String == "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED", "\(row)")
 
         let cards = try await tokenet(["wallet", "cards", wallet.listen])
         #expect(cards.stdout.contains("ACTIVE") && !cards.stdout.contains("INACTIVE"), "\(cards.stdout)")

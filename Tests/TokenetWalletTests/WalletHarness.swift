@@ -18,6 +18,10 @@ struct WalletHarness {
     let push: WalletV1.WalletPush.Client
     /// The push service reached as the operator, a role it refuses.
     let pushAsOperator: WalletV1.WalletPush.Client
+    /// The wallet's event fan-out, and its events service reached as the issuer app.
+    let events = WalletEventHub(capacity: 8)
+    let issuerApp: WalletV1.WalletEvents.Client
+    let selection: WalletV1.WalletSelection.Client
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
@@ -37,13 +41,15 @@ struct WalletHarness {
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         let router = WalletNode.router(
             tsp: tspClient, store: store, configuration: configuration,
-            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock)
+            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events)
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
         idv = WalletV1.WalletIdv.Client(asOperator)
-        push = WalletV1.WalletPush.Client(
-            Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet))
+        selection = WalletV1.WalletSelection.Client(asOperator)
+        let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
+        push = WalletV1.WalletPush.Client(asIssuer)
+        issuerApp = WalletV1.WalletEvents.Client(asIssuer)
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
     }
 

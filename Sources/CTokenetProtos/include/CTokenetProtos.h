@@ -9,6 +9,7 @@
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/issuer/v1/app.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
 #include "tokenet/issuer/v1/decisions.pb-c.h"
 #include "tokenet/issuer/v1/otp.pb-c.h"
@@ -20,6 +21,7 @@
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/control.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
+#include "tokenet/wallet/v1/listener.pb-c.h"
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
 
@@ -53,6 +55,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__heal
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_response(void) {
     return &tokenet__health__v1__health_check_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_card(void) {
+    return &tokenet__issuer__v1__app_card__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_request(void) {
     return &tokenet__issuer__v1__authorize_digitization_request__descriptor;
 }
@@ -70,6 +75,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_eligibility_response(void) {
     return &tokenet__issuer__v1__card_eligibility_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_view_request(void) {
+    return &tokenet__issuer__v1__card_view_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_view_response(void) {
+    return &tokenet__issuer__v1__card_view_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
     return &tokenet__issuer__v1__issuer_card__descriptor;
@@ -260,6 +271,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__add_card_response(void) {
     return &tokenet__wallet__v1__add_card_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__current_tokens_request(void) {
+    return &tokenet__wallet__v1__current_tokens_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__current_tokens_response(void) {
+    return &tokenet__wallet__v1__current_tokens_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__issuer_push_receipt_input(void) {
     return &tokenet__wallet__v1__issuer_push_receipt_input__descriptor;
 }
@@ -268,6 +285,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__list_wallet_cards_response(void) {
     return &tokenet__wallet__v1__list_wallet_cards_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__listen_request(void) {
+    return &tokenet__wallet__v1__listen_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__manual_card(void) {
     return &tokenet__wallet__v1__manual_card__descriptor;
@@ -278,8 +298,23 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_response(void) {
     return &tokenet__wallet__v1__push_card_data_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__select_card_request(void) {
+    return &tokenet__wallet__v1__select_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__selection_response(void) {
+    return &tokenet__wallet__v1__selection_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__set_active_wallet_account_request(void) {
+    return &tokenet__wallet__v1__set_active_wallet_account_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__token_status(void) {
+    return &tokenet__wallet__v1__token_status__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
     return &tokenet__wallet__v1__wallet_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_event(void) {
+    return &tokenet__wallet__v1__wallet_event__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_request(void) {
     return &tokenet__wallet__v1__wallet_resend_otp_request__descriptor;

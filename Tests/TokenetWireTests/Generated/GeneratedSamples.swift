@@ -17,12 +17,15 @@ let generatedSamples: [any ProtoMessage] = {
     all += CardV1.WalletRiskData.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppCard.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CardEligibilityResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.CardViewRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.CardViewResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
@@ -86,13 +89,21 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
     all += WalletV1.AddCardResponse.samples() as [any ProtoMessage]
+    all += WalletV1.CurrentTokensRequest.samples() as [any ProtoMessage]
+    all += WalletV1.CurrentTokensResponse.samples() as [any ProtoMessage]
     all += WalletV1.IssuerPushReceiptInput.samples() as [any ProtoMessage]
     all += WalletV1.ListWalletCardsRequest.samples() as [any ProtoMessage]
     all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
+    all += WalletV1.ListenRequest.samples() as [any ProtoMessage]
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
+    all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
+    all += WalletV1.SelectionResponse.samples() as [any ProtoMessage]
+    all += WalletV1.SetActiveWalletAccountRequest.samples() as [any ProtoMessage]
+    all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletEvent.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
@@ -221,6 +232,18 @@ extension HealthV1.HealthCheckResponse {
     }
 }
 
+extension IssuerV1.AppCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.updatedBy = "updated_by-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.removed = true
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AuthorizeDigitizationRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -283,6 +306,27 @@ extension IssuerV1.CardEligibilityResponse {
         var base = Self()
         base.eligible = true
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardViewRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.CardViewResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.listening = true
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.lastSequence = 18446744073709551612
+        base.cards = [IssuerV1.AppCard.samples()[0], IssuerV1.AppCard.samples()[0]]
+        base.pulls = 3999999995
         var all = [base]
         return all
     }
@@ -1053,6 +1097,24 @@ extension WalletV1.AddCardResponse {
     }
 }
 
+extension WalletV1.CurrentTokensRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.CurrentTokensResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokens = [WalletV1.TokenStatus.samples()[0], WalletV1.TokenStatus.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.IssuerPushReceiptInput {
     static func samples() -> [Self] {
         var base = Self()
@@ -1075,6 +1137,14 @@ extension WalletV1.ListWalletCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [WalletV1.WalletCard.samples()[0], WalletV1.WalletCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.ListenRequest {
+    static func samples() -> [Self] {
+        let base = Self()
         var all = [base]
         return all
     }
@@ -1113,6 +1183,45 @@ extension WalletV1.PushCardDataResponse {
     }
 }
 
+extension WalletV1.SelectCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.SelectionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activeWalletAccountID = "active_wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.selectedCardRef = "selected_card_ref-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.SetActiveWalletAccountRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.TokenStatus {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.WalletCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -1123,6 +1232,20 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletEvent {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sequence = 18446744073709551614
+        base.kind = WalletV1.WalletEventKind(rawValue: 1)
+        base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.atMs = 18446744073709551609
         var all = [base]
         return all
     }

@@ -1,0 +1,81 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer app's connection to the wallet: on each (re)connection it pulls the current token states, then keeps
+/// the card-data-changed listener open and applies its events, reconnecting after a pause when the listener ends
+/// (the wallet went away, or dropped the app for falling behind).
+public struct IssuerAppLink: Sendable {
+    let wallet: WalletV1.WalletEvents.Client
+    let view: IssuerAppView
+    let logger: Logger
+    let retryAfter: Duration
+    let sleep: @Sendable (Duration) async throws -> Void
+
+    public init(
+        wallet: any RPCCaller, view: IssuerAppView, logger: Logger, retryAfter: Duration = .seconds(1),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.wallet = WalletV1.WalletEvents.Client(wallet)
+        self.view = view
+        self.logger = logger
+        self.retryAfter = retryAfter
+        self.sleep = sleep
+    }
+
+    /// Listens until the task is cancelled. Only the first failure in a row is a warning, so a wallet that is down
+    /// for a while does not fill the log with one line per retry.
+    public func run() async {
+        var failedBefore = false
+        while !Task.isCancelled {
+            failedBefore = !(await listenOnce(quiet: failedBefore))
+            do { try await sleep(retryAfter) } catch { return }
+        }
+    }
+
+    /// One connection: open the listener, pull, then apply events until the stream ends. The listener is opened
+    /// first so that a change made around the pull still arrives as an event, applied after the pulled states.
+    /// Returns false when the connection failed before the pull.
+    @discardableResult
+    func listenOnce(quiet: Bool = false) async -> Bool {
+        var pulled = false
+        do {
+            let stream = try await wallet.listen(WalletV1.ListenRequest())
+            let pull = try await wallet.currentTokens(WalletV1.CurrentTokensRequest())
+            view.update {
+                $0.apply(pull: pull)
+                $0.listening = true
+            }
+            pulled = true
+            logger.info("app view pulled from the wallet", ["tokens": "\(pull.tokens.count)"])
+            for try await event in stream {
+                view.update { $0.apply(event: event) }
+            }
+            view.update { $0.listening = false }
+            logger.info("the wallet closed the app's listener")
+        } catch {
+            view.update { $0.listening = false }
+            if pulled || !quiet {
+                logger.warning("app listener to the wallet failed", ["error": "\(error)"])
+            } else {
+                logger.debug("app listener to the wallet failed again", ["error": "\(error)"])
+            }
+        }
+        return pulled
+    }
+}
+
+/// `IssuerApp.CardView`: the app view for operators.
+public struct IssuerAppService: IssuerV1.IssuerApp.ServiceProtocol {
+    let view: IssuerAppView
+
+    public init(view: IssuerAppView) {
+        self.view = view
+    }
+
+    public func cardView(_ request: IssuerV1.CardViewRequest, context: ServerContext) async throws
+        -> IssuerV1.CardViewResponse
+    {
+        view.snapshot.response
+    }
+}

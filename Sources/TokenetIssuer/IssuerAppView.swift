@@ -1,0 +1,77 @@
+import Synchronization
+import TokenetWire
+
+/// The issuer app's table of its cards in the wallet. Pure: a pull replaces the table (the wallet's states are the
+/// truth at that moment, and a restarted wallet numbers its events from 1 again), an event changes one row; events
+/// at or below the last applied sequence are ignored.
+public struct AppViewTable: Equatable, Sendable {
+    public struct Row: Equatable, Sendable {
+        public var tokenState: CardV1.TokenState
+        public var updatedBy: String
+        public var removed: Bool
+    }
+
+    public private(set) var rows: [String: Row] = [:]
+    public private(set) var walletAccountID = ""
+    public private(set) var lastSequence: UInt64 = 0
+    public private(set) var pulls: UInt32 = 0
+    public var listening = false
+
+    public init() {}
+
+    public mutating func apply(pull: WalletV1.CurrentTokensResponse) {
+        pulls += 1
+        lastSequence = 0
+        walletAccountID = pull.walletAccountID
+        rows = [:]
+        for token in pull.tokens {
+            rows[token.digitalCardID] = Row(tokenState: token.tokenState, updatedBy: "pull", removed: false)
+        }
+    }
+
+    public mutating func apply(event: WalletV1.WalletEvent) {
+        guard event.sequence == 0 || event.sequence > lastSequence else { return }
+        lastSequence = max(lastSequence, event.sequence)
+        let name = event.kind.protoValueName ?? "UNKNOWN"
+        switch event.kind {
+        case .activeWalletAccountChanged:
+            walletAccountID = event.walletAccountID
+        case .tokenizedCardAdded, .tokenStatusChanged:
+            guard !event.digitalCardID.isEmpty else { return }
+            rows[event.digitalCardID] = Row(tokenState: event.tokenState, updatedBy: name, removed: false)
+        case .tokenizedCardRemoved:
+            guard !event.digitalCardID.isEmpty else { return }
+            let state = rows[event.digitalCardID]?.tokenState ?? event.tokenState
+            rows[event.digitalCardID] = Row(tokenState: state, updatedBy: name, removed: true)
+        case .selectedCardChanged, .unspecified, .unrecognized:
+            return
+        }
+    }
+
+    /// The table as `IssuerApp.CardView` answers, rows sorted by digital card id.
+    public var response: IssuerV1.CardViewResponse {
+        IssuerV1.CardViewResponse(
+            listening: listening, walletAccountID: walletAccountID, lastSequence: lastSequence,
+            cards: rows.keys.sorted().map { id in
+                let row = rows[id]!
+                return IssuerV1.AppCard(
+                    digitalCardID: id, tokenState: row.tokenState, updatedBy: row.updatedBy, removed: row.removed)
+            },
+            pulls: pulls)
+    }
+}
+
+/// The app view shared by the listener task and the `IssuerApp` service.
+public final class IssuerAppView: Sendable {
+    private let table = Mutex(AppViewTable())
+
+    public init() {}
+
+    public func update(_ change: (inout AppViewTable) -> Void) {
+        table.withLock { change(&$0) }
+    }
+
+    public var snapshot: AppViewTable {
+        table.withLock { $0 }
+    }
+}

@@ -1,0 +1,50 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer app's view into the wallet: `Listen` streams the wallet's state changes as they happen and
+/// `CurrentTokens` gives the token states now, which the app pulls when it starts because only a running app hears
+/// events.
+public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
+    let hub: WalletEventHub
+    let store: WalletStore
+    let selection: WalletSelection
+    let logger: Logger
+
+    public init(hub: WalletEventHub, store: WalletStore, selection: WalletSelection, logger: Logger) {
+        self.hub = hub
+        self.store = store
+        self.selection = selection
+        self.logger = logger
+    }
+
+    public func listen(
+        _ request: WalletV1.ListenRequest, responses: ResponseWriter<WalletV1.WalletEvent>, context: ServerContext
+    ) async throws {
+        let subscription = hub.subscribe()
+        let log = logger.withTraceID(context.traceID)
+        log.info("listener opened", ["listener": "\(subscription.id)", "peer": context.peer?.nodeID ?? "plaintext"])
+        for await event in subscription.events {
+            try await responses.send(event)
+        }
+        if hub.wasDropped(subscription.id) {
+            log.warning(
+                "listener dropped", ["listener": "\(subscription.id)", "peer": context.peer?.nodeID ?? "plaintext"])
+            throw RPCError(
+                .resourceExhausted,
+                "the listener fell \(hub.capacity) events behind and was dropped; listen again and pull CurrentTokens")
+        }
+    }
+
+    public func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
+        -> WalletV1.CurrentTokensResponse
+    {
+        try await answering {
+            let tokens = try store.allCards().compactMap { card -> WalletV1.TokenStatus? in
+                guard let result = card.result, !result.digitalCardID.isEmpty else { return nil }
+                return WalletV1.TokenStatus(digitalCardID: result.digitalCardID, tokenState: result.tokenState)
+            }
+            return WalletV1.CurrentTokensResponse(walletAccountID: selection.activeWalletAccountID, tokens: tokens)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet issuer app-view ADDR`: the issuer app's view of its cards in the wallet, through issuer-node's
+/// IssuerApp service.
+extension IssuerCommand {
+    static let appView = PartyAction(name: "app-view") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerApp.Client(session.client).cardView(.init(), options: callOptions)
+            },
+            text: { response, _ in PartyText.appView(response) })
+    }
+}
+
+extension PartyText {
+    static func appView(_ response: IssuerV1.CardViewResponse) -> String {
+        let listener = response.listening ? "listening to the wallet" : "not listening to the wallet"
+        let header =
+            "Issuer app (\(listener); account \(response.walletAccountID.isEmpty ? "-" : response.walletAccountID), "
+            + "\(response.pulls) pulls, last event \(response.lastSequence))"
+        guard !response.cards.isEmpty else { return header + "\nNo cards in the wallet." }
+        return header + "\n"
+            + table(
+                ["DIGITAL CARD", "STATE", "UPDATED BY"],
+                response.cards.map {
+                    [$0.digitalCardID, $0.removed ? "REMOVED" : state($0.tokenState), $0.updatedBy]
+                })
+    }
+}

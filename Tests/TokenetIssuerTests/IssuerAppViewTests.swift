@@ -1,0 +1,139 @@
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The issuer app's view of its cards: the pure table, the link that fills it from a wallet, and CardView.
+@Suite struct IssuerAppViewTests {
+    static let visa = "DNITHE000000000000000001"
+    static let mastercard = "DWSPMC000000000000000002"
+
+    static func event(
+        _ sequence: UInt64, _ kind: WalletV1.WalletEventKind, _ id: String = "", _ state: CardV1.TokenState = .active,
+        account: String = ""
+    ) -> WalletV1.WalletEvent {
+        WalletV1.WalletEvent(
+            sequence: sequence, kind: kind, walletAccountID: account, digitalCardID: id, tokenState: state)
+    }
+
+    static func pull(_ tokens: [(String, CardV1.TokenState)]) -> WalletV1.CurrentTokensResponse {
+        WalletV1.CurrentTokensResponse(
+            walletAccountID: "wallet-account-1",
+            tokens: tokens.map { WalletV1.TokenStatus(digitalCardID: $0.0, tokenState: $0.1) })
+    }
+
+    @Test func thePullFillsTheTableAndEventsChangeIt() {
+        var table = AppViewTable()
+        table.apply(pull: Self.pull([(Self.visa, .inactive)]))
+        table.apply(event: Self.event(1, .tokenStatusChanged, Self.visa, .active))
+        table.apply(event: Self.event(2, .tokenizedCardAdded, Self.mastercard, .inactive))
+        table.apply(event: Self.event(3, .tokenizedCardRemoved, Self.mastercard))
+        table.apply(event: Self.event(4, .activeWalletAccountChanged, account: "wallet-account-2"))
+        // A repeated or older event changes nothing.
+        table.apply(event: Self.event(2, .tokenizedCardAdded, Self.mastercard, .inactive))
+        let view = table.response
+        #expect(view.walletAccountID == "wallet-account-2" && view.lastSequence == 4 && view.pulls == 1)
+        #expect(view.cards.map(\.digitalCardID) == [Self.visa, Self.mastercard])
+        #expect(view.cards.map(\.tokenState) == [.active, .inactive])
+        #expect(view.cards.map(\.removed) == [false, true])
+        #expect(
+            view.cards.map(\.updatedBy) == [
+                "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED", "WALLET_EVENT_KIND_TOKENIZED_CARD_REMOVED",
+            ])
+    }
+
+    @Test func aPullReplacesTheTableAndRestartsTheSequence() {
+        var table = AppViewTable()
+        table.apply(event: Self.event(7, .tokenizedCardAdded, Self.mastercard))
+        table.apply(pull: Self.pull([(Self.visa, .suspended)]))
+        table.apply(event: Self.event(1, .tokenStatusChanged, Self.visa, .active))
+        #expect(table.response.cards.map(\.digitalCardID) == [Self.visa])
+        #expect(table.response.cards.map(\.tokenState) == [.active] && table.response.lastSequence == 1)
+    }
+
+    @Test func theLinkPullsThenAppliesEventsOnEachConnection() async throws {
+        let wallet = FakeWalletEvents()
+        wallet.set(tokens: [(Self.visa, .inactive)], events: [Self.event(1, .tokenStatusChanged, Self.visa, .active)])
+        var router = RPCRouter()
+        wallet.register(on: &router)
+        let view = IssuerAppView()
+        let slept = Mutex(0)
+        let link = IssuerAppLink(
+            wallet: Support.connect(router, as: .issuer), view: view, logger: Support.logger(),
+            sleep: { _ in
+                // The wallet restarts between connections: a new card, events numbered from 1 again.
+                let count = slept.withLock { count in
+                    count += 1
+                    return count
+                }
+                guard count == 1 else { throw CancellationError() }
+                wallet.set(
+                    tokens: [(Self.visa, .active)],
+                    events: [Self.event(1, .tokenizedCardAdded, Self.mastercard, .inactive)])
+            })
+        await link.run()
+        let answer = try await IssuerV1.IssuerApp.Client(Support.connect(Self.router(view), as: .operator))
+            .cardView(.init())
+        #expect(answer.pulls == 2 && answer.lastSequence == 1 && !answer.listening)
+        #expect(answer.cards.map(\.digitalCardID) == [Self.visa, Self.mastercard])
+        #expect(answer.cards.map(\.tokenState) == [.active, .inactive])
+        #expect(answer.cards.map(\.updatedBy) == ["pull", "WALLET_EVENT_KIND_TOKENIZED_CARD_ADDED"])
+    }
+
+    @Test func aWalletThatIsDownIsRetriedWithOneWarning() async throws {
+        let sink = MemoryLogSink()
+        let tries = Mutex(0)
+        // A wallet without the events service: every connection fails with UNIMPLEMENTED.
+        let link = IssuerAppLink(
+            wallet: Support.connect(RPCRouter(), as: .issuer), view: IssuerAppView(), logger: Support.logger(sink),
+            sleep: { _ in
+                let count = tries.withLock { count in
+                    count += 1
+                    return count
+                }
+                if count == 3 { throw CancellationError() }
+            })
+        await link.run()
+        #expect(tries.withLock { $0 } == 3)
+        #expect(sink.lines.filter { $0.contains("app listener to the wallet failed") }.count == 3)
+        #expect(sink.lines.filter { $0.contains("warning") && $0.contains("app listener") }.count == 1, "\(sink.lines)")
+    }
+
+    @Test func cardViewIsForOperatorsOnly() async throws {
+        let client = IssuerV1.IssuerApp.Client(Support.connect(Self.router(IssuerAppView()), as: .wallet))
+        let error = await Support.rpcError { _ = try await client.cardView(.init()) }
+        #expect(error?.code == .permissionDenied)
+    }
+
+    static func router(_ view: IssuerAppView) -> RPCRouter {
+        var router = RPCRouter()
+        IssuerAppService(view: view).register(on: &router)
+        return router
+    }
+}
+
+/// A wallet's events service: answers the pull with `tokens` and streams `events`, then ends the stream.
+final class FakeWalletEvents: WalletV1.WalletEvents.ServiceProtocol {
+    private let state = Mutex<([WalletV1.TokenStatus], [WalletV1.WalletEvent])>(([], []))
+
+    func set(tokens: [(String, CardV1.TokenState)], events: [WalletV1.WalletEvent]) {
+        state.withLock {
+            $0 = (tokens.map { WalletV1.TokenStatus(digitalCardID: $0.0, tokenState: $0.1) }, events)
+        }
+    }
+
+    func listen(
+        _ request: WalletV1.ListenRequest, responses: ResponseWriter<WalletV1.WalletEvent>, context: ServerContext
+    ) async throws {
+        for event in state.withLock({ $0.1 }) { try await responses.send(event) }
+    }
+
+    func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
+        -> WalletV1.CurrentTokensResponse
+    {
+        WalletV1.CurrentTokensResponse(walletAccountID: "wallet-account-1", tokens: state.withLock { $0.0 })
+    }
+}
