@@ -126,3 +126,47 @@ struct RawTCPClient: ~Copyable {
 func pattern(_ count: Int, seed: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed) }
 }
+
+/// The backpressure check both connection kinds share: a writer to a peer that does not read parks once the
+/// outbound buffer passes `highWater` (by at most `slack`, one slice handed to the engine), and once the peer reads,
+/// every written byte arrives.
+func expectWriterParksUntilThePeerReads(
+    label: String,
+    highWater: Int,
+    slack: Int,
+    write: @escaping @Sendable ([UInt8]) async throws -> Void,
+    close: @escaping @Sendable () async -> Void,
+    bufferState: @Sendable () async -> ConnectionBufferState,
+    readAll: () async throws -> Int
+) async throws {
+    let chunk = pattern(64 * 1024, seed: 5)
+    let cap = 64 << 20  // far beyond what the kernel buffers on loopback
+    let written = Mutex(0)
+    let stop = Mutex(false)
+    let writer = Task {
+        while !stop.withLock({ $0 }), written.withLock({ $0 }) < cap {
+            try await write(chunk)
+            written.withLock { $0 += chunk.count }
+        }
+        await close()
+    }
+
+    // Wait until the writer is parked on a full buffer, or has pushed an unreasonable amount through.
+    var state = await bufferState()
+    while !state.hasWaitingWriter && written.withLock({ $0 }) < cap {
+        try await Task.sleep(for: .milliseconds(10))
+        state = await bufferState()
+    }
+    #expect(state.hasWaitingWriter)
+    #expect(written.withLock { $0 } < cap)
+    #expect(state.peakOutboundBuffered <= highWater + slack)
+    let parkedAfter = written.withLock { $0 }
+    print("\(label): writer parked after \(parkedAfter) bytes; peak buffer \(state.peakOutboundBuffered)")
+
+    // Once the peer reads, the writer proceeds and every byte arrives.
+    stop.withLock { $0 = true }
+    let received = try await readAll()
+    try await writer.value
+    #expect(received == written.withLock { $0 })
+    #expect(received % chunk.count == 0)
+}

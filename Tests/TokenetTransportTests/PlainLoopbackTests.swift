@@ -98,38 +98,11 @@ import Testing
             options: PlainConnection.Options(outboundHighWater: highWater))
         let serverSide = try #require(await accepted)  // held open, not read until later
 
-        let chunk = pattern(64 * 1024, seed: 5)
-        let cap = 64 << 20  // far beyond what the kernel buffers on loopback
-        let written = Mutex(0)
-        let stop = Mutex(false)
-        let writer = Task {
-            while !stop.withLock({ $0 }), written.withLock({ $0 }) < cap {
-                try await client.write(chunk)
-                written.withLock { $0 += chunk.count }
-            }
-            await client.close()
-        }
-
-        // Wait until the writer is parked on a full buffer, or has pushed an unreasonable amount through.
-        var state = await client.bufferState()
-        while !state.hasWaitingWriter && written.withLock({ $0 }) < cap {
-            try await Task.sleep(for: .milliseconds(10))
-            state = await client.bufferState()
-        }
-        #expect(state.hasWaitingWriter)
-        #expect(written.withLock { $0 } < cap)
-        // The buffer may pass the mark by at most one slice handed to the engine.
-        #expect(state.peakOutboundBuffered <= highWater + 16 * 1024)
-        let parkedAfter = written.withLock { $0 }
-        print("plain backpressure: writer parked after \(parkedAfter) bytes; peak buffer \(state.peakOutboundBuffered)")
-
-        // Once the peer reads, the writer proceeds and every byte arrives.
-        stop.withLock { $0 = true }
-        var received = 0
-        for try await bytes in serverSide.chunks { received += bytes.count }
-        try await writer.value
-        #expect(received == written.withLock { $0 })
-        #expect(received % chunk.count == 0)
+        try await expectWriterParksUntilThePeerReads(
+            label: "plain backpressure", highWater: highWater, slack: 16 * 1024,
+            write: { try await client.write($0) }, close: { await client.close() },
+            bufferState: { await client.bufferState() },
+            readAll: { try await serverSide.chunks.reduce(0) { $0 + $1.count } })
         await listener.close()
     }
 
