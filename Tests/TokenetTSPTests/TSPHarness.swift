@@ -67,8 +67,13 @@ struct TSPHarness {
             issuerIdv: TspV1.IssuerIdv.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))))
     }
 
-    /// The deployed policy.
-    static var configuration: TSPConfiguration { TSPConfiguration() }
+    /// The deployed policy, with a generous issuer deadline: on a loaded machine the fake issuer may take seconds to
+    /// be scheduled, and tests that expect its answer must not fall back to the stand-in because of that.
+    static var configuration: TSPConfiguration {
+        var configuration = TSPConfiguration()
+        configuration.issuerDeadline = .seconds(120)
+        return configuration
+    }
 
     /// A short issuer deadline, for tests where the issuer never answers in time.
     static var impatient: TSPConfiguration {
