@@ -13,6 +13,10 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case notFound
         /// The caller may not act on what it names (another wallet account's session, another node's issuer).
         case permissionDenied
+        /// A credential the request presents (an access token, an activation code) is forged, expired or unknown.
+        case unauthenticated
+        /// A bounded resource is used up: a queue's in-flight window, a credential locked after repeated failures.
+        case resourceExhausted
         /// Storage, keys or cryptography failed inside the TSP.
         case `internal`
     }
@@ -39,6 +43,8 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .notFound: RPCError(.notFound, message)
         case .permissionDenied: RPCError(.permissionDenied, message)
+        case .unauthenticated: RPCError(.unauthenticated, message)
+        case .resourceExhausted: RPCError(.resourceExhausted, message)
         case .internal: RPCError(.internal, message)
         }
     }

@@ -18,6 +18,7 @@
 #include "tokenet/tsp/v1/control.pb-c.h"
 #include "tokenet/tsp/v1/idv.pb-c.h"
 #include "tokenet/tsp/v1/issuers.pb-c.h"
+#include "tokenet/tsp/v1/notifications.pb-c.h"
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/control.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
@@ -166,14 +167,29 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__test
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__testing__v1__scalars(void) {
     return &tokenet__testing__v1__scalars__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__acknowledge_request(void) {
+    return &tokenet__tsp__v1__acknowledge_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__acknowledge_response(void) {
+    return &tokenet__tsp__v1__acknowledge_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_request(void) {
     return &tokenet__tsp__v1__activate_token_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_response(void) {
     return &tokenet__tsp__v1__activate_token_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__authn_body(void) {
+    return &tokenet__tsp__v1__authn_body__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__bin_range(void) {
     return &tokenet__tsp__v1__bin_range__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__card_renewal_body(void) {
+    return &tokenet__tsp__v1__card_renewal_body__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__card_state_body(void) {
+    return &tokenet__tsp__v1__card_state_body__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__check_eligibility_request(void) {
     return &tokenet__tsp__v1__check_eligibility_request__descriptor;
@@ -220,14 +236,29 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_tokens_response(void) {
     return &tokenet__tsp__v1__list_tokens_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__messaging_body(void) {
+    return &tokenet__tsp__v1__messaging_body__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__no_terms_required(void) {
     return &tokenet__tsp__v1__no_terms_required__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__notification(void) {
+    return &tokenet__tsp__v1__notification__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__queue_status_request(void) {
+    return &tokenet__tsp__v1__queue_status_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__queue_status_response(void) {
+    return &tokenet__tsp__v1__queue_status_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_request(void) {
     return &tokenet__tsp__v1__register_issuer_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_response(void) {
     return &tokenet__tsp__v1__register_issuer_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__replenishment_body(void) {
+    return &tokenet__tsp__v1__replenishment_body__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resend_otp_request(void) {
     return &tokenet__tsp__v1__resend_otp_request__descriptor;
@@ -247,6 +278,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__submit_otp_response(void) {
     return &tokenet__tsp__v1__submit_otp_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__subscribe_request(void) {
+    return &tokenet__tsp__v1__subscribe_request__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_event(void) {
     return &tokenet__tsp__v1__token_event__descriptor;
 }
@@ -258,6 +292,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_summary(void) {
     return &tokenet__tsp__v1__token_summary__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__transaction_body(void) {
+    return &tokenet__tsp__v1__transaction_body__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__accept_terms_request(void) {
     return &tokenet__wallet__v1__accept_terms_request__descriptor;

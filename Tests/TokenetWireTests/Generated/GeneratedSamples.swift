@@ -54,9 +54,14 @@ let generatedSamples: [any ProtoMessage] = {
     all += TestingV1.Presence.samples() as [any ProtoMessage]
     all += TestingV1.Repeated.samples() as [any ProtoMessage]
     all += TestingV1.Scalars.samples() as [any ProtoMessage]
+    all += TspV1.AcknowledgeRequest.samples() as [any ProtoMessage]
+    all += TspV1.AcknowledgeResponse.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
+    all += TspV1.AuthnBody.samples() as [any ProtoMessage]
     all += TspV1.BinRange.samples() as [any ProtoMessage]
+    all += TspV1.CardRenewalBody.samples() as [any ProtoMessage]
+    all += TspV1.CardStateBody.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityRequest.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityResponse.samples() as [any ProtoMessage]
     all += TspV1.CreatePushReceiptRequest.samples() as [any ProtoMessage]
@@ -72,19 +77,26 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
+    all += TspV1.MessagingBody.samples() as [any ProtoMessage]
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
+    all += TspV1.Notification.samples() as [any ProtoMessage]
+    all += TspV1.QueueStatusRequest.samples() as [any ProtoMessage]
+    all += TspV1.QueueStatusResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.ReplenishmentBody.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpResponse.samples() as [any ProtoMessage]
+    all += TspV1.SubscribeRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenEvent.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
     all += TspV1.TokenSummary.samples() as [any ProtoMessage]
+    all += TspV1.TransactionBody.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsRequest.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
@@ -687,6 +699,25 @@ extension TestingV1.Scalars {
     }
 }
 
+extension TspV1.AcknowledgeRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageIds = ["message_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "message_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.AcknowledgeResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.acknowledged = 3999999999
+        base.unknown = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.ActivateTokenRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -707,11 +738,47 @@ extension TspV1.ActivateTokenResponse {
     }
 }
 
+extension TspV1.AuthnBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551610
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.BinRange {
     static func samples() -> [Self] {
         var base = Self()
         base.low = "low-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.high = "high-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CardRenewalBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.previousCardID = "previous_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.newCardID = "new_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.CardStateBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -900,9 +967,91 @@ extension TspV1.ListTokensResponse {
     }
 }
 
+extension TspV1.MessagingBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.title = "title-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.body = "body-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = "action-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.NoTermsRequired {
     static func samples() -> [Self] {
         let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.Notification {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.sequence = 18446744073709551613
+        base.sender = "sender-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.topic = "topic-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.messageType = "message_type-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.lastCallTimestampMs = 18446744073709551608
+        base.publishedAtMs = 18446744073709551607
+        base.deliveryAttempt = 3999999991
+        base.body = .cardState(TspV1.CardStateBody.samples()[0])
+        var all = [base]
+        do {
+            var variant = base
+            variant.body = .replenishment(TspV1.ReplenishmentBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.body = .transaction(TspV1.TransactionBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.body = .authn(TspV1.AuthnBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.body = .cardRenewal(TspV1.CardRenewalBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.body = .messaging(TspV1.MessagingBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
+            variant.body = .opaque(Data([0, 255, 30, 10, 13]))
+            all.append(variant)
+        }
+        return all
+    }
+}
+
+extension TspV1.QueueStatusRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.subscriber = "subscriber-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.QueueStatusResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.subscriber = "subscriber-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pending = 18446744073709551613
+        base.inFlight = 3999999997
+        base.connected = true
+        base.lastSequence = 18446744073709551610
+        base.acknowledgedTotal = 18446744073709551609
         var all = [base]
         return all
     }
@@ -925,6 +1074,16 @@ extension TspV1.RegisterIssuerResponse {
         var base = Self()
         base.tspPublicKeyIdentifier = "tsp_public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tspPublicKeyPem = "tsp_public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ReplenishmentBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.keysIssued = 3999999999
+        base.keysRemainingBefore = 3999999998
         var all = [base]
         return all
     }
@@ -993,6 +1152,15 @@ extension TspV1.SubmitOtpResponse {
     }
 }
 
+extension TspV1.SubscribeRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.maxInFlight = 3999999999
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.TokenEvent {
     static func samples() -> [Self] {
         var base = Self()
@@ -1037,6 +1205,20 @@ extension TspV1.TokenSummary {
         base.issuerID = "issuer_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TransactionBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.transactionAtMs = 18446744073709551609
         var all = [base]
         return all
     }

@@ -1,0 +1,8 @@
+/// How the issuer app signs its cardholder in before it acts for them (the in-app ID&V activation): the
+/// strong-authentication login, which computes HOTP codes from the user's and the device's credentials and returns
+/// the TSP's access token. A protocol so that the app-to-app flow can be tested with a fake.
+public protocol CardholderLogin: Sendable {
+    /// An access token for `userID` (the issuer's id for the cardholder, e.g. "ch-alice"). Throws an `IssuerError`
+    /// that says why the cardholder could not be signed in (not enrolled, credential locked, TSP unreachable).
+    func accessToken(forUser userID: String) async throws(IssuerError) -> String
+}
