@@ -1,0 +1,8 @@
+import TokenetWire
+
+/// What a node does with the messages the TSP's broker delivers to it (the issuer app's `processNotification`, the
+/// wallet's token and key updates). The subscriber calls it once per message id, in queue order, and acknowledges the
+/// message to the broker only after it returns, so a node that stops while handling a message gets it again.
+public protocol NotificationHandler: Sendable {
+    func handle(_ notification: TspV1.Notification) async
+}
