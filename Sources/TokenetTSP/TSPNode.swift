@@ -45,9 +45,12 @@ public enum TSPNode {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
+            let broker = try NotificationBroker.open(
+                database: store.database, retention: configuration.notificationRetention, logger: logger,
+                nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now)
+                now: now, notifications: broker)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -57,6 +60,7 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
+        NotificationsService(broker: service.notifications, logger: logger).register(on: &router)
         return router
     }
 }

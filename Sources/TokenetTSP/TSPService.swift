@@ -14,10 +14,12 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
+    /// The durable notification broker: the TSP's components publish to wallets and issuers through it.
+    let notifications: NotificationBroker
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, now: @escaping @Sendable () -> Date, notifications: NotificationBroker
     ) {
         self.store = store
         self.keyring = keyring
@@ -26,6 +28,7 @@ final class TSPService: Sendable {
         self.issuerOTP = IssuerV1.IssuerOtp.Client(issuer)
         self.logger = logger
         self.now = now
+        self.notifications = notifications
     }
 
     var nowMs: UInt64 { now().unixMilliseconds }

@@ -111,5 +111,6 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, method_id)
                 );
                 """),
+        NotificationStore.migration,
     ]
 }
