@@ -33,6 +33,8 @@ public enum IssuerNode {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             Task { await link.run() }
         }
+        // The TSP's notifications; the recording handler stands in until the app processes them.
+        try context.subscribeToNotifications(handler: RecordingNotificationHandler(logger: logger))
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)

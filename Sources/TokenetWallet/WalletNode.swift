@@ -28,6 +28,8 @@ public enum WalletNode {
                 "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
+        // The TSP's notifications; the recording handler stands in until the wallet processes them.
+        try context.subscribeToNotifications(handler: RecordingNotificationHandler(logger: context.logger))
         return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger)
     }
 
