@@ -14,11 +14,17 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
+    let authentication: TSPAuthentication
+    /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`).
+    var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date
     ) {
+        self.authentication = TSPAuthentication(
+            store: store, signer: AccessTokenSigner(key: accessTokenKey), configuration: configuration, now: now)
         self.store = store
         self.keyring = keyring
         self.configuration = configuration
