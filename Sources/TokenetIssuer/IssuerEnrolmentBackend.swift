@@ -45,8 +45,10 @@ final class IssuerEnrolmentBackend: Sendable {
 
     /// The provisioning link `otp://p?u=SERVER_URL&n=USER&c=CODE`.
     static func link(_ activation: TspV1.Activation, userID: String) -> String {
+        // RFC 3986 unreserved characters stay; everything else (":", "/", "&", "=") is percent-encoded.
+        let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
         func encoded(_ text: String) -> String {
-            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+            text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
         }
         return
             "otp://p?u=\(encoded(activation.activationURL))&n=\(encoded(userID))&c=\(encoded(activation.activationCode))"

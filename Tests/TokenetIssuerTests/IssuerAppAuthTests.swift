@@ -52,7 +52,7 @@ import TokenetWire
         let (code, reference, text) = try await app.enrol()
         #expect(code == "CODE1XYZ")
         #expect(reference == "ref-1")
-        #expect(text.contains("otp://p?u=tokenet%3A%2F%2Ftsp&n=ch%2Dalice&c=CODE1XYZ"))
+        #expect(text.contains("otp://p?u=tokenet%3A%2F%2Ftsp&n=ch-alice&c=CODE1XYZ"))
         await #expect(throws: IssuerError.self) {
             _ = try await app.party.enrolment.enroll(userID: "ch-alice", accountID: "acc-bob-checking")
         }
