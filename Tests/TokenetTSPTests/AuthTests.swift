@@ -230,6 +230,33 @@ import TokenetWire
         #expect(try verifier.verify(token, now: auth.harness.clock.now, issuedTo: "bank-a").userID == "ch-alice")
     }
 
+    @Test func thePolicyFileSetsTheAuthenticationSettings() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let path = directory + "/" + TSPConfiguration.fileName
+        try Data(#"{"access_token_ttl_s": 60, "hotp_digits": 8, "hotp_look_ahead": 5, "hotp_max_failures": 3}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let configuration = try TSPConfiguration.load(dataDirectory: directory)
+        #expect(configuration.accessTokenLifetime == .seconds(60))
+        #expect(configuration.hotpPolicy == .init(lookAhead: 5, resyncWindow: 100, maxFailures: 3))
+        #expect(configuration.hotpDigits == 8)
+        try Data(#"{"hotp_look_ahead": 100, "hotp_resync_window": 50}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        try Data(#"{"hotp_digits": 7}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+    }
+
+    @Test func eightDigitCredentialsAndAShortTokenLifetime() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.hotpDigits = 8
+        configuration.accessTokenLifetime = .seconds(60)
+        let auth = try await Auth.make(configuration: configuration)
+        let (user, device) = try await auth.credentials()
+        #expect(user.digits == 8 && device.digits == 8)
+        let login = try await auth.login(user, 0, device, 0)
+        #expect(login.result == .success)
+        #expect(login.expiresAtMs == auth.harness.clock.now.unixMilliseconds + 60_000)
+    }
+
     @Test func onlyARegisteredIssuerEnrolsAndCredentialsStayItsOwn() async throws {
         let auth = try await Auth.make(register: false)
         await expectRPCError(.permissionDenied, "RegisterIssuer") { try await auth.enrol() }
