@@ -17,6 +17,8 @@ final class FakeTSPAuth: Sendable {
         var refusing: Set<String> = []
         var verifyCalls = 0
         var unlocks = 0
+        var logins = 0
+        var resyncs = 0
         var next = 0
     }
 
@@ -110,16 +112,22 @@ final class FakeTSPAuth: Sendable {
 
         func login(_ request: TspV1.LoginRequest, context: ServerContext) async throws -> TspV1.LoginResponse {
             try fake.state.withLock { state in
+                state.logins += 1
                 for (id, code) in [
                     (request.userCredentialID, request.userCode), (request.deviceCredentialID, request.deviceCode),
                 ] {
                     guard let secret = state.secrets[id], let counter = state.counters[id] else {
                         throw RPCError(.notFound, "no credential \(id)")
                     }
-                    guard try HOTP(secret: secret).code(counter: counter) == code else {
+                    let hotp = try HOTP(secret: secret)
+                    // Look-ahead 10; a code further ahead (within 100) asks for a resync.
+                    if let match = try (counter..<(counter + 10)).first(where: { try hotp.code(counter: $0) == code }) {
+                        state.counters[id] = match + 1
+                    } else if try (counter..<(counter + 100)).contains(where: { try hotp.code(counter: $0) == code }) {
+                        return .init(result: .resyncRequired, failedCredentialID: id, failuresLeft: 9)
+                    } else {
                         return .init(result: .incorrectCode, failedCredentialID: id, failuresLeft: 9, message: "wrong")
                     }
-                    state.counters[id] = counter + 1
                 }
                 return .init(
                     result: .success, accessToken: "at1.token-for-\(request.deviceCredentialID)", expiresAtMs: 1)
@@ -127,7 +135,21 @@ final class FakeTSPAuth: Sendable {
         }
 
         func resync(_ request: TspV1.ResyncRequest, context: ServerContext) async throws -> TspV1.ResyncResponse {
-            throw RPCError(.unimplemented, "not in the fake")
+            try fake.state.withLock { state in
+                state.resyncs += 1
+                guard let secret = state.secrets[request.credentialID],
+                    let counter = state.counters[request.credentialID]
+                else { throw RPCError(.notFound, "no credential") }
+                let hotp = try HOTP(secret: secret)
+                for candidate in counter..<(counter + 100)
+                where try hotp.code(counter: candidate) == request.firstCode
+                    && hotp.code(counter: candidate + 1) == request.secondCode
+                {
+                    state.counters[request.credentialID] = candidate + 2
+                    return .init(result: .success)
+                }
+                return .init(result: .incorrectCodes)
+            }
         }
     }
 }

@@ -151,6 +151,18 @@ import TokenetWire
         }
     }
 
+    @Test func aCounterThatRanAheadIsResynchronisedAtLogin() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        // Thirty logins that never reached the TSP: the app's counters are 30 ahead of the TSP's.
+        for _ in 0..<30 { _ = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking") }
+        let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(login.accessToken == "at1.token-for-dc-ref-1")
+        #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
+    }
+
     @Test func credentialsAndPINsAreNotInClearOnDisk() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-auth-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
