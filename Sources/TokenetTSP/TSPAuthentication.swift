@@ -65,13 +65,13 @@ final class TSPAuthentication: AccessTokenVerifier, Sendable {
     }
 
     /// Checks both codes; on success signs an access token bound to the user and the device credential.
-    func login(issuerID: String, _ request: (user: String, userCode: String, device: String, deviceCode: String))
-        throws -> (answer: LoginAnswer, token: String?, expiresAt: Date?)
-    {
+    func login(
+        issuerID: String, userCredentialID: String, userCode: String, deviceCredentialID: String, deviceCode: String
+    ) throws -> (answer: LoginAnswer, token: String?, expiresAt: Date?) {
         let issuedAt = now()
         let answer = try store.login(
-            issuerID: issuerID, userCredentialID: request.user, userCode: request.userCode,
-            deviceCredentialID: request.device, deviceCode: request.deviceCode, policy: configuration.hotpPolicy,
+            issuerID: issuerID, userCredentialID: userCredentialID, userCode: userCode,
+            deviceCredentialID: deviceCredentialID, deviceCode: deviceCode, policy: configuration.hotpPolicy,
             nowMs: issuedAt.unixMilliseconds)
         guard case .accepted(let userID, _, let deviceID) = answer else { return (answer, nil, nil) }
         let expiresAt = issuedAt.addingTimeInterval(TimeInterval(configuration.accessTokenLifetime.milliseconds) / 1000)
