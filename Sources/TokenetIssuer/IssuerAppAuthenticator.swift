@@ -17,6 +17,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     let now: @Sendable () -> Date
     /// PBKDF2 iterations for the app's keys; tests lower it.
     let iterations: Int
+    /// Wrong PINs in a row that lock the app until the issuer unlocks it (`IssuerEnrolment.UnlockCredentials`).
+    static let maxPINFailures = 5
 
     init(
         store: IssuerStore, backend: IssuerEnrolmentBackend, logger: Logger, iterations: Int = 100_000,
@@ -43,14 +45,27 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             try PINPolicy.check(pin)
             return nil
         }
+        guard user.pinFailures < Self.maxPINFailures else {
+            throw IssuerError(
+                .locked,
+                "the app is locked after \(Self.maxPINFailures) wrong PINs; the issuer unlocks it "
+                    + "(tokenet issuer unlock ADDR \(userID))")
+        }
         guard !pin.isEmpty else {
             throw IssuerError(.unauthenticated, "enter the app's PIN (the one set with the first account)")
         }
         let keys = try IssuerAppKeys.derive(
             pin: pin, devicePIN: user.devicePIN, salt: user.salt, iterations: iterations)
         guard keys.opensPINCheck(user.pinCheck, userID: userID) else {
-            throw IssuerError(.unauthenticated, "the PIN is not correct")
+            let failures = try store.recordPIN(userID: userID, wrong: true)
+            let left = Self.maxPINFailures - failures
+            throw IssuerError(
+                left > 0 ? .unauthenticated : .locked,
+                left > 0
+                    ? "the PIN is not correct; \(left) tries left before the app locks"
+                    : "the PIN is not correct; the app is now locked until the issuer unlocks it")
         }
+        if user.pinFailures > 0 { try store.recordPIN(userID: userID, wrong: false) }
         return (user, keys)
     }
 

@@ -67,6 +67,8 @@ final class IssuerEnrolmentBackend: Sendable {
     func unlock(userID: String, accountID: String) async throws(IssuerError) -> UInt32 {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
         if !accountID.isEmpty { try requireAccount(accountID, of: userID) }
+        // The app's own PIN lock is lifted with the TSP's credential locks.
+        try store.recordPIN(userID: userID, wrong: false)
         let response = try await Self.calling("unlock the credentials") { () async throws in
             try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
                 .init(userID: userID, accountID: accountID))

@@ -9,6 +9,8 @@ struct AppUserRecord: Sendable {
     var salt: [UInt8]
     var pinCheck: [UInt8]
     var devicePIN: String
+    /// Wrong PINs in a row; the app locks at `IssuerAppAuthenticator.maxPINFailures`.
+    var pinFailures = 0
 }
 
 /// One activated account in the app, its two HOTP credentials sealed under the app's keys.
@@ -35,7 +37,7 @@ extension IssuerStore {
             account_id TEXT NOT NULL REFERENCES accounts(id), created_at_ms INTEGER NOT NULL);
         CREATE TABLE app_users (
             user_id TEXT PRIMARY KEY, salt BLOB NOT NULL, pin_check BLOB NOT NULL, device_pin_sealed BLOB NOT NULL,
-            created_at_ms INTEGER NOT NULL);
+            pin_failures INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL);
         CREATE TABLE app_accounts (
             user_id TEXT NOT NULL REFERENCES app_users(user_id), account_id TEXT NOT NULL,
             display_name TEXT NOT NULL, user_credential_id TEXT NOT NULL, user_secret_sealed BLOB NOT NULL,
@@ -83,10 +85,10 @@ extension IssuerStore {
     func appUser(_ userID: String) throws(IssuerError) -> AppUserRecord? {
         let row = try storage("read the app's user") {
             try database.queryOne(
-                "SELECT salt, pin_check, device_pin_sealed FROM app_users WHERE user_id = ?", [userID]
-            ).map { (try $0.blob(0), try $0.blob(1), try $0.blob(2)) }
+                "SELECT salt, pin_check, device_pin_sealed, pin_failures FROM app_users WHERE user_id = ?", [userID]
+            ).map { (try $0.blob(0), try $0.blob(1), try $0.blob(2), Int(try $0.int64(3))) }
         }
-        guard let (salt, pinCheck, sealed) = row else { return nil }
+        guard let (salt, pinCheck, sealed, failures) = row else { return nil }
         let devicePIN: [UInt8]
         do {
             devicePIN = try vault.open(sealed, associatedData: Array("device-pin:\(userID)".utf8))
@@ -94,7 +96,8 @@ extension IssuerStore {
             throw IssuerError(.keys, "cannot open the app's device PIN", cause: error)
         }
         return AppUserRecord(
-            userID: userID, salt: salt, pinCheck: pinCheck, devicePIN: String(decoding: devicePIN, as: UTF8.self))
+            userID: userID, salt: salt, pinCheck: pinCheck, devicePIN: String(decoding: devicePIN, as: UTF8.self),
+            pinFailures: failures)
     }
 
     func insertAppUser(_ user: AppUserRecord, nowMs: UInt64) throws(IssuerError) {
@@ -110,6 +113,20 @@ extension IssuerStore {
                 INSERT INTO app_users (user_id, salt, pin_check, device_pin_sealed, created_at_ms)
                 VALUES (?, ?, ?, ?, ?)
                 """, [user.userID, user.salt, user.pinCheck, sealed, Int64(nowMs)])
+        }
+    }
+
+    /// Counts a wrong PIN (`wrong`) or clears the count after a right one or an unlock; returns the new count.
+    @discardableResult
+    func recordPIN(userID: String, wrong: Bool) throws(IssuerError) -> Int {
+        try storage("record a PIN attempt") {
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    "UPDATE app_users SET pin_failures = \(wrong ? "pin_failures + 1" : "0") WHERE user_id = ?",
+                    [userID])
+                return Int(
+                    try tx.queryOne("SELECT pin_failures FROM app_users WHERE user_id = ?", [userID])?.int64(0) ?? 0)
+            }
         }
     }
 

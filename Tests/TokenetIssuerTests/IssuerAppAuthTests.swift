@@ -163,6 +163,31 @@ import TokenetWire
         #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
     }
 
+    @Test func fiveWrongPINsLockTheAppUntilTheIssuerUnlocksIt() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        await expectIssuerError(.unauthenticated, "4 tries left") {
+            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+        }
+        // A right PIN clears the count.
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        for left in (1...4).reversed() {
+            await expectIssuerError(.unauthenticated, "\(left) tries left") {
+                try await app.party.app.login(userID: "ch-alice", pin: "1470")
+            }
+        }
+        await expectIssuerError(.locked, "now locked") {
+            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+        }
+        await expectIssuerError(.locked, "tokenet issuer unlock") {
+            try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        }
+        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "") == 1)
+        #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
+    }
+
     @Test func credentialsAndPINsAreNotInClearOnDisk() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-auth-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
