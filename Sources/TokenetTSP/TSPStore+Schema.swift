@@ -111,8 +111,9 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, method_id)
                 );
                 """),
+        // Version 3 is the notification broker's (NotificationStore.migration on main).
         Migration(
-            version: 3, name: "strong-authentication",
+            version: 4, name: "strong-authentication",
             sql: """
                 CREATE TABLE auth_enrolments (
                     reference_id TEXT PRIMARY KEY,
