@@ -86,14 +86,14 @@ import TokenetWire
 
         let login = try await auth.login(user, 0, device, 0)
         #expect(login.result == .success)
-        let claims = try auth.harness.tspService().accessTokens.verify(login.accessToken, now: auth.harness.clock.now)
+        let claims = try auth.harness.accessTokens().verify(login.accessToken, now: auth.harness.clock.now)
         #expect(claims.issuerID == "bank-a" && claims.userID == "ch-alice")
         #expect(claims.deviceID == device.credentialID)
         #expect(claims.expiresAt.timeIntervalSince(claims.issuedAt) == 15 * 60)
         #expect(login.expiresAtMs == claims.expiresAt.unixMilliseconds)
-        #expect(try auth.harness.tspService().accessTokens.user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-1"))
+        #expect(try auth.harness.accessTokens().user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-1"))
         #expect(
-            try !auth.harness.tspService().accessTokens.user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-2"))
+            try !auth.harness.accessTokens().user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-2"))
     }
 
     @Test func reusedExpiredAndExhaustedActivationCodes() async throws {
@@ -153,7 +153,7 @@ import TokenetWire
         // The token signed before the restart still verifies: the signing key is in keys/access-token.key.
         let before = try await first.login(user, 2, device, 2)
         #expect(before.result == .success)
-        _ = try second.harness.tspService().accessTokens.verify(before.accessToken, now: clock.now)
+        _ = try second.harness.accessTokens().verify(before.accessToken, now: clock.now)
     }
 
     @Test func lockoutAfterTenFailuresUntilTheIssuerUnlocks() async throws {
@@ -195,7 +195,7 @@ import TokenetWire
         let auth = try await Auth.make()
         let (user, device) = try await auth.credentials()
         let token = try await auth.login(user, 0, device, 0).accessToken
-        let verifier = try auth.harness.tspService().accessTokens
+        let verifier = try auth.harness.accessTokens()
 
         func expectUnauthenticated(_ token: String, _ text: String, now: Date? = nil) {
             do {
@@ -316,14 +316,13 @@ import TokenetWire
 }
 
 extension TSPHarness {
-    /// A TSP service over this harness's data directory (same database and keys), to reach what the router hides:
-    /// `accessTokens`, the verifier other services use.
-    func tspService() throws -> TSPService {
-        TSPService(
+    /// The verifier the TSP's services get as `TSPService.accessTokens`, over this harness's data directory (same
+    /// database and keys).
+    func accessTokens() throws -> any AccessTokenVerifier {
+        TSPAuthentication(
             store: try TSPStore.open(
                 path: directory + "/tsp.sqlite", vault: try TSPKeyFiles.loadVault(dataDirectory: directory)),
-            keyring: try TSPKeyFiles.loadKeyring(dataDirectory: directory), configuration: TSPConfiguration(),
-            issuer: UnreachablePeer(name: "issuer"), logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
-            accessTokenKey: try TSPKeyFiles.loadAccessTokenKey(dataDirectory: directory), now: { clock.now })
+            signer: AccessTokenSigner(key: try TSPKeyFiles.loadAccessTokenKey(dataDirectory: directory)),
+            configuration: TSPConfiguration(), now: { clock.now })
     }
 }
