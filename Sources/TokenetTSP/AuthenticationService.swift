@@ -6,6 +6,9 @@ import TokenetWire
 /// `tokenet.tsp.v1.Authentication`: the issuer app activates accounts into HOTP credentials and logs in with them.
 /// Codes and secrets are never logged.
 struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
+    /// The most accounts one bulk call (or one enrolment registration) may name.
+    static let maxBulk = 100
+
     let tsp: TSPService
 
     func verifyActivation(_ request: TspV1.VerifyActivationRequest, context: ServerContext) async throws
@@ -26,8 +29,11 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
     {
         try await tsp.handling("VerifyActivations", context) { log in
             let issuerID = try tsp.callingIssuer(context)
-            guard !request.activations.isEmpty else {
-                throw TSPError(.invalidArgument, "activations must hold at least one activation")
+            guard (1...AuthenticationService.maxBulk).contains(request.activations.count) else {
+                throw TSPError(
+                    .invalidArgument,
+                    "activations must hold 1 to \(AuthenticationService.maxBulk) activations, not "
+                        + "\(request.activations.count)")
             }
             var response = TspV1.VerifyActivationsResponse()
             for activation in request.activations {

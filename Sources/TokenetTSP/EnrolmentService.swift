@@ -12,8 +12,12 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
         try await tsp.handling("RegisterEnrolment", context) { log in
             let issuerID = try tsp.callingIssuer(context)
             guard !request.userID.isEmpty else { throw TSPError(.invalidArgument, "user_id is required") }
-            guard !request.accountIds.isEmpty, !request.accountIds.contains(where: \.isEmpty) else {
-                throw TSPError(.invalidArgument, "account_ids must name at least one account, none of them empty")
+            guard (1...AuthenticationService.maxBulk).contains(request.accountIds.count),
+                !request.accountIds.contains(where: \.isEmpty)
+            else {
+                throw TSPError(
+                    .invalidArgument,
+                    "account_ids must name 1 to \(AuthenticationService.maxBulk) accounts, none of them empty")
             }
             var response = TspV1.RegisterEnrolmentResponse()
             for accountID in request.accountIds {

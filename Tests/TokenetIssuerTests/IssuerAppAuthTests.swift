@@ -15,8 +15,7 @@ import TokenetWire
         let tsp: FakeTSPAuth
         let logs: MemoryLogSink
 
-        static func make(store: IssuerStore? = nil) throws -> App {
-            let tsp = FakeTSPAuth()
+        static func make(store: IssuerStore? = nil, tsp: FakeTSPAuth = FakeTSPAuth()) throws -> App {
             let logs = MemoryLogSink()
             let party = IssuerParty(
                 store: try store ?? Support.store(), key: try Support.issuerKey(),
@@ -211,6 +210,11 @@ import TokenetWire
         for secret in secrets { #expect(!Self.contains(bytes, secret)) }
         let logs = app.logs.lines.joined(separator: "\n")
         #expect(!logs.contains("2580") && !logs.contains(devicePIN))
+
+        // A restarted issuer (the store opened again) still opens the credentials with the PIN and goes on counting.
+        let restarted = try App.make(store: try IssuerStore.open(directory: directory), tsp: app.tsp)
+        _ = try await restarted.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(app.tsp.state.withLock { $0.counters["uc-ref-1"] } == 2)
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -264,6 +264,13 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "user_id") {
             try await auth.enrolment.registerEnrolment(.init(accountIds: ["a"]))
         }
+        await expectRPCError(.invalidArgument, "1 to 100 accounts") {
+            try await auth.enrolment.registerEnrolment(
+                .init(userID: "ch-alice", accountIds: (0...100).map { "acc-\($0)" }))
+        }
+        await expectRPCError(.invalidArgument, "1 to 100 activations") {
+            try await auth.authentication.verifyActivations(.init())
+        }
         let (user, device) = try await auth.credentials()
         // A wallet may not call the authentication service.
         let wallet = TspV1.Authentication.Client(
