@@ -41,6 +41,7 @@ public enum IssuerNode {
         party.control.register(on: &router)
         party.otp.register(on: &router)
         party.callCentre.register(on: &router)
+        party.registerAuthentication(on: &router)
         return router
     }
 }

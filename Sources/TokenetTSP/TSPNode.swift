@@ -44,13 +44,14 @@ public enum TSPNode {
         do {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
+            let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
             let broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now, notifications: broker)
+                accessTokenKey: accessTokenKey, now: now, notifications: broker)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -61,6 +62,8 @@ public enum TSPNode {
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
         NotificationsService(broker: service.notifications, logger: logger).register(on: &router)
+        EnrolmentService(tsp: service).register(on: &router)
+        AuthenticationService(tsp: service).register(on: &router)
         return router
     }
 }
