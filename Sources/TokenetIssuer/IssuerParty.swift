@@ -13,10 +13,12 @@ struct IssuerParty: Sendable {
     let control: IssuerControlService
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
+    let appToApp: IssuerAppToAppService
 
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
-        registrationTimeout: Duration? = .seconds(5), now: @escaping @Sendable () -> Date = { Date() }
+        registrationTimeout: Duration? = .seconds(5), now: @escaping @Sendable () -> Date = { Date() },
+        login: (any CardholderLogin)? = nil
     ) {
         self.store = store
         self.key = key
@@ -38,11 +40,14 @@ struct IssuerParty: Sendable {
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
+        self.appToApp = IssuerAppToAppService(
+            store: store, tsp: link, wallet: wallet, login: login, logger: logger, now: now)
     }
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
     static func open(
-        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?
+        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?,
+        login: (any CardholderLogin)? = nil
     ) throws(IssuerError) -> IssuerParty {
         let store = try IssuerStore.open(directory: directory)
         if let fixturesPath {
@@ -56,6 +61,6 @@ struct IssuerParty: Sendable {
         }
         let key = try IssuerKeyFile.loadOrCreate(directory: directory)
         logger.info("issuer key ready", ["kid": key.kid])
-        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger)
+        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger, login: login)
     }
 }

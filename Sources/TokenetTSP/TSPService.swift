@@ -14,11 +14,15 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Checks the cardholders' access tokens for in-app activation; nil until the authentication service is wired
+    /// in, and then in-app activation is refused (never accepted unchecked).
+    let accessTokens: (any AccessTokenVerifier)?
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, now: @escaping @Sendable () -> Date, accessTokens: (any AccessTokenVerifier)? = nil
     ) {
+        self.accessTokens = accessTokens
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

@@ -111,5 +111,10 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, method_id)
                 );
                 """),
+        // The issuer's account of each token's card, from its digitization decision: in-app activation checks
+        // that the signed-in cardholder owns it. NULL for tokens the stand-in decided or older issuers.
+        Migration(
+            version: 3, name: "token_issuer_account",
+            sql: "ALTER TABLE tokens ADD COLUMN issuer_account_id TEXT;"),
     ]
 }
