@@ -7,10 +7,11 @@ extension TSPConfiguration {
 
     /// The keys the policy file may hold, each optional:
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
-    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`.
+    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`, and for one-time codes
+    /// `otp_validity_ms` (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`.
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
-        "push_receipt_ttl_s", "push_session_ttl_s",
+        "push_receipt_ttl_s", "push_session_ttl_s", "otp_validity_ms", "otp_max_attempts", "otp_max_resends",
     ]
 
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
@@ -55,6 +56,11 @@ extension TSPConfiguration {
         if let value = try number("push_session_ttl_s", in: 1...86_400) {
             configuration.pushSessionTTL = .seconds(value)
         }
+        if let value = try number("otp_validity_ms", in: 1...86_400_000) {
+            configuration.otpValidity = .milliseconds(value)
+        }
+        if let value = try number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
+        if let value = try number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
         if let value = object["terms_required"] {
             guard case .bool(let flag) = value else {
                 throw NodeError(.config, "\(path): \"terms_required\" must be true or false")
