@@ -54,6 +54,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     ])
     let app: IssuerV1.IssuerAppToApp.Client
     let person: IssuerV1.IssuerAppToApp.Client
+    let sink = MemoryLogSink()
 
     init(login: (any CardholderLogin)? = FakeLogin()) async throws {
         var tspRouter = RPCRouter()
@@ -63,7 +64,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         (wallet as any WalletV1.WalletEvents.ServiceProtocol).register(on: &walletRouter)
         let party = try Support.party(
             tsp: Support.connect(tspRouter, as: .issuer), wallet: Support.connect(walletRouter, as: .issuer),
-            login: login)
+            sink: sink, login: login)
         var router = Support.router(party)
         party.appToApp.register(on: &router)
         app = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet))
@@ -153,6 +154,20 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         #expect(both?.code == .invalidArgument)
         let unknown = await Support.rpcError { _ = try await person.authorize(.init(sessionID: "x", pin: "1")) }
         #expect(unknown?.code == .notFound)
+    }
+
+    @Test func anUnreachableTSPLeavesTheSessionOpenForAnotherTry() async throws {
+        tsp.inAppRefusal.withLock { $0 = RPCError(.unavailable, "connection refused") }
+        let opened = try await open()
+        let error = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(error?.code == .unavailable && error?.message.contains("try again") == true)
+        #expect(wallet.responses.withLock { $0.isEmpty })
+        tsp.inAppRefusal.withLock { $0 = nil }
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved)
+        #expect(!sink.lines.contains { $0.contains("2468") || $0.contains("at-ch-chloe") })
     }
 
     @Test func theTSPsRefusalIsTheWalletsFailure() async throws {
