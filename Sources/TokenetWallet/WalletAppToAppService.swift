@@ -1,6 +1,29 @@
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetWire
+
+/// The issuer-app sessions this wallet opened and not yet heard back about, by session id: the wallet accepts an
+/// activation response only for a session it opened for that card, and only once. Kept in memory, like the app
+/// switch it stands for: after a restart the cardholder opens the issuer app again.
+public final class OpenedIssuerAppSessions: Sendable {
+    private let sessions = Mutex<[String: String]>([:])
+
+    public init() {}
+
+    func opened(_ sessionID: String, digitalCardID: String) {
+        sessions.withLock { $0[sessionID] = digitalCardID }
+    }
+
+    /// Takes the session if it was opened for `digitalCardID`.
+    func take(_ sessionID: String, digitalCardID: String) -> Bool {
+        sessions.withLock { sessions in
+            guard sessions[sessionID] == digitalCardID else { return false }
+            sessions[sessionID] = nil
+            return true
+        }
+    }
+}
 
 /// In-app activation from the wallet's side: the person opens the issuer app from a card the issuer left INACTIVE
 /// (the wallet sends its caller identity and the activation data of its flavour), and the issuer app answers with
@@ -14,12 +37,14 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
     let clock: @Sendable () -> UInt64
     let events: WalletEventHub
     let walletAccountID: String
+    let sessions: OpenedIssuerAppSessions
 
     public init(
         store: WalletStore, issuer: (any RPCCaller)?, provider: WalletProvider, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, events: WalletEventHub = WalletEventHub(),
-        walletAccountID: String = ""
+        walletAccountID: String = "", sessions: OpenedIssuerAppSessions = OpenedIssuerAppSessions()
     ) {
+        self.sessions = sessions
         self.store = store
         self.issuer = issuer
         self.provider = provider
@@ -64,6 +89,7 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             } catch let error as RPCError {
                 throw RPCError(error.code, "the issuer app refused to open: \(error.message)", cause: error)
             }
+            sessions.opened(opened.sessionID, digitalCardID: result.digitalCardID)
             logger.withTraceID(context.traceID).info(
                 "issuer app opened", ["card_ref": card.cardRef, "caller": opening.caller, "session": opened.sessionID])
             return WalletV1.OpenIssuerAppResponse(
@@ -81,12 +107,21 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             }
             guard let card = try store.allCards().first(where: { $0.result?.digitalCardID == request.digitalCardID })
             else { throw WalletError(.notFound, "the wallet has no digital card \"\(request.digitalCardID)\"") }
+            guard request.result == .approved || request.result == .failure else {
+                throw WalletError(.invalidArgument, "result must be APPROVED or FAILURE")
+            }
+            guard request.result != .approved || request.tokenState != .unspecified else {
+                throw WalletError(.invalidArgument, "an approved activation must carry the token's state")
+            }
+            guard sessions.take(request.sessionID, digitalCardID: request.digitalCardID) else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "the wallet did not open the issuer app for session \"\(request.sessionID)\" of "
+                        + "\(card.cardRef), or already heard its outcome")
+            }
             let log = logger.withTraceID(context.traceID)
             switch request.result {
             case .approved:
-                guard request.tokenState != .unspecified else {
-                    throw WalletError(.invalidArgument, "an approved activation must carry the token's state")
-                }
                 let stored = try store.updateTokenState(id: card.id, state: request.tokenState, nowMs: clock())
                 let changed = stored.result?.tokenState != card.result?.tokenState
                 if changed {
@@ -103,7 +138,7 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                 log.info("the issuer app did not activate", ["card_ref": card.cardRef, "reason": request.reason])
                 return WalletV1.BankingAppActivationAck(changed: false)
             case .unspecified, .unrecognized:
-                throw WalletError(.invalidArgument, "result must be APPROVED or FAILURE")
+                return WalletV1.BankingAppActivationAck(changed: false)
             }
         }
     }

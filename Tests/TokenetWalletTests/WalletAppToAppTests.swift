@@ -12,11 +12,14 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
     let opened = Mutex<[IssuerV1.OpenAppRequest]>([])
 
     func openApp(_ request: IssuerV1.OpenAppRequest, context: ServerContext) async throws -> IssuerV1.OpenAppResponse {
-        opened.withLock { $0.append(request) }
+        let count = opened.withLock {
+            $0.append(request)
+            return $0.count
+        }
         guard request.caller != "com.example.wallet" else {
             throw RPCError(.permissionDenied, "the issuer app does not accept activation from \"com.example.wallet\"")
         }
-        return IssuerV1.OpenAppResponse(sessionID: "app-1", message: "card ending 0054 — sign in to activate")
+        return IssuerV1.OpenAppResponse(sessionID: "app-\(count)", message: "card ending 0054 — sign in to activate")
     }
 
     func authorize(_ request: IssuerV1.AuthorizeAppSessionRequest, context: ServerContext) async throws
@@ -132,8 +135,10 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
                 == .failedPrecondition)
         let (wallet, _) = try await Self.steppedUp()
         #expect(await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-9")) } == .notFound)
+        let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
         _ = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
-            .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active))
+            .init(
+                digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: opened.sessionID))
         #expect(
             await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
                 == .failedPrecondition)
@@ -146,21 +151,33 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
     @Test func approvedUpdatesTheCardAndTellsTheListenersFailureChangesNothing() async throws {
         let (wallet, _) = try await Self.steppedUp()
         let subscription = wallet.events.subscribe()
+        _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
         let failed = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
-            .init(digitalCardID: Self.digitalCardID, result: .failure, reason: "declined in the app"))
+            .init(
+                digitalCardID: Self.digitalCardID, result: .failure, reason: "declined in the app", sessionID: "app-1"))
         #expect(!failed.changed)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .inactive)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-9")
+                )
+            } == .failedPrecondition)
+        _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
         let approved = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
-            .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-1"))
+            .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-2"))
         #expect(approved.changed)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
         var iterator = subscription.events.makeAsyncIterator()
         let event = try #require(await iterator.next())
         #expect(event.kind == .tokenStatusChanged && event.digitalCardID == Self.digitalCardID)
         #expect(event.tokenState == .active)
-        let again = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
-            .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active))
-        #expect(!again.changed)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-2")
+                )
+            } == .failedPrecondition)
         #expect(
             await statusCode {
                 try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
