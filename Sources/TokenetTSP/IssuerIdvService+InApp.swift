@@ -15,7 +15,7 @@ extension IssuerIdvService {
             guard !request.accessToken.isEmpty else {
                 throw TSPError(.invalidArgument, "access_token is required: sign the cardholder in first")
             }
-            guard let verifier = tsp.accessTokens else {
+            guard let verifier = tsp.accessTokenVerifier else {
                 throw TSPError(
                     .failedPrecondition,
                     "in-app activation needs the authentication service, which this token service does not run; "

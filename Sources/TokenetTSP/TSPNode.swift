@@ -49,7 +49,7 @@ public enum TSPNode {
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now, accessTokens: accessTokens)
+                now: now, accessTokenVerifier: accessTokens)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

@@ -16,13 +16,13 @@ final class TSPService: Sendable {
     let now: @Sendable () -> Date
     /// Checks the cardholders' access tokens for in-app activation; nil until the authentication service is wired
     /// in, and then in-app activation is refused (never accepted unchecked).
-    let accessTokens: (any AccessTokenVerifier)?
+    let accessTokenVerifier: (any AccessTokenVerifier)?
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date, accessTokens: (any AccessTokenVerifier)? = nil
+        logger: Logger, now: @escaping @Sendable () -> Date, accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
-        self.accessTokens = accessTokens
+        self.accessTokenVerifier = accessTokenVerifier
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

@@ -114,7 +114,7 @@ extension TSPStore {
         // The issuer's account of each token's card, from its digitization decision: in-app activation checks
         // that the signed-in cardholder owns it. NULL for tokens the stand-in decided or older issuers.
         Migration(
-            version: 3, name: "token_issuer_account",
+            version: 4, name: "token_issuer_account",
             sql: "ALTER TABLE tokens ADD COLUMN issuer_account_id TEXT;"),
     ]
 }

@@ -6,8 +6,9 @@ import TokenetWire
 /// In-app (APP_TO_APP) activation of a step-up card: the wallet opens the issuer app, the cardholder signs in
 /// there, the app has the TSP activate the token and answers the wallet, and the issuer app's view follows.
 extension ProvisioningChoreography {
-    /// The PIN the demo cardholder (Alice) types into the issuer app.
-    static let demoPIN = "2468"
+    /// The PIN the card's cardholder (Chloe, the demo user) types into the issuer app: the one she chose when she
+    /// enrolled in the app.
+    static let inAppPIN = "2580"
 
     func activateInApp(_ nodes: Nodes, _ report: (String) -> Void) throws(CLIError) {
         let added = try addByHand("card-mc-stepup-app", language: "", nodes, report)
@@ -31,7 +32,7 @@ extension ProvisioningChoreography {
             do {
                 return .success(
                     try await IssuerV1.IssuerAppToApp.Client(client).authorize(
-                        .init(sessionID: sessionID, pin: Self.demoPIN), options: options))
+                        .init(sessionID: sessionID, pin: Self.inAppPIN), options: options))
             } catch let error as RPCError {
                 return .failure(error)
             }
