@@ -47,6 +47,7 @@ public enum IssuerNode {
         party.control.register(on: &router)
         party.otp.register(on: &router)
         party.callCentre.register(on: &router)
+        party.registerAuthentication(on: &router)
         party.appToApp.register(on: &router)
         return router
     }

@@ -14,11 +14,18 @@ struct IssuerParty: Sendable {
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
     let appToApp: IssuerAppToAppService
+    /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
+    /// and logs in.
+    let enrolment: IssuerEnrolmentBackend
+    let app: IssuerAppAuthenticator
+    /// How the app-to-app flow signs a cardholder in (the issuer app's login).
+    var cardholderLogin: any CardholderLogin { app }
 
+    /// `login` replaces the issuer app's own login for in-app activation (tests pass a fake).
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
-        registrationTimeout: Duration? = .seconds(5), now: @escaping @Sendable () -> Date = { Date() },
-        login: (any CardholderLogin)? = nil
+        registrationTimeout: Duration? = .seconds(5), appKeyIterations: Int = 100_000,
+        now: @escaping @Sendable () -> Date = { Date() }, login: (any CardholderLogin)? = nil
     ) {
         self.store = store
         self.key = key
@@ -40,8 +47,19 @@ struct IssuerParty: Sendable {
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
+        let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
+        self.enrolment = enrolment
+        let app = IssuerAppAuthenticator(
+            store: store, backend: enrolment, logger: logger, iterations: appKeyIterations, now: now)
+        self.app = app
         self.appToApp = IssuerAppToAppService(
-            store: store, tsp: link, wallet: wallet, login: login, logger: logger, now: now)
+            store: store, tsp: link, wallet: wallet, login: login ?? app, logger: logger, now: now)
+    }
+
+    /// The operator services of strong authentication.
+    func registerAuthentication(on router: inout RPCRouter) {
+        IssuerEnrolmentService(backend: enrolment).register(on: &router)
+        IssuerAppAuthService(app: app).register(on: &router)
     }
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.

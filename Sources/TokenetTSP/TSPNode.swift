@@ -46,10 +46,11 @@ public enum TSPNode {
         do {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
+            let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now, accessTokenVerifier: accessTokens)
+                accessTokenKey: accessTokenKey, now: now, accessTokenVerifier: accessTokens)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -59,6 +60,8 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
+        EnrolmentService(tsp: service).register(on: &router)
+        AuthenticationService(tsp: service).register(on: &router)
         return router
     }
 }

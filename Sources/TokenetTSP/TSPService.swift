@@ -14,15 +14,22 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
-    /// Checks the cardholders' access tokens for in-app activation; nil until the authentication service is wired
-    /// in, and then in-app activation is refused (never accepted unchecked).
+    /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
+    let authentication: TSPAuthentication
+    /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):
+    /// the authentication service's own, unless another was given (tests pass a fake).
     let accessTokenVerifier: (any AccessTokenVerifier)?
+    var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date, accessTokenVerifier: (any AccessTokenVerifier)? = nil
+        logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
+        accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
-        self.accessTokenVerifier = accessTokenVerifier
+        let authentication = TSPAuthentication(
+            store: store, signer: AccessTokenSigner(key: accessTokenKey), configuration: configuration, now: now)
+        self.authentication = authentication
+        self.accessTokenVerifier = accessTokenVerifier ?? authentication
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

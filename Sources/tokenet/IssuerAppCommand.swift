@@ -1,32 +1,144 @@
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet issuer-app authorize ADDR …`: the cardholder in the issuer app simulated inside issuer-node.
+/// `tokenet issuer-app activate|accounts|activate-linked|login|delete-account ADDR …`: the issuer app simulated
+/// inside issuer-node (one installation per cardholder), through its IssuerAppAuth service.
 enum IssuerAppCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer-app",
-        summary: "Complete an in-app activation in the issuer app: sign the cardholder in, or decline.",
-        help: help, actions: [authorize])
+        summary: "Drive the issuer app: activate accounts (one, or the linked ones), list them, log in.",
+        help: help, actions: [activate, accounts, activateLinked, login, deleteAccount, authorize])
 
     static let help = """
-        Usage: tokenet issuer-app authorize ADDR SESSION_ID --pin PIN [OPTIONS]
-               tokenet issuer-app authorize ADDR SESSION_ID --deny [OPTIONS]
+        Usage: tokenet issuer-app activate ADDR --code CODE --ref REFERENCE [--name NAME] [--pin PIN] [OPTIONS]
+               tokenet issuer-app accounts ADDR USER [OPTIONS]
+               tokenet issuer-app activate-linked ADDR USER [--pin PIN] [OPTIONS]
+               tokenet issuer-app login ADDR USER --pin PIN [OPTIONS]
+               tokenet issuer-app delete-account ADDR USER ACCOUNT [OPTIONS]
+               tokenet issuer-app authorize ADDR SESSION_ID --pin PIN | --deny [OPTIONS]
 
-        The cardholder's side of in-app (APP_TO_APP) activation, in the issuer app of the issuer-node at ADDR
-        (HOST:PORT). `tokenet wallet open-issuer-app` opened the app and printed SESSION_ID ("card ending 1234 —
-        sign in to activate"). With --pin the app signs the cardholder in through the authentication service and
-        asks the TSP to activate the token with the access token it got; a failed sign-in leaves the session open
-        for another try. With --deny the cardholder declines. Either way the app answers the wallet: approved, or
-        failure with the reason, and the wallet updates its card.
+        activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
+        `tokenet issuer outbox`); the TSP provisions a user and a device HOTP credential. The first account sets the
+        app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
+        user's other accounts in one bulk call and prints a result per account. login signs the user in with the PIN
+        and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
+        authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
+        printed SESSION_ID): with --pin the app signs the cardholder in, has the TSP activate the token and tells
+        the wallet approved (a failed sign-in leaves the session open); with --deny the wallet hears failure.
 
         Options:
-          --pin PIN            The PIN the cardholder types into the app.
-          --deny               Decline instead of signing in.
+          --code CODE          The activation code.
+          --ref REFERENCE      The activation's reference id.
+          --name NAME          The name the account gets in the app (default: its id).
+          --pin PIN            The app's PIN.
+          --deny               authorize: decline instead of signing in.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
-        Without --deadline this command gives up after \(PartySession.defaultDeadline.components.seconds) s.
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
-        Exit status: 0 when the session was answered (approved or failure); 64 + the status code otherwise,
-        printed as "ERROR: CODE: message" on stderr; 1 when the issuer cannot be reached; 2 for bad options.
+        Exit status: 0 when the call was answered (an activation refused prints its result, e.g. INCORRECT_CODE, and
+        why); 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr (a wrong PIN is
+        UNAUTHENTICATED, a locked credential RESOURCE_EXHAUSTED); 1 when the issuer cannot be reached; 2 for bad
+        options.
         """
+
+    static let activate = PartyAction(name: "activate") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--code", "--ref", "--name", "--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        guard let code = flags["--code"], let reference = flags["--ref"] else {
+            throw CLIError(.usage, "\(command): --code and --ref are required (see tokenet issuer outbox)")
+        }
+        let request = IssuerV1.AppActivateRequest(
+            activationCode: code, referenceID: reference, displayName: flags["--name"] ?? "", pin: flags["--pin"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).activate(request, options: callOptions)
+            },
+            text: { response, _ in
+                guard response.result == .success else {
+                    return "\(result(response.result)): \(response.message)"
+                }
+                return "Activated \(response.accountID) for \(response.userID)"
+                    + (response.pinSet ? "; the app's PIN is set." : ".")
+            })
+    }
+
+    static let accounts = PartyAction(name: "accounts") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).accounts(
+                    .init(userID: user), options: callOptions)
+            },
+            text: { response, _ in
+                let pin = response.pinSet ? "PIN set." : "No PIN set yet."
+                guard !response.accounts.isEmpty else { return "No account is activated in \(user)'s app. \(pin)" }
+                return PartyText.table(
+                    ["ACCOUNT", "NAME", "ACTIVATED"],
+                    response.accounts.map { [$0.accountID, $0.displayName, PartyText.time(ms: $0.activatedAtMs)] })
+                    + "\n\(pin)"
+            })
+    }
+
+    static let activateLinked = PartyAction(name: "activate-linked") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        let request = IssuerV1.ActivateLinkedRequest(userID: user, pin: flags["--pin"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).activateLinked(request, options: callOptions)
+            },
+            text: { response, _ in
+                guard !response.results.isEmpty else { return "Every account of \(user) is already activated." }
+                return PartyText.table(
+                    ["ACCOUNT", "RESULT", "MESSAGE"],
+                    response.results.map { [$0.accountID, result($0.result), $0.message] })
+                    + (response.pinSet ? "\nThe app's PIN is set." : "")
+            })
+    }
+
+    static let login = PartyAction(name: "login") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        guard let pin = flags["--pin"] else { throw CLIError(.usage, "\(command): --pin is required") }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).login(
+                    .init(userID: user, pin: pin), options: callOptions)
+            },
+            text: { response, _ in
+                "Logged in \(user) with \(response.accountID) on device \(response.deviceID); access token "
+                    + "\(response.accessToken.prefix(12))… expires \(PartyText.time(ms: response.expiresAtMs))."
+            })
+    }
+
+    static let deleteAccount = PartyAction(name: "delete-account") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
+        let request = IssuerV1.AppDeleteAccountRequest(userID: options.operands[0], accountID: options.operands[1])
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).deleteAccount(request, options: callOptions)
+            },
+            text: { response, _ in
+                "Removed \(request.accountID); \(response.accountsLeft) account(s) left, the PIN stays."
+            })
+    }
+
+    /// `INCORRECT_CODE` for `ACTIVATION_RESULT_INCORRECT_CODE`.
+    static func result(_ result: TspV1.ActivationResult) -> String {
+        let name = result.protoValueName ?? "\(result)"
+        return name.hasPrefix("ACTIVATION_RESULT_") ? String(name.dropFirst("ACTIVATION_RESULT_".count)) : name
+    }
 }

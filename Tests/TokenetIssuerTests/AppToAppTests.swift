@@ -62,11 +62,19 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         var walletRouter = RPCRouter()
         (wallet as any WalletV1.WalletAppToApp.ServiceProtocol).register(on: &walletRouter)
         (wallet as any WalletV1.WalletEvents.ServiceProtocol).register(on: &walletRouter)
+        let walletCaller = Support.connect(walletRouter, as: .issuer)
         let party = try Support.party(
-            tsp: Support.connect(tspRouter, as: .issuer), wallet: Support.connect(walletRouter, as: .issuer),
-            sink: sink, login: login)
+            tsp: Support.connect(tspRouter, as: .issuer), wallet: walletCaller, sink: sink, login: login)
         var router = Support.router(party)
-        party.appToApp.register(on: &router)
+        // The party always signs in with the issuer app's own login unless given another; without any, the
+        // service refuses to complete sessions.
+        let service =
+            login == nil
+            ? IssuerAppToAppService(
+                store: party.store, tsp: party.tsp, wallet: walletCaller, login: nil, logger: Support.logger(sink),
+                now: { Support.now })
+            : party.appToApp
+        service.register(on: &router)
         app = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet))
         person = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .operator))
         // The issuer learns which card a token is for when it decides the digitization.

@@ -44,7 +44,8 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout
-                == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\ntokenet.tsp.v1.Idv\n"
+                == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\ntokenet.tsp.v1.Authentication\n"
+                + "tokenet.tsp.v1.Enrolment\ntokenet.tsp.v1.Idv\n"
                 + "tokenet.tsp.v1.IssuerIdv\ntokenet.tsp.v1.Issuers\ntokenet.tsp.v1.Provisioning\n"
                 + "tokenet.tsp.v1.TspControl\n")
     }

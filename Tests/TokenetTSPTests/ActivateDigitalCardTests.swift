@@ -90,10 +90,10 @@ import TokenetWire
         }
     }
 
-    @Test func withoutTheAuthenticationServiceNothingIsAccepted() async throws {
+    @Test func theAuthenticationServicesVerifierRefusesWhatItDidNotIssue() async throws {
         let tsp = try TSPHarness.make()
         let card = try await IdvTests.steppedUp(tsp)
-        await expectRPCError(.failedPrecondition, "needs the authentication service") {
+        await expectRPCError(.unauthenticated, "not a Tokenet access token") {
             try await activate(tsp, card, "any-token")
         }
         await expectRPCError(.invalidArgument, "access_token is required") { try await activate(tsp, card, "") }
