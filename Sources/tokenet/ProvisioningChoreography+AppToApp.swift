@@ -3,13 +3,10 @@ import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// In-app (APP_TO_APP) activation of a step-up card: the wallet opens the issuer app, the cardholder signs in
-/// there, the app has the TSP activate the token and answers the wallet, and the issuer app's view follows.
+/// In-app (APP_TO_APP) activation of a step-up card of the demo user (enrolled in the issuer app by the
+/// strong-authentication scenario): the wallet opens the issuer app, the cardholder signs in there with her PIN,
+/// the app has the TSP activate the token and answers the wallet, and the issuer app's view follows.
 extension ProvisioningChoreography {
-    /// The PIN the card's cardholder (Chloe, the demo user) types into the issuer app: the one she chose when she
-    /// enrolled in the app.
-    static let inAppPIN = "2580"
-
     func activateInApp(_ nodes: Nodes, _ report: (String) -> Void) throws(CLIError) {
         let added = try addByHand("card-mc-stepup-app", language: "", nodes, report)
         try expect(added.eligible, "the card to be eligible")
@@ -28,40 +25,16 @@ extension ProvisioningChoreography {
         try expect(opened.message == "card ending \(added.panLast4) — sign in to activate", "the app to find the card")
         let sessionID = opened.sessionID
         let signedIn = try nodes.call(.issuer, "issuer-app authorize \(sessionID) --pin ****", report) {
-            client, options -> Result<IssuerV1.AuthorizeAppSessionResponse, RPCError> in
-            do {
-                return .success(
-                    try await IssuerV1.IssuerAppToApp.Client(client).authorize(
-                        .init(sessionID: sessionID, pin: Self.inAppPIN), options: options))
-            } catch let error as RPCError {
-                return .failure(error)
-            }
+            client, options in
+            try await IssuerV1.IssuerAppToApp.Client(client).authorize(
+                .init(sessionID: sessionID, pin: Self.demoPIN), options: options)
         }
-        switch signedIn {
-        case .success(let response):
-            report(indent(PartyText.authorizeAppSession(response), by: 4))
-            try expect(
-                response.result == .approved && response.tokenState == .active && response.walletNotified,
-                "the issuer app to activate the token and tell the wallet")
-            try showAppView(digitalCardID, until: .active, nodes, report)
-            try idvHistory(digitalCardID, actorPrefix: "issuer-app:", nodes, report)
-        case .failure(let error)
-        where error.code == .failedPrecondition
-            && error.message.contains("authentication service"):
-            // Until the authentication service is wired into the nodes the app cannot sign anyone in; the
-            // cardholder declines instead and the wallet hears the failure.
-            report("    sign-in refused: \(error.message)")
-            let denied = try nodes.call(.issuer, "issuer-app authorize \(sessionID) --deny", report) {
-                client, options in
-                try await IssuerV1.IssuerAppToApp.Client(client).authorize(
-                    .init(sessionID: sessionID, deny: true), options: options)
-            }
-            report(indent(PartyText.authorizeAppSession(denied), by: 4))
-            try expect(denied.result == .failure && denied.walletNotified, "the wallet to hear the failure")
-            try showAppView(digitalCardID, until: .inactive, nodes, report)
-        case .failure(let error):
-            throw CLIError(.node, "issuer issuer-app authorize failed: \(error)")
-        }
+        report(indent(PartyText.authorizeAppSession(signedIn), by: 4))
+        try expect(
+            signedIn.result == .approved && signedIn.tokenState == .active && signedIn.walletNotified,
+            "the issuer app to activate the token and tell the wallet")
+        try showAppView(digitalCardID, until: .active, nodes, report)
+        try idvHistory(digitalCardID, actorPrefix: "issuer-app:", nodes, report)
     }
 
     /// The issuer app's view once it shows the token in `state`: it follows the wallet's events in the background,
