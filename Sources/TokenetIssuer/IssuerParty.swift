@@ -13,6 +13,7 @@ struct IssuerParty: Sendable {
     let control: IssuerControlService
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
+    let appToApp: IssuerAppToAppService
     /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
     /// and logs in.
     let enrolment: IssuerEnrolmentBackend
@@ -20,10 +21,11 @@ struct IssuerParty: Sendable {
     /// How the app-to-app flow signs a cardholder in (the issuer app's login).
     var cardholderLogin: any CardholderLogin { app }
 
+    /// `login` replaces the issuer app's own login for in-app activation (tests pass a fake).
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
         registrationTimeout: Duration? = .seconds(5), appKeyIterations: Int = 100_000,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, login: (any CardholderLogin)? = nil
     ) {
         self.store = store
         self.key = key
@@ -47,8 +49,11 @@ struct IssuerParty: Sendable {
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment
-        self.app = IssuerAppAuthenticator(
+        let app = IssuerAppAuthenticator(
             store: store, backend: enrolment, logger: logger, iterations: appKeyIterations, now: now)
+        self.app = app
+        self.appToApp = IssuerAppToAppService(
+            store: store, tsp: link, wallet: wallet, login: login ?? app, logger: logger, now: now)
     }
 
     /// The operator services of strong authentication.
@@ -59,7 +64,8 @@ struct IssuerParty: Sendable {
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
     static func open(
-        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?
+        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?,
+        login: (any CardholderLogin)? = nil
     ) throws(IssuerError) -> IssuerParty {
         let store = try IssuerStore.open(directory: directory)
         if let fixturesPath {
@@ -73,6 +79,6 @@ struct IssuerParty: Sendable {
         }
         let key = try IssuerKeyFile.loadOrCreate(directory: directory)
         logger.info("issuer key ready", ["kid": key.kid])
-        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger)
+        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger, login: login)
     }
 }

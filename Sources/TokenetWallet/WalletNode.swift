@@ -30,7 +30,8 @@ public enum WalletNode {
             ])
         // The TSP's notifications; the recording handler stands in until the wallet processes them.
         try context.subscribeToNotifications(handler: RecordingNotificationHandler(logger: context.logger))
-        return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger)
+        let issuer = context.options.peers[.issuer] == nil ? nil : try context.channel(to: .issuer)
+        return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer)
     }
 
     /// The router for given peers and storage; tests pass fakes of the TSP.
@@ -38,7 +39,7 @@ public enum WalletNode {
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
-        events: WalletEventHub = WalletEventHub()
+        events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil
     ) -> RPCRouter {
         var router = RPCRouter()
         WalletControlService(
@@ -53,6 +54,10 @@ public enum WalletNode {
         let selection = WalletSelection(activeWalletAccountID: configuration.walletAccountID)
         WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
         WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
+        WalletAppToAppService(
+            store: store, issuer: issuer, provider: configuration.provider, logger: logger, clock: clock,
+            events: events, walletAccountID: configuration.walletAccountID
+        ).register(on: &router)
         return router
     }
 

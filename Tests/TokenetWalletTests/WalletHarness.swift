@@ -22,10 +22,13 @@ struct WalletHarness {
     let events = WalletEventHub(capacity: 8)
     let issuerApp: WalletV1.WalletEvents.Client
     let selection: WalletV1.WalletSelection.Client
+    /// In-app activation: the person opening the issuer app, and the issuer app answering.
+    let appToApp: WalletV1.WalletAppToApp.Client
+    let appToAppAsIssuer: WalletV1.WalletAppToApp.Client
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
-        clock: @escaping @Sendable () -> UInt64 = { 1_000_000 }
+        clock: @escaping @Sendable () -> UInt64 = { 1_000_000 }, issuer: RPCRouter? = nil
     ) throws {
         let tsp = try tsp ?? FakeTSP()
         let store = try store ?? WalletStore.inMemory()
@@ -41,15 +44,22 @@ struct WalletHarness {
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         let router = WalletNode.router(
             tsp: tspClient, store: store, configuration: configuration,
-            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events)
+            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events,
+            issuer: issuer.map {
+                Self.serve(
+                    $0, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                    server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
+            })
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
         idv = WalletV1.WalletIdv.Client(asOperator)
         selection = WalletV1.WalletSelection.Client(asOperator)
+        appToApp = WalletV1.WalletAppToApp.Client(asOperator)
         let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
         push = WalletV1.WalletPush.Client(asIssuer)
         issuerApp = WalletV1.WalletEvents.Client(asIssuer)
+        appToAppAsIssuer = WalletV1.WalletAppToApp.Client(asIssuer)
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
     }
 

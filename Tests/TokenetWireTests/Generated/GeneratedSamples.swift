@@ -29,6 +29,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.AppDeleteAccountResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppLoginRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppLoginResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeAppSessionRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeAppSessionResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
@@ -43,6 +45,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.OpenAppRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.OpenAppResponse.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxRequest.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxResponse.samples() as [any ProtoMessage]
@@ -72,6 +76,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TestingV1.Scalars.samples() as [any ProtoMessage]
     all += TspV1.AcknowledgeRequest.samples() as [any ProtoMessage]
     all += TspV1.AcknowledgeResponse.samples() as [any ProtoMessage]
+    all += TspV1.ActivateDigitalCardRequest.samples() as [any ProtoMessage]
+    all += TspV1.ActivateDigitalCardResponse.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
     all += TspV1.Activation.samples() as [any ProtoMessage]
@@ -131,6 +137,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
     all += WalletV1.AddCardResponse.samples() as [any ProtoMessage]
+    all += WalletV1.BankingAppActivationAck.samples() as [any ProtoMessage]
+    all += WalletV1.BankingAppActivationRequest.samples() as [any ProtoMessage]
     all += WalletV1.CurrentTokensRequest.samples() as [any ProtoMessage]
     all += WalletV1.CurrentTokensResponse.samples() as [any ProtoMessage]
     all += WalletV1.IssuerPushReceiptInput.samples() as [any ProtoMessage]
@@ -138,6 +146,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
     all += WalletV1.ListenRequest.samples() as [any ProtoMessage]
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
+    all += WalletV1.OpenIssuerAppRequest.samples() as [any ProtoMessage]
+    all += WalletV1.OpenIssuerAppResponse.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
     all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
@@ -403,6 +413,31 @@ extension IssuerV1.AppLoginResponse {
     }
 }
 
+extension IssuerV1.AuthorizeAppSessionRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sessionID = "session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deny = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AuthorizeAppSessionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.result = WalletV1.BankingAppActivationResult(rawValue: 1)
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.walletNotified = true
+        base.walletError = "wallet_error-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AuthorizeDigitizationRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -425,6 +460,7 @@ extension IssuerV1.AuthorizeDigitizationResponse {
         base.decision = CardV1.ProvisioningDecision(rawValue: 1)
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
+        base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -550,6 +586,30 @@ extension IssuerV1.ListCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [IssuerV1.IssuerCard.samples()[0], IssuerV1.IssuerCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OpenAppRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.caller = "caller-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationData = "activation_data-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.serialNumber = "serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OpenAppResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sessionID = "session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.message = "message-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardLast4 = "card_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551610
         var all = [base]
         return all
     }
@@ -911,6 +971,26 @@ extension TspV1.AcknowledgeResponse {
         var base = Self()
         base.acknowledged = 3999999999
         base.unknown = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ActivateDigitalCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accessToken = "access_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ActivateDigitalCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.changed = true
         var all = [base]
         return all
     }
@@ -1637,6 +1717,28 @@ extension WalletV1.AddCardResponse {
     }
 }
 
+extension WalletV1.BankingAppActivationAck {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.BankingAppActivationRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.result = WalletV1.BankingAppActivationResult(rawValue: 1)
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.CurrentTokensRequest {
     static func samples() -> [Self] {
         let base = Self()
@@ -1703,6 +1805,30 @@ extension WalletV1.ManualCard {
     }
 }
 
+extension WalletV1.OpenIssuerAppRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.callerOverride = "caller_override-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.OpenIssuerAppResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.caller = "caller-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationData = "activation_data-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.passSerialNumber = "pass_serial_number-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.PushCardDataRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1757,6 +1883,8 @@ extension WalletV1.TokenStatus {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.passSerialNumber = "pass_serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panLast4 = "pan_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
