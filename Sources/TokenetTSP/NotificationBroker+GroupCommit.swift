@@ -46,7 +46,11 @@ extension NotificationBroker {
             flush = false
             guard let (batch, waiters) = taken else { return }
             do {
-                if !batch.isEmpty { try store.commit(batch) }
+                if !batch.isEmpty {
+                    try store.commit(batch)
+                    commits.wrappingAdd(1, ordering: .relaxed)
+                    committedMessages.wrappingAdd(batch.inserts.count, ordering: .relaxed)
+                }
             } catch {
                 fail(batch, waiters, error)
                 // A broken database must not turn this thread into a busy loop.

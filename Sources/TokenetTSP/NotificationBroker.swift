@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenetNode
+import TokenetRPC
 import TokenetStorage
 import TokenetTransport
 import TokenetWire
@@ -50,6 +51,14 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     let nowMs: @Sendable () -> UInt64
     let state: Mutex<State>
     let wakeup = DispatchSemaphore(value: 0)
+    /// Transactions committed and messages they inserted, for the benchmark's batch sizes.
+    let commits = Atomic<Int>(0)
+    let committedMessages = Atomic<Int>(0)
+
+    /// Group commits so far and the messages they held (each message counted once per recipient).
+    public var commitFigures: (commits: Int, messages: Int) {
+        (commits.load(ordering: .relaxed), committedMessages.load(ordering: .relaxed))
+    }
 
     /// Opens the broker over `database` (migrated by the TSP's store) and restores every queue.
     public static func open(
@@ -79,6 +88,26 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
             logger.info("notification queues restored", ["queues": "\(stored.count)", "pending": "\(pending)"])
         }
         return broker
+    }
+
+    /// Opens the TSP's database at `path` (creating and migrating it) and a broker on it, for tools that need
+    /// only the broker (the benchmark).
+    public static func open(
+        databasePath path: String, retention: NotificationRetention = NotificationRetention(), logger: Logger
+    ) throws(TSPError) -> NotificationBroker {
+        let database: Database
+        do {
+            database = try Database.open(path: path)
+            try Migrator(TSPStore.migrations).migrate(database)
+        } catch {
+            throw TSPError.internal("opening \(path)", error)
+        }
+        return try open(database: database, retention: retention, logger: logger)
+    }
+
+    /// Serves the broker as `tsp.v1.Notifications` on `router`.
+    public func register(on router: inout RPCRouter) {
+        NotificationsService(broker: self, logger: logger).register(on: &router)
     }
 
     private init(
