@@ -186,6 +186,25 @@ import TokenetWire
         #expect(status.pending == 2)
     }
 
+    @Test func operatorsPublishOthersMayNot() async throws {
+        let harness = try BrokerHarness.make()
+        let request = TspV1.PublishRequest(
+            notification: BrokerHarness.notification(card: "card-1"), subscribers: ["issuer/bank-a"])
+        await expectRPCError(.permissionDenied, "may not call") { try await harness.client().publish(request) }
+        let operatorClient = harness.client(.operator, "op-1")
+        await expectRPCError(.invalidArgument, "notification is required") {
+            try await operatorClient.publish(TspV1.PublishRequest(subscribers: ["issuer/bank-a"]))
+        }
+        await expectRPCError(.invalidArgument, "only wallet and issuer") {
+            try await operatorClient.publish(
+                TspV1.PublishRequest(notification: request.notification, subscribers: ["operator/op-1"]))
+        }
+        let id = try await operatorClient.publish(request).messageID
+        var stream = try await harness.client(.issuer, "bank-a").subscribe(TspV1.SubscribeRequest())
+            .makeAsyncIterator()
+        #expect(try await stream.take(1).map(\.messageID) == [id])
+    }
+
     @Test func publishRefusesBadRecipientsAndMessages() async throws {
         let harness = try BrokerHarness.make()
         let message = BrokerHarness.notification(card: "card-1")
