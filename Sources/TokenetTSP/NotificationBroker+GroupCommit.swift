@@ -47,7 +47,10 @@ extension NotificationBroker {
             guard let (batch, waiters) = taken else { return }
             do {
                 if !batch.isEmpty {
+                    let started = DispatchTime.now().uptimeNanoseconds
                     try store.commit(batch)
+                    let took = DispatchTime.now().uptimeNanoseconds - started
+                    commitNanoseconds.wrappingAdd(Int(took), ordering: .relaxed)
                     commits.wrappingAdd(1, ordering: .relaxed)
                     committedMessages.wrappingAdd(batch.inserts.count, ordering: .relaxed)
                 }

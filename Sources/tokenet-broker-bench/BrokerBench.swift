@@ -126,6 +126,7 @@ struct BrokerBenchRun {
         let elapsed = Double(nanoseconds() - started) / 1_000_000_000
         let cpu = processCPUSeconds() - cpuBefore
         let commits = broker.commitFigures.commits - commitsBefore.commits
+        let commitSeconds = broker.commitFigures.seconds - commitsBefore.seconds
 
         for task in running { task.cancel() }
         for channel in channels { await channel.close() }
@@ -142,7 +143,8 @@ struct BrokerBenchRun {
             + "rate=\(Int(Double(total) / elapsed)) msg/s | publish→ack p50=\(ms(acked.p50))ms "
             + "p99=\(ms(acked.p99))ms | publish→handled p50=\(ms(handled.p50))ms p99=\(ms(handled.p99))ms | "
             + "publish returns p50=\(ms(publish.p50))ms p99=\(ms(publish.p99))ms | commits=\(commits) "
-            + "(\(commits == 0 ? 0 : total / commits) msg/commit incl. ack-only commits) | "
+            + "(\(commits == 0 ? 0 : total / commits) msg/commit incl. ack-only commits, "
+            + "\(String(format: "%.1f", commits == 0 ? 0 : commitSeconds / Double(commits) * 1000))ms each) | "
             + "cpu=\(String(format: "%.2f", cpu))s (\(String(format: "%.0f", cpu / elapsed * 100))% of one core)"
     }
 }
