@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenetCard
 import TokenetNode
 import TokenetRPC
 import TokenetStorage
@@ -139,7 +140,7 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     {
         let recipients = try validRecipients(subscribers)
         var message = notification
-        message.messageID = UUID().uuidString.lowercased()
+        message.messageID = Self.newMessageID()
         message.publishedAtMs = nowMs()
         message.sequence = 0
         message.deliveryAttempt = 0
@@ -169,6 +170,15 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
             }
         }
         return message.messageID
+    }
+
+    /// 128 random bits, base64url: unique across the broker, and (unlike a UUID's digit groups) never long digit
+    /// runs that the logs' card-number masking would hide.
+    static func newMessageID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let words = [generator.next(), generator.next()] as [UInt64]
+        let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) } }
+        return "msg-" + Base64URL.encode(bytes)
     }
 
     /// Each recipient once, in the order given; refuses names that are not "wallet/ID" or "issuer/ID".
