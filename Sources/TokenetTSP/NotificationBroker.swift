@@ -51,6 +51,8 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     let nowMs: @Sendable () -> UInt64
     let state: Mutex<State>
     let wakeup = DispatchSemaphore(value: 0)
+    /// Held while a batch is taken, committed and delivered.
+    let committing = Mutex<Void>(())
     private let recipientCache = Mutex<Set<String>>([])
     private let idPrefix = NotificationBroker.randomLetters(12)
     private let idCounter = Atomic<Int>(0)

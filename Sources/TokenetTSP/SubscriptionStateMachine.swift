@@ -95,6 +95,8 @@ struct SubscriptionStateMachine: Sendable {
             messages[notification.sequence] = Message(notification: notification, sends: 0)
             sequenceByID[notification.messageID] = notification.sequence
             lastSequence = max(lastSequence, notification.sequence)
+            // Sequences normally arrive in order; one that does not must still be sent, not skipped.
+            if let cursor = stream?.cursor, notification.sequence < cursor { stream?.cursor = notification.sequence }
         }
         return fill()
     }
@@ -164,7 +166,7 @@ struct SubscriptionStateMachine: Sendable {
         while current.inFlight.count < current.window, current.cursor <= lastSequence {
             let sequence = current.cursor
             current.cursor += 1
-            guard var message = messages[sequence] else { continue }
+            guard var message = messages[sequence], !current.inFlight.contains(sequence) else { continue }
             message.sends += 1
             messages[sequence] = message
             current.inFlight.insert(sequence)
