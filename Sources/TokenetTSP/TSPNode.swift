@@ -60,7 +60,7 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
-        service.notifications.register(on: &router)
+        NotificationsService(broker: service.notifications, logger: logger).register(on: &router)
         return router
     }
 }
