@@ -126,6 +126,7 @@ public final class NotificationSubscriber: Sendable {
     /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.
     private func acknowledge(from queue: AcknowledgementQueue) async {
         while let ids = await queue.take() {
+            defer { queue.done() }
             do {
                 try processed.sync()
                 _ = try await client.acknowledge(
