@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetNode
 import TokenetRPC
 import TokenetTransport
 import TokenetWire
@@ -143,6 +144,17 @@ import TokenetWire
         // What is left is only the fresh message.
         var stream = try await client.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
         #expect(try await stream.take(1).map(\.sequence) == [6])
+    }
+
+    @Test func retentionComesFromThePolicyFile() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let file = URL(fileURLWithPath: directory + "/" + TSPConfiguration.fileName)
+        try Data(#"{"notification_max_age_s": 3600, "notification_max_queued": 500}"#.utf8).write(to: file)
+        let retention = try TSPConfiguration.load(dataDirectory: directory).notificationRetention
+        #expect(retention == NotificationRetention(maxAge: .seconds(3600), maxQueued: 500))
+        try Data(#"{"notification_max_queued": 0}"#.utf8).write(to: file)
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        #expect(TSPConfiguration().notificationRetention == NotificationRetention())
     }
 
     @Test func unknownIdsAreCountedAndTooManyAreRefused() async throws {
