@@ -119,15 +119,18 @@ struct SubscriptionStateMachine: Sendable {
     mutating func acknowledged(_ ids: [String]) -> Acknowledgement {
         var removed: [UInt64] = []
         var unknown = 0
+        var current = stream
+        stream = nil  // one reference to the in-flight set while it changes
         for id in ids {
             guard let sequence = sequenceByID.removeValue(forKey: id) else {
                 unknown += 1
                 continue
             }
-            messages[sequence] = nil
-            stream?.inFlight.remove(sequence)
+            messages.removeValue(forKey: sequence)
+            current?.inFlight.remove(sequence)
             removed.append(sequence)
         }
+        stream = current
         acknowledgedTotal += UInt64(removed.count)
         var actions: [Action] = removed.isEmpty ? [] : [.delete(sequences: removed)]
         actions += fill()
@@ -160,6 +163,8 @@ struct SubscriptionStateMachine: Sendable {
     /// Sends pending messages in order while the window has room.
     private mutating func fill() -> [Action] {
         guard var current = stream, current.inFlight.count < current.window else { return [] }
+        // Detach the stream while it changes: a second reference would make every insert copy the in-flight set.
+        stream = nil
         var batch: [TspV1.Notification] = []
         var redelivered: [Attempt] = []
         var watermark: UInt64?
