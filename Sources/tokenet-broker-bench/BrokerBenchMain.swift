@@ -42,18 +42,18 @@ struct BrokerBenchOptions: Sendable {
                                     [--outstanding N] [--data-dir DIR]
           --messages     messages per run (default 200000), each to one subscriber, spread evenly
           --subscribers  one run per count (default 1,8)
-          --publishers   concurrent publishing tasks (default 64)
-          --window       each subscriber's max_in_flight (default 1024)
-          --outstanding  messages published and not yet acknowledged, at most (default 16384): publishers wait
+          --publishers   concurrent publishing tasks (default 1024), each waiting for its publish to commit
+          --window       each subscriber's max_in_flight (default 2048)
+          --outstanding  messages published and not yet acknowledged, at most (default 4096): publishers wait
                          beyond it, so latency measures the pipeline and not an ever-growing backlog
           --data-dir     where the runs' databases go (default: a new directory under the system's temp dir)
         """
 
     var messages = 200_000
     var subscribers = [1, 8]
-    var publishers = 64
-    var window = 1024
-    var outstanding = 16_384
+    var publishers = 1024
+    var window = 2048
+    var outstanding = 4096
     var dataDirectory: String?
     var help = false
 
