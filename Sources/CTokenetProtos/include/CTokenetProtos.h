@@ -327,6 +327,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__notification(void) {
     return &tokenet__tsp__v1__notification__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__publish_request(void) {
+    return &tokenet__tsp__v1__publish_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__publish_response(void) {
+    return &tokenet__tsp__v1__publish_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__queue_status_request(void) {
     return &tokenet__tsp__v1__queue_status_request__descriptor;
 }

@@ -132,6 +132,8 @@ public enum ProtoRegistry {
         TspV1.MessagingBody.self,
         TspV1.NoTermsRequired.self,
         TspV1.Notification.self,
+        TspV1.PublishRequest.self,
+        TspV1.PublishResponse.self,
         TspV1.QueueStatusRequest.self,
         TspV1.QueueStatusResponse.self,
         TspV1.RegisterEnrolmentRequest.self,

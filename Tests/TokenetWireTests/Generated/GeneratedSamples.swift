@@ -106,6 +106,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.MessagingBody.samples() as [any ProtoMessage]
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
     all += TspV1.Notification.samples() as [any ProtoMessage]
+    all += TspV1.PublishRequest.samples() as [any ProtoMessage]
+    all += TspV1.PublishResponse.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusRequest.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterEnrolmentRequest.samples() as [any ProtoMessage]
@@ -1361,6 +1363,25 @@ extension TspV1.Notification {
             variant.body = .opaque(Data([0, 255, 30, 10, 13]))
             all.append(variant)
         }
+        return all
+    }
+}
+
+extension TspV1.PublishRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notification = TspV1.Notification.samples()[0]
+        base.subscribers = ["subscribers-2 \u{e9}\u{1F4B3} \"q\" \\ \n", "subscribers-3 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.PublishResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
         return all
     }
 }
