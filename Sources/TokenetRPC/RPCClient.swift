@@ -42,6 +42,12 @@ public final class RPCClient: Sendable {
         runner.cancel()
     }
 
+    /// The event loop of the connection's stream, when it has one. A task that prefers it
+    /// (`withTaskExecutorPreference(client.executor)`, `Task(executorPreference:)`) runs on the loop thread: its
+    /// calls are written and their responses read there, and it resumes in the loop iteration that read the
+    /// response, with no thread hop. Such a task must not block (it would stall the connection).
+    public var executor: (any TaskExecutor)? { connection.loop }
+
     /// Whether new calls can start on this connection.
     public var isUsable: Bool { connection.isUsable }
 

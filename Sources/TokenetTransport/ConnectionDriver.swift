@@ -8,11 +8,15 @@ final class ConnectionDriver: EventLoopHandler {
     /// Called once: with the engine's peer (nil without authentication) when established, or with the failure.
     typealias EstablishedHandler = (Result<PeerIdentity?, TransportError>) -> Void
 
+    /// Told once, on the loop, that a write was accepted (`.success`) or failed.
+    typealias WriteCompletion = (Result<Void, any Error>) -> Void
+
     private struct Writer {
         var bytes: [UInt8]
         var offset: Int
-        let continuation: CheckedContinuation<Void, any Error>
-        let token: RequestToken
+        let completion: WriteCompletion
+        /// Nil for a write from the loop itself, which no task can withdraw.
+        let token: RequestToken?
     }
 
     /// Largest plaintext piece handed to the engine at once: one TLS record.
@@ -113,15 +117,21 @@ final class ConnectionDriver: EventLoopHandler {
     }
 
     func write(_ bytes: [UInt8], _ token: RequestToken, _ continuation: CheckedContinuation<Void, any Error>) {
-        guard !token.isCancelled else {
-            continuation.resume(throwing: Self.cancelled)
+        write(bytes, token) { continuation.resume(with: $0) }
+    }
+
+    /// Queues `bytes`; `completion` runs on the loop once they are handed to the engine — before this returns
+    /// when the outbound buffer has room, which is the usual case.
+    func write(_ bytes: [UInt8], _ token: RequestToken?, completion: @escaping WriteCompletion) {
+        if let token, token.isCancelled {
+            completion(.failure(Self.cancelled))
             return
         }
         guard !bytes.isEmpty else {
-            continuation.resume()
+            completion(.success(()))
             return
         }
-        writers.append(Writer(bytes: bytes, offset: 0, continuation: continuation, token: token))
+        writers.append(Writer(bytes: bytes, offset: 0, completion: completion, token: token))
         handle(machine.writeRequested())
     }
 
@@ -129,7 +139,7 @@ final class ConnectionDriver: EventLoopHandler {
     /// connection) so that the byte stream never carries half a message.
     func cancelWrite(_ token: RequestToken) {
         guard let index = writers.firstIndex(where: { $0.token === token && $0.offset == 0 }) else { return }
-        writers.remove(at: index).continuation.resume(throwing: Self.cancelled)
+        writers.remove(at: index).completion(.failure(Self.cancelled))
     }
 
     static let cancelled = TransportError(.cancelled, "the waiting task was cancelled")
@@ -218,7 +228,7 @@ final class ConnectionDriver: EventLoopHandler {
         case .failWriters(let error):
             let failed = writers
             writers.removeAll()
-            for writer in failed { writer.continuation.resume(throwing: error) }
+            for writer in failed { writer.completion(.failure(error)) }
         case .sendCloseNotify:
             engine.close()
             transmit()
@@ -301,7 +311,7 @@ final class ConnectionDriver: EventLoopHandler {
             writers[0].offset = end
             engine.takeCiphertext(appendingTo: &sendBuffer)
             if end == writers[0].bytes.count {
-                writers.removeFirst().continuation.resume()
+                writers.removeFirst().completion(.success(()))
             }
         }
         transmit()
@@ -360,7 +370,7 @@ final class ConnectionDriver: EventLoopHandler {
         pushReader.take()?(.failure(failure))
         let failedWriters = writers
         writers.removeAll()
-        for writer in failedWriters { writer.continuation.resume(throwing: failure) }
+        for writer in failedWriters { writer.completion(.failure(failure)) }
         let waiters = closeWaiters
         closeWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
