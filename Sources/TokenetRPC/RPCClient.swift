@@ -152,7 +152,7 @@ public final class RPCClient: Sendable {
         return OpenCall(id: id, responses: responses, timer: timer)
     }
 
-    private func withCancellation<T: Sendable>(
+    nonisolated(nonsending) private func withCancellation<T: Sendable>(
         _ id: UInt32,
         _ body: @Sendable () async throws -> T
     ) async throws -> T {
@@ -163,7 +163,9 @@ public final class RPCClient: Sendable {
         }
     }
 
-    private func singleResponse<Response: ProtoMessage>(_: Response.Type, _ call: OpenCall) async throws -> Response {
+    nonisolated(nonsending) private func singleResponse<Response: ProtoMessage>(
+        _: Response.Type, _ call: OpenCall
+    ) async throws -> Response {
         guard let data = try await call.responses.next() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }

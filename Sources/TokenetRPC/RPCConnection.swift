@@ -215,7 +215,7 @@ final class RPCConnection: Sendable {
 
     /// Writes what the caller just encoded, from the caller's own task, when no other write is in progress: the
     /// frames of a unary call leave without waking the writer task, one thread hop less each way.
-    func flushNow() async {
+    nonisolated(nonsending) func flushNow() async {
         if let loop, loop.inEventLoop {
             core.withLock { core in
                 if !core.outbound.isEmpty { requestFlush(&core) }
@@ -373,7 +373,7 @@ final class RPCConnection: Sendable {
     }
 
     /// Server: ends a call with its status, written from the caller's task (`flushNow`).
-    func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
+    nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
         core.withLock { core in
             guard core.serverCalls.removeValue(forKey: id) != nil else { return }
             core.callerFlushes = true

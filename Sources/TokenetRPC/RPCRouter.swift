@@ -141,7 +141,9 @@ public struct RPCRouter: Sendable {
     }
 
     /// Unary and server-streaming calls carry exactly one request.
-    private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws
+    nonisolated(nonsending) private static func singleRequest<Request: ProtoMessage>(
+        _: Request.Type, _ call: ServerCall
+    ) async throws
         -> Request
     {
         guard let data = try await call.requests.next() else {

@@ -93,7 +93,7 @@ public final class RPCServer: Sendable {
 
     // MARK: - One call
 
-    private func handle(_ call: ServerCall) async {
+    nonisolated(nonsending) private func handle(_ call: ServerCall) async {
         let started = ContinuousClock.now
         let traceID = call.metadata.traceID ?? Metadata.newTraceID()
         let status = await status(of: call, traceID: traceID)
@@ -109,7 +109,7 @@ public final class RPCServer: Sendable {
         )
     }
 
-    private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {
+    nonisolated(nonsending) private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {
         guard let route = router.routes[call.method] else {
             return WireV1.Status(code: .unimplemented, message: "unknown method \(call.method)")
         }
