@@ -59,7 +59,9 @@ public final class RPCClient: Sendable {
 
     // MARK: - Call types
 
-    public func unary<Request, Response>(
+    /// Runs on the caller's executor (`nonisolated(nonsending)`): encoding and sending need no hop of their own,
+    /// and a caller on the connection's loop stays there.
+    nonisolated(nonsending) public func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
         options: CallOptions = CallOptions()

@@ -16,7 +16,7 @@ import TokenetWire
 /// in one engine write and one `send`, without any thread hop (`RPCConnection+LoopFlush.swift`).
 final class RPCConnection: Sendable {
     /// What the server side does with a new call; the client side passes nil.
-    typealias CallHandler = @Sendable (ServerCall) async -> Void
+    typealias CallHandler = nonisolated(nonsending) @Sendable (ServerCall) async -> Void
 
     struct ClientCallState {
         var responses: MessageQueue

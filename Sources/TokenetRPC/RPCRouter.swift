@@ -68,7 +68,7 @@ public struct RPCRouter: Sendable {
         let kind: RPCKind
         /// nil: any peer, including plaintext (debug) clients.
         let allowedRoles: Set<PeerRole>?
-        let handle: @Sendable (ServerCall, ServerContext) async throws -> Void
+        let handle: nonisolated(nonsending) @Sendable (ServerCall, ServerContext) async throws -> Void
     }
 
     private(set) var routes: [String: Route] = [:]
