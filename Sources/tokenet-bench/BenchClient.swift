@@ -43,7 +43,7 @@ struct BenchClient {
         for benchCase in options.cases {
             let result: BenchResult
             switch benchCase {
-            case .pingpong, .async64, .bulk16k: result = try await unary(benchCase, client)
+            case .pingpong, .async64, .bulk16k, .bulk16k32: result = try await unary(benchCase, client)
             case .stream:
                 result = try await withTaskExecutorPreference(client.executor) { try await stream(client) }
             }
