@@ -13,6 +13,8 @@ public struct AppViewTable: Equatable, Sendable {
 
     public private(set) var rows: [String: Row] = [:]
     public private(set) var walletAccountID = ""
+    /// The card selected in the wallet app, from SELECTED_CARD_CHANGED (the pull does not carry it).
+    public private(set) var selectedDigitalCardID = ""
     public private(set) var lastSequence: UInt64 = 0
     public private(set) var pulls: UInt32 = 0
     public var listening = false
@@ -43,7 +45,9 @@ public struct AppViewTable: Equatable, Sendable {
             guard !event.digitalCardID.isEmpty else { return }
             let state = rows[event.digitalCardID]?.tokenState ?? event.tokenState
             rows[event.digitalCardID] = Row(tokenState: state, updatedBy: name, removed: true)
-        case .selectedCardChanged, .unspecified, .unrecognized:
+        case .selectedCardChanged:
+            selectedDigitalCardID = event.digitalCardID
+        case .unspecified, .unrecognized:
             return
         }
     }
@@ -57,7 +61,7 @@ public struct AppViewTable: Equatable, Sendable {
                 return IssuerV1.AppCard(
                     digitalCardID: id, tokenState: row.tokenState, updatedBy: row.updatedBy, removed: row.removed)
             },
-            pulls: pulls)
+            pulls: pulls, selectedDigitalCardID: selectedDigitalCardID)
     }
 }
 

@@ -22,6 +22,8 @@ extension PartyText {
         let header =
             "Issuer app (\(listener); account \(response.walletAccountID.isEmpty ? "-" : response.walletAccountID), "
             + "\(response.pulls) pulls, last event \(response.lastSequence))"
+            + (response.selectedDigitalCardID.isEmpty
+                ? "" : "\nSelected in the wallet: \(response.selectedDigitalCardID)")
         guard !response.cards.isEmpty else { return header + "\nNo cards in the wallet." }
         return header + "\n"
             + table(

@@ -32,10 +32,12 @@ import TokenetWire
         table.apply(event: Self.event(2, .tokenizedCardAdded, Self.mastercard, .inactive))
         table.apply(event: Self.event(3, .tokenizedCardRemoved, Self.mastercard))
         table.apply(event: Self.event(4, .activeWalletAccountChanged, account: "wallet-account-2"))
+        table.apply(event: Self.event(5, .selectedCardChanged, Self.visa))
         // A repeated or older event changes nothing.
         table.apply(event: Self.event(2, .tokenizedCardAdded, Self.mastercard, .inactive))
         let view = table.response
-        #expect(view.walletAccountID == "wallet-account-2" && view.lastSequence == 4 && view.pulls == 1)
+        #expect(view.walletAccountID == "wallet-account-2" && view.lastSequence == 5 && view.pulls == 1)
+        #expect(view.selectedDigitalCardID == Self.visa)
         #expect(view.cards.map(\.digitalCardID) == [Self.visa, Self.mastercard])
         #expect(view.cards.map(\.tokenState) == [.active, .inactive])
         #expect(view.cards.map(\.removed) == [false, true])

@@ -237,7 +237,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_card__descriptor =
   (ProtobufCMessageInit) tokenet__issuer__v1__app_card__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__card_view_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__card_view_response__field_descriptors[6] =
 {
   {
     "listening",
@@ -299,18 +299,31 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__card_view_response__f
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "selected_digital_card_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__CardViewResponse, selected_digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__card_view_response__field_indices_by_name[] = {
   3,   /* field[3] = cards */
   2,   /* field[2] = last_sequence */
   0,   /* field[0] = listening */
   4,   /* field[4] = pulls */
+  5,   /* field[5] = selected_digital_card_id */
   1,   /* field[1] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__card_view_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__card_view_response__descriptor =
 {
@@ -320,7 +333,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__card_view_response__descri
   "Tokenet__Issuer__V1__CardViewResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__CardViewResponse),
-  5,
+  6,
   tokenet__issuer__v1__card_view_response__field_descriptors,
   tokenet__issuer__v1__card_view_response__field_indices_by_name,
   1,  tokenet__issuer__v1__card_view_response__number_ranges,

@@ -88,6 +88,9 @@ extension IssuerV1 {
         /// How many times the app pulled CurrentTokens (once per connection to the wallet).
         public var pulls: UInt32 = 0
 
+        /// The card the person last selected in the wallet (SELECTED_CARD_CHANGED); empty until one is selected.
+        public var selectedDigitalCardID: String = ""
+
         public init() {}
 
         public init(
@@ -95,13 +98,15 @@ extension IssuerV1 {
             walletAccountID: String = "",
             lastSequence: UInt64 = 0,
             cards: [IssuerV1.AppCard] = [],
-            pulls: UInt32 = 0
+            pulls: UInt32 = 0,
+            selectedDigitalCardID: String = ""
         ) {
             self.listening = listening
             self.walletAccountID = walletAccountID
             self.lastSequence = lastSequence
             self.cards = cards
             self.pulls = pulls
+            self.selectedDigitalCardID = selectedDigitalCardID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -110,6 +115,7 @@ extension IssuerV1 {
             self.lastSequence = try reader.read(3)
             self.cards = try reader.readRepeatedMessages(4)
             self.pulls = try reader.read(5)
+            self.selectedDigitalCardID = try reader.read(6)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -118,6 +124,7 @@ extension IssuerV1 {
             try writer.write(3, lastSequence)
             try writer.write(4, repeatedMessages: cards)
             try writer.write(5, pulls)
+            try writer.write(6, selectedDigitalCardID)
         }
     }
 }

@@ -524,6 +524,7 @@ extension IssuerV1.CardViewResponse {
         base.lastSequence = 18446744073709551612
         base.cards = [IssuerV1.AppCard.samples()[0], IssuerV1.AppCard.samples()[0]]
         base.pulls = 3999999995
+        base.selectedDigitalCardID = "selected_digital_card_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }

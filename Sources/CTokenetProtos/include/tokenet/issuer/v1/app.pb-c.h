@@ -70,10 +70,14 @@ struct  Tokenet__Issuer__V1__CardViewResponse
    * How many times the app pulled CurrentTokens (once per connection to the wallet).
    */
   uint32_t pulls;
+  /*
+   * The card the person last selected in the wallet (SELECTED_CARD_CHANGED); empty until one is selected.
+   */
+  char *selected_digital_card_id;
 };
 #define TOKENET__ISSUER__V1__CARD_VIEW_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__card_view_response__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, 0,NULL, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0, 0,NULL, 0, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Issuer__V1__CardViewRequest methods */
