@@ -38,7 +38,8 @@ public enum TSPNode {
     /// The services over explicit parts: tests pass an in-memory issuer and a clock of their own.
     public static func services(
         dataDirectory: String, issuer: any RPCCaller, logger: Logger,
-        configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() }
+        configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
+        notifications: (any NotificationPublishing)? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
         do {
@@ -47,7 +48,7 @@ public enum TSPNode {
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now)
+                now: now, notifications: notifications ?? DiscardingPublisher(logger: logger))
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -57,6 +58,9 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
+        LifecycleService(tsp: service).register(on: &router)
+        TransactionsService(tsp: service).register(on: &router)
+        IssuerCardUpdatesService(tsp: service).register(on: &router)
         return router
     }
 }

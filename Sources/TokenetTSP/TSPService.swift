@@ -14,11 +14,15 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
+    /// The broker that delivers CPS, MG and TNS notifications to the wallet and issuer app queues.
+    let notifications: any NotificationPublishing
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, now: @escaping @Sendable () -> Date,
+        notifications: any NotificationPublishing = DiscardingPublisher()
     ) {
+        self.notifications = notifications
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

@@ -17,7 +17,14 @@ let generatedSamples: [any ProtoMessage] = {
     all += CardV1.WalletRiskData.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAnswerAuthnRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAnswerAuthnResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAuthn.samples() as [any ProtoMessage]
     all += IssuerV1.AppCard.samples() as [any ProtoMessage]
+    all += IssuerV1.AppCardIdentity.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotification.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotificationsRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotificationsResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
@@ -27,6 +34,11 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.CardViewRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CardViewResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerChangeTokenStatesRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerRenewCardRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSendMessageResponse.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
@@ -58,10 +70,16 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.AcknowledgeResponse.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
+    all += TspV1.AnswerAuthnRequest.samples() as [any ProtoMessage]
+    all += TspV1.AnswerAuthnResponse.samples() as [any ProtoMessage]
     all += TspV1.AuthnBody.samples() as [any ProtoMessage]
     all += TspV1.BinRange.samples() as [any ProtoMessage]
     all += TspV1.CardRenewalBody.samples() as [any ProtoMessage]
     all += TspV1.CardStateBody.samples() as [any ProtoMessage]
+    all += TspV1.ChangeIssuerTokenStatesRequest.samples() as [any ProtoMessage]
+    all += TspV1.ChangeIssuerTokenStatesResponse.samples() as [any ProtoMessage]
+    all += TspV1.ChangeTokenStateRequest.samples() as [any ProtoMessage]
+    all += TspV1.ChangeTokenStateResponse.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityRequest.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityResponse.samples() as [any ProtoMessage]
     all += TspV1.CreatePushReceiptRequest.samples() as [any ProtoMessage]
@@ -77,6 +95,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
+    all += TspV1.ListTransactionsRequest.samples() as [any ProtoMessage]
+    all += TspV1.ListTransactionsResponse.samples() as [any ProtoMessage]
     all += TspV1.MessagingBody.samples() as [any ProtoMessage]
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
     all += TspV1.Notification.samples() as [any ProtoMessage]
@@ -84,19 +104,31 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.QueueStatusResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.RenewCardRequest.samples() as [any ProtoMessage]
+    all += TspV1.RenewCardResponse.samples() as [any ProtoMessage]
+    all += TspV1.ReplenishPaymentKeysRequest.samples() as [any ProtoMessage]
+    all += TspV1.ReplenishPaymentKeysResponse.samples() as [any ProtoMessage]
     all += TspV1.ReplenishmentBody.samples() as [any ProtoMessage]
+    all += TspV1.RequestReplenishmentRequest.samples() as [any ProtoMessage]
+    all += TspV1.RequestReplenishmentResponse.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
+    all += TspV1.SendCardMessageRequest.samples() as [any ProtoMessage]
+    all += TspV1.SendCardMessageResponse.samples() as [any ProtoMessage]
+    all += TspV1.SimulateTransactionRequest.samples() as [any ProtoMessage]
+    all += TspV1.SimulateTransactionResponse.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.SubscribeRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenEvent.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
+    all += TspV1.TokenStateResult.samples() as [any ProtoMessage]
     all += TspV1.TokenSummary.samples() as [any ProtoMessage]
     all += TspV1.TransactionBody.samples() as [any ProtoMessage]
+    all += TspV1.TspTransaction.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsRequest.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
@@ -108,6 +140,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
     all += WalletV1.ListenRequest.samples() as [any ProtoMessage]
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
+    all += WalletV1.PaymentKeysRequest.samples() as [any ProtoMessage]
+    all += WalletV1.PaymentKeysResponse.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
     all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
@@ -115,13 +149,20 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.SetActiveWalletAccountRequest.samples() as [any ProtoMessage]
     all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletChangeCardStateRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletChangeCardStateResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletEvent.samples() as [any ProtoMessage]
+    all += WalletV1.WalletInboxRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletInboxResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSubmitOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletSubmitOtpResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransaction.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransactionsRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransactionsResponse.samples() as [any ProtoMessage]
     all += WireV1.CallStart.samples() as [any ProtoMessage]
     all += WireV1.Cancel.samples() as [any ProtoMessage]
     all += WireV1.Frame.samples() as [any ProtoMessage]
@@ -244,6 +285,39 @@ extension HealthV1.HealthCheckResponse {
     }
 }
 
+extension IssuerV1.AppAnswerAuthnRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.proceed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAnswerAuthnResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAuthn {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AppCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -251,6 +325,51 @@ extension IssuerV1.AppCard {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.updatedBy = "updated_by-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.removed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppCardIdentity {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotification {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.processed = true
+        base.messageType = "message_type-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.lastCallTimestampMs = 18446744073709551611
+        base.action = "action-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.notification = TspV1.Notification.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotificationsRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotificationsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notifications = [IssuerV1.AppNotification.samples()[0], IssuerV1.AppNotification.samples()[0]]
+        base.authnRequests = [IssuerV1.AppAuthn.samples()[0], IssuerV1.AppAuthn.samples()[0]]
+        base.cardIds = [IssuerV1.AppCardIdentity.samples()[0], IssuerV1.AppCardIdentity.samples()[0]]
         var all = [base]
         return all
     }
@@ -354,6 +473,61 @@ extension IssuerV1.IssuerCard {
         base.cardholderName = "cardholder_name-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerChangeTokenStatesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerRenewCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pan = "pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerRenewCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.renewedDigitalCardIds = ["renewed_digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-5 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerSendMessageRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerSendMessageResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -738,6 +912,27 @@ extension TspV1.ActivateTokenResponse {
     }
 }
 
+extension TspV1.AnswerAuthnRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.proceed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.AnswerAuthnResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.transactionID = "transaction_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.AuthnBody {
     static func samples() -> [Self] {
         var base = Self()
@@ -779,6 +974,48 @@ extension TspV1.CardStateBody {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeIssuerTokenStatesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeIssuerTokenStatesResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeTokenStateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeTokenStateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.previousState = CardV1.TokenState(rawValue: 1)
+        base.tokenState = CardV1.TokenState(rawValue: 1)
         var all = [base]
         return all
     }
@@ -967,6 +1204,24 @@ extension TspV1.ListTokensResponse {
     }
 }
 
+extension TspV1.ListTransactionsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ListTransactionsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactions = [TspV1.TspTransaction.samples()[0], TspV1.TspTransaction.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.MessagingBody {
     static func samples() -> [Self] {
         var base = Self()
@@ -1079,11 +1334,72 @@ extension TspV1.RegisterIssuerResponse {
     }
 }
 
+extension TspV1.RenewCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.cardData = CardV1.EncryptedCardData.samples()[0]
+        base.previousCardID = "previous_card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.newCardID = "new_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RenewCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.renewedDigitalCardIds = ["renewed_digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.panLast4 = "pan_last4-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ReplenishPaymentKeysRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysRemaining = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ReplenishPaymentKeysResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.batchID = "batch_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysIssued = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.ReplenishmentBody {
     static func samples() -> [Self] {
         var base = Self()
         base.keysIssued = 3999999999
         base.keysRemainingBefore = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RequestReplenishmentRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RequestReplenishmentResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1126,6 +1442,52 @@ extension TspV1.SelectIdvMethodResponse {
         base.codeExpiresAtMs = 18446744073709551612
         base.triesLeft = 3999999996
         base.instructions = "instructions-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SendCardMessageRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SendCardMessageResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SimulateTransactionRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authn = true
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SimulateTransactionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authnRequestID = "authn_request_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.lastCallTimestampMs = 18446744073709551611
         var all = [base]
         return all
     }
@@ -1194,6 +1556,18 @@ extension TspV1.TokenHistoryResponse {
     }
 }
 
+extension TspV1.TokenStateResult {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.statusCode = -3000009
+        base.message = "message-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.TokenSummary {
     static func samples() -> [Self] {
         var base = Self()
@@ -1219,6 +1593,23 @@ extension TspV1.TransactionBody {
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.transactionAtMs = 18446744073709551609
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TspTransaction {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -24856511794075
+        base.currency = "currency-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.atMs = 18446744073709551609
+        base.approved = true
+        base.authnRequestID = "authn_request_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authnStatus = "authn_status-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1345,6 +1736,29 @@ extension WalletV1.ManualCard {
     }
 }
 
+extension WalletV1.PaymentKeysRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.PaymentKeysResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysRemaining = 3999999997
+        base.threshold = 3999999996
+        base.batches = 3999999995
+        base.replenished = true
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.PushCardDataRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1419,6 +1833,26 @@ extension WalletV1.WalletCard {
     }
 }
 
+extension WalletV1.WalletChangeCardStateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletChangeCardStateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.WalletEvent {
     static func samples() -> [Self] {
         var base = Self()
@@ -1428,6 +1862,23 @@ extension WalletV1.WalletEvent {
         base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.atMs = 18446744073709551609
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletInboxRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletInboxResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notifications = [TspV1.Notification.samples()[0], TspV1.Notification.samples()[0]]
         var all = [base]
         return all
     }
@@ -1493,6 +1944,40 @@ extension WalletV1.WalletSubmitOtpResponse {
         base.card = WalletV1.WalletCard.samples()[0]
         base.result = TspV1.OtpResult(rawValue: 1)
         base.triesLeft = 3999999997
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransaction {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -24856511794075
+        base.currency = "currency-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.transactionAtMs = 18446744073709551608
+        base.lastCallTimestampMs = 18446744073709551607
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransactionsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransactionsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactions = [WalletV1.WalletTransaction.samples()[0], WalletV1.WalletTransaction.samples()[0]]
         var all = [base]
         return all
     }
