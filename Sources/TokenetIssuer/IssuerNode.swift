@@ -29,6 +29,7 @@ public enum IssuerNode {
             Task { await party.tsp.registerUntilDone(logger: logger) }
         }
         let appView = IssuerAppView()
+        let appNotifications = IssuerAppNotificationHandler(view: appView, logger: logger)
         if context.options.peers[.wallet] != nil {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             Task { await link.run() }
@@ -39,6 +40,8 @@ public enum IssuerNode {
         party.control.register(on: &router)
         party.otp.register(on: &router)
         party.callCentre.register(on: &router)
+        party.cardCare.register(on: &router)
+        IssuerAppInboxService(handler: appNotifications, tsp: party.tsp.caller, logger: logger).register(on: &router)
         return router
     }
 }

@@ -13,6 +13,7 @@ struct IssuerParty: Sendable {
     let control: IssuerControlService
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
+    let cardCare: IssuerCardCareService
 
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
@@ -38,6 +39,7 @@ struct IssuerParty: Sendable {
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
+        self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger)
     }
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
