@@ -36,9 +36,15 @@ public enum WalletNode {
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
-        events: WalletEventHub = WalletEventHub()
+        events: WalletEventHub = WalletEventHub(),
+        notifications: ((any NotificationHandler) -> Void)? = nil
     ) -> RPCRouter {
         var router = RPCRouter()
+        let updates = WalletTokenUpdates(
+            tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
+            walletAccountID: configuration.walletAccountID, logger: logger, clock: clock)
+        WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
+        notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,
             events: events

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetTransport
@@ -22,6 +23,10 @@ struct WalletHarness {
     let events = WalletEventHub(capacity: 8)
     let issuerApp: WalletV1.WalletEvents.Client
     let selection: WalletV1.WalletSelection.Client
+    /// The TSP's lifecycle API, the wallet's lifecycle service, and the wallet's handler of broker messages.
+    let lifecycleTSP = FakeTSPLifecycle()
+    let lifecycle: WalletV1.WalletLifecycle.Client
+    let notifications: any NotificationHandler
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
@@ -36,17 +41,22 @@ struct WalletHarness {
         let idvTSP = FakeTSPIdv()
         idvTSP.register(on: &tspRouter)
         self.idvTSP = idvTSP
+        lifecycleTSP.register(on: &tspRouter)
+        let handler = Mutex<(any NotificationHandler)?>(nil)
         let tspClient = Self.serve(
             tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         let router = WalletNode.router(
             tsp: tspClient, store: store, configuration: configuration,
-            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events)
+            logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events,
+            notifications: { made in handler.withLock { $0 = made } })
+        notifications = handler.withLock { $0! }
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
         idv = WalletV1.WalletIdv.Client(asOperator)
         selection = WalletV1.WalletSelection.Client(asOperator)
+        lifecycle = WalletV1.WalletLifecycle.Client(asOperator)
         let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
         push = WalletV1.WalletPush.Client(asIssuer)
         issuerApp = WalletV1.WalletEvents.Client(asIssuer)
