@@ -8,7 +8,7 @@ enum IssuerCommand {
         name: "issuer",
         summary:
             "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view.",
-        help: help, actions: [cards, pushCard, outbox, activateToken, appView])
+        help: help + cardCareHelp, actions: [cards, pushCard, outbox, activateToken, appView] + cardCareActions)
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]

@@ -8,7 +8,8 @@ import TokenetNode
 enum TokenetCLI {
     static let subcommands: [Subcommand] = [
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
-        WalletCommand.subcommand, IssuerCommand.subcommand, TSPCommand.subcommand, versionCommand, helpCommand,
+        WalletCommand.subcommand, IssuerCommand.subcommand, IssuerAppCommand.subcommand, TSPCommand.subcommand,
+        versionCommand, helpCommand,
     ]
 
     static func main(_ arguments: [String]) -> Int32 {
