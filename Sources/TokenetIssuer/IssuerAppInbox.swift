@@ -76,7 +76,9 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case (.cardState, .cardState(let body)?) where !cardID.isEmpty:
             return .refreshCardState(cardID: cardID, state: body.tokenState)
         case (.replenishment, let body) where !cardID.isEmpty:
-            guard case .replenishment(let keys)? = body else { return .noteReplenishment(cardID: cardID, keysIssued: 0) }
+            guard case .replenishment(let keys)? = body else {
+                return .noteReplenishment(cardID: cardID, keysIssued: 0)
+            }
             return .noteReplenishment(cardID: cardID, keysIssued: keys.keysIssued)
         case (.transactionNotification, .transaction(let body)?) where !cardID.isEmpty:
             return .showTransaction(cardID: cardID, body, lastCallTimestampMs: processed.lastCallTimestampMs)

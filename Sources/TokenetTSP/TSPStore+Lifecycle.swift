@@ -169,7 +169,7 @@ extension TSPStore {
     // MARK: Card renewal
 
     /// Replaces the funding card of the tokens (the token numbers stay), with an audit event each, in one
-    /// transaction. Every token must pass `authorize`.
+    /// transaction. Every token must pass `authorize`; DEACTIVATED tokens are skipped (not in the answer).
     func renewFundingCard(
         _ digitalCardIds: [String], pan: PAN, actor: String, traceID: String, nowMs: UInt64,
         authorize: (TokenRecord) throws -> Void
@@ -183,9 +183,8 @@ extension TSPStore {
                     ).map(Self.token(from:))
                 else { throw TSPError(.notFound, "no token has digital card id \"\(id)\"") }
                 try authorize(token)
-                guard token.state != .deactivated else {
-                    throw TSPError(.failedPrecondition, "token \"\(id)\" is DEACTIVATED; a deleted token is not renewed")
-                }
+                // A deleted token has nothing left to renew; the others still are.
+                guard token.state != .deactivated else { continue }
                 _ = try tx.execute(
                     "UPDATE tokens SET funding_pan = ?, pan_last4 = ?, updated_at_ms = ? WHERE digital_card_id = ?",
                     [try vault.seal(pan, recordID: id), pan.last4, Int64(nowMs), id])

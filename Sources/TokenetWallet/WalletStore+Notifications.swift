@@ -19,7 +19,8 @@ extension WalletStore {
         try run("keep a notification") {
             try database.execute(
                 "INSERT OR IGNORE INTO inbox (message_id, received_at_ms, notification) VALUES (?, ?, ?)",
-                [notification.messageID, Int64(nowMs), try notification.serializedBytes()]).changes == 1
+                [notification.messageID, Int64(nowMs), try notification.serializedBytes()]
+            ).changes == 1
         }
     }
 
@@ -73,8 +74,9 @@ extension WalletStore {
 
     public func paymentKeys(cardID: Int64) throws(WalletError) -> PaymentKeyCount {
         try run("read the payment keys") {
-            guard let row = try database.queryOne(
-                "SELECT remaining, batches FROM payment_keys WHERE card_id = ?", [cardID])
+            guard
+                let row = try database.queryOne(
+                    "SELECT remaining, batches FROM payment_keys WHERE card_id = ?", [cardID])
             else { return PaymentKeyCount(remaining: 0, batches: 0) }
             return PaymentKeyCount(remaining: UInt32(try row.int64(0)), batches: UInt32(try row.int64(1)))
         }

@@ -54,7 +54,8 @@ import TokenetWire
             #expect(message.sender == "CPS")
             #expect(message.topic == "D1_NOTIFICATION")
             #expect(message.cardID == id)
-            #expect(message.body == .cardState(.init(tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet")))
+            #expect(
+                message.body == .cardState(.init(tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet")))
         }
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         #expect(history.events.map(\.toState) == [.inactive, .active, .suspended, .active, .deactivated])
