@@ -28,7 +28,8 @@ public enum WalletNode {
                 "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
-        return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger)
+        return router(
+            tsp: tsp, store: store, configuration: configuration, logger: context.logger, issueKeysAtActivation: true)
     }
 
     /// The router for given peers and storage; tests pass fakes of the TSP.
@@ -37,7 +38,7 @@ public enum WalletNode {
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         events: WalletEventHub = WalletEventHub(),
-        notifications: ((any NotificationHandler) -> Void)? = nil
+        notifications: ((any NotificationHandler) -> Void)? = nil, issueKeysAtActivation: Bool = false
     ) -> RPCRouter {
         var router = RPCRouter()
         let updates = WalletTokenUpdates(
@@ -45,6 +46,10 @@ public enum WalletNode {
             walletAccountID: configuration.walletAccountID, logger: logger, clock: clock)
         WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
         notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
+        if issueKeysAtActivation {
+            let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
+            Task { await keys.run(events) }
+        }
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,
             events: events

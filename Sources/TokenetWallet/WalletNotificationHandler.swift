@@ -50,7 +50,7 @@ public final class WalletNotificationHandler: NotificationHandler {
         switch notification.body {
         case .cardState(let body)?:
             guard let card else { return logger.warning("card state for an unknown card", fields) }
-            try await updates.apply(body.tokenState, to: card)
+            try updates.apply(body.tokenState, to: card)
             logger.info("token state updated from the TSP", fields)
         case .transaction(let body)?:
             try store.record(

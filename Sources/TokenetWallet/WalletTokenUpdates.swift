@@ -5,7 +5,7 @@ import TokenetWire
 
 /// What the wallet does when a token's state or payment keys change, whoever started it (the person using the
 /// wallet, or the issuer or TSP through a CPS or MG notification): the store is updated, the issuer app's listeners
-/// hear TOKEN_STATUS_CHANGED (TOKENIZED_CARD_REMOVED for a deleted token), and keys are topped up.
+/// hear TOKEN_STATUS_CHANGED (TOKENIZED_CARD_REMOVED for a deleted token); payment keys are fetched in batches.
 struct WalletTokenUpdates: Sendable {
     /// At or below this many keys left, the wallet asks the TSP for a new batch.
     static let keyThreshold: UInt32 = 3
@@ -17,9 +17,9 @@ struct WalletTokenUpdates: Sendable {
     let logger: Logger
     let clock: @Sendable () -> UInt64
 
-    /// Stores the token's new state and emits the event when it changed; an ACTIVE token gets its first key batch.
+    /// Stores the token's new state and emits the event when it changed (`PaymentKeysAtActivation` hears it).
     @discardableResult
-    func apply(_ state: CardV1.TokenState, to card: WalletCardRecord) async throws(WalletError) -> WalletCardRecord {
+    func apply(_ state: CardV1.TokenState, to card: WalletCardRecord) throws(WalletError) -> WalletCardRecord {
         let previous = card.result?.tokenState
         let stored = try store.updateTokenState(id: card.id, state: state, nowMs: clock())
         guard previous != state, let digitalCardID = stored.result?.digitalCardID else { return stored }
@@ -27,14 +27,6 @@ struct WalletTokenUpdates: Sendable {
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
                 walletAccountID: walletAccountID, digitalCardID: digitalCardID, tokenState: state, atMs: clock()))
-        if state == .active, try store.paymentKeys(cardID: card.id).batches == 0 {
-            do {
-                try await replenish(stored, reason: "activation")
-            } catch {
-                logger.warning(
-                    "payment keys could not be fetched at activation", ["card_ref": card.cardRef, "error": "\(error)"])
-            }
-        }
         return stored
     }
 

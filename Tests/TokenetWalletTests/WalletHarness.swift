@@ -63,7 +63,7 @@ struct WalletHarness {
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
     }
 
-    private static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
+    static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
         let rpcServer = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair(client: client, server: server)
         Task { await rpcServer.serve(serverEnd) }

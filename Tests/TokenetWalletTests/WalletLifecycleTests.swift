@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetWallet
@@ -156,6 +158,30 @@ import TokenetWire
             await statusCode { try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
                 == .failedPrecondition)
         await wallet.notifications.handle(Self.cardState(.active))
+        #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
+    }
+
+    @Test func theFirstBatchIsIssuedWhenATokenBecomesActive() async throws {
+        let (wallet, _) = try await Self.digitized()
+        var tspRouter = RPCRouter()
+        wallet.lifecycleTSP.register(on: &tspRouter)
+        let tsp = WalletHarness.serve(
+            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let logger = Logger(node: "wallet-node", sink: wallet.logs)
+        let updates = WalletTokenUpdates(
+            tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
+            walletAccountID: "wallet-account-1", logger: logger, clock: { 1 })
+        let keys = PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
+        let card = try wallet.store.card(ref: "card-1")
+
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .suspended))
+        #expect(try wallet.store.paymentKeys(cardID: card.id).batches == 0)
+        await keys.handle(.init(kind: .tokenizedCardAdded, digitalCardID: Self.id, tokenState: .active))
+        #expect(try wallet.store.paymentKeys(cardID: card.id) == PaymentKeyCount(remaining: 10, batches: 1))
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .active))
+        #expect(try wallet.store.paymentKeys(cardID: card.id).batches == 1)
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: "DNITHE-unknown", tokenState: .active))
         #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
     }
 }
