@@ -75,7 +75,8 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         try await answering {
             let (card, id) = try digitalCard(request.cardRef)
             guard card.result?.tokenState == .active else {
-                let state = card.result?.tokenState.protoValueName ?? "?"
+                let state = (card.result?.tokenState.protoValueName ?? "?").replacingOccurrences(
+                    of: "TOKEN_STATE_", with: "")
                 throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
             }
             var replenished = false
