@@ -111,8 +111,9 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, method_id)
                 );
                 """),
+        // Version 3 is the notification broker's (NotificationStore).
         Migration(
-            version: 3, name: "lifecycle",
+            version: 4, name: "lifecycle",
             sql: """
                 ALTER TABLE tokens ADD COLUMN wallet_node_id TEXT;
                 ALTER TABLE tokens ADD COLUMN last_call_at_ms INTEGER;
