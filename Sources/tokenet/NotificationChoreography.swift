@@ -98,12 +98,13 @@ struct NotificationChoreography: DemoChoreography {
             $0.cards.contains { $0.cardRef == cardRef && $0.state == state }
         }
         report("    wallet: \(cardRef) is \(PartyText.state(state))")
-        _ = try appNotifications(nodes, report) { notification in
+        let app = try appNotifications(nodes, report) { notification in
             guard notification.messageType == "CARD_STATE", notification.cardID == id,
                 case .cardState(let body)? = notification.notification?.body
             else { return false }
             return body.tokenState == state
         }
+        report(indent(app))
         let view = try poll(.issuer, "issuer app-view", nodes, report) { client, options in
             try await IssuerV1.IssuerApp.Client(client).cardView(.init(), options: options)
         } until: {
