@@ -34,6 +34,8 @@ public enum IssuerNode {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             Task { await link.run() }
         }
+        // The TSP's notifications, processed by the issuer app (processNotification, then the app's action).
+        try context.subscribeToNotifications(handler: appNotifications)
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)

@@ -7,10 +7,11 @@ extension TSPConfiguration {
 
     /// The keys the policy file may hold, each optional:
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
-    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`.
+    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`, `notification_max_age_s`,
+    /// `notification_max_queued`.
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
-        "push_receipt_ttl_s", "push_session_ttl_s",
+        "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
     ]
 
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
@@ -54,6 +55,12 @@ extension TSPConfiguration {
         }
         if let value = try number("push_session_ttl_s", in: 1...86_400) {
             configuration.pushSessionTTL = .seconds(value)
+        }
+        if let value = try number("notification_max_age_s", in: 1...(365 * 86_400)) {
+            configuration.notificationRetention.maxAge = .seconds(value)
+        }
+        if let value = try number("notification_max_queued", in: 1...10_000_000) {
+            configuration.notificationRetention.maxQueued = value
         }
         if let value = object["terms_required"] {
             guard case .bool(let flag) = value else {

@@ -24,6 +24,8 @@ public struct TSPConfiguration: Sendable {
     public var otpMaxAttempts = 3
     public var otpValidity: Duration = .seconds(10 * 60)
     public var otpMaxResends = 3
+    /// How long, and how many, unacknowledged notifications a subscriber's queue keeps.
+    public var notificationRetention = NotificationRetention()
 
     var otpPolicy: OTPStateMachine.Policy {
         OTPStateMachine.Policy(

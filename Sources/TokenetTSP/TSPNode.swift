@@ -42,13 +42,17 @@ public enum TSPNode {
         notifications: (any NotificationPublishing)? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
+        let broker: NotificationBroker
         do {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
+            broker = try NotificationBroker.open(
+                database: store.database, retention: configuration.notificationRetention, logger: logger,
+                nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now, notifications: notifications ?? DiscardingPublisher(logger: logger))
+                now: now, notifications: notifications ?? broker)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -58,6 +62,7 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
+        NotificationsService(broker: broker, logger: logger).register(on: &router)
         LifecycleService(tsp: service).register(on: &router)
         TransactionsService(tsp: service).register(on: &router)
         IssuerCardUpdatesService(tsp: service).register(on: &router)

@@ -14,15 +14,13 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
-    /// The broker that delivers CPS, MG and TNS notifications to the wallet and issuer app queues.
+    /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
     let notifications: any NotificationPublishing
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date,
-        notifications: any NotificationPublishing = DiscardingPublisher()
+        logger: Logger, now: @escaping @Sendable () -> Date, notifications: any NotificationPublishing
     ) {
-        self.notifications = notifications
         self.store = store
         self.keyring = keyring
         self.configuration = configuration
@@ -30,6 +28,7 @@ final class TSPService: Sendable {
         self.issuerOTP = IssuerV1.IssuerOtp.Client(issuer)
         self.logger = logger
         self.now = now
+        self.notifications = notifications
     }
 
     var nowMs: UInt64 { now().unixMilliseconds }

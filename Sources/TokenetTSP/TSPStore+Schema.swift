@@ -111,7 +111,7 @@ extension TSPStore {
                     PRIMARY KEY (digital_card_id, method_id)
                 );
                 """),
-        // Version 3 is the notification broker's (NotificationStore).
+        NotificationStore.migration,
         Migration(
             version: 4, name: "lifecycle",
             sql: """

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -28,8 +29,15 @@ public enum WalletNode {
                 "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
-        return router(
-            tsp: tsp, store: store, configuration: configuration, logger: context.logger, issueKeysAtActivation: true)
+        // The TSP's notifications, handled by the wallet (token states, transactions, messages, payment keys).
+        let handler = Mutex<(any NotificationHandler)?>(nil)
+        let router = router(
+            tsp: tsp, store: store, configuration: configuration, logger: context.logger,
+            notifications: { made in handler.withLock { $0 = made } }, issueKeysAtActivation: true)
+        if let handler = handler.withLock({ $0 }) {
+            try context.subscribeToNotifications(handler: handler)
+        }
+        return router
     }
 
     /// The router for given peers and storage; tests pass fakes of the TSP.

@@ -1396,7 +1396,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_request__descrip
   (ProtobufCMessageInit) tokenet__tsp__v1__queue_status_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__queue_status_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__queue_status_response__field_descriptors[7] =
 {
   {
     "subscriber",
@@ -1470,10 +1470,23 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__queue_status_response__f
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "expired_total",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__QueueStatusResponse, expired_total),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__queue_status_response__field_indices_by_name[] = {
   5,   /* field[5] = acknowledged_total */
   3,   /* field[3] = connected */
+  6,   /* field[6] = expired_total */
   2,   /* field[2] = in_flight */
   4,   /* field[4] = last_sequence */
   1,   /* field[1] = pending */
@@ -1482,7 +1495,7 @@ static const unsigned tokenet__tsp__v1__queue_status_response__field_indices_by_
 static const ProtobufCIntRange tokenet__tsp__v1__queue_status_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_response__descriptor =
 {
@@ -1492,7 +1505,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_response__descri
   "Tokenet__Tsp__V1__QueueStatusResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__QueueStatusResponse),
-  6,
+  7,
   tokenet__tsp__v1__queue_status_response__field_descriptors,
   tokenet__tsp__v1__queue_status_response__field_indices_by_name,
   1,  tokenet__tsp__v1__queue_status_response__number_ranges,

@@ -537,6 +537,9 @@ extension TspV1 {
 
         public var acknowledgedTotal: UInt64 = 0
 
+        /// Messages dropped unacknowledged by the broker's retention (too old, or beyond the queue's maximum length).
+        public var expiredTotal: UInt64 = 0
+
         public init() {}
 
         public init(
@@ -545,7 +548,8 @@ extension TspV1 {
             inFlight: UInt32 = 0,
             connected: Bool = false,
             lastSequence: UInt64 = 0,
-            acknowledgedTotal: UInt64 = 0
+            acknowledgedTotal: UInt64 = 0,
+            expiredTotal: UInt64 = 0
         ) {
             self.subscriber = subscriber
             self.pending = pending
@@ -553,6 +557,7 @@ extension TspV1 {
             self.connected = connected
             self.lastSequence = lastSequence
             self.acknowledgedTotal = acknowledgedTotal
+            self.expiredTotal = expiredTotal
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -562,6 +567,7 @@ extension TspV1 {
             self.connected = try reader.read(4)
             self.lastSequence = try reader.read(5)
             self.acknowledgedTotal = try reader.read(6)
+            self.expiredTotal = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -571,6 +577,7 @@ extension TspV1 {
             try writer.write(4, connected)
             try writer.write(5, lastSequence)
             try writer.write(6, acknowledgedTotal)
+            try writer.write(7, expiredTotal)
         }
     }
 }

@@ -1307,6 +1307,7 @@ extension TspV1.QueueStatusResponse {
         base.connected = true
         base.lastSequence = 18446744073709551610
         base.acknowledgedTotal = 18446744073709551609
+        base.expiredTotal = 18446744073709551608
         var all = [base]
         return all
     }

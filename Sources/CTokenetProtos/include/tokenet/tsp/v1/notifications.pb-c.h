@@ -281,10 +281,14 @@ struct  Tokenet__Tsp__V1__QueueStatusResponse
   protobuf_c_boolean connected;
   uint64_t last_sequence;
   uint64_t acknowledged_total;
+  /*
+   * Messages dropped unacknowledged by the broker's retention (too old, or beyond the queue's maximum length).
+   */
+  uint64_t expired_total;
 };
 #define TOKENET__TSP__V1__QUEUE_STATUS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__queue_status_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0 }
 
 
 /* Tokenet__Tsp__V1__SubscribeRequest methods */

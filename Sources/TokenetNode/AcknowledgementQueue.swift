@@ -1,0 +1,57 @@
+import Synchronization
+
+/// Handled message ids waiting to be acknowledged. Workers take everything gathered so far (up to a batch), so
+/// acknowledgements grow with the load instead of costing one call per message.
+final class AcknowledgementQueue: Sendable {
+    private struct State {
+        var ids: [String] = []
+        var waiters: [CheckedContinuation<[String]?, Never>] = []
+        var finished = false
+    }
+
+    private let batch: Int
+    private let state = Mutex(State())
+
+    init(batch: Int) {
+        self.batch = batch
+    }
+
+    func add(_ id: String) {
+        let waiter = state.withLock { state -> (CheckedContinuation<[String]?, Never>, [String])? in
+            state.ids.append(id)
+            guard !state.waiters.isEmpty else { return nil }
+            let waiter = state.waiters.removeFirst()
+            return (waiter, takeBatch(&state))
+        }
+        if let (continuation, ids) = waiter { continuation.resume(returning: ids) }
+    }
+
+    /// No more ids will come: workers drain what is left and stop.
+    func finish() {
+        let waiters = state.withLock { state in
+            state.finished = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
+    }
+
+    /// The next batch; nil once finished and drained.
+    func take() async -> [String]? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [String]?? in
+                if !state.ids.isEmpty { return .some(takeBatch(&state)) }
+                if state.finished { return .some(nil) }
+                state.waiters.append(continuation)
+                return .none
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func takeBatch(_ state: inout State) -> [String] {
+        let count = min(batch, state.ids.count)
+        defer { state.ids.removeFirst(count) }
+        return Array(state.ids.prefix(count))
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import TokenetRPC
+import TokenetWire
+
+/// A node's subscription to the TSP's notification broker: it holds the Subscribe stream open, reconnecting with
+/// backoff, hands each message to the node's `NotificationHandler` once per message id and in queue order, and
+/// acknowledges it after the handler returned.
+///
+/// Once per id: a redelivered message (after a reconnect, or after this node restarted between handling and
+/// acknowledging) whose id is in the `ProcessedNotificationLog` is acknowledged again without being handled.
+/// Acknowledgements are batched: while one is on its way, the ids handled meanwhile gather for the next, and a few
+/// travel at once, so the broker's window keeps moving while its commits are being synced.
+public final class NotificationSubscriber: Sendable {
+    public struct Options: Sendable {
+        /// The in-flight window asked of the broker.
+        public var maxInFlight: UInt32
+        /// The most ids in one Acknowledge.
+        public var acknowledgeBatch: Int
+        /// Acknowledge calls on their way at once.
+        public var concurrentAcknowledgements: Int
+        public var backoff: RPCChannel.Backoff
+        /// How long one Acknowledge may take before its ids are left for redelivery.
+        public var acknowledgeTimeout: Duration
+
+        public init(
+            maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
+            backoff: RPCChannel.Backoff = RPCChannel.Backoff(initial: .milliseconds(200), maximum: .seconds(10)),
+            acknowledgeTimeout: Duration = .seconds(10)
+        ) {
+            self.maxInFlight = maxInFlight
+            self.acknowledgeBatch = max(1, acknowledgeBatch)
+            self.concurrentAcknowledgements = max(1, concurrentAcknowledgements)
+            self.backoff = backoff
+            self.acknowledgeTimeout = acknowledgeTimeout
+        }
+    }
+
+    let client: TspV1.Notifications.Client
+    let handler: any NotificationHandler
+    public let processed: ProcessedNotificationLog
+    let logger: Logger
+    let options: Options
+    let sleep: @Sendable (Duration) async throws -> Void
+
+    public init(
+        tsp: any RPCCaller, handler: any NotificationHandler, processed: ProcessedNotificationLog, logger: Logger,
+        options: Options = Options(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.client = TspV1.Notifications.Client(tsp)
+        self.handler = handler
+        self.processed = processed
+        self.logger = logger
+        self.options = options
+        self.sleep = sleep
+    }
+
+    /// Subscribes until the task is cancelled. Only the first failure in a row is a warning, so a TSP that is down
+    /// for a while does not fill the log with one line per retry.
+    public func run() async {
+        var failures = 0
+        while !Task.isCancelled {
+            let outcome = await subscribeOnce(quiet: failures > 0)
+            failures = outcome == .failedToOpen ? failures + 1 : 1
+            do { try await sleep(options.backoff.delay(beforeAttempt: failures)) } catch { return }
+        }
+    }
+
+    enum Outcome: Equatable {
+        case failedToOpen
+        /// The stream was open and then ended or failed.
+        case ended
+    }
+
+    /// One stream: handle and acknowledge until it ends; returns once its acknowledgements are settled, so a new
+    /// stream never races an acknowledgement of the old one.
+    func subscribeOnce(quiet: Bool = false) async -> Outcome {
+        let acknowledgements = AcknowledgementQueue(batch: options.acknowledgeBatch)
+        var opened = false
+        var received = 0
+        do {
+            let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<options.concurrentAcknowledgements {
+                    group.addTask { await self.acknowledge(from: acknowledgements) }
+                }
+                defer { acknowledgements.finish() }
+                for try await notification in stream {
+                    if !opened {
+                        opened = true
+                        logger.info("subscribed to the TSP's notifications")
+                    }
+                    received += 1
+                    try await process(notification)
+                    acknowledgements.add(notification.messageID)
+                }
+            }
+            logger.info("the TSP ended the notification stream", ["received": "\(received)"])
+        } catch {
+            acknowledgements.finish()
+            if opened || !quiet {
+                logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
+            } else {
+                logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])
+            }
+        }
+        return opened || received > 0 ? .ended : .failedToOpen
+    }
+
+    /// Hands `notification` to the handler unless its id was handled before, and records it as handled.
+    func process(_ notification: TspV1.Notification) async throws {
+        let id = notification.messageID
+        guard !processed.contains(id) else {
+            logger.debug(
+                "notification already handled; acknowledging it again",
+                ["message_id": id, "attempt": "\(notification.deliveryAttempt)"])
+            return
+        }
+        await handler.handle(notification)
+        try processed.record(id)
+    }
+
+    /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.
+    private func acknowledge(from queue: AcknowledgementQueue) async {
+        while let ids = await queue.take() {
+            do {
+                try processed.sync()
+                _ = try await client.acknowledge(
+                    TspV1.AcknowledgeRequest(messageIds: ids), options: CallOptions(timeout: options.acknowledgeTimeout)
+                )
+                processed.forget(ids)
+            } catch {
+                // The broker sends them again; the journal makes sure they are not handled twice.
+                logger.warning(
+                    "acknowledging notifications failed; they will be redelivered",
+                    ["count": "\(ids.count)", "error": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import TokenetWire
+
+/// Group commit: one thread writes everything that accumulated while the previous transaction was being committed,
+/// so the cost of an fsync (`synchronous=FULL`) is shared by every publish and acknowledgement that arrived in the
+/// meantime. Publishers and acknowledgers wait for the commit that holds their writes; delivery progress and expiry
+/// ride along with the next commit, or are flushed by the thread's one-second tick.
+///
+/// The thread blocks on SQLite rather than a task of the cooperative pool, which has one thread per core here.
+extension NotificationBroker {
+    private struct WeakBroker: @unchecked Sendable {
+        weak var broker: NotificationBroker?
+    }
+
+    func startCommitter() {
+        let weak = WeakBroker(broker: self)
+        let wakeup = self.wakeup
+        let thread = Thread {
+            while true {
+                let signalled = wakeup.wait(timeout: .now() + .seconds(1)) == .success
+                guard let broker = weak.broker, !broker.isStopped else { return }
+                if !signalled { broker.expireNow() }
+                broker.commitPending(flushWrittenBehind: !signalled)
+            }
+        }
+        thread.name = "tokenet-notification-commit"
+        thread.start()
+    }
+
+    /// Commits batches until there is nothing that someone waits for.
+    func commitPending(flushWrittenBehind: Bool) {
+        var flush = flushWrittenBehind
+        while true {
+            let taken = state.withLock { state -> (NotificationWriteBatch, [CheckedContinuation<Void, any Error>])? in
+                let urgent = !state.waiters.isEmpty || !state.batch.inserts.isEmpty
+                guard urgent || (flush && !state.batch.isEmpty) else {
+                    state.committerAwake = false
+                    return nil
+                }
+                defer {
+                    state.batch = NotificationWriteBatch()
+                    state.waiters = []
+                }
+                return (state.batch, state.waiters)
+            }
+            flush = false
+            guard let (batch, waiters) = taken else { return }
+            do {
+                if !batch.isEmpty { try store.commit(batch) }
+            } catch {
+                fail(batch, waiters, error)
+                // A broken database must not turn this thread into a busy loop.
+                Thread.sleep(forTimeInterval: 0.1)
+                continue
+            }
+            deliver(batch.inserts)
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// A commit failed: its publishers get the error; removals, attempts and totals are kept for the next commit.
+    private func fail(
+        _ batch: NotificationWriteBatch, _ waiters: [CheckedContinuation<Void, any Error>], _ error: any Error
+    ) {
+        logger.error("notification commit failed", ["error": "\(error)", "messages": "\(batch.inserts.count)"])
+        state.withLock { state in
+            var retry = batch
+            retry.inserts = []
+            retry.merge(state.batch)
+            state.batch = retry
+        }
+        let cause = Described(error)
+        for waiter in waiters { waiter.resume(throwing: cause) }
+    }
+
+    /// Hands committed messages to their queues' machines, which send what the windows allow.
+    private func deliver(_ inserts: [NotificationWriteBatch.Insert]) {
+        guard !inserts.isEmpty else { return }
+        var order: [String] = []
+        var grouped: [String: [TspV1.Notification]] = [:]
+        for insert in inserts {
+            if grouped[insert.subscriber] == nil { order.append(insert.subscriber) }
+            grouped[insert.subscriber, default: []].append(insert.notification)
+        }
+        let now = nowMs()
+        let retention = self.retention
+        let expired = state.withLock { state -> [(String, Int)] in
+            var expired: [(String, Int)] = []
+            for name in order {
+                guard let list = grouped[name], let actions = state.withQueue(name, { $0.machine.published(list) })
+                else { continue }
+                state.perform(actions, on: name)
+                if let pending = state.queues[name]?.machine.pendingCount, pending > retention.maxQueued,
+                    let count = state.expire(name, nowMs: now, retention: retention)
+                {
+                    expired.append((name, count))
+                }
+            }
+            return expired
+        }
+        for (name, count) in expired {
+            logger.warning("notifications dropped by retention", ["subscriber": name, "count": "\(count)"])
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+/// `tsp.v1.Notifications`: the broker's RPC face. The caller's queue is the identity in its certificate, so a
+/// subscriber can only read and acknowledge its own messages.
+struct NotificationsService: TspV1.Notifications.ServiceProtocol {
+    let broker: NotificationBroker
+    let logger: Logger
+
+    func subscribe(
+        _ request: TspV1.SubscribeRequest, responses: ResponseWriter<TspV1.Notification>, context: ServerContext
+    ) async throws {
+        let subscriber = try Self.queue(of: context)
+        let asked = Int(request.maxInFlight)
+        let window = asked == 0 ? NotificationBroker.defaultWindow : min(asked, NotificationBroker.maximumWindow)
+        let outbox = broker.open(subscriber: subscriber, window: window)
+        defer { broker.close(subscriber: subscriber, streamID: outbox.streamID) }
+        let log = logger.withTraceID(context.traceID)
+        log.info("subscriber connected", ["subscriber": subscriber, "window": "\(window)"])
+        do {
+            while true {
+                for notification in try await outbox.next() {
+                    try await responses.send(notification)
+                }
+            }
+        } catch is NotificationOutbox.Replaced {
+            log.info("subscriber stream replaced by a newer one", ["subscriber": subscriber])
+            throw RPCError(
+                .aborted,
+                "a newer Subscribe from \(subscriber) replaced this stream; its unacknowledged messages "
+                    + "go to the new stream")
+        } catch {
+            log.info("subscriber disconnected", ["subscriber": subscriber])
+            throw error
+        }
+    }
+
+    func acknowledge(_ request: TspV1.AcknowledgeRequest, context: ServerContext) async throws
+        -> TspV1.AcknowledgeResponse
+    {
+        let subscriber = try Self.queue(of: context)
+        guard request.messageIds.count <= NotificationBroker.maximumAcknowledgeBatch else {
+            throw RPCError(
+                .invalidArgument,
+                "\(request.messageIds.count) ids in one Acknowledge; send at most "
+                    + "\(NotificationBroker.maximumAcknowledgeBatch) per call")
+        }
+        guard !request.messageIds.isEmpty else { return TspV1.AcknowledgeResponse() }
+        do {
+            let counts = try await broker.acknowledge(subscriber: subscriber, ids: request.messageIds)
+            var response = TspV1.AcknowledgeResponse()
+            response.acknowledged = UInt32(counts.acknowledged)
+            response.unknown = UInt32(counts.unknown)
+            return response
+        } catch {
+            logger.withTraceID(context.traceID).error("acknowledgement failed", ["error": error.description])
+            throw error.rpcError
+        }
+    }
+
+    func queueStatus(_ request: TspV1.QueueStatusRequest, context: ServerContext) async throws
+        -> TspV1.QueueStatusResponse
+    {
+        let subscriber: String
+        if context.peer?.role == .operator {
+            guard !request.subscriber.isEmpty else {
+                throw RPCError(.invalidArgument, "name the queue to inspect, e.g. \"wallet/wallet-1\"")
+            }
+            do {
+                subscriber = try NotificationBroker.validRecipients([request.subscriber])[0]
+            } catch {
+                throw error.rpcError
+            }
+        } else {
+            subscriber = try Self.queue(of: context)
+            guard request.subscriber.isEmpty || request.subscriber == subscriber else {
+                throw RPCError(
+                    .permissionDenied, "\(subscriber) may only inspect its own queue, not \(request.subscriber)")
+            }
+        }
+        let figures = broker.figures(of: subscriber)
+        var response = TspV1.QueueStatusResponse()
+        response.subscriber = subscriber
+        response.pending = UInt64(figures.pending)
+        response.inFlight = UInt32(figures.inFlight)
+        response.connected = figures.connected
+        response.lastSequence = figures.lastSequence
+        response.acknowledgedTotal = figures.acknowledgedTotal
+        response.expiredTotal = figures.expiredTotal
+        return response
+    }
+
+    /// "ROLE/NODE_ID" of a wallet or issuer caller; anyone else has no queue.
+    static func queue(of context: ServerContext) throws -> String {
+        guard let peer = context.peer else {
+            throw RPCError(.permissionDenied, "notifications need a client certificate naming the subscriber")
+        }
+        guard peer.role == .wallet || peer.role == .issuer else {
+            throw RPCError(.permissionDenied, "role \(peer.role.rawValue) has no notification queue")
+        }
+        return "\(peer.role.rawValue)/\(peer.nodeID)"
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// The broker over its real SQLite store and the Notifications service over in-memory connections.
+@Suite struct NotificationBrokerTests {
+    @Test func deliversInOrderWithBrokerFieldsAndAcknowledgesDurably() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(3, cards: ["card-a", "card-b"])
+        let client = harness.client()
+        var stream = try await client.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        let received = try await stream.take(3)
+        #expect(received.map(\.messageID) == ids)
+        #expect(received.map(\.sequence) == [1, 2, 3])
+        #expect(received.map(\.cardID) == ["card-a", "card-b", "card-a"])
+        #expect(received.allSatisfy { $0.deliveryAttempt == 1 && $0.publishedAtMs == harness.clock.now })
+        #expect(received.map(\.messageType) == ["CARD_STATE", "CARD_STATE", "CARD_STATE"])
+
+        let ack = try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: ids))
+        #expect(ack.acknowledged == 3)
+        #expect(ack.unknown == 0)
+        let status = try await client.queueStatus(TspV1.QueueStatusRequest())
+        #expect(status.subscriber == "wallet/wallet-1")
+        #expect(status.pending == 0)
+        #expect(status.inFlight == 0)
+        #expect(status.connected)
+        #expect(status.lastSequence == 3)
+        #expect(status.acknowledgedTotal == 3)
+        // The removal is on disk: a restarted broker has nothing left to send.
+        let restarted = try harness.reopened()
+        #expect(restarted.broker.figures(of: "wallet/wallet-1").pending == 0)
+        #expect(restarted.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 3)
+    }
+
+    @Test func publishReachesEveryRecipientOnce() async throws {
+        let harness = try BrokerHarness.make()
+        let id = try await harness.broker.publish(
+            BrokerHarness.notification(card: "card-1"), to: ["wallet/wallet-1", "issuer/bank-a", "wallet/wallet-1"])
+        var wallet = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        var issuer = try await harness.client(.issuer, "bank-a").subscribe(TspV1.SubscribeRequest())
+            .makeAsyncIterator()
+        #expect(try await wallet.take(1).map(\.messageID) == [id])
+        #expect(try await issuer.take(1).map(\.messageID) == [id])
+        #expect(harness.broker.figures(of: "wallet/wallet-1").pending == 1)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").lastSequence == 1)
+    }
+
+    @Test func reconnectingSubscriberGetsTheUnacknowledgedAgain() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(4)
+        let first = harness.client()
+        let stream = try await first.subscribe(TspV1.SubscribeRequest())
+        var iterator = stream.makeAsyncIterator()
+        _ = try await iterator.take(4)
+        _ = try await first.acknowledge(TspV1.AcknowledgeRequest(messageIds: Array(ids.prefix(2))))
+        stream.cancel()
+
+        var again = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        let redelivered = try await again.take(2)
+        #expect(redelivered.map(\.messageID) == Array(ids.suffix(2)))
+        #expect(redelivered.map(\.deliveryAttempt) == [2, 2])
+    }
+
+    @Test func restartedBrokerRedeliversWithTheNextAttempt() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(3)
+        let client = harness.client()
+        var stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: 2)).makeAsyncIterator()
+        _ = try await stream.take(2)
+        _ = try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: [ids[0]]))
+        // The window let the third message go too; its send is recorded with a later commit: force one.
+        _ = try await stream.take(1)
+        harness.broker.commitPending(flushWrittenBehind: true)
+
+        let restarted = try harness.reopened()
+        var after = try await restarted.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        let received = try await after.take(2)
+        #expect(received.map(\.messageID) == [ids[1], ids[2]])
+        #expect(received.map(\.sequence) == [2, 3])
+        #expect(received.map(\.deliveryAttempt) == [2, 2])
+        // New messages continue the queue's sequence.
+        try await restarted.publish(1)
+        #expect(try await after.take(1).map(\.sequence) == [4])
+    }
+
+    @Test func windowHoldsBackUntilAcknowledged() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(5)
+        let client = harness.client()
+        var stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: 2)).makeAsyncIterator()
+        #expect(try await stream.take(2).map(\.messageID) == Array(ids[0..<2]))
+        let held = try await client.queueStatus(TspV1.QueueStatusRequest())
+        #expect(held.inFlight == 2)
+        #expect(held.pending == 5)
+        _ = try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: [ids[0]]))
+        #expect(try await stream.take(1).map(\.messageID) == [ids[2]])
+        #expect(try await client.queueStatus(TspV1.QueueStatusRequest()).inFlight == 2)
+    }
+
+    @Test func windowIsCappedAndZeroMeansTheDefault() async throws {
+        let harness = try BrokerHarness.make()
+        try await harness.publish(NotificationBroker.defaultWindow + 5)
+        let client = harness.client()
+        var stream = try await client.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        _ = try await stream.take(NotificationBroker.defaultWindow)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").inFlight == NotificationBroker.defaultWindow)
+    }
+
+    @Test func aNewSubscribeReplacesTheOldStream() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(2)
+        var old = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        _ = try await old.take(2)
+        var new = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        await expectRPCError(.aborted, "replaced") { _ = try await old.next() }
+        let resent = try await new.take(2)
+        #expect(resent.map(\.messageID) == ids)
+        #expect(resent.map(\.deliveryAttempt) == [2, 2])
+        #expect(harness.broker.figures(of: "wallet/wallet-1").connected)
+    }
+
+    @Test func retentionDropsBeyondTheLimitAndByAge() async throws {
+        let harness = try BrokerHarness.make(retention: NotificationRetention(maxAge: .seconds(60), maxQueued: 3))
+        let ids = try await harness.publish(5)
+        let client = harness.client()
+        var status = try await client.queueStatus(TspV1.QueueStatusRequest())
+        #expect(status.pending == 3)
+        #expect(status.expiredTotal == 2)
+        let ack = try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: [ids[0], ids[1], ids[2]]))
+        #expect(ack.acknowledged == 1)
+        #expect(ack.unknown == 2)
+
+        harness.clock.advance(seconds: 61)
+        try await harness.publish(1)
+        harness.broker.expireNow()
+        status = try await client.queueStatus(TspV1.QueueStatusRequest())
+        #expect(status.pending == 1)
+        #expect(status.expiredTotal == 4)
+        // What is left is only the fresh message.
+        var stream = try await client.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        #expect(try await stream.take(1).map(\.sequence) == [6])
+    }
+
+    @Test func unknownIdsAreCountedAndTooManyAreRefused() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(1)
+        let client = harness.client()
+        let ack = try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: ["nope", ids[0], ids[0]]))
+        #expect(ack.acknowledged == 1)
+        #expect(ack.unknown == 2)
+        // Another subscriber cannot acknowledge someone else's message.
+        let other = try await harness.client(.wallet, "wallet-2").acknowledge(
+            TspV1.AcknowledgeRequest(messageIds: ids))
+        #expect(other.unknown == 1)
+        let tooMany = (0...NotificationBroker.maximumAcknowledgeBatch).map { "id-\($0)" }
+        await expectRPCError(.invalidArgument, "at most") {
+            try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: tooMany))
+        }
+    }
+
+    @Test func rolesWithoutAQueueAreRefused() async throws {
+        let harness = try BrokerHarness.make()
+        for role in [PeerRole.operator, .tsp] {
+            let client = harness.client(role, "x-1")
+            await expectRPCError(.permissionDenied, "may not call") {
+                var stream = try await client.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+                _ = try await stream.next()
+            }
+            await expectRPCError(.permissionDenied, "may not call") {
+                try await client.acknowledge(TspV1.AcknowledgeRequest(messageIds: ["a"]))
+            }
+        }
+        await expectRPCError(.permissionDenied, "its own queue") {
+            try await harness.client().queueStatus(TspV1.QueueStatusRequest(subscriber: "wallet/wallet-2"))
+        }
+        let operatorClient = harness.client(.operator, "op-1")
+        await expectRPCError(.invalidArgument, "name the queue") {
+            try await operatorClient.queueStatus(TspV1.QueueStatusRequest())
+        }
+        try await harness.publish(2)
+        let status = try await operatorClient.queueStatus(TspV1.QueueStatusRequest(subscriber: "wallet/wallet-1"))
+        #expect(status.pending == 2)
+    }
+
+    @Test func publishRefusesBadRecipientsAndMessages() async throws {
+        let harness = try BrokerHarness.make()
+        let message = BrokerHarness.notification(card: "card-1")
+        for recipients in [[], ["wallet"], ["tsp/tsp-1"], ["operator/op"], ["wallet/has space"]] {
+            await #expect(throws: TSPError.self) { try await harness.broker.publish(message, to: recipients) }
+        }
+        var anonymous = message
+        anonymous.sender = ""
+        await #expect(throws: TSPError.self) { try await harness.broker.publish(anonymous, to: ["wallet/w-1"]) }
+        var huge = message
+        huge.body = .opaque(Data(repeating: 7, count: NotificationBroker.maximumMessageBytes))
+        await #expect(throws: TSPError.self) { try await harness.broker.publish(huge, to: ["wallet/w-1"]) }
+        #expect(harness.broker.figures(of: "wallet/w-1").lastSequence == 0)
+    }
+
+    @Test func concurrentPublishersShareCommitsAndKeepPerCardOrder() async throws {
+        let harness = try BrokerHarness.make()
+        let cards = ["card-a", "card-b", "card-c", "card-d"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for card in cards {
+                group.addTask { try await harness.publish(50, cards: [card]) }
+            }
+            try await group.waitForAll()
+        }
+        var stream = try await harness.client().subscribe(TspV1.SubscribeRequest(maxInFlight: 1000))
+            .makeAsyncIterator()
+        let received = try await stream.take(200)
+        #expect(received.map(\.sequence) == Array(1...200))
+        for card in cards {
+            let notes = received.filter { $0.cardID == card }.compactMap { notification -> Int? in
+                guard case .messaging(let body) = notification.body else { return nil }
+                return Int(body.title)
+            }
+            #expect(notes == Array(0..<50))
+        }
+    }
+}

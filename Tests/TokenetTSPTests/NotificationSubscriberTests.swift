@@ -1,0 +1,175 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// The nodes' subscriber runtime against the real broker over in-memory connections.
+@Suite struct NotificationSubscriberTests {
+    /// Records what it handles and lets a test wait for a number of messages.
+    final class CountingHandler: NotificationHandler {
+        private let state = Mutex<(received: [TspV1.Notification], waiters: [(Int, CheckedContinuation<Void, Never>)])>(
+            ([], []))
+
+        var received: [TspV1.Notification] { state.withLock { $0.received } }
+
+        func handle(_ notification: TspV1.Notification) async {
+            let ready = state.withLock { state in
+                state.received.append(notification)
+                let count = state.received.count
+                let ready = state.waiters.filter { $0.0 <= count }.map(\.1)
+                state.waiters.removeAll { $0.0 <= count }
+                return ready
+            }
+            for waiter in ready { waiter.resume() }
+        }
+
+        /// Returns once `count` messages were handled.
+        func wait(for count: Int) async {
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state in
+                    guard state.received.count < count else { return true }
+                    state.waiters.append((count, continuation))
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+    }
+
+    /// Forwards every call except Acknowledge, which fails as if the TSP went away before answering.
+    struct LosingAcknowledgements: RPCCaller {
+        let base: any RPCCaller
+
+        func unary<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> Response {
+            guard method.path != TspV1.Notifications.acknowledge.path else {
+                throw RPCError(.unavailable, "the connection to the TSP was lost")
+            }
+            return try await base.unary(method, request, options: options)
+        }
+
+        func serverStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> ResponseStream<Response> {
+            try await base.serverStreaming(method, request, options: options)
+        }
+
+        func clientStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
+            requests: @Sendable (RequestWriter<Request>) async throws -> Void
+        ) async throws -> Response {
+            try await base.clientStreaming(method, options: options, requests: requests)
+        }
+
+        func bidirectional<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions
+        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+            try await base.bidirectional(method, options: options)
+        }
+    }
+
+    static func caller(_ harness: BrokerHarness) -> any RPCCaller {
+        TSPHarness.connect(harness.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
+    }
+
+    static func subscriber(
+        _ caller: any RPCCaller, _ handler: any NotificationHandler, journal: String, window: UInt32 = 256
+    ) throws -> NotificationSubscriber {
+        NotificationSubscriber(
+            tsp: caller, handler: handler, processed: try ProcessedNotificationLog(path: journal),
+            logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
+            options: .init(maxInFlight: window, acknowledgeBatch: 7))
+    }
+
+    /// Waits until the broker holds nothing for wallet-1.
+    static func drained(_ harness: BrokerHarness) async throws {
+        try #require(await eventually { harness.broker.figures(of: "wallet/wallet-1").pending == 0 })
+    }
+
+    /// Whether `condition` holds within a minute (a bound for a stuck test, not a timing expectation).
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    @Test func handlesEachMessageOnceInOrderAndAcknowledgesAll() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(40, cards: ["card-a", "card-b", "card-c"])
+        let handler = CountingHandler()
+        let journal = harness.directory + "/wallet-journal.log"
+        // A small window: the stream must keep moving through many acknowledgements.
+        let subscriber = try Self.subscriber(Self.caller(harness), handler, journal: journal, window: 4)
+        let running = Task { await subscriber.run() }
+        await handler.wait(for: 40)
+        try await Self.drained(harness)
+        // Confirmed acknowledgements leave the journal.
+        #expect(await Self.eventually { subscriber.processed.count == 0 })
+        running.cancel()
+        #expect(handler.received.map(\.messageID) == ids)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 40)
+    }
+
+    @Test func restartBetweenHandlingAndAcknowledgingDoesNotHandleTwice() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(30, cards: ["card-a", "card-b", "card-c"])
+        let journal = harness.directory + "/wallet-journal.log"
+
+        // First life: every message is handled, but no acknowledgement reaches the TSP before the node stops.
+        let first = CountingHandler()
+        let lost = LosingAcknowledgements(base: Self.caller(harness))
+        let doomed = try Self.subscriber(lost, first, journal: journal)
+        let firstLife = Task { await doomed.run() }
+        await first.wait(for: 30)
+        firstLife.cancel()
+        await firstLife.value
+        #expect(harness.broker.figures(of: "wallet/wallet-1").pending == 30)
+
+        // Second life, with the journal read back from disk: the redelivered messages are acknowledged only.
+        let second = CountingHandler()
+        let subscriber = try Self.subscriber(Self.caller(harness), second, journal: journal)
+        let secondLife = Task { await subscriber.run() }
+        try await Self.drained(harness)
+        try await harness.publish(1, cards: ["card-a"])
+        await second.wait(for: 1)
+        try await Self.drained(harness)
+        secondLife.cancel()
+
+        #expect(first.received.map(\.messageID) == ids)
+        #expect(second.received.count == 1)
+        #expect(second.received.first?.sequence == 31)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 31)
+        for card in ["card-a", "card-b", "card-c"] {
+            let sequences = (first.received + second.received).filter { $0.cardID == card }.map(\.sequence)
+            #expect(sequences == sequences.sorted())
+        }
+    }
+
+    @Test func disconnectedSubscriberReconnectsAndGetsTheRest() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(10)
+        let handler = CountingHandler()
+        let journal = harness.directory + "/wallet-journal.log"
+        let before = try Self.subscriber(Self.caller(harness), handler, journal: journal)
+        let firstLife = Task { await before.run() }
+        await handler.wait(for: 10)
+        firstLife.cancel()
+        await firstLife.value
+        let more = try await harness.publish(10)
+        let after = try Self.subscriber(Self.caller(harness), handler, journal: journal)
+        let secondLife = Task { await after.run() }
+        await handler.wait(for: 20)
+        try await Self.drained(harness)
+        secondLife.cancel()
+        #expect(handler.received.map(\.messageID) == ids + more)
+    }
+}
