@@ -116,6 +116,53 @@ import Testing
         for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("4761000010000009")) }
     }
 
+    @Test func authnRenewalAndReplenishmentAcrossTheParties() async throws {
+        let id = try await activeCard()
+
+        // AUTHN: the issuer app asks the cardholder, who proceeds; the TSP records it and notifies the payment.
+        let asked = try await json([
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "99", "--merchant", "Shop", "--authn",
+        ])
+        let authnID = try #require(asked["authnRequestId"] as? String)
+        let deadline = Date().addingTimeInterval(60)
+        while try await !list(json(["issuer-app", "notifications", issuer.listen]), "authnRequests").contains(where: {
+            $0["authnRequestId"] as? String == authnID
+        }) {
+            guard Date() < deadline else { throw LiveTestError("the issuer app never got the AUTHN request") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let answered = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed"])
+        #expect(answered.stdout.hasPrefix("\(authnID): PROCEEDED"), "\(answered.stdout)\(answered.stderr)")
+        let recorded = try await json(["tsp", "transactions", tsp.listen, id])
+        #expect(list(recorded, "transactions").first?["authnStatus"] as? String == "PROCEEDED")
+        _ = try await eventually(["wallet", "transactions", wallet.listen], "the authenticated payment") {
+            self.list($0, "transactions").contains { $0["approved"] as? Bool == true }
+        }
+
+        // Renewal: a new expiry; the token keeps working and the issuer app resynchronises the card id.
+        let renewed = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "12/31"])
+        #expect(renewed.stdout.contains("tokens kept: \(id)"), "\(renewed.stdout)\(renewed.stderr)")
+        _ = try await eventually(["issuer-app", "notifications", issuer.listen], "the renewal") {
+            self.list($0, "cardIds").contains {
+                $0["digitalCardId"] as? String == id && $0["expiry"] as? String == "12/31"
+            }
+        }
+        let paid = try await tokenet([
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "1", "--merchant", "After renewal",
+        ])
+        #expect(paid.status == 0, "\(paid.stderr)")
+
+        // Payment keys: a batch at activation, and one more when the TSP's MG push asks for it.
+        let before = try await json(["wallet", "keys", wallet.listen, "card-1"])
+        #expect(before["batches"] as? Int == 1, "\(before)")
+        let pushed = try await tokenet(["tsp", "request-keys", tsp.listen, id])
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        _ = try await eventually(["wallet", "keys", wallet.listen, "card-1"], "an MG-triggered batch") {
+            $0["batches"] as? Int == 2
+        }
+        try await appSaw("REPLENISHMENT", id) { ($0["action"] as? String)?.contains("10 payment keys issued") == true }
+    }
+
     func seenByEveryParty(_ id: String, state: String) async throws {
         let tokens = try await json(["tsp", "tokens", tsp.listen])
         #expect(list(tokens, "tokens").first { $0["digitalCardId"] as? String == id }?["state"] as? String == state)
