@@ -88,9 +88,9 @@ final class MemoryBIO {
     deinit { BIO_free(pointer) }
 }
 
-/// Random bytes from OpenSSL's CSPRNG.
-enum SecureRandom {
-    static func bytes(_ count: Int) throws(CardError) -> [UInt8] {
+/// Random bytes from OpenSSL's CSPRNG. Public so parties can make secrets (HOTP keys, salts, device PINs) from it.
+public enum SecureRandom {
+    public static func bytes(_ count: Int) throws(CardError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         guard count == 0 || RAND_bytes(&bytes, Int32(count)) == 1 else {
             throw CardError.openSSL(.crypto, "the random number generator failed")

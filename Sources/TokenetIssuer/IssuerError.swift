@@ -11,6 +11,18 @@ public struct IssuerError: Error, Sendable, CustomStringConvertible {
         case keys
         /// Card data from a peer could not be decrypted or parsed.
         case cardData
+        /// A request is malformed or breaks a policy (a PIN that is too short or trivial).
+        case invalidArgument
+        /// What the request names does not exist: a user, an account, an activation reference, an app enrolment.
+        case notFound
+        /// The cardholder could not be authenticated: a wrong PIN, codes the TSP refused.
+        case unauthenticated
+        /// A credential is locked after repeated failures until the issuer unlocks it.
+        case locked
+        /// The state does not allow the request (nothing left to activate, an activation the TSP refused).
+        case failedPrecondition
+        /// The TSP could not be reached or failed.
+        case unavailable
     }
 
     public var code: Code

@@ -44,6 +44,7 @@ public enum IssuerNode {
         party.callCentre.register(on: &router)
         party.cardCare.register(on: &router)
         IssuerAppInboxService(handler: appNotifications, tsp: party.tsp.caller, logger: logger).register(on: &router)
+        party.registerAuthentication(on: &router)
         return router
     }
 }

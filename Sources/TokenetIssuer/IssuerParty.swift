@@ -14,10 +14,17 @@ struct IssuerParty: Sendable {
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
     let cardCare: IssuerCardCareService
+    /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
+    /// and logs in.
+    let enrolment: IssuerEnrolmentBackend
+    let app: IssuerAppAuthenticator
+    /// How the app-to-app flow signs a cardholder in (the issuer app's login).
+    var cardholderLogin: any CardholderLogin { app }
 
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
-        registrationTimeout: Duration? = .seconds(5), now: @escaping @Sendable () -> Date = { Date() }
+        registrationTimeout: Duration? = .seconds(5), appKeyIterations: Int = 100_000,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.key = key
@@ -40,6 +47,16 @@ struct IssuerParty: Sendable {
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
         self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger)
+        let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
+        self.enrolment = enrolment
+        self.app = IssuerAppAuthenticator(
+            store: store, backend: enrolment, logger: logger, iterations: appKeyIterations, now: now)
+    }
+
+    /// The operator services of strong authentication.
+    func registerAuthentication(on router: inout RPCRouter) {
+        IssuerEnrolmentService(backend: enrolment).register(on: &router)
+        IssuerAppAuthService(app: app).register(on: &router)
     }
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.

@@ -67,6 +67,7 @@ final class IssuerStore: Sendable {
                     text TEXT NOT NULL);
                 CREATE INDEX outbox_by_token ON outbox(digital_card_id, id);
                 """),
+        Migration(version: 3, name: "strong-authentication", sql: IssuerStore.authenticationSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -7,11 +7,15 @@ extension TSPConfiguration {
 
     /// The keys the policy file may hold, each optional:
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
-    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`, `notification_max_age_s`,
-    /// `notification_max_queued`.
+    /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`; notifications:
+    /// `notification_max_age_s`, `notification_max_queued`; strong authentication:
+    /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
+    /// `hotp_look_ahead`, `hotp_resync_window` (larger than the look-ahead), `hotp_max_failures`.
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
+        "access_token_ttl_s", "activation_code_ttl_s",
+        "activation_max_attempts", "hotp_digits", "hotp_look_ahead", "hotp_resync_window", "hotp_max_failures",
     ]
 
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
@@ -61,6 +65,25 @@ extension TSPConfiguration {
         }
         if let value = try number("notification_max_queued", in: 1...10_000_000) {
             configuration.notificationRetention.maxQueued = value
+        }
+        if let value = try number("access_token_ttl_s", in: 1...86_400) {
+            configuration.accessTokenLifetime = .seconds(value)
+        }
+        if let value = try number("activation_code_ttl_s", in: 1...604_800) {
+            configuration.activationCodeValidity = .seconds(value)
+        }
+        if let value = try number("activation_max_attempts", in: 1...100) {
+            configuration.activationMaxAttempts = value
+        }
+        if let value = try number("hotp_digits", in: 6...8) {
+            guard value != 7 else { throw NodeError(.config, "\(path): \"hotp_digits\" must be 6 or 8") }
+            configuration.hotpDigits = value
+        }
+        if let value = try number("hotp_look_ahead", in: 1...1000) { configuration.hotpLookAhead = value }
+        if let value = try number("hotp_resync_window", in: 2...10_000) { configuration.hotpResyncWindow = value }
+        if let value = try number("hotp_max_failures", in: 1...1000) { configuration.hotpMaxFailures = value }
+        guard configuration.hotpResyncWindow > configuration.hotpLookAhead else {
+            throw NodeError(.config, "\(path): \"hotp_resync_window\" must be larger than \"hotp_look_ahead\"")
         }
         if let value = object["terms_required"] {
             guard case .bool(let flag) = value else {

@@ -26,6 +26,22 @@ public struct TSPConfiguration: Sendable {
     public var otpMaxResends = 3
     /// How long, and how many, unacknowledged notifications a subscriber's queue keeps.
     public var notificationRetention = NotificationRetention()
+    /// Strong authentication: how long an access token lives, how long an activation code lives and how many codes
+    /// may be tried, the HOTP credentials' digits, the look-ahead and resynchronisation windows, the failures that
+    /// lock a credential, and the server URL put in activation links.
+    public var accessTokenLifetime: Duration = .seconds(15 * 60)
+    public var activationCodeValidity: Duration = .seconds(60 * 60)
+    public var activationMaxAttempts = 5
+    public var hotpDigits = 6
+    public var hotpLookAhead = 10
+    public var hotpResyncWindow = 100
+    public var hotpMaxFailures = 10
+    public var authServerURL = "tokenet://tsp"
+
+    var hotpPolicy: HOTPVerifierStateMachine.Policy {
+        HOTPVerifierStateMachine.Policy(
+            lookAhead: hotpLookAhead, resyncWindow: hotpResyncWindow, maxFailures: hotpMaxFailures)
+    }
 
     var otpPolicy: OTPStateMachine.Policy {
         OTPStateMachine.Policy(

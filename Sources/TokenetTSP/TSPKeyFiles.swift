@@ -2,7 +2,8 @@ import Foundation
 import TokenetCard
 
 /// The TSP's keys on disk, in `<data dir>/keys`: the current card-data key `card-key-current.pem`, retired keys
-/// `card-key-retired-*.pem` (still decrypting), and the DataVault key `data-vault.key`, every file mode 0600.
+/// `card-key-retired-*.pem` (still decrypting), the DataVault key `data-vault.key` and the access-token key `access-token.key`, every file
+/// mode 0600.
 enum TSPKeyFiles {
     static func directory(in dataDirectory: String) -> String { dataDirectory + "/keys" }
 
@@ -27,6 +28,11 @@ enum TSPKeyFiles {
     /// The vault sealing PANs and card data at rest; its key file is created on first start.
     static func loadVault(dataDirectory: String) throws -> DataVault {
         try DataVault(keyFile: try makeDirectory(dataDirectory) + "/data-vault.key")
+    }
+
+    /// The key signing access tokens (`access-token.key`, 32 random bytes, 0600), created on first start.
+    static func loadAccessTokenKey(dataDirectory: String) throws -> [UInt8] {
+        try SecretKeyFile.loadOrCreate(path: try makeDirectory(dataDirectory) + "/access-token.key")
     }
 
     private static func makeDirectory(_ dataDirectory: String) throws -> String {

@@ -46,13 +46,14 @@ public enum TSPNode {
         do {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
+            let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                now: now, notifications: notifications ?? broker)
+                accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -66,6 +67,8 @@ public enum TSPNode {
         LifecycleService(tsp: service).register(on: &router)
         TransactionsService(tsp: service).register(on: &router)
         IssuerCardUpdatesService(tsp: service).register(on: &router)
+        EnrolmentService(tsp: service).register(on: &router)
+        AuthenticationService(tsp: service).register(on: &router)
         return router
     }
 }

@@ -16,11 +16,18 @@ final class TSPService: Sendable {
     let now: @Sendable () -> Date
     /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
     let notifications: any NotificationPublishing
+    /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
+    let authentication: TSPAuthentication
+    /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`).
+    var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
-        logger: Logger, now: @escaping @Sendable () -> Date, notifications: any NotificationPublishing
+        logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
+        notifications: any NotificationPublishing
     ) {
+        self.authentication = TSPAuthentication(
+            store: store, signer: AccessTokenSigner(key: accessTokenKey), configuration: configuration, now: now)
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

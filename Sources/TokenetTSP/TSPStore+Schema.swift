@@ -113,7 +113,42 @@ extension TSPStore {
                 """),
         NotificationStore.migration,
         Migration(
-            version: 4, name: "lifecycle",
+            version: 4, name: "strong-authentication",
+            sql: """
+                CREATE TABLE auth_enrolments (
+                    reference_id TEXT PRIMARY KEY,
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id),
+                    user_id TEXT NOT NULL,
+                    account_id TEXT NOT NULL,
+                    code_digest BLOB NOT NULL,
+                    expires_at_ms INTEGER NOT NULL,
+                    attempts_left INTEGER NOT NULL,
+                    status TEXT NOT NULL
+                        CHECK (status IN ('pending', 'activated', 'exhausted', 'superseded')),
+                    created_at_ms INTEGER NOT NULL,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX auth_enrolments_account ON auth_enrolments(issuer_id, user_id, account_id);
+                CREATE TABLE auth_credentials (
+                    id TEXT PRIMARY KEY,
+                    issuer_id TEXT NOT NULL REFERENCES issuers(id),
+                    user_id TEXT NOT NULL,
+                    account_id TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('user', 'device')),
+                    pair_id TEXT NOT NULL,
+                    secret_sealed BLOB NOT NULL,
+                    digits INTEGER NOT NULL,
+                    counter INTEGER NOT NULL,
+                    failures INTEGER NOT NULL,
+                    locked INTEGER NOT NULL,
+                    display_name TEXT NOT NULL,
+                    created_at_ms INTEGER NOT NULL,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX auth_credentials_account ON auth_credentials(issuer_id, user_id, account_id);
+                """),
+        Migration(
+            version: 5, name: "lifecycle",
             sql: """
                 ALTER TABLE tokens ADD COLUMN wallet_node_id TEXT;
                 ALTER TABLE tokens ADD COLUMN last_call_at_ms INTEGER;

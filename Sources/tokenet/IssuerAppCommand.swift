@@ -1,100 +1,140 @@
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet issuer-app notifications|authn ADDR …`: the issuer app on the cardholder's phone, as run inside
-/// issuer-node: the messages the TSP's broker delivered to it and the cardholder's answers to authentication
-/// requests.
+/// `tokenet issuer-app activate|accounts|activate-linked|login|delete-account ADDR …`: the issuer app simulated
+/// inside issuer-node (one installation per cardholder), through its IssuerAppAuth service.
 enum IssuerAppCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer-app",
-        summary: "Show the issuer app's notifications; proceed with or cancel a transaction it asks about.",
-        help: help, actions: [notifications, authn])
+        summary: "Drive the issuer app: activate accounts, log in, read its notifications, answer AUTHN requests.",
+        help: help + notificationHelp,
+        actions: [activate, accounts, activateLinked, login, deleteAccount] + notificationActions)
 
     static let help = """
-        Usage: tokenet issuer-app notifications ADDR [OPTIONS]
-               tokenet issuer-app authn ADDR AUTHN_REQUEST_ID --proceed|--cancel [OPTIONS]
+        Usage: tokenet issuer-app activate ADDR --code CODE --ref REFERENCE [--name NAME] [--pin PIN] [OPTIONS]
+               tokenet issuer-app accounts ADDR USER [OPTIONS]
+               tokenet issuer-app activate-linked ADDR USER [--pin PIN] [OPTIONS]
+               tokenet issuer-app login ADDR USER --pin PIN [OPTIONS]
+               tokenet issuer-app delete-account ADDR USER ACCOUNT [OPTIONS]
 
-        notifications lists every message the issuer app at ADDR (the issuer-node, HOST:PORT) received from the
-        TSP: its type, card, last call time and what the app did (a card state refreshed, a transaction shown, a
-        message...). Messages from other senders or topics are handed to the app untouched. It also lists the
-        authentication requests and the card ids resynchronised after renewals. authn gives the cardholder's
-        answer to an authentication request (AUTHN): --proceed or --cancel; the answer goes to the TSP.
+        activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
+        `tokenet issuer outbox`); the TSP provisions a user and a device HOTP credential. The first account sets the
+        app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
+        user's other accounts in one bulk call and prints a result per account. login signs the user in with the PIN
+        and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
 
         Options:
+          --code CODE          The activation code.
+          --ref REFERENCE      The activation's reference id.
+          --name NAME          The name the account gets in the app (default: its id).
+          --pin PIN            The app's PIN.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
+        Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
-        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
-        1 when the issuer cannot be reached; 2 for bad options.
+        Exit status: 0 when the call was answered (an activation refused prints its result, e.g. INCORRECT_CODE, and
+        why); 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr (a wrong PIN is
+        UNAUTHENTICATED, a locked credential RESOURCE_EXHAUSTED); 1 when the issuer cannot be reached; 2 for bad
+        options.
         """
 
-    static let notifications = PartyAction(name: "notifications") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
-        return try PartySession.run(
-            options, json: flags.json,
-            call: { session, callOptions in
-                try await IssuerV1.IssuerAppInbox.Client(session.client).notifications(.init(), options: callOptions)
-            },
-            text: { response, _ in PartyText.appNotifications(response) })
-    }
-
-    static let authn = PartyAction(name: "authn") { arguments, command throws(CLIError) in
+    static let activate = PartyAction(name: "activate") { arguments, command throws(CLIError) in
         let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: [], switches: ["--json", "--proceed", "--cancel"])
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
-        guard let id = options.operands.first else {
-            throw CLIError(.usage, "\(command): missing AUTHN_REQUEST_ID (see tokenet issuer-app notifications)")
+            parsing: arguments, command: command, valued: ["--code", "--ref", "--name", "--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        guard let code = flags["--code"], let reference = flags["--ref"] else {
+            throw CLIError(.usage, "\(command): --code and --ref are required (see tokenet issuer outbox)")
         }
-        let proceed = flags.switches.contains("--proceed")
-        guard proceed != flags.switches.contains("--cancel") else {
-            throw CLIError(.usage, "\(command): give exactly one of --proceed and --cancel")
-        }
+        let request = IssuerV1.AppActivateRequest(
+            activationCode: code, referenceID: reference, displayName: flags["--name"] ?? "", pin: flags["--pin"] ?? "")
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await IssuerV1.IssuerAppInbox.Client(session.client).answerAuthn(
-                    .init(authnRequestID: id, proceed: proceed), options: callOptions)
+                try await IssuerV1.IssuerAppAuth.Client(session.client).activate(request, options: callOptions)
             },
-            text: { response, traceID in "\(response.authnRequestID): \(response.status)\n(trace \(traceID))" })
+            text: { response, _ in
+                guard response.result == .success else {
+                    return "\(result(response.result)): \(response.message)"
+                }
+                return "Activated \(response.accountID) for \(response.userID)"
+                    + (response.pinSet ? "; the app's PIN is set." : ".")
+            })
     }
-}
 
-extension PartyText {
-    static func appNotifications(_ response: IssuerV1.AppNotificationsResponse) -> String {
-        var parts: [String] = []
-        if response.notifications.isEmpty {
-            parts.append("No notifications.")
-        } else {
-            parts.append(
-                table(
-                    ["TYPE", "SENDER", "CARD", "LAST CALL", "WHAT THE APP DID"],
-                    response.notifications.map {
-                        [
-                            $0.processed ? $0.messageType : "(not processed)", $0.notification?.sender ?? "",
-                            $0.cardID, time(ms: $0.lastCallTimestampMs), $0.action,
-                        ]
-                    }))
-        }
-        if !response.authnRequests.isEmpty {
-            parts.append(
-                "Authentication requests:\n"
-                    + table(
-                        ["REQUEST", "AMOUNT", "MERCHANT", "STATUS"],
-                        response.authnRequests.map {
-                            [
-                                $0.authnRequestID, LifecycleArguments.amount($0.amountMinor, $0.currency),
-                                $0.merchant, $0.status,
-                            ]
-                        }))
-        }
-        if !response.cardIds.isEmpty {
-            parts.append(
-                "Card ids:\n"
-                    + table(
-                        ["DIGITAL CARD", "CARD", "ENDING", "EXPIRY"],
-                        response.cardIds.map { [$0.digitalCardID, $0.cardID, $0.panLast4, $0.expiry] }))
-        }
-        return parts.joined(separator: "\n")
+    static let accounts = PartyAction(name: "accounts") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).accounts(
+                    .init(userID: user), options: callOptions)
+            },
+            text: { response, _ in
+                let pin = response.pinSet ? "PIN set." : "No PIN set yet."
+                guard !response.accounts.isEmpty else { return "No account is activated in \(user)'s app. \(pin)" }
+                return PartyText.table(
+                    ["ACCOUNT", "NAME", "ACTIVATED"],
+                    response.accounts.map { [$0.accountID, $0.displayName, PartyText.time(ms: $0.activatedAtMs)] })
+                    + "\n\(pin)"
+            })
+    }
+
+    static let activateLinked = PartyAction(name: "activate-linked") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        let request = IssuerV1.ActivateLinkedRequest(userID: user, pin: flags["--pin"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).activateLinked(request, options: callOptions)
+            },
+            text: { response, _ in
+                guard !response.results.isEmpty else { return "Every account of \(user) is already activated." }
+                return PartyText.table(
+                    ["ACCOUNT", "RESULT", "MESSAGE"],
+                    response.results.map { [$0.accountID, result($0.result), $0.message] })
+                    + (response.pinSet ? "\nThe app's PIN is set." : "")
+            })
+    }
+
+    static let login = PartyAction(name: "login") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        guard let pin = flags["--pin"] else { throw CLIError(.usage, "\(command): --pin is required") }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).login(
+                    .init(userID: user, pin: pin), options: callOptions)
+            },
+            text: { response, _ in
+                "Logged in \(user) with \(response.accountID) on device \(response.deviceID); access token "
+                    + "\(response.accessToken.prefix(12))… expires \(PartyText.time(ms: response.expiresAtMs))."
+            })
+    }
+
+    static let deleteAccount = PartyAction(name: "delete-account") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
+        let request = IssuerV1.AppDeleteAccountRequest(userID: options.operands[0], accountID: options.operands[1])
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppAuth.Client(session.client).deleteAccount(request, options: callOptions)
+            },
+            text: { response, _ in
+                "Removed \(request.accountID); \(response.accountsLeft) account(s) left, the PIN stays."
+            })
+    }
+
+    /// `INCORRECT_CODE` for `ACTIVATION_RESULT_INCORRECT_CODE`.
+    static func result(_ result: TspV1.ActivationResult) -> String {
+        let name = result.protoValueName ?? "\(result)"
+        return name.hasPrefix("ACTIVATION_RESULT_") ? String(name.dropFirst("ACTIVATION_RESULT_".count)) : name
     }
 }

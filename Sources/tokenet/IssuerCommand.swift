@@ -7,8 +7,10 @@ enum IssuerCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer",
         summary:
-            "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view.",
-        help: help + cardCareHelp, actions: [cards, pushCard, outbox, activateToken, appView] + cardCareActions)
+            "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view, "
+            + "enrol accounts for strong authentication.",
+        help: help + "\n\n" + enrolmentHelp + cardCareHelp,
+        actions: [cards, pushCard, outbox, activateToken, appView, enroll, unlock] + cardCareActions)
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]

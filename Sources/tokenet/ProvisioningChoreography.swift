@@ -32,6 +32,7 @@ struct ProvisioningChoreography: DemoChoreography {
             ("a card the issuer declines", declined),
             ("a card that needs step-up: INACTIVE, then ACTIVE with a one-time code", stepUp),
             ("a by-score card stepped up for the wallet's risk: activated by the call centre", callCentre),
+            ("the demo user enrols in the issuer app: one account, then the linked ones; logs in", strongAuth),
             ("a card its issuer keeps out of wallets: not eligible", notEligible),
         ]
         for (index, (title, scenario)) in scenarios.enumerated() {

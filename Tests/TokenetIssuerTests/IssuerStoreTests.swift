@@ -20,7 +20,7 @@ import TokenetStorage
         #expect(before == after)
         #expect(after.count == 7)
         #expect(try store.database.queryOne("SELECT count(*) FROM cardholders")?.int(0) == 3)
-        #expect(try store.database.queryOne("SELECT count(*) FROM accounts")?.int(0) == 4)
+        #expect(try store.database.queryOne("SELECT count(*) FROM accounts")?.int(0) == 5)
     }
 
     @Test func survivesARestartWithoutTheFixtureAndKeepsNumbersSealed() throws {

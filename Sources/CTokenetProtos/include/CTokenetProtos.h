@@ -10,6 +10,8 @@
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/issuer/v1/app.pb-c.h"
+#include "tokenet/tsp/v1/auth.pb-c.h"
+#include "tokenet/issuer/v1/auth.pb-c.h"
 #include "tokenet/tsp/v1/lifecycle.pb-c.h"
 #include "tokenet/issuer/v1/card_care.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
@@ -60,6 +62,27 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__heal
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__health__v1__health_check_response(void) {
     return &tokenet__health__v1__health_check_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__activate_linked_request(void) {
+    return &tokenet__issuer__v1__activate_linked_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__activate_linked_response(void) {
+    return &tokenet__issuer__v1__activate_linked_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_account(void) {
+    return &tokenet__issuer__v1__app_account__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_accounts_request(void) {
+    return &tokenet__issuer__v1__app_accounts_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_accounts_response(void) {
+    return &tokenet__issuer__v1__app_accounts_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_activate_request(void) {
+    return &tokenet__issuer__v1__app_activate_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_activate_response(void) {
+    return &tokenet__issuer__v1__app_activate_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_answer_authn_request(void) {
     return &tokenet__issuer__v1__app_answer_authn_request__descriptor;
 }
@@ -74,6 +97,18 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_card_identity(void) {
     return &tokenet__issuer__v1__app_card_identity__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_delete_account_request(void) {
+    return &tokenet__issuer__v1__app_delete_account_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_delete_account_response(void) {
+    return &tokenet__issuer__v1__app_delete_account_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_login_request(void) {
+    return &tokenet__issuer__v1__app_login_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_login_response(void) {
+    return &tokenet__issuer__v1__app_login_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_notification(void) {
     return &tokenet__issuer__v1__app_notification__descriptor;
@@ -108,6 +143,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__card_view_response(void) {
     return &tokenet__issuer__v1__card_view_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__enroll_request(void) {
+    return &tokenet__issuer__v1__enroll_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__enroll_response(void) {
+    return &tokenet__issuer__v1__enroll_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
     return &tokenet__issuer__v1__issuer_card__descriptor;
 }
@@ -125,6 +166,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_send_message_response(void) {
     return &tokenet__issuer__v1__issuer_send_message_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__linked_account_result(void) {
+    return &tokenet__issuer__v1__linked_account_result__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__list_cards_request(void) {
     return &tokenet__issuer__v1__list_cards_request__descriptor;
@@ -155,6 +199,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__send_otp_response(void) {
     return &tokenet__issuer__v1__send_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__unlock_request(void) {
+    return &tokenet__issuer__v1__unlock_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__unlock_response(void) {
+    return &tokenet__issuer__v1__unlock_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__reflection__v1__describe_symbol_request(void) {
     return &tokenet__reflection__v1__describe_symbol_request__descriptor;
@@ -218,6 +268,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_response(void) {
     return &tokenet__tsp__v1__activate_token_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activation(void) {
+    return &tokenet__tsp__v1__activation__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__answer_authn_request(void) {
     return &tokenet__tsp__v1__answer_authn_request__descriptor;
@@ -285,6 +338,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_encryption_keys_response(void) {
     return &tokenet__tsp__v1__get_encryption_keys_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__hotp_credential(void) {
+    return &tokenet__tsp__v1__hotp_credential__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__issuer_push_receipt(void) {
     return &tokenet__tsp__v1__issuer_push_receipt__descriptor;
 }
@@ -300,6 +356,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_transactions_response(void) {
     return &tokenet__tsp__v1__list_transactions_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__login_request(void) {
+    return &tokenet__tsp__v1__login_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__login_response(void) {
+    return &tokenet__tsp__v1__login_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__messaging_body(void) {
     return &tokenet__tsp__v1__messaging_body__descriptor;
 }
@@ -314,6 +376,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__queue_status_response(void) {
     return &tokenet__tsp__v1__queue_status_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_enrolment_request(void) {
+    return &tokenet__tsp__v1__register_enrolment_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_enrolment_response(void) {
+    return &tokenet__tsp__v1__register_enrolment_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_request(void) {
     return &tokenet__tsp__v1__register_issuer_request__descriptor;
@@ -347,6 +415,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resend_otp_response(void) {
     return &tokenet__tsp__v1__resend_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resync_request(void) {
+    return &tokenet__tsp__v1__resync_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resync_response(void) {
+    return &tokenet__tsp__v1__resync_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__select_idv_method_request(void) {
     return &tokenet__tsp__v1__select_idv_method_request__descriptor;
@@ -395,6 +469,24 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__tsp_transaction(void) {
     return &tokenet__tsp__v1__tsp_transaction__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__unlock_credentials_request(void) {
+    return &tokenet__tsp__v1__unlock_credentials_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__unlock_credentials_response(void) {
+    return &tokenet__tsp__v1__unlock_credentials_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__verify_activation_request(void) {
+    return &tokenet__tsp__v1__verify_activation_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__verify_activation_response(void) {
+    return &tokenet__tsp__v1__verify_activation_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__verify_activations_request(void) {
+    return &tokenet__tsp__v1__verify_activations_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__verify_activations_response(void) {
+    return &tokenet__tsp__v1__verify_activations_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__accept_terms_request(void) {
     return &tokenet__wallet__v1__accept_terms_request__descriptor;

@@ -17,11 +17,22 @@ let generatedSamples: [any ProtoMessage] = {
     all += CardV1.WalletRiskData.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckRequest.samples() as [any ProtoMessage]
     all += HealthV1.HealthCheckResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.ActivateLinkedRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.ActivateLinkedResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAccount.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAccountsRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAccountsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppActivateRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppActivateResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppAnswerAuthnRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppAnswerAuthnResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppAuthn.samples() as [any ProtoMessage]
     all += IssuerV1.AppCard.samples() as [any ProtoMessage]
     all += IssuerV1.AppCardIdentity.samples() as [any ProtoMessage]
+    all += IssuerV1.AppDeleteAccountRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppDeleteAccountResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppLoginRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppLoginResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppNotification.samples() as [any ProtoMessage]
     all += IssuerV1.AppNotificationsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppNotificationsResponse.samples() as [any ProtoMessage]
@@ -33,12 +44,15 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.CardEligibilityResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CardViewRequest.samples() as [any ProtoMessage]
     all += IssuerV1.CardViewResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.EnrollRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.EnrollResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerChangeTokenStatesRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerRenewCardRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
@@ -49,6 +63,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.PushReceipt.samples() as [any ProtoMessage]
     all += IssuerV1.SendOtpRequest.samples() as [any ProtoMessage]
     all += IssuerV1.SendOtpResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.UnlockRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.UnlockResponse.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolRequest.samples() as [any ProtoMessage]
     all += ReflectionV1.DescribeSymbolResponse.samples() as [any ProtoMessage]
     all += ReflectionV1.EnumDescription.samples() as [any ProtoMessage]
@@ -70,6 +86,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.AcknowledgeResponse.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
+    all += TspV1.Activation.samples() as [any ProtoMessage]
     all += TspV1.AnswerAuthnRequest.samples() as [any ProtoMessage]
     all += TspV1.AnswerAuthnResponse.samples() as [any ProtoMessage]
     all += TspV1.AuthnBody.samples() as [any ProtoMessage]
@@ -92,16 +109,21 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.EncryptionKey.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysRequest.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
+    all += TspV1.HotpCredential.samples() as [any ProtoMessage]
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
     all += TspV1.ListTransactionsRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTransactionsResponse.samples() as [any ProtoMessage]
+    all += TspV1.LoginRequest.samples() as [any ProtoMessage]
+    all += TspV1.LoginResponse.samples() as [any ProtoMessage]
     all += TspV1.MessagingBody.samples() as [any ProtoMessage]
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
     all += TspV1.Notification.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusRequest.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusResponse.samples() as [any ProtoMessage]
+    all += TspV1.RegisterEnrolmentRequest.samples() as [any ProtoMessage]
+    all += TspV1.RegisterEnrolmentResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
     all += TspV1.RenewCardRequest.samples() as [any ProtoMessage]
@@ -113,6 +135,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.RequestReplenishmentResponse.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
+    all += TspV1.ResyncRequest.samples() as [any ProtoMessage]
+    all += TspV1.ResyncResponse.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
     all += TspV1.SendCardMessageRequest.samples() as [any ProtoMessage]
@@ -129,6 +153,12 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.TokenSummary.samples() as [any ProtoMessage]
     all += TspV1.TransactionBody.samples() as [any ProtoMessage]
     all += TspV1.TspTransaction.samples() as [any ProtoMessage]
+    all += TspV1.UnlockCredentialsRequest.samples() as [any ProtoMessage]
+    all += TspV1.UnlockCredentialsResponse.samples() as [any ProtoMessage]
+    all += TspV1.VerifyActivationRequest.samples() as [any ProtoMessage]
+    all += TspV1.VerifyActivationResponse.samples() as [any ProtoMessage]
+    all += TspV1.VerifyActivationsRequest.samples() as [any ProtoMessage]
+    all += TspV1.VerifyActivationsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsRequest.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
@@ -285,6 +315,82 @@ extension HealthV1.HealthCheckResponse {
     }
 }
 
+extension IssuerV1.ActivateLinkedRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.ActivateLinkedResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.results = [IssuerV1.LinkedAccountResult.samples()[0], IssuerV1.LinkedAccountResult.samples()[0]]
+        base.pinSet = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAccount {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accountID = "account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.displayName = "display_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activatedAtMs = 18446744073709551612
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAccountsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAccountsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accounts = [IssuerV1.AppAccount.samples()[0], IssuerV1.AppAccount.samples()[0]]
+        base.pinSet = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppActivateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activationCode = "activation_code-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.referenceID = "reference_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.displayName = "display_name-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppActivateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = TspV1.ActivationResult(rawValue: 1)
+        base.userID = "user_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.triesLeft = 3999999996
+        base.pinSet = true
+        base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AppAnswerAuthnRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -337,6 +443,47 @@ extension IssuerV1.AppCardIdentity {
         base.cardID = "card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppDeleteAccountRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppDeleteAccountResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accountsLeft = 3999999999
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppLoginRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppLoginResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accessToken = "access_token-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551613
+        base.deviceID = "device_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -463,6 +610,27 @@ extension IssuerV1.CardViewResponse {
     }
 }
 
+extension IssuerV1.EnrollRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.EnrollResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.referenceID = "reference_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551613
+        base.maskedDestination = "masked_destination-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.IssuerCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -528,6 +696,17 @@ extension IssuerV1.IssuerSendMessageResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.LinkedAccountResult {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accountID = "account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.result = TspV1.ActivationResult(rawValue: 1)
+        base.message = "message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -634,6 +813,25 @@ extension IssuerV1.SendOtpResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.maskedDestination = "masked_destination-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.UnlockRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.UnlockResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.unlocked = 3999999999
         var all = [base]
         return all
     }
@@ -912,6 +1110,20 @@ extension TspV1.ActivateTokenResponse {
     }
 }
 
+extension TspV1.Activation {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.accountID = "account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationCode = "activation_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.referenceID = "reference_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationURL = "activation_url-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551610
+        base.attempts = 3999999994
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.AnswerAuthnRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1176,6 +1388,19 @@ extension TspV1.GetEncryptionKeysResponse {
     }
 }
 
+extension TspV1.HotpCredential {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.credentialID = "credential_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.secret = Data([0, 255, 2, 10, 13])
+        base.algorithm = TspV1.HotpAlgorithm(rawValue: 1)
+        base.digits = 3999999996
+        base.counter = 18446744073709551610
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.IssuerPushReceipt {
     static func samples() -> [Self] {
         var base = Self()
@@ -1217,6 +1442,32 @@ extension TspV1.ListTransactionsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.transactions = [TspV1.TspTransaction.samples()[0], TspV1.TspTransaction.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.LoginRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userCredentialID = "user_credential_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.userCode = "user_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceCredentialID = "device_credential_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceCode = "device_code-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.LoginResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = TspV1.LoginResult(rawValue: 1)
+        base.accessToken = "access_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551612
+        base.failedCredentialID = "failed_credential_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.failuresLeft = 3999999995
+        base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1308,6 +1559,25 @@ extension TspV1.QueueStatusResponse {
         base.lastSequence = 18446744073709551610
         base.acknowledgedTotal = 18446744073709551609
         base.expiredTotal = 18446744073709551608
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RegisterEnrolmentRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountIds = ["account_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n", "account_ids-3 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RegisterEnrolmentResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activations = [TspV1.Activation.samples()[0], TspV1.Activation.samples()[0]]
         var all = [base]
         return all
     }
@@ -1420,6 +1690,28 @@ extension TspV1.ResendOtpResponse {
         var base = Self()
         base.codeExpiresAtMs = 18446744073709551614
         base.triesLeft = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ResyncRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.credentialID = "credential_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.firstCode = "first_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.secondCode = "second_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ResyncResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = TspV1.ResyncResult(rawValue: 1)
+        base.failuresLeft = 3999999998
+        base.message = "message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1611,6 +1903,71 @@ extension TspV1.TspTransaction {
         base.approved = true
         base.authnRequestID = "authn_request_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.authnStatus = "authn_status-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.UnlockCredentialsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.UnlockCredentialsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.unlocked = 3999999999
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.VerifyActivationRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activationCode = "activation_code-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.referenceID = "reference_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.serverURL = "server_url-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.displayName = "display_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.VerifyActivationResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.result = TspV1.ActivationResult(rawValue: 1)
+        base.triesLeft = 3999999998
+        base.referenceID = "reference_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.userID = "user_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accountID = "account_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.userCredential = TspV1.HotpCredential.samples()[0]
+        base.deviceCredential = TspV1.HotpCredential.samples()[0]
+        base.message = "message-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.VerifyActivationsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.activations = [TspV1.VerifyActivationRequest.samples()[0], TspV1.VerifyActivationRequest.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.VerifyActivationsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.results = [TspV1.VerifyActivationResponse.samples()[0], TspV1.VerifyActivationResponse.samples()[0]]
         var all = [base]
         return all
     }

@@ -1,0 +1,20 @@
+/// A raw symmetric key in a file of its own (an access-token signing key, for example): created with 0600
+/// permissions on first use, refused when other users can read it.
+public enum SecretKeyFile {
+    /// The key in `path`, creating `size` random bytes there when the file does not exist.
+    public static func loadOrCreate(path: String, size: Int = 32) throws(CardError) -> [UInt8] {
+        let fresh = try SecureRandom.bytes(size)
+        if try SecretFile.createExclusive(fresh, at: path) { return fresh }
+        let (bytes, mode) = try SecretFile.read(path)
+        guard mode & 0o077 == 0 else {
+            throw CardError(
+                .invalidKey,
+                "the key file \(path) is readable by other users (mode \(String(mode, radix: 8))); run chmod 600 \(path)"
+            )
+        }
+        guard bytes.count == size else {
+            throw CardError(.invalidKey, "the key file \(path) holds \(bytes.count) bytes; it must hold \(size)")
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+/// The issuer app's login: codes from the user credential (opened by the PIN) and the device credential (opened by
+/// the device PIN) buy an access token from the TSP.
+extension IssuerAppAuthenticator {
+    /// Logs the user in: the PIN opens the user credential, the device PIN the device credential, and a code from
+    /// each buys an access token from the TSP. When the app's counter ran ahead of the TSP's window (logins that
+    /// never reached it), the app resynchronises that credential with two consecutive codes and tries again.
+    func login(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.AppLoginResponse {
+        guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
+        guard try store.appUser(userID) != nil else {
+            throw IssuerError(.notFound, "user \(userID) has not activated the app; activate an account first")
+        }
+        guard let (_, keys) = try keys(userID: userID, pin: pin) else {
+            throw IssuerError(.notFound, "user \(userID) has not activated the app; activate an account first")
+        }
+        guard let account = try store.appAccounts(userID).first else {
+            throw IssuerError(.notFound, "no account is activated in \(userID)'s app; activate one first")
+        }
+        let credentials = try Self.open(account, keys: keys)
+        var response = try await attemptLogin(account, credentials)
+        // Each of the two credentials may need its own resynchronisation.
+        for _ in 0..<2 where response.result == .resyncRequired {
+            try await resync(account, credentials, failed: response.failedCredentialID)
+            response = try await attemptLogin(account, credentials)
+        }
+        switch response.result {
+        case .success:
+            logger.info("user logged in", ["user": userID, "account": account.accountID])
+            return IssuerV1.AppLoginResponse(
+                accessToken: response.accessToken, expiresAtMs: response.expiresAtMs,
+                deviceID: account.deviceCredentialID, accountID: account.accountID)
+        case .credentialLocked:
+            throw IssuerError(.locked, "\(response.message) (user \(userID))")
+        default:
+            throw IssuerError(.unauthenticated, "the TSP refused the login: \(response.message)")
+        }
+    }
+
+    /// The account's two credentials, opened with the app's keys.
+    private static func open(_ account: AppAccountRecord, keys: IssuerAppKeys) throws(IssuerError) -> (
+        user: HOTP, device: HOTP
+    ) {
+        do {
+            let userSecret = try keys.user.open(
+                account.userSecretSealed, associatedData: Array("user-credential:\(account.userCredentialID)".utf8))
+            let deviceSecret = try keys.device.open(
+                account.deviceSecretSealed,
+                associatedData: Array("device-credential:\(account.deviceCredentialID)".utf8))
+            return (
+                try HOTP(secret: userSecret, digits: account.digits),
+                try HOTP(secret: deviceSecret, digits: account.digits)
+            )
+        } catch {
+            throw IssuerError(.keys, "cannot open the app's credentials", cause: error)
+        }
+    }
+
+    /// Codes at the next counters (stored advanced first), sent to the TSP's Login.
+    private func attemptLogin(_ account: AppAccountRecord, _ credentials: (user: HOTP, device: HOTP))
+        async throws(IssuerError) -> TspV1.LoginResponse
+    {
+        let counters = try store.takeCounters(userID: account.userID, accountID: account.accountID)
+        let request = TspV1.LoginRequest(
+            userCredentialID: account.userCredentialID, userCode: try Self.code(credentials.user, counters.user),
+            deviceCredentialID: account.deviceCredentialID,
+            deviceCode: try Self.code(credentials.device, counters.device))
+        return try await IssuerEnrolmentBackend.calling("log in") { () async throws in
+            try await TspV1.Authentication.Client(try self.backend.caller()).login(request)
+        }
+    }
+
+    /// Two consecutive codes of the credential the TSP found ahead of its window.
+    private func resync(_ account: AppAccountRecord, _ credentials: (user: HOTP, device: HOTP), failed: String)
+        async throws(IssuerError)
+    {
+        let first = try store.takeCounters(userID: account.userID, accountID: account.accountID)
+        let second = try store.takeCounters(userID: account.userID, accountID: account.accountID)
+        let isUser = failed == account.userCredentialID
+        let hotp = isUser ? credentials.user : credentials.device
+        let request = TspV1.ResyncRequest(
+            credentialID: failed, firstCode: try Self.code(hotp, isUser ? first.user : first.device),
+            secondCode: try Self.code(hotp, isUser ? second.user : second.device))
+        let response = try await IssuerEnrolmentBackend.calling("resynchronise the credential") { () async throws in
+            try await TspV1.Authentication.Client(try self.backend.caller()).resync(request)
+        }
+        logger.info(
+            "credential resynchronised", ["user": account.userID, "credential": failed, "result": "\(response.result)"])
+    }
+
+    private static func code(_ hotp: HOTP, _ counter: UInt64) throws(IssuerError) -> String {
+        do {
+            return try hotp.code(counter: counter)
+        } catch {
+            throw IssuerError(.keys, "cannot compute an HOTP code", cause: error)
+        }
+    }
+}

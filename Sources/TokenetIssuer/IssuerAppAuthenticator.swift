@@ -1,0 +1,211 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer app's strong authentication, one simulated installation per cardholder: it activates accounts into
+/// the two HOTP credentials the TSP provisions, keeps them sealed under keys derived from the user's PIN and a random
+/// device PIN, and logs in with a code from each. It is the issuer's `CardholderLogin`.
+///
+/// The PIN is set with the first account, is the same for every account and stays when every account is deleted;
+/// every later activation and every login needs it. Secrets and PINs are never logged.
+final class IssuerAppAuthenticator: CardholderLogin, Sendable {
+    let store: IssuerStore
+    let backend: IssuerEnrolmentBackend
+    let logger: Logger
+    let now: @Sendable () -> Date
+    /// PBKDF2 iterations for the app's keys; tests lower it.
+    let iterations: Int
+    /// Wrong PINs in a row that lock the app until the issuer unlocks it (`IssuerEnrolment.UnlockCredentials`).
+    static let maxPINFailures = 5
+
+    init(
+        store: IssuerStore, backend: IssuerEnrolmentBackend, logger: Logger, iterations: Int = 100_000,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.store = store
+        self.backend = backend
+        self.logger = logger
+        self.iterations = iterations
+        self.now = now
+    }
+
+    var nowMs: UInt64 { UInt64(max(0, now().timeIntervalSince1970 * 1000)) }
+
+    // MARK: PIN
+
+    /// The app's keys for a user who has a PIN, checking the PIN; nil for a user who has none yet (the PIN is then
+    /// checked against the policy, to be set by the first activation).
+    func keys(userID: String, pin: String) throws(IssuerError) -> (AppUserRecord, IssuerAppKeys)? {
+        guard let user = try store.appUser(userID) else {
+            guard !pin.isEmpty else {
+                throw IssuerError(.invalidArgument, "this is the first account of the app: set a PIN (4 to 8 digits)")
+            }
+            try PINPolicy.check(pin)
+            return nil
+        }
+        guard user.pinFailures < Self.maxPINFailures else {
+            throw IssuerError(
+                .locked,
+                "the app is locked after \(Self.maxPINFailures) wrong PINs; the issuer unlocks it "
+                    + "(tokenet issuer unlock ADDR \(userID))")
+        }
+        guard !pin.isEmpty else {
+            throw IssuerError(.unauthenticated, "enter the app's PIN (the one set with the first account)")
+        }
+        let keys = try IssuerAppKeys.derive(
+            pin: pin, devicePIN: user.devicePIN, salt: user.salt, iterations: iterations)
+        guard keys.opensPINCheck(user.pinCheck, userID: userID) else {
+            let failures = try store.recordPIN(userID: userID, wrong: true)
+            let left = Self.maxPINFailures - failures
+            throw IssuerError(
+                left > 0 ? .unauthenticated : .locked,
+                left > 0
+                    ? "the PIN is not correct; \(left) tries left before the app locks"
+                    : "the PIN is not correct; the app is now locked until the issuer unlocks it")
+        }
+        if user.pinFailures > 0 { try store.recordPIN(userID: userID, wrong: false) }
+        return (user, keys)
+    }
+
+    /// The keys to seal new credentials with: the existing user's, or a new user's (PIN set now).
+    private func keysForActivation(userID: String, pin: String) throws(IssuerError) -> (
+        IssuerAppKeys, newUser: AppUserRecord?
+    ) {
+        if let (_, keys) = try keys(userID: userID, pin: pin) { return (keys, nil) }
+        let salt: [UInt8]
+        do {
+            salt = try SecureRandom.bytes(16)
+        } catch {
+            throw IssuerError(.keys, "cannot generate a salt", cause: error)
+        }
+        let devicePIN = try IssuerAppKeys.randomDevicePIN()
+        let keys = try IssuerAppKeys.derive(pin: pin, devicePIN: devicePIN, salt: salt, iterations: iterations)
+        return (
+            keys,
+            AppUserRecord(
+                userID: userID, salt: salt, pinCheck: try keys.sealPINCheck(userID: userID), devicePIN: devicePIN)
+        )
+    }
+
+    // MARK: Activation
+
+    func activate(code: String, referenceID: String, displayName: String, pin: String) async throws(IssuerError)
+        -> IssuerV1.AppActivateResponse
+    {
+        guard !code.isEmpty, !referenceID.isEmpty else {
+            throw IssuerError(.invalidArgument, "the activation code and the reference id are required")
+        }
+        guard let enrolment = try store.enrolment(referenceID: referenceID) else {
+            throw IssuerError(
+                .notFound, "reference \"\(referenceID)\" is unknown to the issuer; check it, or enrol the account again"
+            )
+        }
+        // The PIN is checked before the code reaches the TSP, so a wrong PIN does not use up the code.
+        let (keys, newUser) = try keysForActivation(userID: enrolment.userID, pin: pin)
+        let name = displayName.isEmpty ? enrolment.accountID : displayName
+        let response = try await IssuerEnrolmentBackend.calling("activate the account") { () async throws in
+            try await TspV1.Authentication.Client(try self.backend.caller()).verifyActivation(
+                .init(activationCode: code, referenceID: referenceID, serverURL: "", displayName: name))
+        }
+        var answer = IssuerV1.AppActivateResponse(
+            result: response.result, userID: enrolment.userID, accountID: enrolment.accountID,
+            triesLeft: response.triesLeft, message: response.message)
+        if response.result == .success {
+            try save(response, userID: enrolment.userID, displayName: name, keys: keys, newUser: newUser)
+            answer.pinSet = newUser != nil
+        }
+        logger.info(
+            "account activation",
+            ["user": enrolment.userID, "account": enrolment.accountID, "result": "\(response.result)"])
+        return answer
+    }
+
+    /// Activates every account of the user not yet in the app, in one bulk call; one result per account.
+    func activateLinked(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.ActivateLinkedResponse {
+        guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
+        let (keys, newUser) = try keysForActivation(userID: userID, pin: pin)
+        let existing = Set(try store.appAccounts(userID).map(\.accountID))
+        let activations = try await backend.linkedActivations(userID: userID, excluding: existing)
+        var answer = IssuerV1.ActivateLinkedResponse()
+        guard !activations.isEmpty else { return answer }
+        let response = try await IssuerEnrolmentBackend.calling("activate the linked accounts") { () async throws in
+            try await TspV1.Authentication.Client(try self.backend.caller()).verifyActivations(
+                .init(
+                    activations: activations.map {
+                        .init(
+                            activationCode: $0.activationCode, referenceID: $0.referenceID,
+                            serverURL: $0.activationURL, displayName: $0.accountID)
+                    }))
+        }
+        var pendingUser = newUser
+        for result in response.results {
+            if result.result == .success {
+                try save(result, userID: userID, displayName: result.accountID, keys: keys, newUser: pendingUser)
+                if pendingUser != nil { answer.pinSet = true }
+                pendingUser = nil
+            }
+            answer.results.append(
+                IssuerV1.LinkedAccountResult(
+                    accountID: result.accountID, result: result.result, message: result.message))
+        }
+        logger.info(
+            "linked accounts activated",
+            [
+                "user": userID, "accounts": "\(answer.results.count)",
+                "succeeded": "\(answer.results.filter { $0.result == .success }.count)",
+            ])
+        return answer
+    }
+
+    private func save(
+        _ response: TspV1.VerifyActivationResponse, userID: String, displayName: String, keys: IssuerAppKeys,
+        newUser: AppUserRecord?
+    ) throws(IssuerError) {
+        guard let user = response.userCredential, let device = response.deviceCredential else {
+            throw IssuerError(.unavailable, "the TSP activated the account without provisioning its credentials")
+        }
+        if let newUser { try store.insertAppUser(newUser, nowMs: nowMs) }
+        do {
+            try store.saveAppAccount(
+                AppAccountRecord(
+                    userID: userID, accountID: response.accountID, displayName: displayName,
+                    userCredentialID: user.credentialID,
+                    userSecretSealed: try keys.user.seal(
+                        Array(user.secret), associatedData: Array("user-credential:\(user.credentialID)".utf8)),
+                    deviceCredentialID: device.credentialID,
+                    deviceSecretSealed: try keys.device.seal(
+                        Array(device.secret), associatedData: Array("device-credential:\(device.credentialID)".utf8)),
+                    digits: Int(user.digits), userCounter: user.counter, deviceCounter: device.counter,
+                    activatedAtMs: nowMs))
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(.keys, "cannot seal the credentials", cause: IssuerDescribedError(error))
+        }
+    }
+
+    // MARK: Accounts
+
+    func accounts(userID: String) throws(IssuerError) -> IssuerV1.AppAccountsResponse {
+        IssuerV1.AppAccountsResponse(
+            accounts: try store.appAccounts(userID).map {
+                IssuerV1.AppAccount(
+                    accountID: $0.accountID, displayName: $0.displayName, activatedAtMs: $0.activatedAtMs)
+            },
+            pinSet: try store.appUser(userID) != nil)
+    }
+
+    func deleteAccount(userID: String, accountID: String) throws(IssuerError) -> Int {
+        let left = try store.deleteAppAccount(userID: userID, accountID: accountID)
+        logger.info("account removed from the app", ["user": userID, "account": accountID])
+        return left
+    }
+
+    // MARK: CardholderLogin
+
+    func accessToken(forUser userID: String, pin: String) async throws(IssuerError) -> String {
+        try await login(userID: userID, pin: pin).accessToken
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer backend's part of strong authentication: it enrols its users' accounts with the TSP, delivers the
+/// activation code out of band (the outbox, with an `otp://` provisioning link), gives the app the activations of
+/// the linked accounts, and unlocks credentials. Activation codes are never logged.
+final class IssuerEnrolmentBackend: Sendable {
+    let store: IssuerStore
+    let tsp: TSPLink
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    init(store: IssuerStore, tsp: TSPLink, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.tsp = tsp
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Enrols one account and delivers its activation code to the cardholder.
+    func enroll(userID: String, accountID: String) async throws(IssuerError) -> IssuerV1.EnrollResponse {
+        guard !userID.isEmpty, !accountID.isEmpty else {
+            throw IssuerError(.invalidArgument, "user_id and account_id are required")
+        }
+        try requireAccount(accountID, of: userID)
+        let activation = try await register(userID: userID, accountIDs: [accountID])[0]
+        let phone = Masking.phone(try store.cardholderPhone(userID) ?? "")
+        let minutes = max(1, Int((Double(activation.expiresAtMs) / 1000 - now().timeIntervalSince1970) / 60 + 0.5))
+        try store.recordOutbox(
+            IssuerV1.OutboxMessage(
+                sentAtMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)), channel: "sms",
+                maskedDestination: phone,
+                text: "Your Tokenet Bank app activation code is \(activation.activationCode) (reference "
+                    + "\(activation.referenceID)); it expires in \(minutes) minutes. Or open "
+                    + Self.link(activation, userID: userID) + ". Never share it.",
+                digitalCardID: "enrolment:\(activation.referenceID)"))
+        logger.info(
+            "account enrolled; activation code delivered",
+            ["user": userID, "account": accountID, "ref": activation.referenceID, "to": phone])
+        return IssuerV1.EnrollResponse(
+            referenceID: activation.referenceID, expiresAtMs: activation.expiresAtMs, maskedDestination: phone)
+    }
+
+    /// The provisioning link `otp://p?u=SERVER_URL&n=USER&c=CODE`.
+    static func link(_ activation: TspV1.Activation, userID: String) -> String {
+        // RFC 3986 unreserved characters stay; everything else (":", "/", "&", "=") is percent-encoded.
+        let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        func encoded(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+        }
+        return
+            "otp://p?u=\(encoded(activation.activationURL))&n=\(encoded(userID))&c=\(encoded(activation.activationCode))"
+    }
+
+    /// Activations for the user's accounts that `excluding` does not name (the ones the app has not activated).
+    func linkedActivations(userID: String, excluding: Set<String>) async throws(IssuerError) -> [TspV1.Activation] {
+        guard let accounts = try store.accounts(ofCardholder: userID) else {
+            throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
+        }
+        let linked = accounts.filter { !excluding.contains($0) }
+        guard !linked.isEmpty else { return [] }
+        return try await register(userID: userID, accountIDs: linked)
+    }
+
+    func unlock(userID: String, accountID: String) async throws(IssuerError) -> UInt32 {
+        guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
+        if !accountID.isEmpty { try requireAccount(accountID, of: userID) }
+        // The app's own PIN lock is lifted with the TSP's credential locks.
+        try store.recordPIN(userID: userID, wrong: false)
+        let response = try await Self.calling("unlock the credentials") { () async throws in
+            try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
+                .init(userID: userID, accountID: accountID))
+        }
+        logger.info("credentials unlocked at the TSP", ["user": userID, "unlocked": "\(response.unlocked)"])
+        return response.unlocked
+    }
+
+    private func register(userID: String, accountIDs: [String]) async throws(IssuerError) -> [TspV1.Activation] {
+        let response = try await Self.calling("enrol the account") { () async throws in
+            try await TspV1.Enrolment.Client(try self.caller()).registerEnrolment(
+                .init(userID: userID, accountIds: accountIDs))
+        }
+        guard response.activations.count == accountIDs.count else {
+            throw IssuerError(.unavailable, "the TSP answered the enrolment with \(response.activations.count) codes")
+        }
+        for activation in response.activations {
+            try store.recordEnrolment(
+                referenceID: activation.referenceID, userID: userID, accountID: activation.accountID,
+                nowMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)))
+        }
+        return response.activations
+    }
+
+    private func requireAccount(_ accountID: String, of userID: String) throws(IssuerError) {
+        guard let accounts = try store.accounts(ofCardholder: userID) else {
+            throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
+        }
+        guard accounts.contains(accountID) else {
+            throw IssuerError(
+                .notFound,
+                "user \(userID) has no account \"\(accountID)\"; their accounts: \(accounts.joined(separator: ", "))")
+        }
+    }
+
+    func caller() throws(IssuerError) -> any RPCCaller {
+        guard let caller = tsp.caller else {
+            throw IssuerError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
+        }
+        return caller
+    }
+
+    /// A call to the TSP; its failures become `IssuerError`s saying what could not be done.
+    static func calling<T>(_ what: String, _ body: () async throws -> T) async throws(IssuerError) -> T {
+        do {
+            return try await body()
+        } catch let error as IssuerError {
+            throw error
+        } catch let error as RPCError {
+            switch error.code {
+            case .invalidArgument: throw IssuerError(.invalidArgument, "the TSP refused to \(what): \(error.message)")
+            case .notFound: throw IssuerError(.notFound, "cannot \(what): \(error.message)")
+            case .permissionDenied, .failedPrecondition:
+                throw IssuerError(.failedPrecondition, "the TSP refused to \(what): \(error.message)")
+            default: throw IssuerError(.unavailable, "cannot \(what) at the TSP (\(error.code)): \(error.message)")
+            }
+        } catch {
+            throw IssuerError(.unavailable, "cannot \(what) at the TSP", cause: IssuerDescribedError(error))
+        }
+    }
+}

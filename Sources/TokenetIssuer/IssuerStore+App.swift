@@ -1,0 +1,204 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+
+/// The issuer app's user: the PIN check and the sealed device PIN. It stays when every account is deleted, so the
+/// PIN does too.
+struct AppUserRecord: Sendable {
+    var userID: String
+    var salt: [UInt8]
+    var pinCheck: [UInt8]
+    var devicePIN: String
+    /// Wrong PINs in a row; the app locks at `IssuerAppAuthenticator.maxPINFailures`.
+    var pinFailures = 0
+}
+
+/// One activated account in the app, its two HOTP credentials sealed under the app's keys.
+struct AppAccountRecord: Sendable {
+    var userID: String
+    var accountID: String
+    var displayName: String
+    var userCredentialID: String
+    var userSecretSealed: [UInt8]
+    var deviceCredentialID: String
+    var deviceSecretSealed: [UInt8]
+    var digits: Int
+    var userCounter: UInt64
+    var deviceCounter: UInt64
+    var activatedAtMs: UInt64
+}
+
+/// Storage for strong authentication at the issuer: the backend's enrolments (reference id → user and account; the
+/// activation code itself only in the outbox), and the app's users and accounts.
+extension IssuerStore {
+    static let authenticationSchema = """
+        CREATE TABLE enrolments (
+            reference_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES cardholders(id),
+            account_id TEXT NOT NULL REFERENCES accounts(id), created_at_ms INTEGER NOT NULL);
+        CREATE TABLE app_users (
+            user_id TEXT PRIMARY KEY, salt BLOB NOT NULL, pin_check BLOB NOT NULL, device_pin_sealed BLOB NOT NULL,
+            pin_failures INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL);
+        CREATE TABLE app_accounts (
+            user_id TEXT NOT NULL REFERENCES app_users(user_id), account_id TEXT NOT NULL,
+            display_name TEXT NOT NULL, user_credential_id TEXT NOT NULL, user_secret_sealed BLOB NOT NULL,
+            device_credential_id TEXT NOT NULL, device_secret_sealed BLOB NOT NULL, digits INTEGER NOT NULL,
+            user_counter INTEGER NOT NULL, device_counter INTEGER NOT NULL, activated_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (user_id, account_id));
+        """
+
+    // MARK: Backend
+
+    /// The cardholder's accounts, in id order; nil when there is no such cardholder.
+    func accounts(ofCardholder userID: String) throws(IssuerError) -> [String]? {
+        try storage("list a cardholder's accounts") {
+            guard try database.queryOne("SELECT 1 FROM cardholders WHERE id = ?", [userID]) != nil else { return nil }
+            return try database.query("SELECT id FROM accounts WHERE cardholder_id = ? ORDER BY id", [userID]).map {
+                try $0.text(0)
+            }
+        }
+    }
+
+    func cardholderPhone(_ userID: String) throws(IssuerError) -> String? {
+        try storage("read a cardholder") {
+            try database.queryOne("SELECT phone FROM cardholders WHERE id = ?", [userID]).map { try $0.text(0) }
+        }
+    }
+
+    func recordEnrolment(referenceID: String, userID: String, accountID: String, nowMs: UInt64) throws(IssuerError) {
+        _ = try storage("record an enrolment") {
+            try database.execute(
+                "INSERT INTO enrolments (reference_id, user_id, account_id, created_at_ms) VALUES (?, ?, ?, ?)",
+                [referenceID, userID, accountID, Int64(nowMs)])
+        }
+    }
+
+    func enrolment(referenceID: String) throws(IssuerError) -> (userID: String, accountID: String)? {
+        try storage("look up an enrolment") {
+            try database.queryOne(
+                "SELECT user_id, account_id FROM enrolments WHERE reference_id = ?", [referenceID]
+            ).map { (try $0.text(0), try $0.text(1)) }
+        }
+    }
+
+    // MARK: App
+
+    func appUser(_ userID: String) throws(IssuerError) -> AppUserRecord? {
+        let row = try storage("read the app's user") {
+            try database.queryOne(
+                "SELECT salt, pin_check, device_pin_sealed, pin_failures FROM app_users WHERE user_id = ?", [userID]
+            ).map { (try $0.blob(0), try $0.blob(1), try $0.blob(2), Int(try $0.int64(3))) }
+        }
+        guard let (salt, pinCheck, sealed, failures) = row else { return nil }
+        let devicePIN: [UInt8]
+        do {
+            devicePIN = try vault.open(sealed, associatedData: Array("device-pin:\(userID)".utf8))
+        } catch {
+            throw IssuerError(.keys, "cannot open the app's device PIN", cause: error)
+        }
+        return AppUserRecord(
+            userID: userID, salt: salt, pinCheck: pinCheck, devicePIN: String(decoding: devicePIN, as: UTF8.self),
+            pinFailures: failures)
+    }
+
+    func insertAppUser(_ user: AppUserRecord, nowMs: UInt64) throws(IssuerError) {
+        let sealed: [UInt8]
+        do {
+            sealed = try vault.seal(Array(user.devicePIN.utf8), associatedData: Array("device-pin:\(user.userID)".utf8))
+        } catch {
+            throw IssuerError(.keys, "cannot seal the app's device PIN", cause: error)
+        }
+        _ = try storage("record the app's user") {
+            try database.execute(
+                """
+                INSERT INTO app_users (user_id, salt, pin_check, device_pin_sealed, created_at_ms)
+                VALUES (?, ?, ?, ?, ?)
+                """, [user.userID, user.salt, user.pinCheck, sealed, Int64(nowMs)])
+        }
+    }
+
+    /// Counts a wrong PIN (`wrong`) or clears the count after a right one or an unlock; returns the new count.
+    @discardableResult
+    func recordPIN(userID: String, wrong: Bool) throws(IssuerError) -> Int {
+        try storage("record a PIN attempt") {
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    "UPDATE app_users SET pin_failures = \(wrong ? "pin_failures + 1" : "0") WHERE user_id = ?",
+                    [userID])
+                return Int(
+                    try tx.queryOne("SELECT pin_failures FROM app_users WHERE user_id = ?", [userID])?.int64(0) ?? 0)
+            }
+        }
+    }
+
+    /// Stores an activated account, replacing an earlier activation of the same account.
+    func saveAppAccount(_ account: AppAccountRecord) throws(IssuerError) {
+        _ = try storage("record an activated account") {
+            try database.execute(
+                """
+                INSERT OR REPLACE INTO app_accounts (user_id, account_id, display_name, user_credential_id,
+                    user_secret_sealed, device_credential_id, device_secret_sealed, digits, user_counter,
+                    device_counter, activated_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    account.userID, account.accountID, account.displayName, account.userCredentialID,
+                    account.userSecretSealed, account.deviceCredentialID, account.deviceSecretSealed, account.digits,
+                    Int64(account.userCounter), Int64(account.deviceCounter), Int64(account.activatedAtMs),
+                ])
+        }
+    }
+
+    /// The user's activated accounts, oldest first.
+    func appAccounts(_ userID: String) throws(IssuerError) -> [AppAccountRecord] {
+        try storage("list the app's accounts") {
+            try database.query(
+                """
+                SELECT account_id, display_name, user_credential_id, user_secret_sealed, device_credential_id,
+                    device_secret_sealed, digits, user_counter, device_counter, activated_at_ms
+                FROM app_accounts WHERE user_id = ? ORDER BY activated_at_ms, account_id
+                """, [userID]
+            ).map { row in
+                AppAccountRecord(
+                    userID: userID, accountID: try row.text(0), displayName: try row.text(1),
+                    userCredentialID: try row.text(2), userSecretSealed: try row.blob(3),
+                    deviceCredentialID: try row.text(4), deviceSecretSealed: try row.blob(5),
+                    digits: Int(try row.int64(6)), userCounter: UInt64(try row.int64(7)),
+                    deviceCounter: UInt64(try row.int64(8)), activatedAtMs: UInt64(try row.int64(9)))
+            }
+        }
+    }
+
+    /// Takes the next counter of both credentials: stored advanced before any code leaves the app, so a counter is
+    /// never used twice even if the login fails on the way.
+    func takeCounters(userID: String, accountID: String) throws(IssuerError) -> (user: UInt64, device: UInt64) {
+        try storage("advance the app's counters") {
+            try database.transaction { tx in
+                guard
+                    let row = try tx.queryOne(
+                        "SELECT user_counter, device_counter FROM app_accounts WHERE user_id = ? AND account_id = ?",
+                        [userID, accountID])
+                else { throw IssuerError(.notFound, "account \(accountID) is not activated in the app") }
+                _ = try tx.execute(
+                    """
+                    UPDATE app_accounts SET user_counter = user_counter + 1, device_counter = device_counter + 1
+                    WHERE user_id = ? AND account_id = ?
+                    """, [userID, accountID])
+                return (UInt64(try row.int64(0)), UInt64(try row.int64(1)))
+            }
+        }
+    }
+
+    /// Deletes an account from the app; returns how many accounts are left (the user and PIN stay).
+    func deleteAppAccount(userID: String, accountID: String) throws(IssuerError) -> Int {
+        try storage("delete an account from the app") {
+            let deleted = try database.execute(
+                "DELETE FROM app_accounts WHERE user_id = ? AND account_id = ?", [userID, accountID])
+            if deleted.changes == 0 {
+                throw IssuerError(.notFound, "account \(accountID) is not activated in \(userID)'s app")
+            }
+            return Int(
+                try database.queryOne("SELECT COUNT(*) FROM app_accounts WHERE user_id = ?", [userID])?
+                    .int64(0) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// The issuer app's PIN policy: 4 to 8 decimal digits, not one digit repeated (1111) and not a run up or down
+/// (1234, 4321, 8901), the PINs guessed first.
+enum PINPolicy {
+    static let lengths = 4...8
+
+    static func check(_ pin: String) throws(IssuerError) {
+        let digits = pin.unicodeScalars.compactMap { $0.isASCII ? Int($0.value) - 48 : nil }
+        guard digits.count == pin.unicodeScalars.count, digits.allSatisfy({ (0...9).contains($0) }) else {
+            throw IssuerError(.invalidArgument, "the PIN must be digits only")
+        }
+        guard lengths.contains(digits.count) else {
+            throw IssuerError(.invalidArgument, "the PIN must be 4 to 8 digits, not \(digits.count)")
+        }
+        let steps = Set(zip(digits, digits.dropFirst()).map { ($1 - $0 + 10) % 10 })
+        if steps == [0] {
+            throw IssuerError(.invalidArgument, "the PIN repeats one digit; choose one that is harder to guess")
+        }
+        if steps == [1] || steps == [9] {
+            throw IssuerError(.invalidArgument, "the PIN is a run of digits; choose one that is harder to guess")
+        }
+    }
+}

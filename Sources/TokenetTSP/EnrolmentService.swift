@@ -1,0 +1,52 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.Enrolment`: the issuer backend registers enrolments for its users' accounts and unlocks their
+/// credentials. Activation codes are returned to the issuer once and never logged.
+struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
+    let tsp: TSPService
+
+    func registerEnrolment(_ request: TspV1.RegisterEnrolmentRequest, context: ServerContext) async throws
+        -> TspV1.RegisterEnrolmentResponse
+    {
+        try await tsp.handling("RegisterEnrolment", context) { log in
+            let issuerID = try tsp.callingIssuer(context)
+            guard !request.userID.isEmpty else { throw TSPError(.invalidArgument, "user_id is required") }
+            guard (1...AuthenticationService.maxBulk).contains(request.accountIds.count),
+                !request.accountIds.contains(where: \.isEmpty)
+            else {
+                throw TSPError(
+                    .invalidArgument,
+                    "account_ids must name 1 to \(AuthenticationService.maxBulk) accounts, none of them empty")
+            }
+            var response = TspV1.RegisterEnrolmentResponse()
+            for accountID in request.accountIds {
+                let activation = try tsp.authentication.register(
+                    issuerID: issuerID, userID: request.userID, accountID: accountID)
+                response.activations.append(
+                    TspV1.Activation(
+                        accountID: accountID, activationCode: activation.code, referenceID: activation.referenceID,
+                        activationURL: tsp.configuration.authServerURL, expiresAtMs: activation.expiresAtMs,
+                        attempts: UInt32(tsp.configuration.activationMaxAttempts)))
+                log.info(
+                    "enrolment registered",
+                    ["issuer": issuerID, "user": request.userID, "account": accountID, "ref": activation.referenceID])
+            }
+            return response
+        }
+    }
+
+    func unlockCredentials(_ request: TspV1.UnlockCredentialsRequest, context: ServerContext) async throws
+        -> TspV1.UnlockCredentialsResponse
+    {
+        try await tsp.handling("UnlockCredentials", context) { log in
+            let issuerID = try tsp.callingIssuer(context)
+            guard !request.userID.isEmpty else { throw TSPError(.invalidArgument, "user_id is required") }
+            let unlocked = try tsp.store.unlockCredentials(
+                issuerID: issuerID, userID: request.userID,
+                accountID: request.accountID.isEmpty ? nil : request.accountID, nowMs: tsp.nowMs)
+            log.info("credentials unlocked", ["user": request.userID, "unlocked": "\(unlocked)"])
+            return TspV1.UnlockCredentialsResponse(unlocked: UInt32(unlocked))
+        }
+    }
+}

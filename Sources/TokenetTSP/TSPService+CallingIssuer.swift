@@ -1,0 +1,15 @@
+import TokenetRPC
+
+extension TSPService {
+    /// The issuer the calling node registered (RegisterIssuer), which owns the enrolments it names.
+    func callingIssuer(_ context: ServerContext) throws -> String {
+        let nodeID = context.peer?.nodeID
+        guard let nodeID, let issuer = try store.issuers().first(where: { $0.peerNodeID == nodeID }) else {
+            throw TSPError(
+                .permissionDenied,
+                "node \"\(nodeID ?? "unknown")\" has not registered an issuer with this token service; call "
+                    + "RegisterIssuer first")
+        }
+        return issuer.id
+    }
+}

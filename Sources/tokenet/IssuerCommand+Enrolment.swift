@@ -1,0 +1,53 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet issuer enroll|unlock ADDR USER …`: the issuer backend's operators, through issuer-node's IssuerEnrolment
+/// service.
+extension IssuerCommand {
+    static let enrolmentHelp = """
+        Usage: tokenet issuer enroll ADDR USER ACCOUNT [OPTIONS]
+               tokenet issuer unlock ADDR USER [--account ID] [OPTIONS]
+
+        enroll registers USER's ACCOUNT (ids from the issuer's fixture, e.g. ch-alice acc-alice-checking) for strong
+        authentication with the TSP and sends the activation code to the user: `tokenet issuer outbox ADDR` shows it,
+        with its reference id and an otp:// link, for `tokenet issuer-app activate`. unlock unlocks the user's HOTP
+        credentials at the TSP (all accounts, or --account ID) after too many wrong codes locked them.
+        """
+
+    static let enroll = PartyAction(name: "enroll") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
+        guard options.operands.count == 2 else {
+            throw CLIError(.usage, "\(command): expected USER ACCOUNT (e.g. ch-alice acc-alice-checking)")
+        }
+        let request = IssuerV1.EnrollRequest(userID: options.operands[0], accountID: options.operands[1])
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerEnrolment.Client(session.client).enroll(request, options: callOptions)
+            },
+            text: { response, traceID in
+                "Enrolled \(request.accountID) of \(request.userID): activation code sent to "
+                    + "\(response.maskedDestination), reference \(response.referenceID), expires "
+                    + "\(PartyText.time(ms: response.expiresAtMs)) (see tokenet issuer outbox).\n(trace \(traceID))"
+            })
+    }
+
+    static let unlock = PartyAction(name: "unlock") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--account"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
+        let request = IssuerV1.UnlockRequest(userID: user, accountID: flags["--account"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerEnrolment.Client(session.client).unlockCredentials(
+                    request, options: callOptions)
+            },
+            text: { response, _ in
+                response.unlocked == 0
+                    ? "No credential of \(user) was locked."
+                    : "Unlocked \(response.unlocked) credential(s) of \(user)."
+            })
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetStorage
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The issuer backend's enrolment and the issuer app's activation, PIN and login, against a fake TSP.
+@Suite struct IssuerAppAuthTests {
+    struct App {
+        let party: IssuerParty
+        let tsp: FakeTSPAuth
+        let logs: MemoryLogSink
+
+        static func make(store: IssuerStore? = nil, tsp: FakeTSPAuth = FakeTSPAuth()) throws -> App {
+            let logs = MemoryLogSink()
+            let party = IssuerParty(
+                store: try store ?? Support.store(), key: try Support.issuerKey(),
+                tsp: Support.connect(tsp.router, as: .issuer), wallet: nil, logger: Support.logger(logs),
+                registrationTimeout: nil, appKeyIterations: 1000, now: { Support.now })
+            return App(party: party, tsp: tsp, logs: logs)
+        }
+
+        /// Enrols an account and reads the code and reference from the outbox, as the cardholder would.
+        func enrol(_ user: String = "ch-alice", _ account: String = "acc-alice-checking") async throws -> (
+            code: String, reference: String, text: String
+        ) {
+            let response = try await party.enrolment.enroll(userID: user, accountID: account)
+            let message = try #require(
+                try party.store.outbox(digitalCardID: "enrolment:\(response.referenceID)").first)
+            let code = try #require(message.text.split(separator: " ").dropFirst(7).first.map(String.init))
+            return (code, response.referenceID, message.text)
+        }
+    }
+
+    @Test(arguments: ["1234", "1111", "4321", "0000", "7890", "98765", "12", "123456789", "12a4", ""])
+    func pinPolicyRefusesTrivialOrMalformedPINs(_ pin: String) {
+        #expect(throws: IssuerError.self) { try PINPolicy.check(pin) }
+    }
+
+    @Test(arguments: ["2580", "1357", "90210", "31415926", "1123"])
+    func pinPolicyAcceptsOtherPINs(_ pin: String) throws {
+        try PINPolicy.check(pin)
+    }
+
+    @Test func enrolmentDeliversTheCodeAndAnOTPLink() async throws {
+        let app = try App.make()
+        let (code, reference, text) = try await app.enrol()
+        #expect(code == "CODE1XYZ")
+        #expect(reference == "ref-1")
+        #expect(text.contains("otp://p?u=tokenet%3A%2F%2Ftsp&n=ch-alice&c=CODE1XYZ"))
+        await #expect(throws: IssuerError.self) {
+            _ = try await app.party.enrolment.enroll(userID: "ch-alice", accountID: "acc-bob-checking")
+        }
+        #expect(!app.logs.lines.joined().contains(code))
+    }
+
+    @Test func firstAccountSetsThePINAndLaterAccountsNeedIt() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        // A trivial PIN is refused before the code reaches the TSP, so the code stays usable.
+        await expectIssuerError(.invalidArgument, "run of digits") {
+            try await app.party.app.activate(
+                code: first.code, referenceID: first.reference, displayName: "", pin: "1234")
+        }
+        #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
+        let wrongCode = try await app.party.app.activate(
+            code: "NOPE", referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(wrongCode.result == .incorrectCode && !wrongCode.pinSet)
+        #expect(try app.party.app.accounts(userID: "ch-alice").pinSet == false)
+        let activated = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(activated.result == .success && activated.pinSet)
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.map(\.displayName) == ["Checking"])
+
+        let second = try await app.enrol("ch-alice", "acc-alice-credit")
+        await expectIssuerError(.unauthenticated, "enter the app's PIN") {
+            try await app.party.app.activate(code: second.code, referenceID: second.reference, displayName: "", pin: "")
+        }
+        await expectIssuerError(.unauthenticated, "not correct") {
+            try await app.party.app.activate(
+                code: second.code, referenceID: second.reference, displayName: "", pin: "1357")
+        }
+        let again = try await app.party.app.activate(
+            code: second.code, referenceID: second.reference, displayName: "Credit", pin: "2580")
+        #expect(again.result == .success && !again.pinSet)
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 2)
+        let reused = try await app.party.app.activate(
+            code: second.code, referenceID: second.reference, displayName: "Credit", pin: "2580")
+        #expect(reused.result == .alreadyUsed)
+    }
+
+    @Test func thePINSurvivesDeletingEveryAccount() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        #expect(try app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking") == 0)
+        #expect(try app.party.app.accounts(userID: "ch-alice").pinSet)
+        let again = try await app.enrol()
+        await expectIssuerError(.unauthenticated, "not correct") {
+            try await app.party.app.activate(
+                code: again.code, referenceID: again.reference, displayName: "", pin: "1470")
+        }
+        #expect(
+            try await app.party.app.activate(
+                code: again.code, referenceID: again.reference, displayName: "", pin: "2580"
+            )
+            .result == .success)
+    }
+
+    @Test func linkedAccountsActivateInBulkWithAResultEach() async throws {
+        let app = try App.make()
+        app.tsp.state.withLock { _ = $0.refusing.insert("acc-alice-credit") }
+        await expectIssuerError(.invalidArgument, "set a PIN") {
+            try await app.party.app.activateLinked(userID: "ch-alice", pin: "")
+        }
+        let response = try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580")
+        #expect(response.pinSet)
+        #expect(response.results.map(\.accountID) == ["acc-alice-checking", "acc-alice-credit"])
+        #expect(response.results.map(\.result) == [.success, .incorrectCode])
+        app.tsp.state.withLock { $0.refusing = [] }
+        await expectIssuerError(.unauthenticated, "not correct") {
+            try await app.party.app.activateLinked(userID: "ch-alice", pin: "1470")
+        }
+        let retry = try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580")
+        #expect(retry.results.map(\.accountID) == ["acc-alice-credit"])
+        #expect(retry.results.map(\.result) == [.success] && !retry.pinSet)
+        #expect(try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580").results.isEmpty)
+    }
+
+    @Test func loginUsesEachCounterOnceAndNeedsThePIN() async throws {
+        let app = try App.make()
+        await expectIssuerError(.notFound, "has not activated") {
+            try await app.party.cardholderLogin.accessToken(forUser: "ch-alice", pin: "2580")
+        }
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        let token = try await app.party.cardholderLogin.accessToken(forUser: "ch-alice", pin: "2580")
+        #expect(token == "at1.token-for-dc-ref-1")
+        let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(login.deviceID == "dc-ref-1" && login.accountID == "acc-alice-checking")
+        #expect(app.tsp.state.withLock { $0.counters["uc-ref-1"] } == 2)
+        await expectIssuerError(.unauthenticated, "not correct") {
+            try await app.party.cardholderLogin.accessToken(forUser: "ch-alice", pin: "1470")
+        }
+    }
+
+    @Test func aCounterThatRanAheadIsResynchronisedAtLogin() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        // Thirty logins that never reached the TSP: the app's counters are 30 ahead of the TSP's.
+        for _ in 0..<30 { _ = try app.party.store.takeCounters(userID: "ch-alice", accountID: "acc-alice-checking") }
+        let login = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(login.accessToken == "at1.token-for-dc-ref-1")
+        #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
+    }
+
+    @Test func fiveWrongPINsLockTheAppUntilTheIssuerUnlocksIt() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        await expectIssuerError(.unauthenticated, "4 tries left") {
+            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+        }
+        // A right PIN clears the count.
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        for left in (1...4).reversed() {
+            await expectIssuerError(.unauthenticated, "\(left) tries left") {
+                try await app.party.app.login(userID: "ch-alice", pin: "1470")
+            }
+        }
+        await expectIssuerError(.locked, "now locked") {
+            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+        }
+        await expectIssuerError(.locked, "tokenet issuer unlock") {
+            try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        }
+        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "") == 1)
+        #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
+    }
+
+    @Test func credentialsAndPINsAreNotInClearOnDisk() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-auth-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try IssuerStore.open(directory: directory)
+        try store.importFixture(try Support.fixture())
+        let app = try App.make(store: store)
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+        let devicePIN = try #require(try store.appUser("ch-alice")).devicePIN
+        let secrets = app.tsp.state.withLock { Array($0.secrets.values) }
+        var bytes: [UInt8] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasPrefix("issuer.sqlite")
+        {
+            bytes += Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+        }
+        #expect(bytes.count > 0)
+        #expect(!Self.contains(bytes, Array("2580".utf8)))
+        #expect(!Self.contains(bytes, Array(devicePIN.utf8)))
+        for secret in secrets { #expect(!Self.contains(bytes, secret)) }
+        let logs = app.logs.lines.joined(separator: "\n")
+        #expect(!logs.contains("2580") && !logs.contains(devicePIN))
+
+        // A restarted issuer (the store opened again) still opens the credentials with the PIN and goes on counting.
+        let restarted = try App.make(store: try IssuerStore.open(directory: directory), tsp: app.tsp)
+        _ = try await restarted.party.app.login(userID: "ch-alice", pin: "2580")
+        #expect(app.tsp.state.withLock { $0.counters["uc-ref-1"] } == 2)
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if Array(haystack[start..<(start + needle.count)]) == needle { return true }
+        }
+        return false
+    }
+}
+
+/// Expects the body to fail with an issuer error of `code` whose message contains `text`.
+func expectIssuerError<T>(
+    _ code: IssuerError.Code, _ text: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code) but the call succeeded", sourceLocation: sourceLocation)
+    } catch {
+        guard let error = error as? IssuerError else {
+            Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.message.contains(text), "\(error.message)", sourceLocation: sourceLocation)
+    }
+}

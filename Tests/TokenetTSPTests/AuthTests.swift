@@ -1,0 +1,335 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// Enrolment, activation, login and access tokens over in-memory connections, as issuer-1 (which registered
+/// bank-a).
+@Suite struct AuthTests {
+    struct Auth {
+        let harness: TSPHarness
+        let enrolment: TspV1.Enrolment.Client
+        let authentication: TspV1.Authentication.Client
+
+        static func make(
+            directory: String? = nil, clock: TestClock = TestClock(), register: Bool = true,
+            configuration: TSPConfiguration = TSPHarness.configuration
+        ) async throws -> Auth {
+            let harness = try TSPHarness.make(configuration: configuration, directory: directory, clock: clock)
+            if register { try await harness.registerIssuer() }
+            let peer = PeerIdentity(role: .issuer, nodeID: "issuer-1")
+            return Auth(
+                harness: harness, enrolment: TspV1.Enrolment.Client(TSPHarness.connect(harness.router, as: peer)),
+                authentication: TspV1.Authentication.Client(TSPHarness.connect(harness.router, as: peer)))
+        }
+
+        func enrol(_ user: String = "ch-alice", _ accounts: [String] = ["acc-1"]) async throws -> [TspV1.Activation] {
+            try await enrolment.registerEnrolment(.init(userID: user, accountIds: accounts)).activations
+        }
+
+        func activate(_ activation: TspV1.Activation, code: String? = nil) async throws
+            -> TspV1.VerifyActivationResponse
+        {
+            try await authentication.verifyActivation(
+                .init(
+                    activationCode: code ?? activation.activationCode, referenceID: activation.referenceID,
+                    serverURL: activation.activationURL, displayName: "Checking"))
+        }
+
+        /// An activated account's two credentials.
+        func credentials(_ user: String = "ch-alice", account: String = "acc-1") async throws -> (
+            user: TspV1.HotpCredential, device: TspV1.HotpCredential
+        ) {
+            let response = try await activate(try await enrol(user, [account])[0])
+            try #require(response.result == .success)
+            return (try #require(response.userCredential), try #require(response.deviceCredential))
+        }
+
+        func login(
+            _ user: TspV1.HotpCredential, _ userCounter: UInt64, _ device: TspV1.HotpCredential,
+            _ deviceCounter: UInt64
+        ) async throws -> TspV1.LoginResponse {
+            try await authentication.login(
+                .init(
+                    userCredentialID: user.credentialID, userCode: try code(user, userCounter),
+                    deviceCredentialID: device.credentialID, deviceCode: try code(device, deviceCounter)))
+        }
+    }
+
+    static func code(_ credential: TspV1.HotpCredential, _ counter: UInt64) throws -> String {
+        try HOTP(secret: Array(credential.secret), digits: Int(credential.digits)).code(counter: counter)
+    }
+
+    @Test func enrolActivateAndLogIn() async throws {
+        let auth = try await Auth.make()
+        let activations = try await auth.enrol("ch-alice", ["acc-1"])
+        let activation = try #require(activations.first)
+        #expect(activation.activationCode.count == 10)
+        #expect(activation.referenceID.hasPrefix("ref-"))
+        #expect(activation.activationURL == "tokenet://tsp")
+
+        let wrong = try await auth.activate(activation, code: "AAAAAAAAAA")
+        #expect(wrong.result == .incorrectCode)
+        #expect(wrong.triesLeft == 4)
+        let response = try await auth.activate(activation)
+        #expect(response.result == .success)
+        #expect(response.userID == "ch-alice" && response.accountID == "acc-1")
+        let user = try #require(response.userCredential)
+        let device = try #require(response.deviceCredential)
+        #expect(user.secret.count == 20 && user.digits == 6 && user.algorithm == .sha1)
+        #expect(user.credentialID != device.credentialID)
+
+        let login = try await auth.login(user, 0, device, 0)
+        #expect(login.result == .success)
+        let claims = try auth.harness.accessTokens().verify(login.accessToken, now: auth.harness.clock.now)
+        #expect(claims.issuerID == "bank-a" && claims.userID == "ch-alice")
+        #expect(claims.deviceID == device.credentialID)
+        #expect(claims.expiresAt.timeIntervalSince(claims.issuedAt) == 15 * 60)
+        #expect(login.expiresAtMs == claims.expiresAt.unixMilliseconds)
+        #expect(try auth.harness.accessTokens().user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-1"))
+        #expect(
+            try !auth.harness.accessTokens().user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-2"))
+    }
+
+    @Test func reusedExpiredAndExhaustedActivationCodes() async throws {
+        let auth = try await Auth.make()
+        let activations = try await auth.enrol("ch-alice", ["acc-1", "acc-2", "acc-3"])
+        #expect(try await auth.activate(activations[0]).result == .success)
+        #expect(try await auth.activate(activations[0]).result == .alreadyUsed)
+
+        for _ in 0..<4 { #expect(try await auth.activate(activations[1], code: "WRONGCODE2").result == .incorrectCode) }
+        #expect(try await auth.activate(activations[1], code: "WRONGCODE2").result == .retriesExceeded)
+        #expect(try await auth.activate(activations[1]).result == .retriesExceeded)
+
+        auth.harness.clock.advance(seconds: 60 * 60)
+        let expired = try await auth.activate(activations[2])
+        #expect(expired.result == .expiredCode)
+        #expect(expired.accountID == "acc-3")
+
+        let unknown = try await auth.authentication.verifyActivation(
+            .init(activationCode: "X", referenceID: "ref-nope"))
+        #expect(unknown.result == .unknownReference)
+    }
+
+    @Test func aNewRegistrationReplacesThePendingCode() async throws {
+        let auth = try await Auth.make()
+        let old = try await auth.enrol()[0]
+        let new = try await auth.enrol()[0]
+        #expect(try await auth.activate(old).result == .expiredCode)
+        #expect(try await auth.activate(new).result == .success)
+    }
+
+    @Test func bulkActivationReportsEachAccount() async throws {
+        let auth = try await Auth.make()
+        let activations = try await auth.enrol("ch-alice", ["acc-1", "acc-2", "acc-3"])
+        let response = try await auth.authentication.verifyActivations(
+            .init(activations: [
+                .init(activationCode: activations[0].activationCode, referenceID: activations[0].referenceID),
+                .init(activationCode: "BADBADBAD2", referenceID: activations[1].referenceID),
+                .init(activationCode: activations[2].activationCode, referenceID: activations[2].referenceID),
+            ]))
+        #expect(response.results.map(\.result) == [.success, .incorrectCode, .success])
+        #expect(response.results.map(\.accountID) == ["acc-1", "acc-2", "acc-3"])
+        #expect(response.results[1].userCredential == nil)
+    }
+
+    @Test func aCodeIsNeverAcceptedTwiceAlsoAfterARestart() async throws {
+        let clock = TestClock()
+        let first = try await Auth.make(clock: clock)
+        let (user, device) = try await first.credentials()
+        #expect(try await first.login(user, 0, device, 0).result == .success)
+        #expect(try await first.login(user, 0, device, 0).result == .incorrectCode)
+
+        let second = try await Auth.make(directory: first.harness.directory, clock: clock, register: false)
+        let replay = try await second.login(user, 0, device, 0)
+        #expect(replay.result == .incorrectCode)
+        #expect(replay.failedCredentialID == user.credentialID)
+        #expect(try await second.login(user, 1, device, 1).result == .success)
+        // The token signed before the restart still verifies: the signing key is in keys/access-token.key.
+        let before = try await first.login(user, 2, device, 2)
+        #expect(before.result == .success)
+        _ = try second.harness.accessTokens().verify(before.accessToken, now: clock.now)
+    }
+
+    @Test func lockoutAfterTenFailuresUntilTheIssuerUnlocks() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        for attempt in 1...9 {
+            let response = try await auth.authentication.login(
+                .init(
+                    userCredentialID: user.credentialID, userCode: "000000", deviceCredentialID: device.credentialID,
+                    deviceCode: try Self.code(device, UInt64(attempt - 1))))
+            #expect(response.result == .incorrectCode)
+            #expect(response.failuresLeft == UInt32(10 - attempt))
+        }
+        let locking = try await auth.authentication.login(
+            .init(
+                userCredentialID: user.credentialID, userCode: "000000", deviceCredentialID: device.credentialID,
+                deviceCode: try Self.code(device, 9)))
+        #expect(locking.result == .credentialLocked)
+        #expect(try await auth.login(user, 0, device, 10).result == .credentialLocked)
+
+        #expect(try await auth.enrolment.unlockCredentials(.init(userID: "ch-alice")).unlocked == 1)
+        #expect(try await auth.login(user, 0, device, 11).result == .success)
+    }
+
+    @Test func resynchronisationWithTwoConsecutiveCodes() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        let ahead = try await auth.login(user, 40, device, 0)
+        #expect(ahead.result == .resyncRequired)
+        let resync = try await auth.authentication.resync(
+            .init(
+                credentialID: user.credentialID, firstCode: try Self.code(user, 41),
+                secondCode: try Self.code(user, 42)))
+        #expect(resync.result == .success)
+        #expect(try await auth.login(user, 43, device, 1).result == .success)
+    }
+
+    @Test func forgedExpiredAndForeignTokensAreUnauthenticated() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        let token = try await auth.login(user, 0, device, 0).accessToken
+        let verifier = try auth.harness.accessTokens()
+
+        func expectUnauthenticated(_ token: String, _ text: String, now: Date? = nil) {
+            do {
+                _ = try verifier.verify(token, now: now ?? auth.harness.clock.now)
+                Issue.record("token accepted")
+            } catch {
+                #expect(error.code == .unauthenticated)
+                #expect(error.message.contains(text), "\(error.message)")
+            }
+        }
+        expectUnauthenticated(token, "expired", now: auth.harness.clock.now.addingTimeInterval(15 * 60))
+        // Another TSP's key: a different data directory.
+        let other = try await Auth.make()
+        let (otherUser, otherDevice) = try await other.credentials()
+        let foreignTSP = try await other.login(otherUser, 0, otherDevice, 0).accessToken
+        expectUnauthenticated(foreignTSP, "signature")
+        // Claims altered (another user), signature kept.
+        let parts = token.split(separator: ".")
+        var claims = try #require(Base64URL.decode(parts[1]))
+        claims = Array(
+            String(decoding: claims, as: UTF8.self).replacingOccurrences(of: "ch-alice", with: "ch-bobby").utf8)
+        expectUnauthenticated("at1.\(Base64URL.encode(claims)).\(parts[2])", "signature")
+        expectUnauthenticated("garbage", "malformed")
+        expectUnauthenticated("at1.x", "malformed")
+        // Another issuer's token.
+        do {
+            _ = try verifier.verify(token, now: auth.harness.clock.now, issuedTo: "bank-b")
+            Issue.record("foreign issuer's token accepted")
+        } catch {
+            #expect(error.code == .unauthenticated)
+        }
+        #expect(try verifier.verify(token, now: auth.harness.clock.now, issuedTo: "bank-a").userID == "ch-alice")
+    }
+
+    @Test func thePolicyFileSetsTheAuthenticationSettings() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let path = directory + "/" + TSPConfiguration.fileName
+        try Data(#"{"access_token_ttl_s": 60, "hotp_digits": 8, "hotp_look_ahead": 5, "hotp_max_failures": 3}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let configuration = try TSPConfiguration.load(dataDirectory: directory)
+        #expect(configuration.accessTokenLifetime == .seconds(60))
+        #expect(configuration.hotpPolicy == .init(lookAhead: 5, resyncWindow: 100, maxFailures: 3))
+        #expect(configuration.hotpDigits == 8)
+        try Data(#"{"hotp_look_ahead": 100, "hotp_resync_window": 50}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        try Data(#"{"hotp_digits": 7}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+    }
+
+    @Test func eightDigitCredentialsAndAShortTokenLifetime() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.hotpDigits = 8
+        configuration.accessTokenLifetime = .seconds(60)
+        let auth = try await Auth.make(configuration: configuration)
+        let (user, device) = try await auth.credentials()
+        #expect(user.digits == 8 && device.digits == 8)
+        let login = try await auth.login(user, 0, device, 0)
+        #expect(login.result == .success)
+        #expect(login.expiresAtMs == auth.harness.clock.now.unixMilliseconds + 60_000)
+    }
+
+    @Test func onlyARegisteredIssuerEnrolsAndCredentialsStayItsOwn() async throws {
+        let auth = try await Auth.make(register: false)
+        await expectRPCError(.permissionDenied, "RegisterIssuer") { try await auth.enrol() }
+        try await auth.harness.registerIssuer()
+        await expectRPCError(.invalidArgument, "user_id") {
+            try await auth.enrolment.registerEnrolment(.init(accountIds: ["a"]))
+        }
+        await expectRPCError(.invalidArgument, "1 to 100 accounts") {
+            try await auth.enrolment.registerEnrolment(
+                .init(userID: "ch-alice", accountIds: (0...100).map { "acc-\($0)" }))
+        }
+        await expectRPCError(.invalidArgument, "1 to 100 activations") {
+            try await auth.authentication.verifyActivations(.init())
+        }
+        let (user, device) = try await auth.credentials()
+        // A wallet may not call the authentication service.
+        let wallet = TspV1.Authentication.Client(
+            TSPHarness.connect(auth.harness.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1")))
+        await expectRPCError(.permissionDenied, "role wallet") {
+            try await wallet.login(.init(userCredentialID: user.credentialID, userCode: "1"))
+        }
+        await expectRPCError(.invalidArgument, "not a device credential") {
+            try await auth.authentication.login(
+                .init(
+                    userCredentialID: user.credentialID, userCode: "123456", deviceCredentialID: user.credentialID,
+                    deviceCode: "123456"))
+        }
+        await expectRPCError(.notFound, "no credential") {
+            try await auth.authentication.login(
+                .init(
+                    userCredentialID: "uc-nope", userCode: "123456", deviceCredentialID: device.credentialID,
+                    deviceCode: "123456"))
+        }
+    }
+
+    @Test func secretsAndCodesNeverReachTheLogsOrTheDatabaseInClear() async throws {
+        let auth = try await Auth.make()
+        let activation = try await auth.enrol()[0]
+        let response = try await auth.activate(activation)
+        let user = try #require(response.userCredential)
+        let login = try await auth.login(user, 0, try #require(response.deviceCredential), 0)
+        #expect(login.result == .success)
+        let logs = auth.harness.logs.lines.joined(separator: "\n")
+        #expect(!logs.contains(activation.activationCode))
+        #expect(!logs.contains(login.accessToken))
+        var database: [UInt8] = []
+        for suffix in ["", "-wal"] {
+            if let data = FileManager.default.contents(atPath: auth.harness.directory + "/tsp.sqlite" + suffix) {
+                database += Array(data)
+            }
+        }
+        #expect(!database.isEmpty)
+        #expect(!contains(database, Array(user.secret)))
+        #expect(!contains(database, Array(activation.activationCode.utf8)))
+    }
+
+    private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if Array(haystack[start..<(start + needle.count)]) == needle { return true }
+        }
+        return false
+    }
+}
+
+extension TSPHarness {
+    /// The verifier the TSP's services get as `TSPService.accessTokens`, over this harness's data directory (same
+    /// database and keys).
+    func accessTokens() throws -> any AccessTokenVerifier {
+        TSPAuthentication(
+            store: try TSPStore.open(
+                path: directory + "/tsp.sqlite", vault: try TSPKeyFiles.loadVault(dataDirectory: directory)),
+            signer: AccessTokenSigner(key: try TSPKeyFiles.loadAccessTokenKey(dataDirectory: directory)),
+            configuration: TSPConfiguration(), now: { clock.now })
+    }
+}

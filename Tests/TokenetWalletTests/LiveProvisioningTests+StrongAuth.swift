@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+/// Strong-authentication enrolment driven by the real CLI against the three real nodes: the backend's enrolment and
+/// outbox, the issuer app's activation (a trivial PIN and a wrong code first), linked accounts, a wrong PIN, login,
+/// unlock and account removal, with the status names and messages a person sees.
+extension LiveProvisioningTests {
+    @Test func enrolmentActivationLinkedAccountsAndLoginThroughTheCLI() async throws {
+        let enrolled = try await tokenet(["issuer", "enroll", issuer.listen, "ch-alice", "acc-alice-checking"])
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let reference = try #require(enrolled.stdout.firstMatch(of: /reference (ref-[A-Za-z0-9_-]+)/)?.output.1)
+        let outbox = try json(
+            try await tokenet(["issuer", "outbox", issuer.listen, "--digital-card", "enrolment:\(reference)", "--json"])
+        )
+        let text = try #require((outbox["messages"] as? [[String: Any]])?.first?["text"] as? String)
+        #expect(text.contains("otp://p?u="))
+        let code = try #require(text.firstMatch(of: /code is ([A-Z0-9]+)\s/)?.output.1)
+
+        let activate = ["issuer-app", "activate", issuer.listen, "--ref", String(reference), "--name", "Checking"]
+        let trivial = try await tokenet(activate + ["--code", String(code), "--pin", "1234"])
+        #expect(trivial.status == 64 + 3)
+        #expect(trivial.stderr.contains("INVALID_ARGUMENT") && trivial.stderr.contains("run of digits"))
+        let wrong = try await tokenet(activate + ["--code", "WRONGCODE2", "--pin", "2580"])
+        #expect(wrong.status == 0)
+        #expect(wrong.stdout.contains("INCORRECT_CODE: the activation code is not correct; 4 tries left"))
+        let activated = try await tokenet(activate + ["--code", String(code), "--pin", "2580"])
+        #expect(activated.stdout.contains("Activated acc-alice-checking for ch-alice; the app's PIN is set."))
+        let reused = try await tokenet(activate + ["--code", String(code), "--pin", "2580"])
+        #expect(reused.stdout.contains("ALREADY_USED"))
+
+        let wrongPIN = try await tokenet(["issuer-app", "activate-linked", issuer.listen, "ch-alice", "--pin", "1470"])
+        #expect(wrongPIN.status == 64 + 16)
+        #expect(wrongPIN.stderr.contains("UNAUTHENTICATED") && wrongPIN.stderr.contains("the PIN is not correct"))
+        let linked = try await tokenet(["issuer-app", "activate-linked", issuer.listen, "ch-alice", "--pin", "2580"])
+        #expect(linked.status == 0, "\(linked.stderr)")
+        #expect(linked.stdout.contains("acc-alice-credit") && linked.stdout.contains("SUCCESS"))
+        let accounts = try await tokenet(["issuer-app", "accounts", issuer.listen, "ch-alice"])
+        #expect(accounts.stdout.contains("acc-alice-checking") && accounts.stdout.contains("acc-alice-credit"))
+        #expect(accounts.stdout.contains("PIN set."))
+
+        let refused = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice", "--pin", "1470"])
+        #expect(refused.status == 64 + 16)
+        let login = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice", "--pin", "2580"])
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout.contains("Logged in ch-alice with acc-alice-checking"))
+        let unlock = try await tokenet(["issuer", "unlock", issuer.listen, "ch-alice"])
+        #expect(unlock.stdout.contains("No credential of ch-alice was locked."))
+        let removed = try await tokenet(["issuer-app", "delete-account", issuer.listen, "ch-alice", "acc-alice-credit"])
+        #expect(removed.stdout.contains("1 account(s) left, the PIN stays."))
+        let usage = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice"])
+        #expect(usage.status == 2 && usage.stderr.contains("--pin is required"))
+        #expect(!issuer.stderr.contains(String(code)) && !tsp.stderr.contains(String(code)))
+    }
+}
