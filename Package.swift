@@ -83,6 +83,8 @@ let package = Package(
         /// RPC benchmark beside the perf anchors (README, "Performance").
         .executableTarget(
             name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire"]),
+        /// The notification broker's durable delivery rate and latency over mutual TLS.
+        .executableTarget(name: "tokenet-broker-bench", dependencies: ["TokenetTSP", "TokenetNode"]),
 
         // MARK: Tests.
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),

@@ -52,7 +52,9 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                 "account_score": "\(risk.account)", "device_score": "\(risk.device)",
             ])
-        return Self.response(outcome)
+        var response = Self.response(outcome)
+        response.accountID = stored?.accountID ?? ""
+        return response
     }
 
     static func response(_ outcome: DigitizationOutcome) -> IssuerV1.AuthorizeDigitizationResponse {

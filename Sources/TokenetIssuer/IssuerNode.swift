@@ -7,13 +7,21 @@ import TokenetWire
 /// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store.
 public enum IssuerNode {
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
+        try services(context, login: nil)
+    }
+
+    /// The services with the cardholder login the issuer app signs cardholders in with; without one, in-app
+    /// activation opens sessions but refuses to complete them.
+    public static func services(_ context: NodeContext, login: (any CardholderLogin)?) throws(NodeError)
+        -> RPCRouter
+    {
         let logger = context.logger
         let party: IssuerParty
         do {
             party = try IssuerParty.open(
                 directory: context.dataDirectory, fixturesPath: context.options.fixturesPath, logger: logger,
                 tsp: context.options.peers[.tsp] == nil ? nil : try context.channel(to: .tsp),
-                wallet: context.options.peers[.wallet] == nil ? nil : try context.channel(to: .wallet))
+                wallet: context.options.peers[.wallet] == nil ? nil : try context.channel(to: .wallet), login: login)
         } catch let error as NodeError {
             throw error
         } catch let error as IssuerError {
@@ -45,6 +53,7 @@ public enum IssuerNode {
         party.cardCare.register(on: &router)
         IssuerAppInboxService(handler: appNotifications, tsp: party.tsp.caller, logger: logger).register(on: &router)
         party.registerAuthentication(on: &router)
+        party.appToApp.register(on: &router)
         return router
     }
 }

@@ -14,6 +14,7 @@ struct IssuerParty: Sendable {
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
     let cardCare: IssuerCardCareService
+    let appToApp: IssuerAppToAppService
     /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
     /// and logs in.
     let enrolment: IssuerEnrolmentBackend
@@ -21,10 +22,11 @@ struct IssuerParty: Sendable {
     /// How the app-to-app flow signs a cardholder in (the issuer app's login).
     var cardholderLogin: any CardholderLogin { app }
 
+    /// `login` replaces the issuer app's own login for in-app activation (tests pass a fake).
     init(
         store: IssuerStore, key: RSAPrivateKey, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?, logger: Logger,
         registrationTimeout: Duration? = .seconds(5), appKeyIterations: Int = 100_000,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, login: (any CardholderLogin)? = nil
     ) {
         self.store = store
         self.key = key
@@ -49,8 +51,11 @@ struct IssuerParty: Sendable {
         self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment
-        self.app = IssuerAppAuthenticator(
+        let app = IssuerAppAuthenticator(
             store: store, backend: enrolment, logger: logger, iterations: appKeyIterations, now: now)
+        self.app = app
+        self.appToApp = IssuerAppToAppService(
+            store: store, tsp: link, wallet: wallet, login: login ?? app, logger: logger, now: now)
     }
 
     /// The operator services of strong authentication.
@@ -61,7 +66,8 @@ struct IssuerParty: Sendable {
 
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
     static func open(
-        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?
+        directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?,
+        login: (any CardholderLogin)? = nil
     ) throws(IssuerError) -> IssuerParty {
         let store = try IssuerStore.open(directory: directory)
         if let fixturesPath {
@@ -75,6 +81,6 @@ struct IssuerParty: Sendable {
         }
         let key = try IssuerKeyFile.loadOrCreate(directory: directory)
         logger.info("issuer key ready", ["kid": key.kid])
-        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger)
+        return IssuerParty(store: store, key: key, tsp: tsp, wallet: wallet, logger: logger, login: login)
     }
 }

@@ -2,24 +2,32 @@ import Synchronization
 
 /// Handled message ids waiting to be acknowledged. Workers take everything gathered so far (up to a batch), so
 /// acknowledgements grow with the load instead of costing one call per message.
+///
+/// A new id wakes an idle worker only while fewer than `eagerCalls` acknowledgements are on their way: when the
+/// broker is busy, ids gather for the worker that comes back next instead of leaving one by one, which would cost
+/// a call, an fsync and a commit each.
 final class AcknowledgementQueue: Sendable {
     private struct State {
         var ids: [String] = []
         var waiters: [CheckedContinuation<[String]?, Never>] = []
         var finished = false
+        /// Batches taken and not yet reported done.
+        var inFlight = 0
     }
 
     private let batch: Int
+    private let eagerCalls: Int
     private let state = Mutex(State())
 
-    init(batch: Int) {
+    init(batch: Int, eagerCalls: Int = 1) {
         self.batch = batch
+        self.eagerCalls = eagerCalls
     }
 
     func add(_ id: String) {
         let waiter = state.withLock { state -> (CheckedContinuation<[String]?, Never>, [String])? in
             state.ids.append(id)
-            guard !state.waiters.isEmpty else { return nil }
+            guard !state.waiters.isEmpty, state.inFlight < eagerCalls else { return nil }
             let waiter = state.waiters.removeFirst()
             return (waiter, takeBatch(&state))
         }
@@ -36,7 +44,7 @@ final class AcknowledgementQueue: Sendable {
         for waiter in waiters { waiter.resume(returning: nil) }
     }
 
-    /// The next batch; nil once finished and drained.
+    /// The next batch; nil once finished and drained. Call `done()` once the batch's call is over.
     func take() async -> [String]? {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> [String]?? in
@@ -49,9 +57,15 @@ final class AcknowledgementQueue: Sendable {
         }
     }
 
+    /// The call for a batch from `take()` is over.
+    func done() {
+        state.withLock { $0.inFlight -= 1 }
+    }
+
     private func takeBatch(_ state: inout State) -> [String] {
         let count = min(batch, state.ids.count)
         defer { state.ids.removeFirst(count) }
+        state.inFlight += 1
         return Array(state.ids.prefix(count))
     }
 }

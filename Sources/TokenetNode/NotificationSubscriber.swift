@@ -21,17 +21,20 @@ public final class NotificationSubscriber: Sendable {
         public var backoff: RPCChannel.Backoff
         /// How long one Acknowledge may take before its ids are left for redelivery.
         public var acknowledgeTimeout: Duration
+        /// Called with the ids of each acknowledgement the broker confirmed (for measurements).
+        public var onAcknowledged: (@Sendable ([String]) -> Void)?
 
         public init(
             maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
             backoff: RPCChannel.Backoff = RPCChannel.Backoff(initial: .milliseconds(200), maximum: .seconds(10)),
-            acknowledgeTimeout: Duration = .seconds(10)
+            acknowledgeTimeout: Duration = .seconds(10), onAcknowledged: (@Sendable ([String]) -> Void)? = nil
         ) {
             self.maxInFlight = maxInFlight
             self.acknowledgeBatch = max(1, acknowledgeBatch)
             self.concurrentAcknowledgements = max(1, concurrentAcknowledgements)
             self.backoff = backoff
             self.acknowledgeTimeout = acknowledgeTimeout
+            self.onAcknowledged = onAcknowledged
         }
     }
 
@@ -123,12 +126,14 @@ public final class NotificationSubscriber: Sendable {
     /// One acknowledgement worker: syncs the journal, acknowledges a batch, forgets it once confirmed.
     private func acknowledge(from queue: AcknowledgementQueue) async {
         while let ids = await queue.take() {
+            defer { queue.done() }
             do {
                 try processed.sync()
                 _ = try await client.acknowledge(
                     TspV1.AcknowledgeRequest(messageIds: ids), options: CallOptions(timeout: options.acknowledgeTimeout)
                 )
                 processed.forget(ids)
+                options.onAcknowledged?(ids)
             } catch {
                 // The broker sends them again; the journal makes sure they are not handled twice.
                 logger.warning(

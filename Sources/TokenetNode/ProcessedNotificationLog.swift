@@ -33,7 +33,8 @@ public final class ProcessedNotificationLog: Sendable {
         self.path = path
         var ids: Set<String> = []
         var lines = 0
-        if let data = FileManager.default.contents(atPath: path) {
+        let existing = FileManager.default.contents(atPath: path)
+        if let data = existing {
             for line in data.split(separator: UInt8(ascii: "\n")) {
                 guard let text = String(bytes: line.dropFirst(), encoding: .utf8) else { continue }
                 switch line.first {
@@ -45,6 +46,15 @@ public final class ProcessedNotificationLog: Sendable {
             }
         }
         let descriptor = try Self.openForAppend(path)
+        if let last = existing?.last, last != UInt8(ascii: "\n") {
+            // A crash tore the last line: end it, so the next record starts a line of its own.
+            do throws(NodeError) {
+                try Self.append("\n", to: descriptor, path: path)
+            } catch {
+                _ = close(descriptor)
+                throw error
+            }
+        }
         state = Mutex(State(descriptor: descriptor, ids: ids, lines: lines))
     }
 

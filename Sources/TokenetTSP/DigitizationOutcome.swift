@@ -10,8 +10,16 @@ struct DigitizationOutcome: Sendable, Equatable {
     var idvMethods: [CardV1.IdvMethod]
     var declineReason: String
     var decidedBy: String
+    /// The issuer's account of the card, when the issuer named it.
+    var accountID: String? = nil
 
     static func issuer(_ response: IssuerV1.AuthorizeDigitizationResponse) -> DigitizationOutcome? {
+        var outcome = decision(response)
+        if !response.accountID.isEmpty { outcome?.accountID = response.accountID }
+        return outcome
+    }
+
+    private static func decision(_ response: IssuerV1.AuthorizeDigitizationResponse) -> DigitizationOutcome? {
         switch response.decision {
         case .approved:
             return DigitizationOutcome(

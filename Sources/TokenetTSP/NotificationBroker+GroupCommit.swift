@@ -27,8 +27,14 @@ extension NotificationBroker {
         thread.start()
     }
 
-    /// Commits batches until there is nothing that someone waits for.
+    /// Commits batches until there is nothing that someone waits for. One caller at a time (the commit thread, or
+    /// `shutDown`): batches must be committed and delivered in the order they were taken, or a queue's machine
+    /// would see sequences out of order.
     func commitPending(flushWrittenBehind: Bool) {
+        committing.withLock { _ in commitInOrder(flushWrittenBehind: flushWrittenBehind) }
+    }
+
+    private func commitInOrder(flushWrittenBehind: Bool) {
         var flush = flushWrittenBehind
         while true {
             let taken = state.withLock { state -> (NotificationWriteBatch, [CheckedContinuation<Void, any Error>])? in
@@ -46,7 +52,14 @@ extension NotificationBroker {
             flush = false
             guard let (batch, waiters) = taken else { return }
             do {
-                if !batch.isEmpty { try store.commit(batch) }
+                if !batch.isEmpty {
+                    let started = DispatchTime.now().uptimeNanoseconds
+                    try store.commit(batch)
+                    let took = DispatchTime.now().uptimeNanoseconds - started
+                    commitNanoseconds.wrappingAdd(Int(took), ordering: .relaxed)
+                    commits.wrappingAdd(1, ordering: .relaxed)
+                    committedMessages.wrappingAdd(batch.inserts.count, ordering: .relaxed)
+                }
             } catch {
                 fail(batch, waiters, error)
                 // A broken database must not turn this thread into a busy loop.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenetNode
+import TokenetRPC
 import TokenetStorage
 import TokenetTransport
 import TokenetWire
@@ -50,6 +51,23 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     let nowMs: @Sendable () -> UInt64
     let state: Mutex<State>
     let wakeup = DispatchSemaphore(value: 0)
+    /// Held while a batch is taken, committed and delivered.
+    let committing = Mutex<Void>(())
+    let recipientCache = Mutex<Set<String>>([])
+    let idPrefix = NotificationBroker.randomLetters(12)
+    let idCounter = Atomic<Int>(0)
+    /// Transactions committed and messages they inserted, for the benchmark's batch sizes.
+    let commits = Atomic<Int>(0)
+    let committedMessages = Atomic<Int>(0)
+    let commitNanoseconds = Atomic<Int>(0)
+
+    /// Group commits so far, the messages they held (each counted once per recipient) and the time they took.
+    public var commitFigures: (commits: Int, messages: Int, seconds: Double) {
+        (
+            commits.load(ordering: .relaxed), committedMessages.load(ordering: .relaxed),
+            Double(commitNanoseconds.load(ordering: .relaxed)) / 1e9
+        )
+    }
 
     /// Opens the broker over `database` (migrated by the TSP's store) and restores every queue.
     public static func open(
@@ -81,6 +99,26 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
         return broker
     }
 
+    /// Opens the TSP's database at `path` (creating and migrating it) and a broker on it, for tools that need
+    /// only the broker (the benchmark).
+    public static func open(
+        databasePath path: String, retention: NotificationRetention = NotificationRetention(), logger: Logger
+    ) throws(TSPError) -> NotificationBroker {
+        let database: Database
+        do {
+            database = try Database.open(path: path)
+            try Migrator(TSPStore.migrations).migrate(database)
+        } catch {
+            throw TSPError.internal("opening \(path)", error)
+        }
+        return try open(database: database, retention: retention, logger: logger)
+    }
+
+    /// Serves the broker as `tsp.v1.Notifications` on `router`.
+    public func register(on router: inout RPCRouter) {
+        NotificationsService(broker: self, logger: logger).register(on: &router)
+    }
+
     private init(
         store: NotificationStore, retention: NotificationRetention, logger: Logger,
         nowMs: @escaping @Sendable () -> UInt64, state: State
@@ -95,64 +133,6 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
     deinit {
         // Lets the commit thread see that the broker is gone and stop.
         wakeup.signal()
-    }
-
-    // MARK: Publishing
-
-    @discardableResult
-    public func publish(_ notification: TspV1.Notification, to subscribers: [String]) async throws(TSPError)
-        -> String
-    {
-        let recipients = try Self.validRecipients(subscribers)
-        var message = notification
-        message.messageID = UUID().uuidString.lowercased()
-        message.publishedAtMs = nowMs()
-        message.sequence = 0
-        message.deliveryAttempt = 0
-        let size = (try? message.serializedBytes().count) ?? Int.max
-        guard size <= Self.maximumMessageBytes else {
-            throw TSPError(
-                .invalidArgument,
-                "the notification is \(size) bytes; the broker takes at most \(Self.maximumMessageBytes)")
-        }
-        guard !message.sender.isEmpty else {
-            throw TSPError(.invalidArgument, "a notification needs a sender (CPS, MG, TNS or an issuer id)")
-        }
-        try await waitForCommit { state in
-            for recipient in recipients {
-                message.sequence = state.withQueue(recipient, creating: true) { queue in
-                    queue.allocated += 1
-                    return queue.allocated
-                }!
-                state.batch.inserts.append(.init(subscriber: recipient, notification: message))
-                state.touch(recipient)
-            }
-        }
-        return message.messageID
-    }
-
-    /// Each recipient once, in the order given; refuses names that are not "wallet/ID" or "issuer/ID".
-    static func validRecipients(_ subscribers: [String]) throws(TSPError) -> [String] {
-        guard !subscribers.isEmpty else {
-            throw TSPError(.invalidArgument, "a notification needs at least one subscriber (\"ROLE/NODE_ID\")")
-        }
-        var seen: Set<String> = []
-        var result: [String] = []
-        for subscriber in subscribers where seen.insert(subscriber).inserted {
-            let identity: PeerIdentity
-            do {
-                identity = try PeerIdentity(uri: PeerIdentity.uriScheme + subscriber)
-            } catch {
-                throw TSPError(
-                    .invalidArgument, "subscriber \"\(subscriber)\" is not ROLE/NODE_ID: \(error.message)")
-            }
-            guard identity.role == .wallet || identity.role == .issuer else {
-                throw TSPError(
-                    .invalidArgument, "subscriber \"\(subscriber)\": only wallet and issuer nodes have queues")
-            }
-            result.append(subscriber)
-        }
-        return result
     }
 
     // MARK: Subscribing
@@ -198,45 +178,7 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
         return counts
     }
 
-    // MARK: Status and retention
-
-    public struct QueueFigures: Sendable, Equatable {
-        public var subscriber: String
-        public var pending: Int
-        public var inFlight: Int
-        public var connected: Bool
-        public var lastSequence: UInt64
-        public var acknowledgedTotal: UInt64
-        public var expiredTotal: UInt64
-    }
-
-    /// The figures of `subscriber`'s queue (zeros for a queue nobody published to or opened).
-    public func figures(of subscriber: String) -> QueueFigures {
-        state.withLock { state in
-            let queue = state.queues[subscriber]
-            let machine = queue?.machine ?? SubscriptionStateMachine()
-            return QueueFigures(
-                subscriber: subscriber, pending: machine.pendingCount, inFlight: machine.inFlightCount,
-                connected: machine.isConnected, lastSequence: machine.lastSequence,
-                acknowledgedTotal: machine.acknowledgedTotal, expiredTotal: machine.expiredTotal)
-        }
-    }
-
-    /// Applies retention to every queue now (the commit thread does it every second).
-    public func expireNow() {
-        let now = nowMs()
-        let expired = state.withLock { state -> [(String, Int)] in
-            var expired: [(String, Int)] = []
-            for name in state.queues.keys {
-                guard let count = state.expire(name, nowMs: now, retention: retention) else { continue }
-                expired.append((name, count))
-            }
-            return expired
-        }
-        for (name, count) in expired {
-            logger.warning("notifications dropped by retention", ["subscriber": name, "count": "\(count)"])
-        }
-    }
+    // MARK: Stopping
 
     /// Commits what is pending and stops the commit thread; later publishes and acknowledgements fail. For a
     /// TSP that closes its database while the process goes on (tests restarting a node in process).

@@ -5,7 +5,10 @@ import TokenetWire
 struct NotificationWriteBatch: Sendable {
     struct Insert: Sendable {
         var subscriber: String
+        /// With its sequence in this queue.
         var notification: TspV1.Notification
+        /// The notification serialized once for all its recipients, without sequence (stored in its own column).
+        var bytes: [UInt8]
     }
 
     struct Counters: Sendable, Equatable {
@@ -77,7 +80,7 @@ struct NotificationStore: Sendable {
                     """,
                     [
                         insert.subscriber, Int64(notification.sequence), notification.messageID,
-                        Int64(notification.publishedAtMs), try notification.serializedBytes(),
+                        Int64(notification.publishedAtMs), insert.bytes,
                     ])
             }
             for (subscriber, list) in batch.attempts {
@@ -131,12 +134,13 @@ struct NotificationStore: Sendable {
                     messages: [])
             }
             let rows = try tx.query(
-                "SELECT subscriber, attempts, message FROM notifications ORDER BY subscriber, sequence")
+                "SELECT subscriber, sequence, attempts, message FROM notifications ORDER BY subscriber, sequence")
             for row in rows {
                 let subscriber = try row.text(0)
-                let notification = try TspV1.Notification(serializedBytes: try row.get(2, as: [UInt8].self))
+                var notification = try TspV1.Notification(serializedBytes: try row.get(3, as: [UInt8].self))
+                notification.sequence = UInt64(try row.int64(1))
                 let message = SubscriptionStateMachine.Message(
-                    notification: notification, sends: UInt32(clamping: try row.int64(1)))
+                    notification: notification, sends: UInt32(clamping: try row.int64(2)))
                 queues[subscriber, default: StoredQueue(subscriber: subscriber, counters: .zero, messages: [])]
                     .messages.append(message)
             }

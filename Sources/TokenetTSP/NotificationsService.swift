@@ -60,6 +60,21 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
         }
     }
 
+    func publish(_ request: TspV1.PublishRequest, context: ServerContext) async throws -> TspV1.PublishResponse {
+        guard let notification = request.notification else {
+            throw RPCError(.invalidArgument, "notification is required: sender, topic, type, card id and body")
+        }
+        do {
+            let id = try await broker.publish(notification, to: request.subscribers)
+            logger.withTraceID(context.traceID).info(
+                "notification published by an operator",
+                ["message_id": id, "subscribers": request.subscribers.joined(separator: ",")])
+            return TspV1.PublishResponse(messageID: id)
+        } catch {
+            throw error.rpcError
+        }
+    }
+
     func queueStatus(_ request: TspV1.QueueStatusRequest, context: ServerContext) async throws
         -> TspV1.QueueStatusResponse
     {

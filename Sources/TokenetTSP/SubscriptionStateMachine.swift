@@ -65,6 +65,8 @@ struct SubscriptionStateMachine: Sendable {
     private(set) var acknowledgedTotal: UInt64
     private(set) var expiredTotal: UInt64
     private(set) var stream: Stream?
+    /// No pending message has a lower sequence (see `oldestPending`).
+    private var lowestHint: UInt64 = 1
 
     /// A queue as storage restored it (empty for a new queue).
     init(
@@ -81,6 +83,7 @@ struct SubscriptionStateMachine: Sendable {
             sequenceByID[message.notification.messageID] = message.sequence
             self.lastSequence = max(self.lastSequence, message.sequence)
         }
+        lowestHint = restored.map(\.sequence).min() ?? self.lastSequence + 1
     }
 
     var pendingCount: Int { messages.count }
@@ -95,6 +98,9 @@ struct SubscriptionStateMachine: Sendable {
             messages[notification.sequence] = Message(notification: notification, sends: 0)
             sequenceByID[notification.messageID] = notification.sequence
             lastSequence = max(lastSequence, notification.sequence)
+            lowestHint = min(lowestHint, notification.sequence)
+            // Sequences normally arrive in order; one that does not must still be sent, not skipped.
+            if let cursor = stream?.cursor, notification.sequence < cursor { stream?.cursor = notification.sequence }
         }
         return fill()
     }
@@ -103,7 +109,7 @@ struct SubscriptionStateMachine: Sendable {
     mutating func subscribed(stream id: UInt64, window: Int) -> [Action] {
         var actions: [Action] = []
         if let old = stream { actions.append(.end(stream: old.id, .replaced)) }
-        let oldest = messages.keys.min() ?? lastSequence + 1
+        let oldest = oldestPending
         stream = Stream(id: id, window: max(1, window), cursor: oldest)
         return actions + fill()
     }
@@ -117,15 +123,18 @@ struct SubscriptionStateMachine: Sendable {
     mutating func acknowledged(_ ids: [String]) -> Acknowledgement {
         var removed: [UInt64] = []
         var unknown = 0
+        var current = stream
+        stream = nil  // one reference to the in-flight set while it changes
         for id in ids {
             guard let sequence = sequenceByID.removeValue(forKey: id) else {
                 unknown += 1
                 continue
             }
-            messages[sequence] = nil
-            stream?.inFlight.remove(sequence)
+            messages.removeValue(forKey: sequence)
+            current?.inFlight.remove(sequence)
             removed.append(sequence)
         }
+        stream = current
         acknowledgedTotal += UInt64(removed.count)
         var actions: [Action] = removed.isEmpty ? [] : [.delete(sequences: removed)]
         actions += fill()
@@ -135,22 +144,38 @@ struct SubscriptionStateMachine: Sendable {
     /// Drops messages published before `nowMs - maxAge` and the oldest beyond `maxQueued`.
     mutating func expire(nowMs: UInt64, retention: NotificationRetention) -> [Action] {
         let cutoff = nowMs >= retention.maxAgeMs ? nowMs - retention.maxAgeMs : 0
-        var dropped = messages.values.filter { $0.notification.publishedAtMs < cutoff }.map(\.sequence)
-        let excess = messages.count - dropped.count - retention.maxQueued
-        if excess > 0 {
-            let old = Set(dropped)
-            dropped += messages.keys.filter { !old.contains($0) }.sorted().prefix(excess)
+        let excess = messages.count - retention.maxQueued
+        // Oldest first, stopping at the first message young enough: queues are in publication order, so this
+        // costs what it drops, not the length of the queue (it runs every second on every queue).
+        var dropped: [UInt64] = []
+        var sequence = oldestPending
+        while sequence <= lastSequence {
+            defer { sequence += 1 }
+            guard let message = messages[sequence] else { continue }
+            guard dropped.count < excess || message.notification.publishedAtMs < cutoff else { break }
+            dropped.append(sequence)
         }
         guard !dropped.isEmpty else { return [] }
-        dropped.sort()
+        var current = stream
+        stream = nil  // one reference to the in-flight set while it changes
         for sequence in dropped {
             if let message = messages.removeValue(forKey: sequence) {
                 sequenceByID[message.notification.messageID] = nil
             }
-            stream?.inFlight.remove(sequence)
+            current?.inFlight.remove(sequence)
         }
+        stream = current
         expiredTotal += UInt64(dropped.count)
         return [.delete(sequences: dropped)] + fill()
+    }
+
+    /// The lowest pending sequence (or `lastSequence + 1`), found from a hint that only moves past removed
+    /// messages, so finding it again costs only what was removed since.
+    private var oldestPending: UInt64 {
+        mutating get {
+            while lowestHint <= lastSequence, messages[lowestHint] == nil { lowestHint += 1 }
+            return lowestHint
+        }
     }
 
     // MARK: Sending
@@ -158,13 +183,15 @@ struct SubscriptionStateMachine: Sendable {
     /// Sends pending messages in order while the window has room.
     private mutating func fill() -> [Action] {
         guard var current = stream, current.inFlight.count < current.window else { return [] }
+        // Detach the stream while it changes: a second reference would make every insert copy the in-flight set.
+        stream = nil
         var batch: [TspV1.Notification] = []
         var redelivered: [Attempt] = []
         var watermark: UInt64?
         while current.inFlight.count < current.window, current.cursor <= lastSequence {
             let sequence = current.cursor
             current.cursor += 1
-            guard var message = messages[sequence] else { continue }
+            guard var message = messages[sequence], !current.inFlight.contains(sequence) else { continue }
             message.sends += 1
             messages[sequence] = message
             current.inFlight.insert(sequence)

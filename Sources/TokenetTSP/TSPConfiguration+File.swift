@@ -8,14 +8,16 @@ extension TSPConfiguration {
     /// The keys the policy file may hold, each optional:
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
     /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`; notifications:
-    /// `notification_max_age_s`, `notification_max_queued`; strong authentication:
+    /// `notification_max_age_s`, `notification_max_queued`; one-time codes: `otp_validity_ms`
+    /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; strong authentication:
     /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
     /// `hotp_look_ahead`, `hotp_resync_window` (larger than the look-ahead), `hotp_max_failures`.
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
-        "access_token_ttl_s", "activation_code_ttl_s",
-        "activation_max_attempts", "hotp_digits", "hotp_look_ahead", "hotp_resync_window", "hotp_max_failures",
+        "otp_validity_ms", "otp_max_attempts", "otp_max_resends",
+        "access_token_ttl_s", "activation_code_ttl_s", "activation_max_attempts", "hotp_digits", "hotp_look_ahead",
+        "hotp_resync_window", "hotp_max_failures",
     ]
 
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
@@ -66,6 +68,11 @@ extension TSPConfiguration {
         if let value = try number("notification_max_queued", in: 1...10_000_000) {
             configuration.notificationRetention.maxQueued = value
         }
+        if let value = try number("otp_validity_ms", in: 1...86_400_000) {
+            configuration.otpValidity = .milliseconds(value)
+        }
+        if let value = try number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
+        if let value = try number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
         if let value = try number("access_token_ttl_s", in: 1...86_400) {
             configuration.accessTokenLifetime = .seconds(value)
         }

@@ -20,9 +20,9 @@ public enum TSPNode {
         try services(context, configuration: TSPConfiguration.load(dataDirectory: context.dataDirectory))
     }
 
-    public static func services(_ context: NodeContext, configuration: TSPConfiguration) throws(NodeError)
-        -> RPCRouter
-    {
+    public static func services(
+        _ context: NodeContext, configuration: TSPConfiguration, accessTokens: (any AccessTokenVerifier)? = nil
+    ) throws(NodeError) -> RPCRouter {
         let issuer: any RPCCaller
         if context.options.peers[.issuer] != nil {
             issuer = try context.channel(to: .issuer)
@@ -32,14 +32,15 @@ public enum TSPNode {
         }
         return try services(
             dataDirectory: context.dataDirectory, issuer: issuer, logger: context.logger,
-            configuration: configuration)
+            configuration: configuration, accessTokens: accessTokens)
     }
 
-    /// The services over explicit parts: tests pass an in-memory issuer and a clock of their own.
+    /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
+    /// their own. Without a verifier, in-app activation (`IssuerIdv.ActivateDigitalCard`) is refused.
     public static func services(
         dataDirectory: String, issuer: any RPCCaller, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
-        notifications: (any NotificationPublishing)? = nil
+        notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
         let broker: NotificationBroker
@@ -53,7 +54,8 @@ public enum TSPNode {
                 nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker)
+                accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
+                accessTokenVerifier: accessTokens)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

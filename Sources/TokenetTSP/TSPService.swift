@@ -18,16 +18,20 @@ final class TSPService: Sendable {
     let notifications: any NotificationPublishing
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
     let authentication: TSPAuthentication
-    /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`).
+    /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):
+    /// the authentication service's own, unless another was given (tests pass a fake).
+    let accessTokenVerifier: (any AccessTokenVerifier)?
     var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
         logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
-        notifications: any NotificationPublishing
+        notifications: any NotificationPublishing, accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
-        self.authentication = TSPAuthentication(
+        let authentication = TSPAuthentication(
             store: store, signer: AccessTokenSigner(key: accessTokenKey), configuration: configuration, now: now)
+        self.authentication = authentication
+        self.accessTokenVerifier = accessTokenVerifier ?? authentication
         self.store = store
         self.keyring = keyring
         self.configuration = configuration

@@ -153,9 +153,13 @@ extension TSPStore {
             let from = token.state
             token.state = lifecycle.state
             token.decidedBy = outcome.decidedBy
+            token.issuerAccountID = outcome.accountID
             _ = try tx.execute(
-                "UPDATE tokens SET state = ?, decided_by = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-                [token.state.rawValue, outcome.decidedBy, Int64(nowMs), token.digitalCardID])
+                """
+                UPDATE tokens SET state = ?, decided_by = ?, issuer_account_id = ?, updated_at_ms = ?
+                WHERE digital_card_id = ?
+                """,
+                [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
             try recordEvent(
                 tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
                 reason: outcome.reason, traceID: traceID, nowMs: nowMs)

@@ -147,8 +147,13 @@ extension TSPStore {
                 );
                 CREATE INDEX auth_credentials_account ON auth_credentials(issuer_id, user_id, account_id);
                 """),
+        // The issuer's account of each token's card, from its digitization decision: in-app activation checks
+        // that the signed-in cardholder owns it. NULL for tokens the stand-in decided or older issuers.
         Migration(
-            version: 5, name: "lifecycle",
+            version: 5, name: "token_issuer_account",
+            sql: "ALTER TABLE tokens ADD COLUMN issuer_account_id TEXT;"),
+        Migration(
+            version: 6, name: "lifecycle",
             sql: """
                 ALTER TABLE tokens ADD COLUMN wallet_node_id TEXT;
                 ALTER TABLE tokens ADD COLUMN last_call_at_ms INTEGER;

@@ -7,7 +7,9 @@ import TokenetWire
 ///
 /// Read from `wallet.json` in the node's data directory when that file exists, for example
 /// `{"walletAccountId": "acct-7", "device": {"deviceId": "watch-1", "deviceType": "WATCH"},
-///   "risk": {"accountScore": 2, "deviceScore": 1, "recommendation": "APPROVE"}}`; every key is optional.
+///   "risk": {"accountScore": 2, "deviceScore": 1, "recommendation": "APPROVE"}, "provider": "apple-pay"}`; every
+/// key is optional. `provider` (google-pay, samsung-pay or apple-pay; Google Pay by default) is which wallet this
+/// is when it opens an issuer app for in-app activation.
 public struct WalletConfiguration: Sendable, Equatable {
     public static let fileName = "wallet.json"
     /// The account the demo and the CLI assume when none is configured.
@@ -17,6 +19,7 @@ public struct WalletConfiguration: Sendable, Equatable {
     public var device = CardV1.DeviceInfo(
         deviceID: "device-1", deviceType: "PHONE", deviceName: "Tokenet phone", osName: "TokenetOS", osVersion: "1.0")
     public var risk = CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve)
+    public var provider = WalletProvider.googlePay
 
     public init() {}
 
@@ -58,6 +61,13 @@ public struct WalletConfiguration: Sendable, Equatable {
             configuration.device.osName = device.osName ?? configuration.device.osName
             configuration.device.osVersion = device.osVersion ?? configuration.device.osVersion
         }
+        if let name = file.provider {
+            guard let provider = WalletProvider(rawValue: name) else {
+                let names = WalletProvider.allCases.map(\.rawValue).joined(separator: ", ")
+                throw NodeError(.config, "\(path): provider must be one of \(names), not \"\(name)\"")
+            }
+            configuration.provider = provider
+        }
         if let risk = file.risk {
             for (name, score) in [("accountScore", risk.accountScore), ("deviceScore", risk.deviceScore)] {
                 if let score, !(1...5).contains(score) {
@@ -95,6 +105,7 @@ public struct WalletConfiguration: Sendable, Equatable {
         var walletAccountId: String?
         var device: Device?
         var risk: Risk?
+        var provider: String?
     }
 }
 

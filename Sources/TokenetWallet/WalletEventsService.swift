@@ -42,7 +42,9 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
         try await answering {
             let tokens = try store.allCards().compactMap { card -> WalletV1.TokenStatus? in
                 guard let result = card.result, !result.digitalCardID.isEmpty else { return nil }
-                return WalletV1.TokenStatus(digitalCardID: result.digitalCardID, tokenState: result.tokenState)
+                return WalletV1.TokenStatus(
+                    digitalCardID: result.digitalCardID, tokenState: result.tokenState,
+                    passSerialNumber: WalletPass.serialNumber(of: result.digitalCardID), panLast4: card.panLast4)
             }
             return WalletV1.CurrentTokensResponse(walletAccountID: selection.activeWalletAccountID, tokens: tokens)
         }

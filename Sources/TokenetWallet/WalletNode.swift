@@ -30,9 +30,10 @@ public enum WalletNode {
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
         // The TSP's notifications, handled by the wallet (token states, transactions, messages, payment keys).
+        let issuer = context.options.peers[.issuer] == nil ? nil : try context.channel(to: .issuer)
         let handler = Mutex<(any NotificationHandler)?>(nil)
         let router = router(
-            tsp: tsp, store: store, configuration: configuration, logger: context.logger,
+            tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer,
             notifications: { made in handler.withLock { $0 = made } }, issueKeysAtActivation: true)
         if let handler = handler.withLock({ $0 }) {
             try context.subscribeToNotifications(handler: handler)
@@ -45,7 +46,7 @@ public enum WalletNode {
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
-        events: WalletEventHub = WalletEventHub(),
+        events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil,
         notifications: ((any NotificationHandler) -> Void)? = nil, issueKeysAtActivation: Bool = false
     ) -> RPCRouter {
         var router = RPCRouter()
@@ -70,6 +71,10 @@ public enum WalletNode {
         let selection = WalletSelection(activeWalletAccountID: configuration.walletAccountID)
         WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
         WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
+        WalletAppToAppService(
+            store: store, issuer: issuer, provider: configuration.provider, logger: logger, clock: clock,
+            events: events, walletAccountID: configuration.walletAccountID
+        ).register(on: &router)
         return router
     }
 

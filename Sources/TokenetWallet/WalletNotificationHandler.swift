@@ -22,6 +22,14 @@ public final class WalletNotificationHandler: NotificationHandler {
     }
 
     public func handle(_ notification: TspV1.Notification) async {
+        // Ids, sender, type and card id only: a body may carry a cardholder's message, never logged.
+        logger.info(
+            "notification received",
+            [
+                "message_id": notification.messageID, "sequence": "\(notification.sequence)",
+                "sender": notification.sender, "topic": notification.topic, "type": notification.messageType,
+                "card_id": notification.cardID, "attempt": "\(notification.deliveryAttempt)",
+            ])
         do {
             guard try store.keep(notification, nowMs: clock()) else {
                 logger.debug("notification seen before", ["message_id": notification.messageID])

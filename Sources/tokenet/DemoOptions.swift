@@ -13,7 +13,9 @@ struct DemoOptions: Sendable, Equatable {
         across them as the operator: a Visa card typed in and approved, a Mastercard card through an issuer push
         receipt, a card through a push session, a declined card, a card left INACTIVE for step-up and then
         activated with the one-time code from the issuer's outbox, a card stepped up for the wallet's risk score
-        and activated by the issuer's call centre, and a card that is not eligible. Each step prints its trace id,
+        and activated by the issuer's call centre, the demo user's enrolment in the issuer app, a step-up card
+        opened in the issuer app (app-to-app: the cardholder signs in there and the app activates it), with the
+        issuer app's view of its cards in the wallet, and a card that is not eligible. Each step prints its trace id,
         and each party's view (wallet cards, TSP tokens and their audit trail) follows. Then the nodes are stopped
         with SIGTERM and the demo reports how each exited.
         Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext

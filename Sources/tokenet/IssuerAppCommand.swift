@@ -8,7 +8,7 @@ enum IssuerAppCommand {
         name: "issuer-app",
         summary: "Drive the issuer app: activate accounts, log in, read its notifications, answer AUTHN requests.",
         help: help + notificationHelp,
-        actions: [activate, accounts, activateLinked, login, deleteAccount] + notificationActions)
+        actions: [activate, accounts, activateLinked, login, deleteAccount, authorize] + notificationActions)
 
     static let help = """
         Usage: tokenet issuer-app activate ADDR --code CODE --ref REFERENCE [--name NAME] [--pin PIN] [OPTIONS]
@@ -16,18 +16,23 @@ enum IssuerAppCommand {
                tokenet issuer-app activate-linked ADDR USER [--pin PIN] [OPTIONS]
                tokenet issuer-app login ADDR USER --pin PIN [OPTIONS]
                tokenet issuer-app delete-account ADDR USER ACCOUNT [OPTIONS]
+               tokenet issuer-app authorize ADDR SESSION_ID --pin PIN | --deny [OPTIONS]
 
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
         `tokenet issuer outbox`); the TSP provisions a user and a device HOTP credential. The first account sets the
         app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
         user's other accounts in one bulk call and prints a result per account. login signs the user in with the PIN
         and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
+        authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
+        printed SESSION_ID): with --pin the app signs the cardholder in, has the TSP activate the token and tells
+        the wallet approved (a failed sign-in leaves the session open); with --deny the wallet hears failure.
 
         Options:
           --code CODE          The activation code.
           --ref REFERENCE      The activation's reference id.
           --name NAME          The name the account gets in the app (default: its id).
           --pin PIN            The app's PIN.
+          --deny               authorize: decline instead of signing in.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.

@@ -33,6 +33,7 @@ struct ProvisioningChoreography: DemoChoreography {
             ("a card that needs step-up: INACTIVE, then ACTIVE with a one-time code", stepUp),
             ("a by-score card stepped up for the wallet's risk: activated by the call centre", callCentre),
             ("the demo user enrols in the issuer app: one account, then the linked ones; logs in", strongAuth),
+            ("a step-up card activated in the issuer app (app-to-app)", activateInApp),
             ("a card its issuer keeps out of wallets: not eligible", notEligible),
         ]
         for (index, (title, scenario)) in scenarios.enumerated() {

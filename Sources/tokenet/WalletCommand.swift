@@ -8,7 +8,7 @@ enum WalletCommand {
         name: "wallet",
         summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
         help: help + lifecycleHelp,
-        actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP] + lifecycleActions)
+        actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp] + lifecycleActions)
 
     static let help = """
         Usage: tokenet wallet add-card ADDR --pan PAN --exp MM/YY [--cvc CVC] [--name NAME] [OPTIONS]
@@ -19,6 +19,7 @@ enum WalletCommand {
                tokenet wallet select-method ADDR CARD_REF METHOD_ID [OPTIONS]
                tokenet wallet submit-otp ADDR CARD_REF CODE [OPTIONS]
                tokenet wallet resend-otp ADDR CARD_REF [OPTIONS]
+               tokenet wallet open-issuer-app ADDR CARD_REF [--caller ID] [OPTIONS]
 
         add-card checks with the TSP whether a card can be digitized into the wallet at ADDR (HOST:PORT) and prints
         its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the wallet encrypts it
@@ -29,7 +30,9 @@ enum WalletCommand {
         select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking
         again sends nothing new); submit-otp enters the code (3 tries; a right code makes the token ACTIVE);
         resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
-        token (tokenet issuer activate-token).
+        token (tokenet issuer activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
+        the wallet's caller identity and activation data (--caller overrides the caller) and prints the app's
+        session, which the cardholder completes there (tokenet issuer-app authorize).
 
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).

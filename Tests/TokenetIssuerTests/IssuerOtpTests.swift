@@ -9,9 +9,23 @@ import TokenetWire
 
 @testable import TokenetIssuer
 
-/// A TSP that records the call centre's activations and answers like the real one.
+/// A TSP that records the call centre's and the issuer app's activations and answers like the real one.
 final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
     let requests = Mutex<[TspV1.ActivateTokenRequest]>([])
+    let inApp = Mutex<[TspV1.ActivateDigitalCardRequest]>([])
+    /// When set, ActivateDigitalCard fails with it.
+    let inAppRefusal = Mutex<RPCError?>(nil)
+
+    func activateDigitalCard(_ request: TspV1.ActivateDigitalCardRequest, context: ServerContext) async throws
+        -> TspV1.ActivateDigitalCardResponse
+    {
+        let (first, refusal) = inApp.withLock { requests in
+            requests.append(request)
+            return (requests.count == 1, inAppRefusal.withLock { $0 })
+        }
+        if let refusal { throw refusal }
+        return TspV1.ActivateDigitalCardResponse(tokenState: .active, changed: first)
+    }
 
     func activateToken(_ request: TspV1.ActivateTokenRequest, context: ServerContext) async throws
         -> TspV1.ActivateTokenResponse

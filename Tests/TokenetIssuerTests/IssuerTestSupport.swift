@@ -48,11 +48,12 @@ enum Support {
     }
 
     static func party(
-        tsp: (any RPCCaller)? = nil, wallet: (any RPCCaller)? = nil, sink: MemoryLogSink = MemoryLogSink()
+        tsp: (any RPCCaller)? = nil, wallet: (any RPCCaller)? = nil, sink: MemoryLogSink = MemoryLogSink(),
+        login: (any CardholderLogin)? = nil
     ) throws -> IssuerParty {
         IssuerParty(
             store: try store(), key: try issuerKey(), tsp: tsp, wallet: wallet, logger: logger(sink),
-            registrationTimeout: nil, now: { now })
+            registrationTimeout: nil, now: { now }, login: login)
     }
 
     /// A client calling `router` as `role`, over an in-memory connection.
@@ -103,7 +104,10 @@ enum Cards {
     static let visaStepUp = ("card-visa-stepup", "4761000030000054", "11/29")
     static let mcScore = ("card-mc-score", "5400000020000068", "08/30")
     static let visaNotEligible = ("card-visa-not-eligible", "4761000040000078", "05/29")
-    static let all = [visaApprove, mcReceipt, visaSession, mcDecline, visaStepUp, mcScore, visaNotEligible]
+    static let mcStepUpApp = ("card-mc-stepup-app", "5400000030000074", "04/30")
+    static let all = [
+        visaApprove, mcReceipt, visaSession, mcDecline, visaStepUp, mcScore, visaNotEligible, mcStepUpApp,
+    ]
 }
 
 /// A TSP that records what the issuer sends and answers like the real one would.

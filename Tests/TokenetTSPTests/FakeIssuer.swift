@@ -27,12 +27,15 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var decryptedLast4: [String] = []
         var maskedPANs: [String] = []
         var authorizations = 0
+        /// The account named in each decision; empty to name none.
+        var accountID = "acct-1"
     }
 
     static let key = try! RSAPrivateKey.generate()
     let state = Mutex(State())
 
     func set(_ decision: Decision) { state.withLock { $0.decision = decision } }
+    func set(accountID: String) { state.withLock { $0.accountID = accountID } }
 
     private func decrypt(_ data: CardV1.EncryptedCardData?) throws -> CardData {
         guard let data else { throw RPCError(.invalidArgument, "no card data") }
@@ -54,11 +57,17 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         -> IssuerV1.AuthorizeDigitizationResponse
     {
         _ = try decrypt(request.encryptedCardData)
-        let decision = state.withLock {
+        let (decision, accountID) = state.withLock {
             $0.maskedPANs.append(request.maskedPAN)
             $0.authorizations += 1
-            return $0.decision
+            return ($0.decision, $0.accountID)
         }
+        var response = try await answer(decision)
+        response.accountID = accountID
+        return response
+    }
+
+    private func answer(_ decision: Decision) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         switch decision {
         case .approve:
             return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)

@@ -38,11 +38,12 @@ import TokenetWire
         let process = Process()
         let port: UInt16
 
-        init(dataDirectory: String, issuerPort: UInt16) throws {
+        init(dataDirectory: String, issuerPort: UInt16, listenPort: UInt16 = 0) throws {
             let ready = dataDirectory + "/ready-\(UUID().uuidString)"
             process.executableURL = try Self.executable()
             process.arguments = [
-                "--listen", "127.0.0.1:0", "--cert", pem("tsp.pem"), "--key", pem("tsp.key"), "--ca", pem("ca.pem"),
+                "--listen", "127.0.0.1:\(listenPort)", "--cert", pem("tsp.pem"), "--key", pem("tsp.key"), "--ca",
+                pem("ca.pem"),
                 "--issuer", "127.0.0.1:\(issuerPort)", "--data-dir", dataDirectory, "--ready-file", ready,
             ]
             process.standardInput = FileHandle.nullDevice

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetNode
 import TokenetRPC
 import TokenetTransport
 import TokenetWire
@@ -145,6 +146,17 @@ import TokenetWire
         #expect(try await stream.take(1).map(\.sequence) == [6])
     }
 
+    @Test func retentionComesFromThePolicyFile() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let file = URL(fileURLWithPath: directory + "/" + TSPConfiguration.fileName)
+        try Data(#"{"notification_max_age_s": 3600, "notification_max_queued": 500}"#.utf8).write(to: file)
+        let retention = try TSPConfiguration.load(dataDirectory: directory).notificationRetention
+        #expect(retention == NotificationRetention(maxAge: .seconds(3600), maxQueued: 500))
+        try Data(#"{"notification_max_queued": 0}"#.utf8).write(to: file)
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        #expect(TSPConfiguration().notificationRetention == NotificationRetention())
+    }
+
     @Test func unknownIdsAreCountedAndTooManyAreRefused() async throws {
         let harness = try BrokerHarness.make()
         let ids = try await harness.publish(1)
@@ -184,6 +196,25 @@ import TokenetWire
         try await harness.publish(2)
         let status = try await operatorClient.queueStatus(TspV1.QueueStatusRequest(subscriber: "wallet/wallet-1"))
         #expect(status.pending == 2)
+    }
+
+    @Test func operatorsPublishOthersMayNot() async throws {
+        let harness = try BrokerHarness.make()
+        let request = TspV1.PublishRequest(
+            notification: BrokerHarness.notification(card: "card-1"), subscribers: ["issuer/bank-a"])
+        await expectRPCError(.permissionDenied, "may not call") { try await harness.client().publish(request) }
+        let operatorClient = harness.client(.operator, "op-1")
+        await expectRPCError(.invalidArgument, "notification is required") {
+            try await operatorClient.publish(TspV1.PublishRequest(subscribers: ["issuer/bank-a"]))
+        }
+        await expectRPCError(.invalidArgument, "only wallet and issuer") {
+            try await operatorClient.publish(
+                TspV1.PublishRequest(notification: request.notification, subscribers: ["operator/op-1"]))
+        }
+        let id = try await operatorClient.publish(request).messageID
+        var stream = try await harness.client(.issuer, "bank-a").subscribe(TspV1.SubscribeRequest())
+            .makeAsyncIterator()
+        #expect(try await stream.take(1).map(\.messageID) == [id])
     }
 
     @Test func publishRefusesBadRecipientsAndMessages() async throws {

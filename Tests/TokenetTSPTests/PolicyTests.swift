@@ -96,11 +96,19 @@ extension CardV1.WalletRiskData {
         #expect(configuration.pushSessionTTL == .seconds(60))
     }
 
+    @Test func fileChangesTheOneTimeCodes() throws {
+        let configuration = try load(#"{"otp_validity_ms": 1, "otp_max_attempts": 5, "otp_max_resends": 0}"#)
+        #expect(configuration.otpValidity == .milliseconds(1))
+        #expect(configuration.otpMaxAttempts == 5 && configuration.otpMaxResends == 0)
+    }
+
     @Test(arguments: [
         (#"{"issuer_deadline": 5}"#, "unknown key \"issuer_deadline\""),
         (#"{"issuer_deadline_ms": "5"}"#, "whole number"),
         (#"{"stand_in_max_score": 9}"#, "from 0 to 5"),
         (#"{"terms_required": 1}"#, "true or false"),
+        (#"{"otp_validity_ms": 0}"#, "from 1 to 86400000"),
+        (#"{"otp_max_attempts": 11}"#, "from 1 to 10"),
         ("[1]", "one JSON object"),
         ("{", "one JSON object"),
     ])

@@ -164,6 +164,17 @@ import TokenetWire
             ])
     }
 
+    @Test func aLateLowerSequenceIsStillSent() {
+        var machine = Machine()
+        _ = machine.subscribed(stream: 1, window: 8)
+        _ = machine.published([Self.message(2)])
+        #expect(
+            machine.published([Self.message(1)]) == [
+                .send(stream: 1, [Self.sent(1)]),
+                .recordDeliveries(sentThrough: nil, redelivered: [.init(sequence: 1, attempts: 1)]),
+            ])
+    }
+
     @Test func orderIsKeptPerCardAcrossInterleavedCards() {
         var machine = Machine()
         let cards = ["a", "b", "a", "c", "b", "a"]

@@ -43,7 +43,8 @@ struct TSPHarness {
     static func make(
         configuration: TSPConfiguration = TSPHarness.configuration, directory: String? = nil,
         issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock(), otp: FakeIssuerOTP = FakeIssuerOTP(),
-        published: RecordingPublisher = RecordingPublisher()
+        published: RecordingPublisher = RecordingPublisher(),
+        accessTokens: (any AccessTokenVerifier)? = nil
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -60,7 +61,8 @@ struct TSPHarness {
         let logs = MemoryLogSink()
         let router = try TSPNode.services(
             dataDirectory: directory, issuer: issuerCaller, logger: Logger(node: "tsp-node", sink: logs),
-            configuration: configuration, now: { clock.now }, notifications: published)
+            configuration: configuration, now: { clock.now }, notifications: published,
+            accessTokens: accessTokens)
         return TSPHarness(
             directory: directory, clock: clock, issuer: issuer, logs: logs, router: router,
             wallet: TspV1.Provisioning.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),

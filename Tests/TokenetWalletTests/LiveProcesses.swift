@@ -37,6 +37,15 @@ final class ScratchDirectory: Sendable {
 
     func file(_ name: String) -> String { path + "/" + name }
 
+    /// A directory whose `data` folder (a node's --data-dir) holds the given files; nil contents are skipped.
+    convenience init(data files: [String: String?]) throws {
+        try self.init()
+        try FileManager.default.createDirectory(atPath: file("data"), withIntermediateDirectories: true)
+        for case (let name, let contents?) in files {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: file("data/" + name)))
+        }
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 

@@ -9,20 +9,28 @@ import Testing
     let issuer: NodeProcess
     let flags: [String]
 
-    init() async throws {
-        (tsp, wallet, issuer, flags) = try await offThePool { try Self.startNodes() }
+    init(tspPolicy: String? = nil, walletConfiguration: String? = nil) async throws {
+        (tsp, wallet, issuer, flags) = try await offThePool {
+            try Self.startNodes(tspPolicy: tspPolicy, walletConfiguration: walletConfiguration)
+        }
     }
 
     /// Starts the three nodes, each knowing every peer's address, and waits until the issuer registered.
-    static func startNodes() throws -> (NodeProcess, NodeProcess, NodeProcess, [String]) {
+    /// `tspPolicy` and `walletConfiguration` are written to the TSP's and the wallet's data directories first.
+    static func startNodes(
+        tspPolicy: String? = nil, walletConfiguration: String? = nil
+    ) throws -> (NodeProcess, NodeProcess, NodeProcess, [String]) {
         let pki = try TestPKI.directory()
         let (tspAddress, walletAddress, issuerAddress) = (
             try freeLoopbackAddress(), try freeLoopbackAddress(), try freeLoopbackAddress()
         )
         let tsp = try NodeProcess(
-            "tsp-node", role: "tsp", pki: pki, listen: tspAddress, extra: ["--issuer", issuerAddress])
+            "tsp-node", role: "tsp", pki: pki, listen: tspAddress,
+            directory: try ScratchDirectory(data: ["tsp-policy.json": tspPolicy]), extra: ["--issuer", issuerAddress])
         let wallet = try NodeProcess(
-            "wallet-node", role: "wallet", pki: pki, listen: walletAddress, extra: ["--tsp", tspAddress])
+            "wallet-node", role: "wallet", pki: pki, listen: walletAddress,
+            directory: try ScratchDirectory(data: ["wallet.json": walletConfiguration]),
+            extra: ["--tsp", tspAddress, "--issuer", issuerAddress])
         let issuer = try NodeProcess(
             "issuer-node", role: "issuer", pki: pki, listen: issuerAddress,
             extra: [

@@ -27,10 +27,13 @@ struct WalletHarness {
     let lifecycleTSP = FakeTSPLifecycle()
     let lifecycle: WalletV1.WalletLifecycle.Client
     let notifications: any NotificationHandler
+    /// In-app activation: the person opening the issuer app, and the issuer app answering.
+    let appToApp: WalletV1.WalletAppToApp.Client
+    let appToAppAsIssuer: WalletV1.WalletAppToApp.Client
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
-        clock: @escaping @Sendable () -> UInt64 = { 1_000_000 }
+        clock: @escaping @Sendable () -> UInt64 = { 1_000_000 }, issuer: RPCRouter? = nil
     ) throws {
         let tsp = try tsp ?? FakeTSP()
         let store = try store ?? WalletStore.inMemory()
@@ -49,6 +52,11 @@ struct WalletHarness {
         let router = WalletNode.router(
             tsp: tspClient, store: store, configuration: configuration,
             logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events,
+            issuer: issuer.map {
+                Self.serve(
+                    $0, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                    server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
+            },
             notifications: { made in handler.withLock { $0 = made } })
         notifications = handler.withLock { $0! }
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
@@ -57,9 +65,11 @@ struct WalletHarness {
         idv = WalletV1.WalletIdv.Client(asOperator)
         selection = WalletV1.WalletSelection.Client(asOperator)
         lifecycle = WalletV1.WalletLifecycle.Client(asOperator)
+        appToApp = WalletV1.WalletAppToApp.Client(asOperator)
         let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
         push = WalletV1.WalletPush.Client(asIssuer)
         issuerApp = WalletV1.WalletEvents.Client(asIssuer)
+        appToAppAsIssuer = WalletV1.WalletAppToApp.Client(asIssuer)
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
     }
 

@@ -10,6 +10,9 @@
 #include "tokenet/health/v1/health.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
 #include "tokenet/issuer/v1/app.pb-c.h"
+#include "tokenet/wallet/v1/control.pb-c.h"
+#include "tokenet/wallet/v1/app_to_app.pb-c.h"
+#include "tokenet/issuer/v1/app_to_app.pb-c.h"
 #include "tokenet/tsp/v1/auth.pb-c.h"
 #include "tokenet/issuer/v1/auth.pb-c.h"
 #include "tokenet/tsp/v1/lifecycle.pb-c.h"
@@ -25,7 +28,6 @@
 #include "tokenet/tsp/v1/idv.pb-c.h"
 #include "tokenet/tsp/v1/issuers.pb-c.h"
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
-#include "tokenet/wallet/v1/control.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
 #include "tokenet/wallet/v1/lifecycle.pb-c.h"
 #include "tokenet/wallet/v1/listener.pb-c.h"
@@ -119,6 +121,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_notifications_response(void) {
     return &tokenet__issuer__v1__app_notifications_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_app_session_request(void) {
+    return &tokenet__issuer__v1__authorize_app_session_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_app_session_response(void) {
+    return &tokenet__issuer__v1__authorize_app_session_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_digitization_request(void) {
     return &tokenet__issuer__v1__authorize_digitization_request__descriptor;
 }
@@ -175,6 +183,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__list_cards_response(void) {
     return &tokenet__issuer__v1__list_cards_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__open_app_request(void) {
+    return &tokenet__issuer__v1__open_app_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__open_app_response(void) {
+    return &tokenet__issuer__v1__open_app_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__outbox_message(void) {
     return &tokenet__issuer__v1__outbox_message__descriptor;
@@ -262,6 +276,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__acknowledge_response(void) {
     return &tokenet__tsp__v1__acknowledge_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_digital_card_request(void) {
+    return &tokenet__tsp__v1__activate_digital_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_digital_card_response(void) {
+    return &tokenet__tsp__v1__activate_digital_card_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activate_token_request(void) {
     return &tokenet__tsp__v1__activate_token_request__descriptor;
@@ -370,6 +390,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__notification(void) {
     return &tokenet__tsp__v1__notification__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__publish_request(void) {
+    return &tokenet__tsp__v1__publish_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__publish_response(void) {
+    return &tokenet__tsp__v1__publish_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__queue_status_request(void) {
     return &tokenet__tsp__v1__queue_status_request__descriptor;
@@ -500,6 +526,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__add_card_response(void) {
     return &tokenet__wallet__v1__add_card_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__banking_app_activation_ack(void) {
+    return &tokenet__wallet__v1__banking_app_activation_ack__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__banking_app_activation_request(void) {
+    return &tokenet__wallet__v1__banking_app_activation_request__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__current_tokens_request(void) {
     return &tokenet__wallet__v1__current_tokens_request__descriptor;
 }
@@ -520,6 +552,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__manual_card(void) {
     return &tokenet__wallet__v1__manual_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__open_issuer_app_request(void) {
+    return &tokenet__wallet__v1__open_issuer_app_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__open_issuer_app_response(void) {
+    return &tokenet__wallet__v1__open_issuer_app_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__payment_keys_request(void) {
     return &tokenet__wallet__v1__payment_keys_request__descriptor;

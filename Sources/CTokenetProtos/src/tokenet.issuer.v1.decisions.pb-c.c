@@ -431,7 +431,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_req
   (ProtobufCMessageInit) tokenet__issuer__v1__authorize_digitization_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_response__field_descriptors[4] =
 {
   {
     "decision",
@@ -469,8 +469,21 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitizatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "account_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationResponse, account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_digitization_response__field_indices_by_name[] = {
+  3,   /* field[3] = account_id */
   0,   /* field[0] = decision */
   2,   /* field[2] = idv_methods */
   1,   /* field[1] = reason */
@@ -478,7 +491,7 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_response__fiel
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_digitization_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_response__descriptor =
 {
@@ -488,7 +501,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_res
   "Tokenet__Issuer__V1__AuthorizeDigitizationResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeDigitizationResponse),
-  3,
+  4,
   tokenet__issuer__v1__authorize_digitization_response__field_descriptors,
   tokenet__issuer__v1__authorize_digitization_response__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_digitization_response__number_ranges,

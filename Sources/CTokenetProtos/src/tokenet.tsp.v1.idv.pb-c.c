@@ -367,6 +367,96 @@ void   tokenet__tsp__v1__activate_token_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__activate_token_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__activate_digital_card_request__init
+                     (Tokenet__Tsp__V1__ActivateDigitalCardRequest         *message)
+{
+  static const Tokenet__Tsp__V1__ActivateDigitalCardRequest init_value = TOKENET__TSP__V1__ACTIVATE_DIGITAL_CARD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__activate_digital_card_request__get_packed_size
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__activate_digital_card_request__pack
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__activate_digital_card_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__ActivateDigitalCardRequest *
+       tokenet__tsp__v1__activate_digital_card_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__ActivateDigitalCardRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__activate_digital_card_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__activate_digital_card_request__free_unpacked
+                     (Tokenet__Tsp__V1__ActivateDigitalCardRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__activate_digital_card_response__init
+                     (Tokenet__Tsp__V1__ActivateDigitalCardResponse         *message)
+{
+  static const Tokenet__Tsp__V1__ActivateDigitalCardResponse init_value = TOKENET__TSP__V1__ACTIVATE_DIGITAL_CARD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__activate_digital_card_response__get_packed_size
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__activate_digital_card_response__pack
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__activate_digital_card_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__ActivateDigitalCardResponse *
+       tokenet__tsp__v1__activate_digital_card_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__ActivateDigitalCardResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__activate_digital_card_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__activate_digital_card_response__free_unpacked
+                     (Tokenet__Tsp__V1__ActivateDigitalCardResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__activate_digital_card_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__select_idv_method_request__field_descriptors[2] =
 {
   {
@@ -814,6 +904,108 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_response__desc
   (ProtobufCMessageInit) tokenet__tsp__v1__activate_token_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_digital_card_request__field_descriptors[2] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateDigitalCardRequest, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "access_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateDigitalCardRequest, access_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__activate_digital_card_request__field_indices_by_name[] = {
+  1,   /* field[1] = access_token */
+  0,   /* field[0] = digital_card_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__activate_digital_card_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.ActivateDigitalCardRequest",
+  "ActivateDigitalCardRequest",
+  "Tokenet__Tsp__V1__ActivateDigitalCardRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__ActivateDigitalCardRequest),
+  2,
+  tokenet__tsp__v1__activate_digital_card_request__field_descriptors,
+  tokenet__tsp__v1__activate_digital_card_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__activate_digital_card_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__activate_digital_card_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_digital_card_response__field_descriptors[2] =
+{
+  {
+    "token_state",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateDigitalCardResponse, token_state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changed",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateDigitalCardResponse, changed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__activate_digital_card_response__field_indices_by_name[] = {
+  1,   /* field[1] = changed */
+  0,   /* field[0] = token_state */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__activate_digital_card_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.ActivateDigitalCardResponse",
+  "ActivateDigitalCardResponse",
+  "Tokenet__Tsp__V1__ActivateDigitalCardResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__ActivateDigitalCardResponse),
+  2,
+  tokenet__tsp__v1__activate_digital_card_response__field_descriptors,
+  tokenet__tsp__v1__activate_digital_card_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__activate_digital_card_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__activate_digital_card_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue tokenet__tsp__v1__otp_result__enum_values_by_number[5] =
 {
   { "OTP_RESULT_UNSPECIFIED", "TOKENET__TSP__V1__OTP_RESULT__OTP_RESULT_UNSPECIFIED", 0 },
@@ -901,11 +1093,13 @@ void tokenet__tsp__v1__idv__init (Tokenet__Tsp__V1__Idv_Service *service,
                                      &tokenet__tsp__v1__idv__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_idv__method_descriptors[1] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_idv__method_descriptors[2] =
 {
   { "ActivateToken", &tokenet__tsp__v1__activate_token_request__descriptor, &tokenet__tsp__v1__activate_token_response__descriptor },
+  { "ActivateDigitalCard", &tokenet__tsp__v1__activate_digital_card_request__descriptor, &tokenet__tsp__v1__activate_digital_card_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__issuer_idv__method_indices_by_name[] = {
+  1,        /* ActivateDigitalCard */
   0         /* ActivateToken */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_idv__descriptor =
@@ -915,7 +1109,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_idv__descriptor =
   "IssuerIdv",
   "Tokenet__Tsp__V1__IssuerIdv",
   "tokenet.tsp.v1",
-  1,
+  2,
   tokenet__tsp__v1__issuer_idv__method_descriptors,
   tokenet__tsp__v1__issuer_idv__method_indices_by_name
 };
@@ -926,6 +1120,14 @@ void tokenet__tsp__v1__issuer_idv__activate_token(ProtobufCService *service,
 {
   assert(service->descriptor == &tokenet__tsp__v1__issuer_idv__descriptor);
   service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__tsp__v1__issuer_idv__activate_digital_card(ProtobufCService *service,
+                                                         const Tokenet__Tsp__V1__ActivateDigitalCardRequest *input,
+                                                         Tokenet__Tsp__V1__ActivateDigitalCardResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__issuer_idv__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__issuer_idv__init (Tokenet__Tsp__V1__IssuerIdv_Service *service,
                                          Tokenet__Tsp__V1__IssuerIdv_ServiceDestroy destroy)

@@ -457,6 +457,96 @@ void   tokenet__tsp__v1__acknowledge_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__acknowledge_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__publish_request__init
+                     (Tokenet__Tsp__V1__PublishRequest         *message)
+{
+  static const Tokenet__Tsp__V1__PublishRequest init_value = TOKENET__TSP__V1__PUBLISH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__publish_request__get_packed_size
+                     (const Tokenet__Tsp__V1__PublishRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__publish_request__pack
+                     (const Tokenet__Tsp__V1__PublishRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__publish_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__PublishRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__PublishRequest *
+       tokenet__tsp__v1__publish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__PublishRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__publish_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__publish_request__free_unpacked
+                     (Tokenet__Tsp__V1__PublishRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__publish_response__init
+                     (Tokenet__Tsp__V1__PublishResponse         *message)
+{
+  static const Tokenet__Tsp__V1__PublishResponse init_value = TOKENET__TSP__V1__PUBLISH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__publish_response__get_packed_size
+                     (const Tokenet__Tsp__V1__PublishResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__publish_response__pack
+                     (const Tokenet__Tsp__V1__PublishResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__publish_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__PublishResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__PublishResponse *
+       tokenet__tsp__v1__publish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__PublishResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__publish_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__publish_response__free_unpacked
+                     (Tokenet__Tsp__V1__PublishResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__publish_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__queue_status_request__init
                      (Tokenet__Tsp__V1__QueueStatusRequest         *message)
 {
@@ -1358,6 +1448,95 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__acknowledge_response__descrip
   (ProtobufCMessageInit) tokenet__tsp__v1__acknowledge_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__publish_request__field_descriptors[2] =
+{
+  {
+    "notification",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__PublishRequest, notification),
+    &tokenet__tsp__v1__notification__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subscribers",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Tsp__V1__PublishRequest, n_subscribers),
+    offsetof(Tokenet__Tsp__V1__PublishRequest, subscribers),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__publish_request__field_indices_by_name[] = {
+  0,   /* field[0] = notification */
+  1,   /* field[1] = subscribers */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__publish_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__publish_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.PublishRequest",
+  "PublishRequest",
+  "Tokenet__Tsp__V1__PublishRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__PublishRequest),
+  2,
+  tokenet__tsp__v1__publish_request__field_descriptors,
+  tokenet__tsp__v1__publish_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__publish_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__publish_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__publish_response__field_descriptors[1] =
+{
+  {
+    "message_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__PublishResponse, message_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__publish_response__field_indices_by_name[] = {
+  0,   /* field[0] = message_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__publish_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__publish_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.PublishResponse",
+  "PublishResponse",
+  "Tokenet__Tsp__V1__PublishResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__PublishResponse),
+  1,
+  tokenet__tsp__v1__publish_response__field_descriptors,
+  tokenet__tsp__v1__publish_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__publish_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__publish_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__queue_status_request__field_descriptors[1] =
 {
   {
@@ -1512,15 +1691,17 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_response__descri
   (ProtobufCMessageInit) tokenet__tsp__v1__queue_status_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__notifications__method_descriptors[3] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__notifications__method_descriptors[4] =
 {
   { "Subscribe", &tokenet__tsp__v1__subscribe_request__descriptor, &tokenet__tsp__v1__notification__descriptor },
   { "Acknowledge", &tokenet__tsp__v1__acknowledge_request__descriptor, &tokenet__tsp__v1__acknowledge_response__descriptor },
+  { "Publish", &tokenet__tsp__v1__publish_request__descriptor, &tokenet__tsp__v1__publish_response__descriptor },
   { "QueueStatus", &tokenet__tsp__v1__queue_status_request__descriptor, &tokenet__tsp__v1__queue_status_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__notifications__method_indices_by_name[] = {
   1,        /* Acknowledge */
-  2,        /* QueueStatus */
+  2,        /* Publish */
+  3,        /* QueueStatus */
   0         /* Subscribe */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__notifications__descriptor =
@@ -1530,7 +1711,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__notifications__descriptor =
   "Notifications",
   "Tokenet__Tsp__V1__Notifications",
   "tokenet.tsp.v1",
-  3,
+  4,
   tokenet__tsp__v1__notifications__method_descriptors,
   tokenet__tsp__v1__notifications__method_indices_by_name
 };
@@ -1550,13 +1731,21 @@ void tokenet__tsp__v1__notifications__acknowledge(ProtobufCService *service,
   assert(service->descriptor == &tokenet__tsp__v1__notifications__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void tokenet__tsp__v1__notifications__publish(ProtobufCService *service,
+                                              const Tokenet__Tsp__V1__PublishRequest *input,
+                                              Tokenet__Tsp__V1__PublishResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__notifications__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void tokenet__tsp__v1__notifications__queue_status(ProtobufCService *service,
                                                    const Tokenet__Tsp__V1__QueueStatusRequest *input,
                                                    Tokenet__Tsp__V1__QueueStatusResponse_Closure closure,
                                                    void *closure_data)
 {
   assert(service->descriptor == &tokenet__tsp__v1__notifications__descriptor);
-  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__notifications__init (Tokenet__Tsp__V1__Notifications_Service *service,
                                             Tokenet__Tsp__V1__Notifications_ServiceDestroy destroy)

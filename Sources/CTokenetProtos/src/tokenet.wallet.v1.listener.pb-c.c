@@ -506,7 +506,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_request__de
   (ProtobufCMessageInit) tokenet__wallet__v1__current_tokens_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__token_status__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__token_status__field_descriptors[4] =
 {
   {
     "digital_card_id",
@@ -532,15 +532,41 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__token_status__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pass_serial_number",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__TokenStatus, pass_serial_number),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pan_last4",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__TokenStatus, pan_last4),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__token_status__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
+  3,   /* field[3] = pan_last4 */
+  2,   /* field[2] = pass_serial_number */
   1,   /* field[1] = token_state */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__token_status__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__token_status__descriptor =
 {
@@ -550,7 +576,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__token_status__descriptor =
   "Tokenet__Wallet__V1__TokenStatus",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__TokenStatus),
-  2,
+  4,
   tokenet__wallet__v1__token_status__field_descriptors,
   tokenet__wallet__v1__token_status__field_indices_by_name,
   1,  tokenet__wallet__v1__token_status__number_ranges,

@@ -55,11 +55,16 @@ extension TspV1.IssuerIdv {
         public func activateToken(_ request: TspV1.ActivateTokenRequest, options: CallOptions = CallOptions()) async throws -> TspV1.ActivateTokenResponse {
             try await rpc.unary(TspV1.IssuerIdv.activateToken, request, options: options)
         }
+
+        public func activateDigitalCard(_ request: TspV1.ActivateDigitalCardRequest, options: CallOptions = CallOptions()) async throws -> TspV1.ActivateDigitalCardResponse {
+            try await rpc.unary(TspV1.IssuerIdv.activateDigitalCard, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.tsp.v1.IssuerIdv` implements; `register(on:)` routes every method to it.
     public protocol ServiceProtocol: Sendable {
         func activateToken(_ request: TspV1.ActivateTokenRequest, context: ServerContext) async throws -> TspV1.ActivateTokenResponse
+        func activateDigitalCard(_ request: TspV1.ActivateDigitalCardRequest, context: ServerContext) async throws -> TspV1.ActivateDigitalCardResponse
     }
 }
 
@@ -67,5 +72,6 @@ extension TspV1.IssuerIdv.ServiceProtocol {
     /// Routes every method of the service to this implementation, with the roles each method declares.
     public func register(on router: inout RPCRouter) {
         router.unary(TspV1.IssuerIdv.activateToken) { try await self.activateToken($0, context: $1) }
+        router.unary(TspV1.IssuerIdv.activateDigitalCard) { try await self.activateDigitalCard($0, context: $1) }
     }
 }

@@ -23,6 +23,10 @@ extension TspV1.Notifications {
             try await rpc.unary(TspV1.Notifications.acknowledge, request, options: options)
         }
 
+        public func publish(_ request: TspV1.PublishRequest, options: CallOptions = CallOptions()) async throws -> TspV1.PublishResponse {
+            try await rpc.unary(TspV1.Notifications.publish, request, options: options)
+        }
+
         public func queueStatus(_ request: TspV1.QueueStatusRequest, options: CallOptions = CallOptions()) async throws -> TspV1.QueueStatusResponse {
             try await rpc.unary(TspV1.Notifications.queueStatus, request, options: options)
         }
@@ -32,6 +36,7 @@ extension TspV1.Notifications {
     public protocol ServiceProtocol: Sendable {
         func subscribe(_ request: TspV1.SubscribeRequest, responses: ResponseWriter<TspV1.Notification>, context: ServerContext) async throws
         func acknowledge(_ request: TspV1.AcknowledgeRequest, context: ServerContext) async throws -> TspV1.AcknowledgeResponse
+        func publish(_ request: TspV1.PublishRequest, context: ServerContext) async throws -> TspV1.PublishResponse
         func queueStatus(_ request: TspV1.QueueStatusRequest, context: ServerContext) async throws -> TspV1.QueueStatusResponse
     }
 }
@@ -41,6 +46,7 @@ extension TspV1.Notifications.ServiceProtocol {
     public func register(on router: inout RPCRouter) {
         router.serverStreaming(TspV1.Notifications.subscribe) { try await self.subscribe($0, responses: $1, context: $2) }
         router.unary(TspV1.Notifications.acknowledge) { try await self.acknowledge($0, context: $1) }
+        router.unary(TspV1.Notifications.publish) { try await self.publish($0, context: $1) }
         router.unary(TspV1.Notifications.queueStatus) { try await self.queueStatus($0, context: $1) }
     }
 }

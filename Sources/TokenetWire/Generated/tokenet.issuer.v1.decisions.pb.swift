@@ -158,28 +158,36 @@ extension IssuerV1 {
         /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered.
         public var idvMethods: [CardV1.IdvMethod] = []
 
+        /// The issuer's account the card belongs to (e.g. "acc-chloe-credit"), for every decision on a card it knows.
+        /// The TSP keeps it with the token so that in-app activation can check that the signed-in cardholder owns it.
+        public var accountID: String = ""
+
         public init() {}
 
         public init(
             decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0),
             reason: String = "",
-            idvMethods: [CardV1.IdvMethod] = []
+            idvMethods: [CardV1.IdvMethod] = [],
+            accountID: String = ""
         ) {
             self.decision = decision
             self.reason = reason
             self.idvMethods = idvMethods
+            self.accountID = accountID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.decision = try reader.read(1)
             self.reason = try reader.read(2)
             self.idvMethods = try reader.readRepeatedMessages(3)
+            self.accountID = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, decision)
             try writer.write(2, reason)
             try writer.write(3, repeatedMessages: idvMethods)
+            try writer.write(4, accountID)
         }
     }
 }

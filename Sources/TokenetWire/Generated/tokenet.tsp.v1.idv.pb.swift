@@ -274,6 +274,68 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct ActivateDigitalCardRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.ActivateDigitalCardRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__activate_digital_card_request())
+        }
+
+        public var digitalCardID: String = ""
+
+        /// The access token the authentication service issued when the cardholder signed in to the issuer app.
+        public var accessToken: String = ""
+
+        public init() {}
+
+        public init(digitalCardID: String = "", accessToken: String = "") {
+            self.digitalCardID = digitalCardID
+            self.accessToken = accessToken
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.accessToken = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, accessToken)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct ActivateDigitalCardResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.ActivateDigitalCardResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__activate_digital_card_response())
+        }
+
+        public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+
+        /// False when the token was already ACTIVE.
+        public var changed: Bool = false
+
+        public init() {}
+
+        public init(tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0), changed: Bool = false) {
+            self.tokenState = tokenState
+            self.changed = changed
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.tokenState = try reader.read(1)
+            self.changed = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, tokenState)
+            try writer.write(2, changed)
+        }
+    }
+}
+
+extension TspV1 {
     public enum OtpResult: ProtoEnum {
         case unspecified
         case success
@@ -350,7 +412,8 @@ extension TspV1 {
 }
 
 extension TspV1 {
-    /// The issuer's side: its call centre verified the cardholder and activates the token.
+    /// The issuer's side: its call centre verified the cardholder and activates the token, or its app signed the
+    /// cardholder in and activates it with the cardholder's access token.
     public enum IssuerIdv {
         public static let serviceName = "tokenet.tsp.v1.IssuerIdv"
 
@@ -358,9 +421,21 @@ extension TspV1 {
             service: serviceName, name: "ActivateToken", kind: .unary, allowedRoles: ["issuer"]
         )
 
+        /// In-app ID&V (APP_TO_APP): the issuer app signed the cardholder in through the authentication service and
+        /// presents the access token it got. The TSP checks, in this order: the authentication service is configured
+        /// (else FAILED_PRECONDITION); the access token's signature and expiry (UNAUTHENTICATED); the token exists
+        /// (NOT_FOUND) and belongs to the calling issuer node (PERMISSION_DENIED); the access token was issued for the
+        /// token's issuer and its user owns the issuer account the token's card belongs to (PERMISSION_DENIED: the
+        /// cardholder is authenticated but not allowed to act on this card); the issuer named that account when it
+        /// decided the digitization (else FAILED_PRECONDITION). Then INACTIVE becomes ACTIVE with an audit-trail event;
+        /// an ACTIVE token is a harmless success (changed = false); DEACTIVATED or SUSPENDED is FAILED_PRECONDITION.
+        public static let activateDigitalCard = MethodDescriptor<TspV1.ActivateDigitalCardRequest, TspV1.ActivateDigitalCardResponse>(
+            service: serviceName, name: "ActivateDigitalCard", kind: .unary, allowedRoles: ["issuer"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [activateToken.erased]
+            methods: [activateToken.erased, activateDigitalCard.erased]
         )
     }
 }

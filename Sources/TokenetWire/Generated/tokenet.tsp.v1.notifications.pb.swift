@@ -491,6 +491,63 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct PublishRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.PublishRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__publish_request())
+        }
+
+        /// Sender, topic, type, card id and body; the broker fills the rest.
+        public var notification: TspV1.Notification? = nil
+
+        /// The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once.
+        public var subscribers: [String] = []
+
+        public init() {}
+
+        public init(notification: TspV1.Notification? = nil, subscribers: [String] = []) {
+            self.notification = notification
+            self.subscribers = subscribers
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.notification = try reader.readMessage(1)
+            self.subscribers = try reader.readRepeated(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            if let value = notification { try writer.write(1, message: value) }
+            try writer.write(2, repeated: subscribers)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct PublishResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.PublishResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__publish_response())
+        }
+
+        public var messageID: String = ""
+
+        public init() {}
+
+        public init(messageID: String = "") {
+            self.messageID = messageID
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.messageID = try reader.read(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, messageID)
+        }
+    }
+}
+
+extension TspV1 {
     public struct QueueStatusRequest: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.QueueStatusRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -599,6 +656,12 @@ extension TspV1 {
             service: serviceName, name: "Acknowledge", kind: .unary, allowedRoles: ["wallet", "issuer"]
         )
 
+        /// Publishes a message as the TSP's own components do, for operators and tests: answers with the message id once
+        /// the message is persisted in every recipient's queue.
+        public static let publish = MethodDescriptor<TspV1.PublishRequest, TspV1.PublishResponse>(
+            service: serviceName, name: "Publish", kind: .unary, allowedRoles: ["operator"]
+        )
+
         /// The queue's figures, for operators and tests.
         public static let queueStatus = MethodDescriptor<TspV1.QueueStatusRequest, TspV1.QueueStatusResponse>(
             service: serviceName, name: "QueueStatus", kind: .unary, allowedRoles: ["wallet", "issuer", "operator"]
@@ -606,7 +669,7 @@ extension TspV1 {
 
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [subscribe.erased, acknowledge.erased, queueStatus.erased]
+            methods: [subscribe.erased, acknowledge.erased, publish.erased, queueStatus.erased]
         )
     }
 }

@@ -106,25 +106,44 @@ extension WalletV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__token_status())
         }
 
+        /// Apple Pay calls it the pass's deviceAccountIdentifier.
         public var digitalCardID: String = ""
 
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
+        /// The serial number of the card's pass (Apple Pay's serialNumber): derived from the digital card id, so it is
+        /// stable and needs no storage. The issuer app resolves a pass it is opened with through this list.
+        public var passSerialNumber: String = ""
+
+        /// The last four digits of the card (Apple Pay's primaryAccountNumberSuffix).
+        public var panLast4: String = ""
+
         public init() {}
 
-        public init(digitalCardID: String = "", tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)) {
+        public init(
+            digitalCardID: String = "",
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            passSerialNumber: String = "",
+            panLast4: String = ""
+        ) {
             self.digitalCardID = digitalCardID
             self.tokenState = tokenState
+            self.passSerialNumber = passSerialNumber
+            self.panLast4 = panLast4
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
             self.tokenState = try reader.read(2)
+            self.passSerialNumber = try reader.read(3)
+            self.panLast4 = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
             try writer.write(2, tokenState)
+            try writer.write(3, passSerialNumber)
+            try writer.write(4, panLast4)
         }
     }
 }

@@ -36,6 +36,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.AppNotification.samples() as [any ProtoMessage]
     all += IssuerV1.AppNotificationsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppNotificationsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeAppSessionRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AuthorizeAppSessionResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationResponse.samples() as [any ProtoMessage]
     all += IssuerV1.CallCentreActivateRequest.samples() as [any ProtoMessage]
@@ -55,6 +57,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.OpenAppRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.OpenAppResponse.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxRequest.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxResponse.samples() as [any ProtoMessage]
@@ -84,6 +88,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TestingV1.Scalars.samples() as [any ProtoMessage]
     all += TspV1.AcknowledgeRequest.samples() as [any ProtoMessage]
     all += TspV1.AcknowledgeResponse.samples() as [any ProtoMessage]
+    all += TspV1.ActivateDigitalCardRequest.samples() as [any ProtoMessage]
+    all += TspV1.ActivateDigitalCardResponse.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
     all += TspV1.Activation.samples() as [any ProtoMessage]
@@ -120,6 +126,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.MessagingBody.samples() as [any ProtoMessage]
     all += TspV1.NoTermsRequired.samples() as [any ProtoMessage]
     all += TspV1.Notification.samples() as [any ProtoMessage]
+    all += TspV1.PublishRequest.samples() as [any ProtoMessage]
+    all += TspV1.PublishResponse.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusRequest.samples() as [any ProtoMessage]
     all += TspV1.QueueStatusResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterEnrolmentRequest.samples() as [any ProtoMessage]
@@ -163,6 +171,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
     all += WalletV1.AddCardResponse.samples() as [any ProtoMessage]
+    all += WalletV1.BankingAppActivationAck.samples() as [any ProtoMessage]
+    all += WalletV1.BankingAppActivationRequest.samples() as [any ProtoMessage]
     all += WalletV1.CurrentTokensRequest.samples() as [any ProtoMessage]
     all += WalletV1.CurrentTokensResponse.samples() as [any ProtoMessage]
     all += WalletV1.IssuerPushReceiptInput.samples() as [any ProtoMessage]
@@ -170,6 +180,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.ListWalletCardsResponse.samples() as [any ProtoMessage]
     all += WalletV1.ListenRequest.samples() as [any ProtoMessage]
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
+    all += WalletV1.OpenIssuerAppRequest.samples() as [any ProtoMessage]
+    all += WalletV1.OpenIssuerAppResponse.samples() as [any ProtoMessage]
     all += WalletV1.PaymentKeysRequest.samples() as [any ProtoMessage]
     all += WalletV1.PaymentKeysResponse.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
@@ -522,6 +534,31 @@ extension IssuerV1.AppNotificationsResponse {
     }
 }
 
+extension IssuerV1.AuthorizeAppSessionRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sessionID = "session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deny = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AuthorizeAppSessionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.result = WalletV1.BankingAppActivationResult(rawValue: 1)
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.walletNotified = true
+        base.walletError = "wallet_error-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AuthorizeDigitizationRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -544,6 +581,7 @@ extension IssuerV1.AuthorizeDigitizationResponse {
         base.decision = CardV1.ProvisioningDecision(rawValue: 1)
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
+        base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -724,6 +762,30 @@ extension IssuerV1.ListCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [IssuerV1.IssuerCard.samples()[0], IssuerV1.IssuerCard.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OpenAppRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.caller = "caller-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationData = "activation_data-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.serialNumber = "serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.OpenAppResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.sessionID = "session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.message = "message-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardLast4 = "card_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiresAtMs = 18446744073709551610
         var all = [base]
         return all
     }
@@ -1085,6 +1147,26 @@ extension TspV1.AcknowledgeResponse {
         var base = Self()
         base.acknowledged = 3999999999
         base.unknown = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ActivateDigitalCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.accessToken = "access_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ActivateDigitalCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.changed = true
         var all = [base]
         return all
     }
@@ -1536,6 +1618,25 @@ extension TspV1.Notification {
             variant.body = .opaque(Data([0, 255, 30, 10, 13]))
             all.append(variant)
         }
+        return all
+    }
+}
+
+extension TspV1.PublishRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notification = TspV1.Notification.samples()[0]
+        base.subscribers = ["subscribers-2 \u{e9}\u{1F4B3} \"q\" \\ \n", "subscribers-3 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.PublishResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
         return all
     }
 }
@@ -2028,6 +2129,28 @@ extension WalletV1.AddCardResponse {
     }
 }
 
+extension WalletV1.BankingAppActivationAck {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.changed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.BankingAppActivationRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.result = WalletV1.BankingAppActivationResult(rawValue: 1)
+        base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.CurrentTokensRequest {
     static func samples() -> [Self] {
         let base = Self()
@@ -2089,6 +2212,30 @@ extension WalletV1.ManualCard {
         base.cvc = "cvc-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.cardholderName = "cardholder_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.OpenIssuerAppRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.callerOverride = "caller_override-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.OpenIssuerAppResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        base.caller = "caller-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.activationData = "activation_data-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.passSerialNumber = "pass_serial_number-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -2171,6 +2318,8 @@ extension WalletV1.TokenStatus {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.passSerialNumber = "pass_serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panLast4 = "pan_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }

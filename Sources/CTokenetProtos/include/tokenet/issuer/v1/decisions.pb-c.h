@@ -87,10 +87,15 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
    */
   size_t n_idv_methods;
   Tokenet__Card__V1__IdvMethod **idv_methods;
+  /*
+   * The issuer's account the card belongs to (e.g. "acc-chloe-credit"), for every decision on a card it knows.
+   * The TSP keeps it with the token so that in-app activation can check that the signed-in cardholder owns it.
+   */
+  char *account_id;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_DIGITIZATION_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_digitization_response__descriptor) \
-    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL }
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Issuer__V1__CardEligibilityRequest methods */

@@ -25,6 +25,8 @@ typedef struct Tokenet__Tsp__V1__ResendOtpRequest Tokenet__Tsp__V1__ResendOtpReq
 typedef struct Tokenet__Tsp__V1__ResendOtpResponse Tokenet__Tsp__V1__ResendOtpResponse;
 typedef struct Tokenet__Tsp__V1__ActivateTokenRequest Tokenet__Tsp__V1__ActivateTokenRequest;
 typedef struct Tokenet__Tsp__V1__ActivateTokenResponse Tokenet__Tsp__V1__ActivateTokenResponse;
+typedef struct Tokenet__Tsp__V1__ActivateDigitalCardRequest Tokenet__Tsp__V1__ActivateDigitalCardRequest;
+typedef struct Tokenet__Tsp__V1__ActivateDigitalCardResponse Tokenet__Tsp__V1__ActivateDigitalCardResponse;
 
 
 /* --- enums --- */
@@ -143,6 +145,34 @@ struct  Tokenet__Tsp__V1__ActivateTokenResponse
 };
 #define TOKENET__TSP__V1__ACTIVATE_TOKEN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__activate_token_response__descriptor) \
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+
+
+struct  Tokenet__Tsp__V1__ActivateDigitalCardRequest
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  /*
+   * The access token the authentication service issued when the cardholder signed in to the issuer app.
+   */
+  char *access_token;
+};
+#define TOKENET__TSP__V1__ACTIVATE_DIGITAL_CARD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__activate_digital_card_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__ActivateDigitalCardResponse
+{
+  ProtobufCMessage base;
+  Tokenet__Card__V1__TokenState token_state;
+  /*
+   * False when the token was already ACTIVE.
+   */
+  protobuf_c_boolean changed;
+};
+#define TOKENET__TSP__V1__ACTIVATE_DIGITAL_CARD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__activate_digital_card_response__descriptor) \
     , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
 
 
@@ -298,6 +328,44 @@ Tokenet__Tsp__V1__ActivateTokenResponse *
 void   tokenet__tsp__v1__activate_token_response__free_unpacked
                      (Tokenet__Tsp__V1__ActivateTokenResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__ActivateDigitalCardRequest methods */
+void   tokenet__tsp__v1__activate_digital_card_request__init
+                     (Tokenet__Tsp__V1__ActivateDigitalCardRequest         *message);
+size_t tokenet__tsp__v1__activate_digital_card_request__get_packed_size
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest   *message);
+size_t tokenet__tsp__v1__activate_digital_card_request__pack
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__activate_digital_card_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__ActivateDigitalCardRequest *
+       tokenet__tsp__v1__activate_digital_card_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__activate_digital_card_request__free_unpacked
+                     (Tokenet__Tsp__V1__ActivateDigitalCardRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__ActivateDigitalCardResponse methods */
+void   tokenet__tsp__v1__activate_digital_card_response__init
+                     (Tokenet__Tsp__V1__ActivateDigitalCardResponse         *message);
+size_t tokenet__tsp__v1__activate_digital_card_response__get_packed_size
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse   *message);
+size_t tokenet__tsp__v1__activate_digital_card_response__pack
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__activate_digital_card_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__ActivateDigitalCardResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__ActivateDigitalCardResponse *
+       tokenet__tsp__v1__activate_digital_card_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__activate_digital_card_response__free_unpacked
+                     (Tokenet__Tsp__V1__ActivateDigitalCardResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Tokenet__Tsp__V1__SelectIdvMethodRequest_Closure)
@@ -323,6 +391,12 @@ typedef void (*Tokenet__Tsp__V1__ActivateTokenRequest_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__ActivateTokenResponse_Closure)
                  (const Tokenet__Tsp__V1__ActivateTokenResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__ActivateDigitalCardRequest_Closure)
+                 (const Tokenet__Tsp__V1__ActivateDigitalCardRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__ActivateDigitalCardResponse_Closure)
+                 (const Tokenet__Tsp__V1__ActivateDigitalCardResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -374,6 +448,10 @@ struct Tokenet__Tsp__V1__IssuerIdv_Service
                          const Tokenet__Tsp__V1__ActivateTokenRequest *input,
                          Tokenet__Tsp__V1__ActivateTokenResponse_Closure closure,
                          void *closure_data);
+  void (*activate_digital_card)(Tokenet__Tsp__V1__IssuerIdv_Service *service,
+                                const Tokenet__Tsp__V1__ActivateDigitalCardRequest *input,
+                                Tokenet__Tsp__V1__ActivateDigitalCardResponse_Closure closure,
+                                void *closure_data);
 };
 typedef void (*Tokenet__Tsp__V1__IssuerIdv_ServiceDestroy)(Tokenet__Tsp__V1__IssuerIdv_Service *);
 void tokenet__tsp__v1__issuer_idv__init (Tokenet__Tsp__V1__IssuerIdv_Service *service,
@@ -382,11 +460,16 @@ void tokenet__tsp__v1__issuer_idv__init (Tokenet__Tsp__V1__IssuerIdv_Service *se
     { &tokenet__tsp__v1__issuer_idv__descriptor, protobuf_c_service_invoke_internal, NULL }
 #define TOKENET__TSP__V1__ISSUER_IDV__INIT(function_prefix__) \
     { TOKENET__TSP__V1__ISSUER_IDV__BASE_INIT,\
-      function_prefix__ ## activate_token  }
+      function_prefix__ ## activate_token,\
+      function_prefix__ ## activate_digital_card  }
 void tokenet__tsp__v1__issuer_idv__activate_token(ProtobufCService *service,
                                                   const Tokenet__Tsp__V1__ActivateTokenRequest *input,
                                                   Tokenet__Tsp__V1__ActivateTokenResponse_Closure closure,
                                                   void *closure_data);
+void tokenet__tsp__v1__issuer_idv__activate_digital_card(ProtobufCService *service,
+                                                         const Tokenet__Tsp__V1__ActivateDigitalCardRequest *input,
+                                                         Tokenet__Tsp__V1__ActivateDigitalCardResponse_Closure closure,
+                                                         void *closure_data);
 
 /* --- descriptors --- */
 
@@ -399,6 +482,8 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__resend_otp_request__de
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__resend_otp_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_token_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__idv__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_idv__descriptor;
 

@@ -27,6 +27,8 @@ typedef struct Tokenet__Tsp__V1__CardRenewalBody Tokenet__Tsp__V1__CardRenewalBo
 typedef struct Tokenet__Tsp__V1__MessagingBody Tokenet__Tsp__V1__MessagingBody;
 typedef struct Tokenet__Tsp__V1__AcknowledgeRequest Tokenet__Tsp__V1__AcknowledgeRequest;
 typedef struct Tokenet__Tsp__V1__AcknowledgeResponse Tokenet__Tsp__V1__AcknowledgeResponse;
+typedef struct Tokenet__Tsp__V1__PublishRequest Tokenet__Tsp__V1__PublishRequest;
+typedef struct Tokenet__Tsp__V1__PublishResponse Tokenet__Tsp__V1__PublishResponse;
 typedef struct Tokenet__Tsp__V1__QueueStatusRequest Tokenet__Tsp__V1__QueueStatusRequest;
 typedef struct Tokenet__Tsp__V1__QueueStatusResponse Tokenet__Tsp__V1__QueueStatusResponse;
 
@@ -251,6 +253,34 @@ struct  Tokenet__Tsp__V1__AcknowledgeResponse
 #define TOKENET__TSP__V1__ACKNOWLEDGE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__acknowledge_response__descriptor) \
     , 0, 0 }
+
+
+struct  Tokenet__Tsp__V1__PublishRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Sender, topic, type, card id and body; the broker fills the rest.
+   */
+  Tokenet__Tsp__V1__Notification *notification;
+  /*
+   * The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once.
+   */
+  size_t n_subscribers;
+  char **subscribers;
+};
+#define TOKENET__TSP__V1__PUBLISH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__publish_request__descriptor) \
+    , NULL, 0,NULL }
+
+
+struct  Tokenet__Tsp__V1__PublishResponse
+{
+  ProtobufCMessage base;
+  char *message_id;
+};
+#define TOKENET__TSP__V1__PUBLISH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__publish_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__QueueStatusRequest
@@ -481,6 +511,44 @@ Tokenet__Tsp__V1__AcknowledgeResponse *
 void   tokenet__tsp__v1__acknowledge_response__free_unpacked
                      (Tokenet__Tsp__V1__AcknowledgeResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__PublishRequest methods */
+void   tokenet__tsp__v1__publish_request__init
+                     (Tokenet__Tsp__V1__PublishRequest         *message);
+size_t tokenet__tsp__v1__publish_request__get_packed_size
+                     (const Tokenet__Tsp__V1__PublishRequest   *message);
+size_t tokenet__tsp__v1__publish_request__pack
+                     (const Tokenet__Tsp__V1__PublishRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__publish_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__PublishRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__PublishRequest *
+       tokenet__tsp__v1__publish_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__publish_request__free_unpacked
+                     (Tokenet__Tsp__V1__PublishRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__PublishResponse methods */
+void   tokenet__tsp__v1__publish_response__init
+                     (Tokenet__Tsp__V1__PublishResponse         *message);
+size_t tokenet__tsp__v1__publish_response__get_packed_size
+                     (const Tokenet__Tsp__V1__PublishResponse   *message);
+size_t tokenet__tsp__v1__publish_response__pack
+                     (const Tokenet__Tsp__V1__PublishResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__publish_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__PublishResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__PublishResponse *
+       tokenet__tsp__v1__publish_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__publish_response__free_unpacked
+                     (Tokenet__Tsp__V1__PublishResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__QueueStatusRequest methods */
 void   tokenet__tsp__v1__queue_status_request__init
                      (Tokenet__Tsp__V1__QueueStatusRequest         *message);
@@ -551,6 +619,12 @@ typedef void (*Tokenet__Tsp__V1__AcknowledgeRequest_Closure)
 typedef void (*Tokenet__Tsp__V1__AcknowledgeResponse_Closure)
                  (const Tokenet__Tsp__V1__AcknowledgeResponse *message,
                   void *closure_data);
+typedef void (*Tokenet__Tsp__V1__PublishRequest_Closure)
+                 (const Tokenet__Tsp__V1__PublishRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__PublishResponse_Closure)
+                 (const Tokenet__Tsp__V1__PublishResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Tsp__V1__QueueStatusRequest_Closure)
                  (const Tokenet__Tsp__V1__QueueStatusRequest *message,
                   void *closure_data);
@@ -572,6 +646,10 @@ struct Tokenet__Tsp__V1__Notifications_Service
                       const Tokenet__Tsp__V1__AcknowledgeRequest *input,
                       Tokenet__Tsp__V1__AcknowledgeResponse_Closure closure,
                       void *closure_data);
+  void (*publish)(Tokenet__Tsp__V1__Notifications_Service *service,
+                  const Tokenet__Tsp__V1__PublishRequest *input,
+                  Tokenet__Tsp__V1__PublishResponse_Closure closure,
+                  void *closure_data);
   void (*queue_status)(Tokenet__Tsp__V1__Notifications_Service *service,
                        const Tokenet__Tsp__V1__QueueStatusRequest *input,
                        Tokenet__Tsp__V1__QueueStatusResponse_Closure closure,
@@ -586,6 +664,7 @@ void tokenet__tsp__v1__notifications__init (Tokenet__Tsp__V1__Notifications_Serv
     { TOKENET__TSP__V1__NOTIFICATIONS__BASE_INIT,\
       function_prefix__ ## subscribe,\
       function_prefix__ ## acknowledge,\
+      function_prefix__ ## publish,\
       function_prefix__ ## queue_status  }
 void tokenet__tsp__v1__notifications__subscribe(ProtobufCService *service,
                                                 const Tokenet__Tsp__V1__SubscribeRequest *input,
@@ -595,6 +674,10 @@ void tokenet__tsp__v1__notifications__acknowledge(ProtobufCService *service,
                                                   const Tokenet__Tsp__V1__AcknowledgeRequest *input,
                                                   Tokenet__Tsp__V1__AcknowledgeResponse_Closure closure,
                                                   void *closure_data);
+void tokenet__tsp__v1__notifications__publish(ProtobufCService *service,
+                                              const Tokenet__Tsp__V1__PublishRequest *input,
+                                              Tokenet__Tsp__V1__PublishResponse_Closure closure,
+                                              void *closure_data);
 void tokenet__tsp__v1__notifications__queue_status(ProtobufCService *service,
                                                    const Tokenet__Tsp__V1__QueueStatusRequest *input,
                                                    Tokenet__Tsp__V1__QueueStatusResponse_Closure closure,
@@ -612,6 +695,8 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__card_renewal_body__des
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__messaging_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__acknowledge_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__acknowledge_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__publish_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__publish_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__queue_status_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__notifications__descriptor;

@@ -80,12 +80,24 @@ struct  Tokenet__Wallet__V1__CurrentTokensRequest
 struct  Tokenet__Wallet__V1__TokenStatus
 {
   ProtobufCMessage base;
+  /*
+   * Apple Pay calls it the pass's deviceAccountIdentifier.
+   */
   char *digital_card_id;
   Tokenet__Card__V1__TokenState token_state;
+  /*
+   * The serial number of the card's pass (Apple Pay's serialNumber): derived from the digital card id, so it is
+   * stable and needs no storage. The issuer app resolves a pass it is opened with through this list.
+   */
+  char *pass_serial_number;
+  /*
+   * The last four digits of the card (Apple Pay's primaryAccountNumberSuffix).
+   */
+  char *pan_last4;
 };
 #define TOKENET__WALLET__V1__TOKEN_STATUS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__token_status__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__CurrentTokensResponse

@@ -1,0 +1,77 @@
+import TokenetRPC
+import TokenetWire
+
+/// The issuer app's in-app activation sessions: opened by the wallet, then completed once by the cardholder.
+///
+/// Pure: the service drives it and does the I/O. A session is `open` until the cardholder acts, `authorizing`
+/// while the app signs them in and asks the TSP (a second attempt meanwhile is refused), back to `open` when that
+/// failed in a way worth retrying (wrong PIN, TSP unreachable), and `finished` once the wallet has its answer.
+/// Kept in memory like an app's screen: a restarted issuer app forgets them, and the wallet opens it again.
+struct AppToAppSessions: Sendable {
+    enum Status: Sendable, Equatable {
+        case open
+        case authorizing
+        case finished(WalletV1.BankingAppActivationResult)
+    }
+
+    struct Session: Sendable, Equatable {
+        var id: String
+        var caller: AppToAppCaller
+        var digitalCardID: String
+        var cardID: String
+        var cardLast4: String
+        /// The issuer's id for the cardholder, whom the app signs in.
+        var cardholderID: String
+        var expiresAtMs: UInt64
+        var status: Status = .open
+    }
+
+    /// What an attempt to complete a session may do.
+    enum Start: Sendable, Equatable {
+        case proceed(Session)
+        case refused(StatusCode, String)
+    }
+
+    static let lifetimeMs: UInt64 = 10 * 60 * 1000
+
+    private(set) var sessions: [String: Session] = [:]
+
+    /// Adds a session, forgetting the expired ones (except one being completed right now).
+    mutating func open(_ session: Session, nowMs: UInt64) {
+        sessions = sessions.filter { $0.value.expiresAtMs > nowMs || $0.value.status == .authorizing }
+        sessions[session.id] = session
+    }
+
+    /// Moves an open, current session to `authorizing`.
+    mutating func begin(_ id: String, nowMs: UInt64) -> Start {
+        guard var session = sessions[id] else {
+            return .refused(.notFound, "no app-to-app session \"\(id)\"; open the issuer app from the wallet again")
+        }
+        switch session.status {
+        case .authorizing:
+            return .refused(.failedPrecondition, "session \"\(id)\" is already being completed")
+        case .finished(let result):
+            return .refused(
+                .failedPrecondition,
+                "session \"\(id)\" is already finished (\(result.protoValueName ?? "?")); open the issuer app from "
+                    + "the wallet again")
+        case .open:
+            guard session.expiresAtMs > nowMs else {
+                return .refused(
+                    .failedPrecondition, "session \"\(id)\" has expired; open the issuer app from the wallet again")
+            }
+            session.status = .authorizing
+            sessions[id] = session
+            return .proceed(session)
+        }
+    }
+
+    /// An attempt that can be retried: the session is open again.
+    mutating func reopen(_ id: String) {
+        if sessions[id]?.status == .authorizing { sessions[id]?.status = .open }
+    }
+
+    mutating func finish(_ id: String, _ result: WalletV1.BankingAppActivationResult) {
+        sessions[id]?.status = .finished(result)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Synchronization
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.issuer.v1.IssuerAppToApp`: the issuer app's in-app activation. The wallet opens the app with the
+/// caller's identity and the activation data; the cardholder signs in to the app, which activates the token at the
+/// TSP with the access token and answers the wallet. The PIN and the access token are never logged.
+final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
+    let store: IssuerStore
+    let tsp: TSPLink
+    /// The wallet provider: resolves Apple Pay passes and receives the BANKING_APP_ACTIVATION_RESPONSE.
+    let wallet: (any RPCCaller)?
+    /// The authentication service's login; nil until it is wired in, and then signing in is refused.
+    let login: (any CardholderLogin)?
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let sessions = Mutex(AppToAppSessions())
+
+    init(
+        store: IssuerStore, tsp: TSPLink, wallet: (any RPCCaller)?, login: (any CardholderLogin)?, logger: Logger,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.store = store
+        self.tsp = tsp
+        self.wallet = wallet
+        self.login = login
+        self.logger = logger
+        self.now = now
+    }
+
+    var nowMs: UInt64 { UInt64(max(0, now().timeIntervalSince1970 * 1000)) }
+
+    func openApp(_ request: IssuerV1.OpenAppRequest, context: ServerContext) async throws -> IssuerV1.OpenAppResponse {
+        let log = logger.withTraceID(context.traceID)
+        let checked: AppToAppRequest
+        switch AppToAppRequest.parse(
+            caller: request.caller, activationData: request.activationData, serialNumber: request.serialNumber)
+        {
+        case .success(let value): checked = value
+        case .failure(let rejection):
+            log.info("app-to-app refused", ["caller": request.caller, "reason": rejection.description])
+            throw RPCError(rejection.isUnknownCaller ? .permissionDenied : .invalidArgument, rejection.description)
+        }
+        let (digitalCardID, last4, scheme) = try await resolve(checked.reference)
+        guard let tokenCard = try store.card(forDigitalCardID: digitalCardID) else {
+            throw RPCError(.notFound, "the issuer knows no token \"\(digitalCardID)\"")
+        }
+        if let scheme, tokenCard.pan.scheme != scheme {
+            throw RPCError(
+                .invalidArgument,
+                "the activation data is \(scheme)'s, but token \"\(digitalCardID)\" is a "
+                    + "\(tokenCard.pan.scheme) card")
+        }
+        guard let cardholderID = try store.cardholderID(ofAccount: tokenCard.accountID) else {
+            throw RPCError(.internal, "the account of card \(tokenCard.id) has no cardholder")
+        }
+        let candidates = try store.cards(ofCardholder: cardholderID).filter { $0.pan.last4 == last4 }
+        guard !candidates.isEmpty else {
+            throw RPCError(.notFound, "the cardholder has no card ending \(last4)")
+        }
+        guard candidates.contains(where: { $0.id == tokenCard.id }) else {
+            throw RPCError(
+                .invalidArgument, "the card ending \(last4) is not the card of token \"\(digitalCardID)\"")
+        }
+        let nowMs = self.nowMs
+        let session = AppToAppSessions.Session(
+            id: "app-" + UUID().uuidString.lowercased(), caller: checked.caller, digitalCardID: digitalCardID,
+            cardID: tokenCard.id, cardLast4: last4, cardholderID: cardholderID,
+            expiresAtMs: nowMs + AppToAppSessions.lifetimeMs)
+        sessions.withLock { $0.open(session, nowMs: nowMs) }
+        log.info(
+            "issuer app opened for activation",
+            [
+                "caller": checked.caller.rawValue, "digital_card_id": digitalCardID, "card": tokenCard.id,
+                "session": session.id,
+            ])
+        return IssuerV1.OpenAppResponse(
+            sessionID: session.id, message: "card ending \(last4) — sign in to activate", cardLast4: last4,
+            digitalCardID: digitalCardID, expiresAtMs: session.expiresAtMs)
+    }
+
+    /// The token and the card's last four digits the request names; an Apple Pay pass is looked up in the wallet
+    /// (its deviceAccountIdentifier and primaryAccountNumberSuffix). The scheme is known only from Android data.
+    private func resolve(_ reference: ActivationReference) async throws -> (String, String, CardScheme?) {
+        switch reference {
+        case .token(let digitalCardID, let last4, let scheme):
+            return (digitalCardID, last4, scheme)
+        case .pass(let serialNumber):
+            guard let wallet else {
+                throw RPCError(
+                    .failedPrecondition,
+                    "issuer-node was started without --wallet, so it cannot look up Apple Pay passes")
+            }
+            let tokens: WalletV1.CurrentTokensResponse
+            do {
+                tokens = try await WalletV1.WalletEvents.Client(wallet).currentTokens(.init())
+            } catch let error as RPCError {
+                throw RPCError(.unavailable, "cannot look up the pass in the wallet: \(error.message)")
+            }
+            guard let pass = tokens.tokens.first(where: { $0.passSerialNumber == serialNumber }) else {
+                throw RPCError(.notFound, "the wallet has no pass with serial number \"\(serialNumber)\"")
+            }
+            return (pass.digitalCardID, pass.panLast4, nil)
+        }
+    }
+
+    func authorize(_ request: IssuerV1.AuthorizeAppSessionRequest, context: ServerContext) async throws
+        -> IssuerV1.AuthorizeAppSessionResponse
+    {
+        let log = logger.withTraceID(context.traceID)
+        guard !request.sessionID.isEmpty else { throw RPCError(.invalidArgument, "session_id is required") }
+        guard request.deny != !request.pin.isEmpty else {
+            throw RPCError(.invalidArgument, "give either the cardholder's PIN or deny, not both or neither")
+        }
+        let session: AppToAppSessions.Session
+        switch sessions.withLock({ $0.begin(request.sessionID, nowMs: nowMs) }) {
+        case .proceed(let value): session = value
+        case .refused(let code, let message): throw RPCError(code, message)
+        }
+        if request.deny {
+            log.info("the cardholder declined in the issuer app", ["session": session.id])
+            return await finish(session, .failure, reason: "the cardholder declined in the issuer app", log: log)
+        }
+        let retry = { (error: RPCError) -> RPCError in
+            self.sessions.withLock { $0.reopen(session.id) }
+            return error
+        }
+        guard let login else {
+            throw retry(
+                RPCError(
+                    .failedPrecondition,
+                    "signing in needs the authentication service, which this issuer app does not have; deny the "
+                        + "session or use another ID&V method"))
+        }
+        let accessToken: String
+        do {
+            accessToken = try await login.accessToken(forUser: session.cardholderID, pin: request.pin)
+        } catch {
+            log.info("cardholder sign-in failed", ["session": session.id, "reason": error.message])
+            throw retry(RPCError(.unauthenticated, "the cardholder could not be signed in: \(error.message)"))
+        }
+        guard let caller = tsp.caller else {
+            throw retry(
+                RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP"))
+        }
+        do {
+            let activated = try await TspV1.IssuerIdv.Client(caller).activateDigitalCard(
+                TspV1.ActivateDigitalCardRequest(digitalCardID: session.digitalCardID, accessToken: accessToken))
+            log.info(
+                "token activated in the issuer app",
+                ["session": session.id, "digital_card_id": session.digitalCardID, "changed": "\(activated.changed)"])
+            return await finish(session, .approved, tokenState: activated.tokenState, log: log)
+        } catch let error as RPCError where [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
+            throw retry(RPCError(.unavailable, "cannot reach the TSP: \(error.message); try again"))
+        } catch let error as RPCError {
+            let reason = "the TSP refused the activation (\(error.code.protoValueName ?? "?")): \(error.message)"
+            log.info("in-app activation refused by the TSP", ["session": session.id, "reason": reason])
+            return await finish(session, .failure, reason: reason, log: log)
+        }
+    }
+
+    /// Ends the session and tells the wallet (BANKING_APP_ACTIVATION_RESPONSE). The TSP's token is what it is even
+    /// when the wallet cannot be told; the answer says so.
+    private func finish(
+        _ session: AppToAppSessions.Session, _ result: WalletV1.BankingAppActivationResult, reason: String = "",
+        tokenState: CardV1.TokenState = .unspecified, log: Logger
+    ) async -> IssuerV1.AuthorizeAppSessionResponse {
+        sessions.withLock { $0.finish(session.id, result) }
+        var response = IssuerV1.AuthorizeAppSessionResponse(
+            digitalCardID: session.digitalCardID, result: result, reason: reason, tokenState: tokenState)
+        guard let wallet else {
+            response.walletError = "issuer-node was started without --wallet, so the wallet was not told"
+            return response
+        }
+        do {
+            _ = try await WalletV1.WalletAppToApp.Client(wallet).bankingAppActivationResponse(
+                WalletV1.BankingAppActivationRequest(
+                    digitalCardID: session.digitalCardID, result: result, reason: reason, tokenState: tokenState,
+                    sessionID: session.id))
+            response.walletNotified = true
+        } catch {
+            log.warning("the wallet could not be told the in-app outcome", ["error": "\(error)"])
+            response.walletError = "\(error)"
+        }
+        return response
+    }
+}

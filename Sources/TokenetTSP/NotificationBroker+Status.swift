@@ -1,0 +1,42 @@
+import Foundation
+
+/// Queue figures for operators and tests, and retention.
+extension NotificationBroker {
+    public struct QueueFigures: Sendable, Equatable {
+        public var subscriber: String
+        public var pending: Int
+        public var inFlight: Int
+        public var connected: Bool
+        public var lastSequence: UInt64
+        public var acknowledgedTotal: UInt64
+        public var expiredTotal: UInt64
+    }
+
+    /// The figures of `subscriber`'s queue (zeros for a queue nobody published to or opened).
+    public func figures(of subscriber: String) -> QueueFigures {
+        state.withLock { state in
+            let queue = state.queues[subscriber]
+            let machine = queue?.machine ?? SubscriptionStateMachine()
+            return QueueFigures(
+                subscriber: subscriber, pending: machine.pendingCount, inFlight: machine.inFlightCount,
+                connected: machine.isConnected, lastSequence: machine.lastSequence,
+                acknowledgedTotal: machine.acknowledgedTotal, expiredTotal: machine.expiredTotal)
+        }
+    }
+
+    /// Applies retention to every queue now (the commit thread does it every second).
+    public func expireNow() {
+        let now = nowMs()
+        let expired = state.withLock { state -> [(String, Int)] in
+            var expired: [(String, Int)] = []
+            for name in state.queues.keys {
+                guard let count = state.expire(name, nowMs: now, retention: retention) else { continue }
+                expired.append((name, count))
+            }
+            return expired
+        }
+        for (name, count) in expired {
+            logger.warning("notifications dropped by retention", ["subscriber": name, "count": "\(count)"])
+        }
+    }
+}

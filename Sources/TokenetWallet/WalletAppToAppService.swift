@@ -1,0 +1,145 @@
+import Synchronization
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// The issuer-app sessions this wallet opened and not yet heard back about, by session id: the wallet accepts an
+/// activation response only for a session it opened for that card, and only once. Kept in memory, like the app
+/// switch it stands for: after a restart the cardholder opens the issuer app again.
+public final class OpenedIssuerAppSessions: Sendable {
+    private let sessions = Mutex<[String: String]>([:])
+
+    public init() {}
+
+    func opened(_ sessionID: String, digitalCardID: String) {
+        sessions.withLock { $0[sessionID] = digitalCardID }
+    }
+
+    /// Takes the session if it was opened for `digitalCardID`.
+    func take(_ sessionID: String, digitalCardID: String) -> Bool {
+        sessions.withLock { sessions in
+            guard sessions[sessionID] == digitalCardID else { return false }
+            sessions[sessionID] = nil
+            return true
+        }
+    }
+}
+
+/// In-app activation from the wallet's side: the person opens the issuer app from a card the issuer left INACTIVE
+/// (the wallet sends its caller identity and the activation data of its flavour), and the issuer app answers with
+/// the outcome (BANKING_APP_ACTIVATION_RESPONSE), which updates the card and tells the issuer app's listeners.
+public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
+    let store: WalletStore
+    /// The issuer app; nil when wallet-node was started without --issuer.
+    let issuer: (any RPCCaller)?
+    let provider: WalletProvider
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+    let events: WalletEventHub
+    let walletAccountID: String
+    let sessions: OpenedIssuerAppSessions
+
+    public init(
+        store: WalletStore, issuer: (any RPCCaller)?, provider: WalletProvider, logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, events: WalletEventHub = WalletEventHub(),
+        walletAccountID: String = "", sessions: OpenedIssuerAppSessions = OpenedIssuerAppSessions()
+    ) {
+        self.sessions = sessions
+        self.store = store
+        self.issuer = issuer
+        self.provider = provider
+        self.logger = logger
+        self.clock = clock
+        self.events = events
+        self.walletAccountID = walletAccountID
+    }
+
+    public func openIssuerApp(_ request: WalletV1.OpenIssuerAppRequest, context: ServerContext) async throws
+        -> WalletV1.OpenIssuerAppResponse
+    {
+        try await answering {
+            let card = try store.card(ref: request.cardRef)
+            guard let result = card.result, !result.digitalCardID.isEmpty else {
+                throw WalletError(
+                    .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+            }
+            guard result.tokenState == .inactive else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "\(card.cardRef) is \(result.tokenState.protoValueName ?? "?"); the issuer app activates only an "
+                        + "INACTIVE card")
+            }
+            guard result.idvMethods.contains(where: { $0.type == .appToApp }) else {
+                throw WalletError(.failedPrecondition, "the issuer offered no in-app method for \(card.cardRef)")
+            }
+            guard let issuer else {
+                throw WalletError(
+                    .failedPrecondition, "wallet-node was started without --issuer, so it cannot open the issuer app")
+            }
+            var opening = IssuerAppOpening.make(
+                provider: provider, scheme: card.walletCard.scheme, digitalCardID: result.digitalCardID,
+                panLast4: card.panLast4)
+            if !request.callerOverride.isEmpty { opening.caller = request.callerOverride }
+            let opened: IssuerV1.OpenAppResponse
+            do {
+                opened = try await IssuerV1.IssuerAppToApp.Client(issuer).openApp(
+                    IssuerV1.OpenAppRequest(
+                        caller: opening.caller, activationData: opening.activationData,
+                        serialNumber: opening.serialNumber))
+            } catch let error as RPCError {
+                throw RPCError(error.code, "the issuer app refused to open: \(error.message)", cause: error)
+            }
+            sessions.opened(opened.sessionID, digitalCardID: result.digitalCardID)
+            logger.withTraceID(context.traceID).info(
+                "issuer app opened", ["card_ref": card.cardRef, "caller": opening.caller, "session": opened.sessionID])
+            return WalletV1.OpenIssuerAppResponse(
+                card: card.walletCard, caller: opening.caller, activationData: opening.activationData,
+                passSerialNumber: opening.serialNumber, sessionID: opened.sessionID, message: opened.message)
+        }
+    }
+
+    public func bankingAppActivationResponse(
+        _ request: WalletV1.BankingAppActivationRequest, context: ServerContext
+    ) async throws -> WalletV1.BankingAppActivationAck {
+        try await answering {
+            guard !request.digitalCardID.isEmpty else {
+                throw WalletError(.invalidArgument, "digital_card_id is required")
+            }
+            guard let card = try store.allCards().first(where: { $0.result?.digitalCardID == request.digitalCardID })
+            else { throw WalletError(.notFound, "the wallet has no digital card \"\(request.digitalCardID)\"") }
+            guard request.result == .approved || request.result == .failure else {
+                throw WalletError(.invalidArgument, "result must be APPROVED or FAILURE")
+            }
+            guard request.result != .approved || request.tokenState != .unspecified else {
+                throw WalletError(.invalidArgument, "an approved activation must carry the token's state")
+            }
+            guard sessions.take(request.sessionID, digitalCardID: request.digitalCardID) else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "the wallet did not open the issuer app for session \"\(request.sessionID)\" of "
+                        + "\(card.cardRef), or already heard its outcome")
+            }
+            let log = logger.withTraceID(context.traceID)
+            switch request.result {
+            case .approved:
+                let stored = try store.updateTokenState(id: card.id, state: request.tokenState, nowMs: clock())
+                let changed = stored.result?.tokenState != card.result?.tokenState
+                if changed {
+                    events.publish(
+                        WalletV1.WalletEvent(
+                            kind: .tokenStatusChanged, walletAccountID: walletAccountID,
+                            digitalCardID: request.digitalCardID, tokenState: request.tokenState, atMs: clock()))
+                }
+                log.info(
+                    "the issuer app approved the activation",
+                    ["card_ref": card.cardRef, "token_state": request.tokenState.protoValueName ?? "?"])
+                return WalletV1.BankingAppActivationAck(changed: changed)
+            case .failure:
+                log.info("the issuer app did not activate", ["card_ref": card.cardRef, "reason": request.reason])
+                return WalletV1.BankingAppActivationAck(changed: false)
+            case .unspecified, .unrecognized:
+                return WalletV1.BankingAppActivationAck(changed: false)
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// A login that accepts PIN 2468 for every cardholder and hands out `at-<user>`.
+struct FakeLogin: CardholderLogin {
+    func accessToken(forUser userID: String, pin: String) async throws(IssuerError) -> String {
+        guard pin == "2468" else { throw IssuerError(.keys, "wrong PIN for \(userID)") }
+        return "at-\(userID)"
+    }
+}
+
+/// The wallet provider as the issuer app sees it: one Apple Pay pass, and the activation responses it was sent.
+final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.WalletEvents.ServiceProtocol {
+    let responses = Mutex<[WalletV1.BankingAppActivationRequest]>([])
+    let passes: [WalletV1.TokenStatus]
+
+    init(passes: [WalletV1.TokenStatus]) { self.passes = passes }
+
+    func openIssuerApp(_ request: WalletV1.OpenIssuerAppRequest, context: ServerContext) async throws
+        -> WalletV1.OpenIssuerAppResponse
+    { throw RPCError(.unimplemented, "not the wallet app") }
+
+    func bankingAppActivationResponse(_ request: WalletV1.BankingAppActivationRequest, context: ServerContext)
+        async throws -> WalletV1.BankingAppActivationAck
+    {
+        responses.withLock { $0.append(request) }
+        return WalletV1.BankingAppActivationAck(changed: request.result == .approved)
+    }
+
+    func listen(
+        _ request: WalletV1.ListenRequest, responses: ResponseWriter<WalletV1.WalletEvent>, context: ServerContext
+    ) async throws {}
+
+    func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
+        -> WalletV1.CurrentTokensResponse
+    { WalletV1.CurrentTokensResponse(walletAccountID: "wallet-account-1", tokens: passes) }
+}
+
+/// In-app activation at the issuer over in-memory connections: a fake TSP, a fake wallet and a fake login.
+@Suite struct AppToAppTests {
+    static let token = "DNITHE000000000054"
+    let tsp = FakeTSPIdv()
+    let wallet = FakeAppWallet(passes: [
+        WalletV1.TokenStatus(
+            digitalCardID: token, tokenState: .inactive, passSerialNumber: "PASS-54", panLast4: "0054")
+    ])
+    let app: IssuerV1.IssuerAppToApp.Client
+    let person: IssuerV1.IssuerAppToApp.Client
+    let sink = MemoryLogSink()
+
+    init(login: (any CardholderLogin)? = FakeLogin()) async throws {
+        var tspRouter = RPCRouter()
+        tsp.register(on: &tspRouter)
+        var walletRouter = RPCRouter()
+        (wallet as any WalletV1.WalletAppToApp.ServiceProtocol).register(on: &walletRouter)
+        (wallet as any WalletV1.WalletEvents.ServiceProtocol).register(on: &walletRouter)
+        let walletCaller = Support.connect(walletRouter, as: .issuer)
+        let party = try Support.party(
+            tsp: Support.connect(tspRouter, as: .issuer), wallet: walletCaller, sink: sink, login: login)
+        var router = Support.router(party)
+        // The party always signs in with the issuer app's own login unless given another; without any, the
+        // service refuses to complete sessions.
+        let service =
+            login == nil
+            ? IssuerAppToAppService(
+                store: party.store, tsp: party.tsp, wallet: walletCaller, login: nil, logger: Support.logger(sink),
+                now: { Support.now })
+            : party.appToApp
+        service.register(on: &router)
+        app = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet))
+        person = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .operator))
+        // The issuer learns which card a token is for when it decides the digitization.
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(
+            Cards.visaStepUp.1, expiry: Cards.visaStepUp.2, to: try Support.issuerKey())
+        request.digitalCardID = Self.token
+        let decision = try await IssuerV1.IssuerDecisions.Client(Support.connect(router, as: .tsp))
+            .authorizeDigitization(request)
+        #expect(decision.accountID == "acc-chloe-credit")
+    }
+
+    static func visa(_ token: String = token, last4: String = "0054", requestor: String = "40010075001") -> String {
+        ActivationDataTests.b64(
+            #"{"tokenReferenceID":"\#(token)","panLast4":"\#(last4)","tokenRequestorID":"\#(requestor)"}"#)
+    }
+
+    func open(_ data: String = visa(), caller: String = "com.google.android.gms", serial: String = "") async throws
+        -> IssuerV1.OpenAppResponse
+    {
+        try await app.openApp(IssuerV1.OpenAppRequest(caller: caller, activationData: data, serialNumber: serial))
+    }
+
+    @Test func theCardholderSignsInAndTheWalletHearsApproved() async throws {
+        let opened = try await open()
+        #expect(opened.message == "card ending 0054 — sign in to activate")
+        #expect(opened.digitalCardID == Self.token && opened.cardLast4 == "0054")
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved && done.tokenState == .active && done.walletNotified)
+        #expect(tsp.inApp.withLock { $0.map(\.accessToken) } == ["at-ch-chloe"])
+        let told = try #require(wallet.responses.withLock { $0.last })
+        #expect(told.result == .approved && told.digitalCardID == Self.token && told.tokenState == .active)
+        #expect(told.sessionID == opened.sessionID)
+        let again = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
+    }
+
+    @Test func anApplePayPassIsResolvedThroughTheWallet() async throws {
+        let opened = try await open("", caller: "paymentpass.com.apple", serial: "PASS-54")
+        #expect(opened.digitalCardID == Self.token && opened.message.hasPrefix("card ending 0054"))
+        let unknown = await Support.rpcError { _ = try await open("", caller: "paymentpass.com.apple", serial: "X") }
+        #expect(unknown?.code == .notFound && unknown?.message.contains("no pass with serial number") == true)
+    }
+
+    @Test func refusalsAtOpeningActivateNothing() async throws {
+        let cases: [(String, String, StatusCode, String)] = [
+            (Self.visa(), "com.example.wallet", .permissionDenied, "does not accept activation"),
+            ("%%%", "com.google.android.gms", .invalidArgument, "not valid base64"),
+            (Self.visa("DNITHE-unknown"), "com.google.android.gms", .notFound, "knows no token"),
+            (Self.visa(last4: "9999"), "com.google.android.gms", .notFound, "no card ending 9999"),
+            // Chloe's other card ends 0068: hers, but not the token's card.
+            (Self.visa(last4: "0068"), "com.google.android.gms", .invalidArgument, "not the card of token"),
+            (
+                ActivationDataTests.b64(#"{"tokenUniqueReference":"\#(Self.token)","accountPanSuffix":"0054"}"#),
+                "com.google.android.gms", .invalidArgument, "the activation data is Mastercard's"
+            ),
+            (Self.visa(), "com.samsung.android.spay", .invalidArgument, "not Samsung Pay's"),
+        ]
+        for (data, caller, code, text) in cases {
+            let error = await Support.rpcError { _ = try await open(data, caller: caller) }
+            #expect(error?.code == code, "\(caller) \(text): \(String(describing: error))")
+            #expect(error?.message.contains(text) == true, "\(String(describing: error))")
+        }
+        #expect(tsp.inApp.withLock { $0.isEmpty })
+        #expect(wallet.responses.withLock { $0.isEmpty })
+    }
+
+    @Test func aWrongPINLeavesTheSessionOpenAndDenyingTellsTheWallet() async throws {
+        let opened = try await open()
+        let wrong = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "0000"))
+        }
+        #expect(wrong?.code == .unauthenticated && wrong?.message.contains("could not be signed in") == true)
+        #expect(!(wrong?.message.contains("0000") ?? true) || wrong?.message.contains("wrong PIN") == true)
+        let denied = try await person.authorize(.init(sessionID: opened.sessionID, deny: true))
+        #expect(denied.result == .failure && denied.reason == "the cardholder declined in the issuer app")
+        #expect(tsp.inApp.withLock { $0.isEmpty })
+        let told = try #require(wallet.responses.withLock { $0.last })
+        #expect(told.result == .failure && told.reason == denied.reason)
+        let both = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: "x", pin: "1", deny: true))
+        }
+        #expect(both?.code == .invalidArgument)
+        let unknown = await Support.rpcError { _ = try await person.authorize(.init(sessionID: "x", pin: "1")) }
+        #expect(unknown?.code == .notFound)
+    }
+
+    @Test func anUnreachableTSPLeavesTheSessionOpenForAnotherTry() async throws {
+        tsp.inAppRefusal.withLock { $0 = RPCError(.unavailable, "connection refused") }
+        let opened = try await open()
+        let error = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(error?.code == .unavailable && error?.message.contains("try again") == true)
+        #expect(wallet.responses.withLock { $0.isEmpty })
+        tsp.inAppRefusal.withLock { $0 = nil }
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved)
+        #expect(!sink.lines.contains { $0.contains("2468") || $0.contains("at-ch-chloe") })
+    }
+
+    @Test func theTSPsRefusalIsTheWalletsFailure() async throws {
+        tsp.inAppRefusal.withLock { $0 = RPCError(.permissionDenied, "user \"ch-chloe\" does not own the account") }
+        let opened = try await open()
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .failure && done.reason.contains("PERMISSION_DENIED") && done.walletNotified)
+        #expect(wallet.responses.withLock { $0.last?.reason } == done.reason)
+    }
+
+    @Test func withoutALoginSessionsOpenButCannotBeCompleted() async throws {
+        let without = try await AppToAppTests(login: nil)
+        let opened = try await without.open()
+        let error = await Support.rpcError {
+            _ = try await without.person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(error?.code == .failedPrecondition && error?.message.contains("authentication service") == true)
+        #expect(without.tsp.inApp.withLock { $0.isEmpty })
+        let denied = try await without.person.authorize(.init(sessionID: opened.sessionID, deny: true))
+        #expect(denied.result == .failure)
+    }
+}
+
+/// The session table alone: each step's outcome.
+@Suite struct AppToAppSessionsTests {
+    static func session(_ id: String, expiresAtMs: UInt64 = 1_000) -> AppToAppSessions.Session {
+        AppToAppSessions.Session(
+            id: id, caller: .googlePay, digitalCardID: "D1", cardID: "c1", cardLast4: "0054", cardholderID: "ch-1",
+            expiresAtMs: expiresAtMs)
+    }
+
+    @Test func aSessionIsCompletedOnce() {
+        var sessions = AppToAppSessions()
+        sessions.open(Self.session("s1"), nowMs: 0)
+        guard case .proceed(let session) = sessions.begin("s1", nowMs: 10) else {
+            Issue.record("an open session did not proceed")
+            return
+        }
+        #expect(session.status == .authorizing)
+        #expect(
+            sessions.begin("s1", nowMs: 10)
+                == .refused(.failedPrecondition, "session \"s1\" is already being completed"))
+        sessions.reopen("s1")
+        #expect(sessions.sessions["s1"]?.status == .open)
+        _ = sessions.begin("s1", nowMs: 10)
+        sessions.finish("s1", .approved)
+        guard case .refused(.failedPrecondition, let message) = sessions.begin("s1", nowMs: 10) else {
+            Issue.record("a finished session was not refused")
+            return
+        }
+        #expect(message.contains("already finished (BANKING_APP_ACTIVATION_RESULT_APPROVED)"))
+    }
+
+    @Test func expiredAndUnknownSessionsAreRefused() {
+        var sessions = AppToAppSessions()
+        sessions.open(Self.session("s1", expiresAtMs: 1_000), nowMs: 0)
+        guard case .refused(.failedPrecondition, let message) = sessions.begin("s1", nowMs: 1_000) else {
+            Issue.record("an expired session was not refused")
+            return
+        }
+        #expect(message.contains("has expired"))
+        guard case .refused(.notFound, _) = sessions.begin("s2", nowMs: 0) else {
+            Issue.record("an unknown session was not refused")
+            return
+        }
+        sessions.open(Self.session("s3", expiresAtMs: 5_000), nowMs: 2_000)
+        #expect(sessions.sessions.keys.sorted() == ["s3"])
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+@testable import TokenetNode
+
+@Suite struct ProcessedNotificationLogTests {
+    @Test func recordedIdsSurviveReopeningAndForgottenOnesDoNot() throws {
+        let directory = try TemporaryDirectory()
+        let log = try ProcessedNotificationLog.open(directory: directory.url.path)
+        try log.record("a")
+        try log.record("b")
+        try log.record("c")
+        try log.sync()
+        log.forget(["b"])
+        #expect(log.contains("a"))
+        #expect(!log.contains("b"))
+
+        let reopened = try ProcessedNotificationLog.open(directory: directory.url.path)
+        #expect(reopened.contains("a"))
+        #expect(!reopened.contains("b"))
+        #expect(reopened.contains("c"))
+        #expect(reopened.count == 2)
+    }
+
+    @Test func aLineTornByACrashIsIgnored() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path(ProcessedNotificationLog.fileName)
+        try Data("+a\n+b\n-a\n+c".utf8 + [0xFF, 0xFE]).write(to: URL(fileURLWithPath: path))
+        let log = try ProcessedNotificationLog(path: path)
+        #expect(!log.contains("a"))
+        #expect(log.contains("b"))
+        #expect(!log.contains("c"))
+        try log.record("d")
+        #expect(try ProcessedNotificationLog(path: path).contains("d"))
+    }
+
+    @Test func idsThatCannotBeOneLineAreNotRecorded() throws {
+        let directory = try TemporaryDirectory()
+        let log = try ProcessedNotificationLog.open(directory: directory.url.path)
+        try log.record("two\nlines")
+        try log.record("")
+        #expect(log.count == 0)
+    }
+
+    @Test func theJournalIsRewrittenWithOnlyLiveIds() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path(ProcessedNotificationLog.fileName)
+        let log = try ProcessedNotificationLog(path: path)
+        for index in 0..<3000 { try log.record("id-\(index)") }
+        log.forget((0..<2999).map { "id-\($0)" })
+        // 3000 records and 2999 removals exceed the bound, so the journal now holds the one live id.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text == "+id-2999\n")
+        try log.record("after")
+        let reopened = try ProcessedNotificationLog(path: path)
+        #expect(reopened.contains("id-2999"))
+        #expect(reopened.contains("after"))
+        #expect(reopened.count == 2)
+    }
+
+    @Test func anUnwritableDirectoryIsAClearError() throws {
+        #expect(throws: NodeError.self) {
+            try ProcessedNotificationLog(path: "/nonexistent-tokenet-directory/journal.log")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The issuer app as the wallet sees it: records how it was opened and answers with a session.
+final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
+    let opened = Mutex<[IssuerV1.OpenAppRequest]>([])
+
+    func openApp(_ request: IssuerV1.OpenAppRequest, context: ServerContext) async throws -> IssuerV1.OpenAppResponse {
+        let count = opened.withLock {
+            $0.append(request)
+            return $0.count
+        }
+        guard request.caller != "com.example.wallet" else {
+            throw RPCError(.permissionDenied, "the issuer app does not accept activation from \"com.example.wallet\"")
+        }
+        return IssuerV1.OpenAppResponse(sessionID: "app-\(count)", message: "card ending 0054 — sign in to activate")
+    }
+
+    func authorize(_ request: IssuerV1.AuthorizeAppSessionRequest, context: ServerContext) async throws
+        -> IssuerV1.AuthorizeAppSessionResponse
+    { throw RPCError(.unimplemented, "not the wallet's to call") }
+
+    var router: RPCRouter {
+        var router = RPCRouter()
+        register(on: &router)
+        return router
+    }
+}
+
+/// What each wallet flavour sends to open the issuer app: a table of the shapes.
+@Suite struct IssuerAppOpeningTests {
+    static func json(_ opening: IssuerAppOpening) throws -> [String: String] {
+        let data = try #require(Data(base64Encoded: opening.activationData))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: String])
+    }
+
+    @Test(arguments: [
+        (
+            WalletProvider.googlePay, CardV1.CardScheme.visa,
+            [
+                "tokenReferenceID": "D1", "panLast4": "0054", "tokenRequestorID": "40010075001",
+            ]
+        ),
+        (.samsungPay, .visa, ["tokenReferenceID": "D1", "panLast4": "0054", "tokenRequestorID": "40010043095"]),
+        (.googlePay, .mastercard, ["tokenUniqueReference": "D1", "accountPanSuffix": "0054"]),
+        (.samsungPay, .mastercard, ["tokenUniqueReference": "D1", "accountPanSuffix": "0054"]),
+    ])
+    func androidWalletsSendBase64JSON(
+        _ provider: WalletProvider, _ scheme: CardV1.CardScheme, _ expected: [String: String]
+    ) throws {
+        let opening = IssuerAppOpening.make(provider: provider, scheme: scheme, digitalCardID: "D1", panLast4: "0054")
+        #expect(opening.caller == provider.caller && opening.serialNumber.isEmpty)
+        #expect(try Self.json(opening) == expected)
+    }
+
+    @Test func applePaySendsThePassSerialNumber() {
+        let opening = IssuerAppOpening.make(
+            provider: .applePay, scheme: .visa, digitalCardID: "D1", panLast4: "0054")
+        #expect(opening.caller == "paymentpass.com.apple" && opening.activationData.isEmpty)
+        #expect(opening.serialNumber == WalletPass.serialNumber(of: "D1"))
+        #expect(opening.serialNumber.count == 32 && opening.serialNumber != WalletPass.serialNumber(of: "D2"))
+    }
+
+    @Test func theProviderComesFromTheConfiguration() throws {
+        #expect(WalletConfiguration().provider == .googlePay)
+        let apple = try WalletConfiguration.parse(Data(#"{"provider": "apple-pay"}"#.utf8), path: "wallet.json")
+        #expect(apple.provider == .applePay)
+        #expect(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(#"{"provider": "paypal"}"#.utf8), path: "wallet.json")
+        }
+    }
+}
+
+/// Opening the issuer app from a step-up card and hearing its answer, in memory.
+@Suite struct WalletAppToAppTests {
+    static let digitalCardID = "DNITHE000000000000000054"
+
+    static func steppedUp(
+        provider: WalletProvider = .googlePay, methods: [CardV1.IdvMethodType] = [.otpSms, .appToApp],
+        withIssuer: Bool = true
+    ) async throws -> (WalletHarness, FakeIssuerApp) {
+        let app = FakeIssuerApp()
+        var configuration = WalletConfiguration()
+        configuration.provider = provider
+        let wallet = try WalletHarness(configuration: configuration, issuer: withIssuer ? app.router : nil)
+        wallet.tsp.configure {
+            $0.eligibility.panLast4 = "0054"
+            $0.digitize = TspV1.DigitizeResponse(
+                decision: .requireAdditionalAuthentication, digitalCardID: digitalCardID, tokenState: .inactive,
+                tokenLast4: "3456", scheme: .visa, panLast4: "0054",
+                idvMethods: methods.map { CardV1.IdvMethod(id: "\($0)", type: $0) })
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual("4111111111110054"))
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        return (wallet, app)
+    }
+
+    @Test func theWalletOpensTheIssuerAppWithItsActivationData() async throws {
+        let (wallet, app) = try await Self.steppedUp()
+        let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        #expect(opened.sessionID == "app-1" && opened.message == "card ending 0054 — sign in to activate")
+        let sent = try #require(app.opened.withLock { $0.first })
+        #expect(sent.caller == "com.google.android.gms" && sent.activationData == opened.activationData)
+        let expected = IssuerAppOpening.make(
+            provider: .googlePay, scheme: .visa, digitalCardID: Self.digitalCardID, panLast4: "0054")
+        #expect(sent.activationData == expected.activationData)
+
+        let unknown = await statusCode {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1", callerOverride: "com.example.wallet"))
+        }
+        #expect(unknown == .permissionDenied)
+        #expect(app.opened.withLock { $0.last?.caller } == "com.example.wallet")
+    }
+
+    @Test func applePayOpensWithThePassTheIssuerAppCanFindInCurrentTokens() async throws {
+        let (wallet, app) = try await Self.steppedUp(provider: .applePay)
+        _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        let sent = try #require(app.opened.withLock { $0.first })
+        #expect(sent.caller == "paymentpass.com.apple" && sent.activationData.isEmpty)
+        let tokens = try await wallet.issuerApp.currentTokens(.init())
+        let pass = try #require(tokens.tokens.first { $0.passSerialNumber == sent.serialNumber })
+        #expect(pass.digitalCardID == Self.digitalCardID && pass.panLast4 == "0054")
+    }
+
+    @Test func onlyAnInactiveCardWithAnInAppMethodOpensTheApp() async throws {
+        let (withoutMethod, _) = try await Self.steppedUp(methods: [.otpSms])
+        #expect(
+            await statusCode { try await withoutMethod.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
+                == .failedPrecondition)
+        let (wallet, _) = try await Self.steppedUp()
+        #expect(await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-9")) } == .notFound)
+        let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        _ = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(
+                digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: opened.sessionID))
+        #expect(
+            await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
+                == .failedPrecondition)
+        let (noIssuer, _) = try await Self.steppedUp(withIssuer: false)
+        #expect(
+            await statusCode { try await noIssuer.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
+                == .failedPrecondition)
+    }
+
+    @Test func approvedUpdatesTheCardAndTellsTheListenersFailureChangesNothing() async throws {
+        let (wallet, _) = try await Self.steppedUp()
+        let subscription = wallet.events.subscribe()
+        _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        let failed = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(
+                digitalCardID: Self.digitalCardID, result: .failure, reason: "declined in the app", sessionID: "app-1"))
+        #expect(!failed.changed)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .inactive)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-9")
+                )
+            } == .failedPrecondition)
+        _ = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        let approved = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-2"))
+        #expect(approved.changed)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        var iterator = subscription.events.makeAsyncIterator()
+        let event = try #require(await iterator.next())
+        #expect(event.kind == .tokenStatusChanged && event.digitalCardID == Self.digitalCardID)
+        #expect(event.tokenState == .active)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: "app-2")
+                )
+            } == .failedPrecondition)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: "DNITHE-unknown", result: .approved, tokenState: .active))
+            } == .notFound)
+        #expect(
+            await statusCode {
+                try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved))
+            } == .invalidArgument)
+        #expect(
+            await statusCode {
+                try await wallet.appToApp.bankingAppActivationResponse(
+                    .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active))
+            } == .permissionDenied)
+    }
+}
