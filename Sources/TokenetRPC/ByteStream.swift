@@ -17,19 +17,40 @@ public protocol ByteStream: Sendable {
     /// (`.success(nil)` at the end, `.failure` on an error). Returns false when the stream cannot do that; the
     /// caller then reads with `read()`.
     func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool
+    /// The event loop whose thread runs this stream (and `receive` handlers), or nil. Tasks that prefer it as
+    /// their executor run on that thread, where `writeOnLoop` hands bytes over without a thread hop.
+    var loop: EventLoop? { get }
+    /// On `loop`'s thread only: queues `bytes` like `write` without suspending; `completion` runs on the loop once
+    /// they are accepted (usually before this returns) or failed.
+    func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
 }
 
 extension ByteStream {
     public func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
         false
     }
+
+    public var loop: EventLoop? { nil }
+
+    public func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        Task {
+            do {
+                try await write(bytes)
+                completion(.success(()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }
 
 extension TLSConnection: ByteStream {
     public var peerIdentity: PeerIdentity? { peer }
+    public var loop: EventLoop? { eventLoop }
 }
 
 /// Plaintext (debug) connections carry no certificate, so methods restricted to roles refuse their callers.
 extension PlainConnection: ByteStream {
     public var peerIdentity: PeerIdentity? { nil }
+    public var loop: EventLoop? { eventLoop }
 }

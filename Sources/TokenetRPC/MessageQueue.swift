@@ -74,7 +74,7 @@ final class MessageQueue: Sendable {
     }
 
     /// The next message; nil at the end or when the waiting task is cancelled.
-    func next() async throws -> Data? {
+    nonisolated(nonsending) func next() async throws -> Data? {
         if let ready = state.withLock({ $0.take() }) { return try ready.get() }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in

@@ -89,12 +89,19 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     ///
     /// It always holds at least one of a–f: logs mask every run of 13 to 19 decimal digits as a possible card
     /// number, and a trace id must stay readable in every line.
+    /// Formatted by hand into one small string (it is made for every call that starts a flow).
     public static func newTraceID() -> String {
         let value = TraceIDSource.next()
-        let hex = String(value, radix: 16)
-        let padded = String(repeating: "0", count: 16 - hex.count) + hex
-        guard padded.allSatisfy(\.isNumber) else { return padded }
-        return "a" + padded.dropFirst()
+        return String(unsafeUninitializedCapacity: 16) { buffer in
+            var hasLetter = false
+            for index in 0..<16 {
+                let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xF
+                hasLetter = hasLetter || nibble >= 10
+                buffer[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            }
+            if !hasLetter { buffer[0] = UInt8(ascii: "a") }
+            return 16
+        }
     }
 }
 

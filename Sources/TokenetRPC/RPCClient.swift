@@ -42,6 +42,12 @@ public final class RPCClient: Sendable {
         runner.cancel()
     }
 
+    /// The event loop of the connection's stream, when it has one. A task that prefers it
+    /// (`withTaskExecutorPreference(client.executor)`, `Task(executorPreference:)`) runs on the loop thread: its
+    /// calls are written and their responses read there, and it resumes in the loop iteration that read the
+    /// response, with no thread hop. Such a task must not block (it would stall the connection).
+    public var executor: (any TaskExecutor)? { connection.loop }
+
     /// Whether new calls can start on this connection.
     public var isUsable: Bool { connection.isUsable }
 
@@ -53,7 +59,9 @@ public final class RPCClient: Sendable {
 
     // MARK: - Call types
 
-    public func unary<Request, Response>(
+    /// Runs on the caller's executor (`nonisolated(nonsending)`): encoding and sending need no hop of their own,
+    /// and a caller on the connection's loop stays there.
+    nonisolated(nonsending) public func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
         options: CallOptions = CallOptions()
@@ -146,7 +154,7 @@ public final class RPCClient: Sendable {
         return OpenCall(id: id, responses: responses, timer: timer)
     }
 
-    private func withCancellation<T: Sendable>(
+    nonisolated(nonsending) private func withCancellation<T: Sendable>(
         _ id: UInt32,
         _ body: @Sendable () async throws -> T
     ) async throws -> T {
@@ -157,7 +165,9 @@ public final class RPCClient: Sendable {
         }
     }
 
-    private func singleResponse<Response: ProtoMessage>(_: Response.Type, _ call: OpenCall) async throws -> Response {
+    nonisolated(nonsending) private func singleResponse<Response: ProtoMessage>(
+        _: Response.Type, _ call: OpenCall
+    ) async throws -> Response {
         guard let data = try await call.responses.next() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }

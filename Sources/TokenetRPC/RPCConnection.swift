@@ -9,9 +9,14 @@ import TokenetWire
 /// cancels handler tasks. Frames are encoded under the state lock into one outbound buffer, so their order on the
 /// wire is the order of the machine's actions, and a single writer task drains the buffer — coalescing whatever
 /// accumulated while the previous write was in flight into one write.
+///
+/// When the stream runs on an event loop and frames are encoded on that loop's thread (a caller or handler task
+/// running on the loop executor, or frames produced while reading), the writer task is not involved: one flush is
+/// queued on the loop behind the work already queued there, so every frame encoded in that loop iteration leaves
+/// in one engine write and one `send`, without any thread hop (`RPCConnection+LoopFlush.swift`).
 final class RPCConnection: Sendable {
     /// What the server side does with a new call; the client side passes nil.
-    typealias CallHandler = @Sendable (ServerCall) async -> Void
+    typealias CallHandler = nonisolated(nonsending) @Sendable (ServerCall) async -> Void
 
     struct ClientCallState {
         var responses: MessageQueue
@@ -48,6 +53,8 @@ final class RPCConnection: Sendable {
         var decoder: FrameDecoder?
         var readingDone = false
         var readingEnded: CheckedContinuation<Void, Never>?
+        /// A flush is queued on the stream's loop (`scheduleLoopFlush`).
+        var loopFlushScheduled = false
     }
 
     let stream: any ByteStream
@@ -56,15 +63,22 @@ final class RPCConnection: Sendable {
     private let handler: CallHandler?
     let maximumInboundFrameSize: Int
     let timers: ConnectionTimers
+    /// The stream's event loop, if it has one (see `ByteStream.loop`).
+    let loop: EventLoop?
+    /// Where handler tasks run: the connection's loop when the server asked for it, else the global executor.
+    let handlerExecutor: (any TaskExecutor)?
 
     init(
         stream: any ByteStream,
         role: ConnectionStateMachine.Role,
         settings: ConnectionSettings,
         timers: ConnectionTimers = ConnectionTimers(),
+        handlersOnLoop: Bool = false,
         handler: CallHandler?
     ) {
         self.stream = stream
+        self.loop = stream.loop
+        self.handlerExecutor = handlersOnLoop ? stream.loop : nil
         self.timers = timers
         self.role = role
         self.handler = handler
@@ -189,9 +203,25 @@ final class RPCConnection: Sendable {
         return true
     }
 
+    /// Wakes whoever writes next: the loop flush when on the stream's loop, else the writer task.
+    func requestFlush(_ core: inout Core) {
+        if let loop, loop.inEventLoop, !core.closing {
+            scheduleLoopFlush(&core, loop)
+        } else {
+            core.writer?.resume()
+            core.writer = nil
+        }
+    }
+
     /// Writes what the caller just encoded, from the caller's own task, when no other write is in progress: the
     /// frames of a unary call leave without waking the writer task, one thread hop less each way.
-    func flushNow() async {
+    nonisolated(nonsending) func flushNow() async {
+        if let loop, loop.inEventLoop {
+            core.withLock { core in
+                if !core.outbound.isEmpty { requestFlush(&core) }
+            }
+            return
+        }
         let batch: [UInt8]? = core.withLock { core in
             guard !core.writing, !core.outbound.isEmpty, !core.closing else {
                 // Someone else is writing; they hand over to the writer task when done.
@@ -276,10 +306,7 @@ final class RPCConnection: Sendable {
                     let failure = core.machine.receiveUndecodable(WireError(.unencodableValue, "\(error)"))
                     apply(failure, to: &core)
                 }
-                if !core.callerFlushes {
-                    core.writer?.resume()
-                    core.writer = nil
-                }
+                if !core.callerFlushes { requestFlush(&core) }
             case .startHandler(let id, let start):
                 startHandler(id, start, core: &core)
             case .deliverMessage(let id, let data):
@@ -329,7 +356,7 @@ final class RPCConnection: Sendable {
             requests: requests
         )
         core.serverCalls[id] = ServerCallState(requests: requests, task: nil)
-        let task = Task { await handler(call) }
+        let task = Task(executorPreference: handlerExecutor) { await handler(call) }
         core.serverCalls[id]?.task = task
     }
 
@@ -346,7 +373,7 @@ final class RPCConnection: Sendable {
     }
 
     /// Server: ends a call with its status, written from the caller's task (`flushNow`).
-    func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
+    nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
         core.withLock { core in
             guard core.serverCalls.removeValue(forKey: id) != nil else { return }
             core.callerFlushes = true

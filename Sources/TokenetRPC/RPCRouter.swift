@@ -68,7 +68,7 @@ public struct RPCRouter: Sendable {
         let kind: RPCKind
         /// nil: any peer, including plaintext (debug) clients.
         let allowedRoles: Set<PeerRole>?
-        let handle: @Sendable (ServerCall, ServerContext) async throws -> Void
+        let handle: nonisolated(nonsending) @Sendable (ServerCall, ServerContext) async throws -> Void
     }
 
     private(set) var routes: [String: Route] = [:]
@@ -141,7 +141,9 @@ public struct RPCRouter: Sendable {
     }
 
     /// Unary and server-streaming calls carry exactly one request.
-    private static func singleRequest<Request: ProtoMessage>(_: Request.Type, _ call: ServerCall) async throws
+    nonisolated(nonsending) private static func singleRequest<Request: ProtoMessage>(
+        _: Request.Type, _ call: ServerCall
+    ) async throws
         -> Request
     {
         guard let data = try await call.requests.next() else {

@@ -44,7 +44,7 @@ final class ServerCall: Sendable {
         }
     }
 
-    func finish(_ status: WireV1.Status) async {
+    nonisolated(nonsending) func finish(_ status: WireV1.Status) async {
         await connection.finishServerCall(streamID, status)
     }
 }

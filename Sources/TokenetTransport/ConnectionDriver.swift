@@ -8,11 +8,15 @@ final class ConnectionDriver: EventLoopHandler {
     /// Called once: with the engine's peer (nil without authentication) when established, or with the failure.
     typealias EstablishedHandler = (Result<PeerIdentity?, TransportError>) -> Void
 
+    /// Told once, on the loop, that a write was accepted (`.success`) or failed.
+    typealias WriteCompletion = (Result<Void, any Error>) -> Void
+
     private struct Writer {
         var bytes: [UInt8]
         var offset: Int
-        let continuation: CheckedContinuation<Void, any Error>
-        let token: RequestToken
+        let completion: WriteCompletion
+        /// Nil for a write from the loop itself, which no task can withdraw.
+        let token: RequestToken?
     }
 
     /// Largest plaintext piece handed to the engine at once: one TLS record.
@@ -40,6 +44,8 @@ final class ConnectionDriver: EventLoopHandler {
     private var sendOffset = 0
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var readBuffer = [UInt8](repeating: 0, count: ConnectionDriver.readBufferSize)
+    private let sendScratch = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: ConnectionDriver.readBufferSize, alignment: 16)
 
     private var pendingActions: [ConnectionStateMachine.Action] = []
     private var performing = false
@@ -59,6 +65,10 @@ final class ConnectionDriver: EventLoopHandler {
         self.onEstablished = onEstablished
     }
 
+    deinit {
+        sendScratch.deallocate()
+    }
+
     /// Registers with the loop and starts the handshake deadline. On failure the socket is closed and the
     /// established handler is called with the error.
     func start(handshakeTimeout: Duration) {
@@ -74,7 +84,9 @@ final class ConnectionDriver: EventLoopHandler {
         handle(machine.registered())
     }
 
-    var outboundBuffered: Int { sendBuffer.count - sendOffset }
+    /// Ciphertext not yet taken by the kernel: in `sendBuffer`, or still in the engine (written, not yet moved).
+    var outboundBuffered: Int { queuedForSocket + engine.pendingCiphertextCount }
+    private var queuedForSocket: Int { sendBuffer.count - sendOffset }
     var hasWaitingWriter: Bool { !writers.isEmpty }
 
     // MARK: Requests (on the loop)
@@ -113,15 +125,21 @@ final class ConnectionDriver: EventLoopHandler {
     }
 
     func write(_ bytes: [UInt8], _ token: RequestToken, _ continuation: CheckedContinuation<Void, any Error>) {
-        guard !token.isCancelled else {
-            continuation.resume(throwing: Self.cancelled)
+        write(bytes, token) { continuation.resume(with: $0) }
+    }
+
+    /// Queues `bytes`; `completion` runs on the loop once they are handed to the engine — before this returns
+    /// when the outbound buffer has room, which is the usual case.
+    func write(_ bytes: [UInt8], _ token: RequestToken?, completion: @escaping WriteCompletion) {
+        if let token, token.isCancelled {
+            completion(.failure(Self.cancelled))
             return
         }
         guard !bytes.isEmpty else {
-            continuation.resume()
+            completion(.success(()))
             return
         }
-        writers.append(Writer(bytes: bytes, offset: 0, continuation: continuation, token: token))
+        writers.append(Writer(bytes: bytes, offset: 0, completion: completion, token: token))
         handle(machine.writeRequested())
     }
 
@@ -129,7 +147,7 @@ final class ConnectionDriver: EventLoopHandler {
     /// connection) so that the byte stream never carries half a message.
     func cancelWrite(_ token: RequestToken) {
         guard let index = writers.firstIndex(where: { $0.token === token && $0.offset == 0 }) else { return }
-        writers.remove(at: index).continuation.resume(throwing: Self.cancelled)
+        writers.remove(at: index).completion(.failure(Self.cancelled))
     }
 
     static let cancelled = TransportError(.cancelled, "the waiting task was cancelled")
@@ -218,7 +236,7 @@ final class ConnectionDriver: EventLoopHandler {
         case .failWriters(let error):
             let failed = writers
             writers.removeAll()
-            for writer in failed { writer.continuation.resume(throwing: error) }
+            for writer in failed { writer.completion(.failure(error)) }
         case .sendCloseNotify:
             engine.close()
             transmit()
@@ -259,22 +277,51 @@ final class ConnectionDriver: EventLoopHandler {
         }
     }
 
+    /// Decrypts everything buffered into one new array sized from the engine's bound, so each record is decrypted
+    /// straight into the bytes handed to the reader: no scratch copy, no growing array.
     private func decrypt() {
         var peerClosed = false
-        do throws(TransportError) {
-            reading: while true {
-                switch try engine.readPlaintext(appendingTo: &inbound, maxCount: Self.writeSlice) {
-                case .appended:
-                    break
-                case .needsMoreData:
-                    break reading
-                case .closed:
-                    peerClosed = true
-                    break reading
+        var failure: TransportError?
+        reading: while failure == nil && !peerClosed {
+            let bound = engine.plaintextBound
+            guard bound > 0 else {
+                // Nothing buffered: still ask once, for the end of the stream or an error.
+                do throws(TransportError) {
+                    switch try engine.readPlaintext(appendingTo: &inbound, maxCount: Self.writeSlice) {
+                    case .appended: break
+                    case .needsMoreData: break reading
+                    case .closed: peerClosed = true
+                    }
+                } catch {
+                    failure = error
                 }
+                continue
             }
-        } catch {
-            handle(machine.failed(error))
+            var full = false
+            let chunk = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
+                while initialized < buffer.count {
+                    let space = UnsafeMutableRawBufferPointer(
+                        UnsafeMutableBufferPointer(rebasing: buffer[initialized...]))
+                    do throws(TransportError) {
+                        switch try engine.readPlaintext(into: space) {
+                        case .appended(let count): initialized += count
+                        case .needsMoreData: return
+                        case .closed:
+                            peerClosed = true
+                            return
+                        }
+                    } catch {
+                        failure = error
+                        return
+                    }
+                }
+                full = true
+            }
+            if inbound.isEmpty { inbound = chunk } else { inbound += chunk }
+            if !full { break }
+        }
+        if let failure {
+            handle(machine.failed(failure))
             return
         }
         transmit()  // reading may produce records to send (key updates)
@@ -298,10 +345,10 @@ final class ConnectionDriver: EventLoopHandler {
                 handle(machine.failed(error))
                 return
             }
+            // The records stay in the engine (counted by `outboundBuffered`) until `transmit` sends them together.
             writers[0].offset = end
-            engine.takeCiphertext(appendingTo: &sendBuffer)
             if end == writers[0].bytes.count {
-                writers.removeFirst().continuation.resume()
+                writers.removeFirst().completion(.success(()))
             }
         }
         transmit()
@@ -309,9 +356,13 @@ final class ConnectionDriver: EventLoopHandler {
 
     /// Moves the engine's output to the socket as far as the kernel takes it, then reports the backlog.
     private func transmit() {
+        if queuedForSocket == 0, let error = sendDirectly() {
+            handle(machine.failed(error))
+            return
+        }
         engine.takeCiphertext(appendingTo: &sendBuffer)
         peakOutboundBuffered = max(peakOutboundBuffered, outboundBuffered)
-        if outboundBuffered > 0 {
+        if queuedForSocket > 0 {
             let result = sendBuffer.withUnsafeBytes { buffer in
                 Result { () throws(TransportError) in
                     try Socket.send(fd, UnsafeRawBufferPointer(rebasing: buffer[sendOffset...]))
@@ -334,10 +385,35 @@ final class ConnectionDriver: EventLoopHandler {
         handle(machine.outboundChanged(buffered: outboundBuffered, writersWaiting: !writers.isEmpty))
     }
 
+    /// With nothing queued (the usual case), ciphertext goes from the engine through one reusable buffer to the
+    /// socket; only what the kernel does not take is copied into `sendBuffer`.
+    private func sendDirectly() -> TransportError? {
+        while engine.pendingCiphertextCount > 0 {
+            let count = engine.takeCiphertext(into: sendScratch)
+            guard count > 0 else { return nil }
+            let taken = UnsafeRawBufferPointer(rebasing: sendScratch[..<count])
+            let sent: Int
+            do throws(TransportError) {
+                sent = try Socket.send(fd, taken)
+            } catch {
+                sendBuffer.append(contentsOf: taken)  // for teardown's best-effort send of the alert
+                return error
+            }
+            if sent < count {
+                sendBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: taken[sent...]))
+                return nil
+            }
+        }
+        return nil
+    }
+
     /// Releases the socket and completes everyone still waiting. `error` is nil for a clean close.
     private func teardown(_ error: TransportError?) {
         cancelTimer()
-        if error != nil, outboundBuffered > 0 {
+        if error != nil {
+            engine.takeCiphertext(appendingTo: &sendBuffer)
+        }
+        if error != nil, queuedForSocket > 0 {
             // Best effort: the peer learns why (a TLS alert) if the kernel takes the bytes now.
             _ = sendBuffer.withUnsafeBytes { buffer in
                 try? Socket.send(fd, UnsafeRawBufferPointer(rebasing: buffer[sendOffset...]))
@@ -360,7 +436,7 @@ final class ConnectionDriver: EventLoopHandler {
         pushReader.take()?(.failure(failure))
         let failedWriters = writers
         writers.removeAll()
-        for writer in failedWriters { writer.continuation.resume(throwing: failure) }
+        for writer in failedWriters { writer.completion(.failure(failure)) }
         let waiters = closeWaiters
         closeWaiters.removeAll()
         for waiter in waiters { waiter.resume() }

@@ -19,11 +19,19 @@ protocol ConnectionEngine: AnyObject {
     func takeCiphertext(maxCount: Int) -> [UInt8]
     /// Appends every byte that must be sent to `buffer` (the driver's send buffer), without an intermediate array.
     func takeCiphertext(appendingTo buffer: inout [UInt8])
+    /// Bytes waiting to be sent.
+    var pendingCiphertextCount: Int { get }
+    /// Moves up to `buffer.count` bytes to be sent into `buffer`; returns how many.
+    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int
     func handshake() throws(TransportError) -> HandshakeStatus
     func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult
     /// Reads up to `maxCount` bytes and appends them to `buffer`, so one read's records land in one array.
     func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError)
         -> TLSEngine.AppendResult
+    /// At least the number of plaintext bytes that reading now can produce.
+    var plaintextBound: Int { get }
+    /// Reads plaintext into `buffer`; `.appended(n)` means its first n bytes were filled.
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> TLSEngine.AppendResult
     func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
     /// Queues the orderly end of the stream (a TLS close_notify); safe to call more than once.
     func close()

@@ -1,5 +1,7 @@
 /// The async face of a `ConnectionDriver`, shared by `TLSConnection` and `PlainConnection`: each request hops to the
-/// loop and suspends until the driver resumes it, and a cancelled task withdraws its request there.
+/// loop and suspends until the driver resumes it, and a cancelled task withdraws its request there. A task already
+/// running on the loop (see `EventLoop+TaskExecutor.swift`) calls the driver directly: no hop, and usually no
+/// suspension, since the driver resumes before the continuation is awaited.
 struct ConnectionHandle: Sendable {
     let driver: LoopBound<ConnectionDriver>
     var loop: EventLoop { driver.loop }
@@ -8,7 +10,9 @@ struct ConnectionHandle: Sendable {
         let (driver, loop, token) = (driver, loop, RequestToken())
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                if !loop.execute({ driver.value.read(token, continuation) }) {
+                if loop.inEventLoop {
+                    driver.value.read(token, continuation)
+                } else if !loop.execute({ driver.value.read(token, continuation) }) {
                     continuation.resume(throwing: Self.stopped(loop))
                 }
             }
@@ -22,7 +26,9 @@ struct ConnectionHandle: Sendable {
         let (driver, loop, token) = (driver, loop, RequestToken())
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                if !loop.execute({ driver.value.write(bytes, token, continuation) }) {
+                if loop.inEventLoop {
+                    driver.value.write(bytes, token, continuation)
+                } else if !loop.execute({ driver.value.write(bytes, token, continuation) }) {
                     continuation.resume(throwing: Self.stopped(loop))
                 }
             }
@@ -30,6 +36,12 @@ struct ConnectionHandle: Sendable {
             token.cancel()
             loop.execute { driver.value.cancelWrite(token) }
         }
+    }
+
+    /// On the loop thread only: queues `bytes` without suspending; `completion` runs on the loop once they are
+    /// accepted (usually before this returns) or failed.
+    func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        driver.value.write(bytes, nil, completion: completion)
     }
 
     /// Push mode: see `ConnectionDriver.receive`. Returns false when the loop has stopped.

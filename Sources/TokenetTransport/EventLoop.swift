@@ -33,22 +33,32 @@ public struct EventLoopTimer: Sendable, Hashable {
     let id: UInt64
 }
 
-/// One thread multiplexing many sockets with epoll (level-triggered), plus a task queue and timers.
+/// One thread multiplexing many sockets with epoll (level-triggered), plus a work queue and timers.
 ///
 /// Other threads hand work to the loop with `execute`, which wakes it through an eventfd. All socket and TLS
-/// state of a connection is touched only on this thread, so it needs no locks; only the task queue and timers are
+/// state of a connection is touched only on this thread, so it needs no locks; only the work queue and timers are
 /// shared and live in a `Mutex`.
+///
+/// The loop is also a `TaskExecutor` (see `EventLoop+TaskExecutor.swift`): a task that prefers it runs its jobs
+/// here between epoll iterations, in the same queue as `execute`'s closures.
 public final class EventLoop: @unchecked Sendable {
-    private struct Shared {
-        var tasks: [@Sendable () -> Void] = []
+    /// One unit of queued work: a closure from `execute`, or a job of a task that prefers this loop.
+    enum Work: Sendable {
+        case closure(@Sendable () -> Void)
+        case job(UnownedJob)
+    }
+
+    struct Shared {
+        var work: [Work] = []
         var timers: [UInt64: Timer] = [:]
         var nextTimerID: UInt64 = 1
-        var wakePending = false
+        /// The loop is in (or about to enter) `epoll_wait` with nothing queued: new work must signal the eventfd.
+        var sleeping = false
         var stopping = false
         var stopped = false
     }
 
-    private struct Timer {
+    struct Timer {
         var deadline: ContinuousClock.Instant
         var body: @Sendable () -> Void
     }
@@ -59,9 +69,10 @@ public final class EventLoop: @unchecked Sendable {
 
     public let name: String
     private let epollFD: Int32
-    private let wakeFD: Int32
-    private let shared = Mutex(Shared())
-    private let loopThread = Mutex<pthread_t?>(nil)
+    let wakeFD: Int32
+    let shared = Mutex(Shared())
+    /// `pthread_self()` of the loop thread (0 before it starts): read on every `inEventLoop`, so an atomic.
+    private let loopThread = Atomic<UInt>(0)
     private let exited = DispatchSemaphore(value: 0)
 
     // Loop-thread only.
@@ -90,7 +101,7 @@ public final class EventLoop: @unchecked Sendable {
         self.wakeFD = wakeFD
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            loopThread.withLock { $0 = pthread_self() }
+            loopThread.store(UInt(pthread_self()), ordering: .releasing)
             started.signal()
             run()
             exited.signal()
@@ -107,18 +118,24 @@ public final class EventLoop: @unchecked Sendable {
 
     /// True when called on the loop thread.
     public var inEventLoop: Bool {
-        loopThread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        loopThread.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
     /// Runs `task` on the loop thread. Returns false (and drops the task) when the loop has stopped, so callers
     /// can fail whatever the task was going to complete instead of leaving it waiting.
     @discardableResult
     public func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(.closure(task))
+    }
+
+    /// Queues work; signals the eventfd only when the loop sleeps, so work queued by the loop itself (a task
+    /// resumed while handling a read) costs no system call. False when the loop has stopped.
+    func enqueue(_ work: Work) -> Bool {
         let wake: Bool? = shared.withLock { state in
             guard !state.stopped else { return nil }
-            state.tasks.append(task)
-            defer { state.wakePending = true }
-            return !state.wakePending
+            state.work.append(work)
+            defer { state.sleeping = false }
+            return state.sleeping
         }
         guard let wake else { return false }
         if wake { _ = ctk_eventfd_signal(wakeFD) }
@@ -191,12 +208,17 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         var events = [ctk_event](repeating: ctk_event(), count: Int(Self.maxEventsPerWait))
         while true {
-            let (stopping, timeout) = shared.withLock { state in (state.stopping, Self.timeout(state)) }
+            let (stopping, timeout) = shared.withLock { state in
+                let timeout = Self.timeout(state)
+                state.sleeping = timeout != 0
+                return (state.stopping, timeout)
+            }
             if stopping { break }
             let count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, timeout)
             if count < 0 && errno != EINTR {
                 fatalError("epoll_wait failed on \(name): \(String(cString: strerror(errno)))")
             }
+            if timeout != 0 { shared.withLock { $0.sleeping = false } }
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
                 if event.data == Self.wakeRegistration {
@@ -219,16 +241,29 @@ public final class EventLoop: @unchecked Sendable {
             state.stopped = true
             state.timers.removeAll()
         }
-        runTasks()  // tasks queued before `stopped` was set still run, against stopped handlers
+        // Work queued before `stopped` was set still runs, against stopped handlers; jobs queued after it go to
+        // the global executor (see `enqueue(_: ExecutorJob)`).
+        while shared.withLock({ !$0.work.isEmpty }) { runTasks() }
     }
 
+    /// Runs queued work, including work the work itself queues (a resumed task queueing a flush, say), for a
+    /// bounded number of rounds so that sockets are still polled under a steady stream of work.
     private func runTasks() {
-        let tasks = shared.withLock { state in
-            state.wakePending = false
-            return state.tasks.isEmpty ? [] : state.tasks.exchange([])
+        for _ in 0..<Self.workRoundsPerIteration {
+            let work = shared.withLock { state in
+                state.work.isEmpty ? [] : state.work.exchange([])
+            }
+            if work.isEmpty { return }
+            for item in work {
+                switch item {
+                case .closure(let closure): closure()
+                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
         }
-        for task in tasks { task() }
     }
+
+    private static let workRoundsPerIteration = 8
 
     private func runDueTimers() {
         let now = ContinuousClock.now
@@ -242,7 +277,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Milliseconds until the earliest timer (rounded up), or -1 to wait for I/O only. A linear scan is enough for
     /// the handful of timers (handshake and close deadlines) a node has at once.
     private static func timeout(_ state: Shared) -> Int32 {
-        if !state.tasks.isEmpty { return 0 }
+        if !state.work.isEmpty { return 0 }
         guard let deadline = state.timers.values.map(\.deadline).min() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: deadline)
         if remaining <= .zero { return 0 }

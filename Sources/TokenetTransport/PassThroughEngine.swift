@@ -39,6 +39,15 @@ final class PassThroughEngine: ConnectionEngine {
         outbound.removeAll(keepingCapacity: true)
     }
 
+    var pendingCiphertextCount: Int { outbound.count }
+
+    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, outbound.count)
+        outbound.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        outbound.removeFirst(count)
+        return count
+    }
+
     func handshake() throws(TransportError) -> HandshakeStatus {
         .complete
     }
@@ -60,6 +69,19 @@ final class PassThroughEngine: ConnectionEngine {
         buffer += inbound[inboundOffset..<end]
         defer { inboundOffset = end }
         return .appended(end - inboundOffset)
+    }
+
+    var plaintextBound: Int { inbound.count - inboundOffset }
+
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> TLSEngine.AppendResult {
+        let available = inbound.count - inboundOffset
+        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
+        let count = min(available, buffer.count)
+        inbound.withUnsafeBytes { source in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[inboundOffset..<inboundOffset + count]))
+        }
+        inboundOffset += count
+        return .appended(count)
     }
 
     func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {

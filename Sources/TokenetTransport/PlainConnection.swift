@@ -85,6 +85,14 @@ public final class PlainConnection: Sendable {
         try await handle.write(bytes)
     }
 
+    /// For code running on `eventLoop` (a task that prefers it as its executor, or a `receive` handler): queues
+    /// `bytes` like `write` but without suspending; `completion` runs on the loop once they are accepted (usually
+    /// before this returns) or with the failure. Must be called on the loop thread.
+    public func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        precondition(eventLoop.inEventLoop, "writeOnLoop called off the event loop")
+        handle.writeOnLoop(bytes, completion: completion)
+    }
+
     /// Flushes what is buffered (at most a few seconds) and closes the socket. Pending reads and writes fail with
     /// `.connectionClosed`. Idempotent.
     public func close() async {

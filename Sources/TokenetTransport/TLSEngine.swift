@@ -105,6 +105,11 @@ public final class TLSEngine {
         buffer.removeSubrange((start + max(0, Int(read)))...)
     }
 
+    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        return max(0, Int(BIO_read(networkOut, base, Int32(clamping: buffer.count))))
+    }
+
     /// Takes up to `maxCount` bytes of ciphertext to send.
     public func takeCiphertext(maxCount: Int = Int.max) -> [UInt8] {
         let count = min(pendingCiphertextCount, maxCount)
@@ -166,13 +171,27 @@ public final class TLSEngine {
     /// Decrypts up to `maxCount` bytes and appends them to `buffer`: the driver collects a whole read's records
     /// in one array without an intermediate array per record.
     func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError) -> AppendResult {
+        let result = try readPlaintext(
+            into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(max(maxCount, 1), scratch.count)]))
+        if case .appended(let count) = result {
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<count]))
+        }
+        return result
+    }
+
+    /// At least the number of plaintext bytes that reading now can produce: the buffered ciphertext (records only
+    /// shrink when decrypted) plus what OpenSSL holds already decrypted.
+    var plaintextBound: Int { Int(ctk_bio_pending(networkIn)) + Int(SSL_pending(ssl)) }
+
+    /// Decrypts into `buffer` (not empty) directly, so the driver can fill the array it hands to its reader with
+    /// no intermediate copy. `.appended(n)`: the first n bytes of `buffer` hold plaintext.
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> AppendResult {
         try checkUsable()
         guard isHandshakeComplete else { throw TransportError(.invalidState, "read before the handshake completed") }
         var readCount = 0
         ERR_clear_error()
-        let result = SSL_read_ex(ssl, scratch.baseAddress, min(max(maxCount, 1), scratch.count), &readCount)
+        let result = SSL_read_ex(ssl, buffer.baseAddress, max(buffer.count, 1), &readCount)
         if result == 1 {
-            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<readCount]))
             return .appended(readCount)
         }
         switch SSL_get_error(ssl, result) {

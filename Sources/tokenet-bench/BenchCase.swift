@@ -8,24 +8,27 @@ enum BenchCase: String, CaseIterable, Sendable {
     case async64
     /// 16 KiB payloads, 8 calls in flight (anchors: raw-tls 16384 x 8, grpc-tls 16384 x 32).
     case bulk16k
+    /// 16 KiB payloads, 32 calls in flight: the shape of the grpc-tls 16384 x 32 anchor.
+    case bulk16k32
     /// Server streaming of 100-byte messages, 1000 per call.
     case stream
 
     var mode: String {
         switch self {
         case .pingpong: "unary-seq"
-        case .async64, .bulk16k: "unary-async"
+        case .async64, .bulk16k, .bulk16k32: "unary-async"
         case .stream: "server-stream"
         }
     }
 
-    var size: Int { self == .bulk16k ? 16384 : 100 }
+    var size: Int { self == .bulk16k || self == .bulk16k32 ? 16384 : 100 }
 
     var inflight: Int {
         switch self {
         case .pingpong: 1
         case .async64: 64
         case .bulk16k: 8
+        case .bulk16k32: 32
         case .stream: 1
         }
     }

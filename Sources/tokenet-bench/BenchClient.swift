@@ -43,8 +43,9 @@ struct BenchClient {
         for benchCase in options.cases {
             let result: BenchResult
             switch benchCase {
-            case .pingpong, .async64, .bulk16k: result = try await unary(benchCase, client)
-            case .stream: result = try await stream(client)
+            case .pingpong, .async64, .bulk16k, .bulk16k32: result = try await unary(benchCase, client)
+            case .stream:
+                result = try await withTaskExecutorPreference(client.executor) { try await stream(client) }
             }
             results.append(result)
         }
@@ -88,7 +89,8 @@ struct BenchClient {
         let cpu = cpuMeter(window)
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for worker in 0..<benchCase.inflight {
-                group.addTask {
+                // On the connection's loop: each call is written and its reply read on that thread, no hop.
+                group.addTask(executorPreference: client.executor) {
                     var latencies: [UInt64] = []
                     latencies.reserveCapacity(1 << 16)
                     var payload = BenchService.pattern(index: UInt32(worker), size: benchCase.size)

@@ -6,6 +6,7 @@ import Foundation
 ///     tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,…]
 ///     tokenet-bench server --cert F --key F --ca F [--lifetime S]
 ///     tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,…]
+///     tokenet-bench compare [--pins none,same,split] [--rounds N] [--anchors DIR] [--seconds S] [--warmup S]
 @main
 struct BenchMain {
     static func main() async {
@@ -18,6 +19,7 @@ struct BenchMain {
             case "run": try await BenchRun(options: options).run()
             case "server": try await BenchServer(options: options).run()
             case "client": try await BenchClient(options: options).runAndPrint()
+            case "compare": try await BenchCompare(options: options).run()
             case "help", "-h", "--help": print(BenchOptions.usage)
             default: throw BenchError("unknown subcommand \(command)\n\(BenchOptions.usage)")
             }

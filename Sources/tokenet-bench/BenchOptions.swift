@@ -4,6 +4,7 @@ struct BenchOptions: Sendable {
         usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...]
                tokenet-bench server --cert F --key F --ca F [--lifetime S]
                tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,...]
+               tokenet-bench compare [--pins none,same,split] [--rounds N] [--anchors DIR] [--seconds S] [--warmup S]
         cases: \(BenchCase.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)
         """
 
@@ -15,6 +16,10 @@ struct BenchOptions: Sendable {
     var warmup = 0.5
     var pin = Pinning.none
     var cases = BenchCase.allCases
+    /// `compare`: the pinnings to measure, rounds per pinning, and the anchors' folder.
+    var pins: [Pinning] = [.none, .same, .split]
+    var rounds = 1
+    var anchors: String?
     var port: UInt16?
     var certificate: String?
     var key: String?
@@ -59,6 +64,18 @@ struct BenchOptions: Sendable {
                     throw BenchError("--port needs a TCP port, not \(text)")
                 }
                 self.port = port
+            case "--pins":
+                pins = try value(name).split(separator: ",").map { text in
+                    guard let pinning = Pinning(rawValue: String(text)) else {
+                        throw BenchError("--pins takes none, same and split, separated by commas")
+                    }
+                    return pinning
+                }
+            case "--rounds":
+                let text = try value(name)
+                guard let count = Int(text), count >= 1 else { throw BenchError("--rounds needs a count of 1 or more") }
+                rounds = count
+            case "--anchors": anchors = try value(name)
             case "--cert": certificate = try value(name)
             case "--key": key = try value(name)
             case "--ca": ca = try value(name)

@@ -14,7 +14,8 @@ struct BenchServer {
                 certificateChainFile: files.certificate, privateKeyFile: files.key, trustedCAFile: files.ca)
         )
         let listener = try await TLSListener.bind(host: "127.0.0.1", port: 0, context: context, on: loop)
-        let server = RPCServer(router: BenchService.router)
+        // The echo handlers never block, so they run on the connection's loop (see `RPCServer`).
+        let server = RPCServer(router: BenchService.router, handlersOnConnectionLoop: true)
         let serving = Task { await server.serve(listener: listener) }
         FileHandle.standardOutput.write(Data("PORT \(listener.port)\n".utf8))
         // The parent stops the server with SIGTERM; the lifetime only guards against a parent that died.
