@@ -52,6 +52,14 @@ public struct AppViewTable: Equatable, Sendable {
         }
     }
 
+    /// A CPS CARD_STATE message from the TSP's broker: the card's state as the TSP has it now. A deleted token's row
+    /// is kept, marked removed, like after the wallet's TOKENIZED_CARD_REMOVED.
+    public mutating func apply(cardState: CardV1.TokenState, digitalCardID: String) {
+        guard !digitalCardID.isEmpty else { return }
+        rows[digitalCardID] = Row(
+            tokenState: cardState, updatedBy: "CARD_STATE", removed: cardState == .deactivated)
+    }
+
     /// The table as `IssuerApp.CardView` answers, rows sorted by digital card id.
     public var response: IssuerV1.CardViewResponse {
         IssuerV1.CardViewResponse(

@@ -37,18 +37,21 @@ public enum IssuerNode {
             Task { await party.tsp.registerUntilDone(logger: logger) }
         }
         let appView = IssuerAppView()
+        let appNotifications = IssuerAppNotificationHandler(view: appView, logger: logger)
         if context.options.peers[.wallet] != nil {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             Task { await link.run() }
         }
-        // The TSP's notifications; the recording handler stands in until the app processes them.
-        try context.subscribeToNotifications(handler: RecordingNotificationHandler(logger: logger))
+        // The TSP's notifications, processed by the issuer app (processNotification, then the app's action).
+        try context.subscribeToNotifications(handler: appNotifications)
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)
         party.control.register(on: &router)
         party.otp.register(on: &router)
         party.callCentre.register(on: &router)
+        party.cardCare.register(on: &router)
+        IssuerAppInboxService(handler: appNotifications, tsp: party.tsp.caller, logger: logger).register(on: &router)
         party.registerAuthentication(on: &router)
         party.appToApp.register(on: &router)
         return router

@@ -13,6 +13,7 @@ struct IssuerParty: Sendable {
     let control: IssuerControlService
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
+    let cardCare: IssuerCardCareService
     let appToApp: IssuerAppToAppService
     /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
     /// and logs in.
@@ -47,6 +48,7 @@ struct IssuerParty: Sendable {
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
+        self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment
         let app = IssuerAppAuthenticator(

@@ -28,7 +28,7 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
 
     func digitize(_ request: TspV1.DigitizeRequest, context: ServerContext) async throws -> TspV1.DigitizeResponse {
         try await tsp.handling("Digitize", context) { log in
-            try await tsp.digitize(request, traceID: context.traceID, log: log)
+            try await tsp.digitize(request, traceID: context.traceID, walletNodeID: context.peer?.nodeID, log: log)
         }
     }
 

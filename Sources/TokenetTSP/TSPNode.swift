@@ -40,20 +40,22 @@ public enum TSPNode {
     public static func services(
         dataDirectory: String, issuer: any RPCCaller, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
-        accessTokens: (any AccessTokenVerifier)? = nil
+        notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
+        let broker: NotificationBroker
         do {
             let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
-            let broker = try NotificationBroker.open(
+            broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
-                accessTokenKey: accessTokenKey, now: now, notifications: broker, accessTokenVerifier: accessTokens)
+                accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
+                accessTokenVerifier: accessTokens)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }
@@ -63,7 +65,10 @@ public enum TSPNode {
         ControlService(tsp: service).register(on: &router)
         IdvService(tsp: service).register(on: &router)
         IssuerIdvService(tsp: service).register(on: &router)
-        NotificationsService(broker: service.notifications, logger: logger).register(on: &router)
+        NotificationsService(broker: broker, logger: logger).register(on: &router)
+        LifecycleService(tsp: service).register(on: &router)
+        TransactionsService(tsp: service).register(on: &router)
+        IssuerCardUpdatesService(tsp: service).register(on: &router)
         EnrolmentService(tsp: service).register(on: &router)
         AuthenticationService(tsp: service).register(on: &router)
         return router

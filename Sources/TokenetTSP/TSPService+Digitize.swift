@@ -9,7 +9,8 @@ extension TSPService {
     /// request and its INACTIVE token; (2) the issuer is asked, outside any transaction, under a deadline; (3) one
     /// transaction records the decision, the token's event and the answer. A retry after a crash between the steps
     /// finds the pending request and resumes at step 2 with the same token.
-    func digitize(_ request: TspV1.DigitizeRequest, traceID: String, log: Logger) async throws
+    func digitize(_ request: TspV1.DigitizeRequest, traceID: String, walletNodeID: String? = nil, log: Logger)
+        async throws
         -> TspV1.DigitizeResponse
     {
         guard !request.requestID.isEmpty else {
@@ -18,7 +19,9 @@ extension TSPService {
         guard !request.eligibilityReceipt.isEmpty else {
             throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
         }
-        let start = try store.beginDigitization(request, nowMs: nowMs, traceID: traceID) { pan, scheme in
+        let start = try store.beginDigitization(
+            request, nowMs: nowMs, traceID: traceID, walletNodeID: walletNodeID
+        ) { pan, scheme in
             try newToken(for: pan, scheme: scheme)
         }
         let pending: PendingDigitization

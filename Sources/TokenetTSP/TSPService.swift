@@ -14,8 +14,8 @@ final class TSPService: Sendable {
     let issuerOTP: IssuerV1.IssuerOtp.Client
     let logger: Logger
     let now: @Sendable () -> Date
-    /// The durable notification broker: the TSP's components publish to wallets and issuers through it.
-    let notifications: NotificationBroker
+    /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
+    let notifications: any NotificationPublishing
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
     let authentication: TSPAuthentication
     /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):
@@ -26,7 +26,7 @@ final class TSPService: Sendable {
     init(
         store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
         logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
-        notifications: NotificationBroker, accessTokenVerifier: (any AccessTokenVerifier)? = nil
+        notifications: any NotificationPublishing, accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
         let authentication = TSPAuthentication(
             store: store, signer: AccessTokenSigner(key: accessTokenKey), configuration: configuration, now: now)

@@ -30,7 +30,7 @@ extension TSPStore {
     /// consumed, and the token is stored INACTIVE with its first event. The issuer is asked only after this commits,
     /// so a crash at any point leaves at most one token per request id.
     func beginDigitization(
-        _ request: TspV1.DigitizeRequest, nowMs: UInt64, traceID: String,
+        _ request: TspV1.DigitizeRequest, nowMs: UInt64, traceID: String, walletNodeID: String? = nil,
         makeToken: (PAN, CardScheme) throws -> NewToken
     ) throws -> DigitizationStart {
         try database.transaction { tx in
@@ -68,18 +68,19 @@ extension TSPStore {
                 digitalCardID: new.digitalCardID.rawValue, scheme: receipt.scheme, tokenLast4: new.tokenPAN.last4,
                 tokenExpiry: new.expiry.description, panLast4: pan.last4, issuerID: receipt.issuerID,
                 walletAccountID: receipt.walletAccountID, deviceID: receipt.deviceID, state: .inactive,
-                decidedBy: nil)
+                decidedBy: nil, walletNodeID: walletNodeID)
             _ = try tx.execute(
                 """
                 INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
-                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?)
+                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms,
+                    wallet_node_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?, ?)
                 """,
                 [
                     token.digitalCardID, token.scheme.rawValue,
                     try vault.seal(new.tokenPAN, recordID: "token:\(token.digitalCardID)"), token.tokenLast4,
                     token.tokenExpiry, try vault.seal(pan, recordID: token.digitalCardID), token.panLast4,
-                    token.issuerID, token.walletAccountID, token.deviceID, Int64(nowMs), Int64(nowMs),
+                    token.issuerID, token.walletAccountID, token.deviceID, Int64(nowMs), Int64(nowMs), walletNodeID,
                 ])
             try recordEvent(
                 tx, token: token.digitalCardID, from: nil, to: .inactive, actor: "tsp",

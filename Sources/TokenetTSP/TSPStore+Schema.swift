@@ -152,5 +152,32 @@ extension TSPStore {
         Migration(
             version: 5, name: "token_issuer_account",
             sql: "ALTER TABLE tokens ADD COLUMN issuer_account_id TEXT;"),
+        Migration(
+            version: 6, name: "lifecycle",
+            sql: """
+                ALTER TABLE tokens ADD COLUMN wallet_node_id TEXT;
+                ALTER TABLE tokens ADD COLUMN last_call_at_ms INTEGER;
+                CREATE TABLE transactions (
+                    id TEXT PRIMARY KEY,
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    amount_minor INTEGER NOT NULL,
+                    currency TEXT NOT NULL,
+                    merchant TEXT NOT NULL,
+                    approved INTEGER NOT NULL,
+                    at_ms INTEGER NOT NULL,
+                    authn_request_id TEXT UNIQUE,
+                    authn_status TEXT CHECK (authn_status IN ('PENDING', 'PROCEEDED', 'CANCELLED')),
+                    authn_expires_at_ms INTEGER,
+                    authn_answered_at_ms INTEGER
+                );
+                CREATE INDEX transactions_token ON transactions(digital_card_id, at_ms);
+                CREATE TABLE key_batches (
+                    id TEXT PRIMARY KEY,
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    keys_issued INTEGER NOT NULL,
+                    keys_remaining_before INTEGER NOT NULL,
+                    at_ms INTEGER NOT NULL
+                );
+                """),
     ]
 }

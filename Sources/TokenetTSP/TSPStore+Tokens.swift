@@ -31,6 +31,8 @@ struct TokenRecord: Sendable, Equatable {
     var deviceID: String
     var state: TokenLifecycleStateMachine.State
     var decidedBy: String?
+    /// The certificate node id of the wallet node that digitized the token: its broker queue is "wallet/ID".
+    var walletNodeID: String? = nil
     /// The issuer's account the card belongs to, as the issuer named it in its decision.
     var issuerAccountID: String? = nil
 
@@ -89,7 +91,7 @@ extension TSPStore {
 
     static let tokenColumns = """
         digital_card_id, scheme, token_last4, token_expiry, pan_last4, issuer_id, wallet_account_id, device_id,
-        state, decided_by, issuer_account_id
+        state, decided_by, issuer_account_id, wallet_node_id
         """
 
     static func token(from row: Row) throws -> TokenRecord {
@@ -98,7 +100,7 @@ extension TSPStore {
             tokenLast4: try row.text(2), tokenExpiry: try row.text(3), panLast4: try row.text(4),
             issuerID: try row.text(5), walletAccountID: try row.text(6), deviceID: try row.text(7),
             state: TokenLifecycleStateMachine.State(rawValue: try row.text(8)) ?? .deactivated,
-            decidedBy: try row.get(9), issuerAccountID: try row.get(10))
+            decidedBy: try row.get(9), walletNodeID: try row.get(11), issuerAccountID: try row.get(10))
     }
 
     func tokens(walletAccountID: String?) throws -> [TokenRecord] {

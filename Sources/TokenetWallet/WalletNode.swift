@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -28,10 +29,16 @@ public enum WalletNode {
                 "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
-        // The TSP's notifications; the recording handler stands in until the wallet processes them.
-        try context.subscribeToNotifications(handler: RecordingNotificationHandler(logger: context.logger))
+        // The TSP's notifications, handled by the wallet (token states, transactions, messages, payment keys).
         let issuer = context.options.peers[.issuer] == nil ? nil : try context.channel(to: .issuer)
-        return router(tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer)
+        let handler = Mutex<(any NotificationHandler)?>(nil)
+        let router = router(
+            tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer,
+            notifications: { made in handler.withLock { $0 = made } }, issueKeysAtActivation: true)
+        if let handler = handler.withLock({ $0 }) {
+            try context.subscribeToNotifications(handler: handler)
+        }
+        return router
     }
 
     /// The router for given peers and storage; tests pass fakes of the TSP.
@@ -39,9 +46,19 @@ public enum WalletNode {
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
-        events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil
+        events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil,
+        notifications: ((any NotificationHandler) -> Void)? = nil, issueKeysAtActivation: Bool = false
     ) -> RPCRouter {
         var router = RPCRouter()
+        let updates = WalletTokenUpdates(
+            tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
+            walletAccountID: configuration.walletAccountID, logger: logger, clock: clock)
+        WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
+        notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
+        if issueKeysAtActivation {
+            let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
+            Task { await keys.run(events) }
+        }
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,
             events: events

@@ -6,7 +6,7 @@ import TokenetWire
 ///
 /// Every change is one statement in one transaction. The card number is never stored: only its last four digits.
 public final class WalletStore: Sendable {
-    private let database: Database
+    let database: Database
 
     static let migrations = [
         Migration(
@@ -27,7 +27,31 @@ public final class WalletStore: Sendable {
                     created_at_ms INTEGER NOT NULL,
                     updated_at_ms INTEGER NOT NULL
                 );
-                """)
+                """),
+        Migration(
+            version: 2, name: "notifications",
+            sql: """
+                CREATE TABLE inbox (
+                    message_id TEXT PRIMARY KEY,
+                    received_at_ms INTEGER NOT NULL,
+                    notification BLOB NOT NULL
+                );
+                CREATE TABLE transactions (
+                    transaction_id TEXT PRIMARY KEY,
+                    digital_card_id TEXT NOT NULL,
+                    amount_minor INTEGER NOT NULL,
+                    currency TEXT NOT NULL,
+                    merchant TEXT NOT NULL,
+                    approved INTEGER NOT NULL,
+                    transaction_at_ms INTEGER NOT NULL,
+                    last_call_ms INTEGER NOT NULL
+                );
+                CREATE TABLE payment_keys (
+                    card_id INTEGER PRIMARY KEY REFERENCES cards(id),
+                    remaining INTEGER NOT NULL,
+                    batches INTEGER NOT NULL
+                );
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -156,7 +180,7 @@ public final class WalletStore: Sendable {
         }
     }
 
-    private func fetch(_ id: Int64) throws -> WalletCardRecord? {
+    func fetch(_ id: Int64) throws -> WalletCardRecord? {
         try database.queryOne("SELECT * FROM cards WHERE id = ?", [id]).map(Self.record)
     }
 
@@ -181,7 +205,7 @@ public final class WalletStore: Sendable {
             result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) })
     }
 
-    private func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {
+    func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {
         do {
             return try body()
         } catch let error as WalletError {

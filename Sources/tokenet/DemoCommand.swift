@@ -67,6 +67,9 @@ struct DemoCommand {
                     try ProvisioningChoreography(
                         pkiDirectory: pkiDirectory, fixturePath: fixture, timeout: options.timeout,
                         interruption: interruption))
+                choreographies.append(
+                    NotificationChoreography(
+                        pkiDirectory: pkiDirectory, timeout: options.timeout, interruption: interruption))
             } else {
                 printOut("Provisioning skipped: it needs Tools/gen-certs (the operator role) and \(Self.fixturePath)")
             }

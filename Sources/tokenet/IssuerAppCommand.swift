@@ -6,8 +6,9 @@ import TokenetWire
 enum IssuerAppCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer-app",
-        summary: "Drive the issuer app: activate accounts (one, or the linked ones), list them, log in.",
-        help: help, actions: [activate, accounts, activateLinked, login, deleteAccount, authorize])
+        summary: "Drive the issuer app: activate accounts, log in, read its notifications, answer AUTHN requests.",
+        help: help + notificationHelp,
+        actions: [activate, accounts, activateLinked, login, deleteAccount, authorize] + notificationActions)
 
     static let help = """
         Usage: tokenet issuer-app activate ADDR --code CODE --ref REFERENCE [--name NAME] [--pin PIN] [OPTIONS]

@@ -4,8 +4,10 @@ import TokenetWire
 /// `tokenet tsp tokens|history ADDR …`: an operator at the TSP, through tsp-node's TspControl service.
 enum TSPCommand {
     static let subcommand = PartyCommandGroup.subcommand(
-        name: "tsp", summary: "List a tsp-node's tokens, or show one token's audit trail.", help: help,
-        actions: [tokens, history])
+        name: "tsp",
+        summary: "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments.",
+        help: help + lifecycleHelp,
+        actions: [tokens, history] + lifecycleActions)
 
     static let help = """
         Usage: tokenet tsp tokens ADDR [--wallet-account ID] [OPTIONS]

@@ -7,7 +7,8 @@ enum WalletCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "wallet",
         summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
-        help: help, actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp])
+        help: help + lifecycleHelp,
+        actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp] + lifecycleActions)
 
     static let help = """
         Usage: tokenet wallet add-card ADDR --pan PAN --exp MM/YY [--cvc CVC] [--name NAME] [OPTIONS]

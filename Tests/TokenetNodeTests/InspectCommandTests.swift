@@ -45,9 +45,10 @@ import Testing
         #expect(
             result.stdout
                 == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\ntokenet.tsp.v1.Authentication\n"
-                + "tokenet.tsp.v1.Enrolment\ntokenet.tsp.v1.Idv\n"
+                + "tokenet.tsp.v1.Enrolment\ntokenet.tsp.v1.Idv\ntokenet.tsp.v1.IssuerCardUpdates\n"
                 + "tokenet.tsp.v1.IssuerIdv\ntokenet.tsp.v1.Issuers\ntokenet.tsp.v1.Notifications\n"
-                + "tokenet.tsp.v1.Provisioning\ntokenet.tsp.v1.TspControl\n")
+                + "tokenet.tsp.v1.Provisioning\ntokenet.tsp.v1.TokenLifecycle\ntokenet.tsp.v1.Transactions\n"
+                + "tokenet.tsp.v1.TspControl\n")
     }
 
     @Test func listShowsAServicesMethodsWithTheirTypes() throws {

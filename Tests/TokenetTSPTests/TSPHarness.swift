@@ -37,10 +37,13 @@ struct TSPHarness {
     let otp: FakeIssuerOTP
     let idv: TspV1.Idv.Client
     let issuerIdv: TspV1.IssuerIdv.Client
+    /// Every notification the TSP published, with its queues.
+    let published: RecordingPublisher
 
     static func make(
         configuration: TSPConfiguration = TSPHarness.configuration, directory: String? = nil,
         issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock(), otp: FakeIssuerOTP = FakeIssuerOTP(),
+        published: RecordingPublisher = RecordingPublisher(),
         accessTokens: (any AccessTokenVerifier)? = nil
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
@@ -58,14 +61,16 @@ struct TSPHarness {
         let logs = MemoryLogSink()
         let router = try TSPNode.services(
             dataDirectory: directory, issuer: issuerCaller, logger: Logger(node: "tsp-node", sink: logs),
-            configuration: configuration, now: { clock.now }, accessTokens: accessTokens)
+            configuration: configuration, now: { clock.now }, notifications: published,
+            accessTokens: accessTokens)
         return TSPHarness(
             directory: directory, clock: clock, issuer: issuer, logs: logs, router: router,
             wallet: TspV1.Provisioning.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),
             issuers: TspV1.Issuers.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))),
             control: TspV1.TspControl.Client(connect(router, as: PeerIdentity(role: .operator, nodeID: "op-1"))),
             otp: otp, idv: TspV1.Idv.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),
-            issuerIdv: TspV1.IssuerIdv.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))))
+            issuerIdv: TspV1.IssuerIdv.Client(connect(router, as: PeerIdentity(role: .issuer, nodeID: "issuer-1"))),
+            published: published)
     }
 
     /// The deployed policy, with a generous issuer deadline: on a loaded machine the fake issuer may take seconds to

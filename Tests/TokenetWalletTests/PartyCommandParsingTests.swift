@@ -35,6 +35,29 @@ import Testing
         (["issuer", "push-card", "--mode", "receipt"] + nowhere, "missing CARD_ID"),
         (["tsp", "history"] + nowhere, "missing DIGITAL_CARD_ID"),
         (["tsp", "tokens", "127.0.0.1:1", "extra", "--plaintext"], "unexpected arguments"),
+        (["wallet", "suspend", "127.0.0.1:1", "card-1", "--plaintext"], "--reason CODE is required"),
+        (["wallet", "delete"] + nowhere, "missing CARD_REF"),
+        (["wallet", "pay"] + nowhere, "missing CARD_REF"),
+        (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give 1 to 10 DIGITAL_CARD_IDs"),
+        (["issuer", "renew-card", "127.0.0.1:1", "card-1", "--plaintext"], "give --pan, --exp or both"),
+        (["issuer", "send-message", "127.0.0.1:1", "DNITHE1", "--title", "t", "--plaintext"], "--body are required"),
+        (["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--plaintext"], "exactly one of --proceed and --cancel"),
+        (
+            ["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--proceed", "--cancel", "--plaintext"],
+            "exactly one of --proceed and --cancel"
+        ),
+        (["tsp", "resume-token", "--reason", "X"] + nowhere, "missing DIGITAL_CARD_ID"),
+        (["tsp", "simulate-transaction", "--amount", "1", "--merchant", "M"] + nowhere, "--card DIGITAL_CARD_ID"),
+        (["tsp", "simulate-transaction", "--card", "D", "--merchant", "M"] + nowhere, "--amount is required"),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "12.345", "--merchant", "M"] + nowhere,
+            "--amount must look like 12.50"
+        ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "0.00", "--merchant", "M"] + nowhere,
+            "--amount must be positive"
+        ),
+        (["tsp", "simulate-transaction", "--card", "D", "--amount", "1"] + nowhere, "--merchant is required"),
     ]
 
     @Test(arguments: usageErrors) func usageError(_ arguments: [String], _ message: String) async throws {

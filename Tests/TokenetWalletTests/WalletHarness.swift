@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetTransport
@@ -22,6 +23,10 @@ struct WalletHarness {
     let events = WalletEventHub(capacity: 8)
     let issuerApp: WalletV1.WalletEvents.Client
     let selection: WalletV1.WalletSelection.Client
+    /// The TSP's lifecycle API, the wallet's lifecycle service, and the wallet's handler of broker messages.
+    let lifecycleTSP = FakeTSPLifecycle()
+    let lifecycle: WalletV1.WalletLifecycle.Client
+    let notifications: any NotificationHandler
     /// In-app activation: the person opening the issuer app, and the issuer app answering.
     let appToApp: WalletV1.WalletAppToApp.Client
     let appToAppAsIssuer: WalletV1.WalletAppToApp.Client
@@ -39,6 +44,8 @@ struct WalletHarness {
         let idvTSP = FakeTSPIdv()
         idvTSP.register(on: &tspRouter)
         self.idvTSP = idvTSP
+        lifecycleTSP.register(on: &tspRouter)
+        let handler = Mutex<(any NotificationHandler)?>(nil)
         let tspClient = Self.serve(
             tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
@@ -49,12 +56,15 @@ struct WalletHarness {
                 Self.serve(
                     $0, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
                     server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
-            })
+            },
+            notifications: { made in handler.withLock { $0 = made } })
+        notifications = handler.withLock { $0! }
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
         idv = WalletV1.WalletIdv.Client(asOperator)
         selection = WalletV1.WalletSelection.Client(asOperator)
+        lifecycle = WalletV1.WalletLifecycle.Client(asOperator)
         appToApp = WalletV1.WalletAppToApp.Client(asOperator)
         let asIssuer = Self.serve(router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"), server: wallet)
         push = WalletV1.WalletPush.Client(asIssuer)
@@ -63,7 +73,7 @@ struct WalletHarness {
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
     }
 
-    private static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
+    static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
         let rpcServer = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair(client: client, server: server)
         Task { await rpcServer.serve(serverEnd) }

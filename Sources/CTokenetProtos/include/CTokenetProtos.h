@@ -15,17 +15,21 @@
 #include "tokenet/issuer/v1/app_to_app.pb-c.h"
 #include "tokenet/tsp/v1/auth.pb-c.h"
 #include "tokenet/issuer/v1/auth.pb-c.h"
+#include "tokenet/tsp/v1/lifecycle.pb-c.h"
+#include "tokenet/issuer/v1/card_care.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
 #include "tokenet/issuer/v1/decisions.pb-c.h"
+#include "tokenet/tsp/v1/notifications.pb-c.h"
+#include "tokenet/issuer/v1/inbox.pb-c.h"
 #include "tokenet/issuer/v1/otp.pb-c.h"
 #include "tokenet/reflection/v1/reflection.pb-c.h"
 #include "tokenet/testing/v1/all_types.pb-c.h"
 #include "tokenet/tsp/v1/control.pb-c.h"
 #include "tokenet/tsp/v1/idv.pb-c.h"
 #include "tokenet/tsp/v1/issuers.pb-c.h"
-#include "tokenet/tsp/v1/notifications.pb-c.h"
 #include "tokenet/tsp/v1/provisioning.pb-c.h"
 #include "tokenet/wallet/v1/idv.pb-c.h"
+#include "tokenet/wallet/v1/lifecycle.pb-c.h"
 #include "tokenet/wallet/v1/listener.pb-c.h"
 #include "tokenet/wallet/v1/push.pb-c.h"
 #include "tokenet/wire/v1/frame.pb-c.h"
@@ -81,8 +85,20 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_activate_response(void) {
     return &tokenet__issuer__v1__app_activate_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_answer_authn_request(void) {
+    return &tokenet__issuer__v1__app_answer_authn_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_answer_authn_response(void) {
+    return &tokenet__issuer__v1__app_answer_authn_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_authn(void) {
+    return &tokenet__issuer__v1__app_authn__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_card(void) {
     return &tokenet__issuer__v1__app_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_card_identity(void) {
+    return &tokenet__issuer__v1__app_card_identity__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_delete_account_request(void) {
     return &tokenet__issuer__v1__app_delete_account_request__descriptor;
@@ -95,6 +111,15 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_login_response(void) {
     return &tokenet__issuer__v1__app_login_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_notification(void) {
+    return &tokenet__issuer__v1__app_notification__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_notifications_request(void) {
+    return &tokenet__issuer__v1__app_notifications_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__app_notifications_response(void) {
+    return &tokenet__issuer__v1__app_notifications_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__authorize_app_session_request(void) {
     return &tokenet__issuer__v1__authorize_app_session_request__descriptor;
@@ -134,6 +159,21 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_card(void) {
     return &tokenet__issuer__v1__issuer_card__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_request(void) {
+    return &tokenet__issuer__v1__issuer_change_token_states_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_renew_card_request(void) {
+    return &tokenet__issuer__v1__issuer_renew_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_renew_card_response(void) {
+    return &tokenet__issuer__v1__issuer_renew_card_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_send_message_request(void) {
+    return &tokenet__issuer__v1__issuer_send_message_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_send_message_response(void) {
+    return &tokenet__issuer__v1__issuer_send_message_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__linked_account_result(void) {
     return &tokenet__issuer__v1__linked_account_result__descriptor;
@@ -252,6 +292,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__activation(void) {
     return &tokenet__tsp__v1__activation__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__answer_authn_request(void) {
+    return &tokenet__tsp__v1__answer_authn_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__answer_authn_response(void) {
+    return &tokenet__tsp__v1__answer_authn_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__authn_body(void) {
     return &tokenet__tsp__v1__authn_body__descriptor;
 }
@@ -263,6 +309,18 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__card_state_body(void) {
     return &tokenet__tsp__v1__card_state_body__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__change_issuer_token_states_request(void) {
+    return &tokenet__tsp__v1__change_issuer_token_states_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__change_issuer_token_states_response(void) {
+    return &tokenet__tsp__v1__change_issuer_token_states_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__change_token_state_request(void) {
+    return &tokenet__tsp__v1__change_token_state_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__change_token_state_response(void) {
+    return &tokenet__tsp__v1__change_token_state_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__check_eligibility_request(void) {
     return &tokenet__tsp__v1__check_eligibility_request__descriptor;
@@ -312,6 +370,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_tokens_response(void) {
     return &tokenet__tsp__v1__list_tokens_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_transactions_request(void) {
+    return &tokenet__tsp__v1__list_transactions_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_transactions_response(void) {
+    return &tokenet__tsp__v1__list_transactions_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__login_request(void) {
     return &tokenet__tsp__v1__login_request__descriptor;
 }
@@ -351,8 +415,26 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_response(void) {
     return &tokenet__tsp__v1__register_issuer_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__renew_card_request(void) {
+    return &tokenet__tsp__v1__renew_card_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__renew_card_response(void) {
+    return &tokenet__tsp__v1__renew_card_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__replenish_payment_keys_request(void) {
+    return &tokenet__tsp__v1__replenish_payment_keys_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__replenish_payment_keys_response(void) {
+    return &tokenet__tsp__v1__replenish_payment_keys_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__replenishment_body(void) {
     return &tokenet__tsp__v1__replenishment_body__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__request_replenishment_request(void) {
+    return &tokenet__tsp__v1__request_replenishment_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__request_replenishment_response(void) {
+    return &tokenet__tsp__v1__request_replenishment_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__resend_otp_request(void) {
     return &tokenet__tsp__v1__resend_otp_request__descriptor;
@@ -372,6 +454,18 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__select_idv_method_response(void) {
     return &tokenet__tsp__v1__select_idv_method_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__send_card_message_request(void) {
+    return &tokenet__tsp__v1__send_card_message_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__send_card_message_response(void) {
+    return &tokenet__tsp__v1__send_card_message_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__simulate_transaction_request(void) {
+    return &tokenet__tsp__v1__simulate_transaction_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__simulate_transaction_response(void) {
+    return &tokenet__tsp__v1__simulate_transaction_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__submit_otp_request(void) {
     return &tokenet__tsp__v1__submit_otp_request__descriptor;
 }
@@ -390,11 +484,17 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_history_response(void) {
     return &tokenet__tsp__v1__token_history_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_state_result(void) {
+    return &tokenet__tsp__v1__token_state_result__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__token_summary(void) {
     return &tokenet__tsp__v1__token_summary__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__transaction_body(void) {
     return &tokenet__tsp__v1__transaction_body__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__tsp_transaction(void) {
+    return &tokenet__tsp__v1__tsp_transaction__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__unlock_credentials_request(void) {
     return &tokenet__tsp__v1__unlock_credentials_request__descriptor;
@@ -459,6 +559,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__open_issuer_app_response(void) {
     return &tokenet__wallet__v1__open_issuer_app_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__payment_keys_request(void) {
+    return &tokenet__wallet__v1__payment_keys_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__payment_keys_response(void) {
+    return &tokenet__wallet__v1__payment_keys_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__push_card_data_request(void) {
     return &tokenet__wallet__v1__push_card_data_request__descriptor;
 }
@@ -480,8 +586,20 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_card(void) {
     return &tokenet__wallet__v1__wallet_card__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_change_card_state_request(void) {
+    return &tokenet__wallet__v1__wallet_change_card_state_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_change_card_state_response(void) {
+    return &tokenet__wallet__v1__wallet_change_card_state_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_event(void) {
     return &tokenet__wallet__v1__wallet_event__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_inbox_request(void) {
+    return &tokenet__wallet__v1__wallet_inbox_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_inbox_response(void) {
+    return &tokenet__wallet__v1__wallet_inbox_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_resend_otp_request(void) {
     return &tokenet__wallet__v1__wallet_resend_otp_request__descriptor;
@@ -500,6 +618,15 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_submit_otp_response(void) {
     return &tokenet__wallet__v1__wallet_submit_otp_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_transaction(void) {
+    return &tokenet__wallet__v1__wallet_transaction__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_transactions_request(void) {
+    return &tokenet__wallet__v1__wallet_transactions_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__wallet_transactions_response(void) {
+    return &tokenet__wallet__v1__wallet_transactions_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wire__v1__call_start(void) {
     return &tokenet__wire__v1__call_start__descriptor;

@@ -24,11 +24,18 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.AppAccountsResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppActivateRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppActivateResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAnswerAuthnRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAnswerAuthnResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppAuthn.samples() as [any ProtoMessage]
     all += IssuerV1.AppCard.samples() as [any ProtoMessage]
+    all += IssuerV1.AppCardIdentity.samples() as [any ProtoMessage]
     all += IssuerV1.AppDeleteAccountRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppDeleteAccountResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AppLoginRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AppLoginResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotification.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotificationsRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.AppNotificationsResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeAppSessionRequest.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeAppSessionResponse.samples() as [any ProtoMessage]
     all += IssuerV1.AuthorizeDigitizationRequest.samples() as [any ProtoMessage]
@@ -42,6 +49,11 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.EnrollRequest.samples() as [any ProtoMessage]
     all += IssuerV1.EnrollResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerChangeTokenStatesRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerRenewCardRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSendMessageResponse.samples() as [any ProtoMessage]
     all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
@@ -81,10 +93,16 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.ActivateTokenRequest.samples() as [any ProtoMessage]
     all += TspV1.ActivateTokenResponse.samples() as [any ProtoMessage]
     all += TspV1.Activation.samples() as [any ProtoMessage]
+    all += TspV1.AnswerAuthnRequest.samples() as [any ProtoMessage]
+    all += TspV1.AnswerAuthnResponse.samples() as [any ProtoMessage]
     all += TspV1.AuthnBody.samples() as [any ProtoMessage]
     all += TspV1.BinRange.samples() as [any ProtoMessage]
     all += TspV1.CardRenewalBody.samples() as [any ProtoMessage]
     all += TspV1.CardStateBody.samples() as [any ProtoMessage]
+    all += TspV1.ChangeIssuerTokenStatesRequest.samples() as [any ProtoMessage]
+    all += TspV1.ChangeIssuerTokenStatesResponse.samples() as [any ProtoMessage]
+    all += TspV1.ChangeTokenStateRequest.samples() as [any ProtoMessage]
+    all += TspV1.ChangeTokenStateResponse.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityRequest.samples() as [any ProtoMessage]
     all += TspV1.CheckEligibilityResponse.samples() as [any ProtoMessage]
     all += TspV1.CreatePushReceiptRequest.samples() as [any ProtoMessage]
@@ -101,6 +119,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
+    all += TspV1.ListTransactionsRequest.samples() as [any ProtoMessage]
+    all += TspV1.ListTransactionsResponse.samples() as [any ProtoMessage]
     all += TspV1.LoginRequest.samples() as [any ProtoMessage]
     all += TspV1.LoginResponse.samples() as [any ProtoMessage]
     all += TspV1.MessagingBody.samples() as [any ProtoMessage]
@@ -114,21 +134,33 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.RegisterEnrolmentResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.RenewCardRequest.samples() as [any ProtoMessage]
+    all += TspV1.RenewCardResponse.samples() as [any ProtoMessage]
+    all += TspV1.ReplenishPaymentKeysRequest.samples() as [any ProtoMessage]
+    all += TspV1.ReplenishPaymentKeysResponse.samples() as [any ProtoMessage]
     all += TspV1.ReplenishmentBody.samples() as [any ProtoMessage]
+    all += TspV1.RequestReplenishmentRequest.samples() as [any ProtoMessage]
+    all += TspV1.RequestReplenishmentResponse.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.ResendOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.ResyncRequest.samples() as [any ProtoMessage]
     all += TspV1.ResyncResponse.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += TspV1.SelectIdvMethodResponse.samples() as [any ProtoMessage]
+    all += TspV1.SendCardMessageRequest.samples() as [any ProtoMessage]
+    all += TspV1.SendCardMessageResponse.samples() as [any ProtoMessage]
+    all += TspV1.SimulateTransactionRequest.samples() as [any ProtoMessage]
+    all += TspV1.SimulateTransactionResponse.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.SubscribeRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenEvent.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryRequest.samples() as [any ProtoMessage]
     all += TspV1.TokenHistoryResponse.samples() as [any ProtoMessage]
+    all += TspV1.TokenStateResult.samples() as [any ProtoMessage]
     all += TspV1.TokenSummary.samples() as [any ProtoMessage]
     all += TspV1.TransactionBody.samples() as [any ProtoMessage]
+    all += TspV1.TspTransaction.samples() as [any ProtoMessage]
     all += TspV1.UnlockCredentialsRequest.samples() as [any ProtoMessage]
     all += TspV1.UnlockCredentialsResponse.samples() as [any ProtoMessage]
     all += TspV1.VerifyActivationRequest.samples() as [any ProtoMessage]
@@ -150,6 +182,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.ManualCard.samples() as [any ProtoMessage]
     all += WalletV1.OpenIssuerAppRequest.samples() as [any ProtoMessage]
     all += WalletV1.OpenIssuerAppResponse.samples() as [any ProtoMessage]
+    all += WalletV1.PaymentKeysRequest.samples() as [any ProtoMessage]
+    all += WalletV1.PaymentKeysResponse.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataRequest.samples() as [any ProtoMessage]
     all += WalletV1.PushCardDataResponse.samples() as [any ProtoMessage]
     all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
@@ -157,13 +191,20 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.SetActiveWalletAccountRequest.samples() as [any ProtoMessage]
     all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
+    all += WalletV1.WalletChangeCardStateRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletChangeCardStateResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletEvent.samples() as [any ProtoMessage]
+    all += WalletV1.WalletInboxRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletInboxResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletResendOtpResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletSelectIdvMethodResponse.samples() as [any ProtoMessage]
     all += WalletV1.WalletSubmitOtpRequest.samples() as [any ProtoMessage]
     all += WalletV1.WalletSubmitOtpResponse.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransaction.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransactionsRequest.samples() as [any ProtoMessage]
+    all += WalletV1.WalletTransactionsResponse.samples() as [any ProtoMessage]
     all += WireV1.CallStart.samples() as [any ProtoMessage]
     all += WireV1.Cancel.samples() as [any ProtoMessage]
     all += WireV1.Frame.samples() as [any ProtoMessage]
@@ -362,6 +403,39 @@ extension IssuerV1.AppActivateResponse {
     }
 }
 
+extension IssuerV1.AppAnswerAuthnRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.proceed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAnswerAuthnResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppAuthn {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension IssuerV1.AppCard {
     static func samples() -> [Self] {
         var base = Self()
@@ -369,6 +443,18 @@ extension IssuerV1.AppCard {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.updatedBy = "updated_by-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.removed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppCardIdentity {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -410,6 +496,39 @@ extension IssuerV1.AppLoginResponse {
         base.expiresAtMs = 18446744073709551613
         base.deviceID = "device_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotification {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.processed = true
+        base.messageType = "message_type-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.lastCallTimestampMs = 18446744073709551611
+        base.action = "action-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.notification = TspV1.Notification.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotificationsRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.AppNotificationsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notifications = [IssuerV1.AppNotification.samples()[0], IssuerV1.AppNotification.samples()[0]]
+        base.authnRequests = [IssuerV1.AppAuthn.samples()[0], IssuerV1.AppAuthn.samples()[0]]
+        base.cardIds = [IssuerV1.AppCardIdentity.samples()[0], IssuerV1.AppCardIdentity.samples()[0]]
         var all = [base]
         return all
     }
@@ -561,6 +680,61 @@ extension IssuerV1.IssuerCard {
         base.cardholderName = "cardholder_name-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerChangeTokenStatesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerRenewCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pan = "pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerRenewCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.renewedDigitalCardIds = ["renewed_digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-5 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerSendMessageRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension IssuerV1.IssuerSendMessageResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1033,6 +1207,27 @@ extension TspV1.Activation {
     }
 }
 
+extension TspV1.AnswerAuthnRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.proceed = true
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.AnswerAuthnResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.transactionID = "transaction_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.AuthnBody {
     static func samples() -> [Self] {
         var base = Self()
@@ -1074,6 +1269,48 @@ extension TspV1.CardStateBody {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeIssuerTokenStatesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeIssuerTokenStatesResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeTokenStateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ChangeTokenStateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.previousState = CardV1.TokenState(rawValue: 1)
+        base.tokenState = CardV1.TokenState(rawValue: 1)
         var all = [base]
         return all
     }
@@ -1275,6 +1512,24 @@ extension TspV1.ListTokensResponse {
     }
 }
 
+extension TspV1.ListTransactionsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ListTransactionsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactions = [TspV1.TspTransaction.samples()[0], TspV1.TspTransaction.samples()[0]]
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.LoginRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1452,11 +1707,72 @@ extension TspV1.RegisterIssuerResponse {
     }
 }
 
+extension TspV1.RenewCardRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.cardData = CardV1.EncryptedCardData.samples()[0]
+        base.previousCardID = "previous_card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.newCardID = "new_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RenewCardResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.renewedDigitalCardIds = ["renewed_digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.panLast4 = "pan_last4-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ReplenishPaymentKeysRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysRemaining = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.ReplenishPaymentKeysResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.batchID = "batch_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysIssued = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.ReplenishmentBody {
     static func samples() -> [Self] {
         var base = Self()
         base.keysIssued = 3999999999
         base.keysRemainingBefore = 3999999998
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RequestReplenishmentRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.RequestReplenishmentResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1526,6 +1842,52 @@ extension TspV1.SelectIdvMethodResponse {
     }
 }
 
+extension TspV1.SendCardMessageRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SendCardMessageResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SimulateTransactionRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -16937511738642
+        base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authn = true
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.SimulateTransactionResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authnRequestID = "authn_request_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.lastCallTimestampMs = 18446744073709551611
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.SubmitOtpRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1589,6 +1951,18 @@ extension TspV1.TokenHistoryResponse {
     }
 }
 
+extension TspV1.TokenStateResult {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.statusCode = -3000009
+        base.message = "message-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
 extension TspV1.TokenSummary {
     static func samples() -> [Self] {
         var base = Self()
@@ -1614,6 +1988,23 @@ extension TspV1.TransactionBody {
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.transactionAtMs = 18446744073709551609
+        var all = [base]
+        return all
+    }
+}
+
+extension TspV1.TspTransaction {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -24856511794075
+        base.currency = "currency-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.atMs = 18446744073709551609
+        base.approved = true
+        base.authnRequestID = "authn_request_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authnStatus = "authn_status-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         var all = [base]
         return all
     }
@@ -1851,6 +2242,29 @@ extension WalletV1.OpenIssuerAppResponse {
     }
 }
 
+extension WalletV1.PaymentKeysRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.PaymentKeysResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.keysRemaining = 3999999997
+        base.threshold = 3999999996
+        base.batches = 3999999995
+        base.replenished = true
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.PushCardDataRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1927,6 +2341,26 @@ extension WalletV1.WalletCard {
     }
 }
 
+extension WalletV1.WalletChangeCardStateRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.action = TspV1.LifecycleAction(rawValue: 1)
+        base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletChangeCardStateResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.card = WalletV1.WalletCard.samples()[0]
+        var all = [base]
+        return all
+    }
+}
+
 extension WalletV1.WalletEvent {
     static func samples() -> [Self] {
         var base = Self()
@@ -1936,6 +2370,23 @@ extension WalletV1.WalletEvent {
         base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.atMs = 18446744073709551609
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletInboxRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletInboxResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.notifications = [TspV1.Notification.samples()[0], TspV1.Notification.samples()[0]]
         var all = [base]
         return all
     }
@@ -2001,6 +2452,40 @@ extension WalletV1.WalletSubmitOtpResponse {
         base.card = WalletV1.WalletCard.samples()[0]
         base.result = TspV1.OtpResult(rawValue: 1)
         base.triesLeft = 3999999997
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransaction {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactionID = "transaction_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.amountMinor = -24856511794075
+        base.currency = "currency-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.merchant = "merchant-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.transactionAtMs = 18446744073709551608
+        base.lastCallTimestampMs = 18446744073709551607
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransactionsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        var all = [base]
+        return all
+    }
+}
+
+extension WalletV1.WalletTransactionsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.transactions = [WalletV1.WalletTransaction.samples()[0], WalletV1.WalletTransaction.samples()[0]]
         var all = [base]
         return all
     }

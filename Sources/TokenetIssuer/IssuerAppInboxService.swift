@@ -1,0 +1,41 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.issuer.v1.IssuerAppInbox`: operators read the app's notifications and give the cardholder's answer to
+/// an authentication request, which the app sends to the TSP.
+struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
+    let handler: IssuerAppNotificationHandler
+    /// The TSP; nil when issuer-node was started without `--tsp`.
+    let tsp: (any RPCCaller)?
+    let logger: Logger
+
+    func notifications(_ request: IssuerV1.AppNotificationsRequest, context: ServerContext) async throws
+        -> IssuerV1.AppNotificationsResponse
+    {
+        handler.snapshot.response
+    }
+
+    func answerAuthn(_ request: IssuerV1.AppAnswerAuthnRequest, context: ServerContext) async throws
+        -> IssuerV1.AppAnswerAuthnResponse
+    {
+        guard !request.authnRequestID.isEmpty else { throw RPCError(.invalidArgument, "authn_request_id is required") }
+        do {
+            _ = try handler.pendingAuthn(request.authnRequestID)
+        } catch .unknown(let id) {
+            throw RPCError(.notFound, "the app has no authentication request \"\(id)\"; see its notifications")
+        } catch .alreadyAnswered(let id, let status) {
+            throw RPCError(.failedPrecondition, "authentication request \"\(id)\" was already answered: \(status)")
+        }
+        guard let tsp else {
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot answer the TSP")
+        }
+        let answer = try await TspV1.Transactions.Client(tsp).answerAuthn(
+            TspV1.AnswerAuthnRequest(authnRequestID: request.authnRequestID, proceed: request.proceed))
+        handler.answered(request.authnRequestID, status: answer.status)
+        logger.withTraceID(context.traceID).info(
+            "cardholder answered an authentication request",
+            ["authn_request_id": request.authnRequestID, "status": answer.status])
+        return IssuerV1.AppAnswerAuthnResponse(authnRequestID: request.authnRequestID, status: answer.status)
+    }
+}

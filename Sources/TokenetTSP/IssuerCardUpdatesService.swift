@@ -1,0 +1,75 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.IssuerCardUpdates`: an issuer renews a card behind its tokens (the tokens keep working) and sends
+/// its cardholders messages about a card. The issuer's messages go out as CPS MESSAGING: the TSP's card
+/// component delivers them, so the issuer app's filter processes them like the TSP's own.
+struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
+    let tsp: TSPService
+
+    func renewCard(_ request: TspV1.RenewCardRequest, context: ServerContext) async throws -> TspV1.RenewCardResponse {
+        try await tsp.handling("RenewCard", context) { log in
+            guard !request.digitalCardIds.isEmpty else {
+                throw TSPError(.invalidArgument, "digital_card_ids is required: the tokens of the renewed card")
+            }
+            guard request.digitalCardIds.count <= LifecycleService.maximumIssuerBatch else {
+                throw TSPError(
+                    .invalidArgument, "at most \(LifecycleService.maximumIssuerBatch) tokens per renewal")
+            }
+            let card = try tsp.decryptCardData(request.cardData, field: "card_data")
+            let pan: PAN
+            do { pan = try card.pan() } catch {
+                throw TSPError(.invalidArgument, "the renewed card number is not valid: \(TSPError.describe(error))")
+            }
+            let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
+            let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            let renewed = try tsp.store.renewFundingCard(
+                request.digitalCardIds, pan: pan, actor: "issuer", traceID: context.traceID, nowMs: tsp.nowMs
+            ) { token in
+                try authorize(token)
+                guard token.scheme == pan.scheme else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "token \"\(token.digitalCardID)\" is \(token.scheme); the renewed card is \(pan.scheme)")
+                }
+            }
+            log.info("card renewed", ["tokens": "\(renewed.count)", "last4": pan.last4])
+            for token in renewed {
+                let body = TspV1.CardRenewalBody(
+                    previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
+                    expiry: expiry)
+                await tsp.publish(
+                    D1.notification(.cardRenewal, from: .cps, cardID: token.digitalCardID, body: .cardRenewal(body)),
+                    about: token, to: [.issuerApp], log: log)
+            }
+            return TspV1.RenewCardResponse(
+                renewedDigitalCardIds: renewed.map(\.digitalCardID), panLast4: pan.last4, expiry: expiry)
+        }
+    }
+
+    func sendCardMessage(_ request: TspV1.SendCardMessageRequest, context: ServerContext) async throws
+        -> TspV1.SendCardMessageResponse
+    {
+        try await tsp.handling("SendCardMessage", context) { log in
+            let token = try tsp.existingToken(request.digitalCardID)
+            try tsp.requireIssuer(context.peer?.nodeID)(token)
+            guard !request.title.isEmpty, !request.body.isEmpty else {
+                throw TSPError(.invalidArgument, "title and body are required")
+            }
+            guard request.title.count <= 100, request.body.count <= 2000 else {
+                throw TSPError(.invalidArgument, "title is at most 100 characters and body at most 2000")
+            }
+            let body = TspV1.MessagingBody(title: request.title, body: request.body, action: request.action)
+            let id = await tsp.publish(
+                D1.notification(.messaging, from: .cps, cardID: token.digitalCardID, body: .messaging(body)),
+                about: token, to: [.wallet, .issuerApp], log: log)
+            guard let id else {
+                throw TSPError(.failedPrecondition, "the message could not be queued for the card's parties")
+            }
+            return TspV1.SendCardMessageResponse(messageID: id)
+        }
+    }
+}

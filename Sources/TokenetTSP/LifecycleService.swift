@@ -1,0 +1,161 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.TokenLifecycle`: suspend, resume and delete tokens for the wallet (its own tokens), the issuer
+/// (up to 10 of its tokens per call) and the TSP's operator; payment-key batches for wallets. Every committed change
+/// is published to the token's wallet and issuer app.
+struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
+    static let maximumIssuerBatch = 10
+    /// Limited-use payment keys per batch.
+    static let keysPerBatch: UInt32 = 10
+
+    let tsp: TSPService
+
+    func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
+        -> TspV1.ChangeTokenStateResponse
+    {
+        try await tsp.handling("ChangeTokenState", context) { log in
+            guard !request.digitalCardID.isEmpty else {
+                throw TSPError(.invalidArgument, "digital_card_id is required")
+            }
+            let event = try Self.event(request.action)
+            let reason = try Self.reason(request.reasonCode)
+            let isWallet = context.peer?.role == .wallet
+            let initiator = isWallet ? "wallet" : "tsp"
+            let nodeID = context.peer?.nodeID
+            let change = try tsp.store.changeTokenState(
+                request.digitalCardID, event: event, actor: initiator, reason: reason, traceID: context.traceID,
+                nowMs: tsp.nowMs
+            ) { token in
+                if isWallet { try TSPService.requireWallet(nodeID, owns: token) }
+            }
+            log.info(
+                "token state changed",
+                [
+                    "digital_card_id": request.digitalCardID, "from": change.before.state.rawValue,
+                    "to": change.after.state.rawValue, "initiator": initiator, "reason": reason,
+                ])
+            await tsp.publishCardState(change, reason: reason, initiator: initiator, log: log)
+            return TspV1.ChangeTokenStateResponse(
+                digitalCardID: request.digitalCardID, previousState: change.before.state.wire,
+                tokenState: change.after.state.wire)
+        }
+    }
+
+    func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)
+        async throws -> TspV1.ChangeIssuerTokenStatesResponse
+    {
+        try await tsp.handling("ChangeIssuerTokenStates", context) { log in
+            let ids = request.digitalCardIds
+            guard !ids.isEmpty else {
+                throw TSPError(.invalidArgument, "digital_card_ids is required: 1 to \(Self.maximumIssuerBatch) ids")
+            }
+            guard ids.count <= Self.maximumIssuerBatch else {
+                throw TSPError(
+                    .invalidArgument,
+                    "at most \(Self.maximumIssuerBatch) tokens per call; \(ids.count) were given")
+            }
+            guard Set(ids).count == ids.count else {
+                throw TSPError(.invalidArgument, "digital_card_ids names a token more than once")
+            }
+            let event = try Self.event(request.action)
+            let reason = try Self.reason(request.reasonCode)
+            let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            var results: [TspV1.TokenStateResult] = []
+            for id in ids {
+                do {
+                    let change = try tsp.store.changeTokenState(
+                        id, event: event, actor: "issuer", reason: reason, traceID: context.traceID,
+                        nowMs: tsp.nowMs, authorize: authorize)
+                    await tsp.publishCardState(change, reason: reason, initiator: "issuer", log: log)
+                    results.append(TspV1.TokenStateResult(digitalCardID: id, tokenState: change.after.state.wire))
+                } catch let error as TSPError where error.code != .internal {
+                    let state = try? tsp.store.token(id)?.state.wire
+                    results.append(
+                        TspV1.TokenStateResult(
+                            digitalCardID: id, tokenState: state ?? .unspecified,
+                            statusCode: error.rpcError.code.rawValue, message: error.message))
+                }
+            }
+            log.info(
+                "issuer changed token states",
+                [
+                    "action": event.rawValue, "reason": reason, "tokens": "\(ids.count)",
+                    "refused": "\(results.filter { $0.statusCode != 0 }.count)",
+                ])
+            return TspV1.ChangeIssuerTokenStatesResponse(results: results)
+        }
+    }
+
+    func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
+        -> TspV1.ReplenishPaymentKeysResponse
+    {
+        try await tsp.handling("ReplenishPaymentKeys", context) { log in
+            let token = try tsp.existingToken(request.digitalCardID)
+            try TSPService.requireWallet(context.peer?.nodeID, owns: token)
+            guard token.state == .active else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is \(token.state); payment keys are issued to ACTIVE tokens only")
+            }
+            let batchID = UUID().uuidString.lowercased()
+            try tsp.store.insertKeyBatch(
+                id: batchID, digitalCardID: token.digitalCardID, issued: Self.keysPerBatch,
+                remainingBefore: request.keysRemaining, nowMs: tsp.nowMs)
+            let body = TspV1.ReplenishmentBody(
+                keysIssued: Self.keysPerBatch, keysRemainingBefore: request.keysRemaining)
+            await tsp.publish(
+                D1.notification(.replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(body)),
+                about: token, to: [.issuerApp], log: log)
+            return TspV1.ReplenishPaymentKeysResponse(batchID: batchID, keysIssued: Self.keysPerBatch)
+        }
+    }
+
+    func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws
+        -> TspV1.RequestReplenishmentResponse
+    {
+        try await tsp.handling("RequestReplenishment", context) { log in
+            let token = try tsp.existingToken(request.digitalCardID)
+            guard token.state == .active else {
+                throw TSPError(
+                    .failedPrecondition, "token \"\(token.digitalCardID)\" is \(token.state); only ACTIVE tokens pay")
+            }
+            let id = await tsp.publish(
+                D1.notification(
+                    .replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(.init())),
+                about: token, to: [.wallet], log: log)
+            guard let id else {
+                throw TSPError(.failedPrecondition, "the token's wallet cannot be reached through the broker")
+            }
+            return TspV1.RequestReplenishmentResponse(messageID: id)
+        }
+    }
+
+    static func event(_ action: TspV1.LifecycleAction) throws -> TokenLifecycleStateMachine.Event {
+        switch action {
+        case .suspend: return .suspend
+        case .resume: return .resume
+        case .delete: return .delete
+        case .unspecified, .unrecognized:
+            throw TSPError(
+                .invalidArgument,
+                "action must be LIFECYCLE_ACTION_SUSPEND, LIFECYCLE_ACTION_RESUME or LIFECYCLE_ACTION_DELETE")
+        }
+    }
+
+    /// A reason code: required, short, upper-case words (it is shown to people and stored in the audit trail).
+    static func reason(_ code: String) throws -> String {
+        guard !code.isEmpty else {
+            throw TSPError(.invalidArgument, "reason_code is required, e.g. USER_REQUEST, LOST_CARD, FRAUD_SUSPECTED")
+        }
+        guard code.count <= 64, code.utf8.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 48 && $0 <= 57) || $0 == 95 })
+        else {
+            throw TSPError(
+                .invalidArgument, "reason_code must be 1-64 characters of A-Z, 0-9 and _, e.g. LOST_CARD")
+        }
+        return code
+    }
+}

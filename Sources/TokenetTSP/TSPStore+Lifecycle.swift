@@ -1,0 +1,200 @@
+import Foundation
+import TokenetCard
+import TokenetStorage
+import TokenetWire
+
+/// A token's state change as stored: the token before and after.
+struct TokenStateChange: Sendable, Equatable {
+    var before: TokenRecord
+    var after: TokenRecord
+}
+
+extension TSPStore {
+    /// Applies `event` to the token in one transaction: the state machine decides, the new state and its audit event
+    /// are stored together. `authorize` sees the token first and throws when the caller may not act on it.
+    /// A refused transition throws FAILED_PRECONDITION with the state machine's message and changes nothing.
+    func changeTokenState(
+        _ digitalCardID: String, event: TokenLifecycleStateMachine.Event, actor: String, reason: String,
+        traceID: String, nowMs: UInt64, authorize: (TokenRecord) throws -> Void
+    ) throws -> TokenStateChange {
+        try database.transaction { tx in
+            guard
+                let before = try tx.queryOne(
+                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID]
+                ).map(Self.token(from:))
+            else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+            try authorize(before)
+            var machine = TokenLifecycleStateMachine(state: before.state)
+            switch machine.handle(event) {
+            case .rejected(let rejection):
+                throw TSPError(.failedPrecondition, rejection.message)
+            case .unchanged:
+                return TokenStateChange(before: before, after: before)
+            case .transitioned(let from, let to):
+                var after = before
+                after.state = to
+                _ = try tx.execute(
+                    "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+                    [to.rawValue, Int64(nowMs), digitalCardID])
+                try recordEvent(
+                    tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
+                    nowMs: nowMs)
+                return TokenStateChange(before: before, after: after)
+            }
+        }
+    }
+
+    /// The node ids of the issuer that owns the token's issuer id (nil when unknown or registered without TLS).
+    func issuerNodeID(of issuerID: String) throws -> String? {
+        try database.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [issuerID])?.get(0, as: String?.self)
+    }
+
+    /// The issuer ids registered by the node `nodeID`.
+    func issuerIDs(registeredBy nodeID: String?) throws -> Set<String> {
+        guard let nodeID else { return [] }
+        return Set(
+            try database.query("SELECT id FROM issuers WHERE peer_node_id = ?", [nodeID]).map { try $0.text(0) })
+    }
+
+    // MARK: Transactions
+
+    /// Stores a transaction and stamps the token's last call; returns the previous last call (0 for none).
+    func insertTransaction(_ transaction: TspV1.TspTransaction, authnExpiresAtMs: UInt64?) throws {
+        try database.transaction { tx in
+            _ = try tx.execute(
+                """
+                INSERT INTO transactions (id, digital_card_id, amount_minor, currency, merchant, approved, at_ms,
+                    authn_request_id, authn_status, authn_expires_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
+                    transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
+                    Int64(transaction.atMs), transaction.authnRequestID.isEmpty ? nil : transaction.authnRequestID,
+                    transaction.authnStatus.isEmpty ? nil : transaction.authnStatus,
+                    authnExpiresAtMs.map { Int64($0) },
+                ])
+            _ = try tx.execute(
+                "UPDATE tokens SET last_call_at_ms = ? WHERE digital_card_id = ?",
+                [Int64(transaction.atMs), transaction.digitalCardID])
+        }
+    }
+
+    static let transactionColumns = """
+        id, digital_card_id, amount_minor, currency, merchant, approved, at_ms, authn_request_id, authn_status
+        """
+
+    static func transaction(from row: Row) throws -> TspV1.TspTransaction {
+        TspV1.TspTransaction(
+            transactionID: try row.text(0), digitalCardID: try row.text(1), amountMinor: try row.int64(2),
+            currency: try row.text(3), merchant: try row.text(4), atMs: UInt64(try row.int64(6)),
+            approved: try row.int64(5) != 0, authnRequestID: try row.get(7, as: String?.self) ?? "",
+            authnStatus: try row.get(8, as: String?.self) ?? "")
+    }
+
+    func transactions(of digitalCardID: String?) throws -> [TspV1.TspTransaction] {
+        let rows: [Row]
+        if let digitalCardID {
+            rows = try database.query(
+                "SELECT \(Self.transactionColumns) FROM transactions WHERE digital_card_id = ? ORDER BY at_ms, rowid",
+                [digitalCardID])
+        } else {
+            rows = try database.query("SELECT \(Self.transactionColumns) FROM transactions ORDER BY at_ms, rowid")
+        }
+        return try rows.map(Self.transaction(from:))
+    }
+
+    /// Records the cardholder's answer once, in one transaction; a repeated answer that agrees is harmless, one that
+    /// disagrees is refused. Returns the transaction as answered.
+    func answerAuthn(
+        _ authnRequestID: String, proceed: Bool, nowMs: UInt64, authorize: (TokenRecord) throws -> Void
+    ) throws -> (transaction: TspV1.TspTransaction, changed: Bool) {
+        try database.transaction { tx in
+            guard
+                let row = try tx.queryOne(
+                    """
+                    SELECT \(Self.transactionColumns), authn_expires_at_ms FROM transactions
+                    WHERE authn_request_id = ?
+                    """, [authnRequestID])
+            else { throw TSPError(.notFound, "no authentication request has id \"\(authnRequestID)\"") }
+            var transaction = try Self.transaction(from: row)
+            guard
+                let token = try tx.queryOne(
+                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [transaction.digitalCardID]
+                ).map(Self.token(from:))
+            else { throw TSPError(.internal, "a transaction lost its token") }
+            try authorize(token)
+            let status = proceed ? "PROCEEDED" : "CANCELLED"
+            if transaction.authnStatus != "PENDING" {
+                guard transaction.authnStatus == status else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "authentication request \"\(authnRequestID)\" was already answered \(transaction.authnStatus)")
+                }
+                return (transaction, false)
+            }
+            if let expires = try row.get(9, as: Int64?.self), UInt64(expires) <= nowMs {
+                throw TSPError(
+                    .failedPrecondition, "authentication request \"\(authnRequestID)\" has expired; it stays PENDING")
+            }
+            _ = try tx.execute(
+                """
+                UPDATE transactions SET authn_status = ?, approved = ?, authn_answered_at_ms = ?
+                WHERE authn_request_id = ?
+                """, [status, proceed ? 1 : 0, Int64(nowMs), authnRequestID])
+            transaction.authnStatus = status
+            transaction.approved = proceed
+            return (transaction, true)
+        }
+    }
+
+    // MARK: Payment keys
+
+    func insertKeyBatch(id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, nowMs: UInt64)
+        throws
+    {
+        _ = try database.execute(
+            """
+            INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms)
+            VALUES (?, ?, ?, ?, ?)
+            """, [id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs)])
+    }
+
+    func keyBatchCount(of digitalCardID: String) throws -> Int {
+        Int(
+            try database.queryOne("SELECT COUNT(*) FROM key_batches WHERE digital_card_id = ?", [digitalCardID])?
+                .int64(0) ?? 0)
+    }
+
+    // MARK: Card renewal
+
+    /// Replaces the funding card of the tokens (the token numbers stay), with an audit event each, in one
+    /// transaction. Every token must pass `authorize`; DEACTIVATED tokens are skipped (not in the answer).
+    func renewFundingCard(
+        _ digitalCardIds: [String], pan: PAN, actor: String, traceID: String, nowMs: UInt64,
+        authorize: (TokenRecord) throws -> Void
+    ) throws -> [TokenRecord] {
+        try database.transaction { tx in
+            var renewed: [TokenRecord] = []
+            for id in digitalCardIds {
+                guard
+                    var token = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [id]
+                    ).map(Self.token(from:))
+                else { throw TSPError(.notFound, "no token has digital card id \"\(id)\"") }
+                try authorize(token)
+                // A deleted token has nothing left to renew; the others still are.
+                guard token.state != .deactivated else { continue }
+                _ = try tx.execute(
+                    "UPDATE tokens SET funding_pan = ?, pan_last4 = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+                    [try vault.seal(pan, recordID: id), pan.last4, Int64(nowMs), id])
+                try recordEvent(
+                    tx, token: id, from: token.state, to: token.state, actor: actor,
+                    reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
+                token.panLast4 = pan.last4
+                renewed.append(token)
+            }
+            return renewed
+        }
+    }
+}

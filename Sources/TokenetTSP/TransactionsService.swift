@@ -1,0 +1,117 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.tsp.v1.Transactions`: simulated payments with a token. A payment is stored and notified (TNS
+/// TRANSACTION_NOTIFICATION to the wallet and the issuer app, with the time of this last call); one that asks for
+/// authentication waits for the cardholder's answer in the issuer app (AUTHN) and is notified once answered.
+struct TransactionsService: TspV1.Transactions.ServiceProtocol {
+    /// How long the cardholder has to answer an authentication request.
+    static let authnLifetimeMs: UInt64 = 5 * 60 * 1000
+
+    let tsp: TSPService
+
+    func simulateTransaction(_ request: TspV1.SimulateTransactionRequest, context: ServerContext) async throws
+        -> TspV1.SimulateTransactionResponse
+    {
+        try await tsp.handling("SimulateTransaction", context) { log in
+            let token = try tsp.existingToken(request.digitalCardID)
+            guard request.amountMinor > 0 else {
+                throw TSPError(.invalidArgument, "amount_minor must be positive (minor units, e.g. cents)")
+            }
+            guard !request.merchant.isEmpty else { throw TSPError(.invalidArgument, "merchant is required") }
+            let currency = request.currency.isEmpty ? "USD" : request.currency.uppercased()
+            guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+                throw TSPError(.invalidArgument, "currency must be an ISO 4217 code such as USD")
+            }
+            guard token.state == .active else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is \(token.state); only an ACTIVE token can pay")
+            }
+            let nowMs = tsp.nowMs
+            var transaction = TspV1.TspTransaction(
+                transactionID: "txn-" + UUID().uuidString.lowercased().prefix(12), digitalCardID: token.digitalCardID,
+                amountMinor: request.amountMinor, currency: currency, merchant: request.merchant, atMs: nowMs,
+                approved: !request.authn)
+            if request.authn {
+                transaction.authnRequestID = "authn-" + UUID().uuidString.lowercased().prefix(12)
+                transaction.authnStatus = "PENDING"
+            }
+            try tsp.store.insertTransaction(
+                transaction, authnExpiresAtMs: request.authn ? nowMs + Self.authnLifetimeMs : nil)
+            log.info(
+                "transaction",
+                [
+                    "transaction_id": transaction.transactionID, "digital_card_id": token.digitalCardID,
+                    "amount_minor": "\(transaction.amountMinor)", "currency": currency, "authn": "\(request.authn)",
+                ])
+            if request.authn {
+                let body = TspV1.AuthnBody(
+                    authnRequestID: transaction.authnRequestID, amountMinor: transaction.amountMinor,
+                    currency: currency, merchant: transaction.merchant, expiresAtMs: nowMs + Self.authnLifetimeMs)
+                await tsp.publish(
+                    D1.notification(.authn, from: .tns, cardID: token.digitalCardID, body: .authn(body)),
+                    about: token, to: [.issuerApp], log: log)
+            } else {
+                await notify(transaction, token: token, log: log)
+            }
+            return TspV1.SimulateTransactionResponse(
+                transactionID: transaction.transactionID, authnRequestID: transaction.authnRequestID,
+                approved: transaction.approved, lastCallTimestampMs: nowMs)
+        }
+    }
+
+    func answerAuthn(_ request: TspV1.AnswerAuthnRequest, context: ServerContext) async throws
+        -> TspV1.AnswerAuthnResponse
+    {
+        try await tsp.handling("AnswerAuthn", context) { log in
+            guard !request.authnRequestID.isEmpty else {
+                throw TSPError(.invalidArgument, "authn_request_id is required")
+            }
+            let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            let nowMs = tsp.nowMs
+            let (transaction, changed) = try tsp.store.answerAuthn(
+                request.authnRequestID, proceed: request.proceed, nowMs: nowMs, authorize: authorize)
+            log.info(
+                "authentication answered",
+                [
+                    "authn_request_id": request.authnRequestID, "status": transaction.authnStatus,
+                    "repeated": "\(!changed)",
+                ])
+            if changed, let token = try tsp.store.token(transaction.digitalCardID) {
+                var answered = transaction
+                answered.atMs = nowMs
+                await notify(answered, token: token, log: log)
+            }
+            return TspV1.AnswerAuthnResponse(
+                authnRequestID: request.authnRequestID, status: transaction.authnStatus,
+                transactionID: transaction.transactionID)
+        }
+    }
+
+    func listTransactions(_ request: TspV1.ListTransactionsRequest, context: ServerContext) async throws
+        -> TspV1.ListTransactionsResponse
+    {
+        try await tsp.handling("ListTransactions", context) { _ in
+            TspV1.ListTransactionsResponse(
+                transactions: try tsp.store.transactions(
+                    of: request.digitalCardID.isEmpty ? nil : request.digitalCardID))
+        }
+    }
+
+    /// TNS TRANSACTION_NOTIFICATION to the wallet and the issuer app; the last call is this one.
+    private func notify(_ transaction: TspV1.TspTransaction, token: TokenRecord, log: Logger) async {
+        let body = TspV1.TransactionBody(
+            transactionID: transaction.transactionID, amountMinor: transaction.amountMinor,
+            currency: transaction.currency, merchant: transaction.merchant, approved: transaction.approved,
+            transactionAtMs: transaction.atMs)
+        await tsp.publish(
+            D1.notification(
+                .transaction, from: .tns, cardID: token.digitalCardID, lastCallMs: transaction.atMs,
+                body: .transaction(body)),
+            about: token, to: [.wallet, .issuerApp], log: log)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet.wallet.v1.WalletLifecycle`: the person using the wallet suspends, resumes or deletes a digital card
+/// (the TSP decides and notifies every party), reads the transactions and messages the TSP pushed, and pays with
+/// limited-use keys that are replenished before they run out.
+public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
+    let tsp: TspV1.TokenLifecycle.Client
+    let store: WalletStore
+    let updates: WalletTokenUpdates
+    let logger: Logger
+
+    init(tsp: any RPCCaller, store: WalletStore, updates: WalletTokenUpdates, logger: Logger) {
+        self.tsp = TspV1.TokenLifecycle.Client(tsp)
+        self.store = store
+        self.updates = updates
+        self.logger = logger
+    }
+
+    public func changeCardState(_ request: WalletV1.WalletChangeCardStateRequest, context: ServerContext)
+        async throws -> WalletV1.WalletChangeCardStateResponse
+    {
+        try await answering {
+            let (card, digitalCardID) = try digitalCard(request.cardRef)
+            let answer: TspV1.ChangeTokenStateResponse
+            do {
+                answer = try await tsp.changeTokenState(
+                    TspV1.ChangeTokenStateRequest(
+                        digitalCardID: digitalCardID, action: request.action, reasonCode: request.reasonCode))
+            } catch let error as RPCError {
+                throw RPCError(error.code, "the TSP's ChangeTokenState failed: \(error.message)", cause: error)
+            }
+            let stored = try updates.apply(answer.tokenState, to: card)
+            logger.withTraceID(context.traceID).info(
+                "token state changed",
+                [
+                    "card_ref": card.cardRef, "action": request.action.protoValueName ?? "?",
+                    "reason": request.reasonCode, "state": answer.tokenState.protoValueName ?? "?",
+                ])
+            return WalletV1.WalletChangeCardStateResponse(card: stored.walletCard)
+        }
+    }
+
+    public func listTransactions(_ request: WalletV1.WalletTransactionsRequest, context: ServerContext)
+        async throws -> WalletV1.WalletTransactionsResponse
+    {
+        try await answering {
+            let id = request.cardRef.isEmpty ? nil : try digitalCard(request.cardRef).1
+            return WalletV1.WalletTransactionsResponse(transactions: try store.transactions(digitalCardID: id))
+        }
+    }
+
+    public func inbox(_ request: WalletV1.WalletInboxRequest, context: ServerContext) async throws
+        -> WalletV1.WalletInboxResponse
+    {
+        try await answering { WalletV1.WalletInboxResponse(notifications: try store.inbox()) }
+    }
+
+    public func paymentKeys(_ request: WalletV1.PaymentKeysRequest, context: ServerContext) async throws
+        -> WalletV1.PaymentKeysResponse
+    {
+        try await answering {
+            let (card, id) = try digitalCard(request.cardRef)
+            return response(card, id, try store.paymentKeys(cardID: card.id), replenished: false)
+        }
+    }
+
+    /// One payment: the token must be ACTIVE; a card without keys gets its first batch, and a card left at or
+    /// below the threshold asks for the next.
+    public func usePaymentKey(_ request: WalletV1.PaymentKeysRequest, context: ServerContext) async throws
+        -> WalletV1.PaymentKeysResponse
+    {
+        try await answering {
+            let (card, id) = try digitalCard(request.cardRef)
+            guard card.result?.tokenState == .active else {
+                let state = (card.result?.tokenState.protoValueName ?? "?").replacingOccurrences(
+                    of: "TOKEN_STATE_", with: "")
+                throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
+            }
+            var replenished = false
+            if try store.paymentKeys(cardID: card.id).remaining == 0 {
+                try await updates.replenish(card, reason: "no keys left")
+                replenished = true
+            }
+            guard var keys = try store.usePaymentKey(cardID: card.id) else {
+                throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left")
+            }
+            if keys.remaining <= WalletTokenUpdates.keyThreshold {
+                keys = try await updates.replenish(card, reason: "below threshold")
+                replenished = true
+            }
+            return response(card, id, keys, replenished: replenished)
+        }
+    }
+
+    private func response(_ card: WalletCardRecord, _ id: String, _ keys: PaymentKeyCount, replenished: Bool)
+        -> WalletV1.PaymentKeysResponse
+    {
+        WalletV1.PaymentKeysResponse(
+            cardRef: card.cardRef, digitalCardID: id, keysRemaining: keys.remaining,
+            threshold: WalletTokenUpdates.keyThreshold, batches: keys.batches, replenished: replenished)
+    }
+
+    private func digitalCard(_ ref: String) throws(WalletError) -> (WalletCardRecord, String) {
+        let card = try store.card(ref: ref)
+        guard let id = card.result?.digitalCardID, !id.isEmpty else {
+            throw WalletError(
+                .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+        }
+        return (card, id)
+    }
+}

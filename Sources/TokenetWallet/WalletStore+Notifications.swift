@@ -1,0 +1,106 @@
+import Foundation
+import TokenetStorage
+import TokenetWire
+
+/// The wallet's limited-use payment keys for one card.
+public struct PaymentKeyCount: Sendable, Equatable {
+    public var remaining: UInt32
+    public var batches: UInt32
+}
+
+extension WalletStore {
+    /// The digitized card whose token has this digital card id.
+    public func card(digitalCardID: String) throws(WalletError) -> WalletCardRecord? {
+        try allCards().first { $0.result?.digitalCardID == digitalCardID && !digitalCardID.isEmpty }
+    }
+
+    /// Keeps a notification from the broker; false when its id was kept before (a redelivery).
+    public func keep(_ notification: TspV1.Notification, nowMs: UInt64) throws(WalletError) -> Bool {
+        try run("keep a notification") {
+            try database.execute(
+                "INSERT OR IGNORE INTO inbox (message_id, received_at_ms, notification) VALUES (?, ?, ?)",
+                [notification.messageID, Int64(nowMs), try notification.serializedBytes()]
+            ).changes == 1
+        }
+    }
+
+    public func inbox() throws(WalletError) -> [TspV1.Notification] {
+        try run("read the inbox") {
+            try database.query("SELECT notification FROM inbox ORDER BY rowid").map {
+                try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self))
+            }
+        }
+    }
+
+    /// Records a notified transaction once (a later notification of the same id replaces it: an AUTHN answer).
+    public func record(_ transaction: WalletV1.WalletTransaction) throws(WalletError) {
+        _ = try run("record a transaction") {
+            try database.execute(
+                """
+                INSERT OR REPLACE INTO transactions (transaction_id, digital_card_id, amount_minor, currency,
+                    merchant, approved, transaction_at_ms, last_call_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
+                    transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
+                    Int64(transaction.transactionAtMs), Int64(transaction.lastCallTimestampMs),
+                ])
+        }
+    }
+
+    public func transactions(digitalCardID: String?) throws(WalletError) -> [WalletV1.WalletTransaction] {
+        try run("list transactions") {
+            let rows: [Row]
+            let columns = """
+                transaction_id, digital_card_id, amount_minor, currency, merchant, approved, transaction_at_ms,
+                last_call_ms
+                """
+            if let digitalCardID {
+                rows = try database.query(
+                    "SELECT \(columns) FROM transactions WHERE digital_card_id = ? ORDER BY transaction_at_ms, rowid",
+                    [digitalCardID])
+            } else {
+                rows = try database.query("SELECT \(columns) FROM transactions ORDER BY transaction_at_ms, rowid")
+            }
+            return try rows.map { row in
+                WalletV1.WalletTransaction(
+                    transactionID: try row.text(0), digitalCardID: try row.text(1), amountMinor: try row.int64(2),
+                    currency: try row.text(3), merchant: try row.text(4), approved: try row.int64(5) != 0,
+                    transactionAtMs: UInt64(try row.int64(6)), lastCallTimestampMs: UInt64(try row.int64(7)))
+            }
+        }
+    }
+
+    public func paymentKeys(cardID: Int64) throws(WalletError) -> PaymentKeyCount {
+        try run("read the payment keys") {
+            guard
+                let row = try database.queryOne(
+                    "SELECT remaining, batches FROM payment_keys WHERE card_id = ?", [cardID])
+            else { return PaymentKeyCount(remaining: 0, batches: 0) }
+            return PaymentKeyCount(remaining: UInt32(try row.int64(0)), batches: UInt32(try row.int64(1)))
+        }
+    }
+
+    /// Adds a batch of keys.
+    public func addPaymentKeys(cardID: Int64, count: UInt32) throws(WalletError) -> PaymentKeyCount {
+        try run("store a batch of payment keys") {
+            _ = try database.execute(
+                """
+                INSERT INTO payment_keys (card_id, remaining, batches) VALUES (?, ?, 1)
+                ON CONFLICT(card_id) DO UPDATE SET remaining = remaining + excluded.remaining,
+                    batches = batches + 1
+                """, [cardID, Int64(count)])
+        }
+        return try paymentKeys(cardID: cardID)
+    }
+
+    /// Spends one key; nil when none is left.
+    public func usePaymentKey(cardID: Int64) throws(WalletError) -> PaymentKeyCount? {
+        let changed = try run("spend a payment key") {
+            try database.execute(
+                "UPDATE payment_keys SET remaining = remaining - 1 WHERE card_id = ? AND remaining > 0", [cardID])
+        }
+        return changed.changes == 1 ? try paymentKeys(cardID: cardID) : nil
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// What the wallet does when a token's state or payment keys change, whoever started it (the person using the
+/// wallet, or the issuer or TSP through a CPS or MG notification): the store is updated, the issuer app's listeners
+/// hear TOKEN_STATUS_CHANGED (TOKENIZED_CARD_REMOVED for a deleted token); payment keys are fetched in batches.
+struct WalletTokenUpdates: Sendable {
+    /// At or below this many keys left, the wallet asks the TSP for a new batch.
+    static let keyThreshold: UInt32 = 3
+
+    let tsp: TspV1.TokenLifecycle.Client
+    let store: WalletStore
+    let events: WalletEventHub
+    let walletAccountID: String
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+
+    /// Stores the token's new state and emits the event when it changed (`PaymentKeysAtActivation` hears it).
+    @discardableResult
+    func apply(_ state: CardV1.TokenState, to card: WalletCardRecord) throws(WalletError) -> WalletCardRecord {
+        let previous = card.result?.tokenState
+        let stored = try store.updateTokenState(id: card.id, state: state, nowMs: clock())
+        guard previous != state, let digitalCardID = stored.result?.digitalCardID else { return stored }
+        events.publish(
+            WalletV1.WalletEvent(
+                kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
+                walletAccountID: walletAccountID, digitalCardID: digitalCardID, tokenState: state, atMs: clock()))
+        return stored
+    }
+
+    /// Asks the TSP for a new batch of keys for the card's token and stores it.
+    @discardableResult
+    func replenish(_ card: WalletCardRecord, reason: String) async throws(WalletError) -> PaymentKeyCount {
+        guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
+            throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
+        }
+        let before = try store.paymentKeys(cardID: card.id)
+        let batch: TspV1.ReplenishPaymentKeysResponse
+        do {
+            batch = try await tsp.replenishPaymentKeys(
+                TspV1.ReplenishPaymentKeysRequest(digitalCardID: digitalCardID, keysRemaining: before.remaining))
+        } catch let error as RPCError {
+            throw WalletError(
+                error.code == .failedPrecondition ? .failedPrecondition : .unavailable,
+                "the TSP's ReplenishPaymentKeys failed: \(error.message)")
+        } catch {
+            throw WalletError(.unavailable, "the TSP's ReplenishPaymentKeys failed: \(error)")
+        }
+        let after = try store.addPaymentKeys(cardID: card.id, count: batch.keysIssued)
+        logger.info(
+            "payment keys replenished",
+            ["card_ref": card.cardRef, "reason": reason, "issued": "\(batch.keysIssued)", "left": "\(after.remaining)"])
+        return after
+    }
+}

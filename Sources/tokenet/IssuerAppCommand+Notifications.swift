@@ -1,0 +1,91 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet issuer-app notifications|authn ADDR …`: the messages the TSP's broker delivered to the issuer app and
+/// the cardholder's answers to authentication requests, through issuer-node's IssuerAppInbox service.
+extension IssuerAppCommand {
+    static let notificationActions = [notifications, authn]
+
+    static let notificationHelp = """
+
+        Notifications:
+               tokenet issuer-app notifications ADDR [OPTIONS]
+               tokenet issuer-app authn ADDR AUTHN_REQUEST_ID --proceed|--cancel [OPTIONS]
+
+        notifications lists every message the issuer app received from the TSP: its type, card, last call time and
+        what the app did (a card state refreshed, a transaction shown, a message...). Messages from other senders or
+        topics are handed to the app untouched. It also lists the authentication requests and the card ids
+        resynchronised after renewals. authn gives the cardholder's answer to an authentication request (AUTHN):
+        --proceed or --cancel; the answer goes to the TSP.
+        """
+
+    static let notifications = PartyAction(name: "notifications") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppInbox.Client(session.client).notifications(.init(), options: callOptions)
+            },
+            text: { response, _ in PartyText.appNotifications(response) })
+    }
+
+    static let authn = PartyAction(name: "authn") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: [], switches: ["--json", "--proceed", "--cancel"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let id = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing AUTHN_REQUEST_ID (see tokenet issuer-app notifications)")
+        }
+        let proceed = flags.switches.contains("--proceed")
+        guard proceed != flags.switches.contains("--cancel") else {
+            throw CLIError(.usage, "\(command): give exactly one of --proceed and --cancel")
+        }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerAppInbox.Client(session.client).answerAuthn(
+                    .init(authnRequestID: id, proceed: proceed), options: callOptions)
+            },
+            text: { response, traceID in "\(response.authnRequestID): \(response.status)\n(trace \(traceID))" })
+    }
+}
+
+extension PartyText {
+    static func appNotifications(_ response: IssuerV1.AppNotificationsResponse) -> String {
+        var parts: [String] = []
+        if response.notifications.isEmpty {
+            parts.append("No notifications.")
+        } else {
+            parts.append(
+                table(
+                    ["TYPE", "SENDER", "CARD", "LAST CALL", "WHAT THE APP DID"],
+                    response.notifications.map {
+                        [
+                            $0.processed ? $0.messageType : "(not processed)", $0.notification?.sender ?? "",
+                            $0.cardID, time(ms: $0.lastCallTimestampMs), $0.action,
+                        ]
+                    }))
+        }
+        if !response.authnRequests.isEmpty {
+            parts.append(
+                "Authentication requests:\n"
+                    + table(
+                        ["REQUEST", "AMOUNT", "MERCHANT", "STATUS"],
+                        response.authnRequests.map {
+                            [
+                                $0.authnRequestID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                                $0.merchant, $0.status,
+                            ]
+                        }))
+        }
+        if !response.cardIds.isEmpty {
+            parts.append(
+                "Card ids:\n"
+                    + table(
+                        ["DIGITAL CARD", "CARD", "ENDING", "EXPIRY"],
+                        response.cardIds.map { [$0.digitalCardID, $0.cardID, $0.panLast4, $0.expiry] }))
+        }
+        return parts.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,102 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet issuer suspend-tokens|resume-tokens|delete-tokens|renew-card|send-message ADDR …`: the issuer's
+/// operators act on cards already in wallets, through issuer-node's IssuerCardCare service.
+extension IssuerCommand {
+    static let cardCareActions = [
+        tokens("suspend"), tokens("resume"), tokens("delete"), renewCard, sendMessage,
+    ]
+
+    static let cardCareHelp = """
+
+        Cards in wallets:
+               tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID... --reason CODE
+               tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] [OPTIONS]
+               tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
+
+        suspend-tokens, resume-tokens and delete-tokens change up to 10 of the issuer's tokens at the TSP in one
+        call (e.g. --reason LOST_CARD), with a result per token. renew-card gives a card a new number and/or
+        expiry; its tokens keep working and the issuer app resynchronises its card ids. send-message sends the
+        cardholder a message about a card, shown by the issuer app and kept by the wallet.
+        """
+
+    static func tokens(_ word: String) -> PartyAction {
+        PartyAction(name: "\(word)-tokens") { arguments, command throws(CLIError) in
+            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...10)
+            guard !options.operands.isEmpty else {
+                throw CLIError(.usage, "\(command): give 1 to 10 DIGITAL_CARD_IDs (see tokenet tsp tokens)")
+            }
+            let request = IssuerV1.IssuerChangeTokenStatesRequest(
+                digitalCardIds: options.operands, action: LifecycleArguments.action(word),
+                reasonCode: try LifecycleArguments.reason(flags, command: command))
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
+                        request, options: callOptions)
+                },
+                text: { response, traceID in PartyText.tokenResults(response) + "\n(trace \(traceID))" })
+        }
+    }
+
+    static let renewCard = PartyAction(name: "renew-card") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--pan", "--exp"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let cardID = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
+        }
+        guard flags["--pan"] != nil || flags["--exp"] != nil else {
+            throw CLIError(.usage, "\(command): give --pan, --exp or both")
+        }
+        let request = IssuerV1.IssuerRenewCardRequest(
+            cardID: cardID, pan: flags["--pan"] ?? "", expiry: flags["--exp"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerCardCare.Client(session.client).renewCard(request, options: callOptions)
+            },
+            text: { response, traceID in
+                "\(response.cardID) renewed: \(response.maskedPAN), expires \(response.expiry); tokens kept: "
+                    + (response.renewedDigitalCardIds.isEmpty
+                        ? "none" : response.renewedDigitalCardIds.joined(separator: ", "))
+                    + "\n(trace \(traceID))"
+            })
+    }
+
+    static let sendMessage = PartyAction(name: "send-message") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--title", "--body", "--action"], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let id = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
+        }
+        guard let title = flags["--title"], let body = flags["--body"] else {
+            throw CLIError(.usage, "\(command): --title and --body are required")
+        }
+        let request = IssuerV1.IssuerSendMessageRequest(
+            digitalCardID: id, title: title, body: body, action: flags["--action"] ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerCardCare.Client(session.client).sendMessage(request, options: callOptions)
+            },
+            text: { response, traceID in "message \(response.messageID) queued\n(trace \(traceID))" })
+    }
+}
+
+extension PartyText {
+    static func tokenResults(_ response: TspV1.ChangeIssuerTokenStatesResponse) -> String {
+        table(
+            ["DIGITAL CARD", "STATE", "RESULT"],
+            response.results.map {
+                let code = StatusCode(rawValue: $0.statusCode)
+                return [
+                    $0.digitalCardID, state($0.tokenState),
+                    $0.statusCode == 0 ? "OK" : "\(code.protoValueName ?? "\($0.statusCode)"): \($0.message)",
+                ]
+            })
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// After provisioning: a payment, a suspend and a resume, and an issuer message, each followed until every party
+/// has seen it — the TSP in its records, the wallet in its cards, transactions and inbox, and the issuer app in
+/// its notifications and card view (messages travel through the TSP's broker, so each check waits for delivery).
+struct NotificationChoreography: DemoChoreography {
+    let pkiDirectory: String
+    let timeout: Double
+    let interruption: DemoInterruption
+
+    typealias Nodes = ProvisioningChoreography.Nodes
+
+    var title: String { "Notifications: a transaction, a suspend and a resume, and a message, seen by every party" }
+
+    func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
+        let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
+        let cards = try nodes.call(.wallet, "wallet cards", report) { client, options in
+            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+        }
+        guard let card = cards.cards.first(where: { $0.state == .active && !$0.digitalCardID.isEmpty }) else {
+            throw CLIError(.node, "unexpected outcome: expected an ACTIVE digital card in the wallet")
+        }
+        let id = card.digitalCardID
+        report("  using \(card.cardRef) (\(id))")
+        try interruption.check()
+        try transaction(id, card.cardRef, nodes, report)
+        try interruption.check()
+        try suspendAndResume(id, card.cardRef, nodes, report)
+        try interruption.check()
+        try message(id, nodes, report)
+    }
+
+    private func transaction(_ id: String, _ cardRef: String, _ nodes: Nodes, _ report: (String) -> Void)
+        throws(CLIError)
+    {
+        report("A transaction (TNS TRANSACTION_NOTIFICATION)")
+        let paid = try nodes.call(
+            .tsp, "tsp simulate-transaction --card \(id) --amount 12.50 --merchant 'Coffee Corner'", report
+        ) { client, options in
+            try await TspV1.Transactions.Client(client).simulateTransaction(
+                .init(digitalCardID: id, amountMinor: 1250, currency: "USD", merchant: "Coffee Corner"),
+                options: options)
+        }
+        let tsp = try nodes.call(.tsp, "tsp transactions \(id)", report) { client, options in
+            try await TspV1.Transactions.Client(client).listTransactions(.init(digitalCardID: id), options: options)
+        }
+        try expect(tsp.transactions.contains { $0.transactionID == paid.transactionID }, "the TSP to record it")
+        let wallet = try poll(.wallet, "wallet transactions \(cardRef)", nodes, report) { client, options in
+            try await WalletV1.WalletLifecycle.Client(client).listTransactions(
+                .init(cardRef: cardRef), options: options)
+        } until: {
+            $0.transactions.contains { $0.transactionID == paid.transactionID }
+        }
+        report(indent(PartyText.walletTransactions(wallet)))
+        let app = try appNotifications(nodes, report) { notification in
+            notification.messageType == "TRANSACTION_NOTIFICATION" && notification.cardID == id
+                && notification.lastCallTimestampMs == paid.lastCallTimestampMs
+        }
+        report(indent(app))
+    }
+
+    private func suspendAndResume(_ id: String, _ cardRef: String, _ nodes: Nodes, _ report: (String) -> Void)
+        throws(CLIError)
+    {
+        report("A suspend by the cardholder in the wallet, a resume by the issuer (CPS CARD_STATE)")
+        _ = try nodes.call(.wallet, "wallet suspend \(cardRef) --reason USER_REQUEST", report) { client, options in
+            try await WalletV1.WalletLifecycle.Client(client).changeCardState(
+                .init(cardRef: cardRef, action: .suspend, reasonCode: "USER_REQUEST"), options: options)
+        }
+        try seenEverywhere(id, cardRef, state: .suspended, nodes, report)
+        let resumed = try nodes.call(.issuer, "issuer resume-tokens \(id) --reason CARD_FOUND", report) {
+            client, options in
+            try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(
+                .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"), options: options)
+        }
+        report(indent(PartyText.tokenResults(resumed)))
+        try expect(resumed.results.first?.statusCode == 0, "the TSP to resume the token")
+        try seenEverywhere(id, cardRef, state: .active, nodes, report)
+    }
+
+    /// The TSP's token, the wallet's card, and the issuer app's notification and card view all in `state`.
+    private func seenEverywhere(
+        _ id: String, _ cardRef: String, state: CardV1.TokenState, _ nodes: Nodes, _ report: (String) -> Void
+    ) throws(CLIError) {
+        let history = try nodes.call(.tsp, "tsp history \(id)", report) { client, options in
+            try await TspV1.TspControl.Client(client).tokenHistory(.init(digitalCardID: id), options: options)
+        }
+        try expect(history.token?.state == state, "the TSP's token to be \(PartyText.state(state))")
+        if let last = history.events.last {
+            report("    TSP: \(PartyText.state(last.toState)) by \(last.actor) (\(last.reason))")
+        }
+        _ = try poll(.wallet, "wallet cards", nodes, report) { client, options in
+            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+        } until: {
+            $0.cards.contains { $0.cardRef == cardRef && $0.state == state }
+        }
+        report("    wallet: \(cardRef) is \(PartyText.state(state))")
+        let app = try appNotifications(nodes, report) { notification in
+            guard notification.messageType == "CARD_STATE", notification.cardID == id,
+                case .cardState(let body)? = notification.notification?.body
+            else { return false }
+            return body.tokenState == state
+        }
+        report(indent(app))
+        let view = try poll(.issuer, "issuer app-view", nodes, report) { client, options in
+            try await IssuerV1.IssuerApp.Client(client).cardView(.init(), options: options)
+        } until: {
+            $0.cards.contains { $0.digitalCardID == id && $0.tokenState == state }
+        }
+        report(
+            "    issuer app: \(id) is \(PartyText.state(state)) (by \(view.cards.first { $0.digitalCardID == id }?.updatedBy ?? "?"))"
+        )
+    }
+
+    private func message(_ id: String, _ nodes: Nodes, _ report: (String) -> Void) throws(CLIError) {
+        report("An issuer message to the cardholder (MESSAGING)")
+        let sent = try nodes.call(.issuer, "issuer send-message \(id) --title ... --body ...", report) {
+            client, options in
+            try await IssuerV1.IssuerCardCare.Client(client).sendMessage(
+                .init(
+                    digitalCardID: id, title: "Your card is back", body: "Your card was found and works again.",
+                    action: "OPEN_CARD_DETAILS"),
+                options: options)
+        }
+        report("    message \(sent.messageID)")
+        let inbox = try poll(.wallet, "wallet inbox", nodes, report) { client, options in
+            try await WalletV1.WalletLifecycle.Client(client).inbox(.init(), options: options)
+        } until: {
+            $0.notifications.contains { $0.messageID == sent.messageID }
+        }
+        report(indent(PartyText.notifications(inbox.notifications.filter { $0.messageType == "MESSAGING" })))
+        let app = try appNotifications(nodes, report) { $0.notification?.messageID == sent.messageID && $0.processed }
+        report(indent(app))
+    }
+
+    // MARK: Waiting for delivery
+
+    /// The issuer app's notifications once one matches, printed as the app shows them (the last few).
+    private func appNotifications(
+        _ nodes: Nodes, _ report: (String) -> Void, matching: @escaping (IssuerV1.AppNotification) -> Bool
+    ) throws(CLIError) -> String {
+        let response = try poll(.issuer, "issuer-app notifications", nodes, report) { client, options in
+            try await IssuerV1.IssuerAppInbox.Client(client).notifications(.init(), options: options)
+        } until: {
+            $0.notifications.contains(where: matching)
+        }
+        var shown = response
+        shown.notifications = Array(response.notifications.filter(matching).suffix(1))
+        shown.authnRequests = []
+        shown.cardIds = []
+        return PartyText.appNotifications(shown)
+    }
+
+    /// Asks until `done` holds (delivery through the broker is asynchronous) or the timeout passes; reports the
+    /// call once.
+    private func poll<Response: Sendable>(
+        _ role: NodeRole, _ what: String, _ nodes: Nodes, _ report: (String) -> Void,
+        _ body: @escaping @Sendable (RPCClient, CallOptions) async throws -> Response,
+        until done: (Response) -> Bool
+    ) throws(CLIError) -> Response {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let response = try nodes.call(role, what, { _ in }, body)
+            if done(response) {
+                report("  [\(role.rawValue)] \(what)")
+                return response
+            }
+            try interruption.check()
+            guard Date() < deadline else {
+                throw CLIError(.node, "\(role.nodeName) did not see the change within \(timeout) s (\(what))")
+            }
+            usleep(100_000)
+        }
+    }
+
+    private func expect(_ condition: Bool, _ what: String) throws(CLIError) {
+        guard condition else { throw CLIError(.node, "unexpected outcome: expected \(what)") }
+    }
+
+    private func indent(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,113 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet tsp suspend-token|resume-token|delete-token|simulate-transaction|transactions|request-keys ADDR …`: the
+/// TSP's operator acts on tokens and simulates payments, through tsp-node's TokenLifecycle and Transactions.
+extension TSPCommand {
+    static let lifecycleActions = [
+        token("suspend"), token("resume"), token("delete"), simulateTransaction, transactions, requestKeys,
+    ]
+
+    static let lifecycleHelp = """
+
+        Lifecycle and transactions:
+               tokenet tsp suspend-token|resume-token|delete-token ADDR DIGITAL_CARD_ID --reason CODE [OPTIONS]
+               tokenet tsp simulate-transaction ADDR --card DIGITAL_CARD_ID --amount 12.50 --merchant NAME
+                   [--currency USD] [--authn] [OPTIONS]
+               tokenet tsp transactions ADDR [DIGITAL_CARD_ID] [OPTIONS]
+               tokenet tsp request-keys ADDR DIGITAL_CARD_ID [OPTIONS]
+
+        suspend-token, resume-token and delete-token change a token for the TSP (e.g. --reason FRAUD_SUSPECTED);
+        the wallet and the issuer app are notified (CPS CARD_STATE). simulate-transaction makes a payment with an
+        ACTIVE token, notified to the issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the
+        cardholder is first asked in the issuer app (AUTHN; answer with tokenet issuer-app authn). transactions
+        lists them with the cardholder's answers. request-keys asks the token's wallet to replenish its payment
+        keys (MG REPLENISHMENT).
+        """
+
+    static func token(_ word: String) -> PartyAction {
+        PartyAction(name: "\(word)-token") { arguments, command throws(CLIError) in
+            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            guard let id = options.operands.first else {
+                throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
+            }
+            let request = TspV1.ChangeTokenStateRequest(
+                digitalCardID: id, action: LifecycleArguments.action(word),
+                reasonCode: try LifecycleArguments.reason(flags, command: command))
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    try await TspV1.TokenLifecycle.Client(session.client).changeTokenState(
+                        request, options: callOptions)
+                },
+                text: { response, traceID in
+                    "\(response.digitalCardID): \(PartyText.state(response.previousState)) -> "
+                        + "\(PartyText.state(response.tokenState))\n(trace \(traceID))"
+                })
+        }
+    }
+
+    static let simulateTransaction = PartyAction(name: "simulate-transaction") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(
+            parsing: arguments, command: command, valued: ["--card", "--amount", "--merchant", "--currency"],
+            switches: ["--json", "--authn"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        guard let card = flags["--card"] else {
+            throw CLIError(.usage, "\(command): --card DIGITAL_CARD_ID is required (see tokenet tsp tokens)")
+        }
+        guard let merchant = flags["--merchant"] else { throw CLIError(.usage, "\(command): --merchant is required") }
+        let request = TspV1.SimulateTransactionRequest(
+            digitalCardID: card, amountMinor: try LifecycleArguments.amountMinor(flags["--amount"], command: command),
+            currency: flags["--currency"] ?? "", merchant: merchant, authn: flags.switches.contains("--authn"))
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await TspV1.Transactions.Client(session.client).simulateTransaction(request, options: callOptions)
+            },
+            text: { response, traceID in
+                (response.authnRequestID.isEmpty
+                    ? "\(response.transactionID) approved; notified to the wallet and the issuer app"
+                    : "\(response.transactionID) waits for the cardholder: authentication request "
+                        + response.authnRequestID)
+                    + "\n(trace \(traceID))"
+            })
+    }
+
+    static let transactions = PartyAction(name: "transactions") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let request = TspV1.ListTransactionsRequest(digitalCardID: options.operands.first ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await TspV1.Transactions.Client(session.client).listTransactions(request, options: callOptions)
+            },
+            text: { response, _ in
+                guard !response.transactions.isEmpty else { return "No transactions." }
+                return PartyText.table(
+                    ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AUTHN"],
+                    response.transactions.map {
+                        [
+                            $0.transactionID, $0.digitalCardID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                            $0.merchant, $0.approved ? "yes" : "no", $0.authnStatus,
+                        ]
+                    })
+            })
+    }
+
+    static let requestKeys = PartyAction(name: "request-keys") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        guard let id = options.operands.first else {
+            throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
+        }
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await TspV1.TokenLifecycle.Client(session.client).requestReplenishment(
+                    .init(digitalCardID: id), options: callOptions)
+            },
+            text: { response, traceID in "replenishment request \(response.messageID) queued\n(trace \(traceID))" })
+    }
+}

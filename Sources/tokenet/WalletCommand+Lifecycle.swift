@@ -1,0 +1,144 @@
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet wallet suspend|resume|delete|transactions|inbox|keys|pay ADDR …`: the person using the wallet acts on a
+/// digital card and reads what the TSP pushed, through wallet-node's WalletLifecycle service (as the operator).
+extension WalletCommand {
+    static let lifecycleActions = [
+        changeState("suspend"), changeState("resume"), changeState("delete"), transactions, inbox, keys, pay,
+    ]
+
+    static let lifecycleHelp = """
+
+        Lifecycle and notifications:
+               tokenet wallet suspend|resume|delete ADDR CARD_REF --reason CODE [OPTIONS]
+               tokenet wallet transactions ADDR [CARD_REF] [OPTIONS]
+               tokenet wallet inbox ADDR [OPTIONS]
+               tokenet wallet keys ADDR CARD_REF [OPTIONS]
+               tokenet wallet pay ADDR CARD_REF [OPTIONS]
+
+        suspend, resume and delete ask the TSP to change the card's token (the reason code, e.g. USER_REQUEST, is
+        kept in its audit trail); the TSP notifies the issuer app. transactions lists the transactions the TSP
+        notified, inbox every message the wallet received from the TSP's broker. keys shows the card's limited-use
+        payment keys; pay spends one, and the wallet asks the TSP for a new batch when few are left.
+        """
+
+    static func changeState(_ word: String) -> PartyAction {
+        PartyAction(name: word) { arguments, command throws(CLIError) in
+            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            guard let cardRef = options.operands.first else {
+                throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
+            }
+            let request = WalletV1.WalletChangeCardStateRequest(
+                cardRef: cardRef, action: LifecycleArguments.action(word),
+                reasonCode: try LifecycleArguments.reason(flags, command: command))
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    try await WalletV1.WalletLifecycle.Client(session.client).changeCardState(
+                        request, options: callOptions)
+                },
+                text: { response, traceID in
+                    let card = response.card ?? .init()
+                    return "\(card.cardRef) (\(card.digitalCardID)) is now \(PartyText.state(card.state))\n"
+                        + "(trace \(traceID))"
+                })
+        }
+    }
+
+    static let transactions = PartyAction(name: "transactions") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+        let request = WalletV1.WalletTransactionsRequest(cardRef: options.operands.first ?? "")
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletLifecycle.Client(session.client).listTransactions(
+                    request, options: callOptions)
+            },
+            text: { response, _ in PartyText.walletTransactions(response) })
+    }
+
+    static let inbox = PartyAction(name: "inbox") { arguments, command throws(CLIError) in
+        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletLifecycle.Client(session.client).inbox(.init(), options: callOptions)
+            },
+            text: { response, _ in PartyText.notifications(response.notifications) })
+    }
+
+    static let keys = keysAction("keys")
+    static let pay = keysAction("pay")
+
+    static func keysAction(_ word: String) -> PartyAction {
+        PartyAction(name: word) { arguments, command throws(CLIError) in
+            let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            guard let cardRef = options.operands.first else {
+                throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
+            }
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    let client = WalletV1.WalletLifecycle.Client(session.client)
+                    return word == "pay"
+                        ? try await client.usePaymentKey(.init(cardRef: cardRef), options: callOptions)
+                        : try await client.paymentKeys(.init(cardRef: cardRef), options: callOptions)
+                },
+                text: { response, _ in
+                    "\(response.cardRef): \(response.keysRemaining) payment keys left (threshold "
+                        + "\(response.threshold), \(response.batches) batches)"
+                        + (response.replenished ? "; a new batch was fetched" : "")
+                })
+        }
+    }
+}
+
+extension PartyText {
+    static func walletTransactions(_ response: WalletV1.WalletTransactionsResponse) -> String {
+        guard !response.transactions.isEmpty else { return "No transactions." }
+        return table(
+            ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AT", "LAST CALL"],
+            response.transactions.map {
+                [
+                    $0.transactionID, $0.digitalCardID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                    $0.merchant, $0.approved ? "yes" : "no", time(ms: $0.transactionAtMs),
+                    time(ms: $0.lastCallTimestampMs),
+                ]
+            })
+    }
+
+    /// One line per broker message: sender, type, card and what it says.
+    static func notifications(_ notifications: [TspV1.Notification]) -> String {
+        guard !notifications.isEmpty else { return "No notifications." }
+        return table(
+            ["SENDER", "TYPE", "DIGITAL CARD", "CONTENT"],
+            notifications.map { [$0.sender, $0.messageType, $0.cardID, content($0)] })
+    }
+
+    static func content(_ notification: TspV1.Notification) -> String {
+        switch notification.body {
+        case .cardState(let body)?:
+            return "\(state(body.tokenState)) (\(body.reasonCode) by \(body.initiator))"
+        case .replenishment(let body)?:
+            return "\(body.keysIssued) keys issued, \(body.keysRemainingBefore) left before"
+        case .transaction(let body)?:
+            return "\(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
+                + (body.approved ? "" : " (declined)")
+        case .authn(let body)?:
+            return "authenticate \(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
+        case .cardRenewal(let body)?:
+            return "renewed: \(body.previousCardID) -> \(body.newCardID), ending \(body.panLast4), \(body.expiry)"
+        case .messaging(let body)?:
+            return "\(body.title): \(body.body)" + (body.action.isEmpty ? "" : " [\(body.action)]")
+        case .opaque(let bytes)?:
+            return "\(bytes.count) bytes"
+        case nil:
+            return ""
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// A TSP that records the issuer's lifecycle, renewal, message and AUTHN calls.
+final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.IssuerCardUpdates.ServiceProtocol,
+    TspV1.Transactions.ServiceProtocol
+{
+    struct State {
+        var changes: [TspV1.ChangeIssuerTokenStatesRequest] = []
+        var renewals: [(TspV1.RenewCardRequest, CardData)] = []
+        var messages: [TspV1.SendCardMessageRequest] = []
+        var answers: [TspV1.AnswerAuthnRequest] = []
+    }
+
+    let key: RSAPrivateKey
+    let state = Mutex(State())
+
+    init(key: RSAPrivateKey) { self.key = key }
+
+    func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
+        -> TspV1.ChangeTokenStateResponse
+    { throw RPCError(.unimplemented, "not for issuers") }
+
+    func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)
+        async throws -> TspV1.ChangeIssuerTokenStatesResponse
+    {
+        state.withLock { $0.changes.append(request) }
+        return TspV1.ChangeIssuerTokenStatesResponse(
+            results: request.digitalCardIds.map { .init(digitalCardID: $0, tokenState: .suspended) })
+    }
+
+    func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
+        -> TspV1.ReplenishPaymentKeysResponse
+    { throw RPCError(.unimplemented, "not for issuers") }
+
+    func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws
+        -> TspV1.RequestReplenishmentResponse
+    { throw RPCError(.unimplemented, "not for issuers") }
+
+    func renewCard(_ request: TspV1.RenewCardRequest, context: ServerContext) async throws -> TspV1.RenewCardResponse {
+        let card = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key))
+        state.withLock { $0.renewals.append((request, card)) }
+        return TspV1.RenewCardResponse(
+            renewedDigitalCardIds: request.digitalCardIds, panLast4: try card.pan().last4, expiry: "")
+    }
+
+    func sendCardMessage(_ request: TspV1.SendCardMessageRequest, context: ServerContext) async throws
+        -> TspV1.SendCardMessageResponse
+    {
+        state.withLock { $0.messages.append(request) }
+        return TspV1.SendCardMessageResponse(messageID: "msg-1")
+    }
+
+    func simulateTransaction(_ request: TspV1.SimulateTransactionRequest, context: ServerContext) async throws
+        -> TspV1.SimulateTransactionResponse
+    { throw RPCError(.unimplemented, "not for issuers") }
+
+    func answerAuthn(_ request: TspV1.AnswerAuthnRequest, context: ServerContext) async throws
+        -> TspV1.AnswerAuthnResponse
+    {
+        state.withLock { $0.answers.append(request) }
+        return TspV1.AnswerAuthnResponse(
+            authnRequestID: request.authnRequestID, status: request.proceed ? "PROCEEDED" : "CANCELLED",
+            transactionID: "txn-1")
+    }
+
+    func listTransactions(_ request: TspV1.ListTransactionsRequest, context: ServerContext) async throws
+        -> TspV1.ListTransactionsResponse
+    { TspV1.ListTransactionsResponse() }
+
+    /// This TSP's services beside the registration service of `issuers`.
+    func router(with issuers: FakeTSP) -> RPCRouter {
+        var router = issuers.router
+        (self as any TspV1.TokenLifecycle.ServiceProtocol).register(on: &router)
+        (self as any TspV1.IssuerCardUpdates.ServiceProtocol).register(on: &router)
+        (self as any TspV1.Transactions.ServiceProtocol).register(on: &router)
+        return router
+    }
+}
+
+@Suite struct CardCareTests {
+    let tsp: FakeLifecycleTSP
+    let sink = MemoryLogSink()
+    let party: IssuerParty
+    let care: IssuerV1.IssuerCardCare.Client
+
+    init() throws {
+        tsp = FakeLifecycleTSP(key: try Support.tspKey())
+        let tspRouter = tsp.router(with: FakeTSP(key: try Support.tspKey()))
+        party = try Support.party(tsp: Support.connect(tspRouter, as: .issuer), sink: sink)
+        var router = RPCRouter()
+        party.cardCare.register(on: &router)
+        care = IssuerV1.IssuerCardCare.Client(Support.connect(router, as: .operator))
+    }
+
+    func decide(_ cardID: String, digitalCardID: String, outcome: DigitizationOutcome) throws {
+        try party.store.record(
+            DecisionRecord(
+                cardID: cardID, last4: "0009", digitalCardID: digitalCardID, tokenLast4: "1234",
+                walletAccountID: "wa-1", inputMethod: 1, deviceID: "d-1", deviceType: "PHONE",
+                risk: RiskScores(account: 1, device: 1), recommendation: 1, rule: nil, outcome: outcome),
+            at: Support.now)
+    }
+
+    @Test func tokenStateChangesGoToTheTSP() async throws {
+        let response = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNITHE1", "DNITHE2"], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(response.results.map(\.digitalCardID) == ["DNITHE1", "DNITHE2"])
+        let sent = tsp.state.withLock { $0.changes }
+        #expect(sent == [.init(digitalCardIds: ["DNITHE1", "DNITHE2"], action: .suspend, reasonCode: "LOST_CARD")])
+    }
+
+    @Test func renewalUpdatesTheCardAndTellsTheTSPAboutItsTokens() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE2", outcome: .declined(reason: "no"))
+        let response = try await care.renewCard(
+            .init(cardID: Cards.visaApprove.0, pan: "4761000010000017", expiry: "12/32"))
+        #expect(response.renewedDigitalCardIds == ["DNITHE1"])
+        #expect(response.maskedPAN.hasSuffix("0017"))
+        #expect(response.expiry == "12/32")
+        let renewals = tsp.state.withLock { $0.renewals }
+        #expect(renewals.map(\.0.digitalCardIds) == [["DNITHE1"]])
+        #expect(renewals.map(\.0.previousCardID) == [Cards.visaApprove.0])
+        #expect(try renewals.first?.1.pan().last4 == "0017")
+        let stored = try #require(try party.store.card(id: Cards.visaApprove.0))
+        #expect(stored.pan.last4 == "0017")
+        #expect(stored.expiry.description == "12/32")
+        #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    @Test func renewalRefusals() async throws {
+        let cases: [(IssuerV1.IssuerRenewCardRequest, StatusCode)] = [
+            (.init(cardID: "", pan: "4761000010000017"), .invalidArgument),
+            (.init(cardID: Cards.visaApprove.0), .invalidArgument),
+            (.init(cardID: "card-nope", expiry: "12/32"), .notFound),
+            (.init(cardID: Cards.visaApprove.0, pan: "4761000010000018"), .invalidArgument),
+            (.init(cardID: Cards.visaApprove.0, pan: "5400000010000037"), .failedPrecondition),
+        ]
+        for (request, code) in cases {
+            let error = await Support.rpcError { _ = try await care.renewCard(request) }
+            #expect(error?.code == code, "\(request)")
+        }
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+    }
+
+    @Test func messagesGoToTheTSP() async throws {
+        let response = try await care.sendMessage(
+            .init(digitalCardID: "DNITHE1", title: "Hi", body: "Body", action: "OPEN"))
+        #expect(response.messageID == "msg-1")
+        #expect(
+            tsp.state.withLock { $0.messages }
+                == [.init(digitalCardID: "DNITHE1", title: "Hi", body: "Body", action: "OPEN")])
+    }
+
+    @Test func cardholderAnswersAnAuthnRequestInTheApp() async throws {
+        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
+        var router = RPCRouter()
+        IssuerAppInboxService(handler: handler, tsp: party.tsp.caller, logger: Support.logger()).register(on: &router)
+        let app = IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
+        var message = TspV1.Notification(
+            messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
+        message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
+        await handler.handle(message)
+
+        let unknown = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-9")) }
+        #expect(unknown?.code == .notFound)
+        let answer = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true))
+        #expect(answer.status == "PROCEEDED")
+        #expect(tsp.state.withLock { $0.answers } == [.init(authnRequestID: "authn-1", proceed: true)])
+        let again = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-1")) }
+        #expect(again?.code == .failedPrecondition)
+        let listed = try await app.notifications(.init())
+        #expect(listed.authnRequests.map(\.status) == ["PROCEEDED"])
+        #expect(listed.notifications.map(\.messageType) == ["AUTHN"])
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The issuer app's inbox as a state machine: each message type's fields become one action; AUTHN requests wait
+/// for an answer; renewals resynchronise card ids; everything is kept for operators.
+@Suite struct IssuerAppInboxTests {
+    static func message(
+        _ type: String, body: TspV1.Notification.Body?, sender: String = "CPS", cardID: String = "DNITHE1",
+        lastCall: UInt64 = 0
+    ) -> TspV1.Notification {
+        var message = TspV1.Notification(
+            messageID: "m-\(type)", sender: sender, topic: "D1_NOTIFICATION", messageType: type, cardID: cardID,
+            lastCallTimestampMs: lastCall)
+        message.body = body
+        return message
+    }
+
+    @Test func eachTypeBecomesItsAction() {
+        var inbox = IssuerAppInbox()
+        let state = TspV1.CardStateBody(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer")
+        #expect(
+            inbox.receive(Self.message("CARD_STATE", body: .cardState(state)))
+                == .refreshCardState(cardID: "DNITHE1", state: .suspended))
+        #expect(
+            inbox.receive(
+                Self.message(
+                    "REPLENISHMENT", body: .replenishment(.init(keysIssued: 10, keysRemainingBefore: 2)),
+                    sender: "MG"))
+                == .noteReplenishment(cardID: "DNITHE1", keysIssued: 10))
+        let transaction = TspV1.TransactionBody(
+            transactionID: "txn-1", amountMinor: 1250, currency: "USD", merchant: "Coffee", approved: true,
+            transactionAtMs: 5)
+        #expect(
+            inbox.receive(
+                Self.message(
+                    "TRANSACTION_NOTIFICATION", body: .transaction(transaction), sender: "TNS", lastCall: 5))
+                == .showTransaction(cardID: "DNITHE1", transaction, lastCallTimestampMs: 5))
+        let authn = TspV1.AuthnBody(
+            authnRequestID: "authn-1", amountMinor: 9900, currency: "USD", merchant: "Shop", expiresAtMs: 9)
+        #expect(inbox.receive(Self.message("AUTHN", body: .authn(authn), sender: "TNS")) == .askCardholder(authn))
+        let renewal = TspV1.CardRenewalBody(
+            previousCardID: "card-1", newCardID: "card-1b", panLast4: "1129", expiry: "08/31")
+        #expect(
+            inbox.receive(Self.message("CARD_RENEWAL", body: .cardRenewal(renewal)))
+                == .resynchroniseCardIDs(digitalCardID: "DNITHE1", renewal))
+        let text = TspV1.MessagingBody(title: "Hello", body: "New offer", action: "OPEN_OFFERS")
+        #expect(
+            inbox.receive(Self.message("MESSAGING", body: .messaging(text)))
+                == .showMessage(cardID: "DNITHE1", text))
+
+        #expect(inbox.notifications.count == 6)
+        #expect(inbox.notifications.allSatisfy { $0.processed })
+        #expect(
+            inbox.notifications.map(\.messageType)
+                == ["CARD_STATE", "REPLENISHMENT", "TRANSACTION_NOTIFICATION", "AUTHN", "CARD_RENEWAL", "MESSAGING"])
+        #expect(inbox.notifications.map(\.cardID) == ["DNITHE1", "DNITHE1", "DNITHE1", "", "", "DNITHE1"])
+        #expect(inbox.notifications.map(\.lastCallTimestampMs) == [0, 0, 5, 0, 0, 0])
+        #expect(inbox.notifications[2].action == "card DNITHE1: 12.50 USD at Coffee (approved)")
+        #expect(inbox.notifications[5].action.contains("Hello — New offer [OPEN_OFFERS]"))
+        #expect(inbox.authnRequests.map(\.status) == ["PENDING"])
+        #expect(
+            inbox.response.cardIds
+                == [.init(digitalCardID: "DNITHE1", cardID: "card-1b", panLast4: "1129", expiry: "08/31")])
+    }
+
+    @Test func otherSendersUnknownTypesAndMissingBodiesAreHandedToTheApp() {
+        var inbox = IssuerAppInbox()
+        let fromIssuer = Self.message("MESSAGING", body: .opaque(Data([9])), sender: "tokenet-bank")
+        #expect(inbox.receive(fromIssuer) == .handToApp(fromIssuer))
+        let unknown = Self.message("LOYALTY_POINTS", body: nil)
+        #expect(inbox.receive(unknown) == .handToApp(unknown))
+        let bodiless = Self.message("CARD_STATE", body: nil)
+        #expect(inbox.receive(bodiless) == .handToApp(bodiless))
+        #expect(inbox.notifications.map(\.processed) == [false, true, true])
+        #expect(inbox.notifications.map(\.messageType) == ["", "UNKNOWN", "CARD_STATE"])
+        #expect(inbox.notifications[0].notification == fromIssuer)
+        #expect(inbox.notifications[0].action.hasPrefix("handed to the app"))
+    }
+
+    @Test func authnIsAnsweredOnce() throws {
+        var inbox = IssuerAppInbox()
+        _ = inbox.receive(
+            Self.message("AUTHN", body: .authn(.init(authnRequestID: "authn-1", amountMinor: 1)), sender: "TNS"))
+        #expect(try inbox.pendingAuthn("authn-1").amountMinor == 1)
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("authn-2")) { try inbox.pendingAuthn("authn-2") }
+        inbox.answered("authn-1", status: "CANCELLED")
+        #expect(throws: IssuerAppInbox.AnswerRefusal.alreadyAnswered("authn-1", status: "CANCELLED")) {
+            try inbox.pendingAuthn("authn-1")
+        }
+        // A redelivered AUTHN does not reopen the request.
+        _ = inbox.receive(
+            Self.message("AUTHN", body: .authn(.init(authnRequestID: "authn-1", amountMinor: 1)), sender: "TNS"))
+        #expect(inbox.authnRequests.map(\.status) == ["CANCELLED"])
+    }
+
+    @Test func theInboxIsBounded() {
+        var inbox = IssuerAppInbox()
+        for index in 0..<(IssuerAppInbox.capacity + 3) {
+            var message = Self.message("UNKNOWN", body: nil)
+            message.messageID = "m-\(index)"
+            _ = inbox.receive(message)
+        }
+        #expect(inbox.notifications.count == IssuerAppInbox.capacity)
+        #expect(inbox.notifications.first?.notification?.messageID == "m-3")
+    }
+
+    @Test func cardStateRefreshesTheAppsCardView() async {
+        let view = IssuerAppView()
+        let handler = IssuerAppNotificationHandler(view: view, logger: Support.logger())
+        await handler.handle(
+            Self.message("CARD_STATE", body: .cardState(.init(tokenState: .suspended, reasonCode: "LOST_CARD"))))
+        #expect(view.snapshot.rows["DNITHE1"] == .init(tokenState: .suspended, updatedBy: "CARD_STATE", removed: false))
+        await handler.handle(Self.message("CARD_STATE", body: .cardState(.init(tokenState: .deactivated))))
+        #expect(view.snapshot.rows["DNITHE1"]?.removed == true)
+        #expect(handler.snapshot.notifications.count == 2)
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// Transactions, AUTHN, payment keys, card renewal and issuer messages: what each publishes, to whom, with which
+/// fields.
+@Suite struct NotificationFlowTests {
+    static func transactions(_ tsp: TSPHarness, as peer: PeerIdentity) -> TspV1.Transactions.Client {
+        TspV1.Transactions.Client(TSPHarness.connect(tsp.router, as: peer))
+    }
+
+    static func updates(_ tsp: TSPHarness, as peer: PeerIdentity) -> TspV1.IssuerCardUpdates.Client {
+        TspV1.IssuerCardUpdates.Client(TSPHarness.connect(tsp.router, as: peer))
+    }
+
+    @Test func transactionIsNotifiedToTheWalletAndTheIssuerAppWithTheLastCall() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
+        let response = try await operatorClient.simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 1250, currency: "usd", merchant: "Coffee Corner"))
+        let now = tsp.clock.now.unixMilliseconds
+        #expect(response.approved)
+        #expect(response.lastCallTimestampMs == now)
+        #expect(response.authnRequestID.isEmpty)
+        let publish = try #require(tsp.published.of("TRANSACTION_NOTIFICATION").first)
+        #expect(publish.queues == LifecycleTests.bothQueues)
+        #expect(publish.notification.sender == "TNS")
+        #expect(publish.notification.topic == "D1_NOTIFICATION")
+        #expect(publish.notification.cardID == id)
+        #expect(publish.notification.lastCallTimestampMs == now)
+        #expect(
+            publish.notification.body
+                == .transaction(
+                    .init(
+                        transactionID: response.transactionID, amountMinor: 1250, currency: "USD",
+                        merchant: "Coffee Corner", approved: true, transactionAtMs: now)))
+        let listed = try await operatorClient.listTransactions(.init(digitalCardID: id))
+        #expect(listed.transactions.map(\.transactionID) == [response.transactionID])
+    }
+
+    @Test func onlyAnActiveTokenPaysAndBadAmountsAreRefused() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
+        await expectRPCError(.invalidArgument, "amount_minor must be positive") {
+            try await operatorClient.simulateTransaction(.init(digitalCardID: id, amountMinor: 0, merchant: "M"))
+        }
+        await expectRPCError(.invalidArgument, "merchant is required") {
+            try await operatorClient.simulateTransaction(.init(digitalCardID: id, amountMinor: 5))
+        }
+        await expectRPCError(.invalidArgument, "ISO 4217") {
+            try await operatorClient.simulateTransaction(
+                .init(digitalCardID: id, amountMinor: 5, currency: "DOLLARS", merchant: "M"))
+        }
+        _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1).changeTokenState(
+            LifecycleTests.change(id, .suspend))
+        await expectRPCError(.failedPrecondition, "is SUSPENDED; only an ACTIVE token can pay") {
+            try await operatorClient.simulateTransaction(.init(digitalCardID: id, amountMinor: 5, merchant: "M"))
+        }
+        #expect(tsp.published.of("TRANSACTION_NOTIFICATION").isEmpty)
+    }
+
+    @Test func authnGoesToTheIssuerAppAndItsAnswerIsRecordedOnce() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let response = try await Self.transactions(tsp, as: LifecycleTests.operator1).simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 9900, merchant: "Electronics", authn: true))
+        #expect(!response.approved)
+        #expect(!response.authnRequestID.isEmpty)
+        let authn = try #require(tsp.published.of("AUTHN").first)
+        #expect(authn.queues == ["issuer/issuer-1"])
+        #expect(authn.notification.sender == "TNS")
+        guard case .authn(let body) = authn.notification.body else {
+            Issue.record("AUTHN without its body")
+            return
+        }
+        #expect(body.authnRequestID == response.authnRequestID)
+        #expect(body.amountMinor == 9900)
+        #expect(body.currency == "USD")
+        #expect(body.merchant == "Electronics")
+        #expect(body.expiresAtMs > tsp.clock.now.unixMilliseconds)
+        #expect(tsp.published.of("TRANSACTION_NOTIFICATION").isEmpty)
+
+        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+            try await Self.transactions(tsp, as: LifecycleTests.issuer2).answerAuthn(
+                .init(authnRequestID: body.authnRequestID, proceed: true))
+        }
+        let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
+        let answer = try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: true))
+        #expect(answer.status == "PROCEEDED")
+        #expect(answer.transactionID == response.transactionID)
+        let again = try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: true))
+        #expect(again.status == "PROCEEDED")
+        await expectRPCError(.failedPrecondition, "already answered PROCEEDED") {
+            try await issuer.answerAuthn(.init(authnRequestID: body.authnRequestID, proceed: false))
+        }
+        await expectRPCError(.notFound, "no authentication request") {
+            try await issuer.answerAuthn(.init(authnRequestID: "authn-unknown", proceed: false))
+        }
+        let notified = tsp.published.of("TRANSACTION_NOTIFICATION")
+        #expect(notified.count == 1)
+        #expect(notified.first?.queues == LifecycleTests.bothQueues)
+        if case .transaction(let transaction) = notified.first?.notification.body {
+            #expect(transaction.approved)
+            #expect(transaction.transactionID == response.transactionID)
+        } else {
+            Issue.record("TRANSACTION_NOTIFICATION without its body")
+        }
+        let listed = try await Self.transactions(tsp, as: LifecycleTests.operator1).listTransactions(.init())
+        #expect(listed.transactions.map(\.authnStatus) == ["PROCEEDED"])
+        #expect(listed.transactions.map(\.approved) == [true])
+    }
+
+    @Test func cancelledAuthnIsNotifiedDeclinedAndExpiredOnesStayPending() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
+        let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
+        let first = try await operatorClient.simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 100, merchant: "A", authn: true))
+        let cancelled = try await issuer.answerAuthn(.init(authnRequestID: first.authnRequestID, proceed: false))
+        #expect(cancelled.status == "CANCELLED")
+        if case .transaction(let body) = tsp.published.of("TRANSACTION_NOTIFICATION").last?.notification.body {
+            #expect(!body.approved)
+        } else {
+            Issue.record("no TRANSACTION_NOTIFICATION after the answer")
+        }
+        let second = try await operatorClient.simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 100, merchant: "B", authn: true))
+        tsp.clock.advance(seconds: 301)
+        await expectRPCError(.failedPrecondition, "has expired") {
+            try await issuer.answerAuthn(.init(authnRequestID: second.authnRequestID, proceed: true))
+        }
+        let statuses = try await operatorClient.listTransactions(.init()).transactions.map(\.authnStatus)
+        #expect(statuses == ["CANCELLED", "PENDING"])
+    }
+
+    @Test func walletReplenishesItsKeysAndTheIssuerAppIsNotified() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let batch = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 2))
+        #expect(batch.keysIssued == LifecycleService.keysPerBatch)
+        #expect(!batch.batchID.isEmpty)
+        let publish = try #require(tsp.published.of("REPLENISHMENT").first)
+        #expect(publish.queues == ["issuer/issuer-1"])
+        #expect(publish.notification.sender == "MG")
+        #expect(publish.notification.cardID == id)
+        #expect(publish.notification.body == .replenishment(.init(keysIssued: 10, keysRemainingBefore: 2)))
+        await expectRPCError(.permissionDenied, "not digitized through this wallet") {
+            try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet2).replenishPaymentKeys(
+                .init(digitalCardID: id, keysRemaining: 0))
+        }
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        await expectRPCError(.failedPrecondition, "ACTIVE tokens only") {
+            try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0))
+        }
+    }
+
+    @Test func mgPushAsksTheWalletToReplenish() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let response = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1).requestReplenishment(
+            .init(digitalCardID: id))
+        let publish = try #require(tsp.published.of("REPLENISHMENT").first)
+        #expect(response.messageID == "msg-1")
+        #expect(publish.queues == ["wallet/wallet-1"])
+        #expect(publish.notification.sender == "MG")
+    }
+
+    @Test func renewedCardKeepsItsTokenAndTheIssuerAppResynchronises() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let renewed = TSPHarness.card("4111111111111129", month: "08", year: "2031")
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        let response = try await updates.renewCard(
+            .init(
+                digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed), previousCardID: "card-visa",
+                newCardID: "card-visa-2031"))
+        #expect(response.renewedDigitalCardIds == [id])
+        #expect(response.panLast4 == "1129")
+        #expect(response.expiry == "08/31")
+        let token = try #require(try await tsp.control.listTokens(.init()).tokens.first)
+        #expect(token.digitalCardID == id)
+        #expect(token.state == .active)
+        #expect(token.panLast4 == "1129")
+        let publish = try #require(tsp.published.of("CARD_RENEWAL").first)
+        #expect(publish.queues == ["issuer/issuer-1"])
+        #expect(publish.notification.sender == "CPS")
+        #expect(
+            publish.notification.body
+                == .cardRenewal(
+                    .init(previousCardID: "card-visa", newCardID: "card-visa-2031", panLast4: "1129", expiry: "08/31")))
+        _ = try await Self.transactions(tsp, as: LifecycleTests.operator1).simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 1, merchant: "still works"))
+        #expect(!tsp.logs.lines.joined().contains("4111111111111129"))
+
+        await expectRPCError(.failedPrecondition, "the renewed card is Mastercard") {
+            try await updates.renewCard(
+                .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard))))
+        }
+        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+            try await Self.updates(tsp, as: LifecycleTests.issuer2).renewCard(
+                .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        }
+    }
+
+    @Test func issuerMessageReachesTheWalletAndTheIssuerApp() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        let response = try await updates.sendCardMessage(
+            .init(digitalCardID: id, title: "New benefits", body: "Your card now earns 2%", action: "OPEN_OFFERS"))
+        #expect(!response.messageID.isEmpty)
+        let publish = try #require(tsp.published.of("MESSAGING").first)
+        #expect(publish.queues == LifecycleTests.bothQueues)
+        #expect(publish.notification.sender == "CPS")
+        #expect(publish.notification.cardID == id)
+        #expect(
+            publish.notification.body
+                == .messaging(.init(title: "New benefits", body: "Your card now earns 2%", action: "OPEN_OFFERS")))
+        await expectRPCError(.invalidArgument, "title and body are required") {
+            try await updates.sendCardMessage(.init(digitalCardID: id, title: "", body: "x"))
+        }
+    }
+}

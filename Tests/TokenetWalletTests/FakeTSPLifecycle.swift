@@ -1,0 +1,57 @@
+import Synchronization
+import TokenetRPC
+import TokenetWire
+
+/// The TSP's lifecycle API as the wallet sees it: state changes follow the real state machine's answers for the
+/// cases tested, key batches are numbered, and every request is recorded.
+final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
+    struct State {
+        var changes: [TspV1.ChangeTokenStateRequest] = []
+        var replenishments: [TspV1.ReplenishPaymentKeysRequest] = []
+        var states: [String: CardV1.TokenState] = [:]
+        /// When set, ChangeTokenState fails with it.
+        var refusal: RPCError?
+    }
+
+    static let keysPerBatch: UInt32 = 10
+    let state = Mutex(State())
+
+    var recorded: State { state.withLock { $0 } }
+
+    func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
+        -> TspV1.ChangeTokenStateResponse
+    {
+        try state.withLock { state in
+            state.changes.append(request)
+            if let refusal = state.refusal { throw refusal }
+            let before = state.states[request.digitalCardID] ?? .active
+            let after: CardV1.TokenState
+            switch request.action {
+            case .suspend: after = .suspended
+            case .resume: after = .active
+            default: after = .deactivated
+            }
+            state.states[request.digitalCardID] = after
+            return TspV1.ChangeTokenStateResponse(
+                digitalCardID: request.digitalCardID, previousState: before, tokenState: after)
+        }
+    }
+
+    func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)
+        async throws -> TspV1.ChangeIssuerTokenStatesResponse
+    { throw RPCError(.permissionDenied, "issuers only") }
+
+    func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
+        -> TspV1.ReplenishPaymentKeysResponse
+    {
+        let count = state.withLock { state in
+            state.replenishments.append(request)
+            return state.replenishments.count
+        }
+        return TspV1.ReplenishPaymentKeysResponse(batchID: "batch-\(count)", keysIssued: Self.keysPerBatch)
+    }
+
+    func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws
+        -> TspV1.RequestReplenishmentResponse
+    { throw RPCError(.permissionDenied, "operators only") }
+}

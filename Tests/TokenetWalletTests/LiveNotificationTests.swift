@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+/// The notification flows over the three real node processes and the TSP's broker, driven by the real `tokenet`:
+/// a transaction, a suspend and a resume, and an issuer message are each seen by the TSP, the wallet and the issuer
+/// app.
+@Suite(.serialized) final class LiveNotificationTests: @unchecked Sendable {
+    let tsp: NodeProcess
+    let wallet: NodeProcess
+    let issuer: NodeProcess
+    let flags: [String]
+
+    init() async throws {
+        (tsp, wallet, issuer, flags) = try await offThePool { try LiveProvisioningTests.startNodes() }
+    }
+
+    func tokenet(_ arguments: [String]) async throws -> CommandResult {
+        let arguments = arguments + flags
+        return try await offThePool { try runExecutable("tokenet", arguments) }
+    }
+
+    func json(_ arguments: [String]) async throws -> [String: Any] {
+        let result = try await tokenet(arguments + ["--json"])
+        guard result.status == 0 else { throw LiveTestError("tokenet \(arguments) failed: \(result.stderr)") }
+        return try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    /// Asks again until `done` holds: each party hears of a change through the broker, asynchronously (a minute at
+    /// most).
+    func eventually(
+        _ arguments: [String], _ what: String, done: ([String: Any]) -> Bool
+    ) async throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(60)
+        var last: [String: Any] = [:]
+        while Date() < deadline {
+            last = try await json(arguments)
+            if done(last) { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LiveTestError("\(what) never happened; last answer: \(last)")
+    }
+
+    func list(_ object: [String: Any], _ key: String) -> [[String: Any]] {
+        object[key] as? [[String: Any]] ?? []
+    }
+
+    /// card-1 digitized ACTIVE; its digital card id.
+    func activeCard() async throws -> String {
+        let added = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(accepted.stdout.contains("is ACTIVE."), "\(accepted.stdout)\(accepted.stderr)")
+        let cards = try await json(["wallet", "cards", wallet.listen])
+        return try #require(list(cards, "cards").first?["digitalCardId"] as? String)
+    }
+
+    /// The issuer app's processed notifications of `type` about `id`.
+    func appNotifications(_ type: String, _ id: String) async throws -> [[String: Any]] {
+        list(try await json(["issuer-app", "notifications", issuer.listen]), "notifications").filter {
+            $0["processed"] as? Bool == true && $0["messageType"] as? String == type && $0["cardId"] as? String == id
+        }
+    }
+
+    func appSaw(_ type: String, _ id: String, where match: @escaping ([String: Any]) -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try await appNotifications(type, id).contains(where: match) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LiveTestError("the issuer app never processed the expected \(type) for \(id)")
+    }
+
+    @Test func aTransactionASuspendAndResumeAndAMessageAreSeenByEveryParty() async throws {
+        let id = try await activeCard()
+
+        // A transaction: the TSP records it, the wallet lists it, the issuer app shows it with the last call time.
+        let paid = try await json([
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "12.50", "--merchant", "Coffee Corner",
+        ])
+        let transactionID = try #require(paid["transactionId"] as? String)
+        let lastCall = try #require(paid["lastCallTimestampMs"] as? String)
+        let tspTransactions = try await json(["tsp", "transactions", tsp.listen, id])
+        #expect(list(tspTransactions, "transactions").map { $0["transactionId"] as? String } == [transactionID])
+        let walletTransactions = try await eventually(["wallet", "transactions", wallet.listen], "wallet transaction") {
+            self.list($0, "transactions").contains { $0["transactionId"] as? String == transactionID }
+        }
+        #expect(list(walletTransactions, "transactions").first?["amountMinor"] as? String == "1250")
+        try await appSaw("TRANSACTION_NOTIFICATION", id) { $0["lastCallTimestampMs"] as? String == lastCall }
+
+        // The cardholder suspends in the wallet: the TSP, the wallet and the issuer app (notification and view) agree.
+        let suspended = try await tokenet(["wallet", "suspend", wallet.listen, "card-1", "--reason", "USER_REQUEST"])
+        #expect(suspended.stdout.contains("is now SUSPENDED"), "\(suspended.stdout)\(suspended.stderr)")
+        try await seenByEveryParty(id, state: "TOKEN_STATE_SUSPENDED")
+        let history = try await tokenet(["tsp", "history", tsp.listen, id])
+        #expect(history.stdout.contains("USER_REQUEST"), "\(history.stdout)")
+
+        // The issuer resumes it (a found card): the wallet hears it from the TSP only.
+        let resumed = try await tokenet(["issuer", "resume-tokens", issuer.listen, id, "--reason", "CARD_FOUND"])
+        #expect(resumed.status == 0 && resumed.stdout.contains("OK"), "\(resumed.stdout)\(resumed.stderr)")
+        try await seenByEveryParty(id, state: "TOKEN_STATE_ACTIVE")
+
+        // An issuer message: the wallet keeps it, the issuer app shows title, body and action.
+        let sent = try await json([
+            "issuer", "send-message", issuer.listen, id, "--title", "Card found", "--body", "It works again",
+            "--action", "OPEN_CARD_DETAILS",
+        ])
+        let messageID = try #require(sent["messageId"] as? String)
+        _ = try await eventually(["wallet", "inbox", wallet.listen], "wallet message") {
+            self.list($0, "notifications").contains {
+                $0["messageId"] as? String == messageID && $0["messageType"] as? String == "MESSAGING"
+            }
+        }
+        try await appSaw("MESSAGING", id) { ($0["action"] as? String)?.contains("Card found — It works again") == true }
+
+        for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("4761000010000009")) }
+    }
+
+    @Test func authnRenewalAndReplenishmentAcrossTheParties() async throws {
+        let id = try await activeCard()
+
+        // AUTHN: the issuer app asks the cardholder, who proceeds; the TSP records it and notifies the payment.
+        let asked = try await json([
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "99", "--merchant", "Shop", "--authn",
+        ])
+        let authnID = try #require(asked["authnRequestId"] as? String)
+        let deadline = Date().addingTimeInterval(60)
+        while try await !list(json(["issuer-app", "notifications", issuer.listen]), "authnRequests").contains(where: {
+            $0["authnRequestId"] as? String == authnID
+        }) {
+            guard Date() < deadline else { throw LiveTestError("the issuer app never got the AUTHN request") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let answered = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed"])
+        #expect(answered.stdout.hasPrefix("\(authnID): PROCEEDED"), "\(answered.stdout)\(answered.stderr)")
+        let recorded = try await json(["tsp", "transactions", tsp.listen, id])
+        #expect(list(recorded, "transactions").first?["authnStatus"] as? String == "PROCEEDED")
+        _ = try await eventually(["wallet", "transactions", wallet.listen], "the authenticated payment") {
+            self.list($0, "transactions").contains { $0["approved"] as? Bool == true }
+        }
+
+        // Renewal: a new expiry; the token keeps working and the issuer app resynchronises the card id.
+        let renewed = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "12/31"])
+        #expect(renewed.stdout.contains("tokens kept: \(id)"), "\(renewed.stdout)\(renewed.stderr)")
+        _ = try await eventually(["issuer-app", "notifications", issuer.listen], "the renewal") {
+            self.list($0, "cardIds").contains {
+                $0["digitalCardId"] as? String == id && $0["expiry"] as? String == "12/31"
+            }
+        }
+        let paid = try await tokenet([
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "1", "--merchant", "After renewal",
+        ])
+        #expect(paid.status == 0, "\(paid.stderr)")
+
+        // Payment keys: a batch at activation, and one more when the TSP's MG push asks for it.
+        let before = try await json(["wallet", "keys", wallet.listen, "card-1"])
+        #expect(before["batches"] as? Int == 1, "\(before)")
+        let pushed = try await tokenet(["tsp", "request-keys", tsp.listen, id])
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        _ = try await eventually(["wallet", "keys", wallet.listen, "card-1"], "an MG-triggered batch") {
+            $0["batches"] as? Int == 2
+        }
+        try await appSaw("REPLENISHMENT", id) { ($0["action"] as? String)?.contains("10 payment keys issued") == true }
+    }
+
+    func seenByEveryParty(_ id: String, state: String) async throws {
+        let tokens = try await json(["tsp", "tokens", tsp.listen])
+        #expect(list(tokens, "tokens").first { $0["digitalCardId"] as? String == id }?["state"] as? String == state)
+        _ = try await eventually(["wallet", "cards", wallet.listen], "wallet card \(state)") {
+            self.list($0, "cards").contains { $0["digitalCardId"] as? String == id && $0["state"] as? String == state }
+        }
+        try await appSaw("CARD_STATE", id) {
+            (($0["notification"] as? [String: Any])?["cardState"] as? [String: Any])?["tokenState"] as? String == state
+        }
+        _ = try await eventually(["issuer", "app-view", issuer.listen], "issuer app view \(state)") {
+            self.list($0, "cards").contains {
+                $0["digitalCardId"] as? String == id && $0["tokenState"] as? String == state
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The wallet's side of the lifecycle and of the broker's messages: state changes it starts or hears, the events
+/// the issuer app's listeners get, transactions, messages and payment keys.
+@Suite struct WalletLifecycleTests {
+    static let id = "DNITHE000000000000000001"
+
+    /// A wallet with card-1 digitized ACTIVE, and a listener opened before anything else happens.
+    static func digitized() async throws -> (WalletHarness, AsyncStream<WalletV1.WalletEvent>.Iterator) {
+        let wallet = try WalletHarness()
+        let events = wallet.events.subscribe().events.makeAsyncIterator()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        return (wallet, events)
+    }
+
+    static func notification(
+        _ type: String, _ body: TspV1.Notification.Body, sender: String = "CPS", id: String = UUID().uuidString,
+        lastCall: UInt64 = 0
+    ) -> TspV1.Notification {
+        var message = TspV1.Notification(
+            messageID: id, sender: sender, topic: "D1_NOTIFICATION", messageType: type, cardID: Self.id,
+            lastCallTimestampMs: lastCall)
+        message.body = body
+        return message
+    }
+
+    static func cardState(_ state: CardV1.TokenState, id: String = UUID().uuidString) -> TspV1.Notification {
+        notification("CARD_STATE", .cardState(.init(tokenState: state, reasonCode: "LOST_CARD", initiator: "issuer")))
+    }
+
+    @Test func walletSuspendsResumesAndDeletesThroughTheTSPAndListenersHearIt() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        let suspended = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        #expect(suspended.card?.state == .suspended)
+        #expect(await events.next()?.kind == .tokenStatusChanged)
+        let resumed = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .resume, reasonCode: "USER_REQUEST"))
+        #expect(resumed.card?.state == .active)
+        let resumedEvent = await events.next()
+        #expect(resumedEvent?.kind == .tokenStatusChanged)
+        #expect(resumedEvent?.tokenState == .active)
+        #expect(resumedEvent?.digitalCardID == Self.id)
+        let deleted = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(deleted.card?.state == .deactivated)
+        #expect(await events.next()?.kind == .tokenizedCardRemoved)
+        #expect(
+            wallet.lifecycleTSP.recorded.changes
+                == [
+                    .init(digitalCardID: Self.id, action: .suspend, reasonCode: "USER_REQUEST"),
+                    .init(digitalCardID: Self.id, action: .resume, reasonCode: "USER_REQUEST"),
+                    .init(digitalCardID: Self.id, action: .delete, reasonCode: "USER_REQUEST"),
+                ])
+    }
+
+    @Test func theTSPsRefusalPassesThroughAndChangesNothing() async throws {
+        let (wallet, _) = try await Self.digitized()
+        wallet.lifecycleTSP.state.withLock {
+            $0.refusal = RPCError(.failedPrecondition, "cannot resume a token that is ACTIVE")
+        }
+        do {
+            _ = try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .resume, reasonCode: "USER_REQUEST"))
+            Issue.record("the TSP's refusal should pass through")
+        } catch let error as RPCError {
+            #expect(error.code == .failedPrecondition)
+            #expect(error.message == "the TSP's ChangeTokenState failed: cannot resume a token that is ACTIVE")
+        }
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        #expect(
+            await statusCode {
+                try await wallet.lifecycle.changeCardState(.init(cardRef: "card-7", action: .suspend))
+            } == .notFound)
+    }
+
+    @Test func cardStateFromTheIssuerUpdatesTheWalletAndItsListenersOnce() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()
+        let message = Self.cardState(.suspended, id: "m-1")
+        await wallet.notifications.handle(message)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .suspended)
+        let event = await events.next()
+        #expect(event?.kind == .tokenStatusChanged)
+        #expect(event?.tokenState == .suspended)
+        await wallet.notifications.handle(message)  // redelivered: kept once, not applied again
+        await wallet.notifications.handle(Self.cardState(.deactivated))
+        #expect(await events.next()?.kind == .tokenizedCardRemoved)
+        #expect(try wallet.store.inbox().count == 2)
+    }
+
+    @Test func transactionsAndMessagesAreKept() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let body = TspV1.TransactionBody(
+            transactionID: "txn-1", amountMinor: 1250, currency: "USD", merchant: "Coffee", approved: true,
+            transactionAtMs: 42)
+        await wallet.notifications.handle(
+            Self.notification("TRANSACTION_NOTIFICATION", .transaction(body), sender: "TNS", lastCall: 42))
+        await wallet.notifications.handle(
+            Self.notification("MESSAGING", .messaging(.init(title: "Hi", body: "Offer", action: "OPEN"))))
+        let listed = try await wallet.lifecycle.listTransactions(.init(cardRef: "card-1"))
+        #expect(
+            listed.transactions
+                == [
+                    .init(
+                        transactionID: "txn-1", digitalCardID: Self.id, amountMinor: 1250, currency: "USD",
+                        merchant: "Coffee", approved: true, transactionAtMs: 42, lastCallTimestampMs: 42)
+                ])
+        let inbox = try await wallet.lifecycle.inbox(.init()).notifications
+        #expect(inbox.map(\.messageType) == ["TRANSACTION_NOTIFICATION", "MESSAGING"])
+        #expect(inbox.last?.body == .messaging(.init(title: "Hi", body: "Offer", action: "OPEN")))
+    }
+
+    @Test func otherSendersAreKeptButDoNotAct() async throws {
+        let (wallet, _) = try await Self.digitized()
+        await wallet.notifications.handle(
+            Self.notification(
+                "CARD_STATE", .cardState(.init(tokenState: .suspended)), sender: "tokenet-bank"))
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
+        #expect(try wallet.store.inbox().count == 1)
+    }
+
+    @Test func paymentKeysAreToppedUpBelowTheThresholdAndByAnMGPush() async throws {
+        let (wallet, _) = try await Self.digitized()
+        var keys = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        #expect(keys.replenished)
+        #expect(keys.keysRemaining == 9)
+        #expect(keys.batches == 1)
+        for _ in 0..<5 { keys = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        #expect(keys.keysRemaining == 4)
+        #expect(!keys.replenished)
+        keys = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        #expect(keys.replenished)
+        #expect(keys.keysRemaining == 13)
+        #expect(wallet.lifecycleTSP.recorded.replenishments.map(\.keysRemaining) == [0, 3])
+
+        await wallet.notifications.handle(Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG"))
+        let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(after.keysRemaining == 23)
+        #expect(after.batches == 3)
+    }
+
+    @Test func onlyAnActiveCardPaysAndResumingRefetchesNothingWhenKeysAreLeft() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()
+        _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        await wallet.notifications.handle(Self.cardState(.suspended))
+        #expect(
+            await statusCode { try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+                == .failedPrecondition)
+        await wallet.notifications.handle(Self.cardState(.active))
+        #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
+    }
+
+    @Test func theFirstBatchIsIssuedWhenATokenBecomesActive() async throws {
+        let (wallet, _) = try await Self.digitized()
+        var tspRouter = RPCRouter()
+        wallet.lifecycleTSP.register(on: &tspRouter)
+        let tsp = WalletHarness.serve(
+            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let logger = Logger(node: "wallet-node", sink: wallet.logs)
+        let updates = WalletTokenUpdates(
+            tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
+            walletAccountID: "wallet-account-1", logger: logger, clock: { 1 })
+        let keys = PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
+        let card = try wallet.store.card(ref: "card-1")
+
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .suspended))
+        #expect(try wallet.store.paymentKeys(cardID: card.id).batches == 0)
+        await keys.handle(.init(kind: .tokenizedCardAdded, digitalCardID: Self.id, tokenState: .active))
+        #expect(try wallet.store.paymentKeys(cardID: card.id) == PaymentKeyCount(remaining: 10, batches: 1))
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .active))
+        #expect(try wallet.store.paymentKeys(cardID: card.id).batches == 1)
+        await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: "DNITHE-unknown", tokenState: .active))
+        #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
+    }
+}
