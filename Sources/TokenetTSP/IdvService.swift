@@ -161,6 +161,10 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
                 traceID: context.traceID, nowMs: tsp.nowMs)
             log.info("token activated by the issuer", ["digital_card_id": token.digitalCardID])
+            // The wallet hears of a call-centre activation only through the broker: nothing else tells it.
+            await tsp.publishCardState(
+                TokenStateChange(before: token, after: activated), reason: "IDV_CALL_CENTER", initiator: "issuer",
+                log: log)
             return TspV1.ActivateTokenResponse(tokenState: activated.state.wire, changed: token.state != .active)
         }
     }

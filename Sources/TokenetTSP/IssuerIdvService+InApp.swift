@@ -39,6 +39,10 @@ extension IssuerIdvService {
             log.info(
                 "token activated in the issuer app",
                 ["digital_card_id": token.digitalCardID, "user": claims.userID, "changed": "\(token.state != .active)"])
+            // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
+            await tsp.publishCardState(
+                TokenStateChange(before: token, after: activated), reason: "IDV_APP_TO_APP", initiator: "issuer",
+                log: log)
             return TspV1.ActivateDigitalCardResponse(
                 tokenState: activated.state.wire, changed: token.state != activated.state)
         }

@@ -8,7 +8,10 @@ enum WalletCommand {
         name: "wallet",
         summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
         help: help + lifecycleHelp,
-        actions: [addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp] + lifecycleActions)
+        actions: [
+            addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp, useAccount, selectCard,
+        ]
+            + lifecycleActions)
 
     static let help = """
         Usage: tokenet wallet add-card ADDR --pan PAN --exp MM/YY [--cvc CVC] [--name NAME] [OPTIONS]
@@ -20,6 +23,8 @@ enum WalletCommand {
                tokenet wallet submit-otp ADDR CARD_REF CODE [OPTIONS]
                tokenet wallet resend-otp ADDR CARD_REF [OPTIONS]
                tokenet wallet open-issuer-app ADDR CARD_REF [--caller ID] [OPTIONS]
+               tokenet wallet use-account ADDR WALLET_ACCOUNT [OPTIONS]
+               tokenet wallet select-card ADDR CARD_REF [OPTIONS]
 
         add-card checks with the TSP whether a card can be digitized into the wallet at ADDR (HOST:PORT) and prints
         its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the wallet encrypts it
@@ -32,7 +37,9 @@ enum WalletCommand {
         resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
         token (tokenet issuer activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
         the wallet's caller identity and activation data (--caller overrides the caller) and prints the app's
-        session, which the cardholder completes there (tokenet issuer-app authorize).
+        session, which the cardholder completes there (tokenet issuer-app authorize). use-account makes another
+        wallet account active and select-card selects one of the wallet's cards, as the person does in the wallet
+        app; the issuer app's card-data-changed listener hears each change (tokenet issuer app-view).
 
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).

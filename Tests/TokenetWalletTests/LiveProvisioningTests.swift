@@ -204,9 +204,61 @@ import Testing
         #expect(history.stdout.contains("issuer call centre verified the cardholder"), "\(history.stdout)")
         let unknown = try await tokenet(["issuer", "activate-token", issuer.listen, "DNITHE-unknown"])
         #expect(unknown.status == 64 + 5, "\(unknown.stderr)")
-        // The wallet learns of the change through a submitted code only; its card keeps the state it last saw.
+        // The TSP's broker tells the wallet (CPS CARD_STATE), and the issuer app hears the wallet's event.
+        try await walletCardState("card-1", is: "TOKEN_STATE_ACTIVE")
+        _ = try await appViewRow(digitalCardID, state: "TOKEN_STATE_ACTIVE")
         let code = try await tokenet(["wallet", "submit-otp", wallet.listen, "card-1", "123456"])
         #expect(code.status == 64 + 9 && code.stderr.contains("ACTIVE"), "\(code.stderr)")
+    }
+
+    /// Waits (a minute at most) until the wallet shows its card `ref` in `state`: changes the wallet hears through
+    /// the broker arrive in the background.
+    func walletCardState(_ ref: String, is state: String) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        var last = ""
+        while Date() < deadline {
+            let result = try await tokenet(["wallet", "cards", wallet.listen, "--json"])
+            last = result.stdout + result.stderr
+            let cards = try json(result)["cards"] as? [[String: Any]] ?? []
+            if cards.first(where: { $0["cardRef"] as? String == ref })?["state"] as? String == state { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw LiveTestError("the wallet never showed \(ref) as \(state): \(last)")
+    }
+
+    /// The person's choices in the wallet app reach the issuer app's listener: the selected card and the active
+    /// wallet account; choosing the same again emits nothing.
+    @Test func theIssuerAppHearsTheWalletsSelectionsAndAccountChanges() async throws {
+        _ = try await tokenet(["wallet", "add-card", wallet.listen, "--pan", "4761000010000009", "--exp", "12/29"])
+        _ = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        let cards = try json(try await tokenet(["wallet", "cards", wallet.listen, "--json"]))
+        let digitalCardID = try #require((cards["cards"] as? [[String: Any]])?.first?["digitalCardId"] as? String)
+        _ = try await appViewRow(digitalCardID, state: "TOKEN_STATE_ACTIVE")
+
+        let selected = try await tokenet(["wallet", "select-card", wallet.listen, "card-1"])
+        #expect(selected.status == 0 && selected.stdout.contains("selected card card-1: changed"), "\(selected)")
+        let again = try await tokenet(["wallet", "select-card", wallet.listen, "card-1"])
+        #expect(again.stdout.contains("unchanged"), "\(again.stdout)")
+        let unknown = try await tokenet(["wallet", "select-card", wallet.listen, "card-9"])
+        #expect(unknown.status == 64 + 5, "\(unknown.stderr)")
+        let switched = try await tokenet(["wallet", "use-account", wallet.listen, "wallet-account-2"])
+        #expect(switched.status == 0 && switched.stdout.contains("wallet-account-2"), "\(switched.stderr)")
+
+        let deadline = Date().addingTimeInterval(60)
+        var view: [String: Any] = [:]
+        while Date() < deadline {
+            view = try json(try await tokenet(["issuer", "app-view", issuer.listen, "--json"]))
+            if view["selectedDigitalCardId"] as? String == digitalCardID,
+                view["walletAccountId"] as? String == "wallet-account-2"
+            {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(view["selectedDigitalCardId"] as? String == digitalCardID, "\(view)")
+        #expect(view["walletAccountId"] as? String == "wallet-account-2", "\(view)")
+        let text = try await tokenet(["issuer", "app-view", issuer.listen])
+        #expect(text.stdout.contains("Selected in the wallet: \(digitalCardID)"), "\(text.stdout)")
     }
 
     @Test func aRestartedWalletKeepsItsCardsAndAnswersAgainWithoutANewToken() async throws {
