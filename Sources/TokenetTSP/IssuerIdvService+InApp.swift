@@ -32,17 +32,23 @@ extension IssuerIdvService {
                     .permissionDenied, "token \"\(token.digitalCardID)\" belongs to another issuer's card")
             }
             try Self.requireOwnership(claims, of: token, verifier: verifier)
-            let activated = try tsp.store.activateToken(
-                digitalCardID: token.digitalCardID, actor: "issuer-app:\(token.issuerID)/\(claims.userID)",
-                reason: "in-app ID&V: the cardholder signed in to the issuer app (device \(claims.deviceID))",
-                traceID: context.traceID, nowMs: tsp.nowMs)
-            log.info(
-                "token activated in the issuer app",
-                ["digital_card_id": token.digitalCardID, "user": claims.userID, "changed": "\(token.state != .active)"])
-            // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
-            await tsp.publishCardState(
-                TokenStateChange(before: token, after: activated), reason: "IDV_APP_TO_APP", initiator: "issuer",
-                log: log)
+            let activated = try await tsp.stateChanges.run {
+                let activated = try tsp.store.activateToken(
+                    digitalCardID: token.digitalCardID, actor: "issuer-app:\(token.issuerID)/\(claims.userID)",
+                    reason: "in-app ID&V: the cardholder signed in to the issuer app (device \(claims.deviceID))",
+                    traceID: context.traceID, nowMs: tsp.nowMs)
+                log.info(
+                    "token activated in the issuer app",
+                    [
+                        "digital_card_id": token.digitalCardID, "user": claims.userID,
+                        "changed": "\(token.state != .active)",
+                    ])
+                // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
+                await tsp.publishCardState(
+                    TokenStateChange(before: token, after: activated), reason: "IDV_APP_TO_APP", initiator: "issuer",
+                    log: log)
+                return activated
+            }
             return TspV1.ActivateDigitalCardResponse(
                 tokenState: activated.state.wire, changed: token.state != activated.state)
         }

@@ -26,19 +26,22 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             let isWallet = context.peer?.role == .wallet
             let initiator = isWallet ? "wallet" : "tsp"
             let nodeID = context.peer?.nodeID
-            let change = try tsp.store.changeTokenState(
-                request.digitalCardID, event: event, actor: initiator, reason: reason, traceID: context.traceID,
-                nowMs: tsp.nowMs
-            ) { token in
-                if isWallet { try TSPService.requireWallet(nodeID, owns: token) }
+            let change = try await tsp.stateChanges.run {
+                let change = try tsp.store.changeTokenState(
+                    request.digitalCardID, event: event, actor: initiator, reason: reason, traceID: context.traceID,
+                    nowMs: tsp.nowMs
+                ) { token in
+                    if isWallet { try TSPService.requireWallet(nodeID, owns: token) }
+                }
+                log.info(
+                    "token state changed",
+                    [
+                        "digital_card_id": request.digitalCardID, "from": change.before.state.rawValue,
+                        "to": change.after.state.rawValue, "initiator": initiator, "reason": reason,
+                    ])
+                await tsp.publishCardState(change, reason: reason, initiator: initiator, log: log)
+                return change
             }
-            log.info(
-                "token state changed",
-                [
-                    "digital_card_id": request.digitalCardID, "from": change.before.state.rawValue,
-                    "to": change.after.state.rawValue, "initiator": initiator, "reason": reason,
-                ])
-            await tsp.publishCardState(change, reason: reason, initiator: initiator, log: log)
             return TspV1.ChangeTokenStateResponse(
                 digitalCardID: request.digitalCardID, previousState: change.before.state.wire,
                 tokenState: change.after.state.wire)
@@ -67,10 +70,13 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             var results: [TspV1.TokenStateResult] = []
             for id in ids {
                 do {
-                    let change = try tsp.store.changeTokenState(
-                        id, event: event, actor: "issuer", reason: reason, traceID: context.traceID,
-                        nowMs: tsp.nowMs, authorize: authorize)
-                    await tsp.publishCardState(change, reason: reason, initiator: "issuer", log: log)
+                    let change = try await tsp.stateChanges.run {
+                        let change = try tsp.store.changeTokenState(
+                            id, event: event, actor: "issuer", reason: reason, traceID: context.traceID,
+                            nowMs: tsp.nowMs, authorize: authorize)
+                        await tsp.publishCardState(change, reason: reason, initiator: "issuer", log: log)
+                        return change
+                    }
                     results.append(TspV1.TokenStateResult(digitalCardID: id, tokenState: change.after.state.wire))
                 } catch let error as TSPError where error.code != .internal {
                     let state = try? tsp.store.token(id)?.state.wire

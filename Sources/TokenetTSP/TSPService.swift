@@ -16,6 +16,8 @@ final class TSPService: Sendable {
     let now: @Sendable () -> Date
     /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
     let notifications: any NotificationPublishing
+    /// Orders token-state changes with their CARD_STATE publications (see `StateChangeGate`).
+    let stateChanges = StateChangeGate()
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
     let authentication: TSPAuthentication
     /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):
