@@ -4,5 +4,9 @@ import TokenetWire
 /// wallet's token and key updates). The subscriber calls it once per message id, in queue order, and acknowledges the
 /// message to the broker only after it returns, so a node that stops while handling a message gets it again.
 public protocol NotificationHandler: Sendable {
-    func handle(_ notification: TspV1.Notification) async
+    /// Throwing means "not handled, deliver it again later" (a peer the handling needs is unreachable): the message
+    /// is neither recorded nor acknowledged, and the subscriber reopens its stream after a backoff, so the broker
+    /// sends it again, still in order. Permanent failures should be logged and not thrown, or they would come back
+    /// forever.
+    func handle(_ notification: TspV1.Notification) async throws
 }

@@ -119,7 +119,14 @@ public final class NotificationSubscriber: Sendable {
                 ["message_id": id, "attempt": "\(notification.deliveryAttempt)"])
             return
         }
-        await handler.handle(notification)
+        do {
+            try await handler.handle(notification)
+        } catch {
+            logger.warning(
+                "notification not handled; reopening the stream so that it is delivered again",
+                ["message_id": id, "attempt": "\(notification.deliveryAttempt)", "error": "\(error)"])
+            throw error
+        }
         try processed.record(id)
     }
 

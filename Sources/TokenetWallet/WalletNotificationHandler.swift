@@ -21,7 +21,7 @@ public final class WalletNotificationHandler: NotificationHandler {
         self.clock = clock
     }
 
-    public func handle(_ notification: TspV1.Notification) async {
+    public func handle(_ notification: TspV1.Notification) async throws {
         // Ids, sender, type and card id only: a body may carry a cardholder's message, never logged.
         logger.info(
             "notification received",
@@ -30,19 +30,25 @@ public final class WalletNotificationHandler: NotificationHandler {
                 "sender": notification.sender, "topic": notification.topic, "type": notification.messageType,
                 "card_id": notification.cardID, "attempt": "\(notification.deliveryAttempt)",
             ])
-        do {
+        do throws(WalletError) {
             guard try store.keep(notification, nowMs: clock()) else {
                 logger.debug("notification seen before", ["message_id": notification.messageID])
                 return
             }
             try await process(notification)
         } catch {
-            logger.error(
-                "notification could not be processed",
-                [
-                    "message_id": notification.messageID, "type": notification.messageType,
-                    "error": String(describing: error),
-                ])
+            guard error.code == .unavailable else {
+                return logger.error(
+                    "notification could not be processed",
+                    [
+                        "message_id": notification.messageID, "type": notification.messageType,
+                        "error": String(describing: error),
+                    ])
+            }
+            // A peer the action needs (the TSP, for a new key batch) is unreachable: forget the message so that
+            // its redelivery is processed, and have the subscriber deliver it again.
+            try store.forget(messageID: notification.messageID)
+            throw error
         }
     }
 

@@ -24,6 +24,13 @@ extension WalletStore {
         }
     }
 
+    /// Removes a kept message whose processing must be retried when it is delivered again.
+    public func forget(messageID: String) throws(WalletError) {
+        _ = try run("forget a notification") {
+            try database.execute("DELETE FROM inbox WHERE message_id = ?", [messageID])
+        }
+    }
+
     public func inbox() throws(WalletError) -> [TspV1.Notification] {
         try run("read the inbox") {
             try database.query("SELECT notification FROM inbox ORDER BY rowid").map {

@@ -172,4 +172,38 @@ import TokenetWire
         secondLife.cancel()
         #expect(handler.received.map(\.messageID) == ids + more)
     }
+
+    /// Fails its first handling of one message, as a wallet whose TSP call for new keys found the TSP away.
+    final class FailingOnceHandler: NotificationHandler {
+        struct Unavailable: Error {}
+        let failing: String
+        let base = CountingHandler()
+        private let failed = Mutex(false)
+
+        init(failing: String) { self.failing = failing }
+
+        func handle(_ notification: TspV1.Notification) async throws {
+            if notification.messageID == failing, !failed.withLock({ $0 }) {
+                failed.withLock { $0 = true }
+                throw Unavailable()
+            }
+            try await base.handle(notification)
+        }
+    }
+
+    @Test func aMessageWhoseHandlingFailedIsDeliveredAgainAndHandledOnceInOrder() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(6, cards: ["card-a"])
+        let handler = FailingOnceHandler(failing: ids[2])
+        let journal = harness.directory + "/wallet-journal.log"
+        let subscriber = try Self.subscriber(Self.caller(harness), handler, journal: journal)
+        let running = Task { await subscriber.run() }
+        await handler.base.wait(for: 6)
+        try await Self.drained(harness)
+        running.cancel()
+        // Each message handled once, in queue order; the failed one on its second delivery.
+        #expect(handler.base.received.map(\.messageID) == ids)
+        #expect(handler.base.received[2].deliveryAttempt == 2)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 6)
+    }
 }

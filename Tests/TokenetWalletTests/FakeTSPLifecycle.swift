@@ -11,6 +11,8 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var states: [String: CardV1.TokenState] = [:]
         /// When set, ChangeTokenState fails with it.
         var refusal: RPCError?
+        /// When set, ReplenishPaymentKeys fails with it (nothing is recorded).
+        var replenishmentFailure: RPCError?
     }
 
     static let keysPerBatch: UInt32 = 10
@@ -44,7 +46,8 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
     func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
         -> TspV1.ReplenishPaymentKeysResponse
     {
-        let count = state.withLock { state in
+        let count = try state.withLock { state in
+            if let failure = state.replenishmentFailure { throw failure }
             state.replenishments.append(request)
             return state.replenishments.count
         }

@@ -87,13 +87,13 @@ import TokenetWire
         var (wallet, events) = try await Self.digitized()
         _ = await events.next()
         let message = Self.cardState(.suspended, id: "m-1")
-        await wallet.notifications.handle(message)
+        try await wallet.notifications.handle(message)
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .suspended)
         let event = await events.next()
         #expect(event?.kind == .tokenStatusChanged)
         #expect(event?.tokenState == .suspended)
-        await wallet.notifications.handle(message)  // redelivered: kept once, not applied again
-        await wallet.notifications.handle(Self.cardState(.deactivated))
+        try await wallet.notifications.handle(message)  // redelivered: kept once, not applied again
+        try await wallet.notifications.handle(Self.cardState(.deactivated))
         #expect(await events.next()?.kind == .tokenizedCardRemoved)
         #expect(try wallet.store.inbox().count == 2)
     }
@@ -103,9 +103,9 @@ import TokenetWire
         let body = TspV1.TransactionBody(
             transactionID: "txn-1", amountMinor: 1250, currency: "USD", merchant: "Coffee", approved: true,
             transactionAtMs: 42)
-        await wallet.notifications.handle(
+        try await wallet.notifications.handle(
             Self.notification("TRANSACTION_NOTIFICATION", .transaction(body), sender: "TNS", lastCall: 42))
-        await wallet.notifications.handle(
+        try await wallet.notifications.handle(
             Self.notification("MESSAGING", .messaging(.init(title: "Hi", body: "Offer", action: "OPEN"))))
         let listed = try await wallet.lifecycle.listTransactions(.init(cardRef: "card-1"))
         #expect(
@@ -122,7 +122,7 @@ import TokenetWire
 
     @Test func otherSendersAreKeptButDoNotAct() async throws {
         let (wallet, _) = try await Self.digitized()
-        await wallet.notifications.handle(
+        try await wallet.notifications.handle(
             Self.notification(
                 "CARD_STATE", .cardState(.init(tokenState: .suspended)), sender: "tokenet-bank"))
         #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .active)
@@ -143,21 +143,38 @@ import TokenetWire
         #expect(keys.keysRemaining == 13)
         #expect(wallet.lifecycleTSP.recorded.replenishments.map(\.keysRemaining) == [0, 3])
 
-        await wallet.notifications.handle(Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG"))
+        try await wallet.notifications.handle(Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG"))
         let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
         #expect(after.keysRemaining == 23)
         #expect(after.batches == 3)
+    }
+
+    /// An MG push that needs the TSP while it is away is not lost: the handler throws (the subscriber delivers it
+    /// again) and forgets it, so the redelivery fetches the batch.
+    @Test func anMGPushThatFindsTheTSPAwayIsProcessedWhenDeliveredAgain() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let before = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        let push = Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG")
+        wallet.lifecycleTSP.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        await #expect(throws: WalletError.self) { try await wallet.notifications.handle(push) }
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == before.keysRemaining)
+
+        wallet.lifecycleTSP.state.withLock { $0.replenishmentFailure = nil }
+        try await wallet.notifications.handle(push)
+        let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(after.keysRemaining == before.keysRemaining + FakeTSPLifecycle.keysPerBatch)
+        #expect(after.batches == before.batches + 1)
     }
 
     @Test func onlyAnActiveCardPaysAndResumingRefetchesNothingWhenKeysAreLeft() async throws {
         var (wallet, events) = try await Self.digitized()
         _ = await events.next()
         _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
-        await wallet.notifications.handle(Self.cardState(.suspended))
+        try await wallet.notifications.handle(Self.cardState(.suspended))
         #expect(
             await statusCode { try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
                 == .failedPrecondition)
-        await wallet.notifications.handle(Self.cardState(.active))
+        try await wallet.notifications.handle(Self.cardState(.active))
         #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
     }
 
