@@ -5,34 +5,38 @@ import TokenetWire
 /// wallet-node's WalletSelection service (as the operator). Each change reaches the issuer app's card-data-changed
 /// listener (ACTIVE_WALLET_ACCOUNT_CHANGED, SELECTED_CARD_CHANGED); choosing what is already chosen emits nothing.
 extension WalletCommand {
-    static let useAccount = PartyAction(name: "use-account") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
-        guard let account = options.operands.first, !account.isEmpty else {
-            throw CLIError(.usage, "\(command): missing WALLET_ACCOUNT (the wallet account to make active)")
-        }
-        return try PartySession.run(
-            options, json: flags.json,
-            call: { session, callOptions in
-                try await WalletV1.WalletSelection.Client(session.client).setActiveWalletAccount(
-                    .init(walletAccountID: account), options: callOptions)
-            },
-            text: { response, traceID in selectionText(response) + "\n(trace \(traceID))" })
+    static let useAccount = selection(
+        "use-account", missing: "WALLET_ACCOUNT (the wallet account to make active)"
+    ) { client, account, options in
+        try await client.setActiveWalletAccount(.init(walletAccountID: account), options: options)
     }
 
-    static let selectCard = PartyAction(name: "select-card") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
-        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
-        guard let cardRef = options.operands.first, !cardRef.isEmpty else {
-            throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
+    static let selectCard = selection(
+        "select-card", missing: "CARD_REF (the card-N that add-card printed)"
+    ) { client, cardRef, options in
+        try await client.selectCard(.init(cardRef: cardRef), options: options)
+    }
+
+    /// One selection command: a single operand, one WalletSelection call, the selection as the answer.
+    static func selection(
+        _ name: String, missing: String,
+        call:
+            @escaping @Sendable (WalletV1.WalletSelection.Client, String, CallOptions) async throws
+            -> WalletV1.SelectionResponse
+    ) -> PartyAction {
+        PartyAction(name: name) { arguments, command throws(CLIError) in
+            let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
+            guard let operand = options.operands.first, !operand.isEmpty else {
+                throw CLIError(.usage, "\(command): missing \(missing)")
+            }
+            return try PartySession.run(
+                options, json: flags.json,
+                call: { session, callOptions in
+                    try await call(WalletV1.WalletSelection.Client(session.client), operand, callOptions)
+                },
+                text: { response, traceID in selectionText(response) + "\n(trace \(traceID))" })
         }
-        return try PartySession.run(
-            options, json: flags.json,
-            call: { session, callOptions in
-                try await WalletV1.WalletSelection.Client(session.client).selectCard(
-                    .init(cardRef: cardRef), options: callOptions)
-            },
-            text: { response, traceID in selectionText(response) + "\n(trace \(traceID))" })
     }
 
     static func selectionText(_ response: WalletV1.SelectionResponse) -> String {
