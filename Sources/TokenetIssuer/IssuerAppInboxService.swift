@@ -32,7 +32,13 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         }
         let answer = try await TspV1.Transactions.Client(tsp).answerAuthn(
             TspV1.AnswerAuthnRequest(authnRequestID: request.authnRequestID, proceed: request.proceed))
-        handler.answered(request.authnRequestID, status: answer.status)
+        do {
+            try handler.answered(request.authnRequestID, status: answer.status)
+        } catch {
+            // The TSP recorded the answer; only the app's copy is missing, and the TSP refuses a second answer.
+            logger.withTraceID(context.traceID).error(
+                "the app could not keep the answer it sent", ["authn_request_id": request.authnRequestID])
+        }
         logger.withTraceID(context.traceID).info(
             "cardholder answered an authentication request",
             ["authn_request_id": request.authnRequestID, "status": answer.status])

@@ -8,13 +8,35 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     private let inbox = Mutex(IssuerAppInbox())
     let view: IssuerAppView
     let logger: Logger
+    /// Where the app keeps its messages across restarts; nil keeps them in memory only (tests of the pure flow).
+    let store: IssuerStore?
 
-    public init(view: IssuerAppView, logger: Logger) {
+    /// Rebuilds the inbox from the messages and answers kept by an earlier run: the inbox is a pure function of
+    /// them, so replaying them gives back the same notifications, pending requests and card ids.
+    init(view: IssuerAppView, logger: Logger, store: IssuerStore?) throws(IssuerError) {
         self.view = view
         self.logger = logger
+        self.store = store
+        guard let store else { return }
+        let kept = try store.appNotifications()
+        let answers = try store.authnAnswers()
+        inbox.withLock { inbox in
+            for notification in kept { _ = inbox.receive(notification) }
+            for answer in answers { inbox.answered(answer.id, status: answer.status) }
+        }
     }
 
-    public func handle(_ notification: TspV1.Notification) async {
+    public convenience init(view: IssuerAppView, logger: Logger) {
+        // Without a store nothing can fail.
+        try! self.init(view: view, logger: logger, store: nil)
+    }
+
+    public func handle(_ notification: TspV1.Notification) async throws {
+        // Kept first: a storage failure throws, and the subscriber delivers the message again.
+        if let store, try !store.keepAppNotification(notification, capacity: IssuerAppInbox.capacity) {
+            logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
+            return
+        }
         let action = inbox.withLock { $0.receive(notification) }
         let what: String
         switch action {
@@ -48,7 +70,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         try inbox.withLock { inbox throws(IssuerAppInbox.AnswerRefusal) in try inbox.pendingAuthn(id) }
     }
 
-    func answered(_ id: String, status: String) {
+    func answered(_ id: String, status: String) throws(IssuerError) {
+        try store?.recordAuthnAnswer(id, status: status)
         inbox.withLock { $0.answered(id, status: status) }
     }
 }

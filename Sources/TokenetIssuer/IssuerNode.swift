@@ -37,7 +37,12 @@ public enum IssuerNode {
             Task { await party.tsp.registerUntilDone(logger: logger) }
         }
         let appView = IssuerAppView()
-        let appNotifications = IssuerAppNotificationHandler(view: appView, logger: logger)
+        let appNotifications: IssuerAppNotificationHandler
+        do {
+            appNotifications = try IssuerAppNotificationHandler(view: appView, logger: logger, store: party.store)
+        } catch {
+            throw NodeError(.io, "cannot read the issuer app's notifications", cause: DescribedError(error))
+        }
         if context.options.peers[.wallet] != nil {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             Task { await link.run() }

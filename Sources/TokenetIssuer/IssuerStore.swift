@@ -68,6 +68,7 @@ final class IssuerStore: Sendable {
                 CREATE INDEX outbox_by_token ON outbox(digital_card_id, id);
                 """),
         Migration(version: 3, name: "strong-authentication", sql: IssuerStore.authenticationSchema),
+        Migration(version: 4, name: "app-inbox", sql: IssuerStore.appInboxSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

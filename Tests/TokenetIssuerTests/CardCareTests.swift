@@ -167,7 +167,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         var message = TspV1.Notification(
             messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
         message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
-        await handler.handle(message)
+        try await handler.handle(message)
 
         let unknown = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-9")) }
         #expect(unknown?.code == .notFound)

@@ -108,14 +108,42 @@ import TokenetWire
         #expect(inbox.notifications.first?.notification?.messageID == "m-3")
     }
 
-    @Test func cardStateRefreshesTheAppsCardView() async {
+    @Test func cardStateRefreshesTheAppsCardView() async throws {
         let view = IssuerAppView()
         let handler = IssuerAppNotificationHandler(view: view, logger: Support.logger())
-        await handler.handle(
+        try await handler.handle(
             Self.message("CARD_STATE", body: .cardState(.init(tokenState: .suspended, reasonCode: "LOST_CARD"))))
         #expect(view.snapshot.rows["DNITHE1"] == .init(tokenState: .suspended, updatedBy: "CARD_STATE", removed: false))
-        await handler.handle(Self.message("CARD_STATE", body: .cardState(.init(tokenState: .deactivated))))
+        try await handler.handle(Self.message("CARD_STATE", body: .cardState(.init(tokenState: .deactivated))))
         #expect(view.snapshot.rows["DNITHE1"]?.removed == true)
         #expect(handler.snapshot.notifications.count == 2)
+    }
+
+    /// A restarted issuer app finds its notifications, its pending and answered AUTHN requests and its renewed card
+    /// ids again (the subscriber will not deliver a handled message twice), and a redelivery is not kept twice.
+    @Test func theInboxSurvivesARestartOfTheApp() async throws {
+        let store = try Support.store()
+        let first = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(), store: store)
+        var authn = Self.message(
+            "AUTHN", body: .authn(.init(authnRequestID: "ar-1", amountMinor: 1250, currency: "EUR", merchant: "Cafe")),
+            sender: "TNS")
+        authn.messageID = "m-1"
+        var other = Self.message("AUTHN", body: .authn(.init(authnRequestID: "ar-2")), sender: "TNS")
+        other.messageID = "m-2"
+        var renewal = Self.message(
+            "CARD_RENEWAL", body: .cardRenewal(.init(previousCardID: "c-1", newCardID: "c-2", panLast4: "0054")))
+        renewal.messageID = "m-3"
+        for message in [authn, other, renewal] { try await first.handle(message) }
+        try first.answered("ar-1", status: "PROCEEDED")
+        try await first.handle(authn)  // a redelivery
+        #expect(first.snapshot.notifications.count == 3)
+
+        let restarted = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(), store: store)
+        #expect(restarted.snapshot == first.snapshot)
+        #expect(restarted.snapshot.authnRequests.map(\.status) == ["PROCEEDED", "PENDING"])
+        #expect(throws: IssuerAppInbox.AnswerRefusal.alreadyAnswered("ar-1", status: "PROCEEDED")) {
+            try restarted.pendingAuthn("ar-1")
+        }
+        #expect(restarted.snapshot.cardIdentities["DNITHE1"]?.cardID == "c-2")
     }
 }
