@@ -134,21 +134,7 @@ import Testing
     /// access token and the wallet and the issuer app's view follow.
     @Test func theCardholderSignsInAndTheTokenBecomesActiveEverywhere() async throws {
         let nodes = try await LiveProvisioningTests()
-        let enrolled = try await nodes.tokenet([
-            "issuer", "enroll", nodes.issuer.listen, "ch-chloe", "acc-chloe-credit",
-        ])
-        let reference = try #require(enrolled.stdout.firstMatch(of: /reference (ref-[A-Za-z0-9_-]+)/)?.output.1)
-        let outbox = try nodes.json(
-            try await nodes.tokenet([
-                "issuer", "outbox", nodes.issuer.listen, "--digital-card", "enrolment:\(reference)", "--json",
-            ]))
-        let text = try #require((outbox["messages"] as? [[String: Any]])?.first?["text"] as? String)
-        let code = try #require(text.firstMatch(of: /code is ([A-Z0-9]+)\s/)?.output.1)
-        let activated = try await nodes.tokenet([
-            "issuer-app", "activate", nodes.issuer.listen, "--ref", String(reference), "--code", String(code),
-            "--pin", "2580",
-        ])
-        #expect(activated.stdout.contains("Activated acc-chloe-credit for ch-chloe"), "\(activated.stdout)")
+        try await Self.enrolChloe(nodes)
 
         let token = try await Self.steppedUp(nodes, ref: "card-1", pan: "4761000030000054", expiry: "11/29")
         _ = try await nodes.appViewRow(token, state: "TOKEN_STATE_INACTIVE")
