@@ -11,13 +11,14 @@ extension TSPConfiguration {
     /// `notification_max_age_s`, `notification_max_queued`; one-time codes: `otp_validity_ms`
     /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; strong authentication:
     /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
-    /// `hotp_look_ahead`, `hotp_resync_window` (larger than the look-ahead), `hotp_max_failures`.
+    /// `hotp_look_ahead`, `hotp_resync_window` (larger than the look-ahead), `hotp_max_failures`, `auth_server_url`
+    /// (the server put in activation links).
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
         "otp_validity_ms", "otp_max_attempts", "otp_max_resends",
         "access_token_ttl_s", "activation_code_ttl_s", "activation_max_attempts", "hotp_digits", "hotp_look_ahead",
-        "hotp_resync_window", "hotp_max_failures",
+        "hotp_resync_window", "hotp_max_failures", "auth_server_url",
     ]
 
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
@@ -98,6 +99,15 @@ extension TSPConfiguration {
             }
             if !flag { configuration.terms = .none }
         }
+        if let value = object["auth_server_url"] {
+            guard case .string(let url) = value, !url.isEmpty, !url.contains(where: \.isWhitespace),
+                url.contains("://")
+            else {
+                throw NodeError(
+                    .config, "\(path): \"auth_server_url\" must be a URL such as \"tokenet://tsp.example:7001\"")
+            }
+            configuration.authServerURL = url
+        }
         return configuration
     }
 }
@@ -106,6 +116,7 @@ extension TSPConfiguration {
 private enum Scalar: Decodable {
     case bool(Bool)
     case integer(Int)
+    case string(String)
     case other
 
     init(from decoder: any Decoder) throws {
@@ -114,6 +125,8 @@ private enum Scalar: Decodable {
             self = .bool(flag)
         } else if let number = try? container.decode(Int.self) {
             self = .integer(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
         } else {
             self = .other
         }

@@ -243,6 +243,12 @@ import TokenetWire
         #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
         try Data(#"{"hotp_digits": 7}"#.utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        try Data(#"{"auth_server_url": "tokenet://tsp.example:7001"}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try TSPConfiguration.load(dataDirectory: directory).authServerURL == "tokenet://tsp.example:7001")
+        for bad in [#"{"auth_server_url": "tsp"}"#, #"{"auth_server_url": 7}"#, #"{"auth_server_url": "a b://c"}"#] {
+            try Data(bad.utf8).write(to: URL(fileURLWithPath: path))
+            #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        }
     }
 
     @Test func eightDigitCredentialsAndAShortTokenLifetime() async throws {
