@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -27,6 +29,8 @@ final class ProtoArena {
     private var cursor: UnsafeMutableRawPointer?
     private var remaining = 0
     private var nextBlockSize = ProtoArena.firstBlock
+    /// `bytes` values whose storage the C structs point into; holding them keeps that storage alive and unchanged.
+    private var borrowed: [Data] = []
 
     init() {
         blocks.reserveCapacity(4)
@@ -78,6 +82,24 @@ final class ProtoArena {
             throw WireError(.unencodableValue, "string field \"\(field())\" contains a NUL character")
         }
         return UnsafeMutableRawPointer(copy).assumingMemoryBound(to: CChar.self)
+    }
+
+    /// At least this many bytes are pointed to in place rather than copied (see `bytes(of:)`).
+    private static let borrowThreshold = 256
+
+    /// The bytes of `data` for a `bytes` field, valid as long as the arena.
+    ///
+    /// Large values are not copied: the arena keeps the `Data`, whose heap storage (every `Data` longer than a few
+    /// words has one) neither moves nor changes while a reference to it is held, so protobuf-c packs straight from
+    /// it and a payload is copied once on its way into a frame instead of twice. Small values are copied: their
+    /// bytes may live inside the `Data` value itself, and a copy of a few bytes costs less than keeping the value.
+    func bytes(of data: Data) -> UnsafeMutablePointer<UInt8>? {
+        guard data.count >= Self.borrowThreshold else {
+            return data.withUnsafeBytes { copy($0) }
+        }
+        borrowed.append(data)
+        let base = data.withUnsafeBytes { $0.baseAddress }
+        return base.map { UnsafeMutableRawPointer(mutating: $0).assumingMemoryBound(to: UInt8.self) }
     }
 
     /// A copy of `bytes` that lives as long as the arena.

@@ -44,9 +44,16 @@ extension ProtoMessage {
         return bytes
     }
 
-    /// The protobuf binary serialization as `Data`.
+    /// The protobuf binary serialization as `Data`, packed straight into the storage the `Data` keeps.
     public func serializedData() throws -> Data {
-        Data(try serializedBytes())
+        try withCMessage { message in
+            let size = protobuf_c_message_get_packed_size(message)
+            guard size > 0 else { return Data() }
+            guard let storage = malloc(size) else { fatalError("Tokenet: out of memory allocating \(size) bytes") }
+            let packed = protobuf_c_message_pack(message, storage.assumingMemoryBound(to: UInt8.self))
+            precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
+            return Data(bytesNoCopy: storage, count: size, deallocator: .free)
+        }
     }
 
     /// Appends the serialization to `buffer`, so a frame can be built without an intermediate copy.
@@ -54,13 +61,14 @@ extension ProtoMessage {
         try withCMessage { message in
             let size = protobuf_c_message_get_packed_size(message)
             guard size > 0 else { return }
-            // Packed into fresh uninitialized storage, then appended with one memcpy: growing `buffer` element by
-            // element first costs far more than the copy.
-            let packed = [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
-                initialized = protobuf_c_message_pack(message, out.baseAddress!)
+            // Packed in place into room made at the end of `buffer`: zeroing the room costs less than packing into
+            // an array of its own and copying that.
+            let start = buffer.count
+            buffer.append(contentsOf: repeatElement(0, count: size))
+            let packed = buffer.withUnsafeMutableBufferPointer { bytes in
+                protobuf_c_message_pack(message, bytes.baseAddress! + start)
             }
-            precondition(packed.count == size, "protobuf-c packed \(packed.count) bytes, announced \(size)")
-            buffer.append(contentsOf: packed)
+            precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
         }
     }
 
@@ -86,7 +94,9 @@ extension ProtoMessage {
             throw WireError(.invalidMessage, "the bytes are not a valid \(Self.protoName) message")
         }
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
-        try self.init(_protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor))
+        try self.init(
+            _protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor, takesBuffers: true)
+        )
     }
 
     /// Builds the protobuf-c struct tree for this value and hands it to `body`; it is freed when `body` returns.
