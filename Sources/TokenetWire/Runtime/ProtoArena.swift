@@ -32,9 +32,20 @@ final class ProtoArena {
     /// `bytes` values whose storage the C structs point into; holding them keeps that storage alive and unchanged.
     private var borrowed: [Data] = []
 
-    init() {
-        blocks.reserveCapacity(4)
+    init() {}
+
+    /// An arena that carves its first pieces out of `scratch` (typically stack memory of the encode, so encoding an
+    /// RPC frame allocates nothing for its C structs). `scratch` must outlive the arena; it is never freed here.
+    init(scratch: UnsafeMutableRawBufferPointer) {
+        if let base = scratch.baseAddress, scratch.count >= Self.alignment {
+            cursor = base
+            remaining = scratch.count & ~(Self.alignment - 1)
+            nextBlockSize = Self.firstBlock * 2
+        }
     }
+
+    /// Bytes of stack scratch an encode offers its arena: enough for every frame the RPC layer sends.
+    static let scratchSize = 1024
 
     deinit {
         for block in blocks {
@@ -51,18 +62,20 @@ final class ProtoArena {
         if size > remaining {
             let blockSize = nextBlockSize
             nextBlockSize = min(nextBlockSize * 2, Self.largestBlock)
-            cursor = newBlock(blockSize)
+            cursor = newBlock(blockSize, zeroed: false)
             remaining = blockSize
         }
         let piece = cursor!
         cursor = piece + size
         remaining -= size
+        // Blocks come from malloc and the first one may be scratch: zero each piece as it is handed out.
+        piece.initializeMemory(as: UInt8.self, repeating: 0, count: size)
         return piece
     }
 
-    /// A zeroed block owned by the arena.
-    private func newBlock(_ byteCount: Int) -> UnsafeMutableRawPointer {
-        guard let block = calloc(1, byteCount) else {
+    /// A block owned by the arena, zeroed unless `zeroed` is false.
+    private func newBlock(_ byteCount: Int, zeroed: Bool = true) -> UnsafeMutableRawPointer {
+        guard let block = zeroed ? calloc(1, byteCount) : malloc(byteCount) else {
             fatalError("Tokenet: out of memory allocating \(byteCount) bytes")
         }
         blocks.append(block)

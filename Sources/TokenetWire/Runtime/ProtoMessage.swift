@@ -101,11 +101,13 @@ extension ProtoMessage {
 
     /// Builds the protobuf-c struct tree for this value and hands it to `body`; it is freed when `body` returns.
     func withCMessage<Result>(_ body: (UnsafePointer<ProtobufCMessage>) throws -> Result) throws -> Result {
-        let arena = ProtoArena()
-        var writer = _ProtoWriter(descriptor: Self._protobufC.pointer, arena: arena)
-        try _protoWrite(to: &writer)
-        return try withExtendedLifetime(arena) {
-            try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
+        try withUnsafeTemporaryAllocation(byteCount: ProtoArena.scratchSize, alignment: 16) { scratch in
+            let arena = ProtoArena(scratch: scratch)
+            var writer = _ProtoWriter(descriptor: Self._protobufC.pointer, arena: arena)
+            try _protoWrite(to: &writer)
+            return try withExtendedLifetime(arena) {
+                try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
+            }
         }
     }
 }
