@@ -64,7 +64,7 @@ extension ProtoMessage {
             // Packed in place into room made at the end of `buffer`: zeroing the room costs less than packing into
             // an array of its own and copying that.
             let start = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: size))
+            buffer.appendZeros(size)
             let packed = buffer.withUnsafeMutableBufferPointer { bytes in
                 protobuf_c_message_pack(message, bytes.baseAddress! + start)
             }
@@ -108,6 +108,23 @@ extension ProtoMessage {
             return try withExtendedLifetime(arena) {
                 try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
             }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Zeros to append from: appending a slice of an array is one `memcpy`, while appending `repeatElement(0, …)`
+    /// runs an element-by-element loop that cost more than the copy it made room for.
+    private static let zeros = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// Appends `count` zero bytes.
+    mutating func appendZeros(_ count: Int) {
+        // No reserveCapacity: an exact reservation per frame would regrow (and copy) the buffer every time.
+        var left = count
+        while left > 0 {
+            let piece = Swift.min(left, Self.zeros.count)
+            append(contentsOf: Self.zeros[..<piece])
+            left -= piece
         }
     }
 }
