@@ -5,6 +5,9 @@ import TokenetTransport
 /// work already queued, typically the other calls resumed by the same read, so all their frames leave in one engine
 /// write (one TLS record up to 16 KiB) and one `send`: no writer task to wake, no thread hop.
 extension RPCConnection {
+    /// The largest written batch kept for reuse.
+    static let spareOutboundCapacityCap = 256 * 1024
+
     /// Queues the loop flush unless one is queued already.
     func scheduleLoopFlush(_ core: inout Core, _ loop: EventLoop) {
         guard !core.loopFlushScheduled else { return }
@@ -30,7 +33,11 @@ extension RPCConnection {
                 return nil
             }
             core.writing = true
+            // The spare is only referenced here by now (the stream let go of it when its write completed), so
+            // emptying it keeps its capacity without allocating.
             var bytes: [UInt8] = []
+            swap(&bytes, &core.spareOutbound)
+            bytes.removeAll(keepingCapacity: true)
             swap(&bytes, &core.outbound)
             wakeCapacityWaiters(&core)
             return bytes
@@ -41,6 +48,8 @@ extension RPCConnection {
             switch result {
             case .success:
                 core.withLock { core in
+                    // A spare above the cap would hold memory on an idle connection long after a burst.
+                    if batch.capacity <= Self.spareOutboundCapacityCap { core.spareOutbound = batch }
                     core.writing = false
                     if !core.outbound.isEmpty || core.closing { requestFlush(&core) }
                 }

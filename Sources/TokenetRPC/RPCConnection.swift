@@ -32,6 +32,9 @@ final class RPCConnection: Sendable {
         var machine: ConnectionStateMachine
         var encoder: FrameEncoder
         var outbound: [UInt8] = []
+        /// The last batch the loop flush handed to the stream, kept once written so the next batch reuses its
+        /// storage: a batch built in a fresh array regrows (and copies itself) several times as frames are added.
+        var spareOutbound: [UInt8] = []
         var writer: CheckedContinuation<Void, Never>?
         var closing = false
         var closeError: String?

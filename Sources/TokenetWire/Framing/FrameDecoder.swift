@@ -42,6 +42,14 @@ public struct FrameDecoder: Sendable {
     /// Index in `buffer` of the next length prefix not yet checked against the maximum. Every prefix before it has
     /// been checked. It lies beyond `buffer.count` while the body of the last checked frame is still arriving.
     private var scanIndex = 0
+    /// Whether `buffer` is an array the caller fed (and may still hold), taken over instead of copied.
+    private var adopted = false
+    /// A fed array queued behind `buffer`, which then holds only complete frames: its bytes from `pendingStart`
+    /// on are next, and every prefix in them up to `pendingScanIndex` has been checked. `buffer` becomes this
+    /// array once its own frames are pulled, so neither is copied.
+    private var pending: [UInt8]?
+    private var pendingStart = 0
+    private var pendingScanIndex = 0
 
     /// - Parameter maximumFrameSize: the largest frame accepted; values above `UInt32.max` act as `UInt32.max`.
     public init(maximumFrameSize: Int = FrameFormat.defaultMaximumFrameSize) {
@@ -50,7 +58,7 @@ public struct FrameDecoder: Sendable {
     }
 
     /// Bytes received and held but not yet returned as frames.
-    public var bufferedByteCount: Int { buffer.count - readIndex }
+    public var bufferedByteCount: Int { buffer.count - readIndex + (pending.map { $0.count - pendingStart } ?? 0) }
 
     /// The error the decoder reported, after which it stays failed; nil while it is healthy.
     public var failure: WireError? {
@@ -60,6 +68,37 @@ public struct FrameDecoder: Sendable {
     /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) {
         bytes.withMemoryRebound(to: UInt8.self) { feed(contiguous: $0) }
+    }
+
+    /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
+    ///
+    /// The decoder keeps `bytes` itself (the caller's array, not a copy) and parses the frames in it in place. Only
+    /// a frame that straddles two chunks is copied: its start when the chunk ends, and the head of the next chunk
+    /// up to the frame's end; the rest of that next chunk is again kept as it is.
+    public mutating func feed(_ bytes: [UInt8]) {
+        guard case .reading = state, !bytes.isEmpty else { return }
+        guard pending == nil else {
+            bytes.withUnsafeBufferPointer { feed(contiguous: $0) }
+            return
+        }
+        if buffer.isEmpty {
+            adopt(bytes, from: 0)
+            return
+        }
+        // Complete the prefix, then the body, of the frame that is partly buffered, from the head of `bytes`.
+        var offset = 0
+        while offset < bytes.count, case .reading = state, scanIndex != buffer.count {
+            let missing =
+                scanIndex > buffer.count
+                ? scanIndex - buffer.count : FrameFormat.lengthPrefixSize - (buffer.count - scanIndex)
+            isolateUnpulledBytes(reserving: max(scanIndex, buffer.count + missing) - readIndex)
+            let end = min(bytes.count, offset + missing)
+            bytes.withUnsafeBufferPointer { feed(contiguous: UnsafeBufferPointer(rebasing: $0[offset..<end])) }
+            offset = end
+        }
+        guard offset < bytes.count, case .reading = state else { return }
+        // The buffered frames are complete: the rest of `bytes` is read once they have been pulled.
+        adopt(bytes, from: offset)
     }
 
     /// Adds bytes read from the stream. They may split frames and prefixes anywhere.
@@ -76,6 +115,7 @@ public struct FrameDecoder: Sendable {
     ///   `WireError.invalidMessage` when a frame's bytes are not a `WireV1.Frame`, or the earlier error.
     public mutating func nextFrame() throws -> WireV1.Frame? {
         if case .failed(let error) = state { throw error }
+        if readIndex == buffer.count, pending != nil { takePending() }
         let available = buffer.count - readIndex
         guard available >= FrameFormat.lengthPrefixSize else {
             if available == 0, case .rejecting(let error) = state { throw fail(error) }
@@ -95,7 +135,13 @@ public struct FrameDecoder: Sendable {
         }
         readIndex = end
         if readIndex == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
+            if adopted {
+                // The caller's array: dropping it is free, emptying it in place would allocate a copy.
+                buffer = []
+                adopted = false
+            } else {
+                buffer.removeAll(keepingCapacity: true)
+            }
             scanIndex -= readIndex
             readIndex = 0
         }
@@ -107,6 +153,7 @@ public struct FrameDecoder: Sendable {
     /// - Throws: `WireError.truncatedFrame` when the stream stopped inside a length prefix or a frame body (the peer
     ///   closed mid-frame), `WireError.frameTooLarge` for an oversized prefix not yet reported, or the earlier error.
     public mutating func finish() throws {
+        absorbPending()
         switch state {
         case .reading: break
         case .rejecting(let error): throw fail(error)
@@ -141,6 +188,8 @@ public struct FrameDecoder: Sendable {
 
     private mutating func feed(contiguous chunk: UnsafeBufferPointer<UInt8>) {
         guard case .reading = state, !chunk.isEmpty else { return }
+        absorbPending()
+        adopted = false  // the appends below make the buffer this decoder's own
         compactIfCheap()
         let buffered = buffer.count
         let total = buffered + chunk.count
@@ -150,12 +199,7 @@ public struct FrameDecoder: Sendable {
         while total - scanIndex >= FrameFormat.lengthPrefixSize {
             let length = lengthPrefix(at: scanIndex, continuedBy: chunk)
             guard length <= maximumFrameSize else {
-                state = .rejecting(
-                    WireError(
-                        .frameTooLarge,
-                        "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
-                    )
-                )
+                state = .rejecting(tooLarge(length))
                 if scanIndex < buffered {
                     // The first bytes of the bad prefix were already buffered: drop them too.
                     buffer.removeSubrange(scanIndex...)
@@ -170,6 +214,87 @@ public struct FrameDecoder: Sendable {
         buffer.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<accepted]))
     }
 
+    /// Makes `bytes[start...]` the unpulled bytes (nothing else may be buffered), checking its prefixes. An
+    /// oversized one ends what is kept: the frames in front of it are still returned, then the error.
+    private mutating func adopt(_ bytes: [UInt8], from start: Int) {
+        var scan = start
+        var kept = bytes
+        while kept.count - scan >= FrameFormat.lengthPrefixSize {
+            let length = Self.lengthPrefix(in: kept, at: scan)
+            guard length <= maximumFrameSize else {
+                state = .rejecting(tooLarge(length))
+                kept.removeSubrange(scan...)
+                break
+            }
+            scan += FrameFormat.lengthPrefixSize + length
+        }
+        if buffer.isEmpty {
+            buffer = kept
+            adopted = true
+            readIndex = start
+            scanIndex = scan
+        } else if kept.count > start {
+            pending = kept
+            pendingStart = start
+            pendingScanIndex = scan
+        }
+    }
+
+    /// Moves to the queued array once the frames before it have been pulled.
+    private mutating func takePending() {
+        guard let next = pending else { return }
+        pending = nil
+        takePending(next)
+    }
+
+    /// Appends the queued array's bytes to `buffer` (a caller feeding again before pulling frames, or ending).
+    private mutating func absorbPending() {
+        guard let next = pending else { return }
+        pending = nil
+        if readIndex == buffer.count {
+            takePending(next)
+            return
+        }
+        let shift = buffer.count - pendingStart
+        buffer.append(contentsOf: next[pendingStart...])
+        adopted = false
+        scanIndex = pendingScanIndex + shift
+    }
+
+    private mutating func takePending(_ next: [UInt8]) {
+        buffer = next
+        adopted = true
+        readIndex = pendingStart
+        scanIndex = pendingScanIndex
+    }
+
+    /// Gives the unpulled bytes an array of their own with room for `capacity` bytes, so that completing a frame
+    /// that straddles two chunks copies each of its bytes once, and never the caller's whole array.
+    private mutating func isolateUnpulledBytes(reserving capacity: Int) {
+        if !adopted && readIndex == 0 {
+            buffer.reserveCapacity(capacity)
+            return
+        }
+        var own: [UInt8] = []
+        own.reserveCapacity(max(capacity, buffer.count - readIndex))
+        own.append(contentsOf: buffer[readIndex...])
+        buffer = own
+        scanIndex -= readIndex
+        readIndex = 0
+        adopted = false
+    }
+
+    private static func lengthPrefix(in bytes: [UInt8], at index: Int) -> Int {
+        Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+    }
+
+    private func tooLarge(_ length: Int) -> WireError {
+        WireError(
+            .frameTooLarge,
+            "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
+        )
+    }
+
     /// Drops consumed bytes when the move costs no more than the bytes they replace (amortised linear copying).
     private mutating func compactIfCheap() {
         guard readIndex > 0, buffer.count - readIndex <= readIndex else { return }
@@ -182,6 +307,8 @@ public struct FrameDecoder: Sendable {
     private mutating func fail(_ error: WireError) -> WireError {
         state = .failed(error)
         buffer = []
+        adopted = false
+        pending = nil
         readIndex = 0
         scanIndex = 0
         return error

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -27,10 +29,23 @@ final class ProtoArena {
     private var cursor: UnsafeMutableRawPointer?
     private var remaining = 0
     private var nextBlockSize = ProtoArena.firstBlock
+    /// `bytes` values whose storage the C structs point into; holding them keeps that storage alive and unchanged.
+    private var borrowed: [Data] = []
 
-    init() {
-        blocks.reserveCapacity(4)
+    init() {}
+
+    /// An arena that carves its first pieces out of `scratch` (typically stack memory of the encode, so encoding an
+    /// RPC frame allocates nothing for its C structs). `scratch` must outlive the arena; it is never freed here.
+    init(scratch: UnsafeMutableRawBufferPointer) {
+        if let base = scratch.baseAddress, scratch.count >= Self.alignment {
+            cursor = base
+            remaining = scratch.count & ~(Self.alignment - 1)
+            nextBlockSize = Self.firstBlock * 2
+        }
     }
+
+    /// Bytes of stack scratch an encode offers its arena: enough for every frame the RPC layer sends.
+    static let scratchSize = 1024
 
     deinit {
         for block in blocks {
@@ -47,18 +62,20 @@ final class ProtoArena {
         if size > remaining {
             let blockSize = nextBlockSize
             nextBlockSize = min(nextBlockSize * 2, Self.largestBlock)
-            cursor = newBlock(blockSize)
+            cursor = newBlock(blockSize, zeroed: false)
             remaining = blockSize
         }
         let piece = cursor!
         cursor = piece + size
         remaining -= size
+        // Blocks come from malloc and the first one may be scratch: zero each piece as it is handed out.
+        piece.initializeMemory(as: UInt8.self, repeating: 0, count: size)
         return piece
     }
 
-    /// A zeroed block owned by the arena.
-    private func newBlock(_ byteCount: Int) -> UnsafeMutableRawPointer {
-        guard let block = calloc(1, byteCount) else {
+    /// A block owned by the arena, zeroed unless `zeroed` is false.
+    private func newBlock(_ byteCount: Int, zeroed: Bool = true) -> UnsafeMutableRawPointer {
+        guard let block = zeroed ? calloc(1, byteCount) : malloc(byteCount) else {
             fatalError("Tokenet: out of memory allocating \(byteCount) bytes")
         }
         blocks.append(block)
@@ -78,6 +95,24 @@ final class ProtoArena {
             throw WireError(.unencodableValue, "string field \"\(field())\" contains a NUL character")
         }
         return UnsafeMutableRawPointer(copy).assumingMemoryBound(to: CChar.self)
+    }
+
+    /// At least this many bytes are pointed to in place rather than copied (see `bytes(of:)`).
+    private static let borrowThreshold = 256
+
+    /// The bytes of `data` for a `bytes` field, valid as long as the arena.
+    ///
+    /// Large values are not copied: the arena keeps the `Data`, whose heap storage (every `Data` longer than a few
+    /// words has one) neither moves nor changes while a reference to it is held, so protobuf-c packs straight from
+    /// it and a payload is copied once on its way into a frame instead of twice. Small values are copied: their
+    /// bytes may live inside the `Data` value itself, and a copy of a few bytes costs less than keeping the value.
+    func bytes(of data: Data) -> UnsafeMutablePointer<UInt8>? {
+        guard data.count >= Self.borrowThreshold else {
+            return data.withUnsafeBytes { copy($0) }
+        }
+        borrowed.append(data)
+        let base = data.withUnsafeBytes { $0.baseAddress }
+        return base.map { UnsafeMutableRawPointer(mutating: $0).assumingMemoryBound(to: UInt8.self) }
     }
 
     /// A copy of `bytes` that lives as long as the arena.

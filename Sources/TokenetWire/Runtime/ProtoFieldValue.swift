@@ -10,7 +10,16 @@ protocol ProtoFieldValue: Sendable {
     /// Bytes one slot of this type takes in a C struct or a repeated array.
     static var cStride: Int { get }
     static func load(from slot: UnsafeRawPointer, field: @autoclosure () -> String) throws -> Self
+    /// Like `load`, from a struct that protobuf-c unpacked with malloc and frees right after: a value may take over
+    /// the slot's buffer (leaving the slot empty, so protobuf-c does not free it) instead of copying it.
+    static func take(from slot: UnsafeMutableRawPointer, field: @autoclosure () -> String) throws -> Self
     func store(to slot: UnsafeMutableRawPointer, arena: ProtoArena, field: @autoclosure () -> String) throws
+}
+
+extension ProtoFieldValue {
+    static func take(from slot: UnsafeMutableRawPointer, field: @autoclosure () -> String) throws -> Self {
+        try load(from: UnsafeRawPointer(slot), field: field())
+    }
 }
 
 /// Fixed-size scalars are stored bit for bit.
@@ -70,15 +79,33 @@ extension String: ProtoFieldValue {
 extension Data: ProtoFieldValue {
     static var cStride: Int { MemoryLayout<ProtobufCBinaryData>.stride }
 
+    /// Below this size a copy is cheaper than a `Data` that owns protobuf-c's buffer and frees it.
+    static let takeOverThreshold = 64
+
     static func load(from slot: UnsafeRawPointer, field: @autoclosure () -> String) -> Data {
         let binary = slot.load(as: ProtobufCBinaryData.self)
         guard binary.len > 0, let data = binary.data else { return Data() }
         return Data(bytes: data, count: binary.len)
     }
 
+    /// protobuf-c's unpack copied the bytes into a buffer of their own from `malloc`; the `Data` takes it over and
+    /// frees it, and the slot is cleared so `protobuf_c_message_free_unpacked` leaves it alone.
+    static func take(from slot: UnsafeMutableRawPointer, field: @autoclosure () -> String) -> Data {
+        let binary = slot.load(as: ProtobufCBinaryData.self)
+        guard binary.len >= takeOverThreshold, let data = binary.data else {
+            return load(from: UnsafeRawPointer(slot), field: field())
+        }
+        slot.storeBytes(of: ProtobufCBinaryData(len: 0, data: nil), as: ProtobufCBinaryData.self)
+        return Data(bytesNoCopy: data, count: binary.len, deallocator: .free)
+    }
+
     func store(to slot: UnsafeMutableRawPointer, arena: ProtoArena, field: @autoclosure () -> String) {
-        let copy = withUnsafeBytes { arena.copy($0) }
-        slot.storeBytes(of: ProtobufCBinaryData(len: copy == nil ? 0 : count, data: copy), as: ProtobufCBinaryData.self)
+        guard !isEmpty else {
+            slot.storeBytes(of: ProtobufCBinaryData(len: 0, data: nil), as: ProtobufCBinaryData.self)
+            return
+        }
+        let bytes = arena.bytes(of: self)
+        slot.storeBytes(of: ProtobufCBinaryData(len: count, data: bytes), as: ProtobufCBinaryData.self)
     }
 }
 

@@ -44,9 +44,16 @@ extension ProtoMessage {
         return bytes
     }
 
-    /// The protobuf binary serialization as `Data`.
+    /// The protobuf binary serialization as `Data`, packed straight into the storage the `Data` keeps.
     public func serializedData() throws -> Data {
-        Data(try serializedBytes())
+        try withCMessage { message in
+            let size = protobuf_c_message_get_packed_size(message)
+            guard size > 0 else { return Data() }
+            guard let storage = malloc(size) else { fatalError("Tokenet: out of memory allocating \(size) bytes") }
+            let packed = protobuf_c_message_pack(message, storage.assumingMemoryBound(to: UInt8.self))
+            precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
+            return Data(bytesNoCopy: storage, count: size, deallocator: .free)
+        }
     }
 
     /// Appends the serialization to `buffer`, so a frame can be built without an intermediate copy.
@@ -54,13 +61,14 @@ extension ProtoMessage {
         try withCMessage { message in
             let size = protobuf_c_message_get_packed_size(message)
             guard size > 0 else { return }
-            // Packed into fresh uninitialized storage, then appended with one memcpy: growing `buffer` element by
-            // element first costs far more than the copy.
-            let packed = [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
-                initialized = protobuf_c_message_pack(message, out.baseAddress!)
+            // Packed in place into room made at the end of `buffer`: zeroing the room costs less than packing into
+            // an array of its own and copying that.
+            let start = buffer.count
+            buffer.appendZeros(size)
+            let packed = buffer.withUnsafeMutableBufferPointer { bytes in
+                protobuf_c_message_pack(message, bytes.baseAddress! + start)
             }
-            precondition(packed.count == size, "protobuf-c packed \(packed.count) bytes, announced \(size)")
-            buffer.append(contentsOf: packed)
+            precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
         }
     }
 
@@ -86,16 +94,37 @@ extension ProtoMessage {
             throw WireError(.invalidMessage, "the bytes are not a valid \(Self.protoName) message")
         }
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
-        try self.init(_protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor))
+        try self.init(
+            _protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor, takesBuffers: true)
+        )
     }
 
     /// Builds the protobuf-c struct tree for this value and hands it to `body`; it is freed when `body` returns.
     func withCMessage<Result>(_ body: (UnsafePointer<ProtobufCMessage>) throws -> Result) throws -> Result {
-        let arena = ProtoArena()
-        var writer = _ProtoWriter(descriptor: Self._protobufC.pointer, arena: arena)
-        try _protoWrite(to: &writer)
-        return try withExtendedLifetime(arena) {
-            try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
+        try withUnsafeTemporaryAllocation(byteCount: ProtoArena.scratchSize, alignment: 16) { scratch in
+            let arena = ProtoArena(scratch: scratch)
+            var writer = _ProtoWriter(descriptor: Self._protobufC.pointer, arena: arena)
+            try _protoWrite(to: &writer)
+            return try withExtendedLifetime(arena) {
+                try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
+            }
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Zeros to append from: appending a slice of an array is one `memcpy`, while appending `repeatElement(0, …)`
+    /// runs an element-by-element loop that cost more than the copy it made room for.
+    private static let zeros = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// Appends `count` zero bytes.
+    mutating func appendZeros(_ count: Int) {
+        // No reserveCapacity: an exact reservation per frame would regrow (and copy) the buffer every time.
+        var left = count
+        while left > 0 {
+            let piece = Swift.min(left, Self.zeros.count)
+            append(contentsOf: Self.zeros[..<piece])
+            left -= piece
         }
     }
 }
