@@ -34,6 +34,21 @@ final class AcknowledgementQueue: Sendable {
         if let (continuation, ids) = waiter { continuation.resume(returning: ids) }
     }
 
+    /// Puts back ids whose acknowledgement failed, ahead of the others, so that a worker tries them again. False
+    /// when the queue is finished (the stream is over): the caller keeps them for the next stream.
+    func retry(_ ids: [String]) -> Bool {
+        let waiter = state.withLock { state -> (CheckedContinuation<[String]?, Never>, [String])?? in
+            guard !state.finished else { return .none }
+            state.ids.insert(contentsOf: ids, at: 0)
+            guard !state.waiters.isEmpty, state.inFlight < eagerCalls else { return .some(nil) }
+            let waiter = state.waiters.removeFirst()
+            return .some((waiter, takeBatch(&state)))
+        }
+        guard let waiter else { return false }
+        if let (continuation, batch) = waiter { continuation.resume(returning: batch) }
+        return true
+    }
+
     /// No more ids will come: workers drain what is left and stop.
     func finish() {
         let waiters = state.withLock { state in

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetRPC
 import TokenetWire
 
@@ -44,6 +45,10 @@ public final class NotificationSubscriber: Sendable {
     let logger: Logger
     let options: Options
     let sleep: @Sendable (Duration) async throws -> Void
+    /// Handled ids whose acknowledgement failed when their stream was already over: the next stream acknowledges
+    /// them first. The broker may have removed them already (the answer was lost, not the request); acknowledging
+    /// an unknown id is harmless, and it lets the journal forget them.
+    private let unconfirmed = Mutex<[String]>([])
 
     public init(
         tsp: any RPCCaller, handler: any NotificationHandler, processed: ProcessedNotificationLog, logger: Logger,
@@ -83,6 +88,10 @@ public final class NotificationSubscriber: Sendable {
         var received = 0
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
+            for id in unconfirmed.withLock({ ids in
+                defer { ids = [] }
+                return ids
+            }) { acknowledgements.add(id) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrentAcknowledgements {
                     group.addTask { await self.acknowledge(from: acknowledgements) }
@@ -142,10 +151,14 @@ public final class NotificationSubscriber: Sendable {
                 processed.forget(ids)
                 options.onAcknowledged?(ids)
             } catch {
-                // The broker sends them again; the journal makes sure they are not handled twice.
+                // Unacknowledged, the broker sends them again and the journal makes sure they are not handled twice;
+                // acknowledged but unconfirmed, only another acknowledgement lets the journal forget them. Either
+                // way they are acknowledged again: after a pause on this stream, or first thing on the next one.
                 logger.warning(
-                    "acknowledging notifications failed; they will be redelivered",
+                    "acknowledging notifications failed; trying again",
                     ["count": "\(ids.count)", "error": "\(error)"])
+                try? await sleep(options.backoff.delay(beforeAttempt: 1))
+                if !queue.retry(ids) { unconfirmed.withLock { $0.append(contentsOf: ids) } }
             }
         }
     }

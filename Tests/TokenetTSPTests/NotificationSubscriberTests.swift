@@ -74,6 +74,49 @@ import TokenetWire
         }
     }
 
+    /// Forwards every call, but loses the answer of the first Acknowledge: the broker removed the messages, the
+    /// subscriber does not know it (a timeout on a loaded machine, a connection lost before the answer).
+    final class LosingFirstAcknowledgementAnswer: RPCCaller {
+        let base: any RPCCaller
+        private let lost = Mutex(false)
+
+        init(base: any RPCCaller) { self.base = base }
+
+        func unary<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> Response {
+            let response = try await base.unary(method, request, options: options)
+            let loseThisOne = lost.withLock { lost in
+                guard method.path == TspV1.Notifications.acknowledge.path, !lost else { return false }
+                lost = true
+                return true
+            }
+            if loseThisOne {
+                throw RPCError(.deadlineExceeded, "the answer did not arrive in time")
+            }
+            return response
+        }
+
+        func serverStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> ResponseStream<Response> {
+            try await base.serverStreaming(method, request, options: options)
+        }
+
+        func clientStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
+            requests: @Sendable (RequestWriter<Request>) async throws -> Void
+        ) async throws -> Response {
+            try await base.clientStreaming(method, options: options, requests: requests)
+        }
+
+        func bidirectional<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions
+        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+            try await base.bidirectional(method, options: options)
+        }
+    }
+
     static func caller(_ harness: BrokerHarness) -> any RPCCaller {
         TSPHarness.connect(harness.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
     }
@@ -205,5 +248,23 @@ import TokenetWire
         #expect(handler.base.received.map(\.messageID) == ids)
         #expect(handler.base.received[2].deliveryAttempt == 2)
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 6)
+    }
+
+    /// An acknowledgement whose answer was lost is sent again on the same stream, so the journal forgets the ids
+    /// instead of keeping them forever.
+    @Test func anAcknowledgementWhoseAnswerWasLostIsSentAgain() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(5)
+        let handler = CountingHandler()
+        let journal = harness.directory + "/wallet-journal.log"
+        let caller = LosingFirstAcknowledgementAnswer(base: Self.caller(harness))
+        let subscriber = try Self.subscriber(caller, handler, journal: journal)
+        let running = Task { await subscriber.run() }
+        await handler.wait(for: 5)
+        try await Self.drained(harness)
+        #expect(await Self.eventually { subscriber.processed.count == 0 })
+        running.cancel()
+        #expect(handler.received.map(\.messageID) == ids)
+        #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 5)
     }
 }
