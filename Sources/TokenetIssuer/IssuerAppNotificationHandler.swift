@@ -5,30 +5,31 @@ import TokenetWire
 /// The issuer app's processing of the messages the TSP's broker delivers: the pure `IssuerAppInbox` decides, this
 /// driver carries the action out (the card view is refreshed; the rest is kept for operators and logged).
 public final class IssuerAppNotificationHandler: NotificationHandler {
-    private let inbox = Mutex(IssuerAppInbox())
+    private let inbox: Mutex<IssuerAppInbox>
     let view: IssuerAppView
     let logger: Logger
     /// Where the app keeps its messages across restarts; nil keeps them in memory only (tests of the pure flow).
     let store: IssuerStore?
 
-    /// Rebuilds the inbox from the messages and answers kept by an earlier run: the inbox is a pure function of
-    /// them, so replaying them gives back the same notifications, pending requests and card ids.
-    init(view: IssuerAppView, logger: Logger, store: IssuerStore?) throws(IssuerError) {
-        self.view = view
-        self.logger = logger
-        self.store = store
-        guard let store else { return }
-        let kept = try store.appNotifications()
-        let answers = try store.authnAnswers()
-        inbox.withLock { inbox in
-            for notification in kept { _ = inbox.receive(notification) }
-            for answer in answers { inbox.answered(answer.id, status: answer.status) }
-        }
+    /// A handler that keeps nothing across restarts (tests of the pure flow).
+    public convenience init(view: IssuerAppView, logger: Logger) {
+        self.init(view: view, logger: logger, inbox: IssuerAppInbox(), store: nil)
     }
 
-    public convenience init(view: IssuerAppView, logger: Logger) {
-        // Without a store nothing can fail.
-        try! self.init(view: view, logger: logger, store: nil)
+    /// Rebuilds the inbox from the messages and answers kept by an earlier run: the inbox is a pure function of
+    /// them, so replaying them gives back the same notifications, pending requests and card ids.
+    convenience init(view: IssuerAppView, logger: Logger, store: IssuerStore) throws(IssuerError) {
+        var inbox = IssuerAppInbox()
+        for notification in try store.appNotifications() { _ = inbox.receive(notification) }
+        for answer in try store.authnAnswers() { inbox.answered(answer.id, status: answer.status) }
+        self.init(view: view, logger: logger, inbox: inbox, store: store)
+    }
+
+    private init(view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?) {
+        self.view = view
+        self.logger = logger
+        self.inbox = Mutex(inbox)
+        self.store = store
     }
 
     public func handle(_ notification: TspV1.Notification) async throws {
