@@ -135,9 +135,10 @@ import TokenetWire
         try #require(await eventually { harness.broker.figures(of: "wallet/wallet-1").pending == 0 })
     }
 
-    /// Whether `condition` holds within a minute (a bound for a stuck test, not a timing expectation).
+    /// Whether `condition` holds within four minutes (a bound for a stuck test, not a timing expectation: a full
+    /// parallel test run on two cores can hold a test back for minutes).
     static func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(240)
         while !condition() {
             guard ContinuousClock.now < deadline else { return false }
             try? await Task.sleep(for: .milliseconds(5))

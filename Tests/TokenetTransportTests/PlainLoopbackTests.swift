@@ -5,7 +5,7 @@ import Testing
 @testable import TokenetTransport
 
 /// Plaintext connections on loopback: the same event-loop driver as TLS, with a pass-through engine.
-@Suite(.timeLimit(.minutes(2))) struct PlainLoopbackTests {
+@Suite(.timeLimit(.minutes(5))) struct PlainLoopbackTests {
     @Test func echoOverLoopback() async throws {
         let loop = try EventLoop(name: "test-plain-echo")
         defer { loop.shutdown() }

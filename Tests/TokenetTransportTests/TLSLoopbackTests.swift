@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenetTransport
 
-@Suite(.timeLimit(.minutes(2))) struct TLSLoopbackTests {
+@Suite(.timeLimit(.minutes(5))) struct TLSLoopbackTests {
     let certs = CertificateFixture.shared
 
     @Test func mutualTLSEchoOverLoopbackWithIdentitiesOnBothSides() async throws {
