@@ -25,19 +25,19 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public mutating func add(_ key: String, _ value: Entry) {
-        entries.append((key.lowercased(), value))
+        entries.append((Self.normalized(key), value))
     }
 
     /// Replaces every entry under `key` with one.
     public mutating func set(_ key: String, _ value: Entry) {
-        let key = key.lowercased()
+        let key = Self.normalized(key)
         entries.removeAll { $0.key == key }
         entries.append((key, value))
     }
 
     /// The first text value under `key`.
     public subscript(text key: String) -> String? {
-        let key = key.lowercased()
+        let key = Self.normalized(key)
         for entry in entries where entry.key == key {
             if case .text(let text) = entry.value { return text }
         }
@@ -45,6 +45,13 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public var traceID: String? { self[text: Metadata.traceIDKey] }
+
+    /// `key` in lowercase. Keys almost always arrive lowercase already (the runtime's own, and every key read from
+    /// the wire that a Tokenet peer wrote), so they are checked first and kept as they are, without the new string
+    /// `lowercased()` would build on every call.
+    static func normalized(_ key: String) -> String {
+        key.utf8.contains(where: { (0x41...0x5A).contains($0) || $0 >= 0x80 }) ? key.lowercased() : key
+    }
 
     /// Whether `key` is a valid metadata key: lowercase ASCII letters, digits, `-`, `_` and `.`.
     public static func isValidKey(_ key: String) -> Bool {

@@ -20,10 +20,31 @@ extension RPCConnection {
         }
     }
 
+    /// Frames waiting past this many bytes leave at once instead of at the end of the loop iteration.
+    ///
+    /// Without it, a burst (64 calls resumed by one read, or 64 handlers started by one read) leaves as one write at
+    /// the end of the iteration, and the peer sits idle until then: the two ends take turns instead of working in
+    /// parallel, and 64 calls in flight used each CPU only half of the time. Writing every ~2 KiB (about a dozen
+    /// small calls) lets the peer start on the first calls while this end encodes the rest; measured on two CPUs
+    /// it doubled the rate with 64 calls in flight (40k to 79k calls/s). When both ends share one CPU the extra
+    /// writes cost about 13 % of that rate, the price of not knowing where the peer runs.
+    static let earlyFlushBytes = 2048
+
+    /// On the loop, after encoding: writes now when enough has accumulated, else queues the loop flush.
+    func flushOnLoop(_ loop: EventLoop) {
+        let now = core.withLock { core -> Bool in
+            guard !core.outbound.isEmpty else { return false }
+            if core.outbound.count >= Self.earlyFlushBytes, !core.writing, !core.closing { return true }
+            requestFlush(&core)
+            return false
+        }
+        if now { loopFlush(scheduled: false) }
+    }
+
     /// Hands everything encoded so far to the stream without suspending. Runs on the loop.
-    private func loopFlush() {
+    private func loopFlush(scheduled: Bool = true) {
         let batch: [UInt8]? = core.withLock { core in
-            core.loopFlushScheduled = false
+            if scheduled { core.loopFlushScheduled = false }
             guard !core.writing, !core.outbound.isEmpty, !core.closing else {
                 // A write in progress hands over when it completes; a closing connection is the writer task's.
                 if core.closing {

@@ -220,9 +220,7 @@ final class RPCConnection: Sendable {
     /// frames of a unary call leave without waking the writer task, one thread hop less each way.
     nonisolated(nonsending) func flushNow() async {
         if let loop, loop.inEventLoop {
-            core.withLock { core in
-                if !core.outbound.isEmpty { requestFlush(&core) }
-            }
+            flushOnLoop(loop)
             return
         }
         let batch: [UInt8]? = core.withLock { core in

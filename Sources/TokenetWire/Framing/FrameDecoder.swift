@@ -128,7 +128,8 @@ public struct FrameDecoder: Sendable {
         let frame: WireV1.Frame
         do {
             // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied.
-            frame = try WireV1.Frame(serializedBytes: buffer[start..<end])
+            let body = buffer[start..<end]
+            frame = try FrameFastPath.decode(body) ?? WireV1.Frame(serializedBytes: body)
         } catch {
             let reason = (error as? WireError)?.message ?? "\(error)"
             throw fail(WireError(.invalidMessage, "a frame of \(length) bytes could not be read: \(reason)"))

@@ -16,7 +16,8 @@ public struct FrameEncoder: Sendable {
     /// Appends the length prefix and `frame` to `buffer`.
     ///
     /// The message is serialized straight into `buffer` behind a reserved prefix that is patched afterwards, so no
-    /// intermediate copy is made. On any error `buffer` is left exactly as it was, so frames gathered before stay
+    /// intermediate copy is made; the frames of every call (message, half-close, plain status) are written by hand
+    /// (`FrameFastPath`), the rest by the generated codec. On any error `buffer` is left exactly as it was, so frames gathered before stay
     /// intact.
     ///
     /// - Throws: `WireError.frameTooLarge` when the serialized frame exceeds `maximumFrameSize`;
@@ -25,7 +26,7 @@ public struct FrameEncoder: Sendable {
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: FrameFormat.lengthPrefixSize))
         do {
-            try frame.appendSerializedBytes(to: &buffer)
+            if !FrameFastPath.append(frame, to: &buffer) { try frame.appendSerializedBytes(to: &buffer) }
         } catch {
             buffer.removeSubrange(start...)
             throw error
