@@ -30,11 +30,14 @@ extension RPCConnection {
     /// writes cost about 13 % of that rate, the price of not knowing where the peer runs.
     static let earlyFlushBytes = 2048
 
-    /// On the loop, after encoding: writes now when enough has accumulated, else queues the loop flush.
+    /// On the loop, after a caller encoded its frames: writes now when enough has accumulated or when nothing else
+    /// is queued on the loop (no other call could add frames to this batch before it leaves; writing at once
+    /// sends a lone call's frames before its task winds down instead of after), else queues the loop flush.
     func flushOnLoop(_ loop: EventLoop) {
+        let idle = !loop.hasQueuedWork
         let now = core.withLock { core -> Bool in
             guard !core.outbound.isEmpty else { return false }
-            if core.outbound.count >= Self.earlyFlushBytes, !core.writing, !core.closing { return true }
+            if idle || core.outbound.count >= Self.earlyFlushBytes, !core.writing, !core.closing { return true }
             requestFlush(&core)
             return false
         }

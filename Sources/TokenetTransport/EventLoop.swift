@@ -78,6 +78,8 @@ public final class EventLoop: @unchecked Sendable {
     // Loop-thread only.
     private var handlers: [UInt64: any EventLoopHandler] = [:]
     private var nextRegistration: UInt64 = 1
+    /// Items of the batch `runTasks` took from the queue that have not run yet.
+    private var workLeftInBatch = 0
 
     /// Starts the loop thread.
     public init(name: String = "tokenet-event-loop") throws(TransportError) {
@@ -140,6 +142,13 @@ public final class EventLoop: @unchecked Sendable {
         guard let wake else { return false }
         if wake { _ = ctk_eventfd_signal(wakeFD) }
         return true
+    }
+
+    /// Whether work is queued behind what runs now. Called on the loop, false means nothing else runs before the
+    /// loop polls its sockets again, so a writer that waits for the rest of the iteration waits for nothing.
+    public var hasQueuedWork: Bool {
+        precondition(inEventLoop, "hasQueuedWork asked off the event loop")
+        return workLeftInBatch > 0 || shared.withLock { !$0.work.isEmpty }
     }
 
     /// Runs `body` on the loop thread after `delay`, unless cancelled first.
@@ -254,7 +263,9 @@ public final class EventLoop: @unchecked Sendable {
                 state.work.isEmpty ? [] : state.work.exchange([])
             }
             if work.isEmpty { return }
+            workLeftInBatch = work.count
             for item in work {
+                workLeftInBatch -= 1
                 switch item {
                 case .closure(let closure): closure()
                 case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
