@@ -77,17 +77,28 @@ final class MessageQueue: Sendable {
     nonisolated(nonsending) func next() async throws -> Data? {
         if let ready = state.withLock({ $0.take() }) { return try ready.get() }
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
-                let ready: Result<Data?, any Error>? = state.withLock { state in
-                    if let outcome = state.take() { return outcome }
-                    state.waiter = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(with: ready) }
-            }
+            try await wait()
         } onCancel: {
             // Like AsyncThrowingStream: a cancelled consumer ends the sequence.
             finish()
+        }
+    }
+
+    /// `next()` for a consumer whose own cancellation handler ends the queue (a unary call's, which cancels the
+    /// call and so finishes its responses): it saves installing and removing a second handler on every call.
+    nonisolated(nonsending) func nextEndedOnCancel() async throws -> Data? {
+        if let ready = state.withLock({ $0.take() }) { return try ready.get() }
+        return try await wait()
+    }
+
+    nonisolated(nonsending) private func wait() async throws -> Data? {
+        try await withUnsafeThrowingContinuation { continuation in
+            let ready: Result<Data?, any Error>? = state.withLock { state in
+                if let outcome = state.take() { return outcome }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
         }
     }
 }

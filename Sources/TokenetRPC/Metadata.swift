@@ -50,7 +50,9 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     /// the wire that a Tokenet peer wrote), so they are checked first and kept as they are, without the new string
     /// `lowercased()` would build on every call.
     static func normalized(_ key: String) -> String {
-        key.utf8.contains(where: { (0x41...0x5A).contains($0) || $0 >= 0x80 }) ? key.lowercased() : key
+        if key == traceIDKey { return key }
+        for byte in key.utf8 where (byte >= 0x41 && byte <= 0x5A) || byte >= 0x80 { return key.lowercased() }
+        return key
     }
 
     /// Whether `key` is a valid metadata key: lowercase ASCII letters, digits, `-`, `_` and `.`.

@@ -165,14 +165,15 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// Runs inside `withCancellation`, whose handler cancels the call and so ends `responses`.
     nonisolated(nonsending) private func singleResponse<Response: ProtoMessage>(
         _: Response.Type, _ call: OpenCall
     ) async throws -> Response {
-        guard let data = try await call.responses.next() else {
+        guard let data = try await call.responses.nextEndedOnCancel() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }
         connection.consumed(call.id, byteCount: data.count)
-        guard try await call.responses.next() == nil else {
+        guard try await call.responses.nextEndedOnCancel() == nil else {
             throw RPCError(.internal, "the server sent more than one response to a single-response call")
         }
         return try decodeResponse(Response.self, data)

@@ -3,16 +3,46 @@ import TokenetTransport
 import TokenetWire
 
 /// What a handler knows about the call it serves.
+///
+/// A value to its users, one reference underneath: it is copied into the task-local, the handler's closure and
+/// every call the handler makes, and five fields would cost five retains and releases at each copy.
 public struct ServerContext: Sendable {
+    private final class Storage: Sendable {
+        let method: String
+        let metadata: Metadata
+        let peer: PeerIdentity?
+        let deadline: ContinuousClock.Instant?
+        let traceID: String
+
+        init(
+            method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?,
+            traceID: String
+        ) {
+            self.method = method
+            self.metadata = metadata
+            self.peer = peer
+            self.deadline = deadline
+            self.traceID = traceID
+        }
+    }
+
+    private let storage: Storage
+
+    init(
+        method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?, traceID: String
+    ) {
+        storage = Storage(method: method, metadata: metadata, peer: peer, deadline: deadline, traceID: traceID)
+    }
+
     /// `/package.Service/Method`.
-    public let method: String
-    public let metadata: Metadata
+    public var method: String { storage.method }
+    public var metadata: Metadata { storage.metadata }
     /// The caller, from its certificate; nil in plaintext mode.
-    public let peer: PeerIdentity?
+    public var peer: PeerIdentity? { storage.peer }
     /// When the caller stops waiting; nil for no deadline.
-    public let deadline: ContinuousClock.Instant?
+    public var deadline: ContinuousClock.Instant? { storage.deadline }
     /// The flow's trace id: the caller's, or a new one for the first call of a flow.
-    public let traceID: String
+    public var traceID: String { storage.traceID }
 
     /// The context of the call the current task serves. Clients read it to pass the remaining deadline and the trace
     /// id on to the calls a handler makes.
