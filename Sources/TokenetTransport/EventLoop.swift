@@ -278,7 +278,9 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runDueTimers() {
         let now = ContinuousClock.now
-        let due = shared.withLock { state in
+        let due: [@Sendable () -> Void] = shared.withLock { state in
+            // Checked first without building anything: this runs on every iteration, and mostly nothing is due.
+            guard state.timers.values.contains(where: { $0.deadline <= now }) else { return [] }
             let ids = state.timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
             return ids.compactMap { state.timers.removeValue(forKey: $0.key)?.body }
         }
@@ -289,7 +291,11 @@ public final class EventLoop: @unchecked Sendable {
     /// the handful of timers (handshake and close deadlines) a node has at once.
     private static func timeout(_ state: Shared) -> Int32 {
         if !state.work.isEmpty { return 0 }
-        guard let deadline = state.timers.values.map(\.deadline).min() else { return -1 }
+        var earliest: ContinuousClock.Instant?
+        for timer in state.timers.values where earliest.map({ timer.deadline < $0 }) ?? true {
+            earliest = timer.deadline
+        }
+        guard let deadline = earliest else { return -1 }
         let remaining = ContinuousClock.now.duration(to: deadline)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components
