@@ -13,6 +13,29 @@ import Testing
         Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) })
     }
 
+    static var callStarts: [WireV1.CallStart] {
+        let entries: [[WireV1.MetadataEntry]] = [
+            [],
+            [WireV1.MetadataEntry(key: "tokenet-trace-id", value: .text("a1b2c3d4e5f60718"))],
+            [WireV1.MetadataEntry(key: "k", value: .text(""))],
+            [WireV1.MetadataEntry(key: "bin", value: .binary(Data()))],
+            [WireV1.MetadataEntry(key: "bin", value: .binary(payload(300, seed: 3)))],
+            [WireV1.MetadataEntry(key: "", value: .text("no key"))],
+            [WireV1.MetadataEntry(key: "no-value", value: nil)],
+            [WireV1.MetadataEntry()],
+            (0..<20).map { WireV1.MetadataEntry(key: "key-\($0)", value: .text(String(repeating: "v", count: $0 * 9))) },
+        ]
+        var starts: [WireV1.CallStart] = []
+        for method in ["", "/tokenet.bench.v1.Bench/Echo", "/" + String(repeating: "m", count: 140)] {
+            for metadata in entries {
+                for timeout: UInt64? in [nil, 0, 1, 300, 5_000_000, UInt64.max] {
+                    starts.append(WireV1.CallStart(method: method, metadata: metadata, timeoutMicros: timeout))
+                }
+            }
+        }
+        return starts
+    }
+
     static var fastFrames: [WireV1.Frame] {
         var frames: [WireV1.Frame] = []
         for id in streamIDs {
@@ -20,6 +43,9 @@ import Testing
                 frames.append(.init(streamID: id, kind: .message(.init(data: payload(size, seed: Int(id % 251))))))
             }
             frames.append(.init(streamID: id, kind: .halfClose(.init())))
+            for (index, start) in callStarts.enumerated() where index % 3 == Int(id % 3) || id < 3 {
+                frames.append(.init(streamID: id, kind: .callStart(start)))
+            }
             for code in [0, 1, 5, 13, 16] {
                 for message in ["", "x", "the deadline passed", String(repeating: "m", count: 200)] {
                     var status = WireV1.Status()
@@ -61,7 +87,8 @@ import Testing
         withNUL.message = "a\u{0}b"
         let others: [WireV1.Frame] = [
             WireV1.Frame(),
-            .init(streamID: 1, kind: .callStart(.init(method: "/a.B/C"))),
+            .init(streamID: 1, kind: .callStart(.init(method: "/a.B/C\u{0}"))),
+            .init(streamID: 1, kind: .callStart(.init(metadata: [.init(key: "k", value: .text("a\u{0}"))]))),
             .init(streamID: 1, kind: .status(detailed)),
             .init(streamID: 1, kind: .status(withTrailers)),
             .init(streamID: 1, kind: .status(withNUL)),
@@ -76,6 +103,8 @@ import Testing
                 #expect(FrameFastPath.decode(bytes[...]) == nil)
             }
         }
+        let accentedMethod = try WireV1.Frame(streamID: 2, kind: .callStart(.init(method: "/é.B/C"))).serializedBytes()
+        #expect(FrameFastPath.decode(accentedMethod[...]) == nil, "non-ASCII text is read by the generated codec")
         var accented = WireV1.Status()
         accented.message = "échec"
         let bytes = try WireV1.Frame(streamID: 2, kind: .status(accented)).serializedBytes()
@@ -94,6 +123,12 @@ import Testing
             [0x08, 0x05, 0x32, 0x02, 0x08, 0x00],  // explicit OK code
             [0x08, 0x05, 0x32, 0x04, 0x12, 0x01, 0x41, 0x08],  // code after message, truncated
             [0x08, 0x05, 0x2A, 0x01, 0x00],  // half-close with a body
+            [0x08, 0x05, 0x1A, 0x05, 0x12, 0x00, 0x0A, 0x01, 0x41],  // metadata before the method
+            [0x08, 0x05, 0x1A, 0x04, 0x18, 0x01, 0x18, 0x02],  // the timeout twice
+            [0x08, 0x05, 0x1A, 0x02, 0x0A, 0x00],  // explicit empty method
+            [0x08, 0x05, 0x1A, 0x06, 0x12, 0x04, 0x12, 0x00, 0x0A, 0x00],  // entry value before its key
+            [0x08, 0x05, 0x1A, 0x04, 0x12, 0x02, 0x0A, 0x05],  // key longer than its entry
+            [0x08, 0x05, 0x1A, 0x03, 0x12, 0x01, 0x20],  // unknown field inside an entry
             [0x08, 0x05, 0x22, 0x09, 0x0A],  // length past the end
             [0x08],  // truncated varint
             [0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x2A, 0x00],  // stream id above UInt32

@@ -1,15 +1,19 @@
 import Foundation
 
-/// The three frames every call carries — a message, the end of the requests, a status without details or
+/// The four frames every call carries — its start, a message, the end of the requests, a status without details or
 /// trailers — written and read by hand, byte for byte as the generated protobuf-c codec writes them.
 ///
 /// A unary call is five frames, and going through the generic codec costs each of them a C struct tree built in an
 /// arena, a descriptor-driven pack or unpack and a malloc'd copy of the message bytes: about a fifth of the CPU time
-/// of a small call. These three shapes are simple enough to write directly:
+/// of a small call. These shapes are simple enough to write directly:
 ///
-///     Frame   { 1: stream_id (varint, omitted when 0); 4: Message | 5: HalfClose | 6: Status }
-///     Message { 1: data (bytes, omitted when empty) }
-///     Status  { 1: code (varint, omitted when OK); 2: message (string, omitted when empty) }
+///     Frame         { 1: stream_id (varint, omitted when 0);
+///                     3: CallStart | 4: Message | 5: HalfClose | 6: Status }
+///     CallStart     { 1: method (string, omitted when empty); 2: metadata (MetadataEntry, repeated);
+///                     3: timeout_micros (varint, when set) }
+///     MetadataEntry { 1: key (string, omitted when empty); 2: text (string) | 3: binary (bytes) }
+///     Message       { 1: data (bytes, omitted when empty) }
+///     Status        { 1: code (varint, omitted when OK); 2: message (string, omitted when empty) }
 ///
 /// `Protos/tokenet/wire/v1/frame.proto` stays the definition: the encoder produces exactly the bytes
 /// `appendSerializedBytes` produces (`FrameFastPathTests` compares them over many frames), and the decoder accepts
@@ -20,6 +24,13 @@ enum FrameFastPath {
     private static let streamIDTag: UInt8 = 0x08  // 1, varint
     private static let messageTag: UInt8 = 0x22  // 4, length-delimited
     private static let halfCloseTag: UInt8 = 0x2A  // 5, length-delimited
+    private static let callStartTag: UInt8 = 0x1A  // 3, length-delimited
+    private static let methodTag: UInt8 = 0x0A  // CallStart.method: 1, length-delimited
+    private static let metadataTag: UInt8 = 0x12  // CallStart.metadata: 2, length-delimited
+    private static let timeoutTag: UInt8 = 0x18  // CallStart.timeout_micros: 3, varint
+    private static let keyTag: UInt8 = 0x0A  // MetadataEntry.key: 1, length-delimited
+    private static let textTag: UInt8 = 0x12  // MetadataEntry.text: 2, length-delimited
+    private static let binaryTag: UInt8 = 0x1A  // MetadataEntry.binary: 3, length-delimited
     private static let statusTag: UInt8 = 0x32  // 6, length-delimited
     private static let dataTag: UInt8 = 0x0A  // Message.data: 1, length-delimited
     private static let codeTag: UInt8 = 0x08  // Status.code: 1, varint
@@ -44,6 +55,8 @@ enum FrameFastPath {
                 message.data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
             }
             return true
+        case .callStart(let start)?:
+            return append(start, streamID: frame.streamID, to: &buffer)
         case .halfClose?:
             appendStreamID(frame.streamID, to: &buffer)
             buffer.append(halfCloseTag)
@@ -73,6 +86,63 @@ enum FrameFastPath {
         default:
             return false
         }
+    }
+
+    private static func append(_ start: WireV1.CallStart, streamID: UInt32, to buffer: inout [UInt8]) -> Bool {
+        // protobuf-c carries strings as C strings: a NUL is the generic codec's error to report.
+        guard !start.method.utf8.contains(0) else { return false }
+        var entrySizes: [Int] = []
+        entrySizes.reserveCapacity(start.metadata.count)
+        var bodySize = fieldSize(start.method.utf8.count, omittedWhenEmpty: true)
+        for entry in start.metadata {
+            guard !entry.key.utf8.contains(0) else { return false }
+            var size = fieldSize(entry.key.utf8.count, omittedWhenEmpty: true)
+            switch entry.value {
+            case .text(let text)?:
+                guard !text.utf8.contains(0) else { return false }
+                size += fieldSize(text.utf8.count, omittedWhenEmpty: false)
+            case .binary(let data)?: size += fieldSize(data.count, omittedWhenEmpty: false)
+            case nil: break
+            }
+            entrySizes.append(size)
+            bodySize += fieldSize(size, omittedWhenEmpty: false)
+        }
+        if let timeout = start.timeoutMicros { bodySize += 1 + varintSize(timeout) }
+        appendStreamID(streamID, to: &buffer)
+        buffer.append(callStartTag)
+        appendVarint(UInt64(bodySize), to: &buffer)
+        appendString(start.method, tag: methodTag, omittedWhenEmpty: true, to: &buffer)
+        for (entry, size) in zip(start.metadata, entrySizes) {
+            buffer.append(metadataTag)
+            appendVarint(UInt64(size), to: &buffer)
+            appendString(entry.key, tag: keyTag, omittedWhenEmpty: true, to: &buffer)
+            switch entry.value {
+            case .text(let text)?: appendString(text, tag: textTag, omittedWhenEmpty: false, to: &buffer)
+            case .binary(let data)?:
+                buffer.append(binaryTag)
+                appendVarint(UInt64(data.count), to: &buffer)
+                data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
+            case nil: break
+            }
+        }
+        if let timeout = start.timeoutMicros {
+            buffer.append(timeoutTag)
+            appendVarint(timeout, to: &buffer)
+        }
+        return true
+    }
+
+    /// The size of a length-delimited field of `count` bytes: tag, length, bytes.
+    private static func fieldSize(_ count: Int, omittedWhenEmpty: Bool) -> Int {
+        count == 0 && omittedWhenEmpty ? 0 : 1 + varintSize(UInt64(count)) + count
+    }
+
+    private static func appendString(_ text: String, tag: UInt8, omittedWhenEmpty: Bool, to buffer: inout [UInt8]) {
+        let utf8 = text.utf8
+        if utf8.isEmpty && omittedWhenEmpty { return }
+        buffer.append(tag)
+        appendVarint(UInt64(utf8.count), to: &buffer)
+        buffer.append(contentsOf: utf8)
     }
 
     private static func appendStreamID(_ id: UInt32, to buffer: inout [UInt8]) {
@@ -115,6 +185,8 @@ enum FrameFastPath {
             }
             guard let tag = reader.byte(), let length = reader.length(), reader.remaining == length else { return nil }
             switch tag {
+            case callStartTag:
+                return readCallStart(&reader).map { WireV1.Frame(streamID: streamID, kind: .callStart($0)) }
             case messageTag:
                 if length == 0 { return WireV1.Frame(streamID: streamID, kind: .message(WireV1.Message())) }
                 guard reader.byte() == dataTag, let count = reader.length(), count > 0, reader.remaining == count
@@ -134,11 +206,8 @@ enum FrameFastPath {
                 if reader.peek() == statusMessageTag {
                     reader.skip()
                     guard let count = reader.length(), count > 0, reader.remaining == count else { return nil }
-                    let text = UnsafeBufferPointer(rebasing: body[reader.index...])
-                    // Plain ASCII only: other text goes through the generic codec's own string handling.
-                    guard text.allSatisfy({ $0 != 0 && $0 < 0x80 }) else { return nil }
-                    status.message = String(decoding: text, as: UTF8.self)
-                    reader.index = body.count
+                    guard let text = reader.asciiText(count) else { return nil }
+                    status.message = text
                 }
                 guard reader.remaining == 0 else { return nil }
                 return WireV1.Frame(streamID: streamID, kind: .status(status))
@@ -146,6 +215,48 @@ enum FrameFastPath {
                 return nil
             }
         }
+    }
+
+    /// The rest of `reader` as a `CallStart` in canonical form, or nil.
+    private static func readCallStart(_ reader: inout Reader) -> WireV1.CallStart? {
+        var start = WireV1.CallStart()
+        if reader.peek() == methodTag {
+            reader.skip()
+            guard let count = reader.length(), count > 0, let method = reader.asciiText(count) else { return nil }
+            start.method = method
+        }
+        while reader.peek() == metadataTag {
+            reader.skip()
+            guard let count = reader.length() else { return nil }
+            let end = reader.index + count
+            var entry = WireV1.MetadataEntry()
+            if reader.index < end, reader.peek() == keyTag {
+                reader.skip()
+                guard let count = reader.length(), count > 0, reader.index + count <= end,
+                    let key = reader.asciiText(count)
+                else { return nil }
+                entry.key = key
+            }
+            if reader.index < end, let tag = reader.peek(), tag == textTag || tag == binaryTag {
+                reader.skip()
+                guard let count = reader.length(), reader.index + count <= end else { return nil }
+                if tag == textTag {
+                    guard let text = reader.asciiText(count) else { return nil }
+                    entry.value = .text(text)
+                } else {
+                    entry.value = .binary(reader.data(count))
+                }
+            }
+            guard reader.index == end else { return nil }
+            start.metadata.append(entry)
+        }
+        if reader.peek() == timeoutTag {
+            reader.skip()
+            guard let timeout = reader.varint() else { return nil }
+            start.timeoutMicros = timeout
+        }
+        guard reader.remaining == 0 else { return nil }
+        return start
     }
 
     private struct Reader {
@@ -176,6 +287,20 @@ enum FrameFastPath {
                 shift += 7
             }
             return nil
+        }
+
+        /// The next `count` bytes as text when they are plain ASCII without NUL; other text is left to the generic
+        /// codec's own string handling.
+        mutating func asciiText(_ count: Int) -> String? {
+            let text = UnsafeBufferPointer(rebasing: bytes[index..<index + count])
+            guard text.allSatisfy({ $0 != 0 && $0 < 0x80 }) else { return nil }
+            index += count
+            return String(decoding: text, as: UTF8.self)
+        }
+
+        mutating func data(_ count: Int) -> Data {
+            defer { index += count }
+            return Data(UnsafeBufferPointer(rebasing: bytes[index..<index + count]))
         }
 
         /// A length that fits in what is left.
