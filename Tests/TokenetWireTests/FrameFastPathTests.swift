@@ -23,7 +23,9 @@ import Testing
             [WireV1.MetadataEntry(key: "", value: .text("no key"))],
             [WireV1.MetadataEntry(key: "no-value", value: nil)],
             [WireV1.MetadataEntry()],
-            (0..<20).map { WireV1.MetadataEntry(key: "key-\($0)", value: .text(String(repeating: "v", count: $0 * 9))) },
+            (0..<20).map { index in
+                WireV1.MetadataEntry(key: "key-\(index)", value: .text(String(repeating: "v", count: index * 9)))
+            },
         ]
         var starts: [WireV1.CallStart] = []
         for method in ["", "/tokenet.bench.v1.Bench/Echo", "/" + String(repeating: "m", count: 140)] {
