@@ -26,7 +26,8 @@ extension RPCConnection {
 
     private func received(_ result: Result<[UInt8]?, any Error>) {
         core.withLock { core in
-            guard !core.readingDone, var decoder = core.decoder else { return }
+            // Moved out, not copied: a second reference to its buffer would make every change to it a copy.
+            guard !core.readingDone, var decoder = core.decoder.take() else { return }
             defer { if !core.readingDone { core.decoder = decoder } }
             switch result {
             case .success(let chunk?):

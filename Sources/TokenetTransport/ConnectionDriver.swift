@@ -304,7 +304,11 @@ final class ConnectionDriver: EventLoopHandler {
                         UnsafeMutableBufferPointer(rebasing: buffer[initialized...]))
                     do throws(TransportError) {
                         switch try engine.readPlaintext(into: space) {
-                        case .appended(let count): initialized += count
+                        case .appended(let count):
+                            initialized += count
+                            // Nothing left to decrypt: asking again would only hear WANT_READ, at the cost of a
+                            // TLS read and its error-queue handling on every packet.
+                            if engine.plaintextBound == 0 { return }
                         case .needsMoreData: return
                         case .closed:
                             peerClosed = true
