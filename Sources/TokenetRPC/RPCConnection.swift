@@ -311,10 +311,11 @@ final class RPCConnection: Sendable {
             case .startHandler(let id, let start):
                 startHandler(id, start, core: &core)
             case .deliverMessage(let id, let data):
-                if let call = core.clientCalls[id] {
-                    call.responses.yield(data)
-                } else {
+                // One lookup, in the table the connection's side keeps.
+                if role == .server {
                     core.serverCalls[id]?.requests.yield(data)
+                } else {
+                    core.clientCalls[id]?.responses.yield(data)
                 }
             case .deliverEndOfRequests(let id):
                 core.serverCalls[id]?.requests.finish()
@@ -356,9 +357,10 @@ final class RPCConnection: Sendable {
             peer: stream.peerIdentity,
             requests: requests
         )
-        core.serverCalls[id] = ServerCallState(requests: requests, task: nil)
+        // The task cannot see the call table before it is entered: everything it does on the connection takes
+        // the lock this runs under.
         let task = Task(executorPreference: handlerExecutor) { await handler(call) }
-        core.serverCalls[id]?.task = task
+        core.serverCalls[id] = ServerCallState(requests: requests, task: task)
     }
 
     // MARK: - Server calls

@@ -50,6 +50,8 @@ public struct FrameDecoder: Sendable {
     private var pending: [UInt8]?
     private var pendingStart = 0
     private var pendingScanIndex = 0
+    /// Method names and metadata keys this connection sent before, reused instead of allocated again.
+    private var strings = FrameFastPath.StringCache()
 
     /// - Parameter maximumFrameSize: the largest frame accepted; values above `UInt32.max` act as `UInt32.max`.
     public init(maximumFrameSize: Int = FrameFormat.defaultMaximumFrameSize) {
@@ -129,7 +131,7 @@ public struct FrameDecoder: Sendable {
         do {
             // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied.
             let body = buffer[start..<end]
-            frame = try FrameFastPath.decode(body) ?? WireV1.Frame(serializedBytes: body)
+            frame = try FrameFastPath.decode(body, strings: &strings) ?? WireV1.Frame(serializedBytes: body)
         } catch {
             let reason = (error as? WireError)?.message ?? "\(error)"
             throw fail(WireError(.invalidMessage, "a frame of \(length) bytes could not be read: \(reason)"))

@@ -175,6 +175,33 @@ enum FrameFastPath {
     /// The frame in `bytes` (one frame's body, without the length prefix) when it is in the canonical form of one of
     /// the three shapes; nil otherwise, for the generic decoder to read (or reject).
     static func decode(_ bytes: ArraySlice<UInt8>) -> WireV1.Frame? {
+        var strings = StringCache()
+        return decode(bytes, strings: &strings)
+    }
+
+    /// Strings that arrive on every call of a connection — the method names it calls, the metadata keys it sends —
+    /// kept from one frame to the next, so each call start reuses them instead of allocating new ones (a string of
+    /// 16 bytes or more, like `tokenet-trace-id` or a method path, lives on the heap). A few entries, replaced
+    /// round-robin: a connection that calls many methods still pays at most a comparison per string.
+    struct StringCache: Sendable {
+        private var entries: [String] = []
+        private var next = 0
+        private static let capacity = 8
+
+        mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+            for entry in entries where entry.utf8.elementsEqual(bytes) { return entry }
+            let string = String(decoding: bytes, as: UTF8.self)
+            if entries.count < Self.capacity {
+                entries.append(string)
+            } else {
+                entries[next] = string
+                next = (next + 1) % Self.capacity
+            }
+            return string
+        }
+    }
+
+    static func decode(_ bytes: ArraySlice<UInt8>, strings: inout StringCache) -> WireV1.Frame? {
         bytes.withUnsafeBufferPointer { body in
             var reader = Reader(bytes: body)
             var streamID: UInt32 = 0
@@ -186,7 +213,8 @@ enum FrameFastPath {
             guard let tag = reader.byte(), let length = reader.length(), reader.remaining == length else { return nil }
             switch tag {
             case callStartTag:
-                return readCallStart(&reader).map { WireV1.Frame(streamID: streamID, kind: .callStart($0)) }
+                guard let start = readCallStart(&reader, strings: &strings) else { return nil }
+                return WireV1.Frame(streamID: streamID, kind: .callStart(start))
             case messageTag:
                 if length == 0 { return WireV1.Frame(streamID: streamID, kind: .message(WireV1.Message())) }
                 guard reader.byte() == dataTag, let count = reader.length(), count > 0, reader.remaining == count
@@ -218,11 +246,12 @@ enum FrameFastPath {
     }
 
     /// The rest of `reader` as a `CallStart` in canonical form, or nil.
-    private static func readCallStart(_ reader: inout Reader) -> WireV1.CallStart? {
+    private static func readCallStart(_ reader: inout Reader, strings: inout StringCache) -> WireV1.CallStart? {
         var start = WireV1.CallStart()
         if reader.peek() == methodTag {
             reader.skip()
-            guard let count = reader.length(), count > 0, let method = reader.asciiText(count) else { return nil }
+            guard let count = reader.length(), count > 0, let method = reader.asciiText(count, cache: &strings)
+            else { return nil }
             start.method = method
         }
         while reader.peek() == metadataTag {
@@ -233,7 +262,7 @@ enum FrameFastPath {
             if reader.index < end, reader.peek() == keyTag {
                 reader.skip()
                 guard let count = reader.length(), count > 0, reader.index + count <= end,
-                    let key = reader.asciiText(count)
+                    let key = reader.asciiText(count, cache: &strings)
                 else { return nil }
                 entry.key = key
             }
@@ -292,10 +321,19 @@ enum FrameFastPath {
         /// The next `count` bytes as text when they are plain ASCII without NUL; other text is left to the generic
         /// codec's own string handling.
         mutating func asciiText(_ count: Int) -> String? {
+            asciiBytes(count).map { String(decoding: $0, as: UTF8.self) }
+        }
+
+        mutating func asciiText(_ count: Int, cache: inout StringCache) -> String? {
+            asciiBytes(count).map { cache.string($0) }
+        }
+
+        /// Takes the next `count` bytes when they are plain ASCII without NUL.
+        private mutating func asciiBytes(_ count: Int) -> UnsafeBufferPointer<UInt8>? {
             let text = UnsafeBufferPointer(rebasing: bytes[index..<index + count])
             guard text.allSatisfy({ $0 != 0 && $0 < 0x80 }) else { return nil }
             index += count
-            return String(decoding: text, as: UTF8.self)
+            return text
         }
 
         mutating func data(_ count: Int) -> Data {
