@@ -172,6 +172,10 @@ enum FrameFastPath {
 
     // MARK: Decoding
 
+    /// Message data from this size on is not copied out of the received bytes. Below it a copy costs less than the
+    /// deallocator a shared `Data` needs, and a small message should not keep a whole read's bytes alive.
+    static let noCopyThreshold = 1024
+
     /// The frame in `bytes` (one frame's body, without the length prefix) when it is in the canonical form of one of
     /// the three shapes; nil otherwise, for the generic decoder to read (or reject).
     static func decode(_ bytes: ArraySlice<UInt8>) -> WireV1.Frame? {
@@ -189,7 +193,12 @@ enum FrameFastPath {
         private static let capacity = 8
 
         mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-            for entry in entries where entry.utf8.elementsEqual(bytes) { return entry }
+            for entry in entries where entry.utf8.count == bytes.count {
+                let equal = entry.utf8.withContiguousStorageIfAvailable { stored in
+                    memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+                }
+                if equal ?? entry.utf8.elementsEqual(bytes) { return entry }
+            }
             let string = String(decoding: bytes, as: UTF8.self)
             if entries.count < Self.capacity {
                 entries.append(string)
@@ -219,7 +228,16 @@ enum FrameFastPath {
                 if length == 0 { return WireV1.Frame(streamID: streamID, kind: .message(WireV1.Message())) }
                 guard reader.byte() == dataTag, let count = reader.length(), count > 0, reader.remaining == count
                 else { return nil }
-                let data = Data(UnsafeBufferPointer(rebasing: body[reader.index...]))
+                let data: Data
+                if count >= noCopyThreshold, let start = body.baseAddress {
+                    // A large message stays in the received chunk: the slice, kept by the deallocator, keeps that
+                    // storage alive and unchanged (whoever changes their own copy of the array gets new storage).
+                    data = Data(
+                        bytesNoCopy: UnsafeMutableRawPointer(mutating: start + reader.index), count: count,
+                        deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
+                } else {
+                    data = Data(UnsafeBufferPointer(rebasing: body[reader.index...]))
+                }
                 return WireV1.Frame(streamID: streamID, kind: .message(WireV1.Message(data: data)))
             case halfCloseTag:
                 guard length == 0 else { return nil }
