@@ -231,7 +231,7 @@ import TokenetWire
                 failed.withLock { $0 = true }
                 throw Unavailable()
             }
-            try await base.handle(notification)
+            await base.handle(notification)
         }
     }
 

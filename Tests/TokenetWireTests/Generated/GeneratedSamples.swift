@@ -226,8 +226,7 @@ extension BenchV1.EchoRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.payload = Data([0, 255, 1, 10, 13])
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -235,8 +234,7 @@ extension BenchV1.EchoResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.payload = Data([0, 255, 1, 10, 13])
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -245,8 +243,7 @@ extension BenchV1.StreamRequest {
         var base = Self()
         base.count = 3999999999
         base.size = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -258,8 +255,7 @@ extension CardV1.DeviceInfo {
         base.deviceName = "device_name-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.osName = "os_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.osVersion = "os_version-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -268,8 +264,7 @@ extension CardV1.EncryptedCardData {
         var base = Self()
         base.jwe = "jwe-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.publicKeyIdentifier = "public_key_identifier-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -281,8 +276,7 @@ extension CardV1.IdvMethod {
         base.maskedValue = "masked_value-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.appIdentifier = "app_identifier-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.appAction = "app_action-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -293,8 +287,7 @@ extension CardV1.TermsAndConditions {
         base.version = "version-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.language = "language-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.text = "text-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -304,8 +297,7 @@ extension CardV1.WalletRiskData {
         base.accountScore = 3999999999
         base.deviceScore = 3999999998
         base.recommendation = CardV1.WalletRecommendation(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -313,8 +305,7 @@ extension HealthV1.HealthCheckRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.service = "service-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -322,8 +313,7 @@ extension HealthV1.HealthCheckResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.status = HealthV1.ServingStatus(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -332,8 +322,7 @@ extension IssuerV1.ActivateLinkedRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -342,8 +331,7 @@ extension IssuerV1.ActivateLinkedResponse {
         var base = Self()
         base.results = [IssuerV1.LinkedAccountResult.samples()[0], IssuerV1.LinkedAccountResult.samples()[0]]
         base.pinSet = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -353,8 +341,7 @@ extension IssuerV1.AppAccount {
         base.accountID = "account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.displayName = "display_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.activatedAtMs = 18446744073709551612
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -362,8 +349,7 @@ extension IssuerV1.AppAccountsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -372,8 +358,7 @@ extension IssuerV1.AppAccountsResponse {
         var base = Self()
         base.accounts = [IssuerV1.AppAccount.samples()[0], IssuerV1.AppAccount.samples()[0]]
         base.pinSet = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -384,8 +369,7 @@ extension IssuerV1.AppActivateRequest {
         base.referenceID = "reference_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.displayName = "display_name-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pin = "pin-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -398,8 +382,7 @@ extension IssuerV1.AppActivateResponse {
         base.triesLeft = 3999999996
         base.pinSet = true
         base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -408,8 +391,7 @@ extension IssuerV1.AppAnswerAuthnRequest {
         var base = Self()
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.proceed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -418,8 +400,7 @@ extension IssuerV1.AppAnswerAuthnResponse {
         var base = Self()
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -431,8 +412,7 @@ extension IssuerV1.AppAuthn {
         base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -443,8 +423,7 @@ extension IssuerV1.AppCard {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.updatedBy = "updated_by-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.removed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -455,8 +434,7 @@ extension IssuerV1.AppCardIdentity {
         base.cardID = "card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -465,8 +443,7 @@ extension IssuerV1.AppDeleteAccountRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -474,8 +451,7 @@ extension IssuerV1.AppDeleteAccountResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.accountsLeft = 3999999999
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -484,8 +460,7 @@ extension IssuerV1.AppLoginRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -496,8 +471,7 @@ extension IssuerV1.AppLoginResponse {
         base.expiresAtMs = 18446744073709551613
         base.deviceID = "device_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -510,16 +484,14 @@ extension IssuerV1.AppNotification {
         base.lastCallTimestampMs = 18446744073709551611
         base.action = "action-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.notification = TspV1.Notification.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension IssuerV1.AppNotificationsRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -529,8 +501,7 @@ extension IssuerV1.AppNotificationsResponse {
         base.notifications = [IssuerV1.AppNotification.samples()[0], IssuerV1.AppNotification.samples()[0]]
         base.authnRequests = [IssuerV1.AppAuthn.samples()[0], IssuerV1.AppAuthn.samples()[0]]
         base.cardIds = [IssuerV1.AppCardIdentity.samples()[0], IssuerV1.AppCardIdentity.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -540,8 +511,7 @@ extension IssuerV1.AuthorizeAppSessionRequest {
         base.sessionID = "session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pin = "pin-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deny = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -554,8 +524,7 @@ extension IssuerV1.AuthorizeAppSessionResponse {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.walletNotified = true
         base.walletError = "wallet_error-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -570,8 +539,7 @@ extension IssuerV1.AuthorizeDigitizationRequest {
         base.device = CardV1.DeviceInfo.samples()[0]
         base.risk = CardV1.WalletRiskData.samples()[0]
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -582,8 +550,7 @@ extension IssuerV1.AuthorizeDigitizationResponse {
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
         base.accountID = "account_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -591,8 +558,7 @@ extension IssuerV1.CallCentreActivateRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -601,8 +567,7 @@ extension IssuerV1.CallCentreActivateResponse {
         var base = Self()
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.changed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -612,8 +577,7 @@ extension IssuerV1.CardEligibilityRequest {
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
         base.inputMethod = CardV1.InputMethod(rawValue: 1)
         base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -622,16 +586,14 @@ extension IssuerV1.CardEligibilityResponse {
         var base = Self()
         base.eligible = true
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension IssuerV1.CardViewRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -644,8 +606,7 @@ extension IssuerV1.CardViewResponse {
         base.cards = [IssuerV1.AppCard.samples()[0], IssuerV1.AppCard.samples()[0]]
         base.pulls = 3999999995
         base.selectedDigitalCardID = "selected_digital_card_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -654,8 +615,7 @@ extension IssuerV1.EnrollRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -665,8 +625,7 @@ extension IssuerV1.EnrollResponse {
         base.referenceID = "reference_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551613
         base.maskedDestination = "masked_destination-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -680,8 +639,7 @@ extension IssuerV1.IssuerCard {
         base.cardholderName = "cardholder_name-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -691,8 +649,7 @@ extension IssuerV1.IssuerChangeTokenStatesRequest {
         base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -702,8 +659,7 @@ extension IssuerV1.IssuerRenewCardRequest {
         base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pan = "pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -714,8 +670,7 @@ extension IssuerV1.IssuerRenewCardResponse {
         base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.renewedDigitalCardIds = ["renewed_digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-5 \u{e9}\u{1F4B3} \"q\" \\ \n"]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -726,8 +681,7 @@ extension IssuerV1.IssuerSendMessageRequest {
         base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -735,8 +689,7 @@ extension IssuerV1.IssuerSendMessageResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -746,16 +699,14 @@ extension IssuerV1.LinkedAccountResult {
         base.accountID = "account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.result = TspV1.ActivationResult(rawValue: 1)
         base.message = "message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension IssuerV1.ListCardsRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -763,8 +714,7 @@ extension IssuerV1.ListCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [IssuerV1.IssuerCard.samples()[0], IssuerV1.IssuerCard.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -774,8 +724,7 @@ extension IssuerV1.OpenAppRequest {
         base.caller = "caller-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.activationData = "activation_data-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.serialNumber = "serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -787,8 +736,7 @@ extension IssuerV1.OpenAppResponse {
         base.cardLast4 = "card_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551610
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -800,8 +748,7 @@ extension IssuerV1.OutboxMessage {
         base.maskedDestination = "masked_destination-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.text = "text-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitalCardID = "digital_card_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -809,8 +756,7 @@ extension IssuerV1.OutboxRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -818,8 +764,7 @@ extension IssuerV1.OutboxResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messages = [IssuerV1.OutboxMessage.samples()[0], IssuerV1.OutboxMessage.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -829,8 +774,7 @@ extension IssuerV1.PushCardRequest {
         base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.mode = IssuerV1.PushMode(rawValue: 1)
         base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -854,8 +798,7 @@ extension IssuerV1.PushReceipt {
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551612
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -867,8 +810,7 @@ extension IssuerV1.SendOtpRequest {
         base.type = CardV1.IdvMethodType(rawValue: 1)
         base.code = "code-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551610
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -876,8 +818,7 @@ extension IssuerV1.SendOtpResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.maskedDestination = "masked_destination-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -886,8 +827,7 @@ extension IssuerV1.UnlockRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -895,8 +835,7 @@ extension IssuerV1.UnlockResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.unlocked = 3999999999
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -904,8 +843,7 @@ extension ReflectionV1.DescribeSymbolRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.symbol = "symbol-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -917,8 +855,7 @@ extension ReflectionV1.DescribeSymbolResponse {
         base.service = ReflectionV1.ServiceDescription.samples()[0]
         base.messages = [ReflectionV1.MessageDescription.samples()[0], ReflectionV1.MessageDescription.samples()[0]]
         base.enums = [ReflectionV1.EnumDescription.samples()[0], ReflectionV1.EnumDescription.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -927,8 +864,7 @@ extension ReflectionV1.EnumDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.values = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -937,8 +873,7 @@ extension ReflectionV1.EnumValueDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.number = -2000006
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -954,16 +889,14 @@ extension ReflectionV1.FieldDescription {
         base.oneofIndex = 3999999993
         base.oneofName = "oneof_name-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.enumValues = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension ReflectionV1.ListServicesRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -971,8 +904,7 @@ extension ReflectionV1.ListServicesResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.services = ["services-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "services-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -981,8 +913,7 @@ extension ReflectionV1.MessageDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.fields = [ReflectionV1.FieldDescription.samples()[0], ReflectionV1.FieldDescription.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -995,8 +926,7 @@ extension ReflectionV1.MethodDescription {
         base.responseType = "response_type-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.clientStreaming = true
         base.serverStreaming = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1005,8 +935,7 @@ extension ReflectionV1.ServiceDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.methods = [ReflectionV1.MethodDescription.samples()[0], ReflectionV1.MethodDescription.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1051,8 +980,7 @@ extension TestingV1.Choice.Nested {
         var base = Self()
         base.label = "label-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.inner = TestingV1.Choice.Nested.Inner.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1060,16 +988,14 @@ extension TestingV1.Choice.Nested.Inner {
     static func samples() -> [Self] {
         var base = Self()
         base.values = [3999999999, 3999999998]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension TestingV1.Empty {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1080,8 +1006,7 @@ extension TestingV1.Presence {
         base.maybeString = "maybe_string-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.maybeColor = TestingV1.Color(rawValue: 1)
         base.maybeMessage = TestingV1.Scalars.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1105,8 +1030,7 @@ extension TestingV1.Repeated {
         base.rBytes = [Data([0, 255, 15, 10, 13]), Data([0, 255, 16, 10, 13])]
         base.rColor = [TestingV1.Color(rawValue: 1), TestingV1.Color(rawValue: 2)]
         base.rScalars = [TestingV1.Scalars.samples()[0], TestingV1.Scalars.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1129,8 +1053,7 @@ extension TestingV1.Scalars {
         base.fString = "f_string-14 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.fBytes = Data([0, 255, 15, 10, 13])
         base.fColor = TestingV1.Color(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1138,8 +1061,7 @@ extension TspV1.AcknowledgeRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.messageIds = ["message_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "message_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1148,8 +1070,7 @@ extension TspV1.AcknowledgeResponse {
         var base = Self()
         base.acknowledged = 3999999999
         base.unknown = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1158,8 +1079,7 @@ extension TspV1.ActivateDigitalCardRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accessToken = "access_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1168,8 +1088,7 @@ extension TspV1.ActivateDigitalCardResponse {
         var base = Self()
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.changed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1178,8 +1097,7 @@ extension TspV1.ActivateTokenRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1188,8 +1106,7 @@ extension TspV1.ActivateTokenResponse {
         var base = Self()
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.changed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1202,8 +1119,7 @@ extension TspV1.Activation {
         base.activationURL = "activation_url-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551610
         base.attempts = 3999999994
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1212,8 +1128,7 @@ extension TspV1.AnswerAuthnRequest {
         var base = Self()
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.proceed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1223,8 +1138,7 @@ extension TspV1.AnswerAuthnResponse {
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.transactionID = "transaction_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1236,8 +1150,7 @@ extension TspV1.AuthnBody {
         base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551610
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1246,8 +1159,7 @@ extension TspV1.BinRange {
         var base = Self()
         base.low = "low-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.high = "high-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1258,8 +1170,7 @@ extension TspV1.CardRenewalBody {
         base.newCardID = "new_card_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1269,8 +1180,7 @@ extension TspV1.CardStateBody {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1280,8 +1190,7 @@ extension TspV1.ChangeIssuerTokenStatesRequest {
         base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1289,8 +1198,7 @@ extension TspV1.ChangeIssuerTokenStatesResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1300,8 +1208,7 @@ extension TspV1.ChangeTokenStateRequest {
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1311,8 +1218,7 @@ extension TspV1.ChangeTokenStateResponse {
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.previousState = CardV1.TokenState(rawValue: 1)
         base.tokenState = CardV1.TokenState(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1364,8 +1270,7 @@ extension TspV1.CreatePushReceiptRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1375,8 +1280,7 @@ extension TspV1.CreatePushReceiptResponse {
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551612
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1385,8 +1289,7 @@ extension TspV1.CreatePushSessionRequest {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
         base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1395,8 +1298,7 @@ extension TspV1.CreatePushSessionResponse {
         var base = Self()
         base.pushSessionID = "push_session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551613
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1410,8 +1312,7 @@ extension TspV1.DigitizeRequest {
         base.device = CardV1.DeviceInfo.samples()[0]
         base.walletAccountID = "wallet_account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.risk = CardV1.WalletRiskData.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1428,8 +1329,7 @@ extension TspV1.DigitizeResponse {
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
         base.declineReason = "decline_reason-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.decidedBy = "decided_by-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1438,8 +1338,7 @@ extension TspV1.EligibilityData {
         var base = Self()
         base.language = "language-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.inputMethod = CardV1.InputMethod(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1449,16 +1348,14 @@ extension TspV1.EncryptionKey {
         base.publicKeyIdentifier = "public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.publicKeyPem = "public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.current = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension TspV1.GetEncryptionKeysRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1466,8 +1363,7 @@ extension TspV1.GetEncryptionKeysResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.keys = [TspV1.EncryptionKey.samples()[0], TspV1.EncryptionKey.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1479,8 +1375,7 @@ extension TspV1.HotpCredential {
         base.algorithm = TspV1.HotpAlgorithm(rawValue: 1)
         base.digits = 3999999996
         base.counter = 18446744073709551610
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1489,8 +1384,7 @@ extension TspV1.IssuerPushReceipt {
         var base = Self()
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1498,8 +1392,7 @@ extension TspV1.ListTokensRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1507,8 +1400,7 @@ extension TspV1.ListTokensResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.tokens = [TspV1.TokenSummary.samples()[0], TspV1.TokenSummary.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1516,8 +1408,7 @@ extension TspV1.ListTransactionsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1525,8 +1416,7 @@ extension TspV1.ListTransactionsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.transactions = [TspV1.TspTransaction.samples()[0], TspV1.TspTransaction.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1537,8 +1427,7 @@ extension TspV1.LoginRequest {
         base.userCode = "user_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceCredentialID = "device_credential_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceCode = "device_code-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1551,8 +1440,7 @@ extension TspV1.LoginResponse {
         base.failedCredentialID = "failed_credential_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.failuresLeft = 3999999995
         base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1562,16 +1450,14 @@ extension TspV1.MessagingBody {
         base.title = "title-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.body = "body-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.action = "action-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension TspV1.NoTermsRequired {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1628,8 +1514,7 @@ extension TspV1.PublishRequest {
         var base = Self()
         base.notification = TspV1.Notification.samples()[0]
         base.subscribers = ["subscribers-2 \u{e9}\u{1F4B3} \"q\" \\ \n", "subscribers-3 \u{e9}\u{1F4B3} \"q\" \\ \n"]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1637,8 +1522,7 @@ extension TspV1.PublishResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1646,8 +1530,7 @@ extension TspV1.QueueStatusRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.subscriber = "subscriber-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1661,8 +1544,7 @@ extension TspV1.QueueStatusResponse {
         base.lastSequence = 18446744073709551610
         base.acknowledgedTotal = 18446744073709551609
         base.expiredTotal = 18446744073709551608
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1671,8 +1553,7 @@ extension TspV1.RegisterEnrolmentRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountIds = ["account_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n", "account_ids-3 \u{e9}\u{1F4B3} \"q\" \\ \n"]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1680,8 +1561,7 @@ extension TspV1.RegisterEnrolmentResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.activations = [TspV1.Activation.samples()[0], TspV1.Activation.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1692,8 +1572,7 @@ extension TspV1.RegisterIssuerRequest {
         base.displayName = "display_name-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.binRanges = [TspV1.BinRange.samples()[0], TspV1.BinRange.samples()[0]]
         base.encryptionPublicKeyPem = "encryption_public_key_pem-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1702,8 +1581,7 @@ extension TspV1.RegisterIssuerResponse {
         var base = Self()
         base.tspPublicKeyIdentifier = "tsp_public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tspPublicKeyPem = "tsp_public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1714,8 +1592,7 @@ extension TspV1.RenewCardRequest {
         base.cardData = CardV1.EncryptedCardData.samples()[0]
         base.previousCardID = "previous_card_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.newCardID = "new_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1725,8 +1602,7 @@ extension TspV1.RenewCardResponse {
         base.renewedDigitalCardIds = ["renewed_digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.panLast4 = "pan_last4-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1735,8 +1611,7 @@ extension TspV1.ReplenishPaymentKeysRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.keysRemaining = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1745,8 +1620,7 @@ extension TspV1.ReplenishPaymentKeysResponse {
         var base = Self()
         base.batchID = "batch_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.keysIssued = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1755,8 +1629,7 @@ extension TspV1.ReplenishmentBody {
         var base = Self()
         base.keysIssued = 3999999999
         base.keysRemainingBefore = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1764,8 +1637,7 @@ extension TspV1.RequestReplenishmentRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1773,8 +1645,7 @@ extension TspV1.RequestReplenishmentResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1782,8 +1653,7 @@ extension TspV1.ResendOtpRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1792,8 +1662,7 @@ extension TspV1.ResendOtpResponse {
         var base = Self()
         base.codeExpiresAtMs = 18446744073709551614
         base.triesLeft = 3999999998
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1803,8 +1672,7 @@ extension TspV1.ResyncRequest {
         base.credentialID = "credential_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.firstCode = "first_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.secondCode = "second_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1814,8 +1682,7 @@ extension TspV1.ResyncResponse {
         base.result = TspV1.ResyncResult(rawValue: 1)
         base.failuresLeft = 3999999998
         base.message = "message-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1824,8 +1691,7 @@ extension TspV1.SelectIdvMethodRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1837,8 +1703,7 @@ extension TspV1.SelectIdvMethodResponse {
         base.codeExpiresAtMs = 18446744073709551612
         base.triesLeft = 3999999996
         base.instructions = "instructions-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1849,8 +1714,7 @@ extension TspV1.SendCardMessageRequest {
         base.title = "title-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.body = "body-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.action = "action-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1858,8 +1722,7 @@ extension TspV1.SendCardMessageResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1871,8 +1734,7 @@ extension TspV1.SimulateTransactionRequest {
         base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.authn = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1883,8 +1745,7 @@ extension TspV1.SimulateTransactionResponse {
         base.authnRequestID = "authn_request_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.lastCallTimestampMs = 18446744073709551611
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1893,8 +1754,7 @@ extension TspV1.SubmitOtpRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.code = "code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1904,8 +1764,7 @@ extension TspV1.SubmitOtpResponse {
         base.result = TspV1.OtpResult(rawValue: 1)
         base.triesLeft = 3999999998
         base.tokenState = CardV1.TokenState(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1913,8 +1772,7 @@ extension TspV1.SubscribeRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.maxInFlight = 3999999999
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1927,8 +1785,7 @@ extension TspV1.TokenEvent {
         base.actor = "actor-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.reason = "reason-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.traceID = "trace_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1936,8 +1793,7 @@ extension TspV1.TokenHistoryRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1946,8 +1802,7 @@ extension TspV1.TokenHistoryResponse {
         var base = Self()
         base.token = TspV1.TokenSummary.samples()[0]
         base.events = [TspV1.TokenEvent.samples()[0], TspV1.TokenEvent.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1958,8 +1813,7 @@ extension TspV1.TokenStateResult {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.statusCode = -3000009
         base.message = "message-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1974,8 +1828,7 @@ extension TspV1.TokenSummary {
         base.issuerID = "issuer_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -1988,8 +1841,7 @@ extension TspV1.TransactionBody {
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.transactionAtMs = 18446744073709551609
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2005,8 +1857,7 @@ extension TspV1.TspTransaction {
         base.approved = true
         base.authnRequestID = "authn_request_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.authnStatus = "authn_status-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2015,8 +1866,7 @@ extension TspV1.UnlockCredentialsRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2024,8 +1874,7 @@ extension TspV1.UnlockCredentialsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.unlocked = 3999999999
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2036,8 +1885,7 @@ extension TspV1.VerifyActivationRequest {
         base.referenceID = "reference_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.serverURL = "server_url-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.displayName = "display_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2052,8 +1900,7 @@ extension TspV1.VerifyActivationResponse {
         base.userCredential = TspV1.HotpCredential.samples()[0]
         base.deviceCredential = TspV1.HotpCredential.samples()[0]
         base.message = "message-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2061,8 +1908,7 @@ extension TspV1.VerifyActivationsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.activations = [TspV1.VerifyActivationRequest.samples()[0], TspV1.VerifyActivationRequest.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2070,8 +1916,7 @@ extension TspV1.VerifyActivationsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.results = [TspV1.VerifyActivationResponse.samples()[0], TspV1.VerifyActivationResponse.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2079,8 +1924,7 @@ extension WalletV1.AcceptTermsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2091,8 +1935,7 @@ extension WalletV1.AcceptTermsResponse {
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
         base.declineReason = "decline_reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.decision = CardV1.ProvisioningDecision(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2125,8 +1968,7 @@ extension WalletV1.AddCardResponse {
         base.terms = CardV1.TermsAndConditions.samples()[0]
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.panLast4 = "pan_last4-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2134,8 +1976,7 @@ extension WalletV1.BankingAppActivationAck {
     static func samples() -> [Self] {
         var base = Self()
         base.changed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2147,16 +1988,14 @@ extension WalletV1.BankingAppActivationRequest {
         base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension WalletV1.CurrentTokensRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2165,8 +2004,7 @@ extension WalletV1.CurrentTokensResponse {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokens = [WalletV1.TokenStatus.samples()[0], WalletV1.TokenStatus.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2175,16 +2013,14 @@ extension WalletV1.IssuerPushReceiptInput {
         var base = Self()
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension WalletV1.ListWalletCardsRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2192,16 +2028,14 @@ extension WalletV1.ListWalletCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [WalletV1.WalletCard.samples()[0], WalletV1.WalletCard.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension WalletV1.ListenRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2213,8 +2047,7 @@ extension WalletV1.ManualCard {
         base.cvc = "cvc-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.cardholderName = "cardholder_name-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.inputMethod = CardV1.InputMethod(rawValue: 1)
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2223,8 +2056,7 @@ extension WalletV1.OpenIssuerAppRequest {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.callerOverride = "caller_override-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2237,8 +2069,7 @@ extension WalletV1.OpenIssuerAppResponse {
         base.passSerialNumber = "pass_serial_number-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.message = "message-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2246,8 +2077,7 @@ extension WalletV1.PaymentKeysRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2260,8 +2090,7 @@ extension WalletV1.PaymentKeysResponse {
         base.threshold = 3999999996
         base.batches = 3999999995
         base.replenished = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2270,8 +2099,7 @@ extension WalletV1.PushCardDataRequest {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
         base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2280,8 +2108,7 @@ extension WalletV1.PushCardDataResponse {
         var base = Self()
         base.pushSessionID = "push_session_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiresAtMs = 18446744073709551613
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2289,8 +2116,7 @@ extension WalletV1.SelectCardRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2300,8 +2126,7 @@ extension WalletV1.SelectionResponse {
         base.activeWalletAccountID = "active_wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.selectedCardRef = "selected_card_ref-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.changed = true
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2309,8 +2134,7 @@ extension WalletV1.SetActiveWalletAccountRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2321,8 +2145,7 @@ extension WalletV1.TokenStatus {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.passSerialNumber = "pass_serial_number-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.panLast4 = "pan_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2336,8 +2159,7 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2347,8 +2169,7 @@ extension WalletV1.WalletChangeCardStateRequest {
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2356,8 +2177,7 @@ extension WalletV1.WalletChangeCardStateResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.card = WalletV1.WalletCard.samples()[0]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2370,16 +2190,14 @@ extension WalletV1.WalletEvent {
         base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.atMs = 18446744073709551609
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension WalletV1.WalletInboxRequest {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2387,8 +2205,7 @@ extension WalletV1.WalletInboxResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.notifications = [TspV1.Notification.samples()[0], TspV1.Notification.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2396,8 +2213,7 @@ extension WalletV1.WalletResendOtpRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2407,8 +2223,7 @@ extension WalletV1.WalletResendOtpResponse {
         base.card = WalletV1.WalletCard.samples()[0]
         base.codeExpiresAtMs = 18446744073709551613
         base.triesLeft = 3999999997
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2417,8 +2232,7 @@ extension WalletV1.WalletSelectIdvMethodRequest {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.methodID = "method_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2431,8 +2245,7 @@ extension WalletV1.WalletSelectIdvMethodResponse {
         base.codeExpiresAtMs = 18446744073709551611
         base.triesLeft = 3999999995
         base.instructions = "instructions-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2441,8 +2254,7 @@ extension WalletV1.WalletSubmitOtpRequest {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.code = "code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2452,8 +2264,7 @@ extension WalletV1.WalletSubmitOtpResponse {
         base.card = WalletV1.WalletCard.samples()[0]
         base.result = TspV1.OtpResult(rawValue: 1)
         base.triesLeft = 3999999997
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2468,8 +2279,7 @@ extension WalletV1.WalletTransaction {
         base.approved = true
         base.transactionAtMs = 18446744073709551608
         base.lastCallTimestampMs = 18446744073709551607
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2477,8 +2287,7 @@ extension WalletV1.WalletTransactionsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2486,8 +2295,7 @@ extension WalletV1.WalletTransactionsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.transactions = [WalletV1.WalletTransaction.samples()[0], WalletV1.WalletTransaction.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2497,8 +2305,7 @@ extension WireV1.CallStart {
         base.method = "method-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.metadata = [WireV1.MetadataEntry.samples()[0], WireV1.MetadataEntry.samples()[0]]
         base.timeoutMicros = 18446744073709551612
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2506,8 +2313,7 @@ extension WireV1.Cancel {
     static func samples() -> [Self] {
         var base = Self()
         base.reason = "reason-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2572,16 +2378,14 @@ extension WireV1.GoAway {
         base.lastStreamID = 3999999999
         base.code = WireV1.GoAwayCode(rawValue: 1)
         base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
 extension WireV1.HalfClose {
     static func samples() -> [Self] {
         let base = Self()
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2591,8 +2395,7 @@ extension WireV1.Hello {
         base.protocolVersion = 3999999999
         base.settings = WireV1.Settings.samples()[0]
         base.agent = "agent-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2600,8 +2403,7 @@ extension WireV1.Message {
     static func samples() -> [Self] {
         var base = Self()
         base.data = Data([0, 255, 1, 10, 13])
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2624,8 +2426,7 @@ extension WireV1.Ping {
     static func samples() -> [Self] {
         var base = Self()
         base.payload = 18446744073709551614
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2633,8 +2434,7 @@ extension WireV1.Pong {
     static func samples() -> [Self] {
         var base = Self()
         base.payload = 18446744073709551614
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2645,8 +2445,7 @@ extension WireV1.Settings {
         base.maxConcurrentStreams = 3999999998
         base.initialStreamWindow = 3999999997
         base.keepaliveIntervalMs = 3999999996
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2657,8 +2456,7 @@ extension WireV1.Status {
         base.message = "message-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.details = [WireV1.StatusDetail.samples()[0], WireV1.StatusDetail.samples()[0]]
         base.trailers = [WireV1.MetadataEntry.samples()[0], WireV1.MetadataEntry.samples()[0]]
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2667,8 +2465,7 @@ extension WireV1.StatusDetail {
         var base = Self()
         base.type = "type-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.value = Data([0, 255, 2, 10, 13])
-        var all = [base]
-        return all
+        return [base]
     }
 }
 
@@ -2676,7 +2473,6 @@ extension WireV1.WindowUpdate {
     static func samples() -> [Self] {
         var base = Self()
         base.increment = 3999999999
-        var all = [base]
-        return all
+        return [base]
     }
 }
