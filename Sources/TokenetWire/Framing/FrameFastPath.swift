@@ -67,7 +67,7 @@ enum FrameFastPath {
             let code = UInt64(status.code.rawValue)
             let text = status.message.utf8
             // protobuf-c carries strings as C strings: a NUL is the generic codec's error to report.
-            guard !text.contains(0) else { return false }
+            guard !hasNUL(text) else { return false }
             let codeSize = code == 0 ? 0 : 1 + varintSize(code)
             let textSize = text.isEmpty ? 0 : 1 + varintSize(UInt64(text.count)) + text.count
             appendStreamID(frame.streamID, to: &buffer)
@@ -90,16 +90,16 @@ enum FrameFastPath {
 
     private static func append(_ start: WireV1.CallStart, streamID: UInt32, to buffer: inout [UInt8]) -> Bool {
         // protobuf-c carries strings as C strings: a NUL is the generic codec's error to report.
-        guard !start.method.utf8.contains(0) else { return false }
+        guard !hasNUL(start.method.utf8) else { return false }
         var entrySizes: [Int] = []
         entrySizes.reserveCapacity(start.metadata.count)
         var bodySize = fieldSize(start.method.utf8.count, omittedWhenEmpty: true)
         for entry in start.metadata {
-            guard !entry.key.utf8.contains(0) else { return false }
+            guard !hasNUL(entry.key.utf8) else { return false }
             var size = fieldSize(entry.key.utf8.count, omittedWhenEmpty: true)
             switch entry.value {
             case .text(let text)?:
-                guard !text.utf8.contains(0) else { return false }
+                guard !hasNUL(text.utf8) else { return false }
                 size += fieldSize(text.utf8.count, omittedWhenEmpty: false)
             case .binary(let data)?: size += fieldSize(data.count, omittedWhenEmpty: false)
             case nil: break
@@ -130,6 +130,13 @@ enum FrameFastPath {
             appendVarint(timeout, to: &buffer)
         }
         return true
+    }
+
+    /// Whether `text` holds a NUL byte, searched with `memchr` in the string's own storage.
+    private static func hasNUL(_ text: String.UTF8View) -> Bool {
+        text.withContiguousStorageIfAvailable { bytes in
+            bytes.count > 0 && memchr(bytes.baseAddress!, 0, bytes.count) != nil
+        } ?? text.contains(0)
     }
 
     /// The size of a length-delimited field of `count` bytes: tag, length, bytes.
