@@ -25,9 +25,21 @@ public func frameDecoderFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: 
 
     for frame in reference.frames {
         checkRoundTrips(frame)
+        // The generated codec's own bytes for each frame: the canonical form the fast path reads.
+        if let canonical = try? frame.serializedBytes() { checkFastPathAgrees(canonical) }
     }
     if let frame = try? WireV1.Frame(serializedBytes: input) {
         checkRoundTrips(frame)
+    }
+    checkFastPathAgrees(input)
+    // Every complete frame body in the input, as the decoder would cut it, read by both codecs.
+    var offset = 0
+    while input.count - offset >= FrameFormat.lengthPrefixSize {
+        let length = input[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        let start = offset + FrameFormat.lengthPrefixSize
+        guard input.count - start >= length else { break }
+        checkFastPathAgrees(Array(input[start..<start + length]))
+        offset = start + length
     }
     if let frame = try? WireV1.Frame(jsonString: String(decoding: input, as: UTF8.self)) {
         checkRoundTrips(frame)
@@ -93,5 +105,21 @@ private func checkRoundTrips(_ frame: WireV1.Frame) {
         // Strings holding NUL decode from protobuf but cannot be re-encoded through protobuf-c.
     } catch {
         fatalError("round trip of a decoded frame threw \(error): \(frame)")
+    }
+}
+
+/// The hand-written codec for the frames of every call must read what it accepts exactly as the generated codec
+/// does, and write exactly the generated codec's bytes.
+private func checkFastPathAgrees(_ body: [UInt8]) {
+    guard let fast = FrameFastPath.decode(body[...]) else { return }
+    guard let generic = try? WireV1.Frame(serializedBytes: body) else {
+        fatalError("the fast path read \(fast) from bytes the generated codec refuses")
+    }
+    guard fast == generic else {
+        fatalError("the fast path read \(fast), the generated codec \(generic)")
+    }
+    var written: [UInt8] = []
+    guard FrameFastPath.append(fast, to: &written), written == (try? generic.serializedBytes()) else {
+        fatalError("the fast path writes \(fast) differently from the generated codec")
     }
 }
