@@ -3,13 +3,15 @@ import Foundation
 /// Reads a node's JSON config file into settings.
 ///
 /// The file is a flat object whose keys are the flag names without dashes, for example
-/// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`.
+/// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`;
+/// `idle-poll-us` may be a number.
 /// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
 public enum NodeConfigFile {
-    /// A config value: the file only ever needs strings and booleans.
+    /// A config value: strings, booleans, and whole numbers for the numeric settings.
     private enum Scalar: Decodable {
         case string(String)
         case bool(Bool)
+        case integer(Int)
         case other
 
         init(from decoder: any Decoder) throws {
@@ -18,6 +20,8 @@ public enum NodeConfigFile {
                 self = .bool(flag)
             } else if let text = try? container.decode(String.self) {
                 self = .string(text)
+            } else if let number = try? container.decode(Int.self) {
+                self = .integer(number)
             } else {
                 self = .other
             }
@@ -45,8 +49,10 @@ public enum NodeConfigFile {
                 value = .bool(flag)
             case (.string(let text), let key) where key != .plaintext:
                 value = .string(text)
+            case (.integer(let number), .idlePoll):
+                value = .string(String(number))
             default:
-                let expected = key == .plaintext ? "true or false" : "a string"
+                let expected = key == .plaintext ? "true or false" : key == .idlePoll ? "a whole number" : "a string"
                 throw NodeError(.config, "config file \(path): \"\(name)\" must be \(expected)")
             }
             settings.append(NodeSetting(key: key, value: value, origin: .configFile(path: path)))

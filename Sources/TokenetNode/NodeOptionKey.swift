@@ -1,3 +1,5 @@
+import TokenetTransport
+
 /// Every setting a node understands.
 ///
 /// Command-line flags and config-file keys share one vocabulary: the key `data-dir` in a config file is the flag
@@ -17,6 +19,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case readyFile = "ready-file"
     case fixtures
     case plaintext
+    case idlePoll = "idle-poll-us"
     case help
     case version
 
@@ -66,6 +69,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .dataDir: return "DIR"
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
+        case .idlePoll: return "MICROSECONDS"
         case .plaintext, .help, .version: return ""
         }
     }
@@ -89,6 +93,9 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .fixtures: return "JSON demo data (cardholders, accounts, cards, BIN ranges) loaded at start-up."
         case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."
         case .plaintext: return "Disable TLS. For local debugging only; the node prints a loud warning."
+        case .idlePoll:
+            return "How long the event loop keeps polling after it was busy before it sleeps (default "
+                + "\(EventLoop.defaultIdlePollMicroseconds); 0 sleeps at once, for CPU-starved machines)."
         case .help: return "Show this help and exit."
         case .version: return "Show the version and exit."
         }

@@ -50,6 +50,11 @@ extension NodeOptions {
         case .logFormat:
             guard let format = LogFormat(rawValue: text) else { throw bad(NodeOptionKey.logFormats, text) }
             logFormat = format
+        case .idlePoll:
+            guard let micros = Int(text), (0...1_000_000).contains(micros) else {
+                throw bad("microseconds from 0 to 1000000", text)
+            }
+            idlePollMicroseconds = micros
         case .config, .help, .version, .plaintext:
             // Handled by the command-line scanner; never reaches here as a string setting.
             throw bad("no value", text)

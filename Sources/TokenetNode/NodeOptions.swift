@@ -1,3 +1,5 @@
+import TokenetTransport
+
 /// The settings a node runs with, after the config file and the command line have been merged.
 public struct NodeOptions: Sendable, Equatable {
     /// Where the node accepts connections. Port 0 lets the kernel pick a free port.
@@ -20,6 +22,8 @@ public struct NodeOptions: Sendable, Equatable {
     public var fixturesPath: String?
     /// Turns TLS off. Only for local debugging; the node warns loudly.
     public var plaintext = false
+    /// How long the node's event loop polls after it was busy before it sleeps (`EventLoop.idlePoll`).
+    public var idlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
 
     public init() {}
 

@@ -103,7 +103,7 @@ public final class RPCNodeListener: NodeListener {
         }
         let loop: EventLoop
         do {
-            loop = try EventLoop(name: "rpc")
+            loop = try EventLoop(name: "rpc", idlePoll: .microseconds(options.idlePollMicroseconds))
         } catch {
             throw NodeError(.listen, "cannot start the event loop", cause: DescribedError(error))
         }

@@ -56,6 +56,8 @@ public final class EventLoop: @unchecked Sendable {
         var sleeping = false
         var stopping = false
         var stopped = false
+        /// How many times work queued from another thread had to wake the loop through the eventfd.
+        var wakeUpSignals = 0
     }
 
     struct Timer {
@@ -68,6 +70,9 @@ public final class EventLoop: @unchecked Sendable {
     private static let maxEventsPerWait: Int32 = 64
 
     public let name: String
+    /// How long the loop keeps polling after it was busy before it sleeps (see `pollWhileIdle`).
+    public let idlePoll: Duration
+    private let idlePollNanoseconds: Int64
     private let epollFD: Int32
     let wakeFD: Int32
     let shared = Mutex(Shared())
@@ -81,9 +86,17 @@ public final class EventLoop: @unchecked Sendable {
     /// Items of the batch `runTasks` took from the queue that have not run yet.
     private var workLeftInBatch = 0
 
-    /// Starts the loop thread.
-    public init(name: String = "tokenet-event-loop") throws(TransportError) {
+    /// The idle poll a loop gets unless its creator says otherwise: long enough to catch the answer to a request
+    /// on this machine's loopback, short enough to cost nothing measurable on an idle node.
+    public static let defaultIdlePoll: Duration = .microseconds(defaultIdlePollMicroseconds)
+    public static let defaultIdlePollMicroseconds = 50
+
+    /// Starts the loop thread. `idlePoll` of zero makes the loop sleep as soon as it runs out of work.
+    public init(name: String = "tokenet-event-loop", idlePoll: Duration = defaultIdlePoll) throws(TransportError) {
         self.name = name
+        let (seconds, attoseconds) = max(idlePoll, .zero).components
+        self.idlePoll = max(idlePoll, .zero)
+        idlePollNanoseconds = Int64(clamping: seconds) &* 1_000_000_000 &+ attoseconds / 1_000_000_000
         ctk_ignore_sigpipe()
         let epollFD = ctk_epoll_create()
         guard epollFD >= 0 else { throw TransportError.system("epoll_create1", errno: errno) }
@@ -137,6 +150,7 @@ public final class EventLoop: @unchecked Sendable {
             guard !state.stopped else { return nil }
             state.work.append(work)
             defer { state.sleeping = false }
+            if state.sleeping { state.wakeUpSignals += 1 }
             return state.sleeping
         }
         guard let wake else { return false }
@@ -150,6 +164,9 @@ public final class EventLoop: @unchecked Sendable {
         precondition(inEventLoop, "hasQueuedWork asked off the event loop")
         return workLeftInBatch > 0 || shared.withLock { !$0.work.isEmpty }
     }
+
+    /// How many times `execute` (or a job) from another thread found the loop asleep and signalled the eventfd.
+    var wakeUpSignals: Int { shared.withLock { $0.wakeUpSignals } }
 
     /// Runs `body` on the loop thread after `delay`, unless cancelled first.
     @discardableResult
@@ -216,18 +233,27 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         var events = [ctk_event](repeating: ctk_event(), count: Int(Self.maxEventsPerWait))
+        var busy = false
         while true {
-            let (stopping, timeout) = shared.withLock { state in
-                let timeout = Self.timeout(state)
-                state.sleeping = timeout != 0
-                return (state.stopping, timeout)
+            var count: Int32 = 0
+            if busy && idlePollNanoseconds > 0 {
+                let (stopping, timeout) = shared.withLock { ($0.stopping, Self.timeout($0)) }
+                if stopping { break }
+                if timeout != 0 { count = pollWhileIdle(&events) }
             }
-            if stopping { break }
-            let count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, timeout)
-            if count < 0 && errno != EINTR {
-                fatalError("epoll_wait failed on \(name): \(String(cString: strerror(errno)))")
+            if count == 0 {
+                let (stopping, timeout) = shared.withLock { state in
+                    let timeout = Self.timeout(state)
+                    state.sleeping = timeout != 0
+                    return (state.stopping, timeout)
+                }
+                if stopping { break }
+                count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, timeout)
+                if count < 0 && errno != EINTR {
+                    fatalError("epoll_wait failed on \(name): \(String(cString: strerror(errno)))")
+                }
+                if timeout != 0 { shared.withLock { $0.sleeping = false } }
             }
-            if timeout != 0 { shared.withLock { $0.sleeping = false } }
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
                 if event.data == Self.wakeRegistration {
@@ -241,8 +267,9 @@ public final class EventLoop: @unchecked Sendable {
                     writable: event.events & CTK_EPOLLOUT != 0,
                     failed: event.events & (CTK_EPOLLERR | CTK_EPOLLHUP) != 0)
             }
-            runTasks()
-            runDueTimers()
+            let ranWork = runTasks()
+            let ranTimers = runDueTimers()
+            busy = count > 0 || ranWork || ranTimers
         }
         for handler in Array(handlers.values) { handler.eventLoopStopping() }
         handlers.removeAll()
@@ -257,12 +284,15 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs queued work, including work the work itself queues (a resumed task queueing a flush, say), for a
     /// bounded number of rounds so that sockets are still polled under a steady stream of work.
-    private func runTasks() {
+    @discardableResult
+    private func runTasks() -> Bool {
+        var ran = false
         for _ in 0..<Self.workRoundsPerIteration {
             let work = shared.withLock { state in
                 state.work.isEmpty ? [] : state.work.exchange([])
             }
-            if work.isEmpty { return }
+            if work.isEmpty { return ran }
+            ran = true
             workLeftInBatch = work.count
             for item in work {
                 workLeftInBatch -= 1
@@ -272,11 +302,12 @@ public final class EventLoop: @unchecked Sendable {
                 }
             }
         }
+        return ran
     }
 
     private static let workRoundsPerIteration = 8
 
-    private func runDueTimers() {
+    private func runDueTimers() -> Bool {
         let now = ContinuousClock.now
         let due: [@Sendable () -> Void] = shared.withLock { state in
             // Checked first without building anything: this runs on every iteration, and mostly nothing is due.
@@ -285,6 +316,27 @@ public final class EventLoop: @unchecked Sendable {
             return ids.compactMap { state.timers.removeValue(forKey: $0.key)?.body }
         }
         for body in due { body() }
+        return !due.isEmpty
+    }
+
+    /// Checks the sockets and the work queue without sleeping, yielding the CPU between checks, until something
+    /// arrives or `idlePoll` has passed since the loop ran out of work. Returns the number of socket events.
+    ///
+    /// Why: a thread that sleeps in `epoll_wait` takes a long time to wake when its CPU halted meanwhile — on the
+    /// virtual machines Tokenet is measured on, about 50 µs per wake-up, more than a whole unary call costs. A
+    /// request's answer usually comes back within tens of microseconds, so the loop that just sent it waits awake.
+    /// `sched_yield` between checks lets any other thread that shares the CPU (the peer on a one-CPU machine) run
+    /// first, and the poll ends after `idlePoll`, so a loop that is idle for longer costs nothing. Work queued from
+    /// other threads meanwhile needs no eventfd signal: `sleeping` stays false and the queue is checked here.
+    private func pollWhileIdle(_ events: inout [ctk_event]) -> Int32 {
+        let start = ctk_monotonic_ns()
+        while true {
+            if shared.withLock({ !$0.work.isEmpty || $0.stopping }) { return 0 }
+            let count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, 0)
+            if count > 0 { return count }
+            if ctk_monotonic_ns() - start >= idlePollNanoseconds { return 0 }
+            sched_yield()
+        }
     }
 
     /// Milliseconds until the earliest timer (rounded up), or -1 to wait for I/O only. A linear scan is enough for

@@ -36,6 +36,8 @@ enum BenchCase: String, CaseIterable, Sendable {
 
 /// The figures of one case, printed in the anchors' `RESULT` line format and table columns.
 struct BenchResult: Sendable {
+    /// `tokenet`, or `tokenet-nopoll` when the event loops sleep as soon as they run out of work.
+    let impl: String
     let benchCase: BenchCase
     let messages: Int
     let seconds: Double
@@ -52,12 +54,10 @@ struct BenchResult: Sendable {
         return Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * fraction))]) / 1e3
     }
 
-    static let impl = "tokenet"
-
     var resultLine: String {
         let p50 = percentile(0.5).map { String(format: "%.1f", $0) } ?? "-"
         let p99 = percentile(0.99).map { String(format: "%.1f", $0) } ?? "-"
-        return "RESULT impl=\(Self.impl) mode=\(benchCase.mode) size=\(benchCase.size) conns=1 "
+        return "RESULT impl=\(impl) mode=\(benchCase.mode) size=\(benchCase.size) conns=1 "
             + "inflight=\(benchCase.inflight) msgs=\(messages) secs=\(String(format: "%.1f", seconds)) "
             + "rate_per_s=\(String(format: "%.0f", rate)) MB_per_s=\(String(format: "%.2f", megabytesPerSecond)) "
             + "p50_us=\(p50) p99_us=\(p99) cpu_us_per_msg=\(cpuPerMessage.map { String(format: "%.1f", $0) } ?? "-")"
@@ -74,7 +74,7 @@ struct BenchResult: Sendable {
 
     var tableRow: String {
         Self.row(
-            Self.impl, benchCase.mode, "\(benchCase.size)", "1", "\(benchCase.inflight)",
+            impl, benchCase.mode, "\(benchCase.size)", "1", "\(benchCase.inflight)",
             String(format: "%.0f", rate), String(format: "%.2f", megabytesPerSecond),
             percentile(0.5).map { String(format: "%.1f", $0) } ?? "-",
             percentile(0.99).map { String(format: "%.1f", $0) } ?? "-",

@@ -31,7 +31,7 @@ struct BenchClient {
     func run() async throws -> [BenchResult] {
         guard let port = options.port else { throw BenchError("--port is needed") }
         let files = try options.credentials()
-        let loop = try EventLoop(name: "bench-client")
+        let loop = try EventLoop(name: "bench-client", idlePoll: options.idlePoll)
         defer { loop.shutdown() }
         let context = try TLSContext(
             configuration: .client(
@@ -119,7 +119,8 @@ struct BenchClient {
             return all
         }
         return BenchResult(
-            benchCase: benchCase, messages: latencies.count, seconds: options.seconds, latencies: latencies.sorted(),
+            impl: options.implementation, benchCase: benchCase, messages: latencies.count, seconds: options.seconds,
+            latencies: latencies.sorted(),
             cpuSeconds: await cpu.value)
     }
 
@@ -145,7 +146,8 @@ struct BenchClient {
             }
         }
         return BenchResult(
-            benchCase: .stream, messages: messages, seconds: options.seconds, latencies: [], cpuSeconds: await cpu.value
+            impl: options.implementation, benchCase: .stream, messages: messages, seconds: options.seconds,
+            latencies: [], cpuSeconds: await cpu.value
         )
     }
 }

@@ -4,6 +4,10 @@ import Foundation
 /// asked for. Per pinning and round it runs the anchors' `run.sh` (with `PIN=`), then `tokenet-bench run --pin`
 /// in a child process, takes the median of the rounds and prints Markdown tables ready for the README: the
 /// side-by-side figures and the targets as ratios.
+///
+/// Tokenet runs twice per round: as the nodes run (event loops poll briefly before sleeping) and with
+/// `--idle-poll-us 0` for ping-pong and 64 in flight (`tokenet-nopoll`), whose loops sleep in `epoll_wait` as the
+/// anchors' threads sleep in `read` — the like-for-like measure of the runtime's own cost.
 struct BenchCompare {
     let options: BenchOptions
 
@@ -42,9 +46,9 @@ struct BenchCompare {
     /// The rows of the README table, in order: each Tokenet case after the anchors it is compared with.
     static let rows: [Key] = [
         Key("raw-tls", "pingpong", "100", "1"), Key("grpc-tls", "unary-seq", "100", "1"),
-        Key("tokenet", "unary-seq", "100", "1"),
+        Key("tokenet", "unary-seq", "100", "1"), Key("tokenet-nopoll", "unary-seq", "100", "1"),
         Key("raw-tls", "pipelined", "100", "32"), Key("grpc-tls", "unary-async", "100", "64"),
-        Key("tokenet", "unary-async", "100", "64"),
+        Key("tokenet", "unary-async", "100", "64"), Key("tokenet-nopoll", "unary-async", "100", "64"),
         Key("raw-tls", "pipelined", "16384", "8"), Key("grpc-tls", "unary-async", "16384", "32"),
         Key("tokenet", "unary-async", "16384", "8"), Key("tokenet", "unary-async", "16384", "32"),
         Key("tokenet", "server-stream", "100", "1"),
@@ -72,6 +76,15 @@ struct BenchCompare {
                 lines += try Self.results(
                     of: me,
                     ["run", "--pin", pin.rawValue, "--seconds", "\(options.seconds)", "--warmup", "\(options.warmup)"],
+                    environment: ["OPENSSL_CONF": (anchors as NSString).appendingPathComponent("openssl-aes128.cnf")])
+                log("pin \(pin.rawValue), round \(round): tokenet, loops sleeping at once")
+                lines += try Self.results(
+                    of: me,
+                    [
+                        "run", "--pin", pin.rawValue, "--seconds", "\(options.seconds)", "--warmup",
+                        "\(options.warmup)",
+                        "--idle-poll-us", "0", "--cases", "pingpong,async64",
+                    ],
                     environment: ["OPENSSL_CONF": (anchors as NSString).appendingPathComponent("openssl-aes128.cnf")])
             }
             loads.append(Self.loadAverage())
@@ -111,6 +124,8 @@ struct BenchCompare {
     static func targets(_ runs: [(BenchOptions.Pinning, [Key: Double], [Key: Double], [Key: Double])]) -> String {
         let tokenetSeq = Key("tokenet", "unary-seq", "100", "1")
         let tokenet64 = Key("tokenet", "unary-async", "100", "64")
+        let sleepingSeq = Key("tokenet-nopoll", "unary-seq", "100", "1")
+        let sleeping64 = Key("tokenet-nopoll", "unary-async", "100", "64")
         let tokenet16k = Key("tokenet", "unary-async", "16384", "32")
         let tokenet16k8 = Key("tokenet", "unary-async", "16384", "8")
         let grpc16k = Key("grpc-tls", "unary-async", "16384", "32")
@@ -141,6 +156,22 @@ struct BenchCompare {
             (
                 "64 in flight at least 0.5x raw-tls pipelined (32)", true, 0.5,
                 ratio(\.1, tokenet64, Key("raw-tls", "pipelined", "100", "32"))
+            ),
+            (
+                "nopoll: ping-pong p50 within 1.3x of raw-tls pingpong", false, 1.3,
+                ratio(\.2, sleepingSeq, Key("raw-tls", "pingpong", "100", "1"))
+            ),
+            (
+                "nopoll: ping-pong calls/s at least 1.5x grpc-tls unary-seq", true, 1.5,
+                ratio(\.1, sleepingSeq, Key("grpc-tls", "unary-seq", "100", "1"))
+            ),
+            (
+                "nopoll: 64 in flight at least 2x grpc-tls unary-async 64", true, 2,
+                ratio(\.1, sleeping64, Key("grpc-tls", "unary-async", "100", "64"))
+            ),
+            (
+                "nopoll: 64 in flight at least 0.5x raw-tls pipelined (32)", true, 0.5,
+                ratio(\.1, sleeping64, Key("raw-tls", "pipelined", "100", "32"))
             ),
             ("16 KiB MB/s at least 2x grpc-tls (both 32 in flight)", true, 2, ratio(\.3, tokenet16k, grpc16k)),
             ("(16 KiB with 8 in flight, as raw-tls, vs grpc-tls 32)", true, 2, ratio(\.3, tokenet16k8, grpc16k)),

@@ -1,11 +1,17 @@
+import TokenetTransport
+
 /// The command-line options of every subcommand; each uses the ones it needs.
 struct BenchOptions: Sendable {
     static let usage = """
-        usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...]
-               tokenet-bench server --cert F --key F --ca F [--lifetime S]
+        usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...] [--idle-poll-us N]
+               tokenet-bench server --cert F --key F --ca F [--lifetime S] [--idle-poll-us N]
                tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,...]
+                                    [--idle-poll-us N]
                tokenet-bench compare [--pins none,same,split] [--rounds N] [--anchors DIR] [--seconds S] [--warmup S]
         cases: \(BenchCase.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)
+        --idle-poll-us: how long each event loop keeps polling after it was busy before it sleeps (default
+        \(defaultIdlePollMicroseconds), as in the nodes); 0 sleeps at once, and the results are labelled tokenet-nopoll.
+        compare measures Tokenet both ways.
         """
 
     enum Pinning: String, Sendable {
@@ -26,6 +32,15 @@ struct BenchOptions: Sendable {
     var ca: String?
     /// The server exits by itself after this many seconds, so a forgotten server never lingers.
     var lifetime = 300.0
+    /// Each event loop's idle poll (`EventLoop.idlePoll`), in microseconds.
+    var idlePollMicroseconds = Self.defaultIdlePollMicroseconds
+
+    static let defaultIdlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
+
+    var idlePoll: Duration { .microseconds(idlePollMicroseconds) }
+
+    /// The `impl` column: polling and sleeping loops are told apart in the tables.
+    var implementation: String { idlePollMicroseconds == 0 ? "tokenet-nopoll" : "tokenet" }
 
     init(parsing arguments: [String]) throws {
         var index = 0
@@ -75,6 +90,12 @@ struct BenchOptions: Sendable {
                 let text = try value(name)
                 guard let count = Int(text), count >= 1 else { throw BenchError("--rounds needs a count of 1 or more") }
                 rounds = count
+            case "--idle-poll-us":
+                let text = try value(name)
+                guard let micros = Int(text), (0...1_000_000).contains(micros) else {
+                    throw BenchError("--idle-poll-us needs microseconds from 0 to 1000000, not \(text)")
+                }
+                idlePollMicroseconds = micros
             case "--anchors": anchors = try value(name)
             case "--cert": certificate = try value(name)
             case "--key": key = try value(name)

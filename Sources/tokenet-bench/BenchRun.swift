@@ -23,7 +23,10 @@ struct BenchRun {
             try runTool("/usr/bin/taskset", ["-a", "-p", "-c", clientCPU, "\(getpid())"])
         }
         let server = Process()
-        let serverArguments = ["server", "--cert", file("tsp.pem"), "--key", file("tsp.key"), "--ca", file("ca.pem")]
+        let serverArguments = [
+            "server", "--cert", file("tsp.pem"), "--key", file("tsp.key"), "--ca", file("ca.pem"),
+            "--idle-poll-us", "\(options.idlePollMicroseconds)",
+        ]
         let me = try Self.executablePath()
         if let serverCPU {
             server.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")

@@ -8,7 +8,7 @@ struct BenchServer {
 
     func run() async throws {
         let files = try options.credentials()
-        let loop = try EventLoop(name: "bench-server")
+        let loop = try EventLoop(name: "bench-server", idlePoll: options.idlePoll)
         let context = try TLSContext(
             configuration: .server(
                 certificateChainFile: files.certificate, privateKeyFile: files.key, trustedCAFile: files.ca)

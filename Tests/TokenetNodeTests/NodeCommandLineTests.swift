@@ -45,6 +45,7 @@ import Testing
         #expect(parsed.listen == HostPort(host: "127.0.0.1", port: 0))
         #expect(parsed.logLevel == .info)
         #expect(parsed.logFormat == .text)
+        #expect(parsed.idlePollMicroseconds == 50)
         #expect(parsed.resolvedDataDirectory(node: "wallet-node") == "tokenet-data/wallet-node")
     }
 
@@ -53,6 +54,7 @@ import Testing
             tls + [
                 "--listen", "0.0.0.0:7003", "--tsp", "127.0.0.1:7001", "--issuer=127.0.0.1:7002",
                 "--data-dir", "/var/w", "--log-level", "trace", "--log-format=json", "--ready-file", "/tmp/r.json",
+                "--idle-poll-us", "0",
             ])
         #expect(parsed.listen == HostPort(host: "0.0.0.0", port: 7003))
         #expect(
@@ -63,6 +65,7 @@ import Testing
         #expect(parsed.logLevel == .trace)
         #expect(parsed.logFormat == .json)
         #expect(parsed.readyFile == "/tmp/r.json")
+        #expect(parsed.idlePollMicroseconds == 0)
         #expect(parsed.plaintext == false)
     }
 
@@ -95,6 +98,8 @@ import Testing
         (["--=127.0.0.1:1"], "unknown option '--'"),
         (["--listen="], "--listen: expected HOST:PORT such as 127.0.0.1:7001, got ''"),
         (["--data-dir", ""], "--data-dir: expected a path"),
+        (["--idle-poll-us", "-1"], "--idle-poll-us: expected microseconds from 0 to 1000000, got '-1'"),
+        (["--idle-poll-us", "fast"], "--idle-poll-us: expected microseconds from 0 to 1000000, got 'fast'"),
     ])
     func usageErrorsNameTheFlag(arguments: [String], message: String) throws {
         let failure = try #require(error(arguments + ["--plaintext"], spec: .tsp))
@@ -133,6 +138,19 @@ import Testing
         #expect(parsed.caPath == "/etc/tokenet/pki/ca.pem")
     }
 
+    @Test func configIdlePollIsANumberOrAString() throws {
+        for (config, expected) in [(#"{"idle-poll-us": 0}"#, 0), (#"{"idle-poll-us": "200"}"#, 200)] {
+            let result = try NodeCommandLine.parse(["--config", "n.json", "--plaintext"], spec: .tsp) {
+                _ throws(NodeError) in Data(config.utf8)
+            }
+            guard case .run(let parsed) = result else {
+                Issue.record("expected run, got \(result)")
+                continue
+            }
+            #expect(parsed.idlePollMicroseconds == expected)
+        }
+    }
+
     @Test func configPlaintextCanBeSetByFile() throws {
         let failure = error(["--config", "n.json"], spec: .issuer, config: #"{"plaintext": true}"#)
         #expect(failure == nil)
@@ -145,6 +163,9 @@ import Testing
         (#"{"listen": 7001}"#, #""listen" must be a string"#),
         (#"{"plaintext": "yes"}"#, #""plaintext" must be true or false"#),
         (#"{"plaintext": 1}"#, #""plaintext" must be true or false"#),
+        (#"{"idle-poll-us": 1.5}"#, #""idle-poll-us" must be a whole number"#),
+        (#"{"idle-poll-us": true}"#, #""idle-poll-us" must be a whole number"#),
+        (#"{"idle-poll-us": 2000000}"#, "expected microseconds from 0 to 1000000, got '2000000'"),
         (#"{"log-level": "loud"}"#, #""log-level" in cfg.json: expected trace"#),
         (#"["listen"]"#, "must hold one JSON object"),
         ("{not json", "must hold one JSON object"),

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/bio.h>
@@ -62,6 +63,15 @@ static inline int ctk_epoll_wait(int epfd, ctk_event *out, int max, int timeout_
         out[i].data = evs[i].data.u64;
     }
     return n;
+}
+
+// MARK: clock
+
+/// CLOCK_MONOTONIC in nanoseconds, for the event loop's idle poll (a vDSO call, no system call).
+static inline int64_t ctk_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 // MARK: eventfd

@@ -1,0 +1,81 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenetTransport
+
+/// The idle poll: after it was busy, a loop checks its queue and sockets awake for `idlePoll` before it sleeps, so
+/// work that arrives meanwhile needs no eventfd wake-up; once the window has passed it sleeps and needs one again.
+@Suite struct EventLoopIdlePollTests {
+    /// Queues a closure from this (non-loop) thread and waits until the loop has run it.
+    private func roundTrip(_ loop: EventLoop) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            #expect(loop.execute { done.resume() })
+        }
+    }
+
+    /// Runs `body` on a thread of its own: a test that blocks must not wait behind other tests for one of the
+    /// cooperative pool's threads, or its pauses would stretch far past what it means them to be.
+    private func onOwnThread(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                body()
+                done.resume()
+            }.start()
+        }
+    }
+
+    @Test func workQueuedWhileTheLoopPollsNeedsNoWakeUp() async throws {
+        let loop = try EventLoop(name: "test-idle-poll", idlePoll: .seconds(10))
+        defer { loop.shutdown() }
+        let signals = Mutex<(before: Int, after: Int)>((0, 0))
+        await onOwnThread {
+            func roundTrip() {
+                let ran = DispatchSemaphore(value: 0)
+                loop.execute { ran.signal() }
+                ran.wait()
+            }
+            roundTrip()  // makes the loop busy, so that it polls afterwards
+            let before = loop.wakeUpSignals
+            for _ in 0..<10 {
+                usleep(1000)  // far inside the window
+                roundTrip()
+            }
+            signals.withLock { $0 = (before, loop.wakeUpSignals) }
+        }
+        let (before, after) = signals.withLock { $0 }
+        #expect(after == before)
+    }
+
+    @Test func aLoopWithoutIdlePollSleepsAtOnce() async throws {
+        let loop = try EventLoop(name: "test-no-idle-poll", idlePoll: .zero)
+        defer { loop.shutdown() }
+        #expect(loop.idlePoll == .zero)
+        await roundTrip(loop)
+        let before = loop.wakeUpSignals
+        for _ in 0..<10 {
+            try await Task.sleep(for: .milliseconds(20))  // the loop is asleep again long before this ends
+            await roundTrip(loop)
+        }
+        #expect(loop.wakeUpSignals - before >= 5)
+    }
+
+    @Test func thePollEndsAfterItsWindow() async throws {
+        let loop = try EventLoop(name: "test-idle-poll-window", idlePoll: .milliseconds(1))
+        defer { loop.shutdown() }
+        await roundTrip(loop)
+        try await Task.sleep(for: .milliseconds(200))
+        let before = loop.wakeUpSignals
+        await roundTrip(loop)
+        #expect(loop.wakeUpSignals == before + 1)
+    }
+
+    @Test func shutdownEndsAPollAtOnce() async throws {
+        let loop = try EventLoop(name: "test-idle-poll-shutdown", idlePoll: .seconds(60))
+        await roundTrip(loop)
+        let started = ContinuousClock.now
+        loop.shutdown()  // waits for the loop thread to exit
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+}
