@@ -20,7 +20,8 @@ extension RPCConnection {
         }
     }
 
-    /// Frames waiting past this many bytes leave at once instead of at the end of the loop iteration.
+    /// Frames waiting past this many bytes — and at least `earlyFlushFrames` of them — leave at once instead of at
+    /// the end of the loop iteration.
     ///
     /// Without it, a burst (64 calls resumed by one read, or 64 handlers started by one read) leaves as one write at
     /// the end of the iteration, and the peer sits idle until then: the two ends take turns instead of working in
@@ -29,6 +30,13 @@ extension RPCConnection {
     /// it doubled the rate with 64 calls in flight (40k to 79k calls/s). When both ends share one CPU the extra
     /// writes cost about 13 % of that rate, the price of not knowing where the peer runs.
     static let earlyFlushBytes = 2048
+    /// With large messages 2 KiB is a single frame, and writing every message on its own costs a TLS write and a
+    /// `send` each; a dozen small calls are two dozen frames or more, so counting frames leaves them unchanged.
+    static let earlyFlushFrames = 24
+    /// Large messages leave in batches of about this size (four 16 KiB messages): the peer still starts early,
+    /// and each `send` carries 64 KiB, the loopback segment size. Measured against writing every 16 KiB message on
+    /// its own (alternating runs, split CPUs): 4–15 % less CPU per message in 7 of 8 pairs.
+    static let earlyFlushLargeBytes = 64 * 1024
 
     /// On the loop, after a caller encoded its frames: writes now when enough has accumulated or when nothing else
     /// is queued on the loop (no other call could add frames to this batch before it leaves; writing at once
@@ -37,7 +45,10 @@ extension RPCConnection {
         let idle = !loop.hasQueuedWork
         let now = core.withLock { core -> Bool in
             guard !core.outbound.isEmpty else { return false }
-            if idle || core.outbound.count >= Self.earlyFlushBytes, !core.writing, !core.closing { return true }
+            let early =
+                core.outbound.count >= Self.earlyFlushLargeBytes
+                || (core.outbound.count >= Self.earlyFlushBytes && core.outboundFrames >= Self.earlyFlushFrames)
+            if idle || early, !core.writing, !core.closing { return true }
             requestFlush(&core)
             return false
         }

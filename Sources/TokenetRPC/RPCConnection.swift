@@ -32,6 +32,8 @@ final class RPCConnection: Sendable {
         var machine: ConnectionStateMachine
         var encoder: FrameEncoder
         var outbound: [UInt8] = []
+        /// Frames in `outbound`: the loop flush's early rule counts them (see `earlyFlushFrames`).
+        var outboundFrames = 0
         /// The last batch the loop flush handed to the stream, kept once written so the next batch reuses its
         /// storage: a batch built in a fresh array regrows (and copies itself) several times as frames are added.
         var spareOutbound: [UInt8] = []
@@ -301,7 +303,9 @@ final class RPCConnection: Sendable {
             switch action {
             case .write(let frame):
                 do {
+                    if core.outbound.isEmpty { core.outboundFrames = 0 }
                     try core.encoder.encode(frame, into: &core.outbound)
+                    core.outboundFrames += 1
                 } catch {
                     // The state machine checked sizes against the peer's limit; only a NUL in a string gets here.
                     let failure = core.machine.receiveUndecodable(WireError(.unencodableValue, "\(error)"))

@@ -38,10 +38,10 @@ import TokenetWire
     }
 
     /// Opens one unary call's frames and flushes them as `RPCClient.unary` does.
-    static func call(_ connection: RPCConnection) async throws {
+    static func call(_ connection: RPCConnection, size: Int = 100) async throws {
         _ = try connection.openCall(
             method: "/tokenet.testing.v1.Echo/Unary", metadata: Metadata(), timeout: nil,
-            onlyRequest: Data(repeating: 7, count: 100), callerFlushes: true)
+            onlyRequest: Data(repeating: 7, count: size), callerFlushes: true)
         await connection.flushNow()
     }
 
@@ -83,6 +83,31 @@ import TokenetWire
         #expect(batches.count < callers / 4, "callers share writes: \(batches)")
         for size in batches.dropLast() {
             #expect(size >= RPCConnection.earlyFlushBytes, "only the last write of a burst is short: \(batches)")
+        }
+    }
+
+    @Test func largeMessagesLeaveSeveralToAWrite() async throws {
+        let loop = try EventLoop(name: "flush-test")
+        defer { loop.shutdown() }
+        let (connection, stream) = Self.connection(on: loop)
+        let callers = 16
+        let size = 16 * 1024
+        try await Task(executorPreference: loop) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<callers {
+                    group.addTask(executorPreference: loop) { try await Self.call(connection, size: size) }
+                }
+                try await group.waitForAll()
+            }
+        }.value
+        let batches = stream.batches.withLock { $0 }
+        #expect(batches.reduce(0, +) > callers * size, "every call's frames were written")
+        #expect(batches.count > 1, "a burst does not wait for the end of the iteration: \(batches)")
+        // Each 16 KiB request is far above `earlyFlushBytes`, yet requests share writes of about 64 KiB.
+        #expect(batches.count <= callers / 3, "large messages share writes: \(batches)")
+        for written in batches.dropLast() {
+            #expect(
+                written >= RPCConnection.earlyFlushLargeBytes, "only the last write of a burst is short: \(batches)")
         }
     }
 }
