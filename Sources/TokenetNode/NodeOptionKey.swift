@@ -69,7 +69,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .dataDir: return "DIR"
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
-        case .idlePoll: return "MICROSECONDS"
+        case .idlePoll: return "N"
         case .plaintext, .help, .version: return ""
         }
     }
@@ -94,8 +94,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."
         case .plaintext: return "Disable TLS. For local debugging only; the node prints a loud warning."
         case .idlePoll:
-            return "How long the event loop keeps polling after it was busy before it sleeps (default "
-                + "\(EventLoop.defaultIdlePollMicroseconds); 0 sleeps at once, for CPU-starved machines)."
+            return "Microseconds the event loop polls after work before it sleeps "
+                + "(default \(EventLoop.defaultIdlePollMicroseconds); 0 sleeps at once)."
         case .help: return "Show this help and exit."
         case .version: return "Show the version and exit."
         }
