@@ -47,8 +47,9 @@ struct BrokerBenchRun {
         let broker = try NotificationBroker.open(
             databasePath: directory + "/tsp.sqlite",
             retention: NotificationRetention(maxQueued: options.messages + 1), logger: logger)
-        let serverLoop = try EventLoop(name: "broker-bench-server")
-        let clientLoop = try EventLoop(name: "broker-bench-clients")
+        let idlePoll = Duration.microseconds(options.idlePollMicroseconds)
+        let serverLoop = try EventLoop(name: "broker-bench-server", idlePoll: idlePoll)
+        let clientLoop = try EventLoop(name: "broker-bench-clients", idlePoll: idlePoll)
         let serverContext = try TLSContext(
             configuration: .server(
                 certificateChainFile: pki + "/tsp.pem", privateKeyFile: pki + "/tsp.key",

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// `tokenet-broker-bench`: the notification broker's durable delivery rate and latency.
 ///
@@ -10,7 +11,7 @@ import Foundation
 /// committed by the broker and confirmed to the subscriber.
 ///
 ///     tokenet-broker-bench [--messages N] [--subscribers 1,8] [--publishers P] [--window W]
-///                          [--outstanding N] [--data-dir DIR]
+///                          [--outstanding N] [--data-dir DIR] [--idle-poll-us N]
 @main
 struct BrokerBenchMain {
     static func main() async {
@@ -39,7 +40,7 @@ struct BrokerBenchError: Error, CustomStringConvertible {
 struct BrokerBenchOptions: Sendable {
     static let usage = """
         usage: tokenet-broker-bench [--messages N] [--subscribers 1,8] [--publishers P] [--window W]
-                                    [--outstanding N] [--data-dir DIR]
+                                    [--outstanding N] [--data-dir DIR] [--idle-poll-us N]
           --messages     messages per run (default 200000), each to one subscriber, spread evenly
           --subscribers  one run per count (default 1,8)
           --publishers   concurrent publishing tasks (default 1024), each waiting for its publish to commit
@@ -47,6 +48,8 @@ struct BrokerBenchOptions: Sendable {
           --outstanding  messages published and not yet acknowledged, at most (default 4096): publishers wait
                          beyond it, so latency measures the pipeline and not an ever-growing backlog
           --data-dir     where the runs' databases go (default: a new directory under the system's temp dir)
+          --idle-poll-us the event loops' idle poll in microseconds (default \(EventLoop.defaultIdlePollMicroseconds),
+                         as in the nodes; 0 sleeps at once)
         """
 
     var messages = 200_000
@@ -55,6 +58,7 @@ struct BrokerBenchOptions: Sendable {
     var window = 2048
     var outstanding = 4096
     var dataDirectory: String?
+    var idlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
     var help = false
 
     init(parsing arguments: [String]) throws {
@@ -80,6 +84,12 @@ struct BrokerBenchOptions: Sendable {
             case "--subscribers":
                 subscribers = try value(name).split(separator: ",").map { try count(name, String($0)) }
             case "--data-dir": dataDirectory = try value(name)
+            case "--idle-poll-us":
+                let text = try value(name)
+                guard let micros = Int(text), (0...1_000_000).contains(micros) else {
+                    throw BrokerBenchError("--idle-poll-us needs microseconds from 0 to 1000000, not \(text)")
+                }
+                idlePollMicroseconds = micros
             case "-h", "--help", "help": help = true
             default: throw BrokerBenchError("unknown option \(name)\n\(Self.usage)")
             }
