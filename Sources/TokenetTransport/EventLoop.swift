@@ -239,7 +239,7 @@ public final class EventLoop: @unchecked Sendable {
             if busy && idlePollNanoseconds > 0 {
                 let (stopping, timeout) = shared.withLock { ($0.stopping, Self.timeout($0)) }
                 if stopping { break }
-                if timeout != 0 { count = pollWhileIdle(&events) }
+                if timeout != 0 { count = pollWhileIdle(&events, timerDueInMilliseconds: timeout) }
             }
             if count == 0 {
                 let (stopping, timeout) = shared.withLock { state in
@@ -328,13 +328,17 @@ public final class EventLoop: @unchecked Sendable {
     /// `sched_yield` between checks lets any other thread that shares the CPU (the peer on a one-CPU machine) run
     /// first, and the poll ends after `idlePoll`, so a loop that is idle for longer costs nothing. Work queued from
     /// other threads meanwhile needs no eventfd signal: `sleeping` stays false and the queue is checked here.
-    private func pollWhileIdle(_ events: inout [ctk_event]) -> Int32 {
+    /// The poll also ends when the earliest timer is due (`timerDueInMilliseconds`, -1 for none), so a long
+    /// configured poll never delays a timer.
+    private func pollWhileIdle(_ events: inout [ctk_event], timerDueInMilliseconds: Int32) -> Int32 {
         let start = ctk_monotonic_ns()
+        var window = idlePollNanoseconds
+        if timerDueInMilliseconds >= 0 { window = min(window, Int64(timerDueInMilliseconds) * 1_000_000) }
         while true {
             if shared.withLock({ !$0.work.isEmpty || $0.stopping }) { return 0 }
             let count = ctk_epoll_wait(epollFD, &events, Self.maxEventsPerWait, 0)
             if count > 0 { return count }
-            if ctk_monotonic_ns() - start >= idlePollNanoseconds { return 0 }
+            if ctk_monotonic_ns() - start >= window { return 0 }
             sched_yield()
         }
     }

@@ -71,6 +71,22 @@ import Testing
         #expect(loop.wakeUpSignals == before + 1)
     }
 
+    @Test func aTimerDueDuringAPollFiresOnTime() async throws {
+        let loop = try EventLoop(name: "test-idle-poll-timer", idlePoll: .seconds(60))
+        defer { loop.shutdown() }
+        let fired = Mutex<DispatchTimeoutResult?>(nil)
+        await onOwnThread {
+            let ran = DispatchSemaphore(value: 0)
+            loop.execute { ran.signal() }
+            ran.wait()  // the loop is busy now, so it polls for up to a minute
+            let timer = DispatchSemaphore(value: 0)
+            loop.scheduleTimer(after: .milliseconds(20)) { timer.signal() }
+            // Far below the poll's minute, far above 20 ms even on a loaded machine.
+            fired.withLock { $0 = timer.wait(timeout: .now() + .seconds(10)) }
+        }
+        #expect(fired.withLock { $0 } == .success)
+    }
+
     @Test func shutdownEndsAPollAtOnce() async throws {
         let loop = try EventLoop(name: "test-idle-poll-shutdown", idlePoll: .seconds(60))
         await roundTrip(loop)
