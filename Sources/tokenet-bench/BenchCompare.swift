@@ -122,10 +122,6 @@ struct BenchCompare {
 
     /// The targets as ratios, one column per pinning.
     static func targets(_ runs: [(BenchOptions.Pinning, [Key: Double], [Key: Double], [Key: Double])]) -> String {
-        let tokenetSeq = Key("tokenet", "unary-seq", "100", "1")
-        let tokenet64 = Key("tokenet", "unary-async", "100", "64")
-        let sleepingSeq = Key("tokenet-nopoll", "unary-seq", "100", "1")
-        let sleeping64 = Key("tokenet-nopoll", "unary-async", "100", "64")
         let tokenet16k = Key("tokenet", "unary-async", "16384", "32")
         let tokenet16k8 = Key("tokenet", "unary-async", "16384", "8")
         let grpc16k = Key("grpc-tls", "unary-async", "16384", "32")
@@ -140,42 +136,34 @@ struct BenchCompare {
                 return a / b
             }
         }
-        let targets: [Target] = [
-            (
-                "ping-pong p50 within 1.3x of raw-tls pingpong", false, 1.3,
-                ratio(\.2, tokenetSeq, Key("raw-tls", "pingpong", "100", "1"))
-            ),
-            (
-                "ping-pong calls/s at least 1.5x grpc-tls unary-seq", true, 1.5,
-                ratio(\.1, tokenetSeq, Key("grpc-tls", "unary-seq", "100", "1"))
-            ),
-            (
-                "64 in flight at least 2x grpc-tls unary-async 64", true, 2,
-                ratio(\.1, tokenet64, Key("grpc-tls", "unary-async", "100", "64"))
-            ),
-            (
-                "64 in flight at least 0.5x raw-tls pipelined (32)", true, 0.5,
-                ratio(\.1, tokenet64, Key("raw-tls", "pipelined", "100", "32"))
-            ),
-            (
-                "nopoll: ping-pong p50 within 1.3x of raw-tls pingpong", false, 1.3,
-                ratio(\.2, sleepingSeq, Key("raw-tls", "pingpong", "100", "1"))
-            ),
-            (
-                "nopoll: ping-pong calls/s at least 1.5x grpc-tls unary-seq", true, 1.5,
-                ratio(\.1, sleepingSeq, Key("grpc-tls", "unary-seq", "100", "1"))
-            ),
-            (
-                "nopoll: 64 in flight at least 2x grpc-tls unary-async 64", true, 2,
-                ratio(\.1, sleeping64, Key("grpc-tls", "unary-async", "100", "64"))
-            ),
-            (
-                "nopoll: 64 in flight at least 0.5x raw-tls pipelined (32)", true, 0.5,
-                ratio(\.1, sleeping64, Key("raw-tls", "pipelined", "100", "32"))
-            ),
-            ("16 KiB MB/s at least 2x grpc-tls (both 32 in flight)", true, 2, ratio(\.3, tokenet16k, grpc16k)),
-            ("(16 KiB with 8 in flight, as raw-tls, vs grpc-tls 32)", true, 2, ratio(\.3, tokenet16k8, grpc16k)),
-        ]
+        /// The ping-pong and 64-in-flight targets for one of Tokenet's rows: polling loops, or sleeping ones.
+        func callTargets(_ impl: String, label: String) -> [Target] {
+            let sequential = Key(impl, "unary-seq", "100", "1")
+            let inFlight = Key(impl, "unary-async", "100", "64")
+            return [
+                (
+                    label + "ping-pong p50 within 1.3x of raw-tls pingpong", false, 1.3,
+                    ratio(\.2, sequential, Key("raw-tls", "pingpong", "100", "1"))
+                ),
+                (
+                    label + "ping-pong calls/s at least 1.5x grpc-tls unary-seq", true, 1.5,
+                    ratio(\.1, sequential, Key("grpc-tls", "unary-seq", "100", "1"))
+                ),
+                (
+                    label + "64 in flight at least 2x grpc-tls unary-async 64", true, 2,
+                    ratio(\.1, inFlight, Key("grpc-tls", "unary-async", "100", "64"))
+                ),
+                (
+                    label + "64 in flight at least 0.5x raw-tls pipelined (32)", true, 0.5,
+                    ratio(\.1, inFlight, Key("raw-tls", "pipelined", "100", "32"))
+                ),
+            ]
+        }
+        let targets: [Target] =
+            callTargets("tokenet", label: "") + callTargets("tokenet-nopoll", label: "nopoll: ") + [
+                ("16 KiB MB/s at least 2x grpc-tls (both 32 in flight)", true, 2, ratio(\.3, tokenet16k, grpc16k)),
+                ("(16 KiB with 8 in flight, as raw-tls, vs grpc-tls 32)", true, 2, ratio(\.3, tokenet16k8, grpc16k)),
+            ]
         var lines = [
             "| target | " + runs.map { $0.0.rawValue }.joined(separator: " | ") + " |",
             "| --- |" + String(repeating: " ---: |", count: runs.count),
