@@ -96,7 +96,8 @@ public final class EventLoop: @unchecked Sendable {
         self.name = name
         let (seconds, attoseconds) = max(idlePoll, .zero).components
         self.idlePoll = max(idlePoll, .zero)
-        idlePollNanoseconds = Int64(clamping: seconds) &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        // Capped at a day, far beyond any sensible poll, so that the nanoseconds cannot overflow.
+        idlePollNanoseconds = min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000
         ctk_ignore_sigpipe()
         let epollFD = ctk_epoll_create()
         guard epollFD >= 0 else { throw TransportError.system("epoll_create1", errno: errno) }
