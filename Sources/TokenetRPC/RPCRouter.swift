@@ -115,7 +115,7 @@ public struct RPCRouter: Sendable {
     public mutating func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: @escaping @Sendable (Request, ServerContext) async throws -> Response
+        _ body: nonisolated(nonsending) @escaping @Sendable (Request, ServerContext) async throws -> Response
     ) {
         routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
@@ -127,7 +127,7 @@ public struct RPCRouter: Sendable {
     public mutating func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
+        _ body: nonisolated(nonsending) @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
         routes[method.path] = Route(kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
@@ -139,7 +139,7 @@ public struct RPCRouter: Sendable {
     public mutating func clientStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
+        _ body: nonisolated(nonsending) @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
     ) {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
@@ -152,7 +152,8 @@ public struct RPCRouter: Sendable {
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
         _ body:
-            @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
+            nonisolated(nonsending) @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext)
+            async throws -> Void
     ) {
         routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in

@@ -48,12 +48,12 @@ public final class RPCServer: Sendable {
 
     /// Serves one connection until it closes.
     public func serve(_ stream: any ByteStream) async {
+        // Typed, so the closure runs on its caller's executor: an untyped literal converted to the optional
+        // handler would hop to the generic executor and back on every call.
+        let handler: RPCConnection.CallHandler = { [self] call in await self.handle(call) }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
-            handlersOnLoop: handlersOnConnectionLoop
-        ) { [self] call in
-            await self.handle(call)
-        }
+            handlersOnLoop: handlersOnConnectionLoop, handler: handler)
         let key = ObjectIdentifier(connection)
         connections.withLock { $0[key] = connection }
         if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }
@@ -157,9 +157,9 @@ public final class RPCServer: Sendable {
 }
 
 /// Runs `body`, cancelling it and throwing `DEADLINE_EXCEEDED` when `deadline` passes first.
-func withDeadline<T: Sendable>(
+nonisolated(nonsending) func withDeadline<T: Sendable>(
     _ deadline: ContinuousClock.Instant?,
-    _ body: @escaping @Sendable () async throws -> T
+    _ body: nonisolated(nonsending) @escaping @Sendable () async throws -> T
 ) async throws -> T {
     guard let deadline else { return try await body() }
     return try await withThrowingTaskGroup(of: T?.self) { group in
