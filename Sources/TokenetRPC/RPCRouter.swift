@@ -93,6 +93,10 @@ func decodeRequest<Request: ProtoMessage>(_: Request.Type, _ data: Data) throws 
 }
 
 /// The methods a server serves: each with its handler and the peer roles allowed to call it.
+///
+/// Handlers are `nonisolated(nonsending)`: they run on the executor of the call's task (the global executor, or
+/// the connection's event loop with `handlersOnConnectionLoop`), as a plain nonisolated function would, without the
+/// two executor checks per call that entering and leaving a `@concurrent` closure costs.
 public struct RPCRouter: Sendable {
     struct Route: Sendable {
         let kind: RPCKind
@@ -127,7 +131,9 @@ public struct RPCRouter: Sendable {
     public mutating func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: nonisolated(nonsending) @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
+        _ body:
+            nonisolated(nonsending) @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws
+            -> Void
     ) {
         routes[method.path] = Route(kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
@@ -139,7 +145,8 @@ public struct RPCRouter: Sendable {
     public mutating func clientStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
-        _ body: nonisolated(nonsending) @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
+        _ body:
+            nonisolated(nonsending) @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
     ) {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
@@ -152,7 +159,9 @@ public struct RPCRouter: Sendable {
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
         _ body:
-            nonisolated(nonsending) @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext)
+            nonisolated(nonsending) @escaping @Sendable (
+                RequestStream<Request>, ResponseWriter<Response>, ServerContext
+            )
             async throws -> Void
     ) {
         routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
