@@ -34,6 +34,9 @@ struct ConnectionStateMachine {
         case closeConnection(error: String?)
     }
 
+    /// What one event returns: usually none or one action, kept without a heap allocation.
+    typealias Actions = ActionList<Action>
+
     enum State: Equatable {
         /// Our hello is out; the peer's has not arrived.
         case awaitingHello
@@ -79,7 +82,7 @@ struct ConnectionStateMachine {
     // MARK: - Opening
 
     /// The connection is established: send our hello.
-    mutating func start() -> [Action] {
+    mutating func start() -> Actions {
         guard !helloSent else { return [] }
         helloSent = true
         let hello = WireV1.Hello(
@@ -87,12 +90,12 @@ struct ConnectionStateMachine {
             settings: localSettings.wire,
             agent: agent
         )
-        return [.write(WireV1.Frame(streamID: 0, kind: .hello(hello)))]
+        return Actions(.write(WireV1.Frame(streamID: 0, kind: .hello(hello))))
     }
 
     // MARK: - Frames from the peer
 
-    mutating func receive(_ frame: WireV1.Frame) -> [Action] {
+    mutating func receive(_ frame: WireV1.Frame) -> Actions {
         guard state != .closed else { return [] }
         guard let kind = frame.kind else { return [] }  // unset or from a later version: ignored
         if state == .awaitingHello {
@@ -105,9 +108,9 @@ struct ConnectionStateMachine {
         case .hello:
             return connectionError(.protocolError, "hello sent twice")
         case .ping(let ping):
-            return [.write(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: ping.payload))))]
+            return Actions(.write(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: ping.payload)))))
         case .pong(let pong):
-            return [.pongReceived(payload: pong.payload)]
+            return Actions(.pongReceived(payload: pong.payload))
         case .goaway(let goaway):
             return receiveGoAway(goaway)
         case .callStart(let start):
@@ -126,12 +129,12 @@ struct ConnectionStateMachine {
     }
 
     /// The byte stream could not be framed: a length above our maximum, or bytes that are not a `Frame`.
-    mutating func receiveUndecodable(_ error: WireError) -> [Action] {
+    mutating func receiveUndecodable(_ error: WireError) -> Actions {
         let code: WireV1.GoAwayCode = error.code == .frameTooLarge ? .frameTooLarge : .protocolError
         return connectionError(code, error.message)
     }
 
-    private mutating func receiveHello(_ hello: WireV1.Hello) -> [Action] {
+    private mutating func receiveHello(_ hello: WireV1.Hello) -> Actions {
         guard hello.protocolVersion >= 1 else {
             let reason =
                 "protocol version \(hello.protocolVersion) is not supported; this node speaks "
@@ -143,8 +146,8 @@ struct ConnectionStateMachine {
         return []
     }
 
-    private mutating func receiveGoAway(_ goaway: WireV1.GoAway) -> [Action] {
-        var actions: [Action] = []
+    private mutating func receiveGoAway(_ goaway: WireV1.GoAway) -> Actions {
+        var actions: Actions = []
         if role == .client {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
             for id in streams.keys.sorted() where id > goaway.lastStreamID {
@@ -167,7 +170,7 @@ struct ConnectionStateMachine {
         return actions
     }
 
-    private mutating func receiveCallStart(_ id: UInt32, _ start: WireV1.CallStart) -> [Action] {
+    private mutating func receiveCallStart(_ id: UInt32, _ start: WireV1.CallStart) -> Actions {
         guard role == .server else {
             return connectionError(.protocolError, "a server cannot open calls")
         }
@@ -179,7 +182,7 @@ struct ConnectionStateMachine {
         }
         lastPeerStreamID = id
         if state == .draining {
-            return [writeStatus(id, .unavailable, "the node is shutting down; retry on a new connection")]
+            return Actions(writeStatus(id, .unavailable, "the node is shutting down; retry on a new connection"))
         }
         guard streams.count < localSettings.maxConcurrentStreams else {
             return [
@@ -192,10 +195,10 @@ struct ConnectionStateMachine {
         }
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
-        return [.startHandler(streamID: id, start)]
+        return Actions(.startHandler(streamID: id, start))
     }
 
-    private mutating func receiveMessage(_ id: UInt32, _ data: Data) -> [Action] {
+    private mutating func receiveMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard var stream = streams[id] else { return [] }
         if stream.remoteHalfClosed {
             return streamError(id, .internal, "message received after the end of requests")
@@ -205,27 +208,27 @@ struct ConnectionStateMachine {
         }
         stream.receiveWindow -= data.count
         streams[id] = stream
-        return [.deliverMessage(streamID: id, data)]
+        return Actions(.deliverMessage(streamID: id, data))
     }
 
-    private mutating func receiveHalfClose(_ id: UInt32) -> [Action] {
+    private mutating func receiveHalfClose(_ id: UInt32) -> Actions {
         guard role == .server, var stream = streams[id], !stream.remoteHalfClosed else { return [] }
         stream.remoteHalfClosed = true
         streams[id] = stream
-        return [.deliverEndOfRequests(streamID: id)]
+        return Actions(.deliverEndOfRequests(streamID: id))
     }
 
-    private mutating func receiveStatus(_ id: UInt32, _ status: WireV1.Status) -> [Action] {
+    private mutating func receiveStatus(_ id: UInt32, _ status: WireV1.Status) -> Actions {
         guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
-        return [.finishCall(streamID: id, status)] + closeIfDrained()
+        return Actions(.finishCall(streamID: id, status)) + closeIfDrained()
     }
 
-    private mutating func receiveCancel(_ id: UInt32) -> [Action] {
+    private mutating func receiveCancel(_ id: UInt32) -> Actions {
         guard role == .server, streams.removeValue(forKey: id) != nil else { return [] }
-        return [.cancelHandler(streamID: id)] + closeIfDrained()
+        return Actions(.cancelHandler(streamID: id)) + closeIfDrained()
     }
 
-    private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> [Action] {
+    private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> Actions {
         guard id != 0, var stream = streams[id] else { return [] }
         stream.sendWindow += increment
         streams[id] = stream
@@ -235,7 +238,7 @@ struct ConnectionStateMachine {
     // MARK: - Calls, from the application
 
     /// Client: opens a call. Throws `UNAVAILABLE` when the connection no longer accepts calls.
-    mutating func openCall(_ start: WireV1.CallStart) throws(RPCError) -> (streamID: UInt32, actions: [Action]) {
+    mutating func openCall(_ start: WireV1.CallStart) throws(RPCError) -> (streamID: UInt32, actions: Actions) {
         precondition(role == .client, "only a client opens calls")
         switch state {
         case .draining, .closed:
@@ -250,11 +253,11 @@ struct ConnectionStateMachine {
         nextStreamID += 2
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
-        return (id, [.write(WireV1.Frame(streamID: id, kind: .callStart(start)))])
+        return (id, Actions(.write(WireV1.Frame(streamID: id, kind: .callStart(start)))))
     }
 
     /// Sends one request (client) or response (server) message.
-    mutating func sendMessage(_ id: UInt32, _ data: Data) -> [Action] {
+    mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else { return [] }
         // Leave room for the frame's own fields around the data.
         guard data.count <= peerSettings.maxFrameSize - 64 else {
@@ -267,7 +270,7 @@ struct ConnectionStateMachine {
         if stream.pendingMessages.isEmpty, data.count <= stream.sendWindow {
             stream.sendWindow -= data.count
             streams[id] = stream
-            return [.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data))))]
+            return Actions(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data)))))
         }
         stream.pendingMessages.append(data)
         streams[id] = stream
@@ -280,7 +283,7 @@ struct ConnectionStateMachine {
     }
 
     /// Client: no more requests.
-    mutating func sendEndOfRequests(_ id: UInt32) -> [Action] {
+    mutating func sendEndOfRequests(_ id: UInt32) -> Actions {
         guard role == .client, var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else {
             return []
         }
@@ -291,11 +294,11 @@ struct ConnectionStateMachine {
         }
         stream.localHalfClosed = true
         streams[id] = stream
-        return [.write(WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose())))]
+        return Actions(.write(WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose()))))
     }
 
     /// Server: ends the call with a status, after any response messages still waiting for window.
-    mutating func sendStatus(_ id: UInt32, _ status: WireV1.Status) -> [Action] {
+    mutating func sendStatus(_ id: UInt32, _ status: WireV1.Status) -> Actions {
         guard role == .server, var stream = streams[id], stream.pendingEnd == nil else { return [] }
         if !stream.pendingMessages.isEmpty, status.code == .ok {
             stream.pendingEnd = .status(status)
@@ -303,11 +306,11 @@ struct ConnectionStateMachine {
             return []
         }
         streams[id] = nil
-        return [.write(WireV1.Frame(streamID: id, kind: .status(status)))] + closeIfDrained()
+        return Actions(.write(WireV1.Frame(streamID: id, kind: .status(status)))) + closeIfDrained()
     }
 
     /// Client: abandons a call.
-    mutating func cancelCall(_ id: UInt32, reason: String = "cancelled by the client") -> [Action] {
+    mutating func cancelCall(_ id: UInt32, reason: String = "cancelled by the client") -> Actions {
         guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
         return [
             .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
@@ -317,7 +320,7 @@ struct ConnectionStateMachine {
 
     /// The application consumed `byteCount` bytes of received message data: grant them back to the peer once half
     /// the window is used, so the peer rarely waits and window updates stay few.
-    mutating func consumed(_ id: UInt32, byteCount: Int) -> [Action] {
+    mutating func consumed(_ id: UInt32, byteCount: Int) -> Actions {
         guard var stream = streams[id], byteCount > 0 else { return [] }
         stream.consumedSinceUpdate += byteCount
         guard stream.consumedSinceUpdate >= localSettings.initialStreamWindow / 2 else {
@@ -329,18 +332,18 @@ struct ConnectionStateMachine {
         stream.consumedSinceUpdate = 0
         streams[id] = stream
         let update = WireV1.WindowUpdate(increment: UInt32(clamping: increment))
-        return [.write(WireV1.Frame(streamID: id, kind: .windowUpdate(update)))]
+        return Actions(.write(WireV1.Frame(streamID: id, kind: .windowUpdate(update))))
     }
 
     // MARK: - Connection, from the application
 
-    mutating func ping(payload: UInt64) -> [Action] {
+    mutating func ping(payload: UInt64) -> Actions {
         guard state != .closed else { return [] }
-        return [.write(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: payload))))]
+        return Actions(.write(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: payload)))))
     }
 
     /// Graceful shutdown: announce the last call that will be processed, let running calls finish, then close.
-    mutating func beginShutdown(reason: String = "the node is shutting down") -> [Action] {
+    mutating func beginShutdown(reason: String = "the node is shutting down") -> Actions {
         switch state {
         case .closed, .draining:
             return []
@@ -348,17 +351,17 @@ struct ConnectionStateMachine {
             state = .draining
             let lastProcessed = role == .server ? lastPeerStreamID : 0
             let goaway = WireV1.GoAway(lastStreamID: lastProcessed, code: .shuttingDown, reason: reason)
-            return [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))] + closeIfDrained()
+            return Actions(.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))) + closeIfDrained()
         }
     }
 
     /// The keepalive timer found no pong in time.
-    mutating func keepaliveTimedOut() -> [Action] {
+    mutating func keepaliveTimedOut() -> Actions {
         connectionError(.keepaliveTimeout, "no answer to keepalive ping")
     }
 
     /// The idle timer fired: a connection with no open call closes; one with calls carries on.
-    mutating func idleTimedOut(after description: String) -> [Action] {
+    mutating func idleTimedOut(after description: String) -> Actions {
         guard streams.isEmpty, state == .active || state == .awaitingHello else { return [] }
         let goaway = WireV1.GoAway(
             lastStreamID: lastPeerStreamID,
@@ -373,7 +376,7 @@ struct ConnectionStateMachine {
     var hasOpenCalls: Bool { !streams.isEmpty }
 
     /// The transport is gone (EOF, reset, TLS failure): every open call ends.
-    mutating func transportClosed(reason: String) -> [Action] {
+    mutating func transportClosed(reason: String) -> Actions {
         guard state != .closed else { return [] }
         state = .closed
         return failAllStreams(code: .unavailable, message: "connection lost: \(reason)")
@@ -381,9 +384,9 @@ struct ConnectionStateMachine {
 
     // MARK: - Helpers
 
-    private mutating func flushPending(_ id: UInt32) -> [Action] {
+    private mutating func flushPending(_ id: UInt32) -> Actions {
         guard var stream = streams[id] else { return [] }
-        var actions: [Action] = []
+        var actions: Actions = []
         while let next = stream.pendingMessages.first, next.count <= stream.sendWindow {
             stream.pendingMessages.removeFirst()
             stream.sendWindow -= next.count
@@ -406,7 +409,7 @@ struct ConnectionStateMachine {
     }
 
     /// An error confined to one call: the server ends it with a status, the client cancels it.
-    private mutating func streamError(_ id: UInt32, _ code: StatusCode, _ message: String) -> [Action] {
+    private mutating func streamError(_ id: UInt32, _ code: StatusCode, _ message: String) -> Actions {
         streams[id] = nil
         switch role {
         case .server:
@@ -420,27 +423,29 @@ struct ConnectionStateMachine {
     }
 
     /// An error that ends the connection: goaway with the reason, fail or cancel every call, close.
-    private mutating func connectionError(_ code: WireV1.GoAwayCode, _ reason: String) -> [Action] {
+    private mutating func connectionError(_ code: WireV1.GoAwayCode, _ reason: String) -> Actions {
         guard state != .closed else { return [] }
         let goaway = WireV1.GoAway(lastStreamID: lastPeerStreamID, code: code, reason: reason)
-        var actions: [Action] = [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))]
+        var actions: Actions = [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))]
         actions += failAllStreams(code: .unavailable, message: "connection closed: \(reason)")
         state = .closed
         actions.append(.closeConnection(error: reason))
         return actions
     }
 
-    private mutating func failAllStreams(code: StatusCode, message: String) -> [Action] {
+    private mutating func failAllStreams(code: StatusCode, message: String) -> Actions {
         let ids = streams.keys.sorted()
         streams.removeAll()
-        return ids.map { id in
-            role == .server ? .cancelHandler(streamID: id) : .failCall(streamID: id, code: code, message: message)
-        }
+        let role = role
+        return Actions(
+            ids.lazy.map { id in
+                role == .server ? .cancelHandler(streamID: id) : .failCall(streamID: id, code: code, message: message)
+            })
     }
 
-    private mutating func closeIfDrained() -> [Action] {
+    private mutating func closeIfDrained() -> Actions {
         guard state == .draining, streams.isEmpty else { return [] }
         state = .closed
-        return [.closeConnection(error: nil)]
+        return Actions(.closeConnection(error: nil))
     }
 }

@@ -10,6 +10,10 @@ import Synchronization
 /// that was the largest share of the RPC layer's own CPU time. Flow control bounds how much a queue holds.
 final class MessageQueue: Sendable {
     private struct State {
+        /// The oldest waiting message when it is the only one: a unary call's single request or response waits
+        /// here, so that the common case needs no array storage (one allocation per call less).
+        var single: Data?
+        /// Further waiting messages, in order after `single`.
         var buffer: [Data] = []
         /// Messages before `head` have been taken; the array is compacted when that is cheap.
         var head = 0
@@ -20,8 +24,18 @@ final class MessageQueue: Sendable {
         /// The consumer waiting for the next message.
         var waiter: UnsafeContinuation<Data?, any Error>?
 
+        mutating func append(_ data: Data) {
+            if single == nil && head == buffer.count {
+                single = data
+            } else {
+                if let first = single.take() { buffer.append(first) }
+                buffer.append(data)
+            }
+        }
+
         /// The next outcome, if one is ready.
         mutating func take() -> Result<Data?, any Error>? {
+            if let data = single.take() { return .success(data) }
             if head < buffer.count {
                 let data = buffer[head]
                 head += 1
@@ -54,7 +68,7 @@ final class MessageQueue: Sendable {
                 state.waiter = nil
                 return waiter
             }
-            state.buffer.append(data)
+            state.append(data)
             return nil
         }
         waiter?.resume(returning: data)

@@ -16,7 +16,13 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     /// The trace id shared by every call of one flow, across every node.
     public static let traceIDKey = "tokenet-trace-id"
 
-    public private(set) var entries: [(key: String, value: Entry)] = []
+    /// The entries as they travel in `CallStart`, keys normalized: kept in this form so that sending metadata
+    /// and receiving it adopt the array as it is, with no conversion (and allocation) on every call.
+    private(set) var wire: [WireV1.MetadataEntry] = []
+
+    public var entries: [(key: String, value: Entry)] {
+        wire.map { ($0.key, Self.entry($0.value)) }
+    }
 
     public init() {}
 
@@ -25,21 +31,21 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public mutating func add(_ key: String, _ value: Entry) {
-        entries.append((Self.normalized(key), value))
+        wire.append(WireV1.MetadataEntry(key: Self.normalized(key), value: Self.wireValue(value)))
     }
 
     /// Replaces every entry under `key` with one.
     public mutating func set(_ key: String, _ value: Entry) {
         let key = Self.normalized(key)
-        entries.removeAll { $0.key == key }
-        entries.append((key, value))
+        wire.removeAll { $0.key == key }
+        wire.append(WireV1.MetadataEntry(key: key, value: Self.wireValue(value)))
     }
 
     /// The first text value under `key`.
     public subscript(text key: String) -> String? {
         let key = Self.normalized(key)
-        for entry in entries where entry.key == key {
-            if case .text(let text) = entry.value { return text }
+        for entry in wire where entry.key == key {
+            if case .text(let text)? = entry.value { return text }
         }
         return nil
     }
@@ -65,32 +71,41 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public static func == (lhs: Metadata, rhs: Metadata) -> Bool {
-        lhs.entries.count == rhs.entries.count && zip(lhs.entries, rhs.entries).allSatisfy { $0 == $1 }
+        lhs.wire == rhs.wire
     }
 
     public func hash(into hasher: inout Hasher) {
-        for entry in entries {
-            hasher.combine(entry.key)
-            hasher.combine(entry.value)
-        }
-    }
-
-    init(wire: [WireV1.MetadataEntry]) {
         for entry in wire {
-            switch entry.value {
-            case .text(let text)?: add(entry.key, .text(text))
-            case .binary(let data)?: add(entry.key, .binary(data))
-            case nil: add(entry.key, .text(""))
+            hasher.combine(entry.key)
+            hasher.combine(Self.entry(entry.value))
+        }
+    }
+
+    /// Metadata received in a `CallStart`: the array is kept; only a key that is not lowercase or an entry
+    /// without a value is rewritten.
+    init(wire: [WireV1.MetadataEntry]) {
+        self.wire = wire
+        for index in wire.indices {
+            let entry = wire[index]
+            let key = Self.normalized(entry.key)
+            if entry.value == nil || key != entry.key {
+                self.wire[index] = WireV1.MetadataEntry(key: key, value: entry.value ?? .text(""))
             }
         }
     }
 
-    var wire: [WireV1.MetadataEntry] {
-        entries.map { entry in
-            switch entry.value {
-            case .text(let text): WireV1.MetadataEntry(key: entry.key, value: .text(text))
-            case .binary(let data): WireV1.MetadataEntry(key: entry.key, value: .binary(data))
-            }
+    private static func wireValue(_ entry: Entry) -> WireV1.MetadataEntry.Value {
+        switch entry {
+        case .text(let text): .text(text)
+        case .binary(let data): .binary(data)
+        }
+    }
+
+    private static func entry(_ value: WireV1.MetadataEntry.Value?) -> Entry {
+        switch value {
+        case .text(let text)?: .text(text)
+        case .binary(let data)?: .binary(data)
+        case nil: .text("")
         }
     }
 

@@ -290,7 +290,7 @@ final class RPCConnection: Sendable {
     // MARK: - Actions
 
     /// Runs one state-machine event under the lock and carries out its actions.
-    func perform(_ event: (inout Core) -> [ConnectionStateMachine.Action]) {
+    func perform(_ event: (inout Core) -> ConnectionStateMachine.Actions) {
         core.withLock { core in
             let actions = event(&core)
             apply(actions, to: &core)
@@ -298,7 +298,7 @@ final class RPCConnection: Sendable {
         }
     }
 
-    func apply(_ actions: [ConnectionStateMachine.Action], to core: inout Core) {
+    func apply(_ actions: consuming ConnectionStateMachine.Actions, to core: inout Core) {
         for action in actions {
             switch action {
             case .write(let frame):

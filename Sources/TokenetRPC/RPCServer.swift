@@ -136,9 +136,16 @@ public final class RPCServer: Sendable {
             traceID: traceID
         )
         do {
-            try await withDeadline(call.deadline) {
+            if call.deadline == nil {
+                // No deadline, no escaping closure for `withDeadline`: one heap allocation per call less.
                 try await ServerContext.$current.withValue(context) {
                     try await route.handle(call, context)
+                }
+            } else {
+                try await withDeadline(call.deadline) {
+                    try await ServerContext.$current.withValue(context) {
+                        try await route.handle(call, context)
+                    }
                 }
             }
             return WireV1.Status(code: .ok)

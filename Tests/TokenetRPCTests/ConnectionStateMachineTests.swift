@@ -29,7 +29,7 @@ import TokenetWire
         return machine
     }
 
-    static func goawayCode(_ actions: [Machine.Action]) -> WireV1.GoAwayCode? {
+    static func goawayCode(_ actions: Machine.Actions) -> WireV1.GoAwayCode? {
         for case .write(let frame) in actions {
             if case .goaway(let goaway) = frame.kind { return goaway.code }
         }

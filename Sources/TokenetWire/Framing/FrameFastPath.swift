@@ -91,30 +91,20 @@ enum FrameFastPath {
     private static func append(_ start: WireV1.CallStart, streamID: UInt32, to buffer: inout [UInt8]) -> Bool {
         // protobuf-c carries strings as C strings: a NUL is the generic codec's error to report.
         guard !hasNUL(start.method.utf8) else { return false }
-        var entrySizes: [Int] = []
-        entrySizes.reserveCapacity(start.metadata.count)
         var bodySize = fieldSize(start.method.utf8.count, omittedWhenEmpty: true)
         for entry in start.metadata {
             guard !hasNUL(entry.key.utf8) else { return false }
-            var size = fieldSize(entry.key.utf8.count, omittedWhenEmpty: true)
-            switch entry.value {
-            case .text(let text)?:
-                guard !hasNUL(text.utf8) else { return false }
-                size += fieldSize(text.utf8.count, omittedWhenEmpty: false)
-            case .binary(let data)?: size += fieldSize(data.count, omittedWhenEmpty: false)
-            case nil: break
-            }
-            entrySizes.append(size)
-            bodySize += fieldSize(size, omittedWhenEmpty: false)
+            if case .text(let text)? = entry.value, hasNUL(text.utf8) { return false }
+            bodySize += fieldSize(entryBodySize(entry), omittedWhenEmpty: false)
         }
         if let timeout = start.timeoutMicros { bodySize += 1 + varintSize(timeout) }
         appendStreamID(streamID, to: &buffer)
         buffer.append(callStartTag)
         appendVarint(UInt64(bodySize), to: &buffer)
         appendString(start.method, tag: methodTag, omittedWhenEmpty: true, to: &buffer)
-        for (entry, size) in zip(start.metadata, entrySizes) {
+        for entry in start.metadata {
             buffer.append(metadataTag)
-            appendVarint(UInt64(size), to: &buffer)
+            appendVarint(UInt64(entryBodySize(entry)), to: &buffer)
             appendString(entry.key, tag: keyTag, omittedWhenEmpty: true, to: &buffer)
             switch entry.value {
             case .text(let text)?: appendString(text, tag: textTag, omittedWhenEmpty: false, to: &buffer)
@@ -130,6 +120,18 @@ enum FrameFastPath {
             appendVarint(timeout, to: &buffer)
         }
         return true
+    }
+
+    /// The encoded size of a metadata entry's fields, computed again when writing them: cheaper than keeping the
+    /// sizes in an array, which would be a heap allocation per call.
+    private static func entryBodySize(_ entry: WireV1.MetadataEntry) -> Int {
+        var size = fieldSize(entry.key.utf8.count, omittedWhenEmpty: true)
+        switch entry.value {
+        case .text(let text)?: size += fieldSize(text.utf8.count, omittedWhenEmpty: false)
+        case .binary(let data)?: size += fieldSize(data.count, omittedWhenEmpty: false)
+        case nil: break
+        }
+        return size
     }
 
     /// Whether `text` holds a NUL byte, searched with `memchr` in the string's own storage.

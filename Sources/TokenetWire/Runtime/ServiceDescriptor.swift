@@ -24,16 +24,17 @@ public struct MethodDescriptor<Request: ProtoMessage, Response: ProtoMessage>: H
     /// The peer roles the `.proto` allows to call the method (`tokenet.rpc.v1.allowed_roles`); empty for any
     /// authenticated peer.
     public let allowedRoles: [String]
+    /// The path carried in `CallStart.method`: `/tokenet.health.v1.Health/Check`. Stored, because every call
+    /// sends it and building it would allocate a string per call.
+    public let path: String
 
     public init(service: String, name: String, kind: RPCKind, allowedRoles: [String] = []) {
         self.service = service
         self.name = name
         self.kind = kind
         self.allowedRoles = allowedRoles
+        path = "/\(service)/\(name)"
     }
-
-    /// The path carried in `CallStart.method`: `/tokenet.health.v1.Health/Check`.
-    public var path: String { "/\(service)/\(name)" }
 
     /// The same method without its static types, for registries and reflection.
     public var erased: AnyMethodDescriptor {

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Metadata is kept in its wire form; what it reads and compares must be what was added or received.
+@Suite struct MetadataTests {
+    @Test func addedEntriesTravelAsTheyWereAdded() {
+        var metadata: Metadata = ["X-Card-Scheme": "visa"]
+        metadata.add("blob", .binary(Data([0, 1, 2])))
+        metadata.add("x-card-scheme", .text("mastercard"))
+        #expect(metadata[text: "x-card-scheme"] == "visa")
+        #expect(metadata.entries.map(\.key) == ["x-card-scheme", "blob", "x-card-scheme"])
+        #expect(
+            metadata.wire == [
+                WireV1.MetadataEntry(key: "x-card-scheme", value: .text("visa")),
+                WireV1.MetadataEntry(key: "blob", value: .binary(Data([0, 1, 2]))),
+                WireV1.MetadataEntry(key: "x-card-scheme", value: .text("mastercard")),
+            ])
+        metadata.set("X-CARD-SCHEME", .text("amex"))
+        #expect(metadata.entries.count == 2 && metadata[text: "x-card-scheme"] == "amex")
+    }
+
+    @Test func receivedEntriesAreNormalized() {
+        let metadata = Metadata(wire: [
+            WireV1.MetadataEntry(key: "Tenant", value: .text("acme")),
+            WireV1.MetadataEntry(key: "empty", value: nil),
+            WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f60718")),
+        ])
+        #expect(metadata[text: "tenant"] == "acme")
+        #expect(metadata[text: "empty"] == "")
+        #expect(metadata.traceID == "a1b2c3d4e5f60718")
+        var added = Metadata()
+        added.add("tenant", .text("acme"))
+        added.add("empty", .text(""))
+        added.add(Metadata.traceIDKey, .text("a1b2c3d4e5f60718"))
+        #expect(metadata == added && metadata.hashValue == added.hashValue)
+    }
+}
