@@ -15,20 +15,20 @@ struct ActionList<Action> {
 
     private var storage: Storage
 
-init() {
+    init() {
         storage = .empty
     }
 
-init(_ action: Action) {
+    init(_ action: consuming Action) {
         storage = .one(action)
     }
 
-init<Actions: Sequence>(_ actions: Actions) where Actions.Element == Action {
+    init<Actions: Sequence>(_ actions: Actions) where Actions.Element == Action {
         storage = .empty
         append(contentsOf: actions)
     }
 
-mutating func append(_ action: Action) {
+    mutating func append(_ action: consuming Action) {
         switch storage {
         case .empty:
             storage = .one(action)
@@ -41,16 +41,17 @@ mutating func append(_ action: Action) {
         }
     }
 
-mutating func append<Actions: Sequence>(contentsOf actions: Actions) where Actions.Element == Action {
+    mutating func append<Actions: Sequence>(contentsOf actions: Actions) where Actions.Element == Action {
         for action in actions { append(action) }
     }
 
-static func += <Actions: Sequence>(list: inout ActionList, actions: Actions)
+    static func += <Actions: Sequence>(list: inout ActionList, actions: Actions)
     where Actions.Element == Action {
         list.append(contentsOf: actions)
     }
 
-static func + (lhs: ActionList, rhs: ActionList) -> ActionList {
+    static func + (lhs: consuming ActionList, rhs: consuming ActionList) -> ActionList {
+        if case .empty = rhs.storage { return lhs }
         var sum = lhs
         sum.append(contentsOf: rhs)
         return sum
@@ -58,9 +59,9 @@ static func + (lhs: ActionList, rhs: ActionList) -> ActionList {
 }
 
 extension ActionList: RandomAccessCollection {
-var startIndex: Int { 0 }
+    var startIndex: Int { 0 }
 
-var endIndex: Int {
+    var endIndex: Int {
         switch storage {
         case .empty: 0
         case .one: 1
@@ -68,7 +69,7 @@ var endIndex: Int {
         }
     }
 
-subscript(position: Int) -> Action {
+    subscript(position: Int) -> Action {
         switch storage {
         case .one(let action) where position == 0: action
         case .many(let actions): actions[position]
@@ -107,7 +108,7 @@ extension ActionList {
 }
 
 extension ActionList: ExpressibleByArrayLiteral {
-init(arrayLiteral actions: Action...) {
+    init(arrayLiteral actions: Action...) {
         switch actions.count {
         case 0: storage = .empty
         case 1: storage = .one(actions[0])
@@ -117,7 +118,7 @@ init(arrayLiteral actions: Action...) {
 }
 
 extension ActionList: Equatable where Action: Equatable {
-static func == (lhs: ActionList, rhs: ActionList) -> Bool {
+    static func == (lhs: ActionList, rhs: ActionList) -> Bool {
         lhs.elementsEqual(rhs)
     }
 }
@@ -127,5 +128,5 @@ extension ActionList: Sendable where Action: Sendable {}
 extension ActionList.Storage: Sendable where Action: Sendable {}
 
 extension ActionList: CustomStringConvertible {
-var description: String { Array(self).description }
+    var description: String { Array(self).description }
 }
