@@ -180,8 +180,18 @@ public final class TLSEngine {
     }
 
     /// At least the number of plaintext bytes that reading now can produce: the buffered ciphertext (records only
-    /// shrink when decrypted) plus what OpenSSL holds already decrypted.
-    var plaintextBound: Int { Int(ctk_bio_pending(networkIn)) + Int(SSL_pending(ssl)) }
+    /// shrink when decrypted) plus what OpenSSL holds already decrypted, plus a whole record when OpenSSL holds the
+    /// start of one that the buffered bytes may complete (a 16 KiB record often spans two socket reads): without
+    /// it the driver's array came out short and had to grow, copying everything decrypted so far.
+    var plaintextBound: Int {
+        let buffered = Int(ctk_bio_pending(networkIn))
+        let decrypted = Int(SSL_pending(ssl))
+        let partialRecord = buffered > 0 && decrypted == 0 && SSL_has_pending(ssl) == 1 ? Self.maxRecordPlaintext : 0
+        return buffered + decrypted + partialRecord
+    }
+
+    /// The most plaintext one TLS record carries.
+    static let maxRecordPlaintext = 16 * 1024
 
     /// Decrypts into `buffer` (not empty) directly, so the driver can fill the array it hands to its reader with
     /// no intermediate copy. `.appended(n)`: the first n bytes of `buffer` hold plaintext.

@@ -68,6 +68,26 @@ struct EnginePair {
         #expect(try pair.server.readPlaintext() == .closed)
     }
 
+    /// The driver sizes the array it decrypts into from `plaintextBound`; a 16 KiB record that arrives in two
+    /// pieces must not yield more than the bound announced when its second piece came in.
+    @Test func plaintextBoundCoversARecordThatArrivesInPieces() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        _ = try pair.handshake()
+        let message = (0..<(16 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for split in [5, 100, 9000, 16 * 1024 + 20] {
+            try pair.client.writePlaintext(message)
+            let record = pair.client.takeCiphertext()
+            pair.server.receiveCiphertext(Array(record[..<split]))
+            #expect(try pair.server.readPlaintext() == .needsMoreData)
+            pair.server.receiveCiphertext(Array(record[split...]))
+            let bound = pair.server.plaintextBound
+            let received = try pair.readAll(pair.server)
+            #expect(received == message)
+            #expect(bound >= received.count, "bound \(bound) for \(received.count) bytes, split at \(split)")
+        }
+        #expect(pair.server.plaintextBound == 0)
+    }
+
     @Test func engineRefusesUseAfterAFatalError() throws {
         let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
         _ = try pair.handshake()
