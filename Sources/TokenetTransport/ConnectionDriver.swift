@@ -21,7 +21,8 @@ final class ConnectionDriver: EventLoopHandler {
 
     /// Largest plaintext piece handed to the engine at once: one TLS record.
     private static let writeSlice = 16 * 1024
-    private static let readBufferSize = 64 * 1024
+    /// The least free space a socket read gets: one TLS record.
+    private static let minimumReadSpace = 16 * 1024
     static let closeTimeout: Duration = .seconds(5)
 
     let loop: EventLoop
@@ -43,9 +44,6 @@ final class ConnectionDriver: EventLoopHandler {
     private var sendBuffer: [UInt8] = []
     private var sendOffset = 0
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
-    private var readBuffer = [UInt8](repeating: 0, count: ConnectionDriver.readBufferSize)
-    private let sendScratch = UnsafeMutableRawBufferPointer.allocate(
-        byteCount: ConnectionDriver.readBufferSize, alignment: 16)
 
     private var pendingActions: [ConnectionStateMachine.Action] = []
     private var performing = false
@@ -63,10 +61,6 @@ final class ConnectionDriver: EventLoopHandler {
         self.engine = engine
         machine = ConnectionStateMachine(phase: connecting ? .connecting : .handshaking, limits: limits)
         self.onEstablished = onEstablished
-    }
-
-    deinit {
-        sendScratch.deallocate()
     }
 
     /// Registers with the loop and starts the handshake deadline. On failure the socket is closed and the
@@ -262,9 +256,10 @@ final class ConnectionDriver: EventLoopHandler {
     private func readSocket() {
         guard machine.phase != .closed else { return }
         do throws(TransportError) {
-            switch try Socket.read(fd, into: &readBuffer) {
+            // Straight into the engine's buffer, where OpenSSL reads the records from.
+            switch try Socket.read(fd, into: engine.ciphertextSpace(atLeast: Self.minimumReadSpace)) {
             case .bytes(let count):
-                readBuffer.withUnsafeBytes { engine.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                engine.ciphertextReceived(count)
                 handle(machine.ciphertextArrived())
             case .endOfFile:
                 engine.receiveEOF()
@@ -360,11 +355,6 @@ final class ConnectionDriver: EventLoopHandler {
 
     /// Moves the engine's output to the socket as far as the kernel takes it, then reports the backlog.
     private func transmit() {
-        if queuedForSocket == 0, let error = sendDirectly() {
-            handle(machine.failed(error))
-            return
-        }
-        engine.takeCiphertext(appendingTo: &sendBuffer)
         peakOutboundBuffered = max(peakOutboundBuffered, outboundBuffered)
         if queuedForSocket > 0 {
             let result = sendBuffer.withUnsafeBytes { buffer in
@@ -386,29 +376,27 @@ final class ConnectionDriver: EventLoopHandler {
                 return
             }
         }
+        if queuedForSocket == 0, let error = sendFromEngine() {
+            handle(machine.failed(error))
+            return
+        }
         handle(machine.outboundChanged(buffered: outboundBuffered, writersWaiting: !writers.isEmpty))
     }
 
-    /// With nothing queued (the usual case), ciphertext goes from the engine through one reusable buffer to the
-    /// socket; only what the kernel does not take is copied into `sendBuffer`.
-    private func sendDirectly() -> TransportError? {
-        while engine.pendingCiphertextCount > 0 {
-            let count = engine.takeCiphertext(into: sendScratch)
-            guard count > 0 else { return nil }
-            let taken = UnsafeRawBufferPointer(rebasing: sendScratch[..<count])
-            let sent: Int
+    /// Sends the engine's ciphertext from where the engine keeps it; what the kernel does not take stays there
+    /// (counted by `outboundBuffered`) until the socket is writable again.
+    private func sendFromEngine() -> TransportError? {
+        while true {
+            let pending = engine.pendingCiphertext
+            guard pending.count > 0 else { return nil }
             do throws(TransportError) {
-                sent = try Socket.send(fd, taken)
+                let sent = try Socket.send(fd, pending)
+                engine.dropCiphertext(sent)
+                if sent < pending.count { return nil }
             } catch {
-                sendBuffer.append(contentsOf: taken)  // for teardown's best-effort send of the alert
                 return error
             }
-            if sent < count {
-                sendBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: taken[sent...]))
-                return nil
-            }
         }
-        return nil
     }
 
     /// Releases the socket and completes everyone still waiting. `error` is nil for a clean close.

@@ -13,6 +13,10 @@ protocol ConnectionEngine: AnyObject {
     var peer: PeerIdentity? { get }
 
     func receiveCiphertext(_ bytes: UnsafeRawBufferPointer)
+    /// Free space of at least `minimum` bytes to read the socket into, in place; then `ciphertextReceived`.
+    func ciphertextSpace(atLeast minimum: Int) -> UnsafeMutableRawBufferPointer
+    /// `count` bytes were written into the space `ciphertextSpace` returned.
+    func ciphertextReceived(_ count: Int)
     /// The transport delivered end-of-file.
     func receiveEOF()
     /// Takes every byte that must be sent.
@@ -21,6 +25,10 @@ protocol ConnectionEngine: AnyObject {
     func takeCiphertext(appendingTo buffer: inout [UInt8])
     /// Bytes waiting to be sent.
     var pendingCiphertextCount: Int { get }
+    /// The bytes waiting to be sent, in place, valid until the next call on the engine: the driver sends from
+    /// here and then drops what the socket took.
+    var pendingCiphertext: UnsafeRawBufferPointer { get }
+    func dropCiphertext(_ count: Int)
     /// Moves up to `buffer.count` bytes to be sent into `buffer`; returns how many.
     func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int
     func handshake() throws(TransportError) -> HandshakeStatus

@@ -6,19 +6,22 @@
 ///
 /// Not thread-safe: an engine belongs to one event loop (or one test).
 final class PassThroughEngine: ConnectionEngine {
-    private var inbound: [UInt8] = []
-    private var inboundOffset = 0
-    private var outbound: [UInt8] = []
+    private let inbound = ByteQueue(initialCapacity: 64 * 1024)
+    private let outbound = ByteQueue()
     private var receivedEOF = false
 
     var peer: PeerIdentity? { nil }
 
     func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
-        if inboundOffset == inbound.count {
-            inbound.removeAll(keepingCapacity: true)
-            inboundOffset = 0
-        }
-        inbound += bytes
+        inbound.append(bytes)
+    }
+
+    func ciphertextSpace(atLeast minimum: Int) -> UnsafeMutableRawBufferPointer {
+        inbound.freeSpace(atLeast: minimum)
+    }
+
+    func ciphertextReceived(_ count: Int) {
+        inbound.commit(count)
     }
 
     func receiveEOF() {
@@ -26,26 +29,27 @@ final class PassThroughEngine: ConnectionEngine {
     }
 
     func takeCiphertext(maxCount: Int) -> [UInt8] {
-        guard maxCount < outbound.count else {
-            defer { outbound.removeAll(keepingCapacity: true) }
-            return outbound
+        let count = min(maxCount, outbound.count)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = outbound.take(into: UnsafeMutableRawBufferPointer(buffer))
         }
-        defer { outbound.removeFirst(maxCount) }
-        return Array(outbound[..<maxCount])
     }
 
     func takeCiphertext(appendingTo buffer: inout [UInt8]) {
-        buffer += outbound
-        outbound.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: outbound.bytes)
+        outbound.consume(outbound.count)
     }
 
     var pendingCiphertextCount: Int { outbound.count }
 
+    var pendingCiphertext: UnsafeRawBufferPointer { outbound.bytes }
+
+    func dropCiphertext(_ count: Int) {
+        outbound.consume(count)
+    }
+
     func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        let count = min(buffer.count, outbound.count)
-        outbound.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        outbound.removeFirst(count)
-        return count
+        outbound.take(into: buffer)
     }
 
     func handshake() throws(TransportError) -> HandshakeStatus {
@@ -53,39 +57,33 @@ final class PassThroughEngine: ConnectionEngine {
     }
 
     func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult {
-        let available = inbound.count - inboundOffset
-        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
-        let end = inboundOffset + min(available, max(1, maxCount))
-        defer { inboundOffset = end }
-        return .plaintext(Array(inbound[inboundOffset..<end]))
+        guard !inbound.isEmpty else { return receivedEOF ? .closed : .needsMoreData }
+        let count = min(inbound.count, max(1, maxCount))
+        return .plaintext(
+            [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                initialized = inbound.take(into: UnsafeMutableRawBufferPointer(buffer))
+            })
     }
 
     func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError)
         -> TLSEngine.AppendResult
     {
-        let available = inbound.count - inboundOffset
-        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
-        let end = inboundOffset + min(available, max(1, maxCount))
-        buffer += inbound[inboundOffset..<end]
-        defer { inboundOffset = end }
-        return .appended(end - inboundOffset)
-    }
-
-    var plaintextBound: Int { inbound.count - inboundOffset }
-
-    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> TLSEngine.AppendResult {
-        let available = inbound.count - inboundOffset
-        guard available > 0 else { return receivedEOF ? .closed : .needsMoreData }
-        let count = min(available, buffer.count)
-        inbound.withUnsafeBytes { source in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[inboundOffset..<inboundOffset + count]))
-        }
-        inboundOffset += count
+        guard !inbound.isEmpty else { return receivedEOF ? .closed : .needsMoreData }
+        let count = min(inbound.count, max(1, maxCount))
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: inbound.bytes[..<count]))
+        inbound.consume(count)
         return .appended(count)
     }
 
+    var plaintextBound: Int { inbound.count }
+
+    func readPlaintext(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> TLSEngine.AppendResult {
+        guard !inbound.isEmpty else { return receivedEOF ? .closed : .needsMoreData }
+        return .appended(inbound.take(into: buffer))
+    }
+
     func writePlaintext(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
-        outbound += bytes
+        outbound.append(bytes)
     }
 
     /// Nothing to queue: closing the socket once the outbound bytes are flushed ends the stream (TCP FIN).

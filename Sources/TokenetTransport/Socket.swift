@@ -77,8 +77,15 @@ enum Socket {
     }
 
     static func read(_ fd: Int32, into buffer: inout [UInt8]) throws(TransportError) -> ReadOutcome {
+        let outcome = buffer.withUnsafeMutableBytes { bytes in
+            Result { () throws(TransportError) in try read(fd, into: bytes) }
+        }
+        return try outcome.get()
+    }
+
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> ReadOutcome {
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if count > 0 { return .bytes(count) }
             if count == 0 { return .endOfFile }
             switch errno {

@@ -5,8 +5,9 @@ import CTokenetShims
 ///
 /// The owner shuttles bytes: `receiveCiphertext` what arrived from the network, `handshake()` until it reports
 /// completion, then `readPlaintext()` / `writePlaintext(_:)`, and after every step `takeCiphertext()` whatever
-/// must be sent. Both memory BIOs grow as needed, so OpenSSL never reports WANT_WRITE; the owner bounds memory by
-/// deciding how much it feeds in (see `ConnectionStateMachine`). WANT_READ surfaces as `.needsMoreData`.
+/// must be sent. Both buffers (`EngineBuffers`) grow as needed, so OpenSSL never reports WANT_WRITE; the owner
+/// bounds memory by deciding how much it feeds in (see `ConnectionStateMachine`). WANT_READ surfaces as
+/// `.needsMoreData`.
 ///
 /// Not thread-safe: an engine belongs to one event loop (or one test).
 public final class TLSEngine {
@@ -25,10 +26,8 @@ public final class TLSEngine {
     public let side: TLSConfiguration.Side
     private let context: TLSContext
     private let ssl: OpaquePointer
-    /// Ciphertext from the network, read by OpenSSL.
-    private let networkIn: OpaquePointer
-    /// Ciphertext produced by OpenSSL, to be sent.
-    private let networkOut: OpaquePointer
+    /// Ciphertext from the network, read by OpenSSL, and ciphertext OpenSSL produced, to be sent.
+    private let buffers = EngineBuffers()
     private let verification: VerificationState
     /// Decrypted bytes land here first, so a read that finds no complete record allocates nothing and a short
     /// record costs an allocation of its own size, not of the largest possible one.
@@ -46,17 +45,12 @@ public final class TLSEngine {
         guard let ssl = SSL_new(context.pointer) else {
             throw TransportError.openSSL(.configuration, "SSL_new failed")
         }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let bio = buffers.makeBIO() else {
             SSL_free(ssl)
             throw TransportError.openSSL(.configuration, "BIO_new failed")
         }
-        // An empty input BIO means "wait for more" until the transport reports EOF.
-        _ = ctk_bio_set_mem_retry(input)
-        _ = ctk_bio_set_mem_retry(output)
-        SSL_set_bio(ssl, input, output)  // the SSL object now owns both BIOs
+        SSL_set_bio(ssl, bio, bio)  // one BIO for both directions; the SSL object now owns it
         self.ssl = ssl
-        networkIn = input
-        networkOut = output
         _ = ctk_ssl_set_app_data(ssl, Unmanaged.passUnretained(verification).toOpaque())
         if side == .server { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
     }
@@ -70,14 +64,17 @@ public final class TLSEngine {
 
     /// Hands ciphertext received from the network to OpenSSL.
     public func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let chunk = Int32(min(bytes.count - offset, Int(Int32.max)))
-            let written = BIO_write(networkIn, base + offset, chunk)
-            guard written > 0 else { return }  // a memory BIO only fails when out of memory
-            offset += Int(written)
-        }
+        buffers.inbound.append(bytes)
+    }
+
+    /// Free space of at least `minimum` bytes for the driver to read the socket into, then `ciphertextReceived`.
+    func ciphertextSpace(atLeast minimum: Int) -> UnsafeMutableRawBufferPointer {
+        buffers.inbound.freeSpace(atLeast: minimum)
+    }
+
+    /// `count` bytes were written into the space `ciphertextSpace` returned.
+    func ciphertextReceived(_ count: Int) {
+        buffers.inbound.commit(count)
     }
 
     public func receiveCiphertext(_ bytes: [UInt8]) {
@@ -87,27 +84,29 @@ public final class TLSEngine {
     /// Records that the transport delivered end-of-file: OpenSSL then sees EOF once the buffered bytes are used.
     public func receiveEOF() {
         receivedEOF = true
-        _ = ctk_bio_set_mem_eof(networkIn)
+        buffers.endOfFile = true
     }
 
     /// Bytes OpenSSL produced that still have to be sent.
-    public var pendingCiphertextCount: Int { Int(ctk_bio_pending(networkOut)) }
+    public var pendingCiphertextCount: Int { buffers.outbound.count }
+
+    /// The ciphertext waiting to be sent, in place, for the driver to hand to the socket and then `dropCiphertext`.
+    /// Valid until the next call on the engine.
+    var pendingCiphertext: UnsafeRawBufferPointer { buffers.outbound.bytes }
+
+    /// Forgets the first `count` bytes of `pendingCiphertext`: the socket took them.
+    func dropCiphertext(_ count: Int) {
+        buffers.outbound.consume(count)
+    }
 
     /// Moves all pending ciphertext onto the end of `buffer`, copying it once.
     func takeCiphertext(appendingTo buffer: inout [UInt8]) {
-        let count = pendingCiphertextCount
-        guard count > 0 else { return }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: count))
-        let read = buffer.withUnsafeMutableBytes { bytes in
-            BIO_read(networkOut, bytes.baseAddress! + start, Int32(clamping: count))
-        }
-        buffer.removeSubrange((start + max(0, Int(read)))...)
+        buffer.append(contentsOf: buffers.outbound.bytes)
+        buffers.outbound.consume(buffers.outbound.count)
     }
 
     func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
-        return max(0, Int(BIO_read(networkOut, base, Int32(clamping: buffer.count))))
+        buffers.outbound.take(into: buffer)
     }
 
     /// Takes up to `maxCount` bytes of ciphertext to send.
@@ -115,8 +114,7 @@ public final class TLSEngine {
         let count = min(pendingCiphertextCount, maxCount)
         guard count > 0 else { return [] }
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let read = BIO_read(networkOut, buffer.baseAddress, Int32(min(count, Int(Int32.max))))
-            initialized = max(0, Int(read))
+            initialized = buffers.outbound.take(into: UnsafeMutableRawBufferPointer(buffer))
         }
     }
 
@@ -141,7 +139,7 @@ public final class TLSEngine {
         }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-            if receivedEOF && ctk_bio_pending(networkIn) == 0 {
+            if receivedEOF && buffers.inbound.isEmpty {
                 failed = true
                 throw TransportError(.unexpectedEOF, "connection closed by peer during the TLS handshake")
             }
@@ -184,7 +182,7 @@ public final class TLSEngine {
     /// start of one that the buffered bytes may complete (a 16 KiB record often spans two socket reads): without
     /// it the driver's array came out short and had to grow, copying everything decrypted so far.
     var plaintextBound: Int {
-        let buffered = Int(ctk_bio_pending(networkIn))
+        let buffered = buffers.inbound.count
         let decrypted = Int(SSL_pending(ssl))
         let partialRecord = buffered > 0 && decrypted == 0 && SSL_has_pending(ssl) == 1 ? Self.maxRecordPlaintext : 0
         return buffered + decrypted + partialRecord
@@ -206,14 +204,14 @@ public final class TLSEngine {
         }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-            if receivedEOF && ctk_bio_pending(networkIn) == 0 {
+            if receivedEOF && buffers.inbound.isEmpty {
                 failed = true
                 throw TransportError(.unexpectedEOF, "connection closed by peer without TLS close_notify")
             }
             return .needsMoreData
         case SSL_ERROR_ZERO_RETURN:
             return .closed
-        case SSL_ERROR_SYSCALL where receivedEOF, SSL_ERROR_SSL where receivedEOF && ctk_bio_pending(networkIn) == 0:
+        case SSL_ERROR_SYSCALL where receivedEOF, SSL_ERROR_SSL where receivedEOF && buffers.inbound.isEmpty:
             throw fail(.unexpectedEOF, "connection closed by peer without TLS close_notify")
         default:
             throw fail(.tls, "TLS read failed")

@@ -88,6 +88,28 @@ struct EnginePair {
         #expect(pair.server.plaintextBound == 0)
     }
 
+    /// The driver reads the socket straight into the engine and sends straight from it, a part at a time when the
+    /// kernel takes only part; records must survive both.
+    @Test func ciphertextIsReceivedAndSentInPlace() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        _ = try pair.handshake()
+        let message = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 29) }
+        try pair.client.writePlaintext(message)
+        var moved = 0
+        while pair.client.pendingCiphertextCount > 0 {
+            // Take at most 1,000 bytes per "send", as a full socket buffer would.
+            let pending = pair.client.pendingCiphertext
+            let piece = min(1000, pending.count)
+            let space = pair.server.ciphertextSpace(atLeast: piece)
+            space.copyMemory(from: UnsafeRawBufferPointer(rebasing: pending[..<piece]))
+            pair.client.dropCiphertext(piece)
+            pair.server.ciphertextReceived(piece)
+            moved += piece
+        }
+        #expect(moved > message.count)
+        #expect(try pair.readAll(pair.server) == message)
+    }
+
     @Test func engineRefusesUseAfterAFatalError() throws {
         let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
         _ = try pair.handshake()

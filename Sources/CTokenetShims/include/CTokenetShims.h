@@ -174,11 +174,10 @@ static inline SSL *ctk_ssl_from_store_ctx(X509_STORE_CTX *store) {
     return (SSL *)X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
 }
 
-static inline long ctk_bio_pending(BIO *bio) { return (long)BIO_pending(bio); }
 static inline long ctk_bio_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
-/// Makes an empty memory BIO report end of file (0) instead of "retry" (-1): the transport reached EOF.
-static inline long ctk_bio_set_mem_eof(BIO *bio) { return BIO_set_mem_eof_return(bio, 0); }
-static inline long ctk_bio_set_mem_retry(BIO *bio) { return BIO_set_mem_eof_return(bio, -1); }
+/// For the TLS engine's own BIO (`TLSEngine+BIO.swift`): "no bytes yet, try again" and its reset are macros.
+static inline void ctk_bio_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
+static inline void ctk_bio_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
 
 // MARK: certificate subject alternative names
 
