@@ -277,6 +277,25 @@ struct ConnectionStateMachine {
         return []
     }
 
+    /// How many bytes of message data may be written on `id` now, in order, without going through `sendMessage`'s
+    /// queue: the driver packs a message of at most this size straight into its frame, then reports it with
+    /// `sentDirectly`. Nil when every message must take `sendMessage` (call over or half-closed, messages queued);
+    /// a larger message takes it too (to wait for window, or to fail the call when it exceeds the peer's frames).
+    func directSendAllowance(_ id: UInt32) -> Int? {
+        guard let stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil,
+            stream.pendingMessages.isEmpty
+        else { return nil }
+        return max(0, min(stream.sendWindow, peerSettings.maxFrameSize - 64))
+    }
+
+    /// A message of `byteCount` bytes (at most `directSendAllowance`) was written on `id` by the driver.
+    mutating func sentDirectly(_ id: UInt32, byteCount: Int) {
+        guard var stream = streams[id] else { return }
+        precondition(byteCount <= stream.sendWindow, "sent \(byteCount) bytes beyond the window")
+        stream.sendWindow -= byteCount
+        streams[id] = stream
+    }
+
     /// Bytes of message data waiting for the peer to grant window on a call.
     func pendingBytes(_ id: UInt32) -> Int {
         streams[id]?.pendingMessages.reduce(0) { $0 + $1.count } ?? 0

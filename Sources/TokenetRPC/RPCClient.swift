@@ -66,7 +66,9 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try open(method.path, options, onlyRequest: try request.serializedData(), callerFlushes: true)
+        let call = try request.withPackable { request in
+            try open(method.path, options, onlyRequest: .packable(request), callerFlushes: true)
+        }
         defer { call.timer?.cancel() }
         await connection.flushNow()
         return try await withCancellation(call.id) {
@@ -79,7 +81,8 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) throws -> ResponseStream<Response> {
-        let call = try open(method.path, options, onlyRequest: try request.serializedData())
+        let call = try request.withPackable { request in try open(method.path, options, onlyRequest: .packable(request))
+        }
         return ResponseStream(call: call, connection: connection)
     }
 
@@ -121,7 +124,7 @@ public final class RPCClient: Sendable {
     func open(
         _ path: String,
         _ options: CallOptions,
-        onlyRequest: Data? = nil,
+        onlyRequest: RPCConnection.OutgoingMessage? = nil,
         callerFlushes: Bool = false
     ) throws -> OpenCall {
         var metadata = options.metadata

@@ -390,16 +390,48 @@ final class RPCConnection: Sendable {
         await flushNow()
     }
 
+    /// A message to send: serialized already, or a generated message in protobuf-c form
+    /// (`ProtoMessage.withPackable`) to pack straight into its frame. Used synchronously, under the lock.
+    enum OutgoingMessage {
+        case serialized(Data)
+        case packable(PackableMessage)
+    }
+
     /// Server: encodes the one response of a unary or client-streaming call without waking the writer: the status
     /// follows at once and both leave in one write.
-    func sendFinalResponse(_ id: UInt32, _ data: Data) -> Bool {
-        core.withLock { core in
+    func sendFinalResponse(_ id: UInt32, _ response: OutgoingMessage) throws -> Bool {
+        try core.withLock { core in
             guard core.serverCalls[id] != nil else { return false }
             core.callerFlushes = true
-            apply(core.machine.sendMessage(id, data), to: &core)
-            core.callerFlushes = false
+            defer { core.callerFlushes = false }
+            try send(response, on: id, core: &core)
             return core.serverCalls[id] != nil
         }
+    }
+
+    /// Writes a message frame on `id`. A generated message that the call's window admits now is packed straight
+    /// into the outbound buffer (`FrameEncoder.encodeMessage`); anything else goes through the state machine as
+    /// serialized data, to be queued for window or refused as the rules say.
+    private func send(_ outgoing: OutgoingMessage, on id: UInt32, core: inout Core) throws {
+        let data: Data
+        switch outgoing {
+        case .serialized(let serialized):
+            data = serialized
+        case .packable(let message):
+            if let allowance = core.machine.directSendAllowance(id) {
+                if core.outbound.isEmpty { core.outboundFrames = 0 }
+                if let count = try core.encoder.encodeMessage(
+                    streamID: id, message, maxDataSize: allowance, into: &core.outbound)
+                {
+                    core.machine.sentDirectly(id, byteCount: count)
+                    core.outboundFrames += 1
+                    if !core.callerFlushes { requestFlush(&core) }
+                    return
+                }
+            }
+            data = message.serializedData()
+        }
+        apply(core.machine.sendMessage(id, data), to: &core)
     }
 
     /// The application consumed a received message: let the flow-control window reopen.
@@ -417,7 +449,7 @@ final class RPCConnection: Sendable {
         method: String,
         metadata: Metadata,
         timeout: Duration?,
-        onlyRequest: Data? = nil,
+        onlyRequest: OutgoingMessage? = nil,
         callerFlushes: Bool = false
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
@@ -439,7 +471,7 @@ final class RPCConnection: Sendable {
                 defer { core.callerFlushes = false }
                 apply(actions, to: &core)
                 if let onlyRequest {
-                    apply(core.machine.sendMessage(id, onlyRequest), to: &core)
+                    try send(onlyRequest, on: id, core: &core)
                     apply(core.machine.sendEndOfRequests(id), to: &core)
                 }
                 return .success(id)

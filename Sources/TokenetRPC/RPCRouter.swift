@@ -124,7 +124,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
             let response = try await body(request, context)
-            try call.sendFinal(try response.serializedData())
+            try call.sendFinal(response)
         }
     }
 
@@ -151,7 +151,7 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
             let response = try await body(RequestStream(call: call), context)
-            try call.sendFinal(try response.serializedData())
+            try call.sendFinal(response)
         }
     }
 

@@ -37,9 +37,11 @@ final class ServerCall: Sendable {
         await connection.waitForSendCapacity(streamID)
     }
 
-    /// The single response of a unary or client-streaming call; it leaves together with the status.
-    func sendFinal(_ data: Data) throws {
-        guard connection.sendFinalResponse(streamID, data) else {
+    /// The single response of a unary or client-streaming call; it leaves together with the status, packed
+    /// straight into its frame.
+    func sendFinal(_ response: some ProtoMessage) throws {
+        let sent = try response.withPackable { try connection.sendFinalResponse(streamID, .packable($0)) }
+        guard sent else {
             throw RPCError(.cancelled, "the call is over")
         }
     }

@@ -210,6 +210,33 @@ import TokenetWire
         )
     }
 
+    /// A message packed straight into its frame is sent only while nothing waits and the window admits it; what
+    /// it used counts against the window like any other message.
+    @Test func directSendsFollowTheWindowAndTheQueue() throws {
+        var small = Machine(role: .server)
+        _ = small.start()
+        _ = small.receive(
+            Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 10)))))
+        #expect(small.directSendAllowance(1) == nil, "no such call")
+        _ = small.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(small.directSendAllowance(1) == 10)
+        small.sentDirectly(1, byteCount: 6)
+        #expect(small.directSendAllowance(1) == 4)
+        #expect(small.sendMessage(1, Data(count: 5)) == [], "beyond what is left of the window: queued")
+        #expect(small.directSendAllowance(1) == nil, "a message waits: a later one must not overtake it")
+        let actions = small.receive(Self.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: 6))))
+        #expect(actions == [.write(Self.frame(1, .message(WireV1.Message(data: Data(count: 5)))))])
+        #expect(small.directSendAllowance(1) == 5)
+        _ = small.sendStatus(1, WireV1.Status())
+        #expect(small.directSendAllowance(1) == nil, "the call is over")
+
+        var client = Self.client(WireV1.Settings(maxFrameSize: 1000))
+        let (id, _) = try client.openCall(Self.start)
+        #expect(client.directSendAllowance(id) == 1000 - 64, "capped below the peer's largest frame")
+        _ = client.sendEndOfRequests(id)
+        #expect(client.directSendAllowance(id) == nil, "half-closed")
+    }
+
     @Test func oversizedOutboundMessageFailsOnlyThatCall() throws {
         var machine = Self.client(WireV1.Settings(maxFrameSize: 1000))
         let (id, _) = try machine.openCall(Self.start)

@@ -41,7 +41,7 @@ import TokenetWire
     static func call(_ connection: RPCConnection, size: Int = 100) async throws {
         _ = try connection.openCall(
             method: "/tokenet.testing.v1.Echo/Unary", metadata: Metadata(), timeout: nil,
-            onlyRequest: Data(repeating: 7, count: size), callerFlushes: true)
+            onlyRequest: .serialized(Data(repeating: 7, count: size)), callerFlushes: true)
         await connection.flushNow()
     }
 

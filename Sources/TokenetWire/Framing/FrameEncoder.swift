@@ -31,6 +31,37 @@ public struct FrameEncoder: Sendable {
             buffer.removeSubrange(start...)
             throw error
         }
+        try finishFrame(startingAt: start, in: &buffer)
+    }
+
+    /// Appends a message frame for `streamID` whose data is `message`, packed by protobuf-c straight into `buffer`:
+    /// the same bytes as `encode` of a frame holding `message`'s serialization, without that `Data` (a `malloc`, an
+    /// object and a copy of the message per call).
+    ///
+    /// Returns the size of the data, which flow control counts, or nil with `buffer` untouched when it is larger
+    /// than `maxDataSize` (the caller then sends it the queued way).
+    ///
+    /// - Throws: `WireError.frameTooLarge` as `encode`.
+    public func encodeMessage(
+        streamID: UInt32, _ message: PackableMessage, maxDataSize: Int, into buffer: inout [UInt8]
+    ) throws -> Int? {
+        let size = message.packedSize
+        guard size <= maxDataSize else { return nil }
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: FrameFormat.lengthPrefixSize))
+        FrameFastPath.appendMessageHeader(streamID: streamID, dataCount: size, to: &buffer)
+        if size > 0 {
+            let dataStart = buffer.count
+            buffer.appendZeros(size)
+            buffer.withUnsafeMutableBufferPointer { bytes in message.pack(into: bytes.baseAddress! + dataStart) }
+        }
+        try finishFrame(startingAt: start, in: &buffer)
+        return size
+    }
+
+    /// Checks the frame that starts (with its reserved prefix) at `start` against the peer's maximum and writes its
+    /// length prefix; a frame too large is removed again.
+    private func finishFrame(startingAt start: Int, in buffer: inout [UInt8]) throws {
         let length = buffer.count - start - FrameFormat.lengthPrefixSize
         guard length <= maximumFrameSize else {
             buffer.removeSubrange(start...)

@@ -43,17 +43,8 @@ enum FrameFastPath {
     static func append(_ frame: WireV1.Frame, to buffer: inout [UInt8]) -> Bool {
         switch frame.kind {
         case .message(let message)?:
-            let count = message.data.count
-            let body = count == 0 ? 0 : 1 + varintSize(UInt64(count)) + count
-            buffer.reserveCapacity(buffer.count + 16 + body)
-            appendStreamID(frame.streamID, to: &buffer)
-            buffer.append(messageTag)
-            appendVarint(UInt64(body), to: &buffer)
-            if count > 0 {
-                buffer.append(dataTag)
-                appendVarint(UInt64(count), to: &buffer)
-                message.data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
-            }
+            appendMessageHeader(streamID: frame.streamID, dataCount: message.data.count, to: &buffer)
+            message.data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
             return true
         case .callStart(let start)?:
             return append(start, streamID: frame.streamID, to: &buffer)
@@ -85,6 +76,19 @@ enum FrameFastPath {
             return true
         default:
             return false
+        }
+    }
+
+    /// Everything of a message frame before its data bytes; `dataCount` of them must follow.
+    static func appendMessageHeader(streamID: UInt32, dataCount count: Int, to buffer: inout [UInt8]) {
+        let body = count == 0 ? 0 : 1 + varintSize(UInt64(count)) + count
+        buffer.reserveCapacity(buffer.count + 16 + body)
+        appendStreamID(streamID, to: &buffer)
+        buffer.append(messageTag)
+        appendVarint(UInt64(body), to: &buffer)
+        if count > 0 {
+            buffer.append(dataTag)
+            appendVarint(UInt64(count), to: &buffer)
         }
     }
 

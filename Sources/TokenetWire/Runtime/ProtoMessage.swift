@@ -46,14 +46,7 @@ extension ProtoMessage {
 
     /// The protobuf binary serialization as `Data`, packed straight into the storage the `Data` keeps.
     public func serializedData() throws -> Data {
-        try withCMessage { message in
-            let size = protobuf_c_message_get_packed_size(message)
-            guard size > 0 else { return Data() }
-            guard let storage = malloc(size) else { fatalError("Tokenet: out of memory allocating \(size) bytes") }
-            let packed = protobuf_c_message_pack(message, storage.assumingMemoryBound(to: UInt8.self))
-            precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
-            return Data(bytesNoCopy: storage, count: size, deallocator: .free)
-        }
+        try withPackable { $0.serializedData() }
     }
 
     /// Appends the serialization to `buffer`, so a frame can be built without an intermediate copy.
@@ -70,6 +63,15 @@ extension ProtoMessage {
             }
             precondition(packed == size, "protobuf-c packed \(packed) bytes, announced \(size)")
         }
+    }
+
+    /// Builds the message's protobuf-c form once and hands it to `body`, which can then pack it where it wants
+    /// (`FrameEncoder.encodeMessage`) without building it again; every way serializing can fail has been checked
+    /// by then. The `PackableMessage` is valid only inside `body`.
+    ///
+    /// Throws `WireError.unencodableValue` when a string holds a NUL character, which protobuf-c cannot carry.
+    public func withPackable<Result>(_ body: (PackableMessage) throws -> Result) throws -> Result {
+        try withCMessage { message in try body(PackableMessage(message: message)) }
     }
 
     /// The serialized size in bytes.
@@ -109,6 +111,33 @@ extension ProtoMessage {
                 try body(writer.message.assumingMemoryBound(to: ProtobufCMessage.self))
             }
         }
+    }
+}
+
+/// A message in protobuf-c form, ready to be packed: see `ProtoMessage.withPackable`.
+public struct PackableMessage {
+    private let message: UnsafePointer<ProtobufCMessage>
+
+    init(message: UnsafePointer<ProtobufCMessage>) {
+        self.message = message
+    }
+
+    /// The serialized size in bytes.
+    public var packedSize: Int { protobuf_c_message_get_packed_size(message) }
+
+    /// Packs the message into `storage`, which has room for `packedSize` bytes.
+    func pack(into storage: UnsafeMutablePointer<UInt8>) {
+        let packed = protobuf_c_message_pack(message, storage)
+        precondition(packed == packedSize, "protobuf-c packed \(packed) bytes, announced \(packedSize)")
+    }
+
+    /// The serialization as `Data`, for a message that has to wait (flow control) or go elsewhere.
+    public func serializedData() -> Data {
+        let size = packedSize
+        guard size > 0 else { return Data() }
+        guard let storage = malloc(size) else { fatalError("Tokenet: out of memory allocating \(size) bytes") }
+        pack(into: storage.assumingMemoryBound(to: UInt8.self))
+        return Data(bytesNoCopy: storage, count: size, deallocator: .free)
     }
 }
 
