@@ -99,8 +99,11 @@ struct BenchClient {
                         let sent = monotonicNanoseconds()
                         guard sent < window.end else { break }
                         // A per-call stamp, so a reply to another call can never pass the comparison.
-                        withUnsafeBytes(of: (sequence << 8) | UInt64(worker & 0xFF)) { stamp in
-                            payload.replaceSubrange(0..<min(8, payload.count), with: stamp.prefix(payload.count))
+                        let stamp = (sequence << 8) | UInt64(worker & 0xFF)
+                        payload.withUnsafeMutableBytes { bytes in
+                            withUnsafeBytes(of: stamp) {
+                                bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(bytes.count)))
+                            }
                         }
                         let reply = try await client.unary(
                             BenchV1.Bench.echo, BenchV1.EchoRequest(payload: payload))
