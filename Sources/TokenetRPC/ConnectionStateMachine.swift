@@ -267,6 +267,15 @@ struct ConnectionStateMachine {
                 "a \(data.count)-byte message exceeds the peer's maximum frame size of \(peerSettings.maxFrameSize)"
             )
         }
+        // The window never grows past its initial size: a larger message would wait for it forever.
+        guard data.count <= peerSettings.initialStreamWindow else {
+            return streamError(
+                id,
+                .resourceExhausted,
+                "a \(data.count)-byte message exceeds the peer's flow-control window of "
+                    + "\(peerSettings.initialStreamWindow) bytes"
+            )
+        }
         if stream.pendingMessages.isEmpty, data.count <= stream.sendWindow {
             stream.sendWindow -= data.count
             streams[id] = stream

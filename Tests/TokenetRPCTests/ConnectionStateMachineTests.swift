@@ -237,6 +237,21 @@ import TokenetWire
         #expect(client.directSendAllowance(id) == nil, "half-closed")
     }
 
+    /// A message the peer's window could never admit fails its call at once instead of waiting forever.
+    @Test func aMessageLargerThanThePeersWindowFailsItsCall() throws {
+        var machine = Self.client(WireV1.Settings(initialStreamWindow: 100))
+        let (id, _) = try machine.openCall(Self.start)
+        let (other, _) = try machine.openCall(Self.start)
+        let actions = machine.sendMessage(id, Data(count: 101))
+        let reason = "a 101-byte message exceeds the peer's flow-control window of 100 bytes"
+        #expect(
+            actions == [
+                .write(Self.frame(id, .cancel(WireV1.Cancel(reason: reason)))),
+                .failCall(streamID: id, code: .resourceExhausted, message: reason),
+            ])
+        #expect(machine.sendMessage(other, Data(count: 100)).count == 1, "a message of the whole window still goes")
+    }
+
     @Test func oversizedOutboundMessageFailsOnlyThatCall() throws {
         var machine = Self.client(WireV1.Settings(maxFrameSize: 1000))
         let (id, _) = try machine.openCall(Self.start)

@@ -101,6 +101,21 @@ import TokenetWire
         }
     }
 
+    /// A request larger than the server's flow-control window could never be sent: the call fails at once with
+    /// RESOURCE_EXHAUSTED, and the connection carries on.
+    @Test(.timeLimit(.minutes(1))) func aRequestLargerThanTheWindowFailsAtOnce() async throws {
+        let (_, client, _) = Self.connect(Self.echoRouter, settings: ConnectionSettings(initialStreamWindow: 1000))
+        // The client learns the server's window from its hello: one call first.
+        _ = try await client.unary(Echo.unary, Scalars(fString: "hello"))
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await client.unary(Echo.unary, Scalars(fString: String(repeating: "x", count: 2000)))
+        }
+        #expect(error?.code == .resourceExhausted)
+        #expect(error?.message.contains("exceeds the peer's flow-control window of 1000 bytes") == true)
+        let response = try await client.unary(Echo.unary, Scalars(fString: String(repeating: "y", count: 900)))
+        #expect(response.fString.count == 900)
+    }
+
     @Test func unexpectedErrorsAreInternalWithoutDetails() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         do {
