@@ -60,6 +60,17 @@ final class RPCConnection: Sendable {
         var readingEnded: CheckedContinuation<Void, Never>?
         /// A flush is queued on the stream's loop (`scheduleLoopFlush`).
         var loopFlushScheduled = false
+
+        /// Lets `encode` write one frame at the end of `outbound`, counted for the loop flush's early rule; nil
+        /// from `encode` means it wrote nothing.
+        mutating func appendFrame<Result>(_ encode: (FrameEncoder, inout [UInt8]) throws -> Result?) rethrows
+            -> Result?
+        {
+            if outbound.isEmpty { outboundFrames = 0 }
+            guard let result = try encode(encoder, &outbound) else { return nil }
+            outboundFrames += 1
+            return result
+        }
     }
 
     let stream: any ByteStream
@@ -303,9 +314,7 @@ final class RPCConnection: Sendable {
             switch action {
             case .write(let frame):
                 do {
-                    if core.outbound.isEmpty { core.outboundFrames = 0 }
-                    try core.encoder.encode(frame, into: &core.outbound)
-                    core.outboundFrames += 1
+                    try core.appendFrame { encoder, outbound in try encoder.encode(frame, into: &outbound) }
                 } catch {
                     // The state machine checked sizes against the peer's limit; only a NUL in a string gets here.
                     let failure = core.machine.receiveUndecodable(WireError(.unencodableValue, "\(error)"))
@@ -418,16 +427,14 @@ final class RPCConnection: Sendable {
         case .serialized(let serialized):
             data = serialized
         case .packable(let message):
-            if let allowance = core.machine.directSendAllowance(id) {
-                if core.outbound.isEmpty { core.outboundFrames = 0 }
-                if let count = try core.encoder.encodeMessage(
-                    streamID: id, message, maxDataSize: allowance, into: &core.outbound)
-                {
-                    core.machine.sentDirectly(id, byteCount: count)
-                    core.outboundFrames += 1
-                    if !core.callerFlushes { requestFlush(&core) }
-                    return
-                }
+            if let allowance = core.machine.directSendAllowance(id),
+                let count = try core.appendFrame({ encoder, outbound in
+                    try encoder.encodeMessage(streamID: id, message, maxDataSize: allowance, into: &outbound)
+                })
+            {
+                core.machine.sentDirectly(id, byteCount: count)
+                if !core.callerFlushes { requestFlush(&core) }
+                return
             }
             data = message.serializedData()
         }
