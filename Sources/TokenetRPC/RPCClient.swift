@@ -66,8 +66,8 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let call = try request.withPackable { request in
-            try open(method.path, options, onlyRequest: .packable(request), callerFlushes: true)
+        let call = try request.withPackable { packable in
+            try open(method.path, options, onlyRequest: .packable(packable), callerFlushes: true)
         }
         defer { call.timer?.cancel() }
         await connection.flushNow()
@@ -81,7 +81,8 @@ public final class RPCClient: Sendable {
         _ request: Request,
         options: CallOptions = CallOptions()
     ) throws -> ResponseStream<Response> {
-        let call = try request.withPackable { request in try open(method.path, options, onlyRequest: .packable(request))
+        let call = try request.withPackable { packable in
+            try open(method.path, options, onlyRequest: .packable(packable))
         }
         return ResponseStream(call: call, connection: connection)
     }

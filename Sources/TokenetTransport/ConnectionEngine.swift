@@ -7,20 +7,16 @@
 /// tested) once.
 protocol ConnectionEngine: AnyObject {
     typealias HandshakeStatus = TLSEngine.HandshakeStatus
-    typealias ReadResult = TLSEngine.ReadResult
 
     /// The authenticated peer once the handshake completed; always nil for an engine without authentication.
     var peer: PeerIdentity? { get }
 
-    func receiveCiphertext(_ bytes: UnsafeRawBufferPointer)
     /// Free space of at least `minimum` bytes to read the socket into, in place; then `ciphertextReceived`.
     func ciphertextSpace(atLeast minimum: Int) -> UnsafeMutableRawBufferPointer
     /// `count` bytes were written into the space `ciphertextSpace` returned.
     func ciphertextReceived(_ count: Int)
     /// The transport delivered end-of-file.
     func receiveEOF()
-    /// Takes every byte that must be sent.
-    func takeCiphertext(maxCount: Int) -> [UInt8]
     /// Appends every byte that must be sent to `buffer` (the driver's send buffer), without an intermediate array.
     func takeCiphertext(appendingTo buffer: inout [UInt8])
     /// Bytes waiting to be sent.
@@ -29,10 +25,7 @@ protocol ConnectionEngine: AnyObject {
     /// here and then drops what the socket took.
     var pendingCiphertext: UnsafeRawBufferPointer { get }
     func dropCiphertext(_ count: Int)
-    /// Moves up to `buffer.count` bytes to be sent into `buffer`; returns how many.
-    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int
     func handshake() throws(TransportError) -> HandshakeStatus
-    func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult
     /// Reads up to `maxCount` bytes and appends them to `buffer`, so one read's records land in one array.
     func readPlaintext(appendingTo buffer: inout [UInt8], maxCount: Int) throws(TransportError)
         -> TLSEngine.AppendResult

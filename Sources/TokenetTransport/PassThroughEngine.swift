@@ -48,15 +48,11 @@ final class PassThroughEngine: ConnectionEngine {
         outbound.consume(count)
     }
 
-    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        outbound.take(into: buffer)
-    }
-
     func handshake() throws(TransportError) -> HandshakeStatus {
         .complete
     }
 
-    func readPlaintext(maxCount: Int) throws(TransportError) -> ReadResult {
+    func readPlaintext(maxCount: Int) throws(TransportError) -> TLSEngine.ReadResult {
         guard !inbound.isEmpty else { return receivedEOF ? .closed : .needsMoreData }
         let count = min(inbound.count, max(1, maxCount))
         return .plaintext(

@@ -105,10 +105,6 @@ public final class TLSEngine {
         buffers.outbound.consume(buffers.outbound.count)
     }
 
-    func takeCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        buffers.outbound.take(into: buffer)
-    }
-
     /// Takes up to `maxCount` bytes of ciphertext to send.
     public func takeCiphertext(maxCount: Int = Int.max) -> [UInt8] {
         let count = min(pendingCiphertextCount, maxCount)
