@@ -57,6 +57,8 @@ struct ConnectionStateMachine {
         var receiveWindow: Int
         /// Bytes consumed by the application and not yet granted back to the peer.
         var consumedSinceUpdate = 0
+        /// Bytes delivered to the application and not yet consumed: zero when it has caught up with the peer.
+        var unconsumed = 0
         /// Messages waiting for send window, and whether half-close/status waits behind them.
         var pendingMessages: [Data] = []
         var pendingEnd: WireV1.Frame.Kind?
@@ -207,6 +209,7 @@ struct ConnectionStateMachine {
             return streamError(id, .resourceExhausted, "flow-control window exceeded")
         }
         stream.receiveWindow -= data.count
+        stream.unconsumed += data.count
         streams[id] = stream
         return Actions(.deliverMessage(streamID: id, data))
     }
@@ -347,11 +350,20 @@ struct ConnectionStateMachine {
     }
 
     /// The application consumed `byteCount` bytes of received message data: grant them back to the peer once half
-    /// the window is used, so the peer rarely waits and window updates stay few.
-    mutating func consumed(_ id: UInt32, byteCount: Int) -> Actions {
+    /// the window is used, so window updates stay few, and also when the application has consumed everything the
+    /// peer sent while the peer may send more. Without the second rule a peer could wait for good: after a 0.4 MiB
+    /// message, 0.4 MiB consumed is not yet half of a 1 MiB window, and a 0.7 MiB message does not fit in the 0.6
+    /// MiB left. A consumer that keeps up grants once per batch of messages it catches up with, not per message.
+    ///
+    /// `moreExpected: false` says the peer sends no further message on this call (the request of a unary or
+    /// server-streaming call, the response of a unary or client-streaming one): nothing to grant for.
+    mutating func consumed(_ id: UInt32, byteCount: Int, moreExpected: Bool = true) -> Actions {
         guard var stream = streams[id], byteCount > 0 else { return [] }
         stream.consumedSinceUpdate += byteCount
-        guard stream.consumedSinceUpdate >= localSettings.initialStreamWindow / 2 else {
+        stream.unconsumed = max(0, stream.unconsumed - byteCount)
+        guard moreExpected, !stream.remoteHalfClosed,
+            stream.consumedSinceUpdate >= localSettings.initialStreamWindow / 2 || stream.unconsumed == 0
+        else {
             streams[id] = stream
             return []
         }

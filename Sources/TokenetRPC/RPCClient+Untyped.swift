@@ -36,7 +36,7 @@ extension RPCClient {
             guard let data = try await iterator.next() else {
                 throw RPCError(.internal, "the server ended the call without a response")
             }
-            connection.consumed(call.id, byteCount: data.count)
+            connection.consumed(call.id, byteCount: data.count, moreExpected: false)
             guard try await iterator.next() == nil else {
                 throw RPCError(.internal, "the server sent more than one response to a single-response call")
             }

@@ -176,7 +176,7 @@ public final class RPCClient: Sendable {
         guard let data = try await call.responses.nextEndedOnCancel() else {
             throw RPCError(.internal, "the server ended the call without a response")
         }
-        connection.consumed(call.id, byteCount: data.count)
+        connection.consumed(call.id, byteCount: data.count, moreExpected: false)
         guard try await call.responses.nextEndedOnCancel() == nil else {
             throw RPCError(.internal, "the server sent more than one response to a single-response call")
         }

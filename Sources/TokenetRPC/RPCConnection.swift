@@ -442,8 +442,8 @@ final class RPCConnection: Sendable {
     }
 
     /// The application consumed a received message: let the flow-control window reopen.
-    func consumed(_ id: UInt32, byteCount: Int) {
-        perform { $0.machine.consumed(id, byteCount: byteCount) }
+    func consumed(_ id: UInt32, byteCount: Int, moreExpected: Bool = true) {
+        perform { $0.machine.consumed(id, byteCount: byteCount, moreExpected: moreExpected) }
     }
 
     // MARK: - Client calls

@@ -189,7 +189,7 @@ public struct RPCRouter: Sendable {
         guard let data = try await call.requests.next() else {
             throw RPCError(.invalidArgument, "the call ended without a request message")
         }
-        call.connection.consumed(call.streamID, byteCount: data.count)
+        call.connection.consumed(call.streamID, byteCount: data.count, moreExpected: false)
         let request = try decodeRequest(Request.self, data)
         guard try await call.requests.next() == nil else {
             throw RPCError(.invalidArgument, "\(call.method) takes exactly one request message")

@@ -178,17 +178,71 @@ import TokenetWire
         #expect(actions == [.cancelHandler(streamID: 1), .write(Self.frame(1, .status(status)))])
     }
 
-    @Test func consumedDataIsGrantedBackInBatches() {
+    static func message(_ id: UInt32, _ count: Int) -> WireV1.Frame {
+        frame(id, .message(WireV1.Message(data: Data(count: count))))
+    }
+
+    static func grant(_ id: UInt32, _ increment: UInt32) -> Machine.Action {
+        .write(frame(id, .windowUpdate(WireV1.WindowUpdate(increment: increment))))
+    }
+
+    /// A consumer that keeps up grants once per batch it catches up with, not once per message.
+    @Test func consumedDataIsGrantedBackWhenTheApplicationCatchesUp() {
+        var machine = Self.server(ConnectionSettings(initialStreamWindow: 100))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        for _ in 0..<3 { #expect(machine.receive(Self.message(1, 10)).count == 1) }
+        #expect(machine.consumed(1, byteCount: 10) == [], "two messages still wait for the application")
+        #expect(machine.consumed(1, byteCount: 10) == [])
+        #expect(machine.consumed(1, byteCount: 10) == [Self.grant(1, 30)], "caught up: all of it is granted")
+        #expect(machine.receive(Self.message(1, 100)).count == 1, "the whole window is open again")
+    }
+
+    /// Half the window is granted even while messages still wait, so a fast sender seldom waits.
+    @Test func halfTheWindowIsGrantedBeforeTheApplicationCatchesUp() {
         var machine = Self.server(ConnectionSettings(initialStreamWindow: 10))
         _ = machine.receive(Self.frame(1, .callStart(Self.start)))
-        _ = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 4)))))
-        #expect(machine.consumed(1, byteCount: 4) == [])
-        _ = machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 6)))))
+        _ = machine.receive(Self.message(1, 6))
+        _ = machine.receive(Self.message(1, 4))
+        #expect(machine.consumed(1, byteCount: 6) == [Self.grant(1, 6)])
+        #expect(machine.receive(Self.message(1, 6)).count == 1)
+        let status = WireV1.Status(code: .resourceExhausted, message: "flow-control window exceeded")
         #expect(
-            machine.consumed(1, byteCount: 6)
-                == [.write(Self.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: 10))))]
-        )
-        #expect(machine.receive(Self.frame(1, .message(WireV1.Message(data: Data(count: 10))))).count == 1)
+            machine.receive(Self.message(1, 1)) == [
+                .cancelHandler(streamID: 1), .write(Self.frame(1, .status(status))),
+            ],
+            "the 4 bytes not yet consumed were not granted")
+    }
+
+    /// A 40-byte then a 70-byte message through a 100-byte window: 40 consumed is less than half the window, and
+    /// 70 does not fit in the 60 left. The receiver has caught up, so it grants, and the sender's queue moves.
+    @Test func aSenderWaitingForWindowIsNotLeftWaiting() throws {
+        var sender = Self.client(WireV1.Settings(initialStreamWindow: 100))
+        var receiver = Self.server(ConnectionSettings(initialStreamWindow: 100))
+        let (id, start) = try sender.openCall(Self.start)
+        for case .write(let frame) in start { _ = receiver.receive(frame) }
+        let first = sender.sendMessage(id, Data(count: 40))
+        #expect(sender.sendMessage(id, Data(count: 70)) == [], "waits for window")
+        for case .write(let frame) in first {
+            #expect(receiver.receive(frame) == [.deliverMessage(streamID: id, Data(count: 40))])
+        }
+        let grant = receiver.consumed(id, byteCount: 40)
+        #expect(grant == [Self.grant(id, 40)])
+        var released: [Machine.Action] = []
+        for case .write(let frame) in grant { released += sender.receive(frame) }
+        #expect(released == [.write(Self.message(id, 70))])
+    }
+
+    /// No window is granted for messages the peer will not send: after its half-close, or for a call whose
+    /// direction carries one message.
+    @Test func nothingIsGrantedWhenNoMoreMessagesCome() {
+        var machine = Self.server(ConnectionSettings(initialStreamWindow: 100))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.message(1, 60))
+        #expect(machine.consumed(1, byteCount: 60, moreExpected: false) == [], "a single request")
+        _ = machine.receive(Self.frame(3, .callStart(Self.start)))
+        _ = machine.receive(Self.message(3, 60))
+        _ = machine.receive(Self.frame(3, .halfClose(WireV1.HalfClose())))
+        #expect(machine.consumed(3, byteCount: 60) == [], "the client half-closed")
     }
 
     @Test func sendWindowQueuesUntilTheGrantAndKeepsTheStatusBehind() {

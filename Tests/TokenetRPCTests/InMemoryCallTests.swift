@@ -116,6 +116,38 @@ import TokenetWire
         #expect(response.fString.count == 900)
     }
 
+    /// A 400-byte then a 700-byte message through 1000-byte windows, both ways: 400 consumed is less than half the
+    /// window and 700 does not fit in the 600 left, so each side must grant once it has caught up, or the call
+    /// waits until its deadline.
+    @Test(.timeLimit(.minutes(1))) func messagesLargerThanHalfTheWindowKeepFlowing() async throws {
+        let small = ConnectionSettings(initialStreamWindow: 1000)
+        let server = RPCServer(router: Self.echoRouter, settings: small)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+            client: PeerIdentity(role: .wallet, nodeID: "wallet-1"), server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let serving = Task { await server.serve(serverEnd) }
+        defer { serving.cancel() }
+        let client = RPCClient(stream: clientEnd, settings: small)
+        _ = try await client.unary(Echo.unary, Scalars(fString: "hello"))  // the client learns the server's window
+
+        let (requests, responses) = try client.bidirectional(Echo.bidi, options: CallOptions(timeout: .seconds(20)))
+        var iterator = responses.makeAsyncIterator()
+        for size in [400, 700, 400, 700] {
+            let text = String(repeating: "x", count: size)
+            try await requests.send(TestingV1.Choice(pick: .text(text)))
+            #expect(try await iterator.next()?.pick == .text(text))
+        }
+        requests.finish()
+        #expect(try await iterator.next() == nil)
+
+        let total = try await client.clientStreaming(Echo.clientStream, options: CallOptions(timeout: .seconds(20))) {
+            writer in
+            for size in [400, 700, 400, 700] {
+                try await writer.send(Scalars(fInt32: 1, fString: String(repeating: "y", count: size)))
+            }
+        }
+        #expect(total.fInt32 == 4)
+    }
+
     @Test func unexpectedErrorsAreInternalWithoutDetails() async throws {
         let (_, client, _) = Self.connect(Self.echoRouter)
         do {
