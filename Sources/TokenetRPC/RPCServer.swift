@@ -49,8 +49,9 @@ public final class RPCServer: Sendable {
     /// Serves one connection until it closes.
     public func serve(_ stream: any ByteStream) async {
         // Typed, so the closure runs on its caller's executor: an untyped literal converted to the optional
-        // handler would hop to the generic executor and back on every call.
-        let handler: RPCConnection.CallHandler = { [self] call in await self.handle(call) }
+        // handler would hop to the generic executor and back on every call. No capture list either: with one
+        // (`[self]`) the literal is not `nonisolated(nonsending)` but runs on the generic executor (Swift 6.3).
+        let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
             handlersOnLoop: handlersOnConnectionLoop, handler: handler)
