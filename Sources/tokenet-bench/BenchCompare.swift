@@ -171,12 +171,22 @@ struct BenchCompare {
         for target in targets {
             let cells = runs.indices.map { index -> String in
                 guard let value = target.ratio(index) else { return "-" }
-                let met = target.atLeast ? value >= target.goal : value <= target.goal
-                return String(format: "%.2fx %@", value, met ? "met" : "no")
+                let isMet = { (ratio: Double) in target.atLeast ? ratio >= target.goal : ratio <= target.goal }
+                return "\(ratioText(value, isMet: isMet))x \(isMet(value) ? "met" : "no")"
             }
             lines.append("| \(target.name) | " + cells.joined(separator: " | ") + " |")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Two decimals, or as many more as it takes for the printed figure to fall on the same side of the goal as
+    /// the value itself (1.996 against "at least 2" prints as 1.996, not as a 2.00 that reads as met).
+    static func ratioText(_ value: Double, isMet: (Double) -> Bool) -> String {
+        for decimals in 2...5 {
+            let text = String(format: "%.\(decimals)f", value)
+            if let shown = Double(text), isMet(shown) == isMet(value) { return text }
+        }
+        return String(format: "%.6f", value)
     }
 
     static func medians(_ lines: [Line], _ field: String) -> [Key: Double] {
