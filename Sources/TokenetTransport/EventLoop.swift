@@ -85,6 +85,9 @@ public final class EventLoop: @unchecked Sendable {
     private var nextRegistration: UInt64 = 1
     /// Items of the batch `runTasks` took from the queue that have not run yet.
     private var workLeftInBatch = 0
+    /// The previous batch's array, emptied: swapped into the queue for the next batch, so queueing work does not
+    /// allocate a new array after every batch (about one allocation for every three calls a busy server serves).
+    private var spareWork: [Work] = []
 
     /// The idle poll a loop gets unless its creator says otherwise: long enough to catch the answer to a request
     /// on this machine's loopback, short enough to cost nothing measurable on an idle node.
@@ -289,10 +292,14 @@ public final class EventLoop: @unchecked Sendable {
     private func runTasks() -> Bool {
         var ran = false
         for _ in 0..<Self.workRoundsPerIteration {
-            let work = shared.withLock { state in
-                state.work.isEmpty ? [] : state.work.exchange([])
+            var work = spareWork.exchange([])
+            shared.withLock { state in
+                if !state.work.isEmpty { swap(&state.work, &work) }
             }
-            if work.isEmpty { return ran }
+            if work.isEmpty {
+                spareWork = work
+                return ran
+            }
             ran = true
             workLeftInBatch = work.count
             for item in work {
@@ -302,11 +309,15 @@ public final class EventLoop: @unchecked Sendable {
                 case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
                 }
             }
+            // A burst's large array is let go rather than kept for good.
+            work.removeAll(keepingCapacity: work.capacity <= Self.spareWorkCapacity)
+            spareWork = work
         }
         return ran
     }
 
     private static let workRoundsPerIteration = 8
+    private static let spareWorkCapacity = 1024
 
     private func runDueTimers() -> Bool {
         let now = ContinuousClock.now

@@ -19,6 +19,32 @@ import Testing
         #expect(seen.withLock { $0 } == Array(0..<100))
     }
 
+    /// Work queued by work runs in a later batch, through the array the previous batch emptied: nothing is lost or
+    /// reordered across batches, including a burst larger than the array the loop keeps (1,024 items).
+    @Test func workQueuedByWorkRunsInOrderAcrossBatches() async throws {
+        let loop = try EventLoop(name: "test-batches")
+        defer { loop.shutdown() }
+        // Rounds of 1, 2, … 76 items, then one of 3,074; each round is queued by the last item of the one before.
+        var bounds = [0]
+        for size in 1...76 { bounds.append(bounds.last! + size) }
+        bounds.append(6_000)
+        let rounds = bounds
+        let seen = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            @Sendable func queue(round: Int) {
+                for index in rounds[round]..<rounds[round + 1] {
+                    loop.execute {
+                        seen.withLock { $0.append(index) }
+                        guard index == rounds[round + 1] - 1 else { return }
+                        if round + 2 == rounds.count { continuation.resume() } else { queue(round: round + 1) }
+                    }
+                }
+            }
+            loop.execute { queue(round: 0) }
+        }
+        #expect(seen.withLock { $0 } == Array(0..<6_000))
+    }
+
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop(name: "test-timers")
         defer { loop.shutdown() }
