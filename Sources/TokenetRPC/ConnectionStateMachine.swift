@@ -59,9 +59,35 @@ struct ConnectionStateMachine {
         var consumedSinceUpdate = 0
         /// Bytes delivered to the application and not yet consumed: zero when it has caught up with the peer.
         var unconsumed = 0
-        /// Messages waiting for send window, and whether half-close/status waits behind them.
-        var pendingMessages: [Data] = []
-        var pendingEnd: WireV1.Frame.Kind?
+        /// Messages wait for send window in `backlogs` (their order holds a status or half-close behind them).
+        var messagesQueued = false
+        /// A status or half-close waits in `backlogs` behind queued messages.
+        var endQueued = false
+
+        /// Whether the application may still send messages: not half-closed, no status or half-close queued.
+        var acceptsMessages: Bool { !localHalfClosed && !endQueued }
+        /// Whether `backlogs` holds an entry for this stream.
+        var hasBacklog: Bool { messagesQueued || endQueued }
+
+        /// `byteCount` bytes of message data arrived (the caller checked them against the window).
+        mutating func received(_ byteCount: Int) {
+            receiveWindow -= byteCount
+            unconsumed += byteCount
+        }
+
+        /// The application consumed `byteCount` bytes; returns what to grant back to the peer now, if anything
+        /// (see `ConnectionStateMachine.consumed`).
+        mutating func consumed(_ byteCount: Int, moreExpected: Bool, grantAt threshold: Int) -> Int? {
+            consumedSinceUpdate += byteCount
+            unconsumed = max(0, unconsumed - byteCount)
+            guard moreExpected, !remoteHalfClosed, consumedSinceUpdate >= threshold || unconsumed == 0 else {
+                return nil
+            }
+            let increment = consumedSinceUpdate
+            receiveWindow += increment
+            consumedSinceUpdate = 0
+            return increment
+        }
     }
 
     let role: Role
@@ -69,7 +95,18 @@ struct ConnectionStateMachine {
     let agent: String
     private(set) var peerSettings = ConnectionSettings.defaults
     private(set) var state: State = .awaitingHello
+    /// Each event finds its stream once (`streams.index(forKey:)`) and changes it in place through
+    /// `streams.values[index]`. A stream holds only plain values, so the copies the dictionary makes cost no
+    /// reference counting; what it queues lives in `backlogs`, which most calls never touch.
     private(set) var streams: [UInt32: Stream] = [:]
+    /// Messages waiting for the peer's window, and a status or half-close behind them, for the streams whose
+    /// `hasBacklog` is set.
+    private var backlogs: [UInt32: Backlog] = [:]
+
+    struct Backlog {
+        var messages: [Data] = []
+        var end: WireV1.Frame.Kind?
+    }
     /// Client: the id of the next call. Server: the highest call id seen so far.
     private(set) var nextStreamID: UInt32 = 1
     private(set) var lastPeerStreamID: UInt32 = 0
@@ -153,7 +190,7 @@ struct ConnectionStateMachine {
         if role == .client {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
             for id in streams.keys.sorted() where id > goaway.lastStreamID {
-                streams[id] = nil
+                removeStream(id)
                 actions.append(.failCall(streamID: id, code: .unavailable, message: "\(reason) (call not processed)"))
             }
         }
@@ -201,40 +238,38 @@ struct ConnectionStateMachine {
     }
 
     private mutating func receiveMessage(_ id: UInt32, _ data: Data) -> Actions {
-        guard var stream = streams[id] else { return [] }
-        if stream.remoteHalfClosed {
+        guard let index = streams.index(forKey: id) else { return [] }
+        if streams.values[index].remoteHalfClosed {
             return streamError(id, .internal, "message received after the end of requests")
         }
-        guard data.count <= stream.receiveWindow else {
+        guard data.count <= streams.values[index].receiveWindow else {
             return streamError(id, .resourceExhausted, "flow-control window exceeded")
         }
-        stream.receiveWindow -= data.count
-        stream.unconsumed += data.count
-        streams[id] = stream
+        streams.values[index].received(data.count)
         return Actions(.deliverMessage(streamID: id, data))
     }
 
     private mutating func receiveHalfClose(_ id: UInt32) -> Actions {
-        guard role == .server, var stream = streams[id], !stream.remoteHalfClosed else { return [] }
-        stream.remoteHalfClosed = true
-        streams[id] = stream
+        guard role == .server, let index = streams.index(forKey: id), !streams.values[index].remoteHalfClosed else {
+            return []
+        }
+        streams.values[index].remoteHalfClosed = true
         return Actions(.deliverEndOfRequests(streamID: id))
     }
 
     private mutating func receiveStatus(_ id: UInt32, _ status: WireV1.Status) -> Actions {
-        guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
+        guard role == .client, removeStream(id) else { return [] }
         return Actions(.finishCall(streamID: id, status)) + closeIfDrained()
     }
 
     private mutating func receiveCancel(_ id: UInt32) -> Actions {
-        guard role == .server, streams.removeValue(forKey: id) != nil else { return [] }
+        guard role == .server, removeStream(id) else { return [] }
         return Actions(.cancelHandler(streamID: id)) + closeIfDrained()
     }
 
     private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> Actions {
-        guard id != 0, var stream = streams[id] else { return [] }
-        stream.sendWindow += increment
-        streams[id] = stream
+        guard id != 0, let index = streams.index(forKey: id) else { return [] }
+        streams.values[index].sendWindow += increment
         return flushPending(id)
     }
 
@@ -261,7 +296,7 @@ struct ConnectionStateMachine {
 
     /// Sends one request (client) or response (server) message.
     mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
-        guard var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else { return [] }
+        guard let index = streams.index(forKey: id), streams.values[index].acceptsMessages else { return [] }
         // Leave room for the frame's own fields around the data.
         guard data.count <= peerSettings.maxFrameSize - 64 else {
             return streamError(
@@ -279,13 +314,12 @@ struct ConnectionStateMachine {
                     + "\(peerSettings.initialStreamWindow) bytes"
             )
         }
-        if stream.pendingMessages.isEmpty, data.count <= stream.sendWindow {
-            stream.sendWindow -= data.count
-            streams[id] = stream
+        if !streams.values[index].messagesQueued, data.count <= streams.values[index].sendWindow {
+            streams.values[index].sendWindow -= data.count
             return Actions(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data)))))
         }
-        stream.pendingMessages.append(data)
-        streams[id] = stream
+        streams.values[index].messagesQueued = true
+        backlogs[id, default: Backlog()].messages.append(data)
         return []
     }
 
@@ -294,55 +328,55 @@ struct ConnectionStateMachine {
     /// `sentDirectly`. Nil when every message must take `sendMessage` (call over or half-closed, messages queued);
     /// a larger message takes it too (to wait for window, or to fail the call when it exceeds the peer's frames).
     func directSendAllowance(_ id: UInt32) -> Int? {
-        guard let stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil,
-            stream.pendingMessages.isEmpty
+        guard let index = streams.index(forKey: id), streams.values[index].acceptsMessages,
+            !streams.values[index].messagesQueued
         else { return nil }
-        return max(0, min(stream.sendWindow, peerSettings.maxFrameSize - 64))
+        return max(0, min(streams.values[index].sendWindow, peerSettings.maxFrameSize - 64))
     }
 
     /// A message of `byteCount` bytes (at most `directSendAllowance`) was written on `id` by the driver.
     mutating func sentDirectly(_ id: UInt32, byteCount: Int) {
-        guard var stream = streams[id] else { return }
-        precondition(byteCount <= stream.sendWindow, "sent \(byteCount) bytes beyond the window")
-        stream.sendWindow -= byteCount
-        streams[id] = stream
+        guard let index = streams.index(forKey: id) else { return }
+        precondition(byteCount <= streams.values[index].sendWindow, "sent \(byteCount) bytes beyond the window")
+        streams.values[index].sendWindow -= byteCount
     }
 
     /// Bytes of message data waiting for the peer to grant window on a call.
     func pendingBytes(_ id: UInt32) -> Int {
-        streams[id]?.pendingMessages.reduce(0) { $0 + $1.count } ?? 0
+        backlogs[id]?.messages.reduce(0) { $0 + $1.count } ?? 0
     }
 
     /// Client: no more requests.
     mutating func sendEndOfRequests(_ id: UInt32) -> Actions {
-        guard role == .client, var stream = streams[id], !stream.localHalfClosed, stream.pendingEnd == nil else {
+        guard role == .client, let index = streams.index(forKey: id), streams.values[index].acceptsMessages else {
             return []
         }
-        if !stream.pendingMessages.isEmpty {
-            stream.pendingEnd = .halfClose(WireV1.HalfClose())
-            streams[id] = stream
+        if streams.values[index].messagesQueued {
+            streams.values[index].endQueued = true
+            backlogs[id, default: Backlog()].end = .halfClose(WireV1.HalfClose())
             return []
         }
-        stream.localHalfClosed = true
-        streams[id] = stream
+        streams.values[index].localHalfClosed = true
         return Actions(.write(WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose()))))
     }
 
     /// Server: ends the call with a status, after any response messages still waiting for window.
     mutating func sendStatus(_ id: UInt32, _ status: WireV1.Status) -> Actions {
-        guard role == .server, var stream = streams[id], stream.pendingEnd == nil else { return [] }
-        if !stream.pendingMessages.isEmpty, status.code == .ok {
-            stream.pendingEnd = .status(status)
-            streams[id] = stream
+        guard role == .server, let index = streams.index(forKey: id), !streams.values[index].endQueued else {
             return []
         }
-        streams[id] = nil
+        if streams.values[index].messagesQueued, status.code == .ok {
+            streams.values[index].endQueued = true
+            backlogs[id, default: Backlog()].end = .status(status)
+            return []
+        }
+        if streams.remove(at: index).value.hasBacklog { backlogs[id] = nil }
         return Actions(.write(WireV1.Frame(streamID: id, kind: .status(status)))) + closeIfDrained()
     }
 
     /// Client: abandons a call.
     mutating func cancelCall(_ id: UInt32, reason: String = "cancelled by the client") -> Actions {
-        guard role == .client, streams.removeValue(forKey: id) != nil else { return [] }
+        guard role == .client, removeStream(id) else { return [] }
         return [
             .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
             .failCall(streamID: id, code: .cancelled, message: reason),
@@ -358,19 +392,10 @@ struct ConnectionStateMachine {
     /// `moreExpected: false` says the peer sends no further message on this call (the request of a unary or
     /// server-streaming call, the response of a unary or client-streaming one): nothing to grant for.
     mutating func consumed(_ id: UInt32, byteCount: Int, moreExpected: Bool = true) -> Actions {
-        guard var stream = streams[id], byteCount > 0 else { return [] }
-        stream.consumedSinceUpdate += byteCount
-        stream.unconsumed = max(0, stream.unconsumed - byteCount)
-        guard moreExpected, !stream.remoteHalfClosed,
-            stream.consumedSinceUpdate >= localSettings.initialStreamWindow / 2 || stream.unconsumed == 0
-        else {
-            streams[id] = stream
-            return []
-        }
-        let increment = stream.consumedSinceUpdate
-        stream.receiveWindow += increment
-        stream.consumedSinceUpdate = 0
-        streams[id] = stream
+        guard byteCount > 0, let index = streams.index(forKey: id),
+            let increment = streams.values[index].consumed(
+                byteCount, moreExpected: moreExpected, grantAt: localSettings.initialStreamWindow / 2)
+        else { return [] }
         let update = WireV1.WindowUpdate(increment: UInt32(clamping: increment))
         return Actions(.write(WireV1.Frame(streamID: id, kind: .windowUpdate(update))))
     }
@@ -425,17 +450,22 @@ struct ConnectionStateMachine {
     // MARK: - Helpers
 
     private mutating func flushPending(_ id: UInt32) -> Actions {
-        guard var stream = streams[id] else { return [] }
+        guard let index = streams.index(forKey: id), streams.values[index].hasBacklog,
+            var backlog = backlogs.removeValue(forKey: id)
+        else { return [] }
         var actions: Actions = []
-        while let next = stream.pendingMessages.first, next.count <= stream.sendWindow {
-            stream.pendingMessages.removeFirst()
-            stream.sendWindow -= next.count
+        while let next = backlog.messages.first, next.count <= streams.values[index].sendWindow {
+            backlog.messages.removeFirst()
+            streams.values[index].sendWindow -= next.count
             actions.append(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: next)))))
         }
-        streams[id] = stream
-        if stream.pendingMessages.isEmpty, let end = stream.pendingEnd {
-            stream.pendingEnd = nil
-            streams[id] = stream
+        guard backlog.messages.isEmpty else {
+            backlogs[id] = backlog
+            return actions
+        }
+        streams.values[index].messagesQueued = false
+        if let end = backlog.end {
+            streams.values[index].endQueued = false
             switch end {
             case .status(let status): actions += sendStatus(id, status)
             default: actions += sendEndOfRequests(id)
@@ -450,7 +480,7 @@ struct ConnectionStateMachine {
 
     /// An error confined to one call: the server ends it with a status, the client cancels it.
     private mutating func streamError(_ id: UInt32, _ code: StatusCode, _ message: String) -> Actions {
-        streams[id] = nil
+        removeStream(id)
         switch role {
         case .server:
             return [.cancelHandler(streamID: id), writeStatus(id, code, message)] + closeIfDrained()
@@ -476,11 +506,20 @@ struct ConnectionStateMachine {
     private mutating func failAllStreams(code: StatusCode, message: String) -> Actions {
         let ids = streams.keys.sorted()
         streams.removeAll()
+        backlogs.removeAll()
         let role = role
         return Actions(
             ids.lazy.map { id in
                 role == .server ? .cancelHandler(streamID: id) : .failCall(streamID: id, code: code, message: message)
             })
+    }
+
+    /// Removes a stream and whatever it queued; false when it was not open.
+    @discardableResult
+    private mutating func removeStream(_ id: UInt32) -> Bool {
+        guard let stream = streams.removeValue(forKey: id) else { return false }
+        if stream.hasBacklog { backlogs[id] = nil }
+        return true
     }
 
     private mutating func closeIfDrained() -> Actions {
