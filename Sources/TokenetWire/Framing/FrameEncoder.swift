@@ -50,11 +50,7 @@ public struct FrameEncoder: Sendable {
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: FrameFormat.lengthPrefixSize))
         FrameFastPath.appendMessageHeader(streamID: streamID, dataCount: size, to: &buffer)
-        if size > 0 {
-            let dataStart = buffer.count
-            buffer.appendZeros(size)
-            buffer.withUnsafeMutableBufferPointer { bytes in message.pack(into: bytes.baseAddress! + dataStart) }
-        }
+        if size > 0 { message.append(size, to: &buffer) }
         try finishFrame(startingAt: start, in: &buffer)
         return size
     }
