@@ -56,9 +56,13 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     /// the wire that a Tokenet peer wrote), so they are checked first and kept as they are, without the new string
     /// `lowercased()` would build on every call.
     static func normalized(_ key: String) -> String {
-        if key == traceIDKey { return key }
-        for byte in key.utf8 where (byte >= 0x41 && byte <= 0x5A) || byte >= 0x80 { return key.lowercased() }
-        return key
+        isNormalized(key) ? key : key.lowercased()
+    }
+
+    /// Whether `key` is lowercase already (`normalized` would return it as it is).
+    static func isNormalized(_ key: String) -> Bool {
+        if key == traceIDKey { return true }
+        return !key.utf8.contains { byte in (byte >= 0x41 && byte <= 0x5A) || byte >= 0x80 }
     }
 
     /// Whether `key` is a valid metadata key: lowercase ASCII letters, digits, `-`, `_` and `.`.
@@ -85,12 +89,10 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     /// without a value is rewritten.
     init(wire: [WireV1.MetadataEntry]) {
         self.wire = wire
-        for index in wire.indices {
+        // Checked in place: copying each entry out to look at it cost a retain and a release of its key and value.
+        for index in wire.indices where wire[index].value == nil || !Self.isNormalized(wire[index].key) {
             let entry = wire[index]
-            let key = Self.normalized(entry.key)
-            if entry.value == nil || key != entry.key {
-                self.wire[index] = WireV1.MetadataEntry(key: key, value: entry.value ?? .text(""))
-            }
+            self.wire[index] = WireV1.MetadataEntry(key: Self.normalized(entry.key), value: entry.value ?? .text(""))
         }
     }
 

@@ -95,19 +95,22 @@ public final class RPCServer: Sendable {
     // MARK: - One call
 
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
-        let started = ContinuousClock.now
+        // The clock is read only for the call log.
+        let started = callLog == nil ? nil : ContinuousClock.now
         let traceID = call.metadata.traceID ?? Metadata.newTraceID()
         let status = await status(of: call, traceID: traceID)
         await call.finish(status)
-        callLog?(
-            CallRecord(
-                method: call.method,
-                peer: call.peer,
-                code: status.code,
-                duration: ContinuousClock.now - started,
-                traceID: traceID
+        if let callLog, let started {
+            callLog(
+                CallRecord(
+                    method: call.method,
+                    peer: call.peer,
+                    code: status.code,
+                    duration: ContinuousClock.now - started,
+                    traceID: traceID
+                )
             )
-        )
+        }
     }
 
     nonisolated(nonsending) private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {

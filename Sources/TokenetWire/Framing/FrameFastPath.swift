@@ -95,35 +95,39 @@ enum FrameFastPath {
     private static func append(_ start: WireV1.CallStart, streamID: UInt32, to buffer: inout [UInt8]) -> Bool {
         // protobuf-c carries strings as C strings: a NUL is the generic codec's error to report.
         guard !hasNUL(start.method.utf8) else { return false }
-        var bodySize = fieldSize(start.method.utf8.count, omittedWhenEmpty: true)
-        for entry in start.metadata {
-            guard !hasNUL(entry.key.utf8) else { return false }
-            if case .text(let text)? = entry.value, hasNUL(text.utf8) { return false }
-            bodySize += fieldSize(entryBodySize(entry), omittedWhenEmpty: false)
-        }
-        if let timeout = start.timeoutMicros { bodySize += 1 + varintSize(timeout) }
-        appendStreamID(streamID, to: &buffer)
-        buffer.append(callStartTag)
-        appendVarint(UInt64(bodySize), to: &buffer)
-        appendString(start.method, tag: methodTag, omittedWhenEmpty: true, to: &buffer)
-        for entry in start.metadata {
-            buffer.append(metadataTag)
-            appendVarint(UInt64(entryBodySize(entry)), to: &buffer)
-            appendString(entry.key, tag: keyTag, omittedWhenEmpty: true, to: &buffer)
-            switch entry.value {
-            case .text(let text)?: appendString(text, tag: textTag, omittedWhenEmpty: false, to: &buffer)
-            case .binary(let data)?:
-                buffer.append(binaryTag)
-                appendVarint(UInt64(data.count), to: &buffer)
-                data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
-            case nil: break
+        // The entries are read in place, through the array's buffer: iterating the array would copy each entry
+        // (a retain and a release of its key and value), twice per call.
+        return start.metadata.withUnsafeBufferPointer { entries in
+            var bodySize = fieldSize(start.method.utf8.count, omittedWhenEmpty: true)
+            for index in entries.indices {
+                guard !hasNUL(entries[index].key.utf8) else { return false }
+                if case .text(let text)? = entries[index].value, hasNUL(text.utf8) { return false }
+                bodySize += fieldSize(entryBodySize(entries[index]), omittedWhenEmpty: false)
             }
+            if let timeout = start.timeoutMicros { bodySize += 1 + varintSize(timeout) }
+            appendStreamID(streamID, to: &buffer)
+            buffer.append(callStartTag)
+            appendVarint(UInt64(bodySize), to: &buffer)
+            appendString(start.method, tag: methodTag, omittedWhenEmpty: true, to: &buffer)
+            for index in entries.indices {
+                buffer.append(metadataTag)
+                appendVarint(UInt64(entryBodySize(entries[index])), to: &buffer)
+                appendString(entries[index].key, tag: keyTag, omittedWhenEmpty: true, to: &buffer)
+                switch entries[index].value {
+                case .text(let text)?: appendString(text, tag: textTag, omittedWhenEmpty: false, to: &buffer)
+                case .binary(let data)?:
+                    buffer.append(binaryTag)
+                    appendVarint(UInt64(data.count), to: &buffer)
+                    data.withUnsafeBytes { buffer.append(contentsOf: $0.bindMemory(to: UInt8.self)) }
+                case nil: break
+                }
+            }
+            if let timeout = start.timeoutMicros {
+                buffer.append(timeoutTag)
+                appendVarint(timeout, to: &buffer)
+            }
+            return true
         }
-        if let timeout = start.timeoutMicros {
-            buffer.append(timeoutTag)
-            appendVarint(timeout, to: &buffer)
-        }
-        return true
     }
 
     /// The encoded size of a metadata entry's fields, computed again when writing them: cheaper than keeping the
