@@ -136,33 +136,37 @@ struct ConnectionStateMachine {
 
     mutating func receive(_ frame: WireV1.Frame) -> Actions {
         guard state != .closed else { return [] }
-        guard let kind = frame.kind else { return [] }  // unset or from a later version: ignored
         if state == .awaitingHello {
-            guard case .hello(let hello) = kind, frame.streamID == 0 else {
+            guard case .hello(let hello)? = frame.kind, frame.streamID == 0 else {
+                // An unset kind (or one from a later version) is ignored, except where the hello must be.
+                if frame.kind == nil { return [] }
                 return connectionError(.protocolError, "the first frame must be hello")
             }
             return receiveHello(hello)
         }
-        switch kind {
-        case .hello:
+        // Switched on in place: binding the kind first copied it (a retain and a release of its payload) per frame.
+        switch frame.kind {
+        case nil:
+            return []  // unset or from a later version: ignored
+        case .hello?:
             return connectionError(.protocolError, "hello sent twice")
-        case .ping(let ping):
+        case .ping(let ping)?:
             return Actions(.write(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: ping.payload)))))
-        case .pong(let pong):
+        case .pong(let pong)?:
             return Actions(.pongReceived(payload: pong.payload))
-        case .goaway(let goaway):
+        case .goaway(let goaway)?:
             return receiveGoAway(goaway)
-        case .callStart(let start):
+        case .callStart(let start)?:
             return receiveCallStart(frame.streamID, start)
-        case .message(let message):
+        case .message(let message)?:
             return receiveMessage(frame.streamID, message.data)
-        case .halfClose:
+        case .halfClose?:
             return receiveHalfClose(frame.streamID)
-        case .status(let status):
+        case .status(let status)?:
             return receiveStatus(frame.streamID, status)
-        case .cancel:
+        case .cancel?:
             return receiveCancel(frame.streamID)
-        case .windowUpdate(let update):
+        case .windowUpdate(let update)?:
             return receiveWindowUpdate(frame.streamID, Int(update.increment))
         }
     }
