@@ -59,9 +59,9 @@ struct ConnectionStateMachine {
         var consumedSinceUpdate = 0
         /// Bytes delivered to the application and not yet consumed: zero when it has caught up with the peer.
         var unconsumed = 0
-        /// Messages wait for send window in `backlogs` (their order holds a status or half-close behind them).
+        /// Messages wait in `backlogs` for send window.
         var messagesQueued = false
-        /// A status or half-close waits in `backlogs` behind queued messages.
+        /// A status or half-close waits in `backlogs` behind those messages.
         var endQueued = false
 
         /// Whether the application may still send messages: not half-closed, no status or half-close queued.
@@ -103,6 +103,7 @@ struct ConnectionStateMachine {
     /// `hasBacklog` is set.
     private var backlogs: [UInt32: Backlog] = [:]
 
+    /// What one stream queued: messages in the order they were sent, and what ends the stream after them.
     struct Backlog {
         var messages: [Data] = []
         var end: WireV1.Frame.Kind?
