@@ -23,6 +23,9 @@ public protocol ByteStream: Sendable {
     /// On `loop`'s thread only: queues `bytes` like `write` without suspending; `completion` runs on the loop once
     /// they are accepted (usually before this returns) or failed.
     func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    /// On `loop`'s thread only: whether the peer last ran on this thread's CPU, so that writing a burst in pieces
+    /// cannot get it started any earlier (see `RPCConnection.flushOnLoop`). False when unknown.
+    func peerSharesCPU() -> Bool
 }
 
 extension ByteStream {
@@ -31,6 +34,8 @@ extension ByteStream {
     }
 
     public var loop: EventLoop? { nil }
+
+    public func peerSharesCPU() -> Bool { false }
 
     public func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         Task {

@@ -28,7 +28,8 @@ extension RPCConnection {
     /// parallel, and 64 calls in flight used each CPU only half of the time. Writing every ~2 KiB (about a dozen
     /// small calls) lets the peer start on the first calls while this end encodes the rest; measured on two CPUs
     /// it doubled the rate with 64 calls in flight (40k to 79k calls/s). When both ends share one CPU the extra
-    /// writes cost about 13 % of that rate, the price of not knowing where the peer runs.
+    /// writes cost about 13 % of that rate, so they are skipped while the peer shares this end's CPU (a loopback
+    /// peer that last sent from it: `ByteStream.peerSharesCPU`).
     static let earlyFlushBytes = 2048
     /// With large messages 2 KiB is a single frame, and writing every message on its own costs a TLS write and a
     /// `send` each; a dozen small calls are two dozen frames or more, so counting frames leaves them unchanged.
@@ -47,7 +48,8 @@ extension RPCConnection {
             guard !core.outbound.isEmpty else { return false }
             let early =
                 core.outbound.count >= Self.earlyFlushLargeBytes
-                || (core.outbound.count >= Self.earlyFlushBytes && core.outboundFrames >= Self.earlyFlushFrames)
+                || (core.outbound.count >= Self.earlyFlushBytes && core.outboundFrames >= Self.earlyFlushFrames
+                    && !stream.peerSharesCPU())
             if idle || early, !core.writing, !core.closing { return true }
             requestFlush(&core)
             return false

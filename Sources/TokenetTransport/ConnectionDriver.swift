@@ -33,6 +33,7 @@ final class ConnectionDriver: EventLoopHandler {
     private var socketClosed = false
     private var onEstablished: EstablishedHandler?
     private var timer: EventLoopTimer?
+    private var placement: PeerPlacement
 
     /// Decrypted bytes waiting for the reader, in one array handed over whole.
     private var inbound: [UInt8] = []
@@ -59,6 +60,7 @@ final class ConnectionDriver: EventLoopHandler {
         self.loop = loop
         self.fd = fd
         self.engine = engine
+        placement = PeerPlacement(fd: fd)
         machine = ConnectionStateMachine(phase: connecting ? .connecting : .handshaking, limits: limits)
         self.onEstablished = onEstablished
     }
@@ -82,6 +84,8 @@ final class ConnectionDriver: EventLoopHandler {
     var outboundBuffered: Int { queuedForSocket + engine.pendingCiphertextCount }
     private var queuedForSocket: Int { sendBuffer.count - sendOffset }
     var hasWaitingWriter: Bool { !writers.isEmpty }
+    /// See `PeerPlacement`.
+    func peerSharesCPU() -> Bool { placement.peerSharesCPU() }
 
     // MARK: Requests (on the loop)
 

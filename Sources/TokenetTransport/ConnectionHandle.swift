@@ -44,6 +44,11 @@ struct ConnectionHandle: Sendable {
         driver.value.write(bytes, nil, completion: completion)
     }
 
+    /// On the loop thread only: see `PeerPlacement`.
+    func peerSharesCPU() -> Bool {
+        driver.value.peerSharesCPU()
+    }
+
     /// Push mode: see `ConnectionDriver.receive`. Returns false when the loop has stopped.
     func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
         let driver = driver

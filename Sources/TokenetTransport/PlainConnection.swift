@@ -93,6 +93,14 @@ public final class PlainConnection: Sendable {
         handle.writeOnLoop(bytes, completion: completion)
     }
 
+    /// For code running on `eventLoop`: whether the peer is a process on this machine that last ran on the
+    /// loop thread's CPU (sampled at most once a millisecond), so that it cannot start on a burst's first frames
+    /// before this end yields the CPU. Must be called on the loop thread.
+    public func peerSharesCPU() -> Bool {
+        precondition(eventLoop.inEventLoop, "peerSharesCPU called off the event loop")
+        return handle.peerSharesCPU()
+    }
+
     /// Flushes what is buffered (at most a few seconds) and closes the socket. Pending reads and writes fail with
     /// `.connectionClosed`. Idempotent.
     public func close() async {

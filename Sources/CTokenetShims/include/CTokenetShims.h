@@ -65,6 +65,29 @@ static inline int ctk_epoll_wait(int epfd, ctk_event *out, int max, int timeout_
     return n;
 }
 
+// MARK: CPU placement
+
+/// The CPU this thread runs on (`sched_getcpu`, which needs _GNU_SOURCE: defined in shims.c), or -1.
+int ctk_current_cpu(void);
+
+/// The CPU that last processed a segment received on `fd` (SO_INCOMING_CPU), or -1. On loopback a segment is
+/// processed on the CPU that sent it, so this is where the peer ran when it last sent.
+static inline int ctk_incoming_cpu(int fd) {
+    int cpu = -1;
+    socklen_t len = sizeof(cpu);
+    if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0) return -1;
+    return cpu;
+}
+
+/// 1 when the connected peer's address is an IPv4 loopback address (127.0.0.0/8), else 0.
+static inline int ctk_peer_is_loopback(int fd) {
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    memset(&addr, 0, sizeof(addr));
+    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0 || addr.sin_family != AF_INET) return 0;
+    return (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+}
+
 // MARK: clock
 
 /// CLOCK_MONOTONIC in nanoseconds, for the event loop's idle poll (a vDSO call, no system call).
