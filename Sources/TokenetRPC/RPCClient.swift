@@ -158,9 +158,11 @@ public final class RPCClient: Sendable {
         return OpenCall(id: id, responses: responses, timer: timer)
     }
 
+    /// `body` is `nonisolated(nonsending)` like this function: a plain async closure would run on the generic
+    /// executor, and a caller on the connection's loop would pay an executor switch back when it returns.
     nonisolated(nonsending) private func withCancellation<T: Sendable>(
         _ id: UInt32,
-        _ body: @Sendable () async throws -> T
+        _ body: nonisolated(nonsending) @Sendable () async throws -> T
     ) async throws -> T {
         try await withTaskCancellationHandler {
             try await body()
