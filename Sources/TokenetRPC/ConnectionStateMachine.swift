@@ -96,9 +96,9 @@ struct ConnectionStateMachine {
     private(set) var peerSettings = ConnectionSettings.defaults
     private(set) var state: State = .awaitingHello
     /// Each event finds its stream once (`streams.index(forKey:)`) and changes it in place through
-    /// `streams.values[index]`. A stream holds only plain values, so the copies the dictionary makes cost no
+    /// `streams[slot: index]`. A stream holds only plain values, so the copies the dictionary makes cost no
     /// reference counting; what it queues lives in `backlogs`, which most calls never touch.
-    private(set) var streams: [UInt32: Stream] = [:]
+    private(set) var streams = StreamTable<Stream>()
     /// Messages waiting for the peer's window, and a status or half-close behind them, for the streams whose
     /// `hasBacklog` is set.
     private var backlogs: [UInt32: Backlog] = [:]
@@ -194,7 +194,7 @@ struct ConnectionStateMachine {
         var actions: Actions = []
         if role == .client {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
-            for id in streams.keys.sorted() where id > goaway.lastStreamID {
+            for id in streams.ids.sorted() where id > goaway.lastStreamID {
                 removeStream(id)
                 actions.append(.failCall(streamID: id, code: .unavailable, message: "\(reason) (call not processed)"))
             }
@@ -244,21 +244,21 @@ struct ConnectionStateMachine {
 
     private mutating func receiveMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard let index = streams.index(forKey: id) else { return [] }
-        if streams.values[index].remoteHalfClosed {
+        if streams[slot: index].remoteHalfClosed {
             return streamError(id, .internal, "message received after the end of requests")
         }
-        guard data.count <= streams.values[index].receiveWindow else {
+        guard data.count <= streams[slot: index].receiveWindow else {
             return streamError(id, .resourceExhausted, "flow-control window exceeded")
         }
-        streams.values[index].received(data.count)
+        streams[slot: index].received(data.count)
         return Actions(.deliverMessage(streamID: id, data))
     }
 
     private mutating func receiveHalfClose(_ id: UInt32) -> Actions {
-        guard role == .server, let index = streams.index(forKey: id), !streams.values[index].remoteHalfClosed else {
+        guard role == .server, let index = streams.index(forKey: id), !streams[slot: index].remoteHalfClosed else {
             return []
         }
-        streams.values[index].remoteHalfClosed = true
+        streams[slot: index].remoteHalfClosed = true
         return Actions(.deliverEndOfRequests(streamID: id))
     }
 
@@ -274,7 +274,7 @@ struct ConnectionStateMachine {
 
     private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> Actions {
         guard id != 0, let index = streams.index(forKey: id) else { return [] }
-        streams.values[index].sendWindow += increment
+        streams[slot: index].sendWindow += increment
         return flushPending(id)
     }
 
@@ -301,7 +301,7 @@ struct ConnectionStateMachine {
 
     /// Sends one request (client) or response (server) message.
     mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
-        guard let index = streams.index(forKey: id), streams.values[index].acceptsMessages else { return [] }
+        guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages else { return [] }
         // Leave room for the frame's own fields around the data.
         guard data.count <= peerSettings.maxFrameSize - 64 else {
             return streamError(
@@ -319,11 +319,11 @@ struct ConnectionStateMachine {
                     + "\(peerSettings.initialStreamWindow) bytes"
             )
         }
-        if !streams.values[index].messagesQueued, data.count <= streams.values[index].sendWindow {
-            streams.values[index].sendWindow -= data.count
+        if !streams[slot: index].messagesQueued, data.count <= streams[slot: index].sendWindow {
+            streams[slot: index].sendWindow -= data.count
             return Actions(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: data)))))
         }
-        streams.values[index].messagesQueued = true
+        streams[slot: index].messagesQueued = true
         backlogs[id, default: Backlog()].messages.append(data)
         return []
     }
@@ -333,17 +333,17 @@ struct ConnectionStateMachine {
     /// `sentDirectly`. Nil when every message must take `sendMessage` (call over or half-closed, messages queued);
     /// a larger message takes it too (to wait for window, or to fail the call when it exceeds the peer's frames).
     func directSendAllowance(_ id: UInt32) -> Int? {
-        guard let index = streams.index(forKey: id), streams.values[index].acceptsMessages,
-            !streams.values[index].messagesQueued
+        guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages,
+            !streams[slot: index].messagesQueued
         else { return nil }
-        return max(0, min(streams.values[index].sendWindow, peerSettings.maxFrameSize - 64))
+        return max(0, min(streams[slot: index].sendWindow, peerSettings.maxFrameSize - 64))
     }
 
     /// A message of `byteCount` bytes (at most `directSendAllowance`) was written on `id` by the driver.
     mutating func sentDirectly(_ id: UInt32, byteCount: Int) {
         guard let index = streams.index(forKey: id) else { return }
-        precondition(byteCount <= streams.values[index].sendWindow, "sent \(byteCount) bytes beyond the window")
-        streams.values[index].sendWindow -= byteCount
+        precondition(byteCount <= streams[slot: index].sendWindow, "sent \(byteCount) bytes beyond the window")
+        streams[slot: index].sendWindow -= byteCount
     }
 
     /// Bytes of message data waiting for the peer to grant window on a call.
@@ -353,29 +353,29 @@ struct ConnectionStateMachine {
 
     /// Client: no more requests.
     mutating func sendEndOfRequests(_ id: UInt32) -> Actions {
-        guard role == .client, let index = streams.index(forKey: id), streams.values[index].acceptsMessages else {
+        guard role == .client, let index = streams.index(forKey: id), streams[slot: index].acceptsMessages else {
             return []
         }
-        if streams.values[index].messagesQueued {
-            streams.values[index].endQueued = true
+        if streams[slot: index].messagesQueued {
+            streams[slot: index].endQueued = true
             backlogs[id, default: Backlog()].end = .halfClose(WireV1.HalfClose())
             return []
         }
-        streams.values[index].localHalfClosed = true
+        streams[slot: index].localHalfClosed = true
         return Actions(.write(WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose()))))
     }
 
     /// Server: ends the call with a status, after any response messages still waiting for window.
     mutating func sendStatus(_ id: UInt32, _ status: WireV1.Status) -> Actions {
-        guard role == .server, let index = streams.index(forKey: id), !streams.values[index].endQueued else {
+        guard role == .server, let index = streams.index(forKey: id), !streams[slot: index].endQueued else {
             return []
         }
-        if streams.values[index].messagesQueued, status.code == .ok {
-            streams.values[index].endQueued = true
+        if streams[slot: index].messagesQueued, status.code == .ok {
+            streams[slot: index].endQueued = true
             backlogs[id, default: Backlog()].end = .status(status)
             return []
         }
-        if streams.remove(at: index).value.hasBacklog { backlogs[id] = nil }
+        if streams.remove(at: index).hasBacklog { backlogs[id] = nil }
         return Actions(.write(WireV1.Frame(streamID: id, kind: .status(status)))) + closeIfDrained()
     }
 
@@ -398,7 +398,7 @@ struct ConnectionStateMachine {
     /// server-streaming call, the response of a unary or client-streaming one): nothing to grant for.
     mutating func consumed(_ id: UInt32, byteCount: Int, moreExpected: Bool = true) -> Actions {
         guard byteCount > 0, let index = streams.index(forKey: id),
-            let increment = streams.values[index].consumed(
+            let increment = streams[slot: index].consumed(
                 byteCount, moreExpected: moreExpected, grantAt: localSettings.initialStreamWindow / 2)
         else { return [] }
         let update = WireV1.WindowUpdate(increment: UInt32(clamping: increment))
@@ -455,22 +455,22 @@ struct ConnectionStateMachine {
     // MARK: - Helpers
 
     private mutating func flushPending(_ id: UInt32) -> Actions {
-        guard let index = streams.index(forKey: id), streams.values[index].hasBacklog,
+        guard let index = streams.index(forKey: id), streams[slot: index].hasBacklog,
             var backlog = backlogs.removeValue(forKey: id)
         else { return [] }
         var actions: Actions = []
-        while let next = backlog.messages.first, next.count <= streams.values[index].sendWindow {
+        while let next = backlog.messages.first, next.count <= streams[slot: index].sendWindow {
             backlog.messages.removeFirst()
-            streams.values[index].sendWindow -= next.count
+            streams[slot: index].sendWindow -= next.count
             actions.append(.write(WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: next)))))
         }
         guard backlog.messages.isEmpty else {
             backlogs[id] = backlog
             return actions
         }
-        streams.values[index].messagesQueued = false
+        streams[slot: index].messagesQueued = false
         if let end = backlog.end {
-            streams.values[index].endQueued = false
+            streams[slot: index].endQueued = false
             switch end {
             case .status(let status): actions += sendStatus(id, status)
             default: actions += sendEndOfRequests(id)
@@ -509,7 +509,7 @@ struct ConnectionStateMachine {
     }
 
     private mutating func failAllStreams(code: StatusCode, message: String) -> Actions {
-        let ids = streams.keys.sorted()
+        let ids = streams.ids.sorted()
         streams.removeAll()
         backlogs.removeAll()
         let role = role

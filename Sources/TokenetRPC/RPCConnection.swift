@@ -40,8 +40,8 @@ final class RPCConnection: Sendable {
         var writer: CheckedContinuation<Void, Never>?
         var closing = false
         var closeError: String?
-        var clientCalls: [UInt32: ClientCallState] = [:]
-        var serverCalls: [UInt32: ServerCallState] = [:]
+        var clientCalls = StreamTable<ClientCallState>()
+        var serverCalls = StreamTable<ServerCallState>()
         var closedWaiters: [CheckedContinuation<Void, Never>] = []
         var finished = false
         /// Keepalive and idle bookkeeping, read by the timer task.
