@@ -46,10 +46,13 @@ extension RPCConnection {
         let idle = !loop.hasQueuedWork
         let now = core.withLock { core -> Bool in
             guard !core.outbound.isEmpty else { return false }
-            let early =
-                core.outbound.count >= Self.earlyFlushLargeBytes
-                || (core.outbound.count >= Self.earlyFlushBytes && core.outboundFrames >= Self.earlyFlushFrames
-                    && !stream.peerSharesCPU())
+            var early = core.outbound.count >= Self.earlyFlushLargeBytes
+            if !early, !core.outboundWhole, core.outbound.count >= Self.earlyFlushBytes,
+                core.outboundFrames >= Self.earlyFlushFrames
+            {
+                // Asked once per batch (it reads the clock): the answer stands until the batch is written.
+                if stream.peerSharesCPU() { core.outboundWhole = true } else { early = true }
+            }
             if idle || early, !core.writing, !core.closing { return true }
             requestFlush(&core)
             return false

@@ -34,6 +34,8 @@ final class RPCConnection: Sendable {
         var outbound: [UInt8] = []
         /// Frames in `outbound`: the loop flush's early rule counts them (see `earlyFlushFrames`).
         var outboundFrames = 0
+        /// The batch in `outbound` leaves whole (the peer shares this end's CPU): asked once per batch.
+        var outboundWhole = false
         /// The last batch the loop flush handed to the stream, kept once written so the next batch reuses its
         /// storage: a batch built in a fresh array regrows (and copies itself) several times as frames are added.
         var spareOutbound: [UInt8] = []
@@ -66,7 +68,10 @@ final class RPCConnection: Sendable {
         mutating func appendFrame<Result>(_ encode: (FrameEncoder, inout [UInt8]) throws -> Result?) rethrows
             -> Result?
         {
-            if outbound.isEmpty { outboundFrames = 0 }
+            if outbound.isEmpty {
+                outboundFrames = 0
+                outboundWhole = false
+            }
             guard let result = try encode(encoder, &outbound) else { return nil }
             outboundFrames += 1
             return result
