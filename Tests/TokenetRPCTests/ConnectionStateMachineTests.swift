@@ -413,4 +413,18 @@ import TokenetWire
         #expect(ids.allSatisfy { $0.utf8.count == 15 && $0.allSatisfy(\.isHexDigit) })
         #expect(ids.allSatisfy { !$0.allSatisfy(\.isNumber) }, "a trace id of digits only would be masked in logs")
     }
+
+    /// The branch-free formatting against the plain one, on edge values and random ones.
+    @Test func traceIDsSpellTheLow60BitsInHex() {
+        var values: [UInt64] = [
+            0, 1, 9, 10, 15, 0xFFFF_FFFF, 0x1_0000_0000, 0x0123_4567_89AB_CDEF, .max, 0x0999_9999_9999_9999,
+        ]
+        for _ in 0..<10_000 { values.append(UInt64.random(in: 0...UInt64.max)) }
+        for value in values {
+            var expected = String(value & 0x0FFF_FFFF_FFFF_FFFF, radix: 16)
+            expected = String(repeating: "0", count: 15 - expected.count) + expected
+            if expected.allSatisfy(\.isNumber) { expected = "a" + expected.dropFirst() }
+            #expect(Metadata.traceID(value) == expected, "\(String(value, radix: 16))")
+        }
+    }
 }
