@@ -7,14 +7,14 @@ extension RPCConnection {
     func waitForSendCapacity(_ id: UInt32) async {
         while true {
             let mustWait = core.withLock { core in
-                !core.closing && core.machine.streams[id] != nil
+                !core.closing && core.machine.streams.contains(id)
                     && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
             }
             guard mustWait else { return }
             await withCheckedContinuation { continuation in
                 core.withLock { core in
                     let stillFull =
-                        !core.closing && core.machine.streams[id] != nil
+                        !core.closing && core.machine.streams.contains(id)
                         && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
                     if stillFull {
                         core.capacityWaiters.append(continuation)

@@ -331,12 +331,12 @@ final class RPCConnection: Sendable {
             case .deliverMessage(let id, let data):
                 // One lookup, in the table the connection's side keeps.
                 if role == .server {
-                    core.serverCalls[id]?.requests.yield(data)
+                    core.serverCalls.update(id) { $0.requests.yield(data) }
                 } else {
-                    core.clientCalls[id]?.responses.yield(data)
+                    core.clientCalls.update(id) { $0.responses.yield(data) }
                 }
             case .deliverEndOfRequests(let id):
-                core.serverCalls[id]?.requests.finish()
+                core.serverCalls.update(id) { $0.requests.finish() }
             case .finishCall(let id, let status):
                 guard let call = core.clientCalls.removeValue(forKey: id) else { continue }
                 if status.code == .ok {
@@ -387,9 +387,9 @@ final class RPCConnection: Sendable {
     @discardableResult
     func sendResponse(_ id: UInt32, _ data: Data) -> Bool {
         core.withLock { core in
-            guard core.serverCalls[id] != nil else { return false }
+            guard core.serverCalls.contains(id) else { return false }
             apply(core.machine.sendMessage(id, data), to: &core)
-            return core.serverCalls[id] != nil
+            return core.serverCalls.contains(id)
         }
     }
 
@@ -415,11 +415,11 @@ final class RPCConnection: Sendable {
     /// follows at once and both leave in one write.
     func sendFinalResponse(_ id: UInt32, _ response: OutgoingMessage) throws -> Bool {
         try core.withLock { core in
-            guard core.serverCalls[id] != nil else { return false }
+            guard core.serverCalls.contains(id) else { return false }
             core.callerFlushes = true
             defer { core.callerFlushes = false }
             try send(response, on: id, core: &core)
-            return core.serverCalls[id] != nil
+            return core.serverCalls.contains(id)
         }
     }
 

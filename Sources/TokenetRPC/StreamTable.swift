@@ -11,8 +11,8 @@ struct StreamTable<Value> {
     /// An empty slot; stream ids are 32-bit, so no id is this.
     private static var empty: UInt64 { .max }
 
-    private var keys: [UInt64]
-    private var values: [Value?]
+    /// One array, not one for keys and one for values: a lookup then holds on to one buffer, not two.
+    private var slots: [Slot]
     /// Capacity minus one (the capacity is a power of two).
     private var mask: Int
     /// 32 minus log2 of the capacity: the hash keeps the product's top bits.
@@ -24,8 +24,7 @@ struct StreamTable<Value> {
     }
 
     private init(capacity: Int) {
-        keys = Array(repeating: Self.empty, count: capacity)
-        values = Array(repeating: nil, count: capacity)
+        slots = Array(repeating: Slot(key: Self.empty, value: nil), count: capacity)
         mask = capacity - 1
         shift = 32 - UInt32(capacity.trailingZeroBitCount)
     }
@@ -34,14 +33,14 @@ struct StreamTable<Value> {
 
     /// The ids in the table, in no particular order.
     var ids: [UInt32] {
-        keys.compactMap { $0 == Self.empty ? nil : UInt32(truncatingIfNeeded: $0) }
+        slots.compactMap { $0.key == Self.empty ? nil : UInt32(truncatingIfNeeded: $0.key) }
     }
 
     /// The slot holding `id`, for reading and changing its value in place with `subscript(slot:)`.
     func index(forKey id: UInt32) -> Int? {
         var slot = home(of: id)
         while true {
-            let key = keys[slot]
+            let key = slots[slot].key
             if key == UInt64(id) { return slot }
             if key == Self.empty { return nil }
             slot = (slot + 1) & mask
@@ -50,12 +49,17 @@ struct StreamTable<Value> {
 
     /// The value in a slot that `index(forKey:)` returned, before the table changed in any other way.
     subscript(slot slot: Int) -> Value {
-        get { values[slot]! }
-        _modify { yield &values[slot]! }
+        get { slots[slot].value! }
+        _modify { yield &slots[slot].value! }
     }
 
+    /// A copy of the value for `id`. To use a field of a value that holds references, `update` reaches it in
+    /// place, without copying (and retaining) the whole value or holding on to the table's buffer.
     subscript(id: UInt32) -> Value? {
-        get { index(forKey: id).map { values[$0]! } }
+        get {
+            guard let slot = index(forKey: id) else { return nil }
+            return slots[slot].value
+        }
         set {
             if let newValue {
                 insert(newValue, for: id)
@@ -63,6 +67,16 @@ struct StreamTable<Value> {
                 _ = removeValue(forKey: id)
             }
         }
+    }
+
+    /// Runs `body` on the value for `id` in place; nil when `id` is not in the table.
+    mutating func update<Result>(_ id: UInt32, _ body: (inout Value) throws -> Result) rethrows -> Result? {
+        guard let slot = index(forKey: id) else { return nil }
+        return try body(&slots[slot].value!)
+    }
+
+    func contains(_ id: UInt32) -> Bool {
+        index(forKey: id) != nil
     }
 
     @discardableResult
@@ -74,22 +88,22 @@ struct StreamTable<Value> {
     /// Removes the value in `slot` (from `index(forKey:)`) and returns it.
     @discardableResult
     mutating func remove(at slot: Int) -> Value {
-        let value = values[slot].take()!
+        let value = slots[slot].value.take()!
         count -= 1
         // Shift back each following entry of the run that may move into the hole: one whose home slot is not
         // between the hole and itself (cyclically), so that every entry stays reachable from its home.
         var hole = slot
         var next = (slot + 1) & mask
-        while keys[next] != Self.empty {
-            let home = home(of: UInt32(truncatingIfNeeded: keys[next]))
+        while slots[next].key != Self.empty {
+            let home = home(of: UInt32(truncatingIfNeeded: slots[next].key))
             if (next - home) & mask >= (next - hole) & mask {
-                keys[hole] = keys[next]
-                values[hole] = values[next].take()
+                slots[hole].key = slots[next].key
+                slots[hole].value = slots[next].value.take()
                 hole = next
             }
             next = (next + 1) & mask
         }
-        keys[hole] = Self.empty
+        slots[hole].key = Self.empty
         return value
     }
 
@@ -97,25 +111,29 @@ struct StreamTable<Value> {
         self = StreamTable()
     }
 
-    private mutating func insert(_ value: Value, for id: UInt32) {
+    private mutating func insert(_ value: consuming Value, for id: UInt32) {
         if let slot = index(forKey: id) {
-            values[slot] = value
+            slots[slot].value = value
             return
         }
-        if (count + 1) * 2 > keys.count { grow() }
+        if (count + 1) * 2 > slots.count { grow() }
         var slot = home(of: id)
-        while keys[slot] != Self.empty { slot = (slot + 1) & mask }
-        keys[slot] = UInt64(id)
-        values[slot] = value
+        while slots[slot].key != Self.empty { slot = (slot + 1) & mask }
+        slots[slot] = Slot(key: UInt64(id), value: value)
         count += 1
     }
 
     private mutating func grow() {
-        var larger = StreamTable(capacity: keys.count * 2)
-        for slot in keys.indices where keys[slot] != Self.empty {
-            larger.insert(values[slot].take()!, for: UInt32(truncatingIfNeeded: keys[slot]))
+        var larger = StreamTable(capacity: slots.count * 2)
+        for slot in slots.indices where slots[slot].key != Self.empty {
+            larger.insert(slots[slot].value.take()!, for: UInt32(truncatingIfNeeded: slots[slot].key))
         }
         self = larger
+    }
+
+    fileprivate struct Slot {
+        var key: UInt64
+        var value: Value?
     }
 
     private func home(of id: UInt32) -> Int {
@@ -124,3 +142,5 @@ struct StreamTable<Value> {
 }
 
 extension StreamTable: Sendable where Value: Sendable {}
+
+extension StreamTable.Slot: Sendable where Value: Sendable {}

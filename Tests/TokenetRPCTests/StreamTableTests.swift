@@ -39,7 +39,14 @@ import Testing
         let slot = try #require(table.index(forKey: 5))
         table[slot: slot].append(2)
         #expect(table[5] == [1, 2])
-        #expect(table.remove(at: slot) == [1, 2])
+        #expect(
+            table.update(5) { values -> Int in
+                values.append(3)
+                return values.count
+            } == 3)
+        #expect(table.update(6) { $0.append(9) } == nil, "no value for 6: the body does not run")
+        #expect(table.contains(5) && !table.contains(6))
+        #expect(table.remove(at: slot) == [1, 2, 3])
         #expect(table.isEmpty)
     }
 
