@@ -36,21 +36,32 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
 
     /// Replaces every entry under `key` with one.
     public mutating func set(_ key: String, _ value: Entry) {
-        let key = Self.normalized(key)
-        wire.removeAll { $0.key == key }
-        wire.append(WireV1.MetadataEntry(key: key, value: Self.wireValue(value)))
+        set(normalizedKey: Self.normalized(key), value)
     }
 
     /// The first text value under `key`.
     public subscript(text key: String) -> String? {
-        let key = Self.normalized(key)
+        text(normalizedKey: Self.normalized(key))
+    }
+
+    /// Read and set on every call a client makes: their key is lowercase already, so they skip `normalized`.
+    public var traceID: String? { text(normalizedKey: Metadata.traceIDKey) }
+
+    public mutating func setTraceID(_ traceID: String) {
+        set(normalizedKey: Metadata.traceIDKey, .text(traceID))
+    }
+
+    private mutating func set(normalizedKey key: String, _ value: Entry) {
+        if !wire.isEmpty { wire.removeAll { $0.key == key } }
+        wire.append(WireV1.MetadataEntry(key: key, value: Self.wireValue(value)))
+    }
+
+    private func text(normalizedKey key: String) -> String? {
         for entry in wire where entry.key == key {
             if case .text(let text)? = entry.value { return text }
         }
         return nil
     }
-
-    public var traceID: String? { self[text: Metadata.traceIDKey] }
 
     /// `key` in lowercase. Keys almost always arrive lowercase already (the runtime's own, and every key read from
     /// the wire that a Tokenet peer wrote), so they are checked first and kept as they are, without the new string

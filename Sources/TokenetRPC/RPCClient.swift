@@ -131,7 +131,7 @@ public final class RPCClient: Sendable {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
-            metadata.set(Metadata.traceIDKey, .text(inherited?.traceID ?? Metadata.newTraceID()))
+            metadata.setTraceID(inherited?.traceID ?? Metadata.newTraceID())
         }
         var timeout = options.timeout
         if let deadline = inherited?.deadline {

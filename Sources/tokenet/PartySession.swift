@@ -27,7 +27,7 @@ enum PartySession {
     ) async throws -> (Response, String) {
         var callOptions = session.callOptions
         let traceID = callOptions.metadata.traceID ?? Metadata.newTraceID()
-        callOptions.metadata.set(Metadata.traceIDKey, .text(traceID))
+        callOptions.metadata.setTraceID(traceID)
         return (try await body(callOptions), traceID)
     }
 }

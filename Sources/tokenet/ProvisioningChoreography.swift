@@ -104,7 +104,7 @@ extension ProvisioningChoreography {
                 }
                 var callOptions = session.callOptions
                 let traceID = Metadata.newTraceID()
-                callOptions.metadata.set(Metadata.traceIDKey, .text(traceID))
+                callOptions.metadata.setTraceID(traceID)
                 let result: Result<(Response, String), CLIError>
                 do {
                     result = .success((try await body(session.client, callOptions), traceID))
