@@ -37,4 +37,15 @@ import TokenetWire
         added.add(Metadata.traceIDKey, .text("a1b2c3d4e5f60718"))
         #expect(metadata == added && metadata.hashValue == added.hashValue)
     }
+
+    @Test func settingTheTraceIDReplacesTheOneThereAndKeepsTheRest() {
+        var metadata: Metadata = ["tenant": "acme"]
+        #expect(metadata.traceID == nil)
+        metadata.setTraceID("a1b2c3d4e5f6071")
+        metadata.set("TOKENET-TRACE-ID", .text("b2c3d4e5f607182"))
+        metadata.setTraceID("c3d4e5f60718293")
+        #expect(metadata.traceID == "c3d4e5f60718293")
+        #expect(metadata.entries.map(\.key) == ["tenant", Metadata.traceIDKey])
+        #expect(metadata[text: "tenant"] == "acme")
+    }
 }
