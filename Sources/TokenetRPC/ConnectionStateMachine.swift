@@ -96,7 +96,7 @@ struct ConnectionStateMachine {
     private(set) var peerSettings = ConnectionSettings.defaults
     private(set) var state: State = .awaitingHello
     /// Each event finds its stream once (`streams.index(forKey:)`) and changes it in place through
-    /// `streams[slot: index]`. A stream holds only plain values, so the copies the dictionary makes cost no
+    /// `streams[slot: index]`. A stream holds only plain values, so the copies the table makes cost no
     /// reference counting; what it queues lives in `backlogs`, which most calls never touch.
     private(set) var streams = StreamTable<Stream>()
     /// Messages waiting for the peer's window, and a status or half-close behind them, for the streams whose

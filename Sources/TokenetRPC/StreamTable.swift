@@ -5,8 +5,8 @@
 /// by one multiplication (Fibonacci hashing: the top bits of `id × 2^32/φ`), which spreads the consecutive ids a
 /// connection hands out evenly, and probes linearly. Keys a peer could choose to collide cost at most a scan of
 /// the open streams, which `maxConcurrentStreams` bounds. Removal shifts the following entries back instead of
-/// leaving tombstones, so lookups never slow down with churn; the table grows when half full and never shrinks
-/// (like `Dictionary`).
+/// leaving tombstones, so lookups never slow down with churn; the table grows when half full and shrinks only
+/// when emptied with `removeAll()`.
 struct StreamTable<Value> {
     /// An empty slot; stream ids are 32-bit, so no id is this.
     private static var empty: UInt64 { .max }

@@ -7,7 +7,7 @@ import CTokenetShims
 /// before this end yields it — then the pieces only add TLS records, `send`s and context switches. On loopback
 /// the kernel processes a segment on the CPU that sent it, so the socket's incoming CPU (SO_INCOMING_CPU) is
 /// where the peer last ran when it sent; it is compared with this thread's CPU. Processes migrate, so the answer is
-/// sampled again after `refreshInterval`. Lives on the loop thread of its connection.
+/// sampled again after `refreshIntervalNanoseconds`. Lives on the loop thread of its connection.
 struct PeerPlacement {
     /// How long a sample stands: long enough that the `getsockopt` is negligible next to a burst, short enough
     /// to follow the scheduler moving either process.
