@@ -4,7 +4,7 @@ import TokenetWire
 /// Calls by path on serialized messages, for tools that learn the message types at run time (the `tokenet call`
 /// command resolves them through reflection) and for calling methods this build has no descriptor for.
 ///
-/// They follow the typed calls exactly: the same trace id and deadline inheritance, the same deadline timer, the same
+/// They follow the typed calls exactly: the same trace id and deadline inheritance, the same deadline, the same
 /// flow-control accounting. Only the decoding of messages is left to the caller.
 extension RPCClient {
     /// One request, one response.
@@ -24,7 +24,6 @@ extension RPCClient {
         -> Data
     {
         let call = try open(path, options)
-        defer { call.timer?.cancel() }
         let connection = connection
         return try await withTaskCancellationHandler {
             for request in requests {
@@ -101,21 +100,12 @@ public struct RawResponseStream: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Data? {
             let (id, connection, responses) = (call.id, connection, call.responses)
-            let data: Data?
-            do {
-                data = try await withTaskCancellationHandler {
-                    try await responses.next()
-                } onCancel: {
-                    connection.cancelCall(id, reason: "cancelled by the caller")
-                }
-            } catch {
-                call.timer?.cancel()
-                throw error
+            let data = try await withTaskCancellationHandler {
+                try await responses.next()
+            } onCancel: {
+                connection.cancelCall(id, reason: "cancelled by the caller")
             }
-            guard let data else {
-                call.timer?.cancel()
-                return nil
-            }
+            guard let data else { return nil }
             connection.consumed(id, byteCount: data.count)
             return data
         }

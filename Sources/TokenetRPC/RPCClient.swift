@@ -69,7 +69,6 @@ public final class RPCClient: Sendable {
         let call = try request.withPackable { packable in
             try open(method.path, options, onlyRequest: .packable(packable), callerFlushes: true)
         }
-        defer { call.timer?.cancel() }
         await connection.flushNow()
         return try await withCancellation(call.id) {
             try await self.singleResponse(Response.self, call)
@@ -93,7 +92,6 @@ public final class RPCClient: Sendable {
         requests: @Sendable (RequestWriter<Request>) async throws -> Void
     ) async throws -> Response {
         let call = try open(method.path, options)
-        defer { call.timer?.cancel() }
         return try await withCancellation(call.id) {
             try await requests(RequestWriter(id: call.id, connection: self.connection))
             self.connection.endRequests(call.id)
@@ -115,11 +113,10 @@ public final class RPCClient: Sendable {
     struct OpenCall: Sendable {
         let id: UInt32
         let responses: MessageQueue
-        let timer: Task<Void, Never>?
     }
 
     /// Opens a call: the trace id (inherited inside a handler, else new), the deadline (the tighter of the option
-    /// and the inherited one), and the timer that ends the call when the deadline passes. With `onlyRequest` it also
+    /// and the inherited one, which the connection enforces: `RPCConnection+Deadlines.swift`). With `onlyRequest` it also
     /// sends that request and ends the requests, encoding all three opening frames at once; with `callerFlushes` the
     /// caller writes them itself (`flushNow`) instead of waking the writer task.
     func open(
@@ -143,19 +140,7 @@ public final class RPCClient: Sendable {
         }
         let (id, responses) = try connection.openCall(
             method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes)
-        let timer = timeout.map { timeout in
-            Task { [connection] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                let milliseconds =
-                    timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-                connection.cancelCall(
-                    id,
-                    code: .deadlineExceeded,
-                    reason: "the call did not finish within its deadline (\(milliseconds) ms)"
-                )
-            }
-        }
-        return OpenCall(id: id, responses: responses, timer: timer)
+        return OpenCall(id: id, responses: responses)
     }
 
     /// `body` is `nonisolated(nonsending)` like this function: a plain async closure would run on the generic

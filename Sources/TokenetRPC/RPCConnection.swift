@@ -62,6 +62,10 @@ final class RPCConnection: Sendable {
         var readingEnded: CheckedContinuation<Void, Never>?
         /// A flush is queued on the stream's loop (`scheduleLoopFlush`).
         var loopFlushScheduled = false
+        /// The open calls' deadlines and the one check armed for the earliest (`RPCConnection+Deadlines.swift`).
+        var deadlines = DeadlineHeap<CallDeadline>()
+        var deadlineCheck: DeadlineCheck?
+        var deadlineCheckGeneration: UInt64 = 0
 
         /// Lets `encode` write one frame at the end of `outbound`, counted for the loop flush's early rule; nil
         /// from `encode` means it wrote nothing.
@@ -365,7 +369,8 @@ final class RPCConnection: Sendable {
     private func startHandler(_ id: UInt32, _ start: WireV1.CallStart, core: inout Core) {
         guard let handler else { return }
         let requests = MessageQueue()
-        let deadline = start.timeoutMicros.map { ContinuousClock.now + .microseconds(Int64(clamping: $0)) }
+        let timeout = start.timeoutMicros.map { Duration.microseconds(Int64(clamping: $0)) }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
         let call = ServerCall(
             connection: self,
             streamID: id,
@@ -379,6 +384,7 @@ final class RPCConnection: Sendable {
         // the lock this runs under.
         let task = Task(executorPreference: handlerExecutor) { await handler(call) }
         core.serverCalls[id] = ServerCallState(requests: requests, task: task)
+        if let timeout, let deadline { trackDeadline(id, at: deadline, timeout: timeout, core: &core) }
     }
 
     // MARK: - Server calls
@@ -478,6 +484,7 @@ final class RPCConnection: Sendable {
             do {
                 let (id, actions) = try core.machine.openCall(start)
                 core.clientCalls[id] = ClientCallState(responses: responses)
+                if let timeout { trackDeadline(id, at: .now + timeout, timeout: timeout, core: &core) }
                 // A caller that will `flushNow` right after does not need the writer task woken.
                 core.callerFlushes = callerFlushes
                 defer { core.callerFlushes = false }
@@ -506,11 +513,13 @@ final class RPCConnection: Sendable {
 
     /// Client: abandons a call; its response stream ends with `code`.
     func cancelCall(_ id: UInt32, code: StatusCode = .cancelled, reason: String) {
-        core.withLock { core in
-            guard let call = core.clientCalls.removeValue(forKey: id) else { return }
-            apply(core.machine.cancelCall(id, reason: reason), to: &core)
-            call.responses.finish(throwing: RPCError(code, reason))
-        }
+        core.withLock { core in cancelClientCall(id, code: code, reason: reason, core: &core) }
+    }
+
+    func cancelClientCall(_ id: UInt32, code: StatusCode, reason: String, core: inout Core) {
+        guard let call = core.clientCalls.removeValue(forKey: id) else { return }
+        apply(core.machine.cancelCall(id, reason: reason), to: &core)
+        call.responses.finish(throwing: RPCError(code, reason))
     }
 
     /// Graceful shutdown: goaway, let running calls finish, then close.

@@ -29,7 +29,7 @@ public final class RPCServer: Sendable {
     let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
     let handlersOnConnectionLoop: Bool
-    private let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
+    let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
 
     public init(
@@ -139,31 +139,26 @@ public final class RPCServer: Sendable {
             deadline: call.deadline,
             traceID: traceID
         )
+        let status: WireV1.Status
         do {
-            if call.deadline == nil {
-                // No deadline, no escaping closure for `withDeadline`: one heap allocation per call less.
-                try await ServerContext.$current.withValue(context) {
-                    try await route.handle(call, context)
-                }
-            } else {
-                try await withDeadline(call.deadline) {
-                    try await ServerContext.$current.withValue(context) {
-                        try await route.handle(call, context)
-                    }
-                }
+            // The connection cancels this task when the deadline passes (`RPCConnection+Deadlines.swift`).
+            try await ServerContext.$current.withValue(context) {
+                try await route.handle(call, context)
             }
-            return WireV1.Status(code: .ok)
+            status = WireV1.Status(code: .ok)
         } catch let error as RPCError {
-            return error.status
+            status = error.status
         } catch is CancellationError {
-            if let deadline = call.deadline, ContinuousClock.now >= deadline {
-                return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
-            }
-            return WireV1.Status(code: .cancelled, message: "the call was cancelled")
+            status = WireV1.Status(code: .cancelled, message: "the call was cancelled")
         } catch {
             // Never leak internals to the peer.
-            return WireV1.Status(code: .internal, message: "internal error")
+            status = WireV1.Status(code: .internal, message: "internal error")
         }
+        // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why.
+        if let deadline = call.deadline, ContinuousClock.now >= deadline {
+            return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
+        }
+        return status
     }
 }
 

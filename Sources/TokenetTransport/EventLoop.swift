@@ -50,7 +50,10 @@ public final class EventLoop: @unchecked Sendable {
 
     struct Shared {
         var work: [Work] = []
+        /// Live timers by id; `timerOrder` holds their ids by deadline, and also the ids of cancelled timers until
+        /// they come to the top or a compaction drops them (see `DeadlineHeap`).
         var timers: [UInt64: Timer] = [:]
+        var timerOrder = DeadlineHeap<UInt64>()
         var nextTimerID: UInt64 = 1
         /// The loop is in (or about to enter) `epoll_wait` with nothing queued: new work must signal the eventfd.
         var sleeping = false
@@ -175,20 +178,37 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `body` on the loop thread after `delay`, unless cancelled first.
     @discardableResult
     public func scheduleTimer(after delay: Duration, _ body: @escaping @Sendable () -> Void) -> EventLoopTimer {
-        let deadline = ContinuousClock.now.advanced(by: delay)
-        let id = shared.withLock { state in
+        scheduleTimer(at: ContinuousClock.now.advanced(by: delay), body)
+    }
+
+    /// Runs `body` on the loop thread once `deadline` has passed, unless cancelled first.
+    @discardableResult
+    public func scheduleTimer(
+        at deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () -> Void
+    ) -> EventLoopTimer {
+        let (id, earliest) = shared.withLock { state in
             let id = state.nextTimerID
             state.nextTimerID += 1
+            // Cancelled timers' ids are dropped once they outnumber the live ones: the heap stays O(live timers).
+            if state.timerOrder.count >= 2 * state.timers.count + Self.cancelledTimersKept {
+                let live = state.timers
+                state.timerOrder.removeAll { live[$0] == nil }
+            }
             state.timers[id] = Timer(deadline: deadline, body: body)
-            return id
+            state.timerOrder.insert(id, deadline: deadline)
+            return (id, state.timerOrder.earliest?.value == id)
         }
-        if !inEventLoop { _ = ctk_eventfd_signal(wakeFD) }  // the loop may be sleeping past the new deadline
+        // The loop may be sleeping past the new deadline; a later one changes nothing for it.
+        if earliest && !inEventLoop { _ = ctk_eventfd_signal(wakeFD) }
         return EventLoopTimer(id: id)
     }
 
     public func cancelTimer(_ timer: EventLoopTimer) {
         _ = shared.withLock { $0.timers.removeValue(forKey: timer.id) }
     }
+
+    /// How many cancelled timers the heap may hold beyond twice the live ones before it is compacted.
+    private static let cancelledTimersKept = 64
 
     /// Stops the loop: registered connections are failed with `.eventLoopStopped`, then the thread exits.
     /// Blocks until the thread has exited unless called from the loop itself.
@@ -241,13 +261,13 @@ public final class EventLoop: @unchecked Sendable {
         while true {
             var count: Int32 = 0
             if busy && idlePollNanoseconds > 0 {
-                let (stopping, timeout) = shared.withLock { ($0.stopping, Self.timeout($0)) }
+                let (stopping, timeout) = shared.withLock { ($0.stopping, Self.timeout(&$0)) }
                 if stopping { break }
                 if timeout != 0 { count = pollWhileIdle(&events, timerDueInMilliseconds: timeout) }
             }
             if count == 0 {
                 let (stopping, timeout) = shared.withLock { state in
-                    let timeout = Self.timeout(state)
+                    let timeout = Self.timeout(&state)
                     state.sleeping = timeout != 0
                     return (state.stopping, timeout)
                 }
@@ -280,6 +300,7 @@ public final class EventLoop: @unchecked Sendable {
         shared.withLock { state in
             state.stopped = true
             state.timers.removeAll()
+            state.timerOrder.removeAll()
         }
         // Work queued before `stopped` was set still runs, against stopped handlers; jobs queued after it go to
         // the global executor (see `enqueue(_: ExecutorJob)`).
@@ -323,9 +344,12 @@ public final class EventLoop: @unchecked Sendable {
         let now = ContinuousClock.now
         let due: [@Sendable () -> Void] = shared.withLock { state in
             // Checked first without building anything: this runs on every iteration, and mostly nothing is due.
-            guard state.timers.values.contains(where: { $0.deadline <= now }) else { return [] }
-            let ids = state.timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
-            return ids.compactMap { state.timers.removeValue(forKey: $0.key)?.body }
+            guard let first = state.timerOrder.earliest, first.deadline <= now else { return [] }
+            var due: [@Sendable () -> Void] = []
+            while let id = state.timerOrder.removeDue(at: now) {
+                if let timer = state.timers.removeValue(forKey: id) { due.append(timer.body) }
+            }
+            return due
         }
         for body in due { body() }
         return !due.isEmpty
@@ -355,15 +379,14 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Milliseconds until the earliest timer (rounded up), or -1 to wait for I/O only. A linear scan is enough for
-    /// the handful of timers (handshake and close deadlines) a node has at once.
-    private static func timeout(_ state: Shared) -> Int32 {
+    /// Milliseconds until the earliest timer (rounded up), or -1 to wait for I/O only. Cancelled timers that reached
+    /// the top of the heap are dropped on the way.
+    private static func timeout(_ state: inout Shared) -> Int32 {
         if !state.work.isEmpty { return 0 }
-        var earliest: ContinuousClock.Instant?
-        for timer in state.timers.values where earliest.map({ timer.deadline < $0 }) ?? true {
-            earliest = timer.deadline
+        while let first = state.timerOrder.earliest, state.timers[first.value] == nil {
+            state.timerOrder.removeEarliest()
         }
-        guard let deadline = earliest else { return -1 }
+        guard let deadline = state.timerOrder.earliest?.deadline else { return -1 }
         let remaining = ContinuousClock.now.duration(to: deadline)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components

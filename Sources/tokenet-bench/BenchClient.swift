@@ -87,6 +87,7 @@ struct BenchClient {
     private func unary(_ benchCase: BenchCase, _ client: RPCClient) async throws -> BenchResult {
         let window = Window(options: options)
         let cpu = cpuMeter(window)
+        let callOptions = options.callOptions
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { group in
             for worker in 0..<benchCase.inflight {
                 // On the connection's loop: each call is written and its reply read on that thread, no hop.
@@ -106,7 +107,7 @@ struct BenchClient {
                             }
                         }
                         let reply = try await client.unary(
-                            BenchV1.Bench.echo, BenchV1.EchoRequest(payload: payload))
+                            BenchV1.Bench.echo, BenchV1.EchoRequest(payload: payload), options: callOptions)
                         let received = monotonicNanoseconds()
                         guard reply.payload == payload else {
                             throw BenchError("call \(sequence) of worker \(worker): the echo differs from the request")
@@ -137,7 +138,9 @@ struct BenchClient {
         while monotonicNanoseconds() < window.end {
             let request = BenchV1.StreamRequest(count: Self.streamBatch, size: UInt32(size))
             var received: UInt32 = 0
-            for try await reply in try client.serverStreaming(BenchV1.Bench.stream, request) {
+            for try await reply in try client.serverStreaming(
+                BenchV1.Bench.stream, request, options: options.callOptions)
+            {
                 guard received < Self.streamBatch, reply.payload == expected[Int(received)] else {
                     throw BenchError("stream message \(received) differs from what the server sends")
                 }

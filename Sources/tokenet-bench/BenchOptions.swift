@@ -1,17 +1,21 @@
+import TokenetRPC
 import TokenetTransport
 
 /// The command-line options of every subcommand; each uses the ones it needs.
 struct BenchOptions: Sendable {
     static let usage = """
         usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...] [--idle-poll-us N]
+                            [--deadline-ms N]
                tokenet-bench server --cert F --key F --ca F [--lifetime S] [--idle-poll-us N]
                tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,...]
-                                    [--idle-poll-us N]
+                                    [--idle-poll-us N] [--deadline-ms N]
                tokenet-bench compare [--pins none,same,split] [--rounds N] [--anchors DIR] [--seconds S] [--warmup S]
         cases: \(BenchCase.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)
         --idle-poll-us: how long each event loop keeps polling after it was busy before it sleeps (default
         \(defaultIdlePollMicroseconds), as in the nodes); 0 sleeps at once, and the results are labelled tokenet-nopoll.
         compare measures Tokenet both ways.
+        --deadline-ms: every call carries this deadline, as the nodes' calls to each other do (default: none); the
+        results are labelled tokenet-deadline.
         """
 
     enum Pinning: String, Sendable {
@@ -35,12 +39,20 @@ struct BenchOptions: Sendable {
     /// Each event loop's idle poll (`EventLoop.idlePoll`), in microseconds.
     var idlePollMicroseconds = Self.defaultIdlePollMicroseconds
 
+    /// The deadline each call carries (`CallOptions.timeout`), in milliseconds; nil for none.
+    var deadlineMilliseconds: Int?
+
     static let defaultIdlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
 
     var idlePoll: Duration { .microseconds(idlePollMicroseconds) }
 
     /// The `impl` column: polling and sleeping loops are told apart in the tables.
-    var implementation: String { idlePollMicroseconds == 0 ? "tokenet-nopoll" : "tokenet" }
+    var implementation: String {
+        (idlePollMicroseconds == 0 ? "tokenet-nopoll" : "tokenet") + (deadlineMilliseconds == nil ? "" : "-deadline")
+    }
+
+    /// What each benchmark call is made with.
+    var callOptions: CallOptions { CallOptions(timeout: deadlineMilliseconds.map { .milliseconds($0) }) }
 
     init(parsing arguments: [String]) throws {
         var index = 0
@@ -96,6 +108,12 @@ struct BenchOptions: Sendable {
                     throw BenchError("--idle-poll-us needs microseconds from 0 to 1000000, not \(text)")
                 }
                 idlePollMicroseconds = micros
+            case "--deadline-ms":
+                let text = try value(name)
+                guard let milliseconds = Int(text), (1...3_600_000).contains(milliseconds) else {
+                    throw BenchError("--deadline-ms needs milliseconds from 1 to 3600000, not \(text)")
+                }
+                deadlineMilliseconds = milliseconds
             case "--anchors": anchors = try value(name)
             case "--cert": certificate = try value(name)
             case "--key": key = try value(name)

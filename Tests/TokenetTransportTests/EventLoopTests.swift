@@ -64,6 +64,34 @@ import Testing
         #expect(fired.withLock { $0 } == ["early", "late"])
     }
 
+    /// Many timers scheduled out of order, half of them cancelled: the rest fire in deadline order, and the
+    /// cancelled ones' heap entries do not pile up.
+    @Test(.timeLimit(.minutes(1))) func manyTimersFireInDeadlineOrder() async throws {
+        let loop = try EventLoop(name: "test-many-timers")
+        defer { loop.shutdown() }
+        let fired = Mutex<[Int]>([])
+        let offsets = (0..<400).map { ($0 * 7919) % 10007 }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let start = ContinuousClock.now
+                for offset in offsets {
+                    let timer = loop.scheduleTimer(at: start + .microseconds(offset * 3)) {
+                        fired.withLock { $0.append(offset) }
+                    }
+                    if offset % 2 == 1 { loop.cancelTimer(timer) }
+                }
+                loop.scheduleTimer(at: start + .milliseconds(40)) { continuation.resume() }
+            }
+        }
+        #expect(fired.withLock { $0 } == offsets.filter { $0 % 2 == 0 }.sorted())
+        for _ in 0..<10_000 {
+            loop.cancelTimer(loop.scheduleTimer(after: .seconds(60)) {})
+        }
+        let (entries, live) = loop.shared.withLock { ($0.timerOrder.count, $0.timers.count) }
+        #expect(live == 0)
+        #expect(entries <= 64, "cancelled timers are compacted away")
+    }
+
     @Test func executeAfterShutdownReportsFailure() throws {
         let loop = try EventLoop(name: "test-shutdown")
         loop.shutdown()

@@ -1,0 +1,195 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Deadlines as the connection keeps them (`RPCConnection+Deadlines.swift`): one queue per connection and one check
+/// armed for the earliest open call, in memory (a sleeping task arms the check) and over TLS (a loop timer does).
+@Suite(.serialized) struct CallDeadlineTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// Where the calls run: the in-memory transport, or TLS on loopback with callers and handlers on the loops.
+    enum Placement: CaseIterable, CustomTestStringConvertible {
+        case inMemory, loops
+
+        var testDescription: String { self == .inMemory ? "in memory" : "TLS, on the loops" }
+    }
+
+    /// A client and server over `placement`, and how to take them down.
+    struct Setup {
+        let client: RPCClient
+        let server: RPCServer
+        /// Runs a caller the way this placement's callers run: on the client's loop when there is one.
+        let run: @Sendable (@escaping @Sendable () async throws -> Void) async throws -> Void
+        let stop: @Sendable () async -> Void
+    }
+
+    static func setUp(_ placement: Placement, _ router: RPCRouter, callLog: (@Sendable (CallRecord) -> Void)? = nil)
+        async throws -> Setup
+    {
+        switch placement {
+        case .inMemory:
+            let server = RPCServer(router: router, callLog: callLog)
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+                client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+            let serving = Task { await server.serve(serverEnd) }
+            let client = RPCClient(stream: clientEnd)
+            return Setup(
+                client: client, server: server, run: { try await $0() },
+                stop: {
+                    await client.close()
+                    serving.cancel()
+                })
+        case .loops:
+            let serverLoop = try EventLoop(name: "deadline-test-server")
+            let clientLoop = try EventLoop(name: "deadline-test-client")
+            let context = try TLSContext(
+                configuration: .server(
+                    certificateChainFile: LiveTLSCallTests.path("tsp.pem"),
+                    privateKeyFile: LiveTLSCallTests.path("tsp.key"),
+                    trustedCAFile: LiveTLSCallTests.path("ca.pem")))
+            let listener = try await TLSListener.bind(context: context, on: serverLoop)
+            let server = RPCServer(router: router, callLog: callLog, handlersOnConnectionLoop: true)
+            let serving = Task { await server.serve(listener: listener) }
+            let clientContext = try TLSContext(
+                configuration: .client(
+                    certificateChainFile: LiveTLSCallTests.path("wallet.pem"),
+                    privateKeyFile: LiveTLSCallTests.path("wallet.key"),
+                    trustedCAFile: LiveTLSCallTests.path("ca.pem")))
+            let connection = try await TLSConnection.connect(
+                host: "127.0.0.1", port: listener.port, context: clientContext, on: clientLoop)
+            let client = RPCClient(stream: connection)
+            return Setup(
+                client: client, server: server,
+                run: { body in try await Task(executorPreference: clientLoop) { try await body() }.value },
+                stop: {
+                    await client.close()
+                    server.shutdown()
+                    await listener.close()
+                    serving.cancel()
+                    clientLoop.shutdown()
+                    serverLoop.shutdown()
+                })
+        }
+    }
+
+    /// "slow" waits up to 30 s and counts how often it was cancelled; "stubborn" ignores cancellation for 300 ms and
+    /// then answers; anything else is echoed.
+    /// How many handlers were cancelled.
+    final class Counter: Sendable {
+        let count = Atomic<Int>(0)
+        var value: Int { count.load(ordering: .relaxed) }
+    }
+
+    static func router(cancelled: Counter = Counter()) -> RPCRouter {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            switch request.fString {
+            case "slow":
+                do {
+                    try await Task.sleep(for: .seconds(30))
+                } catch {
+                    cancelled.count.add(1, ordering: .relaxed)
+                    throw error
+                }
+            case "stubborn":
+                await withCheckedContinuation { continuation in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { continuation.resume() }
+                }
+            default: break
+            }
+            return request
+        }
+        return router
+    }
+
+    /// Polls `condition` for up to five seconds.
+    static func eventually(_ condition: () -> Bool) async throws -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    /// A call with a long deadline arms the check for late; one opened after it with a short deadline must re-arm
+    /// it, or it would wait for the long one. Both handlers' tasks are cancelled when their call ends.
+    @Test(.timeLimit(.minutes(1)), arguments: Placement.allCases)
+    func anEarlierDeadlineOpenedLaterEndsItsCallOnTime(_ placement: Placement) async throws {
+        let cancelled = Counter()
+        let setup = try await Self.setUp(placement, Self.router(cancelled: cancelled))
+        let client = setup.client
+        try await setup.run {
+            let long = Task {
+                try await client.unary(
+                    Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .seconds(20)))
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            let started = ContinuousClock.now
+            let error = await #expect(throws: RPCError.self) {
+                try await client.unary(
+                    Echo.unary, Scalars(fString: "slow"), options: CallOptions(timeout: .milliseconds(100)))
+            }
+            #expect(error?.code == .deadlineExceeded)
+            #expect(error?.message.contains("deadline") == true, "\(String(describing: error))")
+            let waited = ContinuousClock.now - started
+            #expect(waited >= .milliseconds(100) && waited < .seconds(10), "ended after \(waited)")
+            #expect(try await Self.eventually { cancelled.value == 1 }, "the handler is cancelled")
+            #expect(try await client.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 5, "the connection carries on")
+            long.cancel()
+            await #expect(throws: RPCError.self) { try await long.value }
+            #expect(try await Self.eventually { cancelled.value == 2 })
+        }
+        await setup.stop()
+    }
+
+    /// The server ends a call whose handler outlives the deadline with DEADLINE_EXCEEDED, even when the handler
+    /// ignores the cancellation and answers after all.
+    @Test(.timeLimit(.minutes(1)), arguments: Placement.allCases)
+    func aHandlerThatOutlivesTheDeadlineEndsWithDeadlineExceeded(_ placement: Placement) async throws {
+        let records = Mutex<[CallRecord]>([])
+        let setup = try await Self.setUp(
+            placement, Self.router(), callLog: { record in records.withLock { $0.append(record) } }
+        )
+        let client = setup.client
+        try await setup.run {
+            let error = await #expect(throws: RPCError.self) {
+                try await client.unary(
+                    Echo.unary, Scalars(fString: "stubborn"), options: CallOptions(timeout: .milliseconds(50)))
+            }
+            #expect(error?.code == .deadlineExceeded)
+        }
+        #expect(try await Self.eventually { records.withLock { !$0.isEmpty } })
+        #expect(records.withLock { $0.map(\.code) } == [.deadlineExceeded])
+        await setup.stop()
+    }
+
+    /// Calls that end in time leave entries behind; they are dropped once they outnumber the open calls, so the
+    /// queues of both ends stay small however many calls a connection carries.
+    @Test(.timeLimit(.minutes(1)), arguments: Placement.allCases)
+    func finishedCallsDeadlinesDoNotPileUp(_ placement: Placement) async throws {
+        let setup = try await Self.setUp(placement, Self.router())
+        let client = setup.client
+        try await setup.run {
+            for index in 0..<2000 {
+                let response = try await client.unary(
+                    Echo.unary, Scalars(fInt32: Int32(index)), options: CallOptions(timeout: .seconds(60)))
+                #expect(response.fInt32 == Int32(index))
+            }
+        }
+        let limit = 2 + RPCConnection.finishedDeadlinesKept
+        #expect(client.connection.core.withLock { $0.deadlines.count } <= limit)
+        let served = setup.server.connections.withLock { Array($0.values) }
+        #expect(served.count == 1)
+        for connection in served {
+            #expect(connection.core.withLock { $0.deadlines.count } <= limit)
+        }
+        await setup.stop()
+    }
+}
