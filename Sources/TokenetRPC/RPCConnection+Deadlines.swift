@@ -43,7 +43,7 @@ extension RPCConnection {
         let (seconds, attoseconds) = timeout.components
         let milliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         core.deadlines.insert(CallDeadline(id: id, milliseconds: milliseconds), deadline: deadline)
-        if let armed = core.deadlineCheck, armed.at <= deadline { return }
+        if let armed = core.deadlineCheck?.at, armed <= deadline { return }
         armDeadlineCheck(at: deadline, core: &core)
     }
 
