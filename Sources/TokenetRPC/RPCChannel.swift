@@ -71,7 +71,9 @@ public final class RPCChannel: RPCCaller {
         var connecting = false
         var failures = 0
         var lastError: (any Error)?
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Calls waiting for the attempt in progress, by a number of their own so that one can leave early.
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter: UInt64 = 0
         var closed = false
     }
 
@@ -178,13 +180,13 @@ public final class RPCChannel: RPCCaller {
             case .fail(let error):
                 throw error
             case .wait:
-                await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state in
-                        guard state.connecting else { return true }
-                        state.waiters.append(continuation)
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
+                // Another call's attempt may take longer than this call may wait: its own deadline bounds the wait.
+                do {
+                    try await withDeadline(deadline) { try await self.waitForAttempt() }
+                } catch let error as RPCError where error.code == .deadlineExceeded {
+                    throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
+                } catch is CancellationError {
+                    throw RPCError(.cancelled, "the call was cancelled while connecting")
                 }
                 if let deadline, ContinuousClock.now >= deadline {
                     throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
@@ -194,6 +196,27 @@ public final class RPCChannel: RPCCaller {
                 try await attempt(afterFailures: failures, before: deadline)
             }
         }
+    }
+
+    /// Waits until the connection attempt in progress ends; throws `CancellationError` when the caller is cancelled.
+    private func waitForAttempt() async throws {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = state.withLock { state in
+                    guard state.connecting, !Task.isCancelled else { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
     }
 
     /// One connection attempt, after the backoff its predecessors earned. Always clears `connecting`.
@@ -232,7 +255,7 @@ public final class RPCChannel: RPCCaller {
                     state.lastError = error
                 }
             }
-            let waiters = state.waiters
+            let waiters = state.waiters.values
             state.waiters.removeAll()
             return waiters
         }

@@ -96,6 +96,34 @@ import TokenetWire
 
     }
 
+    /// A call that finds another call's attempt in progress waits for it only until its own deadline, and stops
+    /// waiting when it is cancelled, however long that attempt takes.
+    @Test(.timeLimit(.minutes(1))) func aWaitingCallKeepsItsOwnDeadline() async throws {
+        let connecting = Atomic<Bool>(false)
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            connecting.store(true, ordering: .releasing)
+            try await Task.sleep(for: .seconds(20))  // a peer that never answers the connection
+            throw ConnectorError()
+        }
+        let first = Task { try await channel.unary(Echo.unary, Scalars()) }
+        while !connecting.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        let started = ContinuousClock.now
+        let error = await #expect(throws: RPCError.self) {
+            try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(200)))
+        }
+        #expect(error?.code == .deadlineExceeded)
+        #expect(error?.message == "the deadline passed while connecting")
+        let waited = ContinuousClock.now - started
+        #expect(waited < .seconds(10), "waited \(waited) for another call's attempt")
+        let cancelled = Task { try await channel.unary(Echo.unary, Scalars()) }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        let cancelError = await #expect(throws: RPCError.self) { try await cancelled.value }
+        #expect(cancelError?.code == .cancelled)
+        first.cancel()
+        _ = await first.result
+    }
+
     @Test func withoutADeadlineGivesUpAfterAFewAttempts() async throws {
         let harness = Harness(failures: .max)
         let channel = RPCChannel(backoff: Self.fastBackoff, attemptsWithoutDeadline: 3) { try await harness.connect() }
