@@ -81,9 +81,9 @@ struct BenchResult: Sendable {
             cpuPerMessage.map { String(format: "%.1f", $0) } ?? "-")
     }
 
-    /// The column widths of the anchors' table.
+    /// The column widths of the anchors' table, but for `impl`, wide enough for `tokenet-nopoll-deadline`.
     private static func row(_ columns: String...) -> String {
-        let widths = [-10, -19, 6, 5, 8, 10, 8, 9, 9, 11]
+        let widths = [-23, -19, 6, 5, 8, 10, 8, 9, 9, 11]
         return zip(columns, widths).map { column, width in
             let padding = String(repeating: " ", count: max(0, abs(width) - column.count))
             return width < 0 ? column + padding : padding + column
