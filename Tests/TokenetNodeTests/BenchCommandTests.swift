@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// `tokenet-bench run` as a user runs it: a server process and a client over mutual TLS on loopback, briefly.
+@Suite struct BenchCommandTests {
+    /// The `RESULT` lines' fields, one dictionary per line.
+    static func results(_ output: String) -> [[String: String]] {
+        output.split(separator: "\n").filter { $0.hasPrefix("RESULT ") }.map { line in
+            var fields: [String: String] = [:]
+            for field in line.split(separator: " ").dropFirst() {
+                let parts = field.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+            }
+            return fields
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func callsWithDeadlinesAreMeasuredAndLabelled() throws {
+        let result = try LaunchedProcess.run(
+            "tokenet-bench",
+            ["run", "--seconds", "0.3", "--warmup", "0", "--cases", "pingpong,async64,stream", "--deadline-ms", "5000"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let rows = Self.results(result.stdout)
+        #expect(rows.map { $0["mode"] } == ["unary-seq", "unary-async", "server-stream"])
+        for row in rows {
+            #expect(row["impl"] == "tokenet-deadline")
+            #expect(Int(row["msgs"] ?? "") ?? 0 > 0, "\(row)")
+        }
+        #expect(result.stdout.contains("tokenet-deadline        unary-async"), "the table's columns line up")
+    }
+
+    @Test func aDeadlineOutOfRangeIsRefused() throws {
+        let result = try LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--deadline-ms needs milliseconds from 1 to 3600000, not 0"), "\(result.stderr)")
+    }
+}
