@@ -267,3 +267,27 @@ public final class RPCChannel: RPCCaller {
         return RPCError(.unavailable, "cannot connect after \(attempts) attempt(s): \(reason)", cause: error)
     }
 }
+
+/// Runs `body`, cancelling it and throwing `DEADLINE_EXCEEDED` when `deadline` passes first: a connection attempt
+/// and the wait for another call's attempt. (Calls themselves have their deadlines kept by their connection.)
+nonisolated(nonsending) private func withDeadline<T: Sendable>(
+    _ deadline: ContinuousClock.Instant?,
+    _ body: nonisolated(nonsending) @escaping @Sendable () async throws -> T
+) async throws -> T {
+    guard let deadline else { return try await body() }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else {
+            throw RPCError(.internal, "deadline race ended empty")
+        }
+        guard let value = first else {
+            throw RPCError(.deadlineExceeded, "the deadline passed")
+        }
+        return value
+    }
+}

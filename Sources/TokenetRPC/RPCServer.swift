@@ -161,26 +161,3 @@ public final class RPCServer: Sendable {
         return status
     }
 }
-
-/// Runs `body`, cancelling it and throwing `DEADLINE_EXCEEDED` when `deadline` passes first.
-nonisolated(nonsending) func withDeadline<T: Sendable>(
-    _ deadline: ContinuousClock.Instant?,
-    _ body: nonisolated(nonsending) @escaping @Sendable () async throws -> T
-) async throws -> T {
-    guard let deadline else { return try await body() }
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(until: deadline, clock: .continuous)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else {
-            throw RPCError(.internal, "deadline race ended empty")
-        }
-        guard let value = first else {
-            throw RPCError(.deadlineExceeded, "the deadline passed")
-        }
-        return value
-    }
-}
