@@ -7,7 +7,9 @@ import Foundation
 ///
 /// Tokenet runs twice per round: as the nodes run (event loops poll briefly before sleeping) and with
 /// `--idle-poll-us 0` for ping-pong and 64 in flight (`tokenet-nopoll`), whose loops sleep in `epoll_wait` as the
-/// anchors' threads sleep in `read` — the like-for-like measure of the runtime's own cost.
+/// anchors' threads sleep in `read` — the like-for-like measure of the runtime's own cost. With `--deadline-ms N`
+/// it runs ping-pong and 64 in flight a third time with every call carrying that deadline (`tokenet-deadline`),
+/// as the nodes' calls to each other do, and adds their targets.
 struct BenchCompare {
     let options: BenchOptions
 
@@ -48,7 +50,9 @@ struct BenchCompare {
         Key("raw-tls", "pingpong", "100", "1"), Key("grpc-tls", "unary-seq", "100", "1"),
         Key("tokenet", "unary-seq", "100", "1"), Key("tokenet-nopoll", "unary-seq", "100", "1"),
         Key("raw-tls", "pipelined", "100", "32"), Key("grpc-tls", "unary-async", "100", "64"),
+        Key("tokenet-deadline", "unary-seq", "100", "1"),
         Key("tokenet", "unary-async", "100", "64"), Key("tokenet-nopoll", "unary-async", "100", "64"),
+        Key("tokenet-deadline", "unary-async", "100", "64"),
         Key("raw-tls", "pipelined", "16384", "8"), Key("grpc-tls", "unary-async", "16384", "32"),
         Key("tokenet", "unary-async", "16384", "8"), Key("tokenet", "unary-async", "16384", "32"),
         Key("tokenet", "server-stream", "100", "1"),
@@ -86,6 +90,18 @@ struct BenchCompare {
                         "--idle-poll-us", "0", "--cases", "pingpong,async64",
                     ],
                     environment: ["OPENSSL_CONF": (anchors as NSString).appendingPathComponent("openssl-aes128.cnf")])
+                if let deadline = options.deadlineMilliseconds {
+                    log("pin \(pin.rawValue), round \(round): tokenet, calls with a \(deadline) ms deadline")
+                    lines += try Self.results(
+                        of: me,
+                        [
+                            "run", "--pin", pin.rawValue, "--seconds", "\(options.seconds)", "--warmup",
+                            "\(options.warmup)", "--deadline-ms", "\(deadline)", "--cases", "pingpong,async64",
+                        ],
+                        environment: [
+                            "OPENSSL_CONF": (anchors as NSString).appendingPathComponent("openssl-aes128.cnf")
+                        ])
+                }
             }
             loads.append(Self.loadAverage())
             let rate = Self.medians(lines, "rate_per_s")
@@ -159,8 +175,10 @@ struct BenchCompare {
                 ),
             ]
         }
+        let withDeadlines = runs.contains { $0.1[Key("tokenet-deadline", "unary-seq", "100", "1")] != nil }
         let targets: [Target] =
-            callTargets("tokenet", label: "") + callTargets("tokenet-nopoll", label: "nopoll: ") + [
+            callTargets("tokenet", label: "") + callTargets("tokenet-nopoll", label: "nopoll: ")
+            + (withDeadlines ? callTargets("tokenet-deadline", label: "deadline: ") : []) + [
                 ("16 KiB MB/s at least 2x grpc-tls (both 32 in flight)", true, 2, ratio(\.3, tokenet16k, grpc16k)),
                 ("(16 KiB with 8 in flight, as raw-tls, vs grpc-tls 32)", true, 2, ratio(\.3, tokenet16k8, grpc16k)),
             ]
