@@ -49,8 +49,8 @@ struct BenchCompare {
     static let rows: [Key] = [
         Key("raw-tls", "pingpong", "100", "1"), Key("grpc-tls", "unary-seq", "100", "1"),
         Key("tokenet", "unary-seq", "100", "1"), Key("tokenet-nopoll", "unary-seq", "100", "1"),
-        Key("raw-tls", "pipelined", "100", "32"), Key("grpc-tls", "unary-async", "100", "64"),
         Key("tokenet-deadline", "unary-seq", "100", "1"),
+        Key("raw-tls", "pipelined", "100", "32"), Key("grpc-tls", "unary-async", "100", "64"),
         Key("tokenet", "unary-async", "100", "64"), Key("tokenet-nopoll", "unary-async", "100", "64"),
         Key("tokenet-deadline", "unary-async", "100", "64"),
         Key("raw-tls", "pipelined", "16384", "8"), Key("grpc-tls", "unary-async", "16384", "32"),
