@@ -82,20 +82,22 @@ extension RPCConnection {
     }
 
     /// Arms the check for `deadline`, cancelling the one armed for later.
+    ///
+    /// The check holds the connection strongly until it fires or is cancelled (`run()` cancels it when the
+    /// connection ends): a weak reference would move the connection's reference count to a side table, and every
+    /// retain and release of it — dozens per call — would take the slow path.
     private func armDeadlineCheck(at deadline: ContinuousClock.Instant, core: inout Core) {
         core.deadlineCheck?.cancel()
         core.deadlineCheckGeneration &+= 1
         let generation = core.deadlineCheckGeneration
         let cancel: @Sendable () -> Void
         if let loop {
-            let timer = loop.scheduleTimer(at: deadline) { [weak self] in
-                self?.expireDeadlines(generation: generation)
-            }
+            let timer = loop.scheduleTimer(at: deadline) { self.expireDeadlines(generation: generation) }
             cancel = { loop.cancelTimer(timer) }
         } else {
-            let task = Task { [weak self] in
+            let task = Task {
                 guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
-                self?.expireDeadlines(generation: generation)
+                self.expireDeadlines(generation: generation)
             }
             cancel = { task.cancel() }
         }

@@ -130,6 +130,10 @@ final class RPCConnection: Sendable {
         await stream.close()
         let waiters = core.withLock { core in
             core.finished = true
+            // Its calls have ended with the connection; the armed check holds the connection until cancelled.
+            core.deadlineCheck?.cancel()
+            core.deadlineCheck = nil
+            core.deadlines.removeAll()
             let waiters = core.closedWaiters
             core.closedWaiters.removeAll()
             return waiters

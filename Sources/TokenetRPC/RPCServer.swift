@@ -154,8 +154,9 @@ public final class RPCServer: Sendable {
             // Never leak internals to the peer.
             status = WireV1.Status(code: .internal, message: "internal error")
         }
-        // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why.
-        if let deadline = call.deadline, ContinuousClock.now >= deadline {
+        // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why. (Not
+        // cancelled, the handler finished before the connection's deadline check: no clock read for that.)
+        if Task.isCancelled, let deadline = call.deadline, ContinuousClock.now >= deadline {
             return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
         }
         return status

@@ -173,6 +173,26 @@ import TokenetWire
         await setup.stop()
     }
 
+    /// The armed check holds its connection until it fires; a closed connection's check is cancelled, so the
+    /// connection is freed at once rather than when the longest deadline it saw would have passed.
+    @Test(.timeLimit(.minutes(3)), arguments: Placement.allCases)
+    func aClosedConnectionIsFreedDespiteItsArmedCheck(_ placement: Placement) async throws {
+        weak var connection: RPCConnection?
+        do {
+            let setup = try await Self.setUp(placement, Self.router())
+            let client = setup.client
+            connection = client.connection
+            try await setup.run {
+                let response = try await client.unary(
+                    Echo.unary, Scalars(fInt32: 3), options: CallOptions(timeout: .seconds(600)))
+                #expect(response.fInt32 == 3)
+            }
+            #expect(client.connection.core.withLock { $0.deadlineCheck != nil }, "a check is armed for 600 s")
+            await setup.stop()
+        }
+        #expect(try await Self.eventually { connection == nil }, "the connection outlives its close")
+    }
+
     /// Calls that end in time leave entries behind; they are dropped once they outnumber the open calls, so the
     /// queues of both ends stay small however many calls a connection carries.
     @Test(.timeLimit(.minutes(3)), arguments: Placement.allCases)
