@@ -41,7 +41,9 @@ extension RPCConnection {
             }
         }
         let (seconds, attoseconds) = timeout.components
-        let milliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        let milliseconds =
+            seconds >= Int64(UInt32.max) / 1000
+            ? UInt32.max : UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         core.deadlines.insert(CallDeadline(id: id, milliseconds: milliseconds), deadline: deadline)
         if let armed = core.deadlineCheck?.at, armed <= deadline { return }
         armDeadlineCheck(at: deadline, core: &core)

@@ -476,11 +476,9 @@ final class RPCConnection: Sendable {
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
-        if let timeout {
-            let micros = max(
-                timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000, 1)
-            start.timeoutMicros = UInt64(micros)
-        }
+        // The deadline kept here is the one the server is told, in whole microseconds.
+        let timeout = timeout.map { Duration.microseconds(Self.wireMicroseconds($0)) }
+        if let timeout { start.timeoutMicros = UInt64(Self.wireMicroseconds(timeout)) }
         let result: Result<UInt32, RPCError> = core.withLock { core in
             if core.closing {
                 return .failure(RPCError(.unavailable, "the connection is closed"))
@@ -505,6 +503,15 @@ final class RPCConnection: Sendable {
             }
         }
         return (try result.get(), responses)
+    }
+
+    /// A timeout in whole microseconds for the wire: at least 1, and at most `Int64.max` (some 292,000 years)
+    /// however long the `Duration`, so a caller's "forever" never overflows.
+    static func wireMicroseconds(_ timeout: Duration) -> Int64 {
+        let (seconds, attoseconds) = timeout.components
+        guard seconds >= 0 else { return 1 }
+        guard seconds < Int64.max / 1_000_000 else { return Int64.max }
+        return max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 1)
     }
 
     func sendRequest(_ id: UInt32, _ data: Data) {

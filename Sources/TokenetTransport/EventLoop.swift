@@ -390,6 +390,8 @@ public final class EventLoop: @unchecked Sendable {
         let remaining = ContinuousClock.now.duration(to: deadline)
         if remaining <= .zero { return 0 }
         let (seconds, attoseconds) = remaining.components
+        // epoll_wait takes an Int32 of milliseconds (24 days); a later timer is simply looked at again then.
+        if seconds >= Int64(Int32.max) / 1000 { return Int32.max }
         let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: milliseconds)
     }

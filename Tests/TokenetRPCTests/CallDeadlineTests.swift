@@ -173,6 +173,25 @@ import TokenetWire
         await setup.stop()
     }
 
+    /// A caller's "forever" (the longest `Duration` there is) is a deadline like any other: sent as the most
+    /// microseconds the wire carries and kept without overflowing anywhere, on either end.
+    @Test(.timeLimit(.minutes(3)), arguments: Placement.allCases)
+    func theLongestDeadlineIsKeptWithoutOverflow(_ placement: Placement) async throws {
+        let setup = try await Self.setUp(placement, Self.router())
+        let client = setup.client
+        try await setup.run {
+            for timeout in [Duration.seconds(Int64.max), .seconds(Int64.max / 1_000_000), .seconds(1 << 40)] {
+                let response = try await client.unary(
+                    Echo.unary, Scalars(fInt32: 9), options: CallOptions(timeout: timeout))
+                #expect(response.fInt32 == 9)
+            }
+        }
+        #expect(RPCConnection.wireMicroseconds(.seconds(Int64.max)) == Int64.max)
+        #expect(RPCConnection.wireMicroseconds(.milliseconds(1500)) == 1_500_000)
+        #expect(RPCConnection.wireMicroseconds(.nanoseconds(1)) == 1)
+        await setup.stop()
+    }
+
     /// The armed check holds its connection until it fires; a closed connection's check is cancelled, so the
     /// connection is freed at once rather than when the longest deadline it saw would have passed.
     @Test(.timeLimit(.minutes(3)), arguments: Placement.allCases)
