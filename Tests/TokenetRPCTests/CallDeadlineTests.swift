@@ -34,12 +34,7 @@ import TokenetWire
     {
         switch placement {
         case .inMemory:
-            let server = RPCServer(router: router, callLog: callLog)
-            let (clientEnd, serverEnd) = InMemoryByteStream.pair(
-                client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-                server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
-            let serving = Task { await server.serve(serverEnd) }
-            let client = RPCClient(stream: clientEnd)
+            let (server, client, serving) = InMemoryCallTests.connect(router, callLog: callLog)
             return Setup(
                 client: client, server: server, run: { try await $0() },
                 stop: {
@@ -47,34 +42,15 @@ import TokenetWire
                     serving.cancel()
                 })
         case .loops:
-            let serverLoop = try EventLoop(name: "deadline-test-server")
-            let clientLoop = try EventLoop(name: "deadline-test-client")
-            let context = try TLSContext(
-                configuration: .server(
-                    certificateChainFile: LiveTLSCallTests.path("tsp.pem"),
-                    privateKeyFile: LiveTLSCallTests.path("tsp.key"),
-                    trustedCAFile: LiveTLSCallTests.path("ca.pem")))
-            let listener = try await TLSListener.bind(context: context, on: serverLoop)
-            let server = RPCServer(router: router, callLog: callLog, handlersOnConnectionLoop: true)
-            let serving = Task { await server.serve(listener: listener) }
-            let clientContext = try TLSContext(
-                configuration: .client(
-                    certificateChainFile: LiveTLSCallTests.path("wallet.pem"),
-                    privateKeyFile: LiveTLSCallTests.path("wallet.key"),
-                    trustedCAFile: LiveTLSCallTests.path("ca.pem")))
-            let connection = try await TLSConnection.connect(
-                host: "127.0.0.1", port: listener.port, context: clientContext, on: clientLoop)
-            let client = RPCClient(stream: connection)
+            let harness = try await LoopExecutorCallTests.start(router, callLog: callLog)
+            let client = try await harness.client()
+            let clientLoop = harness.clientLoop
             return Setup(
-                client: client, server: server,
+                client: client, server: harness.server,
                 run: { body in try await Task(executorPreference: clientLoop) { try await body() }.value },
                 stop: {
                     await client.close()
-                    server.shutdown()
-                    await listener.close()
-                    serving.cancel()
-                    clientLoop.shutdown()
-                    serverLoop.shutdown()
+                    await harness.stop()
                 })
         }
     }

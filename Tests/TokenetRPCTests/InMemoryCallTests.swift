@@ -15,9 +15,10 @@ import TokenetWire
     static func connect(
         _ router: RPCRouter,
         peer: PeerIdentity? = PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-        settings: ConnectionSettings = .defaults
+        settings: ConnectionSettings = .defaults,
+        callLog: (@Sendable (CallRecord) -> Void)? = nil
     ) -> (RPCServer, RPCClient, Task<Void, Never>) {
-        let server = RPCServer(router: router, settings: settings)
+        let server = RPCServer(router: router, settings: settings, callLog: callLog)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair(
             client: peer,
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1")

@@ -42,7 +42,7 @@ import TokenetWire
         }
     }
 
-    static func start(_ router: RPCRouter) async throws -> Harness {
+    static func start(_ router: RPCRouter, callLog: (@Sendable (CallRecord) -> Void)? = nil) async throws -> Harness {
         let serverLoop = try EventLoop(name: "rpc-loop-test-server")
         let clientLoop = try EventLoop(name: "rpc-loop-test-client")
         let context = try TLSContext(
@@ -54,7 +54,8 @@ import TokenetWire
         )
         let listener = try await TLSListener.bind(context: context, on: serverLoop)
         let server = RPCServer(
-            router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000), handlersOnConnectionLoop: true)
+            router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000), callLog: callLog,
+            handlersOnConnectionLoop: true)
         let serving = Task { await server.serve(listener: listener) }
         return Harness(
             serverLoop: serverLoop, clientLoop: clientLoop, listener: listener, server: server, serving: serving)
