@@ -477,8 +477,9 @@ final class RPCConnection: Sendable {
         let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
         // The deadline kept here is the one the server is told, in whole microseconds.
-        let timeout = timeout.map { Duration.microseconds(Self.wireMicroseconds($0)) }
-        if let timeout { start.timeoutMicros = UInt64(Self.wireMicroseconds(timeout)) }
+        let micros = timeout.map(Self.wireMicroseconds)
+        let timeout = micros.map { Duration.microseconds($0) }
+        if let micros { start.timeoutMicros = UInt64(micros) }
         let result: Result<UInt32, RPCError> = core.withLock { core in
             if core.closing {
                 return .failure(RPCError(.unavailable, "the connection is closed"))

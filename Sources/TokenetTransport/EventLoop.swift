@@ -52,7 +52,7 @@ public final class EventLoop: @unchecked Sendable {
         var work: [Work] = []
         /// Live timers by id; `timerOrder` holds their ids by deadline, and also the ids of cancelled timers until
         /// they come to the top or a compaction drops them (see `DeadlineHeap`).
-        var timers: [UInt64: Timer] = [:]
+        var timers: [UInt64: @Sendable () -> Void] = [:]
         var timerOrder = DeadlineHeap<UInt64>()
         var nextTimerID: UInt64 = 1
         /// The loop is in (or about to enter) `epoll_wait` with nothing queued: new work must signal the eventfd.
@@ -61,11 +61,6 @@ public final class EventLoop: @unchecked Sendable {
         var stopped = false
         /// How many times work queued from another thread had to wake the loop through the eventfd.
         var wakeUpSignals = 0
-    }
-
-    struct Timer {
-        var deadline: ContinuousClock.Instant
-        var body: @Sendable () -> Void
     }
 
     /// Registration id 0 is the wake-up eventfd.
@@ -194,7 +189,7 @@ public final class EventLoop: @unchecked Sendable {
                 let live = state.timers
                 state.timerOrder.removeAll { live[$0] == nil }
             }
-            state.timers[id] = Timer(deadline: deadline, body: body)
+            state.timers[id] = body
             state.timerOrder.insert(id, deadline: deadline)
             return (id, state.timerOrder.earliest?.value == id)
         }
@@ -347,7 +342,7 @@ public final class EventLoop: @unchecked Sendable {
             guard let first = state.timerOrder.earliest, first.deadline <= now else { return [] }
             var due: [@Sendable () -> Void] = []
             while let id = state.timerOrder.removeDue(at: now) {
-                if let timer = state.timers.removeValue(forKey: id) { due.append(timer.body) }
+                if let body = state.timers.removeValue(forKey: id) { due.append(body) }
             }
             return due
         }
