@@ -124,7 +124,9 @@ public final class RPCNodeListener: NodeListener {
             services: router.serviceNames.union([HealthV1.Health.serviceName, ReflectionV1.Reflection.serviceName]))
         health.register(on: &router)
         ReflectionService(router: router).register(on: &router)
-        let server = RPCServer(router: router) { record in
+        // The call log is only attached when its lines are written: a node at `info` neither times its calls nor
+        // builds their fields.
+        let logCall: @Sendable (CallRecord) -> Void = { record in
             logger.debug(
                 "call",
                 [
@@ -136,6 +138,7 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
+        let server = RPCServer(router: router, callLog: logger.isEnabled(.debug) ? logCall : nil)
         let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)

@@ -59,6 +59,51 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }
 
+    /// At `debug` a node writes one line per served call (method, peer, status, duration, trace id); at `info`, the
+    /// default, none.
+    @Test(arguments: ["debug", "info"])
+    func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+                "--log-format", "json", "--log-level", level,
+            ])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        let address = try #require(HostPort(parsing: ready.listen))
+        let loop = try EventLoop(name: "test-node-call-log")
+        defer { loop.shutdown() }
+        let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let client = RPCClient(stream: connection)
+        var metadata = Metadata()
+        metadata.setTraceID("5eed0fca11ab1e5")
+        for _ in 0..<3 {
+            _ = try await client.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(),
+                options: CallOptions(timeout: .seconds(30), metadata: metadata))
+        }
+        await client.close()
+        kill(node.process.processIdentifier, SIGTERM)
+        let result = try node.waitForExit()
+        #expect(result.status == 0)
+        let lines = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call""#) }
+        if level == "info" {
+            #expect(lines.isEmpty, "\(lines)")
+        } else {
+            #expect(lines.count == 3, "\(result.stderr)")
+            for line in lines {
+                #expect(line.contains(#""method":"/tokenet.health.v1.Health/Check""#), "\(line)")
+                #expect(line.contains(#""peer":"plaintext""#), "\(line)")
+                #expect(line.contains(#""status":"#), "\(line)")
+                #expect(line.contains(#""duration_us":"#), "\(line)")
+                #expect(line.contains("5eed0fca11ab1e5"), "\(line)")
+            }
+        }
+    }
+
     @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
     func badOptionExitsWithStatusTwo(node: String) throws {
         let result = try LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])
