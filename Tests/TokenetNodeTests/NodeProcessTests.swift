@@ -32,15 +32,28 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }
 
-    @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
-        let scratch = try TemporaryDirectory()
+    /// A plaintext `tsp-node` on a free port with `arguments` added, once it is ready, and where it listens.
+    func startPlaintextNode(in scratch: TemporaryDirectory, _ arguments: [String] = []) throws
+        -> (node: LaunchedProcess, readyFile: String, address: HostPort)
+    {
         let readyFile = scratch.path("ready.json")
         let node = try LaunchedProcess(
             "tsp-node",
-            ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile])
+            ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile]
+                + arguments)
+        do {
+            let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+            return (node, readyFile, try #require(HostPort(parsing: ready.listen)))
+        } catch {
+            node.process.terminate()
+            throw error
+        }
+    }
+
+    @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, readyFile, address) = try startPlaintextNode(in: scratch)
         defer { if node.process.isRunning { node.process.terminate() } }
-        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
-        let address = try #require(HostPort(parsing: ready.listen))
 
         let loop = try EventLoop(name: "test-node-health")
         defer { loop.shutdown() }
@@ -64,16 +77,8 @@ import TokenetWire
     @Test(arguments: ["debug", "info"])
     func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
         let scratch = try TemporaryDirectory()
-        let readyFile = scratch.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
-                "--log-format", "json", "--log-level", level,
-            ])
+        let (node, _, address) = try startPlaintextNode(in: scratch, ["--log-format", "json", "--log-level", level])
         defer { if node.process.isRunning { node.process.terminate() } }
-        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
-        let address = try #require(HostPort(parsing: ready.listen))
         let loop = try EventLoop(name: "test-node-call-log")
         defer { loop.shutdown() }
         let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
