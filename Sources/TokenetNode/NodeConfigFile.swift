@@ -4,14 +4,15 @@ import Foundation
 ///
 /// The file is a flat object whose keys are the flag names without dashes, for example
 /// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`;
-/// `idle-poll-us` may be a number.
+/// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`) may be numbers.
 /// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
 public enum NodeConfigFile {
-    /// A config value: strings, booleans, and whole numbers for the numeric settings.
+    /// A config value: strings, booleans, and numbers for the numeric settings.
     private enum Scalar: Decodable {
         case string(String)
         case bool(Bool)
         case integer(Int)
+        case decimal(Double)
         case other
 
         init(from decoder: any Decoder) throws {
@@ -22,6 +23,8 @@ public enum NodeConfigFile {
                 self = .string(text)
             } else if let number = try? container.decode(Int.self) {
                 self = .integer(number)
+            } else if let number = try? container.decode(Double.self) {
+                self = .decimal(number)
             } else {
                 self = .other
             }
@@ -49,10 +52,15 @@ public enum NodeConfigFile {
                 value = .bool(flag)
             case (.string(let text), let key) where key != .plaintext:
                 value = .string(text)
-            case (.integer(let number), .idlePoll):
+            case (.integer(let number), let key) where key.isNumeric:
+                value = .string(String(number))
+            case (.decimal(let number), let key) where key.isNumeric && key != .idlePoll:
                 value = .string(String(number))
             default:
-                let expected = key == .plaintext ? "true or false" : key == .idlePoll ? "a whole number" : "a string"
+                let expected =
+                    key == .plaintext
+                    ? "true or false"
+                    : key == .idlePoll ? "a whole number" : key.isNumeric ? "a number or a string" : "a string"
                 throw NodeError(.config, "config file \(path): \"\(name)\" must be \(expected)")
             }
             settings.append(NodeSetting(key: key, value: value, origin: .configFile(path: path)))

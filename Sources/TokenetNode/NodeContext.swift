@@ -26,8 +26,9 @@ public struct NodeContext: Sendable {
             throw NodeError(.config, "--\(role.rawValue) is required: this node calls the \(role.nodeName)")
         }
         let loop = eventLoop
+        let timers = options.clientTimers
         if options.plaintext {
-            return RPCChannel {
+            return RPCChannel(timers: timers) {
                 try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
             }
         }
@@ -42,7 +43,7 @@ public struct NodeContext: Sendable {
         } catch {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
-        return RPCChannel {
+        return RPCChannel(timers: timers) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }
     }

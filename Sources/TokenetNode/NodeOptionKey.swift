@@ -20,6 +20,9 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case fixtures
     case plaintext
     case idlePoll = "idle-poll-us"
+    case keepalive
+    case keepaliveTimeout = "keepalive-timeout"
+    case idleTimeout = "idle-timeout"
     case help
     case version
 
@@ -33,6 +36,14 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         switch self {
         case .plaintext, .help, .version: return false
         default: return true
+        }
+    }
+
+    /// Whether a config file may give the value as a JSON number.
+    var isNumeric: Bool {
+        switch self {
+        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout: return true
+        default: return false
         }
     }
 
@@ -70,6 +81,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
         case .idlePoll: return "N"
+        case .keepalive, .keepaliveTimeout, .idleTimeout: return "SECONDS"
         case .plaintext, .help, .version: return ""
         }
     }
@@ -96,6 +108,12 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .idlePoll:
             return "Microseconds the event loop polls after work before it sleeps "
                 + "(default \(EventLoop.defaultIdlePollMicroseconds); 0 sleeps at once)."
+        case .keepalive:
+            return "Ping a peer after this many seconds without hearing from it (default 30; 0 never pings)."
+        case .keepaliveTimeout:
+            return "Close a connection whose ping stays unanswered this many seconds; its calls fail (default 20)."
+        case .idleTimeout:
+            return "Close a served connection after this many seconds without calls (default 0: never)."
         case .help: return "Show this help and exit."
         case .version: return "Show the version and exit."
         }

@@ -28,6 +28,21 @@ extension NodeOptions {
             guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
             return address
         }
+        /// Seconds, to the millisecond, up to a day; zero (when allowed) turns the timer off and reads as nil.
+        func milliseconds(allowingZero: Bool) throws(NodeError) -> Int? {
+            let expectation =
+                allowingZero
+                ? "seconds from 0 (off) to 86400, such as 30 or 0.5" : "seconds from 0.001 to 86400, such as 20 or 0.5"
+            guard let value = Double(text), value.isFinite, (0...86_400).contains(value) else {
+                throw bad(expectation, text)
+            }
+            let milliseconds = Int((value * 1000).rounded())
+            if milliseconds == 0 {
+                guard allowingZero && value == 0 else { throw bad(expectation, text) }
+                return nil
+            }
+            return milliseconds
+        }
         func path() throws(NodeError) -> String {
             guard !text.isEmpty else { throw bad("a path", text) }
             return Self.resolve(path: text, origin: origin)
@@ -55,6 +70,12 @@ extension NodeOptions {
                 throw bad("microseconds from 0 to 1000000", text)
             }
             idlePollMicroseconds = micros
+        case .keepalive:
+            keepaliveMilliseconds = try milliseconds(allowingZero: true)
+        case .keepaliveTimeout:
+            keepaliveTimeoutMilliseconds = try milliseconds(allowingZero: false) ?? keepaliveTimeoutMilliseconds
+        case .idleTimeout:
+            idleTimeoutMilliseconds = try milliseconds(allowingZero: true)
         case .config, .help, .version, .plaintext:
             // Handled by the command-line scanner; never reaches here as a string setting.
             throw bad("no value", text)

@@ -1,3 +1,4 @@
+import TokenetRPC
 import TokenetTransport
 
 /// The settings a node runs with, after the config file and the command line have been merged.
@@ -24,8 +25,31 @@ public struct NodeOptions: Sendable, Equatable {
     public var plaintext = false
     /// How long the node's event loop polls after it was busy before it sleeps (`EventLoop.idlePoll`).
     public var idlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
+    /// After this many milliseconds without hearing from a peer, the node pings it (on the connections it serves
+    /// and on those it opens); nil turns pings off. A peer that stays silent is how a frozen process or a lost
+    /// network shows itself: without pings a node would only find out when a call's deadline passed.
+    public var keepaliveMilliseconds: Int? = 30_000
+    /// How long a ping may stay unanswered before the node closes the connection and fails its calls UNAVAILABLE.
+    public var keepaliveTimeoutMilliseconds = 20_000
+    /// The node closes a connection it serves once no call has been open on it this long (goaway IDLE_TIMEOUT);
+    /// nil, the default, keeps idle connections open.
+    public var idleTimeoutMilliseconds: Int?
 
     public init() {}
+
+    /// The keepalive limits of the connections this node opens.
+    public var clientTimers: ConnectionTimers {
+        ConnectionTimers(
+            keepaliveInterval: keepaliveMilliseconds.map { .milliseconds($0) },
+            keepaliveTimeout: .milliseconds(keepaliveTimeoutMilliseconds))
+    }
+
+    /// The keepalive and idle limits of the connections this node serves.
+    public var serverTimers: ConnectionTimers {
+        var timers = clientTimers
+        timers.idleTimeout = idleTimeoutMilliseconds.map { .milliseconds($0) }
+        return timers
+    }
 
     /// The data directory actually used.
     public func resolvedDataDirectory(node: String) -> String {

@@ -138,7 +138,8 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
-        let server = RPCServer(router: router, callLog: logger.isEnabled(.debug) ? logCall : nil)
+        let server = RPCServer(
+            router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil)
         let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)

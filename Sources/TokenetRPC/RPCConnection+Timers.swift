@@ -17,7 +17,8 @@ public struct ConnectionTimers: Sendable {
         self.idleTimeout = idleTimeout
     }
 
-    var isEnabled: Bool { keepaliveInterval != nil || idleTimeout != nil }
+    /// Whether the connection runs a timer at all.
+    public var isEnabled: Bool { keepaliveInterval != nil || idleTimeout != nil }
 
     /// How often the timer task looks: often enough for the shortest limit, never busier than every 10 ms.
     var tick: Duration {

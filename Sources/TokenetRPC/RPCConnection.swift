@@ -108,6 +108,13 @@ final class RPCConnection: Sendable {
         self.role = role
         self.handler = handler
         self.maximumInboundFrameSize = settings.maxFrameSize
+        // The hello tells the peer how often to expect pings (a tap or a log shows it), unless set explicitly.
+        var settings = settings
+        if settings.keepaliveIntervalMilliseconds == 0, let interval = timers.keepaliveInterval {
+            let (seconds, attoseconds) = interval.components
+            let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+            settings.keepaliveIntervalMilliseconds = milliseconds >= Double(Int.max) ? Int.max : Int(milliseconds)
+        }
         let machine = ConnectionStateMachine(role: role, settings: settings, agent: "tokenet/1")
         self.core = Mutex(Core(machine: machine, encoder: FrameEncoder()))
         // The hello goes first in the outbound buffer, before any call the application opens.

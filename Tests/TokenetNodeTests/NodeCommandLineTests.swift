@@ -46,6 +46,9 @@ import Testing
         #expect(parsed.logLevel == .info)
         #expect(parsed.logFormat == .text)
         #expect(parsed.idlePollMicroseconds == 50)
+        #expect(parsed.keepaliveMilliseconds == 30_000)
+        #expect(parsed.keepaliveTimeoutMilliseconds == 20_000)
+        #expect(parsed.idleTimeoutMilliseconds == nil)
         #expect(parsed.resolvedDataDirectory(node: "wallet-node") == "tokenet-data/wallet-node")
     }
 
@@ -54,7 +57,7 @@ import Testing
             tls + [
                 "--listen", "0.0.0.0:7003", "--tsp", "127.0.0.1:7001", "--issuer=127.0.0.1:7002",
                 "--data-dir", "/var/w", "--log-level", "trace", "--log-format=json", "--ready-file", "/tmp/r.json",
-                "--idle-poll-us", "0",
+                "--idle-poll-us", "0", "--keepalive", "0.25", "--keepalive-timeout=2", "--idle-timeout", "600",
             ])
         #expect(parsed.listen == HostPort(host: "0.0.0.0", port: 7003))
         #expect(
@@ -66,7 +69,24 @@ import Testing
         #expect(parsed.logFormat == .json)
         #expect(parsed.readyFile == "/tmp/r.json")
         #expect(parsed.idlePollMicroseconds == 0)
+        #expect(parsed.keepaliveMilliseconds == 250)
+        #expect(parsed.keepaliveTimeoutMilliseconds == 2000)
+        #expect(parsed.idleTimeoutMilliseconds == 600_000)
         #expect(parsed.plaintext == false)
+    }
+
+    /// The node's connections get these limits: pings on both sides, the idle limit only where it serves.
+    @Test func keepaliveSettingsBecomeConnectionTimers() throws {
+        let parsed = try options(tls + ["--keepalive", "5", "--keepalive-timeout", "1.5", "--idle-timeout", "60"])
+        #expect(parsed.clientTimers.keepaliveInterval == .seconds(5))
+        #expect(parsed.clientTimers.keepaliveTimeout == .milliseconds(1500))
+        #expect(parsed.clientTimers.idleTimeout == nil)
+        #expect(parsed.serverTimers.keepaliveInterval == .seconds(5))
+        #expect(parsed.serverTimers.idleTimeout == .seconds(60))
+        let off = try options(tls + ["--keepalive", "0", "--idle-timeout", "0"])
+        #expect(off.keepaliveMilliseconds == nil)
+        #expect(off.idleTimeoutMilliseconds == nil)
+        #expect(!off.serverTimers.isEnabled)
     }
 
     @Test func plaintextReplacesTLSMaterial() throws {
@@ -100,6 +120,13 @@ import Testing
         (["--data-dir", ""], "--data-dir: expected a path"),
         (["--idle-poll-us", "-1"], "--idle-poll-us: expected microseconds from 0 to 1000000, got '-1'"),
         (["--idle-poll-us", "fast"], "--idle-poll-us: expected microseconds from 0 to 1000000, got 'fast'"),
+        (["--keepalive", "-1"], "--keepalive: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got '-1'"),
+        (["--keepalive", "soon"], "--keepalive: expected seconds from 0 (off) to 86400"),
+        (["--keepalive", "nan"], "--keepalive: expected seconds from 0 (off) to 86400"),
+        (["--keepalive", "1e9"], "--keepalive: expected seconds from 0 (off) to 86400"),
+        (["--keepalive", "0.0001"], "--keepalive: expected seconds from 0 (off) to 86400"),
+        (["--keepalive-timeout", "0"], "--keepalive-timeout: expected seconds from 0.001 to 86400, such as 20 or 0.5"),
+        (["--idle-timeout", ""], "--idle-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got ''"),
     ])
     func usageErrorsNameTheFlag(arguments: [String], message: String) throws {
         let failure = try #require(error(arguments + ["--plaintext"], spec: .tsp))
@@ -149,6 +176,24 @@ import Testing
             }
             #expect(parsed.idlePollMicroseconds == expected)
         }
+    }
+
+    @Test func configKeepaliveSettingsAreNumbersOrStrings() throws {
+        let config = #"{"keepalive": 0.5, "keepalive-timeout": "3", "idle-timeout": 120}"#
+        let result = try NodeCommandLine.parse(["--config", "n.json", "--plaintext"], spec: .wallet) {
+            _ throws(NodeError) in Data(config.utf8)
+        }
+        guard case .run(let parsed) = result else {
+            Issue.record("expected run, got \(result)")
+            return
+        }
+        #expect(parsed.keepaliveMilliseconds == 500)
+        #expect(parsed.keepaliveTimeoutMilliseconds == 3000)
+        #expect(parsed.idleTimeoutMilliseconds == 120_000)
+        let fractionalPoll = error(["--config", "n.json"], spec: .tsp, config: #"{"idle-poll-us": 0.5}"#)
+        #expect(fractionalPoll?.description.contains(#""idle-poll-us" must be a whole number"#) == true)
+        let notANumber = error(["--config", "n.json"], spec: .tsp, config: #"{"keepalive": true}"#)
+        #expect(notANumber?.description.contains(#""keepalive" must be a number or a string"#) == true)
     }
 
     @Test func configPlaintextCanBeSetByFile() throws {

@@ -109,6 +109,70 @@ import TokenetWire
         }
     }
 
+    /// A node pings a peer it has not heard from and cuts it off when the ping goes unanswered (goaway
+    /// KEEPALIVE_TIMEOUT, then close); a client that answers keeps its connection through the same pings.
+    @Test(.timeLimit(.minutes(2))) func aSilentPeerIsPingedThenCutOff() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try startPlaintextNode(
+            in: scratch, ["--keepalive", "0.2", "--keepalive-timeout", "1"])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let loop = try EventLoop(name: "test-node-keepalive")
+        defer { loop.shutdown() }
+        let answering = RPCClient(
+            stream: try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
+        let check = { () async throws -> HealthV1.ServingStatus in
+            try await answering.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))
+            ).status
+        }
+        #expect(try await check() == .serving)
+
+        // The silent peer sends its hello, then only reads.
+        let silent = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let encoder = FrameEncoder()
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        try await silent.write(bytes)
+        let started = ContinuousClock.now
+        // Without pings the node would never close it: a watchdog ends the wait instead of the time limit.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            await silent.close()
+        }
+        defer { watchdog.cancel() }
+        var decoder = FrameDecoder()
+        var kinds: [String] = []
+        var goaway: WireV1.GoAway?
+        var announced: UInt32?
+        while let chunk = try? await silent.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                switch frame.kind {
+                case .hello(let hello):
+                    kinds.append("hello")
+                    announced = hello.settings?.keepaliveIntervalMs
+                case .ping: kinds.append("ping")
+                case .goaway(let value):
+                    kinds.append("goaway")
+                    goaway = value
+                default: kinds.append("other")
+                }
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(kinds == ["hello", "ping", "goaway"], "\(kinds)")
+        #expect(announced == 200, "the node's hello tells how often it pings")
+        #expect(goaway?.code == .keepaliveTimeout)
+        #expect(goaway?.reason.contains("no answer to keepalive ping") == true, "\(String(describing: goaway))")
+        #expect(elapsed >= .milliseconds(1200), "cut off after \(elapsed), before the ping could time out")
+        await silent.close()
+
+        // Several pings went to the answering client meanwhile; its connection still serves.
+        #expect(answering.isUsable)
+        #expect(try await check() == .serving)
+        await answering.close()
+    }
+
     @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
     func badOptionExitsWithStatusTwo(node: String) throws {
         let result = try LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])
