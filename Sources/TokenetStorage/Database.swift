@@ -67,9 +67,18 @@ public final class Database: Sendable {
     }
 
     private static func configure(_ connection: Connection, options: Options, inMemory: Bool) throws {
-        let timeout = options.busyTimeout.components
-        let milliseconds = timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(connection.handle, Int32(clamping: max(milliseconds, 0)))
+        // SQLite takes an Int32 of milliseconds (about 24 days): a longer timeout waits that long, a negative one not
+        // at all, and neither overflows on the way.
+        let (seconds, attoseconds) = options.busyTimeout.components
+        let milliseconds: Int64
+        if seconds < 0 {
+            milliseconds = 0
+        } else if seconds >= Int64(Int32.max) / 1000 {
+            milliseconds = Int64(Int32.max)
+        } else {
+            milliseconds = max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 0)
+        }
+        sqlite3_busy_timeout(connection.handle, Int32(clamping: milliseconds))
         if !inMemory {
             // WAL: a commit appends to the -wal file and readers never block the writer. A transaction is
             // committed once its commit record is in the WAL; a process killed mid-transaction leaves frames
