@@ -26,6 +26,9 @@ struct ConnectionStateMachine {
         case finishCall(streamID: UInt32, WireV1.Status)
         /// Client: the call failed locally (connection lost, goaway, window exceeded); report this error.
         case failCall(streamID: UInt32, code: StatusCode, message: String)
+        /// Client: a goaway says the server never processed this call (its id is above the goaway's last stream
+        /// id); it fails with UNAVAILABLE and may go again on another connection.
+        case refuseCall(streamID: UInt32, message: String)
         /// Server: stop this call's handler; nothing more is sent on the stream.
         case cancelHandler(streamID: UInt32)
         /// The peer answered a ping.
@@ -196,7 +199,7 @@ struct ConnectionStateMachine {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
             for id in streams.ids.sorted() where id > goaway.lastStreamID {
                 removeStream(id)
-                actions.append(.failCall(streamID: id, code: .unavailable, message: "\(reason) (call not processed)"))
+                actions.append(.refuseCall(streamID: id, message: "\(reason) (call not processed)"))
             }
         }
         if goaway.code != .noError && goaway.code != .shuttingDown {

@@ -113,12 +113,27 @@ public final class RPCChannel: RPCCaller {
 
     // MARK: - Calls
 
+    /// A unary call. When a goaway shows that the server never processed it (the call crossed the server's
+    /// shutdown or idle close on the wire), it goes once more, on the channel's next connection and within the
+    /// same deadline: the caller sees the server's answer rather than an UNAVAILABLE it could do nothing about.
+    /// Any other failure, such as a connection lost after the call was sent, is the caller's to handle.
     public func unary<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> Response {
-        try await client(for: options).unary(method, request, options: options)
+        let started = ContinuousClock.now
+        do {
+            return try await client(for: options).unary(method, request, options: options)
+        } catch let error as RPCError where error.callWasNotProcessed {
+            var again = options
+            if let timeout = options.timeout {
+                let remaining = timeout - (ContinuousClock.now - started)
+                guard remaining > .zero else { throw error }
+                again.timeout = remaining
+            }
+            return try await client(for: again).unary(method, request, options: again)
+        }
     }
 
     public func serverStreaming<Request, Response>(

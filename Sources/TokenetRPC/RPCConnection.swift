@@ -361,6 +361,9 @@ final class RPCConnection: Sendable {
                 }
             case .failCall(let id, let code, let message):
                 core.clientCalls.removeValue(forKey: id)?.responses.finish(throwing: RPCError(code, message))
+            case .refuseCall(let id, let message):
+                core.clientCalls.removeValue(forKey: id)?.responses.finish(
+                    throwing: RPCError(.unavailable, message, cause: CallNotProcessed()))
             case .cancelHandler(let id):
                 if let call = core.serverCalls.removeValue(forKey: id) {
                     call.task?.cancel()

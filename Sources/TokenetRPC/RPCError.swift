@@ -30,8 +30,19 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
         "\(code.protoValueName ?? String(code.rawValue)): \(message)"
     }
 
+    /// Whether the server is known never to have processed the call: a goaway named a last stream id below it.
+    /// Such a call is safe to send again on another connection, whatever it does (`RPCChannel` does so once).
+    public var callWasNotProcessed: Bool { cause is CallNotProcessed }
+
     /// The status frame body that reports this error to the peer.
     var status: WireV1.Status {
         WireV1.Status(code: code, message: message, details: details)
     }
+}
+
+/// The cause of an UNAVAILABLE error for a call that a goaway refused before the server processed it.
+public struct CallNotProcessed: Error, Sendable, CustomStringConvertible {
+    public init() {}
+
+    public var description: String { "the server refused the call before processing it" }
 }

@@ -349,7 +349,7 @@ import TokenetWire
         let goaway = WireV1.GoAway(lastStreamID: 1, code: .shuttingDown, reason: "bye")
         #expect(
             machine.receive(Self.frame(0, .goaway(goaway)))
-                == [.failCall(streamID: 3, code: .unavailable, message: "bye (call not processed)")]
+                == [.refuseCall(streamID: 3, message: "bye (call not processed)")]
         )
         #expect(throws: RPCError.self) { try machine.openCall(Self.start) }
         #expect(

@@ -153,4 +153,68 @@ import TokenetWire
         let echo = Echo.Client(channel)
         #expect(try await echo.unary(Scalars(fInt32: 1)).fInt32 == 2)
     }
+
+    /// A server end that reads until the client's first call arrives, then either refuses it with a goaway naming
+    /// stream 0 as the last it processed (as a server does when it starts draining, or closes an idle connection,
+    /// just as the call arrives) or, with `goaway` false, closes without a word: the call may have been processed.
+    static func dropFirstCall(on stream: InMemoryByteStream, goaway: Bool) async throws {
+        var decoder = FrameDecoder()
+        var sawCall = false
+        while !sawCall, let chunk = try await stream.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                if case .callStart = frame.kind { sawCall = true }
+            }
+        }
+        if goaway {
+            let encoder = FrameEncoder()
+            var bytes: [UInt8] = []
+            try encoder.encode(
+                WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+            let refusal = WireV1.GoAway(lastStreamID: 0, code: .shuttingDown, reason: "draining")
+            try encoder.encode(WireV1.Frame(streamID: 0, kind: .goaway(refusal)), into: &bytes)
+            try await stream.write(bytes)
+        }
+        await stream.close()
+    }
+
+    /// Connects first to a server end that drops the first call (see `dropFirstCall`), then to `harness`.
+    final class DroppingConnector: Sendable {
+        let harness = Harness()
+        let connections = Atomic<Int>(0)
+        let goaway: Bool
+
+        init(goaway: Bool) {
+            self.goaway = goaway
+        }
+
+        func connect() async throws -> any ByteStream {
+            guard connections.add(1, ordering: .relaxed).newValue == 1 else { return try await harness.connect() }
+            let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+            Task { [goaway] in try await RPCChannelTests.dropFirstCall(on: serverEnd, goaway: goaway) }
+            return clientEnd
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aCallTheServerRefusedUnprocessedGoesOnceMore() async throws {
+        let connector = DroppingConnector(goaway: true)
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
+        let response = try await channel.unary(
+            Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+        #expect(response.fInt32 == 2)
+        #expect(connector.connections.load(ordering: .relaxed) == 2)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aCallLostWithItsConnectionIsNotSentAgain() async throws {
+        let connector = DroppingConnector(goaway: false)
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
+        do {
+            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
+            Issue.record("the call was sent again")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(!error.callWasNotProcessed)
+        }
+        #expect(connector.connections.load(ordering: .relaxed) == 1)
+    }
 }
