@@ -138,8 +138,21 @@ public final class RPCNodeListener: NodeListener {
                     "trace_id": record.traceID,
                 ])
         }
+        // A connection that ended in a problem (a protocol error, an unanswered ping, a failed read) is worth a
+        // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.
+        let logConnection: @Sendable (ConnectionRecord) -> Void = { record in
+            let peer = record.peer?.uri ?? "plaintext"
+            let (seconds, attoseconds) = record.duration.components
+            let milliseconds = String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            if let problem = record.problem {
+                logger.info("connection closed", ["peer": peer, "duration_ms": milliseconds, "problem": problem])
+            } else {
+                logger.debug("connection closed", ["peer": peer, "duration_ms": milliseconds])
+            }
+        }
         let server = RPCServer(
-            router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil)
+            router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
+            connectionLog: logConnection)
         let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)

@@ -43,6 +43,7 @@ extension RPCConnection {
                         endReading(&core, reason: error.message)
                         return
                     } catch {
+                        if core.problem == nil { core.problem = "\(error)" }
                         endReading(&core, reason: "\(error)")
                         return
                     }
@@ -53,12 +54,14 @@ extension RPCConnection {
                 if core.closing { endReading(&core, reason: "the connection is closing") }
             case .success(nil):
                 let insideFrame = decoder.bufferedByteCount > 0
+                if insideFrame && core.problem == nil { core.problem = "the peer closed the connection inside a frame" }
                 endReading(
                     &core,
                     reason: insideFrame
                         ? "the peer closed the connection inside a frame" : "the peer closed the connection"
                 )
             case .failure(let error):
+                if core.problem == nil { core.problem = "read failed: \(error)" }
                 endReading(&core, reason: "read failed: \(error)")
             }
         }

@@ -41,7 +41,9 @@ final class RPCConnection: Sendable {
         var spareOutbound: [UInt8] = []
         var writer: CheckedContinuation<Void, Never>?
         var closing = false
-        var closeError: String?
+        /// Why the connection ended, when it was not a clean close by either side: the first connection error
+        /// (sent or received in a goaway) or transport failure. The server's connection log reports it.
+        var problem: String?
         var clientCalls = StreamTable<ClientCallState>()
         var serverCalls = StreamTable<ServerCallState>()
         var closedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -148,6 +150,16 @@ final class RPCConnection: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Why the connection ended, when that was a problem rather than a clean close (see `Core.problem`).
+    var problem: String? { core.withLock { $0.problem } }
+
+    /// Records why the connection is ending, unless an earlier problem already explains it.
+    func noteProblem(_ problem: String) {
+        core.withLock { core in
+            if core.problem == nil { core.problem = problem }
+        }
+    }
+
     /// Whether the connection can still start calls.
     var isUsable: Bool {
         core.withLock { core in
@@ -178,10 +190,14 @@ final class RPCConnection: Sendable {
                 chunk = try await stream.read()
             } catch {
                 reason = "read failed: \(error)"
+                noteProblem(reason)
                 break
             }
             guard let chunk else {
-                if decoder.bufferedByteCount > 0 { reason = "the peer closed the connection inside a frame" }
+                if decoder.bufferedByteCount > 0 {
+                    reason = "the peer closed the connection inside a frame"
+                    noteProblem(reason)
+                }
                 break
             }
             decoder.feed(chunk)
@@ -196,6 +212,7 @@ final class RPCConnection: Sendable {
                     break reading
                 } catch {
                     reason = "\(error)"
+                    noteProblem(reason)
                     break reading
                 }
                 guard let frame else { break }
@@ -225,6 +242,7 @@ final class RPCConnection: Sendable {
         do {
             try await stream.write(batch)
         } catch {
+            noteProblem("write failed: \(error)")
             perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
             markClosing()
             return false
@@ -373,7 +391,7 @@ final class RPCConnection: Sendable {
                 if core.outstandingPing?.payload == payload { core.outstandingPing = nil }
             case .closeConnection(let error):
                 core.closing = true
-                core.closeError = error
+                if core.problem == nil { core.problem = error }
                 core.writer?.resume()
                 core.writer = nil
             }

@@ -12,6 +12,15 @@ public struct CallRecord: Sendable {
     public let traceID: String
 }
 
+/// One finished connection, as the server's connection log reports it.
+public struct ConnectionRecord: Sendable {
+    public let peer: PeerIdentity?
+    public let duration: Duration
+    /// Why the connection ended when that was a problem (a protocol error, an unanswered keepalive ping, a failed
+    /// read or write, an error goaway from the peer); nil when either side closed it cleanly.
+    public let problem: String?
+}
+
 /// Serves a router's methods on any number of connections.
 ///
 /// Each connection runs as one child task of `serve(listener:)`'s task group; `shutdown()` sends every connection a
@@ -28,6 +37,7 @@ public final class RPCServer: Sendable {
     let settings: ConnectionSettings
     let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
+    let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
     let handlersOnConnectionLoop: Bool
     let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
@@ -37,9 +47,11 @@ public final class RPCServer: Sendable {
         settings: ConnectionSettings = .defaults,
         timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil,
+        connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
         handlersOnConnectionLoop: Bool = false
     ) {
         self.handlersOnConnectionLoop = handlersOnConnectionLoop
+        self.connectionLog = connectionLog
         self.router = router
         self.settings = settings
         self.timers = timers
@@ -58,8 +70,12 @@ public final class RPCServer: Sendable {
         let key = ObjectIdentifier(connection)
         connections.withLock { $0[key] = connection }
         if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }
+        let started = ContinuousClock.now
         await connection.run()
         connections.withLock { _ = $0.removeValue(forKey: key) }
+        connectionLog?(
+            ConnectionRecord(
+                peer: stream.peerIdentity, duration: ContinuousClock.now - started, problem: connection.problem))
     }
 
     /// Accepts connections from `listener` and serves each in a child task, until the listener closes.

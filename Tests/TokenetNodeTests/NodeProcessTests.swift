@@ -127,13 +127,13 @@ import TokenetWire
         }
         #expect(try await check() == .serving)
 
-        // The silent peer sends its hello, then only reads.
+        // The silent peer sends its hello, then only reads. The node hears from it first after `started`.
+        let started = ContinuousClock.now
         let silent = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
         let encoder = FrameEncoder()
         var bytes: [UInt8] = []
         try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
         try await silent.write(bytes)
-        let started = ContinuousClock.now
         // Without pings the node would never close it: a watchdog ends the wait instead of the time limit.
         let watchdog = Task {
             try await Task.sleep(for: .seconds(20))
@@ -171,6 +171,13 @@ import TokenetWire
         #expect(answering.isUsable)
         #expect(try await check() == .serving)
         await answering.close()
+
+        // The node says why it cut the silent peer off, and only that connection.
+        kill(node.process.processIdentifier, SIGTERM)
+        let result = try node.waitForExit()
+        let closed = result.stderr.split(separator: "\n").filter { $0.contains("connection closed") }
+        #expect(closed.count == 1, "\(result.stderr)")
+        #expect(closed.first?.contains("no answer to keepalive ping") == true, "\(closed)")
     }
 
     @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])

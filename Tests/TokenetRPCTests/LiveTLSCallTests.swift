@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetTransport
 import TokenetWire
@@ -69,7 +70,10 @@ import TokenetWire
         }
     }
 
-    static func start(_ router: RPCRouter = InMemoryCallTests.echoRouter) async throws -> Harness {
+    static func start(
+        _ router: RPCRouter = InMemoryCallTests.echoRouter,
+        connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil
+    ) async throws -> Harness {
         let loop = try EventLoop(name: "rpc-live-test")
         let context = try TLSContext(
             configuration: .server(
@@ -79,7 +83,8 @@ import TokenetWire
             )
         )
         let listener = try await TLSListener.bind(context: context, on: loop)
-        let server = RPCServer(router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000))
+        let server = RPCServer(
+            router: router, settings: ConnectionSettings(maxConcurrentStreams: 1000), connectionLog: connectionLog)
         let serving = Task { await server.serve(listener: listener) }
         return Harness(loop: loop, listener: listener, server: server, serving: serving)
     }
@@ -134,7 +139,8 @@ import TokenetWire
     }
 
     @Test func garbageAndOversizedFramesCloseOnlyTheirConnection() async throws {
-        let harness = try await Self.start()
+        let closedConnections = Mutex<[ConnectionRecord]>([])
+        let harness = try await Self.start { record in closedConnections.withLock { $0.append(record) } }
         let healthy = try await harness.client()
         #expect(try await healthy.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
 
@@ -155,6 +161,14 @@ import TokenetWire
             await raw.close()
         }
         #expect(try await healthy.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 6, "other connections carry on")
+        // The server's connection log says why each bad connection ended, and who it was.
+        for _ in 0..<500 where closedConnections.withLock({ $0.count }) < 2 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let closed = closedConnections.withLock { $0 }
+        #expect(closed.count == 2)
+        #expect(closed.allSatisfy { $0.peer?.role == .wallet })
+        #expect(closed.compactMap(\.problem).count == 2, "\(closed.map(\.problem))")
         await harness.stop()
     }
 
