@@ -94,8 +94,8 @@ extension RPCConnection {
                     if !core.outbound.isEmpty || core.closing { requestFlush(&core) }
                 }
             case .failure(let error):
-                perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
                 core.withLock { core in
+                    transportEnded("write failed: \(error)", isProblem: true, core: &core)
                     core.writing = false
                     core.closing = true
                     core.writer?.resume()

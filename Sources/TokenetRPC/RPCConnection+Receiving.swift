@@ -43,8 +43,7 @@ extension RPCConnection {
                         endReading(&core, reason: error.message)
                         return
                     } catch {
-                        if core.problem == nil { core.problem = "\(error)" }
-                        endReading(&core, reason: "\(error)")
+                        endReading(&core, reason: "\(error)", isProblem: true)
                         return
                     }
                     guard let frame else { break }
@@ -54,24 +53,24 @@ extension RPCConnection {
                 if core.closing { endReading(&core, reason: "the connection is closing") }
             case .success(nil):
                 let insideFrame = decoder.bufferedByteCount > 0
-                if insideFrame && core.problem == nil { core.problem = "the peer closed the connection inside a frame" }
                 endReading(
                     &core,
                     reason: insideFrame
-                        ? "the peer closed the connection inside a frame" : "the peer closed the connection"
+                        ? "the peer closed the connection inside a frame" : "the peer closed the connection",
+                    // A peer that leaves before its hello never spoke Tokenet: worth reporting, not a clean close.
+                    isProblem: insideFrame || core.machine.state == .awaitingHello
                 )
             case .failure(let error):
-                if core.problem == nil { core.problem = "read failed: \(error)" }
-                endReading(&core, reason: "read failed: \(error)")
+                endReading(&core, reason: "read failed: \(error)", isProblem: true)
             }
         }
     }
 
     /// Reading is over: every open call ends, the writer flushes what is left and closes, `run()` returns.
-    private func endReading(_ core: inout Core, reason: String) {
+    private func endReading(_ core: inout Core, reason: String, isProblem: Bool = false) {
         core.readingDone = true
         core.decoder = nil
-        apply(core.machine.transportClosed(reason: reason), to: &core)
+        transportEnded(reason, isProblem: isProblem, core: &core)
         core.closing = true
         wakeCapacityWaiters(&core)
         core.writer?.resume()

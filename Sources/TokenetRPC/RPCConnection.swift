@@ -160,6 +160,20 @@ final class RPCConnection: Sendable {
         }
     }
 
+    /// The transport failed or ended: every open call ends with `reason`, which also becomes the connection's
+    /// problem when `isProblem`. A plaintext client whose connection fails before the server's hello has nearly
+    /// always reached a TLS port (the TLS side resets it), so the reason says so.
+    func transportEnded(_ reason: String, isProblem: Bool, core: inout Core) {
+        var reason = reason
+        if isProblem && core.machine.state == .awaitingHello {
+            reason +=
+                role == .client && stream.peerIdentity == nil
+                ? " before its hello (if the peer uses TLS, connect without --plaintext)" : " before its hello"
+        }
+        if isProblem && core.problem == nil { core.problem = reason }
+        apply(core.machine.transportClosed(reason: reason), to: &core)
+    }
+
     /// Whether the connection can still start calls.
     var isUsable: Bool {
         core.withLock { core in
@@ -184,19 +198,23 @@ final class RPCConnection: Sendable {
     private func readLoop() async {
         var decoder = FrameDecoder(maximumFrameSize: maximumInboundFrameSize)
         var reason = "the peer closed the connection"
+        var isProblem = false
         reading: while true {
             let chunk: [UInt8]?
             do {
                 chunk = try await stream.read()
             } catch {
                 reason = "read failed: \(error)"
-                noteProblem(reason)
+                isProblem = true
                 break
             }
             guard let chunk else {
                 if decoder.bufferedByteCount > 0 {
                     reason = "the peer closed the connection inside a frame"
-                    noteProblem(reason)
+                    isProblem = true
+                } else {
+                    // A peer that leaves before its hello never spoke Tokenet: worth reporting.
+                    isProblem = core.withLock { $0.machine.state == .awaitingHello }
                 }
                 break
             }
@@ -212,7 +230,7 @@ final class RPCConnection: Sendable {
                     break reading
                 } catch {
                     reason = "\(error)"
-                    noteProblem(reason)
+                    isProblem = true
                     break reading
                 }
                 guard let frame else { break }
@@ -220,8 +238,8 @@ final class RPCConnection: Sendable {
             }
             if core.withLock({ $0.closing }) { break }
         }
-        perform { $0.machine.transportClosed(reason: reason) }
         core.withLock { core in
+            transportEnded(reason, isProblem: isProblem, core: &core)
             core.closing = true
             core.writer?.resume()
             core.writer = nil
@@ -242,8 +260,7 @@ final class RPCConnection: Sendable {
         do {
             try await stream.write(batch)
         } catch {
-            noteProblem("write failed: \(error)")
-            perform { $0.machine.transportClosed(reason: "write failed: \(error)") }
+            core.withLock { transportEnded("write failed: \(error)", isProblem: true, core: &$0) }
             markClosing()
             return false
         }

@@ -141,8 +141,22 @@ public final class TLSEngine {
             }
             return .needsMoreData
         default:
-            throw fail(.handshakeFailed, "TLS handshake failed")
+            let error = fail(.handshakeFailed, "TLS handshake failed")
+            guard error.code == .handshakeFailed, error.details.contains(where: Self.meansPeerIsNotTLS) else {
+                throw error
+            }
+            throw TransportError(
+                .handshakeFailed,
+                "TLS handshake failed: the peer does not speak TLS (a node or client started with --plaintext, "
+                    + "or another protocol)", details: error.details)
         }
+    }
+
+    /// OpenSSL's reasons for a first record that is no TLS at all: the usual sign that one side runs with
+    /// `--plaintext` and the other does not, which the bare reason ("wrong version number") does not tell.
+    private static func meansPeerIsNotTLS(_ detail: String) -> Bool {
+        detail.hasSuffix("wrong version number") || detail.hasSuffix("http request")
+            || detail.hasSuffix("packet length too long")
     }
 
     /// Decrypts up to `maxCount` bytes of application data.

@@ -312,10 +312,14 @@ import TokenetWire
         await serving.value
     }
 
-    @Test func lostConnectionFailsCallsWithUnavailable() async throws {
-        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+    /// The "server" reads nothing and vanishes mid-call, before its hello. Over a plaintext stream (no peer
+    /// identity) that is what a TLS port does to a plaintext client, and the message says so; over an
+    /// authenticated stream it does not.
+    @Test(arguments: [false, true])
+    func lostConnectionFailsCallsWithUnavailable(authenticated: Bool) async throws {
+        let tsp = PeerIdentity(role: .tsp, nodeID: "tsp-1")
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(server: authenticated ? tsp : nil)
         let client = RPCClient(stream: clientEnd)
-        // The "server" reads nothing and vanishes mid-call.
         let call = Task { try await client.unary(Echo.unary, Scalars()) }
         try await Task.sleep(for: .milliseconds(50))
         await serverEnd.close()
@@ -324,6 +328,8 @@ import TokenetWire
             Issue.record("the call succeeded")
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
+            #expect(error.message.hasPrefix("connection lost: the peer closed the connection"), "\(error)")
+            #expect(error.message.contains("before its hello (if the peer uses TLS") == !authenticated, "\(error)")
         }
     }
 }

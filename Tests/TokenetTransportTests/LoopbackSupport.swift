@@ -117,7 +117,11 @@ struct RawTCPClient: ~Copyable {
     }
 
     func send(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        send(Array(text.utf8))
+    }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     deinit { close(fd) }

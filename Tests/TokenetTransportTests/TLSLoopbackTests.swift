@@ -150,10 +150,17 @@ import Testing
         let first = try await connect(certs.client("wallet"), port: server.port, loop: loop)
         #expect(try await echoRoundTrip(first, messages: [pattern(1000, seed: 1)]) == pattern(1000, seed: 1))
 
-        // Plain text instead of a ClientHello.
+        // Plain text instead of a ClientHello, and a plaintext Tokenet peer's first frame: the failure says the
+        // peer does not speak TLS, which the bare OpenSSL reason does not.
         let garbage = try RawTCPClient(port: server.port)
         garbage.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        #expect(await server.nextFailure()?.code == .handshakeFailed)
+        let plaintextPeer = try RawTCPClient(port: server.port)
+        plaintextPeer.send([0x00, 0x00, 0x00, 0x06, 0x12, 0x04, 0x08, 0x01, 0x1A, 0x00])
+        for _ in 0..<2 {
+            let failure = await server.nextFailure()
+            #expect(failure?.code == .handshakeFailed)
+            #expect(failure?.message.contains("the peer does not speak TLS") == true, "\(String(describing: failure))")
+        }
         // A client that never speaks runs into the handshake deadline.
         let silent = try RawTCPClient(port: server.port)
         #expect(await server.nextFailure()?.code == .timeout)

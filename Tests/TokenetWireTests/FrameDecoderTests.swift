@@ -208,6 +208,35 @@ func expectSameFrames(
         #expect(decoder.bufferedByteCount == 0)
     }
 
+    /// A stream that opens with HTTP or a TLS record is named for what it is, however it is chunked; the same bytes
+    /// after a good frame are only an oversized prefix.
+    @Test(arguments: [
+        (Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), "the peer sent HTTP (\"GET ...\")"),
+        (Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8), "the peer sent HTTP (\"PRI ...\")"),
+        ([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03], "the peer sent a TLS record"),
+        ([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46], "the peer sent a TLS record"),
+    ])
+    func anotherProtocolIsNamed(bytes: [UInt8], message: String) throws {
+        for chunkSize in [1, 3, bytes.count] {
+            var decoder = FrameDecoder()
+            let error = try #require(throws: WireError.self) {
+                _ = try decodeAll(bytes, chunkSizes: [chunkSize], decoder: &decoder)
+            }
+            #expect(error.code == .foreignProtocol)
+            #expect(error.message.hasPrefix(message), "\(error)")
+        }
+        var whole = FrameDecoder()
+        whole.feed(bytes)  // the array is adopted, not copied: the other path that checks prefixes
+        let wholeError = try #require(throws: WireError.self) { try whole.nextFrame() }
+        #expect(wholeError.code == .foreignProtocol)
+        let (_, good) = try FrameSamples.stream()
+        var decoder = FrameDecoder()
+        let error = try #require(throws: WireError.self) {
+            _ = try decodeAll(good + bytes, chunkSizes: [7], decoder: &decoder)
+        }
+        #expect(error.code == .frameTooLarge)
+    }
+
     @Test func customMaximumAcceptsExactlyItsSize() throws {
         let frame = FrameSamples.callStart
         let size = try frame.serializedSize()

@@ -50,6 +50,8 @@ public struct FrameDecoder: Sendable {
     private var pending: [UInt8]?
     private var pendingStart = 0
     private var pendingScanIndex = 0
+    /// Whether a length prefix has passed the check: an oversized first one may be another protocol's bytes.
+    private var checkedAPrefix = false
     /// Method names and metadata keys this connection sent before, reused instead of allocated again.
     private var strings = FrameFastPath.StringCache()
 
@@ -213,6 +215,7 @@ public struct FrameDecoder: Sendable {
                 break
             }
             scanIndex += FrameFormat.lengthPrefixSize + length
+            checkedAPrefix = true
         }
         buffer.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<accepted]))
     }
@@ -230,6 +233,7 @@ public struct FrameDecoder: Sendable {
                 break
             }
             scan += FrameFormat.lengthPrefixSize + length
+            checkedAPrefix = true
         }
         if buffer.isEmpty {
             buffer = kept
@@ -292,10 +296,35 @@ public struct FrameDecoder: Sendable {
     }
 
     private func tooLarge(_ length: Int) -> WireError {
-        WireError(
+        if !checkedAPrefix, let foreign = Self.foreignProtocol(openingWith: length) { return foreign }
+        return WireError(
             .frameTooLarge,
             "a frame of \(length) bytes exceeds the maximum frame size of \(maximumFrameSize) bytes"
         )
+    }
+
+    /// Names the protocol whose first four bytes (here read as a length prefix) opened the stream, when they are
+    /// recognisably HTTP or a TLS record: "a frame of 1195725856 bytes" helps nobody who pointed a browser, curl,
+    /// or a TLS client at a plaintext port (or a plaintext client at a TLS one, which answers with an alert).
+    static func foreignProtocol(openingWith prefix: Int) -> WireError? {
+        let bytes = [
+            UInt8(prefix >> 24 & 0xFF), UInt8(prefix >> 16 & 0xFF), UInt8(prefix >> 8 & 0xFF), UInt8(prefix & 0xFF),
+        ]
+        if (0x14...0x17).contains(bytes[0]) && bytes[1] == 0x03 && bytes[2] <= 0x04 {
+            return WireError(
+                .foreignProtocol,
+                "the peer sent a TLS record, not a Tokenet frame: one side uses TLS and the other plaintext "
+                    + "(--plaintext must be given to both or neither)")
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let httpOpenings = ["GET ", "POST", "PUT ", "HEAD", "DELE", "OPTI", "PATC", "CONN", "TRAC", "PRI ", "HTTP"]
+        if httpOpenings.contains(text) {
+            return WireError(
+                .foreignProtocol,
+                "the peer sent HTTP (\"\(text)...\"), not a Tokenet frame: Tokenet speaks length-prefixed protobuf "
+                    + "frames; use the tokenet CLI (tokenet list, describe, call)")
+        }
+        return nil
     }
 
     /// Drops consumed bytes when the move costs no more than the bytes they replace (amortised linear copying).

@@ -14,6 +14,8 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case frameTooLarge
         /// The byte stream ended inside a frame.
         case truncatedFrame
+        /// The stream opened with the bytes of another protocol (HTTP, or TLS on a plaintext connection).
+        case foreignProtocol
     }
 
     public var code: Code
