@@ -190,13 +190,23 @@ final class ConnectionDriver: EventLoopHandler {
 
     // MARK: Actions
 
+    /// Carries out `actions` in order. An action may feed the machine again; the actions that returns wait in
+    /// `pendingActions` until the current ones are done, so they are carried out in the order they were decided.
     private func handle(_ actions: [ConnectionStateMachine.Action]) {
-        pendingActions += actions
-        guard !performing else { return }
-        performing = true
-        while !pendingActions.isEmpty {
-            perform(pendingActions.removeFirst())
+        guard !actions.isEmpty else { return }
+        guard !performing else {
+            pendingActions += actions
+            return
         }
+        performing = true
+        for action in actions { perform(action) }
+        var index = 0
+        while index < pendingActions.count {
+            let action = pendingActions[index]
+            index += 1
+            perform(action)
+        }
+        pendingActions.removeAll(keepingCapacity: true)
         performing = false
     }
 
