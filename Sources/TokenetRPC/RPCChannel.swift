@@ -59,10 +59,22 @@ public final class RPCChannel: RPCCaller {
         }
 
         /// The delay before attempt `attempt` (1 for the first retry).
+        ///
+        /// The growth is compared with the cap before it multiplies a `Duration`: a channel whose peer has been
+        /// down for a while counts hundreds of failures, and `initial * 1.6^failures` overflows a `Duration` (a
+        /// trap) long before a cap applied to the product could help. A day bounds even a misconfigured maximum.
         public func delay(beforeAttempt attempt: Int, random: Double = Double.random(in: -1...1)) -> Duration {
-            let base = initial * pow(multiplier, Double(max(attempt - 1, 0)))
-            let capped = min(base, maximum)
-            return capped * (1 + jitter * random)
+            let ceiling = min(maximum, .seconds(86_400))
+            guard initial > .zero, ceiling > .zero else { return .zero }
+            let growth = pow(max(multiplier, 1), Double(max(attempt - 1, 0)))
+            let room = Self.seconds(ceiling) / Self.seconds(initial)
+            let capped = growth.isNaN || growth >= room ? ceiling : initial * growth
+            return capped * (1 + min(max(jitter, 0), 1) * min(max(random, -1), 1))
+        }
+
+        private static func seconds(_ duration: Duration) -> Double {
+            let (seconds, attoseconds) = duration.components
+            return Double(seconds) + Double(attoseconds) / 1e18
         }
     }
 
@@ -249,6 +261,12 @@ public final class RPCChannel: RPCCaller {
             outcome = .success(RPCClient(stream: stream, settings: settings, timers: timers))
         } catch {
             outcome = .failure(error)
+        }
+        if Task.isCancelled, case .failure = outcome {
+            // The caller gave up (its client cancelled it, or the node is stopping): the peer did not fail, and
+            // trying again at once would spin, each cancelled sleep counting as one more failure.
+            finishAttempt(outcome, countsAsFailure: false)
+            throw RPCError(.cancelled, "the call was cancelled while connecting")
         }
         finishAttempt(outcome, countsAsFailure: true)
         if case .failure(let error) = outcome, let deadline, ContinuousClock.now >= deadline {

@@ -147,6 +147,45 @@ import TokenetWire
         #expect(backoff.delay(beforeAttempt: 1, random: -1) == .milliseconds(80))
     }
 
+    /// A peer down for long makes hundreds of failed attempts: the delay stays at the cap instead of overflowing
+    /// `Duration` (which used to trap at about 108 failures with the default backoff).
+    @Test func backoffAfterManyFailuresStaysAtTheCap() {
+        let backoff = RPCChannel.Backoff()
+        for attempt in [100, 108, 200, 5_000, Int.max] {
+            #expect(backoff.delay(beforeAttempt: attempt, random: 0) == .seconds(5))
+            #expect(backoff.delay(beforeAttempt: attempt, random: 1) == .seconds(6))
+        }
+        let endless = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(Int64.max), multiplier: 2)
+        #expect(endless.delay(beforeAttempt: 1_000, random: 0) == .seconds(86_400))
+        #expect(RPCChannel.Backoff(initial: .zero).delay(beforeAttempt: 3, random: 0) == .zero)
+    }
+
+    /// A call cancelled while its channel retries a dead peer ends with CANCELLED at once; before, each cancelled
+    /// backoff sleep counted as one more failed attempt and the retry loop spun until its deadline.
+    @Test(.timeLimit(.minutes(1))) func aCallCancelledWhileConnectingEndsAtOnce() async throws {
+        let harness = Harness(failures: .max)
+        let channel = RPCChannel(backoff: RPCChannel.Backoff(initial: .milliseconds(50), maximum: .seconds(1))) {
+            try await harness.connect()
+        }
+        let call = Task {
+            try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(600)))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        call.cancel()
+        let started = ContinuousClock.now
+        do {
+            _ = try await call.value
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .cancelled, "\(error)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        let failures = channel.consecutiveFailures
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(channel.consecutiveFailures == failures, "attempts went on after the cancellation")
+        #expect(failures < 20, "\(failures) failures counted in 300 ms")
+    }
+
     @Test func typedClientsWorkOverAChannel() async throws {
         let harness = Harness()
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
