@@ -110,10 +110,19 @@ public final class RPCServer: Sendable {
 
     // MARK: - One call
 
+    /// A method name as a status message may show it: a peer may send a name of megabytes, and a status that
+    /// echoed it whole would not fit in a frame (the connection, not the call, would fail).
+    static func shown(_ method: String) -> String {
+        let limit = 256
+        guard method.utf8.count > limit else { return method }
+        return String(decoding: method.utf8.prefix(limit), as: UTF8.self) + "... (\(method.utf8.count) bytes)"
+    }
+
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
         // The clock is read only for the call log.
         let started = callLog == nil ? nil : ContinuousClock.now
-        let traceID = call.metadata.traceID ?? Metadata.newTraceID()
+        // A malformed trace id is refused with the call (`Metadata.problem`); the log line gets a fresh one.
+        let traceID = call.metadata.traceID.flatMap { Metadata.isValidTraceID($0) ? $0 : nil } ?? Metadata.newTraceID()
         let status = await status(of: call, traceID: traceID)
         await call.finish(status)
         if let callLog, let started {
@@ -131,7 +140,10 @@ public final class RPCServer: Sendable {
 
     nonisolated(nonsending) private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {
         guard let route = router.routes[call.method] else {
-            return WireV1.Status(code: .unimplemented, message: "unknown method \(call.method)")
+            return WireV1.Status(code: .unimplemented, message: "unknown method \(Self.shown(call.method))")
+        }
+        if let problem = call.metadata.problem {
+            return WireV1.Status(code: .invalidArgument, message: problem)
         }
         if let allowed = route.allowedRoles {
             guard let peer = call.peer else {

@@ -60,6 +60,61 @@ import TokenetWire
         #expect(error.message.contains("/tokenet.testing.v1.Echo/Nope"))
     }
 
+    /// An unknown method named with 100 KB is answered UNIMPLEMENTED with the name cut short: echoed whole, the
+    /// status did not fit in a frame the client accepts, and the whole connection failed instead of the call.
+    @Test func aHugeUnknownMethodStaysAStreamError() async throws {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        Task { await server.serve(serverEnd) }
+        let client = RPCClient(stream: clientEnd, settings: ConnectionSettings(maxFrameSize: 16 * 1024))
+        let method = "/" + String(repeating: "a", count: 100_000)
+        let error = try await #require(throws: RPCError.self) {
+            try await client.unary(path: method, request: Data())
+        }
+        #expect(error.code == .unimplemented)
+        #expect(error.message.utf8.count < 400, "\(error.message.utf8.count) bytes")
+        #expect(error.message.hasSuffix("... (100001 bytes)"))
+        let response = try await client.unary(
+            path: "/tokenet.testing.v1.Echo/Unary", request: try Scalars(fInt32: 1).serializedData())
+        #expect(try Scalars(serializedBytes: response) == Scalars(fInt32: 2), "the connection carries on")
+    }
+
+    /// Keys under the runtime's prefix other than its own, malformed trace ids and invalid keys are refused with
+    /// INVALID_ARGUMENT, and the message never repeats the value.
+    @Test(arguments: [
+        [("tokenet-trace-id", "4761000010000009")], [("tokenet-trace-id", "")], [("tokenet-trace-id", "ABCDEF12")],
+        [("tokenet-trace-id", "abc1")], [("tokenet-trace-id", "abcdef12\nsecond")],
+        [("tokenet-trace-id", String(repeating: "a", count: 33))], [("tokenet-anything", "x")], [("bad key", "x")],
+        [("", "x")],
+    ])
+    func badRuntimeMetadataIsInvalidArgument(entries: [(String, String)]) async throws {
+        let metadata = Metadata(
+            wire: entries.map { WireV1.MetadataEntry(key: $0.0, value: .text($0.1)) })
+        let error = try await #require(throws: RPCError.self) {
+            try await Self.client().unary(
+                path: "/tokenet.testing.v1.Echo/Unary", request: Data(), options: CallOptions(metadata: metadata))
+        }
+        #expect(error.code == .invalidArgument, "\(error)")
+        #expect(
+            error.message.hasPrefix("metadata key ") || error.message.hasPrefix("tokenet-trace-id must be 8 to 32"),
+            "\(error)")
+        #expect(!error.message.contains("4761000010000009"))
+    }
+
+    @Test(arguments: ["a1b2c3d4", "5eed0fca11ab1e5", "4bf92f3577b34da6a3ce929d0e0e4736"])
+    func wellFormedTraceIDsAreCarried(traceID: String) async throws {
+        var router = RPCRouter()
+        router.unary(TestingV1.Echo.unary) { request, context in
+            TestingV1.Scalars(fString: context.traceID)
+        }
+        let client = InMemoryCallTests.connect(router).1
+        var metadata = Metadata()
+        metadata.setTraceID(traceID)
+        let response = try await client.unary(
+            path: "/tokenet.testing.v1.Echo/Unary", request: Data(), options: CallOptions(metadata: metadata))
+        #expect(try Scalars(serializedBytes: response).fString == traceID)
+    }
+
     @Test func deadlineEndsAServerStream() async throws {
         let client = InMemoryCallTests.connect(Self.endlessRouter).1
         let responses = try client.serverStreaming(
