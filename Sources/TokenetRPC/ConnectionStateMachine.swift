@@ -428,6 +428,14 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The peer's hello did not arrive in time (`RPCConnection.helloTimeout`): whatever answered the connection
+    /// does not speak Tokenet, or hangs. Without this a call without a deadline would wait for it forever.
+    mutating func helloTimedOut(after description: String) -> Actions {
+        guard state == .awaitingHello else { return [] }
+        return connectionError(
+            .protocolError, "no hello from the peer within \(description): it does not speak Tokenet, or it hangs")
+    }
+
     /// The keepalive timer found no pong in time.
     mutating func keepaliveTimedOut() -> Actions {
         connectionError(.keepaliveTimeout, "no answer to keepalive ping")

@@ -8,13 +8,19 @@ public struct ConnectionTimers: Sendable {
     public var keepaliveTimeout: Duration
     /// Close a connection that has had no open call for this long (goaway IDLE_TIMEOUT).
     public var idleTimeout: Duration?
+    /// Close a connection whose peer has not sent its hello this long after it opened (goaway PROTOCOL_ERROR):
+    /// whatever answered does not speak Tokenet, or hangs, and a call without a deadline would wait forever. A
+    /// Tokenet peer sends its hello at once; the default leaves room for a process starved of CPU for a while.
+    public var helloTimeout: Duration
 
     public init(
-        keepaliveInterval: Duration? = nil, keepaliveTimeout: Duration = .seconds(20), idleTimeout: Duration? = nil
+        keepaliveInterval: Duration? = nil, keepaliveTimeout: Duration = .seconds(20), idleTimeout: Duration? = nil,
+        helloTimeout: Duration = .seconds(30)
     ) {
         self.keepaliveInterval = keepaliveInterval
         self.keepaliveTimeout = keepaliveTimeout
         self.idleTimeout = idleTimeout
+        self.helloTimeout = helloTimeout
     }
 
     /// Whether the connection runs a timer at all.

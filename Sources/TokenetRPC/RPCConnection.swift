@@ -125,6 +125,8 @@ final class RPCConnection: Sendable {
 
     /// Runs the connection until it closes: sends the hello, reads frames, writes frames.
     func run() async {
+        let cancelHelloCheck = armHelloCheck()
+        defer { cancelHelloCheck() }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.writeLoop() }
             // Cancelled as soon as reading ends, so a long keepalive interval never delays the close.
@@ -172,6 +174,25 @@ final class RPCConnection: Sendable {
         }
         if isProblem && core.problem == nil { core.problem = reason }
         apply(core.machine.transportClosed(reason: reason), to: &core)
+    }
+
+    /// Arms the check that closes the connection when the peer's hello has not come within
+    /// `timers.helloTimeout`: on the loop's timers, or in a sleeping task for streams without a loop. Returns what
+    /// cancels it.
+    private func armHelloCheck() -> @Sendable () -> Void {
+        let timeout = timers.helloTimeout
+        let check: @Sendable () -> Void = { [self] in
+            perform { $0.machine.helloTimedOut(after: "\(timeout)") }
+        }
+        if let loop {
+            let timer = loop.scheduleTimer(after: timeout, check)
+            return { loop.cancelTimer(timer) }
+        }
+        let task = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            check()
+        }
+        return { task.cancel() }
     }
 
     /// Whether the connection can still start calls.

@@ -70,6 +70,23 @@ import TokenetWire
         )
     }
 
+    @Test func noHelloInTimeClosesTheConnectionOnlyBeforeTheHello() throws {
+        var waiting = Machine(role: .client)
+        _ = waiting.start()
+        _ = try waiting.openCall(Self.start)
+        let reason = "no hello from the peer within 10.0 seconds: it does not speak Tokenet, or it hangs"
+        #expect(
+            waiting.helloTimedOut(after: "10.0 seconds") == [
+                .write(Self.frame(0, .goaway(WireV1.GoAway(code: .protocolError, reason: reason)))),
+                .failCall(streamID: 1, code: .unavailable, message: "connection closed: \(reason)"),
+                .closeConnection(error: reason),
+            ]
+        )
+        var greeted = Self.client()
+        #expect(greeted.helloTimedOut(after: "10.0 seconds") == [])
+        #expect(greeted.state == .active)
+    }
+
     @Test func newerPeerVersionIsAccepted() {
         var machine = Machine(role: .server)
         _ = machine.start()

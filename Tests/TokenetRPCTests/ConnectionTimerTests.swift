@@ -51,4 +51,17 @@ import TokenetWire
         }
         #expect(!client.isUsable)
     }
+
+    /// Whatever answered the connection never sends a hello (a server of another protocol that waits for a request):
+    /// a call without a deadline fails once the hello timeout passes, instead of waiting forever.
+    @Test(.timeLimit(.minutes(1))) func aPeerThatNeverSaysHelloIsGivenUp() async throws {
+        let (clientEnd, _) = InMemoryByteStream.pair()
+        let client = RPCClient(stream: clientEnd, timers: ConnectionTimers(helloTimeout: .milliseconds(200)))
+        let error = try await #require(throws: RPCError.self) {
+            try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars())
+        }
+        #expect(error.code == .unavailable)
+        #expect(error.message.contains("no hello from the peer within 0.2 seconds"), "\(error)")
+        #expect(!client.isUsable)
+    }
 }
