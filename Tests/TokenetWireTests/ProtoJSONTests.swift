@@ -59,9 +59,9 @@ import TokenetWire
     @Test(arguments: [
         (#"{"nope": 1}"#, #"unknown field "nope" in tokenet.testing.v1.Scalars"#),
         (#"{"fInt32": 1, "f_int32": 2}"#, #"field "f_int32" appears twice"#),
-        (#"{"fInt32": 2147483648}"#, "tokenet.testing.v1.Scalars.f_int32: 2147483648 is not an integer in range"),
-        (#"{"fInt32": 1.5}"#, "is not an integer"),
-        (#"{"fUint64": -1}"#, "is not an integer in range for UInt64"),
+        (#"{"fInt32": 2147483648}"#, "tokenet.testing.v1.Scalars.f_int32: 2147483648 is out of range"),
+        (#"{"fInt32": 1.5}"#, "1.5 is not a whole number"),
+        (#"{"fUint64": -1}"#, "-1 is out of range (0 to 18446744073709551615)"),
         (#"{"fBool": "true"}"#, "expected true or false"),
         (#"{"fString": 5}"#, "expected a string, found a number"),
         (#"{"fBytes": "%%%"}"#, "expected base64"),
@@ -137,5 +137,104 @@ import TokenetWire
         // Field 14 (f_string), wire type 2, length 2, bytes 0xC3 0x28 (an invalid UTF-8 sequence).
         let bytes: [UInt8] = [0x72, 0x02, 0xC3, 0x28]
         #expect(throws: WireError.self) { try TestingV1.Scalars(serializedBytes: bytes) }
+    }
+}
+
+/// Integers are read exactly from their decimal text, as a JSON number or as a string: a fraction or an exponent is
+/// fine while the value stays whole, and anything else is refused with the field's name and the reason.
+@Suite struct ProtoJSONIntegerTests {
+    @Test(arguments: [
+        ("f_int64", "0", TestingV1.Scalars()),
+        ("f_int64", "-0", TestingV1.Scalars()),
+        ("f_int64", "0.000e-7", TestingV1.Scalars()),
+        ("f_int64", "9007199254740993", TestingV1.Scalars(fInt64: 9_007_199_254_740_993)),
+        ("f_int64", "9007199254740993e0", TestingV1.Scalars(fInt64: 9_007_199_254_740_993)),
+        ("f_int64", "9007199254740993.0", TestingV1.Scalars(fInt64: 9_007_199_254_740_993)),
+        ("f_int64", "-9007199254740993.00E0", TestingV1.Scalars(fInt64: -9_007_199_254_740_993)),
+        ("f_int64", "9223372036854775807", TestingV1.Scalars(fInt64: .max)),
+        ("f_int64", "9223372036854775807.0", TestingV1.Scalars(fInt64: .max)),
+        ("f_int64", "92233720368547758.07e2", TestingV1.Scalars(fInt64: .max)),
+        ("f_int64", "-9223372036854775808", TestingV1.Scalars(fInt64: .min)),
+        ("f_int64", "-922337203685477580800e-2", TestingV1.Scalars(fInt64: .min)),
+        ("f_sint64", "-9223372036854775807", TestingV1.Scalars(fSint64: .min + 1)),
+        ("f_sfixed64", "9223372036854775806", TestingV1.Scalars(fSfixed64: .max - 1)),
+        ("f_uint64", "18446744073709551615", TestingV1.Scalars(fUint64: .max)),
+        ("f_uint64", "1844674407370955161.5e1", TestingV1.Scalars(fUint64: .max)),
+        ("f_uint64", "-0", TestingV1.Scalars()),
+        ("f_fixed64", "18446744073709551614", TestingV1.Scalars(fFixed64: .max - 1)),
+        ("f_int32", "2147483647", TestingV1.Scalars(fInt32: .max)),
+        ("f_int32", "-2147483648", TestingV1.Scalars(fInt32: .min)),
+        ("f_int32", "1e2", TestingV1.Scalars(fInt32: 100)),
+        ("f_int32", "1E+2", TestingV1.Scalars(fInt32: 100)),
+        ("f_int32", "1.0", TestingV1.Scalars(fInt32: 1)),
+        ("f_int32", "0.1e1", TestingV1.Scalars(fInt32: 1)),
+        ("f_int32", "12300e-2", TestingV1.Scalars(fInt32: 123)),
+        ("f_sint32", "-2147483647", TestingV1.Scalars(fSint32: .min + 1)),
+        ("f_sfixed32", "-7", TestingV1.Scalars(fSfixed32: -7)),
+        ("f_uint32", "4294967295", TestingV1.Scalars(fUint32: .max)),
+        ("f_fixed32", "4294967294", TestingV1.Scalars(fFixed32: .max - 1)),
+    ])
+    func readsTheExactValue(member: String, text: String, expected: TestingV1.Scalars) throws {
+        #expect(try TestingV1.Scalars(jsonString: #"{"\#(member)": \#(text)}"#) == expected)
+        #expect(try TestingV1.Scalars(jsonString: #"{"\#(member)": "\#(text)"}"#) == expected)
+    }
+
+    @Test(arguments: [
+        ("f_int64", "-9223372036854775809", "is out of range (-9223372036854775808 to 9223372036854775807)"),
+        ("f_int64", "9223372036854775808", "is out of range"),
+        ("f_int64", "9223372036854775808.0", "is out of range"),
+        ("f_int64", "1e19", "is out of range"),
+        ("f_int64", "1e400", "is out of range"),
+        ("f_int64", "1e99999999999999999999", "is out of range"),
+        ("f_sfixed64", "-9223372036854775809", "is out of range"),
+        ("f_uint64", "18446744073709551616", "is out of range (0 to 18446744073709551615)"),
+        ("f_uint64", "-1", "is out of range"),
+        ("f_fixed64", "-1e0", "is out of range"),
+        ("f_int32", "2147483648", "is out of range (-2147483648 to 2147483647)"),
+        ("f_int32", "-2147483649", "is out of range"),
+        ("f_sint32", "2147483648", "is out of range"),
+        ("f_uint32", "4294967296", "is out of range (0 to 4294967295)"),
+        ("f_int64", "9007199254740993.5", "is not a whole number"),
+        ("f_int64", "9223372036854775807.5", "is not a whole number"),
+        ("f_int32", "1.5", "is not a whole number"),
+        ("f_int32", "1e-1", "is not a whole number"),
+        ("f_int32", "1e-400", "is not a whole number"),
+        ("f_uint32", "0.5", "is not a whole number"),
+    ])
+    func rejectsAValueThatIsNotAnIntegerOfTheFieldsType(member: String, text: String, reason: String) {
+        expectRejection(#"{"\#(member)": \#(text)}"#, "tokenet.testing.v1.Scalars.\(member): \(text) \(reason)")
+        expectRejection(#"{"\#(member)": "\#(text)"}"#, "tokenet.testing.v1.Scalars.\(member): \"\(text)\" \(reason)")
+    }
+
+    @Test func readsAnEnumNumberLikeAnInt32() throws {
+        #expect(try TestingV1.Scalars(jsonString: #"{"fColor": 2.0}"#).fColor == .green)
+        expectRejection(#"{"fColor": 2147483648}"#, "f_color: 2147483648 is out of range (-2147483648 to 2147483647)")
+        expectRejection(#"{"fColor": 2.5}"#, "f_color: 2.5 is not a whole number")
+    }
+
+    /// Text that `Int64(_:)` or `Double(_:)` would take but that is not a proto3 JSON integer.
+    @Test(arguments: [
+        ("f_int64", "0x10"), ("f_int64", "0x1p4"), ("f_int32", "01"), ("f_int32", "-01"), ("f_int32", "00"),
+        ("f_int32", " 1"), ("f_int32", "1 "), ("f_int32", "+1"), ("f_int32", "1e+"), ("f_int32", "1."),
+        ("f_int32", ".5"), ("f_int32", "-"), ("f_int32", ""), ("f_int32", "1_000"), ("f_uint64", "inf"),
+        ("f_uint64", "Infinity"), ("f_uint64", "NaN"), ("f_uint64", "1e"),
+    ])
+    func rejectsAStringThatIsNotDecimalDigits(member: String, text: String) {
+        expectRejection(
+            #"{"\#(member)": "\#(text)"}"#, "tokenet.testing.v1.Scalars.\(member): \"\(text)\" is not a decimal integer"
+        )
+    }
+
+    private func expectRejection(_ json: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation)
+    {
+        do {
+            let decoded = try TestingV1.Scalars(jsonString: json)
+            Issue.record("accepted \(json) as \(decoded)", sourceLocation: sourceLocation)
+        } catch let error as WireError {
+            #expect(error.code == .invalidJSON, sourceLocation: sourceLocation)
+            #expect(error.message.contains(expected), "message was: \(error.message)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+        }
     }
 }

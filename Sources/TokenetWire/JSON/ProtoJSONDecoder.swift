@@ -129,19 +129,78 @@ struct ProtoJSONDecoder {
         }
     }
 
-    /// An integer given as a JSON number or a string, exactly; `1e3` and `5.0` are accepted, `1.5` is not.
+    /// An integer given as a JSON number or a string, read exactly from its decimal text.
+    ///
+    /// proto3 JSON takes a fraction or an exponent while the value stays whole (`1e3`, `5.0`), so the text is reduced
+    /// to its digits and a power of ten rather than read through a `Double`, which rounds 64-bit values and accepts
+    /// hexadecimal; a string must be written as a JSON number would be (no `+`, spaces or leading zeros).
     static func integer<Value: FixedWidthInteger>(_ json: JSONValue, _: Value.Type, _ name: String) throws -> Value {
         let text: String
+        let shown: String
         switch json {
-        case .number(let literal): text = literal
-        case .string(let literal): text = literal
+        case .number(let literal): (text, shown) = (literal, literal)
+        case .string(let literal): (text, shown) = (literal, "\"\(literal)\"")
         default: throw WireError(.invalidJSON, "\(name): expected an integer, found \(json.kindName)")
         }
-        if let exact = Value(text) { return exact }
-        if let double = Double(text), double.rounded() == double, let exact = Value(exactly: double) {
-            return exact
+        guard let (negative, digits, exponent) = decimal(text) else {
+            throw WireError(.invalidJSON, "\(name): \(shown) is not a decimal integer")
         }
-        throw WireError(.invalidJSON, "\(name): \(text) is not an integer in range for \(Value.self)")
+        let zero = UInt8(ascii: "0")
+        var significant = digits.drop { $0 == zero }
+        var power = exponent
+        while significant.last == zero {
+            significant.removeLast()
+            power += 1
+        }
+        if significant.isEmpty { return 0 }
+        guard power >= 0 else {
+            throw WireError(.invalidJSON, "\(name): \(shown) is not a whole number")
+        }
+        func outOfRange() -> WireError {
+            WireError(.invalidJSON, "\(name): \(shown) is out of range (\(Value.min) to \(Value.max))")
+        }
+        // Past 20 digits nothing fits in 64 bits; up to there an Int128 holds the value without overflowing.
+        guard significant.count + power <= 20 else { throw outOfRange() }
+        var magnitude: Int128 = 0
+        for digit in significant { magnitude = magnitude * 10 + Int128(digit - zero) }
+        for _ in 0..<power { magnitude *= 10 }
+        guard let value = Value(exactly: negative ? -magnitude : magnitude) else { throw outOfRange() }
+        return value
+    }
+
+    /// The sign, digits and power of ten of text in the JSON number grammar (`-12.5e3` is -, "125", 2), or nil.
+    private static func decimal(_ text: String) -> (negative: Bool, digits: [UInt8], exponent: Int)? {
+        var rest = Array(text.utf8)[...]
+        func take(_ byte: Unicode.Scalar) -> Bool {
+            guard rest.first == UInt8(ascii: byte) else { return false }
+            rest.removeFirst()
+            return true
+        }
+        func digits() -> ArraySlice<UInt8> {
+            let run = rest.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            rest.removeFirst(run.count)
+            return run
+        }
+        let negative = take("-")
+        let whole = digits()
+        guard !whole.isEmpty, whole.count == 1 || whole.first != UInt8(ascii: "0") else { return nil }
+        var fraction: ArraySlice<UInt8> = []
+        if take(".") {
+            fraction = digits()
+            guard !fraction.isEmpty else { return nil }
+        }
+        var exponent = 0
+        if take("e") || take("E") {
+            let negativeExponent = take("-")
+            if !negativeExponent { _ = take("+") }
+            let power = digits()
+            guard !power.isEmpty else { return nil }
+            // Capped well past any text's length, so a huge exponent stays a huge exponent without overflowing.
+            for digit in power { exponent = min(exponent * 10 + Int(digit - UInt8(ascii: "0")), Int(UInt32.max)) }
+            if negativeExponent { exponent = -exponent }
+        }
+        guard rest.isEmpty else { return nil }
+        return (negative, Array(whole + fraction), exponent - fraction.count)
     }
 
     static func floatingPoint(_ json: JSONValue, _ name: String) throws -> Double {
