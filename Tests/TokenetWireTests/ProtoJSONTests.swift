@@ -52,6 +52,12 @@ import TokenetWire
         #expect(try TestingV1.Scalars(serializedBytes: decoded.serializedBytes()).fColor == .unrecognized(42))
     }
 
+    @Test func aDoubleMayBeAStringInJSONNumberForm() throws {
+        for (text, value) in [("1.5e3", 1500.0), ("-0.25", -0.25), ("7", 7.0), ("1E-2", 0.01)] {
+            #expect(try TestingV1.Scalars(jsonString: #"{"fDouble": "\#(text)"}"#).fDouble == value)
+        }
+    }
+
     @Test func nullMeansDefault() throws {
         #expect(try TestingV1.Scalars(jsonString: #"{"fInt32": null, "fString": null}"#) == TestingV1.Scalars())
     }
@@ -67,6 +73,10 @@ import TokenetWire
         (#"{"fBytes": "%%%"}"#, "expected base64"),
         (#"{"fColor": "PURPLE"}"#, #""PURPLE" is not a value of tokenet.testing.v1.Color"#),
         (#"{"fFloat": 1e300}"#, "out of range for a float"),
+        (#"{"fDouble": "0x10"}"#, #""0x10" is not a number"#),
+        (#"{"fDouble": "+1"}"#, #""+1" is not a number"#),
+        (#"{"fDouble": "inf"}"#, #""inf" is not a number"#),
+        (#"{"fDouble": " 1.5"}"#, #"" 1.5" is not a number"#),
         (#"[1]"#, "expected an object for tokenet.testing.v1.Scalars, found an array"),
         (#"{"fInt32": 1"#, "unexpected end of JSON"),
         (#"{"fInt32": 01}"#, "leading zero"),

@@ -214,7 +214,8 @@ struct ProtoJSONDecoder {
         case .string("Infinity"): return .infinity
         case .string("-Infinity"): return -.infinity
         case .string(let text):
-            guard let value = Double(text), value.isFinite else {
+            // Written as a JSON number would be: `Double(text)` alone also takes hexadecimal, "+1" and "inf".
+            guard decimal(text) != nil, let value = Double(text), value.isFinite else {
                 throw WireError(.invalidJSON, "\(name): \"\(text)\" is not a number")
             }
             return value
