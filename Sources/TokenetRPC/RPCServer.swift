@@ -160,6 +160,11 @@ public final class RPCServer: Sendable {
                 )
             }
         }
+        if let deadline = call.deadline, deadline <= ContinuousClock.now {
+            // A timeout of zero (or one spent before the handler could start): the caller has stopped waiting, and
+            // the handler must not act for it.
+            return WireV1.Status(code: .deadlineExceeded, message: "the call's deadline passed before it was handled")
+        }
         let context = ServerContext(
             method: call.method,
             metadata: call.metadata,

@@ -96,7 +96,7 @@ import TokenetWire
             try await client.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(30)))
         }
         #expect(error?.code != .deadlineExceeded, "the refusal is reported, not waited out")
-        print("plaintext client of a TLS server: \(String(describing: error))")
+        #expect(error?.message.contains("connect without --plaintext") == true, "\(String(describing: error))")
         await client.close()
         await harness.stop()
     }
@@ -116,7 +116,41 @@ import TokenetWire
                 options: TLSConnection.Options(handshakeTimeout: .seconds(30)))
         }
         #expect(error?.code != .timeout, "the failure is reported, not waited out")
+        #expect(error?.message.contains("the peer does not speak TLS") == true, "\(String(describing: error))")
         await harness.stop()
+    }
+
+    /// A call that arrives with a timeout of zero is answered DEADLINE_EXCEEDED without running its handler. With
+    /// handlers on the connection's loop the echo used to run before the deadline timer could fire, and the call
+    /// was answered OK.
+    @Test func aCallWithATimeoutOfZeroIsNotHandled() async throws {
+        let loop = try EventLoop(name: "rpc-plain-zero-timeout")
+        defer { loop.shutdown() }
+        let listener = try await PlainListener.bind(on: loop)
+        let server = RPCServer(router: InMemoryCallTests.echoRouter, handlersOnConnectionLoop: true)
+        let serving = Task { await server.serve(listener: listener) }
+        let raw = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        let encoder = FrameEncoder()
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        let start = WireV1.CallStart(method: Echo.unary.path, timeoutMicros: 0)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .callStart(start)), into: &bytes)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .message(WireV1.Message())), into: &bytes)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())), into: &bytes)
+        try await raw.write(bytes)
+        var decoder = FrameDecoder()
+        var status: WireV1.Status?
+        while status == nil, let chunk = try await raw.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                if frame.streamID == 1, case .status(let value) = frame.kind { status = value }
+            }
+        }
+        #expect(status?.code == .deadlineExceeded, "\(String(describing: status))")
+        await raw.close()
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
     }
 
     @Test func serverSeesNoPeerIdentity() async throws {
