@@ -1,3 +1,4 @@
+import TokenetTransport
 import TokenetWire
 
 /// Push-mode reading: when the stream can hand received bytes over on its event-loop thread (TLS and plaintext
@@ -61,7 +62,9 @@ extension RPCConnection {
                     isProblem: insideFrame || core.machine.state == .awaitingHello
                 )
             case .failure(let error):
-                endReading(&core, reason: "read failed: \(error)", isProblem: true)
+                // A read that ends because this side closed (a node shutting down) is no problem with the peer.
+                let local = (error as? TransportError) == .closedLocally
+                endReading(&core, reason: "read failed: \(error)", isProblem: !local)
             }
         }
     }

@@ -226,7 +226,8 @@ final class RPCConnection: Sendable {
                 chunk = try await stream.read()
             } catch {
                 reason = "read failed: \(error)"
-                isProblem = true
+                // A read that ends because this side closed (a node shutting down) is no problem with the peer.
+                isProblem = (error as? TransportError) != .closedLocally
                 break
             }
             guard let chunk else {

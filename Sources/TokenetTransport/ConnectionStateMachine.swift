@@ -226,7 +226,7 @@ struct ConnectionStateMachine {
 
     // MARK: Helpers
 
-    static let closedLocally = TransportError(.connectionClosed, "connection closed locally")
+    static let closedLocally = TransportError.closedLocally
     static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
 
     private mutating func close() -> [Action] {

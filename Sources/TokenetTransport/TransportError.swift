@@ -53,6 +53,10 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         return text
     }
 
+    /// What pending reads and writes fail with when this side closed the connection itself: an ending, not a
+    /// problem with the peer.
+    public static let closedLocally = TransportError(.connectionClosed, "connection closed locally")
+
     /// Equality ignores the cause, which is not generally comparable.
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.details == rhs.details

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetTransport
 import TokenetWire
@@ -149,6 +150,32 @@ import TokenetWire
         #expect(status?.code == .deadlineExceeded, "\(String(describing: status))")
         await raw.close()
         server.shutdown()
+        await listener.close()
+        serving.cancel()
+    }
+
+    /// A connection the server closes as it shuts down is logged as a clean close, even when its peer had not
+    /// spoken yet; a peer that leaves without a word is a problem worth a line.
+    @Test func connectionsClosedByAShutdownAreNoProblem() async throws {
+        let loop = try EventLoop(name: "rpc-plain-shutdown-log")
+        defer { loop.shutdown() }
+        let listener = try await PlainListener.bind(on: loop)
+        let records = Mutex<[ConnectionRecord]>([])
+        let server = RPCServer(
+            router: InMemoryCallTests.echoRouter, connectionLog: { record in records.withLock { $0.append(record) } })
+        let serving = Task { await server.serve(listener: listener) }
+        let leaving = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        await leaving.close()
+        for _ in 0..<500 where records.withLock({ $0.count }) < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        let quiet = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        for _ in 0..<500 where server.connectionCount < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        server.shutdown()
+        for _ in 0..<500 where records.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        let problems = records.withLock { $0.map(\.problem) }
+        #expect(problems.count == 2)
+        #expect(problems.first == "the peer closed the connection before its hello", "\(problems)")
+        #expect(problems.last == .some(nil), "\(problems)")
+        await quiet.close()
         await listener.close()
         serving.cancel()
     }
