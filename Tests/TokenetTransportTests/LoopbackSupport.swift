@@ -99,6 +99,35 @@ func expectRefused(_ configuration: TLSConfiguration, port: UInt16, loop: EventL
 }
 
 /// A plain blocking TCP socket for sending bytes that are not TLS at all.
+/// A loopback port that refuses connections for as long as this value lives: a socket bound to it that never
+/// listens. A closed listener's port would do only until another test's listener is given the same port.
+struct RefusingPort: ~Copyable {
+    let fd: Int32
+    let port: UInt16
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            let error = errno
+            close(socketFD)
+            throw TransportError(.io, "binding a refusing port failed: errno \(error)")
+        }
+        fd = socketFD
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(fd) }
+}
+
 struct RawTCPClient: ~Copyable {
     let fd: Int32
 

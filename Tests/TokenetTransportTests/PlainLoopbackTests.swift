@@ -109,12 +109,12 @@ import Testing
     @Test func connectingToAClosedPortFails() async throws {
         let loop = try EventLoop(name: "test-plain-refused")
         defer { loop.shutdown() }
-        let listener = try await PlainListener.bind(on: loop)
-        let port = listener.port
-        await listener.close()
+        let refusing = try RefusingPort()
+        let port = refusing.port
         let error = await #expect(throws: TransportError.self) {
             try await PlainConnection.connect(host: "127.0.0.1", port: port, on: loop)
         }
+        _ = refusing
         #expect(error?.code == .io)
         #expect(error?.message.contains("refused") == true)
     }

@@ -34,13 +34,12 @@ import Testing
     @Test func connectingToAClosedPortFails() async throws {
         let loop = try EventLoop(name: "test-refused")
         defer { loop.shutdown() }
-        // Bind a listener to learn a free port, then close it so nothing listens there.
-        let listener = try await TLSListener.bind(context: certs.context(certs.server()), on: loop)
-        let port = listener.port
-        await listener.close()
+        let refusing = try RefusingPort()
+        let port = refusing.port
         let error = await #expect(throws: TransportError.self) {
             try await connect(certs.client(), port: port, loop: loop)
         }
+        _ = refusing
         #expect(error?.code == .io)
         #expect(error?.message.contains("refused") == true)
     }
