@@ -62,8 +62,8 @@ enum CallCommand {
     static func requestText(_ data: String?) throws(CLIError) -> String {
         guard let data else { return "{}" }
         guard data == "@" else { return data }
-        let bytes = FileHandle.standardInput.readDataToEndOfFile()
-        guard let text = String(data: bytes, encoding: .utf8) else {
+        let bytes = try StandardInput.readAll(command: "call")
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CLIError(.usage, "call: standard input is not UTF-8 text")
         }
         return text

@@ -215,10 +215,11 @@ import Testing
     }
 }
 
-/// Runs the built `tokenet` with `stdin` as its standard input and, when given, only `environment`.
-func runTokenet(_ arguments: [String], stdin: String = "", environment: [String: String]? = nil) throws
-    -> ProcessResult
-{
+/// Runs the built `tokenet` with `stdin` (or the open file `standardInput`) as its standard input and, when given,
+/// only `environment`.
+func runTokenet(
+    _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil, environment: [String: String]? = nil
+) throws -> ProcessResult {
     let directory = try TemporaryDirectory()
     let process = Process()
     process.executableURL = try BuiltExecutables.url(of: "tokenet")
@@ -228,7 +229,7 @@ func runTokenet(_ arguments: [String], stdin: String = "", environment: [String:
     try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
     _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
     _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
+    process.standardInput = try standardInput ?? FileHandle(forReadingFrom: URL(fileURLWithPath: input))
     process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
     process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
     try process.run()

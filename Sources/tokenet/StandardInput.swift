@@ -1,0 +1,23 @@
+import Foundation
+
+/// Reads all of standard input with read(2), reporting failures instead of trapping.
+///
+/// `FileHandle.readDataToEndOfFile()` traps on a read error, which a directory (`< /tmp`) or a closed descriptor
+/// (`<&-`) causes; the CLI must say what went wrong and exit with a usage error instead.
+enum StandardInput {
+    /// The bytes up to end of file; throws a usage error naming the system's reason when reading fails.
+    static func readAll(command: String) throws(CLIError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Foundation.read(0, $0.baseAddress, $0.count) }
+            if count == 0 { return bytes }
+            if count < 0 {
+                let error = errno
+                if error == EINTR { continue }
+                throw CLIError(.usage, "\(command): cannot read standard input: \(String(cString: strerror(error)))")
+            }
+            bytes += chunk[..<count]
+        }
+    }
+}
