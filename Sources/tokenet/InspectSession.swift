@@ -92,17 +92,16 @@ final class InspectSession: Sendable {
             options: callOptions)
     }
 
-    /// Closes the connection gracefully, but waits no longer than a second for a peer that does not answer.
+    /// Closes the connection gracefully, but waits no longer than `closeLimit` for a peer that does not answer, or for
+    /// a close that never returns (after a TLS alert it sometimes did not, and the command hung after its answer).
     func close() async {
         let client = client
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.close() }
-            group.addTask { try? await Task.sleep(for: .seconds(1)) }
-            await group.next()
-            group.cancelAll()
-        }
+        _ = await waitAtMost(Self.closeLimit) { await client.close() }
         loop.shutdown()
     }
+
+    /// The longest wait for a graceful close.
+    static let closeLimit = Duration.seconds(1)
 
     /// Connects, runs `body`, closes. A non-OK status from `body` prints `ERROR: CODE: message` on stderr and gives
     /// exit status 64 + code, as grpcurl does.
