@@ -22,8 +22,10 @@ final class InspectSession: Sendable {
         self.deadline = deadline
     }
 
-    /// Connects the way `options.transport` says. Failures are `CLIError.connection` with the transport's reason.
-    static func connect(_ options: InspectOptions) async throws(CLIError) -> InspectSession {
+    /// Connects the way `options.transport` says. Failures are `CLIError.connection` with the transport's reason, or
+    /// DEADLINE_EXCEEDED (an `RPCError`) when `--deadline` ran out first: then the caller's own limit ended the wait,
+    /// which says nothing about whether the node can be reached.
+    static func connect(_ options: InspectOptions) async throws -> InspectSession {
         let deadline = options.deadline.map { ContinuousClock.now + $0 }
         let loop: EventLoop
         do {
@@ -43,7 +45,7 @@ final class InspectSession: Sendable {
 
     /// The seam where the transports differ; everything above it only sees a `ByteStream`.
     private static func openStream(_ options: InspectOptions, timeout: Duration, _ loop: EventLoop)
-        async throws(CLIError) -> any ByteStream
+        async throws -> any ByteStream
     {
         switch options.transport {
         case .plaintext:
@@ -53,7 +55,7 @@ final class InspectSession: Sendable {
                     host: options.address.host, port: options.address.port, on: loop,
                     options: PlainConnection.Options(connectTimeout: timeout))
             } catch {
-                throw CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
+                throw connectFailure(error, options, timeout: timeout)
             }
         case .mutualTLS(let files):
             let context: TLSContext
@@ -70,9 +72,28 @@ final class InspectSession: Sendable {
                     host: options.address.host, port: options.address.port, context: context, on: loop,
                     options: TLSConnection.Options(handshakeTimeout: timeout))
             } catch {
-                throw CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
+                throw connectFailure(error, options, timeout: timeout)
             }
         }
+    }
+
+    /// A connection that timed out within `--deadline` (not the shorter `connectTimeout`) ran out of the caller's
+    /// time: DEADLINE_EXCEEDED, as for a call. Any other failure means the node cannot be reached.
+    private static func connectFailure(_ error: any Error, _ options: InspectOptions, timeout: Duration) -> any Error {
+        if let error = error as? TransportError, error.code == .timeout, let deadline = options.deadline,
+            deadline <= timeout
+        {
+            return RPCError(
+                .deadlineExceeded,
+                "the deadline (\(milliseconds(deadline)) ms) ran out while connecting to \(options.address)")
+        }
+        return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
+    }
+
+    /// Whole milliseconds, or a fraction for a deadline shorter than one.
+    private static func milliseconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15
+        return value < 1 ? String(format: "%.3f", value) : String(Int64(value.rounded()))
     }
 
     /// Options for the next call: what is left of `--deadline`, and the `-H` metadata.
@@ -111,25 +132,30 @@ final class InspectSession: Sendable {
     ) throws(CLIError) -> Int32 {
         let outcome: Result<Int32, CLIError> = runBlocking {
             let session: InspectSession
-            do throws(CLIError) {
+            do {
                 session = try await connect(options)
             } catch {
-                return .failure(error)
+                return finish(with: error)
             }
             let result: Result<Int32, CLIError>
             do {
                 result = .success(try await body(session))
-            } catch let error as RPCError {
-                result = .success(report(error))
-            } catch let error as CLIError {
-                result = .failure(error)
             } catch {
-                result = .failure(CLIError(.connection, "the call failed", cause: DescribedError(error)))
+                result = finish(with: error)
             }
             await session.close()
             return result
         }
         return try outcome.get()
+    }
+
+    /// A status prints and gives 64 + code; a `CLIError` passes through; anything else is a failed call.
+    private static func finish(with error: any Error) -> Result<Int32, CLIError> {
+        switch error {
+        case let error as RPCError: .success(report(error))
+        case let error as CLIError: .failure(error)
+        default: .failure(CLIError(.connection, "the call failed", cause: DescribedError(error)))
+        }
     }
 
     /// Prints a call's non-OK status and returns its exit status.

@@ -97,10 +97,12 @@ extension ProvisioningChoreography {
             let options = self.options[role]!
             let outcome: Result<(Response, String), CLIError> = runBlocking {
                 let session: InspectSession
-                do throws(CLIError) {
+                do {
                     session = try await InspectSession.connect(options)
-                } catch {
+                } catch let error as CLIError {
                     return .failure(error)
+                } catch {
+                    return .failure(CLIError(.node, "\(role.rawValue) \(what): cannot connect: \(error)"))
                 }
                 var callOptions = session.callOptions
                 let traceID = Metadata.newTraceID()

@@ -145,6 +145,14 @@ import Testing
         #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "))
     }
 
+    /// No handshake finishes in a microsecond: the caller's deadline ran out, which says nothing about the node.
+    @Test func aDeadlineThatRunsOutWhileConnectingIsDeadlineExceeded() throws {
+        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--deadline", "1us"] + tls)
+        #expect(result.status == 64 + 4, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "), "\(result.stderr)")
+        #expect(result.stderr.contains("while connecting to \(address)"), "\(result.stderr)")
+    }
+
     @Test func plaintextCallsReachAPlaintextNode() throws {
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
