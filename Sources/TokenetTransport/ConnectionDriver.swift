@@ -386,15 +386,52 @@ final class ConnectionDriver: EventLoopHandler {
                     sendOffset = 0
                 }
             } catch {
-                handle(machine.failed(error))
+                sendFailed(error)
                 return
             }
         }
         if queuedForSocket == 0, let error = sendFromEngine() {
-            handle(machine.failed(error))
+            sendFailed(error)
             return
         }
         handle(machine.outboundChanged(buffered: outboundBuffered, writersWaiting: !writers.isEmpty))
+    }
+
+    /// A TLS client whose send fails has usually been hung up on by a server that refused its certificate (in TLS 1.3
+    /// after the client's handshake finished); the alert saying why may still wait unread in the socket, and it
+    /// tells more than the broken pipe. The connection fails either way, so what it decrypts on the way is dropped.
+    private func sendFailed(_ error: TransportError) {
+        guard let tls = engine as? TLSEngine, tls.side == .client, tls.isHandshakeComplete else {
+            handle(machine.failed(error))
+            return
+        }
+        reading: while true {
+            do throws(TransportError) {
+                switch try Socket.read(fd, into: engine.ciphertextSpace(atLeast: Self.minimumReadSpace)) {
+                case .bytes(let count): engine.ciphertextReceived(count)
+                case .endOfFile:
+                    engine.receiveEOF()
+                    break reading
+                case .wouldBlock: break reading
+                }
+            } catch {
+                break reading
+            }
+        }
+        var dropped: [UInt8] = []
+        while true {
+            do throws(TransportError) {
+                guard case .appended = try engine.readPlaintext(appendingTo: &dropped, maxCount: Self.writeSlice)
+                else { break }
+                dropped.removeAll(keepingCapacity: true)
+            } catch let refusal where refusal.code == .certificateRefused {
+                handle(machine.failed(refusal))
+                return
+            } catch {
+                break
+            }
+        }
+        handle(machine.failed(error))
     }
 
     /// Sends the engine's ciphertext from where the engine keeps it; what the kernel does not take stays there

@@ -49,16 +49,17 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
         self.init(role: role, nodeID: nodeID)
     }
 
-    /// Picks the single `tokenet://` URI among a certificate's URI SANs; other URIs are ignored.
-    init(uriSANs: [String]) throws(TransportError) {
+    /// Picks the single `tokenet://` URI among a certificate's URI SANs; other URIs are ignored. `certificate` names
+    /// the certificate in messages.
+    init(uriSANs: [String], certificate: String = "peer certificate") throws(TransportError) {
         let candidates = uriSANs.filter { $0.hasPrefix(Self.uriScheme) }
         guard let uri = candidates.first else {
             throw TransportError(
-                .peerIdentity, "peer certificate has no tokenet://ROLE/ID URI subject alternative name")
+                .peerIdentity, "\(certificate) has no tokenet://ROLE/ID URI subject alternative name")
         }
         guard candidates.count == 1 else {
             throw TransportError(
-                .peerIdentity, "peer certificate names \(candidates.count) tokenet identities; need one")
+                .peerIdentity, "\(certificate) names \(candidates.count) tokenet identities; need one")
         }
         try self.init(uri: uri)
     }

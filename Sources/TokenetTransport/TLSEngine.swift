@@ -221,10 +221,13 @@ public final class TLSEngine {
             return .needsMoreData
         case SSL_ERROR_ZERO_RETURN:
             return .closed
-        case SSL_ERROR_SYSCALL where receivedEOF, SSL_ERROR_SSL where receivedEOF && buffers.inbound.isEmpty:
+        case SSL_ERROR_SSL where receivedEOF && buffers.inbound.isEmpty:
+            // The server may send its alert and close at once; the alert is the reason then, not the close.
+            throw fail(.unexpectedEOF, "connection closed by peer without TLS close_notify", alertsAreRefusals: true)
+        case SSL_ERROR_SYSCALL where receivedEOF:
             throw fail(.unexpectedEOF, "connection closed by peer without TLS close_notify")
         default:
-            throw fail(.tls, "TLS read failed")
+            throw fail(.tls, "TLS read failed", alertsAreRefusals: true)
         }
     }
 
@@ -278,12 +281,37 @@ public final class TLSEngine {
 
     /// Marks the engine unusable (OpenSSL forbids further calls after a fatal error) and builds the error,
     /// preferring the identity check's own reason over OpenSSL's generic "certificate verify failed".
-    private func fail(_ code: TransportError.Code, _ message: String) -> TransportError {
+    /// With `alertsAreRefusals` (a read after the handshake), a certificate alert received by a client becomes
+    /// `.certificateRefused` naming the alert.
+    private func fail(_ code: TransportError.Code, _ message: String, alertsAreRefusals: Bool = false) -> TransportError
+    {
         failed = true
-        let details = TransportError.drainOpenSSLErrors()
+        let errors = TransportError.drainOpenSSLErrorCodes()
+        let details = errors.map(TransportError.text(ofOpenSSLError:))
         if let failure = verification.failure {
             return TransportError(failure.code, failure.message, details: details)
         }
+        if alertsAreRefusals, side == .client, let alert = errors.lazy.compactMap(Self.certificateAlert).first {
+            return TransportError(
+                .certificateRefused, "the server refused this client's certificate (\(alert))", details: details)
+        }
         return TransportError(code, message, details: details)
     }
+
+    /// The description of a received alert that refuses a certificate ("certificate expired", "unknown ca"), or nil
+    /// for any other error. In TLS 1.3 only the client's certificate flight is still unchecked once the client's
+    /// handshake is done, so such an alert at a client's read is about its own certificate; `handshake_failure` is
+    /// what a server sends for a certificate without a usable Tokenet identity.
+    private static func certificateAlert(_ error: UInt) -> String? {
+        guard ERR_GET_LIB(error) == ERR_LIB_SSL else { return nil }
+        return refusalAlerts[ERR_GET_REASON(error) - Int32(SSL_AD_REASON_OFFSET)]
+    }
+
+    /// The alerts of RFC 8446 §6.2 that refuse a certificate, by code. OpenSSL 3.0's own table has no name for
+    /// certificate_required, TLS 1.3's alert for a client without a certificate.
+    private static let refusalAlerts: [Int32: String] = [
+        40: "handshake failure", 42: "bad certificate", 43: "unsupported certificate", 44: "certificate revoked",
+        45: "certificate expired", 46: "certificate unknown", 48: "unknown CA", 49: "access denied",
+        51: "decrypt error", 116: "certificate required",
+    ]
 }

@@ -13,6 +13,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         case handshakeFailed
         /// The peer certificate does not carry a usable `tokenet://ROLE/ID` identity.
         case peerIdentity
+        /// The server refused this client's certificate with a TLS alert. In TLS 1.3 the server checks it after the
+        /// client's handshake has finished, so the client learns of the refusal at its first read.
+        case certificateRefused
         /// A TLS record could not be processed after the handshake.
         case tls
         /// A socket or system call failed.
@@ -74,14 +77,24 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
 
     /// Returns the pending OpenSSL errors as text, oldest first, and leaves the queue empty.
     static func drainOpenSSLErrors() -> [String] {
-        var lines: [String] = []
+        drainOpenSSLErrorCodes().map(text(ofOpenSSLError:))
+    }
+
+    /// Returns the pending OpenSSL error codes, oldest first, and leaves the queue empty.
+    static func drainOpenSSLErrorCodes() -> [UInt] {
+        var codes: [UInt] = []
         while true {
             let error = ERR_get_error()
             if error == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(error, &buffer, buffer.count)
-            lines.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            codes.append(error)
         }
-        return lines
+        return codes
+    }
+
+    /// OpenSSL's text for one error code, such as "error:0A000418:SSL routines::tlsv1 alert unknown ca".
+    static func text(ofOpenSSLError error: UInt) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(error, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -11,12 +11,15 @@ final class InspectSession: Sendable {
     let options: InspectOptions
     private let loop: EventLoop
     private let deadline: ContinuousClock.Instant?
+    /// Over mutual TLS: where the node's refusal of the CLI's certificate shows.
+    private let refusals: CertificateRefusalWatch?
 
     /// The longest wait for the TCP connect plus the TLS handshake when no shorter `--deadline` is given.
     static let connectTimeout = Duration.seconds(10)
 
-    private init(client: RPCClient, options: InspectOptions, loop: EventLoop, deadline: ContinuousClock.Instant?) {
-        self.client = client
+    private init(stream: any ByteStream, options: InspectOptions, loop: EventLoop, deadline: ContinuousClock.Instant?) {
+        client = RPCClient(stream: stream)
+        refusals = stream as? CertificateRefusalWatch
         self.options = options
         self.loop = loop
         self.deadline = deadline
@@ -36,7 +39,7 @@ final class InspectSession: Sendable {
         do {
             let stream = try await openStream(
                 options, timeout: min(connectTimeout, options.deadline ?? connectTimeout), loop)
-            return InspectSession(client: RPCClient(stream: stream), options: options, loop: loop, deadline: deadline)
+            return InspectSession(stream: stream, options: options, loop: loop, deadline: deadline)
         } catch {
             loop.shutdown()
             throw error
@@ -67,10 +70,18 @@ final class InspectSession: Sendable {
             } catch {
                 throw CLIError(.connection, "cannot load the TLS identity", cause: DescribedError(error))
             }
+            // What the node would refuse only after the handshake, with a terse alert, is caught here first.
             do {
-                return try await TLSConnection.connect(
-                    host: options.address.host, port: options.address.port, context: context, on: loop,
-                    options: TLSConnection.Options(handshakeTimeout: timeout))
+                _ = try context.checkOwnCertificate()
+            } catch {
+                throw CLIError(
+                    .connection, "cannot use the client certificate (--cert)", cause: DescribedError(error))
+            }
+            do {
+                return CertificateRefusalWatch(
+                    try await TLSConnection.connect(
+                        host: options.address.host, port: options.address.port, context: context, on: loop,
+                        options: TLSConnection.Options(handshakeTimeout: timeout)))
             } catch {
                 throw connectFailure(error, options, timeout: timeout)
             }
@@ -141,12 +152,22 @@ final class InspectSession: Sendable {
             do {
                 result = .success(try await body(session))
             } catch {
-                result = finish(with: error)
+                result = finish(with: session.refusal(behind: error) ?? error)
             }
             await session.close()
             return result
         }
         return try outcome.get()
+    }
+
+    /// The node's refusal of the CLI's certificate when that is what ended the connection `error` reports: a
+    /// certificate to fix (exit status 1, as for unusable certificate files), not an unavailable node.
+    private func refusal(behind error: any Error) -> CLIError? {
+        guard let error = error as? RPCError, error.code == .unavailable, let refusal = refusals?.refusal,
+            case .mutualTLS(let files) = options.transport
+        else { return nil }
+        return CLIError(
+            .connection, "\(options.address): \(refusal.message); check --cert \(files.certificateFile)")
     }
 
     /// A status prints and gives 64 + code; a `CLIError` passes through; anything else is a failed call.

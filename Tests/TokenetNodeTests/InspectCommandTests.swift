@@ -193,6 +193,34 @@ import Testing
         #expect(result.stderr.contains("key values mismatch"))
     }
 
+    /// The node checks a client's certificate after the client's TLS 1.3 handshake; its refusal arrives as an alert,
+    /// which the command reports as a certificate to fix (exit status 1), with the node's reason.
+    @Test func aCertificateFromAnotherCAIsRefusedWithTheReason() throws {
+        let result = try runTokenet(
+            [
+                "call", address, "tokenet.health.v1.Health/Check", "--deadline", "20s", "--cacert", pki.path("ca.pem"),
+                "--cert", pki.path("untrusted/operator.pem"), "--key", pki.path("untrusted/operator.key"),
+            ])
+        #expect(result.reason == .exit)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("refused this client's certificate (unknown CA)"), "\(result.stderr)")
+        #expect(result.stderr.contains("check --cert \(pki.path("untrusted/operator.pem"))"), "\(result.stderr)")
+    }
+
+    /// What the node would refuse anyway is found before connecting, with a reason that names the file.
+    @Test func aCertificateWithoutATokenetIdentityIsRefusedBeforeConnecting() throws {
+        for name in ["plain", "ca"] {
+            let result = try runTokenet(
+                [
+                    "call", address, "tokenet.health.v1.Health/Check", "--cacert", pki.path("ca.pem"), "--cert",
+                    pki.path("\(name).pem"), "--key", pki.path("\(name).key"),
+                ])
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("cannot use the client certificate (--cert)"), "\(result.stderr)")
+            #expect(result.stderr.contains("\(name).pem has no tokenet://ROLE/ID"), "\(result.stderr)")
+        }
+    }
+
     @Test func aRefusedConnectionIsAConnectionFailure() throws {
         let result = try runTokenet(["list", "127.0.0.1:1"] + tls)
         #expect(result.status == 1)
@@ -253,7 +281,9 @@ func runTokenet(
         stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
 }
 
-/// Development certificates from Tools/gen-certs, made once per test process and removed when it exits.
+/// Development certificates from Tools/gen-certs, made once per test process and removed when it exits: the CA, the
+/// role certificates, `plain` (signed by the CA, no tokenet:// URI SAN) and, in `untrusted/`, certificates of another
+/// CA.
 enum InspectPKI {
     static let shared: Directory = {
         let root = FileManager.default.temporaryDirectory
@@ -265,17 +295,19 @@ enum InspectPKI {
         }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
-        let process = Process()
-        process.executableURL = script
-        process.arguments = [root.path]
-        process.standardOutput = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-        } catch {
-            fatalError("cannot run \(script.path): \(error)")
+        for arguments in [["--no-uri-san", "plain", root.path], ["--untrusted", root.path + "/untrusted"]] {
+            let process = Process()
+            process.executableURL = script
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            do {
+                try process.run()
+                process.waitUntilExit()
+            } catch {
+                fatalError("cannot run \(script.path): \(error)")
+            }
+            precondition(process.terminationStatus == 0, "Tools/gen-certs \(arguments) failed")
         }
-        precondition(process.terminationStatus == 0, "Tools/gen-certs failed")
         return Directory(url: root)
     }()
 

@@ -96,7 +96,8 @@ import Testing
         defer { loop.shutdown() }
         let server = try await EchoServer(loop: loop, configuration: certs.server())
         let clientError = await expectRefused(certs.client(nil), port: server.port, loop: loop)
-        #expect(clientError != nil)
+        #expect(clientError?.code == .certificateRefused, "\(String(describing: clientError))")
+        #expect(clientError?.message.contains("certificate required") == true, "\(String(describing: clientError))")
         let serverError = await server.nextFailure()
         #expect(serverError?.code == .handshakeFailed)
         await server.stop()
@@ -108,7 +109,9 @@ import Testing
         defer { loop.shutdown() }
         let server = try await EchoServer(loop: loop, configuration: certs.server())
         let clientError = await expectRefused(certs.client("wallet", untrusted: true), port: server.port, loop: loop)
-        #expect(clientError != nil)
+        // The client learns why: its certificate, and the server's reason.
+        #expect(clientError?.code == .certificateRefused, "\(String(describing: clientError))")
+        #expect(clientError?.message == "the server refused this client's certificate (unknown CA)")
         let serverError = await server.nextFailure()
         #expect(serverError?.code == .handshakeFailed)
         #expect(serverError?.message.contains("unable to get local issuer certificate") == true)
@@ -121,7 +124,8 @@ import Testing
         defer { loop.shutdown() }
         let server = try await EchoServer(loop: loop, configuration: certs.server())
         let clientError = await expectRefused(certs.client("plain"), port: server.port, loop: loop)
-        #expect(clientError != nil)
+        #expect(clientError?.code == .certificateRefused, "\(String(describing: clientError))")
+        #expect(clientError?.message.contains("(handshake failure)") == true)
         let serverError = await server.nextFailure()
         #expect(serverError?.code == .peerIdentity)
         await server.stop()

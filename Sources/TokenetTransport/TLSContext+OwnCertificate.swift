@@ -1,0 +1,38 @@
+import COpenSSL
+import Foundation
+
+extension TLSContext {
+    /// Checks this context's own certificate as a peer will: that `now` lies within its validity dates and that it
+    /// names one `tokenet://ROLE/ID` identity, which it returns. Throws `.configuration` for dates, `.peerIdentity`
+    /// for the name.
+    ///
+    /// A client calls this before connecting: in TLS 1.3 the server checks the client's certificate only after the
+    /// client's handshake has finished, so a refusal arrives as a terse alert at the first read; checked here, the
+    /// reason names the file and the date.
+    public func checkOwnCertificate(at now: Date = Date()) throws(TransportError) -> PeerIdentity {
+        let name = configuration.certificateChainFile.map { "certificate \($0)" } ?? "the certificate"
+        // get0: the context keeps ownership; nothing to free.
+        guard let certificate = SSL_CTX_get0_certificate(pointer) else {
+            throw TransportError(.configuration, "no certificate is configured")
+        }
+        if let notBefore = Self.date(X509_get0_notBefore(certificate)), now < notBefore {
+            throw TransportError(
+                .configuration, "\(name) is not valid before \(Self.text(notBefore)) (now \(Self.text(now)))")
+        }
+        if let notAfter = Self.date(X509_get0_notAfter(certificate)), now > notAfter {
+            throw TransportError(.configuration, "\(name) expired on \(Self.text(notAfter)) (now \(Self.text(now)))")
+        }
+        return try PeerIdentity(uriSANs: VerificationState.uriSANs(of: certificate), certificate: name)
+    }
+
+    /// An ASN.1 time as a date; nil when OpenSSL cannot read it (the peer's check will then say why).
+    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+        var parts = tm()
+        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+
+    private static func text(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle())
+    }
+}
