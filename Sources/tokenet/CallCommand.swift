@@ -10,7 +10,8 @@ enum CallCommand {
         summary: "Call a method of a node with JSON requests and print the responses as JSON.",
         help: help
     ) { arguments throws(CLIError) in
-        let options = try InspectOptions(parsing: arguments, command: "call", operands: 1...1, takesData: true)
+        let options = try InspectOptions(
+            parsing: arguments, command: "call", operands: 1...1, named: ["METHOD"], takesData: true)
         let path = try methodPath(options.operands[0])
         let requests = try JSONTexts.split(try requestText(options.data))
         return try InspectSession.run(options) { session in
@@ -54,6 +55,14 @@ enum CallCommand {
             !name[name.index(after: separator)...].contains("/"), !name.contains(where: \.isWhitespace)
         else {
             throw CLIError(.usage, "call: '\(text)' is not a method; write it as pkg.Service/Method")
+        }
+        // Services are named in UpperCamelCase and packages in lower case: a service name alone (tokenet.health.v1.
+        // Health) would otherwise split into package "tokenet.health.v1" and method "Health".
+        guard name[..<separator].split(separator: ".").last?.first?.isUppercase == true else {
+            throw CLIError(
+                .usage,
+                "call: '\(text)' names no method (a service?); the method must be package.Service/Method, "
+                    + "such as tokenet.health.v1.Health/Check")
         }
         return "/\(name[..<separator])/\(name[name.index(after: separator)...])"
     }

@@ -6,7 +6,7 @@ enum DescribeCommand {
         summary: "Describe a service, method, message or enum of a node (via reflection).",
         help: help
     ) { arguments throws(CLIError) in
-        let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1)
+        let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
         return try InspectSession.run(options) { session in
             printOut(SymbolDescriptionText.render(try await session.describe(options.operands[0])))
             return 0

@@ -42,11 +42,11 @@ struct InspectOptions: Sendable {
           --help               Show this help.
         """
 
-    /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), and `takesData`
-    /// whether `-d` is allowed.
+    /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), `names` what
+    /// they are (METHOD, SYMBOL) for messages about a missing or empty one, and `takesData` whether `-d` is allowed.
     init(
-        parsing arguments: [String], command: String, operands range: ClosedRange<Int>, takesData: Bool = false,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        parsing arguments: [String], command: String, operands range: ClosedRange<Int>, named names: [String] = [],
+        takesData: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(CLIError) {
         var positional: [String] = []
         var caFile = environment[Self.environmentCA]
@@ -93,11 +93,12 @@ struct InspectOptions: Sendable {
         guard let address = HostPort(parsing: first) else {
             throw CLIError(.usage, "\(command): '\(first)' is not an address of the form HOST:PORT")
         }
+        guard address.port != 0 else {
+            throw CLIError(.usage, "\(command): '\(first)' has port 0, which no node listens on; give the node's port")
+        }
         self.address = address
         operands = Array(positional.dropFirst())
-        guard range.contains(operands.count) else {
-            throw CLIError(.usage, "\(command): unexpected arguments: \(operands.joined(separator: " "))")
-        }
+        try Self.check(operands, range, names, command: command)
         if plaintext {
             transport = .plaintext
         } else {
@@ -114,18 +115,45 @@ struct InspectOptions: Sendable {
         }
     }
 
-    /// `5s`, `200ms`, `1.5s`, `2m`, `1h`, `500us`: a positive duration of at most a day.
+    /// Too few operands names the first missing one; too many names the extra ones; an empty one is never meant.
+    private static func check(_ operands: [String], _ range: ClosedRange<Int>, _ names: [String], command: String)
+        throws(CLIError)
+    {
+        func name(_ index: Int) -> String { index < names.count ? names[index] : "argument \(index + 1) after ADDR" }
+        guard operands.count >= range.lowerBound else {
+            throw CLIError(.usage, "\(command): missing \(name(operands.count)) after the address")
+        }
+        guard operands.count <= range.upperBound else {
+            throw CLIError(
+                .usage, "\(command): unexpected arguments: \(operands[range.upperBound...].joined(separator: " "))")
+        }
+        if let empty = operands.firstIndex(of: "") {
+            throw CLIError(.usage, "\(command): \(name(empty)) is empty")
+        }
+    }
+
+    /// `5s`, `200ms`, `1.5s`, `2m`, `1h`, `500us`: a positive duration of at most a day, written in decimal digits
+    /// (not `0x10s` or `1e3ms`, which `Double(String)` would take).
     static func duration(_ text: String, command: String) throws(CLIError) -> Duration {
         let units: [(suffix: String, seconds: Double)] = [
             ("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60), ("h", 3600),
         ]
         for unit in units where text.hasSuffix(unit.suffix) {
             let number = text.dropLast(unit.suffix.count)
-            guard let value = Double(number), value.isFinite, value > 0, value * unit.seconds <= 86_400 else { break }
+            guard isDecimal(number), let value = Double(number), value > 0 else { break }
+            guard value * unit.seconds <= 86_400 else {
+                throw CLIError(.usage, "\(command): --deadline: '\(text)' is longer than the limit of one day (24h)")
+            }
             return .nanoseconds(Int64(max(1, (value * unit.seconds * 1e9).rounded())))
         }
         throw CLIError(
             .usage, "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(text)'")
+    }
+
+    /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.
+    private static func isDecimal(_ text: Substring) -> Bool {
+        let digits = text.filter { $0 != "." }
+        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber } && text.count - digits.count <= 1
     }
 
     /// `KEY: VALUE`; keys are case-insensitive and sent in lowercase.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits text holding JSON values one after another (`{"a": 1} {"a": 2}`) into one text per value, so
 /// `tokenet call -d @` can read the requests of a client-streaming call from standard input.
 ///
@@ -38,6 +40,16 @@ enum JSONTexts {
                     // A bare value (a number, true, null) ends at whitespace; the decoder rejects it as a request.
                     if depth == 0 && isWhitespace(byte) { break scanning }
                 }
+            }
+            // After the first value, only whole objects may follow (one per request of a streaming call); anything
+            // else is left over from a mistyped request, where "-d holds 2" would point nowhere near it.
+            if !texts.isEmpty && (bytes[start] != UInt8(ascii: "{") || depth > 0 || inString) {
+                let rest = String(decoding: bytes[start..<index].prefix(20), as: UTF8.self)
+                let what =
+                    bytes[start] == UInt8(ascii: "{")
+                    ? "an object that is never closed"
+                    : "'\(rest.trimmingCharacters(in: .whitespacesAndNewlines))'"
+                throw CLIError(.usage, "call: the request JSON has trailing characters at byte \(start): \(what)")
             }
             texts.append(String(decoding: bytes[start..<index], as: UTF8.self))
         }

@@ -8,7 +8,7 @@ enum ListCommand {
         summary: "List a node's services, or a service's methods (via reflection).",
         help: help
     ) { arguments throws(CLIError) in
-        let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1)
+        let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1, named: ["SERVICE"])
         return try InspectSession.run(options) { session in
             guard let service = options.operands.first else {
                 for name in try await session.listServices() { printOut(name) }

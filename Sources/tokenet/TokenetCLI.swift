@@ -18,6 +18,10 @@ enum TokenetCLI {
             return 2
         }
         do throws(CLIError) {
+            if let index = firstArgumentNotUTF8() {
+                let shown = index <= arguments.count ? " '\(arguments[index - 1])'" : ""
+                throw CLIError(.usage, "argument \(index)\(shown) is not UTF-8 text")
+            }
             switch first {
             case "--help", "-h":
                 printOut(overview)
@@ -39,6 +43,15 @@ enum TokenetCLI {
             printError("tokenet: \(error)")
             if error.code == .usage { printError("Run 'tokenet --help' for usage.") }
             return error.exitStatus
+        }
+    }
+
+    /// The position (from 1) of the first argument of this process's command line that is not UTF-8. Swift's
+    /// `CommandLine.arguments` replaces such bytes with U+FFFD, so `-d` would send, and a path would name, text the
+    /// user never wrote; standard input is refused for the same reason.
+    static func firstArgumentNotUTF8() -> Int? {
+        (1..<Int(CommandLine.argc)).first { index in
+            CommandLine.unsafeArgv[index].map { String(validatingCString: $0) == nil } ?? false
         }
     }
 

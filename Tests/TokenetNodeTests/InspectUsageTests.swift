@@ -18,4 +18,74 @@ import Testing
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("cannot read standard input: Is a directory"), "\(result.stderr)")
     }
+
+    /// Runs `tokenet` expecting the usage error `message`.
+    private func expectUsageError(
+        _ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation
+    )
+        throws
+    {
+        let result = try runTokenet(arguments)
+        #expect(result.status == 2, "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func aMissingOperandIsNamed() throws {
+        try expectUsageError(["call", address, "--plaintext"], "call: missing METHOD after the address")
+        try expectUsageError(["describe", address, "--plaintext"], "describe: missing SYMBOL after the address")
+    }
+
+    @Test func onlyTheExtraOperandsAreNamed() throws {
+        try expectUsageError(["describe", address, "a", "b", "--plaintext"], "describe: unexpected arguments: b\n")
+    }
+
+    @Test func anEmptyOperandIsRefused() throws {
+        try expectUsageError(["list", address, "", "--plaintext"], "list: SERVICE is empty")
+    }
+
+    @Test func portZeroIsRefused() throws {
+        try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
+    }
+
+    @Test func aServiceNameIsNotAMethod() throws {
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.Health", "--plaintext"], "the method must be package.Service/Method")
+    }
+
+    /// Characters after the request object are pointed at, not counted as a second request.
+    @Test func trailingCharactersAfterTheRequestArePointedAt() throws {
+        for (data, message) in [
+            ("{}x", "trailing characters at byte 2: 'x'"), ("{} ]", "trailing characters at byte 3: ']'"),
+            ("{}{", "trailing characters at byte 2: an object that is never closed"),
+        ] {
+            try expectUsageError(
+                ["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"], message)
+        }
+    }
+
+    @Test func deadlinesAreDecimalAndAtMostADay() throws {
+        try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
+        for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
+            try expectUsageError(["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
+        }
+    }
+
+    /// Swift would turn the byte 0xFF into U+FFFD and send that; the command refuses it as it refuses such input.
+    @Test func anArgumentThatIsNotUTF8IsRefused() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            #"exec "$0" call "$1" tokenet.health.v1.Health/Check --plaintext -d "$(printf '{"service": "\377"}')""#,
+            try BuiltExecutables.url(of: "tokenet").path, address,
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2, "\(stderr)")
+        #expect(stderr.contains("is not UTF-8 text"), "\(stderr)")
+    }
 }
