@@ -9,13 +9,14 @@ public struct ConnectionTimers: Sendable {
     /// Close a connection that has had no open call for this long (goaway IDLE_TIMEOUT).
     public var idleTimeout: Duration?
     /// Close a connection whose peer has not sent its hello this long after it opened (goaway PROTOCOL_ERROR):
-    /// whatever answered does not speak Tokenet, or hangs, and a call without a deadline would wait forever. A
-    /// Tokenet peer sends its hello at once; the default leaves room for a process starved of CPU for a while.
-    public var helloTimeout: Duration
+    /// whatever answered does not speak Tokenet, or hangs, and a call without a deadline would wait forever. Off by
+    /// default: a busy peer (a node whose threads are all at work) may take long to greet, and its calls have
+    /// deadlines; the `tokenet` CLI sets it, since a person waits at the other end.
+    public var helloTimeout: Duration?
 
     public init(
         keepaliveInterval: Duration? = nil, keepaliveTimeout: Duration = .seconds(20), idleTimeout: Duration? = nil,
-        helloTimeout: Duration = .seconds(30)
+        helloTimeout: Duration? = nil
     ) {
         self.keepaliveInterval = keepaliveInterval
         self.keepaliveTimeout = keepaliveTimeout
@@ -60,6 +61,9 @@ extension RPCConnection {
                     let payload = UInt64.random(in: 1...UInt64.max)
                     core.outstandingPing = (payload, now)
                     apply(core.machine.ping(payload: payload), to: &core)
+                    // Sent from the loop, not by the writer task: the ping's clock runs from now, and a node whose
+                    // threads are all busy would otherwise hold its own ping back until it timed out.
+                    if let loop, !core.closing { scheduleLoopFlush(&core, loop) }
                 }
                 if let idle = timers.idleTimeout, now - core.lastCallActivity >= idle {
                     apply(core.machine.idleTimedOut(after: "\(idle)"), to: &core)

@@ -177,10 +177,10 @@ final class RPCConnection: Sendable {
     }
 
     /// Arms the check that closes the connection when the peer's hello has not come within
-    /// `timers.helloTimeout`: on the loop's timers, or in a sleeping task for streams without a loop. Returns what
-    /// cancels it.
+    /// `timers.helloTimeout` (when set): on the loop's timers, or in a sleeping task for streams without a loop.
+    /// Returns what cancels it.
     private func armHelloCheck() -> @Sendable () -> Void {
-        let timeout = timers.helloTimeout
+        guard let timeout = timers.helloTimeout else { return {} }
         let check: @Sendable () -> Void = { [self] in
             perform { $0.machine.helloTimedOut(after: "\(timeout)") }
         }

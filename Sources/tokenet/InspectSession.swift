@@ -16,9 +16,13 @@ final class InspectSession: Sendable {
 
     /// The longest wait for the TCP connect plus the TLS handshake when no shorter `--deadline` is given.
     static let connectTimeout = Duration.seconds(10)
+    /// The longest wait for the server's hello once connected: a server that accepts and then says nothing (not a
+    /// Tokenet node, or a stuck one) ends the command instead of holding it forever. Generous, because a node under
+    /// load may be slow to greet, and a `--deadline` still ends the command sooner.
+    static let helloTimeout = Duration.seconds(30)
 
     private init(stream: any ByteStream, options: InspectOptions, loop: EventLoop, deadline: ContinuousClock.Instant?) {
-        client = RPCClient(stream: stream)
+        client = RPCClient(stream: stream, timers: ConnectionTimers(helloTimeout: Self.helloTimeout))
         refusals = stream as? CertificateRefusalWatch
         self.options = options
         self.loop = loop
