@@ -282,7 +282,12 @@ final class RPCConnection: Sendable {
         do {
             try await stream.write(batch)
         } catch {
-            core.withLock { transportEnded("write failed: \(error)", isProblem: true, core: &$0) }
+            core.withLock { core in
+                transportEnded("write failed: \(error)", isProblem: true, core: &core)
+                // Cleared here too: when the failed write was a caller's (`flushNow`), the writer task would
+                // otherwise wait for that write to hand over forever, and `run()` (with every `close()`) with it.
+                core.writing = false
+            }
             markClosing()
             return false
         }
