@@ -155,13 +155,6 @@ final class RPCConnection: Sendable {
     /// Why the connection ended, when that was a problem rather than a clean close (see `Core.problem`).
     var problem: String? { core.withLock { $0.problem } }
 
-    /// Records why the connection is ending, unless an earlier problem already explains it.
-    func noteProblem(_ problem: String) {
-        core.withLock { core in
-            if core.problem == nil { core.problem = problem }
-        }
-    }
-
     /// The transport failed or ended: every open call ends with `reason`, which also becomes the connection's
     /// problem when `isProblem`. A plaintext client whose connection fails before the server's hello has nearly
     /// always reached a TLS port (the TLS side resets it), so the reason says so.
