@@ -111,10 +111,15 @@ struct ConnectionStateMachine {
         var messages: [Data] = []
         var end: WireV1.Frame.Kind?
     }
-    /// Client: the id of the next call. Server: the highest call id seen so far.
-    private(set) var nextStreamID: UInt32 = 1
+    /// Client: the id of the next call (settable so that tests can start near the end of the id space).
+    var nextStreamID: UInt32 = 1
+    /// Server: the highest call id seen so far.
     private(set) var lastPeerStreamID: UInt32 = 0
     private var helloSent = false
+
+    /// The highest call id: ids are sent as `uint32`, and stay below 2^31 as in HTTP/2, so that a peer which keeps
+    /// them in a signed 32-bit integer reads them right.
+    static let largestStreamID = UInt32(Int32.max)
 
     init(role: Role, settings: ConnectionSettings = .defaults, agent: String = "tokenet") {
         self.role = role
@@ -221,10 +226,11 @@ struct ConnectionStateMachine {
         guard role == .server else {
             return connectionError(.protocolError, "a server cannot open calls")
         }
-        guard id % 2 == 1, id > lastPeerStreamID else {
+        guard id % 2 == 1, id > lastPeerStreamID, id <= Self.largestStreamID else {
             return connectionError(
                 .protocolError,
-                "call id \(id) is invalid: ids must be odd and increase (last was \(lastPeerStreamID))"
+                "call id \(id) is invalid: ids must be odd, increase (last was \(lastPeerStreamID)) and stay "
+                    + "below 2^31"
             )
         }
         lastPeerStreamID = id
@@ -292,14 +298,20 @@ struct ConnectionStateMachine {
         case .awaitingHello, .active:
             break
         }
-        guard nextStreamID < UInt32(Int32.max) else {
+        guard nextStreamID <= Self.largestStreamID else {
             throw RPCError(.unavailable, "call ids are exhausted on this connection; retry on a new connection")
         }
         let id = nextStreamID
         nextStreamID += 2
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
-        return (id, Actions(.write(WireV1.Frame(streamID: id, kind: .callStart(start)))))
+        var actions = Actions(.write(WireV1.Frame(streamID: id, kind: .callStart(start))))
+        if nextStreamID > Self.largestStreamID {
+            // That was the last id: the connection drains (its calls finish, then it closes) and stops counting as
+            // usable, so a channel opens a new one for the next call instead of failing every call from now on.
+            actions += beginShutdown(reason: "call ids are exhausted on this connection")
+        }
+        return (id, actions)
     }
 
     /// Sends one request (client) or response (server) message.

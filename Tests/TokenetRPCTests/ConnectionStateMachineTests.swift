@@ -136,6 +136,43 @@ import TokenetWire
         #expect(Self.goawayCode(machine.receive(Self.frame(id, .callStart(Self.start)))) == .protocolError)
     }
 
+    @Test func callIDsAbove2To31AreProtocolErrors() {
+        var machine = Self.server()
+        #expect(
+            machine.receive(Self.frame(2_147_483_647, .callStart(Self.start))).contains { action in
+                if case .startHandler(streamID: 2_147_483_647, _) = action { return true }
+                return false
+            })
+        var other = Self.server()
+        let actions = other.receive(Self.frame(2_147_483_649, .callStart(Self.start)))
+        #expect(Self.goawayCode(actions) == .protocolError)
+        #expect(other.state == .closed)
+    }
+
+    /// The last call id drains the connection instead of leaving it open and failing every later call: the call
+    /// finishes, then the connection closes, and a channel opens a new one meanwhile.
+    @Test func theLastCallIDDrainsTheClientConnection() throws {
+        var machine = Self.client()
+        machine.nextStreamID = 2_147_483_645
+        let (first, firstActions) = try machine.openCall(Self.start)
+        #expect(first == 2_147_483_645)
+        #expect(firstActions == [.write(Self.frame(first, .callStart(Self.start)))])
+        #expect(machine.state == .active)
+        let (last, lastActions) = try machine.openCall(Self.start)
+        #expect(last == 2_147_483_647)
+        let goaway = WireV1.GoAway(code: .shuttingDown, reason: "call ids are exhausted on this connection")
+        #expect(
+            lastActions == [.write(Self.frame(last, .callStart(Self.start))), .write(Self.frame(0, .goaway(goaway)))])
+        #expect(machine.state == .draining)
+        let error = #expect(throws: RPCError.self) { try machine.openCall(Self.start) }
+        #expect(error?.code == .unavailable)
+        _ = machine.receive(Self.frame(first, .status(WireV1.Status())))
+        #expect(
+            machine.receive(Self.frame(last, .status(WireV1.Status())))
+                == [.finishCall(streamID: last, WireV1.Status()), .closeConnection(error: nil)]
+        )
+    }
+
     @Test func callIDsMustIncrease() {
         var machine = Self.server()
         _ = machine.receive(Self.frame(5, .callStart(Self.start)))

@@ -72,6 +72,21 @@ import TokenetWire
         #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 5)).fInt32 == 6)
     }
 
+    /// A connection that has used its last call id drains: the call made with it finishes, and the next call goes
+    /// on a new connection instead of failing with UNAVAILABLE for as long as the channel lives.
+    @Test func aConnectionOutOfCallIDsIsReplaced() async throws {
+        let harness = Harness()
+        let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }
+        let first = try await channel.client(before: nil)
+        first.connection.core.withLock { $0.machine.nextStreamID = 2_147_483_645 }
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 2)).fInt32 == 3, "the last id is used")
+        #expect(!first.isUsable)
+        #expect(try await channel.unary(Echo.unary, Scalars(fInt32: 3)).fInt32 == 4)
+        #expect(harness.attempts.load(ordering: .relaxed) == 2)
+        await first.connection.waitUntilClosed()
+    }
+
     @Test func retriesWithBackoffUntilConnected() async throws {
         let harness = Harness(failures: 3)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await harness.connect() }

@@ -74,21 +74,29 @@ extension ProtoMessage {
 
     /// Parses the protobuf binary serialization of the message.
     ///
-    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type.
+    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type, and for a string
+    /// that holds a NUL character, which protobuf-c would cut short (see `ProtoNULScan`).
     public init(serializedBytes bytes: some ContiguousBytes) throws {
         let descriptor = Self._protobufC.pointer
+        var fieldWithNUL: String?
         let unpacked: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBytes { raw in
             // protobuf-c reads `len` bytes from `data`; an empty message needs a valid pointer, not nil.
             var empty: UInt8 = 0
-            return withUnsafePointer(to: &empty) { fallback in
+            let unpacked = withUnsafePointer(to: &empty) { fallback in
                 let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback
                 return protobuf_c_message_unpack(descriptor, nil, raw.count, base)
             }
+            if unpacked != nil { fieldWithNUL = ProtoNULScan.stringFieldWithNUL(in: raw, descriptor: descriptor) }
+            return unpacked
         }
         guard let unpacked else {
             throw WireError(.invalidMessage, "the bytes are not a valid \(Self.protoName) message")
         }
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
+        if let fieldWithNUL {
+            throw WireError(
+                .invalidMessage, "string field \"\(fieldWithNUL)\" holds a NUL character, which Tokenet cannot carry")
+        }
         try self.init(
             _protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor, takesBuffers: true)
         )
