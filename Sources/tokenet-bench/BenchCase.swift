@@ -12,12 +12,17 @@ enum BenchCase: String, CaseIterable, Sendable {
     case bulk16k32
     /// Server streaming of 100-byte messages, 1000 per call.
     case stream
+    /// Sequential 100-byte echoes over Tokenet's own TLS transport and event loop, without the RPC layer: the
+    /// floor under `pingpong`, which tells the transport's share of its cost from the calls' (anchor: raw-tls
+    /// `pingpong`).
+    case transport
 
     var mode: String {
         switch self {
         case .pingpong: "unary-seq"
         case .async64, .bulk16k, .bulk16k32: "unary-async"
         case .stream: "server-stream"
+        case .transport: "transport-echo"
         }
     }
 
@@ -29,7 +34,7 @@ enum BenchCase: String, CaseIterable, Sendable {
         case .async64: 64
         case .bulk16k: 8
         case .bulk16k32: 32
-        case .stream: 1
+        case .stream, .transport: 1
         }
     }
 }

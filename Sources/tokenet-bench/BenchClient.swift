@@ -46,6 +46,13 @@ struct BenchClient {
             case .pingpong, .async64, .bulk16k, .bulk16k32: result = try await unary(benchCase, client)
             case .stream:
                 result = try await withTaskExecutorPreference(client.executor) { try await stream(client) }
+            case .transport:
+                guard let echoPort = options.echoPort else { throw BenchError("the transport case needs --echo-port") }
+                let echo = try await TLSConnection.connect(
+                    host: "127.0.0.1", port: echoPort, context: context, on: loop)
+                result = try await TransportEcho.measure(
+                    echo, options: options, window: Window(options: options), cpu: cpuMeter)
+                await echo.close()
             }
             results.append(result)
         }
@@ -54,7 +61,7 @@ struct BenchClient {
     }
 
     /// The measured window: messages completing in [start, end) count.
-    private struct Window: Sendable {
+    struct Window: Sendable {
         let start: UInt64
         let end: UInt64
 
@@ -67,7 +74,7 @@ struct BenchClient {
     }
 
     /// CPU seconds that this process and the server use during `window`.
-    private func cpuMeter(_ window: Window) -> Task<Double?, Never> {
+    func cpuMeter(_ window: Window) -> Task<Double?, Never> {
         let processes = [getpid()] + (serverPID.map { [$0] } ?? [])
         return Task {
             func sleep(until time: UInt64) async {

@@ -56,6 +56,7 @@ struct BenchCompare {
         Key("raw-tls", "pipelined", "16384", "8"), Key("grpc-tls", "unary-async", "16384", "32"),
         Key("tokenet", "unary-async", "16384", "8"), Key("tokenet", "unary-async", "16384", "32"),
         Key("tokenet", "server-stream", "100", "1"),
+        Key("tokenet", "transport-echo", "100", "1"), Key("tokenet-nopoll", "transport-echo", "100", "1"),
     ]
 
     func run() async throws {
@@ -87,7 +88,7 @@ struct BenchCompare {
                     [
                         "run", "--pin", pin.rawValue, "--seconds", "\(options.seconds)", "--warmup",
                         "\(options.warmup)",
-                        "--idle-poll-us", "0", "--cases", "pingpong,async64",
+                        "--idle-poll-us", "0", "--cases", "pingpong,async64,transport",
                     ],
                     environment: ["OPENSSL_CONF": (anchors as NSString).appendingPathComponent("openssl-aes128.cnf")])
                 if let deadline = options.deadlineMilliseconds {

@@ -7,11 +7,13 @@ struct BenchOptions: Sendable {
         usage: tokenet-bench [run] [--seconds S] [--warmup S] [--pin same|split|none] [--cases a,b,...] [--idle-poll-us N]
                             [--deadline-ms N]
                tokenet-bench server --cert F --key F --ca F [--lifetime S] [--idle-poll-us N]
-               tokenet-bench client --port P --cert F --key F --ca F [--seconds S] [--warmup S] [--cases a,b,...]
-                                    [--idle-poll-us N] [--deadline-ms N]
+               tokenet-bench client --port P [--echo-port P] --cert F --key F --ca F [--seconds S] [--warmup S]
+                                    [--cases a,b,...] [--idle-poll-us N] [--deadline-ms N]
                tokenet-bench compare [--pins none,same,split] [--rounds N] [--anchors DIR] [--seconds S] [--warmup S]
                                      [--deadline-ms N]
         cases: \(BenchCase.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)
+        transport: 100-byte echoes over Tokenet's TLS transport without the RPC layer (the server's second port,
+        --echo-port), the floor under pingpong.
         --idle-poll-us: how long each event loop keeps polling after it was busy before it sleeps (default
         \(defaultIdlePollMicroseconds), as in the nodes); 0 sleeps at once, and the results are labelled tokenet-nopoll.
         compare measures Tokenet both ways.
@@ -32,6 +34,8 @@ struct BenchOptions: Sendable {
     var rounds = 1
     var anchors: String?
     var port: UInt16?
+    /// The server's transport-echo port (the `transport` case).
+    var echoPort: UInt16?
     var certificate: String?
     var key: String?
     var ca: String?
@@ -92,6 +96,12 @@ struct BenchOptions: Sendable {
                     throw BenchError("--port needs a TCP port, not \(text)")
                 }
                 self.port = port
+            case "--echo-port":
+                let text = try value(name)
+                guard let port = UInt16(text), port > 0 else {
+                    throw BenchError("--echo-port needs a TCP port, not \(text)")
+                }
+                echoPort = port
             case "--pins":
                 pins = try value(name).split(separator: ",").map { text in
                     guard let pinning = Pinning(rawValue: String(text)) else {

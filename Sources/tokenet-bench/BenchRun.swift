@@ -42,10 +42,11 @@ struct BenchRun {
             server.terminate()
             server.waitUntilExit()
         }
-        let port = try Self.readPort(output.fileHandleForReading)
+        let ports = try Self.readPorts(output.fileHandleForReading)
 
         var clientOptions = options
-        clientOptions.port = port
+        clientOptions.port = ports.rpc
+        clientOptions.echoPort = ports.echo
         clientOptions.certificate = file("wallet.pem")
         clientOptions.key = file("wallet.key")
         clientOptions.ca = file("ca.pem")
@@ -63,20 +64,21 @@ struct BenchRun {
         for result in results { print(result.tableRow) }
     }
 
-    /// Reads the server's `PORT n` line; the server's stdout ends (and this fails) if it could not start.
-    private static func readPort(_ handle: FileHandle) throws -> UInt16 {
+    /// Reads the server's `PORT n ECHO m` line; the server's stdout ends (and this fails) if it could not start.
+    private static func readPorts(_ handle: FileHandle) throws -> (rpc: UInt16, echo: UInt16) {
         var text = ""
         while !text.contains("\n") {
             let chunk = handle.availableData
             guard !chunk.isEmpty else { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        guard let line = text.split(separator: "\n").first, line.hasPrefix("PORT "),
-            let port = UInt16(line.dropFirst(5))
+        let words = text.split(separator: "\n").first?.split(separator: " ") ?? []
+        guard words.count == 4, words[0] == "PORT", words[2] == "ECHO", let rpc = UInt16(words[1]),
+            let echo = UInt16(words[3])
         else {
-            throw BenchError("the server did not report its port (it printed: \(text))")
+            throw BenchError("the server did not report its ports (it printed: \(text))")
         }
-        return port
+        return (rpc, echo)
     }
 
     private func runTool(_ path: String, _ arguments: [String]) throws {

@@ -2,7 +2,8 @@ import Foundation
 import TokenetRPC
 import TokenetTransport
 
-/// `tokenet-bench server`: serves the benchmark service over mutual TLS on 127.0.0.1 and prints `PORT n`.
+/// `tokenet-bench server`: serves the benchmark service over mutual TLS on 127.0.0.1, and a transport echo on a
+/// second port, and prints `PORT n ECHO m`.
 struct BenchServer {
     let options: BenchOptions
 
@@ -17,12 +18,16 @@ struct BenchServer {
         // The echo handlers never block, so they run on the connection's loop (see `RPCServer`).
         let server = RPCServer(router: BenchService.router, handlersOnConnectionLoop: true)
         let serving = Task { await server.serve(listener: listener) }
-        FileHandle.standardOutput.write(Data("PORT \(listener.port)\n".utf8))
+        let echoListener = try await TLSListener.bind(host: "127.0.0.1", port: 0, context: context, on: loop)
+        let echoing = Task { await TransportEcho.serve(echoListener) }
+        FileHandle.standardOutput.write(Data("PORT \(listener.port) ECHO \(echoListener.port)\n".utf8))
         // The parent stops the server with SIGTERM; the lifetime only guards against a parent that died.
         try? await Task.sleep(for: .seconds(options.lifetime))
         server.shutdown()
         await listener.close()
+        await echoListener.close()
         serving.cancel()
+        echoing.cancel()
         loop.shutdown()
     }
 }

@@ -29,6 +29,20 @@ import Testing
         #expect(result.stdout.contains("tokenet-deadline        unary-async"), "the table's columns line up")
     }
 
+    /// The transport floor runs on the server's second port, and its echoes are checked like the calls'.
+    @Test(.timeLimit(.minutes(2))) func theTransportEchoIsMeasuredBesidePingPong() throws {
+        let result = try LaunchedProcess.run(
+            "tokenet-bench", ["run", "--seconds", "0.3", "--warmup", "0", "--cases", "transport,pingpong"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let rows = Self.results(result.stdout)
+        #expect(rows.map { $0["mode"] } == ["transport-echo", "unary-seq"])
+        for row in rows {
+            #expect(row["impl"] == "tokenet")
+            #expect(Int(row["msgs"] ?? "") ?? 0 > 0, "\(row)")
+            #expect(Double(row["p50_us"] ?? "") != nil, "\(row)")
+        }
+    }
+
     @Test func aDeadlineOutOfRangeIsRefused() throws {
         let result = try LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
         #expect(result.status != 0)
