@@ -341,16 +341,7 @@ enum FrameFastPath {
 
         /// A varint of at most 10 bytes, as protobuf accepts it (non-minimal forms included).
         mutating func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < bytes.count, shift < 64 {
-                let byte = bytes[index]
-                index += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return value }
-                shift += 7
-            }
-            return nil
+            ProtoVarint.read(bytes, at: &index, end: bytes.count)
         }
 
         /// The next `count` bytes as text when they are plain ASCII without NUL; other text is left to the generic

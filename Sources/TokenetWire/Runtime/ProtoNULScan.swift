@@ -73,16 +73,7 @@ enum ProtoNULScan {
         var position = 0
 
         mutating func varint(end: Int) -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while position < end, shift < 64 {
-                let byte = bytes[position]
-                position += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return value }
-                shift += 7
-            }
-            return nil
+            ProtoVarint.read(bytes, at: &position, end: end)
         }
 
         mutating func skip(_ count: Int, end: Int) -> Bool {
