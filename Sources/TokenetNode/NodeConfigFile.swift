@@ -4,7 +4,8 @@ import Foundation
 ///
 /// The file is a flat object whose keys are the flag names without dashes, for example
 /// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`;
-/// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`) may be numbers.
+/// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`, `drain-timeout`) may be
+/// numbers.
 /// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
 public enum NodeConfigFile {
     /// A config value: strings, booleans, and numbers for the numeric settings.

@@ -23,6 +23,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case keepalive
     case keepaliveTimeout = "keepalive-timeout"
     case idleTimeout = "idle-timeout"
+    case drainTimeout = "drain-timeout"
     case help
     case version
 
@@ -42,7 +43,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     /// Whether a config file may give the value as a JSON number.
     var isNumeric: Bool {
         switch self {
-        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout: return true
+        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return true
         default: return false
         }
     }
@@ -81,7 +82,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
         case .idlePoll: return "N"
-        case .keepalive, .keepaliveTimeout, .idleTimeout: return "SECONDS"
+        case .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return "SECONDS"
         case .plaintext, .help, .version: return ""
         }
     }
@@ -114,6 +115,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
             return "Close a connection whose ping stays unanswered this many seconds; its calls fail (default 20)."
         case .idleTimeout:
             return "Close a served connection after this many seconds without calls (default 0: never)."
+        case .drainTimeout:
+            return "On SIGTERM/SIGINT, give calls in progress this many seconds to finish, then end them (default 10)."
         case .help: return "Show this help and exit."
         case .version: return "Show the version and exit."
         }

@@ -76,6 +76,8 @@ extension NodeOptions {
             keepaliveTimeoutMilliseconds = try milliseconds(allowingZero: false) ?? keepaliveTimeoutMilliseconds
         case .idleTimeout:
             idleTimeoutMilliseconds = try milliseconds(allowingZero: true)
+        case .drainTimeout:
+            drainTimeoutMilliseconds = try milliseconds(allowingZero: true) ?? 0
         case .config, .help, .version, .plaintext:
             // Handled by the command-line scanner; never reaches here as a string setting.
             throw bad("no value", text)

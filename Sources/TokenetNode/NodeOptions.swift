@@ -34,6 +34,11 @@ public struct NodeOptions: Sendable, Equatable {
     /// The node closes a connection it serves once no call has been open on it this long (goaway IDLE_TIMEOUT);
     /// nil, the default, keeps idle connections open.
     public var idleTimeoutMilliseconds: Int?
+    /// How long calls in progress may take to finish once the node is told to stop; then they end UNAVAILABLE and
+    /// the node exits. Streams that never end by themselves (subscriptions) end at once, and a call that waits for
+    /// a peer which sends nothing more would otherwise keep the node up, so the stop takes at most this long (plus
+    /// `RPCNodeListener.closeGrace`). Zero ends every call at once.
+    public var drainTimeoutMilliseconds = 10_000
 
     public init() {}
 

@@ -25,7 +25,9 @@ extension NodeSpec {
             "(\"listen\", \(peerKeys), \"data-dir\", \"plaintext\": true, ...); flags override it.",
             "TLS needs --cert, --key and --ca unless --plaintext is given.",
             "On start the node prints 'READY \(name) pid=<pid> listen=<host:port>' to stdout.",
-            "SIGTERM or SIGINT stops it gracefully (exit status 0). Bad options exit with status 2.",
+            "SIGTERM or SIGINT stops it gracefully (exit status 0): subscriptions end at once, calls in progress get",
+            "--drain-timeout seconds to finish, and the node exits at most a second after that.",
+            "Bad options exit with status 2.",
         ]
         return lines.joined(separator: "\n")
     }

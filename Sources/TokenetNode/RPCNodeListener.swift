@@ -6,8 +6,10 @@ import TokenetWire
 /// A node's RPC endpoint: a mutual-TLS listener served by an `RPCServer` with the node's router, the health
 /// service and the reflection service (which lets `tokenet list/describe/call` work without `.proto` files).
 ///
-/// Stopping is graceful: health turns NOT_SERVING, every connection gets a goaway, running calls get up to
-/// `drainTimeout` to finish, then the listener and the event loop close.
+/// Stopping is graceful and bounded: health turns NOT_SERVING, every connection gets a goaway, subscriptions end
+/// UNAVAILABLE at once, and running calls get up to `drainTimeout` (`--drain-timeout`) to finish. Calls still
+/// running then end UNAVAILABLE and their connections close, cutting off peers that read nothing; after at most
+/// `closeGrace` more the listener and the event loop close, which closes every socket left.
 public final class RPCNodeListener: NodeListener {
     public let boundAddress: HostPort
     public let server: RPCServer
@@ -17,6 +19,11 @@ public final class RPCNodeListener: NodeListener {
     private let closeListener: @Sendable () async -> Void
     private let serving: Task<Void, Never>
     private let drainTimeout: Duration
+    private let logger: Logger
+
+    /// How long the statuses that end the calls left at the end of the drain have to leave before the event loop
+    /// stops: a second is plenty for a peer that reads, and a peer that does not read is cut off either way.
+    static let closeGrace: Duration = .seconds(1)
 
     private init(
         boundAddress: HostPort,
@@ -24,13 +31,15 @@ public final class RPCNodeListener: NodeListener {
         health: HealthService,
         loop: EventLoop,
         listener: BoundListener,
-        drainTimeout: Duration
+        drainTimeout: Duration,
+        logger: Logger
     ) {
         self.boundAddress = boundAddress
         self.server = server
         self.health = health
         self.loop = loop
         self.drainTimeout = drainTimeout
+        self.logger = logger
         switch listener {
         case .tls(let listener):
             closeListener = { await listener.close() }
@@ -63,12 +72,9 @@ public final class RPCNodeListener: NodeListener {
 
     /// A factory for `NodeMain.run` that serves the party's services (plus health and reflection) over mutual TLS
     /// (plaintext with `--plaintext`).
-    public static func factory(
-        services: @escaping NodeServices = { _ in RPCRouter() },
-        drainTimeout: Duration = .seconds(10)
-    ) -> NodeListenerFactory {
+    public static func factory(services: @escaping NodeServices = { _ in RPCRouter() }) -> NodeListenerFactory {
         { options, logger throws(NodeError) in
-            try bind(options: options, services: services, logger: logger, drainTimeout: drainTimeout)
+            try bind(options: options, services: services, logger: logger)
         }
     }
 
@@ -76,10 +82,9 @@ public final class RPCNodeListener: NodeListener {
     public static func bind(
         options: NodeOptions,
         router: RPCRouter,
-        logger: Logger,
-        drainTimeout: Duration = .seconds(10)
+        logger: Logger
     ) throws(NodeError) -> RPCNodeListener {
-        try bind(options: options, services: { _ in router }, logger: logger, drainTimeout: drainTimeout)
+        try bind(options: options, services: { _ in router }, logger: logger)
     }
 
     /// Binds `options.listen` and serves `router` plus health over mutual TLS. With `--plaintext` (local debugging
@@ -88,8 +93,7 @@ public final class RPCNodeListener: NodeListener {
     public static func bind(
         options: NodeOptions,
         services: NodeServices,
-        logger: Logger,
-        drainTimeout: Duration = .seconds(10)
+        logger: Logger
     ) throws(NodeError) -> RPCNodeListener {
         let tls: TLSConfiguration?
         if options.plaintext {
@@ -185,25 +189,39 @@ public final class RPCNodeListener: NodeListener {
             health: health,
             loop: loop,
             listener: listener,
-            drainTimeout: drainTimeout
+            drainTimeout: .milliseconds(options.drainTimeoutMilliseconds),
+            logger: logger
         )
     }
 
     public func stop() {
         health.markAllNotServing()
         server.shutdown()
-        let server = server
-        let closeListener = closeListener
+        let (server, closeListener, logger) = (server, closeListener, logger)
         let drainTimeout = drainTimeout
         _ = runBlocking { () -> Bool in
-            let deadline = ContinuousClock.now + drainTimeout
-            while server.connectionCount > 0, ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(10))
+            if await !Self.waitForConnections(of: server, toCloseWithin: drainTimeout) {
+                // Whatever is left waits for a peer that sends or reads nothing more, or works past the limit the
+                // operator set: the node must still stop.
+                let reason = "the node is shutting down and the call did not finish within \(drainTimeout)"
+                let open = server.endDrain(reason: reason)
+                logger.info("drain period over: ending the calls left", ["connections": String(open)])
+                _ = await Self.waitForConnections(of: server, toCloseWithin: Self.closeGrace)
             }
             await closeListener()
             return true
         }
         serving.cancel()
         loop.shutdown()
+    }
+
+    /// Polls until `server` has no connection left; false when `limit` passed first.
+    private static func waitForConnections(of server: RPCServer, toCloseWithin limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while server.connectionCount > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
     }
 }

@@ -440,6 +440,37 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// Server: ends call `id` now with `status` and stops its handler. For a stream that would outlive any drain
+    /// (a subscription): a client told to go away only opens its next stream elsewhere once this one has ended.
+    mutating func endCall(_ id: UInt32, _ status: WireV1.Status) -> Actions {
+        guard role == .server, removeStream(id) else { return [] }
+        return [.cancelHandler(streamID: id), .write(WireV1.Frame(streamID: id, kind: .status(status)))]
+            + closeIfDrained()
+    }
+
+    /// The drain period is over: every call still open ends — the server answers it UNAVAILABLE with `reason`, the
+    /// client cancels it — and the connection closes. A call that waits for a peer which never sends (a request
+    /// without its half-close, a stream nobody ends) would otherwise hold the connection, and the node, forever.
+    mutating func drainTimedOut(reason: String) -> Actions {
+        var actions = beginShutdown()
+        guard state != .closed else { return actions }
+        for id in streams.ids.sorted() {
+            removeStream(id)
+            switch role {
+            case .server:
+                actions += [.cancelHandler(streamID: id), writeStatus(id, .unavailable, reason)]
+            case .client:
+                actions += [
+                    .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
+                    .failCall(streamID: id, code: .unavailable, message: reason),
+                ]
+            }
+        }
+        state = .closed
+        actions.append(.closeConnection(error: nil))
+        return actions
+    }
+
     /// The peer's hello did not arrive in time (`RPCConnection.helloTimeout`): whatever answered the connection
     /// does not speak Tokenet, or hangs. Without this a call without a deadline would wait for it forever.
     mutating func helloTimedOut(after description: String) -> Actions {

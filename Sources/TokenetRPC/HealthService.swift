@@ -56,7 +56,9 @@ public final class HealthService: Sendable {
             }
             return HealthV1.HealthCheckResponse(status: status)
         }
-        router.serverStreaming(HealthV1.Health.watch) { [self] request, writer, _ in
+        // A watch ends when the node drains, after it has said NOT_SERVING (`markAllNotServing`), instead of being
+        // cut off with UNAVAILABLE before its last status could leave.
+        router.serverStreaming(HealthV1.Health.watch, endsAtShutdown: false) { [self] request, writer, _ in
             let (updates, continuation) = AsyncStream<Status>.makeStream()
             let id = self.state.withLock { state in
                 let id = state.nextWatcher

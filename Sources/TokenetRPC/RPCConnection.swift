@@ -26,6 +26,9 @@ final class RPCConnection: Sendable {
     struct ServerCallState {
         var requests: MessageQueue
         var task: Task<Void, Never>?
+        /// A stream that would outlive any drain: it ends as soon as the server's shutdown begins
+        /// (`RPCConnection+Shutdown.swift`).
+        var endsAtShutdown = false
     }
 
     struct Core {
@@ -41,6 +44,8 @@ final class RPCConnection: Sendable {
         var spareOutbound: [UInt8] = []
         var writer: CheckedContinuation<Void, Never>?
         var closing = false
+        /// `beginShutdown` ran: streams marked `endsAtShutdown` have ended, and a new one ends at once.
+        var shutdownBegun = false
         /// Why the connection ended, when it was not a clean close by either side: the first connection error
         /// (sent or received in a goaway) or transport failure. The server's connection log reports it.
         var problem: String?
@@ -421,8 +426,11 @@ final class RPCConnection: Sendable {
                     throwing: RPCError(.unavailable, message, cause: CallNotProcessed()))
             case .cancelHandler(let id):
                 if let call = core.serverCalls.removeValue(forKey: id) {
-                    call.task?.cancel()
+                    // Requests end with the error first: cancelling the task first would end them cleanly (the
+                    // queue's cancellation handler), and a handler still waiting for its half-close would go on to
+                    // run with the request as if the call were whole.
                     call.requests.finish(throwing: CancellationError())
+                    call.task?.cancel()
                 }
             case .pongReceived(let payload):
                 if core.outstandingPing?.payload == payload { core.outstandingPing = nil }
@@ -597,10 +605,5 @@ final class RPCConnection: Sendable {
         guard let call = core.clientCalls.removeValue(forKey: id) else { return }
         apply(core.machine.cancelCall(id, reason: reason), to: &core)
         call.responses.finish(throwing: RPCError(code, reason))
-    }
-
-    /// Graceful shutdown: goaway, let running calls finish, then close.
-    func beginShutdown() {
-        perform { $0.machine.beginShutdown() }
     }
 }

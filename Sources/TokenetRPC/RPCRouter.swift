@@ -102,6 +102,9 @@ public struct RPCRouter: Sendable {
         let kind: RPCKind
         /// nil: any peer, including plaintext (debug) clients.
         let allowedRoles: Set<PeerRole>?
+        /// A stream that would outlive any drain (a subscription): it ends UNAVAILABLE as soon as the server shuts
+        /// down instead of holding the node until the drain period is over.
+        var endsAtShutdown = false
         let handle: nonisolated(nonsending) @Sendable (ServerCall, ServerContext) async throws -> Void
     }
 
@@ -128,15 +131,19 @@ public struct RPCRouter: Sendable {
         }
     }
 
+    /// Registers a server-streaming handler. Its streams end UNAVAILABLE when the server shuts down (see
+    /// `Route.endsAtShutdown`), unless `endsAtShutdown` is false: for a handler that ends them itself then.
     public mutating func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
+        endsAtShutdown: Bool = true,
         _ body:
             nonisolated(nonsending) @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws
             -> Void
     ) {
-        routes[method.path] = Route(kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
-            call, context in
+        routes[method.path] = Route(
+            kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method), endsAtShutdown: endsAtShutdown
+        ) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
             try await body(request, ResponseWriter(call: call), context)
         }
@@ -155,17 +162,21 @@ public struct RPCRouter: Sendable {
         }
     }
 
+    /// Registers a bidirectional handler; its streams end at shutdown as server-streaming ones do.
     public mutating func bidirectional<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
+        endsAtShutdown: Bool = true,
         _ body:
             nonisolated(nonsending) @escaping @Sendable (
                 RequestStream<Request>, ResponseWriter<Response>, ServerContext
             )
             async throws -> Void
     ) {
-        routes[method.path] = Route(kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
-            call, context in
+        routes[method.path] = Route(
+            kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method),
+            endsAtShutdown: endsAtShutdown
+        ) { call, context in
             try await body(RequestStream(call: call), ResponseWriter(call: call), context)
         }
     }

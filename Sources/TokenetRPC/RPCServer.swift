@@ -24,7 +24,8 @@ public struct ConnectionRecord: Sendable {
 /// Serves a router's methods on any number of connections.
 ///
 /// Each connection runs as one child task of `serve(listener:)`'s task group; `shutdown()` sends every connection a
-/// goaway, lets running calls finish and then closes.
+/// goaway, ends the streams that would never end by themselves (`RPCRouter.Route.endsAtShutdown`), lets the other
+/// calls finish and then closes; `endDrain(reason:)` ends what the owner no longer waits for.
 ///
 /// With `handlersOnConnectionLoop`, each call's handler task runs on the event loop of its connection (for TLS and
 /// plaintext connections) instead of the global executor: the request is decoded, handled and answered on the
@@ -97,12 +98,25 @@ public final class RPCServer: Sendable {
         }
     }
 
-    /// Graceful shutdown: no new calls; running calls finish; then every connection closes.
+    /// Graceful shutdown: no new calls; subscriptions and other endless streams end UNAVAILABLE; running calls
+    /// finish; then every connection closes.
     public func shutdown() {
         shuttingDown.store(true, ordering: .releasing)
         for connection in connections.withLock({ Array($0.values) }) {
             connection.beginShutdown()
         }
+    }
+
+    /// After `shutdown()`, once the owner has waited long enough: every call still running ends UNAVAILABLE with
+    /// `reason` and every connection closes, also one whose peer has stopped reading. Returns how many connections
+    /// were still open.
+    @discardableResult
+    public func endDrain(reason: String) -> Int {
+        let open = connections.withLock { Array($0.values) }
+        for connection in open {
+            connection.endDrain(reason: reason)
+        }
+        return open.count
     }
 
     /// Number of open connections.
@@ -164,6 +178,10 @@ public final class RPCServer: Sendable {
             // A timeout of zero (or one spent before the handler could start): the caller has stopped waiting, and
             // the handler must not act for it.
             return WireV1.Status(code: .deadlineExceeded, message: "the call's deadline passed before it was handled")
+        }
+        if route.endsAtShutdown, !call.connection.endsAtShutdown(call.streamID) {
+            // The node began to shut down before the handler started: the stream would end at once.
+            return RPCConnection.streamEndedByShutdown
         }
         let context = ServerContext(
             method: call.method,

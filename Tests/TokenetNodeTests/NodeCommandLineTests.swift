@@ -49,6 +49,7 @@ import Testing
         #expect(parsed.keepaliveMilliseconds == 30_000)
         #expect(parsed.keepaliveTimeoutMilliseconds == 20_000)
         #expect(parsed.idleTimeoutMilliseconds == nil)
+        #expect(parsed.drainTimeoutMilliseconds == 10_000)
         #expect(parsed.resolvedDataDirectory(node: "wallet-node") == "tokenet-data/wallet-node")
     }
 
@@ -58,6 +59,7 @@ import Testing
                 "--listen", "0.0.0.0:7003", "--tsp", "127.0.0.1:7001", "--issuer=127.0.0.1:7002",
                 "--data-dir", "/var/w", "--log-level", "trace", "--log-format=json", "--ready-file", "/tmp/r.json",
                 "--idle-poll-us", "0", "--keepalive", "0.25", "--keepalive-timeout=2", "--idle-timeout", "600",
+                "--drain-timeout", "2.5",
             ])
         #expect(parsed.listen == HostPort(host: "0.0.0.0", port: 7003))
         #expect(
@@ -72,7 +74,14 @@ import Testing
         #expect(parsed.keepaliveMilliseconds == 250)
         #expect(parsed.keepaliveTimeoutMilliseconds == 2000)
         #expect(parsed.idleTimeoutMilliseconds == 600_000)
+        #expect(parsed.drainTimeoutMilliseconds == 2500)
         #expect(parsed.plaintext == false)
+    }
+
+    /// A drain timeout of zero ends every call at once; a negative one is refused with the flag's name.
+    @Test func drainTimeoutMayBeZeroButNotNegative() throws {
+        #expect(try options(tls + ["--drain-timeout", "0"]).drainTimeoutMilliseconds == 0)
+        #expect(throws: NodeError.self) { try options(tls + ["--drain-timeout=-1"]) }
     }
 
     /// The node's connections get these limits: pings on both sides, the idle limit only where it serves.

@@ -181,6 +181,113 @@ import TokenetWire
         #expect(closed.first?.contains("no answer to keepalive ping") == true, "\(closed)")
     }
 
+    /// A notification subscription never ends by itself: when the node stops, the stream ends UNAVAILABLE at once
+    /// and the node exits without waiting out its drain period (10 s by default).
+    @Test(.timeLimit(.minutes(2))) func aSubscriptionEndsAtOnceWhenTheNodeStops() async throws {
+        let pki = InspectPKI.shared
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        let address = try #require(HostPort(parsing: ready.listen))
+
+        let loop = try EventLoop(name: "test-node-subscription")
+        defer { loop.shutdown() }
+        let context = try TLSContext(
+            configuration: .client(
+                certificateChainFile: pki.path("wallet.pem"), privateKeyFile: pki.path("wallet.key"),
+                trustedCAFile: pki.path("ca.pem")))
+        let client = RPCClient(
+            stream: try await TLSConnection.connect(
+                host: address.host, port: address.port, context: context, on: loop))
+        let stream = try client.serverStreaming(TspV1.Notifications.subscribe, TspV1.SubscribeRequest())
+        // The stream is open once the queue reports its subscriber connected.
+        for _ in 0..<500 {
+            let status = try await client.unary(
+                TspV1.Notifications.queueStatus, TspV1.QueueStatusRequest(),
+                options: CallOptions(timeout: .seconds(30)))
+            if status.connected { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+
+        let stopping = ContinuousClock.now
+        kill(node.process.processIdentifier, SIGTERM)
+        do {
+            for try await _ in stream {}
+            Issue.record("the subscription ended without a status")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable, "\(error)")
+            #expect(error.message.contains("the node is shutting down"), "\(error)")
+        }
+        let result = try node.waitForExit()
+        let elapsed = ContinuousClock.now - stopping
+        #expect(result.status == 0)
+        #expect(elapsed < .seconds(5), "stopping took \(elapsed)")
+        #expect(!result.stderr.contains("drain period over"), "\(result.stderr)")
+        await client.close()
+    }
+
+    /// A call whose request never comes (a peer that sent half a conversation) holds the node only for
+    /// --drain-timeout: then it ends UNAVAILABLE, the connection closes and the node exits.
+    @Test(.timeLimit(.minutes(2))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try startPlaintextNode(in: scratch, ["--drain-timeout", "1"])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let loop = try EventLoop(name: "test-node-drain")
+        defer { loop.shutdown() }
+        let raw = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let encoder = FrameEncoder()
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        let start = WireV1.CallStart(method: HealthV1.Health.check.path)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .callStart(start)), into: &bytes)
+        try await raw.write(bytes)
+        // The node has the call once it answers a ping sent after it.
+        bytes = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 9))), into: &bytes)
+        try await raw.write(bytes)
+        var decoder = FrameDecoder()
+        var kinds: [String] = []
+        var status: WireV1.Status?
+        func readUntil(_ done: () -> Bool) async throws {
+            while !done(), let chunk = try await raw.read() {
+                decoder.feed(chunk)
+                while let frame = try decoder.nextFrame() {
+                    switch frame.kind {
+                    case .hello: kinds.append("hello")
+                    case .pong: kinds.append("pong")
+                    case .goaway: kinds.append("goaway")
+                    case .status(let value) where frame.streamID == 1:
+                        kinds.append("status")
+                        status = value
+                    default: kinds.append("other")
+                    }
+                }
+            }
+        }
+        try await readUntil { kinds.contains("pong") }
+
+        let stopping = ContinuousClock.now
+        kill(node.process.processIdentifier, SIGTERM)
+        try await readUntil { false }
+        let result = try node.waitForExit()
+        let elapsed = ContinuousClock.now - stopping
+        #expect(kinds == ["hello", "pong", "goaway", "status"], "\(kinds)")
+        #expect(status?.code == .unavailable, "\(String(describing: status))")
+        #expect(status?.message.contains("did not finish within") == true, "\(String(describing: status))")
+        #expect(result.status == 0)
+        #expect(elapsed >= .milliseconds(900), "the call was ended after \(elapsed), before the drain period")
+        #expect(elapsed < .seconds(8), "stopping took \(elapsed)")
+        #expect(result.stderr.contains("drain period over"), "\(result.stderr)")
+        await raw.close()
+    }
+
     @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
     func badOptionExitsWithStatusTwo(node: String) throws {
         let result = try LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])

@@ -396,6 +396,55 @@ import TokenetWire
         )
     }
 
+    /// A stream that would outlive the drain ends with its status and its handler stops; the last one closes.
+    @Test func anEndedCallStopsItsHandlerAndClosesADrainedConnection() {
+        var machine = Self.server()
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(3, .callStart(Self.start)))
+        _ = machine.beginShutdown()
+        let ended = WireV1.Status(code: .unavailable, message: "going")
+        #expect(machine.endCall(1, ended) == [.cancelHandler(streamID: 1), .write(Self.frame(1, .status(ended)))])
+        #expect(machine.endCall(1, ended) == [])
+        #expect(
+            machine.endCall(3, ended)
+                == [
+                    .cancelHandler(streamID: 3), .write(Self.frame(3, .status(ended))), .closeConnection(error: nil),
+                ])
+        #expect(machine.state == .closed)
+    }
+
+    /// At the end of the drain period every call left ends UNAVAILABLE and the connection closes cleanly: calls that
+    /// wait for a peer which never sends no longer hold it open.
+    @Test func theEndOfTheDrainEndsEveryCallLeft() throws {
+        var server = Self.server()
+        _ = server.receive(Self.frame(1, .callStart(Self.start)))
+        _ = server.receive(Self.frame(3, .callStart(Self.start)))
+        _ = server.beginShutdown()
+        let status = WireV1.Status(code: .unavailable, message: "too slow")
+        #expect(
+            server.drainTimedOut(reason: "too slow")
+                == [
+                    .cancelHandler(streamID: 1), .write(Self.frame(1, .status(status))),
+                    .cancelHandler(streamID: 3), .write(Self.frame(3, .status(status))),
+                    .closeConnection(error: nil),
+                ])
+        #expect(server.state == .closed)
+        #expect(server.drainTimedOut(reason: "again") == [])
+
+        // A connection that had not begun its shutdown sends its goaway first; a client cancels its calls.
+        var client = Self.client()
+        _ = try client.openCall(Self.start)
+        let goaway = WireV1.GoAway(lastStreamID: 0, code: .shuttingDown, reason: "the node is shutting down")
+        #expect(
+            client.drainTimedOut(reason: "too slow")
+                == [
+                    .write(Self.frame(0, .goaway(goaway))),
+                    .write(Self.frame(1, .cancel(WireV1.Cancel(reason: "too slow")))),
+                    .failCall(streamID: 1, code: .unavailable, message: "too slow"),
+                    .closeConnection(error: nil),
+                ])
+    }
+
     @Test func clientFailsCallsAboveTheGoAwayAndRefusesNewCalls() throws {
         var machine = Self.client()
         _ = try machine.openCall(Self.start)

@@ -1,0 +1,205 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// A server's shutdown over the in-memory transport: streams that never end by themselves end at once, calls in
+/// flight finish, and `endDrain` ends whatever the drain period left, also on a connection whose peer reads nothing.
+@Suite struct ShutdownTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// A stream that never ends by itself (a subscription) ends UNAVAILABLE as soon as the server shuts down, while a
+    /// unary call in flight still runs to its end; a health watch is left to end itself with NOT_SERVING.
+    @Test(.timeLimit(.minutes(1))) func shutdownEndsEndlessStreamsAtOnce() async throws {
+        let release = Atomic<Bool>(false)
+        let started = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fInt32: 1))
+            try await Task.sleep(for: .seconds(3600))
+        }
+        router.unary(Echo.unary) { request, _ in
+            started.store(true, ordering: .releasing)
+            while !release.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+            return request
+        }
+        let health = HealthService(services: [])
+        health.register(on: &router)
+        let (server, client, serving) = InMemoryCallTests.connect(router)
+        let stream = try client.serverStreaming(Echo.serverStream, Scalars())
+        var responses = stream.makeAsyncIterator()
+        #expect(try await responses.next()?.fInt32 == 1)
+        let watch = try client.serverStreaming(HealthV1.Health.watch, HealthV1.HealthCheckRequest())
+        var statuses = watch.makeAsyncIterator()
+        #expect(try await statuses.next()?.status == .serving)
+        let inFlight = Task { try await client.unary(Echo.unary, Scalars(fInt32: 7)) }
+        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+
+        health.markAllNotServing()
+        server.shutdown()
+        // A stream left open would hold the server for good: a watchdog ends the drain instead of the time limit.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            server.endDrain(reason: "ended by the watchdog")
+        }
+        defer { watchdog.cancel() }
+        do {
+            _ = try await responses.next()
+            Issue.record("the stream went on after the shutdown")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("the node is shutting down"), "\(error)")
+        }
+        #expect(try await statuses.next()?.status == .notServing)
+        #expect(try await statuses.next() == nil)
+        release.store(true, ordering: .releasing)
+        #expect(try await inFlight.value.fInt32 == 7)
+        await serving.value
+    }
+
+    /// A stream that the shutdown ends before its request is complete never runs its handler: the client is told
+    /// UNAVAILABLE, whether the server had the call yet or not.
+    @Test(.timeLimit(.minutes(1))) func aStreamEndedBeforeItsRequestIsCompleteNeverRuns() async throws {
+        let ran = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.serverStreaming(Echo.serverStream) { _, _, _ in
+            ran.store(true, ordering: .releasing)
+            try await Task.sleep(for: .seconds(3600))
+        }
+        let (server, client, serving) = InMemoryCallTests.connect(router)
+        // The request is not ended yet: the handler waits for the half-close until after the shutdown.
+        let (requests, responses) = try client.bidirectional(Echo.serverStream.openedAsStreamForTest)
+        try await requests.send(Scalars())
+        try await Task.sleep(for: .milliseconds(50))
+        server.shutdown()
+        requests.finish()
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            server.endDrain(reason: "ended by the watchdog")
+        }
+        defer { watchdog.cancel() }
+        do {
+            for try await _ in responses {}
+            Issue.record("the stream was not ended")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable, "\(error)")
+        }
+        let handlerRan = ran.load(ordering: .acquiring)
+        #expect(!handlerRan)
+        await serving.value
+    }
+
+    /// `endDrain` ends what the drain left — here a call whose client never ends its requests — with UNAVAILABLE,
+    /// and the connection closes.
+    @Test(.timeLimit(.minutes(1))) func theEndOfTheDrainEndsTheCallsLeft() async throws {
+        let started = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            started.store(true, ordering: .releasing)
+            for try await _ in requests {}
+            return Scalars()
+        }
+        let (server, client, serving) = InMemoryCallTests.connect(router)
+        let (requests, responses) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
+        try await requests.send(Scalars())
+        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        server.shutdown()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(server.connectionCount == 1, "the call holds the connection during the drain")
+        #expect(server.endDrain(reason: "the drain is over") == 1)
+        do {
+            for try await _ in responses {}
+            Issue.record("the call was not ended")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "the drain is over")
+        }
+        await serving.value
+        #expect(server.connectionCount == 0)
+    }
+
+    /// A peer that stops reading leaves the server's writes waiting; `endDrain` cuts them by closing the stream,
+    /// so the connection ends instead of holding the server forever.
+    @Test(.timeLimit(.minutes(1))) func theEndOfTheDrainCutsOffAPeerThatReadsNothing() async throws {
+        let started = Atomic<Bool>(false)
+        var router = RPCRouter()
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            started.store(true, ordering: .releasing)
+            for try await _ in requests {}
+            return Scalars()
+        }
+        let server = RPCServer(router: router)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let stalling = StallingStream(serverEnd)
+        let serving = Task { await server.serve(stalling) }
+        let client = RPCClient(stream: clientEnd)
+        let (requests, _) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
+        try await requests.send(Scalars())
+        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+
+        stalling.stall()
+        server.shutdown()  // its goaway waits in a write the peer never takes
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(server.connectionCount == 1)
+        #expect(server.endDrain(reason: "the drain is over") == 1)
+        for _ in 0..<500 where server.connectionCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try #require(server.connectionCount == 0, "the connection outlived the end of the drain")
+        await serving.value
+        await client.close()
+    }
+}
+
+/// The server's end of an in-memory pipe whose writes are no longer taken once `stall()` is called, as with a peer
+/// that has stopped reading: they wait until the stream is closed, then fail.
+private final class StallingStream: ByteStream {
+    private struct State {
+        var stalled = false
+        var closed = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let base: InMemoryByteStream
+    private let state = Mutex(State())
+
+    init(_ base: InMemoryByteStream) { self.base = base }
+
+    var peerIdentity: PeerIdentity? { base.peerIdentity }
+
+    func stall() { state.withLock { $0.stalled = true } }
+
+    func read() async throws -> [UInt8]? { try await base.read() }
+
+    func write(_ bytes: [UInt8]) async throws {
+        await withCheckedContinuation { continuation in
+            let proceed = state.withLock { state in
+                guard state.stalled, !state.closed else { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if proceed { continuation.resume() }
+        }
+        if state.withLock({ $0.stalled }) { throw RPCError(.unavailable, "the stream was closed during a write") }
+        try await base.write(bytes)
+    }
+
+    func close() async {
+        let waiting = state.withLock { state in
+            state.closed = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+        await base.close()
+    }
+}
+
+extension MethodDescriptor {
+    /// The same path opened as a bidirectional call, so the test decides when (and whether) its requests end.
+    fileprivate var openedAsStreamForTest: MethodDescriptor<Request, Response> {
+        MethodDescriptor(service: service, name: name, kind: .bidirectionalStreaming)
+    }
+}
