@@ -41,7 +41,7 @@ extension RPCClient {
             }
             return data
         } onCancel: {
-            connection.cancelCall(call.id, reason: "cancelled by the caller")
+            connection.cancelCallWhenCancelled(call.id, reason: "cancelled by the caller")
         }
     }
 
@@ -84,7 +84,7 @@ public struct RawRequestWriter: Sendable {
 
     /// Abandons the call.
     public func cancel() {
-        connection.cancelCall(id, reason: "cancelled by the caller")
+        connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
     }
 }
 
@@ -103,7 +103,7 @@ public struct RawResponseStream: AsyncSequence, Sendable {
             let data = try await withTaskCancellationHandler {
                 try await responses.next()
             } onCancel: {
-                connection.cancelCall(id, reason: "cancelled by the caller")
+                connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
             }
             guard let data else { return nil }
             connection.consumed(id, byteCount: data.count)
@@ -117,6 +117,6 @@ public struct RawResponseStream: AsyncSequence, Sendable {
 
     /// Abandons the call.
     public func cancel() {
-        connection.cancelCall(call.id, reason: "cancelled by the caller")
+        connection.cancelCallWhenCancelled(call.id, reason: "cancelled by the caller")
     }
 }

@@ -152,7 +152,7 @@ public final class RPCClient: Sendable {
         try await withTaskCancellationHandler {
             try await body()
         } onCancel: {
-            connection.cancelCall(id, reason: "cancelled by the caller")
+            connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
         }
     }
 
@@ -198,7 +198,7 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
 
     /// Abandons the call.
     public func cancel() {
-        connection.cancelCall(id, reason: "cancelled by the caller")
+        connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
     }
 }
 

@@ -601,6 +601,22 @@ final class RPCConnection: Sendable {
         core.withLock { core in cancelClientCall(id, code: code, reason: reason, core: &core) }
     }
 
+    /// `cancelCall` for a task cancellation handler, which never waits for `core`.
+    ///
+    /// Why: the runtime runs cancellation handlers while it holds the cancelled task's status lock, and resuming a
+    /// task's continuation takes that same lock. A thread holding `core` may be resuming the cancelled task at
+    /// that moment (a response, or the connection's end, finishing its queue), so a handler that waited for
+    /// `core` would deadlock with it; a stopping node once hung that way for good. When `core` is busy the cancel
+    /// is made from the loop, or a new task, an instant later.
+    func cancelCallWhenCancelled(_ id: UInt32, reason: String) {
+        let done = core.withLockIfAvailable { core in
+            cancelClientCall(id, code: .cancelled, reason: reason, core: &core)
+        }
+        guard done == nil else { return }
+        if let loop, loop.execute({ self.cancelCall(id, reason: reason) }) { return }
+        Task { self.cancelCall(id, reason: reason) }
+    }
+
     func cancelClientCall(_ id: UInt32, code: StatusCode, reason: String, core: inout Core) {
         guard let call = core.clientCalls.removeValue(forKey: id) else { return }
         apply(core.machine.cancelCall(id, reason: reason), to: &core)
