@@ -228,7 +228,9 @@ import TokenetWire
         let result = try node.waitForExit()
         let elapsed = ContinuousClock.now - stopping
         #expect(result.status == 0)
-        #expect(elapsed < .seconds(5), "stopping took \(elapsed)")
+        // The log line shows whether the stop waited out the 10 s drain; the time only guards against a hang (under
+        // the full suite's load a node's stop has taken over 20 s).
+        #expect(elapsed < .seconds(60), "stopping took \(elapsed)")
         #expect(!result.stderr.contains("drain period over"), "\(result.stderr)")
         await client.close()
     }
@@ -283,7 +285,9 @@ import TokenetWire
         #expect(status?.message.contains("did not finish within") == true, "\(String(describing: status))")
         #expect(result.status == 0)
         #expect(elapsed >= .milliseconds(900), "the call was ended after \(elapsed), before the drain period")
-        #expect(elapsed < .seconds(8), "stopping took \(elapsed)")
+        // The status and the log line show what ended the call; the time only guards against a hang (under the full
+        // suite's load this stop once took 23 s).
+        #expect(elapsed < .seconds(60), "stopping took \(elapsed)")
         #expect(result.stderr.contains("drain period over"), "\(result.stderr)")
         await raw.close()
     }
