@@ -12,6 +12,15 @@ import TokenetWire
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
 
+    /// A stream left open would hold the server for good: the watchdog ends the drain after 10 s, so such a failure
+    /// shows as the test's own expectations rather than as its time limit.
+    static func watchdog(_ server: RPCServer) -> Task<Void, any Error> {
+        Task {
+            try await Task.sleep(for: .seconds(10))
+            server.endDrain(reason: "ended by the watchdog")
+        }
+    }
+
     /// A stream that never ends by itself (a subscription) ends UNAVAILABLE as soon as the server shuts down, while a
     /// unary call in flight still runs to its end; a health watch is left to end itself with NOT_SERVING.
     @Test(.timeLimit(.minutes(1))) func shutdownEndsEndlessStreamsAtOnce() async throws {
@@ -41,11 +50,7 @@ import TokenetWire
 
         health.markAllNotServing()
         server.shutdown()
-        // A stream left open would hold the server for good: a watchdog ends the drain instead of the time limit.
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(10))
-            server.endDrain(reason: "ended by the watchdog")
-        }
+        let watchdog = Self.watchdog(server)
         defer { watchdog.cancel() }
         do {
             _ = try await responses.next()
@@ -77,10 +82,7 @@ import TokenetWire
         try await Task.sleep(for: .milliseconds(50))
         server.shutdown()
         requests.finish()
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(10))
-            server.endDrain(reason: "ended by the watchdog")
-        }
+        let watchdog = Self.watchdog(server)
         defer { watchdog.cancel() }
         do {
             for try await _ in responses {}
