@@ -20,6 +20,22 @@ import Testing
     static func startNodes(
         tspPolicy: String? = nil, walletConfiguration: String? = nil
     ) throws -> (NodeProcess, NodeProcess, NodeProcess, [String]) {
+        // The addresses are picked before the nodes bind them, so a process of another test may take one in
+        // between; that attempt stops its nodes and the next one picks new addresses.
+        var attempt = 1
+        while true {
+            do {
+                return try startNodesOnce(tspPolicy: tspPolicy, walletConfiguration: walletConfiguration)
+            } catch let error as LiveTestError where attempt < 3 && error.description.contains("Address already in use")
+            {
+                attempt += 1
+            }
+        }
+    }
+
+    private static func startNodesOnce(
+        tspPolicy: String?, walletConfiguration: String?
+    ) throws -> (NodeProcess, NodeProcess, NodeProcess, [String]) {
         let pki = try TestPKI.directory()
         let (tspAddress, walletAddress, issuerAddress) = (
             try freeLoopbackAddress(), try freeLoopbackAddress(), try freeLoopbackAddress()
