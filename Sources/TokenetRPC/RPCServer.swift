@@ -135,9 +135,11 @@ public final class RPCServer: Sendable {
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
         // The clock is read only for the call log.
         let started = callLog == nil ? nil : ContinuousClock.now
-        // A malformed trace id is refused with the call (`Metadata.problem`); the log line gets a fresh one.
-        let traceID = call.metadata.traceID.flatMap { Metadata.isValidTraceID($0) ? $0 : nil } ?? Metadata.newTraceID()
-        let status = await status(of: call, traceID: traceID)
+        // Metadata are checked once per call. With a problem (a malformed trace id among them) they are refused with
+        // the call, and the log line gets a fresh trace id; without one, a trace id present is valid.
+        let metadataProblem = call.metadata.problem
+        let traceID = (metadataProblem == nil ? call.metadata.traceID : nil) ?? Metadata.newTraceID()
+        let status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
         await call.finish(status)
         if let callLog, let started {
             callLog(
@@ -152,11 +154,13 @@ public final class RPCServer: Sendable {
         }
     }
 
-    nonisolated(nonsending) private func status(of call: ServerCall, traceID: String) async -> WireV1.Status {
+    nonisolated(nonsending) private func status(
+        of call: ServerCall, traceID: String, metadataProblem: String?
+    ) async -> WireV1.Status {
         guard let route = router.routes[call.method] else {
             return WireV1.Status(code: .unimplemented, message: "unknown method \(Self.shown(call.method))")
         }
-        if let problem = call.metadata.problem {
+        if let problem = metadataProblem {
             return WireV1.Status(code: .invalidArgument, message: problem)
         }
         if let allowed = route.allowedRoles {
