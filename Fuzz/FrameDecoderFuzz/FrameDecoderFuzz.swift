@@ -52,9 +52,13 @@ public func frameDecoderFuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: 
 
 private struct Outcome: Equatable, CustomStringConvertible {
     var frames: [WireV1.Frame] = []
+    /// The streams of frames skipped for an unreadable value, in order (the decoder carries on after each).
+    var skipped: [UInt32] = []
     var error: WireError?
 
-    var description: String { "\(frames.count) frames, error \(error.map { "\($0)" } ?? "none")" }
+    var description: String {
+        "\(frames.count) frames, skipped \(skipped), error \(error.map { "\($0)" } ?? "none")"
+    }
 }
 
 /// Feeds `input` cut into the repeating `chunks` sizes, pulling frames after every chunk, then ends the stream.
@@ -69,8 +73,16 @@ private func decodeStream(_ input: [UInt8], chunks: [Int], maximumFrameSize: Int
             decoder.feed(input[offset..<end])
             offset = end
             turn += 1
-            while let frame = try decoder.nextFrame() {
-                outcome.frames.append(frame)
+            while true {
+                do {
+                    guard let frame = try decoder.nextFrame() else { break }
+                    outcome.frames.append(frame)
+                } catch let error as WireError where error.streamID != nil {
+                    guard error.code == .unreadableValue, error.streamID != 0, decoder.failure == nil else {
+                        fatalError("decoder skipped a frame but is not healthy: \(error)")
+                    }
+                    outcome.skipped.append(error.streamID ?? 0)
+                }
             }
             guard decoder.bufferedByteCount <= maximumFrameSize + FrameFormat.lengthPrefixSize else {
                 fatalError("decoder holds \(decoder.bufferedByteCount) bytes with a maximum of \(maximumFrameSize)")

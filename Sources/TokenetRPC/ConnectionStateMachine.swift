@@ -186,6 +186,25 @@ struct ConnectionStateMachine {
         return connectionError(code, error.message)
     }
 
+    /// A well-formed frame on call `id` held a value Tokenet cannot read (a string with a NUL character, or one that
+    /// is not UTF-8; see `FrameDecoder`). Only that call is refused: a server answers a new call's id (the frame was
+    /// its start) or ends the open call with INVALID_ARGUMENT; a client cancels its call and fails it with INTERNAL,
+    /// since the server sent what this side cannot read. Other calls and the connection carry on.
+    mutating func receiveUnreadable(streamID id: UInt32, reason: String) -> Actions {
+        guard state != .closed else { return [] }
+        guard state != .awaitingHello else { return connectionError(.protocolError, "the first frame must be hello") }
+        if streams[id] != nil {
+            return role == .server
+                ? streamError(id, .invalidArgument, reason)
+                : streamError(id, .internal, "the server sent a frame this client cannot read: \(reason)")
+        }
+        guard role == .server, id % 2 == 1, id > lastPeerStreamID, id <= Self.largestStreamID else {
+            return []  // a call already over (or never this side's to answer): nothing is left to refuse
+        }
+        lastPeerStreamID = id
+        return Actions(writeStatus(id, .invalidArgument, reason))
+    }
+
     private mutating func receiveHello(_ hello: WireV1.Hello) -> Actions {
         guard hello.protocolVersion >= 1 else {
             let reason =

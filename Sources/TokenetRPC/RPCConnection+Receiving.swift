@@ -40,6 +40,11 @@ extension RPCConnection {
                     do {
                         frame = try decoder.nextFrame()
                     } catch let error as WireError {
+                        if let id = error.streamID {
+                            // A frame skipped for a value Tokenet cannot read: only its call is refused.
+                            apply(core.machine.receiveUnreadable(streamID: id, reason: error.message), to: &core)
+                            continue
+                        }
                         apply(core.machine.receiveUndecodable(error), to: &core)
                         endReading(&core, reason: error.message)
                         return

@@ -245,6 +245,11 @@ final class RPCConnection: Sendable {
                 do {
                     frame = try decoder.nextFrame()
                 } catch let error as WireError {
+                    if let id = error.streamID {
+                        // A frame skipped for a value Tokenet cannot read: only its call is refused.
+                        perform { $0.machine.receiveUnreadable(streamID: id, reason: error.message) }
+                        continue
+                    }
                     perform { $0.machine.receiveUndecodable(error) }
                     reason = error.message
                     break reading

@@ -174,6 +174,50 @@ import TokenetWire
         await harness.stop()
     }
 
+    /// A call start whose metadata value holds a NUL character is refused on its own stream (INVALID_ARGUMENT); the
+    /// call after it on the same connection is answered, and no goaway is sent. Tokenet refuses to encode such a
+    /// value, so its bytes are written by hand.
+    @Test func anUnreadableCallStartRefusesOnlyItsCall() async throws {
+        let harness = try await Self.start()
+        let raw = try await harness.raw()
+        let encoder = FrameEncoder()
+        var bytes = try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
+        // Frame{stream_id: 1, call_start{method, metadata: [{key: "k", text: "a\0b"}]}}.
+        let method = Array(Echo.unary.path.utf8)
+        let entry: [UInt8] = [0x12, 0x08, 0x0A, 0x01, 0x6B, 0x12, 0x03, 0x61, 0x00, 0x62]
+        let start: [UInt8] = [0x0A, UInt8(method.count)] + method + entry
+        let body: [UInt8] = [0x08, 0x01, 0x1A, UInt8(start.count)] + start
+        bytes += [0, 0, 0, UInt8(body.count)] + body
+        let request = Data(try Scalars(fInt32: 1).serializedBytes())
+        for kind: WireV1.Frame.Kind in [
+            .callStart(WireV1.CallStart(method: Echo.unary.path)), .message(WireV1.Message(data: request)),
+            .halfClose(WireV1.HalfClose()),
+        ] {
+            bytes += try encoder.encode(WireV1.Frame(streamID: 3, kind: kind))
+        }
+        try await raw.write(bytes)
+
+        var decoder = FrameDecoder()
+        var statuses: [UInt32: WireV1.Status] = [:]
+        var goaway: WireV1.GoAway?
+        while statuses.count < 2, goaway == nil, let chunk = try await raw.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                switch frame.kind {
+                case .status(let status)?: statuses[frame.streamID] = status
+                case .goaway(let value)?: goaway = value
+                default: break
+                }
+            }
+        }
+        #expect(goaway == nil)
+        #expect(statuses[1]?.code == .invalidArgument)
+        #expect(statuses[1]?.message.contains("NUL") == true, "\(String(describing: statuses[1]))")
+        #expect(statuses[3]?.code == .ok)
+        await raw.close()
+        await harness.stop()
+    }
+
     /// After the server refused the client's certificate, closing the client returns. It did not in 0.5–6 % of
     /// runs: when the client's own task had made the failed write, the connection's writer task waited for that
     /// write to hand over forever, and so did `close()`. Run 600 times so that the old code almost surely fails.

@@ -270,7 +270,6 @@ func expectSameFrames(
             [0x0A, 0x05, 0x01],  // field 1 as length-delimited: wrong wire type for a uint32
             [0x12, 0x10, 0x00],  // Hello claiming 16 bytes, only 1 present
             [0x3A, 0x02, 0x0A, 0x01],  // Cancel whose reason string runs past its end
-            [0x3A, 0x03, 0x0A, 0x01, 0xC3],  // Cancel whose reason is not UTF-8
         ] as [[UInt8]])
     func garbageIsAnInvalidMessage(body: [UInt8]) throws {
         var decoder = FrameDecoder()
@@ -281,6 +280,27 @@ func expectSameFrames(
         #expect(decoder.bufferedByteCount == 0)
         decoder.feed(try FrameEncoder().encode(FrameSamples.callStart))
         #expect(throws: error) { try decoder.nextFrame() }
+    }
+
+    /// A well-formed frame whose string is not UTF-8: on a call's stream only that frame is skipped (its call is
+    /// refused); on stream 0, which belongs to the connection, the decoder fails.
+    @Test func aStringThatIsNotUTF8RefusesItsCallOrTheConnection() throws {
+        let cancel: [UInt8] = [0x3A, 0x03, 0x0A, 0x01, 0xC3]  // Cancel whose reason is not UTF-8
+        var decoder = FrameDecoder()
+        let onCall: [UInt8] = [0x08, 0x05] + cancel
+        decoder.feed([0, 0, 0, UInt8(onCall.count)] + onCall)
+        decoder.feed(try FrameEncoder().encode(FrameSamples.callStart))
+        let skipped = try #require(throws: WireError.self) { try decoder.nextFrame() }
+        #expect(skipped.code == .unreadableValue)
+        #expect(skipped.streamID == 5)
+        #expect(skipped.message.contains("not valid UTF-8"), "\(skipped)")
+        #expect(try decoder.nextFrame() == FrameSamples.callStart)
+
+        var connection = FrameDecoder()
+        connection.feed([0, 0, 0, UInt8(cancel.count)] + cancel)
+        let error = try #require(throws: WireError.self) { try connection.nextFrame() }
+        #expect(error.streamID == nil)
+        #expect(connection.failure == error)
     }
 
     @Test func garbageAfterGoodFramesIsReportedInOrder() throws {

@@ -11,16 +11,57 @@ import TokenetWire
 
     @Test func aMethodNameWithNULIsRefusedNotCutShort() throws {
         let error = #expect(throws: WireError.self) { try WireV1.Frame(serializedBytes: Self.callStartWithNUL) }
-        #expect(error?.code == .invalidMessage)
+        #expect(error?.code == .unreadableValue)
         #expect(error?.message.contains("tokenet.wire.v1.CallStart.method") == true, "\(String(describing: error))")
         #expect(error?.message.contains("NUL") == true)
     }
 
-    @Test func theFrameDecoderReportsIt() throws {
+    static func framed(_ body: [UInt8]) -> [UInt8] { [0, 0, 0, UInt8(body.count)] + body }
+
+    @Test func theFrameDecoderSkipsTheFrameAndNamesItsCall() throws {
+        // The unreadable frame and a good one after it arrive in one chunk.
+        let next = try FrameEncoder().encode(WireV1.Frame(streamID: 3, kind: .halfClose(WireV1.HalfClose())))
         var decoder = FrameDecoder()
-        decoder.feed([0, 0, 0, UInt8(Self.callStartWithNUL.count)] + Self.callStartWithNUL)
+        decoder.feed(Self.framed(Self.callStartWithNUL) + next)
         let error = #expect(throws: WireError.self) { _ = try decoder.nextFrame() }
+        #expect(error?.code == .unreadableValue)
+        #expect(error?.streamID == 1)
         #expect(error?.message.contains("NUL") == true, "\(String(describing: error))")
+        #expect(decoder.failure == nil)
+        #expect(try decoder.nextFrame()?.streamID == 3)
+        #expect(try decoder.nextFrame() == nil)
+        #expect(decoder.bufferedByteCount == 0)
+        try decoder.finish()
+    }
+
+    @Test func theStreamIDIsFoundWhereverTheFieldStands() throws {
+        // Frame{call_start{method: "/a\0"}, stream_id: 7}: the id after the kind, as protobuf allows.
+        let start: [UInt8] = [0x0A, 0x03, 0x2F, 0x61, 0x00]
+        let body: [UInt8] = [0x1A, UInt8(start.count)] + start + [0x08, 0x07]
+        var decoder = FrameDecoder()
+        decoder.feed(Self.framed(body))
+        let error = #expect(throws: WireError.self) { _ = try decoder.nextFrame() }
+        #expect(error?.streamID == 7)
+    }
+
+    @Test func onTheConnectionsOwnStreamItEndsTheConnection() throws {
+        // Frame{hello{agent: "a\0"}} on stream 0: there is no call to refuse, so the decoder fails.
+        var decoder = FrameDecoder()
+        decoder.feed(Self.framed([0x12, 0x04, 0x1A, 0x02, 0x61, 0x00]))
+        let error = #expect(throws: WireError.self) { _ = try decoder.nextFrame() }
+        #expect(error?.streamID == nil)
+        #expect(error?.message.contains("tokenet.wire.v1.Hello.agent") == true, "\(String(describing: error))")
+        #expect(decoder.failure != nil)
+    }
+
+    @Test func garbageOnACallsStreamStillEndsTheConnection() throws {
+        // Frame{stream_id: 1} then a length-delimited field that runs past the end: not a Frame at all.
+        var decoder = FrameDecoder()
+        decoder.feed(Self.framed([0x08, 0x01, 0x1A, 0x09, 0x0A]))
+        let error = #expect(throws: WireError.self) { _ = try decoder.nextFrame() }
+        #expect(error?.code == .invalidMessage)
+        #expect(error?.streamID == nil)
+        #expect(decoder.failure != nil)
     }
 
     @Test func aNULInANestedStringIsFound() throws {

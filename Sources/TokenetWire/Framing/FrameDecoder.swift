@@ -15,7 +15,9 @@ import Foundation
 /// pulled, so every frame the peer sent before the violation is still seen in order, whatever the chunking.
 ///
 /// After any error the decoder stays failed: every later `nextFrame()` and `finish()` throws the same error and fed
-/// bytes are dropped, because the connection is about to be closed.
+/// bytes are dropped, because the connection is about to be closed. One error leaves it healthy: a well-formed frame
+/// on a call's stream that holds a value Tokenet cannot read (a string with a NUL character, or one that is not
+/// UTF-8) is skipped, and the error names its stream (`WireError.streamID`), so that only that call is refused.
 public struct FrameDecoder: Sendable {
     /// The largest frame (the N of the length prefix) this side accepts; it announces it in its `Hello`.
     public let maximumFrameSize: Int
@@ -116,7 +118,9 @@ public struct FrameDecoder: Sendable {
     /// The next complete frame, or nil when more bytes are needed.
     ///
     /// - Throws: `WireError.frameTooLarge` when the next prefix exceeds `maximumFrameSize`,
-    ///   `WireError.invalidMessage` when a frame's bytes are not a `WireV1.Frame`, or the earlier error.
+    ///   `WireError.invalidMessage` when a frame's bytes are not a `WireV1.Frame`, `WireError.unreadableValue` for a
+    ///   frame that is one but holds a value Tokenet cannot read, or the earlier error. An `unreadableValue` error
+    ///   with a `streamID` leaves the decoder healthy: the frame was skipped and the next call returns the next one.
     public mutating func nextFrame() throws -> WireV1.Frame? {
         if case .failed(let error) = state { throw error }
         if readIndex == buffer.count, pending != nil { takePending() }
@@ -131,13 +135,31 @@ public struct FrameDecoder: Sendable {
         let end = start + length
         let frame: WireV1.Frame
         do {
-            // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied.
+            // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied. (It lives only in
+            // this block: a slice still held when the buffer is emptied below would make that a copy.)
             let body = buffer[start..<end]
             frame = try FrameFastPath.decode(body, strings: &strings) ?? WireV1.Frame(serializedBytes: body)
         } catch {
-            let reason = (error as? WireError)?.message ?? "\(error)"
-            throw fail(WireError(.invalidMessage, "a frame of \(length) bytes could not be read: \(reason)"))
+            let wireError = error as? WireError
+            let reason = wireError?.message ?? "\(error)"
+            if wireError?.code == .unreadableValue {
+                // Well-formed: only its call is concerned, when it belongs to one (stream 0 is the connection's).
+                let streamID = Self.streamID(ofWellFormedFrame: buffer[start..<end])
+                if streamID != 0 {
+                    consume(through: end)
+                    throw WireError(.unreadableValue, reason, streamID: streamID)
+                }
+            }
+            throw fail(
+                WireError(wireError?.code ?? .invalidMessage, "a frame of \(length) bytes could not be read: \(reason)")
+            )
         }
+        consume(through: end)
+        return frame
+    }
+
+    /// Marks the bytes up to `end` (the end of the frame just read) as pulled.
+    private mutating func consume(through end: Int) {
         readIndex = end
         if readIndex == buffer.count {
             if adopted {
@@ -150,7 +172,37 @@ public struct FrameDecoder: Sendable {
             scanIndex -= readIndex
             readIndex = 0
         }
-        return frame
+    }
+
+    /// The `stream_id` (field 1) of a frame's bytes, 0 when absent. The bytes have been unpacked as a `Frame`, so they
+    /// are well-formed; the reader still stops at anything it cannot follow.
+    static func streamID(ofWellFormedFrame body: ArraySlice<UInt8>) -> UInt32 {
+        body.withUnsafeBufferPointer { bytes in
+            var index = 0
+            var streamID: UInt32 = 0
+            let end = bytes.count
+            while index < end, let key = ProtoVarint.read(bytes, at: &index, end: end) {
+                switch key & 7 {
+                case 0:
+                    guard let value = ProtoVarint.read(bytes, at: &index, end: end) else { return streamID }
+                    // The last occurrence counts, as for any protobuf scalar; a uint32 keeps the low 32 bits.
+                    if key >> 3 == 1 { streamID = UInt32(truncatingIfNeeded: value) }
+                case 1, 5:
+                    let size = key & 7 == 1 ? 8 : 4
+                    guard end - index >= size else { return streamID }
+                    index += size
+                case 2:
+                    guard let length = ProtoVarint.read(bytes, at: &index, end: end), length <= UInt64(end - index)
+                    else {
+                        return streamID
+                    }
+                    index += Int(length)
+                default:
+                    return streamID
+                }
+            }
+            return streamID
+        }
     }
 
     /// Declares the end of the stream; call it after `nextFrame()` returned nil.

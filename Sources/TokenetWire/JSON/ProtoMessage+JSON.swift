@@ -33,7 +33,7 @@ extension ProtoMessage {
         let reader = _ProtoReader(message: UnsafeRawPointer(message), descriptor: descriptor)
         do {
             try self.init(_protoReader: reader)
-        } catch let error as WireError where error.code == .invalidMessage {
+        } catch let error as WireError where error.code == .invalidMessage || error.code == .unreadableValue {
             throw WireError(.invalidJSON, error.message)
         }
         withExtendedLifetime(arena) {}

@@ -64,7 +64,7 @@ extension String: ProtoFieldValue {
     static func load(from slot: UnsafeRawPointer, field: @autoclosure () -> String) throws -> String {
         guard let pointer = slot.load(as: UnsafePointer<CChar>?.self) else { return "" }
         guard let string = String(validatingCString: pointer) else {
-            throw WireError(.invalidMessage, "string field \"\(field())\" is not valid UTF-8")
+            throw WireError(.unreadableValue, "string field \"\(field())\" is not valid UTF-8")
         }
         return string
     }

@@ -74,8 +74,9 @@ extension ProtoMessage {
 
     /// Parses the protobuf binary serialization of the message.
     ///
-    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type, and for a string
-    /// that holds a NUL character, which protobuf-c would cut short (see `ProtoNULScan`).
+    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type, and
+    /// `WireError.unreadableValue` for a string that holds a NUL character, which protobuf-c would cut short (see
+    /// `ProtoNULScan`), or that is not UTF-8.
     public init(serializedBytes bytes: some ContiguousBytes) throws {
         let descriptor = Self._protobufC.pointer
         var fieldWithNUL: String?
@@ -95,7 +96,7 @@ extension ProtoMessage {
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
         if let fieldWithNUL {
             throw WireError(
-                .invalidMessage, "string field \"\(fieldWithNUL)\" holds a NUL character, which Tokenet cannot carry")
+                .unreadableValue, "string field \"\(fieldWithNUL)\" holds a NUL character, which Tokenet cannot carry")
         }
         try self.init(
             _protoReader: _ProtoReader(message: UnsafeRawPointer(unpacked), descriptor: descriptor, takesBuffers: true)

@@ -6,6 +6,9 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Hashable, Sendable {
         /// Bytes that are not a valid serialization of the expected message.
         case invalidMessage
+        /// A well-formed message holding a value Tokenet cannot read: a string with a NUL character (protobuf-c would
+        /// cut it short) or one that is not UTF-8.
+        case unreadableValue
         /// A value Tokenet cannot put on the wire (for example a NUL character inside a string).
         case unencodableValue
         /// Text that is not JSON, or JSON that does not match the message.
@@ -20,10 +23,14 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
+    /// Set by `FrameDecoder` for a frame it skipped: the frame was well-formed but held an unreadable value
+    /// (`unreadableValue`), so only the call on this stream is concerned and the decoder carries on.
+    public var streamID: UInt32?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, streamID: UInt32? = nil) {
         self.code = code
         self.message = message
+        self.streamID = streamID
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// A well-formed frame that holds a value Tokenet cannot read (a string with a NUL character) refuses only its
+/// call: the frame decoder skips it and names its stream, and the connection's state machine answers that call.
+@Suite struct UnreadableFrameTests {
+    typealias Machine = ConnectionStateMachine
+    typealias Tests = ConnectionStateMachineTests
+
+    static let reason = "string field \"tokenet.wire.v1.CallStart.method\" holds a NUL character"
+
+    @Test func aServerRefusesANewCallWithInvalidArgument() {
+        var machine = Tests.server()
+        let status = WireV1.Status(code: .invalidArgument, message: Self.reason)
+        #expect(
+            machine.receiveUnreadable(streamID: 3, reason: Self.reason) == [
+                .write(Tests.frame(3, .status(status)))
+            ])
+        #expect(machine.state == .active)
+        // The id counts as used: a later start on it is out of order, a higher one opens normally.
+        #expect(Tests.goawayCode(machine.receive(Tests.frame(3, .callStart(Tests.start)))) == .protocolError)
+        var fresh = Tests.server()
+        _ = fresh.receiveUnreadable(streamID: 3, reason: Self.reason)
+        #expect(
+            fresh.receive(Tests.frame(5, .callStart(Tests.start))) == [.startHandler(streamID: 5, Tests.start)])
+    }
+
+    @Test func aServerEndsAnOpenCallAndKeepsTheOthers() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        _ = machine.receive(Tests.frame(3, .callStart(Tests.start)))
+        let status = WireV1.Status(code: .invalidArgument, message: Self.reason)
+        #expect(
+            machine.receiveUnreadable(streamID: 1, reason: Self.reason) == [
+                .cancelHandler(streamID: 1), .write(Tests.frame(1, .status(status))),
+            ])
+        #expect(machine.hasOpenCalls)
+        #expect(machine.state == .active)
+    }
+
+    @Test func aServerIgnoresOneForACallAlreadyOverOrAnEvenID() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        _ = machine.receive(Tests.frame(1, .cancel(WireV1.Cancel())))
+        #expect(machine.receiveUnreadable(streamID: 1, reason: Self.reason) == [])
+        #expect(machine.receiveUnreadable(streamID: 4, reason: Self.reason) == [])
+        #expect(machine.state == .active)
+    }
+
+    @Test func aClientCancelsAndFailsItsCall() throws {
+        var machine = Tests.client()
+        let (id, _) = try machine.openCall(Tests.start)
+        let message = "the server sent a frame this client cannot read: \(Self.reason)"
+        #expect(
+            machine.receiveUnreadable(streamID: id, reason: Self.reason) == [
+                .write(Tests.frame(id, .cancel(WireV1.Cancel(reason: message)))),
+                .failCall(streamID: id, code: .internal, message: message),
+            ])
+        #expect(machine.receiveUnreadable(streamID: id + 2, reason: Self.reason) == [])
+        #expect(machine.state == .active)
+    }
+
+    @Test func beforeTheHelloItIsAConnectionError() {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        #expect(Tests.goawayCode(machine.receiveUnreadable(streamID: 1, reason: Self.reason)) == .protocolError)
+        #expect(machine.state == .closed)
+    }
+
+    @Test func aDrainingServerClosesOnceTheRefusedCallWasTheLast() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        _ = machine.beginShutdown()
+        let actions = machine.receiveUnreadable(streamID: 1, reason: Self.reason)
+        #expect(actions.last == .closeConnection(error: nil))
+        #expect(machine.state == .closed)
+    }
+}
