@@ -52,10 +52,17 @@ public struct IssuerAppLink: Sendable {
                 view.update { $0.apply(event: event) }
             }
             view.update { $0.listening = false }
-            logger.info("the wallet closed the app's listener")
+            if Task.isCancelled {
+                // A cancelled stream can end without an error.
+                logger.debug("app listener to the wallet closed: the node is stopping")
+            } else {
+                logger.info("the wallet closed the app's listener")
+            }
         } catch {
             view.update { $0.listening = false }
-            if pulled || !quiet {
+            if Task.isCancelled {
+                logger.debug("app listener to the wallet closed: the node is stopping")
+            } else if pulled || !quiet {
                 logger.warning("app listener to the wallet failed", ["error": "\(error)"])
             } else {
                 logger.debug("app listener to the wallet failed again", ["error": "\(error)"])

@@ -34,7 +34,7 @@ public enum IssuerNode {
         } else if (try? party.store.profile()) == nil {
             logger.warning("the issuer has no profile (start it once with --fixtures FILE); not registering")
         } else {
-            Task { await party.tsp.registerUntilDone(logger: logger) }
+            context.runInBackground { await party.tsp.registerUntilDone(logger: logger) }
         }
         let appView = IssuerAppView()
         let appNotifications: IssuerAppNotificationHandler
@@ -45,7 +45,7 @@ public enum IssuerNode {
         }
         if context.options.peers[.wallet] != nil {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
-            Task { await link.run() }
+            context.runInBackground { await link.run() }
         }
         // The TSP's notifications, processed by the issuer app (processNotification, then the app's action).
         try context.subscribeToNotifications(handler: appNotifications)

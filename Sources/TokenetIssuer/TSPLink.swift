@@ -71,6 +71,8 @@ final class TSPLink: Sendable {
                     logger.info("registered with the TSP", ["attempt": "\(attempt)", "tsp_kid": key.kid])
                     next = machine.attemptSucceeded()
                 } catch {
+                    // Cancelled: the node is stopping, and the failure is its own doing.
+                    if Task.isCancelled { return }
                     next = machine.attemptFailed()
                     // The first failure and every tenth are warnings; the rest would only repeat them.
                     let level: LogLevel = attempt == 1 || attempt % 10 == 0 ? .warning : .debug

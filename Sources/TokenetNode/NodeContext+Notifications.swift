@@ -14,7 +14,7 @@ extension NodeContext {
         let subscriber = NotificationSubscriber(
             tsp: try channel(to: .tsp), handler: handler,
             processed: try ProcessedNotificationLog.open(directory: dataDirectory), logger: logger)
-        Task { await subscriber.run() }
+        runInBackground { await subscriber.run() }
         return subscriber
     }
 }

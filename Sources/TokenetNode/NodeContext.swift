@@ -11,12 +11,23 @@ public struct NodeContext: Sendable {
     public let dataDirectory: String
     /// The loop outgoing connections run on (the same one the node's listener uses).
     public let eventLoop: EventLoop
+    /// The channels and background tasks this node runs towards its peers, which it ends when it stops.
+    public let outgoing: NodeOutgoing
 
-    public init(options: NodeOptions, logger: Logger, dataDirectory: String, eventLoop: EventLoop) {
+    public init(
+        options: NodeOptions, logger: Logger, dataDirectory: String, eventLoop: EventLoop,
+        outgoing: NodeOutgoing = NodeOutgoing()
+    ) {
         self.options = options
         self.logger = logger
         self.dataDirectory = dataDirectory
         self.eventLoop = eventLoop
+        self.outgoing = outgoing
+    }
+
+    /// Runs `body` in the background until the node stops, which cancels it (see `NodeOutgoing`).
+    public func runInBackground(_ body: @escaping @Sendable () async -> Void) {
+        outgoing.run(body)
     }
 
     /// A reconnecting channel to the peer playing `role`, at the address its flag gives (`--tsp`, `--issuer`,
@@ -28,9 +39,11 @@ public struct NodeContext: Sendable {
         let loop = eventLoop
         let timers = options.clientTimers
         if options.plaintext {
-            return RPCChannel(timers: timers) {
+            let channel = RPCChannel(timers: timers) {
                 try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
             }
+            outgoing.track(channel)
+            return channel
         }
         guard let certificate = options.certificatePath, let key = options.privateKeyPath, let ca = options.caPath
         else {
@@ -43,9 +56,11 @@ public struct NodeContext: Sendable {
         } catch {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
-        return RPCChannel(timers: timers) {
+        let channel = RPCChannel(timers: timers) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }
+        outgoing.track(channel)
+        return channel
     }
 }
 

@@ -107,10 +107,17 @@ public final class NotificationSubscriber: Sendable {
                     acknowledgements.add(notification.messageID)
                 }
             }
-            logger.info("the TSP ended the notification stream", ["received": "\(received)"])
+            if Task.isCancelled {
+                // A cancelled stream can end without an error.
+                logger.debug("notification stream to the TSP closed: the node is stopping")
+            } else {
+                logger.info("the TSP ended the notification stream", ["received": "\(received)"])
+            }
         } catch {
             acknowledgements.finish()
-            if opened || !quiet {
+            if Task.isCancelled {
+                logger.debug("notification stream to the TSP closed: the node is stopping")
+            } else if opened || !quiet {
                 logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
             } else {
                 logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])
@@ -151,6 +158,11 @@ public final class NotificationSubscriber: Sendable {
                 processed.forget(ids)
                 options.onAcknowledged?(ids)
             } catch {
+                if Task.isCancelled {
+                    // The node is stopping: the next start acknowledges them (the broker sends them again, and the
+                    // journal knows them).
+                    return
+                }
                 // Unacknowledged, the broker sends them again and the journal makes sure they are not handled twice;
                 // acknowledged but unconfirmed, only another acknowledgement lets the journal forget them. Either
                 // way they are acknowledged again: after a pause on this stream, or first thing on the next one.

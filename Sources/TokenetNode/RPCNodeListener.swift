@@ -8,8 +8,10 @@ import TokenetWire
 ///
 /// Stopping is graceful and bounded: health turns NOT_SERVING, every connection gets a goaway, subscriptions end
 /// UNAVAILABLE at once, and running calls get up to `drainTimeout` (`--drain-timeout`) to finish. Calls still
-/// running then end UNAVAILABLE and their connections close, cutting off peers that read nothing; after at most
-/// `closeGrace` more the listener and the event loop close, which closes every socket left.
+/// running then end UNAVAILABLE and their connections close, cutting off peers that read nothing. Meanwhile the
+/// node's own background work towards its peers (its notification subscription, ...) is cancelled; once the drain
+/// is over, its channels to peers close gracefully (`NodeOutgoing`, within `closeGrace`). After at most `closeGrace`
+/// more the listener and the event loop close, which closes every socket left.
 public final class RPCNodeListener: NodeListener {
     public let boundAddress: HostPort
     public let server: RPCServer
@@ -20,6 +22,7 @@ public final class RPCNodeListener: NodeListener {
     private let serving: Task<Void, Never>
     private let drainTimeout: Duration
     private let logger: Logger
+    private let outgoing: NodeOutgoing
 
     /// How long the statuses that end the calls left at the end of the drain have to leave before the event loop
     /// stops: a second is plenty for a peer that reads, and a peer that does not read is cut off either way.
@@ -32,8 +35,10 @@ public final class RPCNodeListener: NodeListener {
         loop: EventLoop,
         listener: BoundListener,
         drainTimeout: Duration,
-        logger: Logger
+        logger: Logger,
+        outgoing: NodeOutgoing
     ) {
+        self.outgoing = outgoing
         self.boundAddress = boundAddress
         self.server = server
         self.health = health
@@ -112,15 +117,18 @@ public final class RPCNodeListener: NodeListener {
             throw NodeError(.listen, "cannot start the event loop", cause: DescribedError(error))
         }
         var router: RPCRouter
+        let outgoing = NodeOutgoing()
         do {
             let context = NodeContext(
                 options: options,
                 logger: logger,
                 dataDirectory: options.resolvedDataDirectory(node: logger.node),
-                eventLoop: loop
+                eventLoop: loop,
+                outgoing: outgoing
             )
             router = try services(context)
         } catch {
+            outgoing.cancelTasks()
             loop.shutdown()
             throw error
         }
@@ -180,6 +188,7 @@ public final class RPCNodeListener: NodeListener {
         do {
             listener = try bound.get()
         } catch {
+            outgoing.cancelTasks()
             loop.shutdown()  // its thread would otherwise outlive the failed start
             throw error
         }
@@ -190,14 +199,16 @@ public final class RPCNodeListener: NodeListener {
             loop: loop,
             listener: listener,
             drainTimeout: .milliseconds(options.drainTimeoutMilliseconds),
-            logger: logger
+            logger: logger,
+            outgoing: outgoing
         )
     }
 
     public func stop() {
         health.markAllNotServing()
         server.shutdown()
-        let (server, closeListener, logger) = (server, closeListener, logger)
+        outgoing.cancelTasks()
+        let (server, closeListener, logger, outgoing) = (server, closeListener, logger, outgoing)
         let drainTimeout = drainTimeout
         _ = runBlocking { () -> Bool in
             if await !Self.waitForConnections(of: server, toCloseWithin: drainTimeout) {
@@ -207,6 +218,10 @@ public final class RPCNodeListener: NodeListener {
                 let open = server.endDrain(reason: reason)
                 logger.info("drain period over: ending the calls left", ["connections": String(open)])
                 _ = await Self.waitForConnections(of: server, toCloseWithin: Self.closeGrace)
+            }
+            // The calls served are over, so nothing needs the channels to peers any more.
+            if await !outgoing.close(within: Self.closeGrace) {
+                logger.info("calls to peers still open after \(Self.closeGrace); closing their connections")
             }
             await closeListener()
             return true

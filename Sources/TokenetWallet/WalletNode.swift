@@ -34,7 +34,7 @@ public enum WalletNode {
         let handler = Mutex<(any NotificationHandler)?>(nil)
         let router = router(
             tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer,
-            notifications: { made in handler.withLock { $0 = made } }, issueKeysAtActivation: true)
+            notifications: { made in handler.withLock { $0 = made } }, keysAtActivation: context.outgoing)
         if let handler = handler.withLock({ $0 }) {
             try context.subscribeToNotifications(handler: handler)
         }
@@ -47,7 +47,7 @@ public enum WalletNode {
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil,
-        notifications: ((any NotificationHandler) -> Void)? = nil, issueKeysAtActivation: Bool = false
+        notifications: ((any NotificationHandler) -> Void)? = nil, keysAtActivation background: NodeOutgoing? = nil
     ) -> RPCRouter {
         var router = RPCRouter()
         let updates = WalletTokenUpdates(
@@ -55,9 +55,10 @@ public enum WalletNode {
             walletAccountID: configuration.walletAccountID, logger: logger, clock: clock)
         WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
         notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
-        if issueKeysAtActivation {
+        if let background {
+            // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
-            Task { await keys.run(events) }
+            background.run { await keys.run(events) }
         }
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,

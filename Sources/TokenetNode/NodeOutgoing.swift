@@ -1,0 +1,64 @@
+import Synchronization
+import TokenetRPC
+
+/// What a node runs towards its peers: the channels it opened (`NodeContext.channel(to:)`) and the background
+/// tasks that use them (its notification subscription, the issuer's registration with the TSP, the issuer app's
+/// link to the wallet).
+///
+/// A stopping node ends them itself, so that its peers see a call cancelled and a connection closed with a goaway and
+/// TLS close_notify. Left to the process's exit they were cut mid-stream: the TSP logged each restart of a wallet as
+/// a connection problem ("closed by peer without TLS close_notify"), and the wallet logged the failure of its own
+/// subscription after its "stopped" line.
+public final class NodeOutgoing: Sendable {
+    private struct State {
+        var channels: [RPCChannel] = []
+        var tasks: [Task<Void, Never>] = []
+        var stopping = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Whether the node has begun to stop its outgoing work: background work checks it to tell its own end from a
+    /// peer's failure (and log it as such).
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Closes `channel` when the node stops.
+    public func track(_ channel: RPCChannel) {
+        state.withLock { $0.channels.append(channel) }
+    }
+
+    /// Runs `body` in a task of its own, which is cancelled when the node stops; once it is stopping, nothing new
+    /// starts.
+    public func run(_ body: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            guard !state.stopping else { return }
+            state.tasks.append(Task { await body() })
+        }
+    }
+
+    /// Cancels the background tasks: the first step of a stop, taken beside the drain of the calls the node serves
+    /// (those may still call peers, so the channels stay open until `close(within:)`).
+    public func cancelTasks() {
+        let tasks = state.withLock { state in
+            state.stopping = true
+            return state.tasks
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Cancels the background tasks, waits for them to end, then closes every channel (goaway; calls still open may
+    /// finish), all within `limit`. False when the limit passed first: what is left is cut when the event loop stops.
+    @discardableResult
+    public func close(within limit: Duration) async -> Bool {
+        cancelTasks()
+        let (tasks, channels) = state.withLock { ($0.tasks, $0.channels) }
+        return await waitAtMost(limit) {
+            for task in tasks { await task.value }
+            await withTaskGroup(of: Void.self) { group in
+                for channel in channels { group.addTask { await channel.close() } }
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// A node's outgoing work ends with the node: background tasks are cancelled, channels close gracefully, and the
+/// whole stays within its limit even when a task ignores cancellation.
+@Suite(.timeLimit(.minutes(1))) struct NodeOutgoingTests {
+    @Test func backgroundTasksAreCancelledAndNothingStartsAfterwards() async {
+        let outgoing = NodeOutgoing()
+        let ended = Mutex(false)
+        outgoing.run {
+            while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+            ended.withLock { $0 = true }
+        }
+        #expect(!outgoing.isStopping)
+        #expect(await outgoing.close(within: .seconds(30)))
+        #expect(outgoing.isStopping)
+        #expect(ended.withLock { $0 }, "close returns once the cancelled task has ended")
+
+        let started = Mutex(false)
+        outgoing.run { started.withLock { $0 = true } }
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(!started.withLock { $0 }, "a stopping node starts no new background work")
+    }
+
+    @Test func aChannelIsClosedSoLaterCallsFail() async throws {
+        let server = RPCServer(router: RPCRouter())
+        let serving = Mutex<[Task<Void, Never>]>([])
+        let channel = RPCChannel {
+            let (client, served) = InMemoryByteStream.pair()
+            serving.withLock { $0.append(Task { await server.serve(served) }) }
+            return client
+        }
+        let outgoing = NodeOutgoing()
+        outgoing.track(channel)
+        let health = HealthV1.Health.Client(channel)
+        // Unknown to this router, but answered: the connection is up.
+        await #expect(throws: RPCError.self) { _ = try await health.check(HealthV1.HealthCheckRequest()) }
+        #expect(await outgoing.close(within: .seconds(30)))
+        let error = await #expect(throws: RPCError.self) { _ = try await health.check(HealthV1.HealthCheckRequest()) }
+        #expect(error?.code == .unavailable)
+        server.shutdown()
+        for task in serving.withLock({ $0 }) { await task.value }
+    }
+
+    @Test func aTaskThatIgnoresCancellationDoesNotHoldTheStop() async {
+        let outgoing = NodeOutgoing()
+        let release = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        outgoing.run { await withCheckedContinuation { continuation in release.withLock { $0 = continuation } } }
+        while release.withLock({ $0 }) == nil { await Task.yield() }
+        let started = ContinuousClock.now
+        #expect(await !outgoing.close(within: .milliseconds(100)))
+        #expect(ContinuousClock.now - started < .seconds(10))
+        release.withLock { $0.take() }?.resume()
+    }
+}
