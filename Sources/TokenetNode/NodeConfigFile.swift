@@ -37,7 +37,9 @@ public enum NodeConfigFile {
         do {
             dictionary = try JSONDecoder().decode([String: Scalar].self, from: data)
         } catch {
-            throw NodeError(.config, "config file \(path) must hold one JSON object", cause: DescribedError(error))
+            throw NodeError(
+                .config, "config file \(path) must hold one JSON object",
+                cause: DescribedError(decoding: error, of: data))
         }
         let allowed = NodeOptionKey.keys(for: spec).filter(\.allowedInConfigFile)
         var settings: [NodeSetting] = []

@@ -54,12 +54,3 @@ public struct SystemCallError: Error, CustomStringConvertible, Sendable {
         "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
     }
 }
-
-/// A cause known only by its description, for underlying errors that are not `Sendable`.
-public struct DescribedError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-
-    public init(_ error: any Error) {
-        self.description = String(describing: error)
-    }
-}

@@ -26,12 +26,19 @@ extension TSPConfiguration {
     public static func load(dataDirectory: String) throws(NodeError) -> TSPConfiguration {
         let path = dataDirectory + "/" + fileName
         guard FileManager.default.fileExists(atPath: path) else { return TSPConfiguration() }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw NodeError(.config, "cannot read \(path)", cause: DescribedError(error))
+        }
         let object: [String: Scalar]
         do {
-            object = try JSONDecoder().decode([String: Scalar].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            object = try JSONDecoder().decode([String: Scalar].self, from: data)
         } catch {
             throw NodeError(
-                .config, "\(path) must hold one JSON object of policy settings", cause: DescribedError(error))
+                .config, "\(path) must hold one JSON object of policy settings",
+                cause: DescribedError(decoding: error, of: data))
         }
         if let unknown = object.keys.sorted().first(where: { !fileKeys.contains($0) }) {
             let known = fileKeys.sorted().joined(separator: ", ")

@@ -47,7 +47,8 @@ public struct WalletConfiguration: Sendable, Equatable {
         do {
             file = try JSONDecoder().decode(File.self, from: data)
         } catch {
-            throw NodeError(.config, "\(path) is not a wallet configuration", cause: DescribedError(error))
+            throw NodeError(
+                .config, "\(path) is not a wallet configuration", cause: DescribedError(decoding: error, of: data))
         }
         var configuration = WalletConfiguration()
         if let account = file.walletAccountId {

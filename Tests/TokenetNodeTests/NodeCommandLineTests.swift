@@ -250,6 +250,27 @@ import Testing
         }
     }
 
+    /// Foundation's own description of a failed read (`Error Domain=NSCocoaErrorDomain Code=260 … UserInfo=…`) is
+    /// for a debugger; the node says what the system said.
+    @Test func aMissingConfigFileIsReportedInTheSystemsWords() throws {
+        let directory = try TemporaryDirectory()
+        for (path, reason) in [
+            (directory.path("missing.json"), "No such file or directory"), (directory.url.path, "Is a directory"),
+        ] {
+            let failure = try #require(throws: NodeError.self) { _ = try NodeConfigFile.read(path: path) }
+            #expect(failure.description == "cannot read config file \(path): \(reason)")
+        }
+    }
+
+    /// A config file that is not JSON is pointed at, not described as `DecodingError.dataCorrupted`.
+    @Test func aConfigFileThatIsNotJSONSaysWhere() throws {
+        let failure = try #require(error(["--config", "cfg.json"], spec: .tsp, config: #"{"listen": "x" "cert": 1}"#))
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "config file cfg.json must hold one JSON object: not valid JSON: Invalid value around character 15.")
+    }
+
     @Test func helpDocumentsEveryOptionOfEachNode() {
         for spec in [NodeSpec.tsp, .issuer, .wallet] {
             let help = spec.helpText

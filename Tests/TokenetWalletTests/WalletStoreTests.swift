@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetNode
 import TokenetWire
 
 @testable import TokenetWallet
@@ -108,5 +109,17 @@ import TokenetWire
         ] {
             #expect(throws: (any Error).self) { try WalletConfiguration.parse(Data(json.utf8), path: "w.json") }
         }
+    }
+
+    /// A value of the wrong type names its key, in words rather than as Foundation's `DecodingError` dump.
+    @Test func aValueOfTheWrongTypeIsNamedByItsKey() throws {
+        let failure = try #require(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(#"{"device": {"deviceId": 5}}"#.utf8), path: "w.json")
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == #"w.json is not a wallet configuration: "device.deviceId": Expected to decode String but found number instead."#
+        )
     }
 }
