@@ -27,6 +27,7 @@ public final class NodeRuntime: Sendable {
         announce: (String) -> Void
     ) throws(NodeError) -> NodeRuntime {
         try checkTLSFiles(options)
+        try checkOwnIdentity(options, spec: spec)
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)

@@ -104,6 +104,33 @@ import TokenetWire
         }
     }
 
+    /// TLS files that exist but that OpenSSL cannot use, and a certificate of another role, stop the node before it
+    /// binds or creates its data directory, with status 2 like any other configuration mistake.
+    @Test(arguments: [
+        ("tsp.key", "tsp.key", "ca.pem", "cannot load certificate chain"),
+        ("tsp.pem", "issuer.key", "ca.pem", "cannot load private key"),
+        ("tsp.pem", "tsp.key", "tsp.key", "cannot load trusted CA file"),
+        ("issuer.pem", "issuer.key", "ca.pem", "names tokenet://issuer/issuer-1, but tsp-node needs a certificate for"),
+        ("operator.pem", "operator.key", "ca.pem", "names tokenet://operator/operator-1, but tsp-node needs"),
+    ])
+    func unusableTLSIdentityIsAConfigError(certificate: String, key: String, ca: String, message: String) throws {
+        let directory = try TemporaryDirectory()
+        let pki = InspectPKI.shared
+        var options = NodeOptions()
+        options.certificatePath = pki.path(certificate)
+        options.privateKeyPath = pki.path(key)
+        options.caPath = pki.path(ca)
+        options.dataDirectory = directory.path("data")
+        let failure = try #require(throws: NodeError.self) {
+            _ = try NodeRuntime.start(
+                spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
+                announce: { _ in Issue.record("the node announced readiness") })
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains(message), "\(failure.description)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("data")))
+    }
+
     private static func logger() -> Logger {
         Logger(node: "test", sink: MemoryLogSink())
     }

@@ -1,0 +1,32 @@
+import TokenetTransport
+
+extension NodeRuntime {
+    /// Loads the node's TLS files and checks its certificate as its peers will, before anything is bound.
+    ///
+    /// Files that OpenSSL cannot use (not PEM, a key that does not match the certificate) are configuration
+    /// mistakes like a missing file, so they exit with status 2 rather than as a failure to serve. A certificate
+    /// of another role is refused too: a tsp-node started with the issuer's certificate would otherwise serve as
+    /// "the issuer" to everyone it calls, and a second node holding the wallet's identity takes over that wallet's
+    /// notification stream at the TSP.
+    static func checkOwnIdentity(_ options: NodeOptions, spec: NodeSpec) throws(NodeError) {
+        guard !options.plaintext, let certificate = options.certificatePath, let key = options.privateKeyPath,
+            let ca = options.caPath
+        else { return }
+        let identity: PeerIdentity
+        do {
+            let context = try TLSContext(
+                configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca),
+                keyLogFile: nil)
+            identity = try context.checkOwnCertificate()
+        } catch {
+            throw NodeError(.config, "--cert, --key, --ca: this node's TLS identity is unusable", cause: error)
+        }
+        guard let role = NodeRole.allCases.first(where: { $0.nodeName == spec.name }) else { return }
+        guard identity.role.rawValue == role.rawValue else {
+            throw NodeError(
+                .config,
+                "--cert: \(certificate) names \(identity), but \(spec.name) needs a certificate for "
+                    + "tokenet://\(role.rawValue)/ID")
+        }
+    }
+}
