@@ -49,10 +49,15 @@ public struct NodeContext: Sendable {
         else {
             throw NodeError(.config, "calling the \(role.nodeName) over TLS needs --cert, --key and --ca")
         }
+        // Only the party this channel is for may answer: a --tsp that points at the issuer by mistake (or at anyone
+        // else holding a certificate of the CA) must fail the handshake, not receive the wallet's requests.
+        let peerRoles: Set<PeerRole> = PeerRole(rawValue: role.rawValue).map { [$0] } ?? Set(PeerRole.allCases)
         let context: TLSContext
         do {
             context = try TLSContext(
-                configuration: .client(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca))
+                configuration: .client(
+                    certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca,
+                    acceptedPeerRoles: peerRoles))
         } catch {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }

@@ -19,7 +19,9 @@ final class VerificationState {
         do throws(TransportError) {
             let identity = try PeerIdentity(uriSANs: Self.uriSANs(of: certificate))
             guard acceptedRoles.contains(identity.role) else {
-                throw TransportError(.peerIdentity, "peer role \(identity.role.rawValue) is not accepted here")
+                let accepted = PeerRole.allCases.filter(acceptedRoles.contains).map(\.rawValue).joined(separator: ", ")
+                throw TransportError(
+                    .peerIdentity, "peer \(identity) is not accepted here (accepted roles: \(accepted))")
             }
             self.identity = identity
             return true

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetNode
+
+/// A node's channel to a peer accepts only that peer's role: a `--tsp` that points at the issuer by mistake fails
+/// the handshake with both roles named, instead of sending the TSP's requests to whoever answers.
+@Suite struct NodeContextPeerRoleTests {
+    @Test(.timeLimit(.minutes(2))) func aChannelRefusesAPeerOfAnotherRole() async throws {
+        let pki = InspectPKI.shared
+        var served = NodeOptions()
+        served.certificatePath = pki.path("issuer.pem")
+        served.privateKeyPath = pki.path("issuer.key")
+        served.caPath = pki.path("ca.pem")
+        let listener = try await offThePool { [served] in
+            try RPCNodeListener.bind(
+                options: served, router: RPCRouter(), logger: Logger(node: "issuer-node", sink: MemoryLogSink()))
+        }
+        let loop = try EventLoop(name: "test-node-peer-role")
+        defer { loop.shutdown() }
+
+        var options = NodeOptions()
+        options.certificatePath = pki.path("wallet.pem")
+        options.privateKeyPath = pki.path("wallet.key")
+        options.caPath = pki.path("ca.pem")
+        options.peers = [.tsp: listener.boundAddress, .issuer: listener.boundAddress]
+        let context = NodeContext(
+            options: options, logger: Logger(node: "wallet-node", sink: MemoryLogSink()), dataDirectory: "",
+            eventLoop: loop)
+
+        let issuer = try context.channel(to: .issuer)
+        let answer = try await issuer.unary(
+            HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(60)))
+        #expect(answer.status == .serving)
+        await issuer.close()
+
+        let tsp = try context.channel(to: .tsp)
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await tsp.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(10)))
+        }
+        await tsp.close()
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.contains("peer tokenet://issuer/issuer-1 is not accepted here (accepted roles: tsp)"), "\(text)")
+        try await offThePool { listener.stop() }
+    }
+}
