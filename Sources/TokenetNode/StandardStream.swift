@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Unbuffered, never-trapping writes to stdout and stderr.
 ///
@@ -16,6 +17,17 @@ public enum StandardStream {
         }
     }
 
+    /// The `errno` of the first write to stdout that failed for another reason than the reader having gone away
+    /// (EPIPE: `tokenet tsp tokens | head -1` is not an error): a full disk or a closed descriptor. A node keeps
+    /// running regardless; the `tokenet` CLI asks, so that output lost on the way to a file is not reported as
+    /// success.
+    public static var outputWriteError: Int32? {
+        let code = outputFailure.load(ordering: .relaxed)
+        return code == 0 ? nil : code
+    }
+
+    private static let outputFailure = Atomic<Int32>(0)
+
     /// Writes `line` plus a newline.
     public func write(line: String) {
         let bytes = Array((line + "\n").utf8)
@@ -24,7 +36,11 @@ public enum StandardStream {
             while offset < buffer.count {
                 let written = Foundation.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written < 0 {
-                    if errno == EINTR { continue }
+                    let code = errno
+                    if code == EINTR { continue }
+                    if self == .output, code != EPIPE {
+                        _ = Self.outputFailure.compareExchange(expected: 0, desired: code, ordering: .relaxed)
+                    }
                     return
                 }
                 offset += written

@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+/// `tokenet` whose standard output cannot be written: what it printed never reached the file, so it must not exit 0.
+@Suite struct CLIOutputFailureTests {
+    /// Runs `tokenet` with `output` as its standard output and returns its status and standard error.
+    private func run(_ arguments: [String], output: FileHandle) throws -> (status: Int32, stderr: String) {
+        let directory = try TemporaryDirectory()
+        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
+        let process = Process()
+        process.executableURL = try BuiltExecutables.url(of: "tokenet")
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
+        try process.run()
+        let pid = process.processIdentifier
+        // A hung command fails its test instead of hanging the suite.
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        process.waitUntilExit()
+        watchdog.cancel()
+        #expect(process.terminationReason == .exit)
+        return (process.terminationStatus, try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+    }
+
+    @Test func aFullDiskFailsTheCommand() throws {
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        for arguments in [["version"], ["--help"]] {
+            let result = try run(arguments, output: full)
+            #expect(result.status == 1, "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr == "tokenet: cannot write standard output: No space left on device\n",
+                "\(arguments)")
+        }
+    }
+
+    /// A reader that stops early (`tokenet tsp tokens | head -1`) is not an error.
+    @Test func aReaderThatGoesAwayIsNotAnError() throws {
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close()
+        let result = try run(["--help"], output: pipe.fileHandleForWriting)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty)
+    }
+}
