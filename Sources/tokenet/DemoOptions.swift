@@ -54,7 +54,7 @@ struct DemoOptions: Sendable, Equatable {
 
     private static func seconds(_ text: String) throws(CLIError) -> Double {
         guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
-            throw CLIError(.usage, "demo: --timeout: expected seconds between 0 and 3600, got '\(text)'")
+            throw CLIError(.usage, "demo: --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
         }
         return value
     }

@@ -32,6 +32,16 @@ import Testing
         #expect(result.stderr.contains("--timeout"))
     }
 
+    /// The message states the range the value is checked against: 0 itself is refused, so it is not "between 0 and".
+    @Test(arguments: ["0", "-1", "3601", "nan"])
+    func demoTimeoutOutOfRangeStatesTheRange(value: String) throws {
+        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", value])
+        #expect(result.status == 2)
+        #expect(
+            result.stderr.contains("--timeout: expected seconds above 0 and at most 3600, got '\(value)'"),
+            "\(result.stderr)")
+    }
+
     @Test func everySubcommandHasHelp() throws {
         for command in ["demo", "version", "help"] {
             let result = try LaunchedProcess.run("tokenet", [command, "--help"])
