@@ -11,6 +11,7 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let store: IssuerStore
     let tsp: TSPLink
     let logger: Logger
+    let now: @Sendable () -> Date
 
     func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
         -> TspV1.ChangeIssuerTokenStatesResponse
@@ -45,6 +46,14 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             expiry = request.expiry.isEmpty ? card.expiry : try CardExpiry(parsing: request.expiry)
         } catch {
             throw RPCError(.invalidArgument, "the renewed card is not valid: \(error.message)")
+        }
+        // A renewal replaces the card behind working tokens; an expiry already past would leave them on a card that
+        // cannot pay, which no wallet would have been allowed to add in the first place.
+        guard !expiry.hasPassed(asOf: now()) else {
+            throw RPCError(
+                .invalidArgument,
+                "the renewed card would have expired at the end of \(expiry); a renewal needs an expiry that has not passed"
+            )
         }
         guard pan.scheme == card.pan.scheme else {
             throw RPCError(

@@ -48,7 +48,7 @@ struct IssuerParty: Sendable {
         self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
-        self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger)
+        self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger, now: now)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment
         let app = IssuerAppAuthenticator(

@@ -150,6 +150,24 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         #expect(tsp.state.withLock { $0.renewals.isEmpty })
     }
 
+    /// The test clock is 21 September 2026: a card renewed to 08/26 would already have expired, so nothing is
+    /// stored or sent to the TSP; 09/26 is good to the end of the month.
+    @Test func aRenewalToAnExpiryThatHasPassedIsRefused() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let before = try #require(try party.store.card(id: Cards.visaApprove.0))
+        let error = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, expiry: "08/26"))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(
+            error?.message.contains("would have expired at the end of 08/26") == true, "\(String(describing: error))")
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.expiry == before.expiry)
+
+        let response = try await care.renewCard(.init(cardID: Cards.visaApprove.0, expiry: "09/26"))
+        #expect(response.expiry == "09/26")
+    }
+
     @Test func messagesGoToTheTSP() async throws {
         let response = try await care.sendMessage(
             .init(digitalCardID: "DNITHE1", title: "Hi", body: "Body", action: "OPEN"))
