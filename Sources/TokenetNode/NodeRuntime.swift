@@ -28,6 +28,7 @@ public final class NodeRuntime: Sendable {
     ) throws(NodeError) -> NodeRuntime {
         try checkTLSFiles(options)
         try checkOwnIdentity(options, spec: spec)
+        if let path = options.readyFile { try ReadyFile.checkWritable(path) }
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)

@@ -49,6 +49,24 @@ public enum ReadyFile {
         }
     }
 
+    /// Checks, before the node binds, that `write` will be able to put the file at `path`: a node that prints its
+    /// `READY` line and then exits because the ready file cannot be written tells whoever reads stdout that it is up
+    /// when it is not. A path that is a directory or in a directory that cannot take a file is a bad option.
+    public static func checkWritable(_ path: String) throws(NodeError) {
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw NodeError(.config, "--ready-file: \(path) is a directory")
+        }
+        let temporary = "\(path).tmp.\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw NodeError(
+                .config, "--ready-file: cannot write \(temporary)", cause: SystemCallError(call: "open", errno: errno))
+        }
+        close(descriptor)
+        unlink(temporary)
+    }
+
     public static func read(from path: String) throws(NodeError) -> ReadyInfo {
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -24,6 +24,36 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["ready.json"])
     }
 
+    /// Checked before the node binds, so a bad --ready-file never follows a READY line; the check leaves nothing.
+    @Test func aLocationThatCannotTakeTheFileIsABadOption() throws {
+        let directory = try TemporaryDirectory()
+        for (path, message) in [
+            ("/nonexistent/dir/ready.json", "--ready-file: cannot write /nonexistent/dir/ready.json.tmp."),
+            (directory.url.path, "--ready-file: \(directory.url.path) is a directory"),
+        ] {
+            let failure = try #require(throws: NodeError.self) { try ReadyFile.checkWritable(path) }
+            #expect(failure.exitStatus == 2)
+            #expect(failure.description.contains(message), "\(failure.description)")
+        }
+        try ReadyFile.checkWritable(directory.path("ready.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
+    /// A node with an unusable --ready-file stops with status 2 before it prints READY or binds.
+    @Test func aNodeWithAnUnwritableReadyFileNeverSaysReady() throws {
+        let directory = try TemporaryDirectory()
+        let result = try LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--plaintext", "--data-dir", directory.path("data"), "--ready-file",
+                "/nonexistent/dir/ready.json",
+            ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(!result.stdout.contains("READY"))
+        #expect(result.stderr.contains("--ready-file: cannot write /nonexistent/dir/ready.json.tmp."))
+        #expect(result.stderr.contains("No such file or directory"))
+    }
+
     @Test func unwritableLocationIsAnIOError() {
         #expect(throws: NodeError.self) {
             try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: "/nonexistent/dir/ready.json")
