@@ -7,7 +7,7 @@ enum IssuerAppCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "issuer-app",
         summary: "Drive the issuer app: activate accounts, log in, read its notifications, answer AUTHN requests.",
-        help: help + notificationHelp,
+        help: help + "\n" + notificationHelp,
         actions: [activate, accounts, activateLinked, login, deleteAccount, authorize] + notificationActions)
 
     static let help = """

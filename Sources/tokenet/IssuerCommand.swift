@@ -9,7 +9,7 @@ enum IssuerCommand {
         summary:
             "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view, "
             + "enrol accounts for strong authentication.",
-        help: help + "\n\n" + enrolmentHelp + cardCareHelp,
+        help: help + "\n\n" + enrolmentHelp + "\n" + cardCareHelp,
         actions: [cards, pushCard, outbox, activateToken, appView, enroll, unlock] + cardCareActions)
 
     static let help = """

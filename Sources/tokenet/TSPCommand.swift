@@ -6,7 +6,7 @@ enum TSPCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "tsp",
         summary: "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments.",
-        help: help + lifecycleHelp,
+        help: help + "\n" + lifecycleHelp,
         actions: [tokens, history] + lifecycleActions)
 
     static let help = """

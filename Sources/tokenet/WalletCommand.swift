@@ -7,7 +7,7 @@ enum WalletCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "wallet",
         summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
-        help: help + lifecycleHelp,
+        help: help + "\n" + lifecycleHelp,
         actions: [
             addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp, useAccount, selectCard,
         ]

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+
+/// The README shows the `--help` of `tokenet`, of its party commands and of each node as the programs print it; a
+/// command added or changed without the README following leaves readers with options that do not exist (or a
+/// `--plaintext` marked "not yet available" long after it was).
+@Suite struct ReadmeHelpTests {
+    let readme: String
+
+    init() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    }
+
+    @Test(arguments: [
+        ("tokenet", ["--help"]), ("tokenet", ["demo", "--help"]), ("tokenet", ["wallet", "--help"]),
+        ("tokenet", ["issuer", "--help"]), ("tokenet", ["issuer-app", "--help"]), ("tokenet", ["tsp", "--help"]),
+        ("tokenet", ["version", "--help"]), ("tsp-node", ["--help"]), ("issuer-node", ["--help"]),
+        ("wallet-node", ["--help"]),
+    ])
+    func theReadmeShowsTheCurrentHelp(program: String, arguments: [String]) throws {
+        let result = try LaunchedProcess.run(program, arguments)
+        #expect(result.status == 0)
+        let help = result.stdout.trimmingCharacters(in: .newlines)
+        #expect(!help.isEmpty)
+        #expect(readme.contains(help + "\n"), "README.md does not show the output of \(program) \(arguments)")
+    }
+
+    /// A section added to a command's help starts after a blank line, not glued to the paragraph before it.
+    @Test(arguments: ["wallet", "issuer", "issuer-app", "tsp"])
+    func helpSectionsAreSeparatedByABlankLine(command: String) throws {
+        let help = try LaunchedProcess.run("tokenet", [command, "--help"]).stdout
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated().dropFirst()
+        where line.hasSuffix(":") && line.first?.isUppercase == true && line.split(separator: " ").count <= 4 {
+            #expect(lines[index - 1].isEmpty, "\(command) --help: '\(line)' follows '\(lines[index - 1])'")
+        }
+    }
+}
