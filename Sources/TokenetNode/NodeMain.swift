@@ -31,7 +31,9 @@ public enum NodeMain {
 
         let logger = Logger(node: spec.name, level: options.logLevel, format: options.logFormat)
         if options.plaintext {
-            writeStandardError(plaintextBanner(spec.name))
+            // With --log-format json stderr holds JSON lines only (a collector parses each one); the warning line
+            // carries the message there, and the banner is for a person reading text.
+            if options.logFormat == .text { writeStandardError(plaintextBanner(spec.name)) }
             logger.warning("TLS is disabled by --plaintext; use only for local debugging")
         }
 

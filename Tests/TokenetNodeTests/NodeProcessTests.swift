@@ -28,7 +28,8 @@ import TokenetWire
         #expect(result.stdout == ready.line + "\n")
         #expect(result.stderr.contains(#""msg":"stopping","signal":"\#(StopSignalWatcher.name(of: signal))""#))
         #expect(result.stderr.contains(#""msg":"stopped""#))
-        #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
+        // JSON logs carry the plaintext warning as a line of their own; the text banner is for text logs.
+        #expect(result.stderr.contains(#""msg":"TLS is disabled by --plaintext; use only for local debugging""#))
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }
 
@@ -70,6 +71,25 @@ import TokenetWire
         #expect(result.status == 0)
         #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
         #expect(!FileManager.default.fileExists(atPath: readyFile))
+    }
+
+    /// With `--log-format json` every line on stderr is a JSON object, also with --plaintext, whose warning is then a
+    /// log line rather than the text banner.
+    @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, _) = try startPlaintextNode(in: scratch, ["--log-format", "json"])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        kill(node.process.processIdentifier, SIGTERM)
+        let result = try node.waitForExit()
+        #expect(result.status == 0)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count >= 3, "\(result.stderr)")
+        for line in lines {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object != nil, "not a JSON object: \(line)")
+        }
+        #expect(result.stderr.contains(#""msg":"TLS is disabled by --plaintext; use only for local debugging""#))
+        #expect(!result.stderr.contains("TLS is OFF"))
     }
 
     /// At `debug` a node writes one line per served call (method, peer, status, duration, trace id); at `info`, the
