@@ -4,7 +4,8 @@ import TokenetStorage
 
 extension IssuerStore {
     /// Loads a validated fixture in one transaction. Loading the same fixture again changes nothing visible:
-    /// rows are upserted by id, so a restart with `--fixtures` is safe and an edited fixture updates its entries.
+    /// rows are upserted by id, so a restart with `--fixtures` is safe and an edited fixture updates its entries —
+    /// except the number and expiry of a card renewed since (`renewed`), which stay as the renewal left them.
     func importFixture(_ fixture: IssuerFixture) throws(IssuerError) {
         let ranges = String(decoding: try Self.json(fixture.issuer.binRanges), as: UTF8.self)
         var rules: [String: String] = [:]
@@ -54,8 +55,11 @@ extension IssuerStore {
                             cardholder_name, not_eligible_reason, rule)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT(id) DO UPDATE SET account_id = excluded.account_id,
-                            pan_sealed = excluded.pan_sealed, last4 = excluded.last4, scheme = excluded.scheme,
-                            expiry = excluded.expiry, cvc_sealed = excluded.cvc_sealed,
+                            pan_sealed = CASE WHEN renewed THEN pan_sealed ELSE excluded.pan_sealed END,
+                            last4 = CASE WHEN renewed THEN last4 ELSE excluded.last4 END,
+                            scheme = CASE WHEN renewed THEN scheme ELSE excluded.scheme END,
+                            expiry = CASE WHEN renewed THEN expiry ELSE excluded.expiry END,
+                            cvc_sealed = excluded.cvc_sealed,
                             cardholder_name = excluded.cardholder_name,
                             not_eligible_reason = excluded.not_eligible_reason, rule = excluded.rule
                         """,

@@ -3,6 +3,13 @@ import TokenetCard
 import TokenetStorage
 
 extension IssuerStore {
+    /// Marks the cards renewed at run time, whose number and expiry a fixture loaded at a later start must not
+    /// reset: the TSP moved their tokens onto the renewed card, so going back to the fixture's values would leave
+    /// the issuer refusing (as "expiry does not match") the card its own tokens stand for.
+    static let renewalSchema = """
+        ALTER TABLE cards ADD COLUMN renewed INTEGER NOT NULL DEFAULT 0;
+        """
+
     /// Replaces a card's number and/or expiry (the card keeps its id), sealing the new number in the same row.
     func renewCard(id: String, pan: PAN, expiry: CardExpiry) throws(IssuerError) {
         let sealed: [UInt8]
@@ -13,7 +20,7 @@ extension IssuerStore {
         }
         _ = try storage("renew card \(id)") {
             try database.execute(
-                "UPDATE cards SET pan_sealed = ?, last4 = ?, scheme = ?, expiry = ? WHERE id = ?",
+                "UPDATE cards SET pan_sealed = ?, last4 = ?, scheme = ?, expiry = ?, renewed = 1 WHERE id = ?",
                 [sealed, pan.last4, pan.scheme.rawValue, expiry.description, id])
         }
     }

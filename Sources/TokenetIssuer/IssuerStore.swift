@@ -69,6 +69,7 @@ final class IssuerStore: Sendable {
                 """),
         Migration(version: 3, name: "strong-authentication", sql: IssuerStore.authenticationSchema),
         Migration(version: 4, name: "app-inbox", sql: IssuerStore.appInboxSchema),
+        Migration(version: 5, name: "card-renewals", sql: IssuerStore.renewalSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -23,6 +23,22 @@ import TokenetStorage
         #expect(try store.database.queryOne("SELECT count(*) FROM accounts")?.int(0) == 5)
     }
 
+    /// A restart with the same `--fixtures` loads the file again; a card renewed in between keeps its new number
+    /// and expiry (its tokens at the TSP stand for the renewed card), while the other cards and fields still follow
+    /// the fixture.
+    @Test func loadingAgainKeepsARenewal() throws {
+        let store = try Support.store()
+        try store.renewCard(
+            id: "card-mc-receipt", pan: try PAN("5400000010000045"), expiry: try CardExpiry(parsing: "12/31"))
+        try store.importFixture(try Support.fixture())
+        let renewed = try #require(try store.card(id: "card-mc-receipt"))
+        #expect(renewed.pan.last4 == "0045")
+        #expect(renewed.expiry.description == "12/31")
+        let untouched = try #require(try store.card(id: "card-visa-approve"))
+        #expect(untouched.pan.last4 == "0009")
+        #expect(untouched.expiry.description == "12/29")
+    }
+
     @Test func survivesARestartWithoutTheFixtureAndKeepsNumbersSealed() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
