@@ -8,8 +8,8 @@ import TokenetWire
 /// Read from `wallet.json` in the node's data directory when that file exists, for example
 /// `{"walletAccountId": "acct-7", "device": {"deviceId": "watch-1", "deviceType": "WATCH"},
 ///   "risk": {"accountScore": 2, "deviceScore": 1, "recommendation": "APPROVE"}, "provider": "apple-pay"}`; every
-/// key is optional. `provider` (google-pay, samsung-pay or apple-pay; Google Pay by default) is which wallet this
-/// is when it opens an issuer app for in-app activation.
+/// key is optional, an unknown key is refused. `provider` (google-pay, samsung-pay or apple-pay; Google Pay by
+/// default) is which wallet this is when it opens an issuer app for in-app activation.
 public struct WalletConfiguration: Sendable, Equatable {
     public static let fileName = "wallet.json"
     /// The account the demo and the CLI assume when none is configured.
@@ -50,6 +50,7 @@ public struct WalletConfiguration: Sendable, Equatable {
             throw NodeError(
                 .config, "\(path) is not a wallet configuration", cause: DescribedError(decoding: error, of: data))
         }
+        try checkKeys(data, path: path)
         var configuration = WalletConfiguration()
         if let account = file.walletAccountId {
             guard !account.isEmpty else { throw NodeError(.config, "\(path): walletAccountId is empty") }

@@ -111,6 +111,20 @@ import TokenetWire
         }
     }
 
+    /// A misspelt key stops the node instead of leaving the wallet on its default without a word.
+    @Test(arguments: [
+        (#"{"providr": "apple-pay"}"#, #"unknown key "providr" (known: walletAccountId, device, risk, provider)"#),
+        (#"{"risk": {"acountScore": 5}}"#, #"unknown key "risk.acountScore" (known: accountScore,"#),
+        (#"{"device": {"deviceID": "w"}}"#, #"unknown key "device.deviceID" (known: deviceId,"#),
+    ])
+    func anUnknownKeyIsRefused(json: String, message: String) throws {
+        let failure = try #require(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains("w.json: " + message), "\(failure.description)")
+    }
+
     /// A value of the wrong type names its key, in words rather than as Foundation's `DecodingError` dump.
     @Test func aValueOfTheWrongTypeIsNamedByItsKey() throws {
         let failure = try #require(throws: NodeError.self) {
