@@ -31,6 +31,7 @@ extension IssuerFixture {
         } catch {
             throw IssuerError(.fixture, "the fixture is not valid JSON")
         }
+        try checkKeys(data)
         try fixture.validate()
         return fixture
     }

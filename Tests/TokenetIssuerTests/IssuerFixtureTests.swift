@@ -105,6 +105,25 @@ import TokenetCard
                 json["cardholders"] = holders
             },
             message: "cardholders[2] \"ch-chloe\": \"email\" is not an email address"),
+        // Keys the format does not have are refused rather than skipped: a typo must not change a card silently.
+        BadCase(
+            change: card(0) { $0["notEligibleReson"] = "closed" },
+            message: "cards[0] \"card-visa-approve\": unknown key \"notEligibleReson\" (known: id, accountId,"),
+        BadCase(
+            change: card(0) { $0["digitization"] = ["rule": "approve", "idv": [["type": "OTP_SMS"]]] },
+            message: "cards[0] \"card-visa-approve\" digitization: unknown key \"idv\" (known: rule)"),
+        BadCase(
+            change: card(4) {
+                $0["digitization"] = ["rule": "step-up", "idv": [["type": "OTP_SMS", "destination": "x"]]]
+            },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: unknown key \"destination\""),
+        BadCase(
+            change: { json in
+                var issuer = json["issuer"] as! [String: Any]
+                issuer["callCentreNumber"] = issuer.removeValue(forKey: "callCenterNumber")
+                json["issuer"] = issuer
+            },
+            message: "issuer: unknown key \"callCentreNumber\""),
     ]
 
     @Test(arguments: badCases)
