@@ -1,3 +1,5 @@
+import Glibc
+
 /// A `HOST:PORT` address as written on the command line, in config files and in ready files.
 ///
 /// IPv6 literals are bracketed (`[::1]:7001`) so the last colon always separates the port.
@@ -32,6 +34,14 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         else { return nil }
         self.host = String(hostPart)
         self.port = port
+    }
+
+    /// Whether the transport can use the host: a dotted-quad IPv4 address or `localhost` (it resolves no names, so
+    /// as not to block its event loop, and speaks no IPv6). Checked where an address is given, so `[::1]:7001` or
+    /// `node-a:7001` is a bad option naming its flag rather than a failure once the node runs.
+    public var hostIsIPv4OrLocalhost: Bool {
+        var address = in_addr()
+        return host == "localhost" || inet_pton(AF_INET, host, &address) == 1
     }
 
     public var description: String {

@@ -26,6 +26,9 @@ extension NodeOptions {
     ) throws(NodeError) {
         func address() throws(NodeError) -> HostPort {
             guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
+            guard address.hostIsIPv4OrLocalhost else {
+                throw bad("an IPv4 address or localhost with a port, such as 127.0.0.1:7001", text)
+            }
             return address
         }
         /// Seconds, to the millisecond, up to a day; zero (when allowed) turns the timer off and reads as nil.

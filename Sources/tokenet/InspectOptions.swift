@@ -93,6 +93,11 @@ struct InspectOptions: Sendable {
         guard let address = HostPort(parsing: first) else {
             throw CLIError(.usage, "\(command): '\(first)' is not an address of the form HOST:PORT")
         }
+        guard address.hostIsIPv4OrLocalhost else {
+            throw CLIError(
+                .usage, "\(command): '\(first)' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001"
+            )
+        }
         guard address.port != 0 else {
             throw CLIError(.usage, "\(command): '\(first)' has port 0, which no node listens on; give the node's port")
         }

@@ -22,4 +22,13 @@ import Testing
     func rejectsInvalidAddresses(text: String) {
         #expect(HostPort(parsing: text) == nil)
     }
+
+    @Test func onlyIPv4AndLocalhostAreForTheTransport() throws {
+        for text in ["127.0.0.1:7001", "0.0.0.0:0", "localhost:7001"] {
+            #expect(try #require(HostPort(parsing: text)).hostIsIPv4OrLocalhost, "\(text)")
+        }
+        for text in ["[::1]:7001", "example.test:443", "127.1:7001", "256.0.0.1:1"] {
+            #expect(try !#require(HostPort(parsing: text)).hostIsIPv4OrLocalhost, "\(text)")
+        }
+    }
 }

@@ -43,6 +43,15 @@ import Testing
         try expectUsageError(["list", address, "", "--plaintext"], "list: SERVICE is empty")
     }
 
+    /// An address the transport cannot use is a usage error (status 2), not a failed connection (status 1).
+    @Test func anAddressOtherThanIPv4OrLocalhostIsRefused() throws {
+        for address in ["[::1]:7001", "tsp.example:7001"] {
+            try expectUsageError(
+                ["list", address, "--plaintext"],
+                "list: '\(address)' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001")
+        }
+    }
+
     @Test func portZeroIsRefused() throws {
         try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
     }

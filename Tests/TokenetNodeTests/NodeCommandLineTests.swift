@@ -119,6 +119,10 @@ import Testing
         (["--listen", "--plaintext"], "--listen needs a value"),
         (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
         (["--issuer", "1.2.3.4"], "--issuer: expected HOST:PORT"),
+        // The transport speaks IPv4 and resolves only localhost: anything else is refused here, naming the flag.
+        (["--listen", "[::1]:7001"], "--listen: expected an IPv4 address or localhost with a port, such as"),
+        (["--issuer", "issuer.example:7002"], "--issuer: expected an IPv4 address or localhost with a port"),
+        (["--listen", "127.1:7001"], "--listen: expected an IPv4 address or localhost with a port"),
         (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
         (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
         (["--plaintext=yes"], "--plaintext takes no value"),
