@@ -10,13 +10,18 @@ public final class NodeRuntime: Sendable {
     public let logger: Logger
     public let listener: any NodeListener
     public let ready: ReadyInfo
+    private let dataDirectoryLock: DataDirectoryLock
 
-    private init(spec: NodeSpec, options: NodeOptions, logger: Logger, listener: any NodeListener, ready: ReadyInfo) {
+    private init(
+        spec: NodeSpec, options: NodeOptions, logger: Logger, listener: any NodeListener, ready: ReadyInfo,
+        dataDirectoryLock: DataDirectoryLock
+    ) {
         self.spec = spec
         self.options = options
         self.logger = logger
         self.listener = listener
         self.ready = ready
+        self.dataDirectoryLock = dataDirectoryLock
     }
 
     /// Checks files, prepares the data directory, binds, and announces readiness through `announce` (stdout in a
@@ -35,6 +40,7 @@ public final class NodeRuntime: Sendable {
         } catch {
             throw NodeError(.io, "cannot create data directory \(dataDirectory)", cause: DescribedError(error))
         }
+        let lock = try DataDirectoryLock(directory: dataDirectory)
         var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")
         if peerText.isEmpty { peerText = "none" }
         logger.info(
@@ -44,7 +50,13 @@ public final class NodeRuntime: Sendable {
                 "data_dir": dataDirectory, "tls": options.plaintext ? "off" : "on",
             ])
 
-        let listener = try makeListener(options, logger)
+        let listener: any NodeListener
+        do {
+            listener = try makeListener(options, logger)
+        } catch {
+            lock.release()
+            throw error
+        }
         let ready = ReadyInfo(node: spec.name, pid: getpid(), listen: listener.boundAddress.description)
         logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
         // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
@@ -54,10 +66,12 @@ public final class NodeRuntime: Sendable {
                 try ReadyFile.write(ready, to: path)
             } catch {
                 listener.stop()
+                lock.release()
                 throw error
             }
         }
-        return NodeRuntime(spec: spec, options: options, logger: logger, listener: listener, ready: ready)
+        return NodeRuntime(
+            spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock)
     }
 
     /// Stops accepting, waits for the listener to drain, and withdraws the ready file: a node that is stopping
@@ -67,6 +81,7 @@ public final class NodeRuntime: Sendable {
         if let path = options.readyFile {
             unlink(path)
         }
+        dataDirectoryLock.release()
     }
 
     /// A missing or unreadable file gets a message naming its flag, before OpenSSL reports it in its own terms.

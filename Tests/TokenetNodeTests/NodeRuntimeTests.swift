@@ -89,6 +89,33 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: directory.path("ready.json")))
     }
 
+    /// A second node on a data directory in use is refused before it opens anything there; once the first one has
+    /// stopped, the directory is free again.
+    @Test func aDataDirectoryServesOneNodeAtATime() async throws {
+        let directory = try TemporaryDirectory()
+        var options = NodeOptions()
+        options.plaintext = true
+        options.dataDirectory = directory.path("data")
+        let first = try await offThePool { [options] in
+            try NodeRuntime.start(spec: .tsp, options: options, logger: Self.logger(), announce: { _ in })
+        }
+        let failure = await #expect(throws: NodeError.self) {
+            _ = try await offThePool { [options] in
+                try NodeRuntime.start(spec: .tsp, options: options, logger: Self.logger(), announce: { _ in })
+            }
+        }
+        #expect(failure?.exitStatus == 2)
+        #expect(
+            failure?.description
+                == "--data-dir: \(directory.path("data")) is in use by another node (pid \(getpid())); give each node a "
+                + "directory of its own")
+        try await offThePool { first.stop() }
+        let second = try await offThePool { [options] in
+            try NodeRuntime.start(spec: .tsp, options: options, logger: Self.logger(), announce: { _ in })
+        }
+        try await offThePool { second.stop() }
+    }
+
     @Test func missingTLSFileIsAConfigError() throws {
         var options = NodeOptions()
         options.certificatePath = "/nonexistent/tsp.pem"

@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// A node's exclusive hold on its data directory, from start until it stops.
+///
+/// Two nodes on one data directory would share its SQLite database and journals: both would serve the same
+/// notification queues, append to the same processed-message log and, holding one identity, replace each other's
+/// subscription at the TSP again and again. The second node is refused at start instead. The hold is an flock(2)
+/// on `node.lock`, which the kernel releases when the process ends, also after a crash or SIGKILL, so a stale
+/// lock never needs cleaning up.
+final class DataDirectoryLock: Sendable {
+    static let fileName = "node.lock"
+
+    private let descriptor: Int32
+    private let released = Atomic<Bool>(false)
+
+    /// Takes the lock, or says which process holds it.
+    init(directory: String) throws(NodeError) {
+        let path = (directory as NSString).appendingPathComponent(Self.fileName)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw NodeError(.io, "cannot open \(path)", cause: SystemCallError(call: "open", errno: errno))
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            let holder = Self.recordedPID(descriptor).map { " (pid \($0))" } ?? ""
+            close(descriptor)
+            guard code == EWOULDBLOCK else {
+                throw NodeError(.io, "cannot lock \(path)", cause: SystemCallError(call: "flock", errno: code))
+            }
+            throw NodeError(
+                .config,
+                "--data-dir: \(directory) is in use by another node\(holder); give each node a directory of its own")
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
+        self.descriptor = descriptor
+    }
+
+    /// Lets the next node in: called once the node has stopped serving. Only the first call closes the descriptor,
+    /// which the process may otherwise have reused for something else by a second one.
+    func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        close(descriptor)
+    }
+
+    private static func recordedPID(_ descriptor: Int32) -> Int32? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
