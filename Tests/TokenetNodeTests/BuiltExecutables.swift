@@ -66,14 +66,22 @@ final class LaunchedProcess {
     /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
     /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
     func waitForExit(limit: Double = 120) throws -> ProcessResult {
-        let pid = process.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
-        process.waitUntilExit()
-        watchdog.cancel()
+        process.waitUntilExit(killingAfter: limit)
         return ProcessResult(
             status: process.terminationStatus, reason: process.terminationReason,
             stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
             stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+    }
+}
+
+extension Process {
+    /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails its test (its
+    /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
+    func waitUntilExit(killingAfter limit: Double) {
+        let pid = processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
+        waitUntilExit()
+        watchdog.cancel()
     }
 }

@@ -14,12 +14,7 @@ import Testing
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
         try process.run()
-        let pid = process.processIdentifier
-        // A hung command fails its test instead of hanging the suite.
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        process.waitUntilExit()
-        watchdog.cancel()
+        process.waitUntilExit(killingAfter: 60)
         #expect(process.terminationReason == .exit)
         return (process.terminationStatus, try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
     }

@@ -269,12 +269,7 @@ func runTokenet(
     process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
     process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
     try process.run()
-    let pid = process.processIdentifier
-    // A hung command fails its test instead of hanging the suite.
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-    process.waitUntilExit()
-    watchdog.cancel()
+    process.waitUntilExit(killingAfter: 60)
     return ProcessResult(
         status: process.terminationStatus, reason: process.terminationReason,
         stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
