@@ -10,6 +10,8 @@ public final class HealthService: Sendable {
         var statuses: [String: Status]
         var watchers: [Int: (service: String, continuation: AsyncStream<Status>.Continuation)] = [:]
         var nextWatcher = 0
+        /// Set by `markAllNotServing`: the node is draining, and a watch ends once it has said so.
+        var draining = false
     }
 
     private let state: Mutex<State>
@@ -32,9 +34,11 @@ public final class HealthService: Sendable {
     }
 
     /// Marks every service NOT_SERVING and ends every watch after telling it so, for a node that is draining:
-    /// open watches must not hold the shutdown up.
+    /// open watches must not hold the shutdown up. They end UNAVAILABLE, as the node's other streams do, so a
+    /// watcher can tell the node going away from a watch that ended normally.
     public func markAllNotServing() {
         state.withLock { state in
+            state.draining = true
             for service in state.statuses.keys { state.statuses[service] = .notServing }
             for watcher in state.watchers.values {
                 watcher.continuation.yield(.notServing)
@@ -57,19 +61,26 @@ public final class HealthService: Sendable {
             return HealthV1.HealthCheckResponse(status: status)
         }
         // A watch ends when the node drains, after it has said NOT_SERVING (`markAllNotServing`), instead of being
-        // cut off with UNAVAILABLE before its last status could leave.
+        // cut off before its last status could leave; then it ends UNAVAILABLE like the node's other streams.
         router.serverStreaming(HealthV1.Health.watch, endsAtShutdown: false) { [self] request, writer, _ in
             let (updates, continuation) = AsyncStream<Status>.makeStream()
             let id = self.state.withLock { state in
                 let id = state.nextWatcher
                 state.nextWatcher += 1
-                state.watchers[id] = (request.service, continuation)
                 continuation.yield(state.statuses[request.service] ?? .serviceUnknown)
+                if state.draining {
+                    continuation.finish()  // a watch opened during the drain says NOT_SERVING and ends
+                } else {
+                    state.watchers[id] = (request.service, continuation)
+                }
                 return id
             }
             defer { _ = self.state.withLock { $0.watchers.removeValue(forKey: id) } }
             for await status in updates {
                 try await writer.send(HealthV1.HealthCheckResponse(status: status))
+            }
+            if self.state.withLock({ $0.draining }) {
+                throw RPCError(.unavailable, RPCConnection.streamEndedByShutdown.message)
             }
         }
     }

@@ -42,6 +42,21 @@ import TokenetWire
         #expect(try await updates.next()?.status == .serving)
         health.markAllNotServing()
         #expect(try await updates.next()?.status == .notServing)
-        #expect(try await updates.next() == nil, "the watch ends so that draining is not held up")
+        // The watch ends so that draining is not held up, UNAVAILABLE as the node's other streams: the node is going
+        // away, not done.
+        let error = await #expect(throws: RPCError.self) { _ = try await updates.next() }
+        #expect(error?.code == .unavailable)
+        #expect(error?.message.contains("shutting down") == true, "\(String(describing: error))")
+    }
+
+    /// A watch opened while the node drains says NOT_SERVING and ends at once, rather than waiting out the drain.
+    @Test func aWatchOpenedDuringTheDrainEndsAtOnce() async throws {
+        let health = HealthService(services: [])
+        let client = Self.client(health)
+        health.markAllNotServing()
+        var updates = try await client.watch(HealthV1.HealthCheckRequest()).makeAsyncIterator()
+        #expect(try await updates.next()?.status == .notServing)
+        let error = await #expect(throws: RPCError.self) { _ = try await updates.next() }
+        #expect(error?.code == .unavailable)
     }
 }
