@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenetTransport
 import TokenetWire
 
 /// What typed clients call through: one connection (`RPCClient`) or a self-healing channel (`RPCChannel`).
@@ -83,6 +84,9 @@ public final class RPCChannel: RPCCaller {
         var connecting = false
         var failures = 0
         var lastError: (any Error)?
+        /// The last attempt's failure when retrying cannot mend it (`isLasting`); nil after a success or another
+        /// failure. The calls that waited for that attempt fail with it too.
+        var lastingError: (any Error)?
         /// Calls waiting for the attempt in progress, by a number of their own so that one can leave early.
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter: UInt64 = 0
@@ -215,6 +219,9 @@ public final class RPCChannel: RPCCaller {
                 } catch is CancellationError {
                     throw RPCError(.cancelled, "the call was cancelled while connecting")
                 }
+                if let lasting = state.withLock({ $0.lastingError }) {
+                    throw Self.unavailable(lasting, attempts: 1)
+                }
                 if let deadline, ContinuousClock.now >= deadline {
                     throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
                 }
@@ -269,8 +276,26 @@ public final class RPCChannel: RPCCaller {
             throw RPCError(.cancelled, "the call was cancelled while connecting")
         }
         finishAttempt(outcome, countsAsFailure: true)
-        if case .failure(let error) = outcome, let deadline, ContinuousClock.now >= deadline {
+        guard case .failure(let error) = outcome else { return }
+        if Self.isLasting(error) {
+            throw Self.unavailable(error, attempts: 1)
+        }
+        if let deadline, ContinuousClock.now >= deadline {
             throw Self.unavailable(error, attempts: failures + 1)
+        }
+    }
+
+    /// Whether a failed connection attempt failed for a reason that trying again within one call cannot mend: the
+    /// peer's certificate was refused (untrusted, expired, or of another role than this channel accepts), the peer
+    /// refused this side's, the peer does not speak TLS, or this side's TLS files are unusable. Such a call fails at
+    /// once instead of spending its deadline on attempts that must fail the same way (a `--tsp` pointing at the
+    /// issuer took a call's whole 30 s to be reported). A later call tries again, after the backoff, in case
+    /// someone fixed the certificates meanwhile.
+    static func isLasting(_ error: any Error) -> Bool {
+        guard let error = error as? TransportError else { return false }
+        switch error.code {
+        case .peerIdentity, .handshakeFailed, .certificateRefused, .configuration: return true
+        default: return false
         }
     }
 
@@ -282,10 +307,12 @@ public final class RPCChannel: RPCCaller {
                 state.client = client
                 state.failures = 0
                 state.lastError = nil
+                state.lastingError = nil
             case .failure(let error):
                 if countsAsFailure {
                     state.failures += 1
                     state.lastError = error
+                    state.lastingError = Self.isLasting(error) ? error : nil
                 }
             }
             let waiters = state.waiters.values

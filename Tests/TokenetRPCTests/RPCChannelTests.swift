@@ -152,6 +152,36 @@ import TokenetWire
         #expect(harness.attempts.load(ordering: .relaxed) == 3)
     }
 
+    /// A refused certificate cannot be mended by trying again within the call: the call fails after one attempt,
+    /// so does a call that waited for that attempt, and a transient failure still retries.
+    @Test(.timeLimit(.minutes(1))) func aRefusedPeerFailsTheCallAtOnce() async throws {
+        let attempts = Atomic<Int>(0)
+        let release = Atomic<Bool>(false)
+        let refusal = TransportError(.peerIdentity, "peer tokenet://issuer/issuer-1 is not accepted here")
+        let channel = RPCChannel(backoff: Self.fastBackoff) {
+            attempts.add(1, ordering: .relaxed)
+            while !release.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+            throw refusal
+        }
+        let options = CallOptions(timeout: .seconds(30))
+        let first = Task { try await channel.unary(Echo.unary, Scalars(), options: options) }
+        while attempts.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let waiting = Task { try await channel.unary(Echo.unary, Scalars(), options: options) }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        release.store(true, ordering: .releasing)
+        for call in [first, waiting] {
+            let error = await #expect(throws: RPCError.self) { _ = try await call.value }
+            #expect(error?.code == .unavailable)
+            #expect(error?.message.contains("is not accepted here") == true, "\(String(describing: error))")
+        }
+        #expect(ContinuousClock.now - started < .seconds(20), "the calls spent their deadline retrying")
+        #expect(attempts.load(ordering: .relaxed) == 1)
+        #expect(RPCChannel.isLasting(TransportError(.handshakeFailed, "peer certificate rejected: expired")))
+        #expect(!RPCChannel.isLasting(TransportError(.io, "connect: Connection refused")))
+        #expect(!RPCChannel.isLasting(ConnectorError()))
+    }
+
     @Test func backoffGrowsIsCappedAndJittered() {
         let backoff = RPCChannel.Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0.2)
         #expect(backoff.delay(beforeAttempt: 1, random: 0) == .milliseconds(100))
