@@ -292,11 +292,7 @@ public final class RPCChannel: RPCCaller {
     /// issuer took a call's whole 30 s to be reported). A later call tries again, after the backoff, in case
     /// someone fixed the certificates meanwhile.
     static func isLasting(_ error: any Error) -> Bool {
-        guard let error = error as? TransportError else { return false }
-        switch error.code {
-        case .peerIdentity, .handshakeFailed, .certificateRefused, .configuration: return true
-        default: return false
-        }
+        (error as? TransportError)?.isLasting == true
     }
 
     private func finishAttempt(_ outcome: Result<RPCClient, any Error>, countsAsFailure: Bool) {

@@ -55,7 +55,7 @@ let tokenetVerifyCallback: @convention(c) (Int32, OpaquePointer?) -> Int32 = { p
     guard preverified == 1 else {
         let reason = String(cString: X509_verify_cert_error_string(Int(X509_STORE_CTX_get_error(store))))
         if state.failure == nil {
-            state.failure = TransportError(.handshakeFailed, "peer certificate rejected: \(reason)")
+            state.failure = TransportError(.handshakeFailed, "peer certificate rejected: \(reason)", isRefusal: true)
         }
         return 0
     }

@@ -148,7 +148,7 @@ public final class TLSEngine {
             throw TransportError(
                 .handshakeFailed,
                 "TLS handshake failed: the peer does not speak TLS (a node or client started with --plaintext, "
-                    + "or another protocol)", details: error.details)
+                    + "or another protocol)", details: error.details, isRefusal: true)
         }
     }
 
@@ -289,7 +289,7 @@ public final class TLSEngine {
         let errors = TransportError.drainOpenSSLErrorCodes()
         let details = errors.map(TransportError.text(ofOpenSSLError:))
         if let failure = verification.failure {
-            return TransportError(failure.code, failure.message, details: details)
+            return TransportError(failure.code, failure.message, details: details, isRefusal: failure.isRefusal)
         }
         if alertsAreRefusals, side == .client, let alert = errors.lazy.compactMap(Self.certificateAlert).first {
             return TransportError(

@@ -41,12 +41,29 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     /// Lines from the OpenSSL error queue captured when the error was created (may be empty).
     public let details: [String]
     public let cause: (any Error)?
+    /// For `handshakeFailed`: the handshake failed on a refusal (the peer's certificate was rejected, or the peer
+    /// does not speak TLS) rather than on a broken or closed connection.
+    public let isRefusal: Bool
 
-    public init(_ code: Code, _ message: String, details: [String] = [], cause: (any Error)? = nil) {
+    public init(
+        _ code: Code, _ message: String, details: [String] = [], cause: (any Error)? = nil, isRefusal: Bool = false
+    ) {
         self.code = code
         self.message = message
         self.details = details
         self.cause = cause
+        self.isRefusal = isRefusal
+    }
+
+    /// Whether connecting again must fail the same way until someone changes a certificate, a TLS file or a flag:
+    /// a certificate refused by either side, a peer identity not accepted here, a peer that does not speak TLS, or
+    /// unusable TLS files. A connection that broke, closed or timed out may work on the next attempt.
+    public var isLasting: Bool {
+        switch code {
+        case .peerIdentity, .certificateRefused, .configuration: true
+        case .handshakeFailed: isRefusal
+        default: false
+        }
     }
 
     public var description: String {

@@ -177,7 +177,8 @@ import TokenetWire
         }
         #expect(ContinuousClock.now - started < .seconds(20), "the calls spent their deadline retrying")
         #expect(attempts.load(ordering: .relaxed) == 1)
-        #expect(RPCChannel.isLasting(TransportError(.handshakeFailed, "peer certificate rejected: expired")))
+        #expect(RPCChannel.isLasting(TransportError(.handshakeFailed, "rejected: expired", isRefusal: true)))
+        #expect(!RPCChannel.isLasting(TransportError(.handshakeFailed, "unexpected eof while reading")))
         #expect(!RPCChannel.isLasting(TransportError(.io, "connect: Connection refused")))
         #expect(!RPCChannel.isLasting(ConnectorError()))
     }

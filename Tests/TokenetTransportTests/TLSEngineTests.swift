@@ -135,6 +135,20 @@ struct EnginePair {
         #expect(error?.code == .unexpectedEOF)
     }
 
+    /// A peer that goes away during the handshake (a node restarting) may be there on the next attempt; a refused
+    /// certificate is not worth one.
+    @Test func aHandshakeCutShortIsNotLastingButARefusalIs() throws {
+        let pair = try EnginePair(client: certs.client("wallet"), server: certs.server("tsp"))
+        #expect(try pair.client.handshake() == .needsMoreData)
+        pair.client.receiveEOF()
+        let cut = #expect(throws: TransportError.self) { _ = try pair.client.handshake() }
+        #expect(cut?.isLasting == false, "\(String(describing: cut))")
+
+        let refused = try EnginePair(client: certs.client("wallet", untrusted: true), server: certs.server())
+        let error = #expect(throws: TransportError.self) { try refused.handshake() }
+        #expect(error?.isLasting == true, "\(String(describing: error))")
+    }
+
     @Test func serverRefusesClientWithoutCertificate() throws {
         let pair = try EnginePair(client: certs.client(nil), server: certs.server())
         let error = #expect(throws: TransportError.self) { try pair.handshake() }
