@@ -165,19 +165,22 @@ public final class RPCNodeListener: NodeListener {
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
             connectionLog: logConnection)
+        // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
+        // fail their handshakes faster still: one line a second says it, with the count of those not shown.
+        let refusals = LogThrottle()
         let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)
                 guard let tls else {
                     let listener = try await PlainListener.bind(host: host, port: port, on: loop) { failure in
-                        logger.info("accept failed", ["error": "\(failure)"])
+                        logger.info("accept failed", error: "\(failure)", throttledBy: refusals)
                     }
                     return .success(.plain(listener))
                 }
                 let context = try TLSContext(configuration: tls)
                 let listener = try await TLSListener.bind(host: host, port: port, context: context, on: loop) {
                     failure in
-                    logger.info("handshake refused", ["error": "\(failure)"])
+                    logger.info("handshake refused", error: "\(failure)", throttledBy: refusals)
                 }
                 return .success(.tls(listener))
             } catch {
