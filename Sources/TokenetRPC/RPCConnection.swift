@@ -560,7 +560,10 @@ final class RPCConnection: Sendable {
         if let micros { start.timeoutMicros = UInt64(micros) }
         let result: Result<UInt32, RPCError> = core.withLock { core in
             if core.closing {
-                return .failure(RPCError(.unavailable, "the connection is closed"))
+                // Why it closed, when it closed on a problem: a plaintext client whose connection a TLS port reset
+                // before the call was opened gets the same hint as one whose call was in flight.
+                let why = core.problem.map { ": \($0)" } ?? ""
+                return .failure(RPCError(.unavailable, "the connection is closed\(why)"))
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)

@@ -332,6 +332,19 @@ import TokenetWire
             #expect(error.message.contains("before its hello (if the peer uses TLS") == !authenticated, "\(error)")
         }
     }
+
+    /// The same, when the connection is gone before the call is opened: the call is told why.
+    @Test func aCallOnAConnectionThatEndedBeforeItsHelloSaysWhy() async throws {
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let client = RPCClient(stream: clientEnd)
+        await serverEnd.close()
+        while client.isUsable { try await Task.sleep(for: .milliseconds(5)) }
+        let error = await #expect(throws: RPCError.self) { _ = try await client.unary(Echo.unary, Scalars()) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message.contains("the peer closed the connection before its hello (if the peer uses TLS") == true,
+            "\(String(describing: error))")
+    }
 }
 
 extension MethodDescriptor {
