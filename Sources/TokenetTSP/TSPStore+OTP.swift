@@ -4,11 +4,20 @@ import TokenetWire
 
 /// One-time codes for ID&V: a fresh code and the digest the TSP stores instead of it.
 enum OTPCode {
+    /// How many decimal digits every code has.
+    static let length = 6
+
     /// Six random decimal digits from the system's secure generator.
     static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         let digits = String(UInt32.random(in: 0..<1_000_000, using: &generator))
-        return String(repeating: "0", count: 6 - digits.count) + digits
+        return String(repeating: "0", count: length - digits.count) + digits
+    }
+
+    /// Whether `code` could be a code at all: exactly six ASCII decimal digits. Anything else is refused before it
+    /// reaches the state machine, so a typo such as "abc" or "12345" uses none of the cardholder's tries.
+    static func isWellFormed(_ code: String) -> Bool {
+        code.utf8.count == length && code.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     /// The stored form of a code: SHA-256 bound to the token, so a digest copied to another token does not match.
@@ -48,11 +57,17 @@ extension TSPStore {
     }
 
     /// Checks a submitted code; the right one activates the token and records who and why in its audit trail, in
-    /// the same transaction as the code's new state.
+    /// the same transaction as the code's new state. A value that cannot be a code (not six digits) is refused with
+    /// INVALID_ARGUMENT and uses no try; a well-formed wrong code uses one.
     func submitOTP(
         digitalCardID: String, code: String, policy: OTPStateMachine.Policy, actor: String, traceID: String,
         nowMs: UInt64
     ) throws -> OTPStateMachine.SubmitResult {
+        guard OTPCode.isWellFormed(code) else {
+            throw TSPError(
+                .invalidArgument,
+                "code must be the \(OTPCode.length) digits the cardholder received; a malformed code uses no try")
+        }
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
         return try database.transaction { tx in
             try requireAwaitingIDV(tx, digitalCardID)

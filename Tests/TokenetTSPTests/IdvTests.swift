@@ -97,6 +97,22 @@ import TokenetWire
         }
     }
 
+    @Test func malformedCodesAreRefusedWithoutUsingATry() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let code = try #require(tsp.otp.lastCode)
+        for malformed in ["abc", "12345", "1234567", "12a456", " 12345", "１２３４５６", "12345\n"] {
+            await expectRPCError(.invalidArgument, "6 digits") { try await submit(tsp, card, malformed) }
+        }
+        #expect(!tsp.logs.lines.contains { $0.contains("12a456") })
+        let wrong = try await submit(tsp, card, Self.wrong(code))
+        #expect(wrong.result == .incorrectCode && wrong.triesLeft == 2)
+        let again = try await select(tsp, card)
+        #expect(!again.codeSent && again.triesLeft == 2)
+        #expect(try await submit(tsp, card, code).result == .success)
+    }
+
     @Test func resendsAreBounded() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)

@@ -145,6 +145,18 @@ import TokenetStorage
         for _ in 0..<50 {
             let code = OTPCode.generate()
             #expect(code.count == 6 && code.allSatisfy(\.isNumber))
+            #expect(OTPCode.isWellFormed(code))
         }
+    }
+
+    @Test func aMalformedCodeIsRefusedAndUsesNoTry() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "123456")
+        for malformed in ["abc", "12345", "1234567", "١٢٣٤٥٦"] {
+            let error = #expect(throws: TSPError.self) { try submit(store, code: malformed) }
+            #expect(error?.code == .invalidArgument)
+        }
+        #expect(try store.database.queryOne("SELECT attempts_left FROM otp_challenges")?.int(0) == 3)
+        #expect(try submit(store, code: "000000") == .incorrectCode(attemptsLeft: 2))
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// One-time codes over the three real processes, driven by `tokenet`: a code that expired (the TSP configured with
-/// a one-millisecond code lifetime, so no test waits), codes exhausted by wrong tries, and a resend.
+/// a one-millisecond code lifetime, so no test waits), malformed codes that use no try, codes exhausted by wrong tries,
+/// and a resend.
 @Suite(.serialized) struct LiveOTPTests {
     /// Adds the fixture card `pan` (expiry `expiry`) to the wallet as `ref`, accepts its T&C, picks otp-sms and
     /// returns the code the issuer's outbox shows for it, with the token's digital card id.
@@ -45,6 +46,12 @@ import Testing
         // Exhausted: three wrong codes lock the code; even the right one no longer works, and no resend is allowed.
         let (code, lockedCard) = try await Self.codeSent(
             nodes, ref: "card-1", pan: "4761000030000054", expiry: "11/29")
+        // A value that cannot be a code is refused and uses no try.
+        for malformed in ["abc", "12345"] {
+            let refused = try await nodes.tokenet(["wallet", "submit-otp", nodes.wallet.listen, "card-1", malformed])
+            #expect(refused.status == 64 + 3, "\(refused.stdout) \(refused.stderr)")
+            #expect(refused.stderr.contains("INVALID_ARGUMENT") && refused.stderr.contains("uses no try"))
+        }
         for triesLeft in [2, 1] {
             let wrong = try await nodes.tokenet([
                 "wallet", "submit-otp", nodes.wallet.listen, "card-1", Self.wrong(code),
