@@ -66,7 +66,7 @@ final class IssuerEnrolmentBackend: Sendable {
 
     func unlock(userID: String, accountID: String) async throws(IssuerError) -> UInt32 {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
-        if !accountID.isEmpty { try requireAccount(accountID, of: userID) }
+        if accountID.isEmpty { _ = try requireUser(userID) } else { try requireAccount(accountID, of: userID) }
         // The app's own PIN lock is lifted with the TSP's credential locks.
         try store.recordPIN(userID: userID, wrong: false)
         let response = try await Self.calling("unlock the credentials") { () async throws in
@@ -93,10 +93,16 @@ final class IssuerEnrolmentBackend: Sendable {
         return response.activations
     }
 
-    private func requireAccount(_ accountID: String, of userID: String) throws(IssuerError) {
+    /// The user's accounts; NOT_FOUND naming the user when the issuer has no such cardholder.
+    private func requireUser(_ userID: String) throws(IssuerError) -> [String] {
         guard let accounts = try store.accounts(ofCardholder: userID) else {
             throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
         }
+        return accounts
+    }
+
+    private func requireAccount(_ accountID: String, of userID: String) throws(IssuerError) {
+        let accounts = try requireUser(userID)
         guard accounts.contains(accountID) else {
             throw IssuerError(
                 .notFound,

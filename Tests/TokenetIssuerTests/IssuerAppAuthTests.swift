@@ -187,6 +187,22 @@ import TokenetWire
         #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
     }
 
+    @Test func unlockingAnUnknownUserIsNotFoundAndAsksNothingOfTheTSP() async throws {
+        let app = try App.make()
+        await expectIssuerError(.notFound, "no user \"ch-nobody\"") {
+            try await app.party.enrolment.unlock(userID: "ch-nobody", accountID: "")
+        }
+        await expectIssuerError(.notFound, "no user \"ch-nobody\"") {
+            try await app.party.enrolment.unlock(userID: "ch-nobody", accountID: "acc-alice-checking")
+        }
+        await expectIssuerError(.notFound, "no account \"acc-bob-checking\"") {
+            try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "acc-bob-checking")
+        }
+        #expect(app.tsp.state.withLock { $0.unlocks } == 0)
+        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "") == 1)
+        #expect(app.tsp.state.withLock { $0.unlocks } == 1)
+    }
+
     @Test func credentialsAndPINsAreNotInClearOnDisk() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-auth-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -3,7 +3,7 @@ import Testing
 
 /// Strong-authentication enrolment driven by the real CLI against the three real nodes: the backend's enrolment and
 /// outbox, the issuer app's activation (a trivial PIN and a wrong code first), linked accounts, a wrong PIN, login,
-/// unlock and account removal, with the status names and messages a person sees.
+/// unlock (an unknown user NOT_FOUND) and account removal, with the status names and messages a person sees.
 extension LiveProvisioningTests {
     @Test func enrolmentActivationLinkedAccountsAndLoginThroughTheCLI() async throws {
         let enrolled = try await tokenet(["issuer", "enroll", issuer.listen, "ch-alice", "acc-alice-checking"])
@@ -45,6 +45,10 @@ extension LiveProvisioningTests {
         #expect(login.stdout.contains("Logged in ch-alice with acc-alice-checking"))
         let unlock = try await tokenet(["issuer", "unlock", issuer.listen, "ch-alice"])
         #expect(unlock.stdout.contains("No credential of ch-alice was locked."))
+        let unknown = try await tokenet(["issuer", "unlock", issuer.listen, "ch-nobody"])
+        #expect(unknown.status == 64 + 5, "\(unknown.stdout)")
+        #expect(unknown.stderr.contains("NOT_FOUND") && unknown.stderr.contains("no user \"ch-nobody\""))
+        #expect(unknown.stdout.isEmpty)
         let removed = try await tokenet(["issuer-app", "delete-account", issuer.listen, "ch-alice", "acc-alice-credit"])
         #expect(removed.stdout.contains("1 account(s) left, the PIN stays."))
         let usage = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice"])
