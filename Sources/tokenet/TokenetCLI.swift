@@ -3,8 +3,9 @@ import TokenetNode
 
 /// Dispatches `tokenet SUBCOMMAND [ARGS]`.
 ///
-/// `--help` works at both levels (`tokenet --help`, `tokenet demo --help`, `tokenet help demo`), and an unknown
-/// subcommand lists the known ones instead of guessing.
+/// `--help` works at both levels (`tokenet --help`, `tokenet demo --help`, `tokenet help demo`) and prints to stdout
+/// with status 0; no command at all prints the same overview to stderr with status 2, and an unknown subcommand
+/// lists the known ones instead of guessing.
 enum TokenetCLI {
     static let subcommands: [Subcommand] = [
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
@@ -14,7 +15,8 @@ enum TokenetCLI {
 
     static func main(_ arguments: [String]) -> Int32 {
         guard let first = arguments.first else {
-            printOut(overview)
+            // A bad invocation, like an unknown command: the usage goes to stderr, stdout stays empty.
+            printError(overview)
             return 2
         }
         do throws(CLIError) {

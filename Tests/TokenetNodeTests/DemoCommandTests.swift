@@ -26,6 +26,18 @@ import Testing
         #expect(result.stderr.contains("demo"))
     }
 
+    @Test func noCommandPrintsTheUsageOnStderr() throws {
+        let result = try LaunchedProcess.run("tokenet", [])
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty, "\(result.stdout)")
+        #expect(result.stderr.contains("Usage: tokenet COMMAND [OPTIONS]"))
+        let help = try LaunchedProcess.run("tokenet", ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stderr.isEmpty)
+        #expect(help.stdout.contains("Usage: tokenet COMMAND [OPTIONS]"))
+        #expect(help.stdout == result.stderr)
+    }
+
     @Test func demoRejectsBadTimeout() throws {
         let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", "soon"])
         #expect(result.status == 2)
