@@ -45,7 +45,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
             let response = try await forwarding("the TSP") {
                 let encrypted = try await encryptForTSP(card)
                 return try await TspV1.Issuers.Client(tspCaller()).createPushReceipt(
-                    TspV1.CreatePushReceiptRequest(encryptedCardData: encrypted))
+                    TspV1.CreatePushReceiptRequest(
+                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID))
             }
             try store.recordPush(
                 cardID: card.id, mode: "RECEIPT", walletAccountID: request.walletAccountID, outcome: "receipt",

@@ -80,9 +80,13 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             let payload = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs
             let expiresAtMs = nowMs + tsp.configuration.pushReceiptTTL.milliseconds
+            let account = request.walletAccountID.isEmpty ? nil : request.walletAccountID
             try tsp.store.insertPushReceipt(
-                payload: payload, issuerID: issuer.id, card: card, nowMs: nowMs, expiresAtMs: expiresAtMs)
-            log.info("push receipt created", ["issuer": issuer.id, "last4": pan.last4])
+                payload: payload, issuerID: issuer.id, walletAccountID: account, card: card, nowMs: nowMs,
+                expiresAtMs: expiresAtMs)
+            log.info(
+                "push receipt created",
+                ["issuer": issuer.id, "last4": pan.last4, "wallet_account": account ?? "any"])
             return TspV1.CreatePushReceiptResponse(scheme: .mastercard, payload: payload, expiresAtMs: expiresAtMs)
         }
     }

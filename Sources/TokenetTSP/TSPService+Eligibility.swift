@@ -84,7 +84,8 @@ extension TSPService {
             guard !receipt.payload.isEmpty else {
                 throw TSPError(.invalidArgument, "issuer_push_receipt.payload is required")
             }
-            return try store.redeemPushReceipt(payload: receipt.payload, nowMs: nowMs)
+            return try store.redeemPushReceipt(
+                payload: receipt.payload, walletAccountID: request.walletAccountID, nowMs: nowMs)
         case .pushSessionID(let id):
             guard !id.isEmpty else { throw TSPError(.invalidArgument, "push_session_id is empty") }
             return try store.redeemPushSession(id: id, walletAccountID: request.walletAccountID, nowMs: nowMs)

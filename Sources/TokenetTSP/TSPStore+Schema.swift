@@ -179,5 +179,9 @@ extension TSPStore {
                     at_ms INTEGER NOT NULL
                 );
                 """),
+        // The wallet account an issuer pushed a receipt to; only that account redeems it. NULL: any account.
+        Migration(
+            version: 7, name: "push_receipt_wallet_account",
+            sql: "ALTER TABLE push_receipts ADD COLUMN wallet_account_id TEXT;"),
     ]
 }

@@ -80,26 +80,39 @@ final class TSPStore: Sendable {
 
     // MARK: Push receipts and sessions
 
-    func insertPushReceipt(payload: String, issuerID: String, card: CardData, nowMs: UInt64, expiresAtMs: UInt64)
-        throws
-    {
+    /// Stores a push receipt; `walletAccountID` nil means any wallet account may redeem it.
+    func insertPushReceipt(
+        payload: String, issuerID: String, walletAccountID: String?, card: CardData, nowMs: UInt64,
+        expiresAtMs: UInt64
+    ) throws {
         let sealed = try seal(card, rowID: "push-receipt:\(payload)")
         _ = try database.execute(
             """
-            INSERT INTO push_receipts (payload, issuer_id, scheme, card_data, created_at_ms, expires_at_ms)
-            VALUES (?, ?, 'mastercard', ?, ?, ?)
-            """, [payload, issuerID, sealed, Int64(nowMs), Int64(expiresAtMs)])
+            INSERT INTO push_receipts (payload, issuer_id, scheme, card_data, created_at_ms, expires_at_ms,
+                wallet_account_id)
+            VALUES (?, ?, 'mastercard', ?, ?, ?, ?)
+            """, [payload, issuerID, sealed, Int64(nowMs), Int64(expiresAtMs), walletAccountID])
     }
 
-    /// Marks a push receipt used and returns its card, or says why it cannot be used.
-    func redeemPushReceipt(payload: String, nowMs: UInt64) throws -> CardData {
+    /// Marks a push receipt used and returns its card, or says why it cannot be used. A receipt the issuer pushed
+    /// to one wallet account is refused to any other and stays unused.
+    func redeemPushReceipt(payload: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
-                    "SELECT card_data, expires_at_ms, used_at_ms FROM push_receipts WHERE payload = ?", [payload])
+                    """
+                    SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id FROM push_receipts
+                    WHERE payload = ?
+                    """, [payload])
             else {
                 throw TSPError(
                     .notFound, "the push receipt is unknown to this token service; ask the issuer app for a new one")
+            }
+            if let owner = try row.get(3, as: String?.self), owner != walletAccountID {
+                throw TSPError(
+                    .permissionDenied,
+                    "the push receipt was issued for another wallet account, not \"\(walletAccountID)\"; ask the "
+                        + "issuer app to push the card to this account")
             }
             if try row.get(2, as: Int64?.self) != nil {
                 throw TSPError(

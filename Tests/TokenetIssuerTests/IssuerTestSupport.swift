@@ -115,6 +115,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     struct State {
         var registrations: [TspV1.RegisterIssuerRequest] = []
         var receiptCards: [CardData] = []
+        var receiptAccounts: [String] = []
         /// When set, CreatePushReceipt fails with it.
         var refusal: RPCError?
     }
@@ -140,6 +141,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         let card = try CardData(json: try JWE.decrypt(jwe, with: key))
         let refusal = state.withLock { state in
             state.receiptCards.append(card)
+            state.receiptAccounts.append(request.walletAccountID)
             return state.refusal
         }
         if let refusal { throw refusal }

@@ -49,6 +49,8 @@ import TokenetWire
         #expect(sent.expirationDate == CardData.ExpirationDate(month: "06", year: "2030"))
         #expect(sent.cvv2 == "456")
         #expect(sent.name == "ALICE MARTIN")
+        // The receipt is for the wallet account the operator named; only that account can redeem it at the TSP.
+        #expect(tsp.state.withLock { $0.receiptAccounts } == ["wa-1"])
         // Without an earlier registration, the issuer registered to learn the TSP's key.
         #expect(tsp.state.withLock { $0.registrations.count } == 1)
     }

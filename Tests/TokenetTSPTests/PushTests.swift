@@ -6,13 +6,15 @@ import TokenetWire
 
 @testable import TokenetTSP
 
-/// Issuer push receipts (Mastercard) and wallet push sessions: single use, expiring, bound to their owner.
+/// Issuer push receipts (Mastercard) and wallet push sessions: single use, expiring, bound to their owner (a receipt
+/// to the wallet account the issuer pushed it to, when it named one).
 @Suite struct PushTests {
-    func pushReceipt(_ tsp: TSPHarness, pan: String = TSPHarness.mastercard) async throws
+    func pushReceipt(_ tsp: TSPHarness, pan: String = TSPHarness.mastercard, account: String = "") async throws
         -> TspV1.CreatePushReceiptResponse
     {
         try await tsp.issuers.createPushReceipt(
-            TspV1.CreatePushReceiptRequest(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(pan))))
+            TspV1.CreatePushReceiptRequest(
+                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(pan)), walletAccountID: account))
     }
 
     @Test func pushReceiptIsRedeemedOnceThenRefused() async throws {
@@ -30,6 +32,28 @@ import TokenetWire
         let token = try await tsp.digitize(eligibility)
         #expect(token.decision == .approved)
         await expectRPCError(.failedPrecondition, "already used") { try await tsp.checkEligibility(instrument) }
+    }
+
+    @Test func pushReceiptForOneWalletAccountIsRefusedToAnother() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let receipt = try await pushReceipt(tsp, account: TSPHarness.account)
+        let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
+            TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
+        await expectRPCError(.permissionDenied, "issued for another wallet account, not \"account-2\"") {
+            try await tsp.checkEligibility(instrument, account: "account-2")
+        }
+        #expect(!tsp.logs.lines.contains { $0.contains(TSPHarness.mastercard) })
+        // The refusal leaves the receipt unused for the account it was pushed to.
+        let eligibility = try await tsp.checkEligibility(instrument)
+        #expect(eligibility.eligible && eligibility.panLast4 == "4444")
+
+        // Pushed without an account, a receipt is for whichever wallet account redeems it first.
+        let open = try await pushReceipt(tsp)
+        #expect(
+            try await tsp.checkEligibility(
+                .issuerPushReceipt(.init(scheme: .mastercard, payload: open.payload)), account: "account-2"
+            ).eligible)
     }
 
     @Test func pushReceiptErrors() async throws {

@@ -108,6 +108,22 @@ import Testing
     }
 
     @Test func pushReceiptsAndPushSessionsBecomeActiveTokens() async throws {
+        // A receipt pushed to another wallet account is refused to this wallet's account (wallet-account-1).
+        let elsewhere = try json(
+            try await tokenet([
+                "issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--wallet-account",
+                "nope", "--json",
+            ]))
+        let foreign = try #require((elsewhere["receipt"] as? [String: Any])?["payload"] as? String)
+        let refused = try await tokenet([
+            "wallet", "add-card", wallet.listen, "--receipt", foreign, "--scheme", "mastercard",
+        ])
+        #expect(refused.status == 64 + 7, "\(refused.stdout)")
+        #expect(refused.stderr.contains("PERMISSION_DENIED"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("another wallet account, not \"wallet-account-1\""), "\(refused.stderr)")
+        for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("5400000010000037")) }
+        #expect(!refused.stderr.contains("5400000010000037"))
+
         let receipt = try json(
             try await tokenet(["issuer", "push-card", issuer.listen, "card-mc-receipt", "--mode", "receipt", "--json"]))
         let payload = try #require((receipt["receipt"] as? [String: Any])?["payload"] as? String)

@@ -121,18 +121,25 @@ extension TspV1 {
         /// The card, encrypted to the TSP's current key.
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
+        /// The wallet account the receipt is for: a CheckEligibility from any other account is PERMISSION_DENIED (and
+        /// leaves the receipt unused). Empty: any wallet account may redeem it.
+        public var walletAccountID: String = ""
+
         public init() {}
 
-        public init(encryptedCardData: CardV1.EncryptedCardData? = nil) {
+        public init(encryptedCardData: CardV1.EncryptedCardData? = nil, walletAccountID: String = "") {
             self.encryptedCardData = encryptedCardData
+            self.walletAccountID = walletAccountID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.encryptedCardData = try reader.readMessage(1)
+            self.walletAccountID = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = encryptedCardData { try writer.write(1, message: value) }
+            try writer.write(2, walletAccountID)
         }
     }
 }

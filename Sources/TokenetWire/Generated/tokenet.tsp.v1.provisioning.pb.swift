@@ -116,7 +116,8 @@ extension TspV1 {
 }
 
 extension TspV1 {
-    /// An MDES Token Connect push receipt: the issuer app hands the wallet a receipt instead of card data.
+    /// An MDES Token Connect push receipt: the issuer app hands the wallet a receipt instead of card data. A receipt the
+    /// issuer created for one wallet account is refused (PERMISSION_DENIED) for any other.
     public struct IssuerPushReceipt: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.IssuerPushReceipt"
         public static var _protobufC: _ProtoDescriptor {

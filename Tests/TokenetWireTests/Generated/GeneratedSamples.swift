@@ -1270,6 +1270,7 @@ extension TspV1.CreatePushReceiptRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

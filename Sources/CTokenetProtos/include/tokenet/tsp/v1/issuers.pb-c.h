@@ -81,10 +81,15 @@ struct  Tokenet__Tsp__V1__CreatePushReceiptRequest
    * The card, encrypted to the TSP's current key.
    */
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
+  /*
+   * The wallet account the receipt is for: a CheckEligibility from any other account is PERMISSION_DENIED (and
+   * leaves the receipt unused). Empty: any wallet account may redeem it.
+   */
+  char *wallet_account_id;
 };
 #define TOKENET__TSP__V1__CREATE_PUSH_RECEIPT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__create_push_receipt_request__descriptor) \
-    , NULL }
+    , NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__CreatePushReceiptResponse

@@ -99,7 +99,8 @@ struct  Tokenet__Tsp__V1__EligibilityData
 
 
 /*
- * An MDES Token Connect push receipt: the issuer app hands the wallet a receipt instead of card data.
+ * An MDES Token Connect push receipt: the issuer app hands the wallet a receipt instead of card data. A receipt the
+ * issuer created for one wallet account is refused (PERMISSION_DENIED) for any other.
  */
 struct  Tokenet__Tsp__V1__IssuerPushReceipt
 {
