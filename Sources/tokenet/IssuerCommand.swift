@@ -31,7 +31,8 @@ enum IssuerCommand {
 
         Options:
           --mode MODE          receipt or session (required for push-card).
-          --wallet-account ID  The wallet account to push to (default: the issuer's choice).
+          --wallet-account ID  The wallet account to push to (default: any account may redeem a receipt; a
+                               session goes to the wallet provider's default account).
           --digital-card ID    outbox: only the messages about this token.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
