@@ -493,20 +493,67 @@ final class ConnectionDriver: EventLoopHandler {
 
 extension ConnectionDriver {
     /// Creates a driver for `fd` and starts it; `established` is called once, on the loop, with the driver and
-    /// its peer when the connection is established, or with the failure (the socket is then closed).
+    /// its peer when the connection is established, or with the failure (the socket is then closed). The driver
+    /// is returned so that the attempt can be abandoned (`abandon()`).
+    @discardableResult
     static func launch(
         loop: EventLoop, fd: Int32, engine: any ConnectionEngine, connecting: Bool,
         limits: ConnectionStateMachine.Limits, handshakeTimeout: Duration,
         established: @escaping (Result<(LoopBound<ConnectionDriver>, PeerIdentity?), TransportError>) -> Void
-    ) {
+    ) -> LoopBound<ConnectionDriver> {
         var driver: ConnectionDriver?
-        driver = ConnectionDriver(loop: loop, fd: fd, engine: engine, connecting: connecting, limits: limits) {
+        let created = ConnectionDriver(loop: loop, fd: fd, engine: engine, connecting: connecting, limits: limits) {
             result in
             guard let launched = driver else { return }
             driver = nil  // break the cycle driver -> handler -> driver
             established(result.map { (LoopBound(launched, loop: loop), $0) })
         }
-        driver?.start(handshakeTimeout: handshakeTimeout)
+        driver = created
+        created.start(handshakeTimeout: handshakeTimeout)
+        return LoopBound(created, loop: loop)
+    }
+
+    /// Ends an attempt that is not established yet with `.cancelled` (its `established` callback says so); does
+    /// nothing to an established connection.
+    func abandon() {
+        handle(machine.abandoned())
+    }
+}
+
+/// A connection attempt that the task awaiting it may abandon: `connect` records the attempt's driver once it is
+/// launched, and a cancellation, whether it comes before or after that, ends the attempt on the loop instead of
+/// leaving the task to wait for the connect or handshake timeout.
+final class ConnectAttempt: Sendable {
+    private struct State {
+        var driver: LoopBound<ConnectionDriver>?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether the attempt was abandoned before it was launched (on the loop: then it must not start).
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Records the launched attempt; abandons it at once when the task was cancelled in between.
+    func launched(_ driver: LoopBound<ConnectionDriver>) {
+        let cancelled = state.withLock { state in
+            state.driver = driver
+            return state.cancelled
+        }
+        if cancelled { driver.value.abandon() }
+    }
+
+    static let cancelledError = ConnectionStateMachine.attemptCancelled
+
+    /// The task awaiting the attempt was cancelled.
+    func cancel() {
+        guard
+            let driver = state.withLock({ state -> LoopBound<ConnectionDriver>? in
+                state.cancelled = true
+                return state.driver
+            })
+        else { return }
+        _ = driver.loop.execute { driver.value.abandon() }
     }
 }
 

@@ -212,6 +212,17 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// The task waiting for the connection to be established was cancelled: an attempt not yet established ends
+    /// with `.cancelled`; an established connection belongs to its owner now and is left alone.
+    mutating func abandoned() -> [Action] {
+        switch phase {
+        case .connecting, .handshaking:
+            return failed(Self.attemptCancelled)
+        case .open, .closing, .closed:
+            return []
+        }
+    }
+
     /// Handshake or close deadline passed.
     mutating func timedOut() -> [Action] {
         switch phase {
@@ -227,6 +238,7 @@ struct ConnectionStateMachine {
     // MARK: Helpers
 
     static let closedLocally = TransportError.closedLocally
+    static let attemptCancelled = TransportError(.cancelled, "the connection attempt was cancelled")
     static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
 
     private mutating func close() -> [Action] {

@@ -43,25 +43,36 @@ public final class PlainConnection: Sendable {
         handle.closeSoon()
     }
 
-    /// Connects to host:port (an IPv4 address or "localhost"). Throws `TransportError`.
+    /// Connects to host:port (an IPv4 address or "localhost"). Throws `TransportError`. Cancelling the calling task
+    /// ends an attempt not yet established with `.cancelled`.
     public static func connect(
         host: String, port: UInt16, on loop: EventLoop, options: Options = Options()
     ) async throws -> PlainConnection {
-        try await withCheckedThrowingContinuation { continuation in
-            let submitted = loop.execute {
-                do throws(TransportError) {
-                    let fd = try Socket.startConnect(host: host, port: port)
-                    ConnectionDriver.launch(
-                        loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
-                        handshakeTimeout: options.connectTimeout
-                    ) { result in
-                        continuation.resume(with: result.map { PlainConnection(driver: $0.0) })
+        let attempt = ConnectAttempt()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let submitted = loop.execute {
+                    guard !attempt.isCancelled else {
+                        continuation.resume(throwing: ConnectAttempt.cancelledError)
+                        return
                     }
-                } catch {
-                    continuation.resume(throwing: error)
+                    do throws(TransportError) {
+                        let fd = try Socket.startConnect(host: host, port: port)
+                        attempt.launched(
+                            ConnectionDriver.launch(
+                                loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true,
+                                limits: options.limits, handshakeTimeout: options.connectTimeout
+                            ) { result in
+                                continuation.resume(with: result.map { PlainConnection(driver: $0.0) })
+                            })
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
                 }
+                if !submitted { continuation.resume(throwing: ConnectionHandle.stopped(loop)) }
             }
-            if !submitted { continuation.resume(throwing: ConnectionHandle.stopped(loop)) }
+        } onCancel: {
+            attempt.cancel()
         }
     }
 

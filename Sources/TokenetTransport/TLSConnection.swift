@@ -46,29 +46,40 @@ public final class TLSConnection: Sendable {
 
     /// Connects to host:port (an IPv4 address or "localhost") and completes the TLS handshake.
     /// Throws `TransportError`. With TLS 1.3 a server's refusal of our certificate may only surface on the
-    /// first `read`.
+    /// first `read`. Cancelling the calling task ends an attempt not yet established with `.cancelled`, so a
+    /// caller's deadline holds even against a peer that accepts the connection and never answers the handshake.
     public static func connect(
         host: String, port: UInt16, context: TLSContext, on loop: EventLoop, options: Options = Options()
     ) async throws -> TLSConnection {
         guard context.configuration.side == .client else {
             throw TransportError(.configuration, "TLSConnection.connect needs a client TLSContext")
         }
-        return try await withCheckedThrowingContinuation { continuation in
-            let submitted = loop.execute {
-                do throws(TransportError) {
-                    let engine = try TLSEngine(context: context)
-                    let fd = try Socket.startConnect(host: host, port: port)
-                    ConnectionDriver.launch(
-                        loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
-                        handshakeTimeout: options.handshakeTimeout
-                    ) { result in
-                        continuation.resume(with: result.flatMap(TLSConnection.established))
+        let attempt = ConnectAttempt()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let submitted = loop.execute {
+                    guard !attempt.isCancelled else {
+                        continuation.resume(throwing: ConnectAttempt.cancelledError)
+                        return
                     }
-                } catch {
-                    continuation.resume(throwing: error)
+                    do throws(TransportError) {
+                        let engine = try TLSEngine(context: context)
+                        let fd = try Socket.startConnect(host: host, port: port)
+                        attempt.launched(
+                            ConnectionDriver.launch(
+                                loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
+                                handshakeTimeout: options.handshakeTimeout
+                            ) { result in
+                                continuation.resume(with: result.flatMap(TLSConnection.established))
+                            })
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
                 }
+                if !submitted { continuation.resume(throwing: Self.stopped(loop)) }
             }
-            if !submitted { continuation.resume(throwing: Self.stopped(loop)) }
+        } onCancel: {
+            attempt.cancel()
         }
     }
 

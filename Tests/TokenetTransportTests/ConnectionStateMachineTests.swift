@@ -131,6 +131,17 @@ import Testing
         #expect(open.timedOut() == [])
     }
 
+    @Test func anAbandonedAttemptFailsOnlyWhileUnestablished() {
+        let cancelled = TransportError(.cancelled, "the connection attempt was cancelled")
+        for phase in [Machine.Phase.connecting, .handshaking] {
+            var machine = Machine(phase: phase, limits: limits)
+            _ = machine.start()
+            #expect(machine.abandoned() == [.fail(cancelled)])
+        }
+        var open = openMachine()
+        #expect(open.abandoned() == [])
+    }
+
     @Test func closeBeforeHandshakeFails() {
         var machine = Machine(phase: .connecting, limits: limits)
         _ = machine.start()
