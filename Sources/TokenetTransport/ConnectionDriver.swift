@@ -545,6 +545,36 @@ final class ConnectAttempt: Sendable {
 
     static let cancelledError = ConnectionStateMachine.attemptCancelled
 
+    /// Runs one connection attempt for the calling task: `launch` runs on `loop`, starts the socket and its driver,
+    /// returns the driver and hands the outcome to `resume`. Cancelling the task abandons the attempt.
+    static func connect<Connection: Sendable>(
+        on loop: EventLoop,
+        launch:
+            @escaping @Sendable (_ resume: @escaping (Result<Connection, TransportError>) -> Void)
+            throws(TransportError)
+            -> LoopBound<ConnectionDriver>
+    ) async throws -> Connection {
+        let attempt = ConnectAttempt()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let submitted = loop.execute {
+                    guard !attempt.isCancelled else {
+                        continuation.resume(throwing: cancelledError)
+                        return
+                    }
+                    do throws(TransportError) {
+                        attempt.launched(try launch { continuation.resume(with: $0) })
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+                if !submitted { continuation.resume(throwing: ConnectionHandle.stopped(loop)) }
+            }
+        } onCancel: {
+            attempt.cancel()
+        }
+    }
+
     /// The task awaiting the attempt was cancelled.
     func cancel() {
         guard

@@ -48,31 +48,14 @@ public final class PlainConnection: Sendable {
     public static func connect(
         host: String, port: UInt16, on loop: EventLoop, options: Options = Options()
     ) async throws -> PlainConnection {
-        let attempt = ConnectAttempt()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let submitted = loop.execute {
-                    guard !attempt.isCancelled else {
-                        continuation.resume(throwing: ConnectAttempt.cancelledError)
-                        return
-                    }
-                    do throws(TransportError) {
-                        let fd = try Socket.startConnect(host: host, port: port)
-                        attempt.launched(
-                            ConnectionDriver.launch(
-                                loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true,
-                                limits: options.limits, handshakeTimeout: options.connectTimeout
-                            ) { result in
-                                continuation.resume(with: result.map { PlainConnection(driver: $0.0) })
-                            })
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-                if !submitted { continuation.resume(throwing: ConnectionHandle.stopped(loop)) }
+        try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
+            let fd = try Socket.startConnect(host: host, port: port)
+            return ConnectionDriver.launch(
+                loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
+                handshakeTimeout: options.connectTimeout
+            ) { result in
+                resume(result.map { PlainConnection(driver: $0.0) })
             }
-        } onCancel: {
-            attempt.cancel()
         }
     }
 

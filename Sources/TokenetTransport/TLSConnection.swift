@@ -54,32 +54,15 @@ public final class TLSConnection: Sendable {
         guard context.configuration.side == .client else {
             throw TransportError(.configuration, "TLSConnection.connect needs a client TLSContext")
         }
-        let attempt = ConnectAttempt()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let submitted = loop.execute {
-                    guard !attempt.isCancelled else {
-                        continuation.resume(throwing: ConnectAttempt.cancelledError)
-                        return
-                    }
-                    do throws(TransportError) {
-                        let engine = try TLSEngine(context: context)
-                        let fd = try Socket.startConnect(host: host, port: port)
-                        attempt.launched(
-                            ConnectionDriver.launch(
-                                loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
-                                handshakeTimeout: options.handshakeTimeout
-                            ) { result in
-                                continuation.resume(with: result.flatMap(TLSConnection.established))
-                            })
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }
-                if !submitted { continuation.resume(throwing: Self.stopped(loop)) }
+        return try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
+            let engine = try TLSEngine(context: context)
+            let fd = try Socket.startConnect(host: host, port: port)
+            return ConnectionDriver.launch(
+                loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
+                handshakeTimeout: options.handshakeTimeout
+            ) { result in
+                resume(result.flatMap(TLSConnection.established))
             }
-        } onCancel: {
-            attempt.cancel()
         }
     }
 
