@@ -20,8 +20,7 @@ public final class NodeOutgoing: Sendable {
 
     public init() {}
 
-    /// Whether the node has begun to stop its outgoing work: background work checks it to tell its own end from a
-    /// peer's failure (and log it as such).
+    /// Whether the node has begun to stop its outgoing work (then `run` starts nothing new).
     public var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// Closes `channel` when the node stops.

@@ -14,6 +14,30 @@ import TokenetWire
 
     /// A stream left open would hold the server for good: the watchdog ends the drain after 10 s, so such a failure
     /// shows as the test's own expectations rather than as its time limit.
+    /// Set once a handler has started.
+    final class Started: Sendable {
+        private let flag = Atomic<Bool>(false)
+
+        func mark() { flag.store(true, ordering: .releasing) }
+
+        func wait() async throws {
+            while !flag.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        }
+    }
+
+    /// A client-streaming handler that reads requests until the client ends them, which the drain tests' clients
+    /// never do.
+    static func routerReadingRequestsToTheEnd() -> (RPCRouter, Started) {
+        let started = Started()
+        var router = RPCRouter()
+        router.clientStreaming(Echo.clientStream) { requests, _ in
+            started.mark()
+            for try await _ in requests {}
+            return Scalars()
+        }
+        return (router, started)
+    }
+
     static func watchdog(_ server: RPCServer) -> Task<Void, any Error> {
         Task {
             try await Task.sleep(for: .seconds(10))
@@ -99,17 +123,11 @@ import TokenetWire
     /// `endDrain` ends what the drain left — here a call whose client never ends its requests — with UNAVAILABLE,
     /// and the connection closes.
     @Test(.timeLimit(.minutes(1))) func theEndOfTheDrainEndsTheCallsLeft() async throws {
-        let started = Atomic<Bool>(false)
-        var router = RPCRouter()
-        router.clientStreaming(Echo.clientStream) { requests, _ in
-            started.store(true, ordering: .releasing)
-            for try await _ in requests {}
-            return Scalars()
-        }
+        let (router, started) = Self.routerReadingRequestsToTheEnd()
         let (server, client, serving) = InMemoryCallTests.connect(router)
         let (requests, responses) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
         try await requests.send(Scalars())
-        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        try await started.wait()
         server.shutdown()
         try await Task.sleep(for: .milliseconds(50))
         #expect(server.connectionCount == 1, "the call holds the connection during the drain")
@@ -128,13 +146,7 @@ import TokenetWire
     /// A peer that stops reading leaves the server's writes waiting; `endDrain` cuts them by closing the stream,
     /// so the connection ends instead of holding the server forever.
     @Test(.timeLimit(.minutes(1))) func theEndOfTheDrainCutsOffAPeerThatReadsNothing() async throws {
-        let started = Atomic<Bool>(false)
-        var router = RPCRouter()
-        router.clientStreaming(Echo.clientStream) { requests, _ in
-            started.store(true, ordering: .releasing)
-            for try await _ in requests {}
-            return Scalars()
-        }
+        let (router, started) = Self.routerReadingRequestsToTheEnd()
         let server = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair()
         let stalling = StallingStream(serverEnd)
@@ -142,7 +154,7 @@ import TokenetWire
         let client = RPCClient(stream: clientEnd)
         let (requests, _) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
         try await requests.send(Scalars())
-        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        try await started.wait()
 
         stalling.stall()
         server.shutdown()  // its goaway waits in a write the peer never takes
