@@ -87,15 +87,18 @@ let package = Package(
         .executableTarget(name: "tokenet-broker-bench", dependencies: ["TokenetTSP", "TokenetNode"]),
 
         // MARK: Tests.
+        /// What the test suites share: the development PKI, the built executables, a child-process watchdog.
+        .target(name: "TokenetTestSupport", path: "Tests/TokenetTestSupport"),
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
-        .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC"]),
-        .testTarget(name: "TokenetTSPTests", dependencies: ["TokenetTSP"]),
-        .testTarget(name: "TokenetIssuerTests", dependencies: ["TokenetIssuer"]),
-        .testTarget(name: "TokenetWalletTests", dependencies: ["TokenetWallet"]),
-        .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage"]),
+        .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC", "TokenetTestSupport"]),
+        .testTarget(name: "TokenetTSPTests", dependencies: ["TokenetTSP", "TokenetTestSupport"]),
+        .testTarget(name: "TokenetIssuerTests", dependencies: ["TokenetIssuer", "TokenetTestSupport"]),
+        .testTarget(name: "TokenetWalletTests", dependencies: ["TokenetWallet", "TokenetTestSupport"]),
+        .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage", "TokenetTestSupport"]),
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
-        .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport"]),
+        .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport", "TokenetTestSupport"]),
         .testTarget(
-            name: "TokenetNodeTests", dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire"]),
+            name: "TokenetNodeTests",
+            dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetTestSupport"]),
     ]
 )

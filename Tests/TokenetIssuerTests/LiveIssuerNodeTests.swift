@@ -3,6 +3,7 @@ import Testing
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -11,19 +12,8 @@ import TokenetWire
 /// The node's own wiring over real mutual TLS: `IssuerNode.services` registers with a TSP that starts after it,
 /// and an operator pushes a card through the TSP.
 @Suite(.serialized) struct LiveIssuerNodeTests {
-    /// Certificates from Tools/gen-certs, made once per test process.
-    static let certificates: URL = {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tokenet-issuer-certs-\(ProcessInfo.processInfo.processIdentifier)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Support.fixturePath).deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("gen-certs")
-        process.arguments = [directory.path]
-        process.standardOutput = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
-        return directory
-    }()
+    /// The shared development PKI.
+    static let certificates = DevelopmentPKI.shared.directory
 
     static func path(_ name: String) -> String { certificates.appendingPathComponent(name).path }
 

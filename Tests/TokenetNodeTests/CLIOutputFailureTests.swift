@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// `tokenet` whose standard output cannot be written: what it printed never reached the file, so it must not exit 0.
 @Suite struct CLIOutputFailureTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 @testable import TokenetNode
 
@@ -9,10 +10,10 @@ import Testing
 @Suite final class InspectCommandTests {
     let node: LaunchedProcess
     let address: String
-    let pki = InspectPKI.shared
+    let pki = DevelopmentPKI.shared
 
     init() throws {
-        let pki = InspectPKI.shared
+        let pki = DevelopmentPKI.shared
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
         node = try LaunchedProcess(
@@ -274,40 +275,4 @@ func runTokenet(
         status: process.terminationStatus, reason: process.terminationReason,
         stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
         stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
-}
-
-/// Development certificates from Tools/gen-certs, made once per test process and removed when it exits: the CA, the
-/// role certificates, `plain` (signed by the CA, no tokenet:// URI SAN) and, in `untrusted/`, certificates of another
-/// CA.
-enum InspectPKI {
-    static let shared: Directory = {
-        let root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tokenet-inspect-pki-\(ProcessInfo.processInfo.processIdentifier)")
-        atexit {
-            try? FileManager.default.removeItem(
-                at: FileManager.default.temporaryDirectory
-                    .appendingPathComponent("tokenet-inspect-pki-\(ProcessInfo.processInfo.processIdentifier)"))
-        }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
-        for arguments in [["--no-uri-san", "plain", root.path], ["--untrusted", root.path + "/untrusted"]] {
-            let process = Process()
-            process.executableURL = script
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            do {
-                try process.run()
-                process.waitUntilExit()
-            } catch {
-                fatalError("cannot run \(script.path): \(error)")
-            }
-            precondition(process.terminationStatus == 0, "Tools/gen-certs \(arguments) failed")
-        }
-        return Directory(url: root)
-    }()
-
-    struct Directory: Sendable {
-        let url: URL
-        func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// Runs `tokenet list`, `describe` and `call` with input they must refuse before reaching any node: each ends with
 /// exit status 2 and a message that says what to change.

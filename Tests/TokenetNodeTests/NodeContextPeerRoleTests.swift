@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -10,7 +11,7 @@ import TokenetWire
 /// the handshake with both roles named, instead of sending the TSP's requests to whoever answers.
 @Suite struct NodeContextPeerRoleTests {
     @Test(.timeLimit(.minutes(2))) func aChannelRefusesAPeerOfAnotherRole() async throws {
-        let pki = InspectPKI.shared
+        let pki = DevelopmentPKI.shared
         var served = NodeOptions()
         served.certificatePath = pki.path("issuer.pem")
         served.privateKeyPath = pki.path("issuer.key")

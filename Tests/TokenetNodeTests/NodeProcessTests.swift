@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -204,7 +205,7 @@ import TokenetWire
     /// A notification subscription never ends by itself: when the node stops, the stream ends UNAVAILABLE at once
     /// and the node exits without waiting out its drain period (10 s by default).
     @Test(.timeLimit(.minutes(2))) func aSubscriptionEndsAtOnceWhenTheNodeStops() async throws {
-        let pki = InspectPKI.shared
+        let pki = DevelopmentPKI.shared
         let scratch = try TemporaryDirectory()
         let readyFile = scratch.path("ready.json")
         let node = try LaunchedProcess(

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -142,7 +143,7 @@ import TokenetWire
     ])
     func unusableTLSIdentityIsAConfigError(certificate: String, key: String, ca: String, message: String) throws {
         let directory = try TemporaryDirectory()
-        let pki = InspectPKI.shared
+        let pki = DevelopmentPKI.shared
         var options = NodeOptions()
         options.certificatePath = pki.path(certificate)
         options.privateKeyPath = pki.path(key)

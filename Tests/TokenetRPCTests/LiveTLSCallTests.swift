@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -11,22 +12,8 @@ import TokenetWire
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
 
-    /// Certificates from Tools/gen-certs, made once per test process; `untrusted/` holds another CA's.
-    static let certificates: URL = {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tokenet-rpc-certs-\(ProcessInfo.processInfo.processIdentifier)")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
-        for arguments in [[directory.path], ["--untrusted", directory.appendingPathComponent("untrusted").path]] {
-            let process = Process()
-            process.executableURL = script
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            try? process.run()
-            process.waitUntilExit()
-        }
-        return directory
-    }()
+    /// The shared development PKI; `untrusted/` holds another CA's certificates.
+    static let certificates = DevelopmentPKI.shared.directory
 
     static func path(_ name: String) -> String { certificates.appendingPathComponent(name).path }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTestSupport
 
 /// A running `tokenet-storage-crash-helper`, its stdout and stderr in files so it never blocks on a pipe.
 final class CrashHelperProcess {
@@ -62,16 +63,10 @@ final class CrashHelperProcess {
     /// The helper binary sits next to the test binary (`.build/<triple>/debug`); `swift build --build-tests`
     /// builds it.
     private static func executable() throws -> URL {
-        let name = "tokenet-storage-crash-helper"
-        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        var searched: [String] = []
-        while directory.path != "/" {
-            let candidate = directory.appendingPathComponent(name)
-            searched.append(candidate.path)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            if !directory.path.contains(".xctest") { break }
-            directory = directory.deletingLastPathComponent()
+        do {
+            return try BuiltExecutables.url(of: "tokenet-storage-crash-helper")
+        } catch {
+            throw HelperFailure(description: "\(error)")
         }
-        throw HelperFailure(description: "\(name) is not built (looked for \(searched)); run swift build --build-tests")
     }
 }

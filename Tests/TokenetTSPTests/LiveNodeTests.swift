@@ -3,6 +3,7 @@ import Testing
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -11,25 +12,8 @@ import TokenetWire
 /// The built `tsp-node` over mutual TLS with a fake issuer: killed with SIGKILL while it waits for the issuer's
 /// decision, restarted, and asked again with the same request id.
 @Suite(.serialized) struct LiveNodeTests {
-    /// Development certificates from Tools/gen-certs, made once per test process.
-    static let pki: String = {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tsp-live-pki-\(UUID().uuidString)")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
-        let process = Process()
-        process.executableURL = script
-        process.arguments = [root.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-        } catch {
-            fatalError("cannot run \(script.path): \(error)")
-        }
-        precondition(process.terminationStatus == 0, "Tools/gen-certs failed")
-        return root.path
-    }()
+    /// The shared development PKI.
+    static let pki = DevelopmentPKI.shared.directory.path
 
     static func pem(_ name: String) -> String { pki + "/" + name }
 
@@ -78,21 +62,11 @@ import TokenetWire
         deinit { kill() }
 
         static func executable() throws -> URL {
-            var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            var candidates: [URL] = []
-            while directory.path != "/" {
-                candidates.append(directory)
-                if !directory.path.contains(".xctest") { break }
-                directory = directory.deletingLastPathComponent()
+            do {
+                return try BuiltExecutables.url(of: "tsp-node")
+            } catch {
+                throw NodeDidNotStart(log: "\(error)")
             }
-            candidates.append(
-                URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                    .deletingLastPathComponent().appendingPathComponent(".build/debug"))
-            for candidate in candidates {
-                let binary = candidate.appendingPathComponent("tsp-node")
-                if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
-            }
-            throw NodeDidNotStart(log: "tsp-node is not built; run swift build --build-tests")
         }
     }
 

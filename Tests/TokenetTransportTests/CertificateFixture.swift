@@ -1,11 +1,8 @@
 import Foundation
+import TokenetTestSupport
 import TokenetTransport
 
-/// One directory per test process, removed when the process exits.
-private let fixtureRoot = FileManager.default.temporaryDirectory
-    .appendingPathComponent("tokenet-transport-certs-\(ProcessInfo.processInfo.processIdentifier)")
-
-/// Development certificates made by Tools/gen-certs in a temporary directory, once per test process.
+/// The shared development PKI (`DevelopmentPKI`) as transport configurations.
 ///
 /// `main` holds the trusted CA, the four role certificates and `plain` (signed by the CA, no tokenet URI SAN);
 /// `untrusted` holds a second CA with its own role certificates.
@@ -13,34 +10,8 @@ struct CertificateFixture: Sendable {
     let main: URL
     let untrusted: URL
 
-    static let shared: CertificateFixture = {
-        let root = fixtureRoot
-        atexit { try? FileManager.default.removeItem(at: fixtureRoot) }
-        let main = root.appendingPathComponent("trusted")
-        let untrusted = root.appendingPathComponent("untrusted")
-        run(["--no-uri-san", "plain", main.path])
-        run(["--untrusted", untrusted.path])
-        return CertificateFixture(main: main, untrusted: untrusted)
-    }()
-
-    static var genCerts: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/gen-certs")
-    }
-
-    private static func run(_ arguments: [String]) {
-        let process = Process()
-        process.executableURL = genCerts
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-        } catch {
-            fatalError("cannot run \(genCerts.path): \(error)")
-        }
-        precondition(process.terminationStatus == 0, "gen-certs \(arguments) failed")
-    }
+    static let shared = CertificateFixture(
+        main: DevelopmentPKI.shared.directory, untrusted: DevelopmentPKI.shared.untrustedDirectory)
 
     func path(_ name: String, untrusted: Bool = false) -> String {
         (untrusted ? self.untrusted : main).appendingPathComponent(name).path

@@ -1,23 +1,17 @@
 import Foundation
 import TokenetNode
+import TokenetTestSupport
 
 /// The package's built executables, found next to the test bundle (`swift build --build-tests` builds them).
 enum Executables {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let packageRoot = PackageRoot.url
 
     static func url(of name: String) throws -> URL {
-        var candidates = [packageRoot.appendingPathComponent(".build/debug")]
-        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        while directory.path != "/" {
-            candidates.insert(directory, at: 0)
-            if !directory.path.contains(".xctest") { break }
-            directory = directory.deletingLastPathComponent()
+        do {
+            return try BuiltExecutables.url(of: name)
+        } catch {
+            throw LiveTestError("\(error)")
         }
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path + "/" + name) {
-            return candidate.appendingPathComponent(name)
-        }
-        throw LiveTestError("\(name) is not built; run swift build --build-tests")
     }
 }
 
@@ -127,33 +121,17 @@ final class NodeProcess: @unchecked Sendable {
     /// Stops the node with SIGTERM and waits for it; its data directory stays for a restart.
     func stop() {
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        // A node that never exits is killed, so its test fails instead of hanging the suite.
+        process.waitUntilExit(killingAfter: 60)
     }
 
     deinit { stop() }
 }
 
-/// Development certificates from Tools/gen-certs, made once per test process.
+/// The shared development PKI (`DevelopmentPKI`).
 enum TestPKI {
-    private static let made: Result<ScratchDirectory, LiveTestError> = {
-        do {
-            let directory = try ScratchDirectory()
-            let process = Process()
-            process.executableURL = Executables.packageRoot.appendingPathComponent("Tools/gen-certs")
-            process.arguments = [directory.file("pki")]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { return .failure(LiveTestError("Tools/gen-certs failed")) }
-            return .success(directory)
-        } catch {
-            return .failure(LiveTestError("cannot run Tools/gen-certs: \(error)"))
-        }
-    }()
-
     /// The directory holding ca.pem and the {tsp,issuer,wallet,operator}.{pem,key} files.
-    static func directory() throws -> String { try made.get().file("pki") }
+    static func directory() throws -> String { DevelopmentPKI.shared.directory.path }
 
     /// The operator's identity as `tokenet` flags.
     static func operatorFlags() throws -> [String] {

@@ -1,0 +1,43 @@
+import Foundation
+import TokenetTestSupport
+
+/// A finished child process.
+struct ProcessResult {
+    var status: Int32
+    var reason: Process.TerminationReason
+    var stdout: String
+    var stderr: String
+}
+
+/// A child process whose output goes to files, so it can never block on a full pipe.
+final class LaunchedProcess {
+    let process = Process()
+    let directory: TemporaryDirectory
+
+    init(_ name: String, _ arguments: [String]) throws {
+        directory = try TemporaryDirectory()
+        process.executableURL = try BuiltExecutables.url(of: name)
+        process.arguments = arguments
+        _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
+        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
+        try process.run()
+    }
+
+    /// Runs to completion.
+    static func run(_ name: String, _ arguments: [String]) throws -> ProcessResult {
+        try LaunchedProcess(name, arguments).waitForExit()
+    }
+
+    /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
+    /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
+    func waitForExit(limit: Double = 120) throws -> ProcessResult {
+        process.waitUntilExit(killingAfter: limit)
+        return ProcessResult(
+            status: process.terminationStatus, reason: process.terminationReason,
+            stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
+            stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+    }
+}

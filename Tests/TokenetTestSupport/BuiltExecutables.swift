@@ -1,0 +1,41 @@
+import Foundation
+
+/// The package's root directory, found from this file's own path.
+public enum PackageRoot {
+    public static let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// A file under the root, such as `Tools/fixtures/issuer.json`.
+    public static func path(_ relative: String) -> String { url.appendingPathComponent(relative).path }
+}
+
+/// Finds the package's built executables for tests that run them as separate processes.
+///
+/// They sit next to the test bundle (`.build/<triple>/debug`); `.build/debug` under the package root is the
+/// fallback. `swift build --build-tests` (which Tools/test runs) builds them.
+public enum BuiltExecutables {
+    public static func url(of name: String) throws -> URL {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var candidates = [PackageRoot.url.appendingPathComponent(".build/debug")]
+        // The test binary lives inside `X.xctest` (a bundle directory on some platforms, a file on Linux).
+        var directory = testBinary.deletingLastPathComponent()
+        while directory.path != "/" {
+            candidates.insert(directory, at: 0)
+            if !directory.path.contains(".xctest") { break }
+            directory = directory.deletingLastPathComponent()
+        }
+        for candidate in candidates {
+            let binary = candidate.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
+        }
+        throw MissingExecutable(name: name, searched: candidates.map(\.path))
+    }
+
+    public struct MissingExecutable: Error, CustomStringConvertible {
+        public var name: String
+        public var searched: [String]
+        public var description: String {
+            "\(name) is not built (looked in \(searched.joined(separator: ", "))); run swift build --build-tests"
+        }
+    }
+}
