@@ -9,8 +9,12 @@ public protocol ByteStream: Sendable {
     var peerIdentity: PeerIdentity? { get }
     /// The next chunk of bytes, or nil at the end of the stream.
     func read() async throws -> [UInt8]?
-    /// Writes all of `bytes`; suspends while the stream's outbound buffer is full.
+    /// Writes all of `bytes`; suspends while the stream's outbound buffer is full. Cancelling the calling task may
+    /// withdraw a write that has not started.
     func write(_ bytes: [UInt8]) async throws
+    /// `write`, except that the calling task's cancellation never withdraws it. A connection's batch holds frames
+    /// of many calls: a handler or caller that writes it must not lose the others' frames when it is cancelled.
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws
     /// Closes the stream; pending reads end.
     func close() async
     /// Instead of `read()`: hands each received chunk to `handler` as it arrives, on the stream's own thread

@@ -37,6 +37,11 @@ public final class InMemoryByteStream: ByteStream {
         guard outbound.write(bytes) else { throw RPCError(.unavailable, "the in-memory stream is closed") }
     }
 
+    /// The in-memory pipe never waits for room, so there is no write to withdraw.
+    public func writeIgnoringCancellation(_ bytes: [UInt8]) async throws {
+        try await write(bytes)
+    }
+
     public func close() async {
         inbound.close()
         outbound.close()

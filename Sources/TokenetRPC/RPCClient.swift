@@ -125,6 +125,11 @@ public final class RPCClient: Sendable {
         onlyRequest: RPCConnection.OutgoingMessage? = nil,
         callerFlushes: Bool = false
     ) throws -> OpenCall {
+        // A caller that has given up already gets nothing sent for it: the server would start a handler only to
+        // cancel it.
+        if Task.isCancelled {
+            throw RPCError(.cancelled, "the calling task was cancelled before \(path) started")
+        }
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {

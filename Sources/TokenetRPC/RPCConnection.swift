@@ -281,9 +281,17 @@ final class RPCConnection: Sendable {
     }
 
     /// Writes one batch taken with `writing` set, then clears it; false when the stream failed.
-    private func write(_ batch: [UInt8]) async -> Bool {
+    ///
+    /// A caller's or handler's task writes with `fromCaller`: the batch holds whatever every call had queued, so its
+    /// own cancellation (a handler whose deadline passed, a caller given up) must not withdraw it. Withdrawn, the
+    /// frames of the other calls would be lost and the connection would have to end.
+    private func write(_ batch: [UInt8], fromCaller: Bool = false) async -> Bool {
         do {
-            try await stream.write(batch)
+            if fromCaller {
+                try await stream.writeIgnoringCancellation(batch)
+            } else {
+                try await stream.write(batch)
+            }
         } catch {
             core.withLock { core in
                 transportEnded("write failed: \(error)", isProblem: true, core: &core)
@@ -336,7 +344,7 @@ final class RPCConnection: Sendable {
             wakeCapacityWaiters(&core)
             return bytes
         }
-        if let batch { _ = await write(batch) }
+        if let batch { _ = await write(batch, fromCaller: true) }
     }
 
     /// Everything encoded since the last write, or nil once the connection is closing and all is written.

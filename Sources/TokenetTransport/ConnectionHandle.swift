@@ -38,6 +38,19 @@ struct ConnectionHandle: Sendable {
         }
     }
 
+    /// `write` that the calling task's cancellation does not withdraw: for bytes that other tasks' frames share.
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws {
+        let (driver, loop) = (driver, loop)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let write: @Sendable () -> Void = { driver.value.write(bytes, nil) { continuation.resume(with: $0) } }
+            if loop.inEventLoop {
+                write()
+            } else if !loop.execute(write) {
+                continuation.resume(throwing: Self.stopped(loop))
+            }
+        }
+    }
+
     /// On the loop thread only: queues `bytes` without suspending; `completion` runs on the loop once they are
     /// accepted (usually before this returns) or failed.
     func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {

@@ -97,6 +97,12 @@ public final class TLSConnection: Sendable {
         try await handle.write(bytes)
     }
 
+    /// `write`, except that cancelling the calling task changes nothing: the bytes are sent, or the connection
+    /// fails. For bytes the caller does not own alone, such as a batch of frames of many calls.
+    public func writeIgnoringCancellation(_ bytes: [UInt8]) async throws {
+        try await handle.writeIgnoringCancellation(bytes)
+    }
+
     /// For code running on `eventLoop` (a task that prefers it as its executor, or a `receive` handler): queues
     /// `bytes` like `write` but without suspending; `completion` runs on the loop once they are accepted (usually
     /// before this returns) or with the failure. Must be called on the loop thread.

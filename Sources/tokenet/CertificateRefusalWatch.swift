@@ -52,6 +52,15 @@ final class CertificateRefusalWatch: ByteStream {
         }
     }
 
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws {
+        do {
+            try await connection.writeIgnoringCancellation(bytes)
+        } catch {
+            note(error)
+            throw error
+        }
+    }
+
     func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         connection.writeOnLoop(bytes) { [self] result in
             if case .failure(let error) = result { note(error) }

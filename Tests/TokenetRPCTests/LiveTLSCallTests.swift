@@ -281,6 +281,84 @@ import TokenetWire
         await harness.stop()
     }
 
+    /// The status of a call whose deadline passed is written by its handler's task, which the deadline cancelled:
+    /// that write must still leave, and the connection must carry on. A cancelled task's write once failed as a
+    /// transport error, and the server closed the connection with every other call on it. The client is raw frames,
+    /// so that no `cancel` of its own can end the call before the server's deadline does.
+    @Test(arguments: [false, true]) func aPassedDeadlineEndsOnlyItsCall(streaming: Bool) async throws {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            if request.fString == "quick" { return request }
+            try await Task.sleep(for: .seconds(30))
+            return request
+        }
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fUint32: 1))
+            try await Task.sleep(for: .seconds(30))
+        }
+        let problems = Mutex<[String]>([])
+        let harness = try await Self.start(router) { record in
+            if let problem = record.problem { problems.withLock { $0.append(problem) } }
+        }
+        let raw = try await harness.raw()
+        let encoder = FrameEncoder()
+        func call(_ id: UInt32, _ method: String, _ request: Scalars, timeoutMicros: UInt64?) throws -> [UInt8] {
+            var start = WireV1.CallStart(method: method)
+            start.timeoutMicros = timeoutMicros
+            let data = Data(try request.serializedBytes())
+            var bytes: [UInt8] = []
+            for kind: WireV1.Frame.Kind in [
+                .callStart(start), .message(WireV1.Message(data: data)), .halfClose(WireV1.HalfClose()),
+            ] {
+                bytes += try encoder.encode(WireV1.Frame(streamID: id, kind: kind))
+            }
+            return bytes
+        }
+        var decoder = FrameDecoder()
+        var statuses: [UInt32: WireV1.Status] = [:]
+        var goaway: WireV1.GoAway?
+        func readUntilStatus(of id: UInt32) async throws {
+            while statuses[id] == nil, goaway == nil, let chunk = try await raw.read() {
+                decoder.feed(chunk)
+                while let frame = try decoder.nextFrame() {
+                    switch frame.kind {
+                    case .status(let status)?: statuses[frame.streamID] = status
+                    case .goaway(let value)?: goaway = value
+                    default: break
+                    }
+                }
+            }
+        }
+        let slow = streaming ? Echo.serverStream.path : Echo.unary.path
+        try await raw.write(
+            try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
+                + call(1, slow, Scalars(), timeoutMicros: 100_000))
+        try await readUntilStatus(of: 1)
+        #expect(statuses[1]?.code == .deadlineExceeded, "\(String(describing: statuses[1]))")
+        try await raw.write(try call(3, Echo.unary.path, Scalars(fString: "quick"), timeoutMicros: nil))
+        try await readUntilStatus(of: 3)
+        #expect(goaway == nil)
+        #expect(statuses[3]?.code == .ok, "\(String(describing: statuses[3]))")
+        #expect(problems.withLock { $0 } == [])
+        await raw.close()
+        await harness.stop()
+    }
+
+    /// A call made by a task that was cancelled already fails CANCELLED without a frame sent; the connection
+    /// serves the next call. Its write once failed as a transport error and closed the connection.
+    @Test func aCallFromACancelledTaskLeavesTheConnectionUsable() async throws {
+        let harness = try await Self.start()
+        let client = try await harness.client()
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await client.unary(Echo.unary, Scalars(fInt32: 1))
+        }
+        let error = await #expect(throws: RPCError.self) { try await cancelled.value }
+        #expect(error?.code == .cancelled)
+        #expect(try await client.unary(Echo.unary, Scalars(fInt32: 1)).fInt32 == 2)
+        await harness.stop()
+    }
+
     @Test func aServerThatVanishesFailsCallsWithUnavailable() async throws {
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in

@@ -21,6 +21,7 @@ import TokenetWire
         var loop: EventLoop? { eventLoop }
         func read() async throws -> [UInt8]? { try await pipe.client.read() }
         func write(_ bytes: [UInt8]) async throws { batches.withLock { $0.append(bytes.count) } }
+        func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { try await write(bytes) }
         func close() async { await pipe.client.close() }
 
         func writeOnLoop(_ bytes: [UInt8], completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {

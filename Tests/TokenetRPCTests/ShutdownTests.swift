@@ -188,6 +188,9 @@ private final class StallingStream: ByteStream {
 
     func read() async throws -> [UInt8]? { try await base.read() }
 
+    /// Its writes never look at cancellation.
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { try await write(bytes) }
+
     func write(_ bytes: [UInt8]) async throws {
         await withCheckedContinuation { continuation in
             let proceed = state.withLock { state in
