@@ -36,13 +36,15 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
     let logger: Logger
     let clock: @Sendable () -> UInt64
     let events: WalletEventHub
-    let walletAccountID: String
+    /// The account of cards stored before the wallet recorded each card's account (the configured one); an event
+    /// about a card names the card's own account.
+    let configuredAccountID: String
     let sessions: OpenedIssuerAppSessions
 
     public init(
         store: WalletStore, issuer: (any RPCCaller)?, provider: WalletProvider, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, events: WalletEventHub = WalletEventHub(),
-        walletAccountID: String = "", sessions: OpenedIssuerAppSessions = OpenedIssuerAppSessions()
+        configuredAccountID: String = "", sessions: OpenedIssuerAppSessions = OpenedIssuerAppSessions()
     ) {
         self.sessions = sessions
         self.store = store
@@ -51,7 +53,7 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
         self.logger = logger
         self.clock = clock
         self.events = events
-        self.walletAccountID = walletAccountID
+        self.configuredAccountID = configuredAccountID
     }
 
     public func openIssuerApp(_ request: WalletV1.OpenIssuerAppRequest, context: ServerContext) async throws
@@ -127,7 +129,7 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                 if changed {
                     events.publish(
                         WalletV1.WalletEvent(
-                            kind: .tokenStatusChanged, walletAccountID: walletAccountID,
+                            kind: .tokenStatusChanged, walletAccountID: stored.account(configured: configuredAccountID),
                             digitalCardID: request.digitalCardID, tokenState: request.tokenState, atMs: clock()))
                 }
                 log.info(

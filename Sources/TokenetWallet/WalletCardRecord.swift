@@ -31,6 +31,13 @@ public struct WalletCardRecord: Sendable, Equatable {
     public var termsAcceptedAtMs: UInt64?
     /// The TSP's answer once digitization finished.
     public var result: TspV1.DigitizeResponse?
+    /// The wallet account that was active when the card was added: its eligibility receipt, its token and the events
+    /// about it belong to that account, whichever account is active later. nil for a card stored before the wallet
+    /// recorded accounts per card; those were all added under the configured account (`account(configured:)`).
+    public var walletAccountID: String? = nil
+
+    /// The card's wallet account, `configured` for a card stored before accounts were recorded per card.
+    public func account(configured: String) -> String { walletAccountID ?? configured }
 
     /// The reference the CLI and AcceptTerms use: `card-1`, `card-2`, …
     public var cardRef: String { Self.ref(id) }
@@ -43,7 +50,8 @@ public struct WalletCardRecord: Sendable, Equatable {
         return id
     }
 
-    /// The card as `ListCards` and `AcceptTerms` show it.
+    /// The card as `AcceptTerms` and ID&V show it; a card stored before accounts were recorded per card shows no
+    /// account (`walletCard(configured:)` names it).
     public var walletCard: WalletV1.WalletCard {
         WalletV1.WalletCard(
             cardRef: cardRef,
@@ -52,7 +60,15 @@ public struct WalletCardRecord: Sendable, Equatable {
             panLast4: panLast4,
             tokenLast4: result?.tokenLast4 ?? "",
             state: result?.tokenState ?? .unspecified,
-            status: status.rawValue)
+            status: status.rawValue,
+            walletAccountID: walletAccountID ?? "")
+    }
+
+    /// The card as `ListCards` shows it, with its account also when it was stored before accounts were recorded.
+    public func walletCard(configured: String) -> WalletV1.WalletCard {
+        var card = walletCard
+        card.walletAccountID = account(configured: configured)
+        return card
     }
 }
 

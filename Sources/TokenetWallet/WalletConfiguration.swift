@@ -15,6 +15,8 @@ public struct WalletConfiguration: Sendable, Equatable {
     /// The account the demo and the CLI assume when none is configured.
     public static let defaultAccountID = "wallet-account-1"
 
+    /// The account a new wallet starts on, and the account of cards stored before the wallet recorded one per card.
+    /// Once the person makes another account active (`WalletSelection`), the wallet keeps that choice instead.
     public var walletAccountID = Self.defaultAccountID
     public var device = CardV1.DeviceInfo(
         deviceID: "device-1", deviceType: "PHONE", deviceName: "Tokenet phone", osName: "TokenetOS", osVersion: "1.0")

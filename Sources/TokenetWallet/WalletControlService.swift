@@ -4,19 +4,22 @@ import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// What the person using the wallet does: add a card, accept its T&C (which digitizes it), list the cards.
+/// What the person using the wallet does: add a card (to the active wallet account), accept its T&C (which
+/// digitizes it in the account it was added to), list the cards.
 public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     let tsp: TSPCalls
     let store: WalletStore
     let configuration: WalletConfiguration
+    /// The person's choices: AddCard checks a card for the active account.
+    let selection: WalletSelection
     let logger: Logger
     let clock: @Sendable () -> UInt64
     let newID: @Sendable () -> String
     let events: WalletEventHub
 
     public init(
-        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
-        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
+        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
+        logger: Logger, clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         events: WalletEventHub = WalletEventHub()
     ) {
@@ -24,6 +27,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         self.tsp = TSPCalls(tsp)
         self.store = store
         self.configuration = configuration
+        self.selection = selection
         self.logger = logger
         self.clock = clock
         self.newID = newID
@@ -34,11 +38,14 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     {
         try await answering {
             let log = logger.withTraceID(context.traceID)
+            // Read once: the card goes to the account that was active when the person added it, and its
+            // eligibility receipt is bound to that account, even if another becomes active meanwhile.
+            let account = selection.activeWalletAccountID
             var check = TspV1.CheckEligibilityRequest(
                 requestID: newID(),
                 eligibilityData: TspV1.EligibilityData(
                     language: request.language.isEmpty ? "en" : request.language, inputMethod: .bankApp),
-                walletAccountID: configuration.walletAccountID,
+                walletAccountID: account,
                 device: configuration.device)
             let source: WalletCardSource
             var typedLast4 = ""
@@ -77,9 +84,10 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 let reason =
                     answer.reasonMessage.isEmpty
                     ? (answer.reason.protoValueName ?? "the TSP found the card not eligible") : answer.reasonMessage
-                log.info("card not eligible", ["source": source.rawValue, "reason": reason])
+                log.info(
+                    "card not eligible", ["source": source.rawValue, "reason": reason, "wallet_account": account])
                 return WalletV1.AddCardResponse(
-                    eligible: false, reason: reason, scheme: answer.scheme, panLast4: last4)
+                    eligible: false, reason: reason, scheme: answer.scheme, panLast4: last4, walletAccountID: account)
             }
             guard !answer.eligibilityReceipt.isEmpty else {
                 throw WalletError(.unavailable, "the TSP found the card eligible but sent no eligibility receipt")
@@ -88,12 +96,16 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 if case .termsAndConditions(let terms)? = answer.terms { terms } else { nil }
             let card = try store.addPending(
                 source: source, scheme: answer.scheme, panLast4: last4, receipt: answer.eligibilityReceipt,
-                receiptExpiresAtMs: answer.receiptExpiresAtMs, terms: terms, nowMs: clock())
+                receiptExpiresAtMs: answer.receiptExpiresAtMs, terms: terms, walletAccountID: account, nowMs: clock())
             log.info(
                 "card eligible, awaiting T&C",
-                ["card_ref": card.cardRef, "source": source.rawValue, "scheme": "\(answer.scheme)"])
+                [
+                    "card_ref": card.cardRef, "source": source.rawValue, "scheme": "\(answer.scheme)",
+                    "wallet_account": account,
+                ])
             return WalletV1.AddCardResponse(
-                cardRef: card.cardRef, eligible: true, terms: terms, scheme: answer.scheme, panLast4: last4)
+                cardRef: card.cardRef, eligible: true, terms: terms, scheme: answer.scheme, panLast4: last4,
+                walletAccountID: account)
         }
     }
 
@@ -117,13 +129,15 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     fresh
                     ? try store.beginDigitization(
                         id: card.id, requestID: requestID, termsAcceptedAtMs: acceptedAt, nowMs: clock()) : card
+                // The account the card was added to, which its eligibility receipt is bound to, not the one active now.
+                let account = card.account(configured: configuration.walletAccountID)
                 let digitize = TspV1.DigitizeRequest(
                     requestID: attempt.digitizeRequestID ?? requestID,
                     eligibilityReceipt: attempt.eligibilityReceipt,
                     acceptedTermsID: attempt.terms?.id ?? "",
                     termsAcceptedAtMs: attempt.termsAcceptedAtMs ?? acceptedAt,
                     device: configuration.device,
-                    walletAccountID: configuration.walletAccountID,
+                    walletAccountID: account,
                     risk: configuration.risk)
                 let result = try await tsp.digitize(digitize)
                 let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
@@ -137,7 +151,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty {
                     events.publish(
                         WalletV1.WalletEvent(
-                            kind: .tokenizedCardAdded, walletAccountID: configuration.walletAccountID,
+                            kind: .tokenizedCardAdded, walletAccountID: account,
                             digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()))
                 }
                 return Self.response(stored, stored.result ?? result)
@@ -149,7 +163,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         -> WalletV1.ListWalletCardsResponse
     {
         try await answering {
-            WalletV1.ListWalletCardsResponse(cards: try store.allCards().map(\.walletCard))
+            WalletV1.ListWalletCardsResponse(
+                cards: try store.allCards().map { $0.walletCard(configured: configuration.walletAccountID) })
         }
     }
 

@@ -11,15 +11,17 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
     let logger: Logger
     let clock: @Sendable () -> UInt64
     let events: WalletEventHub
-    let walletAccountID: String
+    /// The account of cards stored before the wallet recorded each card's account (the configured one); an event
+    /// about a card names the card's own account.
+    let configuredAccountID: String
 
     public init(
         tsp: any RPCCaller, store: WalletStore, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
-        events: WalletEventHub = WalletEventHub(), walletAccountID: String = ""
+        events: WalletEventHub = WalletEventHub(), configuredAccountID: String = ""
     ) {
         self.events = events
-        self.walletAccountID = walletAccountID
+        self.configuredAccountID = configuredAccountID
         self.tsp = TspV1.Idv.Client(tsp)
         self.store = store
         self.logger = logger
@@ -61,7 +63,8 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             if let state = stored.result?.tokenState, state != card.result?.tokenState {
                 events.publish(
                     WalletV1.WalletEvent(
-                        kind: .tokenStatusChanged, walletAccountID: walletAccountID, digitalCardID: digitalCardID,
+                        kind: .tokenStatusChanged, walletAccountID: stored.account(configured: configuredAccountID),
+                        digitalCardID: digitalCardID,
                         tokenState: state, atMs: clock()))
             }
             logger.withTraceID(context.traceID).info(

@@ -22,10 +22,18 @@ public enum WalletNode {
             throw NodeError(.io, error.message, cause: error)
         }
         let tsp = try context.channel(to: .tsp)
+        let selection: WalletSelection
+        do {
+            selection = try WalletSelection(store: store, configuredAccountID: configuration.walletAccountID)
+        } catch {
+            throw NodeError(.io, error.message, cause: error)
+        }
         context.logger.info(
             "wallet ready",
             [
-                "wallet_account": configuration.walletAccountID, "device": configuration.device.deviceID,
+                // The active account is the configured one until the person makes another active (use-account).
+                "wallet_account": selection.activeWalletAccountID,
+                "configured_wallet_account": configuration.walletAccountID, "device": configuration.device.deviceID,
                 "risk": "\(configuration.risk.accountScore)/\(configuration.risk.deviceScore)",
                 "config": configured ? configurationPath : "defaults (no \(WalletConfiguration.fileName))",
             ])
@@ -33,7 +41,8 @@ public enum WalletNode {
         let issuer = context.options.peers[.issuer] == nil ? nil : try context.channel(to: .issuer)
         let handler = Mutex<(any NotificationHandler)?>(nil)
         let router = router(
-            tsp: tsp, store: store, configuration: configuration, logger: context.logger, issuer: issuer,
+            tsp: tsp, store: store, configuration: configuration, selection: selection, logger: context.logger,
+            issuer: issuer,
             notifications: { made in handler.withLock { $0 = made } }, keysAtActivation: context.outgoing)
         if let handler = handler.withLock({ $0 }) {
             try context.subscribeToNotifications(handler: handler)
@@ -41,9 +50,10 @@ public enum WalletNode {
         return router
     }
 
-    /// The router for given peers and storage; tests pass fakes of the TSP.
+    /// The router for given peers, storage and the person's choices (kept in `store`); tests pass fakes of the TSP.
     public static func router(
-        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, logger: Logger,
+        tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
+        logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
         events: WalletEventHub = WalletEventHub(), issuer: (any RPCCaller)? = nil,
@@ -52,7 +62,7 @@ public enum WalletNode {
         var router = RPCRouter()
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
-            walletAccountID: configuration.walletAccountID, logger: logger, clock: clock)
+            configuredAccountID: configuration.walletAccountID, logger: logger, clock: clock)
         WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
         notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
         if let background {
@@ -61,20 +71,19 @@ public enum WalletNode {
             background.run { await keys.run(events) }
         }
         WalletControlService(
-            tsp: tsp, store: store, configuration: configuration, logger: logger, clock: clock, newID: newID,
-            events: events
+            tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
+            newID: newID, events: events
         ).register(on: &router)
-        WalletPushService(tsp: tsp, configuration: configuration, logger: logger).register(on: &router)
+        WalletPushService(tsp: tsp, selection: selection, logger: logger).register(on: &router)
         WalletIdvService(
             tsp: tsp, store: store, logger: logger, clock: clock, events: events,
-            walletAccountID: configuration.walletAccountID
+            configuredAccountID: configuration.walletAccountID
         ).register(on: &router)
-        let selection = WalletSelection(activeWalletAccountID: configuration.walletAccountID)
         WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
         WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
         WalletAppToAppService(
             store: store, issuer: issuer, provider: configuration.provider, logger: logger, clock: clock,
-            events: events, walletAccountID: configuration.walletAccountID
+            events: events, configuredAccountID: configuration.walletAccountID
         ).register(on: &router)
         return router
     }

@@ -3,15 +3,17 @@ import TokenetRPC
 import TokenetWire
 
 /// The wallet provider's backend for issuers: card data an issuer pushes becomes a TSP push session, whose id the
-/// wallet app later adds the card with.
+/// wallet app later adds the card with. A push that names no account goes to the active account, the one add-card
+/// redeems sessions for; a push may name any of the wallet's accounts (the configured one, or one the person has
+/// made active).
 public struct WalletPushService: WalletV1.WalletPush.ServiceProtocol {
     let tsp: TSPCalls
-    let configuration: WalletConfiguration
+    let selection: WalletSelection
     let logger: Logger
 
-    public init(tsp: any RPCCaller, configuration: WalletConfiguration, logger: Logger) {
+    public init(tsp: any RPCCaller, selection: WalletSelection, logger: Logger) {
         self.tsp = TSPCalls(tsp)
-        self.configuration = configuration
+        self.selection = selection
         self.logger = logger
     }
 
@@ -22,11 +24,13 @@ public struct WalletPushService: WalletV1.WalletPush.ServiceProtocol {
             guard let data = request.encryptedCardData, !data.jwe.isEmpty else {
                 throw WalletError(.invalidArgument, "PushCardData needs card data encrypted to the TSP's key")
             }
-            let account = request.walletAccountID.isEmpty ? configuration.walletAccountID : request.walletAccountID
-            guard account == configuration.walletAccountID else {
+            let account = request.walletAccountID.isEmpty ? selection.activeWalletAccountID : request.walletAccountID
+            let accounts = try selection.accounts()
+            guard accounts.contains(account) else {
                 throw WalletError(
                     .notFound,
-                    "this wallet has no account \(account); it serves \(configuration.walletAccountID)")
+                    "this wallet has no account \(account); its accounts are \(accounts.joined(separator: ", ")) "
+                        + "(the person makes an account the wallet's with tokenet wallet use-account)")
             }
             let session = try await tsp.createPushSession(
                 TspV1.CreatePushSessionRequest(encryptedCardData: data, walletAccountID: account))

@@ -1,43 +1,9 @@
-import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// The wallet app's current choices, shared by the selection service and the issuer app's pull.
-public final class WalletSelection: Sendable {
-    struct Choices {
-        var activeWalletAccountID: String
-        var selectedCardRef = ""
-    }
-
-    private let choices: Mutex<Choices>
-
-    public init(activeWalletAccountID: String) {
-        choices = Mutex(Choices(activeWalletAccountID: activeWalletAccountID))
-    }
-
-    public var activeWalletAccountID: String { choices.withLock { $0.activeWalletAccountID } }
-    public var selectedCardRef: String { choices.withLock { $0.selectedCardRef } }
-
-    /// Sets the active account; true when it changed.
-    func setActive(_ account: String) -> Bool {
-        choices.withLock { choices in
-            defer { choices.activeWalletAccountID = account }
-            return choices.activeWalletAccountID != account
-        }
-    }
-
-    /// Selects the card; true when it changed.
-    func select(_ ref: String) -> Bool {
-        choices.withLock { choices in
-            defer { choices.selectedCardRef = ref }
-            return choices.selectedCardRef != ref
-        }
-    }
-}
-
-/// The person using the wallet sets the active wallet account or selects a card; each change is an event for the
-/// issuer app's listeners.
+/// The person using the wallet sets the active wallet account or selects a card; each change is kept (a restarted
+/// wallet keeps both) and is an event for the issuer app's listeners.
 public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
     let selection: WalletSelection
     let store: WalletStore
@@ -61,7 +27,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             guard !request.walletAccountID.isEmpty else {
                 throw WalletError(.invalidArgument, "wallet_account_id is required")
             }
-            let changed = selection.setActive(request.walletAccountID)
+            let changed = try selection.setActive(request.walletAccountID, nowMs: clock())
             if changed {
                 events.publish(
                     WalletV1.WalletEvent(
@@ -80,7 +46,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                 throw WalletError(
                     .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
             }
-            let changed = selection.select(card.cardRef)
+            let changed = try selection.select(card)
             if changed {
                 events.publish(
                     WalletV1.WalletEvent(

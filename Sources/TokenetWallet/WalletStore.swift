@@ -52,6 +52,23 @@ public final class WalletStore: Sendable {
                     batches INTEGER NOT NULL
                 );
                 """),
+        // A card's wallet account is the one active when it was added; NULL for the cards added before this
+        // migration, which were all added under the configured account. The person's choices (the active account,
+        // the selected card) and every account they made active survive a restart.
+        Migration(
+            version: 3, name: "wallet_accounts",
+            sql: """
+                ALTER TABLE cards ADD COLUMN wallet_account_id TEXT;
+                CREATE TABLE wallet_accounts (
+                    wallet_account_id TEXT PRIMARY KEY,
+                    first_active_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE selection (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    active_wallet_account_id TEXT,
+                    selected_card_id INTEGER REFERENCES cards(id)
+                );
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -84,10 +101,11 @@ public final class WalletStore: Sendable {
         }
     }
 
-    /// Keeps an eligible card awaiting the cardholder's acceptance of the T&C.
+    /// Keeps an eligible card awaiting the cardholder's acceptance of the T&C, in the wallet account its eligibility
+    /// was checked for (the TSP's eligibility receipt is bound to that account).
     public func addPending(
         source: WalletCardSource, scheme: CardV1.CardScheme, panLast4: String, receipt: String,
-        receiptExpiresAtMs: UInt64, terms: CardV1.TermsAndConditions?, nowMs: UInt64
+        receiptExpiresAtMs: UInt64, terms: CardV1.TermsAndConditions?, walletAccountID: String, nowMs: UInt64
     ) throws(WalletError) -> WalletCardRecord {
         try run("store the new card") {
             let termsBytes = try terms.map { try $0.serializedBytes() }
@@ -95,12 +113,12 @@ public final class WalletStore: Sendable {
                 _ = try tx.execute(
                     """
                     INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
-                        terms, created_at_ms, updated_at_ms)
-                    VALUES (?, ?, ?, 'PENDING_TERMS', ?, ?, ?, ?, ?)
+                        terms, wallet_account_id, created_at_ms, updated_at_ms)
+                    VALUES (?, ?, ?, 'PENDING_TERMS', ?, ?, ?, ?, ?, ?)
                     """,
                     [
                         source.rawValue, Int64(scheme.rawValue), panLast4, receipt, Int64(receiptExpiresAtMs),
-                        termsBytes, Int64(nowMs), Int64(nowMs),
+                        termsBytes, walletAccountID, Int64(nowMs), Int64(nowMs),
                     ])
                 return try tx.lastInsertRowID
             }
@@ -202,7 +220,8 @@ public final class WalletStore: Sendable {
             terms: try termsBytes.map { try CardV1.TermsAndConditions(serializedBytes: $0) },
             digitizeRequestID: try row.get("digitize_request_id"),
             termsAcceptedAtMs: accepted.map { UInt64(max(0, $0)) },
-            result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) })
+            result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) },
+            walletAccountID: try row.get("wallet_account_id", as: String?.self))
     }
 
     func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {

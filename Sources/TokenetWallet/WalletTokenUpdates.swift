@@ -13,7 +13,9 @@ struct WalletTokenUpdates: Sendable {
     let tsp: TspV1.TokenLifecycle.Client
     let store: WalletStore
     let events: WalletEventHub
-    let walletAccountID: String
+    /// The account of cards stored before the wallet recorded each card's account (the configured one); an event
+    /// about a card names the card's own account.
+    let configuredAccountID: String
     let logger: Logger
     let clock: @Sendable () -> UInt64
 
@@ -26,7 +28,8 @@ struct WalletTokenUpdates: Sendable {
         events.publish(
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
-                walletAccountID: walletAccountID, digitalCardID: digitalCardID, tokenState: state, atMs: clock()))
+                walletAccountID: stored.account(configured: configuredAccountID), digitalCardID: digitalCardID,
+                tokenState: state, atMs: clock()))
         return stored
     }
 

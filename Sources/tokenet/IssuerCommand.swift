@@ -32,7 +32,7 @@ enum IssuerCommand {
         Options:
           --mode MODE          receipt or session (required for push-card).
           --wallet-account ID  The wallet account to push to (default: any account may redeem a receipt; a
-                               session goes to the wallet provider's default account).
+                               session goes to the account active in the wallet).
           --digital-card ID    outbox: only the messages about this token.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)

@@ -57,6 +57,7 @@ enum PartyText {
         let card = card(response.scheme, last4: response.panLast4)
         guard response.eligible else { return "Not eligible: \(card): \(response.reason)" }
         var lines = ["\(response.cardRef): \(card) is eligible."]
+        if !response.walletAccountID.isEmpty { lines.append("Wallet account: \(response.walletAccountID).") }
         if let terms = response.terms {
             lines.append("Terms and conditions \(terms.id) (version \(terms.version), \(terms.language)):")
             lines += terms.text.split(separator: "\n", omittingEmptySubsequences: false).map { "  \($0)" }
@@ -93,11 +94,11 @@ enum PartyText {
     static func walletCards(_ response: WalletV1.ListWalletCardsResponse) -> String {
         guard !response.cards.isEmpty else { return "The wallet has no cards." }
         return table(
-            ["CARD", "STATUS", "SCHEME", "PAN", "DIGITAL CARD", "TOKEN", "STATE"],
+            ["CARD", "STATUS", "SCHEME", "PAN", "DIGITAL CARD", "TOKEN", "STATE", "WALLET ACCOUNT"],
             response.cards.map {
                 [
                     $0.cardRef, $0.status, scheme($0.scheme), $0.panLast4, $0.digitalCardID, $0.tokenLast4,
-                    state($0.state),
+                    state($0.state), $0.walletAccountID.isEmpty ? "-" : $0.walletAccountID,
                 ]
             })
     }

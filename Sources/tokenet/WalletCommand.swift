@@ -41,6 +41,12 @@ enum WalletCommand {
         wallet account active and select-card selects one of the wallet's cards, as the person does in the wallet
         app; the issuer app's card-data-changed listener hears each change (tokenet issuer app-view).
 
+        Wallet accounts: add-card adds the card to the active wallet account; the card stays in it (cards shows
+        each card's account), also when another account becomes active before accept-terms. A push session the
+        issuer creates without --wallet-account is for the active account too. The wallet keeps the active
+        account and the selected card across restarts; a new wallet starts on the account of its wallet.json
+        ("walletAccountId", default wallet-account-1).
+
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).
           --input-method M     manual (default with --pan), camera, on-file or bank-app.

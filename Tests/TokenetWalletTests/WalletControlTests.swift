@@ -37,7 +37,8 @@ import TokenetWire
             accepted.card
                 == WalletV1.WalletCard(
                     cardRef: "card-1", digitalCardID: "DNITHE000000000000000001", scheme: .visa, panLast4: "1111",
-                    tokenLast4: "9012", state: .active, status: "DIGITIZED"))
+                    tokenLast4: "9012", state: .active, status: "DIGITIZED",
+                    walletAccountID: WalletConfiguration.defaultAccountID))
 
         let digitize = try #require(wallet.tsp.recorded.digitizeRequests.first)
         #expect(digitize.eligibilityReceipt == "receipt-1" && digitize.acceptedTermsID == "tc-visa-1")

@@ -49,8 +49,9 @@ struct WalletHarness {
         let tspClient = Self.serve(
             tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
             server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
-        let router = WalletNode.router(
+        let router = try WalletNode.router(
             tsp: tspClient, store: store, configuration: configuration,
+            selection: WalletSelection(store: store, configuredAccountID: configuration.walletAccountID),
             logger: Logger(node: "wallet-node", level: .debug, sink: logs), clock: clock, events: events,
             issuer: issuer.map {
                 Self.serve(

@@ -188,7 +188,7 @@ import TokenetWire
         let logger = Logger(node: "wallet-node", sink: wallet.logs)
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
-            walletAccountID: "wallet-account-1", logger: logger, clock: { 1 })
+            configuredAccountID: "wallet-account-1", logger: logger, clock: { 1 })
         let keys = PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
         let card = try wallet.store.card(ref: "card-1")
 

@@ -37,7 +37,7 @@ import TokenetWire
         let store = try WalletStore.inMemory()
         let card = try store.addPending(
             source: .manual, scheme: .visa, panLast4: "1111", receipt: "r", receiptExpiresAtMs: 10, terms: nil,
-            nowMs: 1)
+            walletAccountID: "wallet-account-1", nowMs: 1)
         _ = try store.beginDigitization(id: card.id, requestID: "first", termsAcceptedAtMs: 2, nowMs: 2)
         let second = try store.beginDigitization(id: card.id, requestID: "second", termsAcceptedAtMs: 3, nowMs: 3)
         #expect(second.digitizeRequestID == "first" && second.termsAcceptedAtMs == 2)

@@ -630,7 +630,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__issuer_push_receipt_input_
   (ProtobufCMessageInit) tokenet__wallet__v1__issuer_push_receipt_input__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__field_descriptors[7] =
 {
   {
     "card_ref",
@@ -704,6 +704,18 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_response__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wallet_account_id",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__AddCardResponse, wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__add_card_response__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
@@ -712,11 +724,12 @@ static const unsigned tokenet__wallet__v1__add_card_response__field_indices_by_n
   2,   /* field[2] = reason */
   4,   /* field[4] = scheme */
   3,   /* field[3] = terms */
+  6,   /* field[6] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__add_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__add_card_response__descriptor =
 {
@@ -726,7 +739,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__add_card_response__descrip
   "Tokenet__Wallet__V1__AddCardResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__AddCardResponse),
-  6,
+  7,
   tokenet__wallet__v1__add_card_response__field_descriptors,
   tokenet__wallet__v1__add_card_response__field_indices_by_name,
   1,  tokenet__wallet__v1__add_card_response__number_ranges,
@@ -866,7 +879,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request_
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[8] =
 {
   {
     "card_ref",
@@ -952,6 +965,18 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wallet_account_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletCard, wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
@@ -961,11 +986,12 @@ static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] 
   5,   /* field[5] = state */
   6,   /* field[6] = status */
   4,   /* field[4] = token_last4 */
+  7,   /* field[7] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
 {
@@ -975,7 +1001,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
   "Tokenet__Wallet__V1__WalletCard",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletCard),
-  7,
+  8,
   tokenet__wallet__v1__wallet_card__field_descriptors,
   tokenet__wallet__v1__wallet_card__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_card__number_ranges,

@@ -162,6 +162,9 @@ extension WalletV1 {
 
         public var panLast4: String = ""
 
+        /// The wallet account the card was checked for and is kept in: the one active when it was added.
+        public var walletAccountID: String = ""
+
         public init() {}
 
         public init(
@@ -170,7 +173,8 @@ extension WalletV1 {
             reason: String = "",
             terms: CardV1.TermsAndConditions? = nil,
             scheme: CardV1.CardScheme = CardV1.CardScheme(rawValue: 0),
-            panLast4: String = ""
+            panLast4: String = "",
+            walletAccountID: String = ""
         ) {
             self.cardRef = cardRef
             self.eligible = eligible
@@ -178,6 +182,7 @@ extension WalletV1 {
             self.terms = terms
             self.scheme = scheme
             self.panLast4 = panLast4
+            self.walletAccountID = walletAccountID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -187,6 +192,7 @@ extension WalletV1 {
             self.terms = try reader.readMessage(4)
             self.scheme = try reader.read(5)
             self.panLast4 = try reader.read(6)
+            self.walletAccountID = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -196,6 +202,7 @@ extension WalletV1 {
             if let value = terms { try writer.write(4, message: value) }
             try writer.write(5, scheme)
             try writer.write(6, panLast4)
+            try writer.write(7, walletAccountID)
         }
     }
 }
@@ -311,6 +318,9 @@ extension WalletV1 {
         /// PENDING_TERMS, DIGITIZED, DECLINED
         public var status: String = ""
 
+        /// The wallet account the card was added to (the one active then).
+        public var walletAccountID: String = ""
+
         public init() {}
 
         public init(
@@ -320,7 +330,8 @@ extension WalletV1 {
             panLast4: String = "",
             tokenLast4: String = "",
             state: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
-            status: String = ""
+            status: String = "",
+            walletAccountID: String = ""
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -329,6 +340,7 @@ extension WalletV1 {
             self.tokenLast4 = tokenLast4
             self.state = state
             self.status = status
+            self.walletAccountID = walletAccountID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -339,6 +351,7 @@ extension WalletV1 {
             self.tokenLast4 = try reader.read(5)
             self.state = try reader.read(6)
             self.status = try reader.read(7)
+            self.walletAccountID = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -349,6 +362,7 @@ extension WalletV1 {
             try writer.write(5, tokenLast4)
             try writer.write(6, state)
             try writer.write(7, status)
+            try writer.write(8, walletAccountID)
         }
     }
 }
@@ -382,7 +396,9 @@ extension WalletV1 {
     public enum WalletControl {
         public static let serviceName = "tokenet.wallet.v1.WalletControl"
 
-        /// Adds a card: encrypts it to the TSP's key and checks eligibility; returns the T&C to accept.
+        /// Adds a card to the active wallet account (WalletSelection.SetActiveWalletAccount; the configured account until
+        /// the person makes another active): encrypts it to the TSP's key and checks eligibility for that account; returns
+        /// the T&C to accept. The card stays in that account, also when another becomes active before AcceptTerms.
         public static let addCard = MethodDescriptor<WalletV1.AddCardRequest, WalletV1.AddCardResponse>(
             service: serviceName, name: "AddCard", kind: .unary, allowedRoles: ["operator"]
         )

@@ -337,7 +337,9 @@ extension WalletV1 {
 
 extension WalletV1 {
     /// What the person using the wallet app chooses: the active wallet account and the selected card. Each change is
-    /// emitted to the issuer app's listeners. Kept in memory: a restarted wallet starts from its configured account.
+    /// emitted to the issuer app's listeners. Both are kept in the wallet's database, so a restarted wallet keeps them; a
+    /// new wallet starts on its configured account. AddCard checks cards for the active account, and a push to the
+    /// wallet's backend that names no account goes to it.
     public enum WalletSelection {
         public static let serviceName = "tokenet.wallet.v1.WalletSelection"
 

@@ -12,6 +12,8 @@ extension WalletV1 {
 
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
+        /// One of the wallet's accounts (its configured account, or one the person has made active); NOT_FOUND otherwise.
+        /// Empty: the account active in the wallet now, the one its AddCard redeems push sessions for.
         public var walletAccountID: String = ""
 
         public init() {}

@@ -1969,6 +1969,7 @@ extension WalletV1.AddCardResponse {
         base.terms = CardV1.TermsAndConditions.samples()[0]
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.panLast4 = "pan_last4-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2160,6 +2161,7 @@ extension WalletV1.WalletCard {
         base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.state = CardV1.TokenState(rawValue: 1)
         base.status = "status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -100,10 +100,14 @@ struct  Tokenet__Wallet__V1__AddCardResponse
   Tokenet__Card__V1__TermsAndConditions *terms;
   Tokenet__Card__V1__CardScheme scheme;
   char *pan_last4;
+  /*
+   * The wallet account the card was checked for and is kept in: the one active when it was added.
+   */
+  char *wallet_account_id;
 };
 #define TOKENET__WALLET__V1__ADD_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__add_card_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, NULL, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, NULL, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__AcceptTermsRequest
@@ -152,10 +156,14 @@ struct  Tokenet__Wallet__V1__WalletCard
    * PENDING_TERMS, DIGITIZED, DECLINED
    */
   char *status;
+  /*
+   * The wallet account the card was added to (the one active then).
+   */
+  char *wallet_account_id;
 };
 #define TOKENET__WALLET__V1__WALLET_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__ListWalletCardsResponse

@@ -30,6 +30,10 @@ struct  Tokenet__Wallet__V1__PushCardDataRequest
 {
   ProtobufCMessage base;
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
+  /*
+   * One of the wallet's accounts (its configured account, or one the person has made active); NOT_FOUND otherwise.
+   * Empty: the account active in the wallet now, the one its AddCard redeems push sessions for.
+   */
   char *wallet_account_id;
 };
 #define TOKENET__WALLET__V1__PUSH_CARD_DATA_REQUEST__INIT \

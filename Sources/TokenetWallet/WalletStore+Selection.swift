@@ -1,0 +1,55 @@
+import TokenetStorage
+
+/// The person's choices as the wallet's database keeps them; nil where nothing was chosen yet.
+public struct StoredSelection: Sendable, Equatable {
+    public var activeWalletAccountID: String?
+    public var selectedCardID: Int64?
+}
+
+extension WalletStore {
+    /// The choices kept by `makeActive` and `select(cardID:)`.
+    public func selection() throws(WalletError) -> StoredSelection {
+        try run("read the active wallet account") {
+            guard let row = try database.queryOne("SELECT active_wallet_account_id, selected_card_id FROM selection")
+            else { return StoredSelection() }
+            return StoredSelection(
+                activeWalletAccountID: try row.get(0, as: String?.self), selectedCardID: try row.get(1, as: Int64?.self)
+            )
+        }
+    }
+
+    /// Makes `account` the active wallet account and adds it to the accounts the person has made active.
+    public func makeActive(_ account: String, nowMs: UInt64) throws(WalletError) {
+        try run("store the active wallet account") {
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    "INSERT OR IGNORE INTO wallet_accounts (wallet_account_id, first_active_at_ms) VALUES (?, ?)",
+                    [account, Int64(nowMs)])
+                _ = try tx.execute(
+                    """
+                    INSERT INTO selection (id, active_wallet_account_id) VALUES (1, ?)
+                    ON CONFLICT (id) DO UPDATE SET active_wallet_account_id = excluded.active_wallet_account_id
+                    """, [account])
+            }
+        }
+    }
+
+    /// Keeps the selected card.
+    public func select(cardID: Int64) throws(WalletError) {
+        try run("store the selected card") {
+            _ = try database.execute(
+                """
+                INSERT INTO selection (id, selected_card_id) VALUES (1, ?)
+                ON CONFLICT (id) DO UPDATE SET selected_card_id = excluded.selected_card_id
+                """, [cardID])
+        }
+    }
+
+    /// Every account the person has made active, in the order they first did.
+    public func accountsMadeActive() throws(WalletError) -> [String] {
+        try run("list the wallet accounts") {
+            try database.query("SELECT wallet_account_id FROM wallet_accounts ORDER BY first_active_at_ms, rowid")
+                .map { try $0.text(0) }
+        }
+    }
+}

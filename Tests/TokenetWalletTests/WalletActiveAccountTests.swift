@@ -1,0 +1,89 @@
+import Testing
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// The active wallet account the person picks (`tokenet wallet use-account`): cards are added to it, each card keeps
+/// the account it was added to, the push backend defaults to it, and the choice survives a restart.
+@Suite struct WalletActiveAccountTests {
+    let data = CardV1.EncryptedCardData(jwe: "a.b.c.d.e", publicKeyIdentifier: "kid-1")
+
+    @Test func aCardIsAddedToTheActiveAccountAndDigitizedInIt() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        let added = try await wallet.control.addCard(WalletHarness.manual())
+        #expect(added.eligible && added.walletAccountID == "wallet-account-2")
+        #expect(wallet.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
+
+        // Another account made active before the T&C are accepted: the card stays in the account its eligibility
+        // receipt is bound to.
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-3"))
+        let listener = wallet.events.subscribe()
+        let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(accepted.decision == .approved && accepted.card?.walletAccountID == "wallet-account-2")
+        #expect(wallet.tsp.recorded.digitizeRequests.map(\.walletAccountID) == ["wallet-account-2"])
+        var iterator = listener.events.makeAsyncIterator()
+        let event = await iterator.next()
+        #expect(event?.kind == .tokenizedCardAdded && event?.walletAccountID == "wallet-account-2")
+
+        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
+        let cards = try await wallet.control.listCards(.init()).cards
+        #expect(cards.map(\.walletAccountID) == ["wallet-account-2", "wallet-account-3"])
+    }
+
+    @Test func theChoicesSurviveARestart() async throws {
+        let store = try WalletStore.inMemory()
+        let before = try WalletHarness(store: store)
+        _ = try await before.control.addCard(WalletHarness.manual())
+        _ = try await before.control.acceptTerms(.init(cardRef: "card-1"))
+        _ = try await before.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        _ = try await before.selection.selectCard(.init(cardRef: "card-1"))
+
+        // A new router on the same database, as wallet-node builds after a restart.
+        let after = try WalletHarness(store: store)
+        #expect(try await after.issuerApp.currentTokens(.init()).walletAccountID == "wallet-account-2")
+        let same = try await after.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        #expect(!same.changed && same.selectedCardRef == "card-1")
+        #expect(try await after.control.addCard(WalletHarness.manual()).walletAccountID == "wallet-account-2")
+        #expect(after.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
+    }
+
+    @Test func aCardStoredBeforeAccountsWereRecordedStaysInTheConfiguredAccount() async throws {
+        let store = try WalletStore.inMemory()
+        let wallet = try WalletHarness(store: store)
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try store.database.execute("UPDATE cards SET wallet_account_id = NULL")
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(wallet.tsp.recorded.digitizeRequests.map(\.walletAccountID) == [WalletConfiguration.defaultAccountID])
+        let cards = try await wallet.control.listCards(.init()).cards
+        #expect(cards.map(\.walletAccountID) == [WalletConfiguration.defaultAccountID])
+    }
+
+    @Test func aPushWithoutAnAccountGoesToTheActiveOneAndMayNameAnyOfTheWalletsAccounts() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-3"))
+        _ = try await wallet.push.pushCardData(.init(encryptedCardData: data))
+        for account in [WalletConfiguration.defaultAccountID, "wallet-account-2"] {
+            _ = try await wallet.push.pushCardData(.init(encryptedCardData: data, walletAccountID: account))
+        }
+        #expect(
+            wallet.tsp.recorded.pushSessionRequests.map(\.walletAccountID) == [
+                "wallet-account-3", WalletConfiguration.defaultAccountID, "wallet-account-2",
+            ])
+        do {
+            _ = try await wallet.push.pushCardData(.init(encryptedCardData: data, walletAccountID: "someone-else"))
+            Issue.record("a push to an account the wallet does not have should be refused")
+        } catch let error as RPCError {
+            #expect(error.code == .notFound)
+            #expect(
+                error.message.contains(
+                    "this wallet has no account someone-else; its accounts are wallet-account-1, wallet-account-2, "
+                        + "wallet-account-3"),
+                "\(error.message)")
+        }
+        #expect(wallet.tsp.recorded.pushSessionRequests.count == 3)
+    }
+}
