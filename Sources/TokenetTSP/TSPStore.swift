@@ -95,7 +95,8 @@ final class TSPStore: Sendable {
     }
 
     /// Marks a push receipt used and returns its card, or says why it cannot be used. A receipt the issuer pushed
-    /// to one wallet account is refused to any other and stays unused.
+    /// to one wallet account is refused to any other and stays unused; the refusal does not name the receipt's
+    /// account, which would let whoever holds a copy of the payload claim that account.
     func redeemPushReceipt(payload: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
         try database.transaction { tx in
             guard
@@ -111,8 +112,9 @@ final class TSPStore: Sendable {
             if let owner = try row.get(3, as: String?.self), owner != walletAccountID {
                 throw TSPError(
                     .permissionDenied,
-                    "the push receipt was issued for another wallet account, not \"\(walletAccountID)\"; ask the "
-                        + "issuer app to push the card to this account")
+                    "the push receipt was issued for another wallet account, not \"\(walletAccountID)\", and stays "
+                        + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
+                        + "push the card to \"\(walletAccountID)\"")
             }
             if try row.get(2, as: Int64?.self) != nil {
                 throw TSPError(
@@ -148,7 +150,11 @@ final class TSPStore: Sendable {
                 throw TSPError(.notFound, "push session \"\(id)\" is unknown; create one with CreatePushSession")
             }
             guard try row.text(3) == walletAccountID else {
-                throw TSPError(.permissionDenied, "push session \"\(id)\" belongs to another wallet account")
+                throw TSPError(
+                    .permissionDenied,
+                    "push session \"\(id)\" is for another wallet account, not \"\(walletAccountID)\", and stays "
+                        + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
+                        + "push the card to \"\(walletAccountID)\"")
             }
             if try row.get(2, as: Int64?.self) != nil {
                 throw TSPError(

@@ -78,7 +78,17 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 )
             }
 
-            let answer = try await tsp.checkEligibility(check)
+            let answer: TspV1.CheckEligibilityResponse
+            do {
+                answer = try await tsp.checkEligibility(check)
+            } catch let error as RPCError where error.code == .permissionDenied && source != .manual {
+                // A receipt or session pushed to another account. The TSP cannot tell whether that account exists,
+                // nor switch accounts; the person may have it in this wallet, and this is how they switch.
+                throw RPCError(
+                    .permissionDenied,
+                    "\(error.message); to add it from another of this wallet's accounts, make that account active "
+                        + "(tokenet wallet use-account) and add the card again", cause: error)
+            }
             let last4 = answer.panLast4.isEmpty ? typedLast4 : answer.panLast4
             guard answer.eligible else {
                 let reason =

@@ -21,13 +21,14 @@ enum IssuerCommand {
 
         cards lists the cards the issuer at ADDR (HOST:PORT) holds, masked, with the rule it applies when they are
         digitized. push-card pushes one of them to a wallet: --mode receipt asks the TSP for a single-use push
-        receipt (Mastercard only; with --wallet-account only that wallet account can redeem it) and prints it for
-        `tokenet wallet add-card --receipt`; --mode session pushes the card data to the wallet provider's backend
-        and prints the push session id for `tokenet wallet add-card --push-session`. outbox lists the messages the
-        issuer sent (one-time codes by SMS or e-mail, destinations masked). activate-token is the call centre: after
-        verifying the cardholder, the operator has the TSP activate the INACTIVE token. app-view shows the issuer
-        app's view of its cards in the wallet, kept from the wallet's card-data-changed listener and the token
-        states pulled at each connection.
+        receipt (Mastercard only; with --wallet-account only that wallet account can redeem it, and as the TSP
+        knows no list of wallet accounts, an account no wallet has shows only when a wallet adds the card) and
+        prints it for `tokenet wallet add-card --receipt`; --mode session pushes the card data to the wallet
+        provider's backend (which refuses an account the wallet does not have) and prints the push session id for
+        `tokenet wallet add-card --push-session`. outbox lists the messages the issuer sent (one-time codes by SMS
+        or e-mail, destinations masked). activate-token is the call centre: after verifying the cardholder, the
+        operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
+        wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
 
         Options:
           --mode MODE          receipt or session (required for push-card).

@@ -56,6 +56,27 @@ import TokenetWire
             ).eligible)
     }
 
+    /// The TSP has no list of wallet accounts to check a receipt's account against when the issuer pushes it (an
+    /// account shows only once a wallet asked for a card for it), so a receipt for an account no wallet has is made,
+    /// and refused when a wallet redeems it, with what the person can do and the receipt left unused.
+    @Test func aReceiptForAnAccountNoWalletHasIsRefusedAtRedemptionWithWhatToDo() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let receipt = try await pushReceipt(tsp, account: "no-such-account")
+        let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
+            TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
+        await expectRPCError(
+            .permissionDenied,
+            "the push receipt was issued for another wallet account, not \"\(TSPHarness.account)\", and stays unused: "
+                + "add the card from the wallet account the issuer pushed it to, or ask the issuer to push the card "
+                + "to \"\(TSPHarness.account)\""
+        ) { try await tsp.checkEligibility(instrument) }
+        await expectRPCError(.permissionDenied, "stays unused") {
+            try await tsp.checkEligibility(instrument, account: "account-2")
+        }
+        #expect(try await tsp.checkEligibility(instrument, account: "no-such-account").eligible)
+    }
+
     @Test func pushReceiptErrors() async throws {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()

@@ -121,6 +121,12 @@ import Testing
         #expect(refused.status == 64 + 7, "\(refused.stdout)")
         #expect(refused.stderr.contains("PERMISSION_DENIED"), "\(refused.stderr)")
         #expect(refused.stderr.contains("another wallet account, not \"wallet-account-1\""), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "and stays unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
+                    + "push the card to \"wallet-account-1\"; to add it from another of this wallet's accounts, make "
+                    + "that account active (tokenet wallet use-account) and add the card again"),
+            "\(refused.stderr)")
         for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("5400000010000037")) }
         #expect(!refused.stderr.contains("5400000010000037"))
 

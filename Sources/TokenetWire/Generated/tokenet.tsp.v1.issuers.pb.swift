@@ -122,7 +122,10 @@ extension TspV1 {
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
         /// The wallet account the receipt is for: a CheckEligibility from any other account is PERMISSION_DENIED (and
-        /// leaves the receipt unused). Empty: any wallet account may redeem it.
+        /// leaves the receipt unused). Empty: any wallet account may redeem it. The TSP cannot check here that the account
+        /// exists: wallet accounts are the wallet provider's, and the TSP hears of one only when a wallet asks for a card
+        /// for it (a new account has asked for nothing yet). A receipt for an account no wallet has is therefore refused
+        /// when a wallet redeems it, with the account that tried.
         public var walletAccountID: String = ""
 
         public init() {}

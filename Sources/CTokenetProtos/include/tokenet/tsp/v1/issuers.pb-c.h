@@ -83,7 +83,10 @@ struct  Tokenet__Tsp__V1__CreatePushReceiptRequest
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
   /*
    * The wallet account the receipt is for: a CheckEligibility from any other account is PERMISSION_DENIED (and
-   * leaves the receipt unused). Empty: any wallet account may redeem it.
+   * leaves the receipt unused). Empty: any wallet account may redeem it. The TSP cannot check here that the account
+   * exists: wallet accounts are the wallet provider's, and the TSP hears of one only when a wallet asks for a card
+   * for it (a new account has asked for nothing yet). A receipt for an account no wallet has is therefore refused
+   * when a wallet redeems it, with the account that tried.
    */
   char *wallet_account_id;
 };
