@@ -625,10 +625,12 @@ final class RPCConnection: Sendable {
     /// `core` would deadlock with it; a stopping node once hung that way for good. When `core` is busy the cancel
     /// is made from the loop, or a new task, an instant later.
     func cancelCallWhenCancelled(_ id: UInt32, reason: String) {
-        let done = core.withLockIfAvailable { core in
+        // nil when another thread held the lock.
+        let cancelledHere: Bool? = core.withLockIfAvailable { core in
             cancelClientCall(id, code: .cancelled, reason: reason, core: &core)
+            return true
         }
-        guard done == nil else { return }
+        guard cancelledHere == nil else { return }
         if let loop, loop.execute({ self.cancelCall(id, reason: reason) }) { return }
         Task { self.cancelCall(id, reason: reason) }
     }

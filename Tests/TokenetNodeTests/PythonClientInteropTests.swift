@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+@testable import TokenetNode
+
+/// An independent client — Python's `ssl` module and `protoc --python_out` classes, written from Protos/README.md
+/// alone (`Tools/interop/tokenet_client.py`) — against a real `tsp-node` and a `tokenet-bench server` over mutual
+/// TLS: the specification is enough to talk to Tokenet, and Tokenet keeps to it byte for byte.
+@Suite struct PythonClientInteropTests {
+    @Test func theIndependentClientPassesEveryCheck() throws {
+        let pki = DevelopmentPKI.shared
+        let tls = ["--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem")]
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node", ["--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile] + tls)
+        defer { Self.stop(node.process) }
+        let bench = try LaunchedProcess("tokenet-bench", ["server", "--lifetime", "300"] + tls)
+        defer { Self.stop(bench.process) }
+
+        let nodeAddress = try Self.waitFor(node.process, "tsp-node's ready file") {
+            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+        }
+        // `tokenet-bench server` prints `PORT n ECHO m` once it listens.
+        let benchPort = try Self.waitFor(bench.process, "tokenet-bench server's port") { () -> String? in
+            let output = (try? String(contentsOfFile: bench.directory.path("stdout"), encoding: .utf8)) ?? ""
+            let words = output.split(whereSeparator: \.isWhitespace)
+            guard let index = words.firstIndex(of: "PORT"), index + 1 < words.count else { return nil }
+            return String(words[index + 1])
+        }
+
+        let result = try Self.runCheck([
+            "--node", nodeAddress, "--bench", "127.0.0.1:\(benchPort)", "--pki", pki.directory.path,
+        ])
+        let lines = result.stdout.split(separator: "\n")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 18, "\(result.stdout)")
+        #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
+        // The node logged the three connection errors the client caused, and nothing worse than that.
+        let log = try String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)
+        #expect(!log.contains(" error "), "\(log)")
+    }
+
+    /// Debian's interpreter, where Tools/setup installs python3-protobuf (another `python3` earlier on PATH may
+    /// lack it).
+    static func runCheck(_ arguments: [String]) throws -> ProcessResult {
+        let directory = try TemporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [PackageRoot.path("Tools/interop/check-python-client")] + arguments
+        _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
+        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
+        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
+        try process.run()
+        process.waitUntilExit(killingAfter: 120)
+        return ProcessResult(
+            status: process.terminationStatus, reason: process.terminationReason,
+            stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
+            stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+    }
+
+    /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.
+    static func waitFor<Value>(_ process: Process, _ what: String, _ probe: () throws -> Value?) throws -> Value {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, process.isRunning {
+            if let value = try probe() { return value }
+            usleep(20_000)
+        }
+        throw NotReady(what: what, running: process.isRunning)
+    }
+
+    struct NotReady: Error, CustomStringConvertible {
+        var what: String
+        var running: Bool
+        var description: String { "no \(what) (the process \(running ? "is still running" : "exited"))" }
+    }
+
+    static func stop(_ process: Process) {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit(killingAfter: 30)
+    }
+}
