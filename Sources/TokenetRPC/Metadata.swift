@@ -98,12 +98,14 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
 
     /// Metadata received in a `CallStart`: the array is kept; only a key that is not lowercase or an entry
     /// without a value is rewritten.
+    /// Metadata as received. Keys stay as the peer wrote them: one that is not lowercase breaks the protocol, and
+    /// the server refuses it (`problem`) rather than quietly lowercasing it, so that a party under test hears of
+    /// its mistake here and not from a stricter peer later. An entry with no value reads as empty text.
     init(wire: [WireV1.MetadataEntry]) {
         self.wire = wire
         // Checked in place: copying each entry out to look at it cost a retain and a release of its key and value.
-        for index in wire.indices where wire[index].value == nil || !Self.isNormalized(wire[index].key) {
-            let entry = wire[index]
-            self.wire[index] = WireV1.MetadataEntry(key: Self.normalized(entry.key), value: entry.value ?? .text(""))
+        for index in wire.indices where wire[index].value == nil {
+            self.wire[index] = WireV1.MetadataEntry(key: wire[index].key, value: .text(""))
         }
     }
 

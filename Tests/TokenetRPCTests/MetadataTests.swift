@@ -22,9 +22,9 @@ import TokenetWire
         #expect(metadata.entries.count == 2 && metadata[text: "x-card-scheme"] == "amex")
     }
 
-    @Test func receivedEntriesAreNormalized() {
+    @Test func receivedEntriesKeepTheirKeysAndAnEmptyValueReadsAsText() {
         let metadata = Metadata(wire: [
-            WireV1.MetadataEntry(key: "Tenant", value: .text("acme")),
+            WireV1.MetadataEntry(key: "tenant", value: .text("acme")),
             WireV1.MetadataEntry(key: "empty", value: nil),
             WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f60718")),
         ])
@@ -36,6 +36,15 @@ import TokenetWire
         added.add("empty", .text(""))
         added.add(Metadata.traceIDKey, .text("a1b2c3d4e5f60718"))
         #expect(metadata == added && metadata.hashValue == added.hashValue)
+    }
+
+    /// A peer that sends a key in uppercase breaks the protocol (keys are lowercase): its call is refused, and the
+    /// message names the key as sent. The key was once lowercased on receipt, and the call served.
+    @Test func aReceivedUppercaseKeyIsRefused() {
+        let metadata = Metadata(wire: [WireV1.MetadataEntry(key: "X-Tenant", value: .text("acme"))])
+        #expect(metadata.entries.map(\.key) == ["X-Tenant"])
+        #expect(metadata.problem?.contains("metadata key \"X-Tenant\" is not valid") == true)
+        #expect(Metadata(wire: [WireV1.MetadataEntry(key: "x-tenant", value: .text("acme"))]).problem == nil)
     }
 
     @Test func settingTheTraceIDReplacesTheOneThereAndKeepsTheRest() {
