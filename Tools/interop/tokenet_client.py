@@ -95,9 +95,12 @@ class Connection:
         self.peer_identity = None
 
     @classmethod
-    def open(cls, host, port, cert, key, ca, window=0, max_frame_size=0, version=PROTOCOL_VERSION, hello=True):
+    def open(
+        cls, host, port, cert, key, ca, window=0, max_frame_size=0, version=PROTOCOL_VERSION, hello=True,
+        send_hello=True,
+    ):
         """Connects, checks that the server's certificate names a Tokenet role (URI SAN tokenet://ROLE/ID), sends
-        this side's hello and, unless `hello` is false, waits for the server's."""
+        this side's hello (unless `send_hello` is false) and, unless `hello` is false, waits for the server's."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = ssl.TLSVersion.TLSv1_3
         context.load_verify_locations(ca)
@@ -114,6 +117,8 @@ class Connection:
             sock.close()
             raise ProtocolError("the server's certificate names no single tokenet:// identity: %r" % (uris,))
         connection.peer_identity = tokenet[0]
+        if not send_hello:
+            return connection
         settings = _wire.Settings(initial_stream_window=window, max_frame_size=max_frame_size)
         connection.send(
             _wire.Frame(
@@ -141,6 +146,12 @@ class Connection:
             self.sock.unwrap().close()
         except (OSError, ValueError):
             self.sock.close()
+
+    @property
+    def initial_stream_window(self):
+        """How many message bytes this side may send on a call before the server grants more (section 7)."""
+        window = self.server_hello.settings.initial_stream_window if self.server_hello else 0
+        return window or DEFAULT_WINDOW
 
     @property
     def max_concurrent_streams(self):
