@@ -6,7 +6,7 @@ import TokenetTestSupport
 
 /// An independent client — Python's `ssl` module and `protoc --python_out` classes, written from Protos/README.md
 /// alone (`Tools/interop/tokenet_client.py`) — against a real `tsp-node` and a `tokenet-bench server` over mutual
-/// TLS: the specification is enough to talk to Tokenet, and Tokenet keeps to it byte for byte.
+/// TLS: the specification is enough to talk to Tokenet, and Tokenet keeps to it, down to its graceful shutdown.
 @Suite struct PythonClientInteropTests {
     @Test func theIndependentClientPassesEveryCheck() throws {
         let pki = DevelopmentPKI.shared
@@ -32,11 +32,15 @@ import TokenetTestSupport
 
         let result = try Self.runCheck([
             "--node", nodeAddress, "--bench", "127.0.0.1:\(benchPort)", "--pki", pki.directory.path,
+            // Last, the client stops the node with SIGTERM and checks its graceful shutdown.
+            "--shutdown-pid", "\(node.process.processIdentifier)",
         ])
         let lines = result.stdout.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 24, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 25, "\(result.stdout)")
         #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
+        node.process.waitUntilExit(killingAfter: 30)
+        #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0)
         // The node logged the three connection errors the client caused, and nothing worse than that.
         let log = try String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)
         #expect(!log.contains(" error "), "\(log)")
