@@ -5,8 +5,9 @@ import TokenetTestSupport
 @testable import TokenetNode
 
 /// An independent client — Python's `ssl` module and `protoc --python_out` classes, written from Protos/README.md
-/// alone (`Tools/interop/tokenet_client.py`) — against a real `tsp-node` and a `tokenet-bench server` over mutual
-/// TLS: the specification is enough to talk to Tokenet, and Tokenet keeps to it, down to its graceful shutdown.
+/// alone (`Tools/interop/tokenet_client.py`) — against real `tsp-node`s (one with short keepalive and idle
+/// timeouts) and a `tokenet-bench server` over mutual TLS: the specification is enough to talk to Tokenet, and
+/// Tokenet keeps to it, down to its timeouts and its graceful shutdown.
 @Suite struct PythonClientInteropTests {
     @Test func theIndependentClientPassesEveryCheck() throws {
         let pki = DevelopmentPKI.shared
@@ -16,11 +17,23 @@ import TokenetTestSupport
         let node = try LaunchedProcess(
             "tsp-node", ["--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile] + tls)
         defer { Self.stop(node.process) }
+        let timersReadyFile = data.path("timers-ready.json")
+        let timersNode = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("timers-data"), "--ready-file", timersReadyFile,
+                "--keepalive", "0.2", "--keepalive-timeout", "0.3", "--idle-timeout", "1",
+            ] + tls)
+        defer { Self.stop(timersNode.process) }
         let bench = try LaunchedProcess("tokenet-bench", ["server", "--lifetime", "300"] + tls)
         defer { Self.stop(bench.process) }
 
         let nodeAddress = try Self.waitFor(node.process, "tsp-node's ready file") {
             FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+        }
+        let timersAddress = try Self.waitFor(timersNode.process, "the second tsp-node's ready file") {
+            FileManager.default.fileExists(atPath: timersReadyFile)
+                ? try ReadyFile.read(from: timersReadyFile).listen : nil
         }
         // `tokenet-bench server` prints `PORT n ECHO m` once it listens.
         let benchPort = try Self.waitFor(bench.process, "tokenet-bench server's port") { () -> String? in
@@ -31,13 +44,14 @@ import TokenetTestSupport
         }
 
         let result = try Self.runCheck([
-            "--node", nodeAddress, "--bench", "127.0.0.1:\(benchPort)", "--pki", pki.directory.path,
+            "--node", nodeAddress, "--bench", "127.0.0.1:\(benchPort)", "--timers-node", timersAddress,
+            "--pki", pki.directory.path,
             // Last, the client stops the node with SIGTERM and checks its graceful shutdown.
             "--shutdown-pid", "\(node.process.processIdentifier)",
         ])
         let lines = result.stdout.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 25, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 28, "\(result.stdout)")
         #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
         node.process.waitUntilExit(killingAfter: 30)
         #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0)

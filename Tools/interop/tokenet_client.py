@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 # The protocol version this client speaks (Protos/README.md, section 4).
 PROTOCOL_VERSION = 1
@@ -92,6 +93,7 @@ class Connection:
         self.goaway = None
         self.server_hello = None
         self.pongs = []
+        self.pings_received = 0
         self.peer_identity = None
 
     @classmethod
@@ -244,10 +246,34 @@ class Connection:
             self.step()
         return call.responses.pop(0) if call.responses else None
 
+    def pump(self, seconds):
+        """Reads and acts on frames for `seconds` (answering pings), or until the server closes the connection."""
+        end = time.monotonic() + seconds
+        try:
+            while (left := end - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                try:
+                    self.step()
+                except (socket.timeout, TimeoutError):
+                    break
+                except (ProtocolError, ssl.SSLError, OSError):
+                    # The server closed the connection; `goaway` says why, if it said.
+                    break
+        finally:
+            self.sock.settimeout(15)
+
     def ping(self, payload):
         self.send(_wire.Frame(stream_id=0, ping=_wire.Ping(payload=payload)))
         while payload not in self.pongs:
             self.step()
+
+    def _send_best_effort(self, frame):
+        """An answer to what was read (a pong, a window grant): a server that has closed meanwhile needs none, and
+        the frames still unread (its goaway among them) say why it closed."""
+        try:
+            self.send(frame)
+        except (ssl.SSLError, OSError):
+            pass
 
     def step(self):
         """Reads one frame and acts on it as the specification says."""
@@ -255,7 +281,8 @@ class Connection:
         kind = frame.WhichOneof("kind")
         if frame.stream_id == 0:
             if kind == "ping":
-                self.send(_wire.Frame(stream_id=0, pong=_wire.Pong(payload=frame.ping.payload)))
+                self.pings_received += 1
+                self._send_best_effort(_wire.Frame(stream_id=0, pong=_wire.Pong(payload=frame.ping.payload)))
             elif kind == "pong":
                 self.pongs.append(frame.pong.payload)
             elif kind == "goaway":
@@ -275,7 +302,7 @@ class Connection:
                 # This side consumes each message as it arrives, so it grants its bytes back at once (section 7).
                 increment = len(frame.message.data)
                 if increment > 0:
-                    self.send(
+                    self._send_best_effort(
                         _wire.Frame(
                             stream_id=call.stream_id, window_update=_wire.WindowUpdate(increment=increment)
                         )
