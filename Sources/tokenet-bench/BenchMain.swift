@@ -11,6 +11,11 @@ import Foundation
 struct BenchMain {
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        // Asked for anywhere (`tokenet-bench --help`, `tokenet-bench server -h`), help wins over everything else.
+        if arguments.contains(where: { ["-h", "--help", "help"].contains($0) }) {
+            print(BenchOptions.usage)
+            return
+        }
         let command = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "run"
         if arguments.first == command { arguments.removeFirst() }
         do {
@@ -20,7 +25,6 @@ struct BenchMain {
             case "server": try await BenchServer(options: options).run()
             case "client": try await BenchClient(options: options).runAndPrint()
             case "compare": try await BenchCompare(options: options).run()
-            case "help", "-h", "--help": print(BenchOptions.usage)
             default: throw BenchError("unknown subcommand \(command)\n\(BenchOptions.usage)")
             }
         } catch {
