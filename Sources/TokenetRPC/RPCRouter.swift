@@ -191,19 +191,20 @@ public struct RPCRouter: Sendable {
         return Set(method.allowedRoles.compactMap(PeerRole.init(rawValue:)))
     }
 
-    /// Unary and server-streaming calls carry exactly one request.
+    /// Unary and server-streaming calls carry exactly one request. A client that sends none or several broke the
+    /// call protocol (Protos/README.md section 6): INTERNAL, as gRPC answers it, not a bad argument.
     nonisolated(nonsending) private static func singleRequest<Request: ProtoMessage>(
         _: Request.Type, _ call: ServerCall
     ) async throws
         -> Request
     {
         guard let data = try await call.requests.next() else {
-            throw RPCError(.invalidArgument, "the call ended without a request message")
+            throw RPCError(.internal, "the call ended without a request message")
         }
         call.connection.consumed(call.streamID, byteCount: data.count, moreExpected: false)
         let request = try decodeRequest(Request.self, data)
         guard try await call.requests.next() == nil else {
-            throw RPCError(.invalidArgument, "\(call.method) takes exactly one request message")
+            throw RPCError(.internal, "\(call.method) takes exactly one request message")
         }
         return request
     }

@@ -52,6 +52,17 @@ import TokenetWire
         #expect(try await iterator.next() == nil)
     }
 
+    /// A unary method sent no request, or two, is a broken call protocol: INTERNAL, as gRPC answers it (it was
+    /// INVALID_ARGUMENT, against Protos/README.md section 6).
+    @Test(arguments: [0, 2]) func aUnaryMethodWithoutExactlyOneRequestIsInternal(count: Int) async throws {
+        let requests = try (0..<count).map { _ in try Scalars(fInt32: 1).serializedData() }
+        let error = try await #require(throws: RPCError.self) {
+            try await Self.client().clientStreaming(path: "/tokenet.testing.v1.Echo/Unary", requests: requests)
+        }
+        #expect(error.code == .internal)
+        #expect(error.message.contains(count == 0 ? "without a request message" : "exactly one request message"))
+    }
+
     @Test func unknownPathIsUnimplemented() async throws {
         let error = try await #require(throws: RPCError.self) {
             try await Self.client().clientStreaming(path: "/tokenet.testing.v1.Echo/Nope", requests: [])
