@@ -3,27 +3,50 @@ extension RPCConnection {
     static let outboundHighWater = 1 << 20
 
     /// Returns once the call's queued messages fit in its flow-control window and the connection's outbound buffer
-    /// is below its high-water mark, or once the call or the connection is over.
+    /// is below its high-water mark, or once the call or the connection is over, or the waiting task is cancelled.
+    ///
+    /// Why cancellation ends the wait: a server handler whose deadline passes is cancelled, and a handler waiting
+    /// here for a client that grants nothing would otherwise never see it; its DEADLINE_EXCEEDED status, and the
+    /// end of the call, would wait for the client.
     func waitForSendCapacity(_ id: UInt32) async {
-        while true {
+        while !Task.isCancelled {
             let mustWait = core.withLock { core in
                 !core.closing && core.machine.streams.contains(id)
                     && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
             }
             guard mustWait else { return }
-            await withCheckedContinuation { continuation in
-                core.withLock { core in
-                    let stillFull =
-                        !core.closing && core.machine.streams.contains(id)
-                        && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
-                    if stillFull {
-                        core.capacityWaiters.append(continuation)
-                    } else {
-                        continuation.resume()
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    core.withLock { core in
+                        // Checked under the lock: a cancellation after this finds the waiter and wakes it.
+                        let stillFull =
+                            !Task.isCancelled && !core.closing && core.machine.streams.contains(id)
+                            && (core.machine.pendingBytes(id) > 0 || core.outbound.count > Self.outboundHighWater)
+                        if stillFull {
+                            core.capacityWaiters.append(continuation)
+                        } else {
+                            continuation.resume()
+                        }
                     }
                 }
+            } onCancel: {
+                wakeCapacityWaitersWhenCancelled()
             }
         }
+    }
+
+    /// `wakeCapacityWaiters` for a task cancellation handler, which never waits for `core` (see
+    /// `cancelCallWhenCancelled`): at once when the lock is free, else from the loop or a new task an instant later.
+    /// Every waiter wakes and checks again; only the cancelled one stops waiting.
+    private func wakeCapacityWaitersWhenCancelled() {
+        let wokenHere: Bool? = core.withLockIfAvailable { core in
+            wakeCapacityWaiters(&core)
+            return true
+        }
+        guard wokenHere == nil else { return }
+        let wake: @Sendable () -> Void = { [self] in core.withLock { wakeCapacityWaiters(&$0) } }
+        if let loop, loop.execute(wake) { return }
+        Task { wake() }
     }
 
     /// Lets waiting senders check again; called whenever window opens or the outbound buffer drains.

@@ -51,7 +51,7 @@ import TokenetTestSupport
         ])
         let lines = result.stdout.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 31, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 32, "\(result.stdout)")
         #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
         node.process.waitUntilExit(killingAfter: 30)
         #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0)

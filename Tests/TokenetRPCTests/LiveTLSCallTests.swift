@@ -285,14 +285,24 @@ import TokenetWire
     /// that write must still leave, and the connection must carry on. A cancelled task's write once failed as a
     /// transport error, and the server closed the connection with every other call on it. The client is raw frames,
     /// so that no `cancel` of its own can end the call before the server's deadline does.
-    @Test(arguments: [false, true]) func aPassedDeadlineEndsOnlyItsCall(streaming: Bool) async throws {
+    ///
+    /// `.windowFull`: the handler streams into a 4 KiB window the client never grants more of, so it waits for
+    /// window when its deadline passes. That wait once ignored the cancellation, and the status (with the end of
+    /// the call) waited for the client's grants, here for ever.
+    enum DeadlineCase: CaseIterable { case unary, streaming, windowFull }
+
+    @Test(.timeLimit(.minutes(1)), arguments: DeadlineCase.allCases)
+    func aPassedDeadlineEndsOnlyItsCall(_ deadlineCase: DeadlineCase) async throws {
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in
             if request.fString == "quick" { return request }
             try await Task.sleep(for: .seconds(30))
             return request
         }
-        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+        router.serverStreaming(Echo.serverStream) { request, writer, _ in
+            if request.fString == "flood" {
+                while true { try await writer.send(Scalars(fBytes: Data(count: 1000))) }
+            }
             try await writer.send(Scalars(fUint32: 1))
             try await Task.sleep(for: .seconds(30))
         }
@@ -329,10 +339,13 @@ import TokenetWire
                 }
             }
         }
-        let slow = streaming ? Echo.serverStream.path : Echo.unary.path
+        let slow = deadlineCase == .unary ? Echo.unary.path : Echo.serverStream.path
+        let window = WireV1.Settings(initialStreamWindow: deadlineCase == .windowFull ? 4096 : 0)
+        let hello = WireV1.Hello(protocolVersion: 1, settings: window)
         try await raw.write(
-            try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
-                + call(1, slow, Scalars(), timeoutMicros: 100_000))
+            try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(hello)))
+                + call(
+                    1, slow, Scalars(fString: deadlineCase == .windowFull ? "flood" : ""), timeoutMicros: 100_000))
         try await readUntilStatus(of: 1)
         #expect(statuses[1]?.code == .deadlineExceeded, "\(String(describing: statuses[1]))")
         try await raw.write(try call(3, Echo.unary.path, Scalars(fString: "quick"), timeoutMicros: nil))
