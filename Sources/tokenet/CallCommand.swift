@@ -33,7 +33,7 @@ enum CallCommand {
         Options:
           -d JSON              The request as proto3 JSON (default: {}, the empty request). For a client-streaming
                                or bidirectional method, several objects one after another, one per request.
-          -d @                 Read the request JSON from standard input.
+          -d @                 Read the request JSON from standard input (at most 16 MiB).
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
@@ -67,16 +67,30 @@ enum CallCommand {
         return "/\(name[..<separator])/\(name[name.index(after: separator)...])"
     }
 
+    /// The most `-d @` reads from standard input: sixteen times the largest message a Tokenet node accepts (its
+    /// flow-control window, 1 MiB), room for JSON's longer spelling of a request (base64, escapes, indentation) and
+    /// for several requests of a client-streaming call. Input past it could not be sent anyway, and is refused
+    /// before it is read whole rather than after it filled memory.
+    static let standardInputLimit = 16 * ConnectionSettings.defaults.initialStreamWindow
+
     /// The text of `-d`: inline JSON, standard input for `@`, or the empty request.
     static func requestText(_ data: String?) throws(CLIError) -> String {
         guard let data else { return "{}" }
         guard data == "@" else { return data }
-        let bytes = try StandardInput.readAll(command: "call")
+        let bytes = try StandardInput.readAll(
+            command: "call", limit: standardInputLimit,
+            overLimit: CLIError(
+                .usage,
+                "call: standard input holds more than \(mebibytes(standardInputLimit)) of request JSON, the most -d @ "
+                    + "reads; one request may take at most \(mebibytes(ConnectionSettings.defaults.initialStreamWindow)) "
+                    + "once encoded (the largest message a node accepts)"))
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CLIError(.usage, "call: standard input is not UTF-8 text")
         }
         return text
     }
+
+    private static func mebibytes(_ bytes: Int) -> String { "\(bytes / (1024 * 1024)) MiB" }
 
     /// Parses each JSON text as the request type; a text that does not fit is a usage error naming the field.
     static func encode(_ texts: [String], as target: CallTarget) throws(CLIError) -> [Data] {

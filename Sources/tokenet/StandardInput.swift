@@ -5,8 +5,15 @@ import Foundation
 /// `FileHandle.readDataToEndOfFile()` traps on a read error, which a directory (`< /tmp`) or a closed descriptor
 /// (`<&-`) causes; the CLI must say what went wrong and exit with a usage error instead.
 enum StandardInput {
-    /// The bytes up to end of file; throws a usage error naming the system's reason when reading fails.
-    static func readAll(command: String) throws(CLIError) -> [UInt8] {
+    /// The bytes up to end of file; throws a usage error naming the system's reason when reading fails, and
+    /// `overLimit` as soon as more than `limit` bytes have arrived.
+    ///
+    /// The rest of an input over the limit is never read: a huge file or an endless pipe (`< /dev/zero`) is refused
+    /// after `limit` bytes of memory, where reading it whole cost several times its size before anything could say
+    /// that it was too large.
+    static func readAll(command: String, limit: Int, overLimit: @autoclosure () -> CLIError) throws(CLIError)
+        -> [UInt8]
+    {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -17,6 +24,7 @@ enum StandardInput {
                 if error == EINTR { continue }
                 throw CLIError(.usage, "\(command): cannot read standard input: \(String(cString: strerror(error)))")
             }
+            guard bytes.count + count <= limit else { throw overLimit() }
             bytes += chunk[..<count]
         }
     }

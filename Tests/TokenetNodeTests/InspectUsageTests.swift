@@ -20,6 +20,38 @@ import TokenetTestSupport
         #expect(result.stderr.contains("cannot read standard input: Is a directory"), "\(result.stderr)")
     }
 
+    /// Standard input past the 16 MiB `-d @` reads is refused as soon as the limit is passed, before connecting: the
+    /// command used to read all of it (and hold several copies) whatever its size, then fail to connect here.
+    @Test func standardInputOverTheLimitIsRefusedBeforeConnecting() throws {
+        let result = try callWithServiceNameOnStandardInput(length: 16 * 1024 * 1024)
+        #expect(result.reason == .exit)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("call: standard input holds more than 16 MiB of request JSON, the most -d @ reads"),
+            "\(result.stderr)")
+        #expect(result.stderr.contains("one request may take at most 1 MiB once encoded"), "\(result.stderr)")
+    }
+
+    /// Input just under the limit is read whole and gets as far as connecting (nothing listens on `address`).
+    @Test func standardInputUnderTheLimitIsRead() throws {
+        let result = try callWithServiceNameOnStandardInput(length: 1024 * 1024)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
+    }
+
+    /// `tokenet call … -d @` with `{"service": "aaa…"}` on standard input, the name `length` bytes long.
+    private func callWithServiceNameOnStandardInput(length: Int) throws -> ProcessResult {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("request.json")
+        var json = Data(#"{"service": ""#.utf8)
+        json.append(Data(repeating: UInt8(ascii: "a"), count: length))
+        json.append(Data(#""}"#.utf8))
+        try json.write(to: URL(fileURLWithPath: path))
+        return try runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", "@", "--plaintext"],
+            standardInput: try FileHandle(forReadingFrom: URL(fileURLWithPath: path)))
+    }
+
     /// Runs `tokenet` expecting the usage error `message`.
     private func expectUsageError(
         _ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation
