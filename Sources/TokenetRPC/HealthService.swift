@@ -56,7 +56,7 @@ public final class HealthService: Sendable {
     public func register(on router: inout RPCRouter) {
         router.unary(HealthV1.Health.check) { [self] request, _ in
             guard let status = self.status(of: request.service) else {
-                throw RPCError(.notFound, "this node does not serve \(request.service)")
+                throw RPCError(.notFound, "this node does not serve \(RPCServer.shown(request.service))")
             }
             return HealthV1.HealthCheckResponse(status: status)
         }

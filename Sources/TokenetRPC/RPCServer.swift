@@ -124,12 +124,13 @@ public final class RPCServer: Sendable {
 
     // MARK: - One call
 
-    /// A method name as a status message may show it: a peer may send a name of megabytes, and a status that
-    /// echoed it whole would not fit in a frame (the connection, not the call, would fail).
-    static func shown(_ method: String) -> String {
+    /// A name a peer sent (a method, a service for health, a symbol for reflection) as a status message may show it:
+    /// a peer may send a name of megabytes, and a status that echoed it whole would print as megabytes of error (and
+    /// past the frame size would not fit in a frame, so the connection, not the call, would fail).
+    static func shown(_ name: String) -> String {
         let limit = 256
-        guard method.utf8.count > limit else { return method }
-        return String(decoding: method.utf8.prefix(limit), as: UTF8.self) + "... (\(method.utf8.count) bytes)"
+        guard name.utf8.count > limit else { return name }
+        return String(decoding: name.utf8.prefix(limit), as: UTF8.self) + "... (\(name.utf8.count) bytes)"
     }
 
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {

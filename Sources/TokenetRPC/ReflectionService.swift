@@ -96,7 +96,7 @@ public struct ReflectionService: Sendable {
     }
 
     private static func notFound(_ symbol: String) -> RPCError {
-        RPCError(.notFound, "this node serves no service, method, message or enum named '\(symbol)'")
+        RPCError(.notFound, "this node serves no service, method, message or enum named '\(RPCServer.shown(symbol))'")
     }
 
     private func describeMessages(_ roots: [any ProtoMessage.Type]) -> [ReflectionV1.MessageDescription] {

@@ -30,6 +30,18 @@ import TokenetWire
         }
     }
 
+    /// A service name of a megabyte is cut short in the status, as an unknown method's name is; the whole name used to
+    /// come back, and `tokenet call` printed a megabyte of error.
+    @Test func anUnknownServiceWithALongNameIsCutShort() async throws {
+        let client = Self.client(HealthService(services: []))
+        let name = String(repeating: "a", count: 1_000_000)
+        let error = try await #require(throws: RPCError.self) {
+            try await client.check(HealthV1.HealthCheckRequest(service: name))
+        }
+        #expect(error.code == .notFound)
+        #expect(error.message == "this node does not serve \(String(repeating: "a", count: 256))... (1000000 bytes)")
+    }
+
     @Test func watchSeesChangesAndEndsWhenTheNodeDrains() async throws {
         let health = HealthService(services: ["tokenet.testing.v1.Echo"])
         let client = Self.client(health)

@@ -136,6 +136,14 @@ import TokenetWire
         #expect(error.message.contains("'\(symbol)'"))
     }
 
+    /// A symbol of a megabyte is cut short in the status; `tokenet describe` used to print all of it back.
+    @Test func unknownLongSymbolIsCutShort() async throws {
+        let symbol = String(repeating: "a", count: 1_000_000)
+        let error = try await #require(throws: RPCError.self) { try await describe(symbol) }
+        #expect(error.code == .notFound)
+        #expect(error.message.hasSuffix("'\(String(repeating: "a", count: 256))... (1000000 bytes)'"))
+    }
+
     @Test func emptySymbolIsInvalid() async throws {
         let error = try await #require(throws: RPCError.self) { try await describe("") }
         #expect(error.code == .invalidArgument)
