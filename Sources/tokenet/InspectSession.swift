@@ -183,9 +183,13 @@ final class InspectSession: Sendable {
         }
     }
 
-    /// Prints a call's non-OK status and returns its exit status.
+    /// Prints a call's non-OK status and returns its exit status: 64 + code for the gRPC codes.
+    ///
+    /// A code outside them (from a peer's bug or a later protocol) prints as `CODE_N` and exits as UNKNOWN (66): 64 + N
+    /// is no exit status for such a code, and the shell would wrap it to another one — 64 + 192 to 0, success.
     static func report(_ error: RPCError) -> Int32 {
         printError("ERROR: \(error.code.protoValueName ?? "CODE_\(error.code.rawValue)"): \(error.message)")
-        return 64 + error.code.rawValue
+        guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
+        return 64 + StatusCode.unknown.rawValue
     }
 }

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTransport
+import TokenetWire
+
+/// Runs `tokenet call` against an in-process plaintext server whose handler ends calls with a chosen status, for the
+/// statuses no node sends on purpose.
+@Suite(.timeLimit(.minutes(2))) struct InspectStatusTests {
+    /// Serves only Health/Check (no reflection, so the CLI uses the types it knows), ending each call with `code`.
+    private static func callAServerAnswering(_ code: StatusCode) async throws -> ProcessResult {
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
+            throw RPCError(code, "a status from a later protocol")
+        }
+        let loop = try EventLoop(name: "inspect-status-test")
+        let listener = try await PlainListener.bind(on: loop)
+        let server = RPCServer(router: router)
+        let serving = Task { await server.serve(listener: listener) }
+        defer {
+            server.shutdown()
+            serving.cancel()
+        }
+        let address = "127.0.0.1:\(listener.port)"
+        let result = try await offThePool {
+            try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"])
+        }
+        await listener.close()
+        loop.shutdown()
+        return result
+    }
+
+    @Test func aKnownCodeExitsWith64PlusTheCode() async throws {
+        let result = try await Self.callAServerAnswering(.failedPrecondition)
+        #expect(result.status == 64 + 9, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
+    }
+
+    /// 64 + 192 is 256, which the shell sees as 0: the command used to report a failed call as a success.
+    @Test(arguments: [192 as Int32, 17, -1])
+    func aCodeOutsideTheGRPCCodesExitsAsUnknown(code: Int32) async throws {
+        let result = try await Self.callAServerAnswering(StatusCode(rawValue: code))
+        #expect(result.status == 64 + 2, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: CODE_\(code): a status from a later protocol\n")
+        #expect(result.stdout.isEmpty)
+    }
+}
