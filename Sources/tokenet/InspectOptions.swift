@@ -73,7 +73,10 @@ struct InspectOptions: Sendable {
             case "--cacert": caFile = try value(flag, inline)
             case "--cert": certificateFile = try value(flag, inline)
             case "--key": keyFile = try value(flag, inline)
-            case "--plaintext": plaintext = true
+            case "--plaintext":
+                // A switch: `--plaintext=false` must not turn plaintext on, as ignoring the value did.
+                guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }
+                plaintext = true
             case "--deadline": deadline = try Self.duration(try value(flag, inline), command: command)
             case "-H", "--header": try Self.addHeader(try value(flag, inline), to: &metadata, command: command)
             case "-d" where takesData, "--data" where takesData:

@@ -85,6 +85,18 @@ import TokenetTestSupport
         }
     }
 
+    /// `--plaintext` is a switch; a value given to it is refused rather than ignored, which turned plaintext on for
+    /// `--plaintext=false` (and against a TLS node failed as if the node had hung up).
+    @Test func plaintextTakesNoValue() throws {
+        for value in ["false", "true", ""] {
+            try expectUsageError(
+                ["call", address, "tokenet.health.v1.Health/Check", "--plaintext=\(value)"],
+                "call: --plaintext takes no value")
+        }
+        try expectUsageError(
+            ["wallet", "cards", address, "--plaintext=false"], "wallet cards: --plaintext takes no value")
+    }
+
     @Test func portZeroIsRefused() throws {
         try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
     }
