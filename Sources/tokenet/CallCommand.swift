@@ -28,7 +28,8 @@ enum CallCommand {
         Calls METHOD (pkg.Service/Method, /pkg.Service/Method or pkg.Service.Method) on the node at ADDR
         (HOST:PORT). The request and response types come from the node's reflection service (or, for a node
         without one, from the types this build knows). Each response prints as indented proto3 JSON; a
-        server-streaming method prints one object per message as they arrive.
+        server-streaming method prints one object per message as they arrive, until the stream ends or nobody reads
+        the output any more (| head -1 cancels the call, with exit status 0).
 
         Options:
           -d JSON              The request as proto3 JSON (default: {}, the empty request). For a client-streaming
@@ -124,13 +125,28 @@ enum CallCommand {
             try printResponse(
                 try await client.clientStreaming(path: target.path, requests: requests, options: options), target)
         case .serverStreaming:
-            let responses = try client.serverStreaming(path: target.path, request: requests[0], options: options)
-            for try await response in responses { try printResponse(response, target) }
+            try await printStream(
+                try client.serverStreaming(path: target.path, request: requests[0], options: options), target)
         case .bidirectionalStreaming:
-            let responses = try client.bidirectional(path: target.path, requests: requests, options: options)
-            for try await response in responses { try printResponse(response, target) }
+            try await printStream(
+                try client.bidirectional(path: target.path, requests: requests, options: options), target)
         }
         return 0
+    }
+
+    /// Prints each response of a stream as it arrives, until the stream ends or nobody reads standard output any
+    /// more (`tokenet call … Watch | head -1`): then the call is cancelled and the command ends with status 0, as for
+    /// any reader that stops early, rather than holding a stream that may never end for output nobody reads.
+    static func printStream(_ responses: RawResponseStream, _ target: CallTarget) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await response in responses { try printResponse(response, target) }
+            }
+            group.addTask { await StandardOutputReader.departure() }
+            // The first to finish decides: the stream's end (or its error, thrown from here), or the reader leaving.
+            try await group.next()
+            group.cancelAll()
+        }
     }
 
     static func printResponse(_ data: Data, _ target: CallTarget) throws {

@@ -146,6 +146,30 @@ import TokenetTestSupport
         #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "))
     }
 
+    /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the
+    /// command cancels the call and exits 0. It used to keep the watch open, so the shell's pipeline never returned.
+    @Test func aStreamEndsWhenNobodyReadsItsOutput() throws {
+        let output = Pipe()
+        let process = Process()
+        process.executableURL = try BuiltExecutables.url(of: "tokenet")
+        process.arguments = ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output.fileHandleForWriting
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try output.fileHandleForWriting.close()
+        let first = output.fileHandleForReading.availableData
+        #expect(String(decoding: first, as: UTF8.self).contains("SERVING_STATUS_SERVING"))
+        try output.fileHandleForReading.close()
+        let limit = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < limit { usleep(20_000) }
+        let endedByItself = !process.isRunning
+        process.waitUntilExit(killingAfter: 0)
+        #expect(endedByItself, "tokenet kept the stream open after its reader went away")
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+    }
+
     /// No handshake finishes in a microsecond: the caller's deadline ran out, which says nothing about the node.
     @Test func aDeadlineThatRunsOutWhileConnectingIsDeadlineExceeded() throws {
         let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--deadline", "1us"] + tls)
