@@ -16,8 +16,8 @@ extension Metadata {
             }
             guard key.utf8.starts(with: Self.reservedPrefix.utf8) else { continue }
             guard key == Self.traceIDKey else {
-                return "metadata key \(key) uses the prefix \(Self.reservedPrefix), which is reserved for the "
-                    + "runtime's own keys (\(Self.traceIDKey))"
+                return "metadata key \(Self.shown(key)) uses the prefix \(Self.reservedPrefix), which is reserved "
+                    + "for the runtime's own keys (\(Self.traceIDKey))"
             }
             guard case .text(let traceID)? = entry.value, Self.isValidTraceID(traceID) else {
                 return "\(Self.traceIDKey) must be \(Self.traceIDLengths.lowerBound) to "

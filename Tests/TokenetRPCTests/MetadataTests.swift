@@ -22,6 +22,17 @@ import TokenetWire
         #expect(metadata.entries.count == 2 && metadata[text: "x-card-scheme"] == "amex")
     }
 
+    /// A reserved key is named as an invalid one is, quoted and cut short; `tokenet call -H` with a long `tokenet-` key
+    /// used to get all of it back in the INVALID_ARGUMENT message.
+    @Test func aLongReservedKeyIsCutShortInTheProblem() throws {
+        var metadata = Metadata()
+        metadata.add("tokenet-" + String(repeating: "a", count: 100_000), .text("x"))
+        let problem = try #require(metadata.problem)
+        #expect(problem.hasPrefix("metadata key \"tokenet-aaa"), "\(problem.prefix(300))")
+        #expect(problem.contains("\" (cut short) uses the prefix tokenet-"), "\(problem.prefix(300))")
+        #expect(problem.utf8.count < 300, "\(problem.prefix(300))")
+    }
+
     @Test func receivedEntriesKeepTheirKeysAndAnEmptyValueReadsAsText() {
         let metadata = Metadata(wire: [
             WireV1.MetadataEntry(key: "tenant", value: .text("acme")),
