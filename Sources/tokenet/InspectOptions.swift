@@ -164,7 +164,9 @@ struct InspectOptions: Sendable {
         return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber } && text.count - digits.count <= 1
     }
 
-    /// `KEY: VALUE`; keys are case-insensitive and sent in lowercase.
+    /// `KEY: VALUE`; keys are case-insensitive and sent in lowercase. A key ending in `-bin` takes its value in
+    /// base64 and sends the bytes as a binary entry, as grpcurl does for gRPC's binary headers: metadata entries are
+    /// text or binary, and without this no binary entry could be sent (`x-bin: AQID` went out as the text "AQID").
     static func addHeader(_ text: String, to metadata: inout Metadata, command: String) throws(CLIError) {
         guard let colon = text.firstIndex(of: ":") else {
             throw CLIError(.usage, "\(command): -H: expected 'KEY: VALUE', got '\(text)'")
@@ -175,6 +177,28 @@ struct InspectOptions: Sendable {
             throw CLIError(
                 .usage, "\(command): -H: '\(key)' is not a valid metadata key (letters, digits, '-', '_', '.')")
         }
-        metadata.add(key, .text(value))
+        guard key.hasSuffix("-bin") else {
+            metadata.add(key, .text(value))
+            return
+        }
+        guard let bytes = base64(value) else {
+            throw CLIError(
+                .usage,
+                "\(command): -H: '\(key)' ends in -bin, so its value is bytes written in base64, and this value is "
+                    + "not base64")
+        }
+        metadata.add(key, .binary(bytes))
+    }
+
+    /// Standard or URL-safe base64, padding optional: what proto3 JSON takes for bytes.
+    private static func base64(_ text: String) -> Data? {
+        var normalized = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        switch normalized.utf8.count % 4 {
+        case 1: return nil
+        case 2: normalized += "=="
+        case 3: normalized += "="
+        default: break
+        }
+        return Data(base64Encoded: normalized)
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 import TokenetRPC
-import TokenetTransport
 import TokenetWire
 
 /// Runs `tokenet call` against an in-process plaintext server whose handler ends calls with a chosen status, for the
@@ -13,21 +12,9 @@ import TokenetWire
         router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
             throw RPCError(code, "a status from a later protocol")
         }
-        let loop = try EventLoop(name: "inspect-status-test")
-        let listener = try await PlainListener.bind(on: loop)
-        let server = RPCServer(router: router)
-        let serving = Task { await server.serve(listener: listener) }
-        defer {
-            server.shutdown()
-            serving.cancel()
+        return try await runTokenet(servedBy: router) { address in
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"]
         }
-        let address = "127.0.0.1:\(listener.port)"
-        let result = try await offThePool {
-            try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"])
-        }
-        await listener.close()
-        loop.shutdown()
-        return result
     }
 
     @Test func aKnownCodeExitsWith64PlusTheCode() async throws {

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetWire
+
+/// What `-H` sends, as an in-process server's handler receives it.
+@Suite(.timeLimit(.minutes(2))) struct InspectMetadataTests {
+    /// Serves Health/Check; each call fails with a message listing the metadata it received (`key=text:VALUE` or
+    /// `key=binary:HEX`), so the test can read it from the command's standard error.
+    private static func received(_ headers: [String]) async throws -> ProcessResult {
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, context) async throws -> HealthV1.HealthCheckResponse in
+            let entries = context.metadata.entries.filter { $0.key.hasPrefix("x-") }.map { entry in
+                switch entry.value {
+                case .text(let text): "\(entry.key)=text:\(text)"
+                case .binary(let data): "\(entry.key)=binary:\(data.map { String(format: "%02x", $0) }.joined())"
+                }
+            }
+            throw RPCError(.failedPrecondition, entries.joined(separator: " "))
+        }
+        return try await runTokenet(servedBy: router) { address in
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"]
+                + headers.flatMap { ["-H", $0] }
+        }
+    }
+
+    /// A key ending in -bin carries bytes written in base64 (standard or URL-safe, padding optional), as in grpcurl;
+    /// such a value used to go out as text, and no binary entry could be sent at all.
+    @Test func aBinaryKeyTakesBase64AndSendsTheBytes() async throws {
+        let result = try await Self.received(["x-id-bin: AQID", "X-Raw-Bin: _-8", "x-name: AQID"])
+        #expect(result.status == 64 + 9, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "ERROR: FAILED_PRECONDITION: x-id-bin=binary:010203 x-raw-bin=binary:ffef x-name=text:AQID\n")
+    }
+
+    @Test func aBinaryKeyWithAValueThatIsNotBase64IsAUsageError() async throws {
+        let result = try await Self.received(["x-id-bin: @@@"])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("call: -H: 'x-id-bin' ends in -bin, so its value is bytes written in base64"),
+            "\(result.stderr)")
+    }
+}
