@@ -11,6 +11,9 @@ public enum CardRejection: Sendable, Hashable, CustomStringConvertible {
     case unsupportedScheme
     /// The expiry is not written as `MM/YY`.
     case malformedExpiry
+    /// Card data (the JSON inside a JWE) gives its `expirationDate` otherwise than as a month of one or two digits
+    /// and a four-digit year from 2000, both strings.
+    case malformedExpirationDate
     /// The expiry month is outside 01–12.
     case invalidExpiryMonth(Int)
     /// The card expired at the end of this month.
@@ -29,6 +32,9 @@ public enum CardRejection: Sendable, Hashable, CustomStringConvertible {
                 + "so it cannot be tokenized"
         case .malformedExpiry:
             return "the expiry date must be written as MM/YY, for example 09/27"
+        case .malformedExpirationDate:
+            return "the card data's expirationDate must give the month as two digits and the year as four digits, "
+                + "both as strings, for example {\"month\": \"09\", \"year\": \"2027\"}"
         case .invalidExpiryMonth(let month):
             return "the expiry month \(month) is not a month; use 01 to 12"
         case .expired(let expiry):

@@ -49,7 +49,7 @@ enum EligibilityRules {
         switch rejection {
         case .nonDigitCharacters, .invalidLength, .luhnCheckFailed: .invalidCardNumber
         case .unsupportedScheme: .unsupportedScheme
-        case .malformedExpiry, .invalidExpiryMonth, .expired: .cardExpired
+        case .malformedExpiry, .malformedExpirationDate, .invalidExpiryMonth, .expired: .cardExpired
         }
     }
 }

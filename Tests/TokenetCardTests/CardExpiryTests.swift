@@ -79,9 +79,9 @@ import Testing
         let cases: [(CardData, CardRejection)] = [
             (card("4111111111111112", "12", "2027"), .luhnCheckFailed),
             (card("6011111111111117", "12", "2027"), .unsupportedScheme),
-            (card("4111111111111111", "12", "27"), .malformedExpiry),
-            (card("4111111111111111", "12", "1999"), .malformedExpiry),
-            (card("4111111111111111", "December", "2027"), .malformedExpiry),
+            (card("4111111111111111", "12", "27"), .malformedExpirationDate),
+            (card("4111111111111111", "12", "1999"), .malformedExpirationDate),
+            (card("4111111111111111", "December", "2027"), .malformedExpirationDate),
             (card("4111111111111111", "00", "2027"), .invalidExpiryMonth(0)),
             (card("4111111111111111", "9", "2026"), .expired(try CardExpiry(month: 9, year: 2026))),
         ]
@@ -93,7 +93,7 @@ import Testing
     @Test func rejectionMessagesAreDistinct() {
         let all: [CardRejection] = [
             .nonDigitCharacters, .invalidLength(12), .luhnCheckFailed, .unsupportedScheme, .malformedExpiry,
-            .invalidExpiryMonth(13), .expired(try! CardExpiry(month: 10, year: 2026)),
+            .malformedExpirationDate, .invalidExpiryMonth(13), .expired(try! CardExpiry(month: 10, year: 2026)),
         ]
         #expect(Set(all.map(\.message)).count == all.count)
         #expect(CardRejection.expired(try! CardExpiry(month: 10, year: 2026)).message.contains("10/26"))

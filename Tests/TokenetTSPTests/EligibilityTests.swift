@@ -55,6 +55,21 @@ import TokenetWire
         #expect(notParticipating.scheme == .visa)
     }
 
+    /// A wallet that writes the JWE's expiry year with two digits, or outside 2000–9999, is told how the card data
+    /// gives the expiry, not to write it as MM/YY (which is what it did).
+    @Test func aMalformedExpirationDateInCardDataSaysHowCardDataGivesIt() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        for year in ["30", "1999", "20301"] {
+            let response = try await tsp.checkEligibility(pan: TSPHarness.visa, year: year)
+            #expect(!response.eligible)
+            #expect(response.reason == .cardExpired)
+            #expect(!response.reasonMessage.contains("MM/YY"), "\(response.reasonMessage)")
+            #expect(response.reasonMessage.contains("four digits"), "\(response.reasonMessage)")
+            #expect(response.reasonMessage.contains("\"year\": \"2027\""), "\(response.reasonMessage)")
+        }
+    }
+
     @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {
         let tsp = try TSPHarness.make()
         let first = try await tsp.eligibleVisa()

@@ -51,6 +51,7 @@ import TokenetWire
         #expect(EligibilityRules.reason(for: .invalidLength(5)) == .invalidCardNumber)
         #expect(EligibilityRules.reason(for: .unsupportedScheme) == .unsupportedScheme)
         #expect(EligibilityRules.reason(for: .malformedExpiry) == .cardExpired)
+        #expect(EligibilityRules.reason(for: .malformedExpirationDate) == .cardExpired)
     }
 
     @Test func decisionsMapToTokenStates() {
