@@ -161,6 +161,7 @@ extension TspV1 {
 
         public var eligibilityData: TspV1.EligibilityData? = nil
 
+        /// Required, as is device.device_id (INVALID_ARGUMENT without them): the receipt is bound to both.
         public var walletAccountID: String = ""
 
         public var device: CardV1.DeviceInfo? = nil
@@ -353,6 +354,7 @@ extension TspV1 {
 
         public var termsAcceptedAtMs: UInt64 = 0
 
+        /// The device and wallet account of the eligibility check (PERMISSION_DENIED for others).
         public var device: CardV1.DeviceInfo? = nil
 
         public var walletAccountID: String = ""
@@ -427,7 +429,8 @@ extension TspV1 {
         /// REQUIRE_ADDITIONAL_AUTHENTICATION: the ID&V methods the issuer offers.
         public var idvMethods: [CardV1.IdvMethod] = []
 
-        /// DECLINED: why.
+        /// DECLINED: why. The wallet gets no token; the TSP keeps the declined digitization as a DEACTIVATED token in
+        /// its own records and audit trail (TspControl.ListTokens, TokenHistory).
         public var declineReason: String = ""
 
         /// Who decided: "issuer" or "stand-in".

@@ -128,15 +128,28 @@ struct  Tokenet__Card__V1__WalletRiskData
 
 
 /*
- * Card data encrypted to a key of the recipient as a JWE (compact serialization, RSA-OAEP-256 + A256GCM).
- * The plaintext is JSON: {"accountNumber", "expirationDate": {"month", "year"}, "cvv2"?, "name"?}.
+ * Card data encrypted to a key of the recipient as a JWE (RFC 7516 compact serialization, RSA-OAEP-256 +
+ * A256GCM); for the TSP, to the `current` key of Provisioning.GetEncryptionKeys.
+ * The JWE is five unpadded base64url parts joined by ".": the protected header, the content-encryption key (a
+ * fresh random 256-bit key) encrypted with RSA-OAEP using SHA-256 and MGF1-SHA-256, a 12-byte IV, the AES-256-GCM
+ * ciphertext and its 16-byte tag. The protected header is a JSON object with "alg": "RSA-OAEP-256",
+ * "enc": "A256GCM" and "kid": the recipient key's public_key_identifier (required: the recipient picks its key by
+ * it); other members are ignored, but "zip" and "crit" are refused. The GCM additional authenticated data is the
+ * ASCII of the header's base64url form, as RFC 7516 says.
+ * The plaintext is a UTF-8 JSON object whose values are all strings:
+ *   {"accountNumber": "4761000010000009", "expirationDate": {"month": "12", "year": "2029"},
+ *    "cvv2": "123", "name": "ALICE MARTIN"}
+ * accountNumber is the card number, digits only; expirationDate gives the month as two digits ("01" to "12") and
+ * the year as four ("2029", not "29"); cvv2 and name are optional. A JWE that cannot be decrypted or a plaintext
+ * of another shape (a number for the month, a missing field) is INVALID_ARGUMENT; a card number or expiry that
+ * fails the card checks makes the card ineligible with a reason.
  */
 struct  Tokenet__Card__V1__EncryptedCardData
 {
   ProtobufCMessage base;
   char *jwe;
   /*
-   * The `kid` of the recipient key (its publicKeyIdentifier).
+   * The `kid` of the recipient key (its public_key_identifier), the same as in the JWE's protected header.
    */
   char *public_key_identifier;
 };

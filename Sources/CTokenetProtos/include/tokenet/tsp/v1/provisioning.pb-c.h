@@ -129,6 +129,9 @@ struct  Tokenet__Tsp__V1__CheckEligibilityRequest
    */
   char *request_id;
   Tokenet__Tsp__V1__EligibilityData *eligibility_data;
+  /*
+   * Required, as is device.device_id (INVALID_ARGUMENT without them): the receipt is bound to both.
+   */
   char *wallet_account_id;
   Tokenet__Card__V1__DeviceInfo *device;
   Tokenet__Tsp__V1__CheckEligibilityRequest__InstrumentCase instrument_case;
@@ -199,6 +202,9 @@ struct  Tokenet__Tsp__V1__DigitizeRequest
    */
   char *accepted_terms_id;
   uint64_t terms_accepted_at_ms;
+  /*
+   * The device and wallet account of the eligibility check (PERMISSION_DENIED for others).
+   */
   Tokenet__Card__V1__DeviceInfo *device;
   char *wallet_account_id;
   Tokenet__Card__V1__WalletRiskData *risk;
@@ -230,7 +236,8 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
   size_t n_idv_methods;
   Tokenet__Card__V1__IdvMethod **idv_methods;
   /*
-   * DECLINED: why.
+   * DECLINED: why. The wallet gets no token; the TSP keeps the declined digitization as a DEACTIVATED token in
+   * its own records and audit trail (TspControl.ListTokens, TokenHistory).
    */
   char *decline_reason;
   /*
