@@ -60,13 +60,15 @@ import TokenetTestSupport
         #expect(!log.contains(" error "), "\(log)")
     }
 
-    /// Debian's interpreter, where Tools/setup installs python3-protobuf (another `python3` earlier on PATH may
-    /// lack it).
-    static func runCheck(_ arguments: [String]) throws -> ProcessResult {
+    /// Runs `script` (a path under the package root) with Debian's interpreter, where Tools/setup installs
+    /// python3-protobuf and python3-cryptography (another `python3` earlier on PATH may lack them).
+    static func runCheck(
+        _ arguments: [String], script: String = "Tools/interop/check-python-client"
+    ) throws -> ProcessResult {
         let directory = try TemporaryDirectory()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [PackageRoot.path("Tools/interop/check-python-client")] + arguments
+        process.arguments = [PackageRoot.path(script)] + arguments
         _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
         _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
         process.standardInput = FileHandle.nullDevice
