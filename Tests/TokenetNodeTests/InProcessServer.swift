@@ -1,5 +1,6 @@
 import Foundation
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 
 /// Runs `tokenet` against an in-process plaintext server that serves `router`, for what no node does on purpose (a

@@ -2,7 +2,7 @@ import Foundation
 import TokenetTestSupport
 
 /// A finished child process.
-struct ProcessResult {
+struct ProcessResult: Sendable {
     var status: Int32
     var reason: Process.TerminationReason
     var stdout: String

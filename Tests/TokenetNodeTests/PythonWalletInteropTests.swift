@@ -13,14 +13,50 @@ import TokenetTestSupport
     /// The fixture's full card numbers, which nothing may print.
     static let fixturePANs = ["4761000010000009", "2223000010000047", "4761000030000054"]
 
-    @Test func aPythonWalletProvisionsApprovedDeclinedAndSteppedUpCards() throws {
+    /// What the runs printed and how the nodes ended, gathered off the cooperative pool (`offThePool`): the runs
+    /// take seconds of waiting for child processes.
+    struct Outcome: Sendable {
+        var all: ProcessResult
+        var inactive: ProcessResult
+        var failed: ProcessResult
+        var logs: [String]
+        var nodesExitedCleanly: [Bool]
+    }
+
+    static func run() throws -> Outcome {
         let pki = DevelopmentPKI.shared
         let nodes = try Nodes.start(pki)
         defer { nodes.stop() }
         let common = ["--tsp", nodes.tsp, "--pki", pki.directory.path]
-
-        let result = try PythonClientInteropTests.runCheck(
+        let all = try PythonClientInteropTests.runCheck(
             common + ["--issuer", nodes.issuer], script: "Tools/interop/python-wallet")
+        // Without the issuer's outbox the wallet cannot get the code: the stepped-up token stays INACTIVE.
+        let inactive = try PythonClientInteropTests.runCheck(
+            common + ["--scenario", "step-up"], script: "Tools/interop/python-wallet")
+        // A card that does not end as expected fails the run: here the script is told the approved card is declined.
+        let data = try TemporaryDirectory()
+        let fixture = try String(contentsOfFile: PackageRoot.path("Tools/fixtures/issuer.json"), encoding: .utf8)
+        let wrong = fixture.replacingOccurrences(of: "\"rule\": \"decline\"", with: "\"rule\": \"declined-later\"")
+            .replacingOccurrences(
+                of: "\"digitization\": {\"rule\": \"approve\"}", with: "\"digitization\": {\"rule\": \"decline\"}")
+        try wrong.write(toFile: data.path("issuer.json"), atomically: true, encoding: .utf8)
+        let failed = try PythonClientInteropTests.runCheck(
+            common + ["--scenario", "declined", "--fixtures", data.path("issuer.json")],
+            script: "Tools/interop/python-wallet")
+        var exits: [Bool] = []
+        for node in [nodes.tspNode, nodes.issuerNode] {
+            node.process.terminate()
+            node.process.waitUntilExit(killingAfter: 30)
+            exits.append(node.process.terminationReason == .exit && node.process.terminationStatus == 0)
+        }
+        return Outcome(
+            all: all, inactive: inactive, failed: failed, logs: [nodes.tspLog, nodes.issuerLog],
+            nodesExitedCleanly: exits)
+    }
+
+    @Test func aPythonWalletProvisionsApprovedDeclinedAndSteppedUpCards() async throws {
+        let outcome = try await offThePool { try Self.run() }
+        let result = outcome.all
         let output = result.stdout
         let lines = output.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(output)\nstderr:\n\(result.stderr)")
@@ -45,12 +81,10 @@ import TokenetTestSupport
         #expect(lines.filter { $0.contains("the TSP's view (as the operator)") }.count == 3, "\(output)")
         for pan in Self.fixturePANs {
             #expect(!output.contains(pan) && !result.stderr.contains(pan))
-            #expect(!nodes.tspLog.contains(pan) && !nodes.issuerLog.contains(pan))
+            #expect(!outcome.logs.contains { $0.contains(pan) })
         }
 
-        // Without the issuer's outbox the wallet cannot get the code: the stepped-up token stays INACTIVE.
-        let inactive = try PythonClientInteropTests.runCheck(
-            common + ["--scenario", "step-up"], script: "Tools/interop/python-wallet")
+        let inactive = outcome.inactive
         #expect(inactive.status == 0, "stdout:\n\(inactive.stdout)\nstderr:\n\(inactive.stderr)")
         #expect(
             inactive.stdout.split(separator: "\n").contains {
@@ -58,24 +92,10 @@ import TokenetTestSupport
             },
             "\(inactive.stdout)")
 
-        // A card that does not end as expected fails the run: here the script is told the approved card is declined.
-        let data = try TemporaryDirectory()
-        let fixture = try String(contentsOfFile: PackageRoot.path("Tools/fixtures/issuer.json"), encoding: .utf8)
-        let wrong = fixture.replacingOccurrences(of: "\"rule\": \"decline\"", with: "\"rule\": \"declined-later\"")
-            .replacingOccurrences(
-                of: "\"digitization\": {\"rule\": \"approve\"}", with: "\"digitization\": {\"rule\": \"decline\"}")
-        try wrong.write(toFile: data.path("issuer.json"), atomically: true, encoding: .utf8)
-        let failed = try PythonClientInteropTests.runCheck(
-            common + ["--scenario", "declined", "--fixtures", data.path("issuer.json")],
-            script: "Tools/interop/python-wallet")
+        let failed = outcome.failed
         #expect(failed.status == 1, "stdout:\n\(failed.stdout)\nstderr:\n\(failed.stderr)")
         #expect(failed.stdout.contains("RESULT declined FAIL: expected DECLINED"), "\(failed.stdout)")
-
-        for node in [nodes.tspNode, nodes.issuerNode] {
-            node.process.terminate()
-            node.process.waitUntilExit(killingAfter: 30)
-            #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0)
-        }
+        #expect(outcome.nodesExitedCleanly == [true, true])
     }
 
     /// A tsp-node and an issuer-node over mutual TLS, each knowing the other, once the issuer has registered.

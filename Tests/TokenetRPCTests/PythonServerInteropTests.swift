@@ -19,7 +19,7 @@ import TokenetWire
     let ports: [String: UInt16]
     let loop: EventLoop
 
-    init() throws {
+    init() async throws {
         output = FileManager.default.temporaryDirectory.appendingPathComponent("python-server-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         // Debian's interpreter, where Tools/setup installs python3-protobuf.
@@ -35,7 +35,7 @@ import TokenetWire
         var text = ""
         while !text.contains("READY\n") {
             guard server.isRunning, Date() < deadline else { throw ServerDidNotStart(output: text) }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
             text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         }
         for line in text.split(separator: "\n") where line.hasPrefix("PORT ") {
@@ -60,14 +60,14 @@ import TokenetWire
     }
 
     /// What the server reported about `scenario`, once `expected` is among it (or after 10 s).
-    func events(_ scenario: String, awaiting expected: String? = nil) -> [String] {
+    func events(_ scenario: String, awaiting expected: String? = nil) async throws -> [String] {
         let deadline = Date().addingTimeInterval(10)
         while true {
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             let events = text.split(separator: "\n").filter { $0.hasPrefix("EVENT \(scenario) ") }
                 .map { String($0.dropFirst("EVENT \(scenario) ".count)) }
             if expected.map({ events.contains($0) }) ?? true || Date() > deadline { return events }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
@@ -89,7 +89,7 @@ import TokenetWire
         let client = RPCClient(stream: try await connect("plain"))
         let response = try await client.unary(Health.check, Request())
         #expect(response.status == .serving)
-        #expect(events("plain").contains("pong-received"))
+        #expect(try await events("plain").contains("pong-received"))
         await client.close()
     }
 
@@ -116,7 +116,7 @@ import TokenetWire
             count += 1
         }
         #expect(count == 200)
-        #expect(events("plain", awaiting: "streamed 200 messages").contains("streamed 200 messages"))
+        #expect(try await events("plain", awaiting: "streamed 200 messages").contains("streamed 200 messages"))
         await client.close()
     }
 
@@ -131,7 +131,10 @@ import TokenetWire
         }
         #expect(error.code == .resourceExhausted, "\(error)")
         #expect(try await client.unary(Health.check, Request()).status == .serving)
-        #expect(events("small-window").allSatisfy { !$0.hasPrefix("message-received") || $0.hasSuffix(" 0 bytes") })
+        #expect(
+            try await events("small-window").allSatisfy {
+                !$0.hasPrefix("message-received") || $0.hasSuffix(" 0 bytes")
+            })
         await client.close()
     }
 
@@ -143,7 +146,7 @@ import TokenetWire
         let channel = RPCChannel(backoff: backoff) { try await Self.connect(port: port, on: loop) }
         let response = try await channel.unary(Health.check, Request(), options: CallOptions(timeout: .seconds(10)))
         #expect(response.status == .serving)
-        #expect(events("goaway-first").contains("goaway-sent stream 1"))
+        #expect(try await events("goaway-first").contains("goaway-sent stream 1"))
         await channel.close()
     }
 
@@ -153,7 +156,7 @@ import TokenetWire
         let client = RPCClient(stream: try await connect("big-frame"))
         let error = try await #require(throws: RPCError.self) { try await client.unary(Health.check, Request()) }
         #expect(error.code == .unavailable, "\(error)")
-        let reported = events("big-frame", awaiting: "client-goaway GO_AWAY_CODE_FRAME_TOO_LARGE")
+        let reported = try await events("big-frame", awaiting: "client-goaway GO_AWAY_CODE_FRAME_TOO_LARGE")
         #expect(reported.contains("client-goaway GO_AWAY_CODE_FRAME_TOO_LARGE"), "\(reported)")
         await client.close()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// A node that stops ends its own work towards its peers: its notification subscription is cancelled and its
 /// connection to the TSP closes with a goaway and TLS close_notify, so the TSP sees a clean close rather than a

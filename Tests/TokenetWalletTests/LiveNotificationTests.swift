@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// The notification flows over the three real node processes and the TSP's broker, driven by the real `tokenet`:
 /// a transaction, a suspend and a resume, and an issuer message are each seen by the TSP, the wallet and the issuer

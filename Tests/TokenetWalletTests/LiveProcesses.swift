@@ -158,14 +158,6 @@ func freeLoopbackAddress() throws -> String {
     return "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
 }
 
-/// Runs blocking work (starting processes, waiting for them) on a thread of its own, so tests that run executables
-/// never hold the cooperative pool's few threads while other suites' async tests need them.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// Runs the built `tokenet` off the cooperative pool.
 func runTokenet(_ arguments: [String]) async throws -> CommandResult {
     try await offThePool { try runExecutable("tokenet", arguments) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// The wallet account the person picks with `tokenet wallet use-account`: add-card adds cards to it, so a receipt
 /// the issuer pushed to that account is redeemed there, and a restarted wallet-node keeps the choice.

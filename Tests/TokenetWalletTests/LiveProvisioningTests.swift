@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// The three real node processes over mutual TLS (issuer-node with the demo fixture), driven by the real `tokenet`
 /// CLI as the operator: every provisioning path from the wallet's side, the parties' views, and a wallet restart.

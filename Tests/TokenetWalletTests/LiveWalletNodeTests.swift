@@ -1,4 +1,5 @@
 import Testing
+import TokenetTestSupport
 
 /// A real wallet-node process over mutual TLS, driven by the real `tokenet` CLI as the operator.
 @Suite struct LiveWalletNodeTests {

@@ -1,4 +1,5 @@
 import Testing
+import TokenetTestSupport
 
 /// `tokenet wallet|issuer|tsp` refuse bad arguments with exit status 2 and a message naming the problem, before
 /// connecting anywhere (the address below has nothing listening).
