@@ -70,15 +70,36 @@ final class TSPService: Sendable {
     }
 
     /// Decrypts card data sent to the TSP; a bad JWE or unknown key is the caller's mistake, named precisely.
+    ///
+    /// `public_key_identifier` is optional, but when given it must name the key the JWE's `kid` names: a sender
+    /// whose two disagree has mixed up its keys, and the sandbox says so rather than quietly trusting the `kid`.
     func decryptCardData(_ encrypted: CardV1.EncryptedCardData?, field: String) throws -> CardData {
         guard let encrypted, !encrypted.jwe.isEmpty else {
             throw TSPError(.invalidArgument, "\(field).jwe is required: the card data encrypted to the TSP's key")
         }
+        let (kid, card): (String, CardData)
         do {
-            return try JWE.decryptCardData(encrypted.jwe, with: keyring).card
+            (kid, card) = try JWE.decryptCardData(encrypted.jwe, with: keyring)
         } catch {
             throw TSPError(.invalidArgument, "\(field) cannot be used: \(error.message)", cause: error)
         }
+        let named = encrypted.publicKeyIdentifier
+        guard named.isEmpty || named == kid else {
+            throw TSPError(
+                .invalidArgument,
+                "\(field).public_key_identifier \(Self.shownKeyID(named)) is not the key the JWE names (kid "
+                    + "\(Self.shownKeyID(kid))): give the kid of the key the card data is encrypted to, or leave it empty"
+            )
+        }
+        return card
+    }
+
+    /// A key identifier as a message shows it: quoted, and cut short (a fingerprint has 64 hex digits; a caller's
+    /// mistake may be any length).
+    static func shownKeyID(_ identifier: String) -> String {
+        let shown = identifier.unicodeScalars.prefix(20)
+        let text = String(String.UnicodeScalarView(shown)).debugDescription
+        return shown.count < identifier.unicodeScalars.count ? String(text.dropLast()) + "…\"" : text
     }
 
     /// A random, unguessable identifier: 32 bytes from the system's secure generator, base64url.

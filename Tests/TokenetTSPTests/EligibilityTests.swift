@@ -70,6 +70,22 @@ import TokenetWire
         }
     }
 
+    /// `public_key_identifier` is optional, but one that names another key than the JWE's `kid` is refused; it used
+    /// to be ignored.
+    @Test func aKeyIdentifierThatIsNotTheJWEsKidIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        var encrypted = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))
+        encrypted.publicKeyIdentifier = String(repeating: "0", count: 64)
+        let error = try await #require(throws: RPCError.self) {
+            try await tsp.checkEligibility(.encryptedCardData(encrypted))
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("public_key_identifier \"00000000000000000000…\" is not the key the JWE names"))
+        encrypted.publicKeyIdentifier = ""
+        #expect(try await tsp.checkEligibility(.encryptedCardData(encrypted)).eligible)
+    }
+
     @Test func alreadyActiveCardIsRefusedForTheSameDeviceOnly() async throws {
         let tsp = try TSPHarness.make()
         let first = try await tsp.eligibleVisa()

@@ -126,6 +126,7 @@ extension CardV1 {
         public var jwe: String = ""
 
         /// The `kid` of the recipient key (its public_key_identifier), the same as in the JWE's protected header.
+        /// Optional; when given and different from the header's `kid`, the request is refused with INVALID_ARGUMENT.
         public var publicKeyIdentifier: String = ""
 
         public init() {}

@@ -150,6 +150,7 @@ struct  Tokenet__Card__V1__EncryptedCardData
   char *jwe;
   /*
    * The `kid` of the recipient key (its public_key_identifier), the same as in the JWE's protected header.
+   * Optional; when given and different from the header's `kid`, the request is refused with INVALID_ARGUMENT.
    */
   char *public_key_identifier;
 };
