@@ -208,13 +208,16 @@ func expectSameFrames(
         #expect(decoder.bufferedByteCount == 0)
     }
 
-    /// A stream that opens with HTTP or a TLS record is named for what it is, however it is chunked; the same bytes
-    /// after a good frame are only an oversized prefix.
+    /// A stream that opens with HTTP, a TLS record or other text is named for what it is, however it is chunked; the
+    /// same bytes after a good frame are only an oversized prefix. Text once got only "a frame of 1014132851 bytes".
     @Test(arguments: [
         (Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), "the peer sent HTTP (\"GET ...\")"),
         (Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8), "the peer sent HTTP (\"PRI ...\")"),
         ([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03], "the peer sent a TLS record"),
         ([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46], "the peer sent a TLS record"),
+        (Array("<html><body>Hello</body></html>\n".utf8), "the peer sent text (\"<htm...\")"),
+        (Array("SSH-2.0-OpenSSH_9.2\r\n".utf8), "the peer sent text (\"SSH-...\")"),
+        (Array("220 mail ESMTP\r\n".utf8), "the peer sent text (\"220 ...\")"),
     ])
     func anotherProtocolIsNamed(bytes: [UInt8], message: String) throws {
         for chunkSize in [1, 3, bytes.count] {

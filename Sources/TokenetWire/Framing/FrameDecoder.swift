@@ -376,6 +376,14 @@ public struct FrameDecoder: Sendable {
                 "the peer sent HTTP (\"\(text)...\"), not a Tokenet frame: Tokenet speaks length-prefixed protobuf "
                     + "frames; use the tokenet CLI (tokenet list, describe, call)")
         }
+        // Four characters of text (an HTML page, an SSH or SMTP banner) read as a length are at least 512 MiB,
+        // above any frame size limit, so no real frame is ever taken for text.
+        if bytes.allSatisfy({ (0x20...0x7E).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            return WireError(
+                .foreignProtocol,
+                "the peer sent text (\"\(text.debugDescription.dropFirst().dropLast())...\"), not a Tokenet frame: "
+                    + "whatever answers on this address does not speak Tokenet")
+        }
         return nil
     }
 
