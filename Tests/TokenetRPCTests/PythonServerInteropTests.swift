@@ -160,4 +160,27 @@ import TokenetWire
         #expect(reported.contains("client-goaway GO_AWAY_CODE_FRAME_TOO_LARGE"), "\(reported)")
         await client.close()
     }
+
+    /// A server that completes TLS and then says nothing: a call's deadline still ends it on time, directly on a
+    /// client and through a channel.
+    @Test func aSilentServerCannotHoldACallPastItsDeadline() async throws {
+        let client = RPCClient(stream: try await connect("silent"))
+        let options = CallOptions(timeout: .milliseconds(300))
+        var started = ContinuousClock.now
+        let error = try await #require(throws: RPCError.self) {
+            try await client.unary(Health.check, Request(), options: options)
+        }
+        #expect(error.code == .deadlineExceeded, "\(error)")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let (port, loop) = (try #require(ports["silent"]), loop)
+        let channel = RPCChannel { try await Self.connect(port: port, on: loop) }
+        started = .now
+        let channelError = try await #require(throws: RPCError.self) {
+            try await channel.unary(Health.check, Request(), options: options)
+        }
+        #expect(channelError.code == .deadlineExceeded, "\(channelError)")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await events("silent").contains("connection-held"))
+        await channel.close()
+    }
 }
