@@ -183,4 +183,20 @@ import TokenetWire
         #expect(try await events("silent").contains("connection-held"))
         await channel.close()
     }
+
+    /// A status before the requests end: a client-streaming call that is sending 3 MB through a 1 MiB window the
+    /// server will never grant stops and reports the status, and the connection serves the next call.
+    @Test func aStatusBeforeTheRequestsEndStopsTheSender() async throws {
+        let client = RPCClient(stream: try await connect("early-status"))
+        let requests = (0..<300).map { _ in Data(count: 10_000) }
+        let started = ContinuousClock.now
+        let error = try await #require(throws: RPCError.self) {
+            try await client.clientStreaming(path: "/tokenet.interop.v1.Upload/Send", requests: requests)
+        }
+        #expect(error.code == .failedPrecondition && error.message == "refused before the requests", "\(error)")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let next = try await #require(throws: RPCError.self) { try await client.unary(Health.check, Request()) }
+        #expect(next.code == .failedPrecondition)
+        await client.close()
+    }
 }
