@@ -14,9 +14,13 @@ final class LaunchedProcess {
     let process = Process()
     let directory: TemporaryDirectory
 
-    init(_ name: String, _ arguments: [String]) throws {
+    convenience init(_ name: String, _ arguments: [String]) throws {
+        try self.init(executable: try BuiltExecutables.url(of: name), arguments)
+    }
+
+    init(executable: URL, _ arguments: [String]) throws {
         directory = try TemporaryDirectory()
-        process.executableURL = try BuiltExecutables.url(of: name)
+        process.executableURL = executable
         process.arguments = arguments
         _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
         _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)

@@ -80,21 +80,10 @@ import TokenetTestSupport
     static func runCheck(
         _ arguments: [String], script: String = "Tools/interop/check-python-client"
     ) throws -> ProcessResult {
-        let directory = try TemporaryDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [PackageRoot.path(script)] + arguments
-        _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
-        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
-        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
-        try process.run()
-        process.waitUntilExit(killingAfter: 120)
-        return ProcessResult(
-            status: process.terminationStatus, reason: process.terminationReason,
-            stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
-            stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+        try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/python3"), [PackageRoot.path(script)] + arguments
+        )
+        .waitForExit(limit: 120)
     }
 
     /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.
