@@ -184,19 +184,9 @@ import TokenetWire
         }
         try await raw.write(bytes)
 
-        var decoder = FrameDecoder()
-        var statuses: [UInt32: WireV1.Status] = [:]
-        var goaway: WireV1.GoAway?
-        while statuses.count < 2, goaway == nil, let chunk = try await raw.read() {
-            decoder.feed(chunk)
-            while let frame = try decoder.nextFrame() {
-                switch frame.kind {
-                case .status(let status)?: statuses[frame.streamID] = status
-                case .goaway(let value)?: goaway = value
-                default: break
-                }
-            }
-        }
+        var frames = RawFrames(raw: raw)
+        try await frames.read { $0.statuses.count == 2 }
+        let (statuses, goaway) = (frames.statuses, frames.goaway)
         #expect(goaway == nil)
         #expect(statuses[1]?.code == .invalidArgument)
         #expect(statuses[1]?.message.contains("NUL") == true, "\(String(describing: statuses[1]))")
@@ -324,21 +314,7 @@ import TokenetWire
             }
             return bytes
         }
-        var decoder = FrameDecoder()
-        var statuses: [UInt32: WireV1.Status] = [:]
-        var goaway: WireV1.GoAway?
-        func readUntilStatus(of id: UInt32) async throws {
-            while statuses[id] == nil, goaway == nil, let chunk = try await raw.read() {
-                decoder.feed(chunk)
-                while let frame = try decoder.nextFrame() {
-                    switch frame.kind {
-                    case .status(let status)?: statuses[frame.streamID] = status
-                    case .goaway(let value)?: goaway = value
-                    default: break
-                    }
-                }
-            }
-        }
+        var frames = RawFrames(raw: raw)
         let slow = deadlineCase == .unary ? Echo.unary.path : Echo.serverStream.path
         let window = WireV1.Settings(initialStreamWindow: deadlineCase == .windowFull ? 4096 : 0)
         let hello = WireV1.Hello(protocolVersion: 1, settings: window)
@@ -346,12 +322,12 @@ import TokenetWire
             try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(hello)))
                 + call(
                     1, slow, Scalars(fString: deadlineCase == .windowFull ? "flood" : ""), timeoutMicros: 100_000))
-        try await readUntilStatus(of: 1)
-        #expect(statuses[1]?.code == .deadlineExceeded, "\(String(describing: statuses[1]))")
+        try await frames.read { $0.statuses[1] != nil }
+        #expect(frames.statuses[1]?.code == .deadlineExceeded, "\(String(describing: frames.statuses[1]))")
         try await raw.write(try call(3, Echo.unary.path, Scalars(fString: "quick"), timeoutMicros: nil))
-        try await readUntilStatus(of: 3)
-        #expect(goaway == nil)
-        #expect(statuses[3]?.code == .ok, "\(String(describing: statuses[3]))")
+        try await frames.read { $0.statuses[3] != nil }
+        #expect(frames.goaway == nil)
+        #expect(frames.statuses[3]?.code == .ok, "\(String(describing: frames.statuses[3]))")
         #expect(problems.withLock { $0 } == [])
         await raw.close()
         await harness.stop()
@@ -388,6 +364,28 @@ import TokenetWire
             Issue.record("the call succeeded")
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
+        }
+    }
+}
+
+/// Frames read from a raw client connection: each call's status, and the goaway if one came.
+struct RawFrames {
+    let raw: TLSConnection
+    var decoder = FrameDecoder()
+    var statuses: [UInt32: WireV1.Status] = [:]
+    var goaway: WireV1.GoAway?
+
+    /// Reads until `done` holds, a goaway arrives or the connection ends.
+    mutating func read(until done: (Self) -> Bool) async throws {
+        while !done(self), goaway == nil, let chunk = try await raw.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                switch frame.kind {
+                case .status(let status)?: statuses[frame.streamID] = status
+                case .goaway(let value)?: goaway = value
+                default: break
+                }
+            }
         }
     }
 }
