@@ -46,6 +46,15 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                 throw WalletError(
                     .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
             }
+            // The wallet app shows the active account's cards only: a card of another account cannot be picked.
+            let account = card.account(configured: selection.configuredAccountID)
+            guard account == selection.activeWalletAccountID else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "\(card.cardRef) is in wallet account \(account), not in the active one "
+                        + "(\(selection.activeWalletAccountID)): make \(account) active first (tokenet wallet use-account)"
+                )
+            }
             let changed = try selection.select(card)
             if changed {
                 events.publish(

@@ -38,7 +38,7 @@ enum WalletCommand {
         token (tokenet issuer activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
         the wallet's caller identity and activation data (--caller overrides the caller) and prints the app's
         session, which the cardholder completes there (tokenet issuer-app authorize). use-account makes another
-        wallet account active and select-card selects one of the wallet's cards, as the person does in the wallet
+        wallet account active and select-card selects one of its cards, as the person does in the wallet
         app; the issuer app's card-data-changed listener hears each change (tokenet issuer app-view).
 
         Wallet accounts: add-card adds the card to the active wallet account; the card stays in it (cards shows

@@ -37,8 +37,8 @@ import TokenetWire
         let before = try WalletHarness(store: store)
         _ = try await before.control.addCard(WalletHarness.manual())
         _ = try await before.control.acceptTerms(.init(cardRef: "card-1"))
-        _ = try await before.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
         _ = try await before.selection.selectCard(.init(cardRef: "card-1"))
+        _ = try await before.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
 
         // A new router on the same database, as wallet-node builds after a restart.
         let after = try WalletHarness(store: store)
@@ -47,6 +47,23 @@ import TokenetWire
         #expect(!same.changed && same.selectedCardRef == "card-1")
         #expect(try await after.control.addCard(WalletHarness.manual()).walletAccountID == "wallet-account-2")
         #expect(after.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
+    }
+
+    /// The wallet app shows only the active account's cards: selecting a card of another account is refused, and
+    /// the selection stays as it was. It was accepted, and the event named the active account with the other's card.
+    @Test func aCardOfAnotherAccountCannotBeSelected() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        }
+        #expect(error.code == .failedPrecondition)
+        #expect(error.message.contains("card-1 is in wallet account \(WalletConfiguration.defaultAccountID)"))
+        _ = try await wallet.selection.setActiveWalletAccount(
+            .init(walletAccountID: WalletConfiguration.defaultAccountID))
+        #expect(try await wallet.selection.selectCard(.init(cardRef: "card-1")).selectedCardRef == "card-1")
     }
 
     @Test func aCardStoredBeforeAccountsWereRecordedStaysInTheConfiguredAccount() async throws {

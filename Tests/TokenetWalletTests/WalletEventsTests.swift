@@ -94,13 +94,14 @@ import TokenetWire
 @Suite struct WalletSelectionTests {
     @Test func settingTheActiveAccountAndSelectingACardEmitEvents() async throws {
         let wallet = try WalletHarness()
-        _ = try await wallet.control.addCard(WalletHarness.manual())
-        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
         let listener = wallet.events.subscribe()
         let account = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
         #expect(account.changed && account.activeWalletAccountID == "wallet-account-2")
         let same = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
         #expect(!same.changed)
+        // Added to the active account, the card can be selected there.
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
         let selected = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
         #expect(selected.changed && selected.selectedCardRef == "card-1")
         #expect(try await wallet.issuerApp.currentTokens(.init()).walletAccountID == "wallet-account-2")
@@ -108,6 +109,7 @@ import TokenetWire
         var iterator = listener.events.makeAsyncIterator()
         let first = await iterator.next()
         #expect(first?.kind == .activeWalletAccountChanged && first?.walletAccountID == "wallet-account-2")
+        #expect(await iterator.next()?.kind == .tokenizedCardAdded)
         let second = await iterator.next()
         #expect(second?.kind == .selectedCardChanged && second?.digitalCardID == "DNITHE000000000000000001")
         #expect(second?.walletAccountID == "wallet-account-2" && second?.sequence == 3)
