@@ -31,6 +31,11 @@ extension RPCConnection {
         }
     }
 
+    /// Server: call `id` no longer ends at the start of the shutdown (its handler ends it itself from now on).
+    func keepsThroughShutdown(_ id: UInt32) {
+        core.withLock { core in _ = core.serverCalls.update(id) { $0.endsAtShutdown = false } }
+    }
+
     /// The drain period is over: every open call ends UNAVAILABLE with `reason` and the connection closes. A write
     /// still waiting for the peer (which reads nothing) is cut by closing the stream, which fails it; otherwise the
     /// writer sends the statuses and closes the stream itself.

@@ -132,7 +132,9 @@ public struct RPCRouter: Sendable {
     }
 
     /// Registers a server-streaming handler. Its streams end UNAVAILABLE when the server shuts down (see
-    /// `Route.endsAtShutdown`), unless `endsAtShutdown` is false: for a handler that ends them itself then.
+    /// `Route.endsAtShutdown`), unless `endsAtShutdown` is false: for a handler that ends them itself then. Such a
+    /// stream still ends at shutdown while it waits for its request: its handler has not started, so nothing
+    /// would end it before the drain period is over.
     public mutating func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         allowedRoles: Set<PeerRole>? = nil,
@@ -144,7 +146,16 @@ public struct RPCRouter: Sendable {
         routes[method.path] = Route(
             kind: .serverStreaming, allowedRoles: Self.roles(allowedRoles, method), endsAtShutdown: endsAtShutdown
         ) { call, context in
-            let request = try await Self.singleRequest(Request.self, call)
+            let request: Request
+            if endsAtShutdown {
+                request = try await Self.singleRequest(Request.self, call)
+            } else {
+                // Marked only while the request is awaited; a shutdown that has begun already leaves it unmarked,
+                // and the handler then ends the stream itself as soon as its request is in.
+                let marked = call.connection.endsAtShutdown(call.streamID)
+                request = try await Self.singleRequest(Request.self, call)
+                if marked { call.connection.keepsThroughShutdown(call.streamID) }
+            }
             try await body(request, ResponseWriter(call: call), context)
         }
     }

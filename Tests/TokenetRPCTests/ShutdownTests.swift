@@ -120,6 +120,33 @@ import TokenetWire
         await serving.value
     }
 
+    /// A health watch whose request is not complete yet (the client has not half-closed) ends UNAVAILABLE as soon
+    /// as the shutdown begins. Its handler, which ends the watch itself at the drain, has not started, so the watch
+    /// used to wait out the whole drain.
+    @Test(.timeLimit(.minutes(1))) func aHealthWatchWaitingForItsRequestEndsAtOnce() async throws {
+        var router = RPCRouter()
+        HealthService(services: []).register(on: &router)
+        let (server, client, serving) = InMemoryCallTests.connect(router)
+        let (requests, responses) = try client.bidirectional(HealthV1.Health.watch.openedAsStreamForTest)
+        try await requests.send(HealthV1.HealthCheckRequest())
+        try await Task.sleep(for: .milliseconds(50))
+        let shutdown = ContinuousClock.now
+        server.shutdown()
+        let watchdog = Self.watchdog(server)
+        defer { watchdog.cancel() }
+        do {
+            for try await _ in responses {}
+            Issue.record("the watch was not ended")
+        } catch let error as RPCError {
+            // UNAVAILABLE, well before the watchdog's 10 s; the in-memory pipe, which the server closes at once,
+            // may fail the client's own last write before it reads the status, hence no check of the message.
+            #expect(error.code == .unavailable, "\(error)")
+            #expect(!error.message.contains("watchdog"), "\(error)")
+            #expect(ContinuousClock.now - shutdown < .seconds(5))
+        }
+        await serving.value
+    }
+
     /// `endDrain` ends what the drain left — here a call whose client never ends its requests — with UNAVAILABLE,
     /// and the connection closes.
     @Test(.timeLimit(.minutes(1))) func theEndOfTheDrainEndsTheCallsLeft() async throws {
