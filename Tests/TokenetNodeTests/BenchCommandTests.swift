@@ -15,8 +15,8 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(2))) func callsWithDeadlinesAreMeasuredAndLabelled() throws {
-        let result = try LaunchedProcess.run(
+    @Test(.timeLimit(.minutes(2))) func callsWithDeadlinesAreMeasuredAndLabelled() async throws {
+        let result = try await LaunchedProcess.run(
             "tokenet-bench",
             ["run", "--seconds", "0.3", "--warmup", "0", "--cases", "pingpong,async64,stream", "--deadline-ms", "5000"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -30,8 +30,8 @@ import Testing
     }
 
     /// The transport floor runs on the server's second port, and its echoes are checked like the calls'.
-    @Test(.timeLimit(.minutes(2))) func theTransportEchoIsMeasuredBesidePingPong() throws {
-        let result = try LaunchedProcess.run(
+    @Test(.timeLimit(.minutes(2))) func theTransportEchoIsMeasuredBesidePingPong() async throws {
+        let result = try await LaunchedProcess.run(
             "tokenet-bench", ["run", "--seconds", "0.3", "--warmup", "0", "--cases", "transport,pingpong"])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = Self.results(result.stdout)
@@ -43,8 +43,8 @@ import Testing
         }
     }
 
-    @Test func aDeadlineOutOfRangeIsRefused() throws {
-        let result = try LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
+    @Test func aDeadlineOutOfRangeIsRefused() async throws {
+        let result = try await LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("--deadline-ms needs milliseconds from 1 to 3600000, not 0"), "\(result.stderr)")
     }

@@ -5,15 +5,15 @@ import Testing
 /// took `--help` for an unknown option of `run` and failed.
 @Suite struct BenchUsageTests {
     @Test(arguments: [["--help"], ["-h"], ["help"], ["server", "--help"], ["compare", "-h"]])
-    func helpPrintsTheUsage(arguments: [String]) throws {
-        let result = try LaunchedProcess.run("tokenet-bench", arguments)
+    func helpPrintsTheUsage(arguments: [String]) async throws {
+        let result = try await LaunchedProcess.run("tokenet-bench", arguments)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("usage: tokenet-bench [run]"), "\(result.stdout)")
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func anUnknownOptionIsNamed() throws {
-        let result = try LaunchedProcess.run("tokenet-bench", ["--bogus"])
+    @Test func anUnknownOptionIsNamed() async throws {
+        let result = try await LaunchedProcess.run("tokenet-bench", ["--bogus"])
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("tokenet-bench: unknown option --bogus\n"), "\(result.stderr)")
     }

@@ -3,8 +3,8 @@ import Testing
 
 /// Runs the built `tokenet` executable end to end.
 @Suite struct DemoCommandTests {
-    @Test func demoStartsThreeNodesAndStopsThemCleanly() throws {
-        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", "60"])
+    @Test func demoStartsThreeNodesAndStopsThemCleanly() async throws {
+        let result = try await LaunchedProcess.run("tokenet", ["demo", "--timeout", "60"])
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         // Lines look like "  ready tsp-node pid=1234 listen=127.0.0.1:40001".
         let ready = result.stdout.split(separator: "\n").compactMap { line -> (String, Int32)? in
@@ -19,44 +19,44 @@ import Testing
         #expect(result.stdout.components(separatedBy: "exited with status 0").count == 4)
     }
 
-    @Test func unknownCommandIsAUsageError() throws {
-        let result = try LaunchedProcess.run("tokenet", ["provision-everything"])
+    @Test func unknownCommandIsAUsageError() async throws {
+        let result = try await LaunchedProcess.run("tokenet", ["provision-everything"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("unknown command 'provision-everything'"))
         #expect(result.stderr.contains("demo"))
     }
 
-    @Test func noCommandPrintsTheUsageOnStderr() throws {
-        let result = try LaunchedProcess.run("tokenet", [])
+    @Test func noCommandPrintsTheUsageOnStderr() async throws {
+        let result = try await LaunchedProcess.run("tokenet", [])
         #expect(result.status == 2)
         #expect(result.stdout.isEmpty, "\(result.stdout)")
         #expect(result.stderr.contains("Usage: tokenet COMMAND [OPTIONS]"))
-        let help = try LaunchedProcess.run("tokenet", ["--help"])
+        let help = try await LaunchedProcess.run("tokenet", ["--help"])
         #expect(help.status == 0)
         #expect(help.stderr.isEmpty)
         #expect(help.stdout.contains("Usage: tokenet COMMAND [OPTIONS]"))
         #expect(help.stdout == result.stderr)
     }
 
-    @Test func demoRejectsBadTimeout() throws {
-        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", "soon"])
+    @Test func demoRejectsBadTimeout() async throws {
+        let result = try await LaunchedProcess.run("tokenet", ["demo", "--timeout", "soon"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--timeout"))
     }
 
     /// The message states the range the value is checked against: 0 itself is refused, so it is not "between 0 and".
     @Test(arguments: ["0", "-1", "3601", "nan"])
-    func demoTimeoutOutOfRangeStatesTheRange(value: String) throws {
-        let result = try LaunchedProcess.run("tokenet", ["demo", "--timeout", value])
+    func demoTimeoutOutOfRangeStatesTheRange(value: String) async throws {
+        let result = try await LaunchedProcess.run("tokenet", ["demo", "--timeout", value])
         #expect(result.status == 2)
         #expect(
             result.stderr.contains("--timeout: expected seconds above 0 and at most 3600, got '\(value)'"),
             "\(result.stderr)")
     }
 
-    @Test func everySubcommandHasHelp() throws {
+    @Test func everySubcommandHasHelp() async throws {
         for command in ["demo", "version", "help"] {
-            let result = try LaunchedProcess.run("tokenet", [command, "--help"])
+            let result = try await LaunchedProcess.run("tokenet", [command, "--help"])
             #expect(result.status == 0)
             #expect(result.stdout.contains("Usage: tokenet \(command)"))
         }

@@ -40,8 +40,8 @@ import TokenetTestSupport
         ["--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key")]
     }
 
-    @Test func listShowsTheServedServices() throws {
-        let result = try runTokenet(["list", address] + tls)
+    @Test func listShowsTheServedServices() async throws {
+        let result = try await runTokenet(["list", address] + tls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout
@@ -52,8 +52,8 @@ import TokenetTestSupport
                 + "tokenet.tsp.v1.TspControl\n")
     }
 
-    @Test func listShowsAServicesMethodsWithTheirTypes() throws {
-        let result = try runTokenet(["list", address, "tokenet.health.v1.Health"] + tls)
+    @Test func listShowsAServicesMethodsWithTheirTypes() async throws {
+        let result = try await runTokenet(["list", address, "tokenet.health.v1.Health"] + tls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout.split(separator: "\n") == [
@@ -79,14 +79,14 @@ import TokenetTestSupport
         }
     }
 
-    @Test func describeMessageShowsJSONNames() throws {
-        let result = try runTokenet(["describe", address, "tokenet.reflection.v1.MethodDescription"] + tls)
+    @Test func describeMessageShowsJSONNames() async throws {
+        let result = try await runTokenet(["describe", address, "tokenet.reflection.v1.MethodDescription"] + tls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#"  string request_type = 3 [json_name = "requestType"];"#))
     }
 
-    @Test func describeUnknownSymbolIsNotFound() throws {
-        let result = try runTokenet(["describe", address, "tokenet.nothing.v1.Nothing"] + tls)
+    @Test func describeUnknownSymbolIsNotFound() async throws {
+        let result = try await runTokenet(["describe", address, "tokenet.nothing.v1.Nothing"] + tls)
         #expect(result.status == 64 + 5)
         #expect(result.stderr.hasPrefix("ERROR: NOT_FOUND: "))
         #expect(result.stderr.contains("'tokenet.nothing.v1.Nothing'"))
@@ -94,34 +94,34 @@ import TokenetTestSupport
     }
 
     /// The TLS files come from the environment here.
-    @Test func callHealthCheckPrintsTheResponseAsJSON() throws {
+    @Test func callHealthCheckPrintsTheResponseAsJSON() async throws {
         let environment = [
             "TOKENET_CACERT": pki.path("ca.pem"), "TOKENET_CERT": pki.path("operator.pem"),
             "TOKENET_KEY": pki.path("operator.key"),
         ]
-        let result = try runTokenet(
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", "{}"], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
     }
 
-    @Test func callReadsTheRequestFromStandardInput() throws {
-        let result = try runTokenet(
+    @Test func callReadsTheRequestFromStandardInput() async throws {
+        let result = try await runTokenet(
             ["call", address, "/tokenet.health.v1.Health/Check", "-d", "@", "-H", "X-Request-Id: 42"] + tls,
             stdin: #"{"service": "tokenet.reflection.v1.Reflection"}"#)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""status": "SERVING_STATUS_SERVING""#))
     }
 
-    @Test func callToAnUnknownMethodIsUnimplemented() throws {
-        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Nope", "-d", "{}"] + tls)
+    @Test func callToAnUnknownMethodIsUnimplemented() async throws {
+        let result = try await runTokenet(["call", address, "tokenet.health.v1.Health/Nope", "-d", "{}"] + tls)
         #expect(result.status == 64 + 12)
         #expect(result.stderr.hasPrefix("ERROR: UNIMPLEMENTED: "))
         #expect(result.stderr.contains("/tokenet.health.v1.Health/Nope"))
     }
 
-    @Test func callWithBadJSONNamesTheField() throws {
-        let result = try runTokenet(
+    @Test func callWithBadJSONNamesTheField() async throws {
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{"servce": ""}"#] + tls)
         #expect(result.status == 2)
         #expect(result.stderr.contains("tokenet.health.v1.HealthCheckRequest"))
@@ -130,16 +130,16 @@ import TokenetTestSupport
     }
 
     /// `-d` may hold several JSON objects, one per request; a unary method takes exactly one.
-    @Test func callOfAUnaryMethodWithTwoRequestsIsAUsageError() throws {
-        let result = try runTokenet(
+    @Test func callOfAUnaryMethodWithTwoRequestsIsAUsageError() async throws {
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{} {"service": "}{"}"#] + tls)
         #expect(result.status == 2)
         #expect(result.stderr.contains("takes exactly one request message; -d holds 2"))
     }
 
     /// Watch sends the current status and then waits for changes; none come, so the deadline ends the call.
-    @Test func watchPrintsTheFirstStatusThenEndsAtTheDeadline() throws {
-        let result = try runTokenet(
+    @Test func watchPrintsTheFirstStatusThenEndsAtTheDeadline() async throws {
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--deadline", "3s"] + tls)
         #expect(result.status == 64 + 4, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
@@ -171,14 +171,15 @@ import TokenetTestSupport
     }
 
     /// No handshake finishes in a microsecond: the caller's deadline ran out, which says nothing about the node.
-    @Test func aDeadlineThatRunsOutWhileConnectingIsDeadlineExceeded() throws {
-        let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "--deadline", "1us"] + tls)
+    @Test func aDeadlineThatRunsOutWhileConnectingIsDeadlineExceeded() async throws {
+        let result = try await runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "--deadline", "1us"] + tls)
         #expect(result.status == 64 + 4, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "), "\(result.stderr)")
         #expect(result.stderr.contains("while connecting to \(address)"), "\(result.stderr)")
     }
 
-    @Test func plaintextCallsReachAPlaintextNode() throws {
+    @Test func plaintextCallsReachAPlaintextNode() async throws {
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
         let plain = try LaunchedProcess(
@@ -189,26 +190,26 @@ import TokenetTestSupport
             plain.process.waitUntilExit()
         }
         let plainAddress = try Self.waitForReadyFile(readyFile, of: plain.process).listen
-        let result = try runTokenet(["call", plainAddress, "tokenet.health.v1.Health/Check", "--plaintext"])
+        let result = try await runTokenet(["call", plainAddress, "tokenet.health.v1.Health/Check", "--plaintext"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
     }
 
-    @Test func plaintextClientOfATLSNodeFailsClearly() throws {
-        let result = try runTokenet(
+    @Test func plaintextClientOfATLSNodeFailsClearly() async throws {
+        let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "5s"])
         #expect(result.status != 0)
         #expect(result.stderr.hasPrefix("ERROR: UNAVAILABLE") || result.stderr.contains("cannot connect"))
     }
 
-    @Test func missingTLSFilesAreAUsageError() throws {
-        let result = try runTokenet(["list", address, "--cacert", pki.path("ca.pem")], environment: [:])
+    @Test func missingTLSFilesAreAUsageError() async throws {
+        let result = try await runTokenet(["list", address, "--cacert", pki.path("ca.pem")], environment: [:])
         #expect(result.status == 2)
         #expect(result.stderr.contains("missing --cert, --key"))
     }
 
-    @Test func aKeyThatDoesNotMatchTheCertificateIsAConnectionFailure() throws {
-        let result = try runTokenet(
+    @Test func aKeyThatDoesNotMatchTheCertificateIsAConnectionFailure() async throws {
+        let result = try await runTokenet(
             [
                 "list", address, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
                 pki.path("tsp.key"),
@@ -220,8 +221,8 @@ import TokenetTestSupport
 
     /// The node checks a client's certificate after the client's TLS 1.3 handshake; its refusal arrives as an alert,
     /// which the command reports as a certificate to fix (exit status 1), with the node's reason.
-    @Test func aCertificateFromAnotherCAIsRefusedWithTheReason() throws {
-        let result = try runTokenet(
+    @Test func aCertificateFromAnotherCAIsRefusedWithTheReason() async throws {
+        let result = try await runTokenet(
             [
                 "call", address, "tokenet.health.v1.Health/Check", "--deadline", "20s", "--cacert", pki.path("ca.pem"),
                 "--cert", pki.path("untrusted/operator.pem"), "--key", pki.path("untrusted/operator.key"),
@@ -233,9 +234,9 @@ import TokenetTestSupport
     }
 
     /// What the node would refuse anyway is found before connecting, with a reason that names the file.
-    @Test func aCertificateWithoutATokenetIdentityIsRefusedBeforeConnecting() throws {
+    @Test func aCertificateWithoutATokenetIdentityIsRefusedBeforeConnecting() async throws {
         for name in ["plain", "ca"] {
-            let result = try runTokenet(
+            let result = try await runTokenet(
                 [
                     "call", address, "tokenet.health.v1.Health/Check", "--cacert", pki.path("ca.pem"), "--cert",
                     pki.path("\(name).pem"), "--key", pki.path("\(name).key"),
@@ -246,15 +247,15 @@ import TokenetTestSupport
         }
     }
 
-    @Test func aRefusedConnectionIsAConnectionFailure() throws {
-        let result = try runTokenet(["list", "127.0.0.1:1"] + tls)
+    @Test func aRefusedConnectionIsAConnectionFailure() async throws {
+        let result = try await runTokenet(["list", "127.0.0.1:1"] + tls)
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot connect to 127.0.0.1:1"))
     }
 
-    @Test func everyInspectingCommandHasHelp() throws {
+    @Test func everyInspectingCommandHasHelp() async throws {
         for command in ["list", "describe", "call"] {
-            let result = try runTokenet([command, "--help"])
+            let result = try await runTokenet([command, "--help"])
             #expect(result.status == 0)
             #expect(result.stdout.hasPrefix("Usage: tokenet \(command) ADDR"))
             #expect(result.stdout.contains("--cacert FILE"))
@@ -274,6 +275,13 @@ import TokenetTestSupport
     struct NodeDidNotStart: Error {
         var running: Bool
     }
+}
+
+/// `runTokenet` for async tests: the same, waiting off the cooperative pool (`offThePool`).
+func runTokenet(
+    _ arguments: [String], stdin: String = "", environment: [String: String]? = nil
+) async throws -> ProcessResult {
+    try await offThePool { try runTokenet(arguments, stdin: stdin, environment: environment) as ProcessResult }
 }
 
 /// Runs the built `tokenet` with `stdin` (or the open file `standardInput`) as its standard input and, when given,

@@ -35,6 +35,12 @@ final class LaunchedProcess {
         try LaunchedProcess(name, arguments).waitForExit()
     }
 
+    /// Runs to completion, waiting off the cooperative pool (`offThePool`): what async tests call, so that a long
+    /// child (the demo, a benchmark) never holds one of the pool's few threads.
+    static func run(_ name: String, _ arguments: [String]) async throws -> ProcessResult {
+        try await offThePool { try LaunchedProcess.run(name, arguments) as ProcessResult }
+    }
+
     /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
     /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
     func waitForExit(limit: Double = 120) throws -> ProcessResult {

@@ -314,20 +314,20 @@ import TokenetWire
     }
 
     @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
-    func badOptionExitsWithStatusTwo(node: String) throws {
-        let result = try LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])
+    func badOptionExitsWithStatusTwo(node: String) async throws {
+        let result = try await LaunchedProcess.run(node, ["--plaintext", "--no-such-flag"])
         #expect(result.reason == .exit)
         #expect(result.status == 2)
         #expect(result.stderr.contains("unknown option '--no-such-flag'"))
         #expect(result.stdout.isEmpty)
     }
 
-    @Test func helpListsThePeersOfEachNode() throws {
-        let wallet = try LaunchedProcess.run("wallet-node", ["--help"])
+    @Test func helpListsThePeersOfEachNode() async throws {
+        let wallet = try await LaunchedProcess.run("wallet-node", ["--help"])
         #expect(wallet.status == 0)
         #expect(wallet.stdout.contains("--tsp HOST:PORT"))
         #expect(wallet.stdout.contains("--issuer HOST:PORT"))
-        let issuer = try LaunchedProcess.run("issuer-node", ["--help"])
+        let issuer = try await LaunchedProcess.run("issuer-node", ["--help"])
         #expect(issuer.stdout.contains("--tsp HOST:PORT"))
         #expect(issuer.stdout.contains("--wallet HOST:PORT"))
         #expect(issuer.stdout.contains("--fixtures FILE"))

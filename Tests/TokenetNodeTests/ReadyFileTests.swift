@@ -40,9 +40,9 @@ import Testing
     }
 
     /// A node with an unusable --ready-file stops with status 2 before it prints READY or binds.
-    @Test func aNodeWithAnUnwritableReadyFileNeverSaysReady() throws {
+    @Test func aNodeWithAnUnwritableReadyFileNeverSaysReady() async throws {
         let directory = try TemporaryDirectory()
-        let result = try LaunchedProcess.run(
+        let result = try await LaunchedProcess.run(
             "tsp-node",
             [
                 "--plaintext", "--data-dir", directory.path("data"), "--ready-file",
