@@ -794,12 +794,26 @@ extension TspV1 {
     public enum TokenLifecycle {
         public static let serviceName = "tokenet.tsp.v1.TokenLifecycle"
 
-        /// One token. A wallet acts only on the tokens digitized through it; an operator acts for the TSP on any token.
+        /// One token. A wallet acts only on the tokens digitized through it, that is by the wallet node its certificate names
+        /// (tokenet://wallet/NODE_ID), whichever of that wallet's accounts holds the token: wallet accounts are the wallet
+        /// provider's, and the request names none. An operator acts for the TSP on any token. The actions follow TokenState
+        /// (card.proto): SUSPEND an ACTIVE token, RESUME a SUSPENDED one, DELETE one that is not DEACTIVATED (a deleted token
+        /// never changes again). A change is stored, then published as a CPS CARD_STATE notification (notifications.proto) to
+        /// the token's wallet and its issuer's app, with `initiator` "wallet" or "tsp", before the call is answered (should
+        /// the broker fail, the change stands and the TSP logs the failure); a refused call changes and publishes nothing.
+        /// Refusals: INVALID_ARGUMENT (no digital_card_id, no action, a reason_code missing or not 1-64 characters of A-Z, 0-9
+        /// and _), NOT_FOUND (no such token), PERMISSION_DENIED (a wallet's call on a token digitized through another wallet),
+        /// FAILED_PRECONDITION (an action the token's state does not allow: suspending a SUSPENDED token, resuming an ACTIVE
+        /// one, any action on a DEACTIVATED one, deleting it again included).
         public static let changeTokenState = MethodDescriptor<TspV1.ChangeTokenStateRequest, TspV1.ChangeTokenStateResponse>(
             service: serviceName, name: "ChangeTokenState", kind: .unary, allowedRoles: ["wallet", "operator"]
         )
 
-        /// Up to 10 of the issuer's tokens in one call (e.g. a lost card), with a result per token.
+        /// Up to 10 of the issuer's tokens in one call (e.g. a lost card), with a result per token. The call fails as a
+        /// whole with INVALID_ARGUMENT (no ids, more than 10, an id twice, no action or reason_code) or PERMISSION_DENIED
+        /// (the calling issuer node has registered no issuer, issuers.proto); otherwise each token is changed, and
+        /// published with `initiator` "issuer", as ChangeTokenState does, or refused in its result: NOT_FOUND,
+        /// PERMISSION_DENIED (another issuer's token) or FAILED_PRECONDITION.
         public static let changeIssuerTokenStates = MethodDescriptor<TspV1.ChangeIssuerTokenStatesRequest, TspV1.ChangeIssuerTokenStatesResponse>(
             service: serviceName, name: "ChangeIssuerTokenStates", kind: .unary, allowedRoles: ["issuer"]
         )
