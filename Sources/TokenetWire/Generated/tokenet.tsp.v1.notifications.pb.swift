@@ -10,7 +10,8 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__subscribe_request())
         }
 
-        /// At most this many messages sent and not yet acknowledged; 0 means the broker's default (64). The broker caps it.
+        /// At most this many messages sent and not yet acknowledged; 0 means the broker's default (64). The broker caps it
+        /// at 4096.
         public var maxInFlight: UInt32 = 0
 
         public init() {}
@@ -554,7 +555,8 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__queue_status_request())
         }
 
-        /// Operators name a queue ("wallet/wallet-1"); subscribers leave it empty for their own.
+        /// Operators name a queue ("wallet/wallet-1"); subscribers leave it empty (or name their own) for their own, and
+        /// naming another is PERMISSION_DENIED.
         public var subscriber: String = ""
 
         public init() {}
@@ -646,12 +648,19 @@ extension TspV1 {
         /// Opens the caller's queue: every unacknowledged message, oldest first, then new ones as they are published, with
         /// at most `max_in_flight` sent and not yet acknowledged at a time. A second Subscribe on the same queue replaces
         /// the first (whose stream ends with ABORTED); messages sent on the old stream and not acknowledged are sent again.
+        /// So are those of a stream that ended otherwise (the connection lost or closed, the call cancelled, the TSP
+        /// restarted): the next Subscribe sends them first, with `delivery_attempt` increased. Messages published while the
+        /// subscriber has no stream wait in its queue. The stream has no end of its own (give it no deadline); the TSP ends
+        /// it with UNAVAILABLE when it shuts down (Protos/README.md, section 9), and the subscriber subscribes again.
         public static let subscribe = MethodDescriptor<TspV1.SubscribeRequest, TspV1.Notification>(
             service: serviceName, name: "Subscribe", kind: .serverStreaming, allowedRoles: ["wallet", "issuer"]
         )
 
-        /// Removes acknowledged messages from the caller's queue; they are never sent again. Unknown or already
-        /// acknowledged ids are counted, not errors, so a retried acknowledgement is harmless.
+        /// Removes acknowledged messages from the caller's queue; they are never sent again, and their room in the
+        /// `max_in_flight` window goes to the next messages. Any message of the queue may be acknowledged, on any
+        /// connection, whichever stream sent it. Unknown or already acknowledged ids are counted, not errors, so a
+        /// retried acknowledgement is harmless. At most 10,000 ids per call (more is INVALID_ARGUMENT); an empty list is
+        /// answered with zero counts.
         public static let acknowledge = MethodDescriptor<TspV1.AcknowledgeRequest, TspV1.AcknowledgeResponse>(
             service: serviceName, name: "Acknowledge", kind: .unary, allowedRoles: ["wallet", "issuer"]
         )

@@ -42,7 +42,8 @@ struct  Tokenet__Tsp__V1__SubscribeRequest
 {
   ProtobufCMessage base;
   /*
-   * At most this many messages sent and not yet acknowledged; 0 means the broker's default (64). The broker caps it.
+   * At most this many messages sent and not yet acknowledged; 0 means the broker's default (64). The broker caps it
+   * at 4096.
    */
   uint32_t max_in_flight;
 };
@@ -287,7 +288,8 @@ struct  Tokenet__Tsp__V1__QueueStatusRequest
 {
   ProtobufCMessage base;
   /*
-   * Operators name a queue ("wallet/wallet-1"); subscribers leave it empty for their own.
+   * Operators name a queue ("wallet/wallet-1"); subscribers leave it empty (or name their own) for their own, and
+   * naming another is PERMISSION_DENIED.
    */
   char *subscriber;
 };
