@@ -83,8 +83,10 @@ extension IssuerV1 {
 
         public var encryptedCardData: CardV1.EncryptedCardData? = nil
 
+        /// The card number masked down to its last four digits.
         public var maskedPAN: String = ""
 
+        /// The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.
         public var digitalCardID: String = ""
 
         public var tokenLast4: String = ""
@@ -155,7 +157,8 @@ extension IssuerV1 {
         /// DECLINED: why.
         public var reason: String = ""
 
-        /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered.
+        /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered, each with an id unique among them (such as "otp-sms")
+        /// and its destination masked (`masked_value`).
         public var idvMethods: [CardV1.IdvMethod] = []
 
         /// The issuer's account the card belongs to (e.g. "acc-chloe-credit"), for every decision on a card it knows.
@@ -196,12 +199,20 @@ extension IssuerV1 {
     public enum IssuerDecisions {
         public static let serviceName = "tokenet.issuer.v1.IssuerDecisions"
 
-        /// The issuer's own eligibility answer for one of its cards.
+        /// The issuer's own eligibility answer for one of its cards, during the wallet's Provisioning.CheckEligibility,
+        /// after the TSP's own checks passed. Not eligible: the wallet is told ISSUER_DECLINED with `reason`. An error or
+        /// no answer in time: the TSP's checks stand, and the issuer is asked again at digitization.
         public static let checkCardEligibility = MethodDescriptor<IssuerV1.CardEligibilityRequest, IssuerV1.CardEligibilityResponse>(
             service: serviceName, name: "CheckCardEligibility", kind: .unary, allowedRoles: ["tsp"]
         )
 
-        /// Approve, decline, or ask for ID&V before a token for one of its cards becomes active.
+        /// Approve, decline, or ask for ID&V before a token for one of its cards becomes active, during the wallet's
+        /// Provisioning.Digitize. APPROVED: the token is ACTIVE. DECLINED: the wallet gets no token (the TSP keeps it
+        /// DEACTIVATED for its audit trail) and `reason`. REQUIRE_ADDITIONAL_AUTHENTICATION: the token stays INACTIVE and
+        /// the wallet is offered `idv_methods`; for an OTP method the TSP later calls IssuerOtp.SendOtp with the method's
+        /// id and this digital_card_id. An error, no answer in time or an UNSPECIFIED decision: the TSP's stand-in rule
+        /// decides (the wallet sees decided_by "stand-in"). The TSP may ask again for the same digital_card_id when it
+        /// resumes a digitization it did not finish.
         public static let authorizeDigitization = MethodDescriptor<IssuerV1.AuthorizeDigitizationRequest, IssuerV1.AuthorizeDigitizationResponse>(
             service: serviceName, name: "AuthorizeDigitization", kind: .unary, allowedRoles: ["tsp"]
         )

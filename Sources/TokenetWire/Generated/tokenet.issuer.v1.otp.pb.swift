@@ -10,14 +10,18 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__send_otp_request())
         }
 
+        /// The token the issuer stepped up (AuthorizeDigitizationRequest.digital_card_id).
         public var digitalCardID: String = ""
 
+        /// The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL).
         public var methodID: String = ""
 
         public var type: CardV1.IdvMethodType = CardV1.IdvMethodType(rawValue: 0)
 
+        /// Six decimal digits, for the cardholder to enter in the wallet.
         public var code: String = ""
 
+        /// When the code expires, in milliseconds since the Unix epoch.
         public var expiresAtMs: UInt64 = 0
 
         public init() {}
@@ -241,6 +245,9 @@ extension IssuerV1 {
 extension IssuerV1 {
     /// The TSP generates each code (it alone keeps the code's digest and checks it); the issuer delivers it to the
     /// cardholder's phone or e-mail, which it alone knows. Delivery is simulated by the issuer's outbox.
+    /// The TSP calls SendOtp (tsp role) when the wallet selects an OTP method the issuer offered in
+    /// AuthorizeDigitization, and on each resend. An error fails the wallet's SelectIdvMethod or ResendOtp with
+    /// UNAVAILABLE; the code stays valid and the wallet asks for a resend. The issuer never logs the code.
     public enum IssuerOtp {
         public static let serviceName = "tokenet.issuer.v1.IssuerOtp"
 

@@ -10,7 +10,9 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__bin_range())
         }
 
-        /// Inclusive prefixes of equal length, such as "400000" to "400099".
+        /// Inclusive prefixes of equal length (1 to 11 digits), such as "400000" to "400099": the TSP asks this issuer
+        /// about every card whose number starts within one of its ranges, and finds a card in no issuer's range not
+        /// eligible.
         public var low: String = ""
 
         public var high: String = ""
@@ -47,7 +49,10 @@ extension TspV1 {
 
         public var binRanges: [TspV1.BinRange] = []
 
-        /// PEM public key the TSP encrypts card data to when it asks this issuer.
+        /// The public key the TSP encrypts card data to when it asks this issuer: an RSA key of at least 2048 bits as a
+        /// `-----BEGIN PUBLIC KEY-----` (SubjectPublicKeyInfo) PEM. The TSP sends card data as an EncryptedCardData JWE
+        /// (tokenet/card/v1/card.proto) whose `kid`, and public_key_identifier, is this key's fingerprint: lowercase hex
+        /// SHA-256 of its DER SubjectPublicKeyInfo, as for the TSP's own keys.
         public var encryptionPublicKeyPem: String = ""
 
         public init() {}
@@ -87,7 +92,8 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__register_issuer_response())
         }
 
-        /// The TSP's current card-data key, so the issuer can push card data.
+        /// The TSP's current card-data key, so the issuer can push card data (CreatePushReceipt); the identifier is the
+        /// key's fingerprint, like public_key_identifier in Provisioning.GetEncryptionKeys.
         public var tspPublicKeyIdentifier: String = ""
 
         public var tspPublicKeyPem: String = ""
@@ -190,7 +196,13 @@ extension TspV1 {
     public enum Issuers {
         public static let serviceName = "tokenet.tsp.v1.Issuers"
 
-        /// An issuer announces itself at start-up: its id, where it listens, its BIN ranges and its encryption key.
+        /// An issuer announces itself at start-up: its id, its BIN ranges and its encryption key. The TSP keeps the
+        /// registration (across its restarts too) with the calling node's certificate id; a later call from that node
+        /// replaces it (a new key, new ranges), a call from another node is PERMISSION_DENIED, ranges that overlap another
+        /// issuer's are FAILED_PRECONDITION, and a missing id or range, a bad range or an unusable key INVALID_ARGUMENT.
+        /// The registration says nothing of the issuer's address: the TSP calls the issuer (IssuerDecisions, IssuerOtp in
+        /// tokenet/issuer/v1) at the address of its own --issuer option, with the tsp role's certificate. An issuer that
+        /// starts before the TSP retries while the call fails with UNAVAILABLE (issuer-node does, in the background).
         public static let registerIssuer = MethodDescriptor<TspV1.RegisterIssuerRequest, TspV1.RegisterIssuerResponse>(
             service: serviceName, name: "RegisterIssuer", kind: .unary, allowedRoles: ["issuer"]
         )

@@ -61,7 +61,13 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
 {
   ProtobufCMessage base;
   Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
+  /*
+   * The card number masked down to its last four digits.
+   */
   char *masked_pan;
+  /*
+   * The TSP's id of the new token; later calls about the token (IssuerOtp.SendOtp) name it.
+   */
   char *digital_card_id;
   char *token_last4;
   Tokenet__Card__V1__InputMethod input_method;
@@ -83,7 +89,8 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
    */
   char *reason;
   /*
-   * REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered.
+   * REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered, each with an id unique among them (such as "otp-sms")
+   * and its destination masked (`masked_value`).
    */
   size_t n_idv_methods;
   Tokenet__Card__V1__IdvMethod **idv_methods;

@@ -34,10 +34,22 @@ typedef struct Tokenet__Issuer__V1__CallCentreActivateResponse Tokenet__Issuer__
 struct  Tokenet__Issuer__V1__SendOtpRequest
 {
   ProtobufCMessage base;
+  /*
+   * The token the issuer stepped up (AuthorizeDigitizationRequest.digital_card_id).
+   */
   char *digital_card_id;
+  /*
+   * The id of one of the methods the issuer offered for it, and that method's type (OTP_SMS or OTP_EMAIL).
+   */
   char *method_id;
   Tokenet__Card__V1__IdvMethodType type;
+  /*
+   * Six decimal digits, for the cardholder to enter in the wallet.
+   */
   char *code;
+  /*
+   * When the code expires, in milliseconds since the Unix epoch.
+   */
   uint64_t expires_at_ms;
 };
 #define TOKENET__ISSUER__V1__SEND_OTP_REQUEST__INIT \

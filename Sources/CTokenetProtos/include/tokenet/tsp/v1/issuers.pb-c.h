@@ -33,7 +33,9 @@ struct  Tokenet__Tsp__V1__BinRange
 {
   ProtobufCMessage base;
   /*
-   * Inclusive prefixes of equal length, such as "400000" to "400099".
+   * Inclusive prefixes of equal length (1 to 11 digits), such as "400000" to "400099": the TSP asks this issuer
+   * about every card whose number starts within one of its ranges, and finds a card in no issuer's range not
+   * eligible.
    */
   char *low;
   char *high;
@@ -51,7 +53,10 @@ struct  Tokenet__Tsp__V1__RegisterIssuerRequest
   size_t n_bin_ranges;
   Tokenet__Tsp__V1__BinRange **bin_ranges;
   /*
-   * PEM public key the TSP encrypts card data to when it asks this issuer.
+   * The public key the TSP encrypts card data to when it asks this issuer: an RSA key of at least 2048 bits as a
+   * `-----BEGIN PUBLIC KEY-----` (SubjectPublicKeyInfo) PEM. The TSP sends card data as an EncryptedCardData JWE
+   * (tokenet/card/v1/card.proto) whose `kid`, and public_key_identifier, is this key's fingerprint: lowercase hex
+   * SHA-256 of its DER SubjectPublicKeyInfo, as for the TSP's own keys.
    */
   char *encryption_public_key_pem;
 };
@@ -64,7 +69,8 @@ struct  Tokenet__Tsp__V1__RegisterIssuerResponse
 {
   ProtobufCMessage base;
   /*
-   * The TSP's current card-data key, so the issuer can push card data.
+   * The TSP's current card-data key, so the issuer can push card data (CreatePushReceipt); the identifier is the
+   * key's fingerprint, like public_key_identifier in Provisioning.GetEncryptionKeys.
    */
   char *tsp_public_key_identifier;
   char *tsp_public_key_pem;
