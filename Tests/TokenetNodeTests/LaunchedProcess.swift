@@ -18,6 +18,12 @@ final class LaunchedProcess {
         try self.init(executable: try BuiltExecutables.url(of: name), arguments)
     }
 
+    /// Runs a script of the package (such as `Tools/interop/python-issuer`) with Debian's python3, where
+    /// Tools/setup installs python3-protobuf and python3-cryptography (another `python3` on PATH may lack them).
+    convenience init(python script: String, _ arguments: [String]) throws {
+        try self.init(executable: URL(fileURLWithPath: "/usr/bin/python3"), [PackageRoot.path(script)] + arguments)
+    }
+
     init(executable: URL, _ arguments: [String]) throws {
         directory = try TemporaryDirectory()
         process.executableURL = executable
