@@ -75,15 +75,11 @@ import TokenetTestSupport
             nodeLog: try String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8))
     }
 
-    /// Runs `script` (a path under the package root) with Debian's interpreter, where Tools/setup installs
-    /// python3-protobuf and python3-cryptography (another `python3` earlier on PATH may lack them).
+    /// Runs `script` (a path under the package root) with Debian's interpreter (`LaunchedProcess(python:)`).
     static func runCheck(
         _ arguments: [String], script: String = "Tools/interop/check-python-client"
     ) throws -> ProcessResult {
-        try LaunchedProcess(
-            executable: URL(fileURLWithPath: "/usr/bin/python3"), [PackageRoot.path(script)] + arguments
-        )
-        .waitForExit(limit: 120)
+        try LaunchedProcess(python: script, arguments).waitForExit(limit: 120)
     }
 
     /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.

@@ -149,7 +149,7 @@ import TokenetTestSupport
 
         static func startOnce(_ pki: DevelopmentPKI) throws -> Parties {
             let data = try TemporaryDirectory()
-            let tsp = "127.0.0.1:\(try PythonWalletInteropTests.Nodes.freeLoopbackPort())"
+            let tsp = "127.0.0.1:\(try freeLoopbackPort())"
             let issuerProcess = try LaunchedProcess(
                 python: "Tools/interop/python-issuer",
                 ["--tsp", tsp, "--pki", pki.directory.path, "--cards-file", data.path("cards.json")])
