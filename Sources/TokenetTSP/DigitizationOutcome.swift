@@ -31,6 +31,9 @@ struct DigitizationOutcome: Sendable, Equatable {
                 decision: .declined, state: .deactivated, reason: "issuer declined: \(why)", idvMethods: [],
                 declineReason: why, decidedBy: "issuer")
         case .requireAdditionalAuthentication:
+            // A step-up with no method would leave the token INACTIVE with nothing the wallet could do: the answer
+            // is as unusable as none, and the stand-in decides.
+            guard !response.idvMethods.isEmpty else { return nil }
             return DigitizationOutcome(
                 decision: .requireAdditionalAuthentication, state: .inactive,
                 reason: "issuer requires additional authentication", idvMethods: response.idvMethods,

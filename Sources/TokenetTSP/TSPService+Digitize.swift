@@ -74,7 +74,10 @@ extension TSPService {
             let answer = try await issuer.authorizeDigitization(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
-            problem = "the issuer answered without a decision"
+            problem =
+                answer.decision == .requireAdditionalAuthentication
+                ? "the issuer asked for a step-up and offered no ID&V method" : "the issuer answered without a decision"
+            log.warning("issuer answer unusable; applying the stand-in rule", ["problem": problem])
         } catch let error as RPCError {
             problem = "issuer unavailable: \(error.code.protoValueName ?? String(error.code.rawValue))"
             log.warning("issuer did not decide; applying the stand-in rule", ["error": error.description])

@@ -103,6 +103,19 @@ import TokenetWire
         #expect(response.declineReason.contains("no risk data"))
     }
 
+    /// A step-up without any ID&V method would leave the token INACTIVE with nothing the wallet can do: the stand-in
+    /// decides, as for an answer without a decision. It used to be taken as it was.
+    @Test func aStepUpWithoutMethodsGoesToStandIn() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.stepUpWithoutMethods)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
+        #expect(response.decision == .approved)
+        #expect(response.decidedBy == "stand-in")
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))
+        #expect(history.events.last?.reason.contains("offered no ID&V method") == true)
+    }
+
     @Test func sameRequestIDGivesTheSameAnswerAndOneToken() async throws {
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()

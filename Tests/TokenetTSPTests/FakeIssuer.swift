@@ -17,6 +17,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         case unavailable
         /// Answers with no decision at all.
         case unspecified
+        /// Asks for a step-up and offers no method.
+        case stepUpWithoutMethods
     }
 
     struct State {
@@ -95,6 +97,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             throw RPCError(.unavailable, "issuer host is down")
         case .unspecified:
             return IssuerV1.AuthorizeDigitizationResponse()
+        case .stepUpWithoutMethods:
+            return IssuerV1.AuthorizeDigitizationResponse(decision: .requireAdditionalAuthentication)
         }
     }
 }

@@ -57,7 +57,11 @@ import TokenetWire
     @Test func decisionsMapToTokenStates() {
         #expect(DigitizationOutcome.issuer(.init(decision: .approved))?.state == .active)
         #expect(DigitizationOutcome.issuer(.init(decision: .declined))?.state == .deactivated)
-        #expect(DigitizationOutcome.issuer(.init(decision: .requireAdditionalAuthentication))?.state == .inactive)
+        let sms = CardV1.IdvMethod(id: "otp-sms", type: .otpSms, maskedValue: "***-1234")
+        #expect(
+            DigitizationOutcome.issuer(.init(decision: .requireAdditionalAuthentication, idvMethods: [sms]))?.state
+                == .inactive)
+        #expect(DigitizationOutcome.issuer(.init(decision: .requireAdditionalAuthentication)) == nil)
         #expect(DigitizationOutcome.issuer(.init()) == nil)
         #expect(DigitizationOutcome.standIn(.approve, issuerProblem: "down").decidedBy == "stand-in")
     }

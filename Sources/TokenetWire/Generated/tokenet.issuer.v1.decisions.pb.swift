@@ -157,8 +157,8 @@ extension IssuerV1 {
         /// DECLINED: why.
         public var reason: String = ""
 
-        /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered, each with an id unique among them (such as "otp-sms")
-        /// and its destination masked (`masked_value`).
+        /// REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered (at least one), each with an id unique among them (such
+        /// as "otp-sms") and its destination masked (`masked_value`).
         public var idvMethods: [CardV1.IdvMethod] = []
 
         /// The issuer's account the card belongs to (e.g. "acc-chloe-credit"), for every decision on a card it knows.
@@ -210,8 +210,8 @@ extension IssuerV1 {
         /// Provisioning.Digitize. APPROVED: the token is ACTIVE. DECLINED: the wallet gets no token (the TSP keeps it
         /// DEACTIVATED for its audit trail) and `reason`. REQUIRE_ADDITIONAL_AUTHENTICATION: the token stays INACTIVE and
         /// the wallet is offered `idv_methods`; for an OTP method the TSP later calls IssuerOtp.SendOtp with the method's
-        /// id and this digital_card_id. An error, no answer in time or an UNSPECIFIED decision: the TSP's stand-in rule
-        /// decides (the wallet sees decided_by "stand-in"). The TSP may ask again for the same digital_card_id when it
+        /// id and this digital_card_id. An error, no answer in time, an UNSPECIFIED decision or a step-up without any
+        /// method: the TSP's stand-in rule decides (the wallet sees decided_by "stand-in"). The TSP may ask again for the same digital_card_id when it
         /// resumes a digitization it did not finish.
         public static let authorizeDigitization = MethodDescriptor<IssuerV1.AuthorizeDigitizationRequest, IssuerV1.AuthorizeDigitizationResponse>(
             service: serviceName, name: "AuthorizeDigitization", kind: .unary, allowedRoles: ["tsp"]

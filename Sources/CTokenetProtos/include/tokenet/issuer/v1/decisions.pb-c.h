@@ -89,8 +89,8 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
    */
   char *reason;
   /*
-   * REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered, each with an id unique among them (such as "otp-sms")
-   * and its destination masked (`masked_value`).
+   * REQUIRE_ADDITIONAL_AUTHENTICATION: the methods offered (at least one), each with an id unique among them (such
+   * as "otp-sms") and its destination masked (`masked_value`).
    */
   size_t n_idv_methods;
   Tokenet__Card__V1__IdvMethod **idv_methods;
