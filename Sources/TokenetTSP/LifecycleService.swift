@@ -79,7 +79,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     }
                     results.append(TspV1.TokenStateResult(digitalCardID: id, tokenState: change.after.state.wire))
                 } catch let error as TSPError where error.code != .internal {
-                    let state = try? tsp.store.token(id)?.state.wire
+                    // Another issuer's token keeps its state to itself: this issuer learns only that it may not act.
+                    let state = error.code == .permissionDenied ? nil : try? tsp.store.token(id)?.state.wire
                     results.append(
                         TspV1.TokenStateResult(
                             digitalCardID: id, tokenState: state ?? .unspecified,

@@ -131,7 +131,7 @@ extension TspV1 {
 
         public var digitalCardID: String = ""
 
-        /// The state after the call (unchanged when refused; UNSPECIFIED for an unknown token).
+        /// The state after the call (unchanged when refused; UNSPECIFIED for an unknown token or another issuer's).
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
         /// The status this token alone would have had: 0 (OK), or e.g. 9 (FAILED_PRECONDITION), 5 (NOT_FOUND).

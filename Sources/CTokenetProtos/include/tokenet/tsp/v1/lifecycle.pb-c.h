@@ -99,7 +99,7 @@ struct  Tokenet__Tsp__V1__TokenStateResult
   ProtobufCMessage base;
   char *digital_card_id;
   /*
-   * The state after the call (unchanged when refused; UNSPECIFIED for an unknown token).
+   * The state after the call (unchanged when refused; UNSPECIFIED for an unknown token or another issuer's).
    */
   Tokenet__Card__V1__TokenState token_state;
   /*
