@@ -157,18 +157,21 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                     .permissionDenied, "token \"\(token.digitalCardID)\" belongs to another issuer's card")
             }
             let reason = request.reason.isEmpty ? "issuer call centre verified the cardholder" : request.reason
-            let activated = try await tsp.stateChanges.run {
+            let change = try await tsp.stateChanges.run {
+                // Read again in turn: an activation that ran meanwhile has made this one a repeat, which changes
+                // nothing and notifies no one.
+                let before = try tsp.store.token(token.digitalCardID) ?? token
                 let activated = try tsp.store.activateToken(
                     digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
                     traceID: context.traceID, nowMs: tsp.nowMs)
                 log.info("token activated by the issuer", ["digital_card_id": token.digitalCardID])
                 // The wallet hears of a call-centre activation only through the broker: nothing else tells it.
-                await tsp.publishCardState(
-                    TokenStateChange(before: token, after: activated), reason: "IDV_CALL_CENTER",
-                    initiator: "issuer", log: log)
-                return activated
+                let change = TokenStateChange(before: before, after: activated)
+                await tsp.publishCardState(change, reason: "IDV_CALL_CENTER", initiator: "issuer", log: log)
+                return change
             }
-            return TspV1.ActivateTokenResponse(tokenState: activated.state.wire, changed: token.state != .active)
+            return TspV1.ActivateTokenResponse(
+                tokenState: change.after.state.wire, changed: change.before.state != change.after.state)
         }
     }
 }

@@ -32,7 +32,9 @@ extension IssuerIdvService {
                     .permissionDenied, "token \"\(token.digitalCardID)\" belongs to another issuer's card")
             }
             try Self.requireOwnership(claims, of: token, verifier: verifier)
-            let activated = try await tsp.stateChanges.run {
+            let change = try await tsp.stateChanges.run {
+                // Read again in turn, as `activateToken` does: a repeat changes nothing and notifies no one.
+                let before = try tsp.store.token(token.digitalCardID) ?? token
                 let activated = try tsp.store.activateToken(
                     digitalCardID: token.digitalCardID, actor: "issuer-app:\(token.issuerID)/\(claims.userID)",
                     reason: "in-app ID&V: the cardholder signed in to the issuer app (device \(claims.deviceID))",
@@ -41,16 +43,15 @@ extension IssuerIdvService {
                     "token activated in the issuer app",
                     [
                         "digital_card_id": token.digitalCardID, "user": claims.userID,
-                        "changed": "\(token.state != .active)",
+                        "changed": "\(before.state != activated.state)",
                     ])
                 // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
-                await tsp.publishCardState(
-                    TokenStateChange(before: token, after: activated), reason: "IDV_APP_TO_APP", initiator: "issuer",
-                    log: log)
-                return activated
+                let change = TokenStateChange(before: before, after: activated)
+                await tsp.publishCardState(change, reason: "IDV_APP_TO_APP", initiator: "issuer", log: log)
+                return change
             }
             return TspV1.ActivateDigitalCardResponse(
-                tokenState: activated.state.wire, changed: token.state != activated.state)
+                tokenState: change.after.state.wire, changed: change.before.state != change.after.state)
         }
     }
 

@@ -162,6 +162,23 @@ import TokenetWire
         #expect(tsp.otp.sent.isEmpty)
     }
 
+    /// Two activations at once: one changes the token and notifies, the other is a repeat. Each used to compare
+    /// with the state it read before waiting its turn, so both answered changed and both published ACTIVE.
+    @Test func concurrentActivationsChangeAndNotifyOnce() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let before = tsp.published.publishes.count
+        let answers = try await withThrowingTaskGroup(of: TspV1.ActivateTokenResponse.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await tsp.issuerIdv.activateToken(TspV1.ActivateTokenRequest(digitalCardID: card)) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.allSatisfy { $0.tokenState == .active })
+        #expect(answers.filter(\.changed).count == 1)
+        #expect(tsp.published.publishes.count - before == 1)
+    }
+
     @Test func callCentreActivation() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
