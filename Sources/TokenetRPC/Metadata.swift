@@ -63,8 +63,8 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
         return nil
     }
 
-    /// `key` in lowercase. Keys almost always arrive lowercase already (the runtime's own, and every key read from
-    /// the wire that a Tokenet peer wrote), so they are checked first and kept as they are, without the new string
+    /// `key` in lowercase, for keys a caller adds (lookups too). They are almost always lowercase already (the
+    /// runtime's own among them), so they are checked first and kept as they are, without the new string
     /// `lowercased()` would build on every call.
     static func normalized(_ key: String) -> String {
         isNormalized(key) ? key : key.lowercased()
@@ -96,11 +96,10 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Metadata received in a `CallStart`: the array is kept; only a key that is not lowercase or an entry
-    /// without a value is rewritten.
-    /// Metadata as received. Keys stay as the peer wrote them: one that is not lowercase breaks the protocol, and
-    /// the server refuses it (`problem`) rather than quietly lowercasing it, so that a party under test hears of
-    /// its mistake here and not from a stricter peer later. An entry with no value reads as empty text.
+    /// Metadata received in a `CallStart`, the array kept as it is. Keys stay as the peer wrote them: one that is
+    /// not lowercase breaks the protocol, and the server refuses it (`problem`) rather than quietly lowercasing it,
+    /// so that a party under test hears of its mistake here and not from a stricter peer later. An entry with no
+    /// value reads as empty text.
     init(wire: [WireV1.MetadataEntry]) {
         self.wire = wire
         // Checked in place: copying each entry out to look at it cost a retain and a release of its key and value.
