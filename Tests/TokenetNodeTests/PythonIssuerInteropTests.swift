@@ -111,11 +111,9 @@ import TokenetTestSupport
         #expect(
             !outcome.tspLog.contains("stand-in") && !outcome.tspLog.contains("could not deliver"), "\(outcome.tspLog)")
         #expect(outcome.tspExitedCleanly)
-        for pan in Self.pans {
-            for text in [output, wallet.stderr, unknown.stdout, issuer.stdout, issuer.stderr, outcome.tspLog] {
-                #expect(!text.contains(pan))
-            }
-        }
+        PythonWalletInteropTests.expectNoPAN(
+            of: Self.pans,
+            in: [output, wallet.stderr, unknown.stdout, issuer.stdout, issuer.stderr, outcome.tspLog])
     }
 
     /// The Python issuer and a tsp-node over mutual TLS, each knowing the other, once the issuer has registered.
@@ -137,14 +135,7 @@ import TokenetTestSupport
         /// The issuer listens on a port of its own choosing; the TSP, which must know the issuer's address when it
         /// starts, on a port picked just before (another process may take it in between: then again, twice).
         static func start(_ pki: DevelopmentPKI) throws -> Parties {
-            var attempt = 1
-            while true {
-                do {
-                    return try startOnce(pki)
-                } catch is PythonWalletInteropTests.Nodes.PortTaken where attempt < 3 {
-                    attempt += 1
-                }
-            }
+            try PythonWalletInteropTests.Nodes.PortTaken.retrying { try startOnce(pki) }
         }
 
         static func startOnce(_ pki: DevelopmentPKI) throws -> Parties {

@@ -13,6 +13,13 @@ import TokenetTestSupport
     /// The fixture's full card numbers, which nothing may print.
     static let fixturePANs = ["4761000010000009", "2223000010000047", "4761000030000054"]
 
+    /// Expects none of the full card numbers `pans` in `texts` (a script's output, the nodes' logs).
+    static func expectNoPAN(of pans: [String] = fixturePANs, in texts: [String]) {
+        for pan in pans {
+            #expect(!texts.contains { $0.contains(pan) }, "a full card number ending \(pan.suffix(4)) was printed")
+        }
+    }
+
     /// What the runs printed and how the nodes ended, gathered off the cooperative pool (`offThePool`): the runs
     /// take seconds of waiting for child processes.
     struct Outcome: Sendable {
@@ -79,10 +86,7 @@ import TokenetTestSupport
         }
         // The TSP's own records agree with what the wallet was told.
         #expect(lines.filter { $0.contains("the TSP's view (as the operator)") }.count == 3, "\(output)")
-        for pan in Self.fixturePANs {
-            #expect(!output.contains(pan) && !result.stderr.contains(pan))
-            #expect(!outcome.logs.contains { $0.contains(pan) })
-        }
+        Self.expectNoPAN(in: [output, result.stderr] + outcome.logs)
 
         let inactive = outcome.inactive
         #expect(inactive.status == 0, "stdout:\n\(inactive.stdout)\nstderr:\n\(inactive.stderr)")
@@ -118,17 +122,23 @@ import TokenetTestSupport
         /// The issuer listens on a port of its own choosing; the TSP, which must know the issuer's address when it
         /// starts, on a port picked just before (another process may take it in between: then again, twice).
         static func start(_ pki: DevelopmentPKI) throws -> Nodes {
-            var attempt = 1
-            while true {
-                do {
-                    return try startOnce(pki)
-                } catch is PortTaken where attempt < 3 {
-                    attempt += 1
+            try PortTaken.retrying { try startOnce(pki) }
+        }
+
+        /// The port picked for the TSP was taken before it could bind it.
+        struct PortTaken: Error {
+            /// Runs `body` up to three times while it throws `PortTaken`.
+            static func retrying<T>(_ body: () throws -> T) throws -> T {
+                var attempt = 1
+                while true {
+                    do {
+                        return try body()
+                    } catch is PortTaken where attempt < 3 {
+                        attempt += 1
+                    }
                 }
             }
         }
-
-        struct PortTaken: Error {}
 
         static func startOnce(_ pki: DevelopmentPKI) throws -> Nodes {
             func tls(_ role: String) -> [String] {
