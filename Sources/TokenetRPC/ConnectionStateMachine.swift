@@ -447,7 +447,11 @@ struct ConnectionStateMachine {
     }
 
     /// Graceful shutdown: announce the last call that will be processed, let running calls finish, then close.
-    mutating func beginShutdown(reason: String = "the node is shutting down") -> Actions {
+    /// Without a `reason`, the goaway says which side is going: a server's node is shutting down, while a client
+    /// (the CLI when it is done, a node's outgoing connection) only closes this connection — a peer reading the
+    /// goaway, or a capture of it, should not take a finished client for a node going down.
+    mutating func beginShutdown(reason: String? = nil) -> Actions {
+        let reason = reason ?? (role == .server ? "the node is shutting down" : "the client is closing this connection")
         switch state {
         case .closed, .draining:
             return []

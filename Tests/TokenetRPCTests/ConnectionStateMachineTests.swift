@@ -434,7 +434,8 @@ import TokenetWire
         // A connection that had not begun its shutdown sends its goaway first; a client cancels its calls.
         var client = Self.client()
         _ = try client.openCall(Self.start)
-        let goaway = WireV1.GoAway(lastStreamID: 0, code: .shuttingDown, reason: "the node is shutting down")
+        let goaway = WireV1.GoAway(
+            lastStreamID: 0, code: .shuttingDown, reason: "the client is closing this connection")
         #expect(
             client.drainTimedOut(reason: "too slow")
                 == [
