@@ -1,0 +1,25 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// The Wireshark dissector (`Tools/dissector/tokenet.lua`, run through `tokenet-shark`) against a live capture:
+/// `Tools/dissector/check-dissector` starts a TLS and a plaintext `tsp-node` and a `tokenet-bench server` with
+/// SSLKEYLOGFILE set, captures their ports on `lo` while the CLI and the independent Python client call them, and
+/// checks every frame, call, status and decoded message the dissector shows — and that without the secrets it
+/// shows none. Capturing needs root (CI runs as root).
+@Suite struct DissectorTests {
+    @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
+    func aLiveCaptureIsDecodedFrameByFrame() async throws {
+        let result = try await offThePool { () throws -> ProcessResult in
+            let directory = try BuiltExecutables.url(of: "tsp-node").deletingLastPathComponent().path
+            return try LaunchedProcess(
+                python: "Tools/dissector/check-dissector",
+                ["--bin", directory, "--pki", DevelopmentPKI.shared.directory.path]
+            ).waitForExit(limit: 180)
+        }
+        let lines = result.stdout.split(separator: "\n")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 14, "\(result.stdout)")
+        #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
+    }
+}

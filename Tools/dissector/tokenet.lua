@@ -1,0 +1,502 @@
+-- Tokenet wire protocol (version 1) dissector for Wireshark and tshark.
+--
+-- Decodes the frames of Protos/README.md (a 4-byte big-endian length, then a tokenet.wire.v1.Frame) inside TLS,
+-- once Wireshark has the TLS secrets (nodes and the tokenet CLI write them to $SSLKEYLOGFILE), and in plaintext
+-- mode (--plaintext) on bare TCP. Each frame gets its stream id, kind, method, status and metadata as filterable
+-- fields (tokenet.*), and the application message inside a `message` frame is handed to Wireshark's protobuf
+-- dissector as the request or response type of its call's method, read from the .proto files in Protos/ (the
+-- protobuf search paths must hold Protos/ and the directory with google/protobuf/descriptor.proto).
+--
+-- Tokenet's ports are usually ephemeral, so the dissector finds connections by their content: a heuristic accepts a
+-- TLS or TCP payload whose first frame parses as a Frame, as every connection's first frame (a hello) does. Ports
+-- can also be named in the preferences (Tokenet: TLS ports, plaintext ports) or with "Decode As".
+--
+--   tshark -X lua_script:Tools/dissector/tokenet.lua -o tls.keylog_file:keys.log -r capture.pcapng
+--
+-- Tools/dissector/tokenet-shark runs tshark with this script and the search paths set; Tools/dissector/install
+-- adds both to a Wireshark profile for the GUI.
+
+local tokenet = Proto("tokenet", "Tokenet RPC")
+
+local status_names = {
+    [0] = "OK", [1] = "CANCELLED", [2] = "UNKNOWN", [3] = "INVALID_ARGUMENT", [4] = "DEADLINE_EXCEEDED",
+    [5] = "NOT_FOUND", [6] = "ALREADY_EXISTS", [7] = "PERMISSION_DENIED", [8] = "RESOURCE_EXHAUSTED",
+    [9] = "FAILED_PRECONDITION", [10] = "ABORTED", [11] = "OUT_OF_RANGE", [12] = "UNIMPLEMENTED",
+    [13] = "INTERNAL", [14] = "UNAVAILABLE", [15] = "DATA_LOSS", [16] = "UNAUTHENTICATED",
+}
+
+local goaway_names = {
+    [0] = "NO_ERROR", [1] = "PROTOCOL_ERROR", [2] = "UNSUPPORTED_VERSION", [3] = "FRAME_TOO_LARGE",
+    [4] = "IDLE_TIMEOUT", [5] = "KEEPALIVE_TIMEOUT", [6] = "SHUTTING_DOWN", [7] = "INTERNAL_ERROR",
+}
+
+-- Frame's `kind` oneof: field number -> name, as in tokenet/wire/v1/frame.proto.
+local kind_names = {
+    [2] = "hello", [3] = "call_start", [4] = "message", [5] = "half_close", [6] = "status", [7] = "cancel",
+    [8] = "ping", [9] = "pong", [10] = "goaway", [11] = "window_update",
+}
+
+local f = tokenet.fields
+f.length = ProtoField.uint32("tokenet.length", "Length", base.DEC)
+f.stream_id = ProtoField.uint32("tokenet.stream_id", "Stream id", base.DEC)
+f.kind = ProtoField.string("tokenet.kind", "Kind")
+f.version = ProtoField.uint32("tokenet.hello.version", "Protocol version", base.DEC)
+f.agent = ProtoField.string("tokenet.hello.agent", "Agent")
+f.max_frame_size = ProtoField.uint32("tokenet.hello.max_frame_size", "Max frame size", base.DEC)
+f.max_concurrent_streams = ProtoField.uint32("tokenet.hello.max_concurrent_streams", "Max concurrent streams",
+    base.DEC)
+f.initial_stream_window = ProtoField.uint32("tokenet.hello.initial_stream_window", "Initial stream window", base.DEC)
+f.keepalive_interval = ProtoField.uint32("tokenet.hello.keepalive_interval_ms", "Keepalive interval (ms)", base.DEC)
+f.method = ProtoField.string("tokenet.method", "Method")
+f.timeout = ProtoField.uint64("tokenet.timeout_us", "Timeout (µs)", base.DEC)
+f.metadata_key = ProtoField.string("tokenet.metadata.key", "Metadata key")
+f.metadata_text = ProtoField.string("tokenet.metadata.text", "Metadata text value")
+f.metadata_binary = ProtoField.bytes("tokenet.metadata.binary", "Metadata binary value")
+f.trace_id = ProtoField.string("tokenet.trace_id", "Trace id")
+f.direction = ProtoField.string("tokenet.direction", "Direction")
+f.data = ProtoField.bytes("tokenet.data", "Message data")
+f.status_code = ProtoField.uint32("tokenet.status.code", "Status code", base.DEC, status_names)
+f.status_message = ProtoField.string("tokenet.status.message", "Status message")
+f.detail_type = ProtoField.string("tokenet.status.detail_type", "Detail type")
+f.detail_value = ProtoField.bytes("tokenet.status.detail_value", "Detail value")
+f.cancel_reason = ProtoField.string("tokenet.cancel.reason", "Cancel reason")
+f.ping_payload = ProtoField.uint64("tokenet.ping.payload", "Payload", base.HEX)
+f.last_stream_id = ProtoField.uint32("tokenet.goaway.last_stream_id", "Last stream id", base.DEC)
+f.goaway_code = ProtoField.uint32("tokenet.goaway.code", "Goaway code", base.DEC, goaway_names)
+f.goaway_reason = ProtoField.string("tokenet.goaway.reason", "Goaway reason")
+f.window_increment = ProtoField.uint32("tokenet.window_update.increment", "Window increment", base.DEC)
+f.call_frame = ProtoField.framenum("tokenet.call_start_frame", "Call started in", base.NONE,
+    frametype.REQUEST)
+
+local ef_malformed = ProtoExpert.new("tokenet.malformed", "Frame does not parse as tokenet.wire.v1.Frame",
+    expert.group.MALFORMED, expert.severity.ERROR)
+local ef_error_status = ProtoExpert.new("tokenet.status.error", "Call ended with an error status",
+    expert.group.RESPONSE_CODE, expert.severity.NOTE)
+local ef_goaway_error = ProtoExpert.new("tokenet.goaway.error", "Connection closed with an error",
+    expert.group.SEQUENCE, expert.severity.WARN)
+local ef_unknown_stream = ProtoExpert.new("tokenet.unknown_stream",
+    "Frame for a call whose call_start is not in the capture", expert.group.SEQUENCE, expert.severity.CHAT)
+tokenet.experts = { ef_malformed, ef_error_status, ef_goaway_error, ef_unknown_stream }
+
+tokenet.prefs.tls_ports = Pref.range("TLS ports", "", "Ports whose decrypted TLS payload is Tokenet", 65535)
+tokenet.prefs.plaintext_ports = Pref.range("Plaintext ports", "",
+    "Ports whose TCP payload is Tokenet in plaintext mode (--plaintext)", 65535)
+tokenet.prefs.heuristic = Pref.bool("Find connections by content", true,
+    "Recognise Tokenet connections on any port by their first frame")
+tokenet.prefs.max_frame_size = Pref.uint("Largest frame length", 4194304,
+    "Frame length prefixes above this are taken as not Tokenet (the protocol's default max_frame_size is 4 MiB)")
+
+local tcp_stream_field = Field.new("tcp.stream")
+local protobuf = Dissector.get("protobuf")
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- A protobuf reader over a TvbRange: enough to walk tokenet.wire.v1.Frame and keep the bytes of every field.
+
+local function read_varint(range, offset)
+    local value, multiplier = 0, 1
+    local length = range:len()
+    for i = 0, 9 do
+        if offset + i >= length then return nil end
+        local byte = range(offset + i, 1):uint()
+        value = value + (byte % 128) * multiplier
+        multiplier = multiplier * 128
+        if byte < 128 then return value, i + 1 end
+    end
+    return nil
+end
+
+-- Returns a list of { number, wire_type, value (varint) or range (length-delimited), whole (range) }, or nil and a
+-- reason when the bytes are not a well-formed message.
+local function read_fields(range)
+    local fields = {}
+    local offset, length = 0, range:len()
+    while offset < length do
+        local key, key_len = read_varint(range, offset)
+        if key == nil then return nil, "truncated field key" end
+        local number, wire_type = math.floor(key / 8), key % 8
+        if number == 0 then return nil, "field number 0" end
+        local start = offset
+        offset = offset + key_len
+        local field = { number = number, wire_type = wire_type }
+        if wire_type == 0 then
+            local value, value_len = read_varint(range, offset)
+            if value == nil then return nil, "truncated varint" end
+            field.value, field.value_range = value, range(offset, value_len)
+            offset = offset + value_len
+        elseif wire_type == 2 then
+            local size, size_len = read_varint(range, offset)
+            if size == nil then return nil, "truncated length" end
+            offset = offset + size_len
+            if offset + size > length then return nil, "length past the end of the frame" end
+            field.range = size > 0 and range(offset, size) or nil
+            field.size = size
+            offset = offset + size
+        elseif wire_type == 1 then
+            if offset + 8 > length then return nil, "truncated fixed64" end
+            offset = offset + 8
+        elseif wire_type == 5 then
+            if offset + 4 > length then return nil, "truncated fixed32" end
+            offset = offset + 4
+        else
+            return nil, "wire type " .. wire_type
+        end
+        field.whole = range(start, offset - start)
+        fields[#fields + 1] = field
+    end
+    return fields
+end
+
+-- A varint as a UInt64, for the 64-bit fields (timeouts, ping payloads), which a Lua number would round above 2^53.
+local function varint_uint64(range)
+    local value = UInt64(0)
+    for i = 0, range:len() - 1 do
+        value = value + UInt64(range(i, 1):uint() % 128):lshift(7 * i)
+    end
+    return value
+end
+
+local function text(field)
+    if field.range == nil then return "" end
+    return field.range:string(ENC_UTF_8)
+end
+
+-- Checks that `range` is a Frame: a stream id, at most one kind, each with its wire type.
+local function parse_frame(range)
+    if range == nil then return { stream_id = 0 } end
+    local fields, reason = read_fields(range)
+    if fields == nil then return nil, reason end
+    local frame = { stream_id = 0 }
+    for _, field in ipairs(fields) do
+        if field.number == 1 then
+            if field.wire_type ~= 0 then return nil, "stream_id is not a varint" end
+            frame.stream_id, frame.stream_range = field.value, field.whole
+        elseif kind_names[field.number] then
+            if field.wire_type ~= 2 then return nil, kind_names[field.number] .. " is not a message" end
+            frame.kind, frame.body, frame.body_field = kind_names[field.number], field.range, field
+        end
+    end
+    return frame
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- Calls, per TCP connection: stream id -> { method, client (address:port), started (frame number) }.
+
+local connections = {}
+-- Connections whose first frame the heuristic recognised.
+local recognised = {}
+
+local function connection_key(pinfo)
+    local stream = tcp_stream_field()
+    if stream then return tostring(stream.value) end
+    local a = tostring(pinfo.src) .. ":" .. pinfo.src_port
+    local b = tostring(pinfo.dst) .. ":" .. pinfo.dst_port
+    if a < b then return a .. "-" .. b end
+    return b .. "-" .. a
+end
+
+local function calls_of(pinfo)
+    local key = connection_key(pinfo)
+    local calls = connections[key]
+    if calls == nil then
+        calls = {}
+        connections[key] = calls
+    end
+    return calls
+end
+
+local function sender(pinfo)
+    return tostring(pinfo.src) .. ":" .. pinfo.src_port
+end
+
+function tokenet.init()
+    connections = {}
+    recognised = {}
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- One frame's tree.
+
+local function add_metadata(tree, field)
+    local entries = field.range and read_fields(field.range) or {}
+    local key, value = "", nil
+    local subtree = tree:add(tokenet, field.whole, "Metadata")
+    for _, entry in ipairs(entries) do
+        if entry.number == 1 and entry.wire_type == 2 then
+            key = text(entry)
+            subtree:add(f.metadata_key, entry.range or entry.whole, key)
+        elseif entry.number == 2 and entry.wire_type == 2 then
+            value = text(entry)
+            subtree:add(f.metadata_text, entry.range or entry.whole, value)
+        elseif entry.number == 3 and entry.wire_type == 2 then
+            value = "(" .. entry.size .. " bytes)"
+            if entry.range then subtree:add(f.metadata_binary, entry.range) end
+        end
+    end
+    subtree:set_text("Metadata: " .. key .. ": " .. (value or ""))
+    if key == "tokenet-trace-id" and value then tree:add(f.trace_id, field.whole, value) end
+    return key, value
+end
+
+local function dissect_payload(data_range, pinfo, tree, message_type_info)
+    if data_range == nil or protobuf == nil then return end
+    local previous = pinfo.private["pb_msg_type"]
+    pinfo.private["pb_msg_type"] = message_type_info
+    pcall(Dissector.call, protobuf, data_range:tvb(), pinfo, tree)
+    pinfo.private["pb_msg_type"] = previous
+end
+
+-- Returns the summary for the Info column.
+local function dissect_frame(range, pinfo, tree, frame)
+    local body_fields = frame.body and read_fields(frame.body) or {}
+    local calls = calls_of(pinfo)
+    local kind = frame.kind or "(no kind)"
+    local summary = kind
+    if frame.stream_id ~= 0 then summary = frame.stream_id .. " " .. kind end
+    tree:add(f.stream_id, frame.stream_range or range(0, 0), frame.stream_id)
+    tree:add(f.kind, frame.body_field and frame.body_field.whole or range(0, 0), kind)
+
+    local call = calls[frame.stream_id]
+    if kind ~= "call_start" and frame.stream_id ~= 0 then
+        if call then
+            tree:add(f.method, range(0, 0), call.method):set_generated()
+            tree:add(f.call_frame, range(0, 0), call.started):set_generated()
+        else
+            tree:add_proto_expert_info(ef_unknown_stream)
+        end
+    end
+
+    if kind == "hello" then
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 then
+                tree:add(f.version, field.whole, field.value)
+                summary = summary .. " v" .. field.value
+            elseif field.number == 2 and field.range then
+                for _, setting in ipairs(read_fields(field.range) or {}) do
+                    local setting_field = ({ f.max_frame_size, f.max_concurrent_streams, f.initial_stream_window,
+                        f.keepalive_interval })[setting.number]
+                    if setting_field and setting.wire_type == 0 then
+                        tree:add(setting_field, setting.whole, setting.value)
+                    end
+                end
+            elseif field.number == 3 then
+                tree:add(f.agent, field.range or field.whole, text(field))
+                summary = summary .. " " .. text(field)
+            end
+        end
+    elseif kind == "call_start" then
+        local method = ""
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 then
+                method = text(field)
+                tree:add(f.method, field.range or field.whole, method)
+            elseif field.number == 2 and field.wire_type == 2 then
+                add_metadata(tree, field)
+            elseif field.number == 3 and field.wire_type == 0 then
+                tree:add(f.timeout, field.whole, varint_uint64(field.value_range))
+            end
+        end
+        if not pinfo.visited or calls[frame.stream_id] == nil then
+            calls[frame.stream_id] = { method = method, client = sender(pinfo), started = pinfo.number }
+        end
+        summary = summary .. " " .. method
+    elseif kind == "message" then
+        local data
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 and field.wire_type == 2 then data = field end
+        end
+        local direction = "response"
+        if call and call.client == sender(pinfo) then direction = "request" end
+        if call then tree:add(f.direction, range(0, 0), direction):set_generated() end
+        local size = data and data.size or 0
+        summary = summary .. " " .. (call and direction or "") .. " (" .. size .. " bytes)"
+        if data and data.range then
+            tree:add(f.data, data.range)
+            if call then
+                dissect_payload(data.range, pinfo, tree, "application/grpc," .. call.method .. "," .. direction)
+            end
+        end
+    elseif kind == "status" then
+        -- A code of 0 (OK) is not on the wire: proto3 leaves default values out.
+        local code, message = 0, ""
+        local code_range, message_range = frame.body_field.whole, nil
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 and field.wire_type == 0 then
+                code, code_range = field.value, field.whole
+            elseif field.number == 2 then
+                message, message_range = text(field), field.range or field.whole
+            end
+        end
+        tree:add(f.status_code, code_range, code)
+        if message_range then tree:add(f.status_message, message_range, message) end
+        for _, field in ipairs(body_fields) do
+            if field.number == 3 and field.range then
+                local detail_type, detail_value = "", nil
+                for _, part in ipairs(read_fields(field.range) or {}) do
+                    if part.number == 1 then detail_type = text(part) end
+                    if part.number == 2 then detail_value = part.range end
+                end
+                local detail = tree:add(f.detail_type, field.whole, detail_type)
+                if detail_value then
+                    detail:add(f.detail_value, detail_value)
+                    if detail_type:match("^[%w_]+[%w_.]*%.[%w_]+$") then
+                        dissect_payload(detail_value, pinfo, detail, "message," .. detail_type)
+                    end
+                end
+            elseif field.number == 4 and field.wire_type == 2 then
+                add_metadata(tree, field)
+            end
+        end
+        local name = status_names[code] or ("code " .. code)
+        summary = summary .. " " .. name
+        if message ~= "" then summary = summary .. " \"" .. message .. "\"" end
+        if code ~= 0 then tree:add_proto_expert_info(ef_error_status, "Call ended with " .. name) end
+    elseif kind == "cancel" then
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 then
+                tree:add(f.cancel_reason, field.range or field.whole, text(field))
+                summary = summary .. " \"" .. text(field) .. "\""
+            end
+        end
+    elseif kind == "ping" or kind == "pong" then
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 and field.wire_type == 0 then
+                tree:add(f.ping_payload, field.whole, varint_uint64(field.value_range))
+            end
+        end
+    elseif kind == "goaway" then
+        local code, reason, last = 0, "", 0
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 and field.wire_type == 0 then
+                last = field.value
+                tree:add(f.last_stream_id, field.whole, last)
+            elseif field.number == 2 and field.wire_type == 0 then
+                code = field.value
+                tree:add(f.goaway_code, field.whole, code)
+            elseif field.number == 3 then
+                reason = text(field)
+                tree:add(f.goaway_reason, field.range or field.whole, reason)
+            end
+        end
+        summary = summary .. " " .. (goaway_names[code] or ("code " .. code)) .. " last=" .. last
+        if reason ~= "" then summary = summary .. " \"" .. reason .. "\"" end
+        if code ~= 0 and code ~= 6 then tree:add_proto_expert_info(ef_goaway_error) end
+    elseif kind == "window_update" then
+        for _, field in ipairs(body_fields) do
+            if field.number == 1 and field.wire_type == 0 then
+                tree:add(f.window_increment, field.whole, field.value)
+                summary = summary .. " +" .. field.value
+            end
+        end
+    end
+    return summary
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- Framing: many frames per segment, frames across segments.
+
+function tokenet.dissector(tvb, pinfo, tree)
+    local total = tvb:len()
+    local offset = 0
+    local summaries = {}
+    while offset < total do
+        if total - offset < 4 then
+            pinfo.desegment_offset = offset
+            pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
+            break
+        end
+        local length = tvb(offset, 4):uint()
+        if length > tokenet.prefs.max_frame_size then
+            local item = tree:add(tokenet, tvb(offset), "Tokenet: frame length " .. length .. " above the limit")
+            item:add_proto_expert_info(ef_malformed, "Length prefix " .. length .. " is above the largest frame")
+            summaries[#summaries + 1] = "frame of " .. length .. " bytes (above the limit)"
+            offset = total
+            break
+        end
+        if total - offset < 4 + length then
+            pinfo.desegment_offset = offset
+            pinfo.desegment_len = 4 + length - (total - offset)
+            break
+        end
+        local whole = tvb(offset, 4 + length)
+        local body = length > 0 and tvb(offset + 4, length) or nil
+        local subtree = tree:add(tokenet, whole)
+        subtree:add(f.length, tvb(offset, 4))
+        local frame, reason = parse_frame(body)
+        if frame == nil then
+            subtree:add_proto_expert_info(ef_malformed, "Not a Frame: " .. reason)
+            subtree:set_text("Tokenet: malformed frame (" .. reason .. ")")
+            summaries[#summaries + 1] = "malformed frame"
+        else
+            local summary = dissect_frame(body or whole, pinfo, subtree, frame)
+            subtree:set_text("Tokenet: " .. summary)
+            summaries[#summaries + 1] = summary
+        end
+        offset = offset + 4 + length
+    end
+    if #summaries > 0 then
+        -- A packet may carry several TLS records, each dissected on its own: the first sets the columns, the
+        -- others append to them.
+        local info = table.concat(summaries, ", ")
+        if tostring(pinfo.cols.protocol) == "Tokenet" then
+            pinfo.cols.info:append(", " .. info)
+        else
+            pinfo.cols.protocol = "Tokenet"
+            pinfo.cols.info = info
+        end
+    end
+    return offset
+end
+
+-- ---------------------------------------------------------------------------------------------------------------
+-- Finding connections: by port (preferences, Decode As) and by content.
+
+local function looks_like_tokenet(tvb, pinfo)
+    local key = connection_key(pinfo)
+    if recognised[key] then return true end
+    if tvb:len() < 5 then return false end
+    local length = tvb(0, 4):uint()
+    if length == 0 or length > tokenet.prefs.max_frame_size then return false end
+    local available = math.min(length, tvb:len() - 4)
+    local body = tvb(4, available)
+    -- The first frame of a connection is a hello on stream 0: a Frame that starts with field 2, length-delimited.
+    if body(0, 1):uint() ~= 0x12 then return false end
+    if available < length then return false end
+    local frame = parse_frame(body)
+    if frame == nil or frame.kind ~= "hello" or frame.stream_id ~= 0 then return false end
+    local hello = read_fields(frame.body or body(0, 0))
+    if hello == nil then return false end
+    for _, field in ipairs(hello) do
+        if field.number == 1 and field.wire_type ~= 0 then return false end
+    end
+    recognised[key] = true
+    return true
+end
+
+local function heuristic(tvb, pinfo, tree)
+    if not tokenet.prefs.heuristic then return false end
+    if not looks_like_tokenet(tvb, pinfo) then return false end
+    tokenet.dissector(tvb, pinfo, tree)
+    return true
+end
+
+local registered_tls, registered_tcp = nil, nil
+
+function tokenet.prefs_changed()
+    local tls_table, tcp_table = DissectorTable.get("tls.port"), DissectorTable.get("tcp.port")
+    if registered_tls then tls_table:remove(registered_tls, tokenet) end
+    if registered_tcp then tcp_table:remove(registered_tcp, tokenet) end
+    registered_tls, registered_tcp = nil, nil
+    if tokenet.prefs.tls_ports ~= "" then
+        tls_table:add(tokenet.prefs.tls_ports, tokenet)
+        registered_tls = tokenet.prefs.tls_ports
+    end
+    if tokenet.prefs.plaintext_ports ~= "" then
+        tcp_table:add(tokenet.prefs.plaintext_ports, tokenet)
+        registered_tcp = tokenet.prefs.plaintext_ports
+    end
+end
+
+tokenet:register_heuristic("tls", heuristic)
+tokenet:register_heuristic("tcp", heuristic)
+DissectorTable.get("tls.port"):add_for_decode_as(tokenet)
+DissectorTable.get("tcp.port"):add_for_decode_as(tokenet)
