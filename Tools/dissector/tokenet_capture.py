@@ -1,0 +1,74 @@
+"""Reads a capture through tokenet-shark (tshark with tokenet.lua) and gives its Tokenet frames and the peers'
+certificate identities as Python objects. Used by tokenet-diagram and check-dissector."""
+
+import os
+import subprocess
+import xml.etree.ElementTree as ElementTree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Frame:
+    """One Tokenet frame: the fields the dissector showed (name -> list of shown values, protobuf fields included),
+    its packet's number, time, connection (tcp.stream) and endpoints."""
+
+    def __init__(self, element, packet):
+        self.summary = element.get("showname", "")
+        self.fields = {}
+        for field in element.iter("field"):
+            name = field.get("name")
+            if name:
+                self.fields.setdefault(name, []).append(field.get("show"))
+        self.packet = int(packet["frame.number"])
+        self.time = float(packet.get("frame.time_relative", 0))
+        self.connection = packet.get("tcp.stream")
+        self.source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
+        self.destination = "%s:%s" % (packet.get("ip.dst") or packet.get("ipv6.dst"), packet.get("tcp.dstport"))
+        self.ports = {int(packet.get("tcp.srcport", 0)), int(packet.get("tcp.dstport", 0))}
+
+    def get(self, name):
+        values = self.fields.get(name)
+        return values[0] if values else None
+
+
+class Capture:
+    def __init__(self, frames, identities):
+        self.frames = frames
+        # "address:port" -> the tokenet://ROLE/ID of the certificate that endpoint presented.
+        self.identities = identities
+
+
+def read(pcap, keylog=None):
+    """Dissects `pcap` (with the TLS secrets in `keylog`, when given) and returns its Capture. Raises RuntimeError
+    with tshark's message when tshark fails."""
+    arguments = [
+        os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
+        "-Y", "tokenet || x509ce.uniformResourceIdentifier",
+    ]
+    if keylog:
+        arguments[1:1] = ["--keylog", keylog]
+    environment = dict(os.environ)
+    environment.pop("SSLKEYLOGFILE", None)
+    result = subprocess.run(arguments, capture_output=True, text=True, env=environment, timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError("tokenet-shark failed: " + result.stderr.strip()[-2000:])
+    frames, identities = [], {}
+    for element in ElementTree.fromstring(result.stdout).iter("packet"):
+        packet = {}
+        for proto in element.iter("proto"):
+            if proto.get("name") in ("frame", "ip", "ipv6", "tcp"):
+                for field in proto.iter("field"):
+                    packet.setdefault(field.get("name"), field.get("show"))
+        for proto in element.iter("proto"):
+            if proto.get("name") == "tokenet":
+                frames.append(Frame(proto, packet))
+        uris = [
+            field.get("show") for field in element.iter("field")
+            if field.get("name") == "x509ce.uniformResourceIdentifier"
+            and (field.get("show") or "").startswith("tokenet://")
+        ]
+        if uris:
+            source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
+            # The first certificate of a chain is the endpoint's own.
+            identities.setdefault(source, uris[0])
+    return Capture(frames, identities)
