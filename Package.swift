@@ -64,6 +64,9 @@ let package = Package(
         // MARK: Card data: numbers, schemes, JWE card-data encryption, encryption at rest, tokens.
         .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims"]),
 
+        // MARK: Fault injection: a TCP proxy that delays, partitions, refuses or resets what it carries.
+        .target(name: "TokenetFaults", dependencies: ["TokenetTransport"]),
+
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
 
@@ -77,7 +80,8 @@ let package = Package(
         .executableTarget(name: "issuer-node", dependencies: ["TokenetNode", "TokenetIssuer"]),
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode", "TokenetWallet"]),
         .executableTarget(
-            name: "tokenet", dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport"]),
+            name: "tokenet",
+            dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport", "TokenetFaults"]),
         /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
         /// RPC benchmark beside the perf anchors (README, "Performance").
@@ -97,6 +101,7 @@ let package = Package(
         .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage", "TokenetTestSupport"]),
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport", "TokenetTestSupport"]),
+        .testTarget(name: "TokenetFaultsTests", dependencies: ["TokenetFaults", "TokenetTransport"]),
         .testTarget(
             name: "TokenetNodeTests",
             dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetTestSupport"]),

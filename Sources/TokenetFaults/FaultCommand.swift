@@ -1,0 +1,58 @@
+/// A line of the proxy's control input (`tokenet proxy` reads them from standard input), parsed.
+///
+///     none | heal          lift the fault
+///     delay 200ms          hold each chunk back (µs, ms, s; at most 10 minutes)
+///     partition            carry nothing until lifted
+///     refuse               close new connections at once
+///     reset                close every connection now (the fault stays)
+///     status               print the fault and the number of connections
+public enum FaultCommand: Sendable, Equatable {
+    case set(Fault)
+    case reset
+    case status
+
+    /// The commands, for usage messages.
+    public static let summary = "none | heal | delay DURATION | partition | refuse | reset | status"
+
+    /// Parses one line; surrounding spaces and case do not matter. Throws `FaultError(.badCommand)` naming the
+    /// line and what is accepted.
+    public static func parse(_ line: String) throws(FaultError) -> FaultCommand {
+        let words = line.split(whereSeparator: \.isWhitespace).map { $0.lowercased() }
+        switch (words.first, words.count) {
+        case ("none", 1), ("heal", 1): return .set(.none)
+        case ("partition", 1): return .set(.partition)
+        case ("refuse", 1): return .set(.refuse)
+        case ("reset", 1): return .reset
+        case ("status", 1): return .status
+        case ("delay", 2): return .set(.delay(try duration(words[1])))
+        default:
+            let shown = line.count > 80 ? String(line.prefix(80)) + "…" : line
+            throw FaultError(.badCommand, "unknown command '\(shown)' (commands: \(summary))")
+        }
+    }
+
+    /// `250us`, `200ms`, `1.5s`: a duration of at most 10 minutes, in decimal digits; `0ms` lifts a delay.
+    public static func duration(_ text: String) throws(FaultError) -> Duration {
+        for (suffix, nanoseconds) in [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("s", 1e9)] where text.hasSuffix(suffix) {
+            let number = text.dropLast(suffix.count)
+            let digits = number.filter { $0 != "." }
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+                number.count - digits.count <= 1, let value = Double(number)
+            else { break }
+            guard value * nanoseconds <= 600e9 else {
+                throw FaultError(.badCommand, "delay '\(text)' is longer than the limit of 10 minutes")
+            }
+            return .nanoseconds(Int64((value * nanoseconds).rounded()))
+        }
+        throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s or 250us, got '\(text)'")
+    }
+
+    /// `200ms`, `1.5s`, `250us`: the shortest of those forms that is exact to the microsecond.
+    static func format(_ duration: Duration) -> String {
+        let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+        if microseconds % 1000 != 0 { return "\(microseconds)us" }
+        let milliseconds = microseconds / 1000
+        if milliseconds % 1000 != 0 || milliseconds == 0 { return "\(milliseconds)ms" }
+        return "\(milliseconds / 1000)s"
+    }
+}

@@ -1,0 +1,262 @@
+import Synchronization
+import TokenetTransport
+
+/// A TCP proxy that injects faults between two Tokenet parties: point one party at it (a node's `--issuer`, a
+/// CLI's address) and it carries every byte to the upstream address, as delayed, held or cut as the fault in force
+/// says (`Fault`; `set(_:)` changes it at any time, `reset()` cuts every connection).
+///
+/// It never looks inside the bytes, so TLS passes through it end to end: both parties still authenticate each other
+/// and the proxy needs no keys. The decisions are `FaultProxyStateMachine`'s; this class only carries out its
+/// actions: one child task per connection, which reads both sides and writes each direction in order.
+public final class FaultProxy: Sendable {
+    /// The address the proxy listens on (its port is the one bound when 0 was asked for).
+    public let host: String
+    public let port: UInt16
+    public let upstreamHost: String
+    public let upstreamPort: UInt16
+
+    private let listener: PlainListener
+    private let state: Mutex<State>
+
+    /// A chunk on its way out, not to be written before `notBefore`.
+    typealias Outgoing = (bytes: [UInt8], notBefore: ContinuousClock.Instant)
+
+    struct State {
+        var machine: FaultProxyStateMachine
+        var links: [UInt64: Link] = [:]
+        /// Readers paused by a partition, woken when the fault changes.
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    /// The running parts of one proxied connection.
+    struct Link {
+        var client: PlainConnection
+        var upstream: PlainConnection
+        var outboxes: [FaultProxyStateMachine.Direction: AsyncStream<Outgoing>.Continuation]
+        /// Finished to end the connection at once (a reset).
+        var abort: AsyncStream<Void>.Continuation
+    }
+
+    private init(
+        listener: PlainListener, upstreamHost: String, upstreamPort: UInt16, fault: Fault, holdLimit: Int
+    ) {
+        self.listener = listener
+        host = listener.host
+        port = listener.port
+        self.upstreamHost = upstreamHost
+        self.upstreamPort = upstreamPort
+        var machine = FaultProxyStateMachine(holdLimit: holdLimit)
+        _ = machine.set(fault, at: .now)
+        state = Mutex(State(machine: machine))
+    }
+
+    /// Listens on host:port (port 0 picks a free one) for connections to carry to upstreamHost:upstreamPort, with
+    /// `fault` in force from the start. Serve them with `serve()`. Throws `FaultError(.address)`.
+    public static func bind(
+        host: String = "127.0.0.1", port: UInt16 = 0, upstreamHost: String, upstreamPort: UInt16,
+        fault: Fault = .none, holdLimit: Int = 1 << 20, on loop: EventLoop
+    ) async throws(FaultError) -> FaultProxy {
+        do {
+            let listener = try await PlainListener.bind(host: host, port: port, on: loop)
+            return FaultProxy(
+                listener: listener, upstreamHost: upstreamHost, upstreamPort: upstreamPort, fault: fault,
+                holdLimit: holdLimit)
+        } catch {
+            throw FaultError(.address, "cannot listen on \(host):\(port)", cause: error)
+        }
+    }
+
+    /// The fault in force.
+    public var fault: Fault { state.withLock { $0.machine.fault } }
+
+    /// The connections being carried.
+    public var connectionCount: Int { state.withLock { $0.machine.connectionCount } }
+
+    /// Puts `fault` in force for every connection, from the next byte on.
+    public func set(_ fault: Fault) {
+        let (closing, waiters) = state.withLock { state in
+            let actions = state.machine.set(fault, at: .now)
+            let waiters = Array(state.waiters.values)
+            state.waiters = [:]
+            return (Self.apply(actions, to: &state), waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        finish(closing)
+    }
+
+    /// Cuts every connection now: both sides see it close, with nothing more written.
+    public func reset() {
+        finish(state.withLock { Self.apply($0.machine.reset(), to: &$0) })
+    }
+
+    /// Accepts and carries connections until `close()`, then returns once every connection has ended.
+    public func serve() async {
+        await withDiscardingTaskGroup { group in
+            for await client in listener.connections {
+                let (id, action) = state.withLock { $0.machine.accepted() }
+                group.addTask {
+                    if action == .close(id) {
+                        await client.close()
+                    } else {
+                        await self.carry(id, client)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops accepting and cuts every connection; `serve()` then returns.
+    public func close() async {
+        await listener.close()
+        reset()
+    }
+
+    // MARK: - One connection
+
+    private enum Part { case reader, writer, aborted }
+
+    private func carry(_ id: UInt64, _ client: PlainConnection) async {
+        let upstream: PlainConnection
+        do {
+            upstream = try await PlainConnection.connect(host: upstreamHost, port: upstreamPort, on: client.eventLoop)
+        } catch {
+            // As if the upstream refused the connection: the client sees it close.
+            _ = state.withLock { $0.machine.ended(id) }
+            await client.close()
+            return
+        }
+        let (toUpstream, toUpstreamOut) = AsyncStream<Outgoing>.makeStream()
+        let (toClient, toClientOut) = AsyncStream<Outgoing>.makeStream()
+        let (aborted, abort) = AsyncStream<Void>.makeStream()
+        let registered = state.withLock { state in
+            // A reset (or the end of the proxy) while connecting already forgot this connection.
+            guard state.machine.carries(id) else { return false }
+            state.links[id] = Link(
+                client: client, upstream: upstream,
+                outboxes: [.toUpstream: toUpstreamOut, .toClient: toClientOut], abort: abort)
+            return true
+        }
+        guard registered else {
+            await client.close()
+            await upstream.close()
+            return
+        }
+        await withTaskGroup(of: Part.self) { group in
+            group.addTask { await self.read(id, from: client, .toUpstream) }
+            group.addTask { await self.read(id, from: upstream, .toClient) }
+            group.addTask { await self.write(id, toUpstream, to: upstream) }
+            group.addTask { await self.write(id, toClient, to: client) }
+            group.addTask {
+                for await _ in aborted {}
+                return .aborted
+            }
+            // Done when both writers have drained their outboxes (the connection ended), or at once on a reset.
+            // `carry` holds the continuations, so no stream ends by itself.
+            var writersDone = 0
+            while let part = await group.next() {
+                if part == .aborted { break }
+                if part == .writer {
+                    writersDone += 1
+                    if writersDone == 2 { break }
+                }
+            }
+            group.cancelAll()
+        }
+        await client.close()
+        await upstream.close()
+    }
+
+    private func read(
+        _ id: UInt64, from source: PlainConnection, _ direction: FaultProxyStateMachine.Direction
+    ) async -> Part {
+        while !Task.isCancelled {
+            await waitUntilMayRead(id, direction)
+            guard let bytes = try? await source.read() else { break }
+            finish(state.withLock { Self.apply($0.machine.received(id, direction, bytes, at: .now), to: &$0) })
+        }
+        finish(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+        return .reader
+    }
+
+    private func write(_ id: UInt64, _ outgoing: AsyncStream<Outgoing>, to destination: PlainConnection) async
+        -> Part
+    {
+        for await (bytes, notBefore) in outgoing {
+            if notBefore > .now {
+                do { try await Task.sleep(until: notBefore, clock: .continuous) } catch { break }
+            }
+            do {
+                try await destination.write(bytes)
+            } catch {
+                finish(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+                break
+            }
+        }
+        return .writer
+    }
+
+    /// Returns at once unless a partition holds as much of this direction as it may; then waits until the fault
+    /// changes (or the task is cancelled).
+    private func waitUntilMayRead(_ id: UInt64, _ direction: FaultProxyStateMachine.Direction) async {
+        while !Task.isCancelled, !state.withLock({ $0.machine.mayRead(id, direction) }) {
+            let waiter = state.withLock { state -> UInt64 in
+                state.nextWaiter += 1
+                return state.nextWaiter
+            }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let waitNow = state.withLock { state -> Bool in
+                        guard !Task.isCancelled, !state.machine.mayRead(id, direction) else { return false }
+                        state.waiters[waiter] = continuation
+                        return true
+                    }
+                    if !waitNow { continuation.resume() }
+                }
+            } onCancel: {
+                state.withLock { $0.waiters.removeValue(forKey: waiter) }?.resume()
+            }
+        }
+    }
+
+    // MARK: - Actions
+
+    /// Carries out `actions` under the lock: a forwarded chunk is queued on its direction's outbox at once, so
+    /// chunks queue in the machine's order. Returns the links to close, which `finish(_:)` does outside the lock.
+    private static func apply(_ actions: [FaultProxyStateMachine.Action], to state: inout State) -> [Closing] {
+        var closing: [Closing] = []
+        for action in actions {
+            switch action {
+            case .connectUpstream:
+                break  // `serve()` starts the connection's task, which connects.
+            case .forward(let id, let direction, let bytes, let notBefore):
+                _ = state.links[id]?.outboxes[direction]?.yield((bytes, notBefore))
+            case .finish(let id):
+                // The writers drain their outboxes and end; `carry` then closes both sides.
+                if let link = state.links.removeValue(forKey: id) {
+                    for outbox in link.outboxes.values { outbox.finish() }
+                }
+            case .close(let id):
+                if let link = state.links.removeValue(forKey: id) { closing.append(Closing(link: link)) }
+            }
+        }
+        return closing
+    }
+
+    struct Closing {
+        var link: Link
+    }
+
+    private func finish(_ closing: [Closing]) {
+        for item in closing {
+            for outbox in item.link.outboxes.values { outbox.finish() }
+            item.link.abort.finish()
+            let client = item.link.client
+            let upstream = item.link.upstream
+            Task {
+                await client.close()
+                await upstream.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+/// What the fault proxy does with each event, given the fault in force: a pure state machine, driven by
+/// `FaultProxy`, which only carries out the actions it returns.
+///
+/// Every chunk of bytes is forwarded at or after an instant the machine sets, and never before an earlier chunk of
+/// the same direction: a delay shortened midway cannot reorder a stream.
+public struct FaultProxyStateMachine: Sendable {
+    public enum Direction: Sendable, Hashable, CustomStringConvertible {
+        /// From the proxy's client to the upstream server.
+        case toUpstream
+        /// From the upstream server back to the client.
+        case toClient
+
+        public var description: String { self == .toUpstream ? "to upstream" : "to client" }
+    }
+
+    public typealias Instant = ContinuousClock.Instant
+
+    public enum Action: Sendable, Equatable {
+        /// Connect this accepted connection to the upstream address.
+        case connectUpstream(UInt64)
+        /// Write these bytes on in `direction`, not before `notBefore`, after what was forwarded before them.
+        case forward(UInt64, Direction, [UInt8], notBefore: Instant)
+        /// Close both sides of the connection now, dropping what waits to be written (a reset, a refusal).
+        case close(UInt64)
+        /// Write what was forwarded so far, then close both sides (one side ended its stream).
+        case finish(UInt64)
+    }
+
+    /// Held bytes per direction of a partitioned connection past which its sender is no longer read.
+    public let holdLimit: Int
+
+    public private(set) var fault: Fault = .none
+    private var nextID: UInt64 = 1
+    private var connections: [UInt64: Connection] = [:]
+
+    private struct Connection {
+        /// When the last chunk of each direction may go, so that the next never goes before it.
+        var lastDue: [Direction: Instant] = [:]
+        /// Chunks held by a partition, in arrival order, per direction.
+        var held: [Direction: [[UInt8]]] = [:]
+        var heldBytes: [Direction: Int] = [:]
+        /// One side ended while a partition held bytes: the end goes on after them, when it is lifted.
+        var ending = false
+    }
+
+    public init(holdLimit: Int = 1 << 20) {
+        self.holdLimit = holdLimit
+    }
+
+    /// The connections being carried.
+    public var connectionCount: Int { connections.count }
+
+    /// Whether connection `id` is still carried (not refused, reset or ended).
+    public func carries(_ id: UInt64) -> Bool { connections[id] != nil }
+
+    /// A client connected to the proxy. Returns its id and what to do: connect it upstream, or, while refusing,
+    /// close it (it is then not tracked).
+    public mutating func accepted() -> (id: UInt64, action: Action) {
+        let id = nextID
+        nextID += 1
+        if fault == .refuse { return (id, .close(id)) }
+        connections[id] = Connection()
+        return (id, .connectUpstream(id))
+    }
+
+    /// `bytes` arrived on connection `id`, to go on in `direction`.
+    public mutating func received(_ id: UInt64, _ direction: Direction, _ bytes: [UInt8], at now: Instant)
+        -> [Action]
+    {
+        guard var connection = connections[id] else { return [] }
+        defer { connections[id] = connection }
+        switch fault {
+        case .partition:
+            connection.held[direction, default: []].append(bytes)
+            connection.heldBytes[direction, default: 0] += bytes.count
+            return []
+        case .none, .refuse:
+            return [forward(&connection, id, direction, bytes, due: now)]
+        case .delay(let delay):
+            return [forward(&connection, id, direction, bytes, due: now + delay)]
+        }
+    }
+
+    /// Whether the proxy should read more from the side that sends in `direction`: not while a partition holds as
+    /// much of it as `holdLimit` allows (the bytes then wait in the kernel and in the sender, as in a real network).
+    public func mayRead(_ id: UInt64, _ direction: Direction) -> Bool {
+        guard fault == .partition, let connection = connections[id] else { return true }
+        return connection.heldBytes[direction, default: 0] < holdLimit
+    }
+
+    /// Puts `fault` in force. Lifting a partition sends on what it held, in order (after the new delay, if any).
+    public mutating func set(_ fault: Fault, at now: Instant) -> [Action] {
+        let wasPartition = self.fault == .partition
+        self.fault = fault
+        guard wasPartition, fault != .partition else { return [] }
+        let due: Instant
+        if case .delay(let delay) = fault { due = now + delay } else { due = now }
+        var actions: [Action] = []
+        for id in connections.keys.sorted() {
+            guard var connection = connections[id] else { continue }
+            for direction in [Direction.toUpstream, .toClient] {
+                for bytes in connection.held[direction] ?? [] {
+                    actions.append(forward(&connection, id, direction, bytes, due: due))
+                }
+            }
+            connection.held = [:]
+            connection.heldBytes = [:]
+            if connection.ending {
+                connections[id] = nil
+                actions.append(.finish(id))
+            } else {
+                connections[id] = connection
+            }
+        }
+        return actions
+    }
+
+    /// Closes every connection now. The fault stays in force.
+    public mutating func reset() -> [Action] {
+        let ids = connections.keys.sorted()
+        connections = [:]
+        return ids.map { .close($0) }
+    }
+
+    /// Connection `id` ended on one side (end of stream, an error, a failed write or upstream connect): what was
+    /// forwarded goes on, then both sides close. Under a partition the end waits behind the bytes it holds, as a
+    /// peer's FIN would wait behind its data.
+    public mutating func ended(_ id: UInt64) -> [Action] {
+        guard var connection = connections[id] else { return [] }
+        if fault == .partition, connection.heldBytes.values.contains(where: { $0 > 0 }) {
+            connection.ending = true
+            connections[id] = connection
+            return []
+        }
+        connections[id] = nil
+        return [.finish(id)]
+    }
+
+    private func forward(
+        _ connection: inout Connection, _ id: UInt64, _ direction: Direction, _ bytes: [UInt8], due: Instant
+    ) -> Action {
+        let notBefore = max(due, connection.lastDue[direction] ?? due)
+        connection.lastDue[direction] = notBefore
+        return .forward(id, direction, bytes, notBefore: notBefore)
+    }
+}

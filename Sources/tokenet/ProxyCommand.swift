@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+import TokenetFaults
+import TokenetNode
+import TokenetTransport
+
+/// `tokenet proxy --to HOST:PORT`: a fault-injecting TCP proxy between two parties (`TokenetFaults.FaultProxy`),
+/// steered by commands on standard input, so that a script can delay, partition, refuse and cut the traffic
+/// between live nodes while a flow runs.
+enum ProxyCommand {
+    static let subcommand = Subcommand(
+        name: "proxy",
+        summary: "Carry TCP connections to a node while delaying, partitioning, refusing or cutting them on command.",
+        help: help
+    ) { arguments throws(CLIError) in
+        try run(try Options(parsing: arguments))
+    }
+
+    struct Options {
+        var listen = HostPort(host: "127.0.0.1", port: 0)
+        var upstream: HostPort
+        var fault = Fault.none
+
+        init(parsing arguments: [String]) throws(CLIError) {
+            var upstream: HostPort?
+            var faults: [Fault] = []
+            var index = 0
+            func value(_ flag: String) throws(CLIError) -> String {
+                index += 1
+                guard index < arguments.count else { throw CLIError(.usage, "proxy: \(flag) needs a value") }
+                return arguments[index]
+            }
+            func address(_ flag: String) throws(CLIError) -> HostPort {
+                let text = try value(flag)
+                guard let address = HostPort(parsing: text), address.hostIsIPv4OrLocalhost else {
+                    throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with an IPv4 host, got '\(text)'")
+                }
+                return address
+            }
+            while index < arguments.count {
+                switch arguments[index] {
+                case "--to": upstream = try address("--to")
+                case "--listen": listen = try address("--listen")
+                case "--delay":
+                    let text = try value("--delay")
+                    do throws(FaultError) {
+                        faults.append(.delay(try FaultCommand.duration(text)))
+                    } catch {
+                        throw CLIError(.usage, "proxy: --delay: \(error.message)")
+                    }
+                case "--partition": faults.append(.partition)
+                case "--refuse": faults.append(.refuse)
+                default: throw CLIError(.usage, "proxy: unknown option '\(arguments[index])'")
+                }
+                index += 1
+            }
+            guard let upstream else { throw CLIError(.usage, "proxy: --to HOST:PORT is required") }
+            guard faults.count <= 1 else {
+                throw CLIError(.usage, "proxy: give at most one of --delay, --partition and --refuse")
+            }
+            guard upstream.port != 0 else { throw CLIError(.usage, "proxy: --to needs a port other than 0") }
+            self.upstream = upstream
+            fault = faults.first ?? .none
+        }
+    }
+
+    static func run(_ options: Options) throws(CLIError) -> Int32 {
+        let outcome: Result<Void, CLIError> = runBlocking {
+            do {
+                let loop = try EventLoop(name: "tokenet-proxy")
+                defer { loop.shutdown() }
+                let proxy = try await FaultProxy.bind(
+                    host: options.listen.host, port: options.listen.port, upstreamHost: options.upstream.host,
+                    upstreamPort: options.upstream.port, fault: options.fault, on: loop)
+                let stopped = Atomic<Bool>(false)
+                let watcher = StopSignalWatcher { _ in
+                    guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                    Task { await proxy.close() }
+                }
+                defer { watcher.cancel() }
+                printOut("PROXY listen=\(proxy.host):\(proxy.port) to=\(options.upstream) \(status(of: proxy))")
+                readCommands(for: proxy)
+                await proxy.serve()
+                return .success(())
+            } catch let error as FaultError {
+                return .failure(CLIError(.setup, "proxy: \(error)"))
+            } catch {
+                return .failure(CLIError(.setup, "proxy: \(error)"))
+            }
+        }
+        try outcome.get()
+        return 0
+    }
+
+    static func status(of proxy: FaultProxy) -> String {
+        "fault=\(proxy.fault.description.replacingOccurrences(of: " ", with: ":")) connections=\(proxy.connectionCount)"
+    }
+
+    /// Reads control lines from standard input on a thread of its own (a blocking read must not hold a thread of
+    /// the cooperative pool) and answers each on standard output. End of input leaves the proxy running: it stops
+    /// on SIGTERM or SIGINT.
+    static func readCommands(for proxy: FaultProxy) {
+        let thread = Thread {
+            while let line = Swift.readLine(strippingNewline: true) {
+                if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+                do throws(FaultError) {
+                    switch try FaultCommand.parse(line) {
+                    case .set(let fault): proxy.set(fault)
+                    case .reset: proxy.reset()
+                    case .status: break
+                    }
+                    printOut(status(of: proxy))
+                } catch {
+                    printOut("error: \(error.message)")
+                }
+            }
+        }
+        thread.name = "tokenet-proxy-commands"
+        thread.start()
+    }
+
+    static let help = """
+        Usage: tokenet proxy --to HOST:PORT [--listen HOST:PORT] [--delay DURATION | --partition | --refuse]
+
+        Carries every TCP connection made to --listen (default 127.0.0.1:0, a free port) on to --to, as a fault in
+        force says. It never reads inside the bytes, so TLS passes through end to end: point a node's peer address
+        (such as tsp-node --issuer) or the CLI at the proxy instead of the node, and both ends still authenticate
+        each other. Once listening it prints 'PROXY listen=HOST:PORT to=HOST:PORT fault=none connections=0'.
+
+        Faults (one at a time, from the next byte on):
+          none | heal       carry bytes as they come
+          delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us; at most 10 minutes), both ways,
+                            without reordering
+          partition         carry nothing either way; up to 1 MiB per direction is held and goes on, in order, when
+                            the partition is lifted (past that the sender is no longer read, as a full TCP window
+                            would stop it), and a side that closes meanwhile closes after what was held
+          refuse            close new connections as soon as they are accepted; established ones carry on
+        and one command:
+          reset             close every connection now, both sides, with nothing more written (a TLS peer sees
+                            the connection end without close_notify); the fault stays
+
+        Commands come on standard input, one per line, each answered on standard output with the fault in force and
+        the number of connections ('fault=delay:200ms connections=2'), or 'error: ...' for a line that is not one;
+        'status' only answers. End of input leaves the proxy running; SIGTERM or SIGINT closes every connection and
+        exits 0.
+
+        Exit status: 0 when stopped by a signal; 1 when the address cannot be bound; 2 for bad options.
+
+        Example: the TSP reaches the issuer through a proxy that is partitioned after a while.
+          tokenet proxy --listen 127.0.0.1:7103 --to 127.0.0.1:7003 < commands.fifo &
+          tsp-node --issuer 127.0.0.1:7103 ...
+          echo partition > commands.fifo
+        """
+}

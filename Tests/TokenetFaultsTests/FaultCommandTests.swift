@@ -1,0 +1,40 @@
+import Testing
+
+@testable import TokenetFaults
+
+@Suite struct FaultCommandTests {
+    @Test func commandsParse() throws {
+        #expect(try FaultCommand.parse("heal") == .set(.none))
+        #expect(try FaultCommand.parse("  None ") == .set(.none))
+        #expect(try FaultCommand.parse("delay 200ms") == .set(.delay(.milliseconds(200))))
+        #expect(try FaultCommand.parse("delay 1.5s") == .set(.delay(.milliseconds(1500))))
+        #expect(try FaultCommand.parse("DELAY 250us") == .set(.delay(.microseconds(250))))
+        #expect(try FaultCommand.parse("delay 0ms") == .set(.delay(.zero)))
+        #expect(try FaultCommand.parse("partition") == .set(.partition))
+        #expect(try FaultCommand.parse("refuse") == .set(.refuse))
+        #expect(try FaultCommand.parse("reset") == .reset)
+        #expect(try FaultCommand.parse("status") == .status)
+    }
+
+    @Test func badLinesSayWhatIsAccepted() {
+        for line in ["", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "partition now", "drop"] {
+            #expect(throws: FaultError.self, "\(line)") { try FaultCommand.parse(line) }
+        }
+        let error = #expect(throws: FaultError.self) { try FaultCommand.parse("drop") }
+        #expect(error?.message == "unknown command 'drop' (commands: \(FaultCommand.summary))")
+        let long = #expect(throws: FaultError.self) { try FaultCommand.parse("delay 601s") }
+        #expect(long?.message == "delay '601s' is longer than the limit of 10 minutes")
+    }
+
+    @Test func faultsDescribeThemselvesAsCommands() throws {
+        for line in ["none", "delay 200ms", "delay 1500ms", "delay 2s", "delay 250us", "partition", "refuse"] {
+            let command = try FaultCommand.parse(line)
+            guard case .set(let fault) = command else {
+                Issue.record("\(line) is not a fault")
+                continue
+            }
+            #expect(try FaultCommand.parse(fault.description) == command, "\(line) → \(fault)")
+        }
+        #expect(Fault.delay(.milliseconds(2000)).description == "delay 2s")
+    }
+}

@@ -1,0 +1,102 @@
+import Testing
+
+@testable import TokenetFaults
+
+/// The proxy's decisions as event → action lists.
+@Suite struct FaultProxyStateMachineTests {
+    typealias Machine = FaultProxyStateMachine
+    let start = ContinuousClock.now
+
+    func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+
+    @Test func withoutAFaultBytesGoOnAtOnce() {
+        var machine = Machine()
+        let (id, action) = machine.accepted()
+        #expect(action == .connectUpstream(id))
+        #expect(
+            machine.received(id, .toUpstream, [1, 2], at: at(0)) == [
+                .forward(id, .toUpstream, [1, 2], notBefore: at(0))
+            ])
+        #expect(machine.received(id, .toClient, [3], at: at(5)) == [.forward(id, .toClient, [3], notBefore: at(5))])
+        #expect(machine.ended(id) == [.finish(id)])
+        #expect(machine.ended(id) == [])
+        #expect(machine.connectionCount == 0)
+    }
+
+    @Test func aDelayHoldsEachChunkBackAndAShorterOneCannotReorder() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.delay(.milliseconds(100)), at: at(0))
+        #expect(
+            machine.received(id, .toUpstream, [1], at: at(0)) == [.forward(id, .toUpstream, [1], notBefore: at(100))])
+        // The delay drops to 10 ms: the next chunk still waits for the one before it.
+        _ = machine.set(.delay(.milliseconds(10)), at: at(20))
+        #expect(
+            machine.received(id, .toUpstream, [2], at: at(20)) == [.forward(id, .toUpstream, [2], notBefore: at(100))])
+        // The other direction has its own order.
+        #expect(machine.received(id, .toClient, [3], at: at(20)) == [.forward(id, .toClient, [3], notBefore: at(30))])
+        _ = machine.set(.none, at: at(200))
+        #expect(
+            machine.received(id, .toUpstream, [4], at: at(200)) == [.forward(id, .toUpstream, [4], notBefore: at(200))])
+    }
+
+    @Test func aPartitionHoldsEverythingAndLiftingItSendsItOnInOrder() {
+        var machine = Machine(holdLimit: 3)
+        let (first, _) = machine.accepted()
+        let (second, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        #expect(machine.received(first, .toUpstream, [1], at: at(1)) == [])
+        #expect(machine.received(second, .toClient, [9], at: at(2)) == [])
+        #expect(machine.received(first, .toUpstream, [2, 3], at: at(3)) == [])
+        #expect(machine.received(first, .toClient, [4], at: at(4)) == [])
+        // Three bytes held towards upstream: that sender is no longer read; the others are.
+        #expect(!machine.mayRead(first, .toUpstream))
+        #expect(machine.mayRead(first, .toClient))
+        #expect(machine.set(.partition, at: at(5)) == [])
+        #expect(
+            machine.set(.delay(.milliseconds(10)), at: at(50)) == [
+                .forward(first, .toUpstream, [1], notBefore: at(60)),
+                .forward(first, .toUpstream, [2, 3], notBefore: at(60)),
+                .forward(first, .toClient, [4], notBefore: at(60)),
+                .forward(second, .toClient, [9], notBefore: at(60)),
+            ])
+        #expect(machine.mayRead(first, .toUpstream))
+    }
+
+    @Test func anEndUnderAPartitionWaitsBehindWhatItHolds() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        _ = machine.received(id, .toClient, [7], at: at(1))
+        #expect(machine.ended(id) == [])
+        #expect(machine.carries(id))
+        #expect(machine.set(.none, at: at(10)) == [.forward(id, .toClient, [7], notBefore: at(10)), .finish(id)])
+        #expect(!machine.carries(id))
+    }
+
+    @Test func anEndUnderAPartitionWithNothingHeldFinishesAtOnce() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        #expect(machine.ended(id) == [.finish(id)])
+    }
+
+    @Test func refusingClosesNewConnectionsOnlyAndResetClosesEveryOne() {
+        var machine = Machine()
+        let (first, _) = machine.accepted()
+        _ = machine.set(.refuse, at: at(0))
+        let (refused, action) = machine.accepted()
+        #expect(action == .close(refused))
+        #expect(!machine.carries(refused))
+        #expect(
+            machine.received(first, .toUpstream, [1], at: at(1)) == [
+                .forward(first, .toUpstream, [1], notBefore: at(1))
+            ])
+        _ = machine.set(.none, at: at(2))
+        let (third, _) = machine.accepted()
+        #expect(machine.reset() == [.close(first), .close(third)])
+        #expect(machine.connectionCount == 0)
+        #expect(machine.received(first, .toUpstream, [1], at: at(3)) == [])
+        #expect(machine.fault == .none)
+    }
+}

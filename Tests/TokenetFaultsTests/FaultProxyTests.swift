@@ -1,0 +1,224 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetFaults
+import TokenetTransport
+
+/// The proxy over real TCP on loopback, between a client and a server of plain connections.
+@Suite struct FaultProxyTests {
+    /// A server that runs `handle` for each connection, the proxy in front of it, and their loop.
+    final class Rig: Sendable {
+        let loop: EventLoop
+        let server: PlainListener
+        let proxy: FaultProxy
+        let serving: Task<Void, Never>
+        let proxying: Task<Void, Never>
+
+        init(_ handle: @escaping @Sendable (PlainConnection) async -> Void) async throws {
+            loop = try EventLoop(name: "test-fault-proxy")
+            server = try await PlainListener.bind(on: loop)
+            proxy = try await FaultProxy.bind(upstreamHost: "127.0.0.1", upstreamPort: server.port, on: loop)
+            let server = server
+            serving = Task {
+                await withDiscardingTaskGroup { group in
+                    for await connection in server.connections { group.addTask { await handle(connection) } }
+                }
+            }
+            let proxy = proxy
+            proxying = Task { await proxy.serve() }
+        }
+
+        func connect() async throws -> PlainConnection {
+            try await PlainConnection.connect(host: "127.0.0.1", port: proxy.port, on: loop)
+        }
+
+        func stop() async {
+            await proxy.close()
+            await proxying.value
+            await server.close()
+            serving.cancel()
+            loop.shutdown()
+        }
+    }
+
+    static func echo(_ connection: PlainConnection) async {
+        while let bytes = try? await connection.read() {
+            do { try await connection.write(bytes) } catch { break }
+        }
+    }
+
+    /// Reads until `count` bytes came, the stream ended, or `limit` passed; returns what came.
+    static func read(_ count: Int, from connection: PlainConnection, within limit: Duration) async -> [UInt8] {
+        await withTaskGroup(of: [UInt8]?.self) { group in
+            group.addTask {
+                var received: [UInt8] = []
+                while received.count < count, let bytes = try? await connection.read() { received += bytes }
+                return received
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let second = await group.next() ?? nil
+            return first ?? second ?? []
+        }
+    }
+
+    static func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed) }
+    }
+
+    @Test func aMegabyteGoesThroughBothWaysInOrder() async throws {
+        let rig = try await Rig(Self.echo)
+        let client = try await rig.connect()
+        let sent = Self.pattern(1 << 20)
+        async let echoed = Self.read(sent.count, from: client, within: .seconds(120))
+        for start in stride(from: 0, to: sent.count, by: 10_000) {
+            try await client.write(Array(sent[start..<min(start + 10_000, sent.count)]))
+        }
+        #expect(await echoed == sent)
+        #expect(rig.proxy.connectionCount == 1)
+        await client.close()
+        await rig.stop()
+    }
+
+    @Test func aDelayHoldsEachDirectionBack() async throws {
+        let rig = try await Rig(Self.echo)
+        let client = try await rig.connect()
+        // Once without a fault, to have the connection carried.
+        try await client.write([0])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [0])
+        rig.proxy.set(.delay(.milliseconds(150)))
+        let clock = ContinuousClock()
+        let started = clock.now
+        try await client.write(Self.pattern(100))
+        #expect(await Self.read(100, from: client, within: .seconds(120)) == Self.pattern(100))
+        // 150 ms each way.
+        #expect(clock.now - started >= .milliseconds(300))
+        #expect(rig.proxy.fault == .delay(.milliseconds(150)))
+        await client.close()
+        await rig.stop()
+    }
+
+    @Test func aPartitionHoldsBytesUntilItIsLifted() async throws {
+        let rig = try await Rig(Self.echo)
+        let client = try await rig.connect()
+        try await client.write([1])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [1])
+        rig.proxy.set(.partition)
+        try await client.write(Self.pattern(5000, seed: 1))
+        try await client.write(Self.pattern(5000, seed: 2))
+        #expect(await Self.read(1, from: client, within: .milliseconds(400)) == [])
+        rig.proxy.set(.none)
+        let echoed = await Self.read(10_000, from: client, within: .seconds(120))
+        #expect(echoed == Self.pattern(5000, seed: 1) + Self.pattern(5000, seed: 2))
+        await client.close()
+        await rig.stop()
+    }
+
+    @Test func aPartitionStopsReadingASenderPastItsLimit() async throws {
+        // The upstream never reads: with a 64 KiB hold limit the proxy stops reading the client, so the client's
+        // writes back up into its own bounded buffer instead of the proxy's memory.
+        let loop = try EventLoop(name: "test-fault-proxy-limit")
+        let server = try await PlainListener.bind(on: loop)
+        let proxy = try await FaultProxy.bind(
+            upstreamHost: "127.0.0.1", upstreamPort: server.port, fault: .partition, holdLimit: 64 * 1024, on: loop)
+        let proxying = Task { await proxy.serve() }
+        let client = try await PlainConnection.connect(
+            host: "127.0.0.1", port: proxy.port, on: loop,
+            options: .init(outboundHighWater: 64 * 1024, inboundHighWater: 64 * 1024))
+        let written = Atomic<Int>(0)
+        let writing = Task {
+            let chunk = [UInt8](repeating: 7, count: 16 * 1024)
+            while !Task.isCancelled {
+                do { try await client.write(chunk) } catch { break }
+                written.add(chunk.count, ordering: .relaxed)
+            }
+        }
+        // Without the limit the proxy reads whatever comes: hundreds of MB a second here. With it, what the proxy
+        // (64 KiB plus one read), the kernel's buffers and the client's hold: a few MB at most.
+        try await Task.sleep(for: .seconds(3))
+        let total = written.load(ordering: .relaxed)
+        #expect(total < 16 << 20, "\(total) bytes written into a partition")
+        writing.cancel()
+        await client.close()
+        await proxy.close()
+        await proxying.value
+        await server.close()
+        loop.shutdown()
+    }
+
+    @Test func refusingClosesNewConnectionsAndKeepsEstablishedOnes() async throws {
+        let rig = try await Rig(Self.echo)
+        let established = try await rig.connect()
+        try await established.write([1])
+        #expect(await Self.read(1, from: established, within: .seconds(120)) == [1])
+        rig.proxy.set(.refuse)
+        let refused = try await rig.connect()
+        let ended = await Self.read(1, from: refused, within: .seconds(120))
+        #expect(ended == [])
+        let failed = await #expect(throws: (any Error).self) {
+            for _ in 0..<50 {
+                try await refused.write([2])
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        #expect(failed != nil)
+        try await established.write([3])
+        #expect(await Self.read(1, from: established, within: .seconds(120)) == [3])
+        await rig.stop()
+    }
+
+    @Test func resetCutsEveryConnection() async throws {
+        let rig = try await Rig(Self.echo)
+        let first = try await rig.connect()
+        let second = try await rig.connect()
+        for client in [first, second] {
+            try await client.write([1])
+            #expect(await Self.read(1, from: client, within: .seconds(120)) == [1])
+        }
+        #expect(rig.proxy.connectionCount == 2)
+        rig.proxy.reset()
+        for client in [first, second] {
+            #expect(try await client.read() == nil)
+        }
+        #expect(rig.proxy.connectionCount == 0)
+        // New connections are carried again.
+        let third = try await rig.connect()
+        try await third.write([4])
+        #expect(await Self.read(1, from: third, within: .seconds(120)) == [4])
+        await rig.stop()
+    }
+
+    @Test func whatWasSentBeforeAnEndArrivesBeforeIt() async throws {
+        // The server writes 200 KB and closes at once; under a delay, all of it still reaches the client first.
+        let payload = Self.pattern(200_000, seed: 3)
+        let rig = try await Rig { connection in
+            try? await connection.write(payload)
+            await connection.close()
+        }
+        rig.proxy.set(.delay(.milliseconds(100)))
+        let client = try await rig.connect()
+        #expect(await Self.read(payload.count + 1, from: client, within: .seconds(120)) == payload)
+        await rig.stop()
+    }
+
+    @Test func anUnreachableUpstreamClosesTheClient() async throws {
+        let loop = try EventLoop(name: "test-fault-proxy-unreachable")
+        let closedPort = try await {
+            let listener = try await PlainListener.bind(on: loop)
+            await listener.close()
+            return listener.port
+        }()
+        let proxy = try await FaultProxy.bind(upstreamHost: "127.0.0.1", upstreamPort: closedPort, on: loop)
+        let proxying = Task { await proxy.serve() }
+        let client = try await PlainConnection.connect(host: "127.0.0.1", port: proxy.port, on: loop)
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [])
+        #expect(proxy.connectionCount == 0)
+        await proxy.close()
+        await proxying.value
+        loop.shutdown()
+    }
+}

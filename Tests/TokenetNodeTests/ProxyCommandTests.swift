@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+@testable import TokenetNode
+
+/// `tokenet proxy` between the CLI and a real `tsp-node` over mutual TLS, steered through its standard input: each
+/// fault shows up as the status a caller gets.
+@Suite struct ProxyCommandTests {
+    /// What each step saw, gathered off the cooperative pool (`offThePool`).
+    struct Outcome: Sendable {
+        var banner = ""
+        var plain: ProcessResult?
+        var delayed: ProcessResult?
+        var delayedSeconds = 0.0
+        var partitioned: ProcessResult?
+        var healed: ProcessResult?
+        var refused: ProcessResult?
+        var watchAfterReset: ProcessResult?
+        var answers = ""
+        var proxyExit: (reason: Process.TerminationReason, status: Int32)?
+    }
+
+    @Test func faultsOnCommandReachTheCaller() async throws {
+        let outcome = try await offThePool { try Self.run() }
+        #expect(outcome.banner.hasPrefix("PROXY listen=127.0.0.1:"), "\(outcome.banner)")
+        #expect(outcome.banner.hasSuffix("fault=none connections=0"), "\(outcome.banner)")
+        #expect(outcome.plain?.status == 0, "\(String(describing: outcome.plain))")
+        #expect(outcome.plain?.stdout.contains("SERVING_STATUS_SERVING") == true)
+        // 200 ms each way on every round trip: the TLS handshake, the reflection lookup and the call need several.
+        #expect(outcome.delayed?.status == 0, "\(String(describing: outcome.delayed))")
+        #expect(outcome.delayedSeconds >= 0.8, "\(outcome.delayedSeconds) s")
+        // DEADLINE_EXCEEDED: 64 + 4.
+        #expect(outcome.partitioned?.status == 68, "\(String(describing: outcome.partitioned))")
+        #expect(outcome.partitioned?.stderr.contains("DEADLINE_EXCEEDED") == true)
+        #expect(outcome.healed?.status == 0, "\(String(describing: outcome.healed))")
+        #expect(outcome.refused?.status == 1, "\(String(describing: outcome.refused))")
+        #expect(outcome.refused?.stderr.contains("cannot connect") == true)
+        // A reset cuts the open Watch stream: the CLI reports the lost connection as UNAVAILABLE (64 + 14).
+        #expect(outcome.watchAfterReset?.status == 78, "\(String(describing: outcome.watchAfterReset))")
+        #expect(outcome.watchAfterReset?.stdout.contains("SERVING_STATUS_SERVING") == true)
+        let answers = outcome.answers.split(separator: "\n").map(String.init)
+        #expect(answers.contains("fault=delay:200ms connections=0"), "\(answers)")
+        #expect(answers.contains("fault=partition connections=0"), "\(answers)")
+        #expect(answers.contains { $0.hasPrefix("error: unknown command 'drop'") }, "\(answers)")
+        #expect(answers.contains("fault=none connections=1"), "the Watch connection before the reset: \(answers)")
+        #expect(answers.contains("fault=none connections=0"), "\(answers)")
+        #expect(outcome.proxyExit?.reason == .exit && outcome.proxyExit?.status == 0)
+    }
+
+    static func run() throws -> Outcome {
+        var outcome = Outcome()
+        let pki = DevelopmentPKI.shared
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ])
+        defer { PythonClientInteropTests.stop(node.process) }
+        let nodeAddress = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+        }
+
+        let proxy = Process()
+        proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
+        proxy.arguments = ["proxy", "--to", nodeAddress]
+        let commands = Pipe()
+        proxy.standardInput = commands
+        let output = data.path("proxy.out")
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        proxy.standardError = proxy.standardOutput
+        try proxy.run()
+        defer { PythonClientInteropTests.stop(proxy) }
+        func lines() -> [String] {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        outcome.banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") { lines().first }
+        let address = outcome.banner.split(separator: " ")[1].dropFirst("listen=".count)
+        func send(_ line: String) throws {
+            let answered = lines().count
+            commands.fileHandleForWriting.write(Data((line + "\n").utf8))
+            _ = try PythonClientInteropTests.waitFor(proxy, "an answer to \(line)") {
+                lines().count > answered ? true : nil
+            }
+        }
+        let tls = [
+            "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+        ]
+        func check(_ extra: [String] = []) throws -> ProcessResult {
+            try LaunchedProcess.run(
+                "tokenet", ["call", String(address), "tokenet.health.v1.Health/Check", "-d", "{}"] + tls + extra)
+        }
+
+        outcome.plain = try check()
+        try send("delay 200ms")
+        let started = Date()
+        outcome.delayed = try check()
+        outcome.delayedSeconds = Date().timeIntervalSince(started)
+        try send("partition")
+        outcome.partitioned = try check(["--deadline", "1s"])
+        try send("drop")
+        try send("heal")
+        outcome.healed = try check()
+        try send("refuse")
+        outcome.refused = try check(["--deadline", "5s"])
+        try send("none")
+
+        // A Watch stays open until its connection goes: the reset must end it.
+        let watch = try LaunchedProcess(
+            "tokenet", ["call", String(address), "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls)
+        _ = try PythonClientInteropTests.waitFor(watch.process, "the Watch's first answer") {
+            let shown = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
+            return shown.contains("SERVING") ? true : nil
+        }
+        try send("status")
+        try send("reset")
+        outcome.watchAfterReset = try watch.waitForExit(limit: 30)
+        outcome.answers = lines().dropFirst().joined(separator: "\n")
+
+        proxy.terminate()
+        proxy.waitUntilExit(killingAfter: 30)
+        outcome.proxyExit = (proxy.terminationReason, proxy.terminationStatus)
+        return outcome
+    }
+
+    @Test func badOptionsAreUsageErrors() async throws {
+        for (arguments, message) in [
+            ([String](), "proxy: --to HOST:PORT is required"),
+            (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IPv4 host, got 'nowhere'"),
+            (["--to", "127.0.0.1:7000", "--delay", "5"], "proxy: --delay: expected a duration such as 200ms"),
+            (["--to", "127.0.0.1:7000", "--partition", "--refuse"], "give at most one of --delay, --partition"),
+            (["--to", "127.0.0.1:7000", "--drop"], "proxy: unknown option '--drop'"),
+        ] {
+            let result = try await LaunchedProcess.run("tokenet", ["proxy"] + arguments)
+            #expect(result.status == 2, "\(arguments): \(result)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
+}
