@@ -45,15 +45,22 @@ struct DemoCommand {
         let pki = try prepareCertificates(in: workspace)
         let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(Self.fixturePath).path
         var started: [RunningNode] = []
+        var issuerLink: DemoIssuerLink?
         var failure: CLIError?
         do {
             var addresses: [NodeRole: HostPort] = [:]
             for (role, _) in Self.startOrder { addresses[role] = try PortReservation.freeLoopbackAddress() }
+            // The TSP reaches the issuer through a fault proxy that one scenario steers.
+            let link = try DemoIssuerLink.start(to: addresses[.issuer]!)
+            issuerLink = link
+            printOut("  fault proxy   \(link.address) (tsp-node -> issuer-node)")
             printOut("Starting nodes")
             for (role, spec) in Self.startOrder {
                 let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
+                var peers = addresses
+                if role == .tsp { peers[.issuer] = link.address }
                 let (process, ready) = try startNode(
-                    role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses,
+                    role: role, spec: spec, pki: pki, workspace: workspace, addresses: peers,
                     extraArguments: extra)
                 started.append(RunningNode(role: role, process: process, ready: ready))
                 printOut("  ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
@@ -66,7 +73,7 @@ struct DemoCommand {
                 choreographies.append(
                     try ProvisioningChoreography(
                         pkiDirectory: pkiDirectory, fixturePath: fixture, timeout: options.timeout,
-                        interruption: interruption))
+                        interruption: interruption, issuerLink: issuerLink?.proxy))
                 choreographies.append(
                     NotificationChoreography(
                         pkiDirectory: pkiDirectory, timeout: options.timeout, interruption: interruption))
@@ -83,6 +90,7 @@ struct DemoCommand {
         }
 
         let stoppedCleanly = stop(started.map(\.process))
+        issuerLink?.stop()
         if let failure {
             printError("tokenet demo failed: \(failure)")
             if !options.keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }

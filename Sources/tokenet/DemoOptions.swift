@@ -15,9 +15,12 @@ struct DemoOptions: Sendable, Equatable {
         activated with the one-time code from the issuer's outbox, a card stepped up for the wallet's risk score
         and activated by the issuer's call centre, the demo user's enrolment in the issuer app, a step-up card
         opened in the issuer app (app-to-app: the cardholder signs in there and the app activates it), with the
-        issuer app's view of its cards in the wallet, and a card that is not eligible. Each step prints its trace id,
-        and each party's view (wallet cards, TSP tokens and their audit trail) follows. Then the nodes are stopped
-        with SIGTERM and the demo reports how each exited.
+        issuer app's view of its cards in the wallet, and a card that is not eligible. The TSP reaches the issuer
+        through a fault proxy (as tokenet proxy does): after those, the demo partitions it and adds one more card, which
+        the TSP's stand-in rule decides once its issuer deadline (5 s) has passed, then heals the link and cuts its
+        connections, and the issuer answers again. Each step prints its trace id, and each party's view (wallet
+        cards, TSP tokens and their audit trail) follows. Then the nodes are stopped with SIGTERM and the demo
+        reports how each exited.
         Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext
         and provisioning, which needs the operator's certificate, is skipped.
 

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetFaults
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -12,12 +13,18 @@ struct ProvisioningChoreography: DemoChoreography {
     let fixture: DemoFixture
     let timeout: Double
     let interruption: DemoInterruption
+    /// The fault proxy `tsp-node --issuer` points at; without one the scenario that steers it is left out.
+    let issuerLink: FaultProxy?
 
-    init(pkiDirectory: String, fixturePath: String, timeout: Double, interruption: DemoInterruption) throws(CLIError) {
+    init(
+        pkiDirectory: String, fixturePath: String, timeout: Double, interruption: DemoInterruption,
+        issuerLink: FaultProxy? = nil
+    ) throws(CLIError) {
         self.pkiDirectory = pkiDirectory
         self.fixture = try DemoFixture(path: fixturePath)
         self.timeout = timeout
         self.interruption = interruption
+        self.issuerLink = issuerLink
     }
 
     var title: String { "Provisioning cards across the three nodes (as operator-1 over mutual TLS)" }
@@ -25,7 +32,7 @@ struct ProvisioningChoreography: DemoChoreography {
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
         let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
         try waitForIssuerRegistration(cluster: cluster, report: report)
-        let scenarios: [(String, (Nodes, (String) -> Void) throws(CLIError) -> Void)] = [
+        var scenarios: [(String, (Nodes, (String) -> Void) throws(CLIError) -> Void)] = [
             ("a Visa card added by hand (T&C in Spanish) and approved", manualApproved),
             ("a Mastercard card through an issuer push receipt", pushReceipt),
             ("a card through a push session (issuer -> wallet backend -> TSP)", pushSession),
@@ -36,6 +43,10 @@ struct ProvisioningChoreography: DemoChoreography {
             ("a step-up card activated in the issuer app (app-to-app)", activateInApp),
             ("a card its issuer keeps out of wallets: not eligible", notEligible),
         ]
+        if let issuerLink {
+            let title = "the TSP cut off from the issuer: its stand-in decides; then the link is cut and heals"
+            scenarios.append((title, { nodes, report throws(CLIError) in try issuerCutOff(issuerLink, nodes, report) }))
+        }
         for (index, (title, scenario)) in scenarios.enumerated() {
             try interruption.check()
             report("Scenario \(index + 1): \(title)")

@@ -18,7 +18,7 @@ import TokenetStorage
         try store.importFixture(try Support.fixture())
         let after = try store.allCards().map { "\($0.id) \($0.pan.last4) \($0.rule.summary)" }
         #expect(before == after)
-        #expect(after.count == 8)
+        #expect(after.count == 9)
         #expect(try store.database.queryOne("SELECT count(*) FROM cardholders")?.int(0) == 3)
         #expect(try store.database.queryOne("SELECT count(*) FROM accounts")?.int(0) == 5)
     }

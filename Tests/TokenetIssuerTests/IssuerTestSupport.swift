@@ -105,8 +105,10 @@ enum Cards {
     static let mcScore = ("card-mc-score", "5400000020000068", "08/30")
     static let visaNotEligible = ("card-visa-not-eligible", "4761000040000078", "05/29")
     static let mcStepUpApp = ("card-mc-stepup-app", "5400000030000074", "04/30")
+    static let visaStandIn = ("card-visa-standin", "4761000010000082", "11/30")
     static let all = [
         visaApprove, mcReceipt, visaSession, mcDecline, visaStepUp, mcScore, visaNotEligible, mcStepUpApp,
+        visaStandIn,
     ]
 }
 
