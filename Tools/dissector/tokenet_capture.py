@@ -22,6 +22,9 @@ class Frame:
         self.packet = int(packet["frame.number"])
         self.time = float(packet.get("frame.time_relative", 0))
         self.connection = packet.get("tcp.stream")
+        # The logical connection: set by `read` to the TLS session's client random when the capture has the
+        # ClientHello, so that a connection seen twice (through a proxy that forwards its bytes) is one session.
+        self.session = self.connection
         self.source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
         self.destination = "%s:%s" % (packet.get("ip.dst") or packet.get("ipv6.dst"), packet.get("tcp.dstport"))
         self.ports = {int(packet.get("tcp.srcport", 0)), int(packet.get("tcp.dstport", 0))}
@@ -43,7 +46,7 @@ def read(pcap, keylog=None):
     with tshark's message when tshark fails."""
     arguments = [
         os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
-        "-Y", "tokenet || x509ce.uniformResourceIdentifier",
+        "-Y", "tokenet || x509ce.uniformResourceIdentifier || tls.handshake.type == 1",
     ]
     if keylog:
         arguments[1:1] = ["--keylog", keylog]
@@ -52,7 +55,7 @@ def read(pcap, keylog=None):
     result = subprocess.run(arguments, capture_output=True, text=True, env=environment, timeout=600)
     if result.returncode != 0:
         raise RuntimeError("tokenet-shark failed: " + result.stderr.strip()[-2000:])
-    frames, identities = [], {}
+    frames, identities, sessions = [], {}, {}
     for element in ElementTree.fromstring(result.stdout).iter("packet"):
         packet = {}
         for proto in element.iter("proto"):
@@ -62,6 +65,14 @@ def read(pcap, keylog=None):
         for proto in element.iter("proto"):
             if proto.get("name") == "tokenet":
                 frames.append(Frame(proto, packet))
+        for proto in element.iter("proto"):
+            if proto.get("name") != "tls":
+                continue
+            shown = {}
+            for field in proto.iter("field"):
+                shown.setdefault(field.get("name"), field.get("show"))
+            if shown.get("tls.handshake.type") == "1" and shown.get("tls.handshake.random"):
+                sessions.setdefault(packet.get("tcp.stream"), shown["tls.handshake.random"])
         uris = [
             field.get("show") for field in element.iter("field")
             if field.get("name") == "x509ce.uniformResourceIdentifier"
@@ -71,4 +82,6 @@ def read(pcap, keylog=None):
             source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
             # The first certificate of a chain is the endpoint's own.
             identities.setdefault(source, uris[0])
+    for frame in frames:
+        frame.session = sessions.get(frame.connection, frame.connection)
     return Capture(frames, identities)
