@@ -75,19 +75,19 @@ public final class FaultProxy: Sendable {
 
     /// Puts `fault` in force for every connection, from the next byte on.
     public func set(_ fault: Fault) {
-        let (closing, waiters) = state.withLock { state in
+        let (cutting, waiters) = state.withLock { state in
             let actions = state.machine.set(fault, at: .now)
             let waiters = Array(state.waiters.values)
             state.waiters = [:]
             return (Self.apply(actions, to: &state), waiters)
         }
         for waiter in waiters { waiter.resume() }
-        finish(closing)
+        cut(cutting)
     }
 
     /// Cuts every connection now: both sides see it close, with nothing more written.
     public func reset() {
-        finish(state.withLock { Self.apply($0.machine.reset(), to: &$0) })
+        cut(state.withLock { Self.apply($0.machine.reset(), to: &$0) })
     }
 
     /// Accepts and carries connections until `close()`, then returns once every connection has ended.
@@ -173,9 +173,9 @@ public final class FaultProxy: Sendable {
         while !Task.isCancelled {
             await waitUntilMayRead(id, direction)
             guard let bytes = try? await source.read() else { break }
-            finish(state.withLock { Self.apply($0.machine.received(id, direction, bytes, at: .now), to: &$0) })
+            cut(state.withLock { Self.apply($0.machine.received(id, direction, bytes, at: .now), to: &$0) })
         }
-        finish(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+        cut(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
         return .reader
     }
 
@@ -189,7 +189,7 @@ public final class FaultProxy: Sendable {
             do {
                 try await destination.write(bytes)
             } catch {
-                finish(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+                cut(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
                 break
             }
         }
@@ -222,9 +222,9 @@ public final class FaultProxy: Sendable {
     // MARK: - Actions
 
     /// Carries out `actions` under the lock: a forwarded chunk is queued on its direction's outbox at once, so
-    /// chunks queue in the machine's order. Returns the links to close, which `finish(_:)` does outside the lock.
-    private static func apply(_ actions: [FaultProxyStateMachine.Action], to state: inout State) -> [Closing] {
-        var closing: [Closing] = []
+    /// chunks queue in the machine's order. Returns the links to cut, which `cut(_:)` does outside the lock.
+    private static func apply(_ actions: [FaultProxyStateMachine.Action], to state: inout State) -> [Link] {
+        var cutting: [Link] = []
         for action in actions {
             switch action {
             case .connectUpstream:
@@ -237,22 +237,19 @@ public final class FaultProxy: Sendable {
                     for outbox in link.outboxes.values { outbox.finish() }
                 }
             case .close(let id):
-                if let link = state.links.removeValue(forKey: id) { closing.append(Closing(link: link)) }
+                if let link = state.links.removeValue(forKey: id) { cutting.append(link) }
             }
         }
-        return closing
+        return cutting
     }
 
-    struct Closing {
-        var link: Link
-    }
-
-    private func finish(_ closing: [Closing]) {
-        for item in closing {
-            for outbox in item.link.outboxes.values { outbox.finish() }
-            item.link.abort.finish()
-            let client = item.link.client
-            let upstream = item.link.upstream
+    /// Ends each link at once: its outboxes are dropped, its task stops, and both sides close.
+    private func cut(_ links: [Link]) {
+        for link in links {
+            for outbox in link.outboxes.values { outbox.finish() }
+            link.abort.finish()
+            let client = link.client
+            let upstream = link.upstream
             Task {
                 await client.close()
                 await upstream.close()
