@@ -12,7 +12,7 @@ import TokenetTestSupport
     let address: String
     let pki = DevelopmentPKI.shared
 
-    init() throws {
+    init() async throws {
         let pki = DevelopmentPKI.shared
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
@@ -23,7 +23,7 @@ import TokenetTestSupport
                 "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
             ])
         dataDirectory = data
-        address = try Self.waitForReadyFile(readyFile, of: node.process).listen
+        address = try await Self.waitForReadyFile(readyFile, of: node.process).listen
     }
 
     private let dataDirectory: TemporaryDirectory
@@ -148,7 +148,7 @@ import TokenetTestSupport
 
     /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the
     /// command cancels the call and exits 0. It used to keep the watch open, so the shell's pipeline never returned.
-    @Test func aStreamEndsWhenNobodyReadsItsOutput() throws {
+    @Test func aStreamEndsWhenNobodyReadsItsOutput() async throws {
         let output = Pipe()
         let process = Process()
         process.executableURL = try BuiltExecutables.url(of: "tokenet")
@@ -162,7 +162,7 @@ import TokenetTestSupport
         #expect(String(decoding: first, as: UTF8.self).contains("SERVING_STATUS_SERVING"))
         try output.fileHandleForReading.close()
         let limit = Date().addingTimeInterval(20)
-        while process.isRunning && Date() < limit { usleep(20_000) }
+        while process.isRunning && Date() < limit { try await Task.sleep(for: .milliseconds(20)) }
         let endedByItself = !process.isRunning
         process.waitUntilExit(killingAfter: 0)
         #expect(endedByItself, "tokenet kept the stream open after its reader went away")
@@ -189,7 +189,7 @@ import TokenetTestSupport
             plain.process.terminate()
             plain.process.waitUntilExit()
         }
-        let plainAddress = try Self.waitForReadyFile(readyFile, of: plain.process).listen
+        let plainAddress = try await Self.waitForReadyFile(readyFile, of: plain.process).listen
         let result = try await runTokenet(["call", plainAddress, "tokenet.health.v1.Health/Check", "--plaintext"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
@@ -262,12 +262,13 @@ import TokenetTestSupport
         }
     }
 
-    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits.
-    private static func waitForReadyFile(_ path: String, of process: Process) throws -> ReadyInfo {
+    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits; it sleeps
+    /// between looks instead of blocking a thread of the cooperative pool that every other test needs.
+    private static func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         throw NodeDidNotStart(running: process.isRunning)
     }

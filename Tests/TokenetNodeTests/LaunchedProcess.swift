@@ -10,7 +10,10 @@ struct ProcessResult: Sendable {
 }
 
 /// A child process whose output goes to files, so it can never block on a full pipe.
-final class LaunchedProcess {
+///
+/// Sendable so that an async test can wait for it off the cooperative pool: its stored properties are constants,
+/// and `Process` may be waited for, signalled and read from any thread.
+final class LaunchedProcess: @unchecked Sendable {
     let process = Process()
     let directory: TemporaryDirectory
 
@@ -45,6 +48,12 @@ final class LaunchedProcess {
     /// child (the demo, a benchmark) never holds one of the pool's few threads.
     static func run(_ name: String, _ arguments: [String]) async throws -> ProcessResult {
         try await offThePool { try LaunchedProcess.run(name, arguments) as ProcessResult }
+    }
+
+    /// `waitForExit(limit:)` for async tests, waiting off the cooperative pool (`offThePool`): a test that blocked
+    /// one of the pool's few threads for a node's exit stalled every other test's calls meanwhile.
+    func waitForExit(limit: Double = 120) async throws -> ProcessResult {
+        try await offThePool { [self] () throws -> ProcessResult in try self.waitForExit(limit: limit) }
     }
 
     /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its

@@ -10,7 +10,7 @@ import TokenetWire
 /// Runs the real node executables and checks their process-level contract: readiness, signals, exit statuses.
 @Suite struct NodeProcessTests {
     @Test(arguments: [SIGTERM, SIGINT])
-    func nodeStopsGracefullyOnSignal(signal: Int32) throws {
+    func nodeStopsGracefullyOnSignal(signal: Int32) async throws {
         let scratch = try TemporaryDirectory()
         let readyFile = scratch.path("ready.json")
         let node = try LaunchedProcess(
@@ -18,12 +18,12 @@ import TokenetWire
             ["--plaintext", "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--log-format", "json"])
         defer { if node.process.isRunning { node.process.terminate() } }
 
-        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
         #expect(ready.node == "tsp-node")
         #expect(ready.pid == node.process.processIdentifier)
 
         kill(node.process.processIdentifier, signal)
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         #expect(result.reason == .exit)
         #expect(result.status == 0)
         #expect(result.stdout == ready.line + "\n")
@@ -35,7 +35,7 @@ import TokenetWire
     }
 
     /// A plaintext `tsp-node` on a free port with `arguments` added, once it is ready, and where it listens.
-    func startPlaintextNode(in scratch: TemporaryDirectory, _ arguments: [String] = []) throws
+    func startPlaintextNode(in scratch: TemporaryDirectory, _ arguments: [String] = []) async throws
         -> (node: LaunchedProcess, readyFile: String, address: HostPort)
     {
         let readyFile = scratch.path("ready.json")
@@ -44,7 +44,7 @@ import TokenetWire
             ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile]
                 + arguments)
         do {
-            let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+            let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
             return (node, readyFile, try #require(HostPort(parsing: ready.listen)))
         } catch {
             node.process.terminate()
@@ -54,7 +54,7 @@ import TokenetWire
 
     @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, readyFile, address) = try startPlaintextNode(in: scratch)
+        let (node, readyFile, address) = try await startPlaintextNode(in: scratch)
         defer { if node.process.isRunning { node.process.terminate() } }
 
         let loop = try EventLoop(name: "test-node-health")
@@ -67,7 +67,7 @@ import TokenetWire
         await client.close()
 
         kill(node.process.processIdentifier, SIGTERM)
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         #expect(result.reason == .exit)
         #expect(result.status == 0)
         #expect(result.stderr.contains("--plaintext is set. TLS is OFF"))
@@ -76,12 +76,12 @@ import TokenetWire
 
     /// With `--log-format json` every line on stderr is a JSON object, also with --plaintext, whose warning is then a
     /// log line rather than the text banner.
-    @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() throws {
+    @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, _) = try startPlaintextNode(in: scratch, ["--log-format", "json"])
+        let (node, _, _) = try await startPlaintextNode(in: scratch, ["--log-format", "json"])
         defer { if node.process.isRunning { node.process.terminate() } }
         kill(node.process.processIdentifier, SIGTERM)
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         #expect(result.status == 0)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count >= 3, "\(result.stderr)")
@@ -98,7 +98,8 @@ import TokenetWire
     @Test(arguments: ["debug", "info"])
     func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try startPlaintextNode(in: scratch, ["--log-format", "json", "--log-level", level])
+        let (node, _, address) = try await startPlaintextNode(
+            in: scratch, ["--log-format", "json", "--log-level", level])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-call-log")
         defer { loop.shutdown() }
@@ -113,7 +114,7 @@ import TokenetWire
         }
         await client.close()
         kill(node.process.processIdentifier, SIGTERM)
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         #expect(result.status == 0)
         let lines = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call""#) }
         if level == "info" {
@@ -135,7 +136,7 @@ import TokenetWire
     /// timeout leaves the answering client seconds to reply even when the test process is starved of CPU.
     @Test(.timeLimit(.minutes(2))) func aSilentPeerIsPingedThenCutOff() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try startPlaintextNode(
+        let (node, _, address) = try await startPlaintextNode(
             in: scratch, ["--keepalive", "0.2", "--keepalive-timeout", "8"])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-keepalive")
@@ -196,7 +197,7 @@ import TokenetWire
 
         // The node says why it cut the silent peer off, and only that connection.
         kill(node.process.processIdentifier, SIGTERM)
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         let closed = result.stderr.split(separator: "\n").filter { $0.contains("connection closed") }
         #expect(closed.count == 1, "\(result.stderr)")
         #expect(closed.first?.contains("no answer to keepalive ping") == true, "\(closed)")
@@ -215,7 +216,7 @@ import TokenetWire
                 "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
             ])
         defer { if node.process.isRunning { node.process.terminate() } }
-        let ready = try #require(try waitForReadyFile(readyFile, of: node.process))
+        let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
         let address = try #require(HostPort(parsing: ready.listen))
 
         let loop = try EventLoop(name: "test-node-subscription")
@@ -246,7 +247,7 @@ import TokenetWire
             #expect(error.code == .unavailable, "\(error)")
             #expect(error.message.contains("the node is shutting down"), "\(error)")
         }
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         let elapsed = ContinuousClock.now - stopping
         #expect(result.status == 0)
         // The log line shows whether the stop waited out the 10 s drain; the time only guards against a hang (under
@@ -260,7 +261,7 @@ import TokenetWire
     /// --drain-timeout: then it ends UNAVAILABLE, the connection closes and the node exits.
     @Test(.timeLimit(.minutes(2))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try startPlaintextNode(in: scratch, ["--drain-timeout", "1"])
+        let (node, _, address) = try await startPlaintextNode(in: scratch, ["--drain-timeout", "1"])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-drain")
         defer { loop.shutdown() }
@@ -299,7 +300,7 @@ import TokenetWire
         let stopping = ContinuousClock.now
         kill(node.process.processIdentifier, SIGTERM)
         try await readUntil { false }
-        let result = try node.waitForExit()
+        let result = try await node.waitForExit()
         let elapsed = ContinuousClock.now - stopping
         #expect(kinds == ["hello", "pong", "goaway", "status"], "\(kinds)")
         #expect(status?.code == .unavailable, "\(String(describing: status))")
@@ -334,12 +335,13 @@ import TokenetWire
         #expect(!wallet.stdout.contains("--fixtures"))
     }
 
-    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits.
-    private func waitForReadyFile(_ path: String, of process: Process) throws -> ReadyInfo? {
+    /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits. It sleeps
+    /// between looks rather than blocking a thread of the cooperative pool, which the other tests need meanwhile.
+    private func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo? {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         Issue.record("tsp-node did not become ready (running: \(process.isRunning))")
         return nil

@@ -17,7 +17,7 @@ import TokenetWire
         defer { loop.shutdown() }
         let dataDirectory = try TSPHarness.temporaryDirectory()
         // No issuer listens there: enrolment and login never call the issuer.
-        let first = try LiveNodeTests.Node(dataDirectory: dataDirectory, issuerPort: 9)
+        let first = try await LiveNodeTests.Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { first.kill() }
         let issuerClient = try await LiveNodeTests.client("issuer", port: first.port, loop: loop)
         _ = try await TspV1.Issuers.Client(issuerClient).registerIssuer(
@@ -39,7 +39,7 @@ import TokenetWire
         first.kill()
         #expect(first.process.terminationReason == .uncaughtSignal)
 
-        let second = try LiveNodeTests.Node(dataDirectory: dataDirectory, issuerPort: 9)
+        let second = try await LiveNodeTests.Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { second.kill() }
         let again = TspV1.Authentication.Client(try await LiveNodeTests.client("issuer", port: second.port, loop: loop))
         let replay = try await again.login(login)

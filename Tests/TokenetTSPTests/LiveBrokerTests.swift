@@ -23,7 +23,7 @@ import TokenetWire
         defer { loop.shutdown() }
         let dataDirectory = try TSPHarness.temporaryDirectory()
         // No issuer is needed here; the address only has to be well formed.
-        let first = try Node(dataDirectory: dataDirectory, issuerPort: 9)
+        let first = try await Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { first.kill() }
 
         let operatorClient = try await Self.notifications("operator", port: first.port, loop: loop)
@@ -44,7 +44,7 @@ import TokenetWire
         first.kill()
         #expect(first.process.terminationReason == .uncaughtSignal)
 
-        let second = try Node(dataDirectory: dataDirectory, issuerPort: 9)
+        let second = try await Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { second.kill() }
         let restarted = try await Self.notifications("wallet", port: second.port, loop: loop)
         let status = try await restarted.queueStatus(TspV1.QueueStatusRequest())
@@ -72,7 +72,7 @@ import TokenetWire
     final class WalletNodeProcess {
         let process = Process()
 
-        init(dataDirectory: String, tspPort: UInt16) throws {
+        init(dataDirectory: String, tspPort: UInt16) async throws {
             let pem = LiveNodeTests.pem
             let ready = dataDirectory + "/ready-\(UUID().uuidString)"
             process.executableURL = try LiveNodeTests.Node.executable().deletingLastPathComponent()
@@ -94,7 +94,7 @@ import TokenetWire
             try process.run()
             let deadline = Date().addingTimeInterval(60)
             while !FileManager.default.fileExists(atPath: ready), process.isRunning, Date() < deadline {
-                usleep(20_000)
+                try await Task.sleep(for: .milliseconds(20))
             }
             guard FileManager.default.fileExists(atPath: ready) else {
                 kill()
@@ -147,23 +147,23 @@ import TokenetWire
         let directory = try TSPHarness.temporaryDirectory()
         let tspData = directory + "/tsp"
         try FileManager.default.createDirectory(atPath: tspData, withIntermediateDirectories: true)
-        var tsp = try Node(dataDirectory: tspData, issuerPort: 9)
+        var tsp = try await Node(dataDirectory: tspData, issuerPort: 9)
         let port = tsp.port
-        var wallet = try WalletNodeProcess(dataDirectory: directory, tspPort: port)
+        var wallet = try await WalletNodeProcess(dataDirectory: directory, tspPort: port)
 
         try await Self.publish(10, from: 0, port: port, loop: loop)
         try await Self.waitForAcknowledged(10, port: port, loop: loop)
 
         // The TSP dies with the wallet connected; the wallet reconnects to the restarted TSP by itself.
         tsp.kill()
-        tsp = try Node(dataDirectory: tspData, issuerPort: 9, listenPort: port)
+        tsp = try await Node(dataDirectory: tspData, issuerPort: 9, listenPort: port)
         try await Self.publish(10, from: 10, port: port, loop: loop)
         try await Self.waitForAcknowledged(20, port: port, loop: loop)
 
         // The wallet dies; what is published meanwhile waits in its queue.
         wallet.kill()
         try await Self.publish(5, from: 20, port: port, loop: loop)
-        wallet = try WalletNodeProcess(dataDirectory: directory, tspPort: port)
+        wallet = try await WalletNodeProcess(dataDirectory: directory, tspPort: port)
         try await Self.waitForAcknowledged(25, port: port, loop: loop)
         wallet.kill()
         tsp.kill()

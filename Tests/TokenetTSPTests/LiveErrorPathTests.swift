@@ -75,7 +75,7 @@ import TokenetWire
         let listener = try await TLSListener.bind(context: context, on: loop)
         let issuerServer = RPCServer(router: issuerRouter)
         let serving = Task { await issuerServer.serve(listener: listener) }
-        let node = try Node(dataDirectory: try TSPHarness.temporaryDirectory(), issuerPort: listener.port)
+        let node = try await Node(dataDirectory: try TSPHarness.temporaryDirectory(), issuerPort: listener.port)
         let issuers = TspV1.Issuers.Client(try await LiveNodeTests.client("issuer", port: node.port, loop: loop))
         _ = try await issuers.registerIssuer(
             TspV1.RegisterIssuerRequest(

@@ -22,7 +22,7 @@ import TokenetWire
         let process = Process()
         let port: UInt16
 
-        init(dataDirectory: String, issuerPort: UInt16, listenPort: UInt16 = 0) throws {
+        init(dataDirectory: String, issuerPort: UInt16, listenPort: UInt16 = 0) async throws {
             let ready = dataDirectory + "/ready-\(UUID().uuidString)"
             process.executableURL = try Self.executable()
             process.arguments = [
@@ -42,7 +42,7 @@ import TokenetWire
             try process.run()
             let deadline = Date().addingTimeInterval(60)
             while !FileManager.default.fileExists(atPath: ready), process.isRunning, Date() < deadline {
-                usleep(20_000)
+                try await Task.sleep(for: .milliseconds(20))
             }
             guard FileManager.default.fileExists(atPath: ready),
                 let address = HostPort(parsing: try ReadyFile.read(from: ready).listen)
@@ -107,7 +107,7 @@ import TokenetWire
         // A deadline far longer than the test needs, so the kill always lands while the TSP is waiting.
         try Data(#"{"issuer_deadline_ms": 120000}"#.utf8).write(
             to: URL(fileURLWithPath: dataDirectory + "/" + TSPConfiguration.fileName))
-        let first = try Node(dataDirectory: dataDirectory, issuerPort: listener.port)
+        let first = try await Node(dataDirectory: dataDirectory, issuerPort: listener.port)
         defer { first.kill() }
 
         let registration = TspV1.Issuers.Client(try await Self.client("issuer", port: first.port, loop: loop))
@@ -146,7 +146,7 @@ import TokenetWire
         #expect((try? await interrupted.value) == nil)
 
         issuer.set(.approve)
-        let second = try Node(dataDirectory: dataDirectory, issuerPort: listener.port)
+        let second = try await Node(dataDirectory: dataDirectory, issuerPort: listener.port)
         defer { second.kill() }
         let retrying = TspV1.Provisioning.Client(try await Self.client("wallet", port: second.port, loop: loop))
         let response = try await retrying.digitize(request)
