@@ -13,6 +13,9 @@ final class InspectSession: Sendable {
     private let deadline: ContinuousClock.Instant?
     /// Over mutual TLS: where the node's refusal of the CLI's certificate shows.
     private let refusals: CertificateRefusalWatch?
+    /// One trace id for everything the command asks (its reflection lookups and its call), so that the node's log
+    /// lines and a capture show one flow; `-H 'tokenet-trace-id: …'` chooses it.
+    let traceID: String
 
     /// The longest wait for the TCP connect plus the TLS handshake when no shorter `--deadline` is given.
     static let connectTimeout = Duration.seconds(10)
@@ -27,6 +30,7 @@ final class InspectSession: Sendable {
         self.options = options
         self.loop = loop
         self.deadline = deadline
+        traceID = options.metadata.traceID ?? Metadata.newTraceID()
     }
 
     /// Connects the way `options.transport` says. Failures are `CLIError.connection` with the transport's reason, or
@@ -111,9 +115,11 @@ final class InspectSession: Sendable {
         return value < 1 ? String(format: "%.3f", value) : String(Int64(value.rounded()))
     }
 
-    /// Options for the next call: what is left of `--deadline`, and the `-H` metadata.
+    /// Options for the next call: what is left of `--deadline`, the `-H` metadata and the command's trace id.
     var callOptions: CallOptions {
-        CallOptions(timeout: deadline.map { $0 - ContinuousClock.now }, metadata: options.metadata)
+        var metadata = options.metadata
+        metadata.setTraceID(traceID)
+        return CallOptions(timeout: deadline.map { $0 - ContinuousClock.now }, metadata: metadata)
     }
 
     func listServices() async throws -> [String] {
