@@ -54,6 +54,12 @@ struct BenchClient {
                     echo, options: options, window: Window(options: options), cpu: cpuMeter)
                 await echo.close()
             }
+            // A row of zeros would read as a measurement; it is none.
+            guard result.messages > 0 else {
+                throw BenchError(
+                    "the \(benchCase.rawValue) case completed no message within its \(options.seconds) s window; "
+                        + "run it longer (--seconds) or on a quieter machine")
+            }
             results.append(result)
         }
         await client.close()

@@ -45,6 +45,18 @@ import Testing
         }
     }
 
+    /// A microsecond holds no whole stream of 1,000 messages: the run says so and fails instead of printing a row
+    /// of zeros that reads like a measurement.
+    @Test func aCaseThatMeasuredNothingFailsTheRun() async throws {
+        let result = try await LaunchedProcess.run(
+            "tokenet-bench", ["run", "--seconds", "0.000001", "--warmup", "0", "--cases", "stream"])
+        #expect(result.status == 1)
+        #expect(!result.stdout.contains("RESULT "), "\(result.stdout)")
+        #expect(
+            result.stderr.contains("the stream case completed no message within its 1e-06 s window"), "\(result.stderr)"
+        )
+    }
+
     @Test func aDeadlineOutOfRangeIsRefused() async throws {
         let result = try await LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
         #expect(result.status != 0)
