@@ -26,7 +26,7 @@ struct DemoOptions: Sendable, Equatable {
 
         Options:
           --keep-dir           Keep the temporary directory with certificates, data and node logs.
-          --timeout SECONDS    Longest wait for each step (default 30).
+          --timeout SECONDS    Longest wait for each step (default 30; at 8 or less the fault scenario is left out).
           --help               Show this help.
 
         Exit status: 0 when every node became ready, every scenario ended as expected and every node exited with

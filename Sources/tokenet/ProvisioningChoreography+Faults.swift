@@ -3,6 +3,10 @@ import TokenetWire
 
 /// A scenario under faults: the demo steers the proxy between the TSP and the issuer (`DemoIssuerLink`).
 extension ProvisioningChoreography {
+    /// Each step of the cut-off scenario waits out the TSP's issuer deadline (5 s) before it answers, so a shorter
+    /// `--timeout` would end it first.
+    static let issuerCutOffNeeds = 8.0
+
     /// With the issuer out of reach, the TSP's own eligibility checks stand and its stand-in rule decides the
     /// digitization (each after the TSP's issuer deadline, 5 s): the demo wallet's risk (account score 3) is above
     /// the rule's approval limit (2), so the card is declined, with a reason that says the stand-in decided. Then

@@ -43,9 +43,12 @@ struct ProvisioningChoreography: DemoChoreography {
             ("a step-up card activated in the issuer app (app-to-app)", activateInApp),
             ("a card its issuer keeps out of wallets: not eligible", notEligible),
         ]
-        if let issuerLink {
+        if let issuerLink, timeout > Self.issuerCutOffNeeds {
             let title = "the TSP cut off from the issuer: its stand-in decides; then the link is cut and heals"
             scenarios.append((title, { nodes, report throws(CLIError) in try issuerCutOff(issuerLink, nodes, report) }))
+        } else if issuerLink != nil {
+            let needed = Int(Self.issuerCutOffNeeds)
+            report("  (the TSP cut off from the issuer is left out: it needs --timeout above \(needed) s)")
         }
         for (index, (title, scenario)) in scenarios.enumerated() {
             try interruption.check()
