@@ -10,6 +10,8 @@ struct CLIError: Error, CustomStringConvertible, Sendable {
         /// `list`, `describe`, `call`: no connection (refused, TLS failure, unreadable certificate files) or a method
         /// this build cannot encode: exit status 1.
         case connection
+        /// `decode`: bytes that are not the frames or the message they should be: exit status 1.
+        case data
     }
 
     var code: Code

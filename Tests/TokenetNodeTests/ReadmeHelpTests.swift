@@ -16,7 +16,8 @@ import Testing
     @Test(arguments: [
         ("tokenet", ["--help"]), ("tokenet", ["demo", "--help"]), ("tokenet", ["wallet", "--help"]),
         ("tokenet", ["issuer", "--help"]), ("tokenet", ["issuer-app", "--help"]), ("tokenet", ["tsp", "--help"]),
-        ("tokenet", ["version", "--help"]), ("tokenet", ["proxy", "--help"]), ("tsp-node", ["--help"]),
+        ("tokenet", ["version", "--help"]), ("tokenet", ["proxy", "--help"]), ("tokenet", ["decode", "--help"]),
+        ("tsp-node", ["--help"]),
         ("issuer-node", ["--help"]),
         ("wallet-node", ["--help"]),
     ])

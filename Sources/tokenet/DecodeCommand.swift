@@ -1,0 +1,207 @@
+import Foundation
+import TokenetNode
+import TokenetWire
+
+/// `tokenet decode`: Tokenet bytes (frames as they travel inside TLS, or one message) as JSON, with no node, from
+/// the message types this build was generated from (Protos/).
+enum DecodeCommand {
+    static let subcommand = Subcommand(
+        name: "decode",
+        summary: "Decode Tokenet frames or one message (raw, hex or base64 bytes) into JSON, without a node.",
+        help: help
+    ) { arguments throws(CLIError) in
+        let options = try Options(parsing: arguments)
+        let bytes = try DecodeInput.bytes(try read(options.file), encoding: options.encoding)
+        if let type = options.type {
+            printOut(try message(bytes, as: type))
+            return 0
+        }
+        var answered: [UInt32: AnyMethodDescriptor] = [:]
+        if let file = options.callsFile {
+            answered = try calls(in: try DecodeInput.bytes(try read(file), encoding: options.encoding), file: file)
+        }
+        try frames(bytes, answering: answered, method: options.method)
+        return 0
+    }
+
+    struct Options {
+        var encoding = DecodeInput.Encoding.raw
+        var type: (any ProtoMessage.Type)?
+        var method: AnyMethodDescriptor?
+        var callsFile: String?
+        var file: String?
+
+        init(parsing arguments: [String]) throws(CLIError) {
+            var index = 0
+            func value(_ flag: String) throws(CLIError) -> String {
+                index += 1
+                guard index < arguments.count else { throw CLIError(.usage, "decode: \(flag) needs a value") }
+                return arguments[index]
+            }
+            var encodings: [DecodeInput.Encoding] = []
+            while index < arguments.count {
+                let argument = arguments[index]
+                switch argument {
+                case "--hex": encodings.append(.hex)
+                case "--base64": encodings.append(.base64)
+                case "--type":
+                    let name = try value("--type")
+                    guard let type = ProtoRegistry.messageType(named: name) else {
+                        throw CLIError(.usage, "decode: --type: this build has no message \(Self.shown(name))")
+                    }
+                    self.type = type
+                case "--calls": callsFile = try value("--calls")
+                case "--method":
+                    let path = try value("--method")
+                    guard let method = Self.method(path) else {
+                        throw CLIError(
+                            .usage,
+                            "decode: --method: this build has no method \(Self.shown(path)) (/package.Service/Method)")
+                    }
+                    self.method = method
+                default:
+                    guard !argument.hasPrefix("-") || argument == "-" else {
+                        throw CLIError(.usage, "decode: unknown option '\(argument)'")
+                    }
+                    guard file == nil else { throw CLIError(.usage, "decode: one FILE at most") }
+                    file = argument
+                }
+                index += 1
+            }
+            guard encodings.count <= 1 else { throw CLIError(.usage, "decode: give --hex or --base64, not both") }
+            guard type == nil || (method == nil && callsFile == nil) else {
+                throw CLIError(
+                    .usage, "decode: --method and --calls are for frames; with --type the input is one message")
+            }
+            guard callsFile == nil || file != nil else {
+                throw CLIError(.usage, "decode: --calls CLIENT needs the server's side as FILE")
+            }
+            encoding = encodings.first ?? .raw
+        }
+
+        /// A name as typed, quoted and cut short: it may be anything.
+        static func shown(_ text: String) -> String {
+            "'\(text.count > 100 ? String(text.prefix(100)) + "…" : text)'"
+        }
+
+        static func method(_ path: String) -> AnyMethodDescriptor? {
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[0].isEmpty else { return nil }
+            return ProtoRegistry.service(named: String(parts[1]))?.method(named: String(parts[2]))
+        }
+    }
+
+    /// At most 64 MiB: a frame is at most 4 MiB by default, and a capture's stream rarely holds more than a few.
+    static let inputLimit = 64 * 1024 * 1024
+
+    static func read(_ file: String?) throws(CLIError) -> [UInt8] {
+        guard let file, file != "-" else {
+            return try StandardInput.readAll(
+                command: "decode", limit: inputLimit,
+                overLimit: CLIError(.usage, "decode: standard input holds more than 64 MiB, the most decode reads"))
+        }
+        let url = URL(fileURLWithPath: file)
+        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        guard size <= inputLimit else { throw CLIError(.usage, "decode: \(file) holds more than 64 MiB") }
+        do {
+            return Array(try Data(contentsOf: url))
+        } catch {
+            throw CLIError(.usage, "decode: cannot read \(file)", cause: DescribedError(error))
+        }
+    }
+
+    static func message(_ bytes: [UInt8], as type: any ProtoMessage.Type) throws(CLIError) -> String {
+        do {
+            return try type.init(serializedBytes: bytes).jsonString(options: .pretty)
+        } catch {
+            throw CLIError(.data, "decode: the bytes are not a \(type.protoName)", cause: DescribedError(error))
+        }
+    }
+
+    /// The methods of the call_start frames in the client's side of a connection, by stream id.
+    static func calls(in bytes: [UInt8], file: String) throws(CLIError) -> [UInt32: AnyMethodDescriptor] {
+        var decoder = FrameDecoder()
+        decoder.feed(bytes)
+        var calls: [UInt32: AnyMethodDescriptor] = [:]
+        do {
+            while let frame = try decoder.nextFrame() {
+                if case .callStart(let start) = frame.kind, let method = Options.method(start.method) {
+                    calls[frame.streamID] = method
+                }
+            }
+            try decoder.finish()
+        } catch {
+            throw CLIError(.data, "decode: --calls \(file) is not a stream of frames", cause: DescribedError(error))
+        }
+        return calls
+    }
+
+    /// Prints each frame as it is decoded, so that what came before a broken frame is still shown.
+    /// `answered` holds the calls of the other side (`--calls`), whose messages here are their responses.
+    static func frames(
+        _ bytes: [UInt8], answering answered: [UInt32: AnyMethodDescriptor], method: AnyMethodDescriptor?
+    )
+        throws(CLIError)
+    {
+        var decoder = FrameDecoder()
+        decoder.feed(bytes)
+        var calls = DecodedFrame.Calls(answered: answered, method: method)
+        var count = 0
+        do {
+            while let frame = try decoder.nextFrame() {
+                count += 1
+                printOut(try DecodedFrame.json(frame, calls: &calls))
+            }
+            try decoder.finish()
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError(
+                .data, "decode: frame \(count + 1) (after \(count) whole frames) cannot be decoded",
+                cause: DescribedError(error))
+        }
+        guard count > 0 else { throw CLIError(.data, "decode: the input holds no frame") }
+    }
+
+    static let help = """
+        Usage: tokenet decode [--hex | --base64] [--calls CLIENT | --method /package.Service/Method] [FILE]
+               tokenet decode [--hex | --base64] --type MESSAGE [FILE]
+
+        Decodes Tokenet bytes into JSON without a node, from the message types this build knows (Protos/). Reads
+        FILE, or standard input when there is none (or it is -), at most 64 MiB.
+
+        Without --type the bytes are frames as they travel inside TLS (Protos/README.md section 2: a 4-byte
+        big-endian length, then a tokenet.wire.v1.Frame), such as one direction of a connection that Wireshark
+        decrypted ("Follow TLS Stream", saved as raw). Each frame prints as one JSON object. The message in a
+        message frame is decoded as its call's request type when the call's call_start came earlier in the input
+        (the client's side of a connection). The server's side holds no call_start: --calls reads them from the
+        client's side of the same connection, or --method names the one method whose responses its messages are.
+        A message whose type is not known keeps its bytes in base64.
+
+        With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
+        serialized message of that type.
+
+        Options:
+          --hex        The input is hexadecimal (spaces, newlines and colons are ignored, as xxd -p and
+                       Wireshark's "Copy as Hex" write it).
+          --base64     The input is base64 (standard or URL-safe alphabet; spaces and newlines are ignored).
+          --type MESSAGE
+                       Decode one message of this type instead of frames.
+          --calls CLIENT
+                       The client's side of the connection (a file in the same encoding): FILE is the server's,
+                       and its messages are decoded as the responses of the calls CLIENT started.
+          --method /package.Service/Method
+                       Decode the messages of calls whose call_start is not in the input as this method's
+                       responses.
+
+        Exit status: 0 when everything was decoded; 1 when the bytes are not what they should be (what was
+        decoded before is printed, and the message says where it stopped); 2 for bad options or input that is
+        not hex or base64.
+
+        Examples:
+          tokenet decode --type tokenet.health.v1.HealthCheckResponse --hex <<< 0801
+          tokenet decode --hex client.hex
+          tokenet decode --hex --calls client.hex server.hex
+          tokenet decode --method /tokenet.tsp.v1.Provisioning/Digitize server.bin
+        """
+}

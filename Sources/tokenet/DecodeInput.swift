@@ -1,0 +1,60 @@
+import Foundation
+
+/// The bytes `tokenet decode` reads, from raw, hexadecimal or base64 input.
+enum DecodeInput {
+    enum Encoding {
+        case raw, hex, base64
+    }
+
+    static func bytes(_ input: [UInt8], encoding: Encoding) throws(CLIError) -> [UInt8] {
+        switch encoding {
+        case .raw: return input
+        case .hex: return try hex(input)
+        case .base64: return try base64(input)
+        }
+    }
+
+    /// Pairs of hex digits; whitespace and colons between them are ignored (`xxd -p`, Wireshark's "Copy as Hex").
+    static func hex(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(input.count / 2)
+        var high: UInt8?
+        for (offset, character) in input.enumerated() {
+            if character == UInt8(ascii: ":") || character == UInt8(ascii: " ") || (9...13).contains(character) {
+                continue
+            }
+            guard let digit = hexDigit(character) else {
+                let shown = character < 0x80 ? "'\(Character(UnicodeScalar(character)))'" : "byte \(character)"
+                throw CLIError(.usage, "decode: --hex: \(shown) at offset \(offset) is not a hex digit")
+            }
+            if let first = high {
+                bytes.append(first << 4 | digit)
+                high = nil
+            } else {
+                high = digit
+            }
+        }
+        guard high == nil else { throw CLIError(.usage, "decode: --hex: the input ends in half a byte (an odd digit)") }
+        return bytes
+    }
+
+    private static func hexDigit(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// Standard or URL-safe base64, padded or not; whitespace is ignored.
+    static func base64(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
+        var text = String(decoding: input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }, as: UTF8.self)
+        text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        guard let data = Data(base64Encoded: text) else {
+            throw CLIError(.usage, "decode: --base64: the input is not base64")
+        }
+        return Array(data)
+    }
+}

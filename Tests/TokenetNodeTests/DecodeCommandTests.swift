@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+import TokenetWire
+
+/// `tokenet decode` on bytes made with the frame encoder, as a person would feed it one side of a connection.
+@Suite struct DecodeCommandTests {
+    static let check = "/tokenet.health.v1.Health/Check"
+
+    /// The client's side of a Health/Check call: hello, call_start (with a trace id), the request, half_close.
+    static func clientSide() throws -> [UInt8] {
+        let start = WireV1.CallStart(
+            method: check, metadata: [WireV1.MetadataEntry(key: "tokenet-trace-id", value: .text("abc123def456789"))])
+        var request = HealthV1.HealthCheckRequest()
+        request.service = "tokenet.tsp.v1.Provisioning"
+        var hello = WireV1.Hello()
+        hello.protocolVersion = 1
+        let frames: [WireV1.Frame] = [
+            WireV1.Frame(streamID: 0, kind: .hello(hello)),
+            WireV1.Frame(streamID: 1, kind: .callStart(start)),
+            WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: try request.serializedData()))),
+            WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())),
+        ]
+        return try frames.flatMap { try FrameEncoder().encode($0) }
+    }
+
+    /// The server's side: its response and an OK status.
+    static func serverSide() throws -> [UInt8] {
+        var response = HealthV1.HealthCheckResponse()
+        response.status = .serving
+        let frames: [WireV1.Frame] = [
+            WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: try response.serializedData()))),
+            WireV1.Frame(streamID: 1, kind: .status(WireV1.Status())),
+        ]
+        return try frames.flatMap { try FrameEncoder().encode($0) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        // Broken into lines of 16 bytes with spaces, as a hex dump shows them: both are ignored.
+        stride(from: 0, to: bytes.count, by: 16).map { start in
+            bytes[start..<min(start + 16, bytes.count)].map { String(format: "%02x", $0) }.joined(separator: " ")
+        }.joined(separator: "\n")
+    }
+
+    @Test func theClientSideShowsEachFrameWithItsRequestDecoded() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("client.bin")
+        try Data(try Self.clientSide()).write(to: URL(fileURLWithPath: file))
+        let result = try await runTokenet(["decode", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"protocolVersion\": 1"), "\(result.stdout)")
+        #expect(result.stdout.contains("\"method\": \"/tokenet.health.v1.Health/Check\""), "\(result.stdout)")
+        #expect(result.stdout.contains("\"text\": \"abc123def456789\""), "\(result.stdout)")
+        let request = """
+            {
+              "streamId": 1,
+              "message": {
+                "request": "tokenet.health.v1.HealthCheckRequest",
+                "value": {
+                  "service": "tokenet.tsp.v1.Provisioning"
+                }
+              }
+            }
+            """
+        #expect(result.stdout.contains(request), "\(result.stdout)")
+        #expect(result.stdout.hasSuffix("{\n  \"streamId\": 1,\n  \"halfClose\": {}\n}\n"), "\(result.stdout)")
+    }
+
+    @Test func theServerSideIsDecodedWithTheClientsCalls() async throws {
+        let directory = try TemporaryDirectory()
+        let client = directory.path("client.hex")
+        let server = directory.path("server.hex")
+        try Self.hex(try Self.clientSide()).write(toFile: client, atomically: true, encoding: .utf8)
+        try Self.hex(try Self.serverSide()).write(toFile: server, atomically: true, encoding: .utf8)
+        let result = try await runTokenet(["decode", "--hex", "--calls", client, server])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"response\": \"tokenet.health.v1.HealthCheckResponse\""), "\(result.stdout)")
+        #expect(result.stdout.contains("\"status\": \"SERVING_STATUS_SERVING\""), "\(result.stdout)")
+        #expect(result.stdout.hasSuffix("{\n  \"streamId\": 1,\n  \"status\": {}\n}\n"), "\(result.stdout)")
+
+        // Without the client's side the messages keep their bytes, unless --method names the call.
+        let alone = try await runTokenet(["decode", "--hex", server])
+        #expect(alone.status == 0, "\(alone.stderr)")
+        #expect(alone.stdout.contains("\"data\": \"CAE=\""), "\(alone.stdout)")
+        let named = try await runTokenet(["decode", "--hex", "--method", Self.check, server])
+        #expect(named.stdout.contains("\"status\": \"SERVING_STATUS_SERVING\""), "\(named.stdout)")
+    }
+
+    @Test func oneMessageOfANamedType() async throws {
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--base64"], stdin: "CAE=\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
+        let hex = try await runTokenet(
+            ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--hex"], stdin: "08:01")
+        #expect(hex.stdout == result.stdout)
+    }
+
+    @Test func aStreamThatStopsInsideAFrameShowsWhatCameBefore() async throws {
+        let bytes = try Self.clientSide()
+        let result = try await runTokenet(["decode", "--hex"], stdin: Self.hex(Array(bytes.dropLast(3))))
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("\"method\": \"/tokenet.health.v1.Health/Check\""), "\(result.stdout)")
+        #expect(result.stderr.contains("decode: frame 4 (after 3 whole frames) cannot be decoded"), "\(result.stderr)")
+    }
+
+    @Test(arguments: [
+        (["--hex"], "zz", 2, "decode: --hex: 'z' at offset 0 is not a hex digit"),
+        (["--hex"], "0801f", 2, "decode: --hex: the input ends in half a byte"),
+        (["--base64"], "*not*", 2, "decode: --base64: the input is not base64"),
+        (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
+        (["--method", "/no.Such/Method"], "", 2, "decode: --method: this build has no method '/no.Such/Method'"),
+        (["--calls", "client.hex"], "", 2, "decode: --calls CLIENT needs the server's side as FILE"),
+        (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
+        (["--frames"], "", 2, "decode: unknown option '--frames'"),
+        (["--hex"], "", 1, "decode: the input holds no frame"),
+        (["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1, "the bytes are not a tokenet.health"),
+        // A length prefix of 4 GiB: refused before anything is allocated for it.
+        (["--hex"], "ffffffff00", 1, "decode: frame 1 (after 0 whole frames) cannot be decoded"),
+    ])
+    func badInputIsNamed(arguments: [String], stdin: String, status: Int32, message: String) async throws {
+        let result = try await runTokenet(["decode"] + arguments, stdin: stdin)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}
