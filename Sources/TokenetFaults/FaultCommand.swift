@@ -1,34 +1,46 @@
 /// A line of the proxy's control input (`tokenet proxy` reads them from standard input), parsed.
 ///
-///     none | heal          lift the fault
-///     delay 200ms          hold each chunk back (µs, ms, s; at most 10 minutes)
-///     partition            carry nothing until lifted
-///     refuse               close new connections at once
-///     reset                close every connection now (the fault stays)
-///     status               print the fault and the number of connections
+///     none | heal [DIRECTION]          lift the fault (of one direction)
+///     delay 200ms [DIRECTION]          hold each chunk back (µs, ms, s; at most 10 minutes)
+///     partition [DIRECTION]            carry nothing until lifted
+///     refuse                           close new connections at once
+///     reset                            close every connection now (the faults stay)
+///     status                           print the faults and the number of connections
+///
+/// DIRECTION is `to-server` (what clients send) or `to-client` (what servers answer); without it, both.
 public enum FaultCommand: Sendable, Equatable {
-    case set(Fault)
+    case set(Fault, only: FaultProxyStateMachine.Direction? = nil)
     case reset
     case status
 
     /// The commands, for usage messages.
-    public static let summary = "none | heal | delay DURATION | partition | refuse | reset | status"
+    public static let summary =
+        "none | heal | delay DURATION | partition (each optionally to-server or to-client) | refuse | reset | status"
 
     /// Parses one line; surrounding spaces and case do not matter. Throws `FaultError(.badCommand)` naming the
     /// line and what is accepted.
     public static func parse(_ line: String) throws(FaultError) -> FaultCommand {
-        let words = line.split(whereSeparator: \.isWhitespace).map { $0.lowercased() }
+        var words = line.split(whereSeparator: \.isWhitespace).map { $0.lowercased() }
+        var direction: FaultProxyStateMachine.Direction?
+        if let last = words.last, words.count > 1, let named = Self.direction(last) {
+            direction = named
+            words.removeLast()
+        }
         switch (words.first, words.count) {
-        case ("none", 1), ("heal", 1): return .set(.none)
-        case ("partition", 1): return .set(.partition)
-        case ("refuse", 1): return .set(.refuse)
-        case ("reset", 1): return .reset
-        case ("status", 1): return .status
-        case ("delay", 2): return .set(.delay(try duration(words[1])))
+        case ("none", 1), ("heal", 1): return .set(.none, only: direction)
+        case ("partition", 1): return .set(.partition, only: direction)
+        case ("delay", 2): return .set(.delay(try duration(words[1])), only: direction)
+        case ("refuse", 1) where direction == nil: return .set(.refuse)
+        case ("reset", 1) where direction == nil: return .reset
+        case ("status", 1) where direction == nil: return .status
         default:
             let shown = line.count > 80 ? String(line.prefix(80)) + "…" : line
             throw FaultError(.badCommand, "unknown command '\(shown)' (commands: \(summary))")
         }
+    }
+
+    private static func direction(_ word: String) -> FaultProxyStateMachine.Direction? {
+        FaultProxyStateMachine.Direction.both.first { $0.description == word }
     }
 
     /// `250us`, `200ms`, `1.5s`: a duration of at most 10 minutes, in decimal digits; `0ms` lifts a delay.

@@ -67,16 +67,24 @@ public final class FaultProxy: Sendable {
         }
     }
 
-    /// The fault in force.
-    public var fault: Fault { state.withLock { $0.machine.fault } }
+    /// The faults in force, as commands name them (`FaultProxyStateMachine.summary`).
+    public var summary: String { state.withLock { $0.machine.summary } }
+
+    /// The fault in force in `direction`.
+    public func fault(_ direction: FaultProxyStateMachine.Direction) -> Fault {
+        state.withLock { $0.machine.fault(direction) }
+    }
+
+    /// Whether new connections are refused.
+    public var refusing: Bool { state.withLock { $0.machine.refusing } }
 
     /// The connections being carried.
     public var connectionCount: Int { state.withLock { $0.machine.connectionCount } }
 
-    /// Puts `fault` in force for every connection, from the next byte on.
-    public func set(_ fault: Fault) {
+    /// Puts `fault` in force for every connection, from the next byte on: in one direction, or in both.
+    public func set(_ fault: Fault, only direction: FaultProxyStateMachine.Direction? = nil) {
         let (cutting, waiters) = state.withLock { state in
-            let actions = state.machine.set(fault, at: .now)
+            let actions = state.machine.set(fault, only: direction, at: .now)
             let waiters = Array(state.waiters.values)
             state.waiters = [:]
             return (Self.apply(actions, to: &state), waiters)

@@ -1,8 +1,10 @@
-/// What the fault proxy does with each event, given the fault in force: a pure state machine, driven by
+/// What the fault proxy does with each event, given the faults in force: a pure state machine, driven by
 /// `FaultProxy`, which only carries out the actions it returns.
 ///
-/// Every chunk of bytes is forwarded at or after an instant the machine sets, and never before an earlier chunk of
-/// the same direction: a delay shortened midway cannot reorder a stream.
+/// Each direction has its own fault (a delay or a partition on the way to the server only holds back what a client
+/// sends, while its answers flow: a lost response), and refusing applies to new connections. Every chunk of bytes
+/// is forwarded at or after an instant the machine sets, and never before an earlier chunk of the same direction:
+/// a delay shortened midway cannot reorder a stream.
 public struct FaultProxyStateMachine: Sendable {
     public enum Direction: Sendable, Hashable, CustomStringConvertible {
         /// From the proxy's client to the upstream server.
@@ -10,7 +12,10 @@ public struct FaultProxyStateMachine: Sendable {
         /// From the upstream server back to the client.
         case toClient
 
-        public var description: String { self == .toUpstream ? "to upstream" : "to client" }
+        /// As commands name it: the upstream is the server of the calls the proxy carries.
+        public var description: String { self == .toUpstream ? "to-server" : "to-client" }
+
+        public static let both: [Direction] = [.toUpstream, .toClient]
     }
 
     public typealias Instant = ContinuousClock.Instant
@@ -29,7 +34,10 @@ public struct FaultProxyStateMachine: Sendable {
     /// Held bytes per direction of a partitioned connection past which its sender is no longer read.
     public let holdLimit: Int
 
-    public private(set) var fault: Fault = .none
+    /// The fault of each direction: `.none`, a delay or a partition.
+    private var faults: [Direction: Fault] = [.toUpstream: .none, .toClient: .none]
+    /// Whether new connections are closed as soon as they are accepted.
+    public private(set) var refusing = false
     private var nextID: UInt64 = 1
     private var connections: [UInt64: Connection] = [:]
 
@@ -41,6 +49,8 @@ public struct FaultProxyStateMachine: Sendable {
         var heldBytes: [Direction: Int] = [:]
         /// One side ended while a partition held bytes: the end goes on after them, when it is lifted.
         var ending = false
+
+        var holdsBytes: Bool { heldBytes.values.contains { $0 > 0 } }
     }
 
     public init(holdLimit: Int = 1 << 20) {
@@ -50,6 +60,18 @@ public struct FaultProxyStateMachine: Sendable {
     /// The connections being carried.
     public var connectionCount: Int { connections.count }
 
+    /// The fault in force in `direction` (never `.refuse`: see `refusing`).
+    public func fault(_ direction: Direction) -> Fault { faults[direction] ?? .none }
+
+    /// The faults in force as a command would set them: `refuse`, one fault for both directions (`partition`), or
+    /// each direction's (`to-server partition, to-client none`).
+    public var summary: String {
+        if refusing { return "refuse" }
+        let (up, down) = (fault(.toUpstream), fault(.toClient))
+        if up == down { return up.description }
+        return "to-server \(up), to-client \(down)"
+    }
+
     /// Whether connection `id` is still carried (not refused, reset or ended).
     public func carries(_ id: UInt64) -> Bool { connections[id] != nil }
 
@@ -58,7 +80,7 @@ public struct FaultProxyStateMachine: Sendable {
     public mutating func accepted() -> (id: UInt64, action: Action) {
         let id = nextID
         nextID += 1
-        if fault == .refuse { return (id, .close(id)) }
+        if refusing { return (id, .close(id)) }
         connections[id] = Connection()
         return (id, .connectUpstream(id))
     }
@@ -69,7 +91,7 @@ public struct FaultProxyStateMachine: Sendable {
     {
         guard var connection = connections[id] else { return [] }
         defer { connections[id] = connection }
-        switch fault {
+        switch fault(direction) {
         case .partition:
             connection.held[direction, default: []].append(bytes)
             connection.heldBytes[direction, default: 0] += bytes.count
@@ -84,28 +106,36 @@ public struct FaultProxyStateMachine: Sendable {
     /// Whether the proxy should read more from the side that sends in `direction`: not while a partition holds as
     /// much of it as `holdLimit` allows (the bytes then wait in the kernel and in the sender, as in a real network).
     public func mayRead(_ id: UInt64, _ direction: Direction) -> Bool {
-        guard fault == .partition, let connection = connections[id] else { return true }
+        guard fault(direction) == .partition, let connection = connections[id] else { return true }
         return connection.heldBytes[direction, default: 0] < holdLimit
     }
 
-    /// Puts `fault` in force. Lifting a partition sends on what it held, in order (after the new delay, if any).
-    public mutating func set(_ fault: Fault, at now: Instant) -> [Action] {
-        let wasPartition = self.fault == .partition
-        self.fault = fault
-        guard wasPartition, fault != .partition else { return [] }
+    /// Puts `fault` in force, from the next byte on: in `direction` only, or, without one, for everything (and
+    /// `.refuse` only then, which refuses new connections and lifts the directions' faults). Lifting a partition
+    /// sends on what it held, in order (after the new delay, if any).
+    public mutating func set(_ fault: Fault, only direction: Direction? = nil, at now: Instant) -> [Action] {
+        let directions = direction.map { [$0] } ?? Direction.both
+        if direction == nil { refusing = fault == .refuse }
+        let flowing = fault == .refuse ? Fault.none : fault
+        var lifted: [Direction] = []
+        for direction in directions {
+            if self.fault(direction) == .partition && flowing != .partition { lifted.append(direction) }
+            faults[direction] = flowing
+        }
+        guard !lifted.isEmpty else { return [] }
         let due: Instant
-        if case .delay(let delay) = fault { due = now + delay } else { due = now }
+        if case .delay(let delay) = flowing { due = now + delay } else { due = now }
         var actions: [Action] = []
         for id in connections.keys.sorted() {
             guard var connection = connections[id] else { continue }
-            for direction in [Direction.toUpstream, .toClient] {
+            for direction in lifted {
                 for bytes in connection.held[direction] ?? [] {
                     actions.append(forward(&connection, id, direction, bytes, due: due))
                 }
+                connection.held[direction] = nil
+                connection.heldBytes[direction] = nil
             }
-            connection.held = [:]
-            connection.heldBytes = [:]
-            if connection.ending {
+            if connection.ending && !connection.holdsBytes {
                 connections[id] = nil
                 actions.append(.finish(id))
             } else {
@@ -115,7 +145,7 @@ public struct FaultProxyStateMachine: Sendable {
         return actions
     }
 
-    /// Closes every connection now. The fault stays in force.
+    /// Closes every connection now. The faults stay in force.
     public mutating func reset() -> [Action] {
         let ids = connections.keys.sorted()
         connections = [:]
@@ -127,7 +157,7 @@ public struct FaultProxyStateMachine: Sendable {
     /// peer's FIN would wait behind its data.
     public mutating func ended(_ id: UInt64) -> [Action] {
         guard var connection = connections[id] else { return [] }
-        if fault == .partition, connection.heldBytes.values.contains(where: { $0 > 0 }) {
+        if connection.holdsBytes {
             connection.ending = true
             connections[id] = connection
             return []

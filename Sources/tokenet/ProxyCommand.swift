@@ -93,7 +93,8 @@ enum ProxyCommand {
     }
 
     static func status(of proxy: FaultProxy) -> String {
-        "fault=\(proxy.fault.description.replacingOccurrences(of: " ", with: ":")) connections=\(proxy.connectionCount)"
+        let faults = proxy.summary.replacingOccurrences(of: ", ", with: ",").replacingOccurrences(of: " ", with: ":")
+        return "fault=\(faults) connections=\(proxy.connectionCount)"
     }
 
     /// Reads control lines from standard input on a thread of its own (a blocking read must not hold a thread of
@@ -105,7 +106,7 @@ enum ProxyCommand {
                 if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
                 do throws(FaultError) {
                     switch try FaultCommand.parse(line) {
-                    case .set(let fault): proxy.set(fault)
+                    case .set(let fault, let direction): proxy.set(fault, only: direction)
                     case .reset: proxy.reset()
                     case .status: break
                     }
@@ -127,22 +128,24 @@ enum ProxyCommand {
         (such as tsp-node --issuer) or the CLI at the proxy instead of the node, and both ends still authenticate
         each other. Once listening it prints 'PROXY listen=HOST:PORT to=HOST:PORT fault=none connections=0'.
 
-        Faults (one at a time, from the next byte on):
+        Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
+        without one):
           none | heal       carry bytes as they come
-          delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us; at most 10 minutes), both ways,
-                            without reordering
-          partition         carry nothing either way; up to 1 MiB per direction is held and goes on, in order, when
-                            the partition is lifted (past that the sender is no longer read, as a full TCP window
-                            would stop it), and a side that closes meanwhile closes after what was held
+          delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us; at most 10 minutes), without
+                            reordering
+          partition         carry nothing; up to 1 MiB per direction is held and goes on, in order, when the
+                            partition is lifted (past that the sender is no longer read, as a full TCP window would
+                            stop it), and a side that closes meanwhile closes after what was held. 'partition
+                            to-client' lets requests reach the server and holds its answers: a lost response
           refuse            close new connections as soon as they are accepted; established ones carry on
         and one command:
           reset             close every connection now, both sides, with nothing more written (a TLS peer sees
-                            the connection end without close_notify); the fault stays
+                            the connection end without close_notify); the faults stay
 
-        Commands come on standard input, one per line, each answered on standard output with the fault in force and
-        the number of connections ('fault=delay:200ms connections=2'), or 'error: ...' for a line that is not one;
-        'status' only answers. End of input leaves the proxy running; SIGTERM or SIGINT closes every connection and
-        exits 0.
+        Commands come on standard input, one per line, each answered on standard output with the faults in force and
+        the number of connections ('fault=delay:200ms connections=2', 'fault=to-server:none,to-client:partition
+        connections=1'), or 'error: ...' for a line that is not one; 'status' only answers. End of input leaves the
+        proxy running; SIGTERM or SIGINT closes every connection and exits 0.
 
         Exit status: 0 when stopped by a signal; 1 when the address cannot be bound; 2 for bad options.
 

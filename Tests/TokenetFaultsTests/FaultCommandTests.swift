@@ -14,10 +14,17 @@ import Testing
         #expect(try FaultCommand.parse("refuse") == .set(.refuse))
         #expect(try FaultCommand.parse("reset") == .reset)
         #expect(try FaultCommand.parse("status") == .status)
+        #expect(try FaultCommand.parse("partition to-client") == .set(.partition, only: .toClient))
+        #expect(try FaultCommand.parse("delay 2s TO-SERVER") == .set(.delay(.seconds(2)), only: .toUpstream))
+        #expect(try FaultCommand.parse("heal to-client") == .set(.none, only: .toClient))
     }
 
     @Test func badLinesSayWhatIsAccepted() {
-        for line in ["", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "partition now", "drop"] {
+        for line in [
+            "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "partition now", "drop",
+            "refuse to-client",
+            "reset to-server", "partition to-client to-server", "to-client",
+        ] {
             #expect(throws: FaultError.self, "\(line)") { try FaultCommand.parse(line) }
         }
         let error = #expect(throws: FaultError.self) { try FaultCommand.parse("drop") }
@@ -29,12 +36,21 @@ import Testing
     @Test func faultsDescribeThemselvesAsCommands() throws {
         for line in ["none", "delay 200ms", "delay 1500ms", "delay 2s", "delay 250us", "partition", "refuse"] {
             let command = try FaultCommand.parse(line)
-            guard case .set(let fault) = command else {
+            guard case .set(let fault, _) = command else {
                 Issue.record("\(line) is not a fault")
                 continue
             }
             #expect(try FaultCommand.parse(fault.description) == command, "\(line) → \(fault)")
         }
         #expect(Fault.delay(.milliseconds(2000)).description == "delay 2s")
+        // A summary of one direction's faults reads back as the commands that set them.
+        var machine = FaultProxyStateMachine()
+        _ = machine.set(.delay(.milliseconds(20)), only: .toUpstream, at: .now)
+        _ = machine.set(.partition, only: .toClient, at: .now)
+        let commands = try machine.summary.split(separator: ",").map {
+            let words = $0.split(separator: " ")
+            return try FaultCommand.parse((words.dropFirst() + [words[0]]).joined(separator: " "))
+        }
+        #expect(commands == [.set(.delay(.milliseconds(20)), only: .toUpstream), .set(.partition, only: .toClient)])
     }
 }

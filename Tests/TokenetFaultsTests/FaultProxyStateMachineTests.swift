@@ -63,6 +63,36 @@ import Testing
         #expect(machine.mayRead(first, .toUpstream))
     }
 
+    @Test func aPartitionOfOneDirectionHoldsOnlyThatOne() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        // A lost response: requests reach the server, its answers are held.
+        #expect(machine.set(.partition, only: .toClient, at: at(0)) == [])
+        #expect(machine.summary == "to-server none, to-client partition")
+        #expect(machine.received(id, .toUpstream, [1], at: at(1)) == [.forward(id, .toUpstream, [1], notBefore: at(1))])
+        #expect(machine.received(id, .toClient, [2], at: at(2)) == [])
+        // A delay towards the server leaves the held answer where it is.
+        #expect(machine.set(.delay(.milliseconds(5)), only: .toUpstream, at: at(3)) == [])
+        #expect(machine.received(id, .toUpstream, [3], at: at(3)) == [.forward(id, .toUpstream, [3], notBefore: at(8))])
+        #expect(machine.set(.none, only: .toClient, at: at(10)) == [.forward(id, .toClient, [2], notBefore: at(10))])
+        #expect(machine.summary == "to-server delay 5ms, to-client none")
+        // Without a direction a fault is for both again.
+        _ = machine.set(.none, at: at(11))
+        #expect(machine.summary == "none")
+    }
+
+    @Test func refusingIsForNewConnectionsAndAnyWholeFaultEndsIt() {
+        var machine = Machine()
+        _ = machine.set(.partition, only: .toUpstream, at: at(0))
+        _ = machine.set(.refuse, at: at(1))
+        #expect(machine.refusing)
+        #expect(machine.summary == "refuse")
+        #expect(machine.fault(.toUpstream) == .none)
+        _ = machine.set(.partition, at: at(2))
+        #expect(!machine.refusing)
+        #expect(machine.summary == "partition")
+    }
+
     @Test func anEndUnderAPartitionWaitsBehindWhatItHolds() {
         var machine = Machine()
         let (id, _) = machine.accepted()
@@ -97,6 +127,7 @@ import Testing
         #expect(machine.reset() == [.close(first), .close(third)])
         #expect(machine.connectionCount == 0)
         #expect(machine.received(first, .toUpstream, [1], at: at(3)) == [])
-        #expect(machine.fault == .none)
+        #expect(machine.summary == "none")
+        #expect(!machine.refusing)
     }
 }

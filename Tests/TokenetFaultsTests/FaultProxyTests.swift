@@ -97,7 +97,7 @@ import TokenetTransport
         #expect(await Self.read(100, from: client, within: .seconds(120)) == Self.pattern(100))
         // 150 ms each way.
         #expect(clock.now - started >= .milliseconds(300))
-        #expect(rig.proxy.fault == .delay(.milliseconds(150)))
+        #expect(rig.proxy.summary == "delay 150ms")
         await client.close()
         await rig.stop()
     }
@@ -114,6 +114,32 @@ import TokenetTransport
         rig.proxy.set(.none)
         let echoed = await Self.read(10_000, from: client, within: .seconds(120))
         #expect(echoed == Self.pattern(5000, seed: 1) + Self.pattern(5000, seed: 2))
+        await client.close()
+        await rig.stop()
+    }
+
+    @Test func aLostResponseReachesTheServerAndComesBackOnlyWhenHealed() async throws {
+        let received = Atomic<Int>(0)
+        let rig = try await Rig { connection in
+            while let bytes = try? await connection.read() {
+                received.add(bytes.count, ordering: .relaxed)
+                do { try await connection.write(bytes) } catch { break }
+            }
+        }
+        let client = try await rig.connect()
+        try await client.write([1])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [1])
+        rig.proxy.set(.partition, only: .toClient)
+        try await client.write(Self.pattern(300))
+        // The request arrives; its echo does not.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while received.load(ordering: .relaxed) < 301, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(received.load(ordering: .relaxed) == 301)
+        #expect(await Self.read(1, from: client, within: .milliseconds(300)) == [])
+        rig.proxy.set(.none, only: .toClient)
+        #expect(await Self.read(300, from: client, within: .seconds(120)) == Self.pattern(300))
         await client.close()
         await rig.stop()
     }

@@ -43,6 +43,8 @@ import TokenetTestSupport
         #expect(answers.contains("fault=delay:200ms connections=0"), "\(answers)")
         #expect(answers.contains("fault=partition connections=0"), "\(answers)")
         #expect(answers.contains { $0.hasPrefix("error: unknown command 'drop'") }, "\(answers)")
+        #expect(
+            answers.contains { $0.hasPrefix("fault=to-server:none,to-client:partition connections=") }, "\(answers)")
         #expect(answers.contains("fault=none connections=1"), "the Watch connection before the reset: \(answers)")
         #expect(answers.contains("fault=none connections=0"), "\(answers)")
         #expect(outcome.proxyExit?.reason == .exit && outcome.proxyExit?.status == 0)
@@ -103,6 +105,8 @@ import TokenetTestSupport
         try send("partition")
         outcome.partitioned = try check(["--deadline", "1s"])
         try send("drop")
+        // Requests flow again, answers are still held.
+        try send("heal to-server")
         try send("heal")
         outcome.healed = try check()
         try send("refuse")
