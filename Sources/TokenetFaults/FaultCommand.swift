@@ -4,7 +4,7 @@
 ///     delay 200ms [DIRECTION]          hold each chunk back (µs, ms, s; at most 10 minutes)
 ///     partition [DIRECTION]            carry nothing until lifted
 ///     refuse                           close new connections at once
-///     reset                            close every connection now (the faults stay)
+///     reset                            cut every connection now with a TCP reset (the faults stay)
 ///     status                           print the faults and the number of connections
 ///
 /// DIRECTION is `to-server` (what clients send) or `to-client` (what servers answer); without it, both.

@@ -93,7 +93,8 @@ public final class FaultProxy: Sendable {
         cut(cutting)
     }
 
-    /// Cuts every connection now: both sides see it close, with nothing more written.
+    /// Cuts every connection now with a TCP reset to both sides (`PlainConnection.abort`): nothing more is written,
+    /// and each side's next read or write fails with ECONNRESET, as after a crash.
     public func reset() {
         cut(state.withLock { Self.apply($0.machine.reset(), to: &$0) })
     }
@@ -251,7 +252,7 @@ public final class FaultProxy: Sendable {
         return cutting
     }
 
-    /// Ends each link at once: its outboxes are dropped, its task stops, and both sides close.
+    /// Ends each link at once: its outboxes are dropped, its task stops, and both sides are reset.
     private func cut(_ links: [Link]) {
         for link in links {
             for outbox in link.outboxes.values { outbox.finish() }
@@ -259,8 +260,8 @@ public final class FaultProxy: Sendable {
             let client = link.client
             let upstream = link.upstream
             Task {
-                await client.close()
-                await upstream.close()
+                await client.abort()
+                await upstream.abort()
             }
         }
     }

@@ -166,6 +166,16 @@ final class ConnectionDriver: EventLoopHandler {
         }
     }
 
+    /// Ends the connection at once with a TCP reset (`Socket.resetOnClose`): nothing buffered is sent, and pending
+    /// reads and writes fail with `reason`.
+    func abort(_ reason: TransportError) {
+        guard machine.phase != .closed else { return }
+        if !socketClosed { Socket.resetOnClose(fd) }
+        sendBuffer.removeAll()
+        sendOffset = 0
+        handle(machine.failed(reason))
+    }
+
     // MARK: EventLoopHandler
 
     func handleEvent(readable: Bool, writable: Bool, failed: Bool) {

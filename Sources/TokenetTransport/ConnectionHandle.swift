@@ -75,6 +75,19 @@ struct ConnectionHandle: Sendable {
         }
     }
 
+    /// Resets the connection (see `ConnectionDriver.abort`) and returns once it is closed.
+    func abort(_ reason: TransportError) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let driver = driver
+            if !loop.execute({
+                driver.value.abort(reason)
+                continuation.resume()
+            }) {
+                continuation.resume()
+            }
+        }
+    }
+
     /// Starts closing without waiting (for `deinit`).
     func closeSoon() {
         let driver = driver

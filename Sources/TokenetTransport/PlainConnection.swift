@@ -107,6 +107,13 @@ public final class PlainConnection: Sendable {
         await handle.close()
     }
 
+    /// Ends the connection at once with a TCP reset, as a crashed host or a middlebox would: nothing still buffered
+    /// is sent, and the peer's next read or write fails with ECONNRESET. Pending reads and writes here fail with
+    /// `.connectionClosed`. For fault injection (`FaultProxy.reset`); `close()` is the orderly end.
+    public func abort() async {
+        await handle.abort(TransportError(.connectionClosed, "the connection was reset locally"))
+    }
+
     /// The received byte chunks as an async sequence, ending when the peer closes.
     public var chunks: Chunks { Chunks(connection: self) }
 

@@ -114,6 +114,14 @@ enum Socket {
         return sent
     }
 
+    /// Makes the next `close` abortive: the kernel drops what is unsent and answers the peer with a TCP reset
+    /// (SO_LINGER with a zero timeout), so the peer's next read or write fails with ECONNRESET instead of seeing an
+    /// orderly end of stream.
+    static func resetOnClose(_ fd: Int32) {
+        var value = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
+    }
+
     static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
     }

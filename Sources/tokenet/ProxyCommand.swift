@@ -139,8 +139,8 @@ enum ProxyCommand {
                             to-client' lets requests reach the server and holds its answers: a lost response
           refuse            close new connections as soon as they are accepted; established ones carry on
         and one command:
-          reset             close every connection now, both sides, with nothing more written (a TLS peer sees
-                            the connection end without close_notify); the faults stay
+          reset             cut every connection now with a TCP reset to both sides: nothing more is written and
+                            each side's next read or write fails with ECONNRESET; the faults stay
 
         Commands come on standard input, one per line, each answered on standard output with the faults in force and
         the number of connections ('fault=delay:200ms connections=2', 'fault=to-server:none,to-client:partition
