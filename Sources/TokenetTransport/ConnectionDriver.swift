@@ -31,6 +31,8 @@ final class ConnectionDriver: EventLoopHandler {
     private var machine: ConnectionStateMachine
     private var registration: UInt64?
     private var socketClosed = false
+    /// `abort` is closing the connection with a TCP reset: nothing buffered goes out first.
+    private var resetting = false
     private var onEstablished: EstablishedHandler?
     private var timer: EventLoopTimer?
     private var placement: PeerPlacement
@@ -171,8 +173,7 @@ final class ConnectionDriver: EventLoopHandler {
     func abort(_ reason: TransportError) {
         guard machine.phase != .closed else { return }
         if !socketClosed { Socket.resetOnClose(fd) }
-        sendBuffer.removeAll()
-        sendOffset = 0
+        resetting = true
         handle(machine.failed(reason))
     }
 
@@ -463,10 +464,11 @@ final class ConnectionDriver: EventLoopHandler {
     /// Releases the socket and completes everyone still waiting. `error` is nil for a clean close.
     private func teardown(_ error: TransportError?) {
         cancelTimer()
-        if error != nil {
+        // A reset sends nothing more; another failure tells the peer why if it can.
+        if error != nil, !resetting {
             engine.takeCiphertext(appendingTo: &sendBuffer)
         }
-        if error != nil, queuedForSocket > 0 {
+        if error != nil, !resetting, queuedForSocket > 0 {
             // Best effort: the peer learns why (a TLS alert) if the kernel takes the bytes now.
             _ = sendBuffer.withUnsafeBytes { buffer in
                 try? Socket.send(fd, UnsafeRawBufferPointer(rebasing: buffer[sendOffset...]))
