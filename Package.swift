@@ -66,6 +66,8 @@ let package = Package(
 
         // MARK: Fault injection: a TCP proxy that delays, partitions, refuses or resets what it carries.
         .target(name: "TokenetFaults", dependencies: ["TokenetTransport"]),
+        /// The scenario language (`tokenet scenario`): scripted calls, expectations and faults, parsed and checked.
+        .target(name: "TokenetScenario", dependencies: ["TokenetWire", "TokenetFaults"]),
 
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
@@ -81,7 +83,9 @@ let package = Package(
         .executableTarget(name: "wallet-node", dependencies: ["TokenetNode", "TokenetWallet"]),
         .executableTarget(
             name: "tokenet",
-            dependencies: ["TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport", "TokenetFaults"]),
+            dependencies: [
+                "TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport", "TokenetFaults", "TokenetScenario",
+            ]),
         /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
         /// RPC benchmark beside the perf anchors (README, "Performance").
@@ -102,6 +106,7 @@ let package = Package(
         .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport", "TokenetTestSupport"]),
         .testTarget(name: "TokenetFaultsTests", dependencies: ["TokenetFaults", "TokenetTransport"]),
+        .testTarget(name: "TokenetScenarioTests", dependencies: ["TokenetScenario", "TokenetWire", "TokenetFaults"]),
         .testTarget(
             name: "TokenetNodeTests",
             dependencies: ["TokenetNode", "TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetTestSupport"]),

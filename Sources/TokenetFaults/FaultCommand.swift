@@ -60,7 +60,7 @@ public enum FaultCommand: Sendable, Equatable {
     }
 
     /// `200ms`, `1.5s`, `250us`: the shortest of those forms that is exact to the microsecond.
-    static func format(_ duration: Duration) -> String {
+    public static func format(_ duration: Duration) -> String {
         let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
         if microseconds % 1000 != 0 { return "\(microseconds)us" }
         let milliseconds = microseconds / 1000

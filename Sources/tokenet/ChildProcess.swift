@@ -13,10 +13,12 @@ final class ChildProcess: @unchecked Sendable {
     private let process = Process()
     private let exited = DispatchSemaphore(value: 0)
 
-    init(name: String, executable: URL, arguments: [String], logDirectory: URL) {
+    /// Output goes to `logDirectory/LOGNAME.stdout.log` and `.stderr.log`; `logName` is the name unless given (a node
+    /// started again gets logs of its own, so the first run's stay).
+    init(name: String, executable: URL, arguments: [String], logDirectory: URL, logName: String? = nil) {
         self.name = name
-        self.stdoutURL = logDirectory.appendingPathComponent("\(name).stdout.log")
-        self.stderrURL = logDirectory.appendingPathComponent("\(name).stderr.log")
+        self.stdoutURL = logDirectory.appendingPathComponent("\(logName ?? name).stdout.log")
+        self.stderrURL = logDirectory.appendingPathComponent("\(logName ?? name).stderr.log")
         process.executableURL = executable
         process.arguments = arguments
         let exited = self.exited

@@ -22,6 +22,8 @@ struct DemoCommand {
     var options: DemoOptions
     let interruption = DemoInterruption()
 
+    var sandbox: Sandbox { Sandbox(timeout: options.timeout, interruption: interruption) }
+
     func run() throws(CLIError) -> Int32 {
         let binDirectory = RepositoryLocator.executableDirectory
         for (_, spec) in Self.startOrder {
@@ -31,7 +33,7 @@ struct DemoCommand {
                     .setup, "\(spec.name) not found next to tokenet in \(binDirectory.path); run swift build")
             }
         }
-        let workspace = try makeWorkspace()
+        let workspace = try sandbox.makeWorkspace(prefix: "tokenet-demo")
         printOut("Tokenet demo")
         printOut("  workspace     \(workspace.path)")
         defer {
@@ -42,7 +44,7 @@ struct DemoCommand {
             }
         }
 
-        let pki = try prepareCertificates(in: workspace)
+        let pki = try sandbox.prepareCertificates(in: workspace)
         let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(Self.fixturePath).path
         var started: [RunningNode] = []
         var issuerLink: DemoIssuerLink?
@@ -59,7 +61,7 @@ struct DemoCommand {
                 let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
                 var peers = addresses
                 if role == .tsp { peers[.issuer] = link.address }
-                let (process, ready) = try startNode(
+                let (process, ready) = try sandbox.startNode(
                     role: role, spec: spec, pki: pki, workspace: workspace, addresses: peers,
                     extraArguments: extra)
                 started.append(RunningNode(role: role, process: process, ready: ready))
@@ -89,7 +91,7 @@ struct DemoCommand {
             failure = error
         }
 
-        let stoppedCleanly = stop(started.map(\.process))
+        let stoppedCleanly = sandbox.stop(started.map(\.process))
         issuerLink?.stop()
         if let failure {
             printError("tokenet demo failed: \(failure)")
@@ -102,41 +104,6 @@ struct DemoCommand {
         }
         printOut("Demo OK: \(started.count) nodes became ready, every step went as expected, and they stopped cleanly.")
         return 0
-    }
-
-    /// A fresh private directory under $TMPDIR.
-    private func makeWorkspace() throws(CLIError) -> URL {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array("\(base)/tokenet-demo.XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw CLIError(
-                .setup, "cannot create a temporary directory under \(base)",
-                cause: DemoCause(String(cString: strerror(errno))))
-        }
-        return URL(fileURLWithPath: String(cString: created))
-    }
-
-    /// Sends SIGTERM to every node, waits for each (killing any that outlive the timeout) and reports exits.
-    private func stop(_ processes: [ChildProcess]) -> Bool {
-        guard !processes.isEmpty else { return true }
-        printOut("Stopping nodes (SIGTERM)")
-        for process in processes { process.send(SIGTERM) }
-        var allClean = true
-        for process in processes {
-            if !process.waitForExit(seconds: options.timeout) {
-                process.send(SIGKILL)
-                _ = process.waitForExit(seconds: 5)
-                printOut("  \(process.name) pid=\(process.pid) did not stop within \(options.timeout) s and was killed")
-                allClean = false
-                continue
-            }
-            printOut("  \(process.name) pid=\(process.pid) \(process.outcome)")
-            if !process.exitedCleanly {
-                allClean = false
-                printOut(process.stderrTail())
-            }
-        }
-        return allClean
     }
 }
 

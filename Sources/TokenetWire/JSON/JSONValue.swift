@@ -2,7 +2,7 @@
 ///
 /// Numbers keep their literal text so that 64-bit integers are read exactly (a Double would round them), and object
 /// members keep their order and duplicates so that the proto JSON decoder can report a repeated field by name.
-enum JSONValue: Hashable, Sendable {
+public enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -10,7 +10,7 @@ enum JSONValue: Hashable, Sendable {
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
 
-    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -23,7 +23,7 @@ enum JSONValue: Hashable, Sendable {
         }
     }
 
-    func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
@@ -39,7 +39,7 @@ enum JSONValue: Hashable, Sendable {
     }
 
     /// A short name of the value's kind, for error messages.
-    var kindName: String {
+    public var kindName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -51,11 +51,27 @@ enum JSONValue: Hashable, Sendable {
     }
 }
 
+// MARK: - Reading
+
+extension JSONValue {
+    /// Parses one JSON text strictly (RFC 8259, nesting bounded); throws `WireError(.invalidJSON)` naming the byte
+    /// where the text stops being JSON.
+    public init(parsing text: String) throws(WireError) {
+        do {
+            self = try JSONParser.parse(text)
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.invalidJSON, "\(error)")
+        }
+    }
+}
+
 // MARK: - Writing
 
 extension JSONValue {
     /// The JSON text; `indent` > 0 pretty-prints with that many spaces per level.
-    func text(indent: Int = 0) -> String {
+    public func text(indent: Int = 0) -> String {
         var out = ""
         write(to: &out, indent: indent, level: 0)
         return out

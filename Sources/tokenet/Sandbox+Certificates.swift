@@ -1,7 +1,7 @@
 import Foundation
 import TokenetNode
 
-extension DemoCommand {
+extension Sandbox {
     /// Runs Tools/gen-certs when the repository has it; nil means the nodes run with --plaintext.
     func prepareCertificates(in workspace: URL) throws(CLIError) -> URL? {
         guard let root = RepositoryLocator.repositoryRoot else {
@@ -17,15 +17,16 @@ extension DemoCommand {
         let generator = ChildProcess(
             name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace)
         try generator.launch()
-        guard generator.waitForExit(seconds: options.timeout) else {
+        guard generator.waitForExit(seconds: timeout) else {
             generator.send(SIGKILL)
             _ = generator.waitForExit(seconds: 5)
-            throw CLIError(.setup, "Tools/gen-certs did not finish within \(options.timeout) s")
+            throw CLIError(.setup, "Tools/gen-certs did not finish within \(timeout) s")
         }
         guard generator.exitedCleanly else {
             throw CLIError(.setup, "Tools/gen-certs \(generator.outcome)\n\(generator.stderrTail())")
         }
-        let expected = ["ca.pem"] + Self.startOrder.flatMap { ["\($0.role.rawValue).pem", "\($0.role.rawValue).key"] }
+        let expected =
+            ["ca.pem"] + DemoCommand.startOrder.flatMap { ["\($0.role.rawValue).pem", "\($0.role.rawValue).key"] }
         for file in expected where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
             throw CLIError(.setup, "Tools/gen-certs did not create \(pki.appendingPathComponent(file).path)")
         }

@@ -1,12 +1,12 @@
 import Foundation
 import TokenetNode
 
-extension DemoCommand {
+extension Sandbox {
     /// Starts one node on its reserved address, with the addresses of every peer it knows (running or not: a node
     /// reaches its peers lazily), and waits until it is ready.
     func startNode(
         role: NodeRole, spec: NodeSpec, pki: URL?, workspace: URL,
-        addresses: [NodeRole: HostPort], extraArguments: [String] = []
+        addresses: [NodeRole: HostPort], extraArguments: [String] = [], logName: String? = nil
     ) throws(CLIError) -> (ChildProcess, ReadyInfo) {
         let directory = workspace.appendingPathComponent(spec.name)
         let readyFile = directory.appendingPathComponent("ready.json")
@@ -15,6 +15,8 @@ extension DemoCommand {
         } catch {
             throw CLIError(.setup, "cannot create \(directory.path)", cause: DemoCause(error))
         }
+        // A node killed with SIGKILL leaves its ready file behind; this start must not take it for its own.
+        try? FileManager.default.removeItem(at: readyFile)
         if role == .wallet { try writeDemoWalletConfiguration(dataDirectory: directory.appendingPathComponent("data")) }
         var arguments = [
             "--listen", addresses[role].map { "\($0)" } ?? "127.0.0.1:0", "--data-dir",
@@ -37,7 +39,7 @@ extension DemoCommand {
 
         let executable = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name)
         let process = ChildProcess(
-            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory)
+            name: spec.name, executable: executable, arguments: arguments, logDirectory: directory, logName: logName)
         try process.launch()
         do {
             return (process, try waitUntilReady(process, readyFile: readyFile.path, spec: spec))
@@ -53,7 +55,7 @@ extension DemoCommand {
     private func waitUntilReady(_ process: ChildProcess, readyFile: String, spec: NodeSpec) throws(CLIError)
         -> ReadyInfo
     {
-        let deadline = Date().addingTimeInterval(options.timeout)
+        let deadline = Date().addingTimeInterval(timeout)
         while !FileManager.default.fileExists(atPath: readyFile) {
             try interruption.check()
             // Waiting on the exit doubles as the polling interval and notices a crash at once.
@@ -62,7 +64,7 @@ extension DemoCommand {
             }
             if Date() > deadline {
                 throw CLIError(
-                    .node, "\(spec.name) did not become ready within \(options.timeout) s\n\(process.stderrTail())")
+                    .node, "\(spec.name) did not become ready within \(timeout) s\n\(process.stderrTail())")
             }
         }
         let ready: ReadyInfo
@@ -83,7 +85,7 @@ extension DemoCommand {
     }
 }
 
-extension DemoCommand {
+extension Sandbox {
     /// The demo wallet reports an account risk score of 3: cards with a fixed rule do not look at it, and the
     /// fixture's by-score card (approve up to 2, step-up up to 4) then asks for ID&V, which the demo completes
     /// through the issuer's call centre. An existing file (a rerun in the same workspace) is left alone.

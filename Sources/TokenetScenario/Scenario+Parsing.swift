@@ -1,0 +1,218 @@
+import TokenetFaults
+import TokenetWire
+
+/// The scenario language, one step per line:
+///
+///     # a comment (a line whose first non-blank character is #)
+///     call PARTY METHOD [JSON]        call a node as the operator; JSON is the rest of the line ({} without it)
+///     expect [within D] CODE [X]      the call above ends with CODE; X is, for OK, a JSON object its last response
+///                                     contains, and otherwise text its status message contains
+///     save NAME FIELD                 the call above's FIELD (tokens[0].tokenId) becomes ${NAME} on later lines
+///     fault LINK COMMAND              LINK: tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp, wallet->issuer;
+///                                     COMMAND as tokenet proxy reads it (partition, delay 2s, reset, heal, …)
+///     stop | kill | start PARTY       SIGTERM (clean exit required), SIGKILL, or start again on the same address
+///     deadline D                      the deadline of the calls below (30s until set)
+///     sleep D
+///     echo TEXT
+///
+/// PARTY is tsp, issuer or wallet; D a duration (250ms, 2s, 1.5s). The whole script is checked before it runs:
+/// every `${NAME}` must be saved on an earlier line, `expect` and `save` must follow their call, a stopped node
+/// cannot be stopped again nor a running one started.
+extension Scenario {
+    public static let steps = "call, expect, save, fault, stop, kill, start, deadline, sleep, echo"
+
+    /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
+    public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
+        var parser = Parser()
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            do {
+                try parser.parse(line: String(rawLine), number: index + 1)
+            } catch {
+                throw ScenarioError(error.code, "\(source):\(error.message)", cause: error.cause)
+            }
+        }
+        return Scenario(source: source, steps: parser.steps)
+    }
+
+    /// The parser's state between lines: the steps so far, which names are saved, and which nodes are down.
+    struct Parser {
+        var steps: [ScenarioStep] = []
+        var saved: Set<String> = []
+        var down: Set<ScenarioParty> = []
+        /// The index in `steps` of the call that `expect` and `save` lines attach to; nil after any other step.
+        var openCall: Int?
+
+        mutating func parse(line text: String, number: Int) throws(ScenarioError) {
+            let line = text.trimmingWhitespace()
+            guard !line.isEmpty, !line.hasPrefix("#") else { return }
+            let (keyword, rest) = line.firstWord()
+            func fail(_ message: String) -> ScenarioError { ScenarioError(.syntax, "\(number): \(message)") }
+
+            for name in ScenarioVariables.references(in: rest) where !saved.contains(name) {
+                throw ScenarioError(
+                    .undefinedVariable, "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)")
+            }
+            if keyword != "expect" && keyword != "save" { openCall = nil }
+
+            switch keyword {
+            case "call":
+                let (partyWord, afterParty) = rest.firstWord()
+                let (method, request) = afterParty.firstWord()
+                let party = try party(partyWord, number)
+                guard !method.isEmpty else { throw fail("call \(party) needs a method (pkg.Service/Method)") }
+                guard method.contains("/") || method.contains(".") else {
+                    throw fail("call: '\(method)' is not a method; write it as pkg.Service/Method")
+                }
+                let call = ScenarioCall(party: party, method: method, request: request.isEmpty ? "{}" : request)
+                openCall = steps.count
+                steps.append(ScenarioStep(line: number, .call(call)))
+            case "expect":
+                guard let index = openCall, case .call(var call) = steps[index].action else {
+                    throw fail("expect must follow the call it checks (only save lines may come between)")
+                }
+                guard call.expectation.line == nil else {
+                    throw fail("the call on line \(steps[index].line) already has an expect line")
+                }
+                call.expectation = try expectation(rest, number)
+                steps[index].action = .call(call)
+            case "save":
+                guard let index = openCall, case .call(var call) = steps[index].action else {
+                    throw fail("save must follow the call whose response it reads")
+                }
+                let (name, fieldText) = rest.firstWord()
+                guard ScenarioVariables.isValidName(name) else {
+                    throw fail(
+                        "save NAME FIELD: '\(name)' is not a name (a letter or _, then letters, digits, _ or -)")
+                }
+                guard !fieldText.contains(where: \.isWhitespace), let field = JSONPath(parsing: fieldText) else {
+                    throw fail(
+                        "save \(name) FIELD: '\(fieldText)' is not a field (such as cardRef or tokens[0].tokenId)")
+                }
+                call.saves.append(ScenarioCall.Save(name: name, field: field, line: number))
+                steps[index].action = .call(call)
+                saved.insert(name)
+            case "fault":
+                let (linkWord, commandText) = rest.firstWord()
+                guard let link = ScenarioLink.all.first(where: { $0.description == linkWord }) else {
+                    let links = ScenarioLink.all.map(\.description).joined(separator: ", ")
+                    throw fail("fault: '\(linkWord)' is not a link (links: \(links))")
+                }
+                let command: FaultCommand
+                do {
+                    command = try FaultCommand.parse(commandText)
+                } catch {
+                    throw fail("fault \(link): \(error.message)")
+                }
+                guard command != .status else { throw fail("fault \(link): status is for tokenet proxy's console") }
+                steps.append(ScenarioStep(line: number, .fault(link, command)))
+            case "stop", "kill", "start":
+                let party = try party(rest, number)
+                if keyword == "start" {
+                    guard down.remove(party) != nil else {
+                        throw fail("start \(party): \(party)-node is running (stop or kill it first)")
+                    }
+                    steps.append(ScenarioStep(line: number, .start(party)))
+                } else {
+                    guard down.insert(party).inserted else {
+                        throw fail("\(keyword) \(party): \(party)-node is not running (start it first)")
+                    }
+                    steps.append(ScenarioStep(line: number, keyword == "stop" ? .stop(party) : .kill(party)))
+                }
+            case "deadline":
+                steps.append(ScenarioStep(line: number, .deadline(try duration(rest, keyword, number))))
+            case "sleep":
+                steps.append(ScenarioStep(line: number, .sleep(try duration(rest, keyword, number))))
+            case "echo":
+                steps.append(ScenarioStep(line: number, .echo(rest)))
+            default:
+                throw fail("unknown step '\(keyword.prefix(40))' (steps: \(Scenario.steps))")
+            }
+        }
+
+        private func party(_ word: String, _ number: Int) throws(ScenarioError) -> ScenarioParty {
+            guard let party = ScenarioParty(rawValue: word) else {
+                let shown = word.isEmpty ? "nothing" : "'\(word.prefix(40))'"
+                throw ScenarioError(.syntax, "\(number): expected a party (tsp, issuer or wallet), got \(shown)")
+            }
+            return party
+        }
+
+        private func duration(_ text: String, _ keyword: String, _ number: Int) throws(ScenarioError) -> Duration {
+            do {
+                return try FaultCommand.duration(text)
+            } catch {
+                let shown = text.isEmpty ? "nothing" : "'\(text.prefix(40))'"
+                throw ScenarioError(
+                    .syntax,
+                    "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; "
+                        + "got \(shown)")
+            }
+        }
+
+        private func expectation(_ text: String, _ number: Int) throws(ScenarioError) -> ScenarioExpectation {
+            var (word, rest) = text.firstWord()
+            var within: Duration?
+            if word == "within" {
+                let (durationWord, afterDuration) = rest.firstWord()
+                within = try duration(durationWord, "expect within", number)
+                (word, rest) = afterDuration.firstWord()
+            }
+            guard let code = WireV1.StatusCode(name: word) else {
+                let shown = word.isEmpty ? "nothing" : "'\(word.prefix(40))'"
+                throw ScenarioError(
+                    .syntax, "\(number): expect: expected a status code (OK, NOT_FOUND, UNAVAILABLE, …), got \(shown)")
+            }
+            var expectation = ScenarioExpectation(code: code, within: within, line: number)
+            guard !rest.isEmpty else { return expectation }
+            if code == .ok {
+                // Checked now when it can be: a script with a broken object fails before its nodes start.
+                if ScenarioVariables.references(in: rest).isEmpty {
+                    do {
+                        _ = try ScenarioExpectation.object(rest)
+                    } catch {
+                        throw ScenarioError(.syntax, "\(number): \(error.message)")
+                    }
+                }
+                expectation.contains = rest
+            } else {
+                expectation.messageContains = rest.unquoted()
+            }
+            return expectation
+        }
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+
+    /// The first blank-separated word and the rest of the text, trimmed.
+    func firstWord() -> (String, String) {
+        let text = trimmingWhitespace()
+        guard let end = text.firstIndex(where: \.isWhitespace) else { return (text, "") }
+        return (String(text[..<end]), String(text[end...]).trimmingWhitespace())
+    }
+
+    /// The text between surrounding double quotes (with `\"` and `\\` unescaped), or the text as it is.
+    func unquoted() -> String {
+        guard count >= 2, hasPrefix("\""), hasSuffix("\"") else { return self }
+        var result = ""
+        var escaped = false
+        for character in dropFirst().dropLast() {
+            if escaped {
+                result.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,125 @@
+import TokenetFaults
+import TokenetWire
+
+/// A scripted flow across the three parties: calls with the outcomes they must have, faults on the links between
+/// the parties, and nodes stopped, killed and started again. `tokenet scenario FILE` runs one against a fresh
+/// sandbox; the language is in `Scenario+Parsing.swift` and in the README ("Scripted flows").
+///
+/// The script is parsed and checked whole before anything runs, so a typo on line 40 is reported before the nodes
+/// start rather than after the first 39 steps.
+public struct Scenario: Sendable, Equatable {
+    /// Where the script came from (a file name), for messages.
+    public var source: String
+    public var steps: [ScenarioStep]
+
+    public init(source: String, steps: [ScenarioStep]) {
+        self.source = source
+        self.steps = steps
+    }
+
+    /// Whether a step stops, kills or starts a node, or faults a link: only nodes the runner started itself, behind
+    /// its own proxies, can be steered that way.
+    public var controlsProcesses: Bool {
+        steps.contains {
+            switch $0.action {
+            case .stop, .kill, .start, .fault: true
+            default: false
+            }
+        }
+    }
+}
+
+/// One step and the script line it came from (1-based).
+public struct ScenarioStep: Sendable, Equatable {
+    public var line: Int
+    public var action: Action
+
+    public init(line: Int, _ action: Action) {
+        self.line = line
+        self.action = action
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Calls a node as the operator.
+        case call(ScenarioCall)
+        /// Sets the fault of a link, as `tokenet proxy` reads it on standard input.
+        case fault(ScenarioLink, FaultCommand)
+        /// SIGTERM, then the node must exit 0 within the run's timeout.
+        case stop(ScenarioParty)
+        /// SIGKILL: the node gets no chance to drain or close its connections.
+        case kill(ScenarioParty)
+        /// Starts a stopped or killed node again, on its address and with its data; waits until it is ready.
+        case start(ScenarioParty)
+        /// The deadline of the calls on later lines.
+        case deadline(Duration)
+        case sleep(Duration)
+        /// Prints a line (with `${NAME}`s filled in).
+        case echo(String)
+    }
+}
+
+/// The parties a scenario runs, by their role names in certificates and on the command line.
+public enum ScenarioParty: String, Sendable, CaseIterable, CustomStringConvertible {
+    case tsp
+    case issuer
+    case wallet
+
+    public var description: String { rawValue }
+}
+
+/// A connection one party opens to another, which the sandbox carries through a fault proxy: `tsp->issuer` is the
+/// TSP's connection to the issuer (provisioning decisions, ID&V), and so on.
+public struct ScenarioLink: Sendable, Hashable, CustomStringConvertible {
+    public var from: ScenarioParty
+    public var to: ScenarioParty
+
+    public init(from: ScenarioParty, to: ScenarioParty) {
+        self.from = from
+        self.to = to
+    }
+
+    /// Every connection a node opens to a peer (`tsp-node --issuer`, `issuer-node --tsp --wallet`, `wallet-node
+    /// --tsp --issuer`).
+    public static let all: [ScenarioLink] = [
+        .init(from: .tsp, to: .issuer), .init(from: .issuer, to: .tsp), .init(from: .issuer, to: .wallet),
+        .init(from: .wallet, to: .tsp), .init(from: .wallet, to: .issuer),
+    ]
+
+    public var description: String { "\(from)->\(to)" }
+}
+
+/// A call step: the request, what its outcome must be, and the fields kept for later lines.
+public struct ScenarioCall: Sendable, Equatable {
+    public var party: ScenarioParty
+    /// As written: `pkg.Service/Method`, `/pkg.Service/Method` or `pkg.Service.Method`.
+    public var method: String
+    /// The request JSON as written, `${NAME}`s not yet filled in: one object, or several for a client-streaming
+    /// method; `{}` when the line gives none.
+    public var request: String
+    public var expectation: ScenarioExpectation
+    public var saves: [Save]
+
+    public init(
+        party: ScenarioParty, method: String, request: String, expectation: ScenarioExpectation = .init(),
+        saves: [Save] = []
+    ) {
+        self.party = party
+        self.method = method
+        self.request = request
+        self.expectation = expectation
+        self.saves = saves
+    }
+
+    /// `save NAME FIELD`: the value of FIELD in the call's last response becomes `${NAME}`.
+    public struct Save: Sendable, Equatable {
+        public var name: String
+        public var field: JSONPath
+        public var line: Int
+
+        public init(name: String, field: JSONPath, line: Int) {
+            self.name = name
+            self.field = field
+            self.line = line
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import TokenetWire
+
+/// The values `save` lines keep, and their use as `${NAME}` in later lines.
+public struct ScenarioVariables: Sendable {
+    private var values: [String: JSONValue] = [:]
+
+    public init() {}
+
+    public subscript(name: String) -> JSONValue? {
+        get { values[name] }
+        set { values[name] = newValue }
+    }
+
+    /// Fills in every `${NAME}` of `text`. In JSON (`inJSON`), a saved string goes in as a string's content (escaped;
+    /// the script writes the quotes: `"${card}"`), and an object or array as JSON; elsewhere a string goes in as it
+    /// is. Numbers and booleans go in as their JSON text either way.
+    public func fill(_ text: String, line: Int, inJSON: Bool) throws(ScenarioError) -> String {
+        var result = ""
+        var rest = Substring(text)
+        while let reference = Self.nextReference(in: rest) {
+            result += rest[..<reference.range.lowerBound]
+            guard let value = values[reference.name] else {
+                throw ScenarioError(.undefinedVariable, "line \(line): ${\(reference.name)} has no value")
+            }
+            result += Self.text(of: value, inJSON: inJSON)
+            rest = rest[reference.range.upperBound...]
+        }
+        return result + rest
+    }
+
+    private static func text(of value: JSONValue, inJSON: Bool) -> String {
+        guard case .string(let string) = value else { return value.text() }
+        guard inJSON else { return string }
+        return String(JSONValue.string(string).text().dropFirst().dropLast())
+    }
+
+    /// The names `text` refers to, in order.
+    public static func references(in text: String) -> [String] {
+        var names: [String] = []
+        var rest = Substring(text)
+        while let reference = nextReference(in: rest) {
+            names.append(reference.name)
+            rest = rest[reference.range.upperBound...]
+        }
+        return names
+    }
+
+    /// Whether `name` can be saved and referred to: a letter or `_`, then letters, digits, `_` or `-`.
+    public static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || isLetter(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || $0 == "-" || isLetter($0) || ("0"..."9").contains($0) }
+    }
+
+    private static func isLetter(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+    }
+
+    /// The next `${NAME}` with a valid name; any other `${` is left as text.
+    private static func nextReference(in text: Substring) -> (name: String, range: Range<Substring.Index>)? {
+        var searchFrom = text.startIndex
+        while let dollar = text[searchFrom...].firstIndex(of: "$") {
+            let open = text.index(after: dollar)
+            guard open < text.endIndex, text[open] == "{",
+                let close = text[open...].firstIndex(of: "}")
+            else {
+                searchFrom = open
+                continue
+            }
+            let name = String(text[text.index(after: open)..<close])
+            if isValidName(name) { return (name, dollar..<text.index(after: close)) }
+            searchFrom = open
+        }
+        return nil
+    }
+}

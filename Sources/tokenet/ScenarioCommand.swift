@@ -1,0 +1,210 @@
+import Foundation
+import TokenetScenario
+
+/// `tokenet scenario FILE…`: runs scripted flows across the three parties, each in a sandbox of its own.
+struct ScenarioCommand {
+    static let subcommand = Subcommand(
+        name: "scenario",
+        summary: "Run scripted flows (calls, expected outcomes, faults, node restarts) against fresh nodes.",
+        help: help
+    ) { arguments throws(CLIError) in
+        try ScenarioCommand(parsing: arguments).run()
+    }
+
+    static let help = """
+        Usage: tokenet scenario FILE... [--check] [--verbose] [--keep-dir] [--timeout SECONDS]
+
+        Runs each scenario FILE against a sandbox of its own: tsp-node, issuer-node (with the cards of
+        Tools/fixtures/issuer.json) and wallet-node on loopback ports over mutual TLS, every connection between them
+        through a fault proxy. Steps run in order, one per line; the first whose outcome differs from the script
+        ends the scenario. The nodes are stopped with SIGTERM at the end and must exit cleanly.
+
+        Steps (PARTY is tsp, issuer or wallet; D a duration such as 250ms or 2s):
+          call PARTY METHOD [JSON]        Call the node as the operator (pkg.Service/Method; the request as proto3
+                                          JSON, the rest of the line; several objects for a client stream). A call
+                                          without an expect line must end OK.
+          expect [within D] CODE [X]      The call above ends with CODE (OK, NOT_FOUND, UNAVAILABLE, ...). For OK, X
+                                          is a JSON object the last response contains (fields it does not name may
+                                          hold anything; arrays match in order, as a subsequence); otherwise text the
+                                          status message contains. With within, the call is made again every 200 ms
+                                          until it matches, for up to D.
+          save NAME FIELD                 Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
+                                          ${NAME} for later lines; in JSON a string goes in without its quotes.
+          fault LINK COMMAND              LINK is tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp or
+                                          wallet->issuer; COMMAND as tokenet proxy reads it: partition [to-server |
+                                          to-client], delay D, refuse, reset, heal.
+          stop PARTY | kill PARTY         SIGTERM (the node must exit 0) or SIGKILL.
+          start PARTY                     Start a stopped or killed node again, on its address with its data.
+          deadline D                      The deadline of the calls below (30s until set).
+          sleep D | echo TEXT
+        A line whose first non-blank character is # is a comment. The whole script is checked before any node
+        starts. A node that cannot be reached answers UNAVAILABLE.
+
+        Options:
+          --check              Only check the scripts; start no node.
+          --verbose, -v        Print every response, not only the last one of a failed call.
+          --keep-dir           Keep each sandbox's directory (certificates, data, node logs).
+          --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
+          --help               Show this help.
+
+        Exit status: 0 when every scenario ran as written; 1 when a step's outcome differed or a node failed; 2 for
+        bad options or a script with an error (its file and line are named).
+
+        Example (Tools/scenarios/ holds more):
+          call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-session", "mode": "PUSH_MODE_SESSION"}
+          save session pushSessionId
+          call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
+          expect OK {"eligible": true}
+          save card cardRef
+          fault tsp->issuer partition
+          deadline 10s
+          call wallet tokenet.wallet.v1.WalletControl/AcceptTerms {"cardRef": "${card}"}
+          expect OK {"decision": "PROVISIONING_DECISION_DECLINED"}
+        """
+
+    var files: [String] = []
+    var checkOnly = false
+    var verbose = false
+    var keepDirectory = false
+    var timeout = 30.0
+
+    init(parsing arguments: [String]) throws(CLIError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            switch argument {
+            case "--check": checkOnly = true
+            case "--verbose", "-v": verbose = true
+            case "--keep-dir": keepDirectory = true
+            case "--timeout":
+                guard index < arguments.count else { throw CLIError(.usage, "scenario: --timeout needs SECONDS") }
+                timeout = try Self.seconds(arguments[index])
+                index += 1
+            case _ where argument.hasPrefix("--timeout="):
+                timeout = try Self.seconds(String(argument.dropFirst("--timeout=".count)))
+            case _ where argument.hasPrefix("-") && argument != "-":
+                throw CLIError(.usage, "scenario: unknown option '\(argument)'")
+            default:
+                files.append(argument)
+            }
+        }
+        guard !files.isEmpty else { throw CLIError(.usage, "scenario: name at least one scenario FILE") }
+    }
+
+    private static func seconds(_ text: String) throws(CLIError) -> Double {
+        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
+            throw CLIError(.usage, "scenario: --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
+        }
+        return value
+    }
+
+    func run() throws(CLIError) -> Int32 {
+        // Every script is read and checked first: an error in the last one is reported before the first one runs.
+        var scenarios: [Scenario] = []
+        for file in files { scenarios.append(try Self.load(file)) }
+        if checkOnly {
+            for scenario in scenarios {
+                let calls = scenario.steps.filter { if case .call = $0.action { true } else { false } }.count
+                printOut("\(scenario.source): \(count(scenario.steps.count, "step")), \(count(calls, "call")): OK")
+            }
+            return 0
+        }
+        try requireExecutables()
+        let interruption = DemoInterruption()
+        var failed: [String] = []
+        var status: Int32 = 0
+        for scenario in scenarios {
+            let sandbox = Sandbox(timeout: timeout, interruption: interruption)
+            let outcome = try run(scenario, in: sandbox)
+            if outcome != 0 { failed.append(scenario.source) }
+            status = max(status, outcome)
+            try interruption.check()
+        }
+        if scenarios.count > 1 {
+            printOut(
+                failed.isEmpty
+                    ? "All \(scenarios.count) scenarios passed."
+                    : "\(failed.count) of \(scenarios.count) scenarios failed: \(failed.joined(separator: ", "))")
+        }
+        return status
+    }
+
+    private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
+
+    static func load(_ file: String) throws(CLIError) -> Scenario {
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw CLIError(.usage, "scenario: cannot read \(file)", cause: DemoCause(error))
+        }
+        do {
+            return try Scenario.parse(text, source: file)
+        } catch {
+            throw CLIError(.usage, "scenario: \(error.message)")
+        }
+    }
+
+    private func requireExecutables() throws(CLIError) {
+        let binDirectory = RepositoryLocator.executableDirectory
+        for (_, spec) in DemoCommand.startOrder {
+            let path = binDirectory.appendingPathComponent(spec.name).path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw CLIError(
+                    .setup, "\(spec.name) not found next to tokenet in \(binDirectory.path); run swift build")
+            }
+        }
+    }
+
+    /// Runs one scenario in a fresh sandbox. Returns 0 when every step went as written and the nodes stopped
+    /// cleanly, 2 when a line turned out wrong only as it ran (a request that does not fit its method's type), and
+    /// 1 for any other failure.
+    private func run(_ scenario: Scenario, in sandbox: Sandbox) throws(CLIError) -> Int32 {
+        let started = ContinuousClock.now
+        printOut("Scenario \(scenario.source)")
+        let workspace = try sandbox.makeWorkspace(prefix: "tokenet-scenario")
+        defer {
+            if keepDirectory {
+                printOut("  kept \(workspace.path) (node logs: */*.stderr.log)")
+            } else {
+                try? FileManager.default.removeItem(at: workspace)
+            }
+        }
+        guard let pki = try sandbox.prepareCertificates(in: workspace) else {
+            throw CLIError(.setup, "scenario: the nodes need the development PKI, and Tools/gen-certs was not found")
+        }
+        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
+        let nodes = try ScenarioNodes(sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture)
+        var failure: String?
+        var scriptError = false
+        var calls = 0
+        do {
+            try nodes.startAll { printOut("  \($0)") }
+            calls = try ScenarioRunner(scenario: scenario, nodes: nodes, verbose: verbose).run()
+        } catch let error as ScenarioRunner.Failure {
+            failure = "line \(error.line): \(error.reason)"
+        } catch let error as CLIError {
+            failure = error.description
+            scriptError = error.code == .usage
+        } catch {
+            failure = "\(error)"
+        }
+        let stoppedCleanly = nodes.stopAll()
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = String(format: "%.1f", Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        if let failure {
+            printError("Scenario \(scenario.source) FAILED at \(failure)")
+            if !keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }
+            return scriptError ? 2 : 1
+        }
+        guard stoppedCleanly else {
+            printError("Scenario \(scenario.source) FAILED: not every node stopped cleanly")
+            return 1
+        }
+        printOut(
+            "Scenario \(scenario.source) OK: \(count(scenario.steps.count, "step")), \(count(calls, "call")), in \(seconds) s"
+        )
+        return 0
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import TokenetNode
+import TokenetScenario
+
+/// The three nodes of a scenario's sandbox: each listens on an address reserved for the whole run, so that a node
+/// started again after `stop` or `kill` is found where its peers and the script expect it, with its data.
+final class ScenarioNodes {
+    let sandbox: Sandbox
+    let workspace: URL
+    let pki: URL
+    let links: ScenarioLinks
+    let listen: [ScenarioParty: HostPort]
+    private let fixture: String?
+    private(set) var running: [ScenarioParty: ChildProcess] = [:]
+    private var launches: [ScenarioParty: Int] = [:]
+
+    init(sandbox: Sandbox, workspace: URL, pki: URL, fixture: String?) throws(CLIError) {
+        self.sandbox = sandbox
+        self.workspace = workspace
+        self.pki = pki
+        self.fixture = fixture
+        var listen: [ScenarioParty: HostPort] = [:]
+        for party in ScenarioParty.allCases { listen[party] = try PortReservation.freeLoopbackAddress() }
+        self.listen = listen
+        links = try ScenarioLinks.start(to: listen)
+    }
+
+    /// Starts every node in the demo's order (the issuer last: it registers with the TSP and may push to the wallet
+    /// as soon as it runs), each pointed at its peers through the links' proxies.
+    func startAll(report: (String) -> Void) throws(CLIError) {
+        for (role, _) in DemoCommand.startOrder { try start(ScenarioParty(role), report: report) }
+    }
+
+    /// Starts `party` (again), and waits until it is ready and, for the issuer with the TSP running, registered.
+    func start(_ party: ScenarioParty, report: (String) -> Void) throws(CLIError) {
+        let role = party.role
+        let spec = DemoCommand.startOrder.first { $0.role == role }!.spec
+        var addresses: [NodeRole: HostPort] = [role: listen[party]!]
+        for link in ScenarioLink.all where link.from == party {
+            addresses[link.to.role] = links.address(link)
+        }
+        let launch = (launches[party] ?? 0) + 1
+        launches[party] = launch
+        let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
+        let (process, ready) = try sandbox.startNode(
+            role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses, extraArguments: extra,
+            logName: launch == 1 ? nil : "\(spec.name).\(launch)")
+        running[party] = process
+        report("ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
+        // Registration needs the TSP; an issuer started while the TSP is down registers once it is back.
+        if party == .issuer, running[.tsp] != nil { try waitForRegistration(process) }
+    }
+
+    /// SIGTERM; the node must drain and exit 0 within the timeout (or it is killed and the step fails).
+    func stop(_ party: ScenarioParty) throws(CLIError) -> String {
+        let process = try take(party)
+        process.send(SIGTERM)
+        guard process.waitForExit(seconds: sandbox.timeout) else {
+            process.send(SIGKILL)
+            _ = process.waitForExit(seconds: 5)
+            throw CLIError(.node, "\(process.name) did not stop within \(sandbox.timeout) s of SIGTERM and was killed")
+        }
+        guard process.exitedCleanly else {
+            throw CLIError(.node, "\(process.name) \(process.outcome) after SIGTERM\n\(process.stderrTail())")
+        }
+        return "\(process.name) pid=\(process.pid) \(process.outcome)"
+    }
+
+    /// SIGKILL, as a crash or a lost machine: no drain, no goaway, no close_notify.
+    func kill(_ party: ScenarioParty) throws(CLIError) -> String {
+        let process = try take(party)
+        process.send(SIGKILL)
+        guard process.waitForExit(seconds: sandbox.timeout) else {
+            throw CLIError(.node, "\(process.name) pid=\(process.pid) did not end after SIGKILL")
+        }
+        return "\(process.name) pid=\(process.pid) \(process.outcome)"
+    }
+
+    private func take(_ party: ScenarioParty) throws(CLIError) -> ChildProcess {
+        guard let process = running.removeValue(forKey: party) else {
+            throw CLIError(.node, "\(party.role.nodeName) is not running")
+        }
+        if process.hasExited {
+            throw CLIError(.node, "\(process.name) had already \(process.outcome)\n\(process.stderrTail())")
+        }
+        return process
+    }
+
+    /// A node that ended on its own while the scenario ran is a failure of the run, whatever the script expects.
+    func unexpectedExit() -> String? {
+        for party in ScenarioParty.allCases {
+            guard let process = running[party], process.hasExited else { continue }
+            running[party] = nil
+            return "\(process.name) \(process.outcome) on its own\n\(process.stderrTail())"
+        }
+        return nil
+    }
+
+    /// Stops whatever still runs (SIGTERM, as the demo does) and the proxies; false when a node did not stop cleanly.
+    func stopAll() -> Bool {
+        let processes = ScenarioParty.allCases.compactMap { running[$0] }
+        running = [:]
+        let clean = sandbox.stop(processes)
+        links.stop()
+        return clean
+    }
+
+    /// The issuer registers with the TSP in the background once it runs; its cards are unknown to the TSP until then.
+    private func waitForRegistration(_ process: ChildProcess) throws(CLIError) {
+        let deadline = Date().addingTimeInterval(sandbox.timeout)
+        while true {
+            let text = (try? String(contentsOf: process.stderrURL, encoding: .utf8)) ?? ""
+            if text.contains("registered with the TSP") { return }
+            try sandbox.interruption.check()
+            if process.waitForExit(seconds: 0.05) {
+                throw CLIError(.node, "\(process.name) \(process.outcome) before registering with the TSP")
+            }
+            guard Date() < deadline else {
+                throw CLIError(
+                    .node,
+                    "\(process.name) did not register with the TSP within \(sandbox.timeout) s (see \(process.stderrURL.path))"
+                )
+            }
+        }
+    }
+}
+
+extension ScenarioParty {
+    init(_ role: NodeRole) {
+        switch role {
+        case .tsp: self = .tsp
+        case .issuer: self = .issuer
+        case .wallet: self = .wallet
+        }
+    }
+
+    var role: NodeRole {
+        switch self {
+        case .tsp: .tsp
+        case .issuer: .issuer
+        case .wallet: .wallet
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import TokenetFaults
+import TokenetNode
+import TokenetScenario
+import TokenetWire
+
+/// Runs one parsed scenario against its own sandbox and prints each step as it goes. The first step whose outcome
+/// differs from the script's ends the run (the rest would run on a state the script did not foresee); the nodes
+/// are stopped either way.
+final class ScenarioRunner {
+    let scenario: Scenario
+    let nodes: ScenarioNodes
+    let verbose: Bool
+    var variables = ScenarioVariables()
+    /// The deadline of each call; `deadline D` lines change it.
+    var deadline = PartySession.defaultDeadline
+    private var calls = 0
+
+    init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
+        self.scenario = scenario
+        self.nodes = nodes
+        self.verbose = verbose
+    }
+
+    /// A step whose outcome is not the script's: the line, and what happened instead.
+    struct Failure: Error {
+        var line: Int
+        var reason: String
+    }
+
+    /// Runs every step; returns the number of calls made. Throws `Failure` for a step that did not go as written,
+    /// and `CLIError` when the run itself broke (a node that cannot start, an interruption).
+    func run() throws -> Int {
+        for step in scenario.steps {
+            try nodes.sandbox.interruption.check()
+            if let exit = nodes.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
+            try run(step)
+        }
+        if let exit = nodes.unexpectedExit() { throw Failure(line: scenario.steps.last?.line ?? 0, reason: exit) }
+        return calls
+    }
+
+    private func run(_ step: ScenarioStep) throws {
+        let line = step.line
+        switch step.action {
+        case .call(let call):
+            try runCall(call, line: line)
+        case .fault(let link, let command):
+            guard let proxy = nodes.links.proxies[link] else {
+                throw Failure(line: line, reason: "no proxy on \(link)")
+            }
+            switch command {
+            case .set(let fault, let direction): proxy.set(fault, only: direction)
+            case .reset: proxy.reset()
+            case .status: break
+            }
+            let cut = command == .reset ? "every connection cut; " : ""
+            print(line, "fault \(link): \(cut)in force: \(proxy.summary)")
+        case .stop(let party):
+            do {
+                print(line, "stop \(party): \(try nodes.stop(party))")
+            } catch {
+                throw Failure(line: line, reason: error.message)
+            }
+        case .kill(let party):
+            do {
+                print(line, "kill \(party): \(try nodes.kill(party))")
+            } catch {
+                throw Failure(line: line, reason: error.message)
+            }
+        case .start(let party):
+            do {
+                try nodes.start(party) { print(line, "start \(party): \($0)") }
+            } catch {
+                throw Failure(line: line, reason: error.message)
+            }
+        case .deadline(let duration):
+            deadline = duration
+            print(line, "deadline \(FaultCommand.format(duration)) for the calls below")
+        case .sleep(let duration):
+            print(line, "sleep \(FaultCommand.format(duration))")
+            try sleep(duration)
+        case .echo(let text):
+            print(line, try variables.fill(text, line: line, inJSON: false))
+        }
+    }
+
+    /// Calls, judges the outcome (again and again under `expect within`), then saves the fields the script keeps.
+    private func runCall(_ call: ScenarioCall, line: Int) throws {
+        let expectation = call.expectation
+        let giveUp = expectation.within.map { ContinuousClock.now + $0 }
+        var attempts = 0
+        while true {
+            attempts += 1
+            calls += 1
+            let result = try makeCall(call, line: line)
+            let mismatch: String?
+            do {
+                mismatch = try expectation.mismatch(result.outcome, variables: variables)
+            } catch {
+                throw CLIError(.usage, error.message)
+            }
+            if let mismatch {
+                if let giveUp, ContinuousClock.now + ScenarioExpectation.retryInterval < giveUp {
+                    try sleep(ScenarioExpectation.retryInterval)
+                    continue
+                }
+                print(line, summary(call, result, attempts: attempts))
+                printResponses(result, force: true)
+                let after =
+                    attempts > 1 ? " after \(attempts) calls in \(FaultCommand.format(expectation.within!))" : ""
+                throw Failure(line: expectation.line ?? line, reason: mismatch + after)
+            }
+            print(line, summary(call, result, attempts: attempts))
+            printResponses(result, force: false)
+            try save(call.saves, from: result)
+            return
+        }
+    }
+
+    private func save(_ saves: [ScenarioCall.Save], from result: CallResult) throws {
+        for save in saves {
+            guard let last = result.outcome.responses.last else {
+                throw Failure(line: save.line, reason: "save \(save.name): the call returned no response")
+            }
+            switch last.value(at: save.field) {
+            case .success(let value):
+                variables[save.name] = value
+                print(save.line, "save \(save.name) = \(value.text())")
+            case .failure(let error):
+                throw Failure(line: save.line, reason: "save \(save.name) \(save.field): \(error.message)")
+            }
+        }
+    }
+
+    private func summary(_ call: ScenarioCall, _ result: CallResult, attempts: Int) -> String {
+        let outcome = result.outcome
+        let status = outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(outcome.message)"
+        // Worth a mention: a stream's count, and responses that came before an error.
+        let streamed = outcome.code == .ok ? outcome.responses.count != 1 : !outcome.responses.isEmpty
+        let count = streamed ? ", \(outcome.responses.count) responses" : ""
+        let tries = attempts > 1 ? ", call \(attempts)" : ""
+        let milliseconds =
+            Double(result.elapsed.components.attoseconds) / 1e15
+            + Double(result.elapsed.components.seconds) * 1e3
+        return "call \(call.party) \(call.method) -> \(status)  (\(Int(milliseconds.rounded())) ms\(count)\(tries), "
+            + "trace \(result.traceID))"
+    }
+
+    /// With `--verbose` every response, and on a failure the last one, indented under its call.
+    private func printResponses(_ result: CallResult, force: Bool) {
+        let shown = verbose ? result.outcome.responses : force ? Array(result.outcome.responses.suffix(1)) : []
+        for response in shown {
+            printOut(response.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
+        }
+    }
+
+    private func sleep(_ duration: Duration) throws {
+        let end = ContinuousClock.now + duration
+        while ContinuousClock.now < end {
+            try nodes.sandbox.interruption.check()
+            let left = end - ContinuousClock.now
+            let step = min(left, .milliseconds(50))
+            usleep(
+                UInt32(max(0, step.components.attoseconds / 1_000_000_000_000 + step.components.seconds * 1_000_000)))
+        }
+    }
+
+    private func print(_ line: Int, _ text: String) {
+        let number = String(line)
+        printOut(String(repeating: " ", count: max(0, 5 - number.count)) + number + "  " + text)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// Runs the built `tokenet scenario` on scripts: the examples in Tools/scenarios must pass as written, a step whose
+/// outcome differs ends the run at its line, and a wrong script is refused before any node starts.
+@Suite struct ScenarioCommandTests {
+    static let examples = ["Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario"]
+
+    @Test func theExamplesPass() async throws {
+        let files = Self.examples.map(PackageRoot.path)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario"] + files + ["--timeout", "60"])
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stdout.contains("All 2 scenarios passed."))
+        // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
+        #expect(result.stdout.contains("fault tsp->issuer: in force: partition"))
+        #expect(result.stdout.contains("save reason = \"the issuer did not answer"))
+        // The wallet was killed and started again; the TSP drained and came back.
+        #expect(result.stdout.contains("kill wallet: wallet-node pid="))
+        #expect(result.stdout.contains("was killed by signal 9"))
+        #expect(result.stdout.contains("start wallet: ready wallet-node"))
+        #expect(result.stdout.contains("stop tsp: tsp-node pid="))
+        // Each sandbox's three nodes stopped cleanly at the end, and the stopped TSP once more.
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 7)
+    }
+
+    @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("differs.scenario")
+        try """
+        kill issuer
+        call issuer tokenet.health.v1.Health/Check {"service": ""}
+        expect UNAVAILABLE "connect"
+        call tsp tokenet.tsp.v1.TspControl/ListTokens
+        expect OK {"tokens": [{"state": "TOKEN_STATE_ACTIVE"}]}
+        echo not reached
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stdout.contains("call issuer tokenet.health.v1.Health/Check -> UNAVAILABLE: cannot connect"))
+        #expect(
+            result.stderr.contains(
+                #"FAILED at line 5: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#), "\(result.stderr)")
+        #expect(!result.stdout.contains("not reached"))
+        // The two nodes still running are stopped cleanly; the killed one is not stopped twice.
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 2)
+        #expect(result.stderr.contains("Rerun with --keep-dir"))
+    }
+
+    @Test func aRequestThatDoesNotFitItsTypeIsTheScriptsError() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("request.scenario")
+        try "call tsp tokenet.tsp.v1.TspControl/ListTokens {\"walletAccount\": 1}\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains("FAILED at line 1: call: request is not a valid tokenet.tsp.v1.ListTokensRequest"),
+            "\(result.stderr)")
+    }
+
+    @Test func aWrongScriptIsRefusedBeforeAnyNodeStarts() async throws {
+        let directory = try TemporaryDirectory()
+        let good = directory.path("good.scenario")
+        let bad = directory.path("bad.scenario")
+        try "call tsp tokenet.tsp.v1.TspControl/ListTokens\nexpect OK\n".write(
+            toFile: good, atomically: true, encoding: .utf8)
+        try "# fine\ncall tsp tokenet.tsp.v1.TspControl/ListTokens\nsave id tokens[0].digitalCardId\nstart tsp\n"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", good, bad])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("scenario: \(bad):4: start tsp: tsp-node is running"), "\(result.stderr)")
+        #expect(!result.stdout.contains("ready"), "\(result.stdout)")
+
+        let check = try await LaunchedProcess.run("tokenet", ["scenario", "--check", good])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout == "\(good): 1 step, 1 call: OK\n")
+
+        for (arguments, message) in [
+            ([String](), "scenario: name at least one scenario FILE"),
+            (["--fast", good], "scenario: unknown option '--fast'"),
+            ([directory.path("missing.scenario")], "scenario: cannot read"),
+            (["--timeout", "0", good], "scenario: --timeout: expected seconds above 0"),
+        ] {
+            let refused = try await LaunchedProcess.run("tokenet", ["scenario"] + arguments)
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Testing
+import TokenetScenario
+import TokenetWire
+
+@Suite struct ScenarioExpectationTests {
+    private func json(_ text: String) throws -> JSONValue { try JSONValue(parsing: text) }
+
+    @Test func containmentIgnoresOtherFieldsAndDefaults() throws {
+        let response = try json(#"{"cardRef": "card-1", "eligible": true, "count": "12", "card": {"state": "A"}}"#)
+        #expect(response.mismatch(containing: try json(#"{"eligible": true}"#)) == nil)
+        #expect(response.mismatch(containing: try json(#"{"card": {"state": "A"}}"#)) == nil)
+        #expect(response.mismatch(containing: try json(#"{"card_ref": "card-1"}"#)) == nil)
+        // proto3 JSON writes 64-bit integers as strings and leaves defaults out.
+        #expect(response.mismatch(containing: try json(#"{"count": 12}"#)) == nil)
+        #expect(response.mismatch(containing: try json(#"{"declined": false, "reason": "", "n": 0}"#)) == nil)
+        #expect(response.mismatch(containing: try json("{}")) == nil)
+    }
+
+    @Test func mismatchesNameTheField() throws {
+        let response = try json(#"{"card": {"state": "A"}, "eligible": true}"#)
+        #expect(
+            response.mismatch(containing: try json(#"{"card": {"state": "B"}}"#))
+                == #"card.state: expected "B", got "A""#)
+        #expect(response.mismatch(containing: try json(#"{"reason": "x"}"#)) == #"reason: missing, expected "x""#)
+        #expect(
+            response.mismatch(containing: try json(#"{"eligible": false}"#)) == "eligible: expected false, got true")
+        #expect(
+            response.mismatch(containing: try json(#"{"card": "A"}"#)) == #"card: expected "A", got {"state":"A"}"#)
+    }
+
+    @Test func arraysMatchAsASubsequence() throws {
+        let response = try json(#"{"tokens": [{"id": "a", "s": 1}, {"id": "b", "s": 2}, {"id": "c", "s": 1}]}"#)
+        #expect(response.mismatch(containing: try json(#"{"tokens": [{"id": "b"}]}"#)) == nil)
+        #expect(response.mismatch(containing: try json(#"{"tokens": [{"id": "a"}, {"id": "c"}]}"#)) == nil)
+        #expect(response.mismatch(containing: try json(#"{"tokens": []}"#)) == nil)
+        let reason = response.mismatch(containing: try json(#"{"tokens": [{"id": "c"}, {"id": "a"}]}"#))
+        #expect(reason?.hasPrefix(#"tokens: no element after element 2 matches {"id":"a"}"#) == true, "\(reason ?? "")")
+        let missing = response.mismatch(containing: try json(#"{"tokens": [{"id": "z"}]}"#))
+        #expect(missing?.hasPrefix(#"tokens: no element matches {"id":"z"} (element 0: tokens[0].id"#) == false)
+        #expect(missing?.hasPrefix(#"tokens: no element matches {"id":"z"} (element 0: id: expected"#) == true)
+    }
+
+    @Test func outcomesAreJudgedByCodeMessageAndLastResponse() throws {
+        var variables = ScenarioVariables()
+        variables["card"] = .string("card-1")
+        let ok = ScenarioExpectation.Outcome(
+            code: .ok, message: "", responses: [try json(#"{"n": 1}"#), try json(#"{"n": 2, "ref": "card-1"}"#)])
+        #expect(try ScenarioExpectation().mismatch(ok, variables: variables) == nil)
+        #expect(
+            try ScenarioExpectation(contains: #"{"n": 2, "ref": "${card}"}"#, line: 3).mismatch(
+                ok, variables: variables)
+                == nil)
+        #expect(
+            try ScenarioExpectation(contains: #"{"n": 1}"#, line: 3).mismatch(ok, variables: variables)
+                == "n: expected 1, got 2")
+        #expect(
+            try ScenarioExpectation(code: .notFound).mismatch(ok, variables: variables) == "expected NOT_FOUND, got OK")
+
+        let failed = ScenarioExpectation.Outcome(code: .unavailable, message: "cannot connect", responses: [])
+        #expect(
+            try ScenarioExpectation().mismatch(failed, variables: variables)
+                == "expected OK, got UNAVAILABLE: cannot connect")
+        #expect(try ScenarioExpectation(code: .unavailable).mismatch(failed, variables: variables) == nil)
+        #expect(
+            try ScenarioExpectation(code: .unavailable, messageContains: "connect").mismatch(
+                failed, variables: variables)
+                == nil)
+        #expect(
+            try ScenarioExpectation(code: .unavailable, messageContains: "${card}").mismatch(
+                failed, variables: variables)
+                == #"expected the UNAVAILABLE message to contain "card-1", got "cannot connect""#)
+        let empty = ScenarioExpectation.Outcome(code: .ok, message: "", responses: [])
+        #expect(
+            try ScenarioExpectation(contains: "{}", line: 1).mismatch(empty, variables: variables)
+                == "expected a response, got none")
+    }
+
+    @Test func aFilledInObjectThatIsNotJSONIsTheScriptsError() throws {
+        var variables = ScenarioVariables()
+        variables["n"] = .string("x")
+        let ok = ScenarioExpectation.Outcome(code: .ok, message: "", responses: [.object([])])
+        let error = #expect(throws: ScenarioError.self) {
+            try ScenarioExpectation(contains: #"{"a": ${n}}"#, line: 7).mismatch(ok, variables: variables)
+        }
+        #expect(error?.message.hasPrefix("line 7: expect OK takes one JSON object") == true)
+    }
+
+    @Test func statusNamesReadInAnyCase() {
+        #expect(WireV1.StatusCode(name: "deadline_exceeded") == .deadlineExceeded)
+        #expect(WireV1.StatusCode(name: "OK") == .ok)
+        #expect(WireV1.StatusCode(name: "CODE_3") == nil)
+        #expect(WireV1.StatusCode.unrecognized(40).name == "CODE_40")
+    }
+}

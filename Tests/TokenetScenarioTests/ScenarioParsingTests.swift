@@ -1,0 +1,155 @@
+import Testing
+import TokenetFaults
+import TokenetScenario
+
+@Suite struct ScenarioParsingTests {
+    @Test func everyStepParses() throws {
+        let script = """
+            # a comment, then a blank line
+
+            call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "c1", "mode": "PUSH_MODE_SESSION"}
+            save session pushSessionId
+            call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
+            expect OK {"eligible": true}
+            save card cardRef
+            save first cards[0].cardRef
+              fault tsp->issuer partition to-client
+            fault wallet->tsp delay 1.5s
+            fault issuer->wallet reset
+            kill wallet
+            stop tsp
+            start tsp
+            start wallet
+            deadline 2s
+            sleep 250ms
+            echo card ${card}
+            call tsp tokenet.tsp.v1.TspControl/ListTokens
+            expect within 10s not_found "no token"
+            """
+        let scenario = try Scenario.parse(script, source: "s.scenario")
+        #expect(scenario.source == "s.scenario")
+        #expect(
+            scenario.steps == [
+                ScenarioStep(
+                    line: 3,
+                    .call(
+                        ScenarioCall(
+                            party: .issuer, method: "tokenet.issuer.v1.IssuerControl/PushCard",
+                            request: #"{"cardId": "c1", "mode": "PUSH_MODE_SESSION"}"#,
+                            saves: [.init(name: "session", field: JSONPath([.key("pushSessionId")]), line: 4)]))),
+                ScenarioStep(
+                    line: 5,
+                    .call(
+                        ScenarioCall(
+                            party: .wallet, method: "tokenet.wallet.v1.WalletControl/AddCard",
+                            request: #"{"pushSessionId": "${session}"}"#,
+                            expectation: ScenarioExpectation(code: .ok, contains: #"{"eligible": true}"#, line: 6),
+                            saves: [
+                                .init(name: "card", field: JSONPath([.key("cardRef")]), line: 7),
+                                .init(
+                                    name: "first", field: JSONPath([.key("cards"), .index(0), .key("cardRef")]),
+                                    line: 8),
+                            ]))),
+                ScenarioStep(
+                    line: 9, .fault(ScenarioLink(from: .tsp, to: .issuer), .set(.partition, only: .toClient))),
+                ScenarioStep(
+                    line: 10, .fault(ScenarioLink(from: .wallet, to: .tsp), .set(.delay(.milliseconds(1500))))),
+                ScenarioStep(line: 11, .fault(ScenarioLink(from: .issuer, to: .wallet), .reset)),
+                ScenarioStep(line: 12, .kill(.wallet)),
+                ScenarioStep(line: 13, .stop(.tsp)),
+                ScenarioStep(line: 14, .start(.tsp)),
+                ScenarioStep(line: 15, .start(.wallet)),
+                ScenarioStep(line: 16, .deadline(.seconds(2))),
+                ScenarioStep(line: 17, .sleep(.milliseconds(250))),
+                ScenarioStep(line: 18, .echo("card ${card}")),
+                ScenarioStep(
+                    line: 19,
+                    .call(
+                        ScenarioCall(
+                            party: .tsp, method: "tokenet.tsp.v1.TspControl/ListTokens", request: "{}",
+                            expectation: ScenarioExpectation(
+                                code: .notFound, messageContains: "no token", within: .seconds(10), line: 20)))),
+            ])
+        #expect(scenario.controlsProcesses)
+        #expect(!(try Scenario.parse("call tsp a.B/C", source: "x")).controlsProcesses)
+    }
+
+    /// Each bad line is refused with the source, its line number and what would be accepted.
+    @Test(arguments: [
+        ("bogus step", "s:1: unknown step 'bogus' (steps: call, expect"),
+        ("call", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
+        ("call bank a.B/C", "s:1: expected a party (tsp, issuer or wallet), got 'bank'"),
+        ("call tsp", "s:1: call tsp needs a method"),
+        ("call tsp ListTokens", "s:1: call: 'ListTokens' is not a method"),
+        ("expect OK", "s:1: expect must follow the call it checks"),
+        ("save x y", "s:1: save must follow the call"),
+        ("call tsp a.B/C\nexpect OK\nexpect OK", "s:3: the call on line 1 already has an expect line"),
+        ("call tsp a.B/C\nsleep 1s\nexpect OK", "s:3: expect must follow the call it checks"),
+        (
+            "call tsp a.B/C\nexpect FINE",
+            "s:2: expect: expected a status code (OK, NOT_FOUND, UNAVAILABLE, …), got 'FINE'"
+        ),
+        ("call tsp a.B/C\nexpect within OK", "s:2: expect within: expected a duration of at most 10 minutes, such as"),
+        ("call tsp a.B/C\nexpect OK {\"a\": ", "s:2: expect OK takes one JSON object;"),
+        ("call tsp a.B/C\nexpect OK [1]", "s:2: expect OK takes a JSON object, not an array"),
+        ("call tsp a.B/C\nsave 9x a", "s:2: save NAME FIELD: '9x' is not a name"),
+        ("call tsp a.B/C\nsave x a..b", "s:2: save x FIELD: 'a..b' is not a field"),
+        ("call tsp a.B/C\nsave x", "s:2: save x FIELD: '' is not a field"),
+        ("call tsp a.B/C {\"id\": \"${nope}\"}", "s:1: ${nope} is not saved by an earlier line (save nope FIELD)"),
+        ("echo ${later}\ncall tsp a.B/C\nsave later x", "s:1: ${later} is not saved by an earlier line"),
+        ("fault tsp-issuer partition", "s:1: fault: 'tsp-issuer' is not a link (links: tsp->issuer, issuer->tsp"),
+        ("fault tsp->wallet partition", "s:1: fault: 'tsp->wallet' is not a link"),
+        ("fault tsp->issuer drop", "s:1: fault tsp->issuer: unknown command 'drop'"),
+        ("fault tsp->issuer status", "s:1: fault tsp->issuer: status is for tokenet proxy's console"),
+        ("start tsp", "s:1: start tsp: tsp-node is running (stop or kill it first)"),
+        ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
+        ("stop", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
+        (
+            "sleep forever",
+            "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got 'forever'"
+        ),
+        (
+            "deadline 601s",
+            "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got '601s'"
+        ),
+        ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got nothing"),
+    ])
+    func badLinesAreNamed(script: String, message: String) {
+        let error = #expect(throws: ScenarioError.self) { try Scenario.parse(script, source: "s") }
+        #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+    }
+
+    @Test func anUndefinedNameIsItsOwnCode() {
+        let error = #expect(throws: ScenarioError.self) { try Scenario.parse("echo ${x}", source: "s") }
+        #expect(error?.code == .undefinedVariable)
+        let syntax = #expect(throws: ScenarioError.self) { try Scenario.parse("nope", source: "s") }
+        #expect(syntax?.code == .syntax)
+    }
+
+    @Test func messageTextMayBeQuotedAndOKJSONMayUseNames() throws {
+        let scenario = try Scenario.parse(
+            """
+            call tsp a.B/C
+            save id x
+            expect NOT_FOUND "no \\"token\\" here"
+            call tsp a.B/D
+            expect OK {"id": "${id}"}
+            call tsp a.B/E
+            expect ABORTED plain text, unquoted
+            """, source: "s")
+        guard case .call(let first) = scenario.steps[0].action, case .call(let second) = scenario.steps[1].action,
+            case .call(let third) = scenario.steps[2].action
+        else {
+            Issue.record("expected three calls")
+            return
+        }
+        #expect(first.expectation.messageContains == #"no "token" here"#)
+        #expect(second.expectation.contains == #"{"id": "${id}"}"#)
+        #expect(third.expectation.messageContains == "plain text, unquoted")
+    }
+
+    @Test func windowsLineEndingsAndTrailingBlanksAreFine() throws {
+        let scenario = try Scenario.parse("call tsp a.B/C  \r\nexpect OK\r\n\r\n", source: "s")
+        #expect(scenario.steps.count == 1)
+    }
+}

@@ -1,0 +1,50 @@
+import Testing
+import TokenetScenario
+import TokenetWire
+
+@Suite struct ScenarioVariablesTests {
+    @Test func valuesGoInAsTheirContextNeeds() throws {
+        var variables = ScenarioVariables()
+        variables["s"] = .string(#"a "quoted" \ value"#)
+        variables["n"] = .number("42")
+        variables["o"] = .object([(key: "k", value: .bool(true))])
+        #expect(
+            try variables.fill(#"{"x": "${s}", "n": ${n}, "o": ${o}}"#, line: 1, inJSON: true)
+                == #"{"x": "a \"quoted\" \\ value", "n": 42, "o": {"k":true}}"#)
+        #expect(try variables.fill("said ${s} ${n}", line: 1, inJSON: false) == #"said a "quoted" \ value 42"#)
+    }
+
+    @Test func onlyValidNamesAreReferences() throws {
+        let variables = ScenarioVariables()
+        for text in ["$ {x}", "${}", "${9a}", "${a b}", "cost: $5", "${", "$"] {
+            #expect(try variables.fill(text, line: 1, inJSON: false) == text)
+            #expect(ScenarioVariables.references(in: text).isEmpty, "\(text)")
+        }
+        #expect(ScenarioVariables.references(in: "${a}-${b_2}${c-d}") == ["a", "b_2", "c-d"])
+        let error = #expect(throws: ScenarioError.self) { try variables.fill("x ${a}", line: 4, inJSON: false) }
+        #expect(error?.message == "line 4: ${a} has no value")
+    }
+
+    @Test func pathsParseAndFindValues() throws {
+        #expect(JSONPath(parsing: "a.b[0].c")?.components == [.key("a"), .key("b"), .index(0), .key("c")])
+        #expect(JSONPath(parsing: "a.0.c") == JSONPath(parsing: "a[0].c"))
+        #expect(JSONPath(parsing: "a[1][2]")?.components == [.key("a"), .index(1), .index(2)])
+        for bad in ["", ".", "a.", ".a", "a[", "a[x]", "a[-1]", "a]b"] {
+            #expect(JSONPath(parsing: bad) == nil, "\(bad)")
+        }
+        #expect(JSONPath(parsing: "a.b[0].c")?.description == "a.b[0].c")
+
+        let value = try JSONValue(
+            parsing: #"{"card": {"digitalCardId": "D1"}, "tokens": [{"id": "t0"}, {"id": "t1"}]}"#)
+        #expect(try value.value(at: JSONPath(parsing: "card.digital_card_id")!).get() == .string("D1"))
+        #expect(try value.value(at: JSONPath(parsing: "tokens[1].id")!).get() == .string("t1"))
+        func failure(_ path: String) -> String? {
+            guard case .failure(let error) = value.value(at: JSONPath(parsing: path)!) else { return nil }
+            return error.message
+        }
+        #expect(failure("cardRef") == "the response has no field 'cardRef' (it has card, tokens)")
+        #expect(failure("tokens[2].id") == "'tokens' has 2 elements, so no [2]")
+        #expect(failure("card.digitalCardId.x") == "'card.digitalCardId' is a string, so it has no field 'x'")
+        #expect(failure("card[0]") == "'card' is an object, so it has no element [0]")
+    }
+}
