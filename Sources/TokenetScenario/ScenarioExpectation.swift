@@ -43,27 +43,20 @@ public struct ScenarioExpectation: Sendable, Equatable {
     }
 
     /// Why `outcome` does not meet the expectation, or nil when it does. `variables` fill in the `${NAME}`s first;
-    /// a JSON text that is still not an object after that throws (the line is wrong, not the call).
+    /// a JSON text that is still not an object after that throws (the `expect` line is wrong, not the call).
     public func mismatch(_ outcome: Outcome, variables: ScenarioVariables) throws(ScenarioError) -> String? {
-        let line = self.line ?? 0
         guard outcome.code == code else {
             let got = outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(outcome.message)"
             return "expected \(code.name), got \(got)"
         }
         if let messageContains {
-            let text = try variables.fill(messageContains, line: line, inJSON: false)
+            let text = try variables.fill(messageContains, inJSON: false)
             guard outcome.message.contains(text) else {
                 return "expected the \(code.name) message to contain \"\(text)\", got \"\(outcome.message)\""
             }
         }
         if let contains {
-            let filled = try variables.fill(contains, line: line, inJSON: true)
-            let expected: JSONValue
-            do {
-                expected = try Self.object(filled)
-            } catch {
-                throw ScenarioError(.syntax, "line \(line): \(error.message)")
-            }
+            let expected = try Self.object(try variables.fill(contains, inJSON: true))
             guard let last = outcome.responses.last else { return "expected a response, got none" }
             if let reason = last.mismatch(containing: expected) { return reason }
         }

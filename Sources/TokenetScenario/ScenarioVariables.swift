@@ -14,13 +14,13 @@ public struct ScenarioVariables: Sendable {
     /// Fills in every `${NAME}` of `text`. In JSON (`inJSON`), a saved string goes in as a string's content (escaped;
     /// the script writes the quotes: `"${card}"`), and an object or array as JSON; elsewhere a string goes in as it
     /// is. Numbers and booleans go in as their JSON text either way.
-    public func fill(_ text: String, line: Int, inJSON: Bool) throws(ScenarioError) -> String {
+    public func fill(_ text: String, inJSON: Bool) throws(ScenarioError) -> String {
         var result = ""
         var rest = Substring(text)
         while let reference = Self.nextReference(in: rest) {
             result += rest[..<reference.range.lowerBound]
             guard let value = values[reference.name] else {
-                throw ScenarioError(.undefinedVariable, "line \(line): ${\(reference.name)} has no value")
+                throw ScenarioError(.undefinedVariable, "${\(reference.name)} has no value")
             }
             result += Self.text(of: value, inJSON: inJSON)
             rest = rest[reference.range.upperBound...]

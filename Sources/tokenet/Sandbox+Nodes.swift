@@ -6,7 +6,8 @@ extension Sandbox {
     /// reaches its peers lazily), and waits until it is ready.
     func startNode(
         role: NodeRole, spec: NodeSpec, pki: URL?, workspace: URL,
-        addresses: [NodeRole: HostPort], extraArguments: [String] = [], logName: String? = nil
+        addresses: [NodeRole: HostPort], extraArguments: [String] = [], logName: String? = nil,
+        logLevel: String = "info"
     ) throws(CLIError) -> (ChildProcess, ReadyInfo) {
         let directory = workspace.appendingPathComponent(spec.name)
         let readyFile = directory.appendingPathComponent("ready.json")
@@ -21,7 +22,7 @@ extension Sandbox {
         var arguments = [
             "--listen", addresses[role].map { "\($0)" } ?? "127.0.0.1:0", "--data-dir",
             directory.appendingPathComponent("data").path,
-            "--ready-file", readyFile.path, "--log-level", "info",
+            "--ready-file", readyFile.path, "--log-level", logLevel,
         ]
         if let pki {
             arguments += [

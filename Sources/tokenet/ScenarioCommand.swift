@@ -130,6 +130,24 @@ struct ScenarioCommand {
         return status
     }
 
+    /// What the nodes logged under `traceID`, in time order: the failed call's path across the parties.
+    static func traceLines(_ traceID: String, in workspace: URL, limit: Int = 40) -> String {
+        let files =
+            FileManager.default.enumerator(at: workspace, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL }.filter { $0.lastPathComponent.hasSuffix(".stderr.log") } ?? []
+        let marker = "trace_id=\(traceID)"
+        // Lines start with an ISO 8601 time in UTC, so their text order is their time order.
+        let lines = files.flatMap { file in
+            ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n").filter {
+                $0.contains(marker)
+            }
+        }.sorted()
+        guard !lines.isEmpty else { return "  (no node logged trace \(traceID))" }
+        let shown = lines.suffix(limit).map { "  | \($0)" }.joined(separator: "\n")
+        let skipped = lines.count > limit ? "  (the last \(limit) of \(lines.count) lines)\n" : ""
+        return "What the nodes logged for trace \(traceID):\n" + skipped + shown
+    }
+
     private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
 
     static func load(_ file: String) throws(CLIError) -> Scenario {
@@ -177,24 +195,27 @@ struct ScenarioCommand {
         let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
         let nodes = try ScenarioNodes(sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture)
         var failure: String?
+        var failedTrace: String?
         var scriptError = false
         var calls = 0
         do {
             try nodes.startAll { printOut("  \($0)") }
             calls = try ScenarioRunner(scenario: scenario, nodes: nodes, verbose: verbose).run()
         } catch let error as ScenarioRunner.Failure {
-            failure = "line \(error.line): \(error.reason)"
+            failure = " at line \(error.line): \(error.reason)"
+            failedTrace = error.traceID
+            scriptError = error.scriptError
         } catch let error as CLIError {
-            failure = error.description
-            scriptError = error.code == .usage
+            failure = ": \(error.description)"
         } catch {
-            failure = "\(error)"
+            failure = ": \(error)"
         }
         let stoppedCleanly = nodes.stopAll()
         let elapsed = (ContinuousClock.now - started).components
         let seconds = String(format: "%.1f", Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
         if let failure {
-            printError("Scenario \(scenario.source) FAILED at \(failure)")
+            printError("Scenario \(scenario.source) FAILED\(failure)")
+            if let failedTrace { printError(Self.traceLines(failedTrace, in: workspace)) }
             if !keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }
             return scriptError ? 2 : 1
         }

@@ -44,7 +44,7 @@ final class ScenarioNodes {
         let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
         let (process, ready) = try sandbox.startNode(
             role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses, extraArguments: extra,
-            logName: launch == 1 ? nil : "\(spec.name).\(launch)")
+            logName: launch == 1 ? nil : "\(spec.name).\(launch)", logLevel: "debug")
         running[party] = process
         report("ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
         // Registration needs the TSP; an issuer started while the TSP is down registers once it is back.

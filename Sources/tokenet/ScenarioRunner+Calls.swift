@@ -15,33 +15,54 @@ extension ScenarioRunner {
 
     /// Makes the call once. A node that cannot be reached is an UNAVAILABLE outcome (what a script expects of a
     /// stopped node or a refused link); a request that does not fit its type is an error of the script.
-    func makeCall(_ call: ScenarioCall, line: Int) throws(CLIError) -> CallResult {
+    func makeCall(_ call: ScenarioCall, line: Int) throws -> CallResult {
         let request: String
         let path: String
-        do {
-            request = try variables.fill(call.request, line: line, inJSON: true)
-            path = try CallCommand.methodPath(call.method)
-        } catch let error as ScenarioError {
-            throw CLIError(.usage, error.message)
-        } catch let error as CLIError {
-            throw CLIError(.usage, "line \(line): \(error.message)")
-        } catch {
-            throw CLIError(.usage, "line \(line): \(error)")
-        }
         let texts: [String]
         do {
+            request = try variables.fill(call.request, inJSON: true)
+            path = try CallCommand.methodPath(call.method)
             texts = try JSONTexts.split(request)
-        } catch {
-            throw CLIError(.usage, "line \(line): \(error.message)")
+        } catch let error as ScenarioError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
+        } catch let error as CLIError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
         }
         let options = InspectOptions(
             operatorAt: nodes.listen[call.party]!, pkiDirectory: nodes.pki.path, deadline: deadline)
         let traceID = Metadata.newTraceID()
         let started = ContinuousClock.now
+        let interruption = nodes.sandbox.interruption
         let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
-            await Self.call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+            // Ctrl-C ends a call at once (it is cancelled), rather than after the call's deadline.
+            await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in
+                group.addTask {
+                    await Self.call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do throws(CLIError) {
+                            try interruption.check()
+                        } catch {
+                            return .failure(error)
+                        }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first ?? .failure(CLIError(.node, "line \(line): the call ended without an outcome"))
+            }
         }
-        return CallResult(outcome: try result.get(), traceID: traceID, elapsed: ContinuousClock.now - started)
+        switch result {
+        case .success(let outcome):
+            return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
+        case .failure(let error):
+            try interruption.check()
+            // A request that does not fit its type, or a method the node does not describe: the line is wrong.
+            throw Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID)
+        }
     }
 
     private static func call(
@@ -64,15 +85,10 @@ extension ScenarioRunner {
                 // Not described by the node: open the call without a request, so the node's own answer
                 // (UNIMPLEMENTED) is the outcome, and nothing runs with a request of a guessed type.
                 _ = try await session.client.clientStreaming(path: path, requests: [], options: callOptions)
-                throw CLIError(
-                    .usage, "line \(line): \(path) answered, but the node's reflection service does not describe it")
+                throw CLIError(.usage, "\(path) answered, but the node's reflection service does not describe it")
             }
             let requests: [Data]
-            do {
-                requests = try CallCommand.encode(texts, as: target)
-            } catch {
-                throw CLIError(.usage, "line \(line): \(error.message)")
-            }
+            requests = try CallCommand.encode(texts, as: target)
             try await collect(target, requests, callOptions, session.client, into: collector)
             result = .success(.init(code: .ok, message: "", responses: collector.responses))
         } catch let error as RPCError {

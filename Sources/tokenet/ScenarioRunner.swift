@@ -26,6 +26,11 @@ final class ScenarioRunner {
     struct Failure: Error {
         var line: Int
         var reason: String
+        /// Whether the line itself is wrong (found only as it ran, such as a request that does not fit its type),
+        /// rather than the outcome.
+        var scriptError = false
+        /// The trace id of the call that failed, whose lines in the nodes' logs tell what happened across them.
+        var traceID: String?
     }
 
     /// Runs every step; returns the number of calls made. Throws `Failure` for a step that did not go as written,
@@ -81,7 +86,11 @@ final class ScenarioRunner {
             print(line, "sleep \(FaultCommand.format(duration))")
             try sleep(duration)
         case .echo(let text):
-            print(line, try variables.fill(text, line: line, inJSON: false))
+            do {
+                print(line, try variables.fill(text, inJSON: false))
+            } catch {
+                throw Failure(line: line, reason: error.message, scriptError: true)
+            }
         }
     }
 
@@ -98,7 +107,7 @@ final class ScenarioRunner {
             do {
                 mismatch = try expectation.mismatch(result.outcome, variables: variables)
             } catch {
-                throw CLIError(.usage, error.message)
+                throw Failure(line: expectation.line ?? line, reason: error.message, scriptError: true)
             }
             if let mismatch {
                 if let giveUp, ContinuousClock.now + ScenarioExpectation.retryInterval < giveUp {
@@ -109,7 +118,7 @@ final class ScenarioRunner {
                 printResponses(result, force: true)
                 let after =
                     attempts > 1 ? " after \(attempts) calls in \(FaultCommand.format(expectation.within!))" : ""
-                throw Failure(line: expectation.line ?? line, reason: mismatch + after)
+                throw Failure(line: expectation.line ?? line, reason: mismatch + after, traceID: result.traceID)
             }
             print(line, summary(call, result, attempts: attempts))
             printResponses(result, force: false)
@@ -121,14 +130,18 @@ final class ScenarioRunner {
     private func save(_ saves: [ScenarioCall.Save], from result: CallResult) throws {
         for save in saves {
             guard let last = result.outcome.responses.last else {
-                throw Failure(line: save.line, reason: "save \(save.name): the call returned no response")
+                throw Failure(
+                    line: save.line, reason: "save \(save.name): the call returned no response", traceID: result.traceID
+                )
             }
             switch last.value(at: save.field) {
             case .success(let value):
                 variables[save.name] = value
                 print(save.line, "save \(save.name) = \(value.text())")
             case .failure(let error):
-                throw Failure(line: save.line, reason: "save \(save.name) \(save.field): \(error.message)")
+                throw Failure(
+                    line: save.line, reason: "save \(save.name) \(save.field): \(error.message)",
+                    traceID: result.traceID)
             }
         }
     }
@@ -138,7 +151,8 @@ final class ScenarioRunner {
         let status = outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(outcome.message)"
         // Worth a mention: a stream's count, and responses that came before an error.
         let streamed = outcome.code == .ok ? outcome.responses.count != 1 : !outcome.responses.isEmpty
-        let count = streamed ? ", \(outcome.responses.count) responses" : ""
+        let count =
+            streamed ? ", \(outcome.responses.count) response\(outcome.responses.count == 1 ? "" : "s")" : ""
         let tries = attempts > 1 ? ", call \(attempts)" : ""
         let milliseconds =
             Double(result.elapsed.components.attoseconds) / 1e15

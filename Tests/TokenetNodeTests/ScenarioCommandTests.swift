@@ -42,6 +42,12 @@ import TokenetTestSupport
             result.stderr.contains(
                 #"FAILED at line 5: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#), "\(result.stderr)")
         #expect(!result.stdout.contains("not reached"))
+        // The failed call's path through the nodes, from their logs.
+        #expect(result.stderr.contains("What the nodes logged for trace "), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "tsp-node: call method=/tokenet.tsp.v1.TspControl/ListTokens peer=tokenet://operator/operator-1 status=OK"
+            ))
         // The two nodes still running are stopped cleanly; the killed one is not stopped twice.
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 2)
         #expect(result.stderr.contains("Rerun with --keep-dir"))
@@ -87,5 +93,27 @@ import TokenetTestSupport
             #expect(refused.status == 2, "\(arguments)")
             #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
         }
+    }
+
+    /// Ctrl-C during a call that would wait two minutes ends it at once, and the nodes still stop cleanly.
+    @Test func anInterruptEndsALongCallAndStopsTheNodes() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("long.scenario")
+        try "deadline 120s\ncall tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let launched = try LaunchedProcess("tokenet", ["scenario", file])
+        let started = ContinuousClock.now
+        while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
+            "deadline 120s"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        launched.process.interrupt()
+        // Far below the call's deadline; a run that ignored the signal would be killed at the limit and fail here.
+        let result = try await launched.waitForExit(limit: 60)
+        #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stderr.contains("interrupted by SIGINT"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
     }
 }

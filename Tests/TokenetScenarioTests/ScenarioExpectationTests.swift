@@ -82,7 +82,7 @@ import TokenetWire
         let error = #expect(throws: ScenarioError.self) {
             try ScenarioExpectation(contains: #"{"a": ${n}}"#, line: 7).mismatch(ok, variables: variables)
         }
-        #expect(error?.message.hasPrefix("line 7: expect OK takes one JSON object") == true)
+        #expect(error?.message.hasPrefix("expect OK takes one JSON object") == true)
     }
 
     @Test func statusNamesReadInAnyCase() {

@@ -9,20 +9,20 @@ import TokenetWire
         variables["n"] = .number("42")
         variables["o"] = .object([(key: "k", value: .bool(true))])
         #expect(
-            try variables.fill(#"{"x": "${s}", "n": ${n}, "o": ${o}}"#, line: 1, inJSON: true)
+            try variables.fill(#"{"x": "${s}", "n": ${n}, "o": ${o}}"#, inJSON: true)
                 == #"{"x": "a \"quoted\" \\ value", "n": 42, "o": {"k":true}}"#)
-        #expect(try variables.fill("said ${s} ${n}", line: 1, inJSON: false) == #"said a "quoted" \ value 42"#)
+        #expect(try variables.fill("said ${s} ${n}", inJSON: false) == #"said a "quoted" \ value 42"#)
     }
 
     @Test func onlyValidNamesAreReferences() throws {
         let variables = ScenarioVariables()
         for text in ["$ {x}", "${}", "${9a}", "${a b}", "cost: $5", "${", "$"] {
-            #expect(try variables.fill(text, line: 1, inJSON: false) == text)
+            #expect(try variables.fill(text, inJSON: false) == text)
             #expect(ScenarioVariables.references(in: text).isEmpty, "\(text)")
         }
         #expect(ScenarioVariables.references(in: "${a}-${b_2}${c-d}") == ["a", "b_2", "c-d"])
-        let error = #expect(throws: ScenarioError.self) { try variables.fill("x ${a}", line: 4, inJSON: false) }
-        #expect(error?.message == "line 4: ${a} has no value")
+        let error = #expect(throws: ScenarioError.self) { try variables.fill("x ${a}", inJSON: false) }
+        #expect(error?.message == "${a} has no value")
     }
 
     @Test func pathsParseAndFindValues() throws {
