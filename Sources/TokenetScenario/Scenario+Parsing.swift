@@ -7,7 +7,8 @@ import TokenetWire
 ///     call PARTY METHOD [JSON]        call a node as the operator; JSON is the rest of the line ({} without it)
 ///     expect [within D] CODE [X]      the call above ends with CODE; X is, for OK, a JSON object its last response
 ///                                     contains, and otherwise text its status message contains
-///     save NAME FIELD                 the call above's FIELD (tokens[0].tokenId) becomes ${NAME} on later lines
+///     save NAME FIELD [match RE]      the call above's FIELD (tokens[0].tokenId) becomes ${NAME} on later lines;
+///                                     with RE, the part of it RE matches (its first group, when it has one)
 ///     fault LINK COMMAND              LINK: tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp, wallet->issuer;
 ///                                     COMMAND as tokenet proxy reads it (partition, delay 2s, reset, heal, …)
 ///     stop | kill | start PARTY       SIGTERM (clean exit required), SIGKILL, or start again on the same address
@@ -79,16 +80,30 @@ extension Scenario {
                 guard let index = openCall, case .call(var call) = steps[index].action else {
                     throw fail("save must follow the call whose response it reads")
                 }
-                let (name, fieldText) = rest.firstWord()
+                let (name, afterName) = rest.firstWord()
+                let (fieldText, afterField) = afterName.firstWord()
                 guard ScenarioVariables.isValidName(name) else {
                     throw fail(
                         "save NAME FIELD: '\(name)' is not a name (a letter or _, then letters, digits, _ or -)")
                 }
-                guard !fieldText.contains(where: \.isWhitespace), let field = JSONPath(parsing: fieldText) else {
+                guard let field = JSONPath(parsing: fieldText) else {
                     throw fail(
                         "save \(name) FIELD: '\(fieldText)' is not a field (such as cardRef or tokens[0].tokenId)")
                 }
-                call.saves.append(ScenarioCall.Save(name: name, field: field, line: number))
+                var pattern: String?
+                if !afterField.isEmpty {
+                    let (keyword, regex) = afterField.firstWord()
+                    guard keyword == "match", !regex.isEmpty else {
+                        throw fail("save \(name) \(field): expected 'match REGEX' or the end of the line")
+                    }
+                    do {
+                        _ = try Regex(regex)
+                    } catch {
+                        throw fail("save \(name) \(field) match: '\(regex)' is not a regular expression: \(error)")
+                    }
+                    pattern = regex
+                }
+                call.saves.append(ScenarioCall.Save(name: name, field: field, pattern: pattern, line: number))
                 steps[index].action = .call(call)
                 saved.insert(name)
             case "fault":

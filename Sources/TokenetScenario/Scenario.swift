@@ -19,14 +19,7 @@ public struct Scenario: Sendable, Equatable {
 
     /// Whether a step stops, kills or starts a node, or faults a link: only nodes the runner started itself, behind
     /// its own proxies, can be steered that way.
-    public var controlsProcesses: Bool {
-        steps.contains {
-            switch $0.action {
-            case .stop, .kill, .start, .fault: true
-            default: false
-            }
-        }
-    }
+    public var controlsProcesses: Bool { steps.contains { $0.action.controlsProcesses } }
 }
 
 /// One step and the script line it came from (1-based).
@@ -55,6 +48,16 @@ public struct ScenarioStep: Sendable, Equatable {
         case sleep(Duration)
         /// Prints a line (with `${NAME}`s filled in).
         case echo(String)
+    }
+}
+
+extension ScenarioStep.Action {
+    /// Whether the step stops, kills or starts a node, or faults a link.
+    public var controlsProcesses: Bool {
+        switch self {
+        case .stop, .kill, .start, .fault: true
+        case .call, .deadline, .sleep, .echo: false
+        }
     }
 }
 
@@ -110,16 +113,41 @@ public struct ScenarioCall: Sendable, Equatable {
         self.saves = saves
     }
 
-    /// `save NAME FIELD`: the value of FIELD in the call's last response becomes `${NAME}`.
+    /// `save NAME FIELD [match REGEX]`: the value of FIELD in the call's last response becomes `${NAME}`; with a
+    /// regular expression, the part of the text it matches (its first capture group, when it has one), such as the
+    /// one-time code in an outbox message.
     public struct Save: Sendable, Equatable {
         public var name: String
         public var field: JSONPath
+        /// The regular expression, checked when the script is parsed.
+        public var pattern: String?
         public var line: Int
 
-        public init(name: String, field: JSONPath, line: Int) {
+        public init(name: String, field: JSONPath, pattern: String? = nil, line: Int) {
             self.name = name
             self.field = field
+            self.pattern = pattern
             self.line = line
+        }
+
+        /// The value to keep from the field's `value`, or why there is none.
+        public func extract(from value: JSONValue) -> Result<JSONValue, ScenarioError> {
+            guard let pattern else { return .success(value) }
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .number(let number): text = number
+            default:
+                return .failure(
+                    ScenarioError(.missingField, "\(field) is \(value.kindName), not text to match /\(pattern)/"))
+            }
+            // Compiled when the script was parsed, so this cannot fail.
+            guard let regex = try? Regex(pattern), let match = try? regex.firstMatch(in: text) else {
+                return .failure(ScenarioError(.missingField, "/\(pattern)/ does not match \(value.text())"))
+            }
+            let output = match.output
+            let captured = output.count > 1 ? output[1].substring : output[0].substring
+            return .success(.string(captured.map(String.init) ?? ""))
         }
     }
 }

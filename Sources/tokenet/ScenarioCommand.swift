@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetScenario
 
 /// `tokenet scenario FILE…`: runs scripted flows across the three parties, each in a sandbox of its own.
@@ -13,6 +14,7 @@ struct ScenarioCommand {
 
     static let help = """
         Usage: tokenet scenario FILE... [--check] [--verbose] [--keep-dir] [--timeout SECONDS]
+               tokenet scenario FILE... --pki DIR [--tsp HOST:PORT] [--issuer HOST:PORT] [--wallet HOST:PORT]
 
         Runs each scenario FILE against a sandbox of its own: tsp-node, issuer-node (with the cards of
         Tools/fixtures/issuer.json) and wallet-node on loopback ports over mutual TLS, every connection between them
@@ -28,8 +30,10 @@ struct ScenarioCommand {
                                           hold anything; arrays match in order, as a subsequence); otherwise text the
                                           status message contains. With within, the call is made again every 200 ms
                                           until it matches, for up to D.
-          save NAME FIELD                 Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
+          save NAME FIELD [match RE]      Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
                                           ${NAME} for later lines; in JSON a string goes in without its quotes.
+                                          With match, keep the part of FIELD the regular expression RE matches
+                                          (its first group, when it has one).
           fault LINK COMMAND              LINK is tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp or
                                           wallet->issuer; COMMAND as tokenet proxy reads it: partition [to-server |
                                           to-client], delay D, refuse, reset, heal.
@@ -45,6 +49,11 @@ struct ScenarioCommand {
           --verbose, -v        Print every response, not only the last one of a failed call.
           --keep-dir           Keep each sandbox's directory (certificates, data, node logs).
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
+          --tsp, --issuer, --wallet HOST:PORT
+                               Run against nodes already running there (your own party, or nodes started by
+                               hand) instead of a sandbox: calls only, no faults, stop, kill or start.
+          --pki DIR            With those: the operator's certificate and the CA (ca.pem, operator.pem,
+                               operator.key, as Tools/gen-certs writes them).
           --help               Show this help.
 
         Exit status: 0 when every scenario ran as written; 1 when a step's outcome differed or a node failed; 2 for
@@ -67,13 +76,29 @@ struct ScenarioCommand {
     var verbose = false
     var keepDirectory = false
     var timeout = 30.0
+    /// Nodes someone else runs (`--tsp`, `--issuer`, `--wallet`): the scripts call them instead of a sandbox.
+    var attached: [ScenarioParty: HostPort] = [:]
+    /// With attached nodes: the directory with ca.pem, operator.pem and operator.key.
+    var pkiDirectory: String?
 
     init(parsing arguments: [String]) throws(CLIError) {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
+            if let party = ScenarioParty.allCases.first(where: { argument == "--\($0)" }) {
+                guard index < arguments.count, let address = HostPort(parsing: arguments[index]) else {
+                    throw CLIError(.usage, "scenario: \(argument) needs HOST:PORT (an IPv4 address or localhost)")
+                }
+                attached[party] = address
+                index += 1
+                continue
+            }
             switch argument {
+            case "--pki":
+                guard index < arguments.count else { throw CLIError(.usage, "scenario: --pki needs DIR") }
+                pkiDirectory = arguments[index]
+                index += 1
             case "--check": checkOnly = true
             case "--verbose", "-v": verbose = true
             case "--keep-dir": keepDirectory = true
@@ -90,6 +115,13 @@ struct ScenarioCommand {
             }
         }
         guard !files.isEmpty else { throw CLIError(.usage, "scenario: name at least one scenario FILE") }
+        if !attached.isEmpty && pkiDirectory == nil {
+            throw CLIError(
+                .usage, "scenario: --tsp, --issuer and --wallet need --pki DIR (ca.pem, operator.pem, operator.key)")
+        }
+        if attached.isEmpty && pkiDirectory != nil {
+            throw CLIError(.usage, "scenario: --pki is for nodes given with --tsp, --issuer or --wallet")
+        }
     }
 
     private static func seconds(_ text: String) throws(CLIError) -> Double {
@@ -103,6 +135,7 @@ struct ScenarioCommand {
         // Every script is read and checked first: an error in the last one is reported before the first one runs.
         var scenarios: [Scenario] = []
         for file in files { scenarios.append(try Self.load(file)) }
+        if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
         if checkOnly {
             for scenario in scenarios {
                 let calls = scenario.steps.filter { if case .call = $0.action { true } else { false } }.count
@@ -110,8 +143,9 @@ struct ScenarioCommand {
             }
             return 0
         }
-        try requireExecutables()
         let interruption = DemoInterruption()
+        if !attached.isEmpty { return try runAttached(scenarios, interruption: interruption) }
+        try requireExecutables()
         var failed: [String] = []
         var status: Int32 = 0
         for scenario in scenarios {
@@ -146,6 +180,13 @@ struct ScenarioCommand {
         let shown = lines.suffix(limit).map { "  | \($0)" }.joined(separator: "\n")
         let skipped = lines.count > limit ? "  (the last \(limit) of \(lines.count) lines)\n" : ""
         return "What the nodes logged for trace \(traceID):\n" + skipped + shown
+    }
+
+    /// `8 steps, 6 calls, in 1.8 s`.
+    func summary(_ scenario: Scenario, calls: Int, since started: ContinuousClock.Instant) -> String {
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = String(format: "%.1f", Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        return "\(count(scenario.steps.count, "step")), \(count(calls, "call")), in \(seconds) s"
     }
 
     private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
@@ -211,8 +252,6 @@ struct ScenarioCommand {
             failure = ": \(error)"
         }
         let stoppedCleanly = nodes.stopAll()
-        let elapsed = (ContinuousClock.now - started).components
-        let seconds = String(format: "%.1f", Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
         if let failure {
             printError("Scenario \(scenario.source) FAILED\(failure)")
             if let failedTrace { printError(Self.traceLines(failedTrace, in: workspace)) }
@@ -223,9 +262,7 @@ struct ScenarioCommand {
             printError("Scenario \(scenario.source) FAILED: not every node stopped cleanly")
             return 1
         }
-        printOut(
-            "Scenario \(scenario.source) OK: \(count(scenario.steps.count, "step")), \(count(calls, "call")), in \(seconds) s"
-        )
+        printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
         return 0
     }
 }

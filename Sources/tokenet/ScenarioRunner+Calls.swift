@@ -29,10 +29,10 @@ extension ScenarioRunner {
             throw Failure(line: line, reason: error.message, scriptError: true)
         }
         let options = InspectOptions(
-            operatorAt: nodes.listen[call.party]!, pkiDirectory: nodes.pki.path, deadline: deadline)
+            operatorAt: addresses[call.party]!, pkiDirectory: pki.path, deadline: deadline)
         let traceID = Metadata.newTraceID()
         let started = ContinuousClock.now
-        let interruption = nodes.sandbox.interruption
+        let interruption = self.interruption
         let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
             // Ctrl-C ends a call at once (it is cancelled), rather than after the call's deadline.
             await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in

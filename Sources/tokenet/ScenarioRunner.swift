@@ -9,7 +9,13 @@ import TokenetWire
 /// are stopped either way.
 final class ScenarioRunner {
     let scenario: Scenario
-    let nodes: ScenarioNodes
+    /// Where each party answers, and the directory with the operator's certificate and the CA.
+    let addresses: [ScenarioParty: HostPort]
+    let pki: URL
+    let interruption: DemoInterruption
+    /// The nodes and proxies of the run's own sandbox; nil for nodes someone else runs (`--tsp`, …), which a
+    /// script can only call.
+    let nodes: ScenarioNodes?
     let verbose: Bool
     var variables = ScenarioVariables()
     /// The deadline of each call; `deadline D` lines change it.
@@ -18,7 +24,22 @@ final class ScenarioRunner {
 
     init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
         self.scenario = scenario
+        addresses = nodes.listen
+        pki = nodes.pki
+        interruption = nodes.sandbox.interruption
         self.nodes = nodes
+        self.verbose = verbose
+    }
+
+    init(
+        scenario: Scenario, addresses: [ScenarioParty: HostPort], pki: URL, interruption: DemoInterruption,
+        verbose: Bool
+    ) {
+        self.scenario = scenario
+        self.addresses = addresses
+        self.pki = pki
+        self.interruption = interruption
+        nodes = nil
         self.verbose = verbose
     }
 
@@ -37,21 +58,24 @@ final class ScenarioRunner {
     /// and `CLIError` when the run itself broke (a node that cannot start, an interruption).
     func run() throws -> Int {
         for step in scenario.steps {
-            try nodes.sandbox.interruption.check()
-            if let exit = nodes.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
+            try interruption.check()
+            if let exit = nodes?.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
             try run(step)
         }
-        if let exit = nodes.unexpectedExit() { throw Failure(line: scenario.steps.last?.line ?? 0, reason: exit) }
+        if let exit = nodes?.unexpectedExit() { throw Failure(line: scenario.steps.last?.line ?? 0, reason: exit) }
         return calls
     }
 
     private func run(_ step: ScenarioStep) throws {
         let line = step.line
+        if step.action.controlsProcesses && nodes == nil {
+            throw Failure(line: line, reason: "only nodes the scenario started can be faulted, stopped or started")
+        }
         switch step.action {
         case .call(let call):
             try runCall(call, line: line)
         case .fault(let link, let command):
-            guard let proxy = nodes.links.proxies[link] else {
+            guard let proxy = nodes?.links.proxies[link] else {
                 throw Failure(line: line, reason: "no proxy on \(link)")
             }
             switch command {
@@ -63,19 +87,19 @@ final class ScenarioRunner {
             print(line, "fault \(link): \(cut)in force: \(proxy.summary)")
         case .stop(let party):
             do {
-                print(line, "stop \(party): \(try nodes.stop(party))")
+                print(line, "stop \(party): \(try nodes!.stop(party))")
             } catch {
                 throw Failure(line: line, reason: error.message)
             }
         case .kill(let party):
             do {
-                print(line, "kill \(party): \(try nodes.kill(party))")
+                print(line, "kill \(party): \(try nodes!.kill(party))")
             } catch {
                 throw Failure(line: line, reason: error.message)
             }
         case .start(let party):
             do {
-                try nodes.start(party) { print(line, "start \(party): \($0)") }
+                try nodes!.start(party) { print(line, "start \(party): \($0)") }
             } catch {
                 throw Failure(line: line, reason: error.message)
             }
@@ -134,7 +158,7 @@ final class ScenarioRunner {
                     line: save.line, reason: "save \(save.name): the call returned no response", traceID: result.traceID
                 )
             }
-            switch last.value(at: save.field) {
+            switch last.value(at: save.field).flatMap(save.extract) {
             case .success(let value):
                 variables[save.name] = value
                 print(save.line, "save \(save.name) = \(value.text())")
@@ -172,7 +196,7 @@ final class ScenarioRunner {
     private func sleep(_ duration: Duration) throws {
         let end = ContinuousClock.now + duration
         while ContinuousClock.now < end {
-            try nodes.sandbox.interruption.check()
+            try interruption.check()
             let left = end - ContinuousClock.now
             let step = min(left, .milliseconds(50))
             usleep(

@@ -5,13 +5,16 @@ import TokenetTestSupport
 /// Runs the built `tokenet scenario` on scripts: the examples in Tools/scenarios must pass as written, a step whose
 /// outcome differs ends the run at its line, and a wrong script is refused before any node starts.
 @Suite struct ScenarioCommandTests {
-    static let examples = ["Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario"]
+    static let examples = [
+        "Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario",
+        "Tools/scenarios/step-up-otp.scenario",
+    ]
 
     @Test func theExamplesPass() async throws {
         let files = Self.examples.map(PackageRoot.path)
         let result = try await LaunchedProcess.run("tokenet", ["scenario"] + files + ["--timeout", "60"])
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stdout.contains("All 2 scenarios passed."))
+        #expect(result.stdout.contains("All 3 scenarios passed."))
         // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
         #expect(result.stdout.contains("fault tsp->issuer: in force: partition"))
         #expect(result.stdout.contains("save reason = \"the issuer did not answer"))
@@ -20,8 +23,10 @@ import TokenetTestSupport
         #expect(result.stdout.contains("was killed by signal 9"))
         #expect(result.stdout.contains("start wallet: ready wallet-node"))
         #expect(result.stdout.contains("stop tsp: tsp-node pid="))
+        // The one-time code was read from the issuer's outbox text.
+        #expect(result.stdout.range(of: #"save code = "[0-9]{6}""#, options: .regularExpression) != nil)
         // Each sandbox's three nodes stopped cleanly at the end, and the stopped TSP once more.
-        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 7)
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 10)
     }
 
     @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {

@@ -104,6 +104,9 @@ import TokenetScenario
         ("start tsp", "s:1: start tsp: tsp-node is running (stop or kill it first)"),
         ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
         ("stop", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
+        ("call tsp a.B/C\nsave x a match (", "s:2: save x a match: '(' is not a regular expression"),
+        ("call tsp a.B/C\nsave x a like b", "s:2: save x a: expected 'match REGEX' or the end of the line"),
+        ("call tsp a.B/C\nsave x a match", "s:2: save x a: expected 'match REGEX' or the end of the line"),
         (
             "sleep forever",
             "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got 'forever'"
@@ -151,5 +154,33 @@ import TokenetScenario
     @Test func windowsLineEndingsAndTrailingBlanksAreFine() throws {
         let scenario = try Scenario.parse("call tsp a.B/C  \r\nexpect OK\r\n\r\n", source: "s")
         #expect(scenario.steps.count == 1)
+    }
+
+    @Test func aSaveMayKeepWhatARegularExpressionMatches() throws {
+        let scenario = try Scenario.parse(
+            "call issuer a.B/Outbox\nsave code messages[0].text match is (\\d{6})\\.\nsave all n match \\d+",
+            source: "s")
+        guard case .call(let call) = scenario.steps.first?.action, call.saves.count == 2 else {
+            Issue.record("expected one call with two saves")
+            return
+        }
+        let code = call.saves[0]
+        #expect(code.pattern == #"is (\d{6})\."#)
+        #expect(try code.extract(from: .string("Your code is 042917. It expires soon.")).get() == .string("042917"))
+        // Without a group, the whole match; numbers are matched as their text.
+        #expect(try call.saves[1].extract(from: .number("12345")).get() == .string("12345"))
+        guard case .failure(let error) = code.extract(from: .string("no code here")) else {
+            Issue.record("expected no match")
+            return
+        }
+        #expect(error.message == #"/is (\d{6})\./ does not match "no code here""#)
+        guard case .failure(let kind) = code.extract(from: .bool(true)) else {
+            Issue.record("expected a kind error")
+            return
+        }
+        #expect(kind.message == #"messages[0].text is a boolean, not text to match /is (\d{6})\./"#)
+        // Without a pattern the value is kept whole, whatever its kind.
+        let plain = ScenarioCall.Save(name: "x", field: JSONPath([.key("a")]), line: 1)
+        #expect(try plain.extract(from: .bool(true)).get() == .bool(true))
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import TokenetNode
+import TokenetScenario
+
+/// Scripts run against nodes someone else runs (`--tsp`, `--issuer`, `--wallet` with `--pki`): your own
+/// implementation of a party, or nodes started by hand. Such nodes can only be called: steps that fault a link or
+/// stop, kill or start a node need the sandbox's own nodes and proxies, and are refused before anything runs.
+extension ScenarioCommand {
+    func checkAttachable(_ scenario: Scenario) throws(CLIError) {
+        for step in scenario.steps {
+            if step.action.controlsProcesses {
+                throw CLIError(
+                    .usage,
+                    "scenario: \(scenario.source):\(step.line): faults, stop, kill and start need the nodes the scenario "
+                        + "starts itself; run it without --tsp, --issuer and --wallet")
+            }
+            if case .call(let call) = step.action, attached[call.party] == nil {
+                throw CLIError(
+                    .usage,
+                    "scenario: \(scenario.source):\(step.line): calls \(call.party), but no --\(call.party) is given")
+            }
+        }
+    }
+
+    func runAttached(_ scenarios: [Scenario], interruption: DemoInterruption) throws(CLIError) -> Int32 {
+        let pki = URL(fileURLWithPath: pkiDirectory ?? ".")
+        for file in ["ca.pem", "operator.pem", "operator.key"]
+        where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
+            throw CLIError(.usage, "scenario: --pki \(pki.path) has no \(file)")
+        }
+        var status: Int32 = 0
+        for scenario in scenarios {
+            let started = ContinuousClock.now
+            printOut("Scenario \(scenario.source) (against the nodes given)")
+            let runner = ScenarioRunner(
+                scenario: scenario, addresses: attached, pki: pki, interruption: interruption, verbose: verbose)
+            do {
+                let calls = try runner.run()
+                printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
+            } catch let error as ScenarioRunner.Failure {
+                printError("Scenario \(scenario.source) FAILED at line \(error.line): \(error.reason)")
+                if let trace = error.traceID { printError("Look for trace_id=\(trace) in the nodes' logs.") }
+                status = max(status, error.scriptError ? 2 : 1)
+            } catch let error as CLIError {
+                throw error
+            } catch {
+                throw CLIError(.node, "scenario: \(error)")
+            }
+            try interruption.check()
+        }
+        return status
+    }
+}

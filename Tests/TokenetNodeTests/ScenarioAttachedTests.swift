@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetTestSupport
+
+/// `tokenet scenario --tsp ADDR --pki DIR`: scripts against a node someone else started, which they can only call.
+@Suite struct ScenarioAttachedTests {
+    @Test func scriptsCallANodeStartedByHand() async throws {
+        try await offThePool { try Self.againstATSPNode() }
+    }
+
+    static func againstATSPNode() throws {
+        let pki = DevelopmentPKI.shared
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ])
+        defer { PythonClientInteropTests.stop(node.process) }
+        let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+        }
+        func run(_ script: String, _ extra: [String] = ["--tsp", address, "--pki", pki.directory.path]) throws
+            -> ProcessResult
+        {
+            let file = data.path("script-\(UUID().uuidString).scenario")
+            try script.write(toFile: file, atomically: true, encoding: .utf8)
+            return try LaunchedProcess.run("tokenet", ["scenario", file] + extra)
+        }
+
+        let passing = try run(
+            """
+            call tsp tokenet.health.v1.Health/Check {"service": ""}
+            expect OK {"status": "SERVING_STATUS_SERVING"}
+            call tsp tokenet.tsp.v1.TspControl/TokenHistory {"digitalCardId": "nope"}
+            expect NOT_FOUND "nope"
+            """)
+        #expect(passing.status == 0, "stdout:\n\(passing.stdout)\nstderr:\n\(passing.stderr)")
+        #expect(passing.stdout.contains("(against the nodes given)"))
+        #expect(passing.stdout.contains("OK: 2 steps, 2 calls, in "))
+        #expect(!passing.stdout.contains("ready"), "no sandbox of its own: \(passing.stdout)")
+
+        let failing = try run("call tsp tokenet.tsp.v1.TspControl/TokenHistory {\"digitalCardId\": \"nope\"}\n")
+        #expect(failing.status == 1)
+        #expect(failing.stderr.contains("FAILED at line 1: expected OK, got NOT_FOUND: no token has digital card id"))
+        #expect(failing.stderr.contains("Look for trace_id="))
+
+        let killing = try run("call tsp tokenet.health.v1.Health/Check\nkill tsp\n")
+        #expect(killing.status == 2)
+        #expect(killing.stderr.contains(":2: faults, stop, kill and start need the nodes the scenario starts itself"))
+        let wallet = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n")
+        #expect(wallet.status == 2)
+        #expect(wallet.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(wallet.stderr)")
+        let noPKI = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", address])
+        #expect(noPKI.status == 2)
+        #expect(noPKI.stderr.contains("--tsp, --issuer and --wallet need --pki DIR"))
+        let badAddress = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", "127.0.0.1"])
+        #expect(badAddress.status == 2)
+        #expect(badAddress.stderr.contains("--tsp needs HOST:PORT"))
+    }
+}
