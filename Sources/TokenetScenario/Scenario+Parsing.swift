@@ -12,6 +12,9 @@ import TokenetWire
 ///     fault LINK COMMAND              LINK: tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp, wallet->issuer;
 ///                                     COMMAND as tokenet proxy reads it (partition, delay 2s, reset, heal, …)
 ///     stop | kill | start PARTY       SIGTERM (clean exit required), SIGKILL, or start again on the same address
+///     watch NAME PARTY METHOD [JSON]  open a stream that collects its messages while later steps run
+///     await NAME [within D] [JSON]    the watch's next message that contains JSON (save lines may follow)
+///     identity ROLE                   the certificate of the calls below: operator (default), tsp, issuer, wallet
 ///     deadline D                      the deadline of the calls below (30s until set)
 ///     sleep D
 ///     echo TEXT
@@ -20,7 +23,11 @@ import TokenetWire
 /// every `${NAME}` must be saved on an earlier line, `expect` and `save` must follow their call, a stopped node
 /// cannot be stopped again nor a running one started.
 extension Scenario {
-    public static let steps = "call, expect, save, fault, stop, kill, start, deadline, sleep, echo"
+    public static let steps =
+        "call, expect, save, watch, await, fault, stop, kill, start, identity, deadline, sleep, echo"
+
+    /// The certificates a step may present: the operator's, or a party's own.
+    public static let identities = ["operator", "tsp", "issuer", "wallet"]
 
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
@@ -40,8 +47,10 @@ extension Scenario {
         var steps: [ScenarioStep] = []
         var saved: Set<String> = []
         var down: Set<ScenarioParty> = []
-        /// The index in `steps` of the call that `expect` and `save` lines attach to; nil after any other step.
+        /// The index in `steps` of the call (or await) that `expect` and `save` lines attach to; nil after any other
+        /// step.
         var openCall: Int?
+        var watches: Set<String> = []
 
         mutating func parse(line text: String, number: Int) throws(ScenarioError) {
             let line = text.trimmingWhitespace()
@@ -54,6 +63,9 @@ extension Scenario {
                     .undefinedVariable, "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)")
             }
             if keyword != "expect" && keyword != "save" { openCall = nil }
+            if keyword == "expect", let index = openCall, case .await = steps[index].action {
+                throw fail("expect checks a call; an await line says what it waits for itself")
+            }
 
             switch keyword {
             case "call":
@@ -77,8 +89,8 @@ extension Scenario {
                 call.expectation = try expectation(rest, number)
                 steps[index].action = .call(call)
             case "save":
-                guard let index = openCall, case .call(var call) = steps[index].action else {
-                    throw fail("save must follow the call whose response it reads")
+                guard let index = openCall else {
+                    throw fail("save must follow the call (or await) whose response it reads")
                 }
                 let (name, afterName) = rest.firstWord()
                 let (fieldText, afterField) = afterName.firstWord()
@@ -103,9 +115,67 @@ extension Scenario {
                     }
                     pattern = regex
                 }
-                call.saves.append(ScenarioCall.Save(name: name, field: field, pattern: pattern, line: number))
-                steps[index].action = .call(call)
+                let save = ScenarioCall.Save(name: name, field: field, pattern: pattern, line: number)
+                switch steps[index].action {
+                case .call(var call):
+                    call.saves.append(save)
+                    steps[index].action = .call(call)
+                case .await(var awaited):
+                    awaited.saves.append(save)
+                    steps[index].action = .await(awaited)
+                default:
+                    throw fail("save must follow the call (or await) whose response it reads")
+                }
                 saved.insert(name)
+            case "watch":
+                let (name, afterName) = rest.firstWord()
+                let (partyWord, afterParty) = afterName.firstWord()
+                let (method, request) = afterParty.firstWord()
+                guard ScenarioVariables.isValidName(name) else {
+                    throw fail(
+                        "watch NAME PARTY METHOD: '\(name)' is not a name (a letter or _, then letters, digits, _ or -)"
+                    )
+                }
+                guard watches.insert(name).inserted else { throw fail("watch \(name): that name is already watched") }
+                let party = try party(partyWord, number)
+                guard method.contains("/") || method.contains(".") else {
+                    throw fail("watch \(name): '\(method)' is not a method; write it as pkg.Service/Method")
+                }
+                steps.append(
+                    ScenarioStep(
+                        line: number,
+                        .watch(
+                            ScenarioWatch(
+                                name: name, party: party, method: method, request: request.isEmpty ? "{}" : request))))
+            case "await":
+                var (name, after) = rest.firstWord()
+                guard watches.contains(name) else {
+                    throw fail("await: '\(name)' is not watched by an earlier line (watch \(name) PARTY METHOD)")
+                }
+                var awaited = ScenarioAwait(name: name)
+                let (word, afterWord) = after.firstWord()
+                if word == "within" {
+                    let (durationWord, afterDuration) = afterWord.firstWord()
+                    awaited.within = try duration(durationWord, "await within", number)
+                    after = afterDuration
+                }
+                if !after.isEmpty {
+                    if ScenarioVariables.references(in: after).isEmpty {
+                        do {
+                            _ = try ScenarioExpectation.object(after)
+                        } catch {
+                            throw fail(error.message.replacing("expect OK", with: "await"))
+                        }
+                    }
+                    awaited.contains = after
+                }
+                openCall = steps.count
+                steps.append(ScenarioStep(line: number, .await(awaited)))
+            case "identity":
+                guard Scenario.identities.contains(rest) else {
+                    throw fail("identity: expected operator, tsp, issuer or wallet, got '\(rest.prefix(40))'")
+                }
+                steps.append(ScenarioStep(line: number, .identity(rest)))
             case "fault":
                 let (linkWord, commandText) = rest.firstWord()
                 guard let link = ScenarioLink.all.first(where: { $0.description == linkWord }) else {

@@ -48,6 +48,47 @@ public struct ScenarioStep: Sendable, Equatable {
         case sleep(Duration)
         /// Prints a line (with `${NAME}`s filled in).
         case echo(String)
+        /// The certificate later calls and watches present: `operator` (the default), or a party's own, to act as
+        /// that party (the issuer listening to the wallet's events, a wallet calling the TSP directly).
+        case identity(String)
+        /// Opens a stream that collects its messages in the background while later steps run.
+        case watch(ScenarioWatch)
+        /// Waits until a watch has received a message that matches.
+        case await(ScenarioAwait)
+    }
+}
+
+/// `watch NAME PARTY METHOD [JSON]`: a server-streaming (or bidirectional) call kept open in the background, such
+/// as the wallet's event stream or a notification subscription, whose messages later `await` lines look at.
+public struct ScenarioWatch: Sendable, Equatable {
+    public var name: String
+    public var party: ScenarioParty
+    public var method: String
+    /// As written, `${NAME}`s not yet filled in.
+    public var request: String
+
+    public init(name: String, party: ScenarioParty, method: String, request: String) {
+        self.name = name
+        self.party = party
+        self.method = method
+        self.request = request
+    }
+}
+
+/// `await NAME [within D] [JSON]`: the next message of watch NAME (after the one the last `await` took) that
+/// contains JSON, within D (the call deadline when not given); `save` lines may follow, reading that message.
+public struct ScenarioAwait: Sendable, Equatable {
+    public var name: String
+    public var within: Duration?
+    /// The object the message must contain, as written; nil for any message.
+    public var contains: String?
+    public var saves: [ScenarioCall.Save]
+
+    public init(name: String, within: Duration? = nil, contains: String? = nil, saves: [ScenarioCall.Save] = []) {
+        self.name = name
+        self.within = within
+        self.contains = contains
+        self.saves = saves
     }
 }
 
@@ -56,7 +97,7 @@ extension ScenarioStep.Action {
     public var controlsProcesses: Bool {
         switch self {
         case .stop, .kill, .start, .fault: true
-        case .call, .deadline, .sleep, .echo: false
+        case .call, .deadline, .sleep, .echo, .identity, .watch, .await: false
         }
     }
 }

@@ -64,7 +64,7 @@ public struct ScenarioExpectation: Sendable, Equatable {
     }
 
     /// Parses the JSON an `expect OK` line gives; it must be one object.
-    static func object(_ text: String) throws(ScenarioError) -> JSONValue {
+    public static func object(_ text: String) throws(ScenarioError) -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: text)

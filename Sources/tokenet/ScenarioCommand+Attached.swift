@@ -14,10 +14,15 @@ extension ScenarioCommand {
                     "scenario: \(scenario.source):\(step.line): faults, stop, kill and start need the nodes the scenario "
                         + "starts itself; run it without --tsp, --issuer and --wallet")
             }
-            if case .call(let call) = step.action, attached[call.party] == nil {
+            let party: ScenarioParty? =
+                switch step.action {
+                case .call(let call): call.party
+                case .watch(let watch): watch.party
+                default: nil
+                }
+            if let party, attached[party] == nil {
                 throw CLIError(
-                    .usage,
-                    "scenario: \(scenario.source):\(step.line): calls \(call.party), but no --\(call.party) is given")
+                    .usage, "scenario: \(scenario.source):\(step.line): calls \(party), but no --\(party) is given")
             }
         }
     }

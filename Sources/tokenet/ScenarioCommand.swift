@@ -22,9 +22,9 @@ struct ScenarioCommand {
         ends the scenario. The nodes are stopped with SIGTERM at the end and must exit cleanly.
 
         Steps (PARTY is tsp, issuer or wallet; D a duration such as 250ms or 2s):
-          call PARTY METHOD [JSON]        Call the node as the operator (pkg.Service/Method; the request as proto3
-                                          JSON, the rest of the line; several objects for a client stream). A call
-                                          without an expect line must end OK.
+          call PARTY METHOD [JSON]        Call the node (pkg.Service/Method; the request as proto3 JSON, the rest
+                                          of the line; several objects for a client stream). A call without an
+                                          expect line must end OK.
           expect [within D] CODE [X]      The call above ends with CODE (OK, NOT_FOUND, UNAVAILABLE, ...). For OK, X
                                           is a JSON object the last response contains (fields it does not name may
                                           hold anything; arrays match in order, as a subsequence); otherwise text the
@@ -34,6 +34,12 @@ struct ScenarioCommand {
                                           ${NAME} for later lines; in JSON a string goes in without its quotes.
                                           With match, keep the part of FIELD the regular expression RE matches
                                           (its first group, when it has one).
+          watch NAME PARTY METHOD [JSON]  Open a server stream (or a bidirectional one) that collects its messages
+                                          in the background while later steps run.
+          await NAME [within D] [JSON]    Wait for the watch's next message that contains JSON (any message without
+                                          it), up to D (the call deadline without it); save lines may follow.
+          identity ROLE                   The certificate of the calls and watches below: operator (the default),
+                                          or tsp, issuer or wallet to act as that party.
           fault LINK COMMAND              LINK is tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp or
                                           wallet->issuer; COMMAND as tokenet proxy reads it: partition [to-server |
                                           to-client], delay D, refuse, reset, heal.

@@ -29,7 +29,7 @@ extension ScenarioRunner {
             throw Failure(line: line, reason: error.message, scriptError: true)
         }
         let options = InspectOptions(
-            operatorAt: addresses[call.party]!, pkiDirectory: pki.path, deadline: deadline)
+            identity: identity, at: addresses[call.party]!, pkiDirectory: pki.path, deadline: deadline)
         let traceID = Metadata.newTraceID()
         let started = ContinuousClock.now
         let interruption = self.interruption

@@ -20,6 +20,11 @@ final class ScenarioRunner {
     var variables = ScenarioVariables()
     /// The deadline of each call; `deadline D` lines change it.
     var deadline = PartySession.defaultDeadline
+    /// The certificate of each call and watch (`identity ROLE`).
+    var identity = "operator"
+    /// Open watches, and how many of each one's messages earlier `await` lines have taken.
+    var watches: [String: ScenarioWatchStream] = [:]
+    var taken: [String: Int] = [:]
     private var calls = 0
 
     init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
@@ -57,6 +62,7 @@ final class ScenarioRunner {
     /// Runs every step; returns the number of calls made. Throws `Failure` for a step that did not go as written,
     /// and `CLIError` when the run itself broke (a node that cannot start, an interruption).
     func run() throws -> Int {
+        defer { closeWatches() }
         for step in scenario.steps {
             try interruption.check()
             if let exit = nodes?.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
@@ -109,6 +115,16 @@ final class ScenarioRunner {
         case .sleep(let duration):
             print(line, "sleep \(FaultCommand.format(duration))")
             try sleep(duration)
+        case .identity(let role):
+            guard FileManager.default.fileExists(atPath: pki.appendingPathComponent("\(role).pem").path) else {
+                throw Failure(line: line, reason: "identity \(role): \(pki.path) has no \(role).pem", scriptError: true)
+            }
+            identity = role
+            print(line, "identity \(role) for the calls below")
+        case .watch(let watch):
+            try openWatch(watch, line: line)
+        case .await(let awaited):
+            try runAwait(awaited, line: line)
         case .echo(let text):
             do {
                 print(line, try variables.fill(text, inJSON: false))
@@ -146,17 +162,16 @@ final class ScenarioRunner {
             }
             print(line, summary(call, result, attempts: attempts))
             printResponses(result, force: false)
-            try save(call.saves, from: result)
+            try save(call.saves, from: result.outcome.responses.last, traceID: result.traceID)
             return
         }
     }
 
-    private func save(_ saves: [ScenarioCall.Save], from result: CallResult) throws {
+    func save(_ saves: [ScenarioCall.Save], from response: JSONValue?, traceID: String) throws {
         for save in saves {
-            guard let last = result.outcome.responses.last else {
+            guard let last = response else {
                 throw Failure(
-                    line: save.line, reason: "save \(save.name): the call returned no response", traceID: result.traceID
-                )
+                    line: save.line, reason: "save \(save.name): the call returned no response", traceID: traceID)
             }
             switch last.value(at: save.field).flatMap(save.extract) {
             case .success(let value):
@@ -164,8 +179,7 @@ final class ScenarioRunner {
                 print(save.line, "save \(save.name) = \(value.text())")
             case .failure(let error):
                 throw Failure(
-                    line: save.line, reason: "save \(save.name) \(save.field): \(error.message)",
-                    traceID: result.traceID)
+                    line: save.line, reason: "save \(save.name) \(save.field): \(error.message)", traceID: traceID)
             }
         }
     }
@@ -193,7 +207,7 @@ final class ScenarioRunner {
         }
     }
 
-    private func sleep(_ duration: Duration) throws {
+    func sleep(_ duration: Duration) throws {
         let end = ContinuousClock.now + duration
         while ContinuousClock.now < end {
             try interruption.check()
@@ -204,7 +218,7 @@ final class ScenarioRunner {
         }
     }
 
-    private func print(_ line: Int, _ text: String) {
+    func print(_ line: Int, _ text: String) {
         let number = String(line)
         printOut(String(repeating: " ", count: max(0, 5 - number.count)) + number + "  " + text)
     }

@@ -7,14 +7,14 @@ import TokenetTestSupport
 @Suite struct ScenarioCommandTests {
     static let examples = [
         "Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario",
-        "Tools/scenarios/step-up-otp.scenario",
+        "Tools/scenarios/step-up-otp.scenario", "Tools/scenarios/wallet-events.scenario",
     ]
 
     @Test func theExamplesPass() async throws {
         let files = Self.examples.map(PackageRoot.path)
         let result = try await LaunchedProcess.run("tokenet", ["scenario"] + files + ["--timeout", "60"])
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stdout.contains("All 3 scenarios passed."))
+        #expect(result.stdout.contains("All 4 scenarios passed."))
         // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
         #expect(result.stdout.contains("fault tsp->issuer: in force: partition"))
         #expect(result.stdout.contains("save reason = \"the issuer did not answer"))
@@ -26,7 +26,10 @@ import TokenetTestSupport
         // The one-time code was read from the issuer's outbox text.
         #expect(result.stdout.range(of: #"save code = "[0-9]{6}""#, options: .regularExpression) != nil)
         // Each sandbox's three nodes stopped cleanly at the end, and the stopped TSP once more.
-        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 10)
+        // The issuer's watch of the wallet's events saw the token added, suspended and resumed.
+        #expect(result.stdout.contains("watch events: wallet tokenet.wallet.v1.WalletEvents/Listen open"))
+        #expect(result.stdout.contains("events from sequence 1 on"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 13)
     }
 
     @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {
@@ -120,5 +123,28 @@ import TokenetTestSupport
         #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stderr.contains("interrupted by SIGINT"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+    }
+
+    @Test func anAwaitThatSeesNoMatchNamesWhatItSaw() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("await.scenario")
+        try """
+        watch health tsp tokenet.health.v1.Health/Watch {"service": ""}
+        await health within 1s {"status": "SERVING_STATUS_NOT_SERVING"}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "FAILED at line 2: no message of watch health matched within 1s (1 new, 1 in all; message 1: status: "
+                    + #"expected "SERVING_STATUS_NOT_SERVING", got "SERVING_STATUS_SERVING")"#), "\(result.stderr)")
+        // The watch was closed before the nodes stopped, and they stopped cleanly.
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+
+        try "watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let unary = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(unary.status == 2, "stdout:\n\(unary.stdout)\nstderr:\n\(unary.stderr)")
+        #expect(unary.stderr.contains("FAILED at line 1: watch once: /tokenet.health.v1.Health/Check answers once"))
     }
 }

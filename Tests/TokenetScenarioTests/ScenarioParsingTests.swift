@@ -104,6 +104,15 @@ import TokenetScenario
         ("start tsp", "s:1: start tsp: tsp-node is running (stop or kill it first)"),
         ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
         ("stop", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
+        ("await events", "s:1: await: 'events' is not watched by an earlier line (watch events PARTY METHOD)"),
+        ("watch 1x wallet a.B/C", "s:1: watch NAME PARTY METHOD: '1x' is not a name"),
+        ("watch e wallet a.B/C\nwatch e tsp a.B/C", "s:2: watch e: that name is already watched"),
+        ("watch e bank a.B/C", "s:1: expected a party (tsp, issuer or wallet), got 'bank'"),
+        ("watch e wallet Listen", "s:1: watch e: 'Listen' is not a method"),
+        ("watch e wallet a.B/C\nawait e [1]", "s:2: await takes a JSON object, not an array"),
+        ("watch e wallet a.B/C\nawait e within soon", "s:2: await within: expected a duration"),
+        ("watch e wallet a.B/C\nawait e\nexpect OK", "s:3: expect checks a call; an await line says what it waits for"),
+        ("identity admin", "s:1: identity: expected operator, tsp, issuer or wallet, got 'admin'"),
         ("call tsp a.B/C\nsave x a match (", "s:2: save x a match: '(' is not a regular expression"),
         ("call tsp a.B/C\nsave x a like b", "s:2: save x a: expected 'match REGEX' or the end of the line"),
         ("call tsp a.B/C\nsave x a match", "s:2: save x a: expected 'match REGEX' or the end of the line"),
@@ -182,5 +191,38 @@ import TokenetScenario
         // Without a pattern the value is kept whole, whatever its kind.
         let plain = ScenarioCall.Save(name: "x", field: JSONPath([.key("a")]), line: 1)
         #expect(try plain.extract(from: .bool(true)).get() == .bool(true))
+    }
+
+    @Test func watchesAwaitsAndIdentitiesParse() throws {
+        let scenario = try Scenario.parse(
+            """
+            identity issuer
+            watch events wallet tokenet.wallet.v1.WalletEvents/Listen
+            identity operator
+            await events
+            await events within 5s {"kind": "K"}
+            save seq sequence
+            echo ${seq}
+            """, source: "s")
+        #expect(
+            scenario.steps == [
+                ScenarioStep(line: 1, .identity("issuer")),
+                ScenarioStep(
+                    line: 2,
+                    .watch(
+                        ScenarioWatch(
+                            name: "events", party: .wallet, method: "tokenet.wallet.v1.WalletEvents/Listen",
+                            request: "{}"))),
+                ScenarioStep(line: 3, .identity("operator")),
+                ScenarioStep(line: 4, .await(ScenarioAwait(name: "events"))),
+                ScenarioStep(
+                    line: 5,
+                    .await(
+                        ScenarioAwait(
+                            name: "events", within: .seconds(5), contains: #"{"kind": "K"}"#,
+                            saves: [.init(name: "seq", field: JSONPath([.key("sequence")]), line: 6)]))),
+                ScenarioStep(line: 7, .echo("${seq}")),
+            ])
+        #expect(!scenario.controlsProcesses)
     }
 }

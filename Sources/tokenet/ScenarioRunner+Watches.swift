@@ -1,0 +1,116 @@
+import Foundation
+import TokenetFaults
+import TokenetNode
+import TokenetRPC
+import TokenetScenario
+import TokenetWire
+
+/// `watch` and `await`: streams kept open in the background while the script goes on, and waits for their messages.
+extension ScenarioRunner {
+    func openWatch(_ watch: ScenarioWatch, line: Int) throws {
+        let path: String
+        let texts: [String]
+        do {
+            path = try CallCommand.methodPath(watch.method)
+            texts = try JSONTexts.split(try variables.fill(watch.request, inJSON: true))
+        } catch let error as ScenarioError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
+        } catch let error as CLIError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
+        }
+        let options = InspectOptions(
+            identity: identity, at: addresses[watch.party]!, pkiDirectory: pki.path, deadline: deadline)
+        let traceID = Metadata.newTraceID()
+        let name = watch.name
+        let opened: Result<ScenarioWatchStream, Failure> = runBlocking {
+            do {
+                return .success(
+                    try await ScenarioWatchStream.open(
+                        name: name, path: path, texts: texts, options: options, traceID: traceID))
+            } catch let error as CLIError {
+                return .failure(
+                    Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID))
+            } catch {
+                return .failure(Failure(line: line, reason: "watch \(name) did not open: \(error)", traceID: traceID))
+            }
+        }
+        let stream = try opened.get()
+        watches[name] = stream
+        taken[name] = 0
+        print(line, "watch \(name): \(watch.party) \(watch.method) open (trace \(traceID))")
+    }
+
+    /// Looks through the messages the watch received since the last `await` took one, until one matches or the
+    /// time runs out; the messages it passes over are taken too, so each `await` sees what came after.
+    func runAwait(_ awaited: ScenarioAwait, line: Int) throws {
+        guard let stream = watches[awaited.name] else {
+            throw Failure(line: line, reason: "\(awaited.name) is not watched", scriptError: true)
+        }
+        var expected: JSONValue?
+        if let contains = awaited.contains {
+            do {
+                expected = try ScenarioExpectation.object(try variables.fill(contains, inJSON: true))
+            } catch {
+                throw Failure(
+                    line: line, reason: error.message.replacing("expect OK", with: "await"), scriptError: true)
+            }
+        }
+        let limit = awaited.within ?? deadline
+        let started = ContinuousClock.now
+        let before = taken[awaited.name] ?? 0
+        var nearest: String?
+        while true {
+            let state = stream.snapshot
+            let from = taken[awaited.name] ?? 0
+            for index in from..<state.messages.count {
+                let message = state.messages[index]
+                guard let expected else { return try took(message, index, awaited, stream, line, started) }
+                if let reason = message.mismatch(containing: expected) {
+                    nearest = "message \(index + 1): \(reason)"
+                } else {
+                    return try took(message, index, awaited, stream, line, started)
+                }
+            }
+            taken[awaited.name] = state.messages.count
+            let seen = state.messages.count
+            if let end = state.end {
+                let status = end.message.isEmpty ? end.code.name : "\(end.code.name): \(end.message)"
+                throw Failure(
+                    line: line,
+                    reason: "watch \(awaited.name) ended with \(status) after \(seen) messages, none of them matching"
+                        + (nearest.map { " (\($0))" } ?? ""), traceID: stream.traceID)
+            }
+            if ContinuousClock.now - started >= limit {
+                throw Failure(
+                    line: line,
+                    reason: "no message of watch \(awaited.name) matched within \(FaultCommand.format(limit)) "
+                        + "(\(seen - before) new, \(seen) in all" + (nearest.map { "; \($0)" } ?? "") + ")",
+                    traceID: stream.traceID)
+            }
+            try sleep(.milliseconds(20))
+        }
+    }
+
+    private func took(
+        _ message: JSONValue, _ index: Int, _ awaited: ScenarioAwait, _ stream: ScenarioWatchStream, _ line: Int,
+        _ started: ContinuousClock.Instant
+    ) throws {
+        taken[awaited.name] = index + 1
+        let waited = ContinuousClock.now - started
+        let milliseconds = Int(Double(waited.components.seconds) * 1e3 + Double(waited.components.attoseconds) / 1e15)
+        print(line, "await \(awaited.name) -> message \(index + 1) (after \(milliseconds) ms)")
+        if verbose {
+            printOut(message.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
+        }
+        try save(awaited.saves, from: message, traceID: stream.traceID)
+    }
+
+    func closeWatches() {
+        let streams = Array(watches.values)
+        watches = [:]
+        guard !streams.isEmpty else { return }
+        runBlocking {
+            for stream in streams { await stream.close() }
+        }
+    }
+}
