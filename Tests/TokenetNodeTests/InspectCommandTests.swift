@@ -13,15 +13,9 @@ import TokenetTestSupport
     let pki = DevelopmentPKI.shared
 
     init() async throws {
-        let pki = DevelopmentPKI.shared
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
-        node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
-                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
-            ])
+        node = try LaunchedProcess.tspNode(in: data)
         dataDirectory = data
         address = try await Self.waitForReadyFile(readyFile, of: node.process).listen
     }

@@ -66,3 +66,17 @@ final class LaunchedProcess: @unchecked Sendable {
             stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
     }
 }
+
+extension LaunchedProcess {
+    /// A `tsp-node` over mutual TLS with the development PKI, on a free loopback port, its data and ready file
+    /// (`ready.json`) in `data`.
+    static func tspNode(in data: TemporaryDirectory) throws -> LaunchedProcess {
+        let pki = DevelopmentPKI.shared
+        return try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", data.path("ready.json"),
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ])
+    }
+}

@@ -13,12 +13,7 @@ import TokenetTestSupport
         let pki = DevelopmentPKI.shared
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
-                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
-            ])
+        let node = try LaunchedProcess.tspNode(in: data)
         defer { PythonClientInteropTests.stop(node.process) }
         let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
             FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
