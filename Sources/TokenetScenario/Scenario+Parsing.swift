@@ -12,6 +12,7 @@ import TokenetWire
 ///     fault LINK COMMAND              LINK: tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp, wallet->issuer;
 ///                                     COMMAND as tokenet proxy reads it (partition, delay 2s, reset, heal, …)
 ///     stop | kill | start PARTY       SIGTERM (clean exit required), SIGKILL, or start again on the same address
+///     pause | resume PARTY            SIGSTOP and SIGCONT: a node frozen in place (its connections stay open)
 ///     watch NAME PARTY METHOD [JSON]  open a stream that collects its messages while later steps run
 ///     await NAME [within D] [JSON]    the watch's next message that contains JSON (save lines may follow)
 ///     identity ROLE                   the certificate of the calls below: operator (default), tsp, issuer, wallet
@@ -24,7 +25,7 @@ import TokenetWire
 /// cannot be stopped again nor a running one started.
 extension Scenario {
     public static let steps =
-        "call, expect, save, watch, await, fault, stop, kill, start, identity, deadline, sleep, echo"
+        "call, expect, save, watch, await, fault, stop, kill, start, pause, resume, identity, deadline, sleep, echo"
 
     /// The certificates a step may present: the operator's, or a party's own.
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
@@ -47,6 +48,7 @@ extension Scenario {
         var steps: [ScenarioStep] = []
         var saved: Set<String> = []
         var down: Set<ScenarioParty> = []
+        var paused: Set<ScenarioParty> = []
         /// The index in `steps` of the call (or await) that `expect` and `save` lines attach to; nil after any other
         /// step.
         var openCall: Int?
@@ -190,17 +192,26 @@ extension Scenario {
                 }
                 guard command != .status else { throw fail("fault \(link): status is for tokenet proxy's console") }
                 steps.append(ScenarioStep(line: number, .fault(link, command)))
-            case "stop", "kill", "start":
+            case "stop", "kill", "start", "pause", "resume":
                 let party = try party(rest, number)
-                if keyword == "start" {
-                    guard down.remove(party) != nil else {
-                        throw fail("start \(party): \(party)-node is running (stop or kill it first)")
-                    }
+                let node = "\(keyword) \(party): \(party)-node"
+                switch keyword {
+                case "start":
+                    guard down.remove(party) != nil else { throw fail("\(node) is running (stop or kill it first)") }
                     steps.append(ScenarioStep(line: number, .start(party)))
-                } else {
-                    guard down.insert(party).inserted else {
-                        throw fail("\(keyword) \(party): \(party)-node is not running (start it first)")
+                case "pause":
+                    guard !down.contains(party) else { throw fail("\(node) is not running (start it first)") }
+                    guard paused.insert(party).inserted else { throw fail("\(node) is already paused") }
+                    steps.append(ScenarioStep(line: number, .pause(party)))
+                case "resume":
+                    guard paused.remove(party) != nil else { throw fail("\(node) is not paused") }
+                    steps.append(ScenarioStep(line: number, .resume(party)))
+                default:
+                    if keyword == "stop" && paused.contains(party) {
+                        throw fail("\(node) is paused and could not drain (resume it first, or kill it)")
                     }
+                    guard down.insert(party).inserted else { throw fail("\(node) is not running (start it first)") }
+                    paused.remove(party)
                     steps.append(ScenarioStep(line: number, keyword == "stop" ? .stop(party) : .kill(party)))
                 }
             case "deadline":

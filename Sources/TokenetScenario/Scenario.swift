@@ -43,6 +43,11 @@ public struct ScenarioStep: Sendable, Equatable {
         case kill(ScenarioParty)
         /// Starts a stopped or killed node again, on its address and with its data; waits until it is ready.
         case start(ScenarioParty)
+        /// SIGSTOP: the node freezes with its connections open, as a stalled machine or a long pause would; its peers
+        /// see silence, not a close, until their keepalive gives up.
+        case pause(ScenarioParty)
+        /// SIGCONT: a paused node goes on where it stopped.
+        case resume(ScenarioParty)
         /// The deadline of the calls on later lines.
         case deadline(Duration)
         case sleep(Duration)
@@ -93,10 +98,10 @@ public struct ScenarioAwait: Sendable, Equatable {
 }
 
 extension ScenarioStep.Action {
-    /// Whether the step stops, kills or starts a node, or faults a link.
+    /// Whether the step stops, kills, starts, pauses or resumes a node, or faults a link.
     public var controlsProcesses: Bool {
         switch self {
-        case .stop, .kill, .start, .fault: true
+        case .stop, .kill, .start, .pause, .resume, .fault: true
         case .call, .deadline, .sleep, .echo, .identity, .watch, .await: false
         }
     }

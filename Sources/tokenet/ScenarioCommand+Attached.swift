@@ -11,7 +11,7 @@ extension ScenarioCommand {
             if step.action.controlsProcesses {
                 throw CLIError(
                     .usage,
-                    "scenario: \(scenario.source):\(step.line): faults, stop, kill and start need the nodes the scenario "
+                    "scenario: \(scenario.source):\(step.line): faults, stop, kill, start and pause need the nodes the scenario "
                         + "starts itself; run it without --tsp, --issuer and --wallet")
             }
             let party: ScenarioParty? =

@@ -45,6 +45,8 @@ struct ScenarioCommand {
                                           to-client], delay D, refuse, reset, heal.
           stop PARTY | kill PARTY         SIGTERM (the node must exit 0) or SIGKILL.
           start PARTY                     Start a stopped or killed node again, on its address with its data.
+          pause PARTY | resume PARTY      SIGSTOP and SIGCONT: the node freezes with its connections open (its
+                                          peers hear nothing, not a close), then goes on.
           deadline D                      The deadline of the calls below (30s until set).
           sleep D | echo TEXT
         A line whose first non-blank character is # is a comment. The whole script is checked before any node
@@ -57,7 +59,7 @@ struct ScenarioCommand {
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
           --tsp, --issuer, --wallet HOST:PORT
                                Run against nodes already running there (your own party, or nodes started by
-                               hand) instead of a sandbox: calls only, no faults, stop, kill or start.
+                               hand) instead of a sandbox: calls only, no faults, stop, kill, start or pause.
           --pki DIR            With those: the operator's certificate and the CA (ca.pem, operator.pem,
                                operator.key, as Tools/gen-certs writes them).
           --help               Show this help.

@@ -13,6 +13,8 @@ final class ScenarioNodes {
     private let fixture: String?
     private(set) var running: [ScenarioParty: ChildProcess] = [:]
     private var launches: [ScenarioParty: Int] = [:]
+    /// Nodes a `pause` froze: they are resumed before they are stopped, or SIGTERM would wait for nothing.
+    private var paused: Set<ScenarioParty> = []
 
     init(sandbox: Sandbox, workspace: URL, pki: URL, fixture: String?) throws(CLIError) {
         self.sandbox = sandbox
@@ -69,11 +71,22 @@ final class ScenarioNodes {
     /// SIGKILL, as a crash or a lost machine: no drain, no goaway, no close_notify.
     func kill(_ party: ScenarioParty) throws(CLIError) -> String {
         let process = try take(party)
+        paused.remove(party)
         process.send(SIGKILL)
         guard process.waitForExit(seconds: sandbox.timeout) else {
             throw CLIError(.node, "\(process.name) pid=\(process.pid) did not end after SIGKILL")
         }
         return "\(process.name) pid=\(process.pid) \(process.outcome)"
+    }
+
+    /// SIGSTOP or SIGCONT.
+    func signal(_ party: ScenarioParty, _ number: Int32) throws(CLIError) -> String {
+        guard let process = running[party], !process.hasExited else {
+            throw CLIError(.node, "\(party.role.nodeName) is not running")
+        }
+        process.send(number)
+        if number == SIGSTOP { paused.insert(party) } else { paused.remove(party) }
+        return "\(process.name) pid=\(process.pid) \(number == SIGSTOP ? "paused (SIGSTOP)" : "resumed (SIGCONT)")"
     }
 
     private func take(_ party: ScenarioParty) throws(CLIError) -> ChildProcess {
@@ -98,6 +111,8 @@ final class ScenarioNodes {
 
     /// Stops whatever still runs (SIGTERM, as the demo does) and the proxies; false when a node did not stop cleanly.
     func stopAll() -> Bool {
+        for party in paused { running[party]?.send(SIGCONT) }
+        paused = []
         let processes = ScenarioParty.allCases.compactMap { running[$0] }
         running = [:]
         let clean = sandbox.stop(processes)

@@ -109,6 +109,14 @@ final class ScenarioRunner {
             } catch {
                 throw Failure(line: line, reason: error.message)
             }
+        case .pause(let party), .resume(let party):
+            let pausing = if case .pause = step.action { true } else { false }
+            do {
+                let done = try nodes!.signal(party, pausing ? SIGSTOP : SIGCONT)
+                print(line, "\(pausing ? "pause" : "resume") \(party): \(done)")
+            } catch {
+                throw Failure(line: line, reason: error.message)
+            }
         case .deadline(let duration):
             deadline = duration
             print(line, "deadline \(FaultCommand.format(duration)) for the calls below")

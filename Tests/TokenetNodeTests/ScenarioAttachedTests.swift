@@ -45,7 +45,9 @@ import TokenetTestSupport
 
         let killing = try run("call tsp tokenet.health.v1.Health/Check\nkill tsp\n")
         #expect(killing.status == 2)
-        #expect(killing.stderr.contains(":2: faults, stop, kill and start need the nodes the scenario starts itself"))
+        #expect(
+            killing.stderr.contains(":2: faults, stop, kill, start and pause need the nodes the scenario starts itself")
+        )
         let wallet = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n")
         #expect(wallet.status == 2)
         #expect(wallet.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(wallet.stderr)")

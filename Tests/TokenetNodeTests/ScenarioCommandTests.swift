@@ -147,4 +147,27 @@ import TokenetTestSupport
         #expect(unary.status == 2, "stdout:\n\(unary.stdout)\nstderr:\n\(unary.stderr)")
         #expect(unary.stderr.contains("FAILED at line 1: watch once: /tokenet.health.v1.Health/Check answers once"))
     }
+
+    /// A paused node accepts connections in the kernel and says nothing: a call runs out of its deadline. Resumed,
+    /// it answers; one still paused at the end is resumed before it is stopped, and exits cleanly.
+    @Test func aPausedNodeIsSilentUntilResumed() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("pause.scenario")
+        try """
+        pause wallet
+        deadline 1s
+        call wallet tokenet.wallet.v1.WalletControl/ListCards
+        expect DEADLINE_EXCEEDED "while connecting"
+        resume wallet
+        deadline 30s
+        call wallet tokenet.wallet.v1.WalletControl/ListCards
+        pause issuer
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stdout.contains("pause wallet: wallet-node pid="))
+        #expect(result.stdout.contains("paused (SIGSTOP)"))
+        #expect(result.stdout.contains("resumed (SIGCONT)"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+    }
 }

@@ -112,6 +112,10 @@ import TokenetScenario
         ("watch e wallet a.B/C\nawait e [1]", "s:2: await takes a JSON object, not an array"),
         ("watch e wallet a.B/C\nawait e within soon", "s:2: await within: expected a duration"),
         ("watch e wallet a.B/C\nawait e\nexpect OK", "s:3: expect checks a call; an await line says what it waits for"),
+        ("resume tsp", "s:1: resume tsp: tsp-node is not paused"),
+        ("pause tsp\npause tsp", "s:2: pause tsp: tsp-node is already paused"),
+        ("pause tsp\nstop tsp", "s:2: stop tsp: tsp-node is paused and could not drain (resume it first, or kill it)"),
+        ("kill tsp\npause tsp", "s:2: pause tsp: tsp-node is not running (start it first)"),
         ("identity admin", "s:1: identity: expected operator, tsp, issuer or wallet, got 'admin'"),
         ("call tsp a.B/C\nsave x a match (", "s:2: save x a match: '(' is not a regular expression"),
         ("call tsp a.B/C\nsave x a like b", "s:2: save x a: expected 'match REGEX' or the end of the line"),
@@ -224,5 +228,15 @@ import TokenetScenario
                 ScenarioStep(line: 7, .echo("${seq}")),
             ])
         #expect(!scenario.controlsProcesses)
+    }
+
+    @Test func pausedNodesResumeOrAreKilled() throws {
+        let scenario = try Scenario.parse(
+            "pause tsp\nresume tsp\npause tsp\nkill tsp\nstart tsp\npause wallet", source: "s")
+        #expect(
+            scenario.steps.map(\.action) == [
+                .pause(.tsp), .resume(.tsp), .pause(.tsp), .kill(.tsp), .start(.tsp), .pause(.wallet),
+            ])
+        #expect(scenario.controlsProcesses)
     }
 }
