@@ -43,9 +43,10 @@ extension Scenario {
         return Scenario(source: source, steps: parser.steps)
     }
 
-    /// The parser's state between lines: the steps so far, which names are saved, and which nodes are down.
-    struct Parser {
-        var steps: [ScenarioStep] = []
+    /// The parser's state between lines: the steps so far, which names are saved, and which nodes are down. A
+    /// console (`tokenet up`) feeds it one line at a time and acts on each line's `Effect` at once.
+    public struct Parser: Sendable {
+        public private(set) var steps: [ScenarioStep] = []
         var saved: Set<String> = []
         var down: Set<ScenarioParty> = []
         var paused: Set<ScenarioParty> = []
@@ -53,6 +54,36 @@ extension Scenario {
         /// step.
         var openCall: Int?
         var watches: Set<String> = []
+
+        public init() {}
+
+        /// What one line did.
+        public enum Effect: Sendable, Equatable {
+            /// A blank line or a comment.
+            case none
+            /// A new step.
+            case step(ScenarioStep)
+            /// An `expect` line: the expectation it gave the call above.
+            case expectation(ScenarioExpectation)
+            /// A `save` line of the call or await above.
+            case save(ScenarioCall.Save)
+        }
+
+        /// Reads one line, checked against the lines before it; errors start with the line number (`12: …`).
+        public mutating func read(line text: String, number: Int) throws(ScenarioError) -> Effect {
+            let count = steps.count
+            let before = openCall.map { steps[$0].action }
+            try parse(line: text, number: number)
+            if steps.count > count { return .step(steps[count]) }
+            guard let index = openCall, let before, steps[index].action != before else { return .none }
+            switch (before, steps[index].action) {
+            case (.call(let old), .call(let new)) where new.expectation != old.expectation:
+                return .expectation(new.expectation)
+            case (.call, .call(let new)): return new.saves.last.map(Effect.save) ?? .none
+            case (.await, .await(let new)): return new.saves.last.map(Effect.save) ?? .none
+            default: return .none
+            }
+        }
 
         mutating func parse(line text: String, number: Int) throws(ScenarioError) {
             let line = text.trimmingWhitespace()

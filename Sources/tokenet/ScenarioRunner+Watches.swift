@@ -102,6 +102,7 @@ extension ScenarioRunner {
         if verbose {
             printOut(message.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
         }
+        lastResponse = (message, stream.traceID)
         try save(awaited.saves, from: message, traceID: stream.traceID)
     }
 

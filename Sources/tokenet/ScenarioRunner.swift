@@ -25,6 +25,10 @@ final class ScenarioRunner {
     /// Open watches, and how many of each one's messages earlier `await` lines have taken.
     var watches: [String: ScenarioWatchStream] = [:]
     var taken: [String: Int] = [:]
+    /// The response (or awaited message) that a `save` typed at the console reads, with its trace id.
+    var lastResponse: (message: JSONValue?, traceID: String)?
+    /// The outcome that an `expect` typed at the console checks.
+    var lastOutcome: ScenarioExpectation.Outcome?
     private var calls = 0
 
     init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
@@ -72,7 +76,7 @@ final class ScenarioRunner {
         return calls
     }
 
-    private func run(_ step: ScenarioStep) throws {
+    func run(_ step: ScenarioStep) throws {
         let line = step.line
         if step.action.controlsProcesses && nodes == nil {
             throw Failure(line: line, reason: "only nodes the scenario started can be faulted, stopped or started")
@@ -143,6 +147,38 @@ final class ScenarioRunner {
     }
 
     /// Calls, judges the outcome (again and again under `expect within`), then saves the fields the script keeps.
+    /// A line typed at the console (`tokenet up`): a call runs whatever its outcome and shows every response; an
+    /// `expect` checks the outcome of the call before it and a `save` reads its response, as in a script; a step
+    /// that fails says why and the console goes on.
+    func runAtConsole(_ effect: Scenario.Parser.Effect, line: Int) throws {
+        switch effect {
+        case .none:
+            return
+        case .step(let step):
+            guard case .call(let call) = step.action else { return try run(step) }
+            calls += 1
+            let result = try makeCall(call, line: line)
+            print(line, summary(call, result, attempts: 1))
+            printResponses(result, force: true)
+            lastResponse = (result.outcome.responses.last, result.traceID)
+            lastOutcome = result.outcome
+        case .expectation(let expectation):
+            guard let outcome = lastOutcome else {
+                throw Failure(line: line, reason: "no call has ended yet", scriptError: true)
+            }
+            do {
+                if let mismatch = try expectation.mismatch(outcome, variables: variables) {
+                    throw Failure(line: line, reason: mismatch)
+                }
+            } catch let error as ScenarioError {
+                throw Failure(line: line, reason: error.message, scriptError: true)
+            }
+            print(line, "expect \(expectation.code.name): met")
+        case .save(let save):
+            try self.save([save], from: lastResponse?.message, traceID: lastResponse?.traceID ?? "")
+        }
+    }
+
     private func runCall(_ call: ScenarioCall, line: Int) throws {
         let expectation = call.expectation
         let giveUp = expectation.within.map { ContinuousClock.now + $0 }
@@ -170,6 +206,8 @@ final class ScenarioRunner {
             }
             print(line, summary(call, result, attempts: attempts))
             printResponses(result, force: false)
+            lastResponse = (result.outcome.responses.last, result.traceID)
+            lastOutcome = result.outcome
             try save(call.saves, from: result.outcome.responses.last, traceID: result.traceID)
             return
         }

@@ -10,7 +10,8 @@ enum TokenetCLI {
     static let subcommands: [Subcommand] = [
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
         WalletCommand.subcommand, IssuerCommand.subcommand, IssuerAppCommand.subcommand, TSPCommand.subcommand,
-        ProxyCommand.subcommand, DecodeCommand.subcommand, ScenarioCommand.subcommand, versionCommand, helpCommand,
+        ProxyCommand.subcommand, DecodeCommand.subcommand, ScenarioCommand.subcommand, UpCommand.subcommand,
+        versionCommand, helpCommand,
     ]
 
     static func main(_ arguments: [String]) -> Int32 {

@@ -17,7 +17,7 @@ import Testing
         ("tokenet", ["--help"]), ("tokenet", ["demo", "--help"]), ("tokenet", ["wallet", "--help"]),
         ("tokenet", ["issuer", "--help"]), ("tokenet", ["issuer-app", "--help"]), ("tokenet", ["tsp", "--help"]),
         ("tokenet", ["version", "--help"]), ("tokenet", ["proxy", "--help"]), ("tokenet", ["decode", "--help"]),
-        ("tokenet", ["scenario", "--help"]),
+        ("tokenet", ["scenario", "--help"]), ("tokenet", ["up", "--help"]),
         ("tsp-node", ["--help"]),
         ("issuer-node", ["--help"]),
         ("wallet-node", ["--help"]),

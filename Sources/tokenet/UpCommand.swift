@@ -1,0 +1,156 @@
+import Foundation
+import TokenetNode
+import TokenetScenario
+
+/// `tokenet up`: starts the three nodes (as a scenario's sandbox: fixture issuer, fault proxies on every link) and
+/// keeps them running for people to work with: the CLI from another terminal, or scenario steps typed here.
+struct UpCommand {
+    static let subcommand = Subcommand(
+        name: "up",
+        summary:
+            "Start the three nodes and keep them running; type scenario steps (calls, faults, restarts) to steer them.",
+        help: help
+    ) { arguments throws(CLIError) in
+        try UpCommand(parsing: arguments).run()
+    }
+
+    static let help = """
+        Usage: tokenet up [--dir DIR] [--timeout SECONDS]
+
+        Starts tsp-node, issuer-node (with the cards of Tools/fixtures/issuer.json) and wallet-node on loopback
+        ports over mutual TLS, every connection between them through a fault proxy, as tokenet scenario does, and
+        keeps them running until SIGINT (Ctrl-C) or SIGTERM, then stops them cleanly. It prints each node's
+        address and the environment for the CLI (TOKENET_CACERT, TOKENET_CERT, TOKENET_KEY as the operator; also
+        written to DIR/sandbox.env), so that tokenet call, wallet, issuer and tsp work from another terminal.
+
+        Standard input takes scenario steps, one per line, run as they come (tokenet scenario --help lists them):
+        a call shows its status and every response; expect checks the call before it and save keeps a field of
+        its response; fault, stop, kill, start, pause and resume steer the links and nodes. A step that fails says
+        why and the console goes on. End of input leaves the nodes running.
+
+        Options:
+          --dir DIR            Keep everything in DIR (certificates, each node's data and logs) and use it again
+                               next time: the nodes start with the tokens and cards they had. Without it, a
+                               temporary directory is removed at exit.
+          --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
+          --help               Show this help.
+
+        Exit status: 0 when stopped by a signal with every node exiting cleanly; 1 when a node cannot start or
+        does not stop cleanly; 2 for bad options.
+        """
+
+    var directory: String?
+    var timeout = 30.0
+
+    init(parsing arguments: [String]) throws(CLIError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            switch argument {
+            case "--dir":
+                guard index < arguments.count, !arguments[index].isEmpty else {
+                    throw CLIError(.usage, "up: --dir needs DIR")
+                }
+                directory = arguments[index]
+                index += 1
+            case "--timeout":
+                guard index < arguments.count, let value = Double(arguments[index]), value.isFinite, value > 0,
+                    value <= 3600
+                else {
+                    throw CLIError(.usage, "up: --timeout: expected seconds above 0 and at most 3600")
+                }
+                timeout = value
+                index += 1
+            default:
+                throw CLIError(.usage, "up: unknown option '\(argument)'")
+            }
+        }
+    }
+
+    func run() throws(CLIError) -> Int32 {
+        for (_, spec) in DemoCommand.startOrder {
+            let path = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name).path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw CLIError(.setup, "\(spec.name) not found next to tokenet; run swift build")
+            }
+        }
+        let sandbox = Sandbox(timeout: timeout, interruption: DemoInterruption())
+        let workspace = try workspace(sandbox)
+        defer { if directory == nil { try? FileManager.default.removeItem(at: workspace) } }
+        printOut("Tokenet sandbox")
+        printOut("  workspace     \(workspace.path)\(directory == nil ? " (removed at exit; --dir keeps one)" : "")")
+        let pki = try certificates(in: workspace, sandbox)
+        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
+        let nodes = try ScenarioNodes(sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture)
+        var failure: CLIError?
+        do {
+            try nodes.startAll { printOut("  \($0)") }
+            try announce(nodes, workspace: workspace)
+            try Console(
+                runner: ScenarioRunner(scenario: Scenario(source: "up", steps: []), nodes: nodes, verbose: true)
+            )
+            .run()
+        } catch {
+            failure = error
+        }
+        let clean = nodes.stopAll()
+        if let failure, !failure.message.hasPrefix("interrupted by") {
+            printError("tokenet up: \(failure)")
+            return 1
+        }
+        return clean ? 0 : 1
+    }
+
+    /// DIR (created when missing), or a fresh temporary directory.
+    private func workspace(_ sandbox: Sandbox) throws(CLIError) -> URL {
+        guard let directory else { return try sandbox.makeWorkspace(prefix: "tokenet-up") }
+        let url = URL(fileURLWithPath: directory).standardizedFileURL
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError(.usage, "up: cannot create --dir \(directory)", cause: DemoCause(error))
+        }
+        return url
+    }
+
+    /// The certificates DIR already holds from an earlier run, or new ones.
+    private func certificates(in workspace: URL, _ sandbox: Sandbox) throws(CLIError) -> URL {
+        let pki = workspace.appendingPathComponent("pki")
+        let files = ["ca.pem", "operator.pem", "operator.key", "tsp.pem", "issuer.pem", "wallet.pem"]
+        if files.allSatisfy({ FileManager.default.fileExists(atPath: pki.appendingPathComponent($0).path) }) {
+            printOut("  certificates  \(pki.path) (from an earlier run)")
+            return pki
+        }
+        guard let generated = try sandbox.prepareCertificates(in: workspace) else {
+            throw CLIError(.setup, "up: the nodes need the development PKI, and Tools/gen-certs was not found")
+        }
+        return generated
+    }
+
+    /// Prints where everything is and writes DIR/sandbox.env.
+    private func announce(_ nodes: ScenarioNodes, workspace: URL) throws(CLIError) {
+        var links: [String] = []
+        for link in ScenarioLink.all {
+            if let address = nodes.links.address(link) { links.append("\(link) \(address)") }
+        }
+        printOut("  fault proxies \(links.joined(separator: ", "))")
+        let pki = nodes.pki.path
+        var environment = [
+            "TOKENET_CACERT=\(pki)/ca.pem", "TOKENET_CERT=\(pki)/operator.pem", "TOKENET_KEY=\(pki)/operator.key",
+        ]
+        for party in ScenarioParty.allCases {
+            environment.append("TOKENET_\(party.rawValue.uppercased())=\(nodes.listen[party]!)")
+        }
+        let file = workspace.appendingPathComponent("sandbox.env")
+        do {
+            try Data((environment.map { "export \($0)" }.joined(separator: "\n") + "\n").utf8).write(to: file)
+        } catch {
+            throw CLIError(.setup, "up: cannot write \(file.path)", cause: DemoCause(error))
+        }
+        printOut("For the CLI in another terminal (also in \(file.path)):")
+        printOut("  export \(environment.prefix(3).joined(separator: " "))")
+        printOut("  tokenet call \(nodes.listen[.tsp]!) tokenet.tsp.v1.TspControl/ListTokens")
+        printOut("Type scenario steps here, one per line (tokenet scenario --help); Ctrl-C stops the nodes.")
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// `tokenet up`: the nodes stay up for the CLI and for steps typed on standard input, and stop cleanly on SIGINT;
+/// with --dir a second run finds its certificates and data again.
+@Suite struct UpCommandTests {
+    @Test func stepsTypedAtTheConsoleSteerTheNodes() async throws {
+        try await offThePool { try Self.console() }
+    }
+
+    static func console() throws {
+        let directory = try TemporaryDirectory()
+        let sandbox = directory.path("sandbox")
+        let output = directory.path("up.out")
+
+        func start(input: Any) throws -> Process {
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            let up = Process()
+            up.executableURL = try BuiltExecutables.url(of: "tokenet")
+            up.arguments = ["up", "--dir", sandbox, "--timeout", "60"]
+            up.standardInput = input
+            up.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            up.standardError = up.standardOutput
+            try up.run()
+            return up
+        }
+        func text() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        func waitFor(_ needle: String, _ process: Process) throws {
+            _ = try PythonClientInteropTests.waitFor(process, "'\(needle)' from tokenet up") {
+                text().contains(needle) ? true : nil
+            }
+        }
+
+        let commands = Pipe()
+        let up = try start(input: commands)
+        defer { PythonClientInteropTests.stop(up) }
+        try waitFor("Type scenario steps here", up)
+        let steps = """
+            call tsp tokenet.health.v1.Health/Check {"service": ""}
+            expect OK {"status": "SERVING_STATUS_SERVING"}
+            kill wallet
+            call wallet tokenet.wallet.v1.WalletControl/ListCards
+            expect UNAVAILABLE
+            nope
+            start wallet
+            call tsp tokenet.tsp.v1.TspControl/ListTokens
+            save tokens tokens
+            expect NOT_FOUND
+            echo done
+
+            """
+        commands.fileHandleForWriting.write(Data(steps.utf8))
+        try waitFor("   11  done", up)
+        let console = text()
+        #expect(console.contains("expect OK: met"))
+        #expect(console.contains("kill wallet: wallet-node pid="))
+        #expect(console.contains("call wallet tokenet.wallet.v1.WalletControl/ListCards -> UNAVAILABLE"))
+        #expect(console.contains("expect UNAVAILABLE: met"))
+        #expect(console.contains("error: line 6: unknown step 'nope'"))
+        #expect(console.contains("start wallet: ready wallet-node"))
+        // A failed step says why, and the console goes on.
+        #expect(console.contains("error: line 9: save tokens tokens: the response has no field 'tokens'"), "\(console)")
+        #expect(console.contains("error: line 10: expected NOT_FOUND, got OK"), "\(console)")
+
+        // The CLI from another terminal, with what sandbox.env says.
+        let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in environment.split(separator: "\n") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { values[pair[0]] = pair[1] }
+        }
+        let call = try LaunchedProcess.run(
+            "tokenet",
+            [
+                "call", values["TOKENET_TSP"] ?? "?", "tokenet.health.v1.Health/Check", "--cacert",
+                values["TOKENET_CACERT"] ?? "?", "--cert", values["TOKENET_CERT"] ?? "?", "--key",
+                values["TOKENET_KEY"] ?? "?",
+            ])
+        #expect(call.status == 0, "\(call.stderr)")
+        #expect(call.stdout.contains("SERVING_STATUS_SERVING"))
+
+        up.interrupt()
+        up.waitUntilExit(killingAfter: 60)
+        #expect(up.terminationReason == .exit && up.terminationStatus == 0, "\(text())")
+        #expect(text().components(separatedBy: "exited with status 0").count - 1 == 3)
+
+        // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up.
+        let again = try start(input: FileHandle.nullDevice)
+        defer { PythonClientInteropTests.stop(again) }
+        try waitFor("(end of input: the nodes keep running until SIGINT or SIGTERM)", again)
+        #expect(text().contains("(from an earlier run)"))
+        again.interrupt()
+        again.waitUntilExit(killingAfter: 60)
+        #expect(again.terminationReason == .exit && again.terminationStatus == 0, "\(text())")
+    }
+}
