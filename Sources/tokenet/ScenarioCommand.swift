@@ -16,10 +16,10 @@ struct ScenarioCommand {
         Usage: tokenet scenario FILE... [--check] [--verbose] [--keep-dir] [--timeout SECONDS]
                tokenet scenario FILE... --pki DIR [--tsp HOST:PORT] [--issuer HOST:PORT] [--wallet HOST:PORT]
 
-        Runs each scenario FILE against a sandbox of its own: tsp-node, issuer-node (with the cards of
-        Tools/fixtures/issuer.json) and wallet-node on loopback ports over mutual TLS, every connection between them
-        through a fault proxy. Steps run in order, one per line; the first whose outcome differs from the script
-        ends the scenario. The nodes are stopped with SIGTERM at the end and must exit cleanly.
+        Runs each scenario FILE (- for standard input) against a sandbox of its own: tsp-node, issuer-node (with
+        the cards of Tools/fixtures/issuer.json) and wallet-node on loopback ports over mutual TLS, every connection
+        between them through a fault proxy. Steps run in order, one per line; the first whose outcome differs from
+        the script ends the scenario. The nodes are stopped with SIGTERM at the end and must exit cleanly.
 
         Steps (PARTY is tsp, issuer or wallet; D a duration such as 250ms or 2s):
           call PARTY METHOD [JSON]        Call the node (pkg.Service/Method; the request as proto3 JSON, the rest
@@ -201,13 +201,23 @@ struct ScenarioCommand {
 
     static func load(_ file: String) throws(CLIError) -> Scenario {
         let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw CLIError(.usage, "scenario: cannot read \(file)", cause: DemoCause(error))
+        if file == "-" {
+            let bytes = try StandardInput.readAll(
+                command: "scenario", limit: 16 << 20,
+                overLimit: CLIError(.usage, "scenario: standard input holds more than 16 MiB of script"))
+            guard let script = String(validating: bytes, as: UTF8.self) else {
+                throw CLIError(.usage, "scenario: standard input is not UTF-8 text")
+            }
+            text = script
+        } else {
+            do {
+                text = try String(contentsOfFile: file, encoding: .utf8)
+            } catch {
+                throw CLIError(.usage, "scenario: cannot read \(file)", cause: DemoCause(error))
+            }
         }
         do {
-            return try Scenario.parse(text, source: file)
+            return try Scenario.parse(text, source: file == "-" ? "stdin" : file)
         } catch {
             throw CLIError(.usage, "scenario: \(error.message)")
         }

@@ -87,6 +87,23 @@ import TokenetTestSupport
         #expect(result.stderr.contains("scenario: \(bad):4: start tsp: tsp-node is running"), "\(result.stderr)")
         #expect(!result.stdout.contains("ready"), "\(result.stdout)")
 
+        let standardInput = try await offThePool { () throws -> ProcessResult in
+            let process = Process()
+            process.executableURL = try BuiltExecutables.url(of: "tokenet")
+            process.arguments = ["scenario", "-", "--check"]
+            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: bad))
+            let output = Pipe()
+            process.standardError = output
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit(killingAfter: 60)
+            return ProcessResult(
+                status: process.terminationStatus, reason: process.terminationReason, stdout: "", stderr: text)
+        }
+        #expect(standardInput.status == 2)
+        #expect(standardInput.stderr.contains("scenario: stdin:4: start tsp: tsp-node is running"))
+
         let check = try await LaunchedProcess.run("tokenet", ["scenario", "--check", good])
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout == "\(good): 1 step, 1 call: OK\n")
