@@ -62,7 +62,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             throw IssuerError(
                 left > 0 ? .unauthenticated : .locked,
                 left > 0
-                    ? "the PIN is not correct; \(left) tries left before the app locks"
+                    ? "the PIN is not correct; \(left == 1 ? "1 try" : "\(left) tries") left before the app locks"
                     : "the PIN is not correct; the app is now locked until the issuer unlocks it")
         }
         if user.pinFailures > 0 { try store.recordPIN(userID: userID, wrong: false) }

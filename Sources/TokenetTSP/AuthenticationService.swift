@@ -134,7 +134,8 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
             case .incorrect(let left):
                 response.result = .incorrectCode
                 response.triesLeft = UInt32(left)
-                response.message = "the activation code is not correct; \(left) tries left"
+                response.message =
+                    "the activation code is not correct; \(left == 1 ? "1 try" : "\(left) tries") left"
             case .expired:
                 response.result = .expiredCode
                 response.message =

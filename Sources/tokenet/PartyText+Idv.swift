@@ -12,7 +12,7 @@ extension PartyText {
             line +=
                 response.codeSent
                 ? ": code sent to \(method.maskedValue)" : ": no new code sent; the code sent before is still valid"
-            line += ", valid until \(time(ms: response.codeExpiresAtMs)), \(response.triesLeft) tries left."
+            line += ", valid until \(time(ms: response.codeExpiresAtMs)), \(tries(response.triesLeft)) left."
         default:
             line += "."
         }
@@ -23,15 +23,18 @@ extension PartyText {
         let card = response.card ?? WalletV1.WalletCard()
         let result = short(response.result.protoValueName, prefix: "OTP_RESULT_")
         var line = "\(card.cardRef): \(result)"
-        if response.result == .incorrectCode { line += " (\(response.triesLeft) tries left)" }
+        if response.result == .incorrectCode { line += " (\(tries(response.triesLeft)) left)" }
         return line + "; token \(card.digitalCardID) is \(state(card.state))."
     }
 
     static func resendOTP(_ response: WalletV1.WalletResendOtpResponse) -> String {
         let card = response.card ?? WalletV1.WalletCard()
         return "\(card.cardRef): a new code was sent, valid until \(time(ms: response.codeExpiresAtMs)), "
-            + "\(response.triesLeft) tries left."
+            + "\(tries(response.triesLeft)) left."
     }
+
+    /// `1 try`, `2 tries`.
+    static func tries(_ count: UInt32) -> String { count == 1 ? "1 try" : "\(count) tries" }
 
     static func outbox(_ response: IssuerV1.OutboxResponse) -> String {
         guard !response.messages.isEmpty else { return "The outbox is empty." }

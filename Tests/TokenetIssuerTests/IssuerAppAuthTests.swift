@@ -173,7 +173,7 @@ import TokenetWire
         // A right PIN clears the count.
         _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
         for left in (1...4).reversed() {
-            await expectIssuerError(.unauthenticated, "\(left) tries left") {
+            await expectIssuerError(.unauthenticated, left == 1 ? "1 try left" : "\(left) tries left") {
                 try await app.party.app.login(userID: "ch-alice", pin: "1470")
             }
         }
