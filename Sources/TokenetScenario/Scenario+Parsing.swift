@@ -16,6 +16,7 @@ import TokenetWire
 ///     watch NAME PARTY METHOD [JSON]  open a stream that collects its messages while later steps run
 ///     await NAME [within D] [JSON]    the watch's next message that contains JSON (save lines may follow)
 ///     identity ROLE                   the certificate of the calls below: operator (default), tsp, issuer, wallet
+///     header KEY: VALUE | clear       request metadata of the calls below
 ///     deadline D                      the deadline of the calls below (30s until set)
 ///     sleep D
 ///     echo TEXT
@@ -25,7 +26,8 @@ import TokenetWire
 /// cannot be stopped again nor a running one started.
 extension Scenario {
     public static let steps =
-        "call, expect, save, watch, await, fault, stop, kill, start, pause, resume, identity, deadline, sleep, echo"
+        "call, expect, save, watch, await, fault, stop, kill, start, pause, resume, identity, header, deadline, "
+        + "sleep, echo"
 
     /// The certificates a step may present: the operator's, or a party's own.
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
@@ -204,6 +206,15 @@ extension Scenario {
                 }
                 openCall = steps.count
                 steps.append(ScenarioStep(line: number, .await(awaited)))
+            case "header":
+                if rest == "clear" {
+                    steps.append(ScenarioStep(line: number, .header(nil)))
+                } else {
+                    guard let colon = rest.firstIndex(of: ":"), colon != rest.startIndex else {
+                        throw fail("header: expected 'KEY: VALUE' or 'clear', got '\(rest.prefix(40))'")
+                    }
+                    steps.append(ScenarioStep(line: number, .header(rest)))
+                }
             case "identity":
                 guard Scenario.identities.contains(rest) else {
                     throw fail("identity: expected operator, tsp, issuer or wallet, got '\(rest.prefix(40))'")

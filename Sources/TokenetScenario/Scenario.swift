@@ -56,6 +56,9 @@ public struct ScenarioStep: Sendable, Equatable {
         /// The certificate later calls and watches present: `operator` (the default), or a party's own, to act as
         /// that party (the issuer listening to the wallet's events, a wallet calling the TSP directly).
         case identity(String)
+        /// `header KEY: VALUE` adds request metadata to the calls and watches below; `header clear` removes it all.
+        /// The text as written (`KEY: VALUE`), or nil to clear.
+        case header(String?)
         /// Opens a stream that collects its messages in the background while later steps run.
         case watch(ScenarioWatch)
         /// Waits until a watch has received a message that matches.
@@ -102,7 +105,7 @@ extension ScenarioStep.Action {
     public var controlsProcesses: Bool {
         switch self {
         case .stop, .kill, .start, .pause, .resume, .fault: true
-        case .call, .deadline, .sleep, .echo, .identity, .watch, .await: false
+        case .call, .deadline, .sleep, .echo, .identity, .header, .watch, .await: false
         }
     }
 }

@@ -28,16 +28,18 @@ extension ScenarioRunner {
         } catch let error as CLIError {
             throw Failure(line: line, reason: error.message, scriptError: true)
         }
-        let options = InspectOptions(
+        var options = InspectOptions(
             identity: identity, at: addresses[call.party]!, pkiDirectory: pki.path, deadline: deadline)
-        let traceID = Metadata.newTraceID()
+        options.metadata = headers
+        let callOptions = options
+        let traceID = headers.traceID ?? Metadata.newTraceID()
         let started = ContinuousClock.now
         let interruption = self.interruption
         let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
             // Ctrl-C ends a call at once (it is cancelled), rather than after the call's deadline.
             await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in
                 group.addTask {
-                    await Self.call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+                    await Self.call(path: path, texts: texts, options: callOptions, traceID: traceID, line: line)
                 }
                 group.addTask {
                     while !Task.isCancelled {

@@ -18,15 +18,17 @@ extension ScenarioRunner {
         } catch let error as CLIError {
             throw Failure(line: line, reason: error.message, scriptError: true)
         }
-        let options = InspectOptions(
+        var options = InspectOptions(
             identity: identity, at: addresses[watch.party]!, pkiDirectory: pki.path, deadline: deadline)
-        let traceID = Metadata.newTraceID()
+        options.metadata = headers
+        let callOptions = options
+        let traceID = headers.traceID ?? Metadata.newTraceID()
         let name = watch.name
         let opened: Result<ScenarioWatchStream, Failure> = runBlocking {
             do {
                 return .success(
                     try await ScenarioWatchStream.open(
-                        name: name, path: path, texts: texts, options: options, traceID: traceID))
+                        name: name, path: path, texts: texts, options: callOptions, traceID: traceID))
             } catch let error as CLIError {
                 return .failure(
                     Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID))

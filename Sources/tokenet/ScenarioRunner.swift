@@ -1,6 +1,7 @@
 import Foundation
 import TokenetFaults
 import TokenetNode
+import TokenetRPC
 import TokenetScenario
 import TokenetWire
 
@@ -22,6 +23,8 @@ final class ScenarioRunner {
     var deadline = PartySession.defaultDeadline
     /// The certificate of each call and watch (`identity ROLE`).
     var identity = "operator"
+    /// The request metadata of each call and watch (`header KEY: VALUE`).
+    var headers = Metadata()
     /// Open watches, and how many of each one's messages earlier `await` lines have taken.
     var watches: [String: ScenarioWatchStream] = [:]
     var taken: [String: Int] = [:]
@@ -133,6 +136,21 @@ final class ScenarioRunner {
             }
             identity = role
             print(line, "identity \(role) for the calls below")
+        case .header(let text):
+            guard let text else {
+                headers = Metadata()
+                return print(line, "header clear: no request metadata for the calls below")
+            }
+            do {
+                try InspectOptions.addHeader(
+                    try variables.fill(text, inJSON: false), to: &headers, command: "header")
+            } catch let error as CLIError {
+                throw Failure(
+                    line: line, reason: error.message.replacing("header: -H: ", with: "header: "), scriptError: true)
+            } catch let error as ScenarioError {
+                throw Failure(line: line, reason: error.message, scriptError: true)
+            }
+            print(line, "header \(text)")
         case .watch(let watch):
             try openWatch(watch, line: line)
         case .await(let awaited):

@@ -116,6 +116,8 @@ import TokenetScenario
         ("pause tsp\npause tsp", "s:2: pause tsp: tsp-node is already paused"),
         ("pause tsp\nstop tsp", "s:2: stop tsp: tsp-node is paused and could not drain (resume it first, or kill it)"),
         ("kill tsp\npause tsp", "s:2: pause tsp: tsp-node is not running (start it first)"),
+        ("header x-a", "s:1: header: expected 'KEY: VALUE' or 'clear', got 'x-a'"),
+        ("header : v", "s:1: header: expected 'KEY: VALUE' or 'clear', got ': v'"),
         ("identity admin", "s:1: identity: expected operator, tsp, issuer or wallet, got 'admin'"),
         ("call tsp a.B/C\nsave x a match (", "s:2: save x a match: '(' is not a regular expression"),
         ("call tsp a.B/C\nsave x a like b", "s:2: save x a: expected 'match REGEX' or the end of the line"),
@@ -203,6 +205,8 @@ import TokenetScenario
             identity issuer
             watch events wallet tokenet.wallet.v1.WalletEvents/Listen
             identity operator
+            header x-request-id: 42
+            header clear
             await events
             await events within 5s {"kind": "K"}
             save seq sequence
@@ -218,14 +222,16 @@ import TokenetScenario
                             name: "events", party: .wallet, method: "tokenet.wallet.v1.WalletEvents/Listen",
                             request: "{}"))),
                 ScenarioStep(line: 3, .identity("operator")),
-                ScenarioStep(line: 4, .await(ScenarioAwait(name: "events"))),
+                ScenarioStep(line: 4, .header("x-request-id: 42")),
+                ScenarioStep(line: 5, .header(nil)),
+                ScenarioStep(line: 6, .await(ScenarioAwait(name: "events"))),
                 ScenarioStep(
-                    line: 5,
+                    line: 7,
                     .await(
                         ScenarioAwait(
                             name: "events", within: .seconds(5), contains: #"{"kind": "K"}"#,
-                            saves: [.init(name: "seq", field: JSONPath([.key("sequence")]), line: 6)]))),
-                ScenarioStep(line: 7, .echo("${seq}")),
+                            saves: [.init(name: "seq", field: JSONPath([.key("sequence")]), line: 8)]))),
+                ScenarioStep(line: 9, .echo("${seq}")),
             ])
         #expect(!scenario.controlsProcesses)
     }
