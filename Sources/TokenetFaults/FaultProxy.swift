@@ -24,6 +24,9 @@ public final class FaultProxy: Sendable {
     struct State {
         var machine: FaultProxyStateMachine
         var links: [UInt64: Link] = [:]
+        /// Connections one side has ended, whose writers still deliver what they hold (a delay may keep them for
+        /// minutes): a reset or the proxy's end must still be able to cut them.
+        var draining: [UInt64: Link] = [:]
         /// Readers paused by a partition, woken when the fault changes.
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
@@ -96,7 +99,12 @@ public final class FaultProxy: Sendable {
     /// Cuts every connection now with a TCP reset to both sides (`PlainConnection.abort`): nothing more is written,
     /// and each side's next read or write fails with ECONNRESET, as after a crash.
     public func reset() {
-        cut(state.withLock { Self.apply($0.machine.reset(), to: &$0) })
+        cut(
+            state.withLock { state in
+                let cutting = Self.apply(state.machine.reset(), to: &state) + state.draining.values
+                state.draining = [:]
+                return cutting
+            })
     }
 
     /// Accepts and carries connections until `close()`, then returns once every connection has ended.
@@ -172,6 +180,7 @@ public final class FaultProxy: Sendable {
             }
             group.cancelAll()
         }
+        _ = state.withLock { $0.draining.removeValue(forKey: id) }
         await client.close()
         await upstream.close()
     }
@@ -244,6 +253,7 @@ public final class FaultProxy: Sendable {
                 // The writers drain their outboxes and end; `carry` then closes both sides.
                 if let link = state.links.removeValue(forKey: id) {
                     for outbox in link.outboxes.values { outbox.finish() }
+                    state.draining[id] = link
                 }
             case .close(let id):
                 if let link = state.links.removeValue(forKey: id) { cutting.append(link) }

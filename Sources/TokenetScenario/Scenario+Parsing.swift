@@ -35,7 +35,10 @@ extension Scenario {
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
         var parser = Parser()
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Split on any line break: "\r\n" is one Character in Swift, so splitting on "\n" alone would leave a script
+        // written on Windows as one long line.
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        for (index, rawLine) in lines.enumerated() {
             do {
                 try parser.parse(line: String(rawLine), number: index + 1)
             } catch {

@@ -220,6 +220,31 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// A connection one side has ended may still hold delayed bytes for the other; a reset cuts it too, rather than
+    /// leaving it (and the proxy's end, which resets) to wait out the delay.
+    @Test func resetCutsAConnectionThatIsStillDeliveringDelayedBytes() async throws {
+        let serverClosed = Atomic<Bool>(false)
+        let rig = try await Rig { connection in
+            try? await connection.write([7])
+            await connection.close()
+            serverClosed.store(true, ordering: .releasing)
+        }
+        rig.proxy.set(.delay(.seconds(600)), only: .toClient)
+        let client = try await rig.connect()
+        // Once the server has closed and the proxy carries no connection any more, only the delayed byte and the
+        // close are left, waiting in the writer.
+        let started = ContinuousClock.now
+        while !serverClosed.load(ordering: .acquiring) || rig.proxy.connectionCount != 0 {
+            guard ContinuousClock.now - started < .seconds(120) else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(serverClosed.load(ordering: .acquiring) && rig.proxy.connectionCount == 0)
+        rig.proxy.reset()
+        let error = await #expect(throws: TransportError.self) { _ = try await client.read() }
+        #expect(error?.description.contains("reset by peer") == true, "\(String(describing: error))")
+        await rig.stop()
+    }
+
     @Test func whatWasSentBeforeAnEndArrivesBeforeIt() async throws {
         // The server writes 200 KB and closes at once; under a delay, all of it still reaches the client first.
         let payload = Self.pattern(200_000, seed: 3)

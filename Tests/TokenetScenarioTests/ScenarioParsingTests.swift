@@ -167,8 +167,19 @@ import TokenetScenario
     }
 
     @Test func windowsLineEndingsAndTrailingBlanksAreFine() throws {
-        let scenario = try Scenario.parse("call tsp a.B/C  \r\nexpect OK\r\n\r\n", source: "s")
-        #expect(scenario.steps.count == 1)
+        let scenario = try Scenario.parse("call tsp a.B/C  \r\nexpect NOT_FOUND\r\n\r\necho x\r\n", source: "s")
+        #expect(
+            scenario.steps == [
+                ScenarioStep(
+                    line: 1,
+                    .call(
+                        ScenarioCall(
+                            party: .tsp, method: "a.B/C", request: "{}",
+                            expectation: ScenarioExpectation(code: .notFound, line: 2)))),
+                ScenarioStep(line: 4, .echo("x")),
+            ])
+        let error = #expect(throws: ScenarioError.self) { try Scenario.parse("echo a\r\nbogus\r\n", source: "s") }
+        #expect(error?.message.hasPrefix("s:2: unknown step 'bogus'") == true)
     }
 
     @Test func aSaveMayKeepWhatARegularExpressionMatches() throws {
