@@ -190,4 +190,21 @@ import TokenetTestSupport
         #expect(result.stdout.contains("resumed (SIGCONT)"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
     }
+
+    /// A regular expression that backtracks without end fails its step after the limit instead of holding the run.
+    @Test func aRunawayRegularExpressionFailsItsStep() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("regex.scenario")
+        try """
+        call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-approve", "mode": "PUSH_MODE_SESSION"}
+        save session pushSessionId
+        call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
+        save t terms.text match ^([a-zA-Z]+ ?)*$
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(result.reason == .exit && result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains("FAILED at line 4: save t: /^([a-zA-Z]+ ?)*$/ did not finish matching terms.text"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+    }
 }
