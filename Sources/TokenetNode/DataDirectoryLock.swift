@@ -8,15 +8,20 @@ import Synchronization
 /// subscription at the TSP again and again. The second node is refused at start instead. The hold is an flock(2)
 /// on `node.lock`, which the kernel releases when the process ends, also after a crash or SIGKILL, so a stale
 /// lock never needs cleaning up.
-final class DataDirectoryLock: Sendable {
-    static let fileName = "node.lock"
+///
+/// `tokenet up --dir` takes one of its own (`up.lock`) the same way, before it touches anything in the directory.
+public final class DataDirectoryLock: Sendable {
+    public static let fileName = "node.lock"
 
     private let descriptor: Int32
     private let released = Atomic<Bool>(false)
 
-    /// Takes the lock, or says which process holds it.
-    init(directory: String) throws(NodeError) {
-        let path = (directory as NSString).appendingPathComponent(Self.fileName)
+    /// Takes the lock, or says which process holds it (`FLAG: DIRECTORY is in use by another OWNER (pid N)`).
+    public init(
+        directory: String, fileName: String = DataDirectoryLock.fileName, flag: String = "--data-dir",
+        owner: String = "node"
+    ) throws(NodeError) {
+        let path = (directory as NSString).appendingPathComponent(fileName)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw NodeError(.io, "cannot open \(path)", cause: SystemCallError(call: "open", errno: errno))
@@ -30,7 +35,8 @@ final class DataDirectoryLock: Sendable {
             }
             throw NodeError(
                 .config,
-                "--data-dir: \(directory) is in use by another node\(holder); give each node a directory of its own")
+                "\(flag): \(directory) is in use by another \(owner)\(holder); give each \(owner) a directory of its own"
+            )
         }
         let pid = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } }
@@ -39,7 +45,7 @@ final class DataDirectoryLock: Sendable {
 
     /// Lets the next node in: called once the node has stopped serving. Only the first call closes the descriptor,
     /// which the process may otherwise have reused for something else by a second one.
-    func release() {
+    public func release() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
         close(descriptor)
     }

@@ -73,9 +73,8 @@ extension JSONValue {
                 value = member.value
             case (.index(let index), .array(let elements)):
                 guard index < elements.count else {
-                    return .failure(
-                        ScenarioError(
-                            .missingField, "'\(walked)' has \(elements.count) elements, so no [\(index)]"))
+                    let count = elements.count == 1 ? "1 element" : "\(elements.count) elements"
+                    return .failure(ScenarioError(.missingField, "'\(walked)' has \(count), so no [\(index)]"))
                 }
                 value = elements[index]
             case (.key(let key), _):

@@ -134,7 +134,8 @@ extension Scenario {
                 let (fieldText, afterField) = afterName.firstWord()
                 guard ScenarioVariables.isValidName(name) else {
                     throw fail(
-                        "save NAME FIELD: '\(name)' is not a name (a letter or _, then letters, digits, _ or -)")
+                        "save NAME FIELD: '\(name)' is not a name "
+                            + "(an ASCII letter or _, then ASCII letters, digits, _ or -)")
                 }
                 guard let field = JSONPath(parsing: fieldText) else {
                     throw fail(
@@ -171,7 +172,7 @@ extension Scenario {
                 let (method, request) = afterParty.firstWord()
                 guard ScenarioVariables.isValidName(name) else {
                     throw fail(
-                        "watch NAME PARTY METHOD: '\(name)' is not a name (a letter or _, then letters, digits, _ or -)"
+                        "watch NAME PARTY METHOD: '\(name)' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)"
                     )
                 }
                 guard watches.insert(name).inserted else { throw fail("watch \(name): that name is already watched") }
@@ -187,6 +188,7 @@ extension Scenario {
                                 name: name, party: party, method: method, request: request.isEmpty ? "{}" : request))))
             case "await":
                 var (name, after) = rest.firstWord()
+                guard !name.isEmpty else { throw fail("await needs the NAME of a watch") }
                 guard watches.contains(name) else {
                     throw fail("await: '\(name)' is not watched by an earlier line (watch \(name) PARTY METHOD)")
                 }

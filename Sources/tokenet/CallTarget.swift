@@ -37,12 +37,20 @@ struct CallTarget: Sendable {
     }
 
     private static func local(_ path: String, address: String) throws(CLIError) -> CallTarget {
-        let parts = path.dropFirst().split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2, let method = ProtoRegistry.service(named: parts[0])?.method(named: parts[1]) else {
+        guard let target = known(path) else {
             throw CLIError(
                 .connection,
                 "\(address) has no reflection service and this build of tokenet does not know \(path), "
                     + "so its request type is unknown")
+        }
+        return target
+    }
+
+    /// The method at `path` (`/pkg.Service/Method`) as this build's generated code describes it, if it knows it.
+    static func known(_ path: String) -> CallTarget? {
+        let parts = path.dropFirst().split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let method = ProtoRegistry.service(named: parts[0])?.method(named: parts[1]) else {
+            return nil
         }
         return CallTarget(path: path, kind: method.kind, request: method.request, response: method.response)
     }

@@ -124,6 +124,9 @@ struct ScenarioCommand {
             }
         }
         guard !files.isEmpty else { throw CLIError(.usage, "scenario: name at least one scenario FILE") }
+        guard files.filter({ $0 == "-" }).count <= 1 else {
+            throw CLIError(.usage, "scenario: standard input (-) can be read only once")
+        }
         if !attached.isEmpty && pkiDirectory == nil {
             throw CLIError(
                 .usage, "scenario: --tsp, --issuer and --wallet need --pki DIR (ca.pem, operator.pem, operator.key)")
@@ -185,7 +188,9 @@ struct ScenarioCommand {
                 $0.contains(marker)
             }
         }.sorted()
-        guard !lines.isEmpty else { return "  (no node logged trace \(traceID))" }
+        guard !lines.isEmpty else {
+            return "No node logged trace \(traceID) (the call may not have reached one)."
+        }
         let shown = lines.suffix(limit).map { "  | \($0)" }.joined(separator: "\n")
         let skipped = lines.count > limit ? "  (the last \(limit) of \(lines.count) lines)\n" : ""
         return "What the nodes logged for trace \(traceID):\n" + skipped + shown
@@ -211,16 +216,57 @@ struct ScenarioCommand {
             }
             text = script
         } else {
-            do {
-                text = try String(contentsOfFile: file, encoding: .utf8)
-            } catch {
-                throw CLIError(.usage, "scenario: cannot read \(file)", cause: DemoCause(error))
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+                throw CLIError(.usage, "scenario: \(file) does not exist")
             }
+            guard !isDirectory.boolValue else {
+                throw CLIError(.usage, "scenario: \(file) is a directory; name the scenario files in it")
+            }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw CLIError(.usage, "scenario: cannot read \(file) (\(String(cString: strerror(errno))))")
+            }
+            guard let script = String(validating: data, as: UTF8.self) else {
+                throw CLIError(.usage, "scenario: \(file) is not UTF-8 text")
+            }
+            text = script
         }
+        let scenario: Scenario
         do {
-            return try Scenario.parse(text, source: file == "-" ? "stdin" : file)
+            scenario = try Scenario.parse(text, source: file == "-" ? "stdin" : file)
         } catch {
             throw CLIError(.usage, "scenario: \(error.message)")
+        }
+        try checkRequests(scenario)
+        return scenario
+    }
+
+    /// Checks each request written without `${NAME}`s against its method's type, when this build knows the method,
+    /// as the node would: a typo in line 40's JSON is reported before any node starts, not after 39 steps. (A method
+    /// this build does not know may still be served by a node the script is run against; the node judges it.)
+    static func checkRequests(_ scenario: Scenario) throws(CLIError) {
+        for step in scenario.steps {
+            let (keyword, method, request): (String, String, String)
+            switch step.action {
+            case .call(let call): (keyword, method, request) = ("call", call.method, call.request)
+            case .watch(let watch): (keyword, method, request) = ("watch", watch.method, watch.request)
+            default: continue
+            }
+            let place = "scenario: \(scenario.source):\(step.line)"
+            let path: String
+            do {
+                path = try CallCommand.methodPath(method)
+            } catch {
+                throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
+            }
+            guard ScenarioVariables.references(in: request).isEmpty, let target = CallTarget.known(path) else {
+                continue
+            }
+            do {
+                _ = try CallCommand.encode(try JSONTexts.split(request), as: target)
+            } catch {
+                throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
+            }
         }
     }
 

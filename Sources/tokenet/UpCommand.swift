@@ -77,6 +77,16 @@ struct UpCommand {
         }
         let sandbox = Sandbox(timeout: timeout, interruption: DemoInterruption())
         let workspace = try workspace(sandbox)
+        // Two consoles on one directory would regenerate each other's certificates and replace each other's logs
+        // and ready files before their nodes refused the shared data; the second is refused before all that.
+        let lock: DataDirectoryLock
+        do {
+            lock = try DataDirectoryLock(
+                directory: workspace.path, fileName: "up.lock", flag: "up: --dir", owner: "tokenet up")
+        } catch {
+            throw CLIError(error.code == .config ? .usage : .setup, error.message)
+        }
+        defer { lock.release() }
         defer { if directory == nil { try? FileManager.default.removeItem(at: workspace) } }
         printOut("Tokenet sandbox")
         printOut("  workspace     \(workspace.path)\(directory == nil ? " (removed at exit; --dir keeps one)" : "")")
@@ -106,6 +116,10 @@ struct UpCommand {
     private func workspace(_ sandbox: Sandbox) throws(CLIError) -> URL {
         guard let directory else { return try sandbox.makeWorkspace(prefix: "tokenet-up") }
         let url = URL(fileURLWithPath: directory).standardizedFileURL
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw CLIError(.usage, "up: --dir \(directory) is a file, not a directory")
+        }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {

@@ -64,15 +64,30 @@ import TokenetTestSupport
         #expect(result.stderr.contains("Rerun with --keep-dir"))
     }
 
+    /// A request written out is checked against its type before any node starts; one that only fits or not once
+    /// its `${NAME}`s are filled in is checked as it runs, and is the script's error too.
     @Test func aRequestThatDoesNotFitItsTypeIsTheScriptsError() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("request.scenario")
-        try "call tsp tokenet.tsp.v1.TspControl/ListTokens {\"walletAccount\": 1}\n".write(
+        try "echo first\ncall tsp tokenet.tsp.v1.TspControl/ListTokens {\"walletAccount\": 1}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
+        let early = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(early.status == 2, "stdout:\n\(early.stdout)\nstderr:\n\(early.stderr)")
+        #expect(
+            early.stderr.contains(
+                "\(file):2: call: request is not a valid tokenet.tsp.v1.ListTokensRequest: unknown field \"walletAccount\""
+            ), "\(early.stderr)")
+        #expect(early.stdout.isEmpty, "no node started: \(early.stdout)")
+
+        try """
+        call tsp tokenet.health.v1.Health/Check {"service": ""}
+        save status status
+        call tsp tokenet.tsp.v1.TspControl/ListTokens {"walletAccountId": ${status}}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
         #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
-            result.stderr.contains("FAILED at line 1: call: request is not a valid tokenet.tsp.v1.ListTokensRequest"),
+            result.stderr.contains("FAILED at line 3: call: request is not a valid tokenet.tsp.v1.ListTokensRequest"),
             "\(result.stderr)")
     }
 
@@ -114,7 +129,9 @@ import TokenetTestSupport
         for (arguments, message) in [
             ([String](), "scenario: name at least one scenario FILE"),
             (["--fast", good], "scenario: unknown option '--fast'"),
-            ([directory.path("missing.scenario")], "scenario: cannot read"),
+            ([directory.path("missing.scenario")], "scenario: \(directory.path("missing.scenario")) does not exist"),
+            ([directory.url.path], "scenario: \(directory.url.path) is a directory"),
+            (["-", "-"], "scenario: standard input (-) can be read only once"),
             (["--timeout", "0", good], "scenario: --timeout: expected seconds above 0"),
         ] {
             let refused = try await LaunchedProcess.run("tokenet", ["scenario"] + arguments)

@@ -80,6 +80,13 @@ import TokenetTestSupport
         #expect(call.status == 0, "\(call.stderr)")
         #expect(call.stdout.contains("SERVING_STATUS_SERVING"))
 
+        // A second console on the same directory is refused before it touches anything there.
+        let second = try LaunchedProcess.run("tokenet", ["up", "--dir", sandbox, "--timeout", "60"])
+        #expect(second.status == 2)
+        #expect(
+            second.stderr.contains("--dir: \(sandbox) is in use by another tokenet up (pid \(up.processIdentifier))"))
+        #expect(FileManager.default.fileExists(atPath: "\(sandbox)/tsp-node/ready.json"))
+
         up.interrupt()
         up.waitUntilExit(killingAfter: 60)
         #expect(up.terminationReason == .exit && up.terminationStatus == 0, "\(text())")
