@@ -57,13 +57,14 @@ public enum NodeConfigFile {
                 value = .string(text)
             case (.integer(let number), let key) where key.isNumeric:
                 value = .string(String(number))
-            case (.decimal(let number), let key) where key.isNumeric && key != .idlePoll:
+            case (.decimal(let number), let key) where key.isNumeric && key != .idlePoll && key != .parentPID:
                 value = .string(String(number))
             default:
                 let expected =
                     key == .plaintext
                     ? "true or false"
-                    : key == .idlePoll ? "a whole number" : key.isNumeric ? "a number or a string" : "a string"
+                    : key == .idlePoll || key == .parentPID
+                        ? "a whole number" : key.isNumeric ? "a number or a string" : "a string"
                 throw NodeError(.config, "config file \(path): \"\(name)\" must be \(expected)")
             }
             settings.append(NodeSetting(key: key, value: value, origin: .configFile(path: path)))

@@ -50,6 +50,18 @@ public enum NodeMain {
         }
         // Writing to a peer that hung up must be an error return, not a process-killing signal.
         signal(SIGPIPE, SIG_IGN)
+        let parentEnded = Atomic<Bool>(false)
+        if let parent = options.parentPID {
+            ParentWatch.start(Int32(parent)) {
+                let isFirst = firstSignal.withLock { received in
+                    guard received == nil else { return false }
+                    received = SIGTERM
+                    return true
+                }
+                parentEnded.store(true, ordering: .releasing)
+                if isFirst { stopRequested.signal() }
+            }
+        }
 
         let runtime: NodeRuntime
         do {
@@ -62,8 +74,11 @@ public enum NodeMain {
         }
 
         stopRequested.wait()
-        let signalName = StopSignalWatcher.name(of: firstSignal.withLock { $0 } ?? SIGTERM)
-        logger.info("stopping", ["signal": signalName])
+        if parentEnded.load(ordering: .acquiring), let parent = options.parentPID {
+            logger.info("stopping", ["reason": "process \(parent) (--parent-pid) ended"])
+        } else {
+            logger.info("stopping", ["signal": StopSignalWatcher.name(of: firstSignal.withLock { $0 } ?? SIGTERM)])
+        }
         runtime.stop()
         watcher.cancel()
         logger.info("stopped")

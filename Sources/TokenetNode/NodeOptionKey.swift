@@ -24,6 +24,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case keepaliveTimeout = "keepalive-timeout"
     case idleTimeout = "idle-timeout"
     case drainTimeout = "drain-timeout"
+    case parentPID = "parent-pid"
     case help
     case version
 
@@ -43,7 +44,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     /// Whether a config file may give the value as a JSON number.
     var isNumeric: Bool {
         switch self {
-        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return true
+        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout, .parentPID: return true
         default: return false
         }
     }
@@ -82,6 +83,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
         case .idlePoll: return "N"
+        case .parentPID: return "PID"
         case .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return "SECONDS"
         case .plaintext, .help, .version: return ""
         }
@@ -117,6 +119,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
             return "Close a served connection after this many seconds without calls (default 0: never)."
         case .drainTimeout:
             return "On SIGTERM/SIGINT, give calls in progress this many seconds to finish, then end them (default 10)."
+        case .parentPID:
+            return "Stop, as on SIGTERM, once process PID has ended (tokenet demo, scenario and up pass their own)."
         case .help: return "Show this help and exit."
         case .version: return "Show the version and exit."
         }

@@ -81,6 +81,9 @@ extension NodeOptions {
             idleTimeoutMilliseconds = try milliseconds(allowingZero: true)
         case .drainTimeout:
             drainTimeoutMilliseconds = try milliseconds(allowingZero: true) ?? 0
+        case .parentPID:
+            guard let pid = Int(text), pid > 1, pid <= Int(Int32.max) else { throw bad("a process id above 1", text) }
+            parentPID = pid
         case .config, .help, .version, .plaintext:
             // Handled by the command-line scanner; never reaches here as a string setting.
             throw bad("no value", text)

@@ -23,6 +23,9 @@ public struct NodeOptions: Sendable, Equatable {
     public var fixturesPath: String?
     /// Turns TLS off. Only for local debugging; the node warns loudly.
     public var plaintext = false
+    /// The process whose end stops the node (`--parent-pid`): whoever started it, so that the node does not outlive
+    /// a launcher that was killed without the chance to stop it.
+    public var parentPID: Int? = nil
     /// How long the node's event loop polls after it was busy before it sleeps (`EventLoop.idlePoll`).
     public var idlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
     /// After this many milliseconds without hearing from a peer, the node pings it (on the connections it serves

@@ -23,6 +23,8 @@ extension Sandbox {
             "--listen", addresses[role].map { "\($0)" } ?? "127.0.0.1:0", "--data-dir",
             directory.appendingPathComponent("data").path,
             "--ready-file", readyFile.path, "--log-level", logLevel,
+            // A launcher killed with SIGKILL cannot stop its nodes; they stop themselves once it has gone.
+            "--parent-pid", "\(getpid())",
         ]
         if let pki {
             arguments += [

@@ -41,7 +41,12 @@ import Testing
         expected.certificatePath = "c.pem"
         expected.privateKeyPath = "c.key"
         expected.caPath = "ca.pem"
-        #expect(parsed == expected)
+        // Compared outside #expect: with Swift 6.3.1, `#expect(parsed == expected)` on this 216-byte struct captured
+        // the right-hand value as uninitialized memory (its last field read as a random number) while `==` itself
+        // was true.
+        let same = parsed == expected
+        #expect(same, "parsed \(parsed), expected \(expected)")
+        #expect(parsed.parentPID == nil)
         #expect(parsed.listen == HostPort(host: "127.0.0.1", port: 0))
         #expect(parsed.logLevel == .info)
         #expect(parsed.logFormat == .text)
@@ -59,7 +64,7 @@ import Testing
                 "--listen", "0.0.0.0:7003", "--tsp", "127.0.0.1:7001", "--issuer=127.0.0.1:7002",
                 "--data-dir", "/var/w", "--log-level", "trace", "--log-format=json", "--ready-file", "/tmp/r.json",
                 "--idle-poll-us", "0", "--keepalive", "0.25", "--keepalive-timeout=2", "--idle-timeout", "600",
-                "--drain-timeout", "2.5",
+                "--drain-timeout", "2.5", "--parent-pid", "4242",
             ])
         #expect(parsed.listen == HostPort(host: "0.0.0.0", port: 7003))
         #expect(
@@ -75,7 +80,15 @@ import Testing
         #expect(parsed.keepaliveTimeoutMilliseconds == 2000)
         #expect(parsed.idleTimeoutMilliseconds == 600_000)
         #expect(parsed.drainTimeoutMilliseconds == 2500)
+        #expect(parsed.parentPID == 4242)
         #expect(parsed.plaintext == false)
+    }
+
+    @Test func aParentPIDIsAProcessAboveOne() throws {
+        for bad in ["0", "1", "-5", "abc", "2147483648", "1.5"] {
+            let refused = error(tls + ["--parent-pid", bad])
+            #expect(refused?.message.contains("a process id above 1") == true, "\(bad): \(String(describing: refused))")
+        }
     }
 
     /// A drain timeout of zero ends every call at once; a negative one is refused with the flag's name.

@@ -224,4 +224,46 @@ import TokenetTestSupport
             result.stderr.contains("FAILED at line 4: save t: /^([a-zA-Z]+ ?)*$/ did not finish matching terms.text"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
     }
+
+    /// tokenet killed with SIGKILL cannot stop its nodes; they stop themselves (--parent-pid) instead of running on.
+    @Test func nodesDoNotOutliveAKilledRun() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("long.scenario")
+        try "sleep 120s\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let launched = try LaunchedProcess("tokenet", ["scenario", file, "--keep-dir"])
+        let started = ContinuousClock.now
+        func output() -> String {
+            (try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? ""
+        }
+        while !output().contains("sleep 2m") && !output().contains("sleep 120s"), launched.process.isRunning,
+            ContinuousClock.now - started < .seconds(60)
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let pids = output().split(separator: "\n").compactMap { line -> Int32? in
+            guard line.contains("  ready "), let pid = line.split(separator: " ").first(where: { $0.hasPrefix("pid=") })
+            else { return nil }
+            return Int32(pid.dropFirst(4))
+        }
+        #expect(pids.count == 3, "\(output())")
+        kill(launched.process.processIdentifier, SIGKILL)
+        _ = try await launched.waitForExit(limit: 30)
+        let killed = ContinuousClock.now
+        while pids.contains(where: { kill($0, 0) == 0 }), ContinuousClock.now - killed < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(!pids.contains(where: { kill($0, 0) == 0 }), "nodes \(pids) still run")
+        let workspace = output().split(separator: "\n").first { $0.contains("certificates  generated") }
+            .flatMap { $0.split(separator: " ").last }.map {
+                URL(fileURLWithPath: String($0)).deletingLastPathComponent()
+            }
+        if let workspace {
+            let log =
+                (try? String(
+                    contentsOf: workspace.appendingPathComponent("tsp-node/tsp-node.stderr.log"), encoding: .utf8))
+                ?? ""
+            #expect(log.contains("(--parent-pid) ended"), "\(log.suffix(500))")
+            try? FileManager.default.removeItem(at: workspace)
+        }
+    }
 }
