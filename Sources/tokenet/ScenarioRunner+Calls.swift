@@ -16,23 +16,7 @@ extension ScenarioRunner {
     /// Makes the call once. A node that cannot be reached is an UNAVAILABLE outcome (what a script expects of a
     /// stopped node or a refused link); a request that does not fit its type is an error of the script.
     func makeCall(_ call: ScenarioCall, line: Int) throws -> CallResult {
-        let request: String
-        let path: String
-        let texts: [String]
-        do {
-            request = try variables.fill(call.request, inJSON: true)
-            path = try CallCommand.methodPath(call.method)
-            texts = try JSONTexts.split(request)
-        } catch let error as ScenarioError {
-            throw Failure(line: line, reason: error.message, scriptError: true)
-        } catch let error as CLIError {
-            throw Failure(line: line, reason: error.message, scriptError: true)
-        }
-        var options = InspectOptions(
-            identity: identity, at: addresses[call.party]!, pkiDirectory: pki.path, deadline: deadline)
-        options.metadata = headers
-        let callOptions = options
-        let traceID = headers.traceID ?? Metadata.newTraceID()
+        let (path, texts, callOptions, traceID) = try prepare(call.party, call.method, call.request, line: line)
         let started = ContinuousClock.now
         let interruption = self.interruption
         let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
@@ -65,6 +49,27 @@ extension ScenarioRunner {
             // A request that does not fit its type, or a method the node does not describe: the line is wrong.
             throw Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID)
         }
+    }
+
+    /// What a call or a watch needs: the method's wire path, the request texts with `${NAME}`s filled in, the
+    /// connection options (identity, deadline, headers) and a trace id (the script's own `header` one, if any).
+    func prepare(_ party: ScenarioParty, _ method: String, _ request: String, line: Int) throws
+        -> (path: String, texts: [String], options: InspectOptions, traceID: String)
+    {
+        let path: String
+        let texts: [String]
+        do {
+            path = try CallCommand.methodPath(method)
+            texts = try JSONTexts.split(try variables.fill(request, inJSON: true))
+        } catch let error as ScenarioError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
+        } catch let error as CLIError {
+            throw Failure(line: line, reason: error.message, scriptError: true)
+        }
+        var options = InspectOptions(
+            identity: identity, at: addresses[party]!, pkiDirectory: pki.path, deadline: deadline)
+        options.metadata = headers
+        return (path, texts, options, headers.traceID ?? Metadata.newTraceID())
     }
 
     private static func call(

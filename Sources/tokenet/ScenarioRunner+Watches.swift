@@ -8,21 +8,7 @@ import TokenetWire
 /// `watch` and `await`: streams kept open in the background while the script goes on, and waits for their messages.
 extension ScenarioRunner {
     func openWatch(_ watch: ScenarioWatch, line: Int) throws {
-        let path: String
-        let texts: [String]
-        do {
-            path = try CallCommand.methodPath(watch.method)
-            texts = try JSONTexts.split(try variables.fill(watch.request, inJSON: true))
-        } catch let error as ScenarioError {
-            throw Failure(line: line, reason: error.message, scriptError: true)
-        } catch let error as CLIError {
-            throw Failure(line: line, reason: error.message, scriptError: true)
-        }
-        var options = InspectOptions(
-            identity: identity, at: addresses[watch.party]!, pkiDirectory: pki.path, deadline: deadline)
-        options.metadata = headers
-        let callOptions = options
-        let traceID = headers.traceID ?? Metadata.newTraceID()
+        let (path, texts, callOptions, traceID) = try prepare(watch.party, watch.method, watch.request, line: line)
         let name = watch.name
         let opened: Result<ScenarioWatchStream, Failure> = runBlocking {
             do {
