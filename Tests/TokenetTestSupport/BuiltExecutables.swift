@@ -40,14 +40,27 @@ public enum BuiltExecutables {
     }
 }
 
-/// A loopback port no one listens on right now: the kernel's pick for a socket that is closed at once (another
-/// process may take it before the caller binds it; callers that can, retry).
+/// A loopback port no one listens on right now (another process may take it before the caller binds it; callers
+/// that can, retry).
 public func freeLoopbackPort() throws -> UInt16 {
+    // From below the kernel's ephemeral range, as `tokenet` reserves its nodes' ports: a port the kernel picked for
+    // a socket bound to port 0 may be handed to the next such socket (any listener of the suite, running in
+    // parallel) or to an outgoing connection before the node binds it.
+    for _ in 0..<200 {
+        let port = UInt16.random(in: 20_000...32_767)
+        if let bound = try? bindLoopback(port) { return bound }
+    }
+    return try bindLoopback(0)
+}
+
+/// Binds 127.0.0.1:`port` (0 for any), closes at once and returns the port that was bound.
+private func bindLoopback(_ port: UInt16) throws -> UInt16 {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(descriptor) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) { pointer in
