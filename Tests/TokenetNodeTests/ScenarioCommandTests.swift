@@ -11,6 +11,14 @@ import TokenetTestSupport
         "Tools/scenarios/strong-auth.scenario", "Tools/scenarios/app-to-app.scenario",
     ]
 
+    /// Runs `script` from a file of its own.
+    static func run(_ script: String) async throws -> ProcessResult {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("test.scenario")
+        try script.write(toFile: file, atomically: true, encoding: .utf8)
+        return try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+    }
+
     @Test func theExamplesPass() async throws {
         let files = Self.examples.map(PackageRoot.path)
         let result = try await LaunchedProcess.run("tokenet", ["scenario"] + files + ["--timeout", "60"])
@@ -36,17 +44,15 @@ import TokenetTestSupport
     }
 
     @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.path("differs.scenario")
-        try """
-        kill issuer
-        call issuer tokenet.health.v1.Health/Check {"service": ""}
-        expect UNAVAILABLE "connect"
-        call tsp tokenet.tsp.v1.TspControl/ListTokens
-        expect OK {"tokens": [{"state": "TOKEN_STATE_ACTIVE"}]}
-        echo not reached
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let result = try await Self.run(
+            """
+            kill issuer
+            call issuer tokenet.health.v1.Health/Check {"service": ""}
+            expect UNAVAILABLE "connect"
+            call tsp tokenet.tsp.v1.TspControl/ListTokens
+            expect OK {"tokens": [{"state": "TOKEN_STATE_ACTIVE"}]}
+            echo not reached
+            """)
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stdout.contains("call issuer tokenet.health.v1.Health/Check -> UNAVAILABLE: cannot connect"))
         #expect(
@@ -188,19 +194,17 @@ import TokenetTestSupport
     /// A paused node accepts connections in the kernel and says nothing: a call runs out of its deadline. Resumed,
     /// it answers; one still paused at the end is resumed before it is stopped, and exits cleanly.
     @Test func aPausedNodeIsSilentUntilResumed() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.path("pause.scenario")
-        try """
-        pause wallet
-        deadline 1s
-        call wallet tokenet.wallet.v1.WalletControl/ListCards
-        expect DEADLINE_EXCEEDED "while connecting"
-        resume wallet
-        deadline 30s
-        call wallet tokenet.wallet.v1.WalletControl/ListCards
-        pause issuer
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let result = try await Self.run(
+            """
+            pause wallet
+            deadline 1s
+            call wallet tokenet.wallet.v1.WalletControl/ListCards
+            expect DEADLINE_EXCEEDED "while connecting"
+            resume wallet
+            deadline 30s
+            call wallet tokenet.wallet.v1.WalletControl/ListCards
+            pause issuer
+            """)
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stdout.contains("pause wallet: wallet-node pid="))
         #expect(result.stdout.contains("paused (SIGSTOP)"))
@@ -210,15 +214,13 @@ import TokenetTestSupport
 
     /// A regular expression that backtracks without end fails its step after the limit instead of holding the run.
     @Test func aRunawayRegularExpressionFailsItsStep() async throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.path("regex.scenario")
-        try """
-        call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-approve", "mode": "PUSH_MODE_SESSION"}
-        save session pushSessionId
-        call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
-        save t terms.text match ^([a-zA-Z]+ ?)*$
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let result = try await Self.run(
+            """
+            call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-approve", "mode": "PUSH_MODE_SESSION"}
+            save session pushSessionId
+            call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
+            save t terms.text match ^([a-zA-Z]+ ?)*$
+            """)
         #expect(result.reason == .exit && result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stderr.contains("FAILED at line 4: save t: /^([a-zA-Z]+ ?)*$/ did not finish matching terms.text"))
