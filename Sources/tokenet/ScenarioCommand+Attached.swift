@@ -27,13 +27,13 @@ extension ScenarioCommand {
         }
     }
 
-    func runAttached(_ scenarios: [Scenario], interruption: DemoInterruption) throws(CLIError) -> Int32 {
+    func runAttached(_ scenarios: [Scenario], interruption: DemoInterruption) throws(CLIError) -> [ScenarioResult] {
         let pki = URL(fileURLWithPath: pkiDirectory ?? ".")
         for file in ["ca.pem", "operator.pem", "operator.key"]
         where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
             throw CLIError(.usage, "scenario: --pki \(pki.path) has no \(file)")
         }
-        var status: Int32 = 0
+        var results: [ScenarioResult] = []
         for scenario in scenarios {
             let started = ContinuousClock.now
             printOut("Scenario \(scenario.source) (against the nodes given)")
@@ -42,10 +42,17 @@ extension ScenarioCommand {
             do {
                 let calls = try runner.run()
                 printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
+                results.append(
+                    ScenarioResult(source: scenario.source, status: 0, failure: nil, details: nil, since: started))
             } catch let error as ScenarioRunner.Failure {
-                printError("Scenario \(scenario.source) FAILED at line \(error.line): \(error.reason)")
-                if let trace = error.traceID { printError("Look for trace_id=\(trace) in the nodes' logs.") }
-                status = max(status, error.scriptError ? 2 : 1)
+                let failure = "FAILED at line \(error.line): \(error.reason)"
+                let hint = error.traceID.map { "Look for trace_id=\($0) in the nodes' logs." }
+                printError("Scenario \(scenario.source) \(failure)")
+                if let hint { printError(hint) }
+                results.append(
+                    ScenarioResult(
+                        source: scenario.source, status: error.scriptError ? 2 : 1, failure: failure, details: hint,
+                        since: started))
             } catch let error as CLIError {
                 throw error
             } catch {
@@ -53,6 +60,6 @@ extension ScenarioCommand {
             }
             try interruption.check()
         }
-        return status
+        return results
     }
 }

@@ -13,7 +13,7 @@ struct ScenarioCommand {
     }
 
     static let help = """
-        Usage: tokenet scenario FILE... [--check] [--verbose] [--keep-dir] [--timeout SECONDS]
+        Usage: tokenet scenario FILE... [--check] [--verbose] [--keep-dir] [--timeout SECONDS] [--junit FILE]
                tokenet scenario FILE... --pki DIR [--tsp HOST:PORT] [--issuer HOST:PORT] [--wallet HOST:PORT]
 
         Runs each scenario FILE (- for standard input) against a sandbox of its own: tsp-node, issuer-node (with
@@ -58,6 +58,7 @@ struct ScenarioCommand {
           --verbose, -v        Print every response, not only the last one of a failed call.
           --keep-dir           Keep each sandbox's directory (certificates, data, node logs).
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
+          --junit FILE         Also write the results as JUnit XML (one test case per scenario), for CI.
           --tsp, --issuer, --wallet HOST:PORT
                                Run against nodes already running there (your own party, or nodes started by
                                hand) instead of a sandbox: calls only, no faults, stop, kill, start or pause.
@@ -89,6 +90,8 @@ struct ScenarioCommand {
     var attached: [ScenarioParty: HostPort] = [:]
     /// With attached nodes: the directory with ca.pem, operator.pem and operator.key.
     var pkiDirectory: String?
+    /// Where to write a JUnit XML report of the scenarios (`--junit`), for CI systems.
+    var junitPath: String?
 
     init(parsing arguments: [String]) throws(CLIError) {
         var index = 0
@@ -104,6 +107,12 @@ struct ScenarioCommand {
                 continue
             }
             switch argument {
+            case "--junit":
+                guard index < arguments.count, !arguments[index].isEmpty else {
+                    throw CLIError(.usage, "scenario: --junit needs FILE")
+                }
+                junitPath = arguments[index]
+                index += 1
             case "--pki":
                 guard index < arguments.count else { throw CLIError(.usage, "scenario: --pki needs DIR") }
                 pkiDirectory = arguments[index]
@@ -156,17 +165,19 @@ struct ScenarioCommand {
             return 0
         }
         let interruption = DemoInterruption()
-        if !attached.isEmpty { return try runAttached(scenarios, interruption: interruption) }
-        try requireExecutables()
-        var failed: [String] = []
-        var status: Int32 = 0
-        for scenario in scenarios {
-            let sandbox = Sandbox(timeout: timeout, interruption: interruption)
-            let outcome = try run(scenario, in: sandbox)
-            if outcome != 0 { failed.append(scenario.source) }
-            status = max(status, outcome)
-            try interruption.check()
+        var results: [ScenarioResult] = []
+        if !attached.isEmpty {
+            results = try runAttached(scenarios, interruption: interruption)
+        } else {
+            try requireExecutables()
+            for scenario in scenarios {
+                results.append(try run(scenario, in: Sandbox(timeout: timeout, interruption: interruption)))
+                try interruption.check()
+            }
         }
+        if let junitPath { try ScenarioResult.writeJUnit(results, to: junitPath) }
+        let failed = results.filter { $0.status != 0 }.map(\.source)
+        let status = results.map(\.status).max() ?? 0
         if scenarios.count > 1 {
             printOut(
                 failed.isEmpty
@@ -284,7 +295,7 @@ struct ScenarioCommand {
     /// Runs one scenario in a fresh sandbox. Returns 0 when every step went as written and the nodes stopped
     /// cleanly, 2 when a line turned out wrong only as it ran (a request that does not fit its method's type), and
     /// 1 for any other failure.
-    private func run(_ scenario: Scenario, in sandbox: Sandbox) throws(CLIError) -> Int32 {
+    private func run(_ scenario: Scenario, in sandbox: Sandbox) throws(CLIError) -> ScenarioResult {
         let started = ContinuousClock.now
         printOut("Scenario \(scenario.source)")
         let workspace = try sandbox.makeWorkspace(prefix: "tokenet-scenario")
@@ -318,16 +329,21 @@ struct ScenarioCommand {
         }
         let stoppedCleanly = nodes.stopAll()
         if let failure {
+            let trace = failedTrace.map { Self.traceLines($0, in: workspace) }
             printError("Scenario \(scenario.source) FAILED\(failure)")
-            if let failedTrace { printError(Self.traceLines(failedTrace, in: workspace)) }
+            if let trace { printError(trace) }
             if !keepDirectory { printError("Rerun with --keep-dir to keep every node's logs.") }
-            return scriptError ? 2 : 1
+            return ScenarioResult(
+                source: scenario.source, status: scriptError ? 2 : 1, failure: "FAILED\(failure)", details: trace,
+                since: started)
         }
         guard stoppedCleanly else {
             printError("Scenario \(scenario.source) FAILED: not every node stopped cleanly")
-            return 1
+            return ScenarioResult(
+                source: scenario.source, status: 1, failure: "FAILED: not every node stopped cleanly", details: nil,
+                since: started)
         }
         printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
-        return 0
+        return ScenarioResult(source: scenario.source, status: 0, failure: nil, details: nil, since: started)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FoundationXML
 import Testing
 import TokenetTestSupport
 
@@ -267,5 +268,34 @@ import TokenetTestSupport
             #expect(log.contains("(--parent-pid) ended"), "\(log.suffix(500))")
             try? FileManager.default.removeItem(at: workspace)
         }
+    }
+
+    /// `--junit` writes one test case per scenario, a differing step as a failure and a wrong script as an error.
+    @Test func theResultsGoToAJUnitReport() async throws {
+        let directory = try TemporaryDirectory()
+        let passing = directory.path("passing.scenario")
+        let failing = directory.path("failing <&> \"quoted\".scenario")
+        let report = directory.path("report.xml")
+        try "echo fine\n".write(toFile: passing, atomically: true, encoding: .utf8)
+        try
+            "call tsp tokenet.tsp.v1.TspControl/ListTokens\nexpect OK {\"tokens\": [{\"state\": \"TOKEN_STATE_ACTIVE\"}]}\n"
+            .write(toFile: failing, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run(
+            "tokenet", ["scenario", passing, failing, "--junit", report, "--timeout", "60"])
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+
+        let document = try XMLDocument(contentsOf: URL(fileURLWithPath: report))
+        let suite = try #require(try document.nodes(forXPath: "/testsuites/testsuite").first as? XMLElement)
+        #expect(suite.attribute(forName: "tests")?.stringValue == "2")
+        #expect(suite.attribute(forName: "failures")?.stringValue == "1")
+        #expect(suite.attribute(forName: "errors")?.stringValue == "0")
+        let cases = try document.nodes(forXPath: "//testcase").compactMap { $0 as? XMLElement }
+        #expect(cases.compactMap { $0.attribute(forName: "name")?.stringValue } == [passing, failing])
+        #expect(cases.first?.children == nil || cases.first?.children?.isEmpty == true)
+        let failure = try #require(cases.last?.elements(forName: "failure").first)
+        #expect(
+            failure.attribute(forName: "message")?.stringValue
+                == #"FAILED at line 2: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#)
+        #expect(failure.stringValue?.contains("What the nodes logged for trace") == true)
     }
 }
