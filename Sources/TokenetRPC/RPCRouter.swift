@@ -151,9 +151,11 @@ public struct RPCRouter: Sendable {
                 request = try await Self.singleRequest(Request.self, call)
             } else {
                 // Marked only while the request is awaited; a shutdown that has begun already leaves it unmarked,
-                // and the handler then ends the stream itself as soon as its request is in.
+                // and the handler then ends the stream itself as soon as its request is in. Unmarked, the request
+                // is taken without waiting for the half-close: a client that holds its side open would otherwise
+                // keep the stream for the whole drain (seen when the handler started just after the goaway).
                 let marked = call.connection.endsAtShutdown(call.streamID)
-                request = try await Self.singleRequest(Request.self, call)
+                request = try await Self.singleRequest(Request.self, call, awaitingEnd: marked)
                 if marked { call.connection.keepsThroughShutdown(call.streamID) }
             }
             try await body(request, ResponseWriter(call: call), context)
@@ -204,8 +206,10 @@ public struct RPCRouter: Sendable {
 
     /// Unary and server-streaming calls carry exactly one request. A client that sends none or several broke the
     /// call protocol (Protos/README.md section 6): INTERNAL, as gRPC answers it, not a bad argument.
+    /// The call's one request; with `awaitingEnd`, also checks that no second one follows (waiting for the
+    /// half-close).
     nonisolated(nonsending) private static func singleRequest<Request: ProtoMessage>(
-        _: Request.Type, _ call: ServerCall
+        _: Request.Type, _ call: ServerCall, awaitingEnd: Bool = true
     ) async throws
         -> Request
     {
@@ -214,6 +218,7 @@ public struct RPCRouter: Sendable {
         }
         call.connection.consumed(call.streamID, byteCount: data.count, moreExpected: false)
         let request = try decodeRequest(Request.self, data)
+        guard awaitingEnd else { return request }
         guard try await call.requests.next() == nil else {
             throw RPCError(.internal, "\(call.method) takes exactly one request message")
         }
