@@ -1,6 +1,5 @@
 import Synchronization
 import Testing
-
 import TokenetNode
 
 @Suite(.timeLimit(.minutes(1))) struct BoundedWaitTests {

@@ -39,6 +39,19 @@ final class LaunchedProcess: @unchecked Sendable {
         try process.run()
     }
 
+    /// Runs a built executable under `nice -n 10`, with every process it starts: the scenario and sandbox tests
+    /// start whole sets of nodes, which must not take the CPU from the suite's own timing-sensitive tests.
+    convenience init(niced name: String, _ arguments: [String]) throws {
+        try self.init(
+            executable: URL(fileURLWithPath: "/usr/bin/nice"),
+            ["-n", "10", try BuiltExecutables.url(of: name).path] + arguments)
+    }
+
+    /// `run(_:_:)` under `nice -n 10` (`init(niced:_:)`).
+    static func runNiced(_ name: String, _ arguments: [String]) async throws -> ProcessResult {
+        try await offThePool { try LaunchedProcess(niced: name, arguments).waitForExit() as ProcessResult }
+    }
+
     /// Runs to completion.
     static func run(_ name: String, _ arguments: [String]) throws -> ProcessResult {
         try LaunchedProcess(name, arguments).waitForExit()

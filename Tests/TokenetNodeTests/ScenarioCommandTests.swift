@@ -17,12 +17,12 @@ import TokenetTestSupport
         let directory = try TemporaryDirectory()
         let file = directory.path("test.scenario")
         try script.write(toFile: file, atomically: true, encoding: .utf8)
-        return try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        return try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
     }
 
     @Test func theExamplesPass() async throws {
         let files = Self.examples.map(PackageRoot.path)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario"] + files + ["--timeout", "60"])
+        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario"] + files + ["--timeout", "60"])
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stdout.contains("All 6 scenarios passed."))
         // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
@@ -78,7 +78,7 @@ import TokenetTestSupport
         let file = directory.path("request.scenario")
         try "echo first\ncall tsp tokenet.tsp.v1.TspControl/ListTokens {\"walletAccount\": 1}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        let early = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let early = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
         #expect(early.status == 2, "stdout:\n\(early.stdout)\nstderr:\n\(early.stderr)")
         #expect(
             early.stderr.contains(
@@ -91,7 +91,7 @@ import TokenetTestSupport
         save status status
         call tsp tokenet.tsp.v1.TspControl/ListTokens {"walletAccountId": ${status}}
         """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
         #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stderr.contains("FAILED at line 3: call: request is not a valid tokenet.tsp.v1.ListTokensRequest"),
@@ -107,7 +107,7 @@ import TokenetTestSupport
         try "# fine\ncall tsp tokenet.tsp.v1.TspControl/ListTokens\nsave id tokens[0].digitalCardId\nstart tsp\n"
             .write(toFile: bad, atomically: true, encoding: .utf8)
 
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", good, bad])
+        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", good, bad])
         #expect(result.status == 2)
         #expect(result.stderr.contains("scenario: \(bad):4: start tsp: tsp-node is running"), "\(result.stderr)")
         #expect(!result.stdout.contains("ready"), "\(result.stdout)")
@@ -129,7 +129,7 @@ import TokenetTestSupport
         #expect(standardInput.status == 2)
         #expect(standardInput.stderr.contains("scenario: stdin:4: start tsp: tsp-node is running"))
 
-        let check = try await LaunchedProcess.run("tokenet", ["scenario", "--check", good])
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", good])
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout == "\(good): 1 step, 1 call: OK\n")
 
@@ -141,7 +141,7 @@ import TokenetTestSupport
             (["-", "-"], "scenario: standard input (-) can be read only once"),
             (["--timeout", "0", good], "scenario: --timeout: expected seconds above 0"),
         ] {
-            let refused = try await LaunchedProcess.run("tokenet", ["scenario"] + arguments)
+            let refused = try await LaunchedProcess.runNiced("tokenet", ["scenario"] + arguments)
             #expect(refused.status == 2, "\(arguments)")
             #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
         }
@@ -153,7 +153,7 @@ import TokenetTestSupport
         let file = directory.path("long.scenario")
         try "deadline 120s\ncall tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        let launched = try LaunchedProcess("tokenet", ["scenario", file])
+        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file])
         let started = ContinuousClock.now
         while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
             "deadline 120s"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
@@ -176,7 +176,7 @@ import TokenetTestSupport
         watch health tsp tokenet.health.v1.Health/Watch {"service": ""}
         await health within 1s {"status": "SERVING_STATUS_NOT_SERVING"}
         """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stderr.contains(
@@ -187,7 +187,7 @@ import TokenetTestSupport
 
         try "watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        let unary = try await LaunchedProcess.run("tokenet", ["scenario", file, "--timeout", "60"])
+        let unary = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
         #expect(unary.status == 2, "stdout:\n\(unary.stdout)\nstderr:\n\(unary.stderr)")
         #expect(unary.stderr.contains("FAILED at line 1: watch once: /tokenet.health.v1.Health/Check answers once"))
     }
@@ -233,7 +233,7 @@ import TokenetTestSupport
         let directory = try TemporaryDirectory()
         let file = directory.path("long.scenario")
         try "sleep 120s\n".write(toFile: file, atomically: true, encoding: .utf8)
-        let launched = try LaunchedProcess("tokenet", ["scenario", file, "--keep-dir"])
+        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file, "--keep-dir"])
         let started = ContinuousClock.now
         func output() -> String {
             (try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? ""
@@ -280,7 +280,7 @@ import TokenetTestSupport
         try
             "call tsp tokenet.tsp.v1.TspControl/ListTokens\nexpect OK {\"tokens\": [{\"state\": \"TOKEN_STATE_ACTIVE\"}]}\n"
             .write(toFile: failing, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run(
+        let result = try await LaunchedProcess.runNiced(
             "tokenet", ["scenario", passing, failing, "--junit", report, "--timeout", "60"])
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
 
