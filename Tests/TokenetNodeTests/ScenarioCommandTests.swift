@@ -5,7 +5,7 @@ import TokenetTestSupport
 
 /// Runs the built `tokenet scenario` on scripts: the examples in Tools/scenarios must pass as written, a step whose
 /// outcome differs ends the run at its line, and a wrong script is refused before any node starts.
-@Suite struct ScenarioCommandTests {
+@Suite(.serialized) struct ScenarioCommandTests {
     static let examples = [
         "Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario",
         "Tools/scenarios/step-up-otp.scenario", "Tools/scenarios/wallet-events.scenario",
