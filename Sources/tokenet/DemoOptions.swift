@@ -45,20 +45,14 @@ struct DemoOptions: Sendable, Equatable {
                 keepDirectory = true
             case "--timeout":
                 guard index < arguments.count else { throw CLIError(.usage, "demo: --timeout needs SECONDS") }
-                timeout = try Self.seconds(arguments[index])
+                timeout = try Sandbox.timeout(arguments[index], command: "demo")
                 index += 1
             case _ where argument.hasPrefix("--timeout="):
-                timeout = try Self.seconds(String(argument.dropFirst("--timeout=".count)))
+                timeout = try Sandbox.timeout(String(argument.dropFirst("--timeout=".count)), command: "demo")
             default:
                 throw CLIError(.usage, "demo: unknown option '\(argument)'")
             }
         }
     }
 
-    private static func seconds(_ text: String) throws(CLIError) -> Double {
-        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
-            throw CLIError(.usage, "demo: --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
-        }
-        return value
-    }
 }

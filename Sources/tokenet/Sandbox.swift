@@ -9,6 +9,14 @@ struct Sandbox: Sendable {
     var timeout: Double
     let interruption: DemoInterruption
 
+    /// A `--timeout` value of `command` (demo, scenario, up): seconds above 0 and at most an hour.
+    static func timeout(_ text: String, command: String) throws(CLIError) -> Double {
+        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
+            throw CLIError(.usage, "\(command): --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
+        }
+        return value
+    }
+
     /// A fresh private directory under $TMPDIR.
     func makeWorkspace(prefix: String) throws(CLIError) -> URL {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"

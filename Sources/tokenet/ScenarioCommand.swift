@@ -122,10 +122,10 @@ struct ScenarioCommand {
             case "--keep-dir": keepDirectory = true
             case "--timeout":
                 guard index < arguments.count else { throw CLIError(.usage, "scenario: --timeout needs SECONDS") }
-                timeout = try Self.seconds(arguments[index])
+                timeout = try Sandbox.timeout(arguments[index], command: "scenario")
                 index += 1
             case _ where argument.hasPrefix("--timeout="):
-                timeout = try Self.seconds(String(argument.dropFirst("--timeout=".count)))
+                timeout = try Sandbox.timeout(String(argument.dropFirst("--timeout=".count)), command: "scenario")
             case _ where argument.hasPrefix("-") && argument != "-":
                 throw CLIError(.usage, "scenario: unknown option '\(argument)'")
             default:
@@ -143,13 +143,6 @@ struct ScenarioCommand {
         if attached.isEmpty && pkiDirectory != nil {
             throw CLIError(.usage, "scenario: --pki is for nodes given with --tsp, --issuer or --wallet")
         }
-    }
-
-    private static func seconds(_ text: String) throws(CLIError) -> Double {
-        guard let value = Double(text), value.isFinite, value > 0, value <= 3600 else {
-            throw CLIError(.usage, "scenario: --timeout: expected seconds above 0 and at most 3600, got '\(text)'")
-        }
-        return value
     }
 
     func run() throws(CLIError) -> Int32 {

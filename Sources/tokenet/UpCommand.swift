@@ -55,12 +55,8 @@ struct UpCommand {
                 directory = arguments[index]
                 index += 1
             case "--timeout":
-                guard index < arguments.count, let value = Double(arguments[index]), value.isFinite, value > 0,
-                    value <= 3600
-                else {
-                    throw CLIError(.usage, "up: --timeout: expected seconds above 0 and at most 3600")
-                }
-                timeout = value
+                guard index < arguments.count else { throw CLIError(.usage, "up: --timeout needs SECONDS") }
+                timeout = try Sandbox.timeout(arguments[index], command: "up")
                 index += 1
             default:
                 throw CLIError(.usage, "up: unknown option '\(argument)'")

@@ -4,7 +4,8 @@ import Testing
 import TokenetTestSupport
 
 /// Runs the built `tokenet scenario` on scripts: the examples in Tools/scenarios must pass as written, a step whose
-/// outcome differs ends the run at its line, and a wrong script is refused before any node starts.
+/// outcome differs ends the run at its line, and a wrong script is refused before any node starts. One test at a
+/// time: each starts three nodes, and all at once starved the suite's timing-sensitive tests of CPU.
 @Suite(.serialized) struct ScenarioCommandTests {
     static let examples = [
         "Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario",
