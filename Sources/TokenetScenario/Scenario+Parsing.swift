@@ -148,9 +148,9 @@ extension Scenario {
                         throw fail("save \(name) \(field): expected 'match REGEX' or the end of the line")
                     }
                     do {
-                        _ = try Regex(regex)
+                        _ = try ScenarioCall.Save.compile(regex)
                     } catch {
-                        throw fail("save \(name) \(field) match: '\(regex)' is not a regular expression: \(error)")
+                        throw fail("save \(name) \(field) match: '\(regex)' is not a regular expression")
                     }
                     pattern = regex
                 }

@@ -1,3 +1,4 @@
+import Foundation
 import TokenetFaults
 import TokenetWire
 
@@ -180,7 +181,14 @@ public struct ScenarioCall: Sendable, Equatable {
         }
 
         /// The value to keep from the field's `value`, or why there is none.
-        public func extract(from value: JSONValue) -> Result<JSONValue, ScenarioError> {
+        ///
+        /// Some expressions take exponential time on some text (`^(a+)+$` on a long run of `a` and one `!`), so a
+        /// match is given at most `limit` and gives up early once `stop` says so (a Ctrl-C): it fails with
+        /// `.regexTimeLimit` rather than holding the run or a thread. The expression is compiled by the parser
+        /// (`Save.compile`), so compiling cannot fail here.
+        public func extract(
+            from value: JSONValue, limit: Duration = Save.regexLimit, stop: () -> Bool = { false }
+        ) -> Result<JSONValue, ScenarioError> {
             guard let pattern else { return .success(value) }
             let text: String
             switch value {
@@ -190,13 +198,47 @@ public struct ScenarioCall: Sendable, Equatable {
                 return .failure(
                     ScenarioError(.missingField, "\(field) is \(value.kindName), not text to match /\(pattern)/"))
             }
-            // Compiled when the script was parsed, so this cannot fail.
-            guard let regex = try? Regex(pattern), let match = try? regex.firstMatch(in: text) else {
+            guard let regex = try? Save.compile(pattern) else {
+                return .failure(ScenarioError(.syntax, "'\(pattern)' is not a regular expression"))
+            }
+            let deadline = ContinuousClock.now + limit
+            var found: NSTextCheckingResult?
+            var stopped = false
+            // With .reportProgress the block is also called while a match is in progress (ICU's match callback, about
+            // every quarter of a millisecond), which is the one place a running match can be stopped.
+            withoutActuallyEscaping(stop) { stop in
+                regex.enumerateMatches(
+                    in: text, options: [.reportProgress], range: NSRange(text.startIndex..., in: text)
+                ) { result, _, halt in
+                    if let result {
+                        found = result
+                        halt.pointee = true
+                    } else if ContinuousClock.now > deadline || stop() {
+                        stopped = true
+                        halt.pointee = true
+                    }
+                }
+            }
+            if stopped {
+                return .failure(
+                    ScenarioError(
+                        .regexTimeLimit,
+                        "/\(pattern)/ did not finish matching \(field) within \(FaultCommand.format(limit)); "
+                            + "write an expression that cannot backtrack without end"))
+            }
+            guard let found else {
                 return .failure(ScenarioError(.missingField, "/\(pattern)/ does not match \(value.text())"))
             }
-            let output = match.output
-            let captured = output.count > 1 ? output[1].substring : output[0].substring
-            return .success(.string(captured.map(String.init) ?? ""))
+            let range = found.numberOfRanges > 1 ? found.range(at: 1) : found.range
+            return .success(.string(Range(range, in: text).map { String(text[$0]) } ?? ""))
+        }
+
+        /// The longest a `save … match` may take.
+        public static let regexLimit = Duration.seconds(5)
+
+        /// The expression of a `match`, in ICU's syntax (as `NSRegularExpression` reads it).
+        public static func compile(_ pattern: String) throws -> NSRegularExpression {
+            try NSRegularExpression(pattern: pattern)
         }
     }
 }

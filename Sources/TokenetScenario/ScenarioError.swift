@@ -8,6 +8,8 @@ public struct ScenarioError: Error, CustomStringConvertible, Sendable {
         case undefinedVariable
         /// A `save` whose field is not in the response.
         case missingField
+        /// A `save … match` expression that did not finish within its time limit.
+        case regexTimeLimit
     }
 
     public var code: Code

@@ -13,12 +13,17 @@ public struct ScenarioVariables: Sendable {
 
     /// Fills in every `${NAME}` of `text`. In JSON (`inJSON`), a saved string goes in as a string's content (escaped;
     /// the script writes the quotes: `"${card}"`), and an object or array as JSON; elsewhere a string goes in as it
-    /// is. Numbers and booleans go in as their JSON text either way.
+    /// is. Numbers and booleans go in as their JSON text either way. `$${NAME}` is the text `${NAME}` itself.
     public func fill(_ text: String, inJSON: Bool) throws(ScenarioError) -> String {
         var result = ""
         var rest = Substring(text)
         while let reference = Self.nextReference(in: rest) {
             result += rest[..<reference.range.lowerBound]
+            if reference.escaped {
+                result += "${\(reference.name)}"
+                rest = rest[reference.range.upperBound...]
+                continue
+            }
             guard let value = values[reference.name] else {
                 throw ScenarioError(.undefinedVariable, "${\(reference.name)} has no value")
             }
@@ -39,7 +44,7 @@ public struct ScenarioVariables: Sendable {
         var names: [String] = []
         var rest = Substring(text)
         while let reference = nextReference(in: rest) {
-            names.append(reference.name)
+            if !reference.escaped { names.append(reference.name) }
             rest = rest[reference.range.upperBound...]
         }
         return names
@@ -55,20 +60,25 @@ public struct ScenarioVariables: Sendable {
         ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
     }
 
-    /// The next `${NAME}` with a valid name; any other `${` is left as text.
-    private static func nextReference(in text: Substring) -> (name: String, range: Range<Substring.Index>)? {
+    /// The next `${NAME}` with a valid name, or `$${NAME}` (`escaped`, the text `${NAME}`); any other `${` is left
+    /// as text.
+    private static func nextReference(
+        in text: Substring
+    ) -> (name: String, range: Range<Substring.Index>, escaped: Bool)? {
         var searchFrom = text.startIndex
         while let dollar = text[searchFrom...].firstIndex(of: "$") {
-            let open = text.index(after: dollar)
+            var open = text.index(after: dollar)
+            let escaped = open < text.endIndex && text[open] == "$"
+            if escaped { open = text.index(after: open) }
             guard open < text.endIndex, text[open] == "{",
                 let close = text[open...].firstIndex(of: "}")
             else {
-                searchFrom = open
+                searchFrom = text.index(after: dollar)
                 continue
             }
             let name = String(text[text.index(after: open)..<close])
-            if isValidName(name) { return (name, dollar..<text.index(after: close)) }
-            searchFrom = open
+            if isValidName(name) { return (name, dollar..<text.index(after: close), escaped) }
+            searchFrom = text.index(after: dollar)
         }
         return nil
     }

@@ -31,9 +31,10 @@ struct ScenarioCommand {
                                           status message contains. With within, the call is made again every 200 ms
                                           until it matches, for up to D.
           save NAME FIELD [match RE]      Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
-                                          ${NAME} for later lines; in JSON a string goes in without its quotes.
-                                          With match, keep the part of FIELD the regular expression RE matches
-                                          (its first group, when it has one).
+                                          ${NAME} for later lines; in JSON a string goes in without its quotes
+                                          ($${NAME} is the text ${NAME} itself). With match, keep the part of
+                                          FIELD the regular expression RE (ICU syntax) matches: its first group,
+                                          when it has one; a match still running after 5 s fails the step.
           watch NAME PARTY METHOD [JSON]  Open a server stream (or a bidirectional one) that collects its messages
                                           in the background while later steps run.
           await NAME [within D] [JSON]    Wait for the watch's next message that contains JSON (any message without

@@ -238,47 +238,23 @@ final class ScenarioRunner {
                 throw Failure(
                     line: save.line, reason: "save \(save.name): the call returned no response", traceID: traceID)
             }
-            switch try extract(save, from: last) {
+            let interruption = self.interruption
+            let extracted = last.value(at: save.field).flatMap {
+                save.extract(from: $0) { (try? interruption.check()) == nil }
+            }
+            try interruption.check()
+            switch extracted {
             case .success(let value):
                 variables[save.name] = value
                 print(save.line, "save \(save.name) = \(value.text())")
+            case .failure(let error) where error.code == .regexTimeLimit:
+                throw Failure(line: save.line, reason: "save \(save.name): \(error.message)", scriptError: true)
             case .failure(let error):
                 throw Failure(
                     line: save.line, reason: "save \(save.name) \(save.field): \(error.message)", traceID: traceID)
             }
         }
     }
-
-    /// `save.extract`, given at most `regexLimit`: a regular expression can take exponential time on some text, and
-    /// a match that never ends must not hold the run (nor keep it from hearing Ctrl-C). The match runs on a thread
-    /// of its own; one past the limit fails the step, and its thread is left to the process's end.
-    private func extract(_ save: ScenarioCall.Save, from response: JSONValue) throws -> Result<JSONValue, ScenarioError>
-    {
-        let field = response.value(at: save.field)
-        guard save.pattern != nil, case .success(let value) = field else { return field.flatMap(save.extract) }
-        let outcome = Mutex<Result<JSONValue, ScenarioError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = save.extract(from: value)
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        let started = ContinuousClock.now
-        while done.wait(timeout: .now() + .milliseconds(50)) == .timedOut {
-            try interruption.check()
-            if ContinuousClock.now - started > Self.regexLimit {
-                throw Failure(
-                    line: save.line,
-                    reason: "save \(save.name): /\(save.pattern ?? "")/ did not finish matching \(save.field) within "
-                        + "\(FaultCommand.format(Self.regexLimit)); write an expression that cannot backtrack without end",
-                    scriptError: true)
-            }
-        }
-        return outcome.withLock { $0 }!
-    }
-
-    /// The longest a `save … match` may take.
-    static let regexLimit = Duration.seconds(5)
 
     private func summary(_ call: ScenarioCall, _ result: CallResult, attempts: Int) -> String {
         let outcome = result.outcome

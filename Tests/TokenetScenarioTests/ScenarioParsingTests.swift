@@ -1,6 +1,7 @@
 import Testing
 import TokenetFaults
 import TokenetScenario
+import TokenetWire
 
 @Suite struct ScenarioParsingTests {
     @Test func everyStepParses() throws {
@@ -208,6 +209,24 @@ import TokenetScenario
         // Without a pattern the value is kept whole, whatever its kind.
         let plain = ScenarioCall.Save(name: "x", field: JSONPath([.key("a")]), line: 1)
         #expect(try plain.extract(from: .bool(true)).get() == .bool(true))
+    }
+
+    /// A match that backtracks without end gives up at its limit, or as soon as it is told to stop, instead of
+    /// holding its thread.
+    @Test(.timeLimit(.minutes(1))) func aRunawayMatchGivesUp() throws {
+        let save = ScenarioCall.Save(name: "t", field: JSONPath([.key("text")]), pattern: "^(a+)+$", line: 3)
+        let text = JSONValue.string(String(repeating: "a", count: 60) + "!")
+        guard case .failure(let error) = save.extract(from: text, limit: .milliseconds(200)) else {
+            Issue.record("expected the match to give up")
+            return
+        }
+        #expect(error.code == .regexTimeLimit)
+        #expect(error.message.hasPrefix("/^(a+)+$/ did not finish matching text within 200ms"), "\(error.message)")
+        let stopped = save.extract(from: text, limit: .seconds(600)) { true }
+        #expect((try? stopped.get()) == nil)
+        // ICU's syntax: a group that takes no part in the match keeps an empty text.
+        let optional = ScenarioCall.Save(name: "o", field: JSONPath([.key("a")]), pattern: "x(y)?", line: 1)
+        #expect(try optional.extract(from: .string("x")).get() == .string(""))
     }
 
     @Test func watchesAwaitsAndIdentitiesParse() throws {

@@ -25,6 +25,15 @@ import TokenetWire
         #expect(error?.message == "${a} has no value")
     }
 
+    /// `$${NAME}` writes the text `${NAME}` itself, needing no saved value; a lone `$$` stays as it is.
+    @Test func aDoubledDollarIsTheTextItself() throws {
+        var variables = ScenarioVariables()
+        variables["a"] = .string("A")
+        #expect(try variables.fill("$${a} ${a} $${b} $$ $${}", inJSON: false) == "${a} A ${b} $$ $${}")
+        #expect(try variables.fill(#"{"t": "$${x}"}"#, inJSON: true) == #"{"t": "${x}"}"#)
+        #expect(ScenarioVariables.references(in: "$${a} ${b} $${c}") == ["b"])
+    }
+
     @Test func pathsParseAndFindValues() throws {
         #expect(JSONPath(parsing: "a.b[0].c")?.components == [.key("a"), .key("b"), .index(0), .key("c")])
         #expect(JSONPath(parsing: "a.0.c") == JSONPath(parsing: "a[0].c"))
