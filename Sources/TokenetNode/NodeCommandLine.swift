@@ -44,7 +44,7 @@ public enum NodeCommandLine {
                 value = inlineValue
             } else {
                 guard index < arguments.count, !arguments[index].hasPrefix("--") else {
-                    throw NodeError(.usage, "\(key.flag) needs a value (\(key.placeholder))")
+                    throw NodeError(.usage, "\(key.flag) needs a value (\(key.placeholder(for: spec)))")
                 }
                 value = arguments[index]
                 index += 1
@@ -65,6 +65,10 @@ public enum NodeCommandLine {
         for setting in configSettings + flagSettings {
             try options.apply(setting)
         }
-        return .run(try options.validated())
+        if !options.issuerRoutes.isEmpty && !spec.routesIssuersByID {
+            throw NodeError(.usage, "--issuer ID=HOST:PORT is for tsp-node; \(spec.name) takes --issuer HOST:PORT")
+        }
+        try options.validate()
+        return .run(options)
     }
 }

@@ -5,7 +5,8 @@ import Foundation
 /// The file is a flat object whose keys are the flag names without dashes, for example
 /// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`;
 /// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`, `drain-timeout`) may be
-/// numbers.
+/// numbers, and tsp-node's `issuer` may be a list (`["tokenet-bank=127.0.0.1:7002", "127.0.0.1:7003"]`, as the
+/// option repeated).
 /// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
 public enum NodeConfigFile {
     /// A config value: strings, booleans, and numbers for the numeric settings.
@@ -14,6 +15,7 @@ public enum NodeConfigFile {
         case bool(Bool)
         case integer(Int)
         case decimal(Double)
+        case strings([String])
         case other
 
         init(from decoder: any Decoder) throws {
@@ -26,6 +28,8 @@ public enum NodeConfigFile {
                 self = .integer(number)
             } else if let number = try? container.decode(Double.self) {
                 self = .decimal(number)
+            } else if let list = try? container.decode([String].self) {
+                self = .strings(list)
             } else {
                 self = .other
             }
@@ -49,6 +53,10 @@ public enum NodeConfigFile {
                 throw NodeError(
                     .config, "config file \(path): unknown key \"\(name)\" for \(spec.name) (known: \(known))")
             }
+            if case .strings(let list) = dictionary[name]!, key == .issuer, spec.routesIssuersByID {
+                settings += list.map { NodeSetting(key: key, value: .string($0), origin: .configFile(path: path)) }
+                continue
+            }
             let value: NodeSetting.Value
             switch (dictionary[name]!, key) {
             case (.bool(let flag), .plaintext):
@@ -61,10 +69,12 @@ public enum NodeConfigFile {
                 value = .string(String(number))
             default:
                 let expected =
-                    key == .plaintext
-                    ? "true or false"
-                    : key == .idlePoll || key == .parentPID
-                        ? "a whole number" : key.isNumeric ? "a number or a string" : "a string"
+                    key == .issuer && spec.routesIssuersByID
+                    ? "a string or a list of strings"
+                    : key == .plaintext
+                        ? "true or false"
+                        : key == .idlePoll || key == .parentPID
+                            ? "a whole number" : key.isNumeric ? "a number or a string" : "a string"
                 throw NodeError(.config, "config file \(path): \"\(name)\" must be \(expected)")
             }
             settings.append(NodeSetting(key: key, value: value, origin: .configFile(path: path)))

@@ -36,6 +36,11 @@ public struct NodeContext: Sendable {
         guard let address = options.peers[role] else {
             throw NodeError(.config, "--\(role.rawValue) is required: this node calls the \(role.nodeName)")
         }
+        return try channel(to: role, at: address)
+    }
+
+    /// A reconnecting channel to the peer playing `role` at `address` (such as one issuer's `--issuer ID=HOST:PORT`).
+    public func channel(to role: NodeRole, at address: HostPort) throws(NodeError) -> RPCChannel {
         let loop = eventLoop
         let timers = options.clientTimers
         if options.plaintext {

@@ -89,6 +89,17 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         }
     }
 
+    /// The placeholder in `spec`'s help: tsp-node's `--issuer` may name the issuer it is for.
+    func placeholder(for spec: NodeSpec) -> String {
+        self == .issuer && spec.routesIssuersByID ? "[ID=]HOST:PORT" : placeholder
+    }
+
+    /// The help line in `spec`'s help.
+    func help(for spec: NodeSpec) -> String {
+        guard self == .issuer && spec.routesIssuersByID else { return help }
+        return "Issuer addresses: ID=HOST:PORT for the issuer registered as ID, HOST:PORT for the rest (repeatable)."
+    }
+
     static let logLevels = LogLevel.allCases.map(\.name).joined(separator: "|")
     static let logFormats = LogFormat.allCases.map(\.rawValue).joined(separator: "|")
 

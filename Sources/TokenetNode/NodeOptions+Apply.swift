@@ -54,7 +54,21 @@ extension NodeOptions {
         switch key {
         case .listen: listen = try address()
         case .tsp: peers[.tsp] = try address()
-        case .issuer: peers[.issuer] = try address()
+        case .issuer:
+            // ID=HOST:PORT: the address of one issuer (by the id it registers with); HOST:PORT: of every other.
+            if let equals = text.firstIndex(of: "=") {
+                let id = String(text[..<equals])
+                guard Self.isIssuerID(id) else {
+                    throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
+                }
+                let rest = String(text[text.index(after: equals)...])
+                guard let route = HostPort(parsing: rest), route.hostIsIPv4OrLocalhost else {
+                    throw bad("ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002", text)
+                }
+                issuerRoutes[id] = route
+            } else {
+                peers[.issuer] = try address()
+            }
         case .wallet: peers[.wallet] = try address()
         case .cert: certificatePath = try path()
         case .key: privateKeyPath = try path()
@@ -90,6 +104,15 @@ extension NodeOptions {
         }
     }
 
+    /// An issuer id as `--issuer ID=HOST:PORT` names it: 1 to 64 ASCII letters, digits, `.`, `_` or `-`.
+    static func isIssuerID(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count)
+            && id.unicodeScalars.allSatisfy { scalar in
+                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                    || "._-".unicodeScalars.contains(scalar)
+            }
+    }
+
     /// Relative paths in a config file are relative to the file, so a config can sit next to its certificates.
     private static func resolve(path: String, origin: NodeSetting.Origin) -> String {
         guard case .configFile(let configPath) = origin, !path.hasPrefix("/") else { return path }
@@ -98,7 +121,7 @@ extension NodeOptions {
     }
 
     /// Checks settings that are only wrong in combination.
-    func validated() throws(NodeError) -> NodeOptions {
+    func validate() throws(NodeError) {
         if (certificatePath == nil) != (privateKeyPath == nil) {
             throw NodeError(.config, "--cert and --key must be given together")
         }
@@ -113,6 +136,5 @@ extension NodeOptions {
                 )
             }
         }
-        return self
     }
 }

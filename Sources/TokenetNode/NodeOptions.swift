@@ -42,6 +42,9 @@ public struct NodeOptions: Sendable, Equatable {
     /// a peer which sends nothing more would otherwise keep the node up, so the stop takes at most this long (plus
     /// `RPCNodeListener.closeGrace`). Zero ends every call at once.
     public var drainTimeoutMilliseconds = 10_000
+    /// The TSP's addresses of particular issuers (`--issuer ID=HOST:PORT`), by the id each registered with; an issuer
+    /// without one is called at `peers[.issuer]`.
+    public var issuerRoutes: [String: HostPort] = [:]
 
     public init() {}
 

@@ -5,7 +5,7 @@ extension NodeSpec {
     public var helpText: String {
         let keys = NodeOptionKey.keys(for: self)
         let rows = keys.map { key in
-            (key.takesValue ? "\(key.flag) \(key.placeholder)" : key.flag, key.help)
+            (key.takesValue ? "\(key.flag) \(key.placeholder(for: self))" : key.flag, key.help(for: self))
         }
         let width = rows.map(\.0.count).max() ?? 0
         var lines = [

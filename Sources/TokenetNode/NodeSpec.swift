@@ -21,19 +21,27 @@ public struct NodeSpec: Sendable, Equatable {
     public var knownPeers: [NodeRole]
     /// Whether the node accepts `--fixtures FILE` (demo data loaded at start-up).
     public var usesFixtures: Bool
+    /// Whether `--issuer` may name an issuer (`ID=HOST:PORT`, repeated): the TSP serves many issuers and calls each
+    /// at its own address.
+    public var routesIssuersByID: Bool
 
-    public init(name: String, summary: String, knownPeers: [NodeRole], usesFixtures: Bool = false) {
+    public init(
+        name: String, summary: String, knownPeers: [NodeRole], usesFixtures: Bool = false,
+        routesIssuersByID: Bool = false
+    ) {
         self.name = name
         self.summary = summary
         self.knownPeers = knownPeers
         self.usesFixtures = usesFixtures
+        self.routesIssuersByID = routesIssuersByID
     }
 
     /// The token service provider: issues tokens on behalf of issuers and serves wallets.
     public static let tsp = NodeSpec(
         name: "tsp-node",
         summary: "Token service provider: provisions tokens into wallets on behalf of card issuers.",
-        knownPeers: [.issuer]
+        knownPeers: [.issuer],
+        routesIssuersByID: true
     )
 
     /// The card issuer: decides on provisioning, runs ID&V and activation, and authenticates cardholders.

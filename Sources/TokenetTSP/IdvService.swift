@@ -34,7 +34,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                 switch action {
                 case .deliver(_, let expiresAtMs):
-                    try await deliver(code, method: method, token: token.digitalCardID, expiresAtMs: expiresAtMs)
+                    try await deliver(code, method: method, token: token, expiresAtMs: expiresAtMs)
                     log.info("one-time code sent", ["digital_card_id": token.digitalCardID, "method": method.id])
                     response.codeSent = true
                     response.codeExpiresAtMs = expiresAtMs
@@ -98,7 +98,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             case .deliver(let methodID, let expiresAtMs):
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
-                try await deliver(code, method: method, token: token.digitalCardID, expiresAtMs: expiresAtMs)
+                try await deliver(code, method: method, token: token, expiresAtMs: expiresAtMs)
                 log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
                 return TspV1.ResendOtpResponse(
                     codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))
@@ -120,11 +120,13 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
 
     /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the cardholder
     /// asks for a resend.
-    private func deliver(_ code: String, method: CardV1.IdvMethod, token: String, expiresAtMs: UInt64) async throws {
+    private func deliver(
+        _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64
+    ) async throws {
         do {
-            _ = try await tsp.issuerOTP.sendOTP(
+            _ = try await tsp.issuers.otp(for: token.issuerID).sendOTP(
                 IssuerV1.SendOtpRequest(
-                    digitalCardID: token, methodID: method.id, type: method.type, code: code,
+                    digitalCardID: token.digitalCardID, methodID: method.id, type: method.type, code: code,
                     expiresAtMs: expiresAtMs),
                 options: CallOptions(timeout: tsp.configuration.issuerDeadline))
         } catch let error as RPCError {

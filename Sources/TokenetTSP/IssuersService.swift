@@ -48,6 +48,11 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                     encryptionKeyPEM: try key.pem(), peerNodeID: nodeID),
                 nowMs: tsp.nowMs)
             log.info("issuer registered", ["issuer": request.issuerID, "ranges": "\(ranges.count)"])
+            if !tsp.issuers.hasAddress(for: request.issuerID) {
+                log.warning(
+                    "no address for this issuer (tsp-node --issuer \(request.issuerID)=HOST:PORT): the stand-in rule "
+                        + "decides its cards", ["issuer": request.issuerID])
+            }
             let current = tsp.keyring.current
             return TspV1.RegisterIssuerResponse(
                 tspPublicKeyIdentifier: current.kid, tspPublicKeyPem: try current.publicKey.pem())

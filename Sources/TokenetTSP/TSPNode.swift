@@ -23,22 +23,40 @@ public enum TSPNode {
     public static func services(
         _ context: NodeContext, configuration: TSPConfiguration, accessTokens: (any AccessTokenVerifier)? = nil
     ) throws(NodeError) -> RPCRouter {
-        let issuer: any RPCCaller
+        let fallback: (any RPCCaller)?
         if context.options.peers[.issuer] != nil {
-            issuer = try context.channel(to: .issuer)
+            fallback = try context.channel(to: .issuer)
         } else {
-            context.logger.warning("no --issuer given: every digitization is decided by the stand-in rule")
-            issuer = UnreachablePeer(name: "issuer")
+            fallback = nil
+            if context.options.issuerRoutes.isEmpty {
+                context.logger.warning("no --issuer given: every digitization is decided by the stand-in rule")
+            }
+        }
+        var routes: [String: any RPCCaller] = [:]
+        for (id, address) in context.options.issuerRoutes.sorted(by: { $0.key < $1.key }) {
+            routes[id] = try context.channel(to: .issuer, at: address)
+            context.logger.info("issuer address", ["issuer": id, "address": address.description])
         }
         return try services(
-            dataDirectory: context.dataDirectory, issuer: issuer, logger: context.logger,
-            configuration: configuration, accessTokens: accessTokens)
+            dataDirectory: context.dataDirectory, issuers: IssuerDirectory(routes: routes, fallback: fallback),
+            logger: context.logger, configuration: configuration, accessTokens: accessTokens)
     }
 
     /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
     /// their own. Without a verifier, in-app activation (`IssuerIdv.ActivateDigitalCard`) is refused.
     public static func services(
-        dataDirectory: String, issuer: any RPCCaller, logger: Logger,
+        dataDirectory: String, issuer: any RPCCaller, issuerRoutes: [String: any RPCCaller] = [:], logger: Logger,
+        configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
+        notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil
+    ) throws(NodeError) -> RPCRouter {
+        try services(
+            dataDirectory: dataDirectory, issuers: IssuerDirectory(routes: issuerRoutes, fallback: issuer),
+            logger: logger, configuration: configuration, now: now, notifications: notifications,
+            accessTokens: accessTokens)
+    }
+
+    static func services(
+        dataDirectory: String, issuers: IssuerDirectory, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
         notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil
     ) throws(NodeError) -> RPCRouter {
@@ -53,7 +71,7 @@ public enum TSPNode {
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
             service = TSPService(
-                store: store, keyring: keyring, configuration: configuration, issuer: issuer, logger: logger,
+                store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
                 accessTokenVerifier: accessTokens)
         } catch {

@@ -107,7 +107,7 @@ extension TSPService {
             question.encryptedCardData = try encrypt(card, to: issuer)
             question.inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
             question.walletAccountID = request.walletAccountID
-            answer = try await self.issuer.checkCardEligibility(
+            answer = try await issuers.decisions(for: issuer.id).checkCardEligibility(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
         } catch {
             log.warning(

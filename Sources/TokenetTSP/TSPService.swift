@@ -9,9 +9,8 @@ final class TSPService: Sendable {
     let store: TSPStore
     let keyring: TSPKeyring
     let configuration: TSPConfiguration
-    let issuer: IssuerV1.IssuerDecisions.Client
-    /// Delivers the one-time codes the TSP generates.
-    let issuerOTP: IssuerV1.IssuerOtp.Client
+    /// Where each issuer is called: its decisions, and delivery of the one-time codes the TSP generates.
+    let issuers: IssuerDirectory
     let logger: Logger
     let now: @Sendable () -> Date
     /// Where the TSP's components (CPS, MG, TNS) publish: the durable broker, or a recorder in tests.
@@ -26,7 +25,7 @@ final class TSPService: Sendable {
     var accessTokens: any AccessTokenVerifier { authentication }
 
     init(
-        store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuer: any RPCCaller,
+        store: TSPStore, keyring: TSPKeyring, configuration: TSPConfiguration, issuers: IssuerDirectory,
         logger: Logger, accessTokenKey: [UInt8], now: @escaping @Sendable () -> Date,
         notifications: any NotificationPublishing, accessTokenVerifier: (any AccessTokenVerifier)? = nil
     ) {
@@ -37,8 +36,7 @@ final class TSPService: Sendable {
         self.store = store
         self.keyring = keyring
         self.configuration = configuration
-        self.issuer = IssuerV1.IssuerDecisions.Client(issuer)
-        self.issuerOTP = IssuerV1.IssuerOtp.Client(issuer)
+        self.issuers = issuers
         self.logger = logger
         self.now = now
         self.notifications = notifications

@@ -120,6 +120,48 @@ import Testing
         #expect(parsed.logLevel == .error)
     }
 
+    /// tsp-node calls each issuer at its own address (`ID=HOST:PORT`, repeated), and every other at the plain one; a
+    /// later route for the same id wins, as later flags do.
+    @Test func theTSPTakesAnAddressPerIssuer() throws {
+        let parsed = try options(
+            tls + [
+                "--issuer", "bank-b=127.0.0.1:7003", "--issuer", "127.0.0.1:7002", "--issuer=bank_c.1=localhost:7004",
+                "--issuer", "bank-b=127.0.0.1:7005",
+            ], spec: .tsp)
+        #expect(parsed.peers == [.issuer: HostPort(host: "127.0.0.1", port: 7002)])
+        #expect(
+            parsed.issuerRoutes == [
+                "bank-b": HostPort(host: "127.0.0.1", port: 7005), "bank_c.1": HostPort(host: "localhost", port: 7004),
+            ])
+        let wallet = try #require(error(tls + ["--issuer", "bank-b=127.0.0.1:7003"], spec: .wallet))
+        #expect(wallet.code == .usage)
+        #expect(
+            wallet.description.contains("--issuer ID=HOST:PORT is for tsp-node; wallet-node takes --issuer HOST:PORT"))
+        #expect(NodeSpec.tsp.helpText.contains("--issuer [ID=]HOST:PORT"))
+        #expect(!NodeSpec.wallet.helpText.contains("ID="))
+    }
+
+    @Test func configFileListsIssuerAddresses() throws {
+        let config = #"{"issuer": ["bank-b=127.0.0.1:7003", "127.0.0.1:7002"], "plaintext": true}"#
+        let result = try NodeCommandLine.parse(
+            ["--config", "tsp.json", "--issuer", "bank-b=127.0.0.1:9003"], spec: .tsp
+        ) {
+            _ throws(NodeError) in Data(config.utf8)
+        }
+        guard case .run(let parsed) = result else {
+            Issue.record("expected run, got \(result)")
+            return
+        }
+        #expect(parsed.peers == [.issuer: HostPort(host: "127.0.0.1", port: 7002)])
+        #expect(parsed.issuerRoutes == ["bank-b": HostPort(host: "127.0.0.1", port: 9003)])
+        let walletList = try #require(
+            error(["--config", "w.json", "--plaintext"], spec: .wallet, config: #"{"issuer": ["127.0.0.1:1"]}"#))
+        #expect(walletList.description.contains(#""issuer" must be a string"#), "\(walletList.description)")
+        let notStrings = try #require(
+            error(["--config", "t.json", "--plaintext"], spec: .tsp, config: #"{"issuer": [7002]}"#))
+        #expect(notStrings.description.contains(#""issuer" must be a string or a list of strings"#))
+    }
+
     @Test func helpAndVersion() throws {
         #expect(try NodeCommandLine.parse(["--help"], spec: .tsp) == .help)
         #expect(try NodeCommandLine.parse(["--listen", "127.0.0.1:1", "--version"], spec: .tsp) == .version)
@@ -153,6 +195,10 @@ import Testing
         (["--keepalive", "0.0001"], "--keepalive: expected seconds from 0 (off) to 86400"),
         (["--keepalive-timeout", "0"], "--keepalive-timeout: expected seconds from 0.001 to 86400, such as 20 or 0.5"),
         (["--idle-timeout", ""], "--idle-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got ''"),
+        (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of letters"),
+        (["--issuer", "bank a=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id"),
+        (["--issuer", "bank-a=7002"], "--issuer: expected ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002, got"),
+        (["--issuer", "bank-a="], "--issuer: expected ID=HOST:PORT such as"),
     ])
     func usageErrorsNameTheFlag(arguments: [String], message: String) throws {
         let failure = try #require(error(arguments + ["--plaintext"], spec: .tsp))

@@ -44,7 +44,8 @@ struct TSPHarness {
         configuration: TSPConfiguration = TSPHarness.configuration, directory: String? = nil,
         issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock(), otp: FakeIssuerOTP = FakeIssuerOTP(),
         published: RecordingPublisher = RecordingPublisher(),
-        accessTokens: (any AccessTokenVerifier)? = nil
+        accessTokens: (any AccessTokenVerifier)? = nil,
+        routes: [String: (FakeIssuer, FakeIssuerOTP)] = [:], fallback: Bool = true
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -52,15 +53,21 @@ struct TSPHarness {
         if !FileManager.default.fileExists(atPath: keys + "/card-key-current.pem") {
             try tspKey.write(toFile: keys + "/card-key-current.pem")
         }
-        var issuerRouter = RPCRouter()
-        issuer.register(on: &issuerRouter)
-        otp.register(on: &issuerRouter)
-        let issuerCaller = connect(
-            issuerRouter, as: PeerIdentity(role: .tsp, nodeID: "tsp-1"),
-            server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
+        /// One issuer node: its decisions and its code delivery.
+        func issuerNode(_ issuer: FakeIssuer, _ otp: FakeIssuerOTP, nodeID: String) -> RPCClient {
+            var issuerRouter = RPCRouter()
+            issuer.register(on: &issuerRouter)
+            otp.register(on: &issuerRouter)
+            return connect(
+                issuerRouter, as: PeerIdentity(role: .tsp, nodeID: "tsp-1"),
+                server: PeerIdentity(role: .issuer, nodeID: nodeID))
+        }
+        let issuers = IssuerDirectory(
+            routes: routes.mapValues { issuerNode($0.0, $0.1, nodeID: "issuer-routed") },
+            fallback: fallback ? issuerNode(issuer, otp, nodeID: "issuer-1") : nil)
         let logs = MemoryLogSink()
         let router = try TSPNode.services(
-            dataDirectory: directory, issuer: issuerCaller, logger: Logger(node: "tsp-node", sink: logs),
+            dataDirectory: directory, issuers: issuers, logger: Logger(node: "tsp-node", sink: logs),
             configuration: configuration, now: { clock.now }, notifications: published,
             accessTokens: accessTokens)
         return TSPHarness(

@@ -201,7 +201,8 @@ extension TspV1 {
         /// replaces it (a new key, new ranges), a call from another node is PERMISSION_DENIED, ranges that overlap another
         /// issuer's are FAILED_PRECONDITION, and a missing id or range, a bad range or an unusable key INVALID_ARGUMENT.
         /// The registration says nothing of the issuer's address: the TSP calls the issuer (IssuerDecisions, IssuerOtp in
-        /// tokenet/issuer/v1) at the address of its own --issuer option, with the tsp role's certificate. An issuer that
+        /// tokenet/issuer/v1) at the address its own --issuer option gives for this issuer id (ID=HOST:PORT), or else for
+        /// every issuer (HOST:PORT), with the tsp role's certificate. An issuer that
         /// starts before the TSP retries while the call fails with UNAVAILABLE (issuer-node does, in the background).
         public static let registerIssuer = MethodDescriptor<TspV1.RegisterIssuerRequest, TspV1.RegisterIssuerResponse>(
             service: serviceName, name: "RegisterIssuer", kind: .unary, allowedRoles: ["issuer"]
