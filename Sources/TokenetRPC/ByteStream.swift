@@ -17,6 +17,9 @@ public protocol ByteStream: Sendable {
     func writeIgnoringCancellation(_ bytes: [UInt8]) async throws
     /// Closes the stream; pending reads end.
     func close() async
+    /// Ends the stream at once (a TCP reset): nothing still buffered is sent, pending reads and writes fail. For a
+    /// peer that takes nothing more, where an orderly close would wait for it in vain.
+    func abort() async
     /// Instead of `read()`: hands each received chunk to `handler` as it arrives, on the stream's own thread
     /// (`.success(nil)` at the end, `.failure` on an error). Returns false when the stream cannot do that; the
     /// caller then reads with `read()`.
@@ -33,6 +36,8 @@ public protocol ByteStream: Sendable {
 }
 
 extension ByteStream {
+    public func abort() async { await close() }
+
     public func receive(_ handler: @escaping @Sendable (Result<[UInt8]?, any Error>) -> Void) -> Bool {
         false
     }

@@ -9,17 +9,22 @@ public struct ConnectionSettings: Hashable, Sendable {
     public var maxConcurrentStreams: Int
     public var initialStreamWindow: Int
     public var keepaliveIntervalMilliseconds: Int
+    /// Not announced: how many bytes of frames written without waiting for room (pongs, statuses) may wait for a
+    /// peer that keeps sending but reads nothing before the connection ends (`peerStoppedReading`).
+    public var unreadOutboundLimit: Int
 
     public init(
         maxFrameSize: Int = 4 * 1024 * 1024,
         maxConcurrentStreams: Int = 100,
         initialStreamWindow: Int = 1024 * 1024,
-        keepaliveIntervalMilliseconds: Int = 0
+        keepaliveIntervalMilliseconds: Int = 0,
+        unreadOutboundLimit: Int = 8 * 1024 * 1024
     ) {
         self.maxFrameSize = maxFrameSize
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialStreamWindow = initialStreamWindow
         self.keepaliveIntervalMilliseconds = keepaliveIntervalMilliseconds
+        self.unreadOutboundLimit = unreadOutboundLimit
     }
 
     public static let defaults = ConnectionSettings()

@@ -189,20 +189,23 @@ struct ConnectionStateMachine {
     /// A well-formed frame on call `id` held a value Tokenet cannot read (a string with a NUL character, or one that
     /// is not UTF-8; see `FrameDecoder`). Only that call is refused: a server answers a new call's id (the frame was
     /// its start) or ends the open call with INVALID_ARGUMENT; a client cancels its call and fails it with INTERNAL,
-    /// since the server sent what this side cannot read. Other calls and the connection carry on.
-    mutating func receiveUnreadable(streamID id: UInt32, reason: String) -> Actions {
+    /// since the server sent what this side cannot read. Other calls and the connection carry on. A server refuses
+    /// with `code` (RESOURCE_EXHAUSTED for a call_start over the size it reads).
+    mutating func receiveUnreadable(
+        streamID id: UInt32, reason: String, code: StatusCode = .invalidArgument
+    ) -> Actions {
         guard state != .closed else { return [] }
         guard state != .awaitingHello else { return connectionError(.protocolError, "the first frame must be hello") }
         if streams[id] != nil {
             return role == .server
-                ? streamError(id, .invalidArgument, reason)
+                ? streamError(id, code, reason)
                 : streamError(id, .internal, "the server sent a frame this client cannot read: \(reason)")
         }
         guard role == .server, id % 2 == 1, id > lastPeerStreamID, id <= Self.largestStreamID else {
             return []  // a call already over (or never this side's to answer): nothing is left to refuse
         }
         lastPeerStreamID = id
-        return Actions(writeStatus(id, .invalidArgument, reason))
+        return Actions(writeStatus(id, code, reason))
     }
 
     private mutating func receiveHello(_ hello: WireV1.Hello) -> Actions {
@@ -218,6 +221,9 @@ struct ConnectionStateMachine {
     }
 
     private mutating func receiveGoAway(_ goaway: WireV1.GoAway) -> Actions {
+        var goaway = goaway
+        // The peer's words go into statuses and log lines: a reason of megabytes is cut short, as names are.
+        goaway.reason = RPCServer.shown(goaway.reason)
         var actions: Actions = []
         if role == .client {
             let reason = goaway.reason.isEmpty ? "the server is going away" : goaway.reason
@@ -500,6 +506,20 @@ struct ConnectionStateMachine {
         guard state == .awaitingHello else { return [] }
         return connectionError(
             .protocolError, "no hello from the peer within \(description): it does not speak Tokenet, or it hangs")
+    }
+
+    /// The peer keeps sending while it reads nothing: `queuedBytes` of frames this side owes it (pongs, statuses of
+    /// the calls it keeps opening) wait behind a write it does not take. Such frames are written without waiting
+    /// for room, so the connection ends here instead of holding more for a peer that may never read.
+    mutating func peerStoppedReading(queuedBytes: Int) -> Actions {
+        connectionError(
+            .protocolError,
+            "the peer keeps sending but reads nothing: \(queuedBytes) bytes of frames wait for it")
+    }
+
+    /// A frame began to arrive and is still not whole after `description` (`ConnectionTimers.frameTimeout`).
+    mutating func frameTimedOut(after description: String) -> Actions {
+        connectionError(.protocolError, "a frame that began to arrive \(description) ago is still incomplete")
     }
 
     /// The keepalive timer found no pong in time.

@@ -2,6 +2,14 @@ extension RPCConnection {
     /// Bytes of encoded frames the connection holds for the socket before senders must wait.
     static let outboundHighWater = 1 << 20
 
+    /// Whether the peer, which just sent a frame, has left more than `unreadOutboundLimit` bytes unread behind a
+    /// write. Senders stop at `outboundHighWater`; what passes it is written without waiting (pongs, statuses, a
+    /// message admitted below the mark), and a peer that floods pings or calls while it reads nothing would
+    /// otherwise grow it without bound.
+    func peerStoppedReading(_ core: Core) -> Bool {
+        core.writing && core.outbound.count > unreadOutboundLimit
+    }
+
     /// Returns once the call's queued messages fit in its flow-control window and the connection's outbound buffer
     /// is below its high-water mark, or once the call or the connection is over, or the waiting task is cancelled.
     ///

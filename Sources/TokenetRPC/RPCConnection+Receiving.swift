@@ -35,6 +35,8 @@ extension RPCConnection {
                 decoder.feed(chunk)
                 core.lastReceived = .now
                 if core.machine.hasOpenCalls { core.lastCallActivity = .now }
+                var framesRead = 0
+                defer { notePartialFrame(decoder, framesRead: framesRead, core: &core) }
                 while true {
                     let frame: WireV1.Frame?
                     do {
@@ -42,7 +44,10 @@ extension RPCConnection {
                     } catch let error as WireError {
                         if let id = error.streamID {
                             // A frame skipped for a value Tokenet cannot read: only its call is refused.
-                            apply(core.machine.receiveUnreadable(streamID: id, reason: error.message), to: &core)
+                            apply(
+                                core.machine.receiveUnreadable(
+                                    streamID: id, reason: error.message, code: Self.refusal(of: error)),
+                                to: &core)
                             continue
                         }
                         apply(core.machine.receiveUndecodable(error), to: &core)
@@ -53,7 +58,15 @@ extension RPCConnection {
                         return
                     }
                     guard let frame else { break }
+                    framesRead += 1
                     apply(core.machine.receive(frame), to: &core)
+                    if peerStoppedReading(core) {
+                        let queued = core.outbound.count
+                        apply(core.machine.peerStoppedReading(queuedBytes: queued), to: &core)
+                        endReading(
+                            &core, reason: "the peer reads nothing: \(queued) bytes wait for it", isProblem: true)
+                        return
+                    }
                 }
                 wakeCapacityWaiters(&core)
                 if core.closing { endReading(&core, reason: "the connection is closing") }
@@ -71,6 +84,23 @@ extension RPCConnection {
                 let local = (error as? TransportError) == .closedLocally
                 endReading(&core, reason: "read failed: \(error)", isProblem: !local)
             }
+        }
+    }
+
+    /// The status a server refuses a skipped frame's call with.
+    static func refusal(of error: WireError) -> StatusCode {
+        error.code == .callStartTooLarge ? .resourceExhausted : .invalidArgument
+    }
+
+    /// Starts the clock of a frame that began to arrive (see `ConnectionTimers.frameTimeout`), or stops it: the
+    /// clock runs from the first chunk of a frame and only a whole frame stops it, so a peer that trickles bytes
+    /// without finishing a frame runs out of time, while a busy connection, which ends a frame in most chunks and
+    /// begins the next, does not.
+    func notePartialFrame(_ decoder: FrameDecoder, framesRead: Int, core: inout Core) {
+        if decoder.bufferedByteCount == 0 {
+            core.frameStartedAt = nil
+        } else if framesRead > 0 || core.frameStartedAt == nil {
+            core.frameStartedAt = .now
         }
     }
 

@@ -13,16 +13,26 @@ public struct ConnectionTimers: Sendable {
     /// default: a busy peer (a node whose threads are all at work) may take long to greet, and its calls have
     /// deadlines; the `tokenet` CLI sets it, since a person waits at the other end.
     public var helloTimeout: Duration?
+    /// How long a closing connection may take to write what it still holds before its stream is reset under it
+    /// (see `RPCConnection.armStuckWriteClose`).
+    public var stuckWriteGrace: Duration
 
     public init(
         keepaliveInterval: Duration? = nil, keepaliveTimeout: Duration = .seconds(20), idleTimeout: Duration? = nil,
-        helloTimeout: Duration? = nil
+        helloTimeout: Duration? = nil, stuckWriteGrace: Duration = .seconds(10)
     ) {
         self.keepaliveInterval = keepaliveInterval
         self.keepaliveTimeout = keepaliveTimeout
         self.idleTimeout = idleTimeout
         self.helloTimeout = helloTimeout
+        self.stuckWriteGrace = stuckWriteGrace
     }
+
+    /// How long one frame may take to arrive whole once its first bytes came: as long as a silent peer is given
+    /// (a ping after `keepaliveInterval`, then `keepaliveTimeout` for the pong). A peer that trickles a byte now
+    /// and then is never silent, and would otherwise hold the partial frame (up to the maximum frame size) for as
+    /// long as it likes. Nil without keepalive.
+    var frameTimeout: Duration? { keepaliveInterval.map { $0 + keepaliveTimeout } }
 
     /// Whether the connection runs a timer at all.
     public var isEnabled: Bool { keepaliveInterval != nil || idleTimeout != nil }
@@ -64,6 +74,9 @@ extension RPCConnection {
                     // Sent from the loop, not by the writer task: the ping's clock runs from now, and a node whose
                     // threads are all busy would otherwise hold its own ping back until it timed out.
                     if let loop, !core.closing { scheduleLoopFlush(&core, loop) }
+                }
+                if let limit = timers.frameTimeout, let started = core.frameStartedAt, now - started >= limit {
+                    apply(core.machine.frameTimedOut(after: "\(limit)"), to: &core)
                 }
                 if let idle = timers.idleTimeout, now - core.lastCallActivity >= idle {
                     apply(core.machine.idleTimedOut(after: "\(idle)"), to: &core)

@@ -55,6 +55,8 @@ final class RPCConnection: Sendable {
         var finished = false
         /// Keepalive and idle bookkeeping, read by the timer task.
         var lastReceived = ContinuousClock.now
+        /// When the frame now partly received began to arrive; nil between frames (see `frameTimeout`).
+        var frameStartedAt: ContinuousClock.Instant?
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
@@ -94,6 +96,8 @@ final class RPCConnection: Sendable {
     let core: Mutex<Core>
     private let handler: CallHandler?
     let maximumInboundFrameSize: Int
+    /// See `ConnectionSettings.unreadOutboundLimit`.
+    let unreadOutboundLimit: Int
     let timers: ConnectionTimers
     /// The stream's event loop, if it has one (see `ByteStream.loop`).
     let loop: EventLoop?
@@ -115,6 +119,7 @@ final class RPCConnection: Sendable {
         self.role = role
         self.handler = handler
         self.maximumInboundFrameSize = settings.maxFrameSize
+        self.unreadOutboundLimit = settings.unreadOutboundLimit
         // The hello tells the peer how often to expect pings (a tap or a log shows it), unless set explicitly.
         var settings = settings
         if settings.keepaliveIntervalMilliseconds == 0, let interval = timers.keepaliveInterval {
@@ -155,6 +160,26 @@ final class RPCConnection: Sendable {
             return waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Resets the stream if the connection has not finished `timers.stuckWriteGrace` after it began to close. Its last
+    /// frames (a goaway, final statuses) wait behind a write that only the peer can complete by reading; a peer
+    /// that stops reading (and perhaps sending) would otherwise hold the connection, and its memory, forever. The
+    /// stream is reset (an orderly close would wait for the same peer): the write fails, which ends `run()`.
+    private func armStuckWriteClose() {
+        // Weak: a connection that has ended and been let go needs no check.
+        let check: @Sendable () -> Void = { [weak self] in
+            guard let self, !core.withLock({ $0.finished }) else { return }
+            Task { await stream.abort() }
+        }
+        if let loop {
+            _ = loop.scheduleTimer(after: timers.stuckWriteGrace, check)
+            return
+        }
+        Task { [timers] in
+            try? await Task.sleep(for: timers.stuckWriteGrace)
+            check()
+        }
     }
 
     /// Why the connection ended, when that was a problem rather than a clean close (see `Core.problem`).
@@ -247,7 +272,10 @@ final class RPCConnection: Sendable {
                 } catch let error as WireError {
                     if let id = error.streamID {
                         // A frame skipped for a value Tokenet cannot read: only its call is refused.
-                        perform { $0.machine.receiveUnreadable(streamID: id, reason: error.message) }
+                        perform {
+                            $0.machine.receiveUnreadable(
+                                streamID: id, reason: error.message, code: Self.refusal(of: error))
+                        }
                         continue
                     }
                     perform { $0.machine.receiveUndecodable(error) }
@@ -259,7 +287,18 @@ final class RPCConnection: Sendable {
                     break reading
                 }
                 guard let frame else { break }
-                perform { $0.machine.receive(frame) }
+                let queued = core.withLock { core -> Int? in
+                    apply(core.machine.receive(frame), to: &core)
+                    wakeCapacityWaiters(&core)
+                    guard peerStoppedReading(core) else { return nil }
+                    apply(core.machine.peerStoppedReading(queuedBytes: core.outbound.count), to: &core)
+                    return core.outbound.count
+                }
+                if let queued {
+                    reason = "the peer reads nothing: \(queued) bytes wait for it"
+                    isProblem = true
+                    break reading
+                }
             }
             if core.withLock({ $0.closing }) { break }
         }
@@ -448,6 +487,7 @@ final class RPCConnection: Sendable {
             case .pongReceived(let payload):
                 if core.outstandingPing?.payload == payload { core.outstandingPing = nil }
             case .closeConnection(let error):
+                if !core.closing { armStuckWriteClose() }
                 core.closing = true
                 if core.problem == nil { core.problem = error }
                 core.writer?.resume()

@@ -124,9 +124,10 @@ public final class RPCServer: Sendable {
 
     // MARK: - One call
 
-    /// A name a peer sent (a method, a service for health, a symbol for reflection) as a status message may show it:
-    /// a peer may send a name of megabytes, and a status that echoed it whole would print as megabytes of error (and
-    /// past the frame size would not fit in a frame, so the connection, not the call, would fail).
+    /// A name a peer sent (a method, a service for health, a symbol for reflection; a goaway's reason) as a status
+    /// message or a log line may show it: a peer may send a name of megabytes, and a status that echoed it whole
+    /// would print as megabytes of error (and past the frame size would not fit in a frame, so the connection, not
+    /// the call, would fail).
     static func shown(_ name: String) -> String {
         let limit = 256
         guard name.utf8.count > limit else { return name }
@@ -145,7 +146,8 @@ public final class RPCServer: Sendable {
         if let callLog, let started {
             callLog(
                 CallRecord(
-                    method: call.method,
+                    // Cut short as in statuses: a peer's megabyte method name would make a megabyte log line.
+                    method: Self.shown(call.method),
                     peer: call.peer,
                     code: status.code,
                     duration: ContinuousClock.now - started,

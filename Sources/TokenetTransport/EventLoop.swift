@@ -292,11 +292,15 @@ public final class EventLoop: @unchecked Sendable {
         }
         for handler in Array(handlers.values) { handler.eventLoopStopping() }
         handlers.removeAll()
-        shared.withLock { state in
+        // The timers are dropped after the lock is released: a timer's closure may hold the last reference to an
+        // object whose deinit queues work on this loop, which takes the same lock.
+        let droppedTimers = shared.withLock { state in
             state.stopped = true
-            state.timers.removeAll()
             state.timerOrder.removeAll()
+            defer { state.timers = [:] }
+            return state.timers
         }
+        _ = consume droppedTimers
         // Work queued before `stopped` was set still runs, against stopped handlers; jobs queued after it go to
         // the global executor (see `enqueue(_: ExecutorJob)`).
         while shared.withLock({ !$0.work.isEmpty }) { runTasks() }

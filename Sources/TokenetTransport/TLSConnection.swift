@@ -125,6 +125,13 @@ public final class TLSConnection: Sendable {
         await handle.close()
     }
 
+    /// Ends the connection at once with a TCP reset, without a close_notify: nothing still buffered is sent, and
+    /// pending reads and writes here fail with `.connectionClosed`. For a peer that reads nothing more, which an
+    /// orderly close would wait for until its timeout.
+    public func abort() async {
+        await handle.abort(TransportError(.connectionClosed, "the connection was reset locally"))
+    }
+
     /// The received byte chunks as an async sequence, ending at the peer's close_notify.
     public var chunks: Chunks { Chunks(connection: self) }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetRPC
@@ -77,5 +78,43 @@ import TokenetWire
         let actions = machine.receiveUnreadable(streamID: 1, reason: Self.reason)
         #expect(actions.last == .closeConnection(error: nil))
         #expect(machine.state == .closed)
+    }
+}
+
+/// A call_start larger than the decoder reads (`FrameFormat.maximumCallStartSize`) refuses its call with
+/// RESOURCE_EXHAUSTED, unread; the connection and the calls after it carry on.
+@Suite struct OversizedCallStartTests {
+    @Test func itsCallIsRefusedAndTheNextIsAnswered() async throws {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair(
+            client: PeerIdentity(role: .wallet, nodeID: "wallet-1"), server: nil)
+        let serving = Task { await server.serve(serverEnd) }
+        let encoder = FrameEncoder()
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        let entries = [WireV1.MetadataEntry](repeating: WireV1.MetadataEntry(), count: 600_000)
+        let oversized = WireV1.CallStart(method: TestingV1.Echo.unary.path, metadata: entries)
+        try encoder.encode(WireV1.Frame(streamID: 1, kind: .callStart(oversized)), into: &bytes)
+        for frame in [
+            WireV1.Frame(streamID: 3, kind: .callStart(WireV1.CallStart(method: TestingV1.Echo.unary.path))),
+            WireV1.Frame(streamID: 3, kind: .message(WireV1.Message())),
+            WireV1.Frame(streamID: 3, kind: .halfClose(WireV1.HalfClose())),
+        ] {
+            try encoder.encode(frame, into: &bytes)
+        }
+        try await clientEnd.write(bytes)
+        var decoder = FrameDecoder()
+        var statuses: [UInt32: WireV1.Status] = [:]
+        while statuses.count < 2, let chunk = try await clientEnd.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                if case .status(let status) = frame.kind { statuses[frame.streamID] = status }
+            }
+        }
+        #expect(statuses[1]?.code == .resourceExhausted, "\(String(describing: statuses[1]))")
+        #expect(statuses[1]?.message.contains("may take at most 65536 bytes") == true)
+        #expect(statuses[3]?.code == .ok)
+        await clientEnd.close()
+        serving.cancel()
     }
 }

@@ -133,6 +133,17 @@ public struct FrameDecoder: Sendable {
         guard available - FrameFormat.lengthPrefixSize >= length else { return nil }
         let start = readIndex + FrameFormat.lengthPrefixSize
         let end = start + length
+        // Only a frame larger than the limit can hold a call_start over it: the check costs small frames nothing.
+        if length > FrameFormat.maximumCallStartSize,
+            let (streamID, size) = Self.oversizedCallStart(in: buffer[start..<end]), streamID != 0
+        {
+            consume(through: end)
+            throw WireError(
+                .callStartTooLarge,
+                "call_start of \(size) bytes: the method, metadata and timeout of a call may take at most "
+                    + "\(FrameFormat.maximumCallStartSize) bytes",
+                streamID: streamID)
+        }
         let frame: WireV1.Frame
         do {
             // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied. (It lives only in
@@ -171,6 +182,38 @@ public struct FrameDecoder: Sendable {
             }
             scanIndex -= readIndex
             readIndex = 0
+        }
+    }
+
+    /// The stream id and the size of a frame's `call_start` (field 3) when it is larger than
+    /// `FrameFormat.maximumCallStartSize`; nil otherwise, or when the top level cannot be followed (the generic
+    /// decoder then reports what is wrong).
+    static func oversizedCallStart(in body: ArraySlice<UInt8>) -> (streamID: UInt32, size: Int)? {
+        body.withUnsafeBufferPointer { bytes in
+            var index = 0
+            var streamID: UInt32 = 0
+            var oversized: Int?
+            let end = bytes.count
+            while index < end {
+                guard let key = ProtoVarint.read(bytes, at: &index, end: end) else { return nil }
+                switch key & 7 {
+                case 0:
+                    guard let value = ProtoVarint.read(bytes, at: &index, end: end) else { return nil }
+                    if key >> 3 == 1 { streamID = UInt32(truncatingIfNeeded: value) }
+                case 1, 5:
+                    let size = key & 7 == 1 ? 8 : 4
+                    guard end - index >= size else { return nil }
+                    index += size
+                case 2:
+                    guard let length = ProtoVarint.read(bytes, at: &index, end: end), length <= UInt64(end - index)
+                    else { return nil }
+                    if key >> 3 == 3, length > UInt64(FrameFormat.maximumCallStartSize) { oversized = Int(length) }
+                    index += Int(length)
+                default:
+                    return nil
+                }
+            }
+            return oversized.map { (streamID, $0) }
         }
     }
 

@@ -7,6 +7,11 @@ public enum FrameFormat {
     /// The largest frame (the N of the prefix) a side accepts when its `Settings.max_frame_size` is 0: 4 MiB.
     public static let defaultMaximumFrameSize = 4_194_304
 
+    /// The largest `call_start` (method, metadata and timeout) a side reads: 64 KiB, some hundred times what a call
+    /// carries. A frame may be 4 MiB, and one of tiny metadata entries costs a reader hundreds of thousands of
+    /// strings to build before any check could refuse them; the decoder refuses such a call before it reads it.
+    public static let maximumCallStartSize = 65_536
+
     /// The largest N a 4-byte prefix can express; no maximum can usefully be higher.
     public static let largestExpressibleFrameSize = Int(UInt32.max)
 }

@@ -19,12 +19,15 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case truncatedFrame
         /// The stream opened with the bytes of another protocol (HTTP, or TLS on a plaintext connection).
         case foreignProtocol
+        /// A call_start larger than `FrameFormat.maximumCallStartSize`: its call alone is refused.
+        case callStartTooLarge
     }
 
     public var code: Code
     public var message: String
     /// Set by `FrameDecoder` for a frame it skipped: the frame was well-formed but held an unreadable value
-    /// (`unreadableValue`), so only the call on this stream is concerned and the decoder carries on.
+    /// (`unreadableValue`) or was a call_start too large to read (`callStartTooLarge`), so only the call on this
+    /// stream is concerned and the decoder carries on.
     public var streamID: UInt32?
 
     public init(_ code: Code, _ message: String, streamID: UInt32? = nil) {
