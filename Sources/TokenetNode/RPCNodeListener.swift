@@ -162,9 +162,11 @@ public final class RPCNodeListener: NodeListener {
                 logger.debug("connection closed", ["peer": peer, "duration_ms": milliseconds])
             }
         }
+        // Error messages often echo what the caller sent (an id, a name): one holding a card number leaves masked,
+        // as it would be in a log.
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
-            connectionLog: logConnection)
+            connectionLog: logConnection, statusMessageFilter: { maskPAN($0) })
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says it, with the count of those not shown.
         let refusals = LogThrottle()

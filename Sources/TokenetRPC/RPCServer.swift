@@ -40,6 +40,9 @@ public final class RPCServer: Sendable {
     let callLog: (@Sendable (CallRecord) -> Void)?
     let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
     let handlersOnConnectionLoop: Bool
+    /// Applied to the message of every error status a handler ends with, before it leaves (a node masks what looks
+    /// like a card number: a message that echoes what a caller typed may hold one).
+    let statusMessageFilter: (@Sendable (String) -> String)?
     let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
 
@@ -49,9 +52,11 @@ public final class RPCServer: Sendable {
         timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil,
         connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
-        handlersOnConnectionLoop: Bool = false
+        handlersOnConnectionLoop: Bool = false,
+        statusMessageFilter: (@Sendable (String) -> String)? = nil
     ) {
         self.handlersOnConnectionLoop = handlersOnConnectionLoop
+        self.statusMessageFilter = statusMessageFilter
         self.connectionLog = connectionLog
         self.router = router
         self.settings = settings
@@ -141,7 +146,8 @@ public final class RPCServer: Sendable {
         // the call, and the log line gets a fresh trace id; without one, a trace id present is valid.
         let metadataProblem = call.metadata.problem
         let traceID = (metadataProblem == nil ? call.metadata.traceID : nil) ?? Metadata.newTraceID()
-        let status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
+        var status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
+        if status.code != .ok, let statusMessageFilter { status.message = statusMessageFilter(status.message) }
         await call.finish(status)
         if let callLog, let started {
             callLog(

@@ -62,7 +62,9 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             guard request.title.count <= 100, request.body.count <= 2000 else {
                 throw TSPError(.invalidArgument, "title is at most 100 characters and body at most 2000")
             }
-            let body = TspV1.MessagingBody(title: request.title, body: request.body, action: request.action)
+            // Free text for the cardholder's screens, kept by the broker: a card number in it is masked, as in a log.
+            let body = TspV1.MessagingBody(
+                title: maskPAN(request.title), body: maskPAN(request.body), action: request.action)
             let id = await tsp.publish(
                 D1.notification(.messaging, from: .cps, cardID: token.digitalCardID, body: .messaging(body)),
                 about: token, to: [.wallet, .issuerApp], log: log)

@@ -22,6 +22,12 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                 throw TSPError(.invalidArgument, "amount_minor must be positive (minor units, e.g. cents)")
             }
             guard !request.merchant.isEmpty else { throw TSPError(.invalidArgument, "merchant is required") }
+            guard request.merchant.count <= 100 else {
+                throw TSPError(.invalidArgument, "merchant is at most 100 characters")
+            }
+            // Free text goes to the TSP's store and to every party's screen: a card number typed into it (a test
+            // that pastes one) is kept masked, never in the clear.
+            let merchant = maskPAN(request.merchant)
             let currency = request.currency.isEmpty ? "USD" : request.currency.uppercased()
             guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isLetter }) else {
                 throw TSPError(.invalidArgument, "currency must be an ISO 4217 code such as USD")
@@ -34,7 +40,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             let nowMs = tsp.nowMs
             var transaction = TspV1.TspTransaction(
                 transactionID: "txn-" + UUID().uuidString.lowercased().prefix(12), digitalCardID: token.digitalCardID,
-                amountMinor: request.amountMinor, currency: currency, merchant: request.merchant, atMs: nowMs,
+                amountMinor: request.amountMinor, currency: currency, merchant: merchant, atMs: nowMs,
                 approved: !request.authn)
             if request.authn {
                 transaction.authnRequestID = "authn-" + UUID().uuidString.lowercased().prefix(12)

@@ -114,6 +114,20 @@ import TokenetTestSupport
         #expect(result.stderr.contains("/tokenet.health.v1.Health/Nope"))
     }
 
+    /// An error message that echoes what the caller sent leaves the node with anything like a card number masked.
+    @Test func aCardNumberEchoedInAnErrorIsMasked() async throws {
+        let result = try await runTokenet(
+            [
+                "call", address, "tokenet.tsp.v1.TspControl/TokenHistory", "-d",
+                #"{"digitalCardId": "4761000010000009"}"#,
+            ]
+                + tls)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("ERROR: NOT_FOUND: "))
+        #expect(result.stderr.contains("************0009"), "\(result.stderr)")
+        #expect(!result.stderr.contains("4761000010000009"))
+    }
+
     @Test func callWithBadJSONNamesTheField() async throws {
         let result = try await runTokenet(
             ["call", address, "tokenet.health.v1.Health/Check", "-d", #"{"servce": ""}"#] + tls)
