@@ -61,7 +61,7 @@ struct HealthChoreography: DemoChoreography {
                 stream = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
                 peer = "plaintext"
             }
-            let client = RPCClient(stream: stream)
+            let client = RPCClient(stream: stream, timers: InspectSession.timers)
             let started = ContinuousClock.now
             let response = try await client.unary(
                 HealthV1.Health.check,

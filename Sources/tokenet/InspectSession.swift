@@ -23,9 +23,19 @@ final class InspectSession: Sendable {
     /// Tokenet node, or a stuck one) ends the command instead of holding it forever. Generous, because a node under
     /// load may be slow to greet, and a `--deadline` still ends the command sooner.
     static let helloTimeout = Duration.seconds(30)
+    /// Ping the node after this long without hearing from it. Without pings a node cut off by the network (a
+    /// partition drops packets, it sends no reset) left a call without `--deadline`, such as a `Watch`, waiting
+    /// forever: TCP alone notices nothing while the CLI has nothing to send.
+    static let keepaliveInterval = Duration.seconds(10)
+    /// How long a ping may stay unanswered before the connection closes and its calls fail UNAVAILABLE. A node
+    /// answers pings from its event loop even while its handlers are busy, so this is long only for a slow network.
+    static let keepaliveTimeout = Duration.seconds(10)
+    /// The limits of every connection the CLI opens to a node.
+    static let timers = ConnectionTimers(
+        keepaliveInterval: keepaliveInterval, keepaliveTimeout: keepaliveTimeout, helloTimeout: helloTimeout)
 
     private init(stream: any ByteStream, options: InspectOptions, loop: EventLoop, deadline: ContinuousClock.Instant?) {
-        client = RPCClient(stream: stream, timers: ConnectionTimers(helloTimeout: Self.helloTimeout))
+        client = RPCClient(stream: stream, timers: Self.timers)
         refusals = stream as? CertificateRefusalWatch
         self.options = options
         self.loop = loop
@@ -162,7 +172,7 @@ final class InspectSession: Sendable {
             do {
                 result = .success(try await body(session))
             } catch {
-                result = finish(with: session.refusal(behind: error) ?? error)
+                result = finish(with: session.refusal(behind: error) ?? session.silence(behind: error) ?? error)
             }
             await session.close()
             return result
@@ -178,6 +188,20 @@ final class InspectSession: Sendable {
         else { return nil }
         return CLIError(
             .connection, "\(options.address): \(refusal.message); check --cert \(files.certificateFile)")
+    }
+
+    /// The node's silence when that is what ended the connection `error` reports: the keepalive ping went
+    /// unanswered, which the RPC layer words for its own log ("no answer to keepalive ping"); a person at the CLI
+    /// learns here which node stopped answering and for how long. Still UNAVAILABLE (exit status 78).
+    private func silence(behind error: any Error) -> RPCError? {
+        guard let error = error as? RPCError, error.code == .unavailable,
+            error.message.contains("no answer to keepalive ping")
+        else { return nil }
+        let silent = Self.keepaliveInterval + Self.keepaliveTimeout
+        return RPCError(
+            .unavailable,
+            "\(options.address) stopped answering: nothing heard for \(silent.components.seconds) s, and a keepalive "
+                + "ping went unanswered (the node or the network to it is down); the connection was closed")
     }
 
     /// A status prints and gives 64 + code; a `CLIError` passes through; anything else is a failed call.

@@ -50,46 +50,85 @@ import TokenetTestSupport
         #expect(outcome.proxyExit?.reason == .exit && outcome.proxyExit?.status == 0)
     }
 
-    static func run() throws -> Outcome {
-        var outcome = Outcome()
-        let pki = DevelopmentPKI.shared
-        let data = try TemporaryDirectory()
-        let readyFile = data.path("ready.json")
-        let node = try LaunchedProcess.tspNode(in: data)
-        defer { PythonClientInteropTests.stop(node.process) }
-        let nodeAddress = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
-            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+    /// A `tsp-node` and a `tokenet proxy` in front of it, both stopped when it goes.
+    final class Rig {
+        let data: TemporaryDirectory
+        let node: LaunchedProcess
+        let proxy = Process()
+        let commands = Pipe()
+        let output: String
+        let banner: String
+        /// Where the proxy listens.
+        let address: String
+        let tls: [String]
+
+        init() throws {
+            let pki = DevelopmentPKI.shared
+            data = try TemporaryDirectory()
+            let readyFile = data.path("ready.json")
+            node = try LaunchedProcess.tspNode(in: data)
+            let nodeAddress = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+            }
+            proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
+            proxy.arguments = ["proxy", "--to", nodeAddress]
+            proxy.standardInput = commands
+            output = data.path("proxy.out")
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            proxy.standardError = proxy.standardOutput
+            try proxy.run()
+            let output = output
+            banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
+                Self.lines(of: output).first
+            }
+            address = String(banner.split(separator: " ")[1].dropFirst("listen=".count))
+            tls = [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ]
         }
 
-        let proxy = Process()
-        proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
-        proxy.arguments = ["proxy", "--to", nodeAddress]
-        let commands = Pipe()
-        proxy.standardInput = commands
-        let output = data.path("proxy.out")
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        proxy.standardError = proxy.standardOutput
-        try proxy.run()
-        defer { PythonClientInteropTests.stop(proxy) }
-        func lines() -> [String] {
-            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        deinit {
+            PythonClientInteropTests.stop(proxy)
+            PythonClientInteropTests.stop(node.process)
         }
-        outcome.banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") { lines().first }
-        let address = outcome.banner.split(separator: " ")[1].dropFirst("listen=".count)
+
+        static func lines(of file: String) -> [String] {
+            ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        func lines() -> [String] { Self.lines(of: output) }
+
+        /// Sends the proxy a command and waits for its answer.
         func send(_ line: String) throws {
             let answered = lines().count
             commands.fileHandleForWriting.write(Data((line + "\n").utf8))
             _ = try PythonClientInteropTests.waitFor(proxy, "an answer to \(line)") {
-                lines().count > answered ? true : nil
+                self.lines().count > answered ? true : nil
             }
         }
-        let tls = [
-            "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
-        ]
+
+        /// `tokenet call … Health/Watch` through the proxy, once it has shown its first answer.
+        func watch() throws -> LaunchedProcess {
+            let watch = try LaunchedProcess(
+                "tokenet", ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls)
+            _ = try PythonClientInteropTests.waitFor(watch.process, "the Watch's first answer") {
+                let shown = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
+                return shown.contains("SERVING") ? true : nil
+            }
+            return watch
+        }
+    }
+
+    static func run() throws -> Outcome {
+        var outcome = Outcome()
+        let rig = try Rig()
+        outcome.banner = rig.banner
+        let proxy = rig.proxy
+        func send(_ line: String) throws { try rig.send(line) }
         func check(_ extra: [String] = []) throws -> ProcessResult {
             try LaunchedProcess.run(
-                "tokenet", ["call", String(address), "tokenet.health.v1.Health/Check", "-d", "{}"] + tls + extra)
+                "tokenet", ["call", rig.address, "tokenet.health.v1.Health/Check", "-d", "{}"] + rig.tls + extra)
         }
 
         outcome.plain = try check()
@@ -109,21 +148,37 @@ import TokenetTestSupport
         try send("none")
 
         // A Watch stays open until its connection goes: the reset must end it.
-        let watch = try LaunchedProcess(
-            "tokenet", ["call", String(address), "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls)
-        _ = try PythonClientInteropTests.waitFor(watch.process, "the Watch's first answer") {
-            let shown = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
-            return shown.contains("SERVING") ? true : nil
-        }
+        let watch = try rig.watch()
         try send("status")
         try send("reset")
         outcome.watchAfterReset = try watch.waitForExit(limit: 30)
-        outcome.answers = lines().dropFirst().joined(separator: "\n")
+        outcome.answers = rig.lines().dropFirst().joined(separator: "\n")
 
         proxy.terminate()
         proxy.waitUntilExit(killingAfter: 30)
         outcome.proxyExit = (proxy.terminationReason, proxy.terminationStatus)
+        withExtendedLifetime(rig) {}
         return outcome
+    }
+
+    /// A partition drops the traffic without a reset, so the connection looks open: only the CLI's keepalive ping
+    /// notices that the node went silent. The Watch, which has no deadline, then ends UNAVAILABLE (64 + 14) within
+    /// the 10 s of silence plus the 10 s the ping may stay unanswered, instead of waiting forever.
+    @Test func aPartitionEndsAWatchThatHasNoDeadline() async throws {
+        let (result, seconds) = try await offThePool { () throws -> (ProcessResult, Double) in
+            let rig = try Rig()
+            let watch = try rig.watch()
+            try rig.send("partition")
+            let started = Date()
+            // The rig (and so the partitioning proxy) must outlive the wait: a proxy that exits resets the connection.
+            let result = try withExtendedLifetime(rig) { try watch.waitForExit(limit: 60) }
+            return (result, Date().timeIntervalSince(started))
+        }
+        #expect(result.status == 78, "\(result)")
+        #expect(result.stdout.contains("SERVING_STATUS_SERVING"), "\(result)")
+        #expect(result.stderr.contains("ERROR: UNAVAILABLE: "), "\(result.stderr)")
+        #expect(result.stderr.contains("stopped answering"), "\(result.stderr)")
+        #expect(seconds < 40, "\(seconds) s")
     }
 
     @Test func badOptionsAreUsageErrors() async throws {
