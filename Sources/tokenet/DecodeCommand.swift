@@ -100,14 +100,11 @@ enum DecodeCommand {
                 command: "decode", limit: inputLimit,
                 overLimit: CLIError(.usage, "decode: standard input holds more than 64 MiB, the most decode reads"))
         }
-        let url = URL(fileURLWithPath: file)
+        // A regular file that is too large is refused before reading; anything else (a pipe) as soon as it is.
         let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
-        guard size <= inputLimit else { throw CLIError(.usage, "decode: \(file) holds more than 64 MiB") }
-        do {
-            return Array(try Data(contentsOf: url))
-        } catch {
-            throw CLIError(.usage, "decode: cannot read \(file)", cause: DescribedError(error))
-        }
+        let overLimit = CLIError(.usage, "decode: \(file) holds more than 64 MiB")
+        guard size <= inputLimit else { throw overLimit }
+        return try StandardInput.readAll(file: file, command: "decode", limit: inputLimit, overLimit: overLimit)
     }
 
     static func message(_ bytes: [UInt8], as type: any ProtoMessage.Type) throws(CLIError) -> String {

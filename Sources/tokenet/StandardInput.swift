@@ -1,6 +1,6 @@
 import Foundation
 
-/// Reads all of standard input with read(2), reporting failures instead of trapping.
+/// Reads all of standard input, or of a file given by name, with read(2), reporting failures instead of trapping.
 ///
 /// `FileHandle.readDataToEndOfFile()` traps on a read error, which a directory (`< /tmp`) or a closed descriptor
 /// (`<&-`) causes; the CLI must say what went wrong and exit with a usage error instead.
@@ -14,15 +14,34 @@ enum StandardInput {
     static func readAll(command: String, limit: Int, overLimit: @autoclosure () -> CLIError) throws(CLIError)
         -> [UInt8]
     {
+        try readAll(descriptor: 0, named: "standard input", command: command, limit: limit, overLimit: overLimit())
+    }
+
+    /// All of `file`, read as a stream: a FIFO, `/dev/stdin` or a shell's `<(…)` works as well as a regular file.
+    /// (`Data(contentsOf:)` refused those with "Permission denied", though the person could read them.)
+    static func readAll(file: String, command: String, limit: Int, overLimit: @autoclosure () -> CLIError)
+        throws(CLIError) -> [UInt8]
+    {
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CLIError(.usage, "\(command): cannot read \(file): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        return try readAll(descriptor: descriptor, named: file, command: command, limit: limit, overLimit: overLimit())
+    }
+
+    private static func readAll(
+        descriptor: Int32, named name: String, command: String, limit: Int, overLimit: @autoclosure () -> CLIError
+    ) throws(CLIError) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Foundation.read(0, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
             if count == 0 { return bytes }
             if count < 0 {
                 let error = errno
                 if error == EINTR { continue }
-                throw CLIError(.usage, "\(command): cannot read standard input: \(String(cString: strerror(error)))")
+                throw CLIError(.usage, "\(command): cannot read \(name): \(String(cString: strerror(error)))")
             }
             guard bytes.count + count <= limit else { throw overLimit() }
             bytes += chunk[..<count]

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 import TokenetWire
 
 /// `tokenet decode` on bytes made with the frame encoder, as a person would feed it one side of a connection.
@@ -101,6 +102,50 @@ import TokenetWire
         #expect(result.status == 1)
         #expect(result.stdout.contains("\"method\": \"/tokenet.health.v1.Health/Check\""), "\(result.stdout)")
         #expect(result.stderr.contains("decode: frame 4 (after 3 whole frames) cannot be decoded"), "\(result.stderr)")
+    }
+
+    /// A file that is not a regular one (`/dev/stdin` on a pipe, a FIFO, a shell's `<(…)`) is read as a stream:
+    /// reading it whole at once was refused with "Permission denied".
+    @Test func aPipeGivenByNameIsReadAsAStream() async throws {
+        let bytes = Data(try Self.clientSide())
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(bytes)
+        try pipe.fileHandleForWriting.close()
+        let input = pipe.fileHandleForReading
+        let fromStdin = try await offThePool { try runTokenet(["decode", "/dev/stdin"], standardInput: input) }
+        #expect(fromStdin.status == 0, "\(fromStdin.stderr)")
+        #expect(fromStdin.stdout.contains("\"method\": \"/tokenet.health.v1.Health/Check\""), "\(fromStdin.stdout)")
+
+        let directory = try TemporaryDirectory()
+        let fifo = directory.path("client.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // The writer waits for its reader, the command, but not forever: a command that never opens the FIFO must
+        // fail the test, not leave a thread blocked in open(2).
+        let writer = Thread {
+            let limit = Date().addingTimeInterval(30)
+            var descriptor = open(fifo, O_WRONLY | O_NONBLOCK)
+            while descriptor < 0 && errno == ENXIO && Date() < limit {
+                usleep(10_000)
+                descriptor = open(fifo, O_WRONLY | O_NONBLOCK)
+            }
+            guard descriptor >= 0 else { return }
+            _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+        }
+        writer.start()
+        let fromFIFO = try await runTokenet(["decode", fifo])
+        #expect(fromFIFO.status == 0, "\(fromFIFO.stderr)")
+        #expect(fromFIFO.stdout.contains("\"text\": \"abc123def456789\""), "\(fromFIFO.stdout)")
+    }
+
+    @Test func aFileThatCannotBeReadIsNamedWithTheReason() async throws {
+        let directory = try TemporaryDirectory()
+        let missing = try await runTokenet(["decode", directory.path("nothing.bin")])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("decode: cannot read \(directory.path("nothing.bin")): No such file"))
+        let folder = try await runTokenet(["decode", directory.url.path])
+        #expect(folder.status == 2)
+        #expect(folder.stderr.contains("Is a directory"), "\(folder.stderr)")
     }
 
     @Test(arguments: [
