@@ -24,6 +24,23 @@ public final class NodeRuntime: Sendable {
         self.dataDirectoryLock = dataDirectoryLock
     }
 
+    /// Creates the data directory unless it exists. A file where it (or a directory above it) should be is a wrong
+    /// `--data-dir`, a configuration mistake (exit status 2) that the message names, not a failing disk.
+    static func makeDataDirectory(_ path: String, isDefault: Bool) throws(NodeError) {
+        let named = isDefault ? "the default data directory \(path)" : path
+        if let file = DirectoryPath.blockingFile(on: path) {
+            let problem = file == path ? "is a file" : "cannot be made: \(file) is a file"
+            throw NodeError(
+                .config,
+                "--data-dir: \(named) \(problem), not a directory; give a directory, or a path where one can be made")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw NodeError(.io, "--data-dir: cannot create \(named)", cause: DescribedError(error))
+        }
+    }
+
     /// Checks files, prepares the data directory, binds, and announces readiness through `announce` (stdout in a
     /// real node) and the ready file.
     public static func start(
@@ -35,11 +52,7 @@ public final class NodeRuntime: Sendable {
         try checkOwnIdentity(options, spec: spec)
         if let path = options.readyFile { try ReadyFile.checkWritable(path) }
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
-        do {
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        } catch {
-            throw NodeError(.io, "cannot create data directory \(dataDirectory)", cause: DescribedError(error))
-        }
+        try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
         let lock = try DataDirectoryLock(directory: dataDirectory)
         var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")
         if peerText.isEmpty { peerText = "none" }

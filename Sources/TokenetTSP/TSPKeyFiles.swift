@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 
 /// The TSP's keys on disk, in `<data dir>/keys`: the current card-data key `card-key-current.pem`, retired keys
 /// `card-key-retired-*.pem` (still decrypting), the DataVault key `data-vault.key` and the access-token key `access-token.key`, every file
@@ -35,8 +36,16 @@ enum TSPKeyFiles {
         try SecretKeyFile.loadOrCreate(path: try makeDirectory(dataDirectory) + "/access-token.key")
     }
 
+    /// Creates `<data dir>/keys` unless it exists. A file by that name is refused with its path and what to do,
+    /// where Foundation's own error read `NSCocoaErrorDomain Code=516 "A file with the same name already exists."`.
     private static func makeDirectory(_ dataDirectory: String) throws -> String {
         let path = directory(in: dataDirectory)
+        if DirectoryPath.blockingFile(on: path) == path {
+            throw NodeError(
+                .config,
+                "\(path) is a file, but the TSP keeps its keys in a directory by that name; move the file away "
+                    + "(if it is a backup of the keys, restore them into the directory)")
+        }
         try FileManager.default.createDirectory(
             atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return path

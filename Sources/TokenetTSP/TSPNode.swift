@@ -74,6 +74,8 @@ public enum TSPNode {
                 store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
                 accessTokenVerifier: accessTokens)
+        } catch let error as NodeError {
+            throw error
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

@@ -117,6 +117,29 @@ import TokenetWire
         try await offThePool { second.stop() }
     }
 
+    /// A file where the data directory should be is a wrong --data-dir (status 2), named as such, where mkdir's
+    /// "File exists" (status 1) left the person guessing.
+    @Test func aFileAsTheDataDirectoryIsAConfigError() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("afile")
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
+        for (dataDirectory, message) in [
+            (file, "--data-dir: \(file) is a file, not a directory; give a directory, or a path where one can be made"),
+            (file + "/sub", "--data-dir: \(file)/sub cannot be made: \(file) is a file, not a directory"),
+        ] {
+            var options = NodeOptions()
+            options.plaintext = true
+            options.dataDirectory = dataDirectory
+            let failure = try #require(throws: NodeError.self) {
+                _ = try NodeRuntime.start(
+                    spec: .tsp, options: options, logger: Self.logger(),
+                    announce: { _ in Issue.record("the node announced readiness") })
+            }
+            #expect(failure.exitStatus == 2)
+            #expect(failure.description.hasPrefix(message), "\(failure.description)")
+        }
+    }
+
     @Test func missingTLSFileIsAConfigError() throws {
         var options = NodeOptions()
         options.certificatePath = "/nonexistent/tsp.pem"

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -55,6 +56,26 @@ import TokenetWire
         let tokens = try await second.control.listTokens(TspV1.ListTokensRequest()).tokens
         #expect(tokens.map(\.digitalCardID) == [pending.token.digitalCardID])
         #expect(tokens.first?.state == .active)
+    }
+
+    /// A file where the keys directory should be is named with what to do (status 2), not reported as Foundation's
+    /// `NSCocoaErrorDomain Code=516 "A file with the same name already exists."`.
+    @Test func aFileInPlaceOfTheKeysDirectoryIsNamed() throws {
+        let directory = try TSPHarness.temporaryDirectory()
+        let keys = directory + "/keys"
+        _ = FileManager.default.createFile(atPath: keys, contents: Data("not keys".utf8))
+        let failure = try #require(throws: NodeError.self) {
+            try TSPNode.services(
+                dataDirectory: directory, issuers: IssuerDirectory(routes: [:], fallback: nil),
+                logger: Logger(node: "tsp-node", sink: MemoryLogSink()))
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "\(keys) is a file, but the TSP keeps its keys in a directory by that name; move the file away "
+                + "(if it is a backup of the keys, restore them into the directory)")
+        #expect(throws: NodeError.self) { try TSPKeyFiles.loadKeyring(dataDirectory: directory) }
+        #expect(throws: NodeError.self) { try TSPKeyFiles.loadAccessTokenKey(dataDirectory: directory) }
     }
 
     @Test func keysAreCreatedOncePrivateAndReused() async throws {
