@@ -24,6 +24,7 @@ public enum NodeMain {
             case .run(let parsed):
                 options = parsed
             }
+            if let parent = options.parentPID { try ParentWatch.checkRunning(Int32(parent)) }
         } catch {
             writeStandardError("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option.")
             exit(error.exitStatus)

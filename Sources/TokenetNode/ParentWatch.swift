@@ -20,6 +20,17 @@ enum ParentWatch {
         thread.start()
     }
 
+    /// Refuses a `--parent-pid` that names no process (a usage error, exit status 2): the watch would find it gone
+    /// at once, and the node would print READY, then stop with status 0 as if all were well. A process of another
+    /// user (EPERM) exists and is watched like any other.
+    static func checkRunning(_ parent: Int32) throws(NodeError) {
+        guard kill(parent, 0) != 0, errno == ESRCH else { return }
+        throw NodeError(
+            .usage,
+            "--parent-pid \(parent): no process \(parent) is running; give the id of the process whose end should "
+                + "stop this node")
+    }
+
     static func ended(_ parent: Int32, wasChild: Bool) -> Bool {
         if wasChild { return getppid() != parent }
         return kill(parent, 0) != 0 && errno == ESRCH

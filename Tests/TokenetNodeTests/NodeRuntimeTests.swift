@@ -140,6 +140,21 @@ import TokenetWire
         }
     }
 
+    /// `--parent-pid` naming no process is refused before the node starts (status 2): the node printed READY and
+    /// then stopped at once with status 0, as if all were well.
+    @Test func aParentPIDOfNoProcessIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", directory.path("data"), "--parent-pid",
+                "999999999",
+            ])
+        #expect(result.status == 2, "\(result)")
+        #expect(!result.stdout.contains("READY"), "\(result.stdout)")
+        #expect(result.stderr.contains("--parent-pid 999999999: no process 999999999 is running"), "\(result.stderr)")
+    }
+
     @Test func missingTLSFileIsAConfigError() throws {
         var options = NodeOptions()
         options.certificatePath = "/nonexistent/tsp.pem"
