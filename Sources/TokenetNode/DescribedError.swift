@@ -18,7 +18,9 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
     }
 
     /// For an error from decoding `data` as JSON: a syntax error names where the text stops being JSON, which
-    /// `JSONDecoder` does not say.
+    /// `JSONDecoder` does not say, and a value of the wrong kind is named by its key with what it must be and what
+    /// it is (`"device" must be a JSON object, not a string`), in place of Swift's
+    /// `Expected to decode Dictionary<String, Any> but found a string instead.`
     public init(decoding error: any Error, of data: Data) {
         if case DecodingError.dataCorrupted(let context) = error, context.codingPath.isEmpty {
             do {
@@ -28,7 +30,82 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
                 return
             }
         }
+        if case DecodingError.typeMismatch(let type, let context) = error {
+            let found = (try? JSONDecoder().decode(JSONShape.self, from: data))?.at(context.codingPath)?.kind
+            let expected = Self.jsonKind(type)
+            if context.codingPath.isEmpty {
+                self.init(description: found.map { "it holds \($0), not \(expected)" } ?? "it is not \(expected)")
+            } else {
+                let key = String(Self.at(context.codingPath).dropLast(2))
+                self.init(description: "\(key) must be \(expected)" + (found.map { ", not \($0)" } ?? ""))
+            }
+            return
+        }
         self.init(error)
+    }
+
+    /// What a JSON value of Swift type `type` is called in a message.
+    private static func jsonKind(_ type: Any.Type) -> String {
+        let name = String(describing: type)
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        case is any BinaryInteger.Type: return "a whole number"
+        case is any BinaryFloatingPoint.Type: return "a number"
+        default:
+            if name.hasPrefix("Dictionary<") { return "a JSON object" }
+            if name.hasPrefix("Array<") { return "a JSON array" }
+            return "a JSON object"
+        }
+    }
+
+    /// The shape of a JSON document, only to say what kind of value stands where another was expected.
+    private indirect enum JSONShape: Decodable {
+        case null, bool, number, string
+        case array([JSONShape])
+        case object([String: JSONShape])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if (try? container.decode(Bool.self)) != nil {
+                self = .bool
+            } else if (try? container.decode(Double.self)) != nil {
+                self = .number
+            } else if (try? container.decode(String.self)) != nil {
+                self = .string
+            } else if let array = try? container.decode([JSONShape].self) {
+                self = .array(array)
+            } else {
+                self = .object(try container.decode([String: JSONShape].self))
+            }
+        }
+
+        /// The value at `path`, if the document has one there.
+        func at(_ path: [any CodingKey]) -> JSONShape? {
+            guard let key = path.first else { return self }
+            switch self {
+            case .array(let elements):
+                guard let index = key.intValue, elements.indices.contains(index) else { return nil }
+                return elements[index].at(Array(path.dropFirst()))
+            case .object(let members):
+                return members[key.stringValue]?.at(Array(path.dropFirst()))
+            default:
+                return nil
+            }
+        }
+
+        var kind: String {
+            switch self {
+            case .null: "null"
+            case .bool: "a boolean"
+            case .number: "a number"
+            case .string: "a string"
+            case .array: "an array"
+            case .object: "a JSON object"
+            }
+        }
     }
 
     private static func reason(of error: any Error) -> String {

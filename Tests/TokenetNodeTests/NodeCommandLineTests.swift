@@ -285,6 +285,7 @@ import Testing
         (#"{"idle-poll-us": 2000000}"#, "expected microseconds from 0 to 1000000, got '2000000'"),
         (#"{"log-level": "loud"}"#, #""log-level" in cfg.json: expected trace"#),
         (#"["listen"]"#, "must hold one JSON object"),
+        ("[1,2]", "config file cfg.json must hold one JSON object: it holds an array, not a JSON object"),
         ("{not json", "must hold one JSON object"),
     ])
     func configErrorsNameTheKey(config: String, message: String) throws {

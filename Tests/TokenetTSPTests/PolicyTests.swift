@@ -115,6 +115,8 @@ extension CardV1.WalletRiskData {
         (#"{"otp_validity_ms": 0}"#, "from 1 to 86400000"),
         (#"{"otp_max_attempts": 11}"#, "from 1 to 10"),
         ("[1]", "one JSON object"),
+        // In words, not Swift's "Expected to decode Dictionary<String, Any> but found an array instead."
+        ("[]", "must hold one JSON object of policy settings: it holds an array, not a JSON object"),
         ("{", "one JSON object"),
     ])
     func badFilesAreConfigurationErrors(json: String, message: String) throws {
@@ -122,7 +124,7 @@ extension CardV1.WalletRiskData {
             try load(json)
         } throws: { error in
             guard let error = error as? NodeError else { return false }
-            return error.code == .config && error.message.contains(message)
+            return error.code == .config && error.description.contains(message)
         }
     }
 }

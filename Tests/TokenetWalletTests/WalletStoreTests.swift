@@ -126,14 +126,19 @@ import TokenetWire
     }
 
     /// A value of the wrong type names its key, in words rather than as Foundation's `DecodingError` dump.
-    @Test func aValueOfTheWrongTypeIsNamedByItsKey() throws {
+    @Test(arguments: [
+        (#"{"device": {"deviceId": 5}}"#, #""device.deviceId" must be a string, not a number"#),
+        (#"{"device": "x"}"#, #""device" must be a JSON object, not a string"#),
+        (#"{"risk": {"accountScore": "2"}}"#, #""risk.accountScore" must be a whole number, not a string"#),
+        (#"{"risk": [1]}"#, #""risk" must be a JSON object, not an array"#),
+        (#"{"provider": true}"#, #""provider" must be a string, not a boolean"#),
+        ("[1, 2]", "it holds an array, not a JSON object"),
+    ])
+    func aValueOfTheWrongTypeIsNamedByItsKey(json: String, message: String) throws {
         let failure = try #require(throws: NodeError.self) {
-            try WalletConfiguration.parse(Data(#"{"device": {"deviceId": 5}}"#.utf8), path: "w.json")
+            try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
         }
         #expect(failure.exitStatus == 2)
-        #expect(
-            failure.description
-                == #"w.json is not a wallet configuration: "device.deviceId": Expected to decode String but found number instead."#
-        )
+        #expect(failure.description == "w.json is not a wallet configuration: " + message)
     }
 }
