@@ -45,6 +45,20 @@ public struct IdvMethodSpec: Codable, Sendable, Equatable {
         case otpEmail = "OTP_EMAIL"
         case appToApp = "APP_TO_APP"
         case callCenter = "CALL_CENTER"
+
+        /// Names the accepted values: the synthesized decoding said only
+        /// `Cannot initialize Kind from invalid String value TELEPATHY`.
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let kind = Kind(rawValue: text) else {
+                let accepted = Self.allCases.map(\.rawValue).joined(separator: ", ")
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(
+                        codingPath: decoder.codingPath,
+                        debugDescription: "unknown ID&V method \"\(text)\"; the methods are \(accepted)"))
+            }
+            self = kind
+        }
     }
 
     public var type: Kind

@@ -1,17 +1,26 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 
 extension IssuerFixture {
     /// Reads, parses and validates a fixture file.
     public static func load(path: String) throws(IssuerError) -> IssuerFixture {
-        guard FileManager.default.fileExists(atPath: path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw IssuerError(.fixture, "the fixture file \(path) does not exist")
+        }
+        // Foundation's error for a directory is `NSCocoaErrorDomain Code=256 "(null)"` with "Is a directory" deep in
+        // its user info.
+        guard !isDirectory.boolValue else {
+            throw IssuerError(
+                .fixture,
+                "--fixtures \(path) is a directory; give the fixture's JSON file, such as Tools/fixtures/issuer.json")
         }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw IssuerError(.fixture, "cannot read the fixture file \(path)", cause: IssuerDescribedError(error))
+            throw IssuerError(.fixture, "cannot read the fixture file \(path)", cause: DescribedError(error))
         }
         do {
             return try parse(data)

@@ -82,6 +82,11 @@ import TokenetCard
         BadCase(
             change: card(0) { $0["digitization"] = ["rule": "maybe"] },
             message: "cards[0].digitization.rule: unknown rule 'maybe'"),
+        // The accepted values are named, not only the one that is wrong.
+        BadCase(
+            change: card(4) { $0["digitization"] = ["rule": "step-up", "idv": [["type": "TELEPATHY"]]] },
+            message: "cards[4].digitization.idv[0].type: unknown ID&V method \"TELEPATHY\"; the methods are "
+                + "OTP_SMS, OTP_EMAIL, APP_TO_APP, CALL_CENTER"),
         BadCase(change: card(0) { $0.removeValue(forKey: "cvc") }, message: "cards[0]: missing \"cvc\""),
         BadCase(change: card(0) { $0["expiry"] = 1229 }, message: "cards[0].expiry: expected a string"),
         BadCase(
@@ -144,5 +149,13 @@ import TokenetCard
         #expect(notJSON?.message == "the fixture is not valid JSON")
         let missing = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: "/nonexistent/issuer.json") }
         #expect(missing?.message == "the fixture file /nonexistent/issuer.json does not exist")
+        // Foundation's `NSCocoaErrorDomain Code=256 "(null)"` for a directory said nothing a person could act on.
+        let directory = FileManager.default.temporaryDirectory.path
+        let folder = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: directory) }
+        #expect(folder?.code == .fixture)
+        #expect(
+            folder?.description
+                == "--fixtures \(directory) is a directory; give the fixture's JSON file, such as Tools/fixtures/issuer.json"
+        )
     }
 }
