@@ -56,6 +56,9 @@ final class TSPLink: Sendable {
         }
     }
 
+    /// Answers that say the TSP will not take this registration as it is, rather than that it cannot be reached.
+    static let refusals: Set<StatusCode> = [.permissionDenied, .failedPrecondition, .invalidArgument, .alreadyExists]
+
     /// Registers until an attempt succeeds (or the task is cancelled), logging the outcome.
     func registerUntilDone(
         logger: Logger, machine: RegistrationStateMachine = RegistrationStateMachine(),
@@ -74,10 +77,17 @@ final class TSPLink: Sendable {
                     // Cancelled: the node is stopping, and the failure is its own doing.
                     if Task.isCancelled { return }
                     next = machine.attemptFailed()
-                    // The first failure and every tenth are warnings; the rest would only repeat them.
-                    let level: LogLevel = attempt == 1 || attempt % 10 == 0 ? .warning : .debug
+                    // The first failure and every tenth are logged; the rest would only repeat them. A TSP that
+                    // is down is expected while it starts (a warning); one that refuses this issuer (another node
+                    // holds its id, its BIN ranges overlap another issuer's, the fixture is wrong) needs a person,
+                    // so it is an error, though the node retries in case the TSP's side is what changes.
+                    let refused = (error as? RPCError).map { Self.refusals.contains($0.code) } ?? false
+                    let shown = attempt == 1 || attempt % 10 == 0
                     logger.log(
-                        level, "registration with the TSP failed; retrying",
+                        shown ? (refused ? .error : .warning) : .debug,
+                        refused
+                            ? "the TSP refused this issuer's registration; fix the cause (retrying)"
+                            : "registration with the TSP failed; retrying",
                         [
                             "attempt": "\(attempt)", "error": "\(error)",
                         ])

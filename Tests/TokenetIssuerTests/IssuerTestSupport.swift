@@ -120,6 +120,8 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         var receiptAccounts: [String] = []
         /// When set, CreatePushReceipt fails with it.
         var refusal: RPCError?
+        /// When set, RegisterIssuer fails with it (and records nothing).
+        var registrationRefusal: RPCError?
     }
 
     let key: RSAPrivateKey
@@ -132,7 +134,10 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
     func registerIssuer(
         _ request: TspV1.RegisterIssuerRequest, context: ServerContext
     ) async throws -> TspV1.RegisterIssuerResponse {
-        state.withLock { $0.registrations.append(request) }
+        try state.withLock { state in
+            if let refusal = state.registrationRefusal { throw refusal }
+            state.registrations.append(request)
+        }
         return TspV1.RegisterIssuerResponse(tspPublicKeyIdentifier: key.kid, tspPublicKeyPem: try key.publicKey.pem())
     }
 

@@ -65,6 +65,37 @@ final class Switch: Sendable {
         #expect(lines.contains { $0.contains("registered with the TSP") && $0.contains("attempt=3") })
     }
 
+    /// A TSP that answers, and refuses this issuer, needs a person: the failure is an error, not the warning of a
+    /// TSP still starting, and the node keeps trying in case the TSP's side is what changes.
+    @Test func aRefusalIsAnErrorAndRetried() async throws {
+        let tsp = FakeTSP(key: try Support.tspKey())
+        tsp.state.withLock {
+            $0.registrationRefusal = RPCError(
+                .permissionDenied, "issuer \"tokenet-bank\" is registered by another node")
+        }
+        let up = Switch()
+        up.turnOn()
+        let sink = MemoryLogSink()
+        let party = try Support.party(tsp: Self.channel(to: tsp, up: up), sink: sink)
+        let waits = Mutex(0)
+        await party.tsp.registerUntilDone(logger: Support.logger(sink)) { _ in
+            let count = waits.withLock { waits in
+                waits += 1
+                return waits
+            }
+            if count == 10 { tsp.state.withLock { $0.registrationRefusal = nil } }
+        }
+        let lines = sink.lines
+        let refusals = lines.filter { $0.contains("the TSP refused this issuer's registration; fix the cause") }
+        #expect(refusals.count == 10, "\(lines)")
+        // Attempts 1 and 10 at error; the others at debug, so as not to repeat them.
+        let errors = refusals.filter { $0.contains(" error ") }
+        #expect(errors.count == 2, "\(refusals)")
+        #expect(errors.allSatisfy { $0.contains("registered by another node") })
+        #expect(!lines.contains { $0.contains("registration with the TSP failed") })
+        #expect(lines.contains { $0.contains("registered with the TSP") && $0.contains("attempt=11") })
+    }
+
     @Test func stopsWhenCancelledWhileWaiting() async throws {
         let tsp = FakeTSP(key: try Support.tspKey())
         let party = try Support.party(tsp: Self.channel(to: tsp, up: Switch()))
