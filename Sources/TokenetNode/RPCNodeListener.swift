@@ -75,6 +75,17 @@ public final class RPCNodeListener: NodeListener {
         }
     }
 
+    /// An error status's message as a node sends it: anything like a card number masked (see `maskPAN`), and cut
+    /// to `statusMessageLimit` bytes when longer (a message that echoes a value of megabytes).
+    static func statusMessage(_ message: String) -> String {
+        let masked = maskPAN(message)
+        guard masked.utf8.count > statusMessageLimit else { return masked }
+        return String(decoding: masked.utf8.prefix(statusMessageLimit), as: UTF8.self)
+            + "... (\(masked.utf8.count) bytes)"
+    }
+
+    static let statusMessageLimit = 2048
+
     /// A factory for `NodeMain.run` that serves the party's services (plus health and reflection) over mutual TLS
     /// (plaintext with `--plaintext`).
     public static func factory(services: @escaping NodeServices = { _ in RPCRouter() }) -> NodeListenerFactory {
@@ -163,10 +174,10 @@ public final class RPCNodeListener: NodeListener {
             }
         }
         // Error messages often echo what the caller sent (an id, a name): one holding a card number leaves masked,
-        // as it would be in a log.
+        // as it would be in a log, and one that echoes a page of text is cut short.
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
-            connectionLog: logConnection, statusMessageFilter: { maskPAN($0) })
+            connectionLog: logConnection, statusMessageFilter: { Self.statusMessage($0) })
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says it, with the count of those not shown.
         let refusals = LogThrottle()

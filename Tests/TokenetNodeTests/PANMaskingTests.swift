@@ -53,3 +53,16 @@ import TokenetRPC
         }
     }
 }
+
+/// The message of an error status a node sends: masked like a log line, and cut short past 2 KiB.
+@Suite struct NodeStatusMessageTests {
+    @Test func aMessageIsMaskedAndCutShort() {
+        #expect(RPCNodeListener.statusMessage("no token 4761000010000009") == "no token ************0009")
+        let long = "no account " + String(repeating: "x", count: 50_000)
+        let shown = RPCNodeListener.statusMessage(long)
+        #expect(shown.hasPrefix("no account xxx"))
+        #expect(shown.hasSuffix("... (50011 bytes)"))
+        #expect(shown.utf8.count < 2100)
+        #expect(RPCNodeListener.statusMessage("fine") == "fine")
+    }
+}

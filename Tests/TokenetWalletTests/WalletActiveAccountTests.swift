@@ -32,6 +32,24 @@ import TokenetWire
         #expect(cards.map(\.walletAccountID) == ["wallet-account-2", "wallet-account-3"])
     }
 
+    /// An account id is shown in tables and log lines: one with a line break, a space or a page of text is refused,
+    /// and the active account stays as it was.
+    @Test(arguments: ["two\nlines", "with space", "tab\there", String(repeating: "a", count: 65), "bell\u{7}"])
+    func anAccountIdThatWouldBreakATableIsRefused(id: String) async throws {
+        let wallet = try WalletHarness()
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: id))
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("1 to 64 characters without spaces or control characters"))
+        #expect(
+            try await wallet.control.addCard(WalletHarness.manual()).walletAccountID
+                == WalletConfiguration.defaultAccountID)
+        #expect(
+            try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: String(repeating: "é", count: 64)))
+                .changed)
+    }
+
     @Test func theChoicesSurviveARestart() async throws {
         let store = try WalletStore.inMemory()
         let before = try WalletHarness(store: store)
