@@ -109,6 +109,7 @@ extension RPCConnection {
         core.readingDone = true
         core.decoder = nil
         transportEnded(reason, isProblem: isProblem, core: &core)
+        if !core.closing { armStuckWriteClose() }
         core.closing = true
         wakeCapacityWaiters(&core)
         core.writer?.resume()

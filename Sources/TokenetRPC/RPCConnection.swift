@@ -166,7 +166,7 @@ final class RPCConnection: Sendable {
     /// frames (a goaway, final statuses) wait behind a write that only the peer can complete by reading; a peer
     /// that stops reading (and perhaps sending) would otherwise hold the connection, and its memory, forever. The
     /// stream is reset (an orderly close would wait for the same peer): the write fails, which ends `run()`.
-    private func armStuckWriteClose() {
+    func armStuckWriteClose() {
         // Weak: a connection that has ended and been let go needs no check.
         let check: @Sendable () -> Void = { [weak self] in
             guard let self, !core.withLock({ $0.finished }) else { return }
@@ -304,6 +304,7 @@ final class RPCConnection: Sendable {
         }
         core.withLock { core in
             transportEnded(reason, isProblem: isProblem, core: &core)
+            if !core.closing { armStuckWriteClose() }
             core.closing = true
             core.writer?.resume()
             core.writer = nil
