@@ -517,6 +517,15 @@ struct ConnectionStateMachine {
             "the peer keeps sending but reads nothing: \(queuedBytes) bytes of frames wait for it")
     }
 
+    /// Across its connections the server holds more than its budget of unfinished frames, and this connection's
+    /// frame of `heldBytes` so far adds to them (see `InboundBudget`).
+    mutating func inboundBudgetExceeded(heldBytes: Int, limit: Int) -> Actions {
+        connectionError(
+            .protocolError,
+            "this side holds more than \(limit) bytes of unfinished frames from its peers; the \(heldBytes) bytes "
+                + "of this connection's frame so far are dropped")
+    }
+
     /// A frame began to arrive and is still not whole after `description` (`ConnectionTimers.frameTimeout`).
     mutating func frameTimedOut(after description: String) -> Actions {
         connectionError(.protocolError, "a frame that began to arrive \(description) ago is still incomplete")

@@ -68,6 +68,18 @@ extension RPCConnection {
                         return
                     }
                 }
+                if let budget = inboundBudget {
+                    let held = decoder.bufferedByteCount
+                    let within = budget.adjust(by: held - core.budgeted)
+                    core.budgeted = held
+                    // Only a large frame is refused: a call's usual frames are small, and a connection caught
+                    // between two of them must not pay for the peers that hold megabytes.
+                    if !within && held > InboundBudget.largeFrame {
+                        apply(core.machine.inboundBudgetExceeded(heldBytes: held, limit: budget.limit), to: &core)
+                        endReading(&core, reason: "over the budget of unfinished frames", isProblem: true)
+                        return
+                    }
+                }
                 wakeCapacityWaiters(&core)
                 if core.closing { endReading(&core, reason: "the connection is closing") }
             case .success(nil):
@@ -106,6 +118,8 @@ extension RPCConnection {
 
     /// Reading is over: every open call ends, the writer flushes what is left and closes, `run()` returns.
     private func endReading(_ core: inout Core, reason: String, isProblem: Bool = false) {
+        _ = inboundBudget?.adjust(by: -core.budgeted)
+        core.budgeted = 0
         core.readingDone = true
         core.decoder = nil
         transportEnded(reason, isProblem: isProblem, core: &core)

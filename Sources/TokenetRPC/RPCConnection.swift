@@ -57,6 +57,8 @@ final class RPCConnection: Sendable {
         var lastReceived = ContinuousClock.now
         /// When the frame now partly received began to arrive; nil between frames (see `frameTimeout`).
         var frameStartedAt: ContinuousClock.Instant?
+        /// The bytes of the partly received frame this connection has counted in its server's `inboundBudget`.
+        var budgeted = 0
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
@@ -99,6 +101,8 @@ final class RPCConnection: Sendable {
     /// See `ConnectionSettings.unreadOutboundLimit`.
     let unreadOutboundLimit: Int
     let timers: ConnectionTimers
+    /// The server's budget for unfinished frames across its connections; nil for clients.
+    let inboundBudget: InboundBudget?
     /// The stream's event loop, if it has one (see `ByteStream.loop`).
     let loop: EventLoop?
     /// Where handler tasks run: the connection's loop when the server asked for it, else the global executor.
@@ -110,8 +114,10 @@ final class RPCConnection: Sendable {
         settings: ConnectionSettings,
         timers: ConnectionTimers = ConnectionTimers(),
         handlersOnLoop: Bool = false,
+        inboundBudget: InboundBudget? = nil,
         handler: CallHandler?
     ) {
+        self.inboundBudget = inboundBudget
         self.stream = stream
         self.loop = stream.loop
         self.handlerExecutor = handlersOnLoop ? stream.loop : nil

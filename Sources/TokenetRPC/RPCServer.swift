@@ -45,6 +45,8 @@ public final class RPCServer: Sendable {
     let statusMessageFilter: (@Sendable (String) -> String)?
     let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
+    /// The unfinished frames held for all connections together (see `InboundBudget`).
+    let inboundBudget = InboundBudget(limit: InboundBudget.defaultLimit)
 
     public init(
         router: RPCRouter,
@@ -72,7 +74,7 @@ public final class RPCServer: Sendable {
         let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
-            handlersOnLoop: handlersOnConnectionLoop, handler: handler)
+            handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget, handler: handler)
         let key = ObjectIdentifier(connection)
         connections.withLock { $0[key] = connection }
         if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }

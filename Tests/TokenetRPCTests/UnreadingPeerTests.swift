@@ -100,4 +100,57 @@ import TokenetWire
         await listener.close()
         serving.cancel()
     }
+
+    /// Peers that each send most of a large frame and stop: past the server's budget of unfinished frames (1 MiB
+    /// here, 256 MiB by default), the connection that adds to it is closed, and the others, and new calls, go on.
+    @Test func unfinishedFramesAcrossConnectionsHaveABudget() async throws {
+        let loop = try EventLoop(name: "rpc-inbound-budget")
+        defer { loop.shutdown() }
+        let listener = try await PlainListener.bind(on: loop)
+        let records = Mutex<[ConnectionRecord]>([])
+        let server = RPCServer(
+            router: InMemoryCallTests.echoRouter, timers: ConnectionTimers(stuckWriteGrace: .seconds(1)),
+            connectionLog: { record in records.withLock { $0.append(record) } })
+        server.inboundBudget.limit = 1 << 20
+        let serving = Task { await server.serve(listener: listener) }
+        let encoder = FrameEncoder()
+        var hello: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &hello)
+        // A 4 MiB frame announced, 700 KiB of it sent.
+        let partial = hello + [0, 0x40, 0, 0] + [UInt8](repeating: 0, count: 700 * 1024)
+
+        let first = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        try await first.write(partial)
+        for _ in 0..<3_000 where server.inboundBudget.total < 700 * 1024 + 4 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(server.inboundBudget.total == 700 * 1024 + 4)  // with its length prefix
+        let second = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        try await second.write(partial)
+        var problem: String?
+        for _ in 0..<3_000 {
+            if let record = records.withLock({ $0.first }) {
+                problem = record.problem
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(
+            problem?.contains("this side holds more than 1048576 bytes of unfinished frames from its peers") == true,
+            "\(String(describing: problem))")
+        // The first peer's frame is still held, and a call on a new connection is answered.
+        #expect(server.inboundBudget.total == 700 * 1024 + 4)  // with its length prefix
+        let client = RPCClient(
+            stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop))
+        let answer = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1))
+        #expect(answer.fInt32 == 2)
+        await client.close()
+        await first.close()
+        for _ in 0..<3_000 where server.inboundBudget.total > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.inboundBudget.total == 0, "a connection that ends gives its bytes back")
+        await second.close()
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
+    }
 }
