@@ -59,6 +59,7 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             throw RPCError(
                 .failedPrecondition, "card \(card.id) is \(card.pan.scheme); a renewal keeps the scheme")
         }
+        if pan != card.pan { try await checkNewNumber(pan) }
         let tokens = try store.digitalCardIDs(ofCard: card.id)
         var renewed: [String] = []
         if !tokens.isEmpty {
@@ -78,7 +79,9 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
                         previousCardID: card.id, newCardID: card.id)
                 ).renewedDigitalCardIds
         }
-        try store.renewCard(id: card.id, pan: pan, expiry: expiry)
+        try await IssuerError.mapping { () throws(IssuerError) in
+            try store.renewCard(id: card.id, pan: pan, expiry: expiry)
+        }
         logger.withTraceID(context.traceID).info(
             "card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(renewed.count)"])
         return IssuerV1.IssuerRenewCardResponse(
@@ -96,6 +99,24 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             "message sent to the cardholder",
             ["digital_card_id": request.digitalCardID, "message_id": response.messageID])
         return IssuerV1.IssuerSendMessageResponse(messageID: response.messageID)
+    }
+
+    /// The checks the fixture loader makes on a card number, made on a renewed one too: a number outside the issuer's
+    /// BIN ranges is not the issuer's to give (the TSP would route its tokens elsewhere), and a number another card
+    /// carries would leave the issuer unable to tell the two cards apart. The store checks the second again when it
+    /// writes, against a renewal racing this one.
+    private func checkNewNumber(_ pan: PAN) async throws {
+        let profile = try await IssuerError.mapping { () throws(IssuerError) in try store.profile() }
+        if let profile, !profile.binRanges.contains(where: { $0.contains(pan.digits) }) {
+            let ranges = profile.binRanges.map { "\($0.low)-\($0.high)" }.joined(separator: ", ")
+            throw RPCError(
+                .invalidArgument,
+                "the card number ending \(pan.last4) is outside the issuer's BIN ranges (\(ranges))")
+        }
+        let holder = try await IssuerError.mapping { () throws(IssuerError) in try store.card(matching: pan) }
+        if let holder {
+            throw RPCError(.alreadyExists, IssuerStore.numberInUse(pan, by: holder.id))
+        }
     }
 
     private func tspCaller() throws -> any RPCCaller {

@@ -6,6 +6,7 @@ extension IssuerError {
         switch code {
         case .invalidArgument: RPCError(.invalidArgument, message)
         case .notFound: RPCError(.notFound, message)
+        case .alreadyExists: RPCError(.alreadyExists, message)
         case .unauthenticated: RPCError(.unauthenticated, message)
         case .locked: RPCError(.resourceExhausted, message)
         case .failedPrecondition: RPCError(.failedPrecondition, message)

@@ -15,6 +15,8 @@ public struct IssuerError: Error, Sendable, CustomStringConvertible {
         case invalidArgument
         /// What the request names does not exist: a user, an account, an activation reference, an app enrolment.
         case notFound
+        /// What the request would create is already there: a card number another card carries.
+        case alreadyExists
         /// The cardholder could not be authenticated: a wrong PIN, codes the TSP refused.
         case unauthenticated
         /// A credential is locked after repeated failures until the issuer unlocks it.

@@ -150,6 +150,36 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         #expect(tsp.state.withLock { $0.renewals.isEmpty })
     }
 
+    /// A renewed number must pass the fixture loader's checks: inside the issuer's BIN ranges, a valid Luhn check
+    /// digit, and not carried by another card (checked before the TSP is told, and again when the store writes).
+    @Test func aRenewedNumberMustBeTheIssuersAndUnused() async throws {
+        try decide(Cards.visaStepUp.0, digitalCardID: "DNITHE1", outcome: .approved)
+        _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        let cases: [(String, StatusCode, String)] = [
+            ("4761000010000017", .alreadyExists, "ending 0017 is already used by card \(Cards.visaApprove.0)"),
+            (Cards.visaSession.1, .alreadyExists, "ending 0023 is already used by card \(Cards.visaSession.0)"),
+            ("4111111111111111", .invalidArgument, "ending 1111 is outside the issuer's BIN ranges"),
+            ("4761000010000018", .invalidArgument, "not valid"),
+        ]
+        for (pan, code, message) in cases {
+            let error = await Support.rpcError {
+                _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: pan))
+            }
+            #expect(error?.code == code, "\(pan)")
+            #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+            #expect(error?.message.contains(pan) == false, "the full number must not appear")
+        }
+        #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.digits == Cards.visaStepUp.1)
+        #expect(tsp.state.withLock { $0.renewals.count } == 0)
+
+        // The store refuses it too, for a renewal that passed the check before another took the number.
+        #expect {
+            try party.store.renewCard(
+                id: Cards.visaStepUp.0, pan: try PAN("4761000010000017"), expiry: try CardExpiry(parsing: "12/32"))
+        } throws: { ($0 as? IssuerError)?.code == .alreadyExists }
+        #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.digits == Cards.visaStepUp.1)
+    }
+
     /// The test clock is 21 September 2026: a card renewed to 08/26 would already have expired, so nothing is
     /// stored or sent to the TSP; 09/26 is good to the end of the month.
     @Test func aRenewalToAnExpiryThatHasPassedIsRefused() async throws {
