@@ -25,6 +25,8 @@ public struct CardError: Error, Sendable, CustomStringConvertible, Equatable {
         case invalidKey
         /// A DataVault record is too short or has an unknown version.
         case malformedRecord
+        /// The vault key file is missing or holds another key than the one a database's sealed data was sealed with.
+        case vaultKeyMismatch
         /// A token lifecycle action is not allowed in the token's current state.
         case invalidTransition
         /// Tokens could not be issued with the given configuration (BIN ranges, exhausted number space).

@@ -2,6 +2,7 @@ import Foundation
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 /// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store.
@@ -25,7 +26,7 @@ public enum IssuerNode {
         } catch let error as NodeError {
             throw error
         } catch let error as IssuerError {
-            throw NodeError(error.code == .fixture ? .config : .io, error.message, cause: error.cause)
+            throw startFailure(error)
         } catch {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
@@ -60,5 +61,18 @@ public enum IssuerNode {
         party.registerAuthentication(on: &router)
         party.appToApp.register(on: &router)
         return router
+    }
+
+    /// How a failure to open the issuer stops the node. A bad fixture, a vault key that cannot open the data the
+    /// database holds, and a database the node cannot write are the operator's to fix before a restart can help:
+    /// they exit with status 2, like other configuration mistakes.
+    static func startFailure(_ error: IssuerError) -> NodeError {
+        if let mismatch = error.cause as? CardError, mismatch.code == .vaultKeyMismatch {
+            return NodeError(.config, mismatch.message)
+        }
+        if let storage = error.cause as? StorageError, storage.code == .readOnly {
+            return NodeError(.config, error.message, cause: storage)
+        }
+        return NodeError(error.code == .fixture ? .config : .io, error.message, cause: error.cause)
     }
 }

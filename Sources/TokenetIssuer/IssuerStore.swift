@@ -70,6 +70,13 @@ final class IssuerStore: Sendable {
         Migration(version: 3, name: "strong-authentication", sql: IssuerStore.authenticationSchema),
         Migration(version: 4, name: "app-inbox", sql: IssuerStore.appInboxSchema),
         Migration(version: 5, name: "card-renewals", sql: IssuerStore.renewalSchema),
+        // A known plaintext sealed with the vault key (`VaultKeyFile`): a start with another key is refused.
+        Migration(
+            version: 6, name: "vault-key-check",
+            sql: """
+                CREATE TABLE vault_key_check (
+                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1), sealed BLOB NOT NULL);
+                """),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {
@@ -82,21 +89,51 @@ final class IssuerStore: Sendable {
         }
     }
 
-    /// Opens (creating) `issuer.sqlite` in `directory`, with the vault key next to it.
+    /// Opens (creating) `issuer.sqlite` in `directory`, with the vault key next to it; a key that cannot open the
+    /// sealed data the database already holds is refused (`.keys`, caused by `CardError.vaultKeyMismatch`).
     static func open(directory: String) throws(IssuerError) -> IssuerStore {
-        let vault: DataVault
+        let key: VaultKeyFile
         do {
-            vault = try DataVault(keyFile: (directory as NSString).appendingPathComponent("issuer-vault.key"))
+            key = try VaultKeyFile(path: (directory as NSString).appendingPathComponent("issuer-vault.key"))
         } catch {
             throw IssuerError(.keys, "cannot load the issuer's vault key", cause: error)
         }
         let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let store: IssuerStore
         do {
-            return try IssuerStore(database: try Database.open(path: path), vault: vault)
+            store = try IssuerStore(database: try Database.open(path: path), vault: key.vault)
         } catch let error as IssuerError {
             throw error
+        } catch let error as StorageError {
+            // Kept as it is, so the node can tell a database it must not start on (read-only) by its code.
+            throw IssuerError(.storage, "cannot open \(path)", cause: error)
         } catch {
             throw IssuerError(.storage, "cannot open \(path)", cause: IssuerDescribedError(error))
+        }
+        try store.verifyVaultKey(key, databasePath: path)
+        return store
+    }
+
+    /// Checks `key` against the database's check value (or, for a database without one, a sealed card number) and
+    /// stores the check value when there was none, in one transaction.
+    func verifyVaultKey(_ key: VaultKeyFile, databasePath: String) throws(IssuerError) {
+        do {
+            try database.transaction { tx in
+                let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1")?.blob(0)
+                let sample = try tx.queryOne("SELECT id, pan_sealed FROM cards LIMIT 1").map { row in
+                    VaultKeyFile.SealedSample(
+                        record: try row.blob(1), associatedData: Array("card:\(try row.text(0))".utf8))
+                }
+                if let check = try key.verify(storedCheck: stored, sample: sample, database: databasePath) {
+                    _ = try tx.execute("INSERT INTO vault_key_check (singleton, sealed) VALUES (1, ?)", [check])
+                }
+            }
+        } catch let error as CardError {
+            throw IssuerError(.keys, "the issuer's vault key does not fit its database", cause: error)
+        } catch let error as StorageError {
+            throw IssuerError(.storage, "cannot check the vault key against \(databasePath)", cause: error)
+        } catch {
+            throw IssuerError(.storage, "cannot check the vault key", cause: IssuerDescribedError(error))
         }
     }
 

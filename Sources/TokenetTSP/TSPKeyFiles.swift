@@ -26,9 +26,10 @@ enum TSPKeyFiles {
         return TSPKeyring(current: current, retired: retired)
     }
 
-    /// The vault sealing PANs and card data at rest; its key file is created on first start.
-    static func loadVault(dataDirectory: String) throws -> DataVault {
-        try DataVault(keyFile: try makeDirectory(dataDirectory) + "/data-vault.key")
+    /// The vault sealing PANs and card data at rest; its key file is created on first start (the store then checks
+    /// that it opens what the database holds).
+    static func loadVault(dataDirectory: String) throws -> VaultKeyFile {
+        try VaultKeyFile(path: try makeDirectory(dataDirectory) + "/data-vault.key")
     }
 
     /// The key signing access tokens (`access-token.key`, 32 random bytes, 0600), created on first start.

@@ -63,10 +63,10 @@ public enum TSPNode {
         let service: TSPService
         let broker: NotificationBroker
         do {
-            let vault = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
+            let vaultKey = try TSPKeyFiles.loadVault(dataDirectory: dataDirectory)
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
-            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", vault: vault)
+            let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
@@ -76,6 +76,8 @@ public enum TSPNode {
                 accessTokenVerifier: accessTokens)
         } catch let error as NodeError {
             throw error
+        } catch let error as CardError where error.code == .vaultKeyMismatch {
+            throw NodeError(.config, error.message)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

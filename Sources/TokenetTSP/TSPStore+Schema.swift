@@ -183,5 +183,14 @@ extension TSPStore {
         Migration(
             version: 7, name: "push_receipt_wallet_account",
             sql: "ALTER TABLE push_receipts ADD COLUMN wallet_account_id TEXT;"),
+        // A known plaintext sealed with the vault key (`VaultKeyFile`): a start with another key is refused.
+        Migration(
+            version: 8, name: "vault_key_check",
+            sql: """
+                CREATE TABLE vault_key_check (
+                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                    sealed BLOB NOT NULL
+                );
+                """),
     ]
 }

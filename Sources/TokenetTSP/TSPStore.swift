@@ -26,8 +26,42 @@ final class TSPStore: Sendable {
         _ = try Migrator(Self.migrations).migrate(database)
     }
 
-    static func open(path: String, vault: DataVault) throws -> TSPStore {
-        try TSPStore(database: try Database.open(path: path), vault: vault)
+    /// Opens the database at `path` with the vault `key`, refusing a key that cannot open the sealed data the
+    /// database already holds (`CardError.vaultKeyMismatch`).
+    static func open(path: String, key: VaultKeyFile) throws -> TSPStore {
+        let store = try TSPStore(database: try Database.open(path: path), vault: key.vault)
+        try store.verifyVaultKey(key, databasePath: path)
+        return store
+    }
+
+    /// Where the TSP keeps sealed records, and the associated data each was sealed with: for a database made before
+    /// check values, one of them shows which key it needs.
+    private static let sealedSamples: [(sql: String, recordIDPrefix: String)] = [
+        ("SELECT digital_card_id, funding_pan FROM tokens LIMIT 1", ""),
+        ("SELECT receipt, card_data FROM eligibility_receipts LIMIT 1", "receipt:"),
+        ("SELECT id, secret_sealed FROM auth_credentials LIMIT 1", "hotp-credential:"),
+        ("SELECT id, card_data FROM push_sessions LIMIT 1", "push-session:"),
+        ("SELECT payload, card_data FROM push_receipts LIMIT 1", "push-receipt:"),
+    ]
+
+    /// Checks `key` against the database's check value (or a sealed record, for a database without one) and stores
+    /// the check value when there was none, in one transaction.
+    func verifyVaultKey(_ key: VaultKeyFile, databasePath: String) throws {
+        try database.transaction { tx in
+            let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1")?.blob(0)
+            let sample = { () throws -> VaultKeyFile.SealedSample? in
+                for (sql, prefix) in Self.sealedSamples {
+                    if let row = try tx.queryOne(sql) {
+                        return .init(
+                            record: try row.blob(1), associatedData: Array((prefix + (try row.text(0))).utf8))
+                    }
+                }
+                return nil
+            }
+            if let check = try key.verify(storedCheck: stored, sample: try sample(), database: databasePath) {
+                _ = try tx.execute("INSERT INTO vault_key_check (singleton, sealed) VALUES (1, ?)", [check])
+            }
+        }
     }
 
     func seal(_ card: CardData, rowID: String) throws -> [UInt8] {

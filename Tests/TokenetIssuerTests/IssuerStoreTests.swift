@@ -68,6 +68,46 @@ import TokenetStorage
         #expect(mode == 0o600)
     }
 
+    /// A vault key that cannot open the issuer's sealed cards — deleted, replaced, or (for a database from before
+    /// check values) other than the one its card numbers were sealed with — stops the node at start with status 2.
+    @Test(arguments: ["missing", "replaced", "replaced, no check value"])
+    func aVaultKeyThatDoesNotFitTheDatabaseIsRefused(change: String) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logger = Support.logger()
+        let first = try IssuerParty.open(
+            directory: directory, fixturesPath: Support.fixturePath, logger: logger, tsp: nil, wallet: nil)
+        let cards = try first.store.allCards().count
+        if change.hasSuffix("no check value") { try first.store.database.execute("DELETE FROM vault_key_check") }
+        try first.store.database.close()
+        let keyFile = (directory as NSString).appendingPathComponent("issuer-vault.key")
+        let original = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        try FileManager.default.removeItem(atPath: keyFile)
+        if change.hasPrefix("replaced") {
+            try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: keyFile))
+            chmod(keyFile, 0o600)
+        }
+
+        let error = try #require(throws: IssuerError.self) {
+            _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
+        }
+        let failure = IssuerNode.startFailure(error)
+        #expect(failure.exitStatus == 2)
+        let expected =
+            change == "missing"
+            ? "the vault key file \(keyFile) is missing" : "the vault key file \(keyFile) is not the key the database"
+        #expect(failure.description.contains(expected), "\(failure)")
+        #expect(failure.description.contains("restore the original \(keyFile), or remove the data directory"))
+        #expect(FileManager.default.fileExists(atPath: keyFile) == change.hasPrefix("replaced"))
+
+        try original.write(to: URL(fileURLWithPath: keyFile))
+        chmod(keyFile, 0o600)
+        let restored = try IssuerParty.open(
+            directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
+        #expect(try restored.store.allCards().count == cards)
+        #expect(try restored.store.database.queryOne("SELECT COUNT(*) FROM vault_key_check")?.int(0) == 1)
+    }
+
     @Test func aKeyOthersCanReadIsRefused() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

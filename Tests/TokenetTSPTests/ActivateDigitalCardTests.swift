@@ -109,7 +109,7 @@ import TokenetWire
     @Test func theIssuersAccountIsKeptWithTheToken() async throws {
         let (tsp, _, card) = try await Self.steppedUp()
         let store = try TSPStore.open(
-            path: tsp.directory + "/tsp.sqlite", vault: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
         #expect(try store.token(card)?.issuerAccountID == "acct-1")
     }
 }

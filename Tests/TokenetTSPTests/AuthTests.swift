@@ -334,7 +334,7 @@ extension TSPHarness {
     func accessTokens() throws -> any AccessTokenVerifier {
         TSPAuthentication(
             store: try TSPStore.open(
-                path: directory + "/tsp.sqlite", vault: try TSPKeyFiles.loadVault(dataDirectory: directory)),
+                path: directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: directory)),
             signer: AccessTokenSigner(key: try TSPKeyFiles.loadAccessTokenKey(dataDirectory: directory)),
             configuration: TSPConfiguration(), now: { clock.now })
     }

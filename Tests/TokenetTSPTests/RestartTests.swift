@@ -29,7 +29,7 @@ import TokenetWire
         let eligibility = try await first.eligibleVisa()
         // Step one alone, as if the process died right after its commit.
         let vault = try TSPKeyFiles.loadVault(dataDirectory: first.directory)
-        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", vault: vault)
+        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", key: vault)
         var request = TspV1.DigitizeRequest(
             requestID: "req-crash", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
             walletAccountID: TSPHarness.account)
@@ -117,5 +117,65 @@ import TokenetWire
                 bytes[$0..<($0 + pan.count)].elementsEqual(pan)
             }
         #expect(!found)
+    }
+}
+
+/// A vault key that cannot open what the database holds — deleted, or replaced by another — stops the TSP at start
+/// (exit status 2, the key file named), instead of failing every call on that data later.
+@Suite struct VaultKeyCheckTests {
+    static func digitizedCard() async throws -> TSPHarness {
+        let tsp = try TSPHarness.make()
+        _ = try await tsp.digitize(try await tsp.eligibleVisa(), requestID: "req-1")
+        return tsp
+    }
+
+    static func refusal(directory: String) throws -> NodeError {
+        try #require(throws: NodeError.self) { _ = try TSPHarness.make(directory: directory) }
+    }
+
+    @Test func aMissingKeyIsRefusedAndNotReplaced() async throws {
+        let first = try await Self.digitizedCard()
+        let keyFile = first.directory + "/keys/data-vault.key"
+        try FileManager.default.removeItem(atPath: keyFile)
+        let error = try Self.refusal(directory: first.directory)
+        #expect(error.exitStatus == 2)
+        #expect(error.description.contains("the vault key file \(keyFile) is missing"), "\(error)")
+        #expect(error.description.contains("restore the original \(keyFile), or remove the data directory"))
+        // The key made while loading is gone again: putting the original back is all it takes.
+        #expect(!FileManager.default.fileExists(atPath: keyFile))
+    }
+
+    @Test func anotherKeyIsRefused() async throws {
+        let first = try await Self.digitizedCard()
+        let keyFile = first.directory + "/keys/data-vault.key"
+        let original = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: keyFile))
+        let error = try Self.refusal(directory: first.directory)
+        #expect(error.exitStatus == 2)
+        #expect(error.description.contains("the vault key file \(keyFile) is not the key the database"), "\(error)")
+        #expect(error.description.contains("sealed data cannot be read without the original key"))
+
+        try original.write(to: URL(fileURLWithPath: keyFile))
+        let restored = try TSPHarness.make(directory: first.directory)
+        #expect(try await restored.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
+    }
+
+    /// A database from before check values gets one at its next start, when its key opens its sealed records; with
+    /// another key those records themselves give the mismatch away.
+    @Test func aDatabaseWithoutACheckValueIsCheckedAgainstItsSealedData() async throws {
+        let first = try await Self.digitizedCard()
+        let store = try TSPStore.open(
+            path: first.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: first.directory))
+        try store.database.execute("DELETE FROM vault_key_check")
+        let keyFile = first.directory + "/keys/data-vault.key"
+        let original = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        try Data(repeating: 9, count: 32).write(to: URL(fileURLWithPath: keyFile))
+        let error = try Self.refusal(directory: first.directory)
+        #expect(error.description.contains("is not the key the database"), "\(error)")
+        #expect(try store.database.queryOne("SELECT COUNT(*) FROM vault_key_check")?.int(0) == 0)
+
+        try original.write(to: URL(fileURLWithPath: keyFile))
+        _ = try TSPHarness.make(directory: first.directory)
+        #expect(try store.database.queryOne("SELECT COUNT(*) FROM vault_key_check")?.int(0) == 1)
     }
 }
