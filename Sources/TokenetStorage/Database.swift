@@ -55,6 +55,14 @@ public final class Database: Sendable {
             throw StorageError(.notFound, "cannot open database at \(path): directory \(checked) does not exist")
         }
         let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity)
+        // SQLite falls back to read-only when it may not write the file, and says so only at the first write: a
+        // node would start, answer reads, and fail every change. Refused here, the node stops at start instead.
+        guard sqlite3_db_readonly(connection.handle, "main") != 1 else {
+            throw StorageError(
+                .readOnly,
+                "database \(path) is not writable (SQLite could open it for reading only); check the permissions "
+                    + "and owner of the file, of its -wal and -shm files and of its directory")
+        }
         try configure(connection, options: options, inMemory: false)
         return Database(path: path, connection: connection)
     }

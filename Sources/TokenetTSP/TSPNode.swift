@@ -2,6 +2,7 @@ import Foundation
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 /// The token service provider node: provisioning for wallets, registration and push receipts for issuers, and
@@ -78,6 +79,8 @@ public enum TSPNode {
             throw error
         } catch let error as CardError where error.code == .vaultKeyMismatch {
             throw NodeError(.config, error.message)
+        } catch let error as StorageError where error.code == .readOnly {
+            throw NodeError(.config, "cannot open the TSP's storage in \(dataDirectory)", cause: error)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 /// The wallet party: the wallet app's control service (operator role) and the wallet provider's push backend
@@ -19,14 +20,16 @@ public enum WalletNode {
         do {
             store = try WalletStore.open(path: path)
         } catch {
-            throw NodeError(.io, error.message, cause: error)
+            // The message already names the database; the cause says what went wrong with it (once).
+            let unwritable = (error.cause as? StorageError)?.code == .readOnly
+            throw NodeError(unwritable ? .config : .io, error.message, cause: error.cause)
         }
         let tsp = try context.channel(to: .tsp)
         let selection: WalletSelection
         do {
             selection = try WalletSelection(store: store, configuredAccountID: configuration.walletAccountID)
         } catch {
-            throw NodeError(.io, error.message, cause: error)
+            throw NodeError(.io, error.message, cause: error.cause)
         }
         context.logger.info(
             "wallet ready",

@@ -86,6 +86,9 @@ public final class WalletStore: Sendable {
             return try WalletStore(database: try Database.open(path: path))
         } catch let error as WalletError {
             throw error
+        } catch let error as StorageError {
+            // Kept as it is, so the node can tell a database it must not start on (read-only) by its code.
+            throw WalletError(.internal, "cannot open the wallet database \(path)", cause: error)
         } catch {
             throw WalletError(.internal, "cannot open the wallet database \(path)", cause: DescribedCause(error))
         }
