@@ -11,7 +11,8 @@ extension IssuerError {
         case .locked: RPCError(.resourceExhausted, message)
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .unavailable: RPCError(.unavailable, message)
-        case .fixture, .storage, .keys, .cardData: RPCError(.internal, "the issuer failed: \(message)")
+        // The cause stays local: the node's server logs it at error level (`RPCServer.failureLog`).
+        case .fixture, .storage, .keys, .cardData: RPCError(.internal, "the issuer failed: \(message)", cause: self)
         }
     }
 

@@ -173,11 +173,16 @@ public final class RPCNodeListener: NodeListener {
                 logger.debug("connection closed", ["peer": peer, "duration_ms": milliseconds])
             }
         }
+        // A call that failed inside the node: the caller saw INTERNAL, the operator needs the cause.
+        let logFailure: @Sendable (CallFailure) -> Void = { failure in
+            logger.withTraceID(failure.traceID).error(
+                "\(failure.method) failed", ["status": failure.status, "error": failure.cause])
+        }
         // Error messages often echo what the caller sent (an id, a name): one holding a card number leaves masked,
         // as it would be in a log, and one that echoes a page of text is cut short.
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
-            connectionLog: logConnection, statusMessageFilter: { Self.statusMessage($0) })
+            connectionLog: logConnection, failureLog: logFailure, statusMessageFilter: { Self.statusMessage($0) })
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says it, with the count of those not shown.
         let refusals = LogThrottle()

@@ -21,6 +21,17 @@ public struct ConnectionRecord: Sendable {
     public let problem: String?
 }
 
+/// A call that ended INTERNAL because of a failure inside the server, for the server's error log: the peer only sees
+/// a generic message (or the handler's), so this is where the cause must be written down.
+public struct CallFailure: Sendable {
+    public let method: String
+    public let traceID: String
+    /// What the peer was told.
+    public let status: String
+    /// What went wrong: the error the handler threw, or the cause an INTERNAL `RPCError` carried.
+    public let cause: String
+}
+
 /// Serves a router's methods on any number of connections.
 ///
 /// Each connection runs as one child task of `serve(listener:)`'s task group; `shutdown()` sends every connection a
@@ -39,6 +50,9 @@ public final class RPCServer: Sendable {
     let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
     let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
+    /// Called for every call that ends INTERNAL with a cause: an error that is not an `RPCError`, or an INTERNAL
+    /// `RPCError` with a `cause`. (A handler that logs its failure itself throws an `RPCError` without one.)
+    let failureLog: (@Sendable (CallFailure) -> Void)?
     let handlersOnConnectionLoop: Bool
     /// Applied to the message of every error status a handler ends with, before it leaves (a node masks what looks
     /// like a card number: a message that echoes what a caller typed may hold one).
@@ -54,9 +68,11 @@ public final class RPCServer: Sendable {
         timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil,
         connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
+        failureLog: (@Sendable (CallFailure) -> Void)? = nil,
         handlersOnConnectionLoop: Bool = false,
         statusMessageFilter: (@Sendable (String) -> String)? = nil
     ) {
+        self.failureLog = failureLog
         self.handlersOnConnectionLoop = handlersOnConnectionLoop
         self.statusMessageFilter = statusMessageFilter
         self.connectionLog = connectionLog
@@ -214,11 +230,17 @@ public final class RPCServer: Sendable {
             status = WireV1.Status(code: .ok)
         } catch let error as RPCError {
             status = error.status
+            if error.code == .internal, let cause = error.cause {
+                failureLog?(
+                    CallFailure(method: call.method, traceID: traceID, status: error.message, cause: "\(cause)"))
+            }
         } catch is CancellationError {
             status = WireV1.Status(code: .cancelled, message: "the call was cancelled")
         } catch {
-            // Never leak internals to the peer.
+            // Never leak internals to the peer; the cause goes to the server's own log.
             status = WireV1.Status(code: .internal, message: "internal error")
+            failureLog?(
+                CallFailure(method: call.method, traceID: traceID, status: status.message, cause: "\(error)"))
         }
         // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why. (Not
         // cancelled, the handler finished before the connection's deadline check: no clock read for that.)
