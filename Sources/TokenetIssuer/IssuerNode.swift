@@ -30,6 +30,7 @@ public enum IssuerNode {
         } catch {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
+        context.closeWhenStopped("the issuer database") { [store = party.store] in try store.database.close() }
         if context.options.peers[.tsp] == nil {
             logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
         } else if (try? party.store.profile()) == nil {

@@ -13,16 +13,25 @@ public struct NodeContext: Sendable {
     public let eventLoop: EventLoop
     /// The channels and background tasks this node runs towards its peers, which it ends when it stops.
     public let outgoing: NodeOutgoing
+    /// What the node closes once its calls and background work are over (its database).
+    public let resources: NodeResources
 
     public init(
         options: NodeOptions, logger: Logger, dataDirectory: String, eventLoop: EventLoop,
-        outgoing: NodeOutgoing = NodeOutgoing()
+        outgoing: NodeOutgoing = NodeOutgoing(), resources: NodeResources = NodeResources()
     ) {
         self.options = options
         self.logger = logger
         self.dataDirectory = dataDirectory
         self.eventLoop = eventLoop
         self.outgoing = outgoing
+        self.resources = resources
+    }
+
+    /// Runs `close` when the node stops, after the drain of its calls and the end of its background tasks: the
+    /// place to close the party's database (see `NodeResources`).
+    public func closeWhenStopped(_ name: String, _ close: @escaping @Sendable () throws -> Void) {
+        resources.closeWhenStopped(name, close)
     }
 
     /// Runs `body` in the background until the node stops, which cancels it (see `NodeOutgoing`).

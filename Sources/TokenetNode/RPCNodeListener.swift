@@ -11,7 +11,8 @@ import TokenetWire
 /// running then end UNAVAILABLE and their connections close, cutting off peers that read nothing. Meanwhile the
 /// node's own background work towards its peers (its notification subscription, ...) is cancelled; once the drain
 /// is over, its channels to peers close gracefully (`NodeOutgoing`, within `closeGrace`). After at most `closeGrace`
-/// more the listener and the event loop close, which closes every socket left.
+/// more the listener and the event loop close, which closes every socket left. Last, the party's database closes
+/// (`NodeResources`).
 public final class RPCNodeListener: NodeListener {
     public let boundAddress: HostPort
     public let server: RPCServer
@@ -23,6 +24,7 @@ public final class RPCNodeListener: NodeListener {
     private let drainTimeout: Duration
     private let logger: Logger
     private let outgoing: NodeOutgoing
+    private let resources: NodeResources
 
     /// How long the statuses that end the calls left at the end of the drain have to leave before the event loop
     /// stops: a second is plenty for a peer that reads, and a peer that does not read is cut off either way.
@@ -36,9 +38,11 @@ public final class RPCNodeListener: NodeListener {
         listener: BoundListener,
         drainTimeout: Duration,
         logger: Logger,
-        outgoing: NodeOutgoing
+        outgoing: NodeOutgoing,
+        resources: NodeResources
     ) {
         self.outgoing = outgoing
+        self.resources = resources
         self.boundAddress = boundAddress
         self.server = server
         self.health = health
@@ -129,18 +133,21 @@ public final class RPCNodeListener: NodeListener {
         }
         var router: RPCRouter
         let outgoing = NodeOutgoing()
+        let resources = NodeResources()
         do {
             let context = NodeContext(
                 options: options,
                 logger: logger,
                 dataDirectory: options.resolvedDataDirectory(node: logger.node),
                 eventLoop: loop,
-                outgoing: outgoing
+                outgoing: outgoing,
+                resources: resources
             )
             router = try services(context)
         } catch {
             outgoing.cancelTasks()
             loop.shutdown()
+            resources.closeAll(logger: logger)
             throw error
         }
         let health = HealthService(
@@ -211,6 +218,7 @@ public final class RPCNodeListener: NodeListener {
         } catch {
             outgoing.cancelTasks()
             loop.shutdown()  // its thread would otherwise outlive the failed start
+            resources.closeAll(logger: logger)
             throw error
         }
         return RPCNodeListener(
@@ -221,7 +229,8 @@ public final class RPCNodeListener: NodeListener {
             listener: listener,
             drainTimeout: .milliseconds(options.drainTimeoutMilliseconds),
             logger: logger,
-            outgoing: outgoing
+            outgoing: outgoing,
+            resources: resources
         )
     }
 
@@ -249,6 +258,8 @@ public final class RPCNodeListener: NodeListener {
         }
         serving.cancel()
         loop.shutdown()
+        // Nothing serves calls or runs towards peers any more: the database can be closed (which checkpoints it).
+        resources.closeAll(logger: logger)
     }
 
     /// Polls until `server` has no connection left; false when `limit` passed first.

@@ -40,7 +40,8 @@ public enum TSPNode {
         }
         return try services(
             dataDirectory: context.dataDirectory, issuers: IssuerDirectory(routes: routes, fallback: fallback),
-            logger: context.logger, configuration: configuration, accessTokens: accessTokens)
+            logger: context.logger, configuration: configuration, accessTokens: accessTokens,
+            resources: context.resources)
     }
 
     /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
@@ -56,10 +57,12 @@ public enum TSPNode {
             accessTokens: accessTokens)
     }
 
+    /// With `resources`, the node's stop commits the notifications still pending and closes the database.
     static func services(
         dataDirectory: String, issuers: IssuerDirectory, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
-        notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil
+        notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil,
+        resources: NodeResources? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
         let broker: NotificationBroker
@@ -71,6 +74,10 @@ public enum TSPNode {
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })
+            resources?.closeWhenStopped("the TSP database") { [broker] in
+                broker.shutDown()
+                try store.database.close()
+            }
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,

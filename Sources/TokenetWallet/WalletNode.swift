@@ -24,6 +24,7 @@ public enum WalletNode {
             let unwritable = (error.cause as? StorageError)?.code == .readOnly
             throw NodeError(unwritable ? .config : .io, error.message, cause: error.cause)
         }
+        context.closeWhenStopped("the wallet database") { try store.database.close() }
         let tsp = try context.channel(to: .tsp)
         let selection: WalletSelection
         do {

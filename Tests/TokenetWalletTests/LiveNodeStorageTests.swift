@@ -5,9 +5,44 @@ import TokenetTestSupport
 
 @testable import TokenetWallet
 
-/// How a node treats its SQLite database as a process: refused at start when the node could not write it, and
-/// named once when it is damaged.
+/// How each node treats its SQLite database as a process: closed on a clean stop, refused at start when the node
+/// could not write it, and named once when it is damaged.
 @Suite struct LiveNodeStorageTests {
+    /// Each node, the database it keeps, and a query that finds what it wrote at start.
+    static let nodes: [(node: String, role: String, database: String, written: String)] = [
+        ("tsp-node", "tsp", "tsp.sqlite", "SELECT COUNT(*) FROM vault_key_check"),
+        ("issuer-node", "issuer", "issuer.sqlite", "SELECT COUNT(*) FROM cards"),
+        ("wallet-node", "wallet", "wallet.sqlite", "SELECT COUNT(*) FROM sqlite_master WHERE name = 'cards'"),
+    ]
+
+    /// After SIGTERM the node has closed its database, so SQLite folded the write-ahead log into the main file and
+    /// removed it: the main file alone holds the data (it was a 4 KB file beside a -wal holding everything).
+    @Test(arguments: nodes.map(\.node))
+    func aCleanStopLeavesTheDataInTheMainFile(node: String) async throws {
+        let entry = try #require(Self.nodes.first { $0.node == node })
+        let pki = try await offThePool { try TestPKI.directory() }
+        var extra: [String] = []
+        if node == "issuer-node" {
+            extra = ["--fixtures", Executables.packageRoot.appendingPathComponent("Tools/fixtures/issuer.json").path]
+        } else if node == "wallet-node" {
+            extra = ["--tsp", try freeLoopbackAddress()]
+        }
+        let arguments = extra
+        let process = try await offThePool { try NodeProcess(node, role: entry.role, pki: pki, extra: arguments) }
+        let path = process.directory.file("data/" + entry.database)
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the node runs with a write-ahead log")
+        process.stop()
+        #expect(process.process.terminationStatus == 0, "\(process.stderr)")
+
+        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0, "\(entry.database)-wal still holds \(wal) bytes after a clean stop")
+        // A copy of the main file alone, without whatever -wal or -shm lie beside the original.
+        let copy = try ScratchDirectory()
+        try FileManager.default.copyItem(atPath: path, toPath: copy.file("copy.sqlite"))
+        let database = try Database.open(path: copy.file("copy.sqlite"))
+        #expect(try database.queryOne(entry.written)?.int(0) ?? 0 > 0, "\(entry.written)")
+    }
+
     /// The message names the database once (it said "cannot open the wallet database X: cannot open the wallet
     /// database X: corrupt: ...").
     @Test func aCorruptDatabaseIsNamedOnce() async throws {
