@@ -38,14 +38,7 @@ import TokenetWire
             try await raw.write(hello)
             for _ in 0..<2_000 { try await raw.write(pings) }
         }
-        var problem: String?
-        for _ in 0..<9_000 {
-            if let record = records.withLock({ $0.first }) {
-                problem = record.problem
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let problem = try await Self.firstProblem(records)
         #expect(
             problem?.contains("the peer keeps sending but reads nothing") == true,
             "\(String(describing: problem))")
@@ -83,14 +76,7 @@ import TokenetWire
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-        var problem: String?
-        for _ in 0..<6_000 {
-            if let record = records.withLock({ $0.first }) {
-                problem = record.problem
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let problem = try await Self.firstProblem(records)
         #expect(
             problem?.contains("a frame that began to arrive 0.6 seconds ago is still incomplete") == true,
             "\(String(describing: problem))")
@@ -127,14 +113,7 @@ import TokenetWire
         #expect(server.inboundBudget.total == 700 * 1024 + 4)  // with its length prefix
         let second = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
         try await second.write(partial)
-        var problem: String?
-        for _ in 0..<3_000 {
-            if let record = records.withLock({ $0.first }) {
-                problem = record.problem
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let problem = try await Self.firstProblem(records)
         #expect(
             problem?.contains("this side holds more than 1048576 bytes of unfinished frames from its peers") == true,
             "\(String(describing: problem))")
@@ -152,5 +131,14 @@ import TokenetWire
         server.shutdown()
         await listener.close()
         serving.cancel()
+    }
+
+    /// The problem of the first connection the server logged as ended (nil for a clean end), waiting up to 90 s.
+    static func firstProblem(_ records: borrowing Mutex<[ConnectionRecord]>) async throws -> String? {
+        for _ in 0..<9_000 {
+            if let record = records.withLock({ $0.first }) { return record.problem }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
     }
 }

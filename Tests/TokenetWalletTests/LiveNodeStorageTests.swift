@@ -65,19 +65,15 @@ import TokenetTestSupport
         let scratch = try ScratchDirectory(data: [:])
         let path = scratch.file("data/wallet.sqlite")
         try WalletStore.open(path: path).database.close()
-        #expect(chmod(path, 0o444) == 0)
-        let root = geteuid() == 0
-        if root {
-            guard chattr("+i", path) else { return }  // no way to make the file unwritable here
-        }
-        defer {
-            if root { _ = chattr("-i", path) }
-        }
+        guard ReadOnlyFile.make(path) else { return }  // no way to make the file unwritable here
+        defer { ReadOnlyFile.undo(path) }
         let result = try await offThePool {
             try runExecutable("wallet-node", try Self.arguments(scratch, pki: pki))
         }
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.contains("database \(path) is not writable"), "\(result.stderr)")
+        // The file's name, not its whole path: the log masks digit runs like a card number's, and the scratch
+        // directory's random name sometimes holds one.
+        #expect(result.stderr.contains("wallet.sqlite is not writable"), "\(result.stderr)")
     }
 
     static func arguments(_ scratch: ScratchDirectory, pki: String) throws -> [String] {
@@ -85,15 +81,5 @@ import TokenetTestSupport
             "--listen", "127.0.0.1:0", "--data-dir", scratch.file("data"), "--tsp", try freeLoopbackAddress(),
             "--cert", "\(pki)/wallet.pem", "--key", "\(pki)/wallet.key", "--ca", "\(pki)/ca.pem",
         ]
-    }
-
-    func chattr(_ flag: String, _ path: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
     }
 }
