@@ -39,6 +39,10 @@ public struct CardError: Error, Sendable, CustomStringConvertible, Equatable {
 
     public let code: Code
     public let message: String
+
+    /// Whether the error is about the node's key files (one that does not fit the database, a wrong size or mode,
+    /// a directory or a dangling link where a key belongs): the operator's to fix, not a passing failure.
+    public var isKeyFileProblem: Bool { code == .vaultKeyMismatch || code == .invalidKey || code == .io }
     /// The failed card check, for `invalidCard` errors.
     public let rejection: CardRejection?
     /// Lines from the OpenSSL error queue captured when the error was created (may be empty).

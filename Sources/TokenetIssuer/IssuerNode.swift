@@ -68,8 +68,8 @@ public enum IssuerNode {
     /// database holds, and a database the node cannot write are the operator's to fix before a restart can help:
     /// they exit with status 2, like other configuration mistakes.
     static func startFailure(_ error: IssuerError) -> NodeError {
-        if let mismatch = error.cause as? CardError, mismatch.code == .vaultKeyMismatch {
-            return NodeError(.config, mismatch.message)
+        if let keys = error.cause as? CardError, keys.isKeyFileProblem {
+            return NodeError(.config, keys.message)
         }
         if let storage = error.cause as? StorageError, storage.code == .readOnly {
             return NodeError(.config, error.message, cause: storage)

@@ -1,4 +1,5 @@
 import TokenetCard
+import TokenetRPC
 import TokenetWire
 
 /// What a digitization decision does to the new token: a pure mapping from the issuer's (or stand-in's) answer to
@@ -42,6 +43,22 @@ struct DigitizationOutcome: Sendable, Equatable {
             return nil
         }
     }
+
+    /// The issuer answered the question with an error that refuses it (the request was wrong for it, the card is
+    /// not its own, it may not be asked): it was reached, so the stand-in, which stands in for an issuer that cannot
+    /// be reached or is too slow, does not decide. The card is declined with the issuer's words.
+    static func issuerRefused(code: String, message: String) -> DigitizationOutcome {
+        let why = "the issuer refused the request (\(code)): \(message)"
+        return DigitizationOutcome(
+            decision: .declined, state: .deactivated, reason: why, idvMethods: [], declineReason: why,
+            decidedBy: "tsp")
+    }
+
+    /// Error codes with which an issuer refuses a question rather than failing to answer it.
+    static let refusals: Set<StatusCode> = [
+        .invalidArgument, .notFound, .permissionDenied, .failedPrecondition, .unimplemented, .unauthenticated,
+        .outOfRange, .alreadyExists,
+    ]
 
     static func standIn(_ decision: StandInPolicy.Decision, issuerProblem: String) -> DigitizationOutcome {
         switch decision {

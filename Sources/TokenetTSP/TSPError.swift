@@ -17,6 +17,8 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case unauthenticated
         /// A bounded resource is used up: a queue's in-flight window, a credential locked after repeated failures.
         case resourceExhausted
+        /// The TSP cannot do it now and a retry may: a digitization interrupted by the TSP's own shutdown.
+        case unavailable
         /// Storage, keys or cryptography failed inside the TSP.
         case `internal`
     }
@@ -45,6 +47,7 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .permissionDenied: RPCError(.permissionDenied, message)
         case .unauthenticated: RPCError(.unauthenticated, message)
         case .resourceExhausted: RPCError(.resourceExhausted, message)
+        case .unavailable: RPCError(.unavailable, message)
         case .internal: RPCError(.internal, message)
         }
     }

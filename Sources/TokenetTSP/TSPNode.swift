@@ -84,7 +84,7 @@ public enum TSPNode {
                 accessTokenVerifier: accessTokens)
         } catch let error as NodeError {
             throw error
-        } catch let error as CardError where error.code == .vaultKeyMismatch {
+        } catch let error as CardError where error.isKeyFileProblem {
             throw NodeError(.config, error.message)
         } catch let error as StorageError where error.code == .readOnly {
             throw NodeError(.config, "cannot open the TSP's storage in \(dataDirectory)", cause: error)

@@ -32,7 +32,14 @@ extension TSPService {
         case .pending(let value):
             pending = value
         }
-        let outcome = await decide(pending, request: request, log: log)
+        // Nil when cancelled (the TSP is stopping and its drain ran out, or the wallet gave up): the issuer's call
+        // failed for that reason, not because the issuer is unavailable, so nothing is decided. The request stays
+        // pending; a retry with the same request id resumes it.
+        guard let outcome = await decide(pending, request: request, log: log) else {
+            log.info("digitize cancelled before a decision; left pending", ["request_id": request.requestID])
+            throw TSPError(
+                .unavailable, "the digitization was interrupted before a decision; retry it with the same request id")
+        }
         let response = try store.finishDigitization(pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
         log.info(
             "digitized",
@@ -53,9 +60,10 @@ extension TSPService {
             expiry: TokenExpiry.expiry(issuedAt: now(), years: configuration.tokenValidityYears))
     }
 
-    /// The issuer's decision, or the stand-in's when the issuer fails, is too slow, or answers nothing usable.
+    /// The issuer's decision, or the stand-in's when the issuer fails, is too slow, or answers nothing usable; a
+    /// decline when the issuer refuses the question; nil when the call was cancelled before a decision.
     private func decide(_ pending: PendingDigitization, request: TspV1.DigitizeRequest, log: Logger) async
-        -> DigitizationOutcome
+        -> DigitizationOutcome?
     {
         let problem: String
         do {
@@ -74,10 +82,17 @@ extension TSPService {
             let answer = try await issuers.decisions(for: issuerRecord.id).authorizeDigitization(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
+            if Task.isCancelled { return nil }
             problem =
                 answer.decision == .requireAdditionalAuthentication
                 ? "the issuer asked for a step-up and offered no ID&V method" : "the issuer answered without a decision"
             log.warning("issuer answer unusable; applying the stand-in rule", ["problem": problem])
+        } catch _ where Task.isCancelled {
+            return nil
+        } catch let error as RPCError where DigitizationOutcome.refusals.contains(error.code) {
+            let code = error.code.protoValueName ?? String(error.code.rawValue)
+            log.warning("issuer refused the request; declining", ["code": code, "error": error.message])
+            return .issuerRefused(code: code, message: error.message)
         } catch let error as RPCError {
             problem = "issuer unavailable: \(error.code.protoValueName ?? String(error.code.rawValue))"
             log.warning("issuer did not decide; applying the stand-in rule", ["error": error.description])

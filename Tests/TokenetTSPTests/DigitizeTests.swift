@@ -94,6 +94,47 @@ import TokenetWire
         #expect(response.declineReason.contains("above the stand-in approval limit"))
     }
 
+    /// An issuer that answers with an error refusing the question was reached: the stand-in, which stands in for an
+    /// issuer that cannot be reached or is too slow, does not approve the card; it is declined with the issuer's
+    /// words. (A TSP that asked the wrong issuer node got such an answer, and the stand-in approved the card.)
+    @Test func anIssuerRefusalDeclinesWithoutTheStandIn() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.refuse)
+        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
+        #expect(response.decision == .declined)
+        #expect(response.decidedBy == "tsp")
+        #expect(
+            response.declineReason
+                == "the issuer refused the request (INVALID_ARGUMENT): card data is not encrypted to the issuer's "
+                + "registered key")
+        #expect(tsp.logs.lines.contains { $0.contains("issuer refused the request; declining") })
+        #expect(!tsp.logs.lines.contains { $0.contains("stand-in") })
+    }
+
+    /// A digitization whose call is cancelled while the issuer is asked (the wallet gave up, or the TSP's drain ran
+    /// out at shutdown) decides nothing: the issuer's failed call is the cancellation, not an unavailable issuer, so
+    /// the stand-in does not commit a decision the caller never heard. A retry with the same request id resumes it.
+    @Test func aDigitizationCancelledBeforeTheDecisionStaysPending() async throws {
+        let tsp = try TSPHarness.make()
+        tsp.issuer.set(.slow)
+        let eligibility = try await tsp.eligibleVisa()
+        let requestID = UUID().uuidString
+        let call = Task { try await tsp.digitize(eligibility, requestID: requestID) }
+        for _ in 0..<6_000 where tsp.issuer.state.withLock({ $0.authorizations }) == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        call.cancel()
+        _ = await call.result
+        for _ in 0..<6_000 where !tsp.logs.lines.contains(where: { $0.contains("left pending") }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!tsp.logs.lines.contains { $0.contains("stand-in") }, "\(tsp.logs.lines)")
+        tsp.issuer.set(.approve)
+        let retried = try await tsp.digitize(eligibility, requestID: requestID)
+        #expect(retried.decision == .approved)
+        #expect(retried.decidedBy == "issuer")
+    }
+
     @Test func issuerAnswerWithoutDecisionGoesToStandIn() async throws {
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.unspecified)

@@ -15,6 +15,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         /// Answers only after far longer than any test deadline.
         case slow
         case unavailable
+        /// Answers with an error that refuses the question (the card data is not for this issuer).
+        case refuse
         /// Answers with no decision at all.
         case unspecified
         /// Asks for a step-up and offers no method.
@@ -95,6 +97,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
             return IssuerV1.AuthorizeDigitizationResponse(decision: .approved)
         case .unavailable:
             throw RPCError(.unavailable, "issuer host is down")
+        case .refuse:
+            throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
         case .unspecified:
             return IssuerV1.AuthorizeDigitizationResponse()
         case .stepUpWithoutMethods:

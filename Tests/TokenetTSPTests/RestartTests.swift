@@ -160,6 +160,26 @@ import TokenetWire
         #expect(try await restored.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
     }
 
+    /// A key file the node cannot use at all (a wrong size, a directory in its place) is configuration too: status 2
+    /// with the file named, where it was status 1 as if the disk had failed.
+    @Test func aKeyFileThatCannotBeAKeyIsAConfigurationError() async throws {
+        let first = try await Self.digitizedCard()
+        let keyFile = first.directory + "/keys/data-vault.key"
+        let original = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        try Data(repeating: 7, count: 31).write(to: URL(fileURLWithPath: keyFile))
+        let short = try Self.refusal(directory: first.directory)
+        #expect(short.exitStatus == 2, "\(short)")
+        #expect(short.description.contains(keyFile), "\(short)")
+        try FileManager.default.removeItem(atPath: keyFile)
+        try FileManager.default.createDirectory(atPath: keyFile, withIntermediateDirectories: false)
+        let directory = try Self.refusal(directory: first.directory)
+        #expect(directory.exitStatus == 2, "\(directory)")
+        #expect(directory.description.contains(keyFile), "\(directory)")
+        try FileManager.default.removeItem(atPath: keyFile)
+        try original.write(to: URL(fileURLWithPath: keyFile))
+        #expect(FileManager.default.fileExists(atPath: keyFile))
+    }
+
     /// A database from before check values gets one at its next start, when its key opens its sealed records; with
     /// another key those records themselves give the mismatch away.
     @Test func aDatabaseWithoutACheckValueIsCheckedAgainstItsSealedData() async throws {

@@ -210,9 +210,12 @@ extension IssuerV1 {
         /// Provisioning.Digitize. APPROVED: the token is ACTIVE. DECLINED: the wallet gets no token (the TSP keeps it
         /// DEACTIVATED for its audit trail) and `reason`. REQUIRE_ADDITIONAL_AUTHENTICATION: the token stays INACTIVE and
         /// the wallet is offered `idv_methods`; for an OTP method the TSP later calls IssuerOtp.SendOtp with the method's
-        /// id and this digital_card_id. An error, no answer in time, an UNSPECIFIED decision or a step-up without any
-        /// method: the TSP's stand-in rule decides (the wallet sees decided_by "stand-in"). The TSP may ask again for the same digital_card_id when it
-        /// resumes a digitization it did not finish.
+        /// id and this digital_card_id. No answer in time, an error that says the issuer cannot answer (UNAVAILABLE,
+        /// RESOURCE_EXHAUSTED, INTERNAL, UNKNOWN), an UNSPECIFIED decision or a step-up without any method: the TSP's
+        /// stand-in rule decides (the wallet sees decided_by "stand-in"). An error that refuses the question
+        /// (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, UNIMPLEMENTED, UNAUTHENTICATED,
+        /// OUT_OF_RANGE, ALREADY_EXISTS): the card is declined with the issuer's words (decided_by "tsp"). The TSP may ask
+        /// again for the same digital_card_id when it resumes a digitization it did not finish.
         public static let authorizeDigitization = MethodDescriptor<IssuerV1.AuthorizeDigitizationRequest, IssuerV1.AuthorizeDigitizationResponse>(
             service: serviceName, name: "AuthorizeDigitization", kind: .unary, allowedRoles: ["tsp"]
         )

@@ -433,7 +433,7 @@ extension TspV1 {
         /// its own records and audit trail (TspControl.ListTokens, TokenHistory).
         public var declineReason: String = ""
 
-        /// Who decided: "issuer" or "stand-in".
+        /// Who decided: "issuer", "stand-in", or "tsp" (the issuer refused the question with an error).
         public var decidedBy: String = ""
 
         public init() {}

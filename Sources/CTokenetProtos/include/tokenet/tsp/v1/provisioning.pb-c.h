@@ -241,7 +241,7 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
    */
   char *decline_reason;
   /*
-   * Who decided: "issuer" or "stand-in".
+   * Who decided: "issuer", "stand-in", or "tsp" (the issuer refused the question with an error).
    */
   char *decided_by;
 };
