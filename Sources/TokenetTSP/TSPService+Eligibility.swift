@@ -109,6 +109,14 @@ extension TSPService {
             question.walletAccountID = request.walletAccountID
             answer = try await issuers.decisions(for: issuer.id).checkCardEligibility(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
+        } catch let error as RPCError where DigitizationOutcome.refusals.contains(error.code) && !Task.isCancelled {
+            // Reached, and refusing the question (the card data is not for it, the request is wrong for it): the
+            // TSP's own checks do not stand in for an issuer that answered.
+            let code = error.code.protoValueName ?? String(error.code.rawValue)
+            log.warning("issuer refused the eligibility check", ["issuer": issuer.id, "code": code])
+            return EligibilityRules.Ineligible(
+                reason: .issuerDeclined, message: "the issuer refused the eligibility check (\(code)): \(error.message)"
+            )
         } catch {
             log.warning(
                 "issuer did not answer eligibility; the TSP's checks stand",

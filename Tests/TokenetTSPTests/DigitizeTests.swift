@@ -99,8 +99,15 @@ import TokenetWire
     /// words. (A TSP that asked the wrong issuer node got such an answer, and the stand-in approved the card.)
     @Test func anIssuerRefusalDeclinesWithoutTheStandIn() async throws {
         let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
         tsp.issuer.set(.refuse)
-        let response = try await tsp.digitize(try await tsp.eligibleVisa(), risk: TSPHarness.lowRisk)
+        // Asked about eligibility now, it refuses too: the TSP's own checks do not stand in for it.
+        let refused = try await tsp.checkEligibility(pan: TSPHarness.visa)
+        #expect(!refused.eligible)
+        #expect(
+            refused.reasonMessage.contains("the issuer refused the eligibility check (INVALID_ARGUMENT)"),
+            "\(refused)")
+        let response = try await tsp.digitize(eligibility, risk: TSPHarness.lowRisk)
         #expect(response.decision == .declined)
         #expect(response.decidedBy == "tsp")
         #expect(

@@ -52,6 +52,9 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         -> IssuerV1.CardEligibilityResponse
     {
         _ = try decrypt(request.encryptedCardData)
+        if case .refuse = state.withLock({ $0.decision }) {
+            throw RPCError(.invalidArgument, "card data is not encrypted to the issuer's registered key")
+        }
         let (eligible, reason, slow) = state.withLock { ($0.eligible, $0.eligibilityReason, $0.slowEligibility) }
         if slow { try await Task.sleep(for: .seconds(60)) }
         return IssuerV1.CardEligibilityResponse(eligible: eligible, reason: reason)
