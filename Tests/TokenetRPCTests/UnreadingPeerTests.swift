@@ -6,68 +6,48 @@ import TokenetWire
 
 @testable import TokenetRPC
 
-/// A peer that floods frames the server must answer (pings here; calls past the concurrency limit are the same)
-/// while it reads nothing: the answers are written without waiting for room, so the server ends the connection
-/// once `ConnectionSettings.unreadOutboundLimit` bytes of them wait, instead of holding more for as long as the peer
-/// keeps sending.
+/// Peers that would hold a server's memory: one that floods frames the server must answer (pings here; calls past
+/// the concurrency limit are the same) while it reads nothing, one that trickles a frame and never finishes it, and
+/// many that each leave most of a large frame unfinished.
 @Suite(.timeLimit(.minutes(2))) struct UnreadingPeerTests {
+    /// The answers to a flood are written without waiting for room, so the server ends the connection once
+    /// `ConnectionSettings.unreadOutboundLimit` bytes of them wait, instead of holding more for as long as the peer
+    /// keeps sending.
     @Test func aPingFloodThatReadsNothingEndsItsConnection() async throws {
-        let loop = try EventLoop(name: "rpc-unreading-peer")
-        defer { loop.shutdown() }
-        let listener = try await PlainListener.bind(on: loop)
-        let records = Mutex<[ConnectionRecord]>([])
-        // A limit of 256 KiB (8 MiB by default) keeps the flood this test needs short; the grace (10 s by default)
-        // is how long the goaway may take to leave before the connection is reset.
-        let server = RPCServer(
-            router: InMemoryCallTests.echoRouter, settings: ConnectionSettings(unreadOutboundLimit: 256 * 1024),
-            timers: ConnectionTimers(stuckWriteGrace: .seconds(1)),
-            connectionLog: { record in records.withLock { $0.append(record) } })
-        let serving = Task { await server.serve(listener: listener) }
-        let raw = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
-
+        // A limit of 256 KiB (8 MiB by default) keeps the flood this test needs short.
+        let harness = try await Harness(
+            name: "rpc-unreading-peer", settings: ConnectionSettings(unreadOutboundLimit: 256 * 1024))
+        let raw = try await harness.connect()
         let encoder = FrameEncoder()
-        var hello: [UInt8] = []
-        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &hello)
         var pings: [UInt8] = []
         for index in 1...10_000 {
             let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: UInt64(index))))
             try encoder.encode(ping, into: &pings)
         }
         // Up to 20 million pings (some 300 MB); the server ends the connection long before, and the writes fail.
-        let flood = Task { [hello, pings] in
-            try await raw.write(hello)
+        let flood = Task { [pings] in
+            try await raw.write(try Self.hello())
             for _ in 0..<2_000 { try await raw.write(pings) }
         }
-        let problem = try await Self.firstProblem(records)
+        let problem = try await harness.firstProblem()
         #expect(
             problem?.contains("the peer keeps sending but reads nothing") == true,
             "\(String(describing: problem))")
         flood.cancel()
         await raw.close()
-        server.shutdown()
-        await listener.close()
-        serving.cancel()
+        await harness.stop()
     }
 
     /// A peer that trickles a frame a byte at a time is never silent, so keepalive never ends its connection; the
     /// frame must arrive whole within the keepalive interval and timeout, or the connection ends.
     @Test func aFrameTrickledByteByByteRunsOutOfTime() async throws {
-        let loop = try EventLoop(name: "rpc-trickling-peer")
-        defer { loop.shutdown() }
-        let listener = try await PlainListener.bind(on: loop)
-        let records = Mutex<[ConnectionRecord]>([])
-        let server = RPCServer(
-            router: InMemoryCallTests.echoRouter,
+        let harness = try await Harness(
+            name: "rpc-trickling-peer",
             timers: ConnectionTimers(
                 keepaliveInterval: .milliseconds(300), keepaliveTimeout: .milliseconds(300),
-                stuckWriteGrace: .seconds(1)),
-            connectionLog: { record in records.withLock { $0.append(record) } })
-        let serving = Task { await server.serve(listener: listener) }
-        let raw = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
-        let encoder = FrameEncoder()
-        var hello: [UInt8] = []
-        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &hello)
-        try await raw.write(hello)
+                stuckWriteGrace: .seconds(1)))
+        let raw = try await harness.connect()
+        try await raw.write(try Self.hello())
         // A frame of a megabyte announced, then one byte every 100 ms: more often than the keepalive asks.
         let trickle = Task {
             try await raw.write([0, 0x10, 0, 0])
@@ -76,69 +56,102 @@ import TokenetWire
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-        let problem = try await Self.firstProblem(records)
+        let problem = try await harness.firstProblem()
         #expect(
             problem?.contains("a frame that began to arrive 0.6 seconds ago is still incomplete") == true,
             "\(String(describing: problem))")
         trickle.cancel()
         await raw.close()
-        server.shutdown()
-        await listener.close()
-        serving.cancel()
+        await harness.stop()
     }
 
     /// Peers that each send most of a large frame and stop: past the server's budget of unfinished frames (1 MiB
     /// here, 256 MiB by default), the connection that adds to it is closed, and the others, and new calls, go on.
     @Test func unfinishedFramesAcrossConnectionsHaveABudget() async throws {
-        let loop = try EventLoop(name: "rpc-inbound-budget")
-        defer { loop.shutdown() }
-        let listener = try await PlainListener.bind(on: loop)
-        let records = Mutex<[ConnectionRecord]>([])
-        let server = RPCServer(
-            router: InMemoryCallTests.echoRouter, timers: ConnectionTimers(stuckWriteGrace: .seconds(1)),
-            connectionLog: { record in records.withLock { $0.append(record) } })
-        server.inboundBudget.limit = 1 << 20
-        let serving = Task { await server.serve(listener: listener) }
-        let encoder = FrameEncoder()
-        var hello: [UInt8] = []
-        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &hello)
-        // A 4 MiB frame announced, 700 KiB of it sent.
-        let partial = hello + [0, 0x40, 0, 0] + [UInt8](repeating: 0, count: 700 * 1024)
+        let harness = try await Harness(name: "rpc-inbound-budget")
+        let budget = harness.server.inboundBudget
+        budget.limit = 1 << 20
+        // A 4 MiB frame announced, 700 KiB of it sent: with the hello's and its own length prefix, it holds
+        // 700 KiB + 4 bytes.
+        let partial = try Self.hello() + [0, 0x40, 0, 0] + [UInt8](repeating: 0, count: 700 * 1024)
+        let held = 700 * 1024 + 4
 
-        let first = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        let first = try await harness.connect()
         try await first.write(partial)
-        for _ in 0..<3_000 where server.inboundBudget.total < 700 * 1024 + 4 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(server.inboundBudget.total == 700 * 1024 + 4)  // with its length prefix
-        let second = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        for _ in 0..<3_000 where budget.total < held { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(budget.total == held)
+        let second = try await harness.connect()
         try await second.write(partial)
-        let problem = try await Self.firstProblem(records)
+        let problem = try await harness.firstProblem()
         #expect(
             problem?.contains("this side holds more than 1048576 bytes of unfinished frames from its peers") == true,
             "\(String(describing: problem))")
         // The first peer's frame is still held, and a call on a new connection is answered.
-        #expect(server.inboundBudget.total == 700 * 1024 + 4)  // with its length prefix
-        let client = RPCClient(
-            stream: try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop))
+        #expect(budget.total == held)
+        let client = RPCClient(stream: try await harness.connect())
         let answer = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1))
         #expect(answer.fInt32 == 2)
         await client.close()
         await first.close()
-        for _ in 0..<3_000 where server.inboundBudget.total > 0 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(server.inboundBudget.total == 0, "a connection that ends gives its bytes back")
+        for _ in 0..<3_000 where budget.total > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(budget.total == 0, "a connection that ends gives its bytes back")
         await second.close()
-        server.shutdown()
-        await listener.close()
-        serving.cancel()
+        await harness.stop()
     }
 
-    /// The problem of the first connection the server logged as ended (nil for a clean end), waiting up to 90 s.
-    static func firstProblem(_ records: borrowing Mutex<[ConnectionRecord]>) async throws -> String? {
-        for _ in 0..<9_000 {
-            if let record = records.withLock({ $0.first }) { return record.problem }
-            try await Task.sleep(for: .milliseconds(10))
+    /// A plaintext echo server on loopback that records how each of its connections ended. Its closing
+    /// connections are reset 1 s after they begin to close (10 s by default) when the peer takes nothing more.
+    final class Harness: Sendable {
+        final class Records: Sendable {
+            let ended = Mutex<[ConnectionRecord]>([])
         }
-        return nil
+
+        let loop: EventLoop
+        let listener: PlainListener
+        let server: RPCServer
+        let serving: Task<Void, Never>
+        let records = Records()
+
+        init(
+            name: String, settings: ConnectionSettings = .defaults,
+            timers: ConnectionTimers = ConnectionTimers(stuckWriteGrace: .seconds(1))
+        ) async throws {
+            loop = try EventLoop(name: name)
+            let listener = try await PlainListener.bind(on: loop)
+            let records = records
+            let server = RPCServer(
+                router: InMemoryCallTests.echoRouter, settings: settings, timers: timers,
+                connectionLog: { record in records.ended.withLock { $0.append(record) } })
+            self.listener = listener
+            self.server = server
+            serving = Task { await server.serve(listener: listener) }
+        }
+
+        func connect() async throws -> PlainConnection {
+            try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+        }
+
+        /// The problem of the first connection the server logged as ended (nil for a clean end), waiting up to 90 s.
+        func firstProblem() async throws -> String? {
+            for _ in 0..<9_000 {
+                if let record = records.ended.withLock({ $0.first }) { return record.problem }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+
+        func stop() async {
+            server.shutdown()
+            await listener.close()
+            serving.cancel()
+            loop.shutdown()
+        }
+    }
+
+    static func hello() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try FrameEncoder().encode(
+            WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        return bytes
     }
 }
