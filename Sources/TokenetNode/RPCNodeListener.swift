@@ -208,6 +208,14 @@ public final class RPCNodeListener: NodeListener {
                     logger.info("handshake refused", error: "\(failure)", throttledBy: refusals)
                 }
                 return .success(.tls(listener))
+            } catch let error as TransportError where error.code == .invalidAddress {
+                // The address is the operator's choice: in use by another process, not this host's, or a port
+                // below 1024 without the right. A configuration problem (status 2), as a bad --listen is.
+                return .failure(
+                    NodeError(
+                        .config,
+                        "--listen \(options.listen): \(error.message); stop what holds it, or give another address "
+                            + "(port 0 picks a free one)"))
             } catch {
                 return .failure(NodeError(.listen, "cannot serve on \(options.listen)", cause: DescribedError(error)))
             }
