@@ -1,4 +1,5 @@
 import Foundation
+import TokenetWire
 
 /// A cause known only by its description, for underlying errors that are not `Sendable`.
 ///
@@ -31,7 +32,7 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
             }
         }
         if case DecodingError.typeMismatch(let type, let context) = error {
-            let found = (try? JSONDecoder().decode(JSONShape.self, from: data))?.at(context.codingPath)?.kind
+            let found = Self.kind(at: context.codingPath, in: data)
             let expected = Self.jsonKind(type)
             if context.codingPath.isEmpty {
                 self.init(description: found.map { "it holds \($0), not \(expected)" } ?? "it is not \(expected)")
@@ -59,53 +60,24 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    /// The shape of a JSON document, only to say what kind of value stands where another was expected.
-    private indirect enum JSONShape: Decodable {
-        case null, bool, number, string
-        case array([JSONShape])
-        case object([String: JSONShape])
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() {
-                self = .null
-            } else if (try? container.decode(Bool.self)) != nil {
-                self = .bool
-            } else if (try? container.decode(Double.self)) != nil {
-                self = .number
-            } else if (try? container.decode(String.self)) != nil {
-                self = .string
-            } else if let array = try? container.decode([JSONShape].self) {
-                self = .array(array)
-            } else {
-                self = .object(try container.decode([String: JSONShape].self))
-            }
-        }
-
-        /// The value at `path`, if the document has one there.
-        func at(_ path: [any CodingKey]) -> JSONShape? {
-            guard let key = path.first else { return self }
-            switch self {
+    /// What kind of value stands at `path` in the JSON document `data` (nil when there is none, or the text does
+    /// not parse), named as `jsonKind` names the expected one.
+    private static func kind(at path: [any CodingKey], in data: Data) -> String? {
+        guard var value = try? JSONValue(parsing: String(decoding: data, as: UTF8.self)) else { return nil }
+        for key in path {
+            switch value {
             case .array(let elements):
                 guard let index = key.intValue, elements.indices.contains(index) else { return nil }
-                return elements[index].at(Array(path.dropFirst()))
+                value = elements[index]
             case .object(let members):
-                return members[key.stringValue]?.at(Array(path.dropFirst()))
+                guard let member = members.last(where: { $0.key == key.stringValue }) else { return nil }
+                value = member.value
             default:
                 return nil
             }
         }
-
-        var kind: String {
-            switch self {
-            case .null: "null"
-            case .bool: "a boolean"
-            case .number: "a number"
-            case .string: "a string"
-            case .array: "an array"
-            case .object: "a JSON object"
-            }
-        }
+        if case .object = value { return "a JSON object" }
+        return value.kindName
     }
 
     private static func reason(of error: any Error) -> String {

@@ -51,4 +51,22 @@ import TokenetWire
         decoder.feed(bytes)
         #expect(throws: WireError.self) { try decoder.nextFrame() }
     }
+
+    /// A call_start sent as several pieces in one frame (protobuf merges them into one message) counts whole.
+    @Test func aCallStartInPiecesCountsWhole() throws {
+        var piece: [UInt8] = []
+        try FrameEncoder().encode(Self.callStart(streamID: 11, entries: 20_000), into: &piece)
+        // The frame body without its prefix: stream_id then call_start; the call_start field appended twice more.
+        let body = Array(piece.dropFirst(FrameFormat.lengthPrefixSize))
+        let callStartField = Array(body.drop { $0 != 0x1A })
+        let merged = body + callStartField + callStartField
+        #expect(callStartField.count < FrameFormat.maximumCallStartSize)
+        var bytes = withUnsafeBytes(of: UInt32(merged.count).bigEndian) { Array($0) }
+        bytes += merged
+        var decoder = FrameDecoder()
+        decoder.feed(bytes)
+        let error = try #require(throws: WireError.self) { try decoder.nextFrame() }
+        #expect(error.code == .callStartTooLarge)
+        #expect(error.streamID == 11)
+    }
 }

@@ -189,62 +189,55 @@ public struct FrameDecoder: Sendable {
     /// `FrameFormat.maximumCallStartSize`; nil otherwise, or when the top level cannot be followed (the generic
     /// decoder then reports what is wrong).
     static func oversizedCallStart(in body: ArraySlice<UInt8>) -> (streamID: UInt32, size: Int)? {
-        body.withUnsafeBufferPointer { bytes in
-            var index = 0
-            var streamID: UInt32 = 0
-            var oversized: Int?
-            let end = bytes.count
-            while index < end {
-                guard let key = ProtoVarint.read(bytes, at: &index, end: end) else { return nil }
-                switch key & 7 {
-                case 0:
-                    guard let value = ProtoVarint.read(bytes, at: &index, end: end) else { return nil }
-                    if key >> 3 == 1 { streamID = UInt32(truncatingIfNeeded: value) }
-                case 1, 5:
-                    let size = key & 7 == 1 ? 8 : 4
-                    guard end - index >= size else { return nil }
-                    index += size
-                case 2:
-                    guard let length = ProtoVarint.read(bytes, at: &index, end: end), length <= UInt64(end - index)
-                    else { return nil }
-                    if key >> 3 == 3, length > UInt64(FrameFormat.maximumCallStartSize) { oversized = Int(length) }
-                    index += Int(length)
-                default:
-                    return nil
-                }
-            }
-            return oversized.map { (streamID, $0) }
+        let fields = topLevelFields(of: body)
+        guard fields.complete, let size = fields.callStartSize, size > FrameFormat.maximumCallStartSize else {
+            return nil
         }
+        return (fields.streamID, size)
     }
 
     /// The `stream_id` (field 1) of a frame's bytes, 0 when absent. The bytes have been unpacked as a `Frame`, so they
     /// are well-formed; the reader still stops at anything it cannot follow.
     static func streamID(ofWellFormedFrame body: ArraySlice<UInt8>) -> UInt32 {
+        topLevelFields(of: body).streamID
+    }
+
+    /// Walks a frame's top-level fields without decoding them: its stream id (the last occurrence counts, as for
+    /// any protobuf scalar, and a uint32 keeps the low 32 bits), the length of its call_start, and whether the walk
+    /// reached the end (false when it stopped at something it cannot follow).
+    private static func topLevelFields(
+        of body: ArraySlice<UInt8>
+    ) -> (streamID: UInt32, callStartSize: Int?, complete: Bool) {
         body.withUnsafeBufferPointer { bytes in
             var index = 0
             var streamID: UInt32 = 0
+            var callStartSize: Int?
             let end = bytes.count
-            while index < end, let key = ProtoVarint.read(bytes, at: &index, end: end) {
+            while index < end {
+                guard let key = ProtoVarint.read(bytes, at: &index, end: end) else {
+                    return (streamID, callStartSize, false)
+                }
                 switch key & 7 {
                 case 0:
-                    guard let value = ProtoVarint.read(bytes, at: &index, end: end) else { return streamID }
-                    // The last occurrence counts, as for any protobuf scalar; a uint32 keeps the low 32 bits.
+                    guard let value = ProtoVarint.read(bytes, at: &index, end: end) else {
+                        return (streamID, callStartSize, false)
+                    }
                     if key >> 3 == 1 { streamID = UInt32(truncatingIfNeeded: value) }
                 case 1, 5:
                     let size = key & 7 == 1 ? 8 : 4
-                    guard end - index >= size else { return streamID }
+                    guard end - index >= size else { return (streamID, callStartSize, false) }
                     index += size
                 case 2:
                     guard let length = ProtoVarint.read(bytes, at: &index, end: end), length <= UInt64(end - index)
-                    else {
-                        return streamID
-                    }
+                    else { return (streamID, callStartSize, false) }
+                    // Repeated occurrences of a message field merge into one: a call_start sent in pieces is their sum.
+                    if key >> 3 == 3 { callStartSize = (callStartSize ?? 0) + Int(length) }
                     index += Int(length)
                 default:
-                    return streamID
+                    return (streamID, callStartSize, false)
                 }
             }
-            return streamID
+            return (streamID, callStartSize, true)
         }
     }
 
