@@ -1,53 +1,101 @@
 /// Masks anything that looks like a card number (PAN) so it can be written to a log.
 ///
-/// A run of 13 or more ASCII digits (PANs are 13–19 digits) keeps only its last four digits visible. A single
-/// space, hyphen, dot, underscore, tab or line break between digit groups counts as part of the run, so
+/// A run of 13 or more digits (PANs are 13–19 digits) keeps only its last four digits visible. A single space,
+/// hyphen, dot, underscore, tab or line break between digit groups counts as part of the run, so
 /// `4111 1111 1111 1111`, `4111-1111-1111-1111` and `4111.1111.1111.1111` are masked too: a PAN reaches a log through
 /// whatever a caller typed or pasted (an unknown push session id is echoed in its error), not only in its usual
 /// forms. Runs longer than 19 digits are masked as well: a PAN glued to other digits must not leak either.
+///
+/// A PAN split by a slash, comma, colon or semicolon (`4111/1111/1111/1111`) is masked when its groups look like a
+/// card number's: 13–19 digits in all, in groups of at least three. Those separators also join the parts of times,
+/// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
+///
+/// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well.
 /// Separators are kept, so the masked text still lines up with the original.
 public func maskPAN(_ text: String) -> String {
-    let bytes = Array(text.utf8)
-    var output = bytes
-    var masked = false
-    var index = 0
-    while index < bytes.count {
-        guard isDigit(bytes[index]) else {
-            index += 1
-            continue
-        }
-        // Extend the run over digits and single separators that sit between two digits.
-        var end = index
-        var digitPositions: [Int] = []
-        while end < bytes.count {
-            if isDigit(bytes[end]) {
-                digitPositions.append(end)
-                end += 1
-            } else if isSeparator(bytes[end]), end + 1 < bytes.count, isDigit(bytes[end + 1]) {
-                end += 1
-            } else {
-                break
-            }
-        }
-        if digitPositions.count >= 13 {
-            for position in digitPositions.dropLast(4) {
-                output[position] = UInt8(ascii: "*")
-            }
-            masked = true
-        }
-        index = end
+    if text.utf8.allSatisfy({ $0 < 0x80 }) {
+        let bytes = Array(text.utf8)
+        let positions = PANRuns.maskedPositions(count: bytes.count) { PANRuns.kind(of: Unicode.Scalar(bytes[$0])) }
+        guard !positions.isEmpty else { return text }
+        var output = bytes
+        for position in positions { output[position] = UInt8(ascii: "*") }
+        return String(decoding: output, as: UTF8.self)
     }
-    return masked ? String(decoding: output, as: UTF8.self) : text
+    let scalars = Array(text.unicodeScalars)
+    let positions = PANRuns.maskedPositions(count: scalars.count) { PANRuns.kind(of: scalars[$0]) }
+    guard !positions.isEmpty else { return text }
+    var output = String.UnicodeScalarView()
+    var remaining = positions.makeIterator()
+    var next = remaining.next()
+    for (index, scalar) in scalars.enumerated() {
+        if index == next {
+            output.append("*")
+            next = remaining.next()
+        } else {
+            output.append(scalar)
+        }
+    }
+    return String(output)
 }
 
-private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+/// The run finding behind `maskPAN`, over the characters of a text by position.
+enum PANRuns {
+    enum Kind {
+        case digit
+        /// A separator any digit groups may be joined by.
+        case separator
+        /// A separator that joins a PAN's groups only when they look like a card number's.
+        case punctuation
+        case other
+    }
 
-private func isSeparator(_ byte: UInt8) -> Bool {
-    switch byte {
-    case UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "\t"),
-        UInt8(ascii: "\n"), UInt8(ascii: "\r"):
-        true
-    default:
-        false
+    static func kind(of scalar: Unicode.Scalar) -> Kind {
+        switch scalar {
+        case "0"..."9": .digit
+        case " ", "-", ".", "_", "\t", "\n", "\r": .separator
+        case "/", ",", ":", ";": .punctuation
+        default: scalar.isASCII || scalar.properties.numericType != .decimal ? .other : .digit
+        }
+    }
+
+    /// The positions of the digits to replace, in increasing order.
+    static func maskedPositions(count: Int, kind: (Int) -> Kind) -> [Int] {
+        var masked: [Int] = []
+        var index = 0
+        while index < count {
+            guard kind(index) == .digit else {
+                index += 1
+                continue
+            }
+            // Extend the run over digits and single separators of either kind that sit between two digits, noting
+            // its groups (split at every separator) and its stretches (split at punctuation only).
+            var end = index
+            var groups: [[Int]] = [[]]
+            var stretches: [[Int]] = [[]]
+            while end < count {
+                let current = kind(end)
+                if current == .digit {
+                    groups[groups.count - 1].append(end)
+                    stretches[stretches.count - 1].append(end)
+                    end += 1
+                } else if current != .other, end + 1 < count, kind(end + 1) == .digit {
+                    groups.append([])
+                    if current == .punctuation { stretches.append([]) }
+                    end += 1
+                } else {
+                    break
+                }
+            }
+            let digits = Array(groups.joined())
+            if stretches.contains(where: { $0.count >= 13 }) {
+                for stretch in stretches where stretch.count >= 13 {
+                    masked.append(contentsOf: stretch.dropLast(4))
+                }
+            } else if stretches.count > 1, (13...19).contains(digits.count), groups.allSatisfy({ $0.count >= 3 }) {
+                masked.append(contentsOf: digits.dropLast(4))
+            }
+            index = end
+        }
+        return masked
     }
 }

@@ -4,6 +4,7 @@ import TokenetCard
 import TokenetNode
 import TokenetRPC
 import TokenetStorage
+import TokenetTestSupport
 import TokenetWire
 
 @testable import TokenetIssuer
@@ -204,8 +205,7 @@ import TokenetWire
     }
 
     @Test func credentialsAndPINsAreNotInClearOnDisk() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-auth-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TestScratch.path("issuer-auth")
         let store = try IssuerStore.open(directory: directory)
         try store.importFixture(try Support.fixture())
         let app = try App.make(store: store)

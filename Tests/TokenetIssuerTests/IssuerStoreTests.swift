@@ -2,15 +2,12 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetStorage
+import TokenetTestSupport
 
 @testable import TokenetIssuer
 
 @Suite struct IssuerStoreTests {
-    func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("issuer-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    func temporaryDirectory() throws -> String { try TestScratch.path("issuer") }
 
     @Test func loadingTwiceChangesNothing() throws {
         let store = try Support.store()

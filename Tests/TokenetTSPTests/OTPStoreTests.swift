@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetStorage
+import TokenetTestSupport
 
 @testable import TokenetTSP
 
@@ -88,8 +89,8 @@ import TokenetStorage
     }
 
     @Test func stateSurvivesARestart() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("otp-\(UUID().uuidString).sqlite")
-        defer { try? FileManager.default.removeItem(at: path) }
+        // The database's -wal and -shm files sit beside it: a directory of its own takes them along.
+        let path = try TestScratch.directory("otp").appendingPathComponent("otp.sqlite")
         do {
             let store = try Self.makeStore(path: path.path)
             _ = try select(store, code: "111111")

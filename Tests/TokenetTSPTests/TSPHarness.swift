@@ -4,6 +4,7 @@ import Testing
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetTestSupport
 import TokenetTransport
 import TokenetWire
 
@@ -104,11 +105,8 @@ struct TSPHarness {
         return RPCClient(stream: clientEnd)
     }
 
-    static func temporaryDirectory() throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tsp-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url.path
-    }
+    /// A data directory for a store or node, removed with the test process's other scratch directories.
+    static func temporaryDirectory() throws -> String { try TestScratch.path("tsp") }
 
     // MARK: Steps
 

@@ -25,8 +25,7 @@ final class ScratchDirectory: Sendable {
     let path: String
 
     init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-wallet-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        path = try TestScratch.path("wallet")
     }
 
     func file(_ name: String) -> String { path + "/" + name }
