@@ -19,13 +19,19 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
     func listCards(
         _ request: IssuerV1.ListCardsRequest, context: ServerContext
     ) async throws -> IssuerV1.ListCardsResponse {
-        IssuerV1.ListCardsResponse(
-            cards: try store.allCards().map { card in
+        let page = try CardPage(request)
+        // One card more than the page holds tells whether another page follows.
+        var cards = try store.cards(after: page.after, limit: page.size + 1)
+        let more = cards.count > page.size
+        if more { cards.removeLast() }
+        return IssuerV1.ListCardsResponse(
+            cards: cards.map { card in
                 IssuerV1.IssuerCard(
                     cardID: card.id, maskedPAN: card.pan.masked, scheme: card.pan.scheme.wire,
                     expiry: card.expiry.description, cardholderName: card.cardholderName,
                     accountID: card.accountID, digitizationRule: card.rule.summary)
-            })
+            },
+            nextPageToken: more ? CardPage.token(after: cards[cards.count - 1].id) : "")
     }
 
     func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse

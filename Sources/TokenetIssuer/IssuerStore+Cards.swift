@@ -30,6 +30,19 @@ extension IssuerStore {
         return try row.map { row throws(IssuerError) in try storedCard(row) }
     }
 
+    /// Up to `limit` cards in the order of their ids, starting after the card `after` (from the first card when nil).
+    /// A page of a listing: ids are unique and never change, so a card added between two pages is listed once,
+    /// in its place, or not at all if its id sorts before the page under way.
+    func cards(after: String?, limit: Int) throws(IssuerError) -> [StoredCard] {
+        let rows = try storage("list cards") {
+            try database.query(
+                "\(Self.cardQuery) WHERE cards.id > ? ORDER BY cards.id LIMIT ?", [after ?? "", Int64(limit)])
+        }
+        var cards: [StoredCard] = []
+        for row in rows { cards.append(try storedCard(row)) }
+        return cards
+    }
+
     func allCards() throws(IssuerError) -> [StoredCard] {
         let rows = try storage("list cards") { try database.query("\(Self.cardQuery) ORDER BY cards.id") }
         var cards: [StoredCard] = []

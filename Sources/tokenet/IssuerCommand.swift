@@ -48,10 +48,30 @@ enum IssuerCommand {
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,
-            call: { session, callOptions in
-                try await IssuerV1.IssuerControl.Client(session.client).listCards(.init(), options: callOptions)
-            },
+            call: { session, callOptions in try await allCards(session, callOptions) },
             text: { response, _ in PartyText.issuerCards(response) })
+    }
+
+    /// Every page of `ListCards` as one response, so that the table lines up across pages and `--json` prints one
+    /// listing. The pages share the command's deadline.
+    static func allCards(
+        _ session: InspectSession, _ callOptions: CallOptions
+    ) async throws -> IssuerV1.ListCardsResponse {
+        let client = IssuerV1.IssuerControl.Client(session.client)
+        var listing = IssuerV1.ListCardsResponse()
+        // The largest page the issuer serves: fewest round trips.
+        var request = IssuerV1.ListCardsRequest(pageSize: 1000)
+        var options = callOptions
+        while true {
+            let page = try await client.listCards(request, options: options)
+            listing.cards.append(contentsOf: page.cards)
+            guard !page.nextPageToken.isEmpty else { return listing }
+            guard page.nextPageToken != request.pageToken else {
+                throw RPCError(.internal, "the issuer answered a page token with the same token; the listing stops")
+            }
+            request.pageToken = page.nextPageToken
+            options.timeout = session.callOptions.timeout
+        }
     }
 
     static let pushCard = PartyAction(name: "push-card") { arguments, command throws(CLIError) in

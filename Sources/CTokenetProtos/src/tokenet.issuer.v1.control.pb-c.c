@@ -277,9 +277,42 @@ void   tokenet__issuer__v1__push_receipt__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__push_receipt__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-#define tokenet__issuer__v1__list_cards_request__field_descriptors NULL
-#define tokenet__issuer__v1__list_cards_request__field_indices_by_name NULL
-#define tokenet__issuer__v1__list_cards_request__number_ranges NULL
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__ListCardsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__ListCardsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__list_cards_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__list_cards_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -288,10 +321,10 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   "Tokenet__Issuer__V1__ListCardsRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__ListCardsRequest),
-  0,
+  2,
   tokenet__issuer__v1__list_cards_request__field_descriptors,
   tokenet__issuer__v1__list_cards_request__field_indices_by_name,
-  0,  tokenet__issuer__v1__list_cards_request__number_ranges,
+  1,  tokenet__issuer__v1__list_cards_request__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -411,7 +444,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_card__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_response__field_descriptors[2] =
 {
   {
     "cards",
@@ -425,14 +458,27 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_response__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__ListCardsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__list_cards_response__field_indices_by_name[] = {
   0,   /* field[0] = cards */
+  1,   /* field[1] = next_page_token */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__list_cards_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_response__descriptor =
 {
@@ -442,7 +488,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_response__descr
   "Tokenet__Issuer__V1__ListCardsResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__ListCardsResponse),
-  1,
+  2,
   tokenet__issuer__v1__list_cards_response__field_descriptors,
   tokenet__issuer__v1__list_cards_response__field_indices_by_name,
   1,  tokenet__issuer__v1__list_cards_response__number_ranges,

@@ -10,14 +10,29 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__list_cards_request())
         }
 
+        /// At most this many cards in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+        /// come from this issuer's ListCards is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
         public init(_protoReader reader: _ProtoReader) throws {
-            _ = reader
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
-            _ = writer
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
         }
     }
 }
@@ -95,18 +110,24 @@ extension IssuerV1 {
 
         public var cards: [IssuerV1.IssuerCard] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(cards: [IssuerV1.IssuerCard] = []) {
+        public init(cards: [IssuerV1.IssuerCard] = [], nextPageToken: String = "") {
             self.cards = cards
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.cards = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: cards)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -281,7 +302,7 @@ extension IssuerV1 {
     public enum IssuerControl {
         public static let serviceName = "tokenet.issuer.v1.IssuerControl"
 
-        /// The cards the issuer holds (masked).
+        /// The cards the issuer holds (masked), in pages in the order of their ids.
         public static let listCards = MethodDescriptor<IssuerV1.ListCardsRequest, IssuerV1.ListCardsResponse>(
             service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"]
         )

@@ -705,7 +705,9 @@ extension IssuerV1.LinkedAccountResult {
 
 extension IssuerV1.ListCardsRequest {
     static func samples() -> [Self] {
-        let base = Self()
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -714,6 +716,7 @@ extension IssuerV1.ListCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [IssuerV1.IssuerCard.samples()[0], IssuerV1.IssuerCard.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -45,10 +45,20 @@ typedef enum _Tokenet__Issuer__V1__PushMode {
 struct  Tokenet__Issuer__V1__ListCardsRequest
 {
   ProtobufCMessage base;
+  /*
+   * At most this many cards in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+   * come from this issuer's ListCards is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__ISSUER__V1__LIST_CARDS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__list_cards_request__descriptor) \
-     }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__IssuerCard
@@ -75,10 +85,14 @@ struct  Tokenet__Issuer__V1__ListCardsResponse
   ProtobufCMessage base;
   size_t n_cards;
   Tokenet__Issuer__V1__IssuerCard **cards;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__ISSUER__V1__LIST_CARDS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__list_cards_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__PushCardRequest
