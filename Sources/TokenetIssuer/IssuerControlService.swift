@@ -19,11 +19,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
     func listCards(
         _ request: IssuerV1.ListCardsRequest, context: ServerContext
     ) async throws -> IssuerV1.ListCardsResponse {
-        let page = try CardPage(request)
-        // One card more than the page holds tells whether another page follows.
-        var cards = try store.cards(after: page.after, limit: page.size + 1)
-        let more = cards.count > page.size
-        if more { cards.removeLast() }
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListCards")
+        let (cards, next) = page.split(try store.cards(after: page.after, limit: page.size + 1), key: \.id)
         return IssuerV1.ListCardsResponse(
             cards: cards.map { card in
                 IssuerV1.IssuerCard(
@@ -31,7 +28,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     expiry: card.expiry.description, cardholderName: card.cardholderName,
                     accountID: card.accountID, digitizationRule: card.rule.summary)
             },
-            nextPageToken: more ? CardPage.token(after: cards[cards.count - 1].id) : "")
+            nextPageToken: next)
     }
 
     func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse

@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -9,9 +10,12 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
         -> TspV1.ListTokensResponse
     {
         try await tsp.handling("ListTokens", context) { _ in
-            let tokens = try tsp.store.tokens(
-                walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID)
-            return TspV1.ListTokensResponse(tokens: tokens.map(\.summary))
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListTokens")
+            let rows = try tsp.store.tokens(
+                walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID, after: page.after,
+                limit: page.size + 1)
+            let (tokens, next) = page.split(rows, key: \.pageKey)
+            return TspV1.ListTokensResponse(tokens: tokens.map(\.token.summary), nextPageToken: next)
         }
     }
 

@@ -115,6 +115,37 @@ extension TSPStore {
         return try rows.map(Self.token(from:))
     }
 
+    /// Up to `limit` tokens in the order they were made (ties in the order of their ids), after the token whose
+    /// page key is `after` (from the first when nil), each with its own page key: a listing page (`PageRequest`).
+    func tokens(
+        walletAccountID: String?, after: String?, limit: Int
+    ) throws(TSPError) -> [(token: TokenRecord, pageKey: String)] {
+        var start = (ms: Int64.min, id: "")
+        if let after {
+            guard let colon = after.firstIndex(of: ":"), let ms = Int64(after[..<colon]) else {
+                throw TSPError(.invalidArgument, "ListTokens: page_token does not name a token; start again without it")
+            }
+            start = (ms, String(after[after.index(after: colon)...]))
+        }
+        let filter = walletAccountID == nil ? "" : "wallet_account_id = ? AND "
+        let parameters: [any SQLValueConvertible] =
+            (walletAccountID.map { [$0] } ?? []) + [start.ms, start.id, Int64(limit)]
+        do {
+            let rows = try database.query(
+                """
+                SELECT \(Self.tokenColumns), created_at_ms FROM tokens
+                WHERE \(filter)(created_at_ms, digital_card_id) > (?, ?)
+                ORDER BY created_at_ms, digital_card_id LIMIT ?
+                """, parameters)
+            return try rows.map { row in
+                let token = try Self.token(from: row)
+                return (token, "\(try row.get(12, as: Int64.self)):\(token.digitalCardID)")
+            }
+        } catch {
+            throw TSPError(.internal, "cannot list tokens", cause: error)
+        }
+    }
+
     func token(_ digitalCardID: String) throws -> TokenRecord? {
         try database.queryOne("SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
             .map(Self.token(from:))

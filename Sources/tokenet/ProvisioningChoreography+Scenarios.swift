@@ -66,7 +66,7 @@ extension ProvisioningChoreography {
             "DECLINED with the issuer's reason")
         // The wallet gets no digital card for a declined card; the TSP keeps the token it made, deactivated.
         let tokens = try nodes.call(.tsp, "tsp tokens", report) { client, options in
-            try await TspV1.TspControl.Client(client).listTokens(.init(), options: options)
+            try await TSPCommand.allTokens(client) { options }
         }
         guard let token = tokens.tokens.last(where: { $0.panLast4 == added.panLast4 }) else {
             throw CLIError(.node, "unexpected outcome: expected the TSP to keep the declined card's token")

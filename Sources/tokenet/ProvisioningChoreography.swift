@@ -61,7 +61,7 @@ struct ProvisioningChoreography: DemoChoreography {
         }
         report(indent(PartyText.walletCards(cards), by: 4))
         let tokens = try nodes.call(.tsp, "tsp tokens", report) { client, options in
-            try await TspV1.TspControl.Client(client).listTokens(.init(), options: options)
+            try await TSPCommand.allTokens(client) { options }
         }
         report(indent(PartyText.tokens(tokens), by: 4))
         let digitized = cards.cards.filter { !$0.digitalCardID.isEmpty }

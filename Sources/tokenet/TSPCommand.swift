@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -34,9 +35,35 @@ enum TSPCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await TspV1.TspControl.Client(session.client).listTokens(request, options: callOptions)
+                var options = callOptions
+                return try await allTokens(session.client, request) {
+                    defer { options.timeout = session.callOptions.timeout }
+                    return options
+                }
             },
             text: { response, _ in PartyText.tokens(response) })
+    }
+
+    /// Every page of `ListTokens` as one response, so that the table lines up across pages and `--json` prints one
+    /// listing. `options` gives each page's call options (what is left of the command's deadline).
+    static func allTokens(
+        _ client: any RPCCaller, _ request: TspV1.ListTokensRequest = .init(),
+        options: () -> CallOptions
+    ) async throws -> TspV1.ListTokensResponse {
+        let control = TspV1.TspControl.Client(client)
+        var listing = TspV1.ListTokensResponse()
+        var request = request
+        // The largest page the TSP serves: fewest round trips.
+        request.pageSize = Int32(PageRequest.maximumSize)
+        while true {
+            let page = try await control.listTokens(request, options: options())
+            listing.tokens.append(contentsOf: page.tokens)
+            guard !page.nextPageToken.isEmpty else { return listing }
+            guard page.nextPageToken != request.pageToken else {
+                throw RPCError(.internal, "the TSP answered a page token with the same token; the listing stops")
+            }
+            request.pageToken = page.nextPageToken
+        }
     }
 
     static let history = PartyAction(name: "history") { arguments, command throws(CLIError) in

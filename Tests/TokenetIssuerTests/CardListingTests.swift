@@ -1,4 +1,5 @@
 import Testing
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -20,33 +21,33 @@ import TokenetWire
         var pages = 0
         repeat {
             let page = try await control.listCards(request)
-            #expect(page.cards.count <= (pageSize == 0 ? CardPage.defaultSize : Int(pageSize)))
+            #expect(page.cards.count <= (pageSize == 0 ? PageRequest.defaultSize : Int(pageSize)))
             ids += page.cards.map(\.cardID)
             request.pageToken = page.nextPageToken
             pages += 1
         } while !request.pageToken.isEmpty && pages <= Cards.all.count
         #expect(ids == Cards.all.map(\.0).sorted())
-        let size = pageSize == 0 ? CardPage.defaultSize : Int(pageSize)
+        let size = pageSize == 0 ? PageRequest.defaultSize : Int(pageSize)
         #expect(pages == (Cards.all.count + size - 1) / size)
     }
 
     @Test func aPageSizeOverTheMaximumIsReadAsTheMaximum() throws {
-        #expect(try CardPage(IssuerV1.ListCardsRequest(pageSize: 50_000)).size == CardPage.maximumSize)
-        #expect(try CardPage(IssuerV1.ListCardsRequest(pageSize: 0)).size == CardPage.defaultSize)
+        #expect(try PageRequest(size: 50_000, token: "", call: "ListCards").size == PageRequest.maximumSize)
+        #expect(try PageRequest(size: 0, token: "", call: "ListCards").size == PageRequest.defaultSize)
     }
 
     @Test func aTokenNamesTheCardThePageStartsAfter() throws {
         for id in ["card-visa-approve", "a", "ça/va?+", String(repeating: "z", count: 65)] {
-            #expect(try CardPage(IssuerV1.ListCardsRequest(pageToken: CardPage.token(after: id))).after == id)
+            #expect(try PageRequest(size: 0, token: PageRequest.token(after: id), call: "ListCards").after == id)
         }
     }
 
     @Test(arguments: [
         IssuerV1.ListCardsRequest(pageSize: -1),
         IssuerV1.ListCardsRequest(pageToken: "card-visa-approve"),
-        IssuerV1.ListCardsRequest(pageToken: "c1."),
-        IssuerV1.ListCardsRequest(pageToken: "c1.!!!"),
-        IssuerV1.ListCardsRequest(pageToken: "c1._w"),  // base64 of a byte that is not UTF-8
+        IssuerV1.ListCardsRequest(pageToken: "p1."),
+        IssuerV1.ListCardsRequest(pageToken: "p1.!!!"),
+        IssuerV1.ListCardsRequest(pageToken: "p1._w"),  // base64 of a byte that is not UTF-8
     ])
     func aBadPageIsRefused(request: IssuerV1.ListCardsRequest) async throws {
         let error = await Support.rpcError { _ = try await control.listCards(request) }

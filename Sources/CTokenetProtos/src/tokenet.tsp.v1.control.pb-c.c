@@ -277,7 +277,7 @@ void   tokenet__tsp__v1__token_history_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__token_history_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__field_descriptors[3] =
 {
   {
     "wallet_account_id",
@@ -291,14 +291,40 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_request__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__list_tokens_request__field_indices_by_name[] = {
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
   0,   /* field[0] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__list_tokens_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descriptor =
 {
@@ -308,7 +334,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descript
   "Tokenet__Tsp__V1__ListTokensRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ListTokensRequest),
-  1,
+  3,
   tokenet__tsp__v1__list_tokens_request__field_descriptors,
   tokenet__tsp__v1__list_tokens_request__field_indices_by_name,
   1,  tokenet__tsp__v1__list_tokens_request__number_ranges,
@@ -444,7 +470,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__token_summary__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_response__field_descriptors[2] =
 {
   {
     "tokens",
@@ -458,14 +484,27 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_tokens_response__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTokensResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__list_tokens_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
   0,   /* field[0] = tokens */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__list_tokens_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_response__descriptor =
 {
@@ -475,7 +514,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_response__descrip
   "Tokenet__Tsp__V1__ListTokensResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ListTokensResponse),
-  1,
+  2,
   tokenet__tsp__v1__list_tokens_response__field_descriptors,
   tokenet__tsp__v1__list_tokens_response__field_indices_by_name,
   1,  tokenet__tsp__v1__list_tokens_response__number_ranges,

@@ -13,18 +13,32 @@ extension TspV1 {
         /// Empty for every wallet account.
         public var walletAccountID: String = ""
 
+        /// At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id; empty for
+        /// the first page. A token that did not come from this TSP's ListTokens is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
-        public init(walletAccountID: String = "") {
+        public init(walletAccountID: String = "", pageSize: Int32 = 0, pageToken: String = "") {
             self.walletAccountID = walletAccountID
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.walletAccountID = try reader.read(1)
+            self.pageSize = try reader.read(2)
+            self.pageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, walletAccountID)
+            try writer.write(2, pageSize)
+            try writer.write(3, pageToken)
         }
     }
 }
@@ -107,18 +121,24 @@ extension TspV1 {
 
         public var tokens: [TspV1.TokenSummary] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(tokens: [TspV1.TokenSummary] = []) {
+        public init(tokens: [TspV1.TokenSummary] = [], nextPageToken: String = "") {
             self.tokens = tokens
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.tokens = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: tokens)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -240,6 +260,7 @@ extension TspV1 {
     public enum TspControl {
         public static let serviceName = "tokenet.tsp.v1.TspControl"
 
+        /// The TSP's tokens, in pages in the order they were made.
         public static let listTokens = MethodDescriptor<TspV1.ListTokensRequest, TspV1.ListTokensResponse>(
             service: serviceName, name: "ListTokens", kind: .unary, allowedRoles: ["operator"]
         )

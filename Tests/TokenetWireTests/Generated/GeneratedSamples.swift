@@ -1396,6 +1396,8 @@ extension TspV1.ListTokensRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pageSize = -2000006
+        base.pageToken = "page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1404,6 +1406,7 @@ extension TspV1.ListTokensResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.tokens = [TspV1.TokenSummary.samples()[0], TspV1.TokenSummary.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

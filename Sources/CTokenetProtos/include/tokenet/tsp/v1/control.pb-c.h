@@ -37,10 +37,20 @@ struct  Tokenet__Tsp__V1__ListTokensRequest
    * Empty for every wallet account.
    */
   char *wallet_account_id;
+  /*
+   * At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id; empty for
+   * the first page. A token that did not come from this TSP's ListTokens is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__TSP__V1__LIST_TOKENS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__list_tokens_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__TokenSummary
@@ -65,10 +75,14 @@ struct  Tokenet__Tsp__V1__ListTokensResponse
   ProtobufCMessage base;
   size_t n_tokens;
   Tokenet__Tsp__V1__TokenSummary **tokens;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__TSP__V1__LIST_TOKENS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__list_tokens_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__TokenHistoryRequest

@@ -1,0 +1,66 @@
+import Foundation
+import TokenetRPC
+
+/// One page of a list call: how many items, and after which one.
+///
+/// List calls that can grow without bound (an issuer's cards, a TSP's tokens) answer in pages, so that a listing of
+/// 200,000 items is a few hundred responses of a few hundred KiB each rather than one response over the frame size
+/// limit. The request carries `page_size` (0 for the default, more than the maximum read as the maximum) and
+/// `page_token`, the `next_page_token` of the previous response.
+///
+/// A token is the key of the last item of the previous page, base64url-encoded behind a version tag: clients treat
+/// it as opaque, and a later format can tell its own tokens from these. Keys are unique and never change, so an item
+/// added between two pages is listed once, in its place, or not at all if it sorts before the page under way.
+public struct PageRequest: Equatable, Sendable {
+    public static let defaultSize = 500
+    public static let maximumSize = 1000
+    private static let tokenTag = "p1."
+
+    /// The number of items to return.
+    public let size: Int
+    /// The key the page starts after; nil for the first page.
+    public let after: String?
+
+    /// The page a request asks for; INVALID_ARGUMENT, naming the call, for a negative size or a token this format
+    /// did not make.
+    public init(size: Int32, token: String, call: String) throws(RPCError) {
+        guard size >= 0 else {
+            throw RPCError(.invalidArgument, "\(call): page_size must be 0 (for \(Self.defaultSize)) or more")
+        }
+        self.size = size == 0 ? Self.defaultSize : min(Int(size), Self.maximumSize)
+        guard !token.isEmpty else {
+            after = nil
+            return
+        }
+        guard let key = Self.key(fromToken: token) else {
+            throw RPCError(
+                .invalidArgument,
+                "\(call): page_token is not a next_page_token this node returned; start again with an empty page_token")
+        }
+        after = key
+    }
+
+    /// The `next_page_token` of a page whose last item has this key.
+    public static func token(after key: String) -> String {
+        let base64 = Data(key.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        return tokenTag + String(base64.prefix { $0 != "=" })
+    }
+
+    /// The items of a page read with one more than `size` asked for: that extra item tells whether another page
+    /// follows. Returns the page's items and the `next_page_token` ("" on the last page).
+    public func split<Item>(_ items: [Item], key: (Item) -> String) -> (items: [Item], nextPageToken: String) {
+        guard items.count > size else { return (items, "") }
+        let page = Array(items.prefix(size))
+        return (page, Self.token(after: key(page[page.count - 1])))
+    }
+
+    private static func key(fromToken token: String) -> String? {
+        guard token.hasPrefix(tokenTag) else { return nil }
+        var base64 = token.dropFirst(tokenTag.count)
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), !data.isEmpty else { return nil }
+        return String(data: data, encoding: .utf8)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// `TspControl/ListTokens` in pages: every token once, in the order the tokens were made, for all wallet accounts
+/// or one.
+@Suite struct TokenListingTests {
+    /// Seven tokens of one card on seven devices, four for one wallet account and three a second later for another.
+    /// The harness clock stands still otherwise, so tokens made in the same millisecond are ordered by their ids.
+    static func tspWithTokens() async throws -> (TSPHarness, [String]) {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        var ids: [String] = []
+        for index in 0..<7 {
+            if index == 4 { tsp.clock.advance(seconds: 1) }
+            let account = index < 4 ? "wa-first" : "wa-second"
+            let device = CardV1.DeviceInfo(deviceID: "device-\(index)", deviceType: "PHONE", deviceName: "Phone")
+            let eligibility = try await tsp.checkEligibility(
+                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))), account: account,
+                device: device)
+            ids.append(try await tsp.digitize(eligibility, account: account, device: device).digitalCardID)
+        }
+        return (tsp, ids)
+    }
+
+    /// The listing order of the tokens `tspWithTokens` made.
+    static func listingOrder(_ ids: [String]) -> [String] { ids.prefix(4).sorted() + ids.suffix(3).sorted() }
+
+    func walk(_ tsp: TSPHarness, _ request: TspV1.ListTokensRequest) async throws -> (ids: [String], pages: Int) {
+        var request = request
+        var ids: [String] = []
+        var pages = 0
+        repeat {
+            let page = try await tsp.control.listTokens(request)
+            #expect(page.tokens.count <= Int(request.pageSize))
+            ids += page.tokens.map(\.digitalCardID)
+            request.pageToken = page.nextPageToken
+            pages += 1
+        } while !request.pageToken.isEmpty && pages <= 10
+        return (ids, pages)
+    }
+
+    @Test func pagesListEveryTokenOnceInOrder() async throws {
+        let (tsp, ids) = try await Self.tspWithTokens()
+        let whole = try await tsp.control.listTokens(TspV1.ListTokensRequest())
+        #expect(whole.tokens.map(\.digitalCardID) == Self.listingOrder(ids))
+        #expect(whole.nextPageToken.isEmpty)
+        for size: Int32 in [1, 2, 3, 7] {
+            let (listed, pages) = try await walk(tsp, TspV1.ListTokensRequest(pageSize: size))
+            #expect(listed == Self.listingOrder(ids), "page size \(size)")
+            #expect(pages == (7 + Int(size) - 1) / Int(size), "page size \(size)")
+        }
+    }
+
+    @Test func pagesOfOneWalletAccount() async throws {
+        let (tsp, ids) = try await Self.tspWithTokens()
+        let (first, pages) = try await walk(tsp, TspV1.ListTokensRequest(walletAccountID: "wa-first", pageSize: 3))
+        #expect(first == ids.prefix(4).sorted())
+        #expect(pages == 2)
+        let (second, _) = try await walk(tsp, TspV1.ListTokensRequest(walletAccountID: "wa-second", pageSize: 1))
+        #expect(second == ids.suffix(3).sorted())
+    }
+
+    @Test func aBadPageIsRefused() async throws {
+        let (tsp, _) = try await Self.tspWithTokens()
+        await expectRPCError(.invalidArgument, "page_size") {
+            try await tsp.control.listTokens(TspV1.ListTokensRequest(pageSize: -5))
+        }
+        for token in ["DC-1", "p1.", PageRequest.token(after: "no colon"), PageRequest.token(after: "x:DC-1")] {
+            await expectRPCError(.invalidArgument, "page_token") {
+                try await tsp.control.listTokens(TspV1.ListTokensRequest(pageToken: token))
+            }
+        }
+    }
+}
