@@ -68,7 +68,26 @@ public enum NodeCommandLine {
         if !options.issuerRoutes.isEmpty && !spec.routesIssuersByID {
             throw NodeError(.usage, "--issuer ID=HOST:PORT is for tsp-node; \(spec.name) takes --issuer HOST:PORT")
         }
+        try refuseRepeatedIssuerIDs(configSettings)
+        try refuseRepeatedIssuerIDs(flagSettings)
         try options.validate()
         return .run(options)
+    }
+
+    /// One source (the command line, or the config file's list) may give an issuer id one address: of two, the
+    /// node would call only the last, and the other would be dropped without a word. A route on the command line
+    /// for an id the config file routes replaces it, as flags override the file.
+    private static func refuseRepeatedIssuerIDs(_ settings: [NodeSetting]) throws(NodeError) {
+        var routes: [String: String] = [:]
+        for setting in settings where setting.key == .issuer {
+            guard case .string(let text) = setting.value, let equals = text.firstIndex(of: "=") else { continue }
+            let id = String(text[..<equals])
+            let address = String(text[text.index(after: equals)...])
+            guard let earlier = routes.updateValue(address, forKey: id) else { continue }
+            throw NodeError(
+                setting.origin == .flag ? .usage : .config,
+                "\(setting.label): issuer \"\(id)\" is given two addresses, \(earlier) and \(address); give each issuer "
+                    + "id once")
+        }
     }
 }

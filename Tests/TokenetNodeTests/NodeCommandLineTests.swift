@@ -120,18 +120,16 @@ import Testing
         #expect(parsed.logLevel == .error)
     }
 
-    /// tsp-node calls each issuer at its own address (`ID=HOST:PORT`, repeated), and every other at the plain one; a
-    /// later route for the same id wins, as later flags do.
+    /// tsp-node calls each issuer at its own address (`ID=HOST:PORT`, repeated), and every other at the plain one.
     @Test func theTSPTakesAnAddressPerIssuer() throws {
         let parsed = try options(
             tls + [
                 "--issuer", "bank-b=127.0.0.1:7003", "--issuer", "127.0.0.1:7002", "--issuer=bank_c.1=localhost:7004",
-                "--issuer", "bank-b=127.0.0.1:7005",
             ], spec: .tsp)
         #expect(parsed.peers == [.issuer: HostPort(host: "127.0.0.1", port: 7002)])
         #expect(
             parsed.issuerRoutes == [
-                "bank-b": HostPort(host: "127.0.0.1", port: 7005), "bank_c.1": HostPort(host: "localhost", port: 7004),
+                "bank-b": HostPort(host: "127.0.0.1", port: 7003), "bank_c.1": HostPort(host: "localhost", port: 7004),
             ])
         let wallet = try #require(error(tls + ["--issuer", "bank-b=127.0.0.1:7003"], spec: .wallet))
         #expect(wallet.code == .usage)
@@ -139,6 +137,35 @@ import Testing
             wallet.description.contains("--issuer ID=HOST:PORT is for tsp-node; wallet-node takes --issuer HOST:PORT"))
         #expect(NodeSpec.tsp.helpText.contains("--issuer [ID=]HOST:PORT"))
         #expect(!NodeSpec.wallet.helpText.contains("ID="))
+    }
+
+    /// An issuer id given two addresses on the command line, or twice in the config file's list, is refused with
+    /// both addresses named: the TSP kept the last one and dropped the other without a word. A command-line route
+    /// still replaces the config file's route for the same id (`configFileListsIssuerAddresses`).
+    @Test func anIssuerIDGivenTwoAddressesIsRefused() throws {
+        let flags = try #require(
+            error(
+                tls + [
+                    "--issuer", "bank-b=127.0.0.1:7003", "--issuer", "127.0.0.1:7002", "--issuer=bank-b=127.0.0.1:7005",
+                ], spec: .tsp))
+        #expect(flags.exitStatus == 2)
+        #expect(
+            flags.description
+                == #"--issuer: issuer "bank-b" is given two addresses, 127.0.0.1:7003 and 127.0.0.1:7005; give each "#
+                + "issuer id once")
+        let same = try #require(
+            error(tls + ["--issuer", "bank-b=127.0.0.1:7003", "--issuer", "bank-b=127.0.0.1:7003"], spec: .tsp))
+        #expect(same.exitStatus == 2)
+        let config = try #require(
+            error(
+                ["--config", "tsp.json"], spec: .tsp,
+                config: #"{"issuer": ["bank-b=127.0.0.1:7003", "bank-b=localhost:7004"], "plaintext": true}"#))
+        #expect(config.code == .config)
+        #expect(config.exitStatus == 2)
+        #expect(
+            config.description
+                == #""issuer" in tsp.json: issuer "bank-b" is given two addresses, 127.0.0.1:7003 and localhost:7004; "#
+                + "give each issuer id once")
     }
 
     @Test func configFileListsIssuerAddresses() throws {
