@@ -40,6 +40,7 @@ extension IssuerFixture {
         } catch {
             throw IssuerError(.fixture, "the fixture is not valid JSON")
         }
+        if let problem = StrictJSON.problem(in: data) { throw IssuerError(.fixture, problem) }
         try checkKeys(data)
         try fixture.validate()
         return fixture

@@ -7,7 +7,8 @@ import Foundation
 /// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`, `drain-timeout`) may be
 /// numbers, and tsp-node's `issuer` may be a list (`["tokenet-bank=127.0.0.1:7002", "127.0.0.1:7003"]`, as the
 /// option repeated).
-/// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default.
+/// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default; so are a key
+/// given twice and a trailing comma (`StrictJSON`).
 public enum NodeConfigFile {
     /// A config value: strings, booleans, and numbers for the numeric settings.
     private enum Scalar: Decodable {
@@ -44,6 +45,9 @@ public enum NodeConfigFile {
             throw NodeError(
                 .config, "config file \(path) must hold one JSON object",
                 cause: DescribedError(decoding: error, of: data))
+        }
+        if let problem = StrictJSON.problem(in: data) {
+            throw NodeError(.config, "config file \(path): \(problem)")
         }
         let allowed = NodeOptionKey.keys(for: spec).filter(\.allowedInConfigFile)
         var settings: [NodeSetting] = []

@@ -21,8 +21,8 @@ extension TSPConfiguration {
         "hotp_resync_window", "hotp_max_failures", "auth_server_url",
     ]
 
-    /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys and wrong types are
-    /// configuration errors, so a typo never silently falls back to a default.
+    /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys, wrong types and a key
+    /// given twice are configuration errors, so a typo never silently falls back to a default.
     public static func load(dataDirectory: String) throws(NodeError) -> TSPConfiguration {
         let path = dataDirectory + "/" + fileName
         guard FileManager.default.fileExists(atPath: path) else { return TSPConfiguration() }
@@ -40,6 +40,7 @@ extension TSPConfiguration {
                 .config, "\(path) must hold one JSON object of policy settings",
                 cause: DescribedError(decoding: error, of: data))
         }
+        if let problem = StrictJSON.problem(in: data) { throw NodeError(.config, "\(path): \(problem)") }
         if let unknown = object.keys.sorted().first(where: { !fileKeys.contains($0) }) {
             let known = fileKeys.sorted().joined(separator: ", ")
             throw NodeError(.config, "\(path): unknown key \"\(unknown)\" (known: \(known))")

@@ -8,7 +8,7 @@ import TokenetWire
 /// Read from `wallet.json` in the node's data directory when that file exists, for example
 /// `{"walletAccountId": "acct-7", "device": {"deviceId": "watch-1", "deviceType": "WATCH"},
 ///   "risk": {"accountScore": 2, "deviceScore": 1, "recommendation": "APPROVE"}, "provider": "apple-pay"}`; every
-/// key is optional, an unknown key is refused. `provider` (google-pay, samsung-pay or apple-pay; Google Pay by
+/// key is optional, an unknown key (or one given twice) is refused. `provider` (google-pay, samsung-pay or apple-pay; Google Pay by
 /// default) is which wallet this is when it opens an issuer app for in-app activation.
 public struct WalletConfiguration: Sendable, Equatable {
     public static let fileName = "wallet.json"
@@ -52,6 +52,7 @@ public struct WalletConfiguration: Sendable, Equatable {
             throw NodeError(
                 .config, "\(path) is not a wallet configuration", cause: DescribedError(decoding: error, of: data))
         }
+        if let problem = StrictJSON.problem(in: data) { throw NodeError(.config, "\(path): \(problem)") }
         try checkKeys(data, path: path)
         var configuration = WalletConfiguration()
         if let account = file.walletAccountId {

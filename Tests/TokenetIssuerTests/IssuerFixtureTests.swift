@@ -144,6 +144,36 @@ import TokenetCard
         #expect(error?.message.contains("4111111111111111") == false)
     }
 
+    /// A key given twice in one object is refused with its place named (Foundation's decoder kept one of the two
+    /// values without a word), as is a trailing comma, which it accepts; a repeated key that looks like a card
+    /// number is masked.
+    @Test(arguments: [
+        (
+            #""id": "tokenet-bank","#, #""id": "tokenet-bank", "callCenterNumber": "0","#,
+            #""issuer.callCenterNumber" appears twice; give each key once"#
+        ),
+        (
+            #""id": "card-visa-approve","#, #""id": "card-visa-approve", "cvc": "000","#,
+            #""cards[0].cvc" appears twice"#
+        ),
+        (
+            #""id": "card-visa-approve","#,
+            #""4761000010000009": 1, "4761000010000009": 2, "id": "card-visa-approve","#,
+            #""cards[0].************0009" appears twice"#
+        ),
+        (#"{"rule": "approve"}"#, #"{"rule": "approve",}"#, "not valid JSON: trailing comma before '}' at byte "),
+    ])
+    func aRepeatedKeyOrATrailingCommaIsRefused(original: String, replacement: String, message: String) throws {
+        let text = try String(contentsOfFile: Support.fixturePath, encoding: .utf8)
+        let place = try #require(text.range(of: original))
+        let error = #expect(throws: IssuerError.self) {
+            try IssuerFixture.parse(Data(text.replacingCharacters(in: place, with: replacement).utf8))
+        }
+        #expect(error?.code == .fixture)
+        #expect(error?.message.hasPrefix(message) == true, "got: \(error?.message ?? "")")
+        #expect(error?.message.contains("4761000010000009") == false)
+    }
+
     @Test func notJSONAndMissingFileAreClear() throws {
         let notJSON = #expect(throws: IssuerError.self) { try IssuerFixture.parse(Data("{cards".utf8)) }
         #expect(notJSON?.message == "the fixture is not valid JSON")

@@ -314,6 +314,14 @@ import Testing
         (#"["listen"]"#, "must hold one JSON object"),
         ("[1,2]", "config file cfg.json must hold one JSON object: it holds an array, not a JSON object"),
         ("{not json", "must hold one JSON object"),
+        // Foundation's decoder keeps one of two values for a key, and accepts a trailing comma and a leading zero.
+        (
+            #"{"listen": "127.0.0.1:1", "log-level": "debug", "listen": "127.0.0.1:2"}"#,
+            #"config file cfg.json: "listen" appears twice; give each key once"#
+        ),
+        (#"{"listen": "127.0.0.1:1",}"#, "config file cfg.json: not valid JSON: trailing comma before '}' at byte 24"),
+        (#"{"issuer": ["127.0.0.1:1",]}"#, "config file cfg.json: not valid JSON: trailing comma before ']'"),
+        (#"{"idle-poll-us": 01}"#, "config file cfg.json: not valid JSON: number with a leading zero"),
     ])
     func configErrorsNameTheKey(config: String, message: String) throws {
         let failure = try #require(error(["--config", "cfg.json", "--plaintext"], spec: .tsp, config: config))

@@ -118,6 +118,12 @@ extension CardV1.WalletRiskData {
         // In words, not Swift's "Expected to decode Dictionary<String, Any> but found an array instead."
         ("[]", "must hold one JSON object of policy settings: it holds an array, not a JSON object"),
         ("{", "one JSON object"),
+        // Foundation's decoder keeps one of two values for a key, and accepts a trailing comma.
+        (
+            #"{"stand_in_max_score": 0, "otp_max_attempts": 5, "stand_in_max_score": 2}"#,
+            #"tsp-policy.json: "stand_in_max_score" appears twice; give each key once"#
+        ),
+        (#"{"otp_max_attempts": 5,}"#, "tsp-policy.json: not valid JSON: trailing comma before '}'"),
     ])
     func badFilesAreConfigurationErrors(json: String, message: String) throws {
         #expect {

@@ -125,6 +125,21 @@ import TokenetWire
         #expect(failure.description.contains("w.json: " + message), "\(failure.description)")
     }
 
+    /// Foundation's decoder keeps one of two values for a key without a word, and accepts a trailing comma; both
+    /// stop the node, the repeated key named with its place.
+    @Test(arguments: [
+        (#"{"provider": "apple-pay", "provider": "samsung-pay"}"#, #""provider" appears twice; give each key once"#),
+        (#"{"risk": {"accountScore": 1, "accountScore": 5}}"#, #""risk.accountScore" appears twice"#),
+        (#"{"walletAccountId": "a",}"#, "not valid JSON: trailing comma before '}'"),
+    ])
+    func aRepeatedKeyOrATrailingCommaIsRefused(json: String, message: String) throws {
+        let failure = try #require(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains("w.json: " + message), "\(failure.description)")
+    }
+
     /// A value of the wrong type names its key, in words rather than as Foundation's `DecodingError` dump.
     @Test(arguments: [
         (#"{"device": {"deviceId": 5}}"#, #""device.deviceId" must be a string, not a number"#),

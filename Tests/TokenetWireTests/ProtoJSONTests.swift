@@ -81,6 +81,8 @@ import TokenetWire
         (#"{"fInt32": 1"#, "unexpected end of JSON"),
         (#"{"fInt32": 01}"#, "leading zero"),
         (#"{} x"#, "unexpected text after the JSON value"),
+        (#"{"fInt32": 1, }"#, "trailing comma before '}' at byte 12"),
+        (#"[1, ]"#, "trailing comma before ']' at byte 2"),
     ])
     func rejectsWithAMessageNamingTheProblem(json: String, expected: String) {
         do {

@@ -87,6 +87,7 @@ struct JSONParser {
             guard index < bytes.count else { throw error("unexpected end of JSON inside an object") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
+                try refuseTrailingComma(before: "}")
                 continue
             }
             guard bytes[index] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
@@ -110,12 +111,23 @@ struct JSONParser {
             guard index < bytes.count else { throw error("unexpected end of JSON inside an array") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
+                try refuseTrailingComma(before: "]")
                 continue
             }
             guard bytes[index] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
             index += 1
             return .array(values)
         }
+    }
+
+    /// A comma must be followed by another member or element; JSON has no trailing comma (`[1, 2,]`), though
+    /// some readers let one through.
+    private mutating func refuseTrailingComma(before closing: Unicode.Scalar) throws {
+        let comma = index - 1
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: closing) else { return }
+        index = comma
+        throw error("trailing comma before '\(closing)'")
     }
 
     private mutating func parseNumber() throws -> JSONValue {

@@ -1,0 +1,45 @@
+import Foundation
+import TokenetWire
+
+/// The check a JSON file a node reads at start passes beside Foundation's decoder, which is lenient where a
+/// mistake should be refused: it accepts a trailing comma (`{"a": 1,}`) and a leading zero, and of an object that
+/// names a key twice it keeps one value and drops the other without a word, so an edited file could run with
+/// the setting that was meant to be replaced.
+public enum StrictJSON {
+    /// Why `data` is not one strict JSON text (RFC 8259) whose objects each name a key once, or nil when it is.
+    /// A repeated key is named with its place in the document (`"risk.accountScore" appears twice`); digit runs
+    /// as long as a card number are masked, since the text quotes the file.
+    public static func problem(in data: Data) -> String? {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: String(decoding: data, as: UTF8.self))
+        } catch {
+            return maskPAN("not valid JSON: \(error.message)")
+        }
+        return repeatedKey(in: value, at: "").map { maskPAN("\"\($0)\" appears twice; give each key once") }
+    }
+
+    /// The place of the first key an object in `value` names twice, depth first.
+    private static func repeatedKey(in value: JSONValue, at path: String) -> String? {
+        switch value {
+        case .object(let members):
+            var seen: Set<String> = []
+            for member in members where !seen.insert(member.key).inserted {
+                return path.isEmpty ? member.key : "\(path).\(member.key)"
+            }
+            for member in members {
+                if let found = repeatedKey(in: member.value, at: path.isEmpty ? member.key : "\(path).\(member.key)") {
+                    return found
+                }
+            }
+            return nil
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let found = repeatedKey(in: element, at: "\(path)[\(index)]") { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
