@@ -103,6 +103,15 @@ extension IssuerFixture {
             }
             guard range.low.count == range.high.count else { throw fail(entry, "low and high differ in length") }
             guard range.low <= range.high else { throw fail(entry, "low is above high") }
+            // Two ranges claiming one card number leave it unclear which the issuer meant, and the TSP routes by
+            // the first that matches: a range given twice, or inside another, is a mistake in the file.
+            for (earlierIndex, earlier) in issuer.binRanges[..<index].enumerated() where earlier.overlaps(range) {
+                func span(_ range: BINRange) -> String { "\(range.low) to \(range.high)" }
+                throw fail(
+                    entry,
+                    "\(span(range)) overlaps issuer.binRanges[\(earlierIndex)] (\(span(earlier))); each prefix "
+                        + "belongs in one range only")
+            }
         }
 
         var cardholderIDs: Set<String> = []

@@ -19,6 +19,16 @@ public struct IssuerFixture: Codable, Sendable, Equatable {
             let prefix = String(digits.prefix(low.count))
             return prefix.count == low.count && prefix >= low && prefix <= high
         }
+
+        /// Whether some card number lies in both ranges. Ranges of different lengths are compared as the spans
+        /// of longer prefixes they cover ("4761" to "4761" covers "476100" to "476199").
+        func overlaps(_ other: BINRange) -> Bool {
+            let length = max(low.count, other.low.count)
+            func padded(_ text: String, _ digit: Character) -> String {
+                text + String(repeating: digit, count: length - text.count)
+            }
+            return padded(low, "0") <= padded(other.high, "9") && padded(other.low, "0") <= padded(high, "9")
+        }
     }
 
     public struct Cardholder: Codable, Sendable, Equatable {

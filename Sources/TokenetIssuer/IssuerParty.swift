@@ -64,6 +64,20 @@ struct IssuerParty: Sendable {
         IssuerAppAuthService(app: app).register(on: &router)
     }
 
+    /// A fixture card past its expiry is loaded, for trying out how an expired card is declined, but named in the
+    /// log (by its last four digits), since a card that expired since the file was written is more often an
+    /// oversight. A card renewed since keeps its renewed expiry and is judged by that.
+    static func warnOfExpiredCards(
+        in fixture: IssuerFixture, store: IssuerStore, logger: Logger, now: Date
+    ) throws(IssuerError) {
+        let ids = Set(fixture.cards.map(\.id))
+        for card in try store.allCards() where ids.contains(card.id) && card.expiry.hasPassed(asOf: now) {
+            logger.warning(
+                "fixture card has expired: eligibility checks of it answer that the card expired",
+                ["card": card.id, "last4": card.pan.last4, "expiry": card.expiry.description])
+        }
+    }
+
     /// Opens the data directory's store and key, loading `fixturesPath` when given.
     static func open(
         directory: String, fixturesPath: String?, logger: Logger, tsp: (any RPCCaller)?, wallet: (any RPCCaller)?,
@@ -76,6 +90,7 @@ struct IssuerParty: Sendable {
             logger.info(
                 "fixture loaded",
                 ["issuer": fixture.issuer.id, "cards": "\(fixture.cards.count)", "path": fixturesPath])
+            try warnOfExpiredCards(in: fixture, store: store, logger: logger, now: Date())
         } else if try store.profile() == nil {
             logger.warning("no --fixtures given and no cards stored yet: the issuer knows no cards")
         }

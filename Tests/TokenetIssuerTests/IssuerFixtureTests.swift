@@ -96,6 +96,24 @@ import TokenetCard
                 json["issuer"] = issuer
             },
             message: "issuer.binRanges[0]: low and high differ in length"),
+        // Ranges that share a card number, of one length or of two, are refused with both named.
+        BadCase(
+            change: { json in
+                var issuer = json["issuer"] as! [String: Any]
+                issuer["binRanges"] = [["low": "540000", "high": "540099"], ["low": "540050", "high": "540150"]]
+                json["issuer"] = issuer
+            },
+            message: "issuer.binRanges[1]: 540050 to 540150 overlaps issuer.binRanges[0] (540000 to 540099); each "
+                + "prefix belongs in one range only"),
+        BadCase(
+            change: { json in
+                var issuer = json["issuer"] as! [String: Any]
+                var ranges = issuer["binRanges"] as! [[String: Any]]
+                ranges.append(["low": "4761", "high": "4761"])
+                issuer["binRanges"] = ranges
+                json["issuer"] = issuer
+            },
+            message: "issuer.binRanges[3]: 4761 to 4761 overlaps issuer.binRanges[0] (476100 to 476199)"),
         BadCase(
             change: { json in
                 var accounts = json["accounts"] as! [[String: Any]]
@@ -172,6 +190,19 @@ import TokenetCard
         #expect(error?.code == .fixture)
         #expect(error?.message.hasPrefix(message) == true, "got: \(error?.message ?? "")")
         #expect(error?.message.contains("4761000010000009") == false)
+    }
+
+    @Test func binRangesOverlapWhenACardNumberFitsBoth() {
+        func range(_ low: String, _ high: String) -> IssuerFixture.BINRange { .init(low: low, high: high) }
+        let visa = range("476100", "476199")
+        #expect(visa.overlaps(visa))
+        #expect(visa.overlaps(range("476199", "476299")) && range("476199", "476299").overlaps(visa))
+        #expect(visa.overlaps(range("4761", "4761")) && range("4761", "4761").overlaps(visa))
+        #expect(visa.overlaps(range("47619912", "47619912")))
+        #expect(range("4700", "4799").overlaps(range("476100", "476199")))
+        #expect(!visa.overlaps(range("476200", "476299")) && !range("476200", "476299").overlaps(visa))
+        #expect(!visa.overlaps(range("4760", "4760")) && !visa.overlaps(range("4762", "4799")))
+        #expect(!visa.overlaps(range("47620000", "47629999")))
     }
 
     @Test func notJSONAndMissingFileAreClear() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetNode
 import TokenetStorage
 import TokenetTestSupport
 
@@ -34,6 +35,39 @@ import TokenetTestSupport
         let untouched = try #require(try store.card(id: "card-visa-approve"))
         #expect(untouched.pan.last4 == "0009")
         #expect(untouched.expiry.description == "12/29")
+    }
+
+    /// A fixture card past its expiry is loaded (declining expired cards is worth trying out) with a warning that
+    /// names it by its last four digits; a card renewed since is judged by its renewed expiry.
+    @Test func anExpiredFixtureCardIsLoadedWithAWarning() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var json = try Support.fixtureJSON()
+        var cards = json["cards"] as! [[String: Any]]
+        cards[0]["expiry"] = "01/20"
+        cards[1]["expiry"] = "02/21"
+        json["cards"] = cards
+        let fixturePath = (directory as NSString).appendingPathComponent("expired.json")
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: fixturePath))
+        let data = (directory as NSString).appendingPathComponent("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        let first = try IssuerParty.open(
+            directory: data, fixturesPath: Support.fixturePath, logger: Support.logger(), tsp: nil, wallet: nil)
+        try first.store.renewCard(
+            id: "card-mc-receipt", pan: try PAN("5400000010000045"), expiry: try CardExpiry(parsing: "12/31"))
+        try first.store.database.close()
+
+        let sink = MemoryLogSink()
+        let party = try IssuerParty.open(
+            directory: data, fixturesPath: fixturePath, logger: Support.logger(sink), tsp: nil, wallet: nil)
+        #expect(try party.store.card(id: "card-visa-approve")?.expiry.description == "01/20")
+        let warnings = sink.lines.filter { $0.contains("fixture card has expired") }
+        #expect(warnings.count == 1, "\(sink.lines)")
+        #expect(warnings.first?.contains("card=card-visa-approve") == true, "\(warnings)")
+        #expect(warnings.first?.contains("last4=0009") == true, "\(warnings)")
+        #expect(warnings.first?.contains("expiry=01/20") == true, "\(warnings)")
+        #expect(!sink.lines.joined().contains("4761000010000009"))
+        try party.store.database.close()
     }
 
     @Test func survivesARestartWithoutTheFixtureAndKeepsNumbersSealed() throws {
