@@ -25,7 +25,9 @@ public final class NodeRuntime: Sendable {
     }
 
     /// Creates the data directory unless it exists. A file where it (or a directory above it) should be is a wrong
-    /// `--data-dir`, a configuration mistake (exit status 2) that the message names, not a failing disk.
+    /// `--data-dir`, a configuration mistake (exit status 2) that the message names, not a failing disk; so is a
+    /// directory the node may not write (its mode, a read-only mount, `chattr +i`), which otherwise surfaced as
+    /// SQLite's "unable to open database file" once the node opened its database there.
     static func makeDataDirectory(_ path: String, isDefault: Bool) throws(NodeError) {
         let named = isDefault ? "the default data directory \(path)" : path
         if let file = DirectoryPath.blockingFile(on: path) {
@@ -38,6 +40,16 @@ public final class NodeRuntime: Sendable {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
             throw NodeError(.io, "--data-dir: cannot create \(named)", cause: DescribedError(error))
+        }
+        // Root passes mode checks, but not an immutable directory or a read-only file system: access(2) reports
+        // those too.
+        guard access(path, W_OK | X_OK) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw NodeError(
+                .config,
+                "--data-dir: \(named) is not writable (\(reason)); the node keeps its database, keys and lock there: "
+                    + "make it writable (check its mode and owner, `lsattr -d` for the immutable attribute, and the "
+                    + "mount) or give another directory")
         }
     }
 

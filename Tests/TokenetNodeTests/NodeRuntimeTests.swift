@@ -145,6 +145,38 @@ import TokenetWire
         }
     }
 
+    /// A data directory the node may not write (here immutable, `chattr +i`, which stops root too) is a wrong
+    /// --data-dir, named with status 2; a directory used before (its lock file there) got as far as SQLite's
+    /// "unable to open database file" and status 1.
+    @Test func aDataDirectoryTheNodeCannotWriteIsAConfigError() async throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.path("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        let lock = (data as NSString).appendingPathComponent(DataDirectoryLock.fileName)
+        _ = FileManager.default.createFile(atPath: lock, contents: nil)
+        guard ReadOnlyFile.make(data) else { return }  // no way to make the directory unwritable here
+        defer {
+            ReadOnlyFile.undo(data)
+            chmod(data, 0o755)
+        }
+        var options = NodeOptions()
+        options.plaintext = true
+        options.dataDirectory = data
+        let failure = try #require(throws: NodeError.self) {
+            _ = try NodeRuntime.start(
+                spec: .tsp, options: options, logger: Self.logger(),
+                announce: { _ in Issue.record("the node announced readiness") })
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.hasPrefix("--data-dir: \(data) is not writable ("), "\(failure.description)")
+
+        let result = try await LaunchedProcess.runNiced(
+            "tsp-node", ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", data])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains("is not writable ("), "\(result.stderr)")
+        #expect(!result.stderr.contains("SQL"), "\(result.stderr)")
+    }
+
     /// `--parent-pid` naming no process is refused before the node starts (status 2): the node printed READY and
     /// then stopped at once with status 0, as if all were well.
     @Test func aParentPIDOfNoProcessIsRefused() async throws {
