@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -93,7 +94,10 @@ enum CallCommand {
 
     private static func mebibytes(_ bytes: Int) -> String { "\(bytes / (1024 * 1024)) MiB" }
 
-    /// Parses each JSON text as the request type; a text that does not fit is a usage error naming the field.
+    /// Parses each JSON text as the request type; a text that does not fit is a usage error naming the field. The
+    /// message quotes what was typed (an enum name, a field name, a number) with anything shaped like a card
+    /// number masked to its last four digits: a card number put in the wrong field must not be echoed to the
+    /// terminal and whatever records it.
     static func encode(_ texts: [String], as target: CallTarget) throws(CLIError) -> [Data] {
         if !target.kind.clientStreams && texts.count != 1 {
             throw CLIError(
@@ -106,9 +110,10 @@ enum CallCommand {
                 requests.append(try target.request.init(jsonString: text).serializedData())
             } catch let error as WireError {
                 throw CLIError(
-                    .usage, "call: request\(position) is not a valid \(target.request.protoName): \(error.message)")
+                    .usage,
+                    "call: request\(position) is not a valid \(target.request.protoName): \(maskPAN(error.message))")
             } catch {
-                throw CLIError(.usage, "call: request\(position) cannot be encoded: \(error)")
+                throw CLIError(.usage, "call: request\(position) cannot be encoded: \(maskPAN("\(error)"))")
             }
         }
         return requests

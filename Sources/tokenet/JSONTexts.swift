@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 
 /// Splits text holding JSON values one after another (`{"a": 1} {"a": 2}`) into one text per value, so
 /// `tokenet call -d @` can read the requests of a client-streaming call from standard input.
@@ -48,7 +49,7 @@ enum JSONTexts {
                 let what =
                     bytes[start] == UInt8(ascii: "{")
                     ? "an object that is never closed"
-                    : "'\(rest.trimmingCharacters(in: .whitespacesAndNewlines))'"
+                    : "'\(maskPAN(rest.trimmingCharacters(in: .whitespacesAndNewlines)))'"
                 throw CLIError(.usage, "call: the request JSON has trailing characters at byte \(start): \(what)")
             }
             texts.append(String(decoding: bytes[start..<index], as: UTF8.self))

@@ -117,6 +117,13 @@ import TokenetTestSupport
         }
     }
 
+    /// What follows the request is quoted with a card number in it masked to its last four digits.
+    @Test func trailingCharactersDoNotEchoACardNumber() throws {
+        let arguments = ["call", address, "tokenet.health.v1.Health/Check", "-d", "{} 4761000010000009", "--plaintext"]
+        try expectUsageError(arguments, "trailing characters at byte 3: '************0009'")
+        #expect(!(try runTokenet(arguments).stderr.contains("4761000010000009")))
+    }
+
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {

@@ -99,6 +99,34 @@ import TokenetTestSupport
             "\(result.stderr)")
     }
 
+    /// A card number typed where it does not belong (an enum name, a field name, a number) is quoted in the error
+    /// with all but its last four digits masked: the message quotes what was typed, and goes to a terminal or a
+    /// CI log.
+    @Test func aRequestErrorMasksACardNumber() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("pan.scenario")
+        let method = "tokenet.tsp.v1.TokenLifecycle/ChangeTokenState"
+        let type = "tokenet.tsp.v1.ChangeTokenStateRequest"
+        for (request, message) in [
+            (
+                #"{"action": "4761000010000009"}"#,
+                #"\#(type).action: "************0009" is not a value of tokenet.tsp.v1.LifecycleAction"#
+            ),
+            (#"{"4761-0000-1000-0009": "x"}"#, #"unknown field "****-****-****-0009" in \#(type)"#),
+            (#"{"action": 4761000010000009}"#, "\(type).action: ************0009 is out of range"),
+        ] {
+            try "call tsp \(method) \(request)\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+            #expect(result.status == 2, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+            #expect(
+                result.stderr.contains("\(file):1: call: request is not a valid \(type): \(message)"),
+                "\(result.stderr)")
+            for digits in ["4761000010000009", "4761-0000-1000-0009"] {
+                #expect(!result.stderr.contains(digits) && !result.stdout.contains(digits), "\(result.stderr)")
+            }
+        }
+    }
+
     @Test func aWrongScriptIsRefusedBeforeAnyNodeStarts() async throws {
         let directory = try TemporaryDirectory()
         let good = directory.path("good.scenario")
