@@ -27,6 +27,9 @@ public struct CardError: Error, Sendable, CustomStringConvertible, Equatable {
         case malformedRecord
         /// The vault key file is missing or holds another key than the one a database's sealed data was sealed with.
         case vaultKeyMismatch
+        /// A database's vault key check value is damaged (not a sealed check value, or one the key that opens the
+        /// database's sealed data cannot open), so it cannot tell whether the key is the right one.
+        case corruptKeyCheck
         /// A token lifecycle action is not allowed in the token's current state.
         case invalidTransition
         /// Tokens could not be issued with the given configuration (BIN ranges, exhausted number space).
@@ -41,8 +44,11 @@ public struct CardError: Error, Sendable, CustomStringConvertible, Equatable {
     public let message: String
 
     /// Whether the error is about the node's key files (one that does not fit the database, a wrong size or mode,
-    /// a directory or a dangling link where a key belongs): the operator's to fix, not a passing failure.
-    public var isKeyFileProblem: Bool { code == .vaultKeyMismatch || code == .invalidKey || code == .io }
+    /// a directory or a dangling link where a key belongs) or the database's check value for its key: the
+    /// operator's to fix, not a passing failure.
+    public var isKeyFileProblem: Bool {
+        code == .vaultKeyMismatch || code == .corruptKeyCheck || code == .invalidKey || code == .io
+    }
     /// The failed card check, for `invalidCard` errors.
     public let rejection: CardRejection?
     /// Lines from the OpenSSL error queue captured when the error was created (may be empty).

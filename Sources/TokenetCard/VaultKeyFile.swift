@@ -37,27 +37,60 @@ public struct VaultKeyFile: Sendable {
         }
     }
 
+    /// How many bytes a check value has: a DataVault record of `checkPlaintext`.
+    static let checkSize = DataVault.overhead + checkPlaintext.count
+
     /// Checks this key against `database`'s stored check value, or — when it has none yet — against `sample`, one
     /// of its sealed records (nil when it holds none). Returns the check value to store when there was none; nil
     /// when the stored one matched. Throws `.vaultKeyMismatch` when the key cannot open what the database holds; a
     /// key file created by this load is then removed again, so the data directory is left as it was found and the
     /// original key can simply be put back.
+    ///
+    /// A check value the key cannot open is damage to the database rather than a wrong key when the key opens the
+    /// database's sealed records, or, for a database without any, when it is not a check value at all (another
+    /// size or format version): that throws `.corruptKeyCheck`, whose advice is a backup of the database, not
+    /// starting afresh. A key file created by this load is always the wrong key.
     public func verify(
         storedCheck: [UInt8]?, sample: @autoclosure () throws -> SealedSample?, database: String
     ) throws -> [UInt8]? {
-        let opens: Bool
-        if let storedCheck {
-            opens = (try? vault.open(storedCheck, associatedData: Self.checkAssociatedData)) == Self.checkPlaintext
-        } else if let sample = try sample() {
-            opens = (try? vault.open(sample.record, associatedData: sample.associatedData)) != nil
-        } else {
-            opens = true
+        func opens(_ sample: SealedSample) -> Bool {
+            (try? vault.open(sample.record, associatedData: sample.associatedData)) != nil
         }
-        guard opens else {
+        let fits: Bool
+        if let storedCheck {
+            fits = (try? vault.open(storedCheck, associatedData: Self.checkAssociatedData)) == Self.checkPlaintext
+            if !fits, !created {
+                if let sample = try sample() {
+                    if opens(sample) {
+                        throw corruptCheck(
+                            database: database,
+                            detail: "the key opens the database's sealed data but not the check value")
+                    }
+                } else if storedCheck.count != Self.checkSize || storedCheck.first != DataVault.version {
+                    throw corruptCheck(
+                        database: database,
+                        detail: "it holds \(storedCheck.count) bytes, not a \(Self.checkSize)-byte sealed check value")
+                }
+            }
+        } else if let sample = try sample() {
+            fits = opens(sample)
+        } else {
+            fits = true
+        }
+        guard fits else {
             if created { try? FileManager.default.removeItem(atPath: path) }
             throw mismatch(database: database)
         }
         return storedCheck == nil ? try vault.seal(Self.checkPlaintext, associatedData: Self.checkAssociatedData) : nil
+    }
+
+    private func corruptCheck(database: String, detail: String) -> CardError {
+        CardError(
+            .corruptKeyCheck,
+            "the database \(database) has a damaged vault key check value (\(detail)), so whether \(path) is its "
+                + "key cannot be checked; restore the database from a backup. If \(path) is the key its data was sealed "
+                + "with, removing the check value (DELETE FROM vault_key_check) lets the node store a new one at its "
+                + "next start")
     }
 
     private func mismatch(database: String) -> CardError {

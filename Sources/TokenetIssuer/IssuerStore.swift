@@ -85,7 +85,10 @@ final class IssuerStore: Sendable {
         do {
             _ = try Migrator(Self.migrations).migrate(database)
         } catch {
-            throw IssuerError(.storage, "cannot migrate the issuer database", cause: IssuerDescribedError(error))
+            // A StorageError is kept as it is, so the node can tell a database it must not start on by its code.
+            throw IssuerError(
+                .storage, "cannot migrate the issuer database",
+                cause: (error as? StorageError) ?? IssuerDescribedError(error))
         }
     }
 
@@ -119,7 +122,14 @@ final class IssuerStore: Sendable {
     func verifyVaultKey(_ key: VaultKeyFile, databasePath: String) throws(IssuerError) {
         do {
             try database.transaction { tx in
-                let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1")?.blob(0)
+                // A value of another type is damage too, for `verify` to report as such rather than a type error.
+                let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1").map { row in
+                    switch try row.value(0) {
+                    case .blob(let bytes): bytes
+                    case .text(let text): Array(text.utf8)
+                    default: [UInt8]()
+                    }
+                }
                 let sample = try tx.queryOne("SELECT id, pan_sealed FROM cards LIMIT 1").map { row in
                     VaultKeyFile.SealedSample(
                         record: try row.blob(1), associatedData: Array("card:\(try row.text(0))".utf8))

@@ -29,7 +29,9 @@ public struct AppliedMigration: Sendable, Equatable {
 /// idempotent: recorded versions are skipped. The recorded state is checked (inside every transaction, so two
 /// processes migrating at once cannot interleave) before anything is applied, and the database is refused with
 /// `.schema` when it is newer than this code, records a migration this code does not have or names differently, or
-/// lacks a migration older than one it has.
+/// lacks a migration older than one it has. Once up to date, a database that lacks a table its migrations made (one
+/// dropped by hand, or lost to damage) is refused with `.schema` too, naming the table, where SQLite's "no such
+/// table" would otherwise surface from the first statement that used it.
 public struct Migrator: Sendable {
     public let migrations: [Migration]
 
@@ -61,7 +63,33 @@ public struct Migrator: Sendable {
         while let migration = try database.transaction({ try applyNext($0) }) {
             applied.append(migration)
         }
+        try checkTables(of: database)
         return applied
+    }
+
+    /// The tables the migrations make, found by applying them to an empty in-memory database.
+    public func tables() throws -> Set<String> {
+        let scratch = try Database.openInMemory()
+        defer { try? scratch.close() }
+        while try scratch.transaction({ try applyNext($0) }) != nil {}
+        return try Self.tables(of: scratch)
+    }
+
+    private static func tables(of database: Database) throws -> Set<String> {
+        let sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_'"
+        return Set(try database.query(sql).map { try $0.text(0) })
+    }
+
+    /// Refuses a database without every table its migrations made; tables of its own beside them are its business.
+    private func checkTables(of database: Database) throws {
+        let missing = try tables().subtracting(try Self.tables(of: database)).sorted()
+        guard !missing.isEmpty else { return }
+        let named = missing.count == 1 ? "the table \(missing[0])" : "the tables \(missing.joined(separator: ", "))"
+        let file = database.path.map { "the database \($0)" } ?? "the database"
+        throw StorageError(
+            .schema,
+            "\(file) lacks \(named) of its schema (version \(try currentVersion(of: database))): it was altered or "
+                + "damaged; restore it from a backup")
     }
 
     /// The database's schema version: the highest recorded migration, 0 for a fresh database.

@@ -86,7 +86,7 @@ public enum TSPNode {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {
             throw NodeError(.config, error.message)
-        } catch let error as StorageError where error.code == .readOnly {
+        } catch let error as StorageError where error.code == .readOnly || error.code == .schema {
             throw NodeError(.config, "cannot open the TSP's storage in \(dataDirectory)", cause: error)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))

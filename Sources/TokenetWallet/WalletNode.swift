@@ -21,8 +21,10 @@ public enum WalletNode {
             store = try WalletStore.open(path: path)
         } catch {
             // The message already names the database; the cause says what went wrong with it (once).
-            let unwritable = (error.cause as? StorageError)?.code == .readOnly
-            throw NodeError(unwritable ? .config : .io, error.message, cause: error.cause)
+            // A database it may not write, or one whose schema is not what this build expects (a table missing, a
+            // newer version), is the operator's to fix: status 2.
+            let code = (error.cause as? StorageError)?.code
+            throw NodeError(code == .readOnly || code == .schema ? .config : .io, error.message, cause: error.cause)
         }
         context.closeWhenStopped("the wallet database") { try store.database.close() }
         let tsp = try context.channel(to: .tsp)

@@ -76,7 +76,10 @@ public final class WalletStore: Sendable {
         do {
             _ = try Migrator(Self.migrations).migrate(database)
         } catch {
-            throw WalletError(.internal, "the wallet database could not be migrated", cause: DescribedCause(error))
+            // A StorageError is kept as it is, so the node can tell a database it must not start on by its code.
+            throw WalletError(
+                .internal, "the wallet database could not be migrated",
+                cause: (error as? StorageError) ?? DescribedCause(error))
         }
     }
 

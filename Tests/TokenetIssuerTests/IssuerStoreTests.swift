@@ -139,6 +139,45 @@ import TokenetTestSupport
         #expect(try restored.store.database.queryOne("SELECT COUNT(*) FROM vault_key_check")?.int(0) == 1)
     }
 
+    /// A damaged check value is told apart from a wrong key (the key still opens the sealed cards), and a table of
+    /// the schema that is gone is named; both stop the node with status 2 and point at a backup. They said the key
+    /// was wrong (advising to remove the data directory) and gave SQLite's "no such table" with status 1.
+    @Test func aDamagedCheckValueOrAMissingTableIsNamed() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let logger = Support.logger()
+        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let first = try IssuerParty.open(
+            directory: directory, fixturesPath: Support.fixturePath, logger: logger, tsp: nil, wallet: nil)
+        try first.store.database.execute("UPDATE vault_key_check SET sealed = x'0102'")
+        try first.store.database.close()
+        let damaged = try #require(throws: IssuerError.self) {
+            _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
+        }
+        let failure = IssuerNode.startFailure(damaged)
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description.hasPrefix(
+                "the database \(path) has a damaged vault key check value (the key opens the database's sealed data "
+                    + "but not the check value)"), "\(failure)")
+        #expect(failure.description.contains("restore the database from a backup"), "\(failure)")
+        #expect(!failure.description.contains("remove the data directory"), "\(failure)")
+
+        let database = try Database.open(path: path)
+        try database.execute("DROP TABLE vault_key_check")
+        try database.close()
+        let missing = try #require(throws: IssuerError.self) {
+            _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
+        }
+        let refusal = IssuerNode.startFailure(missing)
+        #expect(refusal.exitStatus == 2)
+        #expect(
+            refusal.description.contains(
+                "the database \(path) lacks the table vault_key_check of its schema (version 6): it was altered or "
+                    + "damaged; restore it from a backup"), "\(refusal)")
+        #expect(!refusal.description.contains("SQL"), "\(refusal)")
+    }
+
     @Test func aKeyOthersCanReadIsRefused() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

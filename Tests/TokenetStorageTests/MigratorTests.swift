@@ -120,6 +120,31 @@ import Testing
         #expect(error?.code == .schema)
     }
 
+    /// A table the migrations made that is gone (dropped by hand, lost to damage) is named when the database is
+    /// opened, where SQLite's "no such table" came from whichever statement first used it; a table of the node's own
+    /// beside the migrations' is no concern of the check.
+    @Test func aDatabaseWithoutATableOfItsSchemaIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("node.sqlite")
+        let migrator = try Migrator(Self.migrations)
+        #expect(try migrator.tables() == ["cards", "tokens", "schema_migrations"])
+        let database = try Database.open(path: path)
+        try migrator.migrate(database)
+        try database.execute("CREATE TABLE own (x)")
+        #expect(try migrator.migrate(database).isEmpty)
+        try database.execute("DROP TABLE tokens")
+        let error = #expect(throws: StorageError.self) { try migrator.migrate(database) }
+        #expect(error?.code == .schema)
+        #expect(
+            error?.message
+                == "the database \(path) lacks the table tokens of its schema (version 5): it was altered or damaged; "
+                + "restore it from a backup")
+        #expect(error?.sql == nil)
+        try database.execute("DROP TABLE cards")
+        let both = #expect(throws: StorageError.self) { try migrator.migrate(database) }
+        #expect(both?.message.contains("lacks the tables cards, tokens of its schema") == true)
+    }
+
     @Test func migratedSchemaSurvivesReopeningAFile() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("node.sqlite")

@@ -3,6 +3,7 @@ import Testing
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 @testable import TokenetTSP
@@ -178,6 +179,63 @@ import TokenetWire
         try FileManager.default.removeItem(atPath: keyFile)
         try original.write(to: URL(fileURLWithPath: keyFile))
         #expect(FileManager.default.fileExists(atPath: keyFile))
+    }
+
+    /// A damaged check value is not a wrong key: with the key that opens the database's sealed data (or, for a
+    /// database without any, with a value that is no check value at all) the refusal says the check value is
+    /// damaged and points at a backup, not at removing the data directory. It said the key was wrong.
+    @Test func aDamagedCheckValueIsToldApartFromAWrongKey() async throws {
+        let first = try await Self.digitizedCard()
+        let path = first.directory + "/tsp.sqlite"
+        let database = try Database.open(path: path)
+        let original = try #require(try database.queryOne("SELECT sealed FROM vault_key_check")?.blob(0))
+        var flipped = original
+        flipped[20] ^= 0x01
+        for damaged: SQLValue in [.blob(Array(original.prefix(10))), .blob(flipped), .text("not a check value")] {
+            try database.execute("UPDATE vault_key_check SET sealed = ?", [damaged])
+            let error = try Self.refusal(directory: first.directory)
+            #expect(error.exitStatus == 2, "\(error)")
+            #expect(
+                error.description.contains("the database \(path) has a damaged vault key check value ("), "\(error)")
+            #expect(error.description.contains("restore the database from a backup"), "\(error)")
+            #expect(!error.description.contains("remove the data directory"), "\(error)")
+        }
+        // With another key as well, the sealed data shows the key is wrong: that is what is reported.
+        let keyFile = first.directory + "/keys/data-vault.key"
+        let key = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        try Data(repeating: 9, count: 32).write(to: URL(fileURLWithPath: keyFile))
+        #expect(try Self.refusal(directory: first.directory).description.contains("is not the key the database"))
+        try key.write(to: URL(fileURLWithPath: keyFile))
+
+        try database.execute("UPDATE vault_key_check SET sealed = ?", [original])
+        _ = try TSPHarness.make(directory: first.directory)
+
+        // No sealed data to tell by: a value of the wrong size is damage, a well-formed one that does not open may
+        // be either, and is reported as a wrong key, as before.
+        let empty = try TSPHarness.make()
+        let emptyPath = empty.directory + "/tsp.sqlite"
+        let emptyDatabase = try Database.open(path: emptyPath)
+        try emptyDatabase.execute("UPDATE vault_key_check SET sealed = ?", [Array(original.dropLast())])
+        let short = try Self.refusal(directory: empty.directory)
+        #expect(short.exitStatus == 2)
+        #expect(short.description.contains("(it holds 54 bytes, not a 55-byte sealed check value)"), "\(short)")
+        try emptyDatabase.execute("UPDATE vault_key_check SET sealed = ?", [flipped])
+        #expect(try Self.refusal(directory: empty.directory).description.contains("is not the key the database"))
+    }
+
+    /// A table of the schema that is gone (here the check value's own) stops the node with status 2 and the table
+    /// named, where SQLite's "no such table" came with the SQL text and status 1.
+    @Test func aDatabaseMissingATableIsRefusedByName() async throws {
+        let first = try await Self.digitizedCard()
+        let path = first.directory + "/tsp.sqlite"
+        try Database.open(path: path).execute("DROP TABLE vault_key_check")
+        let error = try Self.refusal(directory: first.directory)
+        #expect(error.exitStatus == 2, "\(error)")
+        #expect(
+            error.description.contains("the database \(path) lacks the table vault_key_check of its schema (version "),
+            "\(error)")
+        #expect(error.description.contains("restore it from a backup"), "\(error)")
+        #expect(!error.description.contains("SQL"), "\(error)")
     }
 
     /// A database from before check values gets one at its next start, when its key opens its sealed records; with
