@@ -164,7 +164,10 @@ extension TSPStore {
                 tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
                 reason: outcome.reason, traceID: traceID, nowMs: nowMs)
             try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
-            let response = Self.response(token: token, outcome: outcome)
+            var response = Self.response(token: token, outcome: outcome)
+            // The node that registered the issuer now: its issuer app is the one the wallet shows the token to.
+            let issuerNode = try tx.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [token.issuerID])
+            response.issuerNodeID = try issuerNode?.get(0, as: String?.self) ?? ""
             _ = try tx.execute(
                 "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
                 [try response.serializedBytes(), pending.requestID])
@@ -179,6 +182,7 @@ extension TSPStore {
         response.scheme = token.scheme.wire
         response.panLast4 = token.panLast4
         response.decidedBy = outcome.decidedBy
+        response.issuerID = token.issuerID
         if outcome.decision == .declined {
             response.declineReason = outcome.declineReason
         } else {

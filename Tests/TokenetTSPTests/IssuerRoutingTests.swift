@@ -35,6 +35,9 @@ import TokenetWire
         #expect(mastercard.decision == .declined)
         #expect(mastercard.decidedBy == "issuer")
         #expect(mastercard.declineReason.contains("bank-b keeps this card out of wallets"))
+        // The wallet learns whose card each is, and which node's app may see it.
+        #expect(visa.issuerID == "bank-a" && visa.issuerNodeID == "issuer-1")
+        #expect(mastercard.issuerID == "bank-b" && mastercard.issuerNodeID == "issuer-2")
 
         // Each issuer saw its own card: at eligibility and at the decision.
         #expect(tsp.issuer.state.withLock { $0.decryptedLast4 } == ["1111", "1111"])

@@ -1161,7 +1161,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__descriptor 
   (ProtobufCMessageInit) tokenet__tsp__v1__digitize_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[10] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[12] =
 {
   {
     "decision",
@@ -1283,6 +1283,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "issuer_id",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeResponse, issuer_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "issuer_node_id",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeResponse, issuer_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name[] = {
   9,   /* field[9] = decided_by */
@@ -1290,6 +1314,8 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
   8,   /* field[8] = decline_reason */
   1,   /* field[1] = digital_card_id */
   7,   /* field[7] = idv_methods */
+  10,   /* field[10] = issuer_id */
+  11,   /* field[11] = issuer_node_id */
   6,   /* field[6] = pan_last4 */
   5,   /* field[5] = scheme */
   4,   /* field[4] = token_expiry */
@@ -1299,7 +1325,7 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
 static const ProtobufCIntRange tokenet__tsp__v1__digitize_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor =
 {
@@ -1309,7 +1335,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor
   "Tokenet__Tsp__V1__DigitizeResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__DigitizeResponse),
-  10,
+  12,
   tokenet__tsp__v1__digitize_response__field_descriptors,
   tokenet__tsp__v1__digitize_response__field_indices_by_name,
   1,  tokenet__tsp__v1__digitize_response__number_ranges,

@@ -436,6 +436,16 @@ extension TspV1 {
         /// Who decided: "issuer", "stand-in", or "tsp" (the issuer refused the question with an error).
         public var decidedBy: String = ""
 
+        /// The issuer whose card this is, by the id it registered with (RegisterIssuer). Empty from a TSP that did not
+        /// send it.
+        public var issuerID: String = ""
+
+        /// The node id in the certificate (tokenet://issuer/NODE_ID) of the node that registered the issuer: the wallet
+        /// shows the token to that node's issuer app only (WalletEvents, tokenet/wallet/v1), as a wallet shows a pass only
+        /// to the apps its issuer names. Empty from a TSP that did not send it and for an issuer registered without TLS;
+        /// the wallet then shows the token to no issuer app.
+        public var issuerNodeID: String = ""
+
         public init() {}
 
         public init(
@@ -448,7 +458,9 @@ extension TspV1 {
             panLast4: String = "",
             idvMethods: [CardV1.IdvMethod] = [],
             declineReason: String = "",
-            decidedBy: String = ""
+            decidedBy: String = "",
+            issuerID: String = "",
+            issuerNodeID: String = ""
         ) {
             self.decision = decision
             self.digitalCardID = digitalCardID
@@ -460,6 +472,8 @@ extension TspV1 {
             self.idvMethods = idvMethods
             self.declineReason = declineReason
             self.decidedBy = decidedBy
+            self.issuerID = issuerID
+            self.issuerNodeID = issuerNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -473,6 +487,8 @@ extension TspV1 {
             self.idvMethods = try reader.readRepeatedMessages(8)
             self.declineReason = try reader.read(9)
             self.decidedBy = try reader.read(10)
+            self.issuerID = try reader.read(11)
+            self.issuerNodeID = try reader.read(12)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -486,6 +502,8 @@ extension TspV1 {
             try writer.write(8, repeatedMessages: idvMethods)
             try writer.write(9, declineReason)
             try writer.write(10, decidedBy)
+            try writer.write(11, issuerID)
+            try writer.write(12, issuerNodeID)
         }
     }
 }

@@ -1333,6 +1333,8 @@ extension TspV1.DigitizeResponse {
         base.idvMethods = [CardV1.IdvMethod.samples()[0], CardV1.IdvMethod.samples()[0]]
         base.declineReason = "decline_reason-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.decidedBy = "decided_by-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.issuerID = "issuer_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.issuerNodeID = "issuer_node_id-12 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

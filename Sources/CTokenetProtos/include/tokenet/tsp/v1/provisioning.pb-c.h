@@ -244,10 +244,22 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
    * Who decided: "issuer", "stand-in", or "tsp" (the issuer refused the question with an error).
    */
   char *decided_by;
+  /*
+   * The issuer whose card this is, by the id it registered with (RegisterIssuer). Empty from a TSP that did not
+   * send it.
+   */
+  char *issuer_id;
+  /*
+   * The node id in the certificate (tokenet://issuer/NODE_ID) of the node that registered the issuer: the wallet
+   * shows the token to that node's issuer app only (WalletEvents, tokenet/wallet/v1), as a wallet shows a pass only
+   * to the apps its issuer names. Empty from a TSP that did not send it and for an issuer registered without TLS;
+   * the wallet then shows the token to no issuer app.
+   */
+  char *issuer_node_id;
 };
 #define TOKENET__TSP__V1__DIGITIZE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__digitize_response__descriptor) \
-    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__CreatePushSessionRequest
