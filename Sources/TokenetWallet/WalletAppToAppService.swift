@@ -107,7 +107,12 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             guard !request.digitalCardID.isEmpty else {
                 throw WalletError(.invalidArgument, "digital_card_id is required")
             }
-            guard let card = try store.allCards().first(where: { $0.result?.digitalCardID == request.digitalCardID })
+            // Another issuer's card is as unknown to this app as a card the wallet does not hold.
+            let caller = WalletEventsService.issuerNode(context)
+            guard
+                let card = try store.allCards().first(where: {
+                    $0.result?.digitalCardID == request.digitalCardID && $0.belongs(toIssuerNode: caller)
+                })
             else { throw WalletError(.notFound, "the wallet has no digital card \"\(request.digitalCardID)\"") }
             guard request.result == .approved || request.result == .failure else {
                 throw WalletError(.invalidArgument, "result must be APPROVED or FAILURE")
@@ -130,7 +135,8 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                     events.publish(
                         WalletV1.WalletEvent(
                             kind: .tokenStatusChanged, walletAccountID: stored.account(configured: configuredAccountID),
-                            digitalCardID: request.digitalCardID, tokenState: request.tokenState, atMs: clock()))
+                            digitalCardID: request.digitalCardID, tokenState: request.tokenState, atMs: clock()),
+                        cardIssuerNodeID: stored.issuerNodeID)
                 }
                 log.info(
                     "the issuer app approved the activation",

@@ -35,6 +35,18 @@ public struct WalletCardRecord: Sendable, Equatable {
     /// about it belong to that account, whichever account is active later. nil for a card stored before the wallet
     /// recorded accounts per card; those were all added under the configured account (`account(configured:)`).
     public var walletAccountID: String? = nil
+    /// The card's issuer as the TSP named it at digitization (`DigitizeResponse.issuer_id`, `issuer_node_id`). nil
+    /// before digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
+    public var issuerID: String? = nil
+    /// The node id of the issuer app that may see the card: the one in the certificate of the node that registered
+    /// the issuer at the TSP.
+    public var issuerNodeID: String? = nil
+
+    /// Whether the issuer app of node `nodeID` may see the card (list it, hear its events). A card whose issuer the
+    /// wallet does not know is no app's: showing it to every app gave one bank's app another bank's cards.
+    public func belongs(toIssuerNode nodeID: String) -> Bool {
+        issuerNodeID != nil && issuerNodeID == nodeID
+    }
 
     /// The card's wallet account, `configured` for a card stored before accounts were recorded per card.
     public func account(configured: String) -> String { walletAccountID ?? configured }

@@ -162,7 +162,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     events.publish(
                         WalletV1.WalletEvent(
                             kind: .tokenizedCardAdded, walletAccountID: account,
-                            digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()))
+                            digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()),
+                        cardIssuerNodeID: stored.issuerNodeID)
                 }
                 return Self.response(stored, stored.result ?? result)
             }

@@ -1,10 +1,13 @@
 import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// The issuer app's view into the wallet: `Listen` streams the wallet's state changes as they happen and
 /// `CurrentTokens` gives the token states now, which the app pulls when it starts because only a running app hears
-/// events.
+/// events. Each issuer app, known by the node id of its certificate, sees only the cards of its own issuer (the
+/// node the TSP named at digitization): a wallet holds many banks' cards, and one bank's app has no business with
+/// another's.
 public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     let hub: WalletEventHub
     let store: WalletStore
@@ -21,7 +24,7 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     public func listen(
         _ request: WalletV1.ListenRequest, responses: ResponseWriter<WalletV1.WalletEvent>, context: ServerContext
     ) async throws {
-        let subscription = hub.subscribe()
+        let subscription = hub.subscribe(as: .issuerApp(nodeID: Self.issuerNode(context)))
         let log = logger.withTraceID(context.traceID)
         log.info("listener opened", ["listener": "\(subscription.id)", "peer": context.peer?.nodeID ?? "plaintext"])
         for await event in subscription.events {
@@ -40,13 +43,21 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
         -> WalletV1.CurrentTokensResponse
     {
         try await answering {
+            let caller = Self.issuerNode(context)
             let tokens = try store.allCards().compactMap { card -> WalletV1.TokenStatus? in
-                guard let result = card.result, !result.digitalCardID.isEmpty else { return nil }
+                guard let result = card.result, !result.digitalCardID.isEmpty, card.belongs(toIssuerNode: caller)
+                else { return nil }
                 return WalletV1.TokenStatus(
                     digitalCardID: result.digitalCardID, tokenState: result.tokenState,
                     passSerialNumber: WalletPass.serialNumber(of: result.digitalCardID), panLast4: card.panLast4)
             }
             return WalletV1.CurrentTokensResponse(walletAccountID: selection.activeWalletAccountID, tokens: tokens)
         }
+    }
+
+    /// The calling issuer app's node id. The methods are for the issuer role only, so the caller has a certificate;
+    /// were it ever reached without one, the empty id owns no card.
+    static func issuerNode(_ context: ServerContext) -> String {
+        context.peer?.role == .issuer ? context.peer?.nodeID ?? "" : ""
     }
 }

@@ -65,7 +65,8 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
                     WalletV1.WalletEvent(
                         kind: .tokenStatusChanged, walletAccountID: stored.account(configured: configuredAccountID),
                         digitalCardID: digitalCardID,
-                        tokenState: state, atMs: clock()))
+                        tokenState: state, atMs: clock()),
+                    cardIssuerNodeID: stored.issuerNodeID)
             }
             logger.withTraceID(context.traceID).info(
                 "one-time code submitted",

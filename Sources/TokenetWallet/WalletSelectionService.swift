@@ -70,7 +70,8 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                 events.publish(
                     WalletV1.WalletEvent(
                         kind: .selectedCardChanged, walletAccountID: selection.activeWalletAccountID,
-                        digitalCardID: result.digitalCardID, tokenState: result.tokenState, atMs: clock()))
+                        digitalCardID: result.digitalCardID, tokenState: result.tokenState, atMs: clock()),
+                    cardIssuerNodeID: card.issuerNodeID)
             }
             return response(changed: changed)
         }

@@ -69,6 +69,16 @@ public final class WalletStore: Sendable {
                     selected_card_id INTEGER REFERENCES cards(id)
                 );
                 """),
+        // A card's issuer, as the TSP named it when it digitized the card: its id and the node id of the issuer app
+        // the wallet shows the card to. NULL for the cards digitized before this migration (and for cards from a TSP
+        // that names no issuer): no issuer app sees those, since the wallet cannot tell whose they are, and showing
+        // them to every app was what gave one bank's app another bank's cards.
+        Migration(
+            version: 4, name: "card_issuers",
+            sql: """
+                ALTER TABLE cards ADD COLUMN issuer_id TEXT;
+                ALTER TABLE cards ADD COLUMN issuer_node_id TEXT;
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -167,16 +177,22 @@ public final class WalletStore: Sendable {
         }
     }
 
-    /// Stores the TSP's answer: the digital card (id, last four, scheme, token state) or the decline.
+    /// Stores the TSP's answer: the digital card (id, last four, scheme, token state) or the decline, and the issuer
+    /// it names, whose app alone sees the card.
     public func finishDigitization(
         id: Int64, result: TspV1.DigitizeResponse, nowMs: UInt64
     ) throws(WalletError) -> WalletCardRecord {
         try run("store the digital card") {
             let bytes = try result.serializedBytes()
+            let issuerID: String? = result.issuerID.isEmpty ? nil : result.issuerID
+            let issuerNodeID: String? = result.issuerNodeID.isEmpty ? nil : result.issuerNodeID
             try database.transaction { tx in
                 _ = try tx.execute(
-                    "UPDATE cards SET status = ?, result = ?, updated_at_ms = ? WHERE id = ? AND result IS NULL",
-                    [result.walletStatus.rawValue, bytes, Int64(nowMs), id])
+                    """
+                    UPDATE cards SET status = ?, result = ?, issuer_id = ?, issuer_node_id = ?, updated_at_ms = ?
+                    WHERE id = ? AND result IS NULL
+                    """,
+                    [result.walletStatus.rawValue, bytes, issuerID, issuerNodeID, Int64(nowMs), id])
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
             return card
@@ -227,7 +243,9 @@ public final class WalletStore: Sendable {
             digitizeRequestID: try row.get("digitize_request_id"),
             termsAcceptedAtMs: accepted.map { UInt64(max(0, $0)) },
             result: try resultBytes.map { try TspV1.DigitizeResponse(serializedBytes: $0) },
-            walletAccountID: try row.get("wallet_account_id", as: String?.self))
+            walletAccountID: try row.get("wallet_account_id", as: String?.self),
+            issuerID: try row.get("issuer_id", as: String?.self),
+            issuerNodeID: try row.get("issuer_node_id", as: String?.self))
     }
 
     func run<T>(_ action: String, _ body: () throws -> T) throws(WalletError) -> T {

@@ -29,7 +29,8 @@ struct WalletTokenUpdates: Sendable {
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
                 walletAccountID: stored.account(configured: configuredAccountID), digitalCardID: digitalCardID,
-                tokenState: state, atMs: clock()))
+                tokenState: state, atMs: clock()),
+            cardIssuerNodeID: stored.issuerNodeID)
         return stored
     }
 

@@ -24,6 +24,9 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
             tokenExpiry: "12/29", scheme: .visa, panLast4: "1111", decidedBy: "issuer")
         /// How many Digitize calls fail with UNAVAILABLE before one succeeds.
         var digitizeFailures = 0
+        /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
+        /// issuer-1, as a real TSP names the node that registered the card's issuer.
+        var issuer = (id: "bank-a", nodeID: "issuer-1")
     }
 
     let keyring: TSPKeyring
@@ -63,7 +66,12 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
                 state.digitizeFailures -= 1
                 return (state.digitize, true)
             }
-            return (state.digitize, false)
+            var response = state.digitize
+            if response.issuerID.isEmpty && response.issuerNodeID.isEmpty {
+                response.issuerID = state.issuer.id
+                response.issuerNodeID = state.issuer.nodeID
+            }
+            return (response, false)
         }
         if fail { throw RPCError(.unavailable, "the issuer is restarting") }
         return response

@@ -41,7 +41,8 @@ import TokenetWire
         _ = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
         var iterator = listener.events.makeAsyncIterator()
         let changed = await iterator.next()
-        #expect(changed?.kind == .tokenStatusChanged && changed?.sequence == 2)
+        // The listener opened after the card was added: the change is the first event it hears.
+        #expect(changed?.kind == .tokenStatusChanged && changed?.sequence == 1)
         #expect(changed?.digitalCardID == WalletIdvTests.digitalCardID && changed?.tokenState == .active)
     }
 
@@ -69,6 +70,63 @@ import TokenetWire
         stream.cancel()
     }
 
+    /// Two banks' cards in one wallet: each bank's issuer app (node issuer-1 for bank-a, issuer-2 for bank-b, as the
+    /// TSP named them at digitization) lists and hears about its own card only, and cannot answer for the other's.
+    @Test func eachIssuerAppSeesOnlyItsOwnIssuersCards() async throws {
+        let wallet = try WalletHarness()
+        let bankB = wallet.asIssuer("issuer-2")
+        let streamA = try await wallet.issuerApp.listen(.init())
+        let streamB = try await WalletV1.WalletEvents.Client(bankB).listen(.init())
+        while wallet.events.listenerCount < 2 { await Task.yield() }
+
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let bankBCard = "DMC1MC000000000000000002"
+        wallet.tsp.configure {
+            $0.eligibility.scheme = .mastercard
+            $0.eligibility.panLast4 = "4444"
+            $0.digitize = TspV1.DigitizeResponse(
+                decision: .approved, digitalCardID: bankBCard, tokenState: .active, tokenLast4: "7777",
+                tokenExpiry: "12/29", scheme: .mastercard, panLast4: "4444", decidedBy: "issuer", issuerID: "bank-b",
+                issuerNodeID: "issuer-2")
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-2"))
+
+        let pulledA = try await wallet.issuerApp.currentTokens(.init())
+        let pulledB = try await WalletV1.WalletEvents.Client(bankB).currentTokens(.init())
+        #expect(pulledA.tokens.map(\.digitalCardID) == ["DNITHE000000000000000001"])
+        #expect(pulledA.tokens.map(\.panLast4) == ["1111"])
+        #expect(pulledB.tokens.map(\.digitalCardID) == [bankBCard])
+        #expect(pulledB.tokens.map(\.panLast4) == ["4444"])
+
+        var eventsA = streamA.makeAsyncIterator()
+        var eventsB = streamB.makeAsyncIterator()
+        let addedA = try await eventsA.next()
+        #expect(addedA?.kind == .tokenizedCardAdded && addedA?.digitalCardID == "DNITHE000000000000000001")
+        #expect(addedA?.sequence == 1)
+        // bank-a hears that the selection moved, but not to which card: it is bank-b's.
+        let selectedA = try await eventsA.next()
+        #expect(selectedA?.kind == .selectedCardChanged && selectedA?.digitalCardID == "" && selectedA?.sequence == 2)
+        #expect(selectedA?.tokenState == .unspecified)
+        let addedB = try await eventsB.next()
+        #expect(addedB?.kind == .tokenizedCardAdded && addedB?.digitalCardID == bankBCard && addedB?.sequence == 1)
+        let selectedB = try await eventsB.next()
+        #expect(selectedB?.kind == .selectedCardChanged && selectedB?.digitalCardID == bankBCard)
+        #expect(selectedB?.sequence == 2)
+        streamA.cancel()
+        streamB.cancel()
+
+        // bank-a's app cannot answer an in-app activation for bank-b's card: to it, the card does not exist.
+        let answer = WalletV1.BankingAppActivationRequest(
+            digitalCardID: bankBCard, result: .approved, tokenState: .active, sessionID: "session-1")
+        #expect(
+            await statusCode { try await wallet.appToAppAsIssuer.bankingAppActivationResponse(answer) } == .notFound)
+        #expect(try wallet.store.allCards().map(\.issuerID) == ["bank-a", "bank-b"])
+        #expect(try wallet.store.allCards().map(\.issuerNodeID) == ["issuer-1", "issuer-2"])
+    }
+
     @Test func aListenerThatStopsReadingIsDroppedWithResourceExhausted() async throws {
         let wallet = try WalletHarness()
         let stream = try await wallet.issuerApp.listen(.init())
@@ -77,7 +135,7 @@ import TokenetWire
         // About 6 MB of events while the app reads nothing: more than the call's 1 MB flow-control window and the
         // connection's 1 MB outbound buffer, so the wallet's handler stops and its 8-event buffer overflows.
         let big = String(repeating: "D", count: 300)
-        for _ in 0..<20_000 { wallet.events.publish(WalletEventHubTests.event(big)) }
+        for _ in 0..<20_000 { wallet.events.publish(WalletEventHubTests.event(big), cardIssuerNodeID: "issuer-1") }
         #expect(wallet.events.listenerCount == 0)
         var received = 0
         do {

@@ -30,6 +30,8 @@ struct WalletHarness {
     /// In-app activation: the person opening the issuer app, and the issuer app answering.
     let appToApp: WalletV1.WalletAppToApp.Client
     let appToAppAsIssuer: WalletV1.WalletAppToApp.Client
+    /// The wallet's services, for callers of other identities (`asIssuer`).
+    let router: RPCRouter
 
     init(
         tsp: FakeTSP? = nil, store: WalletStore? = nil, configuration: WalletConfiguration = WalletConfiguration(),
@@ -60,6 +62,7 @@ struct WalletHarness {
             },
             notifications: { made in handler.withLock { $0 = made } })
         notifications = handler.withLock { $0! }
+        self.router = router
         let wallet = PeerIdentity(role: .wallet, nodeID: "wallet-1")
         let asOperator = Self.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet)
         control = WalletV1.WalletControl.Client(asOperator)
@@ -72,6 +75,13 @@ struct WalletHarness {
         issuerApp = WalletV1.WalletEvents.Client(asIssuer)
         appToAppAsIssuer = WalletV1.WalletAppToApp.Client(asIssuer)
         pushAsOperator = WalletV1.WalletPush.Client(asOperator)
+    }
+
+    /// The wallet reached by the issuer app of another node than issuer-1's.
+    func asIssuer(_ nodeID: String) -> RPCClient {
+        Self.serve(
+            router, client: PeerIdentity(role: .issuer, nodeID: nodeID),
+            server: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
     }
 
     static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {

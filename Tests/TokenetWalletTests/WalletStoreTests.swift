@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetNode
+import TokenetStorage
 import TokenetWire
 
 @testable import TokenetWallet
@@ -31,6 +32,30 @@ import TokenetWire
             let bytes = try Data(contentsOf: directory.appendingPathComponent(file))
             #expect(bytes.range(of: Data("4111111111111111".utf8)) == nil, "\(file) holds the card number")
         }
+    }
+
+    /// A card digitized before the wallet recorded issuers (schema 3) keeps working in the wallet but is no issuer
+    /// app's: the wallet cannot tell which bank's app may see it.
+    @Test func aCardFromBeforeIssuersWereRecordedIsNoIssuerAppsCard() async throws {
+        let database = try Database.openInMemory()
+        try Migrator(Array(WalletStore.migrations.prefix(3))).migrate(database)
+        let result = TspV1.DigitizeResponse(
+            decision: .approved, digitalCardID: "DNITHE000000000000000001", tokenState: .active, tokenLast4: "9012",
+            scheme: .visa, panLast4: "1111", decidedBy: "issuer")
+        _ = try database.execute(
+            """
+            INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms, result,
+                created_at_ms, updated_at_ms)
+            VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt-1', 0, ?, 1, 1)
+            """, [try result.serializedBytes()])
+        let store = try WalletStore(database: database)
+        let card = try store.card(ref: "card-1")
+        #expect(card.issuerID == nil && card.issuerNodeID == nil)
+        #expect(!card.belongs(toIssuerNode: "issuer-1") && !card.belongs(toIssuerNode: ""))
+
+        let wallet = try WalletHarness(store: store)
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.isEmpty)
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.digitalCardID) == ["DNITHE000000000000000001"])
     }
 
     @Test func beginningTwiceKeepsTheFirstRequestID() throws {

@@ -232,8 +232,8 @@ extension WalletV1 {
 
         /// The issuer app's answer once the cardholder finished (or gave up) in the app. APPROVED records the token
         /// state the TSP reported and emits TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
-        /// FAILURE changes nothing on the card (the wallet logs the reason). An unknown digital card is NOT_FOUND; a
-        /// session the wallet did not open for that card (or already heard about) is FAILED_PRECONDITION.
+        /// FAILURE changes nothing on the card (the wallet logs the reason). An unknown digital card, or one of another
+        /// issuer than the calling app's (DigitizeResponse.issuer_node_id), is NOT_FOUND; a session the wallet did not open for that card (or already heard about) is FAILED_PRECONDITION.
         public static let bankingAppActivationResponse = MethodDescriptor<WalletV1.BankingAppActivationRequest, WalletV1.BankingAppActivationAck>(
             service: serviceName, name: "BankingAppActivationResponse", kind: .unary, allowedRoles: ["issuer"]
         )

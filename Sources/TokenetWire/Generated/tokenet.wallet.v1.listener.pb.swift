@@ -23,13 +23,15 @@ extension WalletV1 {
 }
 
 extension WalletV1 {
+    /// An issuer app hears the events about its own issuer's tokens, every ACTIVE_WALLET_ACCOUNT_CHANGED, and every
+    /// SELECTED_CARD_CHANGED, naming the card (digital_card_id, token_state) only when it is one of its own.
     public struct WalletEvent: ProtoMessage {
         public static let protoName = "tokenet.wallet.v1.WalletEvent"
         public static var _protobufC: _ProtoDescriptor {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__wallet_event())
         }
 
-        /// Increases by one for each event the wallet emits, so a listener can tell it missed some.
+        /// Increases by one for each event the wallet sends this listener, from 1, so a listener can tell it missed some.
         public var sequence: UInt64 = 0
 
         public var kind: WalletV1.WalletEventKind = WalletV1.WalletEventKind(rawValue: 0)

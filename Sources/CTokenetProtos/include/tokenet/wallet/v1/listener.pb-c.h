@@ -50,11 +50,15 @@ struct  Tokenet__Wallet__V1__ListenRequest
      }
 
 
+/*
+ * An issuer app hears the events about its own issuer's tokens, every ACTIVE_WALLET_ACCOUNT_CHANGED, and every
+ * SELECTED_CARD_CHANGED, naming the card (digital_card_id, token_state) only when it is one of its own.
+ */
 struct  Tokenet__Wallet__V1__WalletEvent
 {
   ProtobufCMessage base;
   /*
-   * Increases by one for each event the wallet emits, so a listener can tell it missed some.
+   * Increases by one for each event the wallet sends this listener, from 1, so a listener can tell it missed some.
    */
   uint64_t sequence;
   Tokenet__Wallet__V1__WalletEventKind kind;
