@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 import TokenetWire
 
 /// Per-call options.
@@ -6,6 +7,11 @@ public struct CallOptions: Sendable {
     /// How long the caller waits. Inside a handler the remaining deadline of the call being served applies too.
     public var timeout: Duration?
     public var metadata: Metadata
+    /// The only peer this call may go to. When the connection's peer (from its certificate) is another, or has no
+    /// identity (plaintext), the call fails UNAVAILABLE (`UnexpectedPeer` as its cause) before anything of it is
+    /// sent. For a caller that reaches several parties of one role at addresses it was given, where the certificate's
+    /// role alone cannot tell a wrong address from the right one.
+    public var expectedPeer: PeerIdentity? = nil
 
     public init(timeout: Duration? = nil, metadata: Metadata = Metadata()) {
         self.timeout = timeout
@@ -50,6 +56,9 @@ public final class RPCClient: Sendable {
 
     /// Whether new calls can start on this connection.
     public var isUsable: Bool { connection.isUsable }
+
+    /// Who the server is, from its certificate; nil in plaintext.
+    public var peerIdentity: PeerIdentity? { connection.stream.peerIdentity }
 
     /// Closes gracefully: running calls finish, then the connection closes.
     public func close() async {
@@ -129,6 +138,10 @@ public final class RPCClient: Sendable {
         // cancel it.
         if Task.isCancelled {
             throw RPCError(.cancelled, "the calling task was cancelled before \(path) started")
+        }
+        if let expected = options.expectedPeer, peerIdentity != expected {
+            let unexpected = UnexpectedPeer(expected: expected, actual: peerIdentity)
+            throw RPCError(.unavailable, "\(path) was not sent: \(unexpected)", cause: unexpected)
         }
         var metadata = options.metadata
         let inherited = ServerContext.current

@@ -1,3 +1,4 @@
+import TokenetTransport
 import TokenetWire
 
 /// The status codes of a call: the 17 gRPC codes, as generated from `tokenet.wire.v1.StatusCode`.
@@ -45,4 +46,26 @@ public struct CallNotProcessed: Error, Sendable, CustomStringConvertible {
     public init() {}
 
     public var description: String { "the server refused the call before processing it" }
+}
+
+/// The cause of an UNAVAILABLE error for a call that was not sent because the connection's peer is not the one the
+/// call was for (`CallOptions.expectedPeer`): the address leads to another party, or to one without an identity.
+public struct UnexpectedPeer: Error, Sendable, CustomStringConvertible {
+    public let expected: PeerIdentity
+    /// nil when the connection carries no identity (plaintext).
+    public let actual: PeerIdentity?
+
+    public init(expected: PeerIdentity, actual: PeerIdentity?) {
+        self.expected = expected
+        self.actual = actual
+    }
+
+    public var description: String {
+        "the peer at this address is \(actual.map { "\($0)" } ?? "unidentified (plaintext)"), not \(expected)"
+    }
+}
+
+extension RPCError {
+    /// The peer that answered instead of the expected one, when that is why the call was not sent.
+    public var unexpectedPeer: UnexpectedPeer? { cause as? UnexpectedPeer }
 }
