@@ -124,7 +124,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64
     ) async throws {
         do {
-            _ = try await tsp.issuers.otp(for: token.issuerID).sendOTP(
+            guard let issuer = try tsp.store.issuers().first(where: { $0.id == token.issuerID }) else {
+                throw RPCError(.unavailable, "issuer \(token.issuerID) is no longer registered")
+            }
+            _ = try await tsp.issuers.otp(for: issuer).sendOTP(
                 IssuerV1.SendOtpRequest(
                     digitalCardID: token.digitalCardID, methodID: method.id, type: method.type, code: code,
                     expiresAtMs: expiresAtMs),

@@ -78,6 +78,8 @@ public enum TSPNode {
                 broker.shutDown()
                 try store.database.close()
             }
+            var issuers = issuers
+            issuers.logger = issuers.logger ?? logger
             service = TSPService(
                 store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,

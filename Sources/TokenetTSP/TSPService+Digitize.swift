@@ -79,7 +79,7 @@ extension TSPService {
             question.device = request.device
             question.risk = request.risk
             question.walletAccountID = pending.token.walletAccountID
-            let answer = try await issuers.decisions(for: issuerRecord.id).authorizeDigitization(
+            let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }
             if Task.isCancelled { return nil }

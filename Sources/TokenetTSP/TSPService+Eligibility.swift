@@ -107,7 +107,7 @@ extension TSPService {
             question.encryptedCardData = try encrypt(card, to: issuer)
             question.inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
             question.walletAccountID = request.walletAccountID
-            answer = try await issuers.decisions(for: issuer.id).checkCardEligibility(
+            answer = try await issuers.decisions(for: issuer).checkCardEligibility(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
         } catch let error as RPCError where DigitizationOutcome.refusals.contains(error.code) && !Task.isCancelled {
             // Reached, and refusing the question (the card data is not for it, the request is wrong for it): the

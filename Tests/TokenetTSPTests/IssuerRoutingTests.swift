@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetStorage
 import TokenetTransport
 import TokenetWire
 
@@ -79,5 +80,60 @@ import TokenetWire
         #expect(history.events.last?.reason.contains("UNAVAILABLE") == true, "\(history.events)")
         #expect(tsp.issuer.state.withLock { $0.authorizations } == 0)
         #expect(bankB.state.withLock { $0.authorizations } == 0)
+    }
+
+    /// Swapped routes: bank-b's address leads to bank-a's node (issuer-1) and the address for every other issuer to
+    /// bank-b's (issuer-2). The certificates' role is right both ways; the node ids are not. Neither node is sent
+    /// anything, not even the eligibility question: each issuer counts as unreachable, the stand-in decides, and the
+    /// TSP's log names the issuer and both nodes.
+    @Test func aRouteToAnotherIssuersNodeSendsItNothing() async throws {
+        let bankB = FakeIssuer()
+        let tsp = try TSPHarness.make(
+            routes: ["bank-b": (bankB, FakeIssuerOTP())], fallbackNodeID: "issuer-2", routedNodeID: "issuer-1")
+        try await Self.twoIssuers(tsp)
+
+        let visa = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.visa))
+        #expect(visa.decidedBy == "stand-in")
+        let mastercard = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        #expect(mastercard.decidedBy == "stand-in")
+        let history = try await tsp.control.tokenHistory(
+            TspV1.TokenHistoryRequest(digitalCardID: mastercard.digitalCardID))
+        #expect(history.events.last?.reason.contains("UNAVAILABLE") == true, "\(history.events)")
+
+        #expect(tsp.issuer.state.withLock { $0.decryptedLast4 }.isEmpty)
+        #expect(bankB.state.withLock { $0.decryptedLast4 }.isEmpty)
+        #expect(tsp.issuer.state.withLock { $0.authorizations } == 0)
+        #expect(bankB.state.withLock { $0.authorizations } == 0)
+        let refused = tsp.logs.lines.filter { $0.contains("the issuer's address leads to another node") }
+        #expect(
+            refused.contains {
+                $0.contains("issuer=bank-b") && $0.contains("registered_node=issuer-2")
+                    && $0.contains("answering_node=issuer-1") && $0.contains("--issuer bank-b=HOST:PORT")
+            }, "\(tsp.logs.lines)")
+        #expect(
+            refused.contains {
+                $0.contains("issuer=bank-a") && $0.contains("registered_node=issuer-1")
+                    && $0.contains("answering_node=issuer-2")
+            }, "\(tsp.logs.lines)")
+    }
+
+    /// A one-time code is a secret of the card's issuer: a route to another node does not deliver it.
+    @Test func aRouteToAnotherIssuersNodeDeliversNoCode() async throws {
+        let bankB = FakeIssuer()
+        let bankBOTP = FakeIssuerOTP()
+        let tsp = try TSPHarness.make(routes: ["bank-b": (bankB, bankBOTP)])
+        try await Self.twoIssuers(tsp)
+        bankB.set(.stepUpAll)
+        let response = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        try #require(response.tokenState == .inactive)
+
+        // bank-b is now registered by another node (issuer-3): its address leads to a node that is not bank-b's.
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        _ = try database.execute("UPDATE issuers SET peer_node_id = 'issuer-3' WHERE id = 'bank-b'")
+        await expectRPCError(.unavailable, "could not deliver the code") {
+            try await tsp.idv.selectIdvMethod(
+                TspV1.SelectIdvMethodRequest(digitalCardID: response.digitalCardID, methodID: "otp-sms"))
+        }
+        #expect(bankBOTP.sent.isEmpty)
     }
 }

@@ -46,7 +46,8 @@ struct TSPHarness {
         issuer: FakeIssuer = FakeIssuer(), clock: TestClock = TestClock(), otp: FakeIssuerOTP = FakeIssuerOTP(),
         published: RecordingPublisher = RecordingPublisher(),
         accessTokens: (any AccessTokenVerifier)? = nil,
-        routes: [String: (FakeIssuer, FakeIssuerOTP)] = [:], fallback: Bool = true
+        routes: [String: (FakeIssuer, FakeIssuerOTP)] = [:], fallback: Bool = true,
+        fallbackNodeID: String = "issuer-1", routedNodeID: String = "issuer-2"
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -64,8 +65,8 @@ struct TSPHarness {
                 server: PeerIdentity(role: .issuer, nodeID: nodeID))
         }
         let issuers = IssuerDirectory(
-            routes: routes.mapValues { issuerNode($0.0, $0.1, nodeID: "issuer-routed") },
-            fallback: fallback ? issuerNode(issuer, otp, nodeID: "issuer-1") : nil)
+            routes: routes.mapValues { issuerNode($0.0, $0.1, nodeID: routedNodeID) },
+            fallback: fallback ? issuerNode(issuer, otp, nodeID: fallbackNodeID) : nil)
         let logs = MemoryLogSink()
         let router = try TSPNode.services(
             dataDirectory: directory, issuers: issuers, logger: Logger(node: "tsp-node", sink: logs),
