@@ -5,13 +5,19 @@ import TokenetTestSupport
 
 /// One tsp-node serving two issuer-nodes, each with its own certificate (`gen-certs --node issuer/issuer-2`), its own
 /// cards and BIN ranges, and its own address at the TSP (`--issuer second-bank=HOST:PORT --issuer HOST:PORT`):
-/// each card's eligibility check and digitization decision reach its own issuer's node, never the other.
+/// each card's eligibility check and digitization decision reach its own issuer's node, never the other, and each
+/// issuer's app sees only its own card in the wallet. With the two addresses swapped, neither node is asked anything:
+/// the TSP finds the wrong node at each address and leaves both issuers' cards to the stand-in.
 @Suite(.serialized) struct MultiIssuerLiveTests {
     @Test(.timeLimit(.minutes(5))) func eachIssuerNodeDecidesItsOwnCards() async throws {
-        try await offThePool { try Self.twoIssuers() }
+        try await offThePool { try Self.twoIssuers(swapped: false) }
     }
 
-    static func twoIssuers() throws {
+    @Test(.timeLimit(.minutes(5))) func swappedAddressesReachNeitherNode() async throws {
+        try await offThePool { try Self.twoIssuers(swapped: true) }
+    }
+
+    static func twoIssuers(swapped: Bool) throws {
         let data = try TemporaryDirectory()
         let pki = data.path("pki")
         let certificates = try LaunchedProcess(
@@ -27,7 +33,9 @@ import TokenetTestSupport
         let tspPort = try freeLoopbackPort()
         let firstPort = try freeLoopbackPort()
         let secondPort = try freeLoopbackPort()
+        let walletPort = try freeLoopbackPort()
         let tspAddress = "127.0.0.1:\(tspPort)"
+        let walletAddress = "127.0.0.1:\(walletPort)"
         func node(_ name: String, _ directory: String, _ arguments: [String]) throws -> LaunchedProcess {
             try LaunchedProcess(
                 niced: name,
@@ -36,30 +44,36 @@ import TokenetTestSupport
                     "--log-level", "debug", "--parent-pid", "\(getpid())",
                 ])
         }
+        // Swapped: second-bank's address is the first node's, and the address for every other issuer the second's.
+        let (everyOther, secondBanks) = swapped ? (secondPort, firstPort) : (firstPort, secondPort)
         let tsp = try node(
             "tsp-node", "tsp",
             tls("tsp") + [
-                "--listen", tspAddress, "--issuer", "127.0.0.1:\(firstPort)",
-                "--issuer", "second-bank=127.0.0.1:\(secondPort)",
+                "--listen", tspAddress, "--issuer", "127.0.0.1:\(everyOther)",
+                "--issuer", "second-bank=127.0.0.1:\(secondBanks)",
             ])
         defer { PythonClientInteropTests.stop(tsp.process) }
+        // Each issuer node runs its app's link to the wallet (--wallet), which retries until the wallet is up.
         let first = try node(
             "issuer-node", "first",
             tls("issuer") + [
-                "--listen", "127.0.0.1:\(firstPort)", "--tsp", tspAddress, "--fixtures", Self.fixture,
+                "--listen", "127.0.0.1:\(firstPort)", "--tsp", tspAddress, "--wallet", walletAddress,
+                "--fixtures", Self.fixture,
             ])
         defer { PythonClientInteropTests.stop(first.process) }
         let secondNode = try node(
             "issuer-node", "second",
-            tls("issuer-2") + ["--listen", "127.0.0.1:\(secondPort)", "--tsp", tspAddress, "--fixtures", second])
+            tls("issuer-2") + [
+                "--listen", "127.0.0.1:\(secondPort)", "--tsp", tspAddress, "--wallet", walletAddress,
+                "--fixtures", second,
+            ])
         defer { PythonClientInteropTests.stop(secondNode.process) }
         let wallet = try node(
-            "wallet-node", "wallet", tls("wallet") + ["--listen", "127.0.0.1:0", "--tsp", tspAddress])
+            "wallet-node", "wallet", tls("wallet") + ["--listen", walletAddress, "--tsp", tspAddress])
         defer { PythonClientInteropTests.stop(wallet.process) }
 
-        let walletAddress = try PythonClientInteropTests.waitFor(wallet.process, "wallet-node's ready file") {
-            let file = data.path("wallet.ready")
-            return FileManager.default.fileExists(atPath: file) ? try ReadyFile.read(from: file).listen : nil
+        _ = try PythonClientInteropTests.waitFor(wallet.process, "wallet-node's ready file") {
+            FileManager.default.fileExists(atPath: data.path("wallet.ready")) ? true : nil
         }
         func log(_ process: LaunchedProcess) -> String {
             (try? String(contentsOfFile: process.directory.path("stderr"), encoding: .utf8)) ?? ""
@@ -70,7 +84,7 @@ import TokenetTestSupport
             return lines.contains("issuer registered issuer=second-bank")
                 && lines.contains("issuer registered issuer=tokenet-bank") ? true : nil
         }
-        #expect(log(tsp).contains("issuer address issuer=second-bank address=127.0.0.1:\(secondPort)"))
+        #expect(log(tsp).contains("issuer address issuer=second-bank address=127.0.0.1:\(secondBanks)"))
 
         let operatorTLS = [
             "--cacert", "\(pki)/ca.pem", "--cert", "\(pki)/operator.pem", "--key", "\(pki)/operator.key",
@@ -84,12 +98,34 @@ import TokenetTestSupport
             let accepted = try LaunchedProcess.run(
                 "tokenet", ["wallet", "accept-terms", walletAddress, reference] + operatorTLS)
             try #require(accepted.status == 0, "accept-terms: \(accepted.stdout)\(accepted.stderr)")
-            #expect(accepted.stdout.contains("APPROVED"), "\(accepted.stdout)")
+            if !swapped { #expect(accepted.stdout.contains("APPROVED"), "\(accepted.stdout)") }
             let trace = accepted.stdout.components(separatedBy: "(trace ").last?.prefix { $0 != ")" }
             return String(try #require(trace))
         }
         let secondTrace = try digitize(approved, expiry: "12/29", reference: "card-1")
         let firstTrace = try digitize("4761000010000009", expiry: "12/29", reference: "card-2")
+
+        if swapped {
+            // Nothing was sent to either node: no eligibility question, no decision.
+            #expect(!log(first).contains("IssuerDecisions/"), "tokenet-bank's log:\n\(log(first))")
+            #expect(!log(secondNode).contains("IssuerDecisions/"), "second-bank's log:\n\(log(secondNode))")
+            let refused = log(tsp).split(separator: "\n").filter { $0.contains("leads to another node") }
+            #expect(
+                refused.contains {
+                    $0.contains("issuer=second-bank") && $0.contains("registered_node=issuer-2")
+                        && $0.contains("answering_node=issuer-1")
+                }, "tsp's log:\n\(log(tsp))")
+            #expect(
+                refused.contains {
+                    $0.contains("issuer=tokenet-bank") && $0.contains("registered_node=issuer-1")
+                        && $0.contains("answering_node=issuer-2")
+                }, "tsp's log:\n\(log(tsp))")
+            #expect(
+                log(tsp).split(separator: "\n").contains {
+                    $0.contains("decided_by=stand-in") && $0.contains("trace_id=\(secondTrace)")
+                }, "tsp's log:\n\(log(tsp))")
+            return
+        }
 
         let decided = "IssuerDecisions/AuthorizeDigitization peer=tokenet://tsp/tsp-1 status=OK"
         func decides(_ process: LaunchedProcess, _ trace: String) -> Bool {
@@ -99,6 +135,27 @@ import TokenetTestSupport
         #expect(!decides(first, secondTrace))
         #expect(decides(first, firstTrace), "tokenet-bank's log:\n\(log(first))")
         #expect(!decides(secondNode, firstTrace))
+
+        // Each bank's app lists its own card only: the wallet shows a token to the app of the node the TSP named.
+        let cards = try LaunchedProcess.run("tokenet", ["wallet", "cards", walletAddress, "--json"] + operatorTLS)
+        let listed = try JSONSerialization.jsonObject(with: Data(cards.stdout.utf8)) as? [String: Any]
+        let ids = (listed?["cards"] as? [[String: Any]] ?? []).compactMap { $0["digitalCardId"] as? String }
+        try #require(ids.count == 2, "\(cards.stdout)")
+        func appView(_ port: UInt16, showing digitalCardID: String) throws -> [String] {
+            let deadline = Date().addingTimeInterval(90)
+            var shown: [String] = []
+            while Date() < deadline {
+                let view = try LaunchedProcess.run(
+                    "tokenet", ["issuer", "app-view", "127.0.0.1:\(port)", "--json"] + operatorTLS)
+                let object = try? JSONSerialization.jsonObject(with: Data(view.stdout.utf8)) as? [String: Any]
+                shown = (object?["cards"] as? [[String: Any]] ?? []).compactMap { $0["digitalCardId"] as? String }
+                if object?["listening"] as? Bool == true, shown.contains(digitalCardID) { return shown }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            return shown
+        }
+        #expect(try appView(secondPort, showing: ids[0]) == [ids[0]])
+        #expect(try appView(firstPort, showing: ids[1]) == [ids[1]])
     }
 
     static let fixture = PackageRoot.path("Tools/fixtures/issuer.json")
