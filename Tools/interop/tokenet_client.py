@@ -15,7 +15,6 @@ The client is synchronous and single-threaded: it sends a call's frames and read
 keeping frames of other calls for later, answering pings and granting window as the specification asks.
 """
 
-import atexit
 import importlib
 import os
 import secrets
@@ -38,11 +37,20 @@ _wire = None
 
 
 def load_messages(protos_dir):
-    """Compiles every .proto under `protos_dir` with `protoc --python_out` into a temporary directory (removed at
-    exit) and returns the generated modules by name, such as `tokenet.health.v1.health_pb2`."""
-    global _wire
+    """Compiles every .proto under `protos_dir` with `protoc --python_out` into a temporary directory and returns the
+    generated modules by name, such as `tokenet.health.v1.health_pb2`. Every module is imported before the directory
+    is removed, so nothing is left behind even by a process that ends on a signal (atexit handlers do not run then)."""
     out = tempfile.mkdtemp(prefix="tokenet-python-client-")
-    atexit.register(shutil.rmtree, out, True)
+    try:
+        return _compile_and_import(protos_dir, out)
+    finally:
+        shutil.rmtree(out, True)
+        if out in sys.path:
+            sys.path.remove(out)
+
+
+def _compile_and_import(protos_dir, out):
+    global _wire
     files = sorted(
         os.path.relpath(os.path.join(directory, name), protos_dir)
         for directory, _, names in os.walk(protos_dir)
