@@ -84,6 +84,7 @@ public enum TSPNode {
                 store: store, keyring: keyring, configuration: configuration, issuers: issuers, logger: logger,
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
                 accessTokenVerifier: accessTokens)
+            service.reportIssuerAddresses()
         } catch let error as NodeError {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {

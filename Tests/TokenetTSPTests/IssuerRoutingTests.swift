@@ -82,6 +82,29 @@ import TokenetWire
         #expect(bankB.state.withLock { $0.authorizations } == 0)
     }
 
+    /// A TSP restarted without the address of an issuer that registered before says so at start, rather than when
+    /// the issuer registers again; an address for an issuer that has not registered is noted.
+    @Test func aRestartLeavingARegisteredIssuerWithoutAnAddressSaysSoAtStart() async throws {
+        let first = try TSPHarness.make()
+        try await first.registerIssuer()
+        #expect(!first.logs.lines.contains { $0.contains("no address for registered issuer") })
+
+        let restarted = try TSPHarness.make(
+            directory: first.directory, routes: ["bank-z": (FakeIssuer(), FakeIssuerOTP())], fallback: false)
+        let lines = restarted.logs.lines
+        #expect(
+            lines.contains {
+                $0.contains("no address for registered issuer bank-a (tsp-node --issuer bank-a=HOST:PORT)")
+            },
+            "\(lines)")
+        #expect(
+            lines.contains { $0.contains("an address is given for issuer bank-z, which has not registered") },
+            "\(lines)")
+
+        let withAddress = try TSPHarness.make(directory: first.directory)
+        #expect(!withAddress.logs.lines.contains { $0.contains("no address for registered issuer") })
+    }
+
     /// Swapped routes: bank-b's address leads to bank-a's node (issuer-1) and the address for every other issuer to
     /// bank-b's (issuer-2). The certificates' role is right both ways; the node ids are not. Neither node is sent
     /// anything, not even the eligibility question: each issuer counts as unreachable, the stand-in decides, and the
