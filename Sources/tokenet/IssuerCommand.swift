@@ -52,26 +52,15 @@ enum IssuerCommand {
             text: { response, _ in PartyText.issuerCards(response) })
     }
 
-    /// Every page of `ListCards` as one response, so that the table lines up across pages and `--json` prints one
-    /// listing. The pages share the command's deadline.
+    /// Every page of `ListCards`.
     static func allCards(
         _ session: InspectSession, _ callOptions: CallOptions
     ) async throws -> IssuerV1.ListCardsResponse {
         let client = IssuerV1.IssuerControl.Client(session.client)
-        var listing = IssuerV1.ListCardsResponse()
-        // The largest page the issuer serves: fewest round trips.
-        var request = IssuerV1.ListCardsRequest(pageSize: 1000)
-        var options = callOptions
-        while true {
-            let page = try await client.listCards(request, options: options)
-            listing.cards.append(contentsOf: page.cards)
-            guard !page.nextPageToken.isEmpty else { return listing }
-            guard page.nextPageToken != request.pageToken else {
-                throw RPCError(.internal, "the issuer answered a page token with the same token; the listing stops")
-            }
-            request.pageToken = page.nextPageToken
-            options.timeout = session.callOptions.timeout
-        }
+        return try await PagedListing.all(
+            IssuerV1.ListCardsRequest(), from: "the issuer",
+            options: PagedListing.options(session, first: callOptions)
+        ) { try await client.listCards($0, options: $1) }
     }
 
     static let pushCard = PartyAction(name: "push-card") { arguments, command throws(CLIError) in

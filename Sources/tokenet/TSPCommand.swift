@@ -35,34 +35,18 @@ enum TSPCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                var options = callOptions
-                return try await allTokens(session.client, request) {
-                    defer { options.timeout = session.callOptions.timeout }
-                    return options
-                }
+                try await allTokens(session.client, request, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.tokens(response) })
     }
 
-    /// Every page of `ListTokens` as one response, so that the table lines up across pages and `--json` prints one
-    /// listing. `options` gives each page's call options (what is left of the command's deadline).
+    /// Every page of `ListTokens`.
     static func allTokens(
-        _ client: any RPCCaller, _ request: TspV1.ListTokensRequest = .init(),
-        options: () -> CallOptions
+        _ client: any RPCCaller, _ request: TspV1.ListTokensRequest = .init(), options: () -> CallOptions
     ) async throws -> TspV1.ListTokensResponse {
         let control = TspV1.TspControl.Client(client)
-        var listing = TspV1.ListTokensResponse()
-        var request = request
-        // The largest page the TSP serves: fewest round trips.
-        request.pageSize = Int32(PageRequest.maximumSize)
-        while true {
-            let page = try await control.listTokens(request, options: options())
-            listing.tokens.append(contentsOf: page.tokens)
-            guard !page.nextPageToken.isEmpty else { return listing }
-            guard page.nextPageToken != request.pageToken else {
-                throw RPCError(.internal, "the TSP answered a page token with the same token; the listing stops")
-            }
-            request.pageToken = page.nextPageToken
+        return try await PagedListing.all(request, from: "the TSP", options: options) {
+            try await control.listTokens($0, options: $1)
         }
     }
 
