@@ -147,8 +147,8 @@ struct ConnectionStateMachine {
         guard state != .closed else { return [] }
         if state == .awaitingHello {
             guard case .hello(let hello)? = frame.kind, frame.streamID == 0 else {
-                // An unset kind (or one from a later version) is ignored, except where the hello must be.
-                if frame.kind == nil { return [] }
+                // An unset kind (an empty frame, or a kind from a later version) is ignored everywhere but here: the
+                // first frame must be the hello, so anything else before it is refused like any other frame.
                 return connectionError(.protocolError, "the first frame must be hello")
             }
             return receiveHello(hello)

@@ -57,6 +57,33 @@ import TokenetWire
         #expect(machine.state == .closed)
     }
 
+    /// An empty frame (a length prefix of 0) decodes to a frame without a kind. Anywhere else such a frame is ignored;
+    /// as the first frame it is refused like any other frame that is not the hello, on either side.
+    @Test func anEmptyFirstFrameIsRefusedOnBothSides() throws {
+        var decoder = FrameDecoder()
+        decoder.feed([0, 0, 0, 0])
+        let empty = try #require(try decoder.nextFrame())
+        #expect(empty == WireV1.Frame())
+        let reason = "the first frame must be hello"
+        let goaway = Self.frame(0, .goaway(WireV1.GoAway(code: .protocolError, reason: reason)))
+
+        var server = Machine(role: .server)
+        _ = server.start()
+        #expect(server.receive(empty) == [.write(goaway), .closeConnection(error: reason)])
+        #expect(server.state == .closed)
+
+        var client = Machine(role: .client)
+        _ = client.start()
+        let (id, _) = try client.openCall(Self.start)
+        #expect(
+            client.receive(empty) == [
+                .write(goaway),
+                .failCall(streamID: id, code: .unavailable, message: "connection closed: \(reason)"),
+                .closeConnection(error: reason),
+            ])
+        #expect(client.state == .closed)
+    }
+
     @Test func unsupportedVersionGetsAReadableGoAway() {
         var machine = Machine(role: .server)
         _ = machine.start()

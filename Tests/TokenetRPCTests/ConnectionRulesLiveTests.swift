@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// Rules of the connection protocol (Protos/README.md, sections 4 and 9) checked with raw frames against a live
+/// server over mutual TLS, and against a client whose server side is raw frames.
+@Suite(.serialized) struct ConnectionRulesLiveTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    static let hello = WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1)))
+    static let clientGoAway = WireV1.Frame(
+        streamID: 0, kind: .goaway(WireV1.GoAway(code: .shuttingDown, reason: "the client is closing")))
+
+    /// The frames of a unary Echo call on `id`; a request of "slow" is answered after two seconds.
+    static func call(_ id: UInt32, _ text: String = "quick") throws -> [WireV1.Frame] {
+        let request = Data(try Scalars(fString: text).serializedBytes())
+        return [
+            WireV1.Frame(streamID: id, kind: .callStart(WireV1.CallStart(method: Echo.unary.path))),
+            WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: request))),
+            WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose())),
+        ]
+    }
+
+    static func start() async throws -> LiveTLSCallTests.Harness {
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            if request.fString == "slow" { try await Task.sleep(for: .seconds(2)) }
+            return request
+        }
+        return try await LiveTLSCallTests.start(router)
+    }
+
+    static func encode(_ frames: [WireV1.Frame]) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for frame in frames { try FrameEncoder().encode(frame, into: &bytes) }
+        return bytes
+    }
+
+    /// The frames `raw` receives until `done` holds or the connection ends. A peer that says nothing for `patience`
+    /// ends the read too (the connection is reset), so a missing answer fails the test instead of hanging it.
+    static func frames(
+        from raw: TLSConnection, patience: Duration = .seconds(10),
+        until done: ([WireV1.Frame]) -> Bool = { _ in false }
+    ) async -> [WireV1.Frame] {
+        let watchdog = Task {
+            try await Task.sleep(for: patience)
+            await raw.abort()
+        }
+        defer { watchdog.cancel() }
+        var decoder = FrameDecoder()
+        var frames: [WireV1.Frame] = []
+        do {
+            while !done(frames), let chunk = try await raw.read() {
+                decoder.feed(chunk)
+                while let frame = try decoder.nextFrame() { frames.append(frame) }
+            }
+        } catch {}
+        return frames
+    }
+
+    static func goaway(in frames: [WireV1.Frame]) -> WireV1.GoAway? {
+        for frame in frames { if case .goaway(let goaway)? = frame.kind { return goaway } }
+        return nil
+    }
+
+    static func statuses(in frames: [WireV1.Frame]) -> [UInt32: WireV1.Status] {
+        var statuses: [UInt32: WireV1.Status] = [:]
+        for frame in frames { if case .status(let status)? = frame.kind { statuses[frame.streamID] = status } }
+        return statuses
+    }
+
+    // MARK: - The first frame
+
+    /// An empty frame before the hello gets the goaway of any other first frame that is not the hello. It was
+    /// ignored: the hello and the ping after it were answered as if the connection had opened properly.
+    @Test func aServerRefusesAnEmptyFirstFrame() async throws {
+        let harness = try await Self.start()
+        let raw = try await harness.raw()
+        let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 7)))
+        try await raw.write([0, 0, 0, 0] + Self.encode([Self.hello, ping]))
+        let frames = await Self.frames(from: raw)
+        let goaway = try #require(Self.goaway(in: frames), "\(frames)")
+        #expect(goaway.code == .protocolError)
+        #expect(goaway.reason == "the first frame must be hello")
+        #expect(!frames.contains { if case .pong? = $0.kind { true } else { false } }, "\(frames)")
+        await raw.close()
+        await harness.stop()
+    }
+
+    /// A client whose server opens with an empty frame fails its call at once, naming the rule, instead of waiting
+    /// for the call's deadline.
+    @Test func aClientRefusesAnEmptyFirstFrame() async throws {
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let client = RPCClient(stream: clientEnd)
+        try await serverEnd.write([0, 0, 0, 0] + Self.encode([Self.hello]))
+        let error = try await #require(throws: RPCError.self) {
+            try await client.unary(Echo.unary, Scalars(fInt32: 1), options: CallOptions(timeout: .seconds(10)))
+        }
+        #expect(error.code == .unavailable, "\(error)")
+        #expect(error.message.contains("the first frame must be hello"), "\(error)")
+        await serverEnd.close()
+        await client.close()
+    }
+}
