@@ -5,6 +5,7 @@ public struct ConnectionSettings: Hashable, Sendable {
     /// This build speaks protocol version 1 only (Protos/README.md).
     public static let protocolVersion: UInt32 = 1
 
+    /// The largest frame this side accepts; at least `minimumMaxFrameSize`.
     public var maxFrameSize: Int
     public var maxConcurrentStreams: Int
     public var initialStreamWindow: Int
@@ -28,6 +29,11 @@ public struct ConnectionSettings: Hashable, Sendable {
     }
 
     public static let defaults = ConnectionSettings()
+
+    /// The smallest `max_frame_size` a hello may announce: 16 KiB, HTTP/2's smallest SETTINGS_MAX_FRAME_SIZE. A peer
+    /// that announces less is refused at its hello: every frame the runtime writes on its own (a status such as
+    /// RESOURCE_EXHAUSTED with its message, a goaway with its reason) must fit in a frame the peer accepts.
+    public static let minimumMaxFrameSize = 16_384
 
     /// The settings a peer announced; a zero means the default.
     init(wire: WireV1.Settings?) {

@@ -124,6 +124,9 @@ struct ConnectionStateMachine {
     init(role: Role, settings: ConnectionSettings = .defaults, agent: String = "tokenet") {
         self.role = role
         self.localSettings = settings
+        precondition(
+            settings.maxFrameSize >= ConnectionSettings.minimumMaxFrameSize,
+            "a maximum frame size below \(ConnectionSettings.minimumMaxFrameSize) bytes is refused by every peer")
         self.agent = agent
     }
 
@@ -217,6 +220,13 @@ struct ConnectionStateMachine {
         }
         peerSettings = ConnectionSettings(wire: hello.settings)
         state = .active
+        let maxFrameSize = hello.settings?.maxFrameSize ?? 0
+        guard maxFrameSize == 0 || maxFrameSize >= ConnectionSettings.minimumMaxFrameSize else {
+            return connectionError(
+                .protocolError,
+                "max_frame_size \(maxFrameSize) is below the minimum of \(ConnectionSettings.minimumMaxFrameSize) bytes"
+            )
+        }
         return []
     }
 
@@ -416,7 +426,7 @@ struct ConnectionStateMachine {
             return []
         }
         if streams.remove(at: index).hasBacklog { backlogs[id] = nil }
-        return Actions(.write(WireV1.Frame(streamID: id, kind: .status(status)))) + closeIfDrained()
+        return Actions(writeStatus(id, status)) + closeIfDrained()
     }
 
     /// Client: abandons a call.
@@ -473,8 +483,7 @@ struct ConnectionStateMachine {
     /// (a subscription): a client told to go away only opens its next stream elsewhere once this one has ended.
     mutating func endCall(_ id: UInt32, _ status: WireV1.Status) -> Actions {
         guard role == .server, removeStream(id) else { return [] }
-        return [.cancelHandler(streamID: id), .write(WireV1.Frame(streamID: id, kind: .status(status)))]
-            + closeIfDrained()
+        return [.cancelHandler(streamID: id), writeStatus(id, status)] + closeIfDrained()
     }
 
     /// The drain period is over: every call still open ends — the server answers it UNAVAILABLE with `reason`, the
@@ -586,7 +595,13 @@ struct ConnectionStateMachine {
     }
 
     private func writeStatus(_ id: UInt32, _ code: StatusCode, _ message: String) -> Action {
-        .write(WireV1.Frame(streamID: id, kind: .status(WireV1.Status(code: code, message: message))))
+        writeStatus(id, WireV1.Status(code: code, message: message))
+    }
+
+    /// Every status leaves through here: cut, when it must be, to fit in a frame the peer accepts (a status above the
+    /// peer's `max_frame_size` would end the whole connection there).
+    private func writeStatus(_ id: UInt32, _ status: WireV1.Status) -> Action {
+        .write(WireV1.Frame(streamID: id, kind: .status(status.fitting(inFrameOf: peerSettings.maxFrameSize))))
     }
 
     /// An error confined to one call: the server ends it with a status, the client cancels it.

@@ -105,4 +105,24 @@ import TokenetWire
         await serverEnd.close()
         await client.close()
     }
+
+    // MARK: - The peer's max_frame_size
+
+    /// A hello announcing frames too small for the server's own statuses is refused with a goaway naming the floor.
+    /// It was accepted, and the status of the call after it exceeded the client's limit.
+    @Test func aServerRefusesAHelloAnnouncingTinyFrames() async throws {
+        let harness = try await Self.start()
+        let raw = try await harness.raw()
+        let tiny = WireV1.Frame(
+            streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1, settings: WireV1.Settings(maxFrameSize: 20))))
+        let unknown = WireV1.Frame(streamID: 1, kind: .callStart(WireV1.CallStart(method: "/no.Such/Method")))
+        try await raw.write(Self.encode([tiny, unknown]))
+        let frames = await Self.frames(from: raw)
+        let goaway = try #require(Self.goaway(in: frames), "\(frames)")
+        #expect(goaway.code == .protocolError)
+        #expect(goaway.reason == "max_frame_size 20 is below the minimum of 16384 bytes")
+        #expect(Self.statuses(in: frames).isEmpty, "\(frames)")
+        await raw.close()
+        await harness.stop()
+    }
 }

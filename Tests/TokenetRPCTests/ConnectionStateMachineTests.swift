@@ -97,6 +97,60 @@ import TokenetWire
         )
     }
 
+    /// A hello announcing a max_frame_size below the floor (16 KiB) is refused with a goaway that names the floor, on
+    /// either side: a status such as RESOURCE_EXHAUSTED with its message would not fit in the peer's frames.
+    @Test(arguments: [Machine.Role.server, .client])
+    func aHelloAnnouncingFramesBelowTheFloorIsRefused(_ role: Machine.Role) {
+        func hello(_ maxFrameSize: UInt32) -> WireV1.Frame {
+            Self.frame(
+                0, .hello(WireV1.Hello(protocolVersion: 1, settings: WireV1.Settings(maxFrameSize: maxFrameSize))))
+        }
+        var machine = Machine(role: role)
+        _ = machine.start()
+        let reason = "max_frame_size 100 is below the minimum of 16384 bytes"
+        #expect(
+            machine.receive(hello(100)) == [
+                .write(Self.frame(0, .goaway(WireV1.GoAway(code: .protocolError, reason: reason)))),
+                .closeConnection(error: reason),
+            ])
+        #expect(machine.state == .closed)
+        for accepted: UInt32 in [16_384, 0] {
+            var machine = Machine(role: role)
+            _ = machine.start()
+            #expect(machine.receive(hello(accepted)) == [], "max_frame_size \(accepted)")
+            #expect(machine.state == .active)
+        }
+    }
+
+    /// A status too large for one of the peer's frames is cut to fit, keeping its code: the peer would refuse a larger
+    /// frame, and the whole connection with it. A status that fits leaves as it is.
+    @Test func aStatusIsCutToFitThePeersFrames() throws {
+        var machine = Machine(role: .server)
+        _ = machine.start()
+        _ = machine.receive(
+            Self.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: WireV1.Settings(maxFrameSize: 16_384)))))
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(3, .callStart(Self.start)))
+        let large = WireV1.Status(
+            code: .resourceExhausted, message: String(repeating: "é", count: 10_000),
+            details: [WireV1.StatusDetail(type: "tokenet.testing.v1.Scalars", value: Data(count: 1000))],
+            trailers: [WireV1.MetadataEntry(key: "k", value: .text("v"))])
+        let actions = machine.sendStatus(1, large)
+        guard case .write(let frame)? = actions.first, case .status(let sent)? = frame.kind, actions.count == 1 else {
+            Issue.record("\(actions)")
+            return
+        }
+        #expect(sent.code == .resourceExhausted)
+        #expect(sent.details.isEmpty && sent.trailers.isEmpty)
+        #expect(sent.message.hasPrefix("éé") && sent.message.hasSuffix(WireV1.Status.cutShortNote))
+        let size = try FrameEncoder().encode(frame).count - FrameFormat.lengthPrefixSize
+        #expect(size <= 16_384)
+        #expect(size > 16_300, "no more is cut than must be")
+        let fits = WireV1.Status(
+            code: .notFound, message: "no such card", details: [WireV1.StatusDetail(type: "a.B", value: Data([1]))])
+        #expect(machine.sendStatus(3, fits) == [.write(Self.frame(3, .status(fits)))])
+    }
+
     @Test func noHelloInTimeClosesTheConnectionOnlyBeforeTheHello() throws {
         var waiting = Machine(role: .client)
         _ = waiting.start()
@@ -365,9 +419,9 @@ import TokenetWire
         _ = small.sendStatus(1, WireV1.Status())
         #expect(small.directSendAllowance(1) == nil, "the call is over")
 
-        var client = Self.client(WireV1.Settings(maxFrameSize: 1000))
+        var client = Self.client(WireV1.Settings(maxFrameSize: 16_384))
         let (id, _) = try client.openCall(Self.start)
-        #expect(client.directSendAllowance(id) == 1000 - 64, "capped below the peer's largest frame")
+        #expect(client.directSendAllowance(id) == 16_384 - 64, "capped below the peer's largest frame")
         _ = client.sendEndOfRequests(id)
         #expect(client.directSendAllowance(id) == nil, "half-closed")
     }
@@ -388,16 +442,16 @@ import TokenetWire
     }
 
     @Test func oversizedOutboundMessageFailsOnlyThatCall() throws {
-        var machine = Self.client(WireV1.Settings(maxFrameSize: 1000))
+        var machine = Self.client(WireV1.Settings(maxFrameSize: 16_384))
         let (id, _) = try machine.openCall(Self.start)
-        let actions = machine.sendMessage(id, Data(count: 2000))
+        let actions = machine.sendMessage(id, Data(count: 20_000))
         #expect(actions.count == 2)
         #expect(
             actions.last
                 == .failCall(
                     streamID: id,
                     code: .resourceExhausted,
-                    message: "a 2000-byte message exceeds the peer's maximum frame size of 1000"
+                    message: "a 20000-byte message exceeds the peer's maximum frame size of 16384"
                 ))
     }
 

@@ -142,7 +142,8 @@ extension WireV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wire__v1__settings())
         }
 
-        /// Largest `Frame` (the N of the length prefix) the sender accepts. Default 4 MiB.
+        /// Largest `Frame` (the N of the length prefix) the sender accepts. Default 4 MiB; at least
+        /// 16,384 (a hello announcing less is refused with GO_AWAY_CODE_PROTOCOL_ERROR).
         public var maxFrameSize: UInt32 = 0
 
         /// Largest number of calls the peer may have open towards the sender at once. Default 100.

@@ -140,7 +140,8 @@ struct  Tokenet__Wire__V1__Settings
 {
   ProtobufCMessage base;
   /*
-   * Largest `Frame` (the N of the length prefix) the sender accepts. Default 4 MiB.
+   * Largest `Frame` (the N of the length prefix) the sender accepts. Default 4 MiB; at least
+   * 16,384 (a hello announcing less is refused with GO_AWAY_CODE_PROTOCOL_ERROR).
    */
   uint32_t max_frame_size;
   /*
