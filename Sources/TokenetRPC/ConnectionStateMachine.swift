@@ -116,17 +116,22 @@ struct ConnectionStateMachine {
     /// Server: the highest call id seen so far.
     private(set) var lastPeerStreamID: UInt32 = 0
     private var helloSent = false
+    /// Server: the draining began with the client's goaway, not this side's. The client closes the connection once
+    /// its calls have ended; until then every call_start it still sends is answered UNAVAILABLE, so none is left
+    /// without an answer (a server that closed first would leave a call sent after the goaway unanswered). The idle
+    /// timer, and this side's own shutdown, still close such a connection.
+    private var clientWentAway = false
 
     /// The highest call id: ids are sent as `uint32`, and stay below 2^31 as in HTTP/2, so that a peer which keeps
     /// them in a signed 32-bit integer reads them right.
     static let largestStreamID = UInt32(Int32.max)
 
     init(role: Role, settings: ConnectionSettings = .defaults, agent: String = "tokenet") {
-        self.role = role
-        self.localSettings = settings
         precondition(
             settings.maxFrameSize >= ConnectionSettings.minimumMaxFrameSize,
             "a maximum frame size below \(ConnectionSettings.minimumMaxFrameSize) bytes is refused by every peer")
+        self.role = role
+        self.localSettings = settings
         self.agent = agent
     }
 
@@ -218,8 +223,6 @@ struct ConnectionStateMachine {
                 + "\(ConnectionSettings.protocolVersion)"
             return connectionError(.unsupportedVersion, reason)
         }
-        peerSettings = ConnectionSettings(wire: hello.settings)
-        state = .active
         let maxFrameSize = hello.settings?.maxFrameSize ?? 0
         guard maxFrameSize == 0 || maxFrameSize >= ConnectionSettings.minimumMaxFrameSize else {
             return connectionError(
@@ -227,6 +230,8 @@ struct ConnectionStateMachine {
                 "max_frame_size \(maxFrameSize) is below the minimum of \(ConnectionSettings.minimumMaxFrameSize) bytes"
             )
         }
+        peerSettings = ConnectionSettings(wire: hello.settings)
+        state = .active
         return []
     }
 
@@ -249,13 +254,15 @@ struct ConnectionStateMachine {
             actions.append(.closeConnection(error: goaway.reason))
             return actions
         }
+        // A client's goaway: it opens no more calls here, and closes the connection itself once its calls have
+        // ended. The server leaves that close to it (see `clientWentAway`).
+        if role == .server && state == .active { clientWentAway = true }
         state = .draining
-        if streams.isEmpty {
-            state = .closed
-            actions.append(.closeConnection(error: nil))
-        }
-        return actions
+        return actions + closeIfDrained()
     }
+
+    /// Server: why the connection takes no new calls after the client's own goaway.
+    static let clientWentAwayReason = "the client sent goaway: this connection takes no new calls"
 
     private mutating func receiveCallStart(_ id: UInt32, _ start: WireV1.CallStart) -> Actions {
         guard role == .server else {
@@ -270,7 +277,8 @@ struct ConnectionStateMachine {
         }
         lastPeerStreamID = id
         if state == .draining {
-            return Actions(writeStatus(id, .unavailable, "the node is shutting down; retry on a new connection"))
+            let reason = clientWentAway ? Self.clientWentAwayReason : "the node is shutting down"
+            return Actions(writeStatus(id, .unavailable, "\(reason); retry on a new connection"))
         }
         guard streams.count < localSettings.maxConcurrentStreams else {
             return [
@@ -469,10 +477,12 @@ struct ConnectionStateMachine {
     mutating func beginShutdown(reason: String? = nil) -> Actions {
         let reason = reason ?? (role == .server ? "the node is shutting down" : "the client is closing this connection")
         switch state {
-        case .closed, .draining:
+        case .closed,
+            .draining where !clientWentAway:
             return []
-        case .awaitingHello, .active:
+        case .awaitingHello, .active, .draining:
             state = .draining
+            clientWentAway = false
             let lastProcessed = role == .server ? lastPeerStreamID : 0
             let goaway = WireV1.GoAway(lastStreamID: lastProcessed, code: .shuttingDown, reason: reason)
             return Actions(.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))) + closeIfDrained()
@@ -547,7 +557,7 @@ struct ConnectionStateMachine {
 
     /// The idle timer fired: a connection with no open call closes; one with calls carries on.
     mutating func idleTimedOut(after description: String) -> Actions {
-        guard streams.isEmpty, state == .active || state == .awaitingHello else { return [] }
+        guard streams.isEmpty, state == .active || state == .awaitingHello || clientWentAway else { return [] }
         let goaway = WireV1.GoAway(
             lastStreamID: lastPeerStreamID,
             code: .idleTimeout,
@@ -649,7 +659,7 @@ struct ConnectionStateMachine {
     }
 
     private mutating func closeIfDrained() -> Actions {
-        guard state == .draining, streams.isEmpty else { return [] }
+        guard state == .draining, streams.isEmpty, !clientWentAway else { return [] }
         state = .closed
         return Actions(.closeConnection(error: nil))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetTransport
 import TokenetWire
@@ -25,13 +26,15 @@ import TokenetWire
         ]
     }
 
-    static func start() async throws -> LiveTLSCallTests.Harness {
+    static func start(
+        connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil
+    ) async throws -> LiveTLSCallTests.Harness {
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in
             if request.fString == "slow" { try await Task.sleep(for: .seconds(2)) }
             return request
         }
-        return try await LiveTLSCallTests.start(router)
+        return try await LiveTLSCallTests.start(router, connectionLog: connectionLog)
     }
 
     static func encode(_ frames: [WireV1.Frame]) throws -> [UInt8] {
@@ -125,4 +128,49 @@ import TokenetWire
         await raw.close()
         await harness.stop()
     }
+
+    // MARK: - The client's goaway
+
+    /// A call_start behind the client's goaway, with no call open, is answered UNAVAILABLE, and the server leaves the
+    /// close to the client; that close is clean. The server closed at the goaway, and the call had no answer.
+    @Test func aCallBehindTheClientsGoAwayIsAnswered() async throws {
+        let closed = Mutex<[ConnectionRecord]>([])
+        let harness = try await Self.start { record in closed.withLock { $0.append(record) } }
+        let raw = try await harness.raw()
+        try await raw.write(Self.encode([Self.hello, Self.clientGoAway] + Self.call(1)))
+        let frames = await Self.frames(from: raw) { Self.statuses(in: $0)[1] != nil }
+        let status = try #require(Self.statuses(in: frames)[1], "\(frames)")
+        #expect(status.code == .unavailable)
+        #expect(status.message == Self.refusal)
+        #expect(Self.goaway(in: frames) == nil, "\(frames)")
+        await raw.close()
+        for _ in 0..<500 where closed.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(closed.withLock { $0.map(\.problem) } == [nil], "a clean close")
+        await harness.stop()
+    }
+
+    /// While the client's calls run after its goaway, and after they have ended, every call_start it still sends is
+    /// answered UNAVAILABLE with words about this connection (not a node shutting down), and its running call
+    /// finishes.
+    @Test func callsAfterTheClientsGoAwayAreAnsweredWhileItsCallsRunAndAfter() async throws {
+        let harness = try await Self.start()
+        let raw = try await harness.raw()
+        try await raw.write(Self.encode([Self.hello] + Self.call(1, "slow")))
+        try await Task.sleep(for: .milliseconds(200))
+        try await raw.write(Self.encode([Self.clientGoAway] + Self.call(3)))
+        var frames = await Self.frames(from: raw) { Self.statuses(in: $0).count == 2 }
+        try await raw.write(Self.encode(try Self.call(5)))
+        frames += await Self.frames(from: raw) { Self.statuses(in: $0)[5] != nil }
+        let statuses = Self.statuses(in: frames)
+        #expect(statuses[1]?.code == .ok, "the running call finishes")
+        for id: UInt32 in [3, 5] {
+            #expect(statuses[id]?.code == .unavailable, "call \(id): \(frames)")
+            #expect(statuses[id]?.message == Self.refusal, "call \(id)")
+        }
+        #expect(Self.goaway(in: frames) == nil, "\(frames)")
+        await raw.close()
+        await harness.stop()
+    }
+
+    static let refusal = "the client sent goaway: this connection takes no new calls; retry on a new connection"
 }

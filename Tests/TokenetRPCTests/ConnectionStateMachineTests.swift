@@ -543,6 +543,52 @@ import TokenetWire
         )
     }
 
+    /// The client's goaway: the server takes no new call, lets the client's calls run, and leaves the close to the
+    /// client, answering every call_start it still sends UNAVAILABLE. It closed as soon as no call was open, and a
+    /// call sent after the goaway got no answer at all.
+    @Test func aServerAnswersCallsAfterTheClientsGoAwayUntilTheClientCloses() {
+        let reason = "the client sent goaway: this connection takes no new calls"
+        let refused = WireV1.Status(code: .unavailable, message: "\(reason); retry on a new connection")
+        let clientGoAway = WireV1.GoAway(code: .shuttingDown, reason: "the client is closing this connection")
+        var machine = Self.server()
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(machine.receive(Self.frame(0, .goaway(clientGoAway))) == [])
+        #expect(machine.state == .draining)
+        #expect(machine.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(refused)))])
+        let ok = WireV1.Status(code: .ok)
+        #expect(machine.sendStatus(1, ok) == [.write(Self.frame(1, .status(ok)))], "the client closes, not the server")
+        #expect(machine.receive(Self.frame(5, .callStart(Self.start))) == [.write(Self.frame(5, .status(refused)))])
+        #expect(machine.receive(Self.frame(0, .goaway(clientGoAway))) == [])
+        #expect(machine.receive(Self.frame(7, .callStart(Self.start))) == [.write(Self.frame(7, .status(refused)))])
+        #expect(machine.transportClosed(reason: "the peer closed the connection") == [])
+        #expect(machine.state == .closed)
+
+        // With no call open, the idle timer closes such a connection, and so does this side's shutdown.
+        var idle = Self.server()
+        #expect(idle.receive(Self.frame(0, .goaway(clientGoAway))) == [])
+        #expect(idle.state == .draining)
+        let idleGoAway = WireV1.GoAway(code: .idleTimeout, reason: "no calls for 1 s")
+        #expect(
+            idle.idleTimedOut(after: "1 s") == [
+                .write(Self.frame(0, .goaway(idleGoAway))), .closeConnection(error: nil),
+            ])
+        var stopping = Self.server()
+        _ = stopping.receive(Self.frame(0, .goaway(clientGoAway)))
+        let shutdown = WireV1.GoAway(code: .shuttingDown, reason: "the node is shutting down")
+        #expect(stopping.beginShutdown() == [.write(Self.frame(0, .goaway(shutdown))), .closeConnection(error: nil)])
+
+        // A server draining after its own goaway has said what it has to say, and closes once its calls have ended.
+        var draining = Self.server()
+        _ = draining.receive(Self.frame(1, .callStart(Self.start)))
+        _ = draining.beginShutdown()
+        #expect(draining.receive(Self.frame(0, .goaway(clientGoAway))) == [])
+        let shuttingDown = WireV1.Status(
+            code: .unavailable, message: "the node is shutting down; retry on a new connection")
+        #expect(
+            draining.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(shuttingDown)))])
+        #expect(draining.sendStatus(1, ok) == [.write(Self.frame(1, .status(ok))), .closeConnection(error: nil)])
+    }
+
     @Test func lostTransportFailsClientCallsAndCancelsHandlers() throws {
         var client = Self.client()
         _ = try client.openCall(Self.start)

@@ -314,7 +314,9 @@ struct  Tokenet__Wire__V1__Pong
 
 /*
  * The sender accepts no new calls. Calls with ids up to `last_stream_id` are processed to the end;
- * later ones were not processed and may be retried on another connection.
+ * later ones were not processed and may be retried on another connection. A client's goaway says
+ * it opens no new calls and closes the connection once its calls have ended (Protos/README.md,
+ * section 9).
  */
 struct  Tokenet__Wire__V1__GoAway
 {
