@@ -21,7 +21,7 @@ import TokenetTestSupport
         let result = outcome.result
         let lines = result.stdout.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 32, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 35, "\(result.stdout)")
         #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
         #expect(outcome.nodeExitedCleanly)
         // The node logged the connection errors the client caused, and nothing worse than that.
