@@ -62,8 +62,8 @@ public struct WalletCardRecord: Sendable, Equatable {
         return id
     }
 
-    /// The card as `AcceptTerms` and ID&V show it; a card stored before accounts were recorded per card shows no
-    /// account (`walletCard(configured:)` names it).
+    /// The card as `AcceptTerms` and ID&V show it, with its issuer once digitization named one; a card stored before
+    /// accounts were recorded per card shows no account (`walletCard(configured:)` names it).
     public var walletCard: WalletV1.WalletCard {
         WalletV1.WalletCard(
             cardRef: cardRef,
@@ -73,7 +73,8 @@ public struct WalletCardRecord: Sendable, Equatable {
             tokenLast4: result?.tokenLast4 ?? "",
             state: result?.tokenState ?? .unspecified,
             status: status.rawValue,
-            walletAccountID: walletAccountID ?? "")
+            walletAccountID: walletAccountID ?? "",
+            issuerID: issuerID ?? "")
     }
 
     /// The card as `ListCards` shows it, with its account also when it was stored before accounts were recorded.

@@ -94,11 +94,12 @@ enum PartyText {
     static func walletCards(_ response: WalletV1.ListWalletCardsResponse) -> String {
         guard !response.cards.isEmpty else { return "The wallet has no cards." }
         return table(
-            ["CARD", "STATUS", "SCHEME", "PAN", "DIGITAL CARD", "TOKEN", "STATE", "WALLET ACCOUNT"],
+            ["CARD", "STATUS", "SCHEME", "ISSUER", "PAN", "DIGITAL CARD", "TOKEN", "STATE", "WALLET ACCOUNT"],
             response.cards.map {
                 [
-                    $0.cardRef, $0.status, scheme($0.scheme), $0.panLast4, $0.digitalCardID, $0.tokenLast4,
-                    state($0.state), $0.walletAccountID.isEmpty ? "-" : $0.walletAccountID,
+                    $0.cardRef, $0.status, scheme($0.scheme), $0.issuerID, $0.panLast4,
+                    $0.digitalCardID, $0.tokenLast4, state($0.state),
+                    $0.walletAccountID.isEmpty ? "-" : $0.walletAccountID,
                 ]
             })
     }

@@ -97,7 +97,12 @@ import TokenetTestSupport
         let cards = try json(try await tokenet(["wallet", "cards", wallet.listen, "--json"]))
         let card = try #require((cards["cards"] as? [[String: Any]])?.first)
         #expect(card["status"] as? String == "DIGITIZED" && card["state"] as? String == "TOKEN_STATE_ACTIVE")
+        #expect(card["issuerId"] as? String == "tokenet-bank", "\(card)")
         let digitalCardID = try #require(card["digitalCardId"] as? String)
+        // The text listing names the card's issuer in its own column, as the TSP named it at digitization.
+        let listed = try await tokenet(["wallet", "cards", wallet.listen]).stdout.split(separator: "\n")
+        #expect(listed.first?.contains("SCHEME  ISSUER ") == true, "\(listed)")
+        #expect(listed.dropFirst().first?.contains(" Visa    tokenet-bank ") == true, "\(listed)")
 
         let tokens = try await tokenet(["tsp", "tokens", tsp.listen])
         #expect(tokens.stdout.contains(digitalCardID) && tokens.stdout.contains("wallet-account-1"))

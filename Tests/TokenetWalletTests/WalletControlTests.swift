@@ -26,6 +26,8 @@ import TokenetWire
 
         let listed = try await wallet.control.listCards(.init()).cards
         #expect(listed.map(\.status) == ["PENDING_TERMS"] && listed.map(\.cardRef) == ["card-1"])
+        // Only digitization names the card's issuer.
+        #expect(listed.map(\.issuerID) == [""])
     }
 
     @Test func acceptTermsDigitizesWithTheAcceptedTermsDeviceAndRisk() async throws {
@@ -38,7 +40,7 @@ import TokenetWire
                 == WalletV1.WalletCard(
                     cardRef: "card-1", digitalCardID: "DNITHE000000000000000001", scheme: .visa, panLast4: "1111",
                     tokenLast4: "9012", state: .active, status: "DIGITIZED",
-                    walletAccountID: WalletConfiguration.defaultAccountID))
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a"))
 
         let digitize = try #require(wallet.tsp.recorded.digitizeRequests.first)
         #expect(digitize.eligibilityReceipt == "receipt-1" && digitize.acceptedTermsID == "tc-visa-1")

@@ -879,7 +879,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request_
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_descriptors[9] =
 {
   {
     "card_ref",
@@ -977,10 +977,23 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "issuer_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletCard, issuer_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
   1,   /* field[1] = digital_card_id */
+  8,   /* field[8] = issuer_id */
   3,   /* field[3] = pan_last4 */
   2,   /* field[2] = scheme */
   5,   /* field[5] = state */
@@ -991,7 +1004,7 @@ static const unsigned tokenet__wallet__v1__wallet_card__field_indices_by_name[] 
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
 {
@@ -1001,7 +1014,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
   "Tokenet__Wallet__V1__WalletCard",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletCard),
-  8,
+  9,
   tokenet__wallet__v1__wallet_card__field_descriptors,
   tokenet__wallet__v1__wallet_card__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_card__number_ranges,

@@ -321,6 +321,10 @@ extension WalletV1 {
         /// The wallet account the card was added to (the one active then).
         public var walletAccountID: String = ""
 
+        /// The card's issuer as the TSP named it at digitization (DigitizeResponse.issuer_id); empty before
+        /// digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
+        public var issuerID: String = ""
+
         public init() {}
 
         public init(
@@ -331,7 +335,8 @@ extension WalletV1 {
             tokenLast4: String = "",
             state: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             status: String = "",
-            walletAccountID: String = ""
+            walletAccountID: String = "",
+            issuerID: String = ""
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -341,6 +346,7 @@ extension WalletV1 {
             self.state = state
             self.status = status
             self.walletAccountID = walletAccountID
+            self.issuerID = issuerID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -352,6 +358,7 @@ extension WalletV1 {
             self.state = try reader.read(6)
             self.status = try reader.read(7)
             self.walletAccountID = try reader.read(8)
+            self.issuerID = try reader.read(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -363,6 +370,7 @@ extension WalletV1 {
             try writer.write(6, state)
             try writer.write(7, status)
             try writer.write(8, walletAccountID)
+            try writer.write(9, issuerID)
         }
     }
 }

@@ -160,10 +160,15 @@ struct  Tokenet__Wallet__V1__WalletCard
    * The wallet account the card was added to (the one active then).
    */
   char *wallet_account_id;
+  /*
+   * The card's issuer as the TSP named it at digitization (DigitizeResponse.issuer_id); empty before
+   * digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
+   */
+  char *issuer_id;
 };
 #define TOKENET__WALLET__V1__WALLET_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__ListWalletCardsResponse
