@@ -5,13 +5,15 @@ import TokenetRPC
 import TokenetWire
 
 /// `tokenet.issuer.v1.IssuerCardCare`: the issuer's operators act on cards already in wallets. Token state changes
-/// and messages are forwarded to the TSP; a renewal updates the issuer's own card first, then tells the TSP, which
-/// keeps the tokens working on the renewed card.
+/// and messages are forwarded to the TSP; a renewal reserves the new number in the issuer's own store, then tells
+/// the TSP, which keeps the tokens working on the renewed card, and the card takes the number once the TSP has
+/// answered (`RenewalPlan`).
 struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let store: IssuerStore
     let tsp: TSPLink
     let logger: Logger
     let now: @Sendable () -> Date
+    let renewals = RenewalsUnderWay()
 
     func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
         -> TspV1.ChangeIssuerTokenStatesResponse
@@ -59,33 +61,85 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             throw RPCError(
                 .failedPrecondition, "card \(card.id) is \(card.pan.scheme); a renewal keeps the scheme")
         }
-        if pan != card.pan { try await checkNewNumber(pan) }
+        guard renewals.begin(card.id) else {
+            throw RPCError(
+                .aborted, "a renewal of card \(card.id) is under way; try again once it has finished")
+        }
+        defer { renewals.end(card.id) }
+        let log = logger.withTraceID(context.traceID)
+        let renewal = PendingRenewal(pan: pan, expiry: expiry)
         let tokens = try store.digitalCardIDs(ofCard: card.id)
-        var renewed: [String] = []
-        if !tokens.isEmpty {
-            let key = try await tsp.keyForPushing()
-            let data = CardData(pan: pan, expiry: expiry, cvv2: card.cvc, name: card.cardholderName)
-            let encrypted: CardV1.EncryptedCardData
-            do {
-                encrypted = CardV1.EncryptedCardData(
-                    jwe: try JWE.encrypt(data, to: key, kid: key.kid), publicKeyIdentifier: key.kid)
-            } catch {
-                throw RPCError(.internal, "cannot encrypt the renewed card to the TSP's key: \(error.message)")
+        guard !tokens.isEmpty else {
+            // No token stands for the card, so the TSP has nothing to move and the card changes in one write.
+            try await IssuerError.mapping { () throws(IssuerError) in
+                try store.renewCard(id: card.id, pan: pan, expiry: expiry)
             }
+            log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "0"])
+            return IssuerV1.IssuerRenewCardResponse(
+                cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: [])
+        }
+        // Everything that can fail without the TSP's part comes before the reservation, which then has to be settled.
+        let caller = try tspCaller()
+        let key = try await tsp.keyForPushing()
+        let data = CardData(pan: pan, expiry: expiry, cvv2: card.cvc, name: card.cardholderName)
+        let encrypted: CardV1.EncryptedCardData
+        do {
+            encrypted = CardV1.EncryptedCardData(
+                jwe: try JWE.encrypt(data, to: key, kid: key.kid), publicKeyIdentifier: key.kid)
+        } catch {
+            throw RPCError(.internal, "cannot encrypt the renewed card to the TSP's key: \(error.message)")
+        }
+        let plan = try await IssuerError.mapping { () throws(IssuerError) in
+            try store.reserveRenewal(id: card.id, pan: pan, expiry: expiry)
+        }
+        if plan == .resume {
+            log.info("repeating a pending renewal", ["card": card.id, "last4": pan.last4])
+        }
+        let renewed: [String]
+        do {
             renewed =
-                try await TspV1.IssuerCardUpdates.Client(try tspCaller()).renewCard(
+                try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
                     TspV1.RenewCardRequest(
                         digitalCardIds: Array(tokens.suffix(LifecycleLimits.issuerBatch)), cardData: encrypted,
                         previousCardID: card.id, newCardID: card.id)
                 ).renewedDigitalCardIds
+        } catch {
+            throw try await settleFailedRenewal(card.id, renewal, after: error, log: log)
         }
         try await IssuerError.mapping { () throws(IssuerError) in
-            try store.renewCard(id: card.id, pan: pan, expiry: expiry)
+            try store.settleRenewal(id: card.id, renewal, .complete)
         }
-        logger.withTraceID(context.traceID).info(
-            "card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(renewed.count)"])
+        log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(renewed.count)"])
         return IssuerV1.IssuerRenewCardResponse(
             cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: renewed)
+    }
+
+    /// Settles a reserved renewal whose TSP call failed with `error` (`RenewalSettlement`) and returns the error the
+    /// operator gets: a refusal gives the number back and the card keeps its own; an unknown outcome keeps the
+    /// reservation, says so, and is logged as a warning, since until the renewal is repeated the TSP may hold a
+    /// number the issuer's card does not.
+    private func settleFailedRenewal(
+        _ cardID: String, _ renewal: PendingRenewal, after error: any Error, log: Logger
+    ) async throws -> RPCError {
+        let settlement = RenewalSettlement(failure: error)
+        try await IssuerError.mapping { () throws(IssuerError) in
+            try store.settleRenewal(id: cardID, renewal, settlement)
+        }
+        let status = (error as? RPCError)?.code ?? .unavailable
+        let reason = (error as? RPCError)?.message ?? String(describing: error)
+        let last4 = renewal.pan.last4
+        let statusName = status.protoValueName ?? "\(status.rawValue)"
+        if settlement == .release {
+            log.info("renewal refused by the TSP", ["card": cardID, "last4": last4, "status": statusName])
+            return RPCError(
+                status, "the TSP refused the renewal of card \(cardID), which keeps its number and expiry: \(reason)")
+        }
+        log.warning(
+            "renewal pending: the TSP's answer was lost", ["card": cardID, "last4": last4, "status": statusName])
+        return RPCError(
+            status,
+            "the TSP's answer to the renewal of card \(cardID) was lost (\(reason)); the renewal to the number ending "
+                + "\(last4), \(renewal.expiry) stays pending: repeat it to complete it")
     }
 
     func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws
@@ -99,24 +153,6 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             "message sent to the cardholder",
             ["digital_card_id": request.digitalCardID, "message_id": response.messageID])
         return IssuerV1.IssuerSendMessageResponse(messageID: response.messageID)
-    }
-
-    /// The checks the fixture loader makes on a card number, made on a renewed one too: a number outside the issuer's
-    /// BIN ranges is not the issuer's to give (the TSP would route its tokens elsewhere), and a number another card
-    /// carries would leave the issuer unable to tell the two cards apart. The store checks the second again when it
-    /// writes, against a renewal racing this one.
-    private func checkNewNumber(_ pan: PAN) async throws {
-        let profile = try await IssuerError.mapping { () throws(IssuerError) in try store.profile() }
-        if let profile, !profile.binRanges.contains(where: { $0.contains(pan.digits) }) {
-            let ranges = profile.binRanges.map { "\($0.low)-\($0.high)" }.joined(separator: ", ")
-            throw RPCError(
-                .invalidArgument,
-                "the card number ending \(pan.last4) is outside the issuer's BIN ranges (\(ranges))")
-        }
-        let holder = try await IssuerError.mapping { () throws(IssuerError) in try store.card(matching: pan) }
-        if let holder {
-            throw RPCError(.alreadyExists, IssuerStore.numberInUse(pan, by: holder.id))
-        }
     }
 
     private func tspCaller() throws -> any RPCCaller {

@@ -10,33 +10,139 @@ extension IssuerStore {
         ALTER TABLE cards ADD COLUMN renewed INTEGER NOT NULL DEFAULT 0;
         """
 
-    /// Replaces a card's number and/or expiry (the card keeps its id), sealing the new number in the same row.
-    /// A number another card carries is refused in the same transaction, so two renewals racing for one number
-    /// cannot both win: the issuer decides on a card by its number, and two cards with one number would make that
-    /// decision depend on row order.
+    /// A renewal reserved but not yet settled with the TSP (`PendingRenewal`): the new number (sealed like the card's
+    /// own, under the card's record id, so completing moves it as it is) and expiry. `pending_last4` is indexed
+    /// like `last4`, as the uniqueness check looks for a number in both.
+    static let pendingRenewalSchema = """
+        ALTER TABLE cards ADD COLUMN pending_pan_sealed BLOB;
+        ALTER TABLE cards ADD COLUMN pending_last4 TEXT;
+        ALTER TABLE cards ADD COLUMN pending_expiry TEXT;
+        CREATE INDEX cards_by_pending_last4 ON cards(pending_last4);
+        """
+
+    /// Replaces a card's number and/or expiry at once (the card keeps its id): a renewal with no tokens at the TSP,
+    /// so nothing else has to agree. The same checks as `reserveRenewal`.
     func renewCard(id: String, pan: PAN, expiry: CardExpiry) throws(IssuerError) {
+        _ = try reserveRenewal(id: id, pan: pan, expiry: expiry)
+        try settleRenewal(id: id, PendingRenewal(pan: pan, expiry: expiry), .complete)
+    }
+
+    /// Reserves a card's new number and expiry as its pending renewal, before the TSP is told, and says whether this
+    /// was a new reservation or the same renewal pending from an attempt whose TSP answer was lost.
+    ///
+    /// The checks on a new number are made in the transaction that reserves it: a number outside the issuer's BIN
+    /// ranges is not the issuer's to give (the TSP would route its tokens elsewhere), and a number another card
+    /// carries or has reserved would leave the issuer unable to tell the two cards apart (it decides on a card by
+    /// its number). So of two renewals racing for one number exactly one reserves it, and the other is refused
+    /// before the TSP hears of it.
+    func reserveRenewal(id: String, pan: PAN, expiry: CardExpiry) throws(IssuerError) -> RenewalPlan {
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(pan, recordID: "card:\(id)")
         } catch {
             throw IssuerError(.keys, "cannot seal the renewed card \(id)", cause: error)
         }
-        try storage("renew card \(id)") {
+        let requested = PendingRenewal(pan: pan, expiry: expiry)
+        return try storage("reserve the renewal of card \(id)") {
             try database.transaction { tx in
-                if let other = try otherCard(carrying: pan, besides: id, in: tx) {
-                    throw IssuerError(.alreadyExists, Self.numberInUse(pan, by: other))
+                guard let row = try tx.queryOne("SELECT pan_sealed FROM cards WHERE id = ?", [id]) else {
+                    throw IssuerError(.notFound, "the issuer has no card \"\(id)\"")
+                }
+                let current = try vault.openPAN(try row.blob(0), recordID: "card:\(id)")
+                let plan = RenewalPlan(pending: try pendingRenewal(ofCard: id, in: tx), requested: requested)
+                switch plan {
+                case .resume: return plan
+                case .refuse(let other):
+                    throw IssuerError(
+                        .failedPrecondition,
+                        "card \(id) has a renewal to the number ending \(other.pan.last4), \(other.expiry), waiting "
+                            + "for the TSP's answer; repeat that renewal to complete it before renewing the card again")
+                case .reserve: break
+                }
+                if pan != current {
+                    if let refusal = try binRangeRefusal(pan, in: tx) {
+                        throw IssuerError(.invalidArgument, refusal)
+                    }
+                    if let other = try otherCard(carrying: pan, besides: id, in: tx) {
+                        throw IssuerError(.alreadyExists, Self.numberInUse(pan, by: other))
+                    }
                 }
                 _ = try tx.execute(
-                    "UPDATE cards SET pan_sealed = ?, last4 = ?, scheme = ?, expiry = ?, renewed = 1 WHERE id = ?",
-                    [sealed, pan.last4, pan.scheme.rawValue, expiry.description, id])
+                    "UPDATE cards SET pending_pan_sealed = ?, pending_last4 = ?, pending_expiry = ? WHERE id = ?",
+                    [sealed, pan.last4, expiry.description, id])
+                return plan
             }
         }
     }
 
-    /// The id of a card other than `id` whose number is `pan`. Numbers are sealed, so the cards sharing the last four
-    /// digits are opened and compared.
+    /// Settles the pending renewal `renewal` of card `id` as the TSP's answer decided: the card takes the reserved
+    /// number and expiry (`complete`, marking it `renewed`), or the reservation is dropped (`release`). A card whose
+    /// pending renewal is not `renewal` is refused, so a settlement never applies to a renewal it did not send.
+    func settleRenewal(id: String, _ renewal: PendingRenewal, _ settlement: RenewalSettlement) throws(IssuerError) {
+        guard settlement != .keepPending else { return }
+        try storage("settle the renewal of card \(id)") {
+            try database.transaction { tx in
+                guard try pendingRenewal(ofCard: id, in: tx) == renewal else {
+                    throw IssuerError(
+                        .failedPrecondition,
+                        "card \(id) has no pending renewal to the number ending \(renewal.pan.last4), \(renewal.expiry)"
+                    )
+                }
+                if settlement == .complete {
+                    _ = try tx.execute(
+                        """
+                        UPDATE cards SET pan_sealed = pending_pan_sealed, last4 = pending_last4, scheme = ?,
+                            expiry = pending_expiry, renewed = 1
+                        WHERE id = ?
+                        """, [renewal.pan.scheme.rawValue, id])
+                }
+                _ = try tx.execute(
+                    """
+                    UPDATE cards SET pending_pan_sealed = NULL, pending_last4 = NULL, pending_expiry = NULL
+                    WHERE id = ?
+                    """, [id])
+            }
+        }
+    }
+
+    /// The renewal of card `id` waiting for the TSP's answer, if any.
+    func pendingRenewal(ofCard id: String) throws(IssuerError) -> PendingRenewal? {
+        try storage("read the pending renewal of card \(id)") {
+            try database.transaction { tx in try pendingRenewal(ofCard: id, in: tx) }
+        }
+    }
+
+    private func pendingRenewal(ofCard id: String, in tx: Transaction) throws -> PendingRenewal? {
+        guard
+            let row = try tx.queryOne(
+                "SELECT pending_pan_sealed, pending_expiry FROM cards WHERE id = ? AND pending_pan_sealed IS NOT NULL",
+                [id])
+        else { return nil }
+        return PendingRenewal(
+            pan: try vault.openPAN(try row.blob(0), recordID: "card:\(id)"),
+            expiry: try CardExpiry(parsing: try row.text(1)))
+    }
+
+    /// Why `pan` is not the issuer's to give, or nil when it is inside one of the BIN ranges of the issuer's profile
+    /// (or no fixture has declared any yet). The number is named by its last four digits only.
+    private func binRangeRefusal(_ pan: PAN, in tx: Transaction) throws -> String? {
+        guard let row = try tx.queryOne("SELECT bin_ranges FROM issuer_profile WHERE singleton = 1") else {
+            return nil
+        }
+        let ranges = try JSONDecoder().decode([IssuerFixture.BINRange].self, from: Data(try row.text(0).utf8))
+        guard !ranges.contains(where: { $0.contains(pan.digits) }) else { return nil }
+        return "the card number ending \(pan.last4) is outside the issuer's BIN ranges ("
+            + ranges.map { "\($0.low)-\($0.high)" }.joined(separator: ", ") + ")"
+    }
+
+    /// The id of a card other than `id` whose number, or whose pending renewal's number, is `pan`. Numbers are
+    /// sealed, so the cards sharing the last four digits are opened and compared.
     private func otherCard(carrying pan: PAN, besides id: String, in tx: Transaction) throws -> String? {
-        let rows = try tx.query("SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?", [pan.last4, id])
+        let rows = try tx.query(
+            """
+            SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?
+            UNION ALL SELECT id, pending_pan_sealed FROM cards WHERE pending_last4 = ? AND id != ?
+            """, [pan.last4, id, pan.last4, id])
         for row in rows {
             let other = try row.text(0)
             if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }

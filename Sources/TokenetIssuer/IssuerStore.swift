@@ -77,6 +77,7 @@ final class IssuerStore: Sendable {
                 CREATE TABLE vault_key_check (
                     singleton INTEGER PRIMARY KEY CHECK (singleton = 1), sealed BLOB NOT NULL);
                 """),
+        Migration(version: 7, name: "pending-renewals", sql: IssuerStore.pendingRenewalSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -17,8 +17,9 @@ extension IssuerCommand {
 
         suspend-tokens, resume-tokens and delete-tokens change up to 10 of the issuer's tokens at the TSP in one
         call (e.g. --reason LOST_CARD), with a result per token. renew-card gives a card a new number and/or
-        expiry; its tokens keep working and the issuer app resynchronises its card ids. send-message sends the
-        cardholder a message about a card, shown by the issuer app and kept by the wallet.
+        expiry; its tokens keep working and the issuer app resynchronises its card ids. A renewal whose answer from
+        the TSP was lost stays pending (the card keeps its number): run the same renew-card again to complete it.
+        send-message sends the cardholder a message about a card, shown by the issuer app and kept by the wallet.
         """
 
     static func tokens(_ word: String) -> PartyAction {

@@ -17,6 +17,12 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         var renewals: [(TspV1.RenewCardRequest, CardData)] = []
         var messages: [TspV1.SendCardMessageRequest] = []
         var answers: [TspV1.AnswerAuthnRequest] = []
+        /// Holds the next renewal call (only that one) until the gate opens.
+        var holdNextRenewal: Gate?
+        /// How the TSP answers renewals: `refusal` refuses them unrecorded, `lostAnswers` renewals are recorded
+        /// (the TSP moved the tokens) but answered with UNAVAILABLE, as when the answer is lost on the way.
+        var refusal: RPCError?
+        var lostAnswers = 0
     }
 
     let key: RSAPrivateKey
@@ -45,8 +51,20 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     { throw RPCError(.unimplemented, "not for issuers") }
 
     func renewCard(_ request: TspV1.RenewCardRequest, context: ServerContext) async throws -> TspV1.RenewCardResponse {
+        let gate = state.withLock { state in
+            defer { state.holdNextRenewal = nil }
+            return state.holdNextRenewal
+        }
+        await gate?.pass()
         let card = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key))
-        state.withLock { $0.renewals.append((request, card)) }
+        let lost = try state.withLock { state throws(RPCError) in
+            if let refusal = state.refusal { throw refusal }
+            state.renewals.append((request, card))
+            guard state.lostAnswers > 0 else { return false }
+            state.lostAnswers -= 1
+            return true
+        }
+        if lost { throw RPCError(.unavailable, "the connection to the TSP was lost") }
         return TspV1.RenewCardResponse(
             renewedDigitalCardIds: request.digitalCardIds, panLast4: try card.pan().last4, expiry: "")
     }
@@ -82,6 +100,50 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         (self as any TspV1.IssuerCardUpdates.ServiceProtocol).register(on: &router)
         (self as any TspV1.Transactions.ServiceProtocol).register(on: &router)
         return router
+    }
+}
+
+/// Holds the calls that reach it until the test opens it, and counts them.
+final class Gate: Sendable {
+    private struct State {
+        var open = false
+        var arrivals = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    var arrivals: Int { state.withLock { $0.arrivals } }
+
+    func pass() async {
+        await withCheckedContinuation { continuation in
+            let open = state.withLock { state in
+                state.arrivals += 1
+                if !state.open { state.waiting.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiting = state.withLock { state in
+            state.open = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Waits (up to a minute, for a busy machine) until `count` calls have reached the gate.
+    func arrived(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while arrivals < count {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("\(count) call(s) expected at the gate, \(arrivals) arrived")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 }
 
@@ -172,11 +234,12 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.digits == Cards.visaStepUp.1)
         #expect(tsp.state.withLock { $0.renewals.count } == 0)
 
-        // The store refuses it too, for a renewal that passed the check before another took the number.
+        // The store's reservation is where the checks are made, in the transaction that reserves the number.
         #expect {
-            try party.store.renewCard(
+            try party.store.reserveRenewal(
                 id: Cards.visaStepUp.0, pan: try PAN("4761000010000017"), expiry: try CardExpiry(parsing: "12/32"))
         } throws: { ($0 as? IssuerError)?.code == .alreadyExists }
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaStepUp.0) == nil)
         #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.digits == Cards.visaStepUp.1)
     }
 
@@ -196,6 +259,122 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
 
         let response = try await care.renewCard(.init(cardID: Cards.visaApprove.0, expiry: "09/26"))
         #expect(response.expiry == "09/26")
+    }
+
+    /// Two cards renewed to one new number at once: the first reserves the number in the issuer's store before the
+    /// TSP hears of it, so the second is refused before it reaches the TSP, which only ever holds the number for the
+    /// card the issuer gives it to. A second renewal of the card under way is turned away too.
+    @Test func twoRenewalsRacingForOneNumberReachTheTSPOnce() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        try decide(Cards.visaStepUp.0, digitalCardID: "DNITHE2", outcome: .approved)
+        let gate = Gate()
+        tsp.state.withLock { $0.holdNextRenewal = gate }
+        let first = Task { [care] in
+            try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        try await gate.arrived(1)
+
+        let second = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
+        }
+        #expect(second?.code == .alreadyExists, "\(String(describing: second))")
+        #expect(second?.message.contains("ending 0017 is already used by card \(Cards.visaApprove.0)") == true)
+        let again = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(again?.code == .aborted, "\(String(describing: again))")
+        gate.open()
+
+        #expect(try await first.value.renewedDigitalCardIds == ["DNITHE1"])
+        #expect(tsp.state.withLock { $0.renewals.map(\.0.previousCardID) } == [Cards.visaApprove.0])
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.digits == Cards.visaStepUp.1)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+    }
+
+    /// The number is reserved while the TSP decides; when the TSP refuses, the card keeps its number and expiry and
+    /// the number is free again for another card.
+    @Test func aRenewalTheTSPRefusesGivesTheNumberBack() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        try decide(Cards.visaStepUp.0, digitalCardID: "DNITHE2", outcome: .approved)
+        let before = try #require(try party.store.card(id: Cards.visaApprove.0))
+        let gate = Gate()
+        tsp.state.withLock {
+            $0.holdNextRenewal = gate
+            $0.refusal = RPCError(.failedPrecondition, "token \"DNITHE1\" is not this issuer's")
+        }
+        let first = Task { [care] in
+            await Support.rpcError {
+                _ = try await care.renewCard(
+                    .init(cardID: Cards.visaApprove.0, pan: "4761000010000017", expiry: "12/32"))
+            }
+        }
+        try await gate.arrived(1)
+        #expect(
+            try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)
+                == PendingRenewal(pan: try PAN("4761000010000017"), expiry: try CardExpiry(parsing: "12/32")))
+        let taken = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
+        }
+        #expect(taken?.code == .alreadyExists, "\(String(describing: taken))")
+        gate.open()
+
+        let refused = await first.value
+        #expect(refused?.code == .failedPrecondition, "\(String(describing: refused))")
+        #expect(refused?.message.contains("keeps its number and expiry: token \"DNITHE1\"") == true)
+        let after = try #require(try party.store.card(id: Cards.visaApprove.0))
+        #expect(after.pan == before.pan && after.expiry == before.expiry)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+
+        tsp.state.withLock { $0.refusal = nil }
+        _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
+        #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.last4 == "0017")
+        #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    /// A renewal whose TSP answer is lost may have moved the tokens: the issuer keeps the number reserved (no other
+    /// card can take it, and the card takes no other number) until the same renewal, repeated, completes it.
+    @Test func aRenewalWhoseAnswerIsLostStaysPendingUntilRepeated() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        tsp.state.withLock { $0.lostAnswers = 1 }
+        let lost = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(lost?.code == .unavailable)
+        #expect(
+            lost?.message.contains("ending 0017, 12/29 stays pending: repeat it") == true, "\(String(describing: lost))"
+        )
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.digits == Cards.visaApprove.1)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(sink.lines.contains { $0.contains("renewal pending") && $0.contains("0017") })
+
+        let taken = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
+        }
+        #expect(taken?.code == .alreadyExists)
+        let other = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000025"))
+        }
+        #expect(other?.code == .failedPrecondition)
+        #expect(other?.message.contains("renewal to the number ending 0017, 12/29, waiting") == true)
+
+        let repeated = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(repeated.renewedDigitalCardIds == ["DNITHE1"])
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { $0.renewals.count } == 2)
+    }
+
+    /// Which TSP failures give a reserved number back: only refusals made before the TSP changed anything.
+    @Test func aFailedRenewalIsSettledByWhatTheTSPSaid() {
+        #expect(RenewalSettlement(failure: RPCError(.failedPrecondition, "")) == .release)
+        #expect(RenewalSettlement(failure: RPCError(.notFound, "")) == .release)
+        #expect(RenewalSettlement(failure: RPCError(.permissionDenied, "")) == .release)
+        #expect(RenewalSettlement(failure: RPCError(.unavailable, "")) == .keepPending)
+        #expect(RenewalSettlement(failure: RPCError(.deadlineExceeded, "")) == .keepPending)
+        #expect(RenewalSettlement(failure: RPCError(.internal, "")) == .keepPending)
+        #expect(RenewalSettlement(failure: CancellationError()) == .keepPending)
     }
 
     @Test func messagesGoToTheTSP() async throws {
