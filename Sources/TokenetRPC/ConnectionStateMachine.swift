@@ -344,6 +344,14 @@ struct ConnectionStateMachine {
         guard nextStreamID <= Self.largestStreamID else {
             throw RPCError(.unavailable, "call ids are exhausted on this connection; retry on a new connection")
         }
+        // A frame over the peer's limit ends the whole connection there: refuse this call alone, here.
+        let size = Self.callStartSizeBound(start)
+        guard size <= peerSettings.maxFrameSize else {
+            throw RPCError(
+                .resourceExhausted,
+                "the call's method and metadata take up to \(size) bytes, more than the peer's maximum frame size of "
+                    + "\(peerSettings.maxFrameSize) bytes; send less metadata")
+        }
         let id = nextStreamID
         nextStreamID += 2
         streams[id] = Stream(
@@ -355,6 +363,24 @@ struct ConnectionStateMachine {
             actions += beginShutdown(reason: "call ids are exhausted on this connection")
         }
         return (id, actions)
+    }
+
+    /// At least the encoded size of the frame carrying `start`: its strings and bytes, plus the most each field's tag
+    /// and length prefix can take. Cheaper than encoding it, and close enough to compare with a frame limit, which
+    /// is at least 16 KiB (`ConnectionSettings.minimumMaxFrameSize`).
+    static func callStartSizeBound(_ start: WireV1.CallStart) -> Int {
+        // Frame: stream id, kind; call_start: method, timeout. Each at most a tag byte and a 10-byte varint.
+        var size = 4 * 11 + start.method.utf8.count
+        for entry in start.metadata {
+            // The entry's own tag and length, its key's and its value's: at most 6 bytes each.
+            size += 18 + entry.key.utf8.count
+            switch entry.value {
+            case .text(let text)?: size += text.utf8.count
+            case .binary(let data)?: size += data.count
+            case nil: break
+            }
+        }
+        return size
     }
 
     /// Sends one request (client) or response (server) message.

@@ -455,6 +455,39 @@ import TokenetWire
                 ))
     }
 
+    /// A call_start over the peer's frame limit would end the whole connection at the peer; the call is refused
+    /// here instead, before it takes a stream id, and the connection's other calls carry on.
+    @Test func aCallStartOverThePeersFramesFailsOnlyThatCall() throws {
+        var machine = Self.client(WireV1.Settings(maxFrameSize: 16_384))
+        let (first, _) = try machine.openCall(Self.start)
+        var large = Self.start
+        large.metadata = [WireV1.MetadataEntry(key: "x-blob-bin", value: .binary(Data(count: 17_000)))]
+        #expect {
+            _ = try machine.openCall(large)
+        } throws: { error in
+            (error as? RPCError)?.code == .resourceExhausted
+                && (error as? RPCError)?.message.contains("peer's maximum frame size of 16384 bytes") == true
+        }
+        let (second, actions) = try machine.openCall(Self.start)
+        #expect(second == first + 2)
+        #expect(actions == [.write(Self.frame(second, .callStart(Self.start)))])
+    }
+
+    /// The bound the check above uses is never below the size of the encoded frame.
+    @Test(arguments: [0, 1, 3, 40])
+    func theCallStartSizeBoundIsAtLeastItsEncodedSize(entries: Int) throws {
+        var start = WireV1.CallStart(method: "/tokenet.tsp.v1.Provisioning/Digitize", timeoutMicros: .max)
+        for index in 0..<entries {
+            start.metadata.append(
+                WireV1.MetadataEntry(
+                    key: "key-\(index)", value: index % 2 == 0 ? .text("value \(index)") : .binary(Data(count: 200))))
+        }
+        start.metadata.append(WireV1.MetadataEntry(key: "no-value"))
+        let encoded = try Self.frame(.max, .callStart(start)).serializedSize()
+        let bound = Machine.callStartSizeBound(start)
+        #expect(bound >= encoded && bound <= encoded + 64 + 18 * (entries + 1), "\(bound) for \(encoded)")
+    }
+
     @Test func pingIsAnsweredWithTheSamePayload() {
         var machine = Self.server()
         #expect(
