@@ -10,7 +10,12 @@
 /// card number's: 13–19 digits in all, in groups of at least three. Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
 ///
-/// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well.
+/// An IPv4 address and its port (`192.168.178.100:7001`) is left alone although its groups are long enough: a node's
+/// log names the addresses it listens on and calls, and `***.***.***.***:7001` names none.
+///
+/// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well; so are
+/// separators, since a PAN typed or pasted with those digits comes with their spaces and hyphens (`４１１１　１１１１…`,
+/// `４１１１－１１１１…`), and one copied from a formatted page with no-break spaces or dashes between its groups.
 /// Separators are kept, so the masked text still lines up with the original.
 public func maskPAN(_ text: String) -> String {
     if text.utf8.allSatisfy({ $0 < 0x80 }) {
@@ -44,6 +49,8 @@ enum PANRuns {
         case digit
         /// A separator any digit groups may be joined by.
         case separator
+        /// A full stop: a separator like the others, but also what joins the parts of an IPv4 address.
+        case dot
         /// A separator that joins a PAN's groups only when they look like a card number's.
         case punctuation
         case other
@@ -52,9 +59,21 @@ enum PANRuns {
     static func kind(of scalar: Unicode.Scalar) -> Kind {
         switch scalar {
         case "0"..."9": .digit
-        case " ", "-", ".", "_", "\t", "\n", "\r": .separator
+        case ".": .dot
+        case " ", "-", "_", "\t", "\n", "\r": .separator
         case "/", ",", ":", ";": .punctuation
-        default: scalar.isASCII || scalar.properties.numericType != .decimal ? .other : .digit
+        // The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
+        case "\u{FF01}"..."\u{FF5E}": kind(of: Unicode.Scalar(scalar.value - 0xFEE0)!)
+        default:
+            if scalar.isASCII {
+                .other
+            } else if scalar.properties.numericType == .decimal {
+                .digit
+            } else if scalar.properties.isWhitespace || scalar.properties.generalCategory == .dashPunctuation {
+                .separator
+            } else {
+                .other
+            }
         }
     }
 
@@ -68,30 +87,40 @@ enum PANRuns {
                 continue
             }
             // Extend the run over digits and single separators of either kind that sit between two digits, noting
-            // its groups (split at every separator) and its stretches (split at punctuation only).
+            // its groups (split at every separator) and its stretches (split at punctuation only), and whether each
+            // stretch's groups are joined by dots alone.
             var end = index
             var groups: [[Int]] = [[]]
-            var stretches: [[Int]] = [[]]
+            var stretches: [(digits: [Int], groups: Int, dotted: Bool)] = [([], 1, true)]
             while end < count {
                 let current = kind(end)
                 if current == .digit {
                     groups[groups.count - 1].append(end)
-                    stretches[stretches.count - 1].append(end)
+                    stretches[stretches.count - 1].digits.append(end)
                     end += 1
                 } else if current != .other, end + 1 < count, kind(end + 1) == .digit {
                     groups.append([])
-                    if current == .punctuation { stretches.append([]) }
+                    if current == .punctuation {
+                        stretches.append(([], 1, true))
+                    } else {
+                        stretches[stretches.count - 1].groups += 1
+                        if current != .dot { stretches[stretches.count - 1].dotted = false }
+                    }
                     end += 1
                 } else {
                     break
                 }
             }
             let digits = Array(groups.joined())
-            if stretches.contains(where: { $0.count >= 13 }) {
-                for stretch in stretches where stretch.count >= 13 {
-                    masked.append(contentsOf: stretch.dropLast(4))
+            // Four dotted groups of at most three digits: an IPv4 address, before its port or after a scheme.
+            let address = stretches.contains { $0.dotted && $0.groups == 4 && $0.digits.count <= 12 }
+            if stretches.contains(where: { $0.digits.count >= 13 }) {
+                for stretch in stretches where stretch.digits.count >= 13 {
+                    masked.append(contentsOf: stretch.digits.dropLast(4))
                 }
-            } else if stretches.count > 1, (13...19).contains(digits.count), groups.allSatisfy({ $0.count >= 3 }) {
+            } else if stretches.count > 1, !address, (13...19).contains(digits.count),
+                groups.allSatisfy({ $0.count >= 3 })
+            {
                 masked.append(contentsOf: digits.dropLast(4))
             }
             index = end

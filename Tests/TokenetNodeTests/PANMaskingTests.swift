@@ -30,6 +30,14 @@ import TokenetRPC
         ("ｐａｎ ４７６１００００１００００００９", "ｐａｎ ************０００９"),
         ("４７６１-００００-１０００-０００９", "****-****-****-０００９"),
         ("٤٧٦١٠٠٠٠١٠٠٠٠٠٠٩", "************٠٠٠٩"),
+        // Unicode separators: the fullwidth space, hyphen and solidus typed with fullwidth digits, and the no-break
+        // spaces and dashes of a number copied from a formatted page.
+        ("４７６１　００００　１０００　０００９", "****　****　****　０００９"),
+        ("４７６１－００００－１０００－０００９", "****－****－****－０００９"),
+        ("４７６１／００００／１０００／０００９", "****／****／****／０００９"),
+        ("4761\u{00A0}0000\u{00A0}1000\u{00A0}0009", "****\u{00A0}****\u{00A0}****\u{00A0}0009"),
+        ("4761\u{202F}0000\u{202F}1000\u{202F}0009", "****\u{202F}****\u{202F}****\u{202F}0009"),
+        ("4761\u{2013}0000\u{2013}1000\u{2013}0009", "****\u{2013}****\u{2013}****\u{2013}0009"),
     ])
     func masksCardNumbers(input: String, expected: String) {
         #expect(maskPAN(input) == expected)
@@ -48,6 +56,12 @@ import TokenetRPC
         "listen=127.0.0.1:7001 peer=[::1]:40000",
         "1,048,576 bytes; 4,194,304 bytes",
         "12:00/12:30/13:00/13:30/14:00",
+        // An IPv4 address of three-digit parts and its port: 16 digits in long groups, but a node's address.
+        "listening on 192.168.178.100:7001",
+        "peer=192.168.100.200:17001",
+        "203.113.100.254:443",
+        "tls://192.168.178.100:7001/issuer",
+        "carte nº 192.168.178.100:7001",
         "",
     ])
     func leavesOtherTextAlone(input: String) {
