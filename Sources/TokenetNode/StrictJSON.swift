@@ -9,10 +9,14 @@ public enum StrictJSON {
     /// Why `data` is not one strict JSON text (RFC 8259) whose objects each name a key once, or nil when it is.
     /// A repeated key is named with its place in the document (`"risk.accountScore" appears twice`); digit runs
     /// as long as a card number are masked, since the text quotes the file.
+    ///
+    /// A leading UTF-8 byte order mark is skipped, as Foundation's decoder skips it (RFC 8259 lets a parser ignore
+    /// it): some editors write one, and a file the node reads must not be refused for what its editor cannot show.
     public static func problem(in data: Data) -> String? {
         let value: JSONValue
+        let text = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
         do {
-            value = try JSONValue(parsing: String(decoding: data, as: UTF8.self))
+            value = try JSONValue(parsing: String(decoding: text, as: UTF8.self))
         } catch {
             return maskPAN("not valid JSON: \(error.message)")
         }
