@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetNode
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 @testable import TokenetTSP
@@ -74,6 +75,43 @@ import TokenetWire
             await expectRPCError(.invalidArgument, "page_token") {
                 try await tsp.control.listTokens(TspV1.ListTokensRequest(pageToken: token))
             }
+        }
+    }
+
+    /// A page token continues the listing it came from: asked with another wallet_account_id (or with none, or
+    /// with one after a listing of every account) it is refused, instead of skipping that account's tokens made
+    /// before the token's place.
+    @Test func aPageTokenContinuesOnlyItsOwnListing() async throws {
+        let (tsp, ids) = try await Self.tspWithTokens()
+        let first = try await tsp.control.listTokens(TspV1.ListTokensRequest(walletAccountID: "wa-first", pageSize: 3))
+        #expect(!first.nextPageToken.isEmpty)
+        let every = try await tsp.control.listTokens(TspV1.ListTokensRequest(pageSize: 5))
+        for (account, token) in [
+            ("wa-second", first.nextPageToken), ("", first.nextPageToken), ("wa-first", every.nextPageToken),
+        ] {
+            await expectRPCError(.invalidArgument, "wallet_account_id") {
+                try await tsp.control.listTokens(
+                    TspV1.ListTokensRequest(walletAccountID: account, pageSize: 3, pageToken: token))
+            }
+        }
+        let rest = try await tsp.control.listTokens(
+            TspV1.ListTokensRequest(walletAccountID: "wa-first", pageSize: 3, pageToken: first.nextPageToken))
+        #expect(rest.tokens.map(\.digitalCardID) == Array(ids.prefix(4).sorted().suffix(1)))
+    }
+
+    /// Each page is read in the order of an index from where the previous one ended: a page that sorted every
+    /// token made listing 200,000 tokens take minutes.
+    @Test func aPageIsReadThroughAnIndex() async throws {
+        let (tsp, _) = try await Self.tspWithTokens()
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        for oneAccount in [false, true] {
+            let parameters: [any SQLValueConvertible] =
+                (oneAccount ? ["wa-first"] : []) + [Int64(0), "", Int64(10)]
+            let plan = try database.query(
+                "EXPLAIN QUERY PLAN " + TSPStore.tokenPageQuery(oneAccount: oneAccount), parameters
+            ).map { try $0.text(3) }.joined(separator: "; ")
+            #expect(plan.contains("USING INDEX"), "\(plan)")
+            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
         }
     }
 }

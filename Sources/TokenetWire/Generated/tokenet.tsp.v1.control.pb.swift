@@ -18,7 +18,8 @@ extension TspV1 {
         public var pageSize: Int32 = 0
 
         /// Where to go on: the next_page_token of the previous response, asked with the same wallet_account_id; empty for
-        /// the first page. A token that did not come from this TSP's ListTokens is INVALID_ARGUMENT.
+        /// the first page. A token that did not come from this TSP's ListTokens, or asked with another wallet_account_id
+        /// than its listing's, is INVALID_ARGUMENT.
         public var pageToken: String = ""
 
         public init() {}
