@@ -10,6 +10,9 @@
 /// card number's: 13–19 digits in all, in groups of at least three. Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
 ///
+/// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
+/// log it with every token event.
+///
 /// An IPv4 address and its port (`192.168.178.100:7001`) is left alone although its groups are long enough: a node's
 /// log names the addresses it listens on and calls, and `***.***.***.***:7001` names none.
 ///
@@ -20,14 +23,14 @@
 public func maskPAN(_ text: String) -> String {
     if text.utf8.allSatisfy({ $0 < 0x80 }) {
         let bytes = Array(text.utf8)
-        let positions = PANRuns.maskedPositions(count: bytes.count) { PANRuns.kind(of: Unicode.Scalar(bytes[$0])) }
+        let positions = PANRuns.maskedPositions(count: bytes.count) { Unicode.Scalar(bytes[$0]) }
         guard !positions.isEmpty else { return text }
         var output = bytes
         for position in positions { output[position] = UInt8(ascii: "*") }
         return String(decoding: output, as: UTF8.self)
     }
     let scalars = Array(text.unicodeScalars)
-    let positions = PANRuns.maskedPositions(count: scalars.count) { PANRuns.kind(of: scalars[$0]) }
+    let positions = PANRuns.maskedPositions(count: scalars.count) { scalars[$0] }
     guard !positions.isEmpty else { return text }
     var output = String.UnicodeScalarView()
     var remaining = positions.makeIterator()
@@ -78,7 +81,8 @@ enum PANRuns {
     }
 
     /// The positions of the digits to replace, in increasing order.
-    static func maskedPositions(count: Int, kind: (Int) -> Kind) -> [Int] {
+    static func maskedPositions(count: Int, scalar: (Int) -> Unicode.Scalar) -> [Int] {
+        func kind(_ index: Int) -> Kind { Self.kind(of: scalar(index)) }
         var masked: [Int] = []
         var index = 0
         while index < count {
@@ -111,6 +115,10 @@ enum PANRuns {
                     break
                 }
             }
+            if groups.count == 1, isVisaTokenReference(digits: index..<end, scalar: scalar) {
+                index = end
+                continue
+            }
             let digits = Array(groups.joined())
             // Four dotted groups of at most three digits: an IPv4 address, before its port or after a scheme.
             let address = stretches.contains { $0.dotted && $0.groups == 4 && $0.digits.count <= 12 }
@@ -126,5 +134,17 @@ enum PANRuns {
             index = end
         }
         return masked
+    }
+
+    /// Whether the digits at `digits` are those of a Visa token reference id (`DigitalCardID`: `DNITHE` and 26
+    /// digits), which names a token without being a card number. Nodes log one with each token event; masked, every
+    /// Visa token read `DNITHE**********************1234`, and a token's events could not be told from another's.
+    /// Digits glued on after the 26 make the run a different one, which is masked as any other.
+    static func isVisaTokenReference(digits: Range<Int>, scalar: (Int) -> Unicode.Scalar) -> Bool {
+        let prefix = Array("DNITHE".unicodeScalars)
+        guard digits.count == 26, digits.lowerBound >= prefix.count else { return false }
+        let start = digits.lowerBound - prefix.count
+        return prefix.indices.allSatisfy { scalar(start + $0) == prefix[$0] }
+            && digits.allSatisfy { ("0"..."9").contains(scalar($0)) }
     }
 }

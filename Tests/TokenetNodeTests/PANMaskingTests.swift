@@ -38,6 +38,10 @@ import TokenetRPC
         ("4761\u{00A0}0000\u{00A0}1000\u{00A0}0009", "****\u{00A0}****\u{00A0}****\u{00A0}0009"),
         ("4761\u{202F}0000\u{202F}1000\u{202F}0009", "****\u{202F}****\u{202F}****\u{202F}0009"),
         ("4761\u{2013}0000\u{2013}1000\u{2013}0009", "****\u{2013}****\u{2013}****\u{2013}0009"),
+        // Digits glued to a Visa token reference id make it something else, masked as any run.
+        ("DNITHE479332173754380081751899834111111111111111", "DNITHE**************************************1111"),
+        ("DNITHE47933217375438008175189983-4111", "DNITHE**************************-4111"),
+        ("DNITHE4111111111111111", "DNITHE************1111"),
     ])
     func masksCardNumbers(input: String, expected: String) {
         #expect(maskPAN(input) == expected)
@@ -66,6 +70,20 @@ import TokenetRPC
     ])
     func leavesOtherTextAlone(input: String) {
         #expect(maskPAN(input) == input)
+    }
+
+    /// A Visa token's reference id (`DNITHE` and 26 digits) names a token, not a card: logged as it is, so that one
+    /// token's events can be told from another's. It used to come out as `DNITHE**********************9983`.
+    @Test func leavesVisaTokenReferenceIDsAlone() {
+        for _ in 0..<1000 {
+            let id = "DNITHE" + (0..<26).map { _ in String(Int.random(in: 0...9)) }.joined()
+            for line in [
+                "token activated digital_card_id=\(id)", id, "carte nº \(id).",
+                "the wallet has no digital card \"\(id)\"",
+            ] {
+                #expect(maskPAN(line) == line)
+            }
+        }
     }
 
     @Test func keepsNonASCIIText() {
