@@ -6,8 +6,9 @@
 /// whatever a caller typed or pasted (an unknown push session id is echoed in its error), not only in its usual
 /// forms. Runs longer than 19 digits are masked as well: a PAN glued to other digits must not leak either.
 ///
-/// A PAN split by a slash, comma, colon or semicolon (`4111/1111/1111/1111`) is masked when its groups look like a
-/// card number's: 13–19 digits in all, in groups of at least three. Those separators also join the parts of times,
+/// A PAN split by a slash, comma, colon or semicolon (`4111/1111/1111/1111`) is masked when consecutive groups look
+/// like a card number's: 13–19 digits in all, in groups of at least three, whatever other groups come before or
+/// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
 ///
 /// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
@@ -119,19 +120,47 @@ enum PANRuns {
                 index = end
                 continue
             }
-            let digits = Array(groups.joined())
             // Four dotted groups of at most three digits: an IPv4 address, before its port or after a scheme.
             let address = stretches.contains { $0.dotted && $0.groups == 4 && $0.digits.count <= 12 }
             if stretches.contains(where: { $0.digits.count >= 13 }) {
                 for stretch in stretches where stretch.digits.count >= 13 {
                     masked.append(contentsOf: stretch.digits.dropLast(4))
                 }
-            } else if stretches.count > 1, !address, (13...19).contains(digits.count),
-                groups.allSatisfy({ $0.count >= 3 })
-            {
-                masked.append(contentsOf: digits.dropLast(4))
+            } else if stretches.count > 1, !address {
+                masked.append(contentsOf: cardNumberGroups(groups))
             }
             index = end
+        }
+        return masked
+    }
+
+    /// The digits to mask of a run split by punctuation: those of every stretch of consecutive groups that looks
+    /// like a card number's (13–19 digits in groups of at least three), but its last four. A stretch is looked for
+    /// anywhere in the run, so that groups before or after it (`4111/1111/1111/1111/12/29`, the expiry written on)
+    /// do not let the card number through.
+    static func cardNumberGroups(_ groups: [[Int]]) -> [Int] {
+        let digits = Array(groups.joined())
+        var masked: [Int] = []
+        // Digits are masked from a stretch's first to its fifth last; stretches start further on each time, so the
+        // digits up to `covered` are the ones already masked.
+        var covered = 0
+        var first = 0
+        for start in groups.indices {
+            defer { first += groups[start].count }
+            var length = 0
+            var longest = 0
+            // Groups of three digits or more: at most six fit in 19 digits, so this looks a few groups ahead.
+            for group in groups[start...] {
+                guard group.count >= 3, length + group.count <= 19 else { break }
+                length += group.count
+                if length >= 13 { longest = length }
+            }
+            guard longest > 0 else { continue }
+            let end = first + longest - 4
+            if end > covered {
+                masked += digits[max(first, covered)..<end]
+                covered = end
+            }
         }
         return masked
     }
