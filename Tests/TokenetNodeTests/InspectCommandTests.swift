@@ -273,7 +273,7 @@ import TokenetTestSupport
     /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits; it sleeps
     /// between looks instead of blocking a thread of the cooperative pool that every other test needs.
     private static func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
             try await Task.sleep(for: .milliseconds(20))

@@ -338,7 +338,7 @@ import TokenetWire
     /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits. It sleeps
     /// between looks rather than blocking a thread of the cooperative pool, which the other tests need meanwhile.
     private func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo? {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
             try await Task.sleep(for: .milliseconds(20))

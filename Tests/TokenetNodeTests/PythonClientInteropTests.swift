@@ -84,7 +84,7 @@ import TokenetTestSupport
 
     /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.
     static func waitFor<Value>(_ process: Process, _ what: String, _ probe: () throws -> Value?) throws -> Value {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if let value = try probe() { return value }
             usleep(20_000)

@@ -269,7 +269,9 @@ import TokenetWire
     }
 
     @Test func traceIDAndDeadlinePropagateToNestedCalls() async throws {
-        // A downstream server records what it sees; the upstream handler calls it.
+        // A downstream server records what it sees; the upstream handler calls it. The deadline is long: the test
+        // checks that it is passed on, and the whole suite running at once on two CPUs once took over 60 s to let
+        // the two calls through.
         let seen = Mutex<(String?, ContinuousClock.Instant?)>((nil, nil))
         var downstreamRouter = RPCRouter()
         downstreamRouter.unary(Echo.unary) { request, context in
@@ -285,11 +287,11 @@ import TokenetWire
         var metadata = Metadata()
         metadata.set(Metadata.traceIDKey, .text("00000000000000aa"))
         _ = try await client.unary(
-            Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(60), metadata: metadata))
+            Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(600), metadata: metadata))
         let (traceID, deadline) = seen.withLock { $0 }
         #expect(traceID == "00000000000000aa")
         let remaining = try #require(deadline) - ContinuousClock.now
-        #expect(remaining > .zero && remaining <= .seconds(60))
+        #expect(remaining > .zero && remaining <= .seconds(600))
     }
 
     @Test func gracefulShutdownLetsInFlightCallsFinish() async throws {
