@@ -47,14 +47,23 @@ import TokenetWire
         #expect(bankB.state.withLock { $0.authorizations } == 1)
     }
 
-    @Test func oneTimeCodesAreDeliveredByTheCardsIssuer() async throws {
+    /// Both issuers registered, bank-b's at an address of its own, and a Mastercard of bank-b's digitized and
+    /// waiting for its cardholder's one-time code.
+    static func bankBCardAwaitingACode(
+        _ bankBOTP: FakeIssuerOTP
+    ) async throws -> (TSPHarness, TspV1.DigitizeResponse) {
         let bankB = FakeIssuer()
-        let bankBOTP = FakeIssuerOTP()
         let tsp = try TSPHarness.make(routes: ["bank-b": (bankB, bankBOTP)])
-        try await Self.twoIssuers(tsp)
+        try await twoIssuers(tsp)
         bankB.set(.stepUpAll)
         let response = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
         try #require(response.tokenState == .inactive)
+        return (tsp, response)
+    }
+
+    @Test func oneTimeCodesAreDeliveredByTheCardsIssuer() async throws {
+        let bankBOTP = FakeIssuerOTP()
+        let (tsp, response) = try await Self.bankBCardAwaitingACode(bankBOTP)
         let selected = try await tsp.idv.selectIdvMethod(
             TspV1.SelectIdvMethodRequest(digitalCardID: response.digitalCardID, methodID: "otp-sms"))
         #expect(selected.codeSent)
@@ -142,13 +151,8 @@ import TokenetWire
 
     /// A one-time code is a secret of the card's issuer: a route to another node does not deliver it.
     @Test func aRouteToAnotherIssuersNodeDeliversNoCode() async throws {
-        let bankB = FakeIssuer()
         let bankBOTP = FakeIssuerOTP()
-        let tsp = try TSPHarness.make(routes: ["bank-b": (bankB, bankBOTP)])
-        try await Self.twoIssuers(tsp)
-        bankB.set(.stepUpAll)
-        let response = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
-        try #require(response.tokenState == .inactive)
+        let (tsp, response) = try await Self.bankBCardAwaitingACode(bankBOTP)
 
         // bank-b is now registered by another node (issuer-3): its address leads to a node that is not bank-b's.
         let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
