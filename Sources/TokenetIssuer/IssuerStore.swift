@@ -123,14 +123,7 @@ final class IssuerStore: Sendable {
     func verifyVaultKey(_ key: VaultKeyFile, databasePath: String) throws(IssuerError) {
         do {
             try database.transaction { tx in
-                // A value of another type is damage too, for `verify` to report as such rather than a type error.
-                let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1").map { row in
-                    switch try row.value(0) {
-                    case .blob(let bytes): bytes
-                    case .text(let text): Array(text.utf8)
-                    default: [UInt8]()
-                    }
-                }
+                let stored = try tx.storedVaultKeyCheck()
                 let sample = try tx.queryOne("SELECT id, pan_sealed FROM cards LIMIT 1").map { row in
                     VaultKeyFile.SealedSample(
                         record: try row.blob(1), associatedData: Array("card:\(try row.text(0))".utf8))

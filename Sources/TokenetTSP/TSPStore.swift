@@ -48,14 +48,7 @@ final class TSPStore: Sendable {
     /// the check value when there was none, in one transaction.
     func verifyVaultKey(_ key: VaultKeyFile, databasePath: String) throws {
         try database.transaction { tx in
-            // A value of another type is damage too, for `verify` to report as such rather than a type error.
-            let stored = try tx.queryOne("SELECT sealed FROM vault_key_check WHERE singleton = 1").map { row in
-                switch try row.value(0) {
-                case .blob(let bytes): bytes
-                case .text(let text): Array(text.utf8)
-                default: [UInt8]()
-                }
-            }
+            let stored = try tx.storedVaultKeyCheck()
             let sample = { () throws -> VaultKeyFile.SealedSample? in
                 for (sql, prefix) in Self.sealedSamples {
                     if let row = try tx.queryOne(sql) {
