@@ -17,7 +17,13 @@ import TokenetTestSupport
         let readyFile = data.path("ready.json")
         node = try LaunchedProcess.tspNode(in: data)
         dataDirectory = data
-        address = try await Self.waitForReadyFile(readyFile, of: node.process).listen
+        do {
+            address = try await Self.waitForReadyFile(readyFile, of: node.process).listen
+        } catch {
+            // A class whose init throws before every property is set is never deinitialized: stop the node here.
+            if node.process.isRunning { node.process.terminate() }
+            throw error
+        }
     }
 
     private let dataDirectory: TemporaryDirectory

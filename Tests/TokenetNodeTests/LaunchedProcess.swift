@@ -83,6 +83,8 @@ final class LaunchedProcess: @unchecked Sendable {
 extension LaunchedProcess {
     /// A `tsp-node` over mutual TLS with the development PKI, on a free loopback port, its data and ready file
     /// (`ready.json`) in `data`.
+    /// A TLS tsp-node on a free port, which also stops when the test process ends (`--parent-pid`), so that a test
+    /// that fails before stopping it leaves no node behind.
     static func tspNode(in data: TemporaryDirectory) throws -> LaunchedProcess {
         let pki = DevelopmentPKI.shared
         return try LaunchedProcess(
@@ -90,6 +92,7 @@ extension LaunchedProcess {
             [
                 "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", data.path("ready.json"),
                 "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+                "--parent-pid", "\(getpid())",
             ])
     }
 }
