@@ -91,6 +91,23 @@ enum PANRuns {
                 index += 1
                 continue
             }
+            // Most runs in a log line (times, ports, counts) are too short to hold a card number: find the run's end
+            // and count its digits first, so that they cost no allocation.
+            var runEnd = index
+            var runDigits = 0
+            while runEnd < count {
+                let current = kind(runEnd)
+                if current == .digit {
+                    runDigits += 1
+                } else if current == .other || runEnd + 1 == count || kind(runEnd + 1) != .digit {
+                    break
+                }
+                runEnd += 1
+            }
+            guard runDigits >= 13 else {
+                index = runEnd
+                continue
+            }
             // Extend the run over digits and single separators of either kind that sit between two digits, noting
             // its groups (split at every separator) and its stretches (split at punctuation only), and whether each
             // stretch's groups are joined by dots alone.

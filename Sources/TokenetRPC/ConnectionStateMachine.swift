@@ -371,15 +371,7 @@ struct ConnectionStateMachine {
     static func callStartSizeBound(_ start: WireV1.CallStart) -> Int {
         // Frame: stream id, kind; call_start: method, timeout. Each at most a tag byte and a 10-byte varint.
         var size = 4 * 11 + start.method.utf8.count
-        for entry in start.metadata {
-            // The entry's own tag and length, its key's and its value's: at most 6 bytes each.
-            size += 18 + entry.key.utf8.count
-            switch entry.value {
-            case .text(let text)?: size += text.utf8.count
-            case .binary(let data)?: size += data.count
-            case nil: break
-            }
-        }
+        for entry in start.metadata { size += entry.encodedSizeBound }
         return size
     }
 

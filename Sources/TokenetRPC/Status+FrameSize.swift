@@ -13,15 +13,7 @@ extension WireV1.Status {
     var frameSizeBound: Int {
         var size = Self.frameOverhead + message.utf8.count
         for detail in details { size += 18 + detail.type.utf8.count + detail.value.count }
-        for entry in trailers {
-            let valueSize: Int
-            switch entry.value {
-            case .text(let text)?: valueSize = text.utf8.count
-            case .binary(let bytes)?: valueSize = bytes.count
-            case nil: valueSize = 0
-            }
-            size += 18 + entry.key.utf8.count + valueSize
-        }
+        for entry in trailers { size += entry.encodedSizeBound }
         return size
     }
 
