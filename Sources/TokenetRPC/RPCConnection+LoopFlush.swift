@@ -95,7 +95,8 @@ extension RPCConnection {
                 }
             case .failure(let error):
                 core.withLock { core in
-                    transportEnded("write failed: \(error)", isProblem: true, core: &core)
+                    transportEnded(
+                        "write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
                     core.writing = false
                     core.closing = true
                     core.writer?.resume()

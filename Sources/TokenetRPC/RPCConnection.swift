@@ -340,7 +340,7 @@ final class RPCConnection: Sendable {
             }
         } catch {
             core.withLock { core in
-                transportEnded("write failed: \(error)", isProblem: true, core: &core)
+                transportEnded("write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
                 // Cleared here too: when the failed write was a caller's (`flushNow`), the writer task would
                 // otherwise wait for that write to hand over forever, and `run()` (with every `close()`) with it.
                 core.writing = false
@@ -356,6 +356,15 @@ final class RPCConnection: Sendable {
             }
         }
         return true
+    }
+
+    /// Whether a failed write says something about the peer. A write that meets a stream already closed in order
+    /// (the peer said goodbye, or this side closed) is part of a clean close, which can race a keepalive ping or a
+    /// last status: how the connection really ended is the read side's to say (a peer that left inside a frame or
+    /// before its hello is a problem there). A reset or a broken pipe is a problem.
+    static func isProblem(writeFailure error: any Error) -> Bool {
+        guard let error = error as? TransportError else { return true }
+        return error != .closedLocally && error != .closedByPeer
     }
 
     /// Wakes whoever writes next: the loop flush when on the stream's loop, else the writer task.

@@ -239,7 +239,7 @@ struct ConnectionStateMachine {
 
     static let closedLocally = TransportError.closedLocally
     static let attemptCancelled = TransportError(.cancelled, "the connection attempt was cancelled")
-    static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
+    static let closedByPeer = TransportError.closedByPeer
 
     private mutating func close() -> [Action] {
         phase = .closed

@@ -77,6 +77,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     /// problem with the peer.
     public static let closedLocally = TransportError(.connectionClosed, "connection closed locally")
 
+    /// What writes fail with once the peer has closed its side in order (TLS close_notify): also an ending.
+    public static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
+
     /// Equality ignores the cause, which is not generally comparable.
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.details == rhs.details
