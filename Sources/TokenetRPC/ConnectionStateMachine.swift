@@ -97,6 +97,8 @@ struct ConnectionStateMachine {
     let localSettings: ConnectionSettings
     let agent: String
     private(set) var peerSettings = ConnectionSettings.defaults
+    /// Whether `peerSettings` are the peer's own (its hello came) rather than the defaults.
+    private var peerHelloReceived = false
     private(set) var state: State = .awaitingHello
     /// Each event finds its stream once (`streams.index(forKey:)`) and changes it in place through
     /// `streams[slot: index]`. A stream holds only plain values, so the copies the table makes cost no
@@ -231,6 +233,7 @@ struct ConnectionStateMachine {
             )
         }
         peerSettings = ConnectionSettings(wire: hello.settings)
+        peerHelloReceived = true
         state = .active
         return []
     }
@@ -459,7 +462,7 @@ struct ConnectionStateMachine {
     mutating func cancelCall(_ id: UInt32, reason: String = "cancelled by the client") -> Actions {
         guard role == .client, removeStream(id) else { return [] }
         return [
-            .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
+            writeCancel(id, reason),
             .failCall(streamID: id, code: .cancelled, message: reason),
         ] + closeIfDrained()
     }
@@ -503,7 +506,7 @@ struct ConnectionStateMachine {
             clientWentAway = false
             let lastProcessed = role == .server ? lastPeerStreamID : 0
             let goaway = WireV1.GoAway(lastStreamID: lastProcessed, code: .shuttingDown, reason: reason)
-            return Actions(.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))) + closeIfDrained()
+            return Actions(writeGoAway(goaway)) + closeIfDrained()
         }
     }
 
@@ -527,7 +530,7 @@ struct ConnectionStateMachine {
                 actions += [.cancelHandler(streamID: id), writeStatus(id, .unavailable, reason)]
             case .client:
                 actions += [
-                    .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: reason)))),
+                    writeCancel(id, reason),
                     .failCall(streamID: id, code: .unavailable, message: reason),
                 ]
             }
@@ -582,7 +585,7 @@ struct ConnectionStateMachine {
             reason: "no calls for \(description)"
         )
         state = .closed
-        return [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway))), .closeConnection(error: nil)]
+        return [writeGoAway(goaway), .closeConnection(error: nil)]
     }
 
     /// Whether any call is open, for the idle timer.
@@ -629,7 +632,24 @@ struct ConnectionStateMachine {
     /// Every status leaves through here: cut, when it must be, to fit in a frame the peer accepts (a status above the
     /// peer's `max_frame_size` would end the whole connection there).
     private func writeStatus(_ id: UInt32, _ status: WireV1.Status) -> Action {
-        .write(WireV1.Frame(streamID: id, kind: .status(status.fitting(inFrameOf: peerSettings.maxFrameSize))))
+        .write(WireV1.Frame(streamID: id, kind: .status(status.fitting(inFrameOf: peerFrameLimit))))
+    }
+
+    /// Client: the cancel of call `id`, its reason cut to fit the peer's frames (an application's reason can be long).
+    private func writeCancel(_ id: UInt32, _ reason: String) -> Action {
+        let cancel = WireV1.Cancel(reason: reason).fitting(inFrameOf: peerFrameLimit)
+        return .write(WireV1.Frame(streamID: id, kind: .cancel(cancel)))
+    }
+
+    /// A goaway, its reason cut to fit the peer's frames.
+    private func writeGoAway(_ goaway: WireV1.GoAway) -> Action {
+        .write(WireV1.Frame(streamID: 0, kind: .goaway(goaway.fitting(inFrameOf: peerFrameLimit))))
+    }
+
+    /// The largest frame the peer is sure to take: what its hello announced, and before its hello the floor every
+    /// peer must accept (a goaway can go out before the peer has said anything).
+    private var peerFrameLimit: Int {
+        peerHelloReceived ? peerSettings.maxFrameSize : ConnectionSettings.minimumMaxFrameSize
     }
 
     /// An error confined to one call: the server ends it with a status, the client cancels it.
@@ -640,7 +660,7 @@ struct ConnectionStateMachine {
             return [.cancelHandler(streamID: id), writeStatus(id, code, message)] + closeIfDrained()
         case .client:
             return [
-                .write(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: message)))),
+                writeCancel(id, message),
                 .failCall(streamID: id, code: code, message: message),
             ] + closeIfDrained()
         }
@@ -650,7 +670,7 @@ struct ConnectionStateMachine {
     private mutating func connectionError(_ code: WireV1.GoAwayCode, _ reason: String) -> Actions {
         guard state != .closed else { return [] }
         let goaway = WireV1.GoAway(lastStreamID: lastPeerStreamID, code: code, reason: reason)
-        var actions: Actions = [.write(WireV1.Frame(streamID: 0, kind: .goaway(goaway)))]
+        var actions: Actions = [writeGoAway(goaway)]
         actions += failAllStreams(code: .unavailable, message: "connection closed: \(reason)")
         state = .closed
         actions.append(.closeConnection(error: reason))

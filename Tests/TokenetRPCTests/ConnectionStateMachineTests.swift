@@ -151,6 +151,48 @@ import TokenetWire
         #expect(machine.sendStatus(3, fits) == [.write(Self.frame(3, .status(fits)))])
     }
 
+    /// A client's cancel and goaway reasons come from the application and can be long: each is cut to fit the
+    /// peer's frames, keeping the call and the goaway's code, while the caller's own failure keeps the whole reason.
+    /// Before the peer's hello, the floor every peer accepts is the limit.
+    @Test func cancelAndGoAwayReasonsAreCutToFitThePeersFrames() throws {
+        let long = String(repeating: "ü", count: 20_000)
+        func sent(_ actions: Machine.Actions) throws -> (frame: WireV1.Frame, size: Int) {
+            for case .write(let frame) in actions {
+                return (frame, try FrameEncoder().encode(frame).count - FrameFormat.lengthPrefixSize)
+            }
+            throw RPCError(.internal, "nothing written: \(actions)")
+        }
+
+        var client = Self.client(WireV1.Settings(maxFrameSize: 16_384))
+        let (id, _) = try client.openCall(Self.start)
+        let cancelActions = client.cancelCall(id, reason: long)
+        let cancel = try sent(cancelActions)
+        guard case .cancel(let value) = cancel.frame.kind else { throw RPCError(.internal, "\(cancel.frame)") }
+        #expect(cancel.frame.streamID == id)
+        let cancelCut = value.reason.hasPrefix("üü") && value.reason.hasSuffix(FrameFitting.reasonCutShortNote)
+        #expect(cancelCut, "the reason keeps its start and says it was cut")
+        #expect(cancel.size <= 16_384 && cancel.size > 16_300, "\(cancel.size) bytes")
+        #expect(cancelActions.contains(.failCall(streamID: id, code: .cancelled, message: long)))
+
+        let goaway = try sent(client.beginShutdown(reason: long))
+        guard case .goaway(let value) = goaway.frame.kind else { throw RPCError(.internal, "\(goaway.frame)") }
+        #expect(value.code == .shuttingDown)
+        let goawayCut = value.reason.hasSuffix(FrameFitting.reasonCutShortNote)
+        #expect(goawayCut, "the reason says it was cut")
+        #expect(goaway.size <= 16_384 && goaway.size > 16_300, "\(goaway.size) bytes")
+
+        var early = Machine(role: .client)
+        _ = early.start()
+        let beforeHello = try sent(early.beginShutdown(reason: long))
+        #expect(beforeHello.size <= ConnectionSettings.minimumMaxFrameSize, "\(beforeHello.size) bytes")
+
+        var roomy = Self.client(WireV1.Settings(maxFrameSize: 1_000_000))
+        let (roomyID, _) = try roomy.openCall(Self.start)
+        #expect(
+            try sent(roomy.cancelCall(roomyID, reason: long)).frame
+                == Self.frame(roomyID, .cancel(WireV1.Cancel(reason: long))), "a reason that fits leaves whole")
+    }
+
     @Test func noHelloInTimeClosesTheConnectionOnlyBeforeTheHello() throws {
         var waiting = Machine(role: .client)
         _ = waiting.start()

@@ -1,0 +1,78 @@
+import TokenetWire
+
+/// The frames whose words (a status message, a goaway or cancel reason) can be as long as whatever produced them
+/// — a handler's error, an application's cancel reason — are cut to fit the peer's `max_frame_size` as they are
+/// sent: a frame the peer cannot take would end the whole connection there.
+enum FrameFitting {
+    /// Bytes of a frame around its one string (and the status's details and trailers), at most: the frame's stream
+    /// id and kind (tag and length), a code or a stream id, and the string's tag and length.
+    static let frameOverhead = 32
+
+    /// What the note on a goaway or cancel reason cut to fit the peer's frames says.
+    static let reasonCutShortNote = " (cut short: the reason exceeded the peer's max_frame_size)"
+
+    /// `text` with as many of its leading Unicode scalars as fit in `budget` UTF-8 bytes, then `note`.
+    static func cut(_ text: String, toUTF8Count budget: Int, note: String) -> String {
+        let budget = budget - note.utf8.count
+        var kept = String.UnicodeScalarView()
+        var used = 0
+        for scalar in text.unicodeScalars {
+            let width = UTF8.width(scalar)
+            guard used + width <= budget else { break }
+            used += width
+            kept.append(scalar)
+        }
+        return String(kept) + note
+    }
+}
+
+extension WireV1.Status {
+    /// Bytes of a status frame around the status's own strings and bytes, at most.
+    static let frameOverhead = FrameFitting.frameOverhead
+
+    /// What the note on a status cut to fit the peer's frames says.
+    static let cutShortNote = " (cut short: the status exceeded the peer's max_frame_size)"
+
+    /// An upper bound on the size of a frame that carries this status: counted without serializing it, so that the
+    /// statuses that fit (nearly all) cost no more than a sum.
+    var frameSizeBound: Int {
+        var size = Self.frameOverhead + message.utf8.count
+        for detail in details { size += 18 + detail.type.utf8.count + detail.value.count }
+        for entry in trailers { size += entry.encodedSizeBound }
+        return size
+    }
+
+    /// This status as it fits in a frame of at most `limit` bytes (the peer's `max_frame_size`, at least
+    /// `ConnectionSettings.minimumMaxFrameSize`). A status that fits is returned as it is. One that does not would
+    /// be refused by the peer, with the whole connection: it keeps its code, loses its details and trailers, and
+    /// keeps as much of its message as fits, with a note saying it was cut.
+    func fitting(inFrameOf limit: Int) -> WireV1.Status {
+        guard frameSizeBound > limit else { return self }
+        let message = FrameFitting.cut(message, toUTF8Count: limit - Self.frameOverhead, note: Self.cutShortNote)
+        return WireV1.Status(code: code, message: message)
+    }
+}
+
+extension WireV1.GoAway {
+    /// This goaway as it fits in a frame of at most `limit` bytes: its code and last stream id stay, and as much of
+    /// its reason as fits, with a note saying it was cut.
+    func fitting(inFrameOf limit: Int) -> WireV1.GoAway {
+        guard FrameFitting.frameOverhead + reason.utf8.count > limit else { return self }
+        var goaway = self
+        goaway.reason = FrameFitting.cut(
+            reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
+        return goaway
+    }
+}
+
+extension WireV1.Cancel {
+    /// This cancel as it fits in a frame of at most `limit` bytes: as much of its reason as fits, with a note
+    /// saying it was cut.
+    func fitting(inFrameOf limit: Int) -> WireV1.Cancel {
+        guard FrameFitting.frameOverhead + reason.utf8.count > limit else { return self }
+        var cancel = self
+        cancel.reason = FrameFitting.cut(
+            reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
+        return cancel
+    }
+}
