@@ -50,6 +50,28 @@ extension IssuerStore {
         return cards
     }
 
+    /// Every card's id, last four digits and expiry, read from their clear columns: for checks over all cards (the
+    /// expiry warning at start) that need no card number, so nothing is unsealed and a store of many cards is read
+    /// in one pass.
+    func cardExpiries() throws(IssuerError) -> [(id: String, last4: String, expiry: CardExpiry)] {
+        let rows = try storage("list card expiries") {
+            try database.query("SELECT id, last4, expiry FROM cards ORDER BY id")
+        }
+        var expiries: [(id: String, last4: String, expiry: CardExpiry)] = []
+        expiries.reserveCapacity(rows.count)
+        for row in rows {
+            let (id, last4, expiry) = try storage("read a card's expiry") {
+                (try row.text("id"), try row.text("last4"), try row.text("expiry"))
+            }
+            do {
+                expiries.append((id, last4, try CardExpiry(parsing: expiry)))
+            } catch {
+                throw IssuerError(.storage, "card \(id) has an unreadable expiry", cause: IssuerDescribedError(error))
+            }
+        }
+        return expiries
+    }
+
     private func storedCard(_ row: Row) throws(IssuerError) -> StoredCard {
         let fields = try storage("read a card row") {
             (

@@ -70,6 +70,37 @@ import TokenetTestSupport
         try party.store.database.close()
     }
 
+    /// The expiry warning reads the cards' clear columns and unseals nothing: a start with a fixture neither pays
+    /// for opening every stored card nor fails on a card the fixture does not name whose sealed data is damaged
+    /// (that card fails when it is used, with its own error).
+    @Test func theExpiryCheckAtStartUnsealsNoCard() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let data = (directory as NSString).appendingPathComponent("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        let first = try IssuerParty.open(
+            directory: data, fixturesPath: Support.fixturePath, logger: Support.logger(), tsp: nil, wallet: nil)
+        var json = try Support.fixtureJSON()
+        var cards = json["cards"] as! [[String: Any]]
+        let dropped = try #require(cards.popLast()?["id"] as? String)
+        cards[0]["expiry"] = "01/20"
+        json["cards"] = cards
+        _ = try first.store.database.execute(
+            "UPDATE cards SET pan_sealed = zeroblob(60) WHERE id = ?", [dropped])
+        try first.store.database.close()
+        let fixturePath = (directory as NSString).appendingPathComponent("fewer.json")
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: fixturePath))
+
+        let sink = MemoryLogSink()
+        let party = try IssuerParty.open(
+            directory: data, fixturesPath: fixturePath, logger: Support.logger(sink), tsp: nil, wallet: nil)
+        let warnings = sink.lines.filter { $0.contains("fixture card has expired") }
+        #expect(warnings.count == 1, "\(sink.lines)")
+        #expect(warnings.first?.contains("last4=") == true, "\(warnings)")
+        #expect(throws: IssuerError.self) { try party.store.card(id: dropped) }
+        try party.store.database.close()
+    }
+
     @Test func survivesARestartWithoutTheFixtureAndKeepsNumbersSealed() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
