@@ -72,7 +72,7 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         guard !tokens.isEmpty else {
             // No token stands for the card, so the TSP has nothing to move and the card changes in one write.
             try await IssuerError.mapping { () throws(IssuerError) in
-                try store.renewCard(id: card.id, pan: pan, expiry: expiry)
+                try store.renewCard(id: card.id, pan: pan, expiry: expiry, at: now())
             }
             log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "0"])
             return IssuerV1.IssuerRenewCardResponse(
@@ -90,7 +90,7 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             throw RPCError(.internal, "cannot encrypt the renewed card to the TSP's key: \(error.message)")
         }
         let plan = try await IssuerError.mapping { () throws(IssuerError) in
-            try store.reserveRenewal(id: card.id, pan: pan, expiry: expiry)
+            try store.reserveRenewal(id: card.id, pan: pan, expiry: expiry, at: now())
         }
         if plan == .resume {
             log.info("repeating a pending renewal", ["card": card.id, "last4": pan.last4])

@@ -26,7 +26,12 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                 IssuerV1.IssuerCard(
                     cardID: card.id, maskedPAN: card.pan.masked, scheme: card.pan.scheme.wire,
                     expiry: card.expiry.description, cardholderName: card.cardholderName,
-                    accountID: card.accountID, digitizationRule: card.rule.summary)
+                    accountID: card.accountID, digitizationRule: card.rule.summary,
+                    pendingRenewal: card.pendingRenewal.map { pending in
+                        IssuerV1.PendingCardRenewal(
+                            maskedPAN: pending.renewal.pan.masked, expiry: pending.renewal.expiry.description,
+                            sinceMs: UInt64(max(0, pending.since.timeIntervalSince1970 * 1000)))
+                    })
             },
             nextPageToken: next)
     }

@@ -81,7 +81,10 @@ extension IssuerStore {
                 name: try row.text("cardholder_name"),
                 notEligible: try row.get("not_eligible_reason", as: String?.self),
                 rule: try row.text("rule"), phone: try row.text("phone"), email: try row.text("email"),
-                callCenter: try row.get("call_center", as: String?.self)
+                callCenter: try row.get("call_center", as: String?.self),
+                pendingPAN: try row.get("pending_pan_sealed", as: [UInt8]?.self),
+                pendingExpiry: try row.get("pending_expiry", as: String?.self),
+                pendingSince: try row.get("pending_since_ms", as: Int64?.self)
             )
         }
         do {
@@ -90,12 +93,22 @@ extension IssuerStore {
             let rule = try storage("decode the rule of card \(fields.id)") {
                 try JSONDecoder().decode(DigitizationRule.self, from: Data(fields.rule.utf8))
             }
+            var pending: (PendingRenewal, Date)?
+            if let sealed = fields.pendingPAN, let expiry = fields.pendingExpiry {
+                pending = (
+                    PendingRenewal(
+                        pan: try vault.openPAN(sealed, recordID: "card:\(fields.id)"),
+                        expiry: try CardExpiry(parsing: expiry)),
+                    Date(timeIntervalSince1970: Double(fields.pendingSince ?? 0) / 1000)
+                )
+            }
             return StoredCard(
                 id: fields.id, accountID: fields.account, pan: pan, expiry: try CardExpiry(parsing: fields.expiry),
                 cvc: String(decoding: cvc, as: UTF8.self), cardholderName: fields.name,
                 notEligibleReason: fields.notEligible, rule: rule,
                 contact: CardholderContact(
-                    phone: fields.phone, email: fields.email, callCenterNumber: fields.callCenter)
+                    phone: fields.phone, email: fields.email, callCenterNumber: fields.callCenter),
+                pendingRenewal: pending
             )
         } catch let error as IssuerError {
             throw error

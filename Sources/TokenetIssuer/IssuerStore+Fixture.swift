@@ -49,6 +49,13 @@ extension IssuerStore {
                 }
                 for card in fixture.cards {
                     guard let seal = sealed[card.id], let rule = rules[card.id] else { continue }
+                    if let holder = try renewalReserving(seal.pan, forFixtureCard: card.id, in: tx) {
+                        throw IssuerError(
+                            .fixture,
+                            "fixture card \(card.id) has the card number ending \(seal.pan.last4), which card "
+                                + "\(holder) has reserved for its pending renewal; settle that renewal first "
+                                + "(repeat it with tokenet issuer renew-card) or give card \(card.id) another number")
+                    }
                     try tx.execute(
                         """
                         INSERT INTO cards (id, account_id, pan_sealed, last4, scheme, expiry, cvc_sealed,
@@ -70,6 +77,22 @@ extension IssuerStore {
                 }
             }
         }
+    }
+
+    /// The card other than `cardID` whose pending renewal has reserved `pan`, when the fixture's number for `cardID`
+    /// would be stored: loading it would give two cards one number once that renewal completes, and the issuer decides
+    /// on a card by its number. A card renewed since keeps its renewed number, so its fixture number is not checked.
+    private func renewalReserving(_ pan: PAN, forFixtureCard cardID: String, in tx: Transaction) throws -> String? {
+        if let row = try tx.queryOne("SELECT renewed FROM cards WHERE id = ?", [cardID]), try row.int64(0) != 0 {
+            return nil
+        }
+        let rows = try tx.query(
+            "SELECT id, pending_pan_sealed FROM cards WHERE pending_last4 = ? AND id != ?", [pan.last4, cardID])
+        for row in rows {
+            let other = try row.text(0)
+            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
+        }
+        return nil
     }
 
     /// The issuer's identity, once a fixture has been loaded.

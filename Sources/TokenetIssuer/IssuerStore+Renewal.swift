@@ -20,10 +20,16 @@ extension IssuerStore {
         CREATE INDEX cards_by_pending_last4 ON cards(pending_last4);
         """
 
+    /// When a pending renewal was reserved (ms since the epoch), so an operator listing the cards can tell a renewal
+    /// whose TSP answer was just lost from one left pending for days. Kept when the renewal is repeated.
+    static let pendingRenewalTimeSchema = """
+        ALTER TABLE cards ADD COLUMN pending_since_ms INTEGER;
+        """
+
     /// Replaces a card's number and/or expiry at once (the card keeps its id): a renewal with no tokens at the TSP,
     /// so nothing else has to agree. The same checks as `reserveRenewal`.
-    func renewCard(id: String, pan: PAN, expiry: CardExpiry) throws(IssuerError) {
-        _ = try reserveRenewal(id: id, pan: pan, expiry: expiry)
+    func renewCard(id: String, pan: PAN, expiry: CardExpiry, at date: Date = Date()) throws(IssuerError) {
+        _ = try reserveRenewal(id: id, pan: pan, expiry: expiry, at: date)
         try settleRenewal(id: id, PendingRenewal(pan: pan, expiry: expiry), .complete)
     }
 
@@ -35,7 +41,9 @@ extension IssuerStore {
     /// carries or has reserved would leave the issuer unable to tell the two cards apart (it decides on a card by
     /// its number). So of two renewals racing for one number exactly one reserves it, and the other is refused
     /// before the TSP hears of it.
-    func reserveRenewal(id: String, pan: PAN, expiry: CardExpiry) throws(IssuerError) -> RenewalPlan {
+    func reserveRenewal(id: String, pan: PAN, expiry: CardExpiry, at date: Date = Date()) throws(IssuerError)
+        -> RenewalPlan
+    {
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(pan, recordID: "card:\(id)")
@@ -68,8 +76,11 @@ extension IssuerStore {
                     }
                 }
                 _ = try tx.execute(
-                    "UPDATE cards SET pending_pan_sealed = ?, pending_last4 = ?, pending_expiry = ? WHERE id = ?",
-                    [sealed, pan.last4, expiry.description, id])
+                    """
+                    UPDATE cards SET pending_pan_sealed = ?, pending_last4 = ?, pending_expiry = ?,
+                        pending_since_ms = ?
+                    WHERE id = ?
+                    """, [sealed, pan.last4, expiry.description, Int64(date.timeIntervalSince1970 * 1000), id])
                 return plan
             }
         }
@@ -98,7 +109,8 @@ extension IssuerStore {
                 }
                 _ = try tx.execute(
                     """
-                    UPDATE cards SET pending_pan_sealed = NULL, pending_last4 = NULL, pending_expiry = NULL
+                    UPDATE cards SET pending_pan_sealed = NULL, pending_last4 = NULL, pending_expiry = NULL,
+                        pending_since_ms = NULL
                     WHERE id = ?
                     """, [id])
             }

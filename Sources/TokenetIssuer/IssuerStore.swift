@@ -13,6 +13,8 @@ struct StoredCard: Sendable {
     var notEligibleReason: String?
     var rule: DigitizationRule
     var contact: CardholderContact
+    /// The renewal reserved for the card and waiting for the TSP's answer, with when it was reserved; nil when none is.
+    var pendingRenewal: (renewal: PendingRenewal, since: Date)? = nil
 }
 
 /// Who the issuer is, as the fixture declared it; kept so a restart without `--fixtures` can still register.
@@ -78,6 +80,7 @@ final class IssuerStore: Sendable {
                     singleton INTEGER PRIMARY KEY CHECK (singleton = 1), sealed BLOB NOT NULL);
                 """),
         Migration(version: 7, name: "pending-renewals", sql: IssuerStore.pendingRenewalSchema),
+        Migration(version: 8, name: "pending-renewal-times", sql: IssuerStore.pendingRenewalTimeSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

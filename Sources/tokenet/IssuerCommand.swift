@@ -29,6 +29,7 @@ enum IssuerCommand {
         or e-mail, destinations masked). activate-token is the call centre: after verifying the cardholder, the
         operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
         wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
+        RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
 
         Options:
           --mode MODE          receipt or session (required for push-card).

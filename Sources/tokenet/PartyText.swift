@@ -109,13 +109,18 @@ enum PartyText {
     static func issuerCards(_ response: IssuerV1.ListCardsResponse) -> String {
         guard !response.cards.isEmpty else { return "The issuer has no cards." }
         return table(
-            ["CARD", "PAN", "SCHEME", "EXPIRY", "CARDHOLDER", "ACCOUNT", "RULE"],
+            ["CARD", "PAN", "SCHEME", "EXPIRY", "CARDHOLDER", "ACCOUNT", "RULE", "RENEWAL"],
             response.cards.map {
                 [
                     $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
-                    $0.digitizationRule,
+                    $0.digitizationRule, $0.pendingRenewal.map(pendingRenewal) ?? "",
                 ]
             })
+    }
+
+    /// A renewal waiting for the TSP's answer, as a cell: the reserved number (masked), its expiry and since when.
+    static func pendingRenewal(_ pending: IssuerV1.PendingCardRenewal) -> String {
+        "pending \(pending.maskedPAN) \(pending.expiry) since \(time(ms: pending.sinceMs))"
     }
 
     static func pushCard(_ response: IssuerV1.PushCardResponse) -> String {

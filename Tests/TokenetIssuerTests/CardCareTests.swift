@@ -367,6 +367,31 @@ final class Gate: Sendable {
         #expect(tsp.state.withLock { $0.renewals.count } == 2)
     }
 
+    /// ListCards shows a pending renewal with its card: the reserved number masked, its expiry and since when, so an
+    /// operator sees which renewals wait to be repeated (or abandoned) without reading the issuer's log.
+    @Test func aPendingRenewalIsListedWithItsCard() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let control = IssuerV1.IssuerControl.Client(Support.connect(Support.router(party), as: .operator))
+        tsp.state.withLock { $0.lostAnswers = 1 }
+        _ = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017", expiry: "12/32"))
+        }
+        let listed = try await control.listCards(.init()).cards
+        let card = try #require(listed.first { $0.cardID == Cards.visaApprove.0 })
+        #expect(card.maskedPAN == "************0009" && card.expiry == "12/29")
+        #expect(
+            card.pendingRenewal
+                == IssuerV1.PendingCardRenewal(
+                    maskedPAN: "************0017", expiry: "12/32",
+                    sinceMs: UInt64(Support.now.timeIntervalSince1970 * 1000)))
+        #expect(listed.filter { $0.pendingRenewal != nil }.count == 1)
+
+        _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017", expiry: "12/32"))
+        let after = try await control.listCards(.init()).cards
+        #expect(after.allSatisfy { $0.pendingRenewal == nil })
+        #expect(after.first { $0.cardID == Cards.visaApprove.0 }?.maskedPAN == "************0017")
+    }
+
     /// Which TSP failures give a reserved number back: only refusals made before the TSP changed anything.
     @Test func aFailedRenewalIsSettledByWhatTheTSPSaid() {
         #expect(RenewalSettlement(failure: RPCError(.failedPrecondition, "")) == .release)

@@ -37,6 +37,64 @@ import TokenetTestSupport
         #expect(untouched.expiry.description == "12/29")
     }
 
+    /// A pending renewal is part of its card as the store reads it, with when it was reserved: repeating the renewal
+    /// keeps that time, settling it clears both.
+    @Test func aPendingRenewalIsReadWithItsCardAndSince() throws {
+        let store = try Support.store()
+        let renewal = PendingRenewal(pan: try PAN("4761000010000017"), expiry: try CardExpiry(parsing: "12/31"))
+        let reserved = Date(timeIntervalSince1970: 1_790_000_000)
+        #expect(try store.card(id: Cards.visaApprove.0)?.pendingRenewal == nil)
+        _ = try store.reserveRenewal(id: Cards.visaApprove.0, pan: renewal.pan, expiry: renewal.expiry, at: reserved)
+        let pending = try #require(try store.card(id: Cards.visaApprove.0)?.pendingRenewal)
+        #expect(pending.renewal == renewal && pending.since == reserved)
+        #expect(try store.card(id: Cards.visaApprove.0)?.pan.digits == Cards.visaApprove.1)
+
+        let plan = try store.reserveRenewal(
+            id: Cards.visaApprove.0, pan: renewal.pan, expiry: renewal.expiry, at: reserved.addingTimeInterval(3600))
+        #expect(plan == .resume)
+        #expect(try store.card(id: Cards.visaApprove.0)?.pendingRenewal?.since == reserved)
+        #expect(try store.allCards().filter { $0.pendingRenewal != nil }.map(\.id) == [Cards.visaApprove.0])
+
+        try store.settleRenewal(id: Cards.visaApprove.0, renewal, .release)
+        #expect(try store.card(id: Cards.visaApprove.0)?.pendingRenewal == nil)
+        let since = try store.database.queryOne("SELECT count(*) FROM cards WHERE pending_since_ms IS NOT NULL")
+        #expect(try since?.int(0) == 0)
+    }
+
+    /// A fixture giving a card the number another card's pending renewal has reserved is refused as a whole, naming
+    /// both cards and the number by its last four digits: once the renewal completed, two cards would carry it.
+    @Test func aFixtureCardWithANumberReservedByAPendingRenewalIsRefused() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try Support.store()
+        _ = try store.reserveRenewal(
+            id: Cards.visaApprove.0, pan: try PAN("4761000010000017"), expiry: try CardExpiry(parsing: "12/31"))
+        // The card's own pending renewal does not stop the fixture loading again.
+        try store.importFixture(try Support.fixture())
+
+        var json = try Support.fixtureJSON()
+        var cards = json["cards"] as! [[String: Any]]
+        let index = try #require(cards.firstIndex { $0["id"] as? String == Cards.visaStepUp.0 })
+        cards[index]["pan"] = "4761000010000017"
+        cards[index]["cardholderName"] = "Changed Name"
+        json["cards"] = cards
+        let path = (directory as NSString).appendingPathComponent("taken.json")
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+        do {
+            try store.importFixture(try IssuerFixture.load(path: path))
+            Issue.record("a fixture card with a reserved number was loaded")
+        } catch {
+            #expect(error.code == .fixture)
+            #expect(
+                error.message.contains(
+                    "fixture card \(Cards.visaStepUp.0) has the card number ending 0017, which card "
+                        + "\(Cards.visaApprove.0) has reserved for its pending renewal"), "\(error.message)")
+            #expect(!error.message.contains("4761000010000017"))
+        }
+        let untouched = try #require(try store.card(id: Cards.visaStepUp.0))
+        #expect(untouched.pan.digits == Cards.visaStepUp.1 && untouched.cardholderName != "Changed Name")
+    }
+
     /// A fixture card past its expiry is loaded (declining expired cards is worth trying out) with a warning that
     /// names it by its last four digits; a card renewed since is judged by its renewed expiry.
     @Test func anExpiredFixtureCardIsLoadedWithAWarning() throws {
@@ -204,7 +262,7 @@ import TokenetTestSupport
         #expect(refusal.exitStatus == 2)
         #expect(
             refusal.description.contains(
-                "the database \(path) lacks the table vault_key_check of its schema (version 7): it was altered or "
+                "the database \(path) lacks the table vault_key_check of its schema (version 8): it was altered or "
                     + "damaged; restore it from a backup"), "\(refusal)")
         #expect(!refusal.description.contains("SQL"), "\(refusal)")
     }

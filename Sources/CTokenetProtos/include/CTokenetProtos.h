@@ -199,6 +199,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__outbox_response(void) {
     return &tokenet__issuer__v1__outbox_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__pending_card_renewal(void) {
+    return &tokenet__issuer__v1__pending_card_renewal__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__push_card_request(void) {
     return &tokenet__issuer__v1__push_card_request__descriptor;
 }

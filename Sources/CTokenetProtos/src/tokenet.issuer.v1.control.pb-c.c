@@ -97,6 +97,51 @@ void   tokenet__issuer__v1__issuer_card__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_card__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__issuer__v1__pending_card_renewal__init
+                     (Tokenet__Issuer__V1__PendingCardRenewal         *message)
+{
+  static const Tokenet__Issuer__V1__PendingCardRenewal init_value = TOKENET__ISSUER__V1__PENDING_CARD_RENEWAL__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__pending_card_renewal__get_packed_size
+                     (const Tokenet__Issuer__V1__PendingCardRenewal *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_card_renewal__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__pending_card_renewal__pack
+                     (const Tokenet__Issuer__V1__PendingCardRenewal *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_card_renewal__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__pending_card_renewal__pack_to_buffer
+                     (const Tokenet__Issuer__V1__PendingCardRenewal *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_card_renewal__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__PendingCardRenewal *
+       tokenet__issuer__v1__pending_card_renewal__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__PendingCardRenewal *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__pending_card_renewal__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__pending_card_renewal__free_unpacked
+                     (Tokenet__Issuer__V1__PendingCardRenewal *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__pending_card_renewal__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__list_cards_response__init
                      (Tokenet__Issuer__V1__ListCardsResponse         *message)
 {
@@ -328,7 +373,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[8] =
 {
   {
     "card_id",
@@ -414,6 +459,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pending_renewal",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerCard, pending_renewal),
+    &tokenet__issuer__v1__pending_card_renewal__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] = {
   5,   /* field[5] = account_id */
@@ -422,12 +479,13 @@ static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] 
   6,   /* field[6] = digitization_rule */
   3,   /* field[3] = expiry */
   1,   /* field[1] = masked_pan */
+  7,   /* field[7] = pending_renewal */
   2,   /* field[2] = scheme */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
 {
@@ -437,11 +495,75 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   "Tokenet__Issuer__V1__IssuerCard",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerCard),
-  7,
+  8,
   tokenet__issuer__v1__issuer_card__field_descriptors,
   tokenet__issuer__v1__issuer_card__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_card__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_card__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__pending_card_renewal__field_descriptors[3] =
+{
+  {
+    "masked_pan",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingCardRenewal, masked_pan),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expiry",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingCardRenewal, expiry),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PendingCardRenewal, since_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__pending_card_renewal__field_indices_by_name[] = {
+  1,   /* field[1] = expiry */
+  0,   /* field[0] = masked_pan */
+  2,   /* field[2] = since_ms */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__pending_card_renewal__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_card_renewal__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.PendingCardRenewal",
+  "PendingCardRenewal",
+  "Tokenet__Issuer__V1__PendingCardRenewal",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__PendingCardRenewal),
+  3,
+  tokenet__issuer__v1__pending_card_renewal__field_descriptors,
+  tokenet__issuer__v1__pending_card_renewal__field_indices_by_name,
+  1,  tokenet__issuer__v1__pending_card_renewal__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__pending_card_renewal__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_response__field_descriptors[2] =

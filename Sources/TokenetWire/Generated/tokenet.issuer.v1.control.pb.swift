@@ -59,6 +59,10 @@ extension IssuerV1 {
         /// The rule the issuer applies to digitizations of this card: approve, decline, step-up or scores.
         public var digitizationRule: String = ""
 
+        /// The card's renewal waiting for the TSP's answer (IssuerCardCare.RenewCard); unset when none is. Until it is
+        /// settled the card keeps masked_pan and expiry, and no other card may take the reserved number.
+        public var pendingRenewal: IssuerV1.PendingCardRenewal? = nil
+
         public init() {}
 
         public init(
@@ -68,7 +72,8 @@ extension IssuerV1 {
             expiry: String = "",
             cardholderName: String = "",
             accountID: String = "",
-            digitizationRule: String = ""
+            digitizationRule: String = "",
+            pendingRenewal: IssuerV1.PendingCardRenewal? = nil
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -77,6 +82,7 @@ extension IssuerV1 {
             self.cardholderName = cardholderName
             self.accountID = accountID
             self.digitizationRule = digitizationRule
+            self.pendingRenewal = pendingRenewal
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -87,6 +93,7 @@ extension IssuerV1 {
             self.cardholderName = try reader.read(5)
             self.accountID = try reader.read(6)
             self.digitizationRule = try reader.read(7)
+            self.pendingRenewal = try reader.readMessage(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -97,6 +104,47 @@ extension IssuerV1 {
             try writer.write(5, cardholderName)
             try writer.write(6, accountID)
             try writer.write(7, digitizationRule)
+            if let value = pendingRenewal { try writer.write(8, message: value) }
+        }
+    }
+}
+
+extension IssuerV1 {
+    /// A renewal the issuer has reserved (the new number is the card's alone) but not yet settled with the TSP, because
+    /// the TSP's answer was lost: repeating the renewal completes it, abandoning it gives the number back.
+    public struct PendingCardRenewal: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.PendingCardRenewal"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__pending_card_renewal())
+        }
+
+        /// The reserved number, masked to its last four digits.
+        public var maskedPAN: String = ""
+
+        /// MM/YY.
+        public var expiry: String = ""
+
+        /// When the number was reserved (ms since the Unix epoch).
+        public var sinceMs: UInt64 = 0
+
+        public init() {}
+
+        public init(maskedPAN: String = "", expiry: String = "", sinceMs: UInt64 = 0) {
+            self.maskedPAN = maskedPAN
+            self.expiry = expiry
+            self.sinceMs = sinceMs
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.maskedPAN = try reader.read(1)
+            self.expiry = try reader.read(2)
+            self.sinceMs = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, maskedPAN)
+            try writer.write(2, expiry)
+            try writer.write(3, sinceMs)
         }
     }
 }

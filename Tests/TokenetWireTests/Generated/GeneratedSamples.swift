@@ -62,6 +62,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.OutboxMessage.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxRequest.samples() as [any ProtoMessage]
     all += IssuerV1.OutboxResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.PendingCardRenewal.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardRequest.samples() as [any ProtoMessage]
     all += IssuerV1.PushCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.PushReceipt.samples() as [any ProtoMessage]
@@ -639,6 +640,7 @@ extension IssuerV1.IssuerCard {
         base.cardholderName = "cardholder_name-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pendingRenewal = IssuerV1.PendingCardRenewal.samples()[0]
         return [base]
     }
 }
@@ -767,6 +769,16 @@ extension IssuerV1.OutboxResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messages = [IssuerV1.OutboxMessage.samples()[0], IssuerV1.OutboxMessage.samples()[0]]
+        return [base]
+    }
+}
+
+extension IssuerV1.PendingCardRenewal {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.maskedPAN = "masked_pan-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.sinceMs = 18446744073709551612
         return [base]
     }
 }

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Tokenet__Issuer__V1__ListCardsRequest Tokenet__Issuer__V1__ListCardsRequest;
 typedef struct Tokenet__Issuer__V1__IssuerCard Tokenet__Issuer__V1__IssuerCard;
+typedef struct Tokenet__Issuer__V1__PendingCardRenewal Tokenet__Issuer__V1__PendingCardRenewal;
 typedef struct Tokenet__Issuer__V1__ListCardsResponse Tokenet__Issuer__V1__ListCardsResponse;
 typedef struct Tokenet__Issuer__V1__PushCardRequest Tokenet__Issuer__V1__PushCardRequest;
 typedef struct Tokenet__Issuer__V1__PushCardResponse Tokenet__Issuer__V1__PushCardResponse;
@@ -74,10 +75,40 @@ struct  Tokenet__Issuer__V1__IssuerCard
    * The rule the issuer applies to digitizations of this card: approve, decline, step-up or scores.
    */
   char *digitization_rule;
+  /*
+   * The card's renewal waiting for the TSP's answer (IssuerCardCare.RenewCard); unset when none is. Until it is
+   * settled the card keeps masked_pan and expiry, and no other card may take the reserved number.
+   */
+  Tokenet__Issuer__V1__PendingCardRenewal *pending_renewal;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+
+
+/*
+ * A renewal the issuer has reserved (the new number is the card's alone) but not yet settled with the TSP, because
+ * the TSP's answer was lost: repeating the renewal completes it, abandoning it gives the number back.
+ */
+struct  Tokenet__Issuer__V1__PendingCardRenewal
+{
+  ProtobufCMessage base;
+  /*
+   * The reserved number, masked to its last four digits.
+   */
+  char *masked_pan;
+  /*
+   * MM/YY.
+   */
+  char *expiry;
+  /*
+   * When the number was reserved (ms since the Unix epoch).
+   */
+  uint64_t since_ms;
+};
+#define TOKENET__ISSUER__V1__PENDING_CARD_RENEWAL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__pending_card_renewal__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Issuer__V1__ListCardsResponse
@@ -178,6 +209,25 @@ Tokenet__Issuer__V1__IssuerCard *
 void   tokenet__issuer__v1__issuer_card__free_unpacked
                      (Tokenet__Issuer__V1__IssuerCard *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__PendingCardRenewal methods */
+void   tokenet__issuer__v1__pending_card_renewal__init
+                     (Tokenet__Issuer__V1__PendingCardRenewal         *message);
+size_t tokenet__issuer__v1__pending_card_renewal__get_packed_size
+                     (const Tokenet__Issuer__V1__PendingCardRenewal   *message);
+size_t tokenet__issuer__v1__pending_card_renewal__pack
+                     (const Tokenet__Issuer__V1__PendingCardRenewal   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__pending_card_renewal__pack_to_buffer
+                     (const Tokenet__Issuer__V1__PendingCardRenewal   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__PendingCardRenewal *
+       tokenet__issuer__v1__pending_card_renewal__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__pending_card_renewal__free_unpacked
+                     (Tokenet__Issuer__V1__PendingCardRenewal *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__ListCardsResponse methods */
 void   tokenet__issuer__v1__list_cards_response__init
                      (Tokenet__Issuer__V1__ListCardsResponse         *message);
@@ -262,6 +312,9 @@ typedef void (*Tokenet__Issuer__V1__ListCardsRequest_Closure)
 typedef void (*Tokenet__Issuer__V1__IssuerCard_Closure)
                  (const Tokenet__Issuer__V1__IssuerCard *message,
                   void *closure_data);
+typedef void (*Tokenet__Issuer__V1__PendingCardRenewal_Closure)
+                 (const Tokenet__Issuer__V1__PendingCardRenewal *message,
+                  void *closure_data);
 typedef void (*Tokenet__Issuer__V1__ListCardsResponse_Closure)
                  (const Tokenet__Issuer__V1__ListCardsResponse *message,
                   void *closure_data);
@@ -313,6 +366,7 @@ void tokenet__issuer__v1__issuer_control__push_card(ProtobufCService *service,
 extern const ProtobufCEnumDescriptor    tokenet__issuer__v1__push_mode__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_card_renewal__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__push_card_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__push_card_response__descriptor;
