@@ -27,7 +27,8 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
             let renewed = try tsp.store.renewFundingCard(
-                request.digitalCardIds, pan: pan, actor: "issuer", traceID: context.traceID, nowMs: tsp.nowMs
+                request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: "issuer",
+                traceID: context.traceID, nowMs: tsp.nowMs
             ) { token in
                 try authorize(token)
                 guard token.scheme == pan.scheme else {
@@ -47,6 +48,37 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             }
             return TspV1.RenewCardResponse(
                 renewedDigitalCardIds: renewed.map(\.digitalCardID), panLast4: pan.last4, expiry: expiry)
+        }
+    }
+
+    /// What the TSP holds for the issuer's tokens, so that the issuer can settle a renewal whose answer it lost by
+    /// what the TSP did rather than by guessing. The issuer's candidate number comes encrypted and the answer says
+    /// only whether it matches, so no card number crosses the wire in clear.
+    func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws
+        -> TspV1.GetFundingCardsResponse
+    {
+        try await tsp.handling("GetFundingCards", context) { log in
+            let ids = request.digitalCardIds
+            guard !ids.isEmpty, ids.count <= LifecycleService.maximumIssuerBatch else {
+                throw TSPError(
+                    .invalidArgument, "give 1 to \(LifecycleService.maximumIssuerBatch) digital_card_ids")
+            }
+            guard Set(ids).count == ids.count else {
+                throw TSPError(.invalidArgument, "digital_card_ids names a token twice")
+            }
+            let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            var pan: PAN?
+            if request.cardData != nil {
+                let card = try tsp.decryptCardData(request.cardData, field: "card_data")
+                do { pan = try card.pan() } catch {
+                    throw TSPError(.invalidArgument, "the card number is not valid: \(TSPError.describe(error))")
+                }
+            }
+            let cards = try tsp.store.fundingCards(ids, comparedWith: pan, authorize: authorize)
+            log.info(
+                "funding cards read",
+                ["tokens": "\(ids.count)", "matching": "\(cards.filter(\.panMatches).count)"])
+            return TspV1.GetFundingCardsResponse(fundingCards: cards)
         }
     }
 

@@ -73,14 +73,15 @@ extension TSPStore {
                 """
                 INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
                     pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms,
-                    wallet_node_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?, ?)
+                    wallet_node_id, funding_expiry)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'INACTIVE', ?, ?, ?, ?)
                 """,
                 [
                     token.digitalCardID, token.scheme.rawValue,
                     try vault.seal(new.tokenPAN, recordID: "token:\(token.digitalCardID)"), token.tokenLast4,
                     token.tokenExpiry, try vault.seal(pan, recordID: token.digitalCardID), token.panLast4,
                     token.issuerID, token.walletAccountID, token.deviceID, Int64(nowMs), Int64(nowMs), walletNodeID,
+                    (try? receipt.card.expiry())?.description,
                 ])
             try recordEvent(
                 tx, token: token.digitalCardID, from: nil, to: .inactive, actor: "tsp",

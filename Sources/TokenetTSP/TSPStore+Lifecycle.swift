@@ -169,9 +169,10 @@ extension TSPStore {
     // MARK: Card renewal
 
     /// Replaces the funding card of the tokens (the token numbers stay), with an audit event each, in one
-    /// transaction. Every token must pass `authorize`; DEACTIVATED tokens are skipped (not in the answer).
+    /// transaction. Every token must pass `authorize`; DEACTIVATED tokens are skipped (not in the answer). An
+    /// `expiry` of nil (card data whose expiry cannot be read) leaves the recorded expiry unknown.
     func renewFundingCard(
-        _ digitalCardIds: [String], pan: PAN, actor: String, traceID: String, nowMs: UInt64,
+        _ digitalCardIds: [String], pan: PAN, expiry: CardExpiry?, actor: String, traceID: String, nowMs: UInt64,
         authorize: (TokenRecord) throws -> Void
     ) throws -> [TokenRecord] {
         try database.transaction { tx in
@@ -186,8 +187,10 @@ extension TSPStore {
                 // A deleted token has nothing left to renew; the others still are.
                 guard token.state != .deactivated else { continue }
                 _ = try tx.execute(
-                    "UPDATE tokens SET funding_pan = ?, pan_last4 = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-                    [try vault.seal(pan, recordID: id), pan.last4, Int64(nowMs), id])
+                    """
+                    UPDATE tokens SET funding_pan = ?, pan_last4 = ?, funding_expiry = ?, updated_at_ms = ?
+                    WHERE digital_card_id = ?
+                    """, [try vault.seal(pan, recordID: id), pan.last4, expiry?.description, Int64(nowMs), id])
                 try recordEvent(
                     tx, token: id, from: token.state, to: token.state, actor: actor,
                     reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
@@ -195,6 +198,29 @@ extension TSPStore {
                 renewed.append(token)
             }
             return renewed
+        }
+    }
+
+    /// What the TSP holds for each of `digitalCardIds`, in their order: the token's state and the last four digits
+    /// and expiry of its funding card, and whether its number is `pan` (compared opened, inside the TSP, so no number
+    /// leaves it). Every known token must pass `authorize`; an unknown one is answered with no state.
+    func fundingCards(
+        _ digitalCardIds: [String], comparedWith pan: PAN?, authorize: (TokenRecord) throws -> Void
+    ) throws -> [TspV1.FundingCard] {
+        try database.transaction { tx in
+            try digitalCardIds.map { id in
+                guard
+                    let row = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns), funding_pan, funding_expiry FROM tokens WHERE digital_card_id = ?",
+                        [id])
+                else { return TspV1.FundingCard(digitalCardID: id) }
+                let token = try Self.token(from: row)
+                try authorize(token)
+                let matches = try pan.map { try vault.openPAN(try row.blob(12), recordID: id) == $0 } ?? false
+                return TspV1.FundingCard(
+                    digitalCardID: id, tokenState: token.state.wire, panLast4: token.panLast4,
+                    expiry: try row.get(13, as: String?.self) ?? "", panMatches: matches)
+            }
         }
     }
 }

@@ -200,5 +200,9 @@ extension TSPStore {
                 CREATE INDEX tokens_created ON tokens(created_at_ms, digital_card_id);
                 CREATE INDEX tokens_wallet_created ON tokens(wallet_account_id, created_at_ms, digital_card_id);
                 """),
+        // The expiry (MM/YY) of each token's funding card, set at digitization and by each renewal, so the issuer
+        // can learn whether a renewal changing the expiry only was applied (GetFundingCards). NULL for tokens made
+        // before it was recorded and not renewed since.
+        Migration(version: 10, name: "token_funding_expiry", sql: "ALTER TABLE tokens ADD COLUMN funding_expiry TEXT;"),
     ]
 }

@@ -12,13 +12,16 @@ extension IssuerCommand {
 
         Cards in wallets:
                tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID... --reason CODE
-               tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] [OPTIONS]
+               tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon [OPTIONS]
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
 
         suspend-tokens, resume-tokens and delete-tokens change up to 10 of the issuer's tokens at the TSP in one
         call (e.g. --reason LOST_CARD), with a result per token. renew-card gives a card a new number and/or
         expiry; its tokens keep working and the issuer app resynchronises its card ids. A renewal whose answer from
-        the TSP was lost stays pending (the card keeps its number): run the same renew-card again to complete it.
+        the TSP was lost stays pending (the card keeps its number; cards shows it): run the same renew-card again
+        to complete it, or --abandon it to give the reserved number back. Either first asks the TSP whether it
+        applied the renewal: if it did, the renewal completes (also for --abandon); if the TSP cannot be asked,
+        --abandon leaves the renewal pending.
         send-message sends the cardholder a message about a card, shown by the issuer app and kept by the wallet.
         """
 
@@ -44,23 +47,35 @@ extension IssuerCommand {
 
     static let renewCard = PartyAction(name: "renew-card") { arguments, command throws(CLIError) in
         let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--pan", "--exp"], switches: ["--json"])
+            parsing: arguments, command: command, valued: ["--pan", "--exp"], switches: ["--json", "--abandon"])
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
-        guard flags["--pan"] != nil || flags["--exp"] != nil else {
-            throw CLIError(.usage, "\(command): give --pan, --exp or both")
+        let abandon = flags.switches.contains("--abandon")
+        if abandon {
+            guard flags["--pan"] == nil, flags["--exp"] == nil else {
+                throw CLIError(.usage, "\(command): --abandon takes no --pan or --exp")
+            }
+        } else {
+            guard flags["--pan"] != nil || flags["--exp"] != nil else {
+                throw CLIError(.usage, "\(command): give --pan, --exp or both (or --abandon)")
+            }
         }
         let request = IssuerV1.IssuerRenewCardRequest(
-            cardID: cardID, pan: flags["--pan"] ?? "", expiry: flags["--exp"] ?? "")
+            cardID: cardID, pan: flags["--pan"] ?? "", expiry: flags["--exp"] ?? "", abandon: abandon)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
                 try await IssuerV1.IssuerCardCare.Client(session.client).renewCard(request, options: callOptions)
             },
             text: { response, traceID in
-                "\(response.cardID) renewed: \(response.maskedPAN), expires \(response.expiry); tokens kept: "
+                if response.abandoned {
+                    return "\(response.cardID): renewal abandoned; the card keeps \(response.maskedPAN), expires "
+                        + "\(response.expiry)\n(trace \(traceID))"
+                }
+                return (abandon ? "The TSP had applied the renewal, so it was completed, not abandoned.\n" : "")
+                    + "\(response.cardID) renewed: \(response.maskedPAN), expires \(response.expiry); tokens kept: "
                     + (response.renewedDigitalCardIds.isEmpty
                         ? "none" : response.renewedDigitalCardIds.joined(separator: ", "))
                     + "\n(trace \(traceID))"

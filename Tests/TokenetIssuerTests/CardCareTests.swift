@@ -23,6 +23,13 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// (the TSP moved the tokens) but answered with UNAVAILABLE, as when the answer is lost on the way.
         var refusal: RPCError?
         var lostAnswers = 0
+        /// Renewals lost on the way to the TSP: not recorded (the tokens keep their card), answered UNAVAILABLE.
+        var droppedRenewals = 0
+        /// The card each token holds after the renewals the TSP recorded; a token not in it holds its first card.
+        var held: [String: CardData] = [:]
+        /// GetFundingCards: how often it was asked, and the failure it answers with instead (a TSP out of reach).
+        var fundingAsks = 0
+        var fundingFailure: RPCError?
     }
 
     let key: RSAPrivateKey
@@ -59,7 +66,12 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         let card = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key))
         let lost = try state.withLock { state throws(RPCError) in
             if let refusal = state.refusal { throw refusal }
+            if state.droppedRenewals > 0 {
+                state.droppedRenewals -= 1
+                throw RPCError(.unavailable, "the connection to the TSP was lost")
+            }
             state.renewals.append((request, card))
+            for id in request.digitalCardIds { state.held[id] = card }
             guard state.lostAnswers > 0 else { return false }
             state.lostAnswers -= 1
             return true
@@ -67,6 +79,27 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         if lost { throw RPCError(.unavailable, "the connection to the TSP was lost") }
         return TspV1.RenewCardResponse(
             renewedDigitalCardIds: request.digitalCardIds, panLast4: try card.pan().last4, expiry: "")
+    }
+
+    func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws
+        -> TspV1.GetFundingCardsResponse
+    {
+        let asked = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key)).pan()
+        let held = try state.withLock { state throws(RPCError) in
+            if let failure = state.fundingFailure { throw failure }
+            state.fundingAsks += 1
+            return state.held
+        }
+        return TspV1.GetFundingCardsResponse(
+            fundingCards: try request.digitalCardIds.map { id in
+                guard let card = held[id] else {
+                    return TspV1.FundingCard(digitalCardID: id, tokenState: .active, panLast4: "0009")
+                }
+                let pan = try card.pan()
+                return TspV1.FundingCard(
+                    digitalCardID: id, tokenState: .active, panLast4: pan.last4,
+                    expiry: try card.expiry().description, panMatches: pan == asked)
+            })
     }
 
     func sendCardMessage(_ request: TspV1.SendCardMessageRequest, context: ServerContext) async throws
@@ -360,11 +393,97 @@ final class Gate: Sendable {
         #expect(other?.code == .failedPrecondition)
         #expect(other?.message.contains("renewal to the number ending 0017, 12/29, waiting") == true)
 
+        // Repeated, the renewal asks the TSP first: it had applied it, so the card takes the number without a resend.
         let repeated = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
         #expect(repeated.renewedDigitalCardIds == ["DNITHE1"])
         #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
         #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
-        #expect(tsp.state.withLock { $0.renewals.count } == 2)
+        #expect(tsp.state.withLock { ($0.renewals.count, $0.fundingAsks) } == (1, 1))
+    }
+
+    /// Leaves a renewal of card-visa-approve to the number ending 0017 pending: its answer lost after the TSP applied
+    /// it (`applied`), or lost on the way so that the TSP never saw it.
+    func pendingRenewal(applied: Bool) async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        tsp.state.withLock { state in
+            if applied { state.lostAnswers = 1 } else { state.droppedRenewals = 1 }
+        }
+        let lost = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(lost?.code == .unavailable)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+    }
+
+    /// A pending renewal the TSP never applied can be abandoned: the issuer asks the TSP first, then gives the
+    /// number back, and the card keeps its own.
+    @Test func abandoningARenewalTheTSPNeverAppliedGivesTheNumberBack() async throws {
+        try await pendingRenewal(applied: false)
+        let abandoned = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        #expect(abandoned.abandoned)
+        #expect(abandoned.maskedPAN == "************0009" && abandoned.expiry == "12/29")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.digits == Cards.visaApprove.1)
+        #expect(tsp.state.withLock { ($0.renewals.count, $0.fundingAsks) } == (0, 1))
+        #expect(sink.lines.contains { $0.contains("renewal abandoned") && $0.contains("0017") })
+        #expect(!sink.lines.joined().contains("4761000010000017"))
+
+        _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: "4761000010000017"))
+        #expect(try party.store.card(id: Cards.visaStepUp.0)?.pan.last4 == "0017")
+    }
+
+    /// Abandoning a renewal the TSP applied (only its answer was lost) would leave the tokens on a number the card
+    /// no longer has, so the issuer completes it instead and says so.
+    @Test func abandoningARenewalTheTSPAppliedCompletesIt() async throws {
+        try await pendingRenewal(applied: true)
+        let answer = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        #expect(!answer.abandoned)
+        #expect(answer.maskedPAN == "************0017" && answer.renewedDigitalCardIds == ["DNITHE1"])
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { ($0.renewals.count, $0.fundingAsks) } == (1, 1))
+    }
+
+    /// While the TSP cannot say what it holds, abandoning is refused and the renewal stays pending; once it can, the
+    /// abandon goes through.
+    @Test func aRenewalIsNotAbandonedWhileTheTSPCannotBeAsked() async throws {
+        try await pendingRenewal(applied: false)
+        tsp.state.withLock { $0.fundingFailure = RPCError(.unavailable, "the TSP is out of reach") }
+        let refused = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        }
+        #expect(refused?.code == .unavailable)
+        #expect(
+            refused?.message.contains("the renewal to the number ending 0017, 12/29 stays pending: abandon or repeat")
+                == true, "\(String(describing: refused))")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+
+        tsp.state.withLock { $0.fundingFailure = nil }
+        #expect(try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true)).abandoned)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+    }
+
+    /// A repeated renewal the TSP never applied is sent again (after asking), and completes.
+    @Test func aRepeatedRenewalTheTSPNeverAppliedIsSentAgain() async throws {
+        try await pendingRenewal(applied: false)
+        let repeated = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(repeated.renewedDigitalCardIds == ["DNITHE1"] && !repeated.abandoned)
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(tsp.state.withLock { ($0.renewals.count, $0.fundingAsks) } == (1, 1))
+    }
+
+    @Test func abandonRefusals() async throws {
+        let nothing = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        }
+        #expect(nothing?.code == .failedPrecondition)
+        #expect(nothing?.message.contains("has no pending renewal to abandon") == true)
+        let withNumber = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017", abandon: true))
+        }
+        #expect(withNumber?.code == .invalidArgument)
+        let unknown = await Support.rpcError { _ = try await care.renewCard(.init(cardID: "card-x", abandon: true)) }
+        #expect(unknown?.code == .notFound)
     }
 
     /// ListCards shows a pending renewal with its card: the reserved number masked, its expiry and since when, so an

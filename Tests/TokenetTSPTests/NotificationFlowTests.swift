@@ -211,6 +211,47 @@ import TokenetWire
         }
     }
 
+    /// GetFundingCards tells the issuer what the TSP holds for its tokens: the number, by whether it is the card the
+    /// issuer sent encrypted (never in clear), and the expiry, recorded at digitization and by each renewal. An unknown
+    /// token holds nothing; a node that registered no issuer may not ask.
+    @Test func theIssuerLearnsWhichCardItsTokensHold() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        let renewed = TSPHarness.card("4111111111111129", month: "08", year: "2031")
+        let before = try await updates.getFundingCards(
+            .init(digitalCardIds: [id, "DNITHE-unknown"], cardData: try TSPHarness.encrypted(renewed)))
+        #expect(
+            before.fundingCards == [
+                .init(digitalCardID: id, tokenState: .active, panLast4: "1111", expiry: "12/30", panMatches: false),
+                .init(digitalCardID: "DNITHE-unknown"),
+            ])
+
+        _ = try await updates.renewCard(.init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        let after = try await updates.getFundingCards(
+            .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        #expect(
+            after.fundingCards == [
+                .init(digitalCardID: id, tokenState: .active, panLast4: "1129", expiry: "08/31", panMatches: true)
+            ])
+        let unasked = try await updates.getFundingCards(.init(digitalCardIds: [id]))
+        #expect(unasked.fundingCards.first?.panMatches == false && unasked.fundingCards.first?.expiry == "08/31")
+        #expect(!tsp.logs.lines.joined().contains("4111111111111129"))
+
+        await expectRPCError(.invalidArgument, "give 1 to 10 digital_card_ids") {
+            try await updates.getFundingCards(.init())
+        }
+        await expectRPCError(.invalidArgument, "names a token twice") {
+            try await updates.getFundingCards(.init(digitalCardIds: [id, id]))
+        }
+        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+            try await Self.updates(tsp, as: LifecycleTests.issuer2).getFundingCards(.init(digitalCardIds: [id]))
+        }
+        await expectRPCError(.permissionDenied, "role operator may not call") {
+            try await Self.updates(tsp, as: LifecycleTests.operator1).getFundingCards(.init(digitalCardIds: [id]))
+        }
+    }
+
     @Test func issuerMessageReachesTheWalletAndTheIssuerApp() async throws {
         let tsp = try TSPHarness.make()
         let id = try await LifecycleTests.activeToken(tsp)

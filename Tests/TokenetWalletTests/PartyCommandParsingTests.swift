@@ -41,6 +41,10 @@ import TokenetTestSupport
         (["wallet", "pay"] + nowhere, "missing CARD_REF"),
         (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give 1 to 10 DIGITAL_CARD_IDs"),
         (["issuer", "renew-card", "127.0.0.1:1", "card-1", "--plaintext"], "give --pan, --exp or both"),
+        (
+            ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--abandon", "--exp", "12/31", "--plaintext"],
+            "--abandon takes no --pan or --exp"
+        ),
         (["issuer", "send-message", "127.0.0.1:1", "DNITHE1", "--title", "t", "--plaintext"], "--body are required"),
         (["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--plaintext"], "exactly one of --proceed and --cancel"),
         (

@@ -355,11 +355,20 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__encryption_key(void) {
     return &tokenet__tsp__v1__encryption_key__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__funding_card(void) {
+    return &tokenet__tsp__v1__funding_card__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_encryption_keys_request(void) {
     return &tokenet__tsp__v1__get_encryption_keys_request__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_encryption_keys_response(void) {
     return &tokenet__tsp__v1__get_encryption_keys_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_request(void) {
+    return &tokenet__tsp__v1__get_funding_cards_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_response(void) {
+    return &tokenet__tsp__v1__get_funding_cards_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__hotp_credential(void) {
     return &tokenet__tsp__v1__hotp_credential__descriptor;

@@ -296,7 +296,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_change_token_states_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_request__field_descriptors[4] =
 {
   {
     "card_id",
@@ -334,8 +334,21 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_req
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "abandon",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardRequest, abandon),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_renew_card_request__field_indices_by_name[] = {
+  3,   /* field[3] = abandon */
   0,   /* field[0] = card_id */
   2,   /* field[2] = expiry */
   1,   /* field[1] = pan */
@@ -343,7 +356,7 @@ static const unsigned tokenet__issuer__v1__issuer_renew_card_request__field_indi
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_renew_card_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request__descriptor =
 {
@@ -353,14 +366,14 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request_
   "Tokenet__Issuer__V1__IssuerRenewCardRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerRenewCardRequest),
-  3,
+  4,
   tokenet__issuer__v1__issuer_renew_card_request__field_descriptors,
   tokenet__issuer__v1__issuer_renew_card_request__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_renew_card_request__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_renew_card_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[5] =
 {
   {
     "card_id",
@@ -410,8 +423,21 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "abandoned",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardResponse, abandoned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name[] = {
+  4,   /* field[4] = abandoned */
   0,   /* field[0] = card_id */
   2,   /* field[2] = expiry */
   1,   /* field[1] = masked_pan */
@@ -420,7 +446,7 @@ static const unsigned tokenet__issuer__v1__issuer_renew_card_response__field_ind
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_renew_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response__descriptor =
 {
@@ -430,7 +456,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response
   "Tokenet__Issuer__V1__IssuerRenewCardResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerRenewCardResponse),
-  4,
+  5,
   tokenet__issuer__v1__issuer_renew_card_response__field_descriptors,
   tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_renew_card_response__number_ranges,

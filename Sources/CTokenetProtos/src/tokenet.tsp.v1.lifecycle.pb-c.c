@@ -817,6 +817,141 @@ void   tokenet__tsp__v1__renew_card_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__renew_card_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__get_funding_cards_request__init
+                     (Tokenet__Tsp__V1__GetFundingCardsRequest         *message)
+{
+  static const Tokenet__Tsp__V1__GetFundingCardsRequest init_value = TOKENET__TSP__V1__GET_FUNDING_CARDS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_funding_cards_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_funding_cards_request__pack
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_funding_cards_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetFundingCardsRequest *
+       tokenet__tsp__v1__get_funding_cards_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetFundingCardsRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_funding_cards_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_funding_cards_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetFundingCardsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__funding_card__init
+                     (Tokenet__Tsp__V1__FundingCard         *message)
+{
+  static const Tokenet__Tsp__V1__FundingCard init_value = TOKENET__TSP__V1__FUNDING_CARD__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__funding_card__get_packed_size
+                     (const Tokenet__Tsp__V1__FundingCard *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__funding_card__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__funding_card__pack
+                     (const Tokenet__Tsp__V1__FundingCard *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__funding_card__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__funding_card__pack_to_buffer
+                     (const Tokenet__Tsp__V1__FundingCard *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__funding_card__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__FundingCard *
+       tokenet__tsp__v1__funding_card__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__FundingCard *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__funding_card__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__funding_card__free_unpacked
+                     (Tokenet__Tsp__V1__FundingCard *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__funding_card__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__get_funding_cards_response__init
+                     (Tokenet__Tsp__V1__GetFundingCardsResponse         *message)
+{
+  static const Tokenet__Tsp__V1__GetFundingCardsResponse init_value = TOKENET__TSP__V1__GET_FUNDING_CARDS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_funding_cards_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_funding_cards_response__pack
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_funding_cards_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetFundingCardsResponse *
+       tokenet__tsp__v1__get_funding_cards_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetFundingCardsResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_funding_cards_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_funding_cards_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetFundingCardsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__send_card_message_request__init
                      (Tokenet__Tsp__V1__SendCardMessageRequest         *message)
 {
@@ -2033,6 +2168,185 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_response__descript
   (ProtobufCMessageInit) tokenet__tsp__v1__renew_card_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_funding_cards_request__field_descriptors[2] =
+{
+  {
+    "digital_card_ids",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Tsp__V1__GetFundingCardsRequest, n_digital_card_ids),
+    offsetof(Tokenet__Tsp__V1__GetFundingCardsRequest, digital_card_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "card_data",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetFundingCardsRequest, card_data),
+    &tokenet__card__v1__encrypted_card_data__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_funding_cards_request__field_indices_by_name[] = {
+  1,   /* field[1] = card_data */
+  0,   /* field[0] = digital_card_ids */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_funding_cards_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetFundingCardsRequest",
+  "GetFundingCardsRequest",
+  "Tokenet__Tsp__V1__GetFundingCardsRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetFundingCardsRequest),
+  2,
+  tokenet__tsp__v1__get_funding_cards_request__field_descriptors,
+  tokenet__tsp__v1__get_funding_cards_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_funding_cards_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_funding_cards_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__funding_card__field_descriptors[5] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_state",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, token_state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pan_last4",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, pan_last4),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expiry",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, expiry),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pan_matches",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, pan_matches),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__funding_card__field_indices_by_name[] = {
+  0,   /* field[0] = digital_card_id */
+  3,   /* field[3] = expiry */
+  2,   /* field[2] = pan_last4 */
+  4,   /* field[4] = pan_matches */
+  1,   /* field[1] = token_state */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__funding_card__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__funding_card__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.FundingCard",
+  "FundingCard",
+  "Tokenet__Tsp__V1__FundingCard",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__FundingCard),
+  5,
+  tokenet__tsp__v1__funding_card__field_descriptors,
+  tokenet__tsp__v1__funding_card__field_indices_by_name,
+  1,  tokenet__tsp__v1__funding_card__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__funding_card__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_funding_cards_response__field_descriptors[1] =
+{
+  {
+    "funding_cards",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__GetFundingCardsResponse, n_funding_cards),
+    offsetof(Tokenet__Tsp__V1__GetFundingCardsResponse, funding_cards),
+    &tokenet__tsp__v1__funding_card__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_funding_cards_response__field_indices_by_name[] = {
+  0,   /* field[0] = funding_cards */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_funding_cards_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetFundingCardsResponse",
+  "GetFundingCardsResponse",
+  "Tokenet__Tsp__V1__GetFundingCardsResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetFundingCardsResponse),
+  1,
+  tokenet__tsp__v1__get_funding_cards_response__field_descriptors,
+  tokenet__tsp__v1__get_funding_cards_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_funding_cards_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_funding_cards_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__send_card_message_request__field_descriptors[4] =
 {
   {
@@ -2296,14 +2610,16 @@ void tokenet__tsp__v1__transactions__init (Tokenet__Tsp__V1__Transactions_Servic
                                      &tokenet__tsp__v1__transactions__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_card_updates__method_descriptors[2] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_card_updates__method_descriptors[3] =
 {
   { "RenewCard", &tokenet__tsp__v1__renew_card_request__descriptor, &tokenet__tsp__v1__renew_card_response__descriptor },
+  { "GetFundingCards", &tokenet__tsp__v1__get_funding_cards_request__descriptor, &tokenet__tsp__v1__get_funding_cards_response__descriptor },
   { "SendCardMessage", &tokenet__tsp__v1__send_card_message_request__descriptor, &tokenet__tsp__v1__send_card_message_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__issuer_card_updates__method_indices_by_name[] = {
+  1,        /* GetFundingCards */
   0,        /* RenewCard */
-  1         /* SendCardMessage */
+  2         /* SendCardMessage */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_card_updates__descriptor =
 {
@@ -2312,7 +2628,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_card_updates__descript
   "IssuerCardUpdates",
   "Tokenet__Tsp__V1__IssuerCardUpdates",
   "tokenet.tsp.v1",
-  2,
+  3,
   tokenet__tsp__v1__issuer_card_updates__method_descriptors,
   tokenet__tsp__v1__issuer_card_updates__method_indices_by_name
 };
@@ -2324,13 +2640,21 @@ void tokenet__tsp__v1__issuer_card_updates__renew_card(ProtobufCService *service
   assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
   service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void tokenet__tsp__v1__issuer_card_updates__get_funding_cards(ProtobufCService *service,
+                                                              const Tokenet__Tsp__V1__GetFundingCardsRequest *input,
+                                                              Tokenet__Tsp__V1__GetFundingCardsResponse_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void tokenet__tsp__v1__issuer_card_updates__send_card_message(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__SendCardMessageRequest *input,
                                                               Tokenet__Tsp__V1__SendCardMessageResponse_Closure closure,
                                                               void *closure_data)
 {
   assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
-  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__issuer_card_updates__init (Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
                                                   Tokenet__Tsp__V1__IssuerCardUpdates_ServiceDestroy destroy)

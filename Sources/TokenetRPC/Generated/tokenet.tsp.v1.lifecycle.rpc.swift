@@ -102,6 +102,10 @@ extension TspV1.IssuerCardUpdates {
             try await rpc.unary(TspV1.IssuerCardUpdates.renewCard, request, options: options)
         }
 
+        public func getFundingCards(_ request: TspV1.GetFundingCardsRequest, options: CallOptions = CallOptions()) async throws -> TspV1.GetFundingCardsResponse {
+            try await rpc.unary(TspV1.IssuerCardUpdates.getFundingCards, request, options: options)
+        }
+
         public func sendCardMessage(_ request: TspV1.SendCardMessageRequest, options: CallOptions = CallOptions()) async throws -> TspV1.SendCardMessageResponse {
             try await rpc.unary(TspV1.IssuerCardUpdates.sendCardMessage, request, options: options)
         }
@@ -110,6 +114,7 @@ extension TspV1.IssuerCardUpdates {
     /// What a server of `tokenet.tsp.v1.IssuerCardUpdates` implements; `register(on:)` routes every method to it.
     public protocol ServiceProtocol: Sendable {
         func renewCard(_ request: TspV1.RenewCardRequest, context: ServerContext) async throws -> TspV1.RenewCardResponse
+        func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws -> TspV1.GetFundingCardsResponse
         func sendCardMessage(_ request: TspV1.SendCardMessageRequest, context: ServerContext) async throws -> TspV1.SendCardMessageResponse
     }
 }
@@ -118,6 +123,7 @@ extension TspV1.IssuerCardUpdates.ServiceProtocol {
     /// Routes every method of the service to this implementation, with the roles each method declares.
     public func register(on router: inout RPCRouter) {
         router.unary(TspV1.IssuerCardUpdates.renewCard) { try await self.renewCard($0, context: $1) }
+        router.unary(TspV1.IssuerCardUpdates.getFundingCards) { try await self.getFundingCards($0, context: $1) }
         router.unary(TspV1.IssuerCardUpdates.sendCardMessage) { try await self.sendCardMessage($0, context: $1) }
     }
 }

@@ -57,24 +57,33 @@ extension IssuerV1 {
         /// MM/YY; empty keeps the expiry.
         public var expiry: String = ""
 
+        /// Give back the number reserved by the card's pending renewal instead of completing it (pan and expiry stay
+        /// empty). The issuer first asks the TSP (IssuerCardUpdates.GetFundingCards) whether it applied the renewal: if it
+        /// did, the renewal is completed instead (abandoned is false in the answer); if the TSP cannot be asked, or holds
+        /// the new card for only some of the tokens, the renewal stays pending (UNAVAILABLE, FAILED_PRECONDITION).
+        public var abandon: Bool = false
+
         public init() {}
 
-        public init(cardID: String = "", pan: String = "", expiry: String = "") {
+        public init(cardID: String = "", pan: String = "", expiry: String = "", abandon: Bool = false) {
             self.cardID = cardID
             self.pan = pan
             self.expiry = expiry
+            self.abandon = abandon
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.cardID = try reader.read(1)
             self.pan = try reader.read(2)
             self.expiry = try reader.read(3)
+            self.abandon = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, cardID)
             try writer.write(2, pan)
             try writer.write(3, expiry)
+            try writer.write(4, abandon)
         }
     }
 }
@@ -94,18 +103,24 @@ extension IssuerV1 {
 
         public var renewedDigitalCardIds: [String] = []
 
+        /// True when the pending renewal was abandoned: the card keeps masked_pan and expiry, and the reserved number is
+        /// free again.
+        public var abandoned: Bool = false
+
         public init() {}
 
         public init(
             cardID: String = "",
             maskedPAN: String = "",
             expiry: String = "",
-            renewedDigitalCardIds: [String] = []
+            renewedDigitalCardIds: [String] = [],
+            abandoned: Bool = false
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
             self.expiry = expiry
             self.renewedDigitalCardIds = renewedDigitalCardIds
+            self.abandoned = abandoned
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -113,6 +128,7 @@ extension IssuerV1 {
             self.maskedPAN = try reader.read(2)
             self.expiry = try reader.read(3)
             self.renewedDigitalCardIds = try reader.readRepeated(4)
+            self.abandoned = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -120,6 +136,7 @@ extension IssuerV1 {
             try writer.write(2, maskedPAN)
             try writer.write(3, expiry)
             try writer.write(4, repeated: renewedDigitalCardIds)
+            try writer.write(5, abandoned)
         }
     }
 }

@@ -682,6 +682,120 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct GetFundingCardsRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetFundingCardsRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_request())
+        }
+
+        /// 1 to 10 digital card ids, each at most once.
+        public var digitalCardIds: [String] = []
+
+        /// The card each token's funding card is compared with, encrypted to the TSP's key; unset asks for the last four
+        /// digits and expiry only.
+        public var cardData: CardV1.EncryptedCardData? = nil
+
+        public init() {}
+
+        public init(digitalCardIds: [String] = [], cardData: CardV1.EncryptedCardData? = nil) {
+            self.digitalCardIds = digitalCardIds
+            self.cardData = cardData
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardIds = try reader.readRepeated(1)
+            self.cardData = try reader.readMessage(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeated: digitalCardIds)
+            if let value = cardData { try writer.write(2, message: value) }
+        }
+    }
+}
+
+extension TspV1 {
+    public struct FundingCard: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.FundingCard"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__funding_card())
+        }
+
+        public var digitalCardID: String = ""
+
+        /// UNSPECIFIED for a token the TSP does not know.
+        public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+
+        public var panLast4: String = ""
+
+        /// MM/YY; empty when the TSP has not recorded it (a token digitized before the TSP recorded expiries, and not
+        /// renewed since).
+        public var expiry: String = ""
+
+        /// Whether the funding card's number is card_data's number (false without card_data).
+        public var panMatches: Bool = false
+
+        public init() {}
+
+        public init(
+            digitalCardID: String = "",
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            panLast4: String = "",
+            expiry: String = "",
+            panMatches: Bool = false
+        ) {
+            self.digitalCardID = digitalCardID
+            self.tokenState = tokenState
+            self.panLast4 = panLast4
+            self.expiry = expiry
+            self.panMatches = panMatches
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.tokenState = try reader.read(2)
+            self.panLast4 = try reader.read(3)
+            self.expiry = try reader.read(4)
+            self.panMatches = try reader.read(5)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, tokenState)
+            try writer.write(3, panLast4)
+            try writer.write(4, expiry)
+            try writer.write(5, panMatches)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct GetFundingCardsResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetFundingCardsResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_response())
+        }
+
+        /// One per requested id, in the request's order.
+        public var fundingCards: [TspV1.FundingCard] = []
+
+        public init() {}
+
+        public init(fundingCards: [TspV1.FundingCard] = []) {
+            self.fundingCards = fundingCards
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.fundingCards = try reader.readRepeatedMessages(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: fundingCards)
+        }
+    }
+}
+
+extension TspV1 {
     public struct SendCardMessageRequest: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.SendCardMessageRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -870,6 +984,17 @@ extension TspV1 {
             service: serviceName, name: "RenewCard", kind: .unary, allowedRoles: ["issuer"]
         )
 
+        /// What the TSP holds for up to 10 of the issuer's tokens: each token's state and the number (last four digits) and
+        /// expiry of the card behind it, and whether that number is card_data's. The issuer asks before it settles a
+        /// renewal whose RenewCard answer was lost, to learn whether the TSP applied it. No card number travels in clear:
+        /// the issuer's candidate goes encrypted to the TSP's key as in RenewCard, and the answer says only whether it
+        /// matches. Refusals: INVALID_ARGUMENT (no ids, more than 10, an id twice, card_data the TSP cannot decrypt or
+        /// whose number is not valid), PERMISSION_DENIED (the calling node registered no issuer, or a token is another
+        /// issuer's). A token the TSP does not know is answered with token_state UNSPECIFIED and nothing else.
+        public static let getFundingCards = MethodDescriptor<TspV1.GetFundingCardsRequest, TspV1.GetFundingCardsResponse>(
+            service: serviceName, name: "GetFundingCards", kind: .unary, allowedRoles: ["issuer"]
+        )
+
         /// A message to the cardholder about one of the issuer's tokens: MESSAGING to the issuer app and the wallet.
         public static let sendCardMessage = MethodDescriptor<TspV1.SendCardMessageRequest, TspV1.SendCardMessageResponse>(
             service: serviceName, name: "SendCardMessage", kind: .unary, allowedRoles: ["issuer"]
@@ -877,7 +1002,7 @@ extension TspV1 {
 
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [renewCard.erased, sendCardMessage.erased]
+            methods: [renewCard.erased, getFundingCards.erased, sendCardMessage.erased]
         )
     }
 }

@@ -114,8 +114,11 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.DigitizeResponse.samples() as [any ProtoMessage]
     all += TspV1.EligibilityData.samples() as [any ProtoMessage]
     all += TspV1.EncryptionKey.samples() as [any ProtoMessage]
+    all += TspV1.FundingCard.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysRequest.samples() as [any ProtoMessage]
     all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
+    all += TspV1.GetFundingCardsRequest.samples() as [any ProtoMessage]
+    all += TspV1.GetFundingCardsResponse.samples() as [any ProtoMessage]
     all += TspV1.HotpCredential.samples() as [any ProtoMessage]
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
@@ -661,6 +664,7 @@ extension IssuerV1.IssuerRenewCardRequest {
         base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pan = "pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.abandon = true
         return [base]
     }
 }
@@ -672,6 +676,7 @@ extension IssuerV1.IssuerRenewCardResponse {
         base.maskedPAN = "masked_pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.renewedDigitalCardIds = ["renewed_digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-5 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.abandoned = true
         return [base]
     }
 }
@@ -1370,6 +1375,18 @@ extension TspV1.EncryptionKey {
     }
 }
 
+extension TspV1.FundingCard {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.panMatches = true
+        return [base]
+    }
+}
+
 extension TspV1.GetEncryptionKeysRequest {
     static func samples() -> [Self] {
         let base = Self()
@@ -1381,6 +1398,23 @@ extension TspV1.GetEncryptionKeysResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.keys = [TspV1.EncryptionKey.samples()[0], TspV1.EncryptionKey.samples()[0]]
+        return [base]
+    }
+}
+
+extension TspV1.GetFundingCardsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.cardData = CardV1.EncryptedCardData.samples()[0]
+        return [base]
+    }
+}
+
+extension TspV1.GetFundingCardsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.fundingCards = [TspV1.FundingCard.samples()[0], TspV1.FundingCard.samples()[0]]
         return [base]
     }
 }

@@ -54,10 +54,17 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardRequest
    * MM/YY; empty keeps the expiry.
    */
   char *expiry;
+  /*
+   * Give back the number reserved by the card's pending renewal instead of completing it (pan and expiry stay
+   * empty). The issuer first asks the TSP (IssuerCardUpdates.GetFundingCards) whether it applied the renewal: if it
+   * did, the renewal is completed instead (abandoned is false in the answer); if the TSP cannot be asked, or holds
+   * the new card for only some of the tokens, the renewal stays pending (UNAVAILABLE, FAILED_PRECONDITION).
+   */
+  protobuf_c_boolean abandon;
 };
 #define TOKENET__ISSUER__V1__ISSUER_RENEW_CARD_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_renew_card_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
@@ -68,10 +75,15 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
   char *expiry;
   size_t n_renewed_digital_card_ids;
   char **renewed_digital_card_ids;
+  /*
+   * True when the pending renewal was abandoned: the card keeps masked_pan and expiry, and the reserved number is
+   * free again.
+   */
+  protobuf_c_boolean abandoned;
 };
 #define TOKENET__ISSUER__V1__ISSUER_RENEW_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_renew_card_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerSendMessageRequest

@@ -35,6 +35,9 @@ typedef struct Tokenet__Tsp__V1__TspTransaction Tokenet__Tsp__V1__TspTransaction
 typedef struct Tokenet__Tsp__V1__ListTransactionsResponse Tokenet__Tsp__V1__ListTransactionsResponse;
 typedef struct Tokenet__Tsp__V1__RenewCardRequest Tokenet__Tsp__V1__RenewCardRequest;
 typedef struct Tokenet__Tsp__V1__RenewCardResponse Tokenet__Tsp__V1__RenewCardResponse;
+typedef struct Tokenet__Tsp__V1__GetFundingCardsRequest Tokenet__Tsp__V1__GetFundingCardsRequest;
+typedef struct Tokenet__Tsp__V1__FundingCard Tokenet__Tsp__V1__FundingCard;
+typedef struct Tokenet__Tsp__V1__GetFundingCardsResponse Tokenet__Tsp__V1__GetFundingCardsResponse;
 typedef struct Tokenet__Tsp__V1__SendCardMessageRequest Tokenet__Tsp__V1__SendCardMessageRequest;
 typedef struct Tokenet__Tsp__V1__SendCardMessageResponse Tokenet__Tsp__V1__SendCardMessageResponse;
 
@@ -313,6 +316,63 @@ struct  Tokenet__Tsp__V1__RenewCardResponse
 #define TOKENET__TSP__V1__RENEW_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__renew_card_response__descriptor) \
     , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__GetFundingCardsRequest
+{
+  ProtobufCMessage base;
+  /*
+   * 1 to 10 digital card ids, each at most once.
+   */
+  size_t n_digital_card_ids;
+  char **digital_card_ids;
+  /*
+   * The card each token's funding card is compared with, encrypted to the TSP's key; unset asks for the last four
+   * digits and expiry only.
+   */
+  Tokenet__Card__V1__EncryptedCardData *card_data;
+};
+#define TOKENET__TSP__V1__GET_FUNDING_CARDS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_funding_cards_request__descriptor) \
+    , 0,NULL, NULL }
+
+
+struct  Tokenet__Tsp__V1__FundingCard
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  /*
+   * UNSPECIFIED for a token the TSP does not know.
+   */
+  Tokenet__Card__V1__TokenState token_state;
+  char *pan_last4;
+  /*
+   * MM/YY; empty when the TSP has not recorded it (a token digitized before the TSP recorded expiries, and not
+   * renewed since).
+   */
+  char *expiry;
+  /*
+   * Whether the funding card's number is card_data's number (false without card_data).
+   */
+  protobuf_c_boolean pan_matches;
+};
+#define TOKENET__TSP__V1__FUNDING_CARD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__funding_card__descriptor) \
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Tokenet__Tsp__V1__GetFundingCardsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * One per requested id, in the request's order.
+   */
+  size_t n_funding_cards;
+  Tokenet__Tsp__V1__FundingCard **funding_cards;
+};
+#define TOKENET__TSP__V1__GET_FUNDING_CARDS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_funding_cards_response__descriptor) \
+    , 0,NULL }
 
 
 struct  Tokenet__Tsp__V1__SendCardMessageRequest
@@ -680,6 +740,63 @@ Tokenet__Tsp__V1__RenewCardResponse *
 void   tokenet__tsp__v1__renew_card_response__free_unpacked
                      (Tokenet__Tsp__V1__RenewCardResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetFundingCardsRequest methods */
+void   tokenet__tsp__v1__get_funding_cards_request__init
+                     (Tokenet__Tsp__V1__GetFundingCardsRequest         *message);
+size_t tokenet__tsp__v1__get_funding_cards_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest   *message);
+size_t tokenet__tsp__v1__get_funding_cards_request__pack
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_funding_cards_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetFundingCardsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetFundingCardsRequest *
+       tokenet__tsp__v1__get_funding_cards_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_funding_cards_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetFundingCardsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__FundingCard methods */
+void   tokenet__tsp__v1__funding_card__init
+                     (Tokenet__Tsp__V1__FundingCard         *message);
+size_t tokenet__tsp__v1__funding_card__get_packed_size
+                     (const Tokenet__Tsp__V1__FundingCard   *message);
+size_t tokenet__tsp__v1__funding_card__pack
+                     (const Tokenet__Tsp__V1__FundingCard   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__funding_card__pack_to_buffer
+                     (const Tokenet__Tsp__V1__FundingCard   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__FundingCard *
+       tokenet__tsp__v1__funding_card__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__funding_card__free_unpacked
+                     (Tokenet__Tsp__V1__FundingCard *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetFundingCardsResponse methods */
+void   tokenet__tsp__v1__get_funding_cards_response__init
+                     (Tokenet__Tsp__V1__GetFundingCardsResponse         *message);
+size_t tokenet__tsp__v1__get_funding_cards_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse   *message);
+size_t tokenet__tsp__v1__get_funding_cards_response__pack
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_funding_cards_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetFundingCardsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetFundingCardsResponse *
+       tokenet__tsp__v1__get_funding_cards_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_funding_cards_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetFundingCardsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__SendCardMessageRequest methods */
 void   tokenet__tsp__v1__send_card_message_request__init
                      (Tokenet__Tsp__V1__SendCardMessageRequest         *message);
@@ -773,6 +890,15 @@ typedef void (*Tokenet__Tsp__V1__RenewCardRequest_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__RenewCardResponse_Closure)
                  (const Tokenet__Tsp__V1__RenewCardResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetFundingCardsRequest_Closure)
+                 (const Tokenet__Tsp__V1__GetFundingCardsRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__FundingCard_Closure)
+                 (const Tokenet__Tsp__V1__FundingCard *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetFundingCardsResponse_Closure)
+                 (const Tokenet__Tsp__V1__GetFundingCardsResponse *message,
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__SendCardMessageRequest_Closure)
                  (const Tokenet__Tsp__V1__SendCardMessageRequest *message,
@@ -878,6 +1004,10 @@ struct Tokenet__Tsp__V1__IssuerCardUpdates_Service
                      const Tokenet__Tsp__V1__RenewCardRequest *input,
                      Tokenet__Tsp__V1__RenewCardResponse_Closure closure,
                      void *closure_data);
+  void (*get_funding_cards)(Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
+                            const Tokenet__Tsp__V1__GetFundingCardsRequest *input,
+                            Tokenet__Tsp__V1__GetFundingCardsResponse_Closure closure,
+                            void *closure_data);
   void (*send_card_message)(Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
                             const Tokenet__Tsp__V1__SendCardMessageRequest *input,
                             Tokenet__Tsp__V1__SendCardMessageResponse_Closure closure,
@@ -891,11 +1021,16 @@ void tokenet__tsp__v1__issuer_card_updates__init (Tokenet__Tsp__V1__IssuerCardUp
 #define TOKENET__TSP__V1__ISSUER_CARD_UPDATES__INIT(function_prefix__) \
     { TOKENET__TSP__V1__ISSUER_CARD_UPDATES__BASE_INIT,\
       function_prefix__ ## renew_card,\
+      function_prefix__ ## get_funding_cards,\
       function_prefix__ ## send_card_message  }
 void tokenet__tsp__v1__issuer_card_updates__renew_card(ProtobufCService *service,
                                                        const Tokenet__Tsp__V1__RenewCardRequest *input,
                                                        Tokenet__Tsp__V1__RenewCardResponse_Closure closure,
                                                        void *closure_data);
+void tokenet__tsp__v1__issuer_card_updates__get_funding_cards(ProtobufCService *service,
+                                                              const Tokenet__Tsp__V1__GetFundingCardsRequest *input,
+                                                              Tokenet__Tsp__V1__GetFundingCardsResponse_Closure closure,
+                                                              void *closure_data);
 void tokenet__tsp__v1__issuer_card_updates__send_card_message(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__SendCardMessageRequest *input,
                                                               Tokenet__Tsp__V1__SendCardMessageResponse_Closure closure,
@@ -922,6 +1057,9 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__tsp_transaction__descr
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__list_transactions_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__funding_card__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__send_card_message_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__send_card_message_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__token_lifecycle__descriptor;
