@@ -148,6 +148,13 @@ import TokenetTestSupport
                 $0["digitalCardId"] as? String == id && $0["expiry"] as? String == "12/31"
             }
         }
+        // The TSP answered, so nothing is left pending: cards lists no renewal, and there is none to abandon.
+        let cards = try await json(["issuer", "cards", issuer.listen])
+        let card = list(cards, "cards").first { $0["cardId"] as? String == "card-visa-approve" }
+        #expect(card?["expiry"] as? String == "12/31" && card?["pendingRenewal"] == nil, "\(cards)")
+        let abandon = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
+        #expect(abandon.status == 64 + 9, "\(abandon.stdout)\(abandon.stderr)")
+        #expect(abandon.stderr.contains("card-visa-approve has no pending renewal to abandon"), "\(abandon.stderr)")
         let paid = try await tokenet([
             "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "1", "--merchant", "After renewal",
         ])
@@ -162,6 +169,46 @@ import TokenetTestSupport
             $0["batches"] as? Int == 2
         }
         try await appSaw("REPLENISHMENT", id) { ($0["action"] as? String)?.contains("10 payment keys issued") == true }
+    }
+
+    /// A renewal whose TSP cannot be reached stays pending (the issuer cannot know the TSP never got it) and cannot be
+    /// abandoned while the TSP cannot be asked; once the TSP is back, GetFundingCards says it never applied the
+    /// renewal, and the abandon gives the number back. The TSP's address is held meanwhile by a node of another role,
+    /// which the issuer refuses at the handshake: a failure no retry can mend, so each call fails at once instead of
+    /// retrying until its deadline.
+    @Test func aRenewalTheTSPNeverGotIsAbandonedOnceTheTSPCanBeAsked() async throws {
+        _ = try await activeCard()
+        let (tsp, issuer) = (self.tsp, self.issuer)
+        let impostor = try await offThePool {
+            tsp.stop()
+            return try NodeProcess(
+                "wallet-node", role: "wallet", pki: try TestPKI.directory(), listen: tsp.listen,
+                extra: ["--tsp", tsp.listen, "--issuer", issuer.listen])
+        }
+        let lost = try await tokenet([
+            "issuer", "renew-card", issuer.listen, "card-visa-approve", "--pan", "4761000010000017",
+        ])
+        #expect(lost.status == 64 + 14 && lost.stderr.contains("stays pending"), "\(lost.stdout)\(lost.stderr)")
+        let pending = try await json(["issuer", "cards", issuer.listen])
+        let card = list(pending, "cards").first { $0["cardId"] as? String == "card-visa-approve" }
+        #expect(
+            (card?["pendingRenewal"] as? [String: Any])?["maskedPan"] as? String == "************0017", "\(pending)")
+        let notAsked = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
+        #expect(notAsked.stderr.contains("could not be asked"), "\(notAsked.stdout)\(notAsked.stderr)")
+
+        let restarted = try await offThePool {
+            impostor.stop()
+            return try NodeProcess(
+                "tsp-node", role: "tsp", pki: try TestPKI.directory(), listen: tsp.listen, directory: tsp.directory,
+                extra: ["--issuer", issuer.listen])
+        }
+        defer { restarted.stop() }
+        let abandoned = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
+        #expect(
+            abandoned.stdout.hasPrefix("card-visa-approve: renewal abandoned; the card keeps ************0009"),
+            "\(abandoned.stdout)\(abandoned.stderr)")
+        let after = try await json(["issuer", "cards", issuer.listen])
+        #expect(list(after, "cards").allSatisfy { $0["pendingRenewal"] == nil }, "\(after)")
     }
 
     func seenByEveryParty(_ id: String, state: String) async throws {
