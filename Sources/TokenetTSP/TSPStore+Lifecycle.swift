@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 import TokenetStorage
 import TokenetWire
 
@@ -92,17 +93,32 @@ extension TSPStore {
             authnStatus: try row.get(8, as: String?.self) ?? "")
     }
 
-    func transactions(of digitalCardID: String?) throws -> [TspV1.TspTransaction] {
-        let rows: [Row]
-        if let digitalCardID {
-            rows = try database.query(
-                "SELECT \(Self.transactionColumns) FROM transactions WHERE digital_card_id = ? ORDER BY at_ms, rowid",
-                [digitalCardID])
-        } else {
-            rows = try database.query("SELECT \(Self.transactionColumns) FROM transactions ORDER BY at_ms, rowid")
+    /// Up to `limit` transactions in the order they were made (ties in the order they were stored), of one token
+    /// or of every token, after the place `after` (`PageRequest.afterTime`), each with its page key.
+    func transactions(
+        of digitalCardID: String?, after: (ms: Int64, row: Int64), limit: Int
+    ) throws -> [(transaction: TspV1.TspTransaction, pageKey: String)] {
+        let parameters: [any SQLValueConvertible] =
+            (digitalCardID.map { [$0] } ?? []) + [after.ms, after.row, Int64(limit)]
+        return try database.query(Self.transactionPageQuery(oneToken: digitalCardID != nil), parameters).map { row in
+            let key = PageRequest.key(
+                in: digitalCardID ?? "", ms: try row.int64(6), row: try row.int64(Self.transactionColumnCount))
+            return (try Self.transaction(from: row), key)
         }
-        return try rows.map(Self.transaction(from:))
     }
+
+    /// The query of a `ListTransactions` page, of one token's transactions or every token's: parameters are the
+    /// token (for one), the time and row id the page starts after, and the number of rows. Each reads through an
+    /// index in its order (`transactions_token`, `transactions_made`), which ends in the row id.
+    static func transactionPageQuery(oneToken: Bool) -> String {
+        """
+        SELECT \(transactionColumns), rowid FROM transactions
+        WHERE \(oneToken ? "digital_card_id = ? AND " : "")(at_ms, rowid) > (?, ?)
+        ORDER BY at_ms, rowid LIMIT ?
+        """
+    }
+
+    static let transactionColumnCount = 9
 
     /// Records the cardholder's answer once, in one transaction; a repeated answer that agrees is harmless, one that
     /// disagrees is refused. Returns the transaction as answered.

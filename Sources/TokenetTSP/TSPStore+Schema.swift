@@ -204,5 +204,10 @@ extension TSPStore {
         // can learn whether a renewal changing the expiry only was applied (GetFundingCards). NULL for tokens made
         // before it was recorded and not renewed since.
         Migration(version: 10, name: "token_funding_expiry", sql: "ALTER TABLE tokens ADD COLUMN funding_expiry TEXT;"),
+        // The order `ListTransactions` pages of every token walk (time, then row id, which the index holds); one
+        // token's pages walk `transactions_token`. Without it each page read and sorted every transaction.
+        Migration(
+            version: 11, name: "transaction_listing_order",
+            sql: "CREATE INDEX transactions_made ON transactions(at_ms);"),
     ]
 }

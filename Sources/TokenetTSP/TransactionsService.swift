@@ -102,9 +102,13 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
         -> TspV1.ListTransactionsResponse
     {
         try await tsp.handling("ListTransactions", context) { _ in
-            TspV1.ListTransactionsResponse(
-                transactions: try tsp.store.transactions(
-                    of: request.digitalCardID.isEmpty ? nil : request.digitalCardID))
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListTransactions")
+            let token = request.digitalCardID.isEmpty ? nil : request.digitalCardID
+            let after = try page.afterTime(
+                in: request.digitalCardID, call: "ListTransactions", field: "digital_card_id", items: "token")
+            let rows = try tsp.store.transactions(of: token, after: after, limit: page.size + 1)
+            let (transactions, next) = page.split(rows, key: \.pageKey)
+            return TspV1.ListTransactionsResponse(transactions: transactions.map(\.transaction), nextPageToken: next)
         }
     }
 

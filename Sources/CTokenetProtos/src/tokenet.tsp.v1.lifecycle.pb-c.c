@@ -1809,7 +1809,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__answer_authn_response__descri
   (ProtobufCMessageInit) tokenet__tsp__v1__answer_authn_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_request__field_descriptors[3] =
 {
   {
     "digital_card_id",
@@ -1823,14 +1823,40 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_reques
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTransactionsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTransactionsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__list_transactions_request__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__list_transactions_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__list_transactions_request__descriptor =
 {
@@ -1840,7 +1866,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_transactions_request__de
   "Tokenet__Tsp__V1__ListTransactionsRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ListTransactionsRequest),
-  1,
+  3,
   tokenet__tsp__v1__list_transactions_request__field_descriptors,
   tokenet__tsp__v1__list_transactions_request__field_indices_by_name,
   1,  tokenet__tsp__v1__list_transactions_request__number_ranges,
@@ -1989,7 +2015,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__tsp_transaction__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__tsp_transaction__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_response__field_descriptors[2] =
 {
   {
     "transactions",
@@ -2003,14 +2029,27 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__list_transactions_respon
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ListTransactionsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__list_transactions_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
   0,   /* field[0] = transactions */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__list_transactions_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__list_transactions_response__descriptor =
 {
@@ -2020,7 +2059,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_transactions_response__d
   "Tokenet__Tsp__V1__ListTransactionsResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ListTransactionsResponse),
-  1,
+  2,
   tokenet__tsp__v1__list_transactions_response__field_descriptors,
   tokenet__tsp__v1__list_transactions_response__field_indices_by_name,
   1,  tokenet__tsp__v1__list_transactions_response__number_ranges,

@@ -481,18 +481,33 @@ extension TspV1 {
         /// Empty for every token.
         public var digitalCardID: String = ""
 
+        /// At most this many transactions in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
+        /// the first page. A token that did not come from this TSP's ListTransactions, or asked with another
+        /// digital_card_id than its listing's, is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
-        public init(digitalCardID: String = "") {
+        public init(digitalCardID: String = "", pageSize: Int32 = 0, pageToken: String = "") {
             self.digitalCardID = digitalCardID
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
+            self.pageSize = try reader.read(2)
+            self.pageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
+            try writer.write(2, pageSize)
+            try writer.write(3, pageToken)
         }
     }
 }
@@ -582,18 +597,24 @@ extension TspV1 {
 
         public var transactions: [TspV1.TspTransaction] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(transactions: [TspV1.TspTransaction] = []) {
+        public init(transactions: [TspV1.TspTransaction] = [], nextPageToken: String = "") {
             self.transactions = transactions
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.transactions = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: transactions)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -964,6 +985,7 @@ extension TspV1 {
             service: serviceName, name: "AnswerAuthn", kind: .unary, allowedRoles: ["issuer"]
         )
 
+        /// Simulated transactions, of every token or of one, in pages in the order they were made.
         public static let listTransactions = MethodDescriptor<TspV1.ListTransactionsRequest, TspV1.ListTransactionsResponse>(
             service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"]
         )

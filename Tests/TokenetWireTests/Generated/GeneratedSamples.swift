@@ -1463,6 +1463,8 @@ extension TspV1.ListTransactionsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pageSize = -2000006
+        base.pageToken = "page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1471,6 +1473,7 @@ extension TspV1.ListTransactionsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.transactions = [TspV1.TspTransaction.samples()[0], TspV1.TspTransaction.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

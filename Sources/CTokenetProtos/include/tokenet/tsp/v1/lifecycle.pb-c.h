@@ -244,10 +244,21 @@ struct  Tokenet__Tsp__V1__ListTransactionsRequest
    * Empty for every token.
    */
   char *digital_card_id;
+  /*
+   * At most this many transactions in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
+   * the first page. A token that did not come from this TSP's ListTransactions, or asked with another
+   * digital_card_id than its listing's, is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__TSP__V1__LIST_TRANSACTIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__list_transactions_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__TspTransaction
@@ -276,10 +287,14 @@ struct  Tokenet__Tsp__V1__ListTransactionsResponse
   ProtobufCMessage base;
   size_t n_transactions;
   Tokenet__Tsp__V1__TspTransaction **transactions;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__TSP__V1__LIST_TRANSACTIONS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__list_transactions_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__RenewCardRequest

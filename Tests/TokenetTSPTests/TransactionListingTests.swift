@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetStorage
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// `Transactions/ListTransactions` in pages: every transaction once, in the order they were made, for every token
+/// or one.
+@Suite struct TransactionListingTests {
+    /// Seven payments with two ACTIVE tokens (first, second, first, second, first, first, second); the clock moves a
+    /// second after the fourth and stands still otherwise, so most share a millisecond and keep the order they were
+    /// made in.
+    static func tspWithTransactions() async throws -> (tsp: TSPHarness, tokens: [String], made: [(String, String)]) {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        var tokens: [String] = []
+        for index in 0..<2 {
+            let device = CardV1.DeviceInfo(deviceID: "device-\(index)", deviceType: "PHONE", deviceName: "Phone")
+            let eligibility = try await tsp.checkEligibility(
+                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))), device: device)
+            let token = try await tsp.digitize(eligibility, device: device)
+            try #require(token.tokenState == .active)
+            tokens.append(token.digitalCardID)
+        }
+        let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+        var made: [(String, String)] = []
+        for (index, token) in [0, 1, 0, 1, 0, 0, 1].map({ tokens[$0] }).enumerated() {
+            if index == 4 { tsp.clock.advance(seconds: 1) }
+            let paid = try await client.simulateTransaction(
+                .init(digitalCardID: token, amountMinor: Int64(100 + index), merchant: "Shop \(index)"))
+            made.append((token, paid.transactionID))
+        }
+        return (tsp, tokens, made)
+    }
+
+    func walk(_ tsp: TSPHarness, _ request: TspV1.ListTransactionsRequest) async throws
+        -> (ids: [String], pages: Int)
+    {
+        let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+        var request = request
+        var ids: [String] = []
+        var pages = 0
+        repeat {
+            let page = try await client.listTransactions(request)
+            #expect(page.transactions.count <= Int(request.pageSize))
+            ids += page.transactions.map(\.transactionID)
+            request.pageToken = page.nextPageToken
+            pages += 1
+        } while !request.pageToken.isEmpty && pages <= 10
+        return (ids, pages)
+    }
+
+    @Test func pagesListEveryTransactionOnceInOrder() async throws {
+        let (tsp, _, made) = try await Self.tspWithTransactions()
+        let whole = try await NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+            .listTransactions(.init())
+        #expect(whole.transactions.map(\.transactionID) == made.map(\.1))
+        #expect(whole.nextPageToken.isEmpty)
+        for size: Int32 in [1, 2, 3, 7] {
+            let (listed, pages) = try await walk(tsp, .init(pageSize: size))
+            #expect(listed == made.map(\.1), "page size \(size)")
+            #expect(pages == (7 + Int(size) - 1) / Int(size), "page size \(size)")
+        }
+    }
+
+    @Test func pagesOfOneToken() async throws {
+        let (tsp, tokens, made) = try await Self.tspWithTransactions()
+        for token in tokens {
+            let (listed, pages) = try await walk(tsp, .init(digitalCardID: token, pageSize: 2))
+            let expected = made.filter { $0.0 == token }.map(\.1)
+            #expect(listed == expected)
+            #expect(pages == (expected.count + 1) / 2)
+        }
+    }
+
+    @Test func aBadPageIsRefused() async throws {
+        let (tsp, _, _) = try await Self.tspWithTransactions()
+        let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+        await expectRPCError(.invalidArgument, "page_size") {
+            try await client.listTransactions(.init(pageSize: -1))
+        }
+        let foreign = [
+            "txn-1", "p1.", PageRequest.token(after: "7"), PageRequest.token(after: "\u{1F}x:1"),
+            PageRequest.token(after: "\u{1F}5:0"), PageRequest.token(after: "\u{1F}5:"),
+        ]
+        for token in foreign {
+            await expectRPCError(.invalidArgument, "start again with an empty page_token") {
+                try await client.listTransactions(.init(pageToken: token))
+            }
+        }
+    }
+
+    /// A page token continues the listing it came from: asked with another digital_card_id (or with none, or with
+    /// one after a listing of every token) it is refused, instead of skipping or repeating transactions.
+    @Test func aPageTokenContinuesOnlyItsOwnListing() async throws {
+        let (tsp, tokens, made) = try await Self.tspWithTransactions()
+        let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+        let first = try await client.listTransactions(.init(digitalCardID: tokens[0], pageSize: 2))
+        #expect(!first.nextPageToken.isEmpty)
+        let every = try await client.listTransactions(.init(pageSize: 2))
+        for (token, pageToken) in [
+            (tokens[1], first.nextPageToken), ("", first.nextPageToken), (tokens[0], every.nextPageToken),
+        ] {
+            await expectRPCError(.invalidArgument, "digital_card_id") {
+                try await client.listTransactions(.init(digitalCardID: token, pageSize: 2, pageToken: pageToken))
+            }
+        }
+        let rest = try await client.listTransactions(
+            .init(digitalCardID: tokens[0], pageSize: 10, pageToken: first.nextPageToken))
+        #expect(rest.transactions.map(\.transactionID) == made.filter { $0.0 == tokens[0] }.map(\.1).suffix(2))
+    }
+
+    /// Each page is read in the order of an index from where the previous one ended, instead of reading and
+    /// sorting every transaction for every page.
+    @Test func aPageIsReadThroughAnIndex() async throws {
+        let (tsp, tokens, _) = try await Self.tspWithTransactions()
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        for oneToken in [false, true] {
+            let parameters: [any SQLValueConvertible] =
+                (oneToken ? [tokens[0]] : []) + [Int64(0), Int64(0), Int64(10)]
+            let plan = try database.query(
+                "EXPLAIN QUERY PLAN " + TSPStore.transactionPageQuery(oneToken: oneToken), parameters
+            ).map { try $0.text(3) }.joined(separator: "; ")
+            #expect(plan.contains("SEARCH transactions USING INDEX"), "\(plan)")
+            #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+        }
+    }
+}
