@@ -174,8 +174,11 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         -> WalletV1.ListWalletCardsResponse
     {
         try await answering {
-            WalletV1.ListWalletCardsResponse(
-                cards: try store.allCards().map { $0.walletCard(configured: configuration.walletAccountID) })
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListCards")
+            let cards = try store.cardPage(afterRow: try page.afterRow(call: "ListCards"), limit: page.size + 1)
+            let (listed, next) = page.split(cards) { PageRequest.key(row: $0.id) }
+            return WalletV1.ListWalletCardsResponse(
+                cards: listed.map { $0.walletCard(configured: configuration.walletAccountID) }, nextPageToken: next)
         }
     }
 

@@ -47,15 +47,27 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         async throws -> WalletV1.WalletTransactionsResponse
     {
         try await answering {
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListTransactions")
             let id = request.cardRef.isEmpty ? nil : try digitalCard(request.cardRef).1
-            return WalletV1.WalletTransactionsResponse(transactions: try store.transactions(digitalCardID: id))
+            let after = try page.afterTime(
+                in: request.cardRef, call: "ListTransactions", field: "card_ref", items: "card")
+            let rows = try store.transactionPage(
+                digitalCardID: id, listing: request.cardRef, after: after, limit: page.size + 1)
+            let (transactions, next) = page.split(rows, key: \.pageKey)
+            return WalletV1.WalletTransactionsResponse(
+                transactions: transactions.map(\.transaction), nextPageToken: next)
         }
     }
 
     public func inbox(_ request: WalletV1.WalletInboxRequest, context: ServerContext) async throws
         -> WalletV1.WalletInboxResponse
     {
-        try await answering { WalletV1.WalletInboxResponse(notifications: try store.inbox()) }
+        try await answering {
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "Inbox")
+            let rows = try store.inboxPage(afterRow: try page.afterRow(call: "Inbox"), limit: page.size + 1)
+            let (notifications, next) = page.split(rows) { PageRequest.key(row: $0.row) }
+            return WalletV1.WalletInboxResponse(notifications: notifications.map(\.notification), nextPageToken: next)
+        }
     }
 
     public func paymentKeys(_ request: WalletV1.PaymentKeysRequest, context: ServerContext) async throws

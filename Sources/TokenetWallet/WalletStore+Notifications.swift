@@ -31,51 +31,31 @@ extension WalletStore {
         }
     }
 
+    /// Every kept notification, oldest first (Inbox reads them in pages: `inboxPage`).
     public func inbox() throws(WalletError) -> [TspV1.Notification] {
-        try run("read the inbox") {
-            try database.query("SELECT notification FROM inbox ORDER BY rowid").map {
-                try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self))
-            }
-        }
+        try inboxPage(afterRow: 0, limit: Int.max).map(\.notification)
     }
 
-    /// Records a notified transaction once (a later notification of the same id replaces it: an AUTHN answer).
+    /// Records a notified transaction once (a later notification of the same id replaces what it says: an AUTHN
+    /// answer). The row stays, so the transaction keeps its place among those recorded at the same time and a
+    /// listing under way (`transactionPage`) does not meet it twice.
     public func record(_ transaction: WalletV1.WalletTransaction) throws(WalletError) {
         _ = try run("record a transaction") {
             try database.execute(
                 """
-                INSERT OR REPLACE INTO transactions (transaction_id, digital_card_id, amount_minor, currency,
+                INSERT INTO transactions (transaction_id, digital_card_id, amount_minor, currency,
                     merchant, approved, transaction_at_ms, last_call_ms)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(transaction_id) DO UPDATE SET digital_card_id = excluded.digital_card_id,
+                    amount_minor = excluded.amount_minor, currency = excluded.currency, merchant = excluded.merchant,
+                    approved = excluded.approved, transaction_at_ms = excluded.transaction_at_ms,
+                    last_call_ms = excluded.last_call_ms
                 """,
                 [
                     transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
                     transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
                     Int64(transaction.transactionAtMs), Int64(transaction.lastCallTimestampMs),
                 ])
-        }
-    }
-
-    public func transactions(digitalCardID: String?) throws(WalletError) -> [WalletV1.WalletTransaction] {
-        try run("list transactions") {
-            let rows: [Row]
-            let columns = """
-                transaction_id, digital_card_id, amount_minor, currency, merchant, approved, transaction_at_ms,
-                last_call_ms
-                """
-            if let digitalCardID {
-                rows = try database.query(
-                    "SELECT \(columns) FROM transactions WHERE digital_card_id = ? ORDER BY transaction_at_ms, rowid",
-                    [digitalCardID])
-            } else {
-                rows = try database.query("SELECT \(columns) FROM transactions ORDER BY transaction_at_ms, rowid")
-            }
-            return try rows.map { row in
-                WalletV1.WalletTransaction(
-                    transactionID: try row.text(0), digitalCardID: try row.text(1), amountMinor: try row.int64(2),
-                    currency: try row.text(3), merchant: try row.text(4), approved: try row.int64(5) != 0,
-                    transactionAtMs: UInt64(try row.int64(6)), lastCallTimestampMs: UInt64(try row.int64(7)))
-            }
         }
     }
 

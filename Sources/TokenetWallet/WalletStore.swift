@@ -79,6 +79,14 @@ public final class WalletStore: Sendable {
                 ALTER TABLE cards ADD COLUMN issuer_id TEXT;
                 ALTER TABLE cards ADD COLUMN issuer_node_id TEXT;
                 """),
+        // The orders `ListTransactions` pages walk, for every card and for one: time, then row id (which an index
+        // holds). Without them each page read and sorted every transaction the wallet was notified of.
+        Migration(
+            version: 5, name: "transaction_listing_order",
+            sql: """
+                CREATE INDEX transactions_made ON transactions(transaction_at_ms);
+                CREATE INDEX transactions_card_made ON transactions(digital_card_id, transaction_at_ms);
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -224,7 +232,7 @@ public final class WalletStore: Sendable {
         try database.queryOne("SELECT * FROM cards WHERE id = ?", [id]).map(Self.record)
     }
 
-    private static func record(_ row: Row) throws -> WalletCardRecord {
+    static func record(_ row: Row) throws -> WalletCardRecord {
         let termsBytes: [UInt8]? = try row.get("terms")
         let resultBytes: [UInt8]? = try row.get("result")
         let accepted: Int64? = try row.get("terms_accepted_at_ms")

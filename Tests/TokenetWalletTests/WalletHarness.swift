@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 import TokenetNode
 import TokenetRPC
 import TokenetTransport
@@ -110,5 +111,21 @@ func statusCode(_ body: () async throws -> some Any) async -> StatusCode? {
         return error.code
     } catch {
         return .unknown
+    }
+}
+
+/// Expects the body to fail with `code` and a message containing `text`.
+func expectRPCError<T>(
+    _ code: StatusCode, _ text: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code.protoValueName ?? "") but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as RPCError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.message.contains(text), "\(error.message)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
     }
 }

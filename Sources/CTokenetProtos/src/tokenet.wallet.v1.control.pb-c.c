@@ -861,9 +861,42 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__accept_terms_response__des
   (ProtobufCMessageInit) tokenet__wallet__v1__accept_terms_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define tokenet__wallet__v1__list_wallet_cards_request__field_descriptors NULL
-#define tokenet__wallet__v1__list_wallet_cards_request__field_indices_by_name NULL
-#define tokenet__wallet__v1__list_wallet_cards_request__number_ranges NULL
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__list_wallet_cards_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__ListWalletCardsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__ListWalletCardsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__list_wallet_cards_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__list_wallet_cards_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -872,10 +905,10 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_request_
   "Tokenet__Wallet__V1__ListWalletCardsRequest",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__ListWalletCardsRequest),
-  0,
+  2,
   tokenet__wallet__v1__list_wallet_cards_request__field_descriptors,
   tokenet__wallet__v1__list_wallet_cards_request__field_indices_by_name,
-  0,  tokenet__wallet__v1__list_wallet_cards_request__number_ranges,
+  1,  tokenet__wallet__v1__list_wallet_cards_request__number_ranges,
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -1021,7 +1054,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_card__descriptor =
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_card__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__list_wallet_cards_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__list_wallet_cards_response__field_descriptors[2] =
 {
   {
     "cards",
@@ -1035,14 +1068,27 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__list_wallet_cards_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__ListWalletCardsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__list_wallet_cards_response__field_indices_by_name[] = {
   0,   /* field[0] = cards */
+  1,   /* field[1] = next_page_token */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__list_wallet_cards_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_response__descriptor =
 {
@@ -1052,7 +1098,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_response
   "Tokenet__Wallet__V1__ListWalletCardsResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__ListWalletCardsResponse),
-  1,
+  2,
   tokenet__wallet__v1__list_wallet_cards_response__field_descriptors,
   tokenet__wallet__v1__list_wallet_cards_response__field_indices_by_name,
   1,  tokenet__wallet__v1__list_wallet_cards_response__number_ranges,

@@ -514,7 +514,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_change_card_state_r
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_change_card_state_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_request__field_descriptors[3] =
 {
   {
     "card_ref",
@@ -528,14 +528,40 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletTransactionsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletTransactionsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_transactions_request__field_indices_by_name[] = {
   0,   /* field[0] = card_ref */
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_transactions_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_transactions_request__descriptor =
 {
@@ -545,7 +571,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_transactions_reques
   "Tokenet__Wallet__V1__WalletTransactionsRequest",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletTransactionsRequest),
-  1,
+  3,
   tokenet__wallet__v1__wallet_transactions_request__field_descriptors,
   tokenet__wallet__v1__wallet_transactions_request__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_transactions_request__number_ranges,
@@ -681,7 +707,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_transaction__descri
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_transaction__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_response__field_descriptors[2] =
 {
   {
     "transactions",
@@ -695,14 +721,27 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_transactions_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletTransactionsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_transactions_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
   0,   /* field[0] = transactions */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_transactions_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_transactions_response__descriptor =
 {
@@ -712,16 +751,49 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_transactions_respon
   "Tokenet__Wallet__V1__WalletTransactionsResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletTransactionsResponse),
-  1,
+  2,
   tokenet__wallet__v1__wallet_transactions_response__field_descriptors,
   tokenet__wallet__v1__wallet_transactions_response__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_transactions_response__number_ranges,
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_transactions_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define tokenet__wallet__v1__wallet_inbox_request__field_descriptors NULL
-#define tokenet__wallet__v1__wallet_inbox_request__field_indices_by_name NULL
-#define tokenet__wallet__v1__wallet_inbox_request__number_ranges NULL
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_inbox_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletInboxRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletInboxRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__wallet_inbox_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__wallet_inbox_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_inbox_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -730,14 +802,14 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_inbox_request__desc
   "Tokenet__Wallet__V1__WalletInboxRequest",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletInboxRequest),
-  0,
+  2,
   tokenet__wallet__v1__wallet_inbox_request__field_descriptors,
   tokenet__wallet__v1__wallet_inbox_request__field_indices_by_name,
-  0,  tokenet__wallet__v1__wallet_inbox_request__number_ranges,
+  1,  tokenet__wallet__v1__wallet_inbox_request__number_ranges,
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_inbox_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_inbox_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_inbox_response__field_descriptors[2] =
 {
   {
     "notifications",
@@ -751,14 +823,27 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_inbox_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletInboxResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_inbox_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
   0,   /* field[0] = notifications */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_inbox_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_inbox_response__descriptor =
 {
@@ -768,7 +853,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_inbox_response__des
   "Tokenet__Wallet__V1__WalletInboxResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletInboxResponse),
-  1,
+  2,
   tokenet__wallet__v1__wallet_inbox_response__field_descriptors,
   tokenet__wallet__v1__wallet_inbox_response__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_inbox_response__number_ranges,

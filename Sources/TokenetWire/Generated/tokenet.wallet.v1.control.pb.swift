@@ -284,14 +284,29 @@ extension WalletV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__list_wallet_cards_request())
         }
 
+        /// At most this many cards in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+        /// come from this wallet's ListCards is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
         public init(_protoReader reader: _ProtoReader) throws {
-            _ = reader
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
-            _ = writer
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
         }
     }
 }
@@ -384,18 +399,24 @@ extension WalletV1 {
 
         public var cards: [WalletV1.WalletCard] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(cards: [WalletV1.WalletCard] = []) {
+        public init(cards: [WalletV1.WalletCard] = [], nextPageToken: String = "") {
             self.cards = cards
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.cards = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: cards)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -416,7 +437,8 @@ extension WalletV1 {
             service: serviceName, name: "AcceptTerms", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// The wallet's cards: pending ones and digital cards with their token state.
+        /// The wallet's cards: pending ones and digital cards with their token state, in pages in the order they were added
+        /// (their card_ref numbers).
         public static let listCards = MethodDescriptor<WalletV1.ListWalletCardsRequest, WalletV1.ListWalletCardsResponse>(
             service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"]
         )

@@ -77,18 +77,33 @@ extension WalletV1 {
         /// Empty for every card.
         public var cardRef: String = ""
 
+        /// At most this many transactions in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response, asked with the same card_ref; empty for the first
+        /// page. A token that did not come from this wallet's ListTransactions, or asked with another card_ref than its
+        /// listing's, is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
-        public init(cardRef: String = "") {
+        public init(cardRef: String = "", pageSize: Int32 = 0, pageToken: String = "") {
             self.cardRef = cardRef
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.cardRef = try reader.read(1)
+            self.pageSize = try reader.read(2)
+            self.pageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, cardRef)
+            try writer.write(2, pageSize)
+            try writer.write(3, pageToken)
         }
     }
 }
@@ -171,18 +186,24 @@ extension WalletV1 {
 
         public var transactions: [WalletV1.WalletTransaction] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(transactions: [WalletV1.WalletTransaction] = []) {
+        public init(transactions: [WalletV1.WalletTransaction] = [], nextPageToken: String = "") {
             self.transactions = transactions
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.transactions = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: transactions)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -194,14 +215,29 @@ extension WalletV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__wallet_inbox_request())
         }
 
+        /// At most this many notifications in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+        /// come from this wallet's Inbox is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
         public init(_protoReader reader: _ProtoReader) throws {
-            _ = reader
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
-            _ = writer
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
         }
     }
 }
@@ -215,18 +251,24 @@ extension WalletV1 {
 
         public var notifications: [TspV1.Notification] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(notifications: [TspV1.Notification] = []) {
+        public init(notifications: [TspV1.Notification] = [], nextPageToken: String = "") {
             self.notifications = notifications
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.notifications = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: notifications)
+            try writer.write(2, nextPageToken)
         }
     }
 }
@@ -323,12 +365,13 @@ extension WalletV1 {
             service: serviceName, name: "ChangeCardState", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// Transactions the TSP notified, newest last.
+        /// Transactions the TSP notified, of every card or of one, in pages, newest last: in the order of their time (ties
+        /// in the order the wallet recorded them).
         public static let listTransactions = MethodDescriptor<WalletV1.WalletTransactionsRequest, WalletV1.WalletTransactionsResponse>(
             service: serviceName, name: "ListTransactions", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// Every notification the wallet received from the broker, oldest first.
+        /// Every notification the wallet received from the broker, in pages, oldest first.
         public static let inbox = MethodDescriptor<WalletV1.WalletInboxRequest, WalletV1.WalletInboxResponse>(
             service: serviceName, name: "Inbox", kind: .unary, allowedRoles: ["operator"]
         )

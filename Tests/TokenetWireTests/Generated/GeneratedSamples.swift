@@ -2078,7 +2078,9 @@ extension WalletV1.IssuerPushReceiptInput {
 
 extension WalletV1.ListWalletCardsRequest {
     static func samples() -> [Self] {
-        let base = Self()
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2087,6 +2089,7 @@ extension WalletV1.ListWalletCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.cards = [WalletV1.WalletCard.samples()[0], WalletV1.WalletCard.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2257,7 +2260,9 @@ extension WalletV1.WalletEvent {
 
 extension WalletV1.WalletInboxRequest {
     static func samples() -> [Self] {
-        let base = Self()
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2266,6 +2271,7 @@ extension WalletV1.WalletInboxResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.notifications = [TspV1.Notification.samples()[0], TspV1.Notification.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2348,6 +2354,8 @@ extension WalletV1.WalletTransactionsRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.cardRef = "card_ref-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pageSize = -2000006
+        base.pageToken = "page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2356,6 +2364,7 @@ extension WalletV1.WalletTransactionsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.transactions = [WalletV1.WalletTransaction.samples()[0], WalletV1.WalletTransaction.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -137,10 +137,20 @@ struct  Tokenet__Wallet__V1__AcceptTermsResponse
 struct  Tokenet__Wallet__V1__ListWalletCardsRequest
 {
   ProtobufCMessage base;
+  /*
+   * At most this many cards in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+   * come from this wallet's ListCards is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__WALLET__V1__LIST_WALLET_CARDS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__list_wallet_cards_request__descriptor) \
-     }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__WalletCard
@@ -176,10 +186,14 @@ struct  Tokenet__Wallet__V1__ListWalletCardsResponse
   ProtobufCMessage base;
   size_t n_cards;
   Tokenet__Wallet__V1__WalletCard **cards;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__WALLET__V1__LIST_WALLET_CARDS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__list_wallet_cards_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Wallet__V1__AddCardRequest methods */

@@ -64,10 +64,21 @@ struct  Tokenet__Wallet__V1__WalletTransactionsRequest
    * Empty for every card.
    */
   char *card_ref;
+  /*
+   * At most this many transactions in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response, asked with the same card_ref; empty for the first
+   * page. A token that did not come from this wallet's ListTransactions, or asked with another card_ref than its
+   * listing's, is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__WALLET__V1__WALLET_TRANSACTIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_transactions_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__WalletTransaction
@@ -92,19 +103,33 @@ struct  Tokenet__Wallet__V1__WalletTransactionsResponse
   ProtobufCMessage base;
   size_t n_transactions;
   Tokenet__Wallet__V1__WalletTransaction **transactions;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__WALLET__V1__WALLET_TRANSACTIONS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_transactions_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__WalletInboxRequest
 {
   ProtobufCMessage base;
+  /*
+   * At most this many notifications in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+   * come from this wallet's Inbox is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__WALLET__V1__WALLET_INBOX_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_inbox_request__descriptor) \
-     }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__WalletInboxResponse
@@ -112,10 +137,14 @@ struct  Tokenet__Wallet__V1__WalletInboxResponse
   ProtobufCMessage base;
   size_t n_notifications;
   Tokenet__Tsp__V1__Notification **notifications;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__WALLET__V1__WALLET_INBOX_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_inbox_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__PaymentKeysRequest
