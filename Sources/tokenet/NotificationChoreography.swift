@@ -18,7 +18,7 @@ struct NotificationChoreography: DemoChoreography {
     func run(cluster: DemoCluster, report: (String) -> Void) throws(CLIError) {
         let nodes = try Nodes(cluster: cluster, pkiDirectory: pkiDirectory, timeout: timeout)
         let cards = try nodes.call(.wallet, "wallet cards", report) { client, options in
-            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+            try await WalletCommand.allCards(client) { options }
         }
         guard let card = cards.cards.first(where: { $0.state == .active && !$0.digitalCardID.isEmpty }) else {
             throw CLIError(.node, "unexpected outcome: expected an ACTIVE digital card in the wallet")
@@ -45,12 +45,11 @@ struct NotificationChoreography: DemoChoreography {
                 options: options)
         }
         let tsp = try nodes.call(.tsp, "tsp transactions \(id)", report) { client, options in
-            try await TspV1.Transactions.Client(client).listTransactions(.init(digitalCardID: id), options: options)
+            try await TSPCommand.allTransactions(client, .init(digitalCardID: id)) { options }
         }
         try expect(tsp.transactions.contains { $0.transactionID == paid.transactionID }, "the TSP to record it")
         let wallet = try poll(.wallet, "wallet transactions \(cardRef)", nodes, report) { client, options in
-            try await WalletV1.WalletLifecycle.Client(client).listTransactions(
-                .init(cardRef: cardRef), options: options)
+            try await WalletCommand.allTransactions(client, .init(cardRef: cardRef)) { options }
         } until: {
             $0.transactions.contains { $0.transactionID == paid.transactionID }
         }
@@ -93,7 +92,7 @@ struct NotificationChoreography: DemoChoreography {
             report("    TSP: \(PartyText.state(last.toState)) by \(last.actor) (\(last.reason))")
         }
         _ = try poll(.wallet, "wallet cards", nodes, report) { client, options in
-            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+            try await WalletCommand.allCards(client) { options }
         } until: {
             $0.cards.contains { $0.cardRef == cardRef && $0.state == state }
         }
@@ -127,7 +126,7 @@ struct NotificationChoreography: DemoChoreography {
         }
         report("    message \(sent.messageID)")
         let inbox = try poll(.wallet, "wallet inbox", nodes, report) { client, options in
-            try await WalletV1.WalletLifecycle.Client(client).inbox(.init(), options: options)
+            try await WalletCommand.wholeInbox(client) { options }
         } until: {
             $0.notifications.contains { $0.messageID == sent.messageID }
         }

@@ -18,6 +18,10 @@ protocol PagedListResponse: Sendable {
 
 extension IssuerV1.ListCardsRequest: PagedListRequest {}
 extension TspV1.ListTokensRequest: PagedListRequest {}
+extension TspV1.ListTransactionsRequest: PagedListRequest {}
+extension WalletV1.ListWalletCardsRequest: PagedListRequest {}
+extension WalletV1.WalletTransactionsRequest: PagedListRequest {}
+extension WalletV1.WalletInboxRequest: PagedListRequest {}
 
 extension IssuerV1.ListCardsResponse: PagedListResponse {
     var items: [IssuerV1.IssuerCard] {
@@ -30,6 +34,34 @@ extension TspV1.ListTokensResponse: PagedListResponse {
     var items: [TspV1.TokenSummary] {
         get { tokens }
         set { tokens = newValue }
+    }
+}
+
+extension TspV1.ListTransactionsResponse: PagedListResponse {
+    var items: [TspV1.TspTransaction] {
+        get { transactions }
+        set { transactions = newValue }
+    }
+}
+
+extension WalletV1.ListWalletCardsResponse: PagedListResponse {
+    var items: [WalletV1.WalletCard] {
+        get { cards }
+        set { cards = newValue }
+    }
+}
+
+extension WalletV1.WalletTransactionsResponse: PagedListResponse {
+    var items: [WalletV1.WalletTransaction] {
+        get { transactions }
+        set { transactions = newValue }
+    }
+}
+
+extension WalletV1.WalletInboxResponse: PagedListResponse {
+    var items: [TspV1.Notification] {
+        get { notifications }
+        set { notifications = newValue }
     }
 }
 

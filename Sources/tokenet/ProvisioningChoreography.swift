@@ -57,7 +57,7 @@ struct ProvisioningChoreography: DemoChoreography {
         }
         report("Each party's view")
         let cards = try nodes.call(.wallet, "wallet cards", report) { client, options in
-            try await WalletV1.WalletControl.Client(client).listCards(.init(), options: options)
+            try await WalletCommand.allCards(client) { options }
         }
         report(indent(PartyText.walletCards(cards), by: 4))
         let tokens = try nodes.call(.tsp, "tsp tokens", report) { client, options in

@@ -81,7 +81,8 @@ extension TSPCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await TspV1.Transactions.Client(session.client).listTransactions(request, options: callOptions)
+                try await allTransactions(
+                    session.client, request, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in
                 guard !response.transactions.isEmpty else { return "No transactions." }
@@ -94,6 +95,16 @@ extension TSPCommand {
                         ]
                     })
             })
+    }
+
+    /// Every page of `ListTransactions`.
+    static func allTransactions(
+        _ client: any RPCCaller, _ request: TspV1.ListTransactionsRequest, options: () -> CallOptions
+    ) async throws -> TspV1.ListTransactionsResponse {
+        let transactions = TspV1.Transactions.Client(client)
+        return try await PagedListing.all(request, from: "the TSP", options: options) {
+            try await transactions.listTransactions($0, options: $1)
+        }
     }
 
     static let requestKeys = PartyAction(name: "request-keys") { arguments, command throws(CLIError) in

@@ -54,10 +54,20 @@ extension WalletCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await WalletV1.WalletLifecycle.Client(session.client).listTransactions(
-                    request, options: callOptions)
+                try await allTransactions(
+                    session.client, request, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.walletTransactions(response) })
+    }
+
+    /// Every page of `ListTransactions`.
+    static func allTransactions(
+        _ client: any RPCCaller, _ request: WalletV1.WalletTransactionsRequest, options: () -> CallOptions
+    ) async throws -> WalletV1.WalletTransactionsResponse {
+        let lifecycle = WalletV1.WalletLifecycle.Client(client)
+        return try await PagedListing.all(request, from: "the wallet", options: options) {
+            try await lifecycle.listTransactions($0, options: $1)
+        }
     }
 
     static let inbox = PartyAction(name: "inbox") { arguments, command throws(CLIError) in
@@ -66,9 +76,19 @@ extension WalletCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await WalletV1.WalletLifecycle.Client(session.client).inbox(.init(), options: callOptions)
+                try await wholeInbox(session.client, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.notifications(response.notifications) })
+    }
+
+    /// Every page of `Inbox`.
+    static func wholeInbox(_ client: any RPCCaller, options: () -> CallOptions) async throws
+        -> WalletV1.WalletInboxResponse
+    {
+        let lifecycle = WalletV1.WalletLifecycle.Client(client)
+        return try await PagedListing.all(WalletV1.WalletInboxRequest(), from: "the wallet", options: options) {
+            try await lifecycle.inbox($0, options: $1)
+        }
     }
 
     static let keys = keysAction("keys")

@@ -102,9 +102,19 @@ enum WalletCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await WalletV1.WalletControl.Client(session.client).listCards(.init(), options: callOptions)
+                try await allCards(session.client, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.walletCards(response) })
+    }
+
+    /// Every page of `ListCards`.
+    static func allCards(_ client: any RPCCaller, options: () -> CallOptions) async throws
+        -> WalletV1.ListWalletCardsResponse
+    {
+        let control = WalletV1.WalletControl.Client(client)
+        return try await PagedListing.all(WalletV1.ListWalletCardsRequest(), from: "the wallet", options: options) {
+            try await control.listCards($0, options: $1)
+        }
     }
 
     /// The AddCard request the flags describe: exactly one of --pan, --receipt and --push-session.
