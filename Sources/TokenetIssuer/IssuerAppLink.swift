@@ -41,7 +41,7 @@ public struct IssuerAppLink: Sendable {
         var pulled = false
         do {
             let stream = try await wallet.listen(WalletV1.ListenRequest())
-            let pull = try await wallet.currentTokens(WalletV1.CurrentTokensRequest())
+            let pull = try await wallet.allCurrentTokens()
             view.update {
                 $0.apply(pull: pull)
                 $0.listening = true

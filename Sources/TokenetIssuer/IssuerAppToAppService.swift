@@ -96,7 +96,9 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             }
             let tokens: WalletV1.CurrentTokensResponse
             do {
-                tokens = try await WalletV1.WalletEvents.Client(wallet).currentTokens(.init())
+                tokens = try await WalletV1.WalletEvents.Client(wallet).allCurrentTokens {
+                    $0.passSerialNumber == serialNumber
+                }
             } catch let error as RPCError {
                 throw RPCError(.unavailable, "cannot look up the pass in the wallet: \(error.message)")
             }

@@ -44,14 +44,19 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     {
         try await answering {
             let caller = Self.issuerNode(context)
-            let tokens = try store.allCards().compactMap { card -> WalletV1.TokenStatus? in
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "CurrentTokens")
+            let cards = try store.issuerCardPage(
+                issuerNodeID: caller, afterRow: try page.afterRow(call: "CurrentTokens"), limit: page.size + 1)
+            let (listed, next) = page.split(cards) { PageRequest.key(row: $0.id) }
+            let tokens = listed.compactMap { card -> WalletV1.TokenStatus? in
                 guard let result = card.result, !result.digitalCardID.isEmpty, card.belongs(toIssuerNode: caller)
                 else { return nil }
                 return WalletV1.TokenStatus(
                     digitalCardID: result.digitalCardID, tokenState: result.tokenState,
                     passSerialNumber: WalletPass.serialNumber(of: result.digitalCardID), panLast4: card.panLast4)
             }
-            return WalletV1.CurrentTokensResponse(walletAccountID: selection.activeWalletAccountID, tokens: tokens)
+            return WalletV1.CurrentTokensResponse(
+                walletAccountID: selection.activeWalletAccountID, tokens: tokens, nextPageToken: next)
         }
     }
 

@@ -2,9 +2,9 @@ import TokenetNode
 import TokenetStorage
 import TokenetWire
 
-/// The pages of the wallet's lists (`ListCards`, `ListTransactions`, `Inbox`), each read through the table or an
-/// index in its order from where the previous page ended (`PageRequest+Rows`), so a page costs the same however
-/// many rows come before it.
+/// The pages of the wallet's lists (`ListCards`, `ListTransactions`, `Inbox`, `CurrentTokens`), each read through
+/// the table or an index in its order from where the previous page ended (`PageRequest+Rows`), so a page costs the
+/// same however many rows come before it.
 extension WalletStore {
     /// Up to `limit` cards after the card whose id is `afterRow` (0 for the first), in the order they were added.
     public func cardPage(afterRow: Int64, limit: Int) throws(WalletError) -> [WalletCardRecord] {
@@ -14,6 +14,20 @@ extension WalletStore {
     }
 
     static let cardPageQuery = "SELECT * FROM cards WHERE id > ? ORDER BY id LIMIT ?"
+
+    /// Up to `limit` digitized cards whose issuer app is the node `issuerNodeID` (`WalletCardRecord.belongs`), after
+    /// the card whose id is `afterRow` (0 for the first), in the order they were added.
+    public func issuerCardPage(
+        issuerNodeID: String, afterRow: Int64, limit: Int
+    ) throws(WalletError) -> [WalletCardRecord] {
+        try run("list the issuer's cards") {
+            try database.query(Self.issuerCardPageQuery, [issuerNodeID, afterRow, Int64(limit)]).map(Self.record)
+        }
+    }
+
+    static let issuerCardPageQuery = """
+        SELECT * FROM cards WHERE issuer_node_id = ? AND status = 'DIGITIZED' AND id > ? ORDER BY id LIMIT ?
+        """
 
     /// Up to `limit` kept notifications after the row `afterRow` (0 for the first), oldest first, each with its row.
     public func inboxPage(

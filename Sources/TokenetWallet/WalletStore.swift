@@ -87,6 +87,11 @@ public final class WalletStore: Sendable {
                 CREATE INDEX transactions_made ON transactions(transaction_at_ms);
                 CREATE INDEX transactions_card_made ON transactions(digital_card_id, transaction_at_ms);
                 """),
+        // The order an issuer app's `CurrentTokens` pages walk: its own digitized cards, by id (which the index
+        // holds). Without it each page read every card of every issuer.
+        Migration(
+            version: 6, name: "issuer_token_listing_order",
+            sql: "CREATE INDEX cards_issuer_node ON cards(issuer_node_id, status);"),
     ]
 
     public init(database: Database) throws(WalletError) {

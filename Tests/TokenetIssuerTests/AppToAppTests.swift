@@ -17,7 +17,8 @@ struct FakeLogin: CardholderLogin {
     }
 }
 
-/// The wallet provider as the issuer app sees it: one Apple Pay pass, and the activation responses it was sent.
+/// The wallet provider as the issuer app sees it: its Apple Pay passes, one a page, and the activation responses it
+/// was sent.
 final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.WalletEvents.ServiceProtocol {
     let responses = Mutex<[WalletV1.BankingAppActivationRequest]>([])
     let passes: [WalletV1.TokenStatus]
@@ -41,7 +42,14 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
 
     func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
         -> WalletV1.CurrentTokensResponse
-    { WalletV1.CurrentTokensResponse(walletAccountID: "wallet-account-1", tokens: passes) }
+    {
+        // One pass a page, so a lookup must go on past the first page.
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "CurrentTokens")
+        let start = Int(try page.afterRow(call: "CurrentTokens"))
+        let next = start + 1 < passes.count ? PageRequest.token(after: PageRequest.key(row: Int64(start + 1))) : ""
+        return WalletV1.CurrentTokensResponse(
+            walletAccountID: "wallet-account-1", tokens: Array(passes.dropFirst(start).prefix(1)), nextPageToken: next)
+    }
 }
 
 /// In-app activation at the issuer over in-memory connections: a fake TSP, a fake wallet and a fake login.
@@ -50,7 +58,9 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     let tsp = FakeTSPIdv()
     let wallet = FakeAppWallet(passes: [
         WalletV1.TokenStatus(
-            digitalCardID: token, tokenState: .inactive, passSerialNumber: "PASS-54", panLast4: "0054")
+            digitalCardID: "DNITHE000000000053", tokenState: .active, passSerialNumber: "PASS-53", panLast4: "0053"),
+        WalletV1.TokenStatus(
+            digitalCardID: token, tokenState: .inactive, passSerialNumber: "PASS-54", panLast4: "0054"),
     ])
     let app: IssuerV1.IssuerAppToApp.Client
     let person: IssuerV1.IssuerAppToApp.Client
@@ -114,6 +124,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
     }
 
+    /// The pass is on the wallet's second page of CurrentTokens: the lookup reads on until it finds it.
     @Test func anApplePayPassIsResolvedThroughTheWallet() async throws {
         let opened = try await open("", caller: "paymentpass.com.apple", serial: "PASS-54")
         #expect(opened.digitalCardID == Self.token && opened.message.hasPrefix("card ending 0054"))

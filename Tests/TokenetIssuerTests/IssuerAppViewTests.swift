@@ -85,6 +85,25 @@ import TokenetWire
         #expect(answer.cards.map(\.updatedBy) == ["pull", "WALLET_EVENT_KIND_TOKENIZED_CARD_ADDED"])
     }
 
+    /// A wallet of more tokens than one page: the pull reads every page before the table is replaced, so no
+    /// token past the first page is missing from the app's view.
+    @Test func thePullReadsEveryPage() async throws {
+        let wallet = FakeWalletEvents(pageSize: 2)
+        let ids = (1...5).map { "DNITHE00000000000000000\($0)" }
+        wallet.set(tokens: ids.map { ($0, .active) }, events: [])
+        var router = RPCRouter()
+        wallet.register(on: &router)
+        let view = IssuerAppView()
+        let link = IssuerAppLink(
+            wallet: Support.connect(router, as: .issuer), view: view, logger: Support.logger(),
+            sleep: { _ in throw CancellationError() })
+        await link.run()
+        let answer = try await IssuerV1.IssuerApp.Client(Support.connect(Self.router(view), as: .operator))
+            .cardView(.init())
+        #expect(answer.pulls == 1)
+        #expect(answer.cards.map(\.digitalCardID) == ids)
+    }
+
     @Test func aWalletThatIsDownIsRetriedWithOneWarning() async throws {
         let sink = MemoryLogSink()
         let tries = Mutex(0)
@@ -117,9 +136,13 @@ import TokenetWire
     }
 }
 
-/// A wallet's events service: answers the pull with `tokens` and streams `events`, then ends the stream.
+/// A wallet's events service: answers the pull with `tokens`, in pages of at most `pageSize`, and streams `events`,
+/// then ends the stream.
 final class FakeWalletEvents: WalletV1.WalletEvents.ServiceProtocol {
     private let state = Mutex<([WalletV1.TokenStatus], [WalletV1.WalletEvent])>(([], []))
+    let pageSize: Int
+
+    init(pageSize: Int = PageRequest.maximumSize) { self.pageSize = pageSize }
 
     func set(tokens: [(String, CardV1.TokenState)], events: [WalletV1.WalletEvent]) {
         state.withLock {
@@ -136,6 +159,12 @@ final class FakeWalletEvents: WalletV1.WalletEvents.ServiceProtocol {
     func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
         -> WalletV1.CurrentTokensResponse
     {
-        WalletV1.CurrentTokensResponse(walletAccountID: "wallet-account-1", tokens: state.withLock { $0.0 })
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "CurrentTokens")
+        let start = Int(try page.afterRow(call: "CurrentTokens"))
+        let tokens = state.withLock { $0.0 }.dropFirst(start).prefix(min(page.size, pageSize))
+        let next = start + tokens.count < state.withLock({ $0.0 }).count ? start + tokens.count : 0
+        return WalletV1.CurrentTokensResponse(
+            walletAccountID: "wallet-account-1", tokens: Array(tokens),
+            nextPageToken: next == 0 ? "" : PageRequest.token(after: PageRequest.key(row: Int64(next))))
     }
 }

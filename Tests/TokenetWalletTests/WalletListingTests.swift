@@ -14,8 +14,9 @@ import TokenetWire
     /// have an earlier time (the TSP's time of the payment, not the wallet's of the notification).
     static func transactionTime(_ index: Int) -> UInt64 { 1_000 + UInt64((index * 7) % 5) }
 
-    /// `cards` digitized cards (card-N with digital card DC-N), `transactions` transactions of DC-1 and DC-2 in
-    /// turn, and `notifications` messages in the inbox.
+    /// `cards` digitized cards (card-N with digital card DC-N, of issuer-2's app when N is a multiple of 3 and of
+    /// issuer-1's otherwise), `transactions` transactions of DC-1 and DC-2 in turn, and `notifications` messages
+    /// in the inbox.
     static func seed(_ store: WalletStore, cards: Int, transactions: Int, notifications: Int) throws {
         for index in 1...cards {
             let card = try store.addPending(
@@ -23,7 +24,10 @@ import TokenetWire
                 receipt: "receipt-\(index)", receiptExpiresAtMs: 2_000_000, terms: nil, walletAccountID: "wa-1",
                 nowMs: 1_000_000)
             _ = try store.finishDigitization(
-                id: card.id, result: TspV1.DigitizeResponse(digitalCardID: "DC-\(index)", tokenState: .active),
+                id: card.id,
+                result: TspV1.DigitizeResponse(
+                    digitalCardID: "DC-\(index)", tokenState: .active,
+                    issuerNodeID: index % 3 == 0 ? "issuer-2" : "issuer-1"),
                 nowMs: 1_000_000)
         }
         for index in 0..<transactions {
@@ -114,6 +118,23 @@ import TokenetWire
         }
     }
 
+    /// An issuer app's CurrentTokens pages hold its own tokens only, each once, in the order their cards were added.
+    @Test func anIssuerAppsTokensArePaged() async throws {
+        let wallet = try Self.wallet()
+        for size: Int32 in [1, 2, 5] {
+            let (ids, pages) = try await walk(size: size) {
+                let page = try await wallet.issuerApp.currentTokens(.init(pageSize: $0, pageToken: $1))
+                #expect(page.walletAccountID == "wallet-account-1")
+                return (page.tokens.map(\.digitalCardID), page.nextPageToken)
+            }
+            #expect(ids == ["DC-1", "DC-2", "DC-4", "DC-5", "DC-7"], "page size \(size)")
+            #expect(pages == (5 + Int(size) - 1) / Int(size), "page size \(size)")
+        }
+        await expectRPCError(.invalidArgument, "start again with an empty page_token") {
+            _ = try await wallet.issuerApp.currentTokens(.init(pageToken: "DC-2"))
+        }
+    }
+
     /// A transaction notified again (an AUTHN answer) is updated in its place: it neither moves behind the others
     /// of its millisecond nor shows twice in a listing under way.
     @Test func aTransactionNotifiedAgainKeepsItsPlace() async throws {
@@ -189,16 +210,26 @@ import TokenetWire
     @Test func pagesAreReadThroughAnIndex() throws {
         let store = try WalletStore.inMemory()
         try Self.seed(store, cards: 3, transactions: 5, notifications: 3)
-        let queries: [(String, [any SQLValueConvertible])] = [
-            (WalletStore.cardPageQuery, [Int64(1), Int64(10)]),
-            (WalletStore.inboxPageQuery, [Int64(1), Int64(10)]),
-            (WalletStore.transactionPageQuery(oneCard: false), [Int64(0), Int64(0), Int64(10)]),
-            (WalletStore.transactionPageQuery(oneCard: true), ["DC-1", Int64(0), Int64(0), Int64(10)]),
+        let queries: [(String, [any SQLValueConvertible], String)] = [
+            (WalletStore.cardPageQuery, [Int64(1), Int64(10)], "INTEGER PRIMARY KEY (rowid>?)"),
+            (WalletStore.inboxPageQuery, [Int64(1), Int64(10)], "INTEGER PRIMARY KEY (rowid>?)"),
+            (
+                WalletStore.issuerCardPageQuery, ["issuer-1", Int64(1), Int64(10)],
+                "INDEX cards_issuer_node (issuer_node_id=? AND status=? AND rowid>?)"
+            ),
+            (
+                WalletStore.transactionPageQuery(oneCard: false), [Int64(0), Int64(0), Int64(10)],
+                "INDEX transactions_made"
+            ),
+            (
+                WalletStore.transactionPageQuery(oneCard: true), ["DC-1", Int64(0), Int64(0), Int64(10)],
+                "INDEX transactions_card_made"
+            ),
         ]
-        for (query, parameters) in queries {
+        for (query, parameters, index) in queries {
             let plan = try store.database.query("EXPLAIN QUERY PLAN " + query, parameters)
                 .map { try $0.text(3) }.joined(separator: "; ")
-            #expect(plan.hasPrefix("SEARCH"), "\(plan)")
+            #expect(plan.hasPrefix("SEARCH") && plan.contains(index), "\(plan)")
             #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
         }
     }

@@ -488,9 +488,42 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_event__descriptor =
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define tokenet__wallet__v1__current_tokens_request__field_descriptors NULL
-#define tokenet__wallet__v1__current_tokens_request__field_indices_by_name NULL
-#define tokenet__wallet__v1__current_tokens_request__number_ranges NULL
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__CurrentTokensRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__CurrentTokensRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__current_tokens_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__current_tokens_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -499,10 +532,10 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_request__de
   "Tokenet__Wallet__V1__CurrentTokensRequest",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__CurrentTokensRequest),
-  0,
+  2,
   tokenet__wallet__v1__current_tokens_request__field_descriptors,
   tokenet__wallet__v1__current_tokens_request__field_indices_by_name,
-  0,  tokenet__wallet__v1__current_tokens_request__number_ranges,
+  1,  tokenet__wallet__v1__current_tokens_request__number_ranges,
   (ProtobufCMessageInit) tokenet__wallet__v1__current_tokens_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -583,7 +616,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__token_status__descriptor =
   (ProtobufCMessageInit) tokenet__wallet__v1__token_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_response__field_descriptors[3] =
 {
   {
     "wallet_account_id",
@@ -609,15 +642,28 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_respon
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__CurrentTokensResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__current_tokens_response__field_indices_by_name[] = {
+  2,   /* field[2] = next_page_token */
   1,   /* field[1] = tokens */
   0,   /* field[0] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__current_tokens_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__descriptor =
 {
@@ -627,7 +673,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__d
   "Tokenet__Wallet__V1__CurrentTokensResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__CurrentTokensResponse),
-  2,
+  3,
   tokenet__wallet__v1__current_tokens_response__field_descriptors,
   tokenet__wallet__v1__current_tokens_response__field_indices_by_name,
   1,  tokenet__wallet__v1__current_tokens_response__number_ranges,

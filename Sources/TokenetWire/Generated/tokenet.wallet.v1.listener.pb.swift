@@ -89,14 +89,29 @@ extension WalletV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__current_tokens_request())
         }
 
+        /// At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+        /// come from this wallet's CurrentTokens is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
         public init(_protoReader reader: _ProtoReader) throws {
-            _ = reader
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
-            _ = writer
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
         }
     }
 }
@@ -157,25 +172,36 @@ extension WalletV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__current_tokens_response())
         }
 
+        /// The wallet account active when the page was read.
         public var walletAccountID: String = ""
 
         public var tokens: [WalletV1.TokenStatus] = []
 
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(walletAccountID: String = "", tokens: [WalletV1.TokenStatus] = []) {
+        public init(
+            walletAccountID: String = "",
+            tokens: [WalletV1.TokenStatus] = [],
+            nextPageToken: String = ""
+        ) {
             self.walletAccountID = walletAccountID
             self.tokens = tokens
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.walletAccountID = try reader.read(1)
             self.tokens = try reader.readRepeatedMessages(2)
+            self.nextPageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, walletAccountID)
             try writer.write(2, repeatedMessages: tokens)
+            try writer.write(3, nextPageToken)
         }
     }
 }
@@ -326,6 +352,7 @@ extension WalletV1 {
             service: serviceName, name: "Listen", kind: .serverStreaming, allowedRoles: ["issuer"]
         )
 
+        /// The calling issuer app's tokens and their states, in pages in the order their cards were added.
         public static let currentTokens = MethodDescriptor<WalletV1.CurrentTokensRequest, WalletV1.CurrentTokensResponse>(
             service: serviceName, name: "CurrentTokens", kind: .unary, allowedRoles: ["issuer"]
         )

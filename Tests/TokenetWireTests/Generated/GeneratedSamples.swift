@@ -2053,7 +2053,9 @@ extension WalletV1.BankingAppActivationRequest {
 
 extension WalletV1.CurrentTokensRequest {
     static func samples() -> [Self] {
-        let base = Self()
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -2063,6 +2065,7 @@ extension WalletV1.CurrentTokensResponse {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokens = [WalletV1.TokenStatus.samples()[0], WalletV1.TokenStatus.samples()[0]]
+        base.nextPageToken = "next_page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -75,10 +75,20 @@ struct  Tokenet__Wallet__V1__WalletEvent
 struct  Tokenet__Wallet__V1__CurrentTokensRequest
 {
   ProtobufCMessage base;
+  /*
+   * At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+   * come from this wallet's CurrentTokens is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__WALLET__V1__CURRENT_TOKENS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__current_tokens_request__descriptor) \
-     }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__TokenStatus
@@ -107,13 +117,20 @@ struct  Tokenet__Wallet__V1__TokenStatus
 struct  Tokenet__Wallet__V1__CurrentTokensResponse
 {
   ProtobufCMessage base;
+  /*
+   * The wallet account active when the page was read.
+   */
   char *wallet_account_id;
   size_t n_tokens;
   Tokenet__Wallet__V1__TokenStatus **tokens;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
 };
 #define TOKENET__WALLET__V1__CURRENT_TOKENS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__current_tokens_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__SetActiveWalletAccountRequest
