@@ -49,4 +49,16 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
             return TspV1.CreatePushSessionResponse(pushSessionID: id, expiresAtMs: expiresAtMs)
         }
     }
+
+    func getTokenIssuer(_ request: TspV1.GetTokenIssuerRequest, context: ServerContext) async throws
+        -> TspV1.GetTokenIssuerResponse
+    {
+        try await tsp.handling("GetTokenIssuer", context) { log in
+            let answer = try tsp.tokenIssuer(request, walletNodeID: context.peer?.nodeID)
+            log.info(
+                "token issuer answered",
+                ["digital_card_id": answer.digitalCardID, "issuer_id": answer.issuerID])
+            return answer
+        }
+    }
 }

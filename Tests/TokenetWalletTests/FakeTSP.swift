@@ -27,6 +27,19 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
         /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
         /// issuer-1, as a real TSP names the node that registered the card's issuer.
         var issuer = (id: "bank-a", nodeID: "issuer-1")
+        /// GetTokenIssuer's answers, by digital card id and wallet account: any other token is NOT_FOUND, as the
+        /// TSP answers for a token of another wallet account.
+        var tokenIssuers: [String: TokenIssuer] = [:]
+        /// How many GetTokenIssuer calls fail with UNAVAILABLE before they are answered.
+        var tokenIssuerFailures = 0
+        var tokenIssuerRequests: [TspV1.GetTokenIssuerRequest] = []
+    }
+
+    /// A token's wallet account and issuer, as the TSP holds them.
+    struct TokenIssuer {
+        var walletAccountID: String
+        var issuerID: String
+        var nodeID: String
     }
 
     let keyring: TSPKeyring
@@ -82,6 +95,25 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
     {
         state.withLock { $0.pushSessionRequests.append(request) }
         return TspV1.CreatePushSessionResponse(pushSessionID: "ps-1", expiresAtMs: 1_000)
+    }
+
+    func getTokenIssuer(_ request: TspV1.GetTokenIssuerRequest, context: ServerContext) async throws
+        -> TspV1.GetTokenIssuerResponse
+    {
+        let (answer, fail) = state.withLock { state -> (TokenIssuer?, Bool) in
+            state.tokenIssuerRequests.append(request)
+            guard state.tokenIssuerFailures == 0 else {
+                state.tokenIssuerFailures -= 1
+                return (nil, true)
+            }
+            return (state.tokenIssuers[request.digitalCardID], false)
+        }
+        if fail { throw RPCError(.unavailable, "the TSP is restarting") }
+        guard let answer, answer.walletAccountID == request.walletAccountID else {
+            throw RPCError(.notFound, "this wallet account holds no token \"\(request.digitalCardID)\"")
+        }
+        return TspV1.GetTokenIssuerResponse(
+            digitalCardID: request.digitalCardID, issuerID: answer.issuerID, issuerNodeID: answer.nodeID)
     }
 
     /// The card data of an eligibility request, decrypted with the fake's keyring.

@@ -370,6 +370,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_response(void) {
     return &tokenet__tsp__v1__get_funding_cards_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_request(void) {
+    return &tokenet__tsp__v1__get_token_issuer_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_response(void) {
+    return &tokenet__tsp__v1__get_token_issuer_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__hotp_credential(void) {
     return &tokenet__tsp__v1__hotp_credential__descriptor;
 }

@@ -547,6 +547,96 @@ void   tokenet__tsp__v1__create_push_session_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__create_push_session_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__get_token_issuer_request__init
+                     (Tokenet__Tsp__V1__GetTokenIssuerRequest         *message)
+{
+  static const Tokenet__Tsp__V1__GetTokenIssuerRequest init_value = TOKENET__TSP__V1__GET_TOKEN_ISSUER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_token_issuer_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_token_issuer_request__pack
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_token_issuer_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetTokenIssuerRequest *
+       tokenet__tsp__v1__get_token_issuer_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetTokenIssuerRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_token_issuer_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_token_issuer_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenIssuerRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__get_token_issuer_response__init
+                     (Tokenet__Tsp__V1__GetTokenIssuerResponse         *message)
+{
+  static const Tokenet__Tsp__V1__GetTokenIssuerResponse init_value = TOKENET__TSP__V1__GET_TOKEN_ISSUER_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_token_issuer_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_token_issuer_response__pack
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_token_issuer_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetTokenIssuerResponse *
+       tokenet__tsp__v1__get_token_issuer_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetTokenIssuerResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_token_issuer_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_token_issuer_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenIssuerResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_issuer_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 #define tokenet__tsp__v1__get_encryption_keys_request__field_descriptors NULL
 #define tokenet__tsp__v1__get_encryption_keys_request__field_indices_by_name NULL
 #define tokenet__tsp__v1__get_encryption_keys_request__number_ranges NULL
@@ -1444,6 +1534,121 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__create_push_session_response_
   (ProtobufCMessageInit) tokenet__tsp__v1__create_push_session_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_issuer_request__field_descriptors[2] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenIssuerRequest, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wallet_account_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenIssuerRequest, wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_token_issuer_request__field_indices_by_name[] = {
+  0,   /* field[0] = digital_card_id */
+  1,   /* field[1] = wallet_account_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_token_issuer_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_issuer_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetTokenIssuerRequest",
+  "GetTokenIssuerRequest",
+  "Tokenet__Tsp__V1__GetTokenIssuerRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetTokenIssuerRequest),
+  2,
+  tokenet__tsp__v1__get_token_issuer_request__field_descriptors,
+  tokenet__tsp__v1__get_token_issuer_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_token_issuer_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_token_issuer_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_issuer_response__field_descriptors[3] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenIssuerResponse, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "issuer_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenIssuerResponse, issuer_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "issuer_node_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenIssuerResponse, issuer_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_token_issuer_response__field_indices_by_name[] = {
+  0,   /* field[0] = digital_card_id */
+  1,   /* field[1] = issuer_id */
+  2,   /* field[2] = issuer_node_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_token_issuer_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_issuer_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetTokenIssuerResponse",
+  "GetTokenIssuerResponse",
+  "Tokenet__Tsp__V1__GetTokenIssuerResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetTokenIssuerResponse),
+  3,
+  tokenet__tsp__v1__get_token_issuer_response__field_descriptors,
+  tokenet__tsp__v1__get_token_issuer_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_token_issuer_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_token_issuer_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue tokenet__tsp__v1__ineligibility_reason__enum_values_by_number[7] =
 {
   { "INELIGIBILITY_REASON_UNSPECIFIED", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_UNSPECIFIED", 0 },
@@ -1482,18 +1687,20 @@ const ProtobufCEnumDescriptor tokenet__tsp__v1__ineligibility_reason__descriptor
   tokenet__tsp__v1__ineligibility_reason__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__provisioning__method_descriptors[4] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__provisioning__method_descriptors[5] =
 {
   { "GetEncryptionKeys", &tokenet__tsp__v1__get_encryption_keys_request__descriptor, &tokenet__tsp__v1__get_encryption_keys_response__descriptor },
   { "CheckEligibility", &tokenet__tsp__v1__check_eligibility_request__descriptor, &tokenet__tsp__v1__check_eligibility_response__descriptor },
   { "Digitize", &tokenet__tsp__v1__digitize_request__descriptor, &tokenet__tsp__v1__digitize_response__descriptor },
   { "CreatePushSession", &tokenet__tsp__v1__create_push_session_request__descriptor, &tokenet__tsp__v1__create_push_session_response__descriptor },
+  { "GetTokenIssuer", &tokenet__tsp__v1__get_token_issuer_request__descriptor, &tokenet__tsp__v1__get_token_issuer_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__provisioning__method_indices_by_name[] = {
   1,        /* CheckEligibility */
   3,        /* CreatePushSession */
   2,        /* Digitize */
-  0         /* GetEncryptionKeys */
+  0,        /* GetEncryptionKeys */
+  4         /* GetTokenIssuer */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__provisioning__descriptor =
 {
@@ -1502,7 +1709,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__provisioning__descriptor =
   "Provisioning",
   "Tokenet__Tsp__V1__Provisioning",
   "tokenet.tsp.v1",
-  4,
+  5,
   tokenet__tsp__v1__provisioning__method_descriptors,
   tokenet__tsp__v1__provisioning__method_indices_by_name
 };
@@ -1537,6 +1744,14 @@ void tokenet__tsp__v1__provisioning__create_push_session(ProtobufCService *servi
 {
   assert(service->descriptor == &tokenet__tsp__v1__provisioning__descriptor);
   service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__tsp__v1__provisioning__get_token_issuer(ProtobufCService *service,
+                                                      const Tokenet__Tsp__V1__GetTokenIssuerRequest *input,
+                                                      Tokenet__Tsp__V1__GetTokenIssuerResponse_Closure closure,
+                                                      void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__provisioning__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__provisioning__init (Tokenet__Tsp__V1__Provisioning_Service *service,
                                            Tokenet__Tsp__V1__Provisioning_ServiceDestroy destroy)

@@ -27,6 +27,10 @@ extension TspV1.Provisioning {
         public func createPushSession(_ request: TspV1.CreatePushSessionRequest, options: CallOptions = CallOptions()) async throws -> TspV1.CreatePushSessionResponse {
             try await rpc.unary(TspV1.Provisioning.createPushSession, request, options: options)
         }
+
+        public func getTokenIssuer(_ request: TspV1.GetTokenIssuerRequest, options: CallOptions = CallOptions()) async throws -> TspV1.GetTokenIssuerResponse {
+            try await rpc.unary(TspV1.Provisioning.getTokenIssuer, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.tsp.v1.Provisioning` implements; `register(on:)` routes every method to it.
@@ -35,6 +39,7 @@ extension TspV1.Provisioning {
         func checkEligibility(_ request: TspV1.CheckEligibilityRequest, context: ServerContext) async throws -> TspV1.CheckEligibilityResponse
         func digitize(_ request: TspV1.DigitizeRequest, context: ServerContext) async throws -> TspV1.DigitizeResponse
         func createPushSession(_ request: TspV1.CreatePushSessionRequest, context: ServerContext) async throws -> TspV1.CreatePushSessionResponse
+        func getTokenIssuer(_ request: TspV1.GetTokenIssuerRequest, context: ServerContext) async throws -> TspV1.GetTokenIssuerResponse
     }
 }
 
@@ -45,5 +50,6 @@ extension TspV1.Provisioning.ServiceProtocol {
         router.unary(TspV1.Provisioning.checkEligibility) { try await self.checkEligibility($0, context: $1) }
         router.unary(TspV1.Provisioning.digitize) { try await self.digitize($0, context: $1) }
         router.unary(TspV1.Provisioning.createPushSession) { try await self.createPushSession($0, context: $1) }
+        router.unary(TspV1.Provisioning.getTokenIssuer) { try await self.getTokenIssuer($0, context: $1) }
     }
 }

@@ -145,6 +145,8 @@ public enum ProtoRegistry {
         TspV1.GetEncryptionKeysResponse.self,
         TspV1.GetFundingCardsRequest.self,
         TspV1.GetFundingCardsResponse.self,
+        TspV1.GetTokenIssuerRequest.self,
+        TspV1.GetTokenIssuerResponse.self,
         TspV1.HotpCredential.self,
         TspV1.IssuerPushReceipt.self,
         TspV1.ListTokensRequest.self,

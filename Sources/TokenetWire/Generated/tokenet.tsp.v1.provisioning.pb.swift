@@ -570,6 +570,74 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct GetTokenIssuerRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetTokenIssuerRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_request())
+        }
+
+        public var digitalCardID: String = ""
+
+        /// The wallet account that holds the token (DigitizeRequest.wallet_account_id).
+        public var walletAccountID: String = ""
+
+        public init() {}
+
+        public init(digitalCardID: String = "", walletAccountID: String = "") {
+            self.digitalCardID = digitalCardID
+            self.walletAccountID = walletAccountID
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.walletAccountID = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, walletAccountID)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct GetTokenIssuerResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetTokenIssuerResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_response())
+        }
+
+        public var digitalCardID: String = ""
+
+        /// As in DigitizeResponse: the issuer's registered id, and the node id of the node that registered it (empty for
+        /// an issuer registered without TLS; the wallet then shows the token to no issuer app).
+        public var issuerID: String = ""
+
+        public var issuerNodeID: String = ""
+
+        public init() {}
+
+        public init(digitalCardID: String = "", issuerID: String = "", issuerNodeID: String = "") {
+            self.digitalCardID = digitalCardID
+            self.issuerID = issuerID
+            self.issuerNodeID = issuerNodeID
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.issuerID = try reader.read(2)
+            self.issuerNodeID = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, issuerID)
+            try writer.write(3, issuerNodeID)
+        }
+    }
+}
+
+extension TspV1 {
     public enum IneligibilityReason: ProtoEnum {
         case unspecified
         case invalidCardNumber
@@ -651,9 +719,18 @@ extension TspV1 {
             service: serviceName, name: "CreatePushSession", kind: .unary, allowedRoles: ["wallet"]
         )
 
+        /// The issuer of a token the calling wallet holds, as Digitize named it (`issuer_id`, `issuer_node_id`): a wallet
+        /// that stored a card without them (digitized before it recorded issuers) learns whose app may see it. Answered
+        /// only for a token digitized through the calling wallet node (tokenet://wallet/NODE_ID) into `wallet_account_id`;
+        /// any other token, and one that does not exist, is NOT_FOUND with the same message, so a wallet cannot learn
+        /// whether another account's token exists. INVALID_ARGUMENT without digital_card_id or wallet_account_id.
+        public static let getTokenIssuer = MethodDescriptor<TspV1.GetTokenIssuerRequest, TspV1.GetTokenIssuerResponse>(
+            service: serviceName, name: "GetTokenIssuer", kind: .unary, allowedRoles: ["wallet"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [getEncryptionKeys.erased, checkEligibility.erased, digitize.erased, createPushSession.erased]
+            methods: [getEncryptionKeys.erased, checkEligibility.erased, digitize.erased, createPushSession.erased, getTokenIssuer.erased]
         )
     }
 }

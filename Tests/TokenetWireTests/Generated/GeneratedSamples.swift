@@ -119,6 +119,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
     all += TspV1.GetFundingCardsRequest.samples() as [any ProtoMessage]
     all += TspV1.GetFundingCardsResponse.samples() as [any ProtoMessage]
+    all += TspV1.GetTokenIssuerRequest.samples() as [any ProtoMessage]
+    all += TspV1.GetTokenIssuerResponse.samples() as [any ProtoMessage]
     all += TspV1.HotpCredential.samples() as [any ProtoMessage]
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
@@ -1415,6 +1417,25 @@ extension TspV1.GetFundingCardsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.fundingCards = [TspV1.FundingCard.samples()[0], TspV1.FundingCard.samples()[0]]
+        return [base]
+    }
+}
+
+extension TspV1.GetTokenIssuerRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.GetTokenIssuerResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.issuerID = "issuer_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.issuerNodeID = "issuer_node_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -29,6 +29,8 @@ typedef struct Tokenet__Tsp__V1__DigitizeRequest Tokenet__Tsp__V1__DigitizeReque
 typedef struct Tokenet__Tsp__V1__DigitizeResponse Tokenet__Tsp__V1__DigitizeResponse;
 typedef struct Tokenet__Tsp__V1__CreatePushSessionRequest Tokenet__Tsp__V1__CreatePushSessionRequest;
 typedef struct Tokenet__Tsp__V1__CreatePushSessionResponse Tokenet__Tsp__V1__CreatePushSessionResponse;
+typedef struct Tokenet__Tsp__V1__GetTokenIssuerRequest Tokenet__Tsp__V1__GetTokenIssuerRequest;
+typedef struct Tokenet__Tsp__V1__GetTokenIssuerResponse Tokenet__Tsp__V1__GetTokenIssuerResponse;
 
 
 /* --- enums --- */
@@ -287,6 +289,36 @@ struct  Tokenet__Tsp__V1__CreatePushSessionResponse
     , (char *)protobuf_c_empty_string, 0 }
 
 
+struct  Tokenet__Tsp__V1__GetTokenIssuerRequest
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  /*
+   * The wallet account that holds the token (DigitizeRequest.wallet_account_id).
+   */
+  char *wallet_account_id;
+};
+#define TOKENET__TSP__V1__GET_TOKEN_ISSUER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_token_issuer_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__GetTokenIssuerResponse
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  /*
+   * As in DigitizeResponse: the issuer's registered id, and the node id of the node that registered it (empty for
+   * an issuer registered without TLS; the wallet then shows the token to no issuer app).
+   */
+  char *issuer_id;
+  char *issuer_node_id;
+};
+#define TOKENET__TSP__V1__GET_TOKEN_ISSUER_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_token_issuer_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
 /* Tokenet__Tsp__V1__GetEncryptionKeysRequest methods */
 void   tokenet__tsp__v1__get_encryption_keys_request__init
                      (Tokenet__Tsp__V1__GetEncryptionKeysRequest         *message);
@@ -515,6 +547,44 @@ Tokenet__Tsp__V1__CreatePushSessionResponse *
 void   tokenet__tsp__v1__create_push_session_response__free_unpacked
                      (Tokenet__Tsp__V1__CreatePushSessionResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetTokenIssuerRequest methods */
+void   tokenet__tsp__v1__get_token_issuer_request__init
+                     (Tokenet__Tsp__V1__GetTokenIssuerRequest         *message);
+size_t tokenet__tsp__v1__get_token_issuer_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest   *message);
+size_t tokenet__tsp__v1__get_token_issuer_request__pack
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_token_issuer_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenIssuerRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetTokenIssuerRequest *
+       tokenet__tsp__v1__get_token_issuer_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_token_issuer_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenIssuerRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetTokenIssuerResponse methods */
+void   tokenet__tsp__v1__get_token_issuer_response__init
+                     (Tokenet__Tsp__V1__GetTokenIssuerResponse         *message);
+size_t tokenet__tsp__v1__get_token_issuer_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse   *message);
+size_t tokenet__tsp__v1__get_token_issuer_response__pack
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_token_issuer_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenIssuerResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetTokenIssuerResponse *
+       tokenet__tsp__v1__get_token_issuer_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_token_issuer_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenIssuerResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Tokenet__Tsp__V1__GetEncryptionKeysRequest_Closure)
@@ -553,6 +623,12 @@ typedef void (*Tokenet__Tsp__V1__CreatePushSessionRequest_Closure)
 typedef void (*Tokenet__Tsp__V1__CreatePushSessionResponse_Closure)
                  (const Tokenet__Tsp__V1__CreatePushSessionResponse *message,
                   void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetTokenIssuerRequest_Closure)
+                 (const Tokenet__Tsp__V1__GetTokenIssuerRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetTokenIssuerResponse_Closure)
+                 (const Tokenet__Tsp__V1__GetTokenIssuerResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -576,6 +652,10 @@ struct Tokenet__Tsp__V1__Provisioning_Service
                               const Tokenet__Tsp__V1__CreatePushSessionRequest *input,
                               Tokenet__Tsp__V1__CreatePushSessionResponse_Closure closure,
                               void *closure_data);
+  void (*get_token_issuer)(Tokenet__Tsp__V1__Provisioning_Service *service,
+                           const Tokenet__Tsp__V1__GetTokenIssuerRequest *input,
+                           Tokenet__Tsp__V1__GetTokenIssuerResponse_Closure closure,
+                           void *closure_data);
 };
 typedef void (*Tokenet__Tsp__V1__Provisioning_ServiceDestroy)(Tokenet__Tsp__V1__Provisioning_Service *);
 void tokenet__tsp__v1__provisioning__init (Tokenet__Tsp__V1__Provisioning_Service *service,
@@ -587,7 +667,8 @@ void tokenet__tsp__v1__provisioning__init (Tokenet__Tsp__V1__Provisioning_Servic
       function_prefix__ ## get_encryption_keys,\
       function_prefix__ ## check_eligibility,\
       function_prefix__ ## digitize,\
-      function_prefix__ ## create_push_session  }
+      function_prefix__ ## create_push_session,\
+      function_prefix__ ## get_token_issuer  }
 void tokenet__tsp__v1__provisioning__get_encryption_keys(ProtobufCService *service,
                                                          const Tokenet__Tsp__V1__GetEncryptionKeysRequest *input,
                                                          Tokenet__Tsp__V1__GetEncryptionKeysResponse_Closure closure,
@@ -604,6 +685,10 @@ void tokenet__tsp__v1__provisioning__create_push_session(ProtobufCService *servi
                                                          const Tokenet__Tsp__V1__CreatePushSessionRequest *input,
                                                          Tokenet__Tsp__V1__CreatePushSessionResponse_Closure closure,
                                                          void *closure_data);
+void tokenet__tsp__v1__provisioning__get_token_issuer(ProtobufCService *service,
+                                                      const Tokenet__Tsp__V1__GetTokenIssuerRequest *input,
+                                                      Tokenet__Tsp__V1__GetTokenIssuerResponse_Closure closure,
+                                                      void *closure_data);
 
 /* --- descriptors --- */
 
@@ -620,6 +705,8 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__desc
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__create_push_session_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__create_push_session_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_issuer_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_issuer_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__provisioning__descriptor;
 
 PROTOBUF_C__END_DECLS
