@@ -75,6 +75,12 @@ public enum WalletNode {
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
             background.run { await keys.run(events) }
+            // Names the issuer of each card stored before the wallet recorded issuers, asking the TSP in the
+            // background: the wallet is ready at once, and a TSP that is down is asked again until it answers.
+            let resolver = WalletIssuerResolver(
+                tsp: tsp, store: store, events: events, configuredAccountID: configuration.walletAccountID,
+                logger: logger, clock: clock)
+            background.run { await resolver.run() }
         }
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,

@@ -58,6 +58,59 @@ import TokenetWire
         #expect(try await wallet.control.listCards(.init()).cards.map(\.digitalCardID) == ["DNITHE000000000000000001"])
     }
 
+    /// A database at schema 3 holding one digitized card, one declined card and one awaiting the T&C, opened by
+    /// this build: only the digitized card awaits its issuer, and the issuer the TSP names is kept, once.
+    @Test func aCardFromBeforeIssuersWereRecordedGetsTheIssuerTheTSPNames() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Array(WalletStore.migrations.prefix(3))).migrate(database)
+        let digitized = TspV1.DigitizeResponse(
+            decision: .approved, digitalCardID: "DNITHE000000000000000001", tokenState: .active, tokenLast4: "9012",
+            scheme: .visa, panLast4: "1111", decidedBy: "issuer")
+        let declined = TspV1.DigitizeResponse(decision: .declined, declineReason: "no")
+        for (status, result) in [("DIGITIZED", digitized), ("DECLINED", declined)] {
+            _ = try database.execute(
+                """
+                INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                    result, created_at_ms, updated_at_ms)
+                VALUES ('manual', 1, '1111', ?, 'receipt', 0, ?, 1, 1)
+                """, [status, try result.serializedBytes()])
+        }
+        _ = try database.execute(
+            """
+            INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                created_at_ms, updated_at_ms)
+            VALUES ('manual', 1, '1111', 'PENDING_TERMS', 'receipt', 0, 1, 1)
+            """)
+        let store = try WalletStore(database: database)
+        #expect(try store.cardsAwaitingIssuer().map(\.cardRef) == ["card-1"])
+
+        let recorded = try store.recordIssuer(id: 1, issuerID: "bank-a", issuerNodeID: "issuer-1", nowMs: 5)
+        #expect(recorded.issuerID == "bank-a" && recorded.issuerNodeID == "issuer-1" && recorded.result == digitized)
+        #expect(recorded.belongs(toIssuerNode: "issuer-1") && !recorded.belongs(toIssuerNode: "issuer-2"))
+        #expect(try store.cardsAwaitingIssuer().isEmpty)
+        // A later answer does not replace the recorded issuer.
+        let again = try store.recordIssuer(id: 1, issuerID: "bank-b", issuerNodeID: "issuer-2", nowMs: 6)
+        #expect(again.issuerID == "bank-a" && again.issuerNodeID == "issuer-1")
+        #expect(try WalletStore(database: database).card(ref: "card-1") == recorded)
+    }
+
+    /// An issuer registered without TLS has no node: the card's issuer is known, and it is still no app's.
+    @Test func anIssuerWithoutANodeIsRecordedAsNoAppsCard() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Array(WalletStore.migrations.prefix(3))).migrate(database)
+        let result = TspV1.DigitizeResponse(decision: .approved, digitalCardID: "DNITHE000000000000000001")
+        _ = try database.execute(
+            """
+            INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms, result,
+                created_at_ms, updated_at_ms)
+            VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt', 0, ?, 1, 1)
+            """, [try result.serializedBytes()])
+        let store = try WalletStore(database: database)
+        let card = try store.recordIssuer(id: 1, issuerID: "bank-a", issuerNodeID: "", nowMs: 5)
+        #expect(card.issuerID == "bank-a" && card.issuerNodeID == nil && !card.belongs(toIssuerNode: ""))
+        #expect(try store.cardsAwaitingIssuer().isEmpty)
+    }
+
     @Test func beginningTwiceKeepsTheFirstRequestID() throws {
         let store = try WalletStore.inMemory()
         let card = try store.addPending(

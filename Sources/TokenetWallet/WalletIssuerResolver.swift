@@ -1,0 +1,126 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// Asks the TSP (`Provisioning.GetTokenIssuer`) whose token each card stored without an issuer is, as
+/// `IssuerResolution` decides, and records the answers. Runs in the background when the wallet starts, so a TSP
+/// that cannot be reached delays no call the wallet serves; until a card's issuer is recorded it is no issuer app's.
+struct WalletIssuerResolver: Sendable {
+    let tsp: TspV1.Provisioning.Client
+    let store: WalletStore
+    let events: WalletEventHub
+    /// The account of cards stored before the wallet recorded each card's account.
+    let configuredAccountID: String
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+    /// Waits the given milliseconds; throws when the node stops (the task is cancelled).
+    let sleep: @Sendable (UInt64) async throws -> Void
+
+    init(
+        tsp: any RPCCaller, store: WalletStore, events: WalletEventHub, configuredAccountID: String, logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
+        sleep: @escaping @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+    ) {
+        self.tsp = TspV1.Provisioning.Client(tsp)
+        self.store = store
+        self.events = events
+        self.configuredAccountID = configuredAccountID
+        self.logger = logger
+        self.clock = clock
+        self.sleep = sleep
+    }
+
+    /// Resolves every card stored without an issuer, until none is left to ask or the task is cancelled; returns
+    /// the machine's last state (for tests).
+    @discardableResult
+    func run() async -> IssuerResolution {
+        var machine = IssuerResolution()
+        let found: [WalletCardRecord]
+        do {
+            found = try store.cardsAwaitingIssuer()
+        } catch {
+            logger.warning("the cards without an issuer could not be read", ["error": error.description])
+            return machine
+        }
+        var actions = machine.handle(
+            .start(
+                found.map {
+                    IssuerResolution.Card(
+                        cardID: $0.id, digitalCardID: $0.result?.digitalCardID ?? "",
+                        walletAccountID: $0.account(configured: configuredAccountID))
+                }))
+        while !actions.isEmpty {
+            let action = actions.removeFirst()
+            switch action {
+            case .ask(let card):
+                actions += machine.handle(await ask(card))
+            case .record(let id, let issuerID, let nodeID):
+                actions += machine.handle(record(id, issuerID: issuerID, issuerNodeID: nodeID))
+            case .wait(let milliseconds):
+                do {
+                    try await sleep(milliseconds)
+                } catch {
+                    return machine
+                }
+                actions += machine.handle(.retryDue)
+            case .finish(let resolved, let remaining):
+                // Counts only: the cards' numbers are never logged, not even masked.
+                guard resolved + remaining > 0 else { break }
+                logger.info(
+                    "issuers of cards stored without one",
+                    ["resolved": "\(resolved)", "remaining": "\(remaining)"])
+            }
+        }
+        return machine
+    }
+
+    private func ask(_ card: IssuerResolution.Card) async -> IssuerResolution.Event {
+        do {
+            let answer = try await tsp.getTokenIssuer(
+                TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID))
+            return .answered(cardID: card.cardID, issuerID: answer.issuerID, issuerNodeID: answer.issuerNodeID)
+        } catch let error as RPCError where Self.isRefusal(error.code) {
+            logger.warning(
+                "the TSP names no issuer for a card; it stays hidden from every issuer app",
+                [
+                    "card_ref": WalletCardRecord.ref(card.cardID), "digital_card_id": card.digitalCardID,
+                    "code": error.code.protoValueName ?? "\(error.code.rawValue)", "error": error.message,
+                ])
+            return .refused(cardID: card.cardID)
+        } catch {
+            logger.info(
+                "the TSP could not name a card's issuer; asking again later",
+                ["card_ref": WalletCardRecord.ref(card.cardID), "error": "\(error)"])
+            return .unreachable(cardID: card.cardID)
+        }
+    }
+
+    /// Answers that asking again will not change: the TSP does not hold the token for this wallet account, or
+    /// refuses the question itself.
+    static func isRefusal(_ code: StatusCode) -> Bool {
+        [.notFound, .permissionDenied, .invalidArgument, .failedPrecondition].contains(code)
+    }
+
+    private func record(_ id: Int64, issuerID: String, issuerNodeID: String) -> IssuerResolution.Event {
+        do {
+            let stored = try store.recordIssuer(id: id, issuerID: issuerID, issuerNodeID: issuerNodeID, nowMs: clock())
+            if let result = stored.result, stored.issuerNodeID != nil {
+                // A listening issuer app hears of the card as if it had just been added: it was hidden until now.
+                events.publish(
+                    WalletV1.WalletEvent(
+                        kind: .tokenizedCardAdded, walletAccountID: stored.account(configured: configuredAccountID),
+                        digitalCardID: result.digitalCardID, tokenState: result.tokenState, atMs: clock()),
+                    cardIssuerNodeID: stored.issuerNodeID)
+            }
+            logger.info(
+                "card issuer recorded",
+                ["card_ref": stored.cardRef, "issuer_id": issuerID, "last4": stored.panLast4])
+            return .recorded(cardID: id)
+        } catch {
+            logger.warning(
+                "a card's issuer could not be recorded",
+                ["card_ref": WalletCardRecord.ref(id), "error": error.description])
+            return .notRecorded(cardID: id)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetStorage
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// Cards stored before the wallet recorded issuers, after an upgrade: hidden from every issuer app until the TSP
+/// names their issuer, then shown to that issuer's app only.
+@Suite struct WalletIssuerResolverTests {
+    /// The waits a resolver was told to take.
+    final class Waits: Sendable {
+        let list = Mutex<[UInt64]>([])
+    }
+
+    static let ownToken = "DNITHE000000000000000001"
+    static let otherAccountsToken = "DNITHE000000000000000002"
+
+    /// A wallet whose database was written at schema 3: card-1 in the configured account (no account recorded),
+    /// card-2 in wallet-account-2.
+    static func upgradedWallet() throws -> WalletHarness {
+        let database = try Database.openInMemory()
+        try Migrator(Array(WalletStore.migrations.prefix(3))).migrate(database)
+        for (token, account) in [(ownToken, nil), (otherAccountsToken, "wallet-account-2")] as [(String, String?)] {
+            let result = TspV1.DigitizeResponse(
+                decision: .approved, digitalCardID: token, tokenState: .active, tokenLast4: "9012", scheme: .visa,
+                panLast4: "1111", decidedBy: "issuer")
+            _ = try database.execute(
+                """
+                INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                    result, wallet_account_id, created_at_ms, updated_at_ms)
+                VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt', 0, ?, ?, 1, 1)
+                """, [try result.serializedBytes(), account])
+        }
+        return try WalletHarness(store: try WalletStore(database: database))
+    }
+
+    /// The resolver as the wallet node runs it, calling the harness's fake TSP as wallet-1; `waits` records each
+    /// wait it was told to take, which passes at once.
+    static func resolver(_ wallet: WalletHarness, waits: Waits) -> WalletIssuerResolver {
+        var router = RPCRouter()
+        wallet.tsp.register(on: &router)
+        let tsp = WalletHarness.serve(
+            router, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        return WalletIssuerResolver(
+            tsp: tsp, store: wallet.store, events: wallet.events,
+            configuredAccountID: WalletConfiguration.defaultAccountID,
+            logger: Logger(node: "wallet-node", level: .debug, sink: wallet.logs), clock: { 2_000_000 },
+            sleep: { milliseconds in waits.list.withLock { $0.append(milliseconds) } })
+    }
+
+    @Test func aCardBecomesVisibleToItsOwnIssuerAppOnlyOnceTheTSPNamesIt() async throws {
+        let wallet = try Self.upgradedWallet()
+        let otherApp = WalletV1.WalletEvents.Client(wallet.asIssuer("issuer-2"))
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.isEmpty)
+        #expect(try await otherApp.currentTokens(.init()).tokens.isEmpty)
+
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: .init(
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1"),
+                // The TSP holds this token for another account than the card's: it answers NOT_FOUND.
+                Self.otherAccountsToken: .init(
+                    walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2"),
+            ]
+            // The TSP is down for the first two calls.
+            $0.tokenIssuerFailures = 2
+        }
+        let ownListener = wallet.events.subscribe(as: .issuerApp(nodeID: "issuer-1"))
+        let otherListener = wallet.events.subscribe(as: .issuerApp(nodeID: "issuer-2"))
+        let waits = Waits()
+        let machine = await Self.resolver(wallet, waits: waits).run()
+
+        #expect(waits.list.withLock { $0 } == [1_000, 2_000])
+        #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .unresolvable)
+        #expect(
+            wallet.tsp.recorded.tokenIssuerRequests.map(\.walletAccountID)
+                == Array(repeating: WalletConfiguration.defaultAccountID, count: 3) + ["wallet-account-2"])
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.map(\.digitalCardID) == [Self.ownToken])
+        #expect(try await otherApp.currentTokens(.init()).tokens.isEmpty)
+        let stored = try wallet.store.card(ref: "card-1")
+        #expect(stored.issuerID == "bank-a" && stored.issuerNodeID == "issuer-1")
+        #expect(try wallet.store.card(ref: "card-2").issuerID == nil)
+
+        // The card's own app hears of it as an added card; the other app hears nothing about it. A marker ends
+        // what each heard, so a missing event fails the test instead of leaving it waiting.
+        wallet.events.publish(WalletV1.WalletEvent(kind: .activeWalletAccountChanged, walletAccountID: "marker"))
+        let heard = await Self.eventsBeforeMarker(ownListener)
+        #expect(heard.map(\.kind) == [.tokenizedCardAdded] && heard.first?.digitalCardID == Self.ownToken, "\(heard)")
+        #expect(heard.first?.walletAccountID == WalletConfiguration.defaultAccountID)
+        #expect(heard.first?.tokenState == .active)
+        #expect(await Self.eventsBeforeMarker(otherListener).isEmpty)
+
+        // The counts are logged, and no card number.
+        let lines = wallet.logs.lines
+        #expect(lines.contains { $0.contains("resolved=1") && $0.contains("remaining=1") }, "\(lines)")
+        #expect(!lines.contains { $0.contains("4111111111111111") })
+    }
+
+    /// The events a listener heard before the marker event.
+    static func eventsBeforeMarker(_ subscription: WalletEventHub.Subscription) async -> [WalletV1.WalletEvent] {
+        var heard: [WalletV1.WalletEvent] = []
+        for await event in subscription.events {
+            if event.walletAccountID == "marker" { break }
+            heard.append(event)
+        }
+        return heard
+    }
+
+    @Test func aWalletWithNothingToResolveAsksNothing() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        let machine = await Self.resolver(wallet, waits: Waits()).run()
+        #expect(machine.cards.isEmpty && wallet.tsp.recorded.tokenIssuerRequests.isEmpty)
+    }
+
+    @Test func aStoppingNodeEndsTheWaitsForAnUnreachableTSP() async throws {
+        let wallet = try Self.upgradedWallet()
+        wallet.tsp.configure { $0.tokenIssuerFailures = 1_000 }
+        var router = RPCRouter()
+        wallet.tsp.register(on: &router)
+        let resolver = WalletIssuerResolver(
+            tsp: WalletHarness.serve(
+                router, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
+            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
+            logger: Logger(node: "wallet-node", sink: wallet.logs), sleep: { _ in throw CancellationError() })
+        let machine = await resolver.run()
+        #expect(machine.phase(of: 1) == .failedRetry(attempts: 1) && machine.phase(of: 2) == .pending)
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.isEmpty)
+    }
+}
