@@ -35,8 +35,9 @@ public struct WalletCardRecord: Sendable, Equatable {
     /// about it belong to that account, whichever account is active later. nil for a card stored before the wallet
     /// recorded accounts per card; those were all added under the configured account (`account(configured:)`).
     public var walletAccountID: String? = nil
-    /// The card's issuer as the TSP named it at digitization (`DigitizeResponse.issuer_id`, `issuer_node_id`). nil
-    /// before digitization, for a card digitized before the wallet recorded issuers, and from a TSP that names none.
+    /// The card's issuer as the TSP named it at digitization (`DigitizeResponse.issuer_id`, `issuer_node_id`), or
+    /// later for a card digitized before the wallet recorded issuers (`GetTokenIssuer`). nil before digitization,
+    /// for such a card until the TSP has named its issuer, and from a TSP that names none.
     public var issuerID: String? = nil
     /// The node id of the issuer app that may see the card: the one in the certificate of the node that registered
     /// the issuer at the TSP.

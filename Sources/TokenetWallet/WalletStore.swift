@@ -71,8 +71,8 @@ public final class WalletStore: Sendable {
                 """),
         // A card's issuer, as the TSP named it when it digitized the card: its id and the node id of the issuer app
         // the wallet shows the card to. NULL for the cards digitized before this migration (and for cards from a TSP
-        // that names no issuer): no issuer app sees those, since the wallet cannot tell whose they are, and showing
-        // them to every app was what gave one bank's app another bank's cards.
+        // that names no issuer): no issuer app sees those until the wallet has asked the TSP whose they are
+        // (`WalletIssuerResolver`), since showing them to every app was what gave one bank's app another bank's cards.
         Migration(
             version: 4, name: "card_issuers",
             sql: """
