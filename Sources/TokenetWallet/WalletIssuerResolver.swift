@@ -53,7 +53,10 @@ struct WalletIssuerResolver: Sendable {
             let action = actions.removeFirst()
             switch action {
             case .ask(let card):
-                actions += machine.handle(await ask(card))
+                let answer = await ask(card)
+                // A stopping node cancelled the call: its failure says nothing about the TSP.
+                if Task.isCancelled { return machine }
+                actions += machine.handle(answer)
             case .record(let id, let issuerID, let nodeID):
                 actions += machine.handle(record(id, issuerID: issuerID, issuerNodeID: nodeID))
             case .wait(let milliseconds):
@@ -77,7 +80,8 @@ struct WalletIssuerResolver: Sendable {
     private func ask(_ card: IssuerResolution.Card) async -> IssuerResolution.Event {
         do {
             let answer = try await tsp.getTokenIssuer(
-                TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID))
+                TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID),
+                options: CallOptions(timeout: Self.callTimeout))
             return .answered(cardID: card.cardID, issuerID: answer.issuerID, issuerNodeID: answer.issuerNodeID)
         } catch let error as RPCError where Self.isRefusal(error.code) {
             logger.warning(
@@ -88,12 +92,17 @@ struct WalletIssuerResolver: Sendable {
                 ])
             return .refused(cardID: card.cardID)
         } catch {
+            if Task.isCancelled { return .unreachable(cardID: card.cardID) }
             logger.info(
                 "the TSP could not name a card's issuer; asking again later",
                 ["card_ref": WalletCardRecord.ref(card.cardID), "error": "\(error)"])
             return .unreachable(cardID: card.cardID)
         }
     }
+
+    /// How long one question may take: a TSP that accepts the call and never answers is asked again later, like
+    /// one that cannot be reached, instead of holding the resolution forever.
+    static let callTimeout: Duration = .seconds(30)
 
     /// Answers that asking again will not change: the TSP does not hold the token for this wallet account, or
     /// refuses the question itself.
