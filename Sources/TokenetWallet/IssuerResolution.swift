@@ -74,7 +74,8 @@ public struct IssuerResolution: Sendable, Equatable {
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case .start(let found):
-            guard cards.isEmpty else { return [] }
+            guard !started else { return [] }
+            started = true
             cards = found
             for card in found { phases[card.cardID] = .pending }
             return next()
@@ -97,14 +98,14 @@ public struct IssuerResolution: Sendable, Equatable {
             phases[id] = .failedRetry(attempts: attempts)
             return [.wait(milliseconds: Self.wait(afterFailures: attempts))]
         case .retryDue:
-            guard let card = cards.first(where: { if case .failedRetry = phases[$0.cardID] { true } else { false } })
-            else { return [] }
-            if case .failedRetry(let attempts) = phases[card.cardID] { failuresInARow = attempts }
+            guard let card = current, case .failedRetry(let attempts) = phases[card.cardID] else { return [] }
+            failuresInARow = attempts
             phases[card.cardID] = .resolving
             return [.ask(card)]
         case .recorded(let id):
             guard phases[id] == .recording else { return [] }
             phases[id] = .resolved
+            resolved += 1
             return next()
         case .notRecorded(let id):
             guard phases[id] == .recording else { return [] }
@@ -113,17 +114,29 @@ public struct IssuerResolution: Sendable, Equatable {
         }
     }
 
+    private var started = false
+
     /// Failed calls since the last answer: the next wait grows with them, and the first answer resets them.
     private var failuresInARow = 0
+
+    /// The card being asked about (or waited for), and the index of the next card to ask about: the cards are
+    /// asked about in order, so a wallet with many old cards takes linear time.
+    private var current: Card?
+    private var upcoming = 0
+    private var resolved = 0
 
     /// Asks about the next pending card, or finishes when none is left.
     private mutating func next() -> [Action] {
         failuresInARow = 0
-        if let card = cards.first(where: { phases[$0.cardID] == .pending }) {
+        current = nil
+        while upcoming < cards.count {
+            let card = cards[upcoming]
+            upcoming += 1
+            guard phases[card.cardID] == .pending else { continue }
             phases[card.cardID] = .resolving
+            current = card
             return [.ask(card)]
         }
-        let resolved = phases.values.filter { $0 == .resolved }.count
         return [.finish(resolved: resolved, remaining: cards.count - resolved)]
     }
 
