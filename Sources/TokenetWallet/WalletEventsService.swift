@@ -13,8 +13,14 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     let store: WalletStore
     let selection: WalletSelection
     let logger: Logger
+    /// Told when an app asks, so that cards still waiting for their issuer are asked about at once.
+    let issuerResolution: IssuerResolutionWakeup?
 
-    public init(hub: WalletEventHub, store: WalletStore, selection: WalletSelection, logger: Logger) {
+    public init(
+        hub: WalletEventHub, store: WalletStore, selection: WalletSelection, logger: Logger,
+        issuerResolution: IssuerResolutionWakeup? = nil
+    ) {
+        self.issuerResolution = issuerResolution
         self.hub = hub
         self.store = store
         self.selection = selection
@@ -25,6 +31,7 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
         _ request: WalletV1.ListenRequest, responses: ResponseWriter<WalletV1.WalletEvent>, context: ServerContext
     ) async throws {
         let subscription = hub.subscribe(as: .issuerApp(nodeID: Self.issuerNode(context)))
+        issuerResolution?.issuerAppAsked()
         let log = logger.withTraceID(context.traceID)
         log.info("listener opened", ["listener": "\(subscription.id)", "peer": context.peer?.nodeID ?? "plaintext"])
         for await event in subscription.events {
@@ -42,7 +49,8 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
     public func currentTokens(_ request: WalletV1.CurrentTokensRequest, context: ServerContext) async throws
         -> WalletV1.CurrentTokensResponse
     {
-        try await answering {
+        issuerResolution?.issuerAppAsked()
+        return try await answering {
             let caller = Self.issuerNode(context)
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "CurrentTokens")
             let cards = try store.issuerCardPage(

@@ -15,12 +15,16 @@ struct WalletIssuerResolver: Sendable {
     let clock: @Sendable () -> UInt64
     /// Waits the given milliseconds; throws when the node stops (the task is cancelled).
     let sleep: @Sendable (UInt64) async throws -> Void
+    /// Ends a wait early when an issuer app asks for its cards.
+    let wakeup: IssuerResolutionWakeup
 
     init(
         tsp: any RPCCaller, store: WalletStore, events: WalletEventHub, configuredAccountID: String, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
-        sleep: @escaping @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+        sleep: @escaping @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
+        wakeup: IssuerResolutionWakeup = IssuerResolutionWakeup()
     ) {
+        self.wakeup = wakeup
         self.tsp = TspV1.Provisioning.Client(tsp)
         self.store = store
         self.events = events
@@ -61,7 +65,9 @@ struct WalletIssuerResolver: Sendable {
                 actions += machine.handle(record(id, issuerID: issuerID, issuerNodeID: nodeID))
             case .wait(let milliseconds):
                 do {
-                    try await sleep(milliseconds)
+                    if try await wakeup.wait(milliseconds, sleep: sleep) {
+                        logger.info("an issuer app asked for its cards; asking the TSP for the card's issuer now")
+                    }
                 } catch {
                     return machine
                 }

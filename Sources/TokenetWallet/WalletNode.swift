@@ -66,6 +66,7 @@ public enum WalletNode {
         notifications: ((any NotificationHandler) -> Void)? = nil, keysAtActivation background: NodeOutgoing? = nil
     ) -> RPCRouter {
         var router = RPCRouter()
+        let issuerResolution = IssuerResolutionWakeup()
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
             configuredAccountID: configuration.walletAccountID, logger: logger, clock: clock)
@@ -79,7 +80,7 @@ public enum WalletNode {
             // background: the wallet is ready at once, and a TSP that is down is asked again until it answers.
             let resolver = WalletIssuerResolver(
                 tsp: tsp, store: store, events: events, configuredAccountID: configuration.walletAccountID,
-                logger: logger, clock: clock)
+                logger: logger, clock: clock, wakeup: issuerResolution)
             background.run { await resolver.run() }
         }
         WalletControlService(
@@ -91,7 +92,9 @@ public enum WalletNode {
             tsp: tsp, store: store, logger: logger, clock: clock, events: events,
             configuredAccountID: configuration.walletAccountID
         ).register(on: &router)
-        WalletEventsService(hub: events, store: store, selection: selection, logger: logger).register(on: &router)
+        WalletEventsService(
+            hub: events, store: store, selection: selection, logger: logger, issuerResolution: issuerResolution
+        ).register(on: &router)
         WalletSelectionService(selection: selection, store: store, events: events, clock: clock).register(on: &router)
         WalletAppToAppService(
             store: store, issuer: issuer, provider: configuration.provider, logger: logger, clock: clock,

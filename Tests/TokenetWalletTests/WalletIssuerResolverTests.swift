@@ -111,6 +111,69 @@ import TokenetWire
         return heard
     }
 
+    /// While the TSP cannot be reached the resolver waits up to a minute between tries; an issuer app asking for
+    /// its cards ends the wait, and the card it may see is resolved at once.
+    @Test func anIssuerAppAskingForItsCardsEndsTheWaitForTheTSP() async throws {
+        let wallet = try Self.upgradedWallet()
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: .init(
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1")
+            ]
+            $0.tokenIssuerFailures = 1
+        }
+        let wakeup = IssuerResolutionWakeup()
+        var router = RPCRouter()
+        WalletEventsService(
+            hub: wallet.events, store: wallet.store,
+            selection: try WalletSelection(
+                store: wallet.store, configuredAccountID: WalletConfiguration.defaultAccountID),
+            logger: Logger(node: "wallet-node", sink: wallet.logs), issuerResolution: wakeup
+        ).register(on: &router)
+        let app = WalletV1.WalletEvents.Client(
+            WalletHarness.serve(
+                router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"),
+                server: PeerIdentity(role: .wallet, nodeID: "wallet-1")))
+
+        var tspRouter = RPCRouter()
+        wallet.tsp.register(on: &tspRouter)
+        let (waiting, waits) = AsyncStream.makeStream(of: UInt64.self)
+        let resolver = WalletIssuerResolver(
+            tsp: WalletHarness.serve(
+                tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
+            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
+            logger: Logger(node: "wallet-node", sink: wallet.logs),
+            sleep: { milliseconds in
+                waits.yield(milliseconds)
+                // A wait the app does not cut short ends the resolution unresolved, and the test fails.
+                try await Task.sleep(for: .seconds(600))
+                throw CancellationError()
+            }, wakeup: wakeup)
+        let run = Task { await resolver.run() }
+        var iterator = waiting.makeAsyncIterator()
+        #expect(await iterator.next() == 1_000)
+        #expect(try await app.currentTokens(.init()).tokens.isEmpty)
+
+        let machine = await run.value
+        #expect(machine.phase(of: 1) == .resolved)
+        #expect(try await app.currentTokens(.init()).tokens.map(\.digitalCardID) == [Self.ownToken])
+        #expect(wallet.logs.lines.contains { $0.contains("an issuer app asked for its cards") })
+    }
+
+    /// An app that asked just before the wait began is not lost; a wait whose node stops ends with it.
+    @Test func aQuestionBeforeTheWaitEndsItAndCancellingEndsItToo() async throws {
+        let wakeup = IssuerResolutionWakeup()
+        let long: @Sendable (UInt64) async throws -> Void = { _ in try await Task.sleep(for: .seconds(600)) }
+        wakeup.issuerAppAsked()
+        #expect(try await wakeup.wait(60_000, sleep: long))
+        #expect(try await wakeup.wait(0, sleep: { _ in }) == false, "the question was used up")
+
+        let waiting = Task { try await wakeup.wait(60_000, sleep: long) }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+    }
+
     @Test func aWalletWithNothingToResolveAsksNothing() async throws {
         let wallet = try WalletHarness()
         _ = try await wallet.control.addCard(WalletHarness.manual())
