@@ -255,7 +255,7 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
    * The node id in the certificate (tokenet://issuer/NODE_ID) of the node that registered the issuer: the wallet
    * shows the token to that node's issuer app only (WalletEvents, tokenet/wallet/v1), as a wallet shows a pass only
    * to the apps its issuer names. Empty from a TSP that did not send it and for an issuer registered without TLS;
-   * the wallet then shows the token to no issuer app.
+   * the wallet then shows the token to no issuer app until GetTokenIssuer names a node.
    */
   char *issuer_node_id;
 };
