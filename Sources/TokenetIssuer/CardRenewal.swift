@@ -68,6 +68,31 @@ enum RenewalSettlement: Sendable, Equatable {
     }
 }
 
+/// What a renewal sent to the TSP in its batches (`LifecycleLimits.batches`) came to. The TSP renews each batch in
+/// a transaction of its own, so a card with more tokens than one call takes is renewed in several writes, and a
+/// failure after the first leaves the TSP holding the new number for the tokens of the batches it answered.
+struct RenewalSent {
+    /// How many calls the card's tokens took.
+    let batches: Int
+    /// The tokens the answered batches renewed, in the order sent.
+    var renewed: [String] = []
+    /// How many batches the TSP answered before `failure` (all of them when there was none).
+    var answered = 0
+    /// The failure of the call that stopped the renewal; the batches after it were not sent.
+    var failure: (any Error)?
+
+    init(batches: Int) { self.batches = batches }
+
+    /// How the reservation is settled: complete once every batch was answered; after a failure of the first batch
+    /// as that call's failure says (`RenewalSettlement(failure:)`: a refusal gives the number back); after a failure
+    /// of a later one, pending whatever the failure was, since the TSP holds the new number for some tokens and only
+    /// the renewal repeated (every batch again) makes the two sides agree.
+    var settlement: RenewalSettlement {
+        guard let failure else { return .complete }
+        return answered == 0 ? RenewalSettlement(failure: failure) : .keepPending
+    }
+}
+
 /// The cards whose renewal this node is running: one at a time per card, so a second request for a card cannot
 /// settle (complete or release) the reservation the first is still waiting on the TSP for.
 final class RenewalsUnderWay: Sendable {

@@ -38,11 +38,11 @@ extension IssuerCardCareService {
         var action = resolution.handle(.started)
         var renewed: [String] = []
         var failure: (any Error)?
-        let batch = Array(tokens.suffix(LifecycleLimits.issuerBatch))
+        var sent: RenewalSent?
         while true {
             switch action {
             case .askTSP:
-                guard !batch.isEmpty else {
+                guard !tokens.isEmpty else {
                     action = resolution.handle(.tspHolds(.noToken))
                     continue
                 }
@@ -54,9 +54,14 @@ extension IssuerCardCareService {
                         cardData = try await encryptedForTSP(card, renewal)
                     }
                     encrypted = cardData
-                    let cards = try await TspV1.IssuerCardUpdates.Client(caller).getFundingCards(
-                        TspV1.GetFundingCardsRequest(digitalCardIds: batch, cardData: cardData)
-                    ).fundingCards
+                    // Every token is asked about, a batch a call, and the answers are read together: a renewal that
+                    // failed after its first batch is held by the TSP for some tokens only.
+                    var cards: [TspV1.FundingCard] = []
+                    for batch in LifecycleLimits.batches(tokens) {
+                        cards += try await TspV1.IssuerCardUpdates.Client(caller).getFundingCards(
+                            TspV1.GetFundingCardsRequest(digitalCardIds: batch, cardData: cardData)
+                        ).fundingCards
+                    }
                     let holding = TSPHolding(cards, renewal: renewal, currentPAN: card.pan)
                     renewed = cards.filter { $0.panMatches && $0.tokenState != .deactivated }.map(\.digitalCardID)
                     log.info(
@@ -70,12 +75,14 @@ extension IssuerCardCareService {
             case .sendRenewal:
                 // Only a repeat sends, and it comes with the renewed card encrypted before the reservation was read.
                 guard let encrypted else { throw RPCError(.internal, "the renewed card was not encrypted") }
-                do {
-                    renewed = try await send(card, encrypted, tokens: tokens, caller: caller)
-                    action = resolution.handle(.renewalAnswered)
-                } catch {
+                let answer = await send(card, encrypted, tokens: tokens, caller: caller)
+                sent = answer
+                if let error = answer.failure {
                     failure = error
-                    action = resolution.handle(.renewalFailed(RenewalSettlement(failure: error)))
+                    action = resolution.handle(.renewalFailed(answer.settlement))
+                } else {
+                    renewed = answer.renewed
+                    action = resolution.handle(.renewalAnswered)
                 }
             case .complete:
                 try await IssuerError.mapping { () throws(IssuerError) in
@@ -93,9 +100,10 @@ extension IssuerCardCareService {
                 log.info("renewal abandoned", ["card": card.id, "last4": renewal.pan.last4])
                 return IssuerV1.IssuerRenewCardResponse(
                     cardID: card.id, maskedPAN: card.pan.masked, expiry: card.expiry.description, abandoned: true)
-            case .release, .keepPending(.answerLost):
+            case .release, .keepPending(.answerLost), .keepPending(.heldInPart):
                 throw try await settleFailedRenewal(
-                    card.id, renewal, after: failure ?? RPCError(.unknown, "no answer"), log: log)
+                    card.id, renewal, action == .release ? .release : .keepPending,
+                    after: failure ?? RPCError(.unknown, "no answer"), sent: sent, log: log)
             case .keepPending(.tspNotAsked):
                 let status = (failure as? RPCError)?.code ?? .unavailable
                 let reason = (failure as? RPCError)?.message ?? String(describing: failure)
@@ -135,25 +143,36 @@ extension IssuerCardCareService {
         }
     }
 
-    /// Sends the renewal to the TSP (the card's latest tokens, up to the TSP's batch) and returns the tokens renewed.
+    /// Sends the renewal to the TSP for every token of the card, a batch (`LifecycleLimits.issuerBatch`) a call in
+    /// order, and stops at the first call that fails: the batches after it wait for the renewal to be repeated.
     func send(
         _ card: StoredCard, _ encrypted: CardV1.EncryptedCardData, tokens: [String], caller: any RPCCaller
-    ) async throws -> [String] {
-        try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
-            TspV1.RenewCardRequest(
-                digitalCardIds: Array(tokens.suffix(LifecycleLimits.issuerBatch)), cardData: encrypted,
-                previousCardID: card.id, newCardID: card.id)
-        ).renewedDigitalCardIds
+    ) async -> RenewalSent {
+        let batches = LifecycleLimits.batches(tokens)
+        var sent = RenewalSent(batches: batches.count)
+        for batch in batches {
+            do {
+                sent.renewed += try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
+                    TspV1.RenewCardRequest(
+                        digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id)
+                ).renewedDigitalCardIds
+                sent.answered += 1
+            } catch {
+                sent.failure = error
+                break
+            }
+        }
+        return sent
     }
 
-    /// Settles a reserved renewal whose TSP call failed with `error` (`RenewalSettlement`) and returns the error the
-    /// operator gets: a refusal gives the number back and the card keeps its own; an unknown outcome keeps the
-    /// reservation, says so, and is logged as a warning, since until the renewal is repeated the TSP may hold a
-    /// number the issuer's card does not.
+    /// Settles a reserved renewal whose TSP call failed with `error` as `settlement` says and returns the error the
+    /// operator gets: a refusal gives the number back and the card keeps its own; an unknown outcome, or a renewal
+    /// the TSP holds for some tokens only (`sent` says how far it got), keeps the reservation, says so, and is
+    /// logged as a warning, since until the renewal is repeated the TSP may hold a number the issuer's card does not.
     func settleFailedRenewal(
-        _ cardID: String, _ renewal: PendingRenewal, after error: any Error, log: Logger
+        _ cardID: String, _ renewal: PendingRenewal, _ settlement: RenewalSettlement, after error: any Error,
+        sent: RenewalSent?, log: Logger
     ) async throws -> RPCError {
-        let settlement = RenewalSettlement(failure: error)
         try await IssuerError.mapping { () throws(IssuerError) in
             try store.settleRenewal(id: cardID, renewal, settlement)
         }
@@ -165,6 +184,30 @@ extension IssuerCardCareService {
             log.info("renewal refused by the TSP", ["card": cardID, "last4": last4, "status": statusName])
             return RPCError(
                 status, "the TSP refused the renewal of card \(cardID), which keeps its number and expiry: \(reason)")
+        }
+        if let sent, sent.answered > 0 {
+            log.warning(
+                "renewal pending: the TSP renewed some tokens only",
+                [
+                    "card": cardID, "last4": last4, "status": statusName, "calls": "\(sent.answered)/\(sent.batches)",
+                    "tokens": "\(sent.renewed.count)",
+                ])
+            return RPCError(
+                status,
+                "the TSP renewed card \(cardID)'s tokens in \(sent.answered) of \(sent.batches) calls, then failed "
+                    + "(\(reason)); it holds the number ending \(last4), \(renewal.expiry) for some tokens only, so the "
+                    + "renewal stays pending: repeat it to complete it")
+        }
+        if settlement == .keepPending, RenewalSettlement(failure: error) == .release {
+            // Refused, but the TSP said before it holds the renewal for some tokens (`RenewalResolution.heldInPart`).
+            log.warning(
+                "renewal pending: refused, but the TSP holds it for some tokens",
+                ["card": cardID, "last4": last4, "status": statusName])
+            return RPCError(
+                status,
+                "the TSP refused the renewal of card \(cardID) sent again (\(reason)) but holds it for some of its "
+                    + "tokens; the renewal to the number ending \(last4), \(renewal.expiry) stays pending: repeat it "
+                    + "to complete it")
         }
         log.warning(
             "renewal pending: the TSP's answer was lost", ["card": cardID, "last4": last4, "status": statusName])

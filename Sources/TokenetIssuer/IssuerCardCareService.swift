@@ -97,18 +97,16 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             return try await resolve(
                 .complete, card, renewal, tokens: tokens, caller: caller, encrypted: encrypted, log: log)
         }
-        let renewed: [String]
-        do {
-            renewed = try await send(card, encrypted, tokens: tokens, caller: caller)
-        } catch {
-            throw try await settleFailedRenewal(card.id, renewal, after: error, log: log)
+        let sent = await send(card, encrypted, tokens: tokens, caller: caller)
+        if let failure = sent.failure {
+            throw try await settleFailedRenewal(card.id, renewal, sent.settlement, after: failure, sent: sent, log: log)
         }
         try await IssuerError.mapping { () throws(IssuerError) in
             try store.settleRenewal(id: card.id, renewal, .complete)
         }
-        log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(renewed.count)"])
+        log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(sent.renewed.count)"])
         return IssuerV1.IssuerRenewCardResponse(
-            cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: renewed)
+            cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: sent.renewed)
     }
 
     func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws
@@ -134,6 +132,12 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
 
 /// The TSP's limits the issuer keeps to.
 enum LifecycleLimits {
-    /// Tokens per issuer call (ChangeIssuerTokenStates, RenewCard).
+    /// Tokens per issuer call (ChangeIssuerTokenStates, RenewCard, GetFundingCards). It bounds one request's work at
+    /// the TSP, not what the issuer acts on: a card's tokens go in as many calls as they need (`batches`).
     static let issuerBatch = 10
+
+    /// `ids` cut into the TSP's batches, in order: every id in exactly one batch of at most `issuerBatch`.
+    static func batches(_ ids: [String]) -> [[String]] {
+        stride(from: 0, to: ids.count, by: issuerBatch).map { Array(ids[$0..<min($0 + issuerBatch, ids.count)]) }
+    }
 }

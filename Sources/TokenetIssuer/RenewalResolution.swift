@@ -7,6 +7,11 @@
 /// gives the number back only when the TSP is known not to hold it; if the TSP holds it the renewal is completed
 /// instead, since giving the number back would leave the tokens on a card the issuer no longer has; if the TSP
 /// cannot be asked, or holds it for some tokens only, the renewal stays pending.
+///
+/// A card with more tokens than one TSP call takes is asked about and renewed in batches, so the TSP can hold the
+/// renewal for some of its tokens only (a renewal that failed after its first batch). Repeating sends every batch
+/// again; if the TSP refuses that, the number is not given back, since the tokens it holds would be left on a number
+/// the card never takes.
 struct RenewalResolution: Sendable, Equatable {
     enum Goal: Sendable, Equatable {
         /// The operator repeated the pending renewal.
@@ -17,13 +22,15 @@ struct RenewalResolution: Sendable, Equatable {
 
     enum Event: Sendable, Equatable {
         case started
-        /// The TSP answered GetFundingCards (or the card has no token to ask about).
+        /// The TSP answered GetFundingCards for every batch of the card's tokens, read together (or the card has no
+        /// token to ask about).
         case tspHolds(TSPHolding)
-        /// GetFundingCards failed: the TSP's state is unknown.
+        /// GetFundingCards failed for a batch: the TSP's state is unknown.
         case askFailed
-        /// The TSP answered the renewal sent again.
+        /// The TSP answered every batch of the renewal sent again.
         case renewalAnswered
-        /// The renewal sent again failed, settled as `RenewalSettlement(failure:)` says.
+        /// A batch of the renewal sent again failed, settled as `RenewalSent.settlement` says (a later batch's
+        /// failure is pending whatever it was).
         case renewalFailed(RenewalSettlement)
     }
 
@@ -35,6 +42,9 @@ struct RenewalResolution: Sendable, Equatable {
         case tspNotAsked
         /// Abandoning: the TSP holds the renewed card for some tokens only, or cannot tell.
         case tspUnclear
+        /// Repeating: the TSP holds the renewed card for some tokens only and refused the renewal sent again, so
+        /// giving the number back would leave those tokens on a number the card never takes.
+        case heldInPart
     }
 
     enum Action: Sendable, Equatable {
@@ -58,6 +68,8 @@ struct RenewalResolution: Sendable, Equatable {
 
     let goal: Goal
     private var state = State.idle
+    /// The TSP said it holds the renewed card for some tokens only (or cannot tell).
+    private var heldInPart = false
 
     init(_ goal: Goal) { self.goal = goal }
 
@@ -77,7 +89,7 @@ struct RenewalResolution: Sendable, Equatable {
         case (.sending, .renewalFailed(let settlement)):
             switch settlement {
             case .complete: return done(.complete)
-            case .release: return done(.release)
+            case .release: return done(heldInPart ? .keepPending(.heldInPart) : .release)
             case .keepPending: return done(.keepPending(.answerLost))
             }
         default:
@@ -94,6 +106,7 @@ struct RenewalResolution: Sendable, Equatable {
         case (.abandon, .unclear):
             return done(.keepPending(.tspUnclear))
         case (.complete, .other), (.complete, .unclear):
+            heldInPart = holding == .unclear
             state = .sending
             return .sendRenewal
         }

@@ -30,6 +30,16 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// GetFundingCards: how often it was asked, and the failure it answers with instead (a TSP out of reach).
         var fundingAsks = 0
         var fundingFailure: RPCError?
+        /// RenewCard calls by number (1 for the first) that fail with the given error, unrecorded.
+        var failingRenewalCalls: [Int: RPCError] = [:]
+        var renewalCalls = 0
+    }
+
+    /// The TSP's limit on the tokens of one issuer call.
+    static func checkBatch(_ ids: [String]) throws {
+        guard (1...10).contains(ids.count), Set(ids).count == ids.count else {
+            throw RPCError(.invalidArgument, "1 to 10 digital card ids, each at most once; \(ids.count) were given")
+        }
     }
 
     let key: RSAPrivateKey
@@ -44,6 +54,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)
         async throws -> TspV1.ChangeIssuerTokenStatesResponse
     {
+        try Self.checkBatch(request.digitalCardIds)
         state.withLock { $0.changes.append(request) }
         return TspV1.ChangeIssuerTokenStatesResponse(
             results: request.digitalCardIds.map { .init(digitalCardID: $0, tokenState: .suspended) })
@@ -63,8 +74,11 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
             return state.holdNextRenewal
         }
         await gate?.pass()
+        try Self.checkBatch(request.digitalCardIds)
         let card = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key))
         let lost = try state.withLock { state throws(RPCError) in
+            state.renewalCalls += 1
+            if let failure = state.failingRenewalCalls[state.renewalCalls] { throw failure }
             if let refusal = state.refusal { throw refusal }
             if state.droppedRenewals > 0 {
                 state.droppedRenewals -= 1
@@ -84,6 +98,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws
         -> TspV1.GetFundingCardsResponse
     {
+        try Self.checkBatch(request.digitalCardIds)
         let asked = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key)).pan()
         let held = try state.withLock { state throws(RPCError) in
             if let failure = state.fundingFailure { throw failure }
@@ -520,6 +535,89 @@ final class Gate: Sendable {
         #expect(RenewalSettlement(failure: RPCError(.deadlineExceeded, "")) == .keepPending)
         #expect(RenewalSettlement(failure: RPCError(.internal, "")) == .keepPending)
         #expect(RenewalSettlement(failure: CancellationError()) == .keepPending)
+    }
+
+    /// Approves `count` tokens of card-visa-approve, DNIMANY01… in the order recorded, and returns their ids.
+    func manyTokens(_ count: Int) throws -> [String] {
+        let ids = (1...count).map { "DNIMANY" + ($0 < 10 ? "0\($0)" : "\($0)") }
+        for id in ids { try decide(Cards.visaApprove.0, digitalCardID: id, outcome: .approved) }
+        return ids
+    }
+
+    /// A card with more tokens than one TSP call takes (a cardholder with many devices) is renewed whole: every
+    /// token, a batch of at most 10 a call, so none is left on the old number.
+    @Test func aCardWithManyTokensIsRenewedWhole() async throws {
+        let ids = try manyTokens(23)
+        let response = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(response.renewedDigitalCardIds == ids)
+        let (sent, held) = tsp.state.withLock { ($0.renewals.map(\.0.digitalCardIds), $0.held) }
+        #expect(sent == [Array(ids[0..<10]), Array(ids[10..<20]), Array(ids[20...])])
+        #expect(try ids.allSatisfy { try held[$0]?.pan().last4 == "0017" })
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+    }
+
+    /// A renewal that fails after its first batch leaves the TSP holding the new number for some tokens: even a
+    /// refusal keeps it pending (giving the number back would strand those tokens), an abandon is refused since the
+    /// TSP, asked about every token, holds it in part, and the repeat sends every batch again and completes it.
+    @Test func aRenewalFailingAfterItsFirstBatchStaysPendingUntilRepeated() async throws {
+        let ids = try manyTokens(23)
+        tsp.state.withLock { $0.failingRenewalCalls[2] = RPCError(.failedPrecondition, "the TSP refused") }
+        let failed = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(failed?.code == .failedPrecondition)
+        #expect(failed?.message.contains("in 1 of 3 calls") == true, "\(String(describing: failed))")
+        #expect(failed?.message.contains("stays pending: repeat it") == true)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.digits == Cards.visaApprove.1)
+        #expect(sink.lines.contains { $0.contains("renewed some tokens only") && $0.contains("0017") })
+
+        let abandon = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        }
+        #expect(abandon?.code == .failedPrecondition, "\(String(describing: abandon))")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(tsp.state.withLock { $0.fundingAsks } == 3)
+
+        let repeated = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(repeated.renewedDigitalCardIds == ids)
+        let held = tsp.state.withLock { $0.held }
+        #expect(try ids.allSatisfy { try held[$0]?.pan().last4 == "0017" })
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { ($0.renewalCalls, $0.fundingAsks) } == (5, 6))
+        #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    /// A refusal of the first batch changed nothing at the TSP, so it gives the number back as a single call's does.
+    @Test func aRenewalRefusedAtItsFirstBatchGivesTheNumberBack() async throws {
+        _ = try manyTokens(23)
+        tsp.state.withLock { $0.failingRenewalCalls[1] = RPCError(.failedPrecondition, "the TSP refused") }
+        let refused = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(refused?.code == .failedPrecondition)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { $0.renewalCalls } == 1)
+    }
+
+    /// How a renewal sent in batches is settled: by the first batch's failure as a single call's, and pending after
+    /// a later one whatever it was.
+    @Test func aRenewalSentInBatchesIsSettledByHowFarItGot() {
+        var sent = RenewalSent(batches: 3)
+        sent.answered = 3
+        #expect(sent.settlement == .complete)
+        sent.answered = 0
+        sent.failure = RPCError(.failedPrecondition, "")
+        #expect(sent.settlement == .release)
+        sent.failure = RPCError(.unavailable, "")
+        #expect(sent.settlement == .keepPending)
+        sent.answered = 1
+        sent.failure = RPCError(.failedPrecondition, "")
+        #expect(sent.settlement == .keepPending)
+        #expect(LifecycleLimits.batches([]) == [])
+        #expect(LifecycleLimits.batches((1...21).map(String.init)).map(\.count) == [10, 10, 1])
     }
 
     @Test func messagesGoToTheTSP() async throws {

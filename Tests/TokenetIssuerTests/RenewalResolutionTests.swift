@@ -39,6 +39,20 @@ import TokenetWire
                 == [.askTSP, .sendRenewal, .keepPending(.answerLost)])
     }
 
+    /// A renewal the TSP holds for some tokens only (one that failed after its first batch) is not given back when
+    /// the repeat is refused: those tokens would be left on a number the card never takes.
+    @Test func aRefusedRepeatOfARenewalHeldInPartStaysPending() {
+        #expect(
+            run(.complete, [.started, .tspHolds(.unclear), .renewalFailed(.release)])
+                == [.askTSP, .sendRenewal, .keepPending(.heldInPart)])
+        #expect(
+            run(.complete, [.started, .tspHolds(.unclear), .renewalFailed(.keepPending)])
+                == [.askTSP, .sendRenewal, .keepPending(.answerLost)])
+        #expect(
+            run(.complete, [.started, .tspHolds(.unclear), .renewalFailed(.complete)])
+                == [.askTSP, .sendRenewal, .complete])
+    }
+
     @Test func abandoningGivesBackOnlyWhatTheTSPDoesNotHold() {
         #expect(run(.abandon, [.started, .tspHolds(.other)]) == [.askTSP, .release])
         #expect(run(.abandon, [.started, .tspHolds(.noToken)]) == [.askTSP, .release])
