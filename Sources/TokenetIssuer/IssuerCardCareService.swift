@@ -5,7 +5,8 @@ import TokenetRPC
 import TokenetWire
 
 /// `tokenet.issuer.v1.IssuerCardCare`: the issuer's operators act on cards already in wallets. Token state changes
-/// and messages are forwarded to the TSP; a renewal reserves the new number in the issuer's own store, then tells
+/// (of the tokens named, or of every token of a card, at most `LifecycleLimits.issuerBatch` a TSP call) and messages
+/// are forwarded to the TSP; a renewal reserves the new number in the issuer's own store, then tells
 /// the TSP, which keeps the tokens working on the renewed card, and the card takes the number once the TSP has
 /// answered (`RenewalPlan`); a renewal left pending by a lost answer is repeated or abandoned by what the TSP says
 /// its tokens hold (`RenewalResolution`, IssuerCardCareService+Resolution.swift).
@@ -15,22 +16,6 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let logger: Logger
     let now: @Sendable () -> Date
     let renewals = RenewalsUnderWay()
-
-    func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
-        -> TspV1.ChangeIssuerTokenStatesResponse
-    {
-        let response = try await TspV1.TokenLifecycle.Client(try tspCaller()).changeIssuerTokenStates(
-            TspV1.ChangeIssuerTokenStatesRequest(
-                digitalCardIds: request.digitalCardIds, action: request.action, reasonCode: request.reasonCode))
-        logger.withTraceID(context.traceID).info(
-            "token states changed at the TSP",
-            [
-                "action": request.action.protoValueName ?? "?", "reason": request.reasonCode,
-                "tokens": "\(request.digitalCardIds.count)",
-                "refused": "\(response.results.filter { $0.statusCode != 0 }.count)",
-            ])
-        return response
-    }
 
     func renewCard(_ request: IssuerV1.IssuerRenewCardRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerRenewCardResponse

@@ -11,13 +11,15 @@ extension IssuerCommand {
     static let cardCareHelp = """
 
         Cards in wallets:
-               tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID... --reason CODE
+               tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID...|--card CARD_ID
+                   --reason CODE
                tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon [OPTIONS]
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
 
-        suspend-tokens, resume-tokens and delete-tokens change up to 10 of the issuer's tokens at the TSP in one
-        call (e.g. --reason LOST_CARD), with a result per token. renew-card gives a card a new number and/or
-        expiry; its tokens keep working and the issuer app resynchronises its card ids. A renewal whose answer from
+        suspend-tokens, resume-tokens and delete-tokens change the issuer's tokens at the TSP, those named or
+        every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a call,
+        so more go in several calls. renew-card gives a card a new number and/or expiry; its tokens, all of them
+        however many, keep working and the issuer app resynchronises its card ids. A renewal whose answer from
         the TSP was lost stays pending (the card keeps its number; cards shows it): run the same renew-card again
         to complete it, or --abandon it to give the reserved number back. Either first asks the TSP whether it
         applied the renewal: if it did, the renewal completes (also for --abandon); if the TSP cannot be asked,
@@ -27,14 +29,19 @@ extension IssuerCommand {
 
     static func tokens(_ word: String) -> PartyAction {
         PartyAction(name: "\(word)-tokens") { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
-            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...10)
-            guard !options.operands.isEmpty else {
-                throw CLIError(.usage, "\(command): give 1 to 10 DIGITAL_CARD_IDs (see tokenet tsp tokens)")
+            let flags = try PartyFlags(
+                parsing: arguments, command: command, valued: ["--reason", "--card"], switches: ["--json"])
+            let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...Int.max)
+            let card = flags["--card"]
+            guard options.operands.isEmpty == (card != nil) else {
+                throw CLIError(
+                    .usage,
+                    "\(command): give DIGITAL_CARD_IDs (see tokenet tsp tokens) or --card CARD_ID for every token of "
+                        + "a card (see tokenet issuer cards), not both")
             }
             let request = IssuerV1.IssuerChangeTokenStatesRequest(
                 digitalCardIds: options.operands, action: LifecycleArguments.action(word),
-                reasonCode: try LifecycleArguments.reason(flags, command: command))
+                reasonCode: try LifecycleArguments.reason(flags, command: command), cardID: card ?? "")
             return try PartySession.run(
                 options, json: flags.json,
                 call: { session, callOptions in

@@ -33,6 +33,9 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// RenewCard calls by number (1 for the first) that fail with the given error, unrecorded.
         var failingRenewalCalls: [Int: RPCError] = [:]
         var renewalCalls = 0
+        /// ChangeIssuerTokenStates calls by number (1 for the first) that fail with the given error, unrecorded.
+        var failingChangeCalls: [Int: RPCError] = [:]
+        var changeCalls = 0
     }
 
     /// The TSP's limit on the tokens of one issuer call.
@@ -55,7 +58,11 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         async throws -> TspV1.ChangeIssuerTokenStatesResponse
     {
         try Self.checkBatch(request.digitalCardIds)
-        state.withLock { $0.changes.append(request) }
+        try state.withLock { state throws(RPCError) in
+            state.changeCalls += 1
+            if let failure = state.failingChangeCalls[state.changeCalls] { throw failure }
+            state.changes.append(request)
+        }
         return TspV1.ChangeIssuerTokenStatesResponse(
             results: request.digitalCardIds.map { .init(digitalCardID: $0, tokenState: .suspended) })
     }
@@ -618,6 +625,72 @@ final class Gate: Sendable {
         #expect(sent.settlement == .keepPending)
         #expect(LifecycleLimits.batches([]) == [])
         #expect(LifecycleLimits.batches((1...21).map(String.init)).map(\.count) == [10, 10, 1])
+    }
+
+    /// Every token of a card with more tokens than one TSP call takes changes state, named by the card or one by one:
+    /// 10 a call, the calls' results combined into one answer in the order sent.
+    @Test func everyTokenOfACardChangesState() async throws {
+        let ids = try manyTokens(23)
+        let byCard = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(byCard.results.map(\.digitalCardID) == ids)
+        #expect(byCard.results.allSatisfy { $0.tokenState == .suspended && $0.statusCode == 0 })
+        let byID = try await care.changeTokenStates(.init(digitalCardIds: ids, action: .resume, reasonCode: "FOUND"))
+        #expect(byID.results.map(\.digitalCardID) == ids)
+        let sent = tsp.state.withLock { $0.changes }
+        #expect(
+            sent.map(\.digitalCardIds)
+                == [ids[0..<10], ids[10..<20], ids[20...], ids[0..<10], ids[10..<20], ids[20...]].map(Array.init))
+        #expect(sent.map(\.action) == [.suspend, .suspend, .suspend, .resume, .resume, .resume])
+        #expect(sent.allSatisfy { $0.reasonCode == ($0.action == .suspend ? "LOST_CARD" : "FOUND") })
+
+        let none = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaStepUp.0))
+        #expect(none.results.isEmpty)
+        #expect(tsp.state.withLock { $0.changeCalls } == 6)
+    }
+
+    /// A TSP call that fails between answered ones does not hide the others' results: its tokens each get its status
+    /// (their state unknown) and the calls after it are still made. Only when no call is answered is the whole
+    /// change a failure.
+    @Test func aFailedCallAmongTokenStateChangesIsReportedPerToken() async throws {
+        let ids = try manyTokens(23)
+        tsp.state.withLock { $0.failingChangeCalls[2] = RPCError(.unavailable, "the connection to the TSP was lost") }
+        let response = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(response.results.map(\.digitalCardID) == ids)
+        #expect(
+            response.results.map(\.statusCode) == Array(repeating: 0, count: 10)
+                + Array(repeating: StatusCode.unavailable.rawValue, count: 10) + Array(repeating: 0, count: 3))
+        #expect(response.results[10].tokenState == .unspecified)
+        #expect(response.results[10].message.contains("state is unknown: the connection to the TSP was lost"))
+        #expect(tsp.state.withLock { $0.changes.map(\.digitalCardIds) } == [Array(ids[0..<10]), Array(ids[20...])])
+
+        tsp.state.withLock { $0.failingChangeCalls = [4: RPCError(.unavailable, "the TSP is out of reach")] }
+        let failed = await Support.rpcError {
+            _ = try await care.changeTokenStates(.init(digitalCardIds: ["DNITHE1"], action: .resume, reasonCode: "X"))
+        }
+        #expect(failed?.code == .unavailable && failed?.message == "the TSP is out of reach")
+    }
+
+    @Test func tokenStateChangeRefusals() async throws {
+        let cases: [(IssuerV1.IssuerChangeTokenStatesRequest, StatusCode, String)] = [
+            (.init(action: .suspend, reasonCode: "LOST_CARD"), .invalidArgument, "not both"),
+            (
+                .init(digitalCardIds: ["DNITHE1"], action: .suspend, reasonCode: "LOST_CARD", cardID: "card-x"),
+                .invalidArgument, "not both"
+            ),
+            (
+                .init(digitalCardIds: ["DNITHE1", "DNITHE2", "DNITHE1"], action: .suspend, reasonCode: "LOST_CARD"),
+                .invalidArgument, "more than once"
+            ),
+            (.init(action: .suspend, reasonCode: "LOST_CARD", cardID: "card-nope"), .notFound, "no card"),
+        ]
+        for (request, code, message) in cases {
+            let error = await Support.rpcError { _ = try await care.changeTokenStates(request) }
+            #expect(error?.code == code && error?.message.contains(message) == true, "\(request)")
+        }
+        #expect(tsp.state.withLock { $0.changeCalls } == 0)
     }
 
     @Test func messagesGoToTheTSP() async throws {

@@ -39,7 +39,11 @@ import TokenetTestSupport
         (["wallet", "suspend", "127.0.0.1:1", "card-1", "--plaintext"], "--reason CODE is required"),
         (["wallet", "delete"] + nowhere, "missing CARD_REF"),
         (["wallet", "pay"] + nowhere, "missing CARD_REF"),
-        (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give 1 to 10 DIGITAL_CARD_IDs"),
+        (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give DIGITAL_CARD_IDs"),
+        (
+            ["issuer", "delete-tokens", "127.0.0.1:1", "DNITHE1", "--card", "card-1", "--reason", "X", "--plaintext"],
+            "or --card CARD_ID for every token of a card (see tokenet issuer cards), not both"
+        ),
         (["issuer", "renew-card", "127.0.0.1:1", "card-1", "--plaintext"], "give --pan, --exp or both"),
         (
             ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--abandon", "--exp", "12/31", "--plaintext"],

@@ -232,7 +232,7 @@ void   tokenet__issuer__v1__issuer_send_message_response__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_send_message_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors[4] =
 {
   {
     "digital_card_ids",
@@ -270,16 +270,29 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_s
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "card_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest, card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_change_token_states_request__field_indices_by_name[] = {
   1,   /* field[1] = action */
+  3,   /* field[3] = card_id */
   0,   /* field[0] = digital_card_ids */
   2,   /* field[2] = reason_code */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_change_token_states_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_request__descriptor =
 {
@@ -289,7 +302,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   "Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest),
-  3,
+  4,
   tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors,
   tokenet__issuer__v1__issuer_change_token_states_request__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_change_token_states_request__number_ranges,

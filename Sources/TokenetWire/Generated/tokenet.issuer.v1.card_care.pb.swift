@@ -4,40 +4,55 @@ import CTokenetProtos
 import Foundation
 
 extension IssuerV1 {
+    /// The tokens to change: digital_card_ids, or every token of card_id. The issuer sends them to the TSP
+    /// (TokenLifecycle.ChangeIssuerTokenStates) at most 10 a call, as many calls as they take, and answers with every
+    /// call's results together, a result per token in the order sent. A call that fails after another was answered gives
+    /// each of its tokens the call's status (token_state UNSPECIFIED: unknown); when no call is answered, the first
+    /// call's failure is the answer's status. Refusals: INVALID_ARGUMENT (both or neither of digital_card_ids and
+    /// card_id, an id twice), NOT_FOUND (card_id is not the issuer's card).
     public struct IssuerChangeTokenStatesRequest: ProtoMessage {
         public static let protoName = "tokenet.issuer.v1.IssuerChangeTokenStatesRequest"
         public static var _protobufC: _ProtoDescriptor {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_request())
         }
 
+        /// Each at most once; any number.
         public var digitalCardIds: [String] = []
 
         public var action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0)
 
         public var reasonCode: String = ""
 
+        /// The issuer's card whose tokens all change (those the issuer approved; a token already deleted is refused in its
+        /// own result). A card with no token changes nothing and gets no results.
+        public var cardID: String = ""
+
         public init() {}
 
         public init(
             digitalCardIds: [String] = [],
             action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0),
-            reasonCode: String = ""
+            reasonCode: String = "",
+            cardID: String = ""
         ) {
             self.digitalCardIds = digitalCardIds
             self.action = action
             self.reasonCode = reasonCode
+            self.cardID = cardID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardIds = try reader.readRepeated(1)
             self.action = try reader.read(2)
             self.reasonCode = try reader.read(3)
+            self.cardID = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeated: digitalCardIds)
             try writer.write(2, action)
             try writer.write(3, reasonCode)
+            try writer.write(4, cardID)
         }
     }
 }

@@ -656,6 +656,7 @@ extension IssuerV1.IssuerChangeTokenStatesRequest {
         base.digitalCardIds = ["digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.cardID = "card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -29,17 +29,33 @@ typedef struct Tokenet__Issuer__V1__IssuerSendMessageResponse Tokenet__Issuer__V
 
 /* --- messages --- */
 
+/*
+ * The tokens to change: digital_card_ids, or every token of card_id. The issuer sends them to the TSP
+ * (TokenLifecycle.ChangeIssuerTokenStates) at most 10 a call, as many calls as they take, and answers with every
+ * call's results together, a result per token in the order sent. A call that fails after another was answered gives
+ * each of its tokens the call's status (token_state UNSPECIFIED: unknown); when no call is answered, the first
+ * call's failure is the answer's status. Refusals: INVALID_ARGUMENT (both or neither of digital_card_ids and
+ * card_id, an id twice), NOT_FOUND (card_id is not the issuer's card).
+ */
 struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest
 {
   ProtobufCMessage base;
+  /*
+   * Each at most once; any number.
+   */
   size_t n_digital_card_ids;
   char **digital_card_ids;
   Tokenet__Tsp__V1__LifecycleAction action;
   char *reason_code;
+  /*
+   * The issuer's card whose tokens all change (those the issuer approved; a token already deleted is refused in its
+   * own result). A card with no token changes nothing and gets no results.
+   */
+  char *card_id;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_change_token_states_request__descriptor) \
-    , 0,NULL, TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , 0,NULL, TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__IssuerRenewCardRequest
