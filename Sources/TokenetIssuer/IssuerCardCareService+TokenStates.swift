@@ -32,6 +32,10 @@ extension IssuerCardCareService {
         return try batches.answer()
     }
 
+    /// The most tokens one request may name: each 10 cost a TSP call, made one after another within the request's
+    /// deadline, so a request naming a million would hold the service (and the TSP) for as long as it likes.
+    static let maximumNamedTokens = 1000
+
     /// The tokens `request` names: its digital card ids, or every token of its card.
     func tokensToChange(_ request: IssuerV1.IssuerChangeTokenStatesRequest) throws -> [String] {
         guard request.digitalCardIds.isEmpty != request.cardID.isEmpty else {
@@ -42,6 +46,12 @@ extension IssuerCardCareService {
                 throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
             }
             return try store.digitalCardIDs(ofCard: request.cardID)
+        }
+        guard request.digitalCardIds.count <= Self.maximumNamedTokens else {
+            throw RPCError(
+                .invalidArgument,
+                "\(request.digitalCardIds.count) digital_card_ids: at most \(Self.maximumNamedTokens) in one request; "
+                    + "give a card_id for every token of a card, or send several requests")
         }
         guard Set(request.digitalCardIds).count == request.digitalCardIds.count else {
             throw RPCError(.invalidArgument, "digital_card_ids names a token more than once")

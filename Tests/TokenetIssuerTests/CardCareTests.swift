@@ -685,6 +685,10 @@ final class Gate: Sendable {
                 .invalidArgument, "more than once"
             ),
             (.init(action: .suspend, reasonCode: "LOST_CARD", cardID: "card-nope"), .notFound, "no card"),
+            (
+                .init(digitalCardIds: (0...1000).map { "DNITHE\($0)" }, action: .suspend, reasonCode: "LOST_CARD"),
+                .invalidArgument, "1001 digital_card_ids: at most 1000 in one request"
+            ),
         ]
         for (request, code, message) in cases {
             let error = await Support.rpcError { _ = try await care.changeTokenStates(request) }

@@ -16,7 +16,7 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_request())
         }
 
-        /// Each at most once; any number.
+        /// Each at most once; at most 1000 (card_id covers every token of a card, however many).
         public var digitalCardIds: [String] = []
 
         public var action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0)

@@ -41,7 +41,7 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest
 {
   ProtobufCMessage base;
   /*
-   * Each at most once; any number.
+   * Each at most once; at most 1000 (card_id covers every token of a card, however many).
    */
   size_t n_digital_card_ids;
   char **digital_card_ids;
