@@ -109,11 +109,9 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             }
             // Another issuer's card is as unknown to this app as a card the wallet does not hold.
             let caller = WalletEventsService.issuerNode(context)
-            guard
-                let card = try store.allCards().first(where: {
-                    $0.result?.digitalCardID == request.digitalCardID && $0.belongs(toIssuerNode: caller)
-                })
-            else { throw WalletError(.notFound, "the wallet has no digital card \"\(request.digitalCardID)\"") }
+            guard let card = try store.card(digitalCardID: request.digitalCardID, issuerNodeID: caller) else {
+                throw WalletError(.notFound, "the wallet has no digital card \"\(request.digitalCardID)\"")
+            }
             guard request.result == .approved || request.result == .failure else {
                 throw WalletError(.invalidArgument, "result must be APPROVED or FAILURE")
             }

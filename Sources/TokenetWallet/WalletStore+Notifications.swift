@@ -9,11 +9,6 @@ public struct PaymentKeyCount: Sendable, Equatable {
 }
 
 extension WalletStore {
-    /// The digitized card whose token has this digital card id.
-    public func card(digitalCardID: String) throws(WalletError) -> WalletCardRecord? {
-        try allCards().first { $0.result?.digitalCardID == digitalCardID && !digitalCardID.isEmpty }
-    }
-
     /// Keeps a notification from the broker; false when its id was kept before (a redelivery).
     public func keep(_ notification: TspV1.Notification, nowMs: UInt64) throws(WalletError) -> Bool {
         try run("keep a notification") {

@@ -92,6 +92,16 @@ public final class WalletStore: Sendable {
         Migration(
             version: 6, name: "issuer_token_listing_order",
             sql: "CREATE INDEX cards_issuer_node ON cards(issuer_node_id, status);"),
+        // A card's digital card id beside its stored result, and an index on it, so that a notification or an issuer
+        // app naming a token finds its card with one indexed read instead of reading and decoding every card. The
+        // cards digitized before this migration get theirs from their stored result when the store opens
+        // (`fillDigitalCardIDs`): SQL cannot read inside the serialized answer.
+        Migration(
+            version: 7, name: "card_digital_ids",
+            sql: """
+                ALTER TABLE cards ADD COLUMN digital_card_id TEXT;
+                CREATE INDEX cards_digital_card ON cards(digital_card_id);
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -104,6 +114,7 @@ public final class WalletStore: Sendable {
                 .internal, "the wallet database could not be migrated",
                 cause: (error as? StorageError) ?? DescribedCause(error))
         }
+        try fillDigitalCardIDs()
     }
 
     /// Opens (creating if needed) the database at `path`.
@@ -202,10 +213,14 @@ public final class WalletStore: Sendable {
             try database.transaction { tx in
                 _ = try tx.execute(
                     """
-                    UPDATE cards SET status = ?, result = ?, issuer_id = ?, issuer_node_id = ?, updated_at_ms = ?
+                    UPDATE cards SET status = ?, result = ?, digital_card_id = ?, issuer_id = ?, issuer_node_id = ?,
+                        updated_at_ms = ?
                     WHERE id = ? AND result IS NULL
                     """,
-                    [result.walletStatus.rawValue, bytes, issuerID, issuerNodeID, Int64(nowMs), id])
+                    [
+                        result.walletStatus.rawValue, bytes, result.digitalCardID, issuerID, issuerNodeID,
+                        Int64(nowMs), id,
+                    ])
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
             return card
