@@ -27,10 +27,17 @@ public struct IssuerAppInbox: Sendable, Equatable {
     public private(set) var notifications: [IssuerV1.AppNotification] = []
     public private(set) var authnRequests: [IssuerV1.AppAuthn] = []
     public private(set) var cardIdentities: [String: IssuerV1.AppCardIdentity] = [:]
+    /// The row each of `notifications` was kept under (its place in `Notifications` pages), in the same order.
+    private(set) var notificationRows: [Int64] = []
+    /// The row of the message that asked each of `authnRequests`, in the same order (increasing, as they are added).
+    private(set) var authnRows: [Int64] = []
 
     public init() {}
 
-    public mutating func receive(_ notification: TspV1.Notification) -> Action {
+    /// Processes a message kept under `row` (the store's row id, which the app's pages are keyed by and which stays
+    /// the same across restarts); nil numbers it after the last one (an inbox kept in memory only).
+    public mutating func receive(_ notification: TspV1.Notification, row: Int64? = nil) -> Action {
+        let row = row ?? (notificationRows.last ?? 0) + 1
         let action: Action
         var entry = IssuerV1.AppNotification(notification: notification)
         switch IssuerAppNotifications.processNotification(notification) {
@@ -43,9 +50,13 @@ public struct IssuerAppInbox: Sendable, Equatable {
             entry.lastCallTimestampMs = processed.lastCallTimestampMs ?? 0
             action = Self.action(for: processed, notification)
         }
-        entry.action = apply(action)
+        entry.action = apply(action, row: row)
         notifications.append(entry)
-        if notifications.count > Self.capacity { notifications.removeFirst(notifications.count - Self.capacity) }
+        notificationRows.append(row)
+        if notifications.count > Self.capacity {
+            notifications.removeFirst(notifications.count - Self.capacity)
+            notificationRows.removeFirst(notificationRows.count - Self.capacity)
+        }
         return action
     }
 
@@ -94,7 +105,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
     }
 
     /// Applies the action to the inbox's own state and says, for people, what the app did.
-    private mutating func apply(_ action: Action) -> String {
+    private mutating func apply(_ action: Action, row: Int64) -> String {
         switch action {
         case .refreshCardState(let cardID, let state):
             return "card \(cardID) is now \(Self.name(state))"
@@ -111,6 +122,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
                     IssuerV1.AppAuthn(
                         authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
                         merchant: body.merchant, status: "PENDING"))
+                authnRows.append(row)
             }
             return "authenticate \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant)? "
                 + "(request \(body.authnRequestID): proceed or cancel)"

@@ -13,7 +13,8 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
     func notifications(_ request: IssuerV1.AppNotificationsRequest, context: ServerContext) async throws
         -> IssuerV1.AppNotificationsResponse
     {
-        handler.snapshot.response
+        let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "Notifications")
+        return try await IssuerError.mapping { () throws(IssuerError) in try handler.snapshot.page(page) }
     }
 
     func answerAuthn(_ request: IssuerV1.AppAnswerAuthnRequest, context: ServerContext) async throws

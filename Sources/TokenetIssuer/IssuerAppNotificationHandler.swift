@@ -20,7 +20,7 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     /// them, so replaying them gives back the same notifications, pending requests and card ids.
     convenience init(view: IssuerAppView, logger: Logger, store: IssuerStore) throws(IssuerError) {
         var inbox = IssuerAppInbox()
-        for notification in try store.appNotifications() { _ = inbox.receive(notification) }
+        for kept in try store.appNotifications() { _ = inbox.receive(kept.notification, row: kept.row) }
         for answer in try store.authnAnswers() { inbox.answered(answer.id, status: answer.status) }
         self.init(view: view, logger: logger, inbox: inbox, store: store)
     }
@@ -34,11 +34,15 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
 
     public func handle(_ notification: TspV1.Notification) async throws {
         // Kept first: a storage failure throws, and the subscriber delivers the message again.
-        if let store, try !store.keepAppNotification(notification, capacity: IssuerAppInbox.capacity) {
-            logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
-            return
+        var row: Int64?
+        if let store {
+            row = try store.keepAppNotification(notification, capacity: IssuerAppInbox.capacity)
+            guard row != nil else {
+                logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
+                return
+            }
         }
-        let action = inbox.withLock { $0.receive(notification) }
+        let action = inbox.withLock { $0.receive(notification, row: row) }
         let what: String
         switch action {
         case .refreshCardState(let cardID, let state):

@@ -11,8 +11,9 @@ extension IssuerStore {
         CREATE TABLE app_authn_answers (authn_request_id TEXT PRIMARY KEY, status TEXT NOT NULL);
         """
 
-    /// Keeps a message once; false when its id was kept before (a redelivery). Only the newest `capacity` stay.
-    func keepAppNotification(_ notification: TspV1.Notification, capacity: Int) throws(IssuerError) -> Bool {
+    /// Keeps a message once and returns its row; nil when its id was kept before (a redelivery). Only the newest
+    /// `capacity` stay.
+    func keepAppNotification(_ notification: TspV1.Notification, capacity: Int) throws(IssuerError) -> Int64? {
         try storage("keep an app notification") {
             try database.transaction { tx in
                 let inserted =
@@ -20,20 +21,20 @@ extension IssuerStore {
                         "INSERT OR IGNORE INTO app_inbox (message_id, notification) VALUES (?, ?)",
                         [notification.messageID, try notification.serializedBytes()]
                     ).changes == 1
-                if inserted {
-                    _ = try tx.execute(
-                        "DELETE FROM app_inbox WHERE id <= (SELECT MAX(id) FROM app_inbox) - ?", [Int64(capacity)])
-                }
-                return inserted
+                guard inserted else { return nil }
+                let row = try tx.lastInsertRowID
+                _ = try tx.execute(
+                    "DELETE FROM app_inbox WHERE id <= (SELECT MAX(id) FROM app_inbox) - ?", [Int64(capacity)])
+                return row
             }
         }
     }
 
-    /// The kept messages, oldest first.
-    func appNotifications() throws(IssuerError) -> [TspV1.Notification] {
+    /// The kept messages, oldest first, each with its row.
+    func appNotifications() throws(IssuerError) -> [(notification: TspV1.Notification, row: Int64)] {
         try storage("read the app's notifications") {
-            try database.query("SELECT notification FROM app_inbox ORDER BY id").map {
-                try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self))
+            try database.query("SELECT notification, id FROM app_inbox ORDER BY id").map {
+                (try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self)), try $0.int64(1))
             }
         }
     }

@@ -25,9 +25,19 @@ extension IssuerAppCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await IssuerV1.IssuerAppInbox.Client(session.client).notifications(.init(), options: callOptions)
+                try await allNotifications(
+                    session.client, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.appNotifications(response) })
+    }
+
+    /// Every page of the app's notifications, authentication requests and card ids, as one response.
+    static func allNotifications(_ client: any RPCCaller, options: () -> CallOptions) async throws
+        -> IssuerV1.AppNotificationsResponse
+    {
+        try await PagedListing.all(IssuerV1.AppNotificationsRequest(), from: "the issuer app", options: options) {
+            try await IssuerV1.IssuerAppInbox.Client(client).notifications($0, options: $1)
+        }
     }
 
     static let authn = PartyAction(name: "authn") { arguments, command throws(CLIError) in

@@ -142,7 +142,7 @@ struct NotificationChoreography: DemoChoreography {
         _ nodes: Nodes, _ report: (String) -> Void, matching: @escaping (IssuerV1.AppNotification) -> Bool
     ) throws(CLIError) -> String {
         let response = try poll(.issuer, "issuer-app notifications", nodes, report) { client, options in
-            try await IssuerV1.IssuerAppInbox.Client(client).notifications(.init(), options: options)
+            try await IssuerAppCommand.allNotifications(client) { options }
         } until: {
             $0.notifications.contains(where: matching)
         }

@@ -10,10 +10,20 @@ protocol PagedListRequest: Sendable {
 
 /// A response of a paged list call: one page of items, and the token of the next page.
 protocol PagedListResponse: Sendable {
-    associatedtype Item
     init()
-    var items: [Item] { get set }
     var nextPageToken: String { get }
+    /// Adds the items of a page to this listing (a response may list items of several kinds).
+    mutating func append(page: Self)
+}
+
+/// A response of a paged list call whose items are of one kind.
+protocol PagedItemsResponse: PagedListResponse {
+    associatedtype Item
+    var items: [Item] { get set }
+}
+
+extension PagedItemsResponse {
+    mutating func append(page: Self) { items.append(contentsOf: page.items) }
 }
 
 extension IssuerV1.ListCardsRequest: PagedListRequest {}
@@ -22,46 +32,56 @@ extension TspV1.ListTransactionsRequest: PagedListRequest {}
 extension WalletV1.ListWalletCardsRequest: PagedListRequest {}
 extension WalletV1.WalletTransactionsRequest: PagedListRequest {}
 extension WalletV1.WalletInboxRequest: PagedListRequest {}
+extension IssuerV1.AppNotificationsRequest: PagedListRequest {}
 
-extension IssuerV1.ListCardsResponse: PagedListResponse {
+extension IssuerV1.ListCardsResponse: PagedItemsResponse {
     var items: [IssuerV1.IssuerCard] {
         get { cards }
         set { cards = newValue }
     }
 }
 
-extension TspV1.ListTokensResponse: PagedListResponse {
+extension TspV1.ListTokensResponse: PagedItemsResponse {
     var items: [TspV1.TokenSummary] {
         get { tokens }
         set { tokens = newValue }
     }
 }
 
-extension TspV1.ListTransactionsResponse: PagedListResponse {
+extension TspV1.ListTransactionsResponse: PagedItemsResponse {
     var items: [TspV1.TspTransaction] {
         get { transactions }
         set { transactions = newValue }
     }
 }
 
-extension WalletV1.ListWalletCardsResponse: PagedListResponse {
+extension WalletV1.ListWalletCardsResponse: PagedItemsResponse {
     var items: [WalletV1.WalletCard] {
         get { cards }
         set { cards = newValue }
     }
 }
 
-extension WalletV1.WalletTransactionsResponse: PagedListResponse {
+extension WalletV1.WalletTransactionsResponse: PagedItemsResponse {
     var items: [WalletV1.WalletTransaction] {
         get { transactions }
         set { transactions = newValue }
     }
 }
 
-extension WalletV1.WalletInboxResponse: PagedListResponse {
+extension WalletV1.WalletInboxResponse: PagedItemsResponse {
     var items: [TspV1.Notification] {
         get { notifications }
         set { notifications = newValue }
+    }
+}
+
+/// The issuer app's notifications, authentication requests and card ids: one listing of three kinds in turn.
+extension IssuerV1.AppNotificationsResponse: PagedListResponse {
+    mutating func append(page: Self) {
+        notifications += page.notifications
+        authnRequests += page.authnRequests
+        cardIds += page.cardIds
     }
 }
 
@@ -79,7 +99,7 @@ enum PagedListing {
         var listing = Response()
         while true {
             let response = try await page(request, options())
-            listing.items.append(contentsOf: response.items)
+            listing.append(page: response)
             guard !response.nextPageToken.isEmpty else { return listing }
             guard response.nextPageToken != request.pageToken else {
                 throw RPCError(.internal, "\(peer) answered a page token with the same token; the listing stops")

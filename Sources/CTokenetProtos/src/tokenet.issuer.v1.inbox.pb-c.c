@@ -322,9 +322,42 @@ void   tokenet__issuer__v1__app_answer_authn_response__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__app_answer_authn_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-#define tokenet__issuer__v1__app_notifications_request__field_descriptors NULL
-#define tokenet__issuer__v1__app_notifications_request__field_indices_by_name NULL
-#define tokenet__issuer__v1__app_notifications_request__number_ranges NULL
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_notifications_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppNotificationsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppNotificationsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__app_notifications_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__app_notifications_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_notifications_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -333,10 +366,10 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_notifications_request_
   "Tokenet__Issuer__V1__AppNotificationsRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppNotificationsRequest),
-  0,
+  2,
   tokenet__issuer__v1__app_notifications_request__field_descriptors,
   tokenet__issuer__v1__app_notifications_request__field_indices_by_name,
-  0,  tokenet__issuer__v1__app_notifications_request__number_ranges,
+  1,  tokenet__issuer__v1__app_notifications_request__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__app_notifications_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -533,7 +566,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_authn__descriptor =
   (ProtobufCMessageInit) tokenet__issuer__v1__app_authn__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_notifications_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_notifications_response__field_descriptors[4] =
 {
   {
     "notifications",
@@ -571,16 +604,29 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_notifications_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppNotificationsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_notifications_response__field_indices_by_name[] = {
   1,   /* field[1] = authn_requests */
   2,   /* field[2] = card_ids */
+  3,   /* field[3] = next_page_token */
   0,   /* field[0] = notifications */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_notifications_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_notifications_response__descriptor =
 {
@@ -590,7 +636,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_notifications_response
   "Tokenet__Issuer__V1__AppNotificationsResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppNotificationsResponse),
-  3,
+  4,
   tokenet__issuer__v1__app_notifications_response__field_descriptors,
   tokenet__issuer__v1__app_notifications_response__field_indices_by_name,
   1,  tokenet__issuer__v1__app_notifications_response__number_ranges,

@@ -10,14 +10,29 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__app_notifications_request())
         }
 
+        /// At most this many items (notifications, authentication requests and card ids together) in the response: 0
+        /// means 500, and more than 1000 is read as 1000. Negative is INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+        /// come from this node's Notifications is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
         public init(_protoReader reader: _ProtoReader) throws {
-            _ = reader
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
-            _ = writer
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
         }
     }
 }
@@ -149,28 +164,35 @@ extension IssuerV1 {
         /// The issuer's card id of each digital card, as resynchronised after renewals.
         public var cardIds: [IssuerV1.AppCardIdentity] = []
 
+        /// The page_token of the next page; empty on the last page.
+        public var nextPageToken: String = ""
+
         public init() {}
 
         public init(
             notifications: [IssuerV1.AppNotification] = [],
             authnRequests: [IssuerV1.AppAuthn] = [],
-            cardIds: [IssuerV1.AppCardIdentity] = []
+            cardIds: [IssuerV1.AppCardIdentity] = [],
+            nextPageToken: String = ""
         ) {
             self.notifications = notifications
             self.authnRequests = authnRequests
             self.cardIds = cardIds
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.notifications = try reader.readRepeatedMessages(1)
             self.authnRequests = try reader.readRepeatedMessages(2)
             self.cardIds = try reader.readRepeatedMessages(3)
+            self.nextPageToken = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: notifications)
             try writer.write(2, repeatedMessages: authnRequests)
             try writer.write(3, repeatedMessages: cardIds)
+            try writer.write(4, nextPageToken)
         }
     }
 }
@@ -284,7 +306,9 @@ extension IssuerV1 {
     public enum IssuerAppInbox {
         public static let serviceName = "tokenet.issuer.v1.IssuerAppInbox"
 
-        /// Every notification the app received, oldest first, with what the app did with it.
+        /// The notifications the app keeps (the newest 500), oldest first, with what the app did with each, then the
+        /// authentication requests (in the order they were asked), then the card ids resynchronised after renewals (by
+        /// digital card id): one listing in pages of up to page_size items of the three kinds together.
         public static let notifications = MethodDescriptor<IssuerV1.AppNotificationsRequest, IssuerV1.AppNotificationsResponse>(
             service: serviceName, name: "Notifications", kind: .unary, allowedRoles: ["operator"]
         )

@@ -496,7 +496,9 @@ extension IssuerV1.AppNotification {
 
 extension IssuerV1.AppNotificationsRequest {
     static func samples() -> [Self] {
-        let base = Self()
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -507,6 +509,7 @@ extension IssuerV1.AppNotificationsResponse {
         base.notifications = [IssuerV1.AppNotification.samples()[0], IssuerV1.AppNotification.samples()[0]]
         base.authnRequests = [IssuerV1.AppAuthn.samples()[0], IssuerV1.AppAuthn.samples()[0]]
         base.cardIds = [IssuerV1.AppCardIdentity.samples()[0], IssuerV1.AppCardIdentity.samples()[0]]
+        base.nextPageToken = "next_page_token-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -34,10 +34,20 @@ typedef struct Tokenet__Issuer__V1__AppAnswerAuthnResponse Tokenet__Issuer__V1__
 struct  Tokenet__Issuer__V1__AppNotificationsRequest
 {
   ProtobufCMessage base;
+  /*
+   * At most this many items (notifications, authentication requests and card ids together) in the response: 0
+   * means 500, and more than 1000 is read as 1000. Negative is INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response; empty for the first page. A token that did not
+   * come from this node's Notifications is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__ISSUER__V1__APP_NOTIFICATIONS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_notifications_request__descriptor) \
-     }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppNotification
@@ -94,10 +104,14 @@ struct  Tokenet__Issuer__V1__AppNotificationsResponse
    */
   size_t n_card_ids;
   Tokenet__Issuer__V1__AppCardIdentity **card_ids;
+  /*
+   * The page_token of the next page; empty on the last page.
+   */
+  char *next_page_token;
 };
 #define TOKENET__ISSUER__V1__APP_NOTIFICATIONS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_notifications_response__descriptor) \
-    , 0,NULL, 0,NULL, 0,NULL }
+    , 0,NULL, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppCardIdentity

@@ -1,0 +1,81 @@
+import TokenetNode
+import TokenetWire
+
+/// The pages of `IssuerAppInbox/Notifications`. The kept notifications are few (`capacity`), but the authentication
+/// requests and the card ids resynchronised after renewals grow with the app's life, so the three are one listing in
+/// a fixed order of unique keys: notifications by the row they were kept under, then authentication requests by the
+/// row of the message that asked them, then card ids by digital card id. A page holds up to `size` items of the
+/// three together, and a token names the kind and key of the last item it listed (`n:ROW`, `a:ROW`, `c:ID`).
+extension IssuerAppInbox {
+    /// Where a page starts: after this item, in this part of the listing.
+    private enum Place: Comparable {
+        case notification(row: Int64)
+        case authn(row: Int64)
+        case cardID(String)
+
+        /// The place a page token's key names; nil for a key this listing did not make.
+        init?(key: String) {
+            guard key.count > 2, key.dropFirst().first == ":" else { return nil }
+            let value = String(key.dropFirst(2))
+            switch key.first {
+            case "n":
+                guard let row = Int64(value), row > 0 else { return nil }
+                self = .notification(row: row)
+            case "a":
+                guard let row = Int64(value), row > 0 else { return nil }
+                self = .authn(row: row)
+            case "c": self = .cardID(value)
+            default: return nil
+            }
+        }
+
+        var key: String {
+            switch self {
+            case .notification(let row): "n:\(row)"
+            case .authn(let row): "a:\(row)"
+            case .cardID(let id): "c:\(id)"
+            }
+        }
+    }
+
+    /// The page `request` asks for; INVALID_ARGUMENT for a token that does not name a place in this listing (a
+    /// token of another call).
+    public func page(_ request: PageRequest) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
+        var after: Place?
+        if let key = request.after {
+            guard let place = Place(key: key) else {
+                throw IssuerError(
+                    .invalidArgument,
+                    "Notifications: page_token does not name a place in this listing; start again with an empty "
+                        + "page_token")
+            }
+            after = place
+        }
+        var response = IssuerV1.AppNotificationsResponse()
+        var listed = 0
+        var last: Place?
+        /// Lists the item at `place` if the page has room; false (the page is full) otherwise.
+        func take(_ place: Place) -> Bool {
+            guard listed < request.size else {
+                response.nextPageToken = PageRequest.token(after: last!.key)
+                return false
+            }
+            listed += 1
+            last = place
+            return true
+        }
+        for (index, row) in notificationRows.enumerated() where after.map({ .notification(row: row) > $0 }) ?? true {
+            guard take(.notification(row: row)) else { return response }
+            response.notifications.append(notifications[index])
+        }
+        for (index, row) in authnRows.enumerated() where after.map({ .authn(row: row) > $0 }) ?? true {
+            guard take(.authn(row: row)) else { return response }
+            response.authnRequests.append(authnRequests[index])
+        }
+        for id in cardIdentities.keys.sorted() where after.map({ .cardID(id) > $0 }) ?? true {
+            guard take(.cardID(id)) else { return response }
+            response.cardIds.append(cardIdentities[id]!)
+        }
+        return response
+    }
+}
