@@ -26,11 +26,21 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
             guard !request.digitalCardID.isEmpty else {
                 throw TSPError(.invalidArgument, "digital_card_id is required")
             }
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "TokenHistory")
+            // A key names the token whose history it continues (its time is there for the format's sake: the row
+            // alone places the page, events being listed in the order recorded).
+            let after = try page.afterTime(
+                in: request.digitalCardID, call: "TokenHistory", field: "digital_card_id", items: "token")
             guard let token = try tsp.store.token(request.digitalCardID) else {
                 throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
             }
+            let events = try tsp.store.eventPage(
+                of: token.digitalCardID, afterRow: after.row, limit: page.size + 1)
+            let (listed, next) = page.split(events) {
+                PageRequest.key(in: token.digitalCardID, ms: Int64($0.event.atMs), row: $0.row)
+            }
             return TspV1.TokenHistoryResponse(
-                token: token.summary, events: try tsp.store.events(of: token.digitalCardID))
+                token: token.summary, events: listed.map(\.event), nextPageToken: next)
         }
     }
 }

@@ -169,21 +169,32 @@ extension TSPStore {
             .map(Self.token(from:))
     }
 
+    /// Every state change of a token, in the order recorded (`TokenHistory` reads them in pages: `eventPage`).
     func events(of digitalCardID: String) throws -> [TspV1.TokenEvent] {
-        try database.query(
-            """
-            SELECT at_ms, from_state, to_state, actor, reason, trace_id FROM token_events
-            WHERE digital_card_id = ? ORDER BY id
-            """, [digitalCardID]
-        ).map { row in
+        try eventPage(of: digitalCardID, afterRow: 0, limit: Int.max).map(\.event)
+    }
+
+    /// Up to `limit` state changes of a token after the event whose row is `afterRow` (0 for the first), in the
+    /// order recorded, each with its row: read through `token_events_token`, so a page of a long history costs the
+    /// same as the first.
+    func eventPage(
+        of digitalCardID: String, afterRow: Int64, limit: Int
+    ) throws -> [(event: TspV1.TokenEvent, row: Int64)] {
+        try database.query(Self.eventPageQuery, [digitalCardID, afterRow, Int64(limit)]).map { row in
             let from = try row.get(1, as: String?.self).flatMap(TokenLifecycleStateMachine.State.init(rawValue:))
             let to = TokenLifecycleStateMachine.State(rawValue: try row.text(2))
-            return TspV1.TokenEvent(
+            let event = TspV1.TokenEvent(
                 atMs: UInt64(try row.int64(0)), fromState: from?.wire ?? .unspecified,
                 toState: to?.wire ?? .unspecified,
                 actor: try row.text(3), reason: try row.text(4), traceID: try row.text(5))
+            return (event, try row.int64(6))
         }
     }
+
+    static let eventPageQuery = """
+        SELECT at_ms, from_state, to_state, actor, reason, trace_id, id FROM token_events
+        WHERE digital_card_id = ? AND id > ? ORDER BY id LIMIT ?
+        """
 
     func recordEvent(
         _ tx: Transaction, token: String, from: TokenLifecycleStateMachine.State?, to: TokenLifecycleStateMachine.State,

@@ -85,7 +85,7 @@ struct NotificationChoreography: DemoChoreography {
         _ id: String, _ cardRef: String, state: CardV1.TokenState, _ nodes: Nodes, _ report: (String) -> Void
     ) throws(CLIError) {
         let history = try nodes.call(.tsp, "tsp history \(id)", report) { client, options in
-            try await TspV1.TspControl.Client(client).tokenHistory(.init(digitalCardID: id), options: options)
+            try await TSPCommand.wholeHistory(client, id) { options }
         }
         try expect(history.token?.state == state, "the TSP's token to be \(PartyText.state(state))")
         if let last = history.events.last {

@@ -33,6 +33,7 @@ extension WalletV1.ListWalletCardsRequest: PagedListRequest {}
 extension WalletV1.WalletTransactionsRequest: PagedListRequest {}
 extension WalletV1.WalletInboxRequest: PagedListRequest {}
 extension IssuerV1.AppNotificationsRequest: PagedListRequest {}
+extension TspV1.TokenHistoryRequest: PagedListRequest {}
 
 extension IssuerV1.ListCardsResponse: PagedItemsResponse {
     var items: [IssuerV1.IssuerCard] {
@@ -82,6 +83,14 @@ extension IssuerV1.AppNotificationsResponse: PagedListResponse {
         notifications += page.notifications
         authnRequests += page.authnRequests
         cardIds += page.cardIds
+    }
+}
+
+/// A token's history: its events in pages, each page with the token as it is now (the last page's is kept).
+extension TspV1.TokenHistoryResponse: PagedListResponse {
+    mutating func append(page: Self) {
+        token = page.token
+        events += page.events
     }
 }
 

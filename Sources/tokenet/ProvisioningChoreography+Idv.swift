@@ -72,7 +72,7 @@ extension ProvisioningChoreography {
         _ id: String, actorPrefix: String, _ nodes: Nodes, _ report: (String) -> Void
     ) throws(CLIError) {
         let history = try nodes.call(.tsp, "tsp history \(id)", report) { client, options in
-            try await TspV1.TspControl.Client(client).tokenHistory(.init(digitalCardID: id), options: options)
+            try await TSPCommand.wholeHistory(client, id) { options }
         }
         report(indent(PartyText.history(history), by: 4))
         try expect(history.token?.state == .active, "the TSP's token to be ACTIVE")

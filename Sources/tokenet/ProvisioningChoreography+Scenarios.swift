@@ -132,7 +132,7 @@ extension ProvisioningChoreography {
         _ id: String, _ nodes: Nodes, _ report: (String) -> Void, finalState: CardV1.TokenState
     ) throws(CLIError) {
         let history = try nodes.call(.tsp, "tsp history \(id)", report) { client, options in
-            try await TspV1.TspControl.Client(client).tokenHistory(.init(digitalCardID: id), options: options)
+            try await TSPCommand.wholeHistory(client, id) { options }
         }
         report(indent(PartyText.history(history), by: 4))
         try expect(history.token?.state == finalState, "the TSP's token to be \(PartyText.state(finalState))")

@@ -59,9 +59,18 @@ enum TSPCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await TspV1.TspControl.Client(session.client).tokenHistory(
-                    .init(digitalCardID: id), options: callOptions)
+                try await wholeHistory(session.client, id, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.history(response) })
+    }
+
+    /// Every page of one token's `TokenHistory`.
+    static func wholeHistory(
+        _ client: any RPCCaller, _ digitalCardID: String, options: () -> CallOptions
+    ) async throws -> TspV1.TokenHistoryResponse {
+        let control = TspV1.TspControl.Client(client)
+        return try await PagedListing.all(
+            TspV1.TokenHistoryRequest(digitalCardID: digitalCardID), from: "the TSP", options: options
+        ) { try await control.tokenHistory($0, options: $1) }
     }
 }

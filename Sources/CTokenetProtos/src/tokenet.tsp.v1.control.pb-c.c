@@ -521,7 +521,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_response__descrip
   (ProtobufCMessageInit) tokenet__tsp__v1__list_tokens_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_request__field_descriptors[3] =
 {
   {
     "digital_card_id",
@@ -535,14 +535,40 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_request__f
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenHistoryRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenHistoryRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_history_request__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__token_history_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_history_request__descriptor =
 {
@@ -552,7 +578,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_history_request__descri
   "Tokenet__Tsp__V1__TokenHistoryRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenHistoryRequest),
-  1,
+  3,
   tokenet__tsp__v1__token_history_request__field_descriptors,
   tokenet__tsp__v1__token_history_request__field_indices_by_name,
   1,  tokenet__tsp__v1__token_history_request__number_ranges,
@@ -662,7 +688,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_event__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__token_event__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_response__field_descriptors[3] =
 {
   {
     "token",
@@ -688,15 +714,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_history_response__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenHistoryResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_history_response__field_indices_by_name[] = {
   1,   /* field[1] = events */
+  2,   /* field[2] = next_page_token */
   0,   /* field[0] = token */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__token_history_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_history_response__descriptor =
 {
@@ -706,7 +745,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_history_response__descr
   "Tokenet__Tsp__V1__TokenHistoryResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenHistoryResponse),
-  2,
+  3,
   tokenet__tsp__v1__token_history_response__field_descriptors,
   tokenet__tsp__v1__token_history_response__field_indices_by_name,
   1,  tokenet__tsp__v1__token_history_response__number_ranges,

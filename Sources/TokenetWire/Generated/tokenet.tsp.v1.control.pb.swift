@@ -153,18 +153,33 @@ extension TspV1 {
 
         public var digitalCardID: String = ""
 
+        /// At most this many events in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
+        /// the first page. A token that did not come from this TSP's TokenHistory, or asked with another digital_card_id
+        /// than its listing's, is INVALID_ARGUMENT.
+        public var pageToken: String = ""
+
         public init() {}
 
-        public init(digitalCardID: String = "") {
+        public init(digitalCardID: String = "", pageSize: Int32 = 0, pageToken: String = "") {
             self.digitalCardID = digitalCardID
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
+            self.pageSize = try reader.read(2)
+            self.pageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
+            try writer.write(2, pageSize)
+            try writer.write(3, pageToken)
         }
     }
 }
@@ -234,25 +249,36 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__token_history_response())
         }
 
+        /// The token as it is now, on every page.
         public var token: TspV1.TokenSummary? = nil
 
         public var events: [TspV1.TokenEvent] = []
 
+        /// The page_token of the next page; empty on the last page.
+        public var nextPageToken: String = ""
+
         public init() {}
 
-        public init(token: TspV1.TokenSummary? = nil, events: [TspV1.TokenEvent] = []) {
+        public init(
+            token: TspV1.TokenSummary? = nil,
+            events: [TspV1.TokenEvent] = [],
+            nextPageToken: String = ""
+        ) {
             self.token = token
             self.events = events
+            self.nextPageToken = nextPageToken
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.token = try reader.readMessage(1)
             self.events = try reader.readRepeatedMessages(2)
+            self.nextPageToken = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = token { try writer.write(1, message: value) }
             try writer.write(2, repeatedMessages: events)
+            try writer.write(3, nextPageToken)
         }
     }
 }
@@ -266,7 +292,8 @@ extension TspV1 {
             service: serviceName, name: "ListTokens", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// The audit trail of one token: every state change with time, actor and reason.
+        /// The audit trail of one token: every state change with time, actor and reason, in the order recorded, in pages
+        /// (a token suspended and resumed again and again has no bound on its changes).
         public static let tokenHistory = MethodDescriptor<TspV1.TokenHistoryRequest, TspV1.TokenHistoryResponse>(
             service: serviceName, name: "TokenHistory", kind: .unary, allowedRoles: ["operator"]
         )

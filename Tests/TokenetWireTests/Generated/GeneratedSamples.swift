@@ -1876,6 +1876,8 @@ extension TspV1.TokenHistoryRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pageSize = -2000006
+        base.pageToken = "page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1885,6 +1887,7 @@ extension TspV1.TokenHistoryResponse {
         var base = Self()
         base.token = TspV1.TokenSummary.samples()[0]
         base.events = [TspV1.TokenEvent.samples()[0], TspV1.TokenEvent.samples()[0]]
+        base.nextPageToken = "next_page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

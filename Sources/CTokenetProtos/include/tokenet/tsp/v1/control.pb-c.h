@@ -90,10 +90,21 @@ struct  Tokenet__Tsp__V1__TokenHistoryRequest
 {
   ProtobufCMessage base;
   char *digital_card_id;
+  /*
+   * At most this many events in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * Where to go on: the next_page_token of the previous response, asked with the same digital_card_id; empty for
+   * the first page. A token that did not come from this TSP's TokenHistory, or asked with another digital_card_id
+   * than its listing's, is INVALID_ARGUMENT.
+   */
+  char *page_token;
 };
 #define TOKENET__TSP__V1__TOKEN_HISTORY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_history_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__TokenEvent
@@ -117,13 +128,20 @@ struct  Tokenet__Tsp__V1__TokenEvent
 struct  Tokenet__Tsp__V1__TokenHistoryResponse
 {
   ProtobufCMessage base;
+  /*
+   * The token as it is now, on every page.
+   */
   Tokenet__Tsp__V1__TokenSummary *token;
   size_t n_events;
   Tokenet__Tsp__V1__TokenEvent **events;
+  /*
+   * The page_token of the next page; empty on the last page.
+   */
+  char *next_page_token;
 };
 #define TOKENET__TSP__V1__TOKEN_HISTORY_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_history_response__descriptor) \
-    , NULL, 0,NULL }
+    , NULL, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Tsp__V1__ListTokensRequest methods */
