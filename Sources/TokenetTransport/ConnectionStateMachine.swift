@@ -185,7 +185,9 @@ struct ConnectionStateMachine {
         case .closing:
             return [.failWriters(peerFinished ? Self.closedByPeer : Self.closedLocally)]
         case .closed:
-            return [.failWriters(error ?? Self.closedLocally)]
+            // After the peer's orderly close, a write names that close, not this side's answer to it: the owner may
+            // not have read the end of the stream yet, and "closed locally" would tell it the wrong story.
+            return [.failWriters(error ?? (peerFinished ? Self.closedByPeer : Self.closedLocally))]
         case .connecting, .handshaking:
             return [.failWriters(TransportError(.invalidState, "write before the TLS handshake completed"))]
         }

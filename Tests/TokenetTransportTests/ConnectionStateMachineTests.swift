@@ -105,6 +105,8 @@ import Testing
         #expect(machine.readRequested() == [.finishReader])
         #expect(machine.outboundChanged(buffered: 0, writersWaiting: false) == [.closeSocket])
         #expect(machine.readRequested() == [.finishReader])
+        // The owner may write before it has read the end of the stream: the write names the peer's close.
+        #expect(machine.writeRequested() == [.failWriters(Machine.closedByPeer)])
     }
 
     @Test func waitingReaderIsFinishedByPeerClose() {
