@@ -2,11 +2,19 @@ import TokenetWire
 
 extension WalletStore {
     /// The digital cards whose issuer the wallet never recorded: digitized before migration 4 (or from a TSP that
-    /// named no issuer). No issuer app sees them until `recordIssuer` names one.
+    /// named no issuer). No issuer app sees them until `recordIssuer` names one. Selected in SQL, so a start reads
+    /// only these cards, however many the wallet holds.
     public func cardsAwaitingIssuer() throws(WalletError) -> [WalletCardRecord] {
-        try allCards().filter { card in
-            card.issuerID == nil && card.status == .digitized && !(card.result?.digitalCardID ?? "").isEmpty
-        }
+        try run("list the cards awaiting their issuer") {
+            try database.query(
+                """
+                SELECT * FROM cards
+                WHERE issuer_id IS NULL AND status = 'DIGITIZED' AND digital_card_id IS NOT NULL
+                    AND digital_card_id != ''
+                ORDER BY id
+                """
+            ).map(Self.record)
+        }.filter { !($0.result?.digitalCardID ?? "").isEmpty }
     }
 
     /// Records the issuer the TSP named for card `id` in one transaction, unless one is recorded already (the first
