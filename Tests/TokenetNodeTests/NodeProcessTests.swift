@@ -144,10 +144,18 @@ import TokenetWire
         defer { loop.shutdown() }
         let answering = RPCClient(
             stream: try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
+        // A failed check stops the node and shows its log, which says why it closed the connection.
         let check = { () async throws -> HealthV1.ServingStatus in
-            try await answering.unary(
-                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))
-            ).status
+            do {
+                return try await answering.unary(
+                    HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))
+                ).status
+            } catch {
+                kill(node.process.processIdentifier, SIGTERM)
+                let log = (try? await node.waitForExit())?.stderr ?? ""
+                Issue.record("the answering client's check failed: \(error)\n\(log)")
+                throw error
+            }
         }
         #expect(try await check() == .serving)
 
