@@ -53,26 +53,22 @@ extension WireV1.Status {
     }
 }
 
-extension WireV1.GoAway {
-    /// This goaway as it fits in a frame of at most `limit` bytes: its code and last stream id stay, and as much of
-    /// its reason as fits, with a note saying it was cut.
-    func fitting(inFrameOf limit: Int) -> WireV1.GoAway {
+/// A frame whose one string is a reason (goaway, cancel): cut to fit like a status's message, keeping the rest.
+protocol ReasonFrame {
+    var reason: String { get set }
+}
+
+extension ReasonFrame {
+    /// This frame as it fits in a frame of at most `limit` bytes: as much of its reason as fits, with a note saying
+    /// it was cut; its other fields (a goaway's code and last stream id) stay.
+    func fitting(inFrameOf limit: Int) -> Self {
         guard FrameFitting.frameOverhead + reason.utf8.count > limit else { return self }
-        var goaway = self
-        goaway.reason = FrameFitting.cut(
+        var frame = self
+        frame.reason = FrameFitting.cut(
             reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
-        return goaway
+        return frame
     }
 }
 
-extension WireV1.Cancel {
-    /// This cancel as it fits in a frame of at most `limit` bytes: as much of its reason as fits, with a note
-    /// saying it was cut.
-    func fitting(inFrameOf limit: Int) -> WireV1.Cancel {
-        guard FrameFitting.frameOverhead + reason.utf8.count > limit else { return self }
-        var cancel = self
-        cancel.reason = FrameFitting.cut(
-            reason, toUTF8Count: limit - FrameFitting.frameOverhead, note: FrameFitting.reasonCutShortNote)
-        return cancel
-    }
-}
+extension WireV1.GoAway: ReasonFrame {}
+extension WireV1.Cancel: ReasonFrame {}

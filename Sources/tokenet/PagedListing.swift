@@ -16,14 +16,14 @@ protocol PagedListResponse: Sendable {
     mutating func append(page: Self)
 }
 
-/// A response of a paged list call whose items are of one kind.
+/// A response of a paged list call whose items are of one kind, in the field `items` names.
 protocol PagedItemsResponse: PagedListResponse {
     associatedtype Item
-    var items: [Item] { get set }
+    static var items: WritableKeyPath<Self, [Item]> { get }
 }
 
 extension PagedItemsResponse {
-    mutating func append(page: Self) { items.append(contentsOf: page.items) }
+    mutating func append(page: Self) { self[keyPath: Self.items].append(contentsOf: page[keyPath: Self.items]) }
 }
 
 extension IssuerV1.ListCardsRequest: PagedListRequest {}
@@ -36,45 +36,27 @@ extension IssuerV1.AppNotificationsRequest: PagedListRequest {}
 extension TspV1.TokenHistoryRequest: PagedListRequest {}
 
 extension IssuerV1.ListCardsResponse: PagedItemsResponse {
-    var items: [IssuerV1.IssuerCard] {
-        get { cards }
-        set { cards = newValue }
-    }
+    static var items: WritableKeyPath<Self, [IssuerV1.IssuerCard]> { \.cards }
 }
 
 extension TspV1.ListTokensResponse: PagedItemsResponse {
-    var items: [TspV1.TokenSummary] {
-        get { tokens }
-        set { tokens = newValue }
-    }
+    static var items: WritableKeyPath<Self, [TspV1.TokenSummary]> { \.tokens }
 }
 
 extension TspV1.ListTransactionsResponse: PagedItemsResponse {
-    var items: [TspV1.TspTransaction] {
-        get { transactions }
-        set { transactions = newValue }
-    }
+    static var items: WritableKeyPath<Self, [TspV1.TspTransaction]> { \.transactions }
 }
 
 extension WalletV1.ListWalletCardsResponse: PagedItemsResponse {
-    var items: [WalletV1.WalletCard] {
-        get { cards }
-        set { cards = newValue }
-    }
+    static var items: WritableKeyPath<Self, [WalletV1.WalletCard]> { \.cards }
 }
 
 extension WalletV1.WalletTransactionsResponse: PagedItemsResponse {
-    var items: [WalletV1.WalletTransaction] {
-        get { transactions }
-        set { transactions = newValue }
-    }
+    static var items: WritableKeyPath<Self, [WalletV1.WalletTransaction]> { \.transactions }
 }
 
 extension WalletV1.WalletInboxResponse: PagedItemsResponse {
-    var items: [TspV1.Notification] {
-        get { notifications }
-        set { notifications = newValue }
-    }
+    static var items: WritableKeyPath<Self, [TspV1.Notification]> { \.notifications }
 }
 
 /// The issuer app's notifications, authentication requests and card ids: one listing of three kinds in turn.

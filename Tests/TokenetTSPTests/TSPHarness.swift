@@ -166,6 +166,22 @@ struct TSPHarness {
         return try await wallet.digitize(request)
     }
 
+    /// Registers the issuer and digitizes the Visa card on `count` devices (`device-0`, `device-1`, …): its ACTIVE
+    /// tokens, in the order made.
+    func activeTokens(_ count: Int) async throws -> [String] {
+        try await registerIssuer()
+        var tokens: [String] = []
+        for index in 0..<count {
+            let device = CardV1.DeviceInfo(deviceID: "device-\(index)", deviceType: "PHONE", deviceName: "Phone")
+            let eligibility = try await checkEligibility(
+                .encryptedCardData(try Self.encrypted(Self.card(Self.visa))), device: device)
+            let token = try await digitize(eligibility, device: device)
+            try #require(token.tokenState == .active)
+            tokens.append(token.digitalCardID)
+        }
+        return tokens
+    }
+
     /// An eligible Visa card, ready to digitize.
     func eligibleVisa() async throws -> TspV1.CheckEligibilityResponse {
         try await registerIssuer()

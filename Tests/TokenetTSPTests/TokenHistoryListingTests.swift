@@ -15,16 +15,7 @@ import TokenetWire
     /// database as the lifecycle records them.
     static func tspWithHistory(changes: Int) async throws -> (tsp: TSPHarness, tokens: [String]) {
         let tsp = try TSPHarness.make()
-        try await tsp.registerIssuer()
-        var tokens: [String] = []
-        for index in 0..<2 {
-            let device = CardV1.DeviceInfo(deviceID: "device-\(index)", deviceType: "PHONE", deviceName: "Phone")
-            let eligibility = try await tsp.checkEligibility(
-                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))), device: device)
-            let token = try await tsp.digitize(eligibility, device: device)
-            try #require(token.tokenState == .active)
-            tokens.append(token.digitalCardID)
-        }
+        let tokens = try await tsp.activeTokens(2)
         try record(changes: changes, of: tokens[0], in: tsp.directory)
         return (tsp, tokens)
     }

@@ -15,16 +15,7 @@ import TokenetWire
     /// made in.
     static func tspWithTransactions() async throws -> (tsp: TSPHarness, tokens: [String], made: [(String, String)]) {
         let tsp = try TSPHarness.make()
-        try await tsp.registerIssuer()
-        var tokens: [String] = []
-        for index in 0..<2 {
-            let device = CardV1.DeviceInfo(deviceID: "device-\(index)", deviceType: "PHONE", deviceName: "Phone")
-            let eligibility = try await tsp.checkEligibility(
-                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))), device: device)
-            let token = try await tsp.digitize(eligibility, device: device)
-            try #require(token.tokenState == .active)
-            tokens.append(token.digitalCardID)
-        }
+        let tokens = try await tsp.activeTokens(2)
         let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
         var made: [(String, String)] = []
         for (index, token) in [0, 1, 0, 1, 0, 0, 1].map({ tokens[$0] }).enumerated() {
