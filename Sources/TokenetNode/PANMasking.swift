@@ -133,7 +133,10 @@ enum PANRuns {
                     break
                 }
             }
-            if groups.count == 1, isVisaTokenReference(digits: index..<end, scalar: scalar) {
+            if groups.count == 1,
+                isVisaTokenReference(digits: index..<end, scalar: scalar)
+                    || isHexIdentifierPart(digits: index..<end, count: count, scalar: scalar)
+            {
                 index = end
                 continue
             }
@@ -180,6 +183,39 @@ enum PANRuns {
             }
         }
         return masked
+    }
+
+    /// Whether the digits at `digits` lie inside a hex identifier: a digest standing alone (a key id, a hash: 32, 40,
+    /// 64 or 128 hex characters, at least one a letter) or a Mastercard token reference id (`DWSPMC` and 32 hex
+    /// characters). Such an identifier holds 13 decimal digits in a row often enough (a key id about one time in
+    /// 23) to come out partly masked, and then names nothing: "no decryption key has kid 66e5…b3b***********3088…".
+    /// A card number glued into one of exactly these shapes is not a way a card number reaches a log.
+    static func isHexIdentifierPart(digits: Range<Int>, count: Int, scalar: (Int) -> Unicode.Scalar) -> Bool {
+        func isHex(_ index: Int) -> Bool {
+            let value = scalar(index)
+            return ("0"..."9").contains(value) || ("a"..."f").contains(value) || ("A"..."F").contains(value)
+        }
+        func isAlphanumeric(_ index: Int) -> Bool {
+            let value = scalar(index)
+            return value.properties.isAlphabetic || value.properties.numericType != nil
+        }
+        guard digits.allSatisfy(isHex) else { return false }
+        var start = digits.lowerBound
+        while start > 0, isHex(start - 1) { start -= 1 }
+        var end = digits.upperBound
+        while end < count, isHex(end) { end += 1 }
+        guard end == count || !isAlphanumeric(end) else { return false }
+        if start == 0 || !isAlphanumeric(start - 1) {
+            let hasLetter = (start..<end).contains { !("0"..."9").contains(scalar($0)) }
+            return hasLetter && [32, 40, 64, 128].contains(end - start)
+        }
+        // `DWSPMC` and 32 hex characters: the prefix's `C` is a hex letter, so the scan took it in.
+        let prefix = Array("DWSPMC".unicodeScalars)
+        let prefixStart = start - (prefix.count - 1)
+        guard prefixStart >= 0, end - (start + 1) == 32,
+            prefix.indices.allSatisfy({ scalar(prefixStart + $0) == prefix[$0] })
+        else { return false }
+        return prefixStart == 0 || !isAlphanumeric(prefixStart - 1)
     }
 
     /// Whether the digits at `digits` are those of a Visa token reference id (`DigitalCardID`: `DNITHE` and 26
