@@ -21,22 +21,33 @@ extension PageRequest {
     public static func key(row: Int64) -> String { "\(row)" }
 
     /// The time and row id a page of a listing ordered by time then row starts after (`Int64.min` and 0 for the
-    /// first page). The key names the listing it came from (`listing`, "" for the whole list): a token asked with
-    /// another `field` than its listing's is INVALID_ARGUMENT, because going on from its place in the other
-    /// listing would skip or repeat items instead of continuing it.
+    /// first page): `afterTime(in:call:field:items:)` with a row id for the tie-breaker.
+    public func afterTime(
+        in listing: String, call: String, field: String, items: String
+    ) throws(RPCError) -> (ms: Int64, row: Int64) {
+        guard let (ms, tail) = try afterTimeKey(in: listing, call: call, field: field, items: items) else {
+            return (Int64.min, 0)
+        }
+        guard let row = Int64(tail), row > 0 else { throw Self.misplaced(call) }
+        return (ms, row)
+    }
+
+    /// The time and tie-breaker (a row id, or an id of the listing's own) a page of a listing ordered by time then
+    /// that tie-breaker starts after; nil for the first page. The key names the listing it came from (`listing`, ""
+    /// for the whole list): a token asked with another `field` than its listing's is INVALID_ARGUMENT, because going
+    /// on from its place in the other listing would skip or repeat items instead of continuing it.
     ///
     /// - Parameters:
     ///   - listing: what the request narrows the list to (such as a card), "" for all of it.
     ///   - field: the request field that names `listing`, for the message.
     ///   - items: what the whole list holds ("card", so "every card"), for the message.
-    public func afterTime(
+    public func afterTimeKey(
         in listing: String, call: String, field: String, items: String
-    ) throws(RPCError) -> (ms: Int64, row: Int64) {
-        guard let after else { return (Int64.min, 0) }
+    ) throws(RPCError) -> (ms: Int64, tieBreaker: Substring)? {
+        guard let after else { return nil }
         guard let mark = after.lastIndex(of: Self.listingMark),
             let colon = after[mark...].firstIndex(of: ":"),
-            let ms = Int64(after[after.index(after: mark)..<colon]),
-            let row = Int64(after[after.index(after: colon)...]), row > 0
+            let ms = Int64(after[after.index(after: mark)..<colon])
         else { throw Self.misplaced(call) }
         guard after[..<mark] == listing else {
             throw RPCError(
@@ -45,12 +56,17 @@ extension PageRequest {
                     + (after[..<mark].isEmpty ? "every \(items)" : "another \(items)")
                     + "; ask again with the \(field) of that listing, or start again with an empty page_token")
         }
-        return (ms, row)
+        return (ms, after[after.index(after: colon)...])
     }
 
     /// The key of a row in a listing ordered by time then row (`afterTime`).
     public static func key(in listing: String, ms: Int64, row: Int64) -> String {
-        "\(listing)\(listingMark)\(ms):\(row)"
+        key(in: listing, ms: ms, tieBreaker: "\(row)")
+    }
+
+    /// The key of an item in a listing ordered by time then a tie-breaker (`afterTimeKey`).
+    public static func key(in listing: String, ms: Int64, tieBreaker: String) -> String {
+        "\(listing)\(listingMark)\(ms):\(tieBreaker)"
     }
 
     /// Ends the listing's name in a key: the last unit separator of a key, so a name may hold one too.

@@ -11,9 +11,11 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
     {
         try await tsp.handling("ListTokens", context) { _ in
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListTokens")
+            let after = try page.afterTimeKey(
+                in: request.walletAccountID, call: "ListTokens", field: "wallet_account_id", items: "wallet account")
             let rows = try tsp.store.tokens(
-                walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID, after: page.after,
-                limit: page.size + 1)
+                walletAccountID: request.walletAccountID.isEmpty ? nil : request.walletAccountID,
+                after: after.map { ($0.ms, String($0.tieBreaker)) }, limit: page.size + 1)
             let (tokens, next) = page.split(rows, key: \.pageKey)
             return TspV1.ListTokensResponse(tokens: tokens.map(\.token.summary), nextPageToken: next)
         }

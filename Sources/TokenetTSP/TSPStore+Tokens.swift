@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 import TokenetStorage
 import TokenetWire
 
@@ -115,39 +116,25 @@ extension TSPStore {
         return try rows.map(Self.token(from:))
     }
 
-    /// Up to `limit` tokens in the order they were made (ties in the order of their ids), after the token whose
-    /// page key is `after` (from the first when nil), each with its own page key: a listing page (`PageRequest`).
+    /// Up to `limit` tokens in the order they were made (ties in the order of their ids), after the creation time
+    /// and id `after` (from the first when nil), each with its own page key: a listing page (`PageRequest`).
     ///
-    /// A page key names the listing's wallet account too (`"wa-1\u{1F}1764633600000:DC-…"`, an empty account for
-    /// every account's), so that a token of one account's listing asked with another account is refused instead of
-    /// silently skipping the other account's tokens made before it.
+    /// A page key names the listing's wallet account too (`PageRequest.key(in:ms:tieBreaker:)`, an empty account
+    /// for every account's), so that a token of one account's listing asked with another account is refused instead
+    /// of silently skipping the other account's tokens made before it.
     func tokens(
-        walletAccountID: String?, after: String?, limit: Int
+        walletAccountID: String?, after: (ms: Int64, id: String)?, limit: Int
     ) throws(TSPError) -> [(token: TokenRecord, pageKey: String)] {
         let listing = walletAccountID ?? ""
-        var start = (ms: Int64.min, id: "")
-        if let after {
-            guard let mark = after.lastIndex(of: "\u{1F}"), let colon = after[mark...].firstIndex(of: ":"),
-                let ms = Int64(after[after.index(after: mark)..<colon])
-            else {
-                throw TSPError(.invalidArgument, "ListTokens: page_token does not name a token; start again without it")
-            }
-            guard after[..<mark] == listing else {
-                throw TSPError(
-                    .invalidArgument,
-                    "ListTokens: page_token continues a listing of "
-                        + (after[..<mark].isEmpty ? "every wallet account" : "another wallet account")
-                        + "; ask with the wallet_account_id of the listing, or start again without page_token")
-            }
-            start = (ms, String(after[after.index(after: colon)...]))
-        }
+        let start = after ?? (Int64.min, "")
         let parameters: [any SQLValueConvertible] =
             (walletAccountID.map { [$0] } ?? []) + [start.ms, start.id, Int64(limit)]
         do {
             let rows = try database.query(Self.tokenPageQuery(oneAccount: walletAccountID != nil), parameters)
             return try rows.map { row in
                 let token = try Self.token(from: row)
-                return (token, "\(listing)\u{1F}\(try row.get(12, as: Int64.self)):\(token.digitalCardID)")
+                let ms = try row.get(12, as: Int64.self)
+                return (token, PageRequest.key(in: listing, ms: ms, tieBreaker: token.digitalCardID))
             }
         } catch {
             throw TSPError(.internal, "cannot list tokens", cause: error)
