@@ -26,18 +26,19 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             }
             let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
-            let renewed = try tsp.store.renewFundingCard(
+            let (renewed, results) = try tsp.store.renewFundingCard(
                 request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: "issuer",
-                traceID: context.traceID, nowMs: tsp.nowMs
+                traceID: context.traceID, nowMs: tsp.nowMs, authorize: authorize
             ) { token in
-                try authorize(token)
                 guard token.scheme == pan.scheme else {
                     throw TSPError(
                         .failedPrecondition,
                         "token \"\(token.digitalCardID)\" is \(token.scheme); the renewed card is \(pan.scheme)")
                 }
             }
-            log.info("card renewed", ["tokens": "\(renewed.count)", "last4": pan.last4])
+            log.info(
+                "card renewed",
+                ["tokens": "\(renewed.count)", "refused": "\(results.count - renewed.count)", "last4": pan.last4])
             for token in renewed {
                 let body = TspV1.CardRenewalBody(
                     previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
@@ -47,7 +48,8 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                     about: token, to: [.issuerApp], log: log)
             }
             return TspV1.RenewCardResponse(
-                renewedDigitalCardIds: renewed.map(\.digitalCardID), panLast4: pan.last4, expiry: expiry)
+                renewedDigitalCardIds: renewed.map(\.digitalCardID), panLast4: pan.last4, expiry: expiry,
+                results: results)
         }
     }
 

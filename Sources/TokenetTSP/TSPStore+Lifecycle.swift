@@ -1,6 +1,7 @@
 import Foundation
 import TokenetCard
 import TokenetNode
+import TokenetRPC
 import TokenetStorage
 import TokenetWire
 
@@ -185,23 +186,40 @@ extension TSPStore {
     // MARK: Card renewal
 
     /// Replaces the funding card of the tokens (the token numbers stay), with an audit event each, in one
-    /// transaction. Every token must pass `authorize`; DEACTIVATED tokens are skipped (not in the answer). An
-    /// `expiry` of nil (card data whose expiry cannot be read) leaves the recorded expiry unknown.
+    /// transaction, and answers a result per token in the order given (`TspV1.TokenStateResult`). A token that cannot
+    /// take the renewal is refused in its own result and the others are still renewed: one the TSP does not know
+    /// (NOT_FOUND), another issuer's (`authorize` refuses it; PERMISSION_DENIED, its state not told), a deleted one
+    /// (FAILED_PRECONDITION, DEACTIVATED). `check` judges the renewed card against each token the issuer may act on,
+    /// and what it throws refuses the whole call. An `expiry` of nil (card data whose expiry cannot be read) leaves
+    /// the recorded expiry unknown.
     func renewFundingCard(
         _ digitalCardIds: [String], pan: PAN, expiry: CardExpiry?, actor: String, traceID: String, nowMs: UInt64,
-        authorize: (TokenRecord) throws -> Void
-    ) throws -> [TokenRecord] {
+        authorize: (TokenRecord) throws -> Void, check: (TokenRecord) throws -> Void
+    ) throws -> (renewed: [TokenRecord], results: [TspV1.TokenStateResult]) {
         try database.transaction { tx in
             var renewed: [TokenRecord] = []
+            var results: [TspV1.TokenStateResult] = []
             for id in digitalCardIds {
                 guard
                     var token = try tx.queryOne(
                         "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [id]
                     ).map(Self.token(from:))
-                else { throw TSPError(.notFound, "no token has digital card id \"\(id)\"") }
-                try authorize(token)
+                else {
+                    results.append(
+                        Self.refusal(of: id, TSPError(.notFound, "no token has digital card id \"\(id)\"")))
+                    continue
+                }
+                do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
+                    results.append(Self.refusal(of: id, error))
+                    continue
+                }
                 // A deleted token has nothing left to renew; the others still are.
-                guard token.state != .deactivated else { continue }
+                guard token.state != .deactivated else {
+                    let deleted = TSPError(.failedPrecondition, "token \"\(id)\" is deleted: it has no card to renew")
+                    results.append(Self.refusal(of: id, deleted, state: token.state.wire))
+                    continue
+                }
+                try check(token)
                 _ = try tx.execute(
                     """
                     UPDATE tokens SET funding_pan = ?, pan_last4 = ?, funding_expiry = ?, updated_at_ms = ?
@@ -212,9 +230,17 @@ extension TSPStore {
                     reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
                 token.panLast4 = pan.last4
                 renewed.append(token)
+                results.append(.init(digitalCardID: id, tokenState: token.state.wire))
             }
-            return renewed
+            return (renewed, results)
         }
+    }
+
+    /// The result of a token refused alone with `error`, in `state` (UNSPECIFIED when not told).
+    private static func refusal(
+        of id: String, _ error: TSPError, state: CardV1.TokenState = .unspecified
+    ) -> TspV1.TokenStateResult {
+        .init(digitalCardID: id, tokenState: state, statusCode: error.rpcError.code.rawValue, message: error.message)
     }
 
     /// What the TSP holds for each of `digitalCardIds`, in their order: the token's state and the last four digits

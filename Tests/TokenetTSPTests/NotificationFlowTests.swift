@@ -211,6 +211,35 @@ import TokenetWire
         }
     }
 
+    /// A renewal answers each token on its own: a token that cannot take the renewed card (deleted, unknown to the
+    /// TSP) is refused in its result, for a reason renewing again does not remove, and the others are renewed, so one
+    /// such token no longer refuses (and strands) the whole batch.
+    @Test func aRenewalRefusesEachTokenThatCannotTakeItAndRenewsTheOthers() async throws {
+        let tsp = try TSPHarness.make()
+        let ids = try await tsp.activeTokens(3)
+        let deleted = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.issuer1).changeIssuerTokenStates(
+            .init(digitalCardIds: [ids[1]], action: .delete, reasonCode: "LOST_CARD"))
+        try #require(deleted.results.first?.tokenState == .deactivated)
+        let renewed = TSPHarness.card("4111111111111129", month: "08", year: "2031")
+        let response = try await Self.updates(tsp, as: LifecycleTests.issuer1).renewCard(
+            .init(
+                digitalCardIds: [ids[0], "DNITHE-unknown", ids[1], ids[2]],
+                cardData: try TSPHarness.encrypted(renewed)))
+        #expect(response.renewedDigitalCardIds == [ids[0], ids[2]])
+        #expect(response.results.map(\.digitalCardID) == [ids[0], "DNITHE-unknown", ids[1], ids[2]])
+        #expect(
+            response.results.map(\.statusCode) == [
+                0, StatusCode.notFound.rawValue, StatusCode.failedPrecondition.rawValue, 0,
+            ])
+        #expect(response.results.map(\.tokenState) == [.active, .unspecified, .deactivated, .active])
+        #expect(response.results[1].message.contains("no token has digital card id"))
+        #expect(response.results[2].message.contains("is deleted"))
+        #expect(tsp.published.of("CARD_RENEWAL").count == 2)
+        let held = try await Self.updates(tsp, as: LifecycleTests.issuer1).getFundingCards(
+            .init(digitalCardIds: ids, cardData: try TSPHarness.encrypted(renewed)))
+        #expect(held.fundingCards.map(\.panMatches) == [true, false, true])
+    }
+
     /// GetFundingCards tells the issuer what the TSP holds for its tokens: the number, by whether it is the card the
     /// issuer sent encrypted (never in clear), and the expiry, recorded at digitization and by each renewal. An unknown
     /// token holds nothing; a node that registered no issuer may not ask.

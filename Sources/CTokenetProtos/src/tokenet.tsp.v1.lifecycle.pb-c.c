@@ -2143,7 +2143,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_request__descripto
   (ProtobufCMessageInit) tokenet__tsp__v1__renew_card_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__renew_card_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__renew_card_response__field_descriptors[4] =
 {
   {
     "renewed_digital_card_ids",
@@ -2181,16 +2181,29 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__renew_card_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "results",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__RenewCardResponse, n_results),
+    offsetof(Tokenet__Tsp__V1__RenewCardResponse, results),
+    &tokenet__tsp__v1__token_state_result__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__renew_card_response__field_indices_by_name[] = {
   2,   /* field[2] = expiry */
   1,   /* field[1] = pan_last4 */
   0,   /* field[0] = renewed_digital_card_ids */
+  3,   /* field[3] = results */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__renew_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_response__descriptor =
 {
@@ -2200,7 +2213,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_response__descript
   "Tokenet__Tsp__V1__RenewCardResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__RenewCardResponse),
-  3,
+  4,
   tokenet__tsp__v1__renew_card_response__field_descriptors,
   tokenet__tsp__v1__renew_card_response__field_indices_by_name,
   1,  tokenet__tsp__v1__renew_card_response__number_ranges,

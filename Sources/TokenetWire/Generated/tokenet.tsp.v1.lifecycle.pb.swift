@@ -680,24 +680,39 @@ extension TspV1 {
 
         public var expiry: String = ""
 
+        /// One per requested id, in the request's order: status_code 0 for a token renewed, or the refusal of that token
+        /// alone, which does not stop the others: FAILED_PRECONDITION for a deleted token (token_state DEACTIVATED: it has
+        /// nothing left to renew), NOT_FOUND for a token the TSP does not know, PERMISSION_DENIED for another issuer's
+        /// (token_state UNSPECIFIED for both). None of these goes away by renewing again. A refusal of the card itself (a
+        /// renewed card of another scheme than the tokens', card_data the TSP cannot decrypt) is the call's status instead.
+        public var results: [TspV1.TokenStateResult] = []
+
         public init() {}
 
-        public init(renewedDigitalCardIds: [String] = [], panLast4: String = "", expiry: String = "") {
+        public init(
+            renewedDigitalCardIds: [String] = [],
+            panLast4: String = "",
+            expiry: String = "",
+            results: [TspV1.TokenStateResult] = []
+        ) {
             self.renewedDigitalCardIds = renewedDigitalCardIds
             self.panLast4 = panLast4
             self.expiry = expiry
+            self.results = results
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.renewedDigitalCardIds = try reader.readRepeated(1)
             self.panLast4 = try reader.read(2)
             self.expiry = try reader.read(3)
+            self.results = try reader.readRepeatedMessages(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeated: renewedDigitalCardIds)
             try writer.write(2, panLast4)
             try writer.write(3, expiry)
+            try writer.write(4, repeatedMessages: results)
         }
     }
 }

@@ -1685,6 +1685,7 @@ extension TspV1.RenewCardResponse {
         base.renewedDigitalCardIds = ["renewed_digital_card_ids-1 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-2 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.panLast4 = "pan_last4-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
         return [base]
     }
 }

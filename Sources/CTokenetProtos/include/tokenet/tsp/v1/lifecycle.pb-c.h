@@ -327,10 +327,19 @@ struct  Tokenet__Tsp__V1__RenewCardResponse
   char **renewed_digital_card_ids;
   char *pan_last4;
   char *expiry;
+  /*
+   * One per requested id, in the request's order: status_code 0 for a token renewed, or the refusal of that token
+   * alone, which does not stop the others: FAILED_PRECONDITION for a deleted token (token_state DEACTIVATED: it has
+   * nothing left to renew), NOT_FOUND for a token the TSP does not know, PERMISSION_DENIED for another issuer's
+   * (token_state UNSPECIFIED for both). None of these goes away by renewing again. A refusal of the card itself (a
+   * renewed card of another scheme than the tokens', card_data the TSP cannot decrypt) is the call's status instead.
+   */
+  size_t n_results;
+  Tokenet__Tsp__V1__TokenStateResult **results;
 };
 #define TOKENET__TSP__V1__RENEW_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__renew_card_response__descriptor) \
-    , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL }
 
 
 struct  Tokenet__Tsp__V1__GetFundingCardsRequest
