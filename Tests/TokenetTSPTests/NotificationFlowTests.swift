@@ -240,6 +240,44 @@ import TokenetWire
         #expect(held.fundingCards.map(\.panMatches) == [true, false, true])
     }
 
+    /// With two issuers registered, each learns about and renews its own tokens only: issuer B asking about issuer
+    /// A's token is refused (PERMISSION_DENIED, the whole call, so B learns nothing of it), and B's renewal naming it
+    /// is refused for that token alone and leaves it on A's card.
+    @Test func anotherIssuerMayNotAskAboutOrRenewATokenNotItsOwn() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let bankB = TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.issuer2))
+        _ = try await bankB.registerIssuer(
+            TspV1.RegisterIssuerRequest(
+                issuerID: "bank-b", displayName: "Bank B", binRanges: [TspV1.BinRange(low: "400005", high: "400005")],
+                encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+        let asB = Self.updates(tsp, as: LifecycleTests.issuer2)
+        let renewed = TSPHarness.card("4111111111111129", month: "08", year: "2031")
+        await expectRPCError(.permissionDenied, "token \"\(id)\" belongs to another issuer") {
+            try await asB.getFundingCards(.init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        }
+        await expectRPCError(.permissionDenied, "belongs to another issuer") {
+            try await asB.getFundingCards(.init(digitalCardIds: ["DNITHE-unknown", id]))
+        }
+        let refused = try await asB.renewCard(
+            .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        #expect(refused.renewedDigitalCardIds.isEmpty)
+        #expect(
+            refused.results == [
+                .init(
+                    digitalCardID: id, tokenState: .unspecified, statusCode: StatusCode.permissionDenied.rawValue,
+                    message: "token \"\(id)\" belongs to another issuer")
+            ])
+        #expect(tsp.published.of("CARD_RENEWAL").isEmpty)
+
+        let asA = try await Self.updates(tsp, as: LifecycleTests.issuer1).getFundingCards(
+            .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        #expect(
+            asA.fundingCards == [
+                .init(digitalCardID: id, tokenState: .active, panLast4: "1111", expiry: "12/30", panMatches: false)
+            ])
+    }
+
     /// GetFundingCards tells the issuer what the TSP holds for its tokens: the number, by whether it is the card the
     /// issuer sent encrypted (never in clear), and the expiry, recorded at digitization and by each renewal. An unknown
     /// token holds nothing; a node that registered no issuer may not ask.
