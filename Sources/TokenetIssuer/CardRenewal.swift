@@ -1,6 +1,7 @@
 import Synchronization
 import TokenetCard
 import TokenetRPC
+import TokenetWire
 
 /// A card's new number and expiry while the renewal waits for the TSP: reserved in the issuer's store (no other card
 /// may take the number) but not yet the card's own, which changes only once the TSP has moved the tokens too.
@@ -71,11 +72,20 @@ enum RenewalSettlement: Sendable, Equatable {
 /// What a renewal sent to the TSP in its batches (`LifecycleLimits.batches`) came to. The TSP renews each batch in
 /// a transaction of its own, so a card with more tokens than one call takes is renewed in several writes, and a
 /// failure after the first leaves the TSP holding the new number for the tokens of the batches it answered.
+///
+/// Within an answered batch the TSP gives each token its own result. A token refused for a reason that renewing
+/// again cannot remove (`TokenRenewalResult.permanent`: deleted, unknown to the TSP, another issuer's) does not hold
+/// the renewal back: a deleted token has no card to move, and the others could never take one. Any other refusal of
+/// a token counts as the batch's failure.
 struct RenewalSent {
     /// How many calls the card's tokens took.
     let batches: Int
     /// The tokens the answered batches renewed, in the order sent.
     var renewed: [String] = []
+    /// The tokens the TSP answered as deleted, in the order sent.
+    var deleted: [String] = []
+    /// The tokens the TSP refused for good for another reason (unknown to it, another issuer's), in the order sent.
+    var refused: [String] = []
     /// How many batches the TSP answered before `failure` (all of them when there was none).
     var answered = 0
     /// The failure of the call that stopped the renewal; the batches after it were not sent.
@@ -83,13 +93,65 @@ struct RenewalSent {
 
     init(batches: Int) { self.batches = batches }
 
-    /// How the reservation is settled: complete once every batch was answered; after a failure of the first batch
-    /// as that call's failure says (`RenewalSettlement(failure:)`: a refusal gives the number back); after a failure
-    /// of a later one, pending whatever the failure was, since the TSP holds the new number for some tokens and only
-    /// the renewal repeated (every batch again) makes the two sides agree.
+    /// The TSP answered a batch with `response`. A TSP that gives no per-token results (one from before they were
+    /// given) renewed every token it names and left the others out as deleted, as it did then.
+    mutating func answered(_ response: TspV1.RenewCardResponse) {
+        answered += 1
+        guard !response.results.isEmpty else {
+            renewed += response.renewedDigitalCardIds
+            return
+        }
+        for result in response.results {
+            switch TokenRenewalResult(result) {
+            case .renewed: renewed.append(result.digitalCardID)
+            case .deleted: deleted.append(result.digitalCardID)
+            case .refusedForGood: refused.append(result.digitalCardID)
+            case .failed(let code):
+                // The batch is written, so this counts as a later batch's failure: pending, never released.
+                if failure == nil {
+                    failure = RPCError(
+                        code, "the TSP could not renew token \(result.digitalCardID): \(result.message)")
+                }
+            }
+        }
+    }
+
+    /// How the reservation is settled: complete once every batch was answered with no token failing for a passing
+    /// reason; after a failure of the first batch's call as that call's failure says (`RenewalSettlement(failure:)`:
+    /// a refusal gives the number back); after a failure of a later one, or of a token in an answered batch, pending
+    /// whatever the failure was, since the TSP holds the new number for some tokens and only the renewal repeated
+    /// (every batch again) makes the two sides agree.
     var settlement: RenewalSettlement {
         guard let failure else { return .complete }
         return answered == 0 ? RenewalSettlement(failure: failure) : .keepPending
+    }
+}
+
+/// A token's own result in the TSP's answer to a renewal, read for what it means to the renewal.
+enum TokenRenewalResult: Equatable {
+    /// The token holds the renewed card.
+    case renewed
+    /// The token is deleted: it has no card to move, and never takes one again.
+    case deleted
+    /// The TSP refused the token for a reason that does not go away: it does not know it, or it is another issuer's.
+    case refusedForGood
+    /// The TSP refused the token for a reason that may pass (the status given): the renewal has to be repeated.
+    case failed(StatusCode)
+
+    /// The statuses of a refusal that renewing again meets the same way.
+    static let permanent: Set<StatusCode> = [.notFound, .permissionDenied, .failedPrecondition, .invalidArgument]
+
+    init(_ result: TspV1.TokenStateResult) {
+        if result.tokenState == .deactivated {
+            self = .deleted
+            return
+        }
+        guard result.statusCode != 0 else {
+            self = .renewed
+            return
+        }
+        let code = StatusCode(rawValue: result.statusCode)
+        self = Self.permanent.contains(code) ? .refusedForGood : .failed(code)
     }
 }
 

@@ -4,39 +4,49 @@ import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// Renewals that need more than one call to the TSP: a pending renewal repeated or abandoned (`RenewalResolution`),
-/// and the settling of a renewal whose call failed.
+/// Renewals that need more than one call to the TSP: a pending renewal repeated, abandoned or forced complete
+/// (`RenewalResolution`), and the settling of a renewal whose call failed.
 extension IssuerCardCareService {
-    /// Abandons the pending renewal of card `cardID` if the TSP did not apply it (`RenewalResolution`): the reserved
-    /// number is free again and the card keeps its own.
-    func abandonRenewal(of cardID: String, log: Logger) async throws -> IssuerV1.IssuerRenewCardResponse {
+    /// Abandons the pending renewal of card `cardID` if the TSP did not apply it, or forces it complete (`goal`), as
+    /// `RenewalResolution` decides from what the TSP holds.
+    func settlePendingRenewal(of cardID: String, _ goal: RenewalResolution.Goal, log: Logger) async throws
+        -> IssuerV1.IssuerRenewCardResponse
+    {
         guard let card = try store.card(id: cardID) else {
             throw RPCError(.notFound, "the issuer has no card \"\(cardID)\"; ListCards shows its cards")
         }
         guard let renewal = card.pendingRenewal?.renewal else {
-            throw RPCError(.failedPrecondition, "card \(card.id) has no pending renewal to abandon")
+            throw RPCError(
+                .failedPrecondition,
+                "card \(card.id) has no pending renewal to \(goal == .abandon ? "abandon" : "force complete")")
         }
         let caller = try tspCaller()
         guard renewals.begin(card.id) else {
             throw RPCError(.aborted, "a renewal of card \(card.id) is under way; try again once it has finished")
         }
         defer { renewals.end(card.id) }
-        let tokens = try store.digitalCardIDs(ofCard: card.id)
-        return try await resolve(.abandon, card, renewal, tokens: tokens, caller: caller, encrypted: nil, log: log)
+        let (tokens, deleted) = try store.tokens(ofCard: card.id)
+        return try await resolve(
+            goal, card, renewal, tokens: tokens, deleted: deleted.count, caller: caller, encrypted: nil, log: log)
     }
 
     /// Drives a `RenewalResolution` of the pending renewal `renewal` of `card`: asks the TSP what its tokens hold,
     /// sends the renewal again when the resolution says so, and settles the reservation as it decides. `encrypted`
     /// is the renewed card for the TSP when the caller has it already; otherwise it is made for the question, whose
-    /// failure (no key from the TSP) then counts as a TSP that could not be asked.
+    /// failure (no key from the TSP) then counts as a TSP that could not be asked. `tokens` are the card's tokens
+    /// not known deleted, `deleted` how many were left out as known deleted; the tokens the TSP answers as deleted
+    /// are recorded so and counted with them.
     func resolve(
-        _ goal: RenewalResolution.Goal, _ card: StoredCard, _ renewal: PendingRenewal, tokens: [String],
+        _ goal: RenewalResolution.Goal, _ card: StoredCard, _ renewal: PendingRenewal, tokens: [String], deleted: Int,
         caller: any RPCCaller, encrypted: CardV1.EncryptedCardData?, log: Logger
     ) async throws -> IssuerV1.IssuerRenewCardResponse {
         var encrypted = encrypted
         var resolution = RenewalResolution(goal)
         var action = resolution.handle(.started)
         var renewed: [String] = []
+        /// The live tokens left without the renewal, and the tokens the TSP answered as deleted.
+        var notRenewed: [String] = []
+        var deletedAtTSP: [String] = []
         var failure: (any Error)?
         var sent: RenewalSent?
         while true {
@@ -64,6 +74,12 @@ extension IssuerCardCareService {
                     }
                     let holding = TSPHolding(cards, renewal: renewal, currentPAN: card.pan)
                     renewed = cards.filter { $0.panMatches && $0.tokenState != .deactivated }.map(\.digitalCardID)
+                    // Named as left behind: the live tokens on another card, and those the TSP does not know.
+                    let lagging = Set(TSPHolding.notHolding(cards, renewal: renewal, currentPAN: card.pan))
+                    notRenewed = cards.filter { $0.tokenState == .unspecified || lagging.contains($0.digitalCardID) }
+                        .map(\.digitalCardID)
+                    deletedAtTSP = cards.filter { $0.tokenState == .deactivated }.map(\.digitalCardID)
+                    noteDeleted(deletedAtTSP, log: log)
                     log.info(
                         "asked the TSP about a pending renewal",
                         ["card": card.id, "last4": renewal.pan.last4, "tsp": "\(holding)"])
@@ -75,24 +91,35 @@ extension IssuerCardCareService {
             case .sendRenewal:
                 // Only a repeat sends, and it comes with the renewed card encrypted before the reservation was read.
                 guard let encrypted else { throw RPCError(.internal, "the renewed card was not encrypted") }
-                let answer = await send(card, encrypted, tokens: tokens, caller: caller)
+                let answer = await send(card, encrypted, tokens: tokens, caller: caller, log: log)
                 sent = answer
+                deletedAtTSP = Array(Set(deletedAtTSP).union(answer.deleted))
                 if let error = answer.failure {
                     failure = error
                     action = resolution.handle(.renewalFailed(answer.settlement))
                 } else {
                     renewed = answer.renewed
+                    notRenewed = answer.refused
                     action = resolution.handle(.renewalAnswered)
                 }
             case .complete:
                 try await IssuerError.mapping { () throws(IssuerError) in
                     try store.settleRenewal(id: card.id, renewal, .complete)
                 }
-                let what = goal == .abandon ? "renewal completed, not abandoned: the TSP applied it" : "card renewed"
-                log.info(what, ["card": card.id, "last4": renewal.pan.last4, "tokens": "\(renewed.count)"])
+                let fields: KeyValuePairs<String, String> = [
+                    "card": card.id, "last4": renewal.pan.last4, "tokens": "\(renewed.count)",
+                    "not_renewed": "\(notRenewed.count)", "deleted": "\(deleted + deletedAtTSP.count)",
+                ]
+                switch goal {
+                case .abandon: log.info("renewal completed, not abandoned: the TSP applied it", fields)
+                case .forceComplete where !notRenewed.isEmpty:
+                    log.warning("renewal forced complete: some tokens do not hold the renewed card", fields)
+                case .complete, .forceComplete: log.info("card renewed", fields)
+                }
                 return IssuerV1.IssuerRenewCardResponse(
                     cardID: card.id, maskedPAN: renewal.pan.masked, expiry: renewal.expiry.description,
-                    renewedDigitalCardIds: renewed)
+                    renewedDigitalCardIds: renewed, notRenewedDigitalCardIds: notRenewed,
+                    deletedTokensSkipped: Int32(deleted + deletedAtTSP.count))
             case .release where goal == .abandon:
                 try await IssuerError.mapping { () throws(IssuerError) in
                     try store.settleRenewal(id: card.id, renewal, .release)
@@ -107,13 +134,18 @@ extension IssuerCardCareService {
             case .keepPending(.tspNotAsked):
                 let status = (failure as? RPCError)?.code ?? .unavailable
                 let reason = (failure as? RPCError)?.message ?? String(describing: failure)
+                let what = goal == .forceComplete ? "forced complete" : "abandoned"
                 log.warning(
-                    "renewal not abandoned: the TSP could not be asked", ["card": card.id, "last4": renewal.pan.last4])
+                    "renewal not \(what): the TSP could not be asked", ["card": card.id, "last4": renewal.pan.last4])
                 throw RPCError(
                     status,
-                    "the TSP could not be asked whether it applied the renewal of card \(card.id) (\(reason)); the "
-                        + "renewal to the number ending \(renewal.pan.last4), \(renewal.expiry) stays pending: abandon "
-                        + "or repeat it once the TSP answers")
+                    goal == .forceComplete
+                        ? "the TSP could not be asked which of card \(card.id)'s tokens hold its renewal (\(reason)), "
+                            + "so the renewal to the number ending \(renewal.pan.last4), \(renewal.expiry) is not "
+                            + "forced complete and stays pending: force or repeat it once the TSP answers"
+                        : "the TSP could not be asked whether it applied the renewal of card \(card.id) (\(reason)); "
+                            + "the renewal to the number ending \(renewal.pan.last4), \(renewal.expiry) stays pending: "
+                            + "abandon or repeat it once the TSP answers")
             case .keepPending(.tspUnclear):
                 log.warning(
                     "renewal not abandoned: the TSP holds it for some tokens only",
@@ -122,7 +154,7 @@ extension IssuerCardCareService {
                     .failedPrecondition,
                     "the TSP holds the renewed card for some of card \(card.id)'s tokens only, or cannot tell; "
                         + "abandoning the renewal to the number ending \(renewal.pan.last4), \(renewal.expiry) could "
-                        + "leave the two sides differing: repeat it to complete it")
+                        + "leave the two sides differing: repeat it to complete it (or force_complete it)")
             case .ignore:
                 throw RPCError(.internal, "the renewal of card \(card.id) could not be settled")
             }
@@ -145,22 +177,29 @@ extension IssuerCardCareService {
 
     /// Sends the renewal to the TSP for every token of the card, a batch (`LifecycleLimits.issuerBatch`) a call in
     /// order, and stops at the first call that fails: the batches after it wait for the renewal to be repeated.
+    /// The tokens the TSP answers as deleted are recorded so; the ones it refuses for good are logged (by id only).
     func send(
-        _ card: StoredCard, _ encrypted: CardV1.EncryptedCardData, tokens: [String], caller: any RPCCaller
+        _ card: StoredCard, _ encrypted: CardV1.EncryptedCardData, tokens: [String], caller: any RPCCaller, log: Logger
     ) async -> RenewalSent {
         let batches = LifecycleLimits.batches(tokens)
         var sent = RenewalSent(batches: batches.count)
         for batch in batches {
             do {
-                sent.renewed += try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
-                    TspV1.RenewCardRequest(
-                        digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id)
-                ).renewedDigitalCardIds
-                sent.answered += 1
+                sent.answered(
+                    try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
+                        TspV1.RenewCardRequest(
+                            digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id)))
             } catch {
                 sent.failure = error
                 break
             }
+            if sent.failure != nil { break }
+        }
+        noteDeleted(sent.deleted, log: log)
+        if !sent.refused.isEmpty {
+            log.warning(
+                "the TSP refused tokens of a renewal for good",
+                ["card": card.id, "tokens": sent.refused.joined(separator: ",")])
         }
         return sent
     }

@@ -8,8 +8,9 @@ import TokenetWire
 /// (of the tokens named, or of every token of a card, at most `LifecycleLimits.issuerBatch` a TSP call) and messages
 /// are forwarded to the TSP; a renewal reserves the new number in the issuer's own store, then tells
 /// the TSP, which keeps the tokens working on the renewed card, and the card takes the number once the TSP has
-/// answered (`RenewalPlan`); a renewal left pending by a lost answer is repeated or abandoned by what the TSP says
-/// its tokens hold (`RenewalResolution`, IssuerCardCareService+Resolution.swift).
+/// answered (`RenewalPlan`); a renewal left pending by a lost answer is repeated, abandoned or forced complete by
+/// what the TSP says its tokens hold (`RenewalResolution`, IssuerCardCareService+Resolution.swift). Tokens known
+/// deleted are left out of both, and a token the TSP refuses for good does not hold a renewal back (`RenewalSent`).
 struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     let store: IssuerStore
     let tsp: TSPLink
@@ -21,12 +22,18 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         -> IssuerV1.IssuerRenewCardResponse
     {
         guard !request.cardID.isEmpty else { throw RPCError(.invalidArgument, "card_id is required") }
-        if request.abandon {
+        guard !(request.abandon && request.forceComplete) else {
+            throw RPCError(.invalidArgument, "give abandon or force_complete, not both")
+        }
+        if request.abandon || request.forceComplete {
+            let word = request.abandon ? "abandon" : "force_complete"
             guard request.pan.isEmpty, request.expiry.isEmpty else {
                 throw RPCError(
-                    .invalidArgument, "abandon takes no pan or expiry: it abandons the card's pending renewal")
+                    .invalidArgument, "\(word) takes no pan or expiry: it settles the card's pending renewal")
             }
-            return try await abandonRenewal(of: request.cardID, log: logger.withTraceID(context.traceID))
+            return try await settlePendingRenewal(
+                of: request.cardID, request.abandon ? .abandon : .forceComplete,
+                log: logger.withTraceID(context.traceID))
         }
         guard !request.pan.isEmpty || !request.expiry.isEmpty else {
             throw RPCError(.invalidArgument, "give a new pan, a new expiry (MM/YY), or both")
@@ -61,15 +68,17 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         defer { renewals.end(card.id) }
         let log = logger.withTraceID(context.traceID)
         let renewal = PendingRenewal(pan: pan, expiry: expiry)
-        let tokens = try store.digitalCardIDs(ofCard: card.id)
+        let (tokens, deleted) = try store.tokens(ofCard: card.id)
         guard !tokens.isEmpty else {
-            // No token stands for the card, so the TSP has nothing to move and the card changes in one write.
+            // No live token stands for the card, so the TSP has nothing to move and the card changes in one write.
             try await IssuerError.mapping { () throws(IssuerError) in
                 try store.renewCard(id: card.id, pan: pan, expiry: expiry, at: now())
             }
-            log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "0"])
+            log.info(
+                "card renewed", ["card": card.id, "last4": pan.last4, "tokens": "0", "deleted": "\(deleted.count)"])
             return IssuerV1.IssuerRenewCardResponse(
-                cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: [])
+                cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: [],
+                deletedTokensSkipped: Int32(deleted.count))
         }
         // Everything that can fail without the TSP's part comes before the reservation, which then has to be settled.
         let caller = try tspCaller()
@@ -80,18 +89,26 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         if plan == .resume {
             log.info("repeating a pending renewal", ["card": card.id, "last4": pan.last4])
             return try await resolve(
-                .complete, card, renewal, tokens: tokens, caller: caller, encrypted: encrypted, log: log)
+                .complete, card, renewal, tokens: tokens, deleted: deleted.count, caller: caller,
+                encrypted: encrypted, log: log)
         }
-        let sent = await send(card, encrypted, tokens: tokens, caller: caller)
+        let sent = await send(card, encrypted, tokens: tokens, caller: caller, log: log)
         if let failure = sent.failure {
             throw try await settleFailedRenewal(card.id, renewal, sent.settlement, after: failure, sent: sent, log: log)
         }
         try await IssuerError.mapping { () throws(IssuerError) in
             try store.settleRenewal(id: card.id, renewal, .complete)
         }
-        log.info("card renewed", ["card": card.id, "last4": pan.last4, "tokens": "\(sent.renewed.count)"])
+        let skipped = deleted.count + sent.deleted.count
+        log.info(
+            "card renewed",
+            [
+                "card": card.id, "last4": pan.last4, "tokens": "\(sent.renewed.count)",
+                "refused": "\(sent.refused.count)", "deleted": "\(skipped)",
+            ])
         return IssuerV1.IssuerRenewCardResponse(
-            cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: sent.renewed)
+            cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: sent.renewed,
+            notRenewedDigitalCardIds: sent.refused, deletedTokensSkipped: Int32(skipped))
     }
 
     func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws
@@ -105,6 +122,18 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             "message sent to the cardholder",
             ["digital_card_id": request.digitalCardID, "message_id": response.messageID])
         return IssuerV1.IssuerSendMessageResponse(messageID: response.messageID)
+    }
+
+    /// Records the tokens the TSP answered as deleted, so that card-wide changes and renewals leave them out. The
+    /// TSP has acted by then, so a record that cannot be written is logged, not answered: the token is only sent
+    /// again and refused as deleted once more.
+    func noteDeleted(_ ids: [String], log: Logger) {
+        guard !ids.isEmpty else { return }
+        do {
+            try store.recordDeletedTokens(ids, at: now())
+        } catch {
+            log.warning("cannot record deleted tokens", ["tokens": "\(ids.count)", "error": error.message])
+        }
     }
 
     func tspCaller() throws -> any RPCCaller {

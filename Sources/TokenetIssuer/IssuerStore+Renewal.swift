@@ -26,6 +26,12 @@ extension IssuerStore {
         ALTER TABLE cards ADD COLUMN pending_since_ms INTEGER;
         """
 
+    /// The tokens the issuer knows to be deleted at the TSP (its own delete answered, or the TSP answering a token as
+    /// DEACTIVATED, a state no token leaves): card-wide token changes and renewals leave them out.
+    static let deletedTokensSchema = """
+        CREATE TABLE deleted_tokens (digital_card_id TEXT PRIMARY KEY, learned_at_ms INTEGER NOT NULL);
+        """
+
     /// Replaces a card's number and/or expiry at once (the card keeps its id): a renewal with no tokens at the TSP,
     /// so nothing else has to agree. The same checks as `reserveRenewal`.
     func renewCard(id: String, pan: PAN, expiry: CardExpiry, at date: Date = Date()) throws(IssuerError) {
@@ -165,6 +171,36 @@ extension IssuerStore {
     /// The refusal of a number already in use, masked to its last four digits like every message the issuer gives.
     static func numberInUse(_ pan: PAN, by cardID: String) -> String {
         "the card number ending \(pan.last4) is already used by card \(cardID); a renewed card needs a number of its own"
+    }
+
+    /// Records `ids` as deleted at the TSP (`deletedTokensSchema`); a token recorded already keeps its first time.
+    func recordDeletedTokens(_ ids: [String], at date: Date = Date()) throws(IssuerError) {
+        guard !ids.isEmpty else { return }
+        try storage("record \(ids.count) deleted token(s)") {
+            try database.transaction { tx in
+                for id in ids {
+                    _ = try tx.execute(
+                        "INSERT OR IGNORE INTO deleted_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
+                        [id, Int64(date.timeIntervalSince1970 * 1000)])
+                }
+            }
+        }
+    }
+
+    /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be deleted
+    /// and those it does, each oldest first.
+    func tokens(ofCard id: String) throws(IssuerError) -> (live: [String], deleted: [String]) {
+        let rows = try storage("list the tokens of card \(id)") {
+            try database.query(
+                """
+                SELECT d.digital_card_id, x.digital_card_id IS NOT NULL FROM decisions d
+                LEFT JOIN deleted_tokens x ON x.digital_card_id = d.digital_card_id
+                WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
+                GROUP BY d.digital_card_id ORDER BY MIN(d.id)
+                """, [id]
+            ).map { (try $0.text(0), try $0.int64(1) != 0) }
+        }
+        return (rows.filter { !$0.1 }.map(\.0), rows.filter(\.1).map(\.0))
     }
 
     /// The digital card ids the issuer let the TSP create for a card (approved or stepped up), oldest first.

@@ -11,13 +11,20 @@
 /// A card with more tokens than one TSP call takes is asked about and renewed in batches, so the TSP can hold the
 /// renewal for some of its tokens only (a renewal that failed after its first batch). Repeating sends every batch
 /// again; if the TSP refuses that, the number is not given back, since the tokens it holds would be left on a number
-/// the card never takes.
+/// the card never takes. Tokens the TSP answers as deleted or unknown hold nothing (`TSPHolding`), so they never
+/// keep a renewal from completing.
+///
+/// Forcing completion is the operator's way out of a renewal that repeating cannot complete: the TSP is asked what
+/// it holds (so that the answer can name the tokens left on another card) and the card takes the number whatever
+/// the answer; if the TSP cannot be asked the renewal stays pending, as nothing would say which tokens are left.
 struct RenewalResolution: Sendable, Equatable {
     enum Goal: Sendable, Equatable {
         /// The operator repeated the pending renewal.
         case complete
         /// The operator asked to abandon it.
         case abandon
+        /// The operator asked to complete it whatever the TSP holds.
+        case forceComplete
     }
 
     enum Event: Sendable, Equatable {
@@ -38,7 +45,7 @@ struct RenewalResolution: Sendable, Equatable {
     enum Unsettled: Sendable, Equatable {
         /// The answer to the renewal sent again was lost too.
         case answerLost
-        /// Abandoning: the TSP could not be asked what it holds.
+        /// Abandoning or forcing: the TSP could not be asked what it holds.
         case tspNotAsked
         /// Abandoning: the TSP holds the renewed card for some tokens only, or cannot tell.
         case tspUnclear
@@ -99,7 +106,7 @@ struct RenewalResolution: Sendable, Equatable {
 
     private mutating func settle(after holding: TSPHolding) -> Action {
         switch (goal, holding) {
-        case (_, .renewal), (.complete, .noToken):
+        case (.forceComplete, _), (_, .renewal), (.complete, .noToken):
             return done(.complete)
         case (.abandon, .other), (.abandon, .noToken):
             return done(.release)

@@ -23,15 +23,11 @@ enum TSPHolding: Sendable, Equatable {
         var renewed = 0
         var other = 0
         for card in cards {
-            switch card.tokenState {
-            case .inactive, .active, .suspended: break
-            default: continue
-            }
-            if !card.panMatches || (!card.expiry.isEmpty && card.expiry != renewal.expiry.description) {
-                other += 1
-            } else if !card.expiry.isEmpty || renewal.pan != currentPAN {
-                renewed += 1
-            } else {
+            switch Self.token(card, renewal: renewal, currentPAN: currentPAN) {
+            case nil: continue
+            case .holdsRenewal?: renewed += 1
+            case .holdsOther?: other += 1
+            case .cannotTell?:
                 self = .unclear
                 return
             }
@@ -42,5 +38,30 @@ enum TSPHolding: Sendable, Equatable {
         case (0, _): self = .other
         default: self = .unclear
         }
+    }
+
+    /// The live tokens of `cards` not known to hold `renewal` (holding another card, or one the TSP cannot tell
+    /// apart from it), in their order: those a renewal forced complete leaves behind.
+    static func notHolding(_ cards: [TspV1.FundingCard], renewal: PendingRenewal, currentPAN: PAN) -> [String] {
+        cards.filter {
+            switch token($0, renewal: renewal, currentPAN: currentPAN) {
+            case nil, .holdsRenewal?: false
+            case .holdsOther?, .cannotTell?: true
+            }
+        }.map(\.digitalCardID)
+    }
+
+    private enum Token { case holdsRenewal, holdsOther, cannotTell }
+
+    /// What one token holds; nil for a token that stands for no card (deleted, or unknown to the TSP).
+    private static func token(_ card: TspV1.FundingCard, renewal: PendingRenewal, currentPAN: PAN) -> Token? {
+        switch card.tokenState {
+        case .inactive, .active, .suspended: break
+        default: return nil
+        }
+        if !card.panMatches || (!card.expiry.isEmpty && card.expiry != renewal.expiry.description) {
+            return .holdsOther
+        }
+        return !card.expiry.isEmpty || renewal.pan != currentPAN ? .holdsRenewal : .cannotTell
     }
 }

@@ -13,17 +13,22 @@ extension IssuerCommand {
         Cards in wallets:
                tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID...|--card CARD_ID
                    --reason CODE
-               tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon [OPTIONS]
+               tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon | --force-complete
+                   [OPTIONS]
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
 
         suspend-tokens, resume-tokens and delete-tokens change the issuer's tokens at the TSP, those named or
         every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a call,
-        so more go in several calls. renew-card gives a card a new number and/or expiry; its tokens, all of them
-        however many, keep working and the issuer app resynchronises its card ids. A renewal whose answer from
-        the TSP was lost stays pending (the card keeps its number; cards shows it): run the same renew-card again
-        to complete it, or --abandon it to give the reserved number back. Either first asks the TSP whether it
-        applied the renewal: if it did, the renewal completes (also for --abandon); if the TSP cannot be asked,
-        --abandon leaves the renewal pending.
+        so more go in several calls. --card skips the tokens known deleted and says how many.
+        renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working
+        and the issuer app resynchronises its card ids. Deleted tokens are skipped, and a token the TSP refuses
+        for good (unknown to it, another issuer's) is listed but does not hold the renewal back. A renewal whose
+        answer from the TSP was lost stays pending (the card keeps its number; cards shows it): run the same
+        renew-card again to complete it, or --abandon it to give the reserved number back. Either first asks the
+        TSP whether it applied the renewal: if it did, the renewal completes (also for --abandon); if the TSP
+        cannot be asked, --abandon leaves the renewal pending. --force-complete completes a pending renewal that
+        repeating cannot, listing the tokens that do not hold the new card; it too asks the TSP first, and is
+        refused while the TSP cannot be asked.
         send-message sends the cardholder a message about a card, shown by the issuer app and kept by the wallet.
         """
 
@@ -48,29 +53,41 @@ extension IssuerCommand {
                     try await IssuerV1.IssuerCardCare.Client(session.client).changeTokenStates(
                         request, options: callOptions)
                 },
-                text: { response, traceID in PartyText.tokenResults(response) + "\n(trace \(traceID))" })
+                text: { response, traceID in
+                    PartyText.tokenResults(response.results)
+                        + (response.deletedTokensSkipped > 0
+                            ? "\n\(response.deletedTokensSkipped) deleted token(s) skipped" : "")
+                        + "\n(trace \(traceID))"
+                })
         }
     }
 
     static let renewCard = PartyAction(name: "renew-card") { arguments, command throws(CLIError) in
         let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--pan", "--exp"], switches: ["--json", "--abandon"])
+            parsing: arguments, command: command, valued: ["--pan", "--exp"],
+            switches: ["--json", "--abandon", "--force-complete"])
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
         let abandon = flags.switches.contains("--abandon")
-        if abandon {
+        let force = flags.switches.contains("--force-complete")
+        if abandon && force {
+            throw CLIError(.usage, "\(command): give --abandon or --force-complete, not both")
+        }
+        if abandon || force {
             guard flags["--pan"] == nil, flags["--exp"] == nil else {
-                throw CLIError(.usage, "\(command): --abandon takes no --pan or --exp")
+                throw CLIError(
+                    .usage, "\(command): \(abandon ? "--abandon" : "--force-complete") takes no --pan or --exp")
             }
         } else {
             guard flags["--pan"] != nil || flags["--exp"] != nil else {
-                throw CLIError(.usage, "\(command): give --pan, --exp or both (or --abandon)")
+                throw CLIError(.usage, "\(command): give --pan, --exp or both (or --abandon, or --force-complete)")
             }
         }
         let request = IssuerV1.IssuerRenewCardRequest(
-            cardID: cardID, pan: flags["--pan"] ?? "", expiry: flags["--exp"] ?? "", abandon: abandon)
+            cardID: cardID, pan: flags["--pan"] ?? "", expiry: flags["--exp"] ?? "", abandon: abandon,
+            forceComplete: force)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -85,6 +102,12 @@ extension IssuerCommand {
                     + "\(response.cardID) renewed: \(response.maskedPAN), expires \(response.expiry); tokens kept: "
                     + (response.renewedDigitalCardIds.isEmpty
                         ? "none" : response.renewedDigitalCardIds.joined(separator: ", "))
+                    + (response.notRenewedDigitalCardIds.isEmpty
+                        ? ""
+                        : "\ntokens not holding the new card: "
+                            + response.notRenewedDigitalCardIds.joined(separator: ", "))
+                    + (response.deletedTokensSkipped > 0
+                        ? "\n\(response.deletedTokensSkipped) deleted token(s) skipped" : "")
                     + "\n(trace \(traceID))"
             })
     }
@@ -111,10 +134,10 @@ extension IssuerCommand {
 }
 
 extension PartyText {
-    static func tokenResults(_ response: TspV1.ChangeIssuerTokenStatesResponse) -> String {
+    static func tokenResults(_ results: [TspV1.TokenStateResult]) -> String {
         table(
             ["DIGITAL CARD", "STATE", "RESULT"],
-            response.results.map {
+            results.map {
                 let code = StatusCode(rawValue: $0.statusCode)
                 return [
                     $0.digitalCardID, state($0.tokenState),

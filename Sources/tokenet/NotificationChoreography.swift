@@ -75,7 +75,7 @@ struct NotificationChoreography: DemoChoreography {
             try await IssuerV1.IssuerCardCare.Client(client).changeTokenStates(
                 .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"), options: options)
         }
-        report(indent(PartyText.tokenResults(resumed)))
+        report(indent(PartyText.tokenResults(resumed.results)))
         try expect(resumed.results.first?.statusCode == 0, "the TSP to resume the token")
         try seenEverywhere(id, cardRef, state: .active, nodes, report)
     }

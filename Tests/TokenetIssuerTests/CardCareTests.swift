@@ -36,6 +36,10 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// ChangeIssuerTokenStates calls by number (1 for the first) that fail with the given error, unrecorded.
         var failingChangeCalls: [Int: RPCError] = [:]
         var changeCalls = 0
+        /// Tokens the TSP has deleted (a delete makes one so) and tokens it does not know: each call answers them in
+        /// their own results, as the TSP does.
+        var deleted: Set<String> = []
+        var unknown: Set<String> = []
     }
 
     /// The TSP's limit on the tokens of one issuer call.
@@ -58,13 +62,29 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         async throws -> TspV1.ChangeIssuerTokenStatesResponse
     {
         try Self.checkBatch(request.digitalCardIds)
-        try state.withLock { state throws(RPCError) in
+        return try state.withLock { state throws(RPCError) in
             state.changeCalls += 1
             if let failure = state.failingChangeCalls[state.changeCalls] { throw failure }
             state.changes.append(request)
+            return TspV1.ChangeIssuerTokenStatesResponse(
+                results: request.digitalCardIds.map { id in
+                    if state.unknown.contains(id) {
+                        return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
+                    }
+                    if state.deleted.contains(id) {
+                        return .init(
+                            digitalCardID: id, tokenState: .deactivated,
+                            statusCode: StatusCode.failedPrecondition.rawValue, message: "the token is deleted")
+                    }
+                    switch request.action {
+                    case .delete:
+                        state.deleted.insert(id)
+                        return .init(digitalCardID: id, tokenState: .deactivated)
+                    case .resume: return .init(digitalCardID: id, tokenState: .active)
+                    default: return .init(digitalCardID: id, tokenState: .suspended)
+                    }
+                })
         }
-        return TspV1.ChangeIssuerTokenStatesResponse(
-            results: request.digitalCardIds.map { .init(digitalCardID: $0, tokenState: .suspended) })
     }
 
     func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
@@ -83,7 +103,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         await gate?.pass()
         try Self.checkBatch(request.digitalCardIds)
         let card = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key))
-        let lost = try state.withLock { state throws(RPCError) in
+        let (lost, results) = try state.withLock { state throws(RPCError) in
             state.renewalCalls += 1
             if let failure = state.failingRenewalCalls[state.renewalCalls] { throw failure }
             if let refusal = state.refusal { throw refusal }
@@ -92,14 +112,26 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
                 throw RPCError(.unavailable, "the connection to the TSP was lost")
             }
             state.renewals.append((request, card))
-            for id in request.digitalCardIds { state.held[id] = card }
-            guard state.lostAnswers > 0 else { return false }
+            let results: [TspV1.TokenStateResult] = request.digitalCardIds.map { id in
+                if state.unknown.contains(id) {
+                    return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
+                }
+                if state.deleted.contains(id) {
+                    return .init(
+                        digitalCardID: id, tokenState: .deactivated,
+                        statusCode: StatusCode.failedPrecondition.rawValue, message: "the token is deleted")
+                }
+                state.held[id] = card
+                return .init(digitalCardID: id, tokenState: .active)
+            }
+            guard state.lostAnswers > 0 else { return (false, results) }
             state.lostAnswers -= 1
-            return true
+            return (true, results)
         }
         if lost { throw RPCError(.unavailable, "the connection to the TSP was lost") }
         return TspV1.RenewCardResponse(
-            renewedDigitalCardIds: request.digitalCardIds, panLast4: try card.pan().last4, expiry: "")
+            renewedDigitalCardIds: results.filter { $0.statusCode == 0 }.map(\.digitalCardID),
+            panLast4: try card.pan().last4, expiry: "", results: results)
     }
 
     func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws
@@ -107,19 +139,21 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     {
         try Self.checkBatch(request.digitalCardIds)
         let asked = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key)).pan()
-        let held = try state.withLock { state throws(RPCError) in
+        let (held, deleted, unknown) = try state.withLock { state throws(RPCError) in
             if let failure = state.fundingFailure { throw failure }
             state.fundingAsks += 1
-            return state.held
+            return (state.held, state.deleted, state.unknown)
         }
         return TspV1.GetFundingCardsResponse(
             fundingCards: try request.digitalCardIds.map { id in
+                if unknown.contains(id) { return TspV1.FundingCard(digitalCardID: id) }
+                let tokenState: CardV1.TokenState = deleted.contains(id) ? .deactivated : .active
                 guard let card = held[id] else {
-                    return TspV1.FundingCard(digitalCardID: id, tokenState: .active, panLast4: "0009")
+                    return TspV1.FundingCard(digitalCardID: id, tokenState: tokenState, panLast4: "0009")
                 }
                 let pan = try card.pan()
                 return TspV1.FundingCard(
-                    digitalCardID: id, tokenState: .active, panLast4: pan.last4,
+                    digitalCardID: id, tokenState: tokenState, panLast4: pan.last4,
                     expiry: try card.expiry().description, panMatches: pan == asked)
             })
     }
@@ -597,6 +631,94 @@ final class Gate: Sendable {
         #expect(!sink.lines.joined().contains("4761000010000017"))
     }
 
+    /// Tokens that cannot take a renewal do not hold it back: a token the TSP has deleted is left out (and recorded,
+    /// so the next renewal does not send it), and one the TSP refuses for good (unknown to it) is named in the answer,
+    /// while every live token takes the new number and the renewal completes.
+    @Test func tokensThatCannotTakeARenewalDoNotHoldItBack() async throws {
+        let ids = try manyTokens(23)
+        tsp.state.withLock { state in
+            state.unknown = [ids[14]]
+            state.deleted = [ids[21]]
+        }
+        let response = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(response.renewedDigitalCardIds == ids.filter { $0 != ids[14] && $0 != ids[21] })
+        #expect(response.notRenewedDigitalCardIds == [ids[14]])
+        #expect(response.deletedTokensSkipped == 1)
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(sink.lines.contains { $0.contains("refused tokens of a renewal for good") && $0.contains(ids[14]) })
+
+        let again = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000025"))
+        #expect(again.deletedTokensSkipped == 1 && again.notRenewedDigitalCardIds == [ids[14]])
+        let sent = tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) }
+        #expect(sent.count == 6 && !sent[3...].joined().contains(ids[21]))
+        #expect(sent[3...].joined().count == 22)
+        #expect(!sink.lines.joined().contains("4761000010000025"))
+    }
+
+    /// A renewal that repeating cannot complete (the TSP holds it for the first batch only and refuses the rest,
+    /// here a card it cannot read) is the operator's to force complete: refused while the TSP cannot be asked, then
+    /// completed with the tokens that do not hold the new card named.
+    @Test func aRenewalRepeatingCannotCompleteIsForcedComplete() async throws {
+        let ids = try manyTokens(23)
+        tsp.state.withLock { $0.failingRenewalCalls[2] = RPCError(.unavailable, "the TSP is out of reach") }
+        _ = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        tsp.state.withLock { $0.refusal = RPCError(.invalidArgument, "card_data does not decrypt") }
+        let repeated = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(repeated?.code == .invalidArgument, "\(String(describing: repeated))")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+        let abandon = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        }
+        #expect(abandon?.code == .failedPrecondition)
+        #expect(abandon?.message.contains("or force_complete it") == true, "\(String(describing: abandon))")
+
+        tsp.state.withLock { $0.fundingFailure = RPCError(.unavailable, "the TSP is out of reach") }
+        let unasked = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, forceComplete: true))
+        }
+        #expect(unasked?.code == .unavailable)
+        #expect(
+            unasked?.message.contains("is not forced complete and stays pending") == true,
+            "\(String(describing: unasked))")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+
+        tsp.state.withLock { $0.fundingFailure = nil }
+        let calls = tsp.state.withLock { $0.renewalCalls }
+        let forced = try await care.renewCard(.init(cardID: Cards.visaApprove.0, forceComplete: true))
+        #expect(!forced.abandoned && forced.maskedPAN == "************0017")
+        #expect(forced.renewedDigitalCardIds == Array(ids[0..<10]))
+        #expect(forced.notRenewedDigitalCardIds == Array(ids[10...]))
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(tsp.state.withLock { $0.renewalCalls } == calls)
+        #expect(sink.lines.contains { $0.contains("renewal forced complete") && $0.contains("0017") })
+        #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    @Test func forceCompleteRefusals() async throws {
+        let cases: [(IssuerV1.IssuerRenewCardRequest, StatusCode, String)] = [
+            (
+                .init(cardID: Cards.visaApprove.0, forceComplete: true), .failedPrecondition,
+                "no pending renewal to force"
+            ),
+            (.init(cardID: Cards.visaApprove.0, abandon: true, forceComplete: true), .invalidArgument, "not both"),
+            (
+                .init(cardID: Cards.visaApprove.0, expiry: "12/32", forceComplete: true), .invalidArgument,
+                "force_complete takes no pan or expiry"
+            ),
+            (.init(cardID: "card-x", forceComplete: true), .notFound, "no card"),
+        ]
+        for (request, code, message) in cases {
+            let error = await Support.rpcError { _ = try await care.renewCard(request) }
+            #expect(error?.code == code && error?.message.contains(message) == true, "\(String(describing: error))")
+        }
+    }
+
     /// A refusal of the first batch changed nothing at the TSP, so it gives the number back as a single call's does.
     @Test func aRenewalRefusedAtItsFirstBatchGivesTheNumberBack() async throws {
         _ = try manyTokens(23)
@@ -671,6 +793,37 @@ final class Gate: Sendable {
             _ = try await care.changeTokenStates(.init(digitalCardIds: ["DNITHE1"], action: .resume, reasonCode: "X"))
         }
         #expect(failed?.code == .unavailable && failed?.message == "the TSP is out of reach")
+    }
+
+    /// A card's tokens known deleted are not sent again: those the issuer deleted, and those the TSP answered as
+    /// deleted (a wallet deleted them); the answer says how many were skipped, and a renewal leaves them out too.
+    @Test func tokensKnownDeletedAreSkipped() async throws {
+        let ids = try manyTokens(3)
+        tsp.state.withLock { $0.deleted = [ids[1]] }
+        let first = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(first.results.map(\.digitalCardID) == ids && first.deletedTokensSkipped == 0)
+        #expect(first.results[1].tokenState == .deactivated && first.results[1].statusCode != 0)
+
+        let second = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(second.results.map(\.digitalCardID) == [ids[0], ids[2]] && second.deletedTokensSkipped == 1)
+        let deleted = try await care.changeTokenStates(
+            .init(action: .delete, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(deleted.results.allSatisfy { $0.tokenState == .deactivated && $0.statusCode == 0 })
+        let calls = tsp.state.withLock { $0.changeCalls }
+        let none = try await care.changeTokenStates(
+            .init(action: .resume, reasonCode: "FOUND", cardID: Cards.visaApprove.0))
+        #expect(none.results.isEmpty && none.deletedTokensSkipped == 3)
+        #expect(tsp.state.withLock { $0.changeCalls } == calls)
+        // Tokens named one by one are sent as named: the TSP answers each.
+        let named = try await care.changeTokenStates(.init(digitalCardIds: [ids[0]], action: .resume, reasonCode: "X"))
+        #expect(named.results.count == 1 && named.deletedTokensSkipped == 0)
+
+        let renewed = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(renewed.renewedDigitalCardIds.isEmpty && renewed.deletedTokensSkipped == 3)
+        #expect(tsp.state.withLock { $0.renewalCalls } == 0)
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
     }
 
     @Test func tokenStateChangeRefusals() async throws {

@@ -61,6 +61,18 @@ import TokenetWire
         #expect(run(.abandon, [.started, .askFailed]) == [.askTSP, .keepPending(.tspNotAsked)])
     }
 
+    /// Forcing completes whatever the TSP holds, once it has said (the answer names the tokens left behind), and
+    /// never sends the renewal again; a TSP that cannot be asked leaves the renewal pending.
+    @Test func forcingCompletesWhateverTheTSPHoldsOnceItHasSaid() {
+        for holding in [TSPHolding.renewal, .other, .unclear, .noToken] {
+            #expect(run(.forceComplete, [.started, .tspHolds(holding)]) == [.askTSP, .complete], "\(holding)")
+        }
+        #expect(run(.forceComplete, [.started, .askFailed]) == [.askTSP, .keepPending(.tspNotAsked)])
+        #expect(
+            run(.forceComplete, [.started, .askFailed, .renewalAnswered, .tspHolds(.renewal)])
+                == [.askTSP, .keepPending(.tspNotAsked), .ignore, .ignore])
+    }
+
     @Test func eventsOutOfTurnChangeNothing() {
         #expect(run(.abandon, [.tspHolds(.other), .started, .renewalAnswered]) == [.ignore, .askTSP, .ignore])
         #expect(
@@ -93,6 +105,61 @@ import TokenetWire
         #expect(holding([card(.deactivated, matches: true), card(.unspecified, matches: false)]) == .noToken)
         #expect(holding([card(.deactivated, matches: false), card(matches: true)]) == .renewal)
         #expect(holding([]) == .noToken)
+    }
+
+    /// The live tokens a forced renewal leaves behind: those holding another card, or one the TSP cannot tell from
+    /// the renewal; deleted and unknown tokens are not among them.
+    @Test func theTokensNotHoldingTheRenewalAreNamed() {
+        func named(_ id: String, _ card: TspV1.FundingCard) -> TspV1.FundingCard {
+            var card = card
+            card.digitalCardID = id
+            return card
+        }
+        let cards = [
+            named("A", card(matches: true)), named("B", card(matches: false, expiry: "12/29")),
+            named("C", card(.deactivated, matches: false)), named("D", card(.unspecified, matches: false)),
+            named("E", card(.suspended, matches: true, expiry: "12/29")),
+        ]
+        #expect(TSPHolding.notHolding(cards, renewal: Self.renewal, currentPAN: Self.current) == ["B", "E"])
+        #expect(
+            TSPHolding.notHolding(
+                [named("F", card(matches: true, expiry: ""))], renewal: Self.expiryOnly, currentPAN: Self.current)
+                == ["F"])
+    }
+
+    // MARK: What a renewal sent came to
+
+    func result(_ id: String, _ state: CardV1.TokenState, _ status: StatusCode = .ok) -> TspV1.TokenStateResult {
+        TspV1.TokenStateResult(digitalCardID: id, tokenState: state, statusCode: status.rawValue, message: "m")
+    }
+
+    /// Each token's result in the TSP's answer: deleted and refused-for-good tokens do not hold the renewal back;
+    /// a token refused for a reason that may pass keeps it pending, never released (its batch is written).
+    @Test func eachTokensResultSaysWhetherItHoldsTheRenewalBack() {
+        var sent = RenewalSent(batches: 2)
+        sent.answered(
+            .init(
+                renewedDigitalCardIds: ["A", "D"],
+                results: [
+                    result("A", .active), result("B", .deactivated, .failedPrecondition),
+                    result("C", .unspecified, .notFound), result("D", .suspended),
+                    result("E", .unspecified, .permissionDenied),
+                ]))
+        #expect(sent.renewed == ["A", "D"] && sent.deleted == ["B"] && sent.refused == ["C", "E"])
+        #expect(sent.settlement == .complete && sent.failure == nil)
+        sent.answered(.init(results: [result("F", .active, .unavailable)]))
+        #expect(sent.settlement == .keepPending)
+        #expect((sent.failure as? RPCError)?.code == .unavailable)
+
+        var first = RenewalSent(batches: 1)
+        first.answered(.init(results: [result("G", .active, .aborted)]))
+        #expect(first.settlement == .keepPending)
+        // A TSP that gives no results renewed the tokens it names.
+        var old = RenewalSent(batches: 1)
+        old.answered(.init(renewedDigitalCardIds: ["H"]))
+        #expect(old.renewed == ["H"] && old.settlement == .complete)
+        #expect(TokenRenewalResult(result("I", .deactivated)) == .deleted)
+        #expect(TokenRenewalResult(result("J", .active, .invalidArgument)) == .refusedForGood)
     }
 
     /// An expiry the TSP never recorded: the number alone decides when the renewal changes it, and nothing can when

@@ -155,6 +155,9 @@ import TokenetTestSupport
         let abandon = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
         #expect(abandon.status == 64 + 9, "\(abandon.stdout)\(abandon.stderr)")
         #expect(abandon.stderr.contains("card-visa-approve has no pending renewal to abandon"), "\(abandon.stderr)")
+        let force = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--force-complete"])
+        #expect(force.status == 64 + 9, "\(force.stdout)\(force.stderr)")
+        #expect(force.stderr.contains("no pending renewal to force complete"), "\(force.stderr)")
         let paid = try await tokenet([
             "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "1", "--merchant", "After renewal",
         ])

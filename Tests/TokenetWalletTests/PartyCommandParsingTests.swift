@@ -49,6 +49,14 @@ import TokenetTestSupport
             ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--abandon", "--exp", "12/31", "--plaintext"],
             "--abandon takes no --pan or --exp"
         ),
+        (
+            ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--force-complete", "--pan", "1", "--plaintext"],
+            "--force-complete takes no --pan or --exp"
+        ),
+        (
+            ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--abandon", "--force-complete", "--plaintext"],
+            "give --abandon or --force-complete, not both"
+        ),
         (["issuer", "send-message", "127.0.0.1:1", "DNITHE1", "--title", "t", "--plaintext"], "--body are required"),
         (["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--plaintext"], "exactly one of --proceed and --cancel"),
         (

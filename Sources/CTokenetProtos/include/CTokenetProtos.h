@@ -163,6 +163,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_request(void) {
     return &tokenet__issuer__v1__issuer_change_token_states_request__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_response(void) {
+    return &tokenet__issuer__v1__issuer_change_token_states_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_renew_card_request(void) {
     return &tokenet__issuer__v1__issuer_renew_card_request__descriptor;
 }

@@ -52,6 +52,51 @@ void   tokenet__issuer__v1__issuer_change_token_states_request__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_change_token_states_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__issuer__v1__issuer_change_token_states_response__init
+                     (Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse         *message)
+{
+  static const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse init_value = TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__issuer_change_token_states_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_change_token_states_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__issuer_change_token_states_response__pack
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_change_token_states_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__issuer_change_token_states_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_change_token_states_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *
+       tokenet__issuer__v1__issuer_change_token_states_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__issuer_change_token_states_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__issuer_change_token_states_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_change_token_states_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__issuer_renew_card_request__init
                      (Tokenet__Issuer__V1__IssuerRenewCardRequest         *message)
 {
@@ -309,7 +354,58 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_change_token_states_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_response__field_descriptors[2] =
+{
+  {
+    "results",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse, n_results),
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse, results),
+    &tokenet__tsp__v1__token_state_result__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted_tokens_skipped",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse, deleted_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__issuer_change_token_states_response__field_indices_by_name[] = {
+  1,   /* field[1] = deleted_tokens_skipped */
+  0,   /* field[0] = results */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__issuer_change_token_states_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.IssuerChangeTokenStatesResponse",
+  "IssuerChangeTokenStatesResponse",
+  "Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse),
+  2,
+  tokenet__issuer__v1__issuer_change_token_states_response__field_descriptors,
+  tokenet__issuer__v1__issuer_change_token_states_response__field_indices_by_name,
+  1,  tokenet__issuer__v1__issuer_change_token_states_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__issuer_change_token_states_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_request__field_descriptors[5] =
 {
   {
     "card_id",
@@ -359,17 +455,30 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_req
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "force_complete",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardRequest, force_complete),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_renew_card_request__field_indices_by_name[] = {
   3,   /* field[3] = abandon */
   0,   /* field[0] = card_id */
   2,   /* field[2] = expiry */
+  4,   /* field[4] = force_complete */
   1,   /* field[1] = pan */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_renew_card_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request__descriptor =
 {
@@ -379,14 +488,14 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request_
   "Tokenet__Issuer__V1__IssuerRenewCardRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerRenewCardRequest),
-  4,
+  5,
   tokenet__issuer__v1__issuer_renew_card_request__field_descriptors,
   tokenet__issuer__v1__issuer_renew_card_request__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_renew_card_request__number_ranges,
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_renew_card_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[7] =
 {
   {
     "card_id",
@@ -448,18 +557,44 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "not_renewed_digital_card_ids",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardResponse, n_not_renewed_digital_card_ids),
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardResponse, not_renewed_digital_card_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted_tokens_skipped",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardResponse, deleted_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name[] = {
   4,   /* field[4] = abandoned */
   0,   /* field[0] = card_id */
+  6,   /* field[6] = deleted_tokens_skipped */
   2,   /* field[2] = expiry */
   1,   /* field[1] = masked_pan */
+  5,   /* field[5] = not_renewed_digital_card_ids */
   3,   /* field[3] = renewed_digital_card_ids */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_renew_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response__descriptor =
 {
@@ -469,7 +604,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response
   "Tokenet__Issuer__V1__IssuerRenewCardResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerRenewCardResponse),
-  5,
+  7,
   tokenet__issuer__v1__issuer_renew_card_response__field_descriptors,
   tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_renew_card_response__number_ranges,
@@ -593,7 +728,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_send_message_respon
 };
 static const ProtobufCMethodDescriptor tokenet__issuer__v1__issuer_card_care__method_descriptors[3] =
 {
-  { "ChangeTokenStates", &tokenet__issuer__v1__issuer_change_token_states_request__descriptor, &tokenet__tsp__v1__change_issuer_token_states_response__descriptor },
+  { "ChangeTokenStates", &tokenet__issuer__v1__issuer_change_token_states_request__descriptor, &tokenet__issuer__v1__issuer_change_token_states_response__descriptor },
   { "RenewCard", &tokenet__issuer__v1__issuer_renew_card_request__descriptor, &tokenet__issuer__v1__issuer_renew_card_response__descriptor },
   { "SendMessage", &tokenet__issuer__v1__issuer_send_message_request__descriptor, &tokenet__issuer__v1__issuer_send_message_response__descriptor },
 };
@@ -615,7 +750,7 @@ const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_card_care__descript
 };
 void tokenet__issuer__v1__issuer_card_care__change_token_states(ProtobufCService *service,
                                                                 const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *input,
-                                                                Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse_Closure closure,
+                                                                Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse_Closure closure,
                                                                 void *closure_data)
 {
   assert(service->descriptor == &tokenet__issuer__v1__issuer_card_care__descriptor);

@@ -12,7 +12,7 @@ extension IssuerV1.IssuerCardCare {
             self.rpc = rpc
         }
 
-        public func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, options: CallOptions = CallOptions()) async throws -> TspV1.ChangeIssuerTokenStatesResponse {
+        public func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, options: CallOptions = CallOptions()) async throws -> IssuerV1.IssuerChangeTokenStatesResponse {
             try await rpc.unary(IssuerV1.IssuerCardCare.changeTokenStates, request, options: options)
         }
 
@@ -27,7 +27,7 @@ extension IssuerV1.IssuerCardCare {
 
     /// What a server of `tokenet.issuer.v1.IssuerCardCare` implements; `register(on:)` routes every method to it.
     public protocol ServiceProtocol: Sendable {
-        func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws -> TspV1.ChangeIssuerTokenStatesResponse
+        func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws -> IssuerV1.IssuerChangeTokenStatesResponse
         func renewCard(_ request: IssuerV1.IssuerRenewCardRequest, context: ServerContext) async throws -> IssuerV1.IssuerRenewCardResponse
         func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws -> IssuerV1.IssuerSendMessageResponse
     }

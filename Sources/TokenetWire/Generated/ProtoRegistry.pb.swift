@@ -76,6 +76,7 @@ public enum ProtoRegistry {
         IssuerV1.EnrollResponse.self,
         IssuerV1.IssuerCard.self,
         IssuerV1.IssuerChangeTokenStatesRequest.self,
+        IssuerV1.IssuerChangeTokenStatesResponse.self,
         IssuerV1.IssuerRenewCardRequest.self,
         IssuerV1.IssuerRenewCardResponse.self,
         IssuerV1.IssuerSendMessageRequest.self,

@@ -23,8 +23,10 @@ extension IssuerV1 {
 
         public var reasonCode: String = ""
 
-        /// The issuer's card whose tokens all change (those the issuer approved; a token already deleted is refused in its
-        /// own result). A card with no token changes nothing and gets no results.
+        /// The issuer's card whose tokens all change (those the issuer approved). A token known deleted (the issuer
+        /// deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped; one the TSP
+        /// deleted without the issuer learning it is refused in its own result, and skipped from then on. A card with no
+        /// token to change changes nothing and gets no results.
         public var cardID: String = ""
 
         public init() {}
@@ -58,6 +60,38 @@ extension IssuerV1 {
 }
 
 extension IssuerV1 {
+    public struct IssuerChangeTokenStatesResponse: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.IssuerChangeTokenStatesResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_response())
+        }
+
+        /// A result per token sent to the TSP, in the order sent.
+        public var results: [TspV1.TokenStateResult] = []
+
+        /// With card_id: how many of the card's tokens were not sent because they are known deleted.
+        public var deletedTokensSkipped: Int32 = 0
+
+        public init() {}
+
+        public init(results: [TspV1.TokenStateResult] = [], deletedTokensSkipped: Int32 = 0) {
+            self.results = results
+            self.deletedTokensSkipped = deletedTokensSkipped
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.results = try reader.readRepeatedMessages(1)
+            self.deletedTokensSkipped = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: results)
+            try writer.write(2, deletedTokensSkipped)
+        }
+    }
+}
+
+extension IssuerV1 {
     public struct IssuerRenewCardRequest: ProtoMessage {
         public static let protoName = "tokenet.issuer.v1.IssuerRenewCardRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -78,13 +112,26 @@ extension IssuerV1 {
         /// the new card for only some of the tokens, the renewal stays pending (UNAVAILABLE, FAILED_PRECONDITION).
         public var abandon: Bool = false
 
+        /// Complete the card's pending renewal although the TSP does not hold the new card for every token (pan and
+        /// expiry stay empty; not with abandon): the way out for a renewal that repeating cannot complete. The issuer first
+        /// asks the TSP what its tokens hold, and refuses (the status of that failure) when the TSP cannot be asked; the
+        /// answer names the live tokens that do not hold the new card in not_renewed_digital_card_ids.
+        public var forceComplete: Bool = false
+
         public init() {}
 
-        public init(cardID: String = "", pan: String = "", expiry: String = "", abandon: Bool = false) {
+        public init(
+            cardID: String = "",
+            pan: String = "",
+            expiry: String = "",
+            abandon: Bool = false,
+            forceComplete: Bool = false
+        ) {
             self.cardID = cardID
             self.pan = pan
             self.expiry = expiry
             self.abandon = abandon
+            self.forceComplete = forceComplete
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -92,6 +139,7 @@ extension IssuerV1 {
             self.pan = try reader.read(2)
             self.expiry = try reader.read(3)
             self.abandon = try reader.read(4)
+            self.forceComplete = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -99,6 +147,7 @@ extension IssuerV1 {
             try writer.write(2, pan)
             try writer.write(3, expiry)
             try writer.write(4, abandon)
+            try writer.write(5, forceComplete)
         }
     }
 }
@@ -122,6 +171,14 @@ extension IssuerV1 {
         /// free again.
         public var abandoned: Bool = false
 
+        /// Tokens of the card left on another card: refused by the TSP for a reason that renewing again does not remove
+        /// (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for.
+        public var notRenewedDigitalCardIds: [String] = []
+
+        /// How many of the card's tokens were left out as deleted (known deleted to the issuer, or answered deleted by
+        /// the TSP): a deleted token has no card to move, so it never holds a renewal back.
+        public var deletedTokensSkipped: Int32 = 0
+
         public init() {}
 
         public init(
@@ -129,13 +186,17 @@ extension IssuerV1 {
             maskedPAN: String = "",
             expiry: String = "",
             renewedDigitalCardIds: [String] = [],
-            abandoned: Bool = false
+            abandoned: Bool = false,
+            notRenewedDigitalCardIds: [String] = [],
+            deletedTokensSkipped: Int32 = 0
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
             self.expiry = expiry
             self.renewedDigitalCardIds = renewedDigitalCardIds
             self.abandoned = abandoned
+            self.notRenewedDigitalCardIds = notRenewedDigitalCardIds
+            self.deletedTokensSkipped = deletedTokensSkipped
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -144,6 +205,8 @@ extension IssuerV1 {
             self.expiry = try reader.read(3)
             self.renewedDigitalCardIds = try reader.readRepeated(4)
             self.abandoned = try reader.read(5)
+            self.notRenewedDigitalCardIds = try reader.readRepeated(6)
+            self.deletedTokensSkipped = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -152,6 +215,8 @@ extension IssuerV1 {
             try writer.write(3, expiry)
             try writer.write(4, repeated: renewedDigitalCardIds)
             try writer.write(5, abandoned)
+            try writer.write(6, repeated: notRenewedDigitalCardIds)
+            try writer.write(7, deletedTokensSkipped)
         }
     }
 }
@@ -225,7 +290,7 @@ extension IssuerV1 {
     public enum IssuerCardCare {
         public static let serviceName = "tokenet.issuer.v1.IssuerCardCare"
 
-        public static let changeTokenStates = MethodDescriptor<IssuerV1.IssuerChangeTokenStatesRequest, TspV1.ChangeIssuerTokenStatesResponse>(
+        public static let changeTokenStates = MethodDescriptor<IssuerV1.IssuerChangeTokenStatesRequest, IssuerV1.IssuerChangeTokenStatesResponse>(
             service: serviceName, name: "ChangeTokenStates", kind: .unary, allowedRoles: ["operator"]
         )
 

@@ -50,6 +50,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.EnrollResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerCard.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerChangeTokenStatesRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerChangeTokenStatesResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerRenewCardRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
@@ -664,6 +665,15 @@ extension IssuerV1.IssuerChangeTokenStatesRequest {
     }
 }
 
+extension IssuerV1.IssuerChangeTokenStatesResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
+        base.deletedTokensSkipped = -2000006
+        return [base]
+    }
+}
+
 extension IssuerV1.IssuerRenewCardRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -671,6 +681,7 @@ extension IssuerV1.IssuerRenewCardRequest {
         base.pan = "pan-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.abandon = true
+        base.forceComplete = true
         return [base]
     }
 }
@@ -683,6 +694,8 @@ extension IssuerV1.IssuerRenewCardResponse {
         base.expiry = "expiry-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.renewedDigitalCardIds = ["renewed_digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n", "renewed_digital_card_ids-5 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.abandoned = true
+        base.notRenewedDigitalCardIds = ["not_renewed_digital_card_ids-6 \u{e9}\u{1F4B3} \"q\" \\ \n", "not_renewed_digital_card_ids-7 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.deletedTokensSkipped = -7000021
         return [base]
     }
 }

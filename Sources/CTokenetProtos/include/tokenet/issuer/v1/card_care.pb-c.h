@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "tokenet/tsp/v1/lifecycle.pb-c.h"
 
 typedef struct Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest;
+typedef struct Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse;
 typedef struct Tokenet__Issuer__V1__IssuerRenewCardRequest Tokenet__Issuer__V1__IssuerRenewCardRequest;
 typedef struct Tokenet__Issuer__V1__IssuerRenewCardResponse Tokenet__Issuer__V1__IssuerRenewCardResponse;
 typedef struct Tokenet__Issuer__V1__IssuerSendMessageRequest Tokenet__Issuer__V1__IssuerSendMessageRequest;
@@ -48,14 +49,34 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest
   Tokenet__Tsp__V1__LifecycleAction action;
   char *reason_code;
   /*
-   * The issuer's card whose tokens all change (those the issuer approved; a token already deleted is refused in its
-   * own result). A card with no token changes nothing and gets no results.
+   * The issuer's card whose tokens all change (those the issuer approved). A token known deleted (the issuer
+   * deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped; one the TSP
+   * deleted without the issuer learning it is refused in its own result, and skipped from then on. A card with no
+   * token to change changes nothing and gets no results.
    */
   char *card_id;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_change_token_states_request__descriptor) \
     , 0,NULL, TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * A result per token sent to the TSP, in the order sent.
+   */
+  size_t n_results;
+  Tokenet__Tsp__V1__TokenStateResult **results;
+  /*
+   * With card_id: how many of the card's tokens were not sent because they are known deleted.
+   */
+  int32_t deleted_tokens_skipped;
+};
+#define TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_change_token_states_response__descriptor) \
+    , 0,NULL, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerRenewCardRequest
@@ -77,10 +98,17 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardRequest
    * the new card for only some of the tokens, the renewal stays pending (UNAVAILABLE, FAILED_PRECONDITION).
    */
   protobuf_c_boolean abandon;
+  /*
+   * Complete the card's pending renewal although the TSP does not hold the new card for every token (pan and
+   * expiry stay empty; not with abandon): the way out for a renewal that repeating cannot complete. The issuer first
+   * asks the TSP what its tokens hold, and refuses (the status of that failure) when the TSP cannot be asked; the
+   * answer names the live tokens that do not hold the new card in not_renewed_digital_card_ids.
+   */
+  protobuf_c_boolean force_complete;
 };
 #define TOKENET__ISSUER__V1__ISSUER_RENEW_CARD_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_renew_card_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
@@ -96,10 +124,21 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
    * free again.
    */
   protobuf_c_boolean abandoned;
+  /*
+   * Tokens of the card left on another card: refused by the TSP for a reason that renewing again does not remove
+   * (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for.
+   */
+  size_t n_not_renewed_digital_card_ids;
+  char **not_renewed_digital_card_ids;
+  /*
+   * How many of the card's tokens were left out as deleted (known deleted to the issuer, or answered deleted by
+   * the TSP): a deleted token has no card to move, so it never holds a renewal back.
+   */
+  int32_t deleted_tokens_skipped;
 };
 #define TOKENET__ISSUER__V1__ISSUER_RENEW_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_renew_card_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0, 0,NULL, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerSendMessageRequest
@@ -143,6 +182,25 @@ Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *
                       const uint8_t       *data);
 void   tokenet__issuer__v1__issuer_change_token_states_request__free_unpacked
                      (Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse methods */
+void   tokenet__issuer__v1__issuer_change_token_states_response__init
+                     (Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse         *message);
+size_t tokenet__issuer__v1__issuer_change_token_states_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse   *message);
+size_t tokenet__issuer__v1__issuer_change_token_states_response__pack
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__issuer_change_token_states_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *
+       tokenet__issuer__v1__issuer_change_token_states_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__issuer_change_token_states_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message,
                       ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__IssuerRenewCardRequest methods */
 void   tokenet__issuer__v1__issuer_renew_card_request__init
@@ -225,6 +283,9 @@ void   tokenet__issuer__v1__issuer_send_message_response__free_unpacked
 typedef void (*Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest_Closure)
                  (const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *message,
                   void *closure_data);
+typedef void (*Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse_Closure)
+                 (const Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Issuer__V1__IssuerRenewCardRequest_Closure)
                  (const Tokenet__Issuer__V1__IssuerRenewCardRequest *message,
                   void *closure_data);
@@ -246,7 +307,7 @@ struct Tokenet__Issuer__V1__IssuerCardCare_Service
   ProtobufCService base;
   void (*change_token_states)(Tokenet__Issuer__V1__IssuerCardCare_Service *service,
                               const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *input,
-                              Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse_Closure closure,
+                              Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse_Closure closure,
                               void *closure_data);
   void (*renew_card)(Tokenet__Issuer__V1__IssuerCardCare_Service *service,
                      const Tokenet__Issuer__V1__IssuerRenewCardRequest *input,
@@ -269,7 +330,7 @@ void tokenet__issuer__v1__issuer_card_care__init (Tokenet__Issuer__V1__IssuerCar
       function_prefix__ ## send_message  }
 void tokenet__issuer__v1__issuer_card_care__change_token_states(ProtobufCService *service,
                                                                 const Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest *input,
-                                                                Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse_Closure closure,
+                                                                Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse_Closure closure,
                                                                 void *closure_data);
 void tokenet__issuer__v1__issuer_card_care__renew_card(ProtobufCService *service,
                                                        const Tokenet__Issuer__V1__IssuerRenewCardRequest *input,
@@ -283,6 +344,7 @@ void tokenet__issuer__v1__issuer_card_care__send_message(ProtobufCService *servi
 /* --- descriptors --- */
 
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_send_message_request__descriptor;
