@@ -6,7 +6,9 @@ import TokenetWire
 /// Pure: the service drives it and does the I/O. A session is `open` until the cardholder acts, `authorizing`
 /// while the app signs them in and asks the TSP (a second attempt meanwhile is refused), back to `open` when that
 /// failed in a way worth retrying (wrong PIN, TSP unreachable), and `finished` once the wallet has its answer.
-/// Kept in memory like an app's screen: a restarted issuer app forgets them, and the wallet opens it again.
+/// Kept in memory like an app's screen: a restarted issuer app forgets them, and the wallet opens it again. Each
+/// opening and each attempt forgets the sessions nobody can use any more (`keeps`), so the table holds no more than
+/// the sessions of the last lifetime or two, however many were opened.
 struct AppToAppSessions: Sendable {
     enum Status: Sendable, Equatable {
         case open
@@ -36,14 +38,27 @@ struct AppToAppSessions: Sendable {
 
     private(set) var sessions: [String: Session] = [:]
 
-    /// Adds a session, forgetting the expired ones (except one being completed right now).
+    /// Whether the table still needs a session at `nowMs`: an open or finished one until it expires (a finished one
+    /// is kept to say so to a second attempt), one being completed until a lifetime after that — a completion whose
+    /// call never came back (cancelled, or failed in a way that did not reopen it) is not kept for ever.
+    static func keeps(_ session: Session, nowMs: UInt64) -> Bool {
+        session.status == .authorizing ? session.expiresAtMs + lifetimeMs > nowMs : session.expiresAtMs > nowMs
+    }
+
+    /// Forgets the sessions the table no longer needs.
+    mutating func sweep(nowMs: UInt64) {
+        sessions = sessions.filter { Self.keeps($0.value, nowMs: nowMs) }
+    }
+
+    /// Adds a session, forgetting those the table no longer needs.
     mutating func open(_ session: Session, nowMs: UInt64) {
-        sessions = sessions.filter { $0.value.expiresAtMs > nowMs || $0.value.status == .authorizing }
+        sweep(nowMs: nowMs)
         sessions[session.id] = session
     }
 
-    /// Moves an open, current session to `authorizing`.
+    /// Moves an open, current session to `authorizing`, forgetting those the table no longer needs.
     mutating func begin(_ id: String, nowMs: UInt64) -> Start {
+        defer { sweep(nowMs: nowMs) }
         guard var session = sessions[id] else {
             return .refused(.notFound, "no app-to-app session \"\(id)\"; open the issuer app from the wallet again")
         }

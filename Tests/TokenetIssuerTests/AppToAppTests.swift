@@ -255,4 +255,30 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         sessions.open(Self.session("s3", expiresAtMs: 5_000), nowMs: 2_000)
         #expect(sessions.sessions.keys.sorted() == ["s3"])
     }
+
+    /// A session whose completion never came back (neither finished nor reopened) is forgotten a lifetime after it
+    /// expired, and a finished one once it expired, without waiting for another session to be opened: the table
+    /// holds the sessions of the last lifetime or two, however many were ever opened.
+    @Test func theTableKeepsNoSessionItCannotUse() {
+        let lifetime = AppToAppSessions.lifetimeMs
+        var sessions = AppToAppSessions()
+        sessions.open(Self.session("stuck", expiresAtMs: lifetime), nowMs: 0)
+        _ = sessions.begin("stuck", nowMs: 1)
+        sessions.open(Self.session("done", expiresAtMs: lifetime), nowMs: 0)
+        _ = sessions.begin("done", nowMs: 1)
+        sessions.finish("done", .approved)
+        _ = sessions.begin("other", nowMs: lifetime)
+        #expect(sessions.sessions.keys.sorted() == ["stuck"])
+        _ = sessions.begin("other", nowMs: 2 * lifetime - 1)
+        #expect(sessions.sessions.keys.sorted() == ["stuck"])
+        _ = sessions.begin("other", nowMs: 2 * lifetime)
+        #expect(sessions.sessions.isEmpty)
+
+        for index in 0..<1_000 {
+            let nowMs = UInt64(index) * 60_000
+            sessions.open(Self.session("s\(index)", expiresAtMs: nowMs + lifetime), nowMs: nowMs)
+            _ = sessions.begin("s\(index)", nowMs: nowMs)
+        }
+        #expect(sessions.sessions.count <= Int(2 * lifetime / 60_000))
+    }
 }
