@@ -2,10 +2,11 @@ import TokenetNode
 import TokenetWire
 
 /// The pages of `IssuerAppInbox/Notifications`. The kept notifications are few (`capacity`), but the authentication
-/// requests and the card ids resynchronised after renewals grow with the app's life, so the three are one listing in
-/// a fixed order of unique keys: notifications by the row they were kept under, then authentication requests by the
-/// row of the message that asked them, then card ids by digital card id. A page holds up to `size` items of the
-/// three together, and a token names the kind and key of the last item it listed (`n:ROW`, `a:ROW`, `c:ID`).
+/// requests of a week (`AppAuthnRetention`) and the card ids of every renewed token can be many, so the three are one
+/// listing in a fixed order of unique keys: notifications by the row they were kept under, then authentication
+/// requests by the row of the message that asked them, then card ids by digital card id. A page holds up to `size`
+/// items of the three together, and a token names the kind and key of the last item it listed (`n:ROW`, `a:ROW`,
+/// `c:ID`).
 extension IssuerAppInbox {
     /// Where a page starts: after this item, in this part of the listing.
     private enum Place: Comparable {
@@ -68,9 +69,9 @@ extension IssuerAppInbox {
             guard take(.notification(row: row)) else { return response }
             response.notifications.append(notifications[index])
         }
-        for (index, row) in authnRows.enumerated() where after.map({ .authn(row: row) > $0 }) ?? true {
-            guard take(.authn(row: row)) else { return response }
-            response.authnRequests.append(authnRequests[index])
+        for kept in authn where after.map({ .authn(row: kept.row) > $0 }) ?? true {
+            guard take(.authn(row: kept.row)) else { return response }
+            response.authnRequests.append(kept.request)
         }
         for id in cardIdentities.keys.sorted() where after.map({ .cardID(id) > $0 }) ?? true {
             guard take(.cardID(id)) else { return response }

@@ -3,7 +3,8 @@ import TokenetWire
 
 /// The issuer app's notifications as a pure state machine: each message received yields the one action the app
 /// takes, and is kept (with what was done) for operators. Authentication requests wait here for the cardholder's
-/// answer; renewals keep the issuer's card id of each digital card.
+/// answer and are kept, once ended, for `AppAuthnRetention`'s time (`prune`); renewals keep the issuer's card id of
+/// each digital card until the token is deleted.
 public struct IssuerAppInbox: Sendable, Equatable {
     /// Kept messages; the oldest are dropped beyond this many.
     public static let capacity = 500
@@ -17,6 +18,24 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case showMessage(cardID: String, TspV1.MessagingBody)
         /// Another sender or topic, an unknown type, or a known type without its body: the app's own business.
         case handToApp(TspV1.Notification)
+
+        /// The card id the app keeps for a digital card after this action, if it changes it: `.some(nil)` when it
+        /// forgets it (the token was deleted, so nobody needs its card id).
+        var cardIdentity: (digitalCardID: String, IssuerV1.AppCardIdentity?)? {
+            switch self {
+            case .resynchroniseCardIDs(let digitalCardID, let body) where !digitalCardID.isEmpty:
+                return (
+                    digitalCardID,
+                    IssuerV1.AppCardIdentity(
+                        digitalCardID: digitalCardID, cardID: body.newCardID, panLast4: body.panLast4,
+                        expiry: body.expiry)
+                )
+            case .refreshCardState(let cardID, .deactivated) where !cardID.isEmpty:
+                return (cardID, nil)
+            default:
+                return nil
+            }
+        }
     }
 
     public enum AnswerRefusal: Error, Sendable, Equatable {
@@ -24,33 +43,50 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case alreadyAnswered(String, status: String)
     }
 
+    /// An authentication request as the app keeps it: the row of the message that asked it (its place in
+    /// `Notifications` pages) and when it ended or ends (`AppAuthnRetention`).
+    public struct KeptAuthn: Sendable, Equatable {
+        public var request: IssuerV1.AppAuthn
+        public var row: Int64
+        public var endsAtMs: UInt64
+    }
+
     public private(set) var notifications: [IssuerV1.AppNotification] = []
-    public private(set) var authnRequests: [IssuerV1.AppAuthn] = []
+    /// In the order they were asked (rows increasing).
+    public private(set) var authn: [KeptAuthn] = []
     public private(set) var cardIdentities: [String: IssuerV1.AppCardIdentity] = [:]
     /// The row each of `notifications` was kept under (its place in `Notifications` pages), in the same order.
     private(set) var notificationRows: [Int64] = []
-    /// The row of the message that asked each of `authnRequests`, in the same order (increasing, as they are added).
-    private(set) var authnRows: [Int64] = []
+
+    public var authnRequests: [IssuerV1.AppAuthn] { authn.map(\.request) }
 
     public init() {}
 
-    /// Processes a message kept under `row` (the store's row id, which the app's pages are keyed by and which stays
-    /// the same across restarts); nil numbers it after the last one (an inbox kept in memory only).
-    public mutating func receive(_ notification: TspV1.Notification, row: Int64? = nil) -> Action {
-        let row = row ?? (notificationRows.last ?? 0) + 1
-        let action: Action
-        var entry = IssuerV1.AppNotification(notification: notification)
-        switch IssuerAppNotifications.processNotification(notification) {
-        case .handedBack(let original):
-            action = .handToApp(original)
-        case .processed(let processed):
-            entry.processed = true
-            entry.messageType = processed.type.rawValue
-            entry.cardID = processed.cardID ?? ""
-            entry.lastCallTimestampMs = processed.lastCallTimestampMs ?? 0
-            action = Self.action(for: processed, notification)
+    /// The inbox an earlier run left: its kept messages (listed again, without acting on them twice), and the
+    /// authentication requests and card ids their actions left, as kept apart from the messages (which only the
+    /// newest `capacity` are).
+    public init(
+        restoring kept: [(notification: TspV1.Notification, row: Int64)], authn: [KeptAuthn],
+        cardIdentities: [IssuerV1.AppCardIdentity]
+    ) {
+        for (notification, row) in kept.suffix(Self.capacity) {
+            var (entry, action) = Self.classify(notification)
+            entry.action = Self.describe(action)
+            notifications.append(entry)
+            notificationRows.append(row)
         }
-        entry.action = apply(action, row: row)
+        self.authn = authn.sorted { $0.row < $1.row }
+        for identity in cardIdentities { self.cardIdentities[identity.digitalCardID] = identity }
+    }
+
+    /// Processes a message kept under `row` (the store's row id, which the app's pages are keyed by and which stays
+    /// the same across restarts), received at `nowMs`; nil numbers it after the last one (an inbox kept in memory
+    /// only).
+    public mutating func receive(_ notification: TspV1.Notification, row: Int64? = nil, nowMs: UInt64 = 0) -> Action {
+        let row = row ?? (notificationRows.last ?? 0) + 1
+        var (entry, action) = Self.classify(notification)
+        apply(action, row: row, nowMs: nowMs)
+        entry.action = Self.describe(action)
         notifications.append(entry)
         notificationRows.append(row)
         if notifications.count > Self.capacity {
@@ -60,19 +96,44 @@ public struct IssuerAppInbox: Sendable, Equatable {
         return action
     }
 
+    /// The entry listed for a message (without what the app did) and the action the app takes.
+    static func classify(_ notification: TspV1.Notification) -> (IssuerV1.AppNotification, Action) {
+        var entry = IssuerV1.AppNotification(notification: notification)
+        switch IssuerAppNotifications.processNotification(notification) {
+        case .handedBack(let original):
+            return (entry, .handToApp(original))
+        case .processed(let processed):
+            entry.processed = true
+            entry.messageType = processed.type.rawValue
+            entry.cardID = processed.cardID ?? ""
+            entry.lastCallTimestampMs = processed.lastCallTimestampMs ?? 0
+            return (entry, Self.action(for: processed, notification))
+        }
+    }
+
     /// The request the cardholder is about to answer, refused when unknown or already answered.
     public func pendingAuthn(_ id: String) throws(AnswerRefusal) -> IssuerV1.AppAuthn {
-        guard let request = authnRequests.first(where: { $0.authnRequestID == id }) else {
+        guard let request = authn.first(where: { $0.request.authnRequestID == id })?.request else {
             throw .unknown(id)
         }
         guard request.status == "PENDING" else { throw .alreadyAnswered(id, status: request.status) }
         return request
     }
 
-    /// Records the TSP's answer to the cardholder's choice.
-    public mutating func answered(_ id: String, status: String) {
-        guard let index = authnRequests.firstIndex(where: { $0.authnRequestID == id }) else { return }
-        authnRequests[index].status = status
+    /// Records the TSP's answer to the cardholder's choice, given at `nowMs`: the request has ended.
+    public mutating func answered(_ id: String, status: String, nowMs: UInt64) {
+        guard let index = authn.firstIndex(where: { $0.request.authnRequestID == id }) else { return }
+        authn[index].request.status = status
+        authn[index].endsAtMs = AppAuthnRetention.endsAtMs(authn[index].endsAtMs, answeredAtMs: nowMs)
+    }
+
+    /// Forgets the authentication requests whose retention has run out at `nowMs`; returns their ids.
+    @discardableResult
+    public mutating func prune(nowMs: UInt64, retention: AppAuthnRetention) -> [String] {
+        let pruned = authn.filter { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
+        guard !pruned.isEmpty else { return [] }
+        authn.removeAll { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
+        return pruned.map(\.request.authnRequestID)
     }
 
     public var response: IssuerV1.AppNotificationsResponse {
@@ -104,8 +165,30 @@ public struct IssuerAppInbox: Sendable, Equatable {
         }
     }
 
-    /// Applies the action to the inbox's own state and says, for people, what the app did.
-    private mutating func apply(_ action: Action, row: Int64) -> String {
+    /// Applies the action to the inbox's own state: a new authentication request waits, a card id is
+    /// resynchronised or, with its token deleted, forgotten.
+    private mutating func apply(_ action: Action, row: Int64, nowMs: UInt64) {
+        if case .askCardholder(let body) = action,
+            !authn.contains(where: { $0.request.authnRequestID == body.authnRequestID })
+        {
+            authn.append(Self.asked(body, row: row, nowMs: nowMs))
+        }
+        if let (digitalCardID, identity) = action.cardIdentity {
+            cardIdentities[digitalCardID] = identity
+        }
+    }
+
+    /// The request an AUTHN message kept under `row` asks, received at `nowMs`: pending until answered or expired.
+    static func asked(_ body: TspV1.AuthnBody, row: Int64, nowMs: UInt64) -> KeptAuthn {
+        KeptAuthn(
+            request: IssuerV1.AppAuthn(
+                authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
+                merchant: body.merchant, status: "PENDING"),
+            row: row, endsAtMs: AppAuthnRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
+    }
+
+    /// What the app did, for people.
+    static func describe(_ action: Action) -> String {
         switch action {
         case .refreshCardState(let cardID, let state):
             return "card \(cardID) is now \(Self.name(state))"
@@ -117,21 +200,9 @@ public struct IssuerAppInbox: Sendable, Equatable {
             let verdict = body.approved ? "approved" : "declined"
             return "card \(cardID): \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant) (\(verdict))"
         case .askCardholder(let body):
-            if !authnRequests.contains(where: { $0.authnRequestID == body.authnRequestID }) {
-                authnRequests.append(
-                    IssuerV1.AppAuthn(
-                        authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
-                        merchant: body.merchant, status: "PENDING"))
-                authnRows.append(row)
-            }
             return "authenticate \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant)? "
                 + "(request \(body.authnRequestID): proceed or cancel)"
-        case .resynchroniseCardIDs(let digitalCardID, let body):
-            if !digitalCardID.isEmpty {
-                cardIdentities[digitalCardID] = IssuerV1.AppCardIdentity(
-                    digitalCardID: digitalCardID, cardID: body.newCardID, panLast4: body.panLast4,
-                    expiry: body.expiry)
-            }
+        case .resynchroniseCardIDs(_, let body):
             return "card ids resynchronised: \(body.previousCardID) -> \(body.newCardID) (ending \(body.panLast4), "
                 + "expires \(body.expiry))"
         case .showMessage(let cardID, let body):

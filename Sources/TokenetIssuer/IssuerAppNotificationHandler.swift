@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TokenetNode
 import TokenetWire
@@ -10,39 +11,68 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     let logger: Logger
     /// Where the app keeps its messages across restarts; nil keeps them in memory only (tests of the pure flow).
     let store: IssuerStore?
+    /// How long an ended authentication request stays (`prune`).
+    let retention: AppAuthnRetention
+    let now: @Sendable () -> Date
 
     /// A handler that keeps nothing across restarts (tests of the pure flow).
-    public convenience init(view: IssuerAppView, logger: Logger) {
-        self.init(view: view, logger: logger, inbox: IssuerAppInbox(), store: nil)
+    public convenience init(
+        view: IssuerAppView, logger: Logger, retention: AppAuthnRetention = AppAuthnRetention(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.init(view: view, logger: logger, inbox: IssuerAppInbox(), store: nil, retention: retention, now: now)
     }
 
-    /// Rebuilds the inbox from the messages and answers kept by an earlier run: the inbox is a pure function of
-    /// them, so replaying them gives back the same notifications, pending requests and card ids.
-    convenience init(view: IssuerAppView, logger: Logger, store: IssuerStore) throws(IssuerError) {
-        var inbox = IssuerAppInbox()
-        for kept in try store.appNotifications() { _ = inbox.receive(kept.notification, row: kept.row) }
-        for answer in try store.authnAnswers() { inbox.answered(answer.id, status: answer.status) }
-        self.init(view: view, logger: logger, inbox: inbox, store: store)
+    /// Rebuilds the inbox from what an earlier run kept: its messages, and the authentication requests and card ids
+    /// their actions left (derived from the messages once, for a database from before those were kept apart). Then
+    /// prunes the requests whose retention ran out while the node was down.
+    convenience init(
+        view: IssuerAppView, logger: Logger, store: IssuerStore, retention: AppAuthnRetention = AppAuthnRetention(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(IssuerError) {
+        let imported = try store.importAppInboxState(nowMs: Self.milliseconds(now()))
+        if imported.authn + imported.cardIDs > 0 {
+            logger.info(
+                "the app's authentication requests and card ids were derived from its kept messages",
+                ["authn_requests": "\(imported.authn)", "card_ids": "\(imported.cardIDs)"])
+        }
+        let inbox = IssuerAppInbox(
+            restoring: try store.appNotifications(), authn: try store.appAuthnRequests(),
+            cardIdentities: try store.appCardIdentities())
+        self.init(view: view, logger: logger, inbox: inbox, store: store, retention: retention, now: now)
+        try prune()
     }
 
-    private init(view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?) {
+    private init(
+        view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?, retention: AppAuthnRetention,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.view = view
         self.logger = logger
         self.inbox = Mutex(inbox)
         self.store = store
+        self.retention = retention
+        self.now = now
     }
+
+    static func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, date.timeIntervalSince1970 * 1000)) }
+
+    var nowMs: UInt64 { Self.milliseconds(now()) }
 
     public func handle(_ notification: TspV1.Notification) async throws {
         // Kept first: a storage failure throws, and the subscriber delivers the message again.
         var row: Int64?
+        let nowMs = self.nowMs
         if let store {
-            row = try store.keepAppNotification(notification, capacity: IssuerAppInbox.capacity)
+            row = try store.keepAppNotification(
+                notification, action: IssuerAppInbox.classify(notification).1, nowMs: nowMs,
+                capacity: IssuerAppInbox.capacity)
             guard row != nil else {
                 logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
                 return
             }
         }
-        let action = inbox.withLock { $0.receive(notification, row: row) }
+        let action = inbox.withLock { $0.receive(notification, row: row, nowMs: nowMs) }
         let what: String
         switch action {
         case .refreshCardState(let cardID, let state):
@@ -76,7 +106,40 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     }
 
     func answered(_ id: String, status: String) throws(IssuerError) {
-        try store?.recordAuthnAnswer(id, status: status)
-        inbox.withLock { $0.answered(id, status: status) }
+        let nowMs = self.nowMs
+        try store?.recordAuthnAnswer(id, status: status, nowMs: nowMs)
+        inbox.withLock { $0.answered(id, status: status, nowMs: nowMs) }
+    }
+
+    /// Forgets, in the store and in memory, the authentication requests whose retention has run out; returns how
+    /// many. The node does it at start and every `retention.sweepInterval`.
+    @discardableResult
+    func prune() throws(IssuerError) -> Int {
+        let nowMs = self.nowMs
+        guard let cutoff = retention.cutoffMs(nowMs: nowMs) else { return 0 }
+        let stored = try store?.pruneAppAuthnRequests(endedAtOrBefore: cutoff) ?? 0
+        let forgotten = inbox.withLock { $0.prune(nowMs: nowMs, retention: retention) }.count
+        let pruned = max(stored, forgotten)
+        if pruned > 0 {
+            logger.info(
+                "ended authentication requests pruned", ["count": "\(pruned)", "kept_ms": "\(retention.keepMs)"])
+        }
+        return pruned
+    }
+
+    /// Prunes every `retention.sweepInterval` until the task is cancelled (the node stops).
+    func pruneUntilCancelled() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: retention.sweepInterval)
+            } catch {
+                return
+            }
+            do {
+                try prune()
+            } catch {
+                logger.warning("cannot prune the app's authentication requests", ["error": error.message])
+            }
+        }
     }
 }

@@ -45,6 +45,7 @@ public enum IssuerNode {
         } catch {
             throw NodeError(.io, "cannot read the issuer app's notifications", cause: DescribedError(error))
         }
+        context.runInBackground { await appNotifications.pruneUntilCancelled() }
         if context.options.peers[.wallet] != nil {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             context.runInBackground { await link.run() }

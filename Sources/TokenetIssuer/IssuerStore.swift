@@ -82,6 +82,7 @@ final class IssuerStore: Sendable {
         Migration(version: 7, name: "pending-renewals", sql: IssuerStore.pendingRenewalSchema),
         Migration(version: 8, name: "pending-renewal-times", sql: IssuerStore.pendingRenewalTimeSchema),
         Migration(version: 9, name: "deleted-tokens", sql: IssuerStore.deletedTokensSchema),
+        Migration(version: 10, name: "app-authn-requests", sql: IssuerStore.appAuthnRequestsSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

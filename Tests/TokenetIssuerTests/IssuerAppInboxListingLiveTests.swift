@@ -20,15 +20,17 @@ import TokenetWire
         let data = try TestScratch.directory("issuer-app-listing")
         let directory = data.appendingPathComponent("issuer").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        // The app rebuilds its inbox from the messages it kept when it starts: `count` AUTHN messages kept by an
-        // earlier run give it `count` authentication requests and its newest `IssuerAppInbox.capacity` messages.
+        // The app rebuilds its inbox from what it kept when it starts: `count` AUTHN messages kept by an earlier run
+        // give it `count` authentication requests and its newest `IssuerAppInbox.capacity` messages.
         let store = try IssuerStore.open(directory: directory)
+        let nowMs = UInt64(Date().timeIntervalSince1970 * 1000)
         for index in 1...count {
             var message = TspV1.Notification(
                 messageID: "m-\(index)", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN",
                 cardID: "DC-1")
             message.body = .authn(.init(authnRequestID: "ar-\(index)", amountMinor: 100, currency: "USD"))
-            _ = try store.keepAppNotification(message, capacity: count)
+            _ = try store.keepAppNotification(
+                message, action: IssuerAppInbox.classify(message).1, nowMs: nowMs, capacity: count)
         }
         try store.database.close()
 

@@ -87,7 +87,7 @@ import TokenetWire
             Self.message("AUTHN", body: .authn(.init(authnRequestID: "authn-1", amountMinor: 1)), sender: "TNS"))
         #expect(try inbox.pendingAuthn("authn-1").amountMinor == 1)
         #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("authn-2")) { try inbox.pendingAuthn("authn-2") }
-        inbox.answered("authn-1", status: "CANCELLED")
+        inbox.answered("authn-1", status: "CANCELLED", nowMs: 5)
         #expect(throws: IssuerAppInbox.AnswerRefusal.alreadyAnswered("authn-1", status: "CANCELLED")) {
             try inbox.pendingAuthn("authn-1")
         }

@@ -1,0 +1,54 @@
+/// How long the issuer app keeps an authentication request (AUTHN) once it has ended, so that neither its memory
+/// nor its database grows with every payment. Pure: times in, decisions out.
+///
+/// A request ends when the cardholder's answer is recorded, or at its expiry (the TSP refuses an answer after it)
+/// if that comes first; an AUTHN message without an expiry is taken to live `defaultLifetimeMs` from its receipt.
+/// An ended request stays listed (with its outcome, which also makes the app refuse a second answer) for `keep`,
+/// then it is pruned.
+public struct AppAuthnRetention: Sendable, Equatable {
+    /// A week, like the TSP's notification queues: long enough for operators to read outcomes in the app's listing.
+    public static let defaultKeep: Duration = .seconds(7 * 24 * 3600)
+    /// The TSP's lifetime of an authentication request (`TransactionsService.authnLifetimeMs`).
+    public static let defaultLifetimeMs: UInt64 = 5 * 60 * 1000
+    /// The longest time between two prunings of a running node.
+    public static let longestSweepInterval: Duration = .seconds(3600)
+
+    /// How long an ended request is kept.
+    public var keep: Duration
+
+    public init(keep: Duration = Self.defaultKeep) {
+        self.keep = max(.zero, keep)
+    }
+
+    var keepMs: UInt64 {
+        let (seconds, attoseconds) = keep.components
+        return UInt64(max(0, seconds)) * 1000 + UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
+    }
+
+    /// How often a running node prunes: every hour, or as often as the retention if that is shorter (at least each
+    /// second), so a request is gone at most that long after its retention ran out.
+    public var sweepInterval: Duration {
+        min(Self.longestSweepInterval, max(.seconds(1), keep))
+    }
+
+    /// When a request received at `receivedAtMs` ends if nobody answers it.
+    public static func endsAtMs(expiresAtMs: UInt64, receivedAtMs: UInt64) -> UInt64 {
+        expiresAtMs != 0 ? expiresAtMs : receivedAtMs + defaultLifetimeMs
+    }
+
+    /// When a request that would end at `endsAtMs` ends once answered at `answeredAtMs`.
+    public static func endsAtMs(_ endsAtMs: UInt64, answeredAtMs: UInt64) -> UInt64 {
+        min(endsAtMs, answeredAtMs)
+    }
+
+    /// Requests that ended at or before this time are pruned at `nowMs`; nil when none can be (the node's clock is
+    /// earlier than the retention itself).
+    public func cutoffMs(nowMs: UInt64) -> UInt64? {
+        nowMs >= keepMs ? nowMs - keepMs : nil
+    }
+
+    /// Whether a request that ended (or ends) at `endsAtMs` is pruned at `nowMs`.
+    public func prunes(endsAtMs: UInt64, nowMs: UInt64) -> Bool {
+        cutoffMs(nowMs: nowMs).map { endsAtMs <= $0 } ?? false
+    }
+}

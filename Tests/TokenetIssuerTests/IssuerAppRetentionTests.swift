@@ -1,0 +1,271 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetStorage
+import TokenetTestSupport
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// What the issuer app keeps, and for how long: ended authentication requests for their retention, one card id per
+/// live digital card, app-to-app sessions while they can be used. Neither its memory nor its database grows with
+/// every payment.
+@Suite struct AppAuthnRetentionTests {
+    static let minute: UInt64 = 60_000
+    static let retention = AppAuthnRetention(keep: .seconds(3600))
+
+    @Test func aRequestEndsAtItsAnswerOrItsExpiry() {
+        #expect(AppAuthnRetention.endsAtMs(expiresAtMs: 9_000, receivedAtMs: 1_000) == 9_000)
+        #expect(
+            AppAuthnRetention.endsAtMs(expiresAtMs: 0, receivedAtMs: 1_000)
+                == 1_000 + AppAuthnRetention.defaultLifetimeMs)
+        #expect(AppAuthnRetention.endsAtMs(9_000, answeredAtMs: 4_000) == 4_000)
+        #expect(AppAuthnRetention.endsAtMs(9_000, answeredAtMs: 12_000) == 9_000)
+    }
+
+    @Test func anEndedRequestIsPrunedOnceItsRetentionHasRunOut() {
+        let hour = 60 * Self.minute
+        #expect(Self.retention.cutoffMs(nowMs: hour - 1) == nil)
+        #expect(Self.retention.cutoffMs(nowMs: hour + 5) == 5)
+        #expect(!Self.retention.prunes(endsAtMs: 0, nowMs: hour - 1))
+        #expect(Self.retention.prunes(endsAtMs: 5, nowMs: hour + 5))
+        #expect(!Self.retention.prunes(endsAtMs: 6, nowMs: hour + 5))
+        // A pending request is never pruned before its expiry has passed by the retention.
+        #expect(!Self.retention.prunes(endsAtMs: 10 * hour, nowMs: 10 * hour + hour - 1))
+        #expect(AppAuthnRetention().keepMs == 7 * 24 * hour)
+        #expect(AppAuthnRetention().sweepInterval == .seconds(3600))
+        #expect(AppAuthnRetention(keep: .seconds(30)).sweepInterval == .seconds(30))
+        #expect(AppAuthnRetention(keep: .milliseconds(1)).sweepInterval == .seconds(1))
+    }
+
+    static func authn(_ id: String, expiresAtMs: UInt64 = 0) -> TspV1.Notification {
+        var message = IssuerAppInboxTests.message(
+            "AUTHN",
+            body: .authn(.init(authnRequestID: id, amountMinor: 100, currency: "USD", expiresAtMs: expiresAtMs)),
+            sender: "TNS")
+        message.messageID = "m-\(id)"
+        return message
+    }
+
+    static func renewal(_ digitalCardID: String, to cardID: String, messageID: String) -> TspV1.Notification {
+        var message = IssuerAppInboxTests.message(
+            "CARD_RENEWAL", body: .cardRenewal(.init(previousCardID: "c-0", newCardID: cardID, panLast4: "0054")),
+            cardID: digitalCardID)
+        message.messageID = messageID
+        return message
+    }
+
+    static func deleted(_ digitalCardID: String, messageID: String) -> TspV1.Notification {
+        var message = IssuerAppInboxTests.message(
+            "CARD_STATE", body: .cardState(.init(tokenState: .deactivated)), cardID: digitalCardID)
+        message.messageID = messageID
+        return message
+    }
+
+    /// The pure inbox forgets an answered request once the retention has passed its answer, and a pending one once
+    /// it has passed its expiry; the others stay, in order.
+    @Test func theInboxForgetsEndedRequests() {
+        var inbox = IssuerAppInbox()
+        _ = inbox.receive(Self.authn("answered", expiresAtMs: 50 * Self.minute), nowMs: 0)
+        _ = inbox.receive(Self.authn("expired", expiresAtMs: 5 * Self.minute), nowMs: 0)
+        _ = inbox.receive(Self.authn("pending", expiresAtMs: 100 * Self.minute), nowMs: 0)
+        _ = inbox.receive(Self.authn("late-answer", expiresAtMs: 100 * Self.minute), nowMs: 0)
+        inbox.answered("answered", status: "PROCEEDED", nowMs: 1 * Self.minute)
+        inbox.answered("late-answer", status: "CANCELLED", nowMs: 90 * Self.minute)
+
+        #expect(inbox.prune(nowMs: 60 * Self.minute, retention: Self.retention).isEmpty)
+        #expect(inbox.prune(nowMs: 61 * Self.minute, retention: Self.retention) == ["answered"])
+        #expect(inbox.prune(nowMs: 65 * Self.minute, retention: Self.retention) == ["expired"])
+        #expect(inbox.authnRequests.map(\.authnRequestID) == ["pending", "late-answer"])
+        #expect(inbox.prune(nowMs: 150 * Self.minute, retention: Self.retention) == ["late-answer"])
+        #expect(inbox.prune(nowMs: 160 * Self.minute, retention: Self.retention) == ["pending"])
+        #expect(inbox.authn.isEmpty)
+        // A forgotten request is unknown to an answer.
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("pending")) { try inbox.pendingAuthn("pending") }
+    }
+
+    /// A renewal replaces its token's card id; a deleted token's card id is forgotten.
+    @Test func theInboxKeepsOneCardIDPerLiveToken() {
+        var inbox = IssuerAppInbox()
+        _ = inbox.receive(Self.renewal("DC-1", to: "c-1b", messageID: "r1"))
+        _ = inbox.receive(Self.renewal("DC-1", to: "c-1c", messageID: "r2"))
+        _ = inbox.receive(Self.renewal("DC-2", to: "c-2b", messageID: "r3"))
+        #expect(inbox.cardIdentities.mapValues(\.cardID) == ["DC-1": "c-1c", "DC-2": "c-2b"])
+        _ = inbox.receive(Self.deleted("DC-1", messageID: "d1"))
+        #expect(inbox.cardIdentities.mapValues(\.cardID) == ["DC-2": "c-2b"])
+    }
+}
+
+/// A clock the tests move.
+final class ManualClock: Sendable {
+    private let date: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { date = Mutex(start) }
+
+    var now: @Sendable () -> Date { { self.date.withLock { $0 } } }
+
+    func advance(_ seconds: TimeInterval) { date.withLock { $0 += seconds } }
+}
+
+/// The app's store and its running inbox together.
+@Suite struct IssuerAppRetentionStoreTests {
+    static let retention = AppAuthnRetention(keep: .seconds(3600))
+
+    static func handler(_ store: IssuerStore, _ clock: ManualClock) throws -> IssuerAppNotificationHandler {
+        try IssuerAppNotificationHandler(
+            view: IssuerAppView(), logger: Support.logger(), store: store, retention: retention, now: clock.now)
+    }
+
+    static func count(_ store: IssuerStore, _ table: String) throws -> Int {
+        try #require(try store.database.queryOne("SELECT count(*) FROM \(table)")).int(0)
+    }
+
+    /// Many old requests (answered, or never answered and expired) are pruned at a sweep, in the store and in the
+    /// running app; recent and still pending ones stay, listed in order, and a restart finds the same.
+    @Test func oldRequestsArePrunedAndRecentOnesListed() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let handler = try Self.handler(store, clock)
+        for index in 1...300 {
+            try await handler.handle(AppAuthnRetentionTests.authn("old-\(index)"))
+            if index % 2 == 0 { try handler.answered("old-\(index)", status: "PROCEEDED") }
+        }
+        clock.advance(2 * 3600)
+        for index in 1...3 { try await handler.handle(AppAuthnRetentionTests.authn("new-\(index)")) }
+        try handler.answered("new-1", status: "CANCELLED")
+        #expect(try Self.count(store, "app_authn_requests") == 303)
+        #expect(handler.snapshot.authn.count == 303)
+
+        #expect(try handler.prune() == 300)
+        let expected = ["new-1 CANCELLED", "new-2 PENDING", "new-3 PENDING"]
+        #expect(handler.snapshot.authnRequests.map { "\($0.authnRequestID) \($0.status)" } == expected)
+        #expect(try store.appAuthnRequests().map { "\($0.request.authnRequestID) \($0.request.status)" } == expected)
+        #expect(try Self.count(store, "app_authn_requests") == 3)
+        #expect(try handler.prune() == 0)
+
+        // Every page of the listing: the newest 500 messages, then the requests kept.
+        var request = IssuerV1.AppNotificationsRequest(pageSize: 7)
+        var authn: [String] = []
+        var notifications = 0
+        repeat {
+            let page = try await IssuerAppInboxListingTests.client(handler).notifications(request)
+            authn += page.authnRequests.map(\.authnRequestID)
+            notifications += page.notifications.count
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        #expect(notifications == 303)
+        #expect(authn == ["new-1", "new-2", "new-3"])
+
+        let restarted = try Self.handler(store, clock)
+        #expect(restarted.snapshot == handler.snapshot)
+        #expect(throws: IssuerAppInbox.AnswerRefusal.alreadyAnswered("new-1", status: "CANCELLED")) {
+            try restarted.pendingAuthn("new-1")
+        }
+    }
+
+    /// A restart after the retention has run out prunes at start.
+    @Test func aRestartPrunesWhatEndedWhileTheNodeWasDown() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let first = try Self.handler(store, clock)
+        try await first.handle(AppAuthnRetentionTests.authn("ar-1"))
+        try first.answered("ar-1", status: "PROCEEDED")
+        try await first.handle(AppAuthnRetentionTests.authn("ar-2"))
+        clock.advance(3600 + 1)
+        let restarted = try Self.handler(store, clock)
+        #expect(restarted.snapshot.authnRequests.map(\.authnRequestID) == ["ar-2"])
+        #expect(try Self.count(store, "app_authn_requests") == 1)
+        // The messages stay listed: they have their own bound (the newest 500).
+        #expect(restarted.snapshot.notifications.count == 2)
+    }
+
+    /// Requests are kept apart from the messages: one whose message left the newest 500 is still listed, also after
+    /// a restart, until its retention runs out.
+    @Test func aRequestOutlivesItsMessageUntilItsRetention() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let handler = try Self.handler(store, clock)
+        try await handler.handle(AppAuthnRetentionTests.authn("ar-1"))
+        for index in 0..<IssuerAppInbox.capacity {
+            var message = IssuerAppInboxTests.message("UNKNOWN", body: nil)
+            message.messageID = "u-\(index)"
+            try await handler.handle(message)
+        }
+        #expect(try Self.count(store, "app_inbox") == IssuerAppInbox.capacity)
+        let restarted = try Self.handler(store, clock)
+        #expect(restarted.snapshot.authnRequests.map(\.authnRequestID) == ["ar-1"])
+        #expect(try restarted.pendingAuthn("ar-1").status == "PENDING")
+    }
+
+    /// The in-memory inbox (no store) does not keep requests past their retention either.
+    @Test func anInboxInMemoryForgetsEndedRequests() async throws {
+        let clock = ManualClock()
+        let handler = IssuerAppNotificationHandler(
+            view: IssuerAppView(), logger: Support.logger(), retention: Self.retention, now: clock.now)
+        for index in 1...50 {
+            try await handler.handle(AppAuthnRetentionTests.authn("ar-\(index)"))
+            try handler.answered("ar-\(index)", status: "PROCEEDED")
+        }
+        clock.advance(3600)
+        #expect(try handler.prune() == 50)
+        #expect(handler.snapshot.authn.isEmpty)
+    }
+
+    /// One card id per digital card in the store: a renewal replaces it, a deleted token's goes, a restart reads
+    /// the same, also once the renewal's message has left the newest 500.
+    @Test func cardIDsAreReplacedAndForgottenWithTheirToken() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let handler = try Self.handler(store, clock)
+        for round in 1...20 {
+            for card in 1...5 {
+                try await handler.handle(
+                    AppAuthnRetentionTests.renewal(
+                        "DC-\(card)", to: "c-\(card)-\(round)", messageID: "r\(round)-\(card)"))
+            }
+        }
+        try await handler.handle(AppAuthnRetentionTests.deleted("DC-2", messageID: "d2"))
+        let expected = ["DC-1": "c-1-20", "DC-3": "c-3-20", "DC-4": "c-4-20", "DC-5": "c-5-20"]
+        #expect(try Self.count(store, "app_card_ids") == 4)
+        #expect(handler.snapshot.cardIdentities.mapValues(\.cardID) == expected)
+        for index in 0..<IssuerAppInbox.capacity {
+            var message = IssuerAppInboxTests.message("UNKNOWN", body: nil)
+            message.messageID = "u-\(index)"
+            try await handler.handle(message)
+        }
+        #expect(try Self.handler(store, clock).snapshot.cardIdentities.mapValues(\.cardID) == expected)
+    }
+
+    /// A database from before the requests and card ids were kept apart (schema 10) has them only in its messages
+    /// and answers: the first start derives them once, answered requests taken to have ended then.
+    @Test func anOlderDatabaseIsImportedOnce() async throws {
+        let database = try Database.openInMemory()
+        try Migrator(IssuerStore.migrations.filter { $0.version < 10 }).migrate(database)
+        for (row, message) in [
+            AppAuthnRetentionTests.authn("ar-1"), AppAuthnRetentionTests.authn("ar-2"),
+            AppAuthnRetentionTests.renewal("DC-1", to: "c-1b", messageID: "r1"),
+        ].enumerated() {
+            try database.execute(
+                "INSERT INTO app_inbox (id, message_id, notification) VALUES (?, ?, ?)",
+                [Int64(row + 1), message.messageID, try message.serializedBytes()])
+        }
+        try database.execute("INSERT INTO app_authn_answers (authn_request_id, status) VALUES ('ar-1', 'PROCEEDED')")
+        let store = try IssuerStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        let clock = ManualClock()
+        let handler = try Self.handler(store, clock)
+        #expect(
+            handler.snapshot.authnRequests.map { "\($0.authnRequestID) \($0.status)" } == [
+                "ar-1 PROCEEDED", "ar-2 PENDING",
+            ])
+        #expect(handler.snapshot.cardIdentities["DC-1"]?.cardID == "c-1b")
+        #expect(try Self.count(store, "app_authn_answers") == 0)
+        #expect(try Self.count(store, "app_inbox_imports") == 0)
+
+        clock.advance(3600 + 5 * 60)
+        try handler.prune()
+        // Not imported again from the messages still kept.
+        #expect(try Self.handler(store, clock).snapshot.authn.isEmpty)
+    }
+}
