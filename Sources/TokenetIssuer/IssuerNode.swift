@@ -5,7 +5,9 @@ import TokenetRPC
 import TokenetStorage
 import TokenetWire
 
-/// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store.
+/// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store. Its
+/// policy (`IssuerPolicy`, from `issuer-policy.json` in the data directory when present) sets how long the issuer app
+/// keeps ended authentication requests.
 public enum IssuerNode {
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
         try services(context, login: nil)
@@ -17,6 +19,7 @@ public enum IssuerNode {
         -> RPCRouter
     {
         let logger = context.logger
+        let policy = try IssuerPolicy.load(dataDirectory: context.dataDirectory)
         let party: IssuerParty
         do {
             party = try IssuerParty.open(
@@ -41,7 +44,8 @@ public enum IssuerNode {
         let appView = IssuerAppView()
         let appNotifications: IssuerAppNotificationHandler
         do {
-            appNotifications = try IssuerAppNotificationHandler(view: appView, logger: logger, store: party.store)
+            appNotifications = try IssuerAppNotificationHandler(
+                view: appView, logger: logger, store: party.store, retention: policy.appAuthnRetention)
         } catch {
             throw NodeError(.io, "cannot read the issuer app's notifications", cause: DescribedError(error))
         }
