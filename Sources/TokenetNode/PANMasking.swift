@@ -11,6 +11,11 @@
 /// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
 ///
+/// A run of exactly 13 digits standing alone (no separator joins it to other digits) that does not start with a 4
+/// is left alone: 13-digit card numbers are Visa's, which start with a 4, and such a run is most often a time in
+/// milliseconds (`1764647000000`). Joined to other digits it counts with them as any group does
+/// (`1764647000000 4111111111111111` is masked), and runs of 14–19 digits are always masked.
+///
 /// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
 /// log it with every token event.
 ///
@@ -84,6 +89,14 @@ enum PANRuns {
     /// The positions of the digits to replace, in increasing order.
     static func maskedPositions(count: Int, scalar: (Int) -> Unicode.Scalar) -> [Int] {
         func kind(_ index: Int) -> Kind { Self.kind(of: scalar(index)) }
+        /// The number of characters at `index` that join the digits before them to those after them, or nil when
+        /// they do not: one separator of any kind.
+        func joint(at index: Int) -> Int? {
+            switch kind(index) {
+            case .digit, .other: nil
+            case .separator, .dot, .punctuation: index + 1 < count && kind(index + 1) == .digit ? 1 : nil
+            }
+        }
         var masked: [Int] = []
         var index = 0
         while index < count {
@@ -96,39 +109,40 @@ enum PANRuns {
             var runEnd = index
             var runDigits = 0
             while runEnd < count {
-                let current = kind(runEnd)
-                if current == .digit {
+                if kind(runEnd) == .digit {
                     runDigits += 1
-                } else if current == .other || runEnd + 1 == count || kind(runEnd + 1) != .digit {
+                    runEnd += 1
+                } else if let length = joint(at: runEnd) {
+                    runEnd += length
+                } else {
                     break
                 }
-                runEnd += 1
             }
             guard runDigits >= 13 else {
                 index = runEnd
                 continue
             }
-            // Extend the run over digits and single separators of either kind that sit between two digits, noting
-            // its groups (split at every separator) and its stretches (split at punctuation only), and whether each
-            // stretch's groups are joined by dots alone.
+            // Extend the run over digits and the separators that join them, noting its groups (split at every
+            // separator) and its stretches (split at punctuation only), and whether each stretch's groups are joined
+            // by dots alone.
             var end = index
             var groups: [[Int]] = [[]]
-            var stretches: [(digits: [Int], groups: Int, dotted: Bool)] = [([], 1, true)]
+            var stretches: [Stretch] = [Stretch()]
             while end < count {
                 let current = kind(end)
                 if current == .digit {
                     groups[groups.count - 1].append(end)
-                    stretches[stretches.count - 1].digits.append(end)
+                    stretches[stretches.count - 1].append(end)
                     end += 1
-                } else if current != .other, end + 1 < count, kind(end + 1) == .digit {
+                } else if let length = joint(at: end) {
                     groups.append([])
                     if current == .punctuation {
-                        stretches.append(([], 1, true))
+                        stretches.append(Stretch())
                     } else {
-                        stretches[stretches.count - 1].groups += 1
+                        stretches[stretches.count - 1].groups.append([])
                         if current != .dot { stretches[stretches.count - 1].dotted = false }
                     }
-                    end += 1
+                    end += length
                 } else {
                     break
                 }
@@ -140,25 +154,52 @@ enum PANRuns {
                 index = end
                 continue
             }
-            // Four dotted groups of at most three digits: an IPv4 address, before its port or after a scheme.
-            let address = stretches.contains { $0.dotted && $0.groups == 4 && $0.digits.count <= 12 }
-            if stretches.contains(where: { $0.digits.count >= 13 }) {
-                for stretch in stretches where stretch.digits.count >= 13 {
-                    masked.append(contentsOf: stretch.digits.dropLast(4))
+            // A stretch of 13 digits or more is masked whole but its last four. Between such stretches, and
+            // between IPv4 addresses (four dotted groups of at most three digits, before a port or after a
+            // scheme), consecutive groups are masked when they look like a card number's.
+            var between: [[Int]] = []
+            for stretch in stretches {
+                let digits = stretch.digits
+                if digits.count >= 13, !isShortOfAVisaNumber(stretch.groups, scalar: scalar) {
+                    masked += cardNumberGroups(between, scalar: scalar)
+                    between = []
+                    masked += digits.dropLast(4)
+                } else if stretch.dotted, stretch.groups.count == 4, digits.count <= 12 {
+                    masked += cardNumberGroups(between, scalar: scalar)
+                    between = []
+                } else {
+                    between += stretch.groups
                 }
-            } else if stretches.count > 1, !address {
-                masked.append(contentsOf: cardNumberGroups(groups))
             }
+            masked += cardNumberGroups(between, scalar: scalar)
             index = end
         }
         return masked
+    }
+
+    /// Consecutive digit groups joined by single separators other than punctuation.
+    struct Stretch {
+        var groups: [[Int]] = [[]]
+        var dotted = true
+        var digits: [Int] { Array(groups.joined()) }
+
+        mutating func append(_ digit: Int) { groups[groups.count - 1].append(digit) }
+    }
+
+    /// Whether `groups` is a single group of 13 digits that does not start with a 4: a number of 13 digits is a
+    /// card number only for Visa, whose numbers start with a 4, so this is something else (a time in
+    /// milliseconds, `1764647000000`) and is logged as it is.
+    static func isShortOfAVisaNumber(_ groups: [[Int]], scalar: (Int) -> Unicode.Scalar) -> Bool {
+        guard groups.count == 1, let group = groups.first, group.count == 13 else { return false }
+        return scalar(group[0]).properties.numericValue != 4
     }
 
     /// The digits to mask of a run split by punctuation: those of every stretch of consecutive groups that looks
     /// like a card number's (13–19 digits in groups of at least three), but its last four. A stretch is looked for
     /// anywhere in the run, so that groups before or after it (`4111/1111/1111/1111/12/29`, the expiry written on)
     /// do not let the card number through.
-    static func cardNumberGroups(_ groups: [[Int]]) -> [Int] {
+    static func cardNumberGroups(_ groups: [[Int]], scalar: (Int) -> Unicode.Scalar) -> [Int] {
+        guard groups.count > 1 else { return [] }
         let digits = Array(groups.joined())
         var masked: [Int] = []
         // Digits are masked from a stretch's first to its fifth last; stretches start further on each time, so the
@@ -173,7 +214,10 @@ enum PANRuns {
             for group in groups[start...] {
                 guard group.count >= 3, length + group.count <= 19 else { break }
                 length += group.count
-                if length >= 13 { longest = length }
+                // A group of 13 digits alone is a card number only if it starts with a 4.
+                if length >= 13, length > group.count || !isShortOfAVisaNumber([group], scalar: scalar) {
+                    longest = length
+                }
             }
             guard longest > 0 else { continue }
             let end = first + longest - 4

@@ -46,6 +46,17 @@ import TokenetRPC
         ("DNITHE479332173754380081751899834111111111111111", "DNITHE**************************************1111"),
         ("DNITHE47933217375438008175189983-4111", "DNITHE**************************-4111"),
         ("DNITHE4111111111111111", "DNITHE************1111"),
+        // 13 digits are a card number's when they start with a 4 (Visa's), or when they are grouped.
+        ("4764647000000", "*********0000"),
+        ("at_ms=4764647000000", "at_ms=*********0000"),
+        ("1764 6470 00000", "**** **** *0000"),
+        // A time in milliseconds next to a card number leaves the card number masked.
+        ("1764647000000 4111111111111111", "************* ************1111"),
+        ("at_ms=1764647000000,pan=4111111111111111", "at_ms=1764647000000,pan=************1111"),
+        ("1764647000000,4111111111111111", "1764647000000,************1111"),
+        // Groups that look like a card number's after a run of 13 digits or more, or after an IPv4 address.
+        ("4761000010000009,4111/1111/1111/1111", "************0009,****/****/****/1111"),
+        ("192.168.1.1:4111/1111/1111/1111", "192.168.1.1:****/****/****/1111"),
     ])
     func masksCardNumbers(input: String, expected: String) {
         #expect(maskPAN(input) == expected)
@@ -58,7 +69,6 @@ import TokenetRPC
         "2026-11-30 04:25:50",
         "2026-11-30T04:25:50.123Z listen=127.0.0.1:7001",
         "192.168.100.200",  // 12 digits
-        "1234 5678  9012 3456",  // a double space ends the run
         "2026/11/30 04:25:50",  // 14 digits, but in short groups
         "10:15:30;2026:11:30",
         "listen=127.0.0.1:7001 peer=[::1]:40000",
@@ -70,6 +80,12 @@ import TokenetRPC
         "203.113.100.254:443",
         "tls://192.168.178.100:7001/issuer",
         "carte nº 192.168.178.100:7001",
+        "1234 5678  9012 3456",  // a double space ends the run
+        // 13 digits standing alone that do not start with a 4: no card number's (times in milliseconds).
+        "1764647000000",
+        "sent_at_ms=1764647000000 received_at_ms=1764647000123",
+        "[1764647000000,1764647000500]",
+        "１７６４６４７００００００",
         "",
     ])
     func leavesOtherTextAlone(input: String) {
@@ -118,6 +134,21 @@ import TokenetRPC
             ("XDWSPMC" + "ABCDEFABCDEFABCD" + card, "XDWSPMC" + "ABCDEFABCDEFABCD" + masked),
         ] {
             #expect(maskPAN(line) == expected)
+        }
+    }
+
+    /// Times in milliseconds (13 digits from 2001 on) are logged whole unless they start with a 4, which only a
+    /// Visa card number of 13 digits does; they used to come out as `*********0000`.
+    @Test func leavesTimesInMillisecondsAlone() {
+        for _ in 0..<2000 {
+            let time = String(Int64.random(in: 1_000_000_000_000...9_999_999_999_999))
+            let shown = time.hasPrefix("4") ? String(repeating: "*", count: 9) + time.suffix(4) : time
+            for (line, expected) in [
+                ("at_ms=\(time)", "at_ms=\(shown)"), (time, shown), ("(\(time)).", "(\(shown))."),
+                ("ts \(time) ms", "ts \(shown) ms"),
+            ] {
+                #expect(maskPAN(line) == expected)
+            }
         }
     }
 
