@@ -10,6 +10,10 @@
 /// like a card number's: 13–19 digits in all, in groups of at least three, whatever other groups come before or
 /// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
+/// So do gaps of two to four spaces, hyphens, dots, underscores, tabs or line breaks (`4111  1111  1111  1111`,
+/// `4111 - 1111 - 1111 - 1111`, `\r\n`): numbers a few spaces apart in ordinary text (`1  2  3`, `10  200  3000`)
+/// stay readable, and wider gaps, which lay out columns, join nothing. A comma or other punctuation in such a gap
+/// ends the run (`1000, 2000, 4000, 8000 ms`).
 ///
 /// A run of exactly 13 digits standing alone (no separator joins it to other digits) that does not start with a 4
 /// is left alone: 13-digit card numbers are Visa's, which start with a 4, and such a run is most often a time in
@@ -90,11 +94,24 @@ enum PANRuns {
     static func maskedPositions(count: Int, scalar: (Int) -> Unicode.Scalar) -> [Int] {
         func kind(_ index: Int) -> Kind { Self.kind(of: scalar(index)) }
         /// The number of characters at `index` that join the digits before them to those after them, or nil when
-        /// they do not: one separator of any kind.
+        /// they do not: one separator of any kind, or a gap of up to `widestGap` spaces, hyphens, dots,
+        /// underscores, tabs or line breaks (`4111  1111`, `4111 - 1111`, `4111\r\n1111`).
         func joint(at index: Int) -> Int? {
             switch kind(index) {
-            case .digit, .other: nil
-            case .separator, .dot, .punctuation: index + 1 < count && kind(index + 1) == .digit ? 1 : nil
+            case .digit, .other:
+                return nil
+            case .punctuation:
+                return index + 1 < count && kind(index + 1) == .digit ? 1 : nil
+            case .separator, .dot:
+                var end = index + 1
+                while end < count, end - index <= widestGap {
+                    switch kind(end) {
+                    case .digit: return end - index
+                    case .separator, .dot: end += 1
+                    case .punctuation, .other: return nil
+                    }
+                }
+                return nil
             }
         }
         var masked: [Int] = []
@@ -123,8 +140,8 @@ enum PANRuns {
                 continue
             }
             // Extend the run over digits and the separators that join them, noting its groups (split at every
-            // separator) and its stretches (split at punctuation only), and whether each stretch's groups are joined
-            // by dots alone.
+            // separator) and its stretches (split at punctuation and wider gaps only), and whether each stretch's
+            // groups are joined by dots alone.
             var end = index
             var groups: [[Int]] = [[]]
             var stretches: [Stretch] = [Stretch()]
@@ -136,7 +153,7 @@ enum PANRuns {
                     end += 1
                 } else if let length = joint(at: end) {
                     groups.append([])
-                    if current == .punctuation {
+                    if current == .punctuation || length > 1 {
                         stretches.append(Stretch())
                     } else {
                         stretches[stretches.count - 1].groups.append([])
@@ -176,6 +193,11 @@ enum PANRuns {
         }
         return masked
     }
+
+    /// The most characters between two digit groups that still join them: a gap as a typed or pasted card number
+    /// has between its groups (`4111  1111`, `4111 - 1111`, a line break written as `\r\n`). Wider gaps lay out
+    /// columns, not card numbers.
+    static let widestGap = 4
 
     /// Consecutive digit groups joined by single separators other than punctuation.
     struct Stretch {

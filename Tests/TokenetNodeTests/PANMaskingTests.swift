@@ -46,10 +46,21 @@ import TokenetRPC
         ("DNITHE479332173754380081751899834111111111111111", "DNITHE**************************************1111"),
         ("DNITHE47933217375438008175189983-4111", "DNITHE**************************-4111"),
         ("DNITHE4111111111111111", "DNITHE************1111"),
+        // Wider gaps between groups, as a PAN is typed or pasted: two to four spaces, or separators mixed.
+        ("4111  1111  1111  1111", "****  ****  ****  1111"),
+        ("1234 5678  9012 3456", "**** ****  **** 3456"),
+        ("pan 4761 - 0000 - 1000 - 0009 declined", "pan **** - **** - **** - 0009 declined"),
+        ("4761 -0000_ 1000\t 0009", "**** -****_ ****\t 0009"),
+        ("4761\r\n0000\r\n1000\r\n0009", "****\r\n****\r\n****\r\n0009"),
+        ("4761    0000    1000    0009", "****    ****    ****    0009"),
+        ("3400  000000  00009", "****  ******  *0009"),  // American Express groups
+        ("4761  0000  1000  0009  12/29", "****  ****  ****  0009  12/29"),
+        ("４７６１　　００００　　１０００　　０００９", "****　　****　　****　　０００９"),
         // 13 digits are a card number's when they start with a 4 (Visa's), or when they are grouped.
         ("4764647000000", "*********0000"),
         ("at_ms=4764647000000", "at_ms=*********0000"),
         ("1764 6470 00000", "**** **** *0000"),
+        ("1764  6470  00000", "****  ****  *0000"),
         // A time in milliseconds next to a card number leaves the card number masked.
         ("1764647000000 4111111111111111", "************* ************1111"),
         ("at_ms=1764647000000,pan=4111111111111111", "at_ms=1764647000000,pan=************1111"),
@@ -80,12 +91,18 @@ import TokenetRPC
         "203.113.100.254:443",
         "tls://192.168.178.100:7001/issuer",
         "carte nº 192.168.178.100:7001",
-        "1234 5678  9012 3456",  // a double space ends the run
         // 13 digits standing alone that do not start with a 4: no card number's (times in milliseconds).
         "1764647000000",
         "sent_at_ms=1764647000000 received_at_ms=1764647000123",
         "[1764647000000,1764647000500]",
         "１７６４６４７００００００",
+        // Numbers a few spaces apart in ordinary text: short groups, or a gap with a comma, or columns.
+        "took 12 ms 3456 calls",
+        "1  2  3  4  5  6  7  8  9  10  11  12  13  14",
+        "10  200  3000  40000",
+        "2026-11-30  04:25:50  1234",
+        "retrying in 1000, 2000, 4000, 8000 ms",
+        "1200     3400     5600     7800",
         "",
     ])
     func leavesOtherTextAlone(input: String) {
@@ -149,6 +166,33 @@ import TokenetRPC
             ] {
                 #expect(maskPAN(line) == expected)
             }
+        }
+    }
+
+    /// Card numbers with their groups two to four separators apart, in their schemes' groupings, are masked but
+    /// their last four digits, with the separators kept.
+    @Test func masksCardNumbersWithWideGaps() {
+        let gaps = ["  ", "   ", "    ", " - ", "- ", " -", "\r\n", "\t\t", " _ ", ". ", "\u{00A0} "]
+        for _ in 0..<2000 {
+            let grouping = [[4, 4, 4, 4], [4, 6, 5], [4, 6, 4], [4, 4, 4, 4, 3], [4, 4, 5]].randomElement()!
+            var line = ""
+            var expected = ""
+            let length = grouping.reduce(0, +)
+            var written = 0
+            for (position, size) in grouping.enumerated() {
+                if position > 0 {
+                    let gap = gaps.randomElement()!
+                    line += gap
+                    expected += gap
+                }
+                for _ in 0..<size {
+                    let digit = String(Int.random(in: 0...9))
+                    line += digit
+                    expected += written < length - 4 ? "*" : digit
+                    written += 1
+                }
+            }
+            #expect(maskPAN("pan \(line) at_ms=1764647000000") == "pan \(expected) at_ms=1764647000000")
         }
     }
 
