@@ -2,11 +2,18 @@
 /// (`WalletIssuerResolver`) feeds it what the TSP answered and performs the actions it returns, in order.
 ///
 /// A card is pending, then resolving (its `GetTokenIssuer` call is under way, one card at a time so a wallet with
-/// many old cards does not flood a TSP that has just come back), then recording and resolved (the issuer is stored) or
-/// unresolvable (the TSP refused: the card stays hidden from every issuer app, and is asked about again at the next
-/// start). A TSP that cannot be reached leaves the card failed-retry: the same card is asked again after a wait
-/// that doubles from `firstWaitMs` up to `longestWaitMs`, for as long as the wallet runs, since a card shown to no
-/// app is worse than a call that waits.
+/// many old cards does not flood a TSP that has just come back), then recording and resolved (the issuer is stored),
+/// not-found (the TSP does not know the card for its account, or knows no issuer for it) or unresolvable (the TSP
+/// refused the question, or the store could not record the answer: the card stays hidden from every issuer app, and
+/// is asked about again at the next start). A TSP that cannot be reached leaves the card failed-retry: the same card
+/// is asked again after a wait that doubles from `firstWaitMs` up to `longestWaitMs`, for as long as the wallet
+/// runs, since a card shown to no app is worse than a call that waits.
+///
+/// Once every card has been asked about, the not-found ones are asked about again, all of them in turn, after a
+/// wait that doubles from `firstRecheckWaitMs` up to `longestRecheckWaitMs` (5, 10, 20, 40 minutes, then every
+/// hour), for as long as the wallet runs: the TSP may learn of a token later (a TSP restored from a backup, a token
+/// moved between accounts). An issuer app asking for its cards ends such a wait early, but not before
+/// `recheckRestMs` have passed since the last round, so an app that asks often makes at most one round a minute.
 public struct IssuerResolution: Sendable, Equatable {
     /// A card to resolve: the wallet's id, its token and the wallet account holding it.
     public struct Card: Sendable, Equatable {
@@ -27,6 +34,9 @@ public struct IssuerResolution: Sendable, Equatable {
         /// The TSP named the issuer; the store is recording it.
         case recording
         case resolved
+        /// The TSP does not know the card for its account (NOT_FOUND), or named no issuer: asked about again in the
+        /// next round, after `recheckLater`.
+        case notFound
         case unresolvable
         /// Waiting to ask again; `attempts` calls failed in a row.
         case failedRetry(attempts: Int)
@@ -37,12 +47,16 @@ public struct IssuerResolution: Sendable, Equatable {
         case start([Card])
         /// The TSP named the card's issuer.
         case answered(cardID: Int64, issuerID: String, issuerNodeID: String)
-        /// The TSP refused (NOT_FOUND: not this wallet account's token, or an answer without an issuer).
+        /// The TSP does not know the card (NOT_FOUND: not this wallet account's token, or not one it holds yet).
+        case notFound(cardID: Int64)
+        /// The TSP refused the question itself (PERMISSION_DENIED and the like): asking again will not change it.
         case refused(cardID: Int64)
         /// The TSP could not be reached or failed; worth asking again.
         case unreachable(cardID: Int64)
         /// The wait after `unreachable` is over.
         case retryDue
+        /// The wait after `recheckLater` is over.
+        case recheckDue
         /// The store recorded the issuer (`record`).
         case recorded(cardID: Int64)
         /// The store could not record it; the card stays hidden and counts as remaining.
@@ -55,14 +69,27 @@ public struct IssuerResolution: Sendable, Equatable {
         /// Store the card's issuer (one transaction), tell that issuer's app about the card, and feed `recorded`
         /// (or `notRecorded`).
         case record(cardID: Int64, issuerID: String, issuerNodeID: String)
-        /// Sleep, then feed `retryDue`.
+        /// Sleep, or less if an issuer app asks for its cards, then feed `retryDue`.
         case wait(milliseconds: UInt64)
-        /// Nothing is left to ask: log the counts.
+        /// Every card has been asked about: log the counts. Given after the first round, and after a later round
+        /// only if it resolved a card, so that rounds that change nothing log nothing.
         case finish(resolved: Int, remaining: Int)
+        /// Sleep `restMilliseconds`, then up to `waitMilliseconds` more, less if an issuer app asks for its cards
+        /// (also if it asked during the rest), then feed `recheckDue`: `round` is the round to come (1 after the
+        /// first), `cards` how many not-found cards it will ask about.
+        case recheckLater(restMilliseconds: UInt64, waitMilliseconds: UInt64, round: Int, cards: Int)
     }
 
     public static let firstWaitMs: UInt64 = 1_000
     public static let longestWaitMs: UInt64 = 60_000
+    public static let firstRecheckWaitMs: UInt64 = 300_000
+    public static let longestRecheckWaitMs: UInt64 = 3_600_000
+    /// The part of each wait before a round of rechecks that an issuer app's asking does not cut short.
+    public static let recheckRestMs: UInt64 = 60_000
+
+    /// The round of questions under way: 0 for the first, which asks about every card, then 1, 2, … for those that
+    /// ask again about the not-found cards.
+    public private(set) var round = 0
 
     public private(set) var cards: [Card] = []
     public private(set) var phases: [Int64: Phase] = [:]
@@ -82,12 +109,16 @@ public struct IssuerResolution: Sendable, Equatable {
         case .answered(let id, let issuerID, let nodeID):
             guard phases[id] == .resolving else { return [] }
             guard !issuerID.isEmpty else {
-                phases[id] = .unresolvable
+                phases[id] = .notFound
                 return next()
             }
             failuresInARow = 0
             phases[id] = .recording
             return [.record(cardID: id, issuerID: issuerID, issuerNodeID: nodeID)]
+        case .notFound(let id):
+            guard phases[id] == .resolving else { return [] }
+            phases[id] = .notFound
+            return next()
         case .refused(let id):
             guard phases[id] == .resolving else { return [] }
             phases[id] = .unresolvable
@@ -102,6 +133,13 @@ public struct IssuerResolution: Sendable, Equatable {
             failuresInARow = attempts
             phases[card.cardID] = .resolving
             return [.ask(card)]
+        case .recheckDue:
+            guard awaitingRecheck else { return [] }
+            awaitingRecheck = false
+            round += 1
+            upcoming = 0
+            for card in cards where phases[card.cardID] == .notFound { phases[card.cardID] = .pending }
+            return next()
         case .recorded(let id):
             guard phases[id] == .recording else { return [] }
             phases[id] = .resolved
@@ -124,8 +162,12 @@ public struct IssuerResolution: Sendable, Equatable {
     private var current: Card?
     private var upcoming = 0
     private var resolved = 0
+    /// The resolved count the last `finish` gave, if any.
+    private var reported: Int?
+    /// A `recheckLater` was given and its `recheckDue` has not come.
+    private var awaitingRecheck = false
 
-    /// Asks about the next pending card, or finishes when none is left.
+    /// Asks about the next pending card, or ends the round when none is left.
     private mutating func next() -> [Action] {
         failuresInARow = 0
         current = nil
@@ -137,7 +179,27 @@ public struct IssuerResolution: Sendable, Equatable {
             current = card
             return [.ask(card)]
         }
-        return [.finish(resolved: resolved, remaining: cards.count - resolved)]
+        var actions: [Action] = []
+        if reported != resolved {
+            reported = resolved
+            actions.append(.finish(resolved: resolved, remaining: cards.count - resolved))
+        }
+        let notFound = cards.count(where: { phases[$0.cardID] == .notFound })
+        if notFound > 0 {
+            awaitingRecheck = true
+            let wait = Self.recheckWait(beforeRound: round + 1)
+            let rest = min(Self.recheckRestMs, wait)
+            actions.append(
+                .recheckLater(
+                    restMilliseconds: rest, waitMilliseconds: wait - rest, round: round + 1, cards: notFound))
+        }
+        return actions
+    }
+
+    /// 5, 10, 20 and 40 minutes, then an hour.
+    static func recheckWait(beforeRound round: Int) -> UInt64 {
+        let doublings = UInt64(min(max(round - 1, 0), 16))
+        return min(firstRecheckWaitMs << doublings, longestRecheckWaitMs)
     }
 
     /// 1 s, 2 s, 4 s, … up to a minute.

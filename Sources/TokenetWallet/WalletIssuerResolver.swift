@@ -5,6 +5,8 @@ import TokenetWire
 /// Asks the TSP (`Provisioning.GetTokenIssuer`) whose token each card stored without an issuer is, as
 /// `IssuerResolution` decides, and records the answers. Runs in the background when the wallet starts, so a TSP
 /// that cannot be reached delays no call the wallet serves; until a card's issuer is recorded it is no issuer app's.
+/// Cards the TSP does not know are asked about again every few minutes, then every hour, while the node runs; the
+/// log says so once, and the rounds after that log at debug level unless they resolve a card.
 struct WalletIssuerResolver: Sendable {
     let tsp: TspV1.Provisioning.Client
     let store: WalletStore
@@ -34,8 +36,8 @@ struct WalletIssuerResolver: Sendable {
         self.sleep = sleep
     }
 
-    /// Resolves every card stored without an issuer, until none is left to ask or the task is cancelled; returns
-    /// the machine's last state (for tests).
+    /// Resolves every card stored without an issuer, until none is left to ask (the TSP named the issuer of each,
+    /// or refused to) or the task is cancelled; returns the machine's last state (for tests).
     @discardableResult
     func run() async -> IssuerResolution {
         var machine = IssuerResolution()
@@ -57,7 +59,7 @@ struct WalletIssuerResolver: Sendable {
             let action = actions.removeFirst()
             switch action {
             case .ask(let card):
-                let answer = await ask(card)
+                let answer = await ask(card, round: machine.round)
                 // A stopping node cancelled the call: its failure says nothing about the TSP.
                 if Task.isCancelled { return machine }
                 actions += machine.handle(answer)
@@ -66,12 +68,29 @@ struct WalletIssuerResolver: Sendable {
             case .wait(let milliseconds):
                 do {
                     if try await wakeup.wait(milliseconds, sleep: sleep) {
-                        logger.info("an issuer app asked for its cards; asking the TSP for the card's issuer now")
+                        logger.log(
+                            machine.round == 0 ? .info : .debug,
+                            "an issuer app asked for its cards; asking the TSP for the card's issuer now", [:])
                     }
                 } catch {
                     return machine
                 }
                 actions += machine.handle(.retryDue)
+            case .recheckLater(let rest, let wait, let round, let cards):
+                // Said once at info level; the rounds after that are the same story.
+                logger.log(
+                    round == 1 ? .info : .debug,
+                    "the TSP does not know some cards stored without an issuer; asking again later",
+                    ["cards": "\(cards)", "round": "\(round)", "in_s": "\((rest + wait) / 1000)"])
+                do {
+                    try await sleep(rest)
+                    if try await wakeup.wait(wait, sleep: sleep) {
+                        logger.debug("an issuer app asked for its cards; asking the TSP again now")
+                    }
+                } catch {
+                    return machine
+                }
+                actions += machine.handle(.recheckDue)
             case .finish(let resolved, let remaining):
                 // Counts only: the cards' numbers are never logged, not even masked.
                 guard resolved + remaining > 0 else { break }
@@ -83,24 +102,30 @@ struct WalletIssuerResolver: Sendable {
         return machine
     }
 
-    private func ask(_ card: IssuerResolution.Card) async -> IssuerResolution.Event {
+    /// Asks the TSP for the card's issuer. Only the first round logs NOT_FOUND or a failure at warning or info
+    /// level: the rounds after it ask about the same cards again. Any other refusal is news in every round.
+    private func ask(_ card: IssuerResolution.Card, round: Int) async -> IssuerResolution.Event {
         do {
             let answer = try await tsp.getTokenIssuer(
                 TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID),
                 options: CallOptions(timeout: Self.callTimeout))
             return .answered(cardID: card.cardID, issuerID: answer.issuerID, issuerNodeID: answer.issuerNodeID)
         } catch let error as RPCError where Self.isRefusal(error.code) {
-            logger.warning(
-                "the TSP names no issuer for a card; it stays hidden from every issuer app",
+            let notFound = error.code == .notFound
+            logger.log(
+                round == 0 || !notFound ? .warning : .debug,
+                notFound
+                    ? "the TSP does not know a card; no issuer app sees it until the TSP names its issuer"
+                    : "the TSP names no issuer for a card; it stays hidden from every issuer app",
                 [
                     "card_ref": WalletCardRecord.ref(card.cardID), "digital_card_id": card.digitalCardID,
                     "code": error.code.protoValueName ?? "\(error.code.rawValue)", "error": error.message,
                 ])
-            return .refused(cardID: card.cardID)
+            return notFound ? .notFound(cardID: card.cardID) : .refused(cardID: card.cardID)
         } catch {
             if Task.isCancelled { return .unreachable(cardID: card.cardID) }
-            logger.info(
-                "the TSP could not name a card's issuer; asking again later",
+            logger.log(
+                round == 0 ? .info : .debug, "the TSP could not name a card's issuer; asking again later",
                 ["card_ref": WalletCardRecord.ref(card.cardID), "error": "\(error)"])
             return .unreachable(cardID: card.cardID)
         }
@@ -110,8 +135,8 @@ struct WalletIssuerResolver: Sendable {
     /// one that cannot be reached, instead of holding the resolution forever.
     static let callTimeout: Duration = .seconds(30)
 
-    /// Answers that asking again will not change: the TSP does not hold the token for this wallet account, or
-    /// refuses the question itself.
+    /// Answers that asking again at once will not change: the TSP does not hold the token for this wallet account
+    /// (NOT_FOUND, asked again in a later round), or refuses the question itself.
     static func isRefusal(_ code: StatusCode) -> Bool {
         [.notFound, .permissionDenied, .invalidArgument, .failedPrecondition].contains(code)
     }

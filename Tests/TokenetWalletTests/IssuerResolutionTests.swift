@@ -33,10 +33,83 @@ import Testing
         _ = machine.handle(.start([Self.first, Self.second]))
         #expect(machine.handle(.refused(cardID: 1)) == [.ask(Self.second)])
         #expect(machine.phase(of: 1) == .unresolvable)
-        // An answer that names no issuer resolves nothing either.
+        // An answer that names no issuer resolves nothing either; that card is asked about again later.
         #expect(
             machine.handle(.answered(cardID: 2, issuerID: "", issuerNodeID: "issuer-1"))
-                == [.finish(resolved: 0, remaining: 2)])
+                == [
+                    .finish(resolved: 0, remaining: 2),
+                    .recheckLater(restMilliseconds: 60_000, waitMilliseconds: 240_000, round: 1, cards: 1),
+                ])
+        #expect(machine.phase(of: 2) == .notFound)
+        #expect(machine.handle(.recheckDue) == [.ask(Self.second)])
+    }
+
+    /// A card the TSP does not know is asked about again after 5 minutes, then 10, 20, …: the TSP may learn of it
+    /// later. Rounds that resolve nothing give no `finish`, so they log nothing; a refused card is not asked again.
+    @Test func aCardTheTSPDoesNotKnowIsAskedAboutAgainInLaterRounds() {
+        let third = IssuerResolution.Card(cardID: 3, digitalCardID: "DC-3", walletAccountID: "wa-1")
+        var machine = IssuerResolution()
+        #expect(machine.handle(.start([Self.first, Self.second, third])) == [.ask(Self.first)])
+        #expect(machine.handle(.notFound(cardID: 1)) == [.ask(Self.second)])
+        #expect(machine.phase(of: 1) == .notFound)
+        #expect(machine.handle(.notFound(cardID: 2)) == [.ask(third)])
+        #expect(
+            machine.handle(.refused(cardID: 3))
+                == [
+                    .finish(resolved: 0, remaining: 3),
+                    .recheckLater(restMilliseconds: 60_000, waitMilliseconds: 240_000, round: 1, cards: 2),
+                ])
+        // Only the recheck's own event starts the round.
+        #expect(machine.handle(.retryDue).isEmpty)
+        #expect(machine.handle(.recheckDue) == [.ask(Self.first)])
+        #expect(machine.round == 1 && machine.phase(of: 2) == .pending && machine.phase(of: 3) == .unresolvable)
+        #expect(machine.handle(.recheckDue).isEmpty)
+        #expect(machine.handle(.notFound(cardID: 1)) == [.ask(Self.second)])
+        #expect(
+            machine.handle(.notFound(cardID: 2))
+                == [.recheckLater(restMilliseconds: 60_000, waitMilliseconds: 540_000, round: 2, cards: 2)])
+        #expect(machine.handle(.recheckDue) == [.ask(Self.first)])
+        #expect(
+            machine.handle(.answered(cardID: 1, issuerID: "bank-a", issuerNodeID: "issuer-1"))
+                == [.record(cardID: 1, issuerID: "bank-a", issuerNodeID: "issuer-1")])
+        #expect(machine.handle(.recorded(cardID: 1)) == [.ask(Self.second)])
+        // A round that resolved a card says so, and the card left is asked about again later.
+        #expect(
+            machine.handle(.notFound(cardID: 2))
+                == [
+                    .finish(resolved: 1, remaining: 2),
+                    .recheckLater(restMilliseconds: 60_000, waitMilliseconds: 1_140_000, round: 3, cards: 1),
+                ])
+        #expect(machine.handle(.recheckDue) == [.ask(Self.second)])
+        _ = machine.handle(.answered(cardID: 2, issuerID: "bank-b", issuerNodeID: "issuer-2"))
+        // Nothing is left to ask about: the rechecks end.
+        #expect(machine.handle(.recorded(cardID: 2)) == [.finish(resolved: 2, remaining: 1)])
+        #expect(machine.handle(.recheckDue).isEmpty)
+    }
+
+    /// A TSP that cannot be reached during a round of rechecks is asked again after the short waits, and the round
+    /// goes on.
+    @Test func anUnreachableTSPDuringARecheckIsAskedAgainSoon() {
+        var machine = IssuerResolution()
+        _ = machine.handle(.start([Self.first]))
+        _ = machine.handle(.notFound(cardID: 1))
+        #expect(machine.handle(.recheckDue) == [.ask(Self.first)])
+        #expect(machine.handle(.unreachable(cardID: 1)) == [.wait(milliseconds: 1_000)])
+        #expect(machine.handle(.recheckDue).isEmpty)
+        #expect(machine.handle(.retryDue) == [.ask(Self.first)])
+        #expect(machine.handle(.unreachable(cardID: 1)) == [.wait(milliseconds: 2_000)])
+        #expect(machine.handle(.retryDue) == [.ask(Self.first)])
+        #expect(
+            machine.handle(.notFound(cardID: 1))
+                == [.recheckLater(restMilliseconds: 60_000, waitMilliseconds: 540_000, round: 2, cards: 1)])
+    }
+
+    @Test func rechecksWaitFiveMinutesThenLongerUpToAnHour() {
+        #expect(IssuerResolution.recheckWait(beforeRound: 1) == 300_000)
+        #expect(IssuerResolution.recheckWait(beforeRound: 2) == 600_000)
+        #expect(IssuerResolution.recheckWait(beforeRound: 4) == 2_400_000)
+        #expect(IssuerResolution.recheckWait(beforeRound: 5) == 3_600_000)
+        #expect(IssuerResolution.recheckWait(beforeRound: 1_000) == 3_600_000)
     }
 
     @Test func anUnreachableTSPIsAskedAgainAfterGrowingWaits() {
@@ -74,7 +147,9 @@ import Testing
         _ = machine.handle(.start([Self.first, Self.second]))
         #expect(machine.handle(.answered(cardID: 2, issuerID: "bank-b", issuerNodeID: "issuer-2")).isEmpty)
         #expect(machine.handle(.refused(cardID: 7)).isEmpty)
+        #expect(machine.handle(.notFound(cardID: 2)).isEmpty)
         #expect(machine.handle(.retryDue).isEmpty)
+        #expect(machine.handle(.recheckDue).isEmpty)
         // Recorded before the TSP answered is not a resolution.
         #expect(machine.handle(.recorded(cardID: 1)).isEmpty)
         #expect(machine.phase(of: 1) == .resolving)

@@ -39,8 +39,12 @@ import TokenetWire
     }
 
     /// The resolver as the wallet node runs it, calling the harness's fake TSP as wallet-1; `waits` records each
-    /// wait it was told to take, which passes at once.
-    static func resolver(_ wallet: WalletHarness, waits: Waits) -> WalletIssuerResolver {
+    /// wait it was told to take, which passes at once, but the node stops during the one after `stopAfter` waits.
+    /// `waited` runs after each wait, with the waits so far.
+    static func resolver(
+        _ wallet: WalletHarness, waits: Waits, stopAfter: Int = .max, level: LogLevel = .debug,
+        waited: @escaping @Sendable ([UInt64]) -> Void = { _ in }
+    ) -> WalletIssuerResolver {
         var router = RPCRouter()
         wallet.tsp.register(on: &router)
         let tsp = WalletHarness.serve(
@@ -49,8 +53,15 @@ import TokenetWire
         return WalletIssuerResolver(
             tsp: tsp, store: wallet.store, events: wallet.events,
             configuredAccountID: WalletConfiguration.defaultAccountID,
-            logger: Logger(node: "wallet-node", level: .debug, sink: wallet.logs), clock: { 2_000_000 },
-            sleep: { milliseconds in waits.list.withLock { $0.append(milliseconds) } })
+            logger: Logger(node: "wallet-node", level: level, sink: wallet.logs), clock: { 2_000_000 },
+            sleep: { milliseconds in
+                let list = waits.list.withLock {
+                    $0.append(milliseconds)
+                    return $0
+                }
+                if list.count > stopAfter { throw CancellationError() }
+                waited(list)
+            })
     }
 
     @Test func aCardBecomesVisibleToItsOwnIssuerAppOnlyOnceTheTSPNamesIt() async throws {
@@ -73,10 +84,11 @@ import TokenetWire
         let ownListener = wallet.events.subscribe(as: .issuerApp(nodeID: "issuer-1"))
         let otherListener = wallet.events.subscribe(as: .issuerApp(nodeID: "issuer-2"))
         let waits = Waits()
-        let machine = await Self.resolver(wallet, waits: waits).run()
+        // The node stops while the card the TSP does not know waits to be asked about again.
+        let machine = await Self.resolver(wallet, waits: waits, stopAfter: 2).run()
 
-        #expect(waits.list.withLock { $0 } == [1_000, 2_000])
-        #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .unresolvable)
+        #expect(waits.list.withLock { $0 } == [1_000, 2_000, 60_000])
+        #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .notFound)
         #expect(
             wallet.tsp.recorded.tokenIssuerRequests.map(\.walletAccountID)
                 == Array(repeating: WalletConfiguration.defaultAccountID, count: 3) + ["wallet-account-2"])
@@ -99,6 +111,91 @@ import TokenetWire
         let lines = wallet.logs.lines
         #expect(lines.contains { $0.contains("resolved=1") && $0.contains("remaining=1") }, "\(lines)")
         #expect(!lines.contains { $0.contains("4111111111111111") })
+    }
+
+    /// A card the TSP did not know is asked about again after 5 minutes, 10, 20, …, while the node runs, and shown
+    /// to its issuer's app once the TSP names its issuer. The log says once that it will ask again, and names no
+    /// card in the rounds that change nothing.
+    @Test func aCardTheTSPDidNotKnowIsAskedAboutAgainUntilItNamesTheIssuer() async throws {
+        let wallet = try Self.upgradedWallet()
+        let otherApp = WalletV1.WalletEvents.Client(wallet.asIssuer("issuer-2"))
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: .init(
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1"),
+                // Not yet this card's account: NOT_FOUND.
+                Self.otherAccountsToken: .init(
+                    walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2"),
+            ]
+        }
+        let waits = Waits()
+        let tsp = wallet.tsp
+        let machine = await Self.resolver(wallet, waits: waits, level: .info) { waits in
+            // The TSP learns of the token during the third round's wait (its rest and the rest of it).
+            if waits.count == 6 {
+                tsp.configure { $0.tokenIssuers[Self.otherAccountsToken]?.walletAccountID = "wallet-account-2" }
+            }
+        }.run()
+
+        #expect(waits.list.withLock { $0 } == [60_000, 240_000, 60_000, 540_000, 60_000, 1_140_000])
+        #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .resolved && machine.round == 3)
+        #expect(wallet.tsp.recorded.tokenIssuerRequests.map(\.digitalCardID).filter { $0 == Self.ownToken }.count == 1)
+        #expect(wallet.tsp.recorded.tokenIssuerRequests.count == 5)
+        #expect(try await otherApp.currentTokens(.init()).tokens.map(\.digitalCardID) == [Self.otherAccountsToken])
+        let stored = try wallet.store.card(ref: "card-2")
+        #expect(stored.issuerID == "bank-b" && stored.issuerNodeID == "issuer-2")
+
+        let lines = wallet.logs.lines
+        #expect(lines.filter { $0.contains("does not know a card") }.count == 1, "\(lines)")
+        #expect(lines.filter { $0.contains("does not know some cards") }.count == 1, "\(lines)")
+        #expect(lines.filter { $0.contains("issuers of cards stored without one") }.count == 2, "\(lines)")
+        #expect(lines.contains { $0.contains("resolved=2") && $0.contains("remaining=0") }, "\(lines)")
+    }
+
+    /// An issuer app asking for its cards ends the wait before a round of rechecks, once its first minute is over.
+    @Test func anIssuerAppAskingForItsCardsEndsTheWaitForARecheck() async throws {
+        let wallet = try Self.upgradedWallet()
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: .init(
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1")
+            ]
+        }
+        let wakeup = IssuerResolutionWakeup()
+        var tspRouter = RPCRouter()
+        wallet.tsp.register(on: &tspRouter)
+        let (waiting, waits) = AsyncStream.makeStream(of: UInt64.self)
+        let tsp = wallet.tsp
+        let resolver = WalletIssuerResolver(
+            tsp: WalletHarness.serve(
+                tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
+            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
+            logger: Logger(node: "wallet-node", sink: wallet.logs),
+            sleep: { milliseconds in
+                waits.yield(milliseconds)
+                // The rest before a round passes; a wait the app does not cut short ends the resolution, and the
+                // test fails.
+                if milliseconds == IssuerResolution.recheckRestMs {
+                    // The TSP learns of the token while the resolver rests.
+                    tsp.configure {
+                        $0.tokenIssuers[Self.otherAccountsToken] = .init(
+                            walletAccountID: "wallet-account-2", issuerID: "bank-b", nodeID: "issuer-2")
+                    }
+                    return
+                }
+                try await Task.sleep(for: .seconds(600))
+                throw CancellationError()
+            }, wakeup: wakeup)
+        let run = Task { await resolver.run() }
+        var iterator = waiting.makeAsyncIterator()
+        #expect(await iterator.next() == 60_000)
+        #expect(await iterator.next() == 240_000)
+        wakeup.issuerAppAsked()
+
+        let machine = await run.value
+        #expect(machine.phase(of: 2) == .resolved && machine.round == 1)
+        #expect(try wallet.store.card(ref: "card-2").issuerNodeID == "issuer-2")
     }
 
     /// The events a listener heard before the marker event.
@@ -145,6 +242,8 @@ import TokenetWire
             store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
             logger: Logger(node: "wallet-node", sink: wallet.logs),
             sleep: { milliseconds in
+                // The node stops once card-2, which the TSP does not know, waits to be asked about again.
+                guard milliseconds < IssuerResolution.recheckRestMs else { throw CancellationError() }
                 waits.yield(milliseconds)
                 // A wait the app does not cut short ends the resolution unresolved, and the test fails.
                 try await Task.sleep(for: .seconds(600))
