@@ -39,9 +39,9 @@ extension IssuerAppInbox {
         }
     }
 
-    /// The page `request` asks for; INVALID_ARGUMENT for a token that does not name a place in this listing (a
-    /// token of another call).
-    public func page(_ request: PageRequest) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
+    /// The page `request` asks for at `nowMs` (a request past its expiry unanswered is listed EXPIRED);
+    /// INVALID_ARGUMENT for a token that does not name a place in this listing (a token of another call).
+    public func page(_ request: PageRequest, nowMs: UInt64) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
         var after: Place?
         if let key = request.after {
             guard let place = Place(key: key) else {
@@ -71,7 +71,7 @@ extension IssuerAppInbox {
         }
         for kept in authn where after.map({ .authn(row: kept.row) > $0 }) ?? true {
             guard take(.authn(row: kept.row)) else { return response }
-            response.authnRequests.append(kept.request)
+            response.authnRequests.append(Self.listed(kept, nowMs: nowMs))
         }
         for id in cardIdentities.keys.sorted() where after.map({ .cardID(id) > $0 }) ?? true {
             guard take(.cardID(id)) else { return response }

@@ -41,7 +41,14 @@ public struct IssuerAppInbox: Sendable, Equatable {
     public enum AnswerRefusal: Error, Sendable, Equatable {
         case unknown(String)
         case alreadyAnswered(String, status: String)
+        /// Never answered, and its expiry (`endsAtMs`) has passed: the TSP refuses a late answer.
+        case expired(String, endsAtMs: UInt64)
     }
+
+    /// The status of a request nobody has answered yet.
+    public static let pending = "PENDING"
+    /// The status a request is listed with once its expiry has passed unanswered; never kept, only shown.
+    public static let expired = "EXPIRED"
 
     /// An authentication request as the app keeps it: the row of the message that asked it (its place in
     /// `Notifications` pages) and when it ended or ends (`AppAuthnRetention`).
@@ -58,6 +65,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// The row each of `notifications` was kept under (its place in `Notifications` pages), in the same order.
     private(set) var notificationRows: [Int64] = []
 
+    /// The requests as kept: PENDING until answered, also past their expiry (see `authnRequests(nowMs:)`).
     public var authnRequests: [IssuerV1.AppAuthn] { authn.map(\.request) }
 
     public init() {}
@@ -111,12 +119,31 @@ public struct IssuerAppInbox: Sendable, Equatable {
         }
     }
 
-    /// The request the cardholder is about to answer, refused when unknown or already answered.
-    public func pendingAuthn(_ id: String) throws(AnswerRefusal) -> IssuerV1.AppAuthn {
-        guard let request = authn.first(where: { $0.request.authnRequestID == id })?.request else {
-            throw .unknown(id)
+    /// The request the cardholder is about to answer at `nowMs`, refused when unknown, already answered, or
+    /// expired (the TSP refuses an answer at or after the expiry, so the app does not send it).
+    public func pendingAuthn(_ id: String, nowMs: UInt64) throws(AnswerRefusal) -> IssuerV1.AppAuthn {
+        guard let kept = authn.first(where: { $0.request.authnRequestID == id }) else { throw .unknown(id) }
+        switch Self.status(of: kept, nowMs: nowMs) {
+        case Self.pending: return kept.request
+        case Self.expired: throw .expired(id, endsAtMs: kept.endsAtMs)
+        case let status: throw .alreadyAnswered(id, status: status)
         }
-        guard request.status == "PENDING" else { throw .alreadyAnswered(id, status: request.status) }
+    }
+
+    /// The status a request is listed with at `nowMs`: its answer (PROCEEDED, CANCELLED), PENDING until its expiry,
+    /// then EXPIRED, as the TSP sees it (an answer at or after the expiry is refused).
+    public static func status(of kept: KeptAuthn, nowMs: UInt64) -> String {
+        kept.request.status == pending && nowMs >= kept.endsAtMs ? expired : kept.request.status
+    }
+
+    /// The requests as listed at `nowMs` (`status(of:nowMs:)`), in the order they were asked.
+    public func authnRequests(nowMs: UInt64) -> [IssuerV1.AppAuthn] {
+        authn.map { Self.listed($0, nowMs: nowMs) }
+    }
+
+    static func listed(_ kept: KeptAuthn, nowMs: UInt64) -> IssuerV1.AppAuthn {
+        var request = kept.request
+        request.status = status(of: kept, nowMs: nowMs)
         return request
     }
 
@@ -183,7 +210,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
         KeptAuthn(
             request: IssuerV1.AppAuthn(
                 authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
-                merchant: body.merchant, status: "PENDING"),
+                merchant: body.merchant, status: pending),
             row: row, endsAtMs: AppAuthnRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import TokenetNode
 import TokenetRPC
 import TokenetWire
@@ -14,7 +15,7 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         -> IssuerV1.AppNotificationsResponse
     {
         let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "Notifications")
-        return try await IssuerError.mapping { () throws(IssuerError) in try handler.snapshot.page(page) }
+        return try await IssuerError.mapping { () throws(IssuerError) in try handler.page(page) }
     }
 
     func answerAuthn(_ request: IssuerV1.AppAnswerAuthnRequest, context: ServerContext) async throws
@@ -27,6 +28,11 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
             throw RPCError(.notFound, "the app has no authentication request \"\(id)\"; see its notifications")
         } catch .alreadyAnswered(let id, let status) {
             throw RPCError(.failedPrecondition, "authentication request \"\(id)\" was already answered: \(status)")
+        } catch .expired(let id, let endsAtMs) {
+            throw RPCError(
+                .failedPrecondition,
+                "authentication request \"\(id)\" expired at \(Self.time(ms: endsAtMs)) without an answer; the TSP "
+                    + "refuses a late answer, so the app did not send it")
         }
         guard let tsp else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot answer the TSP")
@@ -44,5 +50,10 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
             "cardholder answered an authentication request",
             ["authn_request_id": request.authnRequestID, "status": answer.status])
         return IssuerV1.AppAnswerAuthnResponse(authnRequestID: request.authnRequestID, status: answer.status)
+    }
+
+    /// A time in milliseconds since the epoch, ISO 8601 in UTC.
+    static func time(ms: UInt64) -> String {
+        Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
     }
 }

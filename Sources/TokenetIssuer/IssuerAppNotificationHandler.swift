@@ -101,8 +101,17 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
 
     public var snapshot: IssuerAppInbox { inbox.withLock { $0 } }
 
+    /// The request the cardholder is about to answer now (`IssuerAppInbox.pendingAuthn`).
     func pendingAuthn(_ id: String) throws(IssuerAppInbox.AnswerRefusal) -> IssuerV1.AppAuthn {
-        try inbox.withLock { inbox throws(IssuerAppInbox.AnswerRefusal) in try inbox.pendingAuthn(id) }
+        let nowMs = self.nowMs
+        return try inbox.withLock { inbox throws(IssuerAppInbox.AnswerRefusal) in
+            try inbox.pendingAuthn(id, nowMs: nowMs)
+        }
+    }
+
+    /// The page of the app's listing `request` asks for, as it stands now.
+    func page(_ request: PageRequest) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
+        try snapshot.page(request, nowMs: nowMs)
     }
 
     func answered(_ id: String, status: String) throws(IssuerError) {

@@ -14,9 +14,10 @@ extension IssuerAppCommand {
 
         notifications lists every message the issuer app received from the TSP: its type, card, last call time and
         what the app did (a card state refreshed, a transaction shown, a message...). Messages from other senders or
-        topics are handed to the app untouched. It also lists the authentication requests and the card ids
-        resynchronised after renewals. authn gives the cardholder's answer to an authentication request (AUTHN):
-        --proceed or --cancel; the answer goes to the TSP.
+        topics are handed to the app untouched. It also lists the authentication requests (PENDING, then PROCEEDED or
+        CANCELLED when answered, or EXPIRED) and the card ids resynchronised after renewals. authn gives the
+        cardholder's answer to an authentication request (AUTHN): --proceed or --cancel; the answer goes to the TSP. A
+        request already answered or expired is refused (FAILED_PRECONDITION) without asking the TSP.
         """
 
     static let notifications = PartyAction(name: "notifications") { arguments, command throws(CLIError) in

@@ -880,4 +880,35 @@ final class Gate: Sendable {
         #expect(listed.authnRequests.map(\.status) == ["PROCEEDED"])
         #expect(listed.notifications.map(\.messageType) == ["AUTHN"])
     }
+
+    /// A request past its expiry is listed EXPIRED, and the app refuses to answer it without asking the TSP (which
+    /// would refuse the late answer); one answered in time keeps its answer after the expiry.
+    @Test func anExpiredAuthnRequestIsListedExpiredAndNotAnswered() async throws {
+        let clock = ManualClock()
+        let nowMs = UInt64(clock.now().timeIntervalSince1970 * 1000)
+        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(), now: clock.now)
+        var router = RPCRouter()
+        IssuerAppInboxService(handler: handler, tsp: party.tsp.caller, logger: Support.logger()).register(on: &router)
+        let app = IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
+        for id in ["authn-1", "authn-2"] {
+            var message = TspV1.Notification(
+                messageID: "m-\(id)", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
+            message.body = .authn(
+                .init(
+                    authnRequestID: id, amountMinor: 500, currency: "USD", merchant: "Shop", expiresAtMs: nowMs + 60_000
+                ))
+            try await handler.handle(message)
+        }
+        _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true))
+        #expect(try await app.notifications(.init()).authnRequests.map(\.status) == ["PROCEEDED", "PENDING"])
+
+        clock.advance(60)
+        let late = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-2")) }
+        #expect(late?.code == .failedPrecondition)
+        #expect(late?.message.contains("authentication request \"authn-2\" expired at") == true)
+        #expect(tsp.state.withLock { $0.answers } == [.init(authnRequestID: "authn-1", proceed: true)])
+        #expect(try await app.notifications(.init()).authnRequests.map(\.status) == ["PROCEEDED", "EXPIRED"])
+        // Kept as it was: only the listing tells it expired.
+        #expect(handler.snapshot.authnRequests.map(\.status) == ["PROCEEDED", "PENDING"])
+    }
 }

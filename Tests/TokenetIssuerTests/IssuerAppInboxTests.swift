@@ -85,11 +85,11 @@ import TokenetWire
         var inbox = IssuerAppInbox()
         _ = inbox.receive(
             Self.message("AUTHN", body: .authn(.init(authnRequestID: "authn-1", amountMinor: 1)), sender: "TNS"))
-        #expect(try inbox.pendingAuthn("authn-1").amountMinor == 1)
-        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("authn-2")) { try inbox.pendingAuthn("authn-2") }
+        #expect(try inbox.pendingAuthn("authn-1", nowMs: 1).amountMinor == 1)
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("authn-2")) { try inbox.pendingAuthn("authn-2", nowMs: 1) }
         inbox.answered("authn-1", status: "CANCELLED", nowMs: 5)
         #expect(throws: IssuerAppInbox.AnswerRefusal.alreadyAnswered("authn-1", status: "CANCELLED")) {
-            try inbox.pendingAuthn("authn-1")
+            try inbox.pendingAuthn("authn-1", nowMs: 6)
         }
         // A redelivered AUTHN does not reopen the request.
         _ = inbox.receive(

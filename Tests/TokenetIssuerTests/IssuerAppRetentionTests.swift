@@ -83,7 +83,35 @@ import TokenetWire
         #expect(inbox.prune(nowMs: 160 * Self.minute, retention: Self.retention) == ["pending"])
         #expect(inbox.authn.isEmpty)
         // A forgotten request is unknown to an answer.
-        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("pending")) { try inbox.pendingAuthn("pending") }
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("pending")) {
+            try inbox.pendingAuthn("pending", nowMs: 160 * Self.minute)
+        }
+    }
+
+    /// An unanswered request is PENDING until its expiry and EXPIRED from then on (the TSP refuses an answer at its
+    /// expiry); an answer keeps its status whenever it is read.
+    @Test func anUnansweredRequestExpiresAtItsEnd() throws {
+        let kept = IssuerAppInbox.asked(.init(authnRequestID: "ar-1", expiresAtMs: 10_000), row: 1, nowMs: 1_000)
+        #expect(IssuerAppInbox.status(of: kept, nowMs: 9_999) == "PENDING")
+        #expect(IssuerAppInbox.status(of: kept, nowMs: 10_000) == "EXPIRED")
+        var answered = kept
+        answered.request.status = "CANCELLED"
+        answered.endsAtMs = 4_000
+        #expect(IssuerAppInbox.status(of: answered, nowMs: 20_000) == "CANCELLED")
+
+        var inbox = IssuerAppInbox()
+        _ = inbox.receive(Self.authn("ar-1", expiresAtMs: 10_000), nowMs: 1_000)
+        _ = inbox.receive(Self.authn("ar-2"), nowMs: 1_000)
+        #expect(try inbox.pendingAuthn("ar-1", nowMs: 9_999).authnRequestID == "ar-1")
+        #expect(throws: IssuerAppInbox.AnswerRefusal.expired("ar-1", endsAtMs: 10_000)) {
+            try inbox.pendingAuthn("ar-1", nowMs: 10_000)
+        }
+        // Without an expiry in its AUTHN, a request lives the TSP's lifetime from its receipt.
+        let defaultEnd = 1_000 + AppAuthnRetention.defaultLifetimeMs
+        #expect(inbox.authnRequests(nowMs: defaultEnd - 1).map(\.status) == ["EXPIRED", "PENDING"])
+        #expect(inbox.authnRequests(nowMs: defaultEnd).map(\.status) == ["EXPIRED", "EXPIRED"])
+        let page = try inbox.page(PageRequest(size: 0, token: "", call: "Notifications"), nowMs: 10_000)
+        #expect(page.authnRequests.map(\.status) == ["EXPIRED", "PENDING"])
     }
 
     /// A renewal replaces its token's card id; a deleted token's card id is forgotten.
@@ -268,4 +296,5 @@ final class ManualClock: Sendable {
         // Not imported again from the messages still kept.
         #expect(try Self.handler(store, clock).snapshot.authn.isEmpty)
     }
+
 }

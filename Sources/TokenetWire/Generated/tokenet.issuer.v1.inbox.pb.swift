@@ -113,7 +113,8 @@ extension IssuerV1 {
 
         public var merchant: String = ""
 
-        /// PENDING, PROCEEDED or CANCELLED.
+        /// PENDING, PROCEEDED or CANCELLED; EXPIRED when listed after its expiry passed unanswered (the TSP refuses a late
+        /// answer, and so does AnswerAuthn, FAILED_PRECONDITION).
         public var status: String = ""
 
         public init() {}
@@ -314,7 +315,8 @@ extension IssuerV1 {
         )
 
         /// The cardholder proceeds with or cancels a transaction the app was asked to authenticate; the answer goes to the
-        /// TSP.
+        /// TSP. NOT_FOUND for a request the app does not have; FAILED_PRECONDITION, without asking the TSP, for one already
+        /// answered or past its expiry.
         public static let answerAuthn = MethodDescriptor<IssuerV1.AppAnswerAuthnRequest, IssuerV1.AppAnswerAuthnResponse>(
             service: serviceName, name: "AnswerAuthn", kind: .unary, allowedRoles: ["operator"]
         )

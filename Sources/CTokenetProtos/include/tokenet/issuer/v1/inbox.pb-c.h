@@ -83,7 +83,8 @@ struct  Tokenet__Issuer__V1__AppAuthn
   char *currency;
   char *merchant;
   /*
-   * PENDING, PROCEEDED or CANCELLED.
+   * PENDING, PROCEEDED or CANCELLED; EXPIRED when listed after its expiry passed unanswered (the TSP refuses a late
+   * answer, and so does AnswerAuthn, FAILED_PRECONDITION).
    */
   char *status;
 };
