@@ -36,6 +36,14 @@ public struct IssuerAppInbox: Sendable, Equatable {
                 return nil
             }
         }
+
+        /// The token this action learns is deleted at the TSP (CARD_STATE DEACTIVATED, a state no token leaves,
+        /// whoever deleted it: the wallet, the TSP or the issuer), which the issuer's renewals and card-wide token
+        /// changes then leave out.
+        var deletedToken: String? {
+            guard case .refreshCardState(let cardID, .deactivated) = self, !cardID.isEmpty else { return nil }
+            return cardID
+        }
     }
 
     public enum AnswerRefusal: Error, Sendable, Equatable {

@@ -8,7 +8,8 @@ import TokenetWire
 ///
 /// Each is bounded: the newest `IssuerAppInbox.capacity` messages, the authentication requests until their
 /// retention after they ended (`AppAuthnRetention`, pruned by `ends_at_ms`), one card id per digital card, dropped
-/// when the token is deleted.
+/// when the token is deleted. A token the TSP tells deleted (CARD_STATE DEACTIVATED) is also recorded in
+/// `deleted_tokens` in the same transaction, for the issuer's renewals and card-wide token changes to skip.
 extension IssuerStore {
     static let appInboxSchema = """
         CREATE TABLE app_inbox (
@@ -52,6 +53,9 @@ extension IssuerStore {
                 }
                 if let (digitalCardID, identity) = action.cardIdentity {
                     try Self.save(identity, of: digitalCardID, tx)
+                }
+                if let digitalCardID = action.deletedToken {
+                    try Self.recordDeletedToken(digitalCardID, atMs: nowMs, tx)
                 }
                 return row
             }

@@ -26,8 +26,9 @@ extension IssuerStore {
         ALTER TABLE cards ADD COLUMN pending_since_ms INTEGER;
         """
 
-    /// The tokens the issuer knows to be deleted at the TSP (its own delete answered, or the TSP answering a token as
-    /// DEACTIVATED, a state no token leaves): card-wide token changes and renewals leave them out.
+    /// The tokens the issuer knows to be deleted at the TSP (its own delete answered, the TSP answering a token as
+    /// DEACTIVATED, a state no token leaves, or the TSP's CARD_STATE DEACTIVATED message to the issuer app):
+    /// card-wide token changes and renewals leave them out.
     static let deletedTokensSchema = """
         CREATE TABLE deleted_tokens (digital_card_id TEXT PRIMARY KEY, learned_at_ms INTEGER NOT NULL);
         """
@@ -179,12 +180,17 @@ extension IssuerStore {
         try storage("record \(ids.count) deleted token(s)") {
             try database.transaction { tx in
                 for id in ids {
-                    _ = try tx.execute(
-                        "INSERT OR IGNORE INTO deleted_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
-                        [id, Int64(date.timeIntervalSince1970 * 1000)])
+                    try Self.recordDeletedToken(id, atMs: UInt64(max(0, date.timeIntervalSince1970 * 1000)), tx)
                 }
             }
         }
+    }
+
+    /// Records one token as deleted at the TSP, in `tx`; a token recorded already keeps its first time.
+    static func recordDeletedToken(_ id: String, atMs: UInt64, _ tx: Transaction) throws {
+        _ = try tx.execute(
+            "INSERT OR IGNORE INTO deleted_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
+            [id, Int64(clamping: atMs)])
     }
 
     /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be deleted

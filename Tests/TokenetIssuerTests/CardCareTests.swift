@@ -826,6 +826,31 @@ final class Gate: Sendable {
         #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
     }
 
+    /// A token the TSP tells the issuer app is deleted (CARD_STATE DEACTIVATED, here a wallet's delete) is recorded
+    /// as deleted: later changes by card and renewals skip it without asking the TSP about it. Another state, or a
+    /// deleted token's message delivered again, records nothing more.
+    @Test func tokensTheTSPTellsDeletedAreSkipped() async throws {
+        let ids = try manyTokens(3)
+        let handler = try IssuerAppNotificationHandler(
+            view: IssuerAppView(), logger: Support.logger(), store: party.store)
+        let states: [(Int, CardV1.TokenState)] = [(1, .deactivated), (2, .suspended), (1, .deactivated)]
+        for (index, (token, state)) in states.enumerated() {
+            var message = TspV1.Notification(
+                messageID: "m-\(index)", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
+                cardID: ids[token])
+            message.body = .cardState(.init(tokenState: state, initiator: "WALLET"))
+            try await handler.handle(message)
+        }
+        #expect(try party.store.tokens(ofCard: Cards.visaApprove.0).deleted == [ids[1]])
+
+        let changed = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(changed.results.map(\.digitalCardID) == [ids[0], ids[2]] && changed.deletedTokensSkipped == 1)
+        let renewed = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(renewed.renewedDigitalCardIds == [ids[0], ids[2]] && renewed.deletedTokensSkipped == 1)
+        #expect(tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) } == [[ids[0], ids[2]]])
+    }
+
     @Test func tokenStateChangeRefusals() async throws {
         let cases: [(IssuerV1.IssuerChangeTokenStatesRequest, StatusCode, String)] = [
             (.init(action: .suspend, reasonCode: "LOST_CARD"), .invalidArgument, "not both"),

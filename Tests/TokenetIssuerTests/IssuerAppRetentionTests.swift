@@ -114,6 +114,17 @@ import TokenetWire
         #expect(page.authnRequests.map(\.status) == ["EXPIRED", "PENDING"])
     }
 
+    /// Only CARD_STATE DEACTIVATED of a named token tells the issuer a token is deleted.
+    @Test func aDeactivatedCardStateNamesADeletedToken() {
+        typealias Action = IssuerAppInbox.Action
+        #expect(Action.refreshCardState(cardID: "DC-1", state: .deactivated).deletedToken == "DC-1")
+        #expect(Action.refreshCardState(cardID: "DC-1", state: .suspended).deletedToken == nil)
+        #expect(Action.refreshCardState(cardID: "", state: .deactivated).deletedToken == nil)
+        #expect(Action.noteReplenishment(cardID: "DC-1", keysIssued: 0).deletedToken == nil)
+        var inbox = IssuerAppInbox()
+        #expect(inbox.receive(Self.deleted("DC-2", messageID: "d2")).deletedToken == "DC-2")
+    }
+
     /// A renewal replaces its token's card id; a deleted token's card id is forgotten.
     @Test func theInboxKeepsOneCardIDPerLiveToken() {
         var inbox = IssuerAppInbox()
