@@ -19,8 +19,9 @@ extension IssuerStore {
 
     /// The authentication requests and card ids apart from the messages that made them, which leave `app_inbox`
     /// after `capacity` newer ones. `inbox_row` is the asking message's row (the request's place in the app's pages).
-    /// `app_authn_answers` is read once, by the import the row of `app_inbox_imports` asks for (the requests of a
-    /// database from before this were only in its messages, which SQL cannot read), and then left empty.
+    /// The row of `app_inbox_imports` asks for the import (the requests of a database from before this were only in
+    /// its messages, which SQL cannot read), which reads the answers of `app_authn_answers` as
+    /// `appAuthnAnswersDropSchema` moved them.
     static let appAuthnRequestsSchema = """
         CREATE TABLE app_authn_requests (
             authn_request_id TEXT PRIMARY KEY, inbox_row INTEGER NOT NULL, amount_minor INTEGER NOT NULL,
@@ -30,6 +31,18 @@ extension IssuerStore {
             digital_card_id TEXT PRIMARY KEY, card_id TEXT NOT NULL, pan_last4 TEXT NOT NULL, expiry TEXT NOT NULL);
         CREATE TABLE app_inbox_imports (singleton INTEGER PRIMARY KEY CHECK (singleton = 1));
         INSERT INTO app_inbox_imports (singleton) VALUES (1);
+        """
+
+    /// Nothing reads `app_authn_answers` but the import: its answers move into the import's row, for a database
+    /// whose import is still to run (a JSON array of `[authn_request_id, status]`, in the order recorded; `[]` when
+    /// there were none), and the table goes. A database imported already has no such row and loses only the empty
+    /// table.
+    static let appAuthnAnswersDropSchema = """
+        ALTER TABLE app_inbox_imports ADD COLUMN authn_answers TEXT NOT NULL DEFAULT '[]';
+        UPDATE app_inbox_imports SET authn_answers = (
+            SELECT json_group_array(json_array(authn_request_id, status))
+            FROM (SELECT authn_request_id, status FROM app_authn_answers ORDER BY rowid));
+        DROP TABLE app_authn_answers;
         """
 
     /// Keeps a message once, with what `action` leaves (see `IssuerAppInbox.receive`, given the same `nowMs`), and
@@ -154,8 +167,8 @@ extension IssuerStore {
     }
 
     /// Once, for a database whose requests and card ids were kept only in its messages (before schema 10): derives
-    /// them from the kept messages and answers as the app did, an answered request taken to have ended `nowMs`,
-    /// and empties `app_authn_answers`. Nothing to do afterwards. Returns how many requests and card ids it derived.
+    /// them from the kept messages and answers (moved into the import's row by schema 11) as the app did, an answered
+    /// request taken to have ended `nowMs`. Nothing to do afterwards. Returns how many requests and card ids it derived.
     @discardableResult
     func importAppInboxState(nowMs: UInt64) throws(IssuerError) -> (authn: Int, cardIDs: Int) {
         try storage("import the app's authentication requests") {
@@ -165,12 +178,16 @@ extension IssuerStore {
                 for kept in try Self.notifications(try tx.query(Self.appNotificationsQuery)) {
                     _ = inbox.receive(kept.notification, row: kept.row, nowMs: nowMs)
                 }
-                for answer in try tx.query("SELECT authn_request_id, status FROM app_authn_answers ORDER BY rowid") {
+                let answers = try tx.query(
+                    """
+                    SELECT json_extract(a.value, '$[0]'), json_extract(a.value, '$[1]')
+                    FROM app_inbox_imports i, json_each(i.authn_answers) a ORDER BY a.key
+                    """)
+                for answer in answers {
                     inbox.answered(try answer.text(0), status: try answer.text(1), nowMs: nowMs)
                 }
                 for kept in inbox.authn { try Self.insert(kept, tx) }
                 for (digitalCardID, identity) in inbox.cardIdentities { try Self.save(identity, of: digitalCardID, tx) }
-                _ = try tx.execute("DELETE FROM app_authn_answers")
                 _ = try tx.execute("DELETE FROM app_inbox_imports")
                 return (inbox.authn.count, inbox.cardIdentities.count)
             }

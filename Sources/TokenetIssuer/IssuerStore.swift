@@ -83,6 +83,7 @@ final class IssuerStore: Sendable {
         Migration(version: 8, name: "pending-renewal-times", sql: IssuerStore.pendingRenewalTimeSchema),
         Migration(version: 9, name: "deleted-tokens", sql: IssuerStore.deletedTokensSchema),
         Migration(version: 10, name: "app-authn-requests", sql: IssuerStore.appAuthnRequestsSchema),
+        Migration(version: 11, name: "drop-app-authn-answers", sql: IssuerStore.appAuthnAnswersDropSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -157,6 +157,10 @@ final class ManualClock: Sendable {
             view: IssuerAppView(), logger: Support.logger(), store: store, retention: retention, now: clock.now)
     }
 
+    static func hasTable(_ database: Database, _ table: String) throws -> Bool {
+        try database.queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table]) != nil
+    }
+
     static func count(_ store: IssuerStore, _ table: String) throws -> Int {
         try #require(try store.database.queryOne("SELECT count(*) FROM \(table)")).int(0)
     }
@@ -299,7 +303,7 @@ final class ManualClock: Sendable {
                 "ar-1 PROCEEDED", "ar-2 PENDING",
             ])
         #expect(handler.snapshot.cardIdentities["DC-1"]?.cardID == "c-1b")
-        #expect(try Self.count(store, "app_authn_answers") == 0)
+        #expect(try !Self.hasTable(store.database, "app_authn_answers"))
         #expect(try Self.count(store, "app_inbox_imports") == 0)
 
         clock.advance(3600 + 5 * 60)
@@ -308,4 +312,38 @@ final class ManualClock: Sendable {
         #expect(try Self.handler(store, clock).snapshot.authn.isEmpty)
     }
 
+    /// Schema 11 drops `app_authn_answers`, which only the import read: a database at schema 10 whose import has not
+    /// run yet keeps its answers for it (in the import's row), and one imported already just loses the empty table.
+    @Test func theAnswersTableGoesAndAPendingImportKeepsItsAnswers() async throws {
+        for importDone in [false, true] {
+            let database = try Database.openInMemory()
+            try Migrator(IssuerStore.migrations.filter { $0.version < 11 }).migrate(database)
+            let message = AppAuthnRetentionTests.authn("ar-1")
+            try database.execute(
+                "INSERT INTO app_inbox (id, message_id, notification) VALUES (1, ?, ?)",
+                [message.messageID, try message.serializedBytes()])
+            if importDone {
+                try database.execute("DELETE FROM app_inbox_imports")
+                try database.execute(
+                    """
+                    INSERT INTO app_authn_requests (authn_request_id, inbox_row, amount_minor, currency, merchant,
+                        status, ends_at_ms)
+                    VALUES ('ar-1', 1, 100, 'USD', '', 'CANCELLED', 1800000000000)
+                    """)
+            } else {
+                for (id, status) in [("ar-1", "PROCEEDED"), ("ar-9", "CANCELLED")] {
+                    try database.execute(
+                        "INSERT INTO app_authn_answers (authn_request_id, status) VALUES (?, ?)", [id, status])
+                }
+            }
+            let store = try IssuerStore(
+                database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+            #expect(try !Self.hasTable(database, "app_authn_answers"))
+            let handler = try Self.handler(store, ManualClock())
+            #expect(
+                handler.snapshot.authnRequests.map { "\($0.authnRequestID) \($0.status)" }
+                    == [importDone ? "ar-1 CANCELLED" : "ar-1 PROCEEDED"])
+            #expect(try Self.count(store, "app_inbox_imports") == 0)
+        }
+    }
 }
