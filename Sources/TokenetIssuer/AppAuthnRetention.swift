@@ -1,5 +1,6 @@
 /// How long the issuer app keeps an authentication request (AUTHN) once it has ended, so that neither its memory
-/// nor its database grows with every payment. Pure: times in, decisions out.
+/// nor its database grows with every payment; the issuer's strong-authentication enrolments are kept as long once
+/// their activation code has expired. Pure: times in, decisions out.
 ///
 /// A request ends when the cardholder's answer is recorded, or at its expiry (the TSP refuses an answer after it)
 /// if that comes first; an AUTHN message without an expiry is taken to live `defaultLifetimeMs` from its receipt.
@@ -39,6 +40,18 @@ public struct AppAuthnRetention: Sendable, Equatable {
     /// When a request that would end at `endsAtMs` ends once answered at `answeredAtMs`.
     public static func endsAtMs(_ endsAtMs: UInt64, answeredAtMs: UInt64) -> UInt64 {
         min(endsAtMs, answeredAtMs)
+    }
+
+    /// The longest lifetime the TSP gives an activation code (its `activation_code_ttl_s` is at most a week): an
+    /// enrolment whose expiry is unknown (recorded before schema 12, or answered without one) is taken to end that
+    /// long after it was made, so none is pruned while its code may still activate.
+    public static let longestActivationLifetimeMs: UInt64 = 7 * 24 * 3600 * 1000
+
+    /// When an enrolment made at `createdAtMs` can no longer be used: at its activation code's expiry (the TSP
+    /// refuses the code from then on, and once used it refuses it anyway), or `longestActivationLifetimeMs` after it
+    /// was made when the expiry is unknown (0). Its reference id is read only to activate with that code.
+    public static func enrolmentEndsAtMs(expiresAtMs: UInt64, createdAtMs: UInt64) -> UInt64 {
+        expiresAtMs != 0 ? expiresAtMs : createdAtMs + longestActivationLifetimeMs
     }
 
     /// Requests that ended at or before this time are pruned at `nowMs`; nil when none can be (the node's clock is

@@ -120,8 +120,9 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         inbox.withLock { $0.answered(id, status: status, nowMs: nowMs) }
     }
 
-    /// Forgets, in the store and in memory, the authentication requests whose retention has run out; returns how
-    /// many. The node does it at start and every `retention.sweepInterval`.
+    /// Forgets, in the store and in memory, the authentication requests whose retention has run out, and deletes the
+    /// enrolments whose activation code expired as long ago (nobody can activate with them any more); returns how
+    /// many requests. The node does it at start and every `retention.sweepInterval`.
     @discardableResult
     func prune() throws(IssuerError) -> Int {
         let nowMs = self.nowMs
@@ -132,6 +133,12 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         if pruned > 0 {
             logger.info(
                 "ended authentication requests pruned", ["count": "\(pruned)", "kept_ms": "\(retention.keepMs)"])
+        }
+        let enrolments = try store?.pruneEnrolments(endedAtOrBefore: cutoff) ?? 0
+        if enrolments > 0 {
+            logger.info(
+                "enrolments whose activation code expired pruned",
+                ["count": "\(enrolments)", "kept_ms": "\(retention.keepMs)"])
         }
         return pruned
     }
@@ -147,7 +154,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
             do {
                 try prune()
             } catch {
-                logger.warning("cannot prune the app's authentication requests", ["error": error.message])
+                logger.warning(
+                    "cannot prune the app's authentication requests and the enrolments", ["error": error.message])
             }
         }
     }

@@ -88,7 +88,7 @@ final class IssuerEnrolmentBackend: Sendable {
         for activation in response.activations {
             try store.recordEnrolment(
                 referenceID: activation.referenceID, userID: userID, accountID: activation.accountID,
-                nowMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)))
+                expiresAtMs: activation.expiresAtMs, nowMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)))
         }
         return response.activations
     }

@@ -7,7 +7,8 @@ public struct IssuerPolicy: Sendable, Equatable {
     public static let fileName = "issuer-policy.json"
 
     /// The keys the file may hold, each optional: `app_authn_retention_s`, how long the issuer app keeps an
-    /// authentication request once it was answered or expired (a week by default).
+    /// authentication request once it was answered or expired, and the issuer an enrolment once its activation code
+    /// expired (a week by default).
     static let fileKeys: Set<String> = ["app_authn_retention_s"]
 
     public var appAuthnRetention = AppAuthnRetention()

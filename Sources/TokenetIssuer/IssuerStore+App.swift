@@ -29,8 +29,18 @@ struct AppAccountRecord: Sendable {
 }
 
 /// Storage for strong authentication at the issuer: the backend's enrolments (reference id → user and account; the
-/// activation code itself only in the outbox), and the app's users and accounts.
+/// activation code itself only in the outbox), kept until `AppAuthnRetention` after their code expired, and the
+/// app's users and accounts.
 extension IssuerStore {
+    /// When each enrolment can no longer be used (`AppAuthnRetention.enrolmentEndsAtMs`), so the ended ones are
+    /// pruned through an index. Those recorded before knew no expiry: they end the longest code lifetime after they
+    /// were made.
+    static let enrolmentEndsSchema = """
+        ALTER TABLE enrolments ADD COLUMN ends_at_ms INTEGER NOT NULL DEFAULT 0;
+        UPDATE enrolments SET ends_at_ms = created_at_ms + \(AppAuthnRetention.longestActivationLifetimeMs);
+        CREATE INDEX enrolments_by_end ON enrolments(ends_at_ms);
+        """
+
     static let authenticationSchema = """
         CREATE TABLE enrolments (
             reference_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES cardholders(id),
@@ -64,11 +74,26 @@ extension IssuerStore {
         }
     }
 
-    func recordEnrolment(referenceID: String, userID: String, accountID: String, nowMs: UInt64) throws(IssuerError) {
+    /// Records an enrolment made at `nowMs` whose activation code expires at `expiresAtMs` (0: unknown).
+    func recordEnrolment(
+        referenceID: String, userID: String, accountID: String, expiresAtMs: UInt64, nowMs: UInt64
+    ) throws(IssuerError) {
+        let endsAtMs = AppAuthnRetention.enrolmentEndsAtMs(expiresAtMs: expiresAtMs, createdAtMs: nowMs)
         _ = try storage("record an enrolment") {
             try database.execute(
-                "INSERT INTO enrolments (reference_id, user_id, account_id, created_at_ms) VALUES (?, ?, ?, ?)",
-                [referenceID, userID, accountID, Int64(nowMs)])
+                """
+                INSERT INTO enrolments (reference_id, user_id, account_id, created_at_ms, ends_at_ms)
+                VALUES (?, ?, ?, ?, ?)
+                """,
+                [referenceID, userID, accountID, Int64(clamping: nowMs), Int64(clamping: endsAtMs)])
+        }
+    }
+
+    /// Deletes the enrolments that could no longer be used at or before `cutoffMs` (`ends_at_ms`); returns how many.
+    @discardableResult
+    func pruneEnrolments(endedAtOrBefore cutoffMs: UInt64) throws(IssuerError) -> Int {
+        try storage("prune the enrolments") {
+            try database.execute("DELETE FROM enrolments WHERE ends_at_ms <= ?", [Int64(clamping: cutoffMs)]).changes
         }
     }
 

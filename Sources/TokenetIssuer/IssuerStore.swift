@@ -84,6 +84,7 @@ final class IssuerStore: Sendable {
         Migration(version: 9, name: "deleted-tokens", sql: IssuerStore.deletedTokensSchema),
         Migration(version: 10, name: "app-authn-requests", sql: IssuerStore.appAuthnRequestsSchema),
         Migration(version: 11, name: "drop-app-authn-answers", sql: IssuerStore.appAuthnAnswersDropSchema),
+        Migration(version: 12, name: "enrolment-ends", sql: IssuerStore.enrolmentEndsSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {
