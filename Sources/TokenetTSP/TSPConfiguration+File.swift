@@ -1,4 +1,3 @@
-import Foundation
 import TokenetNode
 
 extension TSPConfiguration {
@@ -24,119 +23,61 @@ extension TSPConfiguration {
     /// The defaults changed by `<dataDirectory>/tsp-policy.json` when it exists. Unknown keys, wrong types and a key
     /// given twice are configuration errors, so a typo never silently falls back to a default.
     public static func load(dataDirectory: String) throws(NodeError) -> TSPConfiguration {
-        let path = dataDirectory + "/" + fileName
-        guard FileManager.default.fileExists(atPath: path) else { return TSPConfiguration() }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw NodeError(.config, "cannot read \(path)", cause: DescribedError(error))
+        guard let file = try PolicyFile.read(fileName, dataDirectory: dataDirectory, keys: fileKeys) else {
+            return TSPConfiguration()
         }
-        let object: [String: Scalar]
-        do {
-            object = try JSONDecoder().decode([String: Scalar].self, from: data)
-        } catch {
-            throw NodeError(
-                .config, "\(path) must hold one JSON object of policy settings",
-                cause: DescribedError(decoding: error, of: data))
-        }
-        if let problem = StrictJSON.problem(in: data) { throw NodeError(.config, "\(path): \(problem)") }
-        if let unknown = object.keys.sorted().first(where: { !fileKeys.contains($0) }) {
-            let known = fileKeys.sorted().joined(separator: ", ")
-            throw NodeError(.config, "\(path): unknown key \"\(unknown)\" (known: \(known))")
-        }
-        func number(_ key: String, in range: ClosedRange<Int>) throws(NodeError) -> Int? {
-            guard let value = object[key] else { return nil }
-            guard case .integer(let int) = value, range.contains(int) else {
-                throw NodeError(
-                    .config,
-                    "\(path): \"\(key)\" must be a whole number from \(range.lowerBound) to "
-                        + "\(range.upperBound)")
-            }
-            return int
-        }
+        let path = file.path
         var configuration = TSPConfiguration()
-        if let value = try number("issuer_deadline_ms", in: 1...600_000) {
+        if let value = try file.number("issuer_deadline_ms", in: 1...600_000) {
             configuration.issuerDeadline = .milliseconds(value)
         }
-        if let value = try number("stand_in_max_score", in: 0...5) {
+        if let value = try file.number("stand_in_max_score", in: 0...5) {
             configuration.standIn = StandInPolicy(maximumApprovedScore: UInt32(value))
         }
-        if let value = try number("eligibility_receipt_ttl_s", in: 1...86_400) {
+        if let value = try file.number("eligibility_receipt_ttl_s", in: 1...86_400) {
             configuration.eligibilityReceiptTTL = .seconds(value)
         }
-        if let value = try number("push_receipt_ttl_s", in: 1...86_400) {
+        if let value = try file.number("push_receipt_ttl_s", in: 1...86_400) {
             configuration.pushReceiptTTL = .seconds(value)
         }
-        if let value = try number("push_session_ttl_s", in: 1...86_400) {
+        if let value = try file.number("push_session_ttl_s", in: 1...86_400) {
             configuration.pushSessionTTL = .seconds(value)
         }
-        if let value = try number("notification_max_age_s", in: 1...(365 * 86_400)) {
+        if let value = try file.number("notification_max_age_s", in: 1...(365 * 86_400)) {
             configuration.notificationRetention.maxAge = .seconds(value)
         }
-        if let value = try number("notification_max_queued", in: 1...10_000_000) {
+        if let value = try file.number("notification_max_queued", in: 1...10_000_000) {
             configuration.notificationRetention.maxQueued = value
         }
-        if let value = try number("otp_validity_ms", in: 1...86_400_000) {
+        if let value = try file.number("otp_validity_ms", in: 1...86_400_000) {
             configuration.otpValidity = .milliseconds(value)
         }
-        if let value = try number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
-        if let value = try number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
-        if let value = try number("access_token_ttl_s", in: 1...86_400) {
+        if let value = try file.number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
+        if let value = try file.number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
+        if let value = try file.number("access_token_ttl_s", in: 1...86_400) {
             configuration.accessTokenLifetime = .seconds(value)
         }
-        if let value = try number("activation_code_ttl_s", in: 1...604_800) {
+        if let value = try file.number("activation_code_ttl_s", in: 1...604_800) {
             configuration.activationCodeValidity = .seconds(value)
         }
-        if let value = try number("activation_max_attempts", in: 1...100) {
+        if let value = try file.number("activation_max_attempts", in: 1...100) {
             configuration.activationMaxAttempts = value
         }
-        if let value = try number("hotp_digits", in: 6...8) {
+        if let value = try file.number("hotp_digits", in: 6...8) {
             guard value != 7 else { throw NodeError(.config, "\(path): \"hotp_digits\" must be 6 or 8") }
             configuration.hotpDigits = value
         }
-        if let value = try number("hotp_look_ahead", in: 1...1000) { configuration.hotpLookAhead = value }
-        if let value = try number("hotp_resync_window", in: 2...10_000) { configuration.hotpResyncWindow = value }
-        if let value = try number("hotp_max_failures", in: 1...1000) { configuration.hotpMaxFailures = value }
+        if let value = try file.number("hotp_look_ahead", in: 1...1000) { configuration.hotpLookAhead = value }
+        if let value = try file.number("hotp_resync_window", in: 2...10_000) { configuration.hotpResyncWindow = value }
+        if let value = try file.number("hotp_max_failures", in: 1...1000) { configuration.hotpMaxFailures = value }
         guard configuration.hotpResyncWindow > configuration.hotpLookAhead else {
             throw NodeError(.config, "\(path): \"hotp_resync_window\" must be larger than \"hotp_look_ahead\"")
         }
-        if let value = object["terms_required"] {
-            guard case .bool(let flag) = value else {
-                throw NodeError(.config, "\(path): \"terms_required\" must be true or false")
-            }
-            if !flag { configuration.terms = .none }
+        if let flag = try file.flag("terms_required"), !flag { configuration.terms = .none }
+        let url = try file.string("auth_server_url", expected: "a URL such as \"tokenet://tsp.example:7001\"") {
+            !$0.isEmpty && !$0.contains(where: \.isWhitespace) && $0.contains("://")
         }
-        if let value = object["auth_server_url"] {
-            guard case .string(let url) = value, !url.isEmpty, !url.contains(where: \.isWhitespace),
-                url.contains("://")
-            else {
-                throw NodeError(
-                    .config, "\(path): \"auth_server_url\" must be a URL such as \"tokenet://tsp.example:7001\"")
-            }
-            configuration.authServerURL = url
-        }
+        if let url { configuration.authServerURL = url }
         return configuration
-    }
-}
-
-/// A policy value: JSON integers and booleans are kept apart (a 1 is not `true`).
-private enum Scalar: Decodable {
-    case bool(Bool)
-    case integer(Int)
-    case string(String)
-    case other
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
-        } else if let number = try? container.decode(Int.self) {
-            self = .integer(number)
-        } else if let text = try? container.decode(String.self) {
-            self = .string(text)
-        } else {
-            self = .other
-        }
     }
 }
