@@ -40,6 +40,19 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// their own results, as the TSP does.
         var deleted: Set<String> = []
         var unknown: Set<String> = []
+
+        /// The result refusing token `id` when the TSP does not know it or has deleted it, as the TSP gives it.
+        func refusal(of id: String) -> TspV1.TokenStateResult? {
+            if unknown.contains(id) {
+                return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
+            }
+            if deleted.contains(id) {
+                return .init(
+                    digitalCardID: id, tokenState: .deactivated,
+                    statusCode: StatusCode.failedPrecondition.rawValue, message: "the token is deleted")
+            }
+            return nil
+        }
     }
 
     /// The TSP's limit on the tokens of one issuer call.
@@ -68,14 +81,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
             state.changes.append(request)
             return TspV1.ChangeIssuerTokenStatesResponse(
                 results: request.digitalCardIds.map { id in
-                    if state.unknown.contains(id) {
-                        return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
-                    }
-                    if state.deleted.contains(id) {
-                        return .init(
-                            digitalCardID: id, tokenState: .deactivated,
-                            statusCode: StatusCode.failedPrecondition.rawValue, message: "the token is deleted")
-                    }
+                    if let refusal = state.refusal(of: id) { return refusal }
                     switch request.action {
                     case .delete:
                         state.deleted.insert(id)
@@ -113,14 +119,7 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
             }
             state.renewals.append((request, card))
             let results: [TspV1.TokenStateResult] = request.digitalCardIds.map { id in
-                if state.unknown.contains(id) {
-                    return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
-                }
-                if state.deleted.contains(id) {
-                    return .init(
-                        digitalCardID: id, tokenState: .deactivated,
-                        statusCode: StatusCode.failedPrecondition.rawValue, message: "the token is deleted")
-                }
+                if let refusal = state.refusal(of: id) { return refusal }
                 state.held[id] = card
                 return .init(digitalCardID: id, tokenState: .active)
             }

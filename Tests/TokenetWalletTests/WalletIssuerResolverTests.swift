@@ -18,6 +18,12 @@ import TokenetWire
 
     static let ownToken = "DNITHE000000000000000001"
     static let otherAccountsToken = "DNITHE000000000000000002"
+    /// What the TSP holds: card-1's token in the configured account, issued by bank-a.
+    static let ownTokensIssuer = FakeTSP.TokenIssuer(
+        walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1")
+    /// What the TSP holds for card-2's token: another account than the card's, so it answers NOT_FOUND.
+    static let otherAccountsTokensIssuer = FakeTSP.TokenIssuer(
+        walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2")
 
     /// A wallet whose database was written at schema 3: card-1 in the configured account (no account recorded),
     /// card-2 in wallet-account-2.
@@ -72,11 +78,7 @@ import TokenetWire
 
         wallet.tsp.configure {
             $0.tokenIssuers = [
-                Self.ownToken: .init(
-                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1"),
-                // The TSP holds this token for another account than the card's: it answers NOT_FOUND.
-                Self.otherAccountsToken: .init(
-                    walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2"),
+                Self.ownToken: Self.ownTokensIssuer, Self.otherAccountsToken: Self.otherAccountsTokensIssuer,
             ]
             // The TSP is down for the first two calls.
             $0.tokenIssuerFailures = 2
@@ -121,11 +123,7 @@ import TokenetWire
         let otherApp = WalletV1.WalletEvents.Client(wallet.asIssuer("issuer-2"))
         wallet.tsp.configure {
             $0.tokenIssuers = [
-                Self.ownToken: .init(
-                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1"),
-                // Not yet this card's account: NOT_FOUND.
-                Self.otherAccountsToken: .init(
-                    walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2"),
+                Self.ownToken: Self.ownTokensIssuer, Self.otherAccountsToken: Self.otherAccountsTokensIssuer,
             ]
         }
         let waits = Waits()
@@ -156,10 +154,7 @@ import TokenetWire
     @Test func anIssuerAppAskingForItsCardsEndsTheWaitForARecheck() async throws {
         let wallet = try Self.upgradedWallet()
         wallet.tsp.configure {
-            $0.tokenIssuers = [
-                Self.ownToken: .init(
-                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1")
-            ]
+            $0.tokenIssuers = [Self.ownToken: Self.ownTokensIssuer]
         }
         let wakeup = IssuerResolutionWakeup()
         var tspRouter = RPCRouter()
@@ -213,10 +208,7 @@ import TokenetWire
     @Test func anIssuerAppAskingForItsCardsEndsTheWaitForTheTSP() async throws {
         let wallet = try Self.upgradedWallet()
         wallet.tsp.configure {
-            $0.tokenIssuers = [
-                Self.ownToken: .init(
-                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-a", nodeID: "issuer-1")
-            ]
+            $0.tokenIssuers = [Self.ownToken: Self.ownTokensIssuer]
             $0.tokenIssuerFailures = 1
         }
         let wakeup = IssuerResolutionWakeup()
