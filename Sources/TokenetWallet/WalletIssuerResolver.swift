@@ -19,14 +19,17 @@ struct WalletIssuerResolver: Sendable {
     let sleep: @Sendable (UInt64) async throws -> Void
     /// Ends a wait early when an issuer app asks for its cards.
     let wakeup: IssuerResolutionWakeup
+    /// How long one question may take (`defaultCallTimeout`).
+    let callTimeout: Duration
 
     init(
         tsp: any RPCCaller, store: WalletStore, events: WalletEventHub, configuredAccountID: String, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
         sleep: @escaping @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
-        wakeup: IssuerResolutionWakeup = IssuerResolutionWakeup()
+        wakeup: IssuerResolutionWakeup = IssuerResolutionWakeup(), callTimeout: Duration = Self.defaultCallTimeout
     ) {
         self.wakeup = wakeup
+        self.callTimeout = callTimeout
         self.tsp = TspV1.Provisioning.Client(tsp)
         self.store = store
         self.events = events
@@ -108,7 +111,7 @@ struct WalletIssuerResolver: Sendable {
         do {
             let answer = try await tsp.getTokenIssuer(
                 TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID),
-                options: CallOptions(timeout: Self.callTimeout))
+                options: CallOptions(timeout: callTimeout))
             return .answered(cardID: card.cardID, issuerID: answer.issuerID, issuerNodeID: answer.issuerNodeID)
         } catch let error as RPCError where Self.isRefusal(error.code) {
             let notFound = error.code == .notFound
@@ -133,7 +136,7 @@ struct WalletIssuerResolver: Sendable {
 
     /// How long one question may take: a TSP that accepts the call and never answers is asked again later, like
     /// one that cannot be reached, instead of holding the resolution forever.
-    static let callTimeout: Duration = .seconds(30)
+    static let defaultCallTimeout: Duration = .seconds(30)
 
     /// Answers that asking again at once will not change: the TSP does not hold the token for this wallet account
     /// (NOT_FOUND, asked again in a later round), or refuses the question itself.

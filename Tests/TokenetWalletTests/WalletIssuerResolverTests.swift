@@ -25,6 +25,11 @@ import TokenetWire
     static let otherAccountsTokensIssuer = FakeTSP.TokenIssuer(
         walletAccountID: "wallet-account-9", issuerID: "bank-b", nodeID: "issuer-2")
 
+    /// Each question's deadline in these tests: the fake TSP answers at once, but with every test of the run
+    /// started together a question can wait its turn for longer than the node's 30 s, and a question that times out
+    /// is asked again after a backoff the tests would count among the waits.
+    static let callTimeout: Duration = .seconds(600)
+
     /// A wallet whose database was written at schema 3: card-1 in the configured account (no account recorded),
     /// card-2 in wallet-account-2.
     static func upgradedWallet() throws -> WalletHarness {
@@ -67,7 +72,7 @@ import TokenetWire
                 }
                 if list.count > stopAfter { throw CancellationError() }
                 waited(list)
-            })
+            }, callTimeout: callTimeout)
     }
 
     @Test func aCardBecomesVisibleToItsOwnIssuerAppOnlyOnceTheTSPNamesIt() async throws {
@@ -89,7 +94,7 @@ import TokenetWire
         // The node stops while the card the TSP does not know waits to be asked about again.
         let machine = await Self.resolver(wallet, waits: waits, stopAfter: 2).run()
 
-        #expect(waits.list.withLock { $0 } == [1_000, 2_000, 60_000])
+        #expect(waits.list.withLock { $0 } == [1_000, 2_000, 60_000], "\(wallet.logs.lines)")
         #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .notFound)
         #expect(
             wallet.tsp.recorded.tokenIssuerRequests.map(\.walletAccountID)
@@ -135,7 +140,9 @@ import TokenetWire
             }
         }.run()
 
-        #expect(waits.list.withLock { $0 } == [60_000, 240_000, 60_000, 540_000, 60_000, 1_140_000])
+        #expect(
+            waits.list.withLock { $0 } == [60_000, 240_000, 60_000, 540_000, 60_000, 1_140_000],
+            "\(wallet.logs.lines)")
         #expect(machine.phase(of: 1) == .resolved && machine.phase(of: 2) == .resolved && machine.round == 3)
         #expect(wallet.tsp.recorded.tokenIssuerRequests.map(\.digitalCardID).filter { $0 == Self.ownToken }.count == 1)
         #expect(wallet.tsp.recorded.tokenIssuerRequests.count == 5)
@@ -181,7 +188,7 @@ import TokenetWire
                 }
                 try await Task.sleep(for: .seconds(600))
                 throw CancellationError()
-            }, wakeup: wakeup)
+            }, wakeup: wakeup, callTimeout: Self.callTimeout)
         let run = Task { await resolver.run() }
         var iterator = waiting.makeAsyncIterator()
         #expect(await iterator.next() == 60_000)
@@ -240,7 +247,7 @@ import TokenetWire
                 // A wait the app does not cut short ends the resolution unresolved, and the test fails.
                 try await Task.sleep(for: .seconds(600))
                 throw CancellationError()
-            }, wakeup: wakeup)
+            }, wakeup: wakeup, callTimeout: Self.callTimeout)
         let run = Task { await resolver.run() }
         var iterator = waiting.makeAsyncIterator()
         #expect(await iterator.next() == 1_000)
