@@ -1,6 +1,7 @@
 /// How long the issuer app keeps an authentication request (AUTHN) once it has ended, so that neither its memory
 /// nor its database grows with every payment; the issuer's strong-authentication enrolments are kept as long once
-/// their activation code has expired. Pure: times in, decisions out.
+/// their activation code has expired, and its outbox messages, with their own retention, once they were sent and the
+/// code they carry expired. Pure: times in, decisions out.
 ///
 /// A request ends when the cardholder's answer is recorded, or at its expiry (the TSP refuses an answer after it)
 /// if that comes first; an AUTHN message without an expiry is taken to live `defaultLifetimeMs` from its receipt.
@@ -52,6 +53,14 @@ public struct AppAuthnRetention: Sendable, Equatable {
     /// was made when the expiry is unknown (0). Its reference id is read only to activate with that code.
     public static func enrolmentEndsAtMs(expiresAtMs: UInt64, createdAtMs: UInt64) -> UInt64 {
         expiresAtMs != 0 ? expiresAtMs : createdAtMs + longestActivationLifetimeMs
+    }
+
+    /// When an outbox message sent at `sentAtMs` is no longer needed: once it was sent and the code it carries (a
+    /// one-time code for ID&V, an activation code) expired at `codeExpiresAtMs`, so none is pruned while its code can
+    /// still be used; `longestActivationLifetimeMs` after it was sent when that expiry is unknown (0), as for the
+    /// messages recorded before schema 13.
+    public static func outboxMessageEndsAtMs(codeExpiresAtMs: UInt64, sentAtMs: UInt64) -> UInt64 {
+        codeExpiresAtMs != 0 ? max(codeExpiresAtMs, sentAtMs) : sentAtMs + longestActivationLifetimeMs
     }
 
     /// Requests that ended at or before this time are pruned at `nowMs`; nil when none can be (the node's clock is

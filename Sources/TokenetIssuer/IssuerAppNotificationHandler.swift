@@ -13,6 +13,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     let store: IssuerStore?
     /// How long an ended authentication request stays (`prune`).
     let retention: AppAuthnRetention
+    /// How long the issuer's outbox keeps a message once it was sent and its code expired (`prune`).
+    let outboxRetention: AppAuthnRetention
     let now: @Sendable () -> Date
 
     /// A handler that keeps nothing across restarts (tests of the pure flow).
@@ -20,15 +22,17 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         view: IssuerAppView, logger: Logger, retention: AppAuthnRetention = AppAuthnRetention(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.init(view: view, logger: logger, inbox: IssuerAppInbox(), store: nil, retention: retention, now: now)
+        self.init(
+            view: view, logger: logger, inbox: IssuerAppInbox(), store: nil, retention: retention,
+            outboxRetention: AppAuthnRetention(), now: now)
     }
 
     /// Rebuilds the inbox from what an earlier run kept: its messages, and the authentication requests and card ids
     /// their actions left (derived from the messages once, for a database from before those were kept apart). Then
-    /// prunes the requests whose retention ran out while the node was down.
+    /// prunes the requests, enrolments and outbox messages whose retention ran out while the node was down.
     convenience init(
         view: IssuerAppView, logger: Logger, store: IssuerStore, retention: AppAuthnRetention = AppAuthnRetention(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        outboxRetention: AppAuthnRetention = AppAuthnRetention(), now: @escaping @Sendable () -> Date = { Date() }
     ) throws(IssuerError) {
         let imported = try store.importAppInboxState(nowMs: Self.milliseconds(now()))
         if imported.authn + imported.cardIDs > 0 {
@@ -39,19 +43,22 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         let inbox = IssuerAppInbox(
             restoring: try store.appNotifications(), authn: try store.appAuthnRequests(),
             cardIdentities: try store.appCardIdentities())
-        self.init(view: view, logger: logger, inbox: inbox, store: store, retention: retention, now: now)
+        self.init(
+            view: view, logger: logger, inbox: inbox, store: store, retention: retention,
+            outboxRetention: outboxRetention, now: now)
         try prune()
     }
 
     private init(
         view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?, retention: AppAuthnRetention,
-        now: @escaping @Sendable () -> Date
+        outboxRetention: AppAuthnRetention, now: @escaping @Sendable () -> Date
     ) {
         self.view = view
         self.logger = logger
         self.inbox = Mutex(inbox)
         self.store = store
         self.retention = retention
+        self.outboxRetention = outboxRetention
         self.now = now
     }
 
@@ -120,12 +127,24 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         inbox.withLock { $0.answered(id, status: status, nowMs: nowMs) }
     }
 
-    /// Forgets, in the store and in memory, the authentication requests whose retention has run out, and deletes the
-    /// enrolments whose activation code expired as long ago (nobody can activate with them any more); returns how
-    /// many requests. The node does it at start and every `retention.sweepInterval`.
+    /// Forgets, in the store and in memory, the authentication requests whose retention has run out, deletes the
+    /// enrolments whose activation code expired as long ago (nobody can activate with them any more), and deletes the
+    /// outbox messages sent and past their code's expiry for `outboxRetention`; returns how many requests. The node
+    /// does it at start and every `sweepInterval`.
     @discardableResult
     func prune() throws(IssuerError) -> Int {
         let nowMs = self.nowMs
+        let pruned = try pruneAppAuthn(nowMs: nowMs)
+        if let store, let cutoff = outboxRetention.cutoffMs(nowMs: nowMs) {
+            let messages = try store.pruneOutbox(endedAtOrBefore: cutoff)
+            if messages > 0 {
+                logger.info("outbox messages pruned", ["count": "\(messages)", "kept_ms": "\(outboxRetention.keepMs)"])
+            }
+        }
+        return pruned
+    }
+
+    private func pruneAppAuthn(nowMs: UInt64) throws(IssuerError) -> Int {
         guard let cutoff = retention.cutoffMs(nowMs: nowMs) else { return 0 }
         let stored = try store?.pruneAppAuthnRequests(endedAtOrBefore: cutoff) ?? 0
         let forgotten = inbox.withLock { $0.prune(nowMs: nowMs, retention: retention) }.count
@@ -143,11 +162,14 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         return pruned
     }
 
-    /// Prunes every `retention.sweepInterval` until the task is cancelled (the node stops).
+    /// How often a running node prunes: the shorter of the two retentions' sweep intervals (every hour by default).
+    var sweepInterval: Duration { min(retention.sweepInterval, outboxRetention.sweepInterval) }
+
+    /// Prunes every `sweepInterval` until the task is cancelled (the node stops).
     func pruneUntilCancelled() async {
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: retention.sweepInterval)
+                try await Task.sleep(for: sweepInterval)
             } catch {
                 return
             }
@@ -155,7 +177,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
                 try prune()
             } catch {
                 logger.warning(
-                    "cannot prune the app's authentication requests and the enrolments", ["error": error.message])
+                    "cannot prune the app's authentication requests, the enrolments and the outbox",
+                    ["error": error.message])
             }
         }
     }

@@ -35,7 +35,8 @@ final class IssuerEnrolmentBackend: Sendable {
                 text: "Your Tokenet Bank app activation code is \(activation.activationCode) (reference "
                     + "\(activation.referenceID)); it expires in \(minutes) minutes. Or open "
                     + Self.link(activation, userID: userID) + ". Never share it.",
-                digitalCardID: "enrolment:\(activation.referenceID)"))
+                digitalCardID: "enrolment:\(activation.referenceID)"),
+            codeExpiresAtMs: activation.expiresAtMs)
         logger.info(
             "account enrolled; activation code delivered",
             ["user": userID, "account": accountID, "ref": activation.referenceID, "to": phone])

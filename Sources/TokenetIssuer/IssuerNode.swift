@@ -7,7 +7,7 @@ import TokenetWire
 
 /// The card issuer's services: decisions for the TSP and controls for operators, over its own SQLite store. Its
 /// policy (`IssuerPolicy`, from `issuer-policy.json` in the data directory when present) sets how long the issuer app
-/// keeps ended authentication requests.
+/// keeps ended authentication requests, and the issuer its outbox messages.
 public enum IssuerNode {
     public static func services(_ context: NodeContext) throws(NodeError) -> RPCRouter {
         try services(context, login: nil)
@@ -45,7 +45,8 @@ public enum IssuerNode {
         let appNotifications: IssuerAppNotificationHandler
         do {
             appNotifications = try IssuerAppNotificationHandler(
-                view: appView, logger: logger, store: party.store, retention: policy.appAuthnRetention)
+                view: appView, logger: logger, store: party.store, retention: policy.appAuthnRetention,
+                outboxRetention: policy.outboxRetention)
         } catch {
             throw NodeError(.io, "cannot read the issuer app's notifications", cause: DescribedError(error))
         }

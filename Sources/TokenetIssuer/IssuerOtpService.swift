@@ -43,7 +43,8 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
         try store.recordOutbox(
             IssuerV1.OutboxMessage(
                 sentAtMs: UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)), channel: channel,
-                maskedDestination: destination, text: text, digitalCardID: request.digitalCardID))
+                maskedDestination: destination, text: text, digitalCardID: request.digitalCardID),
+            codeExpiresAtMs: request.expiresAtMs)
         logger.withTraceID(context.traceID).info(
             "one-time code delivered",
             ["digital_card_id": request.digitalCardID, "card": card.id, "channel": channel, "to": destination])

@@ -7,10 +7,13 @@ public struct IssuerPolicy: Sendable, Equatable {
 
     /// The keys the file may hold, each optional: `app_authn_retention_s`, how long the issuer app keeps an
     /// authentication request once it was answered or expired, and the issuer an enrolment once its activation code
-    /// expired (a week by default).
-    static let fileKeys: Set<String> = ["app_authn_retention_s"]
+    /// expired (a week by default); `outbox_retention_s`, how long the issuer's outbox keeps a message (a one-time
+    /// code, an activation code) once it was sent and its code expired (a week by default; a message whose code
+    /// expiry is unknown is taken to expire a week after it was sent). Each is 1 s to 366 days.
+    static let fileKeys: Set<String> = ["app_authn_retention_s", "outbox_retention_s"]
 
     public var appAuthnRetention = AppAuthnRetention()
+    public var outboxRetention = AppAuthnRetention()
 
     public init() {}
 
@@ -23,6 +26,9 @@ public struct IssuerPolicy: Sendable, Equatable {
         }
         if let seconds = try file.number("app_authn_retention_s", in: 1...(366 * 86_400), unit: "seconds") {
             policy.appAuthnRetention = AppAuthnRetention(keep: .seconds(seconds))
+        }
+        if let seconds = try file.number("outbox_retention_s", in: 1...(366 * 86_400), unit: "seconds") {
+            policy.outboxRetention = AppAuthnRetention(keep: .seconds(seconds))
         }
         return policy
     }

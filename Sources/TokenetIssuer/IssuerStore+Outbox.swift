@@ -18,19 +18,39 @@ extension IssuerStore {
         return try card(id: cardID)
     }
 
-    /// Records a delivered message. The outbox stands in for the SMS and e-mail gateways, so it holds the text the
-    /// cardholder would read, code included; it is shown to operators only, never logged.
-    func recordOutbox(_ message: IssuerV1.OutboxMessage) throws(IssuerError) {
+    /// When each message is no longer needed (`AppAuthnRetention.outboxMessageEndsAtMs`), so the outbox is pruned
+    /// through an index. Those recorded before knew no code expiry: they end the longest code lifetime after they
+    /// were sent.
+    static let outboxEndsSchema = """
+        ALTER TABLE outbox ADD COLUMN ends_at_ms INTEGER NOT NULL DEFAULT 0;
+        UPDATE outbox SET ends_at_ms = sent_at_ms + \(AppAuthnRetention.longestActivationLifetimeMs);
+        CREATE INDEX outbox_by_end ON outbox(ends_at_ms);
+        """
+
+    /// Records a delivered message whose code expires at `codeExpiresAtMs` (0: unknown). The outbox stands in for
+    /// the SMS and e-mail gateways, so it holds the text the cardholder would read, code included; it is shown to
+    /// operators only, never logged, and kept until `pruneOutbox` removes it.
+    func recordOutbox(_ message: IssuerV1.OutboxMessage, codeExpiresAtMs: UInt64) throws(IssuerError) {
+        let endsAtMs = AppAuthnRetention.outboxMessageEndsAtMs(
+            codeExpiresAtMs: codeExpiresAtMs, sentAtMs: message.sentAtMs)
         _ = try storage("record a sent message") {
             try database.execute(
                 """
-                INSERT INTO outbox (sent_at_ms, digital_card_id, channel, masked_destination, text)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO outbox (sent_at_ms, digital_card_id, channel, masked_destination, text, ends_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?)
                 """,
                 [
-                    Int64(message.sentAtMs), message.digitalCardID, message.channel, message.maskedDestination,
-                    message.text,
+                    Int64(clamping: message.sentAtMs), message.digitalCardID, message.channel,
+                    message.maskedDestination, message.text, Int64(clamping: endsAtMs),
                 ])
+        }
+    }
+
+    /// Deletes the messages no longer needed at or before `cutoffMs` (`ends_at_ms`); returns how many.
+    @discardableResult
+    func pruneOutbox(endedAtOrBefore cutoffMs: UInt64) throws(IssuerError) -> Int {
+        try storage("prune the outbox") {
+            try database.execute("DELETE FROM outbox WHERE ends_at_ms <= ?", [Int64(clamping: cutoffMs)]).changes
         }
     }
 

@@ -85,6 +85,7 @@ final class IssuerStore: Sendable {
         Migration(version: 10, name: "app-authn-requests", sql: IssuerStore.appAuthnRequestsSchema),
         Migration(version: 11, name: "drop-app-authn-answers", sql: IssuerStore.appAuthnAnswersDropSchema),
         Migration(version: 12, name: "enrolment-ends", sql: IssuerStore.enrolmentEndsSchema),
+        Migration(version: 13, name: "outbox-ends", sql: IssuerStore.outboxEndsSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

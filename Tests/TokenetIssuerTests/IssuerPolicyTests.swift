@@ -22,9 +22,17 @@ import TokenetTestSupport
         #expect(policy.appAuthnRetention.keep == .seconds(86_400))
     }
 
+    @Test func theOutboxRetentionIsReadFromThePolicyFile() throws {
+        #expect(try IssuerPolicy.load(dataDirectory: directory(nil)).outboxRetention == AppAuthnRetention())
+        let policy = try IssuerPolicy.load(dataDirectory: directory(#"{"outbox_retention_s": 3600}"#))
+        #expect(policy.outboxRetention.keep == .seconds(3600))
+        #expect(policy.appAuthnRetention == AppAuthnRetention())
+    }
+
     @Test(arguments: [
         #"{"app_authn_retention": 60}"#, #"{"app_authn_retention_s": 0}"#, #"{"app_authn_retention_s": "60"}"#,
         #"{"app_authn_retention_s": true}"#, #"{"app_authn_retention_s": 60, "app_authn_retention_s": 61}"#, "[]",
+        #"{"outbox_retention_s": 0}"#, #"{"outbox_retention_s": 31622401}"#, #"{"outbox_retention_s": "3600"}"#,
     ])
     func aBadPolicyFileStopsTheNode(json: String) throws {
         let error = #expect(throws: NodeError.self) { try IssuerPolicy.load(dataDirectory: directory(json)) }
