@@ -26,8 +26,9 @@ enum IssuerCommand {
         prints it for `tokenet wallet add-card --receipt`; --mode session pushes the card data to the wallet
         provider's backend (which refuses an account the wallet does not have) and prints the push session id for
         `tokenet wallet add-card --push-session`. outbox lists the messages the issuer sent (one-time codes by SMS
-        or e-mail, destinations masked). activate-token is the call centre: after verifying the cardholder, the
-        operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
+        or e-mail, activation codes; destinations masked), each kept until a week after its code expired
+        (outbox_retention_s in issuer-policy.json). activate-token is the call centre: after verifying the cardholder,
+        the operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
         wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
         RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
 
