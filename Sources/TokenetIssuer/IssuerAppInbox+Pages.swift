@@ -2,7 +2,7 @@ import TokenetNode
 import TokenetWire
 
 /// The pages of `IssuerAppInbox/Notifications`. The kept notifications are few (`capacity`), but the authentication
-/// requests of a week (`AppAuthnRetention`) and the card ids of every renewed token can be many, so the three are one
+/// requests of a week (`IssuerRetention`) and the card ids of every renewed token can be many, so the three are one
 /// listing in a fixed order of unique keys: notifications by the row they were kept under, then authentication
 /// requests by the row of the message that asked them, then card ids by digital card id. A page holds up to `size`
 /// items of the three together, and a token names the kind and key of the last item it listed (`n:ROW`, `a:ROW`,

@@ -3,7 +3,7 @@ import TokenetWire
 
 /// The issuer app's notifications as a pure state machine: each message received yields the one action the app
 /// takes, and is kept (with what was done) for operators. Authentication requests wait here for the cardholder's
-/// answer and are kept, once ended, for `AppAuthnRetention`'s time (`prune`); renewals keep the issuer's card id of
+/// answer and are kept, once ended, for `IssuerRetention`'s time (`prune`); renewals keep the issuer's card id of
 /// each digital card until the token is deleted.
 public struct IssuerAppInbox: Sendable, Equatable {
     /// Kept messages; the oldest are dropped beyond this many.
@@ -59,7 +59,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
     public static let expired = "EXPIRED"
 
     /// An authentication request as the app keeps it: the row of the message that asked it (its place in
-    /// `Notifications` pages) and when it ended or ends (`AppAuthnRetention`).
+    /// `Notifications` pages) and when it ended or ends (`IssuerRetention`).
     public struct KeptAuthn: Sendable, Equatable {
         public var request: IssuerV1.AppAuthn
         public var row: Int64
@@ -159,12 +159,12 @@ public struct IssuerAppInbox: Sendable, Equatable {
     public mutating func answered(_ id: String, status: String, nowMs: UInt64) {
         guard let index = authn.firstIndex(where: { $0.request.authnRequestID == id }) else { return }
         authn[index].request.status = status
-        authn[index].endsAtMs = AppAuthnRetention.endsAtMs(authn[index].endsAtMs, answeredAtMs: nowMs)
+        authn[index].endsAtMs = IssuerRetention.endsAtMs(authn[index].endsAtMs, answeredAtMs: nowMs)
     }
 
     /// Forgets the authentication requests whose retention has run out at `nowMs`; returns their ids.
     @discardableResult
-    public mutating func prune(nowMs: UInt64, retention: AppAuthnRetention) -> [String] {
+    public mutating func prune(nowMs: UInt64, retention: IssuerRetention) -> [String] {
         let pruned = authn.filter { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
         guard !pruned.isEmpty else { return [] }
         authn.removeAll { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
@@ -219,7 +219,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
             request: IssuerV1.AppAuthn(
                 authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
                 merchant: body.merchant, status: pending),
-            row: row, endsAtMs: AppAuthnRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
+            row: row, endsAtMs: IssuerRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
     }
 
     /// What the app did, for people.

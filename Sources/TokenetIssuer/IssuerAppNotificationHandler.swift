@@ -12,27 +12,27 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     /// Where the app keeps its messages across restarts; nil keeps them in memory only (tests of the pure flow).
     let store: IssuerStore?
     /// How long an ended authentication request stays (`prune`).
-    let retention: AppAuthnRetention
+    let retention: IssuerRetention
     /// How long the issuer's outbox keeps a message once it was sent and its code expired (`prune`).
-    let outboxRetention: AppAuthnRetention
+    let outboxRetention: IssuerRetention
     let now: @Sendable () -> Date
 
     /// A handler that keeps nothing across restarts (tests of the pure flow).
     public convenience init(
-        view: IssuerAppView, logger: Logger, retention: AppAuthnRetention = AppAuthnRetention(),
+        view: IssuerAppView, logger: Logger, retention: IssuerRetention = IssuerRetention(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.init(
             view: view, logger: logger, inbox: IssuerAppInbox(), store: nil, retention: retention,
-            outboxRetention: AppAuthnRetention(), now: now)
+            outboxRetention: IssuerRetention(), now: now)
     }
 
     /// Rebuilds the inbox from what an earlier run kept: its messages, and the authentication requests and card ids
     /// their actions left (derived from the messages once, for a database from before those were kept apart). Then
     /// prunes the requests, enrolments and outbox messages whose retention ran out while the node was down.
     convenience init(
-        view: IssuerAppView, logger: Logger, store: IssuerStore, retention: AppAuthnRetention = AppAuthnRetention(),
-        outboxRetention: AppAuthnRetention = AppAuthnRetention(), now: @escaping @Sendable () -> Date = { Date() }
+        view: IssuerAppView, logger: Logger, store: IssuerStore, retention: IssuerRetention = IssuerRetention(),
+        outboxRetention: IssuerRetention = IssuerRetention(), now: @escaping @Sendable () -> Date = { Date() }
     ) throws(IssuerError) {
         let imported = try store.importAppInboxState(nowMs: Self.milliseconds(now()))
         if imported.authn + imported.cardIDs > 0 {
@@ -50,8 +50,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     }
 
     private init(
-        view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?, retention: AppAuthnRetention,
-        outboxRetention: AppAuthnRetention, now: @escaping @Sendable () -> Date
+        view: IssuerAppView, logger: Logger, inbox: IssuerAppInbox, store: IssuerStore?, retention: IssuerRetention,
+        outboxRetention: IssuerRetention, now: @escaping @Sendable () -> Date
     ) {
         self.view = view
         self.logger = logger

@@ -12,8 +12,8 @@ public struct IssuerPolicy: Sendable, Equatable {
     /// expiry is unknown is taken to expire a week after it was sent). Each is 1 s to 366 days.
     static let fileKeys: Set<String> = ["app_authn_retention_s", "outbox_retention_s"]
 
-    public var appAuthnRetention = AppAuthnRetention()
-    public var outboxRetention = AppAuthnRetention()
+    public var appAuthnRetention = IssuerRetention()
+    public var outboxRetention = IssuerRetention()
 
     public init() {}
 
@@ -25,10 +25,10 @@ public struct IssuerPolicy: Sendable, Equatable {
             return policy
         }
         if let seconds = try file.number("app_authn_retention_s", in: 1...(366 * 86_400), unit: "seconds") {
-            policy.appAuthnRetention = AppAuthnRetention(keep: .seconds(seconds))
+            policy.appAuthnRetention = IssuerRetention(keep: .seconds(seconds))
         }
         if let seconds = try file.number("outbox_retention_s", in: 1...(366 * 86_400), unit: "seconds") {
-            policy.outboxRetention = AppAuthnRetention(keep: .seconds(seconds))
+            policy.outboxRetention = IssuerRetention(keep: .seconds(seconds))
         }
         return policy
     }

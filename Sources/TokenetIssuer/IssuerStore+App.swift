@@ -29,15 +29,15 @@ struct AppAccountRecord: Sendable {
 }
 
 /// Storage for strong authentication at the issuer: the backend's enrolments (reference id → user and account; the
-/// activation code itself only in the outbox), kept until `AppAuthnRetention` after their code expired, and the
+/// activation code itself only in the outbox), kept until `IssuerRetention` after their code expired, and the
 /// app's users and accounts.
 extension IssuerStore {
-    /// When each enrolment can no longer be used (`AppAuthnRetention.enrolmentEndsAtMs`), so the ended ones are
+    /// When each enrolment can no longer be used (`IssuerRetention.enrolmentEndsAtMs`), so the ended ones are
     /// pruned through an index. Those recorded before knew no expiry: they end the longest code lifetime after they
     /// were made.
     static let enrolmentEndsSchema = """
         ALTER TABLE enrolments ADD COLUMN ends_at_ms INTEGER NOT NULL DEFAULT 0;
-        UPDATE enrolments SET ends_at_ms = created_at_ms + \(AppAuthnRetention.longestActivationLifetimeMs);
+        UPDATE enrolments SET ends_at_ms = created_at_ms + \(IssuerRetention.longestActivationLifetimeMs);
         CREATE INDEX enrolments_by_end ON enrolments(ends_at_ms);
         """
 
@@ -78,7 +78,7 @@ extension IssuerStore {
     func recordEnrolment(
         referenceID: String, userID: String, accountID: String, expiresAtMs: UInt64, nowMs: UInt64
     ) throws(IssuerError) {
-        let endsAtMs = AppAuthnRetention.enrolmentEndsAtMs(expiresAtMs: expiresAtMs, createdAtMs: nowMs)
+        let endsAtMs = IssuerRetention.enrolmentEndsAtMs(expiresAtMs: expiresAtMs, createdAtMs: nowMs)
         _ = try storage("record an enrolment") {
             try database.execute(
                 """

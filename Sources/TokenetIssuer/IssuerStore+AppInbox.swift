@@ -7,7 +7,7 @@ import TokenetWire
 /// transaction, and rebuilds its inbox from them when it starts. Bodies carry card ids and last fours, never a PAN.
 ///
 /// Each is bounded: the newest `IssuerAppInbox.capacity` messages, the authentication requests until their
-/// retention after they ended (`AppAuthnRetention`, pruned by `ends_at_ms`), one card id per digital card, dropped
+/// retention after they ended (`IssuerRetention`, pruned by `ends_at_ms`), one card id per digital card, dropped
 /// when the token is deleted. A token the TSP tells deleted (CARD_STATE DEACTIVATED) is also recorded in
 /// `deleted_tokens` in the same transaction, for the issuer's renewals and card-wide token changes to skip.
 extension IssuerStore {

@@ -18,12 +18,12 @@ extension IssuerStore {
         return try card(id: cardID)
     }
 
-    /// When each message is no longer needed (`AppAuthnRetention.outboxMessageEndsAtMs`), so the outbox is pruned
+    /// When each message is no longer needed (`IssuerRetention.outboxMessageEndsAtMs`), so the outbox is pruned
     /// through an index. Those recorded before knew no code expiry: they end the longest code lifetime after they
     /// were sent.
     static let outboxEndsSchema = """
         ALTER TABLE outbox ADD COLUMN ends_at_ms INTEGER NOT NULL DEFAULT 0;
-        UPDATE outbox SET ends_at_ms = sent_at_ms + \(AppAuthnRetention.longestActivationLifetimeMs);
+        UPDATE outbox SET ends_at_ms = sent_at_ms + \(IssuerRetention.longestActivationLifetimeMs);
         CREATE INDEX outbox_by_end ON outbox(ends_at_ms);
         """
 
@@ -31,7 +31,7 @@ extension IssuerStore {
     /// the SMS and e-mail gateways, so it holds the text the cardholder would read, code included; it is shown to
     /// operators only, never logged, and kept until `pruneOutbox` removes it.
     func recordOutbox(_ message: IssuerV1.OutboxMessage, codeExpiresAtMs: UInt64) throws(IssuerError) {
-        let endsAtMs = AppAuthnRetention.outboxMessageEndsAtMs(
+        let endsAtMs = IssuerRetention.outboxMessageEndsAtMs(
             codeExpiresAtMs: codeExpiresAtMs, sentAtMs: message.sentAtMs)
         _ = try storage("record a sent message") {
             try database.execute(

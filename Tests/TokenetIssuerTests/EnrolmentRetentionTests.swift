@@ -6,18 +6,18 @@ import TokenetStorage
 @testable import TokenetIssuer
 
 /// The issuer's strong-authentication enrolments (reference id → user and account, read only to activate with the
-/// code) are kept until `AppAuthnRetention` after their activation code expired, then pruned with the app's ended
+/// code) are kept until `IssuerRetention` after their activation code expired, then pruned with the app's ended
 /// authentication requests: the table does not grow with every enrolment.
 @Suite struct EnrolmentRetentionTests {
     static let hour: UInt64 = 3_600_000
-    static let retention = AppAuthnRetention(keep: .seconds(3600))
+    static let retention = IssuerRetention(keep: .seconds(3600))
 
     @Test func anEnrolmentEndsAtItsCodesExpiry() {
         #expect(
-            AppAuthnRetention.enrolmentEndsAtMs(expiresAtMs: 5 * Self.hour, createdAtMs: Self.hour) == 5 * Self.hour)
+            IssuerRetention.enrolmentEndsAtMs(expiresAtMs: 5 * Self.hour, createdAtMs: Self.hour) == 5 * Self.hour)
         // Unknown expiry: the longest lifetime the TSP gives a code, so a code still usable is never pruned.
         #expect(
-            AppAuthnRetention.enrolmentEndsAtMs(expiresAtMs: 0, createdAtMs: Self.hour)
+            IssuerRetention.enrolmentEndsAtMs(expiresAtMs: 0, createdAtMs: Self.hour)
                 == Self.hour + 7 * 24 * Self.hour)
         #expect(!Self.retention.prunes(endsAtMs: 5 * Self.hour, nowMs: 6 * Self.hour - 1))
         #expect(Self.retention.prunes(endsAtMs: 5 * Self.hour, nowMs: 6 * Self.hour))
@@ -53,7 +53,7 @@ import TokenetStorage
             "INSERT INTO enrolments (reference_id, user_id, account_id, created_at_ms) VALUES ('ref-1', 'ch-1', "
                 + "'acc-1', \(Self.hour))")
         let store = try IssuerStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
-        let longest = AppAuthnRetention.longestActivationLifetimeMs
+        let longest = IssuerRetention.longestActivationLifetimeMs
         #expect(try store.pruneEnrolments(endedAtOrBefore: Self.hour + longest - 1) == 0)
         #expect(try store.enrolment(referenceID: "ref-1")?.userID == "ch-1")
         #expect(try store.pruneEnrolments(endedAtOrBefore: Self.hour + longest) == 1)

@@ -12,17 +12,17 @@ import TokenetWire
 /// What the issuer app keeps, and for how long: ended authentication requests for their retention, one card id per
 /// live digital card, app-to-app sessions while they can be used. Neither its memory nor its database grows with
 /// every payment.
-@Suite struct AppAuthnRetentionTests {
+@Suite struct IssuerRetentionTests {
     static let minute: UInt64 = 60_000
-    static let retention = AppAuthnRetention(keep: .seconds(3600))
+    static let retention = IssuerRetention(keep: .seconds(3600))
 
     @Test func aRequestEndsAtItsAnswerOrItsExpiry() {
-        #expect(AppAuthnRetention.endsAtMs(expiresAtMs: 9_000, receivedAtMs: 1_000) == 9_000)
+        #expect(IssuerRetention.endsAtMs(expiresAtMs: 9_000, receivedAtMs: 1_000) == 9_000)
         #expect(
-            AppAuthnRetention.endsAtMs(expiresAtMs: 0, receivedAtMs: 1_000)
-                == 1_000 + AppAuthnRetention.defaultLifetimeMs)
-        #expect(AppAuthnRetention.endsAtMs(9_000, answeredAtMs: 4_000) == 4_000)
-        #expect(AppAuthnRetention.endsAtMs(9_000, answeredAtMs: 12_000) == 9_000)
+            IssuerRetention.endsAtMs(expiresAtMs: 0, receivedAtMs: 1_000)
+                == 1_000 + IssuerRetention.defaultLifetimeMs)
+        #expect(IssuerRetention.endsAtMs(9_000, answeredAtMs: 4_000) == 4_000)
+        #expect(IssuerRetention.endsAtMs(9_000, answeredAtMs: 12_000) == 9_000)
     }
 
     @Test func anEndedRequestIsPrunedOnceItsRetentionHasRunOut() {
@@ -34,10 +34,10 @@ import TokenetWire
         #expect(!Self.retention.prunes(endsAtMs: 6, nowMs: hour + 5))
         // A pending request is never pruned before its expiry has passed by the retention.
         #expect(!Self.retention.prunes(endsAtMs: 10 * hour, nowMs: 10 * hour + hour - 1))
-        #expect(AppAuthnRetention().keepMs == 7 * 24 * hour)
-        #expect(AppAuthnRetention().sweepInterval == .seconds(3600))
-        #expect(AppAuthnRetention(keep: .seconds(30)).sweepInterval == .seconds(30))
-        #expect(AppAuthnRetention(keep: .milliseconds(1)).sweepInterval == .seconds(1))
+        #expect(IssuerRetention().keepMs == 7 * 24 * hour)
+        #expect(IssuerRetention().sweepInterval == .seconds(3600))
+        #expect(IssuerRetention(keep: .seconds(30)).sweepInterval == .seconds(30))
+        #expect(IssuerRetention(keep: .milliseconds(1)).sweepInterval == .seconds(1))
     }
 
     static func authn(_ id: String, expiresAtMs: UInt64 = 0) -> TspV1.Notification {
@@ -107,7 +107,7 @@ import TokenetWire
             try inbox.pendingAuthn("ar-1", nowMs: 10_000)
         }
         // Without an expiry in its AUTHN, a request lives the TSP's lifetime from its receipt.
-        let defaultEnd = 1_000 + AppAuthnRetention.defaultLifetimeMs
+        let defaultEnd = 1_000 + IssuerRetention.defaultLifetimeMs
         #expect(inbox.authnRequests(nowMs: defaultEnd - 1).map(\.status) == ["EXPIRED", "PENDING"])
         #expect(inbox.authnRequests(nowMs: defaultEnd).map(\.status) == ["EXPIRED", "EXPIRED"])
         let page = try inbox.page(PageRequest(size: 0, token: "", call: "Notifications"), nowMs: 10_000)
@@ -150,7 +150,7 @@ final class ManualClock: Sendable {
 
 /// The app's store and its running inbox together.
 @Suite struct IssuerAppRetentionStoreTests {
-    static let retention = AppAuthnRetention(keep: .seconds(3600))
+    static let retention = IssuerRetention(keep: .seconds(3600))
 
     static func handler(_ store: IssuerStore, _ clock: ManualClock) throws -> IssuerAppNotificationHandler {
         try IssuerAppNotificationHandler(
@@ -172,11 +172,11 @@ final class ManualClock: Sendable {
         let clock = ManualClock()
         let handler = try Self.handler(store, clock)
         for index in 1...300 {
-            try await handler.handle(AppAuthnRetentionTests.authn("old-\(index)"))
+            try await handler.handle(IssuerRetentionTests.authn("old-\(index)"))
             if index % 2 == 0 { try handler.answered("old-\(index)", status: "PROCEEDED") }
         }
         clock.advance(2 * 3600)
-        for index in 1...3 { try await handler.handle(AppAuthnRetentionTests.authn("new-\(index)")) }
+        for index in 1...3 { try await handler.handle(IssuerRetentionTests.authn("new-\(index)")) }
         try handler.answered("new-1", status: "CANCELLED")
         #expect(try Self.count(store, "app_authn_requests") == 303)
         #expect(handler.snapshot.authn.count == 303)
@@ -213,9 +213,9 @@ final class ManualClock: Sendable {
         let store = try Support.store()
         let clock = ManualClock()
         let first = try Self.handler(store, clock)
-        try await first.handle(AppAuthnRetentionTests.authn("ar-1"))
+        try await first.handle(IssuerRetentionTests.authn("ar-1"))
         try first.answered("ar-1", status: "PROCEEDED")
-        try await first.handle(AppAuthnRetentionTests.authn("ar-2"))
+        try await first.handle(IssuerRetentionTests.authn("ar-2"))
         clock.advance(3600 + 1)
         let restarted = try Self.handler(store, clock)
         #expect(restarted.snapshot.authnRequests.map(\.authnRequestID) == ["ar-2"])
@@ -230,7 +230,7 @@ final class ManualClock: Sendable {
         let store = try Support.store()
         let clock = ManualClock()
         let handler = try Self.handler(store, clock)
-        try await handler.handle(AppAuthnRetentionTests.authn("ar-1"))
+        try await handler.handle(IssuerRetentionTests.authn("ar-1"))
         for index in 0..<IssuerAppInbox.capacity {
             var message = IssuerAppInboxTests.message("UNKNOWN", body: nil)
             message.messageID = "u-\(index)"
@@ -248,7 +248,7 @@ final class ManualClock: Sendable {
         let handler = IssuerAppNotificationHandler(
             view: IssuerAppView(), logger: Support.logger(), retention: Self.retention, now: clock.now)
         for index in 1...50 {
-            try await handler.handle(AppAuthnRetentionTests.authn("ar-\(index)"))
+            try await handler.handle(IssuerRetentionTests.authn("ar-\(index)"))
             try handler.answered("ar-\(index)", status: "PROCEEDED")
         }
         clock.advance(3600)
@@ -265,11 +265,11 @@ final class ManualClock: Sendable {
         for round in 1...20 {
             for card in 1...5 {
                 try await handler.handle(
-                    AppAuthnRetentionTests.renewal(
+                    IssuerRetentionTests.renewal(
                         "DC-\(card)", to: "c-\(card)-\(round)", messageID: "r\(round)-\(card)"))
             }
         }
-        try await handler.handle(AppAuthnRetentionTests.deleted("DC-2", messageID: "d2"))
+        try await handler.handle(IssuerRetentionTests.deleted("DC-2", messageID: "d2"))
         let expected = ["DC-1": "c-1-20", "DC-3": "c-3-20", "DC-4": "c-4-20", "DC-5": "c-5-20"]
         #expect(try Self.count(store, "app_card_ids") == 4)
         #expect(handler.snapshot.cardIdentities.mapValues(\.cardID) == expected)
@@ -287,8 +287,8 @@ final class ManualClock: Sendable {
         let database = try Database.openInMemory()
         try Migrator(IssuerStore.migrations.filter { $0.version < 10 }).migrate(database)
         for (row, message) in [
-            AppAuthnRetentionTests.authn("ar-1"), AppAuthnRetentionTests.authn("ar-2"),
-            AppAuthnRetentionTests.renewal("DC-1", to: "c-1b", messageID: "r1"),
+            IssuerRetentionTests.authn("ar-1"), IssuerRetentionTests.authn("ar-2"),
+            IssuerRetentionTests.renewal("DC-1", to: "c-1b", messageID: "r1"),
         ].enumerated() {
             try database.execute(
                 "INSERT INTO app_inbox (id, message_id, notification) VALUES (?, ?, ?)",
@@ -318,7 +318,7 @@ final class ManualClock: Sendable {
         for importDone in [false, true] {
             let database = try Database.openInMemory()
             try Migrator(IssuerStore.migrations.filter { $0.version < 11 }).migrate(database)
-            let message = AppAuthnRetentionTests.authn("ar-1")
+            let message = IssuerRetentionTests.authn("ar-1")
             try database.execute(
                 "INSERT INTO app_inbox (id, message_id, notification) VALUES (1, ?, ?)",
                 [message.messageID, try message.serializedBytes()])

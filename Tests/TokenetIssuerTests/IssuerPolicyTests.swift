@@ -17,16 +17,16 @@ import TokenetTestSupport
     }
 
     @Test func theRetentionIsReadFromThePolicyFile() throws {
-        #expect(try IssuerPolicy.load(dataDirectory: directory(nil)).appAuthnRetention == AppAuthnRetention())
+        #expect(try IssuerPolicy.load(dataDirectory: directory(nil)).appAuthnRetention == IssuerRetention())
         let policy = try IssuerPolicy.load(dataDirectory: directory(#"{"app_authn_retention_s": 86400}"#))
         #expect(policy.appAuthnRetention.keep == .seconds(86_400))
     }
 
     @Test func theOutboxRetentionIsReadFromThePolicyFile() throws {
-        #expect(try IssuerPolicy.load(dataDirectory: directory(nil)).outboxRetention == AppAuthnRetention())
+        #expect(try IssuerPolicy.load(dataDirectory: directory(nil)).outboxRetention == IssuerRetention())
         let policy = try IssuerPolicy.load(dataDirectory: directory(#"{"outbox_retention_s": 3600}"#))
         #expect(policy.outboxRetention.keep == .seconds(3600))
-        #expect(policy.appAuthnRetention == AppAuthnRetention())
+        #expect(policy.appAuthnRetention == IssuerRetention())
     }
 
     @Test(arguments: [

@@ -11,7 +11,7 @@ import TokenetWire
 /// does not grow with every code, and a code still usable is never pruned.
 @Suite struct OutboxRetentionTests {
     static let hour: UInt64 = 3_600_000
-    static let retention = AppAuthnRetention(keep: .seconds(3600))
+    static let retention = IssuerRetention(keep: .seconds(3600))
 
     static func message(_ number: Int, sentAtMs: UInt64) -> IssuerV1.OutboxMessage {
         IssuerV1.OutboxMessage(
@@ -21,13 +21,13 @@ import TokenetWire
 
     @Test func aMessageEndsWhenItsCodeExpired() {
         #expect(
-            AppAuthnRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 3 * Self.hour, sentAtMs: Self.hour)
+            IssuerRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 3 * Self.hour, sentAtMs: Self.hour)
                 == 3 * Self.hour)
         // A code that expired before the message was recorded: the message ends when it was sent.
-        #expect(AppAuthnRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 1, sentAtMs: Self.hour) == Self.hour)
+        #expect(IssuerRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 1, sentAtMs: Self.hour) == Self.hour)
         // Unknown expiry: the longest lifetime the TSP gives a code, so a code still usable is never pruned.
         #expect(
-            AppAuthnRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 0, sentAtMs: Self.hour)
+            IssuerRetention.outboxMessageEndsAtMs(codeExpiresAtMs: 0, sentAtMs: Self.hour)
                 == Self.hour + 7 * 24 * Self.hour)
         #expect(!Self.retention.prunes(endsAtMs: 3 * Self.hour, nowMs: 4 * Self.hour - 1))
         #expect(Self.retention.prunes(endsAtMs: 3 * Self.hour, nowMs: 4 * Self.hour))
@@ -67,7 +67,7 @@ import TokenetWire
             "INSERT INTO outbox (sent_at_ms, digital_card_id, channel, masked_destination, text) VALUES (\(Self.hour), "
                 + "'DC-1', 'sms', '+1', 'old')")
         let store = try IssuerStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
-        let longest = AppAuthnRetention.longestActivationLifetimeMs
+        let longest = IssuerRetention.longestActivationLifetimeMs
         #expect(try store.pruneOutbox(endedAtOrBefore: Self.hour + longest - 1) == 0)
         #expect(try store.outbox(digitalCardID: "DC-1").map(\.text) == ["old"])
         #expect(try store.pruneOutbox(endedAtOrBefore: Self.hour + longest) == 1)
@@ -80,8 +80,8 @@ import TokenetWire
         try store.recordOutbox(Self.message(1, sentAtMs: sent), codeExpiresAtMs: sent + 600_000)
         let clock = ManualClock(Support.now.addingTimeInterval(600 + 60 - 1))
         let handler = try IssuerAppNotificationHandler(
-            view: IssuerAppView(), logger: Support.logger(), store: store, retention: AppAuthnRetention(),
-            outboxRetention: AppAuthnRetention(keep: .seconds(60)), now: clock.now)
+            view: IssuerAppView(), logger: Support.logger(), store: store, retention: IssuerRetention(),
+            outboxRetention: IssuerRetention(keep: .seconds(60)), now: clock.now)
         #expect(handler.sweepInterval == .seconds(60))
         #expect(try store.outbox(digitalCardID: nil).count == 1)
         clock.advance(1)

@@ -1,13 +1,13 @@
-/// How long the issuer app keeps an authentication request (AUTHN) once it has ended, so that neither its memory
-/// nor its database grows with every payment; the issuer's strong-authentication enrolments are kept as long once
-/// their activation code has expired, and its outbox messages, with their own retention, once they were sent and the
-/// code they carry expired. Pure: times in, decisions out.
+/// How long the issuer keeps what has ended, so that neither its memory nor its database grows with every payment
+/// or enrolment: the app's authentication requests (AUTHN) once they ended, strong-authentication enrolments once
+/// their activation code expired, and (with a retention of its own) outbox messages once they were sent and the code
+/// they carry expired. Pure: times in, decisions out.
 ///
 /// A request ends when the cardholder's answer is recorded, or at its expiry (the TSP refuses an answer after it)
 /// if that comes first; an AUTHN message without an expiry is taken to live `defaultLifetimeMs` from its receipt.
 /// An ended request stays listed (with its outcome, which also makes the app refuse a second answer) for `keep`,
 /// then it is pruned.
-public struct AppAuthnRetention: Sendable, Equatable {
+public struct IssuerRetention: Sendable, Equatable {
     /// A week, like the TSP's notification queues: long enough for operators to read outcomes in the app's listing.
     public static let defaultKeep: Duration = .seconds(7 * 24 * 3600)
     /// The TSP's lifetime of an authentication request (`TransactionsService.authnLifetimeMs`).
