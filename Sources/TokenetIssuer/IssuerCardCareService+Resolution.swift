@@ -233,9 +233,9 @@ extension IssuerCardCareService {
                 ])
             return RPCError(
                 status,
-                "the TSP renewed card \(cardID)'s tokens in \(sent.answered) of \(sent.batches) calls, then failed "
-                    + "(\(reason)); it holds the number ending \(last4), \(renewal.expiry) for some tokens only, so the "
-                    + "renewal stays pending: repeat it to complete it")
+                "the TSP renewed \(sent.renewed.count) of card \(cardID)'s tokens, answering \(sent.answered) of "
+                    + "\(sent.batches) calls, then failed (\(reason)); it holds the number ending \(last4), "
+                    + "\(renewal.expiry) for some tokens only, so the renewal stays pending: repeat it to complete it")
         }
         if settlement == .keepPending, RenewalSettlement(failure: error) == .release {
             // Refused, but the TSP said before it holds the renewal for some tokens (`RenewalResolution.heldInPart`).

@@ -40,6 +40,8 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// their own results, as the TSP does.
         var deleted: Set<String> = []
         var unknown: Set<String> = []
+        /// Tokens a renewal fails for a reason that may pass (the status given), in their own results.
+        var failingTokens: [String: StatusCode] = [:]
 
         /// The result refusing token `id` when the TSP does not know it or has deleted it, as the TSP gives it.
         func refusal(of id: String) -> TspV1.TokenStateResult? {
@@ -120,6 +122,9 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
             state.renewals.append((request, card))
             let results: [TspV1.TokenStateResult] = request.digitalCardIds.map { id in
                 if let refusal = state.refusal(of: id) { return refusal }
+                if let code = state.failingTokens[id] {
+                    return .init(digitalCardID: id, statusCode: code.rawValue, message: "the token is busy")
+                }
                 state.held[id] = card
                 return .init(digitalCardID: id, tokenState: .active)
             }
@@ -607,7 +612,9 @@ final class Gate: Sendable {
             _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
         }
         #expect(failed?.code == .failedPrecondition)
-        #expect(failed?.message.contains("in 1 of 3 calls") == true, "\(String(describing: failed))")
+        #expect(
+            failed?.message.contains("renewed 10 of card \(Cards.visaApprove.0)'s tokens, answering 1 of 3 calls")
+                == true, "\(String(describing: failed))")
         #expect(failed?.message.contains("stays pending: repeat it") == true)
         #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
         #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.digits == Cards.visaApprove.1)
@@ -628,6 +635,28 @@ final class Gate: Sendable {
         #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
         #expect(tsp.state.withLock { ($0.renewalCalls, $0.fundingAsks) } == (5, 6))
         #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    /// A token of the first batch the TSP fails for a reason that may pass keeps the renewal pending (the batch's
+    /// other tokens hold the new number), and the error counts the tokens renewed, not the calls answered.
+    @Test func aTokenFailingForNowKeepsTheRenewalPendingAndIsNotCountedRenewed() async throws {
+        let ids = try manyTokens(23)
+        tsp.state.withLock { $0.failingTokens[ids[3]] = .unavailable }
+        let failed = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(failed?.code == .unavailable, "\(String(describing: failed))")
+        #expect(
+            failed?.message.contains("renewed 9 of card \(Cards.visaApprove.0)'s tokens, answering 1 of 3 calls")
+                == true, "\(String(describing: failed))")
+        #expect(failed?.message.contains("could not renew token \(ids[3])") == true, "\(String(describing: failed))")
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0)?.pan.last4 == "0017")
+        #expect(tsp.state.withLock { $0.renewalCalls } == 1)
+
+        tsp.state.withLock { $0.failingTokens = [:] }
+        let repeated = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        #expect(repeated.renewedDigitalCardIds == ids)
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
     }
 
     /// Tokens that cannot take a renewal do not hold it back: a token the TSP has deleted is left out (and recorded,
