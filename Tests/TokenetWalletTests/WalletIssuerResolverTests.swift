@@ -49,12 +49,12 @@ import TokenetWire
         return try WalletHarness(store: try WalletStore(database: database))
     }
 
-    /// The resolver as the wallet node runs it, calling the harness's fake TSP as wallet-1; `waits` records each
-    /// wait it was told to take, which passes at once, but the node stops during the one after `stopAfter` waits.
-    /// `waited` runs after each wait, with the waits so far.
+    /// The resolver as the wallet node runs it, calling the harness's fake TSP as wallet-1 over the in-memory
+    /// transport, waiting with `sleep`.
     static func resolver(
-        _ wallet: WalletHarness, waits: Waits, stopAfter: Int = .max, level: LogLevel = .debug,
-        waited: @escaping @Sendable ([UInt64]) -> Void = { _ in }
+        _ wallet: WalletHarness, level: LogLevel = .info,
+        clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, wakeup: IssuerResolutionWakeup = .init(),
+        sleep: @escaping @Sendable (UInt64) async throws -> Void
     ) -> WalletIssuerResolver {
         var router = RPCRouter()
         wallet.tsp.register(on: &router)
@@ -64,7 +64,18 @@ import TokenetWire
         return WalletIssuerResolver(
             tsp: tsp, store: wallet.store, events: wallet.events,
             configuredAccountID: WalletConfiguration.defaultAccountID,
-            logger: Logger(node: "wallet-node", level: level, sink: wallet.logs), clock: { 2_000_000 },
+            logger: Logger(node: "wallet-node", level: level, sink: wallet.logs), clock: clock, sleep: sleep,
+            wakeup: wakeup, callTimeout: callTimeout)
+    }
+
+    /// The resolver whose `waits` records each wait it was told to take, which passes at once, but the node stops
+    /// during the one after `stopAfter` waits. `waited` runs after each wait, with the waits so far.
+    static func resolver(
+        _ wallet: WalletHarness, waits: Waits, stopAfter: Int = .max, level: LogLevel = .debug,
+        waited: @escaping @Sendable ([UInt64]) -> Void = { _ in }
+    ) -> WalletIssuerResolver {
+        resolver(
+            wallet, level: level, clock: { 2_000_000 },
             sleep: { milliseconds in
                 let list = waits.list.withLock {
                     $0.append(milliseconds)
@@ -72,7 +83,7 @@ import TokenetWire
                 }
                 if list.count > stopAfter { throw CancellationError() }
                 waited(list)
-            }, callTimeout: callTimeout)
+            })
     }
 
     @Test func aCardBecomesVisibleToItsOwnIssuerAppOnlyOnceTheTSPNamesIt() async throws {
@@ -164,31 +175,23 @@ import TokenetWire
             $0.tokenIssuers = [Self.ownToken: Self.ownTokensIssuer]
         }
         let wakeup = IssuerResolutionWakeup()
-        var tspRouter = RPCRouter()
-        wallet.tsp.register(on: &tspRouter)
         let (waiting, waits) = AsyncStream.makeStream(of: UInt64.self)
         let tsp = wallet.tsp
-        let resolver = WalletIssuerResolver(
-            tsp: WalletHarness.serve(
-                tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
-            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
-            logger: Logger(node: "wallet-node", sink: wallet.logs),
-            sleep: { milliseconds in
-                waits.yield(milliseconds)
-                // The rest before a round passes; a wait the app does not cut short ends the resolution, and the
-                // test fails.
-                if milliseconds == IssuerResolution.recheckRestMs {
-                    // The TSP learns of the token while the resolver rests.
-                    tsp.configure {
-                        $0.tokenIssuers[Self.otherAccountsToken] = .init(
-                            walletAccountID: "wallet-account-2", issuerID: "bank-b", nodeID: "issuer-2")
-                    }
-                    return
+        let resolver = Self.resolver(wallet, wakeup: wakeup) { milliseconds in
+            waits.yield(milliseconds)
+            // The rest before a round passes; a wait the app does not cut short ends the resolution, and the
+            // test fails.
+            if milliseconds == IssuerResolution.recheckRestMs {
+                // The TSP learns of the token while the resolver rests.
+                tsp.configure {
+                    $0.tokenIssuers[Self.otherAccountsToken] = .init(
+                        walletAccountID: "wallet-account-2", issuerID: "bank-b", nodeID: "issuer-2")
                 }
-                try await Task.sleep(for: .seconds(600))
-                throw CancellationError()
-            }, wakeup: wakeup, callTimeout: Self.callTimeout)
+                return
+            }
+            try await Task.sleep(for: .seconds(600))
+            throw CancellationError()
+        }
         let run = Task { await resolver.run() }
         var iterator = waiting.makeAsyncIterator()
         #expect(await iterator.next() == 60_000)
@@ -231,23 +234,15 @@ import TokenetWire
                 router, client: PeerIdentity(role: .issuer, nodeID: "issuer-1"),
                 server: PeerIdentity(role: .wallet, nodeID: "wallet-1")))
 
-        var tspRouter = RPCRouter()
-        wallet.tsp.register(on: &tspRouter)
         let (waiting, waits) = AsyncStream.makeStream(of: UInt64.self)
-        let resolver = WalletIssuerResolver(
-            tsp: WalletHarness.serve(
-                tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
-            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
-            logger: Logger(node: "wallet-node", sink: wallet.logs),
-            sleep: { milliseconds in
-                // The node stops once card-2, which the TSP does not know, waits to be asked about again.
-                guard milliseconds < IssuerResolution.recheckRestMs else { throw CancellationError() }
-                waits.yield(milliseconds)
-                // A wait the app does not cut short ends the resolution unresolved, and the test fails.
-                try await Task.sleep(for: .seconds(600))
-                throw CancellationError()
-            }, wakeup: wakeup, callTimeout: Self.callTimeout)
+        let resolver = Self.resolver(wallet, wakeup: wakeup) { milliseconds in
+            // The node stops once card-2, which the TSP does not know, waits to be asked about again.
+            guard milliseconds < IssuerResolution.recheckRestMs else { throw CancellationError() }
+            waits.yield(milliseconds)
+            // A wait the app does not cut short ends the resolution unresolved, and the test fails.
+            try await Task.sleep(for: .seconds(600))
+            throw CancellationError()
+        }
         let run = Task { await resolver.run() }
         var iterator = waiting.makeAsyncIterator()
         #expect(await iterator.next() == 1_000)
@@ -283,14 +278,7 @@ import TokenetWire
     @Test func aStoppingNodeEndsTheWaitsForAnUnreachableTSP() async throws {
         let wallet = try Self.upgradedWallet()
         wallet.tsp.configure { $0.tokenIssuerFailures = 1_000 }
-        var router = RPCRouter()
-        wallet.tsp.register(on: &router)
-        let resolver = WalletIssuerResolver(
-            tsp: WalletHarness.serve(
-                router, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-                server: PeerIdentity(role: .tsp, nodeID: "tsp-1")),
-            store: wallet.store, events: wallet.events, configuredAccountID: WalletConfiguration.defaultAccountID,
-            logger: Logger(node: "wallet-node", sink: wallet.logs), sleep: { _ in throw CancellationError() })
+        let resolver = Self.resolver(wallet) { _ in throw CancellationError() }
         let machine = await resolver.run()
         #expect(machine.phase(of: 1) == .failedRetry(attempts: 1) && machine.phase(of: 2) == .pending)
         #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.isEmpty)
