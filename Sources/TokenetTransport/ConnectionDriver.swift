@@ -191,7 +191,11 @@ final class ConnectionDriver: EventLoopHandler {
             return
         }
         // With EPOLLHUP the socket is read even when inbound is full: the peer is gone and only EOF remains.
-        if readable || failed { readSocket() }
+        if readable || failed {
+            // A peer on this CPU answers only once the loop sleeps: no idle poll after this iteration.
+            if readable && placement.peerSharesCPU() { loop.peerSharedCPUThisIteration = true }
+            readSocket()
+        }
         if writable && machine.phase != .closed { transmit() }
     }
 
