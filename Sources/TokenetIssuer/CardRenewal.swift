@@ -86,6 +86,8 @@ struct RenewalSent {
     var deleted: [String] = []
     /// The tokens the TSP refused for good for another reason (unknown to it, another issuer's), in the order sent.
     var refused: [String] = []
+    /// Those of `refused` the TSP does not know (NOT_FOUND), which the issuer records so as not to send them again.
+    var unknown: [String] = []
     /// How many batches the TSP answered before `failure` (all of them when there was none).
     var answered = 0
     /// The failure of the call that stopped the renewal; the batches after it were not sent.
@@ -106,6 +108,9 @@ struct RenewalSent {
             case .renewed: renewed.append(result.digitalCardID)
             case .deleted: deleted.append(result.digitalCardID)
             case .refusedForGood: refused.append(result.digitalCardID)
+            case .unknownToTSP:
+                refused.append(result.digitalCardID)
+                unknown.append(result.digitalCardID)
             case .failed(let code):
                 // The batch is written, so this counts as a later batch's failure: pending, never released.
                 if failure == nil {
@@ -133,7 +138,9 @@ enum TokenRenewalResult: Equatable {
     case renewed
     /// The token is deleted: it has no card to move, and never takes one again.
     case deleted
-    /// The TSP refused the token for a reason that does not go away: it does not know it, or it is another issuer's.
+    /// The TSP does not know the token (NOT_FOUND): it never takes a card, however often it is sent.
+    case unknownToTSP
+    /// The TSP refused the token for another reason that does not go away: it is another issuer's, say.
     case refusedForGood
     /// The TSP refused the token for a reason that may pass (the status given): the renewal has to be repeated.
     case failed(StatusCode)
@@ -151,6 +158,10 @@ enum TokenRenewalResult: Equatable {
             return
         }
         let code = StatusCode(rawValue: result.statusCode)
+        if code == .notFound {
+            self = .unknownToTSP
+            return
+        }
         self = Self.permanent.contains(code) ? .refusedForGood : .failed(code)
     }
 }

@@ -25,21 +25,26 @@ extension IssuerCardCareService {
             throw RPCError(.aborted, "a renewal of card \(card.id) is under way; try again once it has finished")
         }
         defer { renewals.end(card.id) }
-        let (tokens, deleted) = try store.tokens(ofCard: card.id)
+        let (tokens, deleted, unknown) = try store.tokens(ofCard: card.id)
         return try await resolve(
-            goal, card, renewal, tokens: tokens, deleted: deleted.count, caller: caller, encrypted: nil, log: log)
+            goal, card, renewal, tokens: tokens, skipped: (deleted.count, unknown.count), caller: caller,
+            encrypted: nil, log: log)
     }
 
     /// Drives a `RenewalResolution` of the pending renewal `renewal` of `card`: asks the TSP what its tokens hold,
     /// sends the renewal again when the resolution says so, and settles the reservation as it decides. `encrypted`
     /// is the renewed card for the TSP when the caller has it already; otherwise it is made for the question, whose
     /// failure (no key from the TSP) then counts as a TSP that could not be asked. `tokens` are the card's tokens
-    /// not known deleted, `deleted` how many were left out as known deleted; the tokens the TSP answers as deleted
-    /// are recorded so and counted with them.
+    /// not known gone, `skipped` how many were left out as known deleted and as unknown to the TSP; the tokens the
+    /// TSP answers as deleted are recorded so and counted with them, and those it answers NOT_FOUND are recorded as
+    /// unknown to it. A token the TSP refuses to say anything of (another issuer's) holds nothing, so it neither
+    /// keeps a renewal from being abandoned or forced nor is taken to hold the renewal; the answer names it.
     func resolve(
-        _ goal: RenewalResolution.Goal, _ card: StoredCard, _ renewal: PendingRenewal, tokens: [String], deleted: Int,
-        caller: any RPCCaller, encrypted: CardV1.EncryptedCardData?, log: Logger
+        _ goal: RenewalResolution.Goal, _ card: StoredCard, _ renewal: PendingRenewal, tokens: [String],
+        skipped: (deleted: Int, unknown: Int), caller: any RPCCaller, encrypted: CardV1.EncryptedCardData?,
+        log: Logger
     ) async throws -> IssuerV1.IssuerRenewCardResponse {
+        let deleted = skipped.deleted
         var encrypted = encrypted
         var resolution = RenewalResolution(goal)
         var action = resolution.handle(.started)
@@ -47,6 +52,8 @@ extension IssuerCardCareService {
         /// The live tokens left without the renewal, and the tokens the TSP answered as deleted.
         var notRenewed: [String] = []
         var deletedAtTSP: [String] = []
+        /// The tokens the TSP refused to answer about, each in its own answer (unknown to it, another issuer's).
+        var refusedAtTSP: [String] = []
         var failure: (any Error)?
         var sent: RenewalSent?
         while true {
@@ -80,9 +87,15 @@ extension IssuerCardCareService {
                         .map(\.digitalCardID)
                     deletedAtTSP = cards.filter { $0.tokenState == .deactivated }.map(\.digitalCardID)
                     noteDeleted(deletedAtTSP, log: log)
+                    refusedAtTSP = cards.filter { $0.statusCode != 0 }.map(\.digitalCardID)
+                    noteUnknown(
+                        cards.filter { $0.statusCode == StatusCode.notFound.rawValue }.map(\.digitalCardID), log: log)
                     log.info(
                         "asked the TSP about a pending renewal",
-                        ["card": card.id, "last4": renewal.pan.last4, "tsp": "\(holding)"])
+                        [
+                            "card": card.id, "last4": renewal.pan.last4, "tsp": "\(holding)",
+                            "refused": refusedAtTSP.joined(separator: ","),
+                        ])
                     action = resolution.handle(.tspHolds(holding))
                 } catch {
                     failure = error
@@ -91,7 +104,8 @@ extension IssuerCardCareService {
             case .sendRenewal:
                 // Only a repeat sends, and it comes with the renewed card encrypted before the reservation was read.
                 guard let encrypted else { throw RPCError(.internal, "the renewed card was not encrypted") }
-                let answer = await send(card, encrypted, tokens: tokens, caller: caller, log: log)
+                let answer = await send(
+                    card, encrypted, tokens: tokens.filter { !refusedAtTSP.contains($0) }, caller: caller, log: log)
                 sent = answer
                 deletedAtTSP = Array(Set(deletedAtTSP).union(answer.deleted))
                 if let error = answer.failure {
@@ -99,7 +113,7 @@ extension IssuerCardCareService {
                     action = resolution.handle(.renewalFailed(answer.settlement))
                 } else {
                     renewed = answer.renewed
-                    notRenewed = answer.refused
+                    notRenewed = refusedAtTSP + answer.refused
                     action = resolution.handle(.renewalAnswered)
                 }
             case .complete:
@@ -109,6 +123,7 @@ extension IssuerCardCareService {
                 let fields: KeyValuePairs<String, String> = [
                     "card": card.id, "last4": renewal.pan.last4, "tokens": "\(renewed.count)",
                     "not_renewed": "\(notRenewed.count)", "deleted": "\(deleted + deletedAtTSP.count)",
+                    "unknown": "\(skipped.unknown)",
                 ]
                 switch goal {
                 case .abandon: log.info("renewal completed, not abandoned: the TSP applied it", fields)
@@ -119,14 +134,18 @@ extension IssuerCardCareService {
                 return IssuerV1.IssuerRenewCardResponse(
                     cardID: card.id, maskedPAN: renewal.pan.masked, expiry: renewal.expiry.description,
                     renewedDigitalCardIds: renewed, notRenewedDigitalCardIds: notRenewed,
-                    deletedTokensSkipped: Int32(deleted + deletedAtTSP.count))
+                    deletedTokensSkipped: Int32(deleted + deletedAtTSP.count),
+                    unknownTokensSkipped: Int32(skipped.unknown))
             case .release where goal == .abandon:
                 try await IssuerError.mapping { () throws(IssuerError) in
                     try store.settleRenewal(id: card.id, renewal, .release)
                 }
-                log.info("renewal abandoned", ["card": card.id, "last4": renewal.pan.last4])
+                log.info(
+                    "renewal abandoned",
+                    ["card": card.id, "last4": renewal.pan.last4, "refused": refusedAtTSP.joined(separator: ",")])
                 return IssuerV1.IssuerRenewCardResponse(
-                    cardID: card.id, maskedPAN: card.pan.masked, expiry: card.expiry.description, abandoned: true)
+                    cardID: card.id, maskedPAN: card.pan.masked, expiry: card.expiry.description, abandoned: true,
+                    notRenewedDigitalCardIds: refusedAtTSP)
             case .release, .keepPending(.answerLost), .keepPending(.heldInPart):
                 throw try await settleFailedRenewal(
                     card.id, renewal, action == .release ? .release : .keepPending,
@@ -196,6 +215,7 @@ extension IssuerCardCareService {
             if sent.failure != nil { break }
         }
         noteDeleted(sent.deleted, log: log)
+        noteUnknown(sent.unknown, log: log)
         if !sent.refused.isEmpty {
             log.warning(
                 "the TSP refused tokens of a renewal for good",

@@ -5,15 +5,21 @@ import TokenetWire
 /// Token state changes asked by the issuer's operators: the tokens named, or every token of a card, sent to the TSP
 /// at most `LifecycleLimits.issuerBatch` a call and answered with every call's results (`TokenStateBatches`), so a
 /// card with more tokens than one call takes is suspended (or resumed, or deleted) whole. A card's tokens known
-/// deleted are left out (the TSP would refuse each), and the tokens the TSP answers as deleted are recorded so.
+/// deleted or unknown to the TSP are left out (the TSP would refuse each), a token named one by one that the issuer
+/// knows is gone is refused in its own result without asking the TSP, and the tokens the TSP answers as deleted or
+/// does not know are recorded so.
 extension IssuerCardCareService {
     func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerChangeTokenStatesResponse
     {
         let (ids, skipped) = try tokensToChange(request)
         let client = TspV1.TokenLifecycle.Client(try tspCaller())
-        var batches = TokenStateBatches(skippedDeleted: skipped)
-        for batch in LifecycleLimits.batches(ids) {
+        var batches = TokenStateBatches(skippedDeleted: skipped.deleted, skippedUnknown: skipped.unknown)
+        // Named one by one, a token known gone is still answered, by the issuer: the operator named it, so it is
+        // refused by name rather than left out of the answer.
+        let gone = request.cardID.isEmpty ? try store.goneTokens(ids) : [:]
+        for id in ids { if let why = gone[id] { batches.refusedByIssuer(TokenStateBatches.refusal(of: id, why)) } }
+        for batch in LifecycleLimits.batches(ids.filter { gone[$0] == nil }) {
             do {
                 batches.answered(
                     try await client.changeIssuerTokenStates(
@@ -25,23 +31,28 @@ extension IssuerCardCareService {
         }
         let log = logger.withTraceID(context.traceID)
         noteDeleted(batches.deleted, log: log)
+        noteUnknown(batches.unknown, log: log)
         log.info(
             "token states changed at the TSP",
             [
                 "action": request.action.protoValueName ?? "?", "reason": request.reasonCode,
                 "card": request.cardID, "tokens": "\(ids.count)",
-                "refused": "\(batches.results.filter { $0.statusCode != 0 }.count)", "skipped_deleted": "\(skipped)",
+                "refused": "\(batches.results.filter { $0.statusCode != 0 }.count)",
+                "refused_known_gone": "\(gone.count)", "skipped_deleted": "\(skipped.deleted)",
+                "skipped_unknown": "\(skipped.unknown)",
             ])
-        return try batches.answer()
+        return try batches.answer(in: ids)
     }
 
     /// The most tokens one request may name: each 10 cost a TSP call, made one after another within the request's
     /// deadline, so a request naming a million would hold the service (and the TSP) for as long as it likes.
     static let maximumNamedTokens = 1000
 
-    /// The tokens `request` names: its digital card ids, or every token of its card not known deleted, with how many
-    /// of the card's were left out as deleted.
-    func tokensToChange(_ request: IssuerV1.IssuerChangeTokenStatesRequest) throws -> (ids: [String], skipped: Int) {
+    /// The tokens `request` names: its digital card ids, or every token of its card not known deleted or unknown to
+    /// the TSP, with how many of the card's were left out as each.
+    func tokensToChange(_ request: IssuerV1.IssuerChangeTokenStatesRequest) throws
+        -> (ids: [String], skipped: (deleted: Int, unknown: Int))
+    {
         guard request.digitalCardIds.isEmpty != request.cardID.isEmpty else {
             throw RPCError(.invalidArgument, "give digital_card_ids or a card_id (every token of the card), not both")
         }
@@ -50,7 +61,7 @@ extension IssuerCardCareService {
                 throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
             }
             let tokens = try store.tokens(ofCard: request.cardID)
-            return (tokens.live, tokens.deleted.count)
+            return (tokens.live, (tokens.deleted.count, tokens.unknown.count))
         }
         guard request.digitalCardIds.count <= Self.maximumNamedTokens else {
             throw RPCError(
@@ -61,6 +72,6 @@ extension IssuerCardCareService {
         guard Set(request.digitalCardIds).count == request.digitalCardIds.count else {
             throw RPCError(.invalidArgument, "digital_card_ids names a token more than once")
         }
-        return (request.digitalCardIds, 0)
+        return (request.digitalCardIds, (0, 0))
     }
 }

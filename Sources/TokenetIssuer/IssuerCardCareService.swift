@@ -68,17 +68,21 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         defer { renewals.end(card.id) }
         let log = logger.withTraceID(context.traceID)
         let renewal = PendingRenewal(pan: pan, expiry: expiry)
-        let (tokens, deleted) = try store.tokens(ofCard: card.id)
+        let (tokens, deleted, unknown) = try store.tokens(ofCard: card.id)
         guard !tokens.isEmpty else {
             // No live token stands for the card, so the TSP has nothing to move and the card changes in one write.
             try await IssuerError.mapping { () throws(IssuerError) in
                 try store.renewCard(id: card.id, pan: pan, expiry: expiry, at: now())
             }
             log.info(
-                "card renewed", ["card": card.id, "last4": pan.last4, "tokens": "0", "deleted": "\(deleted.count)"])
+                "card renewed",
+                [
+                    "card": card.id, "last4": pan.last4, "tokens": "0", "deleted": "\(deleted.count)",
+                    "unknown": "\(unknown.count)",
+                ])
             return IssuerV1.IssuerRenewCardResponse(
                 cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: [],
-                deletedTokensSkipped: Int32(deleted.count))
+                deletedTokensSkipped: Int32(deleted.count), unknownTokensSkipped: Int32(unknown.count))
         }
         // Everything that can fail without the TSP's part comes before the reservation, which then has to be settled.
         let caller = try tspCaller()
@@ -89,7 +93,7 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         if plan == .resume {
             log.info("repeating a pending renewal", ["card": card.id, "last4": pan.last4])
             return try await resolve(
-                .complete, card, renewal, tokens: tokens, deleted: deleted.count, caller: caller,
+                .complete, card, renewal, tokens: tokens, skipped: (deleted.count, unknown.count), caller: caller,
                 encrypted: encrypted, log: log)
         }
         let sent = await send(card, encrypted, tokens: tokens, caller: caller, log: log)
@@ -104,11 +108,12 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             "card renewed",
             [
                 "card": card.id, "last4": pan.last4, "tokens": "\(sent.renewed.count)",
-                "refused": "\(sent.refused.count)", "deleted": "\(skipped)",
+                "refused": "\(sent.refused.count)", "deleted": "\(skipped)", "unknown": "\(unknown.count)",
             ])
         return IssuerV1.IssuerRenewCardResponse(
             cardID: card.id, maskedPAN: pan.masked, expiry: expiry.description, renewedDigitalCardIds: sent.renewed,
-            notRenewedDigitalCardIds: sent.refused, deletedTokensSkipped: Int32(skipped))
+            notRenewedDigitalCardIds: sent.refused, deletedTokensSkipped: Int32(skipped),
+            unknownTokensSkipped: Int32(unknown.count))
     }
 
     func sendMessage(_ request: IssuerV1.IssuerSendMessageRequest, context: ServerContext) async throws
@@ -133,6 +138,18 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             try store.recordDeletedTokens(ids, at: now())
         } catch {
             log.warning("cannot record deleted tokens", ["tokens": "\(ids.count)", "error": error.message])
+        }
+    }
+
+    /// Records the tokens the TSP answered NOT_FOUND, so that card-wide changes and renewals leave them out as they
+    /// do deleted ones (`noteDeleted`, whose reasons for logging a failed record hold here too).
+    func noteUnknown(_ ids: [String], log: Logger) {
+        guard !ids.isEmpty else { return }
+        do {
+            try store.recordUnknownTokens(ids, at: now())
+            log.info("tokens the TSP does not know recorded", ["tokens": ids.joined(separator: ",")])
+        } catch {
+            log.warning("cannot record tokens unknown to the TSP", ["tokens": "\(ids.count)", "error": error.message])
         }
     }
 

@@ -193,20 +193,25 @@ extension IssuerStore {
             [id, Int64(clamping: atMs)])
     }
 
-    /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be deleted
-    /// and those it does, each oldest first.
-    func tokens(ofCard id: String) throws(IssuerError) -> (live: [String], deleted: [String]) {
+    /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be gone,
+    /// those it knows deleted, and those the TSP answered it does not know (`unknownTokensSchema`; a token both
+    /// counts as deleted), each oldest first.
+    func tokens(ofCard id: String) throws(IssuerError) -> (live: [String], deleted: [String], unknown: [String]) {
         let rows = try storage("list the tokens of card \(id)") {
             try database.query(
                 """
-                SELECT d.digital_card_id, x.digital_card_id IS NOT NULL FROM decisions d
+                SELECT d.digital_card_id, x.digital_card_id IS NOT NULL, u.digital_card_id IS NOT NULL FROM decisions d
                 LEFT JOIN deleted_tokens x ON x.digital_card_id = d.digital_card_id
+                LEFT JOIN unknown_tokens u ON u.digital_card_id = d.digital_card_id
                 WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
                 GROUP BY d.digital_card_id ORDER BY MIN(d.id)
                 """, [id]
-            ).map { (try $0.text(0), try $0.int64(1) != 0) }
+            ).map { (id: try $0.text(0), deleted: try $0.int64(1) != 0, unknown: try $0.int64(2) != 0) }
         }
-        return (rows.filter { !$0.1 }.map(\.0), rows.filter(\.1).map(\.0))
+        return (
+            rows.filter { !$0.deleted && !$0.unknown }.map(\.id), rows.filter(\.deleted).map(\.id),
+            rows.filter { $0.unknown && !$0.deleted }.map(\.id)
+        )
     }
 
     /// The digital card ids the issuer let the TSP create for a card (approved or stepped up), oldest first.

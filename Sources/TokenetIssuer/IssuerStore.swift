@@ -86,6 +86,7 @@ final class IssuerStore: Sendable {
         Migration(version: 11, name: "drop-app-authn-answers", sql: IssuerStore.appAuthnAnswersDropSchema),
         Migration(version: 12, name: "enrolment-ends", sql: IssuerStore.enrolmentEndsSchema),
         Migration(version: 13, name: "outbox-ends", sql: IssuerStore.outboxEndsSchema),
+        Migration(version: 14, name: "unknown-tokens", sql: IssuerStore.unknownTokensSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

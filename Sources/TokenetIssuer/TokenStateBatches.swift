@@ -1,3 +1,4 @@
+import Foundation
 import TokenetRPC
 import TokenetWire
 
@@ -6,25 +7,70 @@ import TokenetWire
 ///
 /// Each call changes its own tokens, one at a time, so a call that fails tells nothing about another's: every batch
 /// is sent, and a failed call's tokens each get its status (their state unknown) beside the others' results. Only
-/// when no call was answered is the whole change a failure, the first call's, as for a single call. The tokens the
-/// driver left out as known deleted are counted in the answer (`skippedDeleted`), and the tokens the TSP's results
-/// show deleted (`deleted`) are the ones it records as such.
+/// when no call was answered is the whole change a failure, the first call's, as for a single call. The tokens of a
+/// card the driver left out as known deleted or unknown to the TSP are counted in the answer (`skippedDeleted`,
+/// `skippedUnknown`); a token named one by one that the issuer knows is gone is refused in its own result without a
+/// TSP call (`refusedByIssuer`). The tokens the TSP's results show deleted (`deleted`) or answer NOT_FOUND
+/// (`unknown`) are the ones the driver records as such.
 struct TokenStateBatches {
     private(set) var results: [TspV1.TokenStateResult] = []
     private var answered = 0
     private var firstFailure: RPCError?
-    /// How many tokens were not sent because the issuer knows them deleted.
+    /// The ids of the results the TSP answered (not a failed call's, not the issuer's own refusals).
+    private var answeredIDs: Set<String> = []
+    /// How many tokens were not sent because the issuer knows them deleted, or unknown to the TSP.
     let skippedDeleted: Int
+    let skippedUnknown: Int
 
-    init(skippedDeleted: Int = 0) { self.skippedDeleted = skippedDeleted }
+    init(skippedDeleted: Int = 0, skippedUnknown: Int = 0) {
+        self.skippedDeleted = skippedDeleted
+        self.skippedUnknown = skippedUnknown
+    }
 
     /// The tokens the TSP's results show deleted: deleted by this change, or refused as deleted already.
-    var deleted: [String] { results.filter { $0.tokenState == .deactivated }.map(\.digitalCardID) }
+    var deleted: [String] {
+        results.filter { $0.tokenState == .deactivated && answeredIDs.contains($0.digitalCardID) }
+            .map(\.digitalCardID)
+    }
+
+    /// The tokens the TSP answered it does not know (NOT_FOUND in their own results).
+    var unknown: [String] {
+        results.filter { $0.statusCode == StatusCode.notFound.rawValue && answeredIDs.contains($0.digitalCardID) }
+            .map(\.digitalCardID)
+    }
+
+    /// The issuer's own refusal of token `id`, named one by one, which it knows is `gone`: the TSP would refuse it
+    /// the same way every time (a deleted token takes no change; one the TSP does not know has nothing to change),
+    /// so it is not sent, and the result says why and since when.
+    static func refusal(of id: String, _ gone: IssuerStore.GoneToken) -> TspV1.TokenStateResult {
+        switch gone {
+        case .deleted(let sinceMs):
+            return TspV1.TokenStateResult(
+                digitalCardID: id, tokenState: .deactivated, statusCode: StatusCode.failedPrecondition.rawValue,
+                message: "token \"\(id)\" is deleted (the issuer learned it at \(Self.time(sinceMs))), and a deleted "
+                    + "token takes no change, so it was not sent to the TSP")
+        case .unknownToTSP(let sinceMs):
+            return TspV1.TokenStateResult(
+                digitalCardID: id, tokenState: .unspecified, statusCode: StatusCode.notFound.rawValue,
+                message: "the TSP does not know token \"\(id)\" (it answered so at \(Self.time(sinceMs))), so it was "
+                    + "not sent again; check the id with tokenet tsp tokens")
+        }
+    }
+
+    private static func time(_ ms: UInt64) -> String {
+        Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
+    }
+
+    /// The issuer refused a token itself (`refusal(of:_:)`), without a TSP call.
+    mutating func refusedByIssuer(_ result: TspV1.TokenStateResult) {
+        results.append(result)
+    }
 
     /// The TSP answered a batch.
     mutating func answered(_ response: TspV1.ChangeIssuerTokenStatesResponse) {
         answered += 1
         results += response.results
+        answeredIDs.formUnion(response.results.map(\.digitalCardID))
     }
 
     /// The call for `batch` failed with `error`.
@@ -37,9 +83,16 @@ struct TokenStateBatches {
         }
     }
 
-    /// Every token's result, or the first call's failure when no call was answered.
-    func answer() throws(RPCError) -> IssuerV1.IssuerChangeTokenStatesResponse {
+    /// Every token's result in the order of `ids` (the tokens asked about, each once), or the first call's failure
+    /// when no call was answered.
+    func answer(in ids: [String]) throws(RPCError) -> IssuerV1.IssuerChangeTokenStatesResponse {
         if answered == 0, let firstFailure { throw firstFailure }
-        return IssuerV1.IssuerChangeTokenStatesResponse(results: results, deletedTokensSkipped: Int32(skippedDeleted))
+        let place = Dictionary(ids.enumerated().map { ($1, $0) }) { first, _ in first }
+        let key = { (entry: (offset: Int, element: TspV1.TokenStateResult)) in
+            (place[entry.element.digitalCardID] ?? Int.max, entry.offset)
+        }
+        let ordered = results.enumerated().sorted { key($0) < key($1) }.map(\.element)
+        return IssuerV1.IssuerChangeTokenStatesResponse(
+            results: ordered, deletedTokensSkipped: Int32(skippedDeleted), unknownTokensSkipped: Int32(skippedUnknown))
     }
 }

@@ -79,7 +79,10 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             let cards = try tsp.store.fundingCards(ids, comparedWith: pan, authorize: authorize)
             log.info(
                 "funding cards read",
-                ["tokens": "\(ids.count)", "matching": "\(cards.filter(\.panMatches).count)"])
+                [
+                    "tokens": "\(ids.count)", "matching": "\(cards.filter(\.panMatches).count)",
+                    "refused": "\(cards.filter { $0.statusCode != 0 }.count)",
+                ])
             return TspV1.GetFundingCardsResponse(fundingCards: cards)
         }
     }

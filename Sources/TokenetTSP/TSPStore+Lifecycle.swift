@@ -245,7 +245,9 @@ extension TSPStore {
 
     /// What the TSP holds for each of `digitalCardIds`, in their order: the token's state and the last four digits
     /// and expiry of its funding card, and whether its number is `pan` (compared opened, inside the TSP, so no number
-    /// leaves it). Every known token must pass `authorize`; an unknown one is answered with no state.
+    /// leaves it). A token is refused in its own answer, as `renewFundingCard` refuses it, and the others are still
+    /// answered: one the TSP does not know (NOT_FOUND), another issuer's (`authorize` refuses it; PERMISSION_DENIED,
+    /// nothing of it told), so that one foreign token does not keep the issuer from learning about its own.
     func fundingCards(
         _ digitalCardIds: [String], comparedWith pan: PAN?, authorize: (TokenRecord) throws -> Void
     ) throws -> [TspV1.FundingCard] {
@@ -255,14 +257,23 @@ extension TSPStore {
                     let row = try tx.queryOne(
                         "SELECT \(Self.tokenColumns), funding_pan, funding_expiry FROM tokens WHERE digital_card_id = ?",
                         [id])
-                else { return TspV1.FundingCard(digitalCardID: id) }
+                else {
+                    return Self.unanswered(id, TSPError(.notFound, "no token has digital card id \"\(id)\""))
+                }
                 let token = try Self.token(from: row)
-                try authorize(token)
+                do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
+                    return Self.unanswered(id, error)
+                }
                 let matches = try pan.map { try vault.openPAN(try row.blob(12), recordID: id) == $0 } ?? false
                 return TspV1.FundingCard(
                     digitalCardID: id, tokenState: token.state.wire, panLast4: token.panLast4,
                     expiry: try row.get(13, as: String?.self) ?? "", panMatches: matches)
             }
         }
+    }
+
+    /// The funding card of a token refused alone with `error`: no state, number or expiry.
+    private static func unanswered(_ id: String, _ error: TSPError) -> TspV1.FundingCard {
+        .init(digitalCardID: id, statusCode: error.rpcError.code.rawValue, message: error.message)
     }
 }

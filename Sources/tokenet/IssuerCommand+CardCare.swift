@@ -18,17 +18,19 @@ extension IssuerCommand {
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
 
         suspend-tokens, resume-tokens and delete-tokens change the issuer's tokens at the TSP, those named or
-        every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a call,
-        so more go in several calls. --card skips the tokens known deleted and says how many.
+        every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a
+        call, so more go in several calls. --card skips the tokens known deleted or unknown to the TSP and says
+        how many; a token named that the issuer knows is either is refused by name without asking the TSP.
         renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working
         and the issuer app resynchronises its card ids. Deleted tokens are skipped, and a token the TSP refuses
-        for good (unknown to it, another issuer's) is listed but does not hold the renewal back. A renewal whose
-        answer from the TSP was lost stays pending (the card keeps its number; cards shows it): run the same
-        renew-card again to complete it, or --abandon it to give the reserved number back. Either first asks the
-        TSP whether it applied the renewal: if it did, the renewal completes (also for --abandon); if the TSP
-        cannot be asked, --abandon leaves the renewal pending. --force-complete completes a pending renewal that
-        repeating cannot, listing the tokens that do not hold the new card; it too asks the TSP first, and is
-        refused while the TSP cannot be asked.
+        for good (unknown to it, another issuer's) is listed but does not hold the renewal back; one it does not
+        know is skipped from then on. A renewal whose answer from the TSP was lost stays pending (the card keeps
+        its number; cards shows it): run the same renew-card again to complete it, or --abandon it to give the
+        reserved number back. Either first asks the TSP whether it applied the renewal: if it did, the renewal
+        completes (also for --abandon); if the TSP cannot be asked, --abandon leaves the renewal pending.
+        --force-complete completes a pending renewal that repeating cannot, listing the tokens that do not hold
+        the new card; it too asks the TSP first, and is refused while the TSP cannot be asked. A token the TSP
+        will not answer about (another issuer's) holds neither back, and both name it.
         send-message sends the cardholder a message about a card, shown by the issuer app and kept by the wallet.
         """
 
@@ -55,8 +57,7 @@ extension IssuerCommand {
                 },
                 text: { response, traceID in
                     PartyText.tokenResults(response.results)
-                        + (response.deletedTokensSkipped > 0
-                            ? "\n\(response.deletedTokensSkipped) deleted token(s) skipped" : "")
+                        + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                         + "\n(trace \(traceID))"
                 })
         }
@@ -96,7 +97,12 @@ extension IssuerCommand {
             text: { response, traceID in
                 if response.abandoned {
                     return "\(response.cardID): renewal abandoned; the card keeps \(response.maskedPAN), expires "
-                        + "\(response.expiry)\n(trace \(traceID))"
+                        + "\(response.expiry)"
+                        + (response.notRenewedDigitalCardIds.isEmpty
+                            ? ""
+                            : "\ntokens the TSP would not answer about (left aside): "
+                                + response.notRenewedDigitalCardIds.joined(separator: ", "))
+                        + "\n(trace \(traceID))"
                 }
                 return (abandon ? "The TSP had applied the renewal, so it was completed, not abandoned.\n" : "")
                     + "\(response.cardID) renewed: \(response.maskedPAN), expires \(response.expiry); tokens kept: "
@@ -106,10 +112,15 @@ extension IssuerCommand {
                         ? ""
                         : "\ntokens not holding the new card: "
                             + response.notRenewedDigitalCardIds.joined(separator: ", "))
-                    + (response.deletedTokensSkipped > 0
-                        ? "\n\(response.deletedTokensSkipped) deleted token(s) skipped" : "")
+                    + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                     + "\n(trace \(traceID))"
             })
+    }
+
+    /// The lines saying how many of a card's tokens were left out as deleted, or as unknown to the TSP.
+    static func skippedText(deleted: Int32, unknown: Int32) -> String {
+        (deleted > 0 ? "\n\(deleted) deleted token(s) skipped" : "")
+            + (unknown > 0 ? "\n\(unknown) token(s) unknown to the TSP skipped" : "")
     }
 
     static let sendMessage = PartyAction(name: "send-message") { arguments, command throws(CLIError) in

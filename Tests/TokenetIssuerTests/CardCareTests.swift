@@ -40,13 +40,21 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// their own results, as the TSP does.
         var deleted: Set<String> = []
         var unknown: Set<String> = []
+        /// Tokens of another issuer: refused PERMISSION_DENIED in their own results, nothing of them told.
+        var foreign: Set<String> = []
         /// Tokens a renewal fails for a reason that may pass (the status given), in their own results.
         var failingTokens: [String: StatusCode] = [:]
 
-        /// The result refusing token `id` when the TSP does not know it or has deleted it, as the TSP gives it.
+        /// The result refusing token `id` when the TSP does not know it, it is another issuer's or it is deleted, as
+        /// the TSP gives it.
         func refusal(of id: String) -> TspV1.TokenStateResult? {
             if unknown.contains(id) {
                 return .init(digitalCardID: id, statusCode: StatusCode.notFound.rawValue, message: "no token")
+            }
+            if foreign.contains(id) {
+                return .init(
+                    digitalCardID: id, statusCode: StatusCode.permissionDenied.rawValue,
+                    message: "token \"\(id)\" belongs to another issuer")
             }
             if deleted.contains(id) {
                 return .init(
@@ -143,14 +151,19 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     {
         try Self.checkBatch(request.digitalCardIds)
         let asked = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key)).pan()
-        let (held, deleted, unknown) = try state.withLock { state throws(RPCError) in
+        let (held, fake) = try state.withLock { state throws(RPCError) in
             if let failure = state.fundingFailure { throw failure }
             state.fundingAsks += 1
-            return (state.held, state.deleted, state.unknown)
+            return (state.held, state)
         }
+        let deleted = fake.deleted
         return TspV1.GetFundingCardsResponse(
             fundingCards: try request.digitalCardIds.map { id in
-                if unknown.contains(id) { return TspV1.FundingCard(digitalCardID: id) }
+                // Unknown and foreign tokens are refused in their own answers, as the TSP refuses them.
+                if let refusal = fake.refusal(of: id), refusal.tokenState != .deactivated {
+                    return TspV1.FundingCard(
+                        digitalCardID: id, statusCode: refusal.statusCode, message: refusal.message)
+                }
                 let tokenState: CardV1.TokenState = deleted.contains(id) ? .deactivated : .active
                 guard let card = held[id] else {
                     return TspV1.FundingCard(digitalCardID: id, tokenState: tokenState, panLast4: "0009")
@@ -676,12 +689,19 @@ final class Gate: Sendable {
         #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
         #expect(sink.lines.contains { $0.contains("refused tokens of a renewal for good") && $0.contains(ids[14]) })
 
+        // The token the TSP does not know is recorded so: the next renewal and card-wide changes skip it too.
+        #expect(try party.store.tokens(ofCard: Cards.visaApprove.0).unknown == [ids[14]])
         let again = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000025"))
-        #expect(again.deletedTokensSkipped == 1 && again.notRenewedDigitalCardIds == [ids[14]])
+        #expect(again.deletedTokensSkipped == 1 && again.unknownTokensSkipped == 1)
+        #expect(again.notRenewedDigitalCardIds.isEmpty)
         let sent = tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) }
-        #expect(sent.count == 6 && !sent[3...].joined().contains(ids[21]))
-        #expect(sent[3...].joined().count == 22)
+        #expect(sent.count == 6 && !sent[3...].joined().contains(ids[21]) && !sent[3...].joined().contains(ids[14]))
+        #expect(sent[3...].joined().count == 21)
         #expect(!sink.lines.joined().contains("4761000010000025"))
+        let changed = try await care.changeTokenStates(
+            .init(action: .suspend, reasonCode: "LOST_CARD", cardID: Cards.visaApprove.0))
+        #expect(changed.results.count == 21 && changed.deletedTokensSkipped == 1 && changed.unknownTokensSkipped == 1)
+        #expect(!tsp.state.withLock { $0.changes }.flatMap(\.digitalCardIds).contains(ids[14]))
     }
 
     /// A renewal that repeating cannot complete (the TSP holds it for the first batch only and refuses the rest,
@@ -726,6 +746,55 @@ final class Gate: Sendable {
         #expect(tsp.state.withLock { $0.renewalCalls } == calls)
         #expect(sink.lines.contains { $0.contains("renewal forced complete") && $0.contains("0017") })
         #expect(!sink.lines.joined().contains("4761000010000017"))
+    }
+
+    /// Among a card's tokens, one of another issuer and one the TSP does not know are refused by the TSP in their
+    /// own answers when the issuer asks what they hold: neither keeps a pending renewal from being abandoned or
+    /// forced complete, both are named, and the unknown one is recorded so and skipped from then on.
+    @Test func tokensTheTSPWillNotAnswerAboutDoNotKeepARenewalPending() async throws {
+        try await pendingRenewal(applied: false)
+        for id in ["DNIFOREIGN", "DNIUNKNOWN"] {
+            try decide(Cards.visaApprove.0, digitalCardID: id, outcome: .approved)
+        }
+        tsp.state.withLock { state in
+            state.foreign = ["DNIFOREIGN"]
+            state.unknown = ["DNIUNKNOWN"]
+        }
+        let abandoned = try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true))
+        #expect(abandoned.abandoned && abandoned.notRenewedDigitalCardIds == ["DNIFOREIGN", "DNIUNKNOWN"])
+        #expect(try party.store.pendingRenewal(ofCard: Cards.visaApprove.0) == nil)
+        #expect(try party.store.tokens(ofCard: Cards.visaApprove.0).unknown == ["DNIUNKNOWN"])
+
+        // Pending again, and a TSP that refuses the renewed card: forced complete, naming the tokens left behind.
+        tsp.state.withLock { $0.droppedRenewals = 1 }
+        _ = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        }
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+        tsp.state.withLock { $0.refusal = RPCError(.invalidArgument, "card_data does not decrypt") }
+        let asks = tsp.state.withLock { $0.fundingAsks }
+        let forced = try await care.renewCard(.init(cardID: Cards.visaApprove.0, forceComplete: true))
+        #expect(!forced.abandoned && forced.maskedPAN == "************0017")
+        #expect(forced.notRenewedDigitalCardIds == ["DNITHE1", "DNIFOREIGN"] && forced.unknownTokensSkipped == 1)
+        #expect(tsp.state.withLock { $0.fundingAsks } == asks + 1)
+        #expect(try party.store.card(id: Cards.visaApprove.0)?.pan.last4 == "0017")
+    }
+
+    /// A token named one by one that the TSP answered it does not know is not sent again: the issuer refuses it by
+    /// name (NOT_FOUND), saying why.
+    @Test func aNamedTokenTheTSPDoesNotKnowIsNotSentAgain() async throws {
+        tsp.state.withLock { $0.unknown = ["DNIGONE"] }
+        let first = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNIGONE"], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(first.results.map(\.statusCode) == [StatusCode.notFound.rawValue])
+        let calls = tsp.state.withLock { $0.changeCalls }
+        let again = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNIGONE"], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(again.results.map(\.statusCode) == [StatusCode.notFound.rawValue])
+        #expect(
+            again.results.first?.message.contains("the TSP does not know token \"DNIGONE\"") == true,
+            "\(again.results)")
+        #expect(tsp.state.withLock { $0.changeCalls } == calls)
     }
 
     @Test func forceCompleteRefusals() async throws {
@@ -844,9 +913,19 @@ final class Gate: Sendable {
             .init(action: .resume, reasonCode: "FOUND", cardID: Cards.visaApprove.0))
         #expect(none.results.isEmpty && none.deletedTokensSkipped == 3)
         #expect(tsp.state.withLock { $0.changeCalls } == calls)
-        // Tokens named one by one are sent as named: the TSP answers each.
-        let named = try await care.changeTokenStates(.init(digitalCardIds: [ids[0]], action: .resume, reasonCode: "X"))
-        #expect(named.results.count == 1 && named.deletedTokensSkipped == 0)
+        // A token named one by one that the issuer knows deleted is refused by name, without a TSP call; the others
+        // named with it are sent, and the results keep the order named.
+        let named = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNIOTHER", ids[0]], action: .resume, reasonCode: "X"))
+        #expect(named.results.map(\.digitalCardID) == ["DNIOTHER", ids[0]] && named.deletedTokensSkipped == 0)
+        #expect(named.results[0].statusCode == 0)
+        #expect(named.results[1].statusCode == StatusCode.failedPrecondition.rawValue)
+        #expect(named.results[1].tokenState == .deactivated)
+        #expect(
+            named.results[1].message.contains("token \"\(ids[0])\" is deleted")
+                && named.results[1].message.contains("not sent to the TSP"), "\(named.results[1].message)")
+        #expect(tsp.state.withLock { $0.changes.last?.digitalCardIds } == ["DNIOTHER"])
+        #expect(tsp.state.withLock { $0.changeCalls } == calls + 1)
 
         let renewed = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
         #expect(renewed.renewedDigitalCardIds.isEmpty && renewed.deletedTokensSkipped == 3)

@@ -146,6 +146,8 @@ import TokenetWire
                     result("E", .unspecified, .permissionDenied),
                 ]))
         #expect(sent.renewed == ["A", "D"] && sent.deleted == ["B"] && sent.refused == ["C", "E"])
+        // The one the TSP does not know is also told apart, for the issuer to record and not send again.
+        #expect(sent.unknown == ["C"])
         #expect(sent.settlement == .complete && sent.failure == nil)
         sent.answered(.init(results: [result("F", .active, .unavailable)]))
         #expect(sent.settlement == .keepPending)
@@ -160,6 +162,8 @@ import TokenetWire
         #expect(old.renewed == ["H"] && old.settlement == .complete)
         #expect(TokenRenewalResult(result("I", .deactivated)) == .deleted)
         #expect(TokenRenewalResult(result("J", .active, .invalidArgument)) == .refusedForGood)
+        #expect(TokenRenewalResult(result("K", .unspecified, .notFound)) == .unknownToTSP)
+        #expect(TokenRenewalResult(result("L", .unspecified, .permissionDenied)) == .refusedForGood)
     }
 
     /// An expiry the TSP never recorded: the number alone decides when the renewal changes it, and nothing can when

@@ -241,8 +241,9 @@ import TokenetWire
     }
 
     /// With two issuers registered, each learns about and renews its own tokens only: issuer B asking about issuer
-    /// A's token is refused (PERMISSION_DENIED, the whole call, so B learns nothing of it), and B's renewal naming it
-    /// is refused for that token alone and leaves it on A's card.
+    /// A's token is refused for that token alone (PERMISSION_DENIED in its own answer, its state, number and expiry
+    /// not told) while the call answers the other tokens asked about, and B's renewal naming it is refused for that token alone and
+    /// leaves it on A's card.
     @Test func anotherIssuerMayNotAskAboutOrRenewATokenNotItsOwn() async throws {
         let tsp = try TSPHarness.make()
         let id = try await LifecycleTests.activeToken(tsp)
@@ -253,12 +254,20 @@ import TokenetWire
                 encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
         let asB = Self.updates(tsp, as: LifecycleTests.issuer2)
         let renewed = TSPHarness.card("4111111111111129", month: "08", year: "2031")
-        await expectRPCError(.permissionDenied, "token \"\(id)\" belongs to another issuer") {
-            try await asB.getFundingCards(.init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
-        }
-        await expectRPCError(.permissionDenied, "belongs to another issuer") {
-            try await asB.getFundingCards(.init(digitalCardIds: ["DNITHE-unknown", id]))
-        }
+        let foreign = TspV1.FundingCard(
+            digitalCardID: id, statusCode: StatusCode.permissionDenied.rawValue,
+            message: "token \"\(id)\" belongs to another issuer")
+        let asked = try await asB.getFundingCards(
+            .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+        #expect(asked.fundingCards == [foreign])
+        let mixed = try await asB.getFundingCards(.init(digitalCardIds: ["DNITHE-unknown", id]))
+        #expect(
+            mixed.fundingCards == [
+                .init(
+                    digitalCardID: "DNITHE-unknown", statusCode: StatusCode.notFound.rawValue,
+                    message: "no token has digital card id \"DNITHE-unknown\""),
+                foreign,
+            ])
         let refused = try await asB.renewCard(
             .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
         #expect(refused.renewedDigitalCardIds.isEmpty)
@@ -291,7 +300,9 @@ import TokenetWire
         #expect(
             before.fundingCards == [
                 .init(digitalCardID: id, tokenState: .active, panLast4: "1111", expiry: "12/30", panMatches: false),
-                .init(digitalCardID: "DNITHE-unknown"),
+                .init(
+                    digitalCardID: "DNITHE-unknown", statusCode: StatusCode.notFound.rawValue,
+                    message: "no token has digital card id \"DNITHE-unknown\""),
             ])
 
         _ = try await updates.renewCard(.init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))

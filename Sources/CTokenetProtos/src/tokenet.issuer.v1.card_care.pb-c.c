@@ -354,7 +354,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_change_token_states_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_response__field_descriptors[3] =
 {
   {
     "results",
@@ -380,15 +380,28 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_s
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "unknown_tokens_skipped",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse, unknown_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_change_token_states_response__field_indices_by_name[] = {
   1,   /* field[1] = deleted_tokens_skipped */
   0,   /* field[0] = results */
+  2,   /* field[2] = unknown_tokens_skipped */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_change_token_states_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_response__descriptor =
 {
@@ -398,7 +411,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   "Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse),
-  2,
+  3,
   tokenet__issuer__v1__issuer_change_token_states_response__field_descriptors,
   tokenet__issuer__v1__issuer_change_token_states_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_change_token_states_response__number_ranges,
@@ -495,7 +508,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_request_
   (ProtobufCMessageInit) tokenet__issuer__v1__issuer_renew_card_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_response__field_descriptors[8] =
 {
   {
     "card_id",
@@ -581,6 +594,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_renew_card_res
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "unknown_tokens_skipped",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerRenewCardResponse, unknown_tokens_skipped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name[] = {
   4,   /* field[4] = abandoned */
@@ -590,11 +615,12 @@ static const unsigned tokenet__issuer__v1__issuer_renew_card_response__field_ind
   1,   /* field[1] = masked_pan */
   5,   /* field[5] = not_renewed_digital_card_ids */
   3,   /* field[3] = renewed_digital_card_ids */
+  7,   /* field[7] = unknown_tokens_skipped */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_renew_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response__descriptor =
 {
@@ -604,7 +630,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_renew_card_response
   "Tokenet__Issuer__V1__IssuerRenewCardResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerRenewCardResponse),
-  7,
+  8,
   tokenet__issuer__v1__issuer_renew_card_response__field_descriptors,
   tokenet__issuer__v1__issuer_renew_card_response__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_renew_card_response__number_ranges,

@@ -2271,7 +2271,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_request__de
   (ProtobufCMessageInit) tokenet__tsp__v1__get_funding_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__funding_card__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__funding_card__field_descriptors[7] =
 {
   {
     "digital_card_id",
@@ -2333,18 +2333,44 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__funding_card__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "status_code",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, status_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "message",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__FundingCard, message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__funding_card__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
   3,   /* field[3] = expiry */
+  6,   /* field[6] = message */
   2,   /* field[2] = pan_last4 */
   4,   /* field[4] = pan_matches */
+  5,   /* field[5] = status_code */
   1,   /* field[1] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__funding_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__funding_card__descriptor =
 {
@@ -2354,7 +2380,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__funding_card__descriptor =
   "Tokenet__Tsp__V1__FundingCard",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__FundingCard),
-  5,
+  7,
   tokenet__tsp__v1__funding_card__field_descriptors,
   tokenet__tsp__v1__funding_card__field_indices_by_name,
   1,  tokenet__tsp__v1__funding_card__number_ranges,

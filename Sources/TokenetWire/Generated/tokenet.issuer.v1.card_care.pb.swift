@@ -24,9 +24,10 @@ extension IssuerV1 {
         public var reasonCode: String = ""
 
         /// The issuer's card whose tokens all change (those the issuer approved). A token known deleted (the issuer
-        /// deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped; one the TSP
-        /// deleted without the issuer learning it is refused in its own result, and skipped from then on. A card with no
-        /// token to change changes nothing and gets no results.
+        /// deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped, and so is one the
+        /// TSP answered NOT_FOUND, counted in unknown_tokens_skipped; one the TSP deleted without the issuer learning it is
+        /// refused in its own result, and skipped from then on. A card with no token to change changes nothing and gets no
+        /// results.
         public var cardID: String = ""
 
         public init() {}
@@ -66,27 +67,40 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_change_token_states_response())
         }
 
-        /// A result per token sent to the TSP, in the order sent.
+        /// A result per token, in the order named (or the card's): the TSP's, or, for a token named by id that the issuer
+        /// knows is deleted or unknown to the TSP, the issuer's own refusal, not sent to the TSP (FAILED_PRECONDITION with
+        /// token_state DEACTIVATED, NOT_FOUND), whose message names the token and says since when the issuer knows.
         public var results: [TspV1.TokenStateResult] = []
 
         /// With card_id: how many of the card's tokens were not sent because they are known deleted.
         public var deletedTokensSkipped: Int32 = 0
 
+        /// With card_id: how many of the card's tokens were not sent because the TSP answered before that it does not know
+        /// them (NOT_FOUND).
+        public var unknownTokensSkipped: Int32 = 0
+
         public init() {}
 
-        public init(results: [TspV1.TokenStateResult] = [], deletedTokensSkipped: Int32 = 0) {
+        public init(
+            results: [TspV1.TokenStateResult] = [],
+            deletedTokensSkipped: Int32 = 0,
+            unknownTokensSkipped: Int32 = 0
+        ) {
             self.results = results
             self.deletedTokensSkipped = deletedTokensSkipped
+            self.unknownTokensSkipped = unknownTokensSkipped
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.results = try reader.readRepeatedMessages(1)
             self.deletedTokensSkipped = try reader.read(2)
+            self.unknownTokensSkipped = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, repeatedMessages: results)
             try writer.write(2, deletedTokensSkipped)
+            try writer.write(3, unknownTokensSkipped)
         }
     }
 }
@@ -172,12 +186,17 @@ extension IssuerV1 {
         public var abandoned: Bool = false
 
         /// Tokens of the card left on another card: refused by the TSP for a reason that renewing again does not remove
-        /// (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for.
+        /// (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for; with
+        /// abandoned, the tokens the TSP refused to say what they hold (another issuer's), which an abandon leaves aside.
         public var notRenewedDigitalCardIds: [String] = []
 
         /// How many of the card's tokens were left out as deleted (known deleted to the issuer, or answered deleted by
         /// the TSP): a deleted token has no card to move, so it never holds a renewal back.
         public var deletedTokensSkipped: Int32 = 0
+
+        /// How many of the card's tokens were left out because the TSP answered before that it does not know them
+        /// (NOT_FOUND to a renewal, a token change or GetFundingCards): like a deleted token, one has no card to move.
+        public var unknownTokensSkipped: Int32 = 0
 
         public init() {}
 
@@ -188,7 +207,8 @@ extension IssuerV1 {
             renewedDigitalCardIds: [String] = [],
             abandoned: Bool = false,
             notRenewedDigitalCardIds: [String] = [],
-            deletedTokensSkipped: Int32 = 0
+            deletedTokensSkipped: Int32 = 0,
+            unknownTokensSkipped: Int32 = 0
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -197,6 +217,7 @@ extension IssuerV1 {
             self.abandoned = abandoned
             self.notRenewedDigitalCardIds = notRenewedDigitalCardIds
             self.deletedTokensSkipped = deletedTokensSkipped
+            self.unknownTokensSkipped = unknownTokensSkipped
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -207,6 +228,7 @@ extension IssuerV1 {
             self.abandoned = try reader.read(5)
             self.notRenewedDigitalCardIds = try reader.readRepeated(6)
             self.deletedTokensSkipped = try reader.read(7)
+            self.unknownTokensSkipped = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -217,6 +239,7 @@ extension IssuerV1 {
             try writer.write(5, abandoned)
             try writer.write(6, repeated: notRenewedDigitalCardIds)
             try writer.write(7, deletedTokensSkipped)
+            try writer.write(8, unknownTokensSkipped)
         }
     }
 }

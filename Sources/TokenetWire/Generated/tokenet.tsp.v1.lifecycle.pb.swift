@@ -771,6 +771,14 @@ extension TspV1 {
         /// Whether the funding card's number is card_data's number (false without card_data).
         public var panMatches: Bool = false
 
+        /// 0 when the TSP answered for this token; otherwise the refusal of this token alone: NOT_FOUND (5) for a token the
+        /// TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else
+        /// told (not even whether it exists). A TSP from before these were given leaves 0 for an unknown token, and refuses
+        /// the whole call with PERMISSION_DENIED for another issuer's.
+        public var statusCode: Int32 = 0
+
+        public var message: String = ""
+
         public init() {}
 
         public init(
@@ -778,13 +786,17 @@ extension TspV1 {
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             panLast4: String = "",
             expiry: String = "",
-            panMatches: Bool = false
+            panMatches: Bool = false,
+            statusCode: Int32 = 0,
+            message: String = ""
         ) {
             self.digitalCardID = digitalCardID
             self.tokenState = tokenState
             self.panLast4 = panLast4
             self.expiry = expiry
             self.panMatches = panMatches
+            self.statusCode = statusCode
+            self.message = message
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -793,6 +805,8 @@ extension TspV1 {
             self.panLast4 = try reader.read(3)
             self.expiry = try reader.read(4)
             self.panMatches = try reader.read(5)
+            self.statusCode = try reader.read(6)
+            self.message = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -801,6 +815,8 @@ extension TspV1 {
             try writer.write(3, panLast4)
             try writer.write(4, expiry)
             try writer.write(5, panMatches)
+            try writer.write(6, statusCode)
+            try writer.write(7, message)
         }
     }
 }
@@ -1026,8 +1042,9 @@ extension TspV1 {
         /// renewal whose RenewCard answer was lost, to learn whether the TSP applied it. No card number travels in clear:
         /// the issuer's candidate goes encrypted to the TSP's key as in RenewCard, and the answer says only whether it
         /// matches. Refusals: INVALID_ARGUMENT (no ids, more than 10, an id twice, card_data the TSP cannot decrypt or
-        /// whose number is not valid), PERMISSION_DENIED (the calling node registered no issuer, or a token is another
-        /// issuer's). A token the TSP does not know is answered with token_state UNSPECIFIED and nothing else.
+        /// whose number is not valid), PERMISSION_DENIED (the calling node registered no issuer). A token the TSP does not
+        /// know, or another issuer's, is refused in its own FundingCard (status_code), never the whole call, and the others
+        /// are answered.
         public static let getFundingCards = MethodDescriptor<TspV1.GetFundingCardsRequest, TspV1.GetFundingCardsResponse>(
             service: serviceName, name: "GetFundingCards", kind: .unary, allowedRoles: ["issuer"]
         )

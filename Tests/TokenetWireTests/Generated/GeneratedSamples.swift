@@ -670,6 +670,7 @@ extension IssuerV1.IssuerChangeTokenStatesResponse {
         var base = Self()
         base.results = [TspV1.TokenStateResult.samples()[0], TspV1.TokenStateResult.samples()[0]]
         base.deletedTokensSkipped = -2000006
+        base.unknownTokensSkipped = -3000009
         return [base]
     }
 }
@@ -696,6 +697,7 @@ extension IssuerV1.IssuerRenewCardResponse {
         base.abandoned = true
         base.notRenewedDigitalCardIds = ["not_renewed_digital_card_ids-6 \u{e9}\u{1F4B3} \"q\" \\ \n", "not_renewed_digital_card_ids-7 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         base.deletedTokensSkipped = -7000021
+        base.unknownTokensSkipped = -8000024
         return [base]
     }
 }
@@ -1402,6 +1404,8 @@ extension TspV1.FundingCard {
         base.panLast4 = "pan_last4-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.expiry = "expiry-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.panMatches = true
+        base.statusCode = -6000018
+        base.message = "message-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

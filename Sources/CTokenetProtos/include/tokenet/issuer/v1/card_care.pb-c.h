@@ -50,9 +50,10 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest
   char *reason_code;
   /*
    * The issuer's card whose tokens all change (those the issuer approved). A token known deleted (the issuer
-   * deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped; one the TSP
-   * deleted without the issuer learning it is refused in its own result, and skipped from then on. A card with no
-   * token to change changes nothing and gets no results.
+   * deleted it, or the TSP answered it deleted) is skipped, and counted in deleted_tokens_skipped, and so is one the
+   * TSP answered NOT_FOUND, counted in unknown_tokens_skipped; one the TSP deleted without the issuer learning it is
+   * refused in its own result, and skipped from then on. A card with no token to change changes nothing and gets no
+   * results.
    */
   char *card_id;
 };
@@ -65,7 +66,9 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse
 {
   ProtobufCMessage base;
   /*
-   * A result per token sent to the TSP, in the order sent.
+   * A result per token, in the order named (or the card's): the TSP's, or, for a token named by id that the issuer
+   * knows is deleted or unknown to the TSP, the issuer's own refusal, not sent to the TSP (FAILED_PRECONDITION with
+   * token_state DEACTIVATED, NOT_FOUND), whose message names the token and says since when the issuer knows.
    */
   size_t n_results;
   Tokenet__Tsp__V1__TokenStateResult **results;
@@ -73,10 +76,15 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse
    * With card_id: how many of the card's tokens were not sent because they are known deleted.
    */
   int32_t deleted_tokens_skipped;
+  /*
+   * With card_id: how many of the card's tokens were not sent because the TSP answered before that it does not know
+   * them (NOT_FOUND).
+   */
+  int32_t unknown_tokens_skipped;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_change_token_states_response__descriptor) \
-    , 0,NULL, 0 }
+    , 0,NULL, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerRenewCardRequest
@@ -126,7 +134,8 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
   protobuf_c_boolean abandoned;
   /*
    * Tokens of the card left on another card: refused by the TSP for a reason that renewing again does not remove
-   * (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for.
+   * (unknown to it, another issuer's), or, with force_complete, the live tokens the TSP holds another card for; with
+   * abandoned, the tokens the TSP refused to say what they hold (another issuer's), which an abandon leaves aside.
    */
   size_t n_not_renewed_digital_card_ids;
   char **not_renewed_digital_card_ids;
@@ -135,10 +144,15 @@ struct  Tokenet__Issuer__V1__IssuerRenewCardResponse
    * the TSP): a deleted token has no card to move, so it never holds a renewal back.
    */
   int32_t deleted_tokens_skipped;
+  /*
+   * How many of the card's tokens were left out because the TSP answered before that it does not know them
+   * (NOT_FOUND to a renewal, a token change or GetFundingCards): like a deleted token, one has no card to move.
+   */
+  int32_t unknown_tokens_skipped;
 };
 #define TOKENET__ISSUER__V1__ISSUER_RENEW_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_renew_card_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0, 0,NULL, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0, 0,NULL, 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerSendMessageRequest

@@ -379,10 +379,18 @@ struct  Tokenet__Tsp__V1__FundingCard
    * Whether the funding card's number is card_data's number (false without card_data).
    */
   protobuf_c_boolean pan_matches;
+  /*
+   * 0 when the TSP answered for this token; otherwise the refusal of this token alone: NOT_FOUND (5) for a token the
+   * TSP does not know, PERMISSION_DENIED (7) for another issuer's, with token_state UNSPECIFIED and nothing else
+   * told (not even whether it exists). A TSP from before these were given leaves 0 for an unknown token, and refuses
+   * the whole call with PERMISSION_DENIED for another issuer's.
+   */
+  int32_t status_code;
+  char *message;
 };
 #define TOKENET__TSP__V1__FUNDING_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__funding_card__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__GetFundingCardsResponse
