@@ -14,6 +14,10 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case noteReplenishment(cardID: String, keysIssued: UInt32)
         case showTransaction(cardID: String, TspV1.TransactionBody, lastCallTimestampMs: UInt64?)
         case askCardholder(TspV1.AuthnBody)
+        /// An AUTHN that arrived after its expiry: a very late first delivery, or a redelivery of a request the app
+        /// has since pruned (its message id gone from the newest `capacity`). No request is made of it: nobody can
+        /// answer it any more, and one pruned may have been answered, which a request made again would contradict.
+        case dropLateAuthn(TspV1.AuthnBody)
         case resynchroniseCardIDs(digitalCardID: String, TspV1.CardRenewalBody)
         case showMessage(cardID: String, TspV1.MessagingBody)
         /// Another sender or topic, an unknown type, or a known type without its body: the app's own business.
@@ -97,10 +101,13 @@ public struct IssuerAppInbox: Sendable, Equatable {
 
     /// Processes a message kept under `row` (the store's row id, which the app's pages are keyed by and which stays
     /// the same across restarts), received at `nowMs`; nil numbers it after the last one (an inbox kept in memory
-    /// only).
-    public mutating func receive(_ notification: TspV1.Notification, row: Int64? = nil, nowMs: UInt64 = 0) -> Action {
+    /// only). `arriving` is false for a message read again from an older database (`importAppInboxState`), whose
+    /// requests were made when it arrived, so none is dropped as late.
+    public mutating func receive(
+        _ notification: TspV1.Notification, row: Int64? = nil, nowMs: UInt64 = 0, arriving: Bool = true
+    ) -> Action {
         let row = row ?? (notificationRows.last ?? 0) + 1
-        var (entry, action) = Self.classify(notification)
+        var (entry, action) = Self.classify(notification, arrivedAtMs: arriving ? nowMs : nil)
         apply(action, row: row, nowMs: nowMs)
         entry.action = Self.describe(action)
         notifications.append(entry)
@@ -112,8 +119,12 @@ public struct IssuerAppInbox: Sendable, Equatable {
         return action
     }
 
-    /// The entry listed for a message (without what the app did) and the action the app takes.
-    static func classify(_ notification: TspV1.Notification) -> (IssuerV1.AppNotification, Action) {
+    /// The entry listed for a message (without what the app did) and the action the app takes; `arrivedAtMs` is when
+    /// it arrived, which decides whether an AUTHN came too late to ask (nil when that is not known: a message
+    /// restored from the store, only listed again).
+    static func classify(_ notification: TspV1.Notification, arrivedAtMs: UInt64? = nil)
+        -> (IssuerV1.AppNotification, Action)
+    {
         var entry = IssuerV1.AppNotification(notification: notification)
         switch IssuerAppNotifications.processNotification(notification) {
         case .handedBack(let original):
@@ -123,7 +134,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
             entry.messageType = processed.type.rawValue
             entry.cardID = processed.cardID ?? ""
             entry.lastCallTimestampMs = processed.lastCallTimestampMs ?? 0
-            return (entry, Self.action(for: processed, notification))
+            return (entry, Self.action(for: processed, notification, arrivedAtMs: arrivedAtMs))
         }
     }
 
@@ -177,7 +188,9 @@ public struct IssuerAppInbox: Sendable, Equatable {
             cardIds: cardIdentities.keys.sorted().map { cardIdentities[$0]! })
     }
 
-    private static func action(for processed: ProcessedNotification, _ notification: TspV1.Notification) -> Action {
+    private static func action(
+        for processed: ProcessedNotification, _ notification: TspV1.Notification, arrivedAtMs: UInt64?
+    ) -> Action {
         let cardID = processed.cardID ?? ""
         switch (processed.type, notification.body) {
         case (.cardState, .cardState(let body)?) where !cardID.isEmpty:
@@ -190,7 +203,10 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case (.transactionNotification, .transaction(let body)?) where !cardID.isEmpty:
             return .showTransaction(cardID: cardID, body, lastCallTimestampMs: processed.lastCallTimestampMs)
         case (.authn, .authn(let body)?) where !body.authnRequestID.isEmpty:
-            return .askCardholder(body)
+            guard let arrivedAtMs, Self.expiredOnArrival(body, notification, arrivedAtMs: arrivedAtMs) else {
+                return .askCardholder(body)
+            }
+            return .dropLateAuthn(body)
         case (.cardRenewal, .cardRenewal(let body)?):
             return .resynchroniseCardIDs(digitalCardID: notification.cardID, body)
         case (.messaging, .messaging(let body)?) where !cardID.isEmpty:
@@ -211,6 +227,16 @@ public struct IssuerAppInbox: Sendable, Equatable {
         if let (digitalCardID, identity) = action.cardIdentity {
             cardIdentities[digitalCardID] = identity
         }
+    }
+
+    /// Whether an AUTHN arriving at `arrivedAtMs` had expired already: at its `expires_at_ms`, or, without one, the
+    /// TSP's lifetime after it was published (after it arrived, when the broker did not say), so that a redelivery
+    /// weeks later does not come back pending for another lifetime from its arrival.
+    static func expiredOnArrival(_ body: TspV1.AuthnBody, _ notification: TspV1.Notification, arrivedAtMs: UInt64)
+        -> Bool
+    {
+        let sentAtMs = notification.publishedAtMs != 0 ? notification.publishedAtMs : arrivedAtMs
+        return IssuerRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: sentAtMs) <= arrivedAtMs
     }
 
     /// The request an AUTHN message kept under `row` asks, received at `nowMs`: pending until answered or expired.
@@ -243,6 +269,9 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case .showMessage(let cardID, let body):
             let offer = body.action.isEmpty ? "" : " [\(body.action)]"
             return "message about card \(cardID): \(body.title) — \(body.body)\(offer)"
+        case .dropLateAuthn(let body):
+            return "authentication request \(body.authnRequestID) (\(Self.amount(body.amountMinor, body.currency)) at "
+                + "\(body.merchant)) arrived after its expiry: not asked"
         case .handToApp(let notification):
             return "handed to the app (sender \(notification.sender), topic \(notification.topic), "
                 + "type \(notification.messageType))"

@@ -72,7 +72,7 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         let nowMs = self.nowMs
         if let store {
             row = try store.keepAppNotification(
-                notification, action: IssuerAppInbox.classify(notification).1, nowMs: nowMs,
+                notification, action: IssuerAppInbox.classify(notification, arrivedAtMs: nowMs).1, nowMs: nowMs,
                 capacity: IssuerAppInbox.capacity)
             guard row != nil else {
                 logger.debug("notification kept before; not processed again", ["message_id": notification.messageID])
@@ -91,6 +91,15 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
             what = "transaction shown"
         case .askCardholder:
             what = "cardholder asked to authenticate a transaction"
+        case .dropLateAuthn(let body):
+            logger.info(
+                "issuer app: authentication request arrived after its expiry; not asked, not listed",
+                [
+                    "message_id": notification.messageID, "authn_request_id": body.authnRequestID,
+                    "expires_at_ms": "\(body.expiresAtMs)", "published_at_ms": "\(notification.publishedAtMs)",
+                    "delivery_attempt": "\(notification.deliveryAttempt)",
+                ])
+            return
         case .resynchroniseCardIDs:
             what = "card ids resynchronised after a renewal"
         case .showMessage:

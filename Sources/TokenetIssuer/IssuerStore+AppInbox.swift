@@ -176,7 +176,7 @@ extension IssuerStore {
                 guard try tx.queryOne("SELECT 1 FROM app_inbox_imports") != nil else { return (0, 0) }
                 var inbox = IssuerAppInbox()
                 for kept in try Self.notifications(try tx.query(Self.appNotificationsQuery)) {
-                    _ = inbox.receive(kept.notification, row: kept.row, nowMs: nowMs)
+                    _ = inbox.receive(kept.notification, row: kept.row, nowMs: nowMs, arriving: false)
                 }
                 let answers = try tx.query(
                     """

@@ -114,6 +114,29 @@ import TokenetWire
         #expect(page.authnRequests.map(\.status) == ["EXPIRED", "PENDING"])
     }
 
+    /// An AUTHN arriving at or after its expiry asks nothing; one arriving before it does. Without an expiry, the
+    /// TSP's lifetime counts from its publication (from its arrival when the broker did not say).
+    @Test func anAuthnArrivingAfterItsExpiryAsksNothing() {
+        let late = Self.authn("ar-late", expiresAtMs: 10_000)
+        let body = TspV1.AuthnBody(authnRequestID: "ar-late", amountMinor: 100, currency: "USD", expiresAtMs: 10_000)
+        var inbox = IssuerAppInbox()
+        #expect(inbox.receive(late, nowMs: 10_000) == .dropLateAuthn(body))
+        #expect(inbox.authn.isEmpty)
+        #expect(inbox.receive(late, nowMs: 9_999) == .askCardholder(body))
+        #expect(inbox.authnRequests.map(\.authnRequestID) == ["ar-late"])
+
+        var unexpiring = Self.authn("ar-none")
+        unexpiring.publishedAtMs = 1_000
+        let lifetime = IssuerRetention.defaultLifetimeMs
+        #expect(IssuerAppInbox.expiredOnArrival(.init(), unexpiring, arrivedAtMs: 1_000 + lifetime))
+        #expect(!IssuerAppInbox.expiredOnArrival(.init(), unexpiring, arrivedAtMs: 1_000 + lifetime - 1))
+        unexpiring.publishedAtMs = 0
+        #expect(!IssuerAppInbox.expiredOnArrival(.init(), unexpiring, arrivedAtMs: 1_000 + lifetime))
+        // A message read again from an older database was asked when it arrived: importing it drops nothing.
+        var imported = IssuerAppInbox()
+        #expect(imported.receive(late, nowMs: 20_000, arriving: false) == .askCardholder(body))
+    }
+
     /// Only CARD_STATE DEACTIVATED of a named token tells the issuer a token is deleted.
     @Test func aDeactivatedCardStateNamesADeletedToken() {
         typealias Action = IssuerAppInbox.Action
@@ -240,6 +263,51 @@ final class ManualClock: Sendable {
         let restarted = try Self.handler(store, clock)
         #expect(restarted.snapshot.authnRequests.map(\.authnRequestID) == ["ar-1"])
         #expect(try restarted.pendingAuthn("ar-1").status == "PENDING")
+    }
+
+    /// A very late redelivery of an AUTHN whose request was pruned (its message id has left the newest 500, so it is
+    /// not known as a redelivery) makes no request again: it arrived after its expiry, so it is neither listed
+    /// PENDING nor listed with an outcome the app no longer knows (this one was answered), an answer is refused as
+    /// for an unknown request, and a log line says why. Without an expiry in its AUTHN, the TSP's lifetime counts
+    /// from its publication.
+    @Test func aLateRedeliveryOfAPrunedRequestIsNotAskedAgain() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let sink = MemoryLogSink()
+        let handler = try IssuerAppNotificationHandler(
+            view: IssuerAppView(), logger: Support.logger(sink), store: store, retention: Self.retention,
+            now: clock.now)
+        let sentAtMs = UInt64(clock.now().timeIntervalSince1970 * 1000)
+        var answered = IssuerRetentionTests.authn("ar-answered", expiresAtMs: sentAtMs + 60_000)
+        var unexpiring = IssuerRetentionTests.authn("ar-no-expiry")
+        answered.publishedAtMs = sentAtMs
+        unexpiring.publishedAtMs = sentAtMs
+        try await handler.handle(answered)
+        try await handler.handle(unexpiring)
+        try handler.answered("ar-answered", status: "PROCEEDED")
+        clock.advance(2 * 3600)
+        #expect(try handler.prune() == 2)
+        for index in 0..<IssuerAppInbox.capacity {
+            var message = IssuerAppInboxTests.message("UNKNOWN", body: nil)
+            message.messageID = "u-\(index)"
+            try await handler.handle(message)
+        }
+
+        for var message in [answered, unexpiring] {
+            message.deliveryAttempt = 2
+            try await handler.handle(message)
+        }
+        #expect(handler.snapshot.authn.isEmpty)
+        #expect(try store.appAuthnRequests().isEmpty)
+        let listed = try await IssuerAppInboxListingTests.client(handler).notifications(.init())
+        #expect(listed.authnRequests.isEmpty)
+        #expect(listed.notifications.suffix(2).allSatisfy { $0.action.contains("arrived after its expiry") })
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("ar-no-expiry")) {
+            try handler.pendingAuthn("ar-no-expiry")
+        }
+        for id in ["ar-answered", "ar-no-expiry"] {
+            #expect(sink.lines.contains { $0.contains("arrived after its expiry") && $0.contains(id) })
+        }
     }
 
     /// The in-memory inbox (no store) does not keep requests past their retention either.
