@@ -28,7 +28,8 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
     }
 
     /// Rebuilds the inbox from what an earlier run kept: its messages, and the authentication requests and card ids
-    /// their actions left (derived from the messages once, for a database from before those were kept apart). Then
+    /// their actions left (derived from the messages once, for a database from before those were kept apart; so are
+    /// the deleted tokens, for one from before those were recorded). Then
     /// prunes the requests, enrolments and outbox messages whose retention ran out while the node was down.
     convenience init(
         view: IssuerAppView, logger: Logger, store: IssuerStore, retention: IssuerRetention = IssuerRetention(),
@@ -39,6 +40,12 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
             logger.info(
                 "the app's authentication requests and card ids were derived from its kept messages",
                 ["authn_requests": "\(imported.authn)", "card_ids": "\(imported.cardIDs)"])
+        }
+        let deleted = try store.backfillDeletedTokens(nowMs: Self.milliseconds(now()))
+        if deleted > 0 {
+            logger.info(
+                "tokens deleted before the issuer recorded deleted tokens were recorded from the app's kept messages",
+                ["tokens": "\(deleted)"])
         }
         let inbox = IssuerAppInbox(
             restoring: try store.appNotifications(), authn: try store.appAuthnRequests(),

@@ -87,6 +87,7 @@ final class IssuerStore: Sendable {
         Migration(version: 12, name: "enrolment-ends", sql: IssuerStore.enrolmentEndsSchema),
         Migration(version: 13, name: "outbox-ends", sql: IssuerStore.outboxEndsSchema),
         Migration(version: 14, name: "unknown-tokens", sql: IssuerStore.unknownTokensSchema),
+        Migration(version: 15, name: "deleted-tokens-backfill", sql: IssuerStore.deletedTokensBackfillSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

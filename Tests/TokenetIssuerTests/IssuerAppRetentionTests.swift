@@ -380,6 +380,33 @@ final class ManualClock: Sendable {
         #expect(try Self.handler(store, clock).snapshot.authn.isEmpty)
     }
 
+    /// A database from before `deleted_tokens` (schema 9) learned of deleted tokens only through its app's kept
+    /// messages: the first start records the tokens their CARD_STATE DEACTIVATED names (learned when published), once,
+    /// so that renewals and card-wide token changes skip them; another state records nothing.
+    @Test func tokensDeletedBeforeTheyWereRecordedAreBackFilled() async throws {
+        let database = try Database.openInMemory()
+        try Migrator(IssuerStore.migrations.filter { $0.version < 9 }).migrate(database)
+        var deleted = IssuerRetentionTests.deleted("DC-1", messageID: "d1")
+        deleted.publishedAtMs = 1_700_000_000_000
+        var suspended = IssuerAppInboxTests.message(
+            "CARD_STATE", body: .cardState(.init(tokenState: .suspended)), cardID: "DC-2")
+        suspended.messageID = "s2"
+        for (row, message) in [deleted, suspended, IssuerRetentionTests.authn("ar-1")].enumerated() {
+            try database.execute(
+                "INSERT INTO app_inbox (id, message_id, notification) VALUES (?, ?, ?)",
+                [Int64(row + 1), message.messageID, try message.serializedBytes()])
+        }
+        let store = try IssuerStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        _ = try Self.handler(store, ManualClock())
+        #expect(try store.goneTokens(["DC-1", "DC-2"]) == ["DC-1": .deleted(sinceMs: 1_700_000_000_000)])
+        #expect(try Self.count(store, "deleted_tokens_backfills") == 0)
+
+        // Once: a later start reads the kept messages for nothing more.
+        try store.database.execute("DELETE FROM deleted_tokens")
+        _ = try Self.handler(store, ManualClock())
+        #expect(try Self.count(store, "deleted_tokens") == 0)
+    }
+
     /// Schema 11 drops `app_authn_answers`, which only the import read: a database at schema 10 whose import has not
     /// run yet keeps its answers for it (in the import's row), and one imported already just loses the empty table.
     @Test func theAnswersTableGoesAndAPendingImportKeepsItsAnswers() async throws {
