@@ -1,0 +1,43 @@
+import Testing
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// How the answers of a token change sent in batches, and the issuer's own refusals, make one answer.
+@Suite struct TokenStateBatchesTests {
+    static func result(_ id: String, _ state: CardV1.TokenState, _ status: StatusCode = .ok)
+        -> TspV1.TokenStateResult
+    {
+        TspV1.TokenStateResult(digitalCardID: id, tokenState: state, statusCode: status.rawValue, message: "m")
+    }
+
+    /// A token named that the issuer knows is gone is refused by the issuer, by name and with the status the TSP
+    /// would give; the answer keeps the order named. Only what the TSP answered says which tokens to record: not
+    /// the issuer's own refusals, nor the tokens of a call that failed (whose status is the call's).
+    @Test func theIssuersOwnRefusalsTakeTheirPlaceAndRecordNothing() throws {
+        var batches = TokenStateBatches()
+        batches.refusedByIssuer(TokenStateBatches.refusal(of: "B", .deleted(sinceMs: 1_800_000_000_000)))
+        batches.refusedByIssuer(TokenStateBatches.refusal(of: "D", .unknownToTSP(sinceMs: 0)))
+        batches.answered(.init(results: [Self.result("A", .suspended), Self.result("C", .unspecified, .notFound)]))
+        batches.answered(.init(results: [Self.result("E", .deactivated, .failedPrecondition)]))
+        batches.failed(["F"], RPCError(.notFound, "no such method"))
+        let answer = try batches.answer(in: ["A", "B", "C", "D", "E", "F"])
+        #expect(answer.results.map(\.digitalCardID) == ["A", "B", "C", "D", "E", "F"])
+        let deleted = answer.results[1]
+        #expect(deleted.tokenState == .deactivated && deleted.statusCode == StatusCode.failedPrecondition.rawValue)
+        #expect(deleted.message.contains("token \"B\" is deleted (the issuer learned it at 2027-01-15T08:00:00Z)"))
+        let unknown = answer.results[3]
+        #expect(unknown.tokenState == .unspecified && unknown.statusCode == StatusCode.notFound.rawValue)
+        #expect(unknown.message.contains("the TSP does not know token \"D\""))
+        #expect(batches.deleted == ["E"])
+        #expect(batches.unknown == ["C"])
+    }
+
+    /// Every token named gone: no TSP call, and the issuer's refusals are the answer.
+    @Test func tokensAllKnownGoneAreAnsweredWithoutTheTSP() throws {
+        var batches = TokenStateBatches()
+        batches.refusedByIssuer(TokenStateBatches.refusal(of: "A", .deleted(sinceMs: 0)))
+        #expect(try batches.answer(in: ["A"]).results.map(\.digitalCardID) == ["A"])
+    }
+}
