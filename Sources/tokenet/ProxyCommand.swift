@@ -150,8 +150,8 @@ enum ProxyCommand {
         Exit status: 0 when stopped by a signal; 1 when the address cannot be bound; 2 for bad options.
 
         Example: the TSP reaches the issuer through a proxy that is partitioned after a while.
-          tokenet proxy --listen 127.0.0.1:7103 --to 127.0.0.1:7003 < commands.fifo &
-          tsp-node --issuer 127.0.0.1:7103 ...
+          tokenet proxy --listen 127.0.0.1:7102 --to 127.0.0.1:7002 < commands.fifo &
+          tsp-node --issuer 127.0.0.1:7102 ...
           echo partition > commands.fifo
         """
 }
