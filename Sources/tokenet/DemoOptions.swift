@@ -19,8 +19,9 @@ struct DemoOptions: Sendable, Equatable {
         through a fault proxy (as tokenet proxy does): after those, the demo partitions it and adds one more card, which
         the TSP's stand-in rule decides once its issuer deadline (5 s) has passed, then heals the link and cuts its
         connections, and the issuer answers again. Each step prints its trace id, and each party's view (wallet
-        cards, TSP tokens and their audit trail) follows. Then the nodes are stopped with SIGTERM and the demo
-        reports how each exited.
+        cards, TSP tokens and their audit trail) follows. Last, a payment, a suspend and a resume, and an issuer
+        message reach every party through the TSP's notifications, and each party's view of them is printed.
+        Then the nodes are stopped with SIGTERM and the demo reports how each exited.
         Certificates come from Tools/gen-certs when the repository has it; otherwise the nodes run with --plaintext
         and provisioning, which needs the operator's certificate, is skipped.
 
