@@ -31,6 +31,21 @@ import Testing
         #expect(readme.contains(help + "\n"), "README.md does not show the output of \(program) \(arguments)")
     }
 
+    /// The README shows the benchmarks' command lines rather than their whole help; each option the help lists
+    /// still belongs on the README's line, or a reader never learns of it (`--data-dir` was missing).
+    @Test(arguments: ["tokenet-broker-bench"])
+    func theReadmesCommandLineHasEveryOption(program: String) throws {
+        let help = try LaunchedProcess.run(program, ["--help"])
+        #expect(help.status == 0)
+        let options = Set(help.stdout.matches(of: /--[a-z][a-z-]*/).map { String($0.output) })
+        #expect(options.count > 1, "\(program) --help lists no options:\n\(help.stdout)")
+        let shown = readme.split(separator: "\n").filter { $0.contains(".build/release/\(program) ") }
+        #expect(!shown.isEmpty, "README.md shows no command line of \(program)")
+        for option in options.sorted() {
+            #expect(shown.contains { $0.contains("[\(option) ") }, "README.md's \(program) line lacks \(option)")
+        }
+    }
+
     /// A section added to a command's help starts after a blank line, not glued to the paragraph before it.
     @Test(arguments: ["wallet", "issuer", "issuer-app", "tsp"])
     func helpSectionsAreSeparatedByABlankLine(command: String) throws {
