@@ -59,7 +59,7 @@ enum WalletCommand {
 
         Example:
           export TOKENET_CACERT=pki/ca.pem TOKENET_CERT=pki/operator.pem TOKENET_KEY=pki/operator.key
-          tokenet wallet add-card 127.0.0.1:7003 --pan 4111111111111111 --exp 12/30 --cvc 123 --language es
+          tokenet wallet add-card 127.0.0.1:7003 --pan 4761000010000009 --exp 12/29 --cvc 123 --language es
           tokenet wallet accept-terms 127.0.0.1:7003 card-1
         """
 

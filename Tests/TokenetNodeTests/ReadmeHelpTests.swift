@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 /// The README shows the `--help` of `tokenet`, of its party commands and of each node as the programs print it; a
 /// command added or changed without the README following leaves readers with options that do not exist (or a
@@ -43,6 +44,28 @@ import Testing
         #expect(!shown.isEmpty, "README.md shows no command line of \(program)")
         for option in options.sorted() {
             #expect(shown.contains { $0.contains("[\(option) ") }, "README.md's \(program) line lacks \(option)")
+        }
+    }
+
+    /// A reader runs the README's add-card lines against the demo issuer: a card number it does not hold (the
+    /// help once showed 4111111111111111) is not eligible, and the accept-terms after it fails.
+    @Test func theReadmesTypedInCardsAreTheDemoIssuers() throws {
+        struct Fixture: Decodable {
+            struct Card: Decodable {
+                let pan: String
+                let expiry: String
+            }
+            let cards: [Card]
+        }
+        let file = PackageRoot.url.appendingPathComponent("Tools/fixtures/issuer.json")
+        let fixture = try JSONDecoder().decode(Fixture.self, from: Data(contentsOf: file))
+        let typedIn = readme.matches(of: /add-card \S+ --pan (\d+) --exp (\d\d\/\d\d)/)
+        #expect(typedIn.count >= 4)
+        for match in typedIn {
+            let (pan, expiry) = (String(match.output.1), String(match.output.2))
+            #expect(
+                fixture.cards.contains { $0.pan == pan && $0.expiry == expiry },
+                "README.md adds \(pan) \(expiry), which is no card of Tools/fixtures/issuer.json")
         }
     }
 
