@@ -12,7 +12,8 @@
 /// Once every card has been asked about, the not-found ones are asked about again, all of them in turn, after a
 /// wait that doubles from `firstRecheckWaitMs` up to `longestRecheckWaitMs` (5, 10, 20, 40 minutes, then every
 /// hour), for as long as the wallet runs: the TSP may learn of a token later (a TSP restored from a backup, a token
-/// moved between accounts). An issuer app asking for its cards ends such a wait early, but not before
+/// moved between accounts). Cards stored without an issuer after the start (`awaiting`) are asked about in the next
+/// round too. An issuer app asking for its cards ends such a wait early, but not before
 /// `recheckRestMs` have passed since the last round, so an app that asks often makes at most one round a minute.
 public struct IssuerResolution: Sendable, Equatable {
     /// A card to resolve: the wallet's id, its token and the wallet account holding it.
@@ -55,6 +56,10 @@ public struct IssuerResolution: Sendable, Equatable {
         case unreachable(cardID: Int64)
         /// The wait after `unreachable` is over.
         case retryDue
+        /// The cards stored without an issuer now, read before a round of rechecks: those the resolution has not
+        /// seen (stored since it started, by a TSP that named no issuer) join the round, so they are asked about
+        /// while the node runs instead of only at the next start.
+        case awaiting([Card])
         /// The wait after `recheckLater` is over.
         case recheckDue
         /// The store recorded the issuer (`record`).
@@ -133,6 +138,13 @@ public struct IssuerResolution: Sendable, Equatable {
             failuresInARow = attempts
             phases[card.cardID] = .resolving
             return [.ask(card)]
+        case .awaiting(let found):
+            guard awaitingRecheck else { return [] }
+            for card in found where phases[card.cardID] == nil {
+                cards.append(card)
+                phases[card.cardID] = .pending
+            }
+            return []
         case .recheckDue:
             guard awaitingRecheck else { return [] }
             awaitingRecheck = false

@@ -51,18 +51,15 @@ struct WalletIssuerResolver: Sendable {
             logger.warning("the cards without an issuer could not be read", ["error": error.description])
             return machine
         }
-        var actions = machine.handle(
-            .start(
-                found.map {
-                    IssuerResolution.Card(
-                        cardID: $0.id, digitalCardID: $0.result?.digitalCardID ?? "",
-                        walletAccountID: $0.account(configured: configuredAccountID))
-                }))
+        var actions = machine.handle(.start(found.map(card)))
+        // The first round says once at info level that the TSP could not be reached, or that an app brought a
+        // retry forward; the retries after that are the same story.
+        var said = Said()
         while !actions.isEmpty {
             let action = actions.removeFirst()
             switch action {
             case .ask(let card):
-                let answer = await ask(card, round: machine.round)
+                let answer = await ask(card, round: machine.round, said: &said)
                 // A stopping node cancelled the call: its failure says nothing about the TSP.
                 if Task.isCancelled { return machine }
                 actions += machine.handle(answer)
@@ -72,8 +69,9 @@ struct WalletIssuerResolver: Sendable {
                 do {
                     if try await wakeup.wait(milliseconds, sleep: sleep) {
                         logger.log(
-                            machine.round == 0 ? .info : .debug,
+                            machine.round == 0 && !said.appAsked ? .info : .debug,
                             "an issuer app asked for its cards; asking the TSP for the card's issuer now", [:])
+                        said.appAsked = true
                     }
                 } catch {
                     return machine
@@ -93,6 +91,10 @@ struct WalletIssuerResolver: Sendable {
                 } catch {
                     return machine
                 }
+                // Cards stored without an issuer since the start are asked about in this round too.
+                if let found = try? store.cardsAwaitingIssuer() {
+                    actions += machine.handle(.awaiting(found.map(card)))
+                }
                 actions += machine.handle(.recheckDue)
             case .finish(let resolved, let remaining):
                 // Counts only: the cards' numbers are never logged, not even masked.
@@ -105,9 +107,22 @@ struct WalletIssuerResolver: Sendable {
         return machine
     }
 
+    /// What the first round has logged at info level already.
+    private struct Said {
+        var unreachable = false
+        var appAsked = false
+    }
+
+    private func card(_ record: WalletCardRecord) -> IssuerResolution.Card {
+        IssuerResolution.Card(
+            cardID: record.id, digitalCardID: record.result?.digitalCardID ?? "",
+            walletAccountID: record.account(configured: configuredAccountID))
+    }
+
     /// Asks the TSP for the card's issuer. Only the first round logs NOT_FOUND or a failure at warning or info
-    /// level: the rounds after it ask about the same cards again. Any other refusal is news in every round.
-    private func ask(_ card: IssuerResolution.Card, round: Int) async -> IssuerResolution.Event {
+    /// level, and a failure only once: the retries and rounds after it ask about the same cards again. Any other
+    /// refusal is news in every round.
+    private func ask(_ card: IssuerResolution.Card, round: Int, said: inout Said) async -> IssuerResolution.Event {
         do {
             let answer = try await tsp.getTokenIssuer(
                 TspV1.GetTokenIssuerRequest(digitalCardID: card.digitalCardID, walletAccountID: card.walletAccountID),
@@ -128,8 +143,10 @@ struct WalletIssuerResolver: Sendable {
         } catch {
             if Task.isCancelled { return .unreachable(cardID: card.cardID) }
             logger.log(
-                round == 0 ? .info : .debug, "the TSP could not name a card's issuer; asking again later",
+                round == 0 && !said.unreachable ? .info : .debug,
+                "the TSP could not name a card's issuer; asking again later",
                 ["card_ref": WalletCardRecord.ref(card.cardID), "error": "\(error)"])
+            said.unreachable = said.unreachable || round == 0
             return .unreachable(cardID: card.cardID)
         }
     }

@@ -87,6 +87,25 @@ import Testing
         #expect(machine.handle(.recheckDue).isEmpty)
     }
 
+    /// A card stored without an issuer after the start is asked about in the next round of rechecks, after the
+    /// not-found cards; the cards the resolution knows keep their phases, and nothing joins outside a recheck's wait.
+    @Test func aCardStoredAfterTheStartJoinsTheNextRecheck() {
+        let third = IssuerResolution.Card(cardID: 3, digitalCardID: "DC-3", walletAccountID: "wa-1")
+        var machine = IssuerResolution()
+        _ = machine.handle(.start([Self.first, Self.second]))
+        #expect(machine.handle(.awaiting([Self.first, Self.second, third])).isEmpty)
+        #expect(machine.phase(of: 3) == nil, "no recheck was waited for")
+        _ = machine.handle(.notFound(cardID: 1))
+        _ = machine.handle(.refused(cardID: 2))
+        #expect(machine.handle(.awaiting([Self.first, Self.second, third])).isEmpty)
+        #expect(machine.phase(of: 2) == .unresolvable && machine.phase(of: 3) == .pending)
+        #expect(machine.handle(.recheckDue) == [.ask(Self.first)])
+        #expect(machine.handle(.notFound(cardID: 1)) == [.ask(third)])
+        #expect(
+            machine.handle(.notFound(cardID: 3))
+                == [.recheckLater(restMilliseconds: 60_000, waitMilliseconds: 540_000, round: 2, cards: 2)])
+    }
+
     /// A TSP that cannot be reached during a round of rechecks is asked again after the short waits, and the round
     /// goes on.
     @Test func anUnreachableTSPDuringARecheckIsAskedAgainSoon() {

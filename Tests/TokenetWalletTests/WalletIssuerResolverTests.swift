@@ -168,6 +168,57 @@ import TokenetWire
         #expect(lines.contains { $0.contains("resolved=2") && $0.contains("remaining=0") }, "\(lines)")
     }
 
+    /// A card stored without an issuer while the resolver waits for a recheck (digitized by a TSP that named no
+    /// issuer) is asked about in that round, and shown to its issuer's app without the node restarting.
+    @Test func aCardStoredAfterTheStartIsAskedAboutInTheNextRecheck() async throws {
+        let wallet = try Self.upgradedWallet()
+        let laterToken = "DNITHE000000000000000003"
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: Self.ownTokensIssuer, Self.otherAccountsToken: Self.otherAccountsTokensIssuer,
+                laterToken: .init(
+                    walletAccountID: WalletConfiguration.defaultAccountID, issuerID: "bank-c", nodeID: "issuer-3"),
+            ]
+        }
+        let store = wallet.store
+        let waits = Waits()
+        // The node stops during the wait before the second round of rechecks.
+        let machine = await Self.resolver(wallet, waits: waits, stopAfter: 3) { waits in
+            guard waits.count == 1 else { return }
+            let result = TspV1.DigitizeResponse(
+                decision: .approved, digitalCardID: laterToken, tokenState: .active, tokenLast4: "9012",
+                scheme: .visa, panLast4: "1111", decidedBy: "issuer")
+            guard let bytes = try? result.serializedBytes() else { return }
+            _ = try? store.database.execute(
+                """
+                INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                    result, digital_card_id, created_at_ms, updated_at_ms)
+                VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt', 0, ?, ?, 1, 1)
+                """, [bytes, laterToken])
+        }.run()
+
+        #expect(machine.phase(of: 3) == .resolved && machine.round == 1, "\(wallet.logs.lines)")
+        #expect(try wallet.store.card(ref: "card-3").issuerNodeID == "issuer-3")
+        let app = WalletV1.WalletEvents.Client(wallet.asIssuer("issuer-3"))
+        #expect(try await app.currentTokens(.init()).tokens.map(\.digitalCardID) == [laterToken])
+    }
+
+    /// While the TSP cannot be reached, the first round says so once at info level, not on every retry.
+    @Test func anUnreachableTSPIsLoggedOnceInTheFirstRound() async throws {
+        let wallet = try Self.upgradedWallet()
+        wallet.tsp.configure {
+            $0.tokenIssuers = [Self.ownToken: Self.ownTokensIssuer]
+            $0.tokenIssuerFailures = 3
+        }
+        let waits = Waits()
+        let machine = await Self.resolver(wallet, waits: waits, stopAfter: 3, level: .info).run()
+
+        #expect(waits.list.withLock { $0 } == [1_000, 2_000, 4_000, 60_000], "\(wallet.logs.lines)")
+        #expect(machine.phase(of: 1) == .resolved)
+        let lines = wallet.logs.lines
+        #expect(lines.filter { $0.contains("could not name a card's issuer") }.count == 1, "\(lines)")
+    }
+
     /// An issuer app asking for its cards ends the wait before a round of rechecks, once its first minute is over.
     @Test func anIssuerAppAskingForItsCardsEndsTheWaitForARecheck() async throws {
         let wallet = try Self.upgradedWallet()
