@@ -2,8 +2,8 @@ import Foundation
 import TokenetNode
 import TokenetWire
 
-/// The wallet's processing of the messages the TSP's broker delivers. Every message is kept in the inbox (once per
-/// message id: a redelivered message is not processed again). Messages from CPS, MG and TNS on the D1 topic act:
+/// The wallet's processing of the messages the TSP's broker delivers. Every message is kept in the inbox once
+/// processed (once per message id: a redelivered message is not processed again). Messages from CPS, MG and TNS on the D1 topic act:
 /// CARD_STATE updates the token and tells the issuer app's listeners, TRANSACTION_NOTIFICATION is added to the
 /// transaction list, REPLENISHMENT fetches a new batch of payment keys; MESSAGING is shown from the inbox.
 public final class WalletNotificationHandler: NotificationHandler {
@@ -30,26 +30,29 @@ public final class WalletNotificationHandler: NotificationHandler {
                 "sender": notification.sender, "topic": notification.topic, "type": notification.messageType,
                 "card_id": notification.cardID, "attempt": "\(notification.deliveryAttempt)",
             ])
+        // Kept once processed, not before: a node that stops or crashes while processing (a key batch asked of a
+        // TSP slow to answer) processes the redelivery instead of taking it for a message seen before. A crash
+        // between the two processes it twice, which every action here allows (a state set again, a transaction
+        // replaced, one batch of keys more).
+        guard try store.hasKept(messageID: notification.messageID) == false else {
+            logger.debug("notification seen before", ["message_id": notification.messageID])
+            return
+        }
         do throws(WalletError) {
-            guard try store.keep(notification, nowMs: clock()) else {
-                logger.debug("notification seen before", ["message_id": notification.messageID])
-                return
-            }
             try await process(notification)
         } catch {
-            guard error.code == .unavailable else {
-                return logger.error(
-                    "notification could not be processed",
-                    [
-                        "message_id": notification.messageID, "type": notification.messageType,
-                        "error": String(describing: error),
-                    ])
-            }
-            // A peer the action needs (the TSP, for a new key batch) is unreachable: forget the message so that
-            // its redelivery is processed, and have the subscriber deliver it again.
-            try store.forget(messageID: notification.messageID)
-            throw error
+            // A peer the action needs (the TSP, for a new key batch) is unreachable: the message is not kept, and
+            // the subscriber delivers it again.
+            guard error.code != .unavailable else { throw error }
+            logger.error(
+                "notification could not be processed",
+                [
+                    "message_id": notification.messageID, "type": notification.messageType,
+                    "error": String(describing: error),
+                ])
         }
+        // A store that cannot keep it throws too: the message is delivered again rather than acknowledged unseen.
+        _ = try store.keep(notification, nowMs: clock())
     }
 
     private func process(_ notification: TspV1.Notification) async throws(WalletError) {

@@ -9,7 +9,7 @@ public struct PaymentKeyCount: Sendable, Equatable {
 }
 
 extension WalletStore {
-    /// Keeps a notification from the broker; false when its id was kept before (a redelivery).
+    /// Keeps a notification from the broker once it has been processed; false when its id was kept before.
     public func keep(_ notification: TspV1.Notification, nowMs: UInt64) throws(WalletError) -> Bool {
         try run("keep a notification") {
             try database.execute(
@@ -19,10 +19,10 @@ extension WalletStore {
         }
     }
 
-    /// Removes a kept message whose processing must be retried when it is delivered again.
-    public func forget(messageID: String) throws(WalletError) {
-        _ = try run("forget a notification") {
-            try database.execute("DELETE FROM inbox WHERE message_id = ?", [messageID])
+    /// Whether a notification with this id was kept (processed) before.
+    public func hasKept(messageID: String) throws(WalletError) -> Bool {
+        try run("look a notification up") {
+            try database.queryOne("SELECT 1 FROM inbox WHERE message_id = ?", [messageID]) != nil
         }
     }
 

@@ -13,12 +13,27 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var refusal: RPCError?
         /// When set, ReplenishPaymentKeys fails with it (nothing is recorded).
         var replenishmentFailure: RPCError?
+        /// When true, ReplenishPaymentKeys waits for `releaseHeldReplenishment` before it answers: a TSP slow to
+        /// answer while the wallet stops.
+        var holdReplenishment = false
+        var held: CheckedContinuation<Void, Never>?
     }
 
     static let keysPerBatch: UInt32 = 10
     let state = Mutex(State())
 
     var recorded: State { state.withLock { $0 } }
+
+    /// One element for each ReplenishPaymentKeys that `holdReplenishment` holds, once it is held.
+    let heldReplenishments = AsyncStream.makeStream(of: Void.self)
+
+    func releaseHeldReplenishment() {
+        let held = state.withLock { state in
+            defer { state.held = nil }
+            return state.held
+        }
+        held?.resume()
+    }
 
     func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
         -> TspV1.ChangeTokenStateResponse
@@ -46,6 +61,12 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
     func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
         -> TspV1.ReplenishPaymentKeysResponse
     {
+        if state.withLock({ $0.holdReplenishment }) {
+            await withCheckedContinuation { continuation in
+                state.withLock { $0.held = continuation }
+                heldReplenishments.continuation.yield()
+            }
+        }
         let count = try state.withLock { state in
             if let failure = state.replenishmentFailure { throw failure }
             state.replenishments.append(request)

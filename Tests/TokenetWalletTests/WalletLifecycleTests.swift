@@ -166,6 +166,39 @@ import TokenetWire
         #expect(after.batches == before.batches + 1)
     }
 
+    /// A wallet that stops or crashes while it processes an MG push (its key batch asked of a TSP that has not
+    /// answered) processes the push when the broker delivers it again after the restart: a message counts as seen
+    /// only once it has been processed.
+    @Test func anMGPushCutShortWhileProcessingIsProcessedWhenDeliveredAgain() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let before = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        let push = Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG")
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.holdReplenishment = true }
+        let cutShort = Task { try await wallet.notifications.handle(push) }
+        var held = tsp.heldReplenishments.stream.makeAsyncIterator()
+        _ = await held.next()
+
+        // The node died there; the broker delivers the push again to the node started after it.
+        tsp.state.withLock { $0.holdReplenishment = false }
+        try await wallet.notifications.handle(push)
+        let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(after.keysRemaining == before.keysRemaining + FakeTSPLifecycle.keysPerBatch)
+        #expect(after.batches == before.batches + 1)
+        #expect(try wallet.store.inbox().map(\.messageID) == [push.messageID])
+
+        tsp.releaseHeldReplenishment()
+        _ = try? await cutShort.value
+    }
+
+    /// A message the store cannot keep (the database cannot be written) is not taken as handled: the handler
+    /// throws, so the subscriber has it delivered again instead of acknowledging a message the wallet never saw.
+    @Test func aMessageTheStoreCannotKeepIsDeliveredAgain() async throws {
+        let (wallet, _) = try await Self.digitized()
+        _ = try wallet.store.database.execute("DROP TABLE inbox")
+        await #expect(throws: WalletError.self) { try await wallet.notifications.handle(Self.cardState(.suspended)) }
+    }
+
     @Test func onlyAnActiveCardPaysAndResumingRefetchesNothingWhenKeysAreLeft() async throws {
         var (wallet, events) = try await Self.digitized()
         _ = await events.next()
