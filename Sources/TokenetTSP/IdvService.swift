@@ -66,9 +66,20 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         try await tsp.handling("SubmitOtp", context) { log in
             let token = try requireToken(request.digitalCardID)
             guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
-            let result = try tsp.store.submitOTP(
-                digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
-                actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs)
+            let result = try await tsp.stateChanges.run {
+                let before = try tsp.store.token(token.digitalCardID) ?? token
+                let result = try tsp.store.submitOTP(
+                    digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
+                    actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs)
+                // The wallet hears of the activation through the broker too: an answer lost on the way (a wallet
+                // that crashed, a connection cut) would otherwise leave its card INACTIVE for good, since asking
+                // again is refused once the code is verified. The issuer app hears of it as of the other activations.
+                if result == .success, let after = try tsp.store.token(token.digitalCardID) {
+                    let change = TokenStateChange(before: before, after: after)
+                    await tsp.publishCardState(change, reason: "IDV_OTP", initiator: "wallet", log: log)
+                }
+                return result
+            }
             var response = TspV1.SubmitOtpResponse()
             switch result {
             case .success: response.result = .success

@@ -11,6 +11,7 @@ import TokenetTestSupport
         "Tools/scenarios/issuer-cut-off.scenario", "Tools/scenarios/wallet-offline.scenario",
         "Tools/scenarios/step-up-otp.scenario", "Tools/scenarios/wallet-events.scenario",
         "Tools/scenarios/strong-auth.scenario", "Tools/scenarios/app-to-app.scenario",
+        "Tools/scenarios/otp-answer-lost.scenario",
     ]
 
     /// Runs `script` from a file of its own.
@@ -25,7 +26,7 @@ import TokenetTestSupport
         let files = Self.examples.map(PackageRoot.path)
         let result = try await LaunchedProcess.runNiced("tokenet", ["scenario"] + files + ["--timeout", "60"])
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stdout.contains("All 6 scenarios passed."))
+        #expect(result.stdout.contains("All 7 scenarios passed."))
         // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
         #expect(result.stdout.contains("fault tsp->issuer: in force: partition"))
         #expect(result.stdout.contains("save reason = \"the issuer did not answer"))
@@ -42,7 +43,9 @@ import TokenetTestSupport
         #expect(result.stdout.contains("events from sequence 1 on"))
         // The app locked after five wrong PINs and opened again once the issuer unlocked it.
         #expect(result.stdout.contains("1 try left before the app locks"))
-        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 19)
+        // The wallet heard of the activation whose answer was lost.
+        #expect(result.stdout.contains("fault wallet->tsp: in force: to-server none, to-client partition"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 22)
     }
 
     @Test func aStepThatDiffersEndsTheRunAtItsLine() async throws {

@@ -55,6 +55,33 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "ACTIVE") { try await submit(tsp, card, code) }
     }
 
+    /// The right code publishes CARD_STATE ACTIVE to the wallet and the issuer app, once: a wallet whose answer
+    /// was lost (it crashed, or the connection was cut) learns of the activation from the broker, since submitting
+    /// the code again is refused once the token is ACTIVE. Wrong codes publish nothing.
+    @Test func theRightCodeNotifiesTheWalletAndTheIssuerApp() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let code = try #require(tsp.otp.lastCode)
+        let before = tsp.published.of("CARD_STATE").count
+        _ = try await submit(tsp, card, Self.wrong(code))
+        #expect(tsp.published.of("CARD_STATE").count == before)
+
+        _ = try await submit(tsp, card, code)
+        let published = tsp.published.of("CARD_STATE").dropFirst(before)
+        #expect(published.count == 1)
+        let message = try #require(published.first)
+        #expect(message.notification.cardID == card)
+        #expect(message.queues.contains("wallet/wallet-1") && message.queues.contains { $0.hasPrefix("issuer/") })
+        guard case .cardState(let body)? = message.notification.body else {
+            Issue.record("not a card state: \(message.notification)")
+            return
+        }
+        #expect(body.tokenState == .active && body.reasonCode == "IDV_OTP" && body.initiator == "wallet")
+        await expectRPCError(.failedPrecondition, "ACTIVE") { try await submit(tsp, card, code) }
+        #expect(tsp.published.of("CARD_STATE").count == before + 1)
+    }
+
     @Test func selectingAgainSendsNothingNew() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
