@@ -9,14 +9,39 @@ struct PaymentKeysAtActivation: Sendable {
     let updates: WalletTokenUpdates
     let logger: Logger
 
-    /// Listens until the hub drops this listener or the task is cancelled.
+    /// Listens until the task is cancelled. Each time it starts listening (at start, and after the hub dropped it
+    /// for falling behind) it first gives a batch to the ACTIVE cards that have none, whose activation it did not
+    /// hear: a wallet stopped right after an activation, or a burst of events it fell behind on, left them without
+    /// keys until their first payment found none.
     func run(_ hub: WalletEventHub) async {
-        let subscription = hub.subscribe()
-        for await event in subscription.events {
-            await handle(event)
+        while !Task.isCancelled {
+            // Listening first: a card activated while the catch-up runs is heard too.
+            let subscription = hub.subscribe()
+            await catchUp()
+            for await event in subscription.events {
+                await handle(event)
+            }
+            guard hub.wasDropped(subscription.id) else { return }
+            logger.warning("payment keys at activation: fell behind the wallet's events; listening again")
         }
-        if hub.wasDropped(subscription.id) {
-            logger.warning("payment keys at activation: fell behind the wallet's events and stopped")
+    }
+
+    /// Gives a first batch to every ACTIVE card without keys.
+    func catchUp() async {
+        let cards: [WalletCardRecord]
+        do {
+            cards = try store.activeCardsWithoutKeys()
+        } catch {
+            return logger.warning("the active cards without payment keys could not be read", ["error": "\(error)"])
+        }
+        for card in cards {
+            do {
+                try await updates.replenish(card, reason: "activation not yet served")
+            } catch {
+                logger.warning(
+                    "payment keys could not be issued to an active card",
+                    ["card_ref": card.cardRef, "error": "\(error)"])
+            }
         }
     }
 

@@ -64,6 +64,21 @@ extension WalletStore {
         }
     }
 
+    /// The digitized cards whose token is ACTIVE and that never had a batch of payment keys: activated while the
+    /// wallet stopped or could not reach the TSP. The state is inside the stored answer, so SQL selects the cards
+    /// without keys and the state is read here.
+    public func activeCardsWithoutKeys() throws(WalletError) -> [WalletCardRecord] {
+        try run("list the active cards without payment keys") {
+            try database.query(
+                """
+                SELECT * FROM cards
+                WHERE status = 'DIGITIZED' AND id NOT IN (SELECT card_id FROM payment_keys WHERE batches > 0)
+                ORDER BY id
+                """
+            ).map(Self.record)
+        }.filter { $0.result?.tokenState == .active }
+    }
+
     /// Adds a batch of keys.
     public func addPaymentKeys(cardID: Int64, count: UInt32) throws(WalletError) -> PaymentKeyCount {
         try run("store a batch of payment keys") {
