@@ -62,6 +62,15 @@ extension Scenario {
 
         public init() {}
 
+        /// Takes the nodes that run as the console found them after a line: a `start` that failed (a node that
+        /// exited before it was ready) leaves its node down, and a node can end on its own. Without this the
+        /// parser took the node for running, refused `start` ("stop or kill it first") while `stop` found nothing
+        /// to stop. A node no longer running is no longer paused either.
+        public mutating func nodesRunning(_ running: Set<ScenarioParty>) {
+            down = Set(ScenarioParty.allCases).subtracting(running)
+            paused.formIntersection(running)
+        }
+
         /// What one line did.
         public enum Effect: Sendable, Equatable {
             /// A blank line or a comment.

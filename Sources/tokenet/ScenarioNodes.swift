@@ -53,6 +53,11 @@ final class ScenarioNodes {
         if party == .issuer, running[.tsp] != nil { try waitForRegistration(process) }
     }
 
+    /// The nodes running now: started, and not ended since (stopped, killed, or on their own).
+    var up: Set<ScenarioParty> {
+        Set(running.filter { !$0.value.hasExited }.keys)
+    }
+
     /// SIGTERM; the node must drain and exit 0 within the timeout (or it is killed and the step fails).
     func stop(_ party: ScenarioParty) throws(CLIError) -> String {
         let process = try take(party)

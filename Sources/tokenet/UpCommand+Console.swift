@@ -46,6 +46,7 @@ extension UpCommand {
                     } catch {
                         printOut("error: line \(number): \(error)")
                     }
+                    if let nodes = runner.nodes { parser.nodesRunning(nodes.up) }
                     try runner.interruption.check()
                 }
                 if ended && !announcedEnd {

@@ -66,6 +66,21 @@ import TokenetTestSupport
         #expect(console.contains("error: line 9: save tokens tokens: the response has no field 'tokens'"), "\(console)")
         #expect(console.contains("error: line 10: expected NOT_FOUND, got OK"), "\(console)")
 
+        // A start that fails (the wallet's database is damaged while it is stopped) leaves the node down: once the
+        // database is repaired, start works without a stop first.
+        commands.fileHandleForWriting.write(Data("stop wallet\necho stopped\n".utf8))
+        try waitFor("   13  stopped", up)
+        let database = "\(sandbox)/wallet-node/data/wallet.sqlite"
+        let saved = try Data(contentsOf: URL(fileURLWithPath: database))
+        try Data(repeating: 0x5A, count: saved.count).write(to: URL(fileURLWithPath: database))
+        commands.fileHandleForWriting.write(Data("start wallet\n".utf8))
+        try waitFor("error: line 14: wallet-node exited with status 1 before becoming ready", up)
+        try saved.write(to: URL(fileURLWithPath: database))
+        commands.fileHandleForWriting.write(Data("start wallet\necho restarted\n".utf8))
+        try waitFor("   16  restarted", up)
+        #expect(text().contains("   15  start wallet: ready wallet-node"), "\(text())")
+        #expect(!text().contains("is running (stop or kill it first)"), "\(text())")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
@@ -93,7 +108,8 @@ import TokenetTestSupport
         up.interrupt()
         up.waitUntilExit(killingAfter: 60)
         #expect(up.terminationReason == .exit && up.terminationStatus == 0, "\(text())")
-        #expect(text().components(separatedBy: "exited with status 0").count - 1 == 3)
+        // The three nodes, and the wallet stopped before its database was damaged.
+        #expect(text().components(separatedBy: "exited with status 0").count - 1 == 4)
 
         // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up.
         let again = try start(input: FileHandle.nullDevice)
