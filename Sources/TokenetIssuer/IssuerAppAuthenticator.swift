@@ -115,6 +115,10 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         if response.result == .success {
             try save(response, userID: enrolment.userID, displayName: name, keys: keys, newUser: newUser)
             answer.pinSet = newUser != nil
+        } else if response.result == .alreadyUsed,
+            try !store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
+        {
+            answer.message = Self.credentialsLost(enrolment.accountID)
         }
         logger.info(
             "account activation",
@@ -157,6 +161,14 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                 "succeeded": "\(answer.results.filter { $0.result == .success }.count)",
             ])
         return answer
+    }
+
+    /// A code the TSP reports used for an account the app does not hold: the TSP activated it, but its answer with
+    /// the credentials was lost (a cut connection, an app stopped meanwhile). The TSP's own message ("the account
+    /// is activated") would send the cardholder to a login that cannot work; a new enrolment gives a new code.
+    static func credentialsLost(_ accountID: String) -> String {
+        "the activation code was already used, but the app never received the credentials of account \(accountID) "
+            + "(the answer was lost); ask the issuer to enrol the account again for a new code"
     }
 
     private func save(

@@ -94,6 +94,26 @@ import TokenetWire
         #expect(reused.result == .alreadyUsed)
     }
 
+    /// The TSP activated the account but its answer, with the credentials, never reached the app: trying the code
+    /// again is ALREADY_USED, and the app says the credentials were lost and how to get new ones instead of "the
+    /// account is activated", which sent the cardholder to a login that fails. A new enrolment activates it.
+    @Test func aCodeUsedByAnActivationWhoseAnswerWasLostSaysToEnrolAgain() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        app.tsp.state.withLock { $0.enrolments[first.reference]?.used = true }
+        let lost = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        #expect(lost.result == .alreadyUsed)
+        #expect(lost.message.contains("never received the credentials of account acc-alice-checking"), "\(lost)")
+        #expect(lost.message.contains("enrol the account again"))
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
+
+        let again = try await app.enrol()
+        let activated = try await app.party.app.activate(
+            code: again.code, referenceID: again.reference, displayName: "Checking", pin: "2580")
+        #expect(activated.result == .success)
+    }
+
     @Test func thePINSurvivesDeletingEveryAccount() async throws {
         let app = try App.make()
         let first = try await app.enrol()
