@@ -34,7 +34,17 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                 switch action {
                 case .deliver(_, let expiresAtMs):
-                    try await deliver(code, method: method, token: token, expiresAtMs: expiresAtMs)
+                    do {
+                        try await deliver(
+                            code, method: method, token: token, expiresAtMs: expiresAtMs,
+                            retry: "select the method again")
+                    } catch {
+                        // The code reached no one: selecting again sends one, instead of answering that a code is
+                        // out and valid while the cardholder waits for nothing.
+                        try? tsp.store.firstOTPDeliveryFailed(
+                            digitalCardID: token.digitalCardID, code: code, policy: tsp.configuration.otpPolicy)
+                        throw error
+                    }
                     log.info("one-time code sent", ["digital_card_id": token.digitalCardID, "method": method.id])
                     response.codeSent = true
                     response.codeExpiresAtMs = expiresAtMs
@@ -109,7 +119,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             case .deliver(let methodID, let expiresAtMs):
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
-                try await deliver(code, method: method, token: token, expiresAtMs: expiresAtMs)
+                try await deliver(
+                    code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend")
                 log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
                 return TspV1.ResendOtpResponse(
                     codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))
@@ -129,10 +140,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         return token
     }
 
-    /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the cardholder
-    /// asks for a resend.
+    /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the error says
+    /// what to `retry`.
     private func deliver(
-        _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64
+        _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64, retry: String
     ) async throws {
         do {
             guard let issuer = try tsp.store.issuers().first(where: { $0.id == token.issuerID }) else {
@@ -146,7 +157,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         } catch let error as RPCError {
             throw RPCError(
                 .unavailable,
-                "the issuer could not deliver the code (\(error.code)): \(error.message); ask for a resend")
+                "the issuer could not deliver the code (\(error.code)): \(error.message); \(retry)")
         }
     }
 }

@@ -5,6 +5,7 @@
 /// ```
 /// (none)   --select--> PENDING        code issued: deliver it
 /// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
+/// PENDING  --firstDeliveryFailed--> (none)   the first code reached no one: the next select issues one
 /// PENDING  --resend--> PENDING        a new code, a new expiry and fresh tries, while resends are left
 /// PENDING  --submit--> VERIFIED       the right code before it expires: the driver activates the token
 /// PENDING  --submit--> PENDING        a wrong code with tries left, or an expired code (no try is used)
@@ -96,6 +97,17 @@ struct OTPStateMachine: Sendable, Equatable {
             return .alreadySent(
                 methodID: current.methodID, expiresAtMs: current.expiresAtMs, attemptsLeft: current.attemptsLeft)
         }
+    }
+
+    /// The first code, issued by `select`, could not be delivered (the issuer could not be reached): the challenge is
+    /// removed, so the next pick issues and delivers a code instead of reporting one out that nobody received. A
+    /// resent code that could not be delivered is left as it is (the cardholder asks for another resend), and so is
+    /// a challenge whose code was replaced meanwhile.
+    mutating func firstDeliveryFailed(digest: [UInt8]) {
+        guard let current = challenge, current.status == .pending, current.codeDigest == digest,
+            current.resendsLeft == policy.maxResends
+        else { return }
+        challenge = nil
     }
 
     /// The cardholder asks for a new code: replaces the old one, with a new expiry and fresh tries.

@@ -42,6 +42,19 @@ extension TSPStore {
         }
     }
 
+    /// The first code of a token (`selectOTP`) could not be delivered: forgets it, so that selecting the method again
+    /// sends a code (`OTPStateMachine.firstDeliveryFailed`).
+    func firstOTPDeliveryFailed(digitalCardID: String, code: String, policy: OTPStateMachine.Policy) throws {
+        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
+        try database.transaction { tx in
+            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            guard machine.challenge != nil else { return }
+            machine.firstDeliveryFailed(digest: digest)
+            guard machine.challenge == nil else { return }
+            _ = try tx.execute("DELETE FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID])
+        }
+    }
+
     /// An explicit resend: a new code replaces the old one while resends are left.
     func resendOTP(
         digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64

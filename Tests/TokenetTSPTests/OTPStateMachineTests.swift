@@ -80,6 +80,23 @@ import Testing
             ])
     }
 
+    /// The first code reaching no one removes the challenge, so the next select issues a code; a resent code, or a
+    /// code other than the one out, leaves it.
+    @Test func aFirstCodeThatReachedNoOneIsIssuedAgainBySelect() {
+        var machine = Machine()
+        _ = machine.select(methodID: "otp-sms", candidateDigest: Self.codeA, nowMs: 0)
+        machine.firstDeliveryFailed(digest: Self.codeB)
+        #expect(machine.challenge?.codeDigest == Self.codeA)
+        machine.firstDeliveryFailed(digest: Self.codeA)
+        #expect(machine.challenge == nil)
+        #expect(
+            machine.select(methodID: "otp-sms", candidateDigest: Self.codeB, nowMs: 1)
+                == .deliver(methodID: "otp-sms", expiresAtMs: 1 + Self.tenMinutes))
+        _ = machine.resend(candidateDigest: Self.codeA, nowMs: 2)
+        machine.firstDeliveryFailed(digest: Self.codeA)
+        #expect(machine.challenge?.codeDigest == Self.codeA && machine.challenge?.resendsLeft == 2)
+    }
+
     @Test func selectingAgainNeitherRegeneratesNorExtends() {
         let (results, machine) = Self.run([
             .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .select("otp-sms", Self.codeB, at: 500),
