@@ -117,7 +117,12 @@ final class IssuerStore: Sendable {
         do {
             store = try IssuerStore(database: try Database.open(path: path), vault: key.vault)
         } catch let error as IssuerError {
-            throw error
+            // Damage found past the file's header (by the migrations' first read) was reported as a migration
+            // that failed, without the file or what to do.
+            guard let storage = error.cause as? StorageError, storage.code == .corrupt else { throw error }
+            throw damaged(path, storage)
+        } catch let error as StorageError where error.code == .corrupt {
+            throw damaged(path, error)
         } catch let error as StorageError {
             // Kept as it is, so the node can tell a database it must not start on (read-only) by its code.
             throw IssuerError(.storage, "cannot open \(path)", cause: error)
@@ -126,6 +131,13 @@ final class IssuerStore: Sendable {
         }
         try store.verifyVaultKey(key, databasePath: path)
         return store
+    }
+
+    /// A database file SQLite finds damaged, or that is not a database: the operator's to restore.
+    private static func damaged(_ path: String, _ error: StorageError) -> IssuerError {
+        IssuerError(
+            .storage, "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
+            cause: error)
     }
 
     /// Checks `key` against the database's check value (or, for a database without one, a sealed card number) and

@@ -122,13 +122,26 @@ public final class WalletStore: Sendable {
         do {
             return try WalletStore(database: try Database.open(path: path))
         } catch let error as WalletError {
-            throw error
+            // Damage found past the file's header (by the migrations' first read) was reported as a migration
+            // that failed, without the file or what to do.
+            guard let storage = error.cause as? StorageError, storage.code == .corrupt else { throw error }
+            throw damaged(path, storage)
+        } catch let error as StorageError where error.code == .corrupt {
+            throw damaged(path, error)
         } catch let error as StorageError {
             // Kept as it is, so the node can tell a database it must not start on (read-only) by its code.
             throw WalletError(.internal, "cannot open the wallet database \(path)", cause: error)
         } catch {
             throw WalletError(.internal, "cannot open the wallet database \(path)", cause: DescribedCause(error))
         }
+    }
+
+    /// A database file SQLite finds damaged, or that is not a database: the operator's to restore.
+    private static func damaged(_ path: String, _ error: StorageError) -> WalletError {
+        WalletError(
+            .internal,
+            "the wallet database \(path) is damaged: restore it from a backup, or move it aside to start with an "
+                + "empty wallet", cause: error)
     }
 
     public static func inMemory() throws(WalletError) -> WalletStore {

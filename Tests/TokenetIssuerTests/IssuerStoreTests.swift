@@ -10,6 +10,26 @@ import TokenetTestSupport
 @Suite struct IssuerStoreTests {
     func temporaryDirectory() throws -> String { try TestScratch.path("issuer") }
 
+    /// A database damaged past its header opens, and the migrations' first read fails: that was "cannot migrate the
+    /// issuer database", naming neither the file nor what to do.
+    @Test func aDatabaseDamagedPastItsHeaderIsNamedWithWhatToDo() throws {
+        let directory = try temporaryDirectory()
+        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let store = try IssuerStore.open(directory: directory)
+        try store.importFixture(try Support.fixture())
+        try store.database.close()
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        let size = try file.seekToEnd()
+        // Every page after the first, which holds the header and the schema.
+        try file.seek(toOffset: 4096)
+        try file.write(contentsOf: Data(repeating: 0x5A, count: Int(size) - 4096))
+        try file.close()
+        let error = #expect(throws: IssuerError.self) { try IssuerStore.open(directory: directory) }
+        #expect(
+            error?.message.contains("\(path) is damaged: restore it from a backup") == true,
+            "\(String(describing: error))")
+    }
+
     @Test func loadingTwiceChangesNothing() throws {
         let store = try Support.store()
         let before = try store.allCards().map { "\($0.id) \($0.pan.last4) \($0.rule.summary)" }

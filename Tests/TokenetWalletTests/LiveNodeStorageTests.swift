@@ -52,9 +52,30 @@ import TokenetTestSupport
             try runExecutable("wallet-node", try Self.arguments(scratch, pki: pki))
         }
         #expect(result.status == 1, "\(result.stderr)")
-        let opening = "cannot open the wallet database \(scratch.file("data/wallet.sqlite"))"
+        let opening = "the wallet database \(scratch.file("data/wallet.sqlite")) is damaged"
         #expect(result.stderr.components(separatedBy: opening).count == 2, "\(result.stderr)")
         #expect(result.stderr.contains("corrupt"), "\(result.stderr)")
+    }
+
+    /// A database damaged past its header opens, and its first read fails: the node said "the wallet database could
+    /// not be migrated", naming neither the file nor what to do.
+    @Test func aDatabaseDamagedPastItsHeaderIsNamedWithWhatToDo() async throws {
+        let pki = try await offThePool { try TestPKI.directory() }
+        let scratch = try ScratchDirectory(data: [:])
+        let path = scratch.file("data/wallet.sqlite")
+        try WalletStore.open(path: path).database.close()
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        let size = try file.seekToEnd()
+        // Every page after the first, which holds the header and the schema.
+        try file.seek(toOffset: 4096)
+        try file.write(contentsOf: Data(repeating: 0x5A, count: Int(size) - 4096))
+        try file.close()
+        let result = try await offThePool {
+            try runExecutable("wallet-node", try Self.arguments(scratch, pki: pki))
+        }
+        #expect(result.status == 1, "\(result.stderr)")
+        // The file's name, not its whole path (the log masks digit runs like a card number's).
+        #expect(result.stderr.contains("wallet.sqlite is damaged: restore it from a backup"), "\(result.stderr)")
     }
 
     /// SQLite opened a database the node may not write read-only, and the node then failed every change INTERNAL
