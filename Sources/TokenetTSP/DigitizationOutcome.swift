@@ -54,6 +54,15 @@ struct DigitizationOutcome: Sendable, Equatable {
             decidedBy: "tsp")
     }
 
+    /// The card became live in the same wallet account on the same device while this digitization was decided (two
+    /// cards added before either was digitized): the TSP declines the second, as eligibility would have.
+    static func alreadyProvisioned(panLast4: String) -> DigitizationOutcome {
+        let why = "this card ending in \(panLast4) is already in this wallet on this device"
+        return DigitizationOutcome(
+            decision: .declined, state: .deactivated, reason: "declined: \(why)", idvMethods: [], declineReason: why,
+            decidedBy: "tsp")
+    }
+
     /// Error codes with which an issuer refuses a question rather than failing to answer it.
     static let refusals: Set<StatusCode> = [
         .invalidArgument, .notFound, .permissionDenied, .failedPrecondition, .unimplemented, .unauthenticated,

@@ -145,6 +145,17 @@ extension TSPStore {
                 return try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self))
             }
             var token = pending.token
+            // Eligibility refuses a card already live in this wallet account on this device, but two cards added
+            // before either was digitized both passed it, and each became an ACTIVE token. Checked again here, in
+            // the transaction that makes the token live, so only one of them does.
+            var outcome = outcome
+            if outcome.state != .deactivated,
+                try hasLiveToken(
+                    tx, for: try pending.receipt.card.pan(), walletAccountID: token.walletAccountID,
+                    deviceID: token.deviceID, except: token.digitalCardID)
+            {
+                outcome = .alreadyProvisioned(panLast4: token.panLast4)
+            }
             var lifecycle = TokenLifecycleStateMachine(state: token.state)
             switch outcome.state {
             case .active: _ = lifecycle.activate()
@@ -174,6 +185,23 @@ extension TSPStore {
                 [try response.serializedBytes(), pending.requestID])
             return response
         }
+    }
+
+    /// True when `pan` has a live (active or suspended) token other than `except` in this wallet account on this
+    /// device, read in `tx` (`hasLiveToken`, within the transaction that would make another).
+    private func hasLiveToken(
+        _ tx: Transaction, for pan: PAN, walletAccountID: String, deviceID: String, except: String
+    ) throws -> Bool {
+        let rows = try tx.query(
+            """
+            SELECT digital_card_id, funding_pan FROM tokens
+            WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN ('ACTIVE', 'SUSPENDED')
+                AND digital_card_id != ?
+            """, [walletAccountID, deviceID, pan.last4, except])
+        for row in rows where try vault.openPAN(try row.get(1), recordID: try row.text(0)) == pan {
+            return true
+        }
+        return false
     }
 
     static func response(token: TokenRecord, outcome: DigitizationOutcome) -> TspV1.DigitizeResponse {

@@ -59,6 +59,25 @@ import TokenetWire
         #expect(tokens.map(\.state) == [.deactivated])
     }
 
+    /// Two receipts for one card, both taken before either was digitized (the wallet added the card twice): each
+    /// was eligible, and each became an ACTIVE token on the same device. The second is declined; a retry of the
+    /// first still answers as before.
+    @Test func aCardAddedTwiceBeforeDigitizingBecomesOneLiveToken() async throws {
+        let tsp = try TSPHarness.make()
+        let first = try await tsp.eligibleVisa()
+        let second = try await tsp.eligibleVisa()
+        let firstRequest = UUID().uuidString
+        let approved = try await tsp.digitize(first, requestID: firstRequest)
+        #expect(approved.decision == .approved && approved.tokenState == .active)
+        let declined = try await tsp.digitize(second)
+        #expect(declined.decision == .declined && declined.tokenState == .deactivated, "\(declined)")
+        #expect(declined.declineReason.contains("already in this wallet on this device"), "\(declined)")
+        #expect(declined.decidedBy == "tsp" && declined.digitalCardID.isEmpty)
+        #expect(try await tsp.digitize(first, requestID: firstRequest) == approved)
+        let tokens = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens
+        #expect(tokens.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.active, .deactivated], "\(tokens)")
+    }
+
     @Test func stepUpLeavesTokenInactiveWithMethods() async throws {
         let tsp = try TSPHarness.make()
         tsp.issuer.set(.stepUp)
