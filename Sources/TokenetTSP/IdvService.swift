@@ -41,8 +41,9 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     } catch {
                         // The code reached no one: selecting again sends one, instead of answering that a code is
                         // out and valid while the cardholder waits for nothing.
-                        try? tsp.store.firstOTPDeliveryFailed(
-                            digitalCardID: token.digitalCardID, code: code, policy: tsp.configuration.otpPolicy)
+                        try? tsp.store.otpDeliveryFailed(
+                            digitalCardID: token.digitalCardID, code: code, previous: nil,
+                            policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                         throw error
                     }
                     log.info("one-time code sent", ["digital_card_id": token.digitalCardID, "method": method.id])
@@ -112,15 +113,23 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         try await tsp.handling("ResendOtp", context) { log in
             let token = try requireToken(request.digitalCardID)
             let code = OTPCode.generate()
-            let action = try tsp.store.resendOTP(
+            let (action, previous) = try tsp.store.resendOTP(
                 digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
                 nowMs: tsp.nowMs)
             switch action {
             case .deliver(let methodID, let expiresAtMs):
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
-                try await deliver(
-                    code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend")
+                do {
+                    try await deliver(
+                        code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend")
+                } catch {
+                    // The new code reached no one: the one it replaced stands, and the resend is not used up.
+                    try? tsp.store.otpDeliveryFailed(
+                        digitalCardID: token.digitalCardID, code: code, previous: previous,
+                        policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+                    throw error
+                }
                 log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
                 return TspV1.ResendOtpResponse(
                     codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))

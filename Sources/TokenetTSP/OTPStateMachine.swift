@@ -5,7 +5,7 @@
 /// ```
 /// (none)   --select--> PENDING        code issued: deliver it
 /// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
-/// PENDING  --firstDeliveryFailed--> (none)   the first code reached no one: the next select issues one
+/// PENDING  --deliveryFailed--> before   the code reached no one: back to none (first code) or the code it replaced
 /// PENDING  --resend--> PENDING        a new code, a new expiry and fresh tries, while resends are left
 /// PENDING  --submit--> VERIFIED       the right code before it expires: the driver activates the token
 /// PENDING  --submit--> PENDING        a wrong code with tries left, or an expired code (no try is used)
@@ -99,15 +99,13 @@ struct OTPStateMachine: Sendable, Equatable {
         }
     }
 
-    /// The first code, issued by `select`, could not be delivered (the issuer could not be reached): the challenge is
-    /// removed, so the next pick issues and delivers a code instead of reporting one out that nobody received. A
-    /// resent code that could not be delivered is left as it is (the cardholder asks for another resend), and so is
-    /// a challenge whose code was replaced meanwhile.
-    mutating func firstDeliveryFailed(digest: [UInt8]) {
-        guard let current = challenge, current.status == .pending, current.codeDigest == digest,
-            current.resendsLeft == policy.maxResends
-        else { return }
-        challenge = nil
+    /// The code `digest` reached no one (the issuer could not deliver it): the challenge goes back to `previous`,
+    /// what it was before that code was issued. For a first code that is none, so the next select issues and
+    /// delivers one instead of reporting a code out that nobody received; for a resend it is the code it replaced,
+    /// with its tries, and the resend is not used up. A challenge whose code was replaced meanwhile is left alone.
+    mutating func deliveryFailed(digest: [UInt8], previous: Challenge?) {
+        guard let current = challenge, current.status == .pending, current.codeDigest == digest else { return }
+        challenge = previous
     }
 
     /// The cardholder asks for a new code: replaces the old one, with a new expiry and fresh tries.

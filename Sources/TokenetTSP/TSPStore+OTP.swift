@@ -42,30 +42,38 @@ extension TSPStore {
         }
     }
 
-    /// The first code of a token (`selectOTP`) could not be delivered: forgets it, so that selecting the method again
-    /// sends a code (`OTPStateMachine.firstDeliveryFailed`).
-    func firstOTPDeliveryFailed(digitalCardID: String, code: String, policy: OTPStateMachine.Policy) throws {
+    /// The code `code` could not be delivered: the challenge goes back to `previous`, as it was before the code was
+    /// issued (`OTPStateMachine.deliveryFailed`), unless it changed meanwhile.
+    func otpDeliveryFailed(
+        digitalCardID: String, code: String, previous: OTPStateMachine.Challenge?, policy: OTPStateMachine.Policy,
+        nowMs: UInt64
+    ) throws {
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
         try database.transaction { tx in
             var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
             guard machine.challenge != nil else { return }
-            machine.firstDeliveryFailed(digest: digest)
-            guard machine.challenge == nil else { return }
-            _ = try tx.execute("DELETE FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID])
+            machine.deliveryFailed(digest: digest, previous: previous)
+            guard machine.challenge != nil else {
+                _ = try tx.execute("DELETE FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID])
+                return
+            }
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
         }
     }
 
-    /// An explicit resend: a new code replaces the old one while resends are left.
+    /// An explicit resend: a new code replaces the old one while resends are left. Also returns the challenge it
+    /// replaced, for `otpDeliveryFailed`.
     func resendOTP(
         digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
-    ) throws -> OTPStateMachine.DeliveryAction {
+    ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
         let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
         return try database.transaction { tx in
             try requireAwaitingIDV(tx, digitalCardID)
-            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            let previous = try challenge(tx, digitalCardID)
+            var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.resend(candidateDigest: digest, nowMs: nowMs)
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
-            return action
+            return (action, previous)
         }
     }
 

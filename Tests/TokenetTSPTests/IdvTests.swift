@@ -170,16 +170,34 @@ import TokenetWire
         #expect(tsp.otp.sent.count == 1)
         let code = try #require(tsp.otp.lastCode)
 
+        // Resends that reach no one leave the code out valid and use up no resend: after three of them a fourth
+        // still goes (three are allowed).
         tsp.otp.setFailing(true)
-        await expectRPCError(.unavailable, "ask for a resend") {
-            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        for _ in 0..<3 {
+            await expectRPCError(.unavailable, "ask for a resend") {
+                try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+            }
         }
         tsp.otp.setFailing(false)
         let resent = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
         #expect(resent.triesLeft == 3)
+        #expect(tsp.otp.sent.count == 2)
         let latest = try #require(tsp.otp.lastCode)
         if latest != code { #expect(try await submit(tsp, card, code).result == .incorrectCode) }
         #expect(try await submit(tsp, card, latest).result == .success)
+    }
+
+    /// The code out stays valid when a resend could not be delivered.
+    @Test func aResendThatReachedNoOneLeavesTheCodeOutValid() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let code = try #require(tsp.otp.lastCode)
+        tsp.otp.setFailing(true)
+        await expectRPCError(.unavailable, "ask for a resend") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        #expect(try await submit(tsp, card, code).result == .success)
     }
 
     @Test func badRequestsAreRefused() async throws {

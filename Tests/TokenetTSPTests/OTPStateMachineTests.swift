@@ -80,21 +80,26 @@ import Testing
             ])
     }
 
-    /// The first code reaching no one removes the challenge, so the next select issues a code; a resent code, or a
-    /// code other than the one out, leaves it.
-    @Test func aFirstCodeThatReachedNoOneIsIssuedAgainBySelect() {
+    /// A code that reached no one puts the challenge back as it was before the code was issued: none for a first
+    /// code, so the next select issues one; the replaced code, its tries and the resend, for a resend. A failure
+    /// about a code that is no longer the one out changes nothing.
+    @Test func aCodeThatReachedNoOneLeavesTheChallengeAsBefore() {
         var machine = Machine()
         _ = machine.select(methodID: "otp-sms", candidateDigest: Self.codeA, nowMs: 0)
-        machine.firstDeliveryFailed(digest: Self.codeB)
+        machine.deliveryFailed(digest: Self.codeB, previous: nil)
         #expect(machine.challenge?.codeDigest == Self.codeA)
-        machine.firstDeliveryFailed(digest: Self.codeA)
+        machine.deliveryFailed(digest: Self.codeA, previous: nil)
         #expect(machine.challenge == nil)
         #expect(
             machine.select(methodID: "otp-sms", candidateDigest: Self.codeB, nowMs: 1)
                 == .deliver(methodID: "otp-sms", expiresAtMs: 1 + Self.tenMinutes))
-        _ = machine.resend(candidateDigest: Self.codeA, nowMs: 2)
-        machine.firstDeliveryFailed(digest: Self.codeA)
-        #expect(machine.challenge?.codeDigest == Self.codeA && machine.challenge?.resendsLeft == 2)
+        #expect(machine.submit(digest: Self.wrong, nowMs: 2) == .incorrectCode(attemptsLeft: 2))
+        let before = machine.challenge
+        _ = machine.resend(candidateDigest: Self.codeA, nowMs: 3)
+        #expect(machine.challenge?.resendsLeft == 2)
+        machine.deliveryFailed(digest: Self.codeA, previous: before)
+        #expect(machine.challenge == before && machine.challenge?.resendsLeft == 3)
+        #expect(machine.submit(digest: Self.codeB, nowMs: 4) == .success)
     }
 
     @Test func selectingAgainNeitherRegeneratesNorExtends() {
