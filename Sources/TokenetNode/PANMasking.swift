@@ -15,10 +15,19 @@
 /// stay readable, and wider gaps, which lay out columns, join nothing. A comma or other punctuation in such a gap
 /// ends the run (`1000, 2000, 4000, 8000 ms`).
 ///
+/// So a card number written as a list, `4111, 1111, 1111, 1111`, is not masked, on purpose: a list of four-digit
+/// numbers is what logs hold far more often (ports `7001, 7002, 7003, 7004`, backoffs `1000, 2000, 4000, 8000`),
+/// in exactly a card number's groups, and no check tells the two apart (a Luhn check digit passes one list in ten).
+/// Nodes format no card number that way, and one typed or pasted comes with spaces, hyphens or no separator at all,
+/// all of which are masked.
+///
 /// A run of exactly 13 digits standing alone (no separator joins it to other digits) that does not start with a 4
 /// is left alone: 13-digit card numbers are Visa's, which start with a 4, and such a run is most often a time in
-/// milliseconds (`1764647000000`). Joined to other digits it counts with them as any group does
-/// (`1764647000000 4111111111111111` is masked), and runs of 14–19 digits are always masked.
+/// milliseconds (`1764647000000`). Joined to other digits by a space or a hyphen it counts with them as any group
+/// does (`1764647000000 4111111111111111` is masked), and runs of 14–19 digits are always masked. Joined by
+/// punctuation it opens no card number, as no scheme's grouping starts with 13 digits: a time and a sequence number
+/// (`1764647000000:123`) stay readable, and groups after it that look like a card number's are masked
+/// (`1764647000000:4111:1111:1111:1111`).
 ///
 /// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
 /// log it with every token event.
@@ -230,16 +239,18 @@ enum PANRuns {
         var first = 0
         for start in groups.indices {
             defer { first += groups[start].count }
+            // A card number's first group is four to six digits in every scheme's grouping: 13 digits that do not
+            // start with a 4 open no card number, so a time in milliseconds and what follows it
+            // (`1764647000000:123`, a time and a sequence number) stay readable. Groups after it are still
+            // looked at from the next one on.
+            if isShortOfAVisaNumber([groups[start]], scalar: scalar) { continue }
             var length = 0
             var longest = 0
             // Groups of three digits or more: at most six fit in 19 digits, so this looks a few groups ahead.
             for group in groups[start...] {
                 guard group.count >= 3, length + group.count <= 19 else { break }
                 length += group.count
-                // A group of 13 digits alone is a card number only if it starts with a 4.
-                if length >= 13, length > group.count || !isShortOfAVisaNumber([group], scalar: scalar) {
-                    longest = length
-                }
+                if length >= 13 { longest = length }
             }
             guard longest > 0 else { continue }
             let end = first + longest - 4
