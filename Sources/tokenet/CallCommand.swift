@@ -35,7 +35,8 @@ enum CallCommand {
         Options:
           -d JSON              The request as proto3 JSON (default: {}, the empty request). For a client-streaming
                                or bidirectional method, several objects one after another, one per request.
-          -d @                 Read the request JSON from standard input (at most 16 MiB).
+          -d @                 Read the request JSON from standard input (at most 16 MiB); for a file,
+                               -d @ < FILE.
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
@@ -78,6 +79,15 @@ enum CallCommand {
     /// The text of `-d`: inline JSON, standard input for `@`, or the empty request.
     static func requestText(_ data: String?) throws(CLIError) -> String {
         guard let data else { return "{}" }
+        // No JSON text starts with `@`: `-d @request.json` is curl's way of naming a file, which -d does not take.
+        // Parsed as JSON it failed on "unexpected character '@' at byte 0", which said nothing of the file.
+        if data.hasPrefix("@"), data != "@" {
+            let file = data.dropFirst()
+            throw CLIError(
+                .usage,
+                "call: -d takes request JSON, or @ alone for standard input, not a file name; to send \(file), "
+                    + "write -d @ < \(file)")
+        }
         guard data == "@" else { return data }
         let bytes = try StandardInput.readAll(
             command: "call", limit: standardInputLimit,

@@ -106,6 +106,14 @@ import TokenetTestSupport
             ["call", address, "tokenet.health.v1.Health", "--plaintext"], "the method must be package.Service/Method")
     }
 
+    /// `-d @FILE` (curl's way to send a file) says how to send the file, rather than failing on the `@` as JSON.
+    @Test func aFileNamedAfterTheAtSignIsPointedToStandardInput() throws {
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.Health/Check", "-d", "@request.json", "--plaintext"],
+            "call: -d takes request JSON, or @ alone for standard input, not a file name; to send request.json, "
+                + "write -d @ < request.json")
+    }
+
     /// Characters after the request object are pointed at, not counted as a second request.
     @Test func trailingCharactersAfterTheRequestArePointedAt() throws {
         for (data, message) in [
