@@ -63,6 +63,15 @@ public final class TLSContext: @unchecked Sendable {
                 throw TransportError(.configuration, "certificate chain \(chain) given without a private key file")
             }
             guard SSL_CTX_use_PrivateKey_file(pointer, key, SSL_FILETYPE_PEM) == 1 else {
+                // OpenSSL checks the key against the certificate as it loads it, and its "cannot load private key"
+                // blamed the key alone when the certificate was just as likely the wrong file (a CA's, another
+                // party's): name both.
+                if ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH {
+                    throw TransportError.openSSL(
+                        .configuration,
+                        "the private key \(key) does not belong to the certificate \(chain); give the key made with "
+                            + "that certificate, or the certificate of that key")
+                }
                 throw TransportError.openSSL(.configuration, "cannot load private key \(key)")
             }
             guard SSL_CTX_check_private_key(pointer) == 1 else {
