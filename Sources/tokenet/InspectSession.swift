@@ -116,6 +116,17 @@ final class InspectSession: Sendable {
                 .deadlineExceeded,
                 "the deadline (\(milliseconds(deadline)) ms) ran out while connecting to \(options.address)")
         }
+        // The node's certificate failed this side's check (OpenSSL's reason alone, "self-signed certificate in
+        // certificate chain", did not say which file to look at).
+        if let error = error as? TransportError, error.code == .handshakeFailed,
+            error.message.hasPrefix("peer certificate rejected"), case .mutualTLS(let files) = options.transport
+        {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): its certificate is not signed by the CA of --cacert "
+                    + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)",
+                cause: DescribedError(error))
+        }
         return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
     }
 

@@ -231,6 +231,25 @@ import TokenetTestSupport
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot load the TLS identity"))
         #expect(result.stderr.contains("key values mismatch"))
+        #expect(
+            result.stderr.contains(
+                "the private key \(pki.path("tsp.key")) does not belong to the certificate \(pki.path("operator.pem"))"),
+            "\(result.stderr)")
+    }
+
+    /// A node certificate this side cannot verify names the file to fix: OpenSSL's reason alone ("self-signed
+    /// certificate in certificate chain") did not.
+    @Test func aCAThatDidNotSignTheNodeIsNamed() async throws {
+        let caFile = pki.untrustedPath("ca.pem")
+        let result = try await runTokenet(
+            [
+                "list", address, "--deadline", "20s", "--cacert", caFile, "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"),
+            ])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("its certificate is not signed by the CA of --cacert \(caFile)"), "\(result.stderr)")
+        #expect(result.stderr.contains("self-signed certificate in certificate chain"), "\(result.stderr)")
     }
 
     /// The node checks a client's certificate after the client's TLS 1.3 handshake; its refusal arrives as an alert,
