@@ -116,12 +116,29 @@ struct UpCommand {
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
             throw CLIError(.usage, "up: --dir \(directory) is a file, not a directory")
         }
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        } catch {
-            throw CLIError(.usage, "up: cannot create --dir \(directory)", cause: DemoCause(error))
+        try Self.makeDirectory(url.path) { reason throws(CLIError) in
+            throw CLIError(.usage, "up: cannot create --dir \(directory): \(reason)")
         }
         return url
+    }
+
+    /// Creates `path` (absolute) and its missing parents, as `mkdir -p` does, and hands `failure` the system's reason
+    /// when it cannot. FileManager's error described itself as the whole NSError ("The operation could not be
+    /// completed. (NSCocoaErrorDomain error 512.)" for a parent that is a file), which said nothing of the cause.
+    static func makeDirectory(_ path: String, failure: (String) throws(CLIError) -> Void) throws(CLIError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/\(component)"
+            if mkdir(prefix, 0o755) != 0, errno != EEXIST {
+                try failure(String(cString: strerror(errno)))
+                return
+            }
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            try failure(String(cString: strerror(ENOTDIR)))
+            return
+        }
     }
 
     /// The certificates DIR already holds from an earlier run, or new ones.

@@ -5,6 +5,21 @@ import TokenetTestSupport
 /// `tokenet up`: the nodes stay up for the CLI and for steps typed on standard input, and stop cleanly on SIGINT;
 /// with --dir a second run finds its certificates and data again.
 @Suite struct UpCommandTests {
+    /// A --dir that cannot be made says why in the system's words: it printed Foundation's whole NSError
+    /// ("Error Domain=NSCocoaErrorDomain Code=4 … UserInfo={…}").
+    @Test func aDirectoryThatCannotBeMadeSaysWhy() async throws {
+        let scratch = try TemporaryDirectory()
+        let file = scratch.path("file")
+        try Data().write(to: URL(fileURLWithPath: file))
+        for directory in ["\(file)/sandbox", "\(file)/a/b"] {
+            let result = try await LaunchedProcess.run("tokenet", ["up", "--dir", directory])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("tokenet: up: cannot create --dir \(directory): Not a directory\n"),
+                "\(result.stderr)")
+        }
+    }
+
     @Test func stepsTypedAtTheConsoleSteerTheNodes() async throws {
         try await offThePool { try Self.console() }
     }
