@@ -24,7 +24,11 @@ enum DecodeInput {
                 continue
             }
             guard let digit = hexDigit(character) else {
-                let shown = character < 0x80 ? "'\(Character(UnicodeScalar(character)))'" : "byte \(character)"
+                // A control character is named by its value: written as it is, an escape (`\e[2J`) acted on the
+                // terminal and a NUL showed as nothing.
+                let shown =
+                    (0x21...0x7E).contains(character)
+                    ? "'\(Character(UnicodeScalar(character)))'" : "byte \(character)"
                 throw CLIError(.usage, "decode: --hex: \(shown) at offset \(offset) is not a hex digit")
             }
             if let first = high {

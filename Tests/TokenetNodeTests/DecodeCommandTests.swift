@@ -150,6 +150,10 @@ import TokenetWire
 
     @Test(arguments: [
         (["--hex"], "zz", 2, "decode: --hex: 'z' at offset 0 is not a hex digit"),
+        // Control characters are named by value, not written to the terminal (an escape sequence would act on it).
+        (["--hex"], "08\u{1B}[2J", 2, "decode: --hex: byte 27 at offset 2 is not a hex digit"),
+        (["--hex"], "\u{0}", 2, "decode: --hex: byte 0 at offset 0 is not a hex digit"),
+        (["--hex"], "0\u{7F}", 2, "decode: --hex: byte 127 at offset 1 is not a hex digit"),
         (["--hex"], "0801f", 2, "decode: --hex: the input ends in half a byte"),
         (["--base64"], "*not*", 2, "decode: --base64: the input is not base64"),
         (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
