@@ -83,6 +83,11 @@ import TokenetWire
         (#"{} x"#, "unexpected text after the JSON value"),
         (#"{"fInt32": 1, }"#, "trailing comma before '}' at byte 12"),
         (#"[1, ]"#, "trailing comma before ']' at byte 2"),
+        ("x", "unexpected character 'x' at byte 0"),
+        // Other bytes are named by value: a control character written out acts on the terminal.
+        ("\u{1B}[2J", "unexpected byte 27 at byte 0"),
+        (#"{"fInt32": \#u{7F}}"#, "unexpected byte 127 at byte 11"),
+        ("é", "unexpected byte 195 at byte 0"),
     ])
     func rejectsWithAMessageNamingTheProblem(json: String, expected: String) {
         do {

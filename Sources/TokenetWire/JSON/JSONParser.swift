@@ -51,7 +51,13 @@ struct JSONParser {
         case UInt8(ascii: "f"): return try parseLiteral("false", .bool(false))
         case UInt8(ascii: "n"): return try parseLiteral("null", .null)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        default: throw error("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+        default:
+            // Printable ASCII is quoted; any other byte is named by value, since written out a control character
+            // acts on the terminal that shows the message (an escape, `\e[2J`) and a byte of UTF-8 shows as another
+            // character.
+            let byte = bytes[index]
+            guard (0x21...0x7E).contains(byte) else { throw error("unexpected byte \(byte)") }
+            throw error("unexpected character '\(Character(Unicode.Scalar(byte)))'")
         }
     }
 
