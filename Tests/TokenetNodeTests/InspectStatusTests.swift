@@ -7,10 +7,12 @@ import TokenetWire
 /// statuses no node sends on purpose.
 @Suite(.timeLimit(.minutes(2))) struct InspectStatusTests {
     /// Serves only Health/Check (no reflection, so the CLI uses the types it knows), ending each call with `code`.
-    private static func callAServerAnswering(_ code: StatusCode) async throws -> ProcessResult {
+    private static func callAServerAnswering(
+        _ code: StatusCode, message: String = "a status from a later protocol"
+    ) async throws -> ProcessResult {
         var router = RPCRouter()
         router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
-            throw RPCError(code, "a status from a later protocol")
+            throw RPCError(code, message)
         }
         return try await runTokenet(servedBy: router) { address in
             ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"]
@@ -21,6 +23,15 @@ import TokenetWire
         let result = try await Self.callAServerAnswering(.failedPrecondition)
         #expect(result.status == 64 + 9, "\(result.stderr)")
         #expect(result.stderr == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
+    }
+
+    /// The node's message is printed with its control characters escaped: an escape sequence in it (often quoted
+    /// from the request) acted on the terminal, and a line break printed a line that looked like the CLI's own.
+    @Test func controlCharactersInTheMessageAreEscaped() async throws {
+        let result = try await Self.callAServerAnswering(
+            .notFound, message: "no service \u{1B}[2Jx\nOK\u{7F} café")
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: NOT_FOUND: no service \\u{1B}[2Jx\\u{A}OK\\u{7F} café\n")
     }
 
     /// 64 + 192 is 256, which the shell sees as 0: the command used to report a failed call as a success.
