@@ -12,6 +12,10 @@ public enum NodeMain {
         arguments: [String] = Array(CommandLine.arguments.dropFirst()),
         makeListener: @escaping NodeListenerFactory = defaultNodeListener
     ) -> Never {
+        // Writing to a peer that hung up, or to a log reader that went away (`tsp-node … 2>&1 | head -1`), must be an
+        // error return, not a process-killing signal: ignored from the first write on, since the --plaintext banner
+        // and any option error are written before the node starts.
+        signal(SIGPIPE, SIG_IGN)
         let options: NodeOptions
         do {
             switch try NodeCommandLine.parse(arguments, spec: spec) {
@@ -49,8 +53,6 @@ public enum NodeMain {
             }
             if isFirst { stopRequested.signal() }
         }
-        // Writing to a peer that hung up must be an error return, not a process-killing signal.
-        signal(SIGPIPE, SIG_IGN)
         let parentEnded = Atomic<Bool>(false)
         if let parent = options.parentPID {
             ParentWatch.start(Int32(parent)) {

@@ -52,6 +52,31 @@ import TokenetWire
         }
     }
 
+    /// A node whose log reader has gone (`tsp-node --plaintext … 2>&1 | head -1`) keeps running: the first line of
+    /// its --plaintext banner used to kill it with SIGPIPE before it had started.
+    @Test func aNodeWhoseLogReaderHasGoneKeepsRunning() async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close()
+        let node = Process()
+        node.executableURL = try BuiltExecutables.url(of: "tsp-node")
+        node.arguments = [
+            "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+        ]
+        node.standardInput = FileHandle.nullDevice
+        node.standardOutput = FileHandle.nullDevice
+        node.standardError = pipe.fileHandleForWriting
+        try node.run()
+        try pipe.fileHandleForWriting.close()
+        defer { if node.isRunning { node.terminate() } }
+        #expect(try await waitForReadyFile(readyFile, of: node) != nil)
+        node.terminate()
+        try await offThePool { node.waitUntilExit(killingAfter: 60) }
+        #expect(node.terminationReason == .exit)
+        #expect(node.terminationStatus == 0)
+    }
+
     @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
         let scratch = try TemporaryDirectory()
         let (node, readyFile, address) = try await startPlaintextNode(in: scratch)
