@@ -1,7 +1,7 @@
 /// A line of the proxy's control input (`tokenet proxy` reads them from standard input), parsed.
 ///
 ///     none | heal [DIRECTION]          lift the fault (of one direction)
-///     delay 200ms [DIRECTION]          hold each chunk back (µs, ms, s; at most 10 minutes)
+///     delay 200ms [DIRECTION]          hold each chunk back (µs, ms, s, m; at most 10 minutes)
 ///     partition [DIRECTION]            carry nothing until lifted
 ///     refuse                           close new connections at once
 ///     reset                            cut every connection now with a TCP reset (the faults stay)
@@ -34,18 +34,43 @@ public enum FaultCommand: Sendable, Equatable {
         case ("reset", 1) where direction == nil: return .reset
         case ("status", 1) where direction == nil: return .status
         default:
+            if let misuse = misuse(words) { throw FaultError(.badCommand, misuse) }
             let shown = line.count > 80 ? String(line.prefix(80)) + "…" : line
             throw FaultError(.badCommand, "unknown command '\(shown)' (commands: \(summary))")
         }
+    }
+
+    /// What is wrong with a line that starts with a command's name, or nil when it names none: "unknown command
+    /// 'delay'" said nothing of the duration it lacked, nor "unknown command 'partition sideways'" of the direction.
+    private static func misuse(_ words: [String]) -> String? {
+        guard let command = words.first else { return nil }
+        let extra: ArraySlice<String>
+        switch command {
+        case "delay" where words.count == 1:
+            return "delay needs a DURATION, such as 'delay 200ms' (and optionally to-server or to-client)"
+        case "delay": extra = words.dropFirst(2)
+        case "none", "heal", "partition": extra = words.dropFirst()
+        case "refuse", "reset", "status":
+            return "\(command) takes nothing after it (it applies to both directions)"
+        default: return nil
+        }
+        if extra.allSatisfy({ direction($0) != nil }) {
+            return "\(command) takes one direction at most (to-server or to-client); without one it applies to both"
+        }
+        let shown = extra.joined(separator: " ")
+        return "\(command): '\(shown.count > 40 ? String(shown.prefix(40)) + "…" : shown)' is not a direction; "
+            + "write to-server or to-client, or nothing for both"
     }
 
     private static func direction(_ word: String) -> FaultProxyStateMachine.Direction? {
         FaultProxyStateMachine.Direction.both.first { $0.description == word }
     }
 
-    /// `250us`, `200ms`, `1.5s`: a duration of at most 10 minutes, in decimal digits; `0ms` lifts a delay.
+    /// `250us`, `200ms`, `1.5s`, `2m`: a duration of at most 10 minutes, in decimal digits; `0ms` lifts a delay.
+    /// Minutes are taken as the CLI's --deadline takes them: "delay 2m" was refused as no duration at all.
     public static func duration(_ text: String) throws(FaultError) -> Duration {
-        for (suffix, nanoseconds) in [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("s", 1e9)] where text.hasSuffix(suffix) {
+        let units = [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("s", 1e9), ("m", 60e9)]
+        for (suffix, nanoseconds) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)
             let digits = number.filter { $0 != "." }
             guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
@@ -56,7 +81,7 @@ public enum FaultCommand: Sendable, Equatable {
             }
             return .nanoseconds(Int64((value * nanoseconds).rounded()))
         }
-        throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s or 250us, got '\(text)'")
+        throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s, 250us or 2m, got '\(text)'")
     }
 
     /// `200ms`, `1.5s`, `250us`: the shortest of those forms that is exact to the microsecond.

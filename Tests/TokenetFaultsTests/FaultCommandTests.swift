@@ -10,6 +10,8 @@ import Testing
         #expect(try FaultCommand.parse("delay 1.5s") == .set(.delay(.milliseconds(1500))))
         #expect(try FaultCommand.parse("DELAY 250us") == .set(.delay(.microseconds(250))))
         #expect(try FaultCommand.parse("delay 0ms") == .set(.delay(.zero)))
+        #expect(try FaultCommand.parse("delay 2m") == .set(.delay(.seconds(120))))
+        #expect(try FaultCommand.parse("delay 0.5m to-client") == .set(.delay(.seconds(30)), only: .toClient))
         #expect(try FaultCommand.parse("partition") == .set(.partition))
         #expect(try FaultCommand.parse("refuse") == .set(.refuse))
         #expect(try FaultCommand.parse("reset") == .reset)
@@ -31,6 +33,28 @@ import Testing
         #expect(error?.message == "unknown command 'drop' (commands: \(FaultCommand.summary))")
         let long = #expect(throws: FaultError.self) { try FaultCommand.parse("delay 601s") }
         #expect(long?.message == "delay '601s' is longer than the limit of 10 minutes")
+        let minutes = #expect(throws: FaultError.self) { try FaultCommand.parse("delay 11m") }
+        #expect(minutes?.message == "delay '11m' is longer than the limit of 10 minutes")
+    }
+
+    /// A command's name with the wrong words after it says what is missing or wrong, not "unknown command".
+    @Test func aKnownCommandUsedWronglySaysWhatIsWrong() {
+        let directions = "is not a direction; write to-server or to-client, or nothing for both"
+        for (line, message) in [
+            ("delay", "delay needs a DURATION, such as 'delay 200ms' (and optionally to-server or to-client)"),
+            ("partition sideways", "partition: 'sideways' \(directions)"),
+            ("delay 2s both", "delay: 'both' \(directions)"),
+            (
+                "heal to-client to-server",
+                "heal takes one direction at most (to-server or to-client); without one it applies to both"
+            ),
+            ("refuse to-client", "refuse takes nothing after it (it applies to both directions)"),
+            ("status now", "status takes nothing after it (it applies to both directions)"),
+            ("delay 5", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5'"),
+        ] {
+            let error = #expect(throws: FaultError.self, "\(line)") { try FaultCommand.parse(line) }
+            #expect(error?.message == message, "\(line)")
+        }
     }
 
     @Test func faultsDescribeThemselvesAsCommands() throws {
