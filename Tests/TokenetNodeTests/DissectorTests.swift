@@ -8,6 +8,22 @@ import TokenetTestSupport
 /// checks every frame, call, status and decoded message the dissector shows — and that without the secrets it
 /// shows none. Capturing needs root (CI runs as root).
 @Suite struct DissectorTests {
+    /// A capture named without -r is refused with how to read it: tshark took the file name for a capture filter and
+    /// started capturing on the first interface (or failed to, without the rights).
+    @Test func aCaptureNamedWithoutDashRSaysHowToReadIt() async throws {
+        let directory = try TemporaryDirectory()
+        let capture = directory.path("capture.pcapng")
+        try Data().write(to: URL(fileURLWithPath: capture))
+        let result = try await offThePool { () throws -> ProcessResult in
+            try LaunchedProcess(
+                executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/tokenet-shark")), [capture, "-V"]
+            ).waitForExit(limit: 60)
+        }
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("tokenet-shark: to read the capture \(capture), write -r \(capture) "))
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
     func aLiveCaptureIsDecodedFrameByFrame() async throws {
         let result = try await offThePool { () throws -> ProcessResult in
