@@ -79,6 +79,7 @@ final class InspectSession: Sendable {
                 throw connectFailure(error, options, timeout: timeout)
             }
         case .mutualTLS(let files):
+            try checkReadable(files)
             let context: TLSContext
             do {
                 context = try TLSContext(
@@ -103,6 +104,29 @@ final class InspectSession: Sendable {
             } catch {
                 throw connectFailure(error, options, timeout: timeout)
             }
+        }
+    }
+
+    /// Each TLS file is one the CLI can read: OpenSSL's reason for a missing one came in three error codes
+    /// ("error:80000002:system library::No such file or directory; error:10000080:BIO routines::no such file; …"),
+    /// without saying which option, or which environment variable left over from another sandbox, named it.
+    private static func checkReadable(_ files: InspectOptions.TLSFiles) throws(CLIError) {
+        for (flag, variable, path) in [
+            ("--cacert", InspectOptions.environmentCA, files.caFile),
+            ("--cert", InspectOptions.environmentCertificate, files.certificateFile),
+            ("--key", InspectOptions.environmentKey, files.keyFile),
+        ] {
+            var isDirectory: ObjCBool = false
+            let reason: String
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                reason = String(cString: strerror(EISDIR))
+            } else if access(path, R_OK) != 0 {
+                reason = String(cString: strerror(errno))
+            } else {
+                continue
+            }
+            throw CLIError(
+                .connection, "cannot read \(flag) \(path) (given by \(flag) or \(variable)): \(reason)")
         }
     }
 

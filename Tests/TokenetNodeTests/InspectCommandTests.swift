@@ -237,6 +237,27 @@ import TokenetTestSupport
             "\(result.stderr)")
     }
 
+    /// A TLS file that cannot be read is named with its option and variable and the system's reason, before any
+    /// TLS setup: OpenSSL's three error codes for it named neither.
+    @Test func anUnreadableTLSFileIsNamed() async throws {
+        let directory = try TemporaryDirectory()
+        let missing = directory.path("missing.pem")
+        let folder = directory.url.path
+        let (ca, cert, key) = (pki.path("ca.pem"), pki.path("operator.pem"), pki.path("operator.key"))
+        for (files, message) in [
+            (
+                [missing, cert, key],
+                "--cacert \(missing) (given by --cacert or TOKENET_CACERT): No such file or directory"
+            ),
+            ([ca, cert, folder], "--key \(folder) (given by --key or TOKENET_KEY): Is a directory"),
+        ] {
+            let result = try await runTokenet(
+                ["list", address, "--cacert", files[0], "--cert", files[1], "--key", files[2]])
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr == "tokenet: cannot read \(message)\n", "\(result.stderr)")
+        }
+    }
+
     /// A node certificate this side cannot verify names the file to fix: OpenSSL's reason alone ("self-signed
     /// certificate in certificate chain") did not.
     @Test func aCAThatDidNotSignTheNodeIsNamed() async throws {
