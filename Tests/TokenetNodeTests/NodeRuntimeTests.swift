@@ -211,7 +211,7 @@ import TokenetWire
     /// binds or creates its data directory, with status 2 like any other configuration mistake.
     @Test(arguments: [
         ("tsp.key", "tsp.key", "ca.pem", "cannot load certificate chain"),
-        ("tsp.pem", "issuer.key", "ca.pem", "cannot load private key"),
+        ("tsp.pem", "issuer.key", "ca.pem", "issuer.key does not belong to the certificate"),
         ("tsp.pem", "tsp.key", "tsp.key", "cannot load trusted CA file"),
         ("issuer.pem", "issuer.key", "ca.pem", "names tokenet://issuer/issuer-1, but tsp-node needs a certificate for"),
         ("operator.pem", "operator.key", "ca.pem", "names tokenet://operator/operator-1, but tsp-node needs"),
