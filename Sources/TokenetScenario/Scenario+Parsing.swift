@@ -296,7 +296,7 @@ extension Scenario {
                 let shown = text.isEmpty ? "nothing" : "'\(text.prefix(40))'"
                 throw ScenarioError(
                     .syntax,
-                    "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; "
+                    "\(number): \(keyword): expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; "
                         + "got \(shown)")
             }
         }

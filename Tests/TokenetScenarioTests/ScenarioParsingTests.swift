@@ -125,13 +125,13 @@ import TokenetWire
         ("call tsp a.B/C\nsave x a match", "s:2: save x a: expected 'match REGEX' or the end of the line"),
         (
             "sleep forever",
-            "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got 'forever'"
+            "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got 'forever'"
         ),
         (
             "deadline 601s",
-            "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got '601s'"
+            "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got '601s'"
         ),
-        ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s or 1.5s; got nothing"),
+        ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got nothing"),
     ])
     func badLinesAreNamed(script: String, message: String) {
         let error = #expect(throws: ScenarioError.self) { try Scenario.parse(script, source: "s") }
