@@ -32,6 +32,8 @@ extension IssuerFixture {
     /// Parses and validates fixture JSON. Errors name the entry at fault (`cards[2] "card-x": …`) and never
     /// quote a card number.
     public static func parse(_ data: Data) throws(IssuerError) -> IssuerFixture {
+        // The strict check comes first: it says where the JSON goes wrong (Foundation's decoder does not).
+        if let problem = StrictJSON.problem(in: data) { throw IssuerError(.fixture, problem) }
         let fixture: IssuerFixture
         do {
             fixture = try JSONDecoder().decode(IssuerFixture.self, from: data)
@@ -40,7 +42,6 @@ extension IssuerFixture {
         } catch {
             throw IssuerError(.fixture, "the fixture is not valid JSON")
         }
-        if let problem = StrictJSON.problem(in: data) { throw IssuerError(.fixture, problem) }
         try checkKeys(data)
         try fixture.validate()
         return fixture

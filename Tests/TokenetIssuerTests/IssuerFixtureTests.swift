@@ -207,7 +207,8 @@ import TokenetCard
 
     @Test func notJSONAndMissingFileAreClear() throws {
         let notJSON = #expect(throws: IssuerError.self) { try IssuerFixture.parse(Data("{cards".utf8)) }
-        #expect(notJSON?.message == "the fixture is not valid JSON")
+        // Where the JSON goes wrong, so that a person can find it in a long file.
+        #expect(notJSON?.message == "not valid JSON: expected a member name in quotes at byte 1")
         let missing = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: "/nonexistent/issuer.json") }
         #expect(missing?.message == "the fixture file /nonexistent/issuer.json does not exist")
         // Foundation's `NSCocoaErrorDomain Code=256 "(null)"` for a directory said nothing a person could act on.
