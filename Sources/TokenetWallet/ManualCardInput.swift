@@ -9,9 +9,10 @@ import TokenetWire
 public enum ManualCardInput {
     public static func cardData(_ manual: WalletV1.ManualCard) throws(WalletError) -> CardData {
         guard !manual.pan.isEmpty else { throw WalletError(.invalidArgument, "the card number is missing") }
-        switch PAN.rejection(for: manual.pan) {
+        let pan = try typedNumber(manual.pan)
+        switch PAN.rejection(for: pan) {
         case .nonDigitCharacters?, .invalidLength?:
-            throw WalletError(.invalidArgument, PAN.rejection(for: manual.pan)!.message)
+            throw WalletError(.invalidArgument, PAN.rejection(for: pan)!.message)
         default:
             break
         }
@@ -31,8 +32,28 @@ public enum ManualCardInput {
             throw WalletError(.invalidArgument, "the cardholder name is longer than 100 characters")
         }
         return CardData(
-            accountNumber: manual.pan, expirationDate: CardData.ExpirationDate(expiry),
+            accountNumber: pan, expirationDate: CardData.ExpirationDate(expiry),
             cvv2: manual.cvc.isEmpty ? nil : manual.cvc,
             name: manual.cardholderName.isEmpty ? nil : manual.cardholderName)
+    }
+
+    /// The card number as typed, without the spaces or hyphens a cardholder puts between groups of digits
+    /// (`4111 1111 1111 1111`, as printed on the card): a wallet's card form takes them, so the wallet does, and
+    /// only the digits travel on. Anything else is refused here, naming what is allowed.
+    static func typedNumber(_ typed: String) throws(WalletError) -> String {
+        var digits = ""
+        digits.reserveCapacity(typed.utf8.count)
+        for byte in typed.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "), UInt8(ascii: "-"): continue
+            default:
+                throw WalletError(
+                    .invalidArgument,
+                    "the card number may hold only the digits 0-9, with spaces or hyphens between groups")
+            }
+        }
+        guard !digits.isEmpty else { throw WalletError(.invalidArgument, "the card number is missing") }
+        return digits
     }
 }

@@ -52,7 +52,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             switch request.source {
             case .manual(let manual)?:
                 let card = try ManualCardInput.cardData(manual)
-                typedLast4 = String(manual.pan.suffix(4))
+                typedLast4 = String(card.accountNumber.suffix(4))
                 check.eligibilityData?.inputMethod = manual.inputMethod == .unspecified ? .manual : manual.inputMethod
                 check.instrument = .encryptedCardData(try await tsp.encrypt(card))
                 source = .manual

@@ -27,9 +27,10 @@ enum WalletCommand {
                tokenet wallet select-card ADDR CARD_REF [OPTIONS]
 
         add-card checks with the TSP whether a card can be digitized into the wallet at ADDR (HOST:PORT) and prints
-        its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the wallet encrypts it
-        to the TSP's key and keeps only its last four digits), as an issuer's push receipt (--receipt, --scheme;
-        Mastercard only), or as a push session an issuer created through the wallet's backend (--push-session).
+        its reference (card-N) and the T&C to accept. The card comes typed in (--pan, --exp; the number may be in
+        groups, as printed: "4111 1111 1111 1111"; the wallet encrypts it to the TSP's key and keeps only its last
+        four digits), as an issuer's push receipt (--receipt, --scheme; Mastercard only), or as a push session an
+        issuer created through the wallet's backend (--push-session).
         accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
         asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
         select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking

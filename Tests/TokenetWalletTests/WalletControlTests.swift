@@ -118,7 +118,8 @@ import TokenetWire
     @Test func malformedCardInputIsRefusedBeforeAnythingIsSent() async throws {
         let wallet = try WalletHarness()
         for request in [
-            WalletHarness.manual("4111 1111 1111 1111"), WalletHarness.manual("4111"),
+            WalletHarness.manual("4111 1111 1111 111O"), WalletHarness.manual("4111/1111/1111/1111"),
+            WalletHarness.manual(" - "), WalletHarness.manual("4111"),
             WalletHarness.manual(expiry: "2030-12"), WalletHarness.manual(expiry: "13/30"),
             WalletHarness.manual(cvc: "12a"), WalletHarness.manual(""), WalletV1.AddCardRequest(),
             WalletV1.AddCardRequest(source: .pushSessionID("")),
@@ -127,6 +128,22 @@ import TokenetWire
             #expect(await statusCode { try await wallet.control.addCard(request) } == .invalidArgument)
         }
         #expect(wallet.tsp.recorded.eligibilityRequests.isEmpty && wallet.tsp.recorded.keyRequests == 0)
+    }
+
+    /// As printed on the card, in groups: a card form takes the spaces or hyphens, and only the digits travel on.
+    @Test func aNumberTypedInGroupsIsSentAsDigits() async throws {
+        let wallet = try WalletHarness()
+        for typed in ["4111 1111 1111 1111", "4111-1111-1111-1111", " 4111  1111 1111 1111 "] {
+            #expect(try await wallet.control.addCard(WalletHarness.manual(typed)).panLast4 == "1111")
+        }
+        let sent = try wallet.tsp.recorded.eligibilityRequests.map { try wallet.tsp.decrypt($0).1.accountNumber }
+        #expect(sent == Array(repeating: "4111111111111111", count: 3))
+        let refused = await #expect(throws: RPCError.self) {
+            try await wallet.control.addCard(WalletHarness.manual("4111 1111 1111 111O"))
+        }
+        #expect(refused?.code == .invalidArgument)
+        #expect(
+            refused?.message == "the card number may hold only the digits 0-9, with spaces or hyphens between groups")
     }
 
     @Test func aWrongCheckDigitIsLeftToTheTSPsEligibilityAnswer() async throws {
