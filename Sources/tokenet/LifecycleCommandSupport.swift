@@ -23,18 +23,26 @@ enum LifecycleArguments {
     static func amountMinor(_ text: String?, command: String) throws(CLIError) -> Int64 {
         guard let text, !text.isEmpty else { throw CLIError(.usage, "\(command): --amount is required (e.g. 12.50)") }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count <= 2, let whole = Int64(parts[0]), whole >= 0,
-            parts.count == 1 || (1...2).contains(parts[1].count) && parts[1].allSatisfy(\.isNumber)
+        let ascii = { (part: Substring) in part.utf8.allSatisfy { (48...57).contains($0) } }
+        guard parts.count <= 2, !parts[0].isEmpty, ascii(parts[0]),
+            parts.count == 1 || (1...2).contains(parts[1].count) && ascii(parts[1])
         else { throw CLIError(.usage, "\(command): --amount must look like 12.50, not '\(text)'") }
+        // A well-formed amount past what the minor units hold is named as too large, not as malformed.
+        let largest = amount(.max, "")
+        let tooLarge = CLIError(.usage, "\(command): --amount \(text) is too large; at most \(largest.dropLast())")
+        guard let whole = Int64(parts[0]) else { throw tooLarge }
         var cents: Int64 = 0
         if parts.count == 2 {
             cents = Int64(parts[1])! * (parts[1].count == 1 ? 10 : 1)
         }
         let (total, overflow) = whole.multipliedReportingOverflow(by: 100)
-        guard !overflow, total + cents > 0 else { throw CLIError(.usage, "\(command): --amount must be positive") }
-        return total + cents
+        let (sum, overflowSum) = total.addingReportingOverflow(cents)
+        guard !overflow, !overflowSum else { throw tooLarge }
+        guard sum > 0 else { throw CLIError(.usage, "\(command): --amount must be positive") }
+        return sum
     }
 
+    /// "12.50 EUR"; with an empty currency, the amount and a space.
     static func amount(_ minor: Int64, _ currency: String) -> String {
         let cents = minor.magnitude % 100
         return "\(minor / 100).\(cents < 10 ? "0" : "")\(cents) \(currency)"

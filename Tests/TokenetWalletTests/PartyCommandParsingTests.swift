@@ -74,6 +74,20 @@ import TokenetTestSupport
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "0.00", "--merchant", "M"] + nowhere,
             "--amount must be positive"
         ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "+5", "--merchant", "M"] + nowhere,
+            "--amount must look like 12.50, not '+5'"
+        ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "99999999999999999999", "--merchant", "M"]
+                + nowhere,
+            "--amount 99999999999999999999 is too large; at most 92233720368547758.07"
+        ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "92233720368547758.08", "--merchant", "M"]
+                + nowhere,
+            "is too large"
+        ),
         (["tsp", "simulate-transaction", "--card", "D", "--amount", "1"] + nowhere, "--merchant is required"),
     ]
 
