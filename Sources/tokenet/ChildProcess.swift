@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TokenetNode
 
 /// A child process with its output in files and exit waits that are always bounded.
 ///
@@ -77,10 +78,11 @@ final class ChildProcess: @unchecked Sendable {
     }
 }
 
-/// Wraps a non-Sendable underlying error by its description.
+/// Wraps a non-Sendable underlying error by its description: for a file the system refused, its reason ("No such
+/// file or directory"), not Foundation's whole `NSCocoaErrorDomain … UserInfo={…}` (`DescribedError`).
 struct DemoCause: Error, CustomStringConvertible, Sendable {
     var description: String
 
-    init(_ error: any Error) { description = String(describing: error) }
+    init(_ error: any Error) { description = DescribedError(error).description }
     init(_ text: String) { description = text }
 }

@@ -331,4 +331,20 @@ import TokenetTestSupport
                 == #"FAILED at line 2: tokens: missing, expected [{"state":"TOKEN_STATE_ACTIVE"}]"#)
         #expect(failure.stringValue?.contains("What the nodes logged for trace") == true)
     }
+
+    /// A report that cannot be written names the file and the system's reason, not Foundation's error dump.
+    @Test func aJUnitReportThatCannotBeWrittenSaysWhy() async throws {
+        let directory = try TemporaryDirectory()
+        let script = directory.path("passing.scenario")
+        try "echo fine\n".write(toFile: script, atomically: true, encoding: .utf8)
+        let report = directory.path("missing/report.xml")
+        let result = try await LaunchedProcess.runNiced(
+            "tokenet", ["scenario", script, "--junit", report, "--timeout", "60"])
+        #expect(result.status != 0)
+        #expect(
+            result.stderr.contains(
+                "tokenet: scenario: cannot write the JUnit report to \(report): No such file or directory\n"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("NSCocoaErrorDomain"))
+    }
 }
