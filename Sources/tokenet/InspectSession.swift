@@ -248,28 +248,14 @@ final class InspectSession: Sendable {
         }
     }
 
-    /// `text` with its control characters written as `\u{1B}`: a status message comes from the node, and often
-    /// quotes what the caller sent (`this node does not serve …`), so an escape sequence in it would act on the
-    /// terminal (clear it, recolour it) and a line break could print a line of its own.
-    static func escapingControls(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
-        var escaped = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            if scalar.properties.generalCategory == .control {
-                escaped.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
-            } else {
-                escaped.append(scalar)
-            }
-        }
-        return String(escaped)
-    }
-
     /// Prints a call's non-OK status and returns its exit status: 64 + code for the gRPC codes.
     ///
     /// A code outside them (from a peer's bug or a later protocol) prints as `CODE_N` and exits as UNKNOWN (66): 64 + N
     /// is no exit status for such a code, and the shell would wrap it to another one — 64 + 192 to 0, success.
     static func report(_ error: RPCError) -> Int32 {
         let name = error.code.protoValueName ?? "CODE_\(error.code.rawValue)"
+        // A status message often quotes what the caller sent (`this node does not serve …`): its line breaks too
+        // are escaped, so that it cannot print a line of its own.
         printError("ERROR: \(name): \(escapingControls(error.message))")
         guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
         return 64 + StatusCode.unknown.rawValue

@@ -102,7 +102,30 @@ enum TokenetCLI {
     }
 }
 
-/// Writes a line to stdout unbuffered, so it interleaves correctly with the nodes' output.
-func printOut(_ text: String) { StandardStream.output.write(line: text) }
+/// Writes a line to stdout unbuffered, so it interleaves correctly with the nodes' output. Control characters
+/// other than line breaks and tabs are written escaped (`escapingControls`).
+func printOut(_ text: String) { StandardStream.output.write(line: escapingControls(text, keepingLines: true)) }
 
-func printError(_ text: String) { StandardStream.error.write(line: text) }
+func printError(_ text: String) { StandardStream.error.write(line: escapingControls(text, keepingLines: true)) }
+
+/// `text` with its control characters written as `\u{1B}`. Much of what the CLI prints comes from a node — T&C
+/// text, reasons, merchant names, message titles, status messages that quote the request — and an escape sequence
+/// in it would act on the terminal (clear it, recolour it, retitle the window), a carriage return would overwrite
+/// the line before it. With `keepingLines`, line breaks and tabs stay: the CLI's own tables and blocks need them;
+/// without, a line break is escaped too, so that one message cannot print a line of its own.
+func escapingControls(_ text: String, keepingLines: Bool = false) -> String {
+    func escaped(_ scalar: Unicode.Scalar) -> Bool {
+        guard scalar.properties.generalCategory == .control else { return false }
+        return !(keepingLines && (scalar == "\n" || scalar == "\t"))
+    }
+    guard text.unicodeScalars.contains(where: escaped) else { return text }
+    var result = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        if escaped(scalar) {
+            result.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
+        } else {
+            result.append(scalar)
+        }
+    }
+    return String(result)
+}

@@ -77,12 +77,18 @@ import TokenetTestSupport
 
         // A transaction: the TSP records it, the wallet lists it, the issuer app shows it with the last call time.
         let paid = try await json([
-            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "12.50", "--merchant", "Coffee Corner",
+            "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "12.50",
+            "--merchant", "Coffee Corner\u{1B}[2J",
         ])
         let transactionID = try #require(paid["transactionId"] as? String)
         let lastCall = try #require(paid["lastCallTimestampMs"] as? String)
         let tspTransactions = try await json(["tsp", "transactions", tsp.listen, id])
         #expect(list(tspTransactions, "transactions").map { $0["transactionId"] as? String } == [transactionID])
+        // Text a node hands back (here the merchant's name) prints with its control characters escaped, so an
+        // escape sequence in it cannot act on the terminal.
+        let table = try await tokenet(["tsp", "transactions", tsp.listen, id])
+        #expect(
+            table.stdout.contains(#"Coffee Corner\u{1B}[2J"#) && !table.stdout.contains("\u{1B}"), "\(table.stdout)")
         let walletTransactions = try await eventually(["wallet", "transactions", wallet.listen], "wallet transaction") {
             self.list($0, "transactions").contains { $0["transactionId"] as? String == transactionID }
         }
