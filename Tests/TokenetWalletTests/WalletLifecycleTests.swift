@@ -214,14 +214,8 @@ import TokenetWire
     /// An ACTIVE card whose activation the wallet did not act on (it stopped right after, so the first batch was
     /// never issued) gets its batch when the wallet starts listening again; a card that has keys, or is not
     /// digitized, gets none.
-    @Test func anActiveCardLeftWithoutKeysGetsItsBatchWhenListeningStarts() async throws {
-        let (wallet, _) = try await Self.digitized()
-        _ = try await wallet.control.addCard(WalletHarness.manual())
-        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
-        _ = try await wallet.control.addCard(WalletHarness.manual())
-        let second = try wallet.store.card(ref: "card-2")
-        let third = try wallet.store.card(ref: "card-3")
-        _ = try wallet.store.addPaymentKeys(cardID: second.id, count: 5)
+    /// The wallet's key issuing at activation, asking the harness's lifecycle TSP over the in-memory transport.
+    static func paymentKeys(_ wallet: WalletHarness) -> PaymentKeysAtActivation {
         var tspRouter = RPCRouter()
         wallet.lifecycleTSP.register(on: &tspRouter)
         let tsp = WalletHarness.serve(
@@ -231,7 +225,18 @@ import TokenetWire
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
             configuredAccountID: "wallet-account-1", logger: logger, clock: { 1 })
-        let keys = PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
+        return PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
+    }
+
+    @Test func anActiveCardLeftWithoutKeysGetsItsBatchWhenListeningStarts() async throws {
+        let (wallet, _) = try await Self.digitized()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let second = try wallet.store.card(ref: "card-2")
+        let third = try wallet.store.card(ref: "card-3")
+        _ = try wallet.store.addPaymentKeys(cardID: second.id, count: 5)
+        let keys = Self.paymentKeys(wallet)
         let first = try wallet.store.card(ref: "card-1")
         #expect(try wallet.store.activeCardsWithoutKeys().map(\.id) == [first.id])
 
@@ -245,16 +250,7 @@ import TokenetWire
 
     @Test func theFirstBatchIsIssuedWhenATokenBecomesActive() async throws {
         let (wallet, _) = try await Self.digitized()
-        var tspRouter = RPCRouter()
-        wallet.lifecycleTSP.register(on: &tspRouter)
-        let tsp = WalletHarness.serve(
-            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
-        let logger = Logger(node: "wallet-node", sink: wallet.logs)
-        let updates = WalletTokenUpdates(
-            tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
-            configuredAccountID: "wallet-account-1", logger: logger, clock: { 1 })
-        let keys = PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
+        let keys = Self.paymentKeys(wallet)
         let card = try wallet.store.card(ref: "card-1")
 
         await keys.handle(.init(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .suspended))
