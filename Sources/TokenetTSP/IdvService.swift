@@ -10,6 +10,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         -> TspV1.SelectIdvMethodResponse
     {
         try await tsp.handling("SelectIdvMethod", context) { log in
+            try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID)
             guard !request.methodID.isEmpty else { throw TSPError(.invalidArgument, "method_id is required") }
             let methods = try tsp.store.idvMethods(of: token.digitalCardID)
@@ -23,7 +24,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             guard token.state == .inactive else {
                 throw TSPError(
                     .failedPrecondition,
-                    "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token")
+                    "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token"
+                        + (token.state == .deactivated ? TSPStore.deactivatedHint : ""))
             }
             var response = TspV1.SelectIdvMethodResponse(method: method)
             switch method.type {
@@ -75,6 +77,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
 
     func submitOTP(_ request: TspV1.SubmitOtpRequest, context: ServerContext) async throws -> TspV1.SubmitOtpResponse {
         try await tsp.handling("SubmitOtp", context) { log in
+            try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID)
             guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
             let result = try await tsp.stateChanges.run {
@@ -111,6 +114,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
 
     func resendOTP(_ request: TspV1.ResendOtpRequest, context: ServerContext) async throws -> TspV1.ResendOtpResponse {
         try await tsp.handling("ResendOtp", context) { log in
+            try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID)
             let code = OTPCode.generate()
             let (action, previous) = try tsp.store.resendOTP(
@@ -180,6 +184,7 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
         -> TspV1.ActivateTokenResponse
     {
         try await tsp.handling("ActivateToken", context) { log in
+            try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             guard !request.digitalCardID.isEmpty else {
                 throw TSPError(.invalidArgument, "digital_card_id is required")
             }

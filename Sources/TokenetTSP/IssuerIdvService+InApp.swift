@@ -9,6 +9,7 @@ extension IssuerIdvService {
         -> TspV1.ActivateDigitalCardResponse
     {
         try await tsp.handling("ActivateDigitalCard", context) { log in
+            try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             guard !request.digitalCardID.isEmpty else {
                 throw TSPError(.invalidArgument, "digital_card_id is required")
             }

@@ -8,14 +8,15 @@ extension TSPConfiguration {
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
     /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`; notifications:
     /// `notification_max_age_s`, `notification_max_queued`; one-time codes: `otp_validity_ms`
-    /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; strong authentication:
+    /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; `step_up_ttl_s` (how long
+    /// a stepped-up token waits for ID&V); strong authentication:
     /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
     /// `hotp_look_ahead`, `hotp_resync_window` (larger than the look-ahead), `hotp_max_failures`, `auth_server_url`
     /// (the server put in activation links).
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
-        "otp_validity_ms", "otp_max_attempts", "otp_max_resends",
+        "otp_validity_ms", "otp_max_attempts", "otp_max_resends", "step_up_ttl_s",
         "access_token_ttl_s", "activation_code_ttl_s", "activation_max_attempts", "hotp_digits", "hotp_look_ahead",
         "hotp_resync_window", "hotp_max_failures", "auth_server_url",
     ]
@@ -54,6 +55,9 @@ extension TSPConfiguration {
         }
         if let value = try file.number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
         if let value = try file.number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
+        if let value = try file.number("step_up_ttl_s", in: 60...(365 * 86_400)) {
+            configuration.stepUpValidity = .seconds(value)
+        }
         if let value = try file.number("access_token_ttl_s", in: 1...86_400) {
             configuration.accessTokenLifetime = .seconds(value)
         }

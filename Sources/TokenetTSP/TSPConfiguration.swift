@@ -24,6 +24,8 @@ public struct TSPConfiguration: Sendable {
     public var otpMaxAttempts = 3
     public var otpValidity: Duration = .seconds(10 * 60)
     public var otpMaxResends = 3
+    /// How long a token the issuer stepped up waits for ID&V before the TSP deactivates it as abandoned.
+    public var stepUpValidity: Duration = .seconds(30 * 86_400)
     /// How long, and how many, unacknowledged notifications a subscriber's queue keeps.
     public var notificationRetention = NotificationRetention()
     /// Strong authentication: how long an access token lives, how long an activation code lives and how many codes

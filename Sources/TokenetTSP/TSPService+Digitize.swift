@@ -19,6 +19,7 @@ extension TSPService {
         guard !request.eligibilityReceipt.isEmpty else {
             throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
         }
+        try await expireAbandonedStepUps(traceID: traceID, log: log)
         let start = try store.beginDigitization(
             request, nowMs: nowMs, traceID: traceID, walletNodeID: walletNodeID
         ) { pan, scheme in
@@ -40,7 +41,13 @@ extension TSPService {
             throw TSPError(
                 .unavailable, "the digitization was interrupted before a decision; retry it with the same request id")
         }
-        let response = try store.finishDigitization(pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
+        // In the state-change gate: the tokens this one replaces are deactivated and told in turn with other changes.
+        let response = try await stateChanges.run {
+            let (response, replaced) = try store.finishDigitization(
+                pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
+            await publishReplaced(replaced, by: pending.token.digitalCardID, log: log)
+            return response
+        }
         log.info(
             "digitized",
             [

@@ -132,27 +132,31 @@ extension TSPStore {
     }
 
     /// Step two of Digitize, in one transaction: records the decision on the token and its event, and stores the
-    /// answer under the request id. If another attempt finished first, its answer wins.
+    /// answer under the request id. If another attempt finished first, its answer wins. A token that is not
+    /// declined replaces the card's earlier tokens on the device still waiting for ID&V (`replaceStepUps`): they
+    /// are deactivated in the same transaction and returned, for their parties to be told.
     func finishDigitization(
         _ pending: PendingDigitization, outcome: DigitizationOutcome, traceID: String, nowMs: UInt64
-    ) throws -> TspV1.DigitizeResponse {
+    ) throws -> (response: TspV1.DigitizeResponse, replaced: [TokenStateChange]) {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
                     "SELECT status, response FROM digitize_requests WHERE request_id = ?", [pending.requestID])
             else { throw TSPError(.internal, "a pending digitization disappeared") }
             if try row.text(0) == "done" {
-                return try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self))
+                return (try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self)), [])
             }
+            let pan = try pending.receipt.card.pan()
             var token = pending.token
             // Eligibility refuses a card already live in this wallet account on this device, but two cards added
             // before either was digitized both passed it, and each became an ACTIVE token. Checked again here, in
             // the transaction that makes the token live, so only one of them does.
             var outcome = outcome
             if outcome.state != .deactivated,
-                try hasLiveToken(
-                    tx, for: try pending.receipt.card.pan(), walletAccountID: token.walletAccountID,
-                    deviceID: token.deviceID, except: token.digitalCardID)
+                try !sameCardTokens(
+                    tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
+                    except: token.digitalCardID, states: [.active, .suspended]
+                ).isEmpty
             {
                 outcome = .alreadyProvisioned(panLast4: token.panLast4)
             }
@@ -176,6 +180,11 @@ extension TSPStore {
                 tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
                 reason: outcome.reason, traceID: traceID, nowMs: nowMs)
             try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
+            // A new token of the card (live, or waiting for its own step-up) supersedes one the cardholder left
+            // waiting: two tokens waiting for ID&V could otherwise both be activated, and abandoned ones pile up.
+            let replaced =
+                token.state == .deactivated
+                ? [] : try replaceStepUps(tx, by: token, pan: pan, traceID: traceID, nowMs: nowMs)
             var response = Self.response(token: token, outcome: outcome)
             // The node that registered the issuer now: its issuer app is the one the wallet shows the token to.
             let issuerNode = try tx.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [token.issuerID])
@@ -183,25 +192,8 @@ extension TSPStore {
             _ = try tx.execute(
                 "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
                 [try response.serializedBytes(), pending.requestID])
-            return response
+            return (response, replaced)
         }
-    }
-
-    /// True when `pan` has a live (active or suspended) token other than `except` in this wallet account on this
-    /// device, read in `tx` (`hasLiveToken`, within the transaction that would make another).
-    private func hasLiveToken(
-        _ tx: Transaction, for pan: PAN, walletAccountID: String, deviceID: String, except: String
-    ) throws -> Bool {
-        let rows = try tx.query(
-            """
-            SELECT digital_card_id, funding_pan FROM tokens
-            WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN ('ACTIVE', 'SUSPENDED')
-                AND digital_card_id != ?
-            """, [walletAccountID, deviceID, pan.last4, except])
-        for row in rows where try vault.openPAN(try row.get(1), recordID: try row.text(0)) == pan {
-            return true
-        }
-        return false
     }
 
     static func response(token: TokenRecord, outcome: DigitizationOutcome) -> TspV1.DigitizeResponse {

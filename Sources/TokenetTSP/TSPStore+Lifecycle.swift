@@ -33,6 +33,8 @@ extension TSPStore {
             case .unchanged:
                 return TokenStateChange(before: before, after: before)
             case .transitioned(let from, let to):
+                // Resuming makes the token live again; not beside another live token of its card on the device.
+                if event == .resume { try requireNoLiveSibling(tx, of: digitalCardID) }
                 var after = before
                 after.state = to
                 _ = try tx.execute(

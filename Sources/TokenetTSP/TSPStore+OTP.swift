@@ -163,7 +163,8 @@ extension TSPStore {
         guard state == .inactive else {
             throw TSPError(
                 .failedPrecondition,
-                "token \"\(digitalCardID)\" is \(state); one-time codes are only for an INACTIVE token awaiting ID&V")
+                "token \"\(digitalCardID)\" is \(state); one-time codes are only for an INACTIVE token awaiting ID&V"
+                    + (state == .deactivated ? Self.deactivatedHint : ""))
         }
     }
 
@@ -173,6 +174,9 @@ extension TSPStore {
         var lifecycle = TokenLifecycleStateMachine(state: try tokenState(tx, digitalCardID))
         switch lifecycle.activate() {
         case .transitioned(let from, let to):
+            // Every ID&V path (one-time code, call centre, issuer app) ends here: none may give the card a second
+            // live token on the device.
+            try requireNoLiveSibling(tx, of: digitalCardID)
             _ = try tx.execute(
                 "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
                 [to.rawValue, Int64(nowMs), digitalCardID])
@@ -182,7 +186,8 @@ extension TSPStore {
         case .unchanged:
             break
         case .rejected(let rejection):
-            throw TSPError(.failedPrecondition, "token \"\(digitalCardID)\": \(rejection.message)")
+            let hint = rejection.state == .deactivated ? Self.deactivatedHint : ""
+            throw TSPError(.failedPrecondition, "token \"\(digitalCardID)\": \(rejection.message)\(hint)")
         }
     }
 

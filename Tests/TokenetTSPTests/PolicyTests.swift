@@ -107,8 +107,14 @@ extension CardV1.WalletRiskData {
         #expect(configuration.otpMaxAttempts == 5 && configuration.otpMaxResends == 0)
     }
 
+    @Test func fileChangesTheStepUpWindow() throws {
+        #expect(TSPConfiguration().stepUpValidity == .seconds(30 * 86_400))
+        #expect(try load(#"{"step_up_ttl_s": 3600}"#).stepUpValidity == .seconds(3600))
+    }
+
     @Test(arguments: [
         (#"{"issuer_deadline": 5}"#, "unknown key \"issuer_deadline\""),
+        (#"{"step_up_ttl_s": 59}"#, "from 60 to 31536000"),
         (#"{"issuer_deadline_ms": "5"}"#, "whole number"),
         (#"{"stand_in_max_score": 9}"#, "from 0 to 5"),
         (#"{"terms_required": 1}"#, "true or false"),

@@ -1,0 +1,35 @@
+import TokenetNode
+
+extension TSPService {
+    /// Deactivates the tokens whose step-up outlived `stepUpValidity` and tells their wallet and issuer app
+    /// (CARD_STATE DEACTIVATED, STEP_UP_EXPIRED). The TSP runs no timer: this runs before every digitization and
+    /// ID&V call, so an abandoned token can never be activated late and is gone the next time anyone adds or
+    /// verifies a card. Inside the state-change gate, so a late activation and its expiry are told in order.
+    func expireAbandonedStepUps(traceID: String, log: Logger) async throws {
+        let validityMs = configuration.stepUpValidity.milliseconds
+        let now = nowMs
+        guard now > validityMs else { return }
+        try await stateChanges.run {
+            let expired = try store.expireStepUps(
+                decidedAtOrBeforeMs: now - validityMs, window: "\(validityMs / 1000) s", traceID: traceID,
+                nowMs: now)
+            for change in expired {
+                log.info(
+                    "abandoned step-up token deactivated",
+                    ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
+                await publishCardState(change, reason: "STEP_UP_EXPIRED", initiator: "tsp", log: log)
+            }
+        }
+    }
+
+    /// Tells the parties of tokens a new digitization of their card replaced (CARD_STATE DEACTIVATED, REPLACED):
+    /// the wallet drops the card it showed as waiting for verification.
+    func publishReplaced(_ replaced: [TokenStateChange], by digitalCardID: String, log: Logger) async {
+        for change in replaced {
+            log.info(
+                "step-up token replaced by a new digitization of its card",
+                ["digital_card_id": change.after.digitalCardID, "replaced_by": digitalCardID])
+            await publishCardState(change, reason: "REPLACED", initiator: "tsp", log: log)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import TokenetCard
+import TokenetStorage
+
+/// A card has at most one live token per wallet account and device. A cardholder who gives up on a step-up and adds
+/// the card again gets a new token; the one left waiting for ID&V is replaced, so it can never be activated beside
+/// the new one, and one nobody comes back to is deactivated once the step-up window is over.
+extension TSPStore {
+    /// Why a token waiting for ID&V may have ended DEACTIVATED, and what the cardholder does next.
+    static let deactivatedHint =
+        " (deleted, replaced by a newer digitization of its card, or its step-up expired: its history says which); "
+        + "add the card again"
+
+    /// The tokens other than `except` of `pan` in this wallet account on this device whose state is one of
+    /// `states`, read in `tx`. With `decidedOnly`, a token whose digitization is still pending is left out: its own
+    /// decision, when recorded, sorts it out (declined if the card is live by then).
+    func sameCardTokens(
+        _ tx: Transaction, of pan: PAN, walletAccountID: String, deviceID: String, except: String,
+        states: [TokenLifecycleStateMachine.State], decidedOnly: Bool = false
+    ) throws -> [TokenRecord] {
+        let stateList = states.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let pending =
+            decidedOnly
+            ? "AND digital_card_id NOT IN (SELECT digital_card_id FROM digitize_requests WHERE status = 'pending')"
+            : ""
+        let rows = try tx.query(
+            """
+            SELECT \(Self.tokenColumns), funding_pan FROM tokens
+            WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN (\(stateList))
+                AND digital_card_id != ? \(pending)
+            ORDER BY created_at_ms, rowid
+            """, [walletAccountID, deviceID, pan.last4, except])
+        var tokens: [TokenRecord] = []
+        for row in rows where try vault.openPAN(try row.get(12), recordID: try row.text(0)) == pan {
+            tokens.append(try Self.token(from: row))
+        }
+        return tokens
+    }
+
+    /// Refuses making `digitalCardID` live (activating or resuming it) while another token of its card is live in
+    /// the same wallet account on the same device: whichever path activates it, the card keeps one live token.
+    func requireNoLiveSibling(_ tx: Transaction, of digitalCardID: String) throws {
+        guard
+            let row = try tx.queryOne(
+                "SELECT \(Self.tokenColumns), funding_pan FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+        else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+        let token = try Self.token(from: row)
+        // Most cards have no other live token ending in the same digits: then no card number needs opening.
+        let candidates = try tx.queryOne(
+            """
+            SELECT COUNT(*) FROM tokens WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ?
+                AND state IN ('ACTIVE', 'SUSPENDED') AND digital_card_id != ?
+            """, [token.walletAccountID, token.deviceID, token.panLast4, digitalCardID])
+        guard try candidates?.int64(0) ?? 0 > 0 else { return }
+        let pan = try vault.openPAN(try row.get(12), recordID: digitalCardID)
+        let live = try sameCardTokens(
+            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID, except: digitalCardID,
+            states: [.active, .suspended])
+        guard let other = live.first else { return }
+        throw TSPError(
+            .failedPrecondition,
+            "the card ending in \(token.panLast4) is already live in this wallet on this device as token "
+                + "\"\(other.digitalCardID)\" (\(other.state)); a card has one live token per device, so token "
+                + "\"\(digitalCardID)\" stays \(token.state): delete one of them")
+    }
+
+    /// The earlier tokens of `token`'s card in its wallet account on its device still waiting for ID&V, deactivated
+    /// in `tx` because `token` (a new digitization of the card, approved or stepped up) replaces them.
+    func replaceStepUps(
+        _ tx: Transaction, by token: TokenRecord, pan: PAN, traceID: String, nowMs: UInt64
+    ) throws -> [TokenStateChange] {
+        let waiting = try sameCardTokens(
+            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
+            except: token.digitalCardID, states: [.inactive], decidedOnly: true)
+        return try waiting.map { old in
+            try deactivate(
+                tx, old,
+                reason: "replaced by a new digitization of the same card on this device (token "
+                    + "\"\(token.digitalCardID)\")", traceID: traceID, nowMs: nowMs)
+        }
+    }
+
+    /// Deactivates every token whose step-up was decided at or before `decidedAtOrBeforeMs` and is still INACTIVE:
+    /// the cardholder abandoned it. A token whose digitization is still pending is left to its decision.
+    func expireStepUps(decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64) throws
+        -> [TokenStateChange]
+    {
+        try database.transaction { tx in
+            let abandoned = try tx.query(
+                """
+                SELECT \(Self.tokenColumns) FROM tokens
+                WHERE state = 'INACTIVE' AND updated_at_ms <= ?
+                    AND digital_card_id NOT IN (SELECT digital_card_id FROM digitize_requests WHERE status = 'pending')
+                ORDER BY updated_at_ms, rowid
+                """, [Int64(clamping: decidedAtOrBeforeMs)]
+            ).map(Self.token(from:))
+            return try abandoned.map { token in
+                try deactivate(
+                    tx, token,
+                    reason: "step-up not completed within \(window); the card can be added again", traceID: traceID,
+                    nowMs: nowMs)
+            }
+        }
+    }
+
+    private func deactivate(
+        _ tx: Transaction, _ token: TokenRecord, reason: String, traceID: String, nowMs: UInt64
+    ) throws -> TokenStateChange {
+        var lifecycle = TokenLifecycleStateMachine(state: token.state)
+        guard case .transitioned(let from, let to) = lifecycle.delete() else {
+            throw TSPError(.internal, "token \"\(token.digitalCardID)\" could not be deactivated from \(token.state)")
+        }
+        _ = try tx.execute(
+            "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+            [to.rawValue, Int64(nowMs), token.digitalCardID])
+        try recordEvent(
+            tx, token: token.digitalCardID, from: from, to: to, actor: "tsp", reason: reason, traceID: traceID,
+            nowMs: nowMs)
+        var after = token
+        after.state = to
+        return TokenStateChange(before: token, after: after)
+    }
+}
