@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetStorage
+import TokenetTestSupport
+
+@testable import TokenetTSP
+
+/// The same-card rules on the TSP's storage: which tokens a new digitization replaces, which abandoned step-ups
+/// expire, and the live-sibling check every activation goes through.
+@Suite struct SameCardStoreTests {
+    static let pan = "4111111111111111"
+    /// Another card whose number ends in the same four digits.
+    static let lookalike = "4000000000061111"
+
+    struct Fixture {
+        let database: Database
+        let store: TSPStore
+
+        init() throws {
+            database = try Database.openInMemory()
+            store = try TSPStore(database: database, vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+            _ = try database.execute(
+                "INSERT INTO issuers (id, name, encryption_key_pem, updated_at_ms) VALUES ('bank-a', 'Bank A', 'pem', 0)"
+            )
+        }
+
+        /// A token of `pan` on device-1 in account-1, in `state`, decided at `atMs`; with `pending`, its
+        /// digitization is still waiting for the issuer's decision.
+        func token(
+            _ id: String, pan: String = SameCardStoreTests.pan, state: TokenLifecycleStateMachine.State,
+            atMs: Int64 = 0, pending: Bool = false, device: String = "device-1"
+        ) throws {
+            let sealed = try store.vault.seal(try PAN(pan), recordID: id)
+            _ = try database.execute(
+                """
+                INSERT INTO tokens (digital_card_id, scheme, token_pan, token_last4, token_expiry, funding_pan,
+                    pan_last4, issuer_id, wallet_account_id, device_id, state, created_at_ms, updated_at_ms)
+                VALUES (?, 'visa', x'00', '9999', '12/30', ?, ?, 'bank-a', 'account-1', ?, ?, ?, ?)
+                """, [id, sealed, String(pan.suffix(4)), device, state.rawValue, atMs, atMs])
+            guard pending else { return }
+            _ = try database.execute(
+                """
+                INSERT INTO eligibility_receipts (receipt, wallet_account_id, device_id, issuer_id, scheme, pan_last4,
+                    card_data, input_method, created_at_ms, expires_at_ms, used_by_request_id)
+                VALUES (?, 'account-1', ?, 'bank-a', 'visa', ?, x'00', 0, 0, 0, ?)
+                """, ["receipt-\(id)", device, String(pan.suffix(4)), "request-\(id)"])
+            _ = try database.execute(
+                """
+                INSERT INTO digitize_requests (request_id, receipt, digital_card_id, status, created_at_ms)
+                VALUES (?, ?, ?, 'pending', 0)
+                """, ["request-\(id)", "receipt-\(id)", id])
+        }
+
+        func state(_ id: String) throws -> String? {
+            try database.queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [id])?.text(0)
+        }
+
+        func replace(by id: String) throws -> [String] {
+            let token = try #require(try store.token(id))
+            return try database.transaction { tx in
+                try store.replaceStepUps(tx, by: token, pan: try PAN(SameCardStoreTests.pan), traceID: "t", nowMs: 5)
+            }.map(\.after.digitalCardID)
+        }
+    }
+
+    /// Replaced: the card's decided INACTIVE tokens on the device. Kept: a digitization still pending (its own
+    /// decision sorts it out), live and deleted tokens, another device's, and another card with the same last four.
+    @Test func aNewTokenReplacesOnlyTheCardsDecidedStepUpsOnItsDevice() throws {
+        let fixture = try Fixture()
+        try fixture.token("new", state: .inactive)
+        try fixture.token("waiting-1", state: .inactive)
+        try fixture.token("waiting-2", state: .inactive)
+        try fixture.token("pending", state: .inactive, pending: true)
+        try fixture.token("deleted", state: .deactivated)
+        try fixture.token("other-device", state: .inactive, device: "device-2")
+        try fixture.token("lookalike", pan: Self.lookalike, state: .inactive)
+        #expect(try fixture.replace(by: "new") == ["waiting-1", "waiting-2"])
+        #expect(try fixture.state("waiting-1") == "DEACTIVATED" && fixture.state("waiting-2") == "DEACTIVATED")
+        for kept in ["new", "pending", "other-device", "lookalike"] {
+            #expect(try fixture.state(kept) == "INACTIVE", "\(kept)")
+        }
+        let event = try #require(
+            try fixture.database.queryOne(
+                "SELECT actor, reason FROM token_events WHERE digital_card_id = 'waiting-1' ORDER BY rowid DESC"))
+        #expect(try event.text(0) == "tsp" && event.text(1).contains("token \"new\""))
+    }
+
+    /// Expired: decided INACTIVE tokens at or before the cut-off. Kept: a later one, a pending digitization, and
+    /// tokens that are not waiting for ID&V.
+    @Test func onlyDecidedStepUpsPastTheWindowExpire() throws {
+        let fixture = try Fixture()
+        try fixture.token("old", state: .inactive, atMs: 100)
+        try fixture.token("at-cut-off", pan: Self.lookalike, state: .inactive, atMs: 200)
+        try fixture.token("recent", state: .inactive, atMs: 201, device: "device-2")
+        try fixture.token("pending", state: .inactive, atMs: 0, pending: true, device: "device-3")
+        try fixture.token("live", state: .active, atMs: 0, device: "device-4")
+        let expired = try fixture.store.expireStepUps(
+            decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
+        #expect(expired.map(\.after.digitalCardID) == ["old", "at-cut-off"])
+        #expect(expired.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
+        #expect(try fixture.state("recent") == "INACTIVE" && fixture.state("pending") == "INACTIVE")
+        #expect(try fixture.state("live") == "ACTIVE")
+    }
+
+    /// The check every activation and resume goes through: another live token of the same card on the device
+    /// refuses it; a deleted one, another card with the same last four, or another device does not.
+    @Test func theLiveSiblingCheckComparesTheWholeCard() throws {
+        let fixture = try Fixture()
+        try fixture.token("waiting", state: .inactive)
+        try fixture.token("deleted", state: .deactivated)
+        try fixture.token("lookalike", pan: Self.lookalike, state: .active)
+        try fixture.token("other-device", state: .active, device: "device-2")
+        try fixture.database.transaction { tx in try fixture.store.requireNoLiveSibling(tx, of: "waiting") }
+        try fixture.token("suspended", state: .suspended)
+        #expect(throws: TSPError.self) {
+            try fixture.database.transaction { tx in try fixture.store.requireNoLiveSibling(tx, of: "waiting") }
+        }
+    }
+}
