@@ -79,20 +79,24 @@ extension TSPStore {
         }
     }
 
+    /// The INACTIVE tokens decided at or before `?` whose digitization is not pending, oldest first: a search
+    /// through the partial indexes `tokens_inactive_age` and `digitize_requests_pending` (TSP migration 13), since
+    /// it runs before every Digitize and ID&V call.
+    static let abandonedStepUpsQuery = """
+        SELECT \(tokenColumns) FROM tokens
+        WHERE state = 'INACTIVE' AND updated_at_ms <= ?
+            AND digital_card_id NOT IN (SELECT digital_card_id FROM digitize_requests WHERE status = 'pending')
+        ORDER BY updated_at_ms, rowid
+        """
+
     /// Deactivates every token whose step-up was decided at or before `decidedAtOrBeforeMs` and is still INACTIVE:
     /// the cardholder abandoned it. A token whose digitization is still pending is left to its decision.
     func expireStepUps(decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64) throws
         -> [TokenStateChange]
     {
         try database.transaction { tx in
-            let abandoned = try tx.query(
-                """
-                SELECT \(Self.tokenColumns) FROM tokens
-                WHERE state = 'INACTIVE' AND updated_at_ms <= ?
-                    AND digital_card_id NOT IN (SELECT digital_card_id FROM digitize_requests WHERE status = 'pending')
-                ORDER BY updated_at_ms, rowid
-                """, [Int64(clamping: decidedAtOrBeforeMs)]
-            ).map(Self.token(from:))
+            let abandoned = try tx.query(Self.abandonedStepUpsQuery, [Int64(clamping: decidedAtOrBeforeMs)])
+                .map(Self.token(from:))
             return try abandoned.map { token in
                 try deactivate(
                     tx, token,

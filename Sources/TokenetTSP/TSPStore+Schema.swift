@@ -209,5 +209,14 @@ extension TSPStore {
         Migration(
             version: 11, name: "transaction_listing_order",
             sql: "CREATE INDEX transactions_made ON transactions(at_ms);"),
+        // What the step-up expiry (`expireStepUps`, before each Digitize and ID&V call) and the same-card rules
+        // look for: INACTIVE tokens by age, and the digitizations still pending. Without them each such call read
+        // every token and every digitization ever made. Partial: the rows they hold are few and short-lived.
+        Migration(
+            version: 13, name: "step_up_lookups",
+            sql: """
+                CREATE INDEX tokens_inactive_age ON tokens(updated_at_ms) WHERE state = 'INACTIVE';
+                CREATE INDEX digitize_requests_pending ON digitize_requests(digital_card_id) WHERE status = 'pending';
+                """),
     ]
 }

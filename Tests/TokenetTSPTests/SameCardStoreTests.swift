@@ -117,4 +117,16 @@ import TokenetTestSupport
             try fixture.database.transaction { tx in try fixture.store.requireNoLiveSibling(tx, of: "waiting") }
         }
     }
+
+    /// The expiry runs before every Digitize and ID&V call, so it searches the partial indexes rather than reading
+    /// every token and every digitization ever made.
+    @Test func theStepUpExpiryReadsThroughItsIndexes() throws {
+        let fixture = try Fixture()
+        let plan = try fixture.database.query("EXPLAIN QUERY PLAN " + TSPStore.abandonedStepUpsQuery, [Int64(1)])
+            .map { try $0.text(3) }.joined(separator: "; ")
+        #expect(plan.contains("SEARCH tokens USING INDEX tokens_inactive_age"), "\(plan)")
+        // Scanning the partial index reads only the pending digitizations.
+        #expect(plan.contains("digitize_requests USING INDEX digitize_requests_pending"), "\(plan)")
+        #expect(!plan.contains("SCAN tokens"), "\(plan)")
+    }
 }
