@@ -82,17 +82,17 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
             let result = try await tsp.stateChanges.run {
                 let before = try tsp.store.token(token.digitalCardID) ?? token
-                let result = try tsp.store.submitOTP(
-                    digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
-                    actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs)
                 // The wallet hears of the activation through the broker too: an answer lost on the way (a wallet
                 // that crashed, a connection cut) would otherwise leave its card INACTIVE for good, since asking
                 // again is refused once the code is verified. The issuer app hears of it as of the other activations.
-                if result == .success, let after = try tsp.store.token(token.digitalCardID) {
-                    let change = TokenStateChange(before: before, after: after)
-                    await tsp.publishCardState(change, reason: "IDV_OTP", initiator: "wallet", log: log)
-                }
-                return result
+                let journaled = try tsp.store.submitOTP(
+                    digitalCardID: token.digitalCardID, code: request.code, policy: tsp.configuration.otpPolicy,
+                    actor: "wallet:\(context.peer?.nodeID ?? "unknown")", traceID: context.traceID, nowMs: tsp.nowMs,
+                    announce: { after in
+                        TSPService.cardState(
+                            TokenStateChange(before: before, after: after), reason: "IDV_OTP", initiator: "wallet")
+                    })
+                return await tsp.published(journaled, log: log)
             }
             var response = TspV1.SubmitOtpResponse()
             switch result {
@@ -202,14 +202,17 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 // Read again in turn: an activation that ran meanwhile has made this one a repeat, which changes
                 // nothing and notifies no one.
                 let before = try tsp.store.token(token.digitalCardID) ?? token
-                let activated = try tsp.store.activateToken(
-                    digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
-                    traceID: context.traceID, nowMs: tsp.nowMs)
-                log.info("token activated by the issuer", ["digital_card_id": token.digitalCardID])
                 // The wallet hears of a call-centre activation only through the broker: nothing else tells it.
-                let change = TokenStateChange(before: before, after: activated)
-                await tsp.publishCardState(change, reason: "IDV_CALL_CENTER", initiator: "issuer", log: log)
-                return change
+                let journaled = try tsp.store.activateToken(
+                    digitalCardID: token.digitalCardID, actor: "issuer:\(token.issuerID)", reason: reason,
+                    traceID: context.traceID, nowMs: tsp.nowMs,
+                    announce: { activated in
+                        TSPService.cardState(
+                            TokenStateChange(before: before, after: activated), reason: "IDV_CALL_CENTER",
+                            initiator: "issuer")
+                    })
+                log.info("token activated by the issuer", ["digital_card_id": token.digitalCardID])
+                return TokenStateChange(before: before, after: await tsp.published(journaled, log: log))
             }
             return TspV1.ActivateTokenResponse(
                 tokenState: change.after.state.wire, changed: change.before.state != change.after.state)

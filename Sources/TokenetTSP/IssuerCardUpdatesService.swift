@@ -26,27 +26,33 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             }
             let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
-            let (renewed, results) = try tsp.store.renewFundingCard(
+            let body = TspV1.CardRenewalBody(
+                previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
+                expiry: expiry)
+            let journaled = try tsp.store.renewFundingCard(
                 request.digitalCardIds, pan: pan, expiry: try? card.expiry(), actor: "issuer",
-                traceID: context.traceID, nowMs: tsp.nowMs, authorize: authorize
-            ) { token in
-                guard token.scheme == pan.scheme else {
-                    throw TSPError(
-                        .failedPrecondition,
-                        "token \"\(token.digitalCardID)\" is \(token.scheme); the renewed card is \(pan.scheme)")
-                }
-            }
+                traceID: context.traceID, nowMs: tsp.nowMs,
+                announce: { renewed in
+                    renewed.map { token in
+                        Announcement(
+                            notification: D1.notification(
+                                .cardRenewal, from: .cps, cardID: token.digitalCardID, body: .cardRenewal(body)),
+                            recipients: [.issuerApp])
+                    }
+                },
+                authorize: authorize,
+                check: { token in
+                    guard token.scheme == pan.scheme else {
+                        throw TSPError(
+                            .failedPrecondition,
+                            "token \"\(token.digitalCardID)\" is \(token.scheme); the renewed card is \(pan.scheme)")
+                    }
+                })
+            let (renewed, results) = journaled.value
             log.info(
                 "card renewed",
                 ["tokens": "\(renewed.count)", "refused": "\(results.count - renewed.count)", "last4": pan.last4])
-            for token in renewed {
-                let body = TspV1.CardRenewalBody(
-                    previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
-                    expiry: expiry)
-                await tsp.publish(
-                    D1.notification(.cardRenewal, from: .cps, cardID: token.digitalCardID, body: .cardRenewal(body)),
-                    about: token, to: [.issuerApp], log: log)
-            }
+            await tsp.published(journaled, log: log)
             return TspV1.RenewCardResponse(
                 renewedDigitalCardIds: renewed.map(\.digitalCardID), panLast4: pan.last4, expiry: expiry,
                 results: results)

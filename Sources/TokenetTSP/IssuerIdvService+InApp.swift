@@ -36,20 +36,24 @@ extension IssuerIdvService {
             let change = try await tsp.stateChanges.run {
                 // Read again in turn, as `activateToken` does: a repeat changes nothing and notifies no one.
                 let before = try tsp.store.token(token.digitalCardID) ?? token
-                let activated = try tsp.store.activateToken(
+                // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
+                let journaled = try tsp.store.activateToken(
                     digitalCardID: token.digitalCardID, actor: "issuer-app:\(token.issuerID)/\(claims.userID)",
                     reason: "in-app ID&V: the cardholder signed in to the issuer app (device \(claims.deviceID))",
-                    traceID: context.traceID, nowMs: tsp.nowMs)
+                    traceID: context.traceID, nowMs: tsp.nowMs,
+                    announce: { activated in
+                        TSPService.cardState(
+                            TokenStateChange(before: before, after: activated), reason: "IDV_APP_TO_APP",
+                            initiator: "issuer")
+                    })
+                let activated = journaled.value
                 log.info(
                     "token activated in the issuer app",
                     [
                         "digital_card_id": token.digitalCardID, "user": claims.userID,
                         "changed": "\(before.state != activated.state)",
                     ])
-                // The issuer app also answers the wallet directly; the broker's copy reaches it even if that fails.
-                let change = TokenStateChange(before: before, after: activated)
-                await tsp.publishCardState(change, reason: "IDV_APP_TO_APP", initiator: "issuer", log: log)
-                return change
+                return TokenStateChange(before: before, after: await tsp.published(journaled, log: log))
             }
             return TspV1.ActivateDigitalCardResponse(
                 tokenState: change.after.state.wire, changed: change.before.state != change.after.state)

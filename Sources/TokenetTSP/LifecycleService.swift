@@ -27,20 +27,21 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             let initiator = isWallet ? "wallet" : "tsp"
             let nodeID = context.peer?.nodeID
             let change = try await tsp.stateChanges.run {
-                let change = try tsp.store.changeTokenState(
+                let journaled = try tsp.store.changeTokenState(
                     request.digitalCardID, event: event, actor: initiator, reason: reason, traceID: context.traceID,
-                    nowMs: tsp.nowMs
-                ) { token in
-                    if isWallet { try TSPService.requireWallet(nodeID, owns: token) }
-                }
+                    nowMs: tsp.nowMs,
+                    announce: { TSPService.cardState($0, reason: reason, initiator: initiator) },
+                    authorize: { token in
+                        if isWallet { try TSPService.requireWallet(nodeID, owns: token) }
+                    })
+                let change = journaled.value
                 log.info(
                     "token state changed",
                     [
                         "digital_card_id": request.digitalCardID, "from": change.before.state.rawValue,
                         "to": change.after.state.rawValue, "initiator": initiator, "reason": reason,
                     ])
-                await tsp.publishCardState(change, reason: reason, initiator: initiator, log: log)
-                return change
+                return await tsp.published(journaled, log: log)
             }
             return TspV1.ChangeTokenStateResponse(
                 digitalCardID: request.digitalCardID, previousState: change.before.state.wire,
@@ -71,11 +72,12 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             for id in ids {
                 do {
                     let change = try await tsp.stateChanges.run {
-                        let change = try tsp.store.changeTokenState(
+                        let journaled = try tsp.store.changeTokenState(
                             id, event: event, actor: "issuer", reason: reason, traceID: context.traceID,
-                            nowMs: tsp.nowMs, authorize: authorize)
-                        await tsp.publishCardState(change, reason: reason, initiator: "issuer", log: log)
-                        return change
+                            nowMs: tsp.nowMs,
+                            announce: { TSPService.cardState($0, reason: reason, initiator: "issuer") },
+                            authorize: authorize)
+                        return await tsp.published(journaled, log: log)
                     }
                     results.append(TspV1.TokenStateResult(digitalCardID: id, tokenState: change.after.state.wire))
                 } catch let error as TSPError where error.code != .internal {
@@ -109,14 +111,17 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     "token \"\(token.digitalCardID)\" is \(token.state); payment keys are issued to ACTIVE tokens only")
             }
             let batchID = UUID().uuidString.lowercased()
-            try tsp.store.insertKeyBatch(
-                id: batchID, digitalCardID: token.digitalCardID, issued: Self.keysPerBatch,
-                remainingBefore: request.keysRemaining, nowMs: tsp.nowMs)
             let body = TspV1.ReplenishmentBody(
                 keysIssued: Self.keysPerBatch, keysRemainingBefore: request.keysRemaining)
-            await tsp.publish(
-                D1.notification(.replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(body)),
-                about: token, to: [.issuerApp], log: log)
+            let announcement = Announcement(
+                notification: D1.notification(
+                    .replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(body)),
+                recipients: [.issuerApp])
+            await tsp.published(
+                try tsp.store.insertKeyBatch(
+                    id: batchID, digitalCardID: token.digitalCardID, issued: Self.keysPerBatch,
+                    remainingBefore: request.keysRemaining, nowMs: tsp.nowMs, announcing: [announcement]),
+                log: log)
             return TspV1.ReplenishPaymentKeysResponse(batchID: batchID, keysIssued: Self.keysPerBatch)
         }
     }

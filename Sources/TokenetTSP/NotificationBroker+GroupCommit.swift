@@ -72,6 +72,7 @@ extension NotificationBroker {
     }
 
     /// A commit failed: its publishers get the error; removals, attempts and totals are kept for the next commit.
+    /// The journal rows of its messages stay, so a message that was journaled is published again at the next start.
     private func fail(
         _ batch: NotificationWriteBatch, _ waiters: [CheckedContinuation<Void, any Error>], _ error: any Error
     ) {
@@ -79,6 +80,7 @@ extension NotificationBroker {
         state.withLock { state in
             var retry = batch
             retry.inserts = []
+            retry.journalDeletes = []
             retry.merge(state.batch)
             state.batch = retry
         }

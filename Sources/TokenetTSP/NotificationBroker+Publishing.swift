@@ -12,6 +12,15 @@ extension NotificationBroker {
         let recipients = try validRecipients(subscribers)
         var message = notification
         message.messageID = newMessageID()
+        let bytes = try prepare(&message)
+        try await waitForCommit { state in
+            state.enqueue(message, bytes: bytes, for: recipients)
+        }
+        return message.messageID
+    }
+
+    /// Stamps the publication time, clears what the broker fills per queue, and checks and serializes the message.
+    func prepare(_ message: inout TspV1.Notification) throws(TSPError) -> [UInt8] {
         message.publishedAtMs = nowMs()
         message.sequence = 0
         message.deliveryAttempt = 0
@@ -30,17 +39,7 @@ extension NotificationBroker {
         guard !message.sender.isEmpty else {
             throw TSPError(.invalidArgument, "a notification needs a sender (CPS, MG, TNS or an issuer id)")
         }
-        try await waitForCommit { state in
-            for recipient in recipients {
-                message.sequence = state.withQueue(recipient, creating: true) { queue in
-                    queue.allocated += 1
-                    return queue.allocated
-                }!
-                state.batch.inserts.append(.init(subscriber: recipient, notification: message, bytes: bytes))
-                state.touch(recipient)
-            }
-        }
-        return message.messageID
+        return bytes
     }
 
     /// A random prefix drawn when the broker opens, then a counter: unique across the broker's restarts (56 random
@@ -88,5 +87,24 @@ extension NotificationBroker {
             result.append(subscriber)
         }
         return result
+    }
+}
+
+extension NotificationBroker.State {
+    /// Queues `message` for each recipient in the next group commit, with the sequence it takes in each queue;
+    /// `journalID` names the TSP journal row the same commit removes.
+    mutating func enqueue(
+        _ message: TspV1.Notification, bytes: [UInt8], for recipients: [String], journalID: Int64? = nil
+    ) {
+        var message = message
+        for recipient in recipients {
+            message.sequence = withQueue(recipient, creating: true) { queue in
+                queue.allocated += 1
+                return queue.allocated
+            }!
+            batch.inserts.append(.init(subscriber: recipient, notification: message, bytes: bytes))
+            touch(recipient)
+        }
+        if let journalID { batch.journalDeletes.append(journalID) }
     }
 }

@@ -91,6 +91,7 @@ public final class NotificationBroker: NotificationPublishing, Sendable {
         }
         let broker = NotificationBroker(
             store: store, retention: retention, logger: logger, nowMs: nowMs, state: state)
+        try broker.publishJournaledAtOpen()
         broker.startCommitter()
         let pending = stored.reduce(0) { $0 + $1.messages.count }
         if pending > 0 {

@@ -11,4 +11,17 @@ public protocol NotificationPublishing: Sendable {
     /// Returns the message id.
     @discardableResult
     func publish(_ notification: TspV1.Notification, to subscribers: [String]) async throws(TSPError) -> String
+
+    /// Publishes a message the TSP journaled with the change it reports (`TSPStore+Journal.swift`), keeping the
+    /// message id it was journaled with. Returns true when the journal row was removed in the transaction that
+    /// stored the message (the broker, which shares the TSP's database); false leaves the removal to the caller.
+    func publish(journaled entry: JournaledNotification) async throws(TSPError) -> Bool
+}
+
+extension NotificationPublishing {
+    /// A publisher outside the TSP's database publishes the message; the TSP then removes the journal row.
+    public func publish(journaled entry: JournaledNotification) async throws(TSPError) -> Bool {
+        _ = try await publish(entry.notification, to: entry.subscribers)
+        return false
+    }
 }

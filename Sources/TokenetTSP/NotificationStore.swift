@@ -23,8 +23,12 @@ struct NotificationWriteBatch: Sendable {
     var deletes: [String: [UInt64]] = [:]
     /// The latest totals of each queue touched since the last commit.
     var counters: [String: Counters] = [:]
+    /// Rows of the TSP's notification journal whose messages `inserts` holds: removed in the same transaction.
+    var journalDeletes: [Int64] = []
 
-    var isEmpty: Bool { inserts.isEmpty && attempts.isEmpty && deletes.isEmpty && counters.isEmpty }
+    var isEmpty: Bool {
+        inserts.isEmpty && attempts.isEmpty && deletes.isEmpty && counters.isEmpty && journalDeletes.isEmpty
+    }
 
     /// Adds `later`'s writes after this batch's (a failed batch's removals and totals retried with the next).
     mutating func merge(_ later: NotificationWriteBatch) {
@@ -32,6 +36,7 @@ struct NotificationWriteBatch: Sendable {
         for (queue, list) in later.attempts { attempts[queue, default: []] += list }
         for (queue, list) in later.deletes { deletes[queue, default: []] += list }
         counters.merge(later.counters) { _, new in new }
+        journalDeletes += later.journalDeletes
     }
 }
 
@@ -96,6 +101,9 @@ struct NotificationStore: Sendable {
                         "DELETE FROM notifications WHERE subscriber = ? AND sequence BETWEEN ? AND ?",
                         [subscriber, Int64(range.lowerBound), Int64(range.upperBound)])
                 }
+            }
+            for id in batch.journalDeletes {
+                try tx.execute("DELETE FROM notification_journal WHERE id = ?", [id])
             }
             for (subscriber, counters) in batch.counters {
                 try tx.execute(

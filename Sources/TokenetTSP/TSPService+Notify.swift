@@ -60,8 +60,9 @@ extension TSPService {
         return queues
     }
 
-    /// Publishes after the change it reports is committed. The change stands even if the broker fails (the caller
-    /// is answered, the failure logged), because undoing a committed suspend would be worse than a missed message.
+    /// Publishes a message that reports no change of the TSP's (an issuer's message, a request to replenish), so
+    /// there is nothing to journal it with: a caller that gets no id knows it was not queued. Messages reporting a
+    /// change are journaled with it instead (`TSPService+Journal.swift`).
     @discardableResult
     func publish(
         _ notification: TspV1.Notification, about token: TokenRecord, to recipients: Set<D1.Recipient>, log: Logger
@@ -91,16 +92,6 @@ extension TSPService {
                 ])
             return nil
         }
-    }
-
-    /// CPS CARD_STATE to the wallet and the issuer app after a committed state change.
-    func publishCardState(_ change: TokenStateChange, reason: String, initiator: String, log: Logger) async {
-        guard change.before.state != change.after.state else { return }
-        let body = TspV1.CardStateBody(
-            tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator)
-        await publish(
-            D1.notification(.cardState, from: .cps, cardID: change.after.digitalCardID, body: .cardState(body)),
-            about: change.after, to: [.wallet, .issuerApp], log: log)
     }
 
     /// The token, or NOT_FOUND; a required id.

@@ -15,37 +15,40 @@ extension TSPStore {
     /// Applies `event` to the token in one transaction: the state machine decides, the new state and its audit event
     /// are stored together. `authorize` sees the token first and throws when the caller may not act on it.
     /// A refused transition throws FAILED_PRECONDITION with the state machine's message and changes nothing.
+    /// What `announce` makes of the change is journaled with it.
     func changeTokenState(
         _ digitalCardID: String, event: TokenLifecycleStateMachine.Event, actor: String, reason: String,
-        traceID: String, nowMs: UInt64, authorize: (TokenRecord) throws -> Void
-    ) throws -> TokenStateChange {
-        try database.transaction { tx in
-            guard
-                let before = try tx.queryOne(
-                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID]
-                ).map(Self.token(from:))
-            else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
-            try authorize(before)
-            var machine = TokenLifecycleStateMachine(state: before.state)
-            switch machine.handle(event) {
-            case .rejected(let rejection):
-                throw TSPError(.failedPrecondition, rejection.message)
-            case .unchanged:
-                return TokenStateChange(before: before, after: before)
-            case .transitioned(let from, let to):
-                // Resuming makes the token live again; not beside another live token of its card on the device.
-                if event == .resume { try requireNoLiveSibling(tx, of: digitalCardID) }
-                var after = before
-                after.state = to
-                _ = try tx.execute(
-                    "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-                    [to.rawValue, Int64(nowMs), digitalCardID])
-                try recordEvent(
-                    tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
-                    nowMs: nowMs)
-                return TokenStateChange(before: before, after: after)
-            }
-        }
+        traceID: String, nowMs: UInt64, announce: (TokenStateChange) throws -> [Announcement] = { _ in [] },
+        authorize: (TokenRecord) throws -> Void
+    ) throws -> Journaled<TokenStateChange> {
+        try journaling(
+            { tx in
+                guard
+                    let before = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID]
+                    ).map(Self.token(from:))
+                else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+                try authorize(before)
+                var machine = TokenLifecycleStateMachine(state: before.state)
+                switch machine.handle(event) {
+                case .rejected(let rejection):
+                    throw TSPError(.failedPrecondition, rejection.message)
+                case .unchanged:
+                    return TokenStateChange(before: before, after: before)
+                case .transitioned(let from, let to):
+                    // Resuming makes the token live again; not beside another live token of its card on the device.
+                    if event == .resume { try requireNoLiveSibling(tx, of: digitalCardID) }
+                    var after = before
+                    after.state = to
+                    _ = try tx.execute(
+                        "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+                        [to.rawValue, Int64(nowMs), digitalCardID])
+                    try recordEvent(
+                        tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
+                        nowMs: nowMs)
+                    return TokenStateChange(before: before, after: after)
+                }
+            }, announce: announce)
     }
 
     /// The node ids of the issuer that owns the token's issuer id (nil when unknown or registered without TLS).
@@ -62,26 +65,29 @@ extension TSPStore {
 
     // MARK: Transactions
 
-    /// Stores a transaction and stamps the token's last call; returns the previous last call (0 for none).
-    func insertTransaction(_ transaction: TspV1.TspTransaction, authnExpiresAtMs: UInt64?) throws {
-        try database.transaction { tx in
-            _ = try tx.execute(
-                """
-                INSERT INTO transactions (id, digital_card_id, amount_minor, currency, merchant, approved, at_ms,
-                    authn_request_id, authn_status, authn_expires_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
-                    transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
-                    Int64(transaction.atMs), transaction.authnRequestID.isEmpty ? nil : transaction.authnRequestID,
-                    transaction.authnStatus.isEmpty ? nil : transaction.authnStatus,
-                    authnExpiresAtMs.map { Int64($0) },
-                ])
-            _ = try tx.execute(
-                "UPDATE tokens SET last_call_at_ms = ? WHERE digital_card_id = ?",
-                [Int64(transaction.atMs), transaction.digitalCardID])
-        }
+    /// Stores a transaction and stamps the token's last call, journaling `announcements` with it.
+    func insertTransaction(
+        _ transaction: TspV1.TspTransaction, authnExpiresAtMs: UInt64?, announcing announcements: [Announcement] = []
+    ) throws -> Journaled<Void> {
+        try journaling(
+            { tx in
+                _ = try tx.execute(
+                    """
+                    INSERT INTO transactions (id, digital_card_id, amount_minor, currency, merchant, approved, at_ms,
+                        authn_request_id, authn_status, authn_expires_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        transaction.transactionID, transaction.digitalCardID, transaction.amountMinor,
+                        transaction.currency, transaction.merchant, transaction.approved ? 1 : 0,
+                        Int64(transaction.atMs), transaction.authnRequestID.isEmpty ? nil : transaction.authnRequestID,
+                        transaction.authnStatus.isEmpty ? nil : transaction.authnStatus,
+                        authnExpiresAtMs.map { Int64($0) },
+                    ])
+                _ = try tx.execute(
+                    "UPDATE tokens SET last_call_at_ms = ? WHERE digital_card_id = ?",
+                    [Int64(transaction.atMs), transaction.digitalCardID])
+            }, announce: { announcements })
     }
 
     static let transactionColumns = """
@@ -124,59 +130,69 @@ extension TSPStore {
     static let transactionColumnCount = 9
 
     /// Records the cardholder's answer once, in one transaction; a repeated answer that agrees is harmless, one that
-    /// disagrees is refused. Returns the transaction as answered.
+    /// disagrees is refused. Returns the transaction as answered; what `announce` makes of it is journaled with it.
     func answerAuthn(
-        _ authnRequestID: String, proceed: Bool, nowMs: UInt64, authorize: (TokenRecord) throws -> Void
-    ) throws -> (transaction: TspV1.TspTransaction, changed: Bool) {
-        try database.transaction { tx in
-            guard
-                let row = try tx.queryOne(
-                    """
-                    SELECT \(Self.transactionColumns), authn_expires_at_ms FROM transactions
-                    WHERE authn_request_id = ?
-                    """, [authnRequestID])
-            else { throw TSPError(.notFound, "no authentication request has id \"\(authnRequestID)\"") }
-            var transaction = try Self.transaction(from: row)
-            guard
-                let token = try tx.queryOne(
-                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [transaction.digitalCardID]
-                ).map(Self.token(from:))
-            else { throw TSPError(.internal, "a transaction lost its token") }
-            try authorize(token)
-            let status = proceed ? "PROCEEDED" : "CANCELLED"
-            if transaction.authnStatus != "PENDING" {
-                guard transaction.authnStatus == status else {
+        _ authnRequestID: String, proceed: Bool, nowMs: UInt64,
+        announce: ((transaction: TspV1.TspTransaction, changed: Bool)) throws -> [Announcement] = { _ in [] },
+        authorize: (TokenRecord) throws -> Void
+    ) throws -> Journaled<(transaction: TspV1.TspTransaction, changed: Bool)> {
+        try journaling(
+            { tx in
+                guard
+                    let row = try tx.queryOne(
+                        """
+                        SELECT \(Self.transactionColumns), authn_expires_at_ms FROM transactions
+                        WHERE authn_request_id = ?
+                        """, [authnRequestID])
+                else { throw TSPError(.notFound, "no authentication request has id \"\(authnRequestID)\"") }
+                var transaction = try Self.transaction(from: row)
+                guard
+                    let token = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [transaction.digitalCardID]
+                    ).map(Self.token(from:))
+                else { throw TSPError(.internal, "a transaction lost its token") }
+                try authorize(token)
+                let status = proceed ? "PROCEEDED" : "CANCELLED"
+                if transaction.authnStatus != "PENDING" {
+                    guard transaction.authnStatus == status else {
+                        throw TSPError(
+                            .failedPrecondition,
+                            "authentication request \"\(authnRequestID)\" was already answered \(transaction.authnStatus)"
+                        )
+                    }
+                    return (transaction, false)
+                }
+                if let expires = try row.get(9, as: Int64?.self), UInt64(expires) <= nowMs {
                     throw TSPError(
                         .failedPrecondition,
-                        "authentication request \"\(authnRequestID)\" was already answered \(transaction.authnStatus)")
+                        "authentication request \"\(authnRequestID)\" has expired; it stays PENDING")
                 }
-                return (transaction, false)
-            }
-            if let expires = try row.get(9, as: Int64?.self), UInt64(expires) <= nowMs {
-                throw TSPError(
-                    .failedPrecondition, "authentication request \"\(authnRequestID)\" has expired; it stays PENDING")
-            }
-            _ = try tx.execute(
-                """
-                UPDATE transactions SET authn_status = ?, approved = ?, authn_answered_at_ms = ?
-                WHERE authn_request_id = ?
-                """, [status, proceed ? 1 : 0, Int64(nowMs), authnRequestID])
-            transaction.authnStatus = status
-            transaction.approved = proceed
-            return (transaction, true)
-        }
+                _ = try tx.execute(
+                    """
+                    UPDATE transactions SET authn_status = ?, approved = ?, authn_answered_at_ms = ?
+                    WHERE authn_request_id = ?
+                    """, [status, proceed ? 1 : 0, Int64(nowMs), authnRequestID])
+                transaction.authnStatus = status
+                transaction.approved = proceed
+                return (transaction, true)
+            }, announce: announce)
     }
 
     // MARK: Payment keys
 
-    func insertKeyBatch(id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, nowMs: UInt64)
-        throws
-    {
-        _ = try database.execute(
-            """
-            INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms)
-            VALUES (?, ?, ?, ?, ?)
-            """, [id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs)])
+    /// Records a batch of payment keys, journaling `announcements` with it.
+    func insertKeyBatch(
+        id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, nowMs: UInt64,
+        announcing announcements: [Announcement] = []
+    ) throws -> Journaled<Void> {
+        try journaling(
+            { tx in
+                _ = try tx.execute(
+                    """
+                    INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms)
+                    VALUES (?, ?, ?, ?, ?)
+                    """, [id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs)])
+            }, announce: { announcements })
     }
 
     func keyBatchCount(of digitalCardID: String) throws -> Int {
@@ -193,49 +209,52 @@ extension TSPStore {
     /// (NOT_FOUND), another issuer's (`authorize` refuses it; PERMISSION_DENIED, its state not told), a deleted one
     /// (FAILED_PRECONDITION, DEACTIVATED). `check` judges the renewed card against each token the issuer may act on,
     /// and what it throws refuses the whole call. An `expiry` of nil (card data whose expiry cannot be read) leaves
-    /// the recorded expiry unknown.
+    /// the recorded expiry unknown. What `announce` makes of the renewed tokens is journaled with them.
     func renewFundingCard(
         _ digitalCardIds: [String], pan: PAN, expiry: CardExpiry?, actor: String, traceID: String, nowMs: UInt64,
+        announce: ([TokenRecord]) throws -> [Announcement] = { _ in [] },
         authorize: (TokenRecord) throws -> Void, check: (TokenRecord) throws -> Void
-    ) throws -> (renewed: [TokenRecord], results: [TspV1.TokenStateResult]) {
-        try database.transaction { tx in
-            var renewed: [TokenRecord] = []
-            var results: [TspV1.TokenStateResult] = []
-            for id in digitalCardIds {
-                guard
-                    var token = try tx.queryOne(
-                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [id]
-                    ).map(Self.token(from:))
-                else {
-                    results.append(
-                        Self.refusal(of: id, TSPError(.notFound, "no token has digital card id \"\(id)\"")))
-                    continue
+    ) throws -> Journaled<(renewed: [TokenRecord], results: [TspV1.TokenStateResult])> {
+        try journaling(
+            { tx in
+                var renewed: [TokenRecord] = []
+                var results: [TspV1.TokenStateResult] = []
+                for id in digitalCardIds {
+                    guard
+                        var token = try tx.queryOne(
+                            "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [id]
+                        ).map(Self.token(from:))
+                    else {
+                        results.append(
+                            Self.refusal(of: id, TSPError(.notFound, "no token has digital card id \"\(id)\"")))
+                        continue
+                    }
+                    do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
+                        results.append(Self.refusal(of: id, error))
+                        continue
+                    }
+                    // A deleted token has nothing left to renew; the others still are.
+                    guard token.state != .deactivated else {
+                        let deleted = TSPError(
+                            .failedPrecondition, "token \"\(id)\" is deleted: it has no card to renew")
+                        results.append(Self.refusal(of: id, deleted, state: token.state.wire))
+                        continue
+                    }
+                    try check(token)
+                    _ = try tx.execute(
+                        """
+                        UPDATE tokens SET funding_pan = ?, pan_last4 = ?, funding_expiry = ?, updated_at_ms = ?
+                        WHERE digital_card_id = ?
+                        """, [try vault.seal(pan, recordID: id), pan.last4, expiry?.description, Int64(nowMs), id])
+                    try recordEvent(
+                        tx, token: id, from: token.state, to: token.state, actor: actor,
+                        reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
+                    token.panLast4 = pan.last4
+                    renewed.append(token)
+                    results.append(.init(digitalCardID: id, tokenState: token.state.wire))
                 }
-                do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
-                    results.append(Self.refusal(of: id, error))
-                    continue
-                }
-                // A deleted token has nothing left to renew; the others still are.
-                guard token.state != .deactivated else {
-                    let deleted = TSPError(.failedPrecondition, "token \"\(id)\" is deleted: it has no card to renew")
-                    results.append(Self.refusal(of: id, deleted, state: token.state.wire))
-                    continue
-                }
-                try check(token)
-                _ = try tx.execute(
-                    """
-                    UPDATE tokens SET funding_pan = ?, pan_last4 = ?, funding_expiry = ?, updated_at_ms = ?
-                    WHERE digital_card_id = ?
-                    """, [try vault.seal(pan, recordID: id), pan.last4, expiry?.description, Int64(nowMs), id])
-                try recordEvent(
-                    tx, token: id, from: token.state, to: token.state, actor: actor,
-                    reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
-                token.panLast4 = pan.last4
-                renewed.append(token)
-                results.append(.init(digitalCardID: id, tokenState: token.state.wire))
-            }
-            return (renewed, results)
-        }
+                return (renewed, results)
+            }, announce: { try announce($0.renewed) })
     }
 
     /// The result of a token refused alone with `error`, in `state` (UNSPECIFIED when not told).

@@ -79,44 +79,52 @@ extension TSPStore {
 
     /// Checks a submitted code; the right one activates the token and records who and why in its audit trail, in
     /// the same transaction as the code's new state. A value that cannot be a code (not six digits) is refused with
-    /// INVALID_ARGUMENT and uses no try; a well-formed wrong code uses one.
+    /// INVALID_ARGUMENT and uses no try; a well-formed wrong code uses one. What `announce` makes of the token
+    /// after an activation is journaled with it.
     func submitOTP(
         digitalCardID: String, code: String, policy: OTPStateMachine.Policy, actor: String, traceID: String,
-        nowMs: UInt64
-    ) throws -> OTPStateMachine.SubmitResult {
+        nowMs: UInt64, announce: (TokenRecord) throws -> [Announcement] = { _ in [] }
+    ) throws -> Journaled<OTPStateMachine.SubmitResult> {
         guard OTPCode.isWellFormed(code) else {
             throw TSPError(
                 .invalidArgument,
                 "code must be the \(OTPCode.length) digits the cardholder received; a malformed code uses no try")
         }
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
-        return try database.transaction { tx in
-            try requireAwaitingIDV(tx, digitalCardID)
-            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
-            let result = machine.submit(digest: digest, nowMs: nowMs)
-            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
-            if result == .success, let methodID = machine.challenge?.methodID {
-                try activate(
-                    tx, digitalCardID, actor: actor, reason: "ID&V one-time code verified (method \(methodID))",
-                    traceID: traceID, nowMs: nowMs)
-            }
-            return result
-        }
+        var activated: TokenRecord?
+        return try journaling(
+            { tx in
+                try requireAwaitingIDV(tx, digitalCardID)
+                var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+                let result = machine.submit(digest: digest, nowMs: nowMs)
+                try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
+                if result == .success, let methodID = machine.challenge?.methodID {
+                    try activate(
+                        tx, digitalCardID, actor: actor, reason: "ID&V one-time code verified (method \(methodID))",
+                        traceID: traceID, nowMs: nowMs)
+                    activated = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID]
+                    ).map(Self.token(from:))
+                }
+                return result
+            }, announce: { _ in try activated.map(announce) ?? [] })
     }
 
     /// Activates a token on the issuer's word (the call centre). Activating an ACTIVE token is a harmless success;
-    /// a DEACTIVATED or SUSPENDED token is refused.
+    /// a DEACTIVATED or SUSPENDED token is refused. What `announce` makes of the token is journaled with it.
     func activateToken(
-        digitalCardID: String, actor: String, reason: String, traceID: String, nowMs: UInt64
-    ) throws -> TokenRecord {
-        try database.transaction { tx in
-            try activate(tx, digitalCardID, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)
-            guard
-                let row = try tx.queryOne(
-                    "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
-            else { throw TSPError(.notFound, "token \"\(digitalCardID)\" is unknown to this token service") }
-            return try Self.token(from: row)
-        }
+        digitalCardID: String, actor: String, reason: String, traceID: String, nowMs: UInt64,
+        announce: (TokenRecord) throws -> [Announcement] = { _ in [] }
+    ) throws -> Journaled<TokenRecord> {
+        try journaling(
+            { tx in
+                try activate(tx, digitalCardID, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)
+                guard
+                    let row = try tx.queryOne(
+                        "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+                else { throw TSPError(.notFound, "token \"\(digitalCardID)\" is unknown to this token service") }
+                return try Self.token(from: row)
+            }, announce: announce)
     }
 
     /// The ID&V methods the issuer offered for a token, in the order it offered them.

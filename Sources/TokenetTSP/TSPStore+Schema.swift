@@ -209,6 +209,8 @@ extension TSPStore {
         Migration(
             version: 11, name: "transaction_listing_order",
             sql: "CREATE INDEX transactions_made ON transactions(at_ms);"),
+        // The notifications a state change commits with it, until the broker has stored them (`TSPStore+Journal`).
+        TSPStore.journalMigration,
         // What the step-up expiry (`expireStepUps`, before each Digitize and ID&V call) and the same-card rules
         // look for: INACTIVE tokens by age, and the digitizations still pending. Without them each such call read
         // every token and every digitization ever made. Partial: the rows they hold are few and short-lived.

@@ -46,24 +46,27 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                 transaction.authnRequestID = "authn-" + UUID().uuidString.lowercased().prefix(12)
                 transaction.authnStatus = "PENDING"
             }
-            try tsp.store.insertTransaction(
-                transaction, authnExpiresAtMs: request.authn ? nowMs + Self.authnLifetimeMs : nil)
+            let announcement: Announcement
+            if request.authn {
+                let body = TspV1.AuthnBody(
+                    authnRequestID: transaction.authnRequestID, amountMinor: transaction.amountMinor,
+                    currency: currency, merchant: transaction.merchant, expiresAtMs: nowMs + Self.authnLifetimeMs)
+                announcement = Announcement(
+                    notification: D1.notification(.authn, from: .tns, cardID: token.digitalCardID, body: .authn(body)),
+                    recipients: [.issuerApp])
+            } else {
+                announcement = Self.announcement(of: transaction)
+            }
+            let journaled = try tsp.store.insertTransaction(
+                transaction, authnExpiresAtMs: request.authn ? nowMs + Self.authnLifetimeMs : nil,
+                announcing: [announcement])
             log.info(
                 "transaction",
                 [
                     "transaction_id": transaction.transactionID, "digital_card_id": token.digitalCardID,
                     "amount_minor": "\(transaction.amountMinor)", "currency": currency, "authn": "\(request.authn)",
                 ])
-            if request.authn {
-                let body = TspV1.AuthnBody(
-                    authnRequestID: transaction.authnRequestID, amountMinor: transaction.amountMinor,
-                    currency: currency, merchant: transaction.merchant, expiresAtMs: nowMs + Self.authnLifetimeMs)
-                await tsp.publish(
-                    D1.notification(.authn, from: .tns, cardID: token.digitalCardID, body: .authn(body)),
-                    about: token, to: [.issuerApp], log: log)
-            } else {
-                await notify(transaction, token: token, log: log)
-            }
+            await tsp.published(journaled, log: log)
             return TspV1.SimulateTransactionResponse(
                 transactionID: transaction.transactionID, authnRequestID: transaction.authnRequestID,
                 approved: transaction.approved, lastCallTimestampMs: nowMs)
@@ -79,19 +82,23 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             }
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
             let nowMs = tsp.nowMs
-            let (transaction, changed) = try tsp.store.answerAuthn(
-                request.authnRequestID, proceed: request.proceed, nowMs: nowMs, authorize: authorize)
+            let journaled = try tsp.store.answerAuthn(
+                request.authnRequestID, proceed: request.proceed, nowMs: nowMs,
+                announce: { answer in
+                    guard answer.changed else { return [] }
+                    var answered = answer.transaction
+                    answered.atMs = nowMs
+                    return [Self.announcement(of: answered)]
+                },
+                authorize: authorize)
+            let (transaction, changed) = journaled.value
             log.info(
                 "authentication answered",
                 [
                     "authn_request_id": request.authnRequestID, "status": transaction.authnStatus,
                     "repeated": "\(!changed)",
                 ])
-            if changed, let token = try tsp.store.token(transaction.digitalCardID) {
-                var answered = transaction
-                answered.atMs = nowMs
-                await notify(answered, token: token, log: log)
-            }
+            await tsp.published(journaled, log: log)
             return TspV1.AnswerAuthnResponse(
                 authnRequestID: request.authnRequestID, status: transaction.authnStatus,
                 transactionID: transaction.transactionID)
@@ -113,15 +120,15 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
     }
 
     /// TNS TRANSACTION_NOTIFICATION to the wallet and the issuer app; the last call is this one.
-    private func notify(_ transaction: TspV1.TspTransaction, token: TokenRecord, log: Logger) async {
+    private static func announcement(of transaction: TspV1.TspTransaction) -> Announcement {
         let body = TspV1.TransactionBody(
             transactionID: transaction.transactionID, amountMinor: transaction.amountMinor,
             currency: transaction.currency, merchant: transaction.merchant, approved: transaction.approved,
             transactionAtMs: transaction.atMs)
-        await tsp.publish(
-            D1.notification(
-                .transaction, from: .tns, cardID: token.digitalCardID, lastCallMs: transaction.atMs,
+        return Announcement(
+            notification: D1.notification(
+                .transaction, from: .tns, cardID: transaction.digitalCardID, lastCallMs: transaction.atMs,
                 body: .transaction(body)),
-            about: token, to: [.wallet, .issuerApp], log: log)
+            recipients: [.wallet, .issuerApp])
     }
 }

@@ -35,7 +35,8 @@ import TokenetTestSupport
     func submit(_ store: TSPStore, code: String, at: UInt64 = t0 + 1) throws -> OTPStateMachine.SubmitResult {
         try store.submitOTP(
             digitalCardID: Self.card, code: code, policy: Self.policy, actor: "wallet:wallet-1", traceID: "trace-1",
-            nowMs: at)
+            nowMs: at
+        ).value
     }
 
     @Test func rightCodeActivatesTheTokenWithAnAuditedEvent() throws {
@@ -122,14 +123,16 @@ import TokenetTestSupport
         let store = try Self.makeStore()
         let token = try store.activateToken(
             digitalCardID: Self.card, actor: "issuer:bank-a", reason: "call centre verified the cardholder",
-            traceID: "trace-2", nowMs: Self.t0)
+            traceID: "trace-2", nowMs: Self.t0
+        ).value
         #expect(token.state == .active)
         let events = try store.events(of: Self.card)
         #expect(events.count == 1)
         #expect(events.last?.actor == "issuer:bank-a")
         #expect(events.last?.reason == "call centre verified the cardholder")
         let again = try store.activateToken(
-            digitalCardID: Self.card, actor: "issuer:bank-a", reason: "again", traceID: "trace-3", nowMs: Self.t0 + 1)
+            digitalCardID: Self.card, actor: "issuer:bank-a", reason: "again", traceID: "trace-3", nowMs: Self.t0 + 1
+        ).value
         #expect(again.state == .active)
         #expect(try store.events(of: Self.card).count == 1)
 
