@@ -3,9 +3,11 @@ import TokenetWire
 
 /// Every TSP change that notifies its parties commits its notifications with it (`TSPStore.journaling`), then
 /// publishes them here. The change stands whatever the broker answers: a message the broker could not take stays
-/// journaled and is published when the TSP next starts.
+/// journaled, and goes out ahead of the next change's messages (or when the TSP next starts), so receivers, which
+/// apply the state a message carries, still see the changes in the order they were made.
 extension TSPService {
-    /// Publishes what `journaled` committed with its change, in order, and returns the change's result.
+    /// Publishes what `journaled` committed with its change, in order, after anything left journaled before it,
+    /// and returns the change's result.
     @discardableResult
     func published<T>(_ journaled: Journaled<T>, log: Logger) async -> T {
         for notification in journaled.unaddressed {
@@ -13,13 +15,26 @@ extension TSPService {
                 "no subscriber known for the token; notification not published",
                 ["type": notification.messageType, "digital_card_id": notification.cardID])
         }
-        for entry in journaled.notifications {
-            await publish(entry, log: log)
+        var entries = journaled.notifications
+        if journalBacklog.withLock({ $0 }) {
+            do {
+                // The whole journal, oldest first: the rows left behind and this change's own.
+                entries = try NotificationStore(database: store.database).journaled()
+                journalBacklog.withLock { $0 = false }
+            } catch {
+                log.error("the notification journal cannot be read", ["error": String(describing: error)])
+            }
+        }
+        for entry in entries where await !publish(entry, log: log) {
+            // What follows would overtake it: it waits in the journal too.
+            journalBacklog.withLock { $0 = true }
+            break
         }
         return journaled.value
     }
 
-    private func publish(_ entry: JournaledNotification, log: Logger) async {
+    /// Publishes one journaled message; false when it stays journaled.
+    private func publish(_ entry: JournaledNotification, log: Logger) async -> Bool {
         let notification = entry.notification
         do throws(TSPError) {
             if try await !notifications.publish(journaled: entry) {
@@ -32,6 +47,7 @@ extension TSPService {
                     "digital_card_id": notification.cardID, "to": entry.subscribers.joined(separator: ","),
                     "message_id": notification.messageID,
                 ])
+            return true
         } catch  where error.code == .invalidArgument {
             // Refused for what it is: publishing it again at the next start would be refused the same way.
             log.error(
@@ -41,13 +57,15 @@ extension TSPService {
                     "message_id": notification.messageID, "error": error.message,
                 ])
             try? forget(entry)
+            return true
         } catch {
             log.error(
-                "notification could not be published; it stays journaled for the next start",
+                "notification could not be published; it stays journaled and goes out before the next ones",
                 [
                     "type": notification.messageType, "digital_card_id": notification.cardID,
                     "message_id": notification.messageID, "error": String(describing: error),
                 ])
+            return false
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
@@ -17,6 +18,8 @@ final class TSPService: Sendable {
     let notifications: any NotificationPublishing
     /// Orders token-state changes with their CARD_STATE publications (see `StateChangeGate`).
     let stateChanges = StateChangeGate()
+    /// A journaled message could not be published: the next change publishes the journal's rows before its own.
+    let journalBacklog = Mutex(false)
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
     let authentication: TSPAuthentication
     /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):

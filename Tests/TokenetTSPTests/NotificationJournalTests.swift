@@ -130,3 +130,26 @@ import TokenetWire
         #expect(status.lastSequence == 1)
     }
 }
+
+extension NotificationJournalTests {
+    /// The broker failed to take a suspension's CARD_STATE; the resumption that follows must not overtake it, or
+    /// the wallet, which applies the state a message carries, would end on SUSPENDED.
+    @Test func aMessageTheBrokerCouldNotTakeGoesOutBeforeTheNextOnes() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        tsp.published.fail(true)
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        #expect(tsp.published.of("CARD_STATE").isEmpty)
+        tsp.published.fail(false)
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .resume))
+        let states = tsp.published.of("CARD_STATE").map { publish -> CardV1.TokenState? in
+            guard case .cardState(let body) = publish.notification.body else { return nil }
+            return body.tokenState
+        }
+        #expect(states == [.suspended, .active])
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        #expect(try Self.journalRows(database) == 0)
+        try database.close()
+    }
+}
