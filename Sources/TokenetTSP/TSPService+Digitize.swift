@@ -43,10 +43,9 @@ extension TSPService {
         }
         // In the state-change gate: the tokens this one replaces are deactivated and told in turn with other changes.
         let response = try await stateChanges.run {
-            let (response, replaced) = try store.finishDigitization(
-                pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
-            await publishReplaced(replaced, by: pending.token.digitalCardID, log: log)
-            return response
+            let finished = try store.finishDigitization(pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
+            await publishReplaced(finished, by: pending.token.digitalCardID, log: log)
+            return finished.value.response
         }
         log.info(
             "digitized",

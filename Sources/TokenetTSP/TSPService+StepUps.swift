@@ -1,4 +1,5 @@
 import TokenetNode
+import TokenetWire
 
 extension TSPService {
     /// Deactivates the tokens whose step-up outlived `stepUpValidity` and tells their wallet and issuer app
@@ -13,23 +14,26 @@ extension TSPService {
             let expired = try store.expireStepUps(
                 decidedAtOrBeforeMs: now - validityMs, window: "\(validityMs / 1000) s", traceID: traceID,
                 nowMs: now)
-            for change in expired {
+            for change in expired.value {
                 log.info(
                     "abandoned step-up token deactivated",
                     ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
-                await publishCardState(change, reason: "STEP_UP_EXPIRED", initiator: "tsp", log: log)
             }
+            await published(expired, log: log)
         }
     }
 
-    /// Tells the parties of tokens a new digitization of their card replaced (CARD_STATE DEACTIVATED, REPLACED):
-    /// the wallet drops the card it showed as waiting for verification.
-    func publishReplaced(_ replaced: [TokenStateChange], by digitalCardID: String, log: Logger) async {
-        for change in replaced {
+    /// Tells the parties of tokens a new digitization of their card replaced (CARD_STATE DEACTIVATED, REPLACED,
+    /// journaled by `finishDigitization`): the wallet drops the card it showed as waiting for verification.
+    func publishReplaced(
+        _ finished: Journaled<(response: TspV1.DigitizeResponse, replaced: [TokenStateChange])>,
+        by digitalCardID: String, log: Logger
+    ) async {
+        for change in finished.value.replaced {
             log.info(
                 "step-up token replaced by a new digitization of its card",
                 ["digital_card_id": change.after.digitalCardID, "replaced_by": digitalCardID])
-            await publishCardState(change, reason: "REPLACED", initiator: "tsp", log: log)
         }
+        await published(finished, log: log)
     }
 }

@@ -137,63 +137,68 @@ extension TSPStore {
     /// are deactivated in the same transaction and returned, for their parties to be told.
     func finishDigitization(
         _ pending: PendingDigitization, outcome: DigitizationOutcome, traceID: String, nowMs: UInt64
-    ) throws -> (response: TspV1.DigitizeResponse, replaced: [TokenStateChange]) {
-        try database.transaction { tx in
-            guard
-                let row = try tx.queryOne(
-                    "SELECT status, response FROM digitize_requests WHERE request_id = ?", [pending.requestID])
-            else { throw TSPError(.internal, "a pending digitization disappeared") }
-            if try row.text(0) == "done" {
-                return (try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self)), [])
-            }
-            let pan = try pending.receipt.card.pan()
-            var token = pending.token
-            // Eligibility refuses a card already live in this wallet account on this device, but two cards added
-            // before either was digitized both passed it, and each became an ACTIVE token. Checked again here, in
-            // the transaction that makes the token live, so only one of them does.
-            var outcome = outcome
-            if outcome.state != .deactivated,
-                try !sameCardTokens(
-                    tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
-                    except: token.digitalCardID, states: [.active, .suspended]
-                ).isEmpty
-            {
-                outcome = .alreadyProvisioned(panLast4: token.panLast4)
-            }
-            var lifecycle = TokenLifecycleStateMachine(state: token.state)
-            switch outcome.state {
-            case .active: _ = lifecycle.activate()
-            case .deactivated: _ = lifecycle.delete()
-            case .inactive, .suspended: break
-            }
-            let from = token.state
-            token.state = lifecycle.state
-            token.decidedBy = outcome.decidedBy
-            token.issuerAccountID = outcome.accountID
-            _ = try tx.execute(
-                """
-                UPDATE tokens SET state = ?, decided_by = ?, issuer_account_id = ?, updated_at_ms = ?
-                WHERE digital_card_id = ?
-                """,
-                [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
-            try recordEvent(
-                tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
-                reason: outcome.reason, traceID: traceID, nowMs: nowMs)
-            try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
-            // A new token of the card (live, or waiting for its own step-up) supersedes one the cardholder left
-            // waiting: two tokens waiting for ID&V could otherwise both be activated, and abandoned ones pile up.
-            let replaced =
-                token.state == .deactivated
-                ? [] : try replaceStepUps(tx, by: token, pan: pan, traceID: traceID, nowMs: nowMs)
-            var response = Self.response(token: token, outcome: outcome)
-            // The node that registered the issuer now: its issuer app is the one the wallet shows the token to.
-            let issuerNode = try tx.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [token.issuerID])
-            response.issuerNodeID = try issuerNode?.get(0, as: String?.self) ?? ""
-            _ = try tx.execute(
-                "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
-                [try response.serializedBytes(), pending.requestID])
-            return (response, replaced)
-        }
+    ) throws -> Journaled<(response: TspV1.DigitizeResponse, replaced: [TokenStateChange])> {
+        // The tokens it replaces are told CARD_STATE DEACTIVATED (REPLACED), journaled with the change.
+        try journaling(
+            { tx in
+                guard
+                    let row = try tx.queryOne(
+                        "SELECT status, response FROM digitize_requests WHERE request_id = ?", [pending.requestID])
+                else { throw TSPError(.internal, "a pending digitization disappeared") }
+                if try row.text(0) == "done" {
+                    return (try TspV1.DigitizeResponse(serializedBytes: try row.get(1, as: [UInt8].self)), [])
+                }
+                let pan = try pending.receipt.card.pan()
+                var token = pending.token
+                // Eligibility refuses a card already live in this wallet account on this device, but two cards added
+                // before either was digitized both passed it, and each became an ACTIVE token. Checked again here, in
+                // the transaction that makes the token live, so only one of them does.
+                var outcome = outcome
+                if outcome.state != .deactivated,
+                    try !sameCardTokens(
+                        tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
+                        except: token.digitalCardID, states: [.active, .suspended]
+                    ).isEmpty
+                {
+                    outcome = .alreadyProvisioned(panLast4: token.panLast4)
+                }
+                var lifecycle = TokenLifecycleStateMachine(state: token.state)
+                switch outcome.state {
+                case .active: _ = lifecycle.activate()
+                case .deactivated: _ = lifecycle.delete()
+                case .inactive, .suspended: break
+                }
+                let from = token.state
+                token.state = lifecycle.state
+                token.decidedBy = outcome.decidedBy
+                token.issuerAccountID = outcome.accountID
+                _ = try tx.execute(
+                    """
+                    UPDATE tokens SET state = ?, decided_by = ?, issuer_account_id = ?, updated_at_ms = ?
+                    WHERE digital_card_id = ?
+                    """,
+                    [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
+                try recordEvent(
+                    tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
+                    reason: outcome.reason, traceID: traceID, nowMs: nowMs)
+                try insertIdvMethods(tx, token.digitalCardID, outcome.idvMethods)
+                // A new token of the card (live, or waiting for its own step-up) supersedes one the cardholder left
+                // waiting: two tokens waiting for ID&V could otherwise both be activated, and abandoned ones pile up.
+                let replaced =
+                    token.state == .deactivated
+                    ? [] : try replaceStepUps(tx, by: token, pan: pan, traceID: traceID, nowMs: nowMs)
+                var response = Self.response(token: token, outcome: outcome)
+                // The node that registered the issuer now: its issuer app is the one the wallet shows the token to.
+                let issuerNode = try tx.queryOne("SELECT peer_node_id FROM issuers WHERE id = ?", [token.issuerID])
+                response.issuerNodeID = try issuerNode?.get(0, as: String?.self) ?? ""
+                _ = try tx.execute(
+                    "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
+                    [try response.serializedBytes(), pending.requestID])
+                return (response, replaced)
+            },
+            announce: { result in
+                result.replaced.flatMap { TSPService.cardState($0, reason: "REPLACED", initiator: "tsp") }
+            })
     }
 
     static func response(token: TokenRecord, outcome: DigitizationOutcome) -> TspV1.DigitizeResponse {

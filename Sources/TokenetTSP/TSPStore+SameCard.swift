@@ -91,19 +91,24 @@ extension TSPStore {
 
     /// Deactivates every token whose step-up was decided at or before `decidedAtOrBeforeMs` and is still INACTIVE:
     /// the cardholder abandoned it. A token whose digitization is still pending is left to its decision.
+    /// Their parties are told CARD_STATE DEACTIVATED (STEP_UP_EXPIRED), journaled with the change.
     func expireStepUps(decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64) throws
-        -> [TokenStateChange]
+        -> Journaled<[TokenStateChange]>
     {
-        try database.transaction { tx in
-            let abandoned = try tx.query(Self.abandonedStepUpsQuery, [Int64(clamping: decidedAtOrBeforeMs)])
-                .map(Self.token(from:))
-            return try abandoned.map { token in
-                try deactivate(
-                    tx, token,
-                    reason: "step-up not completed within \(window); the card can be added again", traceID: traceID,
-                    nowMs: nowMs)
-            }
-        }
+        try journaling(
+            { tx in
+                let abandoned = try tx.query(Self.abandonedStepUpsQuery, [Int64(clamping: decidedAtOrBeforeMs)])
+                    .map(Self.token(from:))
+                return try abandoned.map { token in
+                    try deactivate(
+                        tx, token,
+                        reason: "step-up not completed within \(window); the card can be added again",
+                        traceID: traceID, nowMs: nowMs)
+                }
+            },
+            announce: { changes in
+                changes.flatMap { TSPService.cardState($0, reason: "STEP_UP_EXPIRED", initiator: "tsp") }
+            })
     }
 
     private func deactivate(

@@ -97,8 +97,8 @@ import TokenetTestSupport
         try fixture.token("live", state: .active, atMs: 0, device: "device-4")
         let expired = try fixture.store.expireStepUps(
             decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
-        #expect(expired.map(\.after.digitalCardID) == ["old", "at-cut-off"])
-        #expect(expired.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
+        #expect(expired.value.map(\.after.digitalCardID) == ["old", "at-cut-off"])
+        #expect(expired.value.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
         #expect(try fixture.state("recent") == "INACTIVE" && fixture.state("pending") == "INACTIVE")
         #expect(try fixture.state("live") == "ACTIVE")
     }
@@ -128,5 +128,23 @@ import TokenetTestSupport
         // Scanning the partial index reads only the pending digitizations.
         #expect(plan.contains("digitize_requests USING INDEX digitize_requests_pending"), "\(plan)")
         #expect(!plan.contains("SCAN tokens"), "\(plan)")
+    }
+
+    /// The expiry's CARD_STATE DEACTIVATED commits with it (the notification journal): a TSP killed before the
+    /// broker stored it still tells the wallet at its next start.
+    @Test func anExpiredStepUpIsJournaledWithItsNotice() throws {
+        let fixture = try Fixture()
+        try fixture.token("old", state: .inactive, atMs: 100)
+        _ = try fixture.database.execute("UPDATE tokens SET wallet_node_id = 'wallet-1' WHERE digital_card_id = 'old'")
+        let expired = try fixture.store.expireStepUps(
+            decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
+        let journal = try NotificationStore(database: fixture.database).journaled()
+        #expect(journal == expired.notifications && journal.count == 1)
+        #expect(journal.first?.subscribers == ["wallet/wallet-1"] && journal.first?.notification.cardID == "old")
+        guard case .cardState(let body)? = journal.first?.notification.body else {
+            Issue.record("not a CARD_STATE: \(String(describing: journal.first))")
+            return
+        }
+        #expect(body.tokenState == .deactivated && body.reasonCode == "STEP_UP_EXPIRED")
     }
 }
