@@ -82,18 +82,29 @@ public struct IssuerAppInbox: Sendable, Equatable {
 
     public init() {}
 
+    /// A message as the app keeps it: its row, and when it arrived (nil for one kept before arrivals were recorded).
+    public struct KeptNotification: Sendable, Equatable {
+        public var notification: TspV1.Notification
+        public var row: Int64
+        public var arrivedAtMs: UInt64?
+
+        public init(notification: TspV1.Notification, row: Int64, arrivedAtMs: UInt64?) {
+            self.notification = notification
+            self.row = row
+            self.arrivedAtMs = arrivedAtMs
+        }
+    }
+
     /// The inbox an earlier run left: its kept messages (listed again, without acting on them twice), and the
     /// authentication requests and card ids their actions left, as kept apart from the messages (which only the
-    /// newest `capacity` are).
-    public init(
-        restoring kept: [(notification: TspV1.Notification, row: Int64)], authn: [KeptAuthn],
-        cardIdentities: [IssuerV1.AppCardIdentity]
-    ) {
-        for (notification, row) in kept.suffix(Self.capacity) {
-            var (entry, action) = Self.classify(notification)
+    /// newest `capacity` are). Each message is described by the action it had when it arrived: an AUTHN dropped as
+    /// late stays "not asked" rather than inviting an answer to a request that does not exist.
+    public init(restoring kept: [KeptNotification], authn: [KeptAuthn], cardIdentities: [IssuerV1.AppCardIdentity]) {
+        for message in kept.suffix(Self.capacity) {
+            var (entry, action) = Self.classify(message.notification, arrivedAtMs: message.arrivedAtMs)
             entry.action = Self.describe(action)
             notifications.append(entry)
-            notificationRows.append(row)
+            notificationRows.append(message.row)
         }
         self.authn = authn.sorted { $0.row < $1.row }
         for identity in cardIdentities { self.cardIdentities[identity.digitalCardID] = identity }
@@ -120,8 +131,8 @@ public struct IssuerAppInbox: Sendable, Equatable {
     }
 
     /// The entry listed for a message (without what the app did) and the action the app takes; `arrivedAtMs` is when
-    /// it arrived, which decides whether an AUTHN came too late to ask (nil when that is not known: a message
-    /// restored from the store, only listed again).
+    /// it arrived, which decides whether an AUTHN came too late to ask (nil when that is not known: a message read
+    /// again from an older database, asked when it arrived).
     static func classify(_ notification: TspV1.Notification, arrivedAtMs: UInt64? = nil)
         -> (IssuerV1.AppNotification, Action)
     {

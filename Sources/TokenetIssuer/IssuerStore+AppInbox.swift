@@ -45,6 +45,13 @@ extension IssuerStore {
         DROP TABLE app_authn_answers;
         """
 
+    /// When each message arrived (ms since the epoch), which decides what the app did with an AUTHN (asked, or
+    /// dropped as late: `IssuerAppInbox.classify`), so that a restart lists it as it was listed before. NULL for a
+    /// message kept before this column, whose AUTHN is listed as asked, as it was then.
+    static let appInboxArrivalSchema = """
+        ALTER TABLE app_inbox ADD COLUMN arrived_at_ms INTEGER;
+        """
+
     /// Keeps a message once, with what `action` leaves (see `IssuerAppInbox.receive`, given the same `nowMs`), and
     /// returns its row; nil when its id was kept before (a redelivery). Only the newest `capacity` messages stay.
     func keepAppNotification(
@@ -54,8 +61,8 @@ extension IssuerStore {
             try database.transaction { tx in
                 let inserted =
                     try tx.execute(
-                        "INSERT OR IGNORE INTO app_inbox (message_id, notification) VALUES (?, ?)",
-                        [notification.messageID, try notification.serializedBytes()]
+                        "INSERT OR IGNORE INTO app_inbox (message_id, notification, arrived_at_ms) VALUES (?, ?, ?)",
+                        [notification.messageID, try notification.serializedBytes(), Int64(clamping: nowMs)]
                     ).changes == 1
                 guard inserted else { return nil }
                 let row = try tx.lastInsertRowID
@@ -101,18 +108,21 @@ extension IssuerStore {
             [digitalCardID, identity.cardID, identity.panLast4, identity.expiry])
     }
 
-    /// The kept messages, oldest first, each with its row.
-    func appNotifications() throws(IssuerError) -> [(notification: TspV1.Notification, row: Int64)] {
+    /// The kept messages, oldest first, each with its row and when it arrived (nil: kept before that was recorded).
+    func appNotifications() throws(IssuerError) -> [IssuerAppInbox.KeptNotification] {
         try storage("read the app's notifications") {
             try Self.notifications(try database.query(Self.appNotificationsQuery))
         }
     }
 
-    private static let appNotificationsQuery = "SELECT notification, id FROM app_inbox ORDER BY id"
+    private static let appNotificationsQuery = "SELECT notification, id, arrived_at_ms FROM app_inbox ORDER BY id"
 
-    private static func notifications(_ rows: [Row]) throws -> [(notification: TspV1.Notification, row: Int64)] {
+    private static func notifications(_ rows: [Row]) throws -> [IssuerAppInbox.KeptNotification] {
         try rows.map {
-            (try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self)), try $0.int64(1))
+            IssuerAppInbox.KeptNotification(
+                notification: try TspV1.Notification(serializedBytes: try $0.get(0, as: [UInt8].self)),
+                row: try $0.int64(1),
+                arrivedAtMs: try $0.isNull(2) ? nil : UInt64(max(0, try $0.int64(2))))
         }
     }
 

@@ -88,6 +88,7 @@ final class IssuerStore: Sendable {
         Migration(version: 13, name: "outbox-ends", sql: IssuerStore.outboxEndsSchema),
         Migration(version: 14, name: "unknown-tokens", sql: IssuerStore.unknownTokensSchema),
         Migration(version: 15, name: "deleted-tokens-backfill", sql: IssuerStore.deletedTokensBackfillSchema),
+        Migration(version: 16, name: "app-inbox-arrivals", sql: IssuerStore.appInboxArrivalSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {
