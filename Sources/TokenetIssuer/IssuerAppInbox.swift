@@ -50,6 +50,15 @@ public struct IssuerAppInbox: Sendable, Equatable {
         }
     }
 
+    /// The token a message from the TSP (one the app processes: its senders, its topic) names, which shows the TSP
+    /// knows it, whatever the message says of it; the issuer then no longer records it as unknown to the TSP.
+    static func knownToken(_ notification: TspV1.Notification) -> String? {
+        guard case .processed = IssuerAppNotifications.processNotification(notification),
+            !notification.cardID.isEmpty
+        else { return nil }
+        return notification.cardID
+    }
+
     public enum AnswerRefusal: Error, Sendable, Equatable {
         case unknown(String)
         case alreadyAnswered(String, status: String)

@@ -90,6 +90,7 @@ extension IssuerCardCareService {
                     refusedAtTSP = cards.filter { $0.statusCode != 0 }.map(\.digitalCardID)
                     noteUnknown(
                         cards.filter { $0.statusCode == StatusCode.notFound.rawValue }.map(\.digitalCardID), log: log)
+                    noteKnown(cards.filter { $0.statusCode == 0 }.map(\.digitalCardID), log: log)
                     log.info(
                         "asked the TSP about a pending renewal",
                         [
@@ -216,6 +217,7 @@ extension IssuerCardCareService {
         }
         noteDeleted(sent.deleted, log: log)
         noteUnknown(sent.unknown, log: log)
+        noteKnown(sent.renewed + sent.deleted, log: log)
         if !sent.refused.isEmpty {
             log.warning(
                 "the TSP refused tokens of a renewal for good",

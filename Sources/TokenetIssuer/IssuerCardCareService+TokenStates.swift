@@ -7,7 +7,8 @@ import TokenetWire
 /// card with more tokens than one call takes is suspended (or resumed, or deleted) whole. A card's tokens known
 /// deleted or unknown to the TSP are left out (the TSP would refuse each), a token named one by one that the issuer
 /// knows is gone is refused in its own result without asking the TSP, and the tokens the TSP answers as deleted or
-/// does not know are recorded so.
+/// does not know are recorded so. With `recheck_unknown`, the tokens recorded unknown are sent anyway (the operator's
+/// way out once the TSP knows such a token), and the record of each the TSP answers about is dropped.
 extension IssuerCardCareService {
     func changeTokenStates(_ request: IssuerV1.IssuerChangeTokenStatesRequest, context: ServerContext) async throws
         -> IssuerV1.IssuerChangeTokenStatesResponse
@@ -17,7 +18,10 @@ extension IssuerCardCareService {
         var batches = TokenStateBatches(skippedDeleted: skipped.deleted, skippedUnknown: skipped.unknown)
         // Named one by one, a token known gone is still answered, by the issuer: the operator named it, so it is
         // refused by name rather than left out of the answer.
-        let gone = request.cardID.isEmpty ? try store.goneTokens(ids) : [:]
+        // With recheck_unknown, only a deleted token is: one recorded unknown is asked about again.
+        let gone = (request.cardID.isEmpty ? try store.goneTokens(ids) : [:]).filter {
+            !(request.recheckUnknown && $0.value.isUnknownToTSP)
+        }
         for id in ids { if let why = gone[id] { batches.refusedByIssuer(TokenStateBatches.refusal(of: id, why)) } }
         for batch in LifecycleLimits.batches(ids.filter { gone[$0] == nil }) {
             do {
@@ -32,6 +36,7 @@ extension IssuerCardCareService {
         let log = logger.withTraceID(context.traceID)
         noteDeleted(batches.deleted, log: log)
         noteUnknown(batches.unknown, log: log)
+        noteKnown(batches.known, log: log)
         log.info(
             "token states changed at the TSP",
             [
@@ -39,7 +44,7 @@ extension IssuerCardCareService {
                 "card": request.cardID, "tokens": "\(ids.count)",
                 "refused": "\(batches.results.filter { $0.statusCode != 0 }.count)",
                 "refused_known_gone": "\(gone.count)", "skipped_deleted": "\(skipped.deleted)",
-                "skipped_unknown": "\(skipped.unknown)",
+                "skipped_unknown": "\(skipped.unknown)", "recheck_unknown": "\(request.recheckUnknown)",
             ])
         return try batches.answer(in: ids)
     }
@@ -49,7 +54,7 @@ extension IssuerCardCareService {
     static let maximumNamedTokens = 1000
 
     /// The tokens `request` names: its digital card ids, or every token of its card not known deleted or unknown to
-    /// the TSP, with how many of the card's were left out as each.
+    /// the TSP (unknown ones included with `recheck_unknown`), with how many of the card's were left out as each.
     func tokensToChange(_ request: IssuerV1.IssuerChangeTokenStatesRequest) throws
         -> (ids: [String], skipped: (deleted: Int, unknown: Int))
     {
@@ -61,7 +66,8 @@ extension IssuerCardCareService {
                 throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
             }
             let tokens = try store.tokens(ofCard: request.cardID)
-            return (tokens.live, (tokens.deleted.count, tokens.unknown.count))
+            guard request.recheckUnknown else { return (tokens.live, (tokens.deleted.count, tokens.unknown.count)) }
+            return (tokens.live + tokens.unknown, (tokens.deleted.count, 0))
         }
         guard request.digitalCardIds.count <= Self.maximumNamedTokens else {
             throw RPCError(

@@ -153,6 +153,11 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         }
     }
 
+    /// Forgets as unknown the tokens the TSP answered about (`IssuerStore.noteKnownToTSP`).
+    func noteKnown(_ ids: [String], log: Logger) {
+        store.noteKnownToTSP(ids, why: "a TSP answer", log: log)
+    }
+
     func tspCaller() throws -> any RPCCaller {
         guard let caller = tsp.caller else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")

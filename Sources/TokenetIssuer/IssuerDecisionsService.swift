@@ -46,7 +46,13 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 recommendation: Int(request.risk?.recommendation.rawValue ?? 0), rule: stored?.rule.name,
                 outcome: outcome),
             at: now())
-        logger.withTraceID(context.traceID).info(
+        let log = logger.withTraceID(context.traceID)
+        // The TSP asks about a token it is creating, or asks again for one whose digitization it resumed: it knows
+        // the token, whatever it answered before.
+        if !request.digitalCardID.isEmpty {
+            store.noteKnownToTSP([request.digitalCardID], why: "AuthorizeDigitization", log: log)
+        }
+        log.info(
             "digitization decided",
             [
                 "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,

@@ -45,9 +45,12 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
                 sentAtMs: UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)), channel: channel,
                 maskedDestination: destination, text: text, digitalCardID: request.digitalCardID),
             codeExpiresAtMs: request.expiresAtMs)
-        logger.withTraceID(context.traceID).info(
+        let log = logger.withTraceID(context.traceID)
+        log.info(
             "one-time code delivered",
             ["digital_card_id": request.digitalCardID, "card": card.id, "channel": channel, "to": destination])
+        // The TSP sends a code only for a token it holds.
+        store.noteKnownToTSP([request.digitalCardID], why: "SendOtp", log: log)
         return IssuerV1.SendOtpResponse(maskedDestination: destination)
     }
 }
@@ -88,9 +91,11 @@ struct IssuerCallCentreService: IssuerV1.IssuerCallCentre.ServiceProtocol {
         } catch {
             throw RPCError(.unavailable, "cannot reach the TSP: \(error)")
         }
-        logger.withTraceID(context.traceID).info(
+        let log = logger.withTraceID(context.traceID)
+        log.info(
             "token activated through the call centre",
             ["digital_card_id": request.digitalCardID, "card": card.id, "changed": "\(response.changed)"])
+        store.noteKnownToTSP([request.digitalCardID], why: "ActivateToken", log: log)
         return IssuerV1.CallCentreActivateResponse(tokenState: response.tokenState, changed: response.changed)
     }
 }

@@ -9,7 +9,8 @@ import TokenetWire
 /// Each is bounded: the newest `IssuerAppInbox.capacity` messages, the authentication requests until their
 /// retention after they ended (`IssuerRetention`, pruned by `ends_at_ms`), one card id per digital card, dropped
 /// when the token is deleted. A token the TSP tells deleted (CARD_STATE DEACTIVATED) is also recorded in
-/// `deleted_tokens` in the same transaction, for the issuer's renewals and card-wide token changes to skip.
+/// `deleted_tokens` in the same transaction, for the issuer's renewals and card-wide token changes to skip, and a
+/// token any message from the TSP names leaves `unknown_tokens`: the TSP knows it.
 extension IssuerStore {
     static let appInboxSchema = """
         CREATE TABLE app_inbox (
@@ -76,6 +77,9 @@ extension IssuerStore {
                 }
                 if let digitalCardID = action.deletedToken {
                     try Self.recordDeletedToken(digitalCardID, atMs: nowMs, tx)
+                }
+                if let digitalCardID = IssuerAppInbox.knownToken(notification) {
+                    _ = try Self.forgetUnknownToken(digitalCardID, tx)
                 }
                 return row
             }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetStorage
 
 /// The tokens the issuer knows have nothing left at the TSP: deleted (`deletedTokensSchema`), or unknown to the TSP
@@ -15,6 +16,11 @@ extension IssuerStore {
     enum GoneToken: Sendable, Equatable {
         case deleted(sinceMs: UInt64)
         case unknownToTSP(sinceMs: UInt64)
+
+        var isUnknownToTSP: Bool {
+            if case .unknownToTSP = self { return true }
+            return false
+        }
     }
 
     /// Records `ids` as unknown to the TSP; a token recorded already keeps its first time.
@@ -29,6 +35,39 @@ extension IssuerStore {
                         [id, atMs])
                 }
             }
+        }
+    }
+
+    /// Forgets that the TSP did not know `ids`: it has since shown it does (a result or message naming the token),
+    /// so renewals and card-wide token changes send them again. Returns those that were recorded, in order.
+    @discardableResult
+    func forgetUnknownTokens(_ ids: [String]) throws(IssuerError) -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try storage("forget \(ids.count) token(s) recorded unknown to the TSP") {
+            try database.transaction { tx in try ids.filter { try Self.forgetUnknownToken($0, tx) } }
+        }
+    }
+
+    /// Forgets, in `tx`, that the TSP did not know token `id`; returns whether it was recorded so.
+    static func forgetUnknownToken(_ id: String, _ tx: Transaction) throws -> Bool {
+        try tx.execute("DELETE FROM unknown_tokens WHERE digital_card_id = ?", [id]).changes > 0
+    }
+
+    /// Forgets `ids` as unknown to the TSP (`forgetUnknownTokens`), which `why` (the TSP's answer or message) shows it
+    /// knows, and logs the tokens whose record went. A record that cannot be removed is logged, not thrown: the
+    /// TSP's part is done by then, and the token is only skipped until the TSP names it again or an operator asks
+    /// with recheck_unknown.
+    func noteKnownToTSP(_ ids: [String], why: String, log: Logger) {
+        guard !ids.isEmpty else { return }
+        do {
+            let forgotten = try forgetUnknownTokens(ids)
+            guard !forgotten.isEmpty else { return }
+            log.info(
+                "tokens recorded unknown to the TSP are known to it after all",
+                ["tokens": forgotten.joined(separator: ","), "shown_by": why])
+        } catch {
+            log.warning(
+                "cannot forget tokens recorded unknown to the TSP", ["tokens": "\(ids.count)", "error": error.message])
         }
     }
 

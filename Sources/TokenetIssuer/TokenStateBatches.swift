@@ -11,7 +11,8 @@ import TokenetWire
 /// card the driver left out as known deleted or unknown to the TSP are counted in the answer (`skippedDeleted`,
 /// `skippedUnknown`); a token named one by one that the issuer knows is gone is refused in its own result without a
 /// TSP call (`refusedByIssuer`). The tokens the TSP's results show deleted (`deleted`) or answer NOT_FOUND
-/// (`unknown`) are the ones the driver records as such.
+/// (`unknown`) are the ones the driver records as such, and those it answers about (`known`) the ones it no longer
+/// records as unknown.
 struct TokenStateBatches {
     private(set) var results: [TspV1.TokenStateResult] = []
     private var answered = 0
@@ -39,6 +40,14 @@ struct TokenStateBatches {
             .map(\.digitalCardID)
     }
 
+    /// The tokens the TSP answered about in their own results, showing it knows them: any result but NOT_FOUND, and
+    /// but PERMISSION_DENIED (another issuer's token, of which the TSP tells nothing).
+    var known: [String] {
+        let silent: Set<Int32> = [StatusCode.notFound.rawValue, StatusCode.permissionDenied.rawValue]
+        return results.filter { !silent.contains($0.statusCode) && answeredIDs.contains($0.digitalCardID) }
+            .map(\.digitalCardID)
+    }
+
     /// The issuer's own refusal of token `id`, named one by one, which it knows is `gone`: the TSP would refuse it
     /// the same way every time (a deleted token takes no change; one the TSP does not know has nothing to change),
     /// so it is not sent, and the result says why and since when.
@@ -53,7 +62,8 @@ struct TokenStateBatches {
             return TspV1.TokenStateResult(
                 digitalCardID: id, tokenState: .unspecified, statusCode: StatusCode.notFound.rawValue,
                 message: "the TSP does not know token \"\(id)\" (it answered so at \(Self.time(sinceMs))), so it was "
-                    + "not sent again; check the id with tokenet tsp tokens")
+                    + "not sent again; check the id with tokenet tsp tokens, or send it anyway with "
+                    + "--recheck-unknown (recheck_unknown) once the TSP knows it")
         }
     }
 

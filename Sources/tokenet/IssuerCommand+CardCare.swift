@@ -12,7 +12,7 @@ extension IssuerCommand {
 
         Cards in wallets:
                tokenet issuer suspend-tokens|resume-tokens|delete-tokens ADDR DIGITAL_CARD_ID...|--card CARD_ID
-                   --reason CODE
+                   --reason CODE [--recheck-unknown]
                tokenet issuer renew-card ADDR CARD_ID [--pan PAN] [--exp MM/YY] | --abandon | --force-complete
                    [OPTIONS]
                tokenet issuer send-message ADDR DIGITAL_CARD_ID --title TEXT --body TEXT [--action ACTION]
@@ -21,6 +21,9 @@ extension IssuerCommand {
         every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a
         call, so more go in several calls. --card skips the tokens known deleted or unknown to the TSP and says
         how many; a token named that the issuer knows is either is refused by name without asking the TSP.
+        A token stops counting as unknown once the TSP names it (a message to the issuer app, a question, an
+        answer); --recheck-unknown sends the tokens recorded unknown to the TSP anyway, and each it answers
+        about is no longer recorded so (deleted tokens are still skipped).
         renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working
         and the issuer app resynchronises its card ids. Deleted tokens are skipped, and a token the TSP refuses
         for good (unknown to it, another issuer's) is listed but does not hold the renewal back; one it does not
@@ -37,7 +40,8 @@ extension IssuerCommand {
     static func tokens(_ word: String) -> PartyAction {
         PartyAction(name: "\(word)-tokens") { arguments, command throws(CLIError) in
             let flags = try PartyFlags(
-                parsing: arguments, command: command, valued: ["--reason", "--card"], switches: ["--json"])
+                parsing: arguments, command: command, valued: ["--reason", "--card"],
+                switches: ["--json", "--recheck-unknown"])
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...Int.max)
             let card = flags["--card"]
             guard options.operands.isEmpty == (card != nil) else {
@@ -48,7 +52,8 @@ extension IssuerCommand {
             }
             let request = IssuerV1.IssuerChangeTokenStatesRequest(
                 digitalCardIds: options.operands, action: LifecycleArguments.action(word),
-                reasonCode: try LifecycleArguments.reason(flags, command: command), cardID: card ?? "")
+                reasonCode: try LifecycleArguments.reason(flags, command: command), cardID: card ?? "",
+                recheckUnknown: flags.switches.contains("--recheck-unknown"))
             return try PartySession.run(
                 options, json: flags.json,
                 call: { session, callOptions in

@@ -32,6 +32,21 @@ import TokenetWire
         #expect(unknown.message.contains("the TSP does not know token \"D\""))
         #expect(batches.deleted == ["E"])
         #expect(batches.unknown == ["C"])
+        #expect(batches.known == ["A", "E"])
+    }
+
+    /// The tokens the TSP answered about show it knows them; NOT_FOUND and PERMISSION_DENIED (another issuer's
+    /// token, nothing of it told) do not, nor does a failed call or the issuer's own refusal.
+    @Test func theTokensTheTSPAnsweredAboutAreKnown() {
+        var batches = TokenStateBatches()
+        batches.refusedByIssuer(TokenStateBatches.refusal(of: "R", .unknownToTSP(sinceMs: 0)))
+        batches.answered(
+            .init(results: [
+                Self.result("A", .suspended), Self.result("N", .unspecified, .notFound),
+                Self.result("P", .unspecified, .permissionDenied), Self.result("S", .suspended, .failedPrecondition),
+            ]))
+        batches.failed(["F"], RPCError(.unavailable, "down"))
+        #expect(batches.known == ["A", "S"])
     }
 
     /// Every token named gone: no TSP call, and the issuer's refusals are the answer.

@@ -277,7 +277,7 @@ void   tokenet__issuer__v1__issuer_send_message_response__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__issuer_send_message_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors[5] =
 {
   {
     "digital_card_ids",
@@ -327,17 +327,30 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_change_token_s
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "recheck_unknown",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest, recheck_unknown),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_change_token_states_request__field_indices_by_name[] = {
   1,   /* field[1] = action */
   3,   /* field[3] = card_id */
   0,   /* field[0] = digital_card_ids */
   2,   /* field[2] = reason_code */
+  4,   /* field[4] = recheck_unknown */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_change_token_states_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states_request__descriptor =
 {
@@ -347,7 +360,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_change_token_states
   "Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest),
-  4,
+  5,
   tokenet__issuer__v1__issuer_change_token_states_request__field_descriptors,
   tokenet__issuer__v1__issuer_change_token_states_request__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_change_token_states_request__number_ranges,

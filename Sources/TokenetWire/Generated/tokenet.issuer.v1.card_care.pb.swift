@@ -30,18 +30,26 @@ extension IssuerV1 {
         /// results.
         public var cardID: String = ""
 
+        /// Send the tokens the issuer recorded as unknown to the TSP (NOT_FOUND before) to the TSP anyway, named by id or
+        /// as the card's, instead of refusing or skipping them: the way out when the TSP has come to know such a token. A
+        /// token the TSP then answers about (any result but NOT_FOUND or PERMISSION_DENIED) is no longer recorded unknown;
+        /// one it answers NOT_FOUND stays recorded. Tokens known deleted are still refused or skipped.
+        public var recheckUnknown: Bool = false
+
         public init() {}
 
         public init(
             digitalCardIds: [String] = [],
             action: TspV1.LifecycleAction = TspV1.LifecycleAction(rawValue: 0),
             reasonCode: String = "",
-            cardID: String = ""
+            cardID: String = "",
+            recheckUnknown: Bool = false
         ) {
             self.digitalCardIds = digitalCardIds
             self.action = action
             self.reasonCode = reasonCode
             self.cardID = cardID
+            self.recheckUnknown = recheckUnknown
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -49,6 +57,7 @@ extension IssuerV1 {
             self.action = try reader.read(2)
             self.reasonCode = try reader.read(3)
             self.cardID = try reader.read(4)
+            self.recheckUnknown = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -56,6 +65,7 @@ extension IssuerV1 {
             try writer.write(2, action)
             try writer.write(3, reasonCode)
             try writer.write(4, cardID)
+            try writer.write(5, recheckUnknown)
         }
     }
 }

@@ -661,6 +661,7 @@ extension IssuerV1.IssuerChangeTokenStatesRequest {
         base.action = TspV1.LifecycleAction(rawValue: 1)
         base.reasonCode = "reason_code-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.cardID = "card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.recheckUnknown = true
         return [base]
     }
 }

@@ -56,10 +56,17 @@ struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesRequest
    * results.
    */
   char *card_id;
+  /*
+   * Send the tokens the issuer recorded as unknown to the TSP (NOT_FOUND before) to the TSP anyway, named by id or
+   * as the card's, instead of refusing or skipping them: the way out when the TSP has come to know such a token. A
+   * token the TSP then answers about (any result but NOT_FOUND or PERMISSION_DENIED) is no longer recorded unknown;
+   * one it answers NOT_FOUND stays recorded. Tokens known deleted are still refused or skipped.
+   */
+  protobuf_c_boolean recheck_unknown;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CHANGE_TOKEN_STATES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_change_token_states_request__descriptor) \
-    , 0,NULL, TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0,NULL, TOKENET__TSP__V1__LIFECYCLE_ACTION__LIFECYCLE_ACTION_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Issuer__V1__IssuerChangeTokenStatesResponse
