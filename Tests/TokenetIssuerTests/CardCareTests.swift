@@ -30,6 +30,8 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         /// GetFundingCards: how often it was asked, and the failure it answers with instead (a TSP out of reach).
         var fundingAsks = 0
         var fundingFailure: RPCError?
+        /// Holds the next GetFundingCards call (only that one) until the gate opens.
+        var holdNextFunding: Gate?
         /// RenewCard calls by number (1 for the first) that fail with the given error, unrecorded.
         var failingRenewalCalls: [Int: RPCError] = [:]
         var renewalCalls = 0
@@ -149,6 +151,11 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
     func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws
         -> TspV1.GetFundingCardsResponse
     {
+        let gate = state.withLock { state in
+            defer { state.holdNextFunding = nil }
+            return state.holdNextFunding
+        }
+        await gate?.pass()
         try Self.checkBatch(request.digitalCardIds)
         let asked = try CardData(json: try JWE.decrypt(request.cardData?.jwe ?? "", with: key)).pan()
         let (held, fake) = try state.withLock { state throws(RPCError) in

@@ -76,6 +76,20 @@ extension CardCareTests {
         #expect(try await renewal.value.renewedDigitalCardIds == ["DNIRACE"])
         #expect(try party.store.goneTokens(["DNIRACE"]).isEmpty)
     }
+
+    /// GetFundingCards answering what a token recorded unknown meanwhile holds (an abandon asking it) shows the TSP
+    /// knows it: the record goes.
+    @Test func aFundingAnswerForATokenRecordedUnknownForgetsTheRecord() async throws {
+        try await pendingRenewal(applied: false)
+        let gate = Gate()
+        tsp.state.withLock { $0.holdNextFunding = gate }
+        let abandon = Task { [care] in try await care.renewCard(.init(cardID: Cards.visaApprove.0, abandon: true)) }
+        try await gate.arrived(1)
+        try party.store.recordUnknownTokens(["DNITHE1"])
+        gate.open()
+        #expect(try await abandon.value.abandoned)
+        #expect(try party.store.goneTokens(["DNITHE1"]).isEmpty)
+    }
 }
 
 /// The TSP naming a token in a message to the issuer app, or in a question to the issuer, shows it knows it.
