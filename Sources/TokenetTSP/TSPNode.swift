@@ -41,7 +41,7 @@ public enum TSPNode {
         return try services(
             dataDirectory: context.dataDirectory, issuers: IssuerDirectory(routes: routes, fallback: fallback),
             logger: context.logger, configuration: configuration, accessTokens: accessTokens,
-            resources: context.resources)
+            resources: context.resources, runInBackground: context.runInBackground)
     }
 
     /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
@@ -57,12 +57,14 @@ public enum TSPNode {
             accessTokens: accessTokens)
     }
 
-    /// With `resources`, the node's stop commits the notifications still pending and closes the database.
+    /// With `resources`, the node's stop commits the notifications still pending and closes the database; with
+    /// `runInBackground`, the journal's retry runs until the node stops (cancelled before the database closes).
     static func services(
         dataDirectory: String, issuers: IssuerDirectory, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
         notifications: (any NotificationPublishing)? = nil, accessTokens: (any AccessTokenVerifier)? = nil,
-        resources: NodeResources? = nil
+        resources: NodeResources? = nil,
+        runInBackground: ((@escaping @Sendable () async -> Void) -> Void)? = nil
     ) throws(NodeError) -> RPCRouter {
         let service: TSPService
         let broker: NotificationBroker
@@ -85,6 +87,7 @@ public enum TSPNode {
                 accessTokenKey: accessTokenKey, now: now, notifications: notifications ?? broker,
                 accessTokenVerifier: accessTokens)
             service.reportIssuerAddresses()
+            runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
         } catch let error as NodeError {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {

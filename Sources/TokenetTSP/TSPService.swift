@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
@@ -18,8 +17,8 @@ final class TSPService: Sendable {
     let notifications: any NotificationPublishing
     /// Orders token-state changes with their CARD_STATE publications (see `StateChangeGate`).
     let stateChanges = StateChangeGate()
-    /// A journaled message could not be published: the next change publishes the journal's rows before its own.
-    let journalBacklog = Mutex(false)
+    /// Publishes what changes journaled; a message the broker could not take goes out before the next ones.
+    let journal: NotificationJournal
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.
     let authentication: TSPAuthentication
     /// The verifier the TSP's services use to accept an issuer app's access token (e.g. `ActivateDigitalCard`):
@@ -43,6 +42,7 @@ final class TSPService: Sendable {
         self.logger = logger
         self.now = now
         self.notifications = notifications
+        self.journal = NotificationJournal(store: store, notifications: notifications, logger: logger)
     }
 
     var nowMs: UInt64 { now().unixMilliseconds }

@@ -76,6 +76,15 @@ extension TSPStore {
         }
     }
 
+    /// Those of `ids` whose rows are still journaled (not yet published).
+    func journaledIDs(among ids: [Int64]) throws -> Set<Int64> {
+        var found: Set<Int64> = []
+        for id in ids where try database.queryOne("SELECT 1 FROM notification_journal WHERE id = ?", [id]) != nil {
+            found.insert(id)
+        }
+        return found
+    }
+
     /// The broker queues of a token's parties: "wallet/NODE" from digitization, "issuer/NODE" from registration.
     private static func parties(_ tx: Transaction, of announcement: Announcement) throws -> [String] {
         guard
