@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import TokenetCard
 import TokenetNode
@@ -6,7 +7,9 @@ import TokenetWire
 
 @testable import TokenetTSP
 
-/// A sleep the test ends by hand: each call hands the test its delay and waits to be woken.
+/// A sleep the test ends by hand: each call hands the test its delay and waits to be woken. Once closed, a sleep
+/// throws (as a cancelled one does) and the requests end, so a loop that sleeps when it should not ends the test
+/// with a failed expectation rather than a hang.
 final class ManualSleep: Sendable {
     struct Request: Sendable {
         var delay: Duration
@@ -15,11 +18,18 @@ final class ManualSleep: Sendable {
 
     let requests: AsyncStream<Request>
     private let continuation: AsyncStream<Request>.Continuation
+    private let closed = Mutex(false)
 
     init() { (requests, continuation) = AsyncStream.makeStream() }
 
-    @Sendable func sleep(_ delay: Duration) async {
+    @Sendable func sleep(_ delay: Duration) async throws {
+        if closed.withLock({ $0 }) { throw CancellationError() }
         await withCheckedContinuation { continuation.yield(Request(delay: delay, wake: $0)) }
+    }
+
+    func close() {
+        closed.withLock { $0 = true }
+        continuation.finish()
     }
 }
 
@@ -54,7 +64,10 @@ extension NotificationJournalTests {
         let sleep = ManualSleep()
         var sleeps = sleep.requests.makeAsyncIterator()
         let backoff = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(4), multiplier: 2, jitter: 0)
-        let retry = Task { await journal.retryUntilCancelled(backoff: backoff, sleep: sleep.sleep) }
+        let retry = Task {
+            await journal.retryUntilCancelled(backoff: backoff, sleep: sleep.sleep)
+            sleep.close()
+        }
         var delays: [Duration] = []
         for _ in 0..<4 {
             let request = try #require(await sleeps.next())
@@ -69,7 +82,9 @@ extension NotificationJournalTests {
 
         publisher.fail(false)
         last.wake.resume()
-        // With no failure left to retry, the loop waits for the next one; ending the stream ends it.
+        // With no failure left to retry, the loop sleeps no more and waits for the next one; ending the stream
+        // ends it.
+        sleep.close()
         journal.signalFailure.finish()
         await retry.value
         #expect(publisher.publishes.map(\.notification.messageID) == [entry.notification.messageID])
