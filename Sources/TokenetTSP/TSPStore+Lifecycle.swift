@@ -207,9 +207,11 @@ extension TSPStore {
     /// transaction, and answers a result per token in the order given (`TspV1.TokenStateResult`). A token that cannot
     /// take the renewal is refused in its own result and the others are still renewed: one the TSP does not know
     /// (NOT_FOUND), another issuer's (`authorize` refuses it; PERMISSION_DENIED, its state not told), a deleted one
-    /// (FAILED_PRECONDITION, DEACTIVATED). `check` judges the renewed card against each token the issuer may act on,
-    /// and what it throws refuses the whole call. An `expiry` of nil (card data whose expiry cannot be read) leaves
-    /// the recorded expiry unknown. What `announce` makes of the renewed tokens is journaled with them.
+    /// (FAILED_PRECONDITION, DEACTIVATED), a live one whose renewed card is live as another token in its wallet
+    /// account on its device (FAILED_PRECONDITION naming that token, `renewalConflict`). `check` judges the renewed
+    /// card against each token the issuer may act on, and what it throws refuses the whole call. An `expiry` of nil
+    /// (card data whose expiry cannot be read) leaves the recorded expiry unknown. What `announce` makes of the
+    /// renewed tokens is journaled with them.
     func renewFundingCard(
         _ digitalCardIds: [String], pan: PAN, expiry: CardExpiry?, actor: String, traceID: String, nowMs: UInt64,
         announce: ([TokenRecord]) throws -> [Announcement] = { _ in [] },
@@ -241,6 +243,11 @@ extension TSPStore {
                         continue
                     }
                     try check(token)
+                    // Renewing it to a card already live beside it would give that card two live tokens there.
+                    if let conflict = try renewalConflict(tx, renewing: token, to: pan) {
+                        results.append(Self.refusal(of: id, conflict, state: token.state.wire))
+                        continue
+                    }
                     _ = try tx.execute(
                         """
                         UPDATE tokens SET funding_pan = ?, pan_last4 = ?, funding_expiry = ?, updated_at_ms = ?

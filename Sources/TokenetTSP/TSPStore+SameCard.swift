@@ -63,6 +63,32 @@ extension TSPStore {
                 + "\"\(digitalCardID)\" stays \(token.state): delete one of them")
     }
 
+    /// Why live `token` may not be renewed to `pan`, or nil when it may: another token of that card is live in the
+    /// same wallet account on the same device, and the renewal would give the card a second live token there. A
+    /// renewal keeping the token's own number (a new expiry) changes nothing about which card is live, so it passes.
+    func renewalConflict(_ tx: Transaction, renewing token: TokenRecord, to pan: PAN) throws -> TSPError? {
+        guard token.state == .active || token.state == .suspended else { return nil }
+        // Most cards have no other live token ending in the same digits: then no card number needs opening.
+        let candidates = try tx.queryOne(
+            """
+            SELECT COUNT(*) FROM tokens WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ?
+                AND state IN ('ACTIVE', 'SUSPENDED') AND digital_card_id != ?
+            """, [token.walletAccountID, token.deviceID, pan.last4, token.digitalCardID])
+        guard try candidates?.int64(0) ?? 0 > 0 else { return nil }
+        let current = try tx.queryOne(
+            "SELECT funding_pan FROM tokens WHERE digital_card_id = ?", [token.digitalCardID])
+        if let current, try vault.openPAN(try current.get(0), recordID: token.digitalCardID) == pan { return nil }
+        let live = try sameCardTokens(
+            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
+            except: token.digitalCardID, states: [.active, .suspended])
+        guard let other = live.first else { return nil }
+        return TSPError(
+            .failedPrecondition,
+            "the renewed card ending in \(pan.last4) is already live in this wallet on this device as token "
+                + "\"\(other.digitalCardID)\" (\(other.state)); a card has one live token per device, so token "
+                + "\"\(token.digitalCardID)\" keeps its card: delete one of them, then renew the other")
+    }
+
     /// The earlier tokens of `token`'s card in its wallet account on its device still waiting for ID&V, deactivated
     /// in `tx` because `token` (a new digitization of the card, approved or stepped up) replaces them.
     func replaceStepUps(

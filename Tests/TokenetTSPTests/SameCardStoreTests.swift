@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 import TokenetCard
+import TokenetRPC
 import TokenetStorage
 import TokenetTestSupport
+import TokenetWire
 
 @testable import TokenetTSP
 
@@ -101,6 +103,48 @@ import TokenetTestSupport
         #expect(expired.value.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
         #expect(try fixture.state("recent") == "INACTIVE" && fixture.state("pending") == "INACTIVE")
         #expect(try fixture.state("live") == "ACTIVE")
+    }
+
+    /// Renews the tokens `ids` to `pan`; their results.
+    func renew(_ fixture: Fixture, _ ids: [String], to pan: String) throws -> [TspV1.TokenStateResult] {
+        try fixture.store.renewFundingCard(
+            ids, pan: try PAN(pan), expiry: nil, actor: "issuer", traceID: "t", nowMs: 5, authorize: { _ in },
+            check: { _ in }
+        ).value.results
+    }
+
+    /// A live token is not renewed to a card live as another token in its wallet account on its device: that card
+    /// would have two live tokens there. Its result names the other token and its card stays; elsewhere, or for a
+    /// token waiting for ID&V (whose activation is checked), the renewal goes through.
+    @Test func aLiveTokenIsNotRenewedToACardLiveBesideIt() throws {
+        let fixture = try Fixture()
+        try fixture.token("live", state: .active)
+        try fixture.token("other-card", pan: Self.lookalike, state: .suspended)
+        try fixture.token("other-device", pan: Self.lookalike, state: .active, device: "device-2")
+        try fixture.token("waiting", pan: Self.lookalike, state: .inactive)
+        let results = try renew(fixture, ["other-card", "other-device", "waiting"], to: Self.pan)
+        #expect(results.map(\.statusCode) == [StatusCode.failedPrecondition.rawValue, 0, 0])
+        #expect(results[0].tokenState == .suspended)
+        #expect(results[0].message.contains("as token \"live\" (ACTIVE)"), "\(results[0].message)")
+        #expect(results[0].message.contains("token \"other-card\" keeps its card"), "\(results[0].message)")
+        let kept = try fixture.store.fundingCards(
+            ["other-card", "other-device"], comparedWith: try PAN(Self.lookalike), authorize: { _ in })
+        #expect(kept.map(\.panMatches) == [true, false])
+    }
+
+    /// Two tokens of different cards on one device renewed to the same new card in one call: the first takes it,
+    /// the second is refused, since the first is live with it by then. A renewal keeping a token's own number
+    /// (a new expiry) is not refused, even beside another live token of the card left from before the rule.
+    @Test func oneRenewalGivesANewCardToOneLiveTokenPerDevice() throws {
+        let fixture = try Fixture()
+        try fixture.token("first", state: .active)
+        try fixture.token("second", pan: Self.lookalike, state: .active)
+        let results = try renew(fixture, ["first", "second"], to: "4242424242424242")
+        #expect(results.map(\.statusCode) == [0, StatusCode.failedPrecondition.rawValue])
+        #expect(results[1].message.contains("as token \"first\""), "\(results[1].message)")
+        try fixture.token("twin", state: .active)
+        try fixture.token("twin-2", state: .active)
+        #expect(try renew(fixture, ["twin", "twin-2"], to: Self.pan).map(\.statusCode) == [0, 0])
     }
 
     /// The check every activation and resume goes through: another live token of the same card on the device
