@@ -63,6 +63,15 @@ struct DigitizationOutcome: Sendable, Equatable {
             decidedBy: "tsp")
     }
 
+    /// A digitization left pending longer than `window` (the TSP stopped while asking the issuer and the wallet
+    /// never retried): the TSP ends it, declined, so its token does not linger and the card can be added again.
+    static func expired(window: String) -> DigitizationOutcome {
+        let why = "no decision was recorded within \(window) (the digitization was interrupted); add the card again"
+        return DigitizationOutcome(
+            decision: .declined, state: .deactivated, reason: "digitization expired: \(why)", idvMethods: [],
+            declineReason: why, decidedBy: "tsp")
+    }
+
     /// Error codes with which an issuer refuses a question rather than failing to answer it.
     static let refusals: Set<StatusCode> = [
         .invalidArgument, .notFound, .permissionDenied, .failedPrecondition, .unimplemented, .unauthenticated,

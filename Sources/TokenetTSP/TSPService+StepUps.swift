@@ -2,21 +2,29 @@ import TokenetNode
 import TokenetWire
 
 extension TSPService {
-    /// Deactivates the tokens whose step-up outlived `stepUpValidity` and tells their wallet and issuer app
-    /// (CARD_STATE DEACTIVATED, STEP_UP_EXPIRED). The TSP runs no timer: this runs before every digitization and
-    /// ID&V call, so an abandoned token can never be activated late and is gone the next time anyone adds or
-    /// verifies a card. Inside the state-change gate, so a late activation and its expiry are told in order.
+    /// Deactivates the tokens whose step-up, or whose digitization left pending, outlived `stepUpValidity` and tells
+    /// their wallet and issuer app (CARD_STATE DEACTIVATED, STEP_UP_EXPIRED or DIGITIZATION_EXPIRED). The TSP runs
+    /// no timer: this runs before every digitization and ID&V call, so an abandoned token can never be activated
+    /// late and is gone the next time anyone adds or verifies a card. Inside the state-change gate, so a late
+    /// activation and its expiry are told in order. A digitization still asking the issuer (whose deadline may be
+    /// set longer than the window) is never taken for one left pending.
     func expireAbandonedStepUps(traceID: String, log: Logger) async throws {
         let validityMs = configuration.stepUpValidity.milliseconds
         let now = nowMs
         guard now > validityMs else { return }
         try await stateChanges.run {
+            let asking = configuration.issuerDeadline.milliseconds
             let expired = try store.expireStepUps(
                 decidedAtOrBeforeMs: now - validityMs, window: "\(validityMs / 1000) s", traceID: traceID,
-                nowMs: now)
-            for change in expired.value {
+                nowMs: now, pendingMadeAtOrBeforeMs: now > asking ? min(now - validityMs, now - asking) : 0)
+            for change in expired.value.stepUps {
                 log.info(
                     "abandoned step-up token deactivated",
+                    ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
+            }
+            for change in expired.value.digitizations {
+                log.info(
+                    "digitization left pending ended; its token deactivated",
                     ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
             }
             await published(expired, log: log)

@@ -115,26 +115,70 @@ extension TSPStore {
         ORDER BY updated_at_ms, rowid
         """
 
+    /// The INACTIVE tokens made at or before `?` whose digitization is still pending (the TSP stopped while asking
+    /// the issuer, and the wallet never retried), oldest first: a read of the partial index `digitize_requests_pending`
+    /// (few rows: a digitization is pending only while the issuer is asked) and of each token by its id.
+    static let stalePendingDigitizationsQuery = """
+        SELECT \(tokenColumns) FROM tokens
+        WHERE state = 'INACTIVE' AND updated_at_ms <= ?
+            AND digital_card_id IN (SELECT digital_card_id FROM digitize_requests WHERE status = 'pending')
+        ORDER BY updated_at_ms, rowid
+        """
+
     /// Deactivates every token whose step-up was decided at or before `decidedAtOrBeforeMs` and is still INACTIVE:
-    /// the cardholder abandoned it. A token whose digitization is still pending is left to its decision.
-    /// Their parties are told CARD_STATE DEACTIVATED (STEP_UP_EXPIRED), journaled with the change.
-    func expireStepUps(decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64) throws
-        -> Journaled<[TokenStateChange]>
-    {
+    /// the cardholder abandoned it. A digitization still pending that long after its token was made is ended too:
+    /// the wallet's retry, which resumes it, comes within moments, so nobody is coming back to it. Its token is
+    /// deactivated and its request answered DECLINED (`DigitizationOutcome.expired`), so a retry after all gets
+    /// that answer and an issuer's decision arriving late cannot revive the token.
+    /// Their parties are told CARD_STATE DEACTIVATED (STEP_UP_EXPIRED or DIGITIZATION_EXPIRED), journaled with the
+    /// change.
+    /// `pendingMadeAtOrBeforeMs` (by default the same cut-off) is earlier when a digitization may still be asking
+    /// the issuer at `decidedAtOrBeforeMs`.
+    func expireStepUps(
+        decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64,
+        pendingMadeAtOrBeforeMs: UInt64? = nil
+    ) throws -> Journaled<(stepUps: [TokenStateChange], digitizations: [TokenStateChange])> {
         try journaling(
             { tx in
-                let abandoned = try tx.query(Self.abandonedStepUpsQuery, [Int64(clamping: decidedAtOrBeforeMs)])
-                    .map(Self.token(from:))
-                return try abandoned.map { token in
+                let cutOff = Int64(clamping: decidedAtOrBeforeMs)
+                let abandoned = try tx.query(Self.abandonedStepUpsQuery, [cutOff]).map(Self.token(from:))
+                let stepUps = try abandoned.map { token in
                     try deactivate(
                         tx, token,
                         reason: "step-up not completed within \(window); the card can be added again",
                         traceID: traceID, nowMs: nowMs)
                 }
+                let pendingCutOff = Int64(clamping: pendingMadeAtOrBeforeMs ?? decidedAtOrBeforeMs)
+                let stale = try tx.query(Self.stalePendingDigitizationsQuery, [pendingCutOff]).map(Self.token(from:))
+                let pending = try stale.map { token in
+                    try expirePending(tx, token, window: window, traceID: traceID, nowMs: nowMs)
+                }
+                return (stepUps, pending)
             },
-            announce: { changes in
-                changes.flatMap { TSPService.cardState($0, reason: "STEP_UP_EXPIRED", initiator: "tsp") }
+            announce: { expired in
+                expired.stepUps.flatMap { TSPService.cardState($0, reason: "STEP_UP_EXPIRED", initiator: "tsp") }
+                    + expired.digitizations.flatMap {
+                        TSPService.cardState($0, reason: "DIGITIZATION_EXPIRED", initiator: "tsp")
+                    }
             })
+    }
+
+    /// Ends a digitization left pending: its token deactivated, its request answered as declined by the TSP.
+    private func expirePending(
+        _ tx: Transaction, _ token: TokenRecord, window: String, traceID: String, nowMs: UInt64
+    ) throws -> TokenStateChange {
+        let outcome = DigitizationOutcome.expired(window: window)
+        let change = try deactivate(tx, token, reason: outcome.reason, traceID: traceID, nowMs: nowMs)
+        var decided = change.after
+        decided.decidedBy = outcome.decidedBy
+        _ = try tx.execute(
+            "UPDATE tokens SET decided_by = ? WHERE digital_card_id = ?", [outcome.decidedBy, token.digitalCardID])
+        let response = Self.response(token: decided, outcome: outcome)
+        _ = try tx.execute(
+            """
+            UPDATE digitize_requests SET status = 'done', response = ? WHERE digital_card_id = ? AND status = 'pending'
+            """, [try response.serializedBytes(), token.digitalCardID])
+        return TokenStateChange(before: change.before, after: decided)
     }
 
     private func deactivate(

@@ -88,21 +88,72 @@ import TokenetWire
         #expect(try event.text(0) == "tsp" && event.text(1).contains("token \"new\""))
     }
 
-    /// Expired: decided INACTIVE tokens at or before the cut-off. Kept: a later one, a pending digitization, and
-    /// tokens that are not waiting for ID&V.
+    /// Expired: decided INACTIVE tokens at or before the cut-off. Kept: a later one, a recent pending digitization,
+    /// and tokens that are not waiting for ID&V.
     @Test func onlyDecidedStepUpsPastTheWindowExpire() throws {
         let fixture = try Fixture()
         try fixture.token("old", state: .inactive, atMs: 100)
         try fixture.token("at-cut-off", pan: Self.lookalike, state: .inactive, atMs: 200)
         try fixture.token("recent", state: .inactive, atMs: 201, device: "device-2")
-        try fixture.token("pending", state: .inactive, atMs: 0, pending: true, device: "device-3")
+        try fixture.token("pending", state: .inactive, atMs: 201, pending: true, device: "device-3")
         try fixture.token("live", state: .active, atMs: 0, device: "device-4")
         let expired = try fixture.store.expireStepUps(
             decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
-        #expect(expired.value.map(\.after.digitalCardID) == ["old", "at-cut-off"])
-        #expect(expired.value.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
+        #expect(expired.value.stepUps.map(\.after.digitalCardID) == ["old", "at-cut-off"])
+        #expect(expired.value.digitizations.isEmpty)
+        #expect(expired.value.stepUps.allSatisfy { $0.before.state == .inactive && $0.after.state == .deactivated })
         #expect(try fixture.state("recent") == "INACTIVE" && fixture.state("pending") == "INACTIVE")
         #expect(try fixture.state("live") == "ACTIVE")
+    }
+
+    /// A digitization left pending past the window (no decision ever recorded) ends: its token is deactivated and
+    /// its request answered DECLINED by the TSP, so a late retry or issuer answer finds it done; its parties are
+    /// told DIGITIZATION_EXPIRED. A recent one, and one whose token is no longer INACTIVE, are left alone.
+    @Test func aDigitizationLeftPendingPastTheWindowEnds() throws {
+        let fixture = try Fixture()
+        try fixture.token("stale", state: .inactive, atMs: 100, pending: true)
+        try fixture.token("recent", state: .inactive, atMs: 201, pending: true, device: "device-2")
+        try fixture.token("deleted", state: .deactivated, atMs: 100, pending: true, device: "device-3")
+        _ = try fixture.database.execute(
+            "UPDATE tokens SET wallet_node_id = 'wallet-1' WHERE digital_card_id = 'stale'")
+        let expired = try fixture.store.expireStepUps(
+            decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
+        #expect(expired.value.stepUps.isEmpty)
+        #expect(expired.value.digitizations.map(\.after.digitalCardID) == ["stale"])
+        #expect(try fixture.state("stale") == "DEACTIVATED" && fixture.state("recent") == "INACTIVE")
+        #expect(try fixture.state("deleted") == "DEACTIVATED")
+        let request = try #require(
+            try fixture.database.queryOne(
+                "SELECT status, response FROM digitize_requests WHERE request_id = 'request-stale'"))
+        #expect(try request.text(0) == "done")
+        let response = try TspV1.DigitizeResponse(serializedBytes: try request.get(1, as: [UInt8].self))
+        #expect(response.decision == .declined && response.tokenState == .deactivated && response.decidedBy == "tsp")
+        #expect(response.declineReason.contains("within 1 s") && response.declineReason.contains("add the card again"))
+        let others = try fixture.database.query(
+            "SELECT status FROM digitize_requests WHERE request_id IN ('request-recent', 'request-deleted')")
+        #expect(try others.map { try $0.text(0) } == ["pending", "pending"])
+        let event = try #require(
+            try fixture.database.queryOne(
+                "SELECT actor, reason FROM token_events WHERE digital_card_id = 'stale' ORDER BY rowid DESC"))
+        #expect(try event.text(0) == "tsp" && event.text(1).contains("digitization expired"))
+        let journal = try NotificationStore(database: fixture.database).journaled()
+        #expect(journal == expired.notifications && journal.first?.subscribers == ["wallet/wallet-1"])
+        guard case .cardState(let body)? = journal.first?.notification.body else {
+            Issue.record("not a CARD_STATE: \(String(describing: journal.first))")
+            return
+        }
+        #expect(body.tokenState == .deactivated && body.reasonCode == "DIGITIZATION_EXPIRED")
+    }
+
+    /// The pending digitizations past the window are found by reading the partial index of pending digitizations
+    /// (few: a digitization is pending only while the issuer is asked) and each token by its id.
+    @Test func thePendingDigitizationExpiryReadsThroughItsIndexes() throws {
+        let fixture = try Fixture()
+        let plan = try fixture.database.query(
+            "EXPLAIN QUERY PLAN " + TSPStore.stalePendingDigitizationsQuery, [Int64(1)]
+        ).map { try $0.text(3) }.joined(separator: "; ")
+        #expect(plan.contains("digitize_requests USING INDEX digitize_requests_pending"), "\(plan)")
+        #expect(!plan.contains("SCAN tokens"), "\(plan)")
     }
 
     /// Renews the tokens `ids` to `pan`; their results.
