@@ -71,14 +71,14 @@ public enum IssuerNode {
     }
 
     /// How a failure to open the issuer stops the node. A bad fixture, a vault key that cannot open the data the
-    /// database holds (or a damaged check value for it), a database the node cannot write, and one whose schema is
-    /// not what this build expects (a table missing, a newer version) are the operator's to fix before a restart
-    /// can help: they exit with status 2, like other configuration mistakes.
+    /// database holds (or a damaged check value for it), a database the node cannot write or SQLite finds damaged,
+    /// and one whose schema is not what this build expects (a table missing, a newer version) are the operator's to
+    /// fix before a restart can help: they exit with status 2, like other configuration mistakes.
     static func startFailure(_ error: IssuerError) -> NodeError {
         if let keys = error.cause as? CardError, keys.isKeyFileProblem {
             return NodeError(.config, keys.message)
         }
-        if let storage = error.cause as? StorageError, storage.code == .readOnly || storage.code == .schema {
+        if let storage = error.cause as? StorageError, [.readOnly, .corrupt, .schema].contains(storage.code) {
             return NodeError(.config, error.message, cause: storage)
         }
         return NodeError(error.code == .fixture ? .config : .io, error.message, cause: error.cause)

@@ -21,10 +21,12 @@ public enum WalletNode {
             store = try WalletStore.open(path: path)
         } catch {
             // The message already names the database; the cause says what went wrong with it (once).
-            // A database it may not write, or one whose schema is not what this build expects (a table missing, a
-            // newer version), is the operator's to fix: status 2.
+            // A database it may not write, one SQLite finds damaged, or one whose schema is not what this build
+            // expects (a table missing, a newer version), is the operator's to fix before a restart can help:
+            // status 2, like other configuration mistakes.
             let code = (error.cause as? StorageError)?.code
-            throw NodeError(code == .readOnly || code == .schema ? .config : .io, error.message, cause: error.cause)
+            let config = code == .readOnly || code == .corrupt || code == .schema
+            throw NodeError(config ? .config : .io, error.message, cause: error.cause)
         }
         context.closeWhenStopped("the wallet database") { try store.database.close() }
         let tsp = try context.channel(to: .tsp)

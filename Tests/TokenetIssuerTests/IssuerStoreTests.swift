@@ -28,6 +28,8 @@ import TokenetTestSupport
         #expect(
             error?.message.contains("\(path) is damaged: restore it from a backup") == true,
             "\(String(describing: error))")
+        // The operator's to restore before a restart can help: status 2, like a database the node cannot write.
+        #expect(try IssuerNode.startFailure(#require(error)).exitStatus == 2)
     }
 
     @Test func loadingTwiceChangesNothing() throws {

@@ -89,7 +89,7 @@ import TokenetTestSupport
         let saved = try Data(contentsOf: URL(fileURLWithPath: database))
         try Data(repeating: 0x5A, count: saved.count).write(to: URL(fileURLWithPath: database))
         commands.fileHandleForWriting.write(Data("start wallet\n".utf8))
-        try waitFor("error: line 14: wallet-node exited with status 1 before becoming ready", up)
+        try waitFor("error: line 14: wallet-node exited with status 2 before becoming ready", up)
         try saved.write(to: URL(fileURLWithPath: database))
         commands.fileHandleForWriting.write(Data("start wallet\necho restarted\n".utf8))
         try waitFor("   16  restarted", up)

@@ -44,14 +44,14 @@ import TokenetTestSupport
     }
 
     /// The message names the database once (it said "cannot open the wallet database X: cannot open the wallet
-    /// database X: corrupt: ...").
+    /// database X: corrupt: ..."), and the node exits with status 2 like one it cannot write (it exited with 1).
     @Test func aCorruptDatabaseIsNamedOnce() async throws {
         let pki = try await offThePool { try TestPKI.directory() }
         let scratch = try ScratchDirectory(data: ["wallet.sqlite": String(repeating: "Z", count: 8192)])
         let result = try await offThePool {
             try runExecutable("wallet-node", try Self.arguments(scratch, pki: pki))
         }
-        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.status == 2, "\(result.stderr)")
         let opening = "the wallet database \(scratch.file("data/wallet.sqlite")) is damaged"
         #expect(result.stderr.components(separatedBy: opening).count == 2, "\(result.stderr)")
         #expect(result.stderr.contains("corrupt"), "\(result.stderr)")
@@ -73,7 +73,7 @@ import TokenetTestSupport
         let result = try await offThePool {
             try runExecutable("wallet-node", try Self.arguments(scratch, pki: pki))
         }
-        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.status == 2, "\(result.stderr)")
         // The file's name, not its whole path (the log masks digit runs like a card number's).
         #expect(result.stderr.contains("wallet.sqlite is damaged: restore it from a backup"), "\(result.stderr)")
     }
