@@ -8,6 +8,8 @@ struct PaymentKeysAtActivation: Sendable {
     let store: WalletStore
     let updates: WalletTokenUpdates
     let logger: Logger
+    /// Waits the given milliseconds between catch-up rounds; throws when the node stops (the task is cancelled).
+    var sleep: @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
 
     /// Listens until the task is cancelled. Each time it starts listening (at start, and after the hub dropped it
     /// for falling behind) it first gives a batch to the ACTIVE cards that have none, whose activation it did not
@@ -26,24 +28,49 @@ struct PaymentKeysAtActivation: Sendable {
         }
     }
 
-    /// Gives a first batch to every ACTIVE card without keys.
+    /// Gives a first batch to every ACTIVE card without keys. The cards the TSP could not be asked about
+    /// (UNAVAILABLE) are tried again after each of `retryWaitsMs`, while they still lack keys (the listener may have
+    /// served one meanwhile); after the last, the next start or a dropped listener tries again.
     func catchUp() async {
-        let cards: [WalletCardRecord]
-        do {
-            cards = try store.activeCardsWithoutKeys()
-        } catch {
-            return logger.warning("the active cards without payment keys could not be read", ["error": "\(error)"])
-        }
-        for card in cards {
+        var retrying: Set<Int64>?
+        for round in 0... {
+            let cards: [WalletCardRecord]
             do {
-                try await updates.replenish(card, reason: "activation not yet served")
+                cards = try store.activeCardsWithoutKeys().filter { retrying?.contains($0.id) ?? true }
             } catch {
-                logger.warning(
-                    "payment keys could not be issued to an active card",
-                    ["card_ref": card.cardRef, "error": "\(error)"])
+                return logger.warning(
+                    "the active cards without payment keys could not be read", ["error": "\(error)"])
             }
+            var unreachable: Set<Int64> = []
+            for card in cards {
+                do {
+                    try await updates.replenish(card, reason: "activation not yet served")
+                } catch {
+                    // Said once at warning level; the retries are the same story.
+                    logger.log(
+                        round == 0 ? .warning : .debug, "payment keys could not be issued to an active card",
+                        ["card_ref": card.cardRef, "error": "\(error)"])
+                    if error.code == .unavailable { unreachable.insert(card.id) }
+                }
+            }
+            guard !unreachable.isEmpty else { return }
+            guard round < Self.retryWaitsMs.count else {
+                return logger.warning(
+                    "payment keys: the TSP could not be reached for some active cards; trying again at the next start",
+                    ["cards": "\(unreachable.count)"])
+            }
+            do {
+                try await sleep(Self.retryWaitsMs[round])
+            } catch {
+                return
+            }
+            retrying = unreachable
         }
     }
+
+    /// The waits before each retry of the cards the TSP could not be asked about: doubling from a second, about
+    /// two minutes in all, so a TSP that restarts with the wallet is caught up with without asking it forever.
+    static let retryWaitsMs: [UInt64] = [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000]
 
     /// An ACTIVE token without keys gets its first batch; anything else is left alone.
     func handle(_ event: WalletV1.WalletEvent) async {

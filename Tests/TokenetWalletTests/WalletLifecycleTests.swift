@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetNode
 import TokenetRPC
@@ -246,6 +247,50 @@ import TokenetWire
         #expect(try wallet.store.paymentKeys(cardID: third.id).batches == 0)
         #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
         #expect(try wallet.store.activeCardsWithoutKeys().isEmpty)
+    }
+
+    /// A catch-up that finds the TSP away asks again after a second, then two, …: the card gets its batch once the
+    /// TSP answers, without waiting for the next start or a dropped listener.
+    @Test func aCatchUpAsksAgainWhileTheTSPIsAway() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let card = try wallet.store.card(ref: "card-1")
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        let waits = Mutex<[UInt64]>([])
+        var keys = Self.paymentKeys(wallet)
+        keys.sleep = { milliseconds in
+            let count = waits.withLock {
+                $0.append(milliseconds)
+                return $0.count
+            }
+            // The TSP is back during the second wait.
+            if count == 2 { tsp.state.withLock { $0.replenishmentFailure = nil } }
+        }
+        await keys.catchUp()
+        #expect(waits.withLock { $0 } == [1_000, 2_000])
+        #expect(try wallet.store.paymentKeys(cardID: card.id) == PaymentKeyCount(remaining: 10, batches: 1))
+        #expect(wallet.logs.lines.filter { $0.contains("could not be issued to an active card") }.count == 1)
+    }
+
+    /// The retries are bounded: a TSP away for longer than every wait leaves the card to the next start, said once;
+    /// a refusal (not the TSP being away) is not asked again at all.
+    @Test func aCatchUpStopsAskingAfterItsLastWait() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let card = try wallet.store.card(ref: "card-1")
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        let waits = Mutex<[UInt64]>([])
+        var keys = Self.paymentKeys(wallet)
+        keys.sleep = { milliseconds in waits.withLock { $0.append(milliseconds) } }
+        await keys.catchUp()
+        #expect(waits.withLock { $0 } == PaymentKeysAtActivation.retryWaitsMs)
+        #expect(try wallet.store.paymentKeys(cardID: card.id).batches == 0)
+        #expect(wallet.logs.lines.filter { $0.contains("trying again at the next start") }.count == 1)
+
+        waits.withLock { $0 = [] }
+        tsp.state.withLock { $0.replenishmentFailure = RPCError(.failedPrecondition, "the token is not active") }
+        await keys.catchUp()
+        #expect(waits.withLock { $0 }.isEmpty)
     }
 
     @Test func theFirstBatchIsIssuedWhenATokenBecomesActive() async throws {
