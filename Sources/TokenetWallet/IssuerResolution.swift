@@ -13,7 +13,7 @@
 /// wait that doubles from `firstRecheckWaitMs` up to `longestRecheckWaitMs` (5, 10, 20, 40 minutes, then every
 /// hour), for as long as the wallet runs: the TSP may learn of a token later (a TSP restored from a backup, a token
 /// moved between accounts). Cards stored without an issuer after the start (`awaiting`) are asked about in the next
-/// round too. An issuer app asking for its cards ends such a wait early, but not before
+/// round too; one stored once every card was resolved (or refused) starts the rechecks again. An issuer app asking for its cards ends such a wait early, but not before
 /// `recheckRestMs` have passed since the last round, so an app that asks often makes at most one round a minute.
 public struct IssuerResolution: Sendable, Equatable {
     /// A card to resolve: the wallet's id, its token and the wallet account holding it.
@@ -56,9 +56,10 @@ public struct IssuerResolution: Sendable, Equatable {
         case unreachable(cardID: Int64)
         /// The wait after `unreachable` is over.
         case retryDue
-        /// The cards stored without an issuer now, read before a round of rechecks: those the resolution has not
-        /// seen (stored since it started, by a TSP that named no issuer) join the round, so they are asked about
-        /// while the node runs instead of only at the next start.
+        /// The cards stored without an issuer now, read before a round of rechecks, or when a card was stored
+        /// without one while no round is to come: those the resolution has not seen (stored since it started, by a
+        /// TSP that named no issuer) join the next round, and start the rechecks when none was to come, so they are
+        /// asked about while the node runs instead of only at the next start.
         case awaiting([Card])
         /// The wait after `recheckLater` is over.
         case recheckDue
@@ -139,12 +140,17 @@ public struct IssuerResolution: Sendable, Equatable {
             phases[card.cardID] = .resolving
             return [.ask(card)]
         case .awaiting(let found):
-            guard awaitingRecheck else { return [] }
-            for card in found where phases[card.cardID] == nil {
+            // Idle: every card was asked about and none was left to recheck, so no round is to come.
+            let idle = started && !awaitingRecheck && current == nil
+            guard awaitingRecheck || idle else { return [] }
+            let unseen = found.filter { phases[$0.cardID] == nil }
+            for card in unseen {
                 cards.append(card)
-                phases[card.cardID] = .pending
+                // Idle, the card starts the rechecks, like a card the TSP did not know: the TSP named no issuer for
+                // it when the wallet stored it, so asking at once would tell nothing new.
+                phases[card.cardID] = idle ? .notFound : .pending
             }
-            return []
+            return idle && !unseen.isEmpty ? next() : []
         case .recheckDue:
             guard awaitingRecheck else { return [] }
             awaitingRecheck = false

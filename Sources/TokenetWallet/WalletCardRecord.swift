@@ -49,6 +49,11 @@ public struct WalletCardRecord: Sendable, Equatable {
         issuerNodeID != nil && issuerNodeID == nodeID
     }
 
+    /// Digitized without an issuer recorded: `cardsAwaitingIssuer` lists it, and the issuer resolver asks the TSP.
+    public var awaitsIssuer: Bool {
+        issuerID == nil && status == .digitized && !(result?.digitalCardID ?? "").isEmpty
+    }
+
     /// The card's wallet account, `configured` for a card stored before accounts were recorded per card.
     public func account(configured: String) -> String { walletAccountID ?? configured }
 

@@ -16,14 +16,17 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     let clock: @Sendable () -> UInt64
     let newID: @Sendable () -> String
     let events: WalletEventHub
+    /// Told of each card stored without an issuer, so the issuer resolver asks the TSP about it later.
+    let issuerless: IssuerlessCardSignal?
 
     public init(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
         logger: Logger, clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
         newID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() },
-        events: WalletEventHub = WalletEventHub()
+        events: WalletEventHub = WalletEventHub(), issuerless: IssuerlessCardSignal? = nil
     ) {
         self.events = events
+        self.issuerless = issuerless
         self.tsp = TSPCalls(tsp)
         self.store = store
         self.configuration = configuration
@@ -165,6 +168,7 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                             digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()),
                         cardIssuerNodeID: stored.issuerNodeID)
                 }
+                if stored.awaitsIssuer { issuerless?.cardStored() }
                 return Self.response(stored, stored.result ?? result)
             }
         }

@@ -21,13 +21,17 @@ struct WalletIssuerResolver: Sendable {
     let wakeup: IssuerResolutionWakeup
     /// How long one question may take (`defaultCallTimeout`).
     let callTimeout: Duration
+    /// Says when a card was stored without an issuer; without it, `run` returns once nothing is left to ask.
+    let storedLater: IssuerlessCardSignal?
 
     init(
         tsp: any RPCCaller, store: WalletStore, events: WalletEventHub, configuredAccountID: String, logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs,
         sleep: @escaping @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) },
-        wakeup: IssuerResolutionWakeup = IssuerResolutionWakeup(), callTimeout: Duration = Self.defaultCallTimeout
+        wakeup: IssuerResolutionWakeup = IssuerResolutionWakeup(), callTimeout: Duration = Self.defaultCallTimeout,
+        storedLater: IssuerlessCardSignal? = nil
     ) {
+        self.storedLater = storedLater
         self.wakeup = wakeup
         self.callTimeout = callTimeout
         self.tsp = TspV1.Provisioning.Client(tsp)
@@ -40,9 +44,12 @@ struct WalletIssuerResolver: Sendable {
     }
 
     /// Resolves every card stored without an issuer, until none is left to ask (the TSP named the issuer of each,
-    /// or refused to) or the task is cancelled; returns the machine's last state (for tests).
+    /// or refused to) or the task is cancelled; returns the machine's last state (for tests). With `storedLater`,
+    /// it then waits for a card stored without an issuer, which starts the rechecks, until the task is cancelled.
     @discardableResult
     func run() async -> IssuerResolution {
+        // Made before the store is read: a card stored while the first round runs is not missed.
+        var storedCards = storedLater?.stream.makeAsyncIterator()
         var machine = IssuerResolution()
         let found: [WalletCardRecord]
         do {
@@ -55,7 +62,15 @@ struct WalletIssuerResolver: Sendable {
         // The first round says once at info level that the TSP could not be reached, or that an app brought a
         // retry forward; the retries after that are the same story.
         var said = Said()
-        while !actions.isEmpty {
+        while true {
+            if actions.isEmpty {
+                // Nothing left to ask: a card stored without an issuer from now on starts the rechecks.
+                guard storedCards != nil, await storedCards?.next() != nil, !Task.isCancelled else { return machine }
+                if let found = try? store.cardsAwaitingIssuer() {
+                    actions += machine.handle(.awaiting(found.map(card)))
+                }
+                continue
+            }
             let action = actions.removeFirst()
             switch action {
             case .ask(let card):
@@ -104,7 +119,6 @@ struct WalletIssuerResolver: Sendable {
                     ["resolved": "\(resolved)", "remaining": "\(remaining)"])
             }
         }
-        return machine
     }
 
     /// What the first round has logged at info level already.

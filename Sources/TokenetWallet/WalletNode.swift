@@ -69,6 +69,8 @@ public enum WalletNode {
     ) -> RPCRouter {
         var router = RPCRouter()
         let issuerResolution = IssuerResolutionWakeup()
+        // Only a resolver running in the background hears of cards stored without an issuer.
+        let issuerless = background == nil ? nil : IssuerlessCardSignal()
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
             configuredAccountID: configuration.walletAccountID, logger: logger, clock: clock)
@@ -82,12 +84,12 @@ public enum WalletNode {
             // background: the wallet is ready at once, and a TSP that is down is asked again until it answers.
             let resolver = WalletIssuerResolver(
                 tsp: tsp, store: store, events: events, configuredAccountID: configuration.walletAccountID,
-                logger: logger, clock: clock, wakeup: issuerResolution)
+                logger: logger, clock: clock, wakeup: issuerResolution, storedLater: issuerless)
             background.run { await resolver.run() }
         }
         WalletControlService(
             tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
-            newID: newID, events: events
+            newID: newID, events: events, issuerless: issuerless
         ).register(on: &router)
         WalletPushService(tsp: tsp, selection: selection, logger: logger).register(on: &router)
         WalletIdvService(

@@ -106,6 +106,27 @@ import Testing
                 == [.recheckLater(restMilliseconds: 60_000, waitMilliseconds: 540_000, round: 2, cards: 2)])
     }
 
+    /// A card stored without an issuer once no round of rechecks is to come (every card resolved or refused)
+    /// starts the rechecks: it is asked about after the first recheck's wait. Cards known already change nothing.
+    @Test func aCardStoredWhenNothingIsLeftToRecheckStartsTheRechecks() {
+        let third = IssuerResolution.Card(cardID: 3, digitalCardID: "DC-3", walletAccountID: "wa-1")
+        var machine = IssuerResolution()
+        _ = machine.handle(.start([Self.first, Self.second]))
+        _ = machine.handle(.refused(cardID: 1))
+        _ = machine.handle(.answered(cardID: 2, issuerID: "bank-b", issuerNodeID: "issuer-2"))
+        #expect(machine.handle(.recorded(cardID: 2)) == [.finish(resolved: 1, remaining: 1)])
+        #expect(machine.handle(.awaiting([Self.first, Self.second])).isEmpty)
+        #expect(
+            machine.handle(.awaiting([Self.first, Self.second, third]))
+                == [.recheckLater(restMilliseconds: 60_000, waitMilliseconds: 240_000, round: 1, cards: 1)])
+        #expect(machine.phase(of: 3) == .notFound && machine.phase(of: 1) == .unresolvable)
+        #expect(machine.handle(.recheckDue) == [.ask(third)])
+        #expect(
+            machine.handle(.answered(cardID: 3, issuerID: "bank-a", issuerNodeID: "issuer-1"))
+                == [.record(cardID: 3, issuerID: "bank-a", issuerNodeID: "issuer-1")])
+        #expect(machine.handle(.recorded(cardID: 3)) == [.finish(resolved: 2, remaining: 1)])
+    }
+
     /// A TSP that cannot be reached during a round of rechecks is asked again after the short waits, and the round
     /// goes on.
     @Test func anUnreachableTSPDuringARecheckIsAskedAgainSoon() {

@@ -54,7 +54,7 @@ import TokenetWire
     static func resolver(
         _ wallet: WalletHarness, level: LogLevel = .info,
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, wakeup: IssuerResolutionWakeup = .init(),
-        sleep: @escaping @Sendable (UInt64) async throws -> Void
+        storedLater: IssuerlessCardSignal? = nil, sleep: @escaping @Sendable (UInt64) async throws -> Void
     ) -> WalletIssuerResolver {
         var router = RPCRouter()
         wallet.tsp.register(on: &router)
@@ -65,17 +65,17 @@ import TokenetWire
             tsp: tsp, store: wallet.store, events: wallet.events,
             configuredAccountID: WalletConfiguration.defaultAccountID,
             logger: Logger(node: "wallet-node", level: level, sink: wallet.logs), clock: clock, sleep: sleep,
-            wakeup: wakeup, callTimeout: callTimeout)
+            wakeup: wakeup, callTimeout: callTimeout, storedLater: storedLater)
     }
 
     /// The resolver whose `waits` records each wait it was told to take, which passes at once, but the node stops
     /// during the one after `stopAfter` waits. `waited` runs after each wait, with the waits so far.
     static func resolver(
         _ wallet: WalletHarness, waits: Waits, stopAfter: Int = .max, level: LogLevel = .debug,
-        waited: @escaping @Sendable ([UInt64]) -> Void = { _ in }
+        storedLater: IssuerlessCardSignal? = nil, waited: @escaping @Sendable ([UInt64]) -> Void = { _ in }
     ) -> WalletIssuerResolver {
         resolver(
-            wallet, level: level, clock: { 2_000_000 },
+            wallet, level: level, clock: { 2_000_000 }, storedLater: storedLater,
             sleep: { milliseconds in
                 let list = waits.list.withLock {
                     $0.append(milliseconds)
@@ -201,6 +201,77 @@ import TokenetWire
         #expect(try wallet.store.card(ref: "card-3").issuerNodeID == "issuer-3")
         let app = WalletV1.WalletEvents.Client(wallet.asIssuer("issuer-3"))
         #expect(try await app.currentTokens(.init()).tokens.map(\.digitalCardID) == [laterToken])
+    }
+
+    /// A card stored without an issuer once the first round left nothing to recheck (every card resolved) starts
+    /// the rechecks: it is asked about after the first recheck's wait while the node runs, not only at the next
+    /// start, and shown to its issuer's app.
+    @Test(.timeLimit(.minutes(1))) func aCardStoredOnceNothingWasLeftToRecheckStartsTheRechecks() async throws {
+        let wallet = try Self.upgradedWallet()
+        let laterToken = "DNITHE000000000000000003"
+        wallet.tsp.configure {
+            $0.tokenIssuers = [
+                Self.ownToken: Self.ownTokensIssuer,
+                Self.otherAccountsToken: .init(
+                    walletAccountID: "wallet-account-2", issuerID: "bank-a", nodeID: "issuer-1"),
+                laterToken: Self.ownTokensIssuer,
+            ]
+        }
+        let listener = wallet.events.subscribe(as: .issuerApp(nodeID: "issuer-1"))
+        var heard = listener.events.makeAsyncIterator()
+        let waits = Waits()
+        let signal = IssuerlessCardSignal()
+        let resolver = Self.resolver(wallet, waits: waits, storedLater: signal)
+        let running = Task { await resolver.run() }
+        // Both cards are resolved: nothing is left to recheck.
+        for _ in 0..<2 { _ = await heard.next() }
+        let result = TspV1.DigitizeResponse(
+            decision: .approved, digitalCardID: laterToken, tokenState: .active, tokenLast4: "9012", scheme: .visa,
+            panLast4: "1111", decidedBy: "issuer")
+        _ = try wallet.store.database.execute(
+            """
+            INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                result, digital_card_id, created_at_ms, updated_at_ms)
+            VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt', 0, ?, ?, 1, 1)
+            """, [try result.serializedBytes(), laterToken])
+        signal.cardStored()
+        let added = await heard.next()
+        running.cancel()
+        let machine = await running.value
+
+        #expect(added?.digitalCardID == laterToken)
+        #expect(waits.list.withLock { $0 } == [60_000, 240_000], "\(wallet.logs.lines)")
+        #expect(machine.phase(of: 3) == .resolved && machine.round == 1)
+        #expect(try wallet.store.card(ref: "card-3").issuerNodeID == "issuer-1")
+    }
+
+    /// A digitization the TSP answers naming no issuer tells the resolver, which then starts the rechecks: the card
+    /// is the only one awaiting its issuer.
+    @Test(.timeLimit(.minutes(1))) func aCardDigitizedWithoutAnIssuerIsSignalled() async throws {
+        let wallet = try WalletHarness()
+        var tspRouter = RPCRouter()
+        wallet.tsp.register(on: &tspRouter)
+        let wallet1 = PeerIdentity(role: .wallet, nodeID: "wallet-1")
+        let tsp = WalletHarness.serve(tspRouter, client: wallet1, server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let signal = IssuerlessCardSignal()
+        let configuration = WalletConfiguration()
+        var router = RPCRouter()
+        WalletControlService(
+            tsp: tsp, store: wallet.store, configuration: configuration,
+            selection: try WalletSelection(store: wallet.store, configuredAccountID: configuration.walletAccountID),
+            logger: Logger(node: "wallet-node", sink: wallet.logs), issuerless: signal
+        ).register(on: &router)
+        let control = WalletV1.WalletControl.Client(
+            WalletHarness.serve(router, client: PeerIdentity(role: .operator, nodeID: "operator-1"), server: wallet1))
+        var signals = signal.stream.makeAsyncIterator()
+
+        _ = try await control.addCard(WalletHarness.manual())
+        _ = try await control.acceptTerms(.init(cardRef: "card-1"))
+        wallet.tsp.configure { $0.issuer = (id: "", nodeID: "") }
+        _ = try await control.addCard(WalletHarness.manual())
+        _ = try await control.acceptTerms(.init(cardRef: "card-2"))
+        #expect(await signals.next() != nil)
+        #expect(try wallet.store.cardsAwaitingIssuer().map(\.cardRef) == ["card-2"])
     }
 
     /// While the TSP cannot be reached, the first round says so once at info level, not on every retry.
