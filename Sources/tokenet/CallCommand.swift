@@ -9,7 +9,8 @@ enum CallCommand {
     static let subcommand = Subcommand(
         name: "call",
         summary: "Call a method of a node with JSON requests and print the responses as JSON.",
-        help: help
+        help: help,
+        valuedOptions: InspectOptions.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(
             parsing: arguments, command: "call", operands: 1...1, named: ["METHOD"], takesData: true)

@@ -4,7 +4,8 @@ enum DescribeCommand {
     static let subcommand = Subcommand(
         name: "describe",
         summary: "Describe a service, method, message or enum of a node (via reflection).",
-        help: help
+        help: help,
+        valuedOptions: InspectOptions.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
         return try InspectSession.run(options) { session in

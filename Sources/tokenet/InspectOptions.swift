@@ -42,6 +42,11 @@ struct InspectOptions: Sendable {
           --help               Show this help.
         """
 
+    /// The options parsed here that take their value as the next argument (`Subcommand.valuedOptions`).
+    static let valuedFlags: Set<String> = [
+        "--cacert", "--cert", "--key", "--deadline", "-H", "--header", "-d", "--data",
+    ]
+
     /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), `names` what
     /// they are (METHOD, SYMBOL) for messages about a missing or empty one, and `takesData` whether `-d` is allowed.
     init(

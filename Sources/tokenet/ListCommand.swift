@@ -6,7 +6,8 @@ enum ListCommand {
     static let subcommand = Subcommand(
         name: "list",
         summary: "List a node's services, or a service's methods (via reflection).",
-        help: help
+        help: help,
+        valuedOptions: InspectOptions.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1, named: ["SERVICE"])
         return try InspectSession.run(options) { session in

@@ -60,7 +60,9 @@ struct PartyAction: Sendable {
 /// A command whose first argument names an action: `tokenet wallet add-card …`, `tokenet issuer cards …`.
 enum PartyCommandGroup {
     static func subcommand(name: String, summary: String, help: String, actions: [PartyAction]) -> Subcommand {
-        Subcommand(name: name, summary: summary, help: help) { arguments throws(CLIError) in
+        Subcommand(
+            name: name, summary: summary, help: help, valuedOptions: InspectOptions.valuedFlags
+        ) { arguments throws(CLIError) in
             let names = actions.map(\.name).joined(separator: ", ")
             guard let first = arguments.first else {
                 throw CLIError(.usage, "\(name): missing action (\(names))")

@@ -4,8 +4,9 @@ import TokenetNode
 /// Dispatches `tokenet SUBCOMMAND [ARGS]`.
 ///
 /// `--help` works at both levels (`tokenet --help`, `tokenet demo --help`, `tokenet help demo`) and prints to stdout
-/// with status 0; no command at all prints the same overview to stderr with status 2, and an unknown subcommand
-/// lists the known ones instead of guessing.
+/// with status 0, where a flag may stand but not as an option's value (`Subcommand.asksForHelp`); no command at all
+/// prints the same overview to stderr with status 2, and an unknown subcommand lists the known ones instead of
+/// guessing.
 enum TokenetCLI {
     static let subcommands: [Subcommand] = [
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
@@ -36,7 +37,7 @@ enum TokenetCLI {
                     throw CLIError(.usage, "unknown command '\(first)' (commands: \(commandNames))")
                 }
                 let rest = Array(arguments.dropFirst())
-                if rest.contains("--help") || rest.contains("-h") {
+                if command.asksForHelp(rest) {
                     printOut(command.help)
                     return 0
                 }

@@ -8,6 +8,22 @@ import TokenetTestSupport
     /// A node address nothing listens on; none of these commands may get as far as connecting.
     let address = "127.0.0.1:1"
 
+    /// `--help` or `-h` as the value of an option (the request of `-d`, the metadata of `-H`) is that value, not a
+    /// call for help: the command goes on (here to connecting, or refusing the header). Where a flag may stand,
+    /// also after an option with its value, it still shows the help.
+    @Test func helpAsAnOptionsValueIsThatValue() throws {
+        let method = "tokenet.health.v1.Health/Check"
+        let data = try runTokenet(["call", address, method, "-d", "--help", "--plaintext"])
+        #expect(data.status == 1 && data.stdout.isEmpty, "\(data.stdout)\(data.stderr)")
+        #expect(data.stderr.contains("cannot connect to \(address)"), "\(data.stderr)")
+        let header = try runTokenet(["call", address, method, "-H", "-h", "--plaintext"])
+        #expect(header.status == 2 && header.stdout.isEmpty, "\(header.stdout)\(header.stderr)")
+        let listing = try runTokenet(["wallet", "cards", address, "--cacert", "--help", "--plaintext"])
+        #expect(listing.status != 0 && listing.stdout.isEmpty, "\(listing.stdout)\(listing.stderr)")
+        let help = try runTokenet(["call", address, method, "--deadline", "5s", "--help"])
+        #expect(help.status == 0 && help.stdout.hasPrefix("Usage: tokenet call"), "\(help.stdout)\(help.stderr)")
+    }
+
     /// A directory as standard input makes read(2) fail; the command reports why instead of trapping.
     @Test func unreadableStandardInputIsAUsageError() throws {
         let directory = open("/", O_RDONLY | O_DIRECTORY)
