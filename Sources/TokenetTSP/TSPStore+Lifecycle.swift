@@ -40,10 +40,7 @@ extension TSPStore {
                     if event == .resume { try requireNoLiveSibling(tx, of: digitalCardID) }
                     var after = before
                     after.state = to
-                    _ = try tx.execute(
-                        "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-                        [to.rawValue, Int64(nowMs), digitalCardID])
-                    try recordEvent(
+                    try setState(
                         tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
                         nowMs: nowMs)
                     return TokenStateChange(before: before, after: after)

@@ -185,10 +185,7 @@ extension TSPStore {
             // Every ID&V path (one-time code, call centre, issuer app) ends here: none may give the card a second
             // live token on the device.
             try requireNoLiveSibling(tx, of: digitalCardID)
-            _ = try tx.execute(
-                "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-                [to.rawValue, Int64(nowMs), digitalCardID])
-            try recordEvent(
+            try setState(
                 tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
                 nowMs: nowMs)
         case .unchanged:

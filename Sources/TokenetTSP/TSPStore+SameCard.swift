@@ -188,10 +188,7 @@ extension TSPStore {
         guard case .transitioned(let from, let to) = lifecycle.delete() else {
             throw TSPError(.internal, "token \"\(token.digitalCardID)\" could not be deactivated from \(token.state)")
         }
-        _ = try tx.execute(
-            "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
-            [to.rawValue, Int64(nowMs), token.digitalCardID])
-        try recordEvent(
+        try setState(
             tx, token: token.digitalCardID, from: from, to: to, actor: "tsp", reason: reason, traceID: traceID,
             nowMs: nowMs)
         var after = token

@@ -183,6 +183,19 @@ extension TSPStore {
         WHERE digital_card_id = ? AND id > ? ORDER BY id LIMIT ?
         """
 
+    /// Moves the token to `to` and records the move in its history, in the caller's transaction: every state change
+    /// the lifecycle machine allowed goes through here.
+    func setState(
+        _ tx: Transaction, token: String, from: TokenLifecycleStateMachine.State, to: TokenLifecycleStateMachine.State,
+        actor: String, reason: String, traceID: String, nowMs: UInt64
+    ) throws {
+        _ = try tx.execute(
+            "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+            [to.rawValue, Int64(nowMs), token])
+        try recordEvent(
+            tx, token: token, from: from, to: to, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)
+    }
+
     func recordEvent(
         _ tx: Transaction, token: String, from: TokenLifecycleStateMachine.State?, to: TokenLifecycleStateMachine.State,
         actor: String, reason: String, traceID: String, nowMs: UInt64
