@@ -17,6 +17,9 @@ final class NotificationJournal: Sendable {
         var failures = 0
         /// Rows a caller is publishing: nobody else publishes them meanwhile.
         var claimed: Set<Int64> = []
+        /// Drains begun since start. While none has, no other caller can have published a change's rows, so the
+        /// change skips the journal lookup (`publishClaimed`): the healthy path costs no extra query.
+        var drainsStarted = 0
     }
 
     let store: TSPStore
@@ -41,13 +44,13 @@ final class NotificationJournal: Sendable {
     /// Publishes a change's journaled `entries` in order; when the journal is backlogged, the whole journal instead
     /// (the change's rows are in it), after the rows left before them.
     func publish(_ entries: [JournaledNotification], log: Logger) async {
-        let claimed = state.withLock { state -> [JournaledNotification]? in
+        let claimed = state.withLock { state -> (entries: [JournaledNotification], check: Bool)? in
             guard !state.backlog else { return nil }
-            return Self.claim(entries, in: &state)
+            return (Self.claim(entries, in: &state), state.drainsStarted > 0)
         }
         if let claimed {
-            await publishClaimed(claimed, log: log)
-            release(claimed)
+            await publishClaimed(claimed.entries, checkJournal: claimed.check, log: log)
+            release(claimed.entries)
         } else {
             await drain(log: log)
         }
@@ -61,7 +64,10 @@ final class NotificationJournal: Sendable {
     }
 
     private func drainAlone(log: Logger) async -> Bool {
-        let failuresBefore = state.withLock { $0.failures }
+        let failuresBefore = state.withLock { state in
+            state.drainsStarted += 1
+            return state.failures
+        }
         let rows: [JournaledNotification]
         do {
             rows = try NotificationStore(database: store.database).journaled()
@@ -71,7 +77,7 @@ final class NotificationJournal: Sendable {
         }
         let claimed = state.withLock { Self.claim(rows, in: &$0) }
         defer { release(claimed) }
-        guard await publishClaimed(claimed, log: log) else { return false }
+        guard await publishClaimed(claimed, checkJournal: true, log: log) else { return false }
         // A failure of another caller while this drain ran keeps the journal backlogged.
         state.withLock { state in
             if state.failures == failuresBefore { state.backlog = false }
@@ -90,19 +96,21 @@ final class NotificationJournal: Sendable {
         }
     }
 
-    /// Publishes claimed entries in order until one fails; false when one failed. An entry no longer journaled
-    /// was published by another caller before this one claimed it (a drain took a change's rows, or a change
-    /// published rows a drain had read), and is skipped.
+    /// Publishes claimed entries in order until one fails; false when one failed. With `checkJournal`, an entry no
+    /// longer journaled was published by another caller before this one claimed it (a drain took a change's rows,
+    /// or a change published rows a drain had read), and is skipped.
     @discardableResult
-    private func publishClaimed(_ entries: [JournaledNotification], log: Logger) async -> Bool {
+    private func publishClaimed(_ entries: [JournaledNotification], checkJournal: Bool, log: Logger) async -> Bool {
         guard !entries.isEmpty else { return true }
         var pending = entries
-        do {
-            let journaled = try store.journaledIDs(among: entries.map(\.journalID))
-            pending = entries.filter { journaled.contains($0.journalID) }
-        } catch {
-            // Publishing again at worst repeats a message receivers skip by its id; not publishing could lose it.
-            log.error("the notification journal cannot be read", ["error": String(describing: error)])
+        if checkJournal {
+            do {
+                let journaled = try store.journaledIDs(among: entries.map(\.journalID))
+                pending = entries.filter { journaled.contains($0.journalID) }
+            } catch {
+                // Publishing again at worst repeats a message receivers skip by its id; not publishing could lose it.
+                log.error("the notification journal cannot be read", ["error": String(describing: error)])
+            }
         }
         for entry in pending where await !publish(entry, log: log) {
             // What follows would overtake it: it waits in the journal too.
