@@ -249,15 +249,21 @@ import TokenetWire
         #expect(try wallet.store.activeCardsWithoutKeys().isEmpty)
     }
 
+    /// A digitized wallet whose TSP answers UNAVAILABLE to key requests, its card, and its key issuing.
+    static func catchUpWithTheTSPAway() async throws -> (
+        WalletHarness, WalletCardRecord, FakeTSPLifecycle, PaymentKeysAtActivation
+    ) {
+        let (wallet, _) = try await Self.digitized()
+        wallet.lifecycleTSP.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        return (wallet, try wallet.store.card(ref: "card-1"), wallet.lifecycleTSP, Self.paymentKeys(wallet))
+    }
+
     /// A catch-up that finds the TSP away asks again after a second, then two, …: the card gets its batch once the
     /// TSP answers, without waiting for the next start or a dropped listener.
     @Test func aCatchUpAsksAgainWhileTheTSPIsAway() async throws {
-        let (wallet, _) = try await Self.digitized()
-        let card = try wallet.store.card(ref: "card-1")
-        let tsp = wallet.lifecycleTSP
-        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        let (wallet, card, tsp, issuing) = try await Self.catchUpWithTheTSPAway()
+        var keys = issuing
         let waits = Mutex<[UInt64]>([])
-        var keys = Self.paymentKeys(wallet)
         keys.sleep = { milliseconds in
             let count = waits.withLock {
                 $0.append(milliseconds)
@@ -275,12 +281,9 @@ import TokenetWire
     /// The retries are bounded: a TSP away for longer than every wait leaves the card to the next start, said once;
     /// a refusal (not the TSP being away) is not asked again at all.
     @Test func aCatchUpStopsAskingAfterItsLastWait() async throws {
-        let (wallet, _) = try await Self.digitized()
-        let card = try wallet.store.card(ref: "card-1")
-        let tsp = wallet.lifecycleTSP
-        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        let (wallet, card, tsp, issuing) = try await Self.catchUpWithTheTSPAway()
+        var keys = issuing
         let waits = Mutex<[UInt64]>([])
-        var keys = Self.paymentKeys(wallet)
         keys.sleep = { milliseconds in waits.withLock { $0.append(milliseconds) } }
         await keys.catchUp()
         #expect(waits.withLock { $0 } == PaymentKeysAtActivation.retryWaitsMs)
