@@ -126,6 +126,9 @@ public final class EventLoop: @unchecked Sendable {
             loopThread.store(UInt(pthread_self()), ordering: .releasing)
             started.signal()
             run()
+            // OpenSSL frees this thread's state in a thread-exit destructor, which runs after this closure; a
+            // process that exits as soon as `shutdown` returns would race it. Freed here, it is gone before then.
+            OPENSSL_thread_stop()
             exited.signal()
         }
         thread.name = name

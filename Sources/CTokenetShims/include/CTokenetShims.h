@@ -70,6 +70,11 @@ static inline int ctk_epoll_wait(int epfd, ctk_event *out, int max, int timeout_
 /// The CPU this thread runs on (`sched_getcpu`, which needs _GNU_SOURCE: defined in shims.c), or -1.
 int ctk_current_cpu(void);
 
+// MARK: OpenSSL at exit
+
+/// 1 when the constructor in shims.c initialised OpenSSL with OPENSSL_INIT_NO_ATEXIT before anything else did.
+int ctk_openssl_initialised_without_atexit(void);
+
 /// The CPU that last processed a segment received on `fd` (SO_INCOMING_CPU), or -1. On loopback a segment is
 /// processed on the CPU that sent it, so this is where the peer ran when it last sent.
 static inline int ctk_incoming_cpu(int fd) {
