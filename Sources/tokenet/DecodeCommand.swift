@@ -8,7 +8,8 @@ enum DecodeCommand {
     static let subcommand = Subcommand(
         name: "decode",
         summary: "Decode Tokenet frames or one message (raw, hex or base64 bytes) into JSON, without a node.",
-        help: help
+        help: help,
+        valuedOptions: Options.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try Options(parsing: arguments)
         let bytes = try DecodeInput.bytes(try read(options.file), encoding: options.encoding)
@@ -31,42 +32,38 @@ enum DecodeCommand {
         var callsFile: String?
         var file: String?
 
+        /// The options that take a value (`ArgumentScanner`).
+        static let valuedFlags: Set<String> = ["--type", "--calls", "--method"]
+
         init(parsing arguments: [String]) throws(CLIError) {
-            var index = 0
-            func value(_ flag: String) throws(CLIError) -> String {
-                index += 1
-                guard index < arguments.count else { throw CLIError(.usage, "decode: \(flag) needs a value") }
-                return arguments[index]
-            }
+            var scanner = ArgumentScanner(arguments, command: "decode", valued: Self.valuedFlags)
             var encodings: [DecodeInput.Encoding] = []
-            while index < arguments.count {
-                let argument = arguments[index]
-                switch argument {
-                case "--hex": encodings.append(.hex)
-                case "--base64": encodings.append(.base64)
-                case "--type":
-                    let name = try value("--type")
+            while let item = try scanner.next() {
+                switch item {
+                case .flag("--hex", nil): encodings.append(.hex)
+                case .flag("--base64", nil): encodings.append(.base64)
+                case .valued("--type", let name):
                     guard let type = ProtoRegistry.messageType(named: name) else {
                         throw CLIError(.usage, "decode: --type: this build has no message \(Self.shown(name))")
                     }
                     self.type = type
-                case "--calls": callsFile = try value("--calls")
-                case "--method":
-                    let path = try value("--method")
+                case .valued("--calls", let file): callsFile = file
+                case .valued("--method", let path):
                     guard let method = Self.method(path) else {
                         throw CLIError(
                             .usage,
                             "decode: --method: this build has no method \(Self.shown(path)) (/package.Service/Method)")
                     }
                     self.method = method
-                default:
-                    guard !argument.hasPrefix("-") || argument == "-" else {
-                        throw CLIError(.usage, "decode: unknown option '\(argument)'")
-                    }
+                case .flag(let flag, let inline) where ["--hex", "--base64"].contains(flag) && inline != nil:
+                    throw CLIError(.usage, "decode: \(flag) takes no value")
+                case .valued(let flag, _), .flag(let flag, _):
+                    throw CLIError(.usage, "decode: unknown option \(Self.shown(flag))")
+                case .endOfOptions: continue
+                case .operand(let argument):
                     guard file == nil else { throw CLIError(.usage, "decode: one FILE at most") }
                     file = argument
                 }
-                index += 1
             }
             guard encodings.count <= 1 else { throw CLIError(.usage, "decode: give --hex or --base64, not both") }
             guard type == nil || (method == nil && callsFile == nil) else {

@@ -7,7 +7,8 @@ struct DemoCommand {
     static let subcommand = Subcommand(
         name: "demo",
         summary: "Start the three nodes, provision cards across them (five scenarios and more), then stop them.",
-        help: DemoOptions.help
+        help: DemoOptions.help,
+        valuedOptions: DemoOptions.valuedFlags
     ) { arguments throws(CLIError) in
         try DemoCommand(options: DemoOptions(parsing: arguments)).run()
     }

@@ -36,24 +36,20 @@ struct DemoOptions: Sendable, Equatable {
 
     init() {}
 
+    /// The options that take a value (`ArgumentScanner`).
+    static let valuedFlags: Set<String> = ["--timeout"]
+
     init(parsing arguments: [String]) throws(CLIError) {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            switch argument {
-            case "--keep-dir":
-                keepDirectory = true
-            case "--timeout":
-                guard index < arguments.count else { throw CLIError(.usage, "demo: --timeout needs SECONDS") }
-                timeout = try Sandbox.timeout(arguments[index], command: "demo")
-                index += 1
-            case _ where argument.hasPrefix("--timeout="):
-                timeout = try Sandbox.timeout(String(argument.dropFirst("--timeout=".count)), command: "demo")
-            default:
-                throw CLIError(.usage, "demo: unknown option '\(argument)'")
+        var scanner = ArgumentScanner(arguments, command: "demo", valued: Self.valuedFlags)
+        while let item = try scanner.next() {
+            switch item {
+            case .flag("--keep-dir", nil): keepDirectory = true
+            case .flag("--keep-dir", _): throw CLIError(.usage, "demo: --keep-dir takes no value")
+            case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "demo")
+            case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "demo: unknown option '\(flag)'")
+            case .endOfOptions: continue
+            case .operand(let operand): throw CLIError(.usage, "demo: unexpected argument '\(operand)'")
             }
         }
     }
-
 }

@@ -58,43 +58,26 @@ struct InspectOptions: Sendable {
         var certificateFile = environment[Self.environmentCertificate]
         var keyFile = environment[Self.environmentKey]
         var plaintext = false
-        var index = 0
-        func value(_ flag: String, _ inline: String?) throws(CLIError) -> String {
-            if let inline { return inline }
-            guard index < arguments.count else { throw CLIError(.usage, "\(command): \(flag) needs a value") }
-            index += 1
-            return arguments[index - 1]
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var flag = argument
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                flag = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
-            switch flag {
-            case "--cacert": caFile = try value(flag, inline)
-            case "--cert": certificateFile = try value(flag, inline)
-            case "--key": keyFile = try value(flag, inline)
-            case "--plaintext":
+        var scanner = ArgumentScanner(arguments, command: command, valued: Self.valuedFlags)
+        while let item = try scanner.next() {
+            switch item {
+            case .valued("--cacert", let value): caFile = value
+            case .valued("--cert", let value): certificateFile = value
+            case .valued("--key", let value): keyFile = value
+            case .valued("--deadline", let value): deadline = try Self.duration(value, command: command)
+            case .valued("-H", let value), .valued("--header", let value):
+                try Self.addHeader(value, to: &metadata, command: command)
+            case .valued("-d", let value) where takesData, .valued("--data", let value) where takesData:
+                guard data == nil else { throw CLIError(.usage, "\(command): -d may be given once") }
+                data = value
+            case .flag("--plaintext", let inline):
                 // A switch: `--plaintext=false` must not turn plaintext on, as ignoring the value did.
                 guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }
                 plaintext = true
-            case "--deadline": deadline = try Self.duration(try value(flag, inline), command: command)
-            case "-H", "--header": try Self.addHeader(try value(flag, inline), to: &metadata, command: command)
-            case "-d" where takesData, "--data" where takesData:
-                guard data == nil else { throw CLIError(.usage, "\(command): -d may be given once") }
-                data = try value(flag, inline)
-            case "--":
-                positional += arguments[index...]
-                index = arguments.count
-            default:
-                if argument.hasPrefix("-") && argument.count > 1 {
-                    throw CLIError(.usage, "\(command): unknown option '\(argument)'")
-                }
-                positional.append(argument)
+            case .valued(let flag, _), .flag(let flag, _):
+                throw CLIError(.usage, "\(command): unknown option '\(flag)'")
+            case .endOfOptions: continue
+            case .operand(let operand): positional.append(operand)
             }
         }
         guard let first = positional.first else { throw CLIError(.usage, "\(command): missing ADDR (HOST:PORT)") }

@@ -5,9 +5,8 @@ import TokenetWire
 /// wallet opened it, signs in (the app then activates the token at the TSP) or declines; either way the app
 /// answers the wallet.
 extension IssuerAppCommand {
-    static let authorize = PartyAction(name: "authorize") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--pin"], switches: ["--deny", "--json"])
+    static let authorize = PartyAction(name: "authorize", valued: ["--pin"], switches: ["--deny", "--json"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let sessionID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing SESSION_ID (the session wallet open-issuer-app printed)")

@@ -20,8 +20,7 @@ extension IssuerAppCommand {
         request already answered or expired is refused (FAILED_PRECONDITION) without asking the TSP.
         """
 
-    static let notifications = PartyAction(name: "notifications") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let notifications = PartyAction(name: "notifications") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,
@@ -41,9 +40,8 @@ extension IssuerAppCommand {
         }
     }
 
-    static let authn = PartyAction(name: "authn") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: [], switches: ["--json", "--proceed", "--cancel"])
+    static let authn = PartyAction(name: "authn", switches: ["--json", "--proceed", "--cancel"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing AUTHN_REQUEST_ID (see tokenet issuer-app notifications)")

@@ -43,9 +43,8 @@ enum IssuerAppCommand {
         options.
         """
 
-    static let activate = PartyAction(name: "activate") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--code", "--ref", "--name", "--pin"], switches: ["--json"])
+    static let activate = PartyAction(name: "activate", valued: ["--code", "--ref", "--name", "--pin"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         guard let code = flags["--code"], let reference = flags["--ref"] else {
             throw CLIError(.usage, "\(command): --code and --ref are required (see tokenet issuer outbox)")
@@ -66,8 +65,7 @@ enum IssuerAppCommand {
             })
     }
 
-    static let accounts = PartyAction(name: "accounts") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let accounts = PartyAction(name: "accounts") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         return try PartySession.run(
@@ -86,8 +84,8 @@ enum IssuerAppCommand {
             })
     }
 
-    static let activateLinked = PartyAction(name: "activate-linked") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+    static let activateLinked = PartyAction(name: "activate-linked", valued: ["--pin"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         let request = IssuerV1.ActivateLinkedRequest(userID: user, pin: flags["--pin"] ?? "")
@@ -105,8 +103,7 @@ enum IssuerAppCommand {
             })
     }
 
-    static let login = PartyAction(name: "login") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--pin"], switches: ["--json"])
+    static let login = PartyAction(name: "login", valued: ["--pin"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         guard let pin = flags["--pin"] else { throw CLIError(.usage, "\(command): --pin is required") }
@@ -122,8 +119,7 @@ enum IssuerAppCommand {
             })
     }
 
-    static let deleteAccount = PartyAction(name: "delete-account") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let deleteAccount = PartyAction(name: "delete-account") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
         let request = IssuerV1.AppDeleteAccountRequest(userID: options.operands[0], accountID: options.operands[1])

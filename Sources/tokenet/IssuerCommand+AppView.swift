@@ -4,8 +4,7 @@ import TokenetWire
 /// `tokenet issuer app-view ADDR`: the issuer app's view of its cards in the wallet, through issuer-node's
 /// IssuerApp service.
 extension IssuerCommand {
-    static let appView = PartyAction(name: "app-view") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let appView = PartyAction(name: "app-view") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,

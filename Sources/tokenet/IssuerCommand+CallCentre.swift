@@ -4,9 +4,7 @@ import TokenetWire
 /// `tokenet issuer outbox|activate-token ADDR …`: the issuer's operators, through issuer-node's IssuerCallCentre
 /// service.
 extension IssuerCommand {
-    static let outbox = PartyAction(name: "outbox") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--digital-card"], switches: ["--json"])
+    static let outbox = PartyAction(name: "outbox", valued: ["--digital-card"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         let request = IssuerV1.OutboxRequest(digitalCardID: flags["--digital-card"] ?? "")
         return try PartySession.run(
@@ -17,8 +15,7 @@ extension IssuerCommand {
             text: { response, _ in PartyText.outbox(response) })
     }
 
-    static let activateToken = PartyAction(name: "activate-token") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let activateToken = PartyAction(name: "activate-token") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let digitalCardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (the token's digital card id)")

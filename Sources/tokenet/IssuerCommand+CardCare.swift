@@ -38,10 +38,9 @@ extension IssuerCommand {
         """
 
     static func tokens(_ word: String) -> PartyAction {
-        PartyAction(name: "\(word)-tokens") { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(
-                parsing: arguments, command: command, valued: ["--reason", "--card"],
-                switches: ["--json", "--recheck-unknown"])
+        PartyAction(
+            name: "\(word)-tokens", valued: ["--reason", "--card"], switches: ["--json", "--recheck-unknown"]
+        ) { flags, command throws(CLIError) in
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...Int.max)
             let card = flags["--card"]
             guard options.operands.isEmpty == (card != nil) else {
@@ -68,10 +67,9 @@ extension IssuerCommand {
         }
     }
 
-    static let renewCard = PartyAction(name: "renew-card") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--pan", "--exp"],
-            switches: ["--json", "--abandon", "--force-complete"])
+    static let renewCard = PartyAction(
+        name: "renew-card", valued: ["--pan", "--exp"], switches: ["--json", "--abandon", "--force-complete"]
+    ) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
@@ -128,9 +126,8 @@ extension IssuerCommand {
             + (unknown > 0 ? "\n\(unknown) token(s) unknown to the TSP skipped" : "")
     }
 
-    static let sendMessage = PartyAction(name: "send-message") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--title", "--body", "--action"], switches: ["--json"])
+    static let sendMessage = PartyAction(name: "send-message", valued: ["--title", "--body", "--action"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")

@@ -14,8 +14,7 @@ extension IssuerCommand {
         credentials at the TSP (all accounts, or --account ID) after too many wrong codes locked them.
         """
 
-    static let enroll = PartyAction(name: "enroll") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let enroll = PartyAction(name: "enroll") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): expected USER ACCOUNT (e.g. ch-alice acc-alice-checking)")
@@ -33,8 +32,7 @@ extension IssuerCommand {
             })
     }
 
-    static let unlock = PartyAction(name: "unlock") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--account"], switches: ["--json"])
+    static let unlock = PartyAction(name: "unlock", valued: ["--account"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
         let request = IssuerV1.UnlockRequest(userID: user, accountID: flags["--account"] ?? "")

@@ -45,8 +45,7 @@ enum IssuerCommand {
         1 when the issuer cannot be reached; 2 for bad options.
         """
 
-    static let cards = PartyAction(name: "cards") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let cards = PartyAction(name: "cards") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,
@@ -65,9 +64,8 @@ enum IssuerCommand {
         ) { try await client.listCards($0, options: $1) }
     }
 
-    static let pushCard = PartyAction(name: "push-card") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--mode", "--wallet-account"], switches: ["--json"])
+    static let pushCard = PartyAction(name: "push-card", valued: ["--mode", "--wallet-account"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")

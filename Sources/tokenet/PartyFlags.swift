@@ -10,38 +10,25 @@ struct PartyFlags: Sendable, Equatable {
     var rest: [String] = []
 
     /// Takes `valued` flags (`--pan VALUE` or `--pan=VALUE`) and `switches` out of `arguments`; a repeated flag or a
-    /// missing value is a usage error naming the command.
+    /// missing value is a usage error naming the command. The connection flags' values stay with their flags in
+    /// `rest`, so that `--cacert --pan` names the file "--pan" for `InspectOptions` rather than giving `--pan`.
     init(
         parsing arguments: [String], command: String, valued: Set<String>, switches known: Set<String> = []
     ) throws(CLIError) {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if argument == "--" {
-                rest += arguments[(index - 1)...]
-                break
-            }
-            var name = argument
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
-            if known.contains(name) {
+        var scanner = ArgumentScanner(
+            arguments, command: command, valued: valued.union(InspectOptions.valuedFlags))
+        while let item = try scanner.next() {
+            switch item {
+            case .valued(let name, let value) where valued.contains(name):
+                guard values[name] == nil else { throw CLIError(.usage, "\(command): \(name) may be given once") }
+                values[name] = value
+            case .valued(let name, let value): rest += [name, value]
+            case .flag(let name, let inline) where known.contains(name):
                 guard inline == nil else { throw CLIError(.usage, "\(command): \(name) takes no value") }
                 switches.insert(name)
-            } else if valued.contains(name) {
-                guard values[name] == nil else { throw CLIError(.usage, "\(command): \(name) may be given once") }
-                if let inline {
-                    values[name] = inline
-                } else {
-                    guard index < arguments.count else { throw CLIError(.usage, "\(command): \(name) needs a value") }
-                    values[name] = arguments[index]
-                    index += 1
-                }
-            } else {
-                rest.append(argument)
+            case .flag(let name, let inline): rest.append(inline.map { "\(name)=\($0)" } ?? name)
+            case .endOfOptions: rest.append("--")
+            case .operand(let operand): rest.append(operand)
             }
         }
     }
@@ -51,17 +38,22 @@ struct PartyFlags: Sendable, Equatable {
     var json: Bool { switches.contains("--json") }
 }
 
-/// One action of a party command group (`add-card` of `tokenet wallet`).
+/// One action of a party command group (`add-card` of `tokenet wallet`), with the flags it takes besides the
+/// connection flags: its run gets them parsed, and the group's help check scans with the same `valued`.
 struct PartyAction: Sendable {
     var name: String
-    var run: @Sendable (_ arguments: [String], _ command: String) throws(CLIError) -> Int32
+    var valued: Set<String> = []
+    var switches: Set<String> = ["--json"]
+    var run: @Sendable (_ flags: PartyFlags, _ command: String) throws(CLIError) -> Int32
 }
 
 /// A command whose first argument names an action: `tokenet wallet add-card …`, `tokenet issuer cards …`.
 enum PartyCommandGroup {
     static func subcommand(name: String, summary: String, help: String, actions: [PartyAction]) -> Subcommand {
-        Subcommand(
-            name: name, summary: summary, help: help, valuedOptions: InspectOptions.valuedFlags
+        let actionValued = Dictionary(actions.map { ($0.name, $0.valued) }, uniquingKeysWith: { $0.union($1) })
+        return Subcommand(
+            name: name, summary: summary, help: help, valuedOptions: InspectOptions.valuedFlags,
+            actionValuedOptions: actionValued
         ) { arguments throws(CLIError) in
             let names = actions.map(\.name).joined(separator: ", ")
             guard let first = arguments.first else {
@@ -70,7 +62,11 @@ enum PartyCommandGroup {
             guard let action = actions.first(where: { $0.name == first }) else {
                 throw CLIError(.usage, "\(name): unknown action '\(first)' (actions: \(names))")
             }
-            return try action.run(Array(arguments.dropFirst()), "\(name) \(first)")
+            let command = "\(name) \(first)"
+            let flags = try PartyFlags(
+                parsing: Array(arguments.dropFirst()), command: command, valued: action.valued,
+                switches: action.switches)
+            return try action.run(flags, command)
         }
     }
 }

@@ -11,7 +11,8 @@ enum ProxyCommand {
     static let subcommand = Subcommand(
         name: "proxy",
         summary: "Carry TCP connections to a node while delaying, partitioning, refusing or cutting them on command.",
-        help: help
+        help: help,
+        valuedOptions: Options.valuedFlags
     ) { arguments throws(CLIError) in
         try run(try Options(parsing: arguments))
     }
@@ -21,38 +22,39 @@ enum ProxyCommand {
         var upstream: HostPort
         var fault = Fault.none
 
+        /// The options that take a value (`ArgumentScanner`).
+        static let valuedFlags: Set<String> = ["--to", "--listen", "--delay"]
+
         init(parsing arguments: [String]) throws(CLIError) {
             var upstream: HostPort?
             var faults: [Fault] = []
-            var index = 0
-            func value(_ flag: String) throws(CLIError) -> String {
-                index += 1
-                guard index < arguments.count else { throw CLIError(.usage, "proxy: \(flag) needs a value") }
-                return arguments[index]
-            }
-            func address(_ flag: String) throws(CLIError) -> HostPort {
-                let text = try value(flag)
+            func address(_ flag: String, _ text: String) throws(CLIError) -> HostPort {
                 guard let address = HostPort(parsing: text), address.hostIsIPv4OrLocalhost else {
                     throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with an IPv4 host, got '\(text)'")
                 }
                 return address
             }
-            while index < arguments.count {
-                switch arguments[index] {
-                case "--to": upstream = try address("--to")
-                case "--listen": listen = try address("--listen")
-                case "--delay":
-                    let text = try value("--delay")
+            var scanner = ArgumentScanner(arguments, command: "proxy", valued: Self.valuedFlags)
+            while let item = try scanner.next() {
+                switch item {
+                case .valued("--to", let text): upstream = try address("--to", text)
+                case .valued("--listen", let text): listen = try address("--listen", text)
+                case .valued("--delay", let text):
                     do throws(FaultError) {
                         faults.append(.delay(try FaultCommand.duration(text)))
                     } catch {
                         throw CLIError(.usage, "proxy: --delay: \(error.message)")
                     }
-                case "--partition": faults.append(.partition)
-                case "--refuse": faults.append(.refuse)
-                default: throw CLIError(.usage, "proxy: unknown option '\(arguments[index])'")
+                case .flag("--partition", nil): faults.append(.partition)
+                case .flag("--refuse", nil): faults.append(.refuse)
+                case .flag(let flag, let inline) where ["--partition", "--refuse"].contains(flag) && inline != nil:
+                    throw CLIError(.usage, "proxy: \(flag) takes no value")
+                case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "proxy: unknown option '\(flag)'")
+                case .endOfOptions: continue
+                case .operand(let operand):
+                    throw CLIError(
+                        .usage, "proxy: unexpected argument '\(operand)' (the node's address is --to HOST:PORT)")
                 }
-                index += 1
             }
             guard let upstream else { throw CLIError(.usage, "proxy: --to HOST:PORT is required") }
             guard faults.count <= 1 else {

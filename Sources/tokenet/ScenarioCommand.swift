@@ -7,7 +7,8 @@ struct ScenarioCommand {
     static let subcommand = Subcommand(
         name: "scenario",
         summary: "Run scripted flows (calls, expected outcomes, faults, node restarts) against fresh nodes.",
-        help: help
+        help: help,
+        valuedOptions: valuedFlags
     ) { arguments throws(CLIError) in
         try ScenarioCommand(parsing: arguments).run()
     }
@@ -94,43 +95,35 @@ struct ScenarioCommand {
     /// Where to write a JUnit XML report of the scenarios (`--junit`), for CI systems.
     var junitPath: String?
 
+    /// The options that take a value (`ArgumentScanner`).
+    static let valuedFlags = Set(["--junit", "--pki", "--timeout"] + ScenarioParty.allCases.map { "--\($0)" })
+
     init(parsing arguments: [String]) throws(CLIError) {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if let party = ScenarioParty.allCases.first(where: { argument == "--\($0)" }) {
-                guard index < arguments.count, let address = HostPort(parsing: arguments[index]) else {
-                    throw CLIError(.usage, "scenario: \(argument) needs HOST:PORT (an IPv4 address or localhost)")
+        var scanner = ArgumentScanner(arguments, command: "scenario", valued: Self.valuedFlags)
+        while let item = try scanner.next() {
+            switch item {
+            case .valued("--junit", let text):
+                guard !text.isEmpty else { throw CLIError(.usage, "scenario: --junit needs FILE") }
+                junitPath = text
+            case .valued("--pki", let text): pkiDirectory = text
+            case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "scenario")
+            case .valued(let flag, let text):
+                // The rest of the valued options name a party: --tsp, --issuer, --wallet.
+                guard let party = ScenarioParty.allCases.first(where: { flag == "--\($0)" }),
+                    let address = HostPort(parsing: text)
+                else {
+                    throw CLIError(.usage, "scenario: \(flag) needs HOST:PORT (an IPv4 address or localhost)")
                 }
                 attached[party] = address
-                index += 1
-                continue
-            }
-            switch argument {
-            case "--junit":
-                guard index < arguments.count, !arguments[index].isEmpty else {
-                    throw CLIError(.usage, "scenario: --junit needs FILE")
-                }
-                junitPath = arguments[index]
-                index += 1
-            case "--pki":
-                guard index < arguments.count else { throw CLIError(.usage, "scenario: --pki needs DIR") }
-                pkiDirectory = arguments[index]
-                index += 1
-            case "--check": checkOnly = true
-            case "--verbose", "-v": verbose = true
-            case "--keep-dir": keepDirectory = true
-            case "--timeout":
-                guard index < arguments.count else { throw CLIError(.usage, "scenario: --timeout needs SECONDS") }
-                timeout = try Sandbox.timeout(arguments[index], command: "scenario")
-                index += 1
-            case _ where argument.hasPrefix("--timeout="):
-                timeout = try Sandbox.timeout(String(argument.dropFirst("--timeout=".count)), command: "scenario")
-            case _ where argument.hasPrefix("-") && argument != "-":
-                throw CLIError(.usage, "scenario: unknown option '\(argument)'")
-            default:
-                files.append(argument)
+            case .flag("--check", nil): checkOnly = true
+            case .flag("--verbose", nil), .flag("-v", nil): verbose = true
+            case .flag("--keep-dir", nil): keepDirectory = true
+            case .flag(let flag, let inline)
+            where inline != nil && ["--check", "--verbose", "--keep-dir"].contains(flag):
+                throw CLIError(.usage, "scenario: \(flag) takes no value")
+            case .flag(let flag, _): throw CLIError(.usage, "scenario: unknown option '\(flag)'")
+            case .endOfOptions: continue
+            case .operand(let file): files.append(file)
             }
         }
         guard !files.isEmpty else { throw CLIError(.usage, "scenario: name at least one scenario FILE") }

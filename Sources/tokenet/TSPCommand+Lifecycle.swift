@@ -26,8 +26,7 @@ extension TSPCommand {
         """
 
     static func token(_ word: String) -> PartyAction {
-        PartyAction(name: "\(word)-token") { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
+        PartyAction(name: "\(word)-token", valued: ["--reason"]) { flags, command throws(CLIError) in
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
             guard let id = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")
@@ -48,10 +47,10 @@ extension TSPCommand {
         }
     }
 
-    static let simulateTransaction = PartyAction(name: "simulate-transaction") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--card", "--amount", "--merchant", "--currency"],
-            switches: ["--json", "--authn"])
+    static let simulateTransaction = PartyAction(
+        name: "simulate-transaction", valued: ["--card", "--amount", "--merchant", "--currency"],
+        switches: ["--json", "--authn"]
+    ) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         guard let card = flags["--card"] else {
             throw CLIError(.usage, "\(command): --card DIGITAL_CARD_ID is required (see tokenet tsp tokens)")
@@ -74,8 +73,7 @@ extension TSPCommand {
             })
     }
 
-    static let transactions = PartyAction(name: "transactions") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let transactions = PartyAction(name: "transactions") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         let request = TspV1.ListTransactionsRequest(digitalCardID: options.operands.first ?? "")
         return try PartySession.run(
@@ -107,8 +105,7 @@ extension TSPCommand {
         }
     }
 
-    static let requestKeys = PartyAction(name: "request-keys") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let requestKeys = PartyAction(name: "request-keys") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")

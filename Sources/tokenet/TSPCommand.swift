@@ -27,9 +27,7 @@ enum TSPCommand {
         1 when the TSP cannot be reached; 2 for bad options.
         """
 
-    static let tokens = PartyAction(name: "tokens") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command, valued: ["--wallet-account"], switches: ["--json"])
+    static let tokens = PartyAction(name: "tokens", valued: ["--wallet-account"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         let request = TspV1.ListTokensRequest(walletAccountID: flags["--wallet-account"] ?? "")
         return try PartySession.run(
@@ -50,8 +48,7 @@ enum TSPCommand {
         }
     }
 
-    static let history = PartyAction(name: "history") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let history = PartyAction(name: "history") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let id = options.operands.first else {
             throw CLIError(.usage, "\(command): missing DIGITAL_CARD_ID (see tokenet tsp tokens)")

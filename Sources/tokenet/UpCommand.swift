@@ -9,7 +9,8 @@ struct UpCommand {
         name: "up",
         summary:
             "Start the three nodes and keep them running; type scenario steps (calls, faults, restarts) to steer them.",
-        help: help
+        help: help,
+        valuedOptions: valuedFlags
     ) { arguments throws(CLIError) in
         try UpCommand(parsing: arguments).run()
     }
@@ -42,24 +43,20 @@ struct UpCommand {
     var directory: String?
     var timeout = 30.0
 
+    /// The options that take a value (`ArgumentScanner`).
+    static let valuedFlags: Set<String> = ["--dir", "--timeout"]
+
     init(parsing arguments: [String]) throws(CLIError) {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            switch argument {
-            case "--dir":
-                guard index < arguments.count, !arguments[index].isEmpty else {
-                    throw CLIError(.usage, "up: --dir needs DIR")
-                }
-                directory = arguments[index]
-                index += 1
-            case "--timeout":
-                guard index < arguments.count else { throw CLIError(.usage, "up: --timeout needs SECONDS") }
-                timeout = try Sandbox.timeout(arguments[index], command: "up")
-                index += 1
-            default:
-                throw CLIError(.usage, "up: unknown option '\(argument)'")
+        var scanner = ArgumentScanner(arguments, command: "up", valued: Self.valuedFlags)
+        while let item = try scanner.next() {
+            switch item {
+            case .valued("--dir", let text):
+                guard !text.isEmpty else { throw CLIError(.usage, "up: --dir needs DIR") }
+                directory = text
+            case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "up")
+            case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "up: unknown option '\(flag)'")
+            case .endOfOptions: continue
+            case .operand(let operand): throw CLIError(.usage, "up: unexpected argument '\(operand)'")
             }
         }
     }

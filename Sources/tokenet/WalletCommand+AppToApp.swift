@@ -4,8 +4,8 @@ import TokenetWire
 /// `tokenet wallet open-issuer-app ADDR CARD_REF [--caller ID]`: the person taps the in-app method of a card the
 /// issuer left INACTIVE, and the wallet opens the issuer app with its caller identity and activation data.
 extension WalletCommand {
-    static let openIssuerApp = PartyAction(name: "open-issuer-app") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--caller"], switches: ["--json"])
+    static let openIssuerApp = PartyAction(name: "open-issuer-app", valued: ["--caller"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardRef = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")

@@ -4,8 +4,7 @@ import TokenetWire
 /// `tokenet wallet select-method|submit-otp|resend-otp ADDR CARD_REF …`: ID&V for a card the issuer left
 /// INACTIVE, sent to a wallet-node's WalletIdv service (as the operator).
 extension WalletCommand {
-    static let selectMethod = PartyAction(name: "select-method") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let selectMethod = PartyAction(name: "select-method") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): give CARD_REF and METHOD_ID (the ID&V ids accept-terms printed)")
@@ -20,8 +19,7 @@ extension WalletCommand {
             text: { response, traceID in PartyText.selectMethod(response) + "\n(trace \(traceID))" })
     }
 
-    static let submitOTP = PartyAction(name: "submit-otp") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let submitOTP = PartyAction(name: "submit-otp") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else {
             throw CLIError(.usage, "\(command): give CARD_REF and CODE (the one-time code the cardholder received)")
@@ -35,8 +33,7 @@ extension WalletCommand {
             text: { response, traceID in PartyText.submitOTP(response) + "\n(trace \(traceID))" })
     }
 
-    static let resendOTP = PartyAction(name: "resend-otp") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let resendOTP = PartyAction(name: "resend-otp") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardRef = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")

@@ -24,8 +24,7 @@ extension WalletCommand {
         """
 
     static func changeState(_ word: String) -> PartyAction {
-        PartyAction(name: word) { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(parsing: arguments, command: command, valued: ["--reason"], switches: ["--json"])
+        PartyAction(name: word, valued: ["--reason"]) { flags, command throws(CLIError) in
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
             guard let cardRef = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
@@ -47,8 +46,7 @@ extension WalletCommand {
         }
     }
 
-    static let transactions = PartyAction(name: "transactions") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let transactions = PartyAction(name: "transactions") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         let request = WalletV1.WalletTransactionsRequest(cardRef: options.operands.first ?? "")
         return try PartySession.run(
@@ -70,8 +68,7 @@ extension WalletCommand {
         }
     }
 
-    static let inbox = PartyAction(name: "inbox") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let inbox = PartyAction(name: "inbox") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,
@@ -95,8 +92,7 @@ extension WalletCommand {
     static let pay = keysAction("pay")
 
     static func keysAction(_ word: String) -> PartyAction {
-        PartyAction(name: word) { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        PartyAction(name: word) { flags, command throws(CLIError) in
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
             guard let cardRef = options.operands.first else {
                 throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")

@@ -24,8 +24,7 @@ extension WalletCommand {
             @escaping @Sendable (WalletV1.WalletSelection.Client, String, CallOptions) async throws
             -> WalletV1.SelectionResponse
     ) -> PartyAction {
-        PartyAction(name: name) { arguments, command throws(CLIError) in
-            let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+        PartyAction(name: name) { flags, command throws(CLIError) in
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
             guard let operand = options.operands.first, !operand.isEmpty else {
                 throw CLIError(.usage, "\(command): missing \(missing)")

@@ -64,14 +64,13 @@ enum WalletCommand {
           tokenet wallet accept-terms 127.0.0.1:7003 card-1
         """
 
-    static let addCard = PartyAction(name: "add-card") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(
-            parsing: arguments, command: command,
-            valued: [
-                "--pan", "--exp", "--cvc", "--name", "--language", "--input-method", "--receipt", "--scheme",
-                "--push-session",
-            ],
-            switches: ["--json"])
+    static let addCard = PartyAction(
+        name: "add-card",
+        valued: [
+            "--pan", "--exp", "--cvc", "--name", "--language", "--input-method", "--receipt", "--scheme",
+            "--push-session",
+        ]
+    ) { flags, command throws(CLIError) in
         let request = try addCardRequest(flags, command: command)
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
@@ -82,8 +81,7 @@ enum WalletCommand {
             text: { response, traceID in PartyText.addCard(response) + "\n(trace \(traceID))" })
     }
 
-    static let acceptTerms = PartyAction(name: "accept-terms") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let acceptTerms = PartyAction(name: "accept-terms") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardRef = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_REF (the card-N that add-card printed)")
@@ -97,8 +95,7 @@ enum WalletCommand {
             text: { response, traceID in PartyText.acceptTerms(response) + "\n(trace \(traceID))" })
     }
 
-    static let cards = PartyAction(name: "cards") { arguments, command throws(CLIError) in
-        let flags = try PartyFlags(parsing: arguments, command: command, valued: [], switches: ["--json"])
+    static let cards = PartyAction(name: "cards") { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         return try PartySession.run(
             options, json: flags.json,

@@ -1,0 +1,70 @@
+/// Splits a command's arguments into options and operands by the one rule every `tokenet` command follows.
+///
+/// An option that takes a value takes the next argument as it, whatever it reads (`--reason --help` gives the reason
+/// "--help"), or the text after `=` (`--reason=X`); `--` ends the options. Asking for help
+/// (`Subcommand.asksForHelp`) and every command's parser go through here with the same set of valued options, so
+/// that they cannot disagree on where a value stands: when each parser walked the arguments its own way, `--help`
+/// as a value was a request for help in one place and a value in the next.
+struct ArgumentScanner {
+    enum Item: Equatable {
+        /// An option of `valued`, with its value.
+        case valued(String, String)
+        /// An argument starting with `-` that is no valued option: a switch, `--help`, or an unknown option, with
+        /// what followed an `=` in it (`--json=yes`), which a switch refuses.
+        case flag(String, inline: String?)
+        /// `--`: every argument after it is an operand.
+        case endOfOptions
+        /// An argument that is not an option: one not starting with `-`, `-` alone, or any after `--`.
+        case operand(String)
+    }
+
+    let arguments: [String]
+    let command: String
+    let valued: Set<String>
+    private var index = 0
+    private var optionsEnded = false
+
+    /// `command` names the command in messages (`wallet add-card: --pan needs a value`).
+    init(_ arguments: [String], command: String, valued: Set<String>) {
+        self.arguments = arguments
+        self.command = command
+        self.valued = valued
+    }
+
+    /// The next item, or nil after the last; a valued option at the end with no value is a usage error.
+    mutating func next() throws(CLIError) -> Item? {
+        guard index < arguments.count else { return nil }
+        let argument = arguments[index]
+        index += 1
+        if optionsEnded { return .operand(argument) }
+        if argument == "--" {
+            optionsEnded = true
+            return .endOfOptions
+        }
+        guard argument.hasPrefix("-"), argument.count > 1 else { return .operand(argument) }
+        var name = argument
+        var inline: String?
+        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+            name = String(argument[..<equals])
+            inline = String(argument[argument.index(after: equals)...])
+        }
+        guard valued.contains(name) else { return .flag(name, inline: inline) }
+        if let inline { return .valued(name, inline) }
+        guard index < arguments.count else { throw CLIError(.usage, "\(command): \(name) needs a value") }
+        index += 1
+        return .valued(name, arguments[index - 1])
+    }
+
+    /// Whether `--help` or `-h` stands where an option may: not as an option's value nor after `--`.
+    static func asksForHelp(_ arguments: [String], valued: Set<String>) -> Bool {
+        var scanner = ArgumentScanner(arguments, command: "", valued: valued)
+        while let item = try? scanner.next() {
+            switch item {
+            case .flag("--help", nil), .flag("-h", nil): return true
+            case .endOfOptions: return false
+            default: continue
+            }
+        }
+        return false
+    }
+}
