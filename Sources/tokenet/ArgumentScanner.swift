@@ -21,14 +21,19 @@ struct ArgumentScanner {
     let arguments: [String]
     let command: String
     let valued: Set<String>
+    /// The valued options that may be given more than once (`-H`); any other given twice is a usage error, as
+    /// one of the two values would be dropped without a word (`--to A --to B` proxied to B alone).
+    let repeatable: Set<String>
     private var index = 0
     private var optionsEnded = false
+    private var given: Set<String> = []
 
     /// `command` names the command in messages (`wallet add-card: --pan needs a value`).
-    init(_ arguments: [String], command: String, valued: Set<String>) {
+    init(_ arguments: [String], command: String, valued: Set<String>, repeatable: Set<String> = []) {
         self.arguments = arguments
         self.command = command
         self.valued = valued
+        self.repeatable = repeatable
     }
 
     /// The next item, or nil after the last; a valued option at the end with no value is a usage error.
@@ -49,6 +54,9 @@ struct ArgumentScanner {
             inline = String(argument[argument.index(after: equals)...])
         }
         guard valued.contains(name) else { return .flag(name, inline: inline) }
+        guard given.insert(name).inserted || repeatable.contains(name) else {
+            throw CLIError(.usage, "\(command): \(name) may be given once")
+        }
         if let inline { return .valued(name, inline) }
         guard index < arguments.count else { throw CLIError(.usage, "\(command): \(name) needs a value") }
         index += 1

@@ -47,6 +47,9 @@ struct InspectOptions: Sendable {
         "--cacert", "--cert", "--key", "--deadline", "-H", "--header", "-d", "--data",
     ]
 
+    /// The valued options that may be given more than once: each `-H` adds an entry.
+    static let repeatableFlags: Set<String> = ["-H", "--header"]
+
     /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), `names` what
     /// they are (METHOD, SYMBOL) for messages about a missing or empty one, and `takesData` whether `-d` is allowed.
     init(
@@ -58,7 +61,8 @@ struct InspectOptions: Sendable {
         var certificateFile = environment[Self.environmentCertificate]
         var keyFile = environment[Self.environmentKey]
         var plaintext = false
-        var scanner = ArgumentScanner(arguments, command: command, valued: Self.valuedFlags)
+        var scanner = ArgumentScanner(
+            arguments, command: command, valued: Self.valuedFlags, repeatable: Self.repeatableFlags)
         while let item = try scanner.next() {
             switch item {
             case .valued("--cacert", let value): caFile = value

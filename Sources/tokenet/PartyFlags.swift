@@ -10,18 +10,17 @@ struct PartyFlags: Sendable, Equatable {
     var rest: [String] = []
 
     /// Takes `valued` flags (`--pan VALUE` or `--pan=VALUE`) and `switches` out of `arguments`; a repeated flag or a
-    /// missing value is a usage error naming the command. The connection flags' values stay with their flags in
+    /// missing value is a usage error naming the command (`ArgumentScanner`). The connection flags' values stay with their flags in
     /// `rest`, so that `--cacert --pan` names the file "--pan" for `InspectOptions` rather than giving `--pan`.
     init(
         parsing arguments: [String], command: String, valued: Set<String>, switches known: Set<String> = []
     ) throws(CLIError) {
         var scanner = ArgumentScanner(
-            arguments, command: command, valued: valued.union(InspectOptions.valuedFlags))
+            arguments, command: command, valued: valued.union(InspectOptions.valuedFlags),
+            repeatable: InspectOptions.repeatableFlags)
         while let item = try scanner.next() {
             switch item {
-            case .valued(let name, let value) where valued.contains(name):
-                guard values[name] == nil else { throw CLIError(.usage, "\(command): \(name) may be given once") }
-                values[name] = value
+            case .valued(let name, let value) where valued.contains(name): values[name] = value
             case .valued(let name, let value): rest += [name, value]
             case .flag(let name, let inline) where known.contains(name):
                 guard inline == nil else { throw CLIError(.usage, "\(command): \(name) takes no value") }

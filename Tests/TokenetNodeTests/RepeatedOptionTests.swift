@@ -1,0 +1,31 @@
+import Testing
+import TokenetTestSupport
+
+/// An option that takes one value, given twice, is refused with exit status 2 naming it: taking the last of the two
+/// dropped the other without a word (`proxy --to A --to B` carried everything to B). `-H`, which adds a metadata
+/// entry each time, may be repeated.
+@Suite struct RepeatedOptionTests {
+    @Test(arguments: [
+        (["proxy", "--to", "127.0.0.1:1", "--to", "127.0.0.1:2"], "proxy: --to may be given once"),
+        (["proxy", "--to", "127.0.0.1:1", "--delay", "1ms", "--delay=2ms"], "proxy: --delay may be given once"),
+        (["demo", "--timeout", "5", "--timeout", "60"], "demo: --timeout may be given once"),
+        (["up", "--timeout=5", "--timeout", "60"], "up: --timeout may be given once"),
+        (["scenario", "--tsp", "127.0.0.1:1", "--tsp", "127.0.0.1:2", "s"], "scenario: --tsp may be given once"),
+        (["decode", "--calls", "a", "--calls", "b", "c"], "decode: --calls may be given once"),
+        (["list", "127.0.0.1:1", "--plaintext", "--deadline", "1s", "--deadline", "9s"], "list: --deadline may be"),
+        (["wallet", "cards", "127.0.0.1:1", "--cacert", "a", "--cacert", "b"], "wallet cards: --cacert may be given"),
+        (["tsp", "suspend-token", "127.0.0.1:1", "D", "--reason", "A", "--reason=B"], "--reason may be given once"),
+    ])
+    func aSingleValuedOptionGivenTwiceIsRefused(arguments: [String], message: String) throws {
+        let result = try runTokenet(arguments)
+        #expect(result.status == 2 && result.stdout.isEmpty, "\(arguments): \(result.stdout)")
+        #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+    }
+
+    @Test func headersMayBeRepeated() throws {
+        let result = try runTokenet([
+            "call", "127.0.0.1:1", "x.Y/Z", "--plaintext", "-H", "a: 1", "-H", "b: 2", "--header", "c: 3",
+        ])
+        #expect(result.status == 1 && result.stderr.contains("cannot connect to 127.0.0.1:1"), "\(result.stderr)")
+    }
+}
