@@ -23,11 +23,11 @@
 ///
 /// A run of exactly 13 digits standing alone (no separator joins it to other digits) that does not start with a 4
 /// is left alone: 13-digit card numbers are Visa's, which start with a 4, and such a run is most often a time in
-/// milliseconds (`1764647000000`). Joined to other digits by a space or a hyphen it counts with them as any group
-/// does (`1764647000000 4111111111111111` is masked), and runs of 14–19 digits are always masked. Joined by
-/// punctuation it opens no card number, as no scheme's grouping starts with 13 digits: a time and a sequence number
-/// (`1764647000000:123`) stay readable, and groups after it that look like a card number's are masked
-/// (`1764647000000:4111:1111:1111:1111`).
+/// milliseconds (`1764647000000`), and runs of 14–19 digits are always masked. Joined to other digits, by any
+/// separator, it is no part of a card number either, as no scheme's grouping has a group of 13 digits: a time and a
+/// sequence number (`1764647000000:123`, `1764647000000-123`) stay readable, and the digits on either side of it
+/// are looked at without it, so that a card number next to a time is masked (`1764647000000 4111111111111111`,
+/// `1764647000000:4111:1111:1111:1111`, `1764647000000-4111-1111-1111-1111`).
 ///
 /// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
 /// log it with every token event.
@@ -184,7 +184,7 @@ enum PANRuns {
             // between IPv4 addresses (four dotted groups of at most three digits, before a port or after a
             // scheme), consecutive groups are masked when they look like a card number's.
             var between: [[Int]] = []
-            for stretch in stretches {
+            for stretch in stretches.flatMap({ $0.splitAtTimes(scalar: scalar) }) {
                 let digits = stretch.digits
                 if digits.count >= 13, !isShortOfAVisaNumber(stretch.groups, scalar: scalar) {
                     masked += cardNumberGroups(between, scalar: scalar)
@@ -215,6 +215,33 @@ enum PANRuns {
         var digits: [Int] { Array(groups.joined()) }
 
         mutating func append(_ digit: Int) { groups[groups.count - 1].append(digit) }
+
+        /// This stretch split around its groups of 13 digits that do not start with a 4, each such group a stretch
+        /// of its own: no scheme's grouping has a group of 13 digits, so such a group is a time in milliseconds
+        /// (`1764647000000-123`, a time and a sequence number; `1764647000000 42`), not part of a card number,
+        /// and is logged as it is. The groups on either side of it are still looked at, each side alone
+        /// (`1764647000000-4111-1111-1111-1111` masks the card number after the time).
+        func splitAtTimes(scalar: (Int) -> Unicode.Scalar) -> [Stretch] {
+            guard groups.count > 1,
+                groups.contains(where: { PANRuns.isShortOfAVisaNumber([$0], scalar: scalar) })
+            else { return [self] }
+            var parts: [Stretch] = []
+            var current: [[Int]] = []
+            func close() {
+                if !current.isEmpty { parts.append(Stretch(groups: current, dotted: dotted)) }
+                current = []
+            }
+            for group in groups {
+                if PANRuns.isShortOfAVisaNumber([group], scalar: scalar) {
+                    close()
+                    parts.append(Stretch(groups: [group], dotted: dotted))
+                } else {
+                    current.append(group)
+                }
+            }
+            close()
+            return parts
+        }
     }
 
     /// Whether `groups` is a single group of 13 digits that does not start with a 4: a number of 13 digits is a
@@ -248,7 +275,8 @@ enum PANRuns {
             var longest = 0
             // Groups of three digits or more: at most six fit in 19 digits, so this looks a few groups ahead.
             for group in groups[start...] {
-                guard group.count >= 3, length + group.count <= 19 else { break }
+                guard group.count >= 3, length + group.count <= 19, !isShortOfAVisaNumber([group], scalar: scalar)
+                else { break }
                 length += group.count
                 if length >= 13 { longest = length }
             }
