@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// A started node: its listener is accepting and readiness has been announced.
 ///
@@ -109,13 +110,22 @@ public final class NodeRuntime: Sendable {
         dataDirectoryLock.release()
     }
 
-    /// A missing or unreadable file gets a message naming its flag, before OpenSSL reports it in its own terms.
+    /// A missing, unreadable or unusable file (empty, a directory, a certificate given as the key:
+    /// `TLSFileCheck`) gets a message naming its flag, before OpenSSL reports it in its own terms.
     private static func checkTLSFiles(_ options: NodeOptions) throws(NodeError) {
         guard !options.plaintext else { return }
-        let files = [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)]
-        for case (let flag, let path?) in files where access(path, R_OK) != 0 {
-            throw NodeError(
-                .config, "\(flag): cannot read \(path)", cause: SystemCallError(call: "access", errno: errno))
+        let files: [(String, String?, TLSFileKind)] = [
+            ("--cert", options.certificatePath, .certificate), ("--key", options.privateKeyPath, .privateKey),
+            ("--ca", options.caPath, .caCertificates),
+        ]
+        for case (let flag, let path?, let kind) in files {
+            guard access(path, R_OK) == 0 else {
+                throw NodeError(
+                    .config, "\(flag): cannot read \(path)", cause: SystemCallError(call: "access", errno: errno))
+            }
+            if let problem = TLSFileCheck.problem(with: path, holding: kind) {
+                throw NodeError(.config, "\(flag): \(kind.name) file \(path) \(problem)")
+            }
         }
     }
 }

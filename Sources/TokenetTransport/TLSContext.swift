@@ -56,23 +56,26 @@ public final class TLSContext: @unchecked Sendable {
 
         let config = configuration
         if let chain = config.certificateChainFile {
+            try Self.check(chain, .certificate)
             guard SSL_CTX_use_certificate_chain_file(pointer, chain) == 1 else {
-                throw TransportError.openSSL(.configuration, "cannot load certificate chain \(chain)")
+                throw Self.unreadable(chain, .certificate)
             }
             guard let key = config.privateKeyFile else {
                 throw TransportError(.configuration, "certificate chain \(chain) given without a private key file")
             }
+            try Self.check(key, .privateKey)
             guard SSL_CTX_use_PrivateKey_file(pointer, key, SSL_FILETYPE_PEM) == 1 else {
                 // OpenSSL checks the key against the certificate as it loads it, and its "cannot load private key"
                 // blamed the key alone when the certificate was just as likely the wrong file (a CA's, another
                 // party's): name both.
                 if ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH {
-                    throw TransportError.openSSL(
+                    _ = TransportError.drainOpenSSLErrorCodes()
+                    throw TransportError(
                         .configuration,
                         "the private key \(key) does not belong to the certificate \(chain); give the key made with "
                             + "that certificate, or the certificate of that key")
                 }
-                throw TransportError.openSSL(.configuration, "cannot load private key \(key)")
+                throw Self.unreadable(key, .privateKey)
             }
             guard SSL_CTX_check_private_key(pointer) == 1 else {
                 throw TransportError.openSSL(.configuration, "private key \(key) does not match \(chain)")
@@ -80,8 +83,9 @@ public final class TLSContext: @unchecked Sendable {
         } else if config.side == .server {
             throw TransportError(.configuration, "a server needs a certificate chain and private key")
         }
+        try Self.check(config.trustedCAFile, .caCertificates)
         guard SSL_CTX_load_verify_locations(pointer, config.trustedCAFile, nil) == 1 else {
-            throw TransportError.openSSL(.configuration, "cannot load trusted CA file \(config.trustedCAFile)")
+            throw Self.unreadable(config.trustedCAFile, .caCertificates)
         }
         let mode =
             config.side == .server
@@ -92,5 +96,27 @@ public final class TLSContext: @unchecked Sendable {
             _ = ctk_ssl_ctx_set_app_data(pointer, Unmanaged.passUnretained(keyLog).toOpaque())
             SSL_CTX_set_keylog_callback(pointer, tokenetKeyLogCallback)
         }
+    }
+}
+
+extension TLSContext {
+    /// Refuses a file `TLSFileCheck` finds unusable, naming it and what to give instead.
+    fileprivate static func check(_ path: String, _ kind: TLSFileKind) throws(TransportError) {
+        if let problem = TLSFileCheck.problem(with: path, holding: kind) {
+            throw TransportError(.configuration, "\(kind.name) file \(path) \(problem)")
+        }
+    }
+
+    /// A file that looked right but OpenSSL could not read: its PEM block is damaged (cut short, edited, not
+    /// base64). OpenSSL's reason is kept in words, without its error code.
+    fileprivate static func unreadable(_ path: String, _ kind: TLSFileKind) -> TransportError {
+        let reasons = TransportError.drainOpenSSLErrorCodes().compactMap { code in
+            ERR_reason_error_string(code).map { String(cString: $0) }
+        }
+        let reason = reasons.last.map { " (\($0))" } ?? ""
+        return TransportError(
+            .configuration,
+            "\(kind.name) file \(path) cannot be read as a \(kind.name)\(reason): its PEM block is damaged or cut "
+                + "short; give the \(kind.name) file again, as Tools/gen-certs wrote it")
     }
 }

@@ -86,6 +86,9 @@ final class InspectSession: Sendable {
                     configuration: .client(
                         certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
                         trustedCAFile: files.caFile))
+            } catch let error where error.code == .configuration && error.details.isEmpty {
+                // A file `TLSFileCheck` or the load found unusable: the message names it and what to give.
+                throw CLIError(.connection, "cannot load the TLS identity: \(error.message)")
             } catch {
                 throw CLIError(.connection, "cannot load the TLS identity", cause: DescribedError(error))
             }
@@ -107,15 +110,17 @@ final class InspectSession: Sendable {
         }
     }
 
-    /// Each TLS file is one the CLI can read: OpenSSL's reason for a missing one came in three error codes
-    /// ("error:80000002:system library::No such file or directory; error:10000080:BIO routines::no such file; …"),
-    /// without saying which option, or which environment variable left over from another sandbox, named it.
+    /// Each TLS file is one the CLI can read and of the right kind: OpenSSL's reason for a missing one came in three
+    /// error codes ("error:80000002:system library::No such file or directory; error:10000080:BIO routines::no such
+    /// file; …"), and for an empty one or a certificate given as the key in others, without saying which option, or
+    /// which environment variable left over from another sandbox, named it, or what was wrong with it.
     private static func checkReadable(_ files: InspectOptions.TLSFiles) throws(CLIError) {
-        for (flag, variable, path) in [
-            ("--cacert", InspectOptions.environmentCA, files.caFile),
-            ("--cert", InspectOptions.environmentCertificate, files.certificateFile),
-            ("--key", InspectOptions.environmentKey, files.keyFile),
+        for (flag, variable, path, kind) in [
+            ("--cacert", InspectOptions.environmentCA, files.caFile, TLSFileKind.caCertificates),
+            ("--cert", InspectOptions.environmentCertificate, files.certificateFile, .certificate),
+            ("--key", InspectOptions.environmentKey, files.keyFile, .privateKey),
         ] {
+            let given = "\(flag) \(path) (given by \(flag) or \(variable))"
             var isDirectory: ObjCBool = false
             let reason: String
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -123,10 +128,12 @@ final class InspectSession: Sendable {
             } else if access(path, R_OK) != 0 {
                 reason = String(cString: strerror(errno))
             } else {
+                if let problem = TLSFileCheck.problem(with: path, holding: kind) {
+                    throw CLIError(.connection, "\(given) \(problem)")
+                }
                 continue
             }
-            throw CLIError(
-                .connection, "cannot read \(flag) \(path) (given by \(flag) or \(variable)): \(reason)")
+            throw CLIError(.connection, "cannot read \(given): \(reason)")
         }
     }
 

@@ -210,9 +210,15 @@ import TokenetWire
     /// TLS files that exist but that OpenSSL cannot use, and a certificate of another role, stop the node before it
     /// binds or creates its data directory, with status 2 like any other configuration mistake.
     @Test(arguments: [
-        ("tsp.key", "tsp.key", "ca.pem", "cannot load certificate chain"),
+        ("tsp.key", "tsp.key", "ca.pem", "--cert: certificate file PKI/tsp.key holds a private key, not a certificate"),
         ("tsp.pem", "issuer.key", "ca.pem", "issuer.key does not belong to the certificate"),
-        ("tsp.pem", "tsp.key", "tsp.key", "cannot load trusted CA file"),
+        (
+            "tsp.pem", "tsp.key", "tsp.key",
+            "--ca: CA certificate file PKI/tsp.key holds a private key, not a certificate"
+        ),
+        ("tsp.pem", "tsp.pem", "ca.pem", "--key: private key file PKI/tsp.pem holds a certificate, not a private key"),
+        ("tsp.pem", "/dev/null", "ca.pem", "--key: private key file /dev/null is a device, not a file; give the PEM"),
+        ("tsp.pem", "/", "ca.pem", "--key: private key file / is a directory, not a file; give the PEM file"),
         ("issuer.pem", "issuer.key", "ca.pem", "names tokenet://issuer/issuer-1, but tsp-node needs a certificate for"),
         ("operator.pem", "operator.key", "ca.pem", "names tokenet://operator/operator-1, but tsp-node needs"),
     ])
@@ -220,9 +226,10 @@ import TokenetWire
         let directory = try TemporaryDirectory()
         let pki = DevelopmentPKI.shared
         var options = NodeOptions()
-        options.certificatePath = pki.path(certificate)
-        options.privateKeyPath = pki.path(key)
-        options.caPath = pki.path(ca)
+        func path(_ name: String) -> String { name.hasPrefix("/") ? name : pki.path(name) }
+        options.certificatePath = path(certificate)
+        options.privateKeyPath = path(key)
+        options.caPath = path(ca)
         options.dataDirectory = directory.path("data")
         let failure = try #require(throws: NodeError.self) {
             _ = try NodeRuntime.start(
@@ -230,8 +237,35 @@ import TokenetWire
                 announce: { _ in Issue.record("the node announced readiness") })
         }
         #expect(failure.exitStatus == 2)
-        #expect(failure.description.contains(message), "\(failure.description)")
+        let expected = message.replacingOccurrences(of: "PKI/", with: pki.directory.path + "/")
+        #expect(failure.description.contains(expected), "\(failure.description)")
+        #expect(!failure.description.contains("error:"), "\(failure.description)")
         #expect(!FileManager.default.fileExists(atPath: directory.path("data")))
+    }
+
+    /// A key file whose PEM block is damaged passes the look from outside; OpenSSL's refusal is told in words,
+    /// naming the file, with status 2.
+    @Test func aDamagedKeyFileIsAConfigError() throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let key = directory.path("damaged.key")
+        try Data("-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n".utf8)
+            .write(to: URL(fileURLWithPath: key))
+        var options = NodeOptions()
+        options.certificatePath = pki.path("tsp.pem")
+        options.privateKeyPath = key
+        options.caPath = pki.path("ca.pem")
+        options.dataDirectory = directory.path("data")
+        let failure = try #require(throws: NodeError.self) {
+            _ = try NodeRuntime.start(
+                spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
+                announce: { _ in Issue.record("the node announced readiness") })
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description.contains("private key file \(key) cannot be read as a private key"),
+            "\(failure.description)")
+        #expect(!failure.description.contains("error:"), "\(failure.description)")
     }
 
     private static func logger() -> Logger {

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// TLS files that exist but cannot serve as what their option names (a device, an empty file, a certificate given as
+/// the key, a damaged PEM block) are refused before connecting, with a message that names the option, the file,
+/// what is wrong with it and what to give instead, and without OpenSSL's error codes.
+@Suite struct TLSFileProblemTests {
+    static let garbageKey = "-----BEGIN PRIVATE KEY-----\nthis is not base64!\n-----END PRIVATE KEY-----\n"
+    static let encryptedKey =
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHzBJBgkqhkiG9w0BBQ0w\n-----END ENCRYPTED PRIVATE KEY-----\n"
+    static let garbageCertificate = "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n"
+
+    /// Which option gets the bad file (0 --cacert, 1 --cert, 2 --key), what it holds (a text written to a file, or
+    /// the path of an existing file when it starts with "/" or "pki:"), and the message expected after its name.
+    static let cases: [(Int, String, String)] = [
+        (2, "/dev/null", "is a device, not a file; give the PEM file of the private key"),
+        (2, "", "is empty; give the PEM file of the private key"),
+        (2, "pki:operator.pem", "holds a certificate, not a private key; give the key file (BEGIN PRIVATE KEY)"),
+        (2, "hello\n", "is not a PEM file (it has no '-----BEGIN' line); give the PEM file of the private key"),
+        (2, encryptedKey, "is encrypted with a passphrase, which Tokenet does not ask for"),
+        (1, "pki:operator.key", "holds a private key, not a certificate; give the PEM file of the certificate"),
+        (1, "/dev/zero", "is a device, not a file; give the PEM file of the certificate"),
+        (0, " \n", "is empty; give the PEM file of the CA certificates"),
+    ]
+
+    @Test(arguments: cases)
+    func anUnusableTLSFileIsNamedWithWhatToGive(flag: Int, content: String, message: String) throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        var files = [pki.path("ca.pem"), pki.path("operator.pem"), pki.path("operator.key")]
+        files[flag] = try Self.file(content, in: directory)
+        let name = ["--cacert", "--cert", "--key"][flag]
+        let variable = ["TOKENET_CACERT", "TOKENET_CERT", "TOKENET_KEY"][flag]
+        let result = try runTokenet(
+            ["list", "127.0.0.1:1", "--cacert", files[0], "--cert", files[1], "--key", files[2]])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("tokenet: \(name) \(files[flag]) (given by \(name) or \(variable)) \(message)"),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("error:"), "\(result.stderr)")
+    }
+
+    /// A file whose PEM block is damaged passes every look from outside; OpenSSL's refusal to read it is told in
+    /// words, naming the file, without its error codes.
+    @Test(arguments: [(2, garbageKey, "private key"), (1, garbageCertificate, "certificate")])
+    func aDamagedPEMBlockIsNamed(flag: Int, content: String, kind: String) throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        var files = [pki.path("ca.pem"), pki.path("operator.pem"), pki.path("operator.key")]
+        files[flag] = try Self.file(content, in: directory)
+        let result = try runTokenet(
+            ["list", "127.0.0.1:1", "--cacert", files[0], "--cert", files[1], "--key", files[2]])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: cannot load the TLS identity: \(kind) file \(files[flag]) cannot be read"),
+            "\(result.stderr)")
+        #expect(result.stderr.contains("its PEM block is damaged or cut short"), "\(result.stderr)")
+        #expect(!result.stderr.contains("error:"), "\(result.stderr)")
+    }
+
+    /// `content` as a file in `directory`, or the file it names ("/dev/null", "pki:operator.pem").
+    static func file(_ content: String, in directory: TemporaryDirectory) throws -> String {
+        if content.hasPrefix("/") { return content }
+        if content.hasPrefix("pki:") { return DevelopmentPKI.shared.path(String(content.dropFirst(4))) }
+        let path = directory.path("file.pem")
+        try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+}
