@@ -355,6 +355,7 @@ import Testing
         let directory = try TemporaryDirectory()
         for (path, reason) in [
             (directory.path("missing.json"), "No such file or directory"), (directory.url.path, "Is a directory"),
+            ("/dev/null", "it is a device, not a file; give a JSON file"),
         ] {
             let failure = try #require(throws: NodeError.self) { _ = try NodeConfigFile.read(path: path) }
             #expect(failure.description == "cannot read config file \(path): \(reason)")
