@@ -214,7 +214,9 @@ final class InspectSession: Sendable {
             do {
                 result = .success(try await body(session))
             } catch {
-                result = finish(with: session.refusal(behind: error) ?? session.silence(behind: error) ?? error)
+                let wrongNode = await session.wrongNode(behind: error)
+                result = finish(
+                    with: session.refusal(behind: error) ?? session.silence(behind: error) ?? wrongNode ?? error)
             }
             await session.close()
             return result

@@ -1,0 +1,39 @@
+import TokenetRPC
+
+extension InspectSession {
+    /// The node's refusal of a method it does not serve, when that is because ADDR is another kind of node than the
+    /// command talks to (`tokenet wallet cards` given the TSP's address): the node's "unknown method
+    /// /tokenet.wallet.v1.WalletControl/ListCards" did not say that the address was the mistake. Which kind the node
+    /// is comes from its reflection (the package of the services it serves); a node of the right kind that lacks the
+    /// method (another build) keeps its own message. Still UNIMPLEMENTED (exit status 76).
+    func wrongNode(behind error: any Error) async -> RPCError? {
+        let prefix = "unknown method /"
+        guard let error = error as? RPCError, error.code == .unimplemented, error.message.hasPrefix(prefix),
+            let service = error.message.dropFirst(prefix.count).split(separator: "/").first.map(String.init),
+            let expected = Self.nodeName(serving: service)
+        else { return nil }
+        let services = (try? await listServices()) ?? []
+        let actual = services.lazy.compactMap(Self.nodeName(serving:)).first
+        guard actual != expected else { return nil }
+        let kind = actual.map { "it is \(Self.article($0)) \($0)" } ?? "it serves no wallet, issuer or TSP service"
+        let node = "\(Self.article(expected)) \(expected)"
+        return RPCError(
+            .unimplemented,
+            "\(options.address) does not serve \(service), which \(node) serves; \(kind): give the address of \(node)")
+    }
+
+    /// The node that serves `service`, by its package: `tokenet.wallet.v1.WalletControl` is a wallet-node's.
+    static func nodeName(serving service: String) -> String? {
+        let parts = service.split(separator: ".")
+        guard parts.count >= 3, parts[0] == "tokenet" else { return nil }
+        switch parts[1] {
+        case "wallet": return "wallet-node"
+        case "issuer": return "issuer-node"
+        case "tsp": return "tsp-node"
+        default: return nil
+        }
+    }
+
+    /// "an issuer-node", "a wallet-node".
+    private static func article(_ name: String) -> String { name.hasPrefix("issuer") ? "an" : "a" }
+}
