@@ -107,6 +107,12 @@ enum DecodeCommand {
     static func message(_ bytes: [UInt8], as type: any ProtoMessage.Type) throws(CLIError) -> String {
         do {
             return try type.init(serializedBytes: bytes).jsonString(options: .pretty)
+        } catch let error as WireError {
+            // The wire layer's message says it all; its code (`invalidMessage: `) is for programs, not people.
+            let message =
+                error.code == .invalidMessage
+                ? error.message : "the bytes are not a \(type.protoName): \(error.message)"
+            throw CLIError(.data, "decode: \(message)")
         } catch {
             throw CLIError(.data, "decode: the bytes are not a \(type.protoName)", cause: DescribedError(error))
         }

@@ -162,7 +162,10 @@ import TokenetWire
         (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
         (["--frames"], "", 2, "decode: unknown option '--frames'"),
         (["--hex"], "", 1, "decode: the input holds no frame"),
-        (["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1, "the bytes are not a tokenet.health"),
+        (
+            ["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1,
+            "tokenet: decode: the bytes are not a valid tokenet.health.v1.HealthCheckResponse message\n"
+        ),
         // A length prefix of 4 GiB: refused before anything is allocated for it.
         (["--hex"], "ffffffff00", 1, "decode: frame 1 (after 0 whole frames) cannot be decoded"),
     ])
@@ -170,5 +173,6 @@ import TokenetWire
         let result = try await runTokenet(["decode"] + arguments, stdin: stdin)
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!result.stderr.contains("invalidMessage"), "\(result.stderr)")
     }
 }
