@@ -158,6 +158,16 @@ final class InspectSession: Sendable {
                     + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)",
                 cause: DescribedError(error))
         }
+        // The usual sign that the node runs with --plaintext: said with what to do, without OpenSSL's error code
+        // ("wrong version number").
+        if let error = error as? TransportError, error.code == .handshakeFailed, error.isRefusal,
+            error.message.contains("does not speak TLS")
+        {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): it does not speak TLS; for a node started with --plaintext, add "
+                    + "--plaintext, otherwise check that \(options.address) is a Tokenet node's address")
+        }
         return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
     }
 
