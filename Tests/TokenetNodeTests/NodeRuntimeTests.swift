@@ -67,7 +67,26 @@ import TokenetWire
             failure?.description.contains("--listen \(first.boundAddress): bind") == true,
             "\(String(describing: failure))")
         #expect(failure?.description.contains("Address already in use") == true)
+        #expect(failure?.description.contains("stop what holds it, or give another address") == true)
         try await offThePool { first.stop() }
+    }
+
+    /// An address of another machine is no address in use: the node says whose it is and what to listen on instead.
+    @Test func bindingAnotherMachinesAddressSaysSo() async throws {
+        var options = NodeOptions()
+        options.plaintext = true
+        options.listen = HostPort(host: "192.0.2.1", port: 7001)
+        let failure = await #expect(throws: NodeError.self) {
+            try await offThePool { [options] in
+                try RPCNodeListener.bind(options: options, router: RPCRouter(), logger: Self.logger())
+            }
+        }
+        #expect(failure?.exitStatus == 2)
+        #expect(
+            failure?.description.hasSuffix(
+                "192.0.2.1 is not an address of this machine; listen on 127.0.0.1 or on one of this machine's own "
+                    + "addresses") == true, "\(String(describing: failure))")
+        #expect(failure?.description.contains("stop what holds it") == false)
     }
 
     @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
