@@ -211,13 +211,7 @@ public final class RPCNodeListener: NodeListener {
             } catch let error as TransportError where error.code == .invalidAddress {
                 // The address is the operator's choice: in use by another process, not this host's, or a port
                 // below 1024 without the right. A configuration problem (status 2), as a bad --listen is.
-                // What to do depends on which: "stop what holds it" sent a person looking for a process when the
-                // host was another machine's address.
-                let remedy =
-                    error.message.hasSuffix("(errno \(EADDRNOTAVAIL))")
-                    ? "\(options.listen.host) is not an address of this machine; listen on 127.0.0.1 or on one of "
-                        + "this machine's own addresses"
-                    : "stop what holds it, or give another address (port 0 picks a free one)"
+                let remedy = BindFailure.remedy(host: options.listen.host, reason: error.message)
                 return .failure(NodeError(.config, "--listen \(options.listen): \(error.message); \(remedy)"))
             } catch {
                 return .failure(NodeError(.listen, "cannot serve on \(options.listen)", cause: DescribedError(error)))

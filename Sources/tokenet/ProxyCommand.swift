@@ -85,6 +85,12 @@ enum ProxyCommand {
                 await proxy.serve()
                 return .success(())
             } catch let error as FaultError {
+                // The --listen address is the user's to change (status 2), told in words without the transport's
+                // error code.
+                if error.code == .address, let cause = error.cause as? TransportError, cause.code == .invalidAddress {
+                    let remedy = BindFailure.remedy(host: options.listen.host, reason: cause.message)
+                    return .failure(CLIError(.usage, "proxy: --listen \(options.listen): \(cause.message); \(remedy)"))
+                }
                 return .failure(CLIError(.setup, "proxy: \(error)"))
             } catch {
                 return .failure(CLIError(.setup, "proxy: \(error)"))

@@ -194,4 +194,17 @@ import TokenetTestSupport
             #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
         }
     }
+
+    /// A --listen address that cannot be bound is the user's to change (status 2): said with what to do about it,
+    /// without the transport's error code (invalidAddress).
+    @Test func aListenAddressThatCannotBeBoundSaysWhatToDo() async throws {
+        let listen = "192.0.2.1:7001"
+        let result = try await LaunchedProcess.run("tokenet", ["proxy", "--to", "127.0.0.1:1", "--listen", listen])
+        #expect(result.status == 2, "\(result)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: proxy: --listen \(listen): bind \(listen) failed: Cannot assign requested address (errno 99); "
+                    + "192.0.2.1 is not an address of this machine; listen on 127.0.0.1"), "\(result.stderr)")
+        #expect(!result.stderr.contains("invalidAddress"), "\(result.stderr)")
+    }
 }
