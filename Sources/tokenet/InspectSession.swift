@@ -158,6 +158,16 @@ final class InspectSession: Sendable {
                     + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)",
                 cause: DescribedError(error))
         }
+        // Nothing listens at the address: the commonest mistake (a node not started, or started on another port),
+        // said with what to do rather than as the socket's "io: connect failed: … (errno 111)".
+        if let error = error as? TransportError, error.code == .io,
+            error.message.hasSuffix("(errno \(ECONNREFUSED))")
+        {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): nothing accepts connections there (connection refused); "
+                    + "start the node, or give the address it listens on (its READY line says listen=HOST:PORT)")
+        }
         // The usual sign that the node runs with --plaintext: said with what to do, without OpenSSL's error code
         // ("wrong version number").
         if let error = error as? TransportError, error.code == .handshakeFailed, error.isRefusal,

@@ -301,10 +301,18 @@ import TokenetTestSupport
         }
     }
 
+    /// Said with what to do, not as the socket's "io: connect failed: … (errno 111)".
     @Test func aRefusedConnectionIsAConnectionFailure() async throws {
-        let result = try await runTokenet(["list", "127.0.0.1:1"] + tls)
-        #expect(result.status == 1)
-        #expect(result.stderr.contains("cannot connect to 127.0.0.1:1"))
+        for arguments in [["list", "127.0.0.1:1"] + tls, ["wallet", "cards", "127.0.0.1:1", "--plaintext"]] {
+            let result = try await runTokenet(arguments)
+            #expect(result.status == 1)
+            #expect(
+                result.stderr
+                    == "tokenet: cannot connect to 127.0.0.1:1: nothing accepts connections there (connection "
+                    + "refused); start the node, or give the address it listens on (its READY line says "
+                    + "listen=HOST:PORT)\n",
+                "\(result.stderr)")
+        }
     }
 
     @Test func everyInspectingCommandHasHelp() async throws {
