@@ -148,15 +148,16 @@ final class InspectSession: Sendable {
                 "the deadline (\(milliseconds(deadline)) ms) ran out while connecting to \(options.address)")
         }
         // The node's certificate failed this side's check (OpenSSL's reason alone, "self-signed certificate in
-        // certificate chain", did not say which file to look at).
+        // certificate chain", did not say which file to look at). The reason is kept in words, without its error
+        // code.
         if let error = error as? TransportError, error.code == .handshakeFailed,
             error.message.hasPrefix("peer certificate rejected"), case .mutualTLS(let files) = options.transport
         {
             return CLIError(
                 .connection,
                 "cannot connect to \(options.address): its certificate is not signed by the CA of --cacert "
-                    + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)",
-                cause: DescribedError(error))
+                    + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem) (\(error.message))"
+            )
         }
         // Nothing listens at the address: the commonest mistake (a node not started, or started on another port),
         // said with what to do rather than as the socket's "io: connect failed: … (errno 111)".
