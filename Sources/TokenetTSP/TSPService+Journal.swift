@@ -21,9 +21,14 @@ extension TSPService {
     }
 
     /// CPS CARD_STATE to the wallet and the issuer app, for a change of the token's state (none when unchanged).
-    static func cardState(_ change: TokenStateChange, reason: String, initiator: String) -> [Announcement] {
+    /// `digitizeRequestID` names the Digitize request of a token whose digitization never answered the wallet.
+    static func cardState(
+        _ change: TokenStateChange, reason: String, initiator: String, digitizeRequestID: String = ""
+    ) -> [Announcement] {
         guard change.before.state != change.after.state else { return [] }
-        let body = TspV1.CardStateBody(tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator)
+        let body = TspV1.CardStateBody(
+            tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator,
+            digitizeRequestID: digitizeRequestID)
         return [
             Announcement(
                 notification: D1.notification(

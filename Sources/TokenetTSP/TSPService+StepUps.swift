@@ -22,10 +22,13 @@ extension TSPService {
                     "abandoned step-up token deactivated",
                     ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
             }
-            for change in expired.value.digitizations {
+            for expiry in expired.value.digitizations {
                 log.info(
                     "digitization left pending ended; its token deactivated",
-                    ["digital_card_id": change.after.digitalCardID, "last4": change.after.panLast4])
+                    [
+                        "digital_card_id": expiry.change.after.digitalCardID, "last4": expiry.change.after.panLast4,
+                        "request_id": expiry.requestID,
+                    ])
             }
             await published(expired, log: log)
         }

@@ -4,6 +4,13 @@ import TokenetStorage
 /// A card has at most one live token per wallet account and device. A cardholder who gives up on a step-up and adds
 /// the card again gets a new token; the one left waiting for ID&V is replaced, so it can never be activated beside
 /// the new one, and one nobody comes back to is deactivated once the step-up window is over.
+/// A digitization left pending that the step-up expiry ended: its token's change, and the Digitize request id the
+/// wallet knows the card by, since that request was never answered with the token's id.
+struct ExpiredDigitization: Sendable, Equatable {
+    var change: TokenStateChange
+    var requestID: String
+}
+
 extension TSPStore {
     /// Why a token waiting for ID&V may have ended DEACTIVATED, and what the cardholder does next.
     static let deactivatedHint =
@@ -137,7 +144,7 @@ extension TSPStore {
     func expireStepUps(
         decidedAtOrBeforeMs: UInt64, window: String, traceID: String, nowMs: UInt64,
         pendingMadeAtOrBeforeMs: UInt64? = nil
-    ) throws -> Journaled<(stepUps: [TokenStateChange], digitizations: [TokenStateChange])> {
+    ) throws -> Journaled<(stepUps: [TokenStateChange], digitizations: [ExpiredDigitization])> {
         try journaling(
             { tx in
                 let cutOff = Int64(clamping: decidedAtOrBeforeMs)
@@ -158,7 +165,9 @@ extension TSPStore {
             announce: { expired in
                 expired.stepUps.flatMap { TSPService.cardState($0, reason: "STEP_UP_EXPIRED", initiator: "tsp") }
                     + expired.digitizations.flatMap {
-                        TSPService.cardState($0, reason: "DIGITIZATION_EXPIRED", initiator: "tsp")
+                        TSPService.cardState(
+                            $0.change, reason: "DIGITIZATION_EXPIRED", initiator: "tsp",
+                            digitizeRequestID: $0.requestID)
                     }
             })
     }
@@ -166,7 +175,10 @@ extension TSPStore {
     /// Ends a digitization left pending: its token deactivated, its request answered as declined by the TSP.
     private func expirePending(
         _ tx: Transaction, _ token: TokenRecord, window: String, traceID: String, nowMs: UInt64
-    ) throws -> TokenStateChange {
+    ) throws -> ExpiredDigitization {
+        let request = try tx.queryOne(
+            "SELECT request_id FROM digitize_requests WHERE digital_card_id = ? AND status = 'pending'",
+            [token.digitalCardID])
         let outcome = DigitizationOutcome.expired(window: window)
         let change = try deactivate(tx, token, reason: outcome.reason, traceID: traceID, nowMs: nowMs)
         var decided = change.after
@@ -178,7 +190,8 @@ extension TSPStore {
             """
             UPDATE digitize_requests SET status = 'done', response = ? WHERE digital_card_id = ? AND status = 'pending'
             """, [try response.serializedBytes(), token.digitalCardID])
-        return TokenStateChange(before: change.before, after: decided)
+        return ExpiredDigitization(
+            change: TokenStateChange(before: change.before, after: decided), requestID: try request?.text(0) ?? "")
     }
 
     private func deactivate(

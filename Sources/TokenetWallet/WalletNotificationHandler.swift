@@ -66,6 +66,9 @@ public final class WalletNotificationHandler: NotificationHandler {
         }
         switch notification.body {
         case .cardState(let body)?:
+            if card == nil, let unanswered = try store.card(digitizeRequestID: body.digitizeRequestID) {
+                return try endUnanswered(unanswered, body, notification)
+            }
             guard let card else { return logger.warning("card state for an unknown card", fields) }
             try updates.apply(body.tokenState, to: card)
             logger.info("token state updated from the TSP", fields)
@@ -85,5 +88,34 @@ public final class WalletNotificationHandler: NotificationHandler {
         default:
             logger.info("notification kept", fields)
         }
+    }
+
+    /// A digitization the TSP ended without ever answering its Digitize (it stopped while asking the issuer, and
+    /// nobody retried within the step-up window; DIGITIZATION_EXPIRED). The wallet knows the card by its request id
+    /// only, and records it declined as the TSP now answers that request, so the card no longer waits and a retry
+    /// of AcceptTerms answers from the store. A card whose answer is already stored keeps it.
+    private func endUnanswered(
+        _ card: WalletCardRecord, _ body: TspV1.CardStateBody, _ notification: TspV1.Notification
+    ) throws(WalletError) {
+        let fields: KeyValuePairs<String, String> = [
+            "message_id": notification.messageID, "card_ref": card.cardRef, "digital_card_id": notification.cardID,
+            "reason": body.reasonCode, "token_state": body.tokenState.protoValueName ?? "?",
+        ]
+        guard card.result == nil else {
+            return logger.info("card state for a digitization whose answer the wallet already has", fields)
+        }
+        guard body.tokenState == .deactivated else {
+            return logger.warning("card state for a digitization never answered, left as it is", fields)
+        }
+        var result = TspV1.DigitizeResponse()
+        result.decision = .declined
+        result.tokenState = .deactivated
+        result.scheme = card.scheme
+        result.panLast4 = card.panLast4
+        result.decidedBy = body.initiator
+        result.declineReason =
+            "the TSP ended the digitization, interrupted before a decision (\(body.reasonCode)); add the card again"
+        _ = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
+        logger.info("digitization never answered ended by the TSP; card recorded as declined", fields)
     }
 }

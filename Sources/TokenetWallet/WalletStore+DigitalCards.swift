@@ -26,6 +26,15 @@ extension WalletStore {
 
     static let digitalCardQuery = "SELECT * FROM cards WHERE digital_card_id = ? ORDER BY id LIMIT 1"
 
+    /// The card whose digitization was asked with idempotency key `requestID`: the one way to name a card whose
+    /// Digitize was never answered, since the wallet then does not know its token's digital card id.
+    public func card(digitizeRequestID requestID: String) throws(WalletError) -> WalletCardRecord? {
+        guard !requestID.isEmpty else { return nil }
+        return try run("read the card") {
+            try database.queryOne("SELECT * FROM cards WHERE digitize_request_id = ?", [requestID]).map(Self.record)
+        }
+    }
+
     /// A NULL `issuer_node_id` (an issuer not yet known, or one without a node) equals no caller, as `belongs` says.
     static let issuerDigitalCardQuery =
         "SELECT * FROM cards WHERE digital_card_id = ? AND issuer_node_id = ? ORDER BY id LIMIT 1"

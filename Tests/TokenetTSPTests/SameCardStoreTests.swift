@@ -119,7 +119,8 @@ import TokenetWire
         let expired = try fixture.store.expireStepUps(
             decidedAtOrBeforeMs: 200, window: "1 s", traceID: "t", nowMs: 1200)
         #expect(expired.value.stepUps.isEmpty)
-        #expect(expired.value.digitizations.map(\.after.digitalCardID) == ["stale"])
+        #expect(expired.value.digitizations.map(\.change.after.digitalCardID) == ["stale"])
+        #expect(expired.value.digitizations.map(\.requestID) == ["request-stale"])
         #expect(try fixture.state("stale") == "DEACTIVATED" && fixture.state("recent") == "INACTIVE")
         #expect(try fixture.state("deleted") == "DEACTIVATED")
         let request = try #require(
@@ -143,6 +144,7 @@ import TokenetWire
             return
         }
         #expect(body.tokenState == .deactivated && body.reasonCode == "DIGITIZATION_EXPIRED")
+        #expect(body.digitizeRequestID == "request-stale")
     }
 
     /// The pending digitizations past the window are found by reading the partial index of pending digitizations

@@ -910,7 +910,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__notification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[4] =
 {
   {
     "token_state",
@@ -948,8 +948,21 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "digitize_request_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__CardStateBody, digitize_request_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__card_state_body__field_indices_by_name[] = {
+  3,   /* field[3] = digitize_request_id */
   2,   /* field[2] = initiator */
   1,   /* field[1] = reason_code */
   0,   /* field[0] = token_state */
@@ -957,7 +970,7 @@ static const unsigned tokenet__tsp__v1__card_state_body__field_indices_by_name[]
 static const ProtobufCIntRange tokenet__tsp__v1__card_state_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
 {
@@ -967,7 +980,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
   "Tokenet__Tsp__V1__CardStateBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__CardStateBody),
-  3,
+  4,
   tokenet__tsp__v1__card_state_body__field_descriptors,
   tokenet__tsp__v1__card_state_body__field_indices_by_name,
   1,  tokenet__tsp__v1__card_state_body__number_ranges,

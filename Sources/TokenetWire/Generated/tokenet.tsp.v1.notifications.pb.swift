@@ -183,28 +183,36 @@ extension TspV1 {
         /// Who started the change: "wallet", "issuer" or "tsp".
         public var initiator: String = ""
 
+        /// The Digitize request id the token was made for, set only with DIGITIZATION_EXPIRED: the digitization never
+        /// answered the wallet, which knows the card by this id alone and not by the token's digital card id.
+        public var digitizeRequestID: String = ""
+
         public init() {}
 
         public init(
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             reasonCode: String = "",
-            initiator: String = ""
+            initiator: String = "",
+            digitizeRequestID: String = ""
         ) {
             self.tokenState = tokenState
             self.reasonCode = reasonCode
             self.initiator = initiator
+            self.digitizeRequestID = digitizeRequestID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.tokenState = try reader.read(1)
             self.reasonCode = try reader.read(2)
             self.initiator = try reader.read(3)
+            self.digitizeRequestID = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, tokenState)
             try writer.write(2, reasonCode)
             try writer.write(3, initiator)
+            try writer.write(4, digitizeRequestID)
         }
     }
 }

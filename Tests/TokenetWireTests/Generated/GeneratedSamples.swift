@@ -1222,6 +1222,7 @@ extension TspV1.CardStateBody {
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitizeRequestID = "digitize_request_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -136,10 +136,15 @@ struct  Tokenet__Tsp__V1__CardStateBody
    * Who started the change: "wallet", "issuer" or "tsp".
    */
   char *initiator;
+  /*
+   * The Digitize request id the token was made for, set only with DIGITIZATION_EXPIRED: the digitization never
+   * answered the wallet, which knows the card by this id alone and not by the token's digital card id.
+   */
+  char *digitize_request_id;
 };
 #define TOKENET__TSP__V1__CARD_STATE_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__card_state_body__descriptor) \
-    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__ReplenishmentBody

@@ -1,0 +1,59 @@
+import Testing
+import TokenetWire
+
+@testable import TokenetWallet
+
+/// A digitization the TSP never answered (it stopped while asking the issuer) and later ended once its step-up
+/// window passed: the wallet knows the card by its Digitize request id alone, which the TSP's CARD_STATE names.
+@Suite struct WalletUnansweredDigitizationTests {
+    /// A wallet whose card-1 Digitize failed, so the card waits with its request id and no digital card id.
+    static func unanswered() async throws -> WalletHarness {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.digitizeFailures = 1 }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        await #expect(throws: (any Error).self) { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        return wallet
+    }
+
+    static func expired(requestID: String, id: String = "m-1") -> TspV1.Notification {
+        WalletLifecycleTests.notification(
+            "CARD_STATE",
+            .cardState(
+                .init(
+                    tokenState: .deactivated, reasonCode: "DIGITIZATION_EXPIRED", initiator: "tsp",
+                    digitizeRequestID: requestID)), id: id)
+    }
+
+    @Test func anExpiredDigitizationEndsTheCardItWasAskedFor() async throws {
+        let wallet = try await Self.unanswered()
+        let requestID = try #require(try wallet.store.card(ref: "card-1").digitizeRequestID)
+        try await wallet.notifications.handle(Self.expired(requestID: requestID))
+        let card = try wallet.store.card(ref: "card-1")
+        #expect(card.status == .declined)
+        #expect(card.result?.decision == .declined && card.result?.tokenState == .deactivated)
+        #expect(card.result?.declineReason.contains("add the card again") == true)
+        let lines = wallet.logs.lines
+        #expect(!lines.contains { $0.contains("unknown card") }, "\(lines)")
+        #expect(lines.contains { $0.contains("card recorded as declined") && $0.contains("card-1") }, "\(lines)")
+        // AcceptTerms again answers from the store: the TSP is not asked a second time.
+        let again = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(again.decision == .declined)
+        #expect(wallet.tsp.recorded.digitizeRequests.count == 1)
+    }
+
+    /// A card already answered keeps its answer; a request id the wallet never sent is an unknown card.
+    @Test func anAnsweredOrUnknownDigitizationIsLeftAlone() async throws {
+        let wallet = try await Self.unanswered()
+        let card = try wallet.store.card(ref: "card-1")
+        var answer = TspV1.DigitizeResponse()
+        answer.decision = .declined
+        answer.declineReason = "the TSP's own answer"
+        _ = try wallet.store.finishDigitization(id: card.id, result: answer, nowMs: 1)
+        try await wallet.notifications.handle(Self.expired(requestID: try #require(card.digitizeRequestID)))
+        #expect(try wallet.store.card(ref: "card-1").result?.declineReason == "the TSP's own answer")
+        try await wallet.notifications.handle(Self.expired(requestID: "never-sent", id: "m-2"))
+        let lines = wallet.logs.lines
+        #expect(lines.contains { $0.contains("whose answer the wallet already has") }, "\(lines)")
+        #expect(lines.contains { $0.contains("card state for an unknown card") }, "\(lines)")
+    }
+}
