@@ -142,12 +142,22 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     }
 
     /// Records the tokens the TSP answered NOT_FOUND, so that card-wide changes and renewals leave them out as they
-    /// do deleted ones (`noteDeleted`, whose reasons for logging a failed record hold here too).
+    /// do deleted ones (`noteDeleted`, whose reasons for logging a failed record hold here too). Only the tokens
+    /// recorded now are logged at info: one asked about again with recheck_unknown and still unknown keeps its
+    /// record and first time, and says so at debug.
     func noteUnknown(_ ids: [String], log: Logger) {
         guard !ids.isEmpty else { return }
         do {
-            try store.recordUnknownTokens(ids, at: now())
-            log.info("tokens the TSP does not know recorded", ["tokens": ids.joined(separator: ",")])
+            let recorded = try store.recordUnknownTokens(ids, at: now())
+            if !recorded.isEmpty {
+                log.info("tokens the TSP does not know recorded", ["tokens": recorded.joined(separator: ",")])
+            }
+            let already = ids.filter { !recorded.contains($0) }
+            if !already.isEmpty {
+                log.debug(
+                    "tokens recorded unknown to the TSP are still unknown to it",
+                    ["tokens": already.joined(separator: ",")])
+            }
         } catch {
             log.warning("cannot record tokens unknown to the TSP", ["tokens": "\(ids.count)", "error": error.message])
         }

@@ -23,16 +23,20 @@ extension IssuerStore {
         }
     }
 
-    /// Records `ids` as unknown to the TSP; a token recorded already keeps its first time.
-    func recordUnknownTokens(_ ids: [String], at date: Date = Date()) throws(IssuerError) {
-        guard !ids.isEmpty else { return }
+    /// Records `ids` as unknown to the TSP; a token recorded already keeps its first time. Returns those recorded
+    /// now, in order: a token sent again with recheck_unknown and refused again was known unknown already, and is
+    /// no news to log.
+    @discardableResult
+    func recordUnknownTokens(_ ids: [String], at date: Date = Date()) throws(IssuerError) -> [String] {
+        guard !ids.isEmpty else { return [] }
         let atMs = Int64(clamping: UInt64(max(0, date.timeIntervalSince1970 * 1000)))
-        try storage("record \(ids.count) token(s) unknown to the TSP") {
+        return try storage("record \(ids.count) token(s) unknown to the TSP") {
             try database.transaction { tx in
-                for id in ids {
-                    _ = try tx.execute(
+                try ids.filter { id in
+                    try tx.execute(
                         "INSERT OR IGNORE INTO unknown_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
-                        [id, atMs])
+                        [id, atMs]
+                    ).changes > 0
                 }
             }
         }

@@ -43,6 +43,20 @@ extension CardCareTests {
         #expect(sink.lines.contains { $0.contains("known to it after all") && $0.contains("DNIBACK") })
     }
 
+    /// A token the TSP still does not know when asked again with recheck_unknown keeps its one record and its
+    /// first time, and is not logged as recorded a second time.
+    @Test func aTokenStillUnknownWhenRecheckedIsNotRecordedAgain() async throws {
+        try await recordUnknown(["DNISTILL"])
+        let first = try party.store.goneTokens(["DNISTILL"])
+        let rechecked = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNISTILL"], action: .suspend, reasonCode: "LOST_CARD", recheckUnknown: true))
+        #expect(rechecked.results.map(\.statusCode) == [StatusCode.notFound.rawValue])
+        #expect(try party.store.goneTokens(["DNISTILL"]) == first)
+        #expect(try party.store.recordUnknownTokens(["DNISTILL", "DNINEW"]) == ["DNINEW"])
+        let recorded = sink.lines.filter { $0.contains("tokens the TSP does not know recorded") }
+        #expect(recorded.count == 1 && recorded.allSatisfy { $0.contains("DNISTILL") }, "\(recorded)")
+    }
+
     /// With --card, recheck_unknown sends the card's tokens recorded unknown too (none counted skipped), and the
     /// next card-wide change, without it, sends the one the TSP answered about.
     @Test func recheckUnknownSendsTheCardsUnknownTokens() async throws {
