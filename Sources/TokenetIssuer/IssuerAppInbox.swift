@@ -107,15 +107,21 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// The inbox an earlier run left: its kept messages (listed again, without acting on them twice), and the
     /// authentication requests and card ids their actions left, as kept apart from the messages (which only the
     /// newest `capacity` are). Each message is described by the action it had when it arrived: an AUTHN dropped as
-    /// late stays "not asked" rather than inviting an answer to a request that does not exist.
+    /// late stays "not asked" rather than inviting an answer to a request that does not exist, and one asked whose
+    /// request was pruned since says it ended (`describeEnded`), since nothing can answer it any more.
     public init(restoring kept: [KeptNotification], authn: [KeptAuthn], cardIdentities: [IssuerV1.AppCardIdentity]) {
+        self.authn = authn.sorted { $0.row < $1.row }
+        let keptRequests = Set(authn.map(\.request.authnRequestID))
         for message in kept.suffix(Self.capacity) {
             var (entry, action) = Self.classify(message.notification, arrivedAtMs: message.arrivedAtMs)
-            entry.action = Self.describe(action)
+            if case .askCardholder(let body) = action, !keptRequests.contains(body.authnRequestID) {
+                entry.action = Self.describeEnded(body)
+            } else {
+                entry.action = Self.describe(action)
+            }
             notifications.append(entry)
             notificationRows.append(message.row)
         }
-        self.authn = authn.sorted { $0.row < $1.row }
         for identity in cardIdentities { self.cardIdentities[identity.digitalCardID] = identity }
     }
 
@@ -193,12 +199,21 @@ public struct IssuerAppInbox: Sendable, Equatable {
         authn[index].endsAtMs = IssuerRetention.endsAtMs(authn[index].endsAtMs, answeredAtMs: nowMs)
     }
 
-    /// Forgets the authentication requests whose retention has run out at `nowMs`; returns their ids.
+    /// Forgets the authentication requests whose retention has run out at `nowMs`; returns their ids. The messages
+    /// that asked them are listed as ended (`describeEnded`) instead of inviting an answer nothing can take.
     @discardableResult
     public mutating func prune(nowMs: UInt64, retention: IssuerRetention) -> [String] {
         let pruned = authn.filter { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
         guard !pruned.isEmpty else { return [] }
         authn.removeAll { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
+        let ids = Set(pruned.map(\.request.authnRequestID))
+        for index in notifications.indices {
+            // Only the entry that asked it: a redelivery dropped as late already says it was not asked.
+            guard case .authn(let body)? = notifications[index].notification?.body, ids.contains(body.authnRequestID),
+                notifications[index].action == Self.describe(.askCardholder(body))
+            else { continue }
+            notifications[index].action = Self.describeEnded(body)
+        }
         return pruned.map(\.request.authnRequestID)
     }
 
@@ -296,6 +311,13 @@ public struct IssuerAppInbox: Sendable, Equatable {
             return "handed to the app (sender \(notification.sender), topic \(notification.topic), "
                 + "type \(notification.messageType))"
         }
+    }
+
+    /// An AUTHN whose request the app asked and has since pruned (its retention ran out once it was answered or
+    /// expired): listed for what it was, without inviting an answer, which would be refused as unknown.
+    static func describeEnded(_ body: TspV1.AuthnBody) -> String {
+        "authentication request \(body.authnRequestID) (\(Self.amount(body.amountMinor, body.currency)) at "
+            + "\(body.merchant)) was asked and has ended; no longer kept, so there is nothing to answer"
     }
 
     static func name(_ state: CardV1.TokenState) -> String {
