@@ -24,6 +24,15 @@ public enum TSPNode {
     public static func services(
         _ context: NodeContext, configuration: TSPConfiguration, accessTokens: (any AccessTokenVerifier)? = nil
     ) throws(NodeError) -> RPCRouter {
+        try services(context, configuration: configuration, accessTokens: accessTokens, notifications: nil)
+    }
+
+    /// The node's startup as `tsp-node` runs it; `notifications` (tests) stands in for the broker as publisher, so
+    /// a test can see what the node's own background work (the journal's retry) publishes.
+    static func services(
+        _ context: NodeContext, configuration: TSPConfiguration, accessTokens: (any AccessTokenVerifier)?,
+        notifications: (any NotificationPublishing)?
+    ) throws(NodeError) -> RPCRouter {
         let fallback: (any RPCCaller)?
         if context.options.peers[.issuer] != nil {
             fallback = try context.channel(to: .issuer)
@@ -40,8 +49,8 @@ public enum TSPNode {
         }
         return try services(
             dataDirectory: context.dataDirectory, issuers: IssuerDirectory(routes: routes, fallback: fallback),
-            logger: context.logger, configuration: configuration, accessTokens: accessTokens,
-            resources: context.resources, runInBackground: context.runInBackground)
+            logger: context.logger, configuration: configuration, notifications: notifications,
+            accessTokens: accessTokens, resources: context.resources, runInBackground: context.runInBackground)
     }
 
     /// The services over explicit parts: tests pass an in-memory issuer, a clock and an access-token verifier of
