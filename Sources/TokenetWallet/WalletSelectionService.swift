@@ -56,6 +56,12 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                 throw WalletError(
                     .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
             }
+            // A deleted token never pays again: the wallet app no longer shows its card, so nobody picks it.
+            guard result.tokenState != .deactivated else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "\(card.cardRef) is DEACTIVATED (deleted), so it cannot be the selected card; add the card again")
+            }
             // The wallet app shows the active account's cards only: a card of another account cannot be picked.
             let account = card.account(configured: selection.configuredAccountID)
             guard account == selection.activeWalletAccountID else {

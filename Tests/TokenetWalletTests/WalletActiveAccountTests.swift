@@ -67,6 +67,25 @@ import TokenetWire
         #expect(after.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
     }
 
+    /// A deleted card is no longer shown, so it cannot be selected; the selection stays as it was.
+    @Test func aDeletedCardCannotBeSelected() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(try await wallet.selection.selectCard(.init(cardRef: "card-1")).selectedCardRef == "card-1")
+        _ = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-2"))
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        }
+        #expect(error.code == .failedPrecondition)
+        #expect(error.message.contains("card-1 is DEACTIVATED (deleted)"), "\(error.message)")
+        #expect(try wallet.store.selection().selectedCardID == (try wallet.store.card(ref: "card-2")).id)
+    }
+
     /// The wallet app shows only the active account's cards: selecting a card of another account is refused, and
     /// the selection stays as it was. It was accepted, and the event named the active account with the other's card.
     @Test func aCardOfAnotherAccountCannotBeSelected() async throws {
