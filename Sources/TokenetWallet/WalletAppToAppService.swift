@@ -66,10 +66,10 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                     .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
             }
             guard result.tokenState == .inactive else {
+                let state = (result.tokenState.protoValueName ?? "?").replacingOccurrences(of: "TOKEN_STATE_", with: "")
                 throw WalletError(
                     .failedPrecondition,
-                    "\(card.cardRef) is \(result.tokenState.protoValueName ?? "?"); the issuer app activates only an "
-                        + "INACTIVE card")
+                    "\(card.cardRef) is \(state); the issuer app activates only an INACTIVE card")
             }
             guard result.idvMethods.contains(where: { $0.type == .appToApp }) else {
                 throw WalletError(.failedPrecondition, "the issuer offered no in-app method for \(card.cardRef)")

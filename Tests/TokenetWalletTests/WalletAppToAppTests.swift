@@ -139,9 +139,9 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         _ = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
             .init(
                 digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: opened.sessionID))
-        #expect(
-            await statusCode { try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
-                == .failedPrecondition)
+        await expectRPCError(.failedPrecondition, "card-1 is ACTIVE; the issuer app activates only an INACTIVE card") {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        }
         let (noIssuer, _) = try await Self.steppedUp(withIssuer: false)
         #expect(
             await statusCode { try await noIssuer.appToApp.openIssuerApp(.init(cardRef: "card-1")) }
