@@ -13,6 +13,14 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID)
             guard !request.methodID.isEmpty else { throw TSPError(.invalidArgument, "method_id is required") }
+            // The state first: a token approved outright was offered no method, and "not offered; offered: none"
+            // hid that it is live already and needs no ID&V.
+            guard token.state == .inactive else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token"
+                        + (token.state == .deactivated ? TSPStore.deactivatedHint : ""))
+            }
             let methods = try tsp.store.idvMethods(of: token.digitalCardID)
             guard let method = methods.first(where: { $0.id == request.methodID }) else {
                 let offered = methods.map(\.id).joined(separator: ", ")
@@ -20,12 +28,6 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     .notFound,
                     "method \"\(request.methodID)\" was not offered for token \"\(token.digitalCardID)\"; offered: "
                         + (offered.isEmpty ? "none" : offered))
-            }
-            guard token.state == .inactive else {
-                throw TSPError(
-                    .failedPrecondition,
-                    "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token"
-                        + (token.state == .deactivated ? TSPStore.deactivatedHint : ""))
             }
             var response = TspV1.SelectIdvMethodResponse(method: method)
             switch method.type {

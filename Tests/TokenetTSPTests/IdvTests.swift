@@ -211,6 +211,17 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "digital_card_id") { try await select(tsp, "") }
     }
 
+    /// A token approved outright is live and was offered no method: selecting one says it is ACTIVE and needs no
+    /// ID&V, rather than that the method was not offered.
+    @Test func anActiveTokenIsRefusedForItsState() async throws {
+        let tsp = try TSPHarness.make()
+        let response = try await tsp.digitize(try await tsp.eligibleVisa())
+        try #require(response.tokenState == .active)
+        await expectRPCError(.failedPrecondition, "is ACTIVE; ID&V is only for an INACTIVE token") {
+            try await select(tsp, response.digitalCardID)
+        }
+    }
+
     @Test func deactivatedTokenIsRefused() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
