@@ -57,6 +57,14 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
                 "the renewed card would have expired at the end of \(expiry); a renewal needs an expiry that has not passed"
             )
         }
+        // The card's own number and expiry change nothing: sent, every token would be "renewed" to the card it has
+        // and its wallet and app told so. A pending renewal is repeated with its own values, which differ.
+        guard pan != card.pan || expiry != card.expiry || card.pendingRenewal != nil else {
+            throw RPCError(
+                .invalidArgument,
+                "card \(card.id) already has the number ending \(pan.last4) and expiry \(expiry); give a new number, "
+                    + "a new expiry, or both")
+        }
         guard pan.scheme == card.pan.scheme else {
             throw RPCError(
                 .failedPrecondition, "card \(card.id) is \(card.pan.scheme); a renewal keeps the scheme")

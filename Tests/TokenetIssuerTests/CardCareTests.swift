@@ -375,6 +375,19 @@ final class Gate: Sendable {
         #expect(response.expiry == "09/26")
     }
 
+    /// A renewal to the card's own number and expiry changes nothing, so it is refused before the TSP hears of it.
+    @Test func aRenewalThatChangesNothingIsRefused() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let card = try #require(try party.store.card(id: Cards.visaApprove.0))
+        let error = await Support.rpcError {
+            _ = try await care.renewCard(
+                .init(cardID: Cards.visaApprove.0, pan: Cards.visaApprove.1, expiry: card.expiry.description))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("already has the number ending 0009") == true, "\(String(describing: error))")
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+    }
+
     /// Two cards renewed to one new number at once: the first reserves the number in the issuer's store before the
     /// TSP hears of it, so the second is refused before it reaches the TSP, which only ever holds the number for the
     /// card the issuer gives it to. A second renewal of the card under way is turned away too.
