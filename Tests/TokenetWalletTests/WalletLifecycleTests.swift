@@ -296,6 +296,46 @@ import TokenetWire
         #expect(waits.withLock { $0 }.isEmpty)
     }
 
+    /// The key listener falling behind while a catch-up waits for the TSP loses no activation and repeats no batch:
+    /// card-2, activated during the wait, has its event among those the full listener missed, and the catch-up run
+    /// when it listens again serves it; the events it kept (card-1's activation among them) find card-1 served and
+    /// ask nothing more.
+    @Test func aListenerFallingBehindDuringACatchUpLosesAndRepeatsNothing() async throws {
+        let (wallet, first, tsp, issuing) = try await Self.catchUpWithTheTSPAway()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        wallet.tsp.state.withLock { $0.digitize.digitalCardID = "DNITHE000000000000000002" }
+        var keys = issuing
+        let waits = Mutex(0)
+        keys.sleep = { _ in
+            let wait = waits.withLock {
+                $0 += 1
+                return $0
+            }
+            guard wait == 1 else { return }
+            // card-1's activation heard again (kept: the catch-up serves card-1 before it is read), then events that
+            // ask nothing fill the listener's buffer, so card-2's activation is the one it misses.
+            wallet.events.publish(
+                WalletV1.WalletEvent(kind: .tokenStatusChanged, digitalCardID: Self.id, tokenState: .active))
+            for _ in 1..<wallet.events.capacity {
+                wallet.events.publish(WalletV1.WalletEvent(kind: .selectedCardChanged))
+            }
+            _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+            tsp.state.withLock { $0.replenishmentFailure = nil }
+        }
+        let listening = Task { await keys.run(wallet.events) }
+        defer { listening.cancel() }
+        let second = try wallet.store.card(ref: "card-2")
+        let clock = ContinuousClock()
+        let giveUp = clock.now.advanced(by: .seconds(120))
+        while try wallet.store.paymentKeys(cardID: second.id).batches == 0 && clock.now < giveUp {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try wallet.store.paymentKeys(cardID: first.id).batches == 1)
+        #expect(try wallet.store.paymentKeys(cardID: second.id).batches == 1)
+        #expect(tsp.recorded.replenishments.map(\.digitalCardID) == [Self.id, "DNITHE000000000000000002"])
+        #expect(wallet.logs.lines.contains { $0.contains("fell behind the wallet's events") })
+    }
+
     @Test func theFirstBatchIsIssuedWhenATokenBecomesActive() async throws {
         let (wallet, _) = try await Self.digitized()
         let keys = Self.paymentKeys(wallet)
