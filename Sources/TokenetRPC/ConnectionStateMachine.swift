@@ -123,6 +123,14 @@ struct ConnectionStateMachine {
     /// without an answer (a server that closed first would leave a call sent after the goaway unanswered). The idle
     /// timer, and this side's own shutdown, still close such a connection.
     private var clientWentAway = false
+    /// Server: calls ended before their handler returned (the client cancelled them, or a stream error or this
+    /// side's shutdown ended them), until the driver reports that the handler returned (`handlerReturned`).
+    /// Cancelling is cooperative, and a handler busy with work it does not interrupt (a database transaction, a call
+    /// it waits for) runs on after its stream is gone. Counted only by their streams, a peer that opens and cancels
+    /// calls in a loop would start handlers without bound, every one of them taking threads, memory and the database
+    /// from the other connections. They get an allowance of `max_concurrent_streams` of their own, so that a client
+    /// which cancels calls can open new ones at once, and a connection runs at most twice that many handlers.
+    private(set) var handlersOutlivingStreams: Set<UInt32> = []
 
     /// The highest call id: ids are sent as `uint32`, and stay below 2^31 as in HTTP/2, so that a peer which keeps
     /// them in a signed 32-bit integer reads them right.
@@ -283,14 +291,12 @@ struct ConnectionStateMachine {
             let reason = clientWentAway ? Self.clientWentAwayReason : "the node is shutting down"
             return Actions(writeStatus(id, .unavailable, "\(reason); retry on a new connection"))
         }
-        guard streams.count < localSettings.maxConcurrentStreams else {
-            return [
-                writeStatus(
-                    id,
-                    .resourceExhausted,
-                    "too many concurrent calls: the limit is \(localSettings.maxConcurrentStreams)"
-                )
-            ]
+        let limit = localSettings.maxConcurrentStreams
+        guard streams.count < limit, streams.count + handlersOutlivingStreams.count < 2 * limit else {
+            let stopping =
+                streams.count < limit
+                ? ", plus \(limit) calls that ended early and whose handlers are still stopping" : ""
+            return [writeStatus(id, .resourceExhausted, "too many concurrent calls: the limit is \(limit)\(stopping)")]
         }
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
@@ -324,7 +330,7 @@ struct ConnectionStateMachine {
 
     private mutating func receiveCancel(_ id: UInt32) -> Actions {
         guard role == .server, removeStream(id) else { return [] }
-        return Actions(.cancelHandler(streamID: id)) + closeIfDrained()
+        return Actions(cancelHandler(id)) + closeIfDrained()
     }
 
     private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> Actions {
@@ -484,6 +490,12 @@ struct ConnectionStateMachine {
         return Actions(.write(WireV1.Frame(streamID: id, kind: .windowUpdate(update))))
     }
 
+    /// Server: the handler of call `id` returned. A call that ended before it no longer counts against
+    /// `max_concurrent_streams` (see `handlersOutlivingStreams`).
+    mutating func handlerReturned(_ id: UInt32) {
+        if !handlersOutlivingStreams.isEmpty { handlersOutlivingStreams.remove(id) }
+    }
+
     // MARK: - Connection, from the application
 
     mutating func ping(payload: UInt64) -> Actions {
@@ -514,7 +526,7 @@ struct ConnectionStateMachine {
     /// (a subscription): a client told to go away only opens its next stream elsewhere once this one has ended.
     mutating func endCall(_ id: UInt32, _ status: WireV1.Status) -> Actions {
         guard role == .server, removeStream(id) else { return [] }
-        return [.cancelHandler(streamID: id), writeStatus(id, status)] + closeIfDrained()
+        return [cancelHandler(id), writeStatus(id, status)] + closeIfDrained()
     }
 
     /// The drain period is over: every call still open ends — the server answers it UNAVAILABLE with `reason`, the
@@ -652,12 +664,18 @@ struct ConnectionStateMachine {
         peerHelloReceived ? peerSettings.maxFrameSize : ConnectionSettings.minimumMaxFrameSize
     }
 
+    /// Server: stops the handler of call `id`, whose stream has ended; it counts as running until it returns.
+    private mutating func cancelHandler(_ id: UInt32) -> Action {
+        handlersOutlivingStreams.insert(id)
+        return .cancelHandler(streamID: id)
+    }
+
     /// An error confined to one call: the server ends it with a status, the client cancels it.
     private mutating func streamError(_ id: UInt32, _ code: StatusCode, _ message: String) -> Actions {
         removeStream(id)
         switch role {
         case .server:
-            return [.cancelHandler(streamID: id), writeStatus(id, code, message)] + closeIfDrained()
+            return [cancelHandler(id), writeStatus(id, code, message)] + closeIfDrained()
         case .client:
             return [
                 writeCancel(id, message),

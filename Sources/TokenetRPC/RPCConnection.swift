@@ -548,7 +548,11 @@ final class RPCConnection: Sendable {
     /// Server: ends a call with its status, written from the caller's task (`flushNow`).
     nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
         core.withLock { core in
-            guard core.serverCalls.removeValue(forKey: id) != nil else { return }
+            guard core.serverCalls.removeValue(forKey: id) != nil else {
+                // The call ended before its handler returned (cancelled, say): its slot is free only now.
+                core.machine.handlerReturned(id)
+                return
+            }
             core.callerFlushes = true
             apply(core.machine.sendStatus(id, status), to: &core)
             core.callerFlushes = false

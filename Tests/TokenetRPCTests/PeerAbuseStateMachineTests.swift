@@ -32,6 +32,29 @@ import TokenetWire
         )
     }
 
+    /// A call the client cancelled counts until its handler returns, against an allowance of
+    /// `max_concurrent_streams` such calls: a client that opens and cancels calls in a loop must not start handlers
+    /// without bound, while one that cancels a call can open the next at once.
+    @Test func aCancelledCallCountsUntilItsHandlerReturns() {
+        var machine = Tests.server(ConnectionSettings(maxConcurrentStreams: 2))
+        for id: UInt32 in [1, 3, 5, 7] {
+            let started = machine.receive(Tests.frame(id, .callStart(Tests.start)))
+            #expect(started == [.startHandler(streamID: id, Tests.start)])
+            #expect(machine.receive(Tests.frame(id, .cancel(WireV1.Cancel()))) == [.cancelHandler(streamID: id)])
+        }
+        let refused = WireV1.Status(
+            code: .resourceExhausted,
+            message: "too many concurrent calls: the limit is 2, plus 2 calls that ended early and whose handlers are "
+                + "still stopping")
+        #expect(machine.receive(Tests.frame(9, .callStart(Tests.start))) == [.write(Tests.frame(9, .status(refused)))])
+        machine.handlerReturned(1)
+        #expect(machine.receive(Tests.frame(11, .callStart(Tests.start))) == [.startHandler(streamID: 11, Tests.start)])
+        // A handler that returned after its call ended normally frees nothing more.
+        _ = machine.sendStatus(11, WireV1.Status())
+        machine.handlerReturned(11)
+        #expect(machine.handlersOutlivingStreams == [3, 5, 7])
+    }
+
     /// A goaway reason of megabytes is cut short before it becomes the text of failed calls and of log lines.
     @Test func aLongGoawayReasonIsCutShort() throws {
         var machine = Tests.client()

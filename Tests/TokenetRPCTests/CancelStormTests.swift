@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// A client that opens calls and cancels them at once, in a loop, against handlers that do not stop the moment they
+/// are cancelled (cancellation is cooperative: a database transaction or a call to another node runs on).
+@Suite struct CancelStormTests {
+    typealias Echo = TestingV1.Echo
+    typealias Scalars = TestingV1.Scalars
+
+    /// Holds handlers until released, whether or not their task is cancelled.
+    final class Gate: Sendable {
+        private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let open = state.withLock { state in
+                    if !state.open { state.waiters.append(continuation) }
+                    return state.open
+                }
+                if open { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let waiters = state.withLock { state in
+                state.open = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    static func encode(_ frames: [WireV1.Frame]) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for frame in frames { try FrameEncoder().encode(frame, into: &bytes) }
+        return bytes
+    }
+
+    /// The frames of a unary Echo call on `id`, cancelled right after its half-close when `cancelled`.
+    static func call(_ id: UInt32, _ text: String, cancelled: Bool) throws -> [WireV1.Frame] {
+        let request = Data(try Scalars(fString: text).serializedBytes())
+        var frames = [
+            WireV1.Frame(streamID: id, kind: .callStart(WireV1.CallStart(method: Echo.unary.path))),
+            WireV1.Frame(streamID: id, kind: .message(WireV1.Message(data: request))),
+            WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose())),
+        ]
+        if cancelled { frames.append(WireV1.Frame(streamID: id, kind: .cancel(WireV1.Cancel(reason: "storm")))) }
+        return frames
+    }
+
+    /// Reads frames until a pong with `payload` (the server answers frames in order, so everything it answered
+    /// before the ping has come), or until the status of call `id` when given.
+    static func frames(
+        from stream: InMemoryByteStream, untilPong payload: UInt64? = nil, orStatusOf id: UInt32? = nil
+    ) async throws -> [WireV1.Frame] {
+        var decoder = FrameDecoder()
+        var frames: [WireV1.Frame] = []
+        while let chunk = try await stream.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                frames.append(frame)
+                if case .pong(let pong)? = frame.kind, pong.payload == payload { return frames }
+                if case .status? = frame.kind, frame.streamID == id { return frames }
+            }
+        }
+        return frames
+    }
+
+    /// Cancelled calls whose handlers still run count, against an allowance of `max_concurrent_streams` such calls:
+    /// past it, further calls are refused RESOURCE_EXHAUSTED until those handlers return. Cancelled calls freed their
+    /// places at once, so a client that cancelled each call it opened started handlers without any bound.
+    @Test(.timeLimit(.minutes(1))) func cancelledCallsCountUntilTheirHandlersReturn() async throws {
+        let gate = Gate()
+        let started = Atomic<Int>(0)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            if request.fString == "hold" {
+                started.add(1, ordering: .relaxed)
+                await gate.wait()
+            }
+            return request
+        }
+        let server = RPCServer(router: router, settings: ConnectionSettings(maxConcurrentStreams: 2))
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let serving = Task { await server.serve(serverEnd) }
+
+        var storm = [WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1)))]
+        for id in stride(from: UInt32(1), through: 19, by: 2) { storm += try Self.call(id, "hold", cancelled: true) }
+        storm.append(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 1))))
+        try await clientEnd.write(Self.encode(storm))
+        let answered = try await Self.frames(from: clientEnd, untilPong: 1)
+        var refused: [UInt32] = []
+        for frame in answered {
+            guard case .status(let status)? = frame.kind else { continue }
+            #expect(status.code == .resourceExhausted, "\(status)")
+            #expect(
+                status.message
+                    == "too many concurrent calls: the limit is 2, plus 2 calls that ended early and whose handlers "
+                    + "are still stopping")
+            refused.append(frame.streamID)
+        }
+        #expect(refused == Array(stride(from: UInt32(9), through: 19, by: 2)), "\(answered)")
+        #expect(started.load(ordering: .relaxed) <= 4)
+
+        // Once the handlers return, their places are free again.
+        gate.open()
+        var id: UInt32 = 21
+        var status: WireV1.Status?
+        for _ in 0..<500 {
+            try await clientEnd.write(Self.encode(Self.call(id, "quick", cancelled: false)))
+            let frames = try await Self.frames(from: clientEnd, orStatusOf: id)
+            for case .status(let received)? in frames.map(\.kind) { status = received }
+            if status?.code == .ok { break }
+            id += 2
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(status?.code == .ok, "\(String(describing: status))")
+        await clientEnd.close()
+        await serving.value
+    }
+}
