@@ -335,7 +335,11 @@ struct ConnectionStateMachine {
 
     private mutating func receiveWindowUpdate(_ id: UInt32, _ increment: Int) -> Actions {
         guard id != 0, let index = streams.index(forKey: id) else { return [] }
-        streams[slot: index].sendWindow += increment
+        // A receiver grants back what it took, so the window never grows past its initial size; a grant beyond it is
+        // capped there. Added up unchecked, a peer's grants of 4 GiB each would overflow the window, which stops the
+        // process, after 2^31 of them.
+        let window = streams[slot: index].sendWindow
+        streams[slot: index].sendWindow = min(window + increment, max(window, peerSettings.initialStreamWindow))
         return flushPending(id)
     }
 

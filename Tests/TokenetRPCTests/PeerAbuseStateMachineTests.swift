@@ -55,6 +55,26 @@ import TokenetWire
         #expect(machine.handlersOutlivingStreams == [3, 5, 7])
     }
 
+    /// Grants beyond what was sent never take the window past its initial size. Added up unchecked, 2^31 grants of
+    /// 4 GiB each overflowed the window, which stopped the process; here the window shows the cap.
+    @Test func grantsBeyondTheInitialWindowAreCapped() {
+        var machine = ConnectionStateMachine(role: .server)
+        _ = machine.start()
+        _ = machine.receive(
+            Tests.frame(0, .hello(WireV1.Hello(protocolVersion: 1, settings: .init(initialStreamWindow: 10)))))
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        for _ in 0..<3 {
+            _ = machine.receive(Tests.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: UInt32.max))))
+        }
+        #expect(machine.directSendAllowance(1) == 10)
+        #expect(machine.sendMessage(1, Data(count: 10)).count == 1)
+        #expect(machine.sendMessage(1, Data(count: 1)) == [], "beyond the window: queued")
+        // What was sent is granted back, and no more.
+        let actions = machine.receive(Tests.frame(1, .windowUpdate(WireV1.WindowUpdate(increment: UInt32.max))))
+        #expect(actions == [.write(Tests.frame(1, .message(WireV1.Message(data: Data(count: 1)))))])
+        #expect(machine.directSendAllowance(1) == 9)
+    }
+
     /// A goaway reason of megabytes is cut short before it becomes the text of failed calls and of log lines.
     @Test func aLongGoawayReasonIsCutShort() throws {
         var machine = Tests.client()
