@@ -29,6 +29,8 @@ final class RPCConnection: Sendable {
         /// A stream that would outlive any drain: it ends as soon as the server's shutdown begins
         /// (`RPCConnection+Shutdown.swift`).
         var endsAtShutdown = false
+        /// Request bytes counted in the server's `requestBudget` (`RPCConnection+RequestBudget.swift`).
+        var heldRequestBytes = 0
     }
 
     struct Core {
@@ -59,6 +61,8 @@ final class RPCConnection: Sendable {
         var frameStartedAt: ContinuousClock.Instant?
         /// The bytes of the partly received frame this connection has counted in its server's `inboundBudget`.
         var budgeted = 0
+        /// The request bytes this connection's calls have counted in its server's `requestBudget`.
+        var requestBytesHeld = 0
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
@@ -103,6 +107,8 @@ final class RPCConnection: Sendable {
     let timers: ConnectionTimers
     /// The server's budget for unfinished frames across its connections; nil for clients.
     let inboundBudget: InboundBudget?
+    /// The server's budget for requests of calls that have not ended their requests; nil for clients.
+    let requestBudget: InboundBudget?
     /// The stream's event loop, if it has one (see `ByteStream.loop`).
     let loop: EventLoop?
     /// Where handler tasks run: the connection's loop when the server asked for it, else the global executor.
@@ -115,9 +121,11 @@ final class RPCConnection: Sendable {
         timers: ConnectionTimers = ConnectionTimers(),
         handlersOnLoop: Bool = false,
         inboundBudget: InboundBudget? = nil,
+        requestBudget: InboundBudget? = nil,
         handler: CallHandler?
     ) {
         self.inboundBudget = inboundBudget
+        self.requestBudget = requestBudget
         self.stream = stream
         self.loop = stream.loop
         self.handlerExecutor = handlersOnLoop ? stream.loop : nil
@@ -157,6 +165,7 @@ final class RPCConnection: Sendable {
         await stream.close()
         let waiters = core.withLock { core in
             core.finished = true
+            releaseRequests(core.requestBytesHeld, core: &core)
             // Its calls have ended with the connection; the armed check holds the connection until cancelled.
             core.deadlineCheck?.cancel()
             core.deadlineCheck = nil
@@ -474,12 +483,14 @@ final class RPCConnection: Sendable {
             case .deliverMessage(let id, let data):
                 // One lookup, in the table the connection's side keeps.
                 if role == .server {
+                    guard holdRequest(id, byteCount: data.count, core: &core) else { continue }
                     core.serverCalls.update(id) { $0.requests.yield(data) }
                 } else {
                     core.clientCalls.update(id) { $0.responses.yield(data) }
                 }
             case .deliverEndOfRequests(let id):
                 core.serverCalls.update(id) { $0.requests.finish() }
+                releaseRequests(of: id, core: &core)
             case .finishCall(let id, let status):
                 guard let call = core.clientCalls.removeValue(forKey: id) else { continue }
                 if status.code == .ok {
@@ -494,6 +505,7 @@ final class RPCConnection: Sendable {
                     throwing: RPCError(.unavailable, message, cause: CallNotProcessed()))
             case .cancelHandler(let id):
                 if let call = core.serverCalls.removeValue(forKey: id) {
+                    releaseRequests(call.heldRequestBytes, core: &core)
                     // Requests end with the error first: cancelling the task first would end them cleanly (the
                     // queue's cancellation handler), and a handler still waiting for its half-close would go on to
                     // run with the request as if the call were whole.
@@ -548,11 +560,12 @@ final class RPCConnection: Sendable {
     /// Server: ends a call with its status, written from the caller's task (`flushNow`).
     nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
         core.withLock { core in
-            guard core.serverCalls.removeValue(forKey: id) != nil else {
+            guard let call = core.serverCalls.removeValue(forKey: id) else {
                 // The call ended before its handler returned (cancelled, say): its slot is free only now.
                 core.machine.handlerReturned(id)
                 return
             }
+            releaseRequests(call.heldRequestBytes, core: &core)
             core.callerFlushes = true
             apply(core.machine.sendStatus(id, status), to: &core)
             core.callerFlushes = false
@@ -604,7 +617,12 @@ final class RPCConnection: Sendable {
 
     /// The application consumed a received message: let the flow-control window reopen.
     func consumed(_ id: UInt32, byteCount: Int, moreExpected: Bool = true) {
-        perform { $0.machine.consumed(id, byteCount: byteCount, moreExpected: moreExpected) }
+        perform { core in
+            // A message taken off a stream of requests is the handler's to keep; the one request of a unary or
+            // server-streaming call stays counted until the half-close lets its handler run.
+            if moreExpected, requestBudget != nil { releaseRequests(of: id, upTo: byteCount, core: &core) }
+            return core.machine.consumed(id, byteCount: byteCount, moreExpected: moreExpected)
+        }
     }
 
     // MARK: - Client calls

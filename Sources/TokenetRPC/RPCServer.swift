@@ -61,6 +61,9 @@ public final class RPCServer: Sendable {
     private let shuttingDown = Atomic<Bool>(false)
     /// The unfinished frames held for all connections together (see `InboundBudget`).
     let inboundBudget = InboundBudget(limit: InboundBudget.defaultLimit)
+    /// The requests held for calls that have not ended their requests, for all connections together (see
+    /// `RPCConnection+RequestBudget.swift`).
+    let requestBudget = InboundBudget(limit: InboundBudget.defaultLimit)
 
     public init(
         router: RPCRouter,
@@ -90,7 +93,8 @@ public final class RPCServer: Sendable {
         let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
-            handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget, handler: handler)
+            handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
+            requestBudget: requestBudget, handler: handler)
         let key = ObjectIdentifier(connection)
         connections.withLock { $0[key] = connection }
         if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }
