@@ -203,10 +203,14 @@ public final class RPCNodeListener: NodeListener {
                     return .success(.plain(listener))
                 }
                 let context = try TLSContext(configuration: tls)
-                let listener = try await TLSListener.bind(host: host, port: port, context: context, on: loop) {
-                    failure in
-                    logger.info("handshake refused", error: "\(failure)", throttledBy: refusals)
-                }
+                let listener = try await TLSListener.bind(
+                    host: host, port: port, context: context, on: loop,
+                    onHandshakeFailure: { failure in
+                        logger.info("handshake refused", error: "\(failure)", throttledBy: refusals)
+                    },
+                    onAcceptFailure: { failure in
+                        logger.info("accept failed", error: "\(failure)", throttledBy: refusals)
+                    })
                 return .success(.tls(listener))
             } catch let error as TransportError where error.code == .invalidAddress {
                 // The address is the operator's choice: in use by another process, not this host's, or a port

@@ -71,9 +71,24 @@ enum Socket {
             switch errno {
             case EINTR, ECONNABORTED: continue
             case EAGAIN, EWOULDBLOCK: return nil
+            case let err where err == EMFILE || err == ENFILE:
+                // errno's own text ("Too many open files") says neither what follows nor what to do about it.
+                let error = TransportError.system("accept4", errno: err)
+                throw TransportError(
+                    .io,
+                    "cannot accept connections: \(error.message); the process is out of file descriptors "
+                        + "(limit \(openFileLimit)), so new connections wait until some close: raise the limit "
+                        + "(ulimit -n) or look for peers that hold many connections open")
             case let err: throw TransportError.system("accept4", errno: err)
             }
         }
+    }
+
+    /// The process's soft limit on open file descriptors, for messages; "unknown" when it cannot be read.
+    static var openFileLimit: String {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return "unknown" }
+        return limit.rlim_cur == rlim_t.max ? "unlimited" : String(limit.rlim_cur)
     }
 
     static func read(_ fd: Int32, into buffer: inout [UInt8]) throws(TransportError) -> ReadOutcome {

@@ -23,14 +23,16 @@ public final class TLSListener: Sendable {
         eventLoop = handler.loop
     }
 
-    /// Binds host:port (port 0 picks a free port) and starts accepting. Throws `TransportError`.
+    /// Binds host:port (port 0 picks a free port) and starts accepting. Throws `TransportError`. A failed accept (the
+    /// process out of file descriptors, say) goes to `onAcceptFailure`, or to `onHandshakeFailure` without one.
     public static func bind(
         host: String = "127.0.0.1",
         port: UInt16 = 0,
         context: TLSContext,
         on loop: EventLoop,
         options: TLSConnection.Options = TLSConnection.Options(),
-        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void = { _ in }
+        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void = { _ in },
+        onAcceptFailure: (@Sendable (TransportError) -> Void)? = nil
     ) async throws -> TLSListener {
         guard context.configuration.side == .server else {
             throw TransportError(.configuration, "TLSListener needs a server TLSContext")
@@ -40,7 +42,7 @@ public final class TLSListener: Sendable {
             let submitted = loop.execute {
                 do throws(TransportError) {
                     let handler = try ListenerHandler.start(
-                        host: host, port: port, loop: loop, onAcceptFailure: onHandshakeFailure,
+                        host: host, port: port, loop: loop, onAcceptFailure: onAcceptFailure ?? onHandshakeFailure,
                         onStop: { continuation.finish() }
                     ) { client in
                         startConnection(

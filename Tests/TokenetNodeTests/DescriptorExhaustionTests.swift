@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetNode
+
+/// A node that runs out of file descriptors: connections that open TCP and never start TLS take them all.
+@Suite struct DescriptorExhaustionTests {
+    /// The node logs that it cannot accept, why, and what to do ("handshake refused ... Too many open files" named
+    /// neither the accept nor the limit), and serves again once the connections that held its descriptors close.
+    @Test(.timeLimit(.minutes(3))) func aNodeOutOfDescriptorsSaysSoAndServesOnceTheyClose() async throws {
+        let scratch = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/prlimit"),
+            [
+                "--nofile=64:64", try BuiltExecutables.url(of: "tsp-node").path, "--listen", "127.0.0.1:0",
+                "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--cert", pki.path("tsp.pem"),
+                "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"), "--parent-pid", "\(getpid())",
+            ])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        var ready: ReadyInfo?
+        for _ in 0..<9000 where node.process.isRunning {
+            if FileManager.default.fileExists(atPath: readyFile) {
+                ready = try ReadyFile.read(from: readyFile)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let listen = try #require(ready?.listen, "the node did not become ready")
+        let address = try #require(HostPort(parsing: listen))
+
+        let loop = try EventLoop(name: "test-descriptor-exhaustion")
+        defer { loop.shutdown() }
+        var idle: [PlainConnection] = []
+        for _ in 0..<100 {
+            idle.append(try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
+        }
+        let stderr = node.directory.path("stderr")
+        var log = ""
+        for _ in 0..<1500 where !log.contains("accept failed") {
+            try await Task.sleep(for: .milliseconds(20))
+            log = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
+        }
+        let line = try #require(log.split(separator: "\n").first { $0.contains("Too many open files") }, "\(log)")
+        #expect(line.contains("accept failed"), "\(line)")
+        #expect(line.contains("the process is out of file descriptors (limit 64)"), "\(line)")
+        #expect(line.contains("raise the limit (ulimit -n)"), "\(line)")
+
+        for connection in idle { await connection.abort() }
+        let context = try TLSContext(
+            configuration: .client(
+                certificateChainFile: pki.path("operator.pem"), privateKeyFile: pki.path("operator.key"),
+                trustedCAFile: pki.path("ca.pem")))
+        let client = RPCClient(
+            stream: try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop))
+        let health = try await client.unary(
+            HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30)))
+        #expect(health.status == .serving)
+        await client.close()
+        kill(node.process.processIdentifier, SIGTERM)
+        #expect(try await node.waitForExit().status == 0)
+    }
+}
