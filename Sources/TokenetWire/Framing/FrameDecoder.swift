@@ -149,7 +149,9 @@ public struct FrameDecoder: Sendable {
             // An ArraySlice shares the buffer's storage: the body is parsed in place, not copied. (It lives only in
             // this block: a slice still held when the buffer is emptied below would make that a copy.)
             let body = buffer[start..<end]
-            frame = try FrameFastPath.decode(body, strings: &strings) ?? WireV1.Frame(serializedBytes: body)
+            frame =
+                try FrameFastPath.decode(body, strings: &strings, storageByteCount: buffer.capacity)
+                ?? WireV1.Frame(serializedBytes: body)
         } catch {
             let wireError = error as? WireError
             let reason = wireError?.message ?? "\(error)"

@@ -193,11 +193,19 @@ enum FrameFastPath {
     /// deallocator a shared `Data` needs, and a small message should not keep a whole read's bytes alive.
     static let noCopyThreshold = 1024
 
+    /// Whether message data of `count` bytes may stay in received bytes whose storage holds `storageByteCount`: only
+    /// when it takes at least half of them. A message keeps all of that storage alive for as long as its handler holds
+    /// it; a peer that sent each 1 KiB request of a call left waiting with some 70 KiB of other frames made every
+    /// request it held cost 70 times its size, past any budget that counts requests by their size.
+    static func staysInPlace(_ count: Int, storageByteCount: Int) -> Bool {
+        count >= noCopyThreshold && count >= storageByteCount / 2
+    }
+
     /// The frame in `bytes` (one frame's body, without the length prefix) when it is in the canonical form of one of
     /// the three shapes; nil otherwise, for the generic decoder to read (or reject).
     static func decode(_ bytes: ArraySlice<UInt8>) -> WireV1.Frame? {
         var strings = StringCache()
-        return decode(bytes, strings: &strings)
+        return decode(bytes, strings: &strings, storageByteCount: bytes.count)
     }
 
     /// Strings that arrive on every call of a connection — the method names it calls, the metadata keys it sends —
@@ -227,7 +235,10 @@ enum FrameFastPath {
         }
     }
 
-    static func decode(_ bytes: ArraySlice<UInt8>, strings: inout StringCache) -> WireV1.Frame? {
+    /// `storageByteCount`: the size of the storage `bytes` lies in, which message data left in place keeps alive.
+    static func decode(_ bytes: ArraySlice<UInt8>, strings: inout StringCache, storageByteCount: Int)
+        -> WireV1.Frame?
+    {
         bytes.withUnsafeBufferPointer { body in
             var reader = Reader(bytes: body)
             var streamID: UInt32 = 0
@@ -246,7 +257,7 @@ enum FrameFastPath {
                 guard reader.byte() == dataTag, let count = reader.length(), count > 0, reader.remaining == count
                 else { return nil }
                 let data: Data
-                if count >= noCopyThreshold, let start = body.baseAddress {
+                if staysInPlace(count, storageByteCount: storageByteCount), let start = body.baseAddress {
                     // A large message stays in the received chunk: the slice, kept by the deallocator, keeps that
                     // storage alive and unchanged (whoever changes their own copy of the array gets new storage).
                     data = Data(
