@@ -62,10 +62,10 @@ import TokenetWire
     }
 
     /// "slow" counts its starts, waits up to ten minutes and counts how often it was cancelled; "stubborn" waits until
-    /// it is cancelled and then answers anyway; anything else is echoed.
+    /// it is cancelled and its deadline has passed, and then answers anyway; anything else is echoed.
     static func router(cancelled: Counter = Counter(), started: Counter = Counter()) -> RPCRouter {
         var router = RPCRouter()
-        router.unary(Echo.unary) { request, _ in
+        router.unary(Echo.unary) { request, context in
             switch request.fString {
             case "slow":
                 started.count.add(1, ordering: .relaxed)
@@ -76,10 +76,12 @@ import TokenetWire
                     throw error
                 }
             case "stubborn":
-                // Outlives its deadline however late the server's check fires on a loaded machine: it waits for
-                // the cancellation the deadline brings (up to 30 s), then answers as if it had not seen it.
+                // Outlives its deadline however late the server's check fires on a loaded machine: it waits (up to
+                // 30 s) until it is cancelled and the deadline has passed on the server's clock too (the caller's
+                // cancel can come a little before it), then answers as if it had not noticed.
                 let end = ContinuousClock.now + .seconds(30)
-                while !Task.isCancelled && ContinuousClock.now < end {
+                let deadline = context.deadline ?? end
+                while !(Task.isCancelled && ContinuousClock.now >= deadline) && ContinuousClock.now < end {
                     await withCheckedContinuation { continuation in
                         DispatchQueue.global().asyncAfter(deadline: .now() + 0.005) { continuation.resume() }
                     }
