@@ -250,11 +250,7 @@ import TokenetWire
         options.privateKeyPath = path(key)
         options.caPath = path(ca)
         options.dataDirectory = directory.path("data")
-        let failure = try #require(throws: NodeError.self) {
-            _ = try NodeRuntime.start(
-                spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
-                announce: { _ in Issue.record("the node announced readiness") })
-        }
+        let failure = try Self.refusedStart(options)
         #expect(failure.exitStatus == 2)
         let expected = message.replacingOccurrences(of: "PKI/", with: pki.directory.path + "/")
         #expect(failure.description.contains(expected), "\(failure.description)")
@@ -275,16 +271,21 @@ import TokenetWire
         options.privateKeyPath = key
         options.caPath = pki.path("ca.pem")
         options.dataDirectory = directory.path("data")
-        let failure = try #require(throws: NodeError.self) {
-            _ = try NodeRuntime.start(
-                spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
-                announce: { _ in Issue.record("the node announced readiness") })
-        }
+        let failure = try Self.refusedStart(options)
         #expect(failure.exitStatus == 2)
         #expect(
             failure.description.contains("private key file \(key) cannot be read as a private key"),
             "\(failure.description)")
         #expect(!failure.description.contains("error:"), "\(failure.description)")
+    }
+
+    /// The error a TSP node with `options` refuses to start with; it must not announce readiness.
+    private static func refusedStart(_ options: NodeOptions) throws -> NodeError {
+        try #require(throws: NodeError.self) {
+            _ = try NodeRuntime.start(
+                spec: .tsp, options: options, logger: Logger(node: "tsp-node", sink: MemoryLogSink()),
+                announce: { _ in Issue.record("the node announced readiness") })
+        }
     }
 
     private static func logger() -> Logger {
