@@ -12,7 +12,8 @@ extension InspectSession {
             let service = error.message.dropFirst(prefix.count).split(separator: "/").first.map(String.init),
             let expected = Self.nodeName(serving: service)
         else { return nil }
-        let services = (try? await listServices()) ?? []
+        // Without an answer from reflection the kind is unknown: the node's own message stands.
+        guard let services = try? await listServices() else { return nil }
         let actual = services.lazy.compactMap(Self.nodeName(serving:)).first
         guard actual != expected else { return nil }
         let kind = actual.map { "it is \(Self.article($0)) \($0)" } ?? "it serves no wallet, issuer or TSP service"

@@ -50,4 +50,17 @@ import TokenetWire
         #expect(
             result.stderr == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
     }
+
+    /// A server without reflection cannot say what it is: its own message stands, rather than a guess that it
+    /// serves no party's service.
+    @Test func aServerWithoutReflectionKeepsItsMessage() async throws {
+        var router = RPCRouter()
+        router.unary(TspV1.TspControl.listTokens) { (_, _) async throws in TspV1.ListTokensResponse() }
+        let result = try await runTokenet(servedBy: router) {
+            ["wallet", "cards", $0, "--plaintext", "--deadline", "20s"]
+        }
+        #expect(result.status == 64 + 12, "\(result.stderr)")
+        #expect(
+            result.stderr == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
+    }
 }
