@@ -140,8 +140,13 @@ enum PartyText {
 
     // MARK: TSP
 
-    static func tokens(_ response: TspV1.ListTokensResponse) -> String {
-        guard !response.tokens.isEmpty else { return "The TSP has no tokens." }
+    /// `walletAccount`: the account the listing was limited to (`--wallet-account`), or empty for all.
+    static func tokens(_ response: TspV1.ListTokensResponse, walletAccount: String = "") -> String {
+        guard !response.tokens.isEmpty else {
+            // Limited to one account, an empty answer says nothing of the TSP's other tokens.
+            return walletAccount.isEmpty
+                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(walletAccount)."
+        }
         return table(
             ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET ACCOUNT", "DEVICE"],
             response.tokens.map {

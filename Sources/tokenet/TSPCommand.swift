@@ -35,7 +35,7 @@ enum TSPCommand {
             call: { session, callOptions in
                 try await allTokens(session.client, request, options: PagedListing.options(session, first: callOptions))
             },
-            text: { response, _ in PartyText.tokens(response) })
+            text: { response, _ in PartyText.tokens(response, walletAccount: request.walletAccountID) })
     }
 
     /// Every page of `ListTokens`.

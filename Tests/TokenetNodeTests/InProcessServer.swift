@@ -9,12 +9,40 @@ import TokenetTransport
 func runTokenet(servedBy router: RPCRouter, _ arguments: (String) -> [String]) async throws -> ProcessResult {
     let loop = try EventLoop(name: "tokenet-cli-test")
     let listener = try await PlainListener.bind(on: loop)
+    return try await run(router, on: loop, port: listener.port, arguments) { server in
+        await server.serve(listener: listener)
+    } close: {
+        await listener.close()
+    }
+}
+
+/// Runs `tokenet` against an in-process server that serves `router` over mutual TLS as the TSP of the development
+/// PKI, for methods that need the caller's role (an operator's, with the PKI's operator certificate).
+func runTokenet(servedOverTLSBy router: RPCRouter, _ arguments: (String) -> [String]) async throws -> ProcessResult {
+    let pki = DevelopmentPKI.shared
+    let context = try TLSContext(
+        configuration: .server(
+            certificateChainFile: pki.path("tsp.pem"), privateKeyFile: pki.path("tsp.key"),
+            trustedCAFile: pki.path("ca.pem")))
+    let loop = try EventLoop(name: "tokenet-cli-test")
+    let listener = try await TLSListener.bind(context: context, on: loop)
+    return try await run(router, on: loop, port: listener.port, arguments) { server in
+        await server.serve(listener: listener)
+    } close: {
+        await listener.close()
+    }
+}
+
+private func run(
+    _ router: RPCRouter, on loop: EventLoop, port: UInt16, _ arguments: (String) -> [String],
+    serve: @escaping @Sendable (RPCServer) async -> Void, close: () async -> Void
+) async throws -> ProcessResult {
     // Accepting, serving and the handlers all run on the server's own loop thread: the full suite keeps the shared
     // concurrency pool busy with a thousand other tests, and a server queued behind them answered the command only
     // after its connect or call deadline had passed.
     let server = RPCServer(router: router, handlersOnConnectionLoop: true)
-    let serving = Task(executorPreference: loop) { await server.serve(listener: listener) }
-    let command = arguments("127.0.0.1:\(listener.port)")
+    let serving = Task(executorPreference: loop) { await serve(server) }
+    let command = arguments("127.0.0.1:\(port)")
     let result: Result<ProcessResult, any Error>
     do {
         result = .success(try await offThePool { try runTokenet(command) })
@@ -23,7 +51,7 @@ func runTokenet(servedBy router: RPCRouter, _ arguments: (String) -> [String]) a
     }
     server.shutdown()
     serving.cancel()
-    await listener.close()
+    await close()
     loop.shutdown()
     return try result.get()
 }

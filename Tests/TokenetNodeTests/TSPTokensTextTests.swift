@@ -1,0 +1,42 @@
+import Synchronization
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetWire
+
+/// `tokenet tsp tokens` against an in-process TSP that holds no tokens for the account asked about: the text says
+/// what was asked, since "the TSP has no tokens" was wrong for a TSP that holds other accounts' tokens.
+@Suite(.timeLimit(.minutes(2))) struct TSPTokensTextTests {
+    /// Runs `tokenet tsp tokens` as the operator with `extra` arguments against a TSP whose listing is empty, and
+    /// returns its output with the account the TSP was asked about.
+    private static func emptyListing(_ extra: [String]) async throws -> (ProcessResult, String?) {
+        let asked = Mutex<String?>(nil)
+        var router = RPCRouter()
+        router.unary(TspV1.TspControl.listTokens) { (request, _) async throws in
+            asked.withLock { $0 = request.walletAccountID }
+            return TspV1.ListTokensResponse()
+        }
+        let pki = DevelopmentPKI.shared
+        let result = try await runTokenet(servedOverTLSBy: router) {
+            [
+                "tsp", "tokens", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"), "--deadline", "20s",
+            ] + extra
+        }
+        return (result, asked.withLock { $0 })
+    }
+
+    @Test func anEmptyListingForOneAccountNamesIt() async throws {
+        let (result, asked) = try await Self.emptyListing(["--wallet-account", "acct-7"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(asked == "acct-7")
+        #expect(result.stdout == "The TSP has no tokens for wallet account acct-7.\n")
+    }
+
+    @Test func anEmptyListingOfEveryAccountSaysTheTSPHasNone() async throws {
+        let (result, asked) = try await Self.emptyListing([])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(asked == "")
+        #expect(result.stdout == "The TSP has no tokens.\n")
+    }
+}
