@@ -129,6 +129,9 @@ public final class EventLoop: @unchecked Sendable {
             // OpenSSL frees this thread's state in a thread-exit destructor, which runs after this closure; a
             // process that exits as soon as `shutdown` returns would race it. Freed here, it is gone before then.
             OPENSSL_thread_stop()
+            // A thread started later may get this thread's id (glibc reuses an ended thread's descriptor), and would
+            // then pass for the loop in `inEventLoop`.
+            loopThread.store(0, ordering: .releasing)
             exited.signal()
         }
         thread.name = name
