@@ -35,7 +35,7 @@ extension IssuerCardCareService {
         }
         let log = logger.withTraceID(context.traceID)
         noteDeleted(batches.deleted, log: log)
-        noteUnknown(batches.unknown, log: log)
+        batches.neverHeardOf(noteUnknown(batches.unknown, log: log))
         noteKnown(batches.known, log: log)
         log.info(
             "token states changed at the TSP",

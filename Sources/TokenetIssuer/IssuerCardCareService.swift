@@ -150,24 +150,36 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
     }
 
     /// Records the tokens the TSP answered NOT_FOUND, so that card-wide changes and renewals leave them out as they
-    /// do deleted ones (`noteDeleted`, whose reasons for logging a failed record hold here too). Only the tokens
-    /// recorded now are logged at info: one asked about again with recheck_unknown and still unknown keeps its
-    /// record and first time, and says so at debug.
-    func noteUnknown(_ ids: [String], log: Logger) {
-        guard !ids.isEmpty else { return }
+    /// do deleted ones (`noteDeleted`, whose reasons for logging a failed record hold here too). Only a token the
+    /// issuer heard of from the TSP is recorded (`IssuerStore.tokensHeardFromTSP`): an id neither knows is an
+    /// operator's typo, which would otherwise stay in `unknown_tokens` for good; those are returned, for their
+    /// answers to say so. Only the tokens recorded now are logged at info: one asked about again with recheck_unknown
+    /// and still unknown keeps its record and first time, and says so at debug.
+    @discardableResult
+    func noteUnknown(_ ids: [String], log: Logger) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
         do {
-            let recorded = try store.recordUnknownTokens(ids, at: now())
+            let heard = try store.tokensHeardFromTSP(ids)
+            let neverHeard = ids.filter { !heard.contains($0) }
+            if !neverHeard.isEmpty {
+                log.info(
+                    "token ids neither the TSP nor the issuer knows, not recorded",
+                    ["tokens": neverHeard.joined(separator: ",")])
+            }
+            let recorded = try store.recordUnknownTokens(ids.filter(heard.contains), at: now())
             if !recorded.isEmpty {
                 log.info("tokens the TSP does not know recorded", ["tokens": recorded.joined(separator: ",")])
             }
-            let already = ids.filter { !recorded.contains($0) }
+            let already = ids.filter { heard.contains($0) && !recorded.contains($0) }
             if !already.isEmpty {
                 log.debug(
                     "tokens recorded unknown to the TSP are still unknown to it",
                     ["tokens": already.joined(separator: ",")])
             }
+            return Set(neverHeard)
         } catch {
             log.warning("cannot record tokens unknown to the TSP", ["tokens": "\(ids.count)", "error": error.message])
+            return []
         }
     }
 

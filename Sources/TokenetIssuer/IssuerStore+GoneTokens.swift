@@ -42,6 +42,27 @@ extension IssuerStore {
         }
     }
 
+    /// Which of `ids` the issuer has heard of from the TSP: a token it was asked to decide on, sent a code for, was
+    /// told about in a message to its app, or has recorded deleted or unknown. Only such a token can be recorded
+    /// unknown to the TSP: an id an operator mistyped was never the TSP's, and recording it would leave
+    /// `unknown_tokens` growing with every typo.
+    func tokensHeardFromTSP(_ ids: [String]) throws(IssuerError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try storage("look up \(ids.count) token(s) the TSP named") {
+            try Set(
+                ids.filter { id in
+                    try database.queryOne(
+                        """
+                        SELECT 1 WHERE EXISTS (SELECT 1 FROM decisions WHERE digital_card_id = ?1)
+                            OR EXISTS (SELECT 1 FROM outbox WHERE digital_card_id = ?1)
+                            OR EXISTS (SELECT 1 FROM app_card_ids WHERE digital_card_id = ?1)
+                            OR EXISTS (SELECT 1 FROM deleted_tokens WHERE digital_card_id = ?1)
+                            OR EXISTS (SELECT 1 FROM unknown_tokens WHERE digital_card_id = ?1)
+                        """, [id]) != nil
+                })
+        }
+    }
+
     /// Forgets that the TSP did not know `ids`: it has since shown it does (a result or message naming the token),
     /// so renewals and card-wide token changes send them again. Returns those that were recorded, in order.
     @discardableResult

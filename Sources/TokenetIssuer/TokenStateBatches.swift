@@ -11,8 +11,9 @@ import TokenetWire
 /// card the driver left out as known deleted or unknown to the TSP are counted in the answer (`skippedDeleted`,
 /// `skippedUnknown`); a token named one by one that the issuer knows is gone is refused in its own result without a
 /// TSP call (`refusedByIssuer`). The tokens the TSP's results show deleted (`deleted`) or answer NOT_FOUND
-/// (`unknown`) are the ones the driver records as such, and those it answers about (`known`) the ones it no longer
-/// records as unknown.
+/// (`unknown`) are the ones the driver records as such (an unknown one only if the TSP once named it to the issuer;
+/// the others' answers say neither knows it, `neverHeardOf`), and those it answers about (`known`) the ones it no
+/// longer records as unknown.
 struct TokenStateBatches {
     private(set) var results: [TspV1.TokenStateResult] = []
     private var answered = 0
@@ -81,6 +82,21 @@ struct TokenStateBatches {
         answered += 1
         results += response.results
         answeredIDs.formUnion(response.results.map(\.digitalCardID))
+    }
+
+    /// The TSP answered NOT_FOUND for `ids` and the issuer never heard of them either (`noteUnknown`): most likely
+    /// a mistyped id, which the answer names and says how to check, rather than the TSP's bare refusal.
+    mutating func neverHeardOf(_ ids: Set<String>) {
+        guard !ids.isEmpty else { return }
+        for index in results.indices
+        where ids.contains(results[index].digitalCardID)
+            && results[index].statusCode == StatusCode.notFound.rawValue
+        {
+            let id = results[index].digitalCardID
+            results[index].message =
+                "no token has digital card id \"\(id)\": neither the TSP nor the issuer knows it; check the id "
+                + "(tokenet tsp tokens lists the TSP's tokens)"
+        }
     }
 
     /// The call for `batch` failed with `error`.

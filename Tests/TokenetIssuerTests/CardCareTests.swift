@@ -803,6 +803,7 @@ final class Gate: Sendable {
     /// A token named one by one that the TSP answered it does not know is not sent again: the issuer refuses it by
     /// name (NOT_FOUND), saying why.
     @Test func aNamedTokenTheTSPDoesNotKnowIsNotSentAgain() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNIGONE", outcome: .approved)
         tsp.state.withLock { $0.unknown = ["DNIGONE"] }
         let first = try await care.changeTokenStates(
             .init(digitalCardIds: ["DNIGONE"], action: .suspend, reasonCode: "LOST_CARD"))
@@ -815,6 +816,28 @@ final class Gate: Sendable {
             again.results.first?.message.contains("the TSP does not know token \"DNIGONE\"") == true,
             "\(again.results)")
         #expect(tsp.state.withLock { $0.changeCalls } == calls)
+    }
+
+    /// An id the TSP does not know and the issuer never heard of (a typo) is answered NOT_FOUND naming it, and is
+    /// not recorded unknown: asked again, it goes to the TSP again, and `unknown_tokens` does not grow with typos.
+    /// A token the issuer approved beside it is still recorded.
+    @Test func aMistypedTokenIdIsAnsweredNotFoundAndNotRecorded() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNIGONE", outcome: .approved)
+        tsp.state.withLock { $0.unknown = ["DNITYPO", "DNIGONE"] }
+        let first = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNITYPO", "DNIGONE"], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(first.results.map(\.statusCode) == [StatusCode.notFound.rawValue, StatusCode.notFound.rawValue])
+        let typo = try #require(first.results.first)
+        #expect(typo.message.contains("\"DNITYPO\"") && typo.message.contains("neither the TSP nor the issuer"))
+        #expect(try party.store.goneTokens(["DNITYPO", "DNIGONE"]).mapValues(\.isUnknownToTSP) == ["DNIGONE": true])
+        #expect(sink.lines.contains { $0.contains("neither the TSP nor the issuer knows") && $0.contains("DNITYPO") })
+
+        let calls = tsp.state.withLock { $0.changeCalls }
+        let again = try await care.changeTokenStates(
+            .init(digitalCardIds: ["DNITYPO"], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(again.results.map(\.statusCode) == [StatusCode.notFound.rawValue])
+        #expect(tsp.state.withLock { $0.changeCalls } == calls + 1)
+        #expect(try party.store.goneTokens(["DNITYPO"]).isEmpty)
     }
 
     @Test func forceCompleteRefusals() async throws {
