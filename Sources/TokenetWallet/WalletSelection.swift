@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The person's current choices in the wallet app: the active wallet account and the selected card. Adding a card
+/// The person's current choices in the wallet app: the active wallet account and its selected card. Adding a card
 /// and the push backend follow the active account, as the wallet app adds cards to the account the person is
 /// using. Kept in the wallet's database, like its cards, so a restarted wallet keeps both; a new wallet starts on
 /// its configured account (`walletAccountId` in wallet.json).
@@ -20,10 +20,12 @@ public final class WalletSelection: Sendable {
         let stored = try store.selection()
         self.store = store
         self.configuredAccountID = configuredAccountID
+        let active = stored.activeWalletAccountID ?? configuredAccountID
         choices = Mutex(
             Choices(
-                activeWalletAccountID: stored.activeWalletAccountID ?? configuredAccountID,
-                selectedCardRef: stored.selectedCardID.map(WalletCardRecord.ref) ?? ""))
+                activeWalletAccountID: active,
+                selectedCardRef: try store.selectedCardID(of: active, configured: configuredAccountID).map(
+                    WalletCardRecord.ref) ?? ""))
     }
 
     public var activeWalletAccountID: String { choices.withLock { $0.activeWalletAccountID } }
@@ -35,12 +37,16 @@ public final class WalletSelection: Sendable {
         return [configuredAccountID] + madeActive.filter { $0 != configuredAccountID }
     }
 
-    /// Makes `account` active and stores it; true when it changed.
+    /// Makes `account` active and stores it; true when it changed. The selected card becomes the account's own
+    /// (none when none of its cards was selected): the wallet app shows the active account's cards only, so the
+    /// other account's card is not the one it pays with.
     func setActive(_ account: String, nowMs: UInt64) throws(WalletError) -> Bool {
         try change { (choices: inout Choices) throws(WalletError) -> Bool in
             guard choices.activeWalletAccountID != account else { return false }
+            let selected = try store.selectedCardID(of: account, configured: configuredAccountID)
             try store.makeActive(account, nowMs: nowMs)
             choices.activeWalletAccountID = account
+            choices.selectedCardRef = selected.map(WalletCardRecord.ref) ?? ""
             return true
         }
     }

@@ -37,11 +37,17 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                     .invalidArgument,
                     "wallet_account_id must be 1 to 64 characters without spaces or control characters")
             }
+            let selectedBefore = selection.selectedCardRef
             let changed = try selection.setActive(request.walletAccountID, nowMs: clock())
             if changed {
                 events.publish(
                     WalletV1.WalletEvent(
                         kind: .activeWalletAccountChanged, walletAccountID: request.walletAccountID, atMs: clock()))
+                // The account now in use has its own selected card (or none): the issuer apps hear the selection
+                // change too, or they would keep showing the other account's card as the one selected.
+                if selection.selectedCardRef != selectedBefore {
+                    try publishSelection(of: selection.selectedCardRef, in: request.walletAccountID)
+                }
             }
             return response(changed: changed)
         }
@@ -81,6 +87,17 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             }
             return response(changed: changed)
         }
+    }
+
+    /// SELECTED_CARD_CHANGED for the card `cardRef` of `account`, without a card when none is selected there.
+    private func publishSelection(of cardRef: String, in account: String) throws(WalletError) {
+        let card = cardRef.isEmpty ? nil : try store.card(ref: cardRef)
+        events.publish(
+            WalletV1.WalletEvent(
+                kind: .selectedCardChanged, walletAccountID: account,
+                digitalCardID: card?.result?.digitalCardID ?? "", tokenState: card?.result?.tokenState ?? .unspecified,
+                atMs: clock()),
+            cardIssuerNodeID: card?.issuerNodeID)
     }
 
     private func response(changed: Bool) -> WalletV1.SelectionResponse {

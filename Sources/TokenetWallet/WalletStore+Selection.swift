@@ -34,14 +34,38 @@ extension WalletStore {
         }
     }
 
-    /// Keeps the selected card.
+    static let accountSelectionSchema = """
+        ALTER TABLE cards ADD COLUMN selected_order INTEGER;
+        UPDATE cards SET selected_order = 1 WHERE id = (SELECT selected_card_id FROM selection);
+        """
+
+    /// Keeps the selected card: the wallet's last selected, and the selected card of its own account (the one of
+    /// the account's cards selected last).
     public func select(cardID: Int64) throws(WalletError) {
         try run("store the selected card") {
-            _ = try database.execute(
+            try database.transaction { tx in
+                _ = try tx.execute(
+                    """
+                    INSERT INTO selection (id, selected_card_id) VALUES (1, ?)
+                    ON CONFLICT (id) DO UPDATE SET selected_card_id = excluded.selected_card_id
+                    """, [cardID])
+                _ = try tx.execute(
+                    "UPDATE cards SET selected_order = (SELECT COALESCE(MAX(selected_order), 0) + 1 FROM cards) "
+                        + "WHERE id = ?", [cardID])
+            }
+        }
+    }
+
+    /// The selected card of wallet account `account` (`select(cardID:)`), nil when none of its cards was selected;
+    /// `configured` is the account of the cards added before cards kept theirs.
+    public func selectedCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
+        try run("read the selected card of wallet account \(account)") {
+            try database.queryOne(
                 """
-                INSERT INTO selection (id, selected_card_id) VALUES (1, ?)
-                ON CONFLICT (id) DO UPDATE SET selected_card_id = excluded.selected_card_id
-                """, [cardID])
+                SELECT id FROM cards WHERE selected_order IS NOT NULL AND COALESCE(wallet_account_id, ?) = ?
+                ORDER BY selected_order DESC LIMIT 1
+                """, [configured, account]
+            ).map { try $0.int64(0) }
         }
     }
 

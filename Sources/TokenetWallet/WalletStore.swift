@@ -102,6 +102,10 @@ public final class WalletStore: Sendable {
                 ALTER TABLE cards ADD COLUMN digital_card_id TEXT;
                 CREATE INDEX cards_digital_card ON cards(digital_card_id);
                 """),
+        // Each wallet account has its own selected card: the one of its cards selected last (`selected_order`), so
+        // a switch of account answers with the card of the account now in use, and switching back finds the first
+        // account's card still selected. The card selected before this migration is the first selected.
+        Migration(version: 8, name: "account_selections", sql: WalletStore.accountSelectionSchema),
     ]
 
     public init(database: Database) throws(WalletError) {

@@ -44,9 +44,10 @@ enum WalletCommand {
 
         Wallet accounts: add-card adds the card to the active wallet account; the card stays in it (cards shows
         each card's account), also when another account becomes active before accept-terms. A push session the
-        issuer creates without --wallet-account is for the active account too. The wallet keeps the active
-        account and the selected card across restarts; a new wallet starts on the account of its wallet.json
-        ("walletAccountId", default wallet-account-1).
+        issuer creates without --wallet-account is for the active account too. Each account has its own
+        selected card: use-account answers with the one of the account it makes active (none until one of its
+        cards is selected). The wallet keeps the active account and the selected cards across restarts; a new
+        wallet starts on the account of its wallet.json ("walletAccountId", default wallet-account-1).
 
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).

@@ -288,24 +288,39 @@ import TokenetTestSupport
         #expect(again.stdout.contains("unchanged"), "\(again.stdout)")
         let unknown = try await tokenet(["wallet", "select-card", wallet.listen, "card-9"])
         #expect(unknown.status == 64 + 5, "\(unknown.stderr)")
+        // The other account has no card selected, and the app hears so; back on the first, its card is selected.
         let switched = try await tokenet(["wallet", "use-account", wallet.listen, "wallet-account-2"])
-        #expect(switched.status == 0 && switched.stdout.contains("wallet-account-2"), "\(switched.stderr)")
+        #expect(
+            switched.status == 0
+                && switched.stdout.contains("active wallet account wallet-account-2, selected card none: changed"),
+            "\(switched)")
+        var view = try await appView(account: "wallet-account-2", selected: "")
+        #expect(view["walletAccountId"] as? String == "wallet-account-2", "\(view)")
+        #expect((view["selectedDigitalCardId"] as? String ?? "") == "", "\(view)")
+        let back = try await tokenet(["wallet", "use-account", wallet.listen, "wallet-account-1"])
+        #expect(back.stdout.contains("active wallet account wallet-account-1, selected card card-1"), "\(back)")
+        view = try await appView(account: "wallet-account-1", selected: digitalCardID)
+        #expect(view["selectedDigitalCardId"] as? String == digitalCardID, "\(view)")
+        #expect(view["walletAccountId"] as? String == "wallet-account-1", "\(view)")
+        let text = try await tokenet(["issuer", "app-view", issuer.listen])
+        #expect(text.stdout.contains("Selected in the wallet: \(digitalCardID)"), "\(text.stdout)")
+    }
 
+    /// The issuer app's view once it shows wallet account `account` with `selected` selected ("" for none), or as it
+    /// is after a minute.
+    func appView(account: String, selected: String) async throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(60)
         var view: [String: Any] = [:]
         while Date() < deadline {
             view = try json(try await tokenet(["issuer", "app-view", issuer.listen, "--json"]))
-            if view["selectedDigitalCardId"] as? String == digitalCardID,
-                view["walletAccountId"] as? String == "wallet-account-2"
+            if (view["selectedDigitalCardId"] as? String ?? "") == selected,
+                view["walletAccountId"] as? String == account
             {
                 break
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        #expect(view["selectedDigitalCardId"] as? String == digitalCardID, "\(view)")
-        #expect(view["walletAccountId"] as? String == "wallet-account-2", "\(view)")
-        let text = try await tokenet(["issuer", "app-view", issuer.listen])
-        #expect(text.stdout.contains("Selected in the wallet: \(digitalCardID)"), "\(text.stdout)")
+        return view
     }
 
     @Test func aRestartedWalletKeepsItsCardsAndAnswersAgainWithoutANewToken() async throws {

@@ -1,5 +1,6 @@
 import Testing
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 @testable import TokenetWallet
@@ -50,6 +51,74 @@ import TokenetWire
                 .changed)
     }
 
+    /// Each account keeps its own selected card: the answer to a switch names the selected card of the account now
+    /// in use, none when it has none, and the first account's card again on switching back.
+    @Test func aSwitchOfAccountNamesTheSelectedCardOfTheAccountNowInUse() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(try await wallet.selection.selectCard(.init(cardRef: "card-1")).selectedCardRef == "card-1")
+
+        let other = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        #expect(other.changed && other.selectedCardRef == "")
+        _ = try await wallet.control.addCard(WalletHarness.manual("5555555555554444"))
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        #expect(try await wallet.selection.selectCard(.init(cardRef: "card-2")).selectedCardRef == "card-2")
+
+        let back = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-1"))
+        #expect(back.changed && back.selectedCardRef == "card-1")
+        let again = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        #expect(again.selectedCardRef == "card-2")
+    }
+
+    /// The issuer app hears a switch of account change the selection too: SELECTED_CARD_CHANGED without a card for an
+    /// account with none selected, with the account's own card on switching back.
+    @Test func aSwitchOfAccountTellsTheIssuerAppTheSelectionOfTheAccountNowInUse() async throws {
+        let wallet = try WalletHarness()
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        let digitized = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        var events = wallet.events.subscribe().events.makeAsyncIterator()
+
+        // A marker after each switch: the events the switch made come before it.
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
+        _ = wallet.events.publish(WalletEventHubTests.event("marker-1"))
+        #expect(await events.next()?.kind == .activeWalletAccountChanged)
+        let none = await events.next()
+        #expect(none?.kind == .selectedCardChanged && none?.digitalCardID == "")
+        #expect(none?.walletAccountID == "wallet-account-2")
+        if none?.kind == .selectedCardChanged { _ = await events.next() }  // marker-1
+
+        _ = try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-1"))
+        _ = wallet.events.publish(WalletEventHubTests.event("marker-2"))
+        #expect(await events.next()?.kind == .activeWalletAccountChanged)
+        let back = await events.next()
+        #expect(back?.kind == .selectedCardChanged && back?.digitalCardID == digitized.card?.digitalCardID)
+        #expect(back?.digitalCardID.isEmpty == false)
+    }
+
+    /// The card selected in a database from before each account kept its own (schema 7) stays selected in its
+    /// account, and only there.
+    @Test func theCardSelectedBeforeAccountsKeptTheirOwnStaysSelected() throws {
+        let database = try Database.openInMemory()
+        try Migrator(Array(WalletStore.migrations.prefix(7))).migrate(database)
+        for account in ["NULL", "'wallet-account-2'"] {
+            _ = try database.execute(
+                """
+                INSERT INTO cards (source, scheme, pan_last4, status, eligibility_receipt, receipt_expires_at_ms,
+                    wallet_account_id, created_at_ms, updated_at_ms)
+                VALUES ('manual', 1, '1111', 'DIGITIZED', 'receipt', 0, \(account), 1, 1)
+                """)
+        }
+        _ = try database.execute("INSERT INTO selection (id, selected_card_id) VALUES (1, 2)")
+        let store = try WalletStore(database: database)
+        #expect(try store.selectedCardID(of: "wallet-account-2", configured: "wallet-account-1") == 2)
+        #expect(try store.selectedCardID(of: "wallet-account-1", configured: "wallet-account-1") == nil)
+        let selection = try WalletSelection(store: store, configuredAccountID: "wallet-account-1")
+        #expect(selection.selectedCardRef == "")
+        #expect(try selection.setActive("wallet-account-2", nowMs: 1) && selection.selectedCardRef == "card-2")
+    }
+
     @Test func theChoicesSurviveARestart() async throws {
         let store = try WalletStore.inMemory()
         let before = try WalletHarness(store: store)
@@ -62,7 +131,10 @@ import TokenetWire
         let after = try WalletHarness(store: store)
         #expect(try await after.issuerApp.currentTokens(.init()).walletAccountID == "wallet-account-2")
         let same = try await after.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
-        #expect(!same.changed && same.selectedCardRef == "card-1")
+        #expect(!same.changed && same.selectedCardRef == "")
+        let back = try await after.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-1"))
+        #expect(back.changed && back.selectedCardRef == "card-1")
+        _ = try await after.selection.setActiveWalletAccount(.init(walletAccountID: "wallet-account-2"))
         #expect(try await after.control.addCard(WalletHarness.manual()).walletAccountID == "wallet-account-2")
         #expect(after.tsp.recorded.eligibilityRequests.map(\.walletAccountID) == ["wallet-account-2"])
     }
