@@ -127,8 +127,8 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             let log = logger.withTraceID(context.traceID)
             switch request.result {
             case .approved:
-                let stored = try store.updateTokenState(id: card.id, state: request.tokenState, nowMs: clock())
-                let changed = stored.result?.tokenState != card.result?.tokenState
+                let (stored, changed) = try store.updateTokenState(
+                    id: card.id, state: request.tokenState, nowMs: clock())
                 if changed {
                     events.publish(
                         WalletV1.WalletEvent(

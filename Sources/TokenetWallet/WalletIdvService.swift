@@ -57,10 +57,10 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             let answer = try await calling("SubmitOtp") {
                 try await tsp.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code))
             }
-            let stored =
+            let (stored, changed) =
                 answer.tokenState == .unspecified
-                ? card : try store.updateTokenState(id: card.id, state: answer.tokenState, nowMs: clock())
-            if let state = stored.result?.tokenState, state != card.result?.tokenState {
+                ? (card, false) : try store.updateTokenState(id: card.id, state: answer.tokenState, nowMs: clock())
+            if changed, let state = stored.result?.tokenState {
                 events.publish(
                     WalletV1.WalletEvent(
                         kind: .tokenStatusChanged, walletAccountID: stored.account(configured: configuredAccountID),

@@ -244,24 +244,27 @@ public final class WalletStore: Sendable {
         }
     }
 
-    /// Records the token state the TSP reported after ID&V on the stored digitization result.
+    /// Records the token state the TSP reported on the stored digitization result, and whether it changed it. The
+    /// change is judged in the write's own transaction, not against a card read before: the TSP's answer and its
+    /// CARD_STATE about the same change race, and whichever comes second must find nothing to announce.
     public func updateTokenState(id: Int64, state: CardV1.TokenState, nowMs: UInt64) throws(WalletError)
-        -> WalletCardRecord
+        -> (card: WalletCardRecord, changed: Bool)
     {
         try run("update the card's token state") {
-            try database.transaction { tx in
+            let changed = try database.transaction { tx in
                 guard let row = try tx.queryOne("SELECT result FROM cards WHERE id = ?", [id]),
                     let bytes = try row.get(0, as: [UInt8]?.self)
                 else { throw WalletError(.failedPrecondition, "\(WalletCardRecord.ref(id)) has no digital card") }
                 var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
-                guard result.tokenState != state else { return }
+                guard result.tokenState != state else { return false }
                 result.tokenState = state
                 _ = try tx.execute(
                     "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
                     [try result.serializedBytes(), Int64(nowMs), id])
+                return true
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
-            return card
+            return (card, changed)
         }
     }
 

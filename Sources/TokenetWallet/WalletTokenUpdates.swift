@@ -19,12 +19,12 @@ struct WalletTokenUpdates: Sendable {
     let logger: Logger
     let clock: @Sendable () -> UInt64
 
-    /// Stores the token's new state and emits the event when it changed (`PaymentKeysAtActivation` hears it).
+    /// Stores the token's new state and emits the event when the store changed (`PaymentKeysAtActivation` hears it):
+    /// once per change, though `card` may have been read before another path stored the same state.
     @discardableResult
     func apply(_ state: CardV1.TokenState, to card: WalletCardRecord) throws(WalletError) -> WalletCardRecord {
-        let previous = card.result?.tokenState
-        let stored = try store.updateTokenState(id: card.id, state: state, nowMs: clock())
-        guard previous != state, let digitalCardID = stored.result?.digitalCardID else { return stored }
+        let (stored, changed) = try store.updateTokenState(id: card.id, state: state, nowMs: clock())
+        guard changed, let digitalCardID = stored.result?.digitalCardID else { return stored }
         events.publish(
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,

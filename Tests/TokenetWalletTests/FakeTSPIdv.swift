@@ -9,6 +9,8 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
         var submits: [TspV1.SubmitOtpRequest] = []
         var resends = 0
         var triesLeft: UInt32 = 3
+        /// Runs before SubmitOtp answers: what reaches the wallet while its call is under way.
+        var whileSubmitting: (@Sendable (TspV1.SubmitOtpResponse) async throws -> Void)?
     }
 
     let state = Mutex(State())
@@ -24,12 +26,19 @@ final class FakeTSPIdv: TspV1.Idv.ServiceProtocol {
     }
 
     func submitOTP(_ request: TspV1.SubmitOtpRequest, context: ServerContext) async throws -> TspV1.SubmitOtpResponse {
-        state.withLock { state in
+        let (answer, whileSubmitting) = state.withLock { state in
             state.submits.append(request)
-            if request.code == "123456" { return TspV1.SubmitOtpResponse(result: .success, tokenState: .active) }
+            if request.code == "123456" {
+                return (TspV1.SubmitOtpResponse(result: .success, tokenState: .active), state.whileSubmitting)
+            }
             state.triesLeft -= 1
-            return TspV1.SubmitOtpResponse(result: .incorrectCode, triesLeft: state.triesLeft, tokenState: .inactive)
+            return (
+                TspV1.SubmitOtpResponse(result: .incorrectCode, triesLeft: state.triesLeft, tokenState: .inactive),
+                state.whileSubmitting
+            )
         }
+        try await whileSubmitting?(answer)
+        return answer
     }
 
     func resendOTP(_ request: TspV1.ResendOtpRequest, context: ServerContext) async throws -> TspV1.ResendOtpResponse {

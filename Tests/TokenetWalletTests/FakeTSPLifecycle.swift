@@ -17,6 +17,8 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         /// answer while the wallet stops.
         var holdReplenishment = false
         var held: CheckedContinuation<Void, Never>?
+        /// Runs before ChangeTokenState answers: what reaches the wallet while its call is under way.
+        var whileChanging: (@Sendable (TspV1.ChangeTokenStateRequest, CardV1.TokenState) async throws -> Void)?
     }
 
     static let keysPerBatch: UInt32 = 10
@@ -38,7 +40,7 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
     func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
         -> TspV1.ChangeTokenStateResponse
     {
-        try state.withLock { state in
+        let (answer, whileChanging) = try state.withLock { state in
             state.changes.append(request)
             if let refusal = state.refusal { throw refusal }
             let before = state.states[request.digitalCardID] ?? .active
@@ -49,9 +51,14 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
             default: after = .deactivated
             }
             state.states[request.digitalCardID] = after
-            return TspV1.ChangeTokenStateResponse(
-                digitalCardID: request.digitalCardID, previousState: before, tokenState: after)
+            return (
+                TspV1.ChangeTokenStateResponse(
+                    digitalCardID: request.digitalCardID, previousState: before, tokenState: after),
+                state.whileChanging
+            )
         }
+        try await whileChanging?(request, answer.tokenState)
+        return answer
     }
 
     func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext)

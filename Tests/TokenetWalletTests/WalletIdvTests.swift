@@ -38,6 +38,29 @@ import TokenetWire
         #expect(!wallet.logs.lines.contains { $0.contains("123456") })
     }
 
+    /// The TSP's CARD_STATE about the activation can arrive before its answer to the right code: the issuer app's
+    /// listeners hear the card become ACTIVE once.
+    @Test func anActivationWhoseCardStateArrivesBeforeTheAnswerIsAnnouncedOnce() async throws {
+        let wallet = try await Self.steppedUp()
+        var events = wallet.events.subscribe().events.makeAsyncIterator()
+        let handler = wallet.notifications
+        wallet.idvTSP.state.withLock {
+            $0.whileSubmitting = { answer in
+                var message = WalletLifecycleTests.cardState(answer.tokenState)
+                message.cardID = Self.digitalCardID
+                try await handler.handle(message)
+            }
+        }
+        _ = try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms"))
+        let right = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
+        #expect(right.result == .success && right.card?.state == .active)
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        let changed = await events.next()
+        #expect(changed?.kind == .tokenStatusChanged && changed?.tokenState == .active)
+        let next = await events.next()
+        #expect(next?.digitalCardID == "marker", "announced twice: \(String(describing: next))")
+    }
+
     @Test func resendPassesTheTSPsRefusalThrough() async throws {
         let wallet = try await Self.steppedUp()
         let resent = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))

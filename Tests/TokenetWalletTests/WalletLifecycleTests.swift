@@ -64,6 +64,25 @@ import TokenetWire
                 ])
     }
 
+    /// The TSP's CARD_STATE about the wallet's own change can arrive before the TSP's answer: the card changes once,
+    /// and the issuer app's listeners hear it once, not again when the answer comes.
+    @Test func aChangeWhoseCardStateArrivesBeforeTheAnswerIsAnnouncedOnce() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        let handler = wallet.notifications
+        wallet.lifecycleTSP.state.withLock {
+            $0.whileChanging = { _, state in try await handler.handle(Self.cardState(state)) }
+        }
+        let suspended = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        #expect(suspended.card?.state == .suspended)
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        let changed = await events.next()
+        #expect(changed?.kind == .tokenStatusChanged && changed?.tokenState == .suspended)
+        let next = await events.next()
+        #expect(next?.digitalCardID == "marker", "announced twice: \(String(describing: next))")
+    }
+
     @Test func theTSPsRefusalPassesThroughAndChangesNothing() async throws {
         let (wallet, _) = try await Self.digitized()
         wallet.lifecycleTSP.state.withLock {
