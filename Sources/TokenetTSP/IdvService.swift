@@ -56,11 +56,17 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.triesLeft = UInt32(tsp.configuration.otpMaxAttempts)
                     response.instructions = "enter the code sent to \(method.maskedValue)"
                 case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft):
+                    // The code out went by the method first picked, which a resend uses too: the answer names that
+                    // one, not the method asked now, or the wallet shows the cardholder a code on its way to an
+                    // address it never went to.
+                    let sentBy = methods.first { $0.id == methodID }
+                    response.method = sentBy ?? method
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(attemptsLeft)
                     response.instructions =
-                        "a code was already sent (method \(methodID)) and is still valid; enter it, or ask for "
-                        + "a resend"
+                        "a code was already sent"
+                        + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
+                        + "valid; enter it, or ask for a resend"
                 case .refused(let refusal):
                     throw TSPError(.failedPrecondition, refusal.description)
                 }

@@ -90,6 +90,9 @@ import TokenetWire
         let again = try await select(tsp, card, "otp-email")
         #expect(!again.codeSent)
         #expect(again.codeExpiresAtMs == first.codeExpiresAtMs)
+        // The code out went by SMS, and the answer says so rather than naming the email address asked now.
+        #expect(again.method?.id == "otp-sms" && again.method?.type == .otpSms, "\(String(describing: again.method))")
+        #expect(again.instructions.contains("sent to ***-***-1234 (method otp-sms)"), "\(again.instructions)")
         #expect(tsp.otp.sent.count == 1)
         #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
     }
