@@ -8,8 +8,16 @@ extension InspectSession {
     /// method (another build) keeps its own message. Still UNIMPLEMENTED (exit status 76).
     func wrongNode(behind error: any Error) async -> RPCError? {
         let prefix = "unknown method /"
-        guard let error = error as? RPCError, error.code == .unimplemented, error.message.hasPrefix(prefix),
-            let service = error.message.dropFirst(prefix.count).split(separator: "/").first.map(String.init),
+        guard let error = error as? RPCError, error.code == .unimplemented, error.message.hasPrefix(prefix) else {
+            return nil
+        }
+        return await wrongNode(calling: String(error.message.dropFirst(prefix.count - 1)))
+    }
+
+    /// The same judgement for a method the node's reflection does not describe (`/pkg.Service/Method` or
+    /// `pkg.Service/Method`), before anything is sent: a scenario's `watch` opens no call without a described type.
+    func wrongNode(calling path: String) async -> RPCError? {
+        guard let service = path.split(separator: "/").first.map(String.init),
             let expected = Self.nodeName(serving: service)
         else { return nil }
         // Without an answer from reflection the kind is unknown: the node's own message stands.

@@ -99,6 +99,9 @@ extension ScenarioRunner {
             try await collect(target, requests, callOptions, session.client, into: collector)
             result = .success(.init(code: .ok, message: "", responses: collector.responses))
         } catch let error as RPCError {
+            // Another kind of node at the party's address (`--wallet` given the TSP's) is named, as party commands
+            // name it, instead of the node's bare "unknown method".
+            let error = await session.wrongNode(behind: error) ?? error
             result = .success(.init(code: error.code, message: error.message, responses: collector.responses))
         } catch let error as CLIError {
             result = .failure(error)

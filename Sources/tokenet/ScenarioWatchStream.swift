@@ -40,7 +40,8 @@ final class ScenarioWatchStream: Sendable {
             callOptions.timeout = nil
             callOptions.metadata.setTraceID(traceID)
             guard let resolved = try await CallTarget.resolve(path, session: session) else {
-                throw RPCError(.unimplemented, "the node's reflection service does not describe \(path)")
+                throw await session.wrongNode(calling: path)
+                    ?? RPCError(.unimplemented, "the node's reflection service does not describe \(path)")
             }
             target = resolved
             let requests = try CallCommand.encode(texts, as: target)

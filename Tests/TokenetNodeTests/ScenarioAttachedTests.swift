@@ -51,6 +51,19 @@ import TokenetTestSupport
         let wallet = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n")
         #expect(wallet.status == 2)
         #expect(wallet.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(wallet.stderr)")
+        // The TSP's address given for the wallet: the node reached is named, for a call and for a watch.
+        let wrongNode = ["--wallet", address, "--pki", pki.directory.path]
+        let wrongCall = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n", wrongNode)
+        #expect(wrongCall.status == 1)
+        #expect(
+            wrongCall.stderr.contains(
+                "FAILED at line 1: expected OK, got UNIMPLEMENTED: \(address) does not serve "
+                    + "tokenet.wallet.v1.WalletControl, which a wallet-node serves; it is a tsp-node: give the address "
+                    + "of a wallet-node"), "\(wrongCall.stderr)")
+        let wrongWatch = try run("watch events wallet tokenet.wallet.v1.WalletEvents/Listen\n", wrongNode)
+        #expect(wrongWatch.status == 1)
+        #expect(
+            wrongWatch.stderr.contains("it is a tsp-node: give the address of a wallet-node"), "\(wrongWatch.stderr)")
         let noPKI = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", address])
         #expect(noPKI.status == 2)
         #expect(noPKI.stderr.contains("--tsp, --issuer and --wallet need --pki DIR"))
