@@ -113,6 +113,11 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             let token = request.digitalCardID.isEmpty ? nil : request.digitalCardID
             let after = try page.afterTime(
                 in: request.digitalCardID, call: "ListTransactions", field: "digital_card_id", items: "token")
+            // A token id that names no token is a mistake to point out (a typo, another TSP's token), not a token
+            // without payments: tokens are never removed, so one that ever had transactions is still found.
+            if let token, try tsp.store.token(token) == nil {
+                throw TSPError(.notFound, "no token has digital card id \"\(token)\"")
+            }
             let rows = try tsp.store.transactions(of: token, after: after, limit: page.size + 1)
             let (transactions, next) = page.split(rows, key: \.pageKey)
             return TspV1.ListTransactionsResponse(transactions: transactions.map(\.transaction), nextPageToken: next)

@@ -67,6 +67,20 @@ import TokenetWire
         }
     }
 
+    /// A digital card id that names no token is NOT_FOUND with the id, not an empty listing that reads as a token
+    /// without payments; a token without payments still lists none.
+    @Test func anUnknownTokenIsNotFound() async throws {
+        let tsp = try TSPHarness.make()
+        let tokens = try await tsp.activeTokens(1)
+        let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
+        await expectRPCError(.notFound, "no token has digital card id \"DNITHE000000000000000000000000\"") {
+            try await client.listTransactions(.init(digitalCardID: "DNITHE000000000000000000000000"))
+        }
+        let none = try await client.listTransactions(.init(digitalCardID: tokens[0]))
+        #expect(none.transactions.isEmpty)
+        #expect(none.nextPageToken.isEmpty)
+    }
+
     @Test func aBadPageIsRefused() async throws {
         let (tsp, _, _) = try await Self.tspWithTransactions()
         let client = NotificationFlowTests.transactions(tsp, as: LifecycleTests.operator1)
