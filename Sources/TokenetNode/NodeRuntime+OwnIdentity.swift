@@ -18,6 +18,18 @@ extension NodeRuntime {
                 configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca),
                 keyLogFile: nil)
             identity = try context.checkOwnCertificate()
+        } catch let error where [.configuration, .peerIdentity].contains(error.code) && error.details.isEmpty {
+            // A file only OpenSSL reads (a pipe) found unusable as it loads, or a certificate out of its dates or
+            // without an identity: named by its flag, as `checkTLSFiles` names a regular file.
+            let files: [(flag: String, path: String, kind: TLSFileKind)] = [
+                ("--cert", certificate, .certificate), ("--key", key, .privateKey), ("--ca", ca, .caCertificates),
+            ]
+            let named = files.first { file in
+                ["\(file.kind.name) file \(file.path) ", "\(file.kind.name) \(file.path) "].contains {
+                    error.message.hasPrefix($0)
+                }
+            }
+            throw NodeError(.config, "\(named?.flag ?? "--cert, --key, --ca"): \(error.message)")
         } catch {
             throw NodeError(.config, "--cert, --key, --ca: this node's TLS identity is unusable", cause: error)
         }

@@ -64,7 +64,7 @@ public final class TLSContext: @unchecked Sendable {
                 throw TransportError(.configuration, "certificate chain \(chain) given without a private key file")
             }
             try Self.check(key, .privateKey)
-            guard SSL_CTX_use_PrivateKey_file(pointer, key, SSL_FILETYPE_PEM) == 1 else {
+            guard try loadPrivateKey(key) else {
                 // OpenSSL checks the key against the certificate as it loads it, and its "cannot load private key"
                 // blamed the key alone when the certificate was just as likely the wrong file (a CA's, another
                 // party's): name both.
@@ -100,6 +100,28 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 extension TLSContext {
+    /// Loads the private key at `path`, refusing one that asks for a passphrase: `TLSFileCheck` sees that in a regular
+    /// file, but a pipe (`--key <(…)`, `/dev/stdin`) is read by OpenSSL alone, whose default is to ask for the
+    /// passphrase on the terminal and wait there. OpenSSL asks this callback instead, which answers nothing and notes
+    /// that it was asked. Returns false when OpenSSL could not use the key for another reason.
+    fileprivate func loadPrivateKey(_ path: String) throws(TransportError) -> Bool {
+        var asked = false
+        SSL_CTX_set_default_passwd_cb(pointer) { _, _, _, userdata in
+            userdata?.storeBytes(of: true, as: Bool.self)
+            return -1
+        }
+        let loaded = withUnsafeMutablePointer(to: &asked) { flag in
+            SSL_CTX_set_default_passwd_cb_userdata(pointer, flag)
+            defer { SSL_CTX_set_default_passwd_cb_userdata(pointer, nil) }
+            return SSL_CTX_use_PrivateKey_file(pointer, path, SSL_FILETYPE_PEM) == 1
+        }
+        if !loaded && asked {
+            _ = TransportError.drainOpenSSLErrorCodes()
+            throw TransportError(.configuration, "private key file \(path) \(TLSFileCheck.encryptedKeyProblem(path))")
+        }
+        return loaded
+    }
+
     /// Refuses a file `TLSFileCheck` finds unusable, naming it and what to give instead.
     fileprivate static func check(_ path: String, _ kind: TLSFileKind) throws(TransportError) {
         if let problem = TLSFileCheck.problem(with: path, holding: kind) {

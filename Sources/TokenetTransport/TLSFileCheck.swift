@@ -27,7 +27,8 @@ public enum TLSFileKind: Sendable {
 /// of PEM block, a key encrypted with a passphrase (which OpenSSL asks for on the terminal, when there is one, and
 /// waits). A device is refused before anything reads it: `/dev/null` holds nothing, and a terminal
 /// (`/dev/stdin` in an interactive shell) would have the command wait for typing.
-/// Pipes are read by OpenSSL alone (`--key <(…)` in a shell), as reading one here would leave it nothing.
+/// Pipes are read by OpenSSL alone (`--key <(…)` in a shell), as reading one here would leave it nothing; an encrypted
+/// key in one is caught as OpenSSL reads it (`TLSContext` answers its request for the passphrase).
 public enum TLSFileCheck {
     /// A file larger than this is no certificate or key: reading it would only take time.
     static let sizeLimit = 8 * 1024 * 1024
@@ -65,8 +66,7 @@ public enum TLSFileCheck {
         switch kind {
         case .privateKey:
             if keys.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
-                return "is encrypted with a passphrase, which Tokenet does not ask for; give the key unencrypted "
-                    + "(openssl pkey -in \(path) -out KEY.pem writes it so)"
+                return encryptedKeyProblem(path)
             }
             guard !keys.isEmpty else {
                 return "holds \(describe(labels)), not a private key; give the key file (BEGIN PRIVATE KEY) made with "
@@ -78,6 +78,15 @@ public enum TLSFileCheck {
             }
         }
         return nil
+    }
+
+    /// What is wrong with a key file that asks for a passphrase. A pipe's name (`/dev/fd/63`) is gone once read, so
+    /// the command to decrypt it names the key's own file by a placeholder.
+    public static func encryptedKeyProblem(_ path: String) -> String {
+        var status = stat()
+        let isFile = stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        return "is encrypted with a passphrase, which Tokenet does not ask for; give the key unencrypted "
+            + "(openssl pkey -in \(isFile ? path : "ENCRYPTED.key") -out KEY.pem writes it so)"
     }
 
     /// The labels of the `-----BEGIN LABEL-----` lines of `text`, in order.

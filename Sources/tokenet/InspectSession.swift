@@ -87,7 +87,13 @@ final class InspectSession: Sendable {
                         certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
                         trustedCAFile: files.caFile))
             } catch let error where error.code == .configuration && error.details.isEmpty {
-                // A file `TLSFileCheck` or the load found unusable: the message names it and what to give.
+                // A file `TLSFileCheck` or the load found unusable: the message names it and what to give. One only
+                // OpenSSL reads (a pipe) is named by its option, as `checkReadable` names a regular file.
+                for (flag, variable, path, kind) in tlsFiles(files)
+                where error.message.hasPrefix("\(kind.name) file \(path) ") {
+                    let problem = error.message.dropFirst("\(kind.name) file \(path) ".count)
+                    throw CLIError(.connection, "\(flag) \(path) (given by \(flag) or \(variable)) \(problem)")
+                }
                 throw CLIError(.connection, "cannot load the TLS identity: \(error.message)")
             } catch {
                 throw CLIError(.connection, "cannot load the TLS identity", cause: DescribedError(error))
@@ -115,11 +121,7 @@ final class InspectSession: Sendable {
     /// file; …"), and for an empty one or a certificate given as the key in others, without saying which option, or
     /// which environment variable left over from another sandbox, named it, or what was wrong with it.
     private static func checkReadable(_ files: InspectOptions.TLSFiles) throws(CLIError) {
-        for (flag, variable, path, kind) in [
-            ("--cacert", InspectOptions.environmentCA, files.caFile, TLSFileKind.caCertificates),
-            ("--cert", InspectOptions.environmentCertificate, files.certificateFile, .certificate),
-            ("--key", InspectOptions.environmentKey, files.keyFile, .privateKey),
-        ] {
+        for (flag, variable, path, kind) in tlsFiles(files) {
             let given = "\(flag) \(path) (given by \(flag) or \(variable))"
             var isDirectory: ObjCBool = false
             let reason: String
@@ -135,6 +137,17 @@ final class InspectSession: Sendable {
             }
             throw CLIError(.connection, "cannot read \(given): \(reason)")
         }
+    }
+
+    /// Each TLS file with the option and the environment variable that give it, and what it must hold.
+    private static func tlsFiles(_ files: InspectOptions.TLSFiles)
+        -> [(flag: String, variable: String, path: String, kind: TLSFileKind)]
+    {
+        [
+            ("--cacert", InspectOptions.environmentCA, files.caFile, .caCertificates),
+            ("--cert", InspectOptions.environmentCertificate, files.certificateFile, .certificate),
+            ("--key", InspectOptions.environmentKey, files.keyFile, .privateKey),
+        ]
     }
 
     /// A connection that timed out within `--deadline` (not the shorter `connectTimeout`) ran out of the caller's

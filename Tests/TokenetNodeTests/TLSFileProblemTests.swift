@@ -42,7 +42,7 @@ import TokenetTestSupport
     }
 
     /// A file whose PEM block is damaged passes every look from outside; OpenSSL's refusal to read it is told in
-    /// words, naming the file, without its error codes.
+    /// words, naming the option and the file, without its error codes.
     @Test(arguments: [(2, garbageKey, "private key"), (1, garbageCertificate, "certificate")])
     func aDamagedPEMBlockIsNamed(flag: Int, content: String, kind: String) throws {
         let directory = try TemporaryDirectory()
@@ -52,12 +52,50 @@ import TokenetTestSupport
         let result = try runTokenet(
             ["list", "127.0.0.1:1", "--cacert", files[0], "--cert", files[1], "--key", files[2]])
         #expect(result.status == 1, "\(result.stderr)")
+        let name = ["--cacert", "--cert", "--key"][flag]
+        let variable = ["TOKENET_CACERT", "TOKENET_CERT", "TOKENET_KEY"][flag]
         #expect(
             result.stderr.hasPrefix(
-                "tokenet: cannot load the TLS identity: \(kind) file \(files[flag]) cannot be read"),
+                "tokenet: \(name) \(files[flag]) (given by \(name) or \(variable)) cannot be read as a \(kind)"),
             "\(result.stderr)")
         #expect(result.stderr.contains("its PEM block is damaged or cut short"), "\(result.stderr)")
         #expect(!result.stderr.contains("error:"), "\(result.stderr)")
+    }
+
+    /// A key encrypted with a passphrase, given through a pipe (`--key /dev/stdin`, as `--key <(…)` gives one), which
+    /// only OpenSSL reads: refused as the same file on disk is, instead of OpenSSL asking for the passphrase on the
+    /// terminal or failing with its own codes.
+    @Test func anEncryptedKeyThroughAPipeIsNamed() throws {
+        let pki = DevelopmentPKI.shared
+        let encrypted = try Self.encrypted(pki.path("operator.key"))
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(Data(encrypted.utf8))
+        try pipe.fileHandleForWriting.close()
+        let result = try runTokenet(
+            [
+                "list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                "/dev/stdin",
+            ], standardInput: pipe.fileHandleForReading)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "tokenet: --key /dev/stdin (given by --key or TOKENET_KEY) is encrypted with a passphrase, which "
+                + "Tokenet does not ask for; give the key unencrypted (openssl pkey -in ENCRYPTED.key -out KEY.pem "
+                + "writes it so)\n")
+    }
+
+    /// The key at `path`, encrypted with a passphrase by the openssl command (as a key made for another tool is).
+    static func encrypted(_ path: String) throws -> String {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "pkey", "-in", path, "-aes-256-cbc", "-passout", "pass:tokenet"]
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0 && text.contains("BEGIN ENCRYPTED PRIVATE KEY"), "\(text)")
+        return text
     }
 
     /// `content` as a file in `directory`, or the file it names ("/dev/null", "pki:operator.pem").
