@@ -74,8 +74,10 @@ public struct CardError: Error, Sendable, CustomStringConvertible, Equatable {
         self.init(.invalidCard, rejection.message, rejection: rejection)
     }
 
+    /// The message with OpenSSL's reasons and the cause: read in logs and in a node's refusal to start, so the
+    /// code's name (`invalidKey`, `vaultKeyMismatch`), which is for switching on, stays out of it.
     public var description: String {
-        var text = "\(code.rawValue): \(message)"
+        var text = message
         if !details.isEmpty { text += " [" + details.joined(separator: "; ") + "]" }
         if let cause { text += " (cause: \(cause))" }
         return text

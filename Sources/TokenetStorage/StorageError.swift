@@ -95,8 +95,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible, Equatable 
         constraint == .unique || constraint == .primaryKey
     }
 
+    /// The message with SQLite's code and the SQL: read in logs and in a node's refusal to start, so the code's name
+    /// (`corrupt`, `readOnly`), which is for switching on, stays out of it.
     public var description: String {
-        var text = "\(code.rawValue): \(message)"
+        var text = message
         if let extendedResultCode { text += " (SQLite result code \(extendedResultCode))" }
         if let sql { text += " [SQL: \(sql)]" }
         if let cause { text += " (cause: \(cause))" }

@@ -33,9 +33,11 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
+    /// The message with its local cause, for the TSP's log (which names the status apart): the code's name
+    /// (`internal`, `invalidArgument`) stays out of the sentence.
     public var description: String {
-        guard let cause else { return "\(code.rawValue): \(message)" }
-        return "\(code.rawValue): \(message) (\(cause))"
+        guard let cause else { return message }
+        return "\(message) (\(cause))"
     }
 
     /// The status sent to the caller. Internal failures keep their cause local.

@@ -66,8 +66,10 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         }
     }
 
+    /// The message, with OpenSSL's reasons and the cause: read in logs and in the CLI's messages, so the code's name
+    /// (`handshakeFailed`, `configuration`), which is for switching on, stays out of it.
     public var description: String {
-        var text = "\(code.rawValue): \(message)"
+        var text = message
         if !details.isEmpty { text += " [" + details.joined(separator: "; ") + "]" }
         if let cause { text += " (cause: \(cause))" }
         return text

@@ -44,6 +44,8 @@ import Testing
         _ = refusing
         #expect(error?.code == .io)
         #expect(error?.message.contains("refused") == true)
+        // Read in logs and messages as a sentence, without the code's name ("io: connect failed: …").
+        #expect(error.map { "\($0)" } == error?.message)
     }
 
     @Test func malformedAddressIsRejected() async throws {

@@ -36,5 +36,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         self.streamID = streamID
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    /// The message alone: it reaches status messages and the CLI's output, where the code's name (`invalidJSON`) would
+    /// only get in the way of the sentence.
+    public var description: String { message }
 }
