@@ -130,7 +130,9 @@ final class IssuerEnrolmentBackend: Sendable {
             case .notFound: throw IssuerError(.notFound, "cannot \(what): \(error.message)")
             case .permissionDenied, .failedPrecondition:
                 throw IssuerError(.failedPrecondition, "the TSP refused to \(what): \(error.message)")
-            default: throw IssuerError(.unavailable, "cannot \(what) at the TSP (\(error.code)): \(error.message)")
+            default:
+                let code = error.code.protoValueName ?? "\(error.code.rawValue)"
+                throw IssuerError(.unavailable, "cannot \(what) at the TSP (\(code)): \(error.message)")
             }
         } catch {
             throw IssuerError(.unavailable, "cannot \(what) at the TSP", cause: IssuerDescribedError(error))

@@ -176,9 +176,9 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     expiresAtMs: expiresAtMs),
                 options: CallOptions(timeout: tsp.configuration.issuerDeadline))
         } catch let error as RPCError {
+            let status = error.code.protoValueName ?? "\(error.code.rawValue)"
             throw RPCError(
-                .unavailable,
-                "the issuer could not deliver the code (\(error.code)): \(error.message); \(retry)")
+                .unavailable, "the issuer could not deliver the code (\(status)): \(error.message); \(retry)")
         }
     }
 }

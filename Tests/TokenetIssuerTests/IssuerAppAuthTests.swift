@@ -37,6 +37,20 @@ import TokenetWire
         }
     }
 
+    /// A TSP failure passed on names the TSP's status as the wire does (DEADLINE_EXCEEDED), not by its Swift case
+    /// name (deadlineExceeded).
+    @Test func aTSPFailureNamesItsStatus() async {
+        do {
+            _ = try await IssuerEnrolmentBackend.calling("log in") { () async throws -> Int in
+                throw RPCError(.deadlineExceeded, "the deadline passed")
+            }
+            Issue.record("the call succeeded")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "cannot log in at the TSP (DEADLINE_EXCEEDED): the deadline passed")
+        }
+    }
+
     @Test(arguments: ["1234", "1111", "4321", "0000", "7890", "98765", "12", "123456789", "12a4", ""])
     func pinPolicyRefusesTrivialOrMalformedPINs(_ pin: String) {
         #expect(throws: IssuerError.self) { try PINPolicy.check(pin) }

@@ -165,7 +165,11 @@ import TokenetWire
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
         tsp.otp.setFailing(true)
-        await expectRPCError(.unavailable, "select the method again") { try await select(tsp, card) }
+        // The issuer's status is named as it is on the wire, not by its Swift case name (unavailable).
+        await expectRPCError(
+            .unavailable,
+            "the issuer could not deliver the code (UNAVAILABLE): the SMS gateway is down; select the method again"
+        ) { try await select(tsp, card) }
         #expect(tsp.otp.sent.isEmpty)
         tsp.otp.setFailing(false)
         let again = try await select(tsp, card)
