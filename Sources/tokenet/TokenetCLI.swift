@@ -21,6 +21,8 @@ enum TokenetCLI {
             printError(overview)
             return 2
         }
+        // The command whose options a usage mistake is about: its own help lists them, the overview does not.
+        var usageHelp = "tokenet --help"
         do throws(CLIError) {
             if let index = firstArgumentNotUTF8() {
                 let shown = index <= arguments.count ? " '\(arguments[index - 1])'" : ""
@@ -37,6 +39,7 @@ enum TokenetCLI {
                     throw CLIError(.usage, "unknown command '\(first)' (commands: \(commandNames))")
                 }
                 let rest = Array(arguments.dropFirst())
+                usageHelp = "tokenet \(command.name) --help"
                 if command.asksForHelp(rest) {
                     printOut(command.help)
                     return 0
@@ -45,7 +48,7 @@ enum TokenetCLI {
             }
         } catch {
             printError("tokenet: \(error)")
-            if error.code == .usage { printError("Run 'tokenet --help' for usage.") }
+            if error.code == .usage { printError("Run '\(usageHelp)' for usage.") }
             return error.exitStatus
         }
     }
