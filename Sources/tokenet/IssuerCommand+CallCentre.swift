@@ -12,7 +12,7 @@ extension IssuerCommand {
             call: { session, callOptions in
                 try await IssuerV1.IssuerCallCentre.Client(session.client).outbox(request, options: callOptions)
             },
-            text: { response, _ in PartyText.outbox(response) })
+            text: { response, _ in PartyText.outbox(response, digitalCardID: request.digitalCardID) })
     }
 
     static let activateToken = PartyAction(name: "activate-token") { flags, command throws(CLIError) in

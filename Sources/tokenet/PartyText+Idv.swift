@@ -36,8 +36,13 @@ extension PartyText {
     /// `1 try`, `2 tries`.
     static func tries(_ count: UInt32) -> String { count == 1 ? "1 try" : "\(count) tries" }
 
-    static func outbox(_ response: IssuerV1.OutboxResponse) -> String {
-        guard !response.messages.isEmpty else { return "The outbox is empty." }
+    /// The messages, or what was asked for when there are none: a listing for one `--digital-card` that comes back
+    /// empty says so, since "the outbox is empty" was wrong for an outbox holding other tokens' messages.
+    static func outbox(_ response: IssuerV1.OutboxResponse, digitalCardID: String) -> String {
+        guard !response.messages.isEmpty else {
+            return digitalCardID.isEmpty
+                ? "The outbox is empty." : "The outbox holds no message about \(digitalCardID)."
+        }
         return table(
             ["SENT", "CHANNEL", "TO", "DIGITAL CARD", "TEXT"],
             response.messages.map {

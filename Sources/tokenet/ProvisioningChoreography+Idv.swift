@@ -21,7 +21,7 @@ extension ProvisioningChoreography {
             try await IssuerV1.IssuerCallCentre.Client(client).outbox(
                 .init(digitalCardID: digitalCardID), options: options)
         }
-        report(indent(PartyText.outbox(outbox), by: 4))
+        report(indent(PartyText.outbox(outbox, digitalCardID: digitalCardID), by: 4))
         guard let text = outbox.messages.last?.text, let match = text.firstMatch(of: /is (\d{6})\./) else {
             throw CLIError(.node, "unexpected outcome: expected a code in the issuer's outbox")
         }

@@ -22,7 +22,7 @@ extension ProvisioningChoreography {
             try await IssuerV1.IssuerCallCentre.Client(client).outbox(
                 .init(digitalCardID: "enrolment:\(reference)"), options: options)
         }
-        report(indent(PartyText.outbox(outbox), by: 4))
+        report(indent(PartyText.outbox(outbox, digitalCardID: "enrolment:\(reference)"), by: 4))
         guard let text = outbox.messages.last?.text, let match = text.firstMatch(of: /code is ([A-Z0-9]+)\s/),
             text.contains("otp://p?u=")
         else {
