@@ -262,6 +262,29 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: directory.path("data")))
     }
 
+    /// A key given through a pipe (`--key <(cat tsp.key)`) is refused by name: the node reads its TLS files more than
+    /// once, and the second read of the drained pipe was reported as a damaged PEM block.
+    @Test func aKeyThroughAPipeIsAConfigError() throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: pki.path("tsp.key"))))
+        try pipe.fileHandleForWriting.close()
+        defer { try? pipe.fileHandleForReading.close() }
+        let key = "/dev/fd/\(pipe.fileHandleForReading.fileDescriptor)"
+        var options = NodeOptions()
+        options.certificatePath = pki.path("tsp.pem")
+        options.privateKeyPath = key
+        options.caPath = pki.path("ca.pem")
+        options.dataDirectory = directory.path("data")
+        let failure = try Self.refusedStart(options)
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "--key: private key file \(key) is a pipe, which the node reads more than once (to serve and to call "
+                + "its peers) and would find empty after the first; give the path of the file itself")
+    }
+
     /// A key file whose PEM block is damaged passes the look from outside; OpenSSL's refusal is told in words,
     /// naming the file, with status 2.
     @Test func aDamagedKeyFileIsAConfigError() throws {
