@@ -52,8 +52,9 @@ public struct NodeContext: Sendable {
     public func channel(to role: NodeRole, at address: HostPort) throws(NodeError) -> RPCChannel {
         let loop = eventLoop
         let timers = options.clientTimers
+        let peer = "the \(role.nodeName) at \(address) (--\(role.rawValue))"
         if options.plaintext {
-            let channel = RPCChannel(timers: timers) {
+            let channel = RPCChannel(timers: timers, peer: peer) {
                 try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
             }
             outgoing.track(channel)
@@ -75,7 +76,7 @@ public struct NodeContext: Sendable {
         } catch {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
-        let channel = RPCChannel(timers: timers) {
+        let channel = RPCChannel(timers: timers, peer: peer) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }
         outgoing.track(channel)

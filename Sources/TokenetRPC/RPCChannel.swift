@@ -99,6 +99,9 @@ public final class RPCChannel: RPCCaller {
     private let backoff: Backoff
     /// Attempts a call without a deadline makes before giving up.
     private let attemptsWithoutDeadline: Int
+    /// What the channel connects to, for its messages ("the wallet-node at 127.0.0.1:7003 (--wallet)"): a caller that
+    /// passes on "cannot connect" has a person wonder to what.
+    private let peer: String?
     private let state = Mutex(State())
 
     public init(
@@ -106,9 +109,11 @@ public final class RPCChannel: RPCCaller {
         timers: ConnectionTimers = ConnectionTimers(),
         backoff: Backoff = Backoff(),
         attemptsWithoutDeadline: Int = 5,
+        peer: String? = nil,
         connector: @escaping Connector
     ) {
         self.connector = connector
+        self.peer = peer
         self.settings = settings
         self.timers = timers
         self.backoff = backoff
@@ -200,7 +205,7 @@ public final class RPCChannel: RPCCaller {
                 state.client = nil
                 if state.connecting { return .wait }
                 if deadline == nil, attemptsMade >= attemptsWithoutDeadline {
-                    return .fail(Self.unavailable(state.lastError, attempts: attemptsMade))
+                    return .fail(unavailable(state.lastError, attempts: attemptsMade))
                 }
                 state.connecting = true
                 return .connect(attempt: state.failures)
@@ -220,7 +225,7 @@ public final class RPCChannel: RPCCaller {
                     throw RPCError(.cancelled, "the call was cancelled while connecting")
                 }
                 if let lasting = state.withLock({ $0.lastingError }) {
-                    throw Self.unavailable(lasting, attempts: 1)
+                    throw unavailable(lasting, attempts: 1)
                 }
                 if let deadline, ContinuousClock.now >= deadline {
                     throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
@@ -258,7 +263,7 @@ public final class RPCChannel: RPCCaller {
         var outcome: Result<RPCClient, any Error>
         let delay = failures > 0 ? backoff.delay(beforeAttempt: failures) : .zero
         if let deadline, ContinuousClock.now + delay >= deadline {
-            let error = state.withLock { Self.unavailable($0.lastError, attempts: $0.failures) }
+            let error = state.withLock { unavailable($0.lastError, attempts: $0.failures) }
             finishAttempt(.failure(error), countsAsFailure: false)
             throw error
         }
@@ -278,10 +283,10 @@ public final class RPCChannel: RPCCaller {
         finishAttempt(outcome, countsAsFailure: true)
         guard case .failure(let error) = outcome else { return }
         if Self.isLasting(error) {
-            throw Self.unavailable(error, attempts: 1)
+            throw unavailable(error, attempts: 1)
         }
         if let deadline, ContinuousClock.now >= deadline {
-            throw Self.unavailable(error, attempts: failures + 1)
+            throw unavailable(error, attempts: failures + 1)
         }
     }
 
@@ -318,9 +323,10 @@ public final class RPCChannel: RPCCaller {
         for waiter in waiters { waiter.resume() }
     }
 
-    private static func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {
+    private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {
         let reason = error.map { "\($0)" } ?? "no connection attempt finished"
-        return RPCError(.unavailable, "cannot connect after \(attempts) attempt(s): \(reason)", cause: error)
+        let target = peer.map { " to \($0)" } ?? ""
+        return RPCError(.unavailable, "cannot connect\(target) after \(attempts) attempt(s): \(reason)", cause: error)
     }
 }
 

@@ -8,7 +8,8 @@ import TokenetWire
 @testable import TokenetNode
 
 /// A node's channel to a peer accepts only that peer's role: a `--tsp` that points at the issuer by mistake fails
-/// the handshake with both roles named, instead of sending the TSP's requests to whoever answers.
+/// the handshake with both roles named, instead of sending the TSP's requests to whoever answers; the failure names
+/// the peer and its flag.
 @Suite struct NodeContextPeerRoleTests {
     @Test(.timeLimit(.minutes(2))) func aChannelRefusesAPeerOfAnotherRole() async throws {
         let pki = DevelopmentPKI.shared
@@ -46,6 +47,11 @@ import TokenetWire
         await tsp.close()
         let text = error.map { "\($0)" } ?? ""
         #expect(text.contains("peer tokenet://issuer/issuer-1 is not accepted here (accepted roles: tsp)"), "\(text)")
+        // The peer the node could not connect to is named with the flag that gives its address, for a caller that
+        // passes the failure on (issuer push-card to a stopped wallet said only "cannot connect after 13 attempt(s)").
+        #expect(
+            text.contains("cannot connect to the tsp-node at \(listener.boundAddress) (--tsp) after 1 attempt(s): "),
+            "\(text)")
         try await offThePool { listener.stop() }
     }
 }
