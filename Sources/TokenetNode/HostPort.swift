@@ -36,6 +36,15 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
+    /// The port of `text` when it is written in digits but lies past 65535 (`127.0.0.1:70001`), which `init(parsing:)`
+    /// refuses like text of no address form at all: messages then name the port as the mistake.
+    public static func portPastRange(in text: String) -> Substring? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        let port = text[text.index(after: colon)...]
+        guard !port.isEmpty, port.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return port.drop { $0 == "0" }.count > 5 || (Int(port) ?? .max) > Int(UInt16.max) ? port : nil
+    }
+
     /// Whether the transport can use the host: a dotted-quad IPv4 address or `localhost` (it resolves no names, so
     /// as not to block its event loop, and speaks no IPv6). Checked where an address is given, so `[::1]:7001` or
     /// `node-a:7001` is a bad option naming its flag rather than a failure once the node runs.

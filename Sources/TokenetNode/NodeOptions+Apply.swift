@@ -25,7 +25,12 @@ extension NodeOptions {
         key: NodeOptionKey, text: String, origin: NodeSetting.Origin, bad: (String, String) -> NodeError
     ) throws(NodeError) {
         func address() throws(NodeError) -> HostPort {
-            guard let address = HostPort(parsing: text) else { throw bad("HOST:PORT such as 127.0.0.1:7001", text) }
+            guard let address = HostPort(parsing: text) else {
+                guard HostPort.portPastRange(in: text) == nil else {
+                    throw bad("HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7001", text)
+                }
+                throw bad("HOST:PORT such as 127.0.0.1:7001", text)
+            }
             guard address.hostIsIPv4OrLocalhost else {
                 throw bad("an IPv4 address or localhost with a port, such as 127.0.0.1:7001", text)
             }

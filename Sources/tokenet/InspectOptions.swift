@@ -86,6 +86,12 @@ struct InspectOptions: Sendable {
         }
         guard let first = positional.first else { throw CLIError(.usage, "\(command): missing ADDR (HOST:PORT)") }
         guard let address = HostPort(parsing: first) else {
+            if let port = HostPort.portPastRange(in: first) {
+                throw CLIError(
+                    .usage,
+                    "\(command): '\(first)' has port \(port), past the last port (65535); give the port the node "
+                        + "listens on (its READY line says listen=HOST:PORT)")
+            }
             throw CLIError(.usage, "\(command): '\(first)' is not an address of the form HOST:PORT")
         }
         guard address.hostIsIPv4OrLocalhost else {

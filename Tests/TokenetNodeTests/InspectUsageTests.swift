@@ -117,6 +117,13 @@ import TokenetTestSupport
         try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
     }
 
+    /// A port past 65535 is named as the mistake, rather than the address said not to be HOST:PORT at all.
+    @Test func aPortPastTheLastIsNamed() throws {
+        try expectUsageError(
+            ["list", "127.0.0.1:99999", "--plaintext"],
+            "list: '127.0.0.1:99999' has port 99999, past the last port (65535); give the port the node listens on")
+    }
+
     @Test func aServiceNameIsNotAMethod() throws {
         try expectUsageError(
             ["call", address, "tokenet.health.v1.Health", "--plaintext"], "the method must be package.Service/Method")

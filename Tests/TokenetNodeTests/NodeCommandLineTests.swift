@@ -201,6 +201,8 @@ import Testing
         (["--listen", "--plaintext"], "--listen needs a value"),
         (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
         (["--issuer", "1.2.3.4"], "--issuer: expected HOST:PORT"),
+        (["--listen", "127.0.0.1:99999"], "--listen: expected HOST:PORT with a port from 0 to 65535, such as"),
+        (["--issuer", "127.0.0.1:0000070001"], "--issuer: expected HOST:PORT with a port from 0 to 65535, such as"),
         // The transport speaks IPv4 and resolves only localhost: anything else is refused here, naming the flag.
         (["--listen", "[::1]:7001"], "--listen: expected an IPv4 address or localhost with a port, such as"),
         (["--issuer", "issuer.example:7002"], "--issuer: expected an IPv4 address or localhost with a port"),
