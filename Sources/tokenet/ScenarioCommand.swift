@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetScenario
+import TokenetWire
 
 /// `tokenet scenario FILE…`: runs scripted flows across the three parties, each in a sandbox of its own.
 struct ScenarioCommand {
@@ -142,7 +143,7 @@ struct ScenarioCommand {
     func run() throws(CLIError) -> Int32 {
         // Every script is read and checked first: an error in the last one is reported before the first one runs.
         var scenarios: [Scenario] = []
-        for file in files { scenarios.append(try Self.load(file)) }
+        for file in files { scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty)) }
         if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
         if checkOnly {
             for scenario in scenarios {
@@ -203,7 +204,7 @@ struct ScenarioCommand {
 
     private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
 
-    static func load(_ file: String) throws(CLIError) -> Scenario {
+    static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(CLIError) -> Scenario {
         let text: String
         if file == "-" {
             let bytes = try StandardInput.readAll(
@@ -235,14 +236,16 @@ struct ScenarioCommand {
         } catch {
             throw CLIError(.usage, "scenario: \(error.message)")
         }
-        try checkRequests(scenario)
+        try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
         return scenario
     }
 
     /// Checks each request written without `${NAME}`s against its method's type, when this build knows the method,
     /// as the node would: a typo in line 40's JSON is reported before any node starts, not after 39 steps. (A method
-    /// this build does not know may still be served by a node the script is run against; the node judges it.)
-    static func checkRequests(_ scenario: Scenario) throws(CLIError) {
+    /// this build does not know may still be served by a node the script is run against; the node judges it. The
+    /// sandbox's nodes are of this build, though: for them a method its service lacks is a typo, named before any
+    /// node starts instead of failing as UNIMPLEMENTED once the steps before it have run.)
+    static func checkRequests(_ scenario: Scenario, nodesOfThisBuild: Bool = true) throws(CLIError) {
         for step in scenario.steps {
             let (keyword, method, request): (String, String, String)
             switch step.action {
@@ -256,6 +259,15 @@ struct ScenarioCommand {
                 path = try CallCommand.methodPath(method)
             } catch {
                 throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
+            }
+            if nodesOfThisBuild, CallTarget.known(path) == nil {
+                let parts = path.dropFirst().split(separator: "/", maxSplits: 1).map(String.init)
+                if let service = ProtoRegistry.service(named: parts[0]) {
+                    let methods = service.methods.map(\.name).joined(separator: ", ")
+                    throw CLIError(
+                        .usage,
+                        "\(place): \(keyword): \(service.name) has no method \(parts[1]) (its methods: \(methods))")
+                }
             }
             guard ScenarioVariables.references(in: request).isEmpty, let target = CallTarget.known(path) else {
                 continue

@@ -184,6 +184,26 @@ import TokenetTestSupport
         }
     }
 
+    /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
+    /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
+    /// it: there the node judges.
+    @Test func aMethodItsServiceLacksIsRefusedBeforeAnyNodeStarts() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("typo.scenario")
+        try "call wallet tokenet.wallet.v1.WalletControl/ListCardz\nexpect OK\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(
+            check.stderr.contains(
+                "scenario: \(file):1: call: tokenet.wallet.v1.WalletControl has no method ListCardz (its methods: "),
+            "\(check.stderr)")
+        #expect(check.stderr.contains("ListCards"), "\(check.stderr)")
+        let attached = try await LaunchedProcess.runNiced(
+            "tokenet", ["scenario", file, "--check", "--wallet", "127.0.0.1:1", "--pki", directory.url.path])
+        #expect(attached.status == 0, "\(attached.stderr)")
+    }
+
     /// Ctrl-C during a call that would wait two minutes ends it at once, and the nodes still stop cleanly.
     @Test func anInterruptEndsALongCallAndStopsTheNodes() async throws {
         let directory = try TemporaryDirectory()
