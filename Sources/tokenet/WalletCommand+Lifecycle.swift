@@ -105,16 +105,22 @@ extension WalletCommand {
                         ? try await client.usePaymentKey(.init(cardRef: cardRef), options: callOptions)
                         : try await client.paymentKeys(.init(cardRef: cardRef), options: callOptions)
                 },
-                text: { response, _ in
-                    "\(response.cardRef): \(response.keysRemaining) payment keys left (threshold "
-                        + "\(response.threshold), \(response.batches) batches)"
-                        + (response.replenished ? "; a new batch was fetched" : "")
-                })
+                text: { response, _ in PartyText.paymentKeys(response, paid: word == "pay") })
         }
     }
 }
 
 extension PartyText {
+    /// What is left of a card's payment keys, and for `pay` that one was spent (the count alone read the same before
+    /// and after a payment); the threshold said as the wallet uses it.
+    static func paymentKeys(_ response: WalletV1.PaymentKeysResponse, paid: Bool) -> String {
+        let left = response.keysRemaining == 1 ? "1 payment key left" : "\(response.keysRemaining) payment keys left"
+        let batches = response.batches == 1 ? "1 batch" : "\(response.batches) batches"
+        return "\(response.cardRef): \(paid ? "paid with one payment key; " : "")\(left) (the wallet fetches a new "
+            + "batch at \(response.threshold) or fewer; \(batches) so far)"
+            + (response.replenished ? "; a new batch was fetched" : "")
+    }
+
     static func walletTransactions(_ response: WalletV1.WalletTransactionsResponse) -> String {
         guard !response.transactions.isEmpty else { return "No transactions." }
         return table(
