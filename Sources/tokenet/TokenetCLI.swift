@@ -39,7 +39,8 @@ enum TokenetCLI {
                     throw CLIError(.usage, "unknown command '\(first)' (commands: \(commandNames))")
                 }
                 let rest = Array(arguments.dropFirst())
-                usageHelp = "tokenet \(command.name) --help"
+                // `tokenet help TOPIC` is about the commands: the overview lists them.
+                if command.name != Self.helpCommand.name { usageHelp = "tokenet \(command.name) --help" }
                 if command.asksForHelp(rest) {
                     printOut(command.help)
                     return 0

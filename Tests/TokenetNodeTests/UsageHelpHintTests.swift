@@ -12,8 +12,10 @@ import Testing
     }
 
     @Test func anUnknownCommandPointsToTheOverview() throws {
-        let result = try runTokenet(["walet", "cards"])
-        #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.hasSuffix("\nRun 'tokenet --help' for usage.\n"), "\(result.stderr)")
+        for arguments in [["walet", "cards"], ["help", "walet"]] {
+            let result = try runTokenet(arguments)
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.hasSuffix("\nRun 'tokenet --help' for usage.\n"), "\(result.stderr)")
+        }
     }
 }
