@@ -52,7 +52,9 @@ final class TSPLink: Sendable {
         } catch let error as RPCError where error.code == .failedPrecondition {
             throw error
         } catch {
-            throw RPCError(.unavailable, "the issuer is not registered with the TSP yet: \(error)")
+            // The reason in words: its status (UNAVAILABLE) is this error's own, and said once.
+            let reason = (error as? RPCError)?.message ?? "\(error)"
+            throw RPCError(.unavailable, "the issuer is not registered with the TSP yet: \(reason)")
         }
     }
 

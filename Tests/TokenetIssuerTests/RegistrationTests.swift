@@ -17,6 +17,25 @@ final class Switch: Sendable {
 }
 
 @Suite struct RegistrationTests {
+    /// A push before the issuer could register says why in words, with the status named once (it read "not registered
+    /// with the TSP yet: UNAVAILABLE: …").
+    @Test func aPushBeforeRegistrationSaysWhyOnce() async {
+        var router = RPCRouter()
+        router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
+            throw RPCError(.unavailable, "the TSP is starting")
+        }
+        let link = TSPLink(caller: Support.connect(router, as: .issuer)) { TspV1.RegisterIssuerRequest() }
+        do {
+            _ = try await link.keyForPushing()
+            Issue.record("the issuer registered")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "the issuer is not registered with the TSP yet: the TSP is starting")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
     /// A channel to `tsp` whose connections are refused until `up` is set.
     static func channel(to tsp: FakeTSP, up: Switch) -> RPCChannel {
         let server = RPCServer(router: tsp.router)
