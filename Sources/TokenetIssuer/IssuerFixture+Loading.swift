@@ -7,7 +7,10 @@ extension IssuerFixture {
     public static func load(path: String) throws(IssuerError) -> IssuerFixture {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw IssuerError(.fixture, "the fixture file \(path) does not exist")
+            // Named by its flag, with what to give, as a directory is: "the fixture file" named neither.
+            throw IssuerError(
+                .fixture,
+                "--fixtures \(path) does not exist; give the fixture's JSON file, such as Tools/fixtures/issuer.json")
         }
         // Foundation's error for a directory is `NSCocoaErrorDomain Code=256 "(null)"` with "Is a directory" deep in
         // its user info.

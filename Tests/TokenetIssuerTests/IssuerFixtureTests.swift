@@ -210,7 +210,10 @@ import TokenetCard
         // Where the JSON goes wrong, so that a person can find it in a long file.
         #expect(notJSON?.message == "not valid JSON: expected a member name in quotes at byte 1")
         let missing = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: "/nonexistent/issuer.json") }
-        #expect(missing?.message == "the fixture file /nonexistent/issuer.json does not exist")
+        #expect(
+            missing?.message
+                == "--fixtures /nonexistent/issuer.json does not exist; give the fixture's JSON file, such as "
+                + "Tools/fixtures/issuer.json")
         // Foundation's `NSCocoaErrorDomain Code=256 "(null)"` for a directory said nothing a person could act on.
         let directory = FileManager.default.temporaryDirectory.path
         let folder = #expect(throws: IssuerError.self) { try IssuerFixture.load(path: directory) }
