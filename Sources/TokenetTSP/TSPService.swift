@@ -58,7 +58,9 @@ final class TSPService: Sendable {
             if error.code == .internal {
                 log.error("\(what) failed", ["error": error.description])
             } else {
-                log.info("\(what) refused", ["code": error.code.rawValue, "reason": error.message])
+                // The status the caller saw, as the wire names it (NOT_FOUND), not the Swift case (notFound).
+                let status = error.rpcError.code.protoValueName ?? "\(error.rpcError.code.rawValue)"
+                log.info("\(what) refused", ["code": status, "reason": error.message])
             }
             throw error.rpcError
         } catch let error as RPCError {

@@ -44,6 +44,8 @@ import TokenetWire
         #expect(Set(messages).count == 1, "\(messages)")
         #expect(!messages.joined().contains("bank-a"))
         #expect(tsp.logs.lines.contains { $0.contains("GetTokenIssuer refused") })
+        // The log names the status as the caller saw it.
+        #expect(tsp.logs.lines.contains { $0.contains("GetTokenIssuer refused code=NOT_FOUND") }, "\(tsp.logs.lines)")
     }
 
     @Test func theTokenAndTheAccountAreRequiredAndOnlyWalletsMayAsk() async throws {
