@@ -604,6 +604,12 @@ struct ConnectionStateMachine {
         return [writeGoAway(goaway), .closeConnection(error: nil)]
     }
 
+    /// Server: the peer already holds as many connections as the server allows one identity. The connection ends
+    /// at once with `reason` (after the hello `start()` queued, so the peer can read the goaway that follows it).
+    mutating func tooManyConnections(reason: String) -> Actions {
+        connectionError(.tooManyConnections, reason)
+    }
+
     /// Whether any call is open, for the idle timer.
     var hasOpenCalls: Bool { !streams.isEmpty }
 

@@ -64,6 +64,12 @@ public final class RPCServer: Sendable {
     /// The requests held for calls that have not ended their requests, for all connections together (see
     /// `RPCConnection+RequestBudget.swift`).
     let requestBudget = InboundBudget(limit: InboundBudget.defaultLimit)
+    /// The most connections one client identity may hold at once; nil for no limit (see `RPCServer+PeerLimit.swift`).
+    let connectionsPerPeer: Int?
+    /// Told of every connection refused for `connectionsPerPeer`.
+    let refusalLog: (@Sendable (ConnectionRefusal) -> Void)?
+    /// The connections each client identity holds, while `connectionsPerPeer` is set.
+    let peerConnections = Mutex<[PeerIdentity: Int]>([:])
 
     public init(
         router: RPCRouter,
@@ -73,8 +79,13 @@ public final class RPCServer: Sendable {
         connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
         failureLog: (@Sendable (CallFailure) -> Void)? = nil,
         handlersOnConnectionLoop: Bool = false,
-        statusMessageFilter: (@Sendable (String) -> String)? = nil
+        statusMessageFilter: (@Sendable (String) -> String)? = nil,
+        connectionsPerPeer: Int? = nil,
+        refusalLog: (@Sendable (ConnectionRefusal) -> Void)? = nil
     ) {
+        precondition(connectionsPerPeer.map { $0 > 0 } ?? true, "a peer must be allowed a connection")
+        self.connectionsPerPeer = connectionsPerPeer
+        self.refusalLog = refusalLog
         self.failureLog = failureLog
         self.handlersOnConnectionLoop = handlersOnConnectionLoop
         self.statusMessageFilter = statusMessageFilter
@@ -95,6 +106,14 @@ public final class RPCServer: Sendable {
             stream: stream, role: .server, settings: settings, timers: timers,
             handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
             requestBudget: requestBudget, handler: handler)
+        let peer = stream.peerIdentity
+        if let refusal = admit(peer), let peer {
+            connection.refuseAsOneTooMany(reason: refusal)
+            refusalLog?(ConnectionRefusal(peer: peer, reason: refusal))
+            await connection.run()
+            return
+        }
+        defer { release(peer) }
         let key = ObjectIdentifier(connection)
         connections.withLock { $0[key] = connection }
         if shuttingDown.load(ordering: .acquiring) { connection.beginShutdown() }

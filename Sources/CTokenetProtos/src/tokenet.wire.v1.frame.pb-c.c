@@ -1532,7 +1532,7 @@ const ProtobufCEnumDescriptor tokenet__wire__v1__status_code__descriptor =
   tokenet__wire__v1__status_code__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue tokenet__wire__v1__go_away_code__enum_values_by_number[8] =
+static const ProtobufCEnumValue tokenet__wire__v1__go_away_code__enum_values_by_number[9] =
 {
   { "GO_AWAY_CODE_NO_ERROR", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_NO_ERROR", 0 },
   { "GO_AWAY_CODE_PROTOCOL_ERROR", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_PROTOCOL_ERROR", 1 },
@@ -1542,11 +1542,12 @@ static const ProtobufCEnumValue tokenet__wire__v1__go_away_code__enum_values_by_
   { "GO_AWAY_CODE_KEEPALIVE_TIMEOUT", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_KEEPALIVE_TIMEOUT", 5 },
   { "GO_AWAY_CODE_SHUTTING_DOWN", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_SHUTTING_DOWN", 6 },
   { "GO_AWAY_CODE_INTERNAL_ERROR", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_INTERNAL_ERROR", 7 },
+  { "GO_AWAY_CODE_TOO_MANY_CONNECTIONS", "TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_TOO_MANY_CONNECTIONS", 8 },
 };
 static const ProtobufCIntRange tokenet__wire__v1__go_away_code__value_ranges[] = {
-{0, 0},{0, 8}
+{0, 0},{0, 9}
 };
-static const ProtobufCEnumValueIndex tokenet__wire__v1__go_away_code__enum_values_by_name[8] =
+static const ProtobufCEnumValueIndex tokenet__wire__v1__go_away_code__enum_values_by_name[9] =
 {
   { "GO_AWAY_CODE_FRAME_TOO_LARGE", 3 },
   { "GO_AWAY_CODE_IDLE_TIMEOUT", 4 },
@@ -1555,6 +1556,7 @@ static const ProtobufCEnumValueIndex tokenet__wire__v1__go_away_code__enum_value
   { "GO_AWAY_CODE_NO_ERROR", 0 },
   { "GO_AWAY_CODE_PROTOCOL_ERROR", 1 },
   { "GO_AWAY_CODE_SHUTTING_DOWN", 6 },
+  { "GO_AWAY_CODE_TOO_MANY_CONNECTIONS", 8 },
   { "GO_AWAY_CODE_UNSUPPORTED_VERSION", 2 },
 };
 const ProtobufCEnumDescriptor tokenet__wire__v1__go_away_code__descriptor =
@@ -1564,9 +1566,9 @@ const ProtobufCEnumDescriptor tokenet__wire__v1__go_away_code__descriptor =
   "GoAwayCode",
   "Tokenet__Wire__V1__GoAwayCode",
   "tokenet.wire.v1",
-  8,
+  9,
   tokenet__wire__v1__go_away_code__enum_values_by_number,
-  8,
+  9,
   tokenet__wire__v1__go_away_code__enum_values_by_name,
   1,
   tokenet__wire__v1__go_away_code__value_ranges,

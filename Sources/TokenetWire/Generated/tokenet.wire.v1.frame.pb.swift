@@ -654,11 +654,14 @@ extension WireV1 {
         case keepaliveTimeout
         case shuttingDown
         case internalError
+        /// The peer already holds as many connections as the sender allows one identity (a server's limit per
+        /// client certificate); the reason names the limit. Close idle connections, or reuse one, then retry.
+        case tooManyConnections
         /// A value this build does not know, kept so that it survives a round trip.
         case unrecognized(Int32)
 
         public static let protoName = "tokenet.wire.v1.GoAwayCode"
-        public static let knownCases: [GoAwayCode] = [.noError, .protocolError, .unsupportedVersion, .frameTooLarge, .idleTimeout, .keepaliveTimeout, .shuttingDown, .internalError]
+        public static let knownCases: [GoAwayCode] = [.noError, .protocolError, .unsupportedVersion, .frameTooLarge, .idleTimeout, .keepaliveTimeout, .shuttingDown, .internalError, .tooManyConnections]
 
         public init(rawValue: Int32) {
             switch rawValue {
@@ -670,6 +673,7 @@ extension WireV1 {
             case 5: self = .keepaliveTimeout
             case 6: self = .shuttingDown
             case 7: self = .internalError
+            case 8: self = .tooManyConnections
             default: self = .unrecognized(rawValue)
             }
         }
@@ -684,6 +688,7 @@ extension WireV1 {
             case .keepaliveTimeout: 5
             case .shuttingDown: 6
             case .internalError: 7
+            case .tooManyConnections: 8
             case .unrecognized(let value): value
             }
         }
@@ -698,6 +703,7 @@ extension WireV1 {
             case .keepaliveTimeout: "GO_AWAY_CODE_KEEPALIVE_TIMEOUT"
             case .shuttingDown: "GO_AWAY_CODE_SHUTTING_DOWN"
             case .internalError: "GO_AWAY_CODE_INTERNAL_ERROR"
+            case .tooManyConnections: "GO_AWAY_CODE_TOO_MANY_CONNECTIONS"
             case .unrecognized: nil
             }
         }

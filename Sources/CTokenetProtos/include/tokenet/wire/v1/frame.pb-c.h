@@ -64,7 +64,12 @@ typedef enum _Tokenet__Wire__V1__GoAwayCode {
   TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_IDLE_TIMEOUT = 4,
   TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_KEEPALIVE_TIMEOUT = 5,
   TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_SHUTTING_DOWN = 6,
-  TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_INTERNAL_ERROR = 7
+  TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_INTERNAL_ERROR = 7,
+  /*
+   * The peer already holds as many connections as the sender allows one identity (a server's limit per
+   * client certificate); the reason names the limit. Close idle connections, or reuse one, then retry.
+   */
+  TOKENET__WIRE__V1__GO_AWAY_CODE__GO_AWAY_CODE_TOO_MANY_CONNECTIONS = 8
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__WIRE__V1__GO_AWAY_CODE)
 } Tokenet__Wire__V1__GoAwayCode;
 
