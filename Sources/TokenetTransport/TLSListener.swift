@@ -24,7 +24,9 @@ public final class TLSListener: Sendable {
     }
 
     /// Binds host:port (port 0 picks a free port) and starts accepting. Throws `TransportError`. A failed accept (the
-    /// process out of file descriptors, say) goes to `onAcceptFailure`, or to `onHandshakeFailure` without one.
+    /// process out of file descriptors, say) goes to `onAcceptFailure`, or to `onHandshakeFailure` without one. With
+    /// `handshakesPerAddress`, a connection from an address that already has that many handshakes in progress is
+    /// closed at once and reported to `onHandshakeFailure` (see `HandshakeLimit`).
     public static func bind(
         host: String = "127.0.0.1",
         port: UInt16 = 0,
@@ -32,7 +34,8 @@ public final class TLSListener: Sendable {
         on loop: EventLoop,
         options: TLSConnection.Options = TLSConnection.Options(),
         onHandshakeFailure: @escaping @Sendable (TransportError) -> Void = { _ in },
-        onAcceptFailure: (@Sendable (TransportError) -> Void)? = nil
+        onAcceptFailure: (@Sendable (TransportError) -> Void)? = nil,
+        handshakesPerAddress: Int? = nil
     ) async throws -> TLSListener {
         guard context.configuration.side == .server else {
             throw TransportError(.configuration, "TLSListener needs a server TLSContext")
@@ -40,14 +43,15 @@ public final class TLSListener: Sendable {
         let (stream, continuation) = AsyncStream<TLSConnection>.makeStream()
         return try await withCheckedThrowingContinuation { result in
             let submitted = loop.execute {
+                let handshakes = handshakesPerAddress.map(HandshakeLimit.init)
                 do throws(TransportError) {
                     let handler = try ListenerHandler.start(
                         host: host, port: port, loop: loop, onAcceptFailure: onAcceptFailure ?? onHandshakeFailure,
                         onStop: { continuation.finish() }
                     ) { client in
                         startConnection(
-                            client, loop: loop, context: context, options: options, connections: continuation,
-                            onHandshakeFailure: onHandshakeFailure)
+                            client, loop: loop, context: context, options: options, handshakes: handshakes,
+                            connections: continuation, onHandshakeFailure: onHandshakeFailure)
                     }
                     result.resume(
                         returning: TLSListener(
@@ -65,13 +69,24 @@ public final class TLSListener: Sendable {
     /// Starts the TLS handshake on an accepted socket; only an established connection reaches `connections`.
     private static func startConnection(
         _ client: Int32, loop: EventLoop, context: TLSContext, options: TLSConnection.Options,
-        connections: AsyncStream<TLSConnection>.Continuation,
+        handshakes: HandshakeLimit?, connections: AsyncStream<TLSConnection>.Continuation,
         onHandshakeFailure: @escaping @Sendable (TransportError) -> Void
     ) {
+        var address: Int64?
+        if let handshakes {
+            let (key, refusal) = handshakes.begin(client)
+            if let refusal {
+                Socket.close(client)
+                onHandshakeFailure(refusal)
+                return
+            }
+            address = key
+        }
         let engine: TLSEngine
         do throws(TransportError) {
             engine = try TLSEngine(context: context)
         } catch {
+            if let address { handshakes?.end(address) }
             Socket.close(client)
             onHandshakeFailure(error)
             return
@@ -79,7 +94,8 @@ public final class TLSListener: Sendable {
         ConnectionDriver.launch(
             loop: loop, fd: client, engine: engine, connecting: false, limits: options.limits,
             handshakeTimeout: options.handshakeTimeout
-        ) { result in
+        ) { [address] result in
+            if let address { handshakes?.end(address) }
             switch result.flatMap(TLSConnection.established) {
             case .success(let connection):
                 // If nobody consumes `connections` any more, the connection is dropped, which closes it.

@@ -11,6 +11,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         case configuration
         /// The TLS handshake failed (verification, protocol mismatch, peer alert).
         case handshakeFailed
+        /// A listener closed an accepted connection before its handshake: its address already had the most
+        /// handshakes in progress it may have (see `HandshakeLimit`).
+        case tooManyHandshakes
         /// The peer certificate does not carry a usable `tokenet://ROLE/ID` identity.
         case peerIdentity
         /// The server refused this client's certificate with a TLS alert. In TLS 1.3 the server checks it after the

@@ -93,6 +93,15 @@ static inline int ctk_peer_is_loopback(int fd) {
     return (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
 }
 
+/// The connected peer's IPv4 address in host byte order, or -1 when it has none (not IPv4, or not connected).
+static inline int64_t ctk_peer_ipv4(int fd) {
+    struct sockaddr_in addr;
+    socklen_t len = sizeof(addr);
+    memset(&addr, 0, sizeof(addr));
+    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0 || addr.sin_family != AF_INET) return -1;
+    return (int64_t)ntohl(addr.sin_addr.s_addr);
+}
+
 // MARK: clock
 
 /// CLOCK_MONOTONIC in nanoseconds, for the event loop's idle poll (a vDSO call, no system call).
