@@ -37,15 +37,18 @@ public final class LogThrottle: Sendable {
 extension Logger {
     /// Logs `message` with its `error` at info through `throttle`: the line is dropped when one went out less than
     /// the throttle's interval ago, and the next line that goes out says how many were dropped (`not_shown`).
+    /// A `peer` goes on the line too (the one a refusal names).
     public func info(
-        _ message: String, error: String, throttledBy throttle: LogThrottle, at now: ContinuousClock.Instant = .now
+        _ message: String, error: String, peer: String? = nil, throttledBy throttle: LogThrottle,
+        at now: ContinuousClock.Instant = .now
     ) {
         let (admitted, heldBack) = throttle.admit(at: now)
         guard admitted else { return }
-        if heldBack > 0 {
-            info(message, ["error": error, "not_shown": String(heldBack)])
-        } else {
-            info(message, ["error": error])
+        switch (peer, heldBack > 0) {
+        case (let peer?, true): info(message, ["peer": peer, "error": error, "not_shown": String(heldBack)])
+        case (let peer?, false): info(message, ["peer": peer, "error": error])
+        case (nil, true): info(message, ["error": error, "not_shown": String(heldBack)])
+        case (nil, false): info(message, ["error": error])
         }
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 ///
 /// The file is a flat object whose keys are the flag names without dashes, for example
 /// `{"listen": "127.0.0.1:7001", "issuer": "127.0.0.1:7002", "log-level": "debug", "plaintext": false}`;
-/// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`, `drain-timeout`) may be
-/// numbers, and tsp-node's `issuer` may be a list (`["tokenet-bank=127.0.0.1:7002", "127.0.0.1:7003"]`, as the
+/// the numeric settings (`idle-poll-us`, `keepalive`, `keepalive-timeout`, `idle-timeout`, `drain-timeout`,
+/// `peer-connections`, `address-handshakes`) may be numbers, and tsp-node's `issuer` may be a list (`["tokenet-bank=127.0.0.1:7002", "127.0.0.1:7003"]`, as the
 /// option repeated).
 /// Unknown keys are errors rather than being ignored, so a typo cannot silently fall back to a default; so are a key
 /// given twice and a trailing comma (`StrictJSON`).

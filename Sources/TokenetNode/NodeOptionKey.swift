@@ -24,6 +24,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case keepaliveTimeout = "keepalive-timeout"
     case idleTimeout = "idle-timeout"
     case drainTimeout = "drain-timeout"
+    case peerConnections = "peer-connections"
+    case addressHandshakes = "address-handshakes"
     case parentPID = "parent-pid"
     case help
     case version
@@ -44,7 +46,9 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     /// Whether a config file may give the value as a JSON number.
     var isNumeric: Bool {
         switch self {
-        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout, .parentPID: return true
+        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout, .peerConnections,
+            .addressHandshakes, .parentPID:
+            return true
         default: return false
         }
     }
@@ -82,7 +86,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .dataDir: return "DIR"
         case .logLevel: return "LEVEL"
         case .logFormat: return "FORMAT"
-        case .idlePoll: return "N"
+        case .idlePoll, .peerConnections, .addressHandshakes: return "N"
         case .parentPID: return "PID"
         case .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return "SECONDS"
         case .plaintext, .help, .version: return ""
@@ -130,6 +134,12 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
             return "Close a served connection after this many seconds without calls (default 0: never)."
         case .drainTimeout:
             return "On SIGTERM/SIGINT, give calls in progress this many seconds to finish, then end them (default 10)."
+        case .peerConnections:
+            return "Connections one peer certificate may hold open; more are refused, with the reason "
+                + "(default \(NodeOptions.defaultPeerConnections); 0: no limit)."
+        case .addressHandshakes:
+            return "TLS handshakes one address may have in progress; more connections are closed at once "
+                + "(default \(NodeOptions.defaultAddressHandshakes); 0: no limit)."
         case .parentPID:
             return "Stop, as on SIGTERM, once process PID has ended (tokenet demo, scenario and up pass their own)."
         case .help: return "Show this help and exit."

@@ -100,6 +100,16 @@ extension NodeOptions {
             idleTimeoutMilliseconds = try milliseconds(allowingZero: true)
         case .drainTimeout:
             drainTimeoutMilliseconds = try milliseconds(allowingZero: true) ?? 0
+        case .peerConnections:
+            guard let limit = Int(text), (0...1_000_000).contains(limit) else {
+                throw bad("a number of connections from 0 (no limit) to 1000000", text)
+            }
+            peerConnections = limit == 0 ? nil : limit
+        case .addressHandshakes:
+            guard let limit = Int(text), (0...1_000_000).contains(limit) else {
+                throw bad("a number of handshakes from 0 (no limit) to 1000000", text)
+            }
+            addressHandshakes = limit == 0 ? nil : limit
         case .parentPID:
             guard let pid = Int(text), pid > 1, pid <= Int(Int32.max) else { throw bad("a process id above 1", text) }
             parentPID = pid

@@ -42,6 +42,19 @@ public struct NodeOptions: Sendable, Equatable {
     /// a peer which sends nothing more would otherwise keep the node up, so the stop takes at most this long (plus
     /// `RPCNodeListener.closeGrace`). Zero ends every call at once.
     public var drainTimeoutMilliseconds = 10_000
+    /// The most connections one peer certificate may hold open to this node at once; nil for no limit. A peer with
+    /// a valid certificate could otherwise open connections until the node ran out of file descriptors, and no other
+    /// peer would be served; its connections past the limit are refused with a goaway that says why (see
+    /// `RPCServer+PeerLimit.swift`). A node needs a handful per peer (its channel, the operator's commands), so the
+    /// default leaves room for bursts while a node with the usual 1024 descriptors keeps most of them for others.
+    public var peerConnections: Int? = NodeOptions.defaultPeerConnections
+    public static let defaultPeerConnections = 64
+    /// The most TLS handshakes one source address may have in progress; nil for no limit. Before its handshake a
+    /// connection has no identity to count it by, and one that never finishes it holds a descriptor for the
+    /// handshake timeout (10 s): a peer opening such connections in a loop would otherwise take them all (see
+    /// `HandshakeLimit`). A handshake takes milliseconds, so honest peers never have many under way.
+    public var addressHandshakes: Int? = NodeOptions.defaultAddressHandshakes
+    public static let defaultAddressHandshakes = 64
     /// The TSP's addresses of particular issuers (`--issuer ID=HOST:PORT`), by the id each registered with; an issuer
     /// without one is called at `peers[.issuer]`.
     public var issuerRoutes: [String: HostPort] = [:]

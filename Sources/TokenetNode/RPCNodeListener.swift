@@ -187,12 +187,23 @@ public final class RPCNodeListener: NodeListener {
         }
         // Error messages often echo what the caller sent (an id, a name): one holding a card number leaves masked,
         // as it would be in a log, and one that echoes a page of text is cut short.
+        // A peer that keeps opening connections past its limit would write a line per attempt: one a second
+        // names it, with the count of those not shown.
+        let peerRefusals = LogThrottle()
+        let logRefusal: @Sendable (ConnectionRefusal) -> Void = { refusal in
+            logger.info(
+                "connection refused", error: refusal.reason, peer: refusal.peer.uri, throttledBy: peerRefusals)
+        }
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
-            connectionLog: logConnection, failureLog: logFailure, statusMessageFilter: { Self.statusMessage($0) })
+            connectionLog: logConnection, failureLog: logFailure, statusMessageFilter: { Self.statusMessage($0) },
+            connectionsPerPeer: options.peerConnections, refusalLog: logRefusal)
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says it, with the count of those not shown.
         let refusals = LogThrottle()
+        // Connections closed for their address's handshakes in progress have lines of their own, so that a
+        // scanner's failed handshakes never hide which address was held back.
+        let handshakeRefusals = LogThrottle()
         let bound: Result<BoundListener, NodeError> = runBlocking {
             do {
                 let (host, port) = (options.listen.host, options.listen.port)
@@ -206,11 +217,13 @@ public final class RPCNodeListener: NodeListener {
                 let listener = try await TLSListener.bind(
                     host: host, port: port, context: context, on: loop,
                     onHandshakeFailure: { failure in
-                        logger.info("handshake refused", error: "\(failure)", throttledBy: refusals)
+                        logger.info(
+                            "handshake refused", error: "\(failure)",
+                            throttledBy: failure.code == .tooManyHandshakes ? handshakeRefusals : refusals)
                     },
                     onAcceptFailure: { failure in
                         logger.info("accept failed", error: "\(failure)", throttledBy: refusals)
-                    })
+                    }, handshakesPerAddress: options.addressHandshakes)
                 return .success(.tls(listener))
             } catch let error as TransportError where error.code == .invalidAddress {
                 // The address is the operator's choice: in use by another process, not this host's, or a port

@@ -111,6 +111,19 @@ import Testing
         #expect(!off.serverTimers.isEnabled)
     }
 
+    /// The limits that keep one peer from taking the node's file descriptors are on unless turned off with 0.
+    @Test func connectionLimitsAreOnByDefaultAndZeroTurnsThemOff() throws {
+        let defaults = try options(tls)
+        #expect(defaults.peerConnections == 64)
+        #expect(defaults.addressHandshakes == 64)
+        let set = try options(tls + ["--peer-connections", "5", "--address-handshakes=7"])
+        #expect(set.peerConnections == 5)
+        #expect(set.addressHandshakes == 7)
+        let off = try options(tls + ["--peer-connections", "0", "--address-handshakes", "0"])
+        #expect(off.peerConnections == nil)
+        #expect(off.addressHandshakes == nil)
+    }
+
     @Test func plaintextReplacesTLSMaterial() throws {
         #expect(try options(["--plaintext"]).plaintext)
     }
@@ -224,6 +237,8 @@ import Testing
         (["--keepalive", "0.0001"], "--keepalive: expected seconds from 0 (off) to 86400"),
         (["--keepalive-timeout", "0"], "--keepalive-timeout: expected seconds from 0.001 to 86400, such as 20 or 0.5"),
         (["--idle-timeout", ""], "--idle-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got ''"),
+        (["--peer-connections", "-1"], "--peer-connections: expected a number of connections from 0 (no limit) to"),
+        (["--address-handshakes", "many"], "--address-handshakes: expected a number of handshakes from 0 (no limit)"),
         (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of letters"),
         (["--issuer", "bank a=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id"),
         (["--issuer", "bank-a=7002"], "--issuer: expected ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002, got"),

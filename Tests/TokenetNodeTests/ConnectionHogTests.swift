@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetNode
+
+/// A peer that opens connections in a loop, against a real node with few file descriptors: its connections past
+/// `--peer-connections` are refused with the reason, its handshakes past `--address-handshakes` are closed, and
+/// other peers are still served.
+@Suite struct ConnectionHogTests {
+    @Test(.timeLimit(.minutes(3))) func aPeerOpeningConnectionsInALoopIsRefusedAndOthersAreServed() async throws {
+        let scratch = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let readyFile = scratch.path("ready.json")
+        // 64 descriptors: without the limits the hog's 100 connections would take every one of them.
+        let node = try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/prlimit"),
+            [
+                "--nofile=64:64", try BuiltExecutables.url(of: "tsp-node").path, "--listen", "127.0.0.1:0",
+                "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--cert", pki.path("tsp.pem"),
+                "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"), "--parent-pid", "\(getpid())",
+                "--peer-connections", "3", "--address-handshakes", "8",
+            ])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        var ready: ReadyInfo?
+        for _ in 0..<9000 where node.process.isRunning {
+            if FileManager.default.fileExists(atPath: readyFile) {
+                ready = try ReadyFile.read(from: readyFile)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let listen = try #require(ready?.listen, "the node did not become ready")
+        let address = try #require(HostPort(parsing: listen))
+        let loop = try EventLoop(name: "test-connection-hog")
+        defer { loop.shutdown() }
+        func context(_ name: String) throws -> TLSContext {
+            try TLSContext(
+                configuration: .client(
+                    certificateChainFile: pki.path("\(name).pem"), privateKeyFile: pki.path("\(name).key"),
+                    trustedCAFile: pki.path("ca.pem")))
+        }
+        func health(_ client: RPCClient) async throws -> HealthV1.ServingStatus {
+            try await client.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))
+            ).status
+        }
+        let hogContext = try context("wallet")
+        func hogConnection() async throws -> TLSConnection {
+            try await TLSConnection.connect(host: address.host, port: address.port, context: hogContext, on: loop)
+        }
+
+        var hog: [RPCClient] = []
+        for _ in 0..<3 {
+            let client = RPCClient(stream: try await hogConnection())
+            #expect(try await health(client) == .serving)
+            hog.append(client)
+        }
+        let refused = RPCClient(stream: try await hogConnection())
+        do {
+            _ = try await health(refused)
+            Issue.record("the hog's fourth connection was served")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(
+                error.message.contains(
+                    "tokenet://wallet/wallet-1 already has 3 connections open to this node, the most one peer may "
+                        + "have; make calls on a connection already open, or close some, then retry"),
+                "\(error.message)")
+        }
+        // The hog keeps going, holding every connection it gets, far past the node's descriptors.
+        var held: [TLSConnection] = []
+        for _ in 0..<100 { held.append(try await hogConnection()) }
+
+        let other = RPCClient(
+            stream: try await TLSConnection.connect(
+                host: address.host, port: address.port, context: try context("operator"), on: loop))
+        #expect(try await health(other) == .serving)
+        #expect(try await health(hog[0]) == .serving)
+
+        // Connections that never start TLS: past eight in progress from one address, each is closed at once.
+        var silent: [PlainConnection] = []
+        for _ in 0..<9 {
+            silent.append(try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
+        }
+        #expect((try? await silent[8].read()) == nil, "the ninth handshake was left waiting")
+        for connection in silent { await connection.abort() }
+
+        let stderr = node.directory.path("stderr")
+        let log = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
+        let refusal = try #require(log.split(separator: "\n").first { $0.contains("connection refused") }, "\(log)")
+        #expect(refusal.contains("tokenet://wallet/wallet-1"), "\(refusal)")
+        #expect(refusal.contains("already has 3 connections open"), "\(refusal)")
+        #expect(log.contains("127.0.0.1 already has 8 TLS handshakes in progress"), "\(log)")
+
+        await refused.close()
+        for client in hog { await client.close() }
+        for connection in held { await connection.abort() }
+        #expect(try await health(other) == .serving)
+        await other.close()
+        kill(node.process.processIdentifier, SIGTERM)
+        #expect(try await node.waitForExit().status == 0)
+    }
+}
