@@ -620,7 +620,9 @@ final class RPCConnection: Sendable {
         perform { core in
             // A message taken off a stream of requests is the handler's to keep; the one request of a unary or
             // server-streaming call stays counted until the half-close lets its handler run.
-            if moreExpected, requestBudget != nil { releaseRequests(of: id, upTo: byteCount, core: &core) }
+            if moreExpected, requestBudget != nil {
+                releaseRequests(of: id, upTo: FrameFastPath.heldByteBound(ofMessage: byteCount), core: &core)
+            }
             return core.machine.consumed(id, byteCount: byteCount, moreExpected: moreExpected)
         }
     }

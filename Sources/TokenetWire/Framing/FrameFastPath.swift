@@ -19,7 +19,7 @@ import Foundation
 /// `appendSerializedBytes` produces (`FrameFastPathTests` compares them over many frames), and the decoder accepts
 /// only that canonical form. Anything else — other kinds, other field orders, unknown fields, a string the generic
 /// codec would treat differently — returns nil/false and takes the generic path, so both paths agree on every input.
-enum FrameFastPath {
+public enum FrameFastPath {
     // Tags: field number << 3 | wire type.
     private static let streamIDTag: UInt8 = 0x08  // 1, varint
     private static let messageTag: UInt8 = 0x22  // 4, length-delimited
@@ -199,6 +199,13 @@ enum FrameFastPath {
     /// request it held cost 70 times its size, past any budget that counts requests by their size.
     static func staysInPlace(_ count: Int, storageByteCount: Int) -> Bool {
         count >= noCopyThreshold && count >= storageByteCount / 2
+    }
+
+    /// The most memory received message data of `count` bytes may keep alive: twice its size when it may stay in
+    /// place (the storage it lies in is at most twice as large), its own size when it is copied out. A budget of held
+    /// messages counts this, not `count`, or it would hold twice what it allows.
+    public static func heldByteBound(ofMessage count: Int) -> Int {
+        count >= noCopyThreshold ? 2 * count : count
     }
 
     /// The frame in `bytes` (one frame's body, without the length prefix) when it is in the canonical form of one of
