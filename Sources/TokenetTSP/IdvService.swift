@@ -112,7 +112,9 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             case .expiredCode: response.result = .expiredCode
             case .refused(let refusal): throw TSPError(.failedPrecondition, refusal.description)
             }
-            response.tokenState = (try tsp.store.token(token.digitalCardID)?.state ?? token.state).wire
+            let now = try tsp.store.token(token.digitalCardID) ?? token
+            response.tokenState = now.state.wire
+            response.stateVersion = now.stateVersion
             log.info(
                 "one-time code checked",
                 ["digital_card_id": token.digitalCardID, "result": "\(response.result)"])

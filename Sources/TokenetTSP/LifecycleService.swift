@@ -45,7 +45,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             }
             return TspV1.ChangeTokenStateResponse(
                 digitalCardID: request.digitalCardID, previousState: change.before.state.wire,
-                tokenState: change.after.state.wire)
+                tokenState: change.after.state.wire, stateVersion: change.after.stateVersion)
         }
     }
 

@@ -28,7 +28,7 @@ extension TSPService {
         guard change.before.state != change.after.state else { return [] }
         let body = TspV1.CardStateBody(
             tokenState: change.after.state.wire, reasonCode: reason, initiator: initiator,
-            digitizeRequestID: digitizeRequestID)
+            digitizeRequestID: digitizeRequestID, stateVersion: change.after.stateVersion)
         return [
             Announcement(
                 notification: D1.notification(

@@ -170,11 +170,13 @@ extension TSPStore {
                 }
                 let from = token.state
                 token.state = lifecycle.state
+                token.stateVersion += 1
                 token.decidedBy = outcome.decidedBy
                 token.issuerAccountID = outcome.accountID
                 _ = try tx.execute(
                     """
-                    UPDATE tokens SET state = ?, decided_by = ?, issuer_account_id = ?, updated_at_ms = ?
+                    UPDATE tokens SET state = ?, state_version = state_version + 1, decided_by = ?,
+                        issuer_account_id = ?, updated_at_ms = ?
                     WHERE digital_card_id = ?
                     """,
                     [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
@@ -205,6 +207,7 @@ extension TSPStore {
         var response = TspV1.DigitizeResponse()
         response.decision = outcome.decision
         response.tokenState = token.state.wire
+        response.stateVersion = token.stateVersion
         response.scheme = token.scheme.wire
         response.panLast4 = token.panLast4
         response.decidedBy = outcome.decidedBy

@@ -40,6 +40,7 @@ extension TSPStore {
                     if event == .resume { try requireNoLiveSibling(tx, of: digitalCardID) }
                     var after = before
                     after.state = to
+                    after.stateVersion += 1
                     try setState(
                         tx, token: digitalCardID, from: from, to: to, actor: actor, reason: reason, traceID: traceID,
                         nowMs: nowMs)
@@ -289,10 +290,11 @@ extension TSPStore {
                 do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
                     return Self.unanswered(id, error)
                 }
-                let matches = try pan.map { try vault.openPAN(try row.blob(12), recordID: id) == $0 } ?? false
+                let sealedPAN = try row.blob(Self.tokenColumnCount)
+                let matches = try pan.map { try vault.openPAN(sealedPAN, recordID: id) == $0 } ?? false
                 return TspV1.FundingCard(
                     digitalCardID: id, tokenState: token.state.wire, panLast4: token.panLast4,
-                    expiry: try row.get(13, as: String?.self) ?? "", panMatches: matches)
+                    expiry: try row.get(Self.tokenColumnCount + 1, as: String?.self) ?? "", panMatches: matches)
             }
         }
     }

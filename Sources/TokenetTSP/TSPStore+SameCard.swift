@@ -37,7 +37,7 @@ extension TSPStore {
             ORDER BY created_at_ms, rowid
             """, [walletAccountID, deviceID, pan.last4, except])
         var tokens: [TokenRecord] = []
-        for row in rows where try vault.openPAN(try row.get(12), recordID: try row.text(0)) == pan {
+        for row in rows where try vault.openPAN(try row.get(Self.tokenColumnCount), recordID: try row.text(0)) == pan {
             tokens.append(try Self.token(from: row))
         }
         return tokens
@@ -58,7 +58,7 @@ extension TSPStore {
                 AND state IN ('ACTIVE', 'SUSPENDED') AND digital_card_id != ?
             """, [token.walletAccountID, token.deviceID, token.panLast4, digitalCardID])
         guard try candidates?.int64(0) ?? 0 > 0 else { return }
-        let pan = try vault.openPAN(try row.get(12), recordID: digitalCardID)
+        let pan = try vault.openPAN(try row.get(Self.tokenColumnCount), recordID: digitalCardID)
         let live = try sameCardTokens(
             tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID, except: digitalCardID,
             states: [.active, .suspended])
@@ -206,6 +206,7 @@ extension TSPStore {
             nowMs: nowMs)
         var after = token
         after.state = to
+        after.stateVersion += 1
         return TokenStateChange(before: token, after: after)
     }
 }

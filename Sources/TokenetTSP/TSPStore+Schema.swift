@@ -220,5 +220,10 @@ extension TSPStore {
                 CREATE INDEX tokens_inactive_age ON tokens(updated_at_ms) WHERE state = 'INACTIVE';
                 CREATE INDEX digitize_requests_pending ON digitize_requests(digital_card_id) WHERE status = 'pending';
                 """),
+        // The version of each token's state (`TokenRecord.stateVersion`), sent with it so that a wallet that hears
+        // of two changes out of order keeps the later. Tokens made before it start at 1 like new ones.
+        Migration(
+            version: 15, name: "token_state_version",
+            sql: "ALTER TABLE tokens ADD COLUMN state_version INTEGER NOT NULL DEFAULT 1;"),
     ]
 }

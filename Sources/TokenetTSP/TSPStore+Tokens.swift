@@ -36,6 +36,9 @@ struct TokenRecord: Sendable, Equatable {
     var walletNodeID: String? = nil
     /// The issuer's account the card belongs to, as the issuer named it in its decision.
     var issuerAccountID: String? = nil
+    /// 1 when the token was made, one more at each change of its state (`setState`): sent with the state, so that a
+    /// wallet hearing of two changes out of order keeps the later one (`DigitizeResponse.state_version`).
+    var stateVersion: UInt64 = 1
 
     var summary: TspV1.TokenSummary {
         TspV1.TokenSummary(
@@ -92,8 +95,11 @@ extension TSPStore {
 
     static let tokenColumns = """
         digital_card_id, scheme, token_last4, token_expiry, pan_last4, issuer_id, wallet_account_id, device_id,
-        state, decided_by, issuer_account_id, wallet_node_id
+        state, decided_by, issuer_account_id, wallet_node_id, state_version
         """
+
+    /// How many columns `tokenColumns` names: a query that selects more after them reads those from this index on.
+    static let tokenColumnCount = 13
 
     static func token(from row: Row) throws -> TokenRecord {
         TokenRecord(
@@ -101,7 +107,8 @@ extension TSPStore {
             tokenLast4: try row.text(2), tokenExpiry: try row.text(3), panLast4: try row.text(4),
             issuerID: try row.text(5), walletAccountID: try row.text(6), deviceID: try row.text(7),
             state: TokenLifecycleStateMachine.State(rawValue: try row.text(8)) ?? .deactivated,
-            decidedBy: try row.get(9), walletNodeID: try row.get(11), issuerAccountID: try row.get(10))
+            decidedBy: try row.get(9), walletNodeID: try row.get(11), issuerAccountID: try row.get(10),
+            stateVersion: UInt64(max(0, try row.int64(12))))
     }
 
     func tokens(walletAccountID: String?) throws -> [TokenRecord] {
@@ -133,7 +140,7 @@ extension TSPStore {
             let rows = try database.query(Self.tokenPageQuery(oneAccount: walletAccountID != nil), parameters)
             return try rows.map { row in
                 let token = try Self.token(from: row)
-                let ms = try row.get(12, as: Int64.self)
+                let ms = try row.get(Self.tokenColumnCount, as: Int64.self)
                 return (token, PageRequest.key(in: listing, ms: ms, tieBreaker: token.digitalCardID))
             }
         } catch {
@@ -190,7 +197,7 @@ extension TSPStore {
         actor: String, reason: String, traceID: String, nowMs: UInt64
     ) throws {
         _ = try tx.execute(
-            "UPDATE tokens SET state = ?, updated_at_ms = ? WHERE digital_card_id = ?",
+            "UPDATE tokens SET state = ?, state_version = state_version + 1, updated_at_ms = ? WHERE digital_card_id = ?",
             [to.rawValue, Int64(nowMs), token])
         try recordEvent(
             tx, token: token, from: from, to: to, actor: actor, reason: reason, traceID: traceID, nowMs: nowMs)

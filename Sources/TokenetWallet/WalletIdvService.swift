@@ -59,7 +59,9 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
             }
             let (stored, changed) =
                 answer.tokenState == .unspecified
-                ? (card, false) : try store.updateTokenState(id: card.id, state: answer.tokenState, nowMs: clock())
+                ? (card, false)
+                : try store.updateTokenState(
+                    id: card.id, state: answer.tokenState, version: answer.stateVersion, nowMs: clock())
             if changed, let state = stored.result?.tokenState {
                 events.publish(
                     WalletV1.WalletEvent(

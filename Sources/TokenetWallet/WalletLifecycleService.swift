@@ -32,7 +32,7 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             } catch let error as RPCError {
                 throw RPCError(error.code, "the TSP's ChangeTokenState failed: \(error.message)", cause: error)
             }
-            let stored = try updates.apply(answer.tokenState, to: card)
+            let stored = try updates.apply(answer.tokenState, version: answer.stateVersion, to: card)
             logger.withTraceID(context.traceID).info(
                 "token state changed",
                 [

@@ -70,7 +70,7 @@ public final class WalletNotificationHandler: NotificationHandler {
                 return try endUnanswered(unanswered, body, notification)
             }
             guard let card else { return logger.warning("card state for an unknown card", fields) }
-            try updates.apply(body.tokenState, to: card)
+            try updates.apply(body.tokenState, version: body.stateVersion, to: card)
             logger.info("token state updated from the TSP", fields)
         case .transaction(let body)?:
             try store.record(

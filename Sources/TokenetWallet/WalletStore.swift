@@ -247,8 +247,13 @@ public final class WalletStore: Sendable {
     /// Records the token state the TSP reported on the stored digitization result, and whether it changed it. The
     /// change is judged in the write's own transaction, not against a card read before: the TSP's answer and its
     /// CARD_STATE about the same change race, and whichever comes second must find nothing to announce.
-    public func updateTokenState(id: Int64, state: CardV1.TokenState, nowMs: UInt64) throws(WalletError)
-        -> (card: WalletCardRecord, changed: Bool)
+    ///
+    /// `version` is the TSP's version of that state (`DigitizeResponse.state_version`; 0 when the message carried
+    /// none). A state older than the one stored is ignored: the answer to the wallet's own suspend can arrive after
+    /// the CARD_STATE of a later resume by the issuer, and storing it would leave the card SUSPENDED while the TSP
+    /// holds it ACTIVE. A state without a version is stored as before.
+    public func updateTokenState(id: Int64, state: CardV1.TokenState, version: UInt64 = 0, nowMs: UInt64)
+        throws(WalletError) -> (card: WalletCardRecord, changed: Bool)
     {
         try run("update the card's token state") {
             let changed = try database.transaction { tx in
@@ -256,12 +261,15 @@ public final class WalletStore: Sendable {
                     let bytes = try row.get(0, as: [UInt8]?.self)
                 else { throw WalletError(.failedPrecondition, "\(WalletCardRecord.ref(id)) has no digital card") }
                 var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
-                guard result.tokenState != state else { return false }
+                guard version == 0 || version > result.stateVersion else { return false }
+                let changed = result.tokenState != state
+                guard changed || version > result.stateVersion else { return false }
                 result.tokenState = state
+                result.stateVersion = max(result.stateVersion, version)
                 _ = try tx.execute(
                     "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
                     [try result.serializedBytes(), Int64(nowMs), id])
-                return true
+                return changed
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
             return (card, changed)

@@ -20,10 +20,13 @@ struct WalletTokenUpdates: Sendable {
     let clock: @Sendable () -> UInt64
 
     /// Stores the token's new state and emits the event when the store changed (`PaymentKeysAtActivation` hears it):
-    /// once per change, though `card` may have been read before another path stored the same state.
+    /// once per change, though `card` may have been read before another path stored the same state. A state older
+    /// than the stored one (`version`, see `WalletStore.updateTokenState`) changes nothing.
     @discardableResult
-    func apply(_ state: CardV1.TokenState, to card: WalletCardRecord) throws(WalletError) -> WalletCardRecord {
-        let (stored, changed) = try store.updateTokenState(id: card.id, state: state, nowMs: clock())
+    func apply(_ state: CardV1.TokenState, version: UInt64, to card: WalletCardRecord) throws(WalletError)
+        -> WalletCardRecord
+    {
+        let (stored, changed) = try store.updateTokenState(id: card.id, state: state, version: version, nowMs: clock())
         guard changed, let digitalCardID = stored.result?.digitalCardID else { return stored }
         events.publish(
             WalletV1.WalletEvent(

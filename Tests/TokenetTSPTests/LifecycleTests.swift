@@ -23,7 +23,7 @@ import TokenetWire
     /// An ACTIVE Visa token digitized by wallet-1 for issuer bank-a (registered by issuer-1).
     static func activeToken(_ tsp: TSPHarness) async throws -> String {
         let response = try await tsp.digitize(try await tsp.eligibleVisa())
-        try #require(response.tokenState == .active)
+        try #require(response.tokenState == .active && response.stateVersion == 2)
         return response.digitalCardID
     }
 
@@ -38,24 +38,29 @@ import TokenetWire
         let id = try await Self.activeToken(tsp)
         let wallet = Self.lifecycle(tsp, as: Self.wallet1)
 
+        // Made INACTIVE (version 1), then approved ACTIVE (2): each change of state is one version more.
         let suspended = try await wallet.changeTokenState(Self.change(id, .suspend))
         #expect(suspended.previousState == .active)
-        #expect(suspended.tokenState == .suspended)
+        #expect(suspended.tokenState == .suspended && suspended.stateVersion == 3)
         let resumed = try await wallet.changeTokenState(Self.change(id, .resume))
-        #expect(resumed.tokenState == .active)
+        #expect(resumed.tokenState == .active && resumed.stateVersion == 4)
         let deleted = try await wallet.changeTokenState(Self.change(id, .delete))
-        #expect(deleted.tokenState == .deactivated)
+        #expect(deleted.tokenState == .deactivated && deleted.stateVersion == 5)
 
         let published = tsp.published.of("CARD_STATE")
         #expect(published.count == 3)
         #expect(published.allSatisfy { $0.queues == Self.bothQueues })
-        for (publish, state) in zip(published, [CardV1.TokenState.suspended, .active, .deactivated]) {
+        let expected: [(CardV1.TokenState, UInt64)] = [(.suspended, 3), (.active, 4), (.deactivated, 5)]
+        for (publish, (state, version)) in zip(published, expected) {
             let message = publish.notification
             #expect(message.sender == "CPS")
             #expect(message.topic == "D1_NOTIFICATION")
             #expect(message.cardID == id)
             #expect(
-                message.body == .cardState(.init(tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet")))
+                message.body
+                    == .cardState(
+                        .init(tokenState: state, reasonCode: "USER_REQUEST", initiator: "wallet", stateVersion: version)
+                    ))
         }
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         #expect(history.events.map(\.toState) == [.inactive, .active, .suspended, .active, .deactivated])
@@ -120,7 +125,8 @@ import TokenetWire
         #expect(publish.queues == Self.bothQueues)
         #expect(
             publish.notification.body
-                == .cardState(.init(tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "tsp")))
+                == .cardState(
+                    .init(tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "tsp", stateVersion: 3)))
         let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
         #expect(history.events.last?.actor == "tsp")
     }

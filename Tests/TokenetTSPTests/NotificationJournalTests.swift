@@ -49,7 +49,8 @@ import TokenetWire
         #expect(entry.notification.messageType == "CARD_STATE")
         #expect(
             entry.notification.body
-                == .cardState(.init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp")))
+                == .cardState(
+                    .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 2)))
         #expect(try NotificationStore(database: store.database).journaled() == [entry])
 
         // A change whose notifications cannot be journaled is not committed either.
@@ -114,7 +115,9 @@ import TokenetWire
         #expect(received.messageType == "CARD_STATE")
         #expect(received.cardID == token)
         #expect(
-            received.body == .cardState(.init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp")))
+            received.body
+                == .cardState(
+                    .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "tsp", stateVersion: 3)))
         let issuer = client(.issuer, "issuer-1")
         try #require(try await issuer.queueStatus(TspV1.QueueStatusRequest()).pending == 1)
         var issuerStream = try await issuer.subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()

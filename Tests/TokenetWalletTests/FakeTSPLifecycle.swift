@@ -9,6 +9,9 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var changes: [TspV1.ChangeTokenStateRequest] = []
         var replenishments: [TspV1.ReplenishPaymentKeysRequest] = []
         var states: [String: CardV1.TokenState] = [:]
+        /// Each token's state version, as the TSP counts them: 2 for a token digitized ACTIVE (made INACTIVE, then
+        /// approved), one more at each change.
+        var versions: [String: UInt64] = [:]
         /// When set, ChangeTokenState fails with it.
         var refusal: RPCError?
         /// When set, ReplenishPaymentKeys fails with it (nothing is recorded).
@@ -51,9 +54,12 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
             default: after = .deactivated
             }
             state.states[request.digitalCardID] = after
+            let version = (state.versions[request.digitalCardID] ?? 2) + 1
+            state.versions[request.digitalCardID] = version
             return (
                 TspV1.ChangeTokenStateResponse(
-                    digitalCardID: request.digitalCardID, previousState: before, tokenState: after),
+                    digitalCardID: request.digitalCardID, previousState: before, tokenState: after,
+                    stateVersion: version),
                 state.whileChanging
             )
         }

@@ -33,8 +33,13 @@ import TokenetWire
         return message
     }
 
-    static func cardState(_ state: CardV1.TokenState, id: String = UUID().uuidString) -> TspV1.Notification {
-        notification("CARD_STATE", .cardState(.init(tokenState: state, reasonCode: "LOST_CARD", initiator: "issuer")))
+    static func cardState(_ state: CardV1.TokenState, version: UInt64 = 0, id: String = UUID().uuidString)
+        -> TspV1.Notification
+    {
+        notification(
+            "CARD_STATE",
+            .cardState(.init(tokenState: state, reasonCode: "LOST_CARD", initiator: "issuer", stateVersion: version)),
+            id: id)
     }
 
     @Test func walletSuspendsResumesAndDeletesThroughTheTSPAndListenersHearIt() async throws {
@@ -81,6 +86,37 @@ import TokenetWire
         #expect(changed?.kind == .tokenStatusChanged && changed?.tokenState == .suspended)
         let next = await events.next()
         #expect(next?.digitalCardID == "marker", "announced twice: \(String(describing: next))")
+    }
+
+    /// The TSP's answer to the wallet's suspend can arrive after the CARD_STATE of a later change, such as the
+    /// issuer resuming the token meanwhile: the wallet keeps the later state, as the TSP holds it, not the answer's.
+    @Test func anAnswerOlderThanAStateAlreadyHeardChangesNothing() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let handler = wallet.notifications
+        wallet.lifecycleTSP.state.withLock {
+            // The suspend is the token's version 3; the issuer's resume after it, version 4, is heard first.
+            $0.whileChanging = { _, _ in try await handler.handle(Self.cardState(.active, version: 4)) }
+        }
+        let answer = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        #expect(answer.card?.state == .active)
+        let stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .active && stored?.stateVersion == 4)
+    }
+
+    /// A CARD_STATE delivered again after a later change (the broker redelivers what it did not see acknowledged)
+    /// does not bring the earlier state back.
+    @Test func aCardStateOlderThanTheStoredStateChangesNothing() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        _ = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        #expect(await events.next()?.tokenState == .suspended)
+        try await wallet.notifications.handle(Self.cardState(.active, version: 2))
+        let stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .suspended && stored?.stateVersion == 3)
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        #expect(await events.next()?.digitalCardID == "marker")
     }
 
     @Test func theTSPsRefusalPassesThroughAndChangesNothing() async throws {

@@ -649,7 +649,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__submit_otp_request__descripto
   (ProtobufCMessageInit) tokenet__tsp__v1__submit_otp_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__submit_otp_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__submit_otp_response__field_descriptors[4] =
 {
   {
     "result",
@@ -687,16 +687,29 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__submit_otp_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__SubmitOtpResponse, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__submit_otp_response__field_indices_by_name[] = {
   0,   /* field[0] = result */
+  3,   /* field[3] = state_version */
   2,   /* field[2] = token_state */
   1,   /* field[1] = tries_left */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__submit_otp_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__submit_otp_response__descriptor =
 {
@@ -706,7 +719,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__submit_otp_response__descript
   "Tokenet__Tsp__V1__SubmitOtpResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__SubmitOtpResponse),
-  3,
+  4,
   tokenet__tsp__v1__submit_otp_response__field_descriptors,
   tokenet__tsp__v1__submit_otp_response__field_indices_by_name,
   1,  tokenet__tsp__v1__submit_otp_response__number_ranges,

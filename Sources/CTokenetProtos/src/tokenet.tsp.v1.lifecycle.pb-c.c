@@ -1106,7 +1106,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__change_token_state_request__d
   (ProtobufCMessageInit) tokenet__tsp__v1__change_token_state_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__change_token_state_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__change_token_state_response__field_descriptors[4] =
 {
   {
     "digital_card_id",
@@ -1144,16 +1144,29 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__change_token_state_respo
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ChangeTokenStateResponse, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__change_token_state_response__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
   1,   /* field[1] = previous_state */
+  3,   /* field[3] = state_version */
   2,   /* field[2] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__change_token_state_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__change_token_state_response__descriptor =
 {
@@ -1163,7 +1176,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__change_token_state_response__
   "Tokenet__Tsp__V1__ChangeTokenStateResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ChangeTokenStateResponse),
-  3,
+  4,
   tokenet__tsp__v1__change_token_state_response__field_descriptors,
   tokenet__tsp__v1__change_token_state_response__field_indices_by_name,
   1,  tokenet__tsp__v1__change_token_state_response__number_ranges,

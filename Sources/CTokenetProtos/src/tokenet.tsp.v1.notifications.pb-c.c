@@ -910,7 +910,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__notification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_descriptors[5] =
 {
   {
     "token_state",
@@ -960,17 +960,30 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__card_state_body__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__CardStateBody, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__card_state_body__field_indices_by_name[] = {
   3,   /* field[3] = digitize_request_id */
   2,   /* field[2] = initiator */
   1,   /* field[1] = reason_code */
+  4,   /* field[4] = state_version */
   0,   /* field[0] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__card_state_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
 {
@@ -980,7 +993,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__card_state_body__descriptor =
   "Tokenet__Tsp__V1__CardStateBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__CardStateBody),
-  4,
+  5,
   tokenet__tsp__v1__card_state_body__field_descriptors,
   tokenet__tsp__v1__card_state_body__field_indices_by_name,
   1,  tokenet__tsp__v1__card_state_body__number_ranges,

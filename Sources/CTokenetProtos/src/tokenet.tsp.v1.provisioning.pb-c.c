@@ -1251,7 +1251,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_request__descriptor 
   (ProtobufCMessageInit) tokenet__tsp__v1__digitize_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[12] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field_descriptors[13] =
 {
   {
     "decision",
@@ -1397,6 +1397,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__digitize_response__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__DigitizeResponse, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name[] = {
   9,   /* field[9] = decided_by */
@@ -1408,6 +1420,7 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
   11,   /* field[11] = issuer_node_id */
   6,   /* field[6] = pan_last4 */
   5,   /* field[5] = scheme */
+  12,   /* field[12] = state_version */
   4,   /* field[4] = token_expiry */
   3,   /* field[3] = token_last4 */
   2,   /* field[2] = token_state */
@@ -1415,7 +1428,7 @@ static const unsigned tokenet__tsp__v1__digitize_response__field_indices_by_name
 static const ProtobufCIntRange tokenet__tsp__v1__digitize_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor =
 {
@@ -1425,7 +1438,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__digitize_response__descriptor
   "Tokenet__Tsp__V1__DigitizeResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__DigitizeResponse),
-  12,
+  13,
   tokenet__tsp__v1__digitize_response__field_descriptors,
   tokenet__tsp__v1__digitize_response__field_indices_by_name,
   1,  tokenet__tsp__v1__digitize_response__number_ranges,

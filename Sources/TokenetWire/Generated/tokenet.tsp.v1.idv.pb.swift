@@ -130,28 +130,35 @@ extension TspV1 {
 
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
+        /// The version of token_state (DigitizeResponse.state_version).
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
             result: TspV1.OtpResult = TspV1.OtpResult(rawValue: 0),
             triesLeft: UInt32 = 0,
-            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            stateVersion: UInt64 = 0
         ) {
             self.result = result
             self.triesLeft = triesLeft
             self.tokenState = tokenState
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.result = try reader.read(1)
             self.triesLeft = try reader.read(2)
             self.tokenState = try reader.read(3)
+            self.stateVersion = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, result)
             try writer.write(2, triesLeft)
             try writer.write(3, tokenState)
+            try writer.write(4, stateVersion)
         }
     }
 }

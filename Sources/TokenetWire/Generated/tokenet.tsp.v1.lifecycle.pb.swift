@@ -56,28 +56,35 @@ extension TspV1 {
 
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
+        /// The version of token_state (DigitizeResponse.state_version).
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
             digitalCardID: String = "",
             previousState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
-            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            stateVersion: UInt64 = 0
         ) {
             self.digitalCardID = digitalCardID
             self.previousState = previousState
             self.tokenState = tokenState
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
             self.previousState = try reader.read(2)
             self.tokenState = try reader.read(3)
+            self.stateVersion = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
             try writer.write(2, previousState)
             try writer.write(3, tokenState)
+            try writer.write(4, stateVersion)
         }
     }
 }

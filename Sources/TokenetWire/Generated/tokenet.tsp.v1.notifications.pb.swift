@@ -187,18 +187,24 @@ extension TspV1 {
         /// answered the wallet, which knows the card by this id alone and not by the token's digital card id.
         public var digitizeRequestID: String = ""
 
+        /// The version of token_state (DigitizeResponse.state_version): a wallet that already holds a higher one keeps
+        /// its state, since this message and the TSP's answer to the wallet's own call can arrive in either order.
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             reasonCode: String = "",
             initiator: String = "",
-            digitizeRequestID: String = ""
+            digitizeRequestID: String = "",
+            stateVersion: UInt64 = 0
         ) {
             self.tokenState = tokenState
             self.reasonCode = reasonCode
             self.initiator = initiator
             self.digitizeRequestID = digitizeRequestID
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -206,6 +212,7 @@ extension TspV1 {
             self.reasonCode = try reader.read(2)
             self.initiator = try reader.read(3)
             self.digitizeRequestID = try reader.read(4)
+            self.stateVersion = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -213,6 +220,7 @@ extension TspV1 {
             try writer.write(2, reasonCode)
             try writer.write(3, initiator)
             try writer.write(4, digitizeRequestID)
+            try writer.write(5, stateVersion)
         }
     }
 }

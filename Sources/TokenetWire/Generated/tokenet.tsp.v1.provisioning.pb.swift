@@ -446,6 +446,11 @@ extension TspV1 {
         /// the wallet then shows the token to no issuer app until GetTokenIssuer names a node.
         public var issuerNodeID: String = ""
 
+        /// The token state's version at the TSP: 1 when the token was made, one more at every change of its state. The
+        /// wallet keeps the highest it has seen and ignores a state with a lower one, since an answer and a CARD_STATE
+        /// message about the same token can arrive in either order. 0 from a TSP that does not send it.
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
@@ -460,7 +465,8 @@ extension TspV1 {
             declineReason: String = "",
             decidedBy: String = "",
             issuerID: String = "",
-            issuerNodeID: String = ""
+            issuerNodeID: String = "",
+            stateVersion: UInt64 = 0
         ) {
             self.decision = decision
             self.digitalCardID = digitalCardID
@@ -474,6 +480,7 @@ extension TspV1 {
             self.decidedBy = decidedBy
             self.issuerID = issuerID
             self.issuerNodeID = issuerNodeID
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -489,6 +496,7 @@ extension TspV1 {
             self.decidedBy = try reader.read(10)
             self.issuerID = try reader.read(11)
             self.issuerNodeID = try reader.read(12)
+            self.stateVersion = try reader.read(13)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -504,6 +512,7 @@ extension TspV1 {
             try writer.write(10, decidedBy)
             try writer.write(11, issuerID)
             try writer.write(12, issuerNodeID)
+            try writer.write(13, stateVersion)
         }
     }
 }

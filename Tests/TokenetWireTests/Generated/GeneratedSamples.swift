@@ -1223,6 +1223,7 @@ extension TspV1.CardStateBody {
         base.reasonCode = "reason_code-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.initiator = "initiator-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizeRequestID = "digitize_request_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.stateVersion = 18446744073709551610
         return [base]
     }
 }
@@ -1261,6 +1262,7 @@ extension TspV1.ChangeTokenStateResponse {
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.previousState = CardV1.TokenState(rawValue: 1)
         base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.stateVersion = 18446744073709551611
         return [base]
     }
 }
@@ -1375,6 +1377,7 @@ extension TspV1.DigitizeResponse {
         base.decidedBy = "decided_by-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.issuerID = "issuer_id-11 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.issuerNodeID = "issuer_node_id-12 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.stateVersion = 18446744073709551602
         return [base]
     }
 }
@@ -1867,6 +1870,7 @@ extension TspV1.SubmitOtpResponse {
         base.result = TspV1.OtpResult(rawValue: 1)
         base.triesLeft = 3999999998
         base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.stateVersion = 18446744073709551611
         return [base]
     }
 }

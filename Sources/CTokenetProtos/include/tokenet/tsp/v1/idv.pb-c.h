@@ -93,10 +93,14 @@ struct  Tokenet__Tsp__V1__SubmitOtpResponse
    */
   uint32_t tries_left;
   Tokenet__Card__V1__TokenState token_state;
+  /*
+   * The version of token_state (DigitizeResponse.state_version).
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__SUBMIT_OTP_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__submit_otp_response__descriptor) \
-    , TOKENET__TSP__V1__OTP_RESULT__OTP_RESULT_UNSPECIFIED, 0, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED }
+    , TOKENET__TSP__V1__OTP_RESULT__OTP_RESULT_UNSPECIFIED, 0, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
 
 
 struct  Tokenet__Tsp__V1__ResendOtpRequest

@@ -75,10 +75,14 @@ struct  Tokenet__Tsp__V1__ChangeTokenStateResponse
   char *digital_card_id;
   Tokenet__Card__V1__TokenState previous_state;
   Tokenet__Card__V1__TokenState token_state;
+  /*
+   * The version of token_state (DigitizeResponse.state_version).
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__CHANGE_TOKEN_STATE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__change_token_state_response__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
 
 
 struct  Tokenet__Tsp__V1__ChangeIssuerTokenStatesRequest

@@ -141,10 +141,15 @@ struct  Tokenet__Tsp__V1__CardStateBody
    * answered the wallet, which knows the card by this id alone and not by the token's digital card id.
    */
   char *digitize_request_id;
+  /*
+   * The version of token_state (DigitizeResponse.state_version): a wallet that already holds a higher one keeps
+   * its state, since this message and the TSP's answer to the wallet's own call can arrive in either order.
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__CARD_STATE_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__card_state_body__descriptor) \
-    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Tsp__V1__ReplenishmentBody

@@ -258,10 +258,16 @@ struct  Tokenet__Tsp__V1__DigitizeResponse
    * the wallet then shows the token to no issuer app until GetTokenIssuer names a node.
    */
   char *issuer_node_id;
+  /*
+   * The token state's version at the TSP: 1 when the token was made, one more at every change of its state. The
+   * wallet keeps the highest it has seen and ignores a state with a lower one, since an answer and a CARD_STATE
+   * message about the same token can arrive in either order. 0 from a TSP that does not send it.
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__DIGITIZE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__digitize_response__descriptor) \
-    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Tsp__V1__CreatePushSessionRequest
