@@ -349,7 +349,9 @@ final class RPCConnection: Sendable {
             }
         } catch {
             core.withLock { core in
-                transportEnded("write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
+                let isProblem = Self.isProblem(
+                    writeFailure: error, serverGoneBeforeHello: role == .client && core.machine.state == .awaitingHello)
+                transportEnded("write failed: \(error)", isProblem: isProblem, core: &core)
                 // Cleared here too: when the failed write was a caller's (`flushNow`), the writer task would
                 // otherwise wait for that write to hand over forever, and `run()` (with every `close()`) with it.
                 core.writing = false
@@ -370,10 +372,14 @@ final class RPCConnection: Sendable {
     /// Whether a failed write says something about the peer. A write that meets a stream already closed in order
     /// (the peer said goodbye, or this side closed) is part of a clean close, which can race a keepalive ping or a
     /// last status: how the connection really ended is the read side's to say (a peer that left inside a frame or
-    /// before its hello is a problem there). A reset or a broken pipe is a problem.
-    static func isProblem(writeFailure error: any Error) -> Bool {
+    /// before its hello is a problem there). A reset or a broken pipe is a problem, and so is a server that closed
+    /// before its hello (`serverGoneBeforeHello`), as on the read side: a client's write can meet that close first,
+    /// and its calls then end with the write's reason, which must carry the same hint (a plaintext client at a TLS
+    /// port).
+    static func isProblem(writeFailure error: any Error, serverGoneBeforeHello: Bool) -> Bool {
         guard let error = error as? TransportError else { return true }
-        return error != .closedLocally && error != .closedByPeer
+        if error == .closedByPeer { return serverGoneBeforeHello }
+        return error != .closedLocally
     }
 
     /// Wakes whoever writes next: the loop flush when on the stream's loop, else the writer task.

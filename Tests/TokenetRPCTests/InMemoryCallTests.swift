@@ -347,6 +347,32 @@ import TokenetWire
             error?.message.contains("the peer closed the connection before its hello (if the peer uses TLS") == true,
             "\(String(describing: error))")
     }
+
+    /// A plaintext client's first write can meet a TLS port's close before its read does: the calls then end with
+    /// the write's reason, which says the same as the read's would.
+    @Test func aWriteThatMeetsThePeersCloseBeforeItsHelloSaysWhy() async throws {
+        let client = RPCClient(stream: PeerGoneStream())
+        let error = await #expect(throws: RPCError.self) { _ = try await client.unary(Echo.unary, Scalars()) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message.contains("before its hello (if the peer uses TLS, connect without --plaintext)") == true,
+            "\(String(describing: error))")
+        await client.close()
+    }
+}
+
+/// A plaintext stream whose peer has closed: every write fails as a TCP write to a closed socket does, and a read
+/// waits until this end closes.
+private final class PeerGoneStream: ByteStream {
+    let closed = AsyncStream.makeStream(of: Never.self)
+    var peerIdentity: PeerIdentity? { nil }
+    func read() async throws -> [UInt8]? {
+        for await _ in closed.stream {}
+        return nil
+    }
+    func write(_ bytes: [UInt8]) async throws { throw TransportError.closedByPeer }
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { throw TransportError.closedByPeer }
+    func close() async { closed.continuation.finish() }
 }
 
 extension MethodDescriptor {
