@@ -24,7 +24,11 @@ final class Switch: Sendable {
         router.unary(TspV1.Issuers.registerIssuer) { (_, _) async throws -> TspV1.RegisterIssuerResponse in
             throw RPCError(.unavailable, "the TSP is starting")
         }
-        let link = TSPLink(caller: Support.connect(router, as: .issuer)) { TspV1.RegisterIssuerRequest() }
+        // No deadline on the attempt: the reason is what this checks, and on a loaded machine the in-memory call
+        // has taken longer than the node's 5 s.
+        let link = TSPLink(caller: Support.connect(router, as: .issuer), attemptTimeout: nil) {
+            TspV1.RegisterIssuerRequest()
+        }
         do {
             _ = try await link.keyForPushing()
             Issue.record("the issuer registered")

@@ -49,7 +49,7 @@ import TokenetTestSupport
         // The step-up left waiting was replaced when the card was added again, and could not be verified any more.
         #expect(result.stdout.contains("is DEACTIVATED; ID&V is only for an INACTIVE token"))
         // The issuer killed mid step-up could not have the code sent; back on its data, it sent it.
-        #expect(result.stdout.contains("the issuer could not deliver the code (unavailable)"))
+        #expect(result.stdout.contains("the issuer could not deliver the code (UNAVAILABLE)"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 29)
     }
 
