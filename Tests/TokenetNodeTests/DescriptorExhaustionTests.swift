@@ -14,25 +14,9 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3))) func aNodeOutOfDescriptorsSaysSoAndServesOnceTheyClose() async throws {
         let scratch = try TemporaryDirectory()
         let pki = DevelopmentPKI.shared
-        let readyFile = scratch.path("ready.json")
-        let node = try LaunchedProcess(
-            executable: URL(fileURLWithPath: "/usr/bin/prlimit"),
-            [
-                "--nofile=64:64", try BuiltExecutables.url(of: "tsp-node").path, "--listen", "127.0.0.1:0",
-                "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--cert", pki.path("tsp.pem"),
-                "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"), "--parent-pid", "\(getpid())",
-            ])
-        defer { if node.process.isRunning { node.process.terminate() } }
-        var ready: ReadyInfo?
-        for _ in 0..<9000 where node.process.isRunning {
-            if FileManager.default.fileExists(atPath: readyFile) {
-                ready = try ReadyFile.read(from: readyFile)
-                break
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let listen = try #require(ready?.listen, "the node did not become ready")
-        let address = try #require(HostPort(parsing: listen))
+        let tsp = try await DescriptorLimitedTSP.start(in: scratch)
+        defer { tsp.stop() }
+        let (node, address) = (tsp.node, tsp.address)
 
         let loop = try EventLoop(name: "test-descriptor-exhaustion")
         defer { loop.shutdown() }
