@@ -95,10 +95,10 @@ extension RPCConnection {
                 }
             case .failure(let error):
                 core.withLock { core in
-                    let isProblem = Self.isProblem(
-                        writeFailure: error,
-                        serverGoneBeforeHello: role == .client && core.machine.state == .awaitingHello)
-                    transportEnded("write failed: \(error)", isProblem: isProblem, core: &core)
+                    if !Self.leavesEndToReader(writeFailure: error) {
+                        transportEnded(
+                            "write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
+                    }
                     core.writing = false
                     core.closing = true
                     core.writer?.resume()

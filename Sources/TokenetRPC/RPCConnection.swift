@@ -349,9 +349,10 @@ final class RPCConnection: Sendable {
             }
         } catch {
             core.withLock { core in
-                let isProblem = Self.isProblem(
-                    writeFailure: error, serverGoneBeforeHello: role == .client && core.machine.state == .awaitingHello)
-                transportEnded("write failed: \(error)", isProblem: isProblem, core: &core)
+                if !Self.leavesEndToReader(writeFailure: error) {
+                    transportEnded(
+                        "write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
+                }
                 // Cleared here too: when the failed write was a caller's (`flushNow`), the writer task would
                 // otherwise wait for that write to hand over forever, and `run()` (with every `close()`) with it.
                 core.writing = false
@@ -372,14 +373,19 @@ final class RPCConnection: Sendable {
     /// Whether a failed write says something about the peer. A write that meets a stream already closed in order
     /// (the peer said goodbye, or this side closed) is part of a clean close, which can race a keepalive ping or a
     /// last status: how the connection really ended is the read side's to say (a peer that left inside a frame or
-    /// before its hello is a problem there). A reset or a broken pipe is a problem, and so is a server that closed
-    /// before its hello (`serverGoneBeforeHello`), as on the read side: a client's write can meet that close first,
-    /// and its calls then end with the write's reason, which must carry the same hint (a plaintext client at a TLS
-    /// port).
-    static func isProblem(writeFailure error: any Error, serverGoneBeforeHello: Bool) -> Bool {
+    /// before its hello is a problem there). A reset or a broken pipe is a problem.
+    static func isProblem(writeFailure error: any Error) -> Bool {
         guard let error = error as? TransportError else { return true }
-        if error == .closedByPeer { return serverGoneBeforeHello }
-        return error != .closedLocally
+        return error != .closedLocally && error != .closedByPeer
+    }
+
+    /// Whether a failed write leaves it to the reader to end the calls: when the peer closed in order, the reader
+    /// still has the stream's last bytes to read and then its end, and those say how the connection ended (a
+    /// server's goaway naming why it refused this client, or its close before a hello, which is a TLS port's answer
+    /// to a plaintext client). Ended by the write, the calls were told only "connection closed by peer" whenever the
+    /// write met the close first.
+    static func leavesEndToReader(writeFailure error: any Error) -> Bool {
+        (error as? TransportError) == .closedByPeer
     }
 
     /// Wakes whoever writes next: the loop flush when on the stream's loop, else the writer task.

@@ -348,8 +348,8 @@ import TokenetWire
             "\(String(describing: error))")
     }
 
-    /// A plaintext client's first write can meet a TLS port's close before its read does: the calls then end with
-    /// the write's reason, which says the same as the read's would.
+    /// A plaintext client's first write can meet a TLS port's close before its read does: the calls still end with
+    /// what the read says (the peer closed before its hello, and the hint), not with the write's failure.
     @Test func aWriteThatMeetsThePeersCloseBeforeItsHelloSaysWhy() async throws {
         let client = RPCClient(stream: PeerGoneStream())
         let error = await #expect(throws: RPCError.self) { _ = try await client.unary(Echo.unary, Scalars()) }
@@ -361,18 +361,23 @@ import TokenetWire
     }
 }
 
-/// A plaintext stream whose peer has closed: every write fails as a TCP write to a closed socket does, and a read
-/// waits until this end closes.
+/// A plaintext stream whose peer closed without a word: a write fails as it does once the transport has seen the
+/// close, and the read sees the end only after that failure, the order that lost the reason.
 private final class PeerGoneStream: ByteStream {
-    let closed = AsyncStream.makeStream(of: Never.self)
+    let writeFailed = AsyncStream.makeStream(of: Never.self)
     var peerIdentity: PeerIdentity? { nil }
     func read() async throws -> [UInt8]? {
-        for await _ in closed.stream {}
+        for await _ in writeFailed.stream {}
         return nil
     }
-    func write(_ bytes: [UInt8]) async throws { throw TransportError.closedByPeer }
-    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { throw TransportError.closedByPeer }
-    func close() async { closed.continuation.finish() }
+    func write(_ bytes: [UInt8]) async throws { try fail() }
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { try fail() }
+    func close() async { writeFailed.continuation.finish() }
+
+    private func fail() throws {
+        writeFailed.continuation.finish()
+        throw TransportError.closedByPeer
+    }
 }
 
 extension MethodDescriptor {
