@@ -95,10 +95,7 @@ extension RPCConnection {
                 }
             case .failure(let error):
                 core.withLock { core in
-                    if !Self.leavesEndToReader(writeFailure: error) {
-                        transportEnded(
-                            "write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
-                    }
+                    writeFailed(error, core: &core)
                     core.writing = false
                     core.closing = true
                     core.writer?.resume()

@@ -349,10 +349,7 @@ final class RPCConnection: Sendable {
             }
         } catch {
             core.withLock { core in
-                if !Self.leavesEndToReader(writeFailure: error) {
-                    transportEnded(
-                        "write failed: \(error)", isProblem: Self.isProblem(writeFailure: error), core: &core)
-                }
+                writeFailed(error, core: &core)
                 // Cleared here too: when the failed write was a caller's (`flushNow`), the writer task would
                 // otherwise wait for that write to hand over forever, and `run()` (with every `close()`) with it.
                 core.writing = false
@@ -370,22 +367,16 @@ final class RPCConnection: Sendable {
         return true
     }
 
-    /// Whether a failed write says something about the peer. A write that meets a stream already closed in order
-    /// (the peer said goodbye, or this side closed) is part of a clean close, which can race a keepalive ping or a
-    /// last status: how the connection really ended is the read side's to say (a peer that left inside a frame or
-    /// before its hello is a problem there). A reset or a broken pipe is a problem.
-    static func isProblem(writeFailure error: any Error) -> Bool {
-        guard let error = error as? TransportError else { return true }
-        return error != .closedLocally && error != .closedByPeer
-    }
-
-    /// Whether a failed write leaves it to the reader to end the calls: when the peer closed in order, the reader
+    /// A write failed: the open calls end with its reason, except when the peer closed in order. The reader then
     /// still has the stream's last bytes to read and then its end, and those say how the connection ended (a
     /// server's goaway naming why it refused this client, or its close before a hello, which is a TLS port's answer
-    /// to a plaintext client). Ended by the write, the calls were told only "connection closed by peer" whenever the
-    /// write met the close first.
-    static func leavesEndToReader(writeFailure error: any Error) -> Bool {
-        (error as? TransportError) == .closedByPeer
+    /// to a plaintext client); ended by the write, the calls were told only "connection closed by peer" whenever the
+    /// write met the close first. A write that meets this side's own close is part of a clean close (it can race a
+    /// keepalive ping or a last status), not a problem; a reset or a broken pipe is one.
+    func writeFailed(_ error: any Error, core: inout Core) {
+        let transportError = error as? TransportError
+        guard transportError != .closedByPeer else { return }
+        transportEnded("write failed: \(error)", isProblem: transportError != .closedLocally, core: &core)
     }
 
     /// Wakes whoever writes next: the loop flush when on the stream's loop, else the writer task.
