@@ -154,7 +154,8 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             log.info(
                 "token activated in the issuer app",
                 ["session": session.id, "digital_card_id": session.digitalCardID, "changed": "\(activated.changed)"])
-            return await finish(session, .approved, tokenState: activated.tokenState, log: log)
+            return await finish(
+                session, .approved, tokenState: activated.tokenState, stateVersion: activated.stateVersion, log: log)
         } catch let error as RPCError where [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
             throw retry(RPCError(.unavailable, "cannot reach the TSP: \(error.message); try again"))
         } catch let error as RPCError {
@@ -165,10 +166,12 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
     }
 
     /// Ends the session and tells the wallet (BANKING_APP_ACTIVATION_RESPONSE). The TSP's token is what it is even
-    /// when the wallet cannot be told; the answer says so.
+    /// when the wallet cannot be told; the answer says so. `stateVersion` is the TSP's version of `tokenState`,
+    /// passed on so that a wallet which already heard a later state of the token (a suspend through CARD_STATE)
+    /// keeps that one.
     private func finish(
         _ session: AppToAppSessions.Session, _ result: WalletV1.BankingAppActivationResult, reason: String = "",
-        tokenState: CardV1.TokenState = .unspecified, log: Logger
+        tokenState: CardV1.TokenState = .unspecified, stateVersion: UInt64 = 0, log: Logger
     ) async -> IssuerV1.AuthorizeAppSessionResponse {
         sessions.withLock { $0.finish(session.id, result) }
         var response = IssuerV1.AuthorizeAppSessionResponse(
@@ -181,7 +184,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             _ = try await WalletV1.WalletAppToApp.Client(wallet).bankingAppActivationResponse(
                 WalletV1.BankingAppActivationRequest(
                     digitalCardID: session.digitalCardID, result: result, reason: reason, tokenState: tokenState,
-                    sessionID: session.id))
+                    sessionID: session.id, stateVersion: stateVersion))
             response.walletNotified = true
         } catch {
             log.warning("the wallet could not be told the in-app outcome", ["error": "\(error)"])

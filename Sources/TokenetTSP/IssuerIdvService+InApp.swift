@@ -56,7 +56,8 @@ extension IssuerIdvService {
                 return TokenStateChange(before: before, after: await tsp.published(journaled, log: log))
             }
             return TspV1.ActivateDigitalCardResponse(
-                tokenState: change.after.state.wire, changed: change.before.state != change.after.state)
+                tokenState: change.after.state.wire, changed: change.before.state != change.after.state,
+                stateVersion: change.after.stateVersion)
         }
     }
 

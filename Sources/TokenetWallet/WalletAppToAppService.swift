@@ -127,8 +127,10 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             let log = logger.withTraceID(context.traceID)
             switch request.result {
             case .approved:
+                // The TSP's version of the state, as for its other answers and CARD_STATE: the activation can reach
+                // the wallet after a later change of the token (the issuer suspending it), which it must not undo.
                 let (stored, changed) = try store.updateTokenState(
-                    id: card.id, state: request.tokenState, nowMs: clock())
+                    id: card.id, state: request.tokenState, version: request.stateVersion, nowMs: clock())
                 if changed {
                     events.publish(
                         WalletV1.WalletEvent(

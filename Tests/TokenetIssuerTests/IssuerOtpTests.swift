@@ -24,7 +24,7 @@ final class FakeTSPIdv: TspV1.IssuerIdv.ServiceProtocol {
             return (requests.count == 1, inAppRefusal.withLock { $0 })
         }
         if let refusal { throw refusal }
-        return TspV1.ActivateDigitalCardResponse(tokenState: .active, changed: first)
+        return TspV1.ActivateDigitalCardResponse(tokenState: .active, changed: first, stateVersion: 2)
     }
 
     func activateToken(_ request: TspV1.ActivateTokenRequest, context: ServerContext) async throws

@@ -36,9 +36,11 @@ import TokenetWire
         let (tsp, tokens, card) = try await Self.steppedUp()
         let token = tokens.mint(user: "user-1", expiresAt: tsp.clock.now.addingTimeInterval(300))
         let first = try await activate(tsp, card, token)
-        #expect(first.tokenState == .active && first.changed)
+        // Made (version 1), left INACTIVE by the issuer's step-up decision (2), activated (3): the version goes with
+        // the state to the wallet, and a repeat changes neither.
+        #expect(first.tokenState == .active && first.changed && first.stateVersion == 3)
         let again = try await activate(tsp, card, token)
-        #expect(again.tokenState == .active && !again.changed)
+        #expect(again.tokenState == .active && !again.changed && again.stateVersion == 3)
         let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: card))
         #expect(history.events.last?.actor == "issuer-app:bank-a/user-1")
         #expect(history.events.last?.reason.hasPrefix("in-app ID&V") == true)

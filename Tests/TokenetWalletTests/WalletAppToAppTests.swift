@@ -83,7 +83,7 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
 
     static func steppedUp(
         provider: WalletProvider = .googlePay, methods: [CardV1.IdvMethodType] = [.otpSms, .appToApp],
-        withIssuer: Bool = true
+        withIssuer: Bool = true, stateVersion: UInt64 = 0
     ) async throws -> (WalletHarness, FakeIssuerApp) {
         let app = FakeIssuerApp()
         var configuration = WalletConfiguration()
@@ -94,7 +94,7 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
             $0.digitize = TspV1.DigitizeResponse(
                 decision: .requireAdditionalAuthentication, digitalCardID: digitalCardID, tokenState: .inactive,
                 tokenLast4: "3456", scheme: .visa, panLast4: "0054",
-                idvMethods: methods.map { CardV1.IdvMethod(id: "\($0)", type: $0) })
+                idvMethods: methods.map { CardV1.IdvMethod(id: "\($0)", type: $0) }, stateVersion: stateVersion)
         }
         _ = try await wallet.control.addCard(WalletHarness.manual("4111111111110054"))
         _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
@@ -193,5 +193,30 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
                 try await wallet.appToApp.bankingAppActivationResponse(
                     .init(digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active))
             } == .permissionDenied)
+    }
+
+    /// The issuer app's APPROVED can reach the wallet after a later change of the token, such as the issuer
+    /// suspending it heard through CARD_STATE: the wallet keeps the later state, as the TSP holds it.
+    @Test func anActivationOlderThanAStateAlreadyHeardChangesNothing() async throws {
+        let (wallet, _) = try await Self.steppedUp(stateVersion: 1)
+        let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        // Activated in the app (version 2), then suspended by the issuer (3), which the wallet hears first.
+        var suspended = TspV1.Notification(
+            messageID: "m-1", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
+            cardID: Self.digitalCardID)
+        suspended.body = .cardState(
+            .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer", stateVersion: 3))
+        try await wallet.notifications.handle(suspended)
+        let subscription = wallet.events.subscribe()
+        let late = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(
+                digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: opened.sessionID,
+                stateVersion: 2))
+        #expect(!late.changed)
+        let stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .suspended && stored?.stateVersion == 3)
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        var iterator = subscription.events.makeAsyncIterator()
+        #expect(await iterator.next()?.digitalCardID == "marker")
     }
 }

@@ -968,7 +968,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_request
   (ProtobufCMessageInit) tokenet__tsp__v1__activate_digital_card_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_digital_card_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_digital_card_response__field_descriptors[3] =
 {
   {
     "token_state",
@@ -994,15 +994,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__activate_digital_card_re
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ActivateDigitalCardResponse, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__activate_digital_card_response__field_indices_by_name[] = {
   1,   /* field[1] = changed */
+  2,   /* field[2] = state_version */
   0,   /* field[0] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__activate_digital_card_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_response__descriptor =
 {
@@ -1012,7 +1025,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__activate_digital_card_respons
   "Tokenet__Tsp__V1__ActivateDigitalCardResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ActivateDigitalCardResponse),
-  2,
+  3,
   tokenet__tsp__v1__activate_digital_card_response__field_descriptors,
   tokenet__tsp__v1__activate_digital_card_response__field_indices_by_name,
   1,  tokenet__tsp__v1__activate_digital_card_response__number_ranges,

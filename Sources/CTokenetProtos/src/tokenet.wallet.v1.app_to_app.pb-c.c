@@ -341,7 +341,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__open_issuer_app_response__
   (ProtobufCMessageInit) tokenet__wallet__v1__open_issuer_app_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__banking_app_activation_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__banking_app_activation_request__field_descriptors[6] =
 {
   {
     "digital_card_id",
@@ -403,18 +403,31 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__banking_app_activatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "state_version",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__BankingAppActivationRequest, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__banking_app_activation_request__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
   2,   /* field[2] = reason */
   1,   /* field[1] = result */
   4,   /* field[4] = session_id */
+  5,   /* field[5] = state_version */
   3,   /* field[3] = token_state */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__banking_app_activation_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__banking_app_activation_request__descriptor =
 {
@@ -424,7 +437,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__banking_app_activation_req
   "Tokenet__Wallet__V1__BankingAppActivationRequest",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__BankingAppActivationRequest),
-  5,
+  6,
   tokenet__wallet__v1__banking_app_activation_request__field_descriptors,
   tokenet__wallet__v1__banking_app_activation_request__field_indices_by_name,
   1,  tokenet__wallet__v1__banking_app_activation_request__number_ranges,

@@ -115,6 +115,11 @@ extension WalletV1 {
         /// The issuer app's session this answers.
         public var sessionID: String = ""
 
+        /// APPROVED: the version of token_state (tokenet.tsp.v1.DigitizeResponse.state_version), as the TSP answered the
+        /// issuer app. The wallet keeps a later state it already heard (a CARD_STATE suspending the token, say) and
+        /// ignores this one; 0 from an issuer app that does not send it, whose state the wallet stores as before.
+        public var stateVersion: UInt64 = 0
+
         public init() {}
 
         public init(
@@ -122,13 +127,15 @@ extension WalletV1 {
             result: WalletV1.BankingAppActivationResult = WalletV1.BankingAppActivationResult(rawValue: 0),
             reason: String = "",
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
-            sessionID: String = ""
+            sessionID: String = "",
+            stateVersion: UInt64 = 0
         ) {
             self.digitalCardID = digitalCardID
             self.result = result
             self.reason = reason
             self.tokenState = tokenState
             self.sessionID = sessionID
+            self.stateVersion = stateVersion
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -137,6 +144,7 @@ extension WalletV1 {
             self.reason = try reader.read(3)
             self.tokenState = try reader.read(4)
             self.sessionID = try reader.read(5)
+            self.stateVersion = try reader.read(6)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -145,6 +153,7 @@ extension WalletV1 {
             try writer.write(3, reason)
             try writer.write(4, tokenState)
             try writer.write(5, sessionID)
+            try writer.write(6, stateVersion)
         }
     }
 }
@@ -231,7 +240,8 @@ extension WalletV1 {
         )
 
         /// The issuer app's answer once the cardholder finished (or gave up) in the app. APPROVED records the token
-        /// state the TSP reported and emits TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
+        /// state the TSP reported, unless the wallet already holds a later one (state_version), and emits
+        /// TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
         /// FAILURE changes nothing on the card (the wallet logs the reason). An unknown digital card, or one of another
         /// issuer than the calling app's (DigitizeResponse.issuer_node_id), is NOT_FOUND; a session the wallet did not open for that card (or already heard about) is FAILED_PRECONDITION.
         public static let bankingAppActivationResponse = MethodDescriptor<WalletV1.BankingAppActivationRequest, WalletV1.BankingAppActivationAck>(

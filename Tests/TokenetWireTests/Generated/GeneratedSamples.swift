@@ -1130,6 +1130,7 @@ extension TspV1.ActivateDigitalCardResponse {
         var base = Self()
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.changed = true
+        base.stateVersion = 18446744073709551612
         return [base]
     }
 }
@@ -2099,6 +2100,7 @@ extension WalletV1.BankingAppActivationRequest {
         base.reason = "reason-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.sessionID = "session_id-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.stateVersion = 18446744073709551609
         return [base]
     }
 }

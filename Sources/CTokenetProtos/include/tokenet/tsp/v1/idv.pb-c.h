@@ -174,10 +174,15 @@ struct  Tokenet__Tsp__V1__ActivateDigitalCardResponse
    * False when the token was already ACTIVE.
    */
   protobuf_c_boolean changed;
+  /*
+   * The version of token_state (DigitizeResponse.state_version): the issuer app passes it on to the wallet, which
+   * ignores it when it already holds a later state of the token.
+   */
+  uint64_t state_version;
 };
 #define TOKENET__TSP__V1__ACTIVATE_DIGITAL_CARD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__activate_digital_card_response__descriptor) \
-    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+    , TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, 0 }
 
 
 /* Tokenet__Tsp__V1__SelectIdvMethodRequest methods */

@@ -89,10 +89,16 @@ struct  Tokenet__Wallet__V1__BankingAppActivationRequest
    * The issuer app's session this answers.
    */
   char *session_id;
+  /*
+   * APPROVED: the version of token_state (tokenet.tsp.v1.DigitizeResponse.state_version), as the TSP answered the
+   * issuer app. The wallet keeps a later state it already heard (a CARD_STATE suspending the token, say) and
+   * ignores this one; 0 from an issuer app that does not send it, whose state the wallet stores as before.
+   */
+  uint64_t state_version;
 };
 #define TOKENET__WALLET__V1__BANKING_APP_ACTIVATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__banking_app_activation_request__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__WALLET__V1__BANKING_APP_ACTIVATION_RESULT__BANKING_APP_ACTIVATION_RESULT_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__WALLET__V1__BANKING_APP_ACTIVATION_RESULT__BANKING_APP_ACTIVATION_RESULT_UNSPECIFIED, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Wallet__V1__BankingAppActivationAck
