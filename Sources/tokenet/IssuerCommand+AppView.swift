@@ -28,7 +28,20 @@ extension PartyText {
             + table(
                 ["DIGITAL CARD", "STATE", "UPDATED BY"],
                 response.cards.map {
-                    [$0.digitalCardID, $0.removed ? "REMOVED" : state($0.tokenState), $0.updatedBy]
+                    [$0.digitalCardID, $0.removed ? "REMOVED" : state($0.tokenState), updatedBy($0.updatedBy)]
                 })
+    }
+
+    /// What last changed an app card's row, in words: the view keeps the wallet event's wire name
+    /// (WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED), "pull" or "CARD_STATE", which `--json` gives as they are.
+    static func updatedBy(_ source: String) -> String {
+        switch source {
+        case "pull": "pull of the wallet's tokens"
+        case "CARD_STATE": "TSP card state message"
+        case "WALLET_EVENT_KIND_TOKENIZED_CARD_ADDED": "wallet: card added"
+        case "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED": "wallet: state changed"
+        case "WALLET_EVENT_KIND_TOKENIZED_CARD_REMOVED": "wallet: card removed"
+        default: short(source, prefix: "WALLET_EVENT_KIND_").lowercased().replacingOccurrences(of: "_", with: " ")
+        }
     }
 }

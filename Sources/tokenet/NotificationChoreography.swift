@@ -109,9 +109,8 @@ struct NotificationChoreography: DemoChoreography {
         } until: {
             $0.cards.contains { $0.digitalCardID == id && $0.tokenState == state }
         }
-        report(
-            "    issuer app: \(id) is \(PartyText.state(state)) (by \(view.cards.first { $0.digitalCardID == id }?.updatedBy ?? "?"))"
-        )
+        let updatedBy = view.cards.first { $0.digitalCardID == id }.map { PartyText.updatedBy($0.updatedBy) }
+        report("    issuer app: \(id) is \(PartyText.state(state)) (by \(updatedBy ?? "?"))")
     }
 
     private func message(_ id: String, _ nodes: Nodes, _ report: (String) -> Void) throws(CLIError) {

@@ -33,7 +33,8 @@ extension IssuerV1 {
 
         public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
-        /// "pull" (CurrentTokens) or the name of the last event that changed it, e.g. "TOKEN_STATUS_CHANGED".
+        /// "pull" (CurrentTokens), "CARD_STATE" (the TSP's message) or the wire name of the last wallet event that changed
+        /// it, e.g. "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED"; `tokenet issuer app-view` prints it in words.
         public var updatedBy: String = ""
 
         public var removed: Bool = false

@@ -42,7 +42,8 @@ struct  Tokenet__Issuer__V1__AppCard
   char *digital_card_id;
   Tokenet__Card__V1__TokenState token_state;
   /*
-   * "pull" (CurrentTokens) or the name of the last event that changed it, e.g. "TOKEN_STATUS_CHANGED".
+   * "pull" (CurrentTokens), "CARD_STATE" (the TSP's message) or the wire name of the last wallet event that changed
+   * it, e.g. "WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED"; `tokenet issuer app-view` prints it in words.
    */
   char *updated_by;
   protobuf_c_boolean removed;
