@@ -11,12 +11,35 @@ enum LifecycleArguments {
         }
     }
 
-    /// `--reason CODE`, required, as upper-case words (LOST_CARD).
+    /// The longest reason code the TSP accepts (`ChangeTokenStateRequest.reason_code`).
+    static let reasonLimit = 64
+
+    /// `--reason CODE`, required, as upper-case words (LOST_CARD). A reason code is not a set the protos list but
+    /// it has a form, which the TSP checks: 1 to 64 of A-Z, 0-9 and _, since it is kept in the token's audit trail
+    /// and shown to people. It is checked here too, so that a typo is a usage error naming the flag before any
+    /// node is asked, instead of the TSP's refusal relayed by the wallet or the issuer.
     static func reason(_ flags: PartyFlags, command: String) throws(CLIError) -> String {
-        guard let reason = flags["--reason"], !reason.isEmpty else {
+        guard let given = flags["--reason"], !given.isEmpty else {
             throw CLIError(.usage, "\(command): --reason CODE is required (e.g. USER_REQUEST, LOST_CARD)")
         }
-        return reason.uppercased()
+        let reason = given.uppercased()
+        let form = "1 to \(reasonLimit) of A-Z, 0-9 and _ (e.g. USER_REQUEST, LOST_CARD, FRAUD_SUSPECTED)"
+        guard given.unicodeScalars.count <= reasonLimit else {
+            throw CLIError(
+                .usage,
+                "\(command): --reason is \(given.unicodeScalars.count) characters long; a reason code is \(form)")
+        }
+        guard reason.utf8.count <= reasonLimit, reason.utf8.allSatisfy({ isReasonByte($0) }) else {
+            // Quoted with escapes, so that a line break or a terminal control in it shows as such.
+            throw CLIError(
+                .usage, "\(command): --reason \(String(reflecting: given)) is not a reason code: use \(form)")
+        }
+        return reason
+    }
+
+    private static func isReasonByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            || byte == UInt8(ascii: "_")
     }
 
     /// "12.50" → 1250, "7" → 700: at most two decimals, positive.

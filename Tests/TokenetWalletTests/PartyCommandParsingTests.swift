@@ -37,6 +37,21 @@ import TokenetTestSupport
         (["tsp", "history"] + nowhere, "missing DIGITAL_CARD_ID"),
         (["tsp", "tokens", "127.0.0.1:1", "extra", "--plaintext"], "unexpected arguments"),
         (["wallet", "suspend", "127.0.0.1:1", "card-1", "--plaintext"], "--reason CODE is required"),
+        // A reason code is 1 to 64 of A-Z, 0-9 and _ (lower case is upper-cased): anything else is refused here,
+        // by the flag, before any node is asked.
+        (
+            ["wallet", "delete", "127.0.0.1:1", "card-1", "--reason", "lost card", "--plaintext"],
+            "wallet delete: --reason \"lost card\" is not a reason code: use 1 to 64 of A-Z, 0-9 and _"
+        ),
+        (
+            ["issuer", "suspend-tokens", "127.0.0.1:1", "DNITHE1", "--reason", "LOST\nCARD", "--plaintext"],
+            "--reason \"LOST\\nCARD\" is not a reason code"
+        ),
+        (
+            ["tsp", "resume-token", "127.0.0.1:1", "DNITHE1", "--reason", String(repeating: "X", count: 65)]
+                + ["--plaintext"],
+            "--reason is 65 characters long; a reason code is 1 to 64 of A-Z"
+        ),
         (["wallet", "delete"] + nowhere, "missing CARD_REF"),
         (["wallet", "pay"] + nowhere, "missing CARD_REF"),
         (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give DIGITAL_CARD_IDs"),
