@@ -5,9 +5,10 @@ import Synchronization
 /// using. Kept in the wallet's database, like its cards, so a restarted wallet keeps both; a new wallet starts on
 /// its configured account (`walletAccountId` in wallet.json).
 public final class WalletSelection: Sendable {
+    /// The selected card is not kept here but read from the store (`WalletStore.selectedCardID(of:configured:)`):
+    /// a deleted token moves it, and that happens on paths that know nothing of the person's choices.
     struct Choices {
         var activeWalletAccountID: String
-        var selectedCardRef: String
     }
 
     let store: WalletStore
@@ -20,16 +21,19 @@ public final class WalletSelection: Sendable {
         let stored = try store.selection()
         self.store = store
         self.configuredAccountID = configuredAccountID
-        let active = stored.activeWalletAccountID ?? configuredAccountID
-        choices = Mutex(
-            Choices(
-                activeWalletAccountID: active,
-                selectedCardRef: try store.selectedCardID(of: active, configured: configuredAccountID).map(
-                    WalletCardRecord.ref) ?? ""))
+        choices = Mutex(Choices(activeWalletAccountID: stored.activeWalletAccountID ?? configuredAccountID))
     }
 
     public var activeWalletAccountID: String { choices.withLock { $0.activeWalletAccountID } }
-    public var selectedCardRef: String { choices.withLock { $0.selectedCardRef } }
+
+    /// The active account's selected card (`card-N`), empty when it has none.
+    public func selectedCardRef() throws(WalletError) -> String {
+        try selectedCardID(of: activeWalletAccountID).map(WalletCardRecord.ref) ?? ""
+    }
+
+    private func selectedCardID(of account: String) throws(WalletError) -> Int64? {
+        try store.selectedCardID(of: account, configured: configuredAccountID)
+    }
 
     /// The wallet's accounts: the configured one and every account the person has made active.
     public func accounts() throws(WalletError) -> [String] {
@@ -43,21 +47,20 @@ public final class WalletSelection: Sendable {
     func setActive(_ account: String, nowMs: UInt64) throws(WalletError) -> Bool {
         try change { (choices: inout Choices) throws(WalletError) -> Bool in
             guard choices.activeWalletAccountID != account else { return false }
-            let selected = try store.selectedCardID(of: account, configured: configuredAccountID)
             try store.makeActive(account, nowMs: nowMs)
             choices.activeWalletAccountID = account
-            choices.selectedCardRef = selected.map(WalletCardRecord.ref) ?? ""
             return true
         }
     }
 
-    /// Selects the card and stores it; true when it changed.
+    /// Selects the card and stores it; true when it changed. A card the selection fell back to when the selected one
+    /// was deleted is stored too when the person picks it, though the selection does not change: from then on it
+    /// is their choice.
     func select(_ card: WalletCardRecord) throws(WalletError) -> Bool {
         try change { (choices: inout Choices) throws(WalletError) -> Bool in
-            guard choices.selectedCardRef != card.cardRef else { return false }
+            let before = try selectedCardID(of: choices.activeWalletAccountID)
             try store.select(cardID: card.id)
-            choices.selectedCardRef = card.cardRef
-            return true
+            return before != card.id
         }
     }
 

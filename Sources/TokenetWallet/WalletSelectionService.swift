@@ -37,7 +37,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                     .invalidArgument,
                     "wallet_account_id must be 1 to 64 characters without spaces or control characters")
             }
-            let selectedBefore = selection.selectedCardRef
+            let selectedBefore = try selection.selectedCardRef()
             let changed = try selection.setActive(request.walletAccountID, nowMs: clock())
             if changed {
                 events.publish(
@@ -45,11 +45,12 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                         kind: .activeWalletAccountChanged, walletAccountID: request.walletAccountID, atMs: clock()))
                 // The account now in use has its own selected card (or none): the issuer apps hear the selection
                 // change too, or they would keep showing the other account's card as the one selected.
-                if selection.selectedCardRef != selectedBefore {
-                    try publishSelection(of: selection.selectedCardRef, in: request.walletAccountID)
+                let selectedNow = try selection.selectedCardRef()
+                if selectedNow != selectedBefore {
+                    try publishSelection(of: selectedNow, in: request.walletAccountID)
                 }
             }
-            return response(changed: changed)
+            return try response(changed: changed)
         }
     }
 
@@ -85,7 +86,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
                         digitalCardID: result.digitalCardID, tokenState: result.tokenState, atMs: clock()),
                     cardIssuerNodeID: card.issuerNodeID)
             }
-            return response(changed: changed)
+            return try response(changed: changed)
         }
     }
 
@@ -100,9 +101,9 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             cardIssuerNodeID: card?.issuerNodeID)
     }
 
-    private func response(changed: Bool) -> WalletV1.SelectionResponse {
+    private func response(changed: Bool) throws(WalletError) -> WalletV1.SelectionResponse {
         WalletV1.SelectionResponse(
-            activeWalletAccountID: selection.activeWalletAccountID, selectedCardRef: selection.selectedCardRef,
+            activeWalletAccountID: selection.activeWalletAccountID, selectedCardRef: try selection.selectedCardRef(),
             changed: changed)
     }
 }

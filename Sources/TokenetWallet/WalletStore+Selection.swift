@@ -1,4 +1,5 @@
 import TokenetStorage
+import TokenetWire
 
 /// The person's choices as the wallet's database keeps them; nil where nothing was chosen yet.
 public struct StoredSelection: Sendable, Equatable {
@@ -58,15 +59,34 @@ extension WalletStore {
 
     /// The selected card of wallet account `account` (`select(cardID:)`), nil when none of its cards was selected;
     /// `configured` is the account of the cards added before cards kept theirs.
+    ///
+    /// A card whose token was deleted (DEACTIVATED, by the wallet, the issuer or the TSP) is no longer shown in the
+    /// wallet app and never pays again, so it is not the selected card: the selection falls back to the card the
+    /// account selected before it, and when every card it selected was deleted, to the account's first ACTIVE card,
+    /// as a wallet app picks a new default card when the default one is removed. Read from the cards themselves, so
+    /// every path that deletes a token moves the selection, in the same write, and a restart keeps it moved.
     public func selectedCardID(of account: String, configured: String) throws(WalletError) -> Int64? {
         try run("read the selected card of wallet account \(account)") {
-            try database.queryOne(
+            let selected = try database.query(
                 """
-                SELECT id FROM cards WHERE selected_order IS NOT NULL AND COALESCE(wallet_account_id, ?) = ?
-                ORDER BY selected_order DESC LIMIT 1
-                """, [configured, account]
-            ).map { try $0.int64(0) }
+                SELECT id, result FROM cards WHERE selected_order IS NOT NULL AND COALESCE(wallet_account_id, ?) = ?
+                ORDER BY selected_order DESC
+                """, [configured, account])
+            guard !selected.isEmpty else { return nil }
+            if let live = try selected.first(where: { try Self.tokenState($0) != .deactivated }) {
+                return try live.int64(0)
+            }
+            let cards = try database.query(
+                "SELECT id, result FROM cards WHERE COALESCE(wallet_account_id, ?) = ? ORDER BY id",
+                [configured, account])
+            return try cards.first { try Self.tokenState($0) == .active }?.int64(0)
         }
+    }
+
+    /// The token state in the stored result of a row `id, result`; unspecified for a card without a digital card.
+    private static func tokenState(_ row: Row) throws -> CardV1.TokenState {
+        guard let bytes = try row.get(1, as: [UInt8]?.self) else { return .unspecified }
+        return try TspV1.DigitizeResponse(serializedBytes: bytes).tokenState
     }
 
     /// Every account the person has made active, in the order they first did.

@@ -26,15 +26,37 @@ struct WalletTokenUpdates: Sendable {
     func apply(_ state: CardV1.TokenState, version: UInt64, to card: WalletCardRecord) throws(WalletError)
         -> WalletCardRecord
     {
+        let account = card.account(configured: configuredAccountID)
+        let selectedBefore = state == .deactivated ? try selectedCard(of: account) : nil
         let (stored, changed) = try store.updateTokenState(id: card.id, state: state, version: version, nowMs: clock())
         guard changed, let digitalCardID = stored.result?.digitalCardID else { return stored }
         events.publish(
             WalletV1.WalletEvent(
                 kind: state == .deactivated ? .tokenizedCardRemoved : .tokenStatusChanged,
-                walletAccountID: stored.account(configured: configuredAccountID), digitalCardID: digitalCardID,
-                tokenState: state, atMs: clock()),
+                walletAccountID: account, digitalCardID: digitalCardID, tokenState: state, atMs: clock()),
             cardIssuerNodeID: stored.issuerNodeID)
+        if let selectedBefore, selectedBefore == card.id { try announceSelection(of: account) }
         return stored
+    }
+
+    private func selectedCard(of account: String) throws(WalletError) -> Int64? {
+        try store.selectedCardID(of: account, configured: configuredAccountID)
+    }
+
+    /// The selected card was deleted, and the selection moved (`WalletStore.selectedCardID`): the issuer apps hear
+    /// SELECTED_CARD_CHANGED with the card now selected (none when the account holds no other), as after a choice
+    /// of the person, or they would keep showing the deleted card as the one the wallet pays with. Only for the
+    /// active account, whose selection the wallet app shows; a switch to another account announces its own.
+    private func announceSelection(of account: String) throws(WalletError) {
+        let active = try store.selection().activeWalletAccountID ?? configuredAccountID
+        guard account == active else { return }
+        var now: WalletCardRecord?
+        if let id = try selectedCard(of: account) { now = try store.card(ref: WalletCardRecord.ref(id)) }
+        events.publish(
+            WalletV1.WalletEvent(
+                kind: .selectedCardChanged, walletAccountID: account, digitalCardID: now?.result?.digitalCardID ?? "",
+                tokenState: now?.result?.tokenState ?? .unspecified, atMs: clock()),
+            cardIssuerNodeID: now?.issuerNodeID)
     }
 
     /// Asks the TSP for a new batch of keys for the card's token and stores it.

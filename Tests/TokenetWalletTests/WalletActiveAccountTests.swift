@@ -115,8 +115,8 @@ import TokenetWire
         #expect(try store.selectedCardID(of: "wallet-account-2", configured: "wallet-account-1") == 2)
         #expect(try store.selectedCardID(of: "wallet-account-1", configured: "wallet-account-1") == nil)
         let selection = try WalletSelection(store: store, configuredAccountID: "wallet-account-1")
-        #expect(selection.selectedCardRef == "")
-        #expect(try selection.setActive("wallet-account-2", nowMs: 1) && selection.selectedCardRef == "card-2")
+        #expect(try selection.selectedCardRef() == "")
+        #expect(try selection.setActive("wallet-account-2", nowMs: 1) && selection.selectedCardRef() == "card-2")
     }
 
     @Test func theChoicesSurviveARestart() async throws {
