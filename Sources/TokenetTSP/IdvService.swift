@@ -33,7 +33,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             switch method.type {
             case .otpSms, .otpEmail:
                 let code = OTPCode.generate()
-                let action = try tsp.store.selectOTP(
+                let (action, previous) = try tsp.store.selectOTP(
                     digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
                     policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                 switch action {
@@ -44,9 +44,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                             retry: "select the method again")
                     } catch {
                         // The code reached no one: selecting again sends one, instead of answering that a code is
-                        // out and valid while the cardholder waits for nothing.
+                        // out and valid while the cardholder waits for nothing; a code replacing an expired one
+                        // uses up no resend.
                         try? tsp.store.otpDeliveryFailed(
-                            digitalCardID: token.digitalCardID, code: code, previous: nil,
+                            digitalCardID: token.digitalCardID, code: code, previous: previous,
                             policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                         throw error
                     }
@@ -68,7 +69,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
                         + "valid; enter it, or ask for a resend"
                 case .refused(let refusal):
-                    throw TSPError(.failedPrecondition, refusal.description)
+                    throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
                 }
             case .callCenter:
                 response.instructions =
@@ -150,9 +151,23 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             case .alreadySent:
                 throw TSPError(.internal, "a resend did not replace the code")
             case .refused(let refusal):
-                throw TSPError(.failedPrecondition, refusal.description)
+                let methods = try tsp.store.idvMethods(of: token.digitalCardID)
+                throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
             }
         }
+    }
+
+    /// For a refusal that ends one-time codes for the token, what else the cardholder can do: the other methods the
+    /// issuer offered, or, when it offered none, adding the card again (the new digitization replaces this token).
+    /// Without it a cardholder with OTP methods only was told to use another method there was none of.
+    static func otherWays(_ refusal: OTPStateMachine.Refusal, _ methods: [CardV1.IdvMethod]) -> String {
+        switch refusal {
+        case .retriesExceeded, .resendsExhausted, .codesExhausted: break
+        case .noCodeSent, .alreadyVerified: return ""
+        }
+        let others = methods.filter { $0.type != .otpSms && $0.type != .otpEmail }.map(\.id)
+        guard others.isEmpty else { return " (also offered: \(others.joined(separator: ", ")))" }
+        return " (the issuer offered no method but one-time codes: delete the card and add it again)"
     }
 
     private func requireToken(_ digitalCardID: String) throws -> TokenRecord {

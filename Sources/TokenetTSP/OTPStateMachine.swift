@@ -5,12 +5,17 @@
 /// ```
 /// (none)   --select--> PENDING        code issued: deliver it
 /// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
+/// PENDING  --select--> PENDING        the code expired: a new code by the method selected now, using up a resend
 /// PENDING  --deliveryFailed--> before   the code reached no one: back to none (first code) or the code it replaced
 /// PENDING  --resend--> PENDING        a new code, a new expiry and fresh tries, while resends are left
 /// PENDING  --submit--> VERIFIED       the right code before it expires: the driver activates the token
 /// PENDING  --submit--> PENDING        a wrong code with tries left, or an expired code (no try is used)
 /// PENDING  --submit--> LOCKED         the last try was wrong: final, another ID&V method must be used
 /// ```
+///
+/// A token gets at most `1 + maxResends` codes, whether a resend or a select after expiry asks for them: once the
+/// last has expired, select and resend are refused with `codesExhausted`, which tells the cardholder the way out
+/// (another method, or adding the card again) instead of sending them round between select and resend.
 struct OTPStateMachine: Sendable, Equatable {
     /// How long a code lives and how many tries and resends the cardholder gets.
     struct Policy: Sendable, Equatable {
@@ -41,15 +46,20 @@ struct OTPStateMachine: Sendable, Equatable {
         case alreadyVerified
         case retriesExceeded
         case resendsExhausted
-        case codeExpired
+        /// Every code the token may get was sent and the last one expired unused.
+        case codesExhausted(codes: Int)
 
         var description: String {
             switch self {
             case .noCodeSent: "no code was sent for this token; select an OTP method first"
             case .alreadyVerified: "the code for this token was already verified"
             case .retriesExceeded: "too many incorrect codes; use another verification method"
-            case .resendsExhausted: "no more codes can be sent for this token; use another verification method"
-            case .codeExpired: "the code has expired; ask for a new one with a resend"
+            case .resendsExhausted:
+                "no more codes can be sent for this token; enter the code sent, which is still valid, or use another "
+                    + "verification method"
+            case .codesExhausted(let codes):
+                "the last of the \(codes) one-time codes this token may get has expired and no more can be sent; "
+                    + "verify the cardholder another way, or delete the card and add it again"
             }
         }
     }
@@ -81,7 +91,9 @@ struct OTPStateMachine: Sendable, Equatable {
         self.challenge = challenge
     }
 
-    /// The cardholder picks an OTP method. Only the first pick issues a code; later picks report the code out.
+    /// The cardholder picks an OTP method. The first pick issues a code; later picks report the code out, or, once it
+    /// has expired, issue a new one by the method picked now from the resends left: a cardholder whose code expired
+    /// picks the method again, as the wallet app offers, and is not left to find the resend.
     mutating func select(methodID: String, candidateDigest: [UInt8], nowMs: UInt64) -> DeliveryAction {
         guard let current = challenge else {
             challenge = Challenge(
@@ -93,7 +105,9 @@ struct OTPStateMachine: Sendable, Equatable {
         case .verified: return .refused(.alreadyVerified)
         case .locked: return .refused(.retriesExceeded)
         case .pending:
-            guard nowMs < current.expiresAtMs else { return .refused(.codeExpired) }
+            guard nowMs < current.expiresAtMs else {
+                return replace(current, methodID: methodID, candidateDigest: candidateDigest, nowMs: nowMs)
+            }
             return .alreadySent(
                 methodID: current.methodID, expiresAtMs: current.expiresAtMs, attemptsLeft: current.attemptsLeft)
         }
@@ -110,19 +124,32 @@ struct OTPStateMachine: Sendable, Equatable {
 
     /// The cardholder asks for a new code: replaces the old one, with a new expiry and fresh tries.
     mutating func resend(candidateDigest: [UInt8], nowMs: UInt64) -> DeliveryAction {
-        guard var current = challenge else { return .refused(.noCodeSent) }
+        guard let current = challenge else { return .refused(.noCodeSent) }
         switch current.status {
         case .verified: return .refused(.alreadyVerified)
         case .locked: return .refused(.retriesExceeded)
         case .pending:
-            guard current.resendsLeft > 0 else { return .refused(.resendsExhausted) }
-            current.resendsLeft -= 1
-            current.codeDigest = candidateDigest
-            current.expiresAtMs = nowMs + policy.validityMs
-            current.attemptsLeft = policy.maxAttempts
-            challenge = current
-            return .deliver(methodID: current.methodID, expiresAtMs: current.expiresAtMs)
+            return replace(current, methodID: current.methodID, candidateDigest: candidateDigest, nowMs: nowMs)
         }
+    }
+
+    /// A new code in place of the pending one, by `methodID`, while resends are left. Without one left the refusal
+    /// says whether the code out can still be entered (`resendsExhausted`) or no code ever can (`codesExhausted`).
+    private mutating func replace(
+        _ pending: Challenge, methodID: String, candidateDigest: [UInt8], nowMs: UInt64
+    ) -> DeliveryAction {
+        guard pending.resendsLeft > 0 else {
+            return .refused(
+                nowMs < pending.expiresAtMs ? .resendsExhausted : .codesExhausted(codes: policy.maxResends + 1))
+        }
+        var current = pending
+        current.resendsLeft -= 1
+        current.methodID = methodID
+        current.codeDigest = candidateDigest
+        current.expiresAtMs = nowMs + policy.validityMs
+        current.attemptsLeft = policy.maxAttempts
+        challenge = current
+        return .deliver(methodID: methodID, expiresAtMs: current.expiresAtMs)
     }
 
     /// The cardholder submits a code (as its digest). An expired code uses no try.

@@ -28,17 +28,19 @@ enum OTPCode {
 
 extension TSPStore {
     /// The cardholder picks an OTP method for an INACTIVE token. `candidateCode` is delivered only when the result
-    /// says `.deliver`; otherwise the code already out stays the only valid one.
+    /// says `.deliver`; otherwise the code already out stays the only valid one. Also returns the challenge it
+    /// replaced (none for a first code, the expired one otherwise), for `otpDeliveryFailed`.
     func selectOTP(
         digitalCardID: String, methodID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
-    ) throws -> OTPStateMachine.DeliveryAction {
+    ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
         let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
         return try database.transaction { tx in
             try requireAwaitingIDV(tx, digitalCardID)
-            var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+            let previous = try challenge(tx, digitalCardID)
+            var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.select(methodID: methodID, candidateDigest: digest, nowMs: nowMs)
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
-            return action
+            return (action, previous)
         }
     }
 

@@ -105,11 +105,72 @@ import TokenetWire
         tsp.clock.advance(seconds: 600)
         let expired = try await submit(tsp, card, old)
         #expect(expired.result == .expiredCode && expired.tokenState == .inactive)
-        await expectRPCError(.failedPrecondition, "resend") { try await select(tsp, card, "otp-email") }
         let resent = try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
         #expect(resent.codeExpiresAtMs == tsp.clock.now.unixMilliseconds + 600_000)
         #expect(tsp.otp.sent.count == 2 && tsp.otp.sent.last?.type == .otpEmail)
         #expect(try await submit(tsp, card, try #require(tsp.otp.lastCode)).result == .success)
+    }
+
+    /// A cardholder whose code expired picks a method again, as the wallet app offers: a new code goes by that
+    /// method. Once the token's 4 codes (the first and 3 more) are spent and the last has expired, selecting and
+    /// resending both say that no more codes can be sent and what else the cardholder can do, instead of leaving the
+    /// token waiting with select pointing at resend and resend at another method.
+    @Test func anExpiredCodeIsReplacedBySelectingAgainUntilTheTokensCodesAreSpent() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card, "otp-sms")
+        tsp.clock.advance(seconds: 600)
+        let again = try await select(tsp, card, "otp-email")
+        #expect(again.codeSent && again.method?.id == "otp-email" && again.triesLeft == 3)
+        #expect(tsp.otp.sent.count == 2 && tsp.otp.sent.last?.type == .otpEmail)
+        for _ in 0..<2 {
+            tsp.clock.advance(seconds: 600)
+            #expect(try await select(tsp, card, "otp-sms").codeSent)
+        }
+        #expect(tsp.otp.sent.count == 4)
+        await expectRPCError(.failedPrecondition, "enter the code sent, which is still valid") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        tsp.clock.advance(seconds: 600)
+        let spent = "the last of the 4 one-time codes this token may get has expired and no more can be sent"
+        await expectRPCError(.failedPrecondition, spent) { try await select(tsp, card, "otp-email") }
+        await expectRPCError(.failedPrecondition, "(also offered: call-center)") {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        #expect(tsp.otp.sent.count == 4)
+        let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: card))
+        #expect(history.token?.state == .inactive)
+        // The call centre is still a way out.
+        _ = try await select(tsp, card, "call-center")
+    }
+
+    /// A new code in place of an expired one that the issuer could not deliver uses up no resend: the expired code
+    /// stands as before, and selecting again sends one.
+    @Test func aCodeReplacingAnExpiredOneThatReachedNoOneUsesNoResend() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        tsp.clock.advance(seconds: 600)
+        tsp.otp.setFailing(true)
+        for _ in 0..<4 {
+            await expectRPCError(.unavailable, "select the method again") { try await select(tsp, card, "otp-email") }
+        }
+        tsp.otp.setFailing(false)
+        for _ in 0..<3 {
+            #expect(try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card)).triesLeft == 3)
+        }
+        #expect(tsp.otp.sent.count == 4)
+    }
+
+    /// With one-time codes the only methods offered, the way out is adding the card again.
+    @Test func withOnlyCodesOfferedTheWayOutIsAddingTheCardAgain() {
+        let methods = [
+            CardV1.IdvMethod(id: "otp-sms", type: .otpSms), CardV1.IdvMethod(id: "otp-email", type: .otpEmail),
+        ]
+        #expect(
+            IdvService.otherWays(.codesExhausted(codes: 4), methods)
+                == " (the issuer offered no method but one-time codes: delete the card and add it again)")
+        #expect(IdvService.otherWays(.noCodeSent, methods) == "")
     }
 
     @Test func exhaustedTriesLockTheCode() async throws {

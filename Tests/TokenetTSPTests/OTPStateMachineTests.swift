@@ -64,20 +64,45 @@ import Testing
         #expect(machine.challenge?.status == .locked)
     }
 
-    @Test func expiredCodeUsesNoTryAndCanBeReplacedByResend() {
-        let (results, _) = Self.run([
+    /// An expired code is replaced by picking a method again (by the method picked now) or by a resend, each using
+    /// up a resend.
+    @Test func expiredCodeUsesNoTryAndIsReplacedBySelectOrResend() {
+        let (results, machine) = Self.run([
             .select("otp-email", Self.codeA, at: 0), .submit(Self.codeA, at: Self.tenMinutes),
-            .submit(Self.codeA, at: Self.tenMinutes + 1), .select("otp-email", Self.codeB, at: Self.tenMinutes + 2),
-            .resend(Self.codeB, at: Self.tenMinutes + 3), .submit(Self.codeA, at: Self.tenMinutes + 4),
-            .submit(Self.codeB, at: Self.tenMinutes + 5),
+            .submit(Self.codeA, at: Self.tenMinutes + 1), .select("otp-sms", Self.codeB, at: Self.tenMinutes + 2),
+            .submit(Self.codeA, at: Self.tenMinutes + 3), .resend(Self.codeA, at: 3 * Self.tenMinutes),
+            .submit(Self.codeB, at: 3 * Self.tenMinutes + 1), .submit(Self.codeA, at: 3 * Self.tenMinutes + 2),
         ])
         #expect(
             results == [
                 .delivery(.deliver(methodID: "otp-email", expiresAtMs: Self.tenMinutes)), .submit(.expiredCode),
-                .submit(.expiredCode), .delivery(.refused(.codeExpired)),
-                .delivery(.deliver(methodID: "otp-email", expiresAtMs: 2 * Self.tenMinutes + 3)),
+                .submit(.expiredCode), .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 2 * Self.tenMinutes + 2)),
+                .submit(.incorrectCode(attemptsLeft: 2)),
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 4 * Self.tenMinutes)),
                 .submit(.incorrectCode(attemptsLeft: 2)), .submit(.success),
             ])
+        #expect(machine.challenge?.resendsLeft == 1)
+    }
+
+    /// A token gets 1 + maxResends codes, whether resends or picks after expiry ask for them. Without a resend left
+    /// a code still valid can be entered (resendsExhausted); once it has expired, no code ever can, and select and
+    /// resend both say so (codesExhausted) instead of pointing at each other.
+    @Test func codesAreBoundedAcrossSelectAndResend() {
+        let policy = Machine.Policy(maxAttempts: 3, validityMs: 100, maxResends: 1)
+        let (results, machine) = Self.run(
+            [
+                .select("otp-sms", Self.codeA, at: 0), .select("otp-email", Self.codeB, at: 100),
+                .resend(Self.codeA, at: 150), .select("otp-sms", Self.codeA, at: 200), .resend(Self.codeA, at: 201),
+                .submit(Self.codeB, at: 202),
+            ], policy: policy)
+        #expect(
+            results == [
+                .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 100)),
+                .delivery(.deliver(methodID: "otp-email", expiresAtMs: 200)),
+                .delivery(.refused(.resendsExhausted)), .delivery(.refused(.codesExhausted(codes: 2))),
+                .delivery(.refused(.codesExhausted(codes: 2))), .submit(.expiredCode),
+            ])
+        #expect(machine.challenge?.status == .pending && machine.challenge?.codeDigest == Self.codeB)
     }
 
     /// A code that reached no one puts the challenge back as it was before the code was issued: none for a first

@@ -29,7 +29,8 @@ import TokenetTestSupport
 
     func select(_ store: TSPStore, code: String, at: UInt64 = t0) throws -> OTPStateMachine.DeliveryAction {
         try store.selectOTP(
-            digitalCardID: Self.card, methodID: "otp-sms", candidateCode: code, policy: Self.policy, nowMs: at)
+            digitalCardID: Self.card, methodID: "otp-sms", candidateCode: code, policy: Self.policy, nowMs: at
+        ).action
     }
 
     func submit(_ store: TSPStore, code: String, at: UInt64 = t0 + 1) throws -> OTPStateMachine.SubmitResult {

@@ -407,7 +407,10 @@ extension TspV1 {
         public static let serviceName = "tokenet.tsp.v1.Idv"
 
         /// OTP methods: the TSP generates a code and the issuer delivers it. Asking again while the code is valid sends
-        /// nothing new and keeps its expiry. CALL_CENTER: nothing is sent; the answer says whom to call.
+        /// nothing new and keeps its expiry; once it has expired, a new code goes by the method asked for, using up a
+        /// resend (a token gets 1 + otp_max_resends codes in all). With none left, FAILED_PRECONDITION says no more codes
+        /// can be sent and names the other methods offered, or that the card must be added again when there are none.
+        /// CALL_CENTER: nothing is sent; the answer says whom to call.
         public static let selectIdvMethod = MethodDescriptor<TspV1.SelectIdvMethodRequest, TspV1.SelectIdvMethodResponse>(
             service: serviceName, name: "SelectIdvMethod", kind: .unary, allowedRoles: ["wallet"]
         )
@@ -417,7 +420,7 @@ extension TspV1 {
             service: serviceName, name: "SubmitOtp", kind: .unary, allowedRoles: ["wallet"]
         )
 
-        /// A new code through the same method, a bounded number of times.
+        /// A new code through the same method, a bounded number of times (shared with SelectIdvMethod after expiry).
         public static let resendOTP = MethodDescriptor<TspV1.ResendOtpRequest, TspV1.ResendOtpResponse>(
             service: serviceName, name: "ResendOtp", kind: .unary, allowedRoles: ["wallet"]
         )
