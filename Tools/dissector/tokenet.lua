@@ -267,7 +267,8 @@ local function dissect_frame(range, pinfo, tree, frame)
 
     if kind == "hello" then
         for _, field in ipairs(body_fields) do
-            if field.number == 1 then
+            -- Each field is read by the wire type it has: a version sent length-delimited has no value to show.
+            if field.number == 1 and field.wire_type == 0 then
                 tree:add(f.version, field.whole, field.value)
                 summary = summary .. " v" .. field.value
             elseif field.number == 2 and field.range then

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+import TokenetWire
+
+/// The dissector and the diagram on captures written byte for byte (`PlaintextCapture`): segments a live capture
+/// rarely shows, frames that are not well formed, and captures that are not what the tools expect. Needs tshark
+/// (Tools/setup installs it), but no root.
+@Suite struct DissectorCaptureTests {
+    static let check = "/tokenet.health.v1.Health/Check"
+
+    static func hello() -> WireV1.Frame {
+        var hello = WireV1.Hello()
+        hello.protocolVersion = 1
+        hello.agent = "tokenet/1"
+        return WireV1.Frame(streamID: 0, kind: .hello(hello))
+    }
+
+    /// A Health/Check call's frames from the client and from the server, with `trace` as its trace id.
+    static func checkCall(stream: UInt32, trace: String) throws -> (client: [UInt8], server: [UInt8]) {
+        let start = WireV1.CallStart(
+            method: check, metadata: [WireV1.MetadataEntry(key: "tokenet-trace-id", value: .text(trace))])
+        var response = HealthV1.HealthCheckResponse()
+        response.status = .serving
+        let client = try PlaintextCapture.bytes([
+            WireV1.Frame(streamID: stream, kind: .callStart(start)),
+            WireV1.Frame(streamID: stream, kind: .message(WireV1.Message(data: Data()))),
+            WireV1.Frame(streamID: stream, kind: .halfClose(WireV1.HalfClose())),
+        ])
+        let server = try PlaintextCapture.bytes([
+            WireV1.Frame(streamID: stream, kind: .message(WireV1.Message(data: try response.serializedData()))),
+            WireV1.Frame(streamID: stream, kind: .status(WireV1.Status())),
+        ])
+        return (client, server)
+    }
+
+    static func shark(_ arguments: [String]) async throws -> ProcessResult {
+        try await offThePool { () throws -> ProcessResult in
+            try LaunchedProcess(
+                executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/tokenet-shark")), arguments
+            ).waitForExit(limit: 120)
+        }
+    }
+
+    static func diagram(_ arguments: [String]) async throws -> ProcessResult {
+        try await offThePool { () throws -> ProcessResult in
+            try LaunchedProcess(
+                executable: URL(fileURLWithPath: "/usr/bin/python3"),
+                [PackageRoot.path("Tools/dissector/tokenet-diagram")] + arguments
+            ).waitForExit(limit: 120)
+        }
+    }
+
+    /// A hello whose protocol_version is length-delimited instead of a varint stopped the Lua script ("calling 'add'
+    /// on bad self"): the packet showed as bare TCP, with a Lua error in its tree instead of the frame.
+    @Test func aFieldOfTheWrongWireTypeIsShownNotALuaError() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40001)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: true)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: false)
+        // Frame { hello (2) { protocol_version (1) as bytes of length 0 } }
+        capture.send([0, 0, 0, 4, 0x12, 0x02, 0x0A, 0x00], on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await Self.shark(["-r", directory.path("capture.pcap"), "-V", "-O", "tokenet"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stdout.contains("Lua Error"), "\(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "Kind: hello").count == 4, "\(result.stdout)")
+    }
+}
