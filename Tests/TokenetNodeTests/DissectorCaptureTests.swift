@@ -67,4 +67,22 @@ import TokenetWire
         #expect(!result.stdout.contains("Lua Error"), "\(result.stdout)")
         #expect(result.stdout.components(separatedBy: "Kind: hello").count == 4, "\(result.stdout)")
     }
+
+    /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
+    /// "code 8".
+    @Test func everyGoawayCodeHasItsName() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40002)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: true)
+        var goaway = WireV1.GoAway()
+        goaway.code = .tooManyConnections
+        goaway.reason = "tokenet://wallet/wallet-1 holds 64 connections"
+        let frames = [Self.hello(), WireV1.Frame(streamID: 0, kind: .goaway(goaway))]
+        capture.send(try PlaintextCapture.bytes(frames), on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await Self.shark(["-r", directory.path("capture.pcap")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("goaway TOO_MANY_CONNECTIONS last=0 \"tokenet://wallet"), "\(result.stdout)")
+    }
 }

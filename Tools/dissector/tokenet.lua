@@ -28,6 +28,7 @@ local status_names = {
 local goaway_names = {
     [0] = "NO_ERROR", [1] = "PROTOCOL_ERROR", [2] = "UNSUPPORTED_VERSION", [3] = "FRAME_TOO_LARGE",
     [4] = "IDLE_TIMEOUT", [5] = "KEEPALIVE_TIMEOUT", [6] = "SHUTTING_DOWN", [7] = "INTERNAL_ERROR",
+    [8] = "TOO_MANY_CONNECTIONS",
 }
 
 -- Frame's `kind` oneof: field number -> name, as in tokenet/wire/v1/frame.proto.
