@@ -68,6 +68,25 @@ import TokenetWire
         #expect(result.stdout.components(separatedBy: "Kind: hello").count == 4, "\(result.stdout)")
     }
 
+    /// A node on a port that Wireshark registers for another protocol (21064 is dlm3's; a demo issuer-node drew
+    /// it) went to that protocol before any heuristic could find the hello: every call to that node was missing
+    /// from the packets and from the diagram, without a word.
+    @Test func aNodeOnAnotherProtocolsPortIsFoundByItsHello() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40003, serverPort: 21064)
+        let call = try Self.checkCall(stream: 1, trace: "0123456789abcde")
+        capture.send(try PlaintextCapture.bytes([Self.hello()]) + call.client, on: &connection, fromClient: true)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]) + call.server, on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let packets = try await Self.shark(["-r", directory.path("capture.pcap")])
+        #expect(packets.status == 0, "\(packets.stderr)")
+        #expect(packets.stdout.contains("1 call_start \(Self.check)"), "\(packets.stdout)")
+        let diagram = try await Self.diagram(["--format", "text", directory.path("capture.pcap")])
+        #expect(diagram.status == 0, "\(diagram.stderr)")
+        #expect(diagram.stdout.contains("127.0.0.1:40003 <- 127.0.0.1:21064  OK"), "\(diagram.stdout)")
+    }
+
     /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
     /// "code 8".
     @Test func everyGoawayCodeHasItsName() async throws {
