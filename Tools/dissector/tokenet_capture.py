@@ -35,15 +35,35 @@ class Frame:
 
 
 class Capture:
-    def __init__(self, frames, identities):
+    def __init__(self, frames, identities, tls_connections=(), problem=None):
         self.frames = frames
         # "address:port" -> the tokenet://ROLE/ID of the certificate that endpoint presented.
         self.identities = identities
+        # The connections (tcp.stream) that began TLS with a ClientHello.
+        self.tls_connections = set(tls_connections)
+        # Why tshark stopped before the end of the file (a capture cut short or damaged), or None: the frames are
+        # the ones before that point.
+        self.problem = problem
+
+    def unread_tls_connections(self):
+        """The TLS connections that show no Tokenet frame: the key log has no secrets for them (or they ended
+        before their first frame, or carry something else)."""
+        return self.tls_connections - {frame.connection for frame in self.frames}
+
+
+# What tshark says of a file that it read only in part; the packets before that point are in its output.
+CUT_SHORT = ("appears to have been cut short", "appears to be damaged or corrupt")
+
+
+def tshark_message(stderr):
+    """tshark's complaint without the lines that say nothing about the capture."""
+    lines = [line for line in stderr.strip().splitlines() if line and not line.startswith("Running as user")]
+    return "\n".join(lines)[-2000:]
 
 
 def read(pcap, keylog=None):
     """Dissects `pcap` (with the TLS secrets in `keylog`, when given) and returns its Capture. Raises RuntimeError
-    with tshark's message when tshark fails."""
+    with tshark's message when tshark fails, unless the file is only cut short (Capture.problem says so)."""
     arguments = [
         os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
         "-Y", "tokenet || x509ce.uniformResourceIdentifier || tls.handshake.type == 1",
@@ -53,10 +73,20 @@ def read(pcap, keylog=None):
     environment = dict(os.environ)
     environment.pop("SSLKEYLOGFILE", None)
     result = subprocess.run(arguments, capture_output=True, text=True, env=environment, timeout=600)
+    message = tshark_message(result.stderr)
+    problem = None
     if result.returncode != 0:
-        raise RuntimeError("tokenet-shark failed: " + result.stderr.strip()[-2000:])
+        # A capture whose writer was stopped mid-packet (dumpcap killed, a disk full, a file still being written)
+        # still holds every packet before that point, and tshark has written them whole.
+        if not any(words in message for words in CUT_SHORT):
+            raise RuntimeError(message.removeprefix("tokenet-shark: ") or "tokenet-shark failed")
+        problem = message.removeprefix("tshark: ")
+    try:
+        packets = ElementTree.fromstring(result.stdout).iter("packet")
+    except ElementTree.ParseError as error:
+        raise RuntimeError("tshark's output cannot be read (%s): %s" % (error, message))
     frames, identities, sessions = [], {}, {}
-    for element in ElementTree.fromstring(result.stdout).iter("packet"):
+    for element in packets:
         packet = {}
         for proto in element.iter("proto"):
             if proto.get("name") in ("frame", "ip", "ipv6", "tcp"):
@@ -84,4 +114,4 @@ def read(pcap, keylog=None):
             identities.setdefault(source, uris[0])
     for frame in frames:
         frame.session = sessions.get(frame.connection, frame.connection)
-    return Capture(frames, identities)
+    return Capture(frames, identities, sessions.keys(), problem)

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+import TokenetWire
+
+/// `tokenet-diagram` on captures that are not whole, not decryptable or not what the command asks for: each says
+/// what is wrong and what to do, and a diagram drawn from part of a capture does not pass for the whole of it.
+@Suite struct DiagramCaptureTests {
+    /// A capture of two Health/Check calls on one plaintext connection, with trace ids `first` and `second`.
+    static func twoCalls(first: String = "0000000000000f1", second: String = "0000000000000f2") throws
+        -> PlaintextCapture
+    {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40010)
+        let hello = try PlaintextCapture.bytes([DissectorCaptureTests.hello()])
+        capture.send(hello, on: &connection, fromClient: true)
+        capture.send(hello, on: &connection, fromClient: false)
+        for (stream, trace) in [(UInt32(1), first), (3, second)] {
+            let call = try DissectorCaptureTests.checkCall(stream: stream, trace: trace)
+            capture.send(call.client, on: &connection, fromClient: true)
+            capture.send(call.server, on: &connection, fromClient: false)
+        }
+        return capture
+    }
+
+    /// A TLS ClientHello (TLS 1.3, one cipher suite, no extensions) from `clientPort` to port 443: a connection the
+    /// capture shows as TLS, whose frames no key log in the test can decrypt.
+    static func addTLSConnection(to capture: inout PlaintextCapture, clientPort: UInt16) {
+        var connection = capture.connect(clientPort: clientPort, serverPort: 443)
+        let body: [UInt8] = [0x03, 0x03] + [UInt8](repeating: 0x5A, count: 32) + [0, 0, 2, 0x13, 0x01, 1, 0, 0, 0]
+        let handshake: [UInt8] = [1, 0, 0, UInt8(body.count)] + body
+        let record: [UInt8] = [0x16, 0x03, 0x01, 0, UInt8(handshake.count)] + handshake
+        capture.send(record, on: &connection, fromClient: true)
+    }
+
+    /// A capture cut short in its last packet (dumpcap killed, or the file read while still written) gave no
+    /// diagram at all, only tshark's complaint: the calls before the cut are drawn, and the exit status says the
+    /// capture is not whole.
+    @Test func aCaptureCutShortDrawsTheCallsBeforeTheCut() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try Self.twoCalls().write(to: path)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        try whole.prefix(whole.count - 10).write(to: URL(fileURLWithPath: path))
+        let result = try await DissectorCaptureTests.diagram(["--format", "text", path])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stdout.contains("tokenet.health.v1.Health/Check  trace 0000000000000f1"), "\(result.stdout)")
+        #expect(result.stdout.contains("OK  (1.0 ms)"), "\(result.stdout)")
+        #expect(result.stdout.contains("trace 0000000000000f2"), "\(result.stdout)")
+        #expect(
+            result.stderr.contains("tokenet-diagram: the capture ends early, so the diagram stops there"),
+            "\(result.stderr)")
+        #expect(result.stderr.contains("cut short in the middle of a packet"), "\(result.stderr)")
+        #expect(!result.stderr.contains("Running as user"), "\(result.stderr)")
+    }
+
+    /// A trace id that no call carries was reported as if the capture held no call at all, with advice about the
+    /// key log that did not apply.
+    @Test func aTraceIdThatNoCallCarriesIsToldApartFromAnEmptyCapture() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try Self.twoCalls().write(to: path)
+        let result = try await DissectorCaptureTests.diagram(["--trace", "123456789abcdef", path])
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty, "\(result.stdout)")
+        #expect(
+            result.stderr
+                == "tokenet-diagram: none of the 2 calls in \(path) has trace id 123456789abcdef (they carry 2 trace "
+                + "ids; without --trace, --format text lists each call with its own)\n")
+    }
+
+    /// An empty file (a capture nothing was written to) read as a capture without calls, and a directory as a
+    /// missing file.
+    @Test func aFileThatIsNoCaptureIsNamedForWhatItIs() async throws {
+        let directory = try TemporaryDirectory()
+        let empty = directory.path("empty.pcap")
+        try Data().write(to: URL(fileURLWithPath: empty))
+        let result = try await DissectorCaptureTests.diagram([empty])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr == "tokenet-diagram: the capture \(empty) is empty (0 bytes): nothing was written to it\n")
+        let folder = try await DissectorCaptureTests.diagram([directory.url.path])
+        #expect(folder.status == 1)
+        #expect(folder.stderr.contains("\(directory.url.path) is not a file"), "\(folder.stderr)")
+    }
+
+    /// TLS connections that show no Tokenet frame: with no calls at all the key log was blamed only when none was
+    /// given, and a key log that was empty or another run's went unmentioned; and when some connections were read,
+    /// the diagram of those passed for the whole capture.
+    @Test func tlsThatCannotBeReadIsCounted() async throws {
+        let directory = try TemporaryDirectory()
+        let tlsOnly = directory.path("tls.pcap")
+        var capture = PlaintextCapture()
+        Self.addTLSConnection(to: &capture, clientPort: 40020)
+        try capture.write(to: tlsOnly)
+        let keylog = directory.path("keys.log")
+        try Data().write(to: URL(fileURLWithPath: keylog))
+
+        let without = try await DissectorCaptureTests.diagram([tlsOnly])
+        #expect(without.status == 1)
+        #expect(
+            without.stderr
+                == "tokenet-diagram: no Tokenet call in \(tlsOnly): 1 TLS connection cannot be read without --keylog "
+                + "and the secrets the nodes wrote to SSLKEYLOGFILE\n")
+        let empty = try await DissectorCaptureTests.diagram(["--keylog", keylog, tlsOnly])
+        #expect(empty.status == 1)
+        #expect(
+            empty.stderr.hasPrefix(
+                "tokenet-diagram: no Tokenet call in \(tlsOnly): 1 TLS connection shows no Tokenet frame, since "
+                    + "\(keylog) holds no secrets for it"),
+            "\(empty.stderr)")
+
+        let mixed = directory.path("mixed.pcap")
+        capture = try Self.twoCalls()
+        Self.addTLSConnection(to: &capture, clientPort: 40021)
+        try capture.write(to: mixed)
+        let partial = try await DissectorCaptureTests.diagram(["--keylog", keylog, mixed])
+        #expect(partial.status == 0, "\(partial.stderr)")
+        #expect(partial.stdout.contains("tokenet.health.v1.Health/Check"), "\(partial.stdout)")
+        #expect(
+            partial.stderr.hasPrefix("tokenet-diagram: warning, calls may be missing: 1 TLS connection shows no"),
+            "\(partial.stderr)")
+
+        let missing = try await DissectorCaptureTests.diagram(["--keylog", directory.path("nothing.log"), mixed])
+        #expect(missing.status == 2)
+        #expect(missing.stderr == "tokenet-diagram: --keylog: no key log file \(directory.path("nothing.log"))\n")
+    }
+}
