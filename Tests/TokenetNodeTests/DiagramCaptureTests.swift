@@ -69,6 +69,16 @@ import TokenetWire
                 + "ids; without --trace, --format text lists each call with its own)\n")
     }
 
+    /// `--help` printed argparse's list of options (`--trace TRACE`) without a word on what they do or what the exit
+    /// statuses mean, which the script's own text says.
+    @Test func helpSaysWhatEachOptionDoes() async throws {
+        let result = try await DissectorCaptureTests.diagram(["--help"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Draws the calls in a capture of Tokenet traffic"), "\(result.stdout)")
+        #expect(result.stdout.contains("--trace ID       only the calls of one flow"), "\(result.stdout)")
+        #expect(result.stdout.contains("2 on bad usage"), "\(result.stdout)")
+    }
+
     /// An empty file (a capture nothing was written to) read as a capture without calls, and a directory as a
     /// missing file.
     @Test func aFileThatIsNoCaptureIsNamedForWhatItIs() async throws {
