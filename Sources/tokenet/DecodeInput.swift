@@ -16,6 +16,7 @@ enum DecodeInput {
 
     /// Pairs of hex digits; whitespace and colons between them are ignored (`xxd -p`, Wireshark's "Copy as Hex").
     static func hex(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
+        if isFollowOutput(input) { throw followOutputError }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(input.count / 2)
         var high: UInt8?
@@ -41,6 +42,22 @@ enum DecodeInput {
         guard high == nil else { throw CLIError(.usage, "decode: --hex: the input ends in half a byte (an odd digit)") }
         return bytes
     }
+
+    /// `tshark -z follow,tls,raw,N` prints both sides of a connection under a header (`====…`, `Follow: tls,raw`),
+    /// one side's lines indented with a tab: read as hex, the header's first `=` was all the command named.
+    static func isFollowOutput(_ input: [UInt8]) -> Bool {
+        let text = String(decoding: input.prefix(4096), as: UTF8.self)
+        return text.contains("Follow: ") && text.drop { $0.isWhitespace }.hasPrefix("====")
+    }
+
+    static let followOutputError = CLIError(
+        .usage,
+        """
+        decode: --hex: this is tshark's follow output, which holds both sides of the connection under a header; \
+        decode reads one side: the lines that start with a tab are one side (sed -n 's/^\\t//p' FILE > one.hex), \
+        the other lines of hex digits the other side (grep -E '^[0-9a-f]+$' FILE > other.hex); give the client's \
+        side (the one with the call_start frames) as --calls CLIENT and the server's as FILE
+        """)
 
     private static func hexDigit(_ character: UInt8) -> UInt8? {
         switch character {

@@ -155,6 +155,13 @@ import TokenetWire
         (["--hex"], "\u{0}", 2, "decode: --hex: byte 0 at offset 0 is not a hex digit"),
         (["--hex"], "0\u{7F}", 2, "decode: --hex: byte 127 at offset 1 is not a hex digit"),
         (["--hex"], "0801f", 2, "decode: --hex: the input ends in half a byte"),
+        // tshark -z follow,tls,raw,N as it prints: a header, then both sides, one of them indented with a tab.
+        (
+            ["--hex"],
+            "\n===================================================================\nFollow: tls,raw\n"
+                + "Filter: tcp.stream eq 5\nNode 0: 127.0.0.1:26349\nNode 1: :0\n\t0000000412020801\n00000000\n",
+            2, "decode: --hex: this is tshark's follow output, which holds both sides of the connection"
+        ),
         (["--base64"], "*not*", 2, "decode: --base64: the input is not base64"),
         (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
         (["--method", "/no.Such/Method"], "", 2, "decode: --method: this build has no method '/no.Such/Method'"),
