@@ -49,7 +49,9 @@ enum DecodeCommand {
                     self.type = type
                 case .valued("--calls", let file): callsFile = file
                 case .valued("--method", let path):
-                    guard let method = Self.method(path) else {
+                    // Written as tokenet call takes it (pkg.Service/Method, pkg.Service.Method), a method this build
+                    // knows was refused as unknown for its missing leading slash.
+                    guard let wirePath = try? CallCommand.methodPath(path), let method = Self.method(wirePath) else {
                         throw CLIError(
                             .usage,
                             "decode: --method: this build has no method \(Self.shown(path)) (/package.Service/Method)")
@@ -192,7 +194,7 @@ enum DecodeCommand {
                        and its messages are decoded as the responses of the calls CLIENT started.
           --method /package.Service/Method
                        Decode the messages of calls whose call_start is not in the input as this method's
-                       responses.
+                       responses (written as tokenet call takes it: package.Service/Method also does).
 
         Exit status: 0 when everything was decoded; 1 when the bytes are not what they should be (what was
         decoded before is printed, and the message says where it stopped); 2 for bad options or input that is

@@ -84,6 +84,12 @@ import TokenetWire
         #expect(alone.stdout.contains("\"data\": \"CAE=\""), "\(alone.stdout)")
         let named = try await runTokenet(["decode", "--hex", "--method", Self.check, server])
         #expect(named.stdout.contains("\"status\": \"SERVING_STATUS_SERVING\""), "\(named.stdout)")
+        // As tokenet call takes a method: without the leading slash, or with a dot before the method's name.
+        for written in ["tokenet.health.v1.Health/Check", "tokenet.health.v1.Health.Check"] {
+            let asCalled = try await runTokenet(["decode", "--hex", "--method", written, server])
+            #expect(asCalled.status == 0, "\(written): \(asCalled.stderr)")
+            #expect(asCalled.stdout == named.stdout, "\(written)")
+        }
     }
 
     @Test func oneMessageOfANamedType() async throws {
