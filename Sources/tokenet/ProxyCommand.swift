@@ -29,6 +29,11 @@ enum ProxyCommand {
             var upstream: HostPort?
             var faults: [Fault] = []
             func address(_ flag: String, _ text: String) throws(CLIError) -> HostPort {
+                // A port past 65535 is the mistake to name: "with an IPv4 host" sent the eye to a host that was fine.
+                if HostPort(parsing: text) == nil, let port = HostPort.portPastRange(in: text) {
+                    throw CLIError(
+                        .usage, "proxy: \(flag): '\(text)' has port \(port), past the last port (65535)")
+                }
                 guard let address = HostPort(parsing: text), address.hostIsIPv4OrLocalhost else {
                     throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with an IPv4 host, got '\(text)'")
                 }

@@ -185,6 +185,11 @@ import TokenetTestSupport
         for (arguments, message) in [
             ([String](), "proxy: --to HOST:PORT is required"),
             (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IPv4 host, got 'nowhere'"),
+            (["--to", "127.0.0.1:70002"], "proxy: --to: '127.0.0.1:70002' has port 70002, past the last port (65535)"),
+            (
+                ["--to", "127.0.0.1:7002", "--listen", "127.0.0.1:99999"],
+                "proxy: --listen: '127.0.0.1:99999' has port 99999, past the last port (65535)"
+            ),
             (["--to", "127.0.0.1:7000", "--delay", "5"], "proxy: --delay: expected a duration such as 200ms"),
             (["--to", "127.0.0.1:7000", "--partition", "--refuse"], "give at most one of --delay, --partition"),
             (["--to", "127.0.0.1:7000", "--drop"], "proxy: unknown option '--drop'"),
