@@ -160,7 +160,8 @@ enum ProxyCommand {
         connections=1'), or 'error: ...' for a line that is not one; 'status' only answers. End of input leaves the
         proxy running; SIGTERM or SIGINT closes every connection and exits 0.
 
-        Exit status: 0 when stopped by a signal; 1 when the address cannot be bound; 2 for bad options.
+        Exit status: 0 when stopped by a signal; 2 for bad options or a --listen address that cannot be bound
+        (in use, or not this machine's: the message says what to do); 1 when the proxy cannot start otherwise.
 
         Example: the TSP reaches the issuer through a proxy that is partitioned after a while.
           tokenet proxy --listen 127.0.0.1:7102 --to 127.0.0.1:7002 < commands.fifo &

@@ -211,5 +211,9 @@ import TokenetTestSupport
                 "tokenet: proxy: --listen \(listen): bind \(listen) failed: Cannot assign requested address (errno 99); "
                     + "192.0.2.1 is not an address of this machine; listen on 127.0.0.1"), "\(result.stderr)")
         #expect(!result.stderr.contains("invalidAddress"), "\(result.stderr)")
+        // The help's exit statuses say the same: they gave 1 for an address that cannot be bound.
+        let help = try await LaunchedProcess.run("tokenet", ["proxy", "--help"])
+        #expect(
+            help.stdout.contains("2 for bad options or a --listen address that cannot be bound"), "\(help.stdout)")
     }
 }
