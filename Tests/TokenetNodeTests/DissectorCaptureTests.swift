@@ -87,6 +87,41 @@ import TokenetWire
         #expect(diagram.stdout.contains("127.0.0.1:40003 <- 127.0.0.1:21064  OK"), "\(diagram.stdout)")
     }
 
+    /// A key log that is a directory was handed to tshark, which decrypted nothing without a word; an empty one
+    /// (SSLKEYLOGFILE exported after the nodes started) likewise.
+    @Test func aKeyLogThatHoldsNoSecretsIsNamed() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40004)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let folder = try await Self.shark(["--keylog", directory.url.path, "-r", directory.path("capture.pcap")])
+        #expect(folder.status == 2, "\(folder.stderr)")
+        #expect(folder.stderr.hasPrefix("tokenet-shark: the key log \(directory.url.path) is a directory"))
+        try Data().write(to: URL(fileURLWithPath: directory.path("keys.log")))
+        let empty = try await Self.shark(["--keylog", directory.path("keys.log"), "-r", directory.path("capture.pcap")])
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(empty.stdout.contains("hello v1 tokenet/1"), "\(empty.stdout)")
+        #expect(
+            empty.stderr.hasPrefix(
+                "tokenet-shark: the key log \(directory.path("keys.log")) is empty, so no TLS traffic can be decrypted"),
+            "\(empty.stderr)")
+    }
+
+    /// The live tap is started before the nodes whose key log it names: refusing a key log that did not exist yet
+    /// ("cannot read the key log") stopped the tap, though tshark reads the file once it is written.
+    @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
+    func aLiveTapStartsBeforeItsKeyLogIsWritten() async throws {
+        let directory = try TemporaryDirectory()
+        let keylog = directory.path("keys.log")
+        // Stopped by tshark itself after a second, on a port nothing uses.
+        let result = try await Self.shark(["--keylog", keylog, "-i", "lo", "-f", "tcp port 9", "-a", "duration:1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("tokenet-shark: the key log \(keylog) does not exist yet; TLS is decrypted once"),
+            "\(result.stderr)")
+    }
+
     /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
     /// "code 8".
     @Test func everyGoawayCodeHasItsName() async throws {
