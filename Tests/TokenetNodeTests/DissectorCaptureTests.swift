@@ -122,6 +122,21 @@ import TokenetWire
             "\(result.stderr)")
     }
 
+    /// `--help` printed a fixed range of the script's lines, which ran past its comment into `set -euo pipefail`
+    /// (tokenet-shark) once the text was shorter than the range.
+    @Test(arguments: ["tokenet-shark", "install"])
+    func helpIsTheScriptsCommentAndNothingElse(script: String) async throws {
+        let result = try await offThePool { () throws -> ProcessResult in
+            try LaunchedProcess(
+                executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/\(script)")), ["--help"]
+            ).waitForExit(limit: 60)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Usage: Tools/dissector/\(script) [--keylog FILE]"), "\(result.stdout)")
+        #expect(!result.stdout.contains("set -euo pipefail"), "\(result.stdout)")
+        #expect(!result.stdout.contains("here="), "\(result.stdout)")
+    }
+
     /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
     /// "code 8".
     @Test func everyGoawayCodeHasItsName() async throws {
