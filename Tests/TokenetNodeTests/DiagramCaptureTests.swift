@@ -136,3 +136,56 @@ import TokenetWire
         #expect(missing.stderr == "tokenet-diagram: --keylog: no key log file \(directory.path("nothing.log"))\n")
     }
 }
+
+extension DiagramCaptureTests {
+    /// The number of responses showed on every failed unary call ("NOT_FOUND: … (0 messages)"), read "(1 messages)",
+    /// and was left off a cancelled stream however many it had carried.
+    @Test func responsesAreCountedWhereTheySaySomething() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40030)
+        let hello = try PlaintextCapture.bytes([DissectorCaptureTests.hello()])
+        capture.send(hello, on: &connection, fromClient: true)
+        capture.send(hello, on: &connection, fromClient: false)
+        func start(_ stream: UInt32, _ method: String) throws -> [UInt8] {
+            try PlaintextCapture.bytes([
+                WireV1.Frame(streamID: stream, kind: .callStart(WireV1.CallStart(method: method, metadata: []))),
+                WireV1.Frame(streamID: stream, kind: .message(WireV1.Message(data: Data()))),
+                WireV1.Frame(streamID: stream, kind: .halfClose(WireV1.HalfClose())),
+            ])
+        }
+        func responses(_ stream: UInt32, _ count: Int) throws -> [UInt8] {
+            let message = WireV1.Message(data: Data([8, 1]))
+            let frames = (0..<count).map { _ in WireV1.Frame(streamID: stream, kind: .message(message)) }
+            return try PlaintextCapture.bytes(frames)
+        }
+        var failed = WireV1.Status()
+        failed.code = .notFound
+        failed.message = "no such card"
+        var cutOff = WireV1.Status()
+        cutOff.code = .deadlineExceeded
+        var cancel = WireV1.Cancel()
+        cancel.reason = "cancelled by the caller"
+        // A unary call that fails; a Watch cut off by its deadline after one message; a Watch cancelled after three.
+        capture.send(try start(1, "/tokenet.tsp.v1.TspControl/GetToken"), on: &connection, fromClient: true)
+        capture.send(
+            try PlaintextCapture.bytes([WireV1.Frame(streamID: 1, kind: .status(failed))]), on: &connection,
+            fromClient: false)
+        capture.send(try start(3, "/tokenet.health.v1.Health/Watch"), on: &connection, fromClient: true)
+        capture.send(
+            try responses(3, 1) + PlaintextCapture.bytes([WireV1.Frame(streamID: 3, kind: .status(cutOff))]),
+            on: &connection, fromClient: false)
+        capture.send(try start(5, "/tokenet.health.v1.Health/Watch"), on: &connection, fromClient: true)
+        capture.send(try responses(5, 3), on: &connection, fromClient: false)
+        capture.send(
+            try PlaintextCapture.bytes([WireV1.Frame(streamID: 5, kind: .cancel(cancel))]), on: &connection,
+            fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await DissectorCaptureTests.diagram([directory.path("capture.pcap")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("P2--xP1: NOT_FOUND: no such card\n"), "\(result.stdout)")
+        #expect(result.stdout.contains("P2--xP1: DEADLINE_EXCEEDED (1 message)\n"), "\(result.stdout)")
+        #expect(
+            result.stdout.hasSuffix("P1-xP2: cancelled: cancelled by the caller (3 messages)\n"), "\(result.stdout)")
+    }
+}
