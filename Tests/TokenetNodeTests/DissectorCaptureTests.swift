@@ -137,6 +137,25 @@ import TokenetWire
         #expect(!result.stdout.contains("here="), "\(result.stdout)")
     }
 
+    /// Only a call's call_start carries its trace id: filtering on it (`tokenet.trace_id == "…"`, the flow across
+    /// the nodes) found the starts of the flow's calls, never how they ended.
+    @Test func aTraceIdFilterFindsEveryFrameOfItsCalls() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40005)
+        let call = try Self.checkCall(stream: 1, trace: "0123456789abcde")
+        capture.send(try PlaintextCapture.bytes([Self.hello()]) + call.client, on: &connection, fromClient: true)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: false)
+        capture.send(call.server, on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await Self.shark([
+            "-r", directory.path("capture.pcap"), "-Y", "tokenet.trace_id == \"0123456789abcde\"",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("1 call_start \(Self.check)"), "\(result.stdout)")
+        #expect(result.stdout.contains("1 message response (2 bytes), 1 status OK"), "\(result.stdout)")
+    }
+
     /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
     /// "code 8".
     @Test func everyGoawayCodeHasItsName() async throws {

@@ -261,6 +261,9 @@ local function dissect_frame(range, pinfo, tree, frame)
         if call then
             tree:add(f.method, range(0, 0), call.method):set_generated()
             tree:add(f.call_frame, range(0, 0), call.started):set_generated()
+            -- Only the call_start carries the trace id: shown on every frame of the call, a filter on it finds the
+            -- flow's messages, statuses and cancels too, not only the starts of its calls.
+            if call.trace then tree:add(f.trace_id, range(0, 0), call.trace):set_generated() end
         else
             tree:add_proto_expert_info(ef_unknown_stream)
         end
@@ -286,19 +289,20 @@ local function dissect_frame(range, pinfo, tree, frame)
             end
         end
     elseif kind == "call_start" then
-        local method = ""
+        local method, trace = "", nil
         for _, field in ipairs(body_fields) do
             if field.number == 1 then
                 method = text(field)
                 tree:add(f.method, field.range or field.whole, method)
             elseif field.number == 2 and field.wire_type == 2 then
-                add_metadata(tree, field)
+                local key, value = add_metadata(tree, field)
+                if key == "tokenet-trace-id" then trace = value end
             elseif field.number == 3 and field.wire_type == 0 then
                 tree:add(f.timeout, field.whole, varint_uint64(field.value_range))
             end
         end
         if not pinfo.visited or calls[frame.stream_id] == nil then
-            calls[frame.stream_id] = { method = method, client = sender(pinfo), started = pinfo.number }
+            calls[frame.stream_id] = { method = method, client = sender(pinfo), started = pinfo.number, trace = trace }
         end
         summary = summary .. " " .. method
     elseif kind == "message" then
