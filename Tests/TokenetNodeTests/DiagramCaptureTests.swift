@@ -33,6 +33,30 @@ import TokenetWire
         capture.send(record, on: &connection, fromClient: true)
     }
 
+    /// A capture started after a TLS connection was opened shows neither its SYN nor its ClientHello: its records
+    /// cannot be decrypted, and the calls on it were left out of the diagram without a word (the nodes' connections
+    /// to each other stay open, so a capture started after the nodes drew none of their calls to each other).
+    @Test func tlsBegunBeforeTheCaptureIsCounted() async throws {
+        var capture = try Self.twoCalls()
+        var connection = capture.connect(clientPort: 40022, serverPort: 443, handshake: false)
+        let record: [UInt8] = [0x17, 0x03, 0x03, 0, 32] + [UInt8](repeating: 0xA5, count: 32)
+        capture.send(record, on: &connection, fromClient: true)
+        capture.send(record, on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let keylog = directory.path("keys.log")
+        try Data("# no secrets\n".utf8).write(to: URL(fileURLWithPath: keylog))
+        let result = try await DissectorCaptureTests.diagram(["--keylog", keylog, "--format", "text", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("trace 0000000000000f2"), "\(result.stdout)")
+        #expect(
+            result.stderr
+                == "tokenet-diagram: warning, calls may be missing: 1 TLS connection began before the capture did, "
+                + "so it cannot be decrypted; start the capture before the nodes, which keep their connections to "
+                + "each other open\n")
+    }
+
     /// A capture cut short in its last packet (dumpcap killed, or the file read while still written) gave no
     /// diagram at all, only tshark's complaint: the calls before the cut are drawn, and the exit status says the
     /// capture is not whole.

@@ -35,12 +35,15 @@ class Frame:
 
 
 class Capture:
-    def __init__(self, frames, identities, tls_connections=(), problem=None):
+    def __init__(self, frames, identities, tls_connections=(), problem=None, opened=(), encrypted=()):
         self.frames = frames
         # "address:port" -> the tokenet://ROLE/ID of the certificate that endpoint presented.
         self.identities = identities
         # The connections (tcp.stream) that began TLS with a ClientHello.
         self.tls_connections = set(tls_connections)
+        # The connections whose SYN is in the capture, and those with TLS application data that showed no frame.
+        self.opened = set(opened)
+        self.encrypted = set(encrypted)
         # Why tshark stopped before the end of the file (a capture cut short or damaged), or None: the frames are
         # the ones before that point.
         self.problem = problem
@@ -49,6 +52,13 @@ class Capture:
         """The TLS connections that show no Tokenet frame: the key log has no secrets for them (or they ended
         before their first frame, or carry something else)."""
         return self.tls_connections - {frame.connection for frame in self.frames}
+
+    def connections_begun_before(self):
+        """The TLS connections opened before the capture began (neither their SYN nor their ClientHello is in it):
+        without the ClientHello the key log's secrets cannot be matched to them, so none of their calls show. Nodes
+        keep their connections to each other open, so a capture started after the nodes misses those calls."""
+        shown = {frame.connection for frame in self.frames}
+        return self.encrypted - self.opened - self.tls_connections - shown
 
 
 # What tshark says of a file that it read only in part; the packets before that point are in its output.
@@ -66,7 +76,8 @@ def read(pcap, keylog=None):
     with tshark's message when tshark fails, unless the file is only cut short (Capture.problem says so)."""
     arguments = [
         os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
-        "-Y", "tokenet || x509ce.uniformResourceIdentifier || tls.handshake.type == 1",
+        "-Y", "tokenet || x509ce.uniformResourceIdentifier || tls.handshake.type == 1"
+        " || (tcp.flags.syn == 1 && tcp.flags.ack == 0) || (tls.record.content_type == 23 && !tokenet)",
     ]
     if keylog:
         arguments[1:1] = ["--keylog", keylog]
@@ -85,13 +96,20 @@ def read(pcap, keylog=None):
         packets = ElementTree.fromstring(result.stdout).iter("packet")
     except ElementTree.ParseError as error:
         raise RuntimeError("tshark's output cannot be read (%s): %s" % (error, message))
-    frames, identities, sessions = [], {}, {}
+    frames, identities, sessions, opened, encrypted = [], {}, {}, set(), set()
     for element in packets:
         packet = {}
         for proto in element.iter("proto"):
             if proto.get("name") in ("frame", "ip", "ipv6", "tcp"):
                 for field in proto.iter("field"):
                     packet.setdefault(field.get("name"), field.get("show"))
+        if packet.get("tcp.flags.syn") == "1" and packet.get("tcp.flags.ack") == "0":
+            opened.add(packet.get("tcp.stream"))
+        if any(
+            field.get("name") == "tls.record.content_type" and field.get("show") == "23"
+            for field in element.iter("field")
+        ):
+            encrypted.add(packet.get("tcp.stream"))
         for proto in element.iter("proto"):
             if proto.get("name") == "tokenet":
                 frames.append(Frame(proto, packet))
@@ -114,4 +132,4 @@ def read(pcap, keylog=None):
             identities.setdefault(source, uris[0])
     for frame in frames:
         frame.session = sessions.get(frame.connection, frame.connection)
-    return Capture(frames, identities, sessions.keys(), problem)
+    return Capture(frames, identities, sessions.keys(), problem, opened, encrypted)
