@@ -12,17 +12,50 @@ enum DecodeCommand {
         valuedOptions: Options.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try Options(parsing: arguments)
-        let bytes = try DecodeInput.bytes(try read(options.file), encoding: options.encoding)
+        let input = try read(options.file)
+        let bytes = try DecodeInput.bytes(input, encoding: options.encoding)
         if let type = options.type {
-            printOut(try message(bytes, as: type))
+            printOut(
+                try notText(input, named: options.file, options) { () throws(CLIError) in
+                    try message(bytes, as: type)
+                })
             return 0
         }
         var answered: [UInt32: AnyMethodDescriptor] = [:]
         if let file = options.callsFile {
-            answered = try calls(in: try DecodeInput.bytes(try read(file), encoding: options.encoding), file: file)
+            let client = try read(file)
+            answered = try notText(client, named: file, options) { () throws(CLIError) in
+                try calls(in: try DecodeInput.bytes(client, encoding: options.encoding), file: file)
+            }
         }
-        try frames(bytes, answering: answered, method: options.method)
+        try notText(input, named: options.file, options) { () throws(CLIError) in
+            try frames(bytes, answering: answered, method: options.method)
+        }
         return 0
+    }
+
+    /// Runs `decode`; when it fails on raw input that is hex or base64 text, says to give --hex or --base64: the
+    /// text's first characters read as a length prefix of hundreds of megabytes, which the frame decoder reported as
+    /// a peer that "does not speak Tokenet".
+    static func notText<T>(
+        _ input: [UInt8], named file: String?, _ options: Options, _ decode: () throws(CLIError) -> T
+    ) throws(CLIError) -> T {
+        do {
+            return try decode()
+        } catch {
+            guard options.encoding == .raw else { throw error }
+            let name = file.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
+            if let flag = DecodeInput.textEncoding(of: input) {
+                throw CLIError(.usage, "decode: \(name) holds \(flag) text, not bytes: add --\(flag)")
+            }
+            if options.type == nil, DecodeInput.startsWithText(input) {
+                throw CLIError(
+                    .data,
+                    "decode: \(name) holds text, not Tokenet frames (whose length prefix starts with a zero byte); "
+                        + "give the bytes of one side of a connection, or hex or base64 of them with --hex or --base64")
+            }
+            throw error
+        }
     }
 
     struct Options {
@@ -197,8 +230,8 @@ enum DecodeCommand {
                        responses (written as tokenet call takes it: package.Service/Method also does).
 
         Exit status: 0 when everything was decoded; 1 when the bytes are not what they should be (what was
-        decoded before is printed, and the message says where it stopped); 2 for bad options or input that is
-        not hex or base64.
+        decoded before is printed, and the message says where it stopped); 2 for bad options, input that is
+        not hex or base64, or hex or base64 text given without --hex or --base64.
 
         Examples:
           tokenet decode --type tokenet.health.v1.HealthCheckResponse --hex <<< 0801

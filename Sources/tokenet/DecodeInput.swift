@@ -43,6 +43,21 @@ enum DecodeInput {
         return bytes
     }
 
+    /// "hex" or "base64" when raw input is wholly text of that encoding (whitespace and, for hex, colons aside):
+    /// frames never are, since a length prefix of at most 4 MiB starts with a zero byte.
+    static func textEncoding(of input: [UInt8]) -> String? {
+        let text = input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }
+        guard !text.isEmpty else { return nil }
+        if text.allSatisfy({ hexDigit($0) != nil || $0 == UInt8(ascii: ":") }) { return "hex" }
+        let base64 = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=".utf8)
+        return text.allSatisfy { base64.contains($0) } ? "base64" : nil
+    }
+
+    /// Whether the input's first bytes are printable text or whitespace, where frames start with a zero byte.
+    static func startsWithText(_ input: [UInt8]) -> Bool {
+        !input.isEmpty && input.prefix(4).allSatisfy { (0x20...0x7E).contains($0) || (9...13).contains($0) }
+    }
+
     /// `tshark -z follow,tls,raw,N` prints both sides of a connection under a header (`====…`, `Follow: tls,raw`),
     /// one side's lines indented with a tab: read as hex, the header's first `=` was all the command named.
     static func isFollowOutput(_ input: [UInt8]) -> Bool {

@@ -175,6 +175,15 @@ import TokenetWire
         (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
         (["--frames"], "", 2, "decode: unknown option '--frames'"),
         (["--hex"], "", 1, "decode: the input holds no frame"),
+        // Encoded text without its flag: its first characters read as a length prefix of hundreds of megabytes,
+        // reported as a peer that "does not speak Tokenet".
+        ([], "0000000412020801\n", 2, "decode: standard input holds hex text, not bytes: add --hex"),
+        ([], "AAAABBICCAE=\n", 2, "decode: standard input holds base64 text, not bytes: add --base64"),
+        (
+            ["--type", "tokenet.health.v1.HealthCheckResponse"], "08:01:ff\n", 2,
+            "decode: standard input holds hex text, not bytes: add --hex"
+        ),
+        ([], "{\"status\": 1}\n", 1, "decode: standard input holds text, not Tokenet frames"),
         (
             ["--hex", "--type", "tokenet.health.v1.HealthCheckResponse"], "ff", 1,
             "tokenet: decode: the bytes are not a valid tokenet.health.v1.HealthCheckResponse message\n"
@@ -187,5 +196,6 @@ import TokenetWire
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
         #expect(!result.stderr.contains("invalidMessage"), "\(result.stderr)")
+        #expect(!result.stderr.contains("peer"), "\(result.stderr)")
     }
 }
