@@ -57,6 +57,32 @@ import TokenetWire
                 + "each other open\n")
     }
 
+    /// A call whose status is not in the capture (its node killed, the capture stopped first) was drawn with its
+    /// request and nothing after, as if still running or its answer left out: it ends with a note saying so.
+    @Test func aCallWithoutItsStatusIsNoted() async throws {
+        var capture = try Self.twoCalls()
+        var connection = capture.connect(clientPort: 40023)
+        let call = try DissectorCaptureTests.checkCall(stream: 1, trace: "0000000000000f3")
+        let hello = try PlaintextCapture.bytes([DissectorCaptureTests.hello()])
+        capture.send(hello + call.client, on: &connection, fromClient: true)
+        // The server's hello and its response, but no status.
+        var response = HealthV1.HealthCheckResponse()
+        response.status = .serving
+        let message = WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: try response.serializedData())))
+        capture.send(hello + (try PlaintextCapture.bytes([message])), on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let text = try await DissectorCaptureTests.diagram(["--format", "text", "--trace", "0000000000000f3", path])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(
+            text.stdout.hasSuffix("127.0.0.1:40023 .. 127.0.0.1:7001   no status in the capture (1 message)\n"),
+            "\(text.stdout)")
+        let mermaid = try await DissectorCaptureTests.diagram(["--trace", "0000000000000f3", path])
+        let note = "    Note over P1,P2: no status in the capture (1 message)\n"
+        #expect(mermaid.stdout.hasSuffix(note), "\(mermaid.stdout)")
+    }
+
     /// A capture cut short in its last packet (dumpcap killed, or the file read while still written) gave no
     /// diagram at all, only tshark's complaint: the calls before the cut are drawn, and the exit status says the
     /// capture is not whole.
