@@ -14,8 +14,13 @@ public final class FaultProxy: Sendable {
     public let port: UInt16
     public let upstreamHost: String
     public let upstreamPort: UInt16
+    /// Told of each connection to the upstream address: nil when made, the error when it could not be. The client
+    /// only sees its connection close, which its TLS reports as an unexpected end of file: the proxy's operator is
+    /// the one who can be told that the upstream address answers nothing.
+    public typealias UpstreamReport = @Sendable (_ failure: (any Error)?) -> Void
 
     private let listener: PlainListener
+    private let upstreamReport: UpstreamReport?
     private let state: Mutex<State>
 
     /// A chunk on its way out, not to be written before `notBefore`.
@@ -42,9 +47,11 @@ public final class FaultProxy: Sendable {
     }
 
     private init(
-        listener: PlainListener, upstreamHost: String, upstreamPort: UInt16, fault: Fault, holdLimit: Int
+        listener: PlainListener, upstreamHost: String, upstreamPort: UInt16, fault: Fault, holdLimit: Int,
+        upstreamReport: UpstreamReport?
     ) {
         self.listener = listener
+        self.upstreamReport = upstreamReport
         host = listener.host
         port = listener.port
         self.upstreamHost = upstreamHost
@@ -58,13 +65,13 @@ public final class FaultProxy: Sendable {
     /// `fault` in force from the start. Serve them with `serve()`. Throws `FaultError(.address)`.
     public static func bind(
         host: String = "127.0.0.1", port: UInt16 = 0, upstreamHost: String, upstreamPort: UInt16,
-        fault: Fault = .none, holdLimit: Int = 1 << 20, on loop: EventLoop
+        fault: Fault = .none, holdLimit: Int = 1 << 20, on loop: EventLoop, upstreamReport: UpstreamReport? = nil
     ) async throws(FaultError) -> FaultProxy {
         do {
             let listener = try await PlainListener.bind(host: host, port: port, on: loop)
             return FaultProxy(
                 listener: listener, upstreamHost: upstreamHost, upstreamPort: upstreamPort, fault: fault,
-                holdLimit: holdLimit)
+                holdLimit: holdLimit, upstreamReport: upstreamReport)
         } catch {
             throw FaultError(.address, "cannot listen on \(host):\(port)", cause: error)
         }
@@ -139,10 +146,12 @@ public final class FaultProxy: Sendable {
             upstream = try await PlainConnection.connect(host: upstreamHost, port: upstreamPort, on: client.eventLoop)
         } catch {
             // As if the upstream refused the connection: the client sees it close.
+            upstreamReport?(error)
             _ = state.withLock { $0.machine.ended(id) }
             await client.close()
             return
         }
+        upstreamReport?(nil)
         let (toUpstream, toUpstreamOut) = AsyncStream<Outgoing>.makeStream()
         let (toClient, toClientOut) = AsyncStream<Outgoing>.makeStream()
         let (aborted, abort) = AsyncStream<Void>.makeStream()

@@ -78,7 +78,8 @@ enum ProxyCommand {
                 defer { loop.shutdown() }
                 let proxy = try await FaultProxy.bind(
                     host: options.listen.host, port: options.listen.port, upstreamHost: options.upstream.host,
-                    upstreamPort: options.upstream.port, fault: options.fault, on: loop)
+                    upstreamPort: options.upstream.port, fault: options.fault, on: loop,
+                    upstreamReport: upstreamReport(to: options.upstream))
                 let stopped = Atomic<Bool>(false)
                 let watcher = StopSignalWatcher { _ in
                     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -103,6 +104,24 @@ enum ProxyCommand {
         }
         try outcome.get()
         return 0
+    }
+
+    /// Says on standard error when connections to --to fail, once until one succeeds again: a peer that retries
+    /// would otherwise fill the terminal, and without it the only sign was the client's "unexpected eof".
+    static func upstreamReport(to upstream: HostPort) -> FaultProxy.UpstreamReport {
+        let failing = Atomic<Bool>(false)
+        return { failure in
+            guard let failure else {
+                if failing.exchange(false, ordering: .acquiringAndReleasing) {
+                    printError("tokenet: proxy: connected to --to \(upstream) again")
+                }
+                return
+            }
+            guard !failing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            printError(
+                "tokenet: proxy: cannot connect to --to \(upstream) (\(failure)), so each client's connection is "
+                    + "closed at once; start the node there, or give the address it listens on")
+        }
     }
 
     static func status(of proxy: FaultProxy) -> String {
@@ -139,7 +158,9 @@ enum ProxyCommand {
         Carries every TCP connection made to --listen (default 127.0.0.1:0, a free port) on to --to, as a fault in
         force says. It never reads inside the bytes, so TLS passes through end to end: point a node's peer address
         (such as tsp-node --issuer) or the CLI at the proxy instead of the node, and both ends still authenticate
-        each other. Once listening it prints 'PROXY listen=HOST:PORT to=HOST:PORT fault=none connections=0'.
+        each other. Once listening it prints 'PROXY listen=HOST:PORT to=HOST:PORT fault=none connections=0'. When
+        nothing answers at --to, each client's connection is closed and standard error says so, once until a
+        connection to --to succeeds again.
 
         Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
         without one):

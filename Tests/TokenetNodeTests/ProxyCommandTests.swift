@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 @testable import TokenetNode
 
@@ -198,6 +199,51 @@ import TokenetTestSupport
             #expect(result.status == 2, "\(arguments): \(result)")
             #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
         }
+    }
+
+    /// A --to address where nothing listens: each client's connection is closed at once, and the client's TLS
+    /// could only say "unexpected eof". The proxy says why on standard error, once however often clients retry.
+    @Test func anUpstreamThatAnswersNothingIsNamedOnce() async throws {
+        let loop = try EventLoop(name: "test-proxy-closed-port")
+        defer { loop.shutdown() }
+        let listener = try await PlainListener.bind(on: loop)
+        await listener.close()
+        let upstream = "127.0.0.1:\(listener.port)"
+        let result = try await offThePool { () throws -> (calls: [ProcessResult], stderr: String) in
+            let directory = try TemporaryDirectory()
+            let proxy = Process()
+            proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
+            proxy.arguments = ["proxy", "--to", upstream]
+            let commands = Pipe()
+            proxy.standardInput = commands
+            for name in ["out", "err"] {
+                _ = FileManager.default.createFile(atPath: directory.path(name), contents: nil)
+            }
+            proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("out")))
+            proxy.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("err")))
+            try proxy.run()
+            defer { PythonClientInteropTests.stop(proxy) }
+            let banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
+                Rig.lines(of: directory.path("out")).first
+            }
+            let address = String(banner.split(separator: " ")[1].dropFirst("listen=".count))
+            let pki = DevelopmentPKI.shared
+            let tls = [
+                "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ]
+            let calls = try (0..<3).map { _ in
+                try LaunchedProcess.run("tokenet", ["call", address, "tokenet.health.v1.Health/Check"] + tls)
+            }
+            PythonClientInteropTests.stop(proxy)
+            return (calls, (try? String(contentsOfFile: directory.path("err"), encoding: .utf8)) ?? "")
+        }
+        #expect(result.calls.allSatisfy { $0.status == 1 }, "\(result.calls)")
+        #expect(
+            result.stderr
+                == "tokenet: proxy: cannot connect to --to \(upstream) (connect failed: Connection refused (errno 111)), "
+                + "so each client's connection is closed at once; start the node there, or give the address it "
+                + "listens on\n",
+            "\(result.stderr)")
     }
 
     /// A --listen address that cannot be bound is the user's to change (status 2): said with what to do about it,
