@@ -239,3 +239,42 @@ extension DiagramCaptureTests {
             result.stdout.hasSuffix("P1-xP2: cancelled: cancelled by the caller (3 messages)\n"), "\(result.stdout)")
     }
 }
+
+extension DiagramCaptureTests {
+    /// Read through `| head`, the diagram ended in a Python traceback (BrokenPipeError) once its reader had gone.
+    @Test func aReaderThatStopsEarlyEndsTheDiagramQuietly() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40040)
+        let hello = try PlaintextCapture.bytes([DissectorCaptureTests.hello()])
+        capture.send(hello, on: &connection, fromClient: true)
+        capture.send(hello, on: &connection, fromClient: false)
+        // More lines of text than a pipe holds (64 KiB), so that the writer meets the closed pipe.
+        for stream in stride(from: UInt32(1), to: 1600, by: 2) {
+            let call = try DissectorCaptureTests.checkCall(stream: stream, trace: "00000000000\(stream + 10000)")
+            capture.send(call.client, on: &connection, fromClient: true)
+            capture.send(call.server, on: &connection, fromClient: false)
+        }
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        let stderr = directory.path("stderr")
+        try capture.write(to: path)
+        let result = try await offThePool { () throws -> (status: Int32, stderr: String) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [
+                PackageRoot.path("Tools/dissector/tokenet-diagram"), "--format", "text", path,
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            _ = FileManager.default.createFile(atPath: stderr, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
+            try process.run()
+            // The reader goes away before reading anything, as `| head -0` would.
+            try output.fileHandleForReading.close()
+            process.waitUntilExit(killingAfter: 120)
+            return (process.terminationStatus, try String(contentsOfFile: stderr, encoding: .utf8))
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")
+    }
+}
