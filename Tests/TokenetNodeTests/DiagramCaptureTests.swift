@@ -129,6 +129,17 @@ import TokenetWire
         #expect(result.stdout.contains("2 on bad usage"), "\(result.stdout)")
     }
 
+    /// A name given with --name went into the Mermaid text as typed: a ";" ended the participant's line there and
+    /// a "#" began an entity, so the diagram did not draw.
+    @Test func aGivenNameKeepsTheMermaidTextWhole() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try Self.twoCalls().write(to: path)
+        let result = try await DissectorCaptureTests.diagram(["--name", "127.0.0.1:7001=tsp; node #1", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("    participant P2 as tsp, node no.1\n"), "\(result.stdout)")
+    }
+
     /// An empty file (a capture nothing was written to) read as a capture without calls, and a directory as a
     /// missing file.
     @Test func aFileThatIsNoCaptureIsNamedForWhatItIs() async throws {
