@@ -156,6 +156,39 @@ import TokenetWire
         #expect(result.stdout.contains("1 message response (2 bytes), 1 status OK"), "\(result.stdout)")
     }
 
+    /// A peer may announce a max_frame_size above the 4 MiB default in its hello, and then receive frames that
+    /// long: the dissector took each for "above the limit" and read the rest of the connection out of step.
+    @Test func aFrameUpToTheReceiversAnnouncedLimitIsReassembled() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40006)
+        var hello = WireV1.Hello()
+        hello.protocolVersion = 1
+        var settings = WireV1.Settings()
+        settings.maxFrameSize = 8 << 20
+        hello.settings = settings
+        let start = WireV1.CallStart(method: "/tokenet.bench.v1.Bench/Echo", metadata: [])
+        let client = try PlaintextCapture.bytes([
+            WireV1.Frame(streamID: 0, kind: .hello(hello)), WireV1.Frame(streamID: 1, kind: .callStart(start)),
+            WireV1.Frame(streamID: 1, kind: .halfClose(WireV1.HalfClose())),
+        ])
+        capture.send(client, on: &connection, fromClient: true)
+        var echo = BenchV1.EchoResponse()
+        echo.payload = Data(count: 5 << 20)
+        let large = WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: try echo.serializedData())))
+        let server =
+            try PlaintextCapture.bytes([Self.hello()]) + FrameEncoder(maximumFrameSize: 8 << 20).encode(large)
+            + PlaintextCapture.bytes([WireV1.Frame(streamID: 1, kind: .status(WireV1.Status()))])
+        for offset in stride(from: 0, to: server.count, by: 60_000) {
+            capture.send(Array(server[offset..<min(offset + 60_000, server.count)]), on: &connection, fromClient: false)
+        }
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await Self.shark(["-r", directory.path("capture.pcap")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("1 message response (5242885 bytes), 1 status OK"), "\(result.stdout)")
+        #expect(!result.stdout.contains("above the limit"), "\(result.stdout)")
+    }
+
     /// GO_AWAY_CODE_TOO_MANY_CONNECTIONS, which a server sends to a peer over its connection limit, showed as
     /// "code 8".
     @Test func everyGoawayCodeHasItsName() async throws {

@@ -85,7 +85,8 @@ tokenet.prefs.plaintext_ports = Pref.range("Plaintext ports", "",
 tokenet.prefs.heuristic = Pref.bool("Find connections by content", true,
     "Recognise Tokenet connections on any port by their first frame")
 tokenet.prefs.max_frame_size = Pref.uint("Largest frame length", 4194304,
-    "Frame length prefixes above this are taken as not Tokenet (the protocol's default max_frame_size is 4 MiB)")
+    "Frame length prefixes above this are taken as not Tokenet (the protocol's default max_frame_size is 4 MiB), "
+        .. "unless the receiver's hello announced a larger max_frame_size")
 
 local tcp_stream_field = Field.new("tcp.stream")
 local protobuf = Dissector.get("protobuf")
@@ -185,6 +186,9 @@ end
 local connections = {}
 -- Connections whose first frame the heuristic recognised.
 local recognised = {}
+-- Per connection, the max_frame_size each endpoint (address:port) announced in its hello: the frames sent to it
+-- may be that long, which a peer may set above the 4 MiB default.
+local frame_limits = {}
 
 local function connection_key(pinfo)
     local stream = tcp_stream_field()
@@ -212,6 +216,14 @@ end
 function tokenet.init()
     connections = {}
     recognised = {}
+    frame_limits = {}
+end
+
+-- The longest frame the receiver of this packet accepts: what it announced, or the preference when that is more.
+local function frame_limit(pinfo)
+    local limits = frame_limits[connection_key(pinfo)]
+    local announced = limits and limits[tostring(pinfo.dst) .. ":" .. pinfo.dst_port] or 0
+    return math.max(announced, tokenet.prefs.max_frame_size)
 end
 
 -- ---------------------------------------------------------------------------------------------------------------
@@ -281,6 +293,11 @@ local function dissect_frame(range, pinfo, tree, frame)
                         f.keepalive_interval })[setting.number]
                     if setting_field and setting.wire_type == 0 then
                         tree:add(setting_field, setting.whole, setting.value)
+                        if setting.number == 1 then
+                            local key = connection_key(pinfo)
+                            frame_limits[key] = frame_limits[key] or {}
+                            frame_limits[key][sender(pinfo)] = setting.value
+                        end
                     end
                 end
             elseif field.number == 3 then
@@ -411,7 +428,7 @@ function tokenet.dissector(tvb, pinfo, tree)
             break
         end
         local length = tvb(offset, 4):uint()
-        if length > tokenet.prefs.max_frame_size then
+        if length > frame_limit(pinfo) then
             local item = tree:add(tokenet, tvb(offset), "Tokenet: frame length " .. length .. " above the limit")
             item:add_proto_expert_info(ef_malformed, "Length prefix " .. length .. " is above the largest frame")
             summaries[#summaries + 1] = "frame of " .. length .. " bytes (above the limit)"
