@@ -271,7 +271,13 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, keyword == "stop" ? .stop(party) : .kill(party)))
                 }
             case "deadline":
-                steps.append(ScenarioStep(line: number, .deadline(try duration(rest, keyword, number))))
+                let deadline = try duration(rest, keyword, number)
+                // A call with no time left ends while connecting, before the node hears of it: every call below would
+                // fail, as tokenet call --deadline 0s is refused for.
+                guard deadline > .zero else {
+                    throw fail("deadline: expected a duration above 0, such as 250ms or 2s; got '\(rest.prefix(40))'")
+                }
+                steps.append(ScenarioStep(line: number, .deadline(deadline)))
             case "sleep":
                 steps.append(ScenarioStep(line: number, .sleep(try duration(rest, keyword, number))))
             case "echo":

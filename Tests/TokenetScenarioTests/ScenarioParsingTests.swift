@@ -132,6 +132,9 @@ import TokenetWire
             "s:1: deadline: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got '601s'"
         ),
         ("sleep", "s:1: sleep: expected a duration of at most 10 minutes, such as 250ms, 2s, 1.5s or 2m; got nothing"),
+        // Every call below would end while connecting, before reaching the node.
+        ("deadline 0s", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0s'"),
+        ("deadline 0ms", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0ms'"),
     ])
     func badLinesAreNamed(script: String, message: String) {
         let error = #expect(throws: ScenarioError.self) { try Scenario.parse(script, source: "s") }
