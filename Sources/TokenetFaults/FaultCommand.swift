@@ -35,6 +35,8 @@ public enum FaultCommand: Sendable, Equatable {
         case ("status", 1) where direction == nil: return .status
         default:
             if let misuse = misuse(words) { throw FaultError(.badCommand, misuse) }
+            // A scenario's `fault LINK` with nothing after the link read "unknown command ''".
+            if words.isEmpty { throw FaultError(.badCommand, "expected a command (commands: \(summary))") }
             let shown = line.count > 80 ? String(line.prefix(80)) + "…" : line
             throw FaultError(.badCommand, "unknown command '\(shown)' (commands: \(summary))")
         }
