@@ -126,6 +126,11 @@ enum DecodeCommand {
     /// At most 64 MiB: a frame is at most 4 MiB by default, and a capture's stream rarely holds more than a few.
     static let inputLimit = 64 * 1024 * 1024
 
+    /// Any frame the input can hold: a peer may announce a max_frame_size above the 4 MiB default in its hello and
+    /// then be sent frames that long, which decode refused as too large. The input is in memory already, and a
+    /// length past its end is reported as a frame cut short.
+    static let frameLimit = inputLimit
+
     static func read(_ file: String?) throws(CLIError) -> [UInt8] {
         guard let file, file != "-" else {
             return try StandardInput.readAll(
@@ -155,7 +160,7 @@ enum DecodeCommand {
 
     /// The methods of the call_start frames in the client's side of a connection, by stream id.
     static func calls(in bytes: [UInt8], file: String) throws(CLIError) -> [UInt32: AnyMethodDescriptor] {
-        var decoder = FrameDecoder()
+        var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
         var calls: [UInt32: AnyMethodDescriptor] = [:]
         do {
@@ -178,7 +183,7 @@ enum DecodeCommand {
     )
         throws(CLIError)
     {
-        var decoder = FrameDecoder()
+        var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
         var calls = DecodedFrame.Calls(answered: answered, method: method)
         var count = 0

@@ -92,6 +92,26 @@ import TokenetWire
         }
     }
 
+    /// A peer that announced a max_frame_size above the 4 MiB default may be sent frames that long: decode refused
+    /// them ("exceeds the maximum frame size of 4194304 bytes").
+    @Test func aFrameAboveTheDefaultLimitIsDecoded() async throws {
+        var hello = WireV1.Hello()
+        hello.protocolVersion = 1
+        var settings = WireV1.Settings()
+        settings.maxFrameSize = 8 << 20
+        hello.settings = settings
+        let large = WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: Data(count: 5 << 20))))
+        let bytes =
+            try FrameEncoder().encode(WireV1.Frame(streamID: 0, kind: .hello(hello)))
+            + FrameEncoder(maximumFrameSize: 8 << 20).encode(large)
+        let directory = try TemporaryDirectory()
+        try Data(bytes).write(to: URL(fileURLWithPath: directory.path("server.bin")))
+        let result = try await runTokenet(["decode", directory.path("server.bin")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"maxFrameSize\": 8388608"), "\(String(result.stdout.prefix(300)))")
+        #expect(result.stdout.contains("\"streamId\": 1,\n  \"message\": {"), "\(String(result.stdout.prefix(300)))")
+    }
+
     @Test func oneMessageOfANamedType() async throws {
         let result = try await runTokenet(
             ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--base64"], stdin: "CAE=\n")
