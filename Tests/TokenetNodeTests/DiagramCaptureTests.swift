@@ -57,6 +57,30 @@ import TokenetWire
                 + "each other open\n")
     }
 
+    /// A plaintext capture started after its connection was made holds no hello, by which the dissector finds a
+    /// connection: the diagram found no call and had no way to name the port, as tokenet-shark's -o does.
+    @Test func aPlaintextPortIsDecodedWithoutItsHello() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40024, handshake: false)
+        let call = try DissectorCaptureTests.checkCall(stream: 5, trace: "0000000000000f5")
+        capture.send(call.client, on: &connection, fromClient: true)
+        capture.send(call.server, on: &connection, fromClient: false)
+        let directory = try TemporaryDirectory()
+        let path = directory.path("capture.pcap")
+        try capture.write(to: path)
+        let found = try await DissectorCaptureTests.diagram(["--format", "text", path])
+        #expect(found.status == 1)
+        let named = try await DissectorCaptureTests.diagram(["--format", "text", "--plaintext-port", "7001", path])
+        #expect(named.status == 0, "\(named.stderr)")
+        let request = "127.0.0.1:40024 -> 127.0.0.1:7001   tokenet.health.v1.Health/Check  trace 0000000000000f5"
+        #expect(named.stdout.contains(request), "\(named.stdout)")
+        #expect(named.stdout.contains("127.0.0.1:40024 <- 127.0.0.1:7001   OK"), "\(named.stdout)")
+        let bad = try await DissectorCaptureTests.diagram(["--plaintext-port", "70001", path])
+        #expect(bad.status == 2)
+        #expect(
+            bad.stderr.contains("--plaintext-port: expected a TCP port from 1 to 65535, got '70001'"), "\(bad.stderr)")
+    }
+
     /// A call whose status is not in the capture (its node killed, the capture stopped first) was drawn with its
     /// request and nothing after, as if still running or its answer left out: it ends with a note saying so.
     @Test func aCallWithoutItsStatusIsNoted() async throws {

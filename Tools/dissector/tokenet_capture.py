@@ -71,8 +71,9 @@ def tshark_message(stderr):
     return "\n".join(lines)[-2000:]
 
 
-def read(pcap, keylog=None):
-    """Dissects `pcap` (with the TLS secrets in `keylog`, when given) and returns its Capture. Raises RuntimeError
+def read(pcap, keylog=None, plaintext_ports=()):
+    """Dissects `pcap` (with the TLS secrets in `keylog`, when given, and `plaintext_ports` decoded as plaintext-mode
+    Tokenet whatever their first bytes) and returns its Capture. Raises RuntimeError
     with tshark's message when tshark fails, unless the file is only cut short (Capture.problem says so)."""
     arguments = [
         os.path.join(HERE, "tokenet-shark"), "-r", pcap, "-T", "pdml",
@@ -81,6 +82,9 @@ def read(pcap, keylog=None):
     ]
     if keylog:
         arguments[1:1] = ["--keylog", keylog]
+    if plaintext_ports:
+        # Decoded by port, since a connection whose hello is not in the capture is not found by its content.
+        arguments += ["-o", "tokenet.plaintext_ports:" + ",".join(str(port) for port in plaintext_ports)]
     environment = dict(os.environ)
     environment.pop("SSLKEYLOGFILE", None)
     result = subprocess.run(arguments, capture_output=True, text=True, env=environment, timeout=600)
