@@ -126,6 +126,14 @@ import TokenetWire
             "\(result.stderr)")
         #expect(result.stderr.contains("cut short in the middle of a packet"), "\(result.stderr)")
         #expect(!result.stderr.contains("Running as user"), "\(result.stderr)")
+        // With an empty key log, tokenet-shark's note on it stays out of the line on the cut.
+        let keylog = directory.path("keys.log")
+        try Data().write(to: URL(fileURLWithPath: keylog))
+        let empty = try await DissectorCaptureTests.diagram(["--format", "text", "--keylog", keylog, path])
+        #expect(empty.status == 1, "\(empty.stderr)")
+        let cut = empty.stderr.split(separator: "\n").filter { $0.contains("ends early") }
+        #expect(cut.count == 1, "\(empty.stderr)")
+        #expect(cut.first?.hasSuffix("appears to have been cut short in the middle of a packet.") == true, "\(cut)")
     }
 
     /// A trace id that no call carries was reported as if the capture held no call at all, with advice about the

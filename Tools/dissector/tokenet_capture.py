@@ -93,9 +93,11 @@ def read(pcap, keylog=None, plaintext_ports=()):
     if result.returncode != 0:
         # A capture whose writer was stopped mid-packet (dumpcap killed, a disk full, a file still being written)
         # still holds every packet before that point, and tshark has written them whole.
-        if not any(words in message for words in CUT_SHORT):
+        cut = [line for line in message.splitlines() if any(words in line for words in CUT_SHORT)]
+        if not cut:
             raise RuntimeError(message.removeprefix("tokenet-shark: ") or "tokenet-shark failed")
-        problem = message.removeprefix("tshark: ")
+        # Only tshark's line: tokenet-shark's own notes (an empty key log) are the diagram's to word.
+        problem = cut[0].removeprefix("tshark: ")
     try:
         packets = ElementTree.fromstring(result.stdout).iter("packet")
     except ElementTree.ParseError as error:
