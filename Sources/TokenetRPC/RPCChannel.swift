@@ -147,22 +147,38 @@ public final class RPCChannel: RPCCaller {
         do {
             return try await client(for: options).unary(method, request, options: options)
         } catch let error as RPCError where error.callWasNotProcessed {
-            var again = options
-            if let timeout = options.timeout {
-                let remaining = timeout - (ContinuousClock.now - started)
-                guard remaining > .zero else { throw error }
-                again.timeout = remaining
-            }
+            guard let again = Self.sendingAgain(options, since: started) else { throw error }
             return try await client(for: again).unary(method, request, options: again)
         }
     }
 
+    /// A server-streaming call. Like a unary call, one that a goaway shows the server never processed goes once
+    /// more, on the channel's next connection and within the same deadline; the stream's first `next()` does that
+    /// (`ResponseStream.Reopening`), since the refusal arrives after the call is opened. A stream that has delivered
+    /// a response was processed, and its failures are the caller's.
     public func serverStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         _ request: Request,
         options: CallOptions = CallOptions()
     ) async throws -> ResponseStream<Response> {
-        try await client(for: options).serverStreaming(method, request, options: options)
+        let started = ContinuousClock.now
+        let stream = try await client(for: options).serverStreaming(method, request, options: options)
+        let reopening = ResponseStream<Response>.Reopening { [self] refusal in
+            guard let again = Self.sendingAgain(options, since: started) else { throw refusal }
+            return try await client(for: again).serverStreaming(method, request, options: again).raw
+        }
+        return ResponseStream(stream, reopening: reopening)
+    }
+
+    /// The options of a call sent once more: its timeout is what is left of the first one; nil when nothing is.
+    private static func sendingAgain(_ options: CallOptions, since started: ContinuousClock.Instant) -> CallOptions? {
+        var again = options
+        if let timeout = options.timeout {
+            let remaining = timeout - (ContinuousClock.now - started)
+            guard remaining > .zero else { return nil }
+            again.timeout = remaining
+        }
+        return again
     }
 
     public func clientStreaming<Request, Response>(

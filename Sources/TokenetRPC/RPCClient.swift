@@ -219,31 +219,3 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
         connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
     }
 }
-
-/// The responses of a streaming call; ends when the server's status is OK and throws `RPCError` otherwise.
-public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
-    public typealias Element = Response
-    let raw: RawResponseStream
-
-    init(call: RPCClient.OpenCall, connection: RPCConnection) {
-        raw = RawResponseStream(call: call, connection: connection)
-    }
-
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        var raw: RawResponseStream.AsyncIterator
-
-        public mutating func next() async throws -> Response? {
-            guard let data = try await raw.next() else { return nil }
-            return try decodeResponse(Response.self, data)
-        }
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(raw: raw.makeAsyncIterator())
-    }
-
-    /// Abandons the call.
-    public func cancel() {
-        raw.cancel()
-    }
-}
