@@ -58,6 +58,8 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
 
         private struct State {
             var cancelled = false
+            /// Once per stream, even when a caller iterates it twice.
+            var used = false
             var reopened: RawResponseStream?
         }
 
@@ -67,7 +69,11 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
         }
 
         func open(after refusal: RPCError) async throws -> RawResponseStream {
-            if state.withLock({ $0.cancelled }) { throw refusal }
+            let refused = state.withLock { state in
+                defer { state.used = true }
+                return state.cancelled || state.used
+            }
+            if refused { throw refusal }
             let stream = try await reopen(refusal)
             let cancelled = state.withLock { state in
                 state.reopened = stream
