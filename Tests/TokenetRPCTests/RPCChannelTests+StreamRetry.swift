@@ -34,18 +34,26 @@ extension RPCChannelTests {
     }
 
     /// The stream value the caller holds still names the refused call; its `cancel()` must end the one that
-    /// replaced it, or that call would run on, unseen, until the server finished it.
+    /// replaced it, or that call would run on, unseen, until the server finished it. The server sends one response
+    /// and then waits 20 s before it ends the stream: long past a cancel, which ends the call at once, and short
+    /// enough for a cancel that went astray to show as a stream that ran to its end. (A stream that ends by itself
+    /// sooner may end before the cancel: its responses all fit the call's window, and a loaded run read them late.)
     @Test(.timeLimit(.minutes(3))) func cancellingAReopenedStreamEndsTheCallOpenedInItsPlace() async throws {
-        let connector = DroppingConnector(goaway: true)
+        var router = RPCRouter()
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fInt32: 0))
+            try await Task.sleep(for: .seconds(20))
+        }
+        let connector = DroppingConnector(goaway: true, router: router)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
         let stream = try await channel.serverStreaming(
-            Echo.serverStream, Scalars(fUint32: 100_000), options: CallOptions(timeout: .seconds(120)))
+            Echo.serverStream, Scalars(), options: CallOptions(timeout: .seconds(120)))
         var responses = stream.makeAsyncIterator()
         #expect(try await responses.next()?.fInt32 == 0)
         #expect(connector.connections.load(ordering: .relaxed) == 2)
         stream.cancel()
         do {
-            while try await responses.next() != nil {}
+            while try await responses.next() != nil { Issue.record("a response arrived after cancel()") }
             Issue.record("the stream ran to its end after cancel()")
         } catch let error as RPCError {
             #expect(error.code == .cancelled, "\(error)")

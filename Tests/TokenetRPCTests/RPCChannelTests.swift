@@ -17,13 +17,14 @@ import TokenetWire
 
     /// A connector that serves each new connection with `server`, failing the first `failures` attempts.
     final class Harness: Sendable {
-        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let server: RPCServer
         let attempts = Atomic<Int>(0)
         let failures: Int
         let lastServerEnd = Mutex<InMemoryByteStream?>(nil)
 
-        init(failures: Int = 0) {
+        init(failures: Int = 0, router: RPCRouter = InMemoryCallTests.echoRouter) {
             self.failures = failures
+            server = RPCServer(router: router)
         }
 
         func connect() async throws -> any ByteStream {
@@ -267,12 +268,13 @@ import TokenetWire
 
     /// Connects first to a server end that drops the first call (see `dropFirstCall`), then to `harness`.
     final class DroppingConnector: Sendable {
-        let harness = Harness()
+        let harness: Harness
         let connections = Atomic<Int>(0)
         let goaway: Bool
 
-        init(goaway: Bool) {
+        init(goaway: Bool, router: RPCRouter = InMemoryCallTests.echoRouter) {
             self.goaway = goaway
+            harness = Harness(router: router)
         }
 
         func connect() async throws -> any ByteStream {
