@@ -272,12 +272,7 @@ import TokenetWire
         try pipe.fileHandleForWriting.close()
         defer { try? pipe.fileHandleForReading.close() }
         let key = "/dev/fd/\(pipe.fileHandleForReading.fileDescriptor)"
-        var options = NodeOptions()
-        options.certificatePath = pki.path("tsp.pem")
-        options.privateKeyPath = key
-        options.caPath = pki.path("ca.pem")
-        options.dataDirectory = directory.path("data")
-        let failure = try Self.refusedStart(options)
+        let failure = try Self.refusedStart(Self.tspOptions(key: key, in: directory))
         #expect(failure.exitStatus == 2)
         #expect(
             failure.description
@@ -289,21 +284,26 @@ import TokenetWire
     /// naming the file, with status 2.
     @Test func aDamagedKeyFileIsAConfigError() throws {
         let directory = try TemporaryDirectory()
-        let pki = DevelopmentPKI.shared
         let key = directory.path("damaged.key")
         try Data("-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n".utf8)
             .write(to: URL(fileURLWithPath: key))
-        var options = NodeOptions()
-        options.certificatePath = pki.path("tsp.pem")
-        options.privateKeyPath = key
-        options.caPath = pki.path("ca.pem")
-        options.dataDirectory = directory.path("data")
-        let failure = try Self.refusedStart(options)
+        let failure = try Self.refusedStart(Self.tspOptions(key: key, in: directory))
         #expect(failure.exitStatus == 2)
         #expect(
             failure.description.contains("private key file \(key) cannot be read as a private key"),
             "\(failure.description)")
         #expect(!failure.description.contains("error:"), "\(failure.description)")
+    }
+
+    /// The TSP's own certificate and CA from the development PKI, with `key` as its private key.
+    private static func tspOptions(key: String, in directory: TemporaryDirectory) -> NodeOptions {
+        let pki = DevelopmentPKI.shared
+        var options = NodeOptions()
+        options.certificatePath = pki.path("tsp.pem")
+        options.privateKeyPath = key
+        options.caPath = pki.path("ca.pem")
+        options.dataDirectory = directory.path("data")
+        return options
     }
 
     /// The error a TSP node with `options` refuses to start with; it must not announce readiness.
