@@ -78,11 +78,7 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
 
     /// Whether `key` is a valid metadata key: lowercase ASCII letters, digits, `-`, `_` and `.`.
     public static func isValidKey(_ key: String) -> Bool {
-        !key.isEmpty
-            && key.utf8.allSatisfy { byte in
-                (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
-                    || byte == 0x2E
-            }
+        kind(of: key) != .invalid
     }
 
     public static func == (lhs: Metadata, rhs: Metadata) -> Bool {

@@ -69,3 +69,28 @@ import TokenetWire
         #expect(metadata[text: "tenant"] == "acme")
     }
 }
+
+/// The one-pass key check the server runs on every call, against the rules it stands for.
+@Suite struct MetadataKeyKindTests {
+    @Test(arguments: [
+        ("", Metadata.KeyKind.invalid), ("x-tenant", .application), ("a.b_c-9", .application),
+        ("tokenet", .application), ("tokenet_x", .application), ("tokenet-", .reserved),
+        ("tokenet-trace-id", .reserved), ("tokenet-anything", .reserved), ("Tokenet-x", .invalid),
+        ("x tenant", .invalid), ("café", .invalid), ("tokenet-é", .invalid),
+        (String(repeating: "k", count: 40), .application), ("tokenet-" + String(repeating: "k", count: 40), .reserved),
+    ])
+    func keysAreSortedByTheirBytes(key: String, kind: Metadata.KeyKind) {
+        #expect(Metadata.kind(of: key) == kind)
+        #expect(Metadata.isValidKey(key) == (kind != .invalid))
+    }
+
+    /// Trace ids of 15 digits are small strings, stored inline; 32-digit ones live on the heap. Both forms are read.
+    @Test(arguments: [
+        ("a1b2c3d4e5f6071", true), (String(repeating: "ab12", count: 8), true), ("1234567890123", false),
+        ("abcd123", false), (String(repeating: "a", count: 33), false), ("a1b2c3d4e5f6071G", false),
+        ("a1b2c3d4e5f6071\u{0}", false), ("", false),
+    ])
+    func traceIDsAreCheckedInEitherStringForm(id: String, valid: Bool) {
+        #expect(Metadata.isValidTraceID(id) == valid)
+    }
+}
