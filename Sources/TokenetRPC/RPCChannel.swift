@@ -181,19 +181,46 @@ public final class RPCChannel: RPCCaller {
         return again
     }
 
+    /// A client-streaming call. One that a goaway shows the server never processed goes once more with the
+    /// requests it sent (kept up to `RequestReplay.limit` bytes), on the channel's next connection and within the
+    /// same deadline.
     public func clientStreaming<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         options: CallOptions = CallOptions(),
         requests: @Sendable (RequestWriter<Request>) async throws -> Void
     ) async throws -> Response {
-        try await client(for: options).clientStreaming(method, options: options, requests: requests)
+        let started = ContinuousClock.now
+        let client = try await client(for: options)
+        let call = try client.open(method.path, options)
+        let replay = RequestReplay(id: call.id, connection: client.connection)
+        do {
+            return try await client.respond(to: call, RequestWriter(replay), requests)
+        } catch let error as RPCError where error.callWasNotProcessed {
+            guard replay.canGoAgain, let again = Self.sendingAgain(options, since: started) else { throw error }
+            let next = try await self.client(for: again)
+            return try await next.response(Response.self, of: replay.reopen(method.path, again, on: next, after: error))
+        }
     }
 
+    /// A bidirectional call. One that a goaway shows the server never processed goes once more, as a
+    /// client-streaming call does, when the caller next reads a response; requests sent after that go to the new
+    /// call. A call that has delivered a response was processed, and its failures are the caller's.
     public func bidirectional<Request, Response>(
         _ method: MethodDescriptor<Request, Response>,
         options: CallOptions = CallOptions()
     ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
-        try await client(for: options).bidirectional(method, options: options)
+        let started = ContinuousClock.now
+        let client = try await client(for: options)
+        let call = try client.open(method.path, options)
+        let replay = RequestReplay(id: call.id, connection: client.connection)
+        let reopening = ResponseStream<Response>.Reopening { [self] refusal in
+            guard replay.canGoAgain, let again = Self.sendingAgain(options, since: started) else { throw refusal }
+            let next = try await self.client(for: again)
+            let call = try replay.reopen(method.path, again, on: next, after: refusal)
+            return RawResponseStream(call: call, connection: next.connection)
+        }
+        let responses = ResponseStream<Response>(call: call, connection: client.connection)
+        return (RequestWriter(replay), ResponseStream(responses, reopening: reopening, replay: replay))
     }
 
     // MARK: - Connecting

@@ -101,11 +101,25 @@ public final class RPCClient: Sendable {
         requests: @Sendable (RequestWriter<Request>) async throws -> Void
     ) async throws -> Response {
         let call = try open(method.path, options)
-        return try await withCancellation(call.id) {
-            try await requests(RequestWriter(id: call.id, connection: self.connection))
-            self.connection.endRequests(call.id)
+        return try await respond(to: call, RequestWriter(id: call.id, connection: connection), requests)
+    }
+
+    /// Runs `requests` on `writer`, ends the requests, and returns the call's single response.
+    func respond<Request, Response: ProtoMessage>(
+        to call: OpenCall,
+        _ writer: RequestWriter<Request>,
+        _ requests: @Sendable (RequestWriter<Request>) async throws -> Void
+    ) async throws -> Response {
+        try await withCancellation(call.id) {
+            try await requests(writer)
+            writer.finish()
             return try await self.singleResponse(Response.self, call)
         }
+    }
+
+    /// The single response of a call whose requests are already sent (a client-streaming call opened again).
+    func response<Response: ProtoMessage>(_: Response.Type, of call: OpenCall) async throws -> Response {
+        try await withCancellation(call.id) { try await self.singleResponse(Response.self, call) }
     }
 
     /// Opens a bidirectional call: send with the writer (then `finish()` it), read the responses as they come.
@@ -194,28 +208,5 @@ func decodeResponse<Response: ProtoMessage>(_: Response.Type, _ data: Data) thro
         return try Response(serializedBytes: data)
     } catch let error as WireError {
         throw RPCError(.internal, "the response is not a valid \(Response.protoName): \(error.message)")
-    }
-}
-
-/// Sends the requests of a client-streaming or bidirectional call.
-public struct RequestWriter<Request: ProtoMessage>: Sendable {
-    let id: UInt32
-    let connection: RPCConnection
-
-    /// Suspends while the server has not granted flow-control window for what was sent before, or while the
-    /// connection's outbound buffer is full.
-    public func send(_ request: Request) async throws {
-        connection.sendRequest(id, try request.serializedData())
-        await connection.waitForSendCapacity(id)
-    }
-
-    /// No more requests.
-    public func finish() {
-        connection.endRequests(id)
-    }
-
-    /// Abandons the call.
-    public func cancel() {
-        connection.cancelCallWhenCancelled(id, reason: "cancelled by the caller")
     }
 }

@@ -7,25 +7,31 @@ import TokenetWire
 /// A stream opened through `RPCChannel` may carry a `Reopening`: when a goaway shows that the server never processed
 /// the call (it crossed the server's drain or idle close on the wire), the first `next()` opens it once more on the
 /// channel's next connection instead of throwing an UNAVAILABLE the caller could do nothing about. Such a call has
-/// delivered no response, so nothing is repeated or lost.
+/// delivered no response, so nothing is repeated or lost. A bidirectional call's requests go with it
+/// (`RequestReplay`).
 public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
     public typealias Element = Response
     let raw: RawResponseStream
     let reopening: Reopening?
+    /// A bidirectional call's kept requests, let go at the first response (see `RequestReplay`).
+    let replay: RequestReplay?
 
     init(call: RPCClient.OpenCall, connection: RPCConnection) {
         raw = RawResponseStream(call: call, connection: connection)
         reopening = nil
+        replay = nil
     }
 
-    init(_ stream: ResponseStream, reopening: Reopening) {
+    init(_ stream: ResponseStream, reopening: Reopening, replay: RequestReplay? = nil) {
         raw = stream.raw
         self.reopening = reopening
+        self.replay = replay
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var raw: RawResponseStream.AsyncIterator
         var reopening: Reopening?
+        var replay: RequestReplay?
 
         public mutating func next() async throws -> Response? {
             let data: Data?
@@ -37,12 +43,14 @@ public struct ResponseStream<Response: ProtoMessage>: AsyncSequence, Sendable {
                 data = try await raw.next()
             }
             guard let data else { return nil }
+            // Processed: the call will not go again, and its requests need not be kept.
+            replay.take()?.stopKeeping()
             return try decodeResponse(Response.self, data)
         }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(raw: raw.makeAsyncIterator(), reopening: reopening)
+        AsyncIterator(raw: raw.makeAsyncIterator(), reopening: reopening, replay: replay)
     }
 
     /// Abandons the call, and the call opened again in its place if there is one.
