@@ -80,17 +80,17 @@ public final class EventLoop: @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
     private let exited = DispatchSemaphore(value: 0)
 
-    // Loop-thread only.
-    private var handlers: [UInt64: any EventLoopHandler] = [:]
-    private var nextRegistration: UInt64 = 1
+    // Loop-thread only, so unchecked for exclusivity (see `ConnectionDriver`).
+    @exclusivity(unchecked) private var handlers: [UInt64: any EventLoopHandler] = [:]
+    @exclusivity(unchecked) private var nextRegistration: UInt64 = 1
     /// A connection read in this iteration has its peer on this thread's CPU (`PeerPlacement`): the loop then
     /// sleeps at once instead of polling (see `pollWhileIdle`). Set by the connections' drivers.
-    var peerSharedCPUThisIteration = false
+    @exclusivity(unchecked) var peerSharedCPUThisIteration = false
     /// Items of the batch `runTasks` took from the queue that have not run yet.
-    private var workLeftInBatch = 0
+    @exclusivity(unchecked) private var workLeftInBatch = 0
     /// The previous batch's array, emptied: swapped into the queue for the next batch, so queueing work does not
     /// allocate a new array after every batch (about one allocation for every three calls a busy server serves).
-    private var spareWork: [Work] = []
+    @exclusivity(unchecked) private var spareWork: [Work] = []
 
     /// The idle poll a loop gets unless its creator says otherwise: long enough to catch the answer to a request
     /// on this machine's loopback, short enough to cost nothing measurable on an idle node.

@@ -32,10 +32,12 @@ public final class TLSEngine {
     /// Decrypted bytes land here first, so a read that finds no complete record allocates nothing and a short
     /// record costs an allocation of its own size, not of the largest possible one.
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
-    private var receivedEOF = false
-    private var failed = false
-    public private(set) var isHandshakeComplete = false
-    public private(set) var peer: PeerIdentity?
+    // Unchecked for exclusivity, as the driver's properties are (see `ConnectionDriver`): an engine is used by its
+    // driver alone, on one loop thread, and two of these are read on every record.
+    @exclusivity(unchecked) private var receivedEOF = false
+    @exclusivity(unchecked) private var failed = false
+    @exclusivity(unchecked) public private(set) var isHandshakeComplete = false
+    @exclusivity(unchecked) public private(set) var peer: PeerIdentity?
 
     public init(context: TLSContext) throws(TransportError) {
         self.context = context
