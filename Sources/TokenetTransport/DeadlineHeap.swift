@@ -38,9 +38,13 @@ public struct DeadlineHeap<Value>: Sendable where Value: Sendable {
     public var isEmpty: Bool { entries.isEmpty }
 
     /// The value with the earliest deadline, and that deadline.
+    ///
+    /// Read by index, not through `entries.first`: the optional `Entry` that `first` returns was handled through
+    /// its type's enum-tag functions, about 400 instructions per loop iteration on a client with a timer set.
     @inlinable
     public var earliest: (deadline: Instant, value: Value)? {
-        entries.first.map { ($0.deadline, $0.value) }
+        guard !entries.isEmpty else { return nil }
+        return (entries[0].deadline, entries[0].value)
     }
 
     @inlinable
@@ -64,7 +68,7 @@ public struct DeadlineHeap<Value>: Sendable where Value: Sendable {
     /// Removes and returns the earliest value if its deadline is at or before `now`.
     @inlinable
     public mutating func removeDue(at now: Instant) -> Value? {
-        guard let first = entries.first, first.deadline <= now else { return nil }
+        guard !entries.isEmpty, entries[0].deadline <= now else { return nil }
         return removeEarliest()?.value
     }
 
