@@ -185,8 +185,17 @@ public final class RPCServer: Sendable {
         let started = callLog == nil ? nil : ContinuousClock.now
         // Metadata are checked once per call. With a problem (a malformed trace id among them) they are refused with
         // the call, and the log line gets a fresh trace id; without one, a trace id present is valid.
-        let metadataProblem = call.metadata.problem
-        let traceID = (metadataProblem == nil ? call.metadata.traceID : nil) ?? Metadata.newTraceID()
+        let checked = call.metadata.checked()
+        let metadataProblem: String?
+        let traceID: String
+        switch checked {
+        case .success(let received):
+            metadataProblem = nil
+            traceID = received ?? Metadata.newTraceID()
+        case .failure(let refusal):
+            metadataProblem = refusal.message
+            traceID = Metadata.newTraceID()
+        }
         var status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
         if status.code != .ok, let statusMessageFilter { status.message = statusMessageFilter(status.message) }
         await call.finish(status)

@@ -75,7 +75,8 @@ import TokenetWire
     @Test(arguments: [
         ("", Metadata.KeyKind.invalid), ("x-tenant", .application), ("a.b_c-9", .application),
         ("tokenet", .application), ("tokenet_x", .application), ("tokenet-", .reserved),
-        ("tokenet-trace-id", .reserved), ("tokenet-anything", .reserved), ("Tokenet-x", .invalid),
+        ("tokenet-trace-id", .traceID), ("tokenet-trace-ie", .reserved), ("tokenet-trace-idx", .reserved),
+        ("tokenet-anything", .reserved), ("Tokenet-x", .invalid),
         ("x tenant", .invalid), ("café", .invalid), ("tokenet-é", .invalid),
         (String(repeating: "k", count: 40), .application), ("tokenet-" + String(repeating: "k", count: 40), .reserved),
     ])
@@ -92,5 +93,36 @@ import TokenetWire
     ])
     func traceIDsAreCheckedInEitherStringForm(id: String, valid: Bool) {
         #expect(Metadata.isValidTraceID(id) == valid)
+    }
+
+    /// The server's one-pass check reads the trace id as `traceID` does (the first one), and refuses what `problem`
+    /// names.
+    @Test func theOnePassCheckAgreesWithTraceIDAndProblem() throws {
+        let cases: [[WireV1.MetadataEntry]] = [
+            [],
+            [WireV1.MetadataEntry(key: "tenant", value: .text("acme"))],
+            [
+                WireV1.MetadataEntry(key: "tenant", value: .text("acme")),
+                WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("a1b2c3d4e5f6071")),
+                WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("b1b2c3d4e5f6071")),
+            ],
+            [WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .text("1234567890123"))],
+            [WireV1.MetadataEntry(key: Metadata.traceIDKey, value: .binary(Data([1])))],
+            [WireV1.MetadataEntry(key: "tokenet-other", value: .text("x"))],
+            [WireV1.MetadataEntry(key: "Tenant", value: .text("x"))],
+        ]
+        for wire in cases {
+            let metadata = Metadata(wire: wire)
+            switch metadata.checked() {
+            case .success(let traceID):
+                #expect(metadata.problem == nil)
+                #expect(traceID == metadata.traceID)
+            case .failure(let refusal):
+                #expect(metadata.problem == refusal.message)
+            }
+        }
+        #expect(try Metadata(wire: cases[2]).checked().get() == "a1b2c3d4e5f6071")
+        #expect(Metadata(wire: cases[3]).problem?.hasPrefix("tokenet-trace-id must be 8 to 32") == true)
+        #expect(Metadata(wire: cases[5]).problem?.contains("uses the prefix tokenet-") == true)
     }
 }
