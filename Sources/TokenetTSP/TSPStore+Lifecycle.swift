@@ -178,13 +178,24 @@ extension TSPStore {
 
     // MARK: Payment keys
 
-    /// Records a batch of payment keys, journaling `announcements` with it.
+    /// Records a batch of payment keys, journaling `announcements` with it. The token must still be ACTIVE in this
+    /// transaction (FAILED_PRECONDITION otherwise, NOT_FOUND for an unknown token): the caller read it before, and a
+    /// suspend or delete that committed since must not be followed by keys for a token that no longer pays.
     func insertKeyBatch(
         id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, nowMs: UInt64,
         announcing announcements: [Announcement] = []
     ) throws -> Journaled<Void> {
         try journaling(
             { tx in
+                guard
+                    let row = try tx.queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [digitalCardID])
+                else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+                let state = try row.text(0)
+                guard state == TokenLifecycleStateMachine.State.active.rawValue else {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "token \"\(digitalCardID)\" is \(state); payment keys are issued to ACTIVE tokens only")
+                }
                 _ = try tx.execute(
                     """
                     INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms)

@@ -1,0 +1,43 @@
+import Testing
+import TokenetCard
+
+@testable import TokenetTSP
+
+/// Payment-key batches in the TSP's storage. ReplenishPaymentKeys reads the token before it stores the batch, and a
+/// suspend or delete can commit in between: the batch's own transaction decides, so no batch (nor its MG
+/// REPLENISHMENT to the issuer app) is stored for a token that no longer pays.
+@Suite struct KeyBatchStoreTests {
+    @Test func aBatchIsStoredForAnActiveToken() throws {
+        let fixture = try SameCardStoreTests.Fixture()
+        try fixture.token("D1", state: .active)
+        _ = try fixture.store.insertKeyBatch(id: "b1", digitalCardID: "D1", issued: 10, remainingBefore: 2, nowMs: 1)
+        #expect(try fixture.store.keyBatchCount(of: "D1") == 1)
+    }
+
+    @Test(arguments: [TokenLifecycleStateMachine.State.inactive, .suspended, .deactivated])
+    func aTokenThatNoLongerPaysGetsNoBatch(_ state: TokenLifecycleStateMachine.State) throws {
+        let fixture = try SameCardStoreTests.Fixture()
+        try fixture.token("D1", state: state)
+        do {
+            _ = try fixture.store.insertKeyBatch(
+                id: "b1", digitalCardID: "D1", issued: 10, remainingBefore: 2, nowMs: 1)
+            Issue.record("a batch was stored for a \(state) token")
+        } catch let error as TSPError {
+            #expect(error.code == .failedPrecondition)
+            #expect(error.message.contains("\(state)"))
+        }
+        #expect(try fixture.store.keyBatchCount(of: "D1") == 0)
+    }
+
+    @Test func anUnknownTokenGetsNoBatch() throws {
+        let fixture = try SameCardStoreTests.Fixture()
+        do {
+            _ = try fixture.store.insertKeyBatch(
+                id: "b1", digitalCardID: "D9", issued: 10, remainingBefore: 2, nowMs: 1)
+            Issue.record("a batch was stored for an unknown token")
+        } catch let error as TSPError {
+            #expect(error.code == .notFound)
+        }
+        #expect(try fixture.store.keyBatchCount(of: "D9") == 0)
+    }
+}
