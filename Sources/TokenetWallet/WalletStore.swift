@@ -251,7 +251,9 @@ public final class WalletStore: Sendable {
     /// `version` is the TSP's version of that state (`DigitizeResponse.state_version`; 0 when the message carried
     /// none). A state older than the one stored is ignored: the answer to the wallet's own suspend can arrive after
     /// the CARD_STATE of a later resume by the issuer, and storing it would leave the card SUSPENDED while the TSP
-    /// holds it ACTIVE. A state without a version is stored as before.
+    /// holds it ACTIVE. A state without a version is stored as before. DEACTIVATED is final whatever the version:
+    /// the TSP never changes a deleted token, so a state heard after the delete is stale (or not the TSP's) and
+    /// must not make a deleted card live again.
     public func updateTokenState(id: Int64, state: CardV1.TokenState, version: UInt64 = 0, nowMs: UInt64)
         throws(WalletError) -> (card: WalletCardRecord, changed: Bool)
     {
@@ -261,6 +263,7 @@ public final class WalletStore: Sendable {
                     let bytes = try row.get(0, as: [UInt8]?.self)
                 else { throw WalletError(.failedPrecondition, "\(WalletCardRecord.ref(id)) has no digital card") }
                 var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
+                guard result.tokenState != .deactivated else { return false }
                 guard version == 0 || version > result.stateVersion else { return false }
                 let changed = result.tokenState != state
                 guard changed || version > result.stateVersion else { return false }

@@ -119,6 +119,22 @@ import TokenetWire
         #expect(await events.next()?.digitalCardID == "marker")
     }
 
+    /// A deleted token is deleted for good (the TSP refuses any change of a DEACTIVATED token): a state heard after
+    /// the delete, without a version (an operator's message, an issuer app that passes none) or with any version,
+    /// is stale and must not bring the card back, nor tell the issuer app's listeners it is live again.
+    @Test(arguments: [UInt64(0), 9])
+    func aDeletedCardStaysDeleted(_ version: UInt64) async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        _ = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(await events.next()?.kind == .tokenizedCardRemoved)
+        try await wallet.notifications.handle(Self.cardState(.active, version: version))
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .deactivated)
+        _ = wallet.events.publish(WalletEventHubTests.event("marker"))
+        #expect(await events.next()?.digitalCardID == "marker")
+    }
+
     @Test func theTSPsRefusalPassesThroughAndChangesNothing() async throws {
         let (wallet, _) = try await Self.digitized()
         wallet.lifecycleTSP.state.withLock {
