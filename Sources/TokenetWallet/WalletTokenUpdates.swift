@@ -71,9 +71,7 @@ struct WalletTokenUpdates: Sendable {
             batch = try await tsp.replenishPaymentKeys(
                 TspV1.ReplenishPaymentKeysRequest(digitalCardID: digitalCardID, keysRemaining: before.remaining))
         } catch let error as RPCError {
-            throw WalletError(
-                error.code == .failedPrecondition ? .failedPrecondition : .unavailable,
-                "the TSP's ReplenishPaymentKeys failed: \(error.message)")
+            throw WalletError(Self.code(of: error), "the TSP's ReplenishPaymentKeys failed: \(error.message)")
         } catch {
             throw WalletError(.unavailable, "the TSP's ReplenishPaymentKeys failed: \(error)")
         }
@@ -82,5 +80,18 @@ struct WalletTokenUpdates: Sendable {
             "payment keys replenished",
             ["card_ref": card.cardRef, "reason": reason, "issued": "\(batch.keysIssued)", "left": "\(after.remaining)"])
         return after
+    }
+
+    /// The wallet's code for the TSP's refusal of a key batch. Only a TSP that may answer otherwise later is
+    /// UNAVAILABLE (the MG push is then delivered again, and the catch-up at start asks again); a refusal that
+    /// asking again cannot change (a token the TSP does not know, or says is not this wallet's) is not, or the
+    /// push would come back forever and hold back every later message of the wallet's queue.
+    static func code(of error: RPCError) -> WalletError.Code {
+        switch error.code {
+        case .notFound: .notFound
+        case .failedPrecondition, .permissionDenied, .invalidArgument, .outOfRange, .alreadyExists, .unimplemented:
+            .failedPrecondition
+        default: .unavailable
+        }
     }
 }

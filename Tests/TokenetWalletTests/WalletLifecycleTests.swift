@@ -238,6 +238,18 @@ import TokenetWire
         #expect(after.batches == before.batches + 1)
     }
 
+    /// An MG push the TSP refuses for good (a token it does not know, or says is not this wallet's) is kept and
+    /// logged, not thrown: a throw has the broker deliver it again, and every later message of the wallet's queue
+    /// (its CARD_STATEs among them) would wait behind a push that can never succeed.
+    @Test(arguments: [StatusCode.notFound, .permissionDenied, .invalidArgument])
+    func anMGPushTheTSPRefusesForGoodDoesNotHoldTheQueueBack(_ code: StatusCode) async throws {
+        let (wallet, _) = try await Self.digitized()
+        let push = Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG")
+        wallet.lifecycleTSP.state.withLock { $0.replenishmentFailure = RPCError(code, "refused") }
+        try await wallet.notifications.handle(push)
+        #expect(try wallet.store.hasKept(messageID: push.messageID))
+    }
+
     /// A wallet that stops or crashes while it processes an MG push (its key batch asked of a TSP that has not
     /// answered) processes the push when the broker delivers it again after the restart: a message counts as seen
     /// only once it has been processed.
