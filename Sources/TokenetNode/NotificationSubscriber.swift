@@ -88,10 +88,7 @@ public final class NotificationSubscriber: Sendable {
         var received = 0
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
-            for id in unconfirmed.withLock({ ids in
-                defer { ids = [] }
-                return ids
-            }) { acknowledgements.add(id) }
+            for id in unsettled() { acknowledgements.add(id) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrentAcknowledgements {
                     group.addTask { await self.acknowledge(from: acknowledgements) }
@@ -124,6 +121,21 @@ public final class NotificationSubscriber: Sendable {
             }
         }
         return opened || received > 0 ? .ended : .failedToOpen
+    }
+
+    /// What a new stream acknowledges first: every id the journal still holds, and the unconfirmed ids it could
+    /// not record. All were handled; some the broker may have removed already, when an acknowledgement reached
+    /// it but its answer did not reach this node before the stream ended or the node stopped. The broker never
+    /// sends those again, so only acknowledging them again (harmless: unknown ids are counted) lets the journal
+    /// forget them; without it they stayed in the journal for good, a few more at every stop.
+    private func unsettled() -> [String] {
+        let left = unconfirmed.withLock { ids in
+            defer { ids = [] }
+            return ids
+        }
+        let journaled = processed.ids
+        let known = Set(journaled)
+        return journaled + left.filter { !known.contains($0) }
     }
 
     /// Hands `notification` to the handler unless its id was handled before, and records it as handled.

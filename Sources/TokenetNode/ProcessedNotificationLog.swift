@@ -65,6 +65,9 @@ public final class ProcessedNotificationLog: Sendable {
     /// How many handled ids wait for the broker's confirmation.
     public var count: Int { state.withLock { $0.ids.count } }
 
+    /// The handled ids waiting for the broker's confirmation.
+    public var ids: [String] { state.withLock { Array($0.ids) } }
+
     public func contains(_ id: String) -> Bool {
         state.withLock { $0.ids.contains(id) }
     }

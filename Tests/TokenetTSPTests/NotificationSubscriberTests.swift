@@ -117,6 +117,40 @@ import TokenetWire
         }
     }
 
+    /// Forwards every call; an Acknowledge reaches the broker, but its answer never comes back before the node
+    /// stops (the call waits until cancelled): the broker removed the messages, the node does not know it.
+    struct AcknowledgementAnswersNeverArrive: RPCCaller {
+        let base: any RPCCaller
+
+        func unary<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> Response {
+            let response = try await base.unary(method, request, options: options)
+            guard method.path == TspV1.Notifications.acknowledge.path else { return response }
+            try await Task.sleep(for: .seconds(3600))
+            return response
+        }
+
+        func serverStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> ResponseStream<Response> {
+            try await base.serverStreaming(method, request, options: options)
+        }
+
+        func clientStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
+            requests: @Sendable (RequestWriter<Request>) async throws -> Void
+        ) async throws -> Response {
+            try await base.clientStreaming(method, options: options, requests: requests)
+        }
+
+        func bidirectional<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions
+        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+            try await base.bidirectional(method, options: options)
+        }
+    }
+
     static func caller(_ harness: BrokerHarness) -> any RPCCaller {
         TSPHarness.connect(harness.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
     }
@@ -267,5 +301,35 @@ import TokenetWire
         running.cancel()
         #expect(handler.received.map(\.messageID) == ids)
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 5)
+    }
+
+    /// A node that stops while its acknowledgement is on its way, after the broker removed the messages, never
+    /// gets them again, so nothing else would make the journal forget their ids: the next stream acknowledges
+    /// every id the journal still holds, and the journal forgets them once the broker answers.
+    @Test func idsAcknowledgedJustBeforeAStopAreForgottenAfterTheRestart() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(5)
+        let journal = harness.directory + "/wallet-journal.log"
+        let first = CountingHandler()
+        let unanswered = AcknowledgementAnswersNeverArrive(base: Self.caller(harness))
+        let doomed = try Self.subscriber(unanswered, first, journal: journal)
+        let firstLife = Task { await doomed.run() }
+        await first.wait(for: 5)
+        // The first acknowledgement (the others wait behind its call) was committed.
+        try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").pending < 5 })
+        firstLife.cancel()
+        await firstLife.value
+        #expect(try ProcessedNotificationLog(path: journal).count == 5)
+
+        let second = CountingHandler()
+        let subscriber = try Self.subscriber(Self.caller(harness), second, journal: journal)
+        let secondLife = Task { await subscriber.run() }
+        try await Self.drained(harness)
+        #expect(await Self.eventually { subscriber.processed.count == 0 })
+        secondLife.cancel()
+        await secondLife.value
+        #expect(first.received.map(\.messageID) == ids)
+        #expect(second.received.isEmpty)
+        #expect(try ProcessedNotificationLog(path: journal).count == 0)
     }
 }
