@@ -102,9 +102,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             guard !request.title.isEmpty, !request.body.isEmpty else {
                 throw TSPError(.invalidArgument, "title and body are required")
             }
-            guard request.title.count <= 100, request.body.count <= 2000 else {
-                throw TSPError(.invalidArgument, "title is at most 100 characters and body at most 2000")
-            }
+            try Self.requireFits(request)
             // Free text for the cardholder's screens, kept by the broker: a card number in it is masked, as in a log.
             let body = TspV1.MessagingBody(
                 title: maskPAN(request.title), body: maskPAN(request.body), action: request.action)
@@ -115,6 +113,31 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 throw TSPError(.failedPrecondition, "the message could not be queued for the card's parties")
             }
             return TspV1.SendCardMessageResponse(messageID: id)
+        }
+    }
+
+    /// A message's limits, in characters as people count them and in bytes of UTF-8 (4 per character, the most one
+    /// Unicode scalar takes), since one character can take any number of bytes (a letter with combining marks)
+    /// and the message must fit what the broker takes (`NotificationBroker.maximumMessageBytes`) with room to spare.
+    static let messageLimits: [(field: String, characters: Int?, bytes: Int)] = [
+        ("title", 100, 400), ("body", 2000, 8000), ("action", nil, 256),
+    ]
+
+    /// Refuses a message whose title, body or action exceeds its limits, naming the field and the limit.
+    static func requireFits(_ request: TspV1.SendCardMessageRequest) throws {
+        let values = ["title": request.title, "body": request.body, "action": request.action]
+        for (field, characters, bytes) in messageLimits {
+            let value = values[field] ?? ""
+            if let characters, value.count > characters {
+                throw TSPError(
+                    .invalidArgument, "\(field) is \(value.count) characters; at most \(characters) are allowed")
+            }
+            guard value.utf8.count <= bytes else {
+                throw TSPError(
+                    .invalidArgument,
+                    "\(field) is \(value.utf8.count) bytes of UTF-8; at most \(bytes) are allowed"
+                        + (characters.map { " (\($0) characters of up to 4 bytes)" } ?? ""))
+            }
         }
     }
 }

@@ -348,4 +348,29 @@ import TokenetWire
             try await updates.sendCardMessage(.init(digitalCardID: id, title: "", body: "x"))
         }
     }
+
+    /// The limits hold in bytes too: a character may take many (a letter with combining marks), and the action had
+    /// no limit at all, so a message within the character counts could exceed what the broker takes, and the
+    /// issuer heard only that it "could not be queued" (FAILED_PRECONDITION), not what to shorten.
+    @Test func anIssuerMessageTooLargeInBytesIsRefusedNamingTheField() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        // One character of 41 scalars (81 bytes of UTF-8).
+        let heavy = "e" + String(repeating: "\u{301}", count: 40)
+        #expect(heavy.count == 1)
+        await expectRPCError(.invalidArgument, "body is 81000 bytes") {
+            try await updates.sendCardMessage(
+                .init(digitalCardID: id, title: "Hi", body: String(repeating: heavy, count: 1_000)))
+        }
+        await expectRPCError(.invalidArgument, "title is 4050 bytes") {
+            try await updates.sendCardMessage(
+                .init(digitalCardID: id, title: String(repeating: heavy, count: 50), body: "x"))
+        }
+        await expectRPCError(.invalidArgument, "action is 70000 bytes") {
+            try await updates.sendCardMessage(
+                .init(digitalCardID: id, title: "Hi", body: "x", action: String(repeating: "A", count: 70_000)))
+        }
+        #expect(tsp.published.of("MESSAGING").isEmpty)
+    }
 }
