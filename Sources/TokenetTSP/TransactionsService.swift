@@ -25,6 +25,14 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             guard request.merchant.count <= 100 else {
                 throw TSPError(.invalidArgument, "merchant is at most 100 characters")
             }
+            // A character can take many bytes: bounded in bytes too, or the payment would be stored and its
+            // notification refused by the broker as too large, never reaching the wallet or the issuer app.
+            guard request.merchant.utf8.count <= 400 else {
+                throw TSPError(
+                    .invalidArgument,
+                    "merchant is \(request.merchant.utf8.count) bytes of UTF-8; at most 400 are allowed "
+                        + "(100 characters of up to 4 bytes)")
+            }
             // Free text goes to the TSP's store and to every party's screen: a card number typed into it (a test
             // that pastes one) is kept masked, never in the clear.
             let merchant = maskPAN(request.merchant)

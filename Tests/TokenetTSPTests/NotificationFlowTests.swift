@@ -58,6 +58,14 @@ import TokenetWire
             try await operatorClient.simulateTransaction(
                 .init(digitalCardID: id, amountMinor: 5, currency: "DOLLARS", merchant: "M"))
         }
+        // 100 characters of 2,001 bytes each: within the character count, but a notification the broker refuses,
+        // so the payment would be stored and never told to the wallet or the issuer app.
+        let heavy = "e" + String(repeating: "\u{301}", count: 1_000)
+        await expectRPCError(.invalidArgument, "merchant is 200100 bytes") {
+            try await operatorClient.simulateTransaction(
+                .init(digitalCardID: id, amountMinor: 5, merchant: String(repeating: heavy, count: 100)))
+        }
+        #expect(try await operatorClient.listTransactions(.init()).transactions.isEmpty)
         _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1).changeTokenState(
             LifecycleTests.change(id, .suspend))
         await expectRPCError(.failedPrecondition, "is SUSPENDED; only an ACTIVE token can pay") {
