@@ -39,7 +39,7 @@ public struct AppViewTable: Equatable, Sendable {
         case .activeWalletAccountChanged:
             walletAccountID = event.walletAccountID
         case .tokenizedCardAdded, .tokenStatusChanged:
-            guard !event.digitalCardID.isEmpty else { return }
+            guard !event.digitalCardID.isEmpty, !isDeleted(event.digitalCardID) else { return }
             rows[event.digitalCardID] = Row(tokenState: event.tokenState, updatedBy: name, removed: false)
         case .tokenizedCardRemoved:
             guard !event.digitalCardID.isEmpty else { return }
@@ -55,9 +55,16 @@ public struct AppViewTable: Equatable, Sendable {
     /// A CPS CARD_STATE message from the TSP's broker: the card's state as the TSP has it now. A deleted token's row
     /// is kept, marked removed, like after the wallet's TOKENIZED_CARD_REMOVED.
     public mutating func apply(cardState: CardV1.TokenState, digitalCardID: String) {
-        guard !digitalCardID.isEmpty else { return }
+        guard !digitalCardID.isEmpty, !isDeleted(digitalCardID) else { return }
         rows[digitalCardID] = Row(
             tokenState: cardState, updatedBy: "CARD_STATE", removed: cardState == .deactivated)
+    }
+
+    /// The token is DEACTIVATED: deleted for good (the TSP never changes a deleted token), so nothing heard after
+    /// it changes its row. CARD_STATE comes through the TSP's broker and the wallet's events through the wallet's
+    /// stream, and a wallet event from before the delete can arrive after the TSP's DEACTIVATED.
+    private func isDeleted(_ digitalCardID: String) -> Bool {
+        rows[digitalCardID]?.tokenState == .deactivated
     }
 
     /// The table as `IssuerApp.CardView` answers, rows sorted by digital card id.

@@ -47,6 +47,20 @@ import TokenetWire
             ])
     }
 
+    /// The TSP's CARD_STATE (through its broker) and the wallet's events (through the wallet's stream) travel apart,
+    /// so a wallet event from before a delete can arrive after the TSP's DEACTIVATED: a deleted token never changes
+    /// state again, and its row stays DEACTIVATED and removed whatever arrives late.
+    @Test func aDeletedTokenStaysDeletedWhateverArrivesLate() {
+        var table = AppViewTable()
+        table.apply(event: Self.event(1, .tokenizedCardAdded, Self.visa, .active))
+        table.apply(cardState: .deactivated, digitalCardID: Self.visa)
+        table.apply(event: Self.event(2, .tokenStatusChanged, Self.visa, .suspended))
+        table.apply(cardState: .active, digitalCardID: Self.visa)
+        table.apply(event: Self.event(3, .tokenizedCardRemoved, Self.visa, .deactivated))
+        #expect(table.response.cards.map(\.tokenState) == [.deactivated])
+        #expect(table.response.cards.map(\.removed) == [true])
+    }
+
     @Test func aPullReplacesTheTableAndRestartsTheSequence() {
         var table = AppViewTable()
         table.apply(event: Self.event(7, .tokenizedCardAdded, Self.mastercard))
