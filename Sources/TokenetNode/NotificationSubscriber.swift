@@ -64,12 +64,14 @@ public final class NotificationSubscriber: Sendable {
     }
 
     /// Subscribes until the task is cancelled. Only the first failure in a row is a warning, so a TSP that is down
-    /// for a while does not fill the log with one line per retry.
+    /// for a while does not fill the log with one line per retry. A message whose handling keeps failing counts as
+    /// such a failure too: the waits before it is delivered again grow up to the backoff's maximum, instead of the
+    /// stream being reopened every initial delay for as long as the failure lasts.
     public func run() async {
         var failures = 0
         while !Task.isCancelled {
             let outcome = await subscribeOnce(quiet: failures > 0)
-            failures = outcome == .failedToOpen ? failures + 1 : 1
+            failures = outcome == .ended ? 1 : failures + 1
             do { try await sleep(options.backoff.delay(beforeAttempt: failures)) } catch { return }
         }
     }
@@ -78,6 +80,8 @@ public final class NotificationSubscriber: Sendable {
         case failedToOpen
         /// The stream was open and then ended or failed.
         case ended
+        /// The handler failed on a message, which the next stream delivers again.
+        case handlerFailed
     }
 
     /// One stream: handle and acknowledge until it ends; returns once its acknowledgements are settled, so a new
@@ -86,6 +90,7 @@ public final class NotificationSubscriber: Sendable {
         let acknowledgements = AcknowledgementQueue(batch: options.acknowledgeBatch)
         var opened = false
         var received = 0
+        var handlerFailed = false
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
             for id in unsettled() { acknowledgements.add(id) }
@@ -100,7 +105,12 @@ public final class NotificationSubscriber: Sendable {
                         logger.info("subscribed to the TSP's notifications")
                     }
                     received += 1
-                    try await process(notification)
+                    do {
+                        try await process(notification)
+                    } catch {
+                        handlerFailed = true
+                        throw error
+                    }
                     acknowledgements.add(notification.messageID)
                 }
             }
@@ -120,6 +130,7 @@ public final class NotificationSubscriber: Sendable {
                 logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])
             }
         }
+        if handlerFailed { return .handlerFailed }
         return opened || received > 0 ? .ended : .failedToOpen
     }
 

@@ -332,4 +332,35 @@ import TokenetWire
         #expect(second.received.isEmpty)
         #expect(try ProcessedNotificationLog(path: journal).count == 0)
     }
+
+    /// A message whose handling keeps failing (a TSP whose key batches fail while it still serves the stream) is
+    /// delivered again after each failure; the waits before reopening the stream grow as for a TSP that cannot be
+    /// reached, instead of reopening it every initial delay (five times a second) for as long as the failure lasts.
+    @Test func aMessageThatKeepsFailingIsRetriedWithGrowingWaits() async throws {
+        struct AlwaysFailing: NotificationHandler {
+            struct Unavailable: Error {}
+            func handle(_ notification: TspV1.Notification) async throws { throw Unavailable() }
+        }
+        let harness = try BrokerHarness.make()
+        try await harness.publish(1)
+        let waits = Mutex<[Duration]>([])
+        let subscriber = NotificationSubscriber(
+            tsp: Self.caller(harness), handler: AlwaysFailing(),
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
+            options: .init(
+                backoff: RPCChannel.Backoff(
+                    initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0)),
+            sleep: { delay in
+                let count = waits.withLock { waits in
+                    waits.append(delay)
+                    return waits.count
+                }
+                if count >= 5 { throw CancellationError() }
+                await Task.yield()
+            })
+        await subscriber.run()
+        #expect(waits.withLock { $0 } == [1, 2, 4, 8, 16].map { Duration.milliseconds($0) })
+        #expect(harness.broker.figures(of: "wallet/wallet-1").pending == 1)
+    }
 }
