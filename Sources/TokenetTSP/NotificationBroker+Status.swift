@@ -24,6 +24,12 @@ extension NotificationBroker {
         }
     }
 
+    /// Whether the broker holds a queue for `subscriber`: one that was published to (kept across restarts with its
+    /// totals) or opened by a Subscribe since the broker started.
+    public func holdsQueue(_ subscriber: String) -> Bool {
+        state.withLock { $0.queues[subscriber] != nil }
+    }
+
     /// Applies retention to every queue now (the commit thread does it every second).
     public func expireNow() {
         let now = nowMs()

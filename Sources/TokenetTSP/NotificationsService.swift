@@ -88,6 +88,13 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
             } catch {
                 throw error.rpcError
             }
+            // A mistyped node id would otherwise read as an empty, disconnected queue.
+            guard broker.holdsQueue(subscriber) else {
+                throw RPCError(
+                    .notFound,
+                    "no queue \"\(subscriber)\": nothing was ever published to it, and no subscriber with that "
+                        + "identity has subscribed since the TSP started")
+            }
         } else {
             subscriber = try Self.queue(of: context)
             guard request.subscriber.isEmpty || request.subscriber == subscriber else {

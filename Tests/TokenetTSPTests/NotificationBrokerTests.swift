@@ -198,6 +198,27 @@ import TokenetWire
         #expect(status.pending == 2)
     }
 
+    /// An operator who names a queue the broker does not hold (a mistyped node id) is told so, rather than shown
+    /// an empty, disconnected queue that looks like a wallet with nothing waiting.
+    @Test func anOperatorNamingAnUnknownQueueIsToldItIsUnknown() async throws {
+        let harness = try BrokerHarness.make()
+        try await harness.publish(1)
+        let operatorClient = harness.client(.operator, "op-1")
+        await expectRPCError(.notFound, "no queue \"wallet/walet-1\"") {
+            try await operatorClient.queueStatus(TspV1.QueueStatusRequest(subscriber: "wallet/walet-1"))
+        }
+        // A subscriber's own queue is answered even before anything reached it.
+        #expect(try await harness.client(.wallet, "wallet-9").queueStatus(TspV1.QueueStatusRequest()).pending == 0)
+        // Known queues survive a restart of the TSP, with nothing pending.
+        var stream = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        let delivered = try await stream.take(1)
+        _ = try await harness.client().acknowledge(TspV1.AcknowledgeRequest(messageIds: delivered.map(\.messageID)))
+        let restarted = try harness.reopened()
+        let status = try await restarted.client(.operator, "op-1").queueStatus(
+            TspV1.QueueStatusRequest(subscriber: "wallet/wallet-1"))
+        #expect(status.pending == 0 && status.acknowledgedTotal == 1)
+    }
+
     @Test func operatorsPublishOthersMayNot() async throws {
         let harness = try BrokerHarness.make()
         let request = TspV1.PublishRequest(
