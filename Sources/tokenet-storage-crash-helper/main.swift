@@ -3,6 +3,9 @@
 //
 //   tokenet-storage-crash-helper DATABASE ROWS_PER_TRANSACTION
 //
+// It stops by itself, with an error, once its parent is gone or after `lifetime` seconds: the tests kill it within
+// seconds, and a helper left running by a stalled or killed test run would fill the disk (60 KB per transaction).
+//
 // Transaction n inserts batch n, ROWS_PER_TRANSACTION items of batch n (blobs of varying size, so a transaction spans
 // several pages) and adds the item count to a running total; after COMMIT returns, "n" is written to stdout with
 // an unbuffered write. Every number printed is therefore durably committed, and any transaction must be present
@@ -36,6 +39,10 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+/// The parent when the helper started, read before anything else: a parent that exits at once (a shell that started
+/// it in the background) may be gone by the time the database is open.
+let parent = getppid()
+
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let rowsPerTransaction = Int(arguments[2]), rowsPerTransaction > 0 else {
     fail("usage: tokenet-storage-crash-helper DATABASE ROWS_PER_TRANSACTION")
@@ -46,7 +53,16 @@ do {
     try Migrator(crashHelperMigrations).migrate(database)
     var next = try database.queryOne("SELECT coalesce(max(id), 0) + 1 FROM batches")!.int(0)
     var generator = SystemRandomNumberGenerator()
+    let lifetime: Double = 120
+    let started = Date()
     while true {
+        // Reparented (to init, or to a subreaper) once the parent is gone; a parent that is init itself means the
+        // one that started the helper was gone before it could be read.
+        let current = getppid()
+        guard current == parent, current != 1 else { fail("its parent process is gone; stopping") }
+        guard Date().timeIntervalSince(started) < lifetime else {
+            fail("still running after \(Int(lifetime)) s without being killed (its test must have stalled); stopping")
+        }
         let batch = next
         try database.transaction { tx in
             try tx.execute("INSERT INTO batches (id, item_count) VALUES (?, ?)", [batch, rowsPerTransaction])

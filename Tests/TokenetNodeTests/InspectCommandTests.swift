@@ -28,10 +28,12 @@ import TokenetTestSupport
 
     private let dataDirectory: TemporaryDirectory
 
+    /// The waits are bounded: a node that does not stop would otherwise hold one of the test runner's few threads
+    /// for good, and with them all taken every other test stalls.
     deinit {
         if node.process.isRunning {
             node.process.terminate()
-            node.process.waitUntilExit()
+            node.process.waitUntilExit(killingAfter: 30)
         }
     }
 
@@ -201,7 +203,7 @@ import TokenetTestSupport
             ["--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile, "--plaintext"])
         defer {
             plain.process.terminate()
-            plain.process.waitUntilExit()
+            plain.process.waitUntilExit(killingAfter: 30)
         }
         let plainAddress = try await Self.waitForReadyFile(readyFile, of: plain.process).listen
         let result = try await runTokenet(["call", plainAddress, "tokenet.health.v1.Health/Check", "--plaintext"])
