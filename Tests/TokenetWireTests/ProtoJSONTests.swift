@@ -101,6 +101,33 @@ import TokenetWire
         }
     }
 
+    static let base64Texts: [(String, [UInt8])] = [
+        ("Zm9v", [0x66, 0x6F, 0x6F]), ("Zm8=", [0x66, 0x6F]), ("Zm8", [0x66, 0x6F]), ("Zg==", [0x66]), ("Zg", [0x66]),
+        ("+/8A", [0xFB, 0xFF, 0x00]), ("-_8A", [0xFB, 0xFF, 0x00]), ("_w==", [0xFF]), ("_w", [0xFF]), ("", []),
+    ]
+
+    @Test(arguments: base64Texts)
+    func readsBase64InEitherAlphabetWithOrWithoutPadding(text: String, bytes: [UInt8]) throws {
+        #expect(try TestingV1.Scalars(jsonString: #"{"fBytes": "\#(text)"}"#).fBytes == Data(bytes))
+    }
+
+    /// `=` only pads the end, to a multiple of four characters: a reader that skipped it anywhere took `"===="` as a
+    /// zero byte, `"AA=A"` as two and `"Zm9v=="` as `foo`.
+    @Test(arguments: [
+        "=", "==", "====", "A===", "AA=A", "=AAA", "Zg=", "Zm9vYg=", "Zm9v==", "AAAA====", "Zm9=vYg", "AAAAA",
+        "Zm9v Yg==", #"Zm9v\nYg=="#, "Zm9v.Yg",
+    ])
+    func rejectsTextThatIsNotBase64(text: String) {
+        do {
+            let decoded = try TestingV1.Scalars(jsonString: #"{"fBytes": "\#(text)"}"#)
+            Issue.record("accepted \(text) as \(decoded.fBytes.map { $0 })")
+        } catch let error as WireError {
+            #expect(error.message == "tokenet.testing.v1.Scalars.f_bytes: expected base64 text")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
     @Test func rejectsTwoMembersOfOneOneof() {
         #expect(throws: WireError.self) { try TestingV1.Choice(jsonString: #"{"number": "1", "text": "x"}"#) }
     }

@@ -100,7 +100,7 @@ struct ProtoJSONDecoder {
             }
             try string.store(to: slot, arena: arena, field: name)
         case .bytes:
-            guard case .string(let text) = value, let data = Self.base64(text) else {
+            guard case .string(let text) = value, let data = ProtoJSONBase64.decode(text) else {
                 throw WireError(.invalidJSON, "\(name): expected base64 text")
             }
             data.store(to: slot, arena: arena, field: name)
@@ -222,14 +222,5 @@ struct ProtoJSONDecoder {
         default:
             throw WireError(.invalidJSON, "\(name): expected a number, found \(json.kindName)")
         }
-    }
-
-    /// Standard or URL-safe base64, padding optional.
-    static func base64(_ text: String) -> Data? {
-        var normalized = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        let remainder = normalized.count % 4
-        if remainder == 1 { return nil }
-        if remainder > 0 { normalized += String(repeating: "=", count: 4 - remainder) }
-        return Data(base64Encoded: normalized)
     }
 }

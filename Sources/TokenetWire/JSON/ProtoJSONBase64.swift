@@ -1,0 +1,50 @@
+import Foundation
+
+/// Reads base64 the way proto3 JSON writes `bytes`: the standard or the URL-safe alphabet (RFC 4648 §4 and §5), with
+/// its `=` padding or without.
+///
+/// Written here rather than left to `Data(base64Encoded:)`, which skips `=` wherever it stands: `"===="` read as one
+/// zero byte, `"AA=A"` as two and `"Zm9v=="` as `foo`, so a mistyped value went out as bytes nobody wrote. Padding is
+/// taken only where it belongs, at the end of text whose length it makes a multiple of four; the unused bits of the
+/// last character are not checked, as other proto3 JSON readers do not check them either.
+public enum ProtoJSONBase64 {
+    /// The bytes `text` encodes, or nil when it is not base64 in either alphabet.
+    public static func decode(_ text: some StringProtocol) -> Data? {
+        var characters = Array(text.utf8)[...]
+        let padding = characters.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        if padding > 0 {
+            guard padding <= 2, characters.count % 4 == 0 else { return nil }
+            characters = characters.dropLast(padding)
+        }
+        // One character holds six bits, less than a byte.
+        guard characters.count % 4 != 1 else { return nil }
+        var bytes = Data(capacity: characters.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for character in characters {
+            let value = values[Int(character)]
+            guard value != invalid else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        return bytes
+    }
+
+    private static let invalid: UInt8 = 0xFF
+
+    /// Each byte's six-bit value in either alphabet (`+` and `-` are 62, `/` and `_` are 63), `invalid` for the rest.
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: invalid, count: 256)
+        for (index, character) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
+            table[Int(character)] = UInt8(index)
+        }
+        table[Int(UInt8(ascii: "-"))] = 62
+        table[Int(UInt8(ascii: "_"))] = 63
+        return table
+    }()
+}
