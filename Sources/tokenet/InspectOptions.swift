@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetRPC
+import TokenetWire
 
 /// Options shared by `tokenet list`, `describe` and `call`: the node's address, how to reach it, and call settings.
 struct InspectOptions: Sendable {
@@ -188,15 +189,9 @@ struct InspectOptions: Sendable {
         metadata.add(key, .binary(bytes))
     }
 
-    /// Standard or URL-safe base64, padding optional: what proto3 JSON takes for bytes.
+    /// Standard or URL-safe base64, padding optional: what proto3 JSON takes for bytes, read the same way (`=` only
+    /// as padding at the end; `Data(base64Encoded:)` read `====` as a zero byte).
     private static func base64(_ text: String) -> Data? {
-        var normalized = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        switch normalized.utf8.count % 4 {
-        case 1: return nil
-        case 2: normalized += "=="
-        case 3: normalized += "="
-        default: break
-        }
-        return Data(base64Encoded: normalized)
+        ProtoJSONBase64.decode(text)
     }
 }

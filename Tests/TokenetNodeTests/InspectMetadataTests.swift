@@ -34,8 +34,10 @@ import TokenetWire
                 == "ERROR: FAILED_PRECONDITION: x-id-bin=binary:010203 x-raw-bin=binary:ffef x-name=text:AQID\n")
     }
 
-    @Test func aBinaryKeyWithAValueThatIsNotBase64IsAUsageError() async throws {
-        let result = try await Self.received(["x-id-bin: @@@"])
+    /// `=` pads only the end: `====` and `AQ=D` once went out as bytes nobody wrote (one zero byte, two bytes).
+    @Test(arguments: ["@@@", "====", "AQ=D", "AQID=="])
+    func aBinaryKeyWithAValueThatIsNotBase64IsAUsageError(value: String) async throws {
+        let result = try await Self.received(["x-id-bin: \(value)"])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
             result.stderr.contains("call: -H: 'x-id-bin' ends in -bin, so its value is bytes written in base64"),
