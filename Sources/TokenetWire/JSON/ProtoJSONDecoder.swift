@@ -58,7 +58,10 @@ struct ProtoJSONDecoder {
         return message
     }
 
+    /// The field named `key` (its proto or JSON name). protobuf-c looks names up as C strings, which end at a NUL:
+    /// a key with one (`"f_int32\u0000x"`) named no field, but was taken for the field named by the part before it.
     static func field(named key: String, in descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> ProtoField? {
+        guard !key.utf8.contains(0) else { return nil }
         if let pointer = protobuf_c_message_descriptor_get_field_by_name(descriptor, key) {
             return ProtoField(descriptor, field: pointer)
         }
@@ -118,7 +121,10 @@ struct ProtoJSONDecoder {
         let enumName = String(cString: field.enumDescriptor.pointee.name)
         switch value {
         case .string(let name):
-            guard let found = protobuf_c_enum_descriptor_get_value_by_name(field.enumDescriptor, name) else {
+            // A C string ends at a NUL: "COLOR_RED\u0000x" would be found as COLOR_RED.
+            guard !name.utf8.contains(0),
+                let found = protobuf_c_enum_descriptor_get_value_by_name(field.enumDescriptor, name)
+            else {
                 throw WireError(.invalidJSON, "\(field.qualifiedName): \"\(name)\" is not a value of \(enumName)")
             }
             return found.pointee.value
