@@ -131,6 +131,26 @@ import TokenetWire
         }
     }
 
+    static let messageFieldsNotObjects: [(String, any ProtoMessage.Type, String)] = [
+        (#"{"rScalars": [{}, null]}"#, TestingV1.Repeated.self, "tokenet.testing.v1.Repeated.r_scalars"),
+        (#"{"maybeMessage": []}"#, TestingV1.Presence.self, "tokenet.testing.v1.Presence.maybe_message"),
+    ]
+
+    /// A message field given something other than an object is named, not only its type: several fields may hold
+    /// one message type, and a repeated field's elements all do.
+    @Test(arguments: messageFieldsNotObjects)
+    func aMessageFieldThatIsNotAnObjectIsNamed(json: String, type: any ProtoMessage.Type, field: String) {
+        do {
+            _ = try type.init(jsonString: json)
+            Issue.record("accepted \(json)")
+        } catch let error as WireError {
+            #expect(error.code == .invalidJSON)
+            #expect(error.message.hasPrefix("\(field): expected an object for tokenet.testing.v1.Scalars, found "))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
     @Test func rejectsTwoMembersOfOneOneof() {
         #expect(throws: WireError.self) { try TestingV1.Choice(jsonString: #"{"number": "1", "text": "x"}"#) }
     }

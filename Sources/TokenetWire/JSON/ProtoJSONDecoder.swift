@@ -110,6 +110,12 @@ struct ProtoJSONDecoder {
         case .enumeration:
             slot.storeBytes(of: try enumValue(value, field), as: Int32.self)
         case .message:
+            // Named here with the field: the message's own check names only its type, which several fields (or the
+            // elements of a repeated one) may share.
+            guard case .object = value else {
+                let type = String(cString: field.messageDescriptor.pointee.name)
+                throw WireError(.invalidJSON, "\(name): expected an object for \(type), found \(value.kindName)")
+            }
             let child = try message(value, field.messageDescriptor)
             slot.storeBytes(of: child, as: UnsafeMutableRawPointer?.self)
         default:
