@@ -80,6 +80,8 @@ import TokenetWire
         (#"{"fDouble": "+1"}"#, #""+1" is not a number"#),
         (#"{"fDouble": "inf"}"#, #""inf" is not a number"#),
         (#"{"fDouble": " 1.5"}"#, #"" 1.5" is not a number"#),
+        (#"{"fDouble": 1e309}"#, "f_double: 1e309 is out of range for a double"),
+        (#"{"fDouble": "-1e309"}"#, #"f_double: "-1e309" is out of range for a double"#),
         (#"[1]"#, "expected an object for tokenet.testing.v1.Scalars, found an array"),
         (#"{"fInt32": 1"#, "unexpected end of JSON"),
         (#"{"fInt32": 01}"#, "leading zero"),

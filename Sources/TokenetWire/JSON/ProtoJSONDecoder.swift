@@ -227,8 +227,12 @@ struct ProtoJSONDecoder {
         case .string("-Infinity"): return -.infinity
         case .string(let text):
             // Written as a JSON number would be: `Double(text)` alone also takes hexadecimal, "+1" and "inf".
-            guard decimal(text) != nil, let value = Double(text), value.isFinite else {
+            guard decimal(text) != nil, let value = Double(text) else {
                 throw WireError(.invalidJSON, "\(name): \"\(text)\" is not a number")
+            }
+            // A number, too large for a double: said as for the same number unquoted ("1e309").
+            guard value.isFinite else {
+                throw WireError(.invalidJSON, "\(name): \"\(text)\" is out of range for a double")
             }
             return value
         default:
