@@ -108,8 +108,12 @@ enum CallCommand {
     /// Parses each JSON text as the request type; a text that does not fit is a usage error naming the field. The
     /// message quotes what was typed (an enum name, a field name, a number) with anything shaped like a card
     /// number masked to its last four digits: a card number put in the wrong field must not be echoed to the
-    /// terminal and whatever records it.
+    /// terminal and whatever records it. A client-streaming or bidirectional method takes any number of requests,
+    /// none included; the others exactly one.
     static func encode(_ texts: [String], as target: CallTarget) throws(CLIError) -> [Data] {
+        if !target.kind.clientStreams && texts.isEmpty {
+            throw CLIError(.usage, "call: the request JSON is empty; \(target.path) takes one request message")
+        }
         if !target.kind.clientStreams && texts.count != 1 {
             throw CLIError(
                 .usage, "call: \(target.path) takes exactly one request message; -d holds \(texts.count)")

@@ -4,8 +4,9 @@ import TokenetNode
 /// Splits text holding JSON values one after another (`{"a": 1} {"a": 2}`) into one text per value, so
 /// `tokenet call -d @` can read the requests of a client-streaming call from standard input.
 ///
-/// It only finds where each value ends (matching brackets outside strings); the message's JSON decoder then checks
-/// each text and names what is wrong.
+/// Text holding only whitespace holds none: an empty standard input sends a client-streaming method no request, as in
+/// grpcurl. It only finds where each value ends (matching brackets outside strings); the message's JSON decoder then
+/// checks each text and names what is wrong.
 enum JSONTexts {
     static func split(_ text: String) throws(CLIError) -> [String] {
         let bytes = Array(text.utf8)
@@ -54,7 +55,8 @@ enum JSONTexts {
             }
             texts.append(String(decoding: bytes[start..<index], as: UTF8.self))
         }
-        guard !texts.isEmpty else { throw CLIError(.usage, "call: the request JSON is empty") }
+        // None at all is no request: what a client-streaming method may be sent; `CallCommand.encode` refuses it
+        // for the others, which take exactly one.
         return texts
     }
 

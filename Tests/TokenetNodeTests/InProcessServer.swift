@@ -5,11 +5,13 @@ import TokenetTransport
 
 /// Runs `tokenet` against an in-process plaintext server that serves `router`, for what no node does on purpose (a
 /// status code from a later protocol, a handler that reports the metadata it received). `arguments` gets the
-/// server's address.
-func runTokenet(servedBy router: RPCRouter, _ arguments: (String) -> [String]) async throws -> ProcessResult {
+/// server's address; `stdin` is the command's standard input.
+func runTokenet(
+    servedBy router: RPCRouter, stdin: String = "", _ arguments: (String) -> [String]
+) async throws -> ProcessResult {
     let loop = try EventLoop(name: "tokenet-cli-test")
     let listener = try await PlainListener.bind(on: loop)
-    return try await run(router, on: loop, port: listener.port, arguments) { server in
+    return try await run(router, on: loop, port: listener.port, stdin: stdin, arguments) { server in
         await server.serve(listener: listener)
     } close: {
         await listener.close()
@@ -34,7 +36,7 @@ func runTokenet(servedOverTLSBy router: RPCRouter, _ arguments: (String) -> [Str
 }
 
 private func run(
-    _ router: RPCRouter, on loop: EventLoop, port: UInt16, _ arguments: (String) -> [String],
+    _ router: RPCRouter, on loop: EventLoop, port: UInt16, stdin: String = "", _ arguments: (String) -> [String],
     serve: @escaping @Sendable (RPCServer) async -> Void, close: () async -> Void
 ) async throws -> ProcessResult {
     // Accepting, serving and the handlers all run on the server's own loop thread: the full suite keeps the shared
@@ -45,7 +47,7 @@ private func run(
     let command = arguments("127.0.0.1:\(port)")
     let result: Result<ProcessResult, any Error>
     do {
-        result = .success(try await offThePool { try runTokenet(command) })
+        result = .success(try await offThePool { try runTokenet(command, stdin: stdin) })
     } catch {
         result = .failure(error)
     }
