@@ -75,6 +75,8 @@ import TokenetWire
         // Names with a NUL: protobuf-c's lookups stop at it and found the field or value named by what precedes it.
         (#"{"f_int32\u0000x": 5}"#, "unknown field \"f_int32\u{0}x\" in tokenet.testing.v1.Scalars"),
         (#"{"fColor": "COLOR_RED\u0000x"}"#, "\"COLOR_RED\u{0}x\" is not a value of tokenet.testing.v1.Color"),
+        (#"{"fString": "a\u0000b"}"#, "f_string: a string cannot hold a NUL character"),
+        (#"{"fString": "\u0000"}"#, "f_string: a string cannot hold a NUL character"),
         (#"{"fFloat": 1e300}"#, "out of range for a float"),
         (#"{"fDouble": "0x10"}"#, #""0x10" is not a number"#),
         (#"{"fDouble": "+1"}"#, #""+1" is not a number"#),

@@ -101,6 +101,11 @@ struct ProtoJSONDecoder {
             guard case .string(let string) = value else {
                 throw WireError(.invalidJSON, "\(name): expected a string, found \(value.kindName)")
             }
+            // protobuf-c keeps strings NUL-terminated, so none can hold one; said as what is wrong with the JSON
+            // (invalidJSON, as for any text that does not fit), not as an encoding failure.
+            guard !string.utf8.contains(0) else {
+                throw WireError(.invalidJSON, "\(name): a string cannot hold a NUL character (\\u0000)")
+            }
             try string.store(to: slot, arena: arena, field: name)
         case .bytes:
             guard case .string(let text) = value, let data = ProtoJSONBase64.decode(text) else {
