@@ -245,6 +245,11 @@ import TokenetWire
     /// A server end that reads until the client's first call arrives, then either refuses it with a goaway naming
     /// stream 0 as the last it processed (as a server does when it starts draining, or closes an idle connection,
     /// just as the call arrives) or, with `goaway` false, closes without a word: the call may have been processed.
+    ///
+    /// After its goaway it reads and drops what the client still sends until the client closes, as a draining
+    /// server keeps the connection open: an in-memory stream refuses writes as soon as its peer closes (where TCP
+    /// would still take them), so a client streaming requests would otherwise lose the connection to a failed
+    /// write before it read the goaway.
     static func dropFirstCall(on stream: InMemoryByteStream, goaway: Bool) async throws {
         var decoder = FrameDecoder()
         var sawCall = false
@@ -262,6 +267,7 @@ import TokenetWire
             let refusal = WireV1.GoAway(lastStreamID: 0, code: .shuttingDown, reason: "draining")
             try encoder.encode(WireV1.Frame(streamID: 0, kind: .goaway(refusal)), into: &bytes)
             try await stream.write(bytes)
+            while (try? await stream.read()) != nil {}
         }
         await stream.close()
     }

@@ -44,21 +44,22 @@ import TokenetWire
         let harness = try await Harness(
             name: "rpc-trickling-peer",
             timers: ConnectionTimers(
-                keepaliveInterval: .milliseconds(300), keepaliveTimeout: .milliseconds(300),
-                stuckWriteGrace: .seconds(1)))
+                keepaliveInterval: .seconds(1), keepaliveTimeout: .seconds(1), stuckWriteGrace: .seconds(1)))
         let raw = try await harness.connect()
         try await raw.write(try Self.hello())
-        // A frame of a megabyte announced, then one byte every 100 ms: more often than the keepalive asks.
+        // A frame of a megabyte announced, then one byte every 50 ms: far more often than the keepalive asks, so
+        // that a loaded run, whose sleeps stretch, still never leaves the peer silent for the 1 s interval (with
+        // 300 ms and a byte every 100 ms, a loaded run once got a keepalive ping, which this peer never answers).
         let trickle = Task {
             try await raw.write([0, 0x10, 0, 0])
             while !Task.isCancelled {
                 try await raw.write([0])
-                try await Task.sleep(for: .milliseconds(100))
+                try await Task.sleep(for: .milliseconds(50))
             }
         }
         let problem = try await harness.firstProblem()
         #expect(
-            problem?.contains("a frame that began to arrive 0.6 seconds ago is still incomplete") == true,
+            problem?.contains("a frame that began to arrive 2.0 seconds ago is still incomplete") == true,
             "\(String(describing: problem))")
         trickle.cancel()
         await raw.close()
