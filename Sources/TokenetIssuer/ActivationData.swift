@@ -1,5 +1,6 @@
 import Foundation
 import TokenetCard
+import TokenetWire
 
 /// The wallets allowed to open the issuer app for in-app activation, by the identity the platform gives the app:
 /// the calling package on Android, the pass type identifier on Apple Pay.
@@ -174,11 +175,9 @@ extension AppToAppRequest {
         return text
     }
 
-    /// Base64 in either alphabet, padding optional; nil for anything else.
+    /// Base64 in either alphabet, padding optional; nil for anything else, a `=` anywhere but at the end included
+    /// (`Data(base64Encoded:)` skips it wherever it stands, and read "Zm9v==" as "foo").
     static func decodeBase64(_ text: String) -> Data? {
-        var normalized = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !normalized.contains("=") || normalized.count % 4 == 0 else { return nil }
-        while normalized.count % 4 != 0 { normalized += "=" }
-        return Data(base64Encoded: normalized)
+        ProtoJSONBase64.decode(text)
     }
 }

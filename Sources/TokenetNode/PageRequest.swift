@@ -1,5 +1,6 @@
 import Foundation
 import TokenetRPC
+import TokenetWire
 
 /// One page of a list call: how many items, and after which one.
 ///
@@ -57,10 +58,8 @@ public struct PageRequest: Equatable, Sendable {
 
     private static func key(fromToken token: String) -> String? {
         guard token.hasPrefix(tokenTag) else { return nil }
-        var base64 = token.dropFirst(tokenTag.count)
-            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), !data.isEmpty else { return nil }
+        // Strictly: a token with a stray "=" or one character cut off is refused, not read as another key.
+        guard let data = ProtoJSONBase64.decode(token.dropFirst(tokenTag.count)), !data.isEmpty else { return nil }
         return String(data: data, encoding: .utf8)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetWire
 
 /// The bytes `tokenet decode` reads, from raw, hexadecimal or base64 input.
 enum DecodeInput {
@@ -83,14 +84,37 @@ enum DecodeInput {
         }
     }
 
-    /// Standard or URL-safe base64, padded or not; whitespace is ignored.
+    /// Standard or URL-safe base64, padded or not; whitespace is ignored. Read strictly (`ProtoJSONBase64`): a stray
+    /// `=` or a truncated value is refused with where it went wrong, instead of decoding to bytes nobody wrote.
     static func base64(_ input: [UInt8]) throws(CLIError) -> [UInt8] {
-        var text = String(decoding: input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }, as: UTF8.self)
-        text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text) else {
-            throw CLIError(.usage, "decode: --base64: the input is not base64")
+        let text = input.filter { !(9...13).contains($0) && $0 != UInt8(ascii: " ") }
+        if let data = ProtoJSONBase64.decode(String(decoding: text, as: UTF8.self)) { return Array(data) }
+        throw CLIError(.usage, "decode: --base64: " + base64Problem(input))
+    }
+
+    /// What is wrong with base64 text that does not decode: the first character outside both alphabets (by its
+    /// offset in the input as given), a `=` before the end, or a length that no base64 text has.
+    private static func base64Problem(_ input: [UInt8]) -> String {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_".utf8)
+        var characters = 0
+        var paddingAt: Int?
+        for (offset, character) in input.enumerated() {
+            if (9...13).contains(character) || character == UInt8(ascii: " ") { continue }
+            characters += 1
+            if character == UInt8(ascii: "=") {
+                if paddingAt == nil { paddingAt = offset }
+                continue
+            }
+            guard alphabet.contains(character) else {
+                let shown =
+                    (0x21...0x7E).contains(character)
+                    ? "'\(Character(UnicodeScalar(character)))'" : "byte \(character)"
+                return "\(shown) at offset \(offset) is not a base64 character"
+            }
+            if let paddingAt { return "'=' at offset \(paddingAt) is padding, which only ends the text" }
         }
-        return Array(data)
+        let padding = paddingAt.map { offset in input[offset...].filter { $0 == UInt8(ascii: "=") }.count } ?? 0
+        return "\(characters) characters (\(padding) of them '=') are not base64: with padding, base64 text is a "
+            + "multiple of 4 characters and ends in at most two '='; without, it is never one more than a multiple of 4"
     }
 }

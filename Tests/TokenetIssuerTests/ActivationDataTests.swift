@@ -77,6 +77,13 @@ import Testing
             reason: "Google Pay must send activation_data"),
         Refused(name: "bad base64", data: "not base64!", rejection: .badBase64, reason: "not valid base64"),
         Refused(name: "bad padding", data: "eyJ=e30", rejection: .badBase64, reason: "not valid base64"),
+        // Padding only ends the text: read by skipping each "=", these were the Visa data itself.
+        Refused(
+            name: "padding inside the text", data: String(b64(visa).prefix(8)) + "====" + b64(visa).dropFirst(8),
+            rejection: .badBase64, reason: "not valid base64"),
+        Refused(
+            name: "more padding than base64 has", data: b64(visa) + "====", rejection: .badBase64,
+            reason: "not valid base64"),
         Refused(name: "bad JSON", data: b64("{tokenReferenceID:"), rejection: .badJSON, reason: "valid JSON"),
         Refused(name: "a JSON array", data: b64("[1,2]"), rejection: .notAnObject, reason: "JSON object"),
         Refused(

@@ -188,7 +188,18 @@ import TokenetWire
                 + "Filter: tcp.stream eq 5\nNode 0: 127.0.0.1:26349\nNode 1: :0\n\t0000000412020801\n00000000\n",
             2, "decode: --hex: this is tshark's follow output, which holds both sides of the connection"
         ),
-        (["--base64"], "*not*", 2, "decode: --base64: the input is not base64"),
+        (["--base64"], "*not*", 2, "decode: --base64: '*' at offset 0 is not a base64 character"),
+        (["--base64"], "CAE=\n\u{1B}[2J", 2, "decode: --base64: byte 27 at offset 5 is not a base64 character"),
+        // Padding inside the text, or more of it than base64 has, once decoded as if each "=" were not there.
+        (
+            ["--base64", "--type", "tokenet.health.v1.HealthCheckResponse"], "CA=E", 2,
+            "decode: --base64: '=' at offset 2 is padding, which only ends the text"
+        ),
+        (
+            ["--base64", "--type", "tokenet.health.v1.HealthCheckResponse"], "CAE=====\n", 2,
+            "decode: --base64: 8 characters (5 of them '=') are not base64"
+        ),
+        (["--base64"], "CAEAC\n", 2, "decode: --base64: 5 characters (0 of them '=') are not base64"),
         (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
         (["--method", "/no.Such/Method"], "", 2, "decode: --method: this build has no method '/no.Such/Method'"),
         (["--calls", "client.hex"], "", 2, "decode: --calls CLIENT needs the server's side as FILE"),
