@@ -22,6 +22,23 @@ import TokenetWire
         )
     }
 
+    /// Whole numbers print as other proto3 JSON writers print them (`1`, not `1.0`), and every form reads back to
+    /// the same value.
+    @Test(arguments: [
+        (1.0, Float(1), #"{"fDouble":1,"fFloat":1}"#),
+        (-2.0, Float(-0.5), #"{"fDouble":-2,"fFloat":-0.5}"#),
+        (0.1, Float(0.1), #"{"fDouble":0.1,"fFloat":0.1}"#),
+        (1234567.0, Float(16_777_216), #"{"fDouble":1234567,"fFloat":16777216}"#),
+        (1e20, Float(3e38), #"{"fDouble":1e+20,"fFloat":3e+38}"#),
+    ])
+    func writesWholeNumbersWithoutAFraction(double: Double, float: Float, expected: String) throws {
+        let scalars = TestingV1.Scalars(fDouble: double, fFloat: float)
+        let json = try scalars.jsonString()
+        #expect(json == expected)
+        let back = try TestingV1.Scalars(jsonString: json)
+        #expect(back.fDouble == double && back.fFloat == float)
+    }
+
     @Test func omitsDefaultsButKeepsSetOneofAndPresenceMembers() throws {
         var presence = TestingV1.Presence()
         presence.maybeInt = 0

@@ -124,9 +124,12 @@ enum ProtoJSONEncoder {
         }
     }
 
+    /// `text` is Swift's shortest round-tripping form, which writes a whole number as `1.0`; other proto3 JSON
+    /// writers (protobuf's own, grpcurl) write `1`, so the `.0` goes and the same value prints the same everywhere.
+    /// Exponent forms (`1e+20`) are left as they are: they read back the same in every JSON reader.
     private static func floatingPoint(_ value: Double, text: String) -> JSONValue {
         if value.isNaN { return .string("NaN") }
         if value.isInfinite { return .string(value < 0 ? "-Infinity" : "Infinity") }
-        return .number(text)
+        return .number(text.hasSuffix(".0") ? String(text.dropLast(2)) : text)
     }
 }
