@@ -8,8 +8,12 @@
 -- protobuf search paths must hold Protos/ and the directory with google/protobuf/descriptor.proto).
 --
 -- Tokenet's ports are usually ephemeral, so the dissector finds connections by their content: a heuristic accepts a
--- TLS or TCP payload whose first frame parses as a Frame, as every connection's first frame (a hello) does. Ports
--- can also be named in the preferences (Tokenet: TLS ports, plaintext ports) or with "Decode As".
+-- TLS or TCP payload that begins with a hello, every connection's first frame (a length within the limit, then a
+-- Frame holding field 2 alone, a Hello of only its own fields, each with its wire type). A hello whose bytes come in
+-- several TCP segments or TLS records is reassembled: while the bytes so far can only be the start of a hello, the
+-- heuristic asks for the next segment; at the first byte that cannot be part of one it lets go, and the bytes it
+-- held go on, whole, to whichever dissector they would have reached without it. Ports can also be named in the
+-- preferences (Tokenet: TLS ports, plaintext ports) or with "Decode As".
 --
 --   tshark -X lua_script:Tools/dissector/tokenet.lua -o tls.keylog_file:keys.log -r capture.pcapng
 --
@@ -94,9 +98,11 @@ local protobuf = Dissector.get("protobuf")
 -- ---------------------------------------------------------------------------------------------------------------
 -- A protobuf reader over a TvbRange: enough to walk tokenet.wire.v1.Frame and keep the bytes of every field.
 
-local function read_varint(range, offset)
+-- The varint at `offset`, if it ends before `limit` (the end of `range` when not given): its value, a Lua number
+-- (exact up to 2^53), and its length; nil when it does not end there or runs past 10 bytes.
+local function read_varint(range, offset, limit)
     local value, multiplier = 0, 1
-    local length = range:len()
+    local length = limit or range:len()
     for i = 0, 9 do
         if offset + i >= length then return nil end
         local byte = range(offset + i, 1):uint()
@@ -473,31 +479,78 @@ end
 -- ---------------------------------------------------------------------------------------------------------------
 -- Finding connections: by port (preferences, Decode As) and by content.
 
-local function looks_like_tokenet(tvb, pinfo)
-    local key = connection_key(pinfo)
-    if recognised[key] then return true end
-    if tvb:len() < 5 then return false end
-    local length = tvb(0, 4):uint()
-    if length == 0 or length > tokenet.prefs.max_frame_size then return false end
-    local available = math.min(length, tvb:len() - 4)
-    local body = tvb(4, available)
-    -- The first frame of a connection is a hello on stream 0: a Frame that starts with field 2, length-delimited.
-    if body(0, 1):uint() ~= 0x12 then return false end
-    if available < length then return false end
-    local frame = parse_frame(body)
-    if frame == nil or frame.kind ~= "hello" or frame.stream_id ~= 0 then return false end
-    local hello = read_fields(frame.body or body(0, 0))
-    if hello == nil then return false end
-    for _, field in ipairs(hello) do
-        if field.number == 1 and field.wire_type ~= 0 then return false end
+-- A connection's first frame is a hello, and its bytes may come in several segments (or TLS records): the heuristic
+-- asks for more only while the bytes so far can still be nothing but the start of a hello Frame, so that other
+-- traffic is refused at its first byte that cannot be one.
+
+-- What may follow each one-byte field key inside a hello: a varint, bytes, or a message with those keys.
+local settings_keys = { [0x08] = "varint", [0x10] = "varint", [0x18] = "varint", [0x20] = "varint" }
+local hello_keys = { [0x08] = "varint", [0x12] = settings_keys, [0x1A] = "bytes" }
+
+-- Whether the bytes from `offset` up to `stop` (which may lie past the end of `tvb`) are, as far as present, a
+-- message with `keys`: each field one of them, with what follows its key, and each ending by `stop`.
+local function fits(tvb, offset, stop, keys)
+    local limit = math.min(stop, tvb:len())
+    -- Something cut off at `limit` may still end well if the bytes ran out there, not if the message ends there.
+    local ran_out = limit < stop
+    while offset < limit do
+        local follows = keys[tvb(offset, 1):uint()]
+        if follows == nil then return false end
+        offset = offset + 1
+        local value, value_len = read_varint(tvb, offset, limit)
+        if value == nil then return ran_out and limit - offset < 10 end
+        offset = offset + value_len
+        if follows ~= "varint" then
+            local finish = offset + value
+            if finish > stop then return false end
+            if type(follows) == "table" and not fits(tvb, offset, finish, follows) then return false end
+            offset = finish
+        end
     end
-    recognised[key] = true
     return true
+end
+
+-- "hello" when `tvb` starts with a whole hello Frame (a length within the limit, then field 2 alone, a Hello of
+-- known fields each of its wire type), "more" when its bytes so far are the start of one, nil otherwise.
+local function hello_start(tvb)
+    local available = tvb:len()
+    -- The length prefix as far as present, its missing bytes taken as zeros, must be within the limit.
+    local length = 0
+    for i = 0, 3 do length = length * 256 + (i < available and tvb(i, 1):uint() or 0) end
+    if length > tokenet.prefs.max_frame_size then return nil end
+    if available < 4 then return "more" end
+    -- The smallest hello Frame is its key and a zero length.
+    if length < 2 then return nil end
+    if available == 4 then return "more" end
+    if tvb(4, 1):uint() ~= 0x12 then return nil end
+    local stop = 4 + length
+    local limit = math.min(stop, available)
+    local size, size_len = read_varint(tvb, 5, limit)
+    if size == nil then
+        if limit < stop and limit - 5 < 10 then return "more" end
+        return nil
+    end
+    -- The hello fills the frame: nothing else comes with it, not even a stream id (a hello's is 0, left out).
+    if 5 + size_len + size ~= stop then return nil end
+    if not fits(tvb, 5 + size_len, stop, hello_keys) then return nil end
+    if available < stop then return "more" end
+    return "hello"
 end
 
 local function heuristic(tvb, pinfo, tree)
     if not tokenet.prefs.heuristic then return false end
-    if not looks_like_tokenet(tvb, pinfo) then return false end
+    local key = connection_key(pinfo)
+    if not recognised[key] then
+        local seen = hello_start(tvb)
+        if seen == nil then return false end
+        if seen == "more" then
+            -- TCP (or TLS) keeps these bytes and calls the heuristic again with the next segment added to them.
+            pinfo.desegment_offset = 0
+            pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
+            return true
+        end
+        recognised[key] = true
+    end
     tokenet.dissector(tvb, pinfo, tree)
     return true
 end
