@@ -3,9 +3,10 @@
 -- Decodes the frames of Protos/README.md (a 4-byte big-endian length, then a tokenet.wire.v1.Frame) inside TLS,
 -- once Wireshark has the TLS secrets (nodes and the tokenet CLI write them to $SSLKEYLOGFILE), and in plaintext
 -- mode (--plaintext) on bare TCP. Each frame gets its stream id, kind, method, status and metadata as filterable
--- fields (tokenet.*), and the application message inside a `message` frame is handed to Wireshark's protobuf
--- dissector as the request or response type of its call's method, read from the .proto files in Protos/ (the
--- protobuf search paths must hold Protos/ and the directory with google/protobuf/descriptor.proto).
+-- fields (tokenet.*; numbers as sent, up to 64 bits: a malformed frame's varint above its 32-bit field is marked, not
+-- cut), and the application message inside a `message` frame is handed to Wireshark's protobuf dissector as the
+-- request or response type of its call's method, read from the .proto files in Protos/ (the protobuf search paths
+-- must hold Protos/ and the directory with google/protobuf/descriptor.proto).
 --
 -- Tokenet's ports are usually ephemeral, so the dissector finds connections by their content: a heuristic accepts a
 -- TLS or TCP payload that begins with a hello, every connection's first frame (a length within the limit, then a
@@ -43,15 +44,17 @@ local kind_names = {
 
 local f = tokenet.fields
 f.length = ProtoField.uint32("tokenet.length", "Length", base.DEC)
-f.stream_id = ProtoField.uint32("tokenet.stream_id", "Stream id", base.DEC)
+-- The varints of 32-bit protobuf fields are shown as 64-bit fields: a malformed frame may send any varint up to 64
+-- bits there, which a uint32 field would cut to its low bits.
+f.stream_id = ProtoField.uint64("tokenet.stream_id", "Stream id", base.DEC)
 f.kind = ProtoField.string("tokenet.kind", "Kind")
-f.version = ProtoField.uint32("tokenet.hello.version", "Protocol version", base.DEC)
+f.version = ProtoField.uint64("tokenet.hello.version", "Protocol version", base.DEC)
 f.agent = ProtoField.string("tokenet.hello.agent", "Agent")
-f.max_frame_size = ProtoField.uint32("tokenet.hello.max_frame_size", "Max frame size", base.DEC)
-f.max_concurrent_streams = ProtoField.uint32("tokenet.hello.max_concurrent_streams", "Max concurrent streams",
+f.max_frame_size = ProtoField.uint64("tokenet.hello.max_frame_size", "Max frame size", base.DEC)
+f.max_concurrent_streams = ProtoField.uint64("tokenet.hello.max_concurrent_streams", "Max concurrent streams",
     base.DEC)
-f.initial_stream_window = ProtoField.uint32("tokenet.hello.initial_stream_window", "Initial stream window", base.DEC)
-f.keepalive_interval = ProtoField.uint32("tokenet.hello.keepalive_interval_ms", "Keepalive interval (ms)", base.DEC)
+f.initial_stream_window = ProtoField.uint64("tokenet.hello.initial_stream_window", "Initial stream window", base.DEC)
+f.keepalive_interval = ProtoField.uint64("tokenet.hello.keepalive_interval_ms", "Keepalive interval (ms)", base.DEC)
 f.method = ProtoField.string("tokenet.method", "Method")
 f.timeout = ProtoField.uint64("tokenet.timeout_us", "Timeout (µs)", base.DEC)
 f.metadata_key = ProtoField.string("tokenet.metadata.key", "Metadata key")
@@ -60,16 +63,16 @@ f.metadata_binary = ProtoField.bytes("tokenet.metadata.binary", "Metadata binary
 f.trace_id = ProtoField.string("tokenet.trace_id", "Trace id")
 f.direction = ProtoField.string("tokenet.direction", "Direction")
 f.data = ProtoField.bytes("tokenet.data", "Message data")
-f.status_code = ProtoField.uint32("tokenet.status.code", "Status code", base.DEC, status_names)
+f.status_code = ProtoField.uint64("tokenet.status.code", "Status code", base.DEC, status_names)
 f.status_message = ProtoField.string("tokenet.status.message", "Status message")
 f.detail_type = ProtoField.string("tokenet.status.detail_type", "Detail type")
 f.detail_value = ProtoField.bytes("tokenet.status.detail_value", "Detail value")
 f.cancel_reason = ProtoField.string("tokenet.cancel.reason", "Cancel reason")
 f.ping_payload = ProtoField.uint64("tokenet.ping.payload", "Payload", base.HEX)
-f.last_stream_id = ProtoField.uint32("tokenet.goaway.last_stream_id", "Last stream id", base.DEC)
-f.goaway_code = ProtoField.uint32("tokenet.goaway.code", "Goaway code", base.DEC, goaway_names)
+f.last_stream_id = ProtoField.uint64("tokenet.goaway.last_stream_id", "Last stream id", base.DEC)
+f.goaway_code = ProtoField.uint64("tokenet.goaway.code", "Goaway code", base.DEC, goaway_names)
 f.goaway_reason = ProtoField.string("tokenet.goaway.reason", "Goaway reason")
-f.window_increment = ProtoField.uint32("tokenet.window_update.increment", "Window increment", base.DEC)
+f.window_increment = ProtoField.uint64("tokenet.window_update.increment", "Window increment", base.DEC)
 f.call_frame = ProtoField.framenum("tokenet.call_start_frame", "Call started in", base.NONE,
     frametype.REQUEST)
 
@@ -81,7 +84,9 @@ local ef_goaway_error = ProtoExpert.new("tokenet.goaway.error", "Connection clos
     expert.group.SEQUENCE, expert.severity.WARN)
 local ef_unknown_stream = ProtoExpert.new("tokenet.unknown_stream",
     "Frame for a call whose call_start is not in the capture", expert.group.SEQUENCE, expert.severity.CHAT)
-tokenet.experts = { ef_malformed, ef_error_status, ef_goaway_error, ef_unknown_stream }
+local ef_above_32_bits = ProtoExpert.new("tokenet.above_32_bits", "Value above 2^32 - 1 in a 32-bit field",
+    expert.group.MALFORMED, expert.severity.WARN)
+tokenet.experts = { ef_malformed, ef_error_status, ef_goaway_error, ef_unknown_stream, ef_above_32_bits }
 
 tokenet.prefs.tls_ports = Pref.range("TLS ports", "", "Ports whose decrypted TLS payload is Tokenet", 65535)
 tokenet.prefs.plaintext_ports = Pref.range("Plaintext ports", "",
@@ -163,6 +168,19 @@ local function varint_uint64(range)
     return value
 end
 
+local uint32_max = UInt64(0xFFFFFFFF)
+
+-- Adds a varint field of a 32-bit protobuf type with its value as sent and returns that value as decimal text, for
+-- the summary: a Lua number would show a value above 2^53 rounded, and above 10^14 in exponent form.
+local function add_varint32(tree, proto_field, field)
+    local value = varint_uint64(field.value_range)
+    local item = tree:add(proto_field, field.whole, value)
+    if value > uint32_max then
+        item:add_proto_expert_info(ef_above_32_bits, "Value " .. tostring(value) .. " is above 2^32 - 1")
+    end
+    return tostring(value)
+end
+
 local function text(field)
     if field.range == nil then return "" end
     return field.range:string(ENC_UTF_8)
@@ -177,7 +195,7 @@ local function parse_frame(range)
     for _, field in ipairs(fields) do
         if field.number == 1 then
             if field.wire_type ~= 0 then return nil, "stream_id is not a varint" end
-            frame.stream_id, frame.stream_range = field.value, field.whole
+            frame.stream_id, frame.stream_field = field.value, field
         elseif kind_names[field.number] then
             if field.wire_type ~= 2 then return nil, kind_names[field.number] .. " is not a message" end
             frame.kind, frame.body, frame.body_field = kind_names[field.number], field.range, field
@@ -270,8 +288,12 @@ local function dissect_frame(range, pinfo, tree, frame)
     local calls = calls_of(pinfo)
     local kind = frame.kind or "(no kind)"
     local summary = kind
-    if frame.stream_id ~= 0 then summary = frame.stream_id .. " " .. kind end
-    tree:add(f.stream_id, frame.stream_range or range(0, 0), frame.stream_id)
+    if frame.stream_field then
+        local stream_id = add_varint32(tree, f.stream_id, frame.stream_field)
+        if frame.stream_id ~= 0 then summary = stream_id .. " " .. kind end
+    else
+        tree:add(f.stream_id, range(0, 0), UInt64(0))
+    end
     tree:add(f.kind, frame.body_field and frame.body_field.whole or range(0, 0), kind)
 
     local call = calls[frame.stream_id]
@@ -291,14 +313,13 @@ local function dissect_frame(range, pinfo, tree, frame)
         for _, field in ipairs(body_fields) do
             -- Each field is read by the wire type it has: a version sent length-delimited has no value to show.
             if field.number == 1 and field.wire_type == 0 then
-                tree:add(f.version, field.whole, field.value)
-                summary = summary .. " v" .. field.value
+                summary = summary .. " v" .. add_varint32(tree, f.version, field)
             elseif field.number == 2 and field.range then
                 for _, setting in ipairs(read_fields(field.range) or {}) do
                     local setting_field = ({ f.max_frame_size, f.max_concurrent_streams, f.initial_stream_window,
                         f.keepalive_interval })[setting.number]
                     if setting_field and setting.wire_type == 0 then
-                        tree:add(setting_field, setting.whole, setting.value)
+                        add_varint32(tree, setting_field, setting)
                         if setting.number == 1 then
                             local key = connection_key(pinfo)
                             frame_limits[key] = frame_limits[key] or {}
@@ -346,16 +367,20 @@ local function dissect_frame(range, pinfo, tree, frame)
         end
     elseif kind == "status" then
         -- A code of 0 (OK) is not on the wire: proto3 leaves default values out.
-        local code, message = 0, ""
-        local code_range, message_range = frame.body_field.whole, nil
+        local code, code_field, message, message_range = 0, nil, "", nil
         for _, field in ipairs(body_fields) do
             if field.number == 1 and field.wire_type == 0 then
-                code, code_range = field.value, field.whole
+                code, code_field = field.value, field
             elseif field.number == 2 then
                 message, message_range = text(field), field.range or field.whole
             end
         end
-        tree:add(f.status_code, code_range, code)
+        local code_text = "0"
+        if code_field then
+            code_text = add_varint32(tree, f.status_code, code_field)
+        else
+            tree:add(f.status_code, frame.body_field.whole, UInt64(0))
+        end
         if message_range then tree:add(f.status_message, message_range, message) end
         for _, field in ipairs(body_fields) do
             if field.number == 3 and field.range then
@@ -375,7 +400,7 @@ local function dissect_frame(range, pinfo, tree, frame)
                 add_metadata(tree, field)
             end
         end
-        local name = status_names[code] or ("code " .. code)
+        local name = status_names[code] or ("code " .. code_text)
         summary = summary .. " " .. name
         if message ~= "" then summary = summary .. " \"" .. message .. "\"" end
         if code ~= 0 then tree:add_proto_expert_info(ef_error_status, "Call ended with " .. name) end
@@ -393,27 +418,24 @@ local function dissect_frame(range, pinfo, tree, frame)
             end
         end
     elseif kind == "goaway" then
-        local code, reason, last = 0, "", 0
+        local code, code_text, reason, last = 0, "0", "", "0"
         for _, field in ipairs(body_fields) do
             if field.number == 1 and field.wire_type == 0 then
-                last = field.value
-                tree:add(f.last_stream_id, field.whole, last)
+                last = add_varint32(tree, f.last_stream_id, field)
             elseif field.number == 2 and field.wire_type == 0 then
-                code = field.value
-                tree:add(f.goaway_code, field.whole, code)
+                code, code_text = field.value, add_varint32(tree, f.goaway_code, field)
             elseif field.number == 3 then
                 reason = text(field)
                 tree:add(f.goaway_reason, field.range or field.whole, reason)
             end
         end
-        summary = summary .. " " .. (goaway_names[code] or ("code " .. code)) .. " last=" .. last
+        summary = summary .. " " .. (goaway_names[code] or ("code " .. code_text)) .. " last=" .. last
         if reason ~= "" then summary = summary .. " \"" .. reason .. "\"" end
         if code ~= 0 and code ~= 6 then tree:add_proto_expert_info(ef_goaway_error) end
     elseif kind == "window_update" then
         for _, field in ipairs(body_fields) do
             if field.number == 1 and field.wire_type == 0 then
-                tree:add(f.window_increment, field.whole, field.value)
-                summary = summary .. " +" .. field.value
+                summary = summary .. " +" .. add_varint32(tree, f.window_increment, field)
             end
         end
     end

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// What the dissector shows of varints too large for their fields, in malformed frames (`PlaintextCapture`; needs
+/// tshark, not root).
+@Suite struct DissectorVarintTests {
+    /// A varint is read into a Lua number, which rounds above 2^53 and prints above 10^14 in exponent form
+    /// ("1.844674407371e+19"), and the 32-bit fields (stream id, status code, window increment, ...) showed such a
+    /// value cut to 0 or to its low bits: a goaway with code 2^33 read "NO_ERROR (0)" in its tree.
+    @Test func aVarintAboveItsFieldsRangeShowsAsSent() async throws {
+        let maximum = UInt64.max
+        let settings = Self.varintField(1, 1 << 35)
+        let frames: [[UInt8]] = [
+            // stream_id 2^64 - 1, window_update { increment 2^40 }
+            Self.frame(Self.varintField(1, maximum) + Self.message(11, Self.varintField(1, 1 << 40))),
+            // window_update { increment 2^53 + 1 }
+            Self.frame(Self.message(11, Self.varintField(1, (1 << 53) + 1))),
+            // goaway { last_stream_id 2^63 + 5, code 2^33 }
+            Self.frame(Self.message(10, Self.varintField(1, (1 << 63) + 5) + Self.varintField(2, 1 << 33))),
+            // stream_id 3, status { code 2^53 + 1 }
+            Self.frame(Self.varintField(1, 3) + Self.message(6, Self.varintField(1, (1 << 53) + 1))),
+            // hello { protocol_version 2^60 + 3, settings { max_frame_size 2^35 } }
+            Self.frame(Self.message(2, Self.varintField(1, (1 << 60) + 3) + Self.message(2, settings))),
+        ]
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40020)
+        capture.send(try PlaintextCapture.bytes([DissectorCaptureTests.hello()]), on: &connection, fromClient: true)
+        for frame in frames { capture.send(frame, on: &connection, fromClient: true) }
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let result = try await DissectorCaptureTests.shark([
+            "-r", directory.path("capture.pcap"), "-V", "-O", "tokenet",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        for line in [
+            "Tokenet: 18446744073709551615 window_update +1099511627776",
+            "Stream id: 18446744073709551615",
+            "Window increment: 1099511627776",
+            "Tokenet: window_update +9007199254740993",
+            "Tokenet: goaway code 8589934592 last=9223372036854775813",
+            "Last stream id: 9223372036854775813",
+            "Goaway code: Unknown (8589934592)",
+            "Tokenet: 3 status code 9007199254740993",
+            "Status code: Unknown (9007199254740993)",
+            "Tokenet: hello v1152921504606846979",
+            "Protocol version: 1152921504606846979",
+            "Max frame size: 34359738368",
+            "[Value 34359738368 is above 2^32 - 1]",
+        ] {
+            #expect(result.stdout.contains(line), "no \(line) in:\n\(result.stdout)")
+        }
+        #expect(!result.stdout.contains("e+"), "\(result.stdout)")
+        #expect(!result.stdout.contains("NO_ERROR"), "\(result.stdout)")
+        // 8 values above 32 bits, each marked once (the tree shows each expert info's text twice).
+        #expect(result.stdout.components(separatedBy: "is above 2^32 - 1]").count - 1 == 2 * 8, "\(result.stdout)")
+    }
+
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var rest = value
+        while rest >= 0x80 {
+            bytes.append(UInt8(rest & 0x7F) | 0x80)
+            rest >>= 7
+        }
+        return bytes + [UInt8(rest)]
+    }
+
+    static func varintField(_ number: UInt64, _ value: UInt64) -> [UInt8] { varint(number << 3) + varint(value) }
+
+    static func message(_ number: UInt64, _ body: [UInt8]) -> [UInt8] {
+        varint(number << 3 | 2) + varint(UInt64(body.count)) + body
+    }
+
+    static func frame(_ body: [UInt8]) -> [UInt8] {
+        let length = UInt32(body.count)
+        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            + body
+    }
+}
