@@ -566,6 +566,8 @@ local function heuristic(tvb, pinfo, tree)
         local seen = hello_start(tvb)
         if seen == nil then return false end
         if seen == "more" then
+            -- Without reassembly (turned off in TCP's or TLS's preferences) the bytes would be held for nothing.
+            if pinfo.can_desegment == 0 then return false end
             -- TCP (or TLS) keeps these bytes and calls the heuristic again with the next segment added to them.
             pinfo.desegment_offset = 0
             pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
