@@ -83,6 +83,9 @@ public final class RPCChannel: RPCCaller {
         var client: RPCClient?
         var connecting = false
         var failures = 0
+        /// When the backoff after the last failed attempt runs out: counted from that failure, not from the call
+        /// that comes next, so a call made after a quiet spell connects at once. Nil after a success.
+        var nextAttemptAt: ContinuousClock.Instant?
         var lastError: (any Error)?
         /// The last attempt's failure when retrying cannot mend it (`isLasting`); nil after a success or another
         /// failure. The calls that waited for that attempt fail with it too.
@@ -228,7 +231,8 @@ public final class RPCChannel: RPCCaller {
     private enum Step {
         case ready(RPCClient)
         case wait
-        case connect(attempt: Int)
+        /// Attempt a connection once `notBefore` (the backoff's end; nil for at once) has come, after `failures`.
+        case connect(failures: Int, notBefore: ContinuousClock.Instant?)
         case fail(RPCError)
     }
 
@@ -251,7 +255,7 @@ public final class RPCChannel: RPCCaller {
                     return .fail(unavailable(state.lastError, attempts: attemptsMade))
                 }
                 state.connecting = true
-                return .connect(attempt: state.failures)
+                return .connect(failures: state.failures, notBefore: state.nextAttemptAt)
             }
             switch step {
             case .ready(let client):
@@ -273,9 +277,9 @@ public final class RPCChannel: RPCCaller {
                 if let deadline, ContinuousClock.now >= deadline {
                     throw RPCError(.deadlineExceeded, "the deadline passed while connecting")
                 }
-            case .connect(let failures):
+            case .connect(let failures, let notBefore):
                 attemptsMade += 1
-                try await attempt(afterFailures: failures, before: deadline)
+                try await attempt(afterFailures: failures, notBefore: notBefore, before: deadline)
             }
         }
     }
@@ -301,17 +305,20 @@ public final class RPCChannel: RPCCaller {
         try Task.checkCancellation()
     }
 
-    /// One connection attempt, after the backoff its predecessors earned. Always clears `connecting`.
-    private func attempt(afterFailures failures: Int, before deadline: ContinuousClock.Instant?) async throws {
+    /// One connection attempt, once the backoff its predecessors earned has run out (`notBefore`). A call whose
+    /// deadline comes first fails at once (gRPC's fail-fast) and leaves the backoff as it was. Always clears
+    /// `connecting`.
+    private func attempt(
+        afterFailures failures: Int, notBefore: ContinuousClock.Instant?, before deadline: ContinuousClock.Instant?
+    ) async throws {
         var outcome: Result<RPCClient, any Error>
-        let delay = failures > 0 ? backoff.delay(beforeAttempt: failures) : .zero
-        if let deadline, ContinuousClock.now + delay >= deadline {
+        if let deadline, let notBefore, notBefore >= deadline {
             let error = state.withLock { unavailable($0.lastError, attempts: $0.failures) }
             finishAttempt(.failure(error), countsAsFailure: false)
             throw error
         }
         do {
-            if delay > .zero { try await Task.sleep(for: delay) }
+            if let notBefore, notBefore > .now { try await Task.sleep(until: notBefore, clock: .continuous) }
             let stream = try await withDeadline(deadline) { try await self.connector() }
             outcome = .success(RPCClient(stream: stream, settings: settings, timers: timers))
         } catch {
@@ -350,11 +357,13 @@ public final class RPCChannel: RPCCaller {
             case .success(let client):
                 state.client = client
                 state.failures = 0
+                state.nextAttemptAt = nil
                 state.lastError = nil
                 state.lastingError = nil
             case .failure(let error):
                 if countsAsFailure {
                     state.failures += 1
+                    state.nextAttemptAt = .now + backoff.delay(beforeAttempt: state.failures)
                     state.lastError = error
                     state.lastingError = Self.isLasting(error) ? error : nil
                 }

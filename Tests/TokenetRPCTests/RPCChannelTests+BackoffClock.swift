@@ -1,0 +1,69 @@
+import Synchronization
+import Testing
+import TokenetWire
+
+@testable import TokenetRPC
+
+/// The backoff runs from the failed attempt, not from the next call: a call that comes after the backoff has run
+/// out connects at once, whatever its deadline, while one that comes during it and cannot wait for it fails at once.
+extension RPCChannelTests {
+    /// A peer that refuses connections while `down`, then serves them.
+    final class Flapping: Sendable {
+        let down = Atomic<Bool>(true)
+        let attempts = Atomic<Int>(0)
+        let serving = Harness()
+
+        func connect() async throws -> any ByteStream {
+            attempts.add(1, ordering: .relaxed)
+            if down.load(ordering: .acquiring) { throw ConnectorError() }
+            return try await serving.connect()
+        }
+    }
+
+    /// Seen before the fix: the channel measured the backoff from each new call, so a call whose deadline was
+    /// shorter than the backoff failed at once without an attempt, however long the peer had been back: a node
+    /// whose peer had been down for a while refused such calls for as long as no longer-deadline call came.
+    @Test(.timeLimit(.minutes(1))) func aCallAfterTheBackoffRanOutConnectsAtOnce() async throws {
+        let peer = Flapping()
+        let backoff = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+        let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
+        let short = CallOptions(timeout: .milliseconds(500))
+
+        // The first attempt fails; the next may come 1 s later, after this call's deadline: it fails at once.
+        let refused = await #expect(throws: RPCError.self) {
+            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
+        }
+        #expect(refused?.code == .unavailable)
+        #expect(refused?.message.contains("connection refused (test)") == true, "\(String(describing: refused))")
+        #expect(peer.attempts.load(ordering: .relaxed) == 1)
+        let during = await #expect(throws: RPCError.self) {
+            _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
+        }
+        #expect(during?.code == .unavailable)
+        #expect(peer.attempts.load(ordering: .relaxed) == 1, "no attempt during the backoff")
+
+        // The peer comes back and the backoff runs out: a call with the same short deadline connects.
+        peer.down.store(false, ordering: .releasing)
+        try await Task.sleep(for: .milliseconds(1_300))
+        let response = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
+        #expect(response.fInt32 == 2)
+        #expect(peer.attempts.load(ordering: .relaxed) == 2)
+        #expect(channel.consecutiveFailures == 0)
+    }
+
+    /// A call made partway through the backoff waits only for what is left of it, within its deadline.
+    @Test(.timeLimit(.minutes(1))) func aCallDuringTheBackoffWaitsForWhatIsLeft() async throws {
+        let peer = Flapping()
+        let backoff = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+        let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
+        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(100)))
+        #expect(peer.attempts.load(ordering: .relaxed) == 1)
+        peer.down.store(false, ordering: .releasing)
+        try await Task.sleep(for: .milliseconds(700))
+        // 0.3 s of backoff remain, less than this call's 0.9 s: it waits for them and connects.
+        let response = try await channel.unary(
+            Echo.unary, Scalars(fInt32: 4), options: CallOptions(timeout: .milliseconds(900)))
+        #expect(response.fInt32 == 5)
+        #expect(peer.attempts.load(ordering: .relaxed) == 2)
+    }
+}
