@@ -22,19 +22,25 @@ public final class NotificationSubscriber: Sendable {
         public var backoff: RPCChannel.Backoff
         /// How long one Acknowledge may take before its ids are left for redelivery.
         public var acknowledgeTimeout: Duration
+        /// A stream that stayed up this long was open, though the broker had nothing to send on it: when it fails
+        /// (the TSP restarted, say), the next Subscribe goes after the initial delay and the failure is a warning,
+        /// as after a stream that carried messages. A refused Subscribe fails within milliseconds.
+        public var openAfter: Duration
         /// Called with the ids of each acknowledgement the broker confirmed (for measurements).
         public var onAcknowledged: (@Sendable ([String]) -> Void)?
 
         public init(
             maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
             backoff: RPCChannel.Backoff = RPCChannel.Backoff(initial: .milliseconds(200), maximum: .seconds(10)),
-            acknowledgeTimeout: Duration = .seconds(10), onAcknowledged: (@Sendable ([String]) -> Void)? = nil
+            acknowledgeTimeout: Duration = .seconds(10), openAfter: Duration = .seconds(2),
+            onAcknowledged: (@Sendable ([String]) -> Void)? = nil
         ) {
             self.maxInFlight = maxInFlight
             self.acknowledgeBatch = max(1, acknowledgeBatch)
             self.concurrentAcknowledgements = max(1, concurrentAcknowledgements)
             self.backoff = backoff
             self.acknowledgeTimeout = acknowledgeTimeout
+            self.openAfter = openAfter
             self.onAcknowledged = onAcknowledged
         }
     }
@@ -91,8 +97,14 @@ public final class NotificationSubscriber: Sendable {
         var opened = false
         var received = 0
         var handlerFailed = false
+        var subscribedAt: ContinuousClock.Instant?
+        /// Whether the stream was open: it carried a message, or it stayed up `openAfter`.
+        func wasOpen() -> Bool {
+            opened || subscribedAt.map { ContinuousClock.now - $0 >= options.openAfter } == true
+        }
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
+            subscribedAt = .now
             for id in unsettled() { acknowledgements.add(id) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrentAcknowledgements {
@@ -124,14 +136,14 @@ public final class NotificationSubscriber: Sendable {
             acknowledgements.finish()
             if Task.isCancelled {
                 logger.debug("notification stream to the TSP closed: the node is stopping")
-            } else if opened || !quiet {
+            } else if wasOpen() || !quiet {
                 logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
             } else {
                 logger.debug("notification stream to the TSP failed again", ["error": "\(error)"])
             }
         }
         if handlerFailed { return .handlerFailed }
-        return opened || received > 0 ? .ended : .failedToOpen
+        return wasOpen() || received > 0 ? .ended : .failedToOpen
     }
 
     /// What a new stream acknowledges first: every id the journal still holds, and the unconfirmed ids it could

@@ -1,0 +1,88 @@
+import Synchronization
+import Testing
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// A Subscribe stream that stayed open with nothing to carry (a quiet queue) was open all the same: when it fails,
+/// the subscriber starts again from the initial delay and says so, instead of carrying on the backoff of the
+/// failures that came before it.
+extension NotificationSubscriberTests {
+    /// Refuses the first `refusals` Subscribe calls as an unreachable TSP would, then forwards every call.
+    final class RefusingFirstSubscribes: RPCCaller {
+        let base: any RPCCaller
+        let refusals: Int
+        let subscribes = Atomic<Int>(0)
+
+        init(base: any RPCCaller, refusals: Int) {
+            self.base = base
+            self.refusals = refusals
+        }
+
+        func unary<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> Response {
+            try await base.unary(method, request, options: options)
+        }
+
+        func serverStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
+        ) async throws -> ResponseStream<Response> {
+            if subscribes.add(1, ordering: .relaxed).newValue <= refusals {
+                throw RPCError(.unavailable, "cannot connect to the TSP (test)")
+            }
+            return try await base.serverStreaming(method, request, options: options)
+        }
+
+        func clientStreaming<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
+            requests: @Sendable (RequestWriter<Request>) async throws -> Void
+        ) async throws -> Response {
+            try await base.clientStreaming(method, options: options, requests: requests)
+        }
+
+        func bidirectional<Request, Response>(
+            _ method: MethodDescriptor<Request, Response>, options: CallOptions
+        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
+            try await base.bidirectional(method, options: options)
+        }
+    }
+
+    /// Seen before the fix: a stream counted as open only once a message came on it, so the failure of a quiet
+    /// stream that had been up for hours waited 8 ms here (the fourth failure in a row; up to 10 s with the nodes'
+    /// backoff) and was logged at debug level only.
+    @Test(.timeLimit(.minutes(5))) func aQuietStreamThatFailsStartsTheBackoffAgain() async throws {
+        let harness = try BrokerHarness.make()
+        let caller = RefusingFirstSubscribes(base: Self.caller(harness), refusals: 3)
+        let waits = Mutex<[Duration]>([])
+        let log = MemoryLogSink()
+        let subscriber = NotificationSubscriber(
+            tsp: caller, handler: CountingHandler(),
+            processed: try ProcessedNotificationLog(path: harness.directory + "/wallet-journal.log"),
+            logger: Logger(node: "wallet-node", sink: log),
+            options: .init(
+                backoff: RPCChannel.Backoff(initial: .milliseconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0),
+                openAfter: .milliseconds(50)),
+            sleep: { delay in
+                let count = waits.withLock { waits in
+                    waits.append(delay)
+                    return waits.count
+                }
+                if count >= 4 { throw CancellationError() }
+            })
+        let running = Task { await subscriber.run() }
+        try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").connected })
+        try await Task.sleep(for: .milliseconds(200))
+        // Another Subscribe of wallet-1 takes the queue over: the quiet stream ends with ABORTED.
+        let other = try await harness.client().subscribe(TspV1.SubscribeRequest())
+        await running.value
+        #expect(waits.withLock { $0 } == [1, 2, 4, 1].map { Duration.milliseconds($0) })
+        let failures = log.lines.filter { $0.contains("notification stream to the TSP failed") }
+        #expect(failures.count == 2, "\(failures)")
+        #expect(failures.last?.contains("replaced this stream") == true, "\(failures)")
+        #expect(failures.allSatisfy { $0.lowercased().contains("warn") }, "\(failures)")
+        _ = other
+    }
+}
