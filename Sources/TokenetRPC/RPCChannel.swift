@@ -135,6 +135,9 @@ public final class RPCChannel: RPCCaller {
     /// Number of failed connection attempts since the last success.
     public var consecutiveFailures: Int { state.withLock { $0.failures } }
 
+    /// Whether a connection attempt, or the backoff before it, is under way.
+    var isConnecting: Bool { state.withLock { $0.connecting } }
+
     // MARK: - Calls
 
     /// A unary call. When a goaway shows that the server never processed it (the call crossed the server's
@@ -250,7 +253,14 @@ public final class RPCChannel: RPCCaller {
                 if state.closed { return .fail(RPCError(.unavailable, "the channel is closed")) }
                 if let client = state.client, client.isUsable { return .ready(client) }
                 state.client = nil
-                if state.connecting { return .wait }
+                if state.connecting {
+                    // The attempt under way still waits out its backoff, past this call's deadline: fail now, as
+                    // the call would had it been the one to attempt, rather than wait for the deadline.
+                    if let deadline, let next = state.nextAttemptAt, next >= deadline {
+                        return .fail(unavailable(state.lastError, attempts: state.failures))
+                    }
+                    return .wait
+                }
                 if deadline == nil, attemptsMade >= attemptsWithoutDeadline {
                     return .fail(unavailable(state.lastError, attempts: attemptsMade))
                 }

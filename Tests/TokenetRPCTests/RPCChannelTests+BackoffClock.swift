@@ -67,3 +67,25 @@ extension RPCChannelTests {
         #expect(peer.attempts.load(ordering: .relaxed) == 2)
     }
 }
+
+extension RPCChannelTests {
+    /// A call that finds another call waiting out the backoff, which ends after its own deadline, fails at once with
+    /// UNAVAILABLE, as it would have had it been the one to attempt: not DEADLINE_EXCEEDED once its deadline passed.
+    @Test(.timeLimit(.minutes(1))) func aCallBehindABackoffLongerThanItsDeadlineFailsAtOnce() async throws {
+        let peer = Flapping()
+        let backoff = RPCChannel.Backoff(initial: .seconds(2), maximum: .seconds(2), jitter: 0)
+        let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
+        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(100)))
+        #expect(peer.attempts.load(ordering: .relaxed) == 1)
+        peer.down.store(false, ordering: .releasing)
+        // Without a deadline this call waits out the 2 s backoff, then connects.
+        let patient = Task { try await channel.unary(Echo.unary, Scalars(fInt32: 7)) }
+        while !channel.isConnecting { try await Task.sleep(for: .milliseconds(5)) }
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(500)))
+        }
+        #expect(error?.code == .unavailable, "\(String(describing: error))")
+        #expect(error?.message.contains("connection refused (test)") == true, "\(String(describing: error))")
+        #expect(try await patient.value.fInt32 == 8)
+    }
+}
