@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "TokenetScenario", dependencies: ["TokenetWire", "TokenetFaults"]),
 
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
-        .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC"]),
+        .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC", "CTokenetShims"]),
 
         // MARK: The parties: each node's services, storage and flows.
         .target(name: "TokenetTSP", dependencies: partyDependencies),

@@ -1,6 +1,7 @@
 // Implementation file so SwiftPM builds this header-only target, and home of the few shims that need
 // _GNU_SOURCE (defined before any header, which a module's header cannot do reliably).
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 
 #include "CTokenetShims.h"
@@ -22,3 +23,36 @@ __attribute__((constructor)) static void ctk_openssl_init_without_atexit(void) {
 }
 
 int ctk_openssl_initialised_without_atexit(void) { return ctk_openssl_ready_without_atexit; }
+
+// MARK: Stop signals
+
+/// The write end of the pipe that `ctk_stop_signal_handler` reports to; set before the handler is installed.
+static volatile int ctk_stop_signal_pipe = -1;
+
+/// Writes the signal's number to the pipe and nothing else: write(2) is async-signal-safe, where logging, locking
+/// or allocating in a handler is not. The write end is non-blocking, so a full pipe (a stop is already on its way)
+/// never holds the interrupted thread. errno is kept for the code the signal interrupted.
+static void ctk_stop_signal_handler(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    ssize_t written = write(ctk_stop_signal_pipe, &byte, 1);
+    (void)written;
+    errno = saved;
+}
+
+int ctk_stop_signals_install(const int *numbers, int count) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0) return -1;
+    if (fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK) != 0) return -1;
+    ctk_stop_signal_pipe = ends[1];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = ctk_stop_signal_handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < count; i++) sigaddset(&action.sa_mask, numbers[i]);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(numbers[i], &action, NULL) != 0) return -1;
+    }
+    return ends[0];
+}

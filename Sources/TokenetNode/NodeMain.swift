@@ -12,6 +12,9 @@ public enum NodeMain {
         arguments: [String] = Array(CommandLine.arguments.dropFirst()),
         makeListener: @escaping NodeListenerFactory = defaultNodeListener
     ) -> Never {
+        // Before any other thread exists, so that every thread inherits it: a stop signal sent while the node starts
+        // waits for the watcher below instead of killing the node half-started or being lost.
+        StopSignalWatcher.holdStopSignals()
         // Writing to a peer that hung up, or to a log reader that went away (`tsp-node … 2>&1 | head -1`), must be an
         // error return, not a process-killing signal: ignored from the first write on, since the --plaintext banner
         // and any option error are written before the node starts.
@@ -42,7 +45,7 @@ public enum NodeMain {
             logger.warning("TLS is disabled by --plaintext; use only for local debugging")
         }
 
-        // Watch for stop signals before binding, so a signal sent right after READY is never lost.
+        // Watch for stop signals before binding; one sent earlier has been held back since the first line.
         let stopRequested = DispatchSemaphore(value: 0)
         let firstSignal = Mutex<Int32?>(nil)
         let watcher = StopSignalWatcher { number in
@@ -51,7 +54,9 @@ public enum NodeMain {
                 received = number
                 return true
             }
-            if isFirst { stopRequested.signal() }
+            if isFirst {
+                stopRequested.signal()
+            }
         }
         let parentEnded = Atomic<Bool>(false)
         if let parent = options.parentPID {

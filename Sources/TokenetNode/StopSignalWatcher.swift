@@ -1,33 +1,36 @@
-import Dispatch
 import Foundation
+import Synchronization
 
 /// Turns SIGTERM and SIGINT into a callback.
 ///
-/// The default action of both signals is to kill the process, so they are ignored first and then observed with
-/// `DispatchSourceSignal`: its handler runs on an ordinary queue, where it may log, lock and stop listeners, none of
-/// which is allowed inside a raw signal handler.
-public final class StopSignalWatcher: @unchecked Sendable {
-    // Only `let` properties, set in init; DispatchSource is thread-safe for cancel().
-    private let sources: [any DispatchSourceSignal]
+/// A handler installed with sigaction(2) writes the signal's number to a pipe and a thread of the process
+/// (`StopSignalRelay`) calls the watchers from there, where they may log, lock and stop listeners, none of which is
+/// allowed inside a handler. `DispatchSourceSignal` is not used: on Linux it sets up its handler later, on
+/// libdispatch's own thread, and a node that had ignored the signal until then lost one sent meanwhile and ran on.
+public final class StopSignalWatcher: Sendable {
+    private let id: UInt64
 
     public static let stopSignals: [Int32] = [SIGTERM, SIGINT]
 
-    public init(
-        signals: [Int32] = StopSignalWatcher.stopSignals,
-        queue: DispatchQueue = DispatchQueue(label: "tokenet.signals"),
-        onSignal: @escaping @Sendable (Int32) -> Void
-    ) {
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { onSignal(number) }
-            source.resume()
-            return source
-        }
+    public init(onSignal: @escaping @Sendable (Int32) -> Void) {
+        id = StopSignalRelay.shared.add(onSignal)
     }
 
+    /// Stops calling this watcher; a stop signal that finds no watcher is ignored.
     public func cancel() {
-        for source in sources { source.cancel() }
+        StopSignalRelay.shared.remove(id)
+    }
+
+    /// Holds SIGTERM and SIGINT back in the calling thread and every thread it starts from now on.
+    ///
+    /// A node calls this first, while its main thread is its only one: a stop signal that arrives while it starts
+    /// then stays pending until the relay's thread, the only one that accepts them, takes it, instead of killing
+    /// the node or being lost. It also keeps the signals from interrupting the system calls of other threads.
+    public static func holdStopSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in stopSignals { sigaddset(&set, number) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// `SIGTERM`, `SIGINT`, or the number for anything else.

@@ -185,6 +185,11 @@ static inline ssize_t ctk_send(int fd, const void *buf, size_t len) { return sen
 
 static inline void ctk_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
 
+/// Makes a pipe and installs, for each of `numbers`, a handler that writes the signal's number (one byte) to its
+/// non-blocking write end: the handler takes effect when this returns, so no signal is lost to a disposition set up
+/// later on another thread. Returns the pipe's read end for a thread to read, or -1 with errno.
+int ctk_stop_signals_install(const int *numbers, int count);
+
 // MARK: OpenSSL macros
 
 static inline int ctk_ssl_ctx_set_tls13_only(SSL_CTX *ctx) {
