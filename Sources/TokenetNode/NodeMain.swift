@@ -56,6 +56,10 @@ public enum NodeMain {
             }
             if isFirst {
                 stopRequested.signal()
+            } else {
+                // The stop under way is bounded by --drain-timeout already; cutting it short would end calls that
+                // are about to finish.
+                logger.info("already stopping", ["signal": StopSignalWatcher.name(of: number)])
             }
         }
         let parentEnded = Atomic<Bool>(false)

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetNode
+
+/// A second SIGTERM or SIGINT while a node drains is noted in the log and changes nothing: the drain is already
+/// bounded by --drain-timeout, and cutting it short would end calls that are about to finish.
+@Suite struct SecondStopSignalTests {
+    @Test(.timeLimit(.minutes(2)), arguments: [SIGTERM, SIGINT])
+    func aSecondSignalDuringTheDrainIsLoggedAndTheDrainGoesOn(second: Int32) async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file",
+                readyFile, "--drain-timeout", "1", "--parent-pid", "\(getpid())",
+            ])
+        defer { if node.process.isRunning { node.process.terminate() } }
+        let deadline = Date().addingTimeInterval(120)
+        while !FileManager.default.fileExists(atPath: readyFile), node.process.isRunning, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let address = try #require(HostPort(parsing: try ReadyFile.read(from: readyFile).listen))
+
+        // A call whose request never comes holds the drain for its whole period.
+        let loop = try EventLoop(name: "test-second-signal")
+        defer { loop.shutdown() }
+        let raw = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let encoder = FrameEncoder()
+        var bytes: [UInt8] = []
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))), into: &bytes)
+        try encoder.encode(
+            WireV1.Frame(streamID: 1, kind: .callStart(WireV1.CallStart(method: HealthV1.Health.check.path))),
+            into: &bytes)
+        try encoder.encode(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 7))), into: &bytes)
+        try await raw.write(bytes)
+        var decoder = FrameDecoder()
+        func read(until wanted: (WireV1.Frame) -> Bool) async throws -> Bool {
+            while let chunk = try await raw.read() {
+                decoder.feed(chunk)
+                while let frame = try decoder.nextFrame() {
+                    if wanted(frame) { return true }
+                }
+            }
+            return false
+        }
+        // The node has the call once it answers the ping sent after it.
+        let answered = try await read { if case .pong = $0.kind { true } else { false } }
+        #expect(answered)
+
+        let stopping = ContinuousClock.now
+        kill(node.process.processIdentifier, SIGTERM)
+        let toldToGo = try await read { if case .goaway = $0.kind { true } else { false } }
+        #expect(toldToGo)
+        kill(node.process.processIdentifier, second)
+        let callEnded = try await read { $0.streamID == 1 }
+        let result = try await node.waitForExit()
+        let elapsed = ContinuousClock.now - stopping
+
+        #expect(callEnded)
+        #expect(result.reason == .exit && result.status == 0, "\(result.stderr)")
+        #expect(elapsed >= .milliseconds(900), "the second signal cut the drain short: stopped after \(elapsed)")
+        let name = StopSignalWatcher.name(of: second)
+        #expect(result.stderr.contains("already stopping signal=\(name)"), "\(result.stderr)")
+        #expect(result.stderr.contains("drain period over"), "\(result.stderr)")
+        await raw.close()
+    }
+}
