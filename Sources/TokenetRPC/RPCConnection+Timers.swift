@@ -63,9 +63,14 @@ extension RPCConnection {
                 if core.closing { return true }
                 let now = ContinuousClock.now
                 if core.machine.hasOpenCalls { core.lastCallActivity = now }
-                if let ping = core.outstandingPing, now - ping.sentAt >= timers.keepaliveTimeout {
+                // First: a frame left incomplete is the more precise diagnosis when a peer that stalled inside a
+                // frame also left a ping unanswered (both limits then come due in the same tick).
+                if let limit = timers.frameTimeout, let started = core.frameStartedAt, now - started >= limit {
+                    apply(core.machine.frameTimedOut(after: "\(limit)"), to: &core)
+                }
+                if !core.closing, let ping = core.outstandingPing, now - ping.sentAt >= timers.keepaliveTimeout {
                     apply(core.machine.keepaliveTimedOut(), to: &core)
-                } else if let interval = timers.keepaliveInterval, core.outstandingPing == nil,
+                } else if !core.closing, let interval = timers.keepaliveInterval, core.outstandingPing == nil,
                     now - core.lastReceived >= interval
                 {
                     let payload = UInt64.random(in: 1...UInt64.max)
@@ -74,9 +79,6 @@ extension RPCConnection {
                     // Sent from the loop, not by the writer task: the ping's clock runs from now, and a node whose
                     // threads are all busy would otherwise hold its own ping back until it timed out.
                     if let loop, !core.closing { scheduleLoopFlush(&core, loop) }
-                }
-                if let limit = timers.frameTimeout, let started = core.frameStartedAt, now - started >= limit {
-                    apply(core.machine.frameTimedOut(after: "\(limit)"), to: &core)
                 }
                 if let idle = timers.idleTimeout, now - core.lastCallActivity >= idle {
                     apply(core.machine.idleTimedOut(after: "\(idle)"), to: &core)
