@@ -2,6 +2,7 @@
 // _GNU_SOURCE (defined before any header, which a module's header cannot do reliably).
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include "CTokenetShims.h"
@@ -56,3 +57,5 @@ int ctk_stop_signals_install(const int *numbers, int count) {
     }
     return ends[0];
 }
+
+int ctk_set_current_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }

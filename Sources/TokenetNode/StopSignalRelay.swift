@@ -44,8 +44,11 @@ final class StopSignalRelay: Sendable {
     private func startThread() {
         let readEnd = readEnd
         let thread = Thread { [self] in
-            // Named from inside: a name given before the start does not reach the system's thread name (`ps -L`).
+            // Named from inside, and through pthread: a name given before the start does not reach the system's
+            // thread name (`ps -L`), and Foundation's setter names the system thread only once the starting thread
+            // has recorded which one it made, which a new thread that runs first (a loaded machine) overtakes.
             Thread.current.name = "tokenet-signals"
+            _ = ctk_set_current_thread_name("tokenet-signals")
             // Threads inherit the mask of the thread that starts them: a node's are held back, and this one
             // must accept them.
             var set = sigset_t()
