@@ -6,6 +6,10 @@ import TokenetWire
 
 /// The backoff runs from the failed attempt, not from the next call: a call that comes after the backoff has run
 /// out connects at once, whatever its deadline, while one that comes during it and cannot wait for it fails at once.
+///
+/// What tells the fixed channel from the old one is whether a call attempts a connection or fails at once with
+/// UNAVAILABLE; a call that attempts may still miss its deadline on a loaded machine (a full parallel run once held
+/// an in-memory echo past 500 ms), so that outcome is accepted where the attempt is what is checked.
 extension RPCChannelTests {
     /// A peer that refuses connections while `down`, then serves them.
     final class Flapping: Sendable {
@@ -20,16 +24,27 @@ extension RPCChannelTests {
         }
     }
 
+    /// Succeeds, or misses its deadline on a loaded machine; any other outcome is recorded.
+    static func expectAnsweredOrLate(_ call: () async throws -> Scalars, _ expected: Int32) async {
+        do {
+            #expect(try await call().fInt32 == expected)
+        } catch let error as RPCError {
+            #expect(error.code == .deadlineExceeded, "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
     /// Seen before the fix: the channel measured the backoff from each new call, so a call whose deadline was
     /// shorter than the backoff failed at once without an attempt, however long the peer had been back: a node
     /// whose peer had been down for a while refused such calls for as long as no longer-deadline call came.
     @Test(.timeLimit(.minutes(1))) func aCallAfterTheBackoffRanOutConnectsAtOnce() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+        let backoff = RPCChannel.Backoff(initial: .seconds(3), maximum: .seconds(3), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
-        let short = CallOptions(timeout: .milliseconds(500))
+        let short = CallOptions(timeout: .seconds(1))
 
-        // The first attempt fails; the next may come 1 s later, after this call's deadline: it fails at once.
+        // The first attempt fails; the next may come 3 s later, after this call's deadline: it fails at once.
         let refused = await #expect(throws: RPCError.self) {
             _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
         }
@@ -44,45 +59,41 @@ extension RPCChannelTests {
 
         // The peer comes back and the backoff runs out: a call with the same short deadline connects.
         peer.down.store(false, ordering: .releasing)
-        try await Task.sleep(for: .milliseconds(1_300))
-        let response = try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short)
-        #expect(response.fInt32 == 2)
+        try await Task.sleep(for: .milliseconds(3_300))
+        await Self.expectAnsweredOrLate({ try await channel.unary(Echo.unary, Scalars(fInt32: 1), options: short) }, 2)
         #expect(peer.attempts.load(ordering: .relaxed) == 2)
-        #expect(channel.consecutiveFailures == 0)
     }
 
     /// A call made partway through the backoff waits only for what is left of it, within its deadline.
     @Test(.timeLimit(.minutes(1))) func aCallDuringTheBackoffWaitsForWhatIsLeft() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(1), maximum: .seconds(1), jitter: 0)
+        let backoff = RPCChannel.Backoff(initial: .seconds(3), maximum: .seconds(3), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
-        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(100)))
+        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         #expect(peer.attempts.load(ordering: .relaxed) == 1)
         peer.down.store(false, ordering: .releasing)
-        try await Task.sleep(for: .milliseconds(700))
-        // 0.3 s of backoff remain, less than this call's 0.9 s: it waits for them and connects.
-        let response = try await channel.unary(
-            Echo.unary, Scalars(fInt32: 4), options: CallOptions(timeout: .milliseconds(900)))
-        #expect(response.fInt32 == 5)
+        try await Task.sleep(for: .seconds(2))
+        // About 1 s of backoff remains, less than this call's 2.5 s: it waits for it and connects.
+        let patient = CallOptions(timeout: .seconds(2.5))
+        await Self.expectAnsweredOrLate(
+            { try await channel.unary(Echo.unary, Scalars(fInt32: 4), options: patient) }, 5)
         #expect(peer.attempts.load(ordering: .relaxed) == 2)
     }
-}
 
-extension RPCChannelTests {
     /// A call that finds another call waiting out the backoff, which ends after its own deadline, fails at once with
     /// UNAVAILABLE, as it would have had it been the one to attempt: not DEADLINE_EXCEEDED once its deadline passed.
     @Test(.timeLimit(.minutes(1))) func aCallBehindABackoffLongerThanItsDeadlineFailsAtOnce() async throws {
         let peer = Flapping()
-        let backoff = RPCChannel.Backoff(initial: .seconds(2), maximum: .seconds(2), jitter: 0)
+        let backoff = RPCChannel.Backoff(initial: .seconds(5), maximum: .seconds(5), jitter: 0)
         let channel = RPCChannel(backoff: backoff) { try await peer.connect() }
-        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(100)))
+        _ = try? await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         #expect(peer.attempts.load(ordering: .relaxed) == 1)
         peer.down.store(false, ordering: .releasing)
-        // Without a deadline this call waits out the 2 s backoff, then connects.
+        // Without a deadline this call waits out the 5 s backoff, then connects.
         let patient = Task { try await channel.unary(Echo.unary, Scalars(fInt32: 7)) }
         while !channel.isConnecting { try await Task.sleep(for: .milliseconds(5)) }
         let error = await #expect(throws: RPCError.self) {
-            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .milliseconds(500)))
+            _ = try await channel.unary(Echo.unary, Scalars(), options: CallOptions(timeout: .seconds(1)))
         }
         #expect(error?.code == .unavailable, "\(String(describing: error))")
         #expect(error?.message.contains("connection refused (test)") == true, "\(String(describing: error))")
