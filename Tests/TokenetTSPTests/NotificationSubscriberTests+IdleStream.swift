@@ -10,52 +10,20 @@ import TokenetWire
 /// the subscriber starts again from the initial delay and says so, instead of carrying on the backoff of the
 /// failures that came before it.
 extension NotificationSubscriberTests {
-    /// Refuses the first `refusals` Subscribe calls as an unreachable TSP would, then forwards every call.
-    final class RefusingFirstSubscribes: RPCCaller {
-        let base: any RPCCaller
-        let refusals: Int
-        let subscribes = Atomic<Int>(0)
-
-        init(base: any RPCCaller, refusals: Int) {
-            self.base = base
-            self.refusals = refusals
-        }
-
-        func unary<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> Response {
-            try await base.unary(method, request, options: options)
-        }
-
-        func serverStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> ResponseStream<Response> {
-            if subscribes.add(1, ordering: .relaxed).newValue <= refusals {
-                throw RPCError(.unavailable, "cannot connect to the TSP (test)")
-            }
-            return try await base.serverStreaming(method, request, options: options)
-        }
-
-        func clientStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
-            requests: @Sendable (RequestWriter<Request>) async throws -> Void
-        ) async throws -> Response {
-            try await base.clientStreaming(method, options: options, requests: requests)
-        }
-
-        func bidirectional<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions
-        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
-            try await base.bidirectional(method, options: options)
-        }
-    }
-
     /// Seen before the fix: a stream counted as open only once a message came on it, so the failure of a quiet
     /// stream that had been up for hours waited 8 ms here (the fourth failure in a row; up to 10 s with the nodes'
     /// backoff) and was logged at debug level only.
     @Test(.timeLimit(.minutes(5))) func aQuietStreamThatFailsStartsTheBackoffAgain() async throws {
         let harness = try BrokerHarness.make()
-        let caller = RefusingFirstSubscribes(base: Self.caller(harness), refusals: 3)
+        // The first three Subscribe calls are refused as by an unreachable TSP.
+        let subscribes = Atomic<Int>(0)
+        let caller = InterceptingCaller(
+            base: Self.caller(harness),
+            beforeStream: { _ in
+                if subscribes.add(1, ordering: .relaxed).newValue <= 3 {
+                    throw RPCError(.unavailable, "cannot connect to the TSP (test)")
+                }
+            })
         let waits = Mutex<[Duration]>([])
         let log = MemoryLogSink()
         let subscriber = NotificationSubscriber(

@@ -41,23 +41,29 @@ import TokenetWire
         }
     }
 
-    /// Forwards every call except Acknowledge, which fails as if the TSP went away before answering.
-    struct LosingAcknowledgements: RPCCaller {
+    /// Forwards every call to `base`, running a test's hooks around them by method path: before and after a unary
+    /// call (to fail it, or lose or hold back its answer once the broker acted on it) and before a server-streaming
+    /// one (to refuse a Subscribe as an unreachable TSP would).
+    struct InterceptingCaller: RPCCaller {
         let base: any RPCCaller
+        var beforeUnary: @Sendable (String) async throws -> Void = { _ in }
+        var afterUnary: @Sendable (String) async throws -> Void = { _ in }
+        var beforeStream: @Sendable (String) async throws -> Void = { _ in }
 
         func unary<Request, Response>(
             _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
         ) async throws -> Response {
-            guard method.path != TspV1.Notifications.acknowledge.path else {
-                throw RPCError(.unavailable, "the connection to the TSP was lost")
-            }
-            return try await base.unary(method, request, options: options)
+            try await beforeUnary(method.path)
+            let response = try await base.unary(method, request, options: options)
+            try await afterUnary(method.path)
+            return response
         }
 
         func serverStreaming<Request, Response>(
             _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
         ) async throws -> ResponseStream<Response> {
-            try await base.serverStreaming(method, request, options: options)
+            try await beforeStream(method.path)
+            return try await base.serverStreaming(method, request, options: options)
         }
 
         func clientStreaming<Request, Response>(
@@ -74,81 +80,39 @@ import TokenetWire
         }
     }
 
-    /// Forwards every call, but loses the answer of the first Acknowledge: the broker removed the messages, the
-    /// subscriber does not know it (a timeout on a loaded machine, a connection lost before the answer).
-    final class LosingFirstAcknowledgementAnswer: RPCCaller {
-        let base: any RPCCaller
-        private let lost = Mutex(false)
+    static let acknowledge = TspV1.Notifications.acknowledge.path
 
-        init(base: any RPCCaller) { self.base = base }
-
-        func unary<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> Response {
-            let response = try await base.unary(method, request, options: options)
-            let loseThisOne = lost.withLock { lost in
-                guard method.path == TspV1.Notifications.acknowledge.path, !lost else { return false }
-                lost = true
-                return true
-            }
-            if loseThisOne {
-                throw RPCError(.deadlineExceeded, "the answer did not arrive in time")
-            }
-            return response
-        }
-
-        func serverStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> ResponseStream<Response> {
-            try await base.serverStreaming(method, request, options: options)
-        }
-
-        func clientStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
-            requests: @Sendable (RequestWriter<Request>) async throws -> Void
-        ) async throws -> Response {
-            try await base.clientStreaming(method, options: options, requests: requests)
-        }
-
-        func bidirectional<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions
-        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
-            try await base.bidirectional(method, options: options)
+    /// Every Acknowledge fails as if the TSP went away before answering.
+    static func losingAcknowledgements(_ base: any RPCCaller) -> InterceptingCaller {
+        InterceptingCaller(base: base) { path in
+            if path == acknowledge { throw RPCError(.unavailable, "the connection to the TSP was lost") }
         }
     }
 
-    /// Forwards every call; an Acknowledge reaches the broker, but its answer never comes back before the node
-    /// stops (the call waits until cancelled): the broker removed the messages, the node does not know it.
-    struct AcknowledgementAnswersNeverArrive: RPCCaller {
-        let base: any RPCCaller
+    /// The first Acknowledge's answer is lost: the broker removed the messages, the subscriber does not know it (a
+    /// timeout on a loaded machine, a connection lost before the answer).
+    static func losingFirstAcknowledgementAnswer(_ base: any RPCCaller) -> InterceptingCaller {
+        let lost = Mutex(false)
+        return InterceptingCaller(
+            base: base,
+            afterUnary: { path in
+                let loseThisOne = lost.withLock { lost in
+                    guard path == acknowledge, !lost else { return false }
+                    lost = true
+                    return true
+                }
+                if loseThisOne { throw RPCError(.deadlineExceeded, "the answer did not arrive in time") }
+            })
+    }
 
-        func unary<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> Response {
-            let response = try await base.unary(method, request, options: options)
-            guard method.path == TspV1.Notifications.acknowledge.path else { return response }
-            try await Task.sleep(for: .seconds(3600))
-            return response
-        }
-
-        func serverStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
-        ) async throws -> ResponseStream<Response> {
-            try await base.serverStreaming(method, request, options: options)
-        }
-
-        func clientStreaming<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions,
-            requests: @Sendable (RequestWriter<Request>) async throws -> Void
-        ) async throws -> Response {
-            try await base.clientStreaming(method, options: options, requests: requests)
-        }
-
-        func bidirectional<Request, Response>(
-            _ method: MethodDescriptor<Request, Response>, options: CallOptions
-        ) async throws -> (requests: RequestWriter<Request>, responses: ResponseStream<Response>) {
-            try await base.bidirectional(method, options: options)
-        }
+    /// An Acknowledge reaches the broker, but its answer never comes back before the node stops (the call waits
+    /// until cancelled): the broker removed the messages, the node does not know it.
+    static func acknowledgementAnswersNeverArrive(_ base: any RPCCaller) -> InterceptingCaller {
+        InterceptingCaller(
+            base: base,
+            afterUnary: { path in
+                if path == acknowledge { try await Task.sleep(for: .seconds(3600)) }
+            })
     }
 
     static func caller(_ harness: BrokerHarness) -> any RPCCaller {
@@ -204,7 +168,7 @@ import TokenetWire
 
         // First life: every message is handled, but no acknowledgement reaches the TSP before the node stops.
         let first = CountingHandler()
-        let lost = LosingAcknowledgements(base: Self.caller(harness))
+        let lost = Self.losingAcknowledgements(Self.caller(harness))
         let doomed = try Self.subscriber(lost, first, journal: journal)
         let firstLife = Task { await doomed.run() }
         await first.wait(for: 30)
@@ -292,7 +256,7 @@ import TokenetWire
         let ids = try await harness.publish(5)
         let handler = CountingHandler()
         let journal = harness.directory + "/wallet-journal.log"
-        let caller = LosingFirstAcknowledgementAnswer(base: Self.caller(harness))
+        let caller = Self.losingFirstAcknowledgementAnswer(Self.caller(harness))
         let subscriber = try Self.subscriber(caller, handler, journal: journal)
         let running = Task { await subscriber.run() }
         await handler.wait(for: 5)
@@ -311,7 +275,7 @@ import TokenetWire
         let ids = try await harness.publish(5)
         let journal = harness.directory + "/wallet-journal.log"
         let first = CountingHandler()
-        let unanswered = AcknowledgementAnswersNeverArrive(base: Self.caller(harness))
+        let unanswered = Self.acknowledgementAnswersNeverArrive(Self.caller(harness))
         let doomed = try Self.subscriber(unanswered, first, journal: journal)
         let firstLife = Task { await doomed.run() }
         await first.wait(for: 5)
