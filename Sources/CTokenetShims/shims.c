@@ -58,4 +58,10 @@ int ctk_stop_signals_install(const int *numbers, int count) {
     return ends[0];
 }
 
-int ctk_set_current_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+int ctk_set_current_thread_name(const char *name) {
+    // The kernel keeps 15 bytes and pthread_setname_np refuses a longer name outright: cut it instead.
+    char shortened[16];
+    strncpy(shortened, name, sizeof shortened - 1);
+    shortened[sizeof shortened - 1] = '\0';
+    return pthread_setname_np(pthread_self(), shortened);
+}

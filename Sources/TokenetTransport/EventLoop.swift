@@ -123,6 +123,9 @@ public final class EventLoop: @unchecked Sendable {
         self.wakeFD = wakeFD
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            // The system's thread name, for `top -H`, perf and debuggers: `Thread.name` set before the start does
+            // not reach it.
+            _ = ctk_set_current_thread_name(name)
             loopThread.store(UInt(pthread_self()), ordering: .releasing)
             started.signal()
             run()

@@ -190,8 +190,8 @@ static inline void ctk_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
 /// later on another thread. Returns the pipe's read end for a thread to read, or -1 with errno.
 int ctk_stop_signals_install(const int *numbers, int count);
 
-/// Names the calling thread (at most 15 bytes show) as `ps -L` and /proc show it; pthread_setname_np needs
-/// _GNU_SOURCE, which the implementation file defines.
+/// Names the calling thread as `ps -L`, `top -H`, perf and /proc show it, cut to the 15 bytes the kernel keeps;
+/// pthread_setname_np needs _GNU_SOURCE, which the implementation file defines.
 int ctk_set_current_thread_name(const char *name);
 
 // MARK: OpenSSL macros
