@@ -5,7 +5,8 @@ import Synchronization
 /// The process-level entry point shared by `tsp-node`, `issuer-node` and `wallet-node`.
 ///
 /// Exit statuses: 0 after a graceful stop (SIGTERM/SIGINT) or for `--help`/`--version`; 2 for bad options or
-/// configuration; 1 when the node fails while starting or running.
+/// configuration; 1 when the node fails while starting or running, or when its stop overran its bound
+/// (`StopDeadline`).
 public enum NodeMain {
     public static func run(
         _ spec: NodeSpec,
@@ -86,6 +87,10 @@ public enum NodeMain {
         }
 
         stopRequested.wait()
+        // Armed before the first line of the stop is logged: that line is the first write that may block.
+        StopDeadline.arm(
+            after: .milliseconds(options.drainTimeoutMilliseconds) + StopDeadline.grace, node: spec.name,
+            format: options.logFormat)
         if parentEnded.load(ordering: .acquiring), let parent = options.parentPID {
             logger.info("stopping", ["reason": "process \(parent) (--parent-pid) ended"])
         } else {
