@@ -27,7 +27,7 @@ extension NodeSpec {
             "On start the node prints 'READY \(name) pid=<pid> listen=<host:port>' to stdout.",
             "SIGTERM or SIGINT stops it gracefully (exit status 0): subscriptions end at once, calls in progress get",
             "--drain-timeout seconds to finish, and the node exits at most a second after that; if anything holds",
-            "the stop up (a log pipe nobody reads), it exits with status 1 five seconds after the drain timeout.",
+            "the stop up (a log pipe nobody reads), it exits with status 1 ten seconds after the drain timeout.",
             "Bad options exit with status 2.",
         ]
         return lines.joined(separator: "\n")

@@ -9,7 +9,7 @@ import Foundation
 /// process ends at once with status 1, saying so on stderr when stderr can take the line without blocking; the
 /// databases need no closing for that (SQLite keeps what was committed).
 enum StopDeadline {
-    static let grace: Duration = .seconds(5)
+    static let grace: Duration = .seconds(10)
 
     /// Starts the clock on its own thread. The line is rendered only if the time runs out, and written without the
     /// logger's lock, which the stuck thread may hold.
