@@ -51,9 +51,7 @@ final class StopSignalRelay: Sendable {
             _ = ctk_set_current_thread_name("tokenet-signals")
             // Threads inherit the mask of the thread that starts them: a node's are held back, and this one
             // must accept them.
-            var set = sigset_t()
-            sigemptyset(&set)
-            for number in StopSignalWatcher.stopSignals { sigaddset(&set, number) }
+            var set = StopSignalWatcher.stopSignalSet
             pthread_sigmask(SIG_UNBLOCK, &set, nil)
             var byte: UInt8 = 0
             while true {

@@ -27,10 +27,16 @@ public final class StopSignalWatcher: Sendable {
     /// then stays pending until the relay's thread, the only one that accepts them, takes it, instead of killing
     /// the node or being lost. It also keeps the signals from interrupting the system calls of other threads.
     public static func holdStopSignals() {
+        var set = stopSignalSet
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// `stopSignals` as a signal set, for the masks that hold them back and the one thread that accepts them.
+    static var stopSignalSet: sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
         for number in stopSignals { sigaddset(&set, number) }
-        pthread_sigmask(SIG_BLOCK, &set, nil)
+        return set
     }
 
     /// `SIGTERM`, `SIGINT`, or the number for anything else.
