@@ -102,6 +102,11 @@ public final class NotificationSubscriber: Sendable {
         func wasOpen() -> Bool {
             opened || subscribedAt.map { ContinuousClock.now - $0 >= options.openAfter } == true
         }
+        // Every id handled before this stream. The broker sends the unacknowledged ones again on it, and this
+        // stream's first acknowledgement (of the same ids) can be confirmed, and the journal forget them, before
+        // their copies are read: the copies are recognised by this set, which lives as long as the stream (the
+        // broker never sends an id again after confirming it, except for copies already on their way).
+        let handledBefore = Set(processed.ids).union(unconfirmed.withLock { $0 })
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
             subscribedAt = .now
@@ -118,7 +123,7 @@ public final class NotificationSubscriber: Sendable {
                     }
                     received += 1
                     do {
-                        try await process(notification)
+                        try await process(notification, handledBefore: handledBefore)
                     } catch {
                         handlerFailed = true
                         throw error
@@ -161,10 +166,11 @@ public final class NotificationSubscriber: Sendable {
         return journaled + left.filter { !known.contains($0) }
     }
 
-    /// Hands `notification` to the handler unless its id was handled before, and records it as handled.
-    func process(_ notification: TspV1.Notification) async throws {
+    /// Hands `notification` to the handler unless its id was handled before (the journal holds it, or it was
+    /// handled before this stream opened), and records it as handled.
+    func process(_ notification: TspV1.Notification, handledBefore: Set<String>) async throws {
         let id = notification.messageID
-        guard !processed.contains(id) else {
+        guard !processed.contains(id), !handledBefore.contains(id) else {
             logger.debug(
                 "notification already handled; acknowledging it again",
                 ["message_id": id, "attempt": "\(notification.deliveryAttempt)"])

@@ -42,13 +42,15 @@ import TokenetWire
     }
 
     /// Forwards every call to `base`, running a test's hooks around them by method path: before and after a unary
-    /// call (to fail it, or lose or hold back its answer once the broker acted on it) and before a server-streaming
-    /// one (to refuse a Subscribe as an unreachable TSP would).
+    /// call (to fail it, or lose or hold back its answer once the broker acted on it), before a server-streaming
+    /// one (to refuse a Subscribe as an unreachable TSP would) and after it opened (to act while the broker's
+    /// messages are on their way and none was read).
     struct InterceptingCaller: RPCCaller {
         let base: any RPCCaller
         var beforeUnary: @Sendable (String) async throws -> Void = { _ in }
         var afterUnary: @Sendable (String) async throws -> Void = { _ in }
         var beforeStream: @Sendable (String) async throws -> Void = { _ in }
+        var afterStream: @Sendable (String) async throws -> Void = { _ in }
 
         func unary<Request, Response>(
             _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
@@ -63,7 +65,9 @@ import TokenetWire
             _ method: MethodDescriptor<Request, Response>, _ request: Request, options: CallOptions
         ) async throws -> ResponseStream<Response> {
             try await beforeStream(method.path)
-            return try await base.serverStreaming(method, request, options: options)
+            let stream = try await base.serverStreaming(method, request, options: options)
+            try await afterStream(method.path)
+            return stream
         }
 
         func clientStreaming<Request, Response>(
@@ -122,8 +126,15 @@ import TokenetWire
     static func subscriber(
         _ caller: any RPCCaller, _ handler: any NotificationHandler, journal: String, window: UInt32 = 256
     ) throws -> NotificationSubscriber {
+        subscriber(caller, handler, processed: try ProcessedNotificationLog(path: journal), window: window)
+    }
+
+    static func subscriber(
+        _ caller: any RPCCaller, _ handler: any NotificationHandler, processed: ProcessedNotificationLog,
+        window: UInt32 = 256
+    ) -> NotificationSubscriber {
         NotificationSubscriber(
-            tsp: caller, handler: handler, processed: try ProcessedNotificationLog(path: journal),
+            tsp: caller, handler: handler, processed: processed,
             logger: Logger(node: "wallet-node", sink: MemoryLogSink()),
             options: .init(maxInFlight: window, acknowledgeBatch: 7))
     }
@@ -194,6 +205,54 @@ import TokenetWire
             let sequences = (first.received + second.received).filter { $0.cardID == card }.map(\.sequence)
             #expect(sequences == sequences.sorted())
         }
+    }
+
+    /// A new stream acknowledges the journal's ids first thing, while the broker sends those same messages again on
+    /// it. On a loaded machine that acknowledgement can be confirmed, and the journal forget the ids, before the
+    /// subscriber reads the copies: they must still not be handled again.
+    @Test func copiesReadAfterTheirAcknowledgementWasConfirmedAreNotHandledAgain() async throws {
+        let harness = try BrokerHarness.make()
+        let ids = try await harness.publish(10, cards: ["card-a", "card-b"])
+        let journal = harness.directory + "/wallet-journal.log"
+        let first = CountingHandler()
+        let doomed = try Self.subscriber(Self.losingAcknowledgements(Self.caller(harness)), first, journal: journal)
+        let firstLife = Task { await doomed.run() }
+        await first.wait(for: 10)
+        firstLife.cancel()
+        await firstLife.value
+
+        // Second life: once the copies are in flight and before any is read, their acknowledgement goes through
+        // and is confirmed, as the subscriber's own can be when its reading falls behind.
+        let processed = try ProcessedNotificationLog(path: journal)
+        #expect(processed.count == 10)
+        let base = Self.caller(harness)
+        /// 0: not yet; 1: under way; 2: done.
+        let overtaking = Mutex(0)
+        let caller = InterceptingCaller(
+            base: base,
+            afterStream: { _ in
+                let isFirst = overtaking.withLock { stage in
+                    defer { stage = max(stage, 1) }
+                    return stage == 0
+                }
+                guard isFirst else { return }
+                try #require(await Self.eventually { harness.broker.figures(of: "wallet/wallet-1").inFlight == 10 })
+                _ = try await TspV1.Notifications.Client(base).acknowledge(TspV1.AcknowledgeRequest(messageIds: ids))
+                processed.forget(ids)
+                overtaking.withLock { $0 = 2 }
+            })
+        let second = CountingHandler()
+        let subscriber = Self.subscriber(caller, second, processed: processed)
+        let secondLife = Task { await subscriber.run() }
+        #expect(await Self.eventually { overtaking.withLock { $0 } == 2 })
+        let more = try await harness.publish(1, cards: ["card-a"])
+        await second.wait(for: 1)
+        try await Self.drained(harness)
+        secondLife.cancel()
+        await secondLife.value
+
+        #expect(first.received.map(\.messageID) == ids)
+        #expect(second.received.map(\.messageID) == more)
     }
 
     @Test func disconnectedSubscriberReconnectsAndGetsTheRest() async throws {
