@@ -47,9 +47,9 @@ final class LaunchedProcess: @unchecked Sendable {
             ["-n", "10", try BuiltExecutables.url(of: name).path] + arguments)
     }
 
-    /// `run(_:_:)` under `nice -n 10` (`init(niced:_:)`).
-    static func runNiced(_ name: String, _ arguments: [String]) async throws -> ProcessResult {
-        try await offThePool { try LaunchedProcess(niced: name, arguments).waitForExit() as ProcessResult }
+    /// `run(_:_:)` under `nice -n 10` (`init(niced:_:)`), killed after `limit` seconds (`waitForExit(limit:)`).
+    static func runNiced(_ name: String, _ arguments: [String], limit: Double = 120) async throws -> ProcessResult {
+        try await offThePool { try LaunchedProcess(niced: name, arguments).waitForExit(limit: limit) as ProcessResult }
     }
 
     /// Runs to completion.

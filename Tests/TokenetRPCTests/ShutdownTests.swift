@@ -12,8 +12,6 @@ import TokenetWire
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
 
-    /// A stream left open would hold the server for good: the watchdog ends the drain after 10 s, so such a failure
-    /// shows as the test's own expectations rather than as its time limit.
     /// Set once a handler has started.
     final class Started: Sendable {
         private let flag = Atomic<Bool>(false)
@@ -38,8 +36,12 @@ import TokenetWire
         return (router, started)
     }
 
-    /// Ends the drain after `seconds` in case a test's expectation fails, so that it cannot hang.
-    static func watchdog(_ server: RPCServer, after seconds: Int = 10) -> Task<Void, any Error> {
+    /// Ends the drain after `seconds` in case a test's expectation fails, so that it cannot hang: a stream left open
+    /// would hold the server for good, and the watchdog makes such a failure show as the test's own expectations
+    /// rather than as its one-minute time limit. Not sooner than 40 s: a full parallel run on two loaded cores held
+    /// a test back for over 10 s between the shutdown and the end of its call in flight, which the watchdog then
+    /// ended.
+    static func watchdog(_ server: RPCServer, after seconds: Int = 40) -> Task<Void, any Error> {
         Task {
             try await Task.sleep(for: .seconds(seconds))
             server.endDrain(reason: "ended by the watchdog")
@@ -135,7 +137,7 @@ import TokenetWire
         server.shutdown()
         // Far beyond the time the watch takes to end, even on a loaded machine (a full test run once took 6.4 s
         // to get there): waiting out the drain would end it only here.
-        let watchdog = Self.watchdog(server, after: 40)
+        let watchdog = Self.watchdog(server)
         defer { watchdog.cancel() }
         do {
             for try await _ in responses {}
