@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// Notices that the process that started a node (`--parent-pid`) has ended, so the node stops as on SIGTERM instead
 /// of running on unowned: `tokenet demo`, `scenario` and `up` stop their nodes themselves, but cannot when they are
@@ -12,12 +13,10 @@ enum ParentWatch {
 
     static func start(_ parent: Int32, onEnd: @escaping @Sendable () -> Void) {
         let wasChild = getppid() == parent
-        let thread = Thread {
+        NamedThread.start("tokenet-parent-watch") {
             while !ended(parent, wasChild: wasChild) { usleep(interval) }
             onEnd()
         }
-        thread.name = "parent-watch"
-        thread.start()
     }
 
     /// Refuses a `--parent-pid` that names no process (a usage error, exit status 2): the watch would find it gone

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// The bound on a node's stop: once a stop signal was taken, the process exits within the drain timeout plus
 /// `grace`, whatever holds the stop up.
@@ -14,7 +15,7 @@ enum StopDeadline {
     /// Starts the clock on its own thread. The line is rendered only if the time runs out, and written without the
     /// logger's lock, which the stuck thread may hold.
     static func arm(after limit: Duration, node: String, format: LogFormat) {
-        let thread = Thread {
+        NamedThread.start("tokenet-stop-deadline") {
             let (seconds, attoseconds) = limit.components
             Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
             let record = LogRecord(
@@ -24,7 +25,6 @@ enum StopDeadline {
             writeIfItDoesNotBlock(record.rendered(as: format) + "\n")
             _exit(1)
         }
-        thread.start()
     }
 
     /// Writes `line` (shorter than PIPE_BUF, so a pipe with room takes it whole) to stderr only if stderr is ready.

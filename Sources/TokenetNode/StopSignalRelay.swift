@@ -1,6 +1,7 @@
 import CTokenetShims
 import Foundation
 import Synchronization
+import TokenetTransport
 
 /// The process's one receiver of stop signals, set up by the first `StopSignalWatcher`.
 ///
@@ -43,12 +44,7 @@ final class StopSignalRelay: Sendable {
     /// Started once the first watcher is in place, so that a signal pending since start-up has someone to tell.
     private func startThread() {
         let readEnd = readEnd
-        let thread = Thread { [self] in
-            // Named from inside, and through pthread: a name given before the start does not reach the system's
-            // thread name (`ps -L`), and Foundation's setter names the system thread only once the starting thread
-            // has recorded which one it made, which a new thread that runs first (a loaded machine) overtakes.
-            Thread.current.name = "tokenet-signals"
-            _ = ctk_set_current_thread_name("tokenet-signals")
+        NamedThread.start("tokenet-signals") { [self] in
             // Threads inherit the mask of the thread that starts them: a node's are held back, and this one
             // must accept them.
             var set = StopSignalWatcher.stopSignalSet
@@ -65,7 +61,6 @@ final class StopSignalRelay: Sendable {
                 }
             }
         }
-        thread.start()
     }
 
     func remove(_ id: UInt64) {

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 import TokenetWire
 
 /// Group commit: one thread writes everything that accumulated while the previous transaction was being committed,
@@ -15,7 +16,7 @@ extension NotificationBroker {
     func startCommitter() {
         let weak = WeakBroker(broker: self)
         let wakeup = self.wakeup
-        let thread = Thread {
+        NamedThread.start("tokenet-notification-commit") {
             while true {
                 let signalled = wakeup.wait(timeout: .now() + .seconds(1)) == .success
                 guard let broker = weak.broker, !broker.isStopped else { return }
@@ -23,8 +24,6 @@ extension NotificationBroker {
                 broker.commitPending(flushWrittenBehind: !signalled)
             }
         }
-        thread.name = "tokenet-notification-commit"
-        thread.start()
     }
 
     /// Commits batches until there is nothing that someone waits for. One caller at a time (the commit thread, or

@@ -122,10 +122,7 @@ public final class EventLoop: @unchecked Sendable {
         self.epollFD = epollFD
         self.wakeFD = wakeFD
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            // The system's thread name, for `top -H`, perf and debuggers: `Thread.name` set before the start does
-            // not reach it.
-            _ = ctk_set_current_thread_name(name)
+        NamedThread.start(name) { [self] in
             loopThread.store(UInt(pthread_self()), ordering: .releasing)
             started.signal()
             run()
@@ -137,8 +134,6 @@ public final class EventLoop: @unchecked Sendable {
             loopThread.store(0, ordering: .releasing)
             exited.signal()
         }
-        thread.name = name
-        thread.start()
         started.wait()
     }
 

@@ -133,7 +133,7 @@ enum ProxyCommand {
     /// the cooperative pool) and answers each on standard output. End of input leaves the proxy running: it stops
     /// on SIGTERM or SIGINT.
     static func readCommands(for proxy: FaultProxy) {
-        let thread = Thread {
+        NamedThread.start("tokenet-proxy-commands") {
             while let line = Swift.readLine(strippingNewline: true) {
                 if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
                 do throws(FaultError) {
@@ -148,8 +148,6 @@ enum ProxyCommand {
                 }
             }
         }
-        thread.name = "tokenet-proxy-commands"
-        thread.start()
     }
 
     static let help = """

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenetTransport
 
 /// Notices that nobody reads standard output any more: the reader of a pipe exited (`tokenet call … | head -1`).
 ///
@@ -25,7 +26,7 @@ final class StandardOutputReader: Sendable {
                 guard waiting else { return continuation.resume() }
                 // poll(2) blocks, so it gets a thread of its own; it wakes every 200 ms to see whether the wait was
                 // cancelled, so the thread does not outlive the stream by more than that.
-                Thread { watch.watch() }.start()
+                NamedThread.start("tokenet-stdout-watch") { watch.watch() }
             }
         } onCancel: {
             watch.finish()

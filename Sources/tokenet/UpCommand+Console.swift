@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenetScenario
+import TokenetTransport
 
 extension UpCommand {
     /// Reads steps from standard input and runs each as it comes, until a stop signal. Lines are read on a thread
@@ -15,14 +16,12 @@ extension UpCommand {
         func run() throws(CLIError) {
             defer { runner.closeWatches() }
             let input = Lines()
-            let thread = Thread {
+            NamedThread.start("tokenet-up-console") {
                 while let line = Swift.readLine(strippingNewline: true) {
                     input.state.withLock { $0.lines.append(line) }
                 }
                 input.state.withLock { $0.ended = true }
             }
-            thread.name = "tokenet-up-console"
-            thread.start()
 
             var parser = Scenario.Parser()
             var number = 0
