@@ -2,7 +2,7 @@ import Synchronization
 import Testing
 import TokenetNode
 
-@Suite(.timeLimit(.minutes(1))) struct BoundedWaitTests {
+@Suite(.timeLimit(.minutes(3))) struct BoundedWaitTests {
     @Test func workThatFinishesInTimeIsWaitedFor() async {
         let finished = Mutex(false)
         let inTime = await waitAtMost(.seconds(30)) { finished.withLock { $0 = true } }

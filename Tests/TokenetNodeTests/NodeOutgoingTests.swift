@@ -6,7 +6,7 @@ import TokenetWire
 
 /// A node's outgoing work ends with the node: background tasks are cancelled, channels close gracefully, and the
 /// whole stays within its limit even when a task ignores cancellation.
-@Suite(.timeLimit(.minutes(1))) struct NodeOutgoingTests {
+@Suite(.timeLimit(.minutes(3))) struct NodeOutgoingTests {
     @Test func backgroundTasksAreCancelledAndNothingStartsAfterwards() async {
         let outgoing = NodeOutgoing()
         let ended = Mutex(false)

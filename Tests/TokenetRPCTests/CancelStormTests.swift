@@ -74,7 +74,7 @@ import TokenetWire
     /// Cancelled calls whose handlers still run count, against an allowance of `max_concurrent_streams` such calls:
     /// past it, further calls are refused RESOURCE_EXHAUSTED until those handlers return. Cancelled calls freed their
     /// places at once, so a client that cancelled each call it opened started handlers without any bound.
-    @Test(.timeLimit(.minutes(1))) func cancelledCallsCountUntilTheirHandlersReturn() async throws {
+    @Test(.timeLimit(.minutes(3))) func cancelledCallsCountUntilTheirHandlersReturn() async throws {
         let gate = Gate()
         let started = Atomic<Int>(0)
         var router = RPCRouter()

@@ -12,7 +12,7 @@ import TokenetWire
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
 
-    @Test(.timeLimit(.minutes(1))) func cancelReturnsWhileTheConnectionIsLockedAndTheCallEndsAfter() async throws {
+    @Test(.timeLimit(.minutes(3))) func cancelReturnsWhileTheConnectionIsLockedAndTheCallEndsAfter() async throws {
         let handlerStarted = Atomic<Bool>(false)
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in

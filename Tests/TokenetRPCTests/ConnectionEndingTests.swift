@@ -80,13 +80,13 @@ import TokenetWire
         return try #require(records.withLock { $0.first })
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [TransportError.closedByPeer, .closedLocally])
+    @Test(.timeLimit(.minutes(3)), arguments: [TransportError.closedByPeer, .closedLocally])
     func aPingMeetingAnOrderlyCloseIsNoProblem(writeError: TransportError) async throws {
         let record = try await Self.record(whenAPingMeets: writeError)
         #expect(record.problem == nil, "\(String(describing: record.problem))")
     }
 
-    @Test(.timeLimit(.minutes(1))) func aPingMeetingAResetIsAProblem() async throws {
+    @Test(.timeLimit(.minutes(3))) func aPingMeetingAResetIsAProblem() async throws {
         let record = try await Self.record(
             whenAPingMeets: TransportError(.io, "send failed: Connection reset by peer"))
         #expect(record.problem?.contains("write failed") == true, "\(String(describing: record.problem))")

@@ -37,7 +37,7 @@ import TokenetWire
         #expect(try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1)).fInt32 == 2)
     }
 
-    @Test(.timeLimit(.minutes(1))) func unansweredKeepaliveClosesTheConnectionAndFailsCalls() async throws {
+    @Test(.timeLimit(.minutes(3))) func unansweredKeepaliveClosesTheConnectionAndFailsCalls() async throws {
         // The peer accepts bytes but never answers anything: a half-dead connection.
         let (clientEnd, _) = InMemoryByteStream.pair()
         let timers = ConnectionTimers(keepaliveInterval: .milliseconds(20), keepaliveTimeout: .milliseconds(100))
@@ -54,7 +54,7 @@ import TokenetWire
 
     /// Whatever answered the connection never sends a hello (a server of another protocol that waits for a request):
     /// a call without a deadline fails once the hello timeout passes, instead of waiting forever.
-    @Test(.timeLimit(.minutes(1))) func aPeerThatNeverSaysHelloIsGivenUp() async throws {
+    @Test(.timeLimit(.minutes(3))) func aPeerThatNeverSaysHelloIsGivenUp() async throws {
         let (clientEnd, _) = InMemoryByteStream.pair()
         let client = RPCClient(stream: clientEnd, timers: ConnectionTimers(helloTimeout: .milliseconds(200)))
         let error = try await #require(throws: RPCError.self) {

@@ -6,7 +6,7 @@ import TokenetWire
 @testable import TokenetRPC
 
 /// The limit on connections one client identity may hold at once (`RPCServer.connectionsPerPeer`).
-@Suite(.timeLimit(.minutes(1))) struct ConnectionsPerPeerTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionsPerPeerTests {
     typealias Scalars = TestingV1.Scalars
 
     static let hog = PeerIdentity(role: .wallet, nodeID: "wallet-hog")

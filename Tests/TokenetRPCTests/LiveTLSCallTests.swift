@@ -281,7 +281,7 @@ import TokenetWire
     /// the call) waited for the client's grants, here for ever.
     enum DeadlineCase: CaseIterable { case unary, streaming, windowFull }
 
-    @Test(.timeLimit(.minutes(1)), arguments: DeadlineCase.allCases)
+    @Test(.timeLimit(.minutes(3)), arguments: DeadlineCase.allCases)
     func aPassedDeadlineEndsOnlyItsCall(_ deadlineCase: DeadlineCase) async throws {
         var router = RPCRouter()
         router.unary(Echo.unary) { request, _ in

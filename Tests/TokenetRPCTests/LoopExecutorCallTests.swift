@@ -132,7 +132,7 @@ import TokenetWire
         await harness.stop()
     }
 
-    @Test(.timeLimit(.minutes(1))) func deadlineAndCancellationOnTheLoops() async throws {
+    @Test(.timeLimit(.minutes(3))) func deadlineAndCancellationOnTheLoops() async throws {
         let harness = try await Self.start(Self.router { nil })
         let client = try await harness.client()
         try await withTaskExecutorPreference(client.executor) {

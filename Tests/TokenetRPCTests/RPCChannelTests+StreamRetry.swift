@@ -18,7 +18,7 @@ extension RPCChannelTests {
         #expect(connector.connections.load(ordering: .relaxed) == 2)
     }
 
-    @Test(.timeLimit(.minutes(1))) func aStreamLostWithItsConnectionIsNotOpenedAgain() async throws {
+    @Test(.timeLimit(.minutes(3))) func aStreamLostWithItsConnectionIsNotOpenedAgain() async throws {
         let connector = DroppingConnector(goaway: false)
         let channel = RPCChannel(backoff: Self.fastBackoff) { try await connector.connect() }
         let stream = try await channel.serverStreaming(

@@ -14,7 +14,7 @@ import TokenetWire
     /// on another connection is answered; once that connection closes, nothing is held. Without the budget every such
     /// call kept its request (about 2 MiB of memory per 1 MiB request) for as long as the client liked. A request
     /// counts as that memory: twice its size, since it may stay in received bytes up to twice as large.
-    @Test(.timeLimit(.minutes(1))) func requestsWithoutTheirHalfCloseHaveABudget() async throws {
+    @Test(.timeLimit(.minutes(3))) func requestsWithoutTheirHalfCloseHaveABudget() async throws {
         let server = RPCServer(router: InMemoryCallTests.echoRouter)
         server.requestBudget.limit = 1 << 20
         let (holderEnd, holderServerEnd) = InMemoryByteStream.pair()

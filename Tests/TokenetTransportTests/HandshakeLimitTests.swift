@@ -4,7 +4,7 @@ import Testing
 @testable import TokenetTransport
 
 /// The listener's bound on TLS handshakes in progress from one address (`HandshakeLimit`).
-@Suite(.timeLimit(.minutes(1))) struct HandshakeLimitTests {
+@Suite(.timeLimit(.minutes(3))) struct HandshakeLimitTests {
     let certs = CertificateFixture.shared
 
     /// Connections that never start TLS hold their handshakes for the whole timeout (here far longer than the

@@ -4,7 +4,7 @@ import Testing
 @testable import TokenetTransport
 
 /// Interoperability: the stock `openssl s_client` completes mutual TLS 1.3 with a TLSListener.
-@Suite(.timeLimit(.minutes(1))) struct OpenSSLClientTests {
+@Suite(.timeLimit(.minutes(3))) struct OpenSSLClientTests {
     let certs = CertificateFixture.shared
 
     @Test func opensslSClientWithValidCertificateTalksToTLSListener() async throws {

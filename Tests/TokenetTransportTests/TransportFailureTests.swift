@@ -3,7 +3,7 @@ import Testing
 
 @testable import TokenetTransport
 
-@Suite(.timeLimit(.minutes(1))) struct TransportFailureTests {
+@Suite(.timeLimit(.minutes(3))) struct TransportFailureTests {
     let certs = CertificateFixture.shared
 
     /// Checked before OpenSSL reads it, so the message gives the system's reason in words, not OpenSSL's codes.

@@ -206,7 +206,7 @@ import TokenetWire
     /// A card stored without an issuer once the first round left nothing to recheck (every card resolved) starts
     /// the rechecks: it is asked about after the first recheck's wait while the node runs, not only at the next
     /// start, and shown to its issuer's app.
-    @Test(.timeLimit(.minutes(1))) func aCardStoredOnceNothingWasLeftToRecheckStartsTheRechecks() async throws {
+    @Test(.timeLimit(.minutes(3))) func aCardStoredOnceNothingWasLeftToRecheckStartsTheRechecks() async throws {
         let wallet = try Self.upgradedWallet()
         let laterToken = "DNITHE000000000000000003"
         wallet.tsp.configure {
@@ -247,7 +247,7 @@ import TokenetWire
 
     /// A digitization the TSP answers naming no issuer tells the resolver, which then starts the rechecks: the card
     /// is the only one awaiting its issuer.
-    @Test(.timeLimit(.minutes(1))) func aCardDigitizedWithoutAnIssuerIsSignalled() async throws {
+    @Test(.timeLimit(.minutes(3))) func aCardDigitizedWithoutAnIssuerIsSignalled() async throws {
         let wallet = try WalletHarness()
         var tspRouter = RPCRouter()
         wallet.tsp.register(on: &tspRouter)
