@@ -107,9 +107,17 @@ public final class NotificationSubscriber: Sendable {
         // their copies are read: the copies are recognised by this set, which lives as long as the stream (the
         // broker never sends an id again after confirming it, except for copies already on their way).
         let handledBefore = Set(processed.ids).union(unconfirmed.withLock { $0 })
+        let announcement = Announcement()
         do {
             let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
             subscribedAt = .now
+            // A quiet queue sends nothing: the stream is announced once it has stayed up `openAfter`, so that an
+            // operator reading the log sees the node subscribed without waiting for the first message.
+            let announcer = Task { [logger, openAfter = options.openAfter] in
+                try await Task.sleep(for: openAfter)
+                if announcement.isFirst() { logger.info("subscribed to the TSP's notifications") }
+            }
+            defer { announcer.cancel() }
             for id in unsettled() { acknowledgements.add(id) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrentAcknowledgements {
@@ -119,7 +127,7 @@ public final class NotificationSubscriber: Sendable {
                 for try await notification in stream {
                     if !opened {
                         opened = true
-                        logger.info("subscribed to the TSP's notifications")
+                        if announcement.isFirst() { logger.info("subscribed to the TSP's notifications") }
                     }
                     received += 1
                     do {
@@ -149,6 +157,13 @@ public final class NotificationSubscriber: Sendable {
         }
         if handlerFailed { return .handlerFailed }
         return wasOpen() || received > 0 ? .ended : .failedToOpen
+    }
+
+    /// Says "subscribed" once per stream, whichever comes first: its first message or `openAfter` of quiet.
+    private final class Announcement: Sendable {
+        private let done = Atomic<Bool>(false)
+
+        func isFirst() -> Bool { !done.exchange(true, ordering: .relaxed) }
     }
 
     /// What a new stream acknowledges first: every id the journal still holds, and the unconfirmed ids it could

@@ -6,9 +6,9 @@ import TokenetWire
 
 @testable import TokenetTSP
 
-/// A Subscribe stream that stayed open with nothing to carry (a quiet queue) was open all the same: when it fails,
-/// the subscriber starts again from the initial delay and says so, instead of carrying on the backoff of the
-/// failures that came before it.
+/// A Subscribe stream that stayed open with nothing to carry (a quiet queue) was open all the same: it is announced
+/// in the log, and when it fails the subscriber starts again from the initial delay and says so, instead of
+/// carrying on the backoff of the failures that came before it.
 extension NotificationSubscriberTests {
     /// Seen before the fix: a stream counted as open only once a message came on it, so the failure of a quiet
     /// stream that had been up for hours waited 8 ms here (the fourth failure in a row; up to 10 s with the nodes'
@@ -51,6 +51,9 @@ extension NotificationSubscriberTests {
         #expect(failures.count == 2, "\(failures)")
         #expect(failures.last?.contains("replaced this stream") == true, "\(failures)")
         #expect(failures.allSatisfy { $0.lowercased().contains("warn") }, "\(failures)")
+        // The quiet stream was announced once it had stayed up, though no message came on it.
+        let announced = log.lines.filter { $0.contains("subscribed to the TSP's notifications") }
+        #expect(announced.count == 1, "\(log.lines)")
         _ = other
     }
 }
