@@ -91,10 +91,10 @@ extension NotificationBroker {
     private func deliver(_ inserts: [NotificationWriteBatch.Insert]) {
         guard !inserts.isEmpty else { return }
         var order: [String] = []
-        var grouped: [String: [TspV1.Notification]] = [:]
+        var grouped: [String: [(notification: TspV1.Notification, size: Int)]] = [:]
         for insert in inserts {
             if grouped[insert.subscriber] == nil { order.append(insert.subscriber) }
-            grouped[insert.subscriber, default: []].append(insert.notification)
+            grouped[insert.subscriber, default: []].append((insert.notification, insert.bytes.count))
         }
         let now = nowMs()
         let retention = self.retention
@@ -104,7 +104,7 @@ extension NotificationBroker {
                 guard let list = grouped[name], let actions = state.withQueue(name, { $0.machine.published(list) })
                 else { continue }
                 state.perform(actions, on: name)
-                if let pending = state.queues[name]?.machine.pendingCount, pending > retention.maxQueued,
+                if state.queues[name]?.machine.exceeds(retention) == true,
                     let count = state.expire(name, nowMs: now, retention: retention)
                 {
                     expired.append((name, count))

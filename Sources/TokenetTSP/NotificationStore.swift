@@ -145,10 +145,11 @@ struct NotificationStore: Sendable {
                 "SELECT subscriber, sequence, attempts, message FROM notifications ORDER BY subscriber, sequence")
             for row in rows {
                 let subscriber = try row.text(0)
-                var notification = try TspV1.Notification(serializedBytes: try row.get(3, as: [UInt8].self))
+                let bytes = try row.get(3, as: [UInt8].self)
+                var notification = try TspV1.Notification(serializedBytes: bytes)
                 notification.sequence = UInt64(try row.int64(1))
                 let message = SubscriptionStateMachine.Message(
-                    notification: notification, sends: UInt32(clamping: try row.int64(2)))
+                    notification: notification, sends: UInt32(clamping: try row.int64(2)), size: bytes.count)
                 queues[subscriber, default: StoredQueue(subscriber: subscriber, counters: .zero, messages: [])]
                     .messages.append(message)
             }

@@ -17,6 +17,8 @@ struct SubscriptionStateMachine: Sendable {
         /// Message id, sequence, publication time and body; `delivery_attempt` is filled when it is sent.
         var notification: TspV1.Notification
         var sends: UInt32
+        /// The size of its serialized form, which the queue's byte bound counts.
+        var size: Int
 
         var sequence: UInt64 { notification.sequence }
     }
@@ -64,6 +66,8 @@ struct SubscriptionStateMachine: Sendable {
     private(set) var sentThrough: UInt64
     private(set) var acknowledgedTotal: UInt64
     private(set) var expiredTotal: UInt64
+    /// The serialized size of the pending messages, which the queue holds in memory.
+    private(set) var queuedBytes = 0
     private(set) var stream: Stream?
     /// No pending message has a lower sequence (see `oldestPending`).
     private var lowestHint: UInt64 = 1
@@ -79,7 +83,8 @@ struct SubscriptionStateMachine: Sendable {
         self.expiredTotal = expiredTotal
         for var message in restored {
             if message.sequence <= sentThrough { message.sends = max(message.sends, 1) }
-            messages[message.sequence] = message
+            if let replaced = messages.updateValue(message, forKey: message.sequence) { queuedBytes -= replaced.size }
+            queuedBytes += message.size
             sequenceByID[message.notification.messageID] = message.sequence
             self.lastSequence = max(self.lastSequence, message.sequence)
         }
@@ -87,15 +92,25 @@ struct SubscriptionStateMachine: Sendable {
     }
 
     var pendingCount: Int { messages.count }
+
+    /// Whether the queue holds more messages or bytes than `retention` allows, so that `expire` must run now rather
+    /// than at the next second's sweep.
+    func exceeds(_ retention: NotificationRetention) -> Bool {
+        messages.count > retention.maxQueued || queuedBytes > retention.maxQueuedBytes
+    }
     var inFlightCount: Int { stream?.inFlight.count ?? 0 }
     var isConnected: Bool { stream != nil }
 
     // MARK: Events
 
-    /// Newly persisted messages, in increasing sequence order.
-    mutating func published(_ notifications: [TspV1.Notification]) -> [Action] {
-        for notification in notifications {
-            messages[notification.sequence] = Message(notification: notification, sends: 0)
+    /// Newly persisted messages, in increasing sequence order, with the sizes of their serialized forms.
+    mutating func published(_ published: [(notification: TspV1.Notification, size: Int)]) -> [Action] {
+        for (notification, size) in published {
+            let message = Message(notification: notification, sends: 0, size: size)
+            if let replaced = messages.updateValue(message, forKey: notification.sequence) {
+                queuedBytes -= replaced.size
+            }
+            queuedBytes += size
             sequenceByID[notification.messageID] = notification.sequence
             lastSequence = max(lastSequence, notification.sequence)
             lowestHint = min(lowestHint, notification.sequence)
@@ -130,7 +145,7 @@ struct SubscriptionStateMachine: Sendable {
                 unknown += 1
                 continue
             }
-            messages.removeValue(forKey: sequence)
+            if let message = messages.removeValue(forKey: sequence) { queuedBytes -= message.size }
             current?.inFlight.remove(sequence)
             removed.append(sequence)
         }
@@ -141,10 +156,12 @@ struct SubscriptionStateMachine: Sendable {
         return Acknowledgement(acknowledged: removed.count, unknown: unknown, actions: actions)
     }
 
-    /// Drops messages published before `nowMs - maxAge` and the oldest beyond `maxQueued`.
+    /// Drops messages published before `nowMs - maxAge`, and the oldest beyond `maxQueued` messages or
+    /// `maxQueuedBytes`.
     mutating func expire(nowMs: UInt64, retention: NotificationRetention) -> [Action] {
         let cutoff = nowMs >= retention.maxAgeMs ? nowMs - retention.maxAgeMs : 0
         let excess = messages.count - retention.maxQueued
+        var bytesLeft = queuedBytes
         // Oldest first, stopping at the first message young enough: queues are in publication order, so this
         // costs what it drops, not the length of the queue (it runs every second on every queue).
         var dropped: [UInt64] = []
@@ -152,8 +169,12 @@ struct SubscriptionStateMachine: Sendable {
         while sequence <= lastSequence {
             defer { sequence += 1 }
             guard let message = messages[sequence] else { continue }
-            guard dropped.count < excess || message.notification.publishedAtMs < cutoff else { break }
+            guard
+                dropped.count < excess || bytesLeft > retention.maxQueuedBytes
+                    || message.notification.publishedAtMs < cutoff
+            else { break }
             dropped.append(sequence)
+            bytesLeft -= message.size
         }
         guard !dropped.isEmpty else { return [] }
         var current = stream
@@ -161,6 +182,7 @@ struct SubscriptionStateMachine: Sendable {
         for sequence in dropped {
             if let message = messages.removeValue(forKey: sequence) {
                 sequenceByID[message.notification.messageID] = nil
+                queuedBytes -= message.size
             }
             current?.inFlight.remove(sequence)
         }

@@ -7,7 +7,8 @@ extension TSPConfiguration {
     /// The keys the policy file may hold, each optional:
     /// `issuer_deadline_ms`, `stand_in_max_score` (0 = always decline), `terms_required` (false = no T&C),
     /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`; notifications:
-    /// `notification_max_age_s`, `notification_max_queued`; one-time codes: `otp_validity_ms`
+    /// `notification_max_age_s`, `notification_max_queued`, `notification_max_queued_bytes`; one-time codes:
+    /// `otp_validity_ms`
     /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; `step_up_ttl_s` (how long
     /// a stepped-up token waits for ID&V); strong authentication:
     /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
@@ -16,6 +17,7 @@ extension TSPConfiguration {
     static let fileKeys: Set<String> = [
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
+        "notification_max_queued_bytes",
         "otp_validity_ms", "otp_max_attempts", "otp_max_resends", "step_up_ttl_s",
         "access_token_ttl_s", "activation_code_ttl_s", "activation_max_attempts", "hotp_digits", "hotp_look_ahead",
         "hotp_resync_window", "hotp_max_failures", "auth_server_url",
@@ -49,6 +51,11 @@ extension TSPConfiguration {
         }
         if let value = try file.number("notification_max_queued", in: 1...10_000_000) {
             configuration.notificationRetention.maxQueued = value
+        }
+        // At least one message of the largest size the broker takes.
+        let largestMessage = NotificationBroker.maximumMessageBytes
+        if let value = try file.number("notification_max_queued_bytes", in: largestMessage...(1 << 40)) {
+            configuration.notificationRetention.maxQueuedBytes = value
         }
         if let value = try file.number("otp_validity_ms", in: 1...86_400_000) {
             configuration.otpValidity = .milliseconds(value)

@@ -146,13 +146,39 @@ import TokenetWire
         #expect(try await stream.take(1).map(\.sequence) == [6])
     }
 
+    /// Large messages to a subscriber that reads nothing are bounded by bytes, not only by count: the oldest go as
+    /// soon as the queue holds more, so the broker's memory stays bounded whatever one publisher sends.
+    @Test func retentionDropsTheOldestBeyondTheByteBound() async throws {
+        let harness = try BrokerHarness.make(
+            retention: NotificationRetention(maxQueued: 1_000, maxQueuedBytes: 3 * 40_000))
+        var ids: [String] = []
+        for index in 0..<10 {
+            var notification = BrokerHarness.notification(card: "card-1")
+            notification.body = .opaque(Data(repeating: UInt8(index), count: 39_000))
+            ids.append(try await harness.broker.publish(notification, to: ["wallet/wallet-1"]))
+        }
+        let status = try await harness.client().queueStatus(TspV1.QueueStatusRequest())
+        #expect(status.pending == 3)
+        #expect(status.expiredTotal == 7)
+        // What is left is the newest three.
+        var stream = try await harness.client().subscribe(TspV1.SubscribeRequest()).makeAsyncIterator()
+        #expect(try await stream.take(3).map(\.messageID) == Array(ids.suffix(3)))
+    }
+
     @Test func retentionComesFromThePolicyFile() throws {
         let directory = try TSPHarness.temporaryDirectory()
         let file = URL(fileURLWithPath: directory + "/" + TSPConfiguration.fileName)
-        try Data(#"{"notification_max_age_s": 3600, "notification_max_queued": 500}"#.utf8).write(to: file)
+        try Data(
+            #"{"notification_max_age_s": 3600, "notification_max_queued": 500, "notification_max_queued_bytes": 1048576}"#
+                .utf8
+        ).write(to: file)
         let retention = try TSPConfiguration.load(dataDirectory: directory).notificationRetention
-        #expect(retention == NotificationRetention(maxAge: .seconds(3600), maxQueued: 500))
+        #expect(
+            retention == NotificationRetention(maxAge: .seconds(3600), maxQueued: 500, maxQueuedBytes: 1_048_576))
         try Data(#"{"notification_max_queued": 0}"#.utf8).write(to: file)
+        #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
+        // Less than one message of the largest size the broker takes.
+        try Data(#"{"notification_max_queued_bytes": 1000}"#.utf8).write(to: file)
         #expect(throws: NodeError.self) { try TSPConfiguration.load(dataDirectory: directory) }
         #expect(TSPConfiguration().notificationRetention == NotificationRetention())
     }

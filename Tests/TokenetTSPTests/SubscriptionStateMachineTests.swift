@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TokenetWire
 
@@ -26,6 +27,13 @@ import TokenetWire
     }
 
     static func messages(_ range: ClosedRange<UInt64>) -> [TspV1.Notification] { range.map { message($0) } }
+
+    /// Bodies of `size` bytes, for the queue's byte bound.
+    static func sized(_ sequence: UInt64, _ size: Int) -> TspV1.Notification {
+        var notification = message(sequence)
+        notification.body = .opaque(Data(repeating: 0x41, count: size))
+        return notification
+    }
 
     @Test func publishedWithoutStreamIsOnlyQueued() {
         var machine = Machine()
@@ -109,7 +117,7 @@ import TokenetWire
 
     @Test func restoredQueueCountsEarlierSendsFromTheWatermark() {
         // After a restart: 4 and 5 pending; 4 was sent before (watermark 4), 5 never.
-        let restored = [4, 5].map { Machine.Message(notification: Self.message($0), sends: 0) }
+        let restored = [4, 5].map { Machine.Message(notification: Self.message($0), sends: 0, size: 20) }
         var machine = Machine(restoring: restored, lastSequence: 5, sentThrough: 4, acknowledgedTotal: 3)
         #expect(
             machine.subscribed(stream: 7, window: 8) == [
@@ -189,5 +197,31 @@ import TokenetWire
             #expect(sequences == sequences.sorted())
         }
         #expect(sent.map(\.sequence) == Array(1...6))
+    }
+
+    @Test func retentionDropsTheOldestBeyondTheByteBound() throws {
+        var machine = Machine()
+        _ = machine.published((1...4).map { Self.sized($0, 1_000) })
+        let each = try Self.sized(1, 1_000).serializedBytes().count
+        #expect(machine.queuedBytes == 4 * each)
+        let retention = NotificationRetention(maxQueued: 100, maxQueuedBytes: 2 * each + 10)
+        #expect(machine.exceeds(retention))
+        #expect(machine.expire(nowMs: 1_000, retention: retention) == [.delete(sequences: [1, 2])])
+        #expect(machine.queuedBytes == 2 * each)
+        #expect(!machine.exceeds(retention))
+        #expect(machine.expire(nowMs: 1_000, retention: retention) == [])
+        // Acknowledged and restored messages count too.
+        _ = machine.acknowledged(["m3"])
+        #expect(machine.queuedBytes == each)
+        let restored = Machine(
+            restoring: [Machine.Message(notification: Self.sized(5, 1_000), sends: 0, size: each)], lastSequence: 5)
+        #expect(restored.queuedBytes == each)
+    }
+}
+
+extension SubscriptionStateMachine {
+    /// Messages with the sizes of their serialized forms, as the broker hands them over after committing them.
+    mutating func published(_ notifications: [TspV1.Notification]) -> [Action] {
+        published(notifications.map { ($0, (try? $0.serializedBytes().count) ?? 0) })
     }
 }
