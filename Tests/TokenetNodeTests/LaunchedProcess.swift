@@ -1,4 +1,6 @@
 import Foundation
+import Testing
+import TokenetNode
 import TokenetTestSupport
 
 /// A finished child process.
@@ -81,6 +83,38 @@ final class LaunchedProcess: @unchecked Sendable {
 }
 
 extension LaunchedProcess {
+    /// A plaintext `tsp-node` on a free port with `arguments` added, once it is ready, and where it listens. It
+    /// stops when the test process ends (`--parent-pid`), so a test that fails before stopping it leaves no node.
+    static func plaintextTSPNode(in scratch: TemporaryDirectory, _ arguments: [String] = []) async throws
+        -> (node: LaunchedProcess, readyFile: String, address: HostPort)
+    {
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+                "--parent-pid", "\(getpid())",
+            ] + arguments)
+        do {
+            let deadline = Date().addingTimeInterval(180)
+            while !FileManager.default.fileExists(atPath: readyFile) {
+                guard node.process.isRunning, Date() < deadline else {
+                    throw NodeNotReady(running: node.process.isRunning)
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return (node, readyFile, try #require(HostPort(parsing: try ReadyFile.read(from: readyFile).listen)))
+        } catch {
+            node.process.terminate()
+            throw error
+        }
+    }
+
+    struct NodeNotReady: Error, CustomStringConvertible {
+        var running: Bool
+        var description: String { "tsp-node did not become ready (running: \(running))" }
+    }
+
     /// A `tsp-node` over mutual TLS with the development PKI, on a free loopback port, its data and ready file
     /// (`ready.json`) in `data`.
     /// A TLS tsp-node on a free port, which also stops when the test process ends (`--parent-pid`), so that a test

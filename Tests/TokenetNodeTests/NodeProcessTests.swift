@@ -34,24 +34,6 @@ import TokenetWire
         #expect(!FileManager.default.fileExists(atPath: readyFile))
     }
 
-    /// A plaintext `tsp-node` on a free port with `arguments` added, once it is ready, and where it listens.
-    func startPlaintextNode(in scratch: TemporaryDirectory, _ arguments: [String] = []) async throws
-        -> (node: LaunchedProcess, readyFile: String, address: HostPort)
-    {
-        let readyFile = scratch.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile]
-                + arguments)
-        do {
-            let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
-            return (node, readyFile, try #require(HostPort(parsing: ready.listen)))
-        } catch {
-            node.process.terminate()
-            throw error
-        }
-    }
-
     /// A node whose log reader has gone (`tsp-node --plaintext … 2>&1 | head -1`) keeps running: the first line of
     /// its --plaintext banner used to kill it with SIGPIPE before it had started.
     @Test func aNodeWhoseLogReaderHasGoneKeepsRunning() async throws {
@@ -79,7 +61,7 @@ import TokenetWire
 
     @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, readyFile, address) = try await startPlaintextNode(in: scratch)
+        let (node, readyFile, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
         defer { if node.process.isRunning { node.process.terminate() } }
 
         let loop = try EventLoop(name: "test-node-health")
@@ -103,7 +85,7 @@ import TokenetWire
     /// log line rather than the text banner.
     @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, _) = try await startPlaintextNode(in: scratch, ["--log-format", "json"])
+        let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--log-format", "json"])
         defer { if node.process.isRunning { node.process.terminate() } }
         kill(node.process.processIdentifier, SIGTERM)
         let result = try await node.waitForExit()
@@ -123,7 +105,7 @@ import TokenetWire
     @Test(arguments: ["debug", "info"])
     func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try await startPlaintextNode(
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
             in: scratch, ["--log-format", "json", "--log-level", level])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-call-log")
@@ -162,7 +144,7 @@ import TokenetWire
     /// the whole suite starting at once on two CPUs, an 8 s timeout once cut the answering client off too.
     @Test(.timeLimit(.minutes(3))) func aSilentPeerIsPingedThenCutOff() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try await startPlaintextNode(
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
             in: scratch, ["--keepalive", "0.2", "--keepalive-timeout", "20"])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-keepalive")
@@ -295,7 +277,7 @@ import TokenetWire
     /// --drain-timeout: then it ends UNAVAILABLE, the connection closes and the node exits.
     @Test(.timeLimit(.minutes(2))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
         let scratch = try TemporaryDirectory()
-        let (node, _, address) = try await startPlaintextNode(in: scratch, ["--drain-timeout", "1"])
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--drain-timeout", "1"])
         defer { if node.process.isRunning { node.process.terminate() } }
         let loop = try EventLoop(name: "test-node-drain")
         defer { loop.shutdown() }

@@ -13,19 +13,8 @@ import TokenetWire
     @Test(.timeLimit(.minutes(2)), arguments: [SIGTERM, SIGINT])
     func aSecondSignalDuringTheDrainIsLoggedAndTheDrainGoesOn(second: Int32) async throws {
         let scratch = try TemporaryDirectory()
-        let readyFile = scratch.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file",
-                readyFile, "--drain-timeout", "60", "--parent-pid", "\(getpid())",
-            ])
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--drain-timeout", "60"])
         defer { if node.process.isRunning { node.process.terminate() } }
-        let deadline = Date().addingTimeInterval(120)
-        while !FileManager.default.fileExists(atPath: readyFile), node.process.isRunning, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let address = try #require(HostPort(parsing: try ReadyFile.read(from: readyFile).listen))
 
         // A call whose request never comes holds the drain for its whole period.
         let loop = try EventLoop(name: "test-second-signal")

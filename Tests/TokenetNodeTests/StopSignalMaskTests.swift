@@ -10,18 +10,8 @@ import TokenetTestSupport
 @Suite struct StopSignalMaskTests {
     @Test(.timeLimit(.minutes(2))) func onlyTheSignalThreadOfARunningNodeAcceptsStopSignals() async throws {
         let scratch = try TemporaryDirectory()
-        let readyFile = scratch.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file",
-                readyFile, "--parent-pid", "\(getpid())",
-            ])
+        let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
         defer { if node.process.isRunning { node.process.terminate() } }
-        let deadline = Date().addingTimeInterval(120)
-        while !FileManager.default.fileExists(atPath: readyFile), node.process.isRunning, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
         let pid = node.process.processIdentifier
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
         var accepting: [String] = []
