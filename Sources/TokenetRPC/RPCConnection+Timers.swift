@@ -55,13 +55,24 @@ extension RPCConnection {
 
     /// Checks the keepalive and idle limits until the connection closes. The decisions are the state machine's;
     /// this loop only measures time.
+    ///
+    /// Time this process did not run is not charged to the peer. A node stopped (SIGSTOP, a debugger) or starved
+    /// on a stalled machine wakes with its peer's answers waiting in the socket, and this task, on another thread
+    /// than the event loop that reads them, can look first: the ping's and the partial frame's clocks move on by
+    /// however late this tick woke, so the loop gets a tick to read what came meanwhile.
     func timerLoop() async {
         let tick = timers.tick
         while !Task.isCancelled {
+            let due = ContinuousClock.now + tick
             guard (try? await Task.sleep(for: tick)) != nil else { return }
             let closing = core.withLock { core -> Bool in
                 if core.closing { return true }
                 let now = ContinuousClock.now
+                let late = now - due
+                if late > .zero {
+                    core.outstandingPing?.sentAt += late
+                    core.frameStartedAt? += late
+                }
                 if core.machine.hasOpenCalls { core.lastCallActivity = now }
                 // First: a frame left incomplete is the more precise diagnosis when a peer that stalled inside a
                 // frame also left a ping unanswered (both limits then come due in the same tick).

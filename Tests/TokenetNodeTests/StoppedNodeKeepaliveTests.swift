@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetTransport
+import TokenetWire
+
+@testable import TokenetNode
+
+/// Time in which a node did not run (stopped with SIGSTOP, a debugger, a machine that stalled) is not charged to its
+/// peers: a pong that arrived meanwhile waits in the socket for the event loop, and the node's timer, waking at the
+/// same moment, used to overtake it and close the connection for a ping its peer had answered at once.
+@Suite struct StoppedNodeKeepaliveTests {
+    @Test(.timeLimit(.minutes(3))) func aPongThatArrivedWhileTheNodeWasStoppedKeepsTheConnection() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
+            in: scratch, ["--keepalive", "1", "--keepalive-timeout", "1"])
+        defer {
+            kill(node.process.processIdentifier, SIGCONT)
+            if node.process.isRunning { node.process.terminate() }
+        }
+        let loop = try EventLoop(name: "test-stopped-node")
+        defer { loop.shutdown() }
+        let raw = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let encoder = FrameEncoder()
+        func send(_ frame: WireV1.Frame) async throws {
+            var bytes: [UInt8] = []
+            try encoder.encode(frame, into: &bytes)
+            try await raw.write(bytes)
+        }
+        var decoder = FrameDecoder()
+        func read(until wanted: (WireV1.Frame) -> Bool) async throws -> WireV1.Frame? {
+            while true {
+                while let frame = try decoder.nextFrame() {
+                    if wanted(frame) { return frame }
+                }
+                guard let chunk = try await raw.read() else { return nil }
+                decoder.feed(chunk)
+            }
+        }
+        try await send(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
+
+        // A second of silence, and the node pings.
+        let ping = try await read { if case .ping = $0.kind { true } else { false } }
+        guard case .ping(let payload)? = ping?.kind else {
+            Issue.record("the node sent no ping")
+            return
+        }
+        // The node stops; the answer goes at once and waits in its socket for three times the keepalive timeout.
+        kill(node.process.processIdentifier, SIGSTOP)
+        try await send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: payload.payload))))
+        try await Task.sleep(for: .seconds(3))
+        kill(node.process.processIdentifier, SIGCONT)
+
+        // The connection is still there: a ping of ours is answered, and no goaway comes first.
+        try await send(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 77))))
+        var closedWith: String?
+        let answer = try await read { frame in
+            if case .goaway(let goaway) = frame.kind { closedWith = goaway.reason }
+            if case .pong(let pong) = frame.kind, pong.payload == 77 { return true }
+            return closedWith != nil
+        }
+        #expect(closedWith == nil, "the node closed the connection: \(closedWith ?? "")")
+        if case .pong? = answer?.kind {} else {
+            Issue.record("no pong after the node resumed: \(String(describing: answer))")
+        }
+        await raw.close()
+    }
+}
