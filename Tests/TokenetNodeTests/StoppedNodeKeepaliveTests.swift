@@ -61,9 +61,8 @@ import TokenetWire
             return closedWith != nil
         }
         #expect(closedWith == nil, "the node closed the connection: \(closedWith ?? "")")
-        if case .pong? = answer?.kind {} else {
-            Issue.record("no pong after the node resumed: \(String(describing: answer))")
-        }
+        let answered = if case .pong? = answer?.kind { true } else { false }
+        #expect(answered, "no pong after the node resumed: \(String(describing: answer))")
         await raw.close()
     }
 }
