@@ -260,9 +260,10 @@ struct ConnectionStateMachine {
         }
         if goaway.code != .noError && goaway.code != .shuttingDown {
             // The peer closes after a connection error: every remaining call is lost.
-            actions += failAllStreams(code: .unavailable, message: "the peer closed the connection: \(goaway.reason)")
+            let reason = goaway.reason.isEmpty ? Self.unexplained(goaway.code) : goaway.reason
+            actions += failAllStreams(code: .unavailable, message: "the peer closed the connection: \(reason)")
             state = .closed
-            actions.append(.closeConnection(error: goaway.reason))
+            actions.append(.closeConnection(error: reason))
             return actions
         }
         // A client's goaway: it opens no more calls here, and closes the connection itself once its calls have
@@ -270,6 +271,13 @@ struct ConnectionStateMachine {
         if role == .server && state == .active { clientWentAway = true }
         state = .draining
         return actions + closeIfDrained()
+    }
+
+    /// What stands for the reason of an error goaway that came without one: its code. The reason goes into the
+    /// failed calls' messages and the log line of the close, where an empty one told nobody what went wrong.
+    static func unexplained(_ code: WireV1.GoAwayCode) -> String {
+        let name = code.protoValueName ?? "code \(code.rawValue)"
+        return "goaway \(name) without a reason"
     }
 
     /// Server: why the connection takes no new calls after the client's own goaway.

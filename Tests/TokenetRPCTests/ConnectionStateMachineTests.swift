@@ -618,6 +618,25 @@ import TokenetWire
         )
     }
 
+    /// A peer that ends the connection with an error goaway and no reason: its code stands in for the reason in
+    /// the failed calls and the close, which read "the peer closed the connection: " and nothing more.
+    @Test func anErrorGoAwayWithoutAReasonIsReportedByItsCode() throws {
+        var client = Self.client()
+        _ = try client.openCall(Self.start)
+        let reason = "goaway GO_AWAY_CODE_PROTOCOL_ERROR without a reason"
+        #expect(
+            client.receive(Self.frame(0, .goaway(WireV1.GoAway(lastStreamID: 1, code: .protocolError))))
+                == [
+                    .failCall(streamID: 1, code: .unavailable, message: "the peer closed the connection: \(reason)"),
+                    .closeConnection(error: reason),
+                ])
+        var server = Self.server()
+        _ = server.receive(Self.frame(1, .callStart(Self.start)))
+        #expect(
+            server.receive(Self.frame(0, .goaway(WireV1.GoAway(code: .unrecognized(99)))))
+                == [.cancelHandler(streamID: 1), .closeConnection(error: "goaway code 99 without a reason")])
+    }
+
     /// The client's goaway: the server takes no new call, lets the client's calls run, and leaves the close to the
     /// client, answering every call_start it still sends UNAVAILABLE. It closed as soon as no call was open, and a
     /// call sent after the goaway got no answer at all.
