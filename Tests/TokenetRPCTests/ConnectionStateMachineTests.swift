@@ -346,6 +346,20 @@ import TokenetWire
         #expect(machine.state == .active, "other calls carry on")
     }
 
+    /// A message on an id with no call is ignored, whether it came before a call_start or after the call ended
+    /// (Protos/README.md, sections 5 and 6): the server cannot tell a frame that crossed a status on the wire from
+    /// one sent too early, and the ids the client opens next stay its own.
+    @Test func aMessageOnAnIdWithNoCallIsIgnored() {
+        var machine = Self.server()
+        #expect(machine.receive(Self.frame(99, .message(WireV1.Message(data: Data([1]))))) == [])
+        _ = machine.receive(Self.frame(1, .callStart(Self.start)))
+        _ = machine.receive(Self.frame(1, .cancel(WireV1.Cancel())))
+        #expect(machine.receive(Self.frame(1, .message(WireV1.Message(data: Data([1]))))) == [])
+        let next = machine.receive(Self.frame(3, .callStart(Self.start)))
+        #expect(next == [.startHandler(streamID: 3, Self.start)])
+        #expect(machine.state == .active)
+    }
+
     @Test func receiveWindowIsEnforced() {
         var machine = Self.server(ConnectionSettings(initialStreamWindow: 10))
         _ = machine.receive(Self.frame(1, .callStart(Self.start)))
