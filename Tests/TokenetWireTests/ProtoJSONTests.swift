@@ -22,6 +22,15 @@ import TokenetWire
         )
     }
 
+    /// Every control character is written as a `\u` escape, the C1 ones (U+0080 to U+009F) too: written out, they act
+    /// on a terminal, and the CLI's guard against that turned them into text that was no JSON.
+    @Test func writesControlCharactersAsEscapes() throws {
+        let scalars = TestingV1.Scalars(fString: "\u{1}\u{1F}\u{7F}\u{80}\u{85}\u{9B}\u{9F}\u{A0}é")
+        let json = try scalars.jsonString()
+        #expect(json == #"{"fString":"\u0001\u001f\u007f\u0080\u0085\u009b\u009f\#u{A0}é"}"#)
+        #expect(try TestingV1.Scalars(jsonString: json) == scalars)
+    }
+
     /// Whole numbers print as other proto3 JSON writers print them (`1`, not `1.0`), and every form reads back to
     /// the same value.
     @Test(arguments: [

@@ -131,7 +131,9 @@ extension JSONValue {
             case "\t": out += "\\t"
             case "\u{08}": out += "\\b"
             case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+            // The C0 controls, DEL and the C1 controls (U+0080 to U+009F, such as NEL and CSI): any of them acts on a
+            // terminal, and the CLI's guard for terminals rewrites one left as it is into a form that is no JSON.
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
