@@ -97,11 +97,18 @@ enum CallCommand {
                 "call: standard input holds more than \(mebibytes(standardInputLimit)) of request JSON, the most -d @ "
                     + "reads; one request may take at most \(mebibytes(ConnectionSettings.defaults.initialStreamWindow)) "
                     + "once encoded (the largest message a node accepts)"))
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        // A leading byte order mark is skipped, as the nodes skip it in their config files (RFC 8259 lets a reader
+        // ignore it): an editor may save a request file with one, and the file must not be refused for a character
+        // the editor does not show.
+        let text = bytes.starts(with: byteOrderMark) ? bytes.dropFirst(byteOrderMark.count) : bytes[...]
+        guard let text = String(validating: text, as: UTF8.self) else {
             throw CLIError(.usage, "call: standard input is not UTF-8 text")
         }
         return text
     }
+
+    /// U+FEFF in UTF-8.
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     private static func mebibytes(_ bytes: Int) -> String { "\(bytes / (1024 * 1024)) MiB" }
 

@@ -35,6 +35,23 @@ import TokenetWire
         #expect(result.stdout == "{}\n")
     }
 
+    /// A request file an editor saved with a UTF-8 byte order mark (`-d @ < request.json`) is read without it, as the
+    /// nodes read their config files: it was refused as "unexpected byte 239 at byte 0", for a character the editor
+    /// does not show.
+    @Test func aByteOrderMarkBeforeTheRequestIsSkipped() async throws {
+        let result = try await Self.call("Unary", stdin: "\u{FEFF}{\"fInt32\": 7}\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"fInt32\": 7\n}\n")
+    }
+
+    /// Only one, and only at the start: anywhere else it is a character no JSON text may hold there.
+    @Test(arguments: ["\u{FEFF}\u{FEFF}{}", "{} \u{FEFF}{}"])
+    func aByteOrderMarkElsewhereIsRefused(stdin: String) async throws {
+        let result = try await Self.call("ClientStream", stdin: stdin)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test func anEmptyStandardInputIsRefusedForAUnaryMethod() async throws {
         let result = try await Self.call("Unary", stdin: "")
         #expect(result.status == 2, "\(result.stderr)")
