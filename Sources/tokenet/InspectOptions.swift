@@ -62,13 +62,21 @@ struct InspectOptions: Sendable {
         var certificateFile = environment[Self.environmentCertificate]
         var keyFile = environment[Self.environmentKey]
         var plaintext = false
+        /// The certificate options given on the command line, as typed, for `--plaintext` to refuse.
+        var certificateOptions: [String] = []
         var scanner = ArgumentScanner(
             arguments, command: command, valued: Self.valuedFlags, repeatable: Self.repeatableFlags)
         while let item = try scanner.next() {
             switch item {
-            case .valued("--cacert", let value): caFile = value
-            case .valued("--cert", let value): certificateFile = value
-            case .valued("--key", let value): keyFile = value
+            case .valued("--cacert", let value):
+                caFile = value
+                certificateOptions.append("--cacert \(value)")
+            case .valued("--cert", let value):
+                certificateFile = value
+                certificateOptions.append("--cert \(value)")
+            case .valued("--key", let value):
+                keyFile = value
+                certificateOptions.append("--key \(value)")
             case .valued("--deadline", let value): deadline = try Self.duration(value, command: command)
             case .valued("-H", let value), .valued("--header", let value):
                 try Self.addHeader(value, to: &metadata, command: command)
@@ -107,6 +115,16 @@ struct InspectOptions: Sendable {
         operands = Array(positional.dropFirst())
         try Self.check(operands, range, names, command: command)
         if plaintext {
+            // A certificate option with --plaintext contradicts it (grpcurl refuses the pair too): the file went unused
+            // without a word, so a command meant for a TLS node ran without TLS. The environment's files are exported
+            // for the whole shell, and stay unused here.
+            guard certificateOptions.isEmpty else {
+                let flags = certificateOptions.map { $0.prefix { $0 != " " } }.joined(separator: " and ")
+                throw CLIError(
+                    .usage,
+                    "\(command): --plaintext connects without TLS, so \(certificateOptions.joined(separator: ", ")) "
+                        + "would not be used; drop --plaintext to connect over mutual TLS, or drop \(flags)")
+            }
             transport = .plaintext
         } else {
             let missing = [("--cacert", caFile), ("--cert", certificateFile), ("--key", keyFile)]

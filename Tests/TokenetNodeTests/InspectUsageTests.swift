@@ -113,6 +113,30 @@ import TokenetTestSupport
             ["wallet", "cards", address, "--plaintext=false"], "wallet cards: --plaintext takes no value")
     }
 
+    /// A certificate option given with `--plaintext` is refused, as grpcurl refuses it: the file was ignored without a
+    /// word, so a command meant for a TLS node ran without TLS, and one naming the wrong file seemed to work.
+    @Test func aCertificateOptionWithPlaintextIsRefused() throws {
+        for flag in ["--cacert", "--cert", "--key"] {
+            try expectUsageError(
+                ["call", address, "tokenet.health.v1.Health/Check", flag, "pki/x.pem", "--plaintext"],
+                "call: --plaintext connects without TLS, so \(flag) pki/x.pem would not be used; drop --plaintext to "
+                    + "connect over mutual TLS, or drop \(flag)")
+        }
+        try expectUsageError(
+            ["wallet", "cards", address, "--plaintext", "--cacert=ca.pem", "--key", "k.pem"],
+            "wallet cards: --plaintext connects without TLS, so --cacert ca.pem, --key k.pem would not be used")
+    }
+
+    /// The environment's certificate files are another matter: exported for the whole shell, they stay unused by a
+    /// command that asks for `--plaintext`.
+    @Test func certificateFilesFromTheEnvironmentGoUnusedWithPlaintext() throws {
+        let result = try runTokenet(
+            ["list", address, "--plaintext"],
+            environment: ["TOKENET_CACERT": "ca.pem", "TOKENET_CERT": "operator.pem", "TOKENET_KEY": "operator.key"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot connect to \(address): nothing accepts connections there"))
+    }
+
     @Test func portZeroIsRefused() throws {
         try expectUsageError(["list", "127.0.0.1:0", "--plaintext"], "has port 0")
     }
