@@ -194,6 +194,7 @@ struct InspectOptions: Sendable {
             throw CLIError(
                 .usage, "\(command): -H: '\(key)' is not a valid metadata key (letters, digits, '-', '_', '.')")
         }
+        try checkRuntimeKey(key, value, command: command)
         guard key.hasSuffix("-bin") else {
             metadata.add(key, .text(value))
             return
@@ -205,6 +206,26 @@ struct InspectOptions: Sendable {
                     + "not base64")
         }
         metadata.add(key, .binary(bytes))
+    }
+
+    /// Keys starting with `tokenet-` belong to the runtime, and the one a caller may set, the trace id, has a form:
+    /// both are checked here, as bad options (status 2), before the node refuses the command's first call with
+    /// INVALID_ARGUMENT. The value is quoted with a card number in it masked: a trace id ends up in every log.
+    private static func checkRuntimeKey(_ key: String, _ value: String, command: String) throws(CLIError) {
+        guard key.hasPrefix(Metadata.reservedPrefix) else { return }
+        guard key == Metadata.traceIDKey else {
+            throw CLIError(
+                .usage,
+                "\(command): -H: '\(key)' uses the prefix \(Metadata.reservedPrefix), which is reserved for the runtime's "
+                    + "own keys; the one -H may set is \(Metadata.traceIDKey)")
+        }
+        guard Metadata.isValidTraceID(value) else {
+            let lengths = Metadata.traceIDLengths
+            throw CLIError(
+                .usage,
+                "\(command): -H: \(Metadata.traceIDKey) must be \(lengths.lowerBound) to \(lengths.upperBound) lowercase hex "
+                    + "digits with at least one of a-f, such as 4bf92f3577b34da6; got '\(maskPAN(value))'")
+        }
     }
 
     /// Standard or URL-safe base64, padding optional: what proto3 JSON takes for bytes, read the same way (`=` only

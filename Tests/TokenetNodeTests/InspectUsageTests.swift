@@ -179,6 +179,35 @@ import TokenetTestSupport
         #expect(!(try runTokenet(arguments).stderr.contains("4761000010000009")))
     }
 
+    /// Keys starting with `tokenet-` belong to the runtime, and the one `-H` may set, the trace id, has a form: both
+    /// are checked before connecting (status 2, as for any bad option), where the node's refusal came back as
+    /// INVALID_ARGUMENT of the reflection lookup, with status 67.
+    @Test(arguments: [
+        (
+            "tokenet-foo: 1",
+            "call: -H: 'tokenet-foo' uses the prefix tokenet-, which is reserved for the runtime's own keys; "
+                + "the one -H may set is tokenet-trace-id"
+        ),
+        (
+            "Tokenet-Trace-Id: bad",
+            "call: -H: tokenet-trace-id must be 8 to 32 lowercase hex digits with at least one of "
+                + "a-f, such as 4bf92f3577b34da6; got 'bad'"
+        ),
+        ("tokenet-trace-id: ABCDEF12", "got 'ABCDEF12'"),
+        ("tokenet-trace-id: 4761000010000009", "got '************0009'"),
+        ("tokenet-trace-id-bin: AQID", "'tokenet-trace-id-bin' uses the prefix tokenet-"),
+    ])
+    func aReservedOrMalformedRuntimeKeyIsRefused(header: String, message: String) throws {
+        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", "-H", header, "--plaintext"], message)
+    }
+
+    @Test func aWellFormedTraceIDIsSent() throws {
+        let result = try runTokenet(
+            ["list", address, "-H", "tokenet-trace-id: 4bf92f3577b34da6", "--plaintext"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
+    }
+
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
