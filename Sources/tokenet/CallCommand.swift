@@ -190,7 +190,13 @@ enum CallCommand {
     /// answer (UNIMPLEMENTED for a method it does not serve) is what the command reports, and nothing runs with a
     /// request of a guessed type.
     static func probe(_ path: String, session: InspectSession) async throws -> Int32 {
-        _ = try await session.client.clientStreaming(path: path, requests: [], options: session.callOptions)
+        do {
+            _ = try await session.client.clientStreaming(path: path, requests: [], options: session.callOptions)
+        } catch let error as RPCError where error.code == .unimplemented {
+            // A node of another kind says so first (`InspectSession.wrongNode`); a close name comes after.
+            if let wrongNode = await session.wrongNode(calling: path) { throw wrongNode }
+            throw await suggestion(for: path, after: error, session: session) ?? error
+        }
         throw CLIError(
             .connection, "\(session.options.address) answered \(path), but its reflection service does not describe it")
     }

@@ -1,0 +1,69 @@
+import TokenetNode
+import TokenetRPC
+
+extension CallCommand {
+    /// The node's refusal of a method it does not serve, with the method meant when the node serves one by a close
+    /// name (or where the names it serves are listed): the service without its package (`Health/Check`), another case (`health/check`) or a typing slip
+    /// (`Chek`). The node's "unknown method /Health/Check" alone left the person to find the full name with
+    /// `tokenet list`. Still UNIMPLEMENTED (exit status 76); nil when reflection does not answer.
+    static func suggestion(for path: String, after error: RPCError, session: InspectSession) async -> RPCError? {
+        let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let services = try? await session.listServices() else { return nil }
+        let (service, method) = (parts[0], parts[1])
+        var candidates: [String] = []
+        for name in services where name == service || isClose(name, service) {
+            guard let described = try? await session.describe(name), let methods = described.service?.methods
+            else { continue }
+            let close = methods.filter { $0.name == method || isClose($0.name, method) }
+            candidates += close.map { "\(name)/\($0.name)" }
+        }
+        let address = session.options.address
+        guard !candidates.isEmpty else {
+            guard services.contains(service) else {
+                return RPCError(
+                    .unimplemented,
+                    "\(error.message); this node serves no service \(maskPAN(service)) (tokenet list \(address) lists them)"
+                )
+            }
+            return RPCError(
+                .unimplemented,
+                "\(error.message); \(service) has no method of that name (tokenet list \(address) \(service) lists them)"
+            )
+        }
+        let shown = candidates.count == 1 ? candidates[0] : candidates.joined(separator: " or ")
+        return RPCError(.unimplemented, "\(error.message); did you mean \(shown)?")
+    }
+
+    /// Whether `name` is what `typed` may have meant: the same without a package (`Health` for
+    /// `tokenet.health.v1.Health`), the same in another case, or a letter or two apart (`Chek`, `Wacth`).
+    static func isClose(_ name: String, _ typed: String) -> Bool {
+        let short = name.split(separator: ".").last.map(String.init) ?? name
+        let typedShort = typed.split(separator: ".").last.map(String.init) ?? typed
+        if name.lowercased() == typed.lowercased() || short.lowercased() == typed.lowercased() { return true }
+        // The package must match as typed when one is given: only the last part may be misspelled.
+        if typed.contains("."), name.dropLast(short.count).lowercased() != typed.dropLast(typedShort.count).lowercased()
+        {
+            return false
+        }
+        // One slip in a name of four letters or fewer, two in a longer one: `Get` is not a slip of `Set`'s.
+        let slips = typedShort.count <= 4 ? 1 : 2
+        return editDistance(short.lowercased(), typedShort.lowercased(), atMost: slips) <= slips
+    }
+
+    /// The Levenshtein distance between `a` and `b`, or `limit + 1` once it is past `limit`.
+    static func editDistance(_ a: String, _ b: String, atMost limit: Int) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        guard abs(a.count - b.count) <= limit else { return limit + 1 }
+        guard !a.isEmpty, !b.isEmpty else { return min(max(a.count, b.count), limit + 1) }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return min(previous[b.count], limit + 1)
+    }
+}
