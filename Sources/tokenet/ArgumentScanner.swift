@@ -1,7 +1,7 @@
 /// Splits a command's arguments into options and operands by the one rule every `tokenet` command follows.
 ///
 /// An option that takes a value takes the next argument as it, whatever it reads (`--reason --help` gives the reason
-/// "--help"), or the text after `=` (`--reason=X`); `--` ends the options. Asking for help
+/// "--help"), or the text after `=` (`--reason=X`, `-d={}`); `--` ends the options. Asking for help
 /// (`Subcommand.asksForHelp`) and every command's parser go through here with the same set of valued options, so
 /// that they cannot disagree on where a value stands: when each parser walked the arguments its own way, `--help`
 /// as a value was a request for help in one place and a value in the next.
@@ -49,7 +49,11 @@ struct ArgumentScanner {
         guard argument.hasPrefix("-"), argument.count > 1 else { return .operand(argument) }
         var name = argument
         var inline: String?
-        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+        // `--name=VALUE` for any long option, and `-d=VALUE` for a short one that takes a value, as grpcurl's flags
+        // take them; another short option keeps its `=` (`-x=1` is refused whole).
+        if let equals = argument.firstIndex(of: "="),
+            argument.hasPrefix("--") || valued.contains(String(argument[..<equals]))
+        {
             name = String(argument[..<equals])
             inline = String(argument[argument.index(after: equals)...])
         }

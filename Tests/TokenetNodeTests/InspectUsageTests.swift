@@ -208,6 +208,21 @@ import TokenetTestSupport
         #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
     }
 
+    /// `-d=JSON` and `-H=KEY: VALUE`, as grpcurl's flags take them, give the value after the `=`: they were refused
+    /// as unknown options, though `-d` and `-H` are the command's own.
+    @Test func aShortOptionTakesAValueAfterAnEqualsSign() throws {
+        let method = "tokenet.health.v1.Health/Check"
+        try expectUsageError(
+            ["call", address, method, "-d={} x", "--plaintext"],
+            "call: the request JSON has trailing characters at byte 3")
+        try expectUsageError(["call", address, method, "-H=x-bin: @@@", "--plaintext"], "'x-bin' ends in -bin")
+        try expectUsageError(
+            ["call", address, method, "-d={}", "-d", "{}", "--plaintext"], "call: -d may be given once")
+        let result = try runTokenet(["call", address, method, "-d=--help", "-H=a: =b", "--plaintext"])
+        #expect(result.status == 1 && result.stdout.isEmpty, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
+    }
+
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
