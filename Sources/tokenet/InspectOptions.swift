@@ -88,6 +88,10 @@ struct InspectOptions: Sendable {
                 guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }
                 plaintext = true
             case .valued(let flag, _), .flag(let flag, _):
+                if let meant = Self.optionMeant(by: flag) {
+                    let typed = flag.prefix { $0 != "=" }
+                    throw CLIError(.usage, "\(command): unknown option '\(typed)'; did you mean \(meant)?")
+                }
                 throw CLIError(.usage, "\(command): unknown option '\(flag)'")
             case .endOfOptions: continue
             case .operand(let operand): positional.append(operand)
@@ -138,6 +142,17 @@ struct InspectOptions: Sendable {
             }
             transport = .mutualTLS(TLSFiles(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile))
         }
+    }
+
+    /// The option meant by `flag` written as grpcurl writes its flags, with one dash (`-plaintext`, `-cacert=ca.pem`),
+    /// or by one of grpcurl's names for an option of ours; nil for any other.
+    static func optionMeant(by flag: String) -> String? {
+        guard !flag.hasPrefix("--") else { return nil }
+        let name = String(flag.prefix { $0 != "=" })
+        let grpcurl = ["-max-time": "--deadline (such as 5s)", "-rpc-header": "-H", "-reflect-header": "-H"]
+        if let meant = grpcurl[name] { return meant }
+        let long = "-" + name
+        return valuedFlags.union(["--plaintext", "--help"]).contains(long) ? long : nil
     }
 
     /// Too few operands names the first missing one; too many names the extra ones; an empty one is never meant.

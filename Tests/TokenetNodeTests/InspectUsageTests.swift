@@ -223,6 +223,20 @@ import TokenetTestSupport
         #expect(result.stderr.contains("cannot connect to \(address)"), "\(result.stderr)")
     }
 
+    /// grpcurl's flags start with one dash (`-plaintext`, `-cacert`), and its users type them so: the refusal names
+    /// the option meant.
+    @Test(arguments: [
+        ("-plaintext", "call: unknown option '-plaintext'; did you mean --plaintext?"),
+        ("-cacert", "call: unknown option '-cacert'; did you mean --cacert?"),
+        ("-deadline=5s", "call: unknown option '-deadline'; did you mean --deadline?"),
+        ("-max-time", "call: unknown option '-max-time'; did you mean --deadline (such as 5s)?"),
+        ("-rpc-header", "call: unknown option '-rpc-header'; did you mean -H?"),
+        ("--verbose", "call: unknown option '--verbose'\n"),
+    ])
+    func aGrpcurlStyleOptionNamesTheOneMeant(option: String, message: String) throws {
+        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
+    }
+
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
