@@ -34,16 +34,18 @@ extension CallCommand {
         return RPCError(.unimplemented, "\(error.message); did you mean \(shown)?")
     }
 
-    /// Whether `name` is what `typed` may have meant: the same without a package (`Health` for
-    /// `tokenet.health.v1.Health`), the same in another case, or a letter or two apart (`Chek`, `Wacth`).
+    /// Whether `name` is what `typed` may have meant: the same without a package or its start (`Health` for
+    /// `tokenet.health.v1.Health`, `Health.Check` for `tokenet.health.v1.Health.Check`), the same in another case, or a letter or two apart (`Chek`, `Wacth`).
     static func isClose(_ name: String, _ typed: String) -> Bool {
         let short = name.split(separator: ".").last.map(String.init) ?? name
         let typedShort = typed.split(separator: ".").last.map(String.init) ?? typed
         if name.lowercased() == typed.lowercased() || short.lowercased() == typed.lowercased() { return true }
-        // The package must match as typed when one is given: only the last part may be misspelled.
-        if typed.contains("."), name.dropLast(short.count).lowercased() != typed.dropLast(typedShort.count).lowercased()
-        {
-            return false
+        // What comes before the last part must be as typed, or end the name's (`Health.Check` for a method of
+        // `tokenet.health.v1.Health`): only the last part may be misspelled.
+        if typed.contains(".") {
+            let prefix = name.dropLast(short.count).lowercased()
+            let typedPrefix = typed.dropLast(typedShort.count).lowercased()
+            guard prefix == typedPrefix || prefix.hasSuffix("." + typedPrefix) else { return false }
         }
         // One slip in a name of four letters or fewer, two in a longer one: `Get` is not a slip of `Set`'s.
         let slips = typedShort.count <= 4 ? 1 : 2

@@ -9,7 +9,7 @@ enum DescribeCommand {
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
         return try InspectSession.run(options) { session in
-            printOut(SymbolDescriptionText.render(try await session.describe(options.operands[0])))
+            printOut(SymbolDescriptionText.render(try await session.describeSuggesting(options.operands[0])))
             return 0
         }
     }

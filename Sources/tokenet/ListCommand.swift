@@ -15,7 +15,7 @@ enum ListCommand {
                 for name in try await session.listServices() { printOut(name) }
                 return 0
             }
-            let description = try await session.describe(service)
+            let description = try await session.describeSuggesting(service)
             guard description.kind == .service, let methods = description.service?.methods else {
                 throw CLIError(.usage, "list: \(description.name) is not a service; try tokenet describe")
             }

@@ -27,6 +27,7 @@ import TokenetWire
         ("tokenet.health.v1.Helth/Check", "tokenet.health.v1.Health/Check"),
         ("tokenet.health.v1.HEALTH/check", "tokenet.health.v1.Health/Check"),
         ("Echo/Unray", "tokenet.testing.v1.Echo/Unary"),
+        ("v1.Health/Check", "tokenet.health.v1.Health/Check"),
     ])
     func aCloseNameIsSuggested(method: String, meant: String) async throws {
         let (result, _) = try await Self.call(method)

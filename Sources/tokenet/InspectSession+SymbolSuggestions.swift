@@ -1,0 +1,37 @@
+import TokenetRPC
+import TokenetWire
+
+extension InspectSession {
+    /// `describe(symbol)`, its NOT_FOUND naming the symbols meant when the node serves some by a close name.
+    func describeSuggesting(_ symbol: String) async throws -> ReflectionV1.DescribeSymbolResponse {
+        do {
+            return try await describe(symbol)
+        } catch let error as RPCError where error.code == .notFound {
+            throw await suggestion(for: symbol, after: error) ?? error
+        }
+    }
+
+    /// The node's NOT_FOUND for a symbol `describe` or `list` asked about, with the symbols it serves by a close name:
+    /// a service or method without its package (`Health`, `Health.Check`), another case, or a typing slip. The
+    /// node's "serves no … named 'Health'" alone left the person to find the full name with `tokenet list`. Still
+    /// NOT_FOUND (exit status 69); nil when nothing is close or reflection does not answer.
+    func suggestion(for symbol: String, after error: RPCError) async -> RPCError? {
+        guard let services = try? await listServices() else { return nil }
+        var names = Set(services)
+        for service in services {
+            guard let described = try? await describe(service) else { continue }
+            names.formUnion(described.service?.methods.map { "\(service).\($0.name)" } ?? [])
+            names.formUnion(described.messages.map(\.name))
+            names.formUnion(described.enums.map(\.name))
+        }
+        // A method may be written as a path (`/pkg.Service/Method`); reflection's names join it with a dot.
+        let typed = String(symbol.trimmingPrefix("/")).replacing("/", with: ".")
+        let close = names.filter { CallCommand.isClose($0, typed) }.sorted()
+        // More than a few are no suggestion: `Check` is a method of several services.
+        guard !close.isEmpty, close.count <= Self.mostSuggestions else { return nil }
+        return RPCError(error.code, "\(error.message); did you mean \(close.joined(separator: " or "))?")
+    }
+
+    /// The most close names a suggestion lists.
+    static let mostSuggestions = 3
+}

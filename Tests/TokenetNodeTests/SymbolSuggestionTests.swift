@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet describe` and `tokenet list` of a symbol the node does not serve name the symbols meant when the node's
+/// reflection lists some by a close name; the node's bare NOT_FOUND left the full name to be looked up. The exit
+/// status stays NOT_FOUND's (69).
+@Suite(.timeLimit(.minutes(2))) struct SymbolSuggestionTests {
+    /// Runs `command` for `symbol` against a server with reflection that serves Health/Check and Echo/Unary.
+    private static func run(_ command: String, _ symbol: String) async throws -> ProcessResult {
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, _) async throws in HealthV1.HealthCheckResponse() }
+        router.unary(TestingV1.Echo.unary) { request, _ in request }
+        ReflectionService(router: router).register(on: &router)
+        return try await runTokenet(servedBy: router) { [command, $0, symbol, "--plaintext", "--deadline", "20s"] }
+    }
+
+    /// The node's message, which names a path without its leading `/`.
+    private static func notFound(_ symbol: String) -> String {
+        "ERROR: NOT_FOUND: this node serves no service, method, message or enum named '\(symbol.trimmingPrefix("/"))'"
+    }
+
+    @Test(arguments: [
+        ("Health", "tokenet.health.v1.Health"),
+        ("tokenet.health.v1.Helth", "tokenet.health.v1.Health"),
+        ("Health.Check", "tokenet.health.v1.Health.Check"),
+        ("/tokenet.health.v1.Health/Chek", "tokenet.health.v1.Health.Check"),
+        ("v1.Echo.Unary", "tokenet.testing.v1.Echo.Unary"),
+        ("scalars", "tokenet.testing.v1.Scalars"),
+        ("Colour", "tokenet.testing.v1.Color"),
+    ])
+    func describeSuggestsACloseName(symbol: String, meant: String) async throws {
+        let result = try await Self.run("describe", symbol)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == Self.notFound(symbol) + "; did you mean \(meant)?\n")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func listSuggestsACloseServiceName() async throws {
+        let result = try await Self.run("list", "Helth")
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == Self.notFound("Helth") + "; did you mean tokenet.health.v1.Health?\n")
+    }
+
+    /// Nothing close, or a name too short to be told from others: the node's message stands alone.
+    @Test(arguments: ["Zzz", "tokenet.testing.v2.Scalars", "Get"])
+    func aNameCloseToNoneKeepsTheNodesMessage(symbol: String) async throws {
+        let result = try await Self.run("describe", symbol)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == Self.notFound(symbol) + "\n")
+    }
+}
