@@ -9,7 +9,9 @@ enum DescribeCommand {
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
         return try InspectSession.run(options) { session in
-            printOut(SymbolDescriptionText.render(try await session.describeSuggesting(options.operands[0])))
+            let symbol = options.operands[0]
+            let description = try await session.askingReflection { try await session.describeSuggesting(symbol) }
+            printOut(SymbolDescriptionText.render(description))
             return 0
         }
     }

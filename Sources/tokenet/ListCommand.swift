@@ -12,10 +12,11 @@ enum ListCommand {
         let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1, named: ["SERVICE"])
         return try InspectSession.run(options) { session in
             guard let service = options.operands.first else {
-                for name in try await session.listServices() { printOut(name) }
+                let services = try await session.askingReflection { try await session.listServices() }
+                for name in services { printOut(name) }
                 return 0
             }
-            let description = try await session.describeSuggesting(service)
+            let description = try await session.askingReflection { try await session.describeSuggesting(service) }
             guard description.kind == .service, let methods = description.service?.methods else {
                 throw CLIError(.usage, "list: \(description.name) is not a service; try tokenet describe")
             }
