@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -40,10 +41,25 @@ struct CallTarget: Sendable {
         guard let target = known(path) else {
             throw CLIError(
                 .connection,
-                "\(address) has no reflection service and this build of tokenet does not know \(path), "
-                    + "so its request type is unknown")
+                "\(address) has no reflection service and this build of tokenet does not know \(maskPAN(path)), "
+                    + "so its request type is unknown" + knownSuggestion(for: path))
         }
         return target
+    }
+
+    /// The methods this build knows by a name close to `path`'s (`Bench/Ech` for `tokenet.bench.v1.Bench/Echo`), as
+    /// "; did you mean …?", or nothing: without reflection, what the build knows is all there is to go by.
+    private static func knownSuggestion(for path: String) -> String {
+        let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else { return "" }
+        var close: [String] = []
+        for service in ProtoRegistry.services where CallCommand.isClose(service.name, parts[0]) {
+            close += service.methods.filter { CallCommand.isClose($0.name, parts[1]) }.map {
+                "\(service.name)/\($0.name)"
+            }
+        }
+        guard !close.isEmpty, close.count <= InspectSession.mostSuggestions else { return "" }
+        return "; did you mean \(close.joined(separator: " or "))?"
     }
 
     /// The method at `path` (`/pkg.Service/Method`) as this build's generated code describes it, if it knows it.

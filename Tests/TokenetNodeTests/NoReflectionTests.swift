@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -29,6 +30,22 @@ import TokenetWire
                 + "it cannot list or describe what it serves; tokenet call still reaches the methods this build of "
                 + "tokenet knows\n")
         #expect(result.stdout.isEmpty)
+    }
+
+    /// A method this build does not know has no request type without reflection; one it knows by a close name is
+    /// named, and the path is quoted with a card number in it masked, as everywhere else the command quotes it.
+    @Test(arguments: [
+        ("tokenet.health.v1.Health/Chek", "; did you mean tokenet.health.v1.Health/Check?"),
+        ("Bench/Ech", "; did you mean tokenet.bench.v1.Bench/Echo?"),
+        ("A4761000010000009/Get", ""),
+    ])
+    func callOfAnUnknownMethodNamesTheKnownOneMeant(method: String, suggestion: String) async throws {
+        let (result, address) = try await Self.run(["call", method])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "tokenet: \(address) has no reflection service and this build of tokenet does not know "
+                + "/\(maskPAN(method)), so its request type is unknown\(suggestion)\n")
     }
 
     /// `call` needs no reflection for a method this build knows.
