@@ -58,14 +58,14 @@ enum CallCommand {
         guard let separator, separator != name.startIndex, name.index(after: separator) != name.endIndex,
             !name[name.index(after: separator)...].contains("/"), !name.contains(where: \.isWhitespace)
         else {
-            throw CLIError(.usage, "call: '\(text)' is not a method; write it as pkg.Service/Method")
+            throw CLIError(.usage, "call: '\(maskPAN(text))' is not a method; write it as pkg.Service/Method")
         }
         // Services are named in UpperCamelCase and packages in lower case: a service name alone (tokenet.health.v1.
         // Health) would otherwise split into package "tokenet.health.v1" and method "Health".
         guard name[..<separator].split(separator: ".").last?.first?.isUppercase == true else {
             throw CLIError(
                 .usage,
-                "call: '\(text)' names no method (a service?); the method must be package.Service/Method, "
+                "call: '\(maskPAN(text))' names no method (a service?); the method must be package.Service/Method, "
                     + "such as tokenet.health.v1.Health/Check")
         }
         return "/\(name[..<separator])/\(name[name.index(after: separator)...])"

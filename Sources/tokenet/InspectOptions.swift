@@ -53,6 +53,10 @@ struct InspectOptions: Sendable {
 
     /// Parses `arguments`; `operands` is how many arguments after ADDR the command takes (a range), `names` what
     /// they are (METHOD, SYMBOL) for messages about a missing or empty one, and `takesData` whether `-d` is allowed.
+    /// A message quotes what was typed with a card number in it masked (`maskPAN`), as the request JSON's errors do:
+    /// one typed where the address, the method or an option's value goes must not be echoed to the terminal and
+    /// whatever records it. File names are quoted as given: they are what to act on, and masking would garble one
+    /// with a long run of digits (a UUID).
     init(
         parsing arguments: [String], command: String, operands range: ClosedRange<Int>, named names: [String] = [],
         takesData: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
@@ -90,9 +94,10 @@ struct InspectOptions: Sendable {
             case .valued(let flag, _), .flag(let flag, _):
                 if let meant = Self.optionMeant(by: flag) {
                     let typed = flag.prefix { $0 != "=" }
-                    throw CLIError(.usage, "\(command): unknown option '\(typed)'; did you mean \(meant)?")
+                    throw CLIError(
+                        .usage, "\(command): unknown option '\(maskPAN(String(typed)))'; did you mean \(meant)?")
                 }
-                throw CLIError(.usage, "\(command): unknown option '\(flag)'")
+                throw CLIError(.usage, "\(command): unknown option '\(maskPAN(flag))'")
             case .endOfOptions: continue
             case .operand(let operand): positional.append(operand)
             }
@@ -102,18 +107,20 @@ struct InspectOptions: Sendable {
             if let port = HostPort.portPastRange(in: first) {
                 throw CLIError(
                     .usage,
-                    "\(command): '\(first)' has port \(port), past the last port (65535); give the port the node "
+                    "\(command): '\(maskPAN(first))' has port \(port), past the last port (65535); give the port the node "
                         + "listens on (its READY line says listen=HOST:PORT)")
             }
-            throw CLIError(.usage, "\(command): '\(first)' is not an address of the form HOST:PORT")
+            throw CLIError(.usage, "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT")
         }
         guard address.hostIsIPv4OrLocalhost else {
             throw CLIError(
-                .usage, "\(command): '\(first)' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001"
+                .usage,
+                "\(command): '\(maskPAN(first))' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001"
             )
         }
         guard address.port != 0 else {
-            throw CLIError(.usage, "\(command): '\(first)' has port 0, which no node listens on; give the node's port")
+            throw CLIError(
+                .usage, "\(command): '\(maskPAN(first))' has port 0, which no node listens on; give the node's port")
         }
         self.address = address
         operands = Array(positional.dropFirst())
@@ -165,7 +172,8 @@ struct InspectOptions: Sendable {
         }
         guard operands.count <= range.upperBound else {
             throw CLIError(
-                .usage, "\(command): unexpected arguments: \(operands[range.upperBound...].joined(separator: " "))")
+                .usage,
+                "\(command): unexpected arguments: \(maskPAN(operands[range.upperBound...].joined(separator: " ")))")
         }
         if let empty = operands.firstIndex(of: "") {
             throw CLIError(.usage, "\(command): \(name(empty)) is empty")
@@ -182,12 +190,14 @@ struct InspectOptions: Sendable {
             let number = text.dropLast(unit.suffix.count)
             guard isDecimal(number), let value = Double(number), value > 0 else { break }
             guard value * unit.seconds <= 86_400 else {
-                throw CLIError(.usage, "\(command): --deadline: '\(text)' is longer than the limit of one day (24h)")
+                throw CLIError(
+                    .usage, "\(command): --deadline: '\(maskPAN(text))' is longer than the limit of one day (24h)")
             }
             return .nanoseconds(Int64(max(1, (value * unit.seconds * 1e9).rounded())))
         }
         throw CLIError(
-            .usage, "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(text)'")
+            .usage,
+            "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(maskPAN(text))'")
     }
 
     /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.
@@ -201,13 +211,14 @@ struct InspectOptions: Sendable {
     /// text or binary, and without this no binary entry could be sent (`x-bin: AQID` went out as the text "AQID").
     static func addHeader(_ text: String, to metadata: inout Metadata, command: String) throws(CLIError) {
         guard let colon = text.firstIndex(of: ":") else {
-            throw CLIError(.usage, "\(command): -H: expected 'KEY: VALUE', got '\(text)'")
+            throw CLIError(.usage, "\(command): -H: expected 'KEY: VALUE', got '\(maskPAN(text))'")
         }
         let key = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         guard Metadata.isValidKey(key) else {
             throw CLIError(
-                .usage, "\(command): -H: '\(key)' is not a valid metadata key (letters, digits, '-', '_', '.')")
+                .usage, "\(command): -H: '\(maskPAN(key))' is not a valid metadata key (letters, digits, '-', '_', '.')"
+            )
         }
         try checkRuntimeKey(key, value, command: command)
         guard key.hasSuffix("-bin") else {

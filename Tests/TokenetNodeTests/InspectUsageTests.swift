@@ -234,7 +234,35 @@ import TokenetTestSupport
         ("--verbose", "call: unknown option '--verbose'\n"),
     ])
     func aGrpcurlStyleOptionNamesTheOneMeant(option: String, message: String) throws {
-        try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
+        try expectUsageError(["call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
+    }
+
+    /// Whatever argument a usage error quotes is quoted with a card number in it masked to its last four digits, as
+    /// the request JSON is: a card number typed where the method, the address or an option's value goes was echoed
+    /// to the terminal, and to whatever records it, as typed.
+    @Test(arguments: [
+        (["call", "127.0.0.1:1", "4761000010000009", "--plaintext"], "call: '************0009' is not a method"),
+        (["call", "4761000010000009", "x.Y/Z", "--plaintext"], "call: '************0009' is not an address"),
+        (
+            ["call", "127.0.0.1:1", "x.Y/Z", "4761 0000 1000 0009", "--plaintext"],
+            "unexpected arguments: **** **** **** 0009"
+        ),
+        (["call", "127.0.0.1:1", "x.Y/Z", "-H", "4761000010000009", "--plaintext"], "got '************0009'"),
+        (
+            ["call", "127.0.0.1:1", "x.Y/Z", "--deadline", "4761000010000009s", "--plaintext"],
+            "--deadline: '************0009s'"
+        ),
+        (["list", "127.0.0.1:1", "--4761000010000009", "--plaintext"], "unknown option '--************0009'"),
+        (
+            ["describe", "127.0.0.1:1", "x", "4761-0000-1000-0009", "--plaintext"],
+            "unexpected arguments: ****-****-****-0009"
+        ),
+    ])
+    func aCardNumberInAnArgumentIsMaskedInTheError(arguments: [String], message: String) throws {
+        let result = try runTokenet(arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!result.stderr.contains("0000"), "\(result.stderr)")
     }
 
     @Test func deadlinesAreDecimalAndAtMostADay() throws {

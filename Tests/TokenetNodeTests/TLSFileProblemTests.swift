@@ -41,6 +41,24 @@ import TokenetTestSupport
         #expect(!result.stderr.contains("error:"), "\(result.stderr)")
     }
 
+    /// A file is named as given, also when its path holds a run of digits as long as a card number's (a UUID's
+    /// `9-0017-4807-9503`): the name is what to act on, and masking it as a card number garbled it.
+    @Test func aPathWithALongRunOfDigitsIsNamedAsGiven() throws {
+        let pki = DevelopmentPKI.shared
+        let missing = "/nonexistent/tokenet-A2DB9CF9-0017-4807-9503-FE0026A17086/ca.pem"
+        let result = try runTokenet(
+            [
+                "list", "127.0.0.1:1", "--cacert", missing, "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"),
+            ])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: cannot read --cacert \(missing) (given by --cacert or TOKENET_CACERT): No such file or directory"
+            ),
+            "\(result.stderr)")
+    }
+
     /// A file whose PEM block is damaged passes every look from outside; OpenSSL's refusal to read it is told in
     /// words, naming the option and the file, without its error codes.
     @Test(arguments: [(2, garbageKey, "private key"), (1, garbageCertificate, "certificate")])
