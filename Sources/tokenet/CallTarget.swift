@@ -49,7 +49,7 @@ struct CallTarget: Sendable {
 
     /// The methods this build knows by a name close to `path`'s (`Bench/Ech` for `tokenet.bench.v1.Bench/Echo`), as
     /// "; did you mean …?", or nothing: without reflection, what the build knows is all there is to go by.
-    private static func knownSuggestion(for path: String) -> String {
+    static func knownSuggestion(for path: String) -> String {
         let parts = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2 else { return "" }
         var close: [String] = []

@@ -77,7 +77,10 @@ enum DecodeCommand {
                 case .flag("--base64", nil): encodings.append(.base64)
                 case .valued("--type", let name):
                     guard let type = ProtoRegistry.messageType(named: name) else {
-                        throw CLIError(.usage, "decode: --type: this build has no message \(Self.shown(name))")
+                        throw CLIError(
+                            .usage,
+                            "decode: --type: this build has no message \(Self.shown(name))\(Self.messageMeant(by: name))"
+                        )
                     }
                     self.type = type
                 case .valued("--calls", let file): callsFile = file
@@ -87,7 +90,8 @@ enum DecodeCommand {
                     guard let wirePath = try? CallCommand.methodPath(path), let method = Self.method(wirePath) else {
                         throw CLIError(
                             .usage,
-                            "decode: --method: this build has no method \(Self.shown(path)) (/package.Service/Method)")
+                            "decode: --method: this build has no method \(Self.shown(path)) (/package.Service/Method)"
+                                + Self.methodMeant(by: path))
                     }
                     self.method = method
                 case .flag(let flag, let inline) where ["--hex", "--base64"].contains(flag) && inline != nil:
@@ -112,6 +116,29 @@ enum DecodeCommand {
         }
 
         /// A name as typed, quoted and cut short: it may be anything.
+        /// "; did you mean …?" with the messages this build knows by a name close to `name` (`HealthCheckResponse`,
+        /// `Scalar`), as `tokenet describe` names them; empty when none is.
+        static func messageMeant(by name: String) -> String {
+            var close: [String] = []
+            for message in ProtoRegistry.messages where CallCommand.isClose(message.protoName, name) {
+                close.append(message.protoName)
+            }
+            close.sort()
+            guard !close.isEmpty, close.count <= InspectSession.mostSuggestions else { return "" }
+            return "; did you mean \(close.joined(separator: " or "))?"
+        }
+
+        /// The same for a method, written as `tokenet call` takes it (`Health/Chek`).
+        static func methodMeant(by path: String) -> String {
+            let wirePath: String
+            do {
+                wirePath = try CallCommand.methodPath(path)
+            } catch {
+                return ""
+            }
+            return CallTarget.knownSuggestion(for: wirePath)
+        }
+
         static func shown(_ text: String) -> String {
             "'\(text.count > 100 ? String(text.prefix(100)) + "…" : text)'"
         }

@@ -202,6 +202,21 @@ import TokenetWire
         (["--base64"], "CAEAC\n", 2, "decode: --base64: 5 characters (0 of them '=') are not base64"),
         (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
         (["--method", "/no.Such/Method"], "", 2, "decode: --method: this build has no method '/no.Such/Method'"),
+        // A close name is named as the one meant, as tokenet call and describe name it.
+        (
+            ["--type", "HealthCheckResponse"], "", 2,
+            "decode: --type: this build has no message 'HealthCheckResponse'; did you mean "
+                + "tokenet.health.v1.HealthCheckResponse?\n"
+        ),
+        (
+            ["--type", "tokenet.testing.v1.Scalar"], "", 2,
+            "this build has no message 'tokenet.testing.v1.Scalar'; did you mean tokenet.testing.v1.Scalars?\n"
+        ),
+        (
+            ["--method", "Health/Chek"], "", 2,
+            "decode: --method: this build has no method 'Health/Chek' (/package.Service/Method); did you mean "
+                + "tokenet.health.v1.Health/Check?\n"
+        ),
         (["--calls", "client.hex"], "", 2, "decode: --calls CLIENT needs the server's side as FILE"),
         (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
         (["--frames"], "", 2, "decode: unknown option '--frames'"),
