@@ -79,7 +79,8 @@ enum DecodeCommand {
                     guard let type = ProtoRegistry.messageType(named: name) else {
                         throw CLIError(
                             .usage,
-                            "decode: --type: this build has no message \(Self.shown(name))\(Self.messageMeant(by: name))"
+                            "decode: --type: this build has no message \(Self.shown(name))"
+                                + Self.messageMeant(by: name)
                         )
                     }
                     self.type = type

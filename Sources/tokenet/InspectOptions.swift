@@ -107,15 +107,16 @@ struct InspectOptions: Sendable {
             if let port = HostPort.portPastRange(in: first) {
                 throw CLIError(
                     .usage,
-                    "\(command): '\(maskPAN(first))' has port \(port), past the last port (65535); give the port the node "
-                        + "listens on (its READY line says listen=HOST:PORT)")
+                    "\(command): '\(maskPAN(first))' has port \(port), past the last port (65535); give the port "
+                        + "the node listens on (its READY line says listen=HOST:PORT)")
             }
             throw CLIError(.usage, "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT")
         }
         guard address.hostIsIPv4OrLocalhost else {
             throw CLIError(
                 .usage,
-                "\(command): '\(maskPAN(first))' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001"
+                "\(command): '\(maskPAN(first))' is not an IPv4 address or localhost with a port, "
+                    + "such as 127.0.0.1:7001"
             )
         }
         guard address.port != 0 else {
@@ -242,15 +243,16 @@ struct InspectOptions: Sendable {
         guard key == Metadata.traceIDKey else {
             throw CLIError(
                 .usage,
-                "\(command): -H: '\(key)' uses the prefix \(Metadata.reservedPrefix), which is reserved for the runtime's "
-                    + "own keys; the one -H may set is \(Metadata.traceIDKey)")
+                "\(command): -H: '\(key)' uses the prefix \(Metadata.reservedPrefix), which is reserved for the "
+                    + "runtime's own keys; the one -H may set is \(Metadata.traceIDKey)")
         }
         guard Metadata.isValidTraceID(value) else {
             let lengths = Metadata.traceIDLengths
             throw CLIError(
                 .usage,
-                "\(command): -H: \(Metadata.traceIDKey) must be \(lengths.lowerBound) to \(lengths.upperBound) lowercase hex "
-                    + "digits with at least one of a-f, such as 4bf92f3577b34da6; got '\(maskPAN(value))'")
+                "\(command): -H: \(Metadata.traceIDKey) must be \(lengths.lowerBound) to \(lengths.upperBound) "
+                    + "lowercase hex digits with at least one of a-f, such as 4bf92f3577b34da6; got '\(maskPAN(value))'"
+            )
         }
     }
 

@@ -17,7 +17,8 @@ import TokenetWire
 
     @Test func everyScalarTypePrintsInItsProto3Form() async throws {
         let result = try await Self.echo(
-            #"{"fDouble": -0.5, "fFloat": "Infinity", "fInt32": -7, "fInt64": "-9007199254740993", "fUint32": 4294967295, "#
+            #"{"fDouble": -0.5, "fFloat": "Infinity", "fInt32": -7, "fInt64": "-9007199254740993", "#
+                + #""fUint32": 4294967295, "#
                 + #""fUint64": 18446744073709551615, "fSint32": -1, "fSint64": "1", "fFixed32": 1, "fFixed64": 2, "#
                 + #""fSfixed32": -3, "fSfixed64": -4, "fBool": true, "fString": "é", "fBytes": "-_8", "fColor": -3}"#)
         #expect(result.status == 0, "\(result.stderr)")

@@ -54,7 +54,8 @@ import TokenetTestSupport
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr.hasPrefix(
-                "tokenet: cannot read --cacert \(missing) (given by --cacert or TOKENET_CACERT): No such file or directory"
+                "tokenet: cannot read --cacert \(missing) (given by --cacert or TOKENET_CACERT): "
+                    + "No such file or directory"
             ),
             "\(result.stderr)")
     }
