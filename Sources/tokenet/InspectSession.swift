@@ -250,7 +250,8 @@ final class InspectSession: Sendable {
             } catch {
                 let wrongNode = await session.wrongNode(behind: error)
                 result = finish(
-                    with: session.refusal(behind: error) ?? session.silence(behind: error) ?? wrongNode ?? error)
+                    with: session.refusal(behind: error) ?? session.silence(behind: error)
+                        ?? session.ungreeted(behind: error) ?? wrongNode ?? error)
             }
             await session.close()
             return result
@@ -266,6 +267,18 @@ final class InspectSession: Sendable {
         else { return nil }
         return CLIError(
             .connection, "\(options.address): \(refusal.message); check --cert \(files.certificateFile)")
+    }
+
+    /// The peer's leaving, or saying something that is not Tokenet, before its hello, when that is what ended the
+    /// connection `error` reports: the node was never reached as a Tokenet node (most often a TLS node given
+    /// `--plaintext`), exit status 1 as the help says and as the opposite mistake fails ("it does not speak TLS"),
+    /// where it came out as a call's UNAVAILABLE (78). The transport's words, with their hint, are kept.
+    private func ungreeted(behind error: any Error) -> CLIError? {
+        guard let error = error as? RPCError, error.code == .unavailable,
+            ["before its hello", "no hello from the peer", "not a Tokenet frame"].contains(
+                where: error.message.contains)
+        else { return nil }
+        return CLIError(.connection, "cannot connect to \(options.address): \(error.message)")
     }
 
     /// The node's silence when that is what ended the connection `error` reports: the keepalive ping went
