@@ -36,22 +36,21 @@ import TokenetWire
         #expect(result.stdout.isEmpty)
     }
 
-    @Test func aServiceWithoutTheMethodPointsAtItsListing() async throws {
-        let (result, address) = try await Self.call("tokenet.health.v1.Health/Probe")
+    /// With no close name, the message says where the names are listed: the service's methods, or the node's
+    /// services (ADDR stands for the address called).
+    @Test(arguments: [
+        (
+            "tokenet.health.v1.Health/Probe",
+            "tokenet.health.v1.Health has no method of that name (tokenet list ADDR tokenet.health.v1.Health lists "
+                + "them)"
+        ),
+        ("acme.v1.Widgets/Get", "this node serves no service acme.v1.Widgets (tokenet list ADDR lists them)"),
+    ])
+    func anUnknownNamePointsAtItsListing(method: String, pointer: String) async throws {
+        let (result, address) = try await Self.call(method)
         #expect(result.status == 64 + 12, "\(result.stderr)")
-        #expect(
-            result.stderr
-                == "ERROR: UNIMPLEMENTED: unknown method /tokenet.health.v1.Health/Probe; tokenet.health.v1.Health has "
-                + "no method of that name (tokenet list \(address) tokenet.health.v1.Health lists them)\n")
-    }
-
-    @Test func anUnknownServicePointsAtTheServiceListing() async throws {
-        let (result, address) = try await Self.call("acme.v1.Widgets/Get")
-        #expect(result.status == 64 + 12, "\(result.stderr)")
-        #expect(
-            result.stderr
-                == "ERROR: UNIMPLEMENTED: unknown method /acme.v1.Widgets/Get; this node serves no service "
-                + "acme.v1.Widgets (tokenet list \(address) lists them)\n")
+        let expected = "ERROR: UNIMPLEMENTED: unknown method /\(method); \(pointer)\n"
+        #expect(result.stderr == expected.replacingOccurrences(of: "ADDR", with: address))
     }
 
     /// The service the command names is quoted with a card number in it masked to its last four digits, as a node
