@@ -21,32 +21,11 @@ import TokenetWire
         }
         let loop = try EventLoop(name: "test-stopped-node")
         defer { loop.shutdown() }
-        let raw = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
-        let encoder = FrameEncoder()
-        func send(_ frame: WireV1.Frame) async throws {
-            var bytes: [UInt8] = []
-            try encoder.encode(frame, into: &bytes)
-            try await raw.write(bytes)
-        }
-        var decoder = FrameDecoder()
-        /// Reads until `wanted`; the node's pings are answered on the way when `answering`, so that a loaded
-        /// machine's slowness cannot pass for a silent peer.
-        func read(answering: Bool, until wanted: (WireV1.Frame) -> Bool) async throws -> WireV1.Frame? {
-            while true {
-                while let frame = try decoder.nextFrame() {
-                    if wanted(frame) { return frame }
-                    if answering, case .ping(let ping) = frame.kind {
-                        try await send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: ping.payload))))
-                    }
-                }
-                guard let chunk = try await raw.read() else { return nil }
-                decoder.feed(chunk)
-            }
-        }
-        try await send(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
+        let raw = try await RawFrameConnection(to: address, on: loop)
+        try await raw.send(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
 
         // Two seconds of silence, and the node pings.
-        let ping = try await read(answering: false) { if case .ping = $0.kind { true } else { false } }
+        let ping = try await raw.next { if case .ping = $0.kind { true } else { false } }
         guard case .ping(let payload)? = ping?.kind else {
             Issue.record("the node sent no ping")
             return
@@ -54,14 +33,14 @@ import TokenetWire
         // The node stops; the answer goes at once and waits in its socket for over twice the keepalive timeout. The
         // timeout is long enough for a test held back on a loaded machine to stop the node before it runs out.
         kill(node.process.processIdentifier, SIGSTOP)
-        try await send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: payload.payload))))
+        try await raw.send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: payload.payload))))
         try await Task.sleep(for: .seconds(18))
         kill(node.process.processIdentifier, SIGCONT)
 
         // The connection is still there: a ping of ours is answered, and no goaway comes first.
-        try await send(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 77))))
+        try await raw.send(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 77))))
         var closedWith: String?
-        let answer = try await read(answering: true) { frame in
+        let answer = try await raw.next(answeringPings: true) { frame in
             if case .goaway(let goaway) = frame.kind { closedWith = goaway.reason }
             if case .pong(let pong) = frame.kind, pong.payload == 77 { return true }
             return closedWith != nil
