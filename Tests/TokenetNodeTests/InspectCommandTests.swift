@@ -356,21 +356,25 @@ func runTokenet(
     _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil, environment: [String: String]? = nil
 ) throws -> ProcessResult {
     let directory = try TemporaryDirectory()
-    let process = Process()
-    process.executableURL = try BuiltExecutables.url(of: "tokenet")
-    process.arguments = arguments
-    if let environment { process.environment = environment }
     let input = directory.path("stdin")
     try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
     _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
     _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-    process.standardInput = try standardInput ?? FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-    process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
-    process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
-    try process.run()
-    process.waitUntilExit(killingAfter: 60)
+    let inputHandle = try standardInput ?? FileHandle(forReadingFrom: URL(fileURLWithPath: input))
+    let output = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
+    let errors = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
+    defer {
+        try? output.close()
+        try? errors.close()
+        if standardInput == nil { try? inputHandle.close() }
+    }
+    // Through posix_spawn, not `Process`: this is the test process's most frequent spawn (`SpawnedChild`).
+    let (status, reason) = try SpawnedChild.run(
+        try BuiltExecutables.url(of: "tokenet").path, arguments, environment: environment,
+        standardInput: inputHandle.fileDescriptor, standardOutput: output.fileDescriptor,
+        standardError: errors.fileDescriptor, limit: 60)
     return ProcessResult(
-        status: process.terminationStatus, reason: process.terminationReason,
+        status: status, reason: reason,
         stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
         stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
 }
