@@ -13,10 +13,11 @@ import TokenetWire
 /// The armed check is never later than the earliest open call's deadline: an earlier deadline re-arms it, and when
 /// it fires it ends the calls that are due and arms itself for the next open one.
 extension RPCConnection {
-    /// A call's entry in the deadline queue: its stream id and the timeout it was given (for the caller's message).
+    /// A call's entry in the deadline queue: its stream id and the timeout it was given (for the caller's message),
+    /// in microseconds, the unit the wire gives it in: kept in milliseconds, a deadline under one read "(0 ms)".
     struct CallDeadline: Sendable {
         let id: UInt32
-        let milliseconds: UInt32
+        let microseconds: Int64
     }
 
     /// The armed check: when it fires, which arming it is, and what cancels it when an earlier deadline comes.
@@ -41,10 +42,9 @@ extension RPCConnection {
             }
         }
         let (seconds, attoseconds) = timeout.components
-        let milliseconds =
-            seconds >= Int64(UInt32.max) / 1000
-            ? UInt32.max : UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        core.deadlines.insert(CallDeadline(id: id, milliseconds: milliseconds), deadline: deadline)
+        let microseconds =
+            seconds >= Int64.max / 1_000_000 ? Int64.max : seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        core.deadlines.insert(CallDeadline(id: id, microseconds: microseconds), deadline: deadline)
         if let armed = core.deadlineCheck?.at, armed <= deadline { return }
         armDeadlineCheck(at: deadline, core: &core)
     }
@@ -65,7 +65,8 @@ extension RPCConnection {
                 case .client:
                     cancelClientCall(
                         entry.id, code: .deadlineExceeded,
-                        reason: "the call did not finish within its deadline (\(entry.milliseconds) ms)",
+                        reason: "the call did not finish within its deadline "
+                            + "(\(DurationText.describe(.microseconds(entry.microseconds))))",
                         core: &core)
                 case .server:
                     if let task = core.serverCalls[entry.id]?.task { handlers.append(task) }

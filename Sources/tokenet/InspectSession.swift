@@ -158,7 +158,7 @@ final class InspectSession: Sendable {
         {
             return RPCError(
                 .deadlineExceeded,
-                "the deadline (\(milliseconds(deadline)) ms) ran out while connecting to \(options.address)")
+                "the deadline (\(DurationText.describe(deadline))) ran out while connecting to \(options.address)")
         }
         // The node's certificate failed this side's check (OpenSSL's reason alone, "self-signed certificate in
         // certificate chain", did not say which file to look at). The reason is kept in words, without its error
@@ -193,12 +193,6 @@ final class InspectSession: Sendable {
                     + "--plaintext, otherwise check that \(options.address) is a Tokenet node's address")
         }
         return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
-    }
-
-    /// Whole milliseconds, or a fraction for a deadline shorter than one.
-    private static func milliseconds(_ duration: Duration) -> String {
-        let value = Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15
-        return value < 1 ? String(format: "%.3f", value) : String(Int64(value.rounded()))
     }
 
     /// Options for the next call: what is left of `--deadline`, the `-H` metadata and the command's trace id.

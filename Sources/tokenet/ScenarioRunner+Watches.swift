@@ -85,8 +85,7 @@ extension ScenarioRunner {
     ) throws {
         taken[awaited.name] = index + 1
         let waited = ContinuousClock.now - started
-        let milliseconds = Int(Double(waited.components.seconds) * 1e3 + Double(waited.components.attoseconds) / 1e15)
-        print(line, "await \(awaited.name) -> message \(index + 1) (after \(milliseconds) ms)")
+        print(line, "await \(awaited.name) -> message \(index + 1) (after \(DurationText.describe(waited)))")
         if verbose {
             printOut(message.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
         }

@@ -264,10 +264,9 @@ final class ScenarioRunner {
         let count =
             streamed ? ", \(outcome.responses.count) response\(outcome.responses.count == 1 ? "" : "s")" : ""
         let tries = attempts > 1 ? ", call \(attempts)" : ""
-        let milliseconds =
-            Double(result.elapsed.components.attoseconds) / 1e15
-            + Double(result.elapsed.components.seconds) * 1e3
-        return "call \(call.party) \(call.method) -> \(status)  (\(Int(milliseconds.rounded())) ms\(count)\(tries), "
+        // A call to a local node may take less than a millisecond, which read "(0 ms)".
+        return
+            "call \(call.party) \(call.method) -> \(status)  (\(DurationText.describe(result.elapsed))\(count)\(tries), "
             + "trace \(result.traceID))"
     }
 

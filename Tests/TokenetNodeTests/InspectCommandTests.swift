@@ -193,6 +193,8 @@ import TokenetTestSupport
         #expect(result.status == 64 + 4, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "), "\(result.stderr)")
         #expect(result.stderr.contains("while connecting to \(address)"), "\(result.stderr)")
+        // Said in the unit it was given in, not as a fraction of a millisecond ("0.001 ms").
+        #expect(result.stderr.contains("the deadline (1 µs) ran out"), "\(result.stderr)")
     }
 
     @Test func plaintextCallsReachAPlaintextNode() async throws {
