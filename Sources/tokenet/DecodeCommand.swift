@@ -116,7 +116,6 @@ enum DecodeCommand {
             encoding = encodings.first ?? .raw
         }
 
-        /// A name as typed, quoted and cut short: it may be anything.
         /// "; did you mean …?" with the messages this build knows by a name close to `name` (`HealthCheckResponse`,
         /// `Scalar`), as `tokenet describe` names them; empty when none is.
         static func messageMeant(by name: String) -> String {
@@ -140,8 +139,13 @@ enum DecodeCommand {
             return CallTarget.knownSuggestion(for: wirePath)
         }
 
+        /// A name as typed, quoted, cut short (it may be anything) and with a card number in it masked (`maskPAN`), as
+        /// the other commands quote what was typed: a card number pasted as --type or --method must not be echoed to
+        /// the terminal and whatever records it. Masked before it is cut, so that a cut cannot leave a card number's
+        /// first digits whole.
         static func shown(_ text: String) -> String {
-            "'\(text.count > 100 ? String(text.prefix(100)) + "…" : text)'"
+            let masked = maskPAN(text)
+            return "'\(masked.count > 100 ? String(masked.prefix(100)) + "…" : masked)'"
         }
 
         static func method(_ path: String) -> AnyMethodDescriptor? {

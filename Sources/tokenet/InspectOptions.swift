@@ -229,7 +229,7 @@ struct InspectOptions: Sendable {
         guard let bytes = base64(value) else {
             throw CLIError(
                 .usage,
-                "\(command): -H: '\(key)' ends in -bin, so its value is bytes written in base64, and this value is "
+                "\(command): -H: '\(maskPAN(key))' ends in -bin, so its value is bytes written in base64, and this value is "
                     + "not base64")
         }
         metadata.add(key, .binary(bytes))
@@ -243,7 +243,7 @@ struct InspectOptions: Sendable {
         guard key == Metadata.traceIDKey else {
             throw CLIError(
                 .usage,
-                "\(command): -H: '\(key)' uses the prefix \(Metadata.reservedPrefix), which is reserved for the "
+                "\(command): -H: '\(maskPAN(key))' uses the prefix \(Metadata.reservedPrefix), which is reserved for the "
                     + "runtime's own keys; the one -H may set is \(Metadata.traceIDKey)")
         }
         guard Metadata.isValidTraceID(value) else {

@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetWire
 
 /// `tokenet list ADDR [SERVICE]`: the services a node serves, or one service's methods with their types, as its
@@ -18,7 +19,7 @@ enum ListCommand {
             }
             let description = try await session.askingReflection { try await session.describeSuggesting(service) }
             guard description.kind == .service, let methods = description.service?.methods else {
-                throw CLIError(.usage, "list: \(description.name) is not a service; try tokenet describe")
+                throw CLIError(.usage, "list: \(maskPAN(description.name)) is not a service; try tokenet describe")
             }
             for method in methods {
                 let request = (method.clientStreaming ? "stream " : "") + method.requestType

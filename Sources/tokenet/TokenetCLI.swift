@@ -25,7 +25,7 @@ enum TokenetCLI {
         var usageHelp = "tokenet --help"
         do throws(CLIError) {
             if let index = firstArgumentNotUTF8() {
-                let shown = index <= arguments.count ? " '\(arguments[index - 1])'" : ""
+                let shown = index <= arguments.count ? " '\(maskPAN(arguments[index - 1]))'" : ""
                 throw CLIError(.usage, "argument \(index)\(shown) is not UTF-8 text")
             }
             switch first {
@@ -36,7 +36,7 @@ enum TokenetCLI {
                 return try versionCommand.run([])
             default:
                 guard let command = subcommands.first(where: { $0.name == first }) else {
-                    throw CLIError(.usage, "unknown command '\(first)' (commands: \(commandNames))")
+                    throw CLIError(.usage, "unknown command '\(maskPAN(first))' (commands: \(commandNames))")
                 }
                 let rest = Array(arguments.dropFirst())
                 // `tokenet help TOPIC` is about the commands: the overview lists them.
@@ -85,7 +85,9 @@ enum TokenetCLI {
         summary: "Print the version of tokenet and of the wire protocol.",
         help: "Usage: tokenet version\n\nPrints the release and the wire protocol version."
     ) { arguments throws(CLIError) in
-        if let extra = arguments.first { throw CLIError(.usage, "version: unexpected argument '\(extra)'") }
+        if let extra = arguments.first {
+            throw CLIError(.usage, "version: unexpected argument '\(maskPAN(extra))'")
+        }
         printOut(TokenetVersion.line(for: "tokenet"))
         return 0
     }
@@ -100,7 +102,7 @@ enum TokenetCLI {
             return 0
         }
         guard let command = subcommands.first(where: { $0.name == name }) else {
-            throw CLIError(.usage, "unknown command '\(name)' (commands: \(commandNames))")
+            throw CLIError(.usage, "unknown command '\(maskPAN(name))' (commands: \(commandNames))")
         }
         printOut(command.help)
         return 0

@@ -257,6 +257,20 @@ import TokenetTestSupport
             ["describe", "127.0.0.1:1", "x", "4761-0000-1000-0009", "--plaintext"],
             "unexpected arguments: ****-****-****-0009"
         ),
+        (["decode", "--type", "4761 0000 1000 0009"], "no message '**** **** **** 0009'"),
+        (["decode", "--method", "x.Y/4761000010000009"], "no method 'x.Y/************0009'"),
+        (["decode", "--4761000010000009"], "unknown option '--************0009'"),
+        (["4761000010000009"], "unknown command '************0009'"),
+        (["help", "4761-0000-1000-0009"], "unknown command '****-****-****-0009'"),
+        (["version", "4761000010000009"], "unexpected argument '************0009'"),
+        (
+            ["call", "127.0.0.1:1", "x.Y/Z", "-H", "4761000010000009-bin: x", "--plaintext"],
+            "-H: '************0009-bin' ends in -bin"
+        ),
+        (
+            ["call", "127.0.0.1:1", "x.Y/Z", "-H", "tokenet-4761000010000009: x", "--plaintext"],
+            "-H: 'tokenet-************0009' uses the prefix"
+        ),
     ])
     func aCardNumberInAnArgumentIsMaskedInTheError(arguments: [String], message: String) throws {
         let result = try runTokenet(arguments)
