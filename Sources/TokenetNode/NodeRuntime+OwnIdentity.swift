@@ -19,8 +19,8 @@ extension NodeRuntime {
                 keyLogFile: nil)
             identity = try context.checkOwnCertificate()
         } catch let error where [.configuration, .peerIdentity].contains(error.code) && error.details.isEmpty {
-            // A file only OpenSSL reads (a pipe) found unusable as it loads, or a certificate out of its dates or
-            // without an identity: named by its flag, as `checkTLSFiles` names a regular file.
+            // A file OpenSSL found unusable as it loads, or a certificate out of its dates or without an identity:
+            // named by its flag, as `checkTLSFiles` names a file it found unusable.
             let files: [(flag: String, path: String, kind: TLSFileKind)] = [
                 ("--cert", certificate, .certificate), ("--key", key, .privateKey), ("--ca", ca, .caCertificates),
             ]

@@ -123,17 +123,18 @@ public final class NodeRuntime: Sendable {
                 throw NodeError(
                     .config, "\(flag): cannot read \(path)", cause: SystemCallError(call: "access", errno: errno))
             }
-            if let problem = TLSFileCheck.problem(with: path, holding: kind) {
-                throw NodeError(.config, "\(flag): \(kind.name) file \(path) \(problem)")
-            }
             // The node reads each TLS file more than once (to check its identity, to serve, to call each peer): a
             // pipe (`--key <(…)`) is empty by the second read, which OpenSSL then reported as a damaged PEM block.
+            // Said before `TLSFileCheck`, which refuses any file that is not a regular one, in the CLI's words.
             var status = stat()
             if stat(path, &status) == 0, [S_IFIFO, S_IFSOCK].contains(status.st_mode & S_IFMT) {
                 throw NodeError(
                     .config,
                     "\(flag): \(kind.name) file \(path) is a pipe, which the node reads more than once (to serve and "
                         + "to call its peers) and would find empty after the first; give the path of the file itself")
+            }
+            if let problem = TLSFileCheck.problem(with: path, holding: kind) {
+                throw NodeError(.config, "\(flag): \(kind.name) file \(path) \(problem)")
             }
         }
     }

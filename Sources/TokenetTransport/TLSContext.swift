@@ -100,10 +100,10 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 extension TLSContext {
-    /// Loads the private key at `path`, refusing one that asks for a passphrase: `TLSFileCheck` sees that in a regular
-    /// file, but a pipe (`--key <(…)`, `/dev/stdin`) is read by OpenSSL alone, whose default is to ask for the
-    /// passphrase on the terminal and wait there. OpenSSL asks this callback instead, which answers nothing and notes
-    /// that it was asked. Returns false when OpenSSL could not use the key for another reason.
+    /// Loads the private key at `path`, refusing one that asks for a passphrase: `TLSFileCheck` sees that in the file
+    /// it read, but OpenSSL reads the file again (replaced in between, it may hold something else), and its default
+    /// is to ask for the passphrase on the terminal and wait there. OpenSSL asks this callback instead, which answers
+    /// nothing and notes that it was asked. Returns false when OpenSSL could not use the key for another reason.
     fileprivate func loadPrivateKey(_ path: String) throws(TransportError) -> Bool {
         var asked = false
         SSL_CTX_set_default_passwd_cb(pointer) { _, _, _, userdata in

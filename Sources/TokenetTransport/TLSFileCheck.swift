@@ -25,13 +25,14 @@ public enum TLSFileKind: Sendable {
 /// certificate given as the key, "error:0480006C:PEM routines::no start line" for an empty file), so the usual
 /// mistakes are told here in words: no such file, a directory, a device, an empty file, no PEM at all, the wrong kind
 /// of PEM block, a key encrypted with a passphrase (which OpenSSL asks for on the terminal, when there is one, and
-/// waits). A device is refused before anything reads it: `/dev/null` holds nothing, and a terminal
-/// (`/dev/stdin` in an interactive shell) would have the command wait for typing.
-/// Pipes are read by OpenSSL alone (`--key <(…)` in a shell), as reading one here would leave it nothing; an encrypted
-/// key in one is caught as OpenSSL reads it (`TLSContext` answers its request for the passphrase).
+/// waits). Anything but a regular file is refused before anything reads it: `/dev/null` holds nothing, `/dev/zero`
+/// never ends, a terminal (`/dev/stdin` in an interactive shell) would have the command wait for typing, and a FIFO
+/// that nobody writes to held the command forever in open(2), inside OpenSSL, beyond the reach of any deadline. A pipe
+/// (`--key <(…)`) is refused with them: the file behind it is what to give.
 public enum TLSFileCheck {
-    /// A file larger than this is no certificate or key: reading it would only take time.
-    static let sizeLimit = 8 * 1024 * 1024
+    /// A file larger than this is no certificate or key (a CA bundle of hundreds of certificates is under 300 KiB):
+    /// reading it would only take time and memory.
+    public static let sizeLimit = 1024 * 1024
 
     /// What is wrong with `path` as a file of `kind`, as a phrase to follow its name ("is empty; give …"), or nil
     /// when nothing is wrong that can be seen without OpenSSL.
@@ -42,20 +43,15 @@ public enum TLSFileCheck {
         guard stat(path, &status) == 0 else {
             return "cannot be read: \(String(cString: strerror(errno))); \(remedy)"
         }
-        switch status.st_mode & S_IFMT {
-        case S_IFDIR: return "is a directory, not a file; \(remedy)"
-        case S_IFCHR, S_IFBLK: return "is a device, not a file; \(remedy)"
-        case S_IFREG: break
-        default: return nil
-        }
+        if let problem = notRegular(status, remedy) { return problem }
         guard access(path, R_OK) == 0 else { return "cannot be read: \(String(cString: strerror(errno))); \(remedy)" }
-        guard status.st_size <= sizeLimit else {
-            return "holds \(status.st_size) bytes, far more than a \(kind.name) does; \(remedy)"
+        guard status.st_size <= sizeLimit else { return tooLarge("\(status.st_size) bytes, more", kind, remedy) }
+        let bytes: [UInt8]
+        switch read(path, kind, remedy) {
+        case .success(let read): bytes = read
+        case .failure(let problem): return problem.text
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return "cannot be read; \(remedy)"
-        }
-        let text = String(decoding: data, as: UTF8.self)
+        let text = String(decoding: bytes, as: UTF8.self)
         guard !text.allSatisfy(\.isWhitespace) else { return "is empty; \(remedy)" }
         let labels = beginLabels(in: text)
         guard !labels.isEmpty else {
@@ -78,6 +74,61 @@ public enum TLSFileCheck {
             }
         }
         return nil
+    }
+
+    /// Why a file of this type is no TLS file, or nil for a regular file.
+    private static func notRegular(_ status: stat, _ remedy: String) -> String? {
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "is a directory, not a file; \(remedy)"
+        case S_IFCHR, S_IFBLK: return "is a device, not a file; \(remedy)"
+        case S_IFIFO:
+            return "is a pipe (a FIFO, or a shell's <(…)), not a file: it can be read only once, and only while "
+                + "something writes to it; \(remedy) itself"
+        case S_IFSOCK: return "is a socket, not a file; \(remedy)"
+        default: return "is not a regular file; \(remedy)"
+        }
+    }
+
+    /// "holds 5000000 bytes, more than the 1 MiB …", or "holds more than the 1 MiB …" for a file still growing.
+    private static func tooLarge(_ amount: String, _ kind: TLSFileKind, _ remedy: String) -> String {
+        "holds \(amount) than the \(sizeLimit / 1024 / 1024) MiB a \(kind.name) file may hold; \(remedy)"
+    }
+
+    /// A problem found while reading, as `problem(with:holding:)` words it.
+    private struct Problem: Error {
+        let text: String
+    }
+
+    /// The file's bytes, read through a descriptor that is checked again: the path may have been replaced since it
+    /// was looked at (by a FIFO, whose open(2) would block: it is opened without blocking), and the file may have
+    /// grown (no more than `sizeLimit` bytes and one are read).
+    private static func read(_ path: String, _ kind: TLSFileKind, _ remedy: String) -> Result<[UInt8], Problem> {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return .failure(Problem(text: "cannot be read: \(String(cString: strerror(errno))); \(remedy)"))
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            return .failure(Problem(text: "cannot be read: \(String(cString: strerror(errno))); \(remedy)"))
+        }
+        if let problem = notRegular(status, remedy) { return .failure(Problem(text: problem)) }
+        var bytes = [UInt8](repeating: 0, count: sizeLimit + 1)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                Foundation.read(descriptor, buffer.baseAddress! + count, buffer.count - count)
+            }
+            if got == 0 { break }
+            if got < 0 {
+                if errno == EINTR { continue }
+                return .failure(Problem(text: "cannot be read: \(String(cString: strerror(errno))); \(remedy)"))
+            }
+            count += got
+        }
+        guard count <= sizeLimit else { return .failure(Problem(text: tooLarge("more", kind, remedy))) }
+        return .success(Array(bytes[..<count]))
     }
 
     /// What is wrong with a key file that asks for a passphrase. A pipe's name (`/dev/fd/63`) is gone once read, so

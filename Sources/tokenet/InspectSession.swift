@@ -87,8 +87,8 @@ final class InspectSession: Sendable {
                         certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
                         trustedCAFile: files.caFile))
             } catch let error where error.code == .configuration && error.details.isEmpty {
-                // A file `TLSFileCheck` or the load found unusable: the message names it and what to give. One only
-                // OpenSSL reads (a pipe) is named by its option, as `checkReadable` names a regular file.
+                // A file `TLSFileCheck` or the load found unusable: the message names it and what to give, with its
+                // option, as `checkReadable` names it.
                 for (flag, variable, path, kind) in tlsFiles(files)
                 where error.message.hasPrefix("\(kind.name) file \(path) ") {
                     let problem = error.message.dropFirst("\(kind.name) file \(path) ".count)

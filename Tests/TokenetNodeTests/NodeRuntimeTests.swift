@@ -280,6 +280,34 @@ import TokenetWire
                 + "its peers) and would find empty after the first; give the path of the file itself")
     }
 
+    /// A FIFO that nobody writes to, given as the CA bundle, is refused by name at once, before anything opens it (its
+    /// open(2) would wait for a writer), and a CA bundle of more than 1 MiB before OpenSSL reads it, as the CLI
+    /// refuses both (`TLSFileCheck`).
+    @Test func aFIFOOrAnOversizedFileIsAConfigError() throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let fifo = directory.path("ca.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        var options = Self.tspOptions(key: pki.path("tsp.key"), in: directory)
+        options.caPath = fifo
+        let refusedFIFO = try Self.refusedStart(options)
+        #expect(refusedFIFO.exitStatus == 2)
+        #expect(
+            refusedFIFO.description.hasPrefix("--ca: CA certificate file \(fifo) is a pipe"),
+            "\(refusedFIFO.description)")
+
+        let large = directory.path("large-ca.pem")
+        let certificate = try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
+        let copies = 1024 * 1024 / certificate.utf8.count + 1
+        try Data(String(repeating: certificate, count: copies).utf8).write(to: URL(fileURLWithPath: large))
+        options.caPath = large
+        let refusedSize = try Self.refusedStart(options)
+        #expect(refusedSize.exitStatus == 2)
+        #expect(
+            refusedSize.description.contains("more than the 1 MiB a CA certificate file may hold"),
+            "\(refusedSize.description)")
+    }
+
     /// A key file whose PEM block is damaged passes the look from outside; OpenSSL's refusal is told in words,
     /// naming the file, with status 2.
     @Test func aDamagedKeyFileIsAConfigError() throws {

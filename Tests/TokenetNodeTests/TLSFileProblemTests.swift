@@ -81,14 +81,12 @@ import TokenetTestSupport
         #expect(!result.stderr.contains("error:"), "\(result.stderr)")
     }
 
-    /// A key encrypted with a passphrase, given through a pipe (`--key /dev/stdin`, as `--key <(…)` gives one), which
-    /// only OpenSSL reads: refused as the same file on disk is, instead of OpenSSL asking for the passphrase on the
-    /// terminal or failing with its own codes.
-    @Test func anEncryptedKeyThroughAPipeIsNamed() throws {
+    /// A pipe (`--key /dev/stdin`, as `--key <(…)` gives one) is refused by name before anything reads it, as the
+    /// nodes refuse one: OpenSSL read it alone, and a FIFO nobody writes to held the command in open(2) for good.
+    @Test func aKeyThroughAPipeIsRefusedByName() throws {
         let pki = DevelopmentPKI.shared
-        let encrypted = try Self.encrypted(pki.path("operator.key"))
         let pipe = Pipe()
-        pipe.fileHandleForWriting.write(Data(encrypted.utf8))
+        pipe.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: pki.path("operator.key"))))
         try pipe.fileHandleForWriting.close()
         let result = try runTokenet(
             [
@@ -98,23 +96,50 @@ import TokenetTestSupport
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr
-                == "tokenet: --key /dev/stdin (given by --key or TOKENET_KEY) is encrypted with a passphrase, which "
-                + "Tokenet does not ask for; give the key unencrypted (openssl pkey -in ENCRYPTED.key -out KEY.pem "
-                + "writes it so)\n")
+                == "tokenet: --key /dev/stdin (given by --key or TOKENET_KEY) is a pipe (a FIFO, or a shell's <(…)), "
+                + "not a file: it can be read only once, and only while something writes to it; give the PEM file of "
+                + "the private key itself\n")
     }
 
-    /// The key at `path`, encrypted with a passphrase by the openssl command (as a key made for another tool is).
-    static func encrypted(_ path: String) throws -> String {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "pkey", "-in", path, "-aes-256-cbc", "-passout", "pass:tokenet"]
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && text.contains("BEGIN ENCRYPTED PRIVATE KEY"), "\(text)")
-        return text
+    /// A FIFO that nobody writes to, as any of the three files, ends the command at once with its name; it used to
+    /// wait forever in open(2). The FIFO is never opened for writing here: a command that opens it hangs until
+    /// `runTokenet` kills it after a minute, and the test fails.
+    @Test(arguments: 0..<3) func aFIFOWithoutAWriterIsRefusedAtOnce(flag: Int) throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        var files = [pki.path("ca.pem"), pki.path("operator.pem"), pki.path("operator.key")]
+        files[flag] = directory.path("identity.fifo")
+        #expect(mkfifo(files[flag], 0o600) == 0)
+        let name = ["--cacert", "--cert", "--key"][flag]
+        let started = Date()
+        let result = try runTokenet(
+            ["list", "127.0.0.1:1", "--cacert", files[0], "--cert", files[1], "--key", files[2]])
+        #expect(Date().timeIntervalSince(started) < 30, "the command waited for a writer")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("tokenet: \(name) \(files[flag]) (given by \(name) or "), "\(result.stderr)")
+        #expect(result.stderr.contains("is a pipe (a FIFO, or a shell's <(…)), not a file"), "\(result.stderr)")
+    }
+
+    /// A file of more than 1 MiB is no certificate or key: refused with its size, before OpenSSL reads it.
+    @Test func aFileOverOneMebibyteIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let large = directory.path("large.pem")
+        let certificate = try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
+        let copies = 1024 * 1024 / certificate.utf8.count + 1
+        try Data(String(repeating: certificate, count: copies).utf8).write(to: URL(fileURLWithPath: large))
+        let size = try FileManager.default.attributesOfItem(atPath: large)[.size] as? Int ?? 0
+        let result = try runTokenet(
+            [
+                "list", "127.0.0.1:1", "--cacert", large, "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"),
+            ])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: --cacert \(large) (given by --cacert or TOKENET_CACERT) holds \(size) bytes, more than the "
+                    + "1 MiB a CA certificate file may hold"),
+            "\(result.stderr)")
     }
 
     /// `content` as a file in `directory`, or the file it names ("/dev/null", "pki:operator.pem").
