@@ -305,8 +305,8 @@ final class InspectSession: Sendable {
     static func report(_ error: RPCError) -> Int32 {
         let name = error.code.protoValueName ?? "CODE_\(error.code.rawValue)"
         // A status message often quotes what the caller sent (`this node does not serve …`): its line breaks too
-        // are escaped, so that it cannot print a line of its own.
-        printError("ERROR: \(name): \(escapingControls(error.message))")
+        // are escaped, so that it cannot print a line of its own, and it is cut short (`shownStatusMessage`).
+        printError("ERROR: \(name): \(shownStatusMessage(error.message))")
         guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
         return 64 + StatusCode.unknown.rawValue
     }

@@ -62,7 +62,8 @@ extension ScenarioRunner {
             taken[awaited.name] = state.messages.count
             let seen = state.messages.count
             if let end = state.end {
-                let status = end.message.isEmpty ? end.code.name : "\(end.code.name): \(end.message)"
+                let status =
+                    end.message.isEmpty ? end.code.name : "\(end.code.name): \(shownStatusMessage(end.message))"
                 throw Failure(
                     line: line,
                     reason: "watch \(awaited.name) ended with \(status) after \(seen) messages, none of them matching"

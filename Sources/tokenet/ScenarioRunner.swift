@@ -258,7 +258,8 @@ final class ScenarioRunner {
 
     private func summary(_ call: ScenarioCall, _ result: CallResult, attempts: Int) -> String {
         let outcome = result.outcome
-        let status = outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(outcome.message)"
+        let status =
+            outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(shownStatusMessage(outcome.message))"
         // Worth a mention: a stream's count, and responses that came before an error.
         let streamed = outcome.code == .ok ? outcome.responses.count != 1 : !outcome.responses.isEmpty
         let count =

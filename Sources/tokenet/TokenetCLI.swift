@@ -136,3 +136,20 @@ func escapingControls(_ text: String, keepingLines: Bool = false) -> String {
     }
     return String(result)
 }
+
+/// The most characters of a peer's status message the CLI prints.
+let statusMessageLimit = 1024
+
+/// A status message from a peer as the CLI prints it: with a card number masked (`maskPAN`), at most
+/// `statusMessageLimit` characters of it followed by how many more there were, and its control characters, line
+/// breaks among them, escaped (`escapingControls`). A message comes from whatever answers at the address, and a frame
+/// may hold megabytes of one: printed whole, a hostile or broken server could flood the terminal, print lines of its
+/// own, or have a card number the caller sent echoed back. Goaway reasons are cut in the RPC layer the same way.
+/// Masked before it is cut, so that a cut cannot leave a card number's first digits unmasked.
+func shownStatusMessage(_ message: String) -> String {
+    let masked = maskPAN(message).unicodeScalars
+    guard masked.count > statusMessageLimit else { return escapingControls(String(masked)) }
+    let kept = String(String.UnicodeScalarView(masked.prefix(statusMessageLimit)))
+    return escapingControls(kept)
+        + "... (\(masked.count) characters, the last \(masked.count - statusMessageLimit) cut)"
+}

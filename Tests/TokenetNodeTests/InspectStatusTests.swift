@@ -34,6 +34,25 @@ import TokenetWire
         #expect(result.stderr == "ERROR: NOT_FOUND: no service \\u{1B}[2Jx\\u{A}OK\\u{7F} café\n")
     }
 
+    /// A server may send a status message of megabytes: the first 1,024 characters are printed, then how many there
+    /// were, where the whole message used to flood the terminal. Its control characters are escaped after the cut, so
+    /// no escape sequence is cut in two.
+    @Test func aLongMessageIsCutWithHowMuchWasCut() async throws {
+        let message = "\u{1B}[2J" + String(repeating: "x", count: 4_996) + "\nEND"
+        let result = try await Self.callAServerAnswering(.notFound, message: message)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        let kept = "\\u{1B}[2J" + String(repeating: "x", count: 1_020)
+        #expect(result.stderr == "ERROR: NOT_FOUND: \(kept)... (5004 characters, the last 3980 cut)\n")
+    }
+
+    /// A card number in a status message (a server that echoes what it was sent) is masked, as the nodes mask the
+    /// messages they send.
+    @Test func aCardNumberInTheMessageIsMasked() async throws {
+        let result = try await Self.callAServerAnswering(.notFound, message: "no card 4761 0000 1000 0009 here")
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: NOT_FOUND: no card **** **** **** 0009 here\n")
+    }
+
     /// 64 + 192 is 256, which the shell sees as 0: the command used to report a failed call as a success.
     @Test(arguments: [192 as Int32, 17, -1])
     func aCodeOutsideTheGRPCCodesExitsAsUnknown(code: Int32) async throws {
