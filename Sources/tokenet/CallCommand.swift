@@ -198,6 +198,7 @@ enum CallCommand {
             throw await suggestion(for: path, after: error, session: session) ?? error
         }
         throw CLIError(
-            .connection, "\(session.options.address) answered \(path), but its reflection service does not describe it")
+            .connection,
+            "\(session.options.address) answered \(maskPAN(path)), but its reflection service does not describe it")
     }
 }

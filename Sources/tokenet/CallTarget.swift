@@ -28,11 +28,15 @@ struct CallTarget: Sendable {
             response: try known(method.responseType, path: path))
     }
 
-    /// The generated type for a message the node named; the JSON codec needs one.
+    /// The generated type for a message the node named; the JSON codec needs one. The name is the node's, shown as
+    /// its status messages are (`shownStatusMessage`): whatever answers at the address may describe any method, as
+    /// typed, card number included, with a type name of megabytes.
     private static func known(_ name: String, path: String) throws(CLIError) -> any ProtoMessage.Type {
         guard let type = ProtoRegistry.messageType(named: name) else {
             throw CLIError(
-                .connection, "\(path) uses \(name), which this build of tokenet does not know; use a newer tokenet")
+                .connection,
+                "\(maskPAN(path)) uses \(shownStatusMessage(name)), which this build of tokenet does not know; use a "
+                    + "newer tokenet")
         }
         return type
     }
