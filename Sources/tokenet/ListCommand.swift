@@ -14,7 +14,8 @@ enum ListCommand {
         return try InspectSession.run(options) { session in
             guard let service = options.operands.first else {
                 let services = try await session.askingReflection { try await session.listServices() }
-                for name in services { printOut(name) }
+                // One line per name: a line break in a name the node sent is escaped, not a line of its own.
+                for name in services { printOut(escapingControls(name)) }
                 return 0
             }
             let description = try await session.askingReflection { try await session.describeSuggesting(service) }
@@ -24,7 +25,8 @@ enum ListCommand {
             for method in methods {
                 let request = (method.clientStreaming ? "stream " : "") + method.requestType
                 let response = (method.serverStreaming ? "stream " : "") + method.responseType
-                printOut("\(description.name).\(method.name)(\(request)) returns (\(response))")
+                printOut(
+                    escapingControls("\(description.name).\(method.name)(\(request)) returns (\(response))"))
             }
             return 0
         }

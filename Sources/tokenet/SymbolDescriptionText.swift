@@ -4,7 +4,14 @@ import TokenetWire
 ///
 /// Names are fully qualified everywhere, so any name in the listing can be passed to `tokenet describe` again.
 /// protobuf-c records no oneof names, so an unnamed oneof shows as `oneof #N`.
+///
+/// Every name is the node's, written with its control characters escaped, line breaks included (`shown`): whatever
+/// answers at the address may name a field `x;\n}\nmessage …`, and the listing would show lines the node never
+/// described as such.
 enum SymbolDescriptionText {
+    /// A name as the listing writes it: on one line, without any escape sequence acting on the terminal.
+    static func shown(_ name: String) -> String { escapingControls(name) }
+
     static func render(_ description: ReflectionV1.DescribeSymbolResponse) -> String {
         var blocks: [String] = []
         let kind =
@@ -15,10 +22,10 @@ enum SymbolDescriptionText {
             case .enum: "an enum"
             default: "a symbol"
             }
-        var header = "\(description.name) is \(kind):"
+        var header = "\(shown(description.name)) is \(kind):"
         if let service = description.service {
             if description.kind == .method, let method = service.methods.first {
-                header += "\n" + rpcLine(method, indent: "") + "  // " + method.path
+                header += "\n" + rpcLine(method, indent: "") + "  // " + shown(method.path)
             } else {
                 blocks.append(render(service))
             }
@@ -30,19 +37,19 @@ enum SymbolDescriptionText {
     }
 
     static func render(_ service: ReflectionV1.ServiceDescription) -> String {
-        (["service \(service.name) {"] + service.methods.map { rpcLine($0, indent: "  ") } + ["}"])
+        (["service \(shown(service.name)) {"] + service.methods.map { rpcLine($0, indent: "  ") } + ["}"])
             .joined(separator: "\n")
     }
 
     /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`
     static func rpcLine(_ method: ReflectionV1.MethodDescription, indent: String) -> String {
-        let request = (method.clientStreaming ? "stream " : "") + method.requestType
-        let response = (method.serverStreaming ? "stream " : "") + method.responseType
-        return "\(indent)rpc \(method.name)(\(request)) returns (\(response));"
+        let request = (method.clientStreaming ? "stream " : "") + shown(method.requestType)
+        let response = (method.serverStreaming ? "stream " : "") + shown(method.responseType)
+        return "\(indent)rpc \(shown(method.name))(\(request)) returns (\(response));"
     }
 
     static func render(_ message: ReflectionV1.MessageDescription) -> String {
-        var lines = ["message \(message.name) {"]
+        var lines = ["message \(shown(message.name)) {"]
         var printedOneofs: Set<UInt32> = []
         for field in message.fields {
             guard let oneof = field.oneofIndex else {
@@ -51,7 +58,7 @@ enum SymbolDescriptionText {
             }
             // A oneof's members are listed together where its first member appears.
             guard printedOneofs.insert(oneof).inserted else { continue }
-            let name = field.oneofName.isEmpty ? "#\(oneof)" : field.oneofName
+            let name = field.oneofName.isEmpty ? "#\(oneof)" : shown(field.oneofName)
             lines.append("  oneof \(name) {")
             for member in message.fields where member.oneofIndex == oneof {
                 lines.append("    " + fieldLine(member))
@@ -71,13 +78,15 @@ enum SymbolDescriptionText {
         case .optional where field.typeKind != .message && field.oneofIndex == nil: line += "optional "
         default: break
         }
-        line += "\(field.type) \(field.name) = \(field.number)"
-        if field.jsonName != field.name { line += " [json_name = \"\(field.jsonName)\"]" }
+        line += "\(shown(field.type)) \(shown(field.name)) = \(field.number)"
+        if field.jsonName != field.name { line += " [json_name = \"\(shown(field.jsonName))\"]" }
         return line + ";"
     }
 
     static func render(_ description: ReflectionV1.EnumDescription) -> String {
-        (["enum \(description.name) {"] + description.values.map { "  \($0.name) = \($0.number);" } + ["}"])
-            .joined(separator: "\n")
+        (["enum \(shown(description.name)) {"] + description.values.map { "  \(shown($0.name)) = \($0.number);" } + [
+            "}"
+        ])
+        .joined(separator: "\n")
     }
 }

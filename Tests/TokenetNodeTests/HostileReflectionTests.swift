@@ -3,8 +3,8 @@ import Testing
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet call` against a server whose reflection describes whatever it is asked for, with a request type of its
-/// own: what the command prints of that answer is bounded and masked, as a status message is.
+/// `tokenet call`, `list` and `describe` against a server whose reflection answers what it likes: what the commands
+/// print of its answers is bounded and masked where it goes into a message, and one line per name where it is listed.
 @Suite(.timeLimit(.minutes(2))) struct HostileReflectionTests {
     @Test func aTypeNameFromThePeerIsCutAndTheMethodMasked() async throws {
         let typeName = "evil.v1.Request" + String(repeating: "x", count: 5_000) + "\u{1B}[2J"
@@ -24,5 +24,37 @@ import TokenetWire
         #expect(result.stderr.contains("... (5019 characters, the last 3995 cut)"), "\(result.stderr)")
         #expect(!result.stderr.contains("0000"), "\(result.stderr)")
         #expect(result.stderr.utf8.count < 1_300, "\(result.stderr.utf8.count) bytes")
+    }
+
+    /// A line break in a name the server lists would print a line of its own, a service or a field the server never
+    /// listed as one; an escape sequence would act on the terminal.
+    @Test func namesFromThePeerAreListedOneLineEach() async throws {
+        let service = "x.Y\nx.Injected"
+        var router = RPCRouter()
+        router.unary(ReflectionV1.Reflection.listServices) { _, _ in
+            ReflectionV1.ListServicesResponse(services: [service, "a.B\u{1B}[2J"])
+        }
+        router.unary(ReflectionV1.Reflection.describeSymbol) { request, _ in
+            var field = ReflectionV1.FieldDescription()
+            field.name = "f;\n}\nmessage x.Fake {"
+            field.jsonName = field.name
+            field.type = "string"
+            field.number = 1
+            return ReflectionV1.DescribeSymbolResponse(
+                kind: .message, name: request.symbol,
+                messages: [ReflectionV1.MessageDescription(name: "x.M", fields: [field])])
+        }
+        let listed = try await runTokenet(servedBy: router) { address in
+            ["list", address, "--plaintext", "--deadline", "20s"]
+        }
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout == "x.Y\\u{A}x.Injected\na.B\\u{1B}[2J\n")
+        let described = try await runTokenet(servedBy: router) { address in
+            ["describe", address, "x.M", "--plaintext", "--deadline", "20s"]
+        }
+        #expect(described.status == 0, "\(described.stderr)")
+        #expect(
+            described.stdout
+                == "x.M is a message:\n\nmessage x.M {\n  string f;\\u{A}}\\u{A}message x.Fake { = 1;\n}\n")
     }
 }
