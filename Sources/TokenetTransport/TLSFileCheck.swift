@@ -32,7 +32,7 @@ public enum TLSFileKind: Sendable {
 public enum TLSFileCheck {
     /// A file larger than this is no certificate or key (a CA bundle of hundreds of certificates is under 300 KiB):
     /// reading it would only take time and memory.
-    public static let sizeLimit = 1024 * 1024
+    static let sizeLimit = 1024 * 1024
 
     /// What is wrong with `path` as a file of `kind`, as a phrase to follow its name ("is empty; give …"), or nil
     /// when nothing is wrong that can be seen without OpenSSL.
@@ -102,7 +102,7 @@ public enum TLSFileCheck {
 
     /// The file's bytes, read through a descriptor that is checked again: the path may have been replaced since it
     /// was looked at (by a FIFO, whose open(2) would block: it is opened without blocking), and the file may have
-    /// grown (no more than `sizeLimit` bytes and one are read).
+    /// grown (reading stops once more than `sizeLimit` bytes have come).
     private static func read(_ path: String, _ kind: TLSFileKind, _ remedy: String) -> Result<[UInt8], Problem> {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -114,21 +114,18 @@ public enum TLSFileCheck {
             return .failure(Problem(text: "cannot be read: \(String(cString: strerror(errno))); \(remedy)"))
         }
         if let problem = notRegular(status, remedy) { return .failure(Problem(text: problem)) }
-        var bytes = [UInt8](repeating: 0, count: sizeLimit + 1)
-        var count = 0
-        while count < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                Foundation.read(descriptor, buffer.baseAddress! + count, buffer.count - count)
-            }
-            if got == 0 { break }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= sizeLimit {
+            let got = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if got == 0 { return .success(bytes) }
             if got < 0 {
                 if errno == EINTR { continue }
                 return .failure(Problem(text: "cannot be read: \(String(cString: strerror(errno))); \(remedy)"))
             }
-            count += got
+            bytes += chunk[..<got]
         }
-        guard count <= sizeLimit else { return .failure(Problem(text: tooLarge("more", kind, remedy))) }
-        return .success(Array(bytes[..<count]))
+        return .failure(Problem(text: tooLarge("more", kind, remedy)))
     }
 
     /// What is wrong with a key file that asks for a passphrase. A pipe's name (`/dev/fd/63`) is gone once read, so
