@@ -245,7 +245,8 @@ final class InspectSession: Sendable {
                 let wrongNode = await session.wrongNode(behind: error)
                 result = finish(
                     with: session.refusal(behind: error) ?? session.silence(behind: error)
-                        ?? session.ungreeted(behind: error) ?? wrongNode ?? error)
+                        ?? session.ungreeted(behind: error) ?? wrongNode ?? session.commandDeadline(behind: error)
+                        ?? error)
             }
             await session.close()
             return result
@@ -273,6 +274,31 @@ final class InspectSession: Sendable {
                 where: error.message.contains)
         else { return nil }
         return CLIError(.connection, "cannot connect to \(options.address): \(error.message)")
+    }
+
+    /// DEADLINE_EXCEEDED told against the command's deadline (`--deadline`, or a party command's 30 s), the one the
+    /// person knows: a call's own deadline is what was left of it once connecting and reflection were done, so
+    /// `--deadline 3ms` ended with "did not finish within its deadline (143 µs)", a limit nobody had given.
+    private func commandDeadline(behind error: any Error) -> RPCError? {
+        guard let error = error as? RPCError, error.code == .deadlineExceeded, let deadline = options.deadline else {
+            return nil
+        }
+        let given = DurationText.describe(deadline)
+        let within = "the call did not finish within its deadline ("
+        if error.message.hasPrefix(within), error.message.hasSuffix(")") {
+            let left = error.message.dropFirst(within.count).dropLast()
+            return RPCError(
+                .deadlineExceeded,
+                "the call did not finish within the command's deadline of \(given) (\(left) of it left when the "
+                    + "call started)")
+        }
+        let before = "the deadline passed before "
+        if error.message.hasPrefix(before) {
+            return RPCError(
+                .deadlineExceeded,
+                "the command's deadline of \(given) ran out before \(error.message.dropFirst(before.count))")
+        }
+        return nil
     }
 
     /// The node's silence when that is what ended the connection `error` reports: the keepalive ping went

@@ -159,7 +159,12 @@ import TokenetTestSupport
             ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--deadline", "3s"] + tls)
         #expect(result.status == 64 + 4, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
-        #expect(result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: "))
+        // Told against the --deadline given, with what was left of it for the call after connecting.
+        #expect(
+            result.stderr.hasPrefix(
+                "ERROR: DEADLINE_EXCEEDED: the call did not finish within the command's deadline of 3000 ms ("),
+            "\(result.stderr)")
+        #expect(result.stderr.hasSuffix(" of it left when the call started)\n"), "\(result.stderr)")
     }
 
     /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the
