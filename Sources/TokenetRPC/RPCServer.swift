@@ -174,10 +174,17 @@ public final class RPCServer: Sendable {
     /// message or a log line may show it: a peer may send a name of megabytes, and a status that echoed it whole
     /// would print as megabytes of error (and past the frame size would not fit in a frame, so the connection, not
     /// the call, would fail).
+    ///
+    /// Cut where a character starts: cut inside one, its first bytes decoded as U+FFFD, a character the peer never
+    /// sent.
     static func shown(_ name: String) -> String {
         let limit = 256
         guard name.utf8.count > limit else { return name }
-        return String(decoding: name.utf8.prefix(limit), as: UTF8.self) + "... (\(name.utf8.count) bytes)"
+        var end = name.utf8.index(name.utf8.startIndex, offsetBy: limit)
+        while end > name.utf8.startIndex, UTF8.isContinuation(name.utf8[end]) {
+            end = name.utf8.index(before: end)
+        }
+        return String(Substring(name.utf8[..<end])) + "... (\(name.utf8.count) bytes)"
     }
 
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
