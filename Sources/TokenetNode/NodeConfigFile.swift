@@ -88,11 +88,20 @@ public enum NodeConfigFile {
 
     /// Reads the file's bytes from disk.
     public static func read(path: String) throws(NodeError) -> Data {
-        // Foundation refuses a device with "Permission denied", which sends a person to check permissions that are
-        // fine (`--config /dev/null`).
+        // Foundation refuses a device, a pipe (`--config <(…)`, a FIFO) or a socket with "Permission denied", which
+        // sends a person to check permissions that are fine (`--config /dev/null`).
         var status = stat()
-        if stat(path, &status) == 0, [S_IFCHR, S_IFBLK].contains(status.st_mode & S_IFMT) {
-            throw NodeError(.config, "cannot read config file \(path): it is a device, not a file; give a JSON file")
+        if stat(path, &status) == 0 {
+            let kind: String? =
+                switch status.st_mode & S_IFMT {
+                case S_IFCHR, S_IFBLK: "a device"
+                case S_IFIFO: "a pipe"
+                case S_IFSOCK: "a socket"
+                default: nil
+                }
+            if let kind {
+                throw NodeError(.config, "cannot read config file \(path): it is \(kind), not a file; give a JSON file")
+            }
         }
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))

@@ -367,12 +367,16 @@ import Testing
     }
 
     /// Foundation's own description of a failed read (`Error Domain=NSCocoaErrorDomain Code=260 … UserInfo=…`) is
-    /// for a debugger; the node says what the system said.
+    /// for a debugger; the node says what the system said, and what a device or a FIFO is, where Foundation said
+    /// "Permission denied".
     @Test func aMissingConfigFileIsReportedInTheSystemsWords() throws {
         let directory = try TemporaryDirectory()
+        let fifo = directory.path("config.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
         for (path, reason) in [
             (directory.path("missing.json"), "No such file or directory"), (directory.url.path, "Is a directory"),
             ("/dev/null", "it is a device, not a file; give a JSON file"),
+            (fifo, "it is a pipe, not a file; give a JSON file"),
         ] {
             let failure = try #require(throws: NodeError.self) { _ = try NodeConfigFile.read(path: path) }
             #expect(failure.description == "cannot read config file \(path): \(reason)")
