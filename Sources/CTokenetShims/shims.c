@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 
 #include "CTokenetShims.h"
 
@@ -65,3 +66,11 @@ int ctk_set_current_thread_name(const char *name) {
     shortened[sizeof shortened - 1] = '\0';
     return pthread_setname_np(pthread_self(), shortened);
 }
+
+// MARK: Child processes
+
+int ctk_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int ctk_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }

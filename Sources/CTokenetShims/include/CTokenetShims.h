@@ -7,11 +7,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,6 +195,32 @@ int ctk_stop_signals_install(const int *numbers, int count);
 /// Names the calling thread as `ps -L`, `top -H`, perf and /proc show it, cut to the 15 bytes the kernel keeps;
 /// pthread_setname_np needs _GNU_SOURCE, which the implementation file defines.
 int ctk_set_current_thread_name(const char *name);
+
+// MARK: child processes
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every descriptor from `from` on, however
+/// the parent opened it. Declared by glibc only under _GNU_SOURCE, which shims.c defines.
+int ctk_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from);
+
+/// pipe2 with O_CLOEXEC, so no child that another thread starts meanwhile inherits either end (_GNU_SOURCE).
+int ctk_pipe_cloexec(int ends[2]);
+
+/// Blocks until the child `pid` has ended and leaves it unreaped (WNOWAIT), so its pid stays taken until the caller
+/// reaps it with waitpid. Returns 0, or the errno of waitid (ECHILD when it is not a child of this process).
+static inline int ctk_wait_until_ended(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0) {
+        if (errno != EINTR) return errno;
+    }
+    return 0;
+}
+
+/// The wait status macros, which Swift does not import.
+static inline int ctk_wait_exited(int status) { return WIFEXITED(status); }
+static inline int ctk_wait_exit_status(int status) { return WEXITSTATUS(status); }
+static inline int ctk_wait_signaled(int status) { return WIFSIGNALED(status); }
+static inline int ctk_wait_term_signal(int status) { return WTERMSIG(status); }
 
 // MARK: OpenSSL macros
 
