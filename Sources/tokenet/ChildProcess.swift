@@ -1,18 +1,21 @@
-import Dispatch
 import Foundation
 import TokenetNode
+import TokenetTransport
 
 /// A child process with its output in files and exit waits that are always bounded.
 ///
 /// Output goes to files rather than pipes: a chatty child can never block on a full pipe, and the files stay
-/// behind (with `--keep-dir`) for anyone investigating a failure.
+/// behind (with `--keep-dir`) for anyone investigating a failure. It is started through posix_spawn
+/// (`SpawnedProcess`), in a process group of its own, so a Ctrl-C at the terminal reaches only this command, which
+/// then stops the nodes itself.
 final class ChildProcess: @unchecked Sendable {
-    // `process` is configured before `run()` and only read afterwards; `exited` is thread-safe.
+    // `process` is set by `launch()`, before the child is shared, and only read afterwards.
     let name: String
     let stdoutURL: URL
     let stderrURL: URL
-    private let process = Process()
-    private let exited = DispatchSemaphore(value: 0)
+    private let executable: URL
+    private let arguments: [String]
+    private var process: SpawnedProcess?
 
     /// Output goes to `logDirectory/LOGNAME.stdout.log` and `.stderr.log`; `logName` is the name unless given (a node
     /// started again gets logs of its own, so the first run's stay).
@@ -20,54 +23,38 @@ final class ChildProcess: @unchecked Sendable {
         self.name = name
         self.stdoutURL = logDirectory.appendingPathComponent("\(logName ?? name).stdout.log")
         self.stderrURL = logDirectory.appendingPathComponent("\(logName ?? name).stderr.log")
-        process.executableURL = executable
-        process.arguments = arguments
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.signal() }
+        self.executable = executable
+        self.arguments = arguments
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process?.pid ?? 0 }
 
     func launch() throws(CLIError) {
-        do {
-            for url in [stdoutURL, stderrURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
-                throw DemoCause("cannot create \(url.path)")
-            }
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-            process.standardError = try FileHandle(forWritingTo: stderrURL)
-            try process.run()
-        } catch {
+        for url in [stdoutURL, stderrURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
             throw CLIError(
-                .setup, "cannot start \(name) (\(process.executableURL?.path ?? "?"))", cause: DemoCause(error))
+                .setup, "cannot start \(name) (\(executable.path))", cause: DemoCause("cannot create \(url.path)"))
+        }
+        do {
+            process = try SpawnedProcess(
+                executable.path, arguments, standardInput: .nullDevice, standardOutput: .file(stdoutURL.path),
+                standardError: .file(stderrURL.path))
+        } catch {
+            throw CLIError(.setup, "cannot start \(name) (\(executable.path))", cause: DemoCause(error.reason))
         }
     }
 
     /// Waits up to `seconds` for the process to exit; true when it did.
-    func waitForExit(seconds: Double) -> Bool {
-        guard exited.wait(timeout: .now() + seconds) == .success else { return false }
-        exited.signal()  // Keep the semaphore "open" for later waits.
-        process.waitUntilExit()
-        return true
-    }
+    func waitForExit(seconds: Double) -> Bool { process?.waitForExit(seconds: seconds) ?? false }
 
     var hasExited: Bool { waitForExit(seconds: 0) }
 
-    func send(_ signal: Int32) {
-        guard !hasExited else { return }
-        kill(pid, signal)
-    }
+    /// Sends `signal` unless the process has exited (and its pid may be another process's).
+    func send(_ signal: Int32) { process?.send(signal) }
 
     /// How the process ended; call only after `waitForExit` returned true.
-    var outcome: String {
-        switch process.terminationReason {
-        case .exit: return "exited with status \(process.terminationStatus)"
-        case .uncaughtSignal: return "was killed by signal \(process.terminationStatus)"
-        @unknown default: return "ended with status \(process.terminationStatus)"
-        }
-    }
+    var outcome: String { process?.termination?.description ?? "is still running" }
 
-    var exitedCleanly: Bool { process.terminationReason == .exit && process.terminationStatus == 0 }
+    var exitedCleanly: Bool { process?.termination?.isCleanExit ?? false }
 
     /// The last lines of the process's stderr, indented, for failure reports.
     func stderrTail(lines count: Int = 30) -> String {
