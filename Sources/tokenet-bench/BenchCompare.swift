@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// `tokenet-bench compare`: one sitting of anchors and Tokenet, placed the same way on the CPUs, for each pinning
 /// asked for. Per pinning and round it runs the anchors' `run.sh` (with `PIN=`), then `tokenet-bench run --pin`
@@ -218,10 +219,16 @@ struct BenchCompare {
     }
 
     /// Runs a command to its end and returns its `RESULT` lines; its other output goes to stderr.
+    ///
+    /// Started through `SpawnedProcess`, with every signal unblocked and at its default in the child: `Process` would
+    /// pass on the signal mask of the calling thread, and the concurrency runtime's threads block SIGTERM, so the
+    /// anchors' script could then never stop its servers with `kill`.
     static func results(of path: String, _ arguments: [String], environment: [String: String]) throws -> [Line] {
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let (status, data) = try spawnCollectingOutput(
-            path, arguments, environment: merged.map { "\($0.key)=\($0.value)" })
+        let child = try SpawnedProcess(path, arguments, environment: merged, standardOutput: .pipe)
+        let data = child.standardOutput?.readDataToEndOfFile() ?? Data()
+        let termination = child.waitUntilExit()
+        let status = termination.reason == .exit ? termination.status : 128 + termination.status
         FileHandle.standardError.write(data)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap(Line.init)
         if status != 0 {
@@ -233,45 +240,6 @@ struct BenchCompare {
                 Data("tokenet-bench compare: \(failure); using its \(lines.count) results\n".utf8))
         }
         return lines
-    }
-
-    /// posix_spawn with every signal unblocked and at its default in the child. `Process` would pass on the signal
-    /// mask of the calling thread, and the concurrency runtime's threads block SIGTERM: the anchors' script
-    /// could then never stop its servers with `kill`.
-    static func spawnCollectingOutput(
-        _ path: String, _ arguments: [String], environment: [String]
-    ) throws -> (Int32, Data) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw BenchError("pipe failed") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        close(fds[1])
-        let reader = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
-        guard spawned == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(spawned)))") }
-        let data = reader.readDataToEndOfFile()
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED/WEXITSTATUS are macros: exit code in bits 8-15, a signal in bits 0-6.
-        return ((status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), data)
     }
 
     static func loadAverage() -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// `tokenet-bench` / `tokenet-bench run`: makes a PKI with Tools/gen-certs, starts the server as a separate
 /// process, runs the client cases in this process, prints the table and stops the server.
@@ -22,27 +23,22 @@ struct BenchRun {
             // -a: every thread of this process; threads started later inherit the mask.
             try runTool("/usr/bin/taskset", ["-a", "-p", "-c", clientCPU, "\(getpid())"])
         }
-        let server = Process()
         let serverArguments = [
             "server", "--cert", file("tsp.pem"), "--key", file("tsp.key"), "--ca", file("ca.pem"),
             "--idle-poll-us", "\(options.idlePollMicroseconds)",
         ]
         let me = try Self.executablePath()
-        if let serverCPU {
-            server.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-            server.arguments = ["-c", serverCPU, me] + serverArguments
-        } else {
-            server.executableURL = URL(fileURLWithPath: me)
-            server.arguments = serverArguments
-        }
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
+        let server =
+            if let serverCPU {
+                try SpawnedProcess("/usr/bin/taskset", ["-c", serverCPU, me] + serverArguments, standardOutput: .pipe)
+            } else {
+                try SpawnedProcess(me, serverArguments, standardOutput: .pipe)
+            }
         defer {
-            server.terminate()
+            server.send(SIGTERM)
             server.waitUntilExit()
         }
-        let ports = try Self.readPorts(output.fileHandleForReading)
+        let ports = try Self.readPorts(server.standardOutput!)
 
         var clientOptions = options
         clientOptions.port = ports.rpc
@@ -57,7 +53,7 @@ struct BenchRun {
             "== \(Self.timestamp()) UTC  \(ProcessInfo.processInfo.activeProcessorCount) cores  "
                 + "load avg before: \(load)  PIN=\(options.pin.rawValue) SECS=\(options.seconds) "
                 + "WARMUP=\(options.warmup)")
-        let results = try await BenchClient(options: clientOptions, serverPID: server.processIdentifier).run()
+        let results = try await BenchClient(options: clientOptions, serverPID: server.pid).run()
         for result in results { print(result.resultLine) }
         print()
         print(BenchResult.tableHeader)
@@ -82,14 +78,9 @@ struct BenchRun {
     }
 
     private func runTool(_ path: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchError("\(path) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus))")
+        let termination = try SpawnedProcess(path, arguments, standardOutput: .nullDevice).waitUntilExit()
+        guard termination.reason == .exit, termination.status == 0 else {
+            throw BenchError("\(path) \(arguments.joined(separator: " ")) failed (\(termination.status))")
         }
     }
 

@@ -172,14 +172,9 @@ enum BrokerBenchPKI {
     }
 
     private static func run(_ path: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BrokerBenchError("\(path) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus))")
+        let termination = try SpawnedProcess(path, arguments, standardOutput: .nullDevice).waitUntilExit()
+        guard termination.reason == .exit, termination.status == 0 else {
+            throw BrokerBenchError("\(path) \(arguments.joined(separator: " ")) failed (\(termination.status))")
         }
     }
 
