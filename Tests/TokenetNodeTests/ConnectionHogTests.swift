@@ -85,7 +85,7 @@ import TokenetWire
         for connection in held { await connection.abort() }
         #expect(try await health(other) == .serving)
         await other.close()
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         #expect(try await node.waitForExit().status == 0)
     }
 }

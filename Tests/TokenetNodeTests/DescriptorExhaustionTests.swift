@@ -59,7 +59,7 @@ import TokenetWire
             HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30)))
         #expect(health.status == .serving)
         await client.close()
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         #expect(try await node.waitForExit().status == 0)
     }
 }

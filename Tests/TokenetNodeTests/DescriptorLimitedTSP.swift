@@ -31,7 +31,7 @@ struct DescriptorLimitedTSP {
             try await Task.sleep(for: .milliseconds(20))
         }
         guard let listen = ready?.listen, let address = HostPort(parsing: listen) else {
-            if node.process.isRunning { node.process.terminate() }
+            node.process.send(SIGTERM)
             throw NotReady(stderr: (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? "")
         }
         return DescriptorLimitedTSP(node: node, address: address)
@@ -43,6 +43,6 @@ struct DescriptorLimitedTSP {
     }
 
     func stop() {
-        if node.process.isRunning { node.process.terminate() }
+        node.process.send(SIGTERM)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 @testable import TokenetNode
 
@@ -21,7 +22,7 @@ import TokenetTestSupport
             address = try await Self.waitForReadyFile(readyFile, of: node.process).listen
         } catch {
             // A class whose init throws before every property is set is never deinitialized: stop the node here.
-            if node.process.isRunning { node.process.terminate() }
+            node.process.send(SIGTERM)
             throw error
         }
     }
@@ -32,7 +33,7 @@ import TokenetTestSupport
     /// for good, and with them all taken every other test stalls.
     deinit {
         if node.process.isRunning {
-            node.process.terminate()
+            node.process.send(SIGTERM)
             node.process.waitUntilExit(killingAfter: 30)
         }
     }
@@ -209,7 +210,7 @@ import TokenetTestSupport
             "tsp-node",
             ["--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile, "--plaintext"])
         defer {
-            plain.process.terminate()
+            plain.process.send(SIGTERM)
             plain.process.waitUntilExit(killingAfter: 30)
         }
         let plainAddress = try await Self.waitForReadyFile(readyFile, of: plain.process).listen
@@ -336,7 +337,7 @@ import TokenetTestSupport
 
     /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits; it sleeps
     /// between looks instead of blocking a thread of the cooperative pool that every other test needs.
-    private static func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo {
+    private static func waitForReadyFile(_ path: String, of process: SpawnedProcess) async throws -> ReadyInfo {
         let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }
@@ -358,30 +359,21 @@ func runTokenet(
 }
 
 /// Runs the built `tokenet` with `stdin` (or the open file `standardInput`) as its standard input and, when given,
-/// only `environment`.
+/// only `environment`; one that outlives a minute is killed.
 func runTokenet(
     _ arguments: [String], stdin: String = "", standardInput: FileHandle? = nil, environment: [String: String]? = nil
 ) throws -> ProcessResult {
     let directory = try TemporaryDirectory()
     let input = directory.path("stdin")
     try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
-    _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
-    _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-    let inputHandle = try standardInput ?? FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-    let output = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
-    let errors = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
-    defer {
-        try? output.close()
-        try? errors.close()
-        if standardInput == nil { try? inputHandle.close() }
-    }
-    // Through posix_spawn, not `Process`: this is the test process's most frequent spawn (`SpawnedChild`).
-    let (status, reason) = try SpawnedChild.run(
+    // Through posix_spawn, not `Process`: this is the test process's most frequent spawn (`SpawnedProcess`).
+    let termination = try SpawnedProcess(
         try BuiltExecutables.url(of: "tokenet").path, arguments, environment: environment,
-        standardInput: inputHandle.fileDescriptor, standardOutput: output.fileDescriptor,
-        standardError: errors.fileDescriptor, limit: 60)
+        standardInput: standardInput.map { .descriptor($0.fileDescriptor) } ?? .file(input),
+        standardOutput: .file(directory.path("stdout")), standardError: .file(directory.path("stderr"))
+    ).waitUntilExit(killingAfter: 60)
     return ProcessResult(
-        status: status, reason: reason,
+        status: termination.status, reason: termination.reason,
         stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
         stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
 }

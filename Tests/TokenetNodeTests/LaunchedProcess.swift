@@ -2,21 +2,22 @@ import Foundation
 import Testing
 import TokenetNode
 import TokenetTestSupport
+import TokenetTransport
 
 /// A finished child process.
 struct ProcessResult: Sendable {
     var status: Int32
-    var reason: Process.TerminationReason
+    var reason: SpawnedProcess.Termination.Reason
     var stdout: String
     var stderr: String
 }
 
 /// A child process whose output goes to files, so it can never block on a full pipe.
 ///
-/// Sendable so that an async test can wait for it off the cooperative pool: its stored properties are constants,
-/// and `Process` may be waited for, signalled and read from any thread.
+/// Sendable so that an async test can wait for it off the cooperative pool: its stored properties are constants, and
+/// a `SpawnedProcess` may be waited for and signalled from any thread.
 final class LaunchedProcess: @unchecked Sendable {
-    let process = Process()
+    let process: SpawnedProcess
     let directory: TemporaryDirectory
 
     convenience init(_ name: String, _ arguments: [String]) throws {
@@ -31,14 +32,9 @@ final class LaunchedProcess: @unchecked Sendable {
 
     init(executable: URL, _ arguments: [String]) throws {
         directory = try TemporaryDirectory()
-        process.executableURL = executable
-        process.arguments = arguments
-        _ = FileManager.default.createFile(atPath: directory.path("stdout"), contents: nil)
-        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stdout"))
-        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
-        try process.run()
+        process = try SpawnedProcess(
+            executable.path, arguments, standardInput: .nullDevice, standardOutput: .file(directory.path("stdout")),
+            standardError: .file(directory.path("stderr")))
     }
 
     /// Runs a built executable under `nice -n 10`, with every process it starts: the scenario and sandbox tests
@@ -74,9 +70,9 @@ final class LaunchedProcess: @unchecked Sendable {
     /// Waits for the process; one that outlives `limit` seconds is killed, so a hung child fails the test (its
     /// termination reason becomes `.uncaughtSignal`) instead of hanging the suite.
     func waitForExit(limit: Double = 120) throws -> ProcessResult {
-        process.waitUntilExit(killingAfter: limit)
+        let termination = process.waitUntilExit(killingAfter: limit)
         return ProcessResult(
-            status: process.terminationStatus, reason: process.terminationReason,
+            status: termination.status, reason: termination.reason,
             stdout: try String(contentsOfFile: directory.path("stdout"), encoding: .utf8),
             stderr: try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
     }
@@ -105,7 +101,7 @@ extension LaunchedProcess {
             }
             return (node, readyFile, try #require(HostPort(parsing: try ReadyFile.read(from: readyFile).listen)))
         } catch {
-            node.process.terminate()
+            node.process.send(SIGTERM)
             throw error
         }
     }

@@ -16,13 +16,13 @@ import TokenetWire
         let node = try LaunchedProcess(
             "tsp-node",
             ["--plaintext", "--data-dir", scratch.path("data"), "--ready-file", readyFile, "--log-format", "json"])
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
 
         let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
         #expect(ready.node == "tsp-node")
-        #expect(ready.pid == node.process.processIdentifier)
+        #expect(ready.pid == node.process.pid)
 
-        kill(node.process.processIdentifier, signal)
+        node.process.send(signal)
         let result = try await node.waitForExit()
         #expect(result.reason == .exit)
         #expect(result.status == 0)
@@ -41,28 +41,23 @@ import TokenetWire
         let readyFile = scratch.path("ready.json")
         let pipe = Pipe()
         try pipe.fileHandleForReading.close()
-        let node = Process()
-        node.executableURL = try BuiltExecutables.url(of: "tsp-node")
-        node.arguments = [
-            "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
-        ]
-        node.standardInput = FileHandle.nullDevice
-        node.standardOutput = FileHandle.nullDevice
-        node.standardError = pipe.fileHandleForWriting
-        try node.run()
+        let node = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tsp-node").path,
+            ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile],
+            standardInput: .nullDevice, standardOutput: .nullDevice,
+            standardError: .descriptor(pipe.fileHandleForWriting.fileDescriptor))
         try pipe.fileHandleForWriting.close()
-        defer { if node.isRunning { node.terminate() } }
+        defer { node.send(SIGTERM) }
         #expect(try await waitForReadyFile(readyFile, of: node) != nil)
-        node.terminate()
-        try await offThePool { node.waitUntilExit(killingAfter: 60) }
-        #expect(node.terminationReason == .exit)
-        #expect(node.terminationStatus == 0)
+        node.send(SIGTERM)
+        let termination = try await offThePool { node.waitUntilExit(killingAfter: 60) }
+        #expect(termination == .init(reason: .exit, status: 0))
     }
 
     @Test func plaintextNodeAnswersHealthOverPlainTCPAndExitsOnSIGTERM() async throws {
         let scratch = try TemporaryDirectory()
         let (node, readyFile, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
 
         let loop = try EventLoop(name: "test-node-health")
         defer { loop.shutdown() }
@@ -73,7 +68,7 @@ import TokenetWire
         #expect(response.status == .serving)
         await client.close()
 
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         #expect(result.reason == .exit)
         #expect(result.status == 0)
@@ -86,8 +81,8 @@ import TokenetWire
     @Test func jsonLogsHoldOnlyJSONLinesAlsoInPlaintext() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--log-format", "json"])
-        defer { if node.process.isRunning { node.process.terminate() } }
-        kill(node.process.processIdentifier, SIGTERM)
+        defer { node.process.send(SIGTERM) }
+        node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         #expect(result.status == 0)
         let lines = result.stderr.split(separator: "\n")
@@ -107,7 +102,7 @@ import TokenetWire
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
             in: scratch, ["--log-format", "json", "--log-level", level])
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
         let loop = try EventLoop(name: "test-node-call-log")
         defer { loop.shutdown() }
         let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
@@ -120,7 +115,7 @@ import TokenetWire
                 options: CallOptions(timeout: .seconds(30), metadata: metadata))
         }
         await client.close()
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         #expect(result.status == 0)
         let lines = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call""#) }
@@ -146,7 +141,7 @@ import TokenetWire
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
             in: scratch, ["--keepalive", "0.2", "--keepalive-timeout", "20"])
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
         let loop = try EventLoop(name: "test-node-keepalive")
         defer { loop.shutdown() }
         let answering = RPCClient(
@@ -158,7 +153,7 @@ import TokenetWire
                     HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))
                 ).status
             } catch {
-                kill(node.process.processIdentifier, SIGTERM)
+                node.process.send(SIGTERM)
                 let log = (try? await node.waitForExit())?.stderr ?? ""
                 Issue.record("the answering client's check failed: \(error)\n\(log)")
                 throw error
@@ -212,7 +207,7 @@ import TokenetWire
         await answering.close()
 
         // The node says why it cut the silent peer off, and only that connection.
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         let closed = result.stderr.split(separator: "\n").filter { $0.contains("connection closed") }
         #expect(closed.count == 1, "\(result.stderr)")
@@ -231,7 +226,7 @@ import TokenetWire
                 "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
                 "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
             ])
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
         let ready = try #require(try await waitForReadyFile(readyFile, of: node.process))
         let address = try #require(HostPort(parsing: ready.listen))
 
@@ -255,7 +250,7 @@ import TokenetWire
         }
 
         let stopping = ContinuousClock.now
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         do {
             for try await _ in stream {}
             Issue.record("the subscription ended without a status")
@@ -278,7 +273,7 @@ import TokenetWire
     @Test(.timeLimit(.minutes(2))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--drain-timeout", "1"])
-        defer { if node.process.isRunning { node.process.terminate() } }
+        defer { node.process.send(SIGTERM) }
         let loop = try EventLoop(name: "test-node-drain")
         defer { loop.shutdown() }
         let raw = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
@@ -314,7 +309,7 @@ import TokenetWire
         try await readUntil { kinds.contains("pong") }
 
         let stopping = ContinuousClock.now
-        kill(node.process.processIdentifier, SIGTERM)
+        node.process.send(SIGTERM)
         try await readUntil { false }
         let result = try await node.waitForExit()
         let elapsed = ContinuousClock.now - stopping
@@ -353,7 +348,7 @@ import TokenetWire
 
     /// Polls for the ready file, bounded by a generous deadline and stopping early if the node exits. It sleeps
     /// between looks rather than blocking a thread of the cooperative pool, which the other tests need meanwhile.
-    private func waitForReadyFile(_ path: String, of process: Process) async throws -> ReadyInfo? {
+    private func waitForReadyFile(_ path: String, of process: SpawnedProcess) async throws -> ReadyInfo? {
         let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if FileManager.default.fileExists(atPath: path) { return try ReadyFile.read(from: path) }

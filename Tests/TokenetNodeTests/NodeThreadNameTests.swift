@@ -9,8 +9,8 @@ import TokenetTestSupport
     @Test(.timeLimit(.minutes(2))) func aRunningTSPNamesItsThreads() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
-        defer { if node.process.isRunning { node.process.terminate() } }
-        let pid = node.process.processIdentifier
+        defer { node.process.send(SIGTERM) }
+        let pid = node.process.pid
         var names: Set<String> = []
         for task in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
             guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8) else {

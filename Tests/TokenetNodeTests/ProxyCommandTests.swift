@@ -19,7 +19,7 @@ import TokenetTransport
         var refused: ProcessResult?
         var watchAfterReset: ProcessResult?
         var answers = ""
-        var proxyExit: (reason: Process.TerminationReason, status: Int32)?
+        var proxyExit: SpawnedProcess.Termination?
     }
 
     @Test func faultsOnCommandReachTheCaller() async throws {
@@ -48,15 +48,16 @@ import TokenetTransport
             answers.contains { $0.hasPrefix("fault=to-server:none,to-client:partition connections=") }, "\(answers)")
         #expect(answers.contains("fault=none connections=1"), "the Watch connection before the reset: \(answers)")
         #expect(answers.contains("fault=none connections=0"), "\(answers)")
-        #expect(outcome.proxyExit?.reason == .exit && outcome.proxyExit?.status == 0)
+        #expect(outcome.proxyExit?.isCleanExit == true)
     }
 
     /// A `tsp-node` and a `tokenet proxy` in front of it, both stopped when it goes.
     final class Rig {
         let data: TemporaryDirectory
         let node: LaunchedProcess
-        let proxy = Process()
-        let commands = Pipe()
+        let proxy: SpawnedProcess
+        /// The proxy's standard input, which takes its commands.
+        let commands: FileHandle
         let output: String
         let banner: String
         /// Where the proxy listens.
@@ -71,14 +72,16 @@ import TokenetTransport
             let nodeAddress = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
                 FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
             }
-            proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
-            proxy.arguments = ["proxy", "--to", nodeAddress]
-            proxy.standardInput = commands
             output = data.path("proxy.out")
             _ = FileManager.default.createFile(atPath: output, contents: nil)
-            proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            proxy.standardError = proxy.standardOutput
-            try proxy.run()
+            // Both streams share one open file, so neither overwrites what the other wrote.
+            let outputHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            defer { try? outputHandle.close() }
+            proxy = try SpawnedProcess(
+                try BuiltExecutables.url(of: "tokenet").path, ["proxy", "--to", nodeAddress], standardInput: .pipe,
+                standardOutput: .descriptor(outputHandle.fileDescriptor),
+                standardError: .descriptor(outputHandle.fileDescriptor))
+            commands = proxy.standardInput!
             let output = output
             banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
                 Self.lines(of: output).first
@@ -103,7 +106,7 @@ import TokenetTransport
         /// Sends the proxy a command and waits for its answer.
         func send(_ line: String) throws {
             let answered = lines().count
-            commands.fileHandleForWriting.write(Data((line + "\n").utf8))
+            commands.write(Data((line + "\n").utf8))
             _ = try PythonClientInteropTests.waitFor(proxy, "an answer to \(line)") {
                 self.lines().count > answered ? true : nil
             }
@@ -155,9 +158,8 @@ import TokenetTransport
         outcome.watchAfterReset = try watch.waitForExit(limit: 30)
         outcome.answers = rig.lines().dropFirst().joined(separator: "\n")
 
-        proxy.terminate()
-        proxy.waitUntilExit(killingAfter: 30)
-        outcome.proxyExit = (proxy.terminationReason, proxy.terminationStatus)
+        proxy.send(SIGTERM)
+        outcome.proxyExit = proxy.waitUntilExit(killingAfter: 30)
         withExtendedLifetime(rig) {}
         return outcome
     }
@@ -211,17 +213,9 @@ import TokenetTransport
         let upstream = "127.0.0.1:\(listener.port)"
         let result = try await offThePool { () throws -> (calls: [ProcessResult], stderr: String) in
             let directory = try TemporaryDirectory()
-            let proxy = Process()
-            proxy.executableURL = try BuiltExecutables.url(of: "tokenet")
-            proxy.arguments = ["proxy", "--to", upstream]
-            let commands = Pipe()
-            proxy.standardInput = commands
-            for name in ["out", "err"] {
-                _ = FileManager.default.createFile(atPath: directory.path(name), contents: nil)
-            }
-            proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("out")))
-            proxy.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("err")))
-            try proxy.run()
+            let proxy = try SpawnedProcess(
+                try BuiltExecutables.url(of: "tokenet").path, ["proxy", "--to", upstream], standardInput: .pipe,
+                standardOutput: .file(directory.path("out")), standardError: .file(directory.path("err")))
             defer { PythonClientInteropTests.stop(proxy) }
             let banner = try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
                 Rig.lines(of: directory.path("out")).first

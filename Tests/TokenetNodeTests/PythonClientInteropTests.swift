@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 @testable import TokenetNode
 
@@ -66,12 +67,12 @@ import TokenetTestSupport
             "--node", nodeAddress, "--bench", "127.0.0.1:\(benchPort)", "--timers-node", timersAddress,
             "--pki", pki.directory.path,
             // Last, the client stops the node with SIGTERM and checks its graceful shutdown.
-            "--shutdown-pid", "\(node.process.processIdentifier)",
+            "--shutdown-pid", "\(node.process.pid)",
         ])
         node.process.waitUntilExit(killingAfter: 30)
         return Outcome(
             result: result,
-            nodeExitedCleanly: node.process.terminationReason == .exit && node.process.terminationStatus == 0,
+            nodeExitedCleanly: node.process.termination?.isCleanExit == true,
             nodeLog: try String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8))
     }
 
@@ -83,7 +84,9 @@ import TokenetTestSupport
     }
 
     /// Polls `probe` until it gives a value, for up to 60 s and while `process` runs.
-    static func waitFor<Value>(_ process: Process, _ what: String, _ probe: () throws -> Value?) throws -> Value {
+    static func waitFor<Value>(
+        _ process: SpawnedProcess, _ what: String, _ probe: () throws -> Value?
+    ) throws -> Value {
         let deadline = Date().addingTimeInterval(180)
         while Date() < deadline, process.isRunning {
             if let value = try probe() { return value }
@@ -98,8 +101,8 @@ import TokenetTestSupport
         var description: String { "no \(what) (the process \(running ? "is still running" : "exited"))" }
     }
 
-    static func stop(_ process: Process) {
-        if process.isRunning { process.terminate() }
+    static func stop(_ process: SpawnedProcess) {
+        process.send(SIGTERM)
         process.waitUntilExit(killingAfter: 30)
     }
 }

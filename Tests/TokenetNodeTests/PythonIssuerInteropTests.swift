@@ -37,14 +37,13 @@ import TokenetTestSupport
         try cards.write(toFile: unknownCards, atomically: true, encoding: .utf8)
         let unknownCard = try PythonClientInteropTests.runCheck(
             common + ["--fixtures", unknownCards, "--scenario", "approved"], script: "Tools/interop/python-wallet")
-        parties.issuerProcess.process.terminate()
+        parties.issuerProcess.process.send(SIGTERM)
         let issuer = try parties.issuerProcess.waitForExit(limit: 30)
-        parties.tspNode.process.terminate()
+        parties.tspNode.process.send(SIGTERM)
         parties.tspNode.process.waitUntilExit(killingAfter: 30)
         return Outcome(
             wallet: wallet, unknownCard: unknownCard, issuer: issuer, tspLog: parties.tspLog,
-            tspExitedCleanly: parties.tspNode.process.terminationReason == .exit
-                && parties.tspNode.process.terminationStatus == 0)
+            tspExitedCleanly: parties.tspNode.process.termination?.isCleanExit == true)
     }
 
     @Test func aPythonIssuerDecidesTheCardsAWalletProvisionsThroughTheTSP() async throws {

@@ -52,9 +52,9 @@ import TokenetTestSupport
             script: "Tools/interop/python-wallet")
         var exits: [Bool] = []
         for node in [nodes.tspNode, nodes.issuerNode] {
-            node.process.terminate()
+            node.process.send(SIGTERM)
             node.process.waitUntilExit(killingAfter: 30)
-            exits.append(node.process.terminationReason == .exit && node.process.terminationStatus == 0)
+            exits.append(node.process.termination?.isCleanExit == true)
         }
         return Outcome(
             all: all, inactive: inactive, failed: failed, logs: [nodes.tspLog, nodes.issuerLog],

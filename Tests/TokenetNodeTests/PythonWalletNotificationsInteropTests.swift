@@ -40,9 +40,9 @@ import TokenetTestSupport
             ["--tsp", nodes.tsp, "--pki", other.url.path], script: script)
         var exits: [Bool] = []
         for node in [nodes.tspNode, nodes.issuerNode] {
-            node.process.terminate()
+            node.process.send(SIGTERM)
             node.process.waitUntilExit(killingAfter: 30)
-            exits.append(node.process.terminationReason == .exit && node.process.terminationStatus == 0)
+            exits.append(node.process.termination?.isCleanExit == true)
         }
         return Outcome(
             run: run, refused: refused, logs: [nodes.tspLog, nodes.issuerLog], nodesExitedCleanly: exits)

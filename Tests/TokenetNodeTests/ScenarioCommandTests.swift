@@ -2,6 +2,7 @@ import Foundation
 import FoundationXML
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// Runs the built `tokenet scenario` on scripts: the examples in Tools/scenarios must pass as written, a step whose
 /// outcome differs ends the run at its line, and a wrong script is refused before any node starts. One test at a
@@ -154,18 +155,12 @@ import TokenetTestSupport
         #expect(!result.stdout.contains("ready"), "\(result.stdout)")
 
         let standardInput = try await offThePool { () throws -> ProcessResult in
-            let process = Process()
-            process.executableURL = try BuiltExecutables.url(of: "tokenet")
-            process.arguments = ["scenario", "-", "--check"]
-            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: bad))
-            let output = Pipe()
-            process.standardError = output
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit(killingAfter: 60)
-            return ProcessResult(
-                status: process.terminationStatus, reason: process.terminationReason, stdout: "", stderr: text)
+            let process = try SpawnedProcess(
+                try BuiltExecutables.url(of: "tokenet").path, ["scenario", "-", "--check"], standardInput: .file(bad),
+                standardOutput: .nullDevice, standardError: .pipe)
+            let text = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
+            let termination = process.waitUntilExit(killingAfter: 60)
+            return ProcessResult(status: termination.status, reason: termination.reason, stdout: "", stderr: text)
         }
         #expect(standardInput.status == 2)
         #expect(standardInput.stderr.contains("scenario: stdin:4: start tsp: tsp-node is running"))
@@ -222,7 +217,7 @@ import TokenetTestSupport
             try await Task.sleep(for: .milliseconds(50))
         }
         try await Task.sleep(for: .milliseconds(500))
-        launched.process.interrupt()
+        launched.process.send(SIGINT)
         // Far below the call's deadline; a run that ignored the signal would be killed at the limit and fail here.
         let result = try await launched.waitForExit(limit: 60)
         #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
@@ -311,7 +306,7 @@ import TokenetTestSupport
             return Int32(pid.dropFirst(4))
         }
         #expect(pids.count == 3, "\(output())")
-        kill(launched.process.processIdentifier, SIGKILL)
+        launched.process.send(SIGKILL)
         _ = try await launched.waitForExit(limit: 30)
         let killed = ContinuousClock.now
         while pids.contains(where: { kill($0, 0) == 0 }), ContinuousClock.now - killed < .seconds(30) {

@@ -11,8 +11,8 @@ import TokenetTestSupport
     @Test(.timeLimit(.minutes(2))) func onlyTheSignalThreadOfARunningNodeAcceptsStopSignals() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
-        defer { if node.process.isRunning { node.process.terminate() } }
-        let pid = node.process.processIdentifier
+        defer { node.process.send(SIGTERM) }
+        let pid = node.process.pid
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
         var accepting: [String] = []
         for task in tasks {

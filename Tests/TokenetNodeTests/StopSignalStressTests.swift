@@ -97,7 +97,7 @@ import TokenetTestSupport
                 "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--drain-timeout", "\(drainSeconds)",
                 "--cert", pki.path("\(role).pem"), "--key", pki.path("\(role).key"), "--ca", pki.path("ca.pem"),
             ] + peers[plan.node]!)
-        let pid = node.process.processIdentifier
+        let pid = node.process.pid
         if plan.afterReady {
             let stdout = node.directory.path("stdout")
             while node.process.isRunning,

@@ -16,8 +16,8 @@ import TokenetWire
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
             in: scratch, ["--keepalive", "2", "--keepalive-timeout", "8"])
         defer {
-            kill(node.process.processIdentifier, SIGCONT)
-            if node.process.isRunning { node.process.terminate() }
+            node.process.send(SIGCONT)
+            node.process.send(SIGTERM)
         }
         let loop = try EventLoop(name: "test-stopped-node")
         defer { loop.shutdown() }
@@ -32,10 +32,10 @@ import TokenetWire
         }
         // The node stops; the answer goes at once and waits in its socket for over twice the keepalive timeout. The
         // timeout is long enough for a test held back on a loaded machine to stop the node before it runs out.
-        kill(node.process.processIdentifier, SIGSTOP)
+        node.process.send(SIGSTOP)
         try await raw.send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: payload.payload))))
         try await Task.sleep(for: .seconds(18))
-        kill(node.process.processIdentifier, SIGCONT)
+        node.process.send(SIGCONT)
 
         // The connection is still there: a ping of ours is answered, and no goaway comes first.
         try await raw.send(WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: 77))))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// `tokenet up`: the nodes stay up for the CLI and for steps typed on standard input, and stop cleanly on SIGINT;
 /// with --dir a second run finds its certificates and data again.
@@ -29,29 +30,27 @@ import TokenetTestSupport
         let sandbox = directory.path("sandbox")
         let output = directory.path("up.out")
 
-        func start(input: Any) throws -> Process {
+        func start(input: SpawnedProcess.Stream) throws -> SpawnedProcess {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
-            let up = Process()
+            // Both streams share one open file, so neither overwrites what the other wrote.
+            let outputHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            defer { try? outputHandle.close() }
             // Niced as `LaunchedProcess(niced:)` does; nice execs tokenet, which keeps the pid.
-            up.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-            up.arguments = [
-                "-n", "10", try BuiltExecutables.url(of: "tokenet").path, "up", "--dir", sandbox, "--timeout", "60",
-            ]
-            up.standardInput = input
-            up.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            up.standardError = up.standardOutput
-            try up.run()
-            return up
+            return try SpawnedProcess(
+                "/usr/bin/nice",
+                ["-n", "10", try BuiltExecutables.url(of: "tokenet").path, "up", "--dir", sandbox, "--timeout", "60"],
+                standardInput: input, standardOutput: .descriptor(outputHandle.fileDescriptor),
+                standardError: .descriptor(outputHandle.fileDescriptor))
         }
         func text() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
-        func waitFor(_ needle: String, _ process: Process) throws {
+        func waitFor(_ needle: String, _ process: SpawnedProcess) throws {
             _ = try PythonClientInteropTests.waitFor(process, "'\(needle)' from tokenet up") {
                 text().contains(needle) ? true : nil
             }
         }
 
-        let commands = Pipe()
-        let up = try start(input: commands)
+        let up = try start(input: .pipe)
+        let commands = try #require(up.standardInput)
         defer { PythonClientInteropTests.stop(up) }
         try waitFor("Type scenario steps here", up)
         let steps = """
@@ -68,7 +67,7 @@ import TokenetTestSupport
             echo done
 
             """
-        commands.fileHandleForWriting.write(Data(steps.utf8))
+        commands.write(Data(steps.utf8))
         try waitFor("   11  done", up)
         let console = text()
         #expect(console.contains("expect OK: met"))
@@ -83,15 +82,15 @@ import TokenetTestSupport
 
         // A start that fails (the wallet's database is damaged while it is stopped) leaves the node down: once the
         // database is repaired, start works without a stop first.
-        commands.fileHandleForWriting.write(Data("stop wallet\necho stopped\n".utf8))
+        commands.write(Data("stop wallet\necho stopped\n".utf8))
         try waitFor("   13  stopped", up)
         let database = "\(sandbox)/wallet-node/data/wallet.sqlite"
         let saved = try Data(contentsOf: URL(fileURLWithPath: database))
         try Data(repeating: 0x5A, count: saved.count).write(to: URL(fileURLWithPath: database))
-        commands.fileHandleForWriting.write(Data("start wallet\n".utf8))
+        commands.write(Data("start wallet\n".utf8))
         try waitFor("error: line 14: wallet-node exited with status 2 before becoming ready", up)
         try saved.write(to: URL(fileURLWithPath: database))
-        commands.fileHandleForWriting.write(Data("start wallet\necho restarted\n".utf8))
+        commands.write(Data("start wallet\necho restarted\n".utf8))
         try waitFor("   16  restarted", up)
         #expect(text().contains("   15  start wallet: ready wallet-node"), "\(text())")
         #expect(!text().contains("is running (stop or kill it first)"), "\(text())")
@@ -117,22 +116,20 @@ import TokenetTestSupport
         let second = try LaunchedProcess.run("tokenet", ["up", "--dir", sandbox, "--timeout", "60"])
         #expect(second.status == 2)
         #expect(
-            second.stderr.contains("--dir: \(sandbox) is in use by another tokenet up (pid \(up.processIdentifier))"))
+            second.stderr.contains("--dir: \(sandbox) is in use by another tokenet up (pid \(up.pid))"))
         #expect(FileManager.default.fileExists(atPath: "\(sandbox)/tsp-node/ready.json"))
 
-        up.interrupt()
-        up.waitUntilExit(killingAfter: 60)
-        #expect(up.terminationReason == .exit && up.terminationStatus == 0, "\(text())")
+        up.send(SIGINT)
+        #expect(up.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")
         // The three nodes, and the wallet stopped before its database was damaged.
         #expect(text().components(separatedBy: "exited with status 0").count - 1 == 4)
 
         // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up.
-        let again = try start(input: FileHandle.nullDevice)
+        let again = try start(input: .nullDevice)
         defer { PythonClientInteropTests.stop(again) }
         try waitFor("(end of input: the nodes keep running until SIGINT or SIGTERM)", again)
         #expect(text().contains("(from an earlier run)"))
-        again.interrupt()
-        again.waitUntilExit(killingAfter: 60)
-        #expect(again.terminationReason == .exit && again.terminationStatus == 0, "\(text())")
+        again.send(SIGINT)
+        #expect(again.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")
     }
 }
