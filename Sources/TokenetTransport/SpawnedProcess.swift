@@ -165,6 +165,21 @@ public final class SpawnedProcess: Sendable {
         ended.withLock { $0 == nil && kill(pid, signal) == 0 }
     }
 
+    /// Waits up to `seconds` until the child has stopped; true when it has. `kill` returns before SIGSTOP takes
+    /// effect: until one of the child's threads has taken the signal, the others run on, and on a loaded machine a
+    /// "paused" node went on to answer a TLS handshake. Polls every millisecond, since no descriptor or wait both
+    /// reports a stop and can be bounded.
+    public func waitUntilStopped(seconds: Double) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(max(0, min(seconds, 1_000_000)) * 1000))
+        while true {
+            // Under the lock, so the pid asked about is still the child's.
+            let stopped = ended.withLock { $0 == nil ? ctk_child_is_stopped(pid) : -1 }
+            if stopped == 1 { return true }
+            if stopped < 0 || ContinuousClock.now >= deadline { return false }
+            usleep(1_000)
+        }
+    }
+
     private func reap() {
         // ECHILD means another waiter reaped the child (or SIGCHLD is ignored): its status is lost.
         let waited = ctk_wait_until_ended(pid)

@@ -51,6 +51,9 @@ final class ChildProcess: @unchecked Sendable {
     /// Sends `signal` unless the process has exited (and its pid may be another process's).
     func send(_ signal: Int32) { process?.send(signal) }
 
+    /// Waits up to `seconds` until SIGSTOP has taken effect; true when it has (`SpawnedProcess.waitUntilStopped`).
+    func waitUntilStopped(seconds: Double) -> Bool { process?.waitUntilStopped(seconds: seconds) ?? false }
+
     /// How the process ended; call only after `waitForExit` returned true.
     var outcome: String { process?.termination?.description ?? "is still running" }
 

@@ -90,6 +90,11 @@ final class ScenarioNodes {
             throw CLIError(.node, "\(party.role.nodeName) is not running")
         }
         process.send(number)
+        // The next step must find the node frozen, not still answering with the threads that had yet to stop.
+        if number == SIGSTOP && !process.waitUntilStopped(seconds: sandbox.timeout) {
+            throw CLIError(
+                .node, "\(process.name) pid=\(process.pid) did not stop within \(sandbox.timeout) s of SIGSTOP")
+        }
         if number == SIGSTOP { paused.insert(party) } else { paused.remove(party) }
         return "\(process.name) pid=\(process.pid) \(number == SIGSTOP ? "paused (SIGSTOP)" : "resumed (SIGCONT)")"
     }

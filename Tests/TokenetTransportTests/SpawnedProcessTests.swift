@@ -159,6 +159,21 @@ import TokenetTransport
         #expect(!child.send(SIGTERM))
     }
 
+    @Test func waitsUntilAStoppedChildHasStopped() throws {
+        let child = try SpawnedProcess("/bin/sleep", ["30"], standardInput: .nullDevice)
+        defer { child.waitUntilExit(killingAfter: 0) }
+        #expect(!child.waitUntilStopped(seconds: 0.1))
+        #expect(child.send(SIGSTOP))
+        #expect(child.waitUntilStopped(seconds: 10))
+        // The third field of /proc/PID/stat, after the command in parentheses, is the state: T for stopped.
+        let stat = try String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8)
+        #expect(stat.split(separator: ")").last?.split(separator: " ").first == "T", "\(stat)")
+        #expect(child.send(SIGCONT))
+        #expect(child.send(SIGKILL))
+        #expect(child.waitUntilExit() == .init(reason: .uncaughtSignal, status: SIGKILL))
+        #expect(!child.waitUntilStopped(seconds: 0))
+    }
+
     /// The reaper waits for its own child only: another child of this process is still there for its own waitpid.
     @Test func reapsNoOtherChild() throws {
         var other: pid_t = 0

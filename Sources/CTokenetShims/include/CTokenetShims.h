@@ -216,6 +216,15 @@ static inline int ctk_wait_until_ended(pid_t pid) {
     return 0;
 }
 
+/// 1 when the child `pid` has stopped (SIGSTOP has taken effect in every thread), 0 when it has not, -1 with errno.
+/// The stop stays reportable (WNOWAIT), and an end is not looked for, so it is left to the waiter for the end.
+static inline int ctk_child_is_stopped(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_PID, (id_t)pid, &info, WSTOPPED | WNOWAIT | WNOHANG) != 0) return -1;
+    return info.si_pid == pid ? 1 : 0;
+}
+
 /// The wait status macros, which Swift does not import.
 static inline int ctk_wait_exited(int status) { return WIFEXITED(status); }
 static inline int ctk_wait_exit_status(int status) { return WEXITSTATUS(status); }
