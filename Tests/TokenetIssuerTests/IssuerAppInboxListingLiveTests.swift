@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetNode
 import TokenetTestSupport
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetIssuer
@@ -45,7 +46,7 @@ import TokenetWire
                 Support.fixturePath, "--data-dir", directory, "--ready-file", ready, "--parent-pid", "\(getpid())",
             ])
         defer {
-            if node.isRunning { node.terminate() }
+            node.send(SIGTERM)
             node.waitUntilExit(killingAfter: 30)
         }
         let deadline = Date().addingTimeInterval(120)
@@ -75,23 +76,19 @@ import TokenetWire
         #expect(rows.filter { $0.hasPrefix("ar-") } == requests)
     }
 
-    static func launch(_ name: String, _ arguments: [String], output: Pipe? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = try BuiltExecutables.url(of: name)
-        process.arguments = arguments
-        process.standardOutput = output ?? FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts `name`, its standard output in a pipe (`SpawnedProcess.standardOutput`) when `output`, else dropped.
+    static func launch(_ name: String, _ arguments: [String], output: Bool = false) throws -> SpawnedProcess {
+        try SpawnedProcess(
+            try BuiltExecutables.url(of: name).path, arguments, standardOutput: output ? .pipe : .nullDevice,
+            standardError: .nullDevice)
     }
 
     /// The standard output of a `tokenet` command that succeeds.
     static func run(_ name: String, _ arguments: [String]) throws -> String {
-        let output = Pipe()
-        let process = try launch(name, arguments, output: output)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit(killingAfter: 60)
-        try #require(process.terminationStatus == 0, "\(name) \(arguments) exited \(process.terminationStatus)")
+        let process = try launch(name, arguments, output: true)
+        let data = process.standardOutput!.readDataToEndOfFile()
+        let termination = process.waitUntilExit(killingAfter: 60)
+        try #require(termination.status == 0, "\(name) \(arguments) exited \(termination.status)")
         return String(decoding: data, as: UTF8.self)
     }
 }

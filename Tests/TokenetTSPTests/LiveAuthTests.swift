@@ -37,7 +37,7 @@ import TokenetWire
             deviceCredentialID: device.credentialID, deviceCode: try AuthTests.code(device, 0))
         #expect(try await TspV1.Authentication.Client(issuerClient).login(login).result == .success)
         first.kill()
-        #expect(first.process.terminationReason == .uncaughtSignal)
+        #expect(first.process.termination?.reason == .uncaughtSignal)
 
         let second = try await LiveNodeTests.Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { second.kill() }
@@ -147,21 +147,17 @@ import TokenetWire
     static func run(_ executable: URL, _ arguments: [String], temporaryDirectory: String) throws -> (
         status: Int32, output: String
     ) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = temporaryDirectory
-        process.environment = environment
         let output = temporaryDirectory + "/demo.out"
         _ = FileManager.default.createFile(atPath: output, contents: nil)
+        // Both streams share one open file, so neither overwrites what the other wrote.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
+        let process = try SpawnedProcess(
+            executable.path, arguments, environment: environment, standardInput: .nullDevice,
+            standardOutput: .descriptor(handle.fileDescriptor), standardError: .descriptor(handle.fileDescriptor))
         try handle.close()
-        return (process.terminationStatus, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        let termination = process.waitUntilExit()
+        return (termination.status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 }

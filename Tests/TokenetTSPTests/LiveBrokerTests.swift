@@ -42,7 +42,7 @@ import TokenetWire
         #expect(ack.acknowledged == 2)
 
         first.kill()
-        #expect(first.process.terminationReason == .uncaughtSignal)
+        #expect(first.process.termination?.reason == .uncaughtSignal)
 
         let second = try await Node(dataDirectory: dataDirectory, issuerPort: 9)
         defer { second.kill() }
@@ -70,28 +70,29 @@ import TokenetWire
 
     /// A running `wallet-node` subscribed to the TSP at `tspPort`, logging to `<data dir>/wallet-node.log`.
     final class WalletNodeProcess {
-        let process = Process()
+        let process: SpawnedProcess
 
         init(dataDirectory: String, tspPort: UInt16) async throws {
             let pem = LiveNodeTests.pem
             let ready = dataDirectory + "/ready-\(UUID().uuidString)"
-            process.executableURL = try LiveNodeTests.Node.executable().deletingLastPathComponent()
-                .appendingPathComponent("wallet-node")
-            process.arguments = [
-                "--listen", "127.0.0.1:0", "--cert", pem("wallet.pem"), "--key", pem("wallet.key"), "--ca",
-                pem("ca.pem"), "--tsp", "127.0.0.1:\(tspPort)", "--data-dir", dataDirectory + "/data",
-                "--ready-file", ready,
-            ]
             let log = dataDirectory + "/wallet-node.log"
             if !FileManager.default.fileExists(atPath: log) {
                 _ = FileManager.default.createFile(atPath: log, contents: nil)
             }
+            // A restarted node adds to the log of the one before.
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            defer { try? handle.close() }
             handle.seekToEndOfFile()
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = handle
-            try process.run()
+            process = try SpawnedProcess(
+                try LiveNodeTests.Node.executable().deletingLastPathComponent().appendingPathComponent("wallet-node")
+                    .path,
+                [
+                    "--listen", "127.0.0.1:0", "--cert", pem("wallet.pem"), "--key", pem("wallet.key"), "--ca",
+                    pem("ca.pem"), "--tsp", "127.0.0.1:\(tspPort)", "--data-dir", dataDirectory + "/data",
+                    "--ready-file", ready,
+                ],
+                standardInput: .nullDevice, standardOutput: .nullDevice,
+                standardError: .descriptor(handle.fileDescriptor))
             let deadline = Date().addingTimeInterval(60)
             while !FileManager.default.fileExists(atPath: ready), process.isRunning, Date() < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -103,7 +104,7 @@ import TokenetWire
         }
 
         func kill() {
-            if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+            process.send(SIGKILL)
             process.waitUntilExit()
         }
 

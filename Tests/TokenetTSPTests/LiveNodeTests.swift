@@ -19,27 +19,28 @@ import TokenetWire
 
     /// A running `tsp-node`; `kill()` sends SIGKILL and reaps it.
     final class Node {
-        let process = Process()
+        let process: SpawnedProcess
         let port: UInt16
 
         init(dataDirectory: String, issuerPort: UInt16, listenPort: UInt16 = 0) async throws {
             let ready = dataDirectory + "/ready-\(UUID().uuidString)"
-            process.executableURL = try Self.executable()
-            process.arguments = [
-                "--listen", "127.0.0.1:\(listenPort)", "--cert", pem("tsp.pem"), "--key", pem("tsp.key"), "--ca",
-                pem("ca.pem"),
-                "--issuer", "127.0.0.1:\(issuerPort)", "--data-dir", dataDirectory, "--ready-file", ready,
-            ]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
             let log = dataDirectory + "/tsp-node.log"
             if !FileManager.default.fileExists(atPath: log) {
                 _ = FileManager.default.createFile(atPath: log, contents: nil)
             }
+            // A restarted node adds to the log of the one before.
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            defer { try? handle.close() }
             handle.seekToEndOfFile()
-            process.standardError = handle
-            try process.run()
+            process = try SpawnedProcess(
+                try Self.executable().path,
+                [
+                    "--listen", "127.0.0.1:\(listenPort)", "--cert", pem("tsp.pem"), "--key", pem("tsp.key"), "--ca",
+                    pem("ca.pem"),
+                    "--issuer", "127.0.0.1:\(issuerPort)", "--data-dir", dataDirectory, "--ready-file", ready,
+                ],
+                standardInput: .nullDevice, standardOutput: .nullDevice,
+                standardError: .descriptor(handle.fileDescriptor))
             let deadline = Date().addingTimeInterval(60)
             while !FileManager.default.fileExists(atPath: ready), process.isRunning, Date() < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -47,7 +48,7 @@ import TokenetWire
             guard FileManager.default.fileExists(atPath: ready),
                 let address = HostPort(parsing: try ReadyFile.read(from: ready).listen)
             else {
-                if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+                process.send(SIGKILL)
                 process.waitUntilExit()
                 throw NodeDidNotStart(log: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
             }
@@ -55,7 +56,7 @@ import TokenetWire
         }
 
         func kill() {
-            if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+            process.send(SIGKILL)
             process.waitUntilExit()
         }
 
@@ -142,7 +143,7 @@ import TokenetWire
         }
         try #require(issuer.state.withLock { $0.authorizations } == 1)
         first.kill()
-        #expect(first.process.terminationReason == .uncaughtSignal)
+        #expect(first.process.termination?.reason == .uncaughtSignal)
         #expect((try? await interrupted.value) == nil)
 
         issuer.set(.approve)

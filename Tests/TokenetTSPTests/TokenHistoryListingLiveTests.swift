@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetNode
 import TokenetTestSupport
+import TokenetTransport
 
 @testable import TokenetTSP
 
@@ -38,16 +39,11 @@ import TokenetTestSupport
 
     /// The standard output of a `tokenet` command that succeeds.
     static func run(_ arguments: [String]) throws -> String {
-        let output = Pipe()
-        let process = Process()
-        process.executableURL = try BuiltExecutables.url(of: "tokenet")
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit(killingAfter: 60)
-        try #require(process.terminationStatus == 0, "tokenet \(arguments) exited \(process.terminationStatus)")
+        let process = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tokenet").path, arguments, standardOutput: .pipe, standardError: .nullDevice)
+        let data = process.standardOutput!.readDataToEndOfFile()
+        let termination = process.waitUntilExit(killingAfter: 60)
+        try #require(termination.status == 0, "tokenet \(arguments) exited \(termination.status)")
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -15,7 +15,7 @@ import TokenetTestSupport
         try await Self.waitFor("the wallet's subscription", in: tsp) { $0.contains("subscriber connected") }
 
         try await offThePool { wallet.stop() }
-        #expect(wallet.process.terminationStatus == 0)
+        #expect(wallet.process.termination?.status == 0)
         try await Self.waitFor("the end of the subscription", in: tsp) { $0.contains("subscriber disconnected") }
         // The TSP logs a connection that ended in a problem at info ("connection closed ... problem=..."); a clean
         // close only at debug. Give a late problem line a moment to appear.

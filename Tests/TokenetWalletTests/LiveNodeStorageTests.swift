@@ -33,7 +33,7 @@ import TokenetTestSupport
         let path = process.directory.file("data/" + entry.database)
         #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the node runs with a write-ahead log")
         process.stop()
-        #expect(process.process.terminationStatus == 0, "\(process.stderr)")
+        #expect(process.process.termination?.status == 0, "\(process.stderr)")
 
         let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
         #expect(wal == 0, "\(entry.database)-wal still holds \(wal) bytes after a clean stop")

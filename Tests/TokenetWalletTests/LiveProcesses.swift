@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetTestSupport
+import TokenetTransport
 
 /// The package's built executables, found next to the test bundle (`swift build --build-tests` builds them).
 enum Executables {
@@ -55,32 +56,20 @@ func runExecutable(
     _ name: String, _ arguments: [String], environment: [String: String] = [:], limit: Double = 90
 ) throws -> CommandResult {
     let scratch = try ScratchDirectory()
-    let process = Process()
-    process.executableURL = try Executables.url(of: name)
-    process.arguments = arguments
-    process.environment = environment
-    for stream in ["stdout", "stderr"] {
-        _ = FileManager.default.createFile(atPath: scratch.file(stream), contents: nil)
-    }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle(forWritingAtPath: scratch.file("stdout"))
-    process.standardError = FileHandle(forWritingAtPath: scratch.file("stderr"))
-    try process.run()
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: watchdog)
-    process.waitUntilExit()
-    watchdog.cancel()
+    let termination = try SpawnedProcess(
+        try Executables.url(of: name).path, arguments, environment: environment, standardInput: .nullDevice,
+        standardOutput: .file(scratch.file("stdout")), standardError: .file(scratch.file("stderr"))
+    ).waitUntilExit(killingAfter: limit)
     return CommandResult(
-        status: process.terminationStatus,
+        status: termination.status,
         stdout: try String(contentsOfFile: scratch.file("stdout"), encoding: .utf8),
         stderr: try String(contentsOfFile: scratch.file("stderr"), encoding: .utf8))
 }
 
 /// A node process started with its role's certificate, stopped (SIGTERM, then waited for) on deinit.
-/// Immutable once started; `Process` itself is safe to wait on from any thread.
+/// Immutable once started; `SpawnedProcess` itself is safe to wait on from any thread.
 final class NodeProcess: @unchecked Sendable {
-    let process = Process()
+    let process: SpawnedProcess
     let directory: ScratchDirectory
     let listen: String
 
@@ -91,21 +80,18 @@ final class NodeProcess: @unchecked Sendable {
     ) throws {
         self.directory = try directory ?? ScratchDirectory()
         let ready = self.directory.file("ready-\(UUID().uuidString).json")
-        process.executableURL = try Executables.url(of: name)
-        process.arguments =
+        process = try SpawnedProcess(
+            try Executables.url(of: name).path,
             [
                 "--listen", listen, "--data-dir", self.directory.file("data"), "--ready-file", ready,
                 "--cert", "\(pki)/\(role).pem", "--key", "\(pki)/\(role).key", "--ca", "\(pki)/ca.pem",
-            ] + extra
-        _ = FileManager.default.createFile(atPath: self.directory.file("stderr"), contents: nil)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: self.directory.file("stderr"))
-        try process.run()
+            ] + extra,
+            standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .file(self.directory.file("stderr"))
+        )
         let deadline = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: ready) {
             guard process.isRunning, Date() < deadline else {
-                if process.isRunning { process.terminate() }
+                process.send(SIGTERM)
                 process.waitUntilExit()
                 let log = (try? String(contentsOfFile: self.directory.file("stderr"), encoding: .utf8)) ?? ""
                 throw LiveTestError("\(name) did not become ready: \(log)")
@@ -119,7 +105,7 @@ final class NodeProcess: @unchecked Sendable {
 
     /// Stops the node with SIGTERM and waits for it; its data directory stays for a restart.
     func stop() {
-        if process.isRunning { process.terminate() }
+        process.send(SIGTERM)
         // A node that never exits is killed, so its test fails instead of hanging the suite.
         process.waitUntilExit(killingAfter: 60)
     }
