@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// Where the scratch PKI of this test process lives; a global so the `atexit` handler, which captures nothing, can
 /// remove it.
@@ -36,21 +37,16 @@ public struct DevelopmentPKI: Sendable {
 
     private static func run(_ arguments: [String]) {
         let script = PackageRoot.url.appendingPathComponent("Tools/gen-certs")
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = script
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = output
+        let process: SpawnedProcess
         do {
-            try process.run()
+            process = try SpawnedProcess(script.path, arguments, standardOutput: .nullDevice, standardError: .pipe)
         } catch {
-            fatalError("cannot run \(script.path): \(error)")
+            fatalError("\(error)")
         }
         // gen-certs writes a few lines at most, far less than a pipe holds, so reading after the exit cannot block it.
-        process.waitUntilExit()
-        let messages = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        if process.terminationStatus != 0 {
+        let termination = process.waitUntilExit()
+        let messages = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        if !termination.isCleanExit {
             fatalError("Tools/gen-certs \(arguments.joined(separator: " ")) failed: \(messages)")
         }
     }

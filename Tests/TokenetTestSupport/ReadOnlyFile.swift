@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 /// Makes a file one this process cannot write, for tests of what a node does with such a file, and undoes it.
 ///
@@ -18,12 +19,7 @@ public enum ReadOnlyFile {
     }
 
     private static func chattr(_ flag: String, _ path: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        let process = try? SpawnedProcess("/usr/bin/chattr", [flag, path], standardError: .nullDevice)
+        return process?.waitUntilExit().isCleanExit ?? false
     }
 }
