@@ -1,23 +1,19 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// `tokenet` whose standard output cannot be written: what it printed never reached the file, so it must not exit 0.
 @Suite struct CLIOutputFailureTests {
     /// Runs `tokenet` with `output` as its standard output and returns its status and standard error.
     private func run(_ arguments: [String], output: FileHandle) throws -> (status: Int32, stderr: String) {
         let directory = try TemporaryDirectory()
-        _ = FileManager.default.createFile(atPath: directory.path("stderr"), contents: nil)
-        let process = Process()
-        process.executableURL = try BuiltExecutables.url(of: "tokenet")
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: directory.url.appendingPathComponent("stderr"))
-        try process.run()
-        process.waitUntilExit(killingAfter: 60)
-        #expect(process.terminationReason == .exit)
-        return (process.terminationStatus, try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
+        let termination = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tokenet").path, arguments, standardInput: .nullDevice,
+            standardOutput: .descriptor(output.fileDescriptor), standardError: .file(directory.path("stderr"))
+        ).waitUntilExit(killingAfter: 60)
+        #expect(termination.reason == .exit)
+        return (termination.status, try String(contentsOfFile: directory.path("stderr"), encoding: .utf8))
     }
 
     @Test func aFullDiskFailsTheCommand() throws {

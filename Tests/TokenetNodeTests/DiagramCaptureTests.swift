@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 import TokenetWire
 
 /// `tokenet-diagram` on captures that are not whole, not decryptable or not what the command asks for: each says
@@ -308,20 +309,13 @@ extension DiagramCaptureTests {
         let stderr = directory.path("stderr")
         try capture.write(to: path)
         let result = try await offThePool { () throws -> (status: Int32, stderr: String) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [
-                PackageRoot.path("Tools/dissector/tokenet-diagram"), "--format", "text", path,
-            ]
-            let output = Pipe()
-            process.standardOutput = output
-            _ = FileManager.default.createFile(atPath: stderr, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
-            try process.run()
+            let process = try SpawnedProcess(
+                "/usr/bin/python3", [PackageRoot.path("Tools/dissector/tokenet-diagram"), "--format", "text", path],
+                standardOutput: .pipe, standardError: .file(stderr))
             // The reader goes away before reading anything, as `| head -0` would.
-            try output.fileHandleForReading.close()
-            process.waitUntilExit(killingAfter: 120)
-            return (process.terminationStatus, try String(contentsOfFile: stderr, encoding: .utf8))
+            try process.standardOutput?.close()
+            let termination = process.waitUntilExit(killingAfter: 120)
+            return (termination.status, try String(contentsOfFile: stderr, encoding: .utf8))
         }
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("Traceback"), "\(result.stderr)")

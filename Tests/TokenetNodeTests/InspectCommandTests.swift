@@ -171,25 +171,20 @@ import TokenetTransport
     /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the
     /// command cancels the call and exits 0. It used to keep the watch open, so the shell's pipeline never returned.
     @Test func aStreamEndsWhenNobodyReadsItsOutput() async throws {
-        let output = Pipe()
-        let process = Process()
-        process.executableURL = try BuiltExecutables.url(of: "tokenet")
-        process.arguments = ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output.fileHandleForWriting
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        try output.fileHandleForWriting.close()
-        let first = output.fileHandleForReading.availableData
+        let process = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tokenet").path,
+            ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}"] + tls, standardInput: .nullDevice,
+            standardOutput: .pipe, standardError: .nullDevice)
+        let output = try #require(process.standardOutput)
+        let first = output.availableData
         #expect(String(decoding: first, as: UTF8.self).contains("SERVING_STATUS_SERVING"))
-        try output.fileHandleForReading.close()
+        try output.close()
         let limit = Date().addingTimeInterval(20)
         while process.isRunning && Date() < limit { try await Task.sleep(for: .milliseconds(20)) }
         let endedByItself = !process.isRunning
-        process.waitUntilExit(killingAfter: 0)
+        let termination = process.waitUntilExit(killingAfter: 0)
         #expect(endedByItself, "tokenet kept the stream open after its reader went away")
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        #expect(termination == .init(reason: .exit, status: 0))
     }
 
     /// No handshake finishes in a microsecond: the caller's deadline ran out, which says nothing about the node.

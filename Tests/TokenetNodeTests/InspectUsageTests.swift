@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// Runs `tokenet list`, `describe` and `call` with input they must refuse before reaching any node: each ends with
 /// exit status 2 and a message that says what to change.
@@ -288,20 +289,16 @@ import TokenetTestSupport
 
     /// Swift would turn the byte 0xFF into U+FFFD and send that; the command refuses it as it refuses such input.
     @Test func anArgumentThatIsNotUTF8IsRefused() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c",
-            #"exec "$0" call "$1" tokenet.health.v1.Health/Check --plaintext -d "$(printf '{"service": "\377"}')""#,
-            try BuiltExecutables.url(of: "tokenet").path, address,
-        ]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 2, "\(stderr)")
+        let process = try SpawnedProcess(
+            "/bin/sh",
+            [
+                "-c",
+                #"exec "$0" call "$1" tokenet.health.v1.Health/Check --plaintext -d "$(printf '{"service": "\377"}')""#,
+                try BuiltExecutables.url(of: "tokenet").path, address,
+            ], standardOutput: .nullDevice, standardError: .pipe)
+        let stderr = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
+        let termination = process.waitUntilExit(killingAfter: 60)
+        #expect(termination.status == 2, "\(stderr)")
         #expect(stderr.contains("is not UTF-8 text"), "\(stderr)")
     }
 }

@@ -14,17 +14,15 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3))) func aNodeWhoseLogPipeIsFullStillExitsAfterTheGrace() async throws {
         let scratch = try TemporaryDirectory()
         let readyFile = scratch.path("ready.json")
-        let node = Process()
-        node.executableURL = try BuiltExecutables.url(of: "tsp-node")
-        node.arguments = [
-            "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
-            "--drain-timeout", "1", "--log-level", "debug", "--parent-pid", "\(getpid())",
-        ]
-        let unread = Pipe()  // the node's stderr, never read until the node is gone
-        node.standardError = unread
-        node.standardOutput = FileHandle.nullDevice
-        try node.run()
-        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        // The node's stderr is a pipe, never read until the node is gone.
+        let node = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tsp-node").path,
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", scratch.path("data"), "--ready-file", readyFile,
+                "--drain-timeout", "1", "--log-level", "debug", "--parent-pid", "\(getpid())",
+            ], standardOutput: .nullDevice, standardError: .pipe)
+        let unread = try #require(node.standardError)
+        defer { node.send(SIGKILL) }
         let deadline = Date().addingTimeInterval(120)
         while !FileManager.default.fileExists(atPath: readyFile), node.isRunning, Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
@@ -55,19 +53,17 @@ import TokenetWire
             }
             try await raw.write(batch)
             try await Task.sleep(for: .milliseconds(10))
-            _ = ioctl(unread.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &held)
+            _ = ioctl(unread.fileDescriptor, UInt(FIONREAD), &held)
             if held != heldSince.count { heldSince = (held, .now) }
             blocked = held >= 56 * 1024 && ContinuousClock.now - heldSince.at >= .milliseconds(500)
         }
         try #require(blocked, "the log pipe holds \(held) bytes and still takes more")
 
         let stopping = ContinuousClock.now
-        kill(node.processIdentifier, SIGTERM)
-        await Task.detached { node.waitUntilExit(killingAfter: 60) }.value
+        node.send(SIGTERM)
+        let termination = await Task.detached { node.waitUntilExit(killingAfter: 60) }.value
         let took = ContinuousClock.now - stopping
-        #expect(
-            node.terminationReason == .exit && node.terminationStatus == 1,
-            "\(node.terminationReason) \(node.terminationStatus)")
+        #expect(termination == .init(reason: .exit, status: 1), "\(termination)")
         // The bound is the drain (1 s) plus the grace (10 s); a loaded machine may add to it, not 40 s.
         #expect(took >= .seconds(10) && took < .seconds(50), "stopped after \(took)")
         await raw.close()

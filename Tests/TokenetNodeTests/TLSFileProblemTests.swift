@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// TLS files that exist but cannot serve as what their option names (a device, an empty file, a certificate given as
 /// the key, a damaged PEM block) are refused before connecting, with a message that names the option, the file,

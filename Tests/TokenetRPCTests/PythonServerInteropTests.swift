@@ -14,7 +14,7 @@ import TokenetWire
     typealias Health = HealthV1.Health
     typealias Request = HealthV1.HealthCheckRequest
 
-    let server = Process()
+    let server: SpawnedProcess
     let output: URL
     let ports: [String: UInt16]
     let loop: EventLoop
@@ -23,13 +23,10 @@ import TokenetWire
         output = FileManager.default.temporaryDirectory.appendingPathComponent("python-server-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         // Debian's interpreter, where Tools/setup installs python3-protobuf.
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [
-            PackageRoot.path("Tools/interop/python-server"), "--pki", DevelopmentPKI.shared.directory.path,
-        ]
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = try FileHandle(forWritingTo: output)
-        try server.run()
+        server = try SpawnedProcess(
+            "/usr/bin/python3",
+            [PackageRoot.path("Tools/interop/python-server"), "--pki", DevelopmentPKI.shared.directory.path],
+            standardInput: .nullDevice, standardOutput: .file(output.path))
         var ports: [String: UInt16] = [:]
         let deadline = Date().addingTimeInterval(60)
         var text = ""
@@ -47,8 +44,8 @@ import TokenetWire
     }
 
     deinit {
-        // SIGKILL: the server keeps nothing, and a SIGTERM may be blocked in the test process, and so in its child.
-        kill(server.processIdentifier, SIGKILL)
+        // SIGKILL: the server keeps nothing.
+        server.send(SIGKILL)
         server.waitUntilExit()
         try? FileManager.default.removeItem(at: output)
         loop.shutdown()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// The crash helper commits until it is killed; one whose test run stalled or died must not go on filling the disk.
 @Suite struct CrashHelperLifetimeTests {
@@ -8,15 +9,13 @@ import TokenetTestSupport
     @Test(.timeLimit(.minutes(3))) func theHelperStopsWhenItsParentIsGone() async throws {
         let directory = try TemporaryDirectory()
         let helper = try BuiltExecutables.url(of: "tokenet-storage-crash-helper").path
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
         // The pid goes to a file, not a pipe: the helper would inherit the pipe and hold it open.
-        shell.arguments = [
-            "-c", "\"$0\" \"$1\" 40 > \"$2\" 2> \"$3\" & echo $! > \"$4\"", helper, directory.path("node.sqlite"),
-            directory.path("helper.out"), directory.path("helper.err"), directory.path("helper.pid"),
-        ]
-        shell.standardOutput = FileHandle.nullDevice
-        try shell.run()
+        let shell = try SpawnedProcess(
+            "/bin/sh",
+            [
+                "-c", "\"$0\" \"$1\" 40 > \"$2\" 2> \"$3\" & echo $! > \"$4\"", helper, directory.path("node.sqlite"),
+                directory.path("helper.out"), directory.path("helper.err"), directory.path("helper.pid"),
+            ], standardOutput: .nullDevice)
         shell.waitUntilExit(killingAfter: 30)
         let text = try String(contentsOfFile: directory.path("helper.pid"), encoding: .utf8)
         let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))

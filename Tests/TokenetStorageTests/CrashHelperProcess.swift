@@ -1,23 +1,19 @@
 import Foundation
 import TokenetTestSupport
+import TokenetTransport
 
 /// A running `tokenet-storage-crash-helper`, its stdout and stderr in files so it never blocks on a pipe.
 final class CrashHelperProcess {
-    private let process = Process()
+    private let process: SpawnedProcess
     private let stdoutPath: String
     private let stderrPath: String
 
     init(databasePath: String, rowsPerTransaction: Int, outputDirectory: TemporaryDirectory, round: Int) throws {
         stdoutPath = outputDirectory.path("helper-\(round).out")
         stderrPath = outputDirectory.path("helper-\(round).err")
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = try Self.executable()
-        process.arguments = [databasePath, String(rowsPerTransaction)]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        try process.run()
+        process = try SpawnedProcess(
+            try Self.executable().path, [databasePath, String(rowsPerTransaction)], standardInput: .nullDevice,
+            standardOutput: .file(stdoutPath), standardError: .file(stderrPath))
     }
 
     /// The transaction numbers the helper reported committed so far (complete lines only).
@@ -51,9 +47,8 @@ final class CrashHelperProcess {
 
     /// Sends SIGKILL and waits; true when the helper died of that signal (rather than exiting before it).
     func sigkill() -> Bool {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        process.send(SIGKILL)
+        return process.waitUntilExit() == .init(reason: .uncaughtSignal, status: SIGKILL)
     }
 
     struct HelperFailure: Error, CustomStringConvertible {

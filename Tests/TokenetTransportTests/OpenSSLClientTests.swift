@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTestSupport
 
 @testable import TokenetTransport
 
@@ -12,37 +13,34 @@ import Testing
         defer { loop.shutdown() }
         let listener = try await TLSListener.bind(context: certs.context(certs.server("tsp")), on: loop)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "s_client", "-connect", "127.0.0.1:\(listener.port)", "-tls1_3", "-brief",
-            "-cert", certs.path("wallet.pem"), "-key", certs.path("wallet.key"), "-CAfile", certs.caFile,
-            "-verify_return_error",
-        ]
-        let input = Pipe()
+        // Standard output and error share one pipe, whose write end only the child keeps.
         let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
-        try process.run()
+        let process = try SpawnedProcess(
+            "/usr/bin/env",
+            [
+                "openssl", "s_client", "-connect", "127.0.0.1:\(listener.port)", "-tls1_3", "-brief",
+                "-cert", certs.path("wallet.pem"), "-key", certs.path("wallet.key"), "-CAfile", certs.caFile,
+                "-verify_return_error",
+            ],
+            standardInput: .pipe, standardOutput: .descriptor(output.fileHandleForWriting.fileDescriptor),
+            standardError: .descriptor(output.fileHandleForWriting.fileDescriptor))
+        try output.fileHandleForWriting.close()
+        let input = try #require(process.standardInput)
 
         var connections = listener.connections.makeAsyncIterator()
         let connection = try #require(await connections.next())
         #expect(connection.peer == PeerIdentity(role: .wallet, nodeID: "wallet-1"))
 
         try await connection.write(Array("hello from tsp\n".utf8))
-        input.fileHandleForWriting.write(Data("ping from s_client\n".utf8))
+        input.write(Data("ping from s_client\n".utf8))
         var received: [UInt8] = []
         while !received.contains(UInt8(ascii: "\n")), let chunk = try await connection.read() { received += chunk }
         #expect(String(decoding: received, as: UTF8.self) == "ping from s_client\n")
 
         // End of input makes s_client send close_notify and exit.
-        try input.fileHandleForWriting.close()
+        try input.close()
         #expect(try await connection.read() == nil)
-        var statuses = exited.stream.makeAsyncIterator()
-        let status = await statuses.next()
+        let status = try await offThePool { process.waitUntilExit(killingAfter: 60) }.status
         let transcript = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(status == 0, "s_client output:\n\(transcript)")
         #expect(transcript.contains("hello from tsp"), "s_client output:\n\(transcript)")
