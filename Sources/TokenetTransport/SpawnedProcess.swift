@@ -89,7 +89,9 @@ public final class SpawnedProcess: Sendable {
 
     public let pid: pid_t
     public let executable: String
-    /// The parent's ends of the pipes asked for with `.pipe`, nil for a stream set otherwise.
+    /// The parent's ends of the pipes asked for with `.pipe`, nil for a stream set otherwise. Each closes when this
+    /// object goes, which the thread waiting for the child delays until the child has ended: a child that reads its
+    /// input to the end needs `standardInput` closed explicitly.
     public let standardInput: FileHandle?
     public let standardOutput: FileHandle?
     public let standardError: FileHandle?
