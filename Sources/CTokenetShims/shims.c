@@ -73,4 +73,8 @@ int ctk_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from) 
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
+int ctk_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+}
+
 int ctk_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }

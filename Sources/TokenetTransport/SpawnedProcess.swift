@@ -101,13 +101,13 @@ public final class SpawnedProcess: Sendable {
     private let exited = DispatchGroup()
 
     /// Starts `executable` (a path: no search of PATH) with `arguments`, and with `environment` when given, else
-    /// this process's environment.
+    /// this process's environment; in `workingDirectory` when given, else in this process's.
     ///
     /// `ownProcessGroup` puts the child in a new process group, as `Process` does.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        standardInput: Stream = .inherit, standardOutput: Stream = .inherit, standardError: Stream = .inherit,
-        ownProcessGroup: Bool = true
+        workingDirectory: String? = nil, standardInput: Stream = .inherit, standardOutput: Stream = .inherit,
+        standardError: Stream = .inherit, ownProcessGroup: Bool = true
     ) throws(SpawnError) {
         self.executable = executable
         // For each of 0, 1 and 2: the descriptor the child duplicates onto it (nil: the parent's own), and the
@@ -121,7 +121,8 @@ public final class SpawnedProcess: Sendable {
                 (sources[target], parentEnds[target]) = try Self.childEnd(stream, for: target, of: executable)
             }
             pid = try Self.spawn(
-                executable, arguments, environment: environment, sources: sources, ownProcessGroup: ownProcessGroup)
+                executable, arguments, environment: environment, workingDirectory: workingDirectory, sources: sources,
+                ownProcessGroup: ownProcessGroup)
         } catch {
             for case let descriptor? in parentEnds { close(descriptor) }
             throw error
@@ -245,8 +246,8 @@ public final class SpawnedProcess: Sendable {
     }
 
     private static func spawn(
-        _ executable: String, _ arguments: [String], environment: [String: String]?, sources: [Int32?],
-        ownProcessGroup: Bool
+        _ executable: String, _ arguments: [String], environment: [String: String]?, workingDirectory: String?,
+        sources: [Int32?], ownProcessGroup: Bool
     ) throws(SpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -260,6 +261,7 @@ public final class SpawnedProcess: Sendable {
             if let source, failure == 0 { failure = posix_spawn_file_actions_adddup2(&actions, source, Int32(target)) }
         }
         if failure == 0 { failure = ctk_spawn_actions_close_from(&actions, 3) }
+        if let workingDirectory, failure == 0 { failure = ctk_spawn_actions_chdir(&actions, workingDirectory) }
         var none = sigset_t()
         sigemptyset(&none)
         if failure == 0 { failure = posix_spawnattr_setsigmask(&attributes, &none) }
@@ -288,7 +290,10 @@ public final class SpawnedProcess: Sendable {
                 posix_spawn(&pid, executable, &actions, &attributes, argv.baseAddress!, environ)
             }
         }
-        guard result == 0 else { throw SpawnError(result, "cannot start \(executable)") }
+        guard result == 0 else {
+            // A directory that cannot be entered fails the start with the same error as a missing executable.
+            throw SpawnError(result, "cannot start \(executable)" + (workingDirectory.map { " in \($0)" } ?? ""))
+        }
         return pid
     }
 }

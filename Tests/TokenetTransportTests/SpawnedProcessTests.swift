@@ -122,6 +122,18 @@ import TokenetTransport
         #expect(error.description == "cannot start /nonexistent/tokenet-absent: No such file or directory")
     }
 
+    @Test func runsInTheGivenDirectory() throws {
+        let directory = try TestScratch.directory("spawned-directory").path
+        let child = try SpawnedProcess("/bin/pwd", [], workingDirectory: directory, standardOutput: .pipe)
+        let output = try child.standardOutput?.readToEnd() ?? Data()
+        #expect(child.waitUntilExit(killingAfter: 30).isCleanExit)
+        #expect(String(decoding: output, as: UTF8.self) == directory + "\n")
+        let error = try #require(throws: SpawnedProcess.SpawnError.self) {
+            try SpawnedProcess("/bin/pwd", [], workingDirectory: "/nonexistent/directory")
+        }
+        #expect(error.description == "cannot start /bin/pwd in /nonexistent/directory: No such file or directory")
+    }
+
     @Test func namesTheFileAStreamCouldNotOpen() throws {
         let error = try #require(throws: SpawnedProcess.SpawnError.self) {
             try SpawnedProcess("/bin/true", [], standardOutput: .file("/nonexistent/out"))

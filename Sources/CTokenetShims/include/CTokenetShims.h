@@ -202,6 +202,10 @@ int ctk_set_current_thread_name(const char *name);
 /// the parent opened it. Declared by glibc only under _GNU_SOURCE, which shims.c defines.
 int ctk_spawn_actions_close_from(posix_spawn_file_actions_t *actions, int from);
 
+/// posix_spawn_file_actions_addchdir_np (glibc 2.29): the child changes to `path` before it runs the program
+/// (_GNU_SOURCE).
+int ctk_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *path);
+
 /// pipe2 with O_CLOEXEC, so no child that another thread starts meanwhile inherits either end (_GNU_SOURCE).
 int ctk_pipe_cloexec(int ends[2]);
 
