@@ -98,13 +98,13 @@ let package = Package(
         // MARK: Tests.
         /// What the test suites share: the development PKI, the built executables, a child-process watchdog.
         .target(name: "TokenetTestSupport", dependencies: ["TokenetTransport"], path: "Tests/TokenetTestSupport"),
-        .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire"]),
+        .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire", "TokenetTransport"]),
         .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC", "TokenetTestSupport"]),
         .testTarget(name: "TokenetTSPTests", dependencies: ["TokenetTSP", "TokenetTestSupport"]),
         .testTarget(name: "TokenetIssuerTests", dependencies: ["TokenetIssuer", "TokenetTestSupport"]),
         .testTarget(name: "TokenetWalletTests", dependencies: ["TokenetWallet", "TokenetTestSupport"]),
         .testTarget(name: "TokenetStorageTests", dependencies: ["TokenetStorage", "TokenetTestSupport"]),
-        .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard"]),
+        .testTarget(name: "TokenetCardTests", dependencies: ["TokenetCard", "TokenetTransport"]),
         .testTarget(name: "TokenetTransportTests", dependencies: ["TokenetTransport", "TokenetTestSupport"]),
         .testTarget(name: "TokenetFaultsTests", dependencies: ["TokenetFaults", "TokenetTransport"]),
         .testTarget(name: "TokenetScenarioTests", dependencies: ["TokenetScenario", "TokenetWire", "TokenetFaults"]),

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetTransport
 
 @testable import TokenetCard
 
@@ -42,19 +43,12 @@ struct ExternalCommand {
         let output = directory.appendingPathComponent("\(id).out")
         let errors = directory.appendingPathComponent("\(id).err")
         try stdin.write(to: input)
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.standardInput = try FileHandle(forReadingFrom: input)
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        process.waitUntilExit()
+        let termination = try SpawnedProcess(
+            "/usr/bin/env", arguments, workingDirectory: directory.path, standardInput: .file(input.path),
+            standardOutput: .file(output.path), standardError: .file(errors.path)
+        ).waitUntilExit(killingAfter: 120)
         return Result(
-            status: process.terminationStatus,
+            status: termination.status,
             stdout: try Data(contentsOf: output),
             stderr: String(decoding: try Data(contentsOf: errors), as: UTF8.self)
         )

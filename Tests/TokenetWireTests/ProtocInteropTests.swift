@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTransport
 import TokenetWire
 
 /// The frame codec against an independent protobuf implementation: Debian's `protoc` (protobuf-compiler).
@@ -90,24 +91,16 @@ enum Protoc {
         try input.write(to: inputFile)
         defer { try? FileManager.default.removeItem(at: inputFile) }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments =
-            arguments + [
-                "-I", repositoryRoot.appendingPathComponent("Protos").path, "tokenet/wire/v1/frame.proto",
-            ]
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let result = output.fileHandleForReading.readDataToEndOfFile()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let process = try SpawnedProcess(
+            path,
+            arguments + ["-I", repositoryRoot.appendingPathComponent("Protos").path, "tokenet/wire/v1/frame.proto"],
+            standardInput: .file(inputFile.path), standardOutput: .pipe, standardError: .pipe)
+        let result = process.standardOutput!.readDataToEndOfFile()
+        let message = process.standardError!.readDataToEndOfFile()
+        let termination = process.waitUntilExit(killingAfter: 60)
+        guard termination.isCleanExit else {
             throw Failure(
-                description: "protoc \(arguments) exited with \(process.terminationStatus): "
+                description: "protoc \(arguments) \(termination): "
                     + String(decoding: message, as: UTF8.self)
             )
         }
