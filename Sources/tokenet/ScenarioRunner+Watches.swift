@@ -54,7 +54,7 @@ extension ScenarioRunner {
                 let message = state.messages[index]
                 guard let expected else { return try took(message, index, awaited, stream, line, started) }
                 if let reason = message.mismatch(containing: expected) {
-                    nearest = "message \(index + 1): \(reason)"
+                    nearest = "message \(index + 1): \(shownStatusMessage(reason))"
                 } else {
                     return try took(message, index, awaited, stream, line, started)
                 }

@@ -187,7 +187,7 @@ final class ScenarioRunner {
             }
             do {
                 if let mismatch = try expectation.mismatch(outcome, variables: variables) {
-                    throw Failure(line: line, reason: mismatch)
+                    throw Failure(line: line, reason: shownStatusMessage(mismatch))
                 }
             } catch let error as ScenarioError {
                 throw Failure(line: line, reason: error.message, scriptError: true)
@@ -212,7 +212,9 @@ final class ScenarioRunner {
             } catch {
                 throw Failure(line: expectation.line ?? line, reason: error.message, scriptError: true)
             }
-            if let mismatch {
+            // The reason quotes the status message the call ended with, which the peer wrote: it is shown as the
+            // call's summary shows it (`shownStatusMessage`), a card number masked and a long message cut.
+            if let mismatch = mismatch.map(shownStatusMessage) {
                 if let giveUp, ContinuousClock.now + ScenarioExpectation.retryInterval < giveUp {
                     try sleep(ScenarioExpectation.retryInterval)
                     continue

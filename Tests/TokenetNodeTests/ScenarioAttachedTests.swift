@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 import TokenetNode
+import TokenetRPC
 import TokenetTestSupport
+import TokenetWire
 
 /// `tokenet scenario --tsp ADDR --pki DIR`: scripts against a node someone else started, which they can only call.
 @Suite struct ScenarioAttachedTests {
@@ -70,5 +72,47 @@ import TokenetTestSupport
         let badAddress = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", "127.0.0.1"])
         #expect(badAddress.status == 2)
         #expect(badAddress.stderr.contains("--tsp needs HOST:PORT"))
+    }
+}
+
+/// What a script's failed expectation prints of a status message that a server other than Tokenet's nodes sent, which
+/// may be as long as a frame and may echo a card number it was sent.
+@Suite struct ScenarioExpectationMessageTests {
+    /// Runs `script` against an in-process server (the TSP of the development PKI) whose Health/Check fails with
+    /// NOT_FOUND and `message`.
+    private static func run(_ script: String, message: String) async throws -> ProcessResult {
+        let data = try TemporaryDirectory()
+        let file = data.path("expectation.scenario")
+        try script.write(toFile: file, atomically: true, encoding: .utf8)
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
+            throw RPCError(.notFound, message)
+        }
+        return try await runTokenet(servedOverTLSBy: router) { address in
+            ["scenario", file, "--tsp", address, "--pki", DevelopmentPKI.shared.directory.path]
+        }
+    }
+
+    /// The message a call ended with is quoted in the failure masked, cut and with its control characters escaped, as
+    /// the call's own summary line prints it: quoted whole, a card number echoed by the server was printed in clear and
+    /// a message of megabytes flooded the terminal.
+    @Test func aFailedExpectationQuotesTheMessageMaskedAndCut() async throws {
+        let message = "no card 4761 0000 1000 0009\n" + String(repeating: "x", count: 4_000)
+        let result = try await Self.run(
+            "call tsp tokenet.health.v1.Health/Check {}\nexpect NOT_FOUND \"nothing like this\"\n", message: message)
+        #expect(result.status == 1, "\(result.stderr)")
+        let failure = result.stderr.split(separator: "\n").first { $0.contains("FAILED at line 2") } ?? ""
+        #expect(failure.contains("got \"no card **** **** **** 0009\\u{A}xxx"), "\(failure)")
+        #expect(!result.stdout.contains("4761") && !result.stderr.contains("4761"), "\(result.stderr)")
+        #expect(failure.count < 1_300, "\(failure.count) characters")
+    }
+
+    /// An unmet `expect CODE` quotes the message the same way.
+    @Test func aWrongCodeQuotesTheMessageMasked() async throws {
+        let result = try await Self.run(
+            "call tsp tokenet.health.v1.Health/Check {}\nexpect OK\n", message: "no card 4761000010000009")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("expected OK, got NOT_FOUND: no card ************0009"), "\(result.stderr)")
+        #expect(!result.stderr.contains("4761"), "\(result.stderr)")
     }
 }
