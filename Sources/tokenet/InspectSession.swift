@@ -332,7 +332,8 @@ final class InspectSession: Sendable {
         let name = error.code.protoValueName ?? "CODE_\(error.code.rawValue)"
         // A status message often quotes what the caller sent (`this node does not serve …`): its line breaks too
         // are escaped, so that it cannot print a line of its own, and it is cut short (`shownStatusMessage`).
-        printError("ERROR: \(name): \(shownStatusMessage(error.message))")
+        // A status without a message (some servers send none) prints as its code alone, not with a dangling ": ".
+        printError(error.message.isEmpty ? "ERROR: \(name)" : "ERROR: \(name): \(shownStatusMessage(error.message))")
         guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
         return 64 + StatusCode.unknown.rawValue
     }

@@ -53,6 +53,13 @@ import TokenetWire
         #expect(result.stderr == "ERROR: NOT_FOUND: no card **** **** **** 0009 here\n")
     }
 
+    /// A status without a message prints as its code alone; it used to end in a dangling ": ".
+    @Test func aStatusWithoutAMessagePrintsItsCodeAlone() async throws {
+        let result = try await Self.callAServerAnswering(.unavailable, message: "")
+        #expect(result.status == 64 + 14, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: UNAVAILABLE\n")
+    }
+
     /// 64 + 192 is 256, which the shell sees as 0: the command used to report a failed call as a success.
     @Test(arguments: [192 as Int32, 17, -1])
     func aCodeOutsideTheGRPCCodesExitsAsUnknown(code: Int32) async throws {
