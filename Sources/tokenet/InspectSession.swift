@@ -203,15 +203,39 @@ final class InspectSession: Sendable {
     }
 
     func listServices() async throws -> [String] {
-        try await client.unary(
-            ReflectionV1.Reflection.listServices, ReflectionV1.ListServicesRequest(), options: callOptions
-        ).services
+        try await lookingUp {
+            try await client.unary(
+                ReflectionV1.Reflection.listServices, ReflectionV1.ListServicesRequest(), options: $0
+            ).services
+        }
     }
 
     func describe(_ symbol: String) async throws -> ReflectionV1.DescribeSymbolResponse {
-        try await client.unary(
-            ReflectionV1.Reflection.describeSymbol, ReflectionV1.DescribeSymbolRequest(symbol: symbol),
-            options: callOptions)
+        try await lookingUp {
+            try await client.unary(
+                ReflectionV1.Reflection.describeSymbol, ReflectionV1.DescribeSymbolRequest(symbol: symbol), options: $0)
+        }
+    }
+
+    /// The longest a reflection lookup may take when no `--deadline` is given. A call without
+    /// `--deadline` may rightly wait for good (a `Watch`), but a lookup is answered from the node's own tables: a server
+    /// that keeps the connection up and never answers one would hold `list`, `describe` or `call` forever.
+    static let lookupTimeout = Duration.seconds(30)
+
+    /// Runs a reflection lookup with `callOptions` bounded by `lookupTimeout`, which, when it is what ran out, is
+    /// named in the DEADLINE_EXCEEDED (not a deadline the person never gave).
+    private func lookingUp<Response>(_ lookup: (CallOptions) async throws -> Response) async throws -> Response {
+        var options = callOptions
+        let bounded = options.timeout == nil
+        if bounded { options.timeout = Self.lookupTimeout }
+        do {
+            return try await lookup(options)
+        } catch let error as RPCError where bounded && error.code == .deadlineExceeded {
+            throw RPCError(
+                .deadlineExceeded,
+                "\(self.options.address) did not answer a reflection lookup within "
+                    + "\(Self.lookupTimeout.components.seconds) s; give --deadline to wait longer")
+        }
     }
 
     /// Closes the connection gracefully, but waits no longer than `closeLimit` for a peer that does not answer, or for

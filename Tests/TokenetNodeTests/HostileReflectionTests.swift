@@ -57,4 +57,23 @@ import TokenetWire
             described.stdout
                 == "x.M is a message:\n\nmessage x.M {\n  string f;\\u{A}}\\u{A}message x.Fake { = 1;\n}\n")
     }
+
+    /// A server that keeps the connection up but never answers a reflection lookup ends `list` without `--deadline`
+    /// after `InspectSession.lookupTimeout` (30 s), naming the lookup; the command used to wait for good.
+    @Test func aLookupThatIsNeverAnsweredEndsTheCommand() async throws {
+        var router = RPCRouter()
+        router.unary(ReflectionV1.Reflection.listServices) { _, _ in
+            try await Task.sleep(for: .seconds(600))
+            return ReflectionV1.ListServicesResponse(services: [])
+        }
+        let started = ContinuousClock.now
+        let result = try await runTokenet(servedBy: router) { address in ["list", address, "--plaintext"] }
+        #expect(result.status == 64 + 4, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("ERROR: DEADLINE_EXCEEDED: 127.0.0.1:")
+                && result.stderr.hasSuffix(
+                    " did not answer a reflection lookup within 30 s; give --deadline to wait longer\n"),
+            "\(result.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(55))
+    }
 }
