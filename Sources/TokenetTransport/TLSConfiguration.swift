@@ -18,6 +18,11 @@ public struct TLSConfiguration: Sendable {
     public var trustedCAFile: String
     /// Roles a peer may have; a peer with another role fails the handshake.
     public var acceptedPeerRoles: Set<PeerRole>
+    /// What files named above have already been read to hold, by their path. A pipe (`--key <(…)`) can be read
+    /// only once, so the CLI reads it itself (`TLSFileCheck.readPipe`) and the context loads these bytes instead of
+    /// opening the path again; the path still names the file in messages. Empty for the nodes, which read their
+    /// files again and refuse pipes.
+    public var contents: [String: [UInt8]] = [:]
 
     public init(
         side: Side,

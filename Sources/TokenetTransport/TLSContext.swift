@@ -56,15 +56,24 @@ public final class TLSContext: @unchecked Sendable {
 
         let config = configuration
         if let chain = config.certificateChainFile {
-            try Self.check(chain, .certificate)
-            guard SSL_CTX_use_certificate_chain_file(pointer, chain) == 1 else {
-                throw Self.unreadable(chain, .certificate)
+            if let bytes = config.contents[chain] {
+                try Self.check(bytes, of: chain, .certificate)
+                guard loadCertificateChain(bytes) else { throw Self.unreadable(chain, .certificate) }
+            } else {
+                try Self.check(chain, .certificate)
+                guard SSL_CTX_use_certificate_chain_file(pointer, chain) == 1 else {
+                    throw Self.unreadable(chain, .certificate)
+                }
             }
             guard let key = config.privateKeyFile else {
                 throw TransportError(.configuration, "certificate chain \(chain) given without a private key file")
             }
-            try Self.check(key, .privateKey)
-            guard try loadPrivateKey(key) else {
+            if let bytes = config.contents[key] {
+                try Self.check(bytes, of: key, .privateKey)
+            } else {
+                try Self.check(key, .privateKey)
+            }
+            guard try loadPrivateKey(key, contents: config.contents[key]) else {
                 // OpenSSL checks the key against the certificate as it loads it, and its "cannot load private key"
                 // blamed the key alone when the certificate was just as likely the wrong file (a CA's, another
                 // party's): name both.
@@ -83,9 +92,14 @@ public final class TLSContext: @unchecked Sendable {
         } else if config.side == .server {
             throw TransportError(.configuration, "a server needs a certificate chain and private key")
         }
-        try Self.check(config.trustedCAFile, .caCertificates)
-        guard SSL_CTX_load_verify_locations(pointer, config.trustedCAFile, nil) == 1 else {
-            throw Self.unreadable(config.trustedCAFile, .caCertificates)
+        if let bytes = config.contents[config.trustedCAFile] {
+            try Self.check(bytes, of: config.trustedCAFile, .caCertificates)
+            guard loadTrustedCertificates(bytes) else { throw Self.unreadable(config.trustedCAFile, .caCertificates) }
+        } else {
+            try Self.check(config.trustedCAFile, .caCertificates)
+            guard SSL_CTX_load_verify_locations(pointer, config.trustedCAFile, nil) == 1 else {
+                throw Self.unreadable(config.trustedCAFile, .caCertificates)
+            }
         }
         let mode =
             config.side == .server
@@ -104,13 +118,28 @@ extension TLSContext {
     /// it read, but OpenSSL reads the file again (replaced in between, it may hold something else), and its default
     /// is to ask for the passphrase on the terminal and wait there. OpenSSL asks this callback instead, which answers
     /// nothing and notes that it was asked. Returns false when OpenSSL could not use the key for another reason.
-    fileprivate func loadPrivateKey(_ path: String) throws(TransportError) -> Bool {
+    /// `contents`, when given, is what the file was read to hold (a pipe, read once), parsed with the same callback.
+    fileprivate func loadPrivateKey(_ path: String, contents: [UInt8]?) throws(TransportError) -> Bool {
         var asked = false
         SSL_CTX_set_default_passwd_cb(pointer) { _, _, _, userdata in
             userdata?.storeBytes(of: true, as: Bool.self)
             return -1
         }
         let loaded = withUnsafeMutablePointer(to: &asked) { flag in
+            if let contents {
+                return Self.withMemoryBIO(contents) { bio in
+                    let key = PEM_read_bio_PrivateKey(
+                        bio, nil,
+                        { _, _, _, userdata in
+                            userdata?.storeBytes(of: true, as: Bool.self)
+                            return -1
+                        }, UnsafeMutableRawPointer(flag))
+                    guard let key else { return false }
+                    defer { EVP_PKEY_free(key) }
+                    // The context takes a reference of its own.
+                    return SSL_CTX_use_PrivateKey(pointer, key) == 1
+                }
+            }
             SSL_CTX_set_default_passwd_cb_userdata(pointer, flag)
             defer { SSL_CTX_set_default_passwd_cb_userdata(pointer, nil) }
             return SSL_CTX_use_PrivateKey_file(pointer, path, SSL_FILETYPE_PEM) == 1
@@ -120,6 +149,65 @@ extension TLSContext {
             throw TransportError(.configuration, "private key file \(path) \(TLSFileCheck.encryptedKeyProblem(path))")
         }
         return loaded
+    }
+
+    /// The certificate and its intermediates from `contents`, as `SSL_CTX_use_certificate_chain_file` reads them from
+    /// a file: the first certificate (which may carry trust settings) is the context's own, the rest its chain.
+    fileprivate func loadCertificateChain(_ contents: [UInt8]) -> Bool {
+        Self.withMemoryBIO(contents) { bio in
+            guard let leaf = PEM_read_bio_X509_AUX(bio, nil, nil, nil) else { return false }
+            // The context takes a reference of its own.
+            defer { X509_free(leaf) }
+            guard SSL_CTX_use_certificate(pointer, leaf) == 1 else { return false }
+            while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                // SSL_CTX_add0_chain_cert (a macro), which keeps the certificate only when it succeeds.
+                guard SSL_CTX_ctrl(pointer, SSL_CTRL_CHAIN_CERT, 0, UnsafeMutableRawPointer(intermediate)) == 1 else {
+                    X509_free(intermediate)
+                    return false
+                }
+            }
+            return Self.endedAtTheLastBlock()
+        }
+    }
+
+    /// Every certificate in `contents` as one peers may chain to, as `SSL_CTX_load_verify_locations` adds a file's.
+    fileprivate func loadTrustedCertificates(_ contents: [UInt8]) -> Bool {
+        guard let store = SSL_CTX_get_cert_store(pointer) else { return false }
+        return Self.withMemoryBIO(contents) { bio in
+            var added = 0
+            while let certificate = PEM_read_bio_X509_AUX(bio, nil, nil, nil) {
+                // The store takes a reference of its own.
+                defer { X509_free(certificate) }
+                guard X509_STORE_add_cert(store, certificate) == 1 else { return false }
+                added += 1
+            }
+            return added > 0 && Self.endedAtTheLastBlock()
+        }
+    }
+
+    /// Whether the PEM reads that stopped a loop stopped for want of another block ("no start line", which is then
+    /// cleared, as OpenSSL's own file loaders clear it), not at a damaged one, whose reason stays queued.
+    private static func endedAtTheLastBlock() -> Bool {
+        let error = ERR_peek_last_error()
+        guard ERR_GET_LIB(error) == ERR_LIB_PEM && ERR_GET_REASON(error) == PEM_R_NO_START_LINE else { return false }
+        ERR_clear_error()
+        return true
+    }
+
+    /// `body` given a read-only memory BIO over `contents`, freed after; false when none could be made.
+    private static func withMemoryBIO(_ contents: [UInt8], _ body: (OpaquePointer) -> Bool) -> Bool {
+        contents.withUnsafeBytes { raw in
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return false }
+            defer { BIO_free(bio) }
+            return body(bio)
+        }
+    }
+
+    /// Refuses what a pipe held when `TLSFileCheck` finds it unusable, naming the pipe as a file is named.
+    fileprivate static func check(_ contents: [UInt8], of path: String, _ kind: TLSFileKind) throws(TransportError) {
+        if let problem = TLSFileCheck.problem(withContents: contents, of: path, holding: kind) {
+            throw TransportError(.configuration, "\(kind.name) file \(path) \(problem)")
+        }
     }
 
     /// Refuses a file `TLSFileCheck` finds unusable, naming it and what to give instead.

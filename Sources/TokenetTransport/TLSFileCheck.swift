@@ -27,8 +27,10 @@ public enum TLSFileKind: Sendable {
 /// of PEM block, a key encrypted with a passphrase (which OpenSSL asks for on the terminal, when there is one, and
 /// waits). Anything but a regular file is refused before anything reads it: `/dev/null` holds nothing, `/dev/zero`
 /// never ends, a terminal (`/dev/stdin` in an interactive shell) would have the command wait for typing, and a FIFO
-/// that nobody writes to held the command forever in open(2), inside OpenSSL, beyond the reach of any deadline. A pipe
-/// (`--key <(…)`) is refused with them: the file behind it is what to give.
+/// that nobody writes to held the command forever in open(2), inside OpenSSL, beyond the reach of any deadline. A node
+/// refuses a pipe (`--key <(…)`) with them, since it reads its files more than once; the CLI reads one itself, once and
+/// within a bound (`readPipe(_:holding:waitingAtMost:)`), and has what came checked as a file's text is
+/// (`problem(withContents:of:holding:)`).
 public enum TLSFileCheck {
     /// A file larger than this is no certificate or key (a CA bundle of hundreds of certificates is under 300 KiB):
     /// reading it would only take time and memory.
@@ -46,11 +48,17 @@ public enum TLSFileCheck {
         if let problem = notRegular(status, remedy) { return problem }
         guard access(path, R_OK) == 0 else { return "cannot be read: \(String(cString: strerror(errno))); \(remedy)" }
         guard status.st_size <= sizeLimit else { return tooLarge("\(status.st_size) bytes, more", kind, remedy) }
-        let bytes: [UInt8]
         switch read(path, kind, remedy) {
-        case .success(let read): bytes = read
+        case .success(let bytes): return problem(withContents: bytes, of: path, holding: kind)
         case .failure(let problem): return problem.text
         }
+    }
+
+    /// What is wrong with `bytes`, read from `path`, as a file of `kind`: the checks `problem(with:holding:)` makes of
+    /// a regular file's text, for what the CLI read from a pipe (which cannot be read a second time to look at it).
+    public static func problem(withContents bytes: [UInt8], of path: String, holding kind: TLSFileKind) -> String? {
+        let remedy = "give the PEM file of the \(kind.name)\(kind == .caCertificates ? "s" : "")"
+        guard bytes.count <= sizeLimit else { return tooLarge("\(bytes.count) bytes, more", kind, remedy) }
         let text = String(decoding: bytes, as: UTF8.self)
         guard !text.allSatisfy(\.isWhitespace) else { return "is empty; \(remedy)" }
         let labels = beginLabels(in: text)
@@ -126,6 +134,74 @@ public enum TLSFileCheck {
             bytes += chunk[..<got]
         }
         return .failure(Problem(text: tooLarge("more", kind, remedy)))
+    }
+
+    /// What `readPipe(_:holding:waitingAtMost:)` found at a path.
+    public enum PipeContents: Sendable, Equatable {
+        /// The path is no pipe: it is to be checked, and read, as a file.
+        case notAPipe
+        /// Everything the pipe held until its writer closed it, with nothing wrong that can be seen without OpenSSL.
+        case read([UInt8])
+        /// What is wrong, as a phrase to follow the pipe's name, as `problem(with:holding:)` words one.
+        case problem(String)
+    }
+
+    /// Reads `path` to its end when it is a pipe (a FIFO, a shell's `<(…)`, `/dev/stdin` fed by `|`), for the CLI,
+    /// which runs once and so may read a file that can be read only once (a node reads its files again, and keeps
+    /// refusing pipes).
+    ///
+    /// The pipe is opened without blocking, which succeeds with no writer, where a blocking open(2) waited for one
+    /// forever. A read then returns 0 both at the end of what a writer wrote and while no writer has come yet: an
+    /// empty read ends the pipe only once something came, or once poll(2) has seen a writer hang up; otherwise
+    /// poll(2) waits for one, at most `wait` in all, so a FIFO nobody writes to is named instead of holding the
+    /// command. What came is held to the size bound and the checks of a file's text.
+    public static func readPipe(_ path: String, holding kind: TLSFileKind, waitingAtMost wait: Duration)
+        -> PipeContents
+    {
+        let remedy = "give the PEM file of the \(kind.name)\(kind == .caCertificates ? "s" : "")"
+        var status = stat()
+        guard !path.isEmpty, stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return .notAPipe }
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return .problem("cannot be read: \(String(cString: strerror(errno))); \(remedy)") }
+        defer { close(descriptor) }
+        // Replaced since it was looked at: what it is now is checked as a file is.
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return .notAPipe }
+        let clock = ContinuousClock()
+        let end = clock.now.advanced(by: wait)
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var writerHungUp = false
+        while true {
+            let got = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if got > 0 {
+                bytes += chunk[..<got]
+                guard bytes.count <= sizeLimit else { return .problem(tooLarge("more", kind, remedy)) }
+                continue
+            }
+            if got == 0 && (!bytes.isEmpty || writerHungUp) { break }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 && errno != EAGAIN {
+                return .problem("cannot be read: \(String(cString: strerror(errno))); \(remedy)")
+            }
+            // No writer yet (an empty read), or one that has not written yet (EAGAIN).
+            let left = clock.now.duration(to: end)
+            guard left > .zero else {
+                let seconds = wait.components.seconds
+                return .problem(
+                    bytes.isEmpty
+                        ? "is a pipe that nothing wrote to within \(seconds) s; write the \(kind.name) to it, or "
+                            + "\(remedy)"
+                        : "is a pipe still being written after \(seconds) s (\(bytes.count) bytes came); write the "
+                            + "\(kind.name) to it and close it, or \(remedy)")
+            }
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
+            var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            if poll(&waiting, 1, Int32(min(milliseconds, Int64(Int32.max)))) > 0 {
+                writerHungUp = writerHungUp || waiting.revents & Int16(POLLHUP) != 0
+            }
+        }
+        if let problem = problem(withContents: bytes, of: path, holding: kind) { return .problem(problem) }
+        return .read(bytes)
     }
 
     /// What is wrong with a key file that asks for a passphrase. A pipe's name (`/dev/fd/63`) is gone once read, so
