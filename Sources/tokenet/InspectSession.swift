@@ -79,13 +79,14 @@ final class InspectSession: Sendable {
                 throw connectFailure(error, options, timeout: timeout)
             }
         case .mutualTLS(let files):
-            try checkReadable(files)
+            let piped = try checkReadable(files)
             let context: TLSContext
             do {
-                context = try TLSContext(
-                    configuration: .client(
-                        certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
-                        trustedCAFile: files.caFile))
+                var configuration = TLSConfiguration.client(
+                    certificateChainFile: files.certificateFile, privateKeyFile: files.keyFile,
+                    trustedCAFile: files.caFile)
+                configuration.contents = piped
+                context = try TLSContext(configuration: configuration)
             } catch let error where error.code == .configuration && error.details.isEmpty {
                 // A file `TLSFileCheck` or the load found unusable: the message names it and what to give, with its
                 // option, as `checkReadable` names it.
@@ -120,9 +121,23 @@ final class InspectSession: Sendable {
     /// error codes ("error:80000002:system library::No such file or directory; error:10000080:BIO routines::no such
     /// file; …"), and for an empty one or a certificate given as the key in others, without saying which option, or
     /// which environment variable left over from another sandbox, named it, or what was wrong with it.
-    private static func checkReadable(_ files: InspectOptions.TLSFiles) throws(CLIError) {
+    ///
+    /// A pipe (`--key <(…)`, `--key /dev/stdin` fed by `|`) is read here, to its end, since it can be read only once:
+    /// what it held is returned by its path, for the context to load instead of the path. It is waited for at most
+    /// `pipeWait`, so a FIFO that nothing writes to is named instead of holding the command.
+    private static func checkReadable(_ files: InspectOptions.TLSFiles) throws(CLIError) -> [String: [UInt8]] {
+        var piped: [String: [UInt8]] = [:]
         for (flag, variable, path, kind) in tlsFiles(files) {
             let given = "\(flag) \(path) (given by \(flag) or \(variable))"
+            // One pipe given twice could not be read twice.
+            if piped[path] != nil { continue }
+            switch TLSFileCheck.readPipe(path, holding: kind, waitingAtMost: pipeWait) {
+            case .notAPipe: break
+            case .read(let bytes):
+                piped[path] = bytes
+                continue
+            case .problem(let problem): throw CLIError(.connection, "\(given) \(problem)")
+            }
             var isDirectory: ObjCBool = false
             let reason: String
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -137,7 +152,12 @@ final class InspectSession: Sendable {
             }
             throw CLIError(.connection, "cannot read \(given): \(reason)")
         }
+        return piped
     }
+
+    /// How long a pipe given as a TLS file may take to be written and closed: long enough for `vault read` or
+    /// `kubectl get secret` behind `<(…)`, short enough that a FIFO nobody writes to ends the command soon.
+    static let pipeWait = Duration.seconds(10)
 
     /// Each TLS file with the option and the environment variable that give it, and what it must hold.
     private static func tlsFiles(_ files: InspectOptions.TLSFiles)

@@ -20,7 +20,9 @@ func runTokenet(
 
 /// Runs `tokenet` against an in-process server that serves `router` over mutual TLS as the TSP of the development
 /// PKI, for methods that need the caller's role (an operator's, with the PKI's operator certificate).
-func runTokenet(servedOverTLSBy router: RPCRouter, _ arguments: (String) -> [String]) async throws -> ProcessResult {
+func runTokenet(
+    servedOverTLSBy router: RPCRouter, standardInput: FileHandle? = nil, _ arguments: (String) -> [String]
+) async throws -> ProcessResult {
     let pki = DevelopmentPKI.shared
     let context = try TLSContext(
         configuration: .server(
@@ -28,7 +30,7 @@ func runTokenet(servedOverTLSBy router: RPCRouter, _ arguments: (String) -> [Str
             trustedCAFile: pki.path("ca.pem")))
     let loop = try EventLoop(name: "tokenet-cli-test")
     let listener = try await TLSListener.bind(context: context, on: loop)
-    return try await run(router, on: loop, port: listener.port, arguments) { server in
+    return try await run(router, on: loop, port: listener.port, standardInput: standardInput, arguments) { server in
         await server.serve(listener: listener)
     } close: {
         await listener.close()
@@ -36,7 +38,8 @@ func runTokenet(servedOverTLSBy router: RPCRouter, _ arguments: (String) -> [Str
 }
 
 private func run(
-    _ router: RPCRouter, on loop: EventLoop, port: UInt16, stdin: String = "", _ arguments: (String) -> [String],
+    _ router: RPCRouter, on loop: EventLoop, port: UInt16, stdin: String = "", standardInput: FileHandle? = nil,
+    _ arguments: (String) -> [String],
     serve: @escaping @Sendable (RPCServer) async -> Void, close: () async -> Void
 ) async throws -> ProcessResult {
     // Accepting, serving and the handlers all run on the server's own loop thread: the full suite keeps the shared
@@ -47,7 +50,7 @@ private func run(
     let command = arguments("127.0.0.1:\(port)")
     let result: Result<ProcessResult, any Error>
     do {
-        result = .success(try await offThePool { try runTokenet(command, stdin: stdin) })
+        result = .success(try await offThePool { try runTokenet(command, stdin: stdin, standardInput: standardInput) })
     } catch {
         result = .failure(error)
     }

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
+import TokenetRPC
 import TokenetTestSupport
 import TokenetTransport
+import TokenetWire
 
 /// TLS files that exist but cannot serve as what their option names (a device, an empty file, a certificate given as
 /// the key, a damaged PEM block) are refused before connecting, with a message that names the option, the file,
@@ -82,30 +84,59 @@ import TokenetTransport
         #expect(!result.stderr.contains("error:"), "\(result.stderr)")
     }
 
-    /// A pipe (`--key /dev/stdin`, as `--key <(…)` gives one) is refused by name before anything reads it, as the
-    /// nodes refuse one: OpenSSL read it alone, and a FIFO nobody writes to held the command in open(2) for good.
-    @Test func aKeyThroughAPipeIsRefusedByName() throws {
+    /// A key through a pipe (`--key /dev/stdin` fed by `|`, as `--key <(vault read …)` gives one) is read once, by
+    /// the CLI, and loaded from what came: the command gets past its TLS files to the node it cannot reach.
+    @Test func aKeyThroughAPipeIsRead() throws {
         let pki = DevelopmentPKI.shared
-        let pipe = Pipe()
-        pipe.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: pki.path("operator.key"))))
-        try pipe.fileHandleForWriting.close()
         let result = try runTokenet(
             [
                 "list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
                 "/dev/stdin",
-            ], standardInput: pipe.fileHandleForReading)
+            ],
+            standardInput: try Self.pipe(holding: try Data(contentsOf: URL(fileURLWithPath: pki.path("operator.key")))))
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("tokenet: cannot connect to 127.0.0.1:1: "), "\(result.stderr)")
+    }
+
+    /// A key read from a pipe serves the handshake with a node over mutual TLS as the key's file does: the node
+    /// accepts the operator it proves and lists its services.
+    @Test(.timeLimit(.minutes(1))) func aNodeIsListedWithTheKeyThroughAPipe() async throws {
+        let pki = DevelopmentPKI.shared
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, _) async throws in HealthV1.HealthCheckResponse() }
+        ReflectionService(router: router).register(on: &router)
+        let key = try Self.pipe(holding: try Data(contentsOf: URL(fileURLWithPath: pki.path("operator.key"))))
+        let result = try await runTokenet(servedOverTLSBy: router, standardInput: key) {
+            [
+                "list", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", "/dev/stdin",
+                "--deadline", "20s",
+            ]
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("tokenet.health.v1.Health"), "\(result.stdout)")
+    }
+
+    /// What a pipe holds is checked as a file's text is: an encrypted key through a pipe is named as one, with the
+    /// command to decrypt it naming a placeholder (the pipe's name is gone once read).
+    @Test func anEncryptedKeyThroughAPipeIsNamed() throws {
+        let pki = DevelopmentPKI.shared
+        let result = try runTokenet(
+            [
+                "list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                "/dev/stdin",
+            ], standardInput: try Self.pipe(holding: Data(Self.encryptedKey.utf8)))
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr
-                == "tokenet: --key /dev/stdin (given by --key or TOKENET_KEY) is a pipe (a FIFO, or a shell's <(…)), "
-                + "not a file: it can be read only once, and only while something writes to it; give the PEM file of "
-                + "the private key itself\n")
+                == "tokenet: --key /dev/stdin (given by --key or TOKENET_KEY) is encrypted with a passphrase, which "
+                + "Tokenet does not ask for; give the key unencrypted (openssl pkey -in ENCRYPTED.key -out KEY.pem "
+                + "writes it so)\n")
     }
 
-    /// A FIFO that nobody writes to, as any of the three files, ends the command at once with its name; it used to
-    /// wait forever in open(2). The FIFO is never opened for writing here: a command that opens it hangs until
-    /// `runTokenet` kills it after a minute, and the test fails.
-    @Test(arguments: 0..<3) func aFIFOWithoutAWriterIsRefusedAtOnce(flag: Int) throws {
+    /// A FIFO that nobody writes to, as any of the three files, ends the command with its name after the CLI's 10 s
+    /// wait for a writer; it used to wait forever in open(2). The FIFO is never opened for writing here: a command
+    /// that waits for good is killed by `runTokenet` after a minute, and the test fails.
+    @Test(arguments: 0..<3) func aFIFOWithoutAWriterIsRefusedWithinTheWait(flag: Int) throws {
         let directory = try TemporaryDirectory()
         let pki = DevelopmentPKI.shared
         var files = [pki.path("ca.pem"), pki.path("operator.pem"), pki.path("operator.key")]
@@ -118,7 +149,16 @@ import TokenetTransport
         #expect(Date().timeIntervalSince(started) < 30, "the command waited for a writer")
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("tokenet: \(name) \(files[flag]) (given by \(name) or "), "\(result.stderr)")
-        #expect(result.stderr.contains("is a pipe (a FIFO, or a shell's <(…)), not a file"), "\(result.stderr)")
+        #expect(result.stderr.contains("is a pipe that nothing wrote to within 10 s"), "\(result.stderr)")
+    }
+
+    /// The read end of a pipe that holds `data`, its write end closed, as a shell's `|` gives a command once the
+    /// command before it has ended.
+    static func pipe(holding data: Data) throws -> FileHandle {
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(data)
+        try pipe.fileHandleForWriting.close()
+        return pipe.fileHandleForReading
     }
 
     /// A file of more than 1 MiB is no certificate or key: refused with its size, before OpenSSL reads it.
