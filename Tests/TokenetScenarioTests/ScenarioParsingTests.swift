@@ -279,4 +279,32 @@ import TokenetWire
             ])
         #expect(scenario.controlsProcesses)
     }
+
+    /// A byte order mark, which some editors write at the start of a UTF-8 file, is not part of the first step.
+    @Test func aByteOrderMarkBeforeTheFirstLineIsSkipped() throws {
+        let scenario = try Scenario.parse("\u{FEFF}echo hi\nsleep 1s\n", source: "s.scenario")
+        #expect(scenario.steps == [ScenarioStep(line: 1, .echo("hi")), ScenarioStep(line: 2, .sleep(.seconds(1)))])
+        var parser = Scenario.Parser()
+        #expect(try parser.read(line: "\u{FEFF}echo hi", number: 1) == .step(ScenarioStep(line: 1, .echo("hi"))))
+        // Only before the first line: elsewhere it is a character like any other, and no step starts with it.
+        #expect(throws: ScenarioError.self) { try Scenario.parse("echo hi\n\u{FEFF}echo hi\n", source: "s") }
+    }
+
+    /// Each save line of one call costs the same, however many came before it: the call's saves were copied on each,
+    /// and a script of 100,000 save lines took minutes to check.
+    @Test(.timeLimit(.minutes(1))) func manySavesOfOneCallParseInLinearTime() throws {
+        let count = 50_000
+        let script =
+            "call tsp tokenet.tsp.v1.TspControl/ListTokens\n"
+            + (0..<count).map { "save v\($0) tokens\n" }.joined()
+        let started = ContinuousClock.now
+        let scenario = try Scenario.parse(script, source: "s.scenario")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        guard case .call(let call) = scenario.steps.first?.action else {
+            Issue.record("not a call")
+            return
+        }
+        #expect(call.saves.count == count)
+        #expect(call.saves.last?.name == "v\(count - 1)")
+    }
 }
