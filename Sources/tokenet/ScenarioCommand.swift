@@ -204,11 +204,14 @@ struct ScenarioCommand {
 
     private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
 
+    /// The most bytes of one script, from a file or standard input: far more than any script needs.
+    static let scriptLimit = 16 << 20
+
     static func load(_ file: String, nodesOfThisBuild: Bool = true) throws(CLIError) -> Scenario {
         let text: String
         if file == "-" {
             let bytes = try StandardInput.readAll(
-                command: "scenario", limit: 16 << 20,
+                command: "scenario", limit: scriptLimit,
                 overLimit: CLIError(.usage, "scenario: standard input holds more than 16 MiB of script"))
             guard let script = String(validating: bytes, as: UTF8.self) else {
                 throw CLIError(.usage, "scenario: standard input is not UTF-8 text")
@@ -222,10 +225,13 @@ struct ScenarioCommand {
             guard !isDirectory.boolValue else {
                 throw CLIError(.usage, "scenario: \(file) is a directory; name the scenario files in it")
             }
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw CLIError(.usage, "scenario: cannot read \(file) (\(String(cString: strerror(errno))))")
-            }
-            guard let script = String(validating: data, as: UTF8.self) else {
+            // Read as standard input is, as a stream of at most `scriptLimit` bytes: a FIFO or a shell's `<(…)` works
+            // (FileManager refused them with "Inappropriate ioctl for device"), and /dev/zero or a huge file is
+            // refused after that much instead of being read whole.
+            let bytes = try StandardInput.readAll(
+                file: file, command: "scenario", limit: scriptLimit,
+                overLimit: CLIError(.usage, "scenario: \(file) holds more than 16 MiB of script"))
+            guard let script = String(validating: bytes, as: UTF8.self) else {
                 throw CLIError(.usage, "scenario: \(file) is not UTF-8 text")
             }
             text = script

@@ -371,4 +371,29 @@ import TokenetTransport
             "\(result.stderr)")
         #expect(!result.stderr.contains("NSCocoaErrorDomain"))
     }
+
+    /// A script file is read as standard input is: a pipe (a shell's `<(…)`, a FIFO) works as a regular file does,
+    /// and at most 16 MiB is read, so `/dev/zero` or a huge file is refused once that much has come instead of being
+    /// read whole into memory. (A FIFO failed with "Inappropriate ioctl for device".) A byte order mark is skipped.
+    @Test func aScriptIsReadThroughAPipeAndAtMost16MiBOfIt() async throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.path("fifo.scenario")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let writer = try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/bin/sh"), ["-c", "printf '\\357\\273\\277echo hi\\n' > \(fifo)"])
+        let piped = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", fifo], limit: 60)
+        _ = try await writer.waitForExit(limit: 30)
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout == "\(fifo): 1 step, 0 calls: OK\n", "\(piped.stdout)")
+
+        let large = directory.path("large.scenario")
+        try Data(repeating: UInt8(ascii: "\n"), count: 17 << 20).write(to: URL(fileURLWithPath: large))
+        for file in ["/dev/zero", large] {
+            let refused = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", file], limit: 60)
+            #expect(refused.status == 2, "\(file): \(refused.stderr)")
+            #expect(
+                refused.stderr.contains("scenario: \(file) holds more than 16 MiB of script"),
+                "\(file): \(refused.stderr)")
+        }
+    }
 }
