@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetRPC
 import TokenetScenario
 import TokenetWire
 
@@ -257,6 +258,18 @@ struct ScenarioCommand {
             switch step.action {
             case .call(let call): (keyword, method, request) = ("call", call.method, call.request)
             case .watch(let watch): (keyword, method, request) = ("watch", watch.method, watch.request)
+            case .header(let text?) where ScenarioVariables.references(in: text).isEmpty:
+                // Checked as the run checks it, so that a header the CLI refuses is found before the nodes start.
+                var metadata = Metadata()
+                do {
+                    try InspectOptions.addHeader(text, to: &metadata, command: "header")
+                } catch {
+                    throw CLIError(
+                        .usage,
+                        "scenario: \(scenario.source):\(step.line): "
+                            + error.message.replacing("header: -H: ", with: "header: "))
+                }
+                continue
             default: continue
             }
             let place = "scenario: \(scenario.source):\(step.line)"

@@ -396,4 +396,18 @@ import TokenetTransport
                 "\(file): \(refused.stderr)")
         }
     }
+
+    /// A header the CLI would refuse (a key of the runtime's own) is found by `--check`, before any node starts, as
+    /// every other line is; it failed only once the run reached it.
+    @Test func aWrongHeaderIsRefusedBeforeAnyNodeStarts() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("header.scenario")
+        try "echo first\nheader tokenet-peer: x\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", file])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(
+            check.stderr.contains(
+                "scenario: \(file):2: header: 'tokenet-peer' uses the prefix tokenet-, which is reserved"),
+            "\(check.stderr)")
+    }
 }
