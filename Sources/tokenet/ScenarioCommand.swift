@@ -241,7 +241,8 @@ struct ScenarioCommand {
         do {
             scenario = try Scenario.parse(text, source: file == "-" ? "stdin" : file)
         } catch {
-            throw CLIError(.usage, "scenario: \(error.message)")
+            // The parser quotes the words it did not understand, and a script may hold a card number.
+            throw CLIError(.usage, "scenario: \(maskPAN(error.message))")
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
         return scenario
@@ -285,7 +286,8 @@ struct ScenarioCommand {
                     let methods = service.methods.map(\.name).joined(separator: ", ")
                     throw CLIError(
                         .usage,
-                        "\(place): \(keyword): \(service.name) has no method \(parts[1]) (its methods: \(methods))")
+                        "\(place): \(keyword): \(service.name) has no method \(maskPAN(parts[1])) (its methods: \(methods))"
+                    )
                 }
             }
             guard ScenarioVariables.references(in: request).isEmpty, let target = CallTarget.known(path) else {

@@ -65,6 +65,15 @@ final class ScenarioRunner {
         var scriptError = false
         /// The trace id of the call that failed, whose lines in the nodes' logs tell what happened across them.
         var traceID: String?
+
+        /// The reason is masked (`maskPAN`) here, once for every way a failure is printed or reported: it may quote
+        /// the script's own text (a header, a saved value, a request), which may hold a card number.
+        init(line: Int, reason: String, scriptError: Bool = false, traceID: String? = nil) {
+            self.line = line
+            self.reason = maskPAN(reason)
+            self.scriptError = scriptError
+            self.traceID = traceID
+        }
     }
 
     /// Runs every step; returns the number of calls made. Throws `Failure` for a step that did not go as written,
@@ -151,14 +160,17 @@ final class ScenarioRunner {
             } catch let error as ScenarioError {
                 throw Failure(line: line, reason: error.message, scriptError: true)
             }
-            print(line, "header \(text)")
+            // What the script wrote, as echo prints it: masked.
+            print(line, "header \(maskPAN(text))")
         case .watch(let watch):
             try openWatch(watch, line: line)
         case .await(let awaited):
             try runAwait(awaited, line: line)
         case .echo(let text):
             do {
-                print(line, try variables.fill(text, inJSON: false))
+                // A card number typed into the script (or a saved value) is masked, as everything else the run
+                // prints; the nodes answer with masked ones.
+                print(line, maskPAN(try variables.fill(text, inJSON: false)))
             } catch {
                 throw Failure(line: line, reason: error.message, scriptError: true)
             }

@@ -410,4 +410,29 @@ import TokenetTransport
                 "scenario: \(file):2: header: 'tokenet-peer' uses the prefix tokenet-, which is reserved"),
             "\(check.stderr)")
     }
+
+    /// A card number in a script is masked wherever the run prints it: in a wrong line's error, in echo text and in
+    /// a header as it is printed (the nodes mask the ones they answer with; these the runner printed as written).
+    @Test func aCardNumberInTheScriptIsPrintedMasked() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("pan.scenario")
+        try "identity 4761000010000009\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", file])
+        #expect(check.status == 2)
+        #expect(check.stderr.contains("got '************0009'"), "\(check.stderr)")
+        #expect(!check.stderr.contains("4761000010000009"), "\(check.stderr)")
+
+        try "echo card 4761 0000 1000 0009\nheader x-card: 4761000010000009\nsleep 1s 4761000010000009\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let bad = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", file])
+        #expect(bad.status == 2)
+        #expect(!bad.stderr.contains("4761000010000009"), "\(bad.stderr)")
+        try "echo card 4761 0000 1000 0009\nheader x-card: 4761000010000009\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let run = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("    1  card **** **** **** 0009"), "\(run.stdout)")
+        #expect(run.stdout.contains("    2  header x-card: ************0009"), "\(run.stdout)")
+        #expect(!run.stdout.contains("4761"), "\(run.stdout)")
+    }
 }
