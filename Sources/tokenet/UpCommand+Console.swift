@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenetNode
 import TokenetScenario
 import TokenetTransport
 
@@ -10,16 +11,72 @@ extension UpCommand {
         let runner: ScenarioRunner
 
         private final class Lines: Sendable {
-            let state = Mutex<(lines: [String], ended: Bool)>(([], false))
+            let state = Mutex<(lines: [Line], ended: Bool)>(([], false))
+        }
+
+        /// A line of standard input, or why it was skipped.
+        enum Line: Sendable, Equatable {
+            case text(String)
+            case skipped(String)
+        }
+
+        /// The longest line the console takes: as much as a whole script file may hold.
+        static let lineLimit = ScenarioCommand.scriptLimit
+
+        /// Reads standard input line by line until its end, handing each line to `deliver`. `readLine` held a line
+        /// whole however long it grew (a stream with no line break, `< /dev/zero`, until memory ran out) and took
+        /// bytes that are not UTF-8 as U+FFFD: here a line stops being kept once it is over `limit` bytes, and
+        /// either kind of line is skipped with the reason, so the console can say why and go on.
+        static func readLines(descriptor: Int32 = 0, limit: Int = lineLimit, _ deliver: (Line) -> Void) {
+            var line: [UInt8] = []
+            var overLimit = false
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                guard !overLimit else { return }
+                if line.count + bytes.count > limit {
+                    overLimit = true
+                    line = []
+                } else {
+                    line.append(contentsOf: bytes)
+                }
+            }
+            func finish() {
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                if overLimit {
+                    deliver(.skipped("longer than \(limit >> 20) MiB; skipped"))
+                } else if let text = String(validating: line, as: UTF8.self) {
+                    deliver(.text(text))
+                } else {
+                    deliver(.skipped("not UTF-8 text; skipped"))
+                }
+                line = []
+                overLimit = false
+            }
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                chunk.withUnsafeBytes { buffer in
+                    var start = 0
+                    while start < count,
+                        let found = memchr(buffer.baseAddress! + start, 0x0A, count - start)
+                    {
+                        let end = buffer.baseAddress!.distance(to: UnsafeRawPointer(found))
+                        append(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+                        finish()
+                        start = end + 1
+                    }
+                    append(UnsafeRawBufferPointer(rebasing: buffer[start..<count]))
+                }
+            }
+            if !line.isEmpty || overLimit { finish() }
         }
 
         func run() throws(CLIError) {
             defer { runner.closeWatches() }
             let input = Lines()
             NamedThread.start("tokenet-up-console") {
-                while let line = Swift.readLine(strippingNewline: true) {
-                    input.state.withLock { $0.lines.append(line) }
-                }
+                Self.readLines { line in input.state.withLock { $0.lines.append(line) } }
                 input.state.withLock { $0.ended = true }
             }
 
@@ -32,12 +89,17 @@ extension UpCommand {
                     defer { state.lines = [] }
                     return (state.lines, state.ended)
                 }
-                for line in lines {
+                for entry in lines {
                     number += 1
+                    guard case .text(let line) = entry else {
+                        if case .skipped(let reason) = entry { printOut("error: line \(number): \(reason)") }
+                        continue
+                    }
                     do {
                         try runner.runAtConsole(try parser.read(line: line, number: number), line: number)
                     } catch let error as ScenarioError {
-                        printOut("error: line \(error.message)")
+                        // The parser quotes the words it did not understand, and what is typed may hold a card number.
+                        printOut("error: line \(maskPAN(error.message))")
                     } catch let error as ScenarioRunner.Failure {
                         printOut("error: line \(error.line): \(error.reason)")
                     } catch let error as CLIError where error.message.hasPrefix("interrupted by") {

@@ -95,6 +95,18 @@ import TokenetTransport
         #expect(text().contains("   15  start wallet: ready wallet-node"), "\(text())")
         #expect(!text().contains("is running (stop or kill it first)"), "\(text())")
 
+        // A line longer than a script may be is skipped once that much has come (it was held whole however long it
+        // grew), one that is not UTF-8 is skipped too, each saying why, and the console goes on; a card number typed
+        // in an echo prints masked.
+        commands.write(Data("echo ".utf8) + Data(repeating: UInt8(ascii: "x"), count: 17 << 20) + Data("\n".utf8))
+        commands.write(Data("echo \u{1B}[31m ".utf8) + Data([0xFF, 0xFE, 0x0A]))
+        commands.write(Data("echo 4761000010000009\necho after\n".utf8))
+        try waitFor("   20  after", up)
+        #expect(text().contains("error: line 17: longer than 16 MiB; skipped\n"), "\(text().suffix(2000))")
+        #expect(text().contains("error: line 18: not UTF-8 text; skipped\n"), "\(text().suffix(2000))")
+        #expect(text().contains("   19  ************0009\n"), "\(text().suffix(2000))")
+        #expect(!text().contains("xxxxxxxxxx"))
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
