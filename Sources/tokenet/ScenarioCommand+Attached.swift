@@ -33,6 +33,19 @@ extension ScenarioCommand {
         where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
             throw CLIError(.usage, "scenario: --pki \(pki.path) has no \(file)")
         }
+        // So are the files of each identity a script takes on: a missing key was found only by the next call, as
+        // an UNAVAILABLE outcome that an `expect UNAVAILABLE` line took for the node's answer.
+        for scenario in scenarios {
+            for step in scenario.steps {
+                guard case .identity(let role) = step.action else { continue }
+                for file in ["\(role).pem", "\(role).key"]
+                where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
+                    throw CLIError(
+                        .usage,
+                        "scenario: \(scenario.source):\(step.line): identity \(role): --pki \(pki.path) has no \(file)")
+                }
+            }
+        }
         var results: [ScenarioResult] = []
         for scenario in scenarios {
             let started = ContinuousClock.now

@@ -11,6 +11,27 @@ import TokenetWire
         try await offThePool { try Self.againstATSPNode() }
     }
 
+    /// A party's certificate or key that `identity` needs and --pki lacks is named before anything runs, as the
+    /// operator's files are: a missing key was found only by the first call, as its UNAVAILABLE outcome (which an
+    /// `expect UNAVAILABLE` line took for the node's answer), and in the words of an option never given ("--key").
+    @Test func anIdentityWhoseFilesAreMissingIsRefusedBeforeTheRun() async throws {
+        let pki = try TemporaryDirectory()
+        for file in ["ca.pem", "operator.pem", "operator.key", "wallet.pem"] {
+            try FileManager.default.copyItem(
+                atPath: DevelopmentPKI.shared.directory.appendingPathComponent(file).path, toPath: pki.path(file))
+        }
+        let file = pki.path("identity.scenario")
+        try "echo first\nidentity wallet\ncall tsp tokenet.health.v1.Health/Check\nexpect UNAVAILABLE\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let result = try await LaunchedProcess.run(
+            "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+        #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
+        #expect(
+            result.stderr.contains("scenario: \(file):2: identity wallet: --pki \(pki.url.path) has no wallet.key"),
+            "\(result.stderr)")
+        #expect(!result.stdout.contains("first"), "\(result.stdout)")
+    }
+
     static func againstATSPNode() throws {
         let pki = DevelopmentPKI.shared
         let data = try TemporaryDirectory()
