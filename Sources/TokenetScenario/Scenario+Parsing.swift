@@ -45,6 +45,12 @@ extension Scenario {
                 throw ScenarioError(error.code, "\(source):\(error.message)", cause: error.cause)
             }
         }
+        // A script whose every line is blank or a comment (a file commented out, the wrong file) would otherwise
+        // pass as "0 steps … OK", a success that tested nothing.
+        guard !parser.steps.isEmpty else {
+            throw ScenarioError(
+                .syntax, "\(source): has no steps, only blank lines and comments; write at least one (\(steps))")
+        }
         return Scenario(source: source, steps: parser.steps)
     }
 

@@ -238,11 +238,16 @@ struct ScenarioCommand {
             text = script
         }
         let scenario: Scenario
+        let source = file == "-" ? "stdin" : file
         do {
-            scenario = try Scenario.parse(text, source: file == "-" ? "stdin" : file)
+            scenario = try Scenario.parse(text, source: source)
         } catch {
-            // The parser quotes the words it did not understand, and a script may hold a card number.
-            throw CLIError(.usage, "scenario: \(maskPAN(error.message))")
+            // The parser quotes the words it did not understand, and a script may hold a card number. The file's
+            // name, which starts the message, is left as given, as file names are everywhere else: masked, a
+            // directory named by a UUID whose digits read as a card number could not be found from the message.
+            let message = error.message
+            guard message.hasPrefix(source) else { throw CLIError(.usage, "scenario: \(maskPAN(message))") }
+            throw CLIError(.usage, "scenario: \(source)\(maskPAN(String(message.dropFirst(source.count))))")
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
         return scenario

@@ -280,6 +280,18 @@ import TokenetWire
         #expect(scenario.controlsProcesses)
     }
 
+    /// A script of blank lines and comments alone is refused: it passed as "0 steps … OK", a success that tested
+    /// nothing.
+    @Test(arguments: ["", "\n\n", "# all of it commented out\n#call tsp tokenet.health.v1.Health/Check\n"])
+    func aScriptWithNoStepsIsRefused(text: String) {
+        #expect {
+            try Scenario.parse(text, source: "empty.scenario")
+        } throws: { error in
+            (error as? ScenarioError)?.message.hasPrefix("empty.scenario: has no steps, only blank lines and comments")
+                == true
+        }
+    }
+
     /// A byte order mark, which some editors write at the start of a UTF-8 file, is not part of the first step.
     @Test func aByteOrderMarkBeforeTheFirstLineIsSkipped() throws {
         let scenario = try Scenario.parse("\u{FEFF}echo hi\nsleep 1s\n", source: "s.scenario")
