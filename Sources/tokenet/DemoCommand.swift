@@ -6,7 +6,8 @@ import TokenetNode
 struct DemoCommand {
     static let subcommand = Subcommand(
         name: "demo",
-        summary: "Start the three nodes, provision cards across them (five scenarios and more), then stop them.",
+        summary:
+            "Start the three nodes, run nine provisioning flows and the token lifecycle across them, then stop them.",
         help: DemoOptions.help,
         valuedOptions: DemoOptions.valuedFlags
     ) { arguments throws(CLIError) in
