@@ -225,11 +225,15 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// Handshake or close deadline passed.
+    /// Handshake or close deadline passed. The two errors of an attempt tell its stages apart: nothing answered the
+    /// TCP connect (a host that is down, a firewall that drops packets), or something accepted the connection and
+    /// never finished the handshake (not a Tokenet node, or one that is stopped).
     mutating func timedOut() -> [Action] {
         switch phase {
-        case .connecting, .handshaking:
-            return failed(TransportError(.timeout, "connection not established in time"))
+        case .connecting:
+            return failed(.connectTimedOut)
+        case .handshaking:
+            return failed(.handshakeTimedOut)
         case .closing:
             return close()
         case .open, .closed:

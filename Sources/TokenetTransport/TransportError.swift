@@ -85,6 +85,15 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     /// What writes fail with once the peer has closed its side in order (TLS close_notify): also an ending.
     public static let closedByPeer = TransportError(.connectionClosed, "connection closed by peer")
 
+    /// What a connection attempt fails with when nothing answered its TCP connect in time (a host that is down, a
+    /// firewall that drops packets).
+    public static let connectTimedOut = TransportError(.timeout, "the TCP connection was not established in time")
+
+    /// What a connection attempt fails with when the peer accepted the connection but did not finish the handshake
+    /// in time: not a Tokenet node, or one that is stopped or overloaded.
+    public static let handshakeTimedOut = TransportError(
+        .timeout, "the peer accepted the connection but did not finish the handshake in time")
+
     /// Equality ignores the cause, which is not generally comparable.
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.details == rhs.details

@@ -192,6 +192,23 @@ final class InspectSession: Sendable {
                     + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem) (\(error.message))"
             )
         }
+        // A silent address: said by stage, with the time waited, rather than as one "not established in time".
+        let waited =
+            timeout.components.attoseconds == 0 ? "\(timeout.components.seconds) s" : DurationText.describe(timeout)
+        if let error = error as? TransportError, error == .handshakeTimedOut {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): it accepted the connection but did not finish the handshake "
+                    + "within \(waited); check that \(options.address) is a Tokenet node's "
+                    + "address (a node that is paused or overloaded answers late)")
+        }
+        if let error = error as? TransportError, error == .connectTimedOut {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): nothing answered the connection request within "
+                    + "\(waited) (a host that is down, or a firewall that drops packets); "
+                    + "check the address")
+        }
         // Nothing listens at the address: the commonest mistake (a node not started, or started on another port),
         // said with what to do rather than as the socket's "io: connect failed: … (errno 111)".
         if let error = error as? TransportError, error.code == .io,

@@ -128,7 +128,10 @@ import Testing
     @Test func handshakeDeadlineFailsOnlyUnestablishedConnections() {
         var handshaking = Machine(phase: .handshaking, limits: limits)
         _ = handshaking.start()
-        #expect(handshaking.timedOut() == [.fail(TransportError(.timeout, "connection not established in time"))])
+        #expect(handshaking.timedOut() == [.fail(.handshakeTimedOut)])
+        var connecting = Machine(phase: .connecting, limits: limits)
+        _ = connecting.start()
+        #expect(connecting.timedOut() == [.fail(.connectTimedOut)])
         var open = openMachine()
         #expect(open.timedOut() == [])
     }
