@@ -226,8 +226,8 @@ struct ConnectionStateMachine {
     }
 
     /// Handshake or close deadline passed. The two errors of an attempt tell its stages apart: nothing answered the
-    /// TCP connect (a host that is down, a firewall that drops packets), or something accepted the connection and
-    /// never finished the handshake (not a Tokenet node, or one that is stopped).
+    /// TCP connect (a host that is down, a firewall that drops packets), or the connection was made and the peer
+    /// never finished the handshake.
     mutating func timedOut() -> [Action] {
         switch phase {
         case .connecting:

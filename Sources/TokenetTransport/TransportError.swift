@@ -89,10 +89,11 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     /// firewall that drops packets).
     public static let connectTimedOut = TransportError(.timeout, "the TCP connection was not established in time")
 
-    /// What a connection attempt fails with when the peer accepted the connection but did not finish the handshake
-    /// in time: not a Tokenet node, or one that is stopped or overloaded.
+    /// What a connection fails with when its TCP connection was made but the peer did not finish the handshake in
+    /// time: for a client, a peer that is not a Tokenet node, or one that is stopped or overloaded; for a listener,
+    /// a client that connected and went quiet. Worded for either side.
     public static let handshakeTimedOut = TransportError(
-        .timeout, "the peer accepted the connection but did not finish the handshake in time")
+        .timeout, "the connection was made but the peer did not finish the handshake in time")
 
     /// Equality ignores the cause, which is not generally comparable.
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
