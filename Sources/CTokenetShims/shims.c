@@ -54,6 +54,10 @@ int ctk_stop_signals_install(const int *numbers, int count) {
     sigemptyset(&action.sa_mask);
     for (int i = 0; i < count; i++) sigaddset(&action.sa_mask, numbers[i]);
     for (int i = 0; i < count; i++) {
+        // A hangup ignored from the start (nohup, or a supervisor that set it so) stays ignored: the process was
+        // asked to outlive its terminal.
+        struct sigaction current;
+        if (numbers[i] == SIGHUP && sigaction(SIGHUP, NULL, &current) == 0 && current.sa_handler == SIG_IGN) continue;
         if (sigaction(numbers[i], &action, NULL) != 0) return -1;
     }
     return ends[0];

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The process-level entry point shared by `tsp-node`, `issuer-node` and `wallet-node`.
 ///
-/// Exit statuses: 0 after a graceful stop (SIGTERM/SIGINT) or for `--help`/`--version`; 2 for bad options or
+/// Exit statuses: 0 after a graceful stop (SIGTERM/SIGINT/SIGHUP) or for `--help`/`--version`; 2 for bad options or
 /// configuration; 1 when the node fails while starting or running, or when its stop overran its bound
 /// (`StopDeadline`).
 public enum NodeMain {

@@ -133,7 +133,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .idleTimeout:
             return "Close a served connection after this many seconds without calls (default 0: never)."
         case .drainTimeout:
-            return "On SIGTERM/SIGINT, give calls in progress this many seconds to finish, then end them (default 10)."
+            return "On SIGTERM/SIGINT/SIGHUP, give calls in progress this many seconds to finish, then end them "
+                + "(default 10)."
         case .peerConnections:
             return "Connections one peer certificate may hold open; more are refused, with the reason "
                 + "(default \(NodeOptions.defaultPeerConnections); 0: no limit)."

@@ -1,7 +1,11 @@
 import Foundation
 import Synchronization
 
-/// Turns SIGTERM and SIGINT into a callback.
+/// Turns SIGTERM, SIGINT and SIGHUP into a callback.
+///
+/// SIGHUP counts as a stop: a terminal that closes under `tokenet up` or a node stops them as Ctrl-C would (nodes
+/// drained, temporary directories removed) instead of killing them on the spot. A process started with SIGHUP
+/// ignored (`nohup`) keeps ignoring it.
 ///
 /// A handler installed with sigaction(2) writes the signal's number to a pipe and a thread of the process
 /// (`StopSignalRelay`) calls the watchers from there, where they may log, lock and stop listeners, none of which is
@@ -10,7 +14,7 @@ import Synchronization
 public final class StopSignalWatcher: Sendable {
     private let id: UInt64
 
-    public static let stopSignals: [Int32] = [SIGTERM, SIGINT]
+    public static let stopSignals: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
     public init(onSignal: @escaping @Sendable (Int32) -> Void) {
         id = StopSignalRelay.shared.add(onSignal)
@@ -21,7 +25,7 @@ public final class StopSignalWatcher: Sendable {
         StopSignalRelay.shared.remove(id)
     }
 
-    /// Holds SIGTERM and SIGINT back in the calling thread and every thread it starts from now on.
+    /// Holds the stop signals back in the calling thread and every thread it starts from now on.
     ///
     /// A node calls this first, while its main thread is its only one: a stop signal that arrives while it starts
     /// then stays pending until the relay's thread, the only one that accepts them, takes it, instead of killing
@@ -39,11 +43,12 @@ public final class StopSignalWatcher: Sendable {
         return set
     }
 
-    /// `SIGTERM`, `SIGINT`, or the number for anything else.
+    /// `SIGTERM`, `SIGINT`, `SIGHUP`, or the number for anything else.
     public static func name(of number: Int32) -> String {
         switch number {
         case SIGTERM: return "SIGTERM"
         case SIGINT: return "SIGINT"
+        case SIGHUP: return "SIGHUP"
         default: return "signal \(number)"
         }
     }

@@ -1,7 +1,8 @@
 import Synchronization
 import TokenetNode
 
-/// Remembers whether tokenet itself was asked to stop (SIGINT from Ctrl-C, SIGTERM from a supervisor).
+/// Remembers whether tokenet itself was asked to stop (SIGINT from Ctrl-C, SIGTERM from a supervisor, SIGHUP from a
+/// closed terminal).
 ///
 /// Dying on the signal would orphan the nodes the demo started and leave its temporary directory behind; instead
 /// the demo notices at its next check, stops the nodes as usual and exits with status 1.

@@ -131,7 +131,7 @@ enum ProxyCommand {
 
     /// Reads control lines from standard input on a thread of its own (a blocking read must not hold a thread of
     /// the cooperative pool) and answers each on standard output. End of input leaves the proxy running: it stops
-    /// on SIGTERM or SIGINT.
+    /// on SIGTERM, SIGINT or SIGHUP.
     static func readCommands(for proxy: FaultProxy) {
         NamedThread.start("tokenet-proxy-commands") {
             while let line = Swift.readLine(strippingNewline: true) {
@@ -177,7 +177,7 @@ enum ProxyCommand {
         Commands come on standard input, one per line, each answered on standard output with the faults in force and
         the number of connections ('fault=delay:200ms connections=2', 'fault=to-server:none,to-client:partition
         connections=1'), or 'error: ...' for a line that is not one; 'status' only answers. End of input leaves the
-        proxy running; SIGTERM or SIGINT closes every connection and exits 0.
+        proxy running; SIGTERM, SIGINT or SIGHUP closes every connection and exits 0.
 
         Exit status: 0 when stopped by a signal; 2 for bad options or a --listen address that cannot be bound
         (in use, or not this machine's: the message says what to do); 1 when the proxy cannot start otherwise.

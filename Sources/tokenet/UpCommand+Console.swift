@@ -112,7 +112,7 @@ extension UpCommand {
                 }
                 if ended && !announcedEnd {
                     announcedEnd = true
-                    printOut("(end of input: the nodes keep running until SIGINT or SIGTERM)")
+                    printOut("(end of input: the nodes keep running until SIGINT, SIGTERM or SIGHUP)")
                 }
                 usleep(50_000)
             }

@@ -20,9 +20,10 @@ struct UpCommand {
 
         Starts tsp-node, issuer-node (with the cards of Tools/fixtures/issuer.json) and wallet-node on loopback
         ports over mutual TLS, every connection between them through a fault proxy, as tokenet scenario does, and
-        keeps them running until SIGINT (Ctrl-C) or SIGTERM, then stops them cleanly. It prints each node's
-        address and the environment for the CLI (TOKENET_CACERT, TOKENET_CERT, TOKENET_KEY as the operator; also
-        written to DIR/sandbox.env), so that tokenet call, wallet, issuer and tsp work from another terminal.
+        keeps them running until SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal closed), then stops them
+        cleanly. It prints each node's address and the environment for the CLI (TOKENET_CACERT, TOKENET_CERT,
+        TOKENET_KEY as the operator; also written to DIR/sandbox.env), so that tokenet call, wallet, issuer and
+        tsp work from another terminal.
 
         Standard input takes scenario steps, one per line, run as they come (tokenet scenario --help lists them):
         a call shows its status and every response; expect checks the call before it and save keeps a field of

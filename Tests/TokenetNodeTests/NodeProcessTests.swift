@@ -9,7 +9,7 @@ import TokenetWire
 
 /// Runs the real node executables and checks their process-level contract: readiness, signals, exit statuses.
 @Suite struct NodeProcessTests {
-    @Test(arguments: [SIGTERM, SIGINT])
+    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
     func nodeStopsGracefullyOnSignal(signal: Int32) async throws {
         let scratch = try TemporaryDirectory()
         let readyFile = scratch.path("ready.json")

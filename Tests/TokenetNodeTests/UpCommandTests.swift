@@ -139,7 +139,7 @@ import TokenetTransport
         // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up.
         let again = try start(input: .nullDevice)
         defer { PythonClientInteropTests.stop(again) }
-        try waitFor("(end of input: the nodes keep running until SIGINT or SIGTERM)", again)
+        try waitFor("(end of input: the nodes keep running until SIGINT, SIGTERM or SIGHUP)", again)
         #expect(text().contains("(from an earlier run)"))
         again.send(SIGINT)
         #expect(again.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")

@@ -189,7 +189,8 @@ static inline void ctk_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
 
 /// Makes a pipe and installs, for each of `numbers`, a handler that writes the signal's number (one byte) to its
 /// non-blocking write end: the handler takes effect when this returns, so no signal is lost to a disposition set up
-/// later on another thread. Returns the pipe's read end for a thread to read, or -1 with errno.
+/// later on another thread. SIGHUP, when ignored already (nohup), is left ignored. Returns the pipe's read end for a
+/// thread to read, or -1 with errno.
 int ctk_stop_signals_install(const int *numbers, int count);
 
 /// Names the calling thread as `ps -L`, `top -H`, perf and /proc show it, cut to the 15 bytes the kernel keeps;

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import TokenetNode
+import TokenetTestSupport
+import TokenetTransport
+
+/// SIGHUP, which a closing terminal sends, stops nodes and `tokenet up` as SIGTERM does (a node under `nohup` keeps
+/// ignoring it): killed by it, `tokenet up` left its temporary workspace, certificates and keys included, behind.
+@Suite(.timeLimit(.minutes(3))) struct HangupTests {
+    @Test func aNodeStartedUnderNohupOutlivesAHangup() async throws {
+        let scratch = try TemporaryDirectory()
+        let readyFile = scratch.path("ready.json")
+        let node = try LaunchedProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/nohup"),
+            [
+                try BuiltExecutables.url(of: "tsp-node").path, "--plaintext", "--data-dir", scratch.path("data"),
+                "--ready-file", readyFile, "--log-format", "json",
+            ])
+        defer { node.process.send(SIGKILL) }
+        try await Self.waitUntil("the node's ready file", of: node.process) {
+            FileManager.default.fileExists(atPath: readyFile)
+        }
+        node.process.send(SIGHUP)
+        try await Task.sleep(for: .seconds(1))
+        #expect(node.process.isRunning)
+        node.process.send(SIGTERM)
+        let result = try await node.waitForExit()
+        #expect(result.status == 0, "\(result.stderr)")
+        // Had the hangup been taken, it would be the signal the stop names: it came first.
+        #expect(result.stderr.contains(#""msg":"stopping","signal":"SIGTERM""#), "\(result.stderr)")
+        #expect(!result.stderr.contains("SIGHUP"), "\(result.stderr)")
+    }
+
+    @Test func upStopsItsNodesAndRemovesItsWorkspaceOnAHangup() async throws {
+        let up = try LaunchedProcess(niced: "tokenet", ["up", "--timeout", "60"])
+        defer { up.process.send(SIGKILL) }
+        let stdout = up.directory.path("stdout")
+        func output() -> String { (try? String(contentsOfFile: stdout, encoding: .utf8)) ?? "" }
+        // Standard input is /dev/null: its end comes at once, and the nodes keep running.
+        try await Self.waitUntil("tokenet up's end of input", of: up.process) {
+            output().contains("(end of input: the nodes keep running")
+        }
+        let workspaceLine = try #require(output().split(separator: "\n").first { $0.contains("workspace") })
+        let workspace = try #require(workspaceLine.split(separator: " ").first { $0.first == "/" }.map(String.init))
+        #expect(FileManager.default.fileExists(atPath: workspace + "/pki/operator.key"))
+
+        up.process.send(SIGHUP)
+        let result = try await up.waitForExit()
+        #expect(result.reason == .exit && result.status == 0, "\(result.stdout)\(result.stderr)")
+        for node in ["tsp-node", "wallet-node", "issuer-node"] {
+            #expect(result.stdout.contains(" \(node) pid="), "\(result.stdout)")
+        }
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count == 4, "\(result.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: workspace), "\(workspace) was left behind")
+    }
+
+    private static func waitUntil(
+        _ what: String, of process: SpawnedProcess, _ condition: () -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !condition() {
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                Issue.record("\(what) did not come (running: \(process.isRunning))")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
