@@ -1,4 +1,5 @@
 import Glibc
+import TokenetTransport
 
 /// A `HOST:PORT` address as written on the command line, in config files and in ready files.
 ///
@@ -45,12 +46,18 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         return port.drop { $0 == "0" }.count > 5 || (Int(port) ?? .max) > Int(UInt16.max) ? port : nil
     }
 
-    /// Whether the transport can use the host: a dotted-quad IPv4 address or `localhost` (it resolves no names, so
-    /// as not to block its event loop, and speaks no IPv6). Checked where an address is given, so `[::1]:7001` or
-    /// `node-a:7001` is a bad option naming its flag rather than a failure once the node runs.
+    /// Whether the host is a dotted-quad IPv4 address or `localhost`: what a listener binds to and the fault proxy
+    /// takes (neither looks names up). Checked where an address is given, so `[::1]:7001` is a bad option naming its
+    /// flag rather than a failure once the node runs.
     public var hostIsIPv4OrLocalhost: Bool {
         var address = in_addr()
         return host == "localhost" || inet_pton(AF_INET, host, &address) == 1
+    }
+
+    /// Whether a connection can be made to the host: an IPv4 address, `localhost`, or a host name, which the
+    /// transport looks up when it connects (`HostResolver`; IPv4 answers only, since it speaks no IPv6).
+    public var hostIsIPv4OrName: Bool {
+        hostIsIPv4OrLocalhost || HostResolver.isHostName(host)
     }
 
     public var description: String {

@@ -24,15 +24,22 @@ extension NodeOptions {
     private mutating func apply(
         key: NodeOptionKey, text: String, origin: NodeSetting.Origin, bad: (String, String) -> NodeError
     ) throws(NodeError) {
-        func address() throws(NodeError) -> HostPort {
+        /// A peer's address may name its host (looked up when the node connects); --listen binds an IPv4 address.
+        func address(listening: Bool = false) throws(NodeError) -> HostPort {
             guard let address = HostPort(parsing: text) else {
                 guard HostPort.portPastRange(in: text) == nil else {
                     throw bad("HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7001", text)
                 }
                 throw bad("HOST:PORT such as 127.0.0.1:7001", text)
             }
-            guard address.hostIsIPv4OrLocalhost else {
-                throw bad("an IPv4 address or localhost with a port, such as 127.0.0.1:7001", text)
+            if listening {
+                guard address.hostIsIPv4OrLocalhost else {
+                    throw bad("an IPv4 address (0.0.0.0 for every interface) or localhost with a port", text)
+                }
+            } else {
+                guard address.hostIsIPv4OrName else {
+                    throw bad("an IPv4 address or host name with a port, such as 127.0.0.1:7001 (no IPv6)", text)
+                }
             }
             return address
         }
@@ -57,7 +64,7 @@ extension NodeOptions {
         }
 
         switch key {
-        case .listen: listen = try address()
+        case .listen: listen = try address(listening: true)
         case .tsp: peers[.tsp] = try address()
         case .issuer:
             // ID=HOST:PORT: the address of one issuer (by the id it registers with); HOST:PORT: of every other.
@@ -67,7 +74,7 @@ extension NodeOptions {
                     throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
                 }
                 let rest = String(text[text.index(after: equals)...])
-                guard let route = HostPort(parsing: rest), route.hostIsIPv4OrLocalhost else {
+                guard let route = HostPort(parsing: rest), route.hostIsIPv4OrName else {
                     throw bad("ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002", text)
                 }
                 issuerRoutes[id] = route

@@ -112,11 +112,11 @@ struct InspectOptions: Sendable {
             }
             throw CLIError(.usage, "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT")
         }
-        guard address.hostIsIPv4OrLocalhost else {
+        guard address.hostIsIPv4OrName else {
             throw CLIError(
                 .usage,
-                "\(command): '\(maskPAN(first))' is not an IPv4 address or localhost with a port, "
-                    + "such as 127.0.0.1:7001"
+                "\(command): '\(maskPAN(first))' is not an IPv4 address or host name with a port, "
+                    + "such as 127.0.0.1:7001 or tsp.internal:7001 (IPv6 is not spoken)"
             )
         }
         guard address.port != 0 else {

@@ -31,4 +31,14 @@ import Testing
             #expect(try !#require(HostPort(parsing: text)).hostIsIPv4OrLocalhost, "\(text)")
         }
     }
+
+    /// A peer's address may name its host, which the transport looks up when it connects.
+    @Test func aPeerMayBeNamed() throws {
+        for text in ["127.0.0.1:7001", "localhost:7001", "tsp:7001", "issuer.example.test:443", "Wallet-1.local.:1"] {
+            #expect(try #require(HostPort(parsing: text)).hostIsIPv4OrName, "\(text)")
+        }
+        for text in ["[::1]:7001", "tsp_node:7001", "127.1:7001", "256.0.0.1:1", "-tsp:7001"] {
+            #expect(try !#require(HostPort(parsing: text)).hostIsIPv4OrName, "\(text)")
+        }
+    }
 }

@@ -94,11 +94,12 @@ import TokenetTransport
     }
 
     /// An address the transport cannot use is a usage error (status 2), not a failed connection (status 1).
-    @Test func anAddressOtherThanIPv4OrLocalhostIsRefused() throws {
-        for address in ["[::1]:7001", "tsp.example:7001"] {
+    @Test func anAddressOtherThanIPv4OrAHostNameIsRefused() throws {
+        for address in ["[::1]:7001", "tsp_node:7001", "999.0.0.1:7001"] {
             try expectUsageError(
                 ["list", address, "--plaintext"],
-                "list: '\(address)' is not an IPv4 address or localhost with a port, such as 127.0.0.1:7001")
+                "list: '\(address)' is not an IPv4 address or host name with a port, such as 127.0.0.1:7001 or "
+                    + "tsp.internal:7001 (IPv6 is not spoken)")
         }
     }
 

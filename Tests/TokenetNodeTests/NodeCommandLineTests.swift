@@ -216,10 +216,13 @@ import Testing
         (["--issuer", "1.2.3.4"], "--issuer: expected HOST:PORT"),
         (["--listen", "127.0.0.1:99999"], "--listen: expected HOST:PORT with a port from 0 to 65535, such as"),
         (["--issuer", "127.0.0.1:0000070001"], "--issuer: expected HOST:PORT with a port from 0 to 65535, such as"),
-        // The transport speaks IPv4 and resolves only localhost: anything else is refused here, naming the flag.
-        (["--listen", "[::1]:7001"], "--listen: expected an IPv4 address or localhost with a port, such as"),
-        (["--issuer", "issuer.example:7002"], "--issuer: expected an IPv4 address or localhost with a port"),
-        (["--listen", "127.1:7001"], "--listen: expected an IPv4 address or localhost with a port"),
+        // The transport speaks IPv4 and a node binds an address, not a name: anything else is refused here, naming the
+        // flag. A peer may be named (looked up when the node connects), but not in IPv6.
+        (["--listen", "[::1]:7001"], "--listen: expected an IPv4 address (0.0.0.0 for every interface) or localhost"),
+        (["--listen", "tsp.example:7001"], "--listen: expected an IPv4 address (0.0.0.0 for every interface)"),
+        (["--listen", "127.1:7001"], "--listen: expected an IPv4 address (0.0.0.0 for every interface) or localhost"),
+        (["--issuer", "[::1]:7002"], "--issuer: expected an IPv4 address or host name with a port, such as"),
+        (["--issuer", "issuer_a:7002"], "--issuer: expected an IPv4 address or host name with a port"),
         (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
         (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
         (["--plaintext=yes"], "--plaintext takes no value"),

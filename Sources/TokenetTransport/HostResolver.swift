@@ -1,0 +1,112 @@
+import Glibc
+import Synchronization
+
+/// Turns the host a connection is made to into the IPv4 address the socket connects to.
+///
+/// An IPv4 address or `localhost` needs no lookup. A host name (a container's service name, a machine on the
+/// network) is looked up with getaddrinfo(3), as `/etc/hosts` and DNS answer it: a call that blocks, so it runs on a
+/// thread of its own, never on an event loop, and is given at most the connection's own time. A lookup still running
+/// then finishes on its thread and its answer is dropped. The transport speaks no IPv6: only IPv4 answers count.
+public enum HostResolver {
+    /// The IPv4 address to connect to for `host`, looked up within `limit` when it is a name.
+    public static func ipv4Address(of host: String, within limit: Duration) async throws(TransportError) -> String {
+        if let address = try? Socket.ipv4(host) { return address }
+        guard isHostName(host) else {
+            throw TransportError(.invalidAddress, "\(host) is not an IPv4 address or a host name")
+        }
+        let answer = Answer()
+        let result = await withCheckedContinuation { continuation in
+            answer.wait(continuation)
+            NamedThread.start("tokenet-resolve") { answer.give(lookUp(host)) }
+            answer.give(
+                afterAtMost: limit,
+                .failure(
+                    TransportError(
+                        .timeout,
+                        "looking up \(host) took longer than \(limit.components.seconds) s; check the name and the "
+                            + "system's DNS servers")))
+        }
+        return try result.get()
+    }
+
+    /// The first IPv4 address getaddrinfo(3) gives for `host`. Blocks.
+    static func lookUp(_ host: String) -> Result<String, TransportError> {
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        defer { if let list { freeaddrinfo(list) } }
+        guard status == 0 else {
+            let reason = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
+            return .failure(TransportError(.invalidAddress, "cannot look up \(host): \(reason)"))
+        }
+        var entry = list
+        while let current = entry {
+            if current.pointee.ai_family == AF_INET, let socketAddress = current.pointee.ai_addr {
+                var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                if inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil {
+                    let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+                    return .success(String(decoding: bytes, as: UTF8.self))
+                }
+            }
+            entry = current.pointee.ai_next
+        }
+        return .failure(TransportError(.invalidAddress, "cannot look up \(host): it has no IPv4 address"))
+    }
+
+    /// Whether `text` is a host name as DNS writes them (RFC 1123): labels of letters, digits and hyphens, neither
+    /// starting nor ending with a hyphen, of at most 63 characters each and 253 in all, joined by dots, with a final
+    /// dot allowed; the last label holds a letter, so that `999.0.0.1` is a wrong IPv4 address, not a name.
+    public static func isHostName(_ text: String) -> Bool {
+        let name = text.hasSuffix(".") ? text.dropLast() : Substring(text)
+        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
+                label.utf8.allSatisfy({ isASCIILetter($0) || (0x30...0x39).contains($0) || $0 == 0x2D })
+            else { return false }
+        }
+        return labels.last.map { $0.utf8.contains(where: isASCIILetter) } ?? false
+    }
+
+    private static func isASCIILetter(_ byte: UInt8) -> Bool {
+        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+    }
+
+    /// The one answer a lookup gets: the lookup's, or the timeout's, whichever comes first.
+    private final class Answer: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<Result<String, TransportError>, Never>?
+            var timer: Task<Void, Never>?
+        }
+        private let state = Mutex(State())
+
+        func wait(_ continuation: CheckedContinuation<Result<String, TransportError>, Never>) {
+            state.withLock { $0.continuation = continuation }
+        }
+
+        func give(afterAtMost limit: Duration, _ result: Result<String, TransportError>) {
+            let timer = Task { [self] in
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                give(result)
+            }
+            let given = state.withLock { state in
+                guard state.continuation != nil else { return true }
+                state.timer = timer
+                return false
+            }
+            if given { timer.cancel() }
+        }
+
+        func give(_ result: Result<String, TransportError>) {
+            let (continuation, timer) = state.withLock { state in
+                defer { state = State() }
+                return (state.continuation, state.timer)
+            }
+            timer?.cancel()
+            continuation?.resume(returning: result)
+        }
+    }
+}
