@@ -15,18 +15,27 @@ public enum HostResolver {
             throw TransportError(.invalidAddress, "\(host) is not an IPv4 address or a host name")
         }
         let answer = Answer()
-        let result = await withCheckedContinuation { continuation in
-            answer.wait(continuation)
-            NamedThread.start("tokenet-resolve") { answer.give(lookUp(host)) }
-            answer.give(
-                afterAtMost: limit,
-                .failure(
-                    TransportError(
-                        .timeout,
-                        "looking up \(host) took longer than \(limit.components.seconds) s; check the name and the "
-                            + "system's DNS servers")))
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard answer.wait(continuation) else { return }
+                NamedThread.start("tokenet-resolve") { answer.give(lookUp(host)) }
+                answer.give(
+                    afterAtMost: limit,
+                    .failure(
+                        TransportError(
+                            .timeout,
+                            "looking up \(host) took longer than \(describe(limit)); check the name and the "
+                                + "system's DNS servers")))
+            }
+        } onCancel: {
+            answer.give(.failure(ConnectionStateMachine.attemptCancelled))
         }
         return try result.get()
+    }
+
+    private static func describe(_ limit: Duration) -> String {
+        let (seconds, attoseconds) = limit.components
+        return seconds >= 1 ? "\(seconds) s" : "\(attoseconds / 1_000_000_000_000_000) ms"
     }
 
     /// The first IPv4 address getaddrinfo(3) gives for `host`. Blocks.
@@ -75,16 +84,31 @@ public enum HostResolver {
         (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
     }
 
-    /// The one answer a lookup gets: the lookup's, or the timeout's, whichever comes first.
+    /// The one answer a lookup gets: the lookup's, the timeout's or the cancellation's, whichever comes first (a
+    /// cancellation may come before the wait begins, and is kept for it).
     private final class Answer: Sendable {
+        typealias Waiter = CheckedContinuation<Result<String, TransportError>, Never>
+
         private struct State {
-            var continuation: CheckedContinuation<Result<String, TransportError>, Never>?
+            var continuation: Waiter?
+            var early: Result<String, TransportError>?
             var timer: Task<Void, Never>?
+            var given = false
         }
         private let state = Mutex(State())
 
-        func wait(_ continuation: CheckedContinuation<Result<String, TransportError>, Never>) {
-            state.withLock { $0.continuation = continuation }
+        /// Waits for the answer; false when it came already (a cancellation), and the wait is over.
+        func wait(_ continuation: Waiter) -> Bool {
+            let early = state.withLock { state in
+                guard let early = state.early else {
+                    state.continuation = continuation
+                    return Result<String, TransportError>?.none
+                }
+                return early
+            }
+            guard let early else { return true }
+            continuation.resume(returning: early)
+            return false
         }
 
         func give(afterAtMost limit: Duration, _ result: Result<String, TransportError>) {
@@ -93,16 +117,21 @@ public enum HostResolver {
                 give(result)
             }
             let given = state.withLock { state in
-                guard state.continuation != nil else { return true }
-                state.timer = timer
-                return false
+                if !state.given { state.timer = timer }
+                return state.given
             }
             if given { timer.cancel() }
         }
 
         func give(_ result: Result<String, TransportError>) {
-            let (continuation, timer) = state.withLock { state in
-                defer { state = State() }
+            let (continuation, timer) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+                guard !state.given else { return (nil, nil) }
+                state.given = true
+                if state.continuation == nil { state.early = result }
+                defer {
+                    state.continuation = nil
+                    state.timer = nil
+                }
                 return (state.continuation, state.timer)
             }
             timer?.cancel()

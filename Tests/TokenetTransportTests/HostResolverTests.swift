@@ -42,6 +42,14 @@ import Testing
         #expect(refused || error?.code == .timeout, "\(String(describing: error))")
     }
 
+    /// A connection attempt given up (its call's deadline, say) does not wait for the lookup to end.
+    @Test func aCancelledLookUpEndsAtOnce() async {
+        let lookUp = Task { try await HostResolver.ipv4Address(of: "nosuch.invalid", within: .seconds(60)) }
+        lookUp.cancel()
+        let error = await #expect(throws: TransportError.self) { _ = try await lookUp.value }
+        #expect(error?.code == .cancelled, "\(String(describing: error))")
+    }
+
     @Test func neitherAnAddressNorANameIsRefused() async {
         await #expect(throws: TransportError(.invalidAddress, "tsp_node is not an IPv4 address or a host name")) {
             _ = try await HostResolver.ipv4Address(of: "tsp_node", within: .seconds(1))
