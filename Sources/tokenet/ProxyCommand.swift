@@ -34,8 +34,13 @@ enum ProxyCommand {
                     throw CLIError(
                         .usage, "proxy: \(flag): '\(text)' has port \(port), past the last port (65535)")
                 }
-                guard let address = HostPort(parsing: text), address.hostIsIPv4OrLocalhost else {
-                    throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with an IPv4 host, got '\(text)'")
+                // The upstream may be named (looked up at each connection); the proxy listens on an address.
+                let upstream = flag == "--to"
+                guard let address = HostPort(parsing: text),
+                    upstream ? address.hostIsIPv4OrName : address.hostIsIPv4OrLocalhost
+                else {
+                    let host = upstream ? "an IPv4 host or a host name" : "an IPv4 host"
+                    throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with \(host), got '\(text)'")
                 }
                 return address
             }

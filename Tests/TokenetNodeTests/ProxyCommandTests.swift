@@ -187,7 +187,12 @@ import TokenetTransport
     @Test func badOptionsAreUsageErrors() async throws {
         for (arguments, message) in [
             ([String](), "proxy: --to HOST:PORT is required"),
-            (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IPv4 host, got 'nowhere'"),
+            (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IPv4 host or a host name, got 'nowhere'"),
+            (["--to", "issuer_a:7002"], "proxy: --to: expected HOST:PORT with an IPv4 host or a host name, got"),
+            (
+                ["--to", "127.0.0.1:7002", "--listen", "proxy.local:0"],
+                "proxy: --listen: expected HOST:PORT with an IPv4 host, got"
+            ),
             (["--to", "127.0.0.1:70002"], "proxy: --to: '127.0.0.1:70002' has port 70002, past the last port (65535)"),
             (
                 ["--to", "127.0.0.1:7002", "--listen", "127.0.0.1:99999"],
