@@ -595,9 +595,12 @@ struct ConnectionStateMachine {
         connectionError(.protocolError, "a frame that began to arrive \(description) ago is still incomplete")
     }
 
-    /// The keepalive timer found no pong in time.
+    /// The keepalive timer found no pong in time. A peer that never sent its hello either is said to: whatever took
+    /// the connection does not speak Tokenet, or is stuck.
     mutating func keepaliveTimedOut() -> Actions {
-        connectionError(.keepaliveTimeout, "no answer to keepalive ping")
+        let silence = "no answer to keepalive ping"
+        let reason = peerHelloReceived ? silence : "no hello from the peer, and \(silence)"
+        return connectionError(.keepaliveTimeout, reason)
     }
 
     /// The idle timer fired: a connection with no open call closes; one with calls carries on.

@@ -370,6 +370,13 @@ final class InspectSession: Sendable {
             error.message.contains("no answer to keepalive ping")
         else { return nil }
         let silent = Self.keepaliveInterval + Self.keepaliveTimeout
+        if error.message.contains("no hello from the peer") {
+            return RPCError(
+                .unavailable,
+                "\(options.address) accepted the connection but sent no hello within \(silent.components.seconds) s "
+                    + "(nor answered a keepalive ping): check that \(options.address) is a Tokenet node's address; the "
+                    + "connection was closed")
+        }
         return RPCError(
             .unavailable,
             "\(options.address) stopped answering: nothing heard for \(silent.components.seconds) s, and a keepalive "

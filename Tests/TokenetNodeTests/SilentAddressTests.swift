@@ -2,8 +2,7 @@ import Glibc
 import Testing
 import TokenetTestSupport
 
-/// An address that accepts TCP connections and never answers: the CLI says which stage it waited at and for how long,
-/// rather than "connection not established in time".
+/// An address that accepts TCP connections and never answers: the CLI says which stage it waited at and for how long.
 @Suite(.timeLimit(.minutes(2))) struct SilentAddressTests {
     @Test func anAddressThatNeverFinishesTheHandshakeIsNamedAsSuch() async throws {
         let listener = try SilentListener()
@@ -21,6 +20,21 @@ import TokenetTestSupport
                 == "tokenet: cannot connect to \(address): it accepted the connection but did not finish the "
                 + "handshake within 10 s; check that \(address) is a Tokenet node's address (a node that is paused "
                 + "or overloaded answers late)\n")
+    }
+
+    /// In plaintext there is no handshake to wait for: the call waits for the peer's hello until the keepalive gives
+    /// up, and then says that no hello came (it said "stopped answering", as of a node that had been talking).
+    @Test func aPlaintextAddressThatNeverSendsItsHelloIsNamedAsSuch() async throws {
+        let listener = try SilentListener()
+        defer { close(listener.descriptor) }
+        let address = "127.0.0.1:\(listener.port)"
+        let result = try await runTokenet(["list", address, "--plaintext"])
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "ERROR: UNAVAILABLE: \(address) accepted the connection but sent no hello within 20 s (nor "
+                + "answered a keepalive ping): check that \(address) is a Tokenet node's address; the connection was "
+                + "closed\n")
     }
 }
 

@@ -743,6 +743,16 @@ import TokenetWire
             actions.contains(
                 .failCall(streamID: 1, code: .unavailable, message: "connection closed: no answer to keepalive ping")))
     }
+
+    @Test func keepaliveTimeoutBeforeAnyHelloSaysSo() throws {
+        var client = Machine(role: .client)
+        _ = client.start()
+        _ = try client.openCall(Self.start)
+        let actions = client.keepaliveTimedOut()
+        #expect(Self.goawayCode(actions) == .keepaliveTimeout)
+        let message = "connection closed: no hello from the peer, and no answer to keepalive ping"
+        #expect(actions.contains(.failCall(streamID: 1, code: .unavailable, message: message)), "\(actions)")
+    }
 }
 
 @Suite struct TraceIDTests {
