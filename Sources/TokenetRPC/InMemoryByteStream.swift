@@ -33,8 +33,16 @@ public final class InMemoryByteStream: ByteStream {
         await inbound.read()
     }
 
+    /// Fails as a TLS connection's write does once the stream is closed: `closedByPeer` after the other end closed,
+    /// which the connection leaves for its reader to explain (a goaway, or a close before the hello), and
+    /// `closedLocally` after this end closed. A plain error here made a write that met the peer's close race the
+    /// reader's account of it.
     public func write(_ bytes: [UInt8]) async throws {
-        guard outbound.write(bytes) else { throw RPCError(.unavailable, "the in-memory stream is closed") }
+        switch outbound.write(bytes) {
+        case .written: return
+        case .closedByReader: throw TransportError.closedByPeer
+        case .closedByWriter: throw TransportError.closedLocally
+        }
     }
 
     /// The in-memory pipe never waits for room, so there is no write to withdraw.
@@ -43,30 +51,38 @@ public final class InMemoryByteStream: ByteStream {
     }
 
     public func close() async {
-        inbound.close()
-        outbound.close()
+        inbound.close(by: .reader)
+        outbound.close(by: .writer)
     }
 
     /// A one-directional queue of chunks with at most one waiting reader.
     private final class Pipe: Sendable {
+        enum Side { case reader, writer }
+        enum WriteOutcome { case written, closedByReader, closedByWriter }
+
         private struct State {
             var chunks: [[UInt8]] = []
-            var closed = false
+            /// Which end closed the pipe first.
+            var closedBy: Side?
             var reader: CheckedContinuation<[UInt8]?, Never>?
         }
 
         private let state = Mutex(State())
 
-        func write(_ bytes: [UInt8]) -> Bool {
+        func write(_ bytes: [UInt8]) -> WriteOutcome {
             state.withLock { state in
-                guard !state.closed else { return false }
+                switch state.closedBy {
+                case .reader: return .closedByReader
+                case .writer: return .closedByWriter
+                case nil: break
+                }
                 if let reader = state.reader {
                     state.reader = nil
                     reader.resume(returning: bytes)
                 } else {
                     state.chunks.append(bytes)
                 }
-                return true
+                return .written
             }
         }
 
@@ -75,7 +91,7 @@ public final class InMemoryByteStream: ByteStream {
                 state.withLock { state in
                     if !state.chunks.isEmpty {
                         continuation.resume(returning: state.chunks.removeFirst())
-                    } else if state.closed {
+                    } else if state.closedBy != nil {
                         continuation.resume(returning: nil)
                     } else {
                         state.reader = continuation
@@ -84,9 +100,9 @@ public final class InMemoryByteStream: ByteStream {
             }
         }
 
-        func close() {
+        func close(by side: Side) {
             state.withLock { state in
-                state.closed = true
+                if state.closedBy == nil { state.closedBy = side }
                 if let reader = state.reader {
                     state.reader = nil
                     reader.resume(returning: nil)
