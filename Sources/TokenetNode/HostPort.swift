@@ -46,9 +46,9 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         return port.drop { $0 == "0" }.count > 5 || (Int(port) ?? .max) > Int(UInt16.max) ? port : nil
     }
 
-    /// Whether the host is a dotted-quad IPv4 address or `localhost`: what a listener binds to and the fault proxy
-    /// takes (neither looks names up). Checked where an address is given, so `[::1]:7001` is a bad option naming its
-    /// flag rather than a failure once the node runs.
+    /// Whether the host is a dotted-quad IPv4 address or `localhost`: what a listener binds to (a node's or the fault
+    /// proxy's `--listen`; no name is looked up there). Checked where an address is given, so `[::1]:7001` is a bad
+    /// option naming its flag rather than a failure once the node runs.
     public var hostIsIPv4OrLocalhost: Bool {
         var address = in_addr()
         return host == "localhost" || inet_pton(AF_INET, host, &address) == 1
