@@ -73,7 +73,8 @@ public final class FaultProxy: Sendable {
                 listener: listener, upstreamHost: upstreamHost, upstreamPort: upstreamPort, fault: fault,
                 holdLimit: holdLimit, upstreamReport: upstreamReport)
         } catch {
-            throw FaultError(.address, "cannot listen on \(host):\(port)", cause: error)
+            throw FaultError(
+                .address, "cannot listen on \(Socket.display(host: host, port: port))", cause: error)
         }
     }
 

@@ -46,18 +46,21 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         return port.drop { $0 == "0" }.count > 5 || (Int(port) ?? .max) > Int(UInt16.max) ? port : nil
     }
 
-    /// Whether the host is a dotted-quad IPv4 address or `localhost`: what a listener binds to (a node's or the fault
-    /// proxy's `--listen`; no name is looked up there). Checked where an address is given, so `[::1]:7001` is a bad
-    /// option naming its flag rather than a failure once the node runs.
-    public var hostIsIPv4OrLocalhost: Bool {
-        var address = in_addr()
-        return host == "localhost" || inet_pton(AF_INET, host, &address) == 1
+    /// Whether the host is an IP address (an IPv4 dotted quad, or an IPv6 address written in brackets) or
+    /// `localhost`: what a listener binds to (a node's or the fault proxy's `--listen`; no name is looked up there).
+    /// Checked where an address is given, so `tsp:7001` there is a bad option naming its flag rather than a failure
+    /// once the node runs.
+    public var hostIsIPOrLocalhost: Bool {
+        if host == "localhost" { return true }
+        var four = in_addr()
+        var six = in6_addr()
+        return inet_pton(AF_INET, host, &four) == 1 || inet_pton(AF_INET6, host, &six) == 1
     }
 
-    /// Whether a connection can be made to the host: an IPv4 address, `localhost`, or a host name, which the
-    /// transport looks up when it connects (`HostResolver`; IPv4 answers only, since it speaks no IPv6).
-    public var hostIsIPv4OrName: Bool {
-        hostIsIPv4OrLocalhost || HostResolver.isHostName(host)
+    /// Whether a connection can be made to the host: an IP address, `localhost`, or a host name, which the
+    /// transport looks up when it connects (`HostResolver`).
+    public var hostIsIPOrName: Bool {
+        hostIsIPOrLocalhost || HostResolver.isHostName(host)
     }
 
     public var description: String {

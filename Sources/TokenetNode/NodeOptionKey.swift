@@ -110,7 +110,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     var help: String {
         switch self {
         case .config: return "Read settings from a JSON file; flags given on the command line override it."
-        case .listen: return "Address to accept connections on (default 127.0.0.1:0, a free port)."
+        case .listen:
+            return "Address to accept connections on, IPv6 as [::1]:PORT (default 127.0.0.1:0, a free port)."
         case .cert: return "PEM certificate chain this node presents to its peers."
         case .key: return "PEM private key for --cert."
         case .ca: return "PEM CA bundle used to verify peers."

@@ -24,21 +24,23 @@ extension NodeOptions {
     private mutating func apply(
         key: NodeOptionKey, text: String, origin: NodeSetting.Origin, bad: (String, String) -> NodeError
     ) throws(NodeError) {
-        /// A peer's address may name its host (looked up when the node connects); --listen binds an IPv4 address.
+        /// A peer's address may name its host (looked up when the node connects); --listen binds an IP address.
         func address(listening: Bool = false) throws(NodeError) -> HostPort {
             guard let address = HostPort(parsing: text) else {
                 guard HostPort.portPastRange(in: text) == nil else {
                     throw bad("HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7001", text)
                 }
-                throw bad("HOST:PORT such as 127.0.0.1:7001", text)
+                throw bad("HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in brackets ([::1]:7001)", text)
             }
             if listening {
-                guard address.hostIsIPv4OrLocalhost else {
-                    throw bad("an IPv4 address (0.0.0.0 for every interface) or localhost with a port", text)
+                guard address.hostIsIPOrLocalhost else {
+                    throw bad(
+                        "an IP address (0.0.0.0, or [::] for IPv6 and IPv4, for every interface) or localhost with a "
+                            + "port", text)
                 }
             } else {
-                guard address.hostIsIPv4OrName else {
-                    throw bad("an IPv4 address or host name with a port, such as 127.0.0.1:7001 (no IPv6)", text)
+                guard address.hostIsIPOrName else {
+                    throw bad("an IP address or host name with a port, such as 127.0.0.1:7001 or [::1]:7001", text)
                 }
             }
             return address
@@ -74,7 +76,7 @@ extension NodeOptions {
                     throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
                 }
                 let rest = String(text[text.index(after: equals)...])
-                guard let route = HostPort(parsing: rest), route.hostIsIPv4OrName else {
+                guard let route = HostPort(parsing: rest), route.hostIsIPOrName else {
                     throw bad("ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002", text)
                 }
                 issuerRoutes[id] = route

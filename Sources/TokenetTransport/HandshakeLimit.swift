@@ -1,4 +1,5 @@
 import CTokenetShims
+import Glibc
 
 /// The TLS handshakes in progress from each source address, bounded.
 ///
@@ -9,40 +10,69 @@ import CTokenetShims
 /// listener reports the address. Lives on the listener's loop: only its thread touches it.
 final class HandshakeLimit {
     let limit: Int
-    private var inProgress: [Int64: Int] = [:]
+    private var inProgress: [Source: Int] = [:]
 
     init(limit: Int) {
         precondition(limit > 0, "an address must be allowed a handshake")
         self.limit = limit
     }
 
-    /// Counts a handshake from `fd`'s peer; nil when it may go ahead, else why it may not. A peer without an IPv4
-    /// address counts under one key of its own.
-    func begin(_ fd: Int32) -> (address: Int64, refusal: TransportError?) {
-        let address = ctk_peer_ipv4(fd)
-        let count = inProgress[address, default: 0]
+    /// Where handshakes are counted: an IPv4 address, or an IPv6 address's /64 network, since one IPv6 host usually
+    /// holds a whole /64 and could otherwise open each connection from an address of its own.
+    struct Source: Hashable, Sendable, CustomStringConvertible {
+        /// The address's bytes in network order: 4 for IPv4, the first 8 for IPv6, none when the peer has no IP
+        /// address (all such peers count under one key).
+        let bytes: [UInt8]
+
+        /// The source of `fd`'s peer; an IPv4-mapped IPv6 peer (a dual-stack listener's IPv4 client) is its IPv4
+        /// address.
+        init(peerOf fd: Int32) {
+            var address = [UInt8](repeating: 0, count: 16)
+            let length = Int(ctk_peer_address(fd, &address))
+            self.init(bytes: Array(address.prefix(length == 16 ? 8 : length)))
+        }
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
+
+        var description: String {
+            switch bytes.count {
+            case 4: return bytes.map(String.init).joined(separator: ".")
+            case 8:
+                var address = bytes + [UInt8](repeating: 0, count: 8)
+                var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+                guard inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil else {
+                    return "an IPv6 network"
+                }
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/64"
+            default: return "a peer without an IP address"
+            }
+        }
+    }
+
+    /// Counts a handshake from `fd`'s peer; nil when it may go ahead, else why it may not.
+    func begin(_ fd: Int32) -> (source: Source, refusal: TransportError?) {
+        begin(from: Source(peerOf: fd))
+    }
+
+    func begin(from source: Source) -> (source: Source, refusal: TransportError?) {
+        let count = inProgress[source, default: 0]
         guard count < limit else {
-            let name = Self.name(of: address)
+            let which = source.bytes.count == 8 ? "one IPv6 /64 network" : "one address"
             return (
-                address,
+                source,
                 TransportError(
                     .tooManyHandshakes,
-                    "\(name) already has \(limit) TLS handshakes in progress, the most one address may have; "
+                    "\(source) already has \(limit) TLS handshakes in progress, the most \(which) may have; "
                         + "its connection was closed before the handshake")
             )
         }
-        inProgress[address] = count + 1
-        return (address, nil)
+        inProgress[source] = count + 1
+        return (source, nil)
     }
 
     /// A handshake `begin` let go ahead has ended, established or failed.
-    func end(_ address: Int64) {
-        let left = inProgress[address, default: 1] - 1
-        inProgress[address] = left > 0 ? left : nil
-    }
-
-    static func name(of address: Int64) -> String {
-        guard address >= 0 else { return "a peer without an IPv4 address" }
-        return [24, 16, 8, 0].map { String((address >> Int64($0)) & 0xff) }.joined(separator: ".")
+    func end(_ source: Source) {
+        let left = inProgress[source, default: 1] - 1
+        inProgress[source] = left > 0 ? left : nil
     }
 }

@@ -1,18 +1,19 @@
 import Glibc
 import Synchronization
 
-/// Turns the host a connection is made to into the IPv4 address the socket connects to.
+/// Turns the host a connection is made to into the IP address the socket connects to.
 ///
-/// An IPv4 address or `localhost` needs no lookup. A host name (a container's service name, a machine on the
+/// An IPv4 or IPv6 address, or `localhost` (127.0.0.1), needs no lookup. A host name (a container's service name, a machine on the
 /// network) is looked up with getaddrinfo(3), as `/etc/hosts` and DNS answer it: a call that blocks, so it runs on a
 /// thread of its own, never on an event loop, and is given at most the connection's own time. A lookup still running
-/// then finishes on its thread and its answer is dropped. The transport speaks no IPv6: only IPv4 answers count.
+/// then finishes on its thread and its answer is dropped. A name with both kinds of address is reached over IPv4,
+/// which is what nodes listen on unless told otherwise (`--listen [::]:PORT` takes both).
 public enum HostResolver {
-    /// The IPv4 address to connect to for `host`, looked up within `limit` when it is a name.
-    public static func ipv4Address(of host: String, within limit: Duration) async throws(TransportError) -> String {
-        if let address = try? Socket.ipv4(host) { return address }
+    /// The IP address to connect to for `host`, looked up within `limit` when it is a name.
+    public static func address(of host: String, within limit: Duration) async throws(TransportError) -> String {
+        if let (address, _) = try? Socket.ipAddress(host) { return address }
         guard isHostName(host) else {
-            throw TransportError(.invalidAddress, "\(host) is not an IPv4 address or a host name")
+            throw TransportError(.invalidAddress, "\(host) is not an IP address or a host name")
         }
         let answer = Answer()
         let result = await withTaskCancellationHandler {
@@ -38,10 +39,10 @@ public enum HostResolver {
         return seconds >= 1 ? "\(seconds) s" : "\(attoseconds / 1_000_000_000_000_000) ms"
     }
 
-    /// The first IPv4 address getaddrinfo(3) gives for `host`. Blocks.
+    /// The first IPv4 address getaddrinfo(3) gives for `host`, or else its first IPv6 address. Blocks.
     static func lookUp(_ host: String) -> Result<String, TransportError> {
         var hints = addrinfo()
-        hints.ai_family = AF_INET
+        hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
@@ -50,19 +51,32 @@ public enum HostResolver {
             let reason = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
             return .failure(TransportError(.invalidAddress, "cannot look up \(host): \(reason)"))
         }
+        var firstIPv6: String?
         var entry = list
         while let current = entry {
-            if current.pointee.ai_family == AF_INET, let socketAddress = current.pointee.ai_addr {
+            defer { entry = current.pointee.ai_next }
+            guard let socketAddress = current.pointee.ai_addr else { continue }
+            switch current.pointee.ai_family {
+            case AF_INET:
                 var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                if inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil {
-                    let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-                    return .success(String(decoding: bytes, as: UTF8.self))
+                if let text = addressText(AF_INET, &address, length: INET_ADDRSTRLEN) { return .success(text) }
+            case AF_INET6 where firstIPv6 == nil:
+                var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    $0.pointee.sin6_addr
                 }
+                firstIPv6 = addressText(AF_INET6, &address, length: INET6_ADDRSTRLEN)
+            default: break
             }
-            entry = current.pointee.ai_next
         }
-        return .failure(TransportError(.invalidAddress, "cannot look up \(host): it has no IPv4 address"))
+        if let firstIPv6 { return .success(firstIPv6) }
+        return .failure(TransportError(.invalidAddress, "cannot look up \(host): it has no IP address"))
+    }
+
+    /// inet_ntop(3) of the address at `address`.
+    private static func addressText(_ family: Int32, _ address: UnsafeRawPointer, length: Int32) -> String? {
+        var text = [CChar](repeating: 0, count: Int(length))
+        guard inet_ntop(family, address, &text, socklen_t(text.count)) != nil else { return nil }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `text` is a host name as DNS writes them (RFC 1123): labels of letters, digits and hyphens, neither

@@ -28,12 +28,12 @@ public final class PlainConnection: EventLoopConnection, @unchecked Sendable {
         }
     }
 
-    /// Connects to host:port (an IPv4 address, "localhost", or a host name looked up first: `HostResolver`). Throws
-    /// `TransportError`. Cancelling the calling task ends an attempt not yet established with `.cancelled`.
+    /// Connects to host:port (an IPv4 or IPv6 address, "localhost", or a host name looked up first: `HostResolver`).
+    /// Throws `TransportError`. Cancelling the calling task ends an attempt not yet established with `.cancelled`.
     public static func connect(
         host: String, port: UInt16, on loop: EventLoop, options: Options = Options()
     ) async throws -> PlainConnection {
-        let address = try await HostResolver.ipv4Address(of: host, within: options.connectTimeout)
+        let address = try await HostResolver.address(of: host, within: options.connectTimeout)
         return try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
             let fd = try Socket.startConnect(host: address, port: port)
             return ConnectionDriver.launch(

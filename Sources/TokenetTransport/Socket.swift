@@ -2,34 +2,45 @@ import CTokenetShims
 import Glibc
 
 /// Thin wrappers over non-blocking TCP system calls, translating errno into `TransportError`.
-enum Socket {
+public enum Socket {
     enum ReadOutcome: Equatable {
         case bytes(Int)
         case wouldBlock
         case endOfFile
     }
 
-    /// Accepts dotted-quad IPv4 addresses and "localhost" (to avoid blocking name resolution on the loop).
-    static func ipv4(_ host: String) throws(TransportError) -> String {
+    /// An IP address a socket can use without a lookup: an IPv4 dotted quad, an IPv6 literal (`::1`, without
+    /// brackets), or "localhost", taken as 127.0.0.1 (never looked up, to avoid blocking name resolution on the
+    /// loop). Returns the address and its family.
+    static func ipAddress(_ host: String) throws(TransportError) -> (address: String, family: Int32) {
         let address = host == "localhost" ? "127.0.0.1" : host
-        var probe = sockaddr_in()
-        guard ctk_ipv4_address(address, 0, &probe) == 1 else {
-            throw TransportError(.invalidAddress, "\(host) is not an IPv4 address (or localhost)")
+        let family = ctk_ip_family(address)
+        guard family != 0 else {
+            throw TransportError(.invalidAddress, "\(host) is not an IP address (or localhost)")
         }
-        return address
+        return (address, family)
     }
 
-    /// A listening socket bound to host:port; port 0 picks a free port. Returns the descriptor and bound port.
+    /// `host:port` as people write it, with an IPv6 address in brackets (`[::1]:7001`) so that the last colon is the
+    /// port's.
+    public static func display(host: String, port: UInt16) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// A listening socket bound to host:port; port 0 picks a free port. Returns the descriptor and bound port. An
+    /// IPv6 socket on `::` also takes IPv4 connections (as `::ffff:a.b.c.d`) unless the system is set to
+    /// `net.ipv6.bindv6only`.
     static func listen(host: String, port: UInt16, backlog: Int32 = 128) throws(TransportError) -> (Int32, UInt16) {
-        let address = try ipv4(host)
-        let fd = ctk_tcp_socket()
+        let (address, family) = try ipAddress(host)
+        let fd = ctk_tcp_socket_family(family)
         guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
         do throws(TransportError) {
             guard ctk_set_reuseaddr(fd) == 0 else {
                 throw TransportError.system("setsockopt(SO_REUSEADDR)", errno: errno)
             }
-            guard ctk_bind_ipv4(fd, address, port) == 0 else {
-                throw TransportError.system("bind \(address):\(port)", errno: errno, code: .invalidAddress)
+            guard ctk_bind_ip(fd, address, port) == 0 else {
+                throw TransportError.system(
+                    "bind \(display(host: address, port: port))", errno: errno, code: .invalidAddress)
             }
             guard Glibc.listen(fd, backlog) == 0 else { throw TransportError.system("listen", errno: errno) }
             let bound = ctk_local_port(fd)
@@ -43,14 +54,14 @@ enum Socket {
 
     /// Starts a non-blocking connect; completion is signalled by writability and checked with `connectResult`.
     static func startConnect(host: String, port: UInt16) throws(TransportError) -> Int32 {
-        let address = try ipv4(host)
-        let fd = ctk_tcp_socket()
+        let (address, family) = try ipAddress(host)
+        let fd = ctk_tcp_socket_family(family)
         guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
         _ = ctk_set_nodelay(fd)
-        if ctk_connect_ipv4(fd, address, port) != 0 && errno != EINPROGRESS {
+        if ctk_connect_ip(fd, address, port) != 0 && errno != EINPROGRESS {
             let err = errno
             Glibc.close(fd)
-            throw TransportError.system("connect \(address):\(port)", errno: err)
+            throw TransportError.system("connect \(display(host: address, port: port))", errno: err)
         }
         return fd
     }

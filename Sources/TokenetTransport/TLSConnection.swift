@@ -32,18 +32,18 @@ public final class TLSConnection: EventLoopConnection, @unchecked Sendable {
         super.init(driver: driver)
     }
 
-    /// Connects to host:port (an IPv4 address, "localhost", or a host name looked up first: `HostResolver`) and
-    /// completes the TLS handshake.
-    /// Throws `TransportError`. With TLS 1.3 a server's refusal of our certificate may only surface on the
-    /// first `read`. Cancelling the calling task ends an attempt not yet established with `.cancelled`, so a
-    /// caller's deadline holds even against a peer that accepts the connection and never answers the handshake.
+    /// Connects to host:port (an IPv4 or IPv6 address, "localhost", or a host name looked up first: `HostResolver`)
+    /// and completes the TLS handshake. Throws `TransportError`. With TLS 1.3 a server's refusal of our certificate
+    /// may only surface on the first `read`. Cancelling the calling task ends an attempt not yet established with
+    /// `.cancelled`, so a caller's deadline holds even against a peer that accepts the connection and never answers
+    /// the handshake.
     public static func connect(
         host: String, port: UInt16, context: TLSContext, on loop: EventLoop, options: Options = Options()
     ) async throws -> TLSConnection {
         guard context.configuration.side == .client else {
             throw TransportError(.configuration, "TLSConnection.connect needs a client TLSContext")
         }
-        let address = try await HostResolver.ipv4Address(of: host, within: options.handshakeTimeout)
+        let address = try await HostResolver.address(of: host, within: options.handshakeTimeout)
         return try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
             let engine = try TLSEngine(context: context)
             let fd = try Socket.startConnect(host: address, port: port)

@@ -72,7 +72,7 @@ public final class TLSListener: Sendable {
         handshakes: HandshakeLimit?, connections: AsyncStream<TLSConnection>.Continuation,
         onHandshakeFailure: @escaping @Sendable (TransportError) -> Void
     ) {
-        var address: Int64?
+        var address: HandshakeLimit.Source?
         if let handshakes {
             let (key, refusal) = handshakes.begin(client)
             if let refusal {

@@ -110,13 +110,16 @@ struct InspectOptions: Sendable {
                     "\(command): '\(maskPAN(first))' has port \(port), past the last port (65535); give the port "
                         + "the node listens on (its READY line says listen=HOST:PORT)")
             }
-            throw CLIError(.usage, "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT")
-        }
-        guard address.hostIsIPv4OrName else {
             throw CLIError(
                 .usage,
-                "\(command): '\(maskPAN(first))' is not an IPv4 address or host name with a port, "
-                    + "such as 127.0.0.1:7001 or tsp.internal:7001 (IPv6 is not spoken)"
+                "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT (an IPv6 address goes in "
+                    + "brackets: [::1]:7001)")
+        }
+        guard address.hostIsIPOrName else {
+            throw CLIError(
+                .usage,
+                "\(command): '\(maskPAN(first))' is not an IP address or host name with a port, "
+                    + "such as 127.0.0.1:7001, [::1]:7001 or tsp.internal:7001"
             )
         }
         guard address.port != 0 else {

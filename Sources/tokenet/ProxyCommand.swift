@@ -29,7 +29,7 @@ enum ProxyCommand {
             var upstream: HostPort?
             var faults: [Fault] = []
             func address(_ flag: String, _ text: String) throws(CLIError) -> HostPort {
-                // A port past 65535 is the mistake to name: "with an IPv4 host" sent the eye to a host that was fine.
+                // A port past 65535 is the mistake to name: "with an IP host" sent the eye to a host that was fine.
                 if HostPort(parsing: text) == nil, let port = HostPort.portPastRange(in: text) {
                     throw CLIError(
                         .usage, "proxy: \(flag): '\(text)' has port \(port), past the last port (65535)")
@@ -37,9 +37,9 @@ enum ProxyCommand {
                 // The upstream may be named (looked up at each connection); the proxy listens on an address.
                 let upstream = flag == "--to"
                 guard let address = HostPort(parsing: text),
-                    upstream ? address.hostIsIPv4OrName : address.hostIsIPv4OrLocalhost
+                    upstream ? address.hostIsIPOrName : address.hostIsIPOrLocalhost
                 else {
-                    let host = upstream ? "an IPv4 host or a host name" : "an IPv4 host"
+                    let host = upstream ? "an IP address or a host name" : "an IP address ([::1] for IPv6)"
                     throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with \(host), got '\(text)'")
                 }
                 return address
@@ -91,7 +91,8 @@ enum ProxyCommand {
                     Task { await proxy.close() }
                 }
                 defer { watcher.cancel() }
-                printOut("PROXY listen=\(proxy.host):\(proxy.port) to=\(options.upstream) \(status(of: proxy))")
+                let listen = HostPort(host: proxy.host, port: proxy.port)
+                printOut("PROXY listen=\(listen) to=\(options.upstream) \(status(of: proxy))")
                 readCommands(for: proxy)
                 await proxy.serve()
                 return .success(())

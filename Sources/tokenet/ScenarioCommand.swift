@@ -112,9 +112,9 @@ struct ScenarioCommand {
             case .valued(let flag, let text):
                 // The rest of the valued options name a party: --tsp, --issuer, --wallet.
                 guard let party = ScenarioParty.allCases.first(where: { flag == "--\($0)" }),
-                    let address = HostPort(parsing: text), address.hostIsIPv4OrName
+                    let address = HostPort(parsing: text), address.hostIsIPOrName
                 else {
-                    throw CLIError(.usage, "scenario: \(flag) needs HOST:PORT (an IPv4 address or host name)")
+                    throw CLIError(.usage, "scenario: \(flag) needs HOST:PORT (an IP address or host name)")
                 }
                 attached[party] = address
             case .flag("--check", nil): checkOnly = true

@@ -94,13 +94,16 @@ import TokenetTransport
     }
 
     /// An address the transport cannot use is a usage error (status 2), not a failed connection (status 1).
-    @Test func anAddressOtherThanIPv4OrAHostNameIsRefused() throws {
-        for address in ["[::1]:7001", "tsp_node:7001", "999.0.0.1:7001"] {
+    @Test func anAddressOtherThanAnIPAddressOrAHostNameIsRefused() throws {
+        for address in ["[::g]:7001", "tsp_node:7001", "999.0.0.1:7001"] {
             try expectUsageError(
                 ["list", address, "--plaintext"],
-                "list: '\(address)' is not an IPv4 address or host name with a port, such as 127.0.0.1:7001 or "
-                    + "tsp.internal:7001 (IPv6 is not spoken)")
+                "list: '\(address)' is not an IP address or host name with a port, such as 127.0.0.1:7001, "
+                    + "[::1]:7001 or tsp.internal:7001")
         }
+        try expectUsageError(
+            ["list", "::1:7001", "--plaintext"],
+            "list: '::1:7001' is not an address of the form HOST:PORT (an IPv6 address goes in brackets: [::1]:7001)")
     }
 
     /// `--plaintext` is a switch; a value given to it is refused rather than ignored, which turned plaintext on for

@@ -187,11 +187,11 @@ import TokenetTransport
     @Test func badOptionsAreUsageErrors() async throws {
         for (arguments, message) in [
             ([String](), "proxy: --to HOST:PORT is required"),
-            (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IPv4 host or a host name, got 'nowhere'"),
-            (["--to", "issuer_a:7002"], "proxy: --to: expected HOST:PORT with an IPv4 host or a host name, got"),
+            (["--to", "nowhere"], "proxy: --to: expected HOST:PORT with an IP address or a host name, got 'nowhere'"),
+            (["--to", "issuer_a:7002"], "proxy: --to: expected HOST:PORT with an IP address or a host name, got"),
             (
                 ["--to", "127.0.0.1:7002", "--listen", "proxy.local:0"],
-                "proxy: --listen: expected HOST:PORT with an IPv4 host, got"
+                "proxy: --listen: expected HOST:PORT with an IP address ([::1] for IPv6), got"
             ),
             (["--to", "127.0.0.1:70002"], "proxy: --to: '127.0.0.1:70002' has port 70002, past the last port (65535)"),
             (

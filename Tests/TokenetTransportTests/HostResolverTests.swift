@@ -2,7 +2,7 @@ import Testing
 
 @testable import TokenetTransport
 
-/// Host names for peers' addresses: checked as DNS writes them, looked up off the event loop, IPv4 answers only.
+/// Host names for peers' addresses: checked as DNS writes them, looked up off the event loop, IPv4 answers first.
 @Suite struct HostResolverTests {
     @Test(arguments: [
         "tsp", "tsp-node", "tsp.internal", "TSP.Example.COM", "a1.b2.c3d", "node-1.local.",
@@ -21,21 +21,21 @@ import Testing
     }
 
     @Test func anIPv4AddressOrLocalhostNeedsNoLookUp() async throws {
-        #expect(try await HostResolver.ipv4Address(of: "10.1.2.3", within: .seconds(1)) == "10.1.2.3")
-        #expect(try await HostResolver.ipv4Address(of: "localhost", within: .seconds(1)) == "127.0.0.1")
+        #expect(try await HostResolver.address(of: "10.1.2.3", within: .seconds(1)) == "10.1.2.3")
+        #expect(try await HostResolver.address(of: "localhost", within: .seconds(1)) == "127.0.0.1")
     }
 
     /// /etc/hosts answers localhost whatever its case: in capitals it is not the literal the transport knows, so it
     /// goes through the lookup.
     @Test func aNameIsLookedUp() async throws {
-        #expect(try await HostResolver.ipv4Address(of: "LOCALHOST", within: .seconds(10)) == "127.0.0.1")
+        #expect(try await HostResolver.address(of: "LOCALHOST", within: .seconds(10)) == "127.0.0.1")
     }
 
     /// `.invalid` never resolves (RFC 2606). Without a DNS server that answers at all, the lookup's time runs out
     /// instead, which is the other refusal the caller can get.
     @Test func anUnknownNameIsRefusedWithTheReason() async {
         let error = await #expect(throws: TransportError.self) {
-            _ = try await HostResolver.ipv4Address(of: "nosuch.invalid", within: .seconds(15))
+            _ = try await HostResolver.address(of: "nosuch.invalid", within: .seconds(15))
         }
         let refused =
             error?.code == .invalidAddress && error?.message.hasPrefix("cannot look up nosuch.invalid: ") == true
@@ -44,15 +44,15 @@ import Testing
 
     /// A connection attempt given up (its call's deadline, say) does not wait for the lookup to end.
     @Test func aCancelledLookUpEndsAtOnce() async {
-        let lookUp = Task { try await HostResolver.ipv4Address(of: "nosuch.invalid", within: .seconds(60)) }
+        let lookUp = Task { try await HostResolver.address(of: "nosuch.invalid", within: .seconds(60)) }
         lookUp.cancel()
         let error = await #expect(throws: TransportError.self) { _ = try await lookUp.value }
         #expect(error?.code == .cancelled, "\(String(describing: error))")
     }
 
     @Test func neitherAnAddressNorANameIsRefused() async {
-        await #expect(throws: TransportError(.invalidAddress, "tsp_node is not an IPv4 address or a host name")) {
-            _ = try await HostResolver.ipv4Address(of: "tsp_node", within: .seconds(1))
+        await #expect(throws: TransportError(.invalidAddress, "tsp_node is not an IP address or a host name")) {
+            _ = try await HostResolver.address(of: "tsp_node", within: .seconds(1))
         }
     }
 

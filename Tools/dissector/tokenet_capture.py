@@ -8,6 +8,14 @@ import xml.etree.ElementTree as ElementTree
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def endpoint(packet, end):
+    """"host:port" of one end ("src" or "dst") of a packet, an IPv6 address in brackets as nodes print it."""
+    host = packet.get("ip." + end)
+    if host is None:
+        host = "[%s]" % packet.get("ipv6." + end)
+    return "%s:%s" % (host, packet.get("tcp.%sport" % end))
+
+
 class Frame:
     """One Tokenet frame: the fields the dissector showed (name -> list of shown values, protobuf fields included),
     its packet's number, time, connection (tcp.stream) and endpoints."""
@@ -25,8 +33,8 @@ class Frame:
         # The logical connection: set by `read` to the TLS session's client random when the capture has the
         # ClientHello, so that a connection seen twice (through a proxy that forwards its bytes) is one session.
         self.session = self.connection
-        self.source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
-        self.destination = "%s:%s" % (packet.get("ip.dst") or packet.get("ipv6.dst"), packet.get("tcp.dstport"))
+        self.source = endpoint(packet, "src")
+        self.destination = endpoint(packet, "dst")
         self.ports = {int(packet.get("tcp.srcport", 0)), int(packet.get("tcp.dstport", 0))}
 
     def get(self, name):
@@ -133,7 +141,7 @@ def read(pcap, keylog=None, plaintext_ports=()):
             and (field.get("show") or "").startswith("tokenet://")
         ]
         if uris:
-            source = "%s:%s" % (packet.get("ip.src") or packet.get("ipv6.src"), packet.get("tcp.srcport"))
+            source = endpoint(packet, "src")
             # The first certificate of a chain is the endpoint's own.
             identities.setdefault(source, uris[0])
     for frame in frames:

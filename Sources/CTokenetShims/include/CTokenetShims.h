@@ -86,22 +86,42 @@ static inline int ctk_incoming_cpu(int fd) {
     return cpu;
 }
 
-/// 1 when the connected peer's address is an IPv4 loopback address (127.0.0.0/8), else 0.
-static inline int ctk_peer_is_loopback(int fd) {
-    struct sockaddr_in addr;
+/// The connected peer's address as IPv4 (4 bytes) or IPv6 (16 bytes) in network order, with an IPv4-mapped IPv6
+/// address (`::ffff:a.b.c.d`, how a dual-stack listener on `::` sees an IPv4 peer) given as the IPv4 address it
+/// maps. Returns the number of bytes written to `out` (4 or 16), or 0 when there is no connected IP peer.
+static inline int ctk_peer_address(int fd, uint8_t out[16]) {
+    struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
     memset(&addr, 0, sizeof(addr));
-    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0 || addr.sin_family != AF_INET) return 0;
-    return (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0) return 0;
+    if (addr.ss_family == AF_INET) {
+        memcpy(out, &((struct sockaddr_in *)&addr)->sin_addr, 4);
+        return 4;
+    }
+    if (addr.ss_family == AF_INET6) {
+        const struct in6_addr *six = &((struct sockaddr_in6 *)&addr)->sin6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(six->s6_addr, mapped, 12) == 0) {
+            memcpy(out, six->s6_addr + 12, 4);
+            return 4;
+        }
+        memcpy(out, six->s6_addr, 16);
+        return 16;
+    }
+    return 0;
 }
 
-/// The connected peer's IPv4 address in host byte order, or -1 when it has none (not IPv4, or not connected).
-static inline int64_t ctk_peer_ipv4(int fd) {
-    struct sockaddr_in addr;
-    socklen_t len = sizeof(addr);
-    memset(&addr, 0, sizeof(addr));
-    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0 || addr.sin_family != AF_INET) return -1;
-    return (int64_t)ntohl(addr.sin_addr.s_addr);
+/// 1 when the connected peer's address is a loopback address (127.0.0.0/8, `::1`, or 127.0.0.0/8 mapped into
+/// IPv6), else 0.
+static inline int ctk_peer_is_loopback(int fd) {
+    uint8_t address[16];
+    int length = ctk_peer_address(fd, address);
+    if (length == 4) return address[0] == 127;
+    if (length == 16) {
+        static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        return memcmp(address, one, 16) == 0;
+    }
+    return 0;
 }
 
 // MARK: clock
@@ -131,6 +151,11 @@ static inline int ctk_errno(void) { return errno; }
 
 static inline int ctk_tcp_socket(void) { return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
 
+/// A non-blocking, close-on-exec TCP socket of `family` (AF_INET or AF_INET6).
+static inline int ctk_tcp_socket_family(int family) {
+    return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
 /// Declared here because glibc only exposes it under _GNU_SOURCE, which the system module map does not set.
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
@@ -146,32 +171,56 @@ static inline int ctk_set_reuseaddr(int fd) {
     return setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 }
 
-/// Fills an IPv4 socket address from a dotted-quad string; returns 1 on success, 0 for a malformed address.
-static inline int ctk_ipv4_address(const char *host, uint16_t port, struct sockaddr_in *out) {
+/// Fills a socket address from an IPv4 dotted quad or an IPv6 literal (no brackets, no zone); returns its
+/// family (AF_INET or AF_INET6) and sets `*len`, or returns 0 for text that is neither.
+static inline int ctk_ip_address(const char *host, uint16_t port, struct sockaddr_storage *out, socklen_t *len) {
     memset(out, 0, sizeof(*out));
-    out->sin_family = AF_INET;
-    out->sin_port = htons(port);
-    return inet_pton(AF_INET, host, &out->sin_addr);
+    struct sockaddr_in *four = (struct sockaddr_in *)out;
+    if (inet_pton(AF_INET, host, &four->sin_addr) == 1) {
+        four->sin_family = AF_INET;
+        four->sin_port = htons(port);
+        *len = sizeof(*four);
+        return AF_INET;
+    }
+    struct sockaddr_in6 *six = (struct sockaddr_in6 *)out;
+    if (inet_pton(AF_INET6, host, &six->sin6_addr) == 1) {
+        six->sin6_family = AF_INET6;
+        six->sin6_port = htons(port);
+        *len = sizeof(*six);
+        return AF_INET6;
+    }
+    return 0;
 }
 
-static inline int ctk_bind_ipv4(int fd, const char *host, uint16_t port) {
-    struct sockaddr_in addr;
-    if (ctk_ipv4_address(host, port, &addr) != 1) { errno = EINVAL; return -1; }
-    return bind(fd, (const struct sockaddr *)&addr, sizeof(addr));
+/// The address family of an IP literal `host` (AF_INET or AF_INET6), or 0 for text that is neither.
+static inline int ctk_ip_family(const char *host) {
+    struct sockaddr_storage addr;
+    socklen_t len = 0;
+    return ctk_ip_address(host, 0, &addr, &len);
 }
 
-static inline int ctk_connect_ipv4(int fd, const char *host, uint16_t port) {
-    struct sockaddr_in addr;
-    if (ctk_ipv4_address(host, port, &addr) != 1) { errno = EINVAL; return -1; }
-    return connect(fd, (const struct sockaddr *)&addr, sizeof(addr));
+static inline int ctk_bind_ip(int fd, const char *host, uint16_t port) {
+    struct sockaddr_storage addr;
+    socklen_t len = 0;
+    if (ctk_ip_address(host, port, &addr, &len) == 0) { errno = EINVAL; return -1; }
+    return bind(fd, (const struct sockaddr *)&addr, len);
 }
 
-/// The locally bound port, or -1.
+static inline int ctk_connect_ip(int fd, const char *host, uint16_t port) {
+    struct sockaddr_storage addr;
+    socklen_t len = 0;
+    if (ctk_ip_address(host, port, &addr, &len) == 0) { errno = EINVAL; return -1; }
+    return connect(fd, (const struct sockaddr *)&addr, len);
+}
+
+/// The locally bound port (IPv4 or IPv6), or -1.
 static inline int ctk_local_port(int fd) {
-    struct sockaddr_in addr;
+    struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
     if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0) return -1;
-    return ntohs(addr.sin_port);
+    if (addr.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
+    return -1;
 }
 
 /// The pending socket error (SO_ERROR), used to finish a non-blocking connect.
