@@ -18,16 +18,32 @@ enum PortReservation {
     private static let given = Mutex<Set<UInt16>>([])
 
     static func freeLoopbackAddress() throws(CLIError) -> HostPort {
+        try freeAddress(on: "127.0.0.1")
+    }
+
+    /// A free port on `host` (an IP address: a node's `--listen` host), chosen as `freeLoopbackAddress` chooses.
+    static func freeAddress(on host: String) throws(CLIError) -> HostPort {
         let range = reservedRange()
         for _ in 0..<200 {
             let port = UInt16.random(in: range)
             guard given.withLock({ $0.insert(port).inserted }) else { continue }
-            if (try? bind(port)) != nil { return HostPort(host: "127.0.0.1", port: port) }
+            if (try? bind(host, port)) != nil { return HostPort(host: host, port: port) }
         }
         // Everything tried was taken: let the kernel choose, as before.
-        let port = try bind(0)
+        let port = try bind(host, 0)
         given.withLock { _ = $0.insert(port) }
-        return HostPort(host: "127.0.0.1", port: port)
+        return HostPort(host: host, port: port)
+    }
+
+    /// Whether `port` on `host` can be bound now; the system's reason when it cannot.
+    static func unavailable(_ host: String, _ port: UInt16) -> String? {
+        do throws(CLIError) {
+            _ = try bind(host, port)
+            given.withLock { _ = $0.insert(port) }
+            return nil
+        } catch {
+            return error.message
+        }
     }
 
     /// 12,000 ports just below the ephemeral range (20000–32767 with Linux's default 32768–60999).
@@ -41,24 +57,37 @@ enum PortReservation {
         return UInt16(lower)...UInt16(upper)
     }
 
-    /// Binds 127.0.0.1:`port` (0 for any) and closes at once; returns the port bound.
-    private static func bind(_ port: UInt16) throws(CLIError) -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// Binds `host`:`port` (an IPv4 or IPv6 address; port 0 for any) and closes at once; returns the port bound.
+    /// SO_REUSEADDR as the nodes set it, so a port whose last connections linger in TIME_WAIT counts as free.
+    private static func bind(_ host: String, _ port: UInt16) throws(CLIError) -> UInt16 {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var results: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &results) == 0, let first = results else {
+            throw CLIError(.setup, "\(host) is not an IP address to listen on")
+        }
+        defer { freeaddrinfo(first) }
+        let descriptor = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
         guard descriptor >= 0 else { throw CLIError(.setup, "cannot create a socket to find a free port") }
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var bound = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let done = withUnsafeMutablePointer(to: &bound) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                Foundation.bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
+                Foundation.bind(descriptor, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0
+                    && getsockname(descriptor, generic, &length) == 0
             }
         }
-        guard bound else {
-            throw CLIError(.setup, "cannot find a free loopback port: \(String(cString: strerror(errno)))")
+        guard done else {
+            let reason = String(cString: strerror(errno))
+            throw CLIError(.setup, "cannot bind \(HostPort(host: host, port: port)): \(reason)")
         }
-        return UInt16(bigEndian: address.sin_port)
+        // The port lies at the same offset in sockaddr_in and sockaddr_in6.
+        return withUnsafePointer(to: &bound) { pointer in
+            pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
     }
 }

@@ -2,6 +2,26 @@ import Foundation
 import TokenetNode
 import TokenetScenario
 
+/// Where a sandbox's nodes listen: on which address, and on which ports.
+struct NodePlacement: Sendable, Equatable {
+    /// The IP address every node binds: 127.0.0.1 unless told otherwise; 0.0.0.0 or `::` for every interface.
+    var host = "127.0.0.1"
+    /// tsp-node's port, the issuer's the next and the wallet's the one after; free ports chosen at random when nil.
+    var basePort: UInt16?
+
+    static let order: [ScenarioParty] = [.tsp, .issuer, .wallet]
+
+    /// The address to connect to a node bound to `host`: a wildcard address (every interface) is reached on this
+    /// machine at the loopback address of its family.
+    var connectHost: String {
+        switch host {
+        case "0.0.0.0": return "127.0.0.1"
+        case "::": return "::1"
+        default: return host
+        }
+    }
+}
+
 /// The three nodes of a scenario's sandbox: each listens on an address reserved for the whole run, so that a node
 /// started again after `stop` or `kill` is found where its peers and the script expect it, with its data.
 final class ScenarioNodes {
@@ -9,21 +29,40 @@ final class ScenarioNodes {
     let workspace: URL
     let pki: URL
     let links: ScenarioLinks
+    /// Where each node is reached from this machine (by the fault proxies, the CLI and the console).
     let listen: [ScenarioParty: HostPort]
+    /// What each node binds (`--listen`): `listen`, or the same port on every interface.
+    let bound: [ScenarioParty: HostPort]
     private let fixture: String?
     private(set) var running: [ScenarioParty: ChildProcess] = [:]
     private var launches: [ScenarioParty: Int] = [:]
     /// Nodes a `pause` froze: they are resumed before they are stopped, or SIGTERM would wait for nothing.
     private var paused: Set<ScenarioParty> = []
 
-    init(sandbox: Sandbox, workspace: URL, pki: URL, fixture: String?) throws(CLIError) {
+    init(
+        sandbox: Sandbox, workspace: URL, pki: URL, fixture: String?, placement: NodePlacement = NodePlacement()
+    ) throws(CLIError) {
         self.sandbox = sandbox
         self.workspace = workspace
         self.pki = pki
         self.fixture = fixture
-        var listen: [ScenarioParty: HostPort] = [:]
-        for party in ScenarioParty.allCases { listen[party] = try PortReservation.freeLoopbackAddress() }
-        self.listen = listen
+        var bound: [ScenarioParty: HostPort] = [:]
+        for (index, party) in NodePlacement.order.enumerated() {
+            if let base = placement.basePort {
+                let address = HostPort(host: placement.host, port: base + UInt16(index))
+                if let reason = PortReservation.unavailable(address.host, address.port) {
+                    throw CLIError(
+                        .setup,
+                        "port \(address.port) for \(party.role.nodeName) is not free (\(reason)); stop what holds "
+                            + "it, or choose another --base-port")
+                }
+                bound[party] = address
+            } else {
+                bound[party] = try PortReservation.freeAddress(on: placement.host)
+            }
+        }
+        self.bound = bound
+        listen = bound.mapValues { HostPort(host: placement.connectHost, port: $0.port) }
         links = try ScenarioLinks.start(to: listen)
     }
 
@@ -37,7 +76,7 @@ final class ScenarioNodes {
     func start(_ party: ScenarioParty, report: (String) -> Void) throws(CLIError) {
         let role = party.role
         let spec = DemoCommand.startOrder.first { $0.role == role }!.spec
-        var addresses: [NodeRole: HostPort] = [role: listen[party]!]
+        var addresses: [NodeRole: HostPort] = [role: bound[party]!]
         for link in ScenarioLink.all where link.from == party {
             addresses[link.to.role] = links.address(link)
         }

@@ -16,14 +16,14 @@ struct UpCommand {
     }
 
     static let help = """
-        Usage: tokenet up [--dir DIR] [--timeout SECONDS]
+        Usage: tokenet up [--dir DIR] [--host ADDRESS] [--base-port N] [--timeout SECONDS]
 
         Starts tsp-node, issuer-node (with the cards of Tools/fixtures/issuer.json) and wallet-node on loopback
-        ports over mutual TLS, every connection between them through a fault proxy, as tokenet scenario does, and
-        keeps them running until SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal closed), then stops them
-        cleanly. It prints each node's address and the environment for the CLI (TOKENET_CACERT, TOKENET_CERT,
-        TOKENET_KEY as the operator; also written to DIR/sandbox.env), so that tokenet call, wallet, issuer and
-        tsp work from another terminal.
+        ports (or where --host and --base-port say) over mutual TLS, every connection between them through a
+        fault proxy, as tokenet scenario does, and keeps them running until SIGINT (Ctrl-C), SIGTERM or SIGHUP
+        (its terminal closed), then stops them cleanly. It prints each node's address and the environment for
+        the CLI (TOKENET_CACERT, TOKENET_CERT, TOKENET_KEY as the operator; also written to DIR/sandbox.env), so
+        that tokenet call, wallet, issuer and tsp work from another terminal.
 
         Standard input takes scenario steps, one per line, run as they come (tokenet scenario --help lists them):
         a call shows its status and every response; expect checks the call before it and save keeps a field of
@@ -34,18 +34,25 @@ struct UpCommand {
           --dir DIR            Keep everything in DIR (certificates, each node's data and logs) and use it again
                                next time: the nodes start with the tokens and cards they had. Without it, a
                                temporary directory is removed at exit.
+          --host ADDRESS       The IP address the nodes listen on (default 127.0.0.1). 0.0.0.0, or :: for IPv6
+                               and IPv4, takes connections on every interface, from parties on other machines
+                               or containers; the CLI and the fault proxies still reach the nodes on loopback.
+          --base-port N        tsp-node listens on port N, issuer-node on N+1 and wallet-node on N+2, so that
+                               parties of your own find them at the same addresses every run (default: free
+                               ports chosen at random).
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
           --help               Show this help.
 
         Exit status: 0 when stopped by a signal with every node exiting cleanly; 1 when a node cannot start or
-        does not stop cleanly; 2 for bad options.
+        does not stop cleanly, or a port of --base-port is taken; 2 for bad options.
         """
 
     var directory: String?
     var timeout = 30.0
+    var placement = NodePlacement()
 
     /// The options that take a value (`ArgumentScanner`).
-    static let valuedFlags: Set<String> = ["--dir", "--timeout"]
+    static let valuedFlags: Set<String> = ["--dir", "--timeout", "--host", "--base-port"]
 
     init(parsing arguments: [String]) throws(CLIError) {
         var scanner = ArgumentScanner(arguments, command: "up", valued: Self.valuedFlags)
@@ -55,11 +62,38 @@ struct UpCommand {
                 guard !text.isEmpty else { throw CLIError(.usage, "up: --dir needs DIR") }
                 directory = text
             case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "up")
+            case .valued("--host", let text): placement.host = try Self.host(text)
+            case .valued("--base-port", let text): placement.basePort = try Self.basePort(text)
             case .valued(let flag, _), .flag(let flag, _): throw CLIError(.usage, "up: unknown option '\(flag)'")
             case .endOfOptions: continue
             case .operand(let operand): throw CLIError(.usage, "up: unexpected argument '\(operand)'")
             }
         }
+    }
+
+    /// `--host`: an IP address (an IPv6 one with or without brackets) or localhost, as a node's `--listen` takes.
+    static func host(_ text: String) throws(CLIError) -> String {
+        var host = text
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" { host = "127.0.0.1" }
+        guard !host.isEmpty, HostPort(host: host, port: 0).hostIsIPOrLocalhost else {
+            throw CLIError(
+                .usage,
+                "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface) or :: (IPv6 and "
+                    + "IPv4), got '\(maskPAN(text))'")
+        }
+        return host
+    }
+
+    /// `--base-port`: the first of three ports in a row.
+    static func basePort(_ text: String) throws(CLIError) -> UInt16 {
+        guard text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...65533).contains(port) else {
+            throw CLIError(
+                .usage,
+                "up: --base-port: expected a port from 1 to 65533 (the nodes take N, N+1 and N+2), got "
+                    + "'\(maskPAN(text))'")
+        }
+        return UInt16(port)
     }
 
     func run() throws(CLIError) -> Int32 {
@@ -86,7 +120,8 @@ struct UpCommand {
         printOut("  workspace     \(workspace.path)\(directory == nil ? " (removed at exit; --dir keeps one)" : "")")
         let pki = try certificates(in: workspace, sandbox)
         let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
-        let nodes = try ScenarioNodes(sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture)
+        let nodes = try ScenarioNodes(
+            sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture, placement: placement)
         var failure: CLIError?
         do {
             try nodes.startAll { printOut("  \($0)") }
@@ -160,6 +195,7 @@ struct UpCommand {
             if let address = nodes.links.address(link) { links.append("\(link) \(address)") }
         }
         printOut("  fault proxies \(links.joined(separator: ", "))")
+
         let pki = nodes.pki.path
         var environment = [
             "TOKENET_CACERT=\(pki)/ca.pem", "TOKENET_CERT=\(pki)/operator.pem", "TOKENET_KEY=\(pki)/operator.key",

@@ -30,7 +30,7 @@ import TokenetTransport
         let sandbox = directory.path("sandbox")
         let output = directory.path("up.out")
 
-        func start(input: SpawnedProcess.Stream) throws -> SpawnedProcess {
+        func start(input: SpawnedProcess.Stream, _ extra: [String] = []) throws -> SpawnedProcess {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
             // Both streams share one open file, so neither overwrites what the other wrote.
             let outputHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
@@ -38,7 +38,8 @@ import TokenetTransport
             // Niced as `LaunchedProcess(niced:)` does; nice execs tokenet, which keeps the pid.
             return try SpawnedProcess(
                 "/usr/bin/nice",
-                ["-n", "10", try BuiltExecutables.url(of: "tokenet").path, "up", "--dir", sandbox, "--timeout", "60"],
+                ["-n", "10", try BuiltExecutables.url(of: "tokenet").path, "up", "--dir", sandbox, "--timeout", "60"]
+                    + extra,
                 standardInput: input, standardOutput: .descriptor(outputHandle.fileDescriptor),
                 standardError: .descriptor(outputHandle.fileDescriptor))
         }
@@ -136,12 +137,93 @@ import TokenetTransport
         // The three nodes, and the wallet stopped before its database was damaged.
         #expect(text().components(separatedBy: "exited with status 0").count - 1 == 4)
 
-        // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up.
-        let again = try start(input: .nullDevice)
+        // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up. This
+        // time on every interface and on ports given, where the CLI finds them on loopback.
+        let base = try Self.threeFreePorts()
+        let again = try start(input: .nullDevice, ["--host", "0.0.0.0", "--base-port", "\(base)"])
         defer { PythonClientInteropTests.stop(again) }
         try waitFor("(end of input: the nodes keep running until SIGINT, SIGTERM or SIGHUP)", again)
         #expect(text().contains("(from an earlier run)"))
+        for (node, port) in [("tsp-node", base), ("issuer-node", base + 1), ("wallet-node", base + 2)] {
+            #expect(text().contains(" \(node) pid="), "\(text())")
+            #expect(text().contains(" listen=0.0.0.0:\(port)\n"), "\(text())")
+        }
+        #expect(text().contains("  tokenet call 127.0.0.1:\(base) tokenet.tsp.v1.TspControl/ListTokens\n"), "\(text())")
+        let onLoopback = try LaunchedProcess.run(
+            "tokenet",
+            [
+                "call", "127.0.0.1:\(base + 2)", "tokenet.health.v1.Health/Check", "--cacert", "\(sandbox)/pki/ca.pem",
+                "--cert", "\(sandbox)/pki/operator.pem", "--key", "\(sandbox)/pki/operator.key",
+            ])
+        #expect(onLoopback.status == 0, "\(onLoopback.stderr)")
         again.send(SIGINT)
         #expect(again.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")
+    }
+
+    /// A port whose next two are free too (on every interface), from below the ephemeral range, as `tokenet up`
+    /// picks its own; free now, which is as much as a test can know.
+    static func threeFreePorts() throws -> Int {
+        for _ in 0..<500 {
+            let base = Int.random(in: 20_000...32_000)
+            if (0..<3).allSatisfy({ portIsFree(base + $0) }) { return base }
+        }
+        throw NoFreePorts()
+    }
+
+    struct NoFreePorts: Error {}
+
+    static func portIsFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    @Test(arguments: [
+        (["--host", "tsp.example"], "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface)"),
+        (["--host", "[::1"], "up: --host: expected an IP address such as 127.0.0.1"),
+        (["--host", ""], "up: --host: expected an IP address such as 127.0.0.1"),
+        (["--base-port", "0"], "up: --base-port: expected a port from 1 to 65533 (the nodes take N, N+1 and N+2)"),
+        (["--base-port", "65534"], "up: --base-port: expected a port from 1 to 65533"),
+        (["--base-port", "+80"], "up: --base-port: expected a port from 1 to 65533"),
+    ])
+    func badPlacementOptionsAreUsageErrors(arguments: [String], message: String) async throws {
+        let result = try await LaunchedProcess.run("tokenet", ["up"] + arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("tokenet: \(message)"), "\(result.stderr)")
+    }
+
+    /// A base port whose range holds a taken port is refused before any node starts, naming the port and its node.
+    @Test func aTakenPortIsNamedBeforeAnyNodeStarts() async throws {
+        let base = try Self.threeFreePorts()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(base + 1).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        try #require(bound && listen(fd, 1) == 0)
+        let scratch = try TemporaryDirectory()
+        let result = try await LaunchedProcess.run(
+            "tokenet", ["up", "--dir", scratch.path("sandbox"), "--base-port", "\(base)"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "port \(base + 1) for issuer-node is not free (cannot bind 127.0.0.1:\(base + 1): Address already in use); "
+                    + "stop what holds it, or choose another --base-port"),
+            "\(result.stderr)")
+        #expect(!result.stdout.contains("ready "), "\(result.stdout)")
     }
 }
