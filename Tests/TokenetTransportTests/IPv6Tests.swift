@@ -125,17 +125,9 @@ let ipv6LoopbackAvailable: Bool = {
 
     @Test(.enabled(if: ipv6LoopbackAvailable, "this machine has no IPv6 loopback"))
     func anIPv6LoopbackPeerIsOnLoopback() throws {
-        let (listener, port) = try Socket.listen(host: "::1", port: 0)
-        defer { Glibc.close(listener) }
-        let client = try Socket.startConnect(host: "::1", port: port)
-        defer { Glibc.close(client) }
-        var accepted: Int32?
-        for _ in 0..<2_000 where accepted == nil {
-            accepted = try Socket.accept(listener)
-            if accepted == nil { usleep(1_000) }
-        }
-        let server = try #require(accepted)
-        defer { Glibc.close(server) }
+        let sockets = try SocketPair(host: "::1")
+        defer { withExtendedLifetime(sockets) {} }
+        let server = sockets.server
         #expect(ctk_peer_is_loopback(server) == 1)
         var address = [UInt8](repeating: 0, count: 16)
         #expect(ctk_peer_address(server, &address) == 16)

@@ -25,17 +25,9 @@ import Testing
     /// its peer on this thread's CPU — unless the scheduler moved the thread between the send and the check, hence
     /// a few tries, each with a fresh sample.
     @Test func aLoopbackPeerThatSentFromThisCPUSharesIt() throws {
-        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0)
-        defer { Glibc.close(listener) }
-        let client = try Socket.startConnect(host: "127.0.0.1", port: port)
-        defer { Glibc.close(client) }
-        var accepted: Int32?
-        for _ in 0..<2_000 where accepted == nil {
-            accepted = try Socket.accept(listener)
-            if accepted == nil { usleep(1_000) }
-        }
-        let server = try #require(accepted)
-        defer { Glibc.close(server) }
+        let sockets = try SocketPair(host: "127.0.0.1")
+        defer { withExtendedLifetime(sockets) {} }
+        let (client, server) = (sockets.client, sockets.server)
         #expect(ctk_peer_is_loopback(server) == 1)
 
         var shared = false
@@ -51,5 +43,38 @@ import Testing
             shared = placement.peerSharesCPU()
         }
         #expect(shared)
+    }
+}
+
+/// A listening socket on `host`, a client connected to it and the server's end, closed on deinit: the plain sockets
+/// of the transport, without a loop.
+final class SocketPair {
+    let listener: Int32
+    let client: Int32
+    let server: Int32
+
+    init(host: String) throws {
+        let (listener, port) = try Socket.listen(host: host, port: 0)
+        var client: Int32 = -1
+        do {
+            client = try Socket.startConnect(host: host, port: port)
+            var accepted: Int32?
+            for _ in 0..<2_000 where accepted == nil {
+                accepted = try Socket.accept(listener)
+                if accepted == nil { usleep(1_000) }
+            }
+            guard let accepted else { throw TransportError(.timeout, "nothing accepted within 2 s") }
+            self.server = accepted
+        } catch {
+            if client >= 0 { Glibc.close(client) }
+            Glibc.close(listener)
+            throw error
+        }
+        self.listener = listener
+        self.client = client
+    }
+
+    deinit {
+        for fd in [server, client, listener] { Glibc.close(fd) }
     }
 }
