@@ -49,7 +49,9 @@ enum RenewalSettlement: Sendable, Equatable {
 
     /// The settlement after the TSP call failed with `error`. Only a status the TSP gives for a request it checked
     /// and refused before its transaction, or a call the TSP is known never to have processed, releases the number;
-    /// anything else might have followed a renewal the TSP made.
+    /// anything else might have followed a renewal the TSP made. RESOURCE_EXHAUSTED is also the TSP's full disk: the
+    /// renewal's one write is its transaction, which a full disk fails whole, and what the TSP does after the commit
+    /// (publishing the journaled notices) fails no call.
     init(failure error: any Error) {
         guard let error = error as? RPCError else {
             self = .keepPending

@@ -1,4 +1,5 @@
 import TokenetRPC
+import TokenetStorage
 
 extension IssuerError {
     /// The status an operator's call fails with; storage and key failures keep their cause local.
@@ -11,6 +12,14 @@ extension IssuerError {
         case .locked: RPCError(.resourceExhausted, message)
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .unavailable: RPCError(.unavailable, message)
+        // A full disk is the one storage failure the caller can do something about (RESOURCE_EXHAUSTED, as gRPC has
+        // it for a file system out of space); the node's log still gets the cause (`ServerFailure`).
+        case .storage where (cause as? StorageError)?.code == .full:
+            RPCError(
+                .resourceExhausted,
+                "\(message): the issuer's disk is full; free space on the disk that holds its data directory, then "
+                    + "try again",
+                cause: ServerFailure(self))
         // The cause stays local: the node's server logs it at error level (`RPCServer.failureLog`).
         case .fixture, .storage, .keys, .cardData: RPCError(.internal, "the issuer failed: \(message)", cause: self)
         }

@@ -171,7 +171,9 @@ final class IssuerStore: Sendable {
         } catch let error as IssuerError {
             throw error
         } catch {
-            throw IssuerError(.storage, "cannot \(doing)", cause: IssuerDescribedError(error))
+            // A StorageError is kept as it is, so the status can tell a full disk (`IssuerError.rpcError`).
+            let cause: any Error & Sendable = (error as? StorageError) ?? IssuerDescribedError(error)
+            throw IssuerError(.storage, "cannot \(doing)", cause: cause)
         }
     }
 

@@ -41,6 +41,19 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// The cause of a status the server gives for a failure of its own that the caller can act on, such as
+/// RESOURCE_EXHAUSTED for a full disk: the peer reads the message, and the server writes `underlying` to its error
+/// log as it does an INTERNAL status's cause (`RPCServer`'s `failureLog`), since the server has failed all the same.
+public struct ServerFailure: Error, Sendable, CustomStringConvertible {
+    public let underlying: any Error & Sendable
+
+    public init(_ underlying: any Error & Sendable) {
+        self.underlying = underlying
+    }
+
+    public var description: String { "\(underlying)" }
+}
+
 /// The cause of an UNAVAILABLE error for a call that a goaway refused before the server processed it.
 public struct CallNotProcessed: Error, Sendable, CustomStringConvertible {
     public init() {}

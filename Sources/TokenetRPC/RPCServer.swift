@@ -21,8 +21,9 @@ public struct ConnectionRecord: Sendable {
     public let problem: String?
 }
 
-/// A call that ended INTERNAL because of a failure inside the server, for the server's error log: the peer only sees
-/// a generic message (or the handler's), so this is where the cause must be written down.
+/// A call that ended INTERNAL because of a failure inside the server, or with another status whose cause is a
+/// `ServerFailure`, for the server's error log: the peer only sees a generic message (or the handler's), so this is
+/// where the cause must be written down.
 public struct CallFailure: Sendable {
     public let method: String
     public let traceID: String
@@ -51,7 +52,8 @@ public final class RPCServer: Sendable {
     let callLog: (@Sendable (CallRecord) -> Void)?
     let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
     /// Called for every call that ends INTERNAL with a cause: an error that is not an `RPCError`, or an INTERNAL
-    /// `RPCError` with a `cause`. (A handler that logs its failure itself throws an `RPCError` without one.)
+    /// `RPCError` with a `cause`; and for an `RPCError` of any code whose cause is a `ServerFailure`. (A handler that
+    /// logs its failure itself throws an `RPCError` without one.)
     let failureLog: (@Sendable (CallFailure) -> Void)?
     let handlersOnConnectionLoop: Bool
     /// Applied to the message of every error status a handler ends with, before it leaves (a node masks what looks
@@ -269,7 +271,7 @@ public final class RPCServer: Sendable {
             status = WireV1.Status(code: .ok)
         } catch let error as RPCError {
             status = error.status
-            if error.code == .internal, let cause = error.cause {
+            if let cause = error.cause, error.code == .internal || cause is ServerFailure {
                 failureLog?(
                     CallFailure(method: call.method, traceID: traceID, status: error.message, cause: "\(cause)"))
             }

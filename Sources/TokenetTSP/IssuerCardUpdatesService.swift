@@ -106,7 +106,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             // Free text for the cardholder's screens, kept by the broker: a card number in it is masked, as in a log.
             let body = TspV1.MessagingBody(
                 title: maskPAN(request.title), body: maskPAN(request.body), action: request.action)
-            let id = await tsp.publish(
+            let id = try await tsp.publish(
                 D1.notification(.messaging, from: .cps, cardID: token.digitalCardID, body: .messaging(body)),
                 about: token, to: [.wallet, .issuerApp], log: log)
             guard let id else {

@@ -135,7 +135,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                 throw TSPError(
                     .failedPrecondition, "token \"\(token.digitalCardID)\" is \(token.state); only ACTIVE tokens pay")
             }
-            let id = await tsp.publish(
+            let id = try await tsp.publish(
                 D1.notification(
                     .replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(.init())),
                 about: token, to: [.wallet], log: log)

@@ -1,5 +1,6 @@
 import TokenetCard
 import TokenetRPC
+import TokenetStorage
 
 /// The one error type of the TSP party: a code that maps to an RPC status, a message a person can act on, and the
 /// local cause (logged, never sent to the caller).
@@ -21,6 +22,10 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case unavailable
         /// Storage, keys or cryptography failed inside the TSP.
         case `internal`
+        /// The TSP's disk is full, so a write failed: RESOURCE_EXHAUSTED, as gRPC has it for a file system out of
+        /// space. The transaction that failed was not committed; the calls that write make the same call safe to
+        /// repeat once there is room (request ids, idempotent state changes).
+        case diskFull
     }
 
     public var code: Code
@@ -51,12 +56,23 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .resourceExhausted: RPCError(.resourceExhausted, message)
         case .unavailable: RPCError(.unavailable, message)
         case .internal: RPCError(.internal, message)
+        case .diskFull: RPCError(.resourceExhausted, message)
         }
     }
+
+    /// Whether the failure is the TSP's own (logged at error level), not a refusal of the caller's request.
+    var isFailure: Bool { code == .internal || code == .diskFull }
 
     /// A storage or crypto failure inside the TSP, reported to the caller without its details.
     static func `internal`(_ what: String, _ error: any Error) -> TSPError {
         if let error = error as? TSPError { return error }
+        if let storage = error as? StorageError, storage.code == .full {
+            return TSPError(
+                .diskFull,
+                "the token service could not save its work while \(what): its disk is full; free space on the disk "
+                    + "that holds its data directory, then try again",
+                cause: Described(error))
+        }
         return TSPError(.internal, "the token service failed while \(what); try again later", cause: Described(error))
     }
 }

@@ -61,37 +61,33 @@ extension TSPService {
     }
 
     /// Publishes a message that reports no change of the TSP's (an issuer's message, a request to replenish), so
-    /// there is nothing to journal it with: a caller that gets no id knows it was not queued. Messages reporting a
-    /// change are journaled with it instead (`TSPService+Journal.swift`).
-    @discardableResult
+    /// there is nothing to journal it with. Nil when no party the message is for subscribes to the token's
+    /// notifications; a broker that cannot store it throws, so the caller answers with its status (INTERNAL, or
+    /// RESOURCE_EXHAUSTED for a full disk) rather than as if no party were there. Messages reporting a change are
+    /// journaled with it instead (`TSPService+Journal.swift`).
     func publish(
         _ notification: TspV1.Notification, about token: TokenRecord, to recipients: Set<D1.Recipient>, log: Logger
-    ) async -> String? {
+    ) async throws(TSPError) -> String? {
+        let queues: [String]
         do {
-            let queues = try queues(for: token, recipients)
-            guard !queues.isEmpty else {
-                log.warning(
-                    "no subscriber known for the token; notification not published",
-                    ["type": notification.messageType, "digital_card_id": token.digitalCardID])
-                return nil
-            }
-            let id = try await notifications.publish(notification, to: queues)
-            log.info(
-                "notification published",
-                [
-                    "type": notification.messageType, "sender": notification.sender,
-                    "digital_card_id": token.digitalCardID, "to": queues.joined(separator: ","), "message_id": id,
-                ])
-            return id
+            queues = try self.queues(for: token, recipients)
         } catch {
-            log.error(
-                "notification could not be published",
-                [
-                    "type": notification.messageType, "digital_card_id": token.digitalCardID,
-                    "error": String(describing: error),
-                ])
+            throw TSPError.internal("finding who subscribes to the token's notifications", error)
+        }
+        guard !queues.isEmpty else {
+            log.warning(
+                "no subscriber known for the token; notification not published",
+                ["type": notification.messageType, "digital_card_id": token.digitalCardID])
             return nil
         }
+        let id = try await notifications.publish(notification, to: queues)
+        log.info(
+            "notification published",
+            [
+                "type": notification.messageType, "sender": notification.sender,
+                "digital_card_id": token.digitalCardID, "to": queues.joined(separator: ","), "message_id": id,
+            ])
+        return id
     }
 
     /// The token, or NOT_FOUND; a required id.

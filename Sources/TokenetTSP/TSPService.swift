@@ -55,7 +55,7 @@ final class TSPService: Sendable {
         do {
             return try await body(log)
         } catch let error as TSPError {
-            if error.code == .internal {
+            if error.isFailure {
                 log.error("\(what) failed", ["error": error.description])
             } else {
                 // The status the caller saw, as the wire names it (NOT_FOUND), not the Swift case (notFound).

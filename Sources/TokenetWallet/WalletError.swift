@@ -1,4 +1,5 @@
 import TokenetRPC
+import TokenetStorage
 
 /// The one error type of TokenetWallet: a code, a message a person can act on, and the cause.
 ///
@@ -34,6 +35,15 @@ public struct WalletError: Error, Sendable, CustomStringConvertible {
 
     /// The status a caller sees. Internal causes stay local; the message names what failed.
     var rpcError: RPCError {
+        // A full disk is the one internal failure the caller can do something about (RESOURCE_EXHAUSTED, as gRPC has
+        // it for a file system out of space); the node's log still gets the cause (`ServerFailure`).
+        if code == .internal, let storage = cause as? StorageError, storage.code == .full {
+            return RPCError(
+                .resourceExhausted,
+                "\(message): the wallet's disk is full; free space on the disk that holds its data directory, then "
+                    + "try again",
+                cause: ServerFailure(self))
+        }
         let status: StatusCode =
             switch code {
             case .invalidArgument: .invalidArgument

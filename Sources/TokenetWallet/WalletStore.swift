@@ -313,7 +313,9 @@ public final class WalletStore: Sendable {
         } catch let error as WalletError {
             throw error
         } catch {
-            throw WalletError(.internal, "the wallet could not \(action)", cause: DescribedCause(error))
+            // A StorageError is kept as it is, so the status can tell a full disk (`WalletError.rpcError`).
+            throw WalletError(
+                .internal, "the wallet could not \(action)", cause: (error as? StorageError) ?? DescribedCause(error))
         }
     }
 }

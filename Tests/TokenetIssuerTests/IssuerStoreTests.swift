@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetNode
+import TokenetRPC
 import TokenetStorage
 import TokenetTestSupport
 
@@ -298,5 +299,29 @@ import TokenetTestSupport
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyPath)
         let error = #expect(throws: IssuerError.self) { try IssuerKeyFile.loadOrCreate(directory: directory) }
         #expect(error?.message.contains("chmod 600") == true)
+    }
+
+    /// A write the disk has no room for (SQLite's SQLITE_FULL, here from a database held to the size it has) keeps its
+    /// StorageError, and the caller gets RESOURCE_EXHAUSTED saying what to do, as gRPC has it for a file system out of
+    /// space; any other storage failure stays INTERNAL.
+    @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
+        let store = try Support.store()
+        // max_page_count cannot go below the database's size: it becomes the size it has now.
+        try store.database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        let error = #expect(throws: IssuerError.self) {
+            try store.storage("record the renewal") {
+                _ = try store.database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+            }
+        }
+        #expect((error?.cause as? StorageError)?.code == .full, "\(String(describing: error))")
+        let status = try #require(error).rpcError
+        #expect(status.code == .resourceExhausted)
+        #expect(
+            status.message
+                == "cannot record the renewal: the issuer's disk is full; free space on the disk that holds its data "
+                + "directory, then try again")
+        #expect(status.cause is ServerFailure, "the node's log gets the cause")
+        let other = IssuerError(.storage, "cannot read the cards", cause: StorageError(.io, "disk I/O error"))
+        #expect(other.rpcError.code == .internal)
     }
 }

@@ -7,7 +7,8 @@ import TokenetWire
 @testable import TokenetRPC
 
 /// A call that ends INTERNAL because something failed inside the server reaches the server's failure log with its
-/// cause (the peer sees only a generic message); refusals and INTERNAL errors a handler already logged do not.
+/// cause (the peer sees only a generic message), as does a status of another code caused by a `ServerFailure`;
+/// refusals and INTERNAL errors a handler already logged do not.
 @Suite struct FailureLogTests {
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
@@ -20,6 +21,10 @@ import TokenetWire
             case "caused": throw RPCError(.internal, "the store failed", cause: CocoaError(.fileReadCorruptFile))
             case "logged": throw RPCError(.internal, "already logged by the handler")
             case "refused": throw RPCError(.notFound, "no card with that id")
+            case "full":
+                throw RPCError(
+                    .resourceExhausted, "the disk is full", cause: ServerFailure(CocoaError(.fileWriteOutOfSpace)))
+            case "exhausted": throw RPCError(.resourceExhausted, "too many calls", cause: CocoaError(.fileLocking))
             default: return request
             }
         }
@@ -34,18 +39,24 @@ import TokenetWire
         let serving = Task { await server.serve(serverEnd) }
         defer { serving.cancel() }
         let client = RPCClient(stream: clientEnd)
-        for text in ["crash", "caused", "logged", "refused"] {
+        let codes: [String: StatusCode] = [
+            "refused": .notFound, "full": .resourceExhausted, "exhausted": .resourceExhausted,
+        ]
+        for text in ["crash", "caused", "logged", "refused", "full", "exhausted"] {
             let error = await #expect(throws: RPCError.self) {
                 _ = try await client.unary(Echo.unary, Scalars(fString: text))
             }
-            #expect(error?.code == (text == "refused" ? .notFound : .internal), "\(text)")
+            #expect(error?.code == codes[text] ?? .internal, "\(text)")
         }
         _ = try await client.unary(Echo.unary, Scalars(fString: "fine"))
 
+        // A server failure the caller can act on (a full disk) is logged whatever its status; a plain refusal with a
+        // cause is not.
         let logged = failures.withLock { $0 }
-        #expect(logged.map(\.status) == ["internal error", "the store failed"])
+        #expect(logged.map(\.status) == ["internal error", "the store failed", "the disk is full"])
         #expect(logged.allSatisfy { $0.method == "/tokenet.testing.v1.Echo/Unary" && !$0.traceID.isEmpty })
         #expect(logged.first?.cause.contains("NSCocoaErrorDomain") == true, "\(logged)")
-        #expect(logged.last?.cause.contains("\(CocoaError(.fileReadCorruptFile))") == true, "\(logged)")
+        #expect(logged.dropFirst().first?.cause.contains("\(CocoaError(.fileReadCorruptFile))") == true, "\(logged)")
+        #expect(logged.last?.cause == "\(CocoaError(.fileWriteOutOfSpace))", "\(logged)")
     }
 }

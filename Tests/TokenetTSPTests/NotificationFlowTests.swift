@@ -381,4 +381,27 @@ import TokenetWire
         }
         #expect(tsp.published.of("MESSAGING").isEmpty)
     }
+
+    /// A message the broker cannot store is answered with the broker's own status: INTERNAL for a failure, and
+    /// RESOURCE_EXHAUSTED with what to do for a full disk. Both were FAILED_PRECONDITION "could not be queued for the
+    /// card's parties", as if the card had no party to tell, and so was a request to replenish.
+    @Test func aMessageTheBrokerCannotStoreGetsTheBrokersStatus() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let updates = Self.updates(tsp, as: LifecycleTests.issuer1)
+        let message = TspV1.SendCardMessageRequest(digitalCardID: id, title: "Hi", body: "there")
+        tsp.published.fail(true)
+        await expectRPCError(.internal, "broker down") { try await updates.sendCardMessage(message) }
+        tsp.published.fail(with: TSPError.internal("storing notifications", try DiskFullTests.diskFullError()))
+        await expectRPCError(.resourceExhausted, "its disk is full; free space on the disk") {
+            try await updates.sendCardMessage(message)
+        }
+        let lifecycle = TspV1.TokenLifecycle.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.operator1))
+        await expectRPCError(.resourceExhausted, "its disk is full") {
+            try await lifecycle.requestReplenishment(.init(digitalCardID: id))
+        }
+        tsp.published.fail(with: nil)
+        #expect(try await updates.sendCardMessage(message).messageID.hasPrefix("msg-"))
+        #expect(tsp.logs.lines.contains { $0.contains("SendCardMessage failed") && $0.contains("disk is full") })
+    }
 }

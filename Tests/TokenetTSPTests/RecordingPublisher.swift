@@ -11,15 +11,18 @@ final class RecordingPublisher: NotificationPublishing {
         var queues: [String]
     }
 
-    private let state = Mutex<(publishes: [Publish], failing: Bool)>(([], false))
+    private let state = Mutex<(publishes: [Publish], failure: TSPError?)>(([], nil))
 
     var publishes: [Publish] { state.withLock { $0.publishes } }
 
-    func fail(_ failing: Bool) { state.withLock { $0.failing = failing } }
+    func fail(_ failing: Bool) { fail(with: failing ? TSPError(.internal, "broker down") : nil) }
+
+    /// Every publish fails with `error` until this is called again with nil.
+    func fail(with error: TSPError?) { state.withLock { $0.failure = error } }
 
     func publish(_ notification: TspV1.Notification, to subscribers: [String]) async throws(TSPError) -> String {
         try state.withLock { state throws(TSPError) in
-            if state.failing { throw TSPError(.internal, "broker down") }
+            if let failure = state.failure { throw failure }
             state.publishes.append(Publish(notification: notification, queues: subscribers))
             return "msg-\(state.publishes.count)"
         }

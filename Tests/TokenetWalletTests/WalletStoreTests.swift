@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetNode
+import TokenetRPC
 import TokenetStorage
 import TokenetWire
 
@@ -233,5 +234,29 @@ import TokenetWire
         }
         #expect(failure.exitStatus == 2)
         #expect(failure.description == "w.json is not a wallet configuration: " + message)
+    }
+
+    /// A write the disk has no room for (SQLite's SQLITE_FULL, here from a database held to the size it has) keeps its
+    /// StorageError, and the caller gets RESOURCE_EXHAUSTED saying what to do, as gRPC has it for a file system out of
+    /// space; any other internal failure stays INTERNAL.
+    @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
+        let store = try WalletStore.inMemory()
+        // max_page_count cannot go below the database's size: it becomes the size it has now.
+        try store.database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        let error = #expect(throws: WalletError.self) {
+            try store.run("save the card") {
+                _ = try store.database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+            }
+        }
+        #expect((error?.cause as? StorageError)?.code == .full, "\(String(describing: error))")
+        let status = try #require(error).rpcError
+        #expect(status.code == .resourceExhausted)
+        #expect(
+            status.message
+                == "the wallet could not save the card: the wallet's disk is full; free space on the disk that holds "
+                + "its data directory, then try again")
+        #expect(status.cause is ServerFailure, "the node's log gets the cause")
+        let other = WalletError(.internal, "the wallet could not read the cards", cause: StorageError(.io, "I/O"))
+        #expect(other.rpcError.code == .internal)
     }
 }

@@ -1,0 +1,44 @@
+import Testing
+import TokenetRPC
+import TokenetStorage
+
+@testable import TokenetTSP
+
+/// A full disk at the TSP: RESOURCE_EXHAUSTED with what to do, as gRPC has it for a file system out of space, where
+/// any other storage failure is INTERNAL without its details.
+@Suite struct DiskFullTests {
+    /// SQLite's own SQLITE_FULL, from a database held to the size it has.
+    static func diskFullError() throws -> StorageError {
+        let database = try Database.openInMemory()
+        // max_page_count cannot go below the database's size: it becomes the size it has now.
+        try database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        do {
+            _ = try database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+        } catch let error as StorageError {
+            return error
+        }
+        throw StorageError(.misuse, "the insert had room after all")
+    }
+
+    @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
+        let full = try Self.diskFullError()
+        #expect(full.code == .full)
+        let error = TSPError.internal("RenewCard", full)
+        #expect(error.code == .diskFull)
+        #expect(error.isFailure, "logged at error level, as an internal failure is")
+        #expect(error.rpcError.code == .resourceExhausted)
+        #expect(
+            error.rpcError.message
+                == "the token service could not save its work while RenewCard: its disk is full; free space on the "
+                + "disk that holds its data directory, then try again")
+        // The log line keeps SQLite's words.
+        #expect(error.description.contains("database or disk is full"), "\(error.description)")
+    }
+
+    @Test func anyOtherStorageFailureStaysInternal() {
+        let error = TSPError.internal("RenewCard", StorageError(.io, "disk I/O error"))
+        #expect(error.code == .internal)
+        #expect(error.rpcError.code == .internal)
+        #expect(error.rpcError.message == "the token service failed while RenewCard; try again later")
+    }
+}
