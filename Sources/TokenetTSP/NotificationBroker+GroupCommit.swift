@@ -1,4 +1,5 @@
 import Foundation
+import TokenetStorage
 import TokenetTransport
 import TokenetWire
 
@@ -83,7 +84,8 @@ extension NotificationBroker {
             retry.merge(state.batch)
             state.batch = retry
         }
-        let cause = Described(error)
+        // A StorageError is passed on as it is, so a full disk reaches the publishers as one (`TSPError.internal`).
+        let cause: any Error & Sendable = (error as? StorageError) ?? Described(error)
         for waiter in waiters { waiter.resume(throwing: cause) }
     }
 

@@ -41,4 +41,22 @@ import TokenetStorage
         #expect(error.rpcError.code == .internal)
         #expect(error.rpcError.message == "the token service failed while RenewCard; try again later")
     }
+
+    /// The broker's group commit hands a publisher SQLite's error as it is, so a message the disk has no room for is
+    /// a full disk to the caller too; once there is room the next publish goes through.
+    @Test func aPublishTheDiskHasNoRoomForIsADiskFull() async throws {
+        let harness = try BrokerHarness.make()
+        defer { harness.broker.shutDown() }
+        try await harness.publish(1)
+        // max_page_count cannot go below the database's size: it becomes the size it has now.
+        try harness.database.executeScript("PRAGMA max_page_count = 1;")
+        let large = BrokerHarness.notification(card: "card-1", note: String(repeating: "x", count: 60_000))
+        let error = await #expect(throws: TSPError.self) {
+            _ = try await harness.broker.publish(large, to: ["wallet/wallet-1"])
+        }
+        #expect(error?.code == .diskFull, "\(String(describing: error))")
+        #expect(error?.rpcError.code == .resourceExhausted)
+        try harness.database.executeScript("PRAGMA max_page_count = 1073741823;")
+        _ = try await harness.broker.publish(large, to: ["wallet/wallet-1"])
+    }
 }
