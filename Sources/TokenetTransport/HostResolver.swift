@@ -3,10 +3,10 @@ import Synchronization
 
 /// Turns the host a connection is made to into the IP address the socket connects to.
 ///
-/// An IPv4 or IPv6 address, or `localhost` (127.0.0.1), needs no lookup. A host name (a container's service name, a machine on the
-/// network) is looked up with getaddrinfo(3), as `/etc/hosts` and DNS answer it: a call that blocks, so it runs on a
-/// thread of its own, never on an event loop, and is given at most the connection's own time. A lookup still running
-/// then finishes on its thread and its answer is dropped. A name with both kinds of address is reached over IPv4,
+/// An IPv4 or IPv6 address, or `localhost` (127.0.0.1), needs no lookup. A host name (a container's service name, a
+/// machine on the network) is looked up with getaddrinfo(3), as `/etc/hosts` and DNS answer it: a call that blocks,
+/// so it runs on a thread of its own, never on an event loop, and is given at most the connection's own time. A
+/// lookup still running then finishes on its thread and its answer is dropped. A name with both kinds of address is reached over IPv4,
 /// which is what nodes listen on unless told otherwise (`--listen [::]:PORT` takes both).
 public enum HostResolver {
     /// The IP address to connect to for `host`, looked up within `limit` when it is a name.
