@@ -97,7 +97,9 @@ let package = Package(
 
         // MARK: Tests.
         /// What the test suites share: the development PKI, the built executables, a child-process watchdog.
-        .target(name: "TokenetTestSupport", dependencies: ["TokenetTransport"], path: "Tests/TokenetTestSupport"),
+        .target(
+            name: "TokenetTestSupport", dependencies: ["TokenetTransport", "TokenetStorage"],
+            path: "Tests/TokenetTestSupport"),
         .testTarget(name: "TokenetWireTests", dependencies: ["TokenetWire", "TokenetTransport"]),
         .testTarget(name: "TokenetRPCTests", dependencies: ["TokenetRPC", "TokenetTestSupport"]),
         .testTarget(name: "TokenetTSPTests", dependencies: ["TokenetTSP", "TokenetTestSupport"]),

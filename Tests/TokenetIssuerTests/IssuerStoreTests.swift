@@ -306,12 +306,9 @@ import TokenetTestSupport
     /// space; any other storage failure stays INTERNAL.
     @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
         let store = try Support.store()
-        // max_page_count cannot go below the database's size: it becomes the size it has now.
-        try store.database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        try FullDisk.hold(store.database)
         let error = #expect(throws: IssuerError.self) {
-            try store.storage("record the renewal") {
-                _ = try store.database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
-            }
+            try store.storage("record the renewal") { try FullDisk.overfill(store.database) }
         }
         #expect((error?.cause as? StorageError)?.code == .full, "\(String(describing: error))")
         let status = try #require(error).rpcError

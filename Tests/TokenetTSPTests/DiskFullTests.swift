@@ -1,6 +1,7 @@
 import Testing
 import TokenetRPC
 import TokenetStorage
+import TokenetTestSupport
 
 @testable import TokenetTSP
 
@@ -10,10 +11,9 @@ import TokenetStorage
     /// SQLite's own SQLITE_FULL, from a database held to the size it has.
     static func diskFullError() throws -> StorageError {
         let database = try Database.openInMemory()
-        // max_page_count cannot go below the database's size: it becomes the size it has now.
-        try database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        try FullDisk.hold(database)
         do {
-            _ = try database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+            try FullDisk.overfill(database)
         } catch let error as StorageError {
             return error
         }
@@ -48,15 +48,14 @@ import TokenetStorage
         let harness = try BrokerHarness.make()
         defer { harness.broker.shutDown() }
         try await harness.publish(1)
-        // max_page_count cannot go below the database's size: it becomes the size it has now.
-        try harness.database.executeScript("PRAGMA max_page_count = 1;")
+        try FullDisk.hold(harness.database)
         let large = BrokerHarness.notification(card: "card-1", note: String(repeating: "x", count: 60_000))
         let error = await #expect(throws: TSPError.self) {
             _ = try await harness.broker.publish(large, to: ["wallet/wallet-1"])
         }
         #expect(error?.code == .diskFull, "\(String(describing: error))")
         #expect(error?.rpcError.code == .resourceExhausted)
-        try harness.database.executeScript("PRAGMA max_page_count = 1073741823;")
+        try FullDisk.release(harness.database)
         _ = try await harness.broker.publish(large, to: ["wallet/wallet-1"])
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import TokenetNode
 import TokenetRPC
 import TokenetStorage
+import TokenetTestSupport
 import TokenetWire
 
 @testable import TokenetWallet
@@ -241,12 +242,9 @@ import TokenetWire
     /// space; any other internal failure stays INTERNAL.
     @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
         let store = try WalletStore.inMemory()
-        // max_page_count cannot go below the database's size: it becomes the size it has now.
-        try store.database.executeScript("CREATE TABLE filler (x); PRAGMA max_page_count = 1;")
+        try FullDisk.hold(store.database)
         let error = #expect(throws: WalletError.self) {
-            try store.run("save the card") {
-                _ = try store.database.execute("INSERT INTO filler VALUES (zeroblob(100000))")
-            }
+            try store.run("save the card") { try FullDisk.overfill(store.database) }
         }
         #expect((error?.cause as? StorageError)?.code == .full, "\(String(describing: error))")
         let status = try #require(error).rpcError
