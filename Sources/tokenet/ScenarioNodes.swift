@@ -53,8 +53,8 @@ final class ScenarioNodes {
                 if let reason = PortReservation.unavailable(address.host, address.port) {
                     throw CLIError(
                         .setup,
-                        "port \(address.port) for \(party.role.nodeName) is not free (\(reason)); stop what holds "
-                            + "it, or choose another --base-port")
+                        "\(party.role.nodeName) cannot have port \(address.port) (\(reason)); stop what holds it, "
+                            + "or choose another --base-port or --host")
                 }
                 bound[party] = address
             } else {

@@ -221,8 +221,8 @@ import TokenetTransport
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr.contains(
-                "port \(base + 1) for issuer-node is not free (cannot bind 127.0.0.1:\(base + 1): Address already in "
-                    + "use); stop what holds it, or choose another --base-port"),
+                "issuer-node cannot have port \(base + 1) (cannot bind 127.0.0.1:\(base + 1): Address already in use); "
+                    + "stop what holds it, or choose another --base-port or --host"),
             "\(result.stderr)")
         #expect(!result.stdout.contains("ready "), "\(result.stdout)")
     }
