@@ -1,17 +1,24 @@
 import Glibc
 import Synchronization
 
-/// Turns the host a connection is made to into the IP address the socket connects to.
+/// Turns the host a connection is made to into the IP addresses the socket may connect to, in the order to try them.
 ///
 /// An IPv4 or IPv6 address, or `localhost` (127.0.0.1), needs no lookup. A host name (a container's service name, a
 /// machine on the network) is looked up with getaddrinfo(3), as `/etc/hosts` and DNS answer it: a call that blocks,
 /// so it runs on a thread of its own, never on an event loop, and is given at most the connection's own time. A
-/// lookup still running then finishes on its thread and its answer is dropped. A name with both kinds of address is reached over IPv4,
-/// which is what nodes listen on unless told otherwise (`--listen [::]:PORT` takes both).
+/// lookup still running then finishes on its thread and its answer is dropped. A name's IPv4 addresses come first,
+/// since nodes listen on IPv4 unless told otherwise, then its IPv6 ones; a connection tries them in turn while the
+/// TCP connection cannot be made (`ConnectTargets`).
 public enum HostResolver {
-    /// The IP address to connect to for `host`, looked up within `limit` when it is a name.
+    /// The first IP address to connect to for `host`, looked up within `limit` when it is a name.
     public static func address(of host: String, within limit: Duration) async throws(TransportError) -> String {
-        if let (address, _) = try? Socket.ipAddress(host) { return address }
+        try await addresses(of: host, within: limit)[0]
+    }
+
+    /// The IP addresses to connect to for `host`, in the order to try them (never empty): the address itself, or
+    /// a name's, looked up within `limit`.
+    public static func addresses(of host: String, within limit: Duration) async throws(TransportError) -> [String] {
+        if let (address, _) = try? Socket.ipAddress(host) { return [address] }
         guard isHostName(host) else {
             throw TransportError(.invalidAddress, "\(host) is not an IP address or a host name")
         }
@@ -39,8 +46,9 @@ public enum HostResolver {
         return seconds >= 1 ? "\(seconds) s" : "\(attoseconds / 1_000_000_000_000_000) ms"
     }
 
-    /// The first IPv4 address getaddrinfo(3) gives for `host`, or else its first IPv6 address. Blocks.
-    static func lookUp(_ host: String) -> Result<String, TransportError> {
+    /// The addresses getaddrinfo(3) gives for `host`: its IPv4 ones, then its IPv6 ones, each once and in the order
+    /// given. Blocks.
+    static func lookUp(_ host: String) -> Result<[String], TransportError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -51,7 +59,8 @@ public enum HostResolver {
             let reason = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
             return .failure(TransportError(.invalidAddress, "cannot look up \(host): \(reason)"))
         }
-        var firstIPv6: String?
+        var four: [String] = []
+        var six: [String] = []
         var entry = list
         while let current = entry {
             defer { entry = current.pointee.ai_next }
@@ -59,17 +68,23 @@ public enum HostResolver {
             switch current.pointee.ai_family {
             case AF_INET:
                 var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-                if let text = addressText(AF_INET, &address, length: INET_ADDRSTRLEN) { return .success(text) }
-            case AF_INET6 where firstIPv6 == nil:
+                if let text = addressText(AF_INET, &address, length: INET_ADDRSTRLEN), !four.contains(text) {
+                    four.append(text)
+                }
+            case AF_INET6:
                 var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
                     $0.pointee.sin6_addr
                 }
-                firstIPv6 = addressText(AF_INET6, &address, length: INET6_ADDRSTRLEN)
+                if let text = addressText(AF_INET6, &address, length: INET6_ADDRSTRLEN), !six.contains(text) {
+                    six.append(text)
+                }
             default: break
             }
         }
-        if let firstIPv6 { return .success(firstIPv6) }
-        return .failure(TransportError(.invalidAddress, "cannot look up \(host): it has no IP address"))
+        guard !four.isEmpty || !six.isEmpty else {
+            return .failure(TransportError(.invalidAddress, "cannot look up \(host): it has no IP address"))
+        }
+        return .success(four + six)
     }
 
     /// inet_ntop(3) of the address at `address`.
@@ -101,11 +116,11 @@ public enum HostResolver {
     /// The one answer a lookup gets: the lookup's, the timeout's or the cancellation's, whichever comes first (a
     /// cancellation may come before the wait begins, and is kept for it).
     private final class Answer: Sendable {
-        typealias Waiter = CheckedContinuation<Result<String, TransportError>, Never>
+        typealias Waiter = CheckedContinuation<Result<[String], TransportError>, Never>
 
         private struct State {
             var continuation: Waiter?
-            var early: Result<String, TransportError>?
+            var early: Result<[String], TransportError>?
             var timer: Task<Void, Never>?
             var given = false
         }
@@ -116,7 +131,7 @@ public enum HostResolver {
             let early = state.withLock { state in
                 guard let early = state.early else {
                     state.continuation = continuation
-                    return Result<String, TransportError>?.none
+                    return Result<[String], TransportError>?.none
                 }
                 return early
             }
@@ -125,7 +140,7 @@ public enum HostResolver {
             return false
         }
 
-        func give(afterAtMost limit: Duration, _ result: Result<String, TransportError>) {
+        func give(afterAtMost limit: Duration, _ result: Result<[String], TransportError>) {
             let timer = Task { [self] in
                 guard (try? await Task.sleep(for: limit)) != nil else { return }
                 give(result)
@@ -137,7 +152,7 @@ public enum HostResolver {
             if given { timer.cancel() }
         }
 
-        func give(_ result: Result<String, TransportError>) {
+        func give(_ result: Result<[String], TransportError>) {
             let (continuation, timer) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
                 guard !state.given else { return (nil, nil) }
                 state.given = true

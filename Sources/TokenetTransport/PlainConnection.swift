@@ -33,14 +33,16 @@ public final class PlainConnection: EventLoopConnection, @unchecked Sendable {
     public static func connect(
         host: String, port: UInt16, on loop: EventLoop, options: Options = Options()
     ) async throws -> PlainConnection {
-        let address = try await HostResolver.address(of: host, within: options.connectTimeout)
-        return try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
-            let fd = try Socket.startConnect(host: address, port: port)
-            return ConnectionDriver.launch(
-                loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
-                handshakeTimeout: options.connectTimeout
-            ) { result in
-                resume(result.map { PlainConnection(driver: $0.0) })
+        let addresses = try await HostResolver.addresses(of: host, within: options.connectTimeout)
+        return try await ConnectTargets.first(of: addresses) { address in
+            try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
+                let fd = try Socket.startConnect(host: address, port: port)
+                return ConnectionDriver.launch(
+                    loop: loop, fd: fd, engine: PassThroughEngine(), connecting: true, limits: options.limits,
+                    handshakeTimeout: options.connectTimeout
+                ) { result in
+                    resume(result.map { PlainConnection(driver: $0.0) })
+                }
             }
         }
     }

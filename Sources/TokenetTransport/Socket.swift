@@ -56,19 +56,21 @@ public enum Socket {
     static func startConnect(host: String, port: UInt16) throws(TransportError) -> Int32 {
         let (address, family) = try ipAddress(host)
         let fd = ctk_tcp_socket_family(family)
-        guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
+        // A family the machine lacks (IPv6 turned off) fails here, before any connect: another address may do.
+        guard fd >= 0 else { throw TransportError.system("socket", errno: errno, isConnectFailure: true) }
         _ = ctk_set_nodelay(fd)
         if ctk_connect_ip(fd, address, port) != 0 && errno != EINPROGRESS {
             let err = errno
             Glibc.close(fd)
-            throw TransportError.system("connect \(display(host: address, port: port))", errno: err)
+            throw TransportError.system(
+                "connect \(display(host: address, port: port))", errno: err, isConnectFailure: true)
         }
         return fd
     }
 
     static func connectResult(_ fd: Int32) throws(TransportError) {
         let err = ctk_socket_error(fd)
-        if err != 0 { throw TransportError.system("connect", errno: err) }
+        if err != 0 { throw TransportError.system("connect", errno: err, isConnectFailure: true) }
     }
 
     /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); nil when none is pending.

@@ -43,15 +43,17 @@ public final class TLSConnection: EventLoopConnection, @unchecked Sendable {
         guard context.configuration.side == .client else {
             throw TransportError(.configuration, "TLSConnection.connect needs a client TLSContext")
         }
-        let address = try await HostResolver.address(of: host, within: options.handshakeTimeout)
-        return try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
-            let engine = try TLSEngine(context: context)
-            let fd = try Socket.startConnect(host: address, port: port)
-            return ConnectionDriver.launch(
-                loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
-                handshakeTimeout: options.handshakeTimeout
-            ) { result in
-                resume(result.flatMap(TLSConnection.established))
+        let addresses = try await HostResolver.addresses(of: host, within: options.handshakeTimeout)
+        return try await ConnectTargets.first(of: addresses) { address in
+            try await ConnectAttempt.connect(on: loop) { resume throws(TransportError) in
+                let engine = try TLSEngine(context: context)
+                let fd = try Socket.startConnect(host: address, port: port)
+                return ConnectionDriver.launch(
+                    loop: loop, fd: fd, engine: engine, connecting: true, limits: options.limits,
+                    handshakeTimeout: options.handshakeTimeout
+                ) { result in
+                    resume(result.flatMap(TLSConnection.established))
+                }
             }
         }
     }

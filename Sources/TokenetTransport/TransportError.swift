@@ -47,15 +47,20 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     /// For `handshakeFailed`: the handshake failed on a refusal (the peer's certificate was rejected, or the peer
     /// does not speak TLS) rather than on a broken or closed connection.
     public let isRefusal: Bool
+    /// The TCP connection was never made: the connect was refused, the address unreachable, or nothing answered in
+    /// time. Nothing reached the peer, so another address of the same host may be tried (`ConnectTargets`).
+    public let isConnectFailure: Bool
 
     public init(
-        _ code: Code, _ message: String, details: [String] = [], cause: (any Error)? = nil, isRefusal: Bool = false
+        _ code: Code, _ message: String, details: [String] = [], cause: (any Error)? = nil, isRefusal: Bool = false,
+        isConnectFailure: Bool = false
     ) {
         self.code = code
         self.message = message
         self.details = details
         self.cause = cause
         self.isRefusal = isRefusal
+        self.isConnectFailure = isConnectFailure
     }
 
     /// Whether connecting again must fail the same way until someone changes a certificate, a TLS file or a flag:
@@ -87,7 +92,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
 
     /// What a connection attempt fails with when nothing answered its TCP connect in time (a host that is down, a
     /// firewall that drops packets).
-    public static let connectTimedOut = TransportError(.timeout, "the TCP connection was not established in time")
+    public static let connectTimedOut = TransportError(
+        .timeout, "the TCP connection was not established in time", isConnectFailure: true)
 
     /// What a connection fails with when its TCP connection was made but the peer did not finish the handshake in
     /// time: for a client, a peer that is not a Tokenet node, or one that is stopped or overloaded; for a listener,
@@ -106,8 +112,11 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
     }
 
     /// Creates an error from `errno` for the named system call.
-    static func system(_ call: String, errno err: Int32, code: Code = .io) -> TransportError {
-        TransportError(code, "\(call) failed: \(String(cString: strerror(err))) (errno \(err))")
+    static func system(
+        _ call: String, errno err: Int32, code: Code = .io, isConnectFailure: Bool = false
+    ) -> TransportError {
+        let reason = String(cString: strerror(err))
+        return TransportError(code, "\(call) failed: \(reason) (errno \(err))", isConnectFailure: isConnectFailure)
     }
 
     /// Returns the pending OpenSSL errors as text, oldest first, and leaves the queue empty.
