@@ -23,8 +23,7 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         /// Storage, keys or cryptography failed inside the TSP.
         case `internal`
         /// The TSP's disk is full, so a write failed: RESOURCE_EXHAUSTED, as gRPC has it for a file system out of
-        /// space. The transaction that failed was not committed; the calls that write make the same call safe to
-        /// repeat once there is room (request ids, idempotent state changes).
+        /// space. The transaction that failed was not committed.
         case diskFull
     }
 
