@@ -130,6 +130,7 @@ final class IssuerEnrolmentBackend: Sendable {
             case .notFound: throw IssuerError(.notFound, "cannot \(what): \(error.message)")
             case .permissionDenied, .failedPrecondition:
                 throw IssuerError(.failedPrecondition, "the TSP refused to \(what): \(error.message)")
+            case .resourceExhausted: throw IssuerError(.tspExhausted, "the TSP cannot \(what) now: \(error.message)")
             default:
                 let code = error.code.protoValueName ?? "\(error.code.rawValue)"
                 throw IssuerError(.unavailable, "cannot \(what) at the TSP (\(code)): \(error.message)")

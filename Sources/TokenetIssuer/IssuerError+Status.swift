@@ -12,6 +12,7 @@ extension IssuerError {
         case .locked: RPCError(.resourceExhausted, message)
         case .failedPrecondition: RPCError(.failedPrecondition, message)
         case .unavailable: RPCError(.unavailable, message)
+        case .tspExhausted: RPCError(.resourceExhausted, message)
         // A full disk is the one storage failure the caller can do something about (RESOURCE_EXHAUSTED, as gRPC has
         // it for a file system out of space); the node's log still gets the cause (`ServerFailure`).
         case .storage where (cause as? StorageError)?.code == .full:

@@ -25,6 +25,9 @@ public struct IssuerError: Error, Sendable, CustomStringConvertible {
         case failedPrecondition
         /// The TSP could not be reached or failed.
         case unavailable
+        /// The TSP lacks, for now, what the request needs (a full disk, a limit on calls): RESOURCE_EXHAUSTED, which
+        /// tells the operator to free the resource or wait, where UNAVAILABLE would only say to try again.
+        case tspExhausted
     }
 
     public var code: Code

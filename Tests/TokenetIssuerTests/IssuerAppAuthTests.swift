@@ -51,6 +51,23 @@ import TokenetWire
         }
     }
 
+    /// A TSP out of a resource (its disk full, a limit on calls) stays RESOURCE_EXHAUSTED for the operator, with
+    /// the TSP's words on what to free, rather than the UNAVAILABLE of a TSP that cannot be reached.
+    @Test func anExhaustedTSPStaysResourceExhausted() async {
+        do {
+            _ = try await IssuerEnrolmentBackend.calling("enrol the account") { () async throws -> Int in
+                throw RPCError(.resourceExhausted, "its disk is full; free space on the disk, then try again")
+            }
+            Issue.record("the call succeeded")
+        } catch {
+            #expect(error.code == .tspExhausted)
+            #expect(error.rpcError.code == .resourceExhausted)
+            #expect(
+                error.rpcError.message
+                    == "the TSP cannot enrol the account now: its disk is full; free space on the disk, then try again")
+        }
+    }
+
     @Test(arguments: ["1234", "1111", "4321", "0000", "7890", "98765", "12", "123456789", "12a4", ""])
     func pinPolicyRefusesTrivialOrMalformedPINs(_ pin: String) {
         #expect(throws: IssuerError.self) { try PINPolicy.check(pin) }
