@@ -23,6 +23,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     case keepalive
     case keepaliveTimeout = "keepalive-timeout"
     case idleTimeout = "idle-timeout"
+    case helloTimeout = "hello-timeout"
     case drainTimeout = "drain-timeout"
     case peerConnections = "peer-connections"
     case addressHandshakes = "address-handshakes"
@@ -46,7 +47,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
     /// Whether a config file may give the value as a JSON number.
     var isNumeric: Bool {
         switch self {
-        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout, .peerConnections,
+        case .idlePoll, .keepalive, .keepaliveTimeout, .idleTimeout, .helloTimeout, .drainTimeout, .peerConnections,
             .addressHandshakes, .parentPID:
             return true
         default: return false
@@ -88,7 +89,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .logFormat: return "FORMAT"
         case .idlePoll, .peerConnections, .addressHandshakes: return "N"
         case .parentPID: return "PID"
-        case .keepalive, .keepaliveTimeout, .idleTimeout, .drainTimeout: return "SECONDS"
+        case .keepalive, .keepaliveTimeout, .idleTimeout, .helloTimeout, .drainTimeout: return "SECONDS"
         case .plaintext, .help, .version: return ""
         }
     }
@@ -133,6 +134,9 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
             return "Close a connection whose ping stays unanswered this many seconds; its calls fail (default 20)."
         case .idleTimeout:
             return "Close a served connection after this many seconds without calls (default 0: never)."
+        case .helloTimeout:
+            return "Close a served connection whose peer sends no hello within this many seconds of connecting "
+                + "(default \(NodeOptions.defaultHelloTimeoutMilliseconds / 1000); 0: never)."
         case .drainTimeout:
             return "On SIGTERM/SIGINT/SIGHUP, give calls in progress this many seconds to finish, then end them "
                 + "(default 10)."

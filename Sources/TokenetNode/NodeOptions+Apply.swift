@@ -107,6 +107,8 @@ extension NodeOptions {
             keepaliveTimeoutMilliseconds = try milliseconds(allowingZero: false) ?? keepaliveTimeoutMilliseconds
         case .idleTimeout:
             idleTimeoutMilliseconds = try milliseconds(allowingZero: true)
+        case .helloTimeout:
+            helloTimeoutMilliseconds = try milliseconds(allowingZero: true)
         case .drainTimeout:
             drainTimeoutMilliseconds = try milliseconds(allowingZero: true) ?? 0
         case .peerConnections:

@@ -37,6 +37,12 @@ public struct NodeOptions: Sendable, Equatable {
     /// The node closes a connection it serves once no call has been open on it this long (goaway IDLE_TIMEOUT);
     /// nil, the default, keeps idle connections open.
     public var idleTimeoutMilliseconds: Int?
+    /// How long a peer that connected to this node may take to send its hello; nil for no limit. Such a peer holds
+    /// a descriptor and a slot of its certificate's `peerConnections` while it says nothing, and keepalive would
+    /// only find it after `keepaliveMilliseconds` plus `keepaliveTimeoutMilliseconds`. A Tokenet client sends its
+    /// hello as soon as its TLS handshake ends, so the default leaves a loaded machine ample room.
+    public var helloTimeoutMilliseconds: Int? = NodeOptions.defaultHelloTimeoutMilliseconds
+    public static let defaultHelloTimeoutMilliseconds = 10_000
     /// How long calls in progress may take to finish once the node is told to stop; then they end UNAVAILABLE and
     /// the node exits. Streams that never end by themselves (subscriptions) end at once, and a call that waits for
     /// a peer which sends nothing more would otherwise keep the node up, so the stop takes at most this long (plus
@@ -68,10 +74,11 @@ public struct NodeOptions: Sendable, Equatable {
             keepaliveTimeout: .milliseconds(keepaliveTimeoutMilliseconds))
     }
 
-    /// The keepalive and idle limits of the connections this node serves.
+    /// The keepalive, idle and hello limits of the connections this node serves.
     public var serverTimers: ConnectionTimers {
         var timers = clientTimers
         timers.idleTimeout = idleTimeoutMilliseconds.map { .milliseconds($0) }
+        timers.helloTimeout = helloTimeoutMilliseconds.map { .milliseconds($0) }
         return timers
     }
 

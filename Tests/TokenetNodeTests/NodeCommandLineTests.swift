@@ -111,6 +111,16 @@ import Testing
         #expect(!off.serverTimers.isEnabled)
     }
 
+    /// A served connection whose peer stays silent is closed after the hello timeout: 10 s unless set, off with 0.
+    /// The connections the node opens keep no hello limit (their calls have deadlines).
+    @Test func helloTimeoutLimitsServedConnectionsOnly() throws {
+        let defaults = try options(tls)
+        #expect(defaults.serverTimers.helloTimeout == .seconds(10))
+        #expect(defaults.clientTimers.helloTimeout == nil)
+        #expect(try options(tls + ["--hello-timeout", "2.5"]).serverTimers.helloTimeout == .milliseconds(2500))
+        #expect(try options(tls + ["--hello-timeout=0"]).serverTimers.helloTimeout == nil)
+    }
+
     /// The limits that keep one peer from taking the node's file descriptors are on unless turned off with 0.
     @Test func connectionLimitsAreOnByDefaultAndZeroTurnsThemOff() throws {
         let defaults = try options(tls)
@@ -241,6 +251,7 @@ import Testing
         (["--keepalive", "0.0001"], "--keepalive: expected seconds from 0 (off) to 86400"),
         (["--keepalive-timeout", "0"], "--keepalive-timeout: expected seconds from 0.001 to 86400, such as 20 or 0.5"),
         (["--idle-timeout", ""], "--idle-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5, got ''"),
+        (["--hello-timeout", "-2"], "--hello-timeout: expected seconds from 0 (off) to 86400, such as 30 or 0.5"),
         (["--peer-connections", "-1"], "--peer-connections: expected a number of connections from 0 (no limit) to"),
         (["--address-handshakes", "many"], "--address-handshakes: expected a number of handshakes from 0 (no limit)"),
         (["--issuer", "=127.0.0.1:1"], "--issuer: expected HOST:PORT or ID=HOST:PORT with an issuer id of letters"),
