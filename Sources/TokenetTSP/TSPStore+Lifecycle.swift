@@ -29,6 +29,23 @@ extension TSPStore {
                     ).map(Self.token(from:))
                 else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
                 try authorize(before)
+                if before.state == .suspended, event == .resume || event == .suspend,
+                    let suspension = try lastSuspension(tx, of: digitalCardID)
+                {
+                    let decision = SuspensionAuthority.decide(
+                        resuming: event == .resume, by: SuspensionAuthority(actor: actor),
+                        heldBy: SuspensionAuthority(actor: suspension.actor), reason: suspension.reason,
+                        token: digitalCardID)
+                    switch decision {
+                    case .proceed: break
+                    case .refuse(let message): throw TSPError(.failedPrecondition, message)
+                    case .takeOver:
+                        try recordEvent(
+                            tx, token: digitalCardID, from: .suspended, to: .suspended, actor: actor, reason: reason,
+                            traceID: traceID, nowMs: nowMs)
+                        return TokenStateChange(before: before, after: before)
+                    }
+                }
                 var machine = TokenLifecycleStateMachine(state: before.state)
                 switch machine.handle(event) {
                 case .rejected(let rejection):
@@ -47,6 +64,16 @@ extension TSPStore {
                     return TokenStateChange(before: before, after: after)
                 }
             }, announce: announce)
+    }
+
+    /// Who moved the token to SUSPENDED last, and why (see `SuspensionAuthority`); nil when it never was.
+    func lastSuspension(_ tx: Transaction, of digitalCardID: String) throws -> (actor: String, reason: String)? {
+        try tx.queryOne(
+            """
+            SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
+            ORDER BY id DESC LIMIT 1
+            """, [digitalCardID, TokenLifecycleStateMachine.State.suspended.rawValue]
+        ).map { (try $0.text(0), try $0.text(1)) }
     }
 
     /// The node ids of the issuer that owns the token's issuer id (nil when unknown or registered without TLS).

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetTSP
+
+/// A suspension stands until its suspender, or a party above it, lifts it (wallet < issuer < TSP): the wallet
+/// cannot undo an issuer's or the TSP's suspension (fraud suspected, a card reported lost), and a higher party
+/// suspending a suspended token takes the suspension over.
+@Suite struct SuspensionAuthorityTests {
+    typealias Authority = SuspensionAuthority
+
+    @Test func actorsAreRankedByTheirParty() {
+        #expect(Authority(actor: "wallet") == .wallet)
+        #expect(Authority(actor: "wallet:wallet-1") == .wallet)
+        #expect(Authority(actor: "issuer") == .issuer)
+        #expect(Authority(actor: "issuer:bank-a") == .issuer)
+        #expect(Authority(actor: "issuer-app:bank-a/ch-alice") == .issuer)
+        #expect(Authority(actor: "tsp") == .tsp)
+        #expect(Authority(actor: "someone-new") == .tsp)
+    }
+
+    @Test func aResumeBelowTheSuspenderIsRefusedWithWhoMayResume() {
+        func decide(_ party: Authority, _ holder: Authority) -> Authority.Decision {
+            Authority.decide(resuming: true, by: party, heldBy: holder, reason: "FRAUD_SUSPECTED", token: "DN1")
+        }
+        #expect(
+            decide(.wallet, .issuer)
+                == .refuse(
+                    "token \"DN1\" was suspended by the issuer (FRAUD_SUSPECTED); only the issuer or the TSP may resume "
+                        + "it"))
+        #expect(
+            decide(.issuer, .tsp)
+                == .refuse("token \"DN1\" was suspended by the TSP (FRAUD_SUSPECTED); only the TSP may resume it"))
+        #expect(decide(.wallet, .tsp) != .proceed)
+        for (party, holder) in [(Authority.wallet, Authority.wallet), (.issuer, .wallet), (.issuer, .issuer)] {
+            #expect(decide(party, holder) == .proceed)
+        }
+        for holder in [Authority.wallet, .issuer, .tsp] { #expect(decide(.tsp, holder) == .proceed) }
+    }
+
+    @Test func aSuspendAboveTheSuspenderTakesTheSuspensionOver() {
+        func decide(_ party: Authority, _ holder: Authority) -> Authority.Decision {
+            Authority.decide(resuming: false, by: party, heldBy: holder, reason: "USER_REQUEST", token: "DN1")
+        }
+        #expect(decide(.issuer, .wallet) == .takeOver)
+        #expect(decide(.tsp, .issuer) == .takeOver)
+        #expect(decide(.wallet, .wallet) == .proceed)
+        #expect(decide(.wallet, .issuer) == .proceed)
+        #expect(decide(.issuer, .issuer) == .proceed)
+    }
+
+    @Test func theWalletCannotLiftTheIssuersSuspensionButTheIssuerCan() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let issuer = LifecycleTests.lifecycle(tsp, as: LifecycleTests.issuer1)
+
+        let suspended = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "FRAUD_SUSPECTED"))
+        #expect(suspended.results.map(\.statusCode) == [0])
+        await expectRPCError(
+            .failedPrecondition,
+            "was suspended by the issuer (FRAUD_SUSPECTED); only the issuer or the TSP may resume it"
+        ) {
+            try await wallet.changeTokenState(LifecycleTests.change(id, .resume))
+        }
+        #expect(try await tsp.control.listTokens(.init()).tokens.first?.state == .suspended)
+
+        let resumed = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"))
+        #expect(resumed.results.map(\.tokenState) == [.active])
+        // Once the issuer has lifted it, the wallet's own suspensions are the wallet's to lift again.
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        #expect(try await wallet.changeTokenState(LifecycleTests.change(id, .resume)).tokenState == .active)
+    }
+
+    @Test func theIssuerTakesOverTheWalletsSuspensionAndOnlyTheTSPLiftsItsOwn() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let issuer = LifecycleTests.lifecycle(tsp, as: LifecycleTests.issuer1)
+        let tspOperator = LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1)
+
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        let takenOver = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
+        #expect(takenOver.results.map(\.statusCode) == [0])
+        #expect(takenOver.results.map(\.tokenState) == [.suspended])
+        await expectRPCError(.failedPrecondition, "was suspended by the issuer (LOST_CARD)") {
+            try await wallet.changeTokenState(LifecycleTests.change(id, .resume))
+        }
+        let history = try await tsp.control.tokenHistory(.init(digitalCardID: id))
+        let last = try #require(history.events.last)
+        #expect(last.fromState == .suspended && last.toState == .suspended)
+        #expect(last.actor == "issuer" && last.reason == "LOST_CARD")
+        // Taking over changes no state: no version and no notification.
+        #expect(tsp.published.of("CARD_STATE").count == 1)
+
+        _ = try await tspOperator.changeTokenState(LifecycleTests.change(id, .suspend, "FRAUD_SUSPECTED"))
+        let refused = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .resume, reasonCode: "CARD_FOUND"))
+        #expect(refused.results.map(\.statusCode) == [StatusCode.failedPrecondition.rawValue])
+        #expect(refused.results.first?.message.contains("only the TSP may resume it") == true)
+        #expect(
+            try await tspOperator.changeTokenState(LifecycleTests.change(id, .resume, "CARD_FOUND")).tokenState
+                == .active)
+    }
+}
