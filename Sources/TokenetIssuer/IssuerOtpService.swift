@@ -36,10 +36,15 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
             throw RPCError(.invalidArgument, "type must be IDV_METHOD_TYPE_OTP_SMS or IDV_METHOD_TYPE_OTP_EMAIL")
         }
         let sentAt = now()
-        let minutes = max(1, Int((Double(request.expiresAtMs) / 1000 - sentAt.timeIntervalSince1970) / 60 + 0.5))
         let text =
             "Your code to activate the card ending \(card.pan.last4) in your wallet is \(request.code). "
-            + "It expires in \(minutes) minutes. Never share it."
+            + "It expires in \(Self.timeLeft(until: request.expiresAtMs, from: sentAt)). Never share it."
+        // A call the TSP gave up on (its deadline passed, or the link was cut and the call cancelled) sends nothing:
+        // the TSP forgets a code it could not deliver, so the cardholder would get a code that can only be refused,
+        // and lose a try to it. Nothing between here and the outbox suspends, so the answer cannot change after it.
+        guard !Task.isCancelled else {
+            throw RPCError(.cancelled, "the TSP gave up on this code before the issuer sent it; nothing was sent")
+        }
         try store.recordOutbox(
             IssuerV1.OutboxMessage(
                 sentAtMs: UInt64(max(0, sentAt.timeIntervalSince1970 * 1000)), channel: channel,
@@ -52,6 +57,15 @@ struct IssuerOtpService: IssuerV1.IssuerOtp.ServiceProtocol {
         // The TSP sends a code only for a token it holds.
         store.noteKnownToTSP([request.digitalCardID], why: "SendOtp", log: log)
         return IssuerV1.SendOtpResponse(maskedDestination: destination)
+    }
+
+    /// How long the code stands, as the message tells the cardholder: "10 minutes", "1 minute", "45 seconds".
+    static func timeLeft(until expiresAtMs: UInt64, from sentAt: Date) -> String {
+        let seconds = max(1, Int((Double(expiresAtMs) / 1000 - sentAt.timeIntervalSince1970).rounded()))
+        guard seconds >= 90 else {
+            return seconds >= 60 ? "1 minute" : seconds == 1 ? "1 second" : "\(seconds) seconds"
+        }
+        return "\(Int((Double(seconds) / 60).rounded())) minutes"
     }
 }
 
