@@ -15,8 +15,7 @@ struct IssuerEnrolmentService: IssuerV1.IssuerEnrolment.ServiceProtocol {
         -> IssuerV1.UnlockResponse
     {
         try await IssuerError.mapping { () async throws(IssuerError) in
-            IssuerV1.UnlockResponse(
-                unlocked: try await backend.unlock(userID: request.userID, accountID: request.accountID))
+            try await backend.unlock(userID: request.userID, accountID: request.accountID)
         }
     }
 }

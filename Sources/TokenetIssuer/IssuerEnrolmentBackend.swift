@@ -65,17 +65,22 @@ final class IssuerEnrolmentBackend: Sendable {
         return try await register(userID: userID, accountIDs: linked)
     }
 
-    func unlock(userID: String, accountID: String) async throws(IssuerError) -> UInt32 {
+    /// Lifts the app's own PIN lock and the TSP's credential locks; says which of them were locked.
+    func unlock(userID: String, accountID: String) async throws(IssuerError) -> IssuerV1.UnlockResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
         if accountID.isEmpty { _ = try requireUser(userID) } else { try requireAccount(accountID, of: userID) }
         // The app's own PIN lock is lifted with the TSP's credential locks.
+        let appWasLocked =
+            (try store.appUser(userID)?.pinFailures ?? 0) >= IssuerAppAuthenticator.maxPINFailures
         try store.recordPIN(userID: userID, wrong: false)
         let response = try await Self.calling("unlock the credentials") { () async throws in
             try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
                 .init(userID: userID, accountID: accountID))
         }
-        logger.info("credentials unlocked at the TSP", ["user": userID, "unlocked": "\(response.unlocked)"])
-        return response.unlocked
+        logger.info(
+            "credentials unlocked",
+            ["user": userID, "unlocked_at_tsp": "\(response.unlocked)", "app_unlocked": "\(appWasLocked)"])
+        return IssuerV1.UnlockResponse(unlocked: response.unlocked, appUnlocked: appWasLocked)
     }
 
     private func register(userID: String, accountIDs: [String]) async throws(IssuerError) -> [TspV1.Activation] {

@@ -42,10 +42,18 @@ extension IssuerCommand {
                 try await IssuerV1.IssuerEnrolment.Client(session.client).unlockCredentials(
                     request, options: callOptions)
             },
-            text: { response, _ in
-                response.unlocked == 0
-                    ? "No credential of \(user) was locked."
-                    : "Unlocked \(response.unlocked) credential(s) of \(user)."
-            })
+            text: { response, _ in unlockText(response, user: user) })
+    }
+
+    /// What `unlock` lifted: the issuer app's PIN lock, the TSP's credential locks, or nothing.
+    static func unlockText(_ response: IssuerV1.UnlockResponse, user: String) -> String {
+        let app = "the issuer app of \(user), locked after too many wrong PINs"
+        let credentials = "\(response.unlocked) credential(s) of \(user) at the TSP"
+        switch (response.appUnlocked, response.unlocked) {
+        case (false, 0): return "Nothing of \(user) was locked: neither the issuer app nor a credential at the TSP."
+        case (true, 0): return "Unlocked \(app)."
+        case (false, _): return "Unlocked \(credentials)."
+        case (true, _): return "Unlocked \(app), and \(credentials)."
+        }
     }
 }

@@ -235,8 +235,11 @@ import TokenetWire
         await expectIssuerError(.locked, "tokenet issuer unlock") {
             try await app.party.app.login(userID: "ch-alice", pin: "2580")
         }
-        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "") == 1)
+        // The answer says the app itself was locked, beside the TSP's count (the fake TSP unlocks one each time).
+        let unlocked = try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
+        #expect(unlocked.appUnlocked && unlocked.unlocked == 1)
         #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
+        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "").appUnlocked == false)
     }
 
     @Test func unlockingAnUnknownUserIsNotFoundAndAsksNothingOfTheTSP() async throws {
@@ -251,7 +254,7 @@ import TokenetWire
             try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "acc-bob-checking")
         }
         #expect(app.tsp.state.withLock { $0.unlocks } == 0)
-        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "") == 1)
+        #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "").unlocked == 1)
         #expect(app.tsp.state.withLock { $0.unlocks } == 1)
     }
 

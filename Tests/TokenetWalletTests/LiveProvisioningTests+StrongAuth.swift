@@ -44,7 +44,8 @@ extension LiveProvisioningTests {
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stdout.contains("Logged in ch-alice with acc-alice-checking"))
         let unlock = try await tokenet(["issuer", "unlock", issuer.listen, "ch-alice"])
-        #expect(unlock.stdout.contains("No credential of ch-alice was locked."))
+        let nothingLocked = "Nothing of ch-alice was locked: neither the issuer app nor a credential at the TSP."
+        #expect(unlock.stdout.contains(nothingLocked), "\(unlock.stdout)")
         let unknown = try await tokenet(["issuer", "unlock", issuer.listen, "ch-nobody"])
         #expect(unknown.status == 64 + 5, "\(unknown.stdout)")
         #expect(unknown.stderr.contains("NOT_FOUND") && unknown.stderr.contains("no user \"ch-nobody\""))

@@ -893,7 +893,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__unlock_request__descriptor
   (ProtobufCMessageInit) tokenet__issuer__v1__unlock_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__unlock_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__unlock_response__field_descriptors[2] =
 {
   {
     "unlocked",
@@ -907,14 +907,27 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__unlock_response__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app_unlocked",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__UnlockResponse, app_unlocked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__unlock_response__field_indices_by_name[] = {
+  1,   /* field[1] = app_unlocked */
   0,   /* field[0] = unlocked */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__unlock_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__unlock_response__descriptor =
 {
@@ -924,7 +937,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__unlock_response__descripto
   "Tokenet__Issuer__V1__UnlockResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__UnlockResponse),
-  1,
+  2,
   tokenet__issuer__v1__unlock_response__field_descriptors,
   tokenet__issuer__v1__unlock_response__field_indices_by_name,
   1,  tokenet__issuer__v1__unlock_response__number_ranges,

@@ -107,20 +107,27 @@ extension IssuerV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__unlock_response())
         }
 
+        /// Credentials the TSP unlocked (locked after too many wrong one-time passwords).
         public var unlocked: UInt32 = 0
+
+        /// Whether the issuer app itself was locked (after five wrong PINs) and is now unlocked.
+        public var appUnlocked: Bool = false
 
         public init() {}
 
-        public init(unlocked: UInt32 = 0) {
+        public init(unlocked: UInt32 = 0, appUnlocked: Bool = false) {
             self.unlocked = unlocked
+            self.appUnlocked = appUnlocked
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.unlocked = try reader.read(1)
+            self.appUnlocked = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, unlocked)
+            try writer.write(2, appUnlocked)
         }
     }
 }

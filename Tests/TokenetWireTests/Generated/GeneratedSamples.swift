@@ -877,6 +877,7 @@ extension IssuerV1.UnlockResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.unlocked = 3999999999
+        base.appUnlocked = true
         return [base]
     }
 }

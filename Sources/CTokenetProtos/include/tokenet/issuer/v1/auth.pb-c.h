@@ -83,11 +83,18 @@ struct  Tokenet__Issuer__V1__UnlockRequest
 struct  Tokenet__Issuer__V1__UnlockResponse
 {
   ProtobufCMessage base;
+  /*
+   * Credentials the TSP unlocked (locked after too many wrong one-time passwords).
+   */
   uint32_t unlocked;
+  /*
+   * Whether the issuer app itself was locked (after five wrong PINs) and is now unlocked.
+   */
+  protobuf_c_boolean app_unlocked;
 };
 #define TOKENET__ISSUER__V1__UNLOCK_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__unlock_response__descriptor) \
-    , 0 }
+    , 0, 0 }
 
 
 struct  Tokenet__Issuer__V1__AppActivateRequest
