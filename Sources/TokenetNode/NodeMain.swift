@@ -16,6 +16,7 @@ public enum NodeMain {
         // Before any other thread exists, so that every thread inherits it: a stop signal sent while the node starts
         // waits for the watcher below instead of killing the node half-started or being lost.
         StopSignalWatcher.holdStopSignals()
+        StandardStream.occupyClosedDescriptors()
         // Writing to a peer that hung up, or to a log reader that went away (`tsp-node … 2>&1 | head -1`), must be an
         // error return, not a process-killing signal: ignored from the first write on, since the --plaintext banner
         // and any option error are written before the node starts.

@@ -28,6 +28,22 @@ public enum StandardStream {
 
     private static let outputFailure = Atomic<Int32>(0)
 
+    /// Puts /dev/null, opened read-only, on whichever of descriptors 0, 1 and 2 the process was started without
+    /// (`tokenet call … >&-`). Otherwise the first socket or file the process opens takes the number, and the lines
+    /// meant for stdout or stderr would go into a peer's TLS stream or a database. Read-only, so a write to it fails
+    /// (EBADF) and `outputWriteError` reports the lost output, as for any stdout that cannot be written. Call it
+    /// before anything opens a descriptor.
+    public static func occupyClosedDescriptors() {
+        for descriptor in Int32(0)...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            let null = open("/dev/null", O_RDONLY)
+            guard null >= 0 else { continue }
+            if null != descriptor {
+                _ = dup2(null, descriptor)
+                close(null)
+            }
+        }
+    }
+
     /// Writes `line` plus a newline.
     public func write(line: String) {
         let bytes = Array((line + "\n").utf8)

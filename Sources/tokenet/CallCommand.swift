@@ -163,11 +163,16 @@ enum CallCommand {
 
     /// Prints each response of a stream as it arrives, until the stream ends or nobody reads standard output any
     /// more (`tokenet call … Watch | head -1`): then the call is cancelled and the command ends with status 0, as for
-    /// any reader that stops early, rather than holding a stream that may never end for output nobody reads.
+    /// any reader that stops early, rather than holding a stream that may never end for output nobody reads. A
+    /// response that cannot be written (a full disk, a closed stdout) ends the stream too, and the command then
+    /// fails saying so (`statusAfterOutput`), instead of running on while every response is lost.
     static func printStream(_ responses: RawResponseStream, _ target: CallTarget) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for try await response in responses { try printResponse(response, target) }
+                for try await response in responses {
+                    try printResponse(response, target)
+                    if StandardStream.outputWriteError != nil { return }
+                }
             }
             group.addTask { await StandardOutputReader.departure() }
             // The first to finish decides: the stream's end (or its error, thrown from here), or the reader leaving.

@@ -1,5 +1,8 @@
 import Foundation
+import TokenetNode
 
 // A closed stdout (`tokenet demo | head -1`) must not kill tokenet before it has stopped the nodes it started.
 signal(SIGPIPE, SIG_IGN)
+// Before anything opens a descriptor: a socket must not take the number of a stdout the shell closed.
+StandardStream.occupyClosedDescriptors()
 exit(TokenetCLI.statusAfterOutput(TokenetCLI.main(Array(CommandLine.arguments.dropFirst()))))

@@ -27,6 +27,33 @@ import TokenetTransport
         }
     }
 
+    /// A stream whose responses cannot be written ends at the first one, and the command fails saying why, rather
+    /// than running on (a health watch never ends by itself) while every response is lost. With stdout closed by
+    /// the shell, the command's own sockets must not take its number: the JSON would go into the TLS stream.
+    @Test(.timeLimit(.minutes(3))) func aStreamThatCannotBeWrittenEndsTheCommand() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
+        defer { node.process.send(SIGTERM) }
+        let watch = ["call", "\(address.host):\(address.port)", "tokenet.health.v1.Health/Watch", "--plaintext"]
+
+        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+        let onFullDisk = try await offThePool { try run(watch, output: full) }
+        #expect(onFullDisk.status == 1, "\(onFullDisk.stderr)")
+        #expect(onFullDisk.stderr == "tokenet: cannot write standard output: No space left on device\n")
+
+        let directory = try TemporaryDirectory()
+        let stderrPath = directory.path("stderr")
+        let closed = try await offThePool {
+            try SpawnedProcess(
+                "/bin/sh", ["-c", "exec \"$0\" \"$@\" >&-", try BuiltExecutables.url(of: "tokenet").path] + watch,
+                standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .file(stderrPath)
+            ).waitUntilExit(killingAfter: 60)
+        }
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(closed.reason == .exit && closed.status == 1, "\(closed.reason) \(closed.status): \(stderr)")
+        #expect(stderr == "tokenet: cannot write standard output: Bad file descriptor\n")
+    }
+
     /// A reader that stops early (`tokenet tsp tokens | head -1`) is not an error.
     @Test func aReaderThatGoesAwayIsNotAnError() throws {
         let pipe = Pipe()
