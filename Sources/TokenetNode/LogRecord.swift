@@ -37,7 +37,8 @@ public struct LogRecord: Sendable, Equatable {
     /// `2026-11-30T04:25:50.123Z info    tsp-node: message key=value trace_id=…`
     private var renderedText: String {
         let levelColumn = level.name.padding(toLength: 7, withPad: " ", startingAt: 0)
-        var line = "\(LogTimestamp.format(timestamp)) \(levelColumn) \(node): \(maskPAN(message))"
+        var line =
+            "\(LogTimestamp.format(timestamp)) \(levelColumn) \(node): \(Self.escapingInvisibles(maskPAN(message)))"
         for field in allFields {
             line += " \(field.key)=\(Self.textValue(maskPAN(field.value)))"
         }
@@ -59,15 +60,41 @@ public struct LogRecord: Sendable, Equatable {
         return "{\(body)}"
     }
 
-    /// Quotes text values that would otherwise be ambiguous in `key=value` form.
+    /// Quotes text values that would otherwise be ambiguous in `key=value` form, or that hold characters a terminal
+    /// would act on or not show.
     static func textValue(_ value: String) -> String {
         let needsQuotes =
             value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline || $0 == "\\" }
+            || value.unicodeScalars.contains(where: isInvisible)
         guard needsQuotes else { return value }
         return jsonString(value)
     }
 
-    /// A JSON string literal, escaping quotes, backslashes and control characters.
+    /// Whether a log line writes `scalar` as an escape: a control character (C0, DEL, C1), which a terminal acts
+    /// on, or a format character (a zero-width space, a bidirectional override), which it does not show. Either
+    /// could hide what a line says from the person reading it: a peer's text could clear the screen, reorder the
+    /// line, or split a card number where nobody sees the split.
+    static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
+            || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
+
+    /// `scalar` as a JSON escape: `\u007f`, or the two UTF-16 halves of one beyond the Basic Multilingual Plane.
+    private static func escape(_ scalar: Unicode.Scalar) -> String {
+        String(scalar).utf16.map { String(format: "\\u%04x", $0) }.joined()
+    }
+
+    /// The text of a log message with its invisible characters (`isInvisible`) escaped, unquoted.
+    static func escapingInvisibles(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isInvisible) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if isInvisible(scalar) { result += escape(scalar) } else { result.unicodeScalars.append(scalar) }
+        }
+        return result
+    }
+
+    /// A JSON string literal, escaping quotes, backslashes and invisible characters (`isInvisible`).
     static func jsonString(_ value: String) -> String {
         var result = "\""
         for scalar in value.unicodeScalars {
@@ -77,10 +104,8 @@ public struct LogRecord: Sendable, Equatable {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case let control where control.value < 0x20:
-                result += String(format: "\\u%04x", control.value)
-            default:
-                result.unicodeScalars.append(scalar)
+            case let invisible where isInvisible(invisible): result += escape(invisible)
+            default: result.unicodeScalars.append(scalar)
             }
         }
         return result + "\""

@@ -35,6 +35,9 @@
 /// An IPv4 address and its port (`192.168.178.100:7001`) is left alone although its groups are long enough: a node's
 /// log names the addresses it listens on and calls, and `***.***.***.***:7001` names none.
 ///
+/// Control and format characters count as separators too (`4111\u{7F}1111…`, a zero-width space between groups):
+/// a log shows them as escapes or not at all, and the digits around them still read as one number.
+///
 /// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well; so are
 /// separators, since a PAN typed or pasted with those digits comes with their spaces and hyphens (`４１１１　１１１１…`,
 /// `４１１１－１１１１…`), and one copied from a formatted page with no-break spaces or dashes between its groups.
@@ -86,9 +89,14 @@ enum PANRuns {
         case "/", ",", ":", ";": .punctuation
         // The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
         case "\u{FF01}"..."\u{FF5E}": kind(of: Unicode.Scalar(scalar.value - 0xFEE0)!)
+        // Control and format characters (DEL, a zero-width space) are invisible in a log or on a terminal: digits
+        // split by them read as one number, so they join a run as a space does.
+        case "\u{0}"..."\u{1F}", "\u{7F}"..."\u{9F}": .separator
         default:
             if scalar.isASCII {
                 .other
+            } else if scalar.properties.generalCategory == .format {
+                .separator
             } else if scalar.properties.numericType == .decimal {
                 .digit
             } else if scalar.properties.isWhitespace || scalar.properties.generalCategory == .dashPunctuation {

@@ -58,9 +58,37 @@ import Testing
     }
 
     @Test func controlCharactersAreEscapedInText() {
-        #expect(LogRecord.textValue("a\u{1}b") == "a\u{1}b")
+        #expect(LogRecord.textValue("a\u{1}b") == #""a\u0001b""#)
         #expect(LogRecord.jsonString("a\u{1}b") == #""a\u0001b""#)
         #expect(LogRecord.textValue("") == #""""#)
         #expect(LogRecord.textValue("x=y") == #""x=y""#)
+    }
+
+    /// What a terminal would act on (an escape sequence, DEL, C1 controls) or not show (a zero-width space, a
+    /// right-to-left override) is written as an escape, in the message and in field values, in both formats.
+    @Test(arguments: LogFormat.allCases)
+    func invisibleCharactersAreEscaped(format: LogFormat) {
+        let sink = MemoryLogSink()
+        logger(format: format, sink: sink).warning(
+            "peer said \u{1B}[2Jhi\u{7F}", ["reason": "a\u{200B}b\u{202E}c\u{85}d", "tag": "x\u{E0041}"])
+        let line = sink.lines.joined()
+        for raw in ["\u{1B}", "\u{7F}", "\u{200B}", "\u{202E}", "\u{85}", "\u{E0041}"] {
+            #expect(!line.contains(raw), "\(line.debugDescription)")
+        }
+        for escaped in ["\\u001b[2Jhi\\u007f", "a\\u200bb\\u202ec\\u0085d", "x\\udb40\\udc41"] {
+            #expect(line.contains(escaped), "\(line)")
+        }
+    }
+
+    /// A card number split by characters a log escapes or hides is still masked.
+    @Test(arguments: LogFormat.allCases)
+    func cardNumbersSplitByInvisibleCharactersAreMasked(format: LogFormat) {
+        let sink = MemoryLogSink()
+        logger(format: format, sink: sink).info(
+            "card 4111\u{7F}1111\u{7F}1111\u{7F}1111", ["problem": "4111\u{200B}1111\u{200B}1111\u{200B}1111"])
+        let line = sink.lines.joined()
+        #expect(line.contains("****\\u007f****\\u007f****\\u007f1111"), "\(line)")
+        #expect(line.contains("****\\u200b****\\u200b****\\u200b1111"), "\(line)")
+        #expect(!line.contains("4111"), "\(line)")
     }
 }

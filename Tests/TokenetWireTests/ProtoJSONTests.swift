@@ -93,7 +93,7 @@ import TokenetWire
         (#"{"fInt32": 1, "f_int32": 2}"#, #"field "f_int32" appears twice"#),
         (#"{"fInt32": 2147483648}"#, "tokenet.testing.v1.Scalars.f_int32: 2147483648 is out of range"),
         (#"{"fInt32": 1.5}"#, "1.5 is not a whole number"),
-        (#"{"fUint64": -1}"#, "-1 is out of range (0 to 18446744073709551615)"),
+        (#"{"fUint64": -1}"#, "-1 is out of range (0 to 2^64-1)"),
         (#"{"fBool": "true"}"#, "expected true or false"),
         (#"{"fString": 5}"#, "expected a string, found a number"),
         (#"{"fBytes": "%%%"}"#, "expected base64"),
@@ -277,14 +277,14 @@ import TokenetWire
     }
 
     @Test(arguments: [
-        ("f_int64", "-9223372036854775809", "is out of range (-9223372036854775808 to 9223372036854775807)"),
+        ("f_int64", "-9223372036854775809", "is out of range (-2^63 to 2^63-1)"),
         ("f_int64", "9223372036854775808", "is out of range"),
         ("f_int64", "9223372036854775808.0", "is out of range"),
         ("f_int64", "1e19", "is out of range"),
         ("f_int64", "1e400", "is out of range"),
         ("f_int64", "1e99999999999999999999", "is out of range"),
         ("f_sfixed64", "-9223372036854775809", "is out of range"),
-        ("f_uint64", "18446744073709551616", "is out of range (0 to 18446744073709551615)"),
+        ("f_uint64", "18446744073709551616", "is out of range (0 to 2^64-1)"),
         ("f_uint64", "-1", "is out of range"),
         ("f_fixed64", "-1e0", "is out of range"),
         ("f_int32", "2147483648", "is out of range (-2147483648 to 2147483647)"),

@@ -173,8 +173,13 @@ struct ProtoJSONDecoder {
         guard power >= 0 else {
             throw WireError(.invalidJSON, "\(name): \(shown) is not a whole number")
         }
+        // A 64-bit limit has 19 or 20 digits, which every log and error masks as a card number would be
+        // ("0 to ****************1615"): it is written as the power of two it comes from.
         func outOfRange() -> WireError {
-            WireError(.invalidJSON, "\(name): \(shown) is out of range (\(Value.min) to \(Value.max))")
+            let range =
+                Value.bitWidth < 64
+                ? "\(Value.min) to \(Value.max)" : Value.isSigned ? "-2^63 to 2^63-1" : "0 to 2^64-1"
+            return WireError(.invalidJSON, "\(name): \(shown) is out of range (\(range))")
         }
         // Past 20 digits nothing fits in 64 bits; up to there an Int128 holds the value without overflowing.
         guard significant.count + power <= 20 else { throw outOfRange() }
