@@ -216,9 +216,9 @@ public final class RPCNodeListener: NodeListener {
                 let context = try TLSContext(configuration: tls)
                 let listener = try await TLSListener.bind(
                     host: host, port: port, context: context, on: loop,
-                    onHandshakeFailure: { failure in
+                    onHandshakeFailure: { failure, peer in
                         logger.info(
-                            "handshake refused", error: "\(failure)",
+                            "handshake refused", error: "\(failure)", peer: peer,
                             throttledBy: failure.code == .tooManyHandshakes ? handshakeRefusals : refusals)
                     },
                     onAcceptFailure: { failure in

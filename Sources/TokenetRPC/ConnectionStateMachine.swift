@@ -399,21 +399,18 @@ struct ConnectionStateMachine {
     /// Sends one request (client) or response (server) message.
     mutating func sendMessage(_ id: UInt32, _ data: Data) -> Actions {
         guard let index = streams.index(forKey: id), streams[slot: index].acceptsMessages else { return [] }
-        // Leave room for the frame's own fields around the data.
-        guard data.count <= peerSettings.maxFrameSize - 64 else {
+        // The largest message the peer takes is the smaller of two limits, and the message names that one, so that
+        // the person sending knows how much to cut: its frame size, less room for the frame's own fields around the
+        // data, and its flow-control window, which never grows past its initial size (a larger message would wait
+        // for it forever).
+        let framed = peerSettings.maxFrameSize - 64
+        guard data.count <= min(framed, peerSettings.initialStreamWindow) else {
+            let limit =
+                framed < peerSettings.initialStreamWindow
+                ? "\(framed) bytes (its maximum frame size of \(peerSettings.maxFrameSize), less 64 for the frame)"
+                : "\(peerSettings.initialStreamWindow) bytes (its flow-control window)"
             return streamError(
-                id,
-                .resourceExhausted,
-                "a \(data.count)-byte message exceeds the peer's maximum frame size of \(peerSettings.maxFrameSize)"
-            )
-        }
-        // The window never grows past its initial size: a larger message would wait for it forever.
-        guard data.count <= peerSettings.initialStreamWindow else {
-            return streamError(
-                id,
-                .resourceExhausted,
-                "a \(data.count)-byte message exceeds the peer's flow-control window of "
-                    + "\(peerSettings.initialStreamWindow) bytes"
+                id, .resourceExhausted, "a \(data.count)-byte message is larger than the peer accepts: at most \(limit)"
             )
         }
         if !streams[slot: index].messagesQueued, data.count <= streams[slot: index].sendWindow {

@@ -27,6 +27,22 @@ public enum Socket {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
+    /// The connected peer as `address:port` (`[::1]:40012` for IPv6, an IPv4-mapped address as IPv4), for the
+    /// lines that report a connection refused before it has an identity; nil without an IP peer.
+    static func peerDisplay(_ fd: Int32) -> String? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let length = Int(ctk_peer_address(fd, &bytes))
+        let port = ctk_peer_port(fd)
+        guard length == 4 || length == 16, port >= 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(length == 4 ? AF_INET : AF_INET6, &bytes, &text, socklen_t(text.count)) != nil else {
+            return nil
+        }
+        return display(
+            host: String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+            port: UInt16(port))
+    }
+
     /// A listening socket bound to host:port; port 0 picks a free port. Returns the descriptor and bound port. An
     /// IPv6 socket on `::` also takes IPv4 connections (as `::ffff:a.b.c.d`) unless the system is set to
     /// `net.ipv6.bindv6only`.

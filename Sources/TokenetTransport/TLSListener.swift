@@ -26,14 +26,16 @@ public final class TLSListener: Sendable {
     /// Binds host:port (port 0 picks a free port) and starts accepting. Throws `TransportError`. A failed accept (the
     /// process out of file descriptors, say) goes to `onAcceptFailure`, or to `onHandshakeFailure` without one. With
     /// `handshakesPerAddress`, a connection from an address that already has that many handshakes in progress is
-    /// closed at once and reported to `onHandshakeFailure` (see `HandshakeLimit`).
+    /// closed at once and reported to `onHandshakeFailure` (see `HandshakeLimit`). `onHandshakeFailure` gets the
+    /// peer's `address:port` too (nil for an accept failure): before its handshake a connection has nothing else to
+    /// be told apart by in a log.
     public static func bind(
         host: String = "127.0.0.1",
         port: UInt16 = 0,
         context: TLSContext,
         on loop: EventLoop,
         options: TLSConnection.Options = TLSConnection.Options(),
-        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void = { _ in },
+        onHandshakeFailure: @escaping @Sendable (TransportError, _ peer: String?) -> Void = { _, _ in },
         onAcceptFailure: (@Sendable (TransportError) -> Void)? = nil,
         handshakesPerAddress: Int? = nil
     ) async throws -> TLSListener {
@@ -46,7 +48,8 @@ public final class TLSListener: Sendable {
                 let handshakes = handshakesPerAddress.map(HandshakeLimit.init)
                 do throws(TransportError) {
                     let handler = try ListenerHandler.start(
-                        host: host, port: port, loop: loop, onAcceptFailure: onAcceptFailure ?? onHandshakeFailure,
+                        host: host, port: port, loop: loop,
+                        onAcceptFailure: onAcceptFailure ?? { onHandshakeFailure($0, nil) },
                         onStop: { continuation.finish() }
                     ) { client in
                         startConnection(
@@ -70,14 +73,16 @@ public final class TLSListener: Sendable {
     private static func startConnection(
         _ client: Int32, loop: EventLoop, context: TLSContext, options: TLSConnection.Options,
         handshakes: HandshakeLimit?, connections: AsyncStream<TLSConnection>.Continuation,
-        onHandshakeFailure: @escaping @Sendable (TransportError) -> Void
+        onHandshakeFailure: @escaping @Sendable (TransportError, _ peer: String?) -> Void
     ) {
+        // Read now, while the socket is connected: a refused handshake has no identity to report it by.
+        let peer = Socket.peerDisplay(client)
         var address: HandshakeLimit.Source?
         if let handshakes {
             let (key, refusal) = handshakes.begin(client)
             if let refusal {
                 Socket.close(client)
-                onHandshakeFailure(refusal)
+                onHandshakeFailure(refusal, peer)
                 return
             }
             address = key
@@ -88,7 +93,7 @@ public final class TLSListener: Sendable {
         } catch {
             if let address { handshakes?.end(address) }
             Socket.close(client)
-            onHandshakeFailure(error)
+            onHandshakeFailure(error, peer)
             return
         }
         ConnectionDriver.launch(
@@ -101,7 +106,7 @@ public final class TLSListener: Sendable {
                 // If nobody consumes `connections` any more, the connection is dropped, which closes it.
                 _ = connections.yield(connection)
             case .failure(let error):
-                onHandshakeFailure(error)
+                onHandshakeFailure(error, peer)
             }
         }
     }

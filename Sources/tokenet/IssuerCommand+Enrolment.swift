@@ -11,7 +11,8 @@ extension IssuerCommand {
         enroll registers USER's ACCOUNT (ids from the issuer's fixture, e.g. ch-alice acc-alice-checking) for strong
         authentication with the TSP and sends the activation code to the user: `tokenet issuer outbox ADDR` shows it,
         with its reference id and an otp:// link, for `tokenet issuer-app activate`. unlock unlocks the user's HOTP
-        credentials at the TSP (all accounts, or --account ID) after too many wrong codes locked them.
+        credentials at the TSP (all accounts, or --account ID) after too many wrong codes locked them, and the issuer app
+        after five wrong PINs locked it; it says which of them were locked.
         """
 
     static let enroll = PartyAction(name: "enroll") { flags, command throws(CLIError) in

@@ -488,7 +488,7 @@ import TokenetWire
         let (id, _) = try machine.openCall(Self.start)
         let (other, _) = try machine.openCall(Self.start)
         let actions = machine.sendMessage(id, Data(count: 101))
-        let reason = "a 101-byte message exceeds the peer's flow-control window of 100 bytes"
+        let reason = "a 101-byte message is larger than the peer accepts: at most 100 bytes (its flow-control window)"
         #expect(
             actions == [
                 .write(Self.frame(id, .cancel(WireV1.Cancel(reason: reason)))),
@@ -507,7 +507,8 @@ import TokenetWire
                 == .failCall(
                     streamID: id,
                     code: .resourceExhausted,
-                    message: "a 20000-byte message exceeds the peer's maximum frame size of 16384"
+                    message: "a 20000-byte message is larger than the peer accepts: at most 16320 bytes (its maximum "
+                        + "frame size of 16384, less 64 for the frame)"
                 ))
     }
 

@@ -112,7 +112,9 @@ import TokenetWire
             _ = try await client.unary(Echo.unary, Scalars(fString: String(repeating: "x", count: 2000)))
         }
         #expect(error?.code == .resourceExhausted)
-        #expect(error?.message.contains("exceeds the peer's flow-control window of 1000 bytes") == true)
+        #expect(
+            error?.message.contains("is larger than the peer accepts: at most 1000 bytes (its flow-control window)")
+                == true)
         let response = try await client.unary(Echo.unary, Scalars(fString: String(repeating: "y", count: 900)))
         #expect(response.fString.count == 900)
     }

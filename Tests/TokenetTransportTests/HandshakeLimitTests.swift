@@ -17,7 +17,7 @@ import Testing
         let listener = try await TLSListener.bind(
             context: certs.context(certs.server("tsp")), on: loop,
             options: TLSConnection.Options(handshakeTimeout: .seconds(3600)),
-            onHandshakeFailure: { sink.yield($0) }, handshakesPerAddress: 2)
+            onHandshakeFailure: { failure, _ in sink.yield(failure) }, handshakesPerAddress: 2)
         var reported = failures.makeAsyncIterator()
         var silent: [PlainConnection] = []
         for _ in 0..<2 {

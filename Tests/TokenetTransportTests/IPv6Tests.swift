@@ -69,7 +69,8 @@ let ipv6LoopbackAvailable: Bool = {
         let (failures, sink) = AsyncStream<TransportError>.makeStream()
         let listener = try await TLSListener.bind(
             host: "::", context: certs.context(certs.server("tsp")), on: loop,
-            options: TLSConnection.Options(handshakeTimeout: .seconds(3600)), onHandshakeFailure: { sink.yield($0) },
+            options: TLSConnection.Options(handshakeTimeout: .seconds(3600)),
+            onHandshakeFailure: { failure, _ in sink.yield(failure) },
             handshakesPerAddress: 1)
         var bindsBoth: [UInt8] = [0]
         if let file = fopen("/proc/sys/net/ipv6/bindv6only", "r") {

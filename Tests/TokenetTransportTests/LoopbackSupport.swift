@@ -10,6 +10,8 @@ final class EchoServer: Sendable {
     let listener: TLSListener
     let peers = Locked<[PeerIdentity]>([])
     let failures: AsyncStream<TransportError>
+    /// The peer each failure named, in order (`address:port`).
+    let failurePeers = Locked<[String?]>([])
     private let task: Task<Void, Never>
 
     init(
@@ -17,9 +19,13 @@ final class EchoServer: Sendable {
     ) async throws {
         let (failures, failureSink) = AsyncStream<TransportError>.makeStream()
         self.failures = failures
+        let failurePeers = failurePeers
         let listener = try await TLSListener.bind(
             context: CertificateFixture.shared.context(configuration), on: loop, options: options
-        ) { failureSink.yield($0) }
+        ) { failure, peer in
+            failurePeers.withLock { $0.append(peer) }
+            failureSink.yield(failure)
+        }
         self.listener = listener
         let peers = peers
         task = Task {

@@ -100,6 +100,9 @@ import Testing
         #expect(clientError?.message.contains("certificate required") == true, "\(String(describing: clientError))")
         let serverError = await server.nextFailure()
         #expect(serverError?.code == .handshakeFailed)
+        // The refusal names the client's address and port: it has no identity to be named by.
+        let peer = try #require(server.failurePeers.withLock { $0.first } ?? nil)
+        #expect(peer.hasPrefix("127.0.0.1:") && UInt16(peer.dropFirst("127.0.0.1:".count)) != nil, "\(peer)")
         await server.stop()
         #expect(server.peers.withLock { $0 }.isEmpty)
     }

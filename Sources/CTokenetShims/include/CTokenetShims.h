@@ -223,6 +223,16 @@ static inline int ctk_local_port(int fd) {
     return -1;
 }
 
+/// The connected peer's port (IPv4 or IPv6), or -1.
+static inline int ctk_peer_port(int fd) {
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0) return -1;
+    if (addr.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
+    return -1;
+}
+
 /// The pending socket error (SO_ERROR), used to finish a non-blocking connect.
 static inline int ctk_socket_error(int fd) {
     int err = 0;
