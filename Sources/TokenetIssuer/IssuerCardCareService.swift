@@ -44,7 +44,9 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         let pan: PAN
         let expiry: CardExpiry
         do {
-            pan = request.pan.isEmpty ? card.pan : try PAN(request.pan)
+            // Typed by an operator from the new card: spaces or hyphens between its groups, as printed, are taken,
+            // as the wallet takes them when a cardholder adds a card; anything else is the PAN's own refusal.
+            pan = request.pan.isEmpty ? card.pan : try PAN(request.pan.filter { $0 != " " && $0 != "-" })
             expiry = request.expiry.isEmpty ? card.expiry : try CardExpiry(parsing: request.expiry)
         } catch {
             throw RPCError(.invalidArgument, "the renewed card is not valid: \(error.message)")

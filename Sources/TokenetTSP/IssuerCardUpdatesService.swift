@@ -103,9 +103,10 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 throw TSPError(.invalidArgument, "title and body are required")
             }
             try Self.requireFits(request)
-            // Free text for the cardholder's screens, kept by the broker: a card number in it is masked, as in a log.
+            // Free text for the cardholder's screens, kept by the broker: a card number in it is masked, as in a log;
+            // in the action too, which the wallet shows with the message and which is as free as the rest.
             let body = TspV1.MessagingBody(
-                title: maskPAN(request.title), body: maskPAN(request.body), action: request.action)
+                title: maskPAN(request.title), body: maskPAN(request.body), action: maskPAN(request.action))
             let id = try await tsp.publish(
                 D1.notification(.messaging, from: .cps, cardID: token.digitalCardID, body: .messaging(body)),
                 about: token, to: [.wallet, .issuerApp], log: log)

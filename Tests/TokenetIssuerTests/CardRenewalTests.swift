@@ -13,8 +13,9 @@ extension CardCareTests {
     @Test func renewalUpdatesTheCardAndTellsTheTSPAboutItsTokens() async throws {
         try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
         try decide(Cards.visaApprove.0, digitalCardID: "DNITHE2", outcome: .declined(reason: "no"))
+        // Grouped as printed on the card, as an operator types it.
         let response = try await care.renewCard(
-            .init(cardID: Cards.visaApprove.0, pan: "4761000010000017", expiry: "12/32"))
+            .init(cardID: Cards.visaApprove.0, pan: "4761 0000-1000 0017", expiry: "12/32"))
         #expect(response.renewedDigitalCardIds == ["DNITHE1"])
         #expect(response.maskedPAN.hasSuffix("0017"))
         #expect(response.expiry == "12/32")
@@ -34,6 +35,7 @@ extension CardCareTests {
             (.init(cardID: Cards.visaApprove.0), .invalidArgument),
             (.init(cardID: "card-nope", expiry: "12/32"), .notFound),
             (.init(cardID: Cards.visaApprove.0, pan: "4761000010000018"), .invalidArgument),
+            (.init(cardID: Cards.visaApprove.0, pan: "4761/0000/1000/0017"), .invalidArgument),
             (.init(cardID: Cards.visaApprove.0, pan: "5400000010000037"), .failedPrecondition),
         ]
         for (request, code) in cases {

@@ -355,6 +355,12 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "title and body are required") {
             try await updates.sendCardMessage(.init(digitalCardID: id, title: "", body: "x"))
         }
+        // A card number anywhere in the message is masked before the broker keeps it, the action included.
+        _ = try await updates.sendCardMessage(
+            .init(digitalCardID: id, title: "t 4111111111111111", body: "b", action: "5400000010000037"))
+        #expect(
+            tsp.published.of("MESSAGING").last?.notification.body
+                == .messaging(.init(title: "t ************1111", body: "b", action: "************0037")))
     }
 
     /// The limits hold in bytes too: a character may take many (a letter with combining marks), and the action had
