@@ -15,7 +15,16 @@ enum CallCommand {
         let options = try InspectOptions(
             parsing: arguments, command: "call", operands: 1...1, named: ["METHOD"], takesData: true)
         let path = try methodPath(options.operands[0])
-        let requests = try JSONTexts.split(try requestText(options.data))
+        // `--deadline` bounds the whole command, reading `-d @` included (it counts from `options.started`).
+        guard let text = try requestText(options.data, until: options.deadline.map { options.started + $0 }) else {
+            let given = DurationText.describe(options.deadline ?? .zero)
+            return InspectSession.report(
+                RPCError(
+                    .deadlineExceeded,
+                    "the command's deadline of \(given) ran out while reading the request from standard input "
+                        + "(it had not ended)"))
+        }
+        let requests = try JSONTexts.split(text)
         return try InspectSession.run(options) { session in
             guard let target = try await CallTarget.resolve(path, session: session) else {
                 return try await probe(path, session: session)
@@ -77,8 +86,11 @@ enum CallCommand {
     /// before it is read whole rather than after it filled memory.
     static let standardInputLimit = 16 * ConnectionSettings.defaults.initialStreamWindow
 
-    /// The text of `-d`: inline JSON, standard input for `@`, or the empty request.
-    static func requestText(_ data: String?) throws(CLIError) -> String {
+    /// The text of `-d`: inline JSON, standard input for `@`, or the empty request; nil when `deadline` passed
+    /// before standard input ended.
+    static func requestText(_ data: String?, until deadline: ContinuousClock.Instant? = nil) throws(CLIError)
+        -> String?
+    {
         guard let data else { return "{}" }
         // No JSON text starts with `@`: `-d @request.json` is curl's way of naming a file, which -d does not take.
         // Parsed as JSON it failed on "unexpected character '@' at byte 0", which said nothing of the file.
@@ -90,13 +102,15 @@ enum CallCommand {
                     + "write -d @ < \(file)")
         }
         guard data == "@" else { return data }
-        let bytes = try StandardInput.readAll(
-            command: "call", limit: standardInputLimit,
-            overLimit: CLIError(
-                .usage,
-                "call: standard input holds more than \(mebibytes(standardInputLimit)) of request JSON, the most -d @ "
-                    + "reads; one request may take at most \(mebibytes(ConnectionSettings.defaults.initialStreamWindow)) "
-                    + "once encoded (the largest message a node accepts)"))
+        guard
+            let bytes = try StandardInput.readAll(
+                command: "call", limit: standardInputLimit, until: deadline,
+                overLimit: CLIError(
+                    .usage,
+                    "call: standard input holds more than \(mebibytes(standardInputLimit)) of request JSON, the most -d @ "
+                        + "reads; one request may take at most \(mebibytes(ConnectionSettings.defaults.initialStreamWindow)) "
+                        + "once encoded (the largest message a node accepts)"))
+        else { return nil }
         // A leading byte order mark is skipped, as the nodes skip it in their config files (RFC 8259 lets a reader
         // ignore it): an editor may save a request file with one, and the file must not be refused for a character
         // the editor does not show.

@@ -22,8 +22,10 @@ struct InspectOptions: Sendable {
     /// The arguments after ADDR (SERVICE, SYMBOL or METHOD).
     var operands: [String]
     var transport: Transport
-    /// Bounds the whole command: connecting, reflection and the call.
+    /// Bounds the whole command: reading `-d @`, connecting, reflection and the call.
     var deadline: Duration?
+    /// When the command began, which `deadline` counts from.
+    var started = ContinuousClock.now
     var metadata = Metadata()
     /// `-d`: request JSON, or "@" for standard input; nil sends one empty request.
     var data: String?

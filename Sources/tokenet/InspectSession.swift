@@ -47,7 +47,7 @@ final class InspectSession: Sendable {
     /// DEADLINE_EXCEEDED (an `RPCError`) when `--deadline` ran out first: then the caller's own limit ended the wait,
     /// which says nothing about whether the node can be reached.
     static func connect(_ options: InspectOptions) async throws -> InspectSession {
-        let deadline = options.deadline.map { ContinuousClock.now + $0 }
+        let deadline = options.deadline.map { options.started + $0 }
         let loop: EventLoop
         do {
             loop = try EventLoop(name: "tokenet-cli")
@@ -55,8 +55,8 @@ final class InspectSession: Sendable {
             throw CLIError(.connection, "cannot start an event loop", cause: DescribedError(error))
         }
         do {
-            let stream = try await openStream(
-                options, timeout: min(connectTimeout, options.deadline ?? connectTimeout), loop)
+            let left = deadline.map { max($0 - .now, .nanoseconds(1)) }
+            let stream = try await openStream(options, timeout: min(connectTimeout, left ?? connectTimeout), loop)
             return InspectSession(stream: stream, options: options, loop: loop, deadline: deadline)
         } catch {
             loop.shutdown()
@@ -173,8 +173,9 @@ final class InspectSession: Sendable {
     /// A connection that timed out within `--deadline` (not the shorter `connectTimeout`) ran out of the caller's
     /// time: DEADLINE_EXCEEDED, as for a call. Any other failure means the node cannot be reached.
     private static func connectFailure(_ error: any Error, _ options: InspectOptions, timeout: Duration) -> any Error {
+        // The wait was the deadline's when what was left of it was shorter than `connectTimeout`.
         if let error = error as? TransportError, error.code == .timeout, let deadline = options.deadline,
-            deadline <= timeout
+            deadline <= timeout || timeout < connectTimeout
         {
             return RPCError(
                 .deadlineExceeded,
@@ -352,6 +353,13 @@ final class InspectSession: Sendable {
                 .deadlineExceeded,
                 "the call did not finish within the command's deadline of \(given) (\(left) of it left when the "
                     + "call started)")
+        }
+        // The node's own deadline timer may end the call first: its status says only that the deadline passed.
+        if error.message == "the deadline passed" {
+            return RPCError(
+                .deadlineExceeded,
+                "the call did not finish within the command's deadline of \(given) (the node ended it as the deadline "
+                    + "passed)")
         }
         let before = "the deadline passed before "
         if error.message.hasPrefix(before) {

@@ -14,7 +14,18 @@ enum StandardInput {
     static func readAll(command: String, limit: Int, overLimit: @autoclosure () -> CLIError) throws(CLIError)
         -> [UInt8]
     {
-        try readAll(descriptor: 0, named: "standard input", command: command, limit: limit, overLimit: overLimit())
+        // Without a deadline the read never gives up, so there is always a result.
+        try readAll(descriptor: 0, named: "standard input", command: command, limit: limit, overLimit: overLimit())!
+    }
+
+    /// `readAll(command:limit:overLimit:)` that gives up at `deadline`, returning nil: standard input that is slow
+    /// to end (a pipe whose writer holds it open) must not outlast the command's `--deadline`.
+    static func readAll(
+        command: String, limit: Int, until deadline: ContinuousClock.Instant?, overLimit: @autoclosure () -> CLIError
+    ) throws(CLIError) -> [UInt8]? {
+        try readAll(
+            descriptor: 0, named: "standard input", command: command, limit: limit, until: deadline,
+            overLimit: overLimit())
     }
 
     /// All of `file`, read as a stream: a FIFO, `/dev/stdin` or a shell's `<(…)` works as well as a regular file.
@@ -27,15 +38,30 @@ enum StandardInput {
             throw CLIError(.usage, "\(command): cannot read \(file): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        return try readAll(descriptor: descriptor, named: file, command: command, limit: limit, overLimit: overLimit())
+        return try readAll(descriptor: descriptor, named: file, command: command, limit: limit, overLimit: overLimit())!
     }
 
     private static func readAll(
-        descriptor: Int32, named name: String, command: String, limit: Int, overLimit: @autoclosure () -> CLIError
-    ) throws(CLIError) -> [UInt8] {
+        descriptor: Int32, named name: String, command: String, limit: Int,
+        until deadline: ContinuousClock.Instant? = nil,
+        overLimit: @autoclosure () -> CLIError
+    ) throws(CLIError) -> [UInt8]? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
+            if let deadline {
+                let left = deadline - .now
+                guard left > .zero else { return nil }
+                var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                // At most a second at a time, so that a clock that jumps is noticed; at least one millisecond.
+                let milliseconds = Int32(
+                    max(
+                        1,
+                        min(1000, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+                )
+                let ready = poll(&entry, 1, milliseconds)
+                if ready == 0 || (ready < 0 && errno == EINTR) { continue }
+            }
             let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
             if count == 0 { return bytes }
             if count < 0 {
