@@ -74,11 +74,18 @@ extension ProtoMessage {
 
     /// Parses the protobuf binary serialization of the message.
     ///
-    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type, and
+    /// Throws `WireError.invalidMessage` for bytes that are not a valid message of this type or that carry more
+    /// unknown fields than `ProtoUnknownFieldScan` lets through, and
     /// `WireError.unreadableValue` for a string that holds a NUL character, which protobuf-c would cut short (see
     /// `ProtoNULScan`), or that is not UTF-8.
     public init(serializedBytes bytes: some ContiguousBytes) throws {
         let descriptor = Self._protobufC.pointer
+        if bytes.withUnsafeBytes({ ProtoUnknownFieldScan.exceedsLimit($0, descriptor: descriptor) }) {
+            throw WireError(
+                .invalidMessage,
+                "the bytes hold more than \(ProtoUnknownFieldScan.maximumUnknownFields) fields that \(Self.protoName) "
+                    + "does not have, the most Tokenet reads in one message")
+        }
         var fieldWithNUL: String?
         let unpacked: UnsafeMutablePointer<ProtobufCMessage>? = bytes.withUnsafeBytes { raw in
             // protobuf-c reads `len` bytes from `data`; an empty message needs a valid pointer, not nil.
