@@ -284,9 +284,14 @@ public final class RPCServer: Sendable {
                 CallFailure(method: call.method, traceID: traceID, status: status.message, cause: "\(error)"))
         }
         // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why. (Not
-        // cancelled, the handler finished before the connection's deadline check: no clock read for that.)
-        if Task.isCancelled, let deadline = call.deadline, ContinuousClock.now >= deadline {
-            return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
+        // cancelled, the handler finished before the connection's deadline check: no clock read for that.) A
+        // handler that simply returned once cancelled (a watch whose updates ended with its task) did not succeed:
+        // its call, as the node's log reports it, was cancelled.
+        if Task.isCancelled {
+            if let deadline = call.deadline, ContinuousClock.now >= deadline {
+                return WireV1.Status(code: .deadlineExceeded, message: "the deadline passed")
+            }
+            if status.code == .ok { return WireV1.Status(code: .cancelled, message: "the call was cancelled") }
         }
         return status
     }

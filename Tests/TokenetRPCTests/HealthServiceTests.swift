@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetTransport
 import TokenetWire
@@ -59,6 +60,31 @@ import TokenetWire
         let error = await #expect(throws: RPCError.self) { _ = try await updates.next() }
         #expect(error?.code == .unavailable)
         #expect(error?.message.contains("shutting down") == true, "\(String(describing: error))")
+    }
+
+    /// A watch its client cancels is logged CANCELLED, as any other call the caller gave up on: the handler returns
+    /// normally once its updates end with its task, and was logged OK.
+    @Test(.timeLimit(.minutes(1))) func aCancelledWatchIsLoggedCancelled() async throws {
+        var router = RPCRouter()
+        HealthService(services: []).register(on: &router)
+        let records = Mutex<[CallRecord]>([])
+        let (_, raw, _) = InMemoryCallTests.connect(
+            router, callLog: { record in records.withLock { $0.append(record) } })
+        let client = Health.Client(raw)
+        let (first, seen) = AsyncStream<Void>.makeStream()
+        let watching = Task {
+            var updates = try await client.watch(HealthV1.HealthCheckRequest()).makeAsyncIterator()
+            _ = try await updates.next()
+            seen.yield()
+            _ = try await updates.next()
+        }
+        for await _ in first { break }
+        watching.cancel()
+        _ = await watching.result
+        while records.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        let record = try #require(records.withLock { $0.first })
+        #expect(record.method == Health.watch.path)
+        #expect(record.code == .cancelled)
     }
 
     /// A watch opened while the node drains says NOT_SERVING and ends at once, rather than waiting out the drain.
