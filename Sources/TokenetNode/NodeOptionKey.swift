@@ -136,7 +136,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
             return "Close a served connection after this many seconds without calls (default 0: never)."
         case .helloTimeout:
             return "Close a served connection whose peer sends no hello within this many seconds of connecting "
-                + "(default \(NodeOptions.defaultHelloTimeoutMilliseconds / 1000); 0: never)."
+                + "(default 0: never)."
         case .drainTimeout:
             return "On SIGTERM/SIGINT/SIGHUP, give calls in progress this many seconds to finish, then end them "
                 + "(default 10)."

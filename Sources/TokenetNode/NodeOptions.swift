@@ -37,12 +37,13 @@ public struct NodeOptions: Sendable, Equatable {
     /// The node closes a connection it serves once no call has been open on it this long (goaway IDLE_TIMEOUT);
     /// nil, the default, keeps idle connections open.
     public var idleTimeoutMilliseconds: Int?
-    /// How long a peer that connected to this node may take to send its hello; nil for no limit. Such a peer holds
-    /// a descriptor and a slot of its certificate's `peerConnections` while it says nothing, and keepalive would
-    /// only find it after `keepaliveMilliseconds` plus `keepaliveTimeoutMilliseconds`. A Tokenet client sends its
-    /// hello as soon as its TLS handshake ends, so the default leaves a loaded machine ample room.
-    public var helloTimeoutMilliseconds: Int? = NodeOptions.defaultHelloTimeoutMilliseconds
-    public static let defaultHelloTimeoutMilliseconds = 10_000
+    /// How long a peer that connected to this node may take to send its hello; nil (the default) for no limit.
+    /// Such a peer holds a descriptor and a slot of its certificate's `peerConnections` while it says nothing, and
+    /// keepalive finds it only after `keepaliveMilliseconds` plus `keepaliveTimeoutMilliseconds` (50 s). Off by
+    /// default all the same: a client sends its hello once its application takes the new connection, and in a
+    /// loaded process (a node at full load, a test suite running a thousand tests) that took over ten seconds,
+    /// so that a limit short enough to matter let honest peers go.
+    public var helloTimeoutMilliseconds: Int?
     /// How long calls in progress may take to finish once the node is told to stop; then they end UNAVAILABLE and
     /// the node exits. Streams that never end by themselves (subscriptions) end at once, and a call that waits for
     /// a peer which sends nothing more would otherwise keep the node up, so the stop takes at most this long (plus

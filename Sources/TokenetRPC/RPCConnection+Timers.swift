@@ -11,9 +11,8 @@ public struct ConnectionTimers: Sendable {
     /// Close a connection whose peer has not sent its hello this long after it opened (goaway PROTOCOL_ERROR):
     /// whatever answered does not speak Tokenet, or hangs, and a call without a deadline would wait forever. Off by
     /// default: a busy peer (a node whose threads are all at work) may take long to greet, and its calls have
-    /// deadlines; the `tokenet` CLI sets it, since a person waits at the other end, and nodes set it on the
-    /// connections they serve (`NodeOptions.helloTimeoutMilliseconds`), where a client greets right after its TLS
-    /// handshake and a silent one only holds a descriptor.
+    /// deadlines; the `tokenet` CLI sets it, since a person waits at the other end, and a node sets it on the
+    /// connections it serves when told to (`--hello-timeout`).
     public var helloTimeout: Duration?
     /// How long a closing connection may take to write what it still holds before its stream is reset under it
     /// (see `RPCConnection.armStuckWriteClose`).

@@ -34,11 +34,18 @@ public struct ScenarioExpectation: Sendable, Equatable {
         public var code: WireV1.StatusCode
         public var message: String
         public var responses: [JSONValue]
+        /// The method's response type, when the call got as far as knowing it: an expected object is checked
+        /// against it, so that a field it does not have or a value of the wrong kind is the script's error.
+        public var responseType: (any ProtoMessage.Type)?
 
-        public init(code: WireV1.StatusCode, message: String, responses: [JSONValue]) {
+        public init(
+            code: WireV1.StatusCode, message: String, responses: [JSONValue],
+            responseType: (any ProtoMessage.Type)? = nil
+        ) {
             self.code = code
             self.message = message
             self.responses = responses
+            self.responseType = responseType
         }
     }
 
@@ -56,11 +63,27 @@ public struct ScenarioExpectation: Sendable, Equatable {
             }
         }
         if let contains {
-            let expected = try Self.object(try variables.fill(contains, inJSON: true))
+            let filled = try variables.fill(contains, inJSON: true)
+            let expected = try Self.object(filled)
+            if let type = outcome.responseType { try Self.check(filled, fits: type) }
             guard let last = outcome.responses.last else { return "expected a response, got none" }
             if let reason = last.mismatch(containing: expected) { return reason }
         }
         return nil
+    }
+
+    /// Throws when `text` is not a (partial) `type` in proto3 JSON: a misspelt field (`"eligble"`), an object where
+    /// the type has a list (`"tokens": {}`), an enum value it does not have. Such an expectation was met by any
+    /// response, since a field a response does not hold matches its default, and the script passed without
+    /// checking what it meant to.
+    public static func check(_ text: String, fits type: any ProtoMessage.Type) throws(ScenarioError) {
+        do {
+            _ = try type.init(jsonString: text)
+        } catch let error as WireError {
+            throw ScenarioError(.syntax, "the expected object is not a \(type.protoName): \(error.message)")
+        } catch {
+            throw ScenarioError(.syntax, "the expected object is not a \(type.protoName): \(error)")
+        }
     }
 
     /// Parses the JSON an `expect OK` line gives; it must be one object.

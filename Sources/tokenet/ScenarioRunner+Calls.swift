@@ -87,6 +87,7 @@ extension ScenarioRunner {
         callOptions.metadata.setTraceID(traceID)
         let collector = ResponseCollector()
         let result: Result<ScenarioExpectation.Outcome, CLIError>
+        var responseType: (any ProtoMessage.Type)?
         do {
             guard let target = try await CallTarget.resolve(path, session: session) else {
                 // Not described by the node: open the call without a request, so the node's own answer
@@ -94,15 +95,20 @@ extension ScenarioRunner {
                 _ = try await session.client.clientStreaming(path: path, requests: [], options: callOptions)
                 throw CLIError(.usage, "\(path) answered, but the node's reflection service does not describe it")
             }
+            responseType = target.response
             let requests: [Data]
             requests = try CallCommand.encode(texts, as: target)
             try await collect(target, requests, callOptions, session.client, into: collector)
-            result = .success(.init(code: .ok, message: "", responses: collector.responses))
+            result = .success(
+                .init(code: .ok, message: "", responses: collector.responses, responseType: target.response))
         } catch let error as RPCError {
             // Another kind of node at the party's address (`--wallet` given the TSP's) is named, as party commands
             // name it, instead of the node's bare "unknown method".
             let error = await session.wrongNode(behind: error) ?? error
-            result = .success(.init(code: error.code, message: error.message, responses: collector.responses))
+            result = .success(
+                .init(
+                    code: error.code, message: error.message, responses: collector.responses,
+                    responseType: responseType))
         } catch let error as CLIError {
             result = .failure(error)
         } catch {

@@ -85,6 +85,27 @@ import TokenetWire
         #expect(error?.message.hasPrefix("expect OK takes one JSON object") == true)
     }
 
+    /// An expected object is checked against the response type: a field the type does not have, or a value of
+    /// the wrong kind, is the script's error, where it used to be met by any response (a field a response does
+    /// not hold matches its default).
+    @Test func anExpectedObjectMustFitTheResponseType() throws {
+        let ok = ScenarioExpectation.Outcome(
+            code: .ok, message: "", responses: [try json(#"{"fString": "x"}"#)], responseType: TestingV1.Scalars.self)
+        let variables = ScenarioVariables()
+        #expect(
+            try ScenarioExpectation(contains: #"{"fString": "x"}"#, line: 2).mismatch(ok, variables: variables) == nil)
+        for (text, reason) in [
+            (#"{"bogus": {}}"#, "bogus"), (#"{"fStrnig": "x"}"#, "fStrnig"), (#"{"fString": []}"#, "f_string"),
+            (#"{"fColor": "VISA"}"#, "VISA"),
+        ] {
+            let error = #expect(throws: ScenarioError.self) {
+                try ScenarioExpectation(contains: text, line: 2).mismatch(ok, variables: variables)
+            }
+            #expect(error?.message.hasPrefix("the expected object is not a tokenet.testing.v1.Scalars: ") == true)
+            #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func statusNamesReadInAnyCase() {
         #expect(WireV1.StatusCode(name: "deadline_exceeded") == .deadlineExceeded)
         #expect(WireV1.StatusCode(name: "OK") == .ok)
