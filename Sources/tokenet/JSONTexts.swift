@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetWire
 
 /// Splits text holding JSON values one after another (`{"a": 1} {"a": 2}`) into one text per value, so
 /// `tokenet call -d @` can read the requests of a client-streaming call from standard input.
@@ -46,6 +47,15 @@ enum JSONTexts {
             // After the first value, only whole objects may follow (one per request of a streaming call); anything
             // else is left over from a mistyped request, where "-d holds 2" would point nowhere near it.
             if !texts.isEmpty && (bytes[start] != UInt8(ascii: "{") || depth > 0 || inString) {
+                // A request that is itself not JSON (`{bad} x`) is what to fix first: its own error is the one
+                // reported, where the trailing characters pointed past it.
+                for earlier in texts {
+                    do throws(WireError) {
+                        _ = try JSONValue(parsing: earlier)
+                    } catch {
+                        throw CLIError(.usage, "call: the request JSON is not valid: \(maskPAN(error.message))")
+                    }
+                }
                 let rest = String(decoding: bytes[start..<index].prefix(20), as: UTF8.self)
                 let what =
                     bytes[start] == UInt8(ascii: "{")

@@ -80,7 +80,15 @@ final class ScenarioNodes {
         for link in ScenarioLink.all where link.from == party {
             addresses[link.to.role] = links.address(link)
         }
-        let launch = (launches[party] ?? 0) + 1
+        var launch = (launches[party] ?? 0) + 1
+        // A sandbox started again in the same directory (`tokenet up --dir`) keeps the earlier sessions' logs:
+        // each start takes the next number whose log is not there yet, where it wrote over them from the first.
+        let logs = workspace.appendingPathComponent(spec.name)
+        while FileManager.default.fileExists(
+            atPath: logs.appendingPathComponent("\(launch == 1 ? spec.name : "\(spec.name).\(launch)").stderr.log").path
+        ) {
+            launch += 1
+        }
         launches[party] = launch
         let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
         let (process, ready) = try sandbox.startNode(

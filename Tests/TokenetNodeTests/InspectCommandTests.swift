@@ -160,12 +160,16 @@ import TokenetTransport
             ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--deadline", "3s"] + tls)
         #expect(result.status == 64 + 4, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
-        // Told against the --deadline given, with what was left of it for the call after connecting.
+        // Told against the --deadline given, with what was left of it for the call after connecting, or, when the
+        // node's deadline timer ended the call first (a race on a loaded machine), saying so.
         #expect(
             result.stderr.hasPrefix(
                 "ERROR: DEADLINE_EXCEEDED: the call did not finish within the command's deadline of 3000 ms ("),
             "\(result.stderr)")
-        #expect(result.stderr.hasSuffix(" of it left when the call started)\n"), "\(result.stderr)")
+        #expect(
+            result.stderr.hasSuffix(" of it left when the call started)\n")
+                || result.stderr.hasSuffix("(the node ended it as the deadline passed)\n"),
+            "\(result.stderr)")
     }
 
     /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the

@@ -177,6 +177,17 @@ import TokenetTransport
         }
     }
 
+    /// A request that is not JSON itself, followed by more text, is reported for its own error, at its own place.
+    @Test func anInvalidRequestBeforeTrailingCharactersIsReportedFirst() throws {
+        for data in ["{bad} x", "abc def"] {
+            let result = try runTokenet(["call", address, "tokenet.health.v1.Health/Check", "-d", data, "--plaintext"])
+            #expect(result.status == 2, "\(data): \(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("tokenet: call: the request JSON is not valid: "), "\(data): \(result.stderr)")
+            #expect(!result.stderr.contains("trailing characters"), "\(data): \(result.stderr)")
+        }
+    }
+
     /// What follows the request is quoted with a card number in it masked to its last four digits.
     @Test func trailingCharactersDoNotEchoACardNumber() throws {
         let arguments = ["call", address, "tokenet.health.v1.Health/Check", "-d", "{} 4761000010000009", "--plaintext"]

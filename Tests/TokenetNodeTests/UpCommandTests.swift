@@ -138,7 +138,10 @@ import TokenetTransport
         #expect(text().components(separatedBy: "exited with status 0").count - 1 == 4)
 
         // Again on the same directory, with no input at all: the certificates are reused and the nodes stay up. This
-        // time on every interface and on ports given, where the CLI finds them on loopback.
+        // time on every interface and on ports given, where the CLI finds them on loopback. The first session's
+        // logs stay: the second writes logs of its own.
+        let firstLog = try String(contentsOfFile: "\(sandbox)/tsp-node/tsp-node.stderr.log", encoding: .utf8)
+        #expect(!firstLog.isEmpty)
         let base = try Self.threeFreePorts()
         let again = try start(input: .nullDevice, ["--host", "0.0.0.0", "--base-port", "\(base)"])
         defer { PythonClientInteropTests.stop(again) }
@@ -158,6 +161,9 @@ import TokenetTransport
         #expect(onLoopback.status == 0, "\(onLoopback.stderr)")
         again.send(SIGINT)
         #expect(again.waitUntilExit(killingAfter: 60).isCleanExit, "\(text())")
+        #expect(try String(contentsOfFile: "\(sandbox)/tsp-node/tsp-node.stderr.log", encoding: .utf8) == firstLog)
+        let secondLog = try String(contentsOfFile: "\(sandbox)/tsp-node/tsp-node.2.stderr.log", encoding: .utf8)
+        #expect(secondLog.contains("tsp-node: ready listen=0.0.0.0:\(base)"), "\(secondLog)")
     }
 
     /// A port whose next two are free too (on every interface), from below the ephemeral range, as `tokenet up`
