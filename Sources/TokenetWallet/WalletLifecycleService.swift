@@ -75,7 +75,10 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
     {
         try await answering {
             let (card, id) = try digitalCard(request.cardRef)
-            return response(card, id, try store.paymentKeys(cardID: card.id), replenished: false)
+            var keys = try store.paymentKeys(cardID: card.id)
+            // A deleted token's keys went with it: none of them can ever pay again.
+            if card.result?.tokenState == .deactivated { keys.remaining = 0 }
+            return response(card, id, keys, replenished: false)
         }
     }
 

@@ -56,10 +56,13 @@ import TokenetWire
         #expect(resumedEvent?.kind == .tokenStatusChanged)
         #expect(resumedEvent?.tokenState == .active)
         #expect(resumedEvent?.digitalCardID == Self.id)
+        #expect(try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")).keysRemaining > 0)
         let deleted = try await wallet.lifecycle.changeCardState(
             .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
         #expect(deleted.card?.state == .deactivated)
         #expect(await events.next()?.kind == .tokenizedCardRemoved)
+        // The deleted token's payment keys went with it.
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 0)
         #expect(
             wallet.lifecycleTSP.recorded.changes
                 == [
