@@ -221,6 +221,11 @@ struct InspectOptions: Sendable {
         }
         let key = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard !key.isEmpty else {
+            // `:authority: x` (an HTTP/2 pseudo-header) split at its first colon, leaving no key to name.
+            throw CLIError(
+                .usage, "\(command): -H: '\(maskPAN(text))' has no key before its first ':'; write it as 'KEY: VALUE'")
+        }
         guard Metadata.isValidKey(key) else {
             throw CLIError(
                 .usage, "\(command): -H: '\(maskPAN(key))' is not a valid metadata key (letters, digits, '-', '_', '.')"
@@ -228,6 +233,15 @@ struct InspectOptions: Sendable {
         }
         try checkRuntimeKey(key, value, command: command)
         guard key.hasSuffix("-bin") else {
+            // A line break or other control character in a text value is a slip of the shell (`$'a\nb'`), and would
+            // reach the node's handlers as it is; bytes go in a `-bin` key.
+            if let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+                let code = String(format: "U+%04X", control.value)
+                throw CLIError(
+                    .usage,
+                    "\(command): -H: the value of '\(key)' holds a control character (\(code)); text values are "
+                        + "printable text, and bytes go in a key ending in -bin, as base64")
+            }
             metadata.add(key, .text(value))
             return
         }

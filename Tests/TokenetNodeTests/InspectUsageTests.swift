@@ -188,6 +188,19 @@ import TokenetTransport
         }
     }
 
+    /// A text value with a control character in it (a line break from `$'a\nb'`) and a header with nothing before
+    /// its first colon (an HTTP/2 pseudo-header) are refused naming what is wrong, before anything is sent.
+    @Test func headersWithAControlCharacterOrNoKeyAreRefused() throws {
+        let call = ["call", address, "tokenet.health.v1.Health/Check", "--plaintext"]
+        try expectUsageError(
+            call + ["-H", "x-val: a\nb"],
+            "call: -H: the value of 'x-val' holds a control character (U+000A); text values are printable text, and "
+                + "bytes go in a key ending in -bin, as base64")
+        try expectUsageError(call + ["-H", "x-val: a\u{7F}b"], "holds a control character (U+007F)")
+        try expectUsageError(
+            call + ["-H", ":authority: evil"], "call: -H: ':authority: evil' has no key before its first ':'")
+    }
+
     /// What follows the request is quoted with a card number in it masked to its last four digits.
     @Test func trailingCharactersDoNotEchoACardNumber() throws {
         let arguments = ["call", address, "tokenet.health.v1.Health/Check", "-d", "{} 4761000010000009", "--plaintext"]
