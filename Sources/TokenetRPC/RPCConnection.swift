@@ -163,7 +163,7 @@ final class RPCConnection: Sendable {
             timer?.cancel()
         }
         await stream.close()
-        let waiters = core.withLock { core in
+        let (waiters, heldLargeBuffers) = core.withLock { core in
             core.finished = true
             releaseRequests(core.requestBytesHeld, core: &core)
             // Its calls have ended with the connection; the armed check holds the connection until cancelled.
@@ -172,10 +172,20 @@ final class RPCConnection: Sendable {
             core.deadlines.removeAll()
             let waiters = core.closedWaiters
             core.closedWaiters.removeAll()
-            return waiters
+            // Frames a peer never read (up to `unreadOutboundLimit`, in a buffer of up to twice that) are let go
+            // now rather than with the connection object, so that the heap can be trimmed below.
+            let held = core.outbound.capacity + core.spareOutbound.capacity
+            core.outbound = []
+            core.spareOutbound = []
+            return (waiters, held >= Self.trimHeapAfterBytes)
         }
         for waiter in waiters { waiter.resume() }
+        if heldLargeBuffers { Heap.trimSoon() }
     }
+
+    /// Outbound buffers at least this large, let go when a connection ends, are worth giving back to the system
+    /// (`Heap.trimSoon`): the connection of a peer that stopped reading, or of one that took a burst of large messages.
+    static let trimHeapAfterBytes = 1 << 20
 
     /// Resets the stream if the connection has not finished `timers.stuckWriteGrace` after it began to close. Its last
     /// frames (a goaway, final statuses) wait behind a write that only the peer can complete by reading; a peer
