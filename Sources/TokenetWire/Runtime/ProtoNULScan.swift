@@ -21,12 +21,12 @@ enum ProtoNULScan {
         in bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     ) -> String? {
         guard let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil else { return nil }
-        var reader = Reader(bytes: bytes.bindMemory(to: UInt8.self))
+        var reader = ProtoWireReader(bytes: bytes.bindMemory(to: UInt8.self))
         return scan(&reader, end: bytes.count, descriptor: descriptor, depth: 0)
     }
 
     private static func scan(
-        _ reader: inout Reader, end: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int
+        _ reader: inout ProtoWireReader, end: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int
     ) -> String? {
         while reader.position < end {
             guard let key = reader.varint(end: end) else { return nil }
@@ -67,24 +67,11 @@ enum ProtoNULScan {
         }
         return nil
     }
+}
 
-    private struct Reader {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var position = 0
-
-        mutating func varint(end: Int) -> UInt64? {
-            ProtoVarint.read(bytes, at: &position, end: end)
-        }
-
-        mutating func skip(_ count: Int, end: Int) -> Bool {
-            guard end - position >= count else { return false }
-            position += count
-            return true
-        }
-
-        func holdsNUL(upTo end: Int) -> Bool {
-            guard end > position, let base = bytes.baseAddress else { return false }
-            return memchr(base + position, 0, end - position) != nil
-        }
+extension ProtoWireReader {
+    fileprivate func holdsNUL(upTo end: Int) -> Bool {
+        guard end > position, let base = bytes.baseAddress else { return false }
+        return memchr(base + position, 0, end - position) != nil
     }
 }

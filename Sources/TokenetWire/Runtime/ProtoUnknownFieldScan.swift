@@ -23,14 +23,14 @@ enum ProtoUnknownFieldScan {
         _ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     ) -> Bool {
         guard bytes.count > 2 * maximumUnknownFields else { return false }
-        var reader = Reader(bytes: bytes.bindMemory(to: UInt8.self))
+        var reader = ProtoWireReader(bytes: bytes.bindMemory(to: UInt8.self))
         var unknown = 0
         scan(&reader, end: bytes.count, descriptor: descriptor, depth: 0, unknown: &unknown)
         return unknown > maximumUnknownFields
     }
 
     private static func scan(
-        _ reader: inout Reader, end: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int,
+        _ reader: inout ProtoWireReader, end: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int,
         unknown: inout Int
     ) {
         while reader.position < end, unknown <= maximumUnknownFields {
@@ -62,21 +62,6 @@ enum ProtoUnknownFieldScan {
                 // Groups: no Tokenet message has one; the unpack decides what such bytes are.
                 return
             }
-        }
-    }
-
-    private struct Reader {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var position = 0
-
-        mutating func varint(end: Int) -> UInt64? {
-            ProtoVarint.read(bytes, at: &position, end: end)
-        }
-
-        mutating func skip(_ count: Int, end: Int) -> Bool {
-            guard end - position >= count else { return false }
-            position += count
-            return true
         }
     }
 }
