@@ -32,10 +32,9 @@ import TokenetWire
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
 
-        // A free port for the TSP, which is not listening yet when the issuer starts.
-        let probe = try await PlainListener.bind(on: loop)
-        let tspPort = probe.port
-        await probe.close()
+        // A free port for the TSP, which is not listening yet when the issuer starts: from below the ephemeral range,
+        // where a port just let go was taken as another connection's source port before the TSP could bind it.
+        let tspPort = UInt16(try FreePorts.run())
 
         var options = NodeOptions()
         options.certificatePath = Self.path("issuer.pem")

@@ -167,30 +167,8 @@ import TokenetTransport
     }
 
     /// A port whose next two are free too (on every interface), from below the ephemeral range, as `tokenet up`
-    /// picks its own; free now, which is as much as a test can know.
-    static func threeFreePorts() throws -> Int {
-        for _ in 0..<500 {
-            let base = Int.random(in: 20_000...32_000)
-            if (0..<3).allSatisfy({ portIsFree(base + $0) }) { return base }
-        }
-        throw NoFreePorts()
-    }
-
-    struct NoFreePorts: Error {}
-
-    static func portIsFree(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
+    /// picks its own (`FreePorts`).
+    static func threeFreePorts() throws -> Int { try FreePorts.run(of: 3) }
 
     @Test(arguments: [
         (["--host", "tsp.example"], "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface)"),
