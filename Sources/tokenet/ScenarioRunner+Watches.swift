@@ -37,7 +37,10 @@ extension ScenarioRunner {
         var expected: JSONValue?
         if let contains = awaited.contains {
             do {
-                expected = try ScenarioExpectation.object(try variables.fill(contains, inJSON: true))
+                let filled = try variables.fill(contains, inJSON: true)
+                expected = try ScenarioExpectation.object(filled)
+                // A field the messages do not have would match every message (as its default): the line is wrong.
+                try ScenarioExpectation.check(filled, fits: stream.responseType)
             } catch {
                 throw Failure(
                     line: line, reason: error.message.replacing("expect OK", with: "await"), scriptError: true)

@@ -16,12 +16,15 @@ final class ScenarioWatchStream: Sendable {
 
     let name: String
     let traceID: String
+    /// The type of the stream's messages, which an `await` line's object is checked against.
+    let responseType: any ProtoMessage.Type
     private let state = Mutex(State())
     private let reader = Mutex<Task<Void, Never>?>(nil)
 
-    private init(name: String, traceID: String) {
+    private init(name: String, traceID: String, responseType: any ProtoMessage.Type) {
         self.name = name
         self.traceID = traceID
+        self.responseType = responseType
     }
 
     var snapshot: State { state.withLock { $0 } }
@@ -59,7 +62,7 @@ final class ScenarioWatchStream: Sendable {
             await session.close()
             throw error
         }
-        let stream = ScenarioWatchStream(name: name, traceID: traceID)
+        let stream = ScenarioWatchStream(name: name, traceID: traceID, responseType: target.response)
         stream.reader.withLock { reader in
             reader = Task {
                 let end: ScenarioExpectation.Outcome

@@ -241,6 +241,18 @@ import TokenetTransport
         // The watch was closed before the nodes stopped, and they stopped cleanly.
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
 
+        // An object the watch's messages cannot hold (a misspelt field) is the script's error, not a match.
+        try """
+        watch health tsp tokenet.health.v1.Health/Watch {"service": ""}
+        await health within 1s {"stauts": "SERVING_STATUS_SERVING"}
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let misspelt = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        #expect(misspelt.status == 2, "stdout:\n\(misspelt.stdout)\nstderr:\n\(misspelt.stderr)")
+        #expect(
+            misspelt.stderr.contains(
+                "FAILED at line 2: the expected object is not a tokenet.health.v1.HealthCheckResponse: unknown field "
+                    + #""stauts""#), "\(misspelt.stderr)")
+
         try "watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
         let unary = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
