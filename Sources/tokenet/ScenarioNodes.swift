@@ -80,20 +80,21 @@ final class ScenarioNodes {
         for link in ScenarioLink.all where link.from == party {
             addresses[link.to.role] = links.address(link)
         }
+        /// The logs of the node's `launch`th start: `tsp-node.stderr.log`, then `tsp-node.2.stderr.log`, …
+        func logName(_ launch: Int) -> String { launch == 1 ? spec.name : "\(spec.name).\(launch)" }
         var launch = (launches[party] ?? 0) + 1
         // A sandbox started again in the same directory (`tokenet up --dir`) keeps the earlier sessions' logs:
         // each start takes the next number whose log is not there yet, where it wrote over them from the first.
         let logs = workspace.appendingPathComponent(spec.name)
-        while FileManager.default.fileExists(
-            atPath: logs.appendingPathComponent("\(launch == 1 ? spec.name : "\(spec.name).\(launch)").stderr.log").path
-        ) {
+        while FileManager.default.fileExists(atPath: logs.appendingPathComponent("\(logName(launch)).stderr.log").path)
+        {
             launch += 1
         }
         launches[party] = launch
         let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
         let (process, ready) = try sandbox.startNode(
             role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses, extraArguments: extra,
-            logName: launch == 1 ? nil : "\(spec.name).\(launch)", logLevel: "debug")
+            logName: logName(launch), logLevel: "debug")
         running[party] = process
         report("ready \(spec.name) pid=\(ready.pid) listen=\(ready.listen)")
         // Registration needs the TSP; an issuer started while the TSP is down registers once it is back.

@@ -53,12 +53,8 @@ enum StandardInput {
                 let left = deadline - .now
                 guard left > .zero else { return nil }
                 var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-                // At most a second at a time, so that a clock that jumps is noticed; at least one millisecond.
-                let milliseconds = Int32(
-                    max(
-                        1,
-                        min(1000, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-                )
+                // At most a second at a time, at least a millisecond: poll takes whole milliseconds.
+                let milliseconds = Int32(min(1000, max(1, (left / .milliseconds(1)).rounded(.up))))
                 let ready = poll(&entry, 1, milliseconds)
                 if ready == 0 || (ready < 0 && errno == EINTR) { continue }
             }

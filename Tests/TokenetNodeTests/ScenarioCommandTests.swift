@@ -228,11 +228,13 @@ import TokenetTransport
     @Test func anAwaitThatSeesNoMatchNamesWhatItSaw() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("await.scenario")
-        try """
-        watch health tsp tokenet.health.v1.Health/Watch {"service": ""}
-        await health within 1s {"status": "SERVING_STATUS_NOT_SERVING"}
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        func run(_ script: String) async throws -> ProcessResult {
+            try script.write(toFile: file, atomically: true, encoding: .utf8)
+            return try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        }
+        let watch = #"watch health tsp tokenet.health.v1.Health/Watch {"service": ""}"#
+
+        let result = try await run(watch + "\n" + #"await health within 1s {"status": "SERVING_STATUS_NOT_SERVING"}"#)
         #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stderr.contains(
@@ -242,20 +244,14 @@ import TokenetTransport
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
 
         // An object the watch's messages cannot hold (a misspelt field) is the script's error, not a match.
-        try """
-        watch health tsp tokenet.health.v1.Health/Watch {"service": ""}
-        await health within 1s {"stauts": "SERVING_STATUS_SERVING"}
-        """.write(toFile: file, atomically: true, encoding: .utf8)
-        let misspelt = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        let misspelt = try await run(watch + "\n" + #"await health within 1s {"stauts": "SERVING_STATUS_SERVING"}"#)
         #expect(misspelt.status == 2, "stdout:\n\(misspelt.stdout)\nstderr:\n\(misspelt.stderr)")
         #expect(
             misspelt.stderr.contains(
                 "FAILED at line 2: the expected object is not a tokenet.health.v1.HealthCheckResponse: unknown field "
                     + #""stauts""#), "\(misspelt.stderr)")
 
-        try "watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n".write(
-            toFile: file, atomically: true, encoding: .utf8)
-        let unary = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--timeout", "60"])
+        let unary = try await run("watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n")
         #expect(unary.status == 2, "stdout:\n\(unary.stdout)\nstderr:\n\(unary.stderr)")
         #expect(unary.stderr.contains("FAILED at line 1: watch once: /tokenet.health.v1.Health/Check answers once"))
     }

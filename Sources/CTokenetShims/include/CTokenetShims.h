@@ -214,14 +214,19 @@ static inline int ctk_connect_ip(int fd, const char *host, uint16_t port) {
     return connect(fd, (const struct sockaddr *)&addr, len);
 }
 
+/// The port of an IPv4 or IPv6 socket address, or -1 for another family.
+static inline int ctk_sockaddr_port(const struct sockaddr_storage *addr) {
+    if (addr->ss_family == AF_INET) return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    if (addr->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
+    return -1;
+}
+
 /// The locally bound port (IPv4 or IPv6), or -1.
 static inline int ctk_local_port(int fd) {
     struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
     if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0) return -1;
-    if (addr.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
-    return -1;
+    return ctk_sockaddr_port(&addr);
 }
 
 /// The connected peer's port (IPv4 or IPv6), or -1.
@@ -229,9 +234,7 @@ static inline int ctk_peer_port(int fd) {
     struct sockaddr_storage addr;
     socklen_t len = sizeof(addr);
     if (getpeername(fd, (struct sockaddr *)&addr, &len) != 0) return -1;
-    if (addr.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
-    return -1;
+    return ctk_sockaddr_port(&addr);
 }
 
 /// Gives the heap's free memory back to the system (glibc's malloc_trim, every arena): after a connection that held
