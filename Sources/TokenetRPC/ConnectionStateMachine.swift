@@ -578,8 +578,17 @@ struct ConnectionStateMachine {
             "the peer keeps sending but reads nothing: \(queuedBytes) bytes of frames wait for it")
     }
 
+    /// Across its connections the server holds more than its budget of frames waiting for peers that read nothing,
+    /// and this connection's peer has left `queuedBytes` unread while it keeps sending (see `ByteBudget`).
+    mutating func unreadBudgetExceeded(queuedBytes: Int, limit: Int) -> Actions {
+        connectionError(
+            .protocolError,
+            "the peer keeps sending but reads too little: \(queuedBytes) bytes of frames wait for it, and this side "
+                + "holds more than \(limit) bytes for peers that read nothing")
+    }
+
     /// Across its connections the server holds more than its budget of unfinished frames, and this connection's
-    /// frame of `heldBytes` so far adds to them (see `InboundBudget`).
+    /// frame of `heldBytes` so far adds to them (see `ByteBudget`).
     mutating func inboundBudgetExceeded(heldBytes: Int, limit: Int) -> Actions {
         connectionError(
             .protocolError,

@@ -10,6 +10,36 @@ extension RPCConnection {
         core.writing && core.outbound.count > unreadOutboundLimit
     }
 
+    /// After a frame from the peer: ends the connection when its peer has stopped reading, by this connection's own
+    /// limit or by the server's `unreadBudget`, and returns why; nil when it carries on.
+    ///
+    /// A connection counts in the budget only while more than `outboundHighWater` bytes wait behind a write, since
+    /// below that mark senders wait rather than add; it is closed for the budget only then too, so a peer that reads
+    /// does not pay for those that do not. The count is refreshed here, when the peer sends (what it sends is what
+    /// grows the bytes that wait), and dropped when the bytes leave for the socket (`releaseUnreadCount`).
+    func endIfPeerStoppedReading(_ core: inout Core) -> String? {
+        let queued = core.outbound.count
+        if peerStoppedReading(core) {
+            apply(core.machine.peerStoppedReading(queuedBytes: queued), to: &core)
+            return "the peer reads nothing: \(queued) bytes wait for it"
+        }
+        guard let budget = unreadBudget else { return nil }
+        let counted = core.writing && queued > Self.outboundHighWater ? queued : 0
+        guard counted != core.unreadCounted else { return nil }
+        let within = budget.adjust(by: counted - core.unreadCounted)
+        core.unreadCounted = counted
+        guard !within, counted > 0 else { return nil }
+        apply(core.machine.unreadBudgetExceeded(queuedBytes: queued, limit: budget.limit), to: &core)
+        return "over the budget of frames for peers that read nothing: \(queued) bytes wait for it"
+    }
+
+    /// The bytes counted in `unreadBudget` have left `outbound` (or the connection ended): they no longer count.
+    func releaseUnreadCount(_ core: inout Core) {
+        guard core.unreadCounted != 0 else { return }
+        _ = unreadBudget?.adjust(by: -core.unreadCounted)
+        core.unreadCounted = 0
+    }
+
     /// Returns once the call's queued messages fit in its flow-control window and the connection's outbound buffer
     /// is below its high-water mark, or once the call or the connection is over, or the waiting task is cancelled.
     ///

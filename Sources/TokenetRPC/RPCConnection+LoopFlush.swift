@@ -79,6 +79,7 @@ extension RPCConnection {
             swap(&bytes, &core.spareOutbound)
             bytes.removeAll(keepingCapacity: true)
             swap(&bytes, &core.outbound)
+            releaseUnreadCount(&core)
             wakeCapacityWaiters(&core)
             return bytes
         }

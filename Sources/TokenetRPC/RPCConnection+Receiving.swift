@@ -60,11 +60,8 @@ extension RPCConnection {
                     guard let frame else { break }
                     framesRead += 1
                     apply(core.machine.receive(frame), to: &core)
-                    if peerStoppedReading(core) {
-                        let queued = core.outbound.count
-                        apply(core.machine.peerStoppedReading(queuedBytes: queued), to: &core)
-                        endReading(
-                            &core, reason: "the peer reads nothing: \(queued) bytes wait for it", isProblem: true)
+                    if let stopped = endIfPeerStoppedReading(&core) {
+                        endReading(&core, reason: stopped, isProblem: true)
                         return
                     }
                 }
@@ -74,7 +71,7 @@ extension RPCConnection {
                     core.budgeted = held
                     // Only a large frame is refused: a call's usual frames are small, and a connection caught
                     // between two of them must not pay for the peers that hold megabytes.
-                    if !within && held > InboundBudget.largeFrame {
+                    if !within && held > ByteBudget.largeFrame {
                         apply(core.machine.inboundBudgetExceeded(heldBytes: held, limit: budget.limit), to: &core)
                         endReading(&core, reason: "over the budget of unfinished frames", isProblem: true)
                         return

@@ -7,7 +7,7 @@ import TokenetWire
 /// calls, each with a request as large as the stream window (100 calls of 1 MiB), so a few peers that send requests
 /// without their half-close would hold gigabytes. A request counts from its arrival until the half-close, the end of
 /// its call, or, on a stream of requests, until the handler takes it. Past the server's budget, a call whose
-/// connection holds more than `InboundBudget.largeFrame` of such requests is refused RESOURCE_EXHAUSTED instead of
+/// connection holds more than `ByteBudget.largeFrame` of such requests is refused RESOURCE_EXHAUSTED instead of
 /// given its next message; connections with small requests carry on. A request counts as the memory it may keep
 /// alive (`FrameFastPath.heldByteBound`), up to twice its size: counted by its size, the budget of 256 MiB held some
 /// 512 MiB (a server holding 100 MB of 1 MB requests grew by 234 MB).
@@ -22,7 +22,7 @@ extension RPCConnection {
         else { return true }
         let within = budget.adjust(by: byteCount)
         core.requestBytesHeld += byteCount
-        guard !within, core.requestBytesHeld > InboundBudget.largeFrame else { return true }
+        guard !within, core.requestBytesHeld > ByteBudget.largeFrame else { return true }
         let status = WireV1.Status(
             code: .resourceExhausted,
             message: "the node holds more than \(budget.limit) bytes of requests from calls that have not ended their "

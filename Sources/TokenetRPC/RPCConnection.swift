@@ -63,6 +63,8 @@ final class RPCConnection: Sendable {
         var budgeted = 0
         /// The request bytes this connection's calls have counted in its server's `requestBudget`.
         var requestBytesHeld = 0
+        /// The bytes of `outbound` counted in the server's `unreadBudget` (`RPCConnection+Backpressure.swift`).
+        var unreadCounted = 0
         var lastCallActivity = ContinuousClock.now
         var outstandingPing: (payload: UInt64, sentAt: ContinuousClock.Instant)?
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
@@ -106,9 +108,11 @@ final class RPCConnection: Sendable {
     let unreadOutboundLimit: Int
     let timers: ConnectionTimers
     /// The server's budget for unfinished frames across its connections; nil for clients.
-    let inboundBudget: InboundBudget?
+    let inboundBudget: ByteBudget?
     /// The server's budget for requests of calls that have not ended their requests; nil for clients.
-    let requestBudget: InboundBudget?
+    let requestBudget: ByteBudget?
+    /// The server's budget for frames waiting for peers that read nothing; nil for clients.
+    let unreadBudget: ByteBudget?
     /// The stream's event loop, if it has one (see `ByteStream.loop`).
     let loop: EventLoop?
     /// Where handler tasks run: the connection's loop when the server asked for it, else the global executor.
@@ -120,12 +124,14 @@ final class RPCConnection: Sendable {
         settings: ConnectionSettings,
         timers: ConnectionTimers = ConnectionTimers(),
         handlersOnLoop: Bool = false,
-        inboundBudget: InboundBudget? = nil,
-        requestBudget: InboundBudget? = nil,
+        inboundBudget: ByteBudget? = nil,
+        requestBudget: ByteBudget? = nil,
+        unreadBudget: ByteBudget? = nil,
         handler: CallHandler?
     ) {
         self.inboundBudget = inboundBudget
         self.requestBudget = requestBudget
+        self.unreadBudget = unreadBudget
         self.stream = stream
         self.loop = stream.loop
         self.handlerExecutor = handlersOnLoop ? stream.loop : nil
@@ -166,6 +172,7 @@ final class RPCConnection: Sendable {
         let (waiters, heldLargeBuffers) = core.withLock { core in
             core.finished = true
             releaseRequests(core.requestBytesHeld, core: &core)
+            releaseUnreadCount(&core)
             // Its calls have ended with the connection; the armed check holds the connection until cancelled.
             core.deadlineCheck?.cancel()
             core.deadlineCheck = nil
@@ -312,15 +319,13 @@ final class RPCConnection: Sendable {
                     break reading
                 }
                 guard let frame else { break }
-                let queued = core.withLock { core -> Int? in
+                let stopped = core.withLock { core -> String? in
                     apply(core.machine.receive(frame), to: &core)
                     wakeCapacityWaiters(&core)
-                    guard peerStoppedReading(core) else { return nil }
-                    apply(core.machine.peerStoppedReading(queuedBytes: core.outbound.count), to: &core)
-                    return core.outbound.count
+                    return endIfPeerStoppedReading(&core)
                 }
-                if let queued {
-                    reason = "the peer reads nothing: \(queued) bytes wait for it"
+                if let stopped {
+                    reason = stopped
                     isProblem = true
                     break reading
                 }
@@ -418,6 +423,7 @@ final class RPCConnection: Sendable {
             core.writing = true
             var bytes: [UInt8] = []
             swap(&bytes, &core.outbound)
+            releaseUnreadCount(&core)
             wakeCapacityWaiters(&core)
             return bytes
         }
@@ -438,6 +444,7 @@ final class RPCConnection: Sendable {
                     core.writing = true
                     var bytes: [UInt8] = []
                     swap(&bytes, &core.outbound)
+                    releaseUnreadCount(&core)
                     wakeCapacityWaiters(&core)
                     return .write(bytes)
                 }

@@ -61,11 +61,14 @@ public final class RPCServer: Sendable {
     let statusMessageFilter: (@Sendable (String) -> String)?
     let connections = Mutex<[ObjectIdentifier: RPCConnection]>([:])
     private let shuttingDown = Atomic<Bool>(false)
-    /// The unfinished frames held for all connections together (see `InboundBudget`).
-    let inboundBudget = InboundBudget(limit: InboundBudget.defaultLimit)
+    /// The unfinished frames held for all connections together (see `ByteBudget`).
+    let inboundBudget = ByteBudget(limit: ByteBudget.defaultLimit)
     /// The requests held for calls that have not ended their requests, for all connections together (see
     /// `RPCConnection+RequestBudget.swift`).
-    let requestBudget = InboundBudget(limit: InboundBudget.defaultLimit)
+    let requestBudget = ByteBudget(limit: ByteBudget.defaultLimit)
+    /// The frames waiting for peers that read nothing, for all connections together (see
+    /// `RPCConnection.endIfPeerStoppedReading`).
+    let unreadBudget = ByteBudget(limit: ByteBudget.defaultUnreadLimit)
     /// The most connections one client identity may hold at once; nil for no limit (see `RPCServer+PeerLimit.swift`).
     let connectionsPerPeer: Int?
     /// Told of every connection refused for `connectionsPerPeer`.
@@ -107,7 +110,7 @@ public final class RPCServer: Sendable {
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
             handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
-            requestBudget: requestBudget, handler: handler)
+            requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler)
         let peer = stream.peerIdentity
         if let refusal = admit(peer), let peer {
             connection.refuseAsOneTooMany(reason: refusal)

@@ -23,6 +23,22 @@ import TokenetWire
         #expect(machine.peerStoppedReading(queuedBytes: 1) == [])
     }
 
+    @Test func aPeerOverTheServersBudgetOfUnreadFramesGetsAGoawayAndItsCallsEnd() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        let reason =
+            "the peer keeps sending but reads too little: 2000000 bytes of frames wait for it, and this side holds "
+            + "more than 134217728 bytes for peers that read nothing"
+        let actions = machine.unreadBudgetExceeded(queuedBytes: 2_000_000, limit: 134_217_728)
+        #expect(
+            actions.contains(
+                .write(Tests.frame(0, .goaway(WireV1.GoAway(lastStreamID: 1, code: .protocolError, reason: reason))))))
+        #expect(actions.contains(.cancelHandler(streamID: 1)))
+        #expect(actions.last == .closeConnection(error: reason))
+        #expect(machine.state == .closed)
+        #expect(machine.unreadBudgetExceeded(queuedBytes: 1, limit: 1) == [])
+    }
+
     @Test func aFrameThatNeverCompletesEndsTheConnection() {
         var machine = Tests.server()
         let actions = machine.frameTimedOut(after: "50.0 seconds")

@@ -114,6 +114,56 @@ import TokenetWire
         await harness.stop()
     }
 
+    /// Peers that flood pings while reading nothing, each below its own limit: past the server's budget of frames
+    /// waiting for such peers (128 MiB by default), the connection that adds to it is closed, and the others, and
+    /// new calls, go on.
+    @Test func framesForPeersThatReadNothingHaveABudget() async throws {
+        let harness = try await Harness(name: "rpc-unread-budget")
+        let budget = harness.server.unreadBudget
+        var pings: [UInt8] = []
+        for index in 1...10_000 {
+            let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: UInt64(index))))
+            try FrameEncoder().encode(ping, into: &pings)
+        }
+        // The first peer floods until the server counts pongs waiting for it (which it does past the 1 MiB
+        // high-water mark; its own limit is 8 MiB), then stops, and the count settles.
+        let first = try await harness.connect()
+        try await first.write(try Self.hello())
+        for _ in 0..<2_000 where budget.total == 0 { try await first.write(pings) }
+        #expect(budget.total > RPCConnection.outboundHighWater)
+        var settled = -1
+        for _ in 0..<100 where budget.total != settled {
+            settled = budget.total
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        budget.limit = settled + 256 * 1024
+
+        // The second peer's flood takes the total past the budget as soon as it counts, with 1 MiB waiting.
+        let second = try await harness.connect()
+        let flood = Task { [pings] in
+            try await second.write(try Self.hello())
+            for _ in 0..<2_000 { try await second.write(pings) }
+        }
+        let problem = try await harness.firstProblem()
+        #expect(
+            problem?.contains("reads too little") == true
+                && problem?.contains("this side holds more than \(settled + 256 * 1024) bytes for peers") == true,
+            "\(String(describing: problem))")
+        flood.cancel()
+        // The first peer's pongs still count, and a call on a new connection is answered.
+        #expect(budget.total >= settled)
+        #expect(harness.records.ended.withLock { $0.count } == 1)
+        let client = RPCClient(stream: try await harness.connect())
+        let answer = try await client.unary(TestingV1.Echo.unary, TestingV1.Scalars(fInt32: 1))
+        #expect(answer.fInt32 == 2)
+        await client.close()
+        await first.close()
+        await second.close()
+        for _ in 0..<3_000 where budget.total > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(budget.total == 0, "a connection that ends gives its bytes back")
+        await harness.stop()
+    }
+
     /// A plaintext echo server on loopback that records how each of its connections ended. Its closing
     /// connections are reset 1 s after they begin to close (10 s by default) when the peer takes nothing more.
     final class Harness: Sendable {
