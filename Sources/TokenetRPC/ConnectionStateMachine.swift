@@ -98,7 +98,7 @@ struct ConnectionStateMachine {
     let agent: String
     private(set) var peerSettings = ConnectionSettings.defaults
     /// Whether `peerSettings` are the peer's own (its hello came) rather than the defaults.
-    private var peerHelloReceived = false
+    private(set) var peerHelloReceived = false
     private(set) var state: State = .awaitingHello
     /// Each event finds its stream once (`streams.index(forKey:)`) and changes it in place through
     /// `streams[slot: index]`. A stream holds only plain values, so the copies the table makes cost no

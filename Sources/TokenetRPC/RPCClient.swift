@@ -57,6 +57,11 @@ public final class RPCClient: Sendable {
     /// Whether new calls can start on this connection.
     public var isUsable: Bool { connection.isUsable }
 
+    /// Whether the server's hello has arrived. A connection that failed without it never reached a Tokenet node:
+    /// whatever answered left, or sent something else (a TLS port to a plaintext client, an HTTP server, bytes
+    /// that are not a frame), and a tool can say so rather than report a call that failed.
+    public var peerGreeted: Bool { connection.peerGreeted }
+
     /// Who the server is, from its certificate; nil in plaintext.
     public var peerIdentity: PeerIdentity? { connection.stream.peerIdentity }
 

@@ -91,9 +91,15 @@ extension RPCConnection {
             case .failure(let error):
                 // A read that ends because this side closed (a node shutting down) is no problem with the peer.
                 let local = (error as? TransportError) == .closedLocally
-                endReading(&core, reason: "read failed: \(error)", isProblem: !local)
+                endReading(&core, reason: Self.readFailure(error), isProblem: !local)
             }
         }
+    }
+
+    /// Why reading ended, for an error the stream's read threw: a failed system call names itself ("read
+    /// failed: Connection reset by peer", or "send failed: …" when a write failed first), so it is not named twice.
+    static func readFailure(_ error: any Error) -> String {
+        (error as? TransportError)?.code == .io ? "\(error)" : "read failed: \(error)"
     }
 
     /// The status a server refuses a skipped frame's call with.

@@ -251,6 +251,9 @@ final class RPCConnection: Sendable {
     }
 
     /// Whether the connection can still start calls.
+    /// Whether the peer's hello has arrived (see `RPCClient.peerGreeted`).
+    var peerGreeted: Bool { core.withLock { $0.machine.peerHelloReceived } }
+
     var isUsable: Bool {
         core.withLock { core in
             !core.closing && (core.machine.state == .active || core.machine.state == .awaitingHello)
@@ -280,7 +283,7 @@ final class RPCConnection: Sendable {
             do {
                 chunk = try await stream.read()
             } catch {
-                reason = "read failed: \(error)"
+                reason = Self.readFailure(error)
                 // A read that ends because this side closed (a node shutting down) is no problem with the peer.
                 isProblem = (error as? TransportError) != .closedLocally
                 break

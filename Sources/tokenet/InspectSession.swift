@@ -230,6 +230,18 @@ final class InspectSession: Sendable {
                 "cannot connect to \(options.address): it does not speak TLS; for a node started with --plaintext, add "
                     + "--plaintext, otherwise check that \(options.address) is a Tokenet node's address")
         }
+        // The peer closed or reset the connection before the handshake finished: OpenSSL's "unexpected eof while
+        // reading" or the socket's errno said neither what happened nor what to look at.
+        if let error = error as? TransportError, options.transport != .plaintext,
+            (error.code == .handshakeFailed && error.details.contains { $0.contains("unexpected eof") })
+                || (error.code == .io && error.message.hasSuffix("(errno \(ECONNRESET))"))
+        {
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): it closed the connection during the TLS handshake; check that "
+                    + "\(options.address) is a Tokenet node's address (a node also closes new connections at once "
+                    + "while one address has the most handshakes in progress it allows, --address-handshakes)")
+        }
         return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
     }
 
@@ -331,11 +343,12 @@ final class InspectSession: Sendable {
     /// `--plaintext`), exit status 1 as the help says and as the opposite mistake fails ("it does not speak TLS"),
     /// where it came out as a call's UNAVAILABLE (78). The transport's words, with their hint, are kept.
     private func ungreeted(behind error: any Error) -> CLIError? {
-        guard let error = error as? RPCError, error.code == .unavailable,
-            ["before its hello", "no hello from the peer", "not a Tokenet frame"].contains(
-                where: error.message.contains)
-        else { return nil }
-        return CLIError(.connection, "cannot connect to \(options.address): \(error.message)")
+        guard let error = error as? RPCError, error.code == .unavailable else { return nil }
+        let told = ["before its hello", "no hello from the peer", "not a Tokenet frame"].contains(
+            where: error.message.contains)
+        guard told || !client.peerGreeted else { return nil }
+        let said = told ? error.message : "it sent no Tokenet hello: \(error.message)"
+        return CLIError(.connection, "cannot connect to \(options.address): \(said)")
     }
 
     /// DEADLINE_EXCEEDED told against the command's deadline (`--deadline`, or a party command's 30 s), the one the

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTestSupport
+import TokenetTransport
 import TokenetWire
 
 /// `--plaintext` given for a node that speaks TLS fails as the node not reached, exit status 1, as the help says of a
@@ -28,5 +30,72 @@ import TokenetWire
                 "the peer closed the connection before its hello (if the peer uses TLS, connect without --plaintext)\n"),
             "\(result.stderr)")
         #expect(result.stdout.isEmpty)
+    }
+}
+
+/// An address where something that is not a Tokenet node answers fails as a node not reached, exit status 1, with
+/// what it did: the exit status of a call's UNAVAILABLE (78) said the node was reached and then lost.
+@Suite(.timeLimit(.minutes(2))) struct NotATokenetNodeTests {
+    /// A server that answers the hello with a frame that is not a `Frame`.
+    @Test func bytesThatAreNotAFrameBeforeAHello() async throws {
+        let answer: @Sendable (PlainConnection) async throws -> Void = { connection in
+            _ = try await connection.read()
+            try await connection.write([0, 0, 0, 5] + Array("hello".utf8))
+        }
+        let result = try await runAgainstNonNode(answeredBy: answer) {
+            ["list", $0, "--plaintext", "--deadline", "20s"]
+        }
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(": it sent no Tokenet hello: ")
+                && result.stderr.contains("the bytes are not a valid tokenet.wire.v1.Frame message"),
+            "\(result.stderr)")
+    }
+
+    /// A server that closes every connection at once, as a node over its `--address-handshakes` does.
+    @Test func aCloseDuringTheTLSHandshake() async throws {
+        let pki = DevelopmentPKI.shared
+        let result = try await runAgainstNonNode(
+            answeredBy: { _ in },
+            {
+                [
+                    "list", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                    pki.path("operator.key"), "--deadline", "20s",
+                ]
+            })
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(": it closed the connection during the TLS handshake; check that "),
+            "\(result.stderr)")
+    }
+
+    /// Runs `tokenet` against a plaintext listener whose connections `answer` handles, then closes.
+    private func runAgainstNonNode(
+        answeredBy answer: @escaping @Sendable (PlainConnection) async throws -> Void,
+        _ arguments: (String) -> [String]
+    ) async throws -> ProcessResult {
+        let loop = try EventLoop(name: "not-a-node")
+        let listener = try await PlainListener.bind(on: loop)
+        let serving = Task {
+            await withDiscardingTaskGroup { group in
+                for await connection in listener.connections {
+                    group.addTask {
+                        try? await answer(connection)
+                        await connection.close()
+                    }
+                }
+            }
+        }
+        let command = arguments("127.0.0.1:\(listener.port)")
+        let result: Result<ProcessResult, any Error>
+        do {
+            result = .success(try await offThePool { try TokenetNodeTests.runTokenet(command) })
+        } catch {
+            result = .failure(error)
+        }
+        await listener.close()
+        serving.cancel()
+        loop.shutdown()
+        return try result.get()
     }
 }
