@@ -4,7 +4,8 @@ import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet.tsp.v1.IssuerCardUpdates`: an issuer renews a card behind its tokens (the tokens keep working) and sends
+/// `tokenet.tsp.v1.IssuerCardUpdates`: an issuer renews a card behind its tokens (the tokens keep working; the wallet
+/// that holds each and the issuer app are sent CARD_RENEWAL, so both show the new card's last four digits) and sends
 /// its cardholders messages about a card. The issuer's messages go out as CPS MESSAGING: the TSP's card
 /// component delivers them, so the issuer app's filter processes them like the TSP's own.
 struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
@@ -37,7 +38,7 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                         Announcement(
                             notification: D1.notification(
                                 .cardRenewal, from: .cps, cardID: token.digitalCardID, body: .cardRenewal(body)),
-                            recipients: [.issuerApp])
+                            recipients: [.wallet, .issuerApp])
                     }
                 },
                 authorize: authorize,

@@ -5,7 +5,8 @@ import TokenetWire
 /// The wallet's processing of the messages the TSP's broker delivers. Every message is kept in the inbox once
 /// processed (once per message id: a redelivered message is not processed again). Messages from CPS, MG and TNS on the D1 topic act:
 /// CARD_STATE updates the token and tells the issuer app's listeners, TRANSACTION_NOTIFICATION is added to the
-/// transaction list, REPLENISHMENT fetches a new batch of payment keys; MESSAGING is shown from the inbox.
+/// transaction list, REPLENISHMENT fetches a new batch of payment keys, CARD_RENEWAL shows the renewed card's last
+/// four digits; MESSAGING is shown from the inbox.
 public final class WalletNotificationHandler: NotificationHandler {
     static let senders: Set<String> = ["CPS", "MG", "TNS"]
 
@@ -83,10 +84,33 @@ public final class WalletNotificationHandler: NotificationHandler {
         case .replenishment?:
             guard let card else { return logger.warning("replenishment for an unknown card", fields) }
             try await updates.replenish(card, reason: "MG push")
+        case .cardRenewal(let body)?:
+            guard let card else { return logger.warning("card renewal for an unknown card", fields) }
+            try renew(card, body, notification)
         case .messaging?:
             logger.info("message received", fields)
         default:
             logger.info("notification kept", fields)
+        }
+    }
+
+    /// The issuer renewed the card behind its token: the token goes on, and the wallet shows the new card's last four
+    /// digits. Only four digits are taken, since the wallet shows them as the card's.
+    private func renew(
+        _ card: WalletCardRecord, _ body: TspV1.CardRenewalBody, _ notification: TspV1.Notification
+    ) throws(WalletError) {
+        let fields: KeyValuePairs<String, String> = [
+            "message_id": notification.messageID, "card_ref": card.cardRef, "digital_card_id": notification.cardID,
+            "previous_pan_last4": card.panLast4, "pan_last4": body.panLast4, "expiry": body.expiry,
+        ]
+        guard body.panLast4.utf8.count == 4, body.panLast4.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            return logger.warning(
+                "card renewal without the last four digits of a card number; card left as it is", fields)
+        }
+        if try store.renewCard(id: card.id, panLast4: body.panLast4, nowMs: clock()) {
+            logger.info("card renewed by its issuer", fields)
+        } else {
+            logger.info("card renewal changes nothing: already shown, or the card is deleted", fields)
         }
     }
 

@@ -24,10 +24,10 @@ extension IssuerCommand {
         A token stops counting as unknown once the TSP names it (a message to the issuer app, a question, an
         answer); --recheck-unknown sends the tokens recorded unknown to the TSP anyway, and each it answers
         about is no longer recorded so (deleted tokens are still skipped).
-        renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working
-        and the issuer app resynchronises its card ids. Deleted tokens are skipped, and a token the TSP refuses
-        for good (unknown to it, another issuer's) is listed but does not hold the renewal back; one it does not
-        know is skipped from then on. A renewal whose answer from the TSP was lost stays pending (the card keeps
+        renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working,
+        the wallets that hold them show the new number's last four digits, and the issuer app resynchronises its
+        card ids. Deleted tokens are skipped, and a token the TSP refuses for good (unknown to it, another
+        issuer's) is listed but does not hold the renewal back; one it does not know is skipped from then on. A renewal whose answer from the TSP was lost stays pending (the card keeps
         its number; cards shows it): run the same renew-card again to complete it, or --abandon it to give the
         reserved number back. Either first asks the TSP whether it applied the renewal: if it did, the renewal
         completes (also for --abandon); if the TSP cannot be asked, --abandon leaves the renewal pending.

@@ -199,7 +199,7 @@ import TokenetWire
         #expect(token.state == .active)
         #expect(token.panLast4 == "1129")
         let publish = try #require(tsp.published.of("CARD_RENEWAL").first)
-        #expect(publish.queues == ["issuer/issuer-1"])
+        #expect(publish.queues == ["wallet/wallet-1", "issuer/issuer-1"])
         #expect(publish.notification.sender == "CPS")
         #expect(
             publish.notification.body

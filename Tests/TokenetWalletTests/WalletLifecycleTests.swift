@@ -195,6 +195,34 @@ import TokenetWire
         #expect(inbox.last?.body == .messaging(.init(title: "Hi", body: "Offer", action: "OPEN")))
     }
 
+    /// A card its issuer renewed keeps its token; the wallet shows the new card's last four digits, to its user and
+    /// to the issuer app, once however often the message comes.
+    @Test func aRenewedCardShowsItsNewLastFourDigits() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let before = try wallet.store.card(ref: "card-1")
+        #expect(before.panLast4 != "1129")
+        let renewal = Self.notification(
+            "CARD_RENEWAL",
+            .cardRenewal(.init(previousCardID: "c-1", newCardID: "c-2", panLast4: "1129", expiry: "08/31")), id: "r-1")
+        try await wallet.notifications.handle(renewal)
+        let card = try wallet.store.card(ref: "card-1")
+        #expect(card.panLast4 == "1129")
+        #expect(card.result?.panLast4 == "1129")
+        #expect(card.result?.tokenState == .active)
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.panLast4) == ["1129"])
+        #expect(try await wallet.issuerApp.currentTokens(.init()).tokens.map(\.panLast4) == ["1129"])
+        #expect(wallet.logs.lines.contains { $0.contains("card renewed by its issuer") })
+
+        try await wallet.notifications.handle(renewal)  // redelivered: kept once
+        // Not four digits: the card keeps what it shows.
+        try await wallet.notifications.handle(
+            Self.notification("CARD_RENEWAL", .cardRenewal(.init(panLast4: "12x9", expiry: "08/31"))))
+        #expect(try wallet.store.card(ref: "card-1").panLast4 == "1129")
+        #expect(
+            wallet.logs.lines.contains { $0.contains("card renewal without the last four digits of a card number") })
+        #expect(try wallet.store.inbox().count == 2)
+    }
+
     @Test func otherSendersAreKeptButDoNotAct() async throws {
         let (wallet, _) = try await Self.digitized()
         try await wallet.notifications.handle(
