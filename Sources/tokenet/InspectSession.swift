@@ -405,6 +405,24 @@ final class InspectSession: Sendable {
     }
 
     /// A status prints and gives 64 + code; a `CLIError` passes through; anything else is a failed call.
+    /// The most status details printed: a status may carry any number, and each takes a line.
+    static let detailsShown = 20
+
+    /// One detail of a status, as a line: `detail TYPE: JSON` when this build knows its type (Protos/), else its
+    /// size and bytes in base64, cut short. Like the message, it is the peer's text: masked and escaped.
+    static func shown(_ detail: WireV1.StatusDetail) -> String {
+        let type = detail.type.isEmpty ? "(no type)" : detail.type
+        if let known = ProtoRegistry.messageType(named: detail.type),
+            let json = try? known.init(serializedBytes: detail.value).jsonString()
+        {
+            return "detail \(shownStatusMessage(type)): \(shownStatusMessage(json))"
+        }
+        let base64 = Data(detail.value.prefix(48)).base64EncodedString()
+        let cut = detail.value.count > 48 ? "…" : ""
+        return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes, a type this build does not know "
+            + "(base64 \(base64)\(cut))"
+    }
+
     private static func finish(with error: any Error) -> Result<Int32, CLIError> {
         switch error {
         case let error as RPCError: .success(report(error))
@@ -423,6 +441,10 @@ final class InspectSession: Sendable {
         // are escaped, so that it cannot print a line of its own, and it is cut short (`shownStatusMessage`).
         // A status without a message (some servers send none) prints as its code alone, not with a dangling ": ".
         printError(error.message.isEmpty ? "ERROR: \(name)" : "ERROR: \(name): \(shownStatusMessage(error.message))")
+        for detail in error.details.prefix(Self.detailsShown) { printError("  " + Self.shown(detail)) }
+        if error.details.count > Self.detailsShown {
+            printError("  (\(error.details.count - Self.detailsShown) more details not shown)")
+        }
         guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
         return 64 + StatusCode.unknown.rawValue
     }

@@ -8,11 +8,11 @@ import TokenetWire
 @Suite(.timeLimit(.minutes(2))) struct InspectStatusTests {
     /// Serves only Health/Check (no reflection, so the CLI uses the types it knows), ending each call with `code`.
     private static func callAServerAnswering(
-        _ code: StatusCode, message: String = "a status from a later protocol"
+        _ code: StatusCode, message: String = "a status from a later protocol", details: [WireV1.StatusDetail] = []
     ) async throws -> ProcessResult {
         var router = RPCRouter()
         router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
-            throw RPCError(code, message)
+            throw RPCError(code, message, details: details)
         }
         return try await runTokenet(servedBy: router) { address in
             ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"]
@@ -23,6 +23,23 @@ import TokenetWire
         let result = try await Self.callAServerAnswering(.failedPrecondition)
         #expect(result.status == 64 + 9, "\(result.stderr)")
         #expect(result.stderr == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
+    }
+
+    /// The details of a status print one per line under it: as JSON when this build knows their type, else by size
+    /// and bytes; the peer's text in them is masked and escaped like the message.
+    @Test func theDetailsOfAStatusArePrinted() async throws {
+        let known = WireV1.StatusDetail(
+            type: "tokenet.health.v1.HealthCheckResponse",
+            value: Data(try HealthV1.HealthCheckResponse(status: .notServing).serializedBytes()))
+        let unknown = WireV1.StatusDetail(type: "example.v1.Retry\n4761000010000009", value: Data([1, 2, 3]))
+        let result = try await Self.callAServerAnswering(.unavailable, message: "later", details: [known, unknown])
+        #expect(result.status == 64 + 14, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "ERROR: UNAVAILABLE: later\n"
+                + "  detail tokenet.health.v1.HealthCheckResponse: {\"status\":\"SERVING_STATUS_NOT_SERVING\"}\n"
+                + "  detail example.v1.Retry\\u{A}************0009: 3 bytes, a type this build does not know "
+                + "(base64 AQID)\n")
     }
 
     /// The node's message is printed with its control characters escaped: an escape sequence in it (often quoted
