@@ -1,15 +1,24 @@
 import Synchronization
 
-/// Lets one line of a kind through per interval and counts the ones it holds back, so that the next line can say
-/// how many there were.
+/// Lets one line of a kind through per interval and counts the ones it holds back, so that a line can say how many
+/// there were: the next line let through, or, when none comes, the last one held back, written once the interval
+/// has passed.
 ///
 /// A listener reports every failed accept and every refused handshake. A node out of file descriptors retries its
 /// accept ten times a second, and a scanner can open connections as fast as it likes: one line each would fill the
-/// log (and the disk) with the same words, and push out the lines an operator needs.
+/// log (and the disk) with the same words, and push out the lines an operator needs. A burst that ended, though,
+/// must not leave its count unsaid until the next failure of its kind, which may be hours later or never.
 public final class LogThrottle: Sendable {
+    /// Writes a line, told how many others it stands for.
+    public typealias Line = @Sendable (_ notShown: Int) -> Void
+
     private struct State {
         var lastLine: ContinuousClock.Instant?
         var heldBack = 0
+        /// The newest line held back, written by the flush if no line goes out before it.
+        var latest: Line?
+        /// A flush is armed for the end of the interval.
+        var flushArmed = false
     }
 
     private let interval: Duration
@@ -21,34 +30,91 @@ public final class LogThrottle: Sendable {
 
     /// Whether a line may be written now; when it may, also how many lines were held back since the last one.
     public func admit(at now: ContinuousClock.Instant = .now) -> (admitted: Bool, heldBack: Int) {
-        state.withLock { state in
-            if let last = state.lastLine, now - last < interval {
-                state.heldBack += 1
-                return (false, 0)
+        state.withLock { state in admit(at: now, &state) }
+    }
+
+    /// Writes `line` now when one may be written, telling it how many were held back since the last; otherwise holds
+    /// it back, and once the interval has passed writes the newest line held back, with the count of the others,
+    /// unless a line went out in between.
+    public func submit(at now: ContinuousClock.Instant = .now, _ line: @escaping Line) {
+        let (admitted, heldBack, flushAt) = state.withLock { state -> (Bool, Int, ContinuousClock.Instant?) in
+            let (admitted, heldBack) = admit(at: now, &state)
+            guard !admitted else {
+                state.latest = nil
+                return (true, heldBack, nil)
             }
-            let heldBack = state.heldBack
-            state.lastLine = now
+            state.latest = line
+            guard !state.flushArmed, let last = state.lastLine else { return (false, 0, nil) }
+            state.flushArmed = true
+            return (false, 0, last + interval)
+        }
+        if admitted { line(heldBack) }
+        if let flushAt { armFlush(at: flushAt) }
+    }
+
+    private func admit(at now: ContinuousClock.Instant, _ state: inout State) -> (admitted: Bool, heldBack: Int) {
+        if let last = state.lastLine, now - last < interval {
+            state.heldBack += 1
+            return (false, 0)
+        }
+        let heldBack = state.heldBack
+        state.lastLine = now
+        state.heldBack = 0
+        return (true, heldBack)
+    }
+
+    private func armFlush(at deadline: ContinuousClock.Instant) {
+        Task {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            flush(at: .now)
+        }
+    }
+
+    /// The end of an interval with lines held back: the newest goes out for them all, unless a line went out since
+    /// (then its interval is waited for in turn).
+    private func flush(at now: ContinuousClock.Instant) {
+        enum Step {
+            case write(Line, notShown: Int)
+            case wait(until: ContinuousClock.Instant)
+            case nothing
+        }
+        let step = state.withLock { state -> Step in
+            guard state.heldBack > 0, let line = state.latest else {
+                state.flushArmed = false
+                return .nothing
+            }
+            if let last = state.lastLine, now - last < interval { return .wait(until: last + interval) }
+            let notShown = state.heldBack - 1
+            state.flushArmed = false
+            state.latest = nil
             state.heldBack = 0
-            return (true, heldBack)
+            state.lastLine = now
+            return .write(line, notShown: notShown)
+        }
+        switch step {
+        case .write(let line, let notShown): line(notShown)
+        case .wait(let deadline): armFlush(at: deadline)
+        case .nothing: break
         }
     }
 }
 
 extension Logger {
-    /// Logs `message` with its `error` at info through `throttle`: the line is dropped when one went out less than
-    /// the throttle's interval ago, and the next line that goes out says how many were dropped (`not_shown`).
-    /// A `peer` goes on the line too (the one a refusal names).
+    /// Logs `message` with its `error` at info through `throttle`: the line is held back when one went out less than
+    /// the throttle's interval ago, and the next line that goes out (or the last one held back, at the end of the
+    /// interval) says how many were not shown (`not_shown`). A `peer` goes on the line too (the one a refusal
+    /// names).
     public func info(
         _ message: String, error: String, peer: String? = nil, throttledBy throttle: LogThrottle,
         at now: ContinuousClock.Instant = .now
     ) {
-        let (admitted, heldBack) = throttle.admit(at: now)
-        guard admitted else { return }
-        switch (peer, heldBack > 0) {
-        case (let peer?, true): info(message, ["peer": peer, "error": error, "not_shown": String(heldBack)])
-        case (let peer?, false): info(message, ["peer": peer, "error": error])
-        case (nil, true): info(message, ["error": error, "not_shown": String(heldBack)])
-        case (nil, false): info(message, ["error": error])
+        throttle.submit(at: now) { [self] notShown in
+            switch (peer, notShown > 0) {
+            case (let peer?, true): info(message, ["peer": peer, "error": error, "not_shown": String(notShown)])
+            case (let peer?, false): info(message, ["peer": peer, "error": error])
+            case (nil, true): info(message, ["error": error, "not_shown": String(notShown)])
+            case (nil, false): info(message, ["error": error])
+            }
         }
     }
 }

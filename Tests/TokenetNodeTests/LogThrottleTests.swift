@@ -1,8 +1,10 @@
+import Synchronization
 import Testing
 import TokenetNode
 
 /// Repeated failures of one kind (accepts without descriptors, refused handshakes) make one line a second, and the
-/// next line says how many were not shown.
+/// next line says how many were not shown; when no line comes, the last one held back says it at the end of the
+/// second.
 @Suite struct LogThrottleTests {
     @Test func oneLineAnIntervalWithTheCountOfThoseHeldBack() {
         let throttle = LogThrottle(interval: .seconds(1))
@@ -26,5 +28,34 @@ import TokenetNode
         #expect(sink.lines.count == 2, "\(sink.lines)")
         #expect(sink.lines.first?.hasSuffix("accept failed error=EMFILE") == true, "\(sink.lines)")
         #expect(sink.lines.last?.contains("not_shown=9") == true, "\(sink.lines)")
+    }
+
+    /// A burst that ends is counted without waiting for the next failure of its kind: the newest line held back goes
+    /// out at the end of the interval, with the count of the others.
+    @Test func aBurstThatEndsIsCountedAtTheEndOfTheInterval() async throws {
+        let sink = MemoryLogSink()
+        let logger = Logger(node: "tsp-node", level: .info, sink: sink)
+        let throttle = LogThrottle(interval: .milliseconds(200))
+        for attempt in 1...5 { logger.info("handshake refused", error: "attempt \(attempt)", throttledBy: throttle) }
+        #expect(sink.lines.count == 1, "\(sink.lines)")
+        for _ in 0..<500 where sink.lines.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(sink.lines.count == 2, "\(sink.lines)")
+        #expect(sink.lines.first?.hasSuffix("handshake refused error=\"attempt 1\"") == true, "\(sink.lines)")
+        #expect(
+            sink.lines.last?.hasSuffix("handshake refused error=\"attempt 5\" not_shown=3") == true, "\(sink.lines)")
+        // Nothing more is held back, so nothing more is written.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(sink.lines.count == 2, "\(sink.lines)")
+    }
+
+    /// A line let through after a flush stands for itself: the flushed line already counted those before it.
+    @Test func theFlushedCountIsNotCountedAgain() async throws {
+        let throttle = LogThrottle(interval: .milliseconds(100))
+        let written = Mutex<[Int]>([])
+        for _ in 0..<3 { throttle.submit { notShown in written.withLock { $0.append(notShown) } } }
+        for _ in 0..<500 where written.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(150))
+        throttle.submit { notShown in written.withLock { $0.append(notShown) } }
+        #expect(written.withLock { $0 } == [0, 1, 0])
     }
 }
