@@ -12,14 +12,7 @@ import TokenetWire
         var machine = Tests.server()
         _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
         let reason = "the peer keeps sending but reads nothing: 9000000 bytes of frames wait for it"
-        let actions = machine.peerStoppedReading(queuedBytes: 9_000_000)
-        #expect(Tests.goawayCode(actions) == .protocolError)
-        #expect(
-            actions.contains(
-                .write(Tests.frame(0, .goaway(WireV1.GoAway(lastStreamID: 1, code: .protocolError, reason: reason))))))
-        #expect(actions.contains(.cancelHandler(streamID: 1)))
-        #expect(actions.last == .closeConnection(error: reason))
-        #expect(machine.state == .closed)
+        Self.expectProtocolErrorEndingCall1(machine.peerStoppedReading(queuedBytes: 9_000_000), reason, machine)
         #expect(machine.peerStoppedReading(queuedBytes: 1) == [])
     }
 
@@ -29,14 +22,23 @@ import TokenetWire
         let reason =
             "the peer keeps sending but reads too little: 2000000 bytes of frames wait for it, and this side holds "
             + "more than 134217728 bytes for peers that read nothing"
-        let actions = machine.unreadBudgetExceeded(queuedBytes: 2_000_000, limit: 134_217_728)
+        Self.expectProtocolErrorEndingCall1(
+            machine.unreadBudgetExceeded(queuedBytes: 2_000_000, limit: 134_217_728), reason, machine)
+        #expect(machine.unreadBudgetExceeded(queuedBytes: 1, limit: 1) == [])
+    }
+
+    /// A server with call 1 open ends the connection for `reason`: a goaway (PROTOCOL_ERROR) naming call 1 as the
+    /// last it took, the handler cancelled, the connection closed.
+    private static func expectProtocolErrorEndingCall1(
+        _ actions: ConnectionStateMachine.Actions, _ reason: String, _ machine: ConnectionStateMachine
+    ) {
+        #expect(Tests.goawayCode(actions) == .protocolError)
         #expect(
             actions.contains(
                 .write(Tests.frame(0, .goaway(WireV1.GoAway(lastStreamID: 1, code: .protocolError, reason: reason))))))
         #expect(actions.contains(.cancelHandler(streamID: 1)))
         #expect(actions.last == .closeConnection(error: reason))
         #expect(machine.state == .closed)
-        #expect(machine.unreadBudgetExceeded(queuedBytes: 1, limit: 1) == [])
     }
 
     @Test func aFrameThatNeverCompletesEndsTheConnection() {
