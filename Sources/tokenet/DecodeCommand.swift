@@ -17,7 +17,16 @@ enum DecodeCommand {
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
-                    try message(bytes, as: type)
+                    let json = try message(bytes, as: type)
+                    // Hex or base64 text given without its flag often reads as a message of fields the type does not
+                    // have, which printed as {} with status 0: such a reading fails here, and `notText` says which
+                    // flag to add. Text that is a message of the type's own fields (an id of hex digits) stands.
+                    if options.encoding == .raw, DecodeInput.textEncoding(of: input) != nil,
+                        !keepsEveryByte(bytes, as: type)
+                    {
+                        throw CLIError(.data, "decode: the bytes hold fields a \(type.protoName) does not have")
+                    }
+                    return json
                 })
             return 0
         }
@@ -174,6 +183,11 @@ enum DecodeCommand {
         let overLimit = CLIError(.usage, "decode: \(file) holds more than 64 MiB")
         guard size <= inputLimit else { throw overLimit }
         return try StandardInput.readAll(file: file, command: "decode", limit: inputLimit, overLimit: overLimit)
+    }
+
+    /// Whether `bytes` read as `type` are written back whole: bytes of fields the type does not have are dropped.
+    static func keepsEveryByte(_ bytes: [UInt8], as type: any ProtoMessage.Type) -> Bool {
+        (try? type.init(serializedBytes: bytes).serializedBytes().count) == bytes.count
     }
 
     static func message(_ bytes: [UInt8], as type: any ProtoMessage.Type) throws(CLIError) -> String {

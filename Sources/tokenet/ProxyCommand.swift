@@ -150,7 +150,8 @@ enum ProxyCommand {
                     }
                     printOut(status(of: proxy))
                 } catch {
-                    printOut("error: \(error.message)")
+                    // The error quotes the line typed, which may hold a card number.
+                    printOut("error: " + maskPAN(error.message))
                 }
             }
         }

@@ -48,7 +48,9 @@ enum TokenetCLI {
                 return try command.run(rest)
             }
         } catch {
-            printError("tokenet: \(error)")
+            // Errors quote what was typed (an address, a duration, a command), which may be a card number: masked
+            // here once for every command, as the nodes mask what they log.
+            printError("tokenet: " + maskPAN("\(error)"))
             if error.code == .usage { printError("Run '\(usageHelp)' for usage.") }
             return error.exitStatus
         }

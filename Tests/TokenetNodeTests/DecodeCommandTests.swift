@@ -122,6 +122,16 @@ import TokenetWire
         #expect(hex.stdout == result.stdout)
     }
 
+    /// Bytes that happen to be hex digits are taken as the message when it has every field they hold: a service
+    /// name of 48 hex digits is a HealthCheckRequest whose tag (a line feed) and length ('0', 48) read as text too.
+    @Test func aMessageWhoseBytesAreHexDigitsIsDecoded() async throws {
+        let name = String(repeating: "0123456789abcdef", count: 3)
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.health.v1.HealthCheckRequest"], stdin: "\n0" + name)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"service\": \"\(name)\"\n}\n")
+    }
+
     @Test func aStreamThatStopsInsideAFrameShowsWhatCameBefore() async throws {
         let bytes = try Self.clientSide()
         let result = try await runTokenet(["decode", "--hex"], stdin: Self.hex(Array(bytes.dropLast(3))))
@@ -227,6 +237,11 @@ import TokenetWire
         ([], "AAAABBICCAE=\n", 2, "decode: standard input holds base64 text, not bytes: add --base64"),
         (
             ["--type", "tokenet.health.v1.HealthCheckResponse"], "08:01:ff\n", 2,
+            "decode: standard input holds hex text, not bytes: add --hex"
+        ),
+        // Text that reads as a message of fields the type does not have printed {} with status 0.
+        (
+            ["--type", "tokenet.health.v1.HealthCheckResponse"], "0801", 2,
             "decode: standard input holds hex text, not bytes: add --hex"
         ),
         ([], "{\"status\": 1}\n", 1, "decode: standard input holds text, not Tokenet frames"),

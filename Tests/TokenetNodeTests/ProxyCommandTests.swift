@@ -202,6 +202,8 @@ import TokenetTransport
             (["--to", "127.0.0.1:7000", "--delay", "5"], "proxy: --delay: expected a duration such as 200ms"),
             (["--to", "127.0.0.1:7000", "--partition", "--refuse"], "give at most one of --delay, --partition"),
             (["--to", "127.0.0.1:7000", "--drop"], "proxy: unknown option '--drop'"),
+            // What was typed is quoted with a card number in it masked, as every command quotes it.
+            (["--to", "4111111111111111:1"], "got '************1111:1'"),
         ] {
             let result = try await LaunchedProcess.run("tokenet", ["proxy"] + arguments)
             #expect(result.status == 2, "\(arguments): \(result)")
