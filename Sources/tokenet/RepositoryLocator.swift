@@ -31,4 +31,24 @@ enum RepositoryLocator {
         }
         return nil
     }
+
+    /// The issuer's cards (`Tools/fixtures/issuer.json`) for a command whose nodes must provision (`scenario`,
+    /// `up`; the demo runs its health checks without them), or why they cannot be had: without them the issuer has
+    /// no profile, never registers with the TSP, and the command failed only after waiting 30 s for it, saying
+    /// nothing of the reason.
+    static func issuerFixture(for command: String) throws(CLIError) -> String {
+        guard let root = repositoryRoot else {
+            throw CLIError(
+                .setup,
+                "\(command): the Tokenet repository was not found (a directory holding Package.swift and Protos/, "
+                    + "above \(executableDirectory.path) or the working directory): the nodes take their certificates "
+                    + "(Tools/gen-certs) and the issuer's cards (\(DemoCommand.fixturePath)) from it; run tokenet from "
+                    + "the repository's directory")
+        }
+        let fixture = root.appendingPathComponent(DemoCommand.fixturePath).path
+        guard FileManager.default.fileExists(atPath: fixture) else {
+            throw CLIError(.setup, "\(command): the issuer's cards are missing: \(fixture) does not exist")
+        }
+        return fixture
+    }
 }

@@ -331,10 +331,10 @@ struct ScenarioCommand {
                 try? FileManager.default.removeItem(at: workspace)
             }
         }
+        let fixture = try RepositoryLocator.issuerFixture(for: "scenario")
         guard let pki = try sandbox.prepareCertificates(in: workspace) else {
             throw CLIError(.setup, "scenario: the nodes need the development PKI, and Tools/gen-certs was not found")
         }
-        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
         let nodes = try ScenarioNodes(sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture)
         var failure: String?
         var failedTrace: String?

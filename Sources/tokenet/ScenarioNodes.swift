@@ -33,14 +33,14 @@ final class ScenarioNodes {
     let listen: [ScenarioParty: HostPort]
     /// What each node binds (`--listen`): `listen`, or the same port on every interface.
     let bound: [ScenarioParty: HostPort]
-    private let fixture: String?
+    private let fixture: String
     private(set) var running: [ScenarioParty: ChildProcess] = [:]
     private var launches: [ScenarioParty: Int] = [:]
     /// Nodes a `pause` froze: they are resumed before they are stopped, or SIGTERM would wait for nothing.
     private var paused: Set<ScenarioParty> = []
 
     init(
-        sandbox: Sandbox, workspace: URL, pki: URL, fixture: String?, placement: NodePlacement = NodePlacement()
+        sandbox: Sandbox, workspace: URL, pki: URL, fixture: String, placement: NodePlacement = NodePlacement()
     ) throws(CLIError) {
         self.sandbox = sandbox
         self.workspace = workspace
@@ -91,7 +91,7 @@ final class ScenarioNodes {
             launch += 1
         }
         launches[party] = launch
-        let extra = role == .issuer ? fixture.map { ["--fixtures", $0] } ?? [] : []
+        let extra = role == .issuer ? ["--fixtures", fixture] : []
         let (process, ready) = try sandbox.startNode(
             role: role, spec: spec, pki: pki, workspace: workspace, addresses: addresses, extraArguments: extra,
             logName: logName(launch), logLevel: "debug")

@@ -118,8 +118,8 @@ struct UpCommand {
         defer { if directory == nil { try? FileManager.default.removeItem(at: workspace) } }
         printOut("Tokenet sandbox")
         printOut("  workspace     \(workspace.path)\(directory == nil ? " (removed at exit; --dir keeps one)" : "")")
+        let fixture = try RepositoryLocator.issuerFixture(for: "up")
         let pki = try certificates(in: workspace, sandbox)
-        let fixture = RepositoryLocator.repositoryRoot?.appendingPathComponent(DemoCommand.fixturePath).path
         let nodes = try ScenarioNodes(
             sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture, placement: placement)
         var failure: CLIError?

@@ -21,6 +21,34 @@ import TokenetTransport
         }
     }
 
+    /// Run away from the repository (a copy of the binaries elsewhere, started elsewhere), up and scenario say at once
+    /// that they need it and why. They said the nodes would run in plaintext, then failed for the PKI, or, with a PKI
+    /// in --dir, waited 30 s for an issuer that had no cards to register with.
+    @Test func awayFromTheRepositoryUpAndScenarioSayWhatTheyNeed() async throws {
+        let scratch = try TemporaryDirectory()
+        let copy = scratch.path("tokenet")
+        try FileManager.default.copyItem(atPath: try BuiltExecutables.url(of: "tokenet").path, toPath: copy)
+        for node in ["tsp-node", "wallet-node", "issuer-node"] {
+            try FileManager.default.createSymbolicLink(
+                atPath: scratch.path(node), withDestinationPath: try BuiltExecutables.url(of: node).path)
+        }
+        try "echo hi\n".write(toFile: scratch.path("s.scenario"), atomically: true, encoding: .utf8)
+        for arguments in [["up", "--dir", scratch.path("sandbox")], ["scenario", scratch.path("s.scenario")]] {
+            let (directory, out, err) = (scratch.url.path, scratch.path("out"), scratch.path("err"))
+            let termination = try await offThePool {
+                try SpawnedProcess(
+                    copy, arguments, workingDirectory: directory, standardInput: .file("/dev/null"),
+                    standardOutput: .file(out), standardError: .file(err)
+                ).waitUntilExit(killingAfter: 60)
+            }
+            let stderr = try String(contentsOfFile: scratch.path("err"), encoding: .utf8)
+            #expect(termination.status == 1 && termination.reason == .exit, "\(arguments): \(stderr)")
+            #expect(
+                stderr.hasPrefix("tokenet: \(arguments[0]): the Tokenet repository was not found"), "\(stderr)")
+            #expect(stderr.contains("run tokenet from the repository's directory"), "\(stderr)")
+        }
+    }
+
     @Test func stepsTypedAtTheConsoleSteerTheNodes() async throws {
         try await offThePool { try Self.console() }
     }
