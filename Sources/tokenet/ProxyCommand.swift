@@ -32,7 +32,7 @@ enum ProxyCommand {
                 // A port past 65535 is the mistake to name: "with an IP host" sent the eye to a host that was fine.
                 if HostPort(parsing: text) == nil, let port = HostPort.portPastRange(in: text) {
                     throw CLIError(
-                        .usage, "proxy: \(flag): '\(text)' has port \(port), past the last port (65535)")
+                        .usage, "proxy: \(flag): '\(maskPAN(text))' has port \(port), past the last port (65535)")
                 }
                 // The upstream may be named (looked up at each connection); the proxy listens on an address.
                 let upstream = flag == "--to"
@@ -40,7 +40,8 @@ enum ProxyCommand {
                     upstream ? address.hostIsIPOrName : address.hostIsIPOrLocalhost
                 else {
                     let host = upstream ? "an IP address or a host name" : "an IP address ([::1] for IPv6)"
-                    throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with \(host), got '\(text)'")
+                    // What was typed is quoted with a card number in it masked, as every command quotes it.
+                    throw CLIError(.usage, "proxy: \(flag): expected HOST:PORT with \(host), got '\(maskPAN(text))'")
                 }
                 return address
             }
@@ -53,7 +54,7 @@ enum ProxyCommand {
                     do throws(FaultError) {
                         faults.append(.delay(try FaultCommand.duration(text)))
                     } catch {
-                        throw CLIError(.usage, "proxy: --delay: \(error.message)")
+                        throw CLIError(.usage, "proxy: --delay: " + maskPAN(error.message))
                     }
                 case .flag("--partition", nil): faults.append(.partition)
                 case .flag("--refuse", nil): faults.append(.refuse)

@@ -48,9 +48,7 @@ enum TokenetCLI {
                 return try command.run(rest)
             }
         } catch {
-            // Errors quote what was typed (an address, a duration, a command), which may be a card number: masked
-            // here once for every command, as the nodes mask what they log.
-            printError("tokenet: " + maskPAN("\(error)"))
+            printError("tokenet: \(error)")
             if error.code == .usage { printError("Run '\(usageHelp)' for usage.") }
             return error.exitStatus
         }

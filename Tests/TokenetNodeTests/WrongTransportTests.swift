@@ -76,7 +76,9 @@ import TokenetWire
     ) async throws -> ProcessResult {
         let loop = try EventLoop(name: "not-a-node")
         let listener = try await PlainListener.bind(on: loop)
-        let serving = Task {
+        // On the listener's loop, as `InProcessServer` serves: a loaded suite's pool answered too late, and the
+        // command reported a handshake that timed out instead of the close.
+        let serving = Task(executorPreference: loop) {
             await withDiscardingTaskGroup { group in
                 for await connection in listener.connections {
                     group.addTask {
