@@ -27,10 +27,11 @@ extension IssuerCommand {
         renew-card gives a card a new number and/or expiry; its tokens, all of them however many, keep working,
         the wallets that hold them show the new number's last four digits, and the issuer app resynchronises its
         card ids. Deleted tokens are skipped, and a token the TSP refuses for good (unknown to it, another
-        issuer's) is listed but does not hold the renewal back; one it does not know is skipped from then on. A renewal whose answer from the TSP was lost stays pending (the card keeps
-        its number; cards shows it): run the same renew-card again to complete it, or --abandon it to give the
-        reserved number back. Either first asks the TSP whether it applied the renewal: if it did, the renewal
-        completes (also for --abandon); if the TSP cannot be asked, --abandon leaves the renewal pending.
+        issuer's) is listed but does not hold the renewal back; one it does not know is skipped from then on. A
+        renewal whose answer from the TSP was lost stays pending (the card keeps its number; cards shows it): run
+        the same renew-card again to complete it, or --abandon it to give the reserved number back. Either first
+        asks the TSP whether it applied the renewal: if it did, the renewal completes (also for --abandon); if the
+        TSP cannot be asked, --abandon leaves the renewal pending.
         --force-complete completes a pending renewal that repeating cannot, listing the tokens that do not hold
         the new card; it too asks the TSP first, and is refused while the TSP cannot be asked. A token the TSP
         will not answer about (another issuer's) holds neither back, and both name it.
