@@ -100,6 +100,12 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
         try await tsp.handling("SendCardMessage", context) { log in
             let token = try tsp.existingToken(request.digitalCardID)
             try tsp.requireIssuer(context.peer?.nodeID)(token)
+            // A deleted token is in no wallet any more: the message would reach a card its holder removed.
+            guard token.state != .deactivated else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is deleted: it is in no wallet, so no message goes about it")
+            }
             guard !request.title.isEmpty, !request.body.isEmpty else {
                 throw TSPError(.invalidArgument, "title and body are required")
             }

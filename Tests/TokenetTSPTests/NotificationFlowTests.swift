@@ -363,6 +363,20 @@ import TokenetWire
                 == .messaging(.init(title: "t ************1111", body: "b", action: "************0037")))
     }
 
+    /// A deleted token is in no wallet: a message about it is refused, as paying with it or resuming it is, instead
+    /// of reaching the wallet and the issuer app about a card its holder removed.
+    @Test func noMessageGoesAboutADeletedToken() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1).changeTokenState(
+            LifecycleTests.change(id, .delete))
+        await expectRPCError(.failedPrecondition, "is deleted: it is in no wallet, so no message goes about it") {
+            try await Self.updates(tsp, as: LifecycleTests.issuer1).sendCardMessage(
+                .init(digitalCardID: id, title: "Hi", body: "x"))
+        }
+        #expect(tsp.published.of("MESSAGING").isEmpty)
+    }
+
     /// The limits hold in bytes too: a character may take many (a letter with combining marks), and the action had
     /// no limit at all, so a message within the character counts could exceed what the broker takes, and the
     /// issuer heard only that it "could not be queued" (FAILED_PRECONDITION), not what to shorten.
