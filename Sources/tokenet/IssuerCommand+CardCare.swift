@@ -64,7 +64,8 @@ extension IssuerCommand {
                     PartyText.tokenResults(response.results)
                         + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                         + "\n(trace \(traceID))"
-                })
+                },
+                exitStatus: { response in refusalStatus(response.results) })
         }
     }
 
@@ -144,6 +145,18 @@ extension IssuerCommand {
                 try await IssuerV1.IssuerCardCare.Client(session.client).sendMessage(request, options: callOptions)
             },
             text: { response, traceID in "message \(response.messageID) queued\n(trace \(traceID))" })
+    }
+}
+
+extension IssuerCommand {
+    /// The exit status of a batch of token changes: 0 when every token was changed, else 64 + the code of the first
+    /// refused (the table shows each). A batch whose every token was refused exited 0, and a script could not tell
+    /// that nothing had changed.
+    static func refusalStatus(_ results: [TspV1.TokenStateResult]) -> Int32 {
+        guard let refused = results.first(where: { $0.statusCode != 0 }) else { return 0 }
+        let code = StatusCode(rawValue: refused.statusCode)
+        guard case .unrecognized = code else { return 64 + code.rawValue }
+        return 64 + StatusCode.unknown.rawValue
     }
 }
 

@@ -7,17 +7,20 @@ enum PartySession {
     /// Without `--deadline`, a party command waits at most this long: the flows behind it cross three nodes.
     static let defaultDeadline = Duration.seconds(30)
 
+    /// `exitStatus` gives the status of an answer that holds results of its own (a batch, one result per token):
+    /// 0 unless the answer says something was refused.
     static func run<Response: ProtoMessage>(
         _ options: InspectOptions, json: Bool,
         call: @escaping @Sendable (InspectSession, CallOptions) async throws -> Response,
-        text: @escaping @Sendable (Response, _ traceID: String) -> String
+        text: @escaping @Sendable (Response, _ traceID: String) -> String,
+        exitStatus: @escaping @Sendable (Response) -> Int32 = { _ in 0 }
     ) throws(CLIError) -> Int32 {
         var options = options
         options.deadline = options.deadline ?? defaultDeadline
         return try InspectSession.run(options) { session in
             let (response, traceID) = try await traced(session) { try await call(session, $0) }
             printOut(json ? try response.jsonString(options: .pretty) : text(response, traceID))
-            return 0
+            return exitStatus(response)
         }
     }
 

@@ -106,6 +106,11 @@ import TokenetTestSupport
         let resumed = try await tokenet(["issuer", "resume-tokens", issuer.listen, id, "--reason", "CARD_FOUND"])
         #expect(resumed.status == 0 && resumed.stdout.contains("OK"), "\(resumed.stdout)\(resumed.stderr)")
         try await seenByEveryParty(id, state: "TOKEN_STATE_ACTIVE")
+        // Resumed again, the token is refused (it is ACTIVE): the table says so, and the exit status too (64 + 9).
+        let again = try await tokenet(["issuer", "resume-tokens", issuer.listen, id, "--reason", "CARD_FOUND"])
+        #expect(
+            again.status == 73 && again.stdout.contains("FAILED_PRECONDITION: cannot resume a token that is ACTIVE"),
+            "\(again.stdout)\(again.stderr)")
 
         // An issuer message: the wallet keeps it, the issuer app shows title, body and action.
         let sent = try await json([
