@@ -48,7 +48,8 @@ enum RenewalSettlement: Sendable, Equatable {
     case keepPending
 
     /// The settlement after the TSP call failed with `error`. Only a status the TSP gives for a request it checked
-    /// and refused before its transaction, or a call the TSP is known never to have processed, releases the number;
+    /// and refused before its transaction, or a call the TSP is known never to have processed (or never to have
+    /// been sent: the TSP could not be reached), releases the number;
     /// anything else might have followed a renewal the TSP made. RESOURCE_EXHAUSTED is also the TSP's full disk: the
     /// renewal's one write is its transaction, which a full disk fails whole, and what the TSP does after the commit
     /// (publishing the journaled notices) fails no call.
@@ -57,7 +58,7 @@ enum RenewalSettlement: Sendable, Equatable {
             self = .keepPending
             return
         }
-        if error.callWasNotProcessed {
+        if error.callWasNotProcessed || error.callWasNeverSent {
             self = .release
             return
         }

@@ -241,6 +241,13 @@ extension IssuerCardCareService {
         let reason = (error as? RPCError)?.message ?? String(describing: error)
         let last4 = renewal.pan.last4
         let statusName = status.protoValueName ?? "\(status.rawValue)"
+        if settlement == .release, (error as? RPCError)?.callWasNeverSent == true {
+            log.info("renewal not sent: the TSP cannot be reached", ["card": cardID, "last4": last4])
+            return RPCError(
+                status,
+                "the renewal of card \(cardID) was not sent, so the card keeps its number and expiry: \(reason); "
+                    + "renew it again once the TSP can be reached")
+        }
         if settlement == .release {
             log.info("renewal refused by the TSP", ["card": cardID, "last4": last4, "status": statusName])
             return RPCError(
@@ -258,6 +265,16 @@ extension IssuerCardCareService {
                 "the TSP renewed \(sent.renewed.count) of card \(cardID)'s tokens, answering \(sent.answered) of "
                     + "\(sent.batches) calls, then failed (\(reason)); it holds the number ending \(last4), "
                     + "\(renewal.expiry) for some tokens only, so the renewal stays pending: repeat it to complete it")
+        }
+        if (error as? RPCError)?.callWasNeverSent == true {
+            // Repeated after the TSP said it holds the renewal for some tokens, and then not sent: still pending.
+            log.warning(
+                "renewal pending: not sent again, the TSP cannot be reached", ["card": cardID, "last4": last4])
+            return RPCError(
+                status,
+                "the renewal of card \(cardID) was not sent again (\(reason)); the TSP holds the number ending "
+                    + "\(last4), \(renewal.expiry) for some of its tokens, so the renewal stays pending: repeat it once "
+                    + "the TSP can be reached")
         }
         if settlement == .keepPending, RenewalSettlement(failure: error) == .release {
             // Refused, but the TSP said before it holds the renewal for some tokens (`RenewalResolution.heldInPart`).

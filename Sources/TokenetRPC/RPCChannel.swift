@@ -388,7 +388,9 @@ public final class RPCChannel: RPCCaller {
     private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {
         let reason = error.map { "\($0)" } ?? "no connection attempt finished"
         let target = peer.map { " to \($0)" } ?? ""
-        return RPCError(.unavailable, "cannot connect\(target) after \(attempts) attempt(s): \(reason)", cause: error)
+        return RPCError(
+            .unavailable, "cannot connect\(target) after \(attempts) attempt(s): \(reason)",
+            cause: NotConnected(reason: reason))
     }
 }
 

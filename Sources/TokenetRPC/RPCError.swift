@@ -35,6 +35,10 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// Such a call is safe to send again on another connection, whatever it does (`RPCChannel` does so once).
     public var callWasNotProcessed: Bool { cause is CallNotProcessed }
 
+    /// Whether the call never left this side: its channel could not connect to the server (`NotConnected`). Such a
+    /// call did nothing there, whatever it asks.
+    public var callWasNeverSent: Bool { cause is NotConnected }
+
     /// The status frame body that reports this error to the peer.
     var status: WireV1.Status {
         WireV1.Status(code: code, message: message, details: details)
@@ -52,6 +56,16 @@ public struct ServerFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(underlying)" }
+}
+
+/// The cause of an UNAVAILABLE error for a call that was never sent: its channel could not connect to the server.
+/// `reason` is what the last attempt met.
+public struct NotConnected: Error, Sendable, CustomStringConvertible {
+    public let reason: String
+
+    public init(reason: String) { self.reason = reason }
+
+    public var description: String { reason }
 }
 
 /// The cause of an UNAVAILABLE error for a call that a goaway refused before the server processed it.

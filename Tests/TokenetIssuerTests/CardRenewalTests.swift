@@ -329,6 +329,9 @@ extension CardCareTests {
         #expect(RenewalSettlement(failure: RPCError(.notFound, "")) == .release)
         #expect(RenewalSettlement(failure: RPCError(.permissionDenied, "")) == .release)
         #expect(RenewalSettlement(failure: RPCError(.unavailable, "")) == .keepPending)
+        // The TSP could not be reached: the renewal never left the issuer.
+        let notConnected = RPCError(.unavailable, "cannot connect", cause: NotConnected(reason: "connection refused"))
+        #expect(RenewalSettlement(failure: notConnected) == .release)
         #expect(RenewalSettlement(failure: RPCError(.deadlineExceeded, "")) == .keepPending)
         #expect(RenewalSettlement(failure: RPCError(.internal, "")) == .keepPending)
         #expect(RenewalSettlement(failure: CancellationError()) == .keepPending)

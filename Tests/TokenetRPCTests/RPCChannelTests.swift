@@ -150,6 +150,9 @@ import TokenetWire
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
             #expect(error.message == "cannot connect after 3 attempt(s): connection refused (test)")
+            // No connection, so the call never left: a caller may take it as not done (a reservation given back).
+            #expect(error.callWasNeverSent)
+            #expect(!error.callWasNotProcessed)
         }
         #expect(harness.attempts.load(ordering: .relaxed) == 3)
     }
