@@ -1,4 +1,6 @@
+import Foundation
 import Synchronization
+import TokenetTransport
 
 /// Lets one line of a kind through per interval and counts the ones it holds back, so that a line can say how many
 /// there were: the next line let through, or, when none comes, the last one held back, written once the interval
@@ -63,9 +65,13 @@ public final class LogThrottle: Sendable {
         return (true, heldBack)
     }
 
+    /// Waits on a thread of its own, not in a sleeping task: a node out of file descriptors (the very failure this
+    /// throttles) cannot make the timer a task's sleep needs, and the concurrency runtime stops the process when it
+    /// cannot (a node out of descriptors died at its second "accept failed" line).
     private func armFlush(at deadline: ContinuousClock.Instant) {
-        Task {
-            try? await Task.sleep(until: deadline, clock: .continuous)
+        NamedThread.start("tokenet-log-flush") { [self] in
+            let (seconds, attoseconds) = max(deadline - .now, .zero).components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
             flush(at: .now)
         }
     }

@@ -114,22 +114,34 @@ import TokenetWire
         await harness.stop()
     }
 
-    /// Peers that flood pings while reading nothing, each below its own limit: past the server's budget of frames
+    /// Peers that flood calls while reading nothing, each below its own limit: past the server's budget of frames
     /// waiting for such peers (128 MiB by default), the connection that adds to it is closed, and the others, and
     /// new calls, go on.
     @Test func framesForPeersThatReadNothingHaveABudget() async throws {
         let harness = try await Harness(name: "rpc-unread-budget")
         let budget = harness.server.unreadBudget
-        var pings: [UInt8] = []
-        for index in 1...10_000 {
-            let ping = WireV1.Frame(streamID: 0, kind: .ping(WireV1.Ping(payload: UInt64(index))))
-            try FrameEncoder().encode(ping, into: &pings)
+        // Calls of a method the server does not have, each answered at once with an UNIMPLEMENTED status that
+        // names it: some 300 bytes an answer, where a pong is 13, so the flood takes a twentieth of the frames.
+        let method = "/tokenet.testing.v1.Nothing/" + String(repeating: "x", count: 220)
+        func calls(from first: UInt32) throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            for id in stride(from: first, to: first + 1_000, by: 2) {
+                try FrameEncoder().encode(
+                    WireV1.Frame(streamID: id, kind: .callStart(WireV1.CallStart(method: method))), into: &bytes)
+                try FrameEncoder().encode(
+                    WireV1.Frame(streamID: id, kind: .halfClose(WireV1.HalfClose())), into: &bytes)
+            }
+            return bytes
         }
-        // The first peer floods until the server counts pongs waiting for it (which it does past the 1 MiB
+        // The first peer floods until the server counts answers waiting for it (which it does past the 1 MiB
         // high-water mark; its own limit is 8 MiB), then stops, and the count settles.
         let first = try await harness.connect()
         try await first.write(try Self.hello())
-        for _ in 0..<2_000 where budget.total == 0 { try await first.write(pings) }
+        var nextID: UInt32 = 1
+        for _ in 0..<2_000 where budget.total == 0 {
+            try await first.write(try calls(from: nextID))
+            nextID += 1_000
+        }
         #expect(budget.total > RPCConnection.outboundHighWater)
         var settled = -1
         for _ in 0..<100 where budget.total != settled {
@@ -140,9 +152,13 @@ import TokenetWire
 
         // The second peer's flood takes the total past the budget as soon as it counts, with 1 MiB waiting.
         let second = try await harness.connect()
-        let flood = Task { [pings] in
+        let flood = Task {
             try await second.write(try Self.hello())
-            for _ in 0..<2_000 { try await second.write(pings) }
+            var nextID: UInt32 = 1
+            for _ in 0..<2_000 {
+                try await second.write(try calls(from: nextID))
+                nextID += 1_000
+            }
         }
         let problem = try await harness.firstProblem()
         #expect(
