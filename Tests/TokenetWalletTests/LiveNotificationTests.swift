@@ -185,12 +185,12 @@ import TokenetTestSupport
         try await appSaw("REPLENISHMENT", id) { ($0["action"] as? String)?.contains("10 payment keys issued") == true }
     }
 
-    /// A renewal whose TSP cannot be reached stays pending (the issuer cannot know the TSP never got it) and cannot be
-    /// abandoned while the TSP cannot be asked; once the TSP is back, GetFundingCards says it never applied the
-    /// renewal, and the abandon gives the number back. The TSP's address is held meanwhile by a node of another role,
-    /// which the issuer refuses at the handshake: a failure no retry can mend, so each call fails at once instead of
-    /// retrying until its deadline.
-    @Test func aRenewalTheTSPNeverGotIsAbandonedOnceTheTSPCanBeAsked() async throws {
+    /// A renewal whose TSP cannot be reached is not sent: no connection was made, so the issuer knows the TSP never
+    /// got it, and the card keeps its number with nothing pending (it stayed pending, to be abandoned once the TSP
+    /// could be asked). The TSP's address is held meanwhile by a node of another role, which the issuer refuses at
+    /// the handshake: a failure no retry can mend, so the call fails at once instead of retrying until its deadline.
+    /// Once the TSP is back, the same renewal goes through.
+    @Test func aRenewalTheTSPCannotBeReachedForIsNotSentAndGoesOnceItCan() async throws {
         _ = try await activeCard()
         let (tsp, issuer) = (self.tsp, self.issuer)
         let impostor = try await offThePool {
@@ -199,16 +199,16 @@ import TokenetTestSupport
                 "wallet-node", role: "wallet", pki: try TestPKI.directory(), listen: tsp.listen,
                 extra: ["--tsp", tsp.listen, "--issuer", issuer.listen])
         }
-        let lost = try await tokenet([
-            "issuer", "renew-card", issuer.listen, "card-visa-approve", "--pan", "4761000010000017",
-        ])
-        #expect(lost.status == 64 + 14 && lost.stderr.contains("stays pending"), "\(lost.stdout)\(lost.stderr)")
-        let pending = try await json(["issuer", "cards", issuer.listen])
-        let card = list(pending, "cards").first { $0["cardId"] as? String == "card-visa-approve" }
+        let renewal = ["issuer", "renew-card", issuer.listen, "card-visa-approve", "--pan", "4761000010000017"]
+        let notSent = try await tokenet(renewal)
         #expect(
-            (card?["pendingRenewal"] as? [String: Any])?["maskedPan"] as? String == "************0017", "\(pending)")
-        let notAsked = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
-        #expect(notAsked.stderr.contains("could not be asked"), "\(notAsked.stdout)\(notAsked.stderr)")
+            notSent.status == 64 + 14
+                && notSent.stderr.contains("was not sent, so the card keeps its number and expiry"),
+            "\(notSent.stdout)\(notSent.stderr)")
+        let unchanged = try await json(["issuer", "cards", issuer.listen])
+        let card = list(unchanged, "cards").first { $0["cardId"] as? String == "card-visa-approve" }
+        #expect(card?["maskedPan"] as? String == "************0009", "\(unchanged)")
+        #expect(list(unchanged, "cards").allSatisfy { $0["pendingRenewal"] == nil }, "\(unchanged)")
 
         let restarted = try await offThePool {
             impostor.stop()
@@ -217,12 +217,10 @@ import TokenetTestSupport
                 extra: ["--issuer", issuer.listen])
         }
         defer { restarted.stop() }
-        let abandoned = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--abandon"])
+        let renewed = try await tokenet(renewal)
         #expect(
-            abandoned.stdout.hasPrefix("card-visa-approve: renewal abandoned; the card keeps ************0009"),
-            "\(abandoned.stdout)\(abandoned.stderr)")
-        let after = try await json(["issuer", "cards", issuer.listen])
-        #expect(list(after, "cards").allSatisfy { $0["pendingRenewal"] == nil }, "\(after)")
+            renewed.status == 0 && renewed.stdout.hasPrefix("card-visa-approve renewed: ************0017"),
+            "\(renewed.stdout)\(renewed.stderr)")
     }
 
     func seenByEveryParty(_ id: String, state: String) async throws {
