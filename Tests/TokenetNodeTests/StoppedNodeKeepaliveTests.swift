@@ -21,6 +21,14 @@ import TokenetWire
         }
         let loop = try EventLoop(name: "test-stopped-node")
         defer { loop.shutdown() }
+        // The test runs on its connection's loop thread: a full suite keeps the shared pool busy, and a test that
+        // waited there for a turn between the node's ping and the SIGSTOP could outlast the keepalive timeout.
+        try await Task(executorPreference: loop) { try await Self.stopTheNodeAfterItsPing(node, address, loop) }.value
+    }
+
+    private static func stopTheNodeAfterItsPing(
+        _ node: LaunchedProcess, _ address: HostPort, _ loop: EventLoop
+    ) async throws {
         let raw = try await RawFrameConnection(to: address, on: loop)
         try await raw.send(WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1))))
 
@@ -31,7 +39,7 @@ import TokenetWire
             return
         }
         // The node stops; the answer goes at once and waits in its socket for over twice the keepalive timeout. The
-        // timeout is long enough for a test held back on a loaded machine to stop the node before it runs out.
+        // timeout leaves a loaded machine time to stop the node before it runs out.
         node.process.send(SIGSTOP)
         try await raw.send(WireV1.Frame(streamID: 0, kind: .pong(WireV1.Pong(payload: payload.payload))))
         try await Task.sleep(for: .seconds(18))
