@@ -23,8 +23,21 @@ public final class FaultProxy: Sendable {
     private let upstreamReport: UpstreamReport?
     private let state: Mutex<State>
 
-    /// A chunk on its way out, not to be written before `notBefore`.
-    typealias Outgoing = (bytes: [UInt8], notBefore: ContinuousClock.Instant)
+    /// A chunk on its way out, not to be written before `notBefore` unless a hurry brings it forward; `number`
+    /// counts the chunks of its connection and direction, from 1.
+    typealias Outgoing = (bytes: [UInt8], notBefore: ContinuousClock.Instant, number: UInt64)
+
+    /// One direction of one connection.
+    struct Way: Hashable {
+        var id: UInt64
+        var direction: FaultProxyStateMachine.Direction
+    }
+
+    /// A shortened or lifted delay: the chunks numbered up to `upTo` go by `notAfter`.
+    struct Hurry {
+        var upTo: UInt64
+        var notAfter: ContinuousClock.Instant
+    }
 
     struct State {
         var machine: FaultProxyStateMachine
@@ -35,6 +48,38 @@ public final class FaultProxy: Sendable {
         /// Readers paused by a partition, woken when the fault changes.
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter: UInt64 = 0
+        /// Chunks queued so far per way, which numbers the next one.
+        var queued: [Way: UInt64] = [:]
+        /// The hurries not yet past, per way.
+        var hurries: [Way: [Hurry]] = [:]
+        /// Writers waiting for their chunk's instant, each with the timer that wakes it; a hurry wakes it first.
+        var sleepers: [Way: (continuation: CheckedContinuation<Void, Never>, timer: Task<Void, Never>)] = [:]
+
+        /// When `chunk` may go: its own instant, or earlier when a hurry queued after it says so. Forgets the
+        /// hurries of chunks already written.
+        mutating func due(of chunk: Outgoing, on way: Way) -> ContinuousClock.Instant {
+            guard var pending = hurries[way] else { return chunk.notBefore }
+            pending.removeAll { $0.upTo < chunk.number }
+            hurries[way] = pending.isEmpty ? nil : pending
+            return pending.reduce(chunk.notBefore) { min($0, $1.notAfter) }
+        }
+
+        /// Wakes the writer of `way` if it sleeps; returns its timer, to cancel outside the lock.
+        mutating func wake(_ way: Way) -> Task<Void, Never>? {
+            guard let sleeper = sleepers.removeValue(forKey: way) else { return nil }
+            sleeper.continuation.resume()
+            return sleeper.timer
+        }
+
+        /// Forgets what a connection's ways kept.
+        mutating func forget(_ id: UInt64) -> [Task<Void, Never>] {
+            FaultProxyStateMachine.Direction.both.compactMap { direction in
+                let way = Way(id: id, direction: direction)
+                queued[way] = nil
+                hurries[way] = nil
+                return wake(way)
+            }
+        }
     }
 
     /// The running parts of one proxied connection.
@@ -172,8 +217,8 @@ public final class FaultProxy: Sendable {
         await withTaskGroup(of: Part.self) { group in
             group.addTask { await self.read(id, from: client, .toUpstream) }
             group.addTask { await self.read(id, from: upstream, .toClient) }
-            group.addTask { await self.write(id, toUpstream, to: upstream) }
-            group.addTask { await self.write(id, toClient, to: client) }
+            group.addTask { await self.write(Way(id: id, direction: .toUpstream), toUpstream, to: upstream) }
+            group.addTask { await self.write(Way(id: id, direction: .toClient), toClient, to: client) }
             group.addTask {
                 for await _ in aborted {}
                 return .aborted
@@ -190,7 +235,11 @@ public final class FaultProxy: Sendable {
             }
             group.cancelAll()
         }
-        _ = state.withLock { $0.draining.removeValue(forKey: id) }
+        let timers = state.withLock { state in
+            _ = state.draining.removeValue(forKey: id)
+            return state.forget(id)
+        }
+        for timer in timers { timer.cancel() }
         await client.close()
         await upstream.close()
     }
@@ -207,21 +256,48 @@ public final class FaultProxy: Sendable {
         return .reader
     }
 
-    private func write(_ id: UInt64, _ outgoing: AsyncStream<Outgoing>, to destination: PlainConnection) async
+    private func write(_ way: Way, _ outgoing: AsyncStream<Outgoing>, to destination: PlainConnection) async
         -> Part
     {
-        for await (bytes, notBefore) in outgoing {
-            if notBefore > .now {
-                do { try await Task.sleep(until: notBefore, clock: .continuous) } catch { break }
-            }
+        for await chunk in outgoing {
+            guard await waitUntilDue(chunk, on: way) else { break }
             do {
-                try await destination.write(bytes)
+                try await destination.write(chunk.bytes)
             } catch {
-                cut(state.withLock { Self.apply($0.machine.ended(id), to: &$0) })
+                cut(state.withLock { Self.apply($0.machine.ended(way.id), to: &$0) })
                 break
             }
         }
         return .writer
+    }
+
+    /// Waits until `chunk` may go, which a hurry can bring forward while it waits; false when cancelled.
+    private func waitUntilDue(_ chunk: Outgoing, on way: Way) async -> Bool {
+        while !Task.isCancelled {
+            let due = state.withLock { $0.due(of: chunk, on: way) }
+            if due <= .now { return true }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let timer = Task {
+                        try? await Task.sleep(until: due, clock: .continuous)
+                        state.withLock { $0.sleepers.removeValue(forKey: way) }?.continuation.resume()
+                    }
+                    let sleeping = state.withLock { state -> Bool in
+                        // A hurry that came since `due` was read would find nobody to wake: look again.
+                        guard !Task.isCancelled, state.due(of: chunk, on: way) == due else { return false }
+                        state.sleepers[way] = (continuation, timer)
+                        return true
+                    }
+                    if !sleeping {
+                        timer.cancel()
+                        continuation.resume()
+                    }
+                }
+            } onCancel: {
+                state.withLock { $0.wake(way) }?.cancel()
+            }
+        }
+        return false
     }
 
     /// Returns at once unless a partition holds as much of this direction as it may; then waits until the fault
@@ -258,7 +334,16 @@ public final class FaultProxy: Sendable {
             case .connectUpstream:
                 break  // `serve()` starts the connection's task, which connects.
             case .forward(let id, let direction, let bytes, let notBefore):
-                _ = state.links[id]?.outboxes[direction]?.yield((bytes, notBefore))
+                guard let outbox = state.links[id]?.outboxes[direction] else { break }
+                let way = Way(id: id, direction: direction)
+                let number = state.queued[way, default: 0] + 1
+                state.queued[way] = number
+                _ = outbox.yield((bytes, notBefore, number))
+            case .hurry(let id, let direction, let notAfter):
+                let way = Way(id: id, direction: direction)
+                guard let upTo = state.queued[way] else { break }
+                state.hurries[way, default: []].append(Hurry(upTo: upTo, notAfter: notAfter))
+                state.wake(way)?.cancel()
             case .finish(let id):
                 // The writers drain their outboxes and end; `carry` then closes both sides.
                 if let link = state.links.removeValue(forKey: id) {

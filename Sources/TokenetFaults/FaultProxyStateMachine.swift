@@ -4,7 +4,8 @@
 /// Each direction has its own fault (a delay or a partition on the way to the server only holds back what a client
 /// sends, while its answers flow: a lost response), and refusing applies to new connections. Every chunk of bytes
 /// is forwarded at or after an instant the machine sets, and never before an earlier chunk of the same direction:
-/// a delay shortened midway cannot reorder a stream.
+/// a delay shortened midway cannot reorder a stream. Shortening or lifting a delay also brings forward what it holds
+/// already (`hurry`): a mistyped `delay 10m` is mended by `heal`, not only by cutting every connection.
 public struct FaultProxyStateMachine: Sendable {
     public enum Direction: Sendable, Hashable, CustomStringConvertible {
         /// From the proxy's client to the upstream server.
@@ -25,6 +26,9 @@ public struct FaultProxyStateMachine: Sendable {
         case connectUpstream(UInt64)
         /// Write these bytes on in `direction`, not before `notBefore`, after what was forwarded before them.
         case forward(UInt64, Direction, [UInt8], notBefore: Instant)
+        /// Write what was forwarded in `direction` and waits for a later instant by `notAfter` instead (in order): a
+        /// delay was shortened or lifted.
+        case hurry(UInt64, Direction, notAfter: Instant)
         /// Close both sides of the connection now, dropping what waits to be written (a reset, a refusal).
         case close(UInt64)
         /// Write what was forwarded so far, then close both sides (one side ended its stream).
@@ -112,7 +116,9 @@ public struct FaultProxyStateMachine: Sendable {
 
     /// Puts `fault` in force, from the next byte on: in `direction` only, or, without one, for everything (and
     /// `.refuse` only then, which refuses new connections and lifts the directions' faults). Lifting a partition
-    /// sends on what it held, in order (after the new delay, if any).
+    /// sends on what it held, in order (after the new delay, if any). A delay shortened or lifted brings forward
+    /// what was forwarded under it to go later than the new delay allows (`hurry`); one made longer, or a partition,
+    /// leaves what is already on its way alone.
     public mutating func set(_ fault: Fault, only direction: Direction? = nil, at now: Instant) -> [Action] {
         let directions = direction.map { [$0] } ?? Direction.both
         if direction == nil { refusing = fault == .refuse }
@@ -122,10 +128,19 @@ public struct FaultProxyStateMachine: Sendable {
             if self.fault(direction) == .partition && flowing != .partition { lifted.append(direction) }
             faults[direction] = flowing
         }
-        guard !lifted.isEmpty else { return [] }
         let due: Instant
         if case .delay(let delay) = flowing { due = now + delay } else { due = now }
         var actions: [Action] = []
+        if flowing != .partition {
+            for id in connections.keys.sorted() {
+                for direction in directions {
+                    guard let last = connections[id]?.lastDue[direction], last > due else { continue }
+                    connections[id]?.lastDue[direction] = due
+                    actions.append(.hurry(id, direction, notAfter: due))
+                }
+            }
+        }
+        guard !lifted.isEmpty else { return actions }
         for id in connections.keys.sorted() {
             guard var connection = connections[id] else { continue }
             for direction in lifted {

@@ -170,9 +170,9 @@ enum ProxyCommand {
 
         Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
         without one):
-          none | heal       carry bytes as they come
+          none | heal       carry bytes as they come; what a delay holds goes on at once, in order
           delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us, 2m; at most 10 minutes),
-                            without reordering
+                            without reordering; a shorter delay brings forward what a longer one holds
           partition         carry nothing; up to 1 MiB per direction is held and goes on, in order, when the
                             partition is lifted (past that the sender is no longer read, as a full TCP window would
                             stop it), and a side that closes meanwhile closes after what was held. 'partition

@@ -29,15 +29,43 @@ import Testing
         _ = machine.set(.delay(.milliseconds(100)), at: at(0))
         #expect(
             machine.received(id, .toUpstream, [1], at: at(0)) == [.forward(id, .toUpstream, [1], notBefore: at(100))])
-        // The delay drops to 10 ms: the next chunk still waits for the one before it.
-        _ = machine.set(.delay(.milliseconds(10)), at: at(20))
+        // A longer delay leaves what is on its way alone.
+        #expect(machine.set(.delay(.milliseconds(500)), at: at(10)) == [])
+        #expect(machine.set(.delay(.milliseconds(100)), at: at(15)) == [])
+        // The delay drops to 10 ms: what waits goes by then, and the next chunk not before it.
         #expect(
-            machine.received(id, .toUpstream, [2], at: at(20)) == [.forward(id, .toUpstream, [2], notBefore: at(100))])
+            machine.set(.delay(.milliseconds(10)), at: at(20)) == [.hurry(id, .toUpstream, notAfter: at(30))])
+        #expect(
+            machine.received(id, .toUpstream, [2], at: at(20)) == [
+                .forward(id, .toUpstream, [2], notBefore: at(30))
+            ])
         // The other direction has its own order.
         #expect(machine.received(id, .toClient, [3], at: at(20)) == [.forward(id, .toClient, [3], notBefore: at(30))])
-        _ = machine.set(.none, at: at(200))
+        #expect(machine.set(.none, at: at(200)) == [])
         #expect(
             machine.received(id, .toUpstream, [4], at: at(200)) == [.forward(id, .toUpstream, [4], notBefore: at(200))])
+    }
+
+    /// A mistyped `delay 10m` is mended by `heal`: what it holds goes at once, in order, in the directions healed;
+    /// a partition leaves what is already on its way alone.
+    @Test func healingBringsForwardWhatADelayHoldsInTheDirectionsHealed() {
+        var machine = Machine()
+        let (first, _) = machine.accepted()
+        let (second, _) = machine.accepted()
+        _ = machine.set(.delay(.seconds(600)), at: at(0))
+        _ = machine.received(first, .toUpstream, [1], at: at(1))
+        _ = machine.received(first, .toClient, [2], at: at(2))
+        _ = machine.received(second, .toUpstream, [3], at: at(3))
+        #expect(machine.set(.partition, at: at(4)) == [])
+        #expect(machine.received(first, .toUpstream, [4], at: at(5)) == [])
+        #expect(
+            machine.set(.none, only: .toClient, at: at(6)) == [.hurry(first, .toClient, notAfter: at(6))])
+        #expect(
+            machine.set(.none, at: at(7)) == [
+                .hurry(first, .toUpstream, notAfter: at(7)), .hurry(second, .toUpstream, notAfter: at(7)),
+                .forward(first, .toUpstream, [4], notBefore: at(7)),
+            ])
+        #expect(machine.set(.none, at: at(8)) == [])
     }
 
     @Test func aPartitionHoldsEverythingAndLiftingItSendsItOnInOrder() {

@@ -102,6 +102,30 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// A mistyped `delay 10m` is mended by healing: what the delay holds arrives at once, in order, rather than
+    /// after ten minutes (or never, unless every connection is reset).
+    @Test func healingReleasesWhatALongDelayHolds() async throws {
+        let rig = try await Rig(Self.echo)
+        let client = try await rig.connect()
+        try await client.write([0])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [0])
+        rig.proxy.set(.delay(.seconds(600)))
+        try await client.write(Self.pattern(3000, seed: 1))
+        try await client.write(Self.pattern(3000, seed: 2))
+        #expect(await Self.read(1, from: client, within: .milliseconds(300)) == [])
+        // Shortened, then lifted: each brings what waits forward, and later bytes still come after it.
+        rig.proxy.set(.delay(.seconds(300)))
+        #expect(await Self.read(1, from: client, within: .milliseconds(200)) == [])
+        rig.proxy.set(.none)
+        try await client.write(Self.pattern(3000, seed: 3))
+        let echoed = await Self.read(9000, from: client, within: .seconds(60))
+        let expected = Self.pattern(3000, seed: 1) + Self.pattern(3000, seed: 2) + Self.pattern(3000, seed: 3)
+        #expect(echoed.count == expected.count, "\(echoed.count) of \(expected.count) bytes came back")
+        #expect(echoed == expected, "the bytes came back out of order")
+        await client.close()
+        await rig.stop()
+    }
+
     @Test func aPartitionHoldsBytesUntilItIsLifted() async throws {
         let rig = try await Rig(Self.echo)
         let client = try await rig.connect()
