@@ -114,7 +114,10 @@ enum DecodeCommand {
                     file = argument
                 }
             }
-            guard encodings.count <= 1 else { throw CLIError(.usage, "decode: give --hex or --base64, not both") }
+            // The same flag twice is harmless; both are a contradiction.
+            guard encodings.allSatisfy({ $0 == encodings.first }) else {
+                throw CLIError(.usage, "decode: give --hex or --base64, not both")
+            }
             guard type == nil || (method == nil && callsFile == nil) else {
                 throw CLIError(
                     .usage, "decode: --method and --calls are for frames; with --type the input is one message")

@@ -114,7 +114,10 @@ enum DecodeInput {
             if let paddingAt { return "'=' at offset \(paddingAt) is padding, which only ends the text" }
         }
         let padding = paddingAt.map { offset in input[offset...].filter { $0 == UInt8(ascii: "=") }.count } ?? 0
-        return "\(characters) characters (\(padding) of them '=') are not base64: with padding, base64 text is a "
+        let counted = characters == 1 ? "1 character" : "\(characters) characters"
+        let equals = padding == 0 ? "none" : "\(padding)"
+        let verb = characters == 1 ? "is" : "are"
+        return "\(counted) (\(equals) of them '=') \(verb) not base64: with padding, base64 text is a "
             + "multiple of 4 characters and ends in at most two '='; without, it is never one more than a multiple of 4"
     }
 }

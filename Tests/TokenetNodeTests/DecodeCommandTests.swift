@@ -120,6 +120,10 @@ import TokenetWire
         let hex = try await runTokenet(
             ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--hex"], stdin: "08:01")
         #expect(hex.stdout == result.stdout)
+        // The same flag twice is what it says once.
+        let twice = try await runTokenet(
+            ["decode", "--type", "tokenet.health.v1.HealthCheckResponse", "--hex", "--hex"], stdin: "0801")
+        #expect(twice.status == 0 && twice.stdout == result.stdout, "\(twice.stderr)")
     }
 
     /// Bytes that happen to be hex digits are taken as the message when it has every field they hold: a service
@@ -209,7 +213,8 @@ import TokenetWire
             ["--base64", "--type", "tokenet.health.v1.HealthCheckResponse"], "CAE=====\n", 2,
             "decode: --base64: 8 characters (5 of them '=') are not base64"
         ),
-        (["--base64"], "CAEAC\n", 2, "decode: --base64: 5 characters (0 of them '=') are not base64"),
+        (["--base64"], "CAEAC\n", 2, "decode: --base64: 5 characters (none of them '=') are not base64"),
+        (["--base64"], "C\n", 2, "decode: --base64: 1 character (none of them '=') is not base64"),
         (["--type", "no.such.Message"], "", 2, "decode: --type: this build has no message 'no.such.Message'"),
         (["--method", "/no.Such/Method"], "", 2, "decode: --method: this build has no method '/no.Such/Method'"),
         // A close name is named as the one meant, as tokenet call and describe name it.
