@@ -83,7 +83,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
     }
 
     /// Opens card data the TSP encrypted to this issuer's key.
-    private func decrypt(_ encrypted: CardV1.EncryptedCardData?) throws -> CardData {
+    func decrypt(_ encrypted: CardV1.EncryptedCardData?) throws -> CardData {
         guard let encrypted, !encrypted.jwe.isEmpty else {
             throw RPCError(.invalidArgument, "encrypted_card_data is required")
         }
@@ -98,7 +98,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         }
     }
 
-    private func pan(of card: CardData) throws -> PAN {
+    func pan(of card: CardData) throws -> PAN {
         do {
             return try card.pan()
         } catch {

@@ -55,8 +55,10 @@ public enum IssuerNode {
             let link = IssuerAppLink(wallet: try context.channel(to: .wallet), view: appView, logger: logger)
             context.runInBackground { await link.run() }
         }
-        // The TSP's notifications, processed by the issuer app (processNotification, then the app's action).
-        try context.subscribeToNotifications(handler: appNotifications)
+        // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app
+        // (processNotification, then the app's action).
+        try context.subscribeToNotifications(
+            handler: IssuerNodeNotifications(app: appNotifications, decisions: party.decisions, logger: logger))
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)

@@ -162,6 +162,14 @@ extension IssuerStore {
         }
     }
 
+    /// Whether a decision under `rule` is recorded for the token.
+    func hasDecision(digitalCardID: String, rule: String) throws(IssuerError) -> Bool {
+        try storage("look up the decisions of token \(digitalCardID)") {
+            try database.queryOne(
+                "SELECT 1 FROM decisions WHERE digital_card_id = ? AND rule = ?", [digitalCardID, rule]) != nil
+        }
+    }
+
     func recordPush(cardID: String, mode: String, walletAccountID: String, outcome: String, at date: Date)
         throws(IssuerError)
     {

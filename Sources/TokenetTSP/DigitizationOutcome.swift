@@ -78,16 +78,22 @@ struct DigitizationOutcome: Sendable, Equatable {
         .outOfRange, .alreadyExists,
     ]
 
+    /// The `decided_by` of a decision the stand-in rule made.
+    static let standInDecider = "stand-in"
+
+    /// Whether the stand-in rule made this decision, which the issuer is then told of (STAND_IN_ADVICE).
+    var isStandIn: Bool { decidedBy == Self.standInDecider }
+
     static func standIn(_ decision: StandInPolicy.Decision, issuerProblem: String) -> DigitizationOutcome {
         switch decision {
         case .approve:
             return DigitizationOutcome(
                 decision: .approved, state: .active, reason: "stand-in approved (\(issuerProblem))", idvMethods: [],
-                declineReason: "", decidedBy: "stand-in")
+                declineReason: "", decidedBy: standInDecider)
         case .decline(let why):
             return DigitizationOutcome(
                 decision: .declined, state: .deactivated, reason: "stand-in declined (\(issuerProblem)): \(why)",
-                idvMethods: [], declineReason: why, decidedBy: "stand-in")
+                idvMethods: [], declineReason: why, decidedBy: standInDecider)
         }
     }
 }

@@ -41,9 +41,11 @@ extension TSPService {
             throw TSPError(
                 .unavailable, "the digitization was interrupted before a decision; retry it with the same request id")
         }
+        let advice = standInAdvice(pending, request: request, outcome: outcome, log: log)
         // In the state-change gate: the tokens this one replaces are deactivated and told in turn with other changes.
         let response = try await stateChanges.run {
-            let finished = try store.finishDigitization(pending, outcome: outcome, traceID: traceID, nowMs: nowMs)
+            let finished = try store.finishDigitization(
+                pending, outcome: outcome, advice: advice, traceID: traceID, nowMs: nowMs)
             await publishReplaced(finished, by: pending.token.digitalCardID, log: log)
             return finished.value.response
         }

@@ -23,9 +23,11 @@ enum D1 {
         case authn = "AUTHN"
         case cardRenewal = "CARD_RENEWAL"
         case messaging = "MESSAGING"
+        case standInAdvice = "STAND_IN_ADVICE"
     }
 
-    /// Who receives a message about a token: the wallet that holds it and the issuer app of its issuer.
+    /// Who receives a message about a token: the wallet that holds it, and the node of its issuer (whose app and
+    /// backend share its queue: STAND_IN_ADVICE is for the backend).
     enum Recipient: Sendable, Hashable {
         case wallet
         case issuerApp

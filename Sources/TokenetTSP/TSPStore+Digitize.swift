@@ -136,10 +136,13 @@ extension TSPStore {
     /// declined replaces the card's earlier tokens on the device still waiting for ID&V (`replaceStepUps`): they
     /// are deactivated in the same transaction and returned, for their parties to be told.
     func finishDigitization(
-        _ pending: PendingDigitization, outcome: DigitizationOutcome, traceID: String, nowMs: UInt64
+        _ pending: PendingDigitization, outcome: DigitizationOutcome, advice: TspV1.StandInAdviceBody? = nil,
+        traceID: String, nowMs: UInt64
     ) throws -> Journaled<(response: TspV1.DigitizeResponse, replaced: [TokenStateChange])> {
-        // The tokens it replaces are told CARD_STATE DEACTIVATED (REPLACED), journaled with the change.
-        try journaling(
+        // The tokens it replaces are told CARD_STATE DEACTIVATED (REPLACED), journaled with the change, and so is the
+        // stand-in's advice to the issuer when the stand-in decided (not when the digitization was done before).
+        var advised = false
+        return try journaling(
             { tx in
                 guard
                     let row = try tx.queryOne(
@@ -162,6 +165,7 @@ extension TSPStore {
                 {
                     outcome = .alreadyProvisioned(panLast4: token.panLast4)
                 }
+                advised = outcome.isStandIn
                 var lifecycle = TokenLifecycleStateMachine(state: token.state)
                 switch outcome.state {
                 case .active: _ = lifecycle.activate()
@@ -200,6 +204,7 @@ extension TSPStore {
             },
             announce: { result in
                 result.replaced.flatMap { TSPService.cardState($0, reason: "REPLACED", initiator: "tsp") }
+                    + (advised ? TSPService.standInAdvice(advice, digitalCardID: pending.token.digitalCardID) : [])
             })
     }
 

@@ -128,25 +128,37 @@ extension TSPStore {
     }
 
     /// Up to `limit` transactions in the order they were made (ties in the order they were stored), of one token
-    /// or of every token, after the place `after` (`PageRequest.afterTime`), each with its page key.
+    /// or of every token, after the place `after` (`PageRequest.afterTime`), each with its page key. A request
+    /// left unanswered past its expiry at `nowMs` is listed EXPIRED: nobody can answer it any more, as the issuer
+    /// app lists it too.
     func transactions(
-        of digitalCardID: String?, after: (ms: Int64, row: Int64), limit: Int
+        of digitalCardID: String?, after: (ms: Int64, row: Int64), limit: Int, nowMs: UInt64
     ) throws -> [(transaction: TspV1.TspTransaction, pageKey: String)] {
         let parameters: [any SQLValueConvertible] =
             (digitalCardID.map { [$0] } ?? []) + [after.ms, after.row, Int64(limit)]
         return try database.query(Self.transactionPageQuery(oneToken: digitalCardID != nil), parameters).map { row in
             let key = PageRequest.key(
                 in: digitalCardID ?? "", ms: try row.int64(6), row: try row.int64(Self.transactionColumnCount))
-            return (try Self.transaction(from: row), key)
+            var transaction = try Self.transaction(from: row)
+            if transaction.authnStatus == Self.authnPending,
+                let expires = try row.get(Self.transactionColumnCount + 1, as: Int64?.self), UInt64(expires) <= nowMs
+            {
+                transaction.authnStatus = Self.authnExpired
+            }
+            return (transaction, key)
         }
     }
+
+    static let authnPending = "PENDING"
+    /// Never stored: a PENDING request past its expiry is listed so (`transactions(of:after:limit:nowMs:)`).
+    static let authnExpired = "EXPIRED"
 
     /// The query of a `ListTransactions` page, of one token's transactions or every token's: parameters are the
     /// token (for one), the time and row id the page starts after, and the number of rows. Each reads through an
     /// index in its order (`transactions_token`, `transactions_made`), which ends in the row id.
     static func transactionPageQuery(oneToken: Bool) -> String {
         """
-        SELECT \(transactionColumns), rowid FROM transactions
+        SELECT \(transactionColumns), rowid, authn_expires_at_ms FROM transactions
         WHERE \(oneToken ? "digital_card_id = ? AND " : "")(at_ms, rowid) > (?, ?)
         ORDER BY at_ms, rowid LIMIT ?
         """
@@ -190,7 +202,8 @@ extension TSPStore {
                 if let expires = try row.get(9, as: Int64?.self), UInt64(expires) <= nowMs {
                     throw TSPError(
                         .failedPrecondition,
-                        "authentication request \"\(authnRequestID)\" has expired; it stays PENDING")
+                        "authentication request \"\(authnRequestID)\" has expired (it is listed EXPIRED); it can no "
+                            + "longer be answered")
                 }
                 _ = try tx.execute(
                     """

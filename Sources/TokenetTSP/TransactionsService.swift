@@ -126,7 +126,8 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             if let token, try tsp.store.token(token) == nil {
                 throw TSPError(.notFound, "no token has digital card id \"\(token)\"")
             }
-            let rows = try tsp.store.transactions(of: token, after: after, limit: page.size + 1)
+            let rows = try tsp.store.transactions(
+                of: token, after: after, limit: page.size + 1, nowMs: tsp.nowMs)
             let (transactions, next) = page.split(rows, key: \.pageKey)
             return TspV1.ListTransactionsResponse(transactions: transactions.map(\.transaction), nextPageToken: next)
         }

@@ -21,8 +21,8 @@ extension TSPCommand {
         the wallet and the issuer app are notified (CPS CARD_STATE). simulate-transaction makes a payment with an
         ACTIVE token, notified to the issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the
         cardholder is first asked in the issuer app (AUTHN; answer with tokenet issuer-app authn). transactions
-        lists them with the cardholder's answers. request-keys asks the token's wallet to replenish its payment
-        keys (MG REPLENISHMENT).
+        lists them with the cardholder's answers (EXPIRED when none came in time). request-keys asks the token's
+        wallet to replenish its payment keys (MG REPLENISHMENT).
         """
 
     static func token(_ word: String) -> PartyAction {

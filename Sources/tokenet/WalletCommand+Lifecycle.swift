@@ -157,6 +157,9 @@ extension PartyText {
             return "renewed: \(body.previousCardID) -> \(body.newCardID), ending \(body.panLast4), \(body.expiry)"
         case .messaging(let body)?:
             return "\(body.title): \(body.body)" + (body.action.isEmpty ? "" : " [\(body.action)]")
+        case .standInAdvice(let body)?:
+            let decision = body.decision.protoValueName ?? "\(body.decision.rawValue)"
+            return "stand-in \(decision) for the card ending \(body.maskedPAN.filter(\.isNumber).suffix(4))"
         case .opaque(let bytes)?:
             return "\(bytes.count) bytes"
         case nil:

@@ -125,7 +125,9 @@ import TokenetWire
         #expect(listed.transactions.map(\.approved) == [true])
     }
 
-    @Test func cancelledAuthnIsNotifiedDeclinedAndExpiredOnesStayPending() async throws {
+    /// An authentication request nobody answered in time is listed EXPIRED, as the issuer app lists it, and can no
+    /// longer be answered; before its expiry it is PENDING.
+    @Test func cancelledAuthnIsNotifiedDeclinedAndExpiredOnesAreListedExpired() async throws {
         let tsp = try TSPHarness.make()
         let id = try await LifecycleTests.activeToken(tsp)
         let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
@@ -141,12 +143,15 @@ import TokenetWire
         }
         let second = try await operatorClient.simulateTransaction(
             .init(digitalCardID: id, amountMinor: 100, merchant: "B", authn: true))
+        let before = try await operatorClient.listTransactions(.init()).transactions.map(\.authnStatus)
+        #expect(before == ["CANCELLED", "PENDING"])
         tsp.clock.advance(seconds: 301)
-        await expectRPCError(.failedPrecondition, "has expired") {
+        await expectRPCError(.failedPrecondition, "has expired (it is listed EXPIRED); it can no longer be answered") {
             try await issuer.answerAuthn(.init(authnRequestID: second.authnRequestID, proceed: true))
         }
-        let statuses = try await operatorClient.listTransactions(.init()).transactions.map(\.authnStatus)
-        #expect(statuses == ["CANCELLED", "PENDING"])
+        let listed = try await operatorClient.listTransactions(.init()).transactions
+        #expect(listed.map(\.authnStatus) == ["CANCELLED", "EXPIRED"])
+        #expect(listed.map(\.approved) == [false, false])
     }
 
     @Test func walletReplenishesItsKeysAndTheIssuerAppIsNotified() async throws {

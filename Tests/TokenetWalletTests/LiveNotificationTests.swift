@@ -223,6 +223,43 @@ import TokenetTestSupport
             "\(renewed.stdout)\(renewed.stderr)")
     }
 
+    /// A card digitized while its issuer is down is decided by the TSP's stand-in, which tells the issuer once it is
+    /// back (STAND_IN_ADVICE through the broker): the issuer then counts the token among its card's, and a renewal
+    /// of the card reaches it. Before, the issuer never heard of the token and the renewal left it out.
+    @Test func aTokenTheStandInApprovedWhileTheIssuerWasDownIsRenewedWithItsCard() async throws {
+        let issuer = self.issuer
+        try await offThePool { issuer.stop() }
+        let added = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "4761000010000082", "--exp", "11/30", "--cvc", "246"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let accepted = try await tokenet(["wallet", "accept-terms", wallet.listen, "card-1"])
+        #expect(accepted.stdout.contains("is ACTIVE."), "\(accepted.stdout)\(accepted.stderr)")
+        let cards = try await json(["wallet", "cards", wallet.listen])
+        let id = try #require(list(cards, "cards").first?["digitalCardId"] as? String)
+        #expect(tsp.stderr.contains("decided_by=stand-in"), "\(tsp.stderr)")
+
+        let restarted = try await offThePool {
+            try NodeProcess(
+                "issuer-node", role: "issuer", pki: try TestPKI.directory(), listen: issuer.listen,
+                directory: issuer.directory,
+                extra: [
+                    "--tsp", self.tsp.listen, "--wallet", self.wallet.listen, "--fixtures",
+                    Executables.packageRoot.appendingPathComponent("Tools/fixtures/issuer.json").path,
+                ])
+        }
+        defer { restarted.stop() }
+        let deadline = Date().addingTimeInterval(60)
+        while !restarted.stderr.contains("recorded with its card") {
+            guard Date() < deadline else { throw LiveTestError("no stand-in advice recorded: \(restarted.stderr)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(restarted.stderr.contains("digital_card_id=\(id) card=card-visa-standin"), "\(restarted.stderr)")
+        let renewed = try await tokenet([
+            "issuer", "renew-card", restarted.listen, "card-visa-standin", "--exp", "12/31",
+        ])
+        #expect(renewed.stdout.contains("tokens kept: \(id)"), "\(renewed.stdout)\(renewed.stderr)")
+    }
+
     func seenByEveryParty(_ id: String, state: String) async throws {
         let tokens = try await json(["tsp", "tokens", tsp.listen])
         #expect(list(tokens, "tokens").first { $0["digitalCardId"] as? String == id }?["state"] as? String == state)

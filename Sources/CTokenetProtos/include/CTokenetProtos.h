@@ -487,6 +487,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__simulate_transaction_response(void) {
     return &tokenet__tsp__v1__simulate_transaction_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__stand_in_advice_body(void) {
+    return &tokenet__tsp__v1__stand_in_advice_body__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__submit_otp_request(void) {
     return &tokenet__tsp__v1__submit_otp_request__descriptor;
 }

@@ -367,6 +367,51 @@ void   tokenet__tsp__v1__messaging_body__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__messaging_body__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__stand_in_advice_body__init
+                     (Tokenet__Tsp__V1__StandInAdviceBody         *message)
+{
+  static const Tokenet__Tsp__V1__StandInAdviceBody init_value = TOKENET__TSP__V1__STAND_IN_ADVICE_BODY__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__stand_in_advice_body__get_packed_size
+                     (const Tokenet__Tsp__V1__StandInAdviceBody *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__stand_in_advice_body__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__stand_in_advice_body__pack
+                     (const Tokenet__Tsp__V1__StandInAdviceBody *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__stand_in_advice_body__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__stand_in_advice_body__pack_to_buffer
+                     (const Tokenet__Tsp__V1__StandInAdviceBody *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__stand_in_advice_body__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__StandInAdviceBody *
+       tokenet__tsp__v1__stand_in_advice_body__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__StandInAdviceBody *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__stand_in_advice_body__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__stand_in_advice_body__free_unpacked
+                     (Tokenet__Tsp__V1__StandInAdviceBody *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__stand_in_advice_body__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__acknowledge_request__init
                      (Tokenet__Tsp__V1__AcknowledgeRequest         *message)
 {
@@ -675,7 +720,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__subscribe_request__descriptor
   (ProtobufCMessageInit) tokenet__tsp__v1__subscribe_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_descriptors[16] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_descriptors[17] =
 {
   {
     "message_id",
@@ -858,6 +903,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_desc
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "stand_in_advice",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__Notification, body_case),
+    offsetof(Tokenet__Tsp__V1__Notification, stand_in_advice),
+    &tokenet__tsp__v1__stand_in_advice_body__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "opaque",
     30,
     PROTOBUF_C_LABEL_NONE,
@@ -880,11 +937,12 @@ static const unsigned tokenet__tsp__v1__notification__field_indices_by_name[] = 
   0,   /* field[0] = message_id */
   4,   /* field[4] = message_type */
   14,   /* field[14] = messaging */
-  15,   /* field[15] = opaque */
+  16,   /* field[16] = opaque */
   7,   /* field[7] = published_at_ms */
   10,   /* field[10] = replenishment */
   2,   /* field[2] = sender */
   1,   /* field[1] = sequence */
+  15,   /* field[15] = stand_in_advice */
   3,   /* field[3] = topic */
   11,   /* field[11] = transaction */
 };
@@ -892,8 +950,8 @@ static const ProtobufCIntRange tokenet__tsp__v1__notification__number_ranges[3 +
 {
   { 1, 0 },
   { 20, 9 },
-  { 30, 15 },
-  { 0, 16 }
+  { 30, 16 },
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
 {
@@ -903,7 +961,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
   "Tokenet__Tsp__V1__Notification",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__Notification),
-  16,
+  17,
   tokenet__tsp__v1__notification__field_descriptors,
   tokenet__tsp__v1__notification__field_indices_by_name,
   3,  tokenet__tsp__v1__notification__number_ranges,
@@ -1383,6 +1441,161 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__messaging_body__descriptor =
   tokenet__tsp__v1__messaging_body__field_indices_by_name,
   1,  tokenet__tsp__v1__messaging_body__number_ranges,
   (ProtobufCMessageInit) tokenet__tsp__v1__messaging_body__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__stand_in_advice_body__field_descriptors[10] =
+{
+  {
+    "decision",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, decision),
+    &tokenet__card__v1__provisioning_decision__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "encrypted_card_data",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, encrypted_card_data),
+    &tokenet__card__v1__encrypted_card_data__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "masked_pan",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, masked_pan),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_last4",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, token_last4),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "input_method",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, input_method),
+    &tokenet__card__v1__input_method__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, device),
+    &tokenet__card__v1__device_info__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "risk",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, risk),
+    &tokenet__card__v1__wallet_risk_data__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "wallet_account_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, wallet_account_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decided_at_ms",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__StandInAdviceBody, decided_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name[] = {
+  9,   /* field[9] = decided_at_ms */
+  0,   /* field[0] = decision */
+  6,   /* field[6] = device */
+  2,   /* field[2] = encrypted_card_data */
+  5,   /* field[5] = input_method */
+  3,   /* field[3] = masked_pan */
+  1,   /* field[1] = reason */
+  7,   /* field[7] = risk */
+  4,   /* field[4] = token_last4 */
+  8,   /* field[8] = wallet_account_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__stand_in_advice_body__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.StandInAdviceBody",
+  "StandInAdviceBody",
+  "Tokenet__Tsp__V1__StandInAdviceBody",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__StandInAdviceBody),
+  10,
+  tokenet__tsp__v1__stand_in_advice_body__field_descriptors,
+  tokenet__tsp__v1__stand_in_advice_body__field_indices_by_name,
+  1,  tokenet__tsp__v1__stand_in_advice_body__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__stand_in_advice_body__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__acknowledge_request__field_descriptors[1] =

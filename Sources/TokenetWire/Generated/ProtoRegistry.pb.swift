@@ -184,6 +184,7 @@ public enum ProtoRegistry {
         TspV1.SendCardMessageResponse.self,
         TspV1.SimulateTransactionRequest.self,
         TspV1.SimulateTransactionResponse.self,
+        TspV1.StandInAdviceBody.self,
         TspV1.SubmitOtpRequest.self,
         TspV1.SubmitOtpResponse.self,
         TspV1.SubscribeRequest.self,

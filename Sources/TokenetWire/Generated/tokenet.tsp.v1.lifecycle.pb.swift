@@ -542,7 +542,8 @@ extension TspV1 {
 
         public var authnRequestID: String = ""
 
-        /// PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication; empty otherwise.
+        /// PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication, or EXPIRED for one left
+        /// PENDING past its expiry (it can no longer be answered); empty otherwise.
         public var authnStatus: String = ""
 
         public init() {}

@@ -39,7 +39,7 @@ extension TspV1 {
             _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__notification())
         }
         /// The oneof each oneof member belongs to, by field number (protobuf-c does not record oneof names).
-        public static let protoOneofNames: [UInt32: String] = [20: "body", 21: "body", 22: "body", 23: "body", 24: "body", 25: "body", 30: "body"]
+        public static let protoOneofNames: [UInt32: String] = [20: "body", 21: "body", 22: "body", 23: "body", 24: "body", 25: "body", 26: "body", 30: "body"]
 
         /// Unique across the broker and stable across redeliveries.
         public var messageID: String = ""
@@ -54,7 +54,8 @@ extension TspV1 {
         /// "D1_NOTIFICATION" for the TSP's components; anything else is passed to the app untouched.
         public var topic: String = ""
 
-        /// CARD_STATE, REPLENISHMENT, TRANSACTION_NOTIFICATION, AUTHN, CARD_RENEWAL, MESSAGING; any other value is UNKNOWN.
+        /// CARD_STATE, REPLENISHMENT, TRANSACTION_NOTIFICATION, AUTHN, CARD_RENEWAL, MESSAGING, STAND_IN_ADVICE; any other
+        /// value is UNKNOWN.
         public var messageType: String = ""
 
         /// The digital card id the message is about; empty when it is about none. Order is kept per card.
@@ -78,6 +79,7 @@ extension TspV1 {
             case authn(TspV1.AuthnBody)
             case cardRenewal(TspV1.CardRenewalBody)
             case messaging(TspV1.MessagingBody)
+            case standInAdvice(TspV1.StandInAdviceBody)
             case opaque(Data)
         }
 
@@ -136,6 +138,9 @@ extension TspV1 {
             case 25:
                 let value: TspV1.MessagingBody? = try reader.readMessage(25)
                 self.body = value.map { .messaging($0) }
+            case 26:
+                let value: TspV1.StandInAdviceBody? = try reader.readMessage(26)
+                self.body = value.map { .standInAdvice($0) }
             case 30:
                 let value: Data? = try reader.readIfPresent(30)
                 self.body = value.map { .opaque($0) }
@@ -161,6 +166,7 @@ extension TspV1 {
             case .authn(let value)?: try writer.write(23, message: value)
             case .cardRenewal(let value)?: try writer.write(24, message: value)
             case .messaging(let value)?: try writer.write(25, message: value)
+            case .standInAdvice(let value)?: try writer.write(26, message: value)
             case .opaque(let value)?: try writer.write(30, value)
             case nil: break
             }
@@ -446,6 +452,97 @@ extension TspV1 {
             try writer.write(1, title)
             try writer.write(2, body)
             try writer.write(3, action)
+        }
+    }
+}
+
+extension TspV1 {
+    /// STAND_IN_ADVICE (sender CPS), to the issuer node's queue alone: the TSP's stand-in rule decided a digitization of
+    /// one of the issuer's cards because the issuer could not (it was unreachable, too slow, or answered nothing usable;
+    /// `reason` says which). The issuer records the token with its card as if it had decided it, so that its renewals
+    /// and card-wide token changes include it. The notification's card_id is the token's digital card id. Delivered at
+    /// least once, like every message: a redelivery of an advice already recorded changes nothing. An advice waits in
+    /// the queue while the issuer node is down, within the broker's retention.
+    public struct StandInAdviceBody: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.StandInAdviceBody"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__stand_in_advice_body())
+        }
+
+        /// APPROVED (the token is ACTIVE) or DECLINED (the wallet got no token).
+        public var decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0)
+
+        public var reason: String = ""
+
+        /// The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest.
+        public var encryptedCardData: CardV1.EncryptedCardData? = nil
+
+        /// The card number masked down to its last four digits.
+        public var maskedPAN: String = ""
+
+        public var tokenLast4: String = ""
+
+        public var inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0)
+
+        public var device: CardV1.DeviceInfo? = nil
+
+        public var risk: CardV1.WalletRiskData? = nil
+
+        public var walletAccountID: String = ""
+
+        /// When the stand-in decided (milliseconds since the epoch).
+        public var decidedAtMs: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            decision: CardV1.ProvisioningDecision = CardV1.ProvisioningDecision(rawValue: 0),
+            reason: String = "",
+            encryptedCardData: CardV1.EncryptedCardData? = nil,
+            maskedPAN: String = "",
+            tokenLast4: String = "",
+            inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0),
+            device: CardV1.DeviceInfo? = nil,
+            risk: CardV1.WalletRiskData? = nil,
+            walletAccountID: String = "",
+            decidedAtMs: UInt64 = 0
+        ) {
+            self.decision = decision
+            self.reason = reason
+            self.encryptedCardData = encryptedCardData
+            self.maskedPAN = maskedPAN
+            self.tokenLast4 = tokenLast4
+            self.inputMethod = inputMethod
+            self.device = device
+            self.risk = risk
+            self.walletAccountID = walletAccountID
+            self.decidedAtMs = decidedAtMs
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.decision = try reader.read(1)
+            self.reason = try reader.read(2)
+            self.encryptedCardData = try reader.readMessage(3)
+            self.maskedPAN = try reader.read(4)
+            self.tokenLast4 = try reader.read(5)
+            self.inputMethod = try reader.read(6)
+            self.device = try reader.readMessage(7)
+            self.risk = try reader.readMessage(8)
+            self.walletAccountID = try reader.read(9)
+            self.decidedAtMs = try reader.read(10)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, decision)
+            try writer.write(2, reason)
+            if let value = encryptedCardData { try writer.write(3, message: value) }
+            try writer.write(4, maskedPAN)
+            try writer.write(5, tokenLast4)
+            try writer.write(6, inputMethod)
+            if let value = device { try writer.write(7, message: value) }
+            if let value = risk { try writer.write(8, message: value) }
+            try writer.write(9, walletAccountID)
+            try writer.write(10, decidedAtMs)
         }
     }
 }

@@ -158,6 +158,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.SendCardMessageResponse.samples() as [any ProtoMessage]
     all += TspV1.SimulateTransactionRequest.samples() as [any ProtoMessage]
     all += TspV1.SimulateTransactionResponse.samples() as [any ProtoMessage]
+    all += TspV1.StandInAdviceBody.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpRequest.samples() as [any ProtoMessage]
     all += TspV1.SubmitOtpResponse.samples() as [any ProtoMessage]
     all += TspV1.SubscribeRequest.samples() as [any ProtoMessage]
@@ -1609,6 +1610,11 @@ extension TspV1.Notification {
         }
         do {
             var variant = base
+            variant.body = .standInAdvice(TspV1.StandInAdviceBody.samples()[0])
+            all.append(variant)
+        }
+        do {
+            var variant = base
             variant.body = .opaque(Data([0, 255, 30, 10, 13]))
             all.append(variant)
         }
@@ -1853,6 +1859,23 @@ extension TspV1.SimulateTransactionResponse {
         base.authnRequestID = "authn_request_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.lastCallTimestampMs = 18446744073709551611
+        return [base]
+    }
+}
+
+extension TspV1.StandInAdviceBody {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.decision = CardV1.ProvisioningDecision(rawValue: 1)
+        base.reason = "reason-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
+        base.maskedPAN = "masked_pan-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenLast4 = "token_last4-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.inputMethod = CardV1.InputMethod(rawValue: 1)
+        base.device = CardV1.DeviceInfo.samples()[0]
+        base.risk = CardV1.WalletRiskData.samples()[0]
+        base.walletAccountID = "wallet_account_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.decidedAtMs = 18446744073709551605
         return [base]
     }
 }

@@ -277,7 +277,8 @@ struct  Tokenet__Tsp__V1__TspTransaction
   protobuf_c_boolean approved;
   char *authn_request_id;
   /*
-   * PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication; empty otherwise.
+   * PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication, or EXPIRED for one left
+   * PENDING past its expiry (it can no longer be answered); empty otherwise.
    */
   char *authn_status;
 };

@@ -25,6 +25,7 @@ typedef struct Tokenet__Tsp__V1__TransactionBody Tokenet__Tsp__V1__TransactionBo
 typedef struct Tokenet__Tsp__V1__AuthnBody Tokenet__Tsp__V1__AuthnBody;
 typedef struct Tokenet__Tsp__V1__CardRenewalBody Tokenet__Tsp__V1__CardRenewalBody;
 typedef struct Tokenet__Tsp__V1__MessagingBody Tokenet__Tsp__V1__MessagingBody;
+typedef struct Tokenet__Tsp__V1__StandInAdviceBody Tokenet__Tsp__V1__StandInAdviceBody;
 typedef struct Tokenet__Tsp__V1__AcknowledgeRequest Tokenet__Tsp__V1__AcknowledgeRequest;
 typedef struct Tokenet__Tsp__V1__AcknowledgeResponse Tokenet__Tsp__V1__AcknowledgeResponse;
 typedef struct Tokenet__Tsp__V1__PublishRequest Tokenet__Tsp__V1__PublishRequest;
@@ -60,6 +61,7 @@ typedef enum {
   TOKENET__TSP__V1__NOTIFICATION__BODY_AUTHN = 23,
   TOKENET__TSP__V1__NOTIFICATION__BODY_CARD_RENEWAL = 24,
   TOKENET__TSP__V1__NOTIFICATION__BODY_MESSAGING = 25,
+  TOKENET__TSP__V1__NOTIFICATION__BODY_STAND_IN_ADVICE = 26,
   TOKENET__TSP__V1__NOTIFICATION__BODY_OPAQUE = 30
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__TSP__V1__NOTIFICATION__BODY__CASE)
 } Tokenet__Tsp__V1__Notification__BodyCase;
@@ -89,7 +91,8 @@ struct  Tokenet__Tsp__V1__Notification
    */
   char *topic;
   /*
-   * CARD_STATE, REPLENISHMENT, TRANSACTION_NOTIFICATION, AUTHN, CARD_RENEWAL, MESSAGING; any other value is UNKNOWN.
+   * CARD_STATE, REPLENISHMENT, TRANSACTION_NOTIFICATION, AUTHN, CARD_RENEWAL, MESSAGING, STAND_IN_ADVICE; any other
+   * value is UNKNOWN.
    */
   char *message_type;
   /*
@@ -113,6 +116,7 @@ struct  Tokenet__Tsp__V1__Notification
     Tokenet__Tsp__V1__AuthnBody *authn;
     Tokenet__Tsp__V1__CardRenewalBody *card_renewal;
     Tokenet__Tsp__V1__MessagingBody *messaging;
+    Tokenet__Tsp__V1__StandInAdviceBody *stand_in_advice;
     /*
      * A body the broker does not interpret (other senders or topics).
      */
@@ -236,6 +240,45 @@ struct  Tokenet__Tsp__V1__MessagingBody
 #define TOKENET__TSP__V1__MESSAGING_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__messaging_body__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * STAND_IN_ADVICE (sender CPS), to the issuer node's queue alone: the TSP's stand-in rule decided a digitization of
+ * one of the issuer's cards because the issuer could not (it was unreachable, too slow, or answered nothing usable;
+ * `reason` says which). The issuer records the token with its card as if it had decided it, so that its renewals
+ * and card-wide token changes include it. The notification's card_id is the token's digital card id. Delivered at
+ * least once, like every message: a redelivery of an advice already recorded changes nothing. An advice waits in
+ * the queue while the issuer node is down, within the broker's retention.
+ */
+struct  Tokenet__Tsp__V1__StandInAdviceBody
+{
+  ProtobufCMessage base;
+  /*
+   * APPROVED (the token is ACTIVE) or DECLINED (the wallet got no token).
+   */
+  Tokenet__Card__V1__ProvisioningDecision decision;
+  char *reason;
+  /*
+   * The card, encrypted to the issuer's registered key, as in tokenet.issuer.v1.AuthorizeDigitizationRequest.
+   */
+  Tokenet__Card__V1__EncryptedCardData *encrypted_card_data;
+  /*
+   * The card number masked down to its last four digits.
+   */
+  char *masked_pan;
+  char *token_last4;
+  Tokenet__Card__V1__InputMethod input_method;
+  Tokenet__Card__V1__DeviceInfo *device;
+  Tokenet__Card__V1__WalletRiskData *risk;
+  char *wallet_account_id;
+  /*
+   * When the stand-in decided (milliseconds since the epoch).
+   */
+  uint64_t decided_at_ms;
+};
+#define TOKENET__TSP__V1__STAND_IN_ADVICE_BODY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__stand_in_advice_body__descriptor) \
+    , TOKENET__CARD__V1__PROVISIONING_DECISION__PROVISIONING_DECISION_UNSPECIFIED, (char *)protobuf_c_empty_string, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Tokenet__Tsp__V1__AcknowledgeRequest
@@ -485,6 +528,25 @@ Tokenet__Tsp__V1__MessagingBody *
 void   tokenet__tsp__v1__messaging_body__free_unpacked
                      (Tokenet__Tsp__V1__MessagingBody *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__StandInAdviceBody methods */
+void   tokenet__tsp__v1__stand_in_advice_body__init
+                     (Tokenet__Tsp__V1__StandInAdviceBody         *message);
+size_t tokenet__tsp__v1__stand_in_advice_body__get_packed_size
+                     (const Tokenet__Tsp__V1__StandInAdviceBody   *message);
+size_t tokenet__tsp__v1__stand_in_advice_body__pack
+                     (const Tokenet__Tsp__V1__StandInAdviceBody   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__stand_in_advice_body__pack_to_buffer
+                     (const Tokenet__Tsp__V1__StandInAdviceBody   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__StandInAdviceBody *
+       tokenet__tsp__v1__stand_in_advice_body__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__stand_in_advice_body__free_unpacked
+                     (Tokenet__Tsp__V1__StandInAdviceBody *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__AcknowledgeRequest methods */
 void   tokenet__tsp__v1__acknowledge_request__init
                      (Tokenet__Tsp__V1__AcknowledgeRequest         *message);
@@ -625,6 +687,9 @@ typedef void (*Tokenet__Tsp__V1__CardRenewalBody_Closure)
 typedef void (*Tokenet__Tsp__V1__MessagingBody_Closure)
                  (const Tokenet__Tsp__V1__MessagingBody *message,
                   void *closure_data);
+typedef void (*Tokenet__Tsp__V1__StandInAdviceBody_Closure)
+                 (const Tokenet__Tsp__V1__StandInAdviceBody *message,
+                  void *closure_data);
 typedef void (*Tokenet__Tsp__V1__AcknowledgeRequest_Closure)
                  (const Tokenet__Tsp__V1__AcknowledgeRequest *message,
                   void *closure_data);
@@ -705,6 +770,7 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__transaction_body__desc
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__authn_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__card_renewal_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__messaging_body__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__stand_in_advice_body__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__acknowledge_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__acknowledge_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__publish_request__descriptor;

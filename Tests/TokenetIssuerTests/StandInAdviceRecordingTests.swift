@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// The TSP's stand-in advice (STAND_IN_ADVICE to the issuer node's queue) records the token with its card, so the
+/// card's renewals and card-wide changes reach a token made while the issuer could not answer.
+@Suite struct StandInAdviceRecordingTests {
+    let tsp: FakeLifecycleTSP
+    let sink = MemoryLogSink()
+    let party: IssuerParty
+    let care: IssuerV1.IssuerCardCare.Client
+    let app: IssuerAppNotificationHandler
+    let notifications: IssuerNodeNotifications
+
+    init() throws {
+        tsp = FakeLifecycleTSP(key: try Support.tspKey())
+        let tspRouter = tsp.router(with: FakeTSP(key: try Support.tspKey()))
+        party = try Support.party(tsp: Support.connect(tspRouter, as: .issuer), sink: sink)
+        var router = RPCRouter()
+        party.cardCare.register(on: &router)
+        care = IssuerV1.IssuerCardCare.Client(Support.connect(router, as: .operator))
+        app = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(sink), store: party.store)
+        notifications = IssuerNodeNotifications(app: app, decisions: party.decisions, logger: Support.logger(sink))
+    }
+
+    static func advice(
+        _ digitalCardID: String, pan: String = Cards.visaStandIn.1, expiry: String = Cards.visaStandIn.2,
+        decision: CardV1.ProvisioningDecision = .approved, to key: RSAPrivateKey? = nil, messageID: String = "m-1"
+    ) throws -> TspV1.Notification {
+        var body = TspV1.StandInAdviceBody()
+        body.decision = decision
+        body.reason = "stand-in approved (issuer unavailable: UNAVAILABLE)"
+        body.encryptedCardData = try Support.encrypted(pan, expiry: expiry, to: key ?? Support.issuerKey())
+        body.maskedPAN = String(repeating: "*", count: 12) + pan.suffix(4)
+        body.tokenLast4 = "4321"
+        body.walletAccountID = "wa-1"
+        body.device = CardV1.DeviceInfo(deviceID: "d-1", deviceType: "PHONE", deviceName: "Phone")
+        body.decidedAtMs = 1_790_000_000_000
+        var message = TspV1.Notification(
+            messageID: messageID, sender: "CPS", topic: "D1_NOTIFICATION", messageType: "STAND_IN_ADVICE",
+            cardID: digitalCardID)
+        message.body = .standInAdvice(body)
+        return message
+    }
+
+    @Test func anAdvisedTokenIsRenewedWithItsCardAndARedeliveryRecordsNothingMore() async throws {
+        try await notifications.handle(try Self.advice("DNISTANDIN1"))
+        try await notifications.handle(try Self.advice("DNISTANDIN1", messageID: "m-1"))
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNISTANDIN1"])
+        let rows = try party.store.database.query(
+            "SELECT rule, decision, token_last4 FROM decisions WHERE digital_card_id = 'DNISTANDIN1'"
+        ).map { [try $0.text(0), try $0.text(1), try $0.text(2)] }
+        #expect(rows == [["stand-in", "APPROVED", "4321"]])
+        // The backend's business: the issuer app's inbox does not list it.
+        #expect(app.snapshot.notifications.isEmpty)
+        #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("card-visa-standin") })
+        #expect(!sink.lines.contains { $0.contains(Cards.visaStandIn.1) })
+
+        let renewed = try await care.renewCard(.init(cardID: Cards.visaStandIn.0, pan: "4761000010000090"))
+        #expect(renewed.renewedDigitalCardIds == ["DNISTANDIN1"])
+        #expect(tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) } == [["DNISTANDIN1"]])
+    }
+
+    @Test func aDeclineIsRecordedButIsNoLiveToken() async throws {
+        try await notifications.handle(try Self.advice("DNISTANDIN2", decision: .declined))
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.isEmpty)
+        #expect(try party.store.hasDecision(digitalCardID: "DNISTANDIN2", rule: "stand-in"))
+    }
+
+    /// Advice that cannot be read would read no better delivered again: it is logged and acknowledged (the handler
+    /// returns), not thrown back for redelivery. A card the issuer does not know is recorded without one.
+    @Test func unreadableAdviceIsLoggedAndDroppedAndAnUnknownCardIsRecordedWithoutOne() async throws {
+        try await notifications.handle(try Self.advice("DNISTANDIN3", to: try Support.tspKey()))
+        #expect(try !party.store.hasDecision(digitalCardID: "DNISTANDIN3", rule: "stand-in"))
+        #expect(sink.lines.contains { $0.contains("stand-in advice whose card cannot be read; not recorded") })
+
+        try await notifications.handle(try Self.advice("DNISTANDIN4", decision: .requireAdditionalAuthentication))
+        #expect(try !party.store.hasDecision(digitalCardID: "DNISTANDIN4", rule: "stand-in"))
+
+        try await notifications.handle(try Self.advice("DNISTANDIN5", pan: "4761000099999998", expiry: "01/31"))
+        #expect(try party.store.hasDecision(digitalCardID: "DNISTANDIN5", rule: "stand-in"))
+        #expect(sink.lines.contains { $0.contains("a card the issuer does not know") && $0.contains("last4=9998") })
+    }
+
+    @Test func otherMessagesGoToTheIssuerApp() async throws {
+        var message = TspV1.Notification(
+            messageID: "m-9", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE", cardID: "DNIX")
+        message.body = .cardState(.init(tokenState: .suspended, initiator: "WALLET"))
+        try await notifications.handle(message)
+        #expect(app.snapshot.notifications.map { $0.notification?.messageID } == ["m-9"])
+    }
+}
