@@ -211,12 +211,12 @@ extension Scenario {
                     after = afterDuration
                 }
                 if !after.isEmpty {
-                    if ScenarioVariables.references(in: after).isEmpty {
-                        do {
-                            _ = try ScenarioExpectation.object(after)
-                        } catch {
-                            throw fail(error.message.replacing("expect OK", with: "await"))
-                        }
+                    // Checked now, with stand-ins for values saved only as the script runs: a script with a broken
+                    // object fails before its nodes start.
+                    do {
+                        _ = try ScenarioExpectation.object(ScenarioVariables.withStandIns(after))
+                    } catch {
+                        throw fail(error.message.replacing("expect OK", with: "await"))
                     }
                     awaited.contains = after
                 }
@@ -325,13 +325,12 @@ extension Scenario {
             var expectation = ScenarioExpectation(code: code, within: within, line: number)
             guard !rest.isEmpty else { return expectation }
             if code == .ok {
-                // Checked now when it can be: a script with a broken object fails before its nodes start.
-                if ScenarioVariables.references(in: rest).isEmpty {
-                    do {
-                        _ = try ScenarioExpectation.object(rest)
-                    } catch {
-                        throw ScenarioError(.syntax, "\(number): \(error.message)")
-                    }
+                // Checked now, with stand-ins for values saved only as the script runs: a script with a broken
+                // object fails before its nodes start.
+                do {
+                    _ = try ScenarioExpectation.object(ScenarioVariables.withStandIns(rest))
+                } catch {
+                    throw ScenarioError(.syntax, "\(number): \(error.message)")
                 }
                 expectation.contains = rest
             } else {

@@ -39,6 +39,44 @@ public struct ScenarioVariables: Sendable {
         return String(JSONValue.string(string).text().dropFirst().dropLast())
     }
 
+    /// JSON `text` with each `${NAME}` replaced by a stand-in of the same length, so that a line can be checked
+    /// before its values exist: inside a string, letters; elsewhere `null` and spaces, where a saved value goes in as
+    /// JSON. A parse error's byte offset then points into the script's own text. `$${NAME}` is left as it is.
+    public static func withStandIns(_ text: String) -> String {
+        var result = ""
+        var rest = Substring(text)
+        var inString = false
+        var escaped = false
+        func scan(_ segment: Substring) {
+            for character in segment.utf8 {
+                if escaped {
+                    escaped = false
+                } else if inString && character == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if character == UInt8(ascii: "\"") {
+                    inString.toggle()
+                }
+            }
+        }
+        while let reference = nextReference(in: rest) {
+            let before = rest[..<reference.range.lowerBound]
+            scan(before)
+            result += before
+            let written = rest[reference.range]
+            if reference.escaped {
+                scan(written)
+                result += written
+            } else {
+                let length = written.utf8.count
+                result +=
+                    inString
+                    ? String(repeating: "x", count: length) : "null" + String(repeating: " ", count: length - 4)
+            }
+            rest = rest[reference.range.upperBound...]
+        }
+        return result + rest
+    }
+
     /// The names `text` refers to, in order.
     public static func references(in text: String) -> [String] {
         var names: [String] = []

@@ -295,9 +295,28 @@ struct ScenarioCommand {
                     )
                 }
             }
-            guard ScenarioVariables.references(in: request).isEmpty, let target = CallTarget.known(path) else {
+            guard ScenarioVariables.references(in: request).isEmpty else {
+                // Its values are saved only as the script runs: the JSON is checked with stand-ins for them, for
+                // its syntax alone (a stand-in is no value of the field's type).
+                func notJSON(_ message: String) -> CLIError {
+                    CLIError(.usage, "\(place): \(keyword): the request is not JSON: \(maskPAN(message))")
+                }
+                let texts: [String]
+                do {
+                    texts = try JSONTexts.split(ScenarioVariables.withStandIns(request))
+                } catch {
+                    throw notJSON(error.message)
+                }
+                for text in texts {
+                    do {
+                        _ = try JSONValue(parsing: text)
+                    } catch {
+                        throw notJSON(error.message)
+                    }
+                }
                 continue
             }
+            guard let target = CallTarget.known(path) else { continue }
             do {
                 _ = try CallCommand.encode(try JSONTexts.split(request), as: target)
             } catch {

@@ -203,6 +203,41 @@ import TokenetTransport
         #expect(attached.status == 0, "\(attached.stderr)")
     }
 
+    /// JSON that refers to saved values is checked too, before any node starts, with stand-ins for the values: a
+    /// broken request, expect or await on line 40 is found before the 39 steps before it run.
+    @Test func brokenJSONWithSavedValuesIsRefusedBeforeAnyNodeStarts() async throws {
+        let directory = try TemporaryDirectory()
+        let head = "call tsp tokenet.tsp.v1.TspControl/ListTokens\nsave t tokens[0].digitalCardId\n"
+        let cases: [(String, String)] = [
+            (
+                #"call tsp tokenet.tsp.v1.TspControl/TokenHistory {"digitalCardId": "${t}""#,
+                ":3: call: the request is not JSON: unexpected end of JSON inside an object at byte 24"
+            ),
+            (
+                #"expect OK {"tokens": [{"digitalCardId": "${t}",}]}"#,
+                ":3: expect OK takes one JSON object; trailing comma before '}' at byte 36"
+            ),
+            (
+                "watch w tsp tokenet.health.v1.Health/Watch {}\nawait w {\"status\": ${t}",
+                ":4: await takes one JSON object; unexpected end of JSON inside an object at byte 15"
+            ),
+        ]
+        for (index, (line, message)) in cases.enumerated() {
+            let file = directory.path("broken-\(index).scenario")
+            try (head + line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+            #expect(check.status == 2, "\(line): \(check.stdout)\(check.stderr)")
+            #expect(check.stderr.contains("scenario: \(file)\(message)"), "\(line): \(check.stderr)")
+        }
+        let good = directory.path("good.scenario")
+        try
+            (head + #"call tsp tokenet.tsp.v1.TspControl/TokenHistory {"digitalCardId": "${t}"}"#
+            + "\n" + #"expect OK {"token": {"digitalCardId": "${t}"}}"# + "\n").write(
+                toFile: good, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", good, "--check"])
+        #expect(check.status == 0, "\(check.stderr)")
+    }
+
     /// Ctrl-C during a call that would wait two minutes ends it at once, and the nodes still stop cleanly.
     @Test func anInterruptEndsALongCallAndStopsTheNodes() async throws {
         let directory = try TemporaryDirectory()

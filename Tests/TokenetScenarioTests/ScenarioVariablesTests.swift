@@ -34,6 +34,17 @@ import TokenetWire
         #expect(ScenarioVariables.references(in: "$${a} ${b} $${c}") == ["b"])
     }
 
+    /// Before the values exist, each reference stands in as letters inside a string and as `null` elsewhere, with
+    /// the text's length kept: the JSON can be checked, and an error's offset points into the script's own text.
+    @Test func standInsKeepTheJSONsShapeAndItsLength() throws {
+        let text = #"{"a": "x${card}y", "n": ${amount}, "o": ${o}, "q": "\"${s}", "t": "$${lit}"}"#
+        let standIns = ScenarioVariables.withStandIns(text)
+        #expect(standIns == #"{"a": "xxxxxxxxy", "n": null     , "o": null, "q": "\"xxxx", "t": "$${lit}"}"#)
+        #expect(standIns.utf8.count == text.utf8.count)
+        #expect(throws: Never.self) { try JSONValue(parsing: standIns) }
+        #expect(ScenarioVariables.withStandIns("no references") == "no references")
+    }
+
     @Test func pathsParseAndFindValues() throws {
         #expect(JSONPath(parsing: "a.b[0].c")?.components == [.key("a"), .key("b"), .index(0), .key("c")])
         #expect(JSONPath(parsing: "a.0.c") == JSONPath(parsing: "a[0].c"))
