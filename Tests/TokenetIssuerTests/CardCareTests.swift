@@ -15,12 +15,7 @@ import TokenetWire
     let care: IssuerV1.IssuerCardCare.Client
 
     init() throws {
-        tsp = FakeLifecycleTSP(key: try Support.tspKey())
-        let tspRouter = tsp.router(with: FakeTSP(key: try Support.tspKey()))
-        party = try Support.party(tsp: Support.connect(tspRouter, as: .issuer), sink: sink)
-        var router = RPCRouter()
-        party.cardCare.register(on: &router)
-        care = IssuerV1.IssuerCardCare.Client(Support.connect(router, as: .operator))
+        (tsp, party, care) = try Support.cardCare(sink: sink)
     }
 
     func decide(_ cardID: String, digitalCardID: String, outcome: DigitizationOutcome) throws {

@@ -56,6 +56,17 @@ enum Support {
             registrationTimeout: nil, now: { now }, login: login)
     }
 
+    /// An issuer whose TSP is a fake that records lifecycle calls, and an operator's client of its card care.
+    static func cardCare(sink: MemoryLogSink) throws -> (
+        tsp: FakeLifecycleTSP, party: IssuerParty, care: IssuerV1.IssuerCardCare.Client
+    ) {
+        let tsp = FakeLifecycleTSP(key: try tspKey())
+        let party = try party(tsp: connect(tsp.router(with: FakeTSP(key: try tspKey())), as: .issuer), sink: sink)
+        var router = RPCRouter()
+        party.cardCare.register(on: &router)
+        return (tsp, party, IssuerV1.IssuerCardCare.Client(connect(router, as: .operator)))
+    }
+
     /// A client calling `router` as `role`, over an in-memory connection.
     static func connect(_ router: RPCRouter, as role: PeerRole) -> RPCClient {
         let server = RPCServer(router: router)

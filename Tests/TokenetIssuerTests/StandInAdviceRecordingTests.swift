@@ -18,12 +18,7 @@ import TokenetWire
     let notifications: IssuerNodeNotifications
 
     init() throws {
-        tsp = FakeLifecycleTSP(key: try Support.tspKey())
-        let tspRouter = tsp.router(with: FakeTSP(key: try Support.tspKey()))
-        party = try Support.party(tsp: Support.connect(tspRouter, as: .issuer), sink: sink)
-        var router = RPCRouter()
-        party.cardCare.register(on: &router)
-        care = IssuerV1.IssuerCardCare.Client(Support.connect(router, as: .operator))
+        (tsp, party, care) = try Support.cardCare(sink: sink)
         app = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(sink), store: party.store)
         notifications = IssuerNodeNotifications(app: app, decisions: party.decisions, logger: Support.logger(sink))
     }
