@@ -195,7 +195,8 @@ extension IssuerStore {
 
     /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be gone,
     /// those it knows deleted, and those the TSP answered it does not know (`unknownTokensSchema`; a token both
-    /// counts as deleted), each oldest first.
+    /// counts as deleted), each oldest first. A token the TSP's stand-in declined (STAND_IN_ADVICE) is none of them,
+    /// whatever the issuer decided itself: its answer reached the TSP too late, and the token was never live.
     func tokens(ofCard id: String) throws(IssuerError) -> (live: [String], deleted: [String], unknown: [String]) {
         let rows = try storage("list the tokens of card \(id)") {
             try database.query(
@@ -204,6 +205,9 @@ extension IssuerStore {
                 LEFT JOIN deleted_tokens x ON x.digital_card_id = d.digital_card_id
                 LEFT JOIN unknown_tokens u ON u.digital_card_id = d.digital_card_id
                 WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
+                    AND NOT EXISTS (
+                        SELECT 1 FROM decisions s WHERE s.digital_card_id = d.digital_card_id
+                        AND s.rule = 'stand-in' AND s.decision = 'DECLINED')
                 GROUP BY d.digital_card_id ORDER BY MIN(d.id)
                 """, [id]
             ).map { (id: try $0.text(0), deleted: try $0.int64(1) != 0, unknown: try $0.int64(2) != 0) }
@@ -214,14 +218,18 @@ extension IssuerStore {
         )
     }
 
-    /// The digital card ids the issuer let the TSP create for a card (approved or stepped up), oldest first.
+    /// The digital card ids the issuer let the TSP create for a card (approved or stepped up, and not declined by
+    /// the TSP's stand-in after all), oldest first.
     func digitalCardIDs(ofCard id: String) throws(IssuerError) -> [String] {
         try storage("list the tokens of card \(id)") {
             try database.query(
                 """
-                SELECT digital_card_id FROM decisions
-                WHERE card_id = ? AND decision != 'DECLINED' AND digital_card_id != ''
-                GROUP BY digital_card_id ORDER BY MIN(id)
+                SELECT d.digital_card_id FROM decisions d
+                WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
+                    AND NOT EXISTS (
+                        SELECT 1 FROM decisions s WHERE s.digital_card_id = d.digital_card_id
+                        AND s.rule = 'stand-in' AND s.decision = 'DECLINED')
+                GROUP BY d.digital_card_id ORDER BY MIN(d.id)
                 """, [id]
             ).map { try $0.text(0) }
         }

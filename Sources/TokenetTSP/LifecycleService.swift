@@ -168,6 +168,14 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             throw TSPError(
                 .invalidArgument, "reason_code must be 1-64 characters of A-Z, 0-9 and _, e.g. LOST_CARD")
         }
+        // Digits are allowed, but not a card number: the code is kept in the token's history and told to every
+        // party, where card numbers only ever appear encrypted or masked.
+        guard maskPAN(code) == code else {
+            throw TSPError(
+                .invalidArgument,
+                "reason_code holds what looks like a card number, which the TSP would keep and tell every party; "
+                    + "give a code such as LOST_CARD")
+        }
         return code
     }
 }

@@ -67,6 +67,21 @@ import TokenetWire
         #expect(try party.store.hasDecision(digitalCardID: "DNISTANDIN2", rule: "stand-in"))
     }
 
+    /// The issuer approved, but its answer reached the TSP after the stand-in had declined: the token was never live,
+    /// and card-wide changes and renewals leave it out instead of failing on it.
+    @Test func aStandInDeclineOutranksTheIssuersOwnLateApproval() async throws {
+        try party.store.record(
+            DecisionRecord(
+                cardID: Cards.visaStandIn.0, last4: "0082", digitalCardID: "DNISTANDIN6", tokenLast4: "4321",
+                walletAccountID: "wa-1", inputMethod: 1, deviceID: "d-1", deviceType: "PHONE",
+                risk: RiskScores(account: 1, device: 1), recommendation: 1, rule: "approve", outcome: .approved),
+            at: Support.now)
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNISTANDIN6"])
+        try await notifications.handle(try Self.advice("DNISTANDIN6", decision: .declined))
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.isEmpty)
+        #expect(try party.store.digitalCardIDs(ofCard: Cards.visaStandIn.0).isEmpty)
+    }
+
     /// Advice that cannot be read would read no better delivered again: it is logged and acknowledged (the handler
     /// returns), not thrown back for redelivery. A card the issuer does not know is recorded without one.
     @Test func unreadableAdviceIsLoggedAndDroppedAndAnUnknownCardIsRecordedWithoutOne() async throws {

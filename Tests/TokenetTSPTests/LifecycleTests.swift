@@ -102,6 +102,13 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "reason_code must be") {
             try await wallet.changeTokenState(Self.change(id, .suspend, "lost card"))
         }
+        // A card number would be kept in the token's history and told to every party.
+        for code in ["4761000010000009", "X4761_0000_1000_0009"] {
+            await expectRPCError(.invalidArgument, "reason_code holds what looks like a card number") {
+                try await wallet.changeTokenState(Self.change(id, .suspend, code))
+            }
+        }
+        #expect(tsp.published.of("CARD_STATE").isEmpty)
         await expectRPCError(.invalidArgument, "action must be") {
             try await wallet.changeTokenState(Self.change(id, .unspecified))
         }
