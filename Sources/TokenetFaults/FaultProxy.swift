@@ -267,6 +267,14 @@ public final class FaultProxy: Sendable {
                 cut(state.withLock { Self.apply($0.machine.ended(way.id), to: &$0) })
                 break
             }
+            // Room for as many bytes more: a reader paused at the limit looks again.
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.machine.written(way.id, way.direction, chunk.bytes.count)
+                guard !state.waiters.isEmpty, state.machine.mayRead(way.id, way.direction) else { return [] }
+                defer { state.waiters = [:] }
+                return Array(state.waiters.values)
+            }
+            for waiter in waiters { waiter.resume() }
         }
         return .writer
     }
@@ -300,8 +308,8 @@ public final class FaultProxy: Sendable {
         return false
     }
 
-    /// Returns at once unless a partition holds as much of this direction as it may; then waits until the fault
-    /// changes (or the task is cancelled).
+    /// Returns at once unless the proxy holds as much of this direction as it may (held by a partition or on its
+    /// way under a delay); then waits until the fault changes or bytes are written (or the task is cancelled).
     private func waitUntilMayRead(_ id: UInt64, _ direction: FaultProxyStateMachine.Direction) async {
         while !Task.isCancelled, !state.withLock({ $0.machine.mayRead(id, direction) }) {
             let waiter = state.withLock { state -> UInt64 in

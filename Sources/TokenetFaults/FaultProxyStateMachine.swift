@@ -35,7 +35,9 @@ public struct FaultProxyStateMachine: Sendable {
         case finish(UInt64)
     }
 
-    /// Held bytes per direction of a partitioned connection past which its sender is no longer read.
+    /// Bytes per direction of a connection, held by a partition or forwarded and not yet written (a delay holds
+    /// them too), past which its sender is no longer read: a long delay on a busy link holds at most this much, as
+    /// a TCP window would, instead of all that the sender can send meanwhile.
     public let holdLimit: Int
 
     /// The fault of each direction: `.none`, a delay or a partition.
@@ -51,6 +53,8 @@ public struct FaultProxyStateMachine: Sendable {
         /// Chunks held by a partition, in arrival order, per direction.
         var held: [Direction: [[UInt8]]] = [:]
         var heldBytes: [Direction: Int] = [:]
+        /// Bytes forwarded and not yet written, per direction.
+        var inFlight: [Direction: Int] = [:]
         /// One side ended while a partition held bytes: the end goes on after them, when it is lifted.
         var ending = false
 
@@ -107,11 +111,19 @@ public struct FaultProxyStateMachine: Sendable {
         }
     }
 
-    /// Whether the proxy should read more from the side that sends in `direction`: not while a partition holds as
-    /// much of it as `holdLimit` allows (the bytes then wait in the kernel and in the sender, as in a real network).
+    /// Whether the proxy should read more from the side that sends in `direction`: not while it holds as much of it
+    /// as `holdLimit` allows, held by a partition or on its way (the bytes then wait in the kernel and in the
+    /// sender, as in a real network).
     public func mayRead(_ id: UInt64, _ direction: Direction) -> Bool {
-        guard fault(direction) == .partition, let connection = connections[id] else { return true }
-        return connection.heldBytes[direction, default: 0] < holdLimit
+        guard let connection = connections[id] else { return true }
+        return connection.heldBytes[direction, default: 0] + connection.inFlight[direction, default: 0] < holdLimit
+    }
+
+    /// `count` bytes forwarded on connection `id` in `direction` were written: room for as many more.
+    public mutating func written(_ id: UInt64, _ direction: Direction, _ count: Int) {
+        guard var connection = connections[id] else { return }
+        connection.inFlight[direction] = max(0, connection.inFlight[direction, default: 0] - count)
+        connections[id] = connection
     }
 
     /// Puts `fault` in force, from the next byte on: in `direction` only, or, without one, for everything (and
@@ -186,6 +198,7 @@ public struct FaultProxyStateMachine: Sendable {
     ) -> Action {
         let notBefore = max(due, connection.lastDue[direction] ?? due)
         connection.lastDue[direction] = notBefore
+        connection.inFlight[direction, default: 0] += bytes.count
         return .forward(id, direction, bytes, notBefore: notBefore)
     }
 }

@@ -172,7 +172,8 @@ enum ProxyCommand {
         without one):
           none | heal       carry bytes as they come; what a delay holds goes on at once, in order
           delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us, 2m; at most 10 minutes),
-                            without reordering; a shorter delay brings forward what a longer one holds
+                            without reordering; a shorter delay brings forward what a longer one holds. Up to
+                            1 MiB per direction is on its way at a time; past that the sender is not read
           partition         carry nothing; up to 1 MiB per direction is held and goes on, in order, when the
                             partition is lifted (past that the sender is no longer read, as a full TCP window would
                             stop it), and a side that closes meanwhile closes after what was held. 'partition

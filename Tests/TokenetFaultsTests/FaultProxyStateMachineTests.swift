@@ -88,7 +88,33 @@ import Testing
                 .forward(first, .toClient, [4], notBefore: at(60)),
                 .forward(second, .toClient, [9], notBefore: at(60)),
             ])
+        // What was held is on its way now, and counts until it is written.
+        #expect(!machine.mayRead(first, .toUpstream))
+        machine.written(first, .toUpstream, 1)
         #expect(machine.mayRead(first, .toUpstream))
+    }
+
+    /// A delay holds what is on its way, not all a sender can send meanwhile: past the limit the sender is not read
+    /// until bytes are written, in that direction only.
+    @Test func aDelayHoldsAtMostTheLimitOnItsWay() {
+        var machine = Machine(holdLimit: 3)
+        let (id, _) = machine.accepted()
+        _ = machine.set(.delay(.seconds(600)), at: at(0))
+        _ = machine.received(id, .toUpstream, [1, 2], at: at(1))
+        #expect(machine.mayRead(id, .toUpstream))
+        _ = machine.received(id, .toUpstream, [3], at: at(2))
+        #expect(!machine.mayRead(id, .toUpstream))
+        #expect(machine.mayRead(id, .toClient))
+        machine.written(id, .toUpstream, 2)
+        #expect(machine.mayRead(id, .toUpstream))
+        // Bytes held by a partition and bytes on their way count together.
+        _ = machine.set(.partition, at: at(3))
+        _ = machine.received(id, .toUpstream, [4, 5], at: at(4))
+        #expect(!machine.mayRead(id, .toUpstream))
+        machine.written(id, .toUpstream, 1)
+        #expect(machine.mayRead(id, .toUpstream))
+        machine.written(id, .toUpstream, 5)  // more than it held: a connection never holds less than nothing
+        #expect(machine.mayRead(id, .toUpstream))
     }
 
     @Test func aPartitionOfOneDirectionHoldsOnlyThatOne() {

@@ -126,6 +126,36 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// Under a long delay the proxy stops reading a sender once 1 MiB is on its way, as a partition does: a busy
+    /// link could otherwise fill the machine's memory with ten minutes of traffic. Healing sends it all, in order.
+    @Test func aLongDelayHoldsAtMostTheLimitAndThenStopsReading() async throws {
+        let rig = try await Rig(Self.echo)
+        let client = try await rig.connect()
+        try await client.write([0])
+        #expect(await Self.read(1, from: client, within: .seconds(120)) == [0])
+        rig.proxy.set(.delay(.seconds(600)), only: .toUpstream)
+        let sent = Self.pattern(16 << 20)
+        let written = Mutex(0)
+        let writing = Task {
+            for start in stride(from: 0, to: sent.count, by: 64 << 10) {
+                let end = min(start + (64 << 10), sent.count)
+                try await client.write(Array(sent[start..<end]))
+                written.withLock { $0 = end }
+            }
+        }
+        try await Task.sleep(for: .seconds(1))
+        // The kernel's buffers take a few MiB more than the proxy; 16 MiB cannot all have gone in.
+        let accepted = written.withLock { $0 }
+        #expect(accepted < sent.count, "all 16 MiB went into the proxy under a ten-minute delay")
+        rig.proxy.set(.none)
+        let echoed = await Self.read(sent.count, from: client, within: .seconds(120))
+        #expect(echoed.count == sent.count, "\(echoed.count) of \(sent.count) bytes came back")
+        #expect(echoed == sent, "the bytes came back out of order")
+        try await writing.value
+        await client.close()
+        await rig.stop()
+    }
+
     @Test func aPartitionHoldsBytesUntilItIsLifted() async throws {
         let rig = try await Rig(Self.echo)
         let client = try await rig.connect()
