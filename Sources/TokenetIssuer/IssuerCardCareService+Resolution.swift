@@ -295,3 +295,27 @@ extension IssuerCardCareService {
                 + "\(last4), \(renewal.expiry) stays pending: repeat it to complete it")
     }
 }
+
+extension IssuerCardCareService {
+    /// Moves a token the TSP's stand-in made from `card`'s number or expiry before a renewal onto the card as it is
+    /// now (a RenewCard of that token alone), so that it pays with the card the issuer keeps. Throws when the TSP
+    /// cannot be asked now (the advice is then delivered again, and this is tried again); a refusal that asking
+    /// again would not change is logged, and the token is recorded all the same.
+    func moveStandInToken(_ token: String, onto card: StoredCard, log: Logger) async throws {
+        let encrypted = try await encryptedForTSP(card, PendingRenewal(pan: card.pan, expiry: card.expiry))
+        let sent = await send(card, encrypted, tokens: [token], caller: try tspCaller(), log: log)
+        if let failure = sent.failure {
+            let code = (failure as? RPCError)?.code ?? .unavailable
+            if [.unavailable, .deadlineExceeded, .resourceExhausted, .aborted, .internal, .unknown].contains(code) {
+                throw failure
+            }
+            log.warning(
+                "the TSP refused to move a stand-in token onto its renewed card; it keeps the card's previous number",
+                ["digital_card_id": token, "card": card.id, "error": String(describing: failure)])
+        } else if sent.renewed == [token] {
+            log.info(
+                "a stand-in token made from the card's previous number or expiry now holds the card as it is",
+                ["digital_card_id": token, "card": card.id, "last4": card.pan.last4, "expiry": "\(card.expiry)"])
+        }
+    }
+}

@@ -8,15 +8,27 @@ extension IssuerDecisionsService {
     /// The rule a decision the TSP's stand-in made is recorded under, in the issuer's decisions.
     static let standInRule = "stand-in"
 
-    /// Records a digitization the TSP's stand-in rule decided for one of this issuer's cards while the issuer could
-    /// not answer (STAND_IN_ADVICE), as if the issuer had decided it: the token then counts among its card's tokens,
-    /// so renewals and card-wide token changes reach it. An advice recorded before (a redelivery) changes nothing.
-    /// One that cannot be read (no card data, data not encrypted to this issuer's key, an undecided decision) is
-    /// logged and dropped, since it would read no better delivered again; only a storage failure throws, and the
+    /// What an advice records: the decision, and the card it is for. `outdated` when the token was made from the
+    /// card's number or expiry before a renewal (the advice came from a digitization that raced the renewal, or from
+    /// the old number typed in while the issuer was away): the TSP must then move it onto the card as it is now.
+    struct StandInAdvicePlan: Sendable {
+        var decision: DecisionRecord
+        var card: StoredCard?
+        var outdated: Bool
+        var reason: String
+        var decisionName: String
+    }
+
+    /// Reads a digitization the TSP's stand-in rule decided for one of this issuer's cards while the issuer could
+    /// not answer (STAND_IN_ADVICE): the decision to record as if the issuer had decided it, so that the token
+    /// counts among its card's tokens and renewals and card-wide changes reach it. The card is found by its number,
+    /// or by a number it had before a renewal. Nil when there is nothing to record: an advice recorded before (a
+    /// redelivery), or one that cannot be read (no card data, data not encrypted to this issuer's key, an undecided
+    /// decision), logged, since it would read no better delivered again; only a storage failure throws, and the
     /// message then comes again.
-    func recordStandInAdvice(
+    func standInAdvicePlan(
         _ advice: TspV1.StandInAdviceBody, digitalCardID: String, messageID: String, log: Logger
-    ) throws(IssuerError) {
+    ) throws(IssuerError) -> StandInAdvicePlan? {
         let decision = advice.decision.protoValueName ?? "\(advice.decision.rawValue)"
         let last4 = String(advice.maskedPAN.filter(\.isNumber).suffix(4))
         let outcome: DigitizationOutcome
@@ -27,25 +39,23 @@ extension IssuerDecisionsService {
             log.warning(
                 "stand-in advice with neither an approval nor a decline; not recorded",
                 ["message_id": messageID, "digital_card_id": digitalCardID, "decision": decision])
-            return
+            return nil
         }
         guard !digitalCardID.isEmpty else {
             log.warning("stand-in advice that names no token; not recorded", ["message_id": messageID])
-            return
+            return nil
         }
         if try store.hasDecision(digitalCardID: digitalCardID, rule: Self.standInRule) {
             log.debug(
                 "stand-in advice recorded before; nothing to do",
                 ["message_id": messageID, "digital_card_id": digitalCardID])
-            return
+            return nil
         }
         let card: CardData
-        let stored: StoredCard?
+        let pan: PAN
         do {
             card = try decrypt(advice.encryptedCardData)
-            stored = try store.card(matching: try pan(of: card))
-        } catch let error as IssuerError {
-            throw error
+            pan = try self.pan(of: card)
         } catch {
             log.warning(
                 "stand-in advice whose card cannot be read; not recorded",
@@ -53,10 +63,13 @@ extension IssuerDecisionsService {
                     "message_id": messageID, "digital_card_id": digitalCardID, "last4": last4,
                     "error": (error as? RPCError)?.message ?? String(describing: error),
                 ])
-            return
+            return nil
         }
-        try store.record(
-            DecisionRecord(
+        var stored = try store.card(matching: pan)
+        if stored == nil { stored = try store.card(thatHad: pan) }
+        let outdated = stored.map { $0.pan != pan || (try? card.expiry()) != $0.expiry } ?? false
+        return StandInAdvicePlan(
+            decision: DecisionRecord(
                 cardID: stored?.id, last4: card.last4, digitalCardID: digitalCardID, tokenLast4: advice.tokenLast4,
                 walletAccountID: advice.walletAccountID, inputMethod: Int(advice.inputMethod.rawValue),
                 deviceID: advice.device?.deviceID ?? "", deviceType: advice.device?.deviceType ?? "",
@@ -64,22 +77,31 @@ extension IssuerDecisionsService {
                     account: Int(advice.risk?.accountScore ?? 0), device: Int(advice.risk?.deviceScore ?? 0)),
                 recommendation: Int(advice.risk?.recommendation.rawValue ?? 0), rule: Self.standInRule,
                 outcome: outcome),
-            at: advice.decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(advice.decidedAtMs) / 1000))
+            card: stored, outdated: outdated && advice.decision == .approved, reason: advice.reason,
+            decisionName: decision)
+    }
+
+    /// Records what `standInAdvicePlan` read, decided at `decidedAtMs` (now when 0).
+    func record(_ plan: StandInAdvicePlan, decidedAtMs: UInt64, messageID: String, log: Logger) throws(IssuerError) {
+        let id = plan.decision.digitalCardID
+        try store.record(
+            plan.decision,
+            at: decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(decidedAtMs) / 1000))
         // The TSP made the token, so it knows it, whatever it answered about it before.
-        store.noteKnownToTSP([digitalCardID], why: "STAND_IN_ADVICE", log: log)
-        if let stored {
+        store.noteKnownToTSP([id], why: "STAND_IN_ADVICE", log: log)
+        if let card = plan.card {
             log.info(
                 "the TSP's stand-in decided a digitization while the issuer could not; recorded with its card",
                 [
-                    "message_id": messageID, "digital_card_id": digitalCardID, "card": stored.id, "last4": card.last4,
-                    "decision": decision, "reason": advice.reason,
+                    "message_id": messageID, "digital_card_id": id, "card": card.id, "last4": plan.decision.last4,
+                    "decision": plan.decisionName, "reason": plan.reason,
                 ])
         } else {
             log.warning(
                 "the TSP's stand-in decided a digitization of a card the issuer does not know; recorded without one",
                 [
-                    "message_id": messageID, "digital_card_id": digitalCardID, "last4": card.last4,
-                    "decision": decision, "reason": advice.reason,
+                    "message_id": messageID, "digital_card_id": id, "last4": plan.decision.last4,
+                    "decision": plan.decisionName, "reason": plan.reason,
                 ])
         }
     }

@@ -58,7 +58,8 @@ public enum IssuerNode {
         // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app
         // (processNotification, then the app's action).
         try context.subscribeToNotifications(
-            handler: IssuerNodeNotifications(app: appNotifications, decisions: party.decisions, logger: logger))
+            handler: IssuerNodeNotifications(
+                app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger))
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)

@@ -10,6 +10,31 @@ extension IssuerStore {
         ALTER TABLE cards ADD COLUMN renewed INTEGER NOT NULL DEFAULT 0;
         """
 
+    /// The numbers and expiries cards had before a renewal, sealed as the card's own (under its record id): a
+    /// token the TSP's stand-in made while the issuer was away may name a card by one (STAND_IN_ADVICE), and it is
+    /// still that card's token.
+    static let previousNumbersSchema = """
+        CREATE TABLE previous_numbers (
+            card_id TEXT NOT NULL REFERENCES cards(id), last4 TEXT NOT NULL, pan_sealed BLOB NOT NULL,
+            expiry TEXT NOT NULL, retired_at_ms INTEGER NOT NULL);
+        CREATE INDEX previous_numbers_by_last4 ON previous_numbers(last4);
+        """
+
+    /// The card that had `pan` before a renewal, the latest to give it up; nil when none did.
+    func card(thatHad pan: PAN) throws(IssuerError) -> StoredCard? {
+        let rows = try storage("look up a card by a previous number") {
+            try database.query(
+                "SELECT card_id, pan_sealed FROM previous_numbers WHERE last4 = ? ORDER BY rowid DESC", [pan.last4])
+        }
+        for row in rows {
+            let id = try storage("read a previous number") { try row.text(0) }
+            let sealed = try storage("read a previous number") { try row.blob(1) }
+            let previous = try storage("open a previous number") { try vault.openPAN(sealed, recordID: "card:\(id)") }
+            if previous == pan { return try card(id: id) }
+        }
+        return nil
+    }
+
     /// A renewal reserved but not yet settled with the TSP (`PendingRenewal`): the new number (sealed like the card's
     /// own, under the card's record id, so completing moves it as it is) and expiry. `pending_last4` is indexed
     /// like `last4`, as the uniqueness check looks for a number in both.
@@ -107,6 +132,12 @@ extension IssuerStore {
                     )
                 }
                 if settlement == .complete {
+                    // The number and expiry the card leaves, sealed as they were (`previousNumbersSchema`).
+                    _ = try tx.execute(
+                        """
+                        INSERT INTO previous_numbers (card_id, last4, pan_sealed, expiry, retired_at_ms)
+                        SELECT id, last4, pan_sealed, expiry, ? FROM cards WHERE id = ?
+                        """, [Int64(Date().timeIntervalSince1970 * 1000), id])
                     _ = try tx.execute(
                         """
                         UPDATE cards SET pan_sealed = pending_pan_sealed, last4 = pending_last4, scheme = ?,

@@ -89,6 +89,7 @@ final class IssuerStore: Sendable {
         Migration(version: 14, name: "unknown-tokens", sql: IssuerStore.unknownTokensSchema),
         Migration(version: 15, name: "deleted-tokens-backfill", sql: IssuerStore.deletedTokensBackfillSchema),
         Migration(version: 16, name: "app-inbox-arrivals", sql: IssuerStore.appInboxArrivalSchema),
+        Migration(version: 17, name: "previous-numbers", sql: IssuerStore.previousNumbersSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -20,7 +20,8 @@ import TokenetWire
     init() throws {
         (tsp, party, care) = try Support.cardCare(sink: sink)
         app = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(sink), store: party.store)
-        notifications = IssuerNodeNotifications(app: app, decisions: party.decisions, logger: Support.logger(sink))
+        notifications = IssuerNodeNotifications(
+            app: app, decisions: party.decisions, cardCare: party.cardCare, logger: Support.logger(sink))
     }
 
     static func advice(
@@ -59,6 +60,39 @@ import TokenetWire
         let renewed = try await care.renewCard(.init(cardID: Cards.visaStandIn.0, pan: "4761000010000090"))
         #expect(renewed.renewedDigitalCardIds == ["DNISTANDIN1"])
         #expect(tsp.state.withLock { $0.renewals.map(\.0.digitalCardIds) } == [["DNISTANDIN1"]])
+    }
+
+    /// A stand-in token made from the card's number before a renewal (a digitization that raced the renewal, or the
+    /// old number typed in while the issuer was away) is the card's token: recorded with it, and moved onto the
+    /// card as it is now before it is recorded. A TSP that cannot be asked then leaves nothing recorded, so the
+    /// advice, delivered again, tries again.
+    @Test func aTokenMadeFromTheCardsPreviousNumberIsMovedOntoTheRenewedCard() async throws {
+        let renewed = try await care.renewCard(.init(cardID: Cards.visaStandIn.0, pan: "4761000010000090"))
+        #expect(renewed.renewedDigitalCardIds.isEmpty)
+
+        tsp.state.withLock { $0.droppedRenewals = 1 }
+        await #expect(throws: RPCError.self) { try await notifications.handle(try Self.advice("DNIOLDNUMBER1")) }
+        #expect(try !party.store.hasDecision(digitalCardID: "DNIOLDNUMBER1", rule: "stand-in"))
+
+        try await notifications.handle(try Self.advice("DNIOLDNUMBER1"))
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNIOLDNUMBER1"])
+        let moved = tsp.state.withLock { $0.renewals.map { ($0.0.digitalCardIds, $0.1.accountNumber) } }
+        #expect(moved.count == 1 && moved.first?.0 == ["DNIOLDNUMBER1"], "\(moved)")
+        #expect(moved.first?.1 == "4761000010000090")
+        #expect(sink.lines.contains { $0.contains("now holds the card as it is") })
+    }
+
+    /// The same for a token made from the card's expiry before a renewal that kept the number; a token made from
+    /// the card as it is needs no move.
+    @Test func aTokenMadeFromTheCardsPreviousExpiryIsMovedAndACurrentOneIsNot() async throws {
+        _ = try await notifications.handle(try Self.advice("DNICURRENT1"))
+        #expect(tsp.state.withLock { $0.renewals.isEmpty })
+        _ = try await care.renewCard(.init(cardID: Cards.visaStandIn.0, expiry: "12/33"))
+        let before = tsp.state.withLock { $0.renewals.count }
+        try await notifications.handle(try Self.advice("DNIOLDEXPIRY1", messageID: "m-2"))
+        let renewals = tsp.state.withLock { $0.renewals.dropFirst(before).map(\.0.digitalCardIds) }
+        #expect(renewals == [["DNIOLDEXPIRY1"]])
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNICURRENT1", "DNIOLDEXPIRY1"])
     }
 
     @Test func aDeclineIsRecordedButIsNoLiveToken() async throws {
