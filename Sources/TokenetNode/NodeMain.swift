@@ -21,6 +21,9 @@ public enum NodeMain {
         // error return, not a process-killing signal: ignored from the first write on, since the --plaintext banner
         // and any option error are written before the node starts.
         signal(SIGPIPE, SIG_IGN)
+        // SIGQUIT quits at once, without draining, as it does other programs: the Swift runtime's crash reporter
+        // took it, logged a backtrace headed "Program crashed", and let the node run on.
+        signal(SIGQUIT, SIG_DFL)
         let options: NodeOptions
         do {
             switch try NodeCommandLine.parse(arguments, spec: spec) {

@@ -29,6 +29,7 @@ extension NodeSpec {
             "--drain-timeout seconds to finish, and the node exits at most a second after that; if anything holds",
             "the stop up (a log pipe nobody reads), it exits with status 1 ten seconds after the drain timeout.",
             "SIGHUP (the terminal closed) stops it the same way, unless it was started with SIGHUP ignored (nohup).",
+            "SIGQUIT quits it at once, without draining.",
             "Bad options exit with status 2.",
         ]
         return lines.joined(separator: "\n")
