@@ -232,6 +232,16 @@ struct InspectOptions: Sendable {
             )
         }
         try checkRuntimeKey(key, value, command: command)
+        if key == Metadata.traceIDKey, let earlier = metadata[text: key] {
+            // A call has one trace id; the node would take the first and drop the other unsaid.
+            guard earlier == value else {
+                throw CLIError(
+                    .usage,
+                    "\(command): -H: \(key) is given twice ('\(maskPAN(earlier))' and '\(maskPAN(value))'); a call has "
+                        + "one trace id")
+            }
+            return
+        }
         guard key.hasSuffix("-bin") else {
             // A line break or other control character in a text value is a slip of the shell (`$'a\nb'`), and would
             // reach the node's handlers as it is; bytes go in a `-bin` key.

@@ -230,6 +230,24 @@ import TokenetTransport
         try expectUsageError(["call", address, "tokenet.health.v1.Health/Check", "-H", header, "--plaintext"], message)
     }
 
+    /// A call has one trace id: two different ones are refused (the node took the first and dropped the other
+    /// unsaid); the same one twice is that one.
+    @Test func twoTraceIDsAreRefusedAndTheSameOneTwiceIsOne() throws {
+        try expectUsageError(
+            [
+                "call", address, "tokenet.health.v1.Health/Check", "-H", "tokenet-trace-id: aaaabbbbcccc1111", "-H",
+                "tokenet-trace-id: aaaabbbbcccc2222", "--plaintext",
+            ],
+            "call: -H: tokenet-trace-id is given twice ('aaaabbbbcccc1111' and 'aaaabbbbcccc2222'); a call has one "
+                + "trace id")
+        let same = try runTokenet(
+            [
+                "list", address, "-H", "tokenet-trace-id: 4bf92f3577b34da6", "-H", "tokenet-trace-id: 4bf92f3577b34da6",
+                "--plaintext",
+            ])
+        #expect(same.status == 1 && same.stderr.contains("cannot connect to \(address)"), "\(same.stderr)")
+    }
+
     @Test func aWellFormedTraceIDIsSent() throws {
         let result = try runTokenet(
             ["list", address, "-H", "tokenet-trace-id: 4bf92f3577b34da6", "--plaintext"])
