@@ -60,15 +60,29 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
         }
     }
 
+    /// Queues one Publish may name: the message is stored in each before the call is answered.
+    static let maxPublishSubscribers = 1_000
+
     func publish(_ request: TspV1.PublishRequest, context: ServerContext) async throws -> TspV1.PublishResponse {
         guard let notification = request.notification else {
             throw RPCError(.invalidArgument, "notification is required: sender, topic, type, card id and body")
         }
+        guard request.subscribers.count <= Self.maxPublishSubscribers else {
+            throw RPCError(
+                .invalidArgument,
+                "a message goes to at most \(Self.maxPublishSubscribers) subscribers, not \(request.subscribers.count); "
+                    + "publish it in parts")
+        }
         do {
             let id = try await broker.publish(notification, to: request.subscribers)
+            // The first few by name and the count: one log line stays readable whatever the list.
+            let named = request.subscribers.prefix(10).joined(separator: ",")
             logger.withTraceID(context.traceID).info(
                 "notification published by an operator",
-                ["message_id": id, "subscribers": request.subscribers.joined(separator: ",")])
+                [
+                    "message_id": id, "subscriber_count": "\(request.subscribers.count)",
+                    "subscribers": request.subscribers.count > 10 ? named + ",…" : named,
+                ])
             return TspV1.PublishResponse(messageID: id)
         } catch {
             throw error.rpcError

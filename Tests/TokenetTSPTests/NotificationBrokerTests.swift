@@ -258,6 +258,12 @@ import TokenetWire
             try await operatorClient.publish(
                 TspV1.PublishRequest(notification: request.notification, subscribers: ["operator/op-1"]))
         }
+        // At most 1,000 queues a message; 60,000 were taken and logged on one line of 800 KB.
+        await expectRPCError(.invalidArgument, "a message goes to at most 1000 subscribers, not 1001") {
+            try await operatorClient.publish(
+                TspV1.PublishRequest(
+                    notification: request.notification, subscribers: (0...1_000).map { "wallet/w\($0)" }))
+        }
         let id = try await operatorClient.publish(request).messageID
         var stream = try await harness.client(.issuer, "bank-a").subscribe(TspV1.SubscribeRequest())
             .makeAsyncIterator()

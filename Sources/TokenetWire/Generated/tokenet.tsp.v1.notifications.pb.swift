@@ -614,7 +614,7 @@ extension TspV1 {
         /// Sender, topic, type, card id and body; the broker fills the rest.
         public var notification: TspV1.Notification? = nil
 
-        /// The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once.
+        /// The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once, at most 1,000 (more is INVALID_ARGUMENT).
         public var subscribers: [String] = []
 
         public init() {}

@@ -317,7 +317,7 @@ struct  Tokenet__Tsp__V1__PublishRequest
    */
   Tokenet__Tsp__V1__Notification *notification;
   /*
-   * The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once.
+   * The recipients' queues, "ROLE/NODE_ID" (wallet or issuer), each once, at most 1,000 (more is INVALID_ARGUMENT).
    */
   size_t n_subscribers;
   char **subscribers;
