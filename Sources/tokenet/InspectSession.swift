@@ -385,18 +385,20 @@ final class InspectSession: Sendable {
 
     /// The node's silence when that is what ended the connection `error` reports: the keepalive ping went
     /// unanswered, which the RPC layer words for its own log ("no answer to keepalive ping"); a person at the CLI
-    /// learns here which node stopped answering and for how long. Still UNAVAILABLE (exit status 78).
-    private func silence(behind error: any Error) -> RPCError? {
+    /// learns here which node stopped answering and for how long. Still UNAVAILABLE (exit status 78), unless the
+    /// peer never sent its hello: then no Tokenet node was reached, exit status 1, as when one sends something else
+    /// or does not finish the TLS handshake (`ungreeted`).
+    private func silence(behind error: any Error) -> (any Error)? {
         guard let error = error as? RPCError, error.code == .unavailable,
             error.message.contains("no answer to keepalive ping")
         else { return nil }
         let silent = Self.keepaliveInterval + Self.keepaliveTimeout
         if error.message.contains("no hello from the peer") {
-            return RPCError(
-                .unavailable,
-                "\(options.address) accepted the connection but sent no hello within \(silent.components.seconds) s "
-                    + "(nor answered a keepalive ping): check that \(options.address) is a Tokenet node's address; the "
-                    + "connection was closed")
+            return CLIError(
+                .connection,
+                "cannot connect to \(options.address): it accepted the connection but sent no hello within "
+                    + "\(silent.components.seconds) s (nor answered a keepalive ping): check that \(options.address) is a "
+                    + "Tokenet node's address; the connection was closed")
         }
         return RPCError(
             .unavailable,
