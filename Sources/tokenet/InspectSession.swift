@@ -414,15 +414,17 @@ final class InspectSession: Sendable {
     /// size and bytes in base64, cut short. Like the message, it is the peer's text: masked and escaped.
     static func shown(_ detail: WireV1.StatusDetail) -> String {
         let type = detail.type.isEmpty ? "(no type)" : detail.type
-        if let known = ProtoRegistry.messageType(named: detail.type),
-            let json = try? known.init(serializedBytes: detail.value).jsonString()
-        {
-            return "detail \(shownStatusMessage(type)): \(shownStatusMessage(json))"
-        }
         let base64 = Data(detail.value.prefix(48)).base64EncodedString()
         let cut = detail.value.count > 48 ? "…" : ""
-        return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes, a type this build does not know "
-            + "(base64 \(base64)\(cut))"
+        guard let known = ProtoRegistry.messageType(named: detail.type) else {
+            return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes, a type this build does not know "
+                + "(base64 \(base64)\(cut))"
+        }
+        guard let json = try? known.init(serializedBytes: detail.value).jsonString() else {
+            return "detail \(shownStatusMessage(type)): \(detail.value.count) bytes that are not a valid "
+                + "\(shownStatusMessage(type)) (base64 \(base64)\(cut))"
+        }
+        return "detail \(shownStatusMessage(type)): \(shownStatusMessage(json))"
     }
 
     private static func finish(with error: any Error) -> Result<Int32, CLIError> {

@@ -32,14 +32,19 @@ import TokenetWire
             type: "tokenet.health.v1.HealthCheckResponse",
             value: Data(try HealthV1.HealthCheckResponse(status: .notServing).serializedBytes()))
         let unknown = WireV1.StatusDetail(type: "example.v1.Retry\n4761000010000009", value: Data([1, 2, 3]))
-        let result = try await Self.callAServerAnswering(.unavailable, message: "later", details: [known, unknown])
+        // A type this build knows, with bytes that are not one: said so, not called an unknown type.
+        let broken = WireV1.StatusDetail(type: "tokenet.health.v1.HealthCheckResponse", value: Data([0xFF, 0xFF]))
+        let result = try await Self.callAServerAnswering(
+            .unavailable, message: "later", details: [known, unknown, broken])
         #expect(result.status == 64 + 14, "\(result.stderr)")
         #expect(
             result.stderr
                 == "ERROR: UNAVAILABLE: later\n"
                 + "  detail tokenet.health.v1.HealthCheckResponse: {\"status\":\"SERVING_STATUS_NOT_SERVING\"}\n"
                 + "  detail example.v1.Retry\\u{A}************0009: 3 bytes, a type this build does not know "
-                + "(base64 AQID)\n")
+                + "(base64 AQID)\n"
+                + "  detail tokenet.health.v1.HealthCheckResponse: 2 bytes that are not a valid "
+                + "tokenet.health.v1.HealthCheckResponse (base64 //8=)\n")
     }
 
     /// The node's message is printed with its control characters escaped: an escape sequence in it (often quoted
