@@ -22,7 +22,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
         let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "ListCards")
         let (cards, next) = page.split(try store.cards(after: page.after, limit: page.size + 1), key: \.id)
         return IssuerV1.ListCardsResponse(
-            cards: cards.map { card in
+            cards: try cards.map { card throws(IssuerError) in
                 IssuerV1.IssuerCard(
                     cardID: card.id, maskedPAN: card.pan.masked, scheme: card.pan.scheme.wire,
                     expiry: card.expiry.description, cardholderName: card.cardholderName,
@@ -31,7 +31,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                         IssuerV1.PendingCardRenewal(
                             maskedPAN: pending.renewal.pan.masked, expiry: pending.renewal.expiry.description,
                             sinceMs: UInt64(max(0, pending.since.timeIntervalSince1970 * 1000)))
-                    })
+                    }, digitalCardIds: try store.tokens(ofCard: card.id).live)
             },
             nextPageToken: next)
     }

@@ -31,6 +31,7 @@ enum IssuerCommand {
         the operator has the TSP activate the INACTIVE token. app-view shows the issuer app's view of its cards in the
         wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
         RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
+        TOKENS counts the card's live tokens, those the TSP's stand-in approved included (--json names them).
 
         Options:
           --mode MODE          receipt or session (required for push-card).

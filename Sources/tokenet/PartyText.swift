@@ -109,11 +109,11 @@ enum PartyText {
     static func issuerCards(_ response: IssuerV1.ListCardsResponse) -> String {
         guard !response.cards.isEmpty else { return "The issuer has no cards." }
         return table(
-            ["CARD", "PAN", "SCHEME", "EXPIRY", "CARDHOLDER", "ACCOUNT", "RULE", "RENEWAL"],
+            ["CARD", "PAN", "SCHEME", "EXPIRY", "CARDHOLDER", "ACCOUNT", "RULE", "TOKENS", "RENEWAL"],
             response.cards.map {
                 [
                     $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
-                    $0.digitizationRule, $0.pendingRenewal.map(pendingRenewal) ?? "",
+                    $0.digitizationRule, "\($0.digitalCardIds.count)", $0.pendingRenewal.map(pendingRenewal) ?? "",
                 ]
             })
     }

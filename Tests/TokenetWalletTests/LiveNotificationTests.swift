@@ -254,6 +254,9 @@ import TokenetTestSupport
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(restarted.stderr.contains("digital_card_id=\(id) card=card-visa-standin"), "\(restarted.stderr)")
+        let listed = try await json(["issuer", "cards", restarted.listen])
+        let card = list(listed, "cards").first { $0["cardId"] as? String == "card-visa-standin" }
+        #expect(card?["digitalCardIds"] as? [String] == [id], "\(listed)")
         let renewed = try await tokenet([
             "issuer", "renew-card", restarted.listen, "card-visa-standin", "--exp", "12/31",
         ])

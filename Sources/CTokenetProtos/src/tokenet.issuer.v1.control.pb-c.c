@@ -373,7 +373,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[9] =
 {
   {
     "card_id",
@@ -471,11 +471,24 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "digital_card_ids",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Issuer__V1__IssuerCard, n_digital_card_ids),
+    offsetof(Tokenet__Issuer__V1__IssuerCard, digital_card_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] = {
   5,   /* field[5] = account_id */
   0,   /* field[0] = card_id */
   4,   /* field[4] = cardholder_name */
+  8,   /* field[8] = digital_card_ids */
   6,   /* field[6] = digitization_rule */
   3,   /* field[3] = expiry */
   1,   /* field[1] = masked_pan */
@@ -485,7 +498,7 @@ static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] 
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
 {
@@ -495,7 +508,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   "Tokenet__Issuer__V1__IssuerCard",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerCard),
-  8,
+  9,
   tokenet__issuer__v1__issuer_card__field_descriptors,
   tokenet__issuer__v1__issuer_card__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_card__number_ranges,

@@ -63,6 +63,11 @@ extension IssuerV1 {
         /// settled the card keeps masked_pan and expiry, and no other card may take the reserved number.
         public var pendingRenewal: IssuerV1.PendingCardRenewal? = nil
 
+        /// The card's tokens as the issuer knows them live, oldest first: those it approved or stepped up, and those the
+        /// TSP's stand-in approved for it (STAND_IN_ADVICE). Tokens it knows deleted, or the TSP does not know, are left
+        /// out, as card-wide changes and renewals leave them out.
+        public var digitalCardIds: [String] = []
+
         public init() {}
 
         public init(
@@ -73,7 +78,8 @@ extension IssuerV1 {
             cardholderName: String = "",
             accountID: String = "",
             digitizationRule: String = "",
-            pendingRenewal: IssuerV1.PendingCardRenewal? = nil
+            pendingRenewal: IssuerV1.PendingCardRenewal? = nil,
+            digitalCardIds: [String] = []
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -83,6 +89,7 @@ extension IssuerV1 {
             self.accountID = accountID
             self.digitizationRule = digitizationRule
             self.pendingRenewal = pendingRenewal
+            self.digitalCardIds = digitalCardIds
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -94,6 +101,7 @@ extension IssuerV1 {
             self.accountID = try reader.read(6)
             self.digitizationRule = try reader.read(7)
             self.pendingRenewal = try reader.readMessage(8)
+            self.digitalCardIds = try reader.readRepeated(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -105,6 +113,7 @@ extension IssuerV1 {
             try writer.write(6, accountID)
             try writer.write(7, digitizationRule)
             if let value = pendingRenewal { try writer.write(8, message: value) }
+            try writer.write(9, repeated: digitalCardIds)
         }
     }
 }

@@ -651,6 +651,7 @@ extension IssuerV1.IssuerCard {
         base.accountID = "account_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pendingRenewal = IssuerV1.PendingCardRenewal.samples()[0]
+        base.digitalCardIds = ["digital_card_ids-9 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-10 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         return [base]
     }
 }

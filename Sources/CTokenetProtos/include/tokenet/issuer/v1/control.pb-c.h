@@ -80,10 +80,17 @@ struct  Tokenet__Issuer__V1__IssuerCard
    * settled the card keeps masked_pan and expiry, and no other card may take the reserved number.
    */
   Tokenet__Issuer__V1__PendingCardRenewal *pending_renewal;
+  /*
+   * The card's tokens as the issuer knows them live, oldest first: those it approved or stepped up, and those the
+   * TSP's stand-in approved for it (STAND_IN_ADVICE). Tokens it knows deleted, or the TSP does not know, are left
+   * out, as card-wide changes and renewals leave them out.
+   */
+  size_t n_digital_card_ids;
+  char **digital_card_ids;
 };
 #define TOKENET__ISSUER__V1__ISSUER_CARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_card__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0,NULL }
 
 
 /*
