@@ -112,6 +112,15 @@ struct InspectOptions: Sendable {
                     "\(command): '\(maskPAN(first))' has port \(port), past the last port (65535); give the port "
                         + "the node listens on (its READY line says listen=HOST:PORT)")
             }
+            // A URL pasted from elsewhere (http://host:port, grpc://…): the scheme is what is in the way.
+            if let scheme = first.range(of: "://"),
+                let hostPort = HostPort(parsing: String(first[scheme.upperBound...].prefix { $0 != "/" }))
+            {
+                throw CLIError(
+                    .usage,
+                    "\(command): '\(maskPAN(first))' is a URL; give the address alone, HOST:PORT, such as "
+                        + "\(maskPAN(hostPort.description))")
+            }
             throw CLIError(
                 .usage,
                 "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT (an IPv6 address goes in "
@@ -201,9 +210,12 @@ struct InspectOptions: Sendable {
             }
             return .nanoseconds(Int64(max(1, (value * unit.seconds * 1e9).rounded())))
         }
+        // A bare number is most often seconds meant; the unit is asked for rather than guessed.
+        let unitMissing = isDecimal(Substring(text)) ? " (with a unit: \(maskPAN(text))s for seconds)" : ""
         throw CLIError(
             .usage,
-            "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(maskPAN(text))'")
+            "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(maskPAN(text))'"
+                + unitMissing)
     }
 
     /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.

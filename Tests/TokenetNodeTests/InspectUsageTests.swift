@@ -331,6 +331,20 @@ import TokenetTransport
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
             try expectUsageError(["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
         }
+        // A bare number: the unit is asked for, not guessed.
+        try expectUsageError(
+            ["list", address, "--deadline", "5", "--plaintext"],
+            "list: --deadline: expected a positive duration such as 5s, 200ms or 1m, got '5' (with a unit: 5s for "
+                + "seconds)")
+    }
+
+    /// A URL pasted for the address is named as one, with the address to give instead.
+    @Test func aURLForTheAddressIsNamedWithTheAddressInIt() throws {
+        for url in ["http://127.0.0.1:7001", "grpc://127.0.0.1:7001/", "https://[::1]:7001/path"] {
+            try expectUsageError(
+                ["list", url, "--plaintext"], "list: '\(url)' is a URL; give the address alone, HOST:PORT, such as ")
+        }
+        try expectUsageError(["list", "http://[::1]:7001", "--plaintext"], "such as [::1]:7001")
     }
 
     /// Swift would turn the byte 0xFF into U+FFFD and send that; the command refuses it as it refuses such input.
