@@ -64,7 +64,12 @@ public struct IssuerAppInbox: Sendable, Equatable {
         case alreadyAnswered(String, status: String)
         /// Never answered, and its expiry (`endsAtMs`) has passed: the TSP refuses a late answer.
         case expired(String, endsAtMs: UInt64)
+        /// Its AUTHN message arrived after its expiry (`expiresAtMs`), so nobody was asked (`dropLateAuthn`).
+        case arrivedLate(String, expiresAtMs: UInt64)
     }
+
+    /// How the listing ends the action of an AUTHN that arrived after its expiry (`dropLateAuthn`).
+    static let lateAuthnAction = "arrived after its expiry: not asked"
 
     /// The status of a request nobody has answered yet.
     public static let pending = "PENDING"
@@ -167,7 +172,17 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// The request the cardholder is about to answer at `nowMs`, refused when unknown, already answered, or
     /// expired (the TSP refuses an answer at or after the expiry, so the app does not send it).
     public func pendingAuthn(_ id: String, nowMs: UInt64) throws(AnswerRefusal) -> IssuerV1.AppAuthn {
-        guard let kept = authn.first(where: { $0.request.authnRequestID == id }) else { throw .unknown(id) }
+        guard let kept = authn.first(where: { $0.request.authnRequestID == id }) else {
+            // Its message kept as one that came too late (a request pruned since it ended is unknown now).
+            let late = notifications.lazy.compactMap { entry -> TspV1.AuthnBody? in
+                guard entry.action.hasSuffix(Self.lateAuthnAction), case .authn(let body)? = entry.notification?.body,
+                    body.authnRequestID == id
+                else { return nil }
+                return body
+            }.first
+            if let late { throw .arrivedLate(id, expiresAtMs: late.expiresAtMs) }
+            throw .unknown(id)
+        }
         switch Self.status(of: kept, nowMs: nowMs) {
         case Self.pending: return kept.request
         case Self.expired: throw .expired(id, endsAtMs: kept.endsAtMs)
@@ -306,7 +321,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
             return "message about card \(cardID): \(body.title) — \(body.body)\(offer)"
         case .dropLateAuthn(let body):
             return "authentication request \(body.authnRequestID) (\(Self.amount(body.amountMinor, body.currency)) at "
-                + "\(body.merchant)) arrived after its expiry: not asked"
+                + "\(body.merchant)) \(Self.lateAuthnAction)"
         case .handToApp(let notification):
             return "handed to the app (sender \(notification.sender), topic \(notification.topic), "
                 + "type \(notification.messageType))"

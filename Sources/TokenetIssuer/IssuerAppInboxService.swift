@@ -28,6 +28,12 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
             throw RPCError(.notFound, "the app has no authentication request \"\(id)\"; see its notifications")
         } catch .alreadyAnswered(let id, let status) {
             throw RPCError(.failedPrecondition, "authentication request \"\(id)\" was already answered: \(status)")
+        } catch .arrivedLate(let id, let expiresAtMs) {
+            let at = expiresAtMs == 0 ? "" : " at \(Self.time(ms: expiresAtMs))"
+            throw RPCError(
+                .failedPrecondition,
+                "authentication request \"\(id)\" reached the app after its expiry\(at), so the cardholder was never "
+                    + "asked; the TSP refuses a late answer")
         } catch .expired(let id, let endsAtMs) {
             throw RPCError(
                 .failedPrecondition,

@@ -78,7 +78,9 @@ import TokenetWire
         let listed = try await IssuerAppInboxListingTests.client(restarted).notifications(.init())
         #expect(listed.notifications.map(\.action) == before)
         #expect(listed.authnRequests.map(\.authnRequestID) == ["ar-asked"])
-        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("ar-late")) { try restarted.pendingAuthn("ar-late") }
+        #expect(throws: IssuerAppInbox.AnswerRefusal.arrivedLate("ar-late", expiresAtMs: nowMs - 1)) {
+            try restarted.pendingAuthn("ar-late")
+        }
     }
 
     /// Schema 16 adds the arrival to a database's kept messages; those kept before have none and are listed as

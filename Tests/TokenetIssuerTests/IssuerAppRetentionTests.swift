@@ -122,6 +122,13 @@ import TokenetWire
         var inbox = IssuerAppInbox()
         #expect(inbox.receive(late, nowMs: 10_000) == .dropLateAuthn(body))
         #expect(inbox.authn.isEmpty)
+        // Answering it is refused for its lateness, not as a request the app never heard of.
+        #expect(throws: IssuerAppInbox.AnswerRefusal.arrivedLate("ar-late", expiresAtMs: 10_000)) {
+            try inbox.pendingAuthn("ar-late", nowMs: 10_001)
+        }
+        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("ar-other")) {
+            try inbox.pendingAuthn("ar-other", nowMs: 10_001)
+        }
         #expect(inbox.receive(late, nowMs: 9_999) == .askCardholder(body))
         #expect(inbox.authnRequests.map(\.authnRequestID) == ["ar-late"])
 
@@ -302,7 +309,7 @@ final class ManualClock: Sendable {
         let listed = try await IssuerAppInboxListingTests.client(handler).notifications(.init())
         #expect(listed.authnRequests.isEmpty)
         #expect(listed.notifications.suffix(2).allSatisfy { $0.action.contains("arrived after its expiry") })
-        #expect(throws: IssuerAppInbox.AnswerRefusal.unknown("ar-no-expiry")) {
+        #expect(throws: IssuerAppInbox.AnswerRefusal.arrivedLate("ar-no-expiry", expiresAtMs: 0)) {
             try handler.pendingAuthn("ar-no-expiry")
         }
         for id in ["ar-answered", "ar-no-expiry"] {
