@@ -106,6 +106,14 @@ extension IssuerStore {
                     if let other = try otherCard(carrying: pan, besides: id, in: tx) {
                         throw IssuerError(.alreadyExists, Self.numberInUse(pan, by: other))
                     }
+                    // A number another card gave up in a renewal: a token the TSP's stand-in made from it is still
+                    // that card's (`card(thatHad:)`), so it is not given to another.
+                    if let other = try otherCard(thatHad: pan, besides: id, in: tx) {
+                        throw IssuerError(
+                            .alreadyExists,
+                            "the card number ending \(pan.last4) was card \(other)'s before a renewal; a renewed card "
+                                + "needs a number no other card has had")
+                    }
                 }
                 _ = try tx.execute(
                     """
@@ -193,6 +201,16 @@ extension IssuerStore {
             SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?
             UNION ALL SELECT id, pending_pan_sealed FROM cards WHERE pending_last4 = ? AND id != ?
             """, [pan.last4, id, pan.last4, id])
+        for row in rows {
+            let other = try row.text(0)
+            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
+        }
+        return nil
+    }
+
+    private func otherCard(thatHad pan: PAN, besides id: String, in tx: Transaction) throws -> String? {
+        let rows = try tx.query(
+            "SELECT card_id, pan_sealed FROM previous_numbers WHERE last4 = ? AND card_id != ?", [pan.last4, id])
         for row in rows {
             let other = try row.text(0)
             if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }

@@ -107,6 +107,22 @@ extension CardCareTests {
         #expect(tsp.state.withLock { $0.renewals.isEmpty })
     }
 
+    /// A number a card gave up in a renewal is not given to another card: a token the TSP's stand-in made from it
+    /// is still the first card's. The card itself may go back to it.
+    @Test func aNumberAnotherCardGaveUpIsNotGivenToAnother() async throws {
+        _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        let refused = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaStepUp.0, pan: Cards.visaApprove.1))
+        }
+        #expect(refused?.code == .alreadyExists, "\(String(describing: refused))")
+        #expect(
+            refused?.message.contains(
+                "the card number ending 0009 was card \(Cards.visaApprove.0)'s before a renewal; a renewed card needs a "
+                    + "number no other card has had") == true, "\(String(describing: refused))")
+        let back = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: Cards.visaApprove.1))
+        #expect(back.maskedPAN.hasSuffix("0009"), "\(back)")
+    }
+
     /// Two cards renewed to one new number at once: the first reserves the number in the issuer's store before the
     /// TSP hears of it, so the second is refused before it reaches the TSP, which only ever holds the number for the
     /// card the issuer gives it to. A second renewal of the card under way is turned away too.
