@@ -22,15 +22,21 @@ extension IssuerStore {
 
     /// The card that had `pan` before a renewal, the latest to give it up; nil when none did.
     func card(thatHad pan: PAN) throws(IssuerError) -> StoredCard? {
-        let rows = try storage("look up a card by a previous number") {
-            try database.query(
-                "SELECT card_id, pan_sealed FROM previous_numbers WHERE last4 = ? ORDER BY rowid DESC", [pan.last4])
+        let id = try storage("look up a card by a previous number") {
+            try database.transaction { tx in try cardID(thatHad: pan, besides: nil, in: tx) }
         }
+        guard let id else { return nil }
+        return try card(id: id)
+    }
+
+    /// The id of the card, other than `besides`, that last gave up `pan` in a renewal.
+    private func cardID(thatHad pan: PAN, besides: String?, in tx: Transaction) throws -> String? {
+        let rows = try tx.query(
+            "SELECT card_id, pan_sealed FROM previous_numbers WHERE last4 = ? AND card_id != ? ORDER BY rowid DESC",
+            [pan.last4, besides ?? ""])
         for row in rows {
-            let id = try storage("read a previous number") { try row.text(0) }
-            let sealed = try storage("read a previous number") { try row.blob(1) }
-            let previous = try storage("open a previous number") { try vault.openPAN(sealed, recordID: "card:\(id)") }
-            if previous == pan { return try card(id: id) }
+            let id = try row.text(0)
+            if try vault.openPAN(try row.blob(1), recordID: "card:\(id)") == pan { return id }
         }
         return nil
     }
@@ -108,7 +114,7 @@ extension IssuerStore {
                     }
                     // A number another card gave up in a renewal: a token the TSP's stand-in made from it is still
                     // that card's (`card(thatHad:)`), so it is not given to another.
-                    if let other = try otherCard(thatHad: pan, besides: id, in: tx) {
+                    if let other = try cardID(thatHad: pan, besides: id, in: tx) {
                         throw IssuerError(
                             .alreadyExists,
                             "the card number ending \(pan.last4) was card \(other)'s before a renewal; a renewed card "
@@ -201,16 +207,6 @@ extension IssuerStore {
             SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?
             UNION ALL SELECT id, pending_pan_sealed FROM cards WHERE pending_last4 = ? AND id != ?
             """, [pan.last4, id, pan.last4, id])
-        for row in rows {
-            let other = try row.text(0)
-            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
-        }
-        return nil
-    }
-
-    private func otherCard(thatHad pan: PAN, besides id: String, in tx: Transaction) throws -> String? {
-        let rows = try tx.query(
-            "SELECT card_id, pan_sealed FROM previous_numbers WHERE last4 = ? AND card_id != ?", [pan.last4, id])
         for row in rows {
             let other = try row.text(0)
             if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
