@@ -300,32 +300,43 @@ final class InspectSession: Sendable {
     static let closeLimit = Duration.seconds(1)
 
     /// Connects, runs `body`, closes. A non-OK status from `body` prints `ERROR: CODE: message` on stderr and gives
-    /// exit status 64 + code, as grpcurl does.
+    /// exit status 64 + code, as grpcurl does. A stop signal (Ctrl-C) cancels the work, closes the connection in order
+    /// and then ends the command by that signal (`CommandInterruption`), printing nothing more.
     static func run(
         _ options: InspectOptions,
         _ body: @escaping @Sendable (InspectSession) async throws -> Int32
     ) throws(CLIError) -> Int32 {
-        let outcome: Result<Int32, CLIError> = runBlocking {
-            let session: InspectSession
-            do {
-                session = try await connect(options)
-            } catch {
-                return finish(with: error)
+        let interruption = CommandInterruption()
+        let outcome: Result<Int32, CLIError>? = runBlocking {
+            // The session is closed outside the cancelled work: a cancelled task would cut the goaway short.
+            let (session, result) = await interruption.run { () -> (InspectSession?, Result<Int32, CLIError>?) in
+                let session: InspectSession
+                do {
+                    session = try await connect(options)
+                } catch {
+                    return (nil, interruption.received == nil ? finish(with: error) : nil)
+                }
+                do {
+                    return (session, .success(try await body(session)))
+                } catch  where interruption.received != nil {
+                    return (session, nil)
+                } catch {
+                    let wrongNode = await session.wrongNode(behind: error)
+                    return (
+                        session,
+                        finish(
+                            with: session.refusal(behind: error) ?? session.silence(behind: error)
+                                ?? session.ungreeted(behind: error) ?? wrongNode
+                                ?? session.commandDeadline(behind: error) ?? error)
+                    )
+                }
             }
-            let result: Result<Int32, CLIError>
-            do {
-                result = .success(try await body(session))
-            } catch {
-                let wrongNode = await session.wrongNode(behind: error)
-                result = finish(
-                    with: session.refusal(behind: error) ?? session.silence(behind: error)
-                        ?? session.ungreeted(behind: error) ?? wrongNode ?? session.commandDeadline(behind: error)
-                        ?? error)
-            }
-            await session.close()
+            await session?.close()
             return result
         }
-        return try outcome.get()
+        if let number = interruption.received { CommandInterruption.die(by: number) }
+        // Without a signal the work always has a result.
+        return try outcome!.get()
     }
 
     /// The node's refusal of the CLI's certificate when that is what ended the connection `error` reports: a

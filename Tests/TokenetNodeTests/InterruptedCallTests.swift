@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+import TokenetTransport
+
+@testable import TokenetNode
+
+/// Ctrl-C on `tokenet call` cancels the call on the node and closes the connection in order before the command
+/// dies by the signal. Dying on the spot, the CLI left the node to log the end of a TLS connection without
+/// close_notify as a problem ("unexpected eof while reading") at info level, on every interrupted command.
+@Suite(.timeLimit(.minutes(3))) struct InterruptedCallTests {
+    let pki = DevelopmentPKI.shared
+
+    @Test(arguments: [SIGINT, SIGTERM]) func aStopSignalCancelsTheCallAndClosesInOrder(signal: Int32) async throws {
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
+                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+                "--log-level", "debug", "--parent-pid", "\(getpid())",
+            ])
+        defer { node.process.send(SIGKILL) }
+        let address = try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+            }
+        }
+        let watch = try LaunchedProcess(
+            "tokenet",
+            [
+                "call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--cacert", pki.path("ca.pem"),
+                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ])
+        defer { watch.process.send(SIGKILL) }
+        _ = try await offThePool {
+            try PythonClientInteropTests.waitFor(watch.process, "the watch's first message") {
+                let printed = (try? String(contentsOfFile: watch.directory.path("stdout"), encoding: .utf8)) ?? ""
+                return printed.contains("SERVING") ? printed : nil
+            }
+        }
+
+        watch.process.send(signal)
+        let interrupted = try await watch.waitForExit(limit: 30)
+        // Killed by the signal, as the shell expects of an interrupted command, with nothing printed about it.
+        #expect(interrupted.reason == .uncaughtSignal && interrupted.status == signal, "\(interrupted)")
+        #expect(interrupted.stderr.isEmpty, "\(interrupted.stderr)")
+
+        // The node's handler ended as cancelled, and the connection closed without a problem.
+        _ = try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "the node's log of the closed connection") {
+                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+                return log.contains("connection closed peer=tokenet://operator/") ? log : nil
+            }
+        }
+        node.process.send(SIGTERM)
+        let log = try await node.waitForExit(limit: 60).stderr
+        #expect(log.contains("method=/tokenet.health.v1.Health/Watch peer=tokenet://operator/"), "\(log)")
+        #expect(log.contains("status=CANCELLED"), "\(log)")
+        #expect(!log.contains("problem="), "\(log)")
+    }
+}
