@@ -1,3 +1,5 @@
+import TokenetTransport
+
 /// A line of the proxy's control input (`tokenet proxy` reads them from standard input), parsed.
 ///
 ///     none | heal [DIRECTION]          lift the fault (of one direction)
@@ -68,22 +70,16 @@ public enum FaultCommand: Sendable, Equatable {
         FaultProxyStateMachine.Direction.both.first { $0.description == word }
     }
 
-    /// `250us`, `200ms`, `1.5s`, `2m`: a duration of at most 10 minutes, in decimal digits; `0ms` lifts a delay.
-    /// Minutes are taken as the CLI's --deadline takes them: "delay 2m" was refused as no duration at all.
+    /// `250us`, `200ms`, `1.5s`, `2m`, or several parts such as `1m30s` (`DurationSyntax`, as the CLI's --deadline
+    /// takes them): a duration of at most 10 minutes; `0ms` lifts a delay.
     public static func duration(_ text: String) throws(FaultError) -> Duration {
-        let units = [("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("s", 1e9), ("m", 60e9)]
-        for (suffix, nanoseconds) in units where text.hasSuffix(suffix) {
-            let number = text.dropLast(suffix.count)
-            let digits = number.filter { $0 != "." }
-            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-                number.count - digits.count <= 1, let value = Double(number)
-            else { break }
-            guard value * nanoseconds <= 600e9 else {
-                throw FaultError(.badCommand, "delay '\(text)' is longer than the limit of 10 minutes")
-            }
-            return .nanoseconds(Int64((value * nanoseconds).rounded()))
+        guard let seconds = DurationSyntax.seconds(in: text) else {
+            throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s, 250us or 2m, got '\(text)'")
         }
-        throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s, 250us or 2m, got '\(text)'")
+        guard seconds <= 600 else {
+            throw FaultError(.badCommand, "delay '\(text)' is longer than the limit of 10 minutes")
+        }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     /// `200ms`, `1.5s`, `250us`: the shortest of those forms that is exact to the microsecond.

@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// Options shared by `tokenet list`, `describe` and `call`: the node's address, how to reach it, and call settings.
@@ -40,7 +41,7 @@ struct InspectOptions: Sendable {
           --cert FILE          Client certificate, such as the operator's (default: $TOKENET_CERT).
           --key FILE           Private key of --cert (default: $TOKENET_KEY).
           --plaintext          Connect without TLS, to a node started with --plaintext.
-          --deadline DURATION  Give up after DURATION, such as 5s, 200ms or 1m (default: none).
+          --deadline DURATION  Give up after DURATION, such as 5s, 200ms, 1m or 1m30s (default: none).
           -H 'KEY: VALUE'      Add request metadata; repeatable.
           --help               Show this help.
         """
@@ -195,33 +196,22 @@ struct InspectOptions: Sendable {
         }
     }
 
-    /// `5s`, `200ms`, `1.5s`, `2m`, `1h`, `500us`: a positive duration of at most a day, written in decimal digits
-    /// (not `0x10s` or `1e3ms`, which `Double(String)` would take).
+    /// `5s`, `200ms`, `1.5s`, `2m`, `1h`, `500us`, or several parts such as `1m30s` (`DurationSyntax`): a positive
+    /// duration of at most a day.
     static func duration(_ text: String, command: String) throws(CLIError) -> Duration {
-        let units: [(suffix: String, seconds: Double)] = [
-            ("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60), ("h", 3600),
-        ]
-        for unit in units where text.hasSuffix(unit.suffix) {
-            let number = text.dropLast(unit.suffix.count)
-            guard isDecimal(number), let value = Double(number), value > 0 else { break }
-            guard value * unit.seconds <= 86_400 else {
-                throw CLIError(
-                    .usage, "\(command): --deadline: '\(maskPAN(text))' is longer than the limit of one day (24h)")
-            }
-            return .nanoseconds(Int64(max(1, (value * unit.seconds * 1e9).rounded())))
+        guard let seconds = DurationSyntax.seconds(in: text), seconds > 0 else {
+            // A bare number is most often seconds meant; the unit is asked for rather than guessed.
+            let unitMissing = DurationSyntax.isDecimal(text) ? " (with a unit: \(maskPAN(text))s for seconds)" : ""
+            throw CLIError(
+                .usage,
+                "\(command): --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got "
+                    + "'\(maskPAN(text))'" + unitMissing)
         }
-        // A bare number is most often seconds meant; the unit is asked for rather than guessed.
-        let unitMissing = isDecimal(Substring(text)) ? " (with a unit: \(maskPAN(text))s for seconds)" : ""
-        throw CLIError(
-            .usage,
-            "\(command): --deadline: expected a positive duration such as 5s, 200ms or 1m, got '\(maskPAN(text))'"
-                + unitMissing)
-    }
-
-    /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.
-    private static func isDecimal(_ text: Substring) -> Bool {
-        let digits = text.filter { $0 != "." }
-        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber } && text.count - digits.count <= 1
+        guard seconds <= 86_400 else {
+            throw CLIError(
+                .usage, "\(command): --deadline: '\(maskPAN(text))' is longer than the limit of one day (24h)")
+        }
+        return .nanoseconds(Int64(max(1, (seconds * 1e9).rounded())))
     }
 
     /// `KEY: VALUE`; keys are case-insensitive and sent in lowercase. A key ending in `-bin` takes its value in

@@ -12,6 +12,8 @@ import Testing
         #expect(try FaultCommand.parse("delay 0ms") == .set(.delay(.zero)))
         #expect(try FaultCommand.parse("delay 2m") == .set(.delay(.seconds(120))))
         #expect(try FaultCommand.parse("delay 0.5m to-client") == .set(.delay(.seconds(30)), only: .toClient))
+        #expect(try FaultCommand.parse("delay 1m30s") == .set(.delay(.seconds(90))))
+        #expect(try FaultCommand.parse("delay 1s250ms") == .set(.delay(.milliseconds(1250))))
         #expect(try FaultCommand.parse("partition") == .set(.partition))
         #expect(try FaultCommand.parse("refuse") == .set(.refuse))
         #expect(try FaultCommand.parse("reset") == .reset)
@@ -23,7 +25,7 @@ import Testing
 
     @Test func badLinesSayWhatIsAccepted() {
         for line in [
-            "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "partition now", "drop",
+            "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "delay 1m30", "partition now", "drop",
             "refuse to-client",
             "reset to-server", "partition to-client to-server", "to-client",
         ] {

@@ -172,6 +172,14 @@ import TokenetTransport
             "\(result.stderr)")
     }
 
+    /// A deadline of several parts, as Go writes durations (`1m30s`), adds them up.
+    @Test func aDeadlineOfSeveralPartsAddsThemUp() async throws {
+        let result = try await runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Watch", "-d", "{}", "--deadline", "0m1s500ms"] + tls)
+        #expect(result.status == 64 + 4, "\(result.stderr)")
+        #expect(result.stderr.contains("the command's deadline of 1500 ms"), "\(result.stderr)")
+    }
+
     /// A reader that stops early (`tokenet call … Watch | head -1`) ends a stream that would never end by itself: the
     /// command cancels the call and exits 0. It used to keep the watch open, so the shell's pipeline never returned.
     @Test func aStreamEndsWhenNobodyReadsItsOutput() async throws {

@@ -328,14 +328,15 @@ import TokenetTransport
 
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
-        for text in ["0x10s", "1e3ms", "infs", "1.2.3s"] {
+        try expectUsageError(["list", address, "--deadline", "23h60m1s", "--plaintext"], "limit of one day")
+        for text in ["0x10s", "1e3ms", "infs", "1.2.3s", "1m30", "1m-30s", "s5", "0m0s", "5s 1ms"] {
             try expectUsageError(["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
         }
         // A bare number: the unit is asked for, not guessed.
         try expectUsageError(
             ["list", address, "--deadline", "5", "--plaintext"],
-            "list: --deadline: expected a positive duration such as 5s, 200ms or 1m, got '5' (with a unit: 5s for "
-                + "seconds)")
+            "list: --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got '5' (with a unit: 5s "
+                + "for seconds)")
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.

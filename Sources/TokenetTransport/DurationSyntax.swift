@@ -1,0 +1,33 @@
+/// Durations as people type them on a command line or in a proxy command: a decimal number and a unit (`5s`,
+/// `200ms`, `1.5s`, `2m`, `1h`, `500us`), or several such parts one after another as Go writes them (`1m30s`,
+/// `2s500ms`). Numbers are decimal digits with at most one point: `0x10s` and `1e3ms`, which `Double(String)` would
+/// take, are no durations.
+public enum DurationSyntax {
+    /// Each unit with its length in seconds, the longer spelling first ("ms" before "m").
+    static let units: [(suffix: String, seconds: Double)] = [
+        ("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60), ("h", 3600),
+    ]
+
+    /// The seconds `text` adds up to, or nil when it is not a list of parts; `0s` is zero, and what is allowed is
+    /// for the caller to say.
+    public static func seconds(in text: some StringProtocol) -> Double? {
+        var rest = Substring(text)
+        guard !rest.isEmpty else { return nil }
+        var total = 0.0
+        while !rest.isEmpty {
+            let number = rest.prefix { $0 == "." || ($0.isASCII && $0.isNumber) }
+            guard isDecimal(number), let value = Double(number) else { return nil }
+            rest = rest.dropFirst(number.count)
+            guard let unit = units.first(where: { rest.hasPrefix($0.suffix) }) else { return nil }
+            rest = rest.dropFirst(unit.suffix.count)
+            total += value * unit.seconds
+        }
+        return total
+    }
+
+    /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.
+    public static func isDecimal(_ text: some StringProtocol) -> Bool {
+        let digits = text.filter { $0 != "." }
+        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber } && text.count - digits.count <= 1
+    }
+}
