@@ -2,13 +2,36 @@ import TokenetRPC
 import TokenetWire
 
 extension InspectSession {
-    /// `describe(symbol)`, its NOT_FOUND naming the symbols meant when the node serves some by a close name.
+    /// `describe(symbol)`, its NOT_FOUND naming the symbols meant when the node serves some by a close name, or the
+    /// services of a package given instead of a symbol.
     func describeSuggesting(_ symbol: String) async throws -> ReflectionV1.DescribeSymbolResponse {
+        let symbol = Self.withoutLeadingDot(symbol)
         do {
             return try await describe(symbol)
         } catch let error as RPCError where error.code == .notFound {
+            if let services = try? await services(inPackage: symbol), !services.isEmpty {
+                let which =
+                    services.count <= Self.mostSuggestions
+                    ? "whose services are \(services.joined(separator: ", "))" : "of \(services.count) services"
+                throw RPCError(
+                    error.code,
+                    "\(error.message); \(symbol) is a package \(which) (tokenet list \(options.address) \(symbol) lists "
+                        + "them)")
+            }
             throw await suggestion(for: symbol, after: error) ?? error
         }
+    }
+
+    /// A fully-qualified name as descriptors write it (`.tokenet.health.v1.Health`, the form of a field's
+    /// `type_name`), without its leading dot: reflection names symbols without it.
+    static func withoutLeadingDot(_ symbol: String) -> String {
+        symbol.hasPrefix(".") && !symbol.hasPrefix("..") ? String(symbol.dropFirst()) : symbol
+    }
+
+    /// The services the node serves in `package` (`tokenet.tsp.v1`) or in a package under it, sorted.
+    func services(inPackage package: String) async throws -> [String] {
+        guard !package.isEmpty, !package.hasSuffix(".") else { return [] }
+        return try await listServices().filter { $0.hasPrefix(package + ".") }.sorted()
     }
 
     /// The node's NOT_FOUND for a symbol `describe` or `list` asked about, with the symbols it serves by a close name:

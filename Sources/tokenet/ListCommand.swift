@@ -18,6 +18,13 @@ enum ListCommand {
                 for name in services { printOut(escapingControls(name)) }
                 return 0
             }
+            // A package lists its services, as the listing of every service would show them.
+            let package = InspectSession.withoutLeadingDot(service)
+            let inPackage = try await session.askingReflection { try await session.services(inPackage: package) }
+            if !inPackage.isEmpty {
+                for name in inPackage { printOut(escapingControls(name)) }
+                return 0
+            }
             let description = try await session.askingReflection { try await session.describeSuggesting(service) }
             guard description.kind == .service, let methods = description.service?.methods else {
                 throw CLIError(.usage, "list: \(maskPAN(description.name)) is not a service; try tokenet describe")
@@ -37,7 +44,7 @@ enum ListCommand {
 
         Without SERVICE, prints the fully-qualified name of every service the node at ADDR (HOST:PORT) serves, one
         per line. With SERVICE, prints each of its methods with its request and response types; "stream" marks the
-        side that sends several messages.
+        side that sends several messages. With a package instead (tokenet.tsp.v1), prints the services in it.
 
         Options:
         \(InspectOptions.connectionHelp)

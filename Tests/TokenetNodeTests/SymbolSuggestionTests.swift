@@ -50,4 +50,35 @@ import TokenetWire
         #expect(result.status == 64 + 5, "\(result.stderr)")
         #expect(result.stderr == Self.notFound(symbol) + "\n")
     }
+
+    /// A package is not a symbol, but `list` prints its services and `describe` names them.
+    @Test func aPackageListsItsServicesAndDescribeNamesThem() async throws {
+        let listed = try await Self.run("list", "tokenet")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(
+            listed.stdout == "tokenet.health.v1.Health\ntokenet.reflection.v1.Reflection\ntokenet.testing.v1.Echo\n")
+        let one = try await Self.run("list", "tokenet.testing.v1")
+        #expect(one.stdout == "tokenet.testing.v1.Echo\n", "\(one.stderr)")
+
+        let described = try await Self.run("describe", "tokenet.health")
+        #expect(described.status == 64 + 5, "\(described.stderr)")
+        #expect(
+            described.stderr.hasPrefix(
+                Self.notFound("tokenet.health") + "; tokenet.health is a package whose services are "
+                    + "tokenet.health.v1.Health (tokenet list 127.0.0.1:"),
+            "\(described.stderr)")
+        // Part of a package's name is no package.
+        let part = try await Self.run("list", "tokenet.heal")
+        #expect(part.status == 64 + 5, "\(part.stderr)")
+    }
+
+    /// A name as descriptors write it, with a leading dot (`.pkg.Message`, a field's `type_name`), is the symbol.
+    @Test func aLeadingDotIsTakenAsTheFullName() async throws {
+        let described = try await Self.run("describe", ".tokenet.health.v1.Health")
+        #expect(described.status == 0, "\(described.stderr)")
+        #expect(described.stdout.contains("service tokenet.health.v1.Health {"), "\(described.stdout)")
+        let listed = try await Self.run("list", ".tokenet.health.v1.Health")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.hasPrefix("tokenet.health.v1.Health.Check("), "\(listed.stdout)")
+    }
 }
