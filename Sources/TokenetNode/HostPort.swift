@@ -63,6 +63,17 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
         hostIsIPOrLocalhost || HostResolver.isHostName(host)
     }
 
+    /// Why an address is refused when it is an IPv6 address with a zone (`[fe80::1%eth0]:7001`, the interface a
+    /// link-local address is reached through): the sockets take addresses without one, and the message about an
+    /// address of no known form did not say that the zone was the part in the way. Nil for any other host.
+    public var zoneRefusal: String? {
+        guard let percent = host.firstIndex(of: "%") else { return nil }
+        var six = in6_addr()
+        guard inet_pton(AF_INET6, String(host[..<percent]), &six) == 1 else { return nil }
+        return "names the IPv6 zone \(host[percent...]), and Tokenet takes addresses without one: give a global or "
+            + "loopback IPv6 address, such as [::1]:\(port), or an IPv4 one"
+    }
+
     public var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }

@@ -32,6 +32,10 @@ extension NodeOptions {
                 }
                 throw bad("HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in brackets ([::1]:7001)", text)
             }
+            // A zone (`%eth0`) is the part in the way, not the form of the address.
+            if address.zoneRefusal != nil {
+                throw bad("an address without an IPv6 zone (%NAME), such as [::1]:7001 or 127.0.0.1:7001", text)
+            }
             if listening {
                 guard address.hostIsIPOrLocalhost else {
                     throw bad(

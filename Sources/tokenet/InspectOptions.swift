@@ -127,6 +127,9 @@ struct InspectOptions: Sendable {
                 "\(command): '\(maskPAN(first))' is not an address of the form HOST:PORT (an IPv6 address goes in "
                     + "brackets: [::1]:7001)")
         }
+        if let zone = address.zoneRefusal {
+            throw CLIError(.usage, "\(command): '\(maskPAN(first))' \(zone)")
+        }
         guard address.hostIsIPOrName else {
             throw CLIError(
                 .usage,

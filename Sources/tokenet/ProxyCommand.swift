@@ -36,6 +36,9 @@ enum ProxyCommand {
                 }
                 // The upstream may be named (looked up at each connection); the proxy listens on an address.
                 let upstream = flag == "--to"
+                if let zone = HostPort(parsing: text)?.zoneRefusal {
+                    throw CLIError(.usage, "proxy: \(flag): '\(maskPAN(text))' \(zone)")
+                }
                 guard let address = HostPort(parsing: text),
                     upstream ? address.hostIsIPOrName : address.hostIsIPOrLocalhost
                 else {

@@ -340,6 +340,16 @@ import TokenetTransport
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.
+    /// An IPv6 address with a zone (`%eth0`, for a link-local address) is refused for its zone, not as no address.
+    @Test func anIPv6ZoneIsNamedAsThePartInTheWay() throws {
+        try expectUsageError(
+            ["list", "[fe80::1%eth0]:7001", "--plaintext"],
+            "list: '[fe80::1%eth0]:7001' names the IPv6 zone %eth0, and Tokenet takes addresses without one: give a "
+                + "global or loopback IPv6 address, such as [::1]:7001, or an IPv4 one")
+        try expectUsageError(
+            ["proxy", "--to", "[::1%lo]:7001"], "proxy: --to: '[::1%lo]:7001' names the IPv6 zone %lo, and Tokenet")
+    }
+
     @Test func aURLForTheAddressIsNamedWithTheAddressInIt() throws {
         for url in ["http://127.0.0.1:7001", "grpc://127.0.0.1:7001/", "https://[::1]:7001/path"] {
             try expectUsageError(
