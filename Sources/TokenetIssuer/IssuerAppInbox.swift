@@ -308,7 +308,13 @@ public struct IssuerAppInbox: Sendable, Equatable {
                 ? "card \(cardID): payment keys replenishment requested"
                 : "card \(cardID): \(keys) payment keys issued"
         case .showTransaction(let cardID, let body, _):
-            let verdict = body.approved ? "approved" : "declined"
+            let verdict: String
+            switch (body.approved, body.authnStatus) {
+            case (true, _): verdict = "approved"
+            case (false, "CANCELLED"): verdict = "declined: the cardholder cancelled it"
+            case (false, "EXPIRED"): verdict = "declined: its authentication request expired unanswered"
+            case (false, _): verdict = "declined"
+            }
             return "card \(cardID): \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant) (\(verdict))"
         case .askCardholder(let body):
             return "authenticate \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant)? "

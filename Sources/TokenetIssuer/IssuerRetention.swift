@@ -10,7 +10,7 @@
 public struct IssuerRetention: Sendable, Equatable {
     /// A week, like the TSP's notification queues: long enough for operators to read outcomes in the app's listing.
     public static let defaultKeep: Duration = .seconds(7 * 24 * 3600)
-    /// The TSP's lifetime of an authentication request (`TransactionsService.authnLifetimeMs`).
+    /// The TSP's default lifetime of an authentication request (`TSPConfiguration.authnLifetime`, `authn_ttl_s`).
     public static let defaultLifetimeMs: UInt64 = 5 * 60 * 1000
     /// The longest time between two prunings of a running node.
     public static let longestSweepInterval: Duration = .seconds(3600)

@@ -24,6 +24,9 @@ public struct TSPConfiguration: Sendable {
     public var otpMaxAttempts = 3
     public var otpValidity: Duration = .seconds(10 * 60)
     public var otpMaxResends = 3
+    /// How long the cardholder has to answer a payment's authentication request (AUTHN) in the issuer app; one left
+    /// unanswered then is declined, and the wallet and the issuer app are told (`TSPService.expireDueAuthns`).
+    public var authnLifetime: Duration = .seconds(5 * 60)
     /// How long a token the issuer stepped up waits for ID&V before the TSP deactivates it as abandoned.
     public var stepUpValidity: Duration = .seconds(30 * 86_400)
     /// How long, and how many, unacknowledged notifications a subscriber's queue keeps.

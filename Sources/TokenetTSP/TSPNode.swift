@@ -67,7 +67,8 @@ public enum TSPNode {
     }
 
     /// With `resources`, the node's stop commits the notifications still pending and closes the database; with
-    /// `runInBackground`, the journal's retry runs until the node stops (cancelled before the database closes).
+    /// `runInBackground`, the journal's retry and the AUTHN expiry run until the node stops (cancelled before the
+    /// database closes).
     static func services(
         dataDirectory: String, issuers: IssuerDirectory, logger: Logger,
         configuration: TSPConfiguration = TSPConfiguration(), now: @escaping @Sendable () -> Date = { Date() },
@@ -97,6 +98,7 @@ public enum TSPNode {
                 accessTokenVerifier: accessTokens)
             service.reportIssuerAddresses()
             runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
+            runInBackground?({ [service] in await service.expireAuthnsUntilCancelled() })
         } catch let error as NodeError {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {

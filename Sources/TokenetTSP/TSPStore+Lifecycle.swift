@@ -150,8 +150,40 @@ extension TSPStore {
     }
 
     static let authnPending = "PENDING"
-    /// Never stored: a PENDING request past its expiry is listed so (`transactions(of:after:limit:nowMs:)`).
+    /// Stored by `expireAuthns`; until it runs, a PENDING request past its expiry is listed so all the same
+    /// (`transactions(of:after:limit:nowMs:)`).
     static let authnExpired = "EXPIRED"
+
+    /// The payments whose authentication request was still PENDING at its expiry `?`, oldest expiry first, at most
+    /// `?` of them: a read of the partial index `transactions_authn_pending` (TSP migration 16).
+    static let dueAuthnsQuery = """
+        SELECT \(transactionColumns) FROM transactions
+        WHERE authn_status = 'PENDING' AND authn_expires_at_ms <= ?
+        ORDER BY authn_expires_at_ms, rowid LIMIT ?
+        """
+
+    /// Declines at most `limit` payments whose authentication request nobody answered by its expiry: EXPIRED and
+    /// not approved, in one transaction with what `announce` makes of them. Returns them as declined. An answer
+    /// that commits first wins; one that comes after is refused as too late (`answerAuthn`).
+    func expireAuthns(
+        nowMs: UInt64, limit: Int, announce: ([TspV1.TspTransaction]) throws -> [Announcement]
+    ) throws -> Journaled<[TspV1.TspTransaction]> {
+        try journaling(
+            { tx in
+                let due = try tx.query(Self.dueAuthnsQuery, [Int64(clamping: nowMs), Int64(limit)])
+                return try due.map { row in
+                    var transaction = try Self.transaction(from: row)
+                    _ = try tx.execute(
+                        """
+                        UPDATE transactions SET authn_status = ?, approved = 0
+                        WHERE authn_request_id = ? AND authn_status = ?
+                        """, [Self.authnExpired, transaction.authnRequestID, Self.authnPending])
+                    transaction.authnStatus = Self.authnExpired
+                    transaction.approved = false
+                    return transaction
+                }
+            }, announce: announce)
+    }
 
     /// The query of a `ListTransactions` page, of one token's transactions or every token's: parameters are the
     /// token (for one), the time and row id the page starts after, and the number of rows. Each reads through an
@@ -190,6 +222,17 @@ extension TSPStore {
                 else { throw TSPError(.internal, "a transaction lost its token") }
                 try authorize(token)
                 let status = proceed ? "PROCEEDED" : "CANCELLED"
+                let expiresAtMs = try row.get(9, as: Int64?.self)
+                let pastExpiry = expiresAtMs.map { UInt64($0) <= nowMs } ?? false
+                let expired =
+                    transaction.authnStatus == Self.authnExpired
+                    || (transaction.authnStatus == Self.authnPending && pastExpiry)
+                if expired {
+                    throw TSPError(
+                        .failedPrecondition,
+                        "authentication request \"\(authnRequestID)\" has expired (it is listed EXPIRED); it can no "
+                            + "longer be answered")
+                }
                 if transaction.authnStatus != "PENDING" {
                     guard transaction.authnStatus == status else {
                         throw TSPError(
@@ -198,12 +241,6 @@ extension TSPStore {
                         )
                     }
                     return (transaction, false)
-                }
-                if let expires = try row.get(9, as: Int64?.self), UInt64(expires) <= nowMs {
-                    throw TSPError(
-                        .failedPrecondition,
-                        "authentication request \"\(authnRequestID)\" has expired (it is listed EXPIRED); it can no "
-                            + "longer be answered")
                 }
                 _ = try tx.execute(
                     """

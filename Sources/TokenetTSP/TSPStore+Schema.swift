@@ -225,5 +225,38 @@ extension TSPStore {
         Migration(
             version: 15, name: "token_state_version",
             sql: "ALTER TABLE tokens ADD COLUMN state_version INTEGER NOT NULL DEFAULT 1;"),
+        // An AUTHN nobody answered is stored EXPIRED (`expireAuthns`), which the table's CHECK did not allow:
+        // SQLite changes a CHECK only by copying the table, row ids kept (ListTransactions page keys hold them), and
+        // its indexes made again. Plus what the expiry, every second, looks for: the requests still waiting, by
+        // expiry. Partial: few payments wait for an answer at once, and without it each sweep read every
+        // transaction.
+        Migration(
+            version: 16, name: "authn_expiry",
+            sql: """
+                CREATE TABLE transactions_authn_expiry (
+                    id TEXT PRIMARY KEY,
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    amount_minor INTEGER NOT NULL,
+                    currency TEXT NOT NULL,
+                    merchant TEXT NOT NULL,
+                    approved INTEGER NOT NULL,
+                    at_ms INTEGER NOT NULL,
+                    authn_request_id TEXT UNIQUE,
+                    authn_status TEXT CHECK (authn_status IN ('PENDING', 'PROCEEDED', 'CANCELLED', 'EXPIRED')),
+                    authn_expires_at_ms INTEGER,
+                    authn_answered_at_ms INTEGER
+                );
+                INSERT INTO transactions_authn_expiry (rowid, id, digital_card_id, amount_minor, currency, merchant,
+                    approved, at_ms, authn_request_id, authn_status, authn_expires_at_ms, authn_answered_at_ms)
+                SELECT rowid, id, digital_card_id, amount_minor, currency, merchant, approved, at_ms,
+                    authn_request_id, authn_status, authn_expires_at_ms, authn_answered_at_ms
+                FROM transactions;
+                DROP TABLE transactions;
+                ALTER TABLE transactions_authn_expiry RENAME TO transactions;
+                CREATE INDEX transactions_token ON transactions(digital_card_id, at_ms);
+                CREATE INDEX transactions_made ON transactions(at_ms);
+                CREATE INDEX transactions_authn_pending ON transactions(authn_expires_at_ms)
+                    WHERE authn_status = 'PENDING';
+                """),
     ]
 }

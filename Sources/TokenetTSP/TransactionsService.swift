@@ -8,9 +8,6 @@ import TokenetWire
 /// TRANSACTION_NOTIFICATION to the wallet and the issuer app, with the time of this last call); one that asks for
 /// authentication waits for the cardholder's answer in the issuer app (AUTHN) and is notified once answered.
 struct TransactionsService: TspV1.Transactions.ServiceProtocol {
-    /// How long the cardholder has to answer an authentication request.
-    static let authnLifetimeMs: UInt64 = 5 * 60 * 1000
-
     let tsp: TSPService
 
     func simulateTransaction(_ request: TspV1.SimulateTransactionRequest, context: ServerContext) async throws
@@ -46,6 +43,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                     "token \"\(token.digitalCardID)\" is \(token.state); only an ACTIVE token can pay")
             }
             let nowMs = tsp.nowMs
+            let authnLifetimeMs = tsp.configuration.authnLifetime.milliseconds
             var transaction = TspV1.TspTransaction(
                 transactionID: "txn-" + UUID().uuidString.lowercased().prefix(12), digitalCardID: token.digitalCardID,
                 amountMinor: request.amountMinor, currency: currency, merchant: merchant, atMs: nowMs,
@@ -58,7 +56,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             if request.authn {
                 let body = TspV1.AuthnBody(
                     authnRequestID: transaction.authnRequestID, amountMinor: transaction.amountMinor,
-                    currency: currency, merchant: transaction.merchant, expiresAtMs: nowMs + Self.authnLifetimeMs)
+                    currency: currency, merchant: transaction.merchant, expiresAtMs: nowMs + authnLifetimeMs)
                 announcement = Announcement(
                     notification: D1.notification(.authn, from: .tns, cardID: token.digitalCardID, body: .authn(body)),
                     recipients: [.issuerApp])
@@ -66,7 +64,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                 announcement = Self.announcement(of: transaction)
             }
             let journaled = try tsp.store.insertTransaction(
-                transaction, authnExpiresAtMs: request.authn ? nowMs + Self.authnLifetimeMs : nil,
+                transaction, authnExpiresAtMs: request.authn ? nowMs + authnLifetimeMs : nil,
                 announcing: [announcement])
             log.info(
                 "transaction",
@@ -133,12 +131,13 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
         }
     }
 
-    /// TNS TRANSACTION_NOTIFICATION to the wallet and the issuer app; the last call is this one.
-    private static func announcement(of transaction: TspV1.TspTransaction) -> Announcement {
+    /// TNS TRANSACTION_NOTIFICATION to the wallet and the issuer app, with how its authentication ended (if it
+    /// asked for one); the last call is this one.
+    static func announcement(of transaction: TspV1.TspTransaction) -> Announcement {
         let body = TspV1.TransactionBody(
             transactionID: transaction.transactionID, amountMinor: transaction.amountMinor,
             currency: transaction.currency, merchant: transaction.merchant, approved: transaction.approved,
-            transactionAtMs: transaction.atMs)
+            transactionAtMs: transaction.atMs, authnStatus: transaction.authnStatus)
         return Announcement(
             notification: D1.notification(
                 .transaction, from: .tns, cardID: transaction.digitalCardID, lastCallMs: transaction.atMs,

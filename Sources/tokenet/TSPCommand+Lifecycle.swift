@@ -20,9 +20,10 @@ extension TSPCommand {
         suspend-token, resume-token and delete-token change a token for the TSP (e.g. --reason FRAUD_SUSPECTED);
         the wallet and the issuer app are notified (CPS CARD_STATE). simulate-transaction makes a payment with an
         ACTIVE token, notified to the issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the
-        cardholder is first asked in the issuer app (AUTHN; answer with tokenet issuer-app authn). transactions
-        lists them with the cardholder's answers (EXPIRED when none came in time). request-keys asks the token's
-        wallet to replenish its payment keys (MG REPLENISHMENT).
+        cardholder is first asked in the issuer app (AUTHN; answer with tokenet issuer-app authn), and a payment
+        nobody answers within 5 minutes (the TSP's authn_ttl_s) is declined and notified so. transactions lists
+        them with the cardholder's answers (EXPIRED when none came in time). request-keys asks the token's wallet
+        to replenish its payment keys (MG REPLENISHMENT).
         """
 
     static func token(_ word: String) -> PartyAction {

@@ -142,6 +142,15 @@ extension PartyText {
             notifications.map { [$0.sender, $0.messageType, $0.cardID, content($0)] })
     }
 
+    /// Why a payment was declined, when its authentication says: the cardholder's cancel, or nobody's answer.
+    static func declined(_ body: TspV1.TransactionBody) -> String {
+        switch body.authnStatus {
+        case "CANCELLED": "declined: the cardholder cancelled it"
+        case "EXPIRED": "declined: its authentication request expired unanswered"
+        default: "declined"
+        }
+    }
+
     static func content(_ notification: TspV1.Notification) -> String {
         switch notification.body {
         case .cardState(let body)?:
@@ -150,7 +159,7 @@ extension PartyText {
             return "\(body.keysIssued) keys issued, \(body.keysRemainingBefore) left before"
         case .transaction(let body)?:
             return "\(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
-                + (body.approved ? "" : " (declined)")
+                + (body.approved ? "" : " (\(declined(body)))")
         case .authn(let body)?:
             return "authenticate \(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
         case .cardRenewal(let body)?:

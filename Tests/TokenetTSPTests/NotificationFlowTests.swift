@@ -154,6 +154,63 @@ import TokenetWire
         #expect(listed.map(\.approved) == [false, false])
     }
 
+    /// An AUTHN nobody answers is declined at its expiry by the node's own sweep, and the wallet and the issuer app
+    /// are told (TRANSACTION_NOTIFICATION, not approved, `authn_status` EXPIRED), once. Before, only a listing
+    /// showed it EXPIRED, and the wallet never heard what became of the payment. An answered one is left alone.
+    @Test func anUnansweredAuthnIsDeclinedAtItsExpiryAndBothPartiesAreTold() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.authnLifetime = .seconds(60)
+        let background = BackgroundTasks()
+        defer { background.cancel() }
+        let tsp = try TSPHarness.make(configuration: configuration, background: background)
+        let id = try await LifecycleTests.activeToken(tsp)
+        let operatorClient = Self.transactions(tsp, as: LifecycleTests.operator1)
+        let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
+        let waiting = try await operatorClient.simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 2500, merchant: "Slow", authn: true))
+        let answered = try await operatorClient.simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 100, merchant: "Quick", authn: true))
+        _ = try await issuer.answerAuthn(.init(authnRequestID: answered.authnRequestID, proceed: true))
+        func told() -> [TspV1.TransactionBody] {
+            tsp.published.of("TRANSACTION_NOTIFICATION").compactMap {
+                guard case .transaction(let body) = $0.notification.body else { return nil }
+                return body.transactionID == waiting.transactionID ? body : nil
+            }
+        }
+
+        // Not yet due: sweeps come and go without a word.
+        tsp.clock.advance(seconds: 59)
+        try await Task.sleep(for: TSPService.authnSweepInterval * 2)
+        #expect(told().isEmpty)
+
+        tsp.clock.advance(seconds: 2)
+        #expect(await NotificationSubscriberTests.eventually { !told().isEmpty }, "\(tsp.logs.lines.suffix(5))")
+        let body = try #require(told().first)
+        #expect(!body.approved)
+        #expect(body.authnStatus == "EXPIRED")
+        #expect(body.amountMinor == 2500)
+        #expect(body.transactionAtMs == tsp.clock.now.unixMilliseconds)
+        let publish = tsp.published.of("TRANSACTION_NOTIFICATION").first {
+            if case .transaction(let told) = $0.notification.body {
+                told.transactionID == waiting.transactionID
+            } else {
+                false
+            }
+        }
+        #expect(publish?.queues == LifecycleTests.bothQueues)
+        #expect(tsp.logs.lines.contains { $0.contains("authentication request expired; payment declined") })
+
+        await expectRPCError(.failedPrecondition, "has expired (it is listed EXPIRED); it can no longer be answered") {
+            try await issuer.answerAuthn(.init(authnRequestID: waiting.authnRequestID, proceed: true))
+        }
+        let listed = try await operatorClient.listTransactions(.init()).transactions
+        #expect(listed.map(\.authnStatus) == ["EXPIRED", "PROCEEDED"])
+        #expect(listed.map(\.approved) == [false, true])
+        // Declined once: later sweeps find nothing more to do.
+        try await Task.sleep(for: TSPService.authnSweepInterval * 2)
+        #expect(told().count == 1)
+    }
+
     @Test func walletReplenishesItsKeysAndTheIssuerAppIsNotified() async throws {
         let tsp = try TSPHarness.make()
         let id = try await LifecycleTests.activeToken(tsp)

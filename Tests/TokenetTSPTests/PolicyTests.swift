@@ -112,9 +112,15 @@ extension CardV1.WalletRiskData {
         #expect(try load(#"{"step_up_ttl_s": 3600}"#).stepUpValidity == .seconds(3600))
     }
 
+    @Test func fileChangesTheAuthnLifetime() throws {
+        #expect(TSPConfiguration().authnLifetime == .seconds(300))
+        #expect(try load(#"{"authn_ttl_s": 5}"#).authnLifetime == .seconds(5))
+    }
+
     @Test(arguments: [
         (#"{"issuer_deadline": 5}"#, "unknown key \"issuer_deadline\""),
         (#"{"step_up_ttl_s": 59}"#, "from 60 to 31536000"),
+        (#"{"authn_ttl_s": 0}"#, "from 1 to 86400"),
         (#"{"issuer_deadline_ms": "5"}"#, "whole number"),
         (#"{"stand_in_max_score": 9}"#, "from 0 to 5"),
         (#"{"terms_required": 1}"#, "true or false"),

@@ -47,7 +47,8 @@ struct TSPHarness {
         published: RecordingPublisher = RecordingPublisher(),
         accessTokens: (any AccessTokenVerifier)? = nil,
         routes: [String: (FakeIssuer, FakeIssuerOTP)] = [:], fallback: Bool = true,
-        fallbackNodeID: String = "issuer-1", routedNodeID: String = "issuer-2"
+        fallbackNodeID: String = "issuer-1", routedNodeID: String = "issuer-2",
+        background: BackgroundTasks? = nil
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -71,7 +72,7 @@ struct TSPHarness {
         let router = try TSPNode.services(
             dataDirectory: directory, issuers: issuers, logger: Logger(node: "tsp-node", sink: logs),
             configuration: configuration, now: { clock.now }, notifications: published,
-            accessTokens: accessTokens)
+            accessTokens: accessTokens, runInBackground: background.map { tasks in { tasks.run($0) } })
         return TSPHarness(
             directory: directory, clock: clock, issuer: issuer, logs: logs, router: router,
             wallet: TspV1.Provisioning.Client(connect(router, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))),
@@ -204,5 +205,20 @@ func expectRPCError<T>(
         #expect(error.message.contains(text), "\(error.message)", sourceLocation: sourceLocation)
     } catch {
         Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The node's background work (the journal's retry, the AUTHN expiry) for a test that wants it running, until the
+/// test cancels it.
+final class BackgroundTasks: Sendable {
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    func run(_ body: @escaping @Sendable () async -> Void) {
+        let task = Task { await body() }
+        tasks.withLock { $0.append(task) }
+    }
+
+    func cancel() {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
     }
 }

@@ -543,7 +543,8 @@ extension TspV1 {
         public var authnRequestID: String = ""
 
         /// PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication, or EXPIRED for one left
-        /// PENDING past its expiry (it can no longer be answered); empty otherwise.
+        /// PENDING past its expiry (it can no longer be answered; the TSP then tells the wallet and the issuer app it was
+        /// declined, with a TRANSACTION_NOTIFICATION); empty otherwise.
         public var authnStatus: String = ""
 
         public init() {}

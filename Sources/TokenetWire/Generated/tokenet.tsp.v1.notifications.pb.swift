@@ -283,6 +283,11 @@ extension TspV1 {
 
         public var transactionAtMs: UInt64 = 0
 
+        /// For a payment that asked for authentication (AUTHN), how it ended: PROCEEDED, CANCELLED (the cardholder
+        /// declined it) or EXPIRED (nobody answered within the TSP's authn_ttl_s; approved is false). Empty for a payment
+        /// that asked for none.
+        public var authnStatus: String = ""
+
         public init() {}
 
         public init(
@@ -291,7 +296,8 @@ extension TspV1 {
             currency: String = "",
             merchant: String = "",
             approved: Bool = false,
-            transactionAtMs: UInt64 = 0
+            transactionAtMs: UInt64 = 0,
+            authnStatus: String = ""
         ) {
             self.transactionID = transactionID
             self.amountMinor = amountMinor
@@ -299,6 +305,7 @@ extension TspV1 {
             self.merchant = merchant
             self.approved = approved
             self.transactionAtMs = transactionAtMs
+            self.authnStatus = authnStatus
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -308,6 +315,7 @@ extension TspV1 {
             self.merchant = try reader.read(4)
             self.approved = try reader.read(5)
             self.transactionAtMs = try reader.read(6)
+            self.authnStatus = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -317,6 +325,7 @@ extension TspV1 {
             try writer.write(4, merchant)
             try writer.write(5, approved)
             try writer.write(6, transactionAtMs)
+            try writer.write(7, authnStatus)
         }
     }
 }

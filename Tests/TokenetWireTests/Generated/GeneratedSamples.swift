@@ -1977,6 +1977,7 @@ extension TspV1.TransactionBody {
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.approved = true
         base.transactionAtMs = 18446744073709551609
+        base.authnStatus = "authn_status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

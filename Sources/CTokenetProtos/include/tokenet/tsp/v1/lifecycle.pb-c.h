@@ -278,7 +278,8 @@ struct  Tokenet__Tsp__V1__TspTransaction
   char *authn_request_id;
   /*
    * PENDING, PROCEEDED or CANCELLED for a transaction that asked for authentication, or EXPIRED for one left
-   * PENDING past its expiry (it can no longer be answered); empty otherwise.
+   * PENDING past its expiry (it can no longer be answered; the TSP then tells the wallet and the issuer app it was
+   * declined, with a TRANSACTION_NOTIFICATION); empty otherwise.
    */
   char *authn_status;
 };

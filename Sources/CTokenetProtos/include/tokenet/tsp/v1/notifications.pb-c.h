@@ -185,10 +185,16 @@ struct  Tokenet__Tsp__V1__TransactionBody
   char *merchant;
   protobuf_c_boolean approved;
   uint64_t transaction_at_ms;
+  /*
+   * For a payment that asked for authentication (AUTHN), how it ended: PROCEEDED, CANCELLED (the cardholder
+   * declined it) or EXPIRED (nobody answered within the TSP's authn_ttl_s; approved is false). Empty for a payment
+   * that asked for none.
+   */
+  char *authn_status;
 };
 #define TOKENET__TSP__V1__TRANSACTION_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__transaction_body__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__AuthnBody

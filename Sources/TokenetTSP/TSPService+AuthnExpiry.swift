@@ -1,0 +1,63 @@
+import TokenetNode
+import TokenetWire
+
+/// A payment that asks for authentication (AUTHN) waits for the cardholder's answer in the issuer app for
+/// `TSPConfiguration.authnLifetime`. One nobody answers by then is declined here, and its wallet and issuer app are
+/// told with a TRANSACTION_NOTIFICATION (approved false, `authn_status` EXPIRED), as they are of an answer: without
+/// it the wallet showed the payment waiting for good, since nothing else ever told it the payment's fate.
+extension TSPService {
+    /// The most payments one sweep transaction declines; a sweep goes on with the next batch until none are due.
+    static let authnExpiryBatch = 100
+
+    /// Declines every payment whose AUTHN was still unanswered at its expiry, tells their parties, and returns how
+    /// many there were.
+    @discardableResult
+    func expireDueAuthns(log: Logger) async throws -> Int {
+        let now = nowMs
+        var declined = 0
+        while true {
+            let expired = try store.expireAuthns(
+                nowMs: now, limit: Self.authnExpiryBatch,
+                announce: { expired in
+                    expired.map { transaction in
+                        // Told as of now, as an answer is: the last call on the token is this decline.
+                        var told = transaction
+                        told.atMs = now
+                        return TransactionsService.announcement(of: told)
+                    }
+                })
+            for transaction in expired.value {
+                log.info(
+                    "authentication request expired; payment declined",
+                    [
+                        "authn_request_id": transaction.authnRequestID, "transaction_id": transaction.transactionID,
+                        "digital_card_id": transaction.digitalCardID,
+                    ])
+            }
+            await published(expired, log: log)
+            declined += expired.value.count
+            if expired.value.count < Self.authnExpiryBatch { return declined }
+        }
+    }
+
+    /// How often the node looks for expired AUTHN requests: a payment is declined at most this long after its
+    /// request expired (answers in between are refused as late all the same).
+    static let authnSweepInterval = Duration.seconds(1)
+
+    /// Runs `expireDueAuthns` every `authnSweepInterval` until cancelled (the node's stop). A sweep that fails (a
+    /// full disk) is logged and tried again at the next one.
+    func expireAuthnsUntilCancelled(every interval: Duration = authnSweepInterval) async {
+        while true {
+            do {
+                try await Task.sleep(for: interval)
+            } catch {
+                return
+            }
+            do {
+                try await expireDueAuthns(log: logger)
+            } catch {
+                logger.warning("cannot decline expired authentication requests", ["error": "\(error)"])
+            }
+        }
+    }
+}
