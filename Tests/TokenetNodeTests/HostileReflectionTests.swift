@@ -74,6 +74,8 @@ import TokenetWire
                 && result.stderr.hasSuffix(
                     " did not answer a reflection lookup within 30 s; give --deadline to wait longer\n"),
             "\(result.stderr)")
-        #expect(ContinuousClock.now - started < .seconds(55))
+        // The message names the 30 s limit; this bound only catches a command that waited for good. A full suite on
+        // a loaded machine once took 57 s over the whole command (start-up and the server's own included).
+        #expect(ContinuousClock.now - started < .seconds(120))
     }
 }
