@@ -37,9 +37,12 @@ import TokenetTransport
         let stdout = up.directory.path("stdout")
         func output() -> String { (try? String(contentsOfFile: stdout, encoding: .utf8)) ?? "" }
         // Standard input is /dev/null: its end comes at once, and the nodes keep running.
-        try await Self.waitUntil("tokenet up's end of input", of: up.process) {
-            output().contains("(end of input: the nodes keep running")
+        func upOutput() -> String {
+            output() + ((try? String(contentsOfFile: up.directory.path("stderr"), encoding: .utf8)) ?? "")
         }
+        try await Self.waitUntil(
+            "tokenet up's end of input", of: up.process, saying: upOutput,
+            until: { output().contains("(end of input: the nodes keep running") })
         let workspaceLine = try #require(output().split(separator: "\n").first { $0.contains("workspace") })
         let workspace = try #require(workspaceLine.split(separator: " ").first { $0.first == "/" }.map(String.init))
         #expect(FileManager.default.fileExists(atPath: workspace + "/pki/operator.key"))
@@ -54,13 +57,15 @@ import TokenetTransport
         #expect(!FileManager.default.fileExists(atPath: workspace), "\(workspace) was left behind")
     }
 
+    /// Waits for `condition`; when it does not come, the issue says so with what `saying` gives (the process's
+    /// output, which tells why it ended).
     private static func waitUntil(
-        _ what: String, of process: SpawnedProcess, _ condition: () -> Bool
+        _ what: String, of process: SpawnedProcess, saying: () -> String = { "" }, until condition: () -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + .seconds(120)
         while !condition() {
             guard process.isRunning, ContinuousClock.now < deadline else {
-                Issue.record("\(what) did not come (running: \(process.isRunning))")
+                Issue.record("\(what) did not come (running: \(process.isRunning))\n\(saying())")
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(20))
