@@ -163,12 +163,14 @@ import TokenetWire
     @Test func aSilentServerCannotHoldACallPastItsDeadline() async throws {
         let client = RPCClient(stream: try await connect("silent"))
         let options = CallOptions(timeout: .milliseconds(300))
+        // The bounds below only tell an ended call from one held for good: a full suite on two CPUs can keep a
+        // test from resuming for many seconds after its 300 ms deadline.
         var started = ContinuousClock.now
         let error = try await #require(throws: RPCError.self) {
             try await client.unary(Health.check, Request(), options: options)
         }
         #expect(error.code == .deadlineExceeded, "\(error)")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(60))
         let (port, loop) = (try #require(ports["silent"]), loop)
         let channel = RPCChannel { try await Self.connect(port: port, on: loop) }
         started = .now
@@ -176,7 +178,7 @@ import TokenetWire
             try await channel.unary(Health.check, Request(), options: options)
         }
         #expect(channelError.code == .deadlineExceeded, "\(channelError)")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(60))
         #expect(try await events("silent").contains("connection-held"))
         await channel.close()
     }
@@ -191,7 +193,7 @@ import TokenetWire
             try await client.clientStreaming(path: "/tokenet.interop.v1.Upload/Send", requests: requests)
         }
         #expect(error.code == .failedPrecondition && error.message == "refused before the requests", "\(error)")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(60))
         let next = try await #require(throws: RPCError.self) { try await client.unary(Health.check, Request()) }
         #expect(next.code == .failedPrecondition)
         await client.close()
