@@ -14,13 +14,7 @@ import TokenetTransport
     @Test(arguments: [SIGINT, SIGTERM]) func aStopSignalCancelsTheCallAndClosesInOrder(signal: Int32) async throws {
         let data = try TemporaryDirectory()
         let readyFile = data.path("ready.json")
-        let node = try LaunchedProcess(
-            "tsp-node",
-            [
-                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
-                "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
-                "--log-level", "debug", "--parent-pid", "\(getpid())",
-            ])
+        let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
         defer { node.process.send(SIGKILL) }
         let address = try await offThePool {
             try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {

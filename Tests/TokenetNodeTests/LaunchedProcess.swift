@@ -114,7 +114,9 @@ extension LaunchedProcess {
     /// A `tsp-node` over mutual TLS with the development PKI, on a free port of `listen`'s address, its data and
     /// ready file (`ready.json`) in `data`. It also stops when the test process ends (`--parent-pid`), so that a
     /// test that fails before stopping it leaves no node behind.
-    static func tspNode(in data: TemporaryDirectory, listen: String = "127.0.0.1:0") throws -> LaunchedProcess {
+    static func tspNode(
+        in data: TemporaryDirectory, listen: String = "127.0.0.1:0", _ arguments: [String] = []
+    ) throws -> LaunchedProcess {
         let pki = DevelopmentPKI.shared
         return try LaunchedProcess(
             "tsp-node",
@@ -122,6 +124,6 @@ extension LaunchedProcess {
                 "--listen", listen, "--data-dir", data.path("data"), "--ready-file", data.path("ready.json"),
                 "--cert", pki.path("tsp.pem"), "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
                 "--parent-pid", "\(getpid())",
-            ])
+            ] + arguments)
     }
 }
