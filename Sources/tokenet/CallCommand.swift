@@ -47,6 +47,9 @@ enum CallCommand {
                                or bidirectional method, several objects one after another, one per request.
           -d @                 Read the request JSON from standard input (at most 16 MiB); for a file,
                                -d @ < FILE.
+          -v                   Also print, on stderr, the method and its types, the node and its identity, the
+                               request metadata (with the trace id), then the messages each way, the time taken
+                               and the status.
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
@@ -157,24 +160,42 @@ enum CallCommand {
         return requests
     }
 
-    /// Makes the call and prints each response as it arrives.
+    /// Makes the call and prints each response as it arrives; with `-v`, what it sent and how it ended too.
     static func call(_ target: CallTarget, requests: [Data], session: InspectSession) async throws -> Int32 {
+        let trace = session.options.verbose ? CallTrace(target, requests: requests.count, session: session) : nil
+        do {
+            try await call(target, requests: requests, session: session, trace: trace)
+        } catch {
+            trace?.ended(by: error)
+            throw error
+        }
+        trace?.endedOK()
+        return 0
+    }
+
+    private static func call(
+        _ target: CallTarget, requests: [Data], session: InspectSession, trace: CallTrace?
+    ) async throws {
         let client = session.client
         let options = session.callOptions
         switch target.kind {
         case .unary:
-            try printResponse(try await client.unary(path: target.path, request: requests[0], options: options), target)
+            let response = try await client.unary(path: target.path, request: requests[0], options: options)
+            trace?.received()
+            try printResponse(response, target)
         case .clientStreaming:
-            try printResponse(
-                try await client.clientStreaming(path: target.path, requests: requests, options: options), target)
+            let response = try await client.clientStreaming(path: target.path, requests: requests, options: options)
+            trace?.received()
+            try printResponse(response, target)
         case .serverStreaming:
             try await printStream(
-                try client.serverStreaming(path: target.path, request: requests[0], options: options), target)
+                try client.serverStreaming(path: target.path, request: requests[0], options: options), target,
+                trace: trace)
         case .bidirectionalStreaming:
             try await printStream(
-                try client.bidirectional(path: target.path, requests: requests, options: options), target)
+                try client.bidirectional(path: target.path, requests: requests, options: options), target,
+                trace: trace)
         }
-        return 0
     }
 
     /// Prints each response of a stream as it arrives, until the stream ends or nobody reads standard output any
@@ -182,15 +203,19 @@ enum CallCommand {
     /// any reader that stops early, rather than holding a stream that may never end for output nobody reads. A
     /// response that cannot be written (a full disk, a closed stdout) ends the stream too, and the command then
     /// fails saying so (`statusAfterOutput`), instead of running on while every response is lost.
-    static func printStream(_ responses: RawResponseStream, _ target: CallTarget) async throws {
+    static func printStream(_ responses: RawResponseStream, _ target: CallTarget, trace: CallTrace?) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await response in responses {
+                    trace?.received()
                     try printResponse(response, target)
                     if StandardStream.outputWriteError != nil { return }
                 }
             }
-            group.addTask { await StandardOutputReader.departure() }
+            group.addTask {
+                await StandardOutputReader.departure()
+                trace?.readerLeft()
+            }
             // The first to finish decides: the stream's end (or its error, thrown from here), or the reader leaving.
             try await group.next()
             group.cancelAll()

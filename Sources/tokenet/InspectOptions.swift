@@ -30,6 +30,8 @@ struct InspectOptions: Sendable {
     var metadata = Metadata()
     /// `-d`: request JSON, or "@" for standard input; nil sends one empty request.
     var data: String?
+    /// `-v` (`call` only): what the call sent and how it ended, on standard error (`CallCommand+Verbose.swift`).
+    var verbose = false
 
     static let environmentCA = "TOKENET_CACERT"
     static let environmentCertificate = "TOKENET_CERT"
@@ -90,6 +92,9 @@ struct InspectOptions: Sendable {
             case .valued("-d", let value) where takesData, .valued("--data", let value) where takesData:
                 guard data == nil else { throw CLIError(.usage, "\(command): -d may be given once") }
                 data = value
+            case .flag("-v", let inline) where takesData, .flag("--verbose", let inline) where takesData:
+                guard inline == nil else { throw CLIError(.usage, "\(command): -v takes no value") }
+                verbose = true
             case .flag("--plaintext", let inline):
                 // A switch: `--plaintext=false` must not turn plaintext on, as ignoring the value did.
                 guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }

@@ -172,6 +172,36 @@ import TokenetTransport
             "\(result.stderr)")
     }
 
+    /// `-v` tells, on stderr, what the call sent and how it ended; stdout keeps the response alone.
+    @Test func verboseTellsWhatTheCallSentAndHowItEnded() async throws {
+        let result = try await runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "-v", "-H", "x-request-id: 42", "-H", "x-bin: AQID"]
+                + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(
+            lines.first
+                == "Method /tokenet.health.v1.Health/Check (unary): tokenet.health.v1.HealthCheckRequest -> "
+                + "tokenet.health.v1.HealthCheckResponse", "\(lines)")
+        #expect(lines.contains("Node \(address): tokenet://tsp/tsp-1 over TLS"), "\(lines)")
+        #expect(lines.contains("Request metadata (3 entries):"), "\(lines)")
+        #expect(lines.contains("  x-request-id: 42"), "\(lines)")
+        #expect(lines.contains("  x-bin: AQID (3 bytes)"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("  tokenet-trace-id: ") }, "\(lines)")
+        let summary = try #require(lines.last)
+        #expect(summary.hasPrefix("Sent 1 request, received 1 response in ") && summary.hasSuffix(": OK"), "\(summary)")
+
+        let failed = try await runTokenet(
+            ["call", address, "tokenet.health.v1.Health/Check", "--verbose", "-d", #"{"service": "nope"}"#] + tls)
+        #expect(failed.status == 64 + 5, "\(failed.stderr)")
+        let failedLines = failed.stderr.split(separator: "\n").map(String.init)
+        #expect(failedLines.count >= 2, "\(failedLines)")
+        #expect(failedLines.dropLast().last?.hasPrefix("Sent 1 request, received 0 responses in ") == true)
+        #expect(failedLines.dropLast().last?.hasSuffix(": NOT_FOUND") == true, "\(failedLines)")
+        #expect(failedLines.last?.hasPrefix("ERROR: NOT_FOUND: ") == true, "\(failedLines)")
+    }
+
     /// A deadline of several parts, as Go writes durations (`1m30s`), adds them up.
     @Test func aDeadlineOfSeveralPartsAddsThemUp() async throws {
         let result = try await runTokenet(

@@ -278,7 +278,7 @@ import TokenetTransport
         ("-deadline=5s", "call: unknown option '-deadline'; did you mean --deadline?"),
         ("-max-time", "call: unknown option '-max-time'; did you mean --deadline (such as 5s)?"),
         ("-rpc-header", "call: unknown option '-rpc-header'; did you mean -H?"),
-        ("--verbose", "call: unknown option '--verbose'\n"),
+        ("--verbos", "call: unknown option '--verbos'\n"),
     ])
     func aGrpcurlStyleOptionNamesTheOneMeant(option: String, message: String) throws {
         try expectUsageError(["call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", option, "--plaintext"], message)
@@ -340,6 +340,12 @@ import TokenetTransport
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.
+    /// `-v` belongs to `call`, and takes no value.
+    @Test func verboseIsACallSwitch() throws {
+        try expectUsageError(["call", address, "x.Y/Z", "--verbose=yes", "--plaintext"], "call: -v takes no value")
+        try expectUsageError(["list", address, "-v", "--plaintext"], "list: unknown option '-v'")
+    }
+
     /// An IPv6 address with a zone (`%eth0`, for a link-local address) is refused for its zone, not as no address.
     @Test func anIPv6ZoneIsNamedAsThePartInTheWay() throws {
         try expectUsageError(

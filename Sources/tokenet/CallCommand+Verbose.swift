@@ -1,0 +1,69 @@
+import Synchronization
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// `tokenet call -v`: what a call sent and how it ended, in the manner of grpcurl's `-v`, on standard error, so that
+/// standard output keeps the responses alone (for `jq`). Before the call: the method with its kind and types, the
+/// node with the identity its certificate proved, and the request metadata, the trace id included (the key to the
+/// call's lines in every node's log). After it: the messages sent and received, the time the call took, and its
+/// status.
+final class CallTrace: Sendable {
+    private struct State {
+        var received = 0
+        var readerLeft = false
+    }
+
+    private let sent: Int
+    private let started = ContinuousClock.now
+    private let state = Mutex(State())
+
+    init(_ target: CallTarget, requests: Int, session: InspectSession) {
+        sent = requests
+        let kind =
+            switch target.kind {
+            case .unary: "unary"
+            case .serverStreaming: "server-streaming"
+            case .clientStreaming: "client-streaming"
+            case .bidirectionalStreaming: "bidirectional"
+            }
+        printError(
+            "Method \(target.path) (\(kind)): \(target.request.protoName) -> \(target.response.protoName)")
+        let node = session.client.peerIdentity.map { "\($0) over TLS" } ?? "no identity, over plaintext"
+        printError("Node \(session.options.address): \(node)")
+        let metadata = session.callOptions.metadata.entries
+        printError("Request metadata (\(metadata.count) \(metadata.count == 1 ? "entry" : "entries")):")
+        for (key, value) in metadata {
+            switch value {
+            case .text(let text): printError("  \(key): \(escapingControls(maskPAN(text)))")
+            case .binary(let bytes): printError("  \(key): \(bytes.base64EncodedString()) (\(bytes.count) bytes)")
+            }
+        }
+    }
+
+    func received() { state.withLock { $0.received += 1 } }
+
+    func readerLeft() { state.withLock { $0.readerLeft = true } }
+
+    func endedOK() {
+        let left = state.withLock { $0.readerLeft }
+        summary(left ? "CANCELLED by this command: nobody reads its output any more" : "OK")
+    }
+
+    func ended(by error: any Error) {
+        let status =
+            (error as? RPCError).map { $0.code.protoValueName ?? "CODE_\($0.code.rawValue)" } ?? "no status: \(maskPAN("\(error)"))"
+        summary(status)
+    }
+
+    private func summary(_ status: String) {
+        let received = state.withLock { $0.received }
+        let took = DurationText.describe(ContinuousClock.now - started)
+        printError(
+            "Sent \(Self.count(sent, "request")), received \(Self.count(received, "response")) in \(took): \(status)")
+    }
+
+    private static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
+    }
+}
