@@ -12,6 +12,10 @@ public struct CallOptions: Sendable {
     /// sent. For a caller that reaches several parties of one role at addresses it was given, where the certificate's
     /// role alone cannot tell a wrong address from the right one.
     public var expectedPeer: PeerIdentity? = nil
+    /// Called once with the trailers of the server's status when the call ends with one, OK or not (empty when the
+    /// server sent none); not called when the call ends on this side (a deadline, a cancel, a lost connection). It
+    /// runs on the connection's thread while the connection is locked: it must only record what it is given.
+    public var onTrailers: (@Sendable (Metadata) -> Void)? = nil
 
     public init(timeout: Duration? = nil, metadata: Metadata = Metadata()) {
         self.timeout = timeout
@@ -176,7 +180,8 @@ public final class RPCClient: Sendable {
             throw RPCError(.deadlineExceeded, "the deadline passed before \(path) started")
         }
         let (id, responses) = try connection.openCall(
-            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes)
+            method: path, metadata: metadata, timeout: timeout, onlyRequest: onlyRequest, callerFlushes: callerFlushes,
+            onTrailers: options.onTrailers)
         return OpenCall(id: id, responses: responses)
     }
 

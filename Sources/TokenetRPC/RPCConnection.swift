@@ -20,7 +20,8 @@ final class RPCConnection: Sendable {
 
     struct ClientCallState {
         var responses: MessageQueue
-        var trailers: Metadata = Metadata()
+        /// `CallOptions.onTrailers`.
+        var onTrailers: (@Sendable (Metadata) -> Void)?
     }
 
     struct ServerCallState {
@@ -516,6 +517,7 @@ final class RPCConnection: Sendable {
                 releaseRequests(of: id, core: &core)
             case .finishCall(let id, let status):
                 guard let call = core.clientCalls.removeValue(forKey: id) else { continue }
+                call.onTrailers?(Metadata(wire: status.trailers))
                 if status.code == .ok {
                     call.responses.finish()
                 } else {
@@ -661,7 +663,8 @@ final class RPCConnection: Sendable {
         metadata: Metadata,
         timeout: Duration?,
         onlyRequest: OutgoingMessage? = nil,
-        callerFlushes: Bool = false
+        callerFlushes: Bool = false,
+        onTrailers: (@Sendable (Metadata) -> Void)? = nil
     ) throws(RPCError) -> (UInt32, MessageQueue) {
         let responses = MessageQueue()
         var start = WireV1.CallStart(method: method, metadata: metadata.wire)
@@ -678,7 +681,7 @@ final class RPCConnection: Sendable {
             }
             do {
                 let (id, actions) = try core.machine.openCall(start)
-                core.clientCalls[id] = ClientCallState(responses: responses)
+                core.clientCalls[id] = ClientCallState(responses: responses, onTrailers: onTrailers)
                 if let timeout { trackDeadline(id, at: .now + timeout, timeout: timeout, core: &core) }
                 // A caller that will `flushNow` right after does not need the writer task woken.
                 core.callerFlushes = callerFlushes

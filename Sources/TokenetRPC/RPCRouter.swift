@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetTransport
 import TokenetWire
 
@@ -13,6 +14,8 @@ public struct ServerContext: Sendable {
         let peer: PeerIdentity?
         let deadline: ContinuousClock.Instant?
         let traceID: String
+        /// What the handler added with `addTrailer`, sent with the call's status.
+        let trailers = Mutex(Metadata())
 
         init(
             method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?,
@@ -43,6 +46,26 @@ public struct ServerContext: Sendable {
     public var deadline: ContinuousClock.Instant? { storage.deadline }
     /// The flow's trace id: the caller's, or a new one for the first call of a flow.
     public var traceID: String { storage.traceID }
+
+    /// Adds metadata to the call's status (gRPC's trailers), sent whatever the call's outcome: what the caller may
+    /// want to know about the call beside its response, such as which rule decided it. Keys are as for request
+    /// metadata (lowercase letters, digits, `-`, `_`, `.`; a `-bin` key for bytes); the runtime's `tokenet-` prefix is
+    /// refused, as is a text value with a control character, with INTERNAL: a handler's mistake, not the caller's.
+    public func addTrailer(_ key: String, _ value: Metadata.Entry) throws(RPCError) {
+        let key = key.lowercased()
+        guard Metadata.isValidKey(key), !key.hasPrefix(Metadata.reservedPrefix) else {
+            throw RPCError(.internal, "the trailer key '\(key)' is not a valid metadata key of the handler's own")
+        }
+        if case .text(let text) = value,
+            text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            throw RPCError(.internal, "the value of the trailer '\(key)' holds a control character")
+        }
+        storage.trailers.withLock { $0.add(key, value) }
+    }
+
+    /// What the handler added with `addTrailer`.
+    var trailers: Metadata { storage.trailers.withLock { $0 } }
 
     /// The context of the call the current task serves. Clients read it to pass the remaining deadline and the trace
     /// id on to the calls a handler makes.

@@ -265,7 +265,7 @@ public final class RPCServer: Sendable {
             deadline: call.deadline,
             traceID: traceID
         )
-        let status: WireV1.Status
+        var status: WireV1.Status
         do {
             // The connection cancels this task when the deadline passes (`RPCConnection+Deadlines.swift`).
             try await ServerContext.$current.withValue(context) {
@@ -286,6 +286,7 @@ public final class RPCServer: Sendable {
             failureLog?(
                 CallFailure(method: call.method, traceID: traceID, status: status.message, cause: "\(error)"))
         }
+        status.trailers = context.trailers.wire
         // Whatever the handler made of the cancellation, the caller has stopped waiting: the status says why. (Not
         // cancelled, the handler finished before the connection's deadline check: no clock read for that.) A
         // handler that simply returned once cancelled (a watch whose updates ended with its task) did not succeed:

@@ -6,12 +6,13 @@ import TokenetWire
 /// `tokenet call -v`: what a call sent and how it ended, in the manner of grpcurl's `-v`, on standard error, so that
 /// standard output keeps the responses alone (for `jq`). Before the call: the method with its kind and types, the
 /// node with the identity its certificate proved, and the request metadata, the trace id included (the key to the
-/// call's lines in every node's log). After it: the messages sent and received, the time the call took, and its
-/// status.
+/// call's lines in every node's log). After it: the trailers of the node's status (when it sent one), the messages
+/// sent and received, the time the call took, and its status.
 final class CallTrace: Sendable {
     private struct State {
         var received = 0
         var readerLeft = false
+        var trailers: Metadata?
     }
 
     private let sent: Int
@@ -31,15 +32,25 @@ final class CallTrace: Sendable {
             "Method \(target.path) (\(kind)): \(target.request.protoName) -> \(target.response.protoName)")
         let node = session.client.peerIdentity.map { "\($0) over TLS" } ?? "no identity, over plaintext"
         printError("Node \(session.options.address): \(node)")
-        let metadata = session.callOptions.metadata.entries
-        printError("Request metadata (\(metadata.count) \(metadata.count == 1 ? "entry" : "entries")):")
-        for (key, value) in metadata {
+        Self.printMetadata("Request metadata", session.callOptions.metadata)
+    }
+
+    /// `title` with the number of entries, then one line per entry. A text value is the peer's or the person's
+    /// text: control characters escaped, a card number masked, as everywhere the CLI prints.
+    private static func printMetadata(_ title: String, _ metadata: Metadata) {
+        let entries = metadata.entries
+        printError("\(title) (\(entries.count) \(entries.count == 1 ? "entry" : "entries")):")
+        for (key, value) in entries {
             switch value {
-            case .text(let text): printError("  \(key): \(escapingControls(maskPAN(text)))")
-            case .binary(let bytes): printError("  \(key): \(bytes.base64EncodedString()) (\(bytes.count) bytes)")
+            case .text(let text): printError("  \(escapingControls(key)): \(escapingControls(maskPAN(text)))")
+            case .binary(let bytes):
+                printError("  \(escapingControls(key)): \(bytes.base64EncodedString()) (\(bytes.count) bytes)")
             }
         }
     }
+
+    /// The trailers of the node's status (`CallOptions.onTrailers`).
+    func receivedTrailers(_ trailers: Metadata) { state.withLock { $0.trailers = trailers } }
 
     func received() { state.withLock { $0.received += 1 } }
 
@@ -52,12 +63,14 @@ final class CallTrace: Sendable {
 
     func ended(by error: any Error) {
         let status =
-            (error as? RPCError).map { $0.code.protoValueName ?? "CODE_\($0.code.rawValue)" } ?? "no status: \(maskPAN("\(error)"))"
+            (error as? RPCError).map { $0.code.protoValueName ?? "CODE_\($0.code.rawValue)" }
+            ?? "no status: \(maskPAN("\(error)"))"
         summary(status)
     }
 
     private func summary(_ status: String) {
-        let received = state.withLock { $0.received }
+        let (received, trailers) = state.withLock { ($0.received, $0.trailers) }
+        if let trailers { Self.printMetadata("Response trailers", trailers) }
         let took = DurationText.describe(ContinuousClock.now - started)
         printError(
             "Sent \(Self.count(sent, "request")), received \(Self.count(received, "response")) in \(took): \(status)")

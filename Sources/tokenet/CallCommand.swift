@@ -48,8 +48,8 @@ enum CallCommand {
           -d @                 Read the request JSON from standard input (at most 16 MiB); for a file,
                                -d @ < FILE.
           -v                   Also print, on stderr, the method and its types, the node and its identity, the
-                               request metadata (with the trace id), then the messages each way, the time taken
-                               and the status.
+                               request metadata (with the trace id), then the trailers of the node's status, the
+                               messages each way, the time taken and the status.
         \(InspectOptions.connectionHelp)
 
         Exit status: 0 when the call ends OK; 64 + the status code otherwise, printed as "ERROR: CODE: message" on
@@ -177,7 +177,8 @@ enum CallCommand {
         _ target: CallTarget, requests: [Data], session: InspectSession, trace: CallTrace?
     ) async throws {
         let client = session.client
-        let options = session.callOptions
+        var options = session.callOptions
+        if let trace { options.onTrailers = { trace.receivedTrailers($0) } }
         switch target.kind {
         case .unary:
             let response = try await client.unary(path: target.path, request: requests[0], options: options)
