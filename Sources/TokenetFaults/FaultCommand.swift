@@ -22,7 +22,10 @@ public enum FaultCommand: Sendable, Equatable {
     /// Parses one line; surrounding spaces and case do not matter. Throws `FaultError(.badCommand)` naming the
     /// line and what is accepted.
     public static func parse(_ line: String) throws(FaultError) -> FaultCommand {
-        var words = line.split(whereSeparator: \.isWhitespace).map { $0.lowercased() }
+        // Commands and directions in any case; a duration as typed, since its units are lower case everywhere
+        // (`1M` read as one minute, or `5S` taken here and refused by --delay, would surprise).
+        let typed = line.split(whereSeparator: \.isWhitespace).map(String.init)
+        var words = typed.map { $0.lowercased() }
         var direction: FaultProxyStateMachine.Direction?
         if let last = words.last, words.count > 1, let named = Self.direction(last) {
             direction = named
@@ -31,7 +34,7 @@ public enum FaultCommand: Sendable, Equatable {
         switch (words.first, words.count) {
         case ("none", 1), ("heal", 1): return .set(.none, only: direction)
         case ("partition", 1): return .set(.partition, only: direction)
-        case ("delay", 2): return .set(.delay(try duration(words[1])), only: direction)
+        case ("delay", 2): return .set(.delay(try duration(typed[1])), only: direction)
         case ("refuse", 1) where direction == nil: return .set(.refuse)
         case ("reset", 1) where direction == nil: return .reset
         case ("status", 1) where direction == nil: return .status
@@ -52,6 +55,8 @@ public enum FaultCommand: Sendable, Equatable {
         switch command {
         case "delay" where words.count == 1:
             return "delay needs a DURATION, such as 'delay 200ms' (and optionally to-server or to-client)"
+        case "delay" where words.count > 2 && direction(words[1]) != nil:
+            return "delay takes the DURATION first, then the direction: 'delay 200ms \(words[1])'"
         case "delay": extra = words.dropFirst(2)
         case "none", "heal", "partition": extra = words.dropFirst()
         case "refuse", "reset", "status":

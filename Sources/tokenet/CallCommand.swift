@@ -65,9 +65,10 @@ enum CallCommand {
           echo '{}' | tokenet call 127.0.0.1:7001 tokenet.health.v1.Health/Check -d @ -H 'x-request-id: 42'
         """
 
-    /// `pkg.Service/Method`, `/pkg.Service/Method` or `pkg.Service.Method` as the wire path `/pkg.Service/Method`.
+    /// `pkg.Service/Method`, `/pkg.Service/Method` or `pkg.Service.Method` as the wire path `/pkg.Service/Method`;
+    /// a leading dot, as descriptors write full names (`.pkg.Service/Method`), is dropped.
     static func methodPath(_ text: String) throws(CLIError) -> String {
-        let name = text.hasPrefix("/") ? text.dropFirst() : Substring(text)
+        let name = Substring(InspectSession.withoutLeadingDot(text.hasPrefix("/") ? String(text.dropFirst()) : text))
         let separator = name.lastIndex(of: "/") ?? name.lastIndex(of: ".")
         guard let separator, separator != name.startIndex, name.index(after: separator) != name.endIndex,
             !name[name.index(after: separator)...].contains("/"), !name.contains(where: \.isWhitespace)

@@ -8,8 +8,8 @@ enum DescribeCommand {
         valuedOptions: InspectOptions.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
+        let symbol = try InspectSession.symbol(options.operands[0], command: "describe", named: "SYMBOL")
         return try InspectSession.run(options) { session in
-            let symbol = options.operands[0]
             let description = try await session.askingReflection { try await session.describeSuggesting(symbol) }
             printOut(SymbolDescriptionText.render(description))
             return 0

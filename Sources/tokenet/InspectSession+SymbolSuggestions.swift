@@ -23,9 +23,18 @@ extension InspectSession {
     }
 
     /// A fully-qualified name as descriptors write it (`.tokenet.health.v1.Health`, the form of a field's
-    /// `type_name`), without its leading dot: reflection names symbols without it.
+    /// `type_name`), without its leading dot: reflection names symbols without it. Only a dot before a letter is
+    /// taken for one (`./x` or `..x` are no such names).
     static func withoutLeadingDot(_ symbol: String) -> String {
-        symbol.hasPrefix(".") && !symbol.hasPrefix("..") ? String(symbol.dropFirst()) : symbol
+        guard symbol.hasPrefix("."), symbol.dropFirst().first?.isLetter == true else { return symbol }
+        return String(symbol.dropFirst())
+    }
+
+    /// The symbol `text` names for `command`: without a leading dot, and refused like an empty one when it is dots
+    /// alone, which name nothing (the node's INVALID_ARGUMENT said so only after connecting).
+    static func symbol(_ text: String, command: String, named name: String) throws(CLIError) -> String {
+        guard !text.allSatisfy({ $0 == "." }) else { throw CLIError(.usage, "\(command): \(name) is empty") }
+        return withoutLeadingDot(text)
     }
 
     /// The services the node serves in `package` (`tokenet.tsp.v1`) or in a package under it, sorted.

@@ -11,21 +11,23 @@ enum ListCommand {
         valuedOptions: InspectOptions.valuedFlags
     ) { arguments throws(CLIError) in
         let options = try InspectOptions(parsing: arguments, command: "list", operands: 0...1, named: ["SERVICE"])
+        let named = try options.operands.first.map { (text) throws(CLIError) in
+            try InspectSession.symbol(text, command: "list", named: "SERVICE")
+        }
         return try InspectSession.run(options) { session in
-            guard let service = options.operands.first else {
+            guard let named else {
                 let services = try await session.askingReflection { try await session.listServices() }
                 // One line per name: a line break in a name the node sent is escaped, not a line of its own.
                 for name in services { printOut(escapingControls(name)) }
                 return 0
             }
             // A package lists its services, as the listing of every service would show them.
-            let package = InspectSession.withoutLeadingDot(service)
-            let inPackage = try await session.askingReflection { try await session.services(inPackage: package) }
+            let inPackage = try await session.askingReflection { try await session.services(inPackage: named) }
             if !inPackage.isEmpty {
                 for name in inPackage { printOut(escapingControls(name)) }
                 return 0
             }
-            let description = try await session.askingReflection { try await session.describeSuggesting(service) }
+            let description = try await session.askingReflection { try await session.describeSuggesting(named) }
             guard description.kind == .service, let methods = description.service?.methods else {
                 throw CLIError(.usage, "list: \(maskPAN(description.name)) is not a service; try tokenet describe")
             }

@@ -25,7 +25,8 @@ import Testing
 
     @Test func badLinesSayWhatIsAccepted() {
         for line in [
-            "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "delay 1m30", "partition now", "drop",
+            "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "delay 1m30", "delay 5S", "delay 1M",
+            "partition now", "drop",
             "refuse to-client",
             "reset to-server", "partition to-client to-server", "to-client",
         ] {
@@ -46,6 +47,7 @@ import Testing
             ("delay", "delay needs a DURATION, such as 'delay 200ms' (and optionally to-server or to-client)"),
             ("partition sideways", "partition: 'sideways' \(directions)"),
             ("delay 2s both", "delay: 'both' \(directions)"),
+            ("delay to-server 2s", "delay takes the DURATION first, then the direction: 'delay 200ms to-server'"),
             (
                 "heal to-client to-server",
                 "heal takes one direction at most (to-server or to-client); without one it applies to both"

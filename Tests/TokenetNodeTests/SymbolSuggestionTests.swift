@@ -80,5 +80,17 @@ import TokenetWire
         let listed = try await Self.run("list", ".tokenet.health.v1.Health")
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.hasPrefix("tokenet.health.v1.Health.Check("), "\(listed.stdout)")
+        let called = try await Self.run("call", ".tokenet.health.v1.Health/Check")
+        #expect(called.status == 0, "\(called.stderr)")
+        #expect(called.stdout == "{}\n", "\(called.stdout)")
+    }
+
+    /// Dots alone name nothing: refused as an empty name is, before connecting.
+    @Test func dotsAloneAreAnEmptyName() async throws {
+        for (command, name) in [("list", "SERVICE"), ("describe", "SYMBOL")] {
+            let result = try await runTokenet([command, "127.0.0.1:1", ".", "--plaintext"])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("tokenet: \(command): \(name) is empty\n"), "\(result.stderr)")
+        }
     }
 }
