@@ -48,7 +48,7 @@ enum TokenetCLI {
                 return try command.run(rest)
             }
         } catch {
-            printError("tokenet: \(error)")
+            printError("tokenet: \(error.code == .usage ? shownUsageError(error.description) : error.description)")
             if error.code == .usage { printError("Run '\(usageHelp)' for usage.") }
             return error.exitStatus
         }
@@ -147,9 +147,21 @@ let statusMessageLimit = 1024
 /// own, or have a card number the caller sent echoed back. Goaway reasons are cut in the RPC layer the same way.
 /// Masked before it is cut, so that a cut cannot leave a card number's first digits unmasked.
 func shownStatusMessage(_ message: String) -> String {
-    let masked = maskPAN(message).unicodeScalars
-    guard masked.count > statusMessageLimit else { return escapingControls(String(masked)) }
-    let kept = String(String.UnicodeScalarView(masked.prefix(statusMessageLimit)))
+    shownCut(maskPAN(message))
+}
+
+/// A usage error as the CLI prints it: on one line, its control characters and line breaks escaped, and at most
+/// `statusMessageLimit` characters of it. Such an error quotes what was typed (a `--deadline` of 90,000 characters
+/// was echoed whole; a line break in one split the message), already with any card number masked where it quotes it.
+func shownUsageError(_ message: String) -> String {
+    shownCut(message)
+}
+
+/// `text` escaped (`escapingControls`) and cut to `statusMessageLimit` characters, followed by how many there were.
+private func shownCut(_ text: String) -> String {
+    let scalars = text.unicodeScalars
+    guard scalars.count > statusMessageLimit else { return escapingControls(text) }
+    let kept = String(String.UnicodeScalarView(scalars.prefix(statusMessageLimit)))
     return escapingControls(kept)
-        + "... (\(masked.count) characters, the last \(masked.count - statusMessageLimit) cut)"
+        + "... (\(scalars.count) characters, the last \(scalars.count - statusMessageLimit) cut)"
 }

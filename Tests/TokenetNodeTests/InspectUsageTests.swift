@@ -340,6 +340,20 @@ import TokenetTransport
     }
 
     /// A URL pasted for the address is named as one, with the address to give instead.
+    /// A usage error quotes what was typed on one line, a line break escaped, and cut short when it is long.
+    @Test func aUsageErrorStaysOnOneShortLine() throws {
+        try expectUsageError(["list", address, "--deadline", "1s\n2s", "--plaintext"], "got '1s\\u{A}2s'\n")
+        let long = try runTokenet(
+            ["list", address, "--deadline", String(repeating: "1ms", count: 3000) + "x", "--plaintext"])
+        #expect(long.status == 2)
+        let lines = long.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(lines.count) lines")
+        // The message is the prefix, the 9,001 characters typed and the closing quote; 1,024 of it are kept.
+        let first = String(lines.first ?? "")
+        #expect(first.hasSuffix(" characters, the last \(9_086 - 1_024) cut)"), "\(first)")
+        #expect(first.count < 1_024 + 100, "\(first.count)")
+    }
+
     /// `-v` belongs to `call`, and takes no value.
     @Test func verboseIsACallSwitch() throws {
         try expectUsageError(["call", address, "x.Y/Z", "--verbose=yes", "--plaintext"], "call: -v takes no value")
