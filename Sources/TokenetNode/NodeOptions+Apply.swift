@@ -80,6 +80,11 @@ extension NodeOptions {
                     throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
                 }
                 let rest = String(text[text.index(after: equals)...])
+                if HostPort(parsing: rest)?.zoneRefusal != nil {
+                    throw bad(
+                        "ID=HOST:PORT with an address without an IPv6 zone (%NAME), such as tokenet-bank=[::1]:7002",
+                        text)
+                }
                 guard let route = HostPort(parsing: rest), route.hostIsIPOrName else {
                     throw bad("ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002", text)
                 }

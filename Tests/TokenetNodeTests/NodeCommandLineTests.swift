@@ -243,6 +243,10 @@ import Testing
         (["--listen="], "--listen: expected HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in brackets"),
         (["--listen", "[fe80::1%lo]:0"], "--listen: expected an address without an IPv6 zone (%NAME), such as"),
         (["--issuer", "[fe80::1%eth0]:7002"], "--issuer: expected an address without an IPv6 zone (%NAME)"),
+        (
+            ["--issuer", "bank-a=[fe80::1%eth0]:7002"],
+            "--issuer: expected ID=HOST:PORT with an address without an IPv6"
+        ),
         (["--data-dir", ""], "--data-dir: expected a path"),
         (["--idle-poll-us", "-1"], "--idle-poll-us: expected microseconds from 0 to 1000000, got '-1'"),
         (["--idle-poll-us", "fast"], "--idle-poll-us: expected microseconds from 0 to 1000000, got 'fast'"),
