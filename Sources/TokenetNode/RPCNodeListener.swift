@@ -217,6 +217,14 @@ public final class RPCNodeListener: NodeListener {
                 let listener = try await TLSListener.bind(
                     host: host, port: port, context: context, on: loop,
                     onHandshakeFailure: { failure, peer in
+                        // A client that gave up during its handshake refused nothing and was refused nothing: at
+                        // debug, so that an interrupted CLI command leaves no line that reads as a refusal.
+                        guard !failure.isCloseDuringHandshake else {
+                            logger.debug(
+                                "handshake abandoned: the peer closed the connection",
+                                ["peer": peer ?? "unknown", "error": "\(failure)"])
+                            return
+                        }
                         logger.info(
                             "handshake refused", error: "\(failure)", peer: peer,
                             throttledBy: failure.code == .tooManyHandshakes ? handshakeRefusals : refusals)

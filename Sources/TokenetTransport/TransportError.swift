@@ -74,6 +74,13 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
         }
     }
 
+    /// Whether the peer closed or reset the connection before the TLS handshake finished, without an alert: a
+    /// client that gave up (Ctrl-C, a deadline, a probe that only connects), not one that refused anything.
+    public var isCloseDuringHandshake: Bool {
+        (code == .handshakeFailed && details.contains { $0.contains("unexpected eof") })
+            || (code == .io && message.hasSuffix("(errno \(ECONNRESET))"))
+    }
+
     /// The message, with OpenSSL's reasons and the cause: read in logs and in the CLI's messages, so the code's name
     /// (`handshakeFailed`, `configuration`), which is for switching on, stays out of it.
     public var description: String {

@@ -232,10 +232,7 @@ final class InspectSession: Sendable {
         }
         // The peer closed or reset the connection before the handshake finished: OpenSSL's "unexpected eof while
         // reading" or the socket's errno said neither what happened nor what to look at.
-        if let error = error as? TransportError, options.transport != .plaintext,
-            (error.code == .handshakeFailed && error.details.contains { $0.contains("unexpected eof") })
-                || (error.code == .io && error.message.hasSuffix("(errno \(ECONNRESET))"))
-        {
+        if let error = error as? TransportError, options.transport != .plaintext, error.isCloseDuringHandshake {
             return CLIError(
                 .connection,
                 "cannot connect to \(options.address): it closed the connection during the TLS handshake; check that "

@@ -54,4 +54,32 @@ import TokenetTransport
         #expect(log.contains("status=CANCELLED"), "\(log)")
         #expect(!log.contains("problem="), "\(log)")
     }
+
+    /// A client that leaves during its TLS handshake (a command interrupted while connecting) refused nothing: the
+    /// node says so at debug, and writes no "handshake refused" line, which reads as a certificate problem.
+    @Test func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
+        let data = try TemporaryDirectory()
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
+        defer { node.process.send(SIGKILL) }
+        let address = try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+            }
+        }
+        let hostPort = try #require(HostPort(parsing: address))
+        let loop = try EventLoop(name: "test-left-handshake")
+        defer { loop.shutdown() }
+        let connection = try await PlainConnection.connect(host: hostPort.host, port: hostPort.port, on: loop)
+        await connection.close()
+        _ = try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "the node's log of the abandoned handshake") {
+                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+                return log.contains("handshake abandoned: the peer closed the connection") ? log : nil
+            }
+        }
+        node.process.send(SIGTERM)
+        let log = try await node.waitForExit(limit: 60).stderr
+        #expect(!log.contains("handshake refused"), "\(log)")
+    }
 }
