@@ -79,7 +79,8 @@ public enum FaultCommand: Sendable, Equatable {
     /// takes them): a duration of at most 10 minutes; `0ms` lifts a delay.
     public static func duration(_ text: String) throws(FaultError) -> Duration {
         guard let seconds = DurationSyntax.seconds(in: text) else {
-            throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s, 250us or 2m, got '\(text)'")
+            let hint = DurationSyntax.hint(for: text).map { " (\($0))" } ?? ""
+            throw FaultError(.badCommand, "expected a duration such as 200ms, 1.5s, 250us or 2m, got '\(text)'\(hint)")
         }
         guard seconds <= 600 else {
             throw FaultError(.badCommand, "delay '\(text)' is longer than the limit of 10 minutes")

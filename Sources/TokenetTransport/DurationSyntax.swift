@@ -25,6 +25,15 @@ public enum DurationSyntax {
         return total
     }
 
+    /// What to write instead of `text` when a small change makes it a duration, said as a hint: a last part without
+    /// its unit (`5`, `1m30`: seconds asked for rather than guessed), or units in capitals (`5S`).
+    public static func hint(for text: String) -> String? {
+        if seconds(in: text + "s") != nil { return "with a unit: \(text)s for seconds" }
+        let lower = text.lowercased()
+        if lower != text, seconds(in: lower) != nil { return "units are lower case: \(lower)" }
+        return nil
+    }
+
     /// Digits with at most one decimal point among them: `5`, `1.5`, `.5`, `5.`.
     public static func isDecimal(_ text: some StringProtocol) -> Bool {
         let digits = text.filter { $0 != "." }

@@ -208,8 +208,7 @@ struct InspectOptions: Sendable {
     /// duration of at most a day.
     static func duration(_ text: String, command: String) throws(CLIError) -> Duration {
         guard let seconds = DurationSyntax.seconds(in: text), seconds > 0 else {
-            // A bare number is most often seconds meant; the unit is asked for rather than guessed.
-            let unitMissing = DurationSyntax.isDecimal(text) ? " (with a unit: \(maskPAN(text))s for seconds)" : ""
+            let unitMissing = DurationSyntax.hint(for: text).map { " (\(maskPAN($0)))" } ?? ""
             throw CLIError(
                 .usage,
                 "\(command): --deadline: expected a positive duration such as 5s, 200ms, 1m or 1m30s, got "

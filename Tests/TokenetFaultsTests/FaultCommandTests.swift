@@ -54,7 +54,12 @@ import Testing
             ),
             ("refuse to-client", "refuse takes nothing after it (it applies to both directions)"),
             ("status now", "status takes nothing after it (it applies to both directions)"),
-            ("delay 5", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5'"),
+            ("delay 5", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5' (with a unit: 5s for seconds)"),
+            (
+                "delay 1m30",
+                "expected a duration such as 200ms, 1.5s, 250us or 2m, got '1m30' (with a unit: 1m30s for seconds)"
+            ),
+            ("delay 5S", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5S' (units are lower case: 5s)"),
         ] {
             let error = #expect(throws: FaultError.self, "\(line)") { try FaultCommand.parse(line) }
             #expect(error?.message == message, "\(line)")

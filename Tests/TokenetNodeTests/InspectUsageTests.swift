@@ -332,6 +332,10 @@ import TokenetTransport
         for text in ["0x10s", "1e3ms", "infs", "1.2.3s", "1m30", "1m-30s", "s5", "0m0s", "5s 1ms"] {
             try expectUsageError(["list", address, "--deadline", text, "--plaintext"], "expected a positive duration")
         }
+        try expectUsageError(
+            ["list", address, "--deadline", "1m30", "--plaintext"], "got '1m30' (with a unit: 1m30s for seconds)")
+        try expectUsageError(
+            ["list", address, "--deadline", "5S", "--plaintext"], "got '5S' (units are lower case: 5s)")
         // A bare number: the unit is asked for, not guessed.
         try expectUsageError(
             ["list", address, "--deadline", "5", "--plaintext"],
