@@ -1,3 +1,6 @@
+import TokenetRPC
+import TokenetWire
+
 /// `tokenet describe ADDR SYMBOL`: a `.proto`-like listing of a service, method, message or enum, with every message
 /// and enum it uses, as the node's reflection service reports them.
 enum DescribeCommand {
@@ -10,7 +13,20 @@ enum DescribeCommand {
         let options = try InspectOptions(parsing: arguments, command: "describe", operands: 1...1, named: ["SYMBOL"])
         let symbol = try InspectSession.symbol(options.operands[0], command: "describe", named: "SYMBOL")
         return try InspectSession.run(options) { session in
-            let description = try await session.askingReflection { try await session.describeSuggesting(symbol) }
+            let description: ReflectionV1.DescribeSymbolResponse
+            do {
+                description = try await session.askingReflection { try await session.describeSuggesting(symbol) }
+            } catch let error as RPCError where error.code == .notFound {
+                // A package is no symbol reflection describes, but its services are what was meant.
+                let services = try await session.askingReflection { try await session.services(inPackage: symbol) }
+                guard !services.isEmpty else { throw error }
+                printOut(
+                    "\(escapingControls(symbol)) is a package, with \(services.count) service\(services.count == 1 ? "" : "s"):"
+                )
+                for service in services { printOut("  " + escapingControls(service)) }
+                printOut("(tokenet describe \(session.options.address) SERVICE describes one)")
+                return 0
+            }
             printOut(SymbolDescriptionText.render(description))
             return 0
         }
@@ -21,7 +37,8 @@ enum DescribeCommand {
 
         Prints SYMBOL as the node at ADDR (HOST:PORT) describes it, in .proto syntax, followed by every message and
         enum it uses: enough to write a request for tokenet call. SYMBOL is a service (tokenet.health.v1.Health),
-        a method (tokenet.health.v1.Health.Check or /tokenet.health.v1.Health/Check), a message or an enum.
+        a method (tokenet.health.v1.Health.Check or /tokenet.health.v1.Health/Check), a message or an enum; a
+        package (tokenet.tsp.v1) lists its services.
         Fields whose JSON name differs from their name show it as [json_name = "..."].
 
         Options:

@@ -2,22 +2,11 @@ import TokenetRPC
 import TokenetWire
 
 extension InspectSession {
-    /// `describe(symbol)`, its NOT_FOUND naming the symbols meant when the node serves some by a close name, or the
-    /// services of a package given instead of a symbol.
+    /// `describe(symbol)`, its NOT_FOUND naming the symbols meant when the node serves some by a close name.
     func describeSuggesting(_ symbol: String) async throws -> ReflectionV1.DescribeSymbolResponse {
-        let symbol = Self.withoutLeadingDot(symbol)
         do {
             return try await describe(symbol)
         } catch let error as RPCError where error.code == .notFound {
-            if let services = try? await services(inPackage: symbol), !services.isEmpty {
-                let which =
-                    services.count <= Self.mostSuggestions
-                    ? "whose services are \(services.joined(separator: ", "))" : "of \(services.count) services"
-                throw RPCError(
-                    error.code,
-                    "\(error.message); \(symbol) is a package \(which) (tokenet list \(options.address) \(symbol) lists "
-                        + "them)")
-            }
             throw await suggestion(for: symbol, after: error) ?? error
         }
     }
