@@ -34,6 +34,8 @@ extension TSPService {
                         "digital_card_id": transaction.digitalCardID,
                     ])
             }
+            // A sweep that declined nothing publishes nothing: the journal's backlog is its retry's to publish.
+            guard !expired.value.isEmpty else { return declined }
             await published(expired, log: log)
             declined += expired.value.count
             if expired.value.count < Self.authnExpiryBatch { return declined }

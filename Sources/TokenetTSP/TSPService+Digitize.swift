@@ -102,10 +102,18 @@ extension TSPService {
             log.warning("issuer refused the request; declining", ["code": code, "error": error.message])
             return .issuerRefused(code: code, message: error.message)
         } catch let error as RPCError {
-            problem = "issuer unavailable: \(error.code.protoValueName ?? String(error.code.rawValue))"
+            // Said in words: the reason reaches the wallet, the issuer (STAND_IN_ADVICE) and every listing, where
+            // "issuer unavailable: DEADLINE_EXCEEDED" told an operator less than what happened.
+            problem =
+                switch error.code {
+                case .deadlineExceeded:
+                    "the issuer did not answer within \(DurationText.describe(configuration.issuerDeadline))"
+                case .unavailable: "the issuer could not be reached"
+                default: "the issuer failed with \(error.code.protoValueName ?? String(error.code.rawValue))"
+                }
             log.warning("issuer did not decide; applying the stand-in rule", ["error": error.description])
         } catch {
-            problem = "issuer unavailable"
+            problem = "the issuer could not be asked"
             log.warning("issuer did not decide; applying the stand-in rule", ["error": String(describing: error)])
         }
         return .standIn(configuration.standIn.decide(risk: request.risk), issuerProblem: problem)

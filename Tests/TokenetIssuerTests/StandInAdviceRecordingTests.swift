@@ -30,7 +30,7 @@ import TokenetWire
     ) throws -> TspV1.Notification {
         var body = TspV1.StandInAdviceBody()
         body.decision = decision
-        body.reason = "stand-in approved (issuer unavailable: UNAVAILABLE)"
+        body.reason = "stand-in approved (the issuer could not be reached)"
         body.encryptedCardData = try Support.encrypted(pan, expiry: expiry, to: key ?? Support.issuerKey())
         body.maskedPAN = String(repeating: "*", count: 12) + pan.suffix(4)
         body.tokenLast4 = "4321"

@@ -86,7 +86,7 @@ import TokenetWire
         let visa = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.visa))
         #expect(visa.decidedBy == "stand-in")
         let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: visa.digitalCardID))
-        #expect(history.events.last?.reason.contains("UNAVAILABLE") == true, "\(history.events)")
+        #expect(history.events.last?.reason.contains("the issuer could not be reached") == true, "\(history.events)")
         #expect(tsp.issuer.state.withLock { $0.authorizations } == 0)
         #expect(bankB.state.withLock { $0.authorizations } == 0)
     }
@@ -130,7 +130,7 @@ import TokenetWire
         #expect(mastercard.decidedBy == "stand-in")
         let history = try await tsp.control.tokenHistory(
             TspV1.TokenHistoryRequest(digitalCardID: mastercard.digitalCardID))
-        #expect(history.events.last?.reason.contains("UNAVAILABLE") == true, "\(history.events)")
+        #expect(history.events.last?.reason.contains("the issuer could not be reached") == true, "\(history.events)")
 
         #expect(tsp.issuer.state.withLock { $0.decryptedLast4 }.isEmpty)
         #expect(bankB.state.withLock { $0.decryptedLast4 }.isEmpty)

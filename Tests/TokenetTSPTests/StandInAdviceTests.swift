@@ -33,7 +33,7 @@ import TokenetWire
         #expect(advices[0].queues == Self.issuerQueue)
         #expect(tsp.published.of("STAND_IN_ADVICE")[0].notification.sender == "CPS")
         #expect(advice.decision == .approved)
-        #expect(advice.reason.hasPrefix("stand-in approved (issuer unavailable"), "\(advice.reason)")
+        #expect(advice.reason.hasPrefix("stand-in approved (the issuer "), "\(advice.reason)")
         #expect(advice.tokenLast4 == response.tokenLast4)
         #expect(advice.maskedPAN == "************1111")
         #expect(advice.walletAccountID == TSPHarness.account)
