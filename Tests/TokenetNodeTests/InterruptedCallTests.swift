@@ -13,14 +13,9 @@ import TokenetTransport
 
     @Test(arguments: [SIGINT, SIGTERM]) func aStopSignalCancelsTheCallAndClosesInOrder(signal: Int32) async throws {
         let data = try TemporaryDirectory()
-        let readyFile = data.path("ready.json")
         let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
         defer { node.process.send(SIGKILL) }
-        let address = try await offThePool {
-            try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
-                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
-            }
-        }
+        let address = try await Self.address(of: node, in: data)
         let watch = try LaunchedProcess(
             "tokenet",
             [
@@ -42,12 +37,7 @@ import TokenetTransport
         #expect(interrupted.stderr.isEmpty, "\(interrupted.stderr)")
 
         // The node's handler ended as cancelled, and the connection closed without a problem.
-        _ = try await offThePool {
-            try PythonClientInteropTests.waitFor(node.process, "the node's log of the closed connection") {
-                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
-                return log.contains("connection closed peer=tokenet://operator/") ? log : nil
-            }
-        }
+        try await Self.waitForLog(of: node, "connection closed peer=tokenet://operator/")
         node.process.send(SIGTERM)
         let log = try await node.waitForExit(limit: 60).stderr
         #expect(log.contains("method=/tokenet.health.v1.Health/Watch peer=tokenet://operator/"), "\(log)")
@@ -59,27 +49,37 @@ import TokenetTransport
     /// node says so at debug, and writes no "handshake refused" line, which reads as a certificate problem.
     @Test func aClientThatLeavesDuringItsHandshakeIsNoRefusal() async throws {
         let data = try TemporaryDirectory()
-        let readyFile = data.path("ready.json")
         let node = try LaunchedProcess.tspNode(in: data, ["--log-level", "debug"])
         defer { node.process.send(SIGKILL) }
-        let address = try await offThePool {
-            try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
-                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
-            }
-        }
+        let address = try await Self.address(of: node, in: data)
         let hostPort = try #require(HostPort(parsing: address))
         let loop = try EventLoop(name: "test-left-handshake")
         defer { loop.shutdown() }
         let connection = try await PlainConnection.connect(host: hostPort.host, port: hostPort.port, on: loop)
         await connection.close()
-        _ = try await offThePool {
-            try PythonClientInteropTests.waitFor(node.process, "the node's log of the abandoned handshake") {
-                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
-                return log.contains("handshake abandoned: the peer closed the connection") ? log : nil
-            }
-        }
+        try await Self.waitForLog(of: node, "handshake abandoned: the peer closed the connection")
         node.process.send(SIGTERM)
         let log = try await node.waitForExit(limit: 60).stderr
         #expect(!log.contains("handshake refused"), "\(log)")
+    }
+
+    /// Where the node listens, once its ready file says so.
+    private static func address(of node: LaunchedProcess, in data: TemporaryDirectory) async throws -> String {
+        let readyFile = data.path("ready.json")
+        return try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+                FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+            }
+        }
+    }
+
+    /// Waits until the node's log holds `text`.
+    private static func waitForLog(of node: LaunchedProcess, _ text: String) async throws {
+        _ = try await offThePool {
+            try PythonClientInteropTests.waitFor(node.process, "'\(text)' in the node's log") {
+                let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+                return log.contains(text) ? log : nil
+            }
+        }
     }
 }
