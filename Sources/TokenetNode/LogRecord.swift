@@ -1,4 +1,5 @@
 import Foundation
+import TokenetWire
 
 /// One log event, rendered to a single line of text or JSON.
 ///
@@ -70,14 +71,9 @@ public struct LogRecord: Sendable, Equatable {
         return jsonString(value)
     }
 
-    /// Whether a log line writes `scalar` as an escape: a control character (C0, DEL, C1), which a terminal acts
-    /// on, or a format character (a zero-width space, a bidirectional override), which it does not show. Either
-    /// could hide what a line says from the person reading it: a peer's text could clear the screen, reorder the
-    /// line, or split a card number where nobody sees the split.
-    static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
-            || scalar == "\u{2028}" || scalar == "\u{2029}"
-    }
+    /// Whether a log line writes `scalar` as an escape (`Unicode.Scalar.isInvisibleInText`): a peer's text could
+    /// otherwise clear the screen, reorder the line, or split a card number where nobody sees the split.
+    static func isInvisible(_ scalar: Unicode.Scalar) -> Bool { scalar.isInvisibleInText }
 
     /// `scalar` as a JSON escape: `\u007f`, or the two UTF-16 halves of one beyond the Basic Multilingual Plane.
     private static func escape(_ scalar: Unicode.Scalar) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetWire
 
 /// Dispatches `tokenet SUBCOMMAND [ARGS]`.
 ///
@@ -115,14 +116,16 @@ func printOut(_ text: String) { StandardStream.output.write(line: escapingContro
 
 func printError(_ text: String) { StandardStream.error.write(line: escapingControls(text, keepingLines: true)) }
 
-/// `text` with its control characters written as `\u{1B}`. Much of what the CLI prints comes from a node — T&C
-/// text, reasons, merchant names, message titles, status messages that quote the request — and an escape sequence
-/// in it would act on the terminal (clear it, recolour it, retitle the window), a carriage return would overwrite
-/// the line before it. With `keepingLines`, line breaks and tabs stay: the CLI's own tables and blocks need them;
-/// without, a line break is escaped too, so that one message cannot print a line of its own.
+/// `text` with its control and invisible characters (`Unicode.Scalar.isInvisibleInText`) written as `\u{1B}`. Much
+/// of what the CLI prints comes from a node — T&C text, reasons, merchant names, message titles, status messages
+/// that quote the request, the names reflection lists — and an escape sequence in it would act on the terminal
+/// (clear it, recolour it, retitle the window), a carriage return would overwrite the line before it, and a
+/// bidirectional override or a zero-width space would make a name read as another. With `keepingLines`, line breaks
+/// and tabs stay: the CLI's own tables and blocks need them; without, a line break is escaped too, so that one
+/// message cannot print a line of its own. JSON the CLI prints has these characters as JSON escapes already.
 func escapingControls(_ text: String, keepingLines: Bool = false) -> String {
     func escaped(_ scalar: Unicode.Scalar) -> Bool {
-        guard scalar.properties.generalCategory == .control else { return false }
+        guard scalar.isInvisibleInText else { return false }
         return !(keepingLines && (scalar == "\n" || scalar == "\t"))
     }
     guard text.unicodeScalars.contains(where: escaped) else { return text }

@@ -58,6 +58,20 @@ import TokenetWire
                 == "x.M is a message:\n\nmessage x.M {\n  string f;\\u{A}}\\u{A}message x.Fake { = 1;\n}\n")
     }
 
+    /// A bidirectional override makes a name read backwards from where it turns, and a zero-width space makes two
+    /// names that print alike differ: the listing shows both as escapes, so that what is read is what is called.
+    @Test func invisibleCharactersInListedNamesAreEscaped() async throws {
+        var router = RPCRouter()
+        router.unary(ReflectionV1.Reflection.listServices) { _, _ in
+            ReflectionV1.ListServicesResponse(services: ["x.\u{202E}ecivreS", "x.Pay\u{200B}ment", "x.Line\u{2028}Two"])
+        }
+        let listed = try await runTokenet(servedBy: router) { address in
+            ["list", address, "--plaintext", "--deadline", "20s"]
+        }
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout == "x.\\u{202E}ecivreS\nx.Pay\\u{200B}ment\nx.Line\\u{2028}Two\n")
+    }
+
     /// A server that keeps the connection up but never answers a reflection lookup ends `list` without `--deadline`
     /// after `InspectSession.lookupTimeout` (30 s), naming the lookup; the command used to wait for good.
     @Test func aLookupThatIsNeverAnsweredEndsTheCommand() async throws {

@@ -31,6 +31,16 @@ import TokenetWire
         #expect(try TestingV1.Scalars(jsonString: json) == scalars)
     }
 
+    /// Format characters (a bidirectional override, a zero-width space, a language tag beyond the Basic Multilingual
+    /// Plane) and the line and paragraph separators are written as `\u` escapes too: printed as they are, they reorder
+    /// or hide what a terminal shows. The escapes read back to the same string.
+    @Test func writesInvisibleCharactersAsEscapes() throws {
+        let scalars = TestingV1.Scalars(fString: "a\u{202E}b\u{200B}c\u{2028}d\u{E0001}e\u{AD}f")
+        let json = try scalars.jsonString()
+        #expect(json == #"{"fString":"a\u202eb\u200bc\u2028d\udb40\udc01e\u00adf"}"#)
+        #expect(try TestingV1.Scalars(jsonString: json) == scalars)
+    }
+
     /// Whole numbers print as other proto3 JSON writers print them (`1`, not `1.0`), and every form reads back to
     /// the same value.
     @Test(arguments: [

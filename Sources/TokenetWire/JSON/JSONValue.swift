@@ -131,11 +131,15 @@ extension JSONValue {
             case "\t": out += "\\t"
             case "\u{08}": out += "\\b"
             case "\u{0C}": out += "\\f"
-            // The C0 controls, DEL and the C1 controls (U+0080 to U+009F, such as NEL and CSI): any of them acts on a
-            // terminal, and the CLI's guard for terminals rewrites one left as it is into a form that is no JSON.
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            // The C0 controls, DEL and the C1 controls (U+0080 to U+009F, such as NEL and CSI) act on a terminal;
+            // format characters (a bidirectional override, a zero-width space) and the line and paragraph separators
+            // hide or reorder what it shows. The CLI's guard for terminals would rewrite one left as it is into a form
+            // that is no JSON; as a `\u` escape (two, for one beyond the Basic Multilingual Plane) it reads back the same.
+            case _ where scalar.isInvisibleInText:
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
             default: out.unicodeScalars.append(scalar)
             }
         }
