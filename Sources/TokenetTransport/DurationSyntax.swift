@@ -9,9 +9,10 @@ public enum DurationSyntax {
     ]
 
     /// The seconds `text` adds up to, or nil when it is not a list of parts; `0s` is zero, and what is allowed is
-    /// for the caller to say.
+    /// for the caller to say. A leading `+` is taken, as Go takes it (`+5s`); a sign anywhere else is not.
     public static func seconds(in text: some StringProtocol) -> Double? {
         var rest = Substring(text)
+        if rest.hasPrefix("+") { rest = rest.dropFirst() }
         guard !rest.isEmpty else { return nil }
         var total = 0.0
         while !rest.isEmpty {

@@ -33,20 +33,29 @@ extension InspectSession {
     }
 
     /// The node's NOT_FOUND for a symbol `describe` or `list` asked about, with the symbols it serves by a close name:
-    /// a service or method without its package (`Health`, `Health.Check`), another case, or a typing slip. The
-    /// node's "serves no … named 'Health'" alone left the person to find the full name with `tokenet list`. Still
-    /// NOT_FOUND (exit status 69); nil when nothing is close or reflection does not answer.
+    /// a service or method without its package (`Health`, `Health.Check`), another case, or a typing slip, in a
+    /// package's name too. The node's "serves no … named 'Health'" alone left the person to find the full name with
+    /// `tokenet list`. Still NOT_FOUND (exit status 69); nil when nothing is close or reflection does not answer.
     func suggestion(for symbol: String, after error: RPCError) async -> RPCError? {
         guard let services = try? await listServices() else { return nil }
+        // A method may be written as a path (`/pkg.Service/Method`); reflection's names join it with a dot.
+        let typed = String(symbol.trimmingPrefix("/")).replacing("/", with: ".")
         var names = Set(services)
+        // The packages the services are in, and those above them (`tokenet.tsp.v1`, `tokenet.tsp`), for a qualified
+        // name: `list` and `describe` take a package too, and `tokenet.ts` is as likely a slip as `Helth`. A bare
+        // name (`Health`) is a service's or a message's, not the package's `tokenet.health`.
+        if typed.contains(".") {
+            for service in services {
+                let parts = service.split(separator: ".", omittingEmptySubsequences: false)
+                for count in parts.indices.dropFirst() { names.insert(parts[..<count].joined(separator: ".")) }
+            }
+        }
         for service in services {
             guard let described = try? await describe(service) else { continue }
             names.formUnion(described.service?.methods.map { "\(service).\($0.name)" } ?? [])
             names.formUnion(described.messages.map(\.name))
             names.formUnion(described.enums.map(\.name))
         }
-        // A method may be written as a path (`/pkg.Service/Method`); reflection's names join it with a dot.
-        let typed = String(symbol.trimmingPrefix("/")).replacing("/", with: ".")
         let close = names.filter { CallCommand.isClose($0, typed) }.sorted()
         // More than a few are no suggestion: `Check` is a method of several services.
         guard !close.isEmpty, close.count <= Self.mostSuggestions else { return nil }

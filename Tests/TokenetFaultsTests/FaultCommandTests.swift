@@ -14,6 +14,7 @@ import Testing
         #expect(try FaultCommand.parse("delay 0.5m to-client") == .set(.delay(.seconds(30)), only: .toClient))
         #expect(try FaultCommand.parse("delay 1m30s") == .set(.delay(.seconds(90))))
         #expect(try FaultCommand.parse("delay 1s250ms") == .set(.delay(.milliseconds(1250))))
+        #expect(try FaultCommand.parse("delay +2s") == .set(.delay(.seconds(2))))
         #expect(try FaultCommand.parse("partition") == .set(.partition))
         #expect(try FaultCommand.parse("refuse") == .set(.refuse))
         #expect(try FaultCommand.parse("reset") == .reset)
@@ -26,6 +27,7 @@ import Testing
     @Test func badLinesSayWhatIsAccepted() {
         for line in [
             "", "delay", "delay 5", "delay 1e3ms", "delay -1s", "delay 11m", "delay 1m30", "delay 5S", "delay 1M",
+            "delay 1s+1s", "delay ++1s", "delay +",
             "partition now", "drop",
             "refuse to-client",
             "reset to-server", "partition to-client to-server", "to-client",

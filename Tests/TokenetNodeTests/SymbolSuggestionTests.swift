@@ -43,6 +43,16 @@ import TokenetWire
         #expect(result.stderr == Self.notFound("Helth") + "; did you mean tokenet.health.v1.Health?\n")
     }
 
+    /// `list` and `describe` take a package, so a slip in a package's name is suggested like one in a service's.
+    @Test(arguments: [
+        ("list", "tokenet.helth", "tokenet.health"), ("describe", "tokenet.testing.v2", "tokenet.testing.v1"),
+    ])
+    func aSlipInAPackageSuggestsThePackage(command: String, symbol: String, meant: String) async throws {
+        let result = try await Self.run(command, symbol)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(result.stderr == Self.notFound(symbol) + "; did you mean \(meant)?\n")
+    }
+
     /// Nothing close, or a name too short to be told from others: the node's message stands alone.
     @Test(arguments: ["Zzz", "tokenet.testing.v2.Scalars", "Get"])
     func aNameCloseToNoneKeepsTheNodesMessage(symbol: String) async throws {
