@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetWire
 
 /// How the party commands and the demo show responses to a person: short sentences and aligned tables.
@@ -40,9 +41,11 @@ enum PartyText {
         return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
     }
 
-    /// Columns padded to their widest cell; "-" for empty cells.
+    /// Columns padded to their widest cell; "-" for empty cells. A cell is one line: its line breaks, tabs and
+    /// other control or invisible characters are escaped (`escapingControls`), since a merchant name or a message
+    /// title holding a line break printed a row as two and shifted every column after it.
     static func table(_ header: [String], _ rows: [[String]]) -> String {
-        let cells = [header] + rows.map { $0.map { $0.isEmpty ? "-" : $0 } }
+        let cells = [header] + rows.map { $0.map { $0.isEmpty ? "-" : escapingControls($0) } }
         let widths = header.indices.map { column in cells.map { $0[column].count }.max() ?? 0 }
         return cells.map { row in
             row.enumerated().map { column, cell in
@@ -145,7 +148,7 @@ enum PartyText {
         guard !response.tokens.isEmpty else {
             // Limited to one account, an empty answer says nothing of the TSP's other tokens.
             return walletAccount.isEmpty
-                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(walletAccount)."
+                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(maskPAN(walletAccount))."
         }
         return table(
             ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET ACCOUNT", "DEVICE"],

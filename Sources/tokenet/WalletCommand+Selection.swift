@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -41,6 +42,6 @@ extension WalletCommand {
     static func selectionText(_ response: WalletV1.SelectionResponse) -> String {
         let card = response.selectedCardRef.isEmpty ? "none" : response.selectedCardRef
         let change = response.changed ? "changed" : "unchanged (already chosen; nothing emitted)"
-        return "active wallet account \(response.activeWalletAccountID), selected card \(card): \(change)"
+        return "active wallet account \(maskPAN(response.activeWalletAccountID)), selected card \(card): \(change)"
     }
 }

@@ -78,17 +78,22 @@ import TokenetTestSupport
         // A transaction: the TSP records it, the wallet lists it, the issuer app shows it with the last call time.
         let paid = try await json([
             "tsp", "simulate-transaction", tsp.listen, "--card", id, "--amount", "12.50",
-            "--merchant", "Coffee Corner\u{1B}[2J",
+            "--merchant", "Coffee\nCorner\u{1B}[2J",
         ])
         let transactionID = try #require(paid["transactionId"] as? String)
         let lastCall = try #require(paid["lastCallTimestampMs"] as? String)
         let tspTransactions = try await json(["tsp", "transactions", tsp.listen, id])
         #expect(list(tspTransactions, "transactions").map { $0["transactionId"] as? String } == [transactionID])
         // Text a node hands back (here the merchant's name) prints with its control characters escaped, so an
-        // escape sequence in it cannot act on the terminal.
+        // escape sequence in it cannot act on the terminal, and a line break cannot print its row as two.
         let table = try await tokenet(["tsp", "transactions", tsp.listen, id])
         #expect(
-            table.stdout.contains(#"Coffee Corner\u{1B}[2J"#) && !table.stdout.contains("\u{1B}"), "\(table.stdout)")
+            table.stdout.contains(#"Coffee\u{A}Corner\u{1B}[2J"#) && !table.stdout.contains("\u{1B}"), "\(table.stdout)"
+        )
+        #expect(table.stdout.split(separator: "\n").count == 2, "\(table.stdout)")
+        // A wallet account that looks like a card number is masked where a message quotes it.
+        let none = try await tokenet(["tsp", "tokens", tsp.listen, "--wallet-account", "4761000010000017"])
+        #expect(none.stdout.contains("wallet account ************0017."), "\(none.stdout)\(none.stderr)")
         let walletTransactions = try await eventually(["wallet", "transactions", wallet.listen], "wallet transaction") {
             self.list($0, "transactions").contains { $0["transactionId"] as? String == transactionID }
         }
