@@ -22,6 +22,23 @@ extension TSPService {
 
     /// CPS CARD_STATE to the wallet and the issuer app, for a change of the token's state (none when unchanged).
     /// `digitizeRequestID` names the Digitize request of a token whose digitization never answered the wallet.
+    /// CARD_STATE DEACTIVATED (ALREADY_PROVISIONED), to the issuer app alone, for a token the issuer approved or
+    /// stepped up and the TSP then declined, because the same card had become live in the same wallet on the same
+    /// device meanwhile (`DigitizationOutcome.alreadyProvisioned`). The issuer keeps the token it decided as one of
+    /// the card's, so without this it counted it live and its card-wide changes failed on it. The wallet got the
+    /// decline as its answer and never knew the token.
+    static func issuerApprovalOverruled(_ token: TokenRecord) -> [Announcement] {
+        let body = TspV1.CardStateBody(
+            tokenState: token.state.wire, reasonCode: "ALREADY_PROVISIONED", initiator: "tsp",
+            stateVersion: token.stateVersion)
+        return [
+            Announcement(
+                notification: D1.notification(
+                    .cardState, from: .cps, cardID: token.digitalCardID, body: .cardState(body)),
+                recipients: [.issuerApp])
+        ]
+    }
+
     static func cardState(
         _ change: TokenStateChange, reason: String, initiator: String, digitizeRequestID: String = ""
     ) -> [Announcement] {

@@ -142,6 +142,7 @@ extension TSPStore {
         // The tokens it replaces are told CARD_STATE DEACTIVATED (REPLACED), journaled with the change, and so is the
         // stand-in's advice to the issuer when the stand-in decided (not when the digitization was done before).
         var advised = false
+        var overruled: TokenRecord?
         return try journaling(
             { tx in
                 guard
@@ -163,6 +164,9 @@ extension TSPStore {
                         except: token.digitalCardID, states: [.active, .suspended]
                     ).isEmpty
                 {
+                    // The issuer recorded the token as its card's when it approved or stepped it up: it is told of
+                    // the decline below, or it would count the token among the card's live ones.
+                    if outcome.decidedBy == "issuer" { overruled = token }
                     outcome = .alreadyProvisioned(panLast4: token.panLast4)
                 }
                 advised = outcome.isStandIn
@@ -184,6 +188,7 @@ extension TSPStore {
                     WHERE digital_card_id = ?
                     """,
                     [token.state.rawValue, outcome.decidedBy, outcome.accountID, Int64(nowMs), token.digitalCardID])
+                if overruled != nil { overruled = token }
                 try recordEvent(
                     tx, token: token.digitalCardID, from: from, to: token.state, actor: outcome.decidedBy,
                     reason: outcome.reason, traceID: traceID, nowMs: nowMs)
@@ -205,6 +210,7 @@ extension TSPStore {
             announce: { result in
                 result.replaced.flatMap { TSPService.cardState($0, reason: "REPLACED", initiator: "tsp") }
                     + (advised ? TSPService.standInAdvice(advice, digitalCardID: pending.token.digitalCardID) : [])
+                    + (overruled.map(TSPService.issuerApprovalOverruled) ?? [])
             })
     }
 

@@ -139,13 +139,21 @@ enum ProxyCommand {
         return "fault=\(faults) connections=\(proxy.connectionCount)"
     }
 
+    /// The longest control line the proxy reads; a command is a few words. `readLine` kept a line whole however long
+    /// it grew: 300 MB without a line break held hundreds of megabytes and a core busy.
+    static let commandLineLimit = 4 * 1024
+
     /// Reads control lines from standard input on a thread of its own (a blocking read must not hold a thread of
     /// the cooperative pool) and answers each on standard output. End of input leaves the proxy running: it stops
     /// on SIGTERM, SIGINT or SIGHUP.
     static func readCommands(for proxy: FaultProxy) {
         NamedThread.start("tokenet-proxy-commands") {
-            while let line = Swift.readLine(strippingNewline: true) {
-                if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            UpCommand.Console.readLines(limit: commandLineLimit) { read in
+                guard case .text(let line) = read else {
+                    if case .skipped(let reason) = read { printOut("error: a line \(reason)") }
+                    return
+                }
+                if line.trimmingCharacters(in: .whitespaces).isEmpty { return }
                 do throws(FaultError) {
                     switch try FaultCommand.parse(line) {
                     case .set(let fault, let direction): proxy.set(fault, only: direction)

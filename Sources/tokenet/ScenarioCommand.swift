@@ -146,6 +146,7 @@ struct ScenarioCommand {
         var scenarios: [Scenario] = []
         for file in files { scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty)) }
         if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
+        if let junitPath { try ScenarioResult.checkJUnitPath(junitPath) }
         if checkOnly {
             for scenario in scenarios {
                 let calls = scenario.steps.filter { if case .call = $0.action { true } else { false } }.count

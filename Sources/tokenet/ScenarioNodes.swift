@@ -152,7 +152,7 @@ final class ScenarioNodes {
             throw CLIError(.node, "\(party.role.nodeName) is not running")
         }
         if process.hasExited {
-            throw CLIError(.node, "\(process.name) had already \(process.outcome)\n\(process.stderrTail())")
+            throw CLIError(.node, "\(process.name) had already stopped: it \(process.outcome)\n\(process.stderrTail())")
         }
         return process
     }

@@ -48,6 +48,24 @@ struct ScenarioResult {
         return xml
     }
 
+    /// Refuses a `--junit` path the report could not be written to — a folder, or a file in a folder that does not
+    /// exist or cannot be written — before any node starts: found after the run, it failed a run that had passed.
+    static func checkJUnitPath(_ path: String) throws(CLIError) {
+        let files = FileManager.default
+        var isFolder: ObjCBool = false
+        if files.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            throw CLIError(
+                .usage, "scenario: --junit \(path) is a folder; name the report's file, such as \(path)/junit.xml")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard files.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw CLIError(.usage, "scenario: --junit \(path): the folder \(folder) does not exist")
+        }
+        guard files.isWritableFile(atPath: folder) else {
+            throw CLIError(.usage, "scenario: --junit \(path): the folder \(folder) cannot be written to")
+        }
+    }
+
     static func writeJUnit(_ results: [ScenarioResult], to path: String) throws(CLIError) {
         do {
             try Data(junit(results).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)

@@ -42,7 +42,8 @@ extension UpCommand {
             func finish() {
                 if line.last == UInt8(ascii: "\r") { line.removeLast() }
                 if overLimit {
-                    deliver(.skipped("longer than \(limit >> 20) MiB; skipped"))
+                    let size = limit >= 1 << 20 ? "\(limit >> 20) MiB" : "\(limit >> 10) KiB"
+                    deliver(.skipped("longer than \(size); skipped"))
                 } else if let text = String(validating: line, as: UTF8.self) {
                     deliver(.text(text))
                 } else {

@@ -45,6 +45,7 @@ import TokenetTransport
         // The delayed call's connection may still be closing through its 200 ms delay when the partition is set.
         #expect(answers.contains { $0.hasPrefix("fault=partition connections=") }, "\(answers)")
         #expect(answers.contains { $0.hasPrefix("error: unknown command 'drop'") }, "\(answers)")
+        #expect(answers.contains("error: a line longer than 4 KiB; skipped"), "\(answers)")
         #expect(
             answers.contains { $0.hasPrefix("fault=to-server:none,to-client:partition connections=") }, "\(answers)")
         #expect(answers.contains("fault=none connections=1"), "the Watch connection before the reset: \(answers)")
@@ -144,6 +145,8 @@ import TokenetTransport
         try send("partition")
         outcome.partitioned = try check(["--deadline", "1s"])
         try send("drop")
+        // A line far longer than any command is skipped with the reason, not held whole.
+        try send(String(repeating: "x", count: 200_000))
         // Requests flow again, answers are still held.
         try send("heal to-server")
         try send("heal")

@@ -399,20 +399,23 @@ import TokenetTransport
         #expect(failure.stringValue?.contains("What the nodes logged for trace") == true)
     }
 
-    /// A report that cannot be written names the file and the system's reason, not Foundation's error dump.
-    @Test func aJUnitReportThatCannotBeWrittenSaysWhy() async throws {
+    /// A report that cannot be written is refused before any node starts (exit 2), naming what is wrong with the
+    /// path; found after the run, it turned a run that had passed into a failure. `--check` checks it too.
+    @Test func aJUnitReportThatCannotBeWrittenIsRefusedBeforeTheRun() async throws {
         let directory = try TemporaryDirectory()
         let script = directory.path("passing.scenario")
         try "echo fine\n".write(toFile: script, atomically: true, encoding: .utf8)
         let report = directory.path("missing/report.xml")
         let result = try await LaunchedProcess.runNiced(
             "tokenet", ["scenario", script, "--junit", report, "--timeout", "60"])
-        #expect(result.status != 0)
-        #expect(
-            result.stderr.contains(
-                "tokenet: scenario: cannot write the JUnit report to \(report): No such file or directory\n"),
-            "\(result.stderr)")
-        #expect(!result.stderr.contains("NSCocoaErrorDomain"))
+        #expect(result.status == 2, "\(result.stderr)")
+        let expected = "tokenet: scenario: --junit \(report): the folder \(directory.path("missing")) does not exist\n"
+        #expect(result.stderr.hasPrefix(expected), "\(result.stderr)")
+        #expect(!result.stdout.contains("fine"), "\(result.stdout)")
+        let folder = try await LaunchedProcess.runNiced(
+            "tokenet", ["scenario", script, "--check", "--junit", directory.path("")])
+        #expect(folder.status == 2, "\(folder.stderr)")
+        #expect(folder.stderr.contains("is a folder; name the report's file"), "\(folder.stderr)")
     }
 
     /// A script file is read as standard input is: a pipe (a shell's `<(…)`, a FIFO) works as a regular file does,

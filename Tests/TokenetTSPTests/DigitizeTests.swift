@@ -76,6 +76,16 @@ import TokenetWire
         #expect(try await tsp.digitize(first, requestID: firstRequest) == approved)
         let tokens = try await tsp.control.listTokens(TspV1.ListTokensRequest()).tokens
         #expect(tokens.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.active, .deactivated], "\(tokens)")
+        // The issuer approved the second token too and keeps it as its card's: its app is told it is deactivated,
+        // the wallet (which only ever got the decline) is not.
+        let declinedToken = try #require(tokens.first { $0.state == .deactivated })
+        let told = tsp.published.of("CARD_STATE").filter { $0.notification.cardID == declinedToken.digitalCardID }
+        #expect(told.map(\.queues) == [["issuer/issuer-1"]], "\(told)")
+        guard case .cardState(let body)? = told.first?.notification.body else {
+            Issue.record("no CARD_STATE body: \(told)")
+            return
+        }
+        #expect(body.tokenState == .deactivated && body.reasonCode == "ALREADY_PROVISIONED")
     }
 
     @Test func stepUpLeavesTokenInactiveWithMethods() async throws {
