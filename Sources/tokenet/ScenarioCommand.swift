@@ -295,6 +295,17 @@ struct ScenarioCommand {
                         "\(place): \(keyword): \(service.name) has no method \(maskPAN(parts[1])) (its methods: \(methods))"
                     )
                 }
+                // A service no node of this build serves: a typo, or a name without its package (`Health/Check`).
+                let close = ProtoRegistry.services.map(\.name).filter { CallCommand.isClose($0, parts[0]) }.sorted()
+                let meant = close.isEmpty ? "" : "; did you mean \(close.joined(separator: " or "))?"
+                throw CLIError(
+                    .usage, "\(place): \(keyword): no node serves a service named \(maskPAN(parts[0]))\(meant)")
+            }
+            // A watch reads a stream of answers; a method that answers once is called.
+            if keyword == "watch", let target = CallTarget.known(path),
+                target.kind == .unary || target.kind == .clientStreaming
+            {
+                throw CLIError(.usage, "\(place): watch: \(path) answers once; call it instead")
             }
             guard ScenarioVariables.references(in: request).isEmpty else {
                 // Its values are saved only as the script runs: the JSON is checked with stand-ins for them, for

@@ -183,6 +183,28 @@ import TokenetTransport
         }
     }
 
+    /// A service no node of this build serves, and a watch of a method that answers once, are refused by `--check`
+    /// as well; they failed only as the step ran (UNIMPLEMENTED, "answers once").
+    @Test(arguments: [
+        ("call wallet tokenet.nope.v1.X/Y {}", "call: no node serves a service named tokenet.nope.v1.X"),
+        (
+            "call tsp Health/Check {}",
+            "call: no node serves a service named Health; did you mean tokenet.health.v1.Health?"
+        ),
+        (
+            "watch w wallet tokenet.health.v1.Health/Check {}",
+            "watch: /tokenet.health.v1.Health/Check answers once; call it instead"
+        ),
+    ])
+    func anUnknownServiceOrAWatchOfAUnaryMethodIsRefusedByCheck(line: String, message: String) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("typo.scenario")
+        try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(check.stderr.hasPrefix("tokenet: scenario: \(file):1: \(message)\n"), "\(check.stderr)")
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.
@@ -288,7 +310,10 @@ import TokenetTransport
 
         let unary = try await run("watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n")
         #expect(unary.status == 2, "stdout:\n\(unary.stdout)\nstderr:\n\(unary.stderr)")
-        #expect(unary.stderr.contains("FAILED at line 1: watch once: /tokenet.health.v1.Health/Check answers once"))
+        // Refused before the nodes start, as `--check` refuses it.
+        #expect(
+            unary.stderr.contains(":1: watch: /tokenet.health.v1.Health/Check answers once; call it instead"),
+            "\(unary.stderr)")
     }
 
     /// A paused node accepts connections in the kernel and says nothing: a call runs out of its deadline. Resumed,
