@@ -27,7 +27,8 @@ extension ScenarioCommand {
         }
     }
 
-    func runAttached(_ scenarios: [Scenario], interruption: DemoInterruption) throws(CLIError) -> [ScenarioResult] {
+    /// The folder of `--pki`, once it holds the operator's files and those of every identity the scripts take on.
+    func checkAttachedPKI(_ scenarios: [Scenario]) throws(CLIError) -> URL {
         let pki = URL(fileURLWithPath: pkiDirectory ?? ".")
         for file in ["ca.pem", "operator.pem", "operator.key"]
         where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
@@ -46,33 +47,32 @@ extension ScenarioCommand {
                 }
             }
         }
-        var results: [ScenarioResult] = []
-        for scenario in scenarios {
-            let started = ContinuousClock.now
-            printOut("Scenario \(scenario.source) (against the nodes given)")
-            let runner = ScenarioRunner(
-                scenario: scenario, addresses: attached, pki: pki, interruption: interruption, verbose: verbose)
-            do {
-                let calls = try runner.run()
-                printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
-                results.append(
-                    ScenarioResult(source: scenario.source, status: 0, failure: nil, details: nil, since: started))
-            } catch let error as ScenarioRunner.Failure {
-                let failure = "FAILED at line \(error.line): \(error.reason)"
-                let hint = error.traceID.map { "Look for trace_id=\($0) in the nodes' logs." }
-                printError("Scenario \(scenario.source) \(failure)")
-                if let hint { printError(hint) }
-                results.append(
-                    ScenarioResult(
-                        source: scenario.source, status: error.scriptError ? 2 : 1, failure: failure, details: hint,
-                        since: started))
-            } catch let error as CLIError {
-                throw error
-            } catch {
-                throw CLIError(.node, "scenario: \(error)")
-            }
-            try interruption.check()
+        return pki
+    }
+
+    func runAttached(_ scenario: Scenario, pki: URL, interruption: DemoInterruption) throws(CLIError)
+        -> ScenarioResult
+    {
+        let started = ContinuousClock.now
+        printOut("Scenario \(scenario.source) (against the nodes given)")
+        let runner = ScenarioRunner(
+            scenario: scenario, addresses: attached, pki: pki, interruption: interruption, verbose: verbose)
+        do {
+            let calls = try runner.run()
+            printOut("Scenario \(scenario.source) OK: \(summary(scenario, calls: calls, since: started))")
+            return ScenarioResult(source: scenario.source, status: 0, failure: nil, details: nil, since: started)
+        } catch let error as ScenarioRunner.Failure {
+            let failure = "FAILED at line \(error.line): \(error.reason)"
+            let hint = error.traceID.map { "Look for trace_id=\($0) in the nodes' logs." }
+            printError("Scenario \(scenario.source) \(failure)")
+            if let hint { printError(hint) }
+            return ScenarioResult(
+                source: scenario.source, status: error.scriptError ? 2 : 1, failure: failure, details: hint,
+                since: started)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError(.node, "scenario: \(error)")
         }
-        return results
     }
 }

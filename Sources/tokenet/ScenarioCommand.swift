@@ -156,14 +156,37 @@ struct ScenarioCommand {
         }
         let interruption = DemoInterruption()
         var results: [ScenarioResult] = []
-        if !attached.isEmpty {
-            results = try runAttached(scenarios, interruption: interruption)
-        } else {
-            try requireExecutables()
+        let pki = try attached.isEmpty ? nil : checkAttachedPKI(scenarios)
+        if attached.isEmpty { try requireExecutables() }
+        do throws(CLIError) {
             for scenario in scenarios {
-                results.append(try run(scenario, in: Sandbox(timeout: timeout, interruption: interruption)))
                 try interruption.check()
+                let started = ContinuousClock.now
+                do throws(CLIError) {
+                    if let pki {
+                        results.append(try runAttached(scenario, pki: pki, interruption: interruption))
+                    } else {
+                        results.append(try run(scenario, in: Sandbox(timeout: timeout, interruption: interruption)))
+                    }
+                } catch {
+                    results.append(
+                        ScenarioResult(
+                            source: scenario.source, status: 1, failure: "FAILED: \(error.description)", details: nil,
+                            since: started))
+                    throw error
+                }
             }
+            try interruption.check()
+        } catch {
+            // A CI job stopped by its time limit (SIGTERM) or a run that broke still leaves a report: the scenarios
+            // that ran, the one it ended in, and those it kept from running, as skipped.
+            if let junitPath {
+                let notRun = scenarios.dropFirst(results.count).map {
+                    ScenarioResult.notRun($0.source, reason: "not run: \(error.description)")
+                }
+                try ScenarioResult.writeJUnit(results + notRun, to: junitPath)
+            }
+            throw error
         }
         if let junitPath { try ScenarioResult.writeJUnit(results, to: junitPath) }
         let failed = results.filter { $0.status != 0 }.map(\.source)

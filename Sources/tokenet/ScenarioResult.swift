@@ -10,6 +10,8 @@ struct ScenarioResult {
     /// More for a person: what the nodes logged for the failed call's trace.
     var details: String?
     var seconds: Double
+    /// A scenario an interruption kept from running: a `skipped` test case, so that the report still names it.
+    var skipped = false
 
     init(source: String, status: Int32, failure: String?, details: String?, since started: ContinuousClock.Instant) {
         self.source = source
@@ -20,14 +22,26 @@ struct ScenarioResult {
         seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 
+    /// A scenario that did not run, because `reason` (an interruption) ended the run before it.
+    static func notRun(_ source: String, reason: String) -> ScenarioResult {
+        var result = ScenarioResult(
+            source: source, status: 0, failure: reason, details: nil, since: ContinuousClock.now)
+        result.seconds = 0
+        result.skipped = true
+        return result
+    }
+
     /// JUnit XML as CI systems read it: one test case per scenario file; a step that went otherwise is a
-    /// `failure`, a script that is wrong an `error`.
+    /// `failure`, a script that is wrong an `error`, one an interruption kept from running `skipped`.
     static func junit(_ results: [ScenarioResult]) -> String {
-        let failures = results.filter { $0.status == 1 }.count
-        let errors = results.filter { $0.status == 2 }.count
+        let failures = results.filter { !$0.skipped && $0.status == 1 }.count
+        let errors = results.filter { !$0.skipped && $0.status == 2 }.count
+        let skipped = results.filter(\.skipped).count
         let total = String(format: "%.3f", results.reduce(0) { $0 + $1.seconds })
         var xml = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        let counts = #"tests="\#(results.count)" failures="\#(failures)" errors="\#(errors)" time="\#(total)""#
+        let counts =
+            #"tests="\#(results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)" "#
+            + #"time="\#(total)""#
         xml += #"<testsuites name="tokenet scenario" \#(counts)>"# + "\n"
         xml += #"  <testsuite name="tokenet scenario" \#(counts)>"# + "\n"
         for result in results {
@@ -36,6 +50,12 @@ struct ScenarioResult {
             xml += #"    <testcase classname="tokenet.scenario" name="\#(name)" time="\#(time)""#
             guard let failure = result.failure else {
                 xml += "/>\n"
+                continue
+            }
+            if result.skipped {
+                xml += ">\n"
+                xml += #"      <skipped message="\#(escape(failure))"/>"# + "\n"
+                xml += "    </testcase>\n"
                 continue
             }
             let element = result.status == 2 ? "error" : "failure"

@@ -260,13 +260,17 @@ import TokenetTransport
         #expect(check.status == 0, "\(check.stderr)")
     }
 
-    /// Ctrl-C during a call that would wait two minutes ends it at once, and the nodes still stop cleanly.
+    /// Ctrl-C during a call that would wait two minutes ends it at once, and the nodes still stop cleanly. The
+    /// JUnit report is still written: the interrupted scenario as a failure, the one it kept from running skipped.
     @Test func anInterruptEndsALongCallAndStopsTheNodes() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("long.scenario")
+        let next = directory.path("next.scenario")
+        let report = directory.path("report.xml")
         try "deadline 120s\ncall tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file])
+        try "echo fine\n".write(toFile: next, atomically: true, encoding: .utf8)
+        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file, next, "--junit", report])
         let started = ContinuousClock.now
         while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
             "deadline 120s"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
@@ -280,6 +284,19 @@ import TokenetTransport
         #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stderr.contains("interrupted by SIGINT"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+        #expect(!result.stdout.contains("Scenario \(next)"), "\(result.stdout)")
+
+        let document = try XMLDocument(contentsOf: URL(fileURLWithPath: report))
+        let suite = try #require(try document.nodes(forXPath: "/testsuites/testsuite").first as? XMLElement)
+        #expect(suite.attribute(forName: "tests")?.stringValue == "2")
+        #expect(suite.attribute(forName: "failures")?.stringValue == "1")
+        #expect(suite.attribute(forName: "skipped")?.stringValue == "1")
+        let cases = try document.nodes(forXPath: "//testcase").compactMap { $0 as? XMLElement }
+        #expect(cases.compactMap { $0.attribute(forName: "name")?.stringValue } == [file, next])
+        let failure = try #require(cases.first?.elements(forName: "failure").first)
+        #expect(failure.attribute(forName: "message")?.stringValue?.contains("interrupted by SIGINT") == true)
+        let skipped = try #require(cases.last?.elements(forName: "skipped").first)
+        #expect(skipped.attribute(forName: "message")?.stringValue == "not run: interrupted by SIGINT")
     }
 
     @Test func anAwaitThatSeesNoMatchNamesWhatItSaw() async throws {
@@ -414,6 +431,7 @@ import TokenetTransport
         #expect(suite.attribute(forName: "tests")?.stringValue == "2")
         #expect(suite.attribute(forName: "failures")?.stringValue == "1")
         #expect(suite.attribute(forName: "errors")?.stringValue == "0")
+        #expect(suite.attribute(forName: "skipped")?.stringValue == "0")
         let cases = try document.nodes(forXPath: "//testcase").compactMap { $0 as? XMLElement }
         #expect(cases.compactMap { $0.attribute(forName: "name")?.stringValue } == [passing, failing])
         #expect(cases.first?.children == nil || cases.first?.children?.isEmpty == true)
