@@ -108,6 +108,28 @@ import TokenetWire
             "\(empty.stderr)")
     }
 
+    /// A capture named without -r made tshark capture live, taking the name for a capture filter: an existing file
+    /// is pointed to -r, and a mistyped one is named as missing, before tshark starts.
+    @Test func aCaptureNamedWithoutReadIsNotTakenForALiveCapture() async throws {
+        var capture = PlaintextCapture()
+        var connection = capture.connect(clientPort: 40005)
+        capture.send(try PlaintextCapture.bytes([Self.hello()]), on: &connection, fromClient: true)
+        let directory = try TemporaryDirectory()
+        try capture.write(to: directory.path("capture.pcap"))
+        let existing = try await Self.shark([directory.path("capture.pcap")])
+        #expect(existing.status == 2, "\(existing.stderr)")
+        #expect(
+            existing.stderr.hasPrefix("tokenet-shark: to read the capture \(directory.path("capture.pcap")), write -r"),
+            "\(existing.stderr)")
+        for name in [directory.path("captur.pcap"), "capture.pcapng"] {
+            let missing = try await Self.shark([name])
+            #expect(missing.status == 2, "\(missing.stderr)")
+            #expect(
+                missing.stderr == "tokenet-shark: there is no capture \(name); to read one, write -r FILE\n",
+                "\(missing.stderr)")
+        }
+    }
+
     /// The live tap is started before the nodes whose key log it names: refusing a key log that did not exist yet
     /// ("cannot read the key log") stopped the tap, though tshark reads the file once it is written.
     @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
