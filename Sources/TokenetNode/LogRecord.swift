@@ -38,10 +38,10 @@ public struct LogRecord: Sendable, Equatable {
     /// `2026-11-30T04:25:50.123Z info    tsp-node: message key=value trace_id=…`
     private var renderedText: String {
         let levelColumn = level.name.padding(toLength: 7, withPad: " ", startingAt: 0)
-        var line =
-            "\(LogTimestamp.format(timestamp)) \(levelColumn) \(node): \(Self.escapingInvisibles(maskPAN(message)))"
+        let text = Self.capped(maskPAN(message), at: Self.messageLimit)
+        var line = "\(LogTimestamp.format(timestamp)) \(levelColumn) \(node): \(Self.escapingInvisibles(text))"
         for field in allFields {
-            line += " \(field.key)=\(Self.textValue(maskPAN(field.value)))"
+            line += " \(field.key)=\(Self.textValue(Self.capped(maskPAN(field.value), at: Self.fieldLimit)))"
         }
         return line
     }
@@ -49,16 +49,31 @@ public struct LogRecord: Sendable, Equatable {
     /// `{"ts":"…","level":"info","node":"tsp-node","msg":"…","key":"value","trace_id":"…"}`
     private var renderedJSON: String {
         var pairs = [
-            ("ts", LogTimestamp.format(timestamp)), ("level", level.name), ("node", node), ("msg", maskPAN(message)),
+            ("ts", LogTimestamp.format(timestamp)), ("level", level.name), ("node", node),
+            ("msg", Self.capped(maskPAN(message), at: Self.messageLimit)),
         ]
         let reserved = Set(pairs.map(\.0))
         for field in allFields {
             // A field may not overwrite the record's own keys; JSON readers would keep only one of them.
             let key = reserved.contains(field.key) ? "field_\(field.key)" : field.key
-            pairs.append((key, maskPAN(field.value)))
+            pairs.append((key, Self.capped(maskPAN(field.value), at: Self.fieldLimit)))
         }
         let body = pairs.map { "\(Self.jsonString($0.0)):\(Self.jsonString($0.1))" }.joined(separator: ",")
         return "{\(body)}"
+    }
+
+    /// The most characters of a message, and of one field's value, a line shows: a peer's 100 KB identifier or error
+    /// text would otherwise fill the log with one line per call and bury the lines around it.
+    static let messageLimit = 4096
+    static let fieldLimit = 1024
+
+    /// `text` cut to `limit` characters, saying how many more there were. Cut after masking, so that a cut card
+    /// number is still masked (cut first, its first digits could be too few to read as one).
+    static func capped(_ text: String, at limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        let total = text.count
+        guard total > limit else { return text }
+        return "\(text.prefix(limit))… (\(total - limit) more characters)"
     }
 
     /// Quotes text values that would otherwise be ambiguous in `key=value` form, or that hold characters a terminal

@@ -19,6 +19,23 @@ import Testing
             ])
     }
 
+    /// A peer's 100 KB value made a 100 KB log line on every call; a line now shows at most 4096 characters of its
+    /// message and 1024 of each field, and says how much it left out. A card number on the cut is still masked.
+    @Test(arguments: LogFormat.allCases)
+    func longMessagesAndFieldsAreCut(format: LogFormat) throws {
+        let sink = MemoryLogSink()
+        let pan = "4761000010000009"
+        // The field's cut falls after the number's sixth digit.
+        let long = String(repeating: "x", count: 1017) + " \(pan) " + String(repeating: "y", count: 100_000)
+        logger(format: format, sink: sink).info(long, ["account": long])
+        let line = try #require(sink.lines.first)
+        #expect(line.utf8.count < 6_000, "\(line.utf8.count) bytes")
+        #expect(!line.contains(pan) && !line.contains("476100"), "\(line.suffix(100))")
+        #expect(line.contains("x ******… (100011 more characters)"), "\(line.suffix(100))")
+        let message = "\(String(repeating: "y", count: 4096 - 1035))… (\(long.count - 4096) more characters)"
+        #expect(line.contains(message + (format == .text ? " account=" : #"",""#)))
+    }
+
     @Test func levelsBelowTheThresholdAreDropped() {
         let sink = MemoryLogSink()
         let log = logger(level: .warning, sink: sink)
