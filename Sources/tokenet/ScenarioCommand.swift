@@ -285,9 +285,18 @@ struct ScenarioCommand {
     static func checkRequests(_ scenario: Scenario, nodesOfThisBuild: Bool = true) throws(CLIError) {
         for step in scenario.steps {
             let (keyword, method, request): (String, String, String)
+            let party: ScenarioParty
+            // A call that expects UNIMPLEMENTED may ask the wrong node on purpose.
+            var expectsRefusal = false
+            // How the line starts: `call`, or `watch NAME`.
+            var opening = "call"
             switch step.action {
-            case .call(let call): (keyword, method, request) = ("call", call.method, call.request)
-            case .watch(let watch): (keyword, method, request) = ("watch", watch.method, watch.request)
+            case .call(let call):
+                (keyword, method, request, party) = ("call", call.method, call.request, call.party)
+                expectsRefusal = call.expectation.code == .unimplemented
+            case .watch(let watch):
+                (keyword, method, request, party) = ("watch", watch.method, watch.request, watch.party)
+                opening = "watch \(watch.name)"
             case .header(let text?) where ScenarioVariables.references(in: text).isEmpty:
                 // Checked as the run checks it, so that a header the CLI refuses is found before the nodes start.
                 var metadata = Metadata()
@@ -323,6 +332,18 @@ struct ScenarioCommand {
                 let meant = close.isEmpty ? "" : "; did you mean \(close.joined(separator: " or "))?"
                 throw CLIError(
                     .usage, "\(place): \(keyword): no node serves a service named \(maskPAN(parts[0]))\(meant)")
+            }
+            // The sandbox's nodes serve the services of their own package only: `call tsp tokenet.wallet.v1.…` would
+            // fail as UNIMPLEMENTED once the steps before it had run.
+            let service = String(path.dropFirst().prefix { $0 != "/" })
+            if nodesOfThisBuild, !expectsRefusal, let serving = InspectSession.nodeName(serving: service),
+                serving != "\(party)-node"
+            {
+                let meant = ScenarioParty.allCases.first { "\($0)-node" == serving }.map { " \($0)" } ?? ""
+                throw CLIError(
+                    .usage,
+                    "\(place): \(keyword) \(party): \(service) is served by the \(serving), not the \(party)-node; "
+                        + "write \(opening)\(meant) \(path.dropFirst())")
             }
             // A watch reads a stream of answers; a method that answers once is called.
             if keyword == "watch", let target = CallTarget.known(path),
