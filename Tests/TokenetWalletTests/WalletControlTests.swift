@@ -130,6 +130,27 @@ import TokenetWire
         #expect(wallet.tsp.recorded.eligibilityRequests.isEmpty && wallet.tsp.recorded.keyRequests == 0)
     }
 
+    /// A language that is no BCP-47 tag was sent on and answered in English without a word; a well-formed tag
+    /// (with a region, a script, or as POSIX writes it) goes to the TSP, which falls back to English itself.
+    @Test func aLanguageThatIsNoLanguageTagIsRefused() async throws {
+        let wallet = try WalletHarness()
+        for language in ["12", "e", "es-", "español", "es ES", "en-US-" + String(repeating: "x", count: 40)] {
+            var request = WalletHarness.manual()
+            request.language = language
+            let refused = await #expect(throws: RPCError.self) { try await wallet.control.addCard(request) }
+            #expect(refused?.code == .invalidArgument, "\(language)")
+            #expect(refused?.message.contains("is not a BCP-47 language tag; give one such as es or es-ES") == true)
+        }
+        #expect(wallet.tsp.recorded.eligibilityRequests.isEmpty)
+        for language in ["es", "es-ES", "zh-Hant-TW", "pt_BR", "fil", "de-CH-1996"] {
+            var request = WalletHarness.manual()
+            request.language = language
+            #expect(try await wallet.control.addCard(request).eligible, "\(language)")
+        }
+        let sent = wallet.tsp.recorded.eligibilityRequests.map { $0.eligibilityData?.language }
+        #expect(sent == ["es", "es-ES", "zh-Hant-TW", "pt_BR", "fil", "de-CH-1996"])
+    }
+
     /// As printed on the card, in groups: a card form takes the spaces or hyphens, and only the digits travel on.
     @Test func aNumberTypedInGroupsIsSentAsDigits() async throws {
         let wallet = try WalletHarness()
