@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetWire
 
 /// The issuer app's notifications as a pure state machine: each message received yields the one action the app
@@ -315,9 +316,10 @@ public struct IssuerAppInbox: Sendable, Equatable {
             case (false, "EXPIRED"): verdict = "declined: its authentication request expired unanswered"
             case (false, _): verdict = "declined"
             }
-            return "card \(cardID): \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant) (\(verdict))"
+            return
+                "card \(cardID): \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant) (\(verdict))"
         case .askCardholder(let body):
-            return "authenticate \(Self.amount(body.amountMinor, body.currency)) at \(body.merchant)? "
+            return "authenticate \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)? "
                 + "(request \(body.authnRequestID): proceed or cancel)"
         case .resynchroniseCardIDs(_, let body):
             return "card ids resynchronised: \(body.previousCardID) -> \(body.newCardID) (ending \(body.panLast4), "
@@ -326,7 +328,8 @@ public struct IssuerAppInbox: Sendable, Equatable {
             let offer = body.action.isEmpty ? "" : " [\(body.action)]"
             return "message about card \(cardID): \(body.title) — \(body.body)\(offer)"
         case .dropLateAuthn(let body):
-            return "authentication request \(body.authnRequestID) (\(Self.amount(body.amountMinor, body.currency)) at "
+            return
+                "authentication request \(body.authnRequestID) (\(CurrencyAmount.format(body.amountMinor, body.currency)) at "
                 + "\(body.merchant)) \(Self.lateAuthnAction)"
         case .handToApp(let notification):
             return "handed to the app (sender \(notification.sender), topic \(notification.topic), "
@@ -337,19 +340,11 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// An AUTHN whose request the app asked and has since pruned (its retention ran out once it was answered or
     /// expired): listed for what it was, without inviting an answer, which would be refused as unknown.
     static func describeEnded(_ body: TspV1.AuthnBody) -> String {
-        "authentication request \(body.authnRequestID) (\(Self.amount(body.amountMinor, body.currency)) at "
+        "authentication request \(body.authnRequestID) (\(CurrencyAmount.format(body.amountMinor, body.currency)) at "
             + "\(body.merchant)) was asked and has ended; no longer kept, so there is nothing to answer"
     }
 
     static func name(_ state: CardV1.TokenState) -> String {
         (state.protoValueName ?? "UNKNOWN").replacingOccurrences(of: "TOKEN_STATE_", with: "")
-    }
-
-    /// 1250 USD → "12.50 USD" (two minor digits, which every currency used here has).
-    static func amount(_ minor: Int64, _ currency: String) -> String {
-        let sign = minor < 0 ? "-" : ""
-        let value = minor.magnitude
-        let cents = value % 100
-        return "\(sign)\(value / 100).\(cents < 10 ? "0" : "")\(cents) \(currency)"
     }
 }

@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -83,7 +84,7 @@ extension PartyText {
                         ["REQUEST", "AMOUNT", "MERCHANT", "STATUS"],
                         response.authnRequests.map {
                             [
-                                $0.authnRequestID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                                $0.authnRequestID, CurrencyAmount.format($0.amountMinor, $0.currency),
                                 $0.merchant, $0.status,
                             ]
                         }))

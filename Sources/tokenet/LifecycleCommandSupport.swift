@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetWire
 
 /// What the lifecycle commands of the wallet, the issuer and the TSP share: the action words, the reason flag and
@@ -42,32 +43,26 @@ enum LifecycleArguments {
             || byte == UInt8(ascii: "_")
     }
 
-    /// "12.50" → 1250, "7" → 700: at most two decimals, positive.
-    static func amountMinor(_ text: String?, command: String) throws(CLIError) -> Int64 {
+    /// `--amount` in `currency`'s minor units (ISO 4217; USD when none is given, as the TSP takes it): "12.50" →
+    /// 1250 cents, "1250" JPY → 1250 yen. Positive, with at most the currency's decimals.
+    static func amountMinor(_ text: String?, currency: String?, command: String) throws(CLIError) -> Int64 {
         guard let text, !text.isEmpty else { throw CLIError(.usage, "\(command): --amount is required (e.g. 12.50)") }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        let ascii = { (part: Substring) in part.utf8.allSatisfy { (48...57).contains($0) } }
-        guard parts.count <= 2, !parts[0].isEmpty, ascii(parts[0]),
-            parts.count == 1 || (1...2).contains(parts[1].count) && ascii(parts[1])
-        else { throw CLIError(.usage, "\(command): --amount must look like 12.50, not '\(text)'") }
-        // A well-formed amount past what the minor units hold is named as too large, not as malformed.
-        let largest = amount(.max, "")
-        let tooLarge = CLIError(.usage, "\(command): --amount \(text) is too large; at most \(largest.dropLast())")
-        guard let whole = Int64(parts[0]) else { throw tooLarge }
-        var cents: Int64 = 0
-        if parts.count == 2 {
-            cents = Int64(parts[1])! * (parts[1].count == 1 ? 10 : 1)
+        let code = currency.map { $0.isEmpty ? "USD" : $0.uppercased() } ?? "USD"
+        switch CurrencyAmount.parse(text, currency: code) {
+        case .success(let minor):
+            return minor
+        case .failure(.malformed):
+            let decimals = CurrencyAmount.decimals(of: code)
+            let example = decimals == 0 ? "1250" : "12.5" + String(repeating: "0", count: decimals - 1)
+            throw CLIError(.usage, "\(command): --amount must look like \(example), not '\(text)'")
+        case .failure(.tooManyDecimals(0)):
+            throw CLIError(.usage, "\(command): --amount \(text): \(code) has no minor unit; give a whole amount")
+        case .failure(.tooManyDecimals(let decimals)):
+            throw CLIError(.usage, "\(command): --amount \(text) has more decimals than \(code)'s \(decimals)")
+        case .failure(.tooLarge(let largest)):
+            throw CLIError(.usage, "\(command): --amount \(text) is too large; at most \(largest)")
+        case .failure(.notPositive):
+            throw CLIError(.usage, "\(command): --amount must be positive")
         }
-        let (total, overflow) = whole.multipliedReportingOverflow(by: 100)
-        let (sum, overflowSum) = total.addingReportingOverflow(cents)
-        guard !overflow, !overflowSum else { throw tooLarge }
-        guard sum > 0 else { throw CLIError(.usage, "\(command): --amount must be positive") }
-        return sum
-    }
-
-    /// "12.50 EUR"; with an empty currency, the amount and a space.
-    static func amount(_ minor: Int64, _ currency: String) -> String {
-        let cents = minor.magnitude % 100
-        return "\(minor / 100).\(cents < 10 ? "0" : "")\(cents) \(currency)"
     }
 }

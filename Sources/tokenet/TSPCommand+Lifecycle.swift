@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -19,11 +20,12 @@ extension TSPCommand {
 
         suspend-token, resume-token and delete-token change a token for the TSP (e.g. --reason FRAUD_SUSPECTED);
         the wallet and the issuer app are notified (CPS CARD_STATE). simulate-transaction makes a payment with an
-        ACTIVE token, notified to the issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the
-        cardholder is first asked in the issuer app (AUTHN; answer with tokenet issuer-app authn), and a payment
-        nobody answers within 5 minutes (the TSP's authn_ttl_s) is declined and notified so. transactions lists
-        them with the cardholder's answers (EXPIRED when none came in time). request-keys asks the token's wallet
-        to replenish its payment keys (MG REPLENISHMENT).
+        ACTIVE token (--amount with the currency's decimals: 12.50 USD, 1250 JPY, 1.250 KWD), notified to the
+        issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the cardholder is first asked in
+        the issuer app (AUTHN; answer with tokenet issuer-app authn), and a payment nobody answers within 5
+        minutes (the TSP's authn_ttl_s) is declined and notified so. transactions lists them with the
+        cardholder's answers (EXPIRED when none came in time). request-keys asks the token's wallet to replenish
+        its payment keys (MG REPLENISHMENT).
         """
 
     static func token(_ word: String) -> PartyAction {
@@ -58,7 +60,9 @@ extension TSPCommand {
         }
         guard let merchant = flags["--merchant"] else { throw CLIError(.usage, "\(command): --merchant is required") }
         let request = TspV1.SimulateTransactionRequest(
-            digitalCardID: card, amountMinor: try LifecycleArguments.amountMinor(flags["--amount"], command: command),
+            digitalCardID: card,
+            amountMinor: try LifecycleArguments.amountMinor(
+                flags["--amount"], currency: flags["--currency"], command: command),
             currency: flags["--currency"] ?? "", merchant: merchant, authn: flags.switches.contains("--authn"))
         return try PartySession.run(
             options, json: flags.json,
@@ -89,7 +93,7 @@ extension TSPCommand {
                     ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AUTHN"],
                     response.transactions.map {
                         [
-                            $0.transactionID, $0.digitalCardID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                            $0.transactionID, $0.digitalCardID, CurrencyAmount.format($0.amountMinor, $0.currency),
                             $0.merchant, $0.approved ? "yes" : "no", $0.authnStatus,
                         ]
                     })

@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -127,7 +128,7 @@ extension PartyText {
             ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AT", "LAST CALL"],
             response.transactions.map {
                 [
-                    $0.transactionID, $0.digitalCardID, LifecycleArguments.amount($0.amountMinor, $0.currency),
+                    $0.transactionID, $0.digitalCardID, CurrencyAmount.format($0.amountMinor, $0.currency),
                     $0.merchant, $0.approved ? "yes" : "no", time(ms: $0.transactionAtMs),
                     time(ms: $0.lastCallTimestampMs),
                 ]
@@ -158,10 +159,10 @@ extension PartyText {
         case .replenishment(let body)?:
             return "\(body.keysIssued) keys issued, \(body.keysRemainingBefore) left before"
         case .transaction(let body)?:
-            return "\(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
+            return "\(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)"
                 + (body.approved ? "" : " (\(declined(body)))")
         case .authn(let body)?:
-            return "authenticate \(LifecycleArguments.amount(body.amountMinor, body.currency)) at \(body.merchant)"
+            return "authenticate \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)"
         case .cardRenewal(let body)?:
             return "renewed: \(body.previousCardID) -> \(body.newCardID), ending \(body.panLast4), \(body.expiry)"
         case .messaging(let body)?:

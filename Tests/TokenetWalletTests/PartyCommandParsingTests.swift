@@ -83,7 +83,17 @@ import TokenetTestSupport
         (["tsp", "simulate-transaction", "--card", "D", "--merchant", "M"] + nowhere, "--amount is required"),
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "12.345", "--merchant", "M"] + nowhere,
-            "--amount must look like 12.50"
+            "--amount 12.345 has more decimals than USD's 2"
+        ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "12.5", "--currency", "jpy", "--merchant", "M"]
+                + nowhere,
+            "--amount 12.5: JPY has no minor unit; give a whole amount"
+        ),
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "1.", "--currency", "KWD", "--merchant", "M"]
+                + nowhere,
+            "--amount must look like 12.500, not '1.'"
         ),
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "0.00", "--merchant", "M"] + nowhere,

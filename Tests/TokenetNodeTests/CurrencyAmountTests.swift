@@ -1,0 +1,39 @@
+import Testing
+
+@testable import TokenetNode
+
+/// Amounts travel in their currency's minor units (ISO 4217), which are not always cents.
+@Suite struct CurrencyAmountTests {
+    @Test(arguments: [
+        (1250 as Int64, "USD", "12.50 USD"), (5, "EUR", "0.05 EUR"), (1250, "JPY", "1250 JPY"),
+        (1250, "KWD", "1.250 KWD"), (7, "CLF", "0.0007 CLF"), (-300, "USD", "-3.00 USD"), (1250, "", "12.50"),
+        (1250, "jpy", "1250 jpy"), (.max, "USD", "92233720368547758.07 USD"),
+    ])
+    func formats(minor: Int64, currency: String, text: String) {
+        #expect(CurrencyAmount.format(minor, currency) == text)
+    }
+
+    @Test func parsesInTheCurrencysMinorUnits() {
+        #expect(CurrencyAmount.parse("12.50", currency: "USD") == .success(1250))
+        #expect(CurrencyAmount.parse("12.5", currency: "EUR") == .success(1250))
+        #expect(CurrencyAmount.parse("7", currency: "USD") == .success(700))
+        #expect(CurrencyAmount.parse("1250", currency: "JPY") == .success(1250))
+        #expect(CurrencyAmount.parse("1.25", currency: "KWD") == .success(1250))
+        #expect(CurrencyAmount.parse("92233720368547758.07", currency: "USD") == .success(.max))
+        #expect(CurrencyAmount.parse("9223372036854775807", currency: "JPY") == .success(.max))
+    }
+
+    @Test func refusesWhatIsNoAmountOfTheCurrency() {
+        #expect(CurrencyAmount.parse("12.5", currency: "JPY") == .failure(.tooManyDecimals(0)))
+        #expect(CurrencyAmount.parse("12.345", currency: "USD") == .failure(.tooManyDecimals(2)))
+        #expect(CurrencyAmount.parse("0.00", currency: "USD") == .failure(.notPositive))
+        for text in ["", ".5", "1.", "+5", "-5", "1.2.3", "1,50", "١٢"] {
+            #expect(CurrencyAmount.parse(text, currency: "USD") == .failure(.malformed), "\(text)")
+        }
+        #expect(
+            CurrencyAmount.parse("92233720368547758.08", currency: "USD")
+                == .failure(.tooLarge("92233720368547758.07")))
+        #expect(
+            CurrencyAmount.parse("9223372036854775808", currency: "JPY") == .failure(.tooLarge("9223372036854775807")))
+    }
+}
