@@ -90,6 +90,8 @@ struct ScenarioCommand {
     var verbose = false
     var keepDirectory = false
     var timeout = 30.0
+    /// Whether `--timeout` was given, which attached nodes have no use for.
+    var timeoutGiven = false
     /// Nodes someone else runs (`--tsp`, `--issuer`, `--wallet`): the scripts call them instead of a sandbox.
     var attached: [ScenarioParty: HostPort] = [:]
     /// With attached nodes: the directory with ca.pem, operator.pem and operator.key.
@@ -108,7 +110,9 @@ struct ScenarioCommand {
                 guard !text.isEmpty else { throw CLIError(.usage, "scenario: --junit needs FILE") }
                 junitPath = text
             case .valued("--pki", let text): pkiDirectory = text
-            case .valued("--timeout", let text): timeout = try Sandbox.timeout(text, command: "scenario")
+            case .valued("--timeout", let text):
+                timeout = try Sandbox.timeout(text, command: "scenario")
+                timeoutGiven = true
             case .valued(let flag, let text):
                 // The rest of the valued options name a party: --tsp, --issuer, --wallet.
                 guard let party = ScenarioParty.allCases.first(where: { flag == "--\($0)" }),
@@ -135,6 +139,14 @@ struct ScenarioCommand {
         if !attached.isEmpty && pkiDirectory == nil {
             throw CLIError(
                 .usage, "scenario: --tsp, --issuer and --wallet need --pki DIR (ca.pem, operator.pem, operator.key)")
+        }
+        // Both are about the sandbox's own nodes, which attached nodes replace: taken silently, they did nothing.
+        if !attached.isEmpty, keepDirectory || timeoutGiven {
+            let flag = keepDirectory ? "--keep-dir" : "--timeout"
+            throw CLIError(
+                .usage,
+                "scenario: \(flag) is for the nodes a scenario starts itself; with --tsp, --issuer or --wallet there "
+                    + "are none (calls wait for their deadline)")
         }
         if attached.isEmpty && pkiDirectory != nil {
             throw CLIError(.usage, "scenario: --pki is for nodes given with --tsp, --issuer or --wallet")

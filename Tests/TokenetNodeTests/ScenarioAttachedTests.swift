@@ -93,6 +93,16 @@ import TokenetWire
         let badAddress = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", "127.0.0.1"])
         #expect(badAddress.status == 2)
         #expect(badAddress.stderr.contains("--tsp needs HOST:PORT"))
+        // The sandbox's options do nothing for nodes given: refused rather than taken silently.
+        for flag in [["--keep-dir"], ["--timeout", "60"]] {
+            let sandboxOnly = try run(
+                "call tsp tokenet.health.v1.Health/Check\n", ["--tsp", address, "--pki", pki.directory.path] + flag)
+            #expect(sandboxOnly.status == 2, "\(flag): \(sandboxOnly.stderr)")
+            #expect(
+                sandboxOnly.stderr.hasPrefix(
+                    "tokenet: scenario: \(flag[0]) is for the nodes a scenario starts itself; with --tsp, --issuer or "
+                        + "--wallet there are none"), "\(sandboxOnly.stderr)")
+        }
     }
 }
 
