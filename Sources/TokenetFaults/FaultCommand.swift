@@ -15,9 +15,12 @@ public enum FaultCommand: Sendable, Equatable {
     case reset
     case status
 
+    /// The commands that change a link, as a scenario's `fault` line takes them, for usage messages.
+    public static let changes =
+        "none | heal | delay DURATION | partition (each optionally to-server or to-client) | refuse | reset"
+
     /// The commands, for usage messages.
-    public static let summary =
-        "none | heal | delay DURATION | partition (each optionally to-server or to-client) | refuse | reset | status"
+    public static let summary = changes + " | status"
 
     /// Parses one line; surrounding spaces and case do not matter. Throws `FaultError(.badCommand)` naming the
     /// line and what is accepted.
@@ -59,8 +62,10 @@ public enum FaultCommand: Sendable, Equatable {
             return "delay takes the DURATION first, then the direction: 'delay 200ms \(words[1])'"
         case "delay": extra = words.dropFirst(2)
         case "none", "heal", "partition": extra = words.dropFirst()
-        case "refuse", "reset", "status":
+        case "refuse", "reset":
             return "\(command) takes nothing after it (it applies to both directions)"
+        case "status":
+            return "status takes nothing after it (it shows both directions of every link)"
         default: return nil
         }
         if extra.allSatisfy({ direction($0) != nil }) {
@@ -85,7 +90,13 @@ public enum FaultCommand: Sendable, Equatable {
         guard seconds <= 600 else {
             throw FaultError(.badCommand, "delay '\(text)' is longer than the limit of 10 minutes")
         }
-        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+        // Kept to the microsecond, as `format` shows it: `0.0000001s` was taken as a delay and shown as `0ms`.
+        let microseconds = (seconds * 1e6).rounded()
+        guard microseconds > 0 || seconds == 0 else {
+            throw FaultError(
+                .badCommand, "delay '\(text)' is shorter than 1us, the finest delay the proxy keeps; 0ms lifts a delay")
+        }
+        return .microseconds(Int64(microseconds))
     }
 
     /// `200ms`, `1.5s`, `250us`: the shortest of those forms that is exact to the microsecond.

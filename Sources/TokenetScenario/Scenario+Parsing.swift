@@ -246,7 +246,10 @@ extension Scenario {
                 do {
                     command = try FaultCommand.parse(commandText)
                 } catch {
-                    throw fail("fault \(link): \(error.message)")
+                    // A script cannot ask for `status`, so the commands it is offered leave it out.
+                    let message = error.message.replacing(
+                        "(commands: \(FaultCommand.summary))", with: "(commands: \(FaultCommand.changes))")
+                    throw fail("fault \(link): \(message)")
                 }
                 guard command != .status else { throw fail("fault \(link): status is for tokenet proxy's console") }
                 steps.append(ScenarioStep(line: number, .fault(link, command)))

@@ -55,7 +55,11 @@ import Testing
                 "heal takes one direction at most (to-server or to-client); without one it applies to both"
             ),
             ("refuse to-client", "refuse takes nothing after it (it applies to both directions)"),
-            ("status now", "status takes nothing after it (it applies to both directions)"),
+            ("status now", "status takes nothing after it (it shows both directions of every link)"),
+            (
+                "delay 0.0000001s",
+                "delay '0.0000001s' is shorter than 1us, the finest delay the proxy keeps; 0ms lifts a delay"
+            ),
             ("delay 5", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5' (with a unit: 5s for seconds)"),
             (
                 "delay 1m30",

@@ -100,8 +100,16 @@ import TokenetWire
         ("echo ${later}\ncall tsp a.B/C\nsave later x", "s:1: ${later} is not saved by an earlier line"),
         ("fault tsp-issuer partition", "s:1: fault: 'tsp-issuer' is not a link (links: tsp->issuer, issuer->tsp"),
         ("fault tsp->wallet partition", "s:1: fault: 'tsp->wallet' is not a link"),
-        ("fault tsp->issuer drop", "s:1: fault tsp->issuer: unknown command 'drop'"),
-        ("fault tsp->issuer", "s:1: fault tsp->issuer: expected a command (commands: none | heal | delay DURATION"),
+        (
+            "fault tsp->issuer drop",
+            "s:1: fault tsp->issuer: unknown command 'drop' (commands: none | heal | delay DURATION | partition (each "
+                + "optionally to-server or to-client) | refuse | reset)"
+        ),
+        (
+            "fault tsp->issuer",
+            "s:1: fault tsp->issuer: expected a command (commands: none | heal | delay DURATION | partition (each "
+                + "optionally to-server or to-client) | refuse | reset)"
+        ),
         ("fault tsp->issuer status", "s:1: fault tsp->issuer: status is for tokenet proxy's console"),
         ("start tsp", "s:1: start tsp: tsp-node is running (stop or kill it first)"),
         ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
