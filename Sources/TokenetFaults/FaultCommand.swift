@@ -2,7 +2,7 @@ import TokenetTransport
 
 /// A line of the proxy's control input (`tokenet proxy` reads them from standard input), parsed.
 ///
-///     none | heal [DIRECTION]          lift the fault (of one direction)
+///     none | heal [DIRECTION]          lift the fault (of one direction); what a delay holds goes on at once
 ///     delay 200ms [DIRECTION]          hold each chunk back (µs, ms, s, m; at most 10 minutes)
 ///     partition [DIRECTION]            carry nothing until lifted
 ///     refuse                           close new connections at once

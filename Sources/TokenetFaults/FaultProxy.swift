@@ -237,6 +237,7 @@ public final class FaultProxy: Sendable {
         }
         let timers = state.withLock { state in
             _ = state.draining.removeValue(forKey: id)
+            state.machine.drained(id)
             return state.forget(id)
         }
         for timer in timers { timer.cancel() }

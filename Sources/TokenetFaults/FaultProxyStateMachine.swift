@@ -5,7 +5,8 @@
 /// sends, while its answers flow: a lost response), and refusing applies to new connections. Every chunk of bytes
 /// is forwarded at or after an instant the machine sets, and never before an earlier chunk of the same direction:
 /// a delay shortened midway cannot reorder a stream. Shortening or lifting a delay also brings forward what it holds
-/// already (`hurry`): a mistyped `delay 10m` is mended by `heal`, not only by cutting every connection.
+/// already (`hurry`): a mistyped `delay 10m` is mended by `heal`, not only by cutting every connection, also on a
+/// connection one side has ended, whose last bytes and close still wait (`finishing`).
 public struct FaultProxyStateMachine: Sendable {
     public enum Direction: Sendable, Hashable, CustomStringConvertible {
         /// From the proxy's client to the upstream server.
@@ -46,6 +47,11 @@ public struct FaultProxyStateMachine: Sendable {
     public private(set) var refusing = false
     private var nextID: UInt64 = 1
     private var connections: [UInt64: Connection] = [:]
+    /// Connections one side has ended (`finish`ed, no longer carried) whose last chunks may still wait for a delay:
+    /// when each direction's last chunk may go. Kept until their writers are done (`drained`) or the chunks' time
+    /// has passed, so that lifting or shortening the delay brings those chunks forward as well; without them a
+    /// mistyped `delay 10m` held the last answer of a server that had closed, and the close, until a reset.
+    private var finishing: [UInt64: [Direction: Instant]] = [:]
 
     private struct Connection {
         /// When the last chunk of each direction may go, so that the next never goes before it.
@@ -144,13 +150,20 @@ public struct FaultProxyStateMachine: Sendable {
         if case .delay(let delay) = flowing { due = now + delay } else { due = now }
         var actions: [Action] = []
         if flowing != .partition {
-            for id in connections.keys.sorted() {
+            for id in Set(connections.keys).union(finishing.keys).sorted() {
                 for direction in directions {
-                    guard let last = connections[id]?.lastDue[direction], last > due else { continue }
-                    connections[id]?.lastDue[direction] = due
+                    if let last = connections[id]?.lastDue[direction], last > due {
+                        connections[id]?.lastDue[direction] = due
+                    } else if let last = finishing[id]?[direction], last > due {
+                        finishing[id]?[direction] = due
+                    } else {
+                        continue
+                    }
                     actions.append(.hurry(id, direction, notAfter: due))
                 }
             }
+            // What may go by now can be brought forward no more: nothing is added to a finishing connection.
+            finishing = finishing.filter { $0.value.values.contains { $0 > now } }
         }
         guard !lifted.isEmpty else { return actions }
         for id in connections.keys.sorted() {
@@ -164,6 +177,7 @@ public struct FaultProxyStateMachine: Sendable {
             }
             if connection.ending && !connection.holdsBytes {
                 connections[id] = nil
+                finishing[id] = connection.lastDue
                 actions.append(.finish(id))
             } else {
                 connections[id] = connection
@@ -172,10 +186,12 @@ public struct FaultProxyStateMachine: Sendable {
         return actions
     }
 
-    /// Closes every connection now. The faults stay in force.
+    /// Closes every connection now. The faults stay in force. The finishing ones are the proxy's to cut
+    /// (`FaultProxy.reset`), and have nothing left to bring forward.
     public mutating func reset() -> [Action] {
         let ids = connections.keys.sorted()
         connections = [:]
+        finishing = [:]
         return ids.map { .close($0) }
     }
 
@@ -190,7 +206,13 @@ public struct FaultProxyStateMachine: Sendable {
             return []
         }
         connections[id] = nil
+        if !connection.lastDue.isEmpty { finishing[id] = connection.lastDue }
         return [.finish(id)]
+    }
+
+    /// Connection `id` is done: its writers wrote what they had (or were cut), so no delay holds anything of it.
+    public mutating func drained(_ id: UInt64) {
+        finishing[id] = nil
     }
 
     private func forward(

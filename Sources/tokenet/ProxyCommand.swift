@@ -181,7 +181,8 @@ enum ProxyCommand {
 
         Faults (from the next byte on; the first three take a direction, to-server or to-client, and apply to both
         without one):
-          none | heal       carry bytes as they come; what a delay holds goes on at once, in order
+          none | heal       carry bytes as they come; what a delay holds goes on at once, in order, also on a
+                            connection one side has closed (its close goes after it)
           delay DURATION    hold each chunk back DURATION (200ms, 1.5s, 250us, 2m; at most 10 minutes),
                             without reordering; a shorter delay brings forward what a longer one holds. Up to
                             1 MiB per direction is on its way at a time; past that the sender is not read

@@ -68,6 +68,44 @@ import Testing
         #expect(machine.set(.none, at: at(8)) == [])
     }
 
+    /// A side that ends under a long delay leaves what the delay holds on its way, the close after it: healing
+    /// brings that forward too, in the directions healed, rather than leaving it to the delay or to a reset. A
+    /// connection whose writers are done (`drained`) has nothing left to bring forward.
+    @Test func healingBringsForwardWhatADelayHoldsForAConnectionThatEnded() {
+        var machine = Machine()
+        let (first, _) = machine.accepted()
+        let (second, _) = machine.accepted()
+        _ = machine.set(.delay(.seconds(600)), at: at(0))
+        _ = machine.received(first, .toUpstream, [1], at: at(1))
+        _ = machine.received(first, .toClient, [2], at: at(2))
+        _ = machine.received(second, .toClient, [3], at: at(3))
+        #expect(machine.ended(first) == [.finish(first)])
+        #expect(machine.ended(second) == [.finish(second)])
+        #expect(machine.connectionCount == 0)
+        #expect(
+            machine.set(.none, only: .toClient, at: at(4)) == [
+                .hurry(first, .toClient, notAfter: at(4)), .hurry(second, .toClient, notAfter: at(4)),
+            ])
+        machine.drained(first)
+        #expect(machine.set(.none, at: at(5)) == [])
+    }
+
+    /// An end that waited behind what a partition held goes on when a delay lifts the partition, after the held
+    /// bytes: healing then brings both forward.
+    @Test func healingBringsForwardWhatALiftedPartitionHandedToADelayBeforeAnEnd() {
+        var machine = Machine()
+        let (id, _) = machine.accepted()
+        _ = machine.set(.partition, at: at(0))
+        _ = machine.received(id, .toClient, [7], at: at(1))
+        #expect(machine.ended(id) == [])
+        #expect(
+            machine.set(.delay(.seconds(600)), at: at(2)) == [
+                .forward(id, .toClient, [7], notBefore: at(2) + .seconds(600)), .finish(id),
+            ])
+        #expect(machine.set(.none, at: at(3)) == [.hurry(id, .toClient, notAfter: at(3))])
+        #expect(machine.set(.none, at: at(4)) == [])
+    }
+
     @Test func aPartitionHoldsEverythingAndLiftingItSendsItOnInOrder() {
         var machine = Machine(holdLimit: 3)
         let (first, _) = machine.accepted()

@@ -299,6 +299,31 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// A side that closes under a long delay leaves its last bytes and its close waiting in the writer: healing
+    /// delivers them at once, in order, then the close, as it does on a connection still open.
+    @Test func healingReleasesWhatALongDelayHoldsForAConnectionOneSideClosed() async throws {
+        let serverClosed = Atomic<Bool>(false)
+        let rig = try await Rig { connection in
+            try? await connection.write([7, 8])
+            try? await connection.write([9])
+            await connection.close()
+            serverClosed.store(true, ordering: .releasing)
+        }
+        rig.proxy.set(.delay(.seconds(600)), only: .toClient)
+        let client = try await rig.connect()
+        let started = ContinuousClock.now
+        while !serverClosed.load(ordering: .acquiring) || rig.proxy.connectionCount != 0 {
+            guard ContinuousClock.now - started < .seconds(120) else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(serverClosed.load(ordering: .acquiring) && rig.proxy.connectionCount == 0)
+        #expect(await Self.read(1, from: client, within: .milliseconds(300)) == [])
+        rig.proxy.set(.none)
+        // Up to the end of the stream, which comes after the bytes.
+        #expect(await Self.read(4, from: client, within: .seconds(60)) == [7, 8, 9])
+        await rig.stop()
+    }
+
     @Test func whatWasSentBeforeAnEndArrivesBeforeIt() async throws {
         // The server writes 200 KB and closes at once; under a delay, all of it still reaches the client first.
         let payload = Self.pattern(200_000, seed: 3)
