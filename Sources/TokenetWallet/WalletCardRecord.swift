@@ -111,6 +111,25 @@ public enum AcceptTermsPlan: Equatable, Sendable {
     }
 }
 
+/// What a delete does with a card, decided from the stored card alone (no I/O), so every path is testable.
+public enum CardDeletePlan: Equatable, Sendable {
+    /// The card has a token: the TSP deletes it and tells every party.
+    case deleteToken(digitalCardID: String)
+    /// The card never got a token (its T&C not accepted, or declined): the TSP holds nothing of it, so the wallet
+    /// removes the card itself. Without this a card the cardholder declined the terms of, or that the issuer
+    /// declined, stayed in the wallet for good, since the TSP has no token to delete.
+    case removeCard
+    /// Digitize was sent and not answered: the TSP may have made a token the wallet does not know of yet, which
+    /// removing the card would leave behind.
+    case awaitDigitization
+
+    public static func plan(for card: WalletCardRecord) -> CardDeletePlan {
+        if let id = card.result?.digitalCardID, !id.isEmpty { return .deleteToken(digitalCardID: id) }
+        if card.result == nil && card.digitizeRequestID != nil { return .awaitDigitization }
+        return .removeCard
+    }
+}
+
 extension TspV1.DigitizeResponse {
     /// The wallet's status once the TSP answered: declined without a digital card, digitized otherwise.
     var walletStatus: WalletCardStatus {

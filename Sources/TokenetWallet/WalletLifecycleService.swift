@@ -4,8 +4,8 @@ import TokenetRPC
 import TokenetWire
 
 /// `tokenet.wallet.v1.WalletLifecycle`: the person using the wallet suspends, resumes or deletes a digital card
-/// (the TSP decides and notifies every party), reads the transactions and messages the TSP pushed, and pays with
-/// limited-use keys that are replenished before they run out.
+/// (the TSP decides and notifies every party) or removes a card that never got a token, reads the transactions and
+/// messages the TSP pushed, and pays with limited-use keys that are replenished before they run out.
 public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
     let tsp: TspV1.TokenLifecycle.Client
     let store: WalletStore
@@ -23,6 +23,9 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         async throws -> WalletV1.WalletChangeCardStateResponse
     {
         try await answering {
+            if request.action == .delete, let removed = try removeIfTokenless(request, context: context) {
+                return removed
+            }
             let (card, digitalCardID) = try digitalCard(request.cardRef)
             let answer: TspV1.ChangeTokenStateResponse
             do {
@@ -40,6 +43,34 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                     "reason": request.reasonCode, "state": answer.tokenState.protoValueName ?? "?",
                 ])
             return WalletV1.WalletChangeCardStateResponse(card: stored.walletCard)
+        }
+    }
+
+    /// A delete of a card without a token removes the card from the wallet, with no TSP call (`CardDeletePlan`);
+    /// nil for a card with a token, which the TSP deletes.
+    private func removeIfTokenless(_ request: WalletV1.WalletChangeCardStateRequest, context: ServerContext)
+        throws(WalletError) -> WalletV1.WalletChangeCardStateResponse?
+    {
+        let card = try store.card(ref: request.cardRef)
+        switch CardDeletePlan.plan(for: card) {
+        case .deleteToken:
+            return nil
+        case .awaitDigitization:
+            throw WalletError(
+                .failedPrecondition,
+                "\(card.cardRef) has no answer yet to its digitization, which may have made a token at the TSP: "
+                    + "accept its T&C again (tokenet wallet accept-terms) to get the answer, then delete it")
+        case .removeCard:
+            // Its T&C accepted meanwhile: a Digitize may be on its way.
+            guard try store.removeTokenlessCard(id: card.id) else {
+                throw WalletError(
+                    .failedPrecondition,
+                    "\(card.cardRef) is being digitized; delete it once accept-terms has answered")
+            }
+            logger.withTraceID(context.traceID).info(
+                "card without a token removed from the wallet; the TSP holds nothing of it",
+                ["card_ref": card.cardRef, "status": card.status.rawValue, "reason": request.reasonCode])
+            return WalletV1.WalletChangeCardStateResponse(card: card.walletCard, removed: true)
         }
     }
 

@@ -19,9 +19,11 @@ extension WalletCommand {
                tokenet wallet pay ADDR CARD_REF [OPTIONS]
 
         suspend, resume and delete ask the TSP to change the card's token (the reason code, e.g. USER_REQUEST, is
-        kept in its audit trail); the TSP notifies the issuer app. transactions lists the transactions the TSP
-        notified, inbox every message the wallet received from the TSP's broker. keys shows the card's limited-use
-        payment keys; pay spends one, and the wallet asks the TSP for a new batch when few are left.
+        kept in its audit trail); the TSP notifies the issuer app. A card that never got a token (T&C not accepted,
+        or DECLINED) is removed from the wallet by delete, with no TSP call; one whose digitization has no answer
+        yet is refused (run accept-terms again first). transactions lists the transactions the TSP notified, inbox
+        every message the wallet received from the TSP's broker. keys shows the card's limited-use payment keys;
+        pay spends one, and the wallet asks the TSP for a new batch when few are left.
         """
 
     static func changeState(_ word: String) -> PartyAction {
@@ -41,6 +43,10 @@ extension WalletCommand {
                 },
                 text: { response, traceID in
                     let card = response.card ?? .init()
+                    guard !response.removed else {
+                        return "\(card.cardRef) is removed from the wallet: it had no token (\(card.status)), so the "
+                            + "TSP was not asked\n(trace \(traceID))"
+                    }
                     return "\(card.cardRef) (\(card.digitalCardID)) is now \(PartyText.state(card.state))\n"
                         + "(trace \(traceID))"
                 })

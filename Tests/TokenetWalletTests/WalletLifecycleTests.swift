@@ -59,7 +59,7 @@ import TokenetWire
         #expect(try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")).keysRemaining > 0)
         let deleted = try await wallet.lifecycle.changeCardState(
             .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
-        #expect(deleted.card?.state == .deactivated)
+        #expect(deleted.card?.state == .deactivated && !deleted.removed)
         #expect(await events.next()?.kind == .tokenizedCardRemoved)
         // The deleted token's payment keys went with it.
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 0)
@@ -156,6 +156,52 @@ import TokenetWire
             await statusCode {
                 try await wallet.lifecycle.changeCardState(.init(cardRef: "card-7", action: .suspend))
             } == .notFound)
+    }
+
+    /// A card that never got a token, its T&C not accepted (PENDING_TERMS) or its digitization declined, can be
+    /// deleted all the same: the wallet removes it itself and says so, and asks the TSP nothing, since the TSP holds
+    /// no token of it. Suspending or resuming it stays refused, and so does using its reference once it is gone.
+    @Test(arguments: [WalletCardStatus.pendingTerms, .declined])
+    func aCardWithoutATokenIsRemovedWithoutTheTSP(_ status: WalletCardStatus) async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.configure {
+            $0.digitize = TspV1.DigitizeResponse(decision: .declined, declineReason: "issuer said no")
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.addCard(WalletHarness.manual("4111111111111129"))
+        if status == .declined { _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+        #expect(try wallet.store.card(ref: "card-1").status == status)
+        await expectRPCError(.failedPrecondition, "card-1 has no digital card (status \(status.rawValue))") {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        }
+
+        let deleted = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(deleted.removed)
+        #expect(deleted.card?.cardRef == "card-1" && deleted.card?.status == status.rawValue)
+        #expect(deleted.card?.digitalCardID == "")
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.cardRef) == ["card-2"])
+        #expect(wallet.lifecycleTSP.recorded.changes.isEmpty)
+        #expect(wallet.logs.lines.contains { $0.contains("card without a token removed") && $0.contains("card-1") })
+        await expectRPCError(.notFound, "the wallet has no card card-1") {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        }
+        // The reference is not given again: the next card is card-3.
+        #expect(try await wallet.control.addCard(WalletHarness.manual()).cardRef == "card-3")
+    }
+
+    /// A card whose Digitize was sent and never answered may have a token at the TSP that the wallet does not know
+    /// of yet: removing the card would leave that token behind, so the delete is refused and says what to do.
+    @Test func aCardWhoseDigitizationIsUnansweredIsNotRemoved() async throws {
+        let wallet = try await WalletUnansweredDigitizationTests.unanswered()
+        await expectRPCError(.failedPrecondition, "accept its T&C again (tokenet wallet accept-terms)") {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        }
+        #expect(try wallet.store.card(ref: "card-1").status == .pendingTerms)
+        #expect(wallet.lifecycleTSP.recorded.changes.isEmpty)
     }
 
     @Test func cardStateFromTheIssuerUpdatesTheWalletAndItsListenersOnce() async throws {

@@ -476,7 +476,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_change_card_state_r
   (ProtobufCMessageInit) tokenet__wallet__v1__wallet_change_card_state_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_change_card_state_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_change_card_state_response__field_descriptors[2] =
 {
   {
     "card",
@@ -490,14 +490,27 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_change_card_st
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "removed",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletChangeCardStateResponse, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_change_card_state_response__field_indices_by_name[] = {
   0,   /* field[0] = card */
+  1,   /* field[1] = removed */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_change_card_state_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_change_card_state_response__descriptor =
 {
@@ -507,7 +520,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_change_card_state_r
   "Tokenet__Wallet__V1__WalletChangeCardStateResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletChangeCardStateResponse),
-  1,
+  2,
   tokenet__wallet__v1__wallet_change_card_state_response__field_descriptors,
   tokenet__wallet__v1__wallet_change_card_state_response__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_change_card_state_response__number_ranges,

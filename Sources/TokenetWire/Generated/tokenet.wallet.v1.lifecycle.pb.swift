@@ -51,18 +51,25 @@ extension WalletV1 {
 
         public var card: WalletV1.WalletCard? = nil
 
+        /// True when a delete removed a card that has no token (its T&C never accepted, or declined) from the wallet,
+        /// without asking the TSP, which holds nothing of it: `card` is the card as it was, and the wallet no longer has it.
+        public var removed: Bool = false
+
         public init() {}
 
-        public init(card: WalletV1.WalletCard? = nil) {
+        public init(card: WalletV1.WalletCard? = nil, removed: Bool = false) {
             self.card = card
+            self.removed = removed
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.card = try reader.readMessage(1)
+            self.removed = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = card { try writer.write(1, message: value) }
+            try writer.write(2, removed)
         }
     }
 }
@@ -361,6 +368,9 @@ extension WalletV1 {
     public enum WalletLifecycle {
         public static let serviceName = "tokenet.wallet.v1.WalletLifecycle"
 
+        /// Suspends, resumes or deletes the card's token through the TSP. A delete of a card that never got a token (its
+        /// T&C not accepted, or declined) removes it from the wallet instead, with no TSP call (`removed`); a card whose
+        /// Digitize was sent and not answered yet is FAILED_PRECONDITION, since the TSP may have made its token.
         public static let changeCardState = MethodDescriptor<WalletV1.WalletChangeCardStateRequest, WalletV1.WalletChangeCardStateResponse>(
             service: serviceName, name: "ChangeCardState", kind: .unary, allowedRoles: ["operator"]
         )

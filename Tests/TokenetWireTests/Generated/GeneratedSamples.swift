@@ -2324,6 +2324,7 @@ extension WalletV1.WalletChangeCardStateResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.card = WalletV1.WalletCard.samples()[0]
+        base.removed = true
         return [base]
     }
 }

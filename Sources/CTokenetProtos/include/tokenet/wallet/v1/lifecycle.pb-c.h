@@ -51,10 +51,15 @@ struct  Tokenet__Wallet__V1__WalletChangeCardStateResponse
 {
   ProtobufCMessage base;
   Tokenet__Wallet__V1__WalletCard *card;
+  /*
+   * True when a delete removed a card that has no token (its T&C never accepted, or declined) from the wallet,
+   * without asking the TSP, which holds nothing of it: `card` is the card as it was, and the wallet no longer has it.
+   */
+  protobuf_c_boolean removed;
 };
 #define TOKENET__WALLET__V1__WALLET_CHANGE_CARD_STATE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_change_card_state_response__descriptor) \
-    , NULL }
+    , NULL, 0 }
 
 
 struct  Tokenet__Wallet__V1__WalletTransactionsRequest
