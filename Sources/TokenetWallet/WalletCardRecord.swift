@@ -77,7 +77,9 @@ public struct WalletCardRecord: Sendable, Equatable {
             scheme: result.map { $0.scheme == .unspecified ? scheme : $0.scheme } ?? scheme,
             panLast4: panLast4,
             tokenLast4: result?.tokenLast4 ?? "",
-            state: result?.tokenState ?? .unspecified,
+            // A declined card has no token: the state the TSP gave its declined request (DEACTIVATED) showed as if
+            // a token had been made and then ended.
+            state: result.map { $0.digitalCardID.isEmpty ? .unspecified : $0.tokenState } ?? .unspecified,
             status: status.rawValue,
             walletAccountID: walletAccountID ?? "",
             issuerID: issuerID ?? "")

@@ -76,17 +76,21 @@ import TokenetWire
         #expect(wallet.tsp.recorded.digitizeRequests.count == 1)
     }
 
+    /// A declined card has no token, so it shows no token state: the TSP's DEACTIVATED for the declined request
+    /// showed in `wallet cards` as if a token had been made and then ended.
     @Test func aDeclinedCardIsKeptAsDeclinedWithTheReason() async throws {
         let wallet = try WalletHarness()
         wallet.tsp.configure {
             $0.digitize = TspV1.DigitizeResponse(
-                decision: .declined, scheme: .visa, panLast4: "1111", declineReason: "card reported stolen",
-                decidedBy: "issuer")
+                decision: .declined, tokenState: .deactivated, scheme: .visa, panLast4: "1111",
+                declineReason: "card reported stolen", decidedBy: "issuer")
         }
         _ = try await wallet.control.addCard(WalletHarness.manual())
         let accepted = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
         #expect(accepted.decision == .declined && accepted.declineReason == "card reported stolen")
         #expect(accepted.card?.status == "DECLINED" && accepted.card?.digitalCardID == "")
+        #expect(accepted.card?.state == .unspecified)
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.state) == [.unspecified])
     }
 
     @Test func aStepUpLeavesTheTokenInactiveWithTheIDVMethods() async throws {
