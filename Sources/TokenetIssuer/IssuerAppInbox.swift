@@ -314,6 +314,8 @@ public struct IssuerAppInbox: Sendable, Equatable {
             case (true, _): verdict = "approved"
             case (false, "CANCELLED"): verdict = "declined: the cardholder cancelled it"
             case (false, "EXPIRED"): verdict = "declined: its authentication request expired unanswered"
+            case (false, "PROCEEDED"):
+                verdict = "declined: its token was no longer active when the cardholder proceeded"
             case (false, _): verdict = "declined"
             }
             return

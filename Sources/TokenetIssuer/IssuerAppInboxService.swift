@@ -54,8 +54,12 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         }
         logger.withTraceID(context.traceID).info(
             "cardholder answered an authentication request",
-            ["authn_request_id": request.authnRequestID, "status": answer.status])
-        return IssuerV1.AppAnswerAuthnResponse(authnRequestID: request.authnRequestID, status: answer.status)
+            [
+                "authn_request_id": request.authnRequestID, "status": answer.status, "approved": "\(answer.approved)",
+            ])
+        return IssuerV1.AppAnswerAuthnResponse(
+            authnRequestID: request.authnRequestID, status: answer.status, approved: answer.approved,
+            declineReason: answer.declineReason)
     }
 
     /// A time in milliseconds since the epoch, ISO 8601 in UTC.

@@ -199,12 +199,16 @@ extension TSPStore {
     static let transactionColumnCount = 9
 
     /// Records the cardholder's answer once, in one transaction; a repeated answer that agrees is harmless, one that
-    /// disagrees is refused. Returns the transaction as answered; what `announce` makes of it is journaled with it.
+    /// disagrees is refused. A proceed approves the payment only while its token is ACTIVE: one suspended or
+    /// deleted while the request waited is declined, as a new payment with it would be. Returns the transaction as
+    /// answered and its token's state; what `announce` makes of it is journaled with it.
     func answerAuthn(
         _ authnRequestID: String, proceed: Bool, nowMs: UInt64,
         announce: ((transaction: TspV1.TspTransaction, changed: Bool)) throws -> [Announcement] = { _ in [] },
         authorize: (TokenRecord) throws -> Void
-    ) throws -> Journaled<(transaction: TspV1.TspTransaction, changed: Bool)> {
+    ) throws -> Journaled<
+        (transaction: TspV1.TspTransaction, changed: Bool, tokenState: TokenLifecycleStateMachine.State)
+    > {
         try journaling(
             { tx in
                 guard
@@ -240,17 +244,18 @@ extension TSPStore {
                             "authentication request \"\(authnRequestID)\" was already answered \(transaction.authnStatus)"
                         )
                     }
-                    return (transaction, false)
+                    return (transaction, false, token.state)
                 }
+                let approved = proceed && token.state == .active
                 _ = try tx.execute(
                     """
                     UPDATE transactions SET authn_status = ?, approved = ?, authn_answered_at_ms = ?
                     WHERE authn_request_id = ?
-                    """, [status, proceed ? 1 : 0, Int64(nowMs), authnRequestID])
+                    """, [status, approved ? 1 : 0, Int64(nowMs), authnRequestID])
                 transaction.authnStatus = status
-                transaction.approved = proceed
-                return (transaction, true)
-            }, announce: announce)
+                transaction.approved = approved
+                return (transaction, true, token.state)
+            }, announce: { try announce(($0.transaction, $0.changed)) })
     }
 
     // MARK: Payment keys

@@ -97,17 +97,22 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
                     return [Self.announcement(of: answered)]
                 },
                 authorize: authorize)
-            let (transaction, changed) = journaled.value
+            let (transaction, changed, tokenState) = journaled.value
+            let declineReason =
+                transaction.authnStatus == "PROCEEDED" && !transaction.approved
+                ? "token \"\(transaction.digitalCardID)\" \(changed ? "is" : "was no longer ACTIVE and is now") "
+                    + "\(tokenState); only an ACTIVE token can pay" : ""
             log.info(
                 "authentication answered",
                 [
                     "authn_request_id": request.authnRequestID, "status": transaction.authnStatus,
-                    "repeated": "\(!changed)",
+                    "approved": "\(transaction.approved)", "repeated": "\(!changed)",
                 ])
             await tsp.published(journaled, log: log)
             return TspV1.AnswerAuthnResponse(
                 authnRequestID: request.authnRequestID, status: transaction.authnStatus,
-                transactionID: transaction.transactionID)
+                transactionID: transaction.transactionID, approved: transaction.approved,
+                declineReason: declineReason)
         }
     }
 

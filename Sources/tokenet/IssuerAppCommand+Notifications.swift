@@ -57,7 +57,13 @@ extension IssuerAppCommand {
                 try await IssuerV1.IssuerAppInbox.Client(session.client).answerAuthn(
                     .init(authnRequestID: id, proceed: proceed), options: callOptions)
             },
-            text: { response, traceID in "\(response.authnRequestID): \(response.status)\n(trace \(traceID))" })
+            text: { response, traceID in
+                // A proceed on a token suspended or deleted while the request waited declines the payment.
+                let declined =
+                    response.status == "PROCEEDED" && !response.approved
+                    ? ", but the payment is declined: \(response.declineReason)" : ""
+                return "\(response.authnRequestID): \(response.status)\(declined)\n(trace \(traceID))"
+            })
     }
 }
 

@@ -23,9 +23,9 @@ extension TSPCommand {
         ACTIVE token (--amount with the currency's decimals: 12.50 USD, 1250 JPY, 1.250 KWD), notified to the
         issuer app and the wallet (TNS TRANSACTION_NOTIFICATION); with --authn the cardholder is first asked in
         the issuer app (AUTHN; answer with tokenet issuer-app authn), and a payment nobody answers within 5
-        minutes (the TSP's authn_ttl_s) is declined and notified so. transactions lists them with the
-        cardholder's answers (EXPIRED when none came in time). request-keys asks the token's wallet to replenish
-        its payment keys (MG REPLENISHMENT).
+        minutes (the TSP's authn_ttl_s) is declined and notified so, as is one the cardholder proceeds with after
+        its token was suspended or deleted. transactions lists them with the cardholder's answers (EXPIRED when
+        none came in time). request-keys asks the token's wallet to replenish its payment keys (MG REPLENISHMENT).
         """
 
     static func token(_ word: String) -> PartyAction {

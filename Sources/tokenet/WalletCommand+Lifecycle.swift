@@ -149,11 +149,13 @@ extension PartyText {
             notifications.map { [$0.sender, $0.messageType, $0.cardID, content($0)] })
     }
 
-    /// Why a payment was declined, when its authentication says: the cardholder's cancel, or nobody's answer.
+    /// Why a payment was declined, when its authentication says: the cardholder's cancel, nobody's answer, or a
+    /// proceed that came after its token was suspended or deleted.
     static func declined(_ body: TspV1.TransactionBody) -> String {
         switch body.authnStatus {
         case "CANCELLED": "declined: the cardholder cancelled it"
         case "EXPIRED": "declined: its authentication request expired unanswered"
+        case "PROCEEDED": "declined: its token was no longer active when the cardholder proceeded"
         default: "declined"
         }
     }

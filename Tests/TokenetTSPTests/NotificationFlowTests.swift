@@ -125,6 +125,34 @@ import TokenetWire
         #expect(listed.transactions.map(\.approved) == [true])
     }
 
+    /// A token suspended or deleted while its payment waited for the cardholder does not pay when they proceed:
+    /// the answer is recorded, the payment declined and notified so, as a new payment with the token is refused.
+    /// Before, it was approved on a SUSPENDED or DEACTIVATED token.
+    @Test(arguments: [TspV1.LifecycleAction.suspend, .delete])
+    func aProceedAfterTheTokenStoppedBeingActiveDeclinesThePayment(action: TspV1.LifecycleAction) async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let payment = try await Self.transactions(tsp, as: LifecycleTests.operator1).simulateTransaction(
+            .init(digitalCardID: id, amountMinor: 800, merchant: "Midway", authn: true))
+        _ = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1).changeTokenState(
+            LifecycleTests.change(id, action))
+        let issuer = Self.transactions(tsp, as: LifecycleTests.issuer1)
+        let answer = try await issuer.answerAuthn(.init(authnRequestID: payment.authnRequestID, proceed: true))
+        let state = action == .suspend ? "SUSPENDED" : "DEACTIVATED"
+        #expect(answer.status == "PROCEEDED" && !answer.approved)
+        #expect(answer.declineReason == "token \"\(id)\" is \(state); only an ACTIVE token can pay")
+        let again = try await issuer.answerAuthn(.init(authnRequestID: payment.authnRequestID, proceed: true))
+        #expect(!again.approved && again.declineReason.contains("was no longer ACTIVE and is now \(state)"))
+        guard case .transaction(let body) = tsp.published.of("TRANSACTION_NOTIFICATION").last?.notification.body
+        else {
+            Issue.record("no TRANSACTION_NOTIFICATION after the answer")
+            return
+        }
+        #expect(!body.approved && body.authnStatus == "PROCEEDED")
+        let listed = try await Self.transactions(tsp, as: LifecycleTests.operator1).listTransactions(.init())
+        #expect(listed.transactions.map(\.approved) == [false])
+    }
+
     /// An authentication request nobody answered in time is listed EXPIRED, as the issuer app lists it, and can no
     /// longer be answered; before its expiry it is PENDING.
     @Test func cancelledAuthnIsNotifiedDeclinedAndExpiredOnesAreListedExpired() async throws {

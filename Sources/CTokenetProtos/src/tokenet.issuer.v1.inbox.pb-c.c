@@ -771,7 +771,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_answer_authn_request__
   (ProtobufCMessageInit) tokenet__issuer__v1__app_answer_authn_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_response__field_descriptors[4] =
 {
   {
     "authn_request_id",
@@ -797,15 +797,41 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_resp
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "approved",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppAnswerAuthnResponse, approved),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decline_reason",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppAnswerAuthnResponse, decline_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_answer_authn_response__field_indices_by_name[] = {
+  2,   /* field[2] = approved */
   0,   /* field[0] = authn_request_id */
+  3,   /* field[3] = decline_reason */
   1,   /* field[1] = status */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_answer_authn_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_answer_authn_response__descriptor =
 {
@@ -815,7 +841,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_answer_authn_response_
   "Tokenet__Issuer__V1__AppAnswerAuthnResponse",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppAnswerAuthnResponse),
-  2,
+  4,
   tokenet__issuer__v1__app_answer_authn_response__field_descriptors,
   tokenet__issuer__v1__app_answer_authn_response__field_indices_by_name,
   1,  tokenet__issuer__v1__app_answer_authn_response__number_ranges,

@@ -1758,7 +1758,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__answer_authn_request__descrip
   (ProtobufCMessageInit) tokenet__tsp__v1__answer_authn_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__answer_authn_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__answer_authn_response__field_descriptors[5] =
 {
   {
     "authn_request_id",
@@ -1796,16 +1796,42 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__answer_authn_response__f
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "approved",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__AnswerAuthnResponse, approved),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decline_reason",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__AnswerAuthnResponse, decline_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__answer_authn_response__field_indices_by_name[] = {
+  3,   /* field[3] = approved */
   0,   /* field[0] = authn_request_id */
+  4,   /* field[4] = decline_reason */
   1,   /* field[1] = status */
   2,   /* field[2] = transaction_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__answer_authn_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__answer_authn_response__descriptor =
 {
@@ -1815,7 +1841,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__answer_authn_response__descri
   "Tokenet__Tsp__V1__AnswerAuthnResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__AnswerAuthnResponse),
-  3,
+  5,
   tokenet__tsp__v1__answer_authn_response__field_descriptors,
   tokenet__tsp__v1__answer_authn_response__field_indices_by_name,
   1,  tokenet__tsp__v1__answer_authn_response__number_ranges,

@@ -284,21 +284,37 @@ extension IssuerV1 {
 
         public var status: String = ""
 
+        /// As the TSP answered (AnswerAuthnResponse): whether the payment went through, and why not after a proceed.
+        public var approved: Bool = false
+
+        public var declineReason: String = ""
+
         public init() {}
 
-        public init(authnRequestID: String = "", status: String = "") {
+        public init(
+            authnRequestID: String = "",
+            status: String = "",
+            approved: Bool = false,
+            declineReason: String = ""
+        ) {
             self.authnRequestID = authnRequestID
             self.status = status
+            self.approved = approved
+            self.declineReason = declineReason
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.authnRequestID = try reader.read(1)
             self.status = try reader.read(2)
+            self.approved = try reader.read(3)
+            self.declineReason = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, authnRequestID)
             try writer.write(2, status)
+            try writer.write(3, approved)
+            try writer.write(4, declineReason)
         }
     }
 }

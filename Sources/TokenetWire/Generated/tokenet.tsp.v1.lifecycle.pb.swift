@@ -456,24 +456,43 @@ extension TspV1 {
 
         public var transactionID: String = ""
 
+        /// Whether the payment went through: false when cancelled, and when the cardholder proceeded after its token
+        /// stopped being ACTIVE (suspended or deleted while the request waited), which declines it.
+        public var approved: Bool = false
+
+        /// Why a payment the cardholder proceeded with was declined; empty otherwise.
+        public var declineReason: String = ""
+
         public init() {}
 
-        public init(authnRequestID: String = "", status: String = "", transactionID: String = "") {
+        public init(
+            authnRequestID: String = "",
+            status: String = "",
+            transactionID: String = "",
+            approved: Bool = false,
+            declineReason: String = ""
+        ) {
             self.authnRequestID = authnRequestID
             self.status = status
             self.transactionID = transactionID
+            self.approved = approved
+            self.declineReason = declineReason
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.authnRequestID = try reader.read(1)
             self.status = try reader.read(2)
             self.transactionID = try reader.read(3)
+            self.approved = try reader.read(4)
+            self.declineReason = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, authnRequestID)
             try writer.write(2, status)
             try writer.write(3, transactionID)
+            try writer.write(4, approved)
+            try writer.write(5, declineReason)
         }
     }
 }

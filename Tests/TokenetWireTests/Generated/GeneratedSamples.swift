@@ -408,6 +408,8 @@ extension IssuerV1.AppAnswerAuthnResponse {
         var base = Self()
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.declineReason = "decline_reason-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1184,6 +1186,8 @@ extension TspV1.AnswerAuthnResponse {
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.transactionID = "transaction_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.approved = true
+        base.declineReason = "decline_reason-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

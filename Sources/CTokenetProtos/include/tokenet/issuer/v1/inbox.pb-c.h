@@ -144,10 +144,15 @@ struct  Tokenet__Issuer__V1__AppAnswerAuthnResponse
   ProtobufCMessage base;
   char *authn_request_id;
   char *status;
+  /*
+   * As the TSP answered (AnswerAuthnResponse): whether the payment went through, and why not after a proceed.
+   */
+  protobuf_c_boolean approved;
+  char *decline_reason;
 };
 #define TOKENET__ISSUER__V1__APP_ANSWER_AUTHN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_answer_authn_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Issuer__V1__AppNotificationsRequest methods */

@@ -235,10 +235,19 @@ struct  Tokenet__Tsp__V1__AnswerAuthnResponse
    */
   char *status;
   char *transaction_id;
+  /*
+   * Whether the payment went through: false when cancelled, and when the cardholder proceeded after its token
+   * stopped being ACTIVE (suspended or deleted while the request waited), which declines it.
+   */
+  protobuf_c_boolean approved;
+  /*
+   * Why a payment the cardholder proceeded with was declined; empty otherwise.
+   */
+  char *decline_reason;
 };
 #define TOKENET__TSP__V1__ANSWER_AUTHN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__answer_authn_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__ListTransactionsRequest
