@@ -27,8 +27,15 @@ extension TSPService {
         }
         let pending: PendingDigitization
         switch start {
-        case .completed(let response):
+        case .completed(var response):
             log.info("digitize retried; answering as before", ["request_id": request.requestID])
+            // With the token as it is now: a wallet whose copy of the answer was lost retries after the token may
+            // have changed (suspended meanwhile), and it keeps the state it is given. The stored state made it show
+            // ACTIVE for good, and drop the CARD_STATE of the change, which came before it knew the token.
+            if !response.digitalCardID.isEmpty, let token = try store.token(response.digitalCardID) {
+                response.tokenState = token.state.wire
+                response.stateVersion = token.stateVersion
+            }
             return response
         case .pending(let value):
             pending = value

@@ -211,6 +211,22 @@ import TokenetWire
         }
     }
 
+    /// A retry answers with the token as it is now: suspended after the first answer (which the wallet lost), it
+    /// is SUSPENDED in the retry's answer, with the change's state version. Before, the stored ACTIVE came back and
+    /// the wallet showed the token ACTIVE for good.
+    @Test func aRetryAnswersWithTheTokensStateNow() async throws {
+        let tsp = try TSPHarness.make()
+        let eligibility = try await tsp.eligibleVisa()
+        let first = try await tsp.digitize(eligibility, requestID: "req-1")
+        #expect(first.decision == .approved && first.tokenState == .active)
+        let suspended = try await LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1).changeTokenState(
+            LifecycleTests.change(first.digitalCardID, .suspend))
+        let retried = try await tsp.digitize(eligibility, requestID: "req-1")
+        #expect(retried.decision == .approved && retried.digitalCardID == first.digitalCardID)
+        #expect(retried.tokenState == .suspended)
+        #expect(retried.stateVersion == suspended.stateVersion && retried.stateVersion > first.stateVersion)
+    }
+
     @Test func concurrentRetriesMakeOneToken() async throws {
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()
