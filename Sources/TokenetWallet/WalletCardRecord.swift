@@ -125,8 +125,15 @@ public enum CardDeletePlan: Equatable, Sendable {
     /// removing the card would leave behind.
     case awaitDigitization
 
+    /// The card's token has ended (DEACTIVATED: deleted, or replaced by a newer digitization): the TSP refuses to
+    /// delete it again, so the wallet removes the card itself. Without this such a card stayed listed for good.
+    case removeEndedCard
+
     public static func plan(for card: WalletCardRecord) -> CardDeletePlan {
-        if let id = card.result?.digitalCardID, !id.isEmpty { return .deleteToken(digitalCardID: id) }
+        if let result = card.result, !result.digitalCardID.isEmpty {
+            return result.tokenState == .deactivated
+                ? .removeEndedCard : .deleteToken(digitalCardID: result.digitalCardID)
+        }
         if card.result == nil && card.digitizeRequestID != nil { return .awaitDigitization }
         return .removeCard
     }

@@ -46,8 +46,8 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         }
     }
 
-    /// A delete of a card without a token removes the card from the wallet, with no TSP call (`CardDeletePlan`);
-    /// nil for a card with a token, which the TSP deletes.
+    /// A delete of a card without a token, or whose token has ended, removes the card from the wallet, with no TSP
+    /// call (`CardDeletePlan`); nil for a card with a live token, which the TSP deletes.
     private func removeIfTokenless(_ request: WalletV1.WalletChangeCardStateRequest, context: ServerContext)
         throws(WalletError) -> WalletV1.WalletChangeCardStateResponse?
     {
@@ -55,6 +55,15 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         switch CardDeletePlan.plan(for: card) {
         case .deleteToken:
             return nil
+        case .removeEndedCard:
+            try store.removeEndedCard(id: card.id)
+            logger.withTraceID(context.traceID).info(
+                "card whose token had ended removed from the wallet",
+                [
+                    "card_ref": card.cardRef, "digital_card_id": card.result?.digitalCardID ?? "",
+                    "reason": request.reasonCode,
+                ])
+            return WalletV1.WalletChangeCardStateResponse(card: card.walletCard, removed: true)
         case .awaitDigitization:
             throw WalletError(
                 .failedPrecondition,

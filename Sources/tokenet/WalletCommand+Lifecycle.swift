@@ -20,8 +20,8 @@ extension WalletCommand {
 
         suspend, resume and delete ask the TSP to change the card's token (the reason code, e.g. USER_REQUEST, is
         kept in its audit trail); the TSP notifies the issuer app. A card that never got a token (T&C not accepted,
-        or DECLINED) is removed from the wallet by delete, with no TSP call; one whose digitization has no answer
-        yet is refused (run accept-terms again first). transactions lists the transactions the TSP notified, inbox
+        or DECLINED) or whose token has ended (DEACTIVATED) is removed from the wallet by delete, with no TSP call;
+        one whose digitization has no answer yet is refused (run accept-terms again first). transactions lists the transactions the TSP notified, inbox
         every message the wallet received from the TSP's broker. keys shows the card's limited-use payment keys;
         pay spends one, and the wallet asks the TSP for a new batch when few are left.
         """
@@ -44,8 +44,12 @@ extension WalletCommand {
                 text: { response, traceID in
                     let card = response.card ?? .init()
                     guard !response.removed else {
-                        return "\(card.cardRef) is removed from the wallet: it had no token (\(card.status)), so the "
-                            + "TSP was not asked\n(trace \(traceID))"
+                        let why =
+                            card.state == .deactivated
+                            ? "its token \(card.digitalCardID) had already ended (DEACTIVATED)"
+                            : "it had no token (\(card.status))"
+                        return "\(card.cardRef) is removed from the wallet: \(why), so the TSP was not asked\n"
+                            + "(trace \(traceID))"
                     }
                     return "\(card.cardRef) (\(card.digitalCardID)) is now \(PartyText.state(card.state))\n"
                         + "(trace \(traceID))"

@@ -192,6 +192,29 @@ import TokenetWire
         #expect(try await wallet.control.addCard(WalletHarness.manual()).cardRef == "card-3")
     }
 
+    /// A card whose token has ended (deleted) is removed from the wallet by a second delete, with its payment keys
+    /// and its place as the selected card, and the TSP is not asked again. Before, the TSP refused ("cannot delete a
+    /// token that is DEACTIVATED") and the card stayed listed for good.
+    @Test func aCardWhoseTokenEndedIsRemovedByASecondDelete() async throws {
+        var (wallet, events) = try await Self.digitized()
+        _ = await events.next()  // TOKENIZED_CARD_ADDED
+        _ = try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        #expect(try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")).keysRemaining > 0)
+        let deleted = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(deleted.card?.state == .deactivated && !deleted.removed)
+        let removed = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(removed.removed && removed.card?.state == .deactivated && removed.card?.digitalCardID == Self.id)
+        #expect(try await wallet.control.listCards(.init()).cards.isEmpty)
+        #expect(wallet.lifecycleTSP.recorded.changes.count == 1)
+        #expect(try wallet.store.selection().selectedCardID == nil)
+        await expectRPCError(.notFound, "the wallet has no card card-1") {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        }
+    }
+
     /// A card whose Digitize was sent and never answered may have a token at the TSP that the wallet does not know
     /// of yet: removing the card would leave that token behind, so the delete is refused and says what to do.
     @Test func aCardWhoseDigitizationIsUnansweredIsNotRemoved() async throws {
