@@ -195,9 +195,12 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         }
     }
 
+    /// The answer to an AcceptTerms, also when repeated. The ID&V methods are offered only while the token waits
+    /// for them (INACTIVE): repeated once it was activated or deleted, every method offered would fail.
     static func response(_ card: WalletCardRecord, _ result: TspV1.DigitizeResponse) -> WalletV1.AcceptTermsResponse {
         WalletV1.AcceptTermsResponse(
-            card: card.walletCard, idvMethods: result.idvMethods, declineReason: result.declineReason,
-            decision: result.decision)
+            card: card.walletCard,
+            idvMethods: [.active, .suspended, .deactivated].contains(result.tokenState) ? [] : result.idvMethods,
+            declineReason: result.declineReason, decision: result.decision)
     }
 }

@@ -56,7 +56,8 @@ enum PartyText {
 
     // MARK: Wallet
 
-    static func addCard(_ response: WalletV1.AddCardResponse) -> String {
+    /// The card as the wallet at `address` added it, and the command that accepts its T&C there.
+    static func addCard(_ response: WalletV1.AddCardResponse, address: String = "ADDR") -> String {
         let card = card(response.scheme, last4: response.panLast4)
         guard response.eligible else { return "Not eligible: \(card): \(response.reason)" }
         var lines = ["\(response.cardRef): \(card) is eligible."]
@@ -64,10 +65,11 @@ enum PartyText {
         if let terms = response.terms {
             lines.append("Terms and conditions \(terms.id) (version \(terms.version), \(terms.language)):")
             lines += terms.text.split(separator: "\n", omittingEmptySubsequences: false).map { "  \($0)" }
+            lines.append("Accept them with: tokenet wallet accept-terms \(address) \(response.cardRef)")
         } else {
             lines.append("No terms and conditions to accept.")
+            lines.append("Digitize it with: tokenet wallet accept-terms \(address) \(response.cardRef)")
         }
-        lines.append("Accept them with: tokenet wallet accept-terms ADDR \(response.cardRef)")
         return lines.joined(separator: "\n")
     }
 
@@ -80,6 +82,12 @@ enum PartyText {
         case .declined:
             let reason = response.declineReason.isEmpty ? "no reason given" : response.declineReason
             return "\(card.cardRef): DECLINED: \(reason)."
+        case .requireAdditionalAuthentication where card.state != .inactive && card.state != .unspecified:
+            // Asked before, and the token has moved on since (activated, or deleted): its ID&V methods are spent.
+            let after =
+                card.state == .deactivated ? "; it can no longer be activated: delete it, and add the card again" : ""
+            return "\(card.cardRef): the issuer asked for additional authentication; \(token) is now "
+                + "\(state(card.state))\(after)."
         case .requireAdditionalAuthentication:
             var lines = [
                 "\(card.cardRef): the issuer asks for additional authentication; \(token) is \(state(card.state))."

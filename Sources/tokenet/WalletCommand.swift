@@ -79,7 +79,9 @@ enum WalletCommand {
             call: { session, callOptions in
                 try await WalletV1.WalletControl.Client(session.client).addCard(request, options: callOptions)
             },
-            text: { response, traceID in PartyText.addCard(response) + "\n(trace \(traceID))" })
+            text: { response, traceID in
+                PartyText.addCard(response, address: "\(options.address)") + "\n(trace \(traceID))"
+            })
     }
 
     static let acceptTerms = PartyAction(name: "accept-terms") { flags, command throws(CLIError) in

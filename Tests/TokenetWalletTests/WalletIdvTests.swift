@@ -38,6 +38,19 @@ import TokenetWire
         #expect(!wallet.logs.lines.contains { $0.contains("123456") })
     }
 
+    /// accept-terms repeated once the step-up was done answers with the decision, but offers its ID&V methods no
+    /// more: the token is ACTIVE (or deleted), and every method would fail. While it waits, they are offered.
+    @Test func aRepeatedAcceptTermsOffersTheMethodsOnlyWhileTheTokenWaitsForThem() async throws {
+        let wallet = try await Self.steppedUp()
+        let waiting = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(waiting.decision == .requireAdditionalAuthentication && waiting.idvMethods.map(\.id) == ["otp-sms"])
+        _ = try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms"))
+        _ = try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456"))
+        let activated = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(activated.decision == .requireAdditionalAuthentication && activated.card?.state == .active)
+        #expect(activated.idvMethods.isEmpty)
+    }
+
     /// The TSP's CARD_STATE about the activation can arrive before its answer to the right code: the issuer app's
     /// listeners hear the card become ACTIVE once.
     @Test func anActivationWhoseCardStateArrivesBeforeTheAnswerIsAnnouncedOnce() async throws {
