@@ -80,7 +80,10 @@ public struct WalletCardRecord: Sendable, Equatable {
             // A declined card has no token: the state the TSP gave its declined request (DEACTIVATED) showed as if
             // a token had been made and then ended.
             state: result.map { $0.digitalCardID.isEmpty ? .unspecified : $0.tokenState } ?? .unspecified,
-            status: status.rawValue,
+            // Its T&C accepted and Digitize sent, with no answer yet: PENDING_TERMS said the terms still waited,
+            // while the TSP may have made its token (accept-terms again gets the answer).
+            status: status == .pendingTerms && result == nil && digitizeRequestID != nil
+                ? "DIGITIZING" : status.rawValue,
             walletAccountID: walletAccountID ?? "",
             issuerID: issuerID ?? "")
     }

@@ -24,6 +24,14 @@ import TokenetWire
                     digitizeRequestID: requestID)), id: id)
     }
 
+    /// The card lists as DIGITIZING, not PENDING_TERMS: its terms were accepted, and the TSP may have its token.
+    @Test func anUnansweredDigitizationListsAsDigitizing() async throws {
+        let wallet = try await Self.unanswered()
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZING"])
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZED"])
+    }
+
     @Test func anExpiredDigitizationEndsTheCardItWasAskedFor() async throws {
         let wallet = try await Self.unanswered()
         let requestID = try #require(try wallet.store.card(ref: "card-1").digitizeRequestID)

@@ -330,7 +330,7 @@ extension WalletV1 {
 
         public var state: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
 
-        /// PENDING_TERMS, DIGITIZED, DECLINED
+        /// PENDING_TERMS, DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
         public var status: String = ""
 
         /// The wallet account the card was added to (the one active then).

@@ -163,7 +163,7 @@ struct  Tokenet__Wallet__V1__WalletCard
   char *token_last4;
   Tokenet__Card__V1__TokenState state;
   /*
-   * PENDING_TERMS, DIGITIZED, DECLINED
+   * PENDING_TERMS, DIGITIZING (T&C accepted, Digitize sent and not answered yet), DIGITIZED, DECLINED
    */
   char *status;
   /*
