@@ -75,9 +75,26 @@ enum ProxyCommand {
                 throw CLIError(.usage, "proxy: give at most one of --delay, --partition and --refuse")
             }
             guard upstream.port != 0 else { throw CLIError(.usage, "proxy: --to needs a port other than 0") }
+            // Carried to itself, each connection opened another until the process ran out of descriptors.
+            if upstream.port == listen.port, ProxyCommand.sameHost(upstream.host, listen.host) {
+                throw CLIError(
+                    .usage,
+                    "proxy: --to \(upstream) is the proxy's own --listen address, so it would connect to itself; "
+                        + "--to is the node's address, --listen the one its peers are given instead")
+            }
             self.upstream = upstream
             fault = faults.first ?? .none
         }
+    }
+
+    /// Whether a connection to `upstream` would reach a listener bound to `listen`: the same name, or a loopback
+    /// address and a listener on loopback or on every address.
+    static func sameHost(_ upstream: String, _ listen: String) -> Bool {
+        let loopback: Set<String> = ["127.0.0.1", "localhost", "::1"]
+        let everywhere: Set<String> = ["0.0.0.0", "::"]
+        if upstream.lowercased() == listen.lowercased() { return true }
+        return loopback.contains(upstream.lowercased())
+            && (loopback.contains(listen.lowercased()) || everywhere.contains(listen))
     }
 
     static func run(_ options: Options) throws(CLIError) -> Int32 {

@@ -207,6 +207,12 @@ import TokenetTransport
             (["--to", "127.0.0.1:7000", "--drop"], "proxy: unknown option '--drop'"),
             // What was typed is quoted with a card number in it masked, as every command quotes it.
             (["--to", "4111111111111111:1"], "got '************1111:1'"),
+            // Carried to itself, each connection opened another until the descriptors ran out.
+            (
+                ["--to", "127.0.0.1:42531", "--listen", "127.0.0.1:42531"],
+                "proxy: --to 127.0.0.1:42531 is the proxy's own --listen address, so it would connect to itself"
+            ),
+            (["--to", "localhost:42531", "--listen", "0.0.0.0:42531"], "so it would connect to itself"),
         ] {
             let result = try await LaunchedProcess.run("tokenet", ["proxy"] + arguments)
             #expect(result.status == 2, "\(arguments): \(result)")
