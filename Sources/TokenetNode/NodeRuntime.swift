@@ -63,8 +63,17 @@ public final class NodeRuntime: Sendable {
     ) throws(NodeError) -> NodeRuntime {
         try checkTLSFiles(options)
         try checkOwnIdentity(options, spec: spec)
-        if let path = options.readyFile { try ReadyFile.checkWritable(path) }
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
+        if let path = options.readyFile {
+            // Not there yet when checked, the data directory was then made where the ready file goes, and the node
+            // printed READY before it failed to put the file in place.
+            let file = URL(fileURLWithPath: path).standardizedFileURL.path
+            guard file != URL(fileURLWithPath: dataDirectory).standardizedFileURL.path else {
+                throw NodeError(
+                    .config, "--ready-file \(path) is the node's data directory; name a file, such as \(path).ready")
+            }
+            try ReadyFile.checkWritable(path)
+        }
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
         let lock = try DataDirectoryLock(directory: dataDirectory)
         var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")

@@ -54,6 +54,21 @@ import Testing
         #expect(result.stderr.contains("No such file or directory"))
     }
 
+    /// A ready file named as the data directory (not there yet when checked, then made by the node) was found
+    /// only after READY; it is a bad option before anything starts.
+    @Test func aReadyFileThatIsTheDataDirectoryIsABadOption() async throws {
+        let directory = try TemporaryDirectory()
+        let result = try await LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--plaintext", "--listen", "127.0.0.1:0", "--data-dir", directory.path("data"), "--ready-file",
+                directory.path("data/"),
+            ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(!result.stdout.contains("READY"), "\(result.stdout)")
+        #expect(result.stderr.contains("--ready-file \(directory.path("data/")) is the node's data directory"))
+    }
+
     @Test func unwritableLocationIsAnIOError() {
         #expect(throws: NodeError.self) {
             try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: "/nonexistent/dir/ready.json")
