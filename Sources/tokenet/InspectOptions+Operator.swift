@@ -16,5 +16,6 @@ extension InspectOptions {
                 caFile: "\(pkiDirectory)/ca.pem", certificateFile: "\(pkiDirectory)/\(identity).pem",
                 keyFile: "\(pkiDirectory)/\(identity).key"))
         self.deadline = deadline
+        caOrigin = "the PKI in \(pkiDirectory)"
     }
 }

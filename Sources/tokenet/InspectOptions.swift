@@ -32,6 +32,9 @@ struct InspectOptions: Sendable {
     var data: String?
     /// `-v` (`call` only): what the call sent and how it ended, on standard error (`CallCommand+Verbose.swift`).
     var verbose = false
+    /// Where the CA certificate came from, as a refusal of the node's certificate names it: `--cacert FILE`, or
+    /// the folder a command was given its PKI in (a scenario's `--pki DIR`).
+    var caOrigin: String?
 
     static let environmentCA = "TOKENET_CACERT"
     static let environmentCertificate = "TOKENET_CERT"

@@ -187,11 +187,13 @@ final class InspectSession: Sendable {
         if let error = error as? TransportError, error.code == .handshakeFailed,
             error.message.hasPrefix("peer certificate rejected"), case .mutualTLS(let files) = options.transport
         {
+            let remedy =
+                options.caOrigin.map { "\($0) (\(files.caFile)); give the folder of the node's PKI" }
+                ?? "--cacert \(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)"
             return CLIError(
                 .connection,
-                "cannot connect to \(options.address): its certificate is not signed by the CA of --cacert "
-                    + "\(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem) (\(error.message))"
-            )
+                "cannot connect to \(options.address): its certificate is not signed by the CA of \(remedy) "
+                    + "(\(error.message))")
         }
         // A silent address: said by stage, with the time waited, rather than as one "not established in time".
         let waited =

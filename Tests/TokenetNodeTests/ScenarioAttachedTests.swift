@@ -93,6 +93,14 @@ import TokenetWire
         let badAddress = try run("call tsp tokenet.health.v1.Health/Check\n", ["--tsp", "127.0.0.1"])
         #expect(badAddress.status == 2)
         #expect(badAddress.stderr.contains("--tsp needs HOST:PORT"))
+        // A --pki whose CA did not sign the node is named as the scenario takes it (--pki), not as --cacert.
+        let otherCA = try run(
+            "call tsp tokenet.health.v1.Health/Check\n", ["--tsp", address, "--pki", pki.untrustedDirectory.path])
+        #expect(otherCA.status == 1)
+        #expect(
+            otherCA.stderr.contains(
+                "its certificate is not signed by the CA of the PKI in \(pki.untrustedDirectory.path) "
+                    + "(\(pki.untrustedPath("ca.pem"))); give the folder of the node's PKI"), "\(otherCA.stderr)")
         // The sandbox's options do nothing for nodes given: refused rather than taken silently.
         for flag in [["--keep-dir"], ["--timeout", "60"]] {
             let sandboxOnly = try run(
