@@ -94,7 +94,9 @@ extension TSPCommand {
                     response.transactions.map {
                         [
                             $0.transactionID, $0.digitalCardID, CurrencyAmount.format($0.amountMinor, $0.currency),
-                            $0.merchant, $0.approved ? "yes" : "no", $0.authnStatus,
+                            // Waiting for the cardholder is not yet a no.
+                            $0.merchant, $0.approved ? "yes" : $0.authnStatus == "PENDING" ? "pending" : "no",
+                            $0.authnStatus.isEmpty ? "-" : $0.authnStatus,
                         ]
                     })
             })

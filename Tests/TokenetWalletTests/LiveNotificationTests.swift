@@ -148,6 +148,9 @@ import TokenetTestSupport
             guard Date() < deadline else { throw LiveTestError("the issuer app never got the AUTHN request") }
             try await Task.sleep(for: .milliseconds(100))
         }
+        // Waiting for the cardholder, the payment is neither approved nor declined yet.
+        let waiting = try await tokenet(["tsp", "transactions", tsp.listen, id])
+        #expect(waiting.stdout.contains("pending") && waiting.stdout.contains("PENDING"), "\(waiting.stdout)")
         let answered = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed"])
         #expect(answered.stdout.hasPrefix("\(authnID): PROCEEDED"), "\(answered.stdout)\(answered.stderr)")
         let recorded = try await json(["tsp", "transactions", tsp.listen, id])
