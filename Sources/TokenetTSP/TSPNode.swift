@@ -105,6 +105,13 @@ public enum TSPNode {
             throw NodeError(.config, error.message)
         } catch let error as StorageError where error.code == .readOnly || error.code == .schema {
             throw NodeError(.config, "cannot open the TSP's storage in \(dataDirectory)", cause: error)
+        } catch let error as StorageError where error.code == .corrupt {
+            // As the wallet and the issuer say it: the file, and what to do. It was status 1, as a node that fails
+            // while running, with SQLite's words alone.
+            throw NodeError(
+                .config,
+                "the TSP database \(dataDirectory)/tsp.sqlite is damaged: restore it from a backup, with its vault key",
+                cause: error)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

@@ -334,6 +334,22 @@ import TokenetWire
         #expect(result.stdout.isEmpty)
     }
 
+    /// A TSP database that is not a database, or is damaged: the file named with what to do, status 2 as the
+    /// wallet and the issuer say it. It was status 1, as a node that fails while running, with SQLite's words alone.
+    @Test func aDamagedTSPDatabaseIsNamedWithWhatToDo() async throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.path("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 100).write(to: URL(fileURLWithPath: data + "/tsp.sqlite"))
+        let result = try await LaunchedProcess.run(
+            "tsp-node", ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", data])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("tsp.sqlite is damaged: restore it from a backup, with its vault key"),
+            "\(result.stderr)")
+        #expect(!result.stdout.contains("READY"))
+    }
+
     @Test func helpListsThePeersOfEachNode() async throws {
         let wallet = try await LaunchedProcess.run("wallet-node", ["--help"])
         #expect(wallet.status == 0)
