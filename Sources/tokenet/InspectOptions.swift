@@ -36,6 +36,10 @@ struct InspectOptions: Sendable {
     /// the folder a command was given its PKI in (a scenario's `--pki DIR`).
     var caOrigin: String?
 
+    /// The most bytes of `-H` metadata a call takes: the call_start's limit, less room for the method, the trace
+    /// id, the deadline and the encoding's own bytes.
+    static let headerLimit = FrameFormat.maximumCallStartSize - 4096
+
     static let environmentCA = "TOKENET_CACERT"
     static let environmentCertificate = "TOKENET_CERT"
     static let environmentKey = "TOKENET_KEY"
@@ -112,6 +116,20 @@ struct InspectOptions: Sendable {
             case .endOfOptions: continue
             case .operand(let operand): positional.append(operand)
             }
+        }
+        // The node refuses a call_start past its limit with RESOURCE_EXHAUSTED (status 72), in the wire's words,
+        // for what is the command line's mistake: said here, naming -H.
+        let headerBytes = metadata.entries.reduce(0) { total, entry in
+            switch entry.value {
+            case .text(let text): total + entry.key.utf8.count + text.utf8.count
+            case .binary(let bytes): total + entry.key.utf8.count + bytes.count
+            }
+        }
+        if headerBytes > Self.headerLimit {
+            throw CLIError(
+                .usage,
+                "\(command): -H: the metadata add up to \(headerBytes) bytes; a call takes at most \(Self.headerLimit) "
+                    + "(its method, metadata and deadline share \(FrameFormat.maximumCallStartSize) bytes)")
         }
         guard let first = positional.first else { throw CLIError(.usage, "\(command): missing ADDR (HOST:PORT)") }
         guard let address = HostPort(parsing: first) else {

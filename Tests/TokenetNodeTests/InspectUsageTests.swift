@@ -89,6 +89,16 @@ import TokenetTransport
         try expectUsageError(["describe", address, "a", "b", "--plaintext"], "describe: unexpected arguments: b\n")
     }
 
+    /// Metadata past what a call_start holds were sent and refused by the node (RESOURCE_EXHAUSTED, status 72, in
+    /// the wire's words); they are the command line's mistake, named with -H before anything is sent.
+    @Test func metadataTooLargeForACallAreRefused() throws {
+        let value = String(repeating: "a", count: 100_000)
+        try expectUsageError(
+            ["call", address, "tokenet.health.v1.Health/Check", "-H", "x-big: \(value)", "--plaintext"],
+            "call: -H: the metadata add up to 100005 bytes; a call takes at most 61440 (its method, metadata and "
+                + "deadline share 65536 bytes)")
+    }
+
     @Test func anEmptyOperandIsRefused() throws {
         try expectUsageError(["list", address, "", "--plaintext"], "list: SERVICE is empty")
     }
