@@ -137,6 +137,19 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
                     "signing in needs the authentication service, which this issuer app does not have; deny the "
                         + "session or use another ID&V method"))
         }
+        // An app in which accounts are activated acts for those: one removed from it (delete-account), or never
+        // activated there, does not activate its cards, though the cardholder can still sign in for the others.
+        // Checked before the PIN, which a refusal then does not spend. An app with no account activated in it has
+        // nothing to check against, and signs the cardholder in as before.
+        let appAccounts = try store.appAccounts(session.cardholderID).map(\.accountID)
+        if !appAccounts.isEmpty, let card = try store.card(id: session.cardID), !appAccounts.contains(card.accountID) {
+            throw retry(
+                RPCError(
+                    .failedPrecondition,
+                    "card ending \(session.cardLast4) is of account \(card.accountID), which is not activated in "
+                        + "\(session.cardholderID)'s app; activate it there (tokenet issuer-app activate-linked), or "
+                        + "deny the session and use another ID&V method"))
+        }
         let accessToken: String
         do {
             accessToken = try await login.accessToken(forUser: session.cardholderID, pin: request.pin)

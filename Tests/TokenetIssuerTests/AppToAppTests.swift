@@ -65,6 +65,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     let app: IssuerV1.IssuerAppToApp.Client
     let person: IssuerV1.IssuerAppToApp.Client
     let sink = MemoryLogSink()
+    let store: IssuerStore
 
     init(login: (any CardholderLogin)? = FakeLogin()) async throws {
         var tspRouter = RPCRouter()
@@ -75,6 +76,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         let walletCaller = Support.connect(walletRouter, as: .issuer)
         let party = try Support.party(
             tsp: Support.connect(tspRouter, as: .issuer), wallet: walletCaller, sink: sink, login: login)
+        store = party.store
         var router = Support.router(party)
         // The party always signs in with the issuer app's own login unless given another; without any, the
         // service refuses to complete sessions.
@@ -123,6 +125,35 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
             _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
         }
         #expect(again?.code == .failedPrecondition && again?.message.contains("already finished") == true)
+    }
+
+    /// An app in which the cardholder activated accounts acts for those alone: the card of an account removed from
+    /// it (or never activated there) is not activated, the PIN is not asked, and the session stays open for the
+    /// account to be activated. Before, the TSP activated it with an access token of the account left in the app.
+    @Test func aCardOfAnAccountNotInTheAppIsNotActivated() async throws {
+        func account(_ id: String) -> AppAccountRecord {
+            AppAccountRecord(
+                userID: "ch-chloe", accountID: id, displayName: id, userCredentialID: "u-\(id)",
+                userSecretSealed: [1], deviceCredentialID: "d-\(id)", deviceSecretSealed: [2], digits: 6,
+                userCounter: 0, deviceCounter: 0, activatedAtMs: 1)
+        }
+        try store.insertAppUser(
+            AppUserRecord(userID: "ch-chloe", salt: [1], pinCheck: [2], devicePIN: "0000"), nowMs: 1)
+        try store.saveAppAccount(account("acc-chloe-savings"))
+        let opened = try await open()
+        let refused = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        }
+        #expect(refused?.code == .failedPrecondition)
+        #expect(
+            refused?.message
+                == "card ending 0054 is of account acc-chloe-credit, which is not activated in ch-chloe's app; "
+                + "activate it there (tokenet issuer-app activate-linked), or deny the session and use another "
+                + "ID&V method")
+        #expect(tsp.inApp.withLock { $0.isEmpty })
+        try store.saveAppAccount(account("acc-chloe-credit"))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved)
     }
 
     /// The pass is on the wallet's second page of CurrentTokens: the lookup reads on until it finds it.
