@@ -25,7 +25,8 @@ enum IssuerAppCommand {
         and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
         authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
         printed SESSION_ID): with --pin the app signs the cardholder in, has the TSP activate the token and tells
-        the wallet approved (a failed sign-in leaves the session open); with --deny the wallet hears failure.
+        the wallet approved (a failed sign-in leaves the session open, as does a card of an account the app does
+        not hold while it holds others: activate that account first); with --deny the wallet hears failure.
 
         Options:
           --code CODE          The activation code.
