@@ -13,7 +13,8 @@ public struct AppViewTable: Equatable, Sendable {
 
     public private(set) var rows: [String: Row] = [:]
     public private(set) var walletAccountID = ""
-    /// The card selected in the wallet app, from SELECTED_CARD_CHANGED (the pull does not carry it).
+    /// The card selected in the wallet app, from SELECTED_CARD_CHANGED and from a pull (which a restarted app
+    /// starts with: without it, the app forgot the selection until the next change).
     public private(set) var selectedDigitalCardID = ""
     public private(set) var lastSequence: UInt64 = 0
     public private(set) var pulls: UInt32 = 0
@@ -25,6 +26,7 @@ public struct AppViewTable: Equatable, Sendable {
         pulls += 1
         lastSequence = 0
         walletAccountID = pull.walletAccountID
+        selectedDigitalCardID = pull.selectedDigitalCardID
         rows = [:]
         for token in pull.tokens {
             rows[token.digitalCardID] = Row(tokenState: token.tokenState, updatedBy: "pull", removed: false)

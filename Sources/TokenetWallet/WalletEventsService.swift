@@ -63,8 +63,14 @@ public struct WalletEventsService: WalletV1.WalletEvents.ServiceProtocol {
                     digitalCardID: result.digitalCardID, tokenState: result.tokenState,
                     passSerialNumber: WalletPass.serialNumber(of: result.digitalCardID), panLast4: card.panLast4)
             }
+            // The selection, named as SELECTED_CARD_CHANGED names it: only to the app of the card's own issuer.
+            let selectedRef = try selection.selectedCardRef()
+            let selected = selectedRef.isEmpty ? nil : try store.card(ref: selectedRef)
+            let selectedID =
+                selected.flatMap { $0.belongs(toIssuerNode: caller) ? $0.result?.digitalCardID : nil } ?? ""
             return WalletV1.CurrentTokensResponse(
-                walletAccountID: selection.activeWalletAccountID, tokens: tokens, nextPageToken: next)
+                walletAccountID: selection.activeWalletAccountID, tokens: tokens, nextPageToken: next,
+                selectedDigitalCardID: selectedID)
         }
     }
 

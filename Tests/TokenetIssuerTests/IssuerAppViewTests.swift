@@ -25,6 +25,18 @@ import TokenetWire
             tokens: tokens.map { WalletV1.TokenStatus(digitalCardID: $0.0, tokenState: $0.1) })
     }
 
+    /// A restarted issuer app starts from a pull: the selection comes with it, where before the app showed none
+    /// until the person chose another card.
+    @Test func thePullCarriesTheSelectedCard() {
+        var table = AppViewTable()
+        var pull = Self.pull([(Self.visa, .active)])
+        pull.selectedDigitalCardID = Self.visa
+        table.apply(pull: pull)
+        #expect(table.response.selectedDigitalCardID == Self.visa)
+        table.apply(pull: Self.pull([(Self.visa, .active)]))
+        #expect(table.response.selectedDigitalCardID == "")
+    }
+
     @Test func thePullFillsTheTableAndEventsChangeIt() {
         var table = AppViewTable()
         table.apply(pull: Self.pull([(Self.visa, .inactive)]))

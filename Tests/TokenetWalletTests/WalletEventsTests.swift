@@ -100,6 +100,8 @@ import TokenetWire
         #expect(pulledA.tokens.map(\.panLast4) == ["1111"])
         #expect(pulledB.tokens.map(\.digitalCardID) == [bankBCard])
         #expect(pulledB.tokens.map(\.panLast4) == ["4444"])
+        // The pull names the selected card to its own issuer's app alone, as SELECTED_CARD_CHANGED does.
+        #expect(pulledB.selectedDigitalCardID == bankBCard && pulledA.selectedDigitalCardID == "")
 
         var eventsA = streamA.makeAsyncIterator()
         var eventsB = streamB.makeAsyncIterator()

@@ -616,7 +616,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__token_status__descriptor =
   (ProtobufCMessageInit) tokenet__wallet__v1__token_status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_response__field_descriptors[4] =
 {
   {
     "wallet_account_id",
@@ -654,16 +654,29 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__current_tokens_respon
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "selected_digital_card_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__CurrentTokensResponse, selected_digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__current_tokens_response__field_indices_by_name[] = {
   2,   /* field[2] = next_page_token */
+  3,   /* field[3] = selected_digital_card_id */
   1,   /* field[1] = tokens */
   0,   /* field[0] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__current_tokens_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__descriptor =
 {
@@ -673,7 +686,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__current_tokens_response__d
   "Tokenet__Wallet__V1__CurrentTokensResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__CurrentTokensResponse),
-  3,
+  4,
   tokenet__wallet__v1__current_tokens_response__field_descriptors,
   tokenet__wallet__v1__current_tokens_response__field_indices_by_name,
   1,  tokenet__wallet__v1__current_tokens_response__number_ranges,

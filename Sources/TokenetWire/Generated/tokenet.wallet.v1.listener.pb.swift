@@ -180,28 +180,37 @@ extension WalletV1 {
         /// Empty on the last page; otherwise the page_token that asks for the next one.
         public var nextPageToken: String = ""
 
+        /// The digital card id of the card selected in the active wallet account when the page was read, when that card
+        /// is the calling issuer app's (as SELECTED_CARD_CHANGED names it); empty otherwise. A pull thus restores what a
+        /// restarted issuer app missed of the selection.
+        public var selectedDigitalCardID: String = ""
+
         public init() {}
 
         public init(
             walletAccountID: String = "",
             tokens: [WalletV1.TokenStatus] = [],
-            nextPageToken: String = ""
+            nextPageToken: String = "",
+            selectedDigitalCardID: String = ""
         ) {
             self.walletAccountID = walletAccountID
             self.tokens = tokens
             self.nextPageToken = nextPageToken
+            self.selectedDigitalCardID = selectedDigitalCardID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.walletAccountID = try reader.read(1)
             self.tokens = try reader.readRepeatedMessages(2)
             self.nextPageToken = try reader.read(3)
+            self.selectedDigitalCardID = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, walletAccountID)
             try writer.write(2, repeatedMessages: tokens)
             try writer.write(3, nextPageToken)
+            try writer.write(4, selectedDigitalCardID)
         }
     }
 }

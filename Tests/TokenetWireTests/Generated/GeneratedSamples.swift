@@ -2150,6 +2150,7 @@ extension WalletV1.CurrentTokensResponse {
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokens = [WalletV1.TokenStatus.samples()[0], WalletV1.TokenStatus.samples()[0]]
         base.nextPageToken = "next_page_token-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.selectedDigitalCardID = "selected_digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -127,10 +127,16 @@ struct  Tokenet__Wallet__V1__CurrentTokensResponse
    * Empty on the last page; otherwise the page_token that asks for the next one.
    */
   char *next_page_token;
+  /*
+   * The digital card id of the card selected in the active wallet account when the page was read, when that card
+   * is the calling issuer app's (as SELECTED_CARD_CHANGED names it); empty otherwise. A pull thus restores what a
+   * restarted issuer app missed of the selection.
+   */
+  char *selected_digital_card_id;
 };
 #define TOKENET__WALLET__V1__CURRENT_TOKENS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__current_tokens_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__SetActiveWalletAccountRequest
