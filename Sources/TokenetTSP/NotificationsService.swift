@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetTransport
@@ -8,6 +10,8 @@ import TokenetWire
 struct NotificationsService: TspV1.Notifications.ServiceProtocol {
     let broker: NotificationBroker
     let logger: Logger
+    /// Replacements of subscribers' streams, shared by every Subscribe call (`SubscriberContention`).
+    let contention = SubscriberContention.Shared()
 
     func subscribe(
         _ request: TspV1.SubscribeRequest, responses: ResponseWriter<TspV1.Notification>, context: ServerContext
@@ -27,6 +31,14 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
             }
         } catch is NotificationOutbox.Replaced {
             log.info("subscriber stream replaced by a newer one", ["subscriber": subscriber])
+            let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+            if case .warn(_, let count) = contention.state.withLock({ $0.replaced(subscriber, atMs: nowMs) }) {
+                log.warning(
+                    "subscriber's stream replaced \(count) times within a minute: two nodes seem to share its "
+                        + "certificate, and its messages go to whichever holds the stream; give each node its own "
+                        + "identity (Tools/gen-certs), or stop the other",
+                    ["subscriber": subscriber])
+            }
             throw RPCError(
                 .aborted,
                 "a newer Subscribe from \(subscriber) replaced this stream; its unacknowledged messages "
