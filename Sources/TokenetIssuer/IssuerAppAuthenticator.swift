@@ -119,6 +119,14 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             try !store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
         {
             answer.message = Self.credentialsLost(enrolment.accountID)
+        } else if response.result == .expiredCode,
+            try store.appAccounts(enrolment.userID).contains(where: { $0.accountID == enrolment.accountID })
+        {
+            // activate-linked activated the account with a code of its own, which replaced this one: "ask the
+            // issuer for a new code" sent the cardholder for a code they do not need.
+            answer.message =
+                "account \(enrolment.accountID) is already activated in the app, so this code, since replaced, is "
+                + "not needed"
         }
         logger.info(
             "account activation",

@@ -15,6 +15,8 @@ final class FakeTSPAuth: Sendable {
         var secrets: [String: [UInt8]] = [:]
         /// Accounts whose activation the fake refuses with INCORRECT_CODE.
         var refusing: Set<String> = []
+        /// References whose code the TSP reports expired (replaced by a newer one, as activate-linked does).
+        var expiring: Set<String> = []
         var verifyCalls = 0
         var unlocks = 0
         var logins = 0
@@ -90,6 +92,10 @@ final class FakeTSPAuth: Sendable {
                 referenceID: request.referenceID, userID: enrolment.user, accountID: enrolment.account)
             if enrolment.used {
                 response.result = .alreadyUsed
+            } else if state.expiring.contains(request.referenceID) {
+                response.result = .expiredCode
+                response.message =
+                    "the activation code expired or was replaced by a newer one; ask the issuer for a new code"
             } else if enrolment.code != request.activationCode || state.refusing.contains(enrolment.account) {
                 response.result = .incorrectCode
                 response.triesLeft = 4

@@ -145,6 +145,30 @@ import TokenetWire
         #expect(activated.result == .success)
     }
 
+    /// An account activate-linked activated keeps its first enrolment's code, which the TSP then reports expired
+    /// (replaced): the app says the account is already in it, not to ask the issuer for a new code.
+    @Test func anExpiredCodeOfAnAccountAlreadyInTheAppSaysSo() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        let again = try await app.enrol()
+        app.tsp.state.withLock { _ = $0.expiring.insert(again.reference) }
+        let answer = try await app.party.app.activate(
+            code: again.code, referenceID: again.reference, displayName: "", pin: "2580")
+        #expect(answer.result == .expiredCode)
+        #expect(
+            answer.message
+                == "account acc-alice-checking is already activated in the app, so this code, since replaced, is not "
+                + "needed")
+        // For an account not in the app, the TSP's words stand.
+        let other = try await app.enrol("ch-alice", "acc-alice-credit")
+        app.tsp.state.withLock { _ = $0.expiring.insert(other.reference) }
+        let expired = try await app.party.app.activate(
+            code: other.code, referenceID: other.reference, displayName: "", pin: "2580")
+        #expect(expired.result == .expiredCode && expired.message.contains("ask the issuer for a new code"))
+    }
+
     @Test func thePINSurvivesDeletingEveryAccount() async throws {
         let app = try App.make()
         let first = try await app.enrol()
