@@ -274,6 +274,17 @@ import TokenetTransport
         await rig.stop()
     }
 
+    /// Waits, for up to two minutes, until the server has closed its side and the proxy carries no connection any
+    /// more: what a delay held is then left only in the writer.
+    static func waitForTheEnd(of rig: Rig, serverClosed: borrowing Atomic<Bool>) async throws {
+        let started = ContinuousClock.now
+        while !serverClosed.load(ordering: .acquiring) || rig.proxy.connectionCount != 0 {
+            guard ContinuousClock.now - started < .seconds(120) else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(serverClosed.load(ordering: .acquiring) && rig.proxy.connectionCount == 0)
+    }
+
     /// A connection one side has ended may still hold delayed bytes for the other; a reset cuts it too, rather than
     /// leaving it (and the proxy's end, which resets) to wait out the delay.
     @Test func resetCutsAConnectionThatIsStillDeliveringDelayedBytes() async throws {
@@ -287,12 +298,7 @@ import TokenetTransport
         let client = try await rig.connect()
         // Once the server has closed and the proxy carries no connection any more, only the delayed byte and the
         // close are left, waiting in the writer.
-        let started = ContinuousClock.now
-        while !serverClosed.load(ordering: .acquiring) || rig.proxy.connectionCount != 0 {
-            guard ContinuousClock.now - started < .seconds(120) else { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(serverClosed.load(ordering: .acquiring) && rig.proxy.connectionCount == 0)
+        try await Self.waitForTheEnd(of: rig, serverClosed: serverClosed)
         rig.proxy.reset()
         let error = await #expect(throws: TransportError.self) { _ = try await client.read() }
         #expect(error?.description.contains("reset by peer") == true, "\(String(describing: error))")
@@ -311,12 +317,7 @@ import TokenetTransport
         }
         rig.proxy.set(.delay(.seconds(600)), only: .toClient)
         let client = try await rig.connect()
-        let started = ContinuousClock.now
-        while !serverClosed.load(ordering: .acquiring) || rig.proxy.connectionCount != 0 {
-            guard ContinuousClock.now - started < .seconds(120) else { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(serverClosed.load(ordering: .acquiring) && rig.proxy.connectionCount == 0)
+        try await Self.waitForTheEnd(of: rig, serverClosed: serverClosed)
         #expect(await Self.read(1, from: client, within: .milliseconds(300)) == [])
         rig.proxy.set(.none)
         // Up to the end of the stream, which comes after the bytes.
