@@ -17,7 +17,7 @@ enum DecodeCommand {
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
-                    let json = try message(bytes, as: type)
+                    let json = maskPAN(try message(bytes, as: type))
                     // Hex or base64 text given without its flag often reads as a message of fields the type does not
                     // have, which printed as {} with status 0: such a reading fails here, and `notText` says which
                     // flag to add. Text that is a message of the type's own fields (an id of hex digits) stands.
@@ -25,6 +25,11 @@ enum DecodeCommand {
                         !keepsEveryByte(bytes, as: type)
                     {
                         throw CLIError(.data, "decode: the bytes hold fields a \(type.protoName) does not have")
+                    }
+                    if !keepsEveryByte(bytes, as: type) {
+                        printError(
+                            "decode: note: the bytes hold fields \(type.protoName) does not have, not shown (another "
+                                + "message type, or a peer built from newer .proto files?)")
                     }
                     return json
                 })
@@ -209,6 +214,7 @@ enum DecodeCommand {
 
     /// The methods of the call_start frames in the client's side of a connection, by stream id.
     static func calls(in bytes: [UInt8], file: String) throws(CLIError) -> [UInt32: AnyMethodDescriptor] {
+        try refuseTLSRecords(bytes, named: "--calls \(file)")
         var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
         var calls: [UInt32: AnyMethodDescriptor] = [:]
@@ -225,6 +231,17 @@ enum DecodeCommand {
         return calls
     }
 
+    /// Refuses bytes that open with a TLS record: a capture followed as TCP (`follow,tcp`) gives the encrypted
+    /// records, which the frame decoder took for a plaintext peer talking to a TLS one and said so.
+    static func refuseTLSRecords(_ bytes: [UInt8], named name: String) throws(CLIError) {
+        guard bytes.count >= 3, (0x14...0x17).contains(bytes[0]), bytes[1] == 0x03, bytes[2] <= 0x04 else { return }
+        throw CLIError(
+            .data,
+            "decode: \(name) starts with a TLS record: the bytes are still encrypted, and decode reads what TLS "
+                + "carries; with the key log the nodes wrote (SSLKEYLOGFILE), tshark -r CAPTURE -o "
+                + "tls.keylog_file:KEYLOG -q -z follow,tls,raw,N gives them (follow,tls, not follow,tcp)")
+    }
+
     /// Prints each frame as it is decoded, so that what came before a broken frame is still shown.
     /// `answered` holds the calls of the other side (`--calls`), whose messages here are their responses.
     static func frames(
@@ -232,6 +249,7 @@ enum DecodeCommand {
     )
         throws(CLIError)
     {
+        try refuseTLSRecords(bytes, named: "the input")
         var decoder = FrameDecoder(maximumFrameSize: frameLimit)
         decoder.feed(bytes)
         var calls = DecodedFrame.Calls(answered: answered, method: method)
@@ -239,7 +257,7 @@ enum DecodeCommand {
         do {
             while let frame = try decoder.nextFrame() {
                 count += 1
-                printOut(try DecodedFrame.json(frame, calls: &calls))
+                printOut(maskPAN(try DecodedFrame.json(frame, calls: &calls)))
             }
             try decoder.finish()
         } catch let error as CLIError {
@@ -265,7 +283,9 @@ enum DecodeCommand {
         message frame is decoded as its call's request type when the call's call_start came earlier in the input
         (the client's side of a connection). The server's side holds no call_start: --calls reads them from the
         client's side of the same connection, or --method names the one method whose responses its messages are.
-        A message whose type is not known keeps its bytes in base64.
+        A message whose type is not known keeps its bytes in base64, and so do those of a stream that
+        --method does not fit (another call's, such as the CLI's reflection lookups), with a note on standard
+        error. A card number in any field shows masked to its last four digits, as in the nodes' logs.
 
         With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
         serialized message of that type.

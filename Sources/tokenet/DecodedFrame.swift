@@ -14,9 +14,16 @@ enum DecodedFrame {
         /// For any other stream (`--method`): its messages are this method's responses.
         var method: AnyMethodDescriptor?
 
-        func type(of streamID: UInt32) -> (type: any ProtoMessage.Type, direction: String)? {
-            if let call = started[streamID] { return (call.request, "request") }
-            if let call = answered[streamID] ?? method { return (call.response, "response") }
+        /// Streams whose messages turned out not to be `method`'s responses, each told once.
+        var notTheMethods: Set<UInt32> = []
+
+        /// The type of the messages on `streamID`; `guessed` when only `--method` says so: the server's side of a
+        /// connection also holds the streams of other calls (the CLI's reflection lookups come first), whose
+        /// messages are no responses of that method.
+        func type(of streamID: UInt32) -> (type: any ProtoMessage.Type, direction: String, guessed: Bool)? {
+            if let call = started[streamID] { return (call.request, "request", false) }
+            if let call = answered[streamID] { return (call.response, "response", false) }
+            if let method { return (method.response, "response", true) }
             return nil
         }
     }
@@ -26,13 +33,37 @@ enum DecodedFrame {
         case .callStart(let start):
             if let known = DecodeCommand.Options.method(start.method) { calls.started[frame.streamID] = known }
         case .message(let message):
-            guard let (type, direction) = calls.type(of: frame.streamID) else { break }
-            let value: String
+            guard let (type, direction, guessed) = calls.type(of: frame.streamID) else { break }
+            let decoded: any ProtoMessage
             do {
-                value = try type.init(serializedBytes: message.data).jsonString(options: .pretty)
+                decoded = try type.init(serializedBytes: message.data)
             } catch {
+                guard !guessed else {
+                    calls.tellNotTheMethods(frame.streamID, type, "its bytes do not decode as one")
+                    break
+                }
                 throw CLIError(
                     .data, "decode: the message on stream \(frame.streamID) is not a \(type.protoName)",
+                    cause: DescribedError(error))
+            }
+            // Bytes of fields the type does not have are dropped by the decoding: a message of another type read
+            // as this one printed a plausible value built from whatever field numbers the two share.
+            let dropped = message.data.count - ((try? decoded.serializedBytes().count) ?? message.data.count)
+            if dropped > 0 {
+                guard !guessed else {
+                    calls.tellNotTheMethods(frame.streamID, type, "it holds fields that type does not have")
+                    break
+                }
+                printError(
+                    "decode: note: the message on stream \(frame.streamID) holds \(dropped) bytes of fields "
+                        + "\(type.protoName) does not have, not shown (a peer built from newer .proto files?)")
+            }
+            let value: String
+            do {
+                value = try decoded.jsonString(options: .pretty)
+            } catch {
+                throw CLIError(
+                    .data, "decode: the message on stream \(frame.streamID) cannot be shown as JSON",
                     cause: DescribedError(error))
             }
             return """
@@ -52,5 +83,16 @@ enum DecodedFrame {
         } catch {
             throw CLIError(.data, "decode: a frame cannot be shown as JSON", cause: DescribedError(error))
         }
+    }
+}
+
+extension DecodedFrame.Calls {
+    /// Says once per stream that its messages are shown undecoded, not as `--method`'s responses.
+    mutating func tellNotTheMethods(_ streamID: UInt32, _ type: any ProtoMessage.Type, _ why: String) {
+        guard notTheMethods.insert(streamID).inserted else { return }
+        printError(
+            "decode: note: the messages on stream \(streamID) are not \(type.protoName) (\(why)), so they are shown "
+                + "undecoded: another call's, such as the CLI's reflection lookups; give the client's side with "
+                + "--calls to know every stream's method")
     }
 }
