@@ -181,9 +181,73 @@ local function add_varint32(tree, proto_field, field)
     return tostring(value)
 end
 
+-- Card numbers never show, as in the nodes' logs (Sources/TokenetNode/PANMasking.swift, whose main rule this is):
+-- a run of 13 or more digits, its groups joined by single spaces, hyphens, dots or underscores, keeps its last four
+-- digits; a lone run of exactly 13 that does not start with a 4 (a time in milliseconds) is no card number. Operator
+-- calls such as WalletControl/AddCard and IssuerCardCare/RenewCard carry a card number inside TLS, and a peer's
+-- status message may quote one. Returns the 0-based positions of the digits to mask among the `count` bytes `at`
+-- gives.
+local function card_number_digits(at, count)
+    local function digit(i) local b = at(i) return b >= 48 and b <= 57 end
+    local function joint(i) local b = at(i) return b == 32 or b == 45 or b == 46 or b == 95 end
+    local masked = {}
+    local i = 0
+    while i < count do
+        if not digit(i) then
+            i = i + 1
+        else
+            local digits, groups = {}, 0
+            local j = i
+            while true do
+                while j < count and digit(j) do
+                    digits[#digits + 1] = j
+                    j = j + 1
+                end
+                groups = groups + 1
+                if j + 1 < count and joint(j) and digit(j + 1) then j = j + 1 else break end
+            end
+            local time = groups == 1 and #digits == 13 and at(digits[1]) ~= 52
+            if #digits >= 13 and not time then
+                for k = 1, #digits - 4 do masked[#masked + 1] = digits[k] end
+            end
+            i = j
+        end
+    end
+    return masked
+end
+
+local function masked_text(value)
+    local positions = card_number_digits(function(i) return value:byte(i + 1) end, #value)
+    if #positions == 0 then return value end
+    local bytes = { value:byte(1, -1) }
+    for _, position in ipairs(positions) do bytes[position + 1] = 42 end
+    local parts = {}
+    for k = 1, #bytes, 4096 do parts[#parts + 1] = string.char(table.unpack(bytes, k, math.min(k + 4095, #bytes))) end
+    return table.concat(parts)
+end
+
+-- A message's bytes with any card number in them masked (the same length, so every field stays where it was), for
+-- the protobuf dissector: a new data source named so when something was masked.
+local function masked_tvb(range)
+    local bytes = range:bytes()
+    local positions = card_number_digits(function(i) return bytes:get_index(i) end, bytes:len())
+    if #positions == 0 then return range:tvb() end
+    for _, position in ipairs(positions) do bytes:set_index(position, 42) end
+    return bytes:tvb("Message (card number masked)")
+end
+
+-- Text from a peer as the summary and the tree's labels show it: control characters escaped, so that a status
+-- message cannot clear a terminal, colour it or start a line that looks like another frame's.
+local function escaped(value)
+    return (value:gsub("%c", function(c)
+        local names = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+        return names[c] or string.format("\\x%02x", c:byte())
+    end))
+end
+
 local function text(field)
     if field.range == nil then return "" end
-    return field.range:string(ENC_UTF_8)
+    return masked_text(field.range:string(ENC_UTF_8))
 end
 
 -- Checks that `range` is a Frame: a stream id, at most one kind, each with its wire type.
@@ -269,7 +333,7 @@ local function add_metadata(tree, field)
             if entry.range then subtree:add(f.metadata_binary, entry.range) end
         end
     end
-    subtree:set_text("Metadata: " .. key .. ": " .. (value or ""))
+    subtree:set_text(escaped("Metadata: " .. key .. ": " .. (value or "")))
     if key == "tokenet-trace-id" and value then tree:add(f.trace_id, field.whole, value) end
     return key, value
 end
@@ -278,7 +342,7 @@ local function dissect_payload(data_range, pinfo, tree, message_type_info)
     if data_range == nil or protobuf == nil then return end
     local previous = pinfo.private["pb_msg_type"]
     pinfo.private["pb_msg_type"] = message_type_info
-    pcall(Dissector.call, protobuf, data_range:tvb(), pinfo, tree)
+    pcall(Dissector.call, protobuf, masked_tvb(data_range), pinfo, tree)
     pinfo.private["pb_msg_type"] = previous
 end
 
@@ -479,6 +543,7 @@ function tokenet.dissector(tvb, pinfo, tree)
             summaries[#summaries + 1] = "malformed frame"
         else
             local summary = dissect_frame(body or whole, pinfo, subtree, frame)
+            summary = escaped(summary)
             subtree:set_text("Tokenet: " .. summary)
             summaries[#summaries + 1] = summary
         end
