@@ -66,15 +66,21 @@ extension TSPStore {
             }, announce: announce)
     }
 
-    /// Who moved the token to SUSPENDED last, and why (see `SuspensionAuthority`); nil when it never was.
+    /// Who moved the token to SUSPENDED last, and why (see `SuspensionAuthority`); nil when it never was. A
+    /// renewal's event keeps a suspended token SUSPENDED with the issuer as its actor, but suspends nothing: read as
+    /// a suspension it let the issuer lift the TSP's and kept the wallet from lifting its own. Its reason cannot be
+    /// a caller's, as reason codes are upper-case words (`LifecycleService.reason`).
     func lastSuspension(_ tx: Transaction, of digitalCardID: String) throws -> (actor: String, reason: String)? {
         try tx.queryOne(
             """
-            SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
+            SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ? AND reason NOT LIKE ?
             ORDER BY id DESC LIMIT 1
-            """, [digitalCardID, TokenLifecycleStateMachine.State.suspended.rawValue]
+            """, [digitalCardID, TokenLifecycleStateMachine.State.suspended.rawValue, Self.renewalReason + "%"]
         ).map { (try $0.text(0), try $0.text(1)) }
     }
+
+    /// How a renewal's event in a token's history begins.
+    static let renewalReason = "card renewed; "
 
     /// The node ids of the issuer that owns the token's issuer id (nil when unknown or registered without TLS).
     func issuerNodeID(of issuerID: String) throws -> String? {
@@ -346,7 +352,8 @@ extension TSPStore {
                         """, [try vault.seal(pan, recordID: id), pan.last4, expiry?.description, Int64(nowMs), id])
                     try recordEvent(
                         tx, token: id, from: token.state, to: token.state, actor: actor,
-                        reason: "card renewed; funding card now ends in \(pan.last4)", traceID: traceID, nowMs: nowMs)
+                        reason: Self.renewalReason + "funding card now ends in \(pan.last4)", traceID: traceID,
+                        nowMs: nowMs)
                     token.panLast4 = pan.last4
                     renewed.append(token)
                     results.append(.init(digitalCardID: id, tokenState: token.state.wire))

@@ -108,4 +108,34 @@ import TokenetWire
             try await tspOperator.changeTokenState(LifecycleTests.change(id, .resume, "CARD_FOUND")).tokenState
                 == .active)
     }
+
+    /// A renewal keeps a suspended token's state and records the issuer's event SUSPENDED → SUSPENDED, which was
+    /// then read as the issuer's suspension: the issuer could lift the TSP's fraud suspension, and the wallet no
+    /// longer its own.
+    @Test func aRenewalTakesNoSuspensionOver() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let issuer = LifecycleTests.lifecycle(tsp, as: LifecycleTests.issuer1)
+        let tspOperator = LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1)
+        let updates = NotificationFlowTests.updates(tsp, as: LifecycleTests.issuer1)
+        func renew(_ last4: String, _ year: String) async throws {
+            let renewed = TSPHarness.card("411111111111\(last4)", month: "08", year: year)
+            let response = try await updates.renewCard(
+                .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+            #expect(response.renewedDigitalCardIds == [id])
+        }
+
+        _ = try await tspOperator.changeTokenState(LifecycleTests.change(id, .suspend, "FRAUD_SUSPECTED"))
+        try await renew("1129", "2031")
+        let refused = try await issuer.changeIssuerTokenStates(
+            .init(digitalCardIds: [id], action: .resume, reasonCode: "REVIEWED"))
+        #expect(refused.results.map(\.statusCode) == [StatusCode.failedPrecondition.rawValue])
+        #expect(refused.results.first?.message.contains("only the TSP may resume it") == true)
+        _ = try await tspOperator.changeTokenState(LifecycleTests.change(id, .resume, "REVIEWED"))
+
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        try await renew("1137", "2032")
+        #expect(try await wallet.changeTokenState(LifecycleTests.change(id, .resume)).tokenState == .active)
+    }
 }
