@@ -72,6 +72,17 @@ struct DigitizationOutcome: Sendable, Equatable {
             declineReason: why, decidedBy: "tsp")
     }
 
+    /// The token was deleted (by `actor`, for `reason`) while its digitization waited for a decision: the TSP
+    /// declines it without asking the issuer.
+    static func deletedBeforeDecision(by actor: String, reason: String) -> DigitizationOutcome {
+        let why =
+            "the token was deleted by the \(actor == "tsp" || actor == "operator" ? "TSP" : actor)"
+            + (reason.isEmpty ? "" : " (\(reason))") + " before its digitization was decided; add the card again"
+        return DigitizationOutcome(
+            decision: .declined, state: .deactivated, reason: "declined: \(why)", idvMethods: [], declineReason: why,
+            decidedBy: "tsp")
+    }
+
     /// Error codes with which an issuer refuses a question rather than failing to answer it.
     static let refusals: Set<StatusCode> = [
         .invalidArgument, .notFound, .permissionDenied, .failedPrecondition, .unimplemented, .unauthenticated,

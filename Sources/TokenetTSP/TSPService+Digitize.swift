@@ -40,10 +40,22 @@ extension TSPService {
         case .pending(let value):
             pending = value
         }
-        // Nil when cancelled (the TSP is stopping and its drain ran out, or the wallet gave up): the issuer's call
-        // failed for that reason, not because the issuer is unavailable, so nothing is decided. The request stays
-        // pending; a retry with the same request id resumes it.
-        guard let outcome = await decide(pending, request: request, log: log) else {
+        let outcome: DigitizationOutcome
+        if pending.token.state == .deactivated {
+            // Deleted while its digitization waited for a decision (the TSP stopped while asking the issuer, and
+            // the token was deleted before the wallet retried): the issuer is not asked, as it would decide on a card
+            // for a token that no longer exists, and the wallet is told to add the card again.
+            let deletion = try store.events(of: pending.token.digitalCardID).last { $0.toState == .deactivated }
+            outcome = .deletedBeforeDecision(by: deletion?.actor ?? "tsp", reason: deletion?.reason ?? "")
+            log.info(
+                "digitize retried for a token deleted before its decision; declined without asking the issuer",
+                ["request_id": request.requestID, "digital_card_id": pending.token.digitalCardID])
+        } else if let decided = await decide(pending, request: request, log: log) {
+            outcome = decided
+        } else {
+            // Cancelled (the TSP is stopping and its drain ran out, or the wallet gave up): the issuer's call failed
+            // for that reason, not because the issuer is unavailable, so nothing is decided. The request stays
+            // pending; a retry with the same request id resumes it.
             log.info("digitize cancelled before a decision; left pending", ["request_id": request.requestID])
             throw TSPError(
                 .unavailable, "the digitization was interrupted before a decision; retry it with the same request id")

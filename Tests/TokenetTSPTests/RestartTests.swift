@@ -59,6 +59,52 @@ import TokenetWire
         #expect(tokens.first?.state == .active)
     }
 
+    /// A token deleted while its digitization was left pending: the retry declines it without asking the issuer,
+    /// which approved it before ("issuer approved" on a DEACTIVATED token) and got the card data for nothing.
+    @Test func retryOfADigitizationWhoseTokenWasDeletedAsksNoIssuer() async throws {
+        let clock = TestClock()
+        let first = try TSPHarness.make(clock: clock)
+        let eligibility = try await first.eligibleVisa()
+        let vault = try TSPKeyFiles.loadVault(dataDirectory: first.directory)
+        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", key: vault)
+        var request = TspV1.DigitizeRequest(
+            requestID: "req-deleted", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            walletAccountID: TSPHarness.account)
+        if case .termsAndConditions(let terms) = eligibility.terms {
+            request.acceptedTermsID = terms.id
+            request.termsAcceptedAtMs = 1
+        }
+        let start = try store.beginDigitization(request, nowMs: clock.now.unixMilliseconds, traceID: "t") { pan, _ in
+            NewToken(
+                digitalCardID: DigitalCardID.generate(for: .visa)!,
+                tokenPAN: try TokenPANGenerator.sandbox().generate(for: pan),
+                expiry: try CardExpiry(month: 1, year: 2030))
+        }
+        guard case .pending(let pending) = start else {
+            Issue.record("expected a pending digitization")
+            return
+        }
+        try store.database.close()
+
+        let second = try TSPHarness.make(directory: first.directory, clock: clock)
+        let id = pending.token.digitalCardID
+        _ = try await LifecycleTests.lifecycle(second, as: LifecycleTests.operator1).changeTokenState(
+            LifecycleTests.change(id, .delete, "FRAUD_SUSPECTED"))
+        let response = try await second.digitize(eligibility, requestID: "req-deleted")
+        #expect(response.decision == .declined)
+        #expect(response.tokenState == .deactivated)
+        #expect(
+            response.declineReason
+                == "the token was deleted by the TSP (FRAUD_SUSPECTED) before its digitization was decided; add "
+                + "the card again")
+        #expect(second.issuer.state.withLock { $0.authorizations } == 0)
+        let history = try await second.control.tokenHistory(.init(digitalCardID: id)).events
+        #expect(!history.contains { $0.reason.contains("issuer approved") })
+        // Answered for good: another retry gives the same answer, still without the issuer.
+        #expect(try await second.digitize(eligibility, requestID: "req-deleted") == response)
+        #expect(second.issuer.state.withLock { $0.authorizations } == 0)
+    }
+
     /// A file where the keys directory should be is named with what to do (status 2), not reported as Foundation's
     /// `NSCocoaErrorDomain Code=516 "A file with the same name already exists."`.
     @Test func aFileInPlaceOfTheKeysDirectoryIsNamed() throws {
