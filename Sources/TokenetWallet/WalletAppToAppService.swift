@@ -63,7 +63,7 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             let card = try store.card(ref: request.cardRef)
             guard let result = card.result, !result.digitalCardID.isEmpty else {
                 throw WalletError(
-                    .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+                    .failedPrecondition, card.noDigitalCard)
             }
             guard result.tokenState == .inactive else {
                 let state = (result.tokenState.protoValueName ?? "?").replacingOccurrences(of: "TOKEN_STATE_", with: "")

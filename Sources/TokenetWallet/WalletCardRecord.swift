@@ -80,12 +80,25 @@ public struct WalletCardRecord: Sendable, Equatable {
             // A declined card has no token: the state the TSP gave its declined request (DEACTIVATED) showed as if
             // a token had been made and then ended.
             state: result.map { $0.digitalCardID.isEmpty ? .unspecified : $0.tokenState } ?? .unspecified,
-            // Its T&C accepted and Digitize sent, with no answer yet: PENDING_TERMS said the terms still waited,
-            // while the TSP may have made its token (accept-terms again gets the answer).
-            status: status == .pendingTerms && result == nil && digitizeRequestID != nil
-                ? "DIGITIZING" : status.rawValue,
+            status: shownStatus,
             walletAccountID: walletAccountID ?? "",
             issuerID: issuerID ?? "")
+    }
+
+    /// The status as `ListCards` shows it: DIGITIZING for a card whose T&C were accepted and whose Digitize has no
+    /// answer yet, where PENDING_TERMS said the terms still waited while the TSP may have made its token
+    /// (accept-terms again gets the answer).
+    public var shownStatus: String {
+        status == .pendingTerms && result == nil && digitizeRequestID != nil ? "DIGITIZING" : status.rawValue
+    }
+
+    /// Why a command that needs the card's token refuses it: it has none, or none the wallet has heard of yet.
+    var noDigitalCard: String {
+        let shown = shownStatus
+        return "\(cardRef) has no digital card (status \(shown))"
+            + (shown == "DIGITIZING"
+                ? "; its digitization has no answer yet: accept its T&C again (tokenet wallet accept-terms) to get it"
+                : "")
     }
 
     /// The card as `ListCards` shows it, with its account also when it was stored before accounts were recorded.

@@ -100,7 +100,7 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         let card = try store.card(ref: ref)
         guard let id = card.result?.digitalCardID, !id.isEmpty else {
             throw WalletError(
-                .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+                .failedPrecondition, card.noDigitalCard)
         }
         return (card, id)
     }

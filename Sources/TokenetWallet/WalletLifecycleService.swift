@@ -162,7 +162,7 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         let card = try store.card(ref: ref)
         guard let id = card.result?.digitalCardID, !id.isEmpty else {
             throw WalletError(
-                .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+                .failedPrecondition, card.noDigitalCard)
         }
         return (card, id)
     }

@@ -61,7 +61,7 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             let card = try store.card(ref: request.cardRef)
             guard let result = card.result, !result.digitalCardID.isEmpty else {
                 throw WalletError(
-                    .failedPrecondition, "\(card.cardRef) has no digital card (status \(card.status.rawValue))")
+                    .failedPrecondition, card.noDigitalCard)
             }
             // A deleted token never pays again: the wallet app no longer shows its card, so nobody picks it.
             guard result.tokenState != .deactivated else {

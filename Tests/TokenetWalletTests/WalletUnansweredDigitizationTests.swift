@@ -32,6 +32,28 @@ import TokenetWire
         #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZED"])
     }
 
+    /// Commands that need the card's token named its status PENDING_TERMS, which ListCards shows as DIGITIZING,
+    /// and did not say how to get the answer.
+    @Test func commandsThatNeedTheTokenNameTheDigitizationAndTheWayOn() async throws {
+        let wallet = try await Self.unanswered()
+        let wanted =
+            "card-1 has no digital card (status DIGITIZING); its digitization has no answer yet: accept its T&C "
+            + "again (tokenet wallet accept-terms) to get it"
+        await expectRPCError(.failedPrecondition, wanted) {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        }
+        await expectRPCError(.failedPrecondition, wanted) {
+            try await wallet.idv.selectIdvMethod(.init(cardRef: "card-1", methodID: "otp-sms"))
+        }
+        await expectRPCError(.failedPrecondition, wanted) {
+            try await wallet.selection.selectCard(.init(cardRef: "card-1"))
+        }
+        await expectRPCError(.failedPrecondition, wanted) {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        }
+    }
+
     @Test func anExpiredDigitizationEndsTheCardItWasAskedFor() async throws {
         let wallet = try await Self.unanswered()
         let requestID = try #require(try wallet.store.card(ref: "card-1").digitizeRequestID)
