@@ -57,9 +57,25 @@ public struct WalletConfiguration: Sendable, Equatable {
         var configuration = WalletConfiguration()
         if let account = file.walletAccountId {
             guard !account.isEmpty else { throw NodeError(.config, "\(path): walletAccountId is empty") }
+            if let problem = identifierProblem(account) {
+                throw NodeError(.config, "\(path): walletAccountId must be \(problem)")
+            }
             configuration.walletAccountID = account
         }
         if let device = file.device {
+            // Checked here rather than at the first add-card, which the TSP refused ("device.device_id is
+            // required") with the node up and nothing said at its start.
+            if let id = device.deviceId, let problem = identifierProblem(id) {
+                throw NodeError(.config, "\(path): device.deviceId must be \(problem)")
+            }
+            for (name, value) in [
+                ("deviceType", device.deviceType), ("deviceName", device.deviceName), ("osName", device.osName),
+                ("osVersion", device.osVersion),
+            ] {
+                if let value, let problem = textProblem(value) {
+                    throw NodeError(.config, "\(path): device.\(name) must be \(problem)")
+                }
+            }
             configuration.device.deviceID = device.deviceId ?? configuration.device.deviceID
             configuration.device.deviceType = device.deviceType ?? configuration.device.deviceType
             configuration.device.deviceName = device.deviceName ?? configuration.device.deviceName
@@ -91,6 +107,26 @@ public struct WalletConfiguration: Sendable, Equatable {
             }
         }
         return configuration
+    }
+
+    /// What is wrong with an identifier (a wallet account or device id), as a phrase after "must be"; nil when
+    /// nothing is. Identifiers are shown in tables and log lines and sent to the TSP: a space, a line break or a
+    /// page of text would break them, and `WalletSelection.UseAccount` refuses them the same way.
+    public static func identifierProblem(_ value: String) -> String? {
+        let fits =
+            !value.isEmpty && value.unicodeScalars.count <= 64
+            && value.unicodeScalars.allSatisfy {
+                !$0.properties.isWhitespace && $0.properties.generalCategory != .control
+            }
+        return fits ? nil : "1 to 64 characters without spaces or control characters"
+    }
+
+    /// The same for a descriptive value (a device's name or type, its OS), which may hold spaces.
+    static func textProblem(_ value: String) -> String? {
+        let fits =
+            !value.isEmpty && value.unicodeScalars.count <= 64
+            && value.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
+        return fits ? nil : "1 to 64 characters without control characters"
     }
 
     /// The JSON shape of `wallet.json`.

@@ -27,15 +27,8 @@ public struct WalletSelectionService: WalletV1.WalletSelection.ServiceProtocol {
             guard !request.walletAccountID.isEmpty else {
                 throw WalletError(.invalidArgument, "wallet_account_id is required")
             }
-            // Shown in tables and log lines and sent to the TSP: a line break or a page of text would break them.
-            guard request.walletAccountID.unicodeScalars.count <= 64,
-                request.walletAccountID.unicodeScalars.allSatisfy({
-                    !$0.properties.isWhitespace && $0.properties.generalCategory != .control
-                })
-            else {
-                throw WalletError(
-                    .invalidArgument,
-                    "wallet_account_id must be 1 to 64 characters without spaces or control characters")
+            if let problem = WalletConfiguration.identifierProblem(request.walletAccountID) {
+                throw WalletError(.invalidArgument, "wallet_account_id must be \(problem)")
             }
             let selectedBefore = try selection.selectedCardRef()
             let changed = try selection.setActive(request.walletAccountID, nowMs: clock())

@@ -191,6 +191,29 @@ import TokenetWire
         }
     }
 
+    /// Values the wallet or the TSP would refuse later (use-account refuses such an account; an empty device id
+    /// failed every add-card with the node up) stop the node at its start.
+    @Test(arguments: [
+        (#"{"walletAccountId": "a b"}"#, "walletAccountId must be 1 to 64 characters without spaces or control"),
+        (#"{"walletAccountId": "acct\n7"}"#, "walletAccountId must be 1 to 64 characters without spaces"),
+        (#"{"device": {"deviceId": ""}}"#, "device.deviceId must be 1 to 64 characters without spaces"),
+        (
+            #"{"device": {"deviceId": "\#(String(repeating: "d", count: 65))"}}"#,
+            "device.deviceId must be 1 to 64 characters"
+        ),
+        (#"{"device": {"deviceName": "a\u0007b"}}"#, "device.deviceName must be 1 to 64 characters without control"),
+        (#"{"device": {"osVersion": ""}}"#, "device.osVersion must be 1 to 64 characters"),
+    ])
+    func anIdentifierTheTSPWouldRefuseStopsTheNode(json: String, message: String) throws {
+        let failure = try #require(throws: NodeError.self) {
+            try WalletConfiguration.parse(Data(json.utf8), path: "w.json")
+        }
+        #expect(failure.exitStatus == 2)
+        #expect(failure.description.contains("w.json: " + message), "\(failure.description)")
+        let accepted = #"{"walletAccountId": "ü-7", "device": {"deviceId": "watch-1", "deviceName": "Ana's watch"}}"#
+        #expect(try WalletConfiguration.parse(Data(accepted.utf8), path: "w.json").device.deviceName == "Ana's watch")
+    }
+
     /// A misspelt key stops the node instead of leaving the wallet on its default without a word.
     @Test(arguments: [
         (#"{"providr": "apple-pay"}"#, #"unknown key "providr" (known: walletAccountId, device, risk, provider)"#),
