@@ -41,12 +41,16 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
         guard let card = try store.card(id: request.cardID) else {
             throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
         }
+        // Typed by an operator from the new card: spaces or hyphens between its groups, as printed, are taken, as
+        // the wallet takes them when a cardholder adds a card (`PAN.digits(typed:)`).
+        guard let digits = PAN.digits(typed: request.pan) else {
+            throw RPCError(
+                .invalidArgument, "the renewed card is not valid: the card number may hold only \(PAN.typedForm)")
+        }
         let pan: PAN
         let expiry: CardExpiry
         do {
-            // Typed by an operator from the new card: spaces or hyphens between its groups, as printed, are taken,
-            // as the wallet takes them when a cardholder adds a card; anything else is the PAN's own refusal.
-            pan = request.pan.isEmpty ? card.pan : try PAN(request.pan.filter { $0 != " " && $0 != "-" })
+            pan = digits.isEmpty ? card.pan : try PAN(digits)
             expiry = request.expiry.isEmpty ? card.expiry : try CardExpiry(parsing: request.expiry)
         } catch {
             throw RPCError(.invalidArgument, "the renewed card is not valid: \(error.message)")

@@ -39,19 +39,10 @@ public enum ManualCardInput {
 
     /// The card number as typed, without the spaces or hyphens a cardholder puts between groups of digits
     /// (`4111 1111 1111 1111`, as printed on the card): a wallet's card form takes them, so the wallet does, and
-    /// only the digits travel on. Anything else is refused here, naming what is allowed.
+    /// only the digits travel on. Anything else is refused here, naming what is allowed (`PAN.digits(typed:)`).
     static func typedNumber(_ typed: String) throws(WalletError) -> String {
-        var digits = ""
-        digits.reserveCapacity(typed.utf8.count)
-        for byte in typed.utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: " "), UInt8(ascii: "-"): continue
-            default:
-                throw WalletError(
-                    .invalidArgument,
-                    "the card number may hold only the digits 0-9, with spaces or hyphens between groups")
-            }
+        guard let digits = PAN.digits(typed: typed) else {
+            throw WalletError(.invalidArgument, "the card number may hold only \(PAN.typedForm)")
         }
         guard !digits.isEmpty else { throw WalletError(.invalidArgument, "the card number is missing") }
         return digits

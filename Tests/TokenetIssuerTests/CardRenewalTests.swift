@@ -36,12 +36,22 @@ extension CardCareTests {
             (.init(cardID: "card-nope", expiry: "12/32"), .notFound),
             (.init(cardID: Cards.visaApprove.0, pan: "4761000010000018"), .invalidArgument),
             (.init(cardID: Cards.visaApprove.0, pan: "4761/0000/1000/0017"), .invalidArgument),
+            // Hyphens at an end or doubled were dropped with the others and the number taken.
+            (.init(cardID: Cards.visaApprove.0, pan: "-4761000010000017-"), .invalidArgument),
+            (.init(cardID: Cards.visaApprove.0, pan: "4761--0000--1000--0017"), .invalidArgument),
             (.init(cardID: Cards.visaApprove.0, pan: "5400000010000037"), .failedPrecondition),
         ]
         for (request, code) in cases {
             let error = await Support.rpcError { _ = try await care.renewCard(request) }
             #expect(error?.code == code, "\(request)")
         }
+        let hyphens = await Support.rpcError {
+            _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761--0000--1000--0017"))
+        }
+        #expect(
+            hyphens?.message
+                == "the renewed card is not valid: the card number may hold only the digits 0-9, with spaces or one "
+                + "hyphen between groups")
         #expect(tsp.state.withLock { $0.renewals.isEmpty })
     }
 

@@ -90,6 +90,12 @@ import TokenetTestSupport
                 + nowhere,
             "--amount 12.5: JPY has no minor unit; give a whole amount"
         ),
+        // The currency is looked at first: its decimals were blamed for an amount in a code that is none.
+        (
+            ["tsp", "simulate-transaction", "--card", "D", "--amount", "1.250", "--currency", "US", "--merchant", "M"]
+                + nowhere,
+            "--currency must be an ISO 4217 code of three letters such as USD, not 'US'"
+        ),
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "1.", "--currency", "KWD", "--merchant", "M"]
                 + nowhere,

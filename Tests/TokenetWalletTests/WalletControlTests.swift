@@ -168,7 +168,8 @@ import TokenetWire
         }
         #expect(refused?.code == .invalidArgument)
         #expect(
-            refused?.message == "the card number may hold only the digits 0-9, with spaces or hyphens between groups")
+            refused?.message
+                == "the card number may hold only the digits 0-9, with spaces or one hyphen between groups")
     }
 
     @Test func aWrongCheckDigitIsLeftToTheTSPsEligibilityAnswer() async throws {
