@@ -15,7 +15,10 @@ final class KeyLogWriter: Sendable {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let err = errno
-            throw TransportError(.configuration, "cannot open SSLKEYLOGFILE \(path): \(String(cString: strerror(err)))")
+            throw TransportError(
+                .configuration,
+                "SSLKEYLOGFILE=\(path) cannot be written (\(String(cString: strerror(err)))): name a file in a "
+                    + "directory that exists, or unset SSLKEYLOGFILE")
         }
         self.fd = fd
     }

@@ -95,6 +95,8 @@ final class InspectSession: Sendable {
                     let problem = error.message.dropFirst("\(kind.name) file \(path) ".count)
                     throw CLIError(.connection, "\(flag) \(path) (given by \(flag) or \(variable)) \(problem)")
                 }
+                // The key log is no part of the identity, and its message says what to do.
+                guard !error.message.hasPrefix("SSLKEYLOGFILE=") else { throw CLIError(.connection, error.message) }
                 throw CLIError(.connection, "cannot load the TLS identity: \(error.message)")
             } catch {
                 throw CLIError(.connection, "cannot load the TLS identity", cause: DescribedError(error))
