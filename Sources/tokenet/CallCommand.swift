@@ -137,13 +137,16 @@ enum CallCommand {
     /// number masked to its last four digits: a card number put in the wrong field must not be echoed to the
     /// terminal and whatever records it. A client-streaming or bidirectional method takes any number of requests,
     /// none included; the others exactly one.
-    static func encode(_ texts: [String], as target: CallTarget) throws(CLIError) -> [Data] {
+    /// `source` names where the texts came from in the refusal of too many (a scenario's line has no -d).
+    static func encode(
+        _ texts: [String], as target: CallTarget, from source: String = "-d"
+    ) throws(CLIError) -> [Data] {
         if !target.kind.clientStreams && texts.isEmpty {
             throw CLIError(.usage, "call: the request JSON is empty; \(target.path) takes one request message")
         }
         if !target.kind.clientStreams && texts.count != 1 {
             throw CLIError(
-                .usage, "call: \(target.path) takes exactly one request message; -d holds \(texts.count)")
+                .usage, "call: \(target.path) takes exactly one request message; \(source) holds \(texts.count)")
         }
         var requests: [Data] = []
         for (index, text) in texts.enumerated() {

@@ -386,7 +386,7 @@ struct ScenarioCommand {
             }
             guard let target = CallTarget.known(path) else { continue }
             do {
-                _ = try CallCommand.encode(try JSONTexts.split(request), as: target)
+                _ = try CallCommand.encode(try JSONTexts.split(request), as: target, from: "the line")
             } catch {
                 throw CLIError(.usage, "\(place): \(error.message.replacing("call: ", with: "\(keyword): "))")
             }

@@ -97,7 +97,7 @@ extension ScenarioRunner {
             }
             responseType = target.response
             let requests: [Data]
-            requests = try CallCommand.encode(texts, as: target)
+            requests = try CallCommand.encode(texts, as: target, from: "the line")
             try await collect(target, requests, callOptions, session.client, into: collector)
             result = .success(
                 .init(code: .ok, message: "", responses: collector.responses, responseType: target.response))

@@ -47,7 +47,7 @@ final class ScenarioWatchStream: Sendable {
                     ?? RPCError(.unimplemented, "the node's reflection service does not describe \(path)")
             }
             target = resolved
-            let requests = try CallCommand.encode(texts, as: target)
+            let requests = try CallCommand.encode(texts, as: target, from: "the line")
             switch target.kind {
             case .serverStreaming:
                 responses = try session.client.serverStreaming(

@@ -201,6 +201,11 @@ import TokenetTransport
             "call tsp: tokenet.wallet.v1.WalletControl is served by the wallet-node, not the tsp-node; "
                 + "write call wallet tokenet.wallet.v1.WalletControl/ListCards"
         ),
+        // A scenario's line has no -d, which the count of its requests named.
+        (
+            #"call tsp tokenet.health.v1.Health/Check {"service": ""} {"service": ""}"#,
+            "call: /tokenet.health.v1.Health/Check takes exactly one request message; the line holds 2"
+        ),
         (
             "watch ev issuer tokenet.wallet.v1.WalletEvents/Listen {}",
             "watch issuer: tokenet.wallet.v1.WalletEvents is served by the wallet-node, not the issuer-node; "
