@@ -15,6 +15,7 @@ enum CallCommand {
         let options = try InspectOptions(
             parsing: arguments, command: "call", operands: 1...1, named: ["METHOD"], takesData: true)
         let path = try methodPath(options.operands[0])
+        if options.data == "@" { try refuseSharedStandardInput(options) }
         // `--deadline` bounds the whole command, reading `-d @` included (it counts from `options.started`).
         guard let text = try requestText(options.data, until: options.deadline.map { options.started + $0 }) else {
             let given = DurationText.describe(options.deadline ?? .zero)
@@ -91,6 +92,24 @@ enum CallCommand {
     /// for several requests of a client-streaming call. Input past it could not be sent anyway, and is refused
     /// before it is read whole rather than after it filled memory.
     static let standardInputLimit = 16 * ConnectionSettings.defaults.initialStreamWindow
+
+    /// Refuses `-d @` with a TLS file that is standard input too (`--key /dev/stdin`): each read took what it could
+    /// of the other's bytes, and the error named whichever failed ("the request JSON is not valid", or the key
+    /// file "is empty") rather than the two options that cannot share one input. Compared by device and inode, so
+    /// /dev/fd/0 and /proc/self/fd/0 are caught as well.
+    static func refuseSharedStandardInput(_ options: InspectOptions) throws(CLIError) {
+        guard case .mutualTLS(let files) = options.transport else { return }
+        var input = stat()
+        guard fstat(0, &input) == 0 else { return }
+        for (flag, variable, path, _) in InspectSession.tlsFiles(files) {
+            var file = stat()
+            guard stat(path, &file) == 0, file.st_dev == input.st_dev, file.st_ino == input.st_ino else { continue }
+            throw CLIError(
+                .usage,
+                "call: -d @ and \(flag) \(path) (given by \(flag) or \(variable)) both read standard input; give one "
+                    + "of them as a file (-d '{…}' inline, or \(flag) from a file or <(…))")
+        }
+    }
 
     /// The text of `-d`: inline JSON, standard input for `@`, or the empty request; nil when `deadline` passed
     /// before standard input ended.

@@ -162,7 +162,7 @@ final class InspectSession: Sendable {
     static let pipeWait = Duration.seconds(10)
 
     /// Each TLS file with the option and the environment variable that give it, and what it must hold.
-    private static func tlsFiles(_ files: InspectOptions.TLSFiles)
+    static func tlsFiles(_ files: InspectOptions.TLSFiles)
         -> [(flag: String, variable: String, path: String, kind: TLSFileKind)]
     {
         [

@@ -154,6 +154,25 @@ import TokenetTransport
         #expect(result.stderr.contains("takes exactly one request message; -d holds 2"))
     }
 
+    /// `-d @` and a key read from standard input share one input: what failed was named instead ("the request JSON
+    /// is not valid", or the key "is empty"), whichever read lost.
+    @Test func dataFromStandardInputWithAKeyFromStandardInputIsRefused() async throws {
+        let pki = DevelopmentPKI.shared
+        let key = try String(contentsOfFile: pki.path("operator.key"), encoding: .utf8)
+        for keyPath in ["/dev/stdin", "/dev/fd/0"] {
+            let result = try await runTokenet(
+                [
+                    "call", "127.0.0.1:1", "tokenet.health.v1.Health/Check", "-d", "@", "--key", keyPath, "--cert",
+                    pki.path("operator.pem"), "--cacert", pki.path("ca.pem"),
+                ], stdin: key)
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix(
+                    "tokenet: call: -d @ and --key \(keyPath) (given by --key or TOKENET_KEY) both read standard "
+                        + "input; give one of them as a file"), "\(result.stderr)")
+        }
+    }
+
     /// Watch sends the current status and then waits for changes; none come, so the deadline ends the call.
     @Test func watchPrintsTheFirstStatusThenEndsAtTheDeadline() async throws {
         let result = try await runTokenet(
