@@ -22,7 +22,7 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
         -> TspV1.CheckEligibilityResponse
     {
         try await tsp.handling("CheckEligibility", context) { log in
-            try await tsp.checkEligibility(request, log: log)
+            try await tsp.checkEligibility(request, walletNodeID: context.peer?.nodeID, log: log)
         }
     }
 

@@ -5,7 +5,8 @@ import TokenetRPC
 import TokenetWire
 
 extension TSPService {
-    func checkEligibility(_ request: TspV1.CheckEligibilityRequest, log: Logger) async throws
+    func checkEligibility(_ request: TspV1.CheckEligibilityRequest, walletNodeID: String? = nil, log: Logger)
+        async throws
         -> TspV1.CheckEligibilityResponse
     {
         guard !request.walletAccountID.isEmpty else {
@@ -20,7 +21,8 @@ extension TSPService {
         let result = try EligibilityRules.evaluate(
             card, asOf: now(), issuerFor: { pan in issuers.first { $0.owns(pan) } },
             isAlreadyProvisioned: { pan in
-                try self.store.hasLiveToken(for: pan, walletAccountID: request.walletAccountID, deviceID: deviceID)
+                try self.store.hasLiveToken(
+                    for: pan, walletNodeID: walletNodeID, walletAccountID: request.walletAccountID, deviceID: deviceID)
             })
         let eligible: EligibilityRules.Eligible
         switch result {

@@ -160,8 +160,8 @@ extension TSPStore {
                 var outcome = outcome
                 if outcome.state != .deactivated,
                     try !sameCardTokens(
-                        tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
-                        except: token.digitalCardID, states: [.active, .suspended]
+                        tx, of: pan, walletNodeID: token.walletNodeID, walletAccountID: token.walletAccountID,
+                        deviceID: token.deviceID, except: token.digitalCardID, states: [.active, .suspended]
                     ).isEmpty
                 {
                     // The issuer recorded the token as its card's when it approved or stepped it up: it is told of

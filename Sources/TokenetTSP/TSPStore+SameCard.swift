@@ -1,9 +1,12 @@
 import TokenetCard
 import TokenetStorage
 
-/// A card has at most one live token per wallet account and device. A cardholder who gives up on a step-up and adds
-/// the card again gets a new token; the one left waiting for ID&V is replaced, so it can never be activated beside
-/// the new one, and one nobody comes back to is deactivated once the step-up window is over.
+/// A card has at most one live token per wallet (the wallet node that digitized it, as its certificate names it),
+/// wallet account and device. A cardholder who gives up on a step-up and adds the card again gets a new token; the
+/// one left waiting for ID&V is replaced, so it can never be activated beside the new one, and one nobody comes back
+/// to is deactivated once the step-up window is over. Two wallet nodes are two wallets, as two wallet providers on
+/// one phone are: their accounts and devices may carry the same names (a node's defaults) without one wallet's
+/// digitization replacing or refusing the other's token.
 /// A digitization left pending that the step-up expiry ended: its token's change, and the Digitize request id the
 /// wallet knows the card by, since that request was never answered with the token's id.
 struct ExpiredDigitization: Sendable, Equatable {
@@ -17,12 +20,13 @@ extension TSPStore {
         " (deleted, replaced by a newer digitization of its card, or its step-up expired: its history says which); "
         + "add the card again"
 
-    /// The tokens other than `except` of `pan` in this wallet account on this device whose state is one of
+    /// The tokens other than `except` of `pan` in this wallet (`walletNodeID`; nil for tokens digitized without a
+    /// certificate, which are one wallet among themselves) and wallet account on this device whose state is one of
     /// `states`, read in `tx`. With `decidedOnly`, a token whose digitization is still pending is left out: its own
     /// decision, when recorded, sorts it out (declined if the card is live by then).
     func sameCardTokens(
-        _ tx: Transaction, of pan: PAN, walletAccountID: String, deviceID: String, except: String,
-        states: [TokenLifecycleStateMachine.State], decidedOnly: Bool = false
+        _ tx: Transaction, of pan: PAN, walletNodeID: String?, walletAccountID: String, deviceID: String,
+        except: String, states: [TokenLifecycleStateMachine.State], decidedOnly: Bool = false
     ) throws -> [TokenRecord] {
         let stateList = states.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let pending =
@@ -33,9 +37,9 @@ extension TSPStore {
             """
             SELECT \(Self.tokenColumns), funding_pan FROM tokens
             WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN (\(stateList))
-                AND digital_card_id != ? \(pending)
+                AND wallet_node_id IS ? AND digital_card_id != ? \(pending)
             ORDER BY created_at_ms, rowid
-            """, [walletAccountID, deviceID, pan.last4, except])
+            """, [walletAccountID, deviceID, pan.last4, walletNodeID, except])
         var tokens: [TokenRecord] = []
         for row in rows where try vault.openPAN(try row.get(Self.tokenColumnCount), recordID: try row.text(0)) == pan {
             tokens.append(try Self.token(from: row))
@@ -55,13 +59,13 @@ extension TSPStore {
         let candidates = try tx.queryOne(
             """
             SELECT COUNT(*) FROM tokens WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ?
-                AND state IN ('ACTIVE', 'SUSPENDED') AND digital_card_id != ?
-            """, [token.walletAccountID, token.deviceID, token.panLast4, digitalCardID])
+                AND state IN ('ACTIVE', 'SUSPENDED') AND wallet_node_id IS ? AND digital_card_id != ?
+            """, [token.walletAccountID, token.deviceID, token.panLast4, token.walletNodeID, digitalCardID])
         guard try candidates?.int64(0) ?? 0 > 0 else { return }
         let pan = try vault.openPAN(try row.get(Self.tokenColumnCount), recordID: digitalCardID)
         let live = try sameCardTokens(
-            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID, except: digitalCardID,
-            states: [.active, .suspended])
+            tx, of: pan, walletNodeID: token.walletNodeID, walletAccountID: token.walletAccountID,
+            deviceID: token.deviceID, except: digitalCardID, states: [.active, .suspended])
         guard let other = live.first else { return }
         throw TSPError(
             .failedPrecondition,
@@ -79,15 +83,15 @@ extension TSPStore {
         let candidates = try tx.queryOne(
             """
             SELECT COUNT(*) FROM tokens WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ?
-                AND state IN ('ACTIVE', 'SUSPENDED') AND digital_card_id != ?
-            """, [token.walletAccountID, token.deviceID, pan.last4, token.digitalCardID])
+                AND state IN ('ACTIVE', 'SUSPENDED') AND wallet_node_id IS ? AND digital_card_id != ?
+            """, [token.walletAccountID, token.deviceID, pan.last4, token.walletNodeID, token.digitalCardID])
         guard try candidates?.int64(0) ?? 0 > 0 else { return nil }
         let current = try tx.queryOne(
             "SELECT funding_pan FROM tokens WHERE digital_card_id = ?", [token.digitalCardID])
         if let current, try vault.openPAN(try current.get(0), recordID: token.digitalCardID) == pan { return nil }
         let live = try sameCardTokens(
-            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
-            except: token.digitalCardID, states: [.active, .suspended])
+            tx, of: pan, walletNodeID: token.walletNodeID, walletAccountID: token.walletAccountID,
+            deviceID: token.deviceID, except: token.digitalCardID, states: [.active, .suspended])
         guard let other = live.first else { return nil }
         return TSPError(
             .failedPrecondition,
@@ -102,8 +106,8 @@ extension TSPStore {
         _ tx: Transaction, by token: TokenRecord, pan: PAN, traceID: String, nowMs: UInt64
     ) throws -> [TokenStateChange] {
         let waiting = try sameCardTokens(
-            tx, of: pan, walletAccountID: token.walletAccountID, deviceID: token.deviceID,
-            except: token.digitalCardID, states: [.inactive], decidedOnly: true)
+            tx, of: pan, walletNodeID: token.walletNodeID, walletAccountID: token.walletAccountID,
+            deviceID: token.deviceID, except: token.digitalCardID, states: [.inactive], decidedOnly: true)
         return try waiting.map { old in
             try deactivate(
                 tx, old,

@@ -81,12 +81,13 @@ extension TSPStore {
     }
 
     /// True when `pan` already has a live (active or suspended) token in this wallet account on this device.
-    func hasLiveToken(for pan: PAN, walletAccountID: String, deviceID: String) throws -> Bool {
+    func hasLiveToken(for pan: PAN, walletNodeID: String?, walletAccountID: String, deviceID: String) throws -> Bool {
         let rows = try database.query(
             """
             SELECT digital_card_id, funding_pan FROM tokens
             WHERE wallet_account_id = ? AND device_id = ? AND pan_last4 = ? AND state IN ('ACTIVE', 'SUSPENDED')
-            """, [walletAccountID, deviceID, pan.last4])
+                AND wallet_node_id IS ?
+            """, [walletAccountID, deviceID, pan.last4, walletNodeID])
         for row in rows where try vault.openPAN(try row.get(1), recordID: try row.text(0)) == pan {
             return true
         }
