@@ -15,8 +15,11 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         _ request: IssuerV1.CardEligibilityRequest, context: ServerContext
     ) async throws -> IssuerV1.CardEligibilityResponse {
         let card = try decrypt(request.encryptedCardData)
-        let stored = try store.card(matching: try pan(of: card))
-        let (eligible, reason) = IssuerEligibility.evaluate(presented: card, stored: stored, asOf: now())
+        let pan = try pan(of: card)
+        let stored = try store.card(matching: pan)
+        let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
+        let (eligible, reason) = IssuerEligibility.evaluate(
+            presented: card, stored: stored, renewed: renewed, asOf: now())
         logger.withTraceID(context.traceID).info(
             "eligibility checked",
             ["card": stored?.id ?? "unknown", "last4": card.last4, "eligible": "\(eligible)"])
@@ -27,11 +30,14 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         _ request: IssuerV1.AuthorizeDigitizationRequest, context: ServerContext
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         let card = try decrypt(request.encryptedCardData)
-        let stored = try store.card(matching: try pan(of: card))
+        let pan = try pan(of: card)
+        let stored = try store.card(matching: pan)
         let risk = RiskScores(
             account: Int(request.risk?.accountScore ?? 0), device: Int(request.risk?.deviceScore ?? 0))
         let outcome: DigitizationOutcome
-        let (eligible, reason) = IssuerEligibility.evaluate(presented: card, stored: stored, asOf: now())
+        let renewed = try store.renewedCard(describedBefore: pan, expiry: try? card.expiry(), current: stored)
+        let (eligible, reason) = IssuerEligibility.evaluate(
+            presented: card, stored: stored, renewed: renewed, asOf: now())
         if let stored, eligible {
             outcome = DigitizationPolicy.decide(stored.rule, risk: risk, contact: stored.contact)
         } else {

@@ -3,8 +3,22 @@ import TokenetCard
 
 /// The issuer's own eligibility answer for presented card data against its records.
 enum IssuerEligibility {
-    static func evaluate(presented card: CardData, stored: StoredCard?, asOf date: Date) -> (Bool, String) {
+    /// `renewed` is the card as it is now when the presented number and expiry are its details from before a
+    /// renewal (`IssuerStore.renewedCard(describedBefore:expiry:current:)`).
+    static func evaluate(
+        presented card: CardData, stored: StoredCard?, renewed: StoredCard? = nil, asOf date: Date
+    ) -> (Bool, String) {
         let last4 = String(card.accountNumber.suffix(4))
+        if let renewed {
+            let now =
+                renewed.pan.last4 == last4
+                ? "expires \(renewed.expiry)" : "ends in \(renewed.pan.last4), expiring \(renewed.expiry)"
+            return (
+                false,
+                "the card ending \(last4) was renewed after these card details were taken: it now \(now); add the "
+                    + "card again with its new details"
+            )
+        }
         guard let stored else { return (false, "the issuer has no card ending \(last4)") }
         guard let expiry = try? card.expiry(), expiry == stored.expiry else {
             return (false, "the expiry date does not match the issuer's records for the card ending \(last4)")

@@ -29,6 +29,28 @@ extension IssuerStore {
         return try card(id: id)
     }
 
+    /// The card, as it is now, that `pan` and `expiry` described before a renewal: the card with `pan` now, whose
+    /// expiry changed from `expiry` (`current`, looked up by the number), or the card that gave `pan` up. Nil when
+    /// they are no card's earlier details. Card data taken before a renewal (a digitization left pending, a push
+    /// session or receipt made before it) was declined for an expiry that "does not match", which blamed the
+    /// cardholder's typing for the issuer's own renewal.
+    func renewedCard(
+        describedBefore pan: PAN, expiry: CardExpiry?, current: StoredCard?
+    ) throws(IssuerError) -> StoredCard? {
+        guard let current else { return try card(thatHad: pan) }
+        guard let expiry, expiry != current.expiry else { return nil }
+        let had = try storage("look up the earlier expiries of card \(current.id)") {
+            for row in try database.query(
+                "SELECT pan_sealed, expiry FROM previous_numbers WHERE card_id = ? AND last4 = ?",
+                [current.id, pan.last4])
+            where (try? CardExpiry(parsing: try row.text(1))) == expiry {
+                if try vault.openPAN(try row.blob(0), recordID: "card:\(current.id)") == pan { return true }
+            }
+            return false
+        }
+        return had ? current : nil
+    }
+
     /// The id of the card, other than `besides`, that last gave up `pan` in a renewal.
     private func cardID(thatHad pan: PAN, besides: String?, in tx: Transaction) throws -> String? {
         let rows = try tx.query(
@@ -238,6 +260,20 @@ extension IssuerStore {
             [id, Int64(clamping: atMs)])
     }
 
+    /// Whether the decision that stands for the token of decision row `d` let it be made: the TSP's stand-in's,
+    /// when it decided (it told the issuer with STAND_IN_ADVICE, and an answer of the issuer's own reached the TSP too
+    /// late, whichever was recorded first), or else the issuer's latest. A digitization the TSP resumed after a crash
+    /// asks again, and a second answer (a decline, the card having been renewed meanwhile) is the one the TSP
+    /// recorded: the first approval kept the token among the card's live ones, and card-wide changes failed on it.
+    static let lastDecisionNotDeclined = """
+        COALESCE(
+            (SELECT s.decision FROM decisions s WHERE s.digital_card_id = d.digital_card_id AND s.rule = 'stand-in'
+             ORDER BY s.id DESC LIMIT 1),
+            (SELECT l.decision FROM decisions l WHERE l.digital_card_id = d.digital_card_id
+             ORDER BY l.id DESC LIMIT 1)
+        ) != 'DECLINED'
+        """
+
     /// The tokens of card `id` (`digitalCardIDs(ofCard:)`), split into those the issuer does not know to be gone,
     /// those it knows deleted, and those the TSP answered it does not know (`unknownTokensSchema`; a token both
     /// counts as deleted), each oldest first. A token the TSP's stand-in declined (STAND_IN_ADVICE) is none of them,
@@ -249,10 +285,7 @@ extension IssuerStore {
                 SELECT d.digital_card_id, x.digital_card_id IS NOT NULL, u.digital_card_id IS NOT NULL FROM decisions d
                 LEFT JOIN deleted_tokens x ON x.digital_card_id = d.digital_card_id
                 LEFT JOIN unknown_tokens u ON u.digital_card_id = d.digital_card_id
-                WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
-                    AND NOT EXISTS (
-                        SELECT 1 FROM decisions s WHERE s.digital_card_id = d.digital_card_id
-                        AND s.rule = 'stand-in' AND s.decision = 'DECLINED')
+                WHERE d.card_id = ? AND d.digital_card_id != '' AND \(Self.lastDecisionNotDeclined)
                 GROUP BY d.digital_card_id ORDER BY MIN(d.id)
                 """, [id]
             ).map { (id: try $0.text(0), deleted: try $0.int64(1) != 0, unknown: try $0.int64(2) != 0) }
@@ -263,17 +296,14 @@ extension IssuerStore {
         )
     }
 
-    /// The digital card ids the issuer let the TSP create for a card (approved or stepped up, and not declined by
-    /// the TSP's stand-in after all), oldest first.
+    /// The digital card ids the issuer let the TSP create for a card (approved or stepped up, and not declined after
+    /// all by the TSP's stand-in or a later answer of its own: `lastDecisionNotDeclined`), oldest first.
     func digitalCardIDs(ofCard id: String) throws(IssuerError) -> [String] {
         try storage("list the tokens of card \(id)") {
             try database.query(
                 """
                 SELECT d.digital_card_id FROM decisions d
-                WHERE d.card_id = ? AND d.decision != 'DECLINED' AND d.digital_card_id != ''
-                    AND NOT EXISTS (
-                        SELECT 1 FROM decisions s WHERE s.digital_card_id = d.digital_card_id
-                        AND s.rule = 'stand-in' AND s.decision = 'DECLINED')
+                WHERE d.card_id = ? AND d.digital_card_id != '' AND \(Self.lastDecisionNotDeclined)
                 GROUP BY d.digital_card_id ORDER BY MIN(d.id)
                 """, [id]
             ).map { try $0.text(0) }

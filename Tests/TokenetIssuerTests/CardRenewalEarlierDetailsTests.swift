@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+@testable import TokenetIssuer
+
+/// Card data taken before a renewal (a digitization the TSP resumed after a crash, a push session or receipt made
+/// before it), and a second answer about a token the issuer had approved.
+extension CardCareTests {
+    func authorize(
+        _ decisions: IssuerV1.IssuerDecisions.Client, _ pan: String, _ expiry: String
+    ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(pan, expiry: expiry, to: try Support.issuerKey())
+        request.digitalCardID = "DNITHE9"
+        request.walletAccountID = "wallet-account-1"
+        return try await decisions.authorizeDigitization(request)
+    }
+
+    /// They were declined as "the expiry date does not match the issuer's records", which blamed the cardholder's
+    /// typing for the issuer's own renewal.
+    @Test func cardDataFromBeforeARenewalIsNamedAsSuch() async throws {
+        let decisions = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
+        let (_, pan, expiry) = Cards.visaApprove
+        _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, expiry: "12/32"))
+
+        let newExpiry =
+            "the card ending 0009 was renewed after these card details were taken: it now expires 12/32; add the "
+            + "card again with its new details"
+        let old = try await authorize(decisions, pan, expiry)
+        #expect(old.decision == .declined)
+        #expect(old.reason == newExpiry)
+        let eligibility = try await decisions.checkCardEligibility(
+            .init(encryptedCardData: try Support.encrypted(pan, expiry: expiry, to: try Support.issuerKey())))
+        #expect(eligibility == .init(eligible: false, reason: newExpiry))
+        // An expiry the card never had is still a mistake in the card data.
+        let typo = try await authorize(decisions, pan, "01/33")
+        #expect(typo.reason == "the expiry date does not match the issuer's records for the card ending 0009")
+        #expect(try await authorize(decisions, pan, "12/32").decision == .approved)
+
+        _ = try await care.renewCard(.init(cardID: Cards.visaApprove.0, pan: "4761000010000017"))
+        let oldNumber = try await authorize(decisions, pan, "12/32")
+        #expect(
+            oldNumber.reason
+                == "the card ending 0009 was renewed after these card details were taken: it now ends in 0017, "
+                + "expiring 12/32; add the card again with its new details")
+        #expect(try await authorize(decisions, "4761000010000017", "12/32").decision == .approved)
+        #expect(!sink.lines.joined().contains(pan))
+    }
+
+    /// The TSP asks again about a token whose digitization it resumed after a crash, and records the second answer:
+    /// a token approved first and declined then was still counted live, and card-wide changes failed on it.
+    @Test func aTokenTheIssuerDeclinedAfterApprovingItIsNotLive() throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE2", outcome: .approved)
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .declined(reason: "renewed"))
+        #expect(try party.store.tokens(ofCard: Cards.visaApprove.0).live == ["DNITHE2"])
+        #expect(try party.store.digitalCardIDs(ofCard: Cards.visaApprove.0) == ["DNITHE2"])
+        // And the other way round: declined, then approved on the retry.
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE3", outcome: .declined(reason: "not yet"))
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE3", outcome: .approved)
+        #expect(try party.store.tokens(ofCard: Cards.visaApprove.0).live == ["DNITHE2", "DNITHE3"])
+    }
+}
