@@ -107,7 +107,14 @@ import TokenetWire
         (#"{"fBool": "true"}"#, "expected true or false"),
         (#"{"fString": 5}"#, "expected a string, found a number"),
         (#"{"fBytes": "%%%"}"#, "expected base64"),
-        (#"{"fColor": "PURPLE"}"#, #""PURPLE" is not a value of tokenet.testing.v1.Color"#),
+        (
+            #"{"fColor": "PURPLE"}"#,
+            // In the order of their numbers, as protobuf-c keeps them (COLOR_BLUE is -3).
+            #""PURPLE" is not a value of tokenet.testing.v1.Color (its values: COLOR_BLUE, COLOR_UNSPECIFIED, "#
+                + "COLOR_RED, COLOR_GREEN)"
+        ),
+        // An element of a repeated field is named by its index.
+        (#"{"fInt32": 1, "fBytes": 5}"#, "f_bytes: expected base64 text, found a number"),
         // Names with a NUL: protobuf-c's lookups stop at it and found the field or value named by what precedes it.
         (#"{"f_int32\u0000x": 5}"#, "unknown field \"f_int32\u{0}x\" in tokenet.testing.v1.Scalars"),
         (#"{"fColor": "COLOR_RED\u0000x"}"#, "\"COLOR_RED\u{0}x\" is not a value of tokenet.testing.v1.Color"),
@@ -144,6 +151,15 @@ import TokenetWire
         }
     }
 
+    /// The element of a repeated field that does not fit is named by its index: which one was wrong was not said.
+    @Test func aRepeatedFieldsElementIsNamedByItsIndex() {
+        #expect {
+            try TestingV1.Repeated(jsonString: #"{"rInt64": ["1", "x", "3"]}"#)
+        } throws: { error in
+            (error as? WireError)?.message.hasPrefix(#"tokenet.testing.v1.Repeated.r_int64[1]: "x" is not"#) == true
+        }
+    }
+
     static let base64Texts: [(String, [UInt8])] = [
         ("Zm9v", [0x66, 0x6F, 0x6F]), ("Zm8=", [0x66, 0x6F]), ("Zm8", [0x66, 0x6F]), ("Zg==", [0x66]), ("Zg", [0x66]),
         ("+/8A", [0xFB, 0xFF, 0x00]), ("-_8A", [0xFB, 0xFF, 0x00]), ("_w==", [0xFF]), ("_w", [0xFF]), ("", []),
@@ -156,23 +172,37 @@ import TokenetWire
 
     /// `=` only pads the end, to a multiple of four characters: a reader that skipped it anywhere took `"===="` as a
     /// zero byte, `"AA=A"` as two and `"Zm9v=="` as `foo`.
+    /// Each refusal says what is wrong: it said "expected base64 text" alone.
     @Test(arguments: [
-        "=", "==", "====", "A===", "AA=A", "=AAA", "Zg=", "Zm9vYg=", "Zm9v==", "AAAA====", "Zm9=vYg", "AAAAA",
-        "Zm9v Yg==", #"Zm9v\nYg=="#, "Zm9v.Yg",
+        ("=", "padded base64 comes in groups of four characters, and this is 1 long"),
+        ("==", "padded base64 comes in groups of four characters, and this is 2 long"),
+        ("====", "4 '=' at the end; padding is one or two"), ("A===", "3 '=' at the end; padding is one or two"),
+        ("AA=A", "'=' pads only the end (at character 3;"), ("=AAA", "'=' pads only the end (at character 1;"),
+        ("Zg=", "padded base64 comes in groups of four characters, and this is 3 long"),
+        ("Zm9vYg=", "padded base64 comes in groups of four characters, and this is 7 long"),
+        ("Zm9v==", "padded base64 comes in groups of four characters, and this is 6 long"),
+        ("AAAA====", "4 '=' at the end"),
+        ("Zm9=vYg", "'=' pads only the end (at character 4;"),
+        ("AAAAA", "5 characters is no length of base64 (one too many, or a character missing)"),
+        ("Zm9v Yg==", "a space is no base64 character (at character 5;"),
+        (#"Zm9v\nYg=="#, "a control character (byte 10) is no base64 character (at character 5;"),
+        ("Zm9v.Yg", "'.' is no base64 character (at character 5; base64 is A-Z, a-z, 0-9 and + / or - _"),
     ])
-    func rejectsTextThatIsNotBase64(text: String) {
+    func rejectsTextThatIsNotBase64(text: String, problem: String) {
         do {
             let decoded = try TestingV1.Scalars(jsonString: #"{"fBytes": "\#(text)"}"#)
             Issue.record("accepted \(text) as \(decoded.fBytes.map { $0 })")
         } catch let error as WireError {
-            #expect(error.message == "tokenet.testing.v1.Scalars.f_bytes: expected base64 text")
+            #expect(
+                error.message.hasPrefix("tokenet.testing.v1.Scalars.f_bytes: expected base64 text: \(problem)"),
+                "\(error.message)")
         } catch {
             Issue.record("unexpected error \(error)")
         }
     }
 
     static let messageFieldsNotObjects: [(String, any ProtoMessage.Type, String)] = [
-        (#"{"rScalars": [{}, null]}"#, TestingV1.Repeated.self, "tokenet.testing.v1.Repeated.r_scalars"),
+        (#"{"rScalars": [{}, null]}"#, TestingV1.Repeated.self, "tokenet.testing.v1.Repeated.r_scalars[1]"),
         (#"{"maybeMessage": []}"#, TestingV1.Presence.self, "tokenet.testing.v1.Presence.maybe_message"),
     ]
 

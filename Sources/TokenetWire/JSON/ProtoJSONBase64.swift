@@ -35,6 +35,35 @@ public enum ProtoJSONBase64 {
         return bytes
     }
 
+    /// Why `decode` refuses `text`, in words: the first character outside both alphabets, padding out of place,
+    /// or a length no base64 text has. `decode` refused with "expected base64 text" alone, which left a person to
+    /// find which of those it was.
+    public static func problem(with text: some StringProtocol) -> String {
+        let characters = Array(text.utf8)
+        let padding = characters.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        let body = characters.dropLast(padding)
+        if let index = body.firstIndex(where: { values[Int($0)] == invalid }) {
+            let character = body[index]
+            let shown =
+                switch character {
+                case UInt8(ascii: "="): "'=' pads only the end"
+                case 0x21..<0x7F: "'\(Character(Unicode.Scalar(character)))' is no base64 character"
+                case 0x20: "a space is no base64 character"
+                case ..<0x80: "a control character (byte \(character)) is no base64 character"
+                default: "a byte outside ASCII is no base64 character"
+                }
+            return "\(shown) (at character \(index + 1); base64 is A-Z, a-z, 0-9 and + / or - _, with = at the end)"
+        }
+        if padding > 2 { return "\(padding) '=' at the end; padding is one or two" }
+        if padding > 0, characters.count % 4 != 0 {
+            return "padded base64 comes in groups of four characters, and this is \(characters.count) long"
+        }
+        if body.count % 4 == 1 {
+            return "\(body.count) characters is no length of base64 (one too many, or a character missing)"
+        }
+        return "it is not base64"
+    }
+
     private static let invalid: UInt8 = 0xFF
 
     /// Each byte's six-bit value in either alphabet (`+` and `-` are 62, `/` and `_` are 63), `invalid` for the rest.

@@ -47,7 +47,7 @@ struct ProtoJSONDecoder {
                 let stride = ProtoJSONEncoder.elementStride(field.type)
                 let array = arena.allocate(byteCount: stride * elements.count)
                 for (index, element) in elements.enumerated() {
-                    try store(element, at: array + index * stride, field)
+                    try store(element, at: array + index * stride, field, element: index)
                 }
                 field.storeRepeated(array, count: elements.count, in: message)
             } else {
@@ -72,8 +72,12 @@ struct ProtoJSONDecoder {
         return nil
     }
 
-    private func store(_ value: JSONValue, at slot: UnsafeMutableRawPointer, _ field: ProtoField) throws {
-        let name = field.qualifiedName
+    /// `element` is the index of `value` in a repeated field's array, named with the field when the value is
+    /// refused (`subscribers[2]`): which of the elements was wrong was not said.
+    private func store(
+        _ value: JSONValue, at slot: UnsafeMutableRawPointer, _ field: ProtoField, element: Int? = nil
+    ) throws {
+        let name = field.qualifiedName + (element.map { "[\($0)]" } ?? "")
         switch field.type {
         case .int32, .sint32, .sfixed32:
             slot.storeBytes(of: try Self.integer(value, Int32.self, name), as: Int32.self)
@@ -108,12 +112,16 @@ struct ProtoJSONDecoder {
             }
             try string.store(to: slot, arena: arena, field: name)
         case .bytes:
-            guard case .string(let text) = value, let data = ProtoJSONBase64.decode(text) else {
-                throw WireError(.invalidJSON, "\(name): expected base64 text")
+            guard case .string(let text) = value else {
+                throw WireError(.invalidJSON, "\(name): expected base64 text, found \(value.kindName)")
+            }
+            guard let data = ProtoJSONBase64.decode(text) else {
+                throw WireError(
+                    .invalidJSON, "\(name): expected base64 text: \(ProtoJSONBase64.problem(with: text))")
             }
             data.store(to: slot, arena: arena, field: name)
         case .enumeration:
-            slot.storeBytes(of: try enumValue(value, field), as: Int32.self)
+            slot.storeBytes(of: try enumValue(value, field, name), as: Int32.self)
         case .message:
             // Named here with the field: the message's own check names only its type, which several fields (or the
             // elements of a repeated one) may share.
@@ -128,7 +136,7 @@ struct ProtoJSONDecoder {
         }
     }
 
-    private func enumValue(_ value: JSONValue, _ field: ProtoField) throws -> Int32 {
+    private func enumValue(_ value: JSONValue, _ field: ProtoField, _ fieldName: String) throws -> Int32 {
         let enumName = String(cString: field.enumDescriptor.pointee.name)
         switch value {
         case .string(let name):
@@ -136,14 +144,27 @@ struct ProtoJSONDecoder {
             guard !name.utf8.contains(0),
                 let found = protobuf_c_enum_descriptor_get_value_by_name(field.enumDescriptor, name)
             else {
-                throw WireError(.invalidJSON, "\(field.qualifiedName): \"\(name)\" is not a value of \(enumName)")
+                throw WireError(
+                    .invalidJSON,
+                    "\(fieldName): \"\(name)\" is not a value of \(enumName)\(Self.values(of: field.enumDescriptor))")
             }
             return found.pointee.value
         case .number:
-            return try Self.integer(value, Int32.self, field.qualifiedName)
+            return try Self.integer(value, Int32.self, fieldName)
         default:
-            throw WireError(.invalidJSON, "\(field.qualifiedName): expected a name of \(enumName)")
+            throw WireError(.invalidJSON, "\(fieldName): expected a name of \(enumName)")
         }
+    }
+
+    /// " (its values: A, B, C)" for the refusal of a name an enum does not have, so that the person sees the right
+    /// spelling (`TOKEN_STATE_ACTIVE`, not `ACTIVE`) without looking it up; an enum of many values names the first
+    /// ones and how many there are.
+    static func values(of descriptor: UnsafePointer<ProtobufCEnumDescriptor>) -> String {
+        let count = Int(descriptor.pointee.n_values)
+        guard count > 0 else { return "" }
+        let shown = (0..<min(count, 12)).map { String(cString: descriptor.pointee.values[$0].name) }
+        let more = count > shown.count ? ", … \(count) in all" : ""
+        return " (its values: \(shown.joined(separator: ", "))\(more))"
     }
 
     /// An integer given as a JSON number or a string, read exactly from its decimal text.
