@@ -19,7 +19,10 @@ enum DescribeCommand {
             } catch let error as RPCError where error.code == .notFound {
                 // A package is no symbol reflection describes, but its services are what was meant.
                 let services = try await session.askingReflection { try await session.services(inPackage: symbol) }
-                guard !services.isEmpty else { throw error }
+                guard !services.isEmpty else {
+                    if try await printTypes(inPackage: symbol, session: session) { return 0 }
+                    throw await session.wrongNode(describing: symbol) ?? error
+                }
                 printOut(
                     "\(escapingControls(symbol)) is a package, with \(services.count) service\(services.count == 1 ? "" : "s"):"
                 )
@@ -32,13 +35,35 @@ enum DescribeCommand {
         }
     }
 
+    /// Lists the messages and enums of `package` that the node's services use, for a package with no service of
+    /// its own (`tokenet.card.v1`, whose types the TSP's and the wallet's methods carry): it was NOT_FOUND, though
+    /// each of its types could be described by name. False when the services use none.
+    static func printTypes(inPackage package: String, session: InspectSession) async throws -> Bool {
+        guard !package.isEmpty, !package.hasSuffix("."), !package.contains("/") else { return false }
+        var messages: Set<String> = []
+        var enums: Set<String> = []
+        for service in try await session.askingReflection({ try await session.listServices() }) {
+            let description = try await session.askingReflection { try await session.describe(service) }
+            messages.formUnion(description.messages.map(\.name).filter { $0.hasPrefix(package + ".") })
+            enums.formUnion(description.enums.map(\.name).filter { $0.hasPrefix(package + ".") })
+        }
+        guard !messages.isEmpty || !enums.isEmpty else { return false }
+        printOut("\(escapingControls(package)) is a package with no service on this node; its services use:")
+        for message in messages.sorted() { printOut("  message " + escapingControls(message)) }
+        for name in enums.sorted() { printOut("  enum " + escapingControls(name)) }
+        printOut("(tokenet describe \(session.options.address) NAME describes one)")
+        return true
+    }
+
     static let help = """
         Usage: tokenet describe ADDR SYMBOL [OPTIONS]
 
         Prints SYMBOL as the node at ADDR (HOST:PORT) describes it, in .proto syntax, followed by every message and
         enum it uses: enough to write a request for tokenet call. SYMBOL is a service (tokenet.health.v1.Health),
         a method (tokenet.health.v1.Health.Check or /tokenet.health.v1.Health/Check), a message or an enum; a
-        package (tokenet.tsp.v1) lists its services.
+        package (tokenet.tsp.v1) lists its services, and one without a service on the node (tokenet.card.v1)
+        the messages and enums of it that the node's services use. A symbol of another node's API is answered
+        NOT_FOUND with the node that serves it.
         Fields whose JSON name differs from their name show it as [json_name = "..."].
 
         Options:

@@ -17,9 +17,18 @@ extension InspectSession {
     /// The same judgement for a method the node's reflection does not describe (`/pkg.Service/Method` or
     /// `pkg.Service/Method`), before anything is sent: a scenario's `watch` opens no call without a described type.
     func wrongNode(calling path: String) async -> RPCError? {
-        guard let service = path.split(separator: "/").first.map(String.init),
-            let expected = Self.nodeName(serving: service)
-        else { return nil }
+        guard let service = path.split(separator: "/").first.map(String.init) else { return nil }
+        return await wrongNode(for: service, code: .unimplemented, saying: "does not serve")
+    }
+
+    /// The same for a symbol `describe` was answered NOT_FOUND for (`tokenet.tsp.v1.DigitizeRequest` asked of a
+    /// wallet-node): the node's "serves no service, method, message or enum named …" did not say which node does.
+    func wrongNode(describing symbol: String) async -> RPCError? {
+        await wrongNode(for: String(symbol.trimmingPrefix("/")), code: .notFound, saying: "does not describe")
+    }
+
+    private func wrongNode(for symbol: String, code: StatusCode, saying verb: String) async -> RPCError? {
+        guard let expected = Self.nodeName(serving: symbol) else { return nil }
         // Without an answer from reflection the kind is unknown: the node's own message stands.
         guard let services = try? await listServices() else { return nil }
         let actual = services.lazy.compactMap(Self.nodeName(serving:)).first
@@ -27,8 +36,7 @@ extension InspectSession {
         let kind = actual.map { "it is \(Self.article($0)) \($0)" } ?? "it serves no wallet, issuer or TSP service"
         let node = "\(Self.article(expected)) \(expected)"
         return RPCError(
-            .unimplemented,
-            "\(options.address) does not serve \(service), which \(node) serves; \(kind): give the address of \(node)")
+            code, "\(options.address) \(verb) \(symbol), which \(node) serves; \(kind): give the address of \(node)")
     }
 
     /// The node that serves `service`, by its package: `tokenet.wallet.v1.WalletControl` is a wallet-node's.

@@ -96,6 +96,27 @@ import TokenetTransport
         #expect(result.stdout.isEmpty)
     }
 
+    /// A package with no service of its own was NOT_FOUND, though its types could each be described by name.
+    @Test func describeOfAPackageWithoutServicesListsItsTypes() async throws {
+        let result = try await runTokenet(["describe", address, "tokenet.card.v1"] + tls)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.hasPrefix("tokenet.card.v1 is a package with no service on this node; its services use:\n"),
+            "\(result.stdout)")
+        #expect(result.stdout.contains("\n  message tokenet.card.v1.EncryptedCardData\n"), "\(result.stdout)")
+        #expect(result.stdout.contains("\n  enum tokenet.card.v1.TokenState\n"), "\(result.stdout)")
+    }
+
+    /// A symbol of another node's API was answered with the node's bare NOT_FOUND; `call` named the right node.
+    @Test func describeOfAnotherNodesSymbolNamesThatNode() async throws {
+        let result = try await runTokenet(["describe", address, "tokenet.wallet.v1.AddCardRequest"] + tls)
+        #expect(result.status == 64 + 5, "\(result.stderr)")
+        #expect(
+            result.stderr
+                == "ERROR: NOT_FOUND: \(address) does not describe tokenet.wallet.v1.AddCardRequest, which a "
+                + "wallet-node serves; it is a tsp-node: give the address of a wallet-node\n")
+    }
+
     /// The TLS files come from the environment here.
     @Test func callHealthCheckPrintsTheResponseAsJSON() async throws {
         let environment = [
