@@ -49,7 +49,10 @@ public struct TokenLifecycleStateMachine: Sendable, Equatable {
             case (.resume, .active):
                 return "cannot resume a token that is ACTIVE; only a SUSPENDED token can be resumed"
             case (.activate, .suspended):
-                return "cannot activate a token that is SUSPENDED; use resume"
+                // "use resume" sent an issuer's call centre to a resume the TSP refuses it when the TSP suspended
+                // the token: who may lift a suspension depends on who made it (`SuspensionAuthority`).
+                return "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V "
+                    + "(INACTIVE), and a suspension is lifted by a resume from the party that made it or one above it"
             default:
                 return "cannot \(event) a token that is \(state)"
             }

@@ -22,7 +22,12 @@ import Testing
         (.active, .suspend, .to(.suspended)),
         (.active, .resume, .rejected("cannot resume a token that is ACTIVE; only a SUSPENDED token can be resumed")),
         (.active, .delete, .to(.deactivated)),
-        (.suspended, .activate, .rejected("cannot activate a token that is SUSPENDED; use resume")),
+        (
+            .suspended, .activate,
+            .rejected(
+                "cannot activate a token that is SUSPENDED; activation is for a token waiting for ID&V (INACTIVE), "
+                    + "and a suspension is lifted by a resume from the party that made it or one above it")
+        ),
         (.suspended, .suspend, .rejected("cannot suspend a token that is SUSPENDED")),
         (.suspended, .resume, .to(.active)),
         (.suspended, .delete, .to(.deactivated)),
