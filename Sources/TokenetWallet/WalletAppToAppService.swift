@@ -88,6 +88,10 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                     IssuerV1.OpenAppRequest(
                         caller: opening.caller, activationData: opening.activationData,
                         serialNumber: opening.serialNumber))
+            } catch let error as RPCError where [.unavailable, .deadlineExceeded].contains(error.code) {
+                // Not a refusal: nothing answered, and opening it again may well work.
+                throw RPCError(
+                    error.code, "the issuer app could not be reached: \(error.message); try again", cause: error)
             } catch let error as RPCError {
                 throw RPCError(error.code, "the issuer app refused to open: \(error.message)", cause: error)
             }

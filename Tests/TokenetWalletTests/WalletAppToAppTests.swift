@@ -19,6 +19,10 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         guard request.caller != "com.example.wallet" else {
             throw RPCError(.permissionDenied, "the issuer app does not accept activation from \"com.example.wallet\"")
         }
+        // As the RPC client reports an issuer node that is down.
+        guard request.caller != "test.unreachable" else {
+            throw RPCError(.unavailable, "cannot connect to 127.0.0.1:7002: connection refused")
+        }
         return IssuerV1.OpenAppResponse(sessionID: "app-\(count)", message: "card ending 0054 — sign in to activate")
     }
 
@@ -116,6 +120,20 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         }
         #expect(unknown == .permissionDenied)
         #expect(app.opened.withLock { $0.last?.caller } == "com.example.wallet")
+    }
+
+    /// An issuer node that is down was reported as an issuer app that "refused to open".
+    @Test func anIssuerAppThatCannotBeReachedIsNotSaidToRefuse() async throws {
+        let (wallet, _) = try await Self.steppedUp()
+        await expectRPCError(
+            .unavailable,
+            "the issuer app could not be reached: cannot connect to 127.0.0.1:7002: connection refused; try again"
+        ) {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1", callerOverride: "test.unreachable"))
+        }
+        await expectRPCError(.permissionDenied, "the issuer app refused to open: the issuer app does not accept") {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1", callerOverride: "com.example.wallet"))
+        }
     }
 
     @Test func applePayOpensWithThePassTheIssuerAppCanFindInCurrentTokens() async throws {
