@@ -137,8 +137,17 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     /// Activates every account of the user not yet in the app, in one bulk call; one result per account.
     func activateLinked(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.ActivateLinkedResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
-        let (keys, newUser) = try keysForActivation(userID: userID, pin: pin)
+        // The activation code delivered to the cardholder is what proves them; a PIN they choose proves nothing
+        // until an account was activated with a code. Without this, anyone allowed to call the app's service could
+        // set the PIN of a user who never set one, activate every account, and log in.
         let existing = Set(try store.appAccounts(userID).map(\.accountID))
+        guard !existing.isEmpty else {
+            throw IssuerError(
+                .failedPrecondition,
+                "no account is activated in \(userID)'s app yet: activate a first account with its activation code "
+                    + "(tokenet issuer enroll, then tokenet issuer-app activate), then the others with activate-linked")
+        }
+        let (keys, newUser) = try keysForActivation(userID: userID, pin: pin)
         let activations = try await backend.linkedActivations(userID: userID, excluding: existing)
         var answer = IssuerV1.ActivateLinkedResponse()
         guard !activations.isEmpty else { return answer }

@@ -21,7 +21,8 @@ enum IssuerAppCommand {
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
         `tokenet issuer outbox`); the TSP provisions a user and a device HOTP credential. The first account sets the
         app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
-        user's other accounts in one bulk call and prints a result per account. login signs the user in with the PIN
+        user's other accounts in one bulk call and prints a result per account, once a first account is activated
+        with its code (the code is what proves the user; the PIN alone does not). login signs the user in with the PIN
         and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
         authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
         printed SESSION_ID): with --pin the app signs the cardholder in, has the TSP activate the token and tells

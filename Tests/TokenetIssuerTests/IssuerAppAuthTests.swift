@@ -190,14 +190,21 @@ import TokenetWire
 
     @Test func linkedAccountsActivateInBulkWithAResultEach() async throws {
         let app = try App.make()
-        app.tsp.state.withLock { _ = $0.refusing.insert("acc-alice-credit") }
-        await expectIssuerError(.invalidArgument, "set a PIN") {
-            try await app.party.app.activateLinked(userID: "ch-alice", pin: "")
+        // A user whose app holds no account has proved nothing yet: activate-linked set the PIN of a user who never
+        // entered a code, activated every account and let them log in.
+        await expectIssuerError(.failedPrecondition, "activate a first account with its activation code") {
+            try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580")
         }
+        #expect(try app.party.app.accounts(userID: "ch-alice").pinSet == false)
+        #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "Checking", pin: "2580")
+        app.tsp.state.withLock { _ = $0.refusing.insert("acc-alice-credit") }
         let response = try await app.party.app.activateLinked(userID: "ch-alice", pin: "2580")
-        #expect(response.pinSet)
-        #expect(response.results.map(\.accountID) == ["acc-alice-checking", "acc-alice-credit"])
-        #expect(response.results.map(\.result) == [.success, .incorrectCode])
+        #expect(!response.pinSet)
+        #expect(response.results.map(\.accountID) == ["acc-alice-credit"])
+        #expect(response.results.map(\.result) == [.incorrectCode])
         app.tsp.state.withLock { $0.refusing = [] }
         await expectIssuerError(.unauthenticated, "not correct") {
             try await app.party.app.activateLinked(userID: "ch-alice", pin: "1470")

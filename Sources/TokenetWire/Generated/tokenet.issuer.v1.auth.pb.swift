@@ -596,7 +596,9 @@ extension IssuerV1 {
             service: serviceName, name: "Accounts", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// Asks the issuer backend for the user's linked accounts and activates them all in one bulk call.
+        /// Asks the issuer backend for the user's linked accounts and activates them all in one bulk call. Only once a
+        /// first account is activated in the app with its activation code, which is what proves the user
+        /// (FAILED_PRECONDITION before); the PIN is the app's, set by that first activation.
         public static let activateLinked = MethodDescriptor<IssuerV1.ActivateLinkedRequest, IssuerV1.ActivateLinkedResponse>(
             service: serviceName, name: "ActivateLinked", kind: .unary, allowedRoles: ["operator"]
         )
