@@ -54,6 +54,11 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard !pin.isEmpty else {
             throw IssuerError(.unauthenticated, "enter the app's PIN (the one set with the first account)")
         }
+        do {
+            try PINPolicy.checkForm(pin)
+        } catch {
+            throw IssuerError(.invalidArgument, "\(error.message), so it is not the app's PIN; no try was used")
+        }
         let keys = try IssuerAppKeys.derive(
             pin: pin, devicePIN: user.devicePIN, salt: user.salt, iterations: iterations)
         guard keys.opensPINCheck(user.pinCheck, userID: userID) else {

@@ -245,6 +245,26 @@ import TokenetWire
         #expect(app.tsp.state.withLock { ($0.logins, $0.resyncs) } == (3, 2))
     }
 
+    /// A value that cannot be the app's PIN (too short, not digits) is refused before it is compared: it used one
+    /// of the five tries, as a wrong PIN does.
+    @Test func aValueThatCannotBeAPINUsesNoTry() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        for value in ["12", "abcd", "123456789", "２５８０"] {
+            for _ in 0..<3 {
+                await expectIssuerError(.invalidArgument, "so it is not the app's PIN; no try was used") {
+                    try await app.party.app.login(userID: "ch-alice", pin: value)
+                }
+            }
+        }
+        await expectIssuerError(.unauthenticated, "4 tries left") {
+            try await app.party.app.login(userID: "ch-alice", pin: "1470")
+        }
+        _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
+    }
+
     @Test func fiveWrongPINsLockTheAppUntilTheIssuerUnlocksIt() async throws {
         let app = try App.make()
         let first = try await app.enrol()
