@@ -12,6 +12,7 @@ import TokenetWire
 /// A login that accepts PIN 2468 for every cardholder and hands out `at-<user>`.
 struct FakeLogin: CardholderLogin {
     func accessToken(forUser userID: String, pin: String) async throws(IssuerError) -> String {
+        guard pin != "9999" else { throw IssuerError(.locked, "the app is locked after 5 wrong PINs") }
         guard pin == "2468" else { throw IssuerError(.keys, "wrong PIN for \(userID)") }
         return "at-\(userID)"
     }
@@ -194,6 +195,11 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         }
         #expect(wrong?.code == .unauthenticated && wrong?.message.contains("could not be signed in") == true)
         #expect(!(wrong?.message.contains("0000") ?? true) || wrong?.message.contains("wrong PIN") == true)
+        // A locked app is RESOURCE_EXHAUSTED, as login answers it: it was UNAUTHENTICATED, as a wrong PIN is.
+        let locked = await Support.rpcError {
+            _ = try await person.authorize(.init(sessionID: opened.sessionID, pin: "9999"))
+        }
+        #expect(locked?.code == .resourceExhausted && locked?.message.contains("locked") == true)
         let denied = try await person.authorize(.init(sessionID: opened.sessionID, deny: true))
         #expect(denied.result == .failure && denied.reason == "the cardholder declined in the issuer app")
         #expect(tsp.inApp.withLock { $0.isEmpty })
