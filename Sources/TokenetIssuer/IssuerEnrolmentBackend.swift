@@ -73,9 +73,19 @@ final class IssuerEnrolmentBackend: Sendable {
         let appWasLocked =
             (try store.appUser(userID)?.pinFailures ?? 0) >= IssuerAppAuthenticator.maxPINFailures
         try store.recordPIN(userID: userID, wrong: false)
-        let response = try await Self.calling("unlock the credentials") { () async throws in
-            try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
-                .init(userID: userID, accountID: accountID))
+        let response: TspV1.UnlockCredentialsResponse
+        do {
+            response = try await Self.calling("unlock the credentials") { () async throws in
+                try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
+                    .init(userID: userID, accountID: accountID))
+            }
+        } catch  where appWasLocked {
+            // The app's lock is already lifted: said, or the operator took the whole unlock for failed while the
+            // app's PIN worked again, and the retry answered "nothing was locked".
+            throw IssuerError(
+                error.code,
+                "\(error.message); the app's own PIN lock is lifted, but its credentials at the TSP may still be "
+                    + "locked: unlock again once the TSP answers", cause: error.cause)
         }
         logger.info(
             "credentials unlocked",

@@ -19,6 +19,8 @@ final class FakeTSPAuth: Sendable {
         var expiring: Set<String> = []
         var verifyCalls = 0
         var unlocks = 0
+        /// Answers UnlockCredentials with UNAVAILABLE, as a TSP that is down.
+        var unlockDown = false
         var logins = 0
         var resyncs = 0
         var next = 0
@@ -56,6 +58,7 @@ final class FakeTSPAuth: Sendable {
         func unlockCredentials(_ request: TspV1.UnlockCredentialsRequest, context: ServerContext) async throws
             -> TspV1.UnlockCredentialsResponse
         {
+            guard !fake.state.withLock({ $0.unlockDown }) else { throw RPCError(.unavailable, "connection refused") }
             fake.state.withLock { $0.unlocks += 1 }
             return TspV1.UnlockCredentialsResponse(unlocked: 1)
         }

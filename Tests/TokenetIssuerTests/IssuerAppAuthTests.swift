@@ -291,6 +291,15 @@ import TokenetWire
         #expect(unlocked.appUnlocked && unlocked.unlocked == 1)
         #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
         #expect(try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "").appUnlocked == false)
+
+        // With the TSP down, the failure says the app's own lock is lifted already: it said only that the unlock
+        // failed, while the app's PIN worked again.
+        for _ in 0..<5 { _ = try? await app.party.app.login(userID: "ch-alice", pin: "1470") }
+        app.tsp.state.withLock { $0.unlockDown = true }
+        await expectIssuerError(.unavailable, "the app's own PIN lock is lifted, but its credentials at the TSP") {
+            try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
+        }
+        #expect(try await app.party.app.login(userID: "ch-alice", pin: "2580").accountID == "acc-alice-checking")
     }
 
     @Test func unlockingAnUnknownUserIsNotFoundAndAsksNothingOfTheTSP() async throws {
