@@ -79,7 +79,7 @@ final class IssuerEnrolmentBackend: Sendable {
                 try await TspV1.Enrolment.Client(try self.caller()).unlockCredentials(
                     .init(userID: userID, accountID: accountID))
             }
-        } catch  where appWasLocked {
+        } catch let error where appWasLocked {
             // The app's lock is already lifted: said, or the operator took the whole unlock for failed while the
             // app's PIN worked again, and the retry answered "nothing was locked".
             throw IssuerError(
