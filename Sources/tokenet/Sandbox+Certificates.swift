@@ -18,8 +18,13 @@ extension Sandbox {
             name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace)
         try generator.launch()
         guard generator.waitForExit(seconds: timeout) else {
-            generator.send(SIGKILL)
-            _ = generator.waitForExit(seconds: 5)
+            // SIGTERM first: the script removes its temporary directory, which holds the private keys it has made
+            // so far, on its way out; SIGKILL left one behind in $TMPDIR at every timeout.
+            generator.send(SIGTERM)
+            if !generator.waitForExit(seconds: 3) {
+                generator.send(SIGKILL)
+                _ = generator.waitForExit(seconds: 5)
+            }
             throw CLIError(.setup, "Tools/gen-certs did not finish within \(timeout) s")
         }
         guard generator.exitedCleanly else {
