@@ -35,9 +35,11 @@ extension Scenario {
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
         var parser = Parser()
-        // Split on any line break: "\r\n" is one Character in Swift, so splitting on "\n" alone would leave a script
-        // written on Windows as one long line.
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        // Split on the line breaks editors and `wc -l` count: LF, CRLF ("\r\n" is one Character in Swift, so
+        // splitting on "\n" alone would leave a script written on Windows as one long line) and CR. Not on the other
+        // characters Swift calls newlines (U+2028, U+0085, a form feed, a vertical tab), which a JSON string may hold
+        // and which made error line numbers disagree with the editor.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
         for (index, rawLine) in lines.enumerated() {
             do {
                 try parser.parse(line: String(rawLine), number: index + 1)

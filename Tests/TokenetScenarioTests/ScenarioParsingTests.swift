@@ -195,6 +195,23 @@ import TokenetWire
         #expect(error?.message.hasPrefix("s:2: unknown step 'bogus'") == true)
     }
 
+    /// Only LF, CRLF and CR end a line: a U+2028 inside a JSON string, or a form feed, split the line there, and
+    /// the line numbers of errors no longer matched the editor's.
+    @Test func otherUnicodeLineBreaksDoNotEndALine() throws {
+        let scenario = try Scenario.parse(
+            "call tsp a.B/C {\"body\": \"one\u{2028}two\"}\rexpect NOT_FOUND\necho page\u{0C}two", source: "s")
+        #expect(scenario.steps.map(\.line) == [1, 3])
+        guard case .call(let call) = scenario.steps.first?.action else {
+            Issue.record("not a call: \(scenario.steps)")
+            return
+        }
+        #expect(call.request == "{\"body\": \"one\u{2028}two\"}")
+        let error = #expect(throws: ScenarioError.self) {
+            try Scenario.parse("echo page one\u{0C}page two\nfrobnicate\n", source: "s")
+        }
+        #expect(error?.message.hasPrefix("s:2: unknown step 'frobnicate'") == true, "\(String(describing: error))")
+    }
+
     @Test func aSaveMayKeepWhatARegularExpressionMatches() throws {
         let scenario = try Scenario.parse(
             "call issuer a.B/Outbox\nsave code messages[0].text match is (\\d{6})\\.\nsave all n match \\d+",
