@@ -286,7 +286,42 @@ struct ScenarioCommand {
             throw CLIError(.usage, "scenario: \(source)\(maskPAN(String(message.dropFirst(source.count))))")
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
+        try checkExpectedObjects(scenario)
         return scenario
+    }
+
+    /// Checks each `expect OK {…}` and `await NAME {…}` object written without `${NAME}`s against the response type
+    /// of its call or watch, when this build knows the method, as the run checks it: a misspelt field or enum value
+    /// was found only when the run reached the line, after the steps before it, and the call itself, had run.
+    static func checkExpectedObjects(_ scenario: Scenario) throws(CLIError) {
+        func target(_ method: String) -> CallTarget? {
+            (try? CallCommand.methodPath(method)).flatMap { CallTarget.known($0) }
+        }
+        var watched: [String: CallTarget?] = [:]
+        for step in scenario.steps {
+            let object: String?
+            let response: CallTarget?
+            let line: Int
+            switch step.action {
+            case .call(let call):
+                (object, response, line) = (
+                    call.expectation.contains, target(call.method), call.expectation.line ?? step.line
+                )
+            case .watch(let watch):
+                watched[watch.name] = target(watch.method)
+                continue
+            case .await(let awaited):
+                (object, response, line) = (awaited.contains, watched[awaited.name] ?? nil, step.line)
+            default:
+                continue
+            }
+            guard let object, let response, ScenarioVariables.references(in: object).isEmpty else { continue }
+            do {
+                try ScenarioExpectation.check(object, fits: response.response)
+            } catch {
+                throw CLIError(.usage, "scenario: \(scenario.source):\(line): \(maskPAN(error.message))")
+            }
+        }
     }
 
     /// Checks each request written without `${NAME}`s against its method's type, when this build knows the method,

@@ -225,6 +225,36 @@ import TokenetTransport
         #expect(onPurpose.status == 0, "\(onPurpose.stdout)\(onPurpose.stderr)")
     }
 
+    /// An expected object that does not fit the response type failed only when the run reached it, after the steps
+    /// before it and the call itself had run; `--check` passed it.
+    @Test(arguments: [
+        (
+            "call tsp tokenet.health.v1.Health/Check\nexpect OK {\"status\": \"SERVING_STATUS_SERVNG\"}", 2,
+            #""SERVING_STATUS_SERVNG" is not a value of tokenet.health.v1.ServingStatus"#
+        ),
+        (
+            "call tsp tokenet.health.v1.Health/Check\nexpect OK {\"note\": \"x\"}", 2,
+            #"unknown field "note" in tokenet.health.v1.HealthCheckResponse"#
+        ),
+        (
+            "watch h tsp tokenet.health.v1.Health/Watch\necho x\nawait h within 1s {\"stauts\": 1}", 3,
+            #"unknown field "stauts" in tokenet.health.v1.HealthCheckResponse"#
+        ),
+    ])
+    func anExpectedObjectThatDoesNotFitTheResponseIsRefusedByCheck(
+        script: String, line: Int, message: String
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("expect.scenario")
+        try (script + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(
+            check.stderr.hasPrefix("tokenet: scenario: \(file):\(line): the expected object is not a "),
+            "\(check.stderr)")
+        #expect(check.stderr.contains(message), "\(check.stderr)")
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.
@@ -337,12 +367,13 @@ import TokenetTransport
         // The watch was closed before the nodes stopped, and they stopped cleanly.
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
 
-        // An object the watch's messages cannot hold (a misspelt field) is the script's error, not a match.
+        // An object the watch's messages cannot hold (a misspelt field) is the script's error, not a match: found
+        // before any node starts.
         let misspelt = try await run(watch + "\n" + #"await health within 1s {"stauts": "SERVING_STATUS_SERVING"}"#)
         #expect(misspelt.status == 2, "stdout:\n\(misspelt.stdout)\nstderr:\n\(misspelt.stderr)")
         #expect(
             misspelt.stderr.contains(
-                "FAILED at line 2: the expected object is not a tokenet.health.v1.HealthCheckResponse: unknown field "
+                "await.scenario:2: the expected object is not a tokenet.health.v1.HealthCheckResponse: unknown field "
                     + #""stauts""#), "\(misspelt.stderr)")
 
         let unary = try await run("watch once tsp tokenet.health.v1.Health/Check {\"service\": \"\"}\n")
