@@ -82,8 +82,17 @@ enum PortReservation {
             }
         }
         guard done else {
-            let reason = String(cString: strerror(errno))
-            throw CLIError(.setup, "cannot bind \(HostPort(host: host, port: port)): \(reason)")
+            let number = errno
+            // Another machine's address (`--host 8.8.8.8`) is a bad option, said as the nodes and the proxy say it,
+            // not "cannot bind 8.8.8.8:0", a port the person never gave.
+            if number == EADDRNOTAVAIL {
+                throw CLIError(
+                    .usage,
+                    "\(host) is not an address of this machine; give 127.0.0.1, 0.0.0.0 (every interface), :: or one "
+                        + "of this machine's own addresses")
+            }
+            throw CLIError(
+                .setup, "cannot bind \(HostPort(host: host, port: port)): \(String(cString: strerror(number)))")
         }
         // The port lies at the same offset in sockaddr_in and sockaddr_in6.
         return withUnsafePointer(to: &bound) { pointer in

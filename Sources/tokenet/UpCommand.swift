@@ -82,6 +82,10 @@ struct UpCommand {
                 "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface) or :: (IPv6 and "
                     + "IPv4), got '\(maskPAN(text))'")
         }
+        // Another machine's address, named as an option before any certificate is made.
+        if let problem = PortReservation.unavailable(host, 0), problem.contains("not an address of this machine") {
+            throw CLIError(.usage, "up: --host: \(problem)")
+        }
         return host
     }
 

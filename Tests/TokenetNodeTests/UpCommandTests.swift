@@ -202,6 +202,8 @@ import TokenetTransport
         (["--host", "tsp.example"], "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface)"),
         (["--host", "[::1"], "up: --host: expected an IP address such as 127.0.0.1"),
         (["--host", ""], "up: --host: expected an IP address such as 127.0.0.1"),
+        // Another machine's address: it was "cannot bind 192.0.2.1:0" (a port nobody gave) with status 1.
+        (["--host", "192.0.2.1"], "up: --host: 192.0.2.1 is not an address of this machine; give 127.0.0.1"),
         (["--base-port", "0"], "up: --base-port: expected a port from 1 to 65533 (the nodes take N, N+1 and N+2)"),
         (["--base-port", "65534"], "up: --base-port: expected a port from 1 to 65533"),
         (["--base-port", "+80"], "up: --base-port: expected a port from 1 to 65533"),
