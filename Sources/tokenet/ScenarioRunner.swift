@@ -33,6 +33,9 @@ final class ScenarioRunner {
     var lastResponse: (message: JSONValue?, traceID: String)?
     /// The outcome that an `expect` typed at the console checks.
     var lastOutcome: ScenarioExpectation.Outcome?
+    /// The call typed last at the console and its line: `expect within D` typed after it calls it again until the
+    /// expectation is met or D has passed, as in a script (it was accepted and then judged once).
+    var lastConsoleCall: (call: ScenarioCall, line: Int)?
     private var calls = 0
 
     init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
@@ -193,20 +196,39 @@ final class ScenarioRunner {
             printResponses(result, force: true)
             lastResponse = (result.outcome.responses.last, result.traceID)
             lastOutcome = result.outcome
+            lastConsoleCall = (call, line)
         case .expectation(let expectation):
             guard let outcome = lastOutcome else {
                 throw Failure(line: line, reason: "no call has ended yet", scriptError: true)
             }
-            do {
-                if let mismatch = try expectation.mismatch(outcome, variables: variables) {
+            let mismatch = try judge(expectation, outcome, line: line)
+            if let mismatch {
+                guard expectation.within != nil, let last = lastConsoleCall else {
                     throw Failure(line: line, reason: shownStatusMessage(mismatch))
                 }
-            } catch let error as ScenarioError {
-                throw Failure(line: line, reason: error.message, scriptError: true)
+                // Called again under the expectation, every retry interval until it is met or `within` has passed.
+                var again = last.call
+                var judged = expectation
+                judged.line = line
+                again.expectation = judged
+                again.saves = []
+                try runCall(again, line: line)
             }
             print(line, "expect \(expectation.code.name): met")
         case .save(let save):
             try self.save([save], from: lastResponse?.message, traceID: lastResponse?.traceID ?? "")
+        }
+    }
+
+    /// Why `outcome` does not meet `expectation` (nil when it does); a script error (an object that is not JSON)
+    /// as the line's failure.
+    private func judge(
+        _ expectation: ScenarioExpectation, _ outcome: ScenarioExpectation.Outcome, line: Int
+    ) throws -> String? {
+        do {
+            return try expectation.mismatch(outcome, variables: variables)
+        } catch {
+            throw Failure(line: line, reason: error.message, scriptError: true)
         }
     }
 

@@ -136,6 +136,16 @@ import TokenetTransport
         #expect(text().contains("   19  ************0009\n"), "\(text().suffix(2000))")
         #expect(!text().contains("xxxxxxxxxx"))
 
+        // `expect within D` calls the last call again until it is met or D has passed, as in a script: it was
+        // accepted and then judged once, at once.
+        commands.write(
+            Data("call tsp tokenet.tsp.v1.TspControl/ListTokens\nexpect within 1s NOT_FOUND\necho judged\n".utf8))
+        try waitFor("   23  judged", up)
+        let retried = try #require(
+            text().firstMatch(of: /error: line 22: expected NOT_FOUND, got OK after (\d+) calls in 1s/),
+            "\(text().suffix(2000))")
+        #expect(Int(retried.output.1) ?? 0 >= 3, "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
