@@ -33,7 +33,7 @@ final class IssuerEnrolmentBackend: Sendable {
                 sentAtMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)), channel: "sms",
                 maskedDestination: phone,
                 text: "Your Tokenet Bank app activation code is \(activation.activationCode) (reference "
-                    + "\(activation.referenceID)); it expires in \(minutes) minutes. Or open "
+                    + "\(activation.referenceID)); it expires in \(minutes == 1 ? "1 minute" : "\(minutes) minutes"). Or open "
                     + Self.link(activation, userID: userID) + ". Never share it.",
                 digitalCardID: "enrolment:\(activation.referenceID)"),
             codeExpiresAtMs: activation.expiresAtMs)

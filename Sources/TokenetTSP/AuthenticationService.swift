@@ -95,7 +95,7 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
                 response.result = .incorrectCodes
                 response.failuresLeft = UInt32(left)
                 response.message =
-                    "the codes are not two consecutive codes of this credential; \(left) failures left before it locks"
+                    "the codes are not two consecutive codes of this credential; \(Self.failures(left)) left before it locks"
             case .notLocked:
                 throw TSPError(.internal, "a resynchronisation answered as an unlock")
             }
@@ -164,7 +164,9 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
     ) {
         switch outcome {
         case .incorrect(let left):
-            return (.incorrectCode, UInt32(left), "the code of \(credentialID) is not correct; \(left) failures left")
+            return (
+                .incorrectCode, UInt32(left), "the code of \(credentialID) is not correct; \(Self.failures(left)) left"
+            )
         case .resyncRequired(let left):
             return (
                 .resyncRequired, UInt32(left),
@@ -181,4 +183,7 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
     private func resultName(_ result: TspV1.ActivationResult) -> String {
         result.protoValueName ?? "\(result)"
     }
+
+    /// "1 failure", "3 failures".
+    static func failures(_ count: some BinaryInteger) -> String { count == 1 ? "1 failure" : "\(count) failures" }
 }
