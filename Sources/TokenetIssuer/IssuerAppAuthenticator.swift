@@ -223,7 +223,12 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     // MARK: Accounts
 
     func accounts(userID: String) throws(IssuerError) -> IssuerV1.AppAccountsResponse {
-        IssuerV1.AppAccountsResponse(
+        // A user the issuer does not have was answered "no account is activated", as for a real one, while enrol
+        // and activate-linked answer NOT_FOUND: a misspelt user id looked like an app not set up yet.
+        guard try store.accounts(ofCardholder: userID) != nil else {
+            throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
+        }
+        return IssuerV1.AppAccountsResponse(
             accounts: try store.appAccounts(userID).map {
                 IssuerV1.AppAccount(
                     accountID: $0.accountID, displayName: $0.displayName, activatedAtMs: $0.activatedAtMs)

@@ -265,6 +265,15 @@ import TokenetWire
         _ = try await app.party.app.login(userID: "ch-alice", pin: "2580")
     }
 
+    /// A user the issuer does not have was listed as an app with no account yet, exit status 0.
+    @Test func theAccountsOfAnUnknownUserAreNotFound() throws {
+        let app = try App.make()
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
+        #expect {
+            try app.party.app.accounts(userID: "ch-nobody")
+        } throws: { ($0 as? IssuerError)?.code == .notFound }
+    }
+
     @Test func fiveWrongPINsLockTheAppUntilTheIssuerUnlocksIt() async throws {
         let app = try App.make()
         let first = try await app.enrol()
