@@ -23,16 +23,16 @@ import TokenetWire
         #expect(try await second.control.listTokens(TspV1.ListTokensRequest()).tokens.count == 1)
     }
 
-    /// A crash after the token was stored but before the decision: the retry resumes with the same token.
-    @Test func retryAfterACrashMidDigitizationFinishesTheSameToken() async throws {
-        let clock = TestClock()
-        let first = try TSPHarness.make(clock: clock)
-        let eligibility = try await first.eligibleVisa()
-        // Step one alone, as if the process died right after its commit.
-        let vault = try TSPKeyFiles.loadVault(dataDirectory: first.directory)
-        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", key: vault)
+    /// Runs step one of Digitize alone on `tsp`'s database, as if the process died right after its commit: the
+    /// digitization it leaves pending.
+    static func crashAfterStepOne(
+        _ tsp: TSPHarness, _ eligibility: TspV1.CheckEligibilityResponse, requestID: String, clock: TestClock
+    ) throws -> PendingDigitization {
+        let vault = try TSPKeyFiles.loadVault(dataDirectory: tsp.directory)
+        let store = try TSPStore.open(path: tsp.directory + "/tsp.sqlite", key: vault)
+        defer { try? store.database.close() }
         var request = TspV1.DigitizeRequest(
-            requestID: "req-crash", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
+            requestID: requestID, eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
             walletAccountID: TSPHarness.account)
         if case .termsAndConditions(let terms) = eligibility.terms {
             request.acceptedTermsID = terms.id
@@ -44,11 +44,16 @@ import TokenetWire
                 tokenPAN: try TokenPANGenerator.sandbox().generate(for: pan),
                 expiry: try CardExpiry(month: 1, year: 2030))
         }
-        guard case .pending(let pending) = start else {
-            Issue.record("expected a pending digitization")
-            return
-        }
-        try store.database.close()
+        return try #require(
+            { if case .pending(let pending) = start { pending } else { nil } }(), "expected a pending digitization")
+    }
+
+    /// A crash after the token was stored but before the decision: the retry resumes with the same token.
+    @Test func retryAfterACrashMidDigitizationFinishesTheSameToken() async throws {
+        let clock = TestClock()
+        let first = try TSPHarness.make(clock: clock)
+        let eligibility = try await first.eligibleVisa()
+        let pending = try Self.crashAfterStepOne(first, eligibility, requestID: "req-crash", clock: clock)
 
         let second = try TSPHarness.make(directory: first.directory, clock: clock)
         let response = try await second.digitize(eligibility, requestID: "req-crash")
@@ -65,26 +70,7 @@ import TokenetWire
         let clock = TestClock()
         let first = try TSPHarness.make(clock: clock)
         let eligibility = try await first.eligibleVisa()
-        let vault = try TSPKeyFiles.loadVault(dataDirectory: first.directory)
-        let store = try TSPStore.open(path: first.directory + "/tsp.sqlite", key: vault)
-        var request = TspV1.DigitizeRequest(
-            requestID: "req-deleted", eligibilityReceipt: eligibility.eligibilityReceipt, device: TSPHarness.device,
-            walletAccountID: TSPHarness.account)
-        if case .termsAndConditions(let terms) = eligibility.terms {
-            request.acceptedTermsID = terms.id
-            request.termsAcceptedAtMs = 1
-        }
-        let start = try store.beginDigitization(request, nowMs: clock.now.unixMilliseconds, traceID: "t") { pan, _ in
-            NewToken(
-                digitalCardID: DigitalCardID.generate(for: .visa)!,
-                tokenPAN: try TokenPANGenerator.sandbox().generate(for: pan),
-                expiry: try CardExpiry(month: 1, year: 2030))
-        }
-        guard case .pending(let pending) = start else {
-            Issue.record("expected a pending digitization")
-            return
-        }
-        try store.database.close()
+        let pending = try Self.crashAfterStepOne(first, eligibility, requestID: "req-deleted", clock: clock)
 
         let second = try TSPHarness.make(directory: first.directory, clock: clock)
         let id = pending.token.digitalCardID
