@@ -15,16 +15,22 @@ final class ChildProcess: @unchecked Sendable {
     let stderrURL: URL
     private let executable: URL
     private let arguments: [String]
+    private let environment: [String: String]?
     private var process: SpawnedProcess?
 
     /// Output goes to `logDirectory/LOGNAME.stdout.log` and `.stderr.log`; `logName` is the name unless given (a node
-    /// started again gets logs of its own, so the first run's stay).
-    init(name: String, executable: URL, arguments: [String], logDirectory: URL, logName: String? = nil) {
+    /// started again gets logs of its own, so the first run's stay). `environment`, when given, is the whole
+    /// environment of the process; otherwise it inherits this one's.
+    init(
+        name: String, executable: URL, arguments: [String], logDirectory: URL, logName: String? = nil,
+        environment: [String: String]? = nil
+    ) {
         self.name = name
         self.stdoutURL = logDirectory.appendingPathComponent("\(logName ?? name).stdout.log")
         self.stderrURL = logDirectory.appendingPathComponent("\(logName ?? name).stderr.log")
         self.executable = executable
         self.arguments = arguments
+        self.environment = environment
     }
 
     var pid: Int32 { process?.pid ?? 0 }
@@ -36,8 +42,8 @@ final class ChildProcess: @unchecked Sendable {
         }
         do {
             process = try SpawnedProcess(
-                executable.path, arguments, standardInput: .nullDevice, standardOutput: .file(stdoutURL.path),
-                standardError: .file(stderrURL.path))
+                executable.path, arguments, environment: environment, standardInput: .nullDevice,
+                standardOutput: .file(stdoutURL.path), standardError: .file(stderrURL.path))
         } catch {
             throw CLIError(.setup, "cannot start \(name) (\(executable.path))", cause: DemoCause(error.reason))
         }

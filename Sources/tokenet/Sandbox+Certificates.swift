@@ -14,8 +14,13 @@ extension Sandbox {
             return nil
         }
         let pki = workspace.appendingPathComponent("pki")
+        // Its temporary files (private keys among them) go in the workspace, which is removed with the sandbox,
+        // whatever becomes of the script: one killed at a timeout left them in $TMPDIR.
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = workspace.path
         let generator = ChildProcess(
-            name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace)
+            name: "gen-certs", executable: script, arguments: [pki.path], logDirectory: workspace,
+            environment: environment)
         try generator.launch()
         guard generator.waitForExit(seconds: timeout) else {
             // SIGTERM first: the script removes its temporary directory, which holds the private keys it has made
