@@ -170,6 +170,16 @@ public struct IssuerAppInbox: Sendable, Equatable {
         }
     }
 
+    /// The digital card an authentication request is about, from the AUTHN message that brought it (the message's
+    /// own card id: the listing shows none for an AUTHN); nil when the app no longer holds that message.
+    public func card(ofAuthn id: String) -> String? {
+        let cardID = notifications.last { entry in
+            guard case .authn(let body)? = entry.notification?.body else { return false }
+            return body.authnRequestID == id
+        }?.notification?.cardID
+        return cardID?.isEmpty == false ? cardID : nil
+    }
+
     /// The request the cardholder is about to answer at `nowMs`, refused when unknown, already answered, or
     /// expired (the TSP refuses an answer at or after the expiry, so the app does not send it).
     public func pendingAuthn(_ id: String, nowMs: UInt64) throws(AnswerRefusal) -> IssuerV1.AppAuthn {

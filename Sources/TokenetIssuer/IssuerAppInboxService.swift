@@ -10,6 +10,22 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
     /// The TSP; nil when issuer-node was started without `--tsp`.
     let tsp: (any RPCCaller)?
     let logger: Logger
+    /// Where the cardholder of a card is found, to sign them in before they proceed with a payment.
+    var store: IssuerStore?
+    /// How the cardholder signs in to the app (the issuer app's login); nil when the app has none, and then no
+    /// payment can be proceeded with.
+    var login: (any CardholderLogin)?
+
+    init(
+        handler: IssuerAppNotificationHandler, tsp: (any RPCCaller)?, logger: Logger, store: IssuerStore? = nil,
+        login: (any CardholderLogin)? = nil
+    ) {
+        self.handler = handler
+        self.tsp = tsp
+        self.logger = logger
+        self.store = store
+        self.login = login
+    }
 
     func notifications(_ request: IssuerV1.AppNotificationsRequest, context: ServerContext) async throws
         -> IssuerV1.AppNotificationsResponse
@@ -43,6 +59,7 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         guard let tsp else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot answer the TSP")
         }
+        if request.proceed { try await signIn(for: request) }
         let answer = try await TspV1.Transactions.Client(tsp).answerAuthn(
             TspV1.AnswerAuthnRequest(authnRequestID: request.authnRequestID, proceed: request.proceed))
         do {
@@ -60,6 +77,46 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         return IssuerV1.AppAnswerAuthnResponse(
             authnRequestID: request.authnRequestID, status: answer.status, approved: answer.approved,
             declineReason: answer.declineReason)
+    }
+
+    /// Signs in the cardholder of the request's card with the app's PIN: proceeding authenticates the payment, which
+    /// any operator of the app could otherwise do for any cardholder, the app locked or never set up. Statuses as
+    /// `login` answers them (a locked app RESOURCE_EXHAUSTED, a cardholder without the app NOT_FOUND).
+    private func signIn(for request: IssuerV1.AppAnswerAuthnRequest) async throws {
+        guard !request.pin.isEmpty else {
+            throw RPCError(
+                .invalidArgument,
+                "proceeding authenticates the payment: give the app's PIN (tokenet issuer-app authn … --proceed --pin "
+                    + "PIN), or cancel")
+        }
+        guard let login, let store else {
+            throw RPCError(
+                .failedPrecondition,
+                "this issuer app has no sign-in (no authentication service), so it cannot authenticate the payment; "
+                    + "cancel it")
+        }
+        guard let digitalCardID = handler.card(ofAuthn: request.authnRequestID),
+            let card = try await IssuerError.mapping({ () throws(IssuerError) in
+                try store.card(forDigitalCardID: digitalCardID)
+            }),
+            let cardholder = try await IssuerError.mapping({ () throws(IssuerError) in
+                try store.cardholderID(ofAccount: card.accountID)
+            })
+        else {
+            throw RPCError(
+                .failedPrecondition,
+                "the app cannot tell whose card authentication request \"\(request.authnRequestID)\" is for, so it "
+                    + "cannot sign the cardholder in; cancel it")
+        }
+        do {
+            _ = try await login.accessToken(forUser: cardholder, pin: request.pin)
+        } catch {
+            let status = error.rpcError.code
+            let passed: [StatusCode] = [.resourceExhausted, .invalidArgument, .notFound, .unavailable]
+            throw RPCError(
+                passed.contains(status) ? status : .unauthenticated,
+                "the cardholder could not be signed in, so the payment is not authenticated: \(error.message)")
+        }
     }
 
     /// A time in milliseconds since the epoch, ISO 8601 in UTC.

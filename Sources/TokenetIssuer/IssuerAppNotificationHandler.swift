@@ -132,6 +132,9 @@ public final class IssuerAppNotificationHandler: NotificationHandler {
         }
     }
 
+    /// The digital card authentication request `id` is about (`IssuerAppInbox.card(ofAuthn:)`).
+    func card(ofAuthn id: String) -> String? { inbox.withLock { $0.card(ofAuthn: id) } }
+
     /// The page of the app's listing `request` asks for, as it stands now.
     func page(_ request: PageRequest) throws(IssuerError) -> IssuerV1.AppNotificationsResponse {
         try snapshot.page(request, nowMs: nowMs)

@@ -67,7 +67,10 @@ public enum IssuerNode {
         party.otp.register(on: &router)
         party.callCentre.register(on: &router)
         party.cardCare.register(on: &router)
-        IssuerAppInboxService(handler: appNotifications, tsp: party.tsp.caller, logger: logger).register(on: &router)
+        IssuerAppInboxService(
+            handler: appNotifications, tsp: party.tsp.caller, logger: logger, store: party.store,
+            login: party.cardholderLogin
+        ).register(on: &router)
         party.registerAuthentication(on: &router)
         party.appToApp.register(on: &router)
         return router

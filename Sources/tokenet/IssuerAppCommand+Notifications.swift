@@ -11,14 +11,17 @@ extension IssuerAppCommand {
 
         Notifications:
                tokenet issuer-app notifications ADDR [OPTIONS]
-               tokenet issuer-app authn ADDR AUTHN_REQUEST_ID --proceed|--cancel [OPTIONS]
+               tokenet issuer-app authn ADDR AUTHN_REQUEST_ID --proceed --pin PIN | --cancel [OPTIONS]
 
         notifications lists every message the issuer app received from the TSP: its type, card, last call time and
         what the app did (a card state refreshed, a transaction shown, a message...). Messages from other senders or
         topics are handed to the app untouched. It also lists the authentication requests (PENDING, then PROCEEDED or
         CANCELLED when answered, or EXPIRED) and the card ids resynchronised after renewals. authn gives the
-        cardholder's answer to an authentication request (AUTHN): --proceed or --cancel; the answer goes to the TSP. A
-        request already answered or expired is refused (FAILED_PRECONDITION) without asking the TSP.
+        cardholder's answer to an authentication request (AUTHN): --proceed or --cancel; the answer goes to the TSP.
+        Proceeding authenticates the payment, so the card's cardholder signs in to the app with its PIN first (a
+        wrong PIN uses one of its tries; a locked app is RESOURCE_EXHAUSTED; a cardholder who never activated the
+        app is NOT_FOUND); cancelling needs no PIN. A request already answered or expired is refused
+        (FAILED_PRECONDITION) without asking the TSP.
         """
 
     static let notifications = PartyAction(name: "notifications") { flags, command throws(CLIError) in
@@ -41,7 +44,7 @@ extension IssuerAppCommand {
         }
     }
 
-    static let authn = PartyAction(name: "authn", switches: ["--json", "--proceed", "--cancel"]) {
+    static let authn = PartyAction(name: "authn", valued: ["--pin"], switches: ["--json", "--proceed", "--cancel"]) {
         flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let id = options.operands.first else {
@@ -51,11 +54,19 @@ extension IssuerAppCommand {
         guard proceed != flags.switches.contains("--cancel") else {
             throw CLIError(.usage, "\(command): give exactly one of --proceed and --cancel")
         }
+        let pin = flags["--pin"] ?? ""
+        guard proceed == !pin.isEmpty else {
+            throw CLIError(
+                .usage,
+                proceed
+                    ? "\(command): --proceed needs the app's --pin: proceeding authenticates the payment"
+                    : "\(command): --cancel takes no --pin")
+        }
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
                 try await IssuerV1.IssuerAppInbox.Client(session.client).answerAuthn(
-                    .init(authnRequestID: id, proceed: proceed), options: callOptions)
+                    .init(authnRequestID: id, proceed: proceed, pin: pin), options: callOptions)
             },
             text: { response, traceID in
                 // A proceed on a token suspended or deleted while the request waited declines the payment.

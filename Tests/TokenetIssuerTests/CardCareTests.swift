@@ -187,11 +187,20 @@ import TokenetWire
                 == [.init(digitalCardID: "DNITHE1", title: "Hi", body: "Body", action: "OPEN")])
     }
 
-    @Test func cardholderAnswersAnAuthnRequestInTheApp() async throws {
-        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
+    /// The issuer app's inbox over an in-memory connection, whose cardholders sign in with `FakeLogin` (PIN 2468,
+    /// 9999 for a locked app).
+    func inbox(_ handler: IssuerAppNotificationHandler) -> IssuerV1.IssuerAppInbox.Client {
         var router = RPCRouter()
-        IssuerAppInboxService(handler: handler, tsp: party.tsp.caller, logger: Support.logger()).register(on: &router)
-        let app = IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
+        IssuerAppInboxService(
+            handler: handler, tsp: party.tsp.caller, logger: Support.logger(), store: party.store, login: FakeLogin()
+        ).register(on: &router)
+        return IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
+    }
+
+    @Test func cardholderAnswersAnAuthnRequestInTheApp() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
+        let app = inbox(handler)
         var message = TspV1.Notification(
             messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
         message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
@@ -199,7 +208,19 @@ import TokenetWire
 
         let unknown = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-9")) }
         #expect(unknown?.code == .notFound)
-        let answer = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true))
+        // Proceeding authenticates the payment: the cardholder signs in first. Any operator of the app proceeded for
+        // any cardholder, the app locked or never set up.
+        let refusals: [(String, StatusCode)] = [
+            ("", .invalidArgument), ("1111", .unauthenticated), ("9999", .resourceExhausted),
+        ]
+        for (pin, code) in refusals {
+            let refused = await Support.rpcError {
+                _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: pin))
+            }
+            #expect(refused?.code == code, "\(pin): \(String(describing: refused))")
+        }
+        #expect(tsp.state.withLock { $0.answers }.isEmpty)
+        let answer = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
         #expect(answer.status == "PROCEEDED")
         #expect(tsp.state.withLock { $0.answers } == [.init(authnRequestID: "authn-1", proceed: true)])
         let again = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-1")) }
@@ -214,10 +235,9 @@ import TokenetWire
     @Test func anExpiredAuthnRequestIsListedExpiredAndNotAnswered() async throws {
         let clock = ManualClock()
         let nowMs = UInt64(clock.now().timeIntervalSince1970 * 1000)
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
         let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(), now: clock.now)
-        var router = RPCRouter()
-        IssuerAppInboxService(handler: handler, tsp: party.tsp.caller, logger: Support.logger()).register(on: &router)
-        let app = IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
+        let app = inbox(handler)
         for id in ["authn-1", "authn-2"] {
             var message = TspV1.Notification(
                 messageID: "m-\(id)", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
@@ -227,7 +247,7 @@ import TokenetWire
                 ))
             try await handler.handle(message)
         }
-        _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true))
+        _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
         #expect(try await app.notifications(.init()).authnRequests.map(\.status) == ["PROCEEDED", "PENDING"])
 
         clock.advance(60)

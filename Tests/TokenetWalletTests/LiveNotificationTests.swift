@@ -151,7 +151,26 @@ import TokenetTestSupport
         // Waiting for the cardholder, the payment is neither approved nor declined yet.
         let waiting = try await tokenet(["tsp", "transactions", tsp.listen, id])
         #expect(waiting.stdout.contains("pending") && waiting.stdout.contains("PENDING"), "\(waiting.stdout)")
-        let answered = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed"])
+        // Proceeding authenticates the payment: the card's cardholder (Alice) signs in to the app with its PIN,
+        // which needs an app she has activated. Without it any operator of the app proceeded for anyone.
+        let withoutPIN = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed"])
+        #expect(withoutPIN.status == 2 && withoutPIN.stderr.contains("--proceed needs the app's --pin"))
+        let authn = ["issuer-app", "authn", issuer.listen, authnID, "--proceed", "--pin", "2580"]
+        let notActivated = try await tokenet(authn)
+        #expect(notActivated.status == 64 + 5, "\(notActivated.stderr)")
+        #expect(notActivated.stderr.contains("could not be signed in, so the payment is not authenticated"))
+        let enrolled = try await json(["issuer", "enroll", issuer.listen, "ch-alice", "acc-alice-checking"])
+        let reference = try #require(enrolled["referenceId"] as? String)
+        let outbox = try await json(["issuer", "outbox", issuer.listen, "--digital-card", "enrolment:\(reference)"])
+        let text = try #require(list(outbox, "messages").first?["text"] as? String)
+        let code = try #require(text.firstMatch(of: /code is ([A-Z0-9]+)\s/)?.output.1)
+        let activated = try await tokenet([
+            "issuer-app", "activate", issuer.listen, "--ref", reference, "--code", String(code), "--pin", "2580",
+        ])
+        #expect(activated.status == 0, "\(activated.stderr)")
+        let wrongPIN = try await tokenet(["issuer-app", "authn", issuer.listen, authnID, "--proceed", "--pin", "1470"])
+        #expect(wrongPIN.status == 64 + 16 && wrongPIN.stderr.contains("the PIN is not correct"), "\(wrongPIN.stderr)")
+        let answered = try await tokenet(authn)
         #expect(answered.stdout.hasPrefix("\(authnID): PROCEEDED"), "\(answered.stdout)\(answered.stderr)")
         let recorded = try await json(["tsp", "transactions", tsp.listen, id])
         #expect(list(recorded, "transactions").first?["authnStatus"] as? String == "PROCEEDED")

@@ -75,6 +75,14 @@ import TokenetTestSupport
         (["issuer", "send-message", "127.0.0.1:1", "DNITHE1", "--title", "t", "--plaintext"], "--body are required"),
         (["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--plaintext"], "exactly one of --proceed and --cancel"),
         (
+            ["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--proceed", "--plaintext"],
+            "--proceed needs the app's --pin"
+        ),
+        (
+            ["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--cancel", "--pin", "2580", "--plaintext"],
+            "--cancel takes no --pin"
+        ),
+        (
             ["issuer-app", "authn", "127.0.0.1:1", "authn-1", "--proceed", "--cancel", "--plaintext"],
             "exactly one of --proceed and --cancel"
         ),

@@ -720,7 +720,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_card_identity__descrip
   (ProtobufCMessageInit) tokenet__issuer__v1__app_card_identity__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_request__field_descriptors[3] =
 {
   {
     "authn_request_id",
@@ -746,15 +746,28 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_answer_authn_requ
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pin",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppAnswerAuthnRequest, pin),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_answer_authn_request__field_indices_by_name[] = {
   0,   /* field[0] = authn_request_id */
+  2,   /* field[2] = pin */
   1,   /* field[1] = proceed */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_answer_authn_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_answer_authn_request__descriptor =
 {
@@ -764,7 +777,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_answer_authn_request__
   "Tokenet__Issuer__V1__AppAnswerAuthnRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppAnswerAuthnRequest),
-  2,
+  3,
   tokenet__issuer__v1__app_answer_authn_request__field_descriptors,
   tokenet__issuer__v1__app_answer_authn_request__field_indices_by_name,
   1,  tokenet__issuer__v1__app_answer_authn_request__number_ranges,

@@ -254,21 +254,29 @@ extension IssuerV1 {
 
         public var proceed: Bool = false
 
+        /// The app's PIN, required to proceed: proceeding authenticates the payment, so the cardholder of the card signs in
+        /// to the app, as for in-app activation (a wrong PIN uses one of its tries; a locked app is RESOURCE_EXHAUSTED; a
+        /// cardholder who never activated the app is NOT_FOUND). Cancelling needs none.
+        public var pin: String = ""
+
         public init() {}
 
-        public init(authnRequestID: String = "", proceed: Bool = false) {
+        public init(authnRequestID: String = "", proceed: Bool = false, pin: String = "") {
             self.authnRequestID = authnRequestID
             self.proceed = proceed
+            self.pin = pin
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.authnRequestID = try reader.read(1)
             self.proceed = try reader.read(2)
+            self.pin = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, authnRequestID)
             try writer.write(2, proceed)
+            try writer.write(3, pin)
         }
     }
 }

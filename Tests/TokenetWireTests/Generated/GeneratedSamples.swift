@@ -399,6 +399,7 @@ extension IssuerV1.AppAnswerAuthnRequest {
         var base = Self()
         base.authnRequestID = "authn_request_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.proceed = true
+        base.pin = "pin-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

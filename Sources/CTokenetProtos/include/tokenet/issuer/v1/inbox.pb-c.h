@@ -133,10 +133,16 @@ struct  Tokenet__Issuer__V1__AppAnswerAuthnRequest
   ProtobufCMessage base;
   char *authn_request_id;
   protobuf_c_boolean proceed;
+  /*
+   * The app's PIN, required to proceed: proceeding authenticates the payment, so the cardholder of the card signs in
+   * to the app, as for in-app activation (a wrong PIN uses one of its tries; a locked app is RESOURCE_EXHAUSTED; a
+   * cardholder who never activated the app is NOT_FOUND). Cancelling needs none.
+   */
+  char *pin;
 };
 #define TOKENET__ISSUER__V1__APP_ANSWER_AUTHN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_answer_authn_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppAnswerAuthnResponse
