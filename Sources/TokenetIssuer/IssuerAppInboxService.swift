@@ -111,10 +111,8 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
         do {
             _ = try await login.accessToken(forUser: cardholder, pin: request.pin)
         } catch {
-            let status = error.rpcError.code
-            let passed: [StatusCode] = [.resourceExhausted, .invalidArgument, .notFound, .unavailable]
             throw RPCError(
-                passed.contains(status) ? status : .unauthenticated,
+                error.signInStatus,
                 "the cardholder could not be signed in, so the payment is not authenticated: \(error.message)")
         }
     }

@@ -155,12 +155,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             accessToken = try await login.accessToken(forUser: session.cardholderID, pin: request.pin)
         } catch {
             log.info("cardholder sign-in failed", ["session": session.id, "reason": error.message])
-            // A locked app stays RESOURCE_EXHAUSTED, as `login` answers it, and a value that is no PIN
-            // INVALID_ARGUMENT: a script tells "locked" from "wrong PIN" by the status.
-            let status = error.rpcError.code
-            let passed: [StatusCode] = [.resourceExhausted, .invalidArgument, .notFound, .unavailable]
-            let code = passed.contains(status) ? status : .unauthenticated
-            throw retry(RPCError(code, "the cardholder could not be signed in: \(error.message)"))
+            throw retry(RPCError(error.signInStatus, "the cardholder could not be signed in: \(error.message)"))
         }
         guard let caller = tsp.caller else {
             throw retry(

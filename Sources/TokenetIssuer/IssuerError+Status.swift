@@ -26,6 +26,16 @@ extension IssuerError {
         }
     }
 
+    /// The status of a failed sign-in (`CardholderLogin`) that a flow signing the cardholder in passes on: a locked
+    /// app stays RESOURCE_EXHAUSTED, a value that is no PIN INVALID_ARGUMENT, a cardholder without the app NOT_FOUND
+    /// and a TSP that cannot be reached UNAVAILABLE, as `login` answers them, so a script tells "locked" from
+    /// "wrong PIN"; anything else is UNAUTHENTICATED.
+    var signInStatus: StatusCode {
+        let status = rpcError.code
+        return [.resourceExhausted, .invalidArgument, .notFound, .unavailable].contains(status)
+            ? status : .unauthenticated
+    }
+
     /// Runs an operator's call body, turning issuer errors into their status.
     static func mapping<T>(_ body: () async throws(IssuerError) -> T) async throws -> T {
         do {
