@@ -12,6 +12,12 @@ public enum CurrencyAmount {
         "CLF": 4, "UYW": 4,
     ]
 
+    /// Whether `code` has the form of an ISO 4217 alphabetic code (three ASCII letters, either case), as the TSP
+    /// takes a payment's currency and the CLI checks `--currency` before reading an amount in it.
+    public static func isCode(_ code: String) -> Bool {
+        code.count == 3 && code.allSatisfy { $0.isASCII && $0.isLetter }
+    }
+
     /// How many decimals an amount in `currency` has: 2 unless ISO 4217 gives it another exponent.
     public static func decimals(of currency: String) -> Int { exponents[currency.uppercased()] ?? 2 }
 

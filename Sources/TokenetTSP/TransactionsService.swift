@@ -34,7 +34,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             // that pastes one) is kept masked, never in the clear.
             let merchant = maskPAN(request.merchant)
             let currency = request.currency.isEmpty ? "USD" : request.currency.uppercased()
-            guard currency.count == 3, currency.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+            guard CurrencyAmount.isCode(currency) else {
                 throw TSPError(.invalidArgument, "currency must be an ISO 4217 code such as USD")
             }
             guard token.state == .active else {

@@ -49,7 +49,7 @@ enum LifecycleArguments {
         guard let text, !text.isEmpty else { throw CLIError(.usage, "\(command): --amount is required (e.g. 12.50)") }
         let code = currency.map { $0.isEmpty ? "USD" : $0.uppercased() } ?? "USD"
         // As the TSP checks it: the amount's decimals depend on the currency, which was not looked at first.
-        guard code.count == 3, code.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+        guard CurrencyAmount.isCode(code) else {
             throw CLIError(
                 .usage,
                 "\(command): --currency must be an ISO 4217 code of three letters such as USD, not "
