@@ -46,6 +46,16 @@ enum PortReservation {
         }
     }
 
+    /// Refuses `host` when it is not an address of this machine (the usage error `bind` throws for it); any other
+    /// failure to bind is left to the ports that are bound later, with their own messages.
+    static func requireLocal(_ host: String) throws(CLIError) {
+        do {
+            _ = try bind(host, 0)
+        } catch  where error.code == .usage {
+            throw error
+        } catch {}
+    }
+
     /// 12,000 ports just below the ephemeral range (20000–32767 with Linux's default 32768–60999).
     static func reservedRange() -> ClosedRange<UInt16> {
         let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""

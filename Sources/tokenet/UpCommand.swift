@@ -83,8 +83,10 @@ struct UpCommand {
                     + "IPv4), got '\(maskPAN(text))'")
         }
         // Another machine's address, named as an option before any certificate is made.
-        if let problem = PortReservation.unavailable(host, 0), problem.contains("not an address of this machine") {
-            throw CLIError(.usage, "up: --host: \(problem)")
+        do {
+            try PortReservation.requireLocal(host)
+        } catch {
+            throw CLIError(.usage, "up: --host: \(error.message)")
         }
         return host
     }
