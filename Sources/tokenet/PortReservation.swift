@@ -51,7 +51,7 @@ enum PortReservation {
     static func requireLocal(_ host: String) throws(CLIError) {
         do {
             _ = try bind(host, 0)
-        } catch  where error.code == .usage {
+        } catch let error where error.code == .usage {
             throw error
         } catch {}
     }
