@@ -260,6 +260,13 @@ extension IssuerStore {
             [id, Int64(clamping: atMs)])
     }
 
+    /// The decisions of a token, newest last, and those of a card: `lastDecisionNotDeclined` looks up a token's
+    /// latest decision for every decision row of a card, which without these scanned the whole table each time.
+    static let decisionIndexesSchema = """
+        CREATE INDEX decisions_by_token ON decisions(digital_card_id, id);
+        CREATE INDEX decisions_by_card ON decisions(card_id);
+        """
+
     /// Whether the decision that stands for the token of decision row `d` let it be made: the TSP's stand-in's,
     /// when it decided (it told the issuer with STAND_IN_ADVICE, and an answer of the issuer's own reached the TSP too
     /// late, whichever was recorded first), or else the issuer's latest. A digitization the TSP resumed after a crash

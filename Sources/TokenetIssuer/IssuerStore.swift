@@ -90,6 +90,7 @@ final class IssuerStore: Sendable {
         Migration(version: 15, name: "deleted-tokens-backfill", sql: IssuerStore.deletedTokensBackfillSchema),
         Migration(version: 16, name: "app-inbox-arrivals", sql: IssuerStore.appInboxArrivalSchema),
         Migration(version: 17, name: "previous-numbers", sql: IssuerStore.previousNumbersSchema),
+        Migration(version: 18, name: "decision-indexes", sql: IssuerStore.decisionIndexesSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {
