@@ -168,6 +168,13 @@ public final class SpawnedProcess: Sendable {
         ended.withLock { $0 == nil && kill(pid, signal) == 0 }
     }
 
+    /// Sends `signal` to the child's process group (its own, with `ownProcessGroup`): a script's children too, which
+    /// a signal to the script alone leaves running; false once the child has been reaped.
+    @discardableResult
+    public func sendToGroup(_ signal: Int32) -> Bool {
+        ended.withLock { $0 == nil && kill(-pid, signal) == 0 }
+    }
+
     /// Waits up to `seconds` until the child has stopped; true when it has. `kill` returns before SIGSTOP takes
     /// effect: until one of the child's threads has taken the signal, the others run on, and on a loaded machine a
     /// "paused" node went on to answer a TLS handshake. Polls every millisecond, since no descriptor or wait both

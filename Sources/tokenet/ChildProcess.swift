@@ -57,6 +57,9 @@ final class ChildProcess: @unchecked Sendable {
     /// Sends `signal` unless the process has exited (and its pid may be another process's).
     func send(_ signal: Int32) { process?.send(signal) }
 
+    /// Sends `signal` to the process and the processes it started (`SpawnedProcess.sendToGroup`).
+    func sendToGroup(_ signal: Int32) { process?.sendToGroup(signal) }
+
     /// Waits up to `seconds` until SIGSTOP has taken effect; true when it has (`SpawnedProcess.waitUntilStopped`).
     func waitUntilStopped(seconds: Double) -> Bool { process?.waitUntilStopped(seconds: seconds) ?? false }
 

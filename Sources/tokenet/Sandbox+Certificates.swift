@@ -25,9 +25,10 @@ extension Sandbox {
         guard generator.waitForExit(seconds: timeout) else {
             // SIGTERM first: the script removes its temporary directory, which holds the private keys it has made
             // so far, on its way out; SIGKILL left one behind in $TMPDIR at every timeout.
-            generator.send(SIGTERM)
+            // To its process group: an openssl it runs must not go on writing into the workspace being removed.
+            generator.sendToGroup(SIGTERM)
             if !generator.waitForExit(seconds: 3) {
-                generator.send(SIGKILL)
+                generator.sendToGroup(SIGKILL)
                 _ = generator.waitForExit(seconds: 5)
             }
             throw CLIError(.setup, "Tools/gen-certs did not finish within \(timeout) s")

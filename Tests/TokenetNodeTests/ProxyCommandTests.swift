@@ -41,8 +41,9 @@ import TokenetTransport
         #expect(outcome.watchAfterReset?.status == 78, "\(String(describing: outcome.watchAfterReset))")
         #expect(outcome.watchAfterReset?.stdout.contains("SERVING_STATUS_SERVING") == true)
         let answers = outcome.answers.split(separator: "\n").map(String.init)
-        #expect(answers.contains("fault=delay:200ms connections=0"), "\(answers)")
-        // The delayed call's connection may still be closing through its 200 ms delay when the partition is set.
+        // The delayed call's connection may still be closing through its 200 ms delay when the status is asked, and
+        // when the partition is set (one CI run under load answered connections=1).
+        #expect(answers.contains { $0.hasPrefix("fault=delay:200ms connections=") }, "\(answers)")
         #expect(answers.contains { $0.hasPrefix("fault=partition connections=") }, "\(answers)")
         #expect(answers.contains { $0.hasPrefix("error: unknown command 'drop'") }, "\(answers)")
         #expect(answers.contains("error: a line longer than 4 KiB; skipped"), "\(answers)")
