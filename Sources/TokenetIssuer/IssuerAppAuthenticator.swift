@@ -236,9 +236,37 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             pinSet: try store.appUser(userID) != nil)
     }
 
-    func deleteAccount(userID: String, accountID: String) throws(IssuerError) -> Int {
+    /// Removes an account from the app, as the signed-in user does: the PIN first (a wrong one uses a try, a locked
+    /// app refuses), then the TSP revokes the account's credentials, then the app forgets them. Forgetting them
+    /// first left them able to sign in, and the access tokens they had signed in still activated the account's
+    /// cards; an unreachable TSP now leaves the account in the app, to be removed again.
+    func deleteAccount(userID: String, accountID: String, pin: String) async throws(IssuerError) -> Int {
+        guard !userID.isEmpty, !accountID.isEmpty else {
+            throw IssuerError(.invalidArgument, "user_id and account_id are required")
+        }
+        guard try store.appUser(userID) != nil, try keys(userID: userID, pin: pin) != nil else {
+            throw IssuerError(.notFound, "user \(userID) has not activated the app; there is no account to remove")
+        }
+        guard let account = try store.appAccounts(userID).first(where: { $0.accountID == accountID }) else {
+            throw IssuerError(.notFound, "account \(accountID) is not activated in \(userID)'s app")
+        }
+        let request = TspV1.RemoveCredentialsRequest(
+            userCredentialID: account.userCredentialID, deviceCredentialID: account.deviceCredentialID)
+        let removed: TspV1.RemoveCredentialsResponse
+        do {
+            removed = try await IssuerEnrolmentBackend.calling("revoke the account's credentials") {
+                () async throws in
+                try await TspV1.Authentication.Client(try self.backend.caller()).removeCredentials(request)
+            }
+        } catch {
+            throw IssuerError(
+                error.code, "\(error.message); account \(accountID) stays in the app, remove it again",
+                cause: error.cause)
+        }
         let left = try store.deleteAppAccount(userID: userID, accountID: accountID)
-        logger.info("account removed from the app", ["user": userID, "account": accountID])
+        logger.info(
+            "account removed from the app",
+            ["user": userID, "account": accountID, "credentials_revoked": "\(removed.removed)"])
         return left
     }
 

@@ -59,7 +59,9 @@ struct IssuerAppAuthService: IssuerV1.IssuerAppAuth.ServiceProtocol {
     {
         try await IssuerError.mapping { () async throws(IssuerError) in
             IssuerV1.AppDeleteAccountResponse(
-                accountsLeft: UInt32(try app.deleteAccount(userID: request.userID, accountID: request.accountID)))
+                accountsLeft: UInt32(
+                    try await app.deleteAccount(userID: request.userID, accountID: request.accountID, pin: request.pin)
+                ))
         }
     }
 }

@@ -104,6 +104,26 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
         }
     }
 
+    func removeCredentials(_ request: TspV1.RemoveCredentialsRequest, context: ServerContext) async throws
+        -> TspV1.RemoveCredentialsResponse
+    {
+        try await tsp.handling("RemoveCredentials", context) { log in
+            let issuerID = try tsp.callingIssuer(context)
+            guard !request.userCredentialID.isEmpty, !request.deviceCredentialID.isEmpty else {
+                throw TSPError(.invalidArgument, "user_credential_id and device_credential_id are required")
+            }
+            let removed = try tsp.store.removeCredentials(
+                issuerID: issuerID, ids: [request.userCredentialID, request.deviceCredentialID])
+            log.info(
+                "credentials removed",
+                [
+                    "user_credential": request.userCredentialID, "device_credential": request.deviceCredentialID,
+                    "removed": "\(removed)",
+                ])
+            return TspV1.RemoveCredentialsResponse(removed: UInt32(removed))
+        }
+    }
+
     private func activate(_ request: TspV1.VerifyActivationRequest, issuerID: String) throws
         -> TspV1.VerifyActivationResponse
     {

@@ -27,8 +27,23 @@ final class TSPAuthentication: AccessTokenVerifier, Sendable {
 
     // MARK: AccessTokenVerifier
 
+    /// The signature and expiry, and then the device credential the token was signed in with: removing the account
+    /// from the app (or activating it again) revokes the tokens it signed in before they expire.
     func verify(_ token: String, now: Date) throws(TSPError) -> AccessTokenClaims {
-        try signer.verify(token, now: now)
+        let claims = try signer.verify(token, now: now)
+        let current: Bool
+        do {
+            current = try store.hasCredential(claims.deviceID, issuerID: claims.issuerID)
+        } catch {
+            throw TSPError.internal("checking an access token's device credential", error)
+        }
+        guard current else {
+            throw TSPError(
+                .unauthenticated,
+                "the access token was signed in with device credential \(claims.deviceID), which is no longer "
+                    + "registered (its account was removed from the app or activated again); sign in again")
+        }
+        return claims
     }
 
     func user(_ userID: String, ofIssuer issuerID: String, ownsAccount accountID: String) throws(TSPError) -> Bool {

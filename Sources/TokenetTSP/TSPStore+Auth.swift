@@ -179,6 +179,25 @@ extension TSPStore {
         }
     }
 
+    /// Removes the issuer's credentials with these ids; returns how many there were.
+    func removeCredentials(issuerID: String, ids: [String]) throws -> Int {
+        try database.transaction { tx in
+            var removed = 0
+            for id in Set(ids) {
+                removed += Int(
+                    try tx.execute("DELETE FROM auth_credentials WHERE id = ? AND issuer_id = ?", [id, issuerID])
+                        .changes)
+            }
+            return removed
+        }
+    }
+
+    /// Whether the issuer still holds this credential: an access token is good only while the device credential it
+    /// was signed in with exists.
+    func hasCredential(_ id: String, issuerID: String) throws -> Bool {
+        try database.queryOne("SELECT 1 FROM auth_credentials WHERE id = ? AND issuer_id = ?", [id, issuerID]) != nil
+    }
+
     func hasActivatedAccount(issuerID: String, userID: String, accountID: String) throws -> Bool {
         try database.queryOne(
             """

@@ -15,7 +15,7 @@ enum IssuerAppCommand {
                tokenet issuer-app accounts ADDR USER [OPTIONS]
                tokenet issuer-app activate-linked ADDR USER [--pin PIN] [OPTIONS]
                tokenet issuer-app login ADDR USER --pin PIN [OPTIONS]
-               tokenet issuer-app delete-account ADDR USER ACCOUNT [OPTIONS]
+               tokenet issuer-app delete-account ADDR USER ACCOUNT --pin PIN [OPTIONS]
                tokenet issuer-app authorize ADDR SESSION_ID --pin PIN | --deny [OPTIONS]
 
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
@@ -23,7 +23,9 @@ enum IssuerAppCommand {
         app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
         user's other accounts in one bulk call and prints a result per account, once a first account is activated
         with its code (the code is what proves the user; the PIN alone does not). login signs the user in with the PIN
-        and prints the access token's expiry. delete-account removes an account from the app; the PIN stays.
+        and prints the access token's expiry. delete-account removes an account from the app once the PIN signs the
+        user in: the TSP revokes its credentials first, so the access tokens they signed in stop working (the account
+        stays in the app when the TSP cannot be reached); the PIN stays.
         authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
         printed SESSION_ID): with --pin the app signs the cardholder in, has the TSP activate the token and tells
         the wallet approved (a failed sign-in leaves the session open, as does a card of an account the app does
@@ -121,10 +123,13 @@ enum IssuerAppCommand {
             })
     }
 
-    static let deleteAccount = PartyAction(name: "delete-account") { flags, command throws(CLIError) in
+    static let deleteAccount = PartyAction(name: "delete-account", valued: ["--pin"]) {
+        flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
-        let request = IssuerV1.AppDeleteAccountRequest(userID: options.operands[0], accountID: options.operands[1])
+        guard let pin = flags["--pin"] else { throw CLIError(.usage, "\(command): --pin is required") }
+        let request = IssuerV1.AppDeleteAccountRequest(
+            userID: options.operands[0], accountID: options.operands[1], pin: pin)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

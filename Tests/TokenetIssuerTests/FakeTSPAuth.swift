@@ -21,6 +21,8 @@ final class FakeTSPAuth: Sendable {
         var unlocks = 0
         /// Answers UnlockCredentials with UNAVAILABLE, as a TSP that is down.
         var unlockDown = false
+        /// Answers RemoveCredentials with UNAVAILABLE, as a TSP that is down.
+        var removeDown = false
         var logins = 0
         var resyncs = 0
         var next = 0
@@ -140,6 +142,21 @@ final class FakeTSPAuth: Sendable {
                 }
                 return .init(
                     result: .success, accessToken: "at1.token-for-\(request.deviceCredentialID)", expiresAtMs: 1)
+            }
+        }
+
+        func removeCredentials(_ request: TspV1.RemoveCredentialsRequest, context: ServerContext) async throws
+            -> TspV1.RemoveCredentialsResponse
+        {
+            try fake.state.withLock { state in
+                guard !state.removeDown else { throw RPCError(.unavailable, "connection refused") }
+                var removed: UInt32 = 0
+                for id in [request.userCredentialID, request.deviceCredentialID]
+                where state.secrets.removeValue(forKey: id) != nil {
+                    state.counters[id] = nil
+                    removed += 1
+                }
+                return .init(removed: removed)
             }
         }
 

@@ -174,7 +174,9 @@ import TokenetWire
         let first = try await app.enrol()
         _ = try await app.party.app.activate(
             code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
-        #expect(try app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking") == 0)
+        #expect(
+            try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
+                == 0)
         #expect(try app.party.app.accounts(userID: "ch-alice").pinSet)
         let again = try await app.enrol()
         await expectIssuerError(.unauthenticated, "not correct") {
@@ -186,6 +188,55 @@ import TokenetWire
                 code: again.code, referenceID: again.reference, displayName: "", pin: "2580"
             )
             .result == .success)
+    }
+
+    /// Removing an account forgot its credentials in the app only: the TSP kept them, so the access tokens they had
+    /// signed in still activated the account's cards. The TSP now revokes them first, and the signed-in user (the PIN)
+    /// is the one who may remove an account.
+    @Test func deletingAnAccountRevokesItsCredentialsAtTheTSPFirst() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        let credentials = ["uc-\(first.reference)", "dc-\(first.reference)"]
+        app.tsp.state.withLock { $0.removeDown = true }
+        await expectIssuerError(.unavailable, "account acc-alice-checking stays in the app, remove it again") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
+        }
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
+        app.tsp.state.withLock { $0.removeDown = false }
+        await expectIssuerError(.unauthenticated, "enter the app's PIN") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "")
+        }
+        await expectIssuerError(.unauthenticated, "4 tries left") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "9999")
+        }
+        await expectIssuerError(.notFound, "account acc-alice-savings is not activated in ch-alice's app") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-savings", pin: "2580")
+        }
+        await expectIssuerError(.notFound, "user ch-nobody has not activated the app") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-nobody", accountID: "acc-alice-checking", pin: "2580")
+        }
+        #expect(app.tsp.state.withLock { state in credentials.allSatisfy { state.secrets[$0] != nil } })
+        #expect(
+            try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
+                == 0)
+        #expect(app.tsp.state.withLock { state in credentials.allSatisfy { state.secrets[$0] == nil } })
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
+    }
+
+    @Test func aLockedAppRemovesNoAccount() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        for _ in 0..<IssuerAppAuthenticator.maxPINFailures {
+            _ = try? await app.party.app.login(userID: "ch-alice", pin: "9999")
+        }
+        await expectIssuerError(.locked, "the app is locked") {
+            _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-checking", pin: "2580")
+        }
+        #expect(try app.party.app.accounts(userID: "ch-alice").accounts.count == 1)
     }
 
     @Test func linkedAccountsActivateInBulkWithAResultEach() async throws {

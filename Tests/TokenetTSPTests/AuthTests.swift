@@ -230,6 +230,47 @@ import TokenetWire
         #expect(try verifier.verify(token, now: auth.harness.clock.now, issuedTo: "bank-a").userID == "ch-alice")
     }
 
+    /// An access token is a signed claim, good for 15 minutes: an account removed from the app (or activated again
+    /// on another device) kept activating cards with the tokens it had signed in. The token's device credential must
+    /// now still exist.
+    @Test func removedOrReplacedCredentialsRevokeTheirAccessTokens() async throws {
+        let auth = try await Auth.make()
+        let (user, device) = try await auth.credentials()
+        let token = try await auth.login(user, 0, device, 0).accessToken
+        let verifier = try auth.harness.accessTokens()
+        #expect(try verifier.verify(token, now: auth.harness.clock.now).deviceID == device.credentialID)
+
+        await #expect(throws: RPCError.self) {
+            _ = try await auth.authentication.removeCredentials(.init(userCredentialID: user.credentialID))
+        }
+        let removed = try await auth.authentication.removeCredentials(
+            .init(userCredentialID: user.credentialID, deviceCredentialID: device.credentialID))
+        #expect(removed.removed == 2)
+        let again = try await auth.authentication.removeCredentials(
+            .init(userCredentialID: user.credentialID, deviceCredentialID: device.credentialID))
+        #expect(again.removed == 0)
+        do {
+            _ = try verifier.verify(token, now: auth.harness.clock.now)
+            Issue.record("a token of removed credentials was accepted")
+        } catch {
+            #expect(error.code == .unauthenticated)
+            #expect(error.message.contains("no longer registered"), "\(error.message)")
+        }
+        #expect(try !verifier.user("ch-alice", ofIssuer: "bank-a", ownsAccount: "acc-1"))
+        do {
+            _ = try await auth.login(user, 1, device, 1)
+            Issue.record("removed credentials logged in")
+        } catch let error as RPCError {
+            #expect(error.code == .notFound)
+        }
+
+        // Activating the account again replaces its credentials, and the old device's tokens with them.
+        let (newUser, newDevice) = try await auth.credentials()
+        let newToken = try await auth.login(newUser, 0, newDevice, 0).accessToken
+        let (_, _) = try await auth.credentials()
+        #expect(throws: TSPError.self) { _ = try verifier.verify(newToken, now: auth.harness.clock.now) }
+    }
+
     @Test func thePolicyFileSetsTheAuthenticationSettings() throws {
         let directory = try TSPHarness.temporaryDirectory()
         let path = directory + "/" + TSPConfiguration.fileName

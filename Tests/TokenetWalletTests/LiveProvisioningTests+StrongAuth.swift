@@ -3,7 +3,7 @@ import Testing
 
 /// Strong-authentication enrolment driven by the real CLI against the three real nodes: the backend's enrolment and
 /// outbox, the issuer app's activation (a trivial PIN and a wrong code first), linked accounts, a wrong PIN, login,
-/// unlock (an unknown user NOT_FOUND) and account removal, with the status names and messages a person sees.
+/// unlock (an unknown user NOT_FOUND) and account removal (the TSP revokes its credentials), with the status names and messages a person sees.
 extension LiveProvisioningTests {
     @Test func enrolmentActivationLinkedAccountsAndLoginThroughTheCLI() async throws {
         let enrolled = try await tokenet(["issuer", "enroll", issuer.listen, "ch-alice", "acc-alice-checking"])
@@ -50,8 +50,12 @@ extension LiveProvisioningTests {
         #expect(unknown.status == 64 + 5, "\(unknown.stdout)")
         #expect(unknown.stderr.contains("NOT_FOUND") && unknown.stderr.contains("no user \"ch-nobody\""))
         #expect(unknown.stdout.isEmpty)
-        let removed = try await tokenet(["issuer-app", "delete-account", issuer.listen, "ch-alice", "acc-alice-credit"])
-        #expect(removed.stdout.contains("1 account(s) left, the PIN stays."))
+        let delete = ["issuer-app", "delete-account", issuer.listen, "ch-alice", "acc-alice-credit"]
+        let noPIN = try await tokenet(delete)
+        #expect(noPIN.status == 2 && noPIN.stderr.contains("--pin is required"))
+        let removed = try await tokenet(delete + ["--pin", "2580"])
+        #expect(removed.stdout.contains("1 account(s) left, the PIN stays."), "\(removed.stderr)")
+        #expect(tsp.stderr.contains("credentials removed"), "\(tsp.stderr)")
         let usage = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice"])
         #expect(usage.status == 2 && usage.stderr.contains("--pin is required"))
         #expect(!issuer.stderr.contains(String(code)) && !tsp.stderr.contains(String(code)))

@@ -436,6 +436,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__register_issuer_response(void) {
     return &tokenet__tsp__v1__register_issuer_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__remove_credentials_request(void) {
+    return &tokenet__tsp__v1__remove_credentials_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__remove_credentials_response(void) {
+    return &tokenet__tsp__v1__remove_credentials_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__renew_card_request(void) {
     return &tokenet__tsp__v1__renew_card_request__descriptor;
 }

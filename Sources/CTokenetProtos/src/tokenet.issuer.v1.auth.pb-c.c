@@ -1571,7 +1571,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_login_response__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__app_login_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_delete_account_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_delete_account_request__field_descriptors[3] =
 {
   {
     "user_id",
@@ -1597,15 +1597,28 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_delete_account_re
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pin",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppDeleteAccountRequest, pin),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_delete_account_request__field_indices_by_name[] = {
   1,   /* field[1] = account_id */
+  2,   /* field[2] = pin */
   0,   /* field[0] = user_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_delete_account_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_delete_account_request__descriptor =
 {
@@ -1615,7 +1628,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_delete_account_request
   "Tokenet__Issuer__V1__AppDeleteAccountRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppDeleteAccountRequest),
-  2,
+  3,
   tokenet__issuer__v1__app_delete_account_request__field_descriptors,
   tokenet__issuer__v1__app_delete_account_request__field_indices_by_name,
   1,  tokenet__issuer__v1__app_delete_account_request__number_ranges,

@@ -637,6 +637,96 @@ void   tokenet__tsp__v1__resync_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__resync_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__remove_credentials_request__init
+                     (Tokenet__Tsp__V1__RemoveCredentialsRequest         *message)
+{
+  static const Tokenet__Tsp__V1__RemoveCredentialsRequest init_value = TOKENET__TSP__V1__REMOVE_CREDENTIALS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__remove_credentials_request__get_packed_size
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__remove_credentials_request__pack
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__remove_credentials_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__RemoveCredentialsRequest *
+       tokenet__tsp__v1__remove_credentials_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__RemoveCredentialsRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__remove_credentials_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__remove_credentials_request__free_unpacked
+                     (Tokenet__Tsp__V1__RemoveCredentialsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__remove_credentials_response__init
+                     (Tokenet__Tsp__V1__RemoveCredentialsResponse         *message)
+{
+  static const Tokenet__Tsp__V1__RemoveCredentialsResponse init_value = TOKENET__TSP__V1__REMOVE_CREDENTIALS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__remove_credentials_response__get_packed_size
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__remove_credentials_response__pack
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__remove_credentials_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__RemoveCredentialsResponse *
+       tokenet__tsp__v1__remove_credentials_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__RemoveCredentialsResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__remove_credentials_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__remove_credentials_response__free_unpacked
+                     (Tokenet__Tsp__V1__RemoveCredentialsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__remove_credentials_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__register_enrolment_request__field_descriptors[2] =
 {
   {
@@ -1598,6 +1688,95 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__resync_response__descriptor =
   (ProtobufCMessageInit) tokenet__tsp__v1__resync_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__remove_credentials_request__field_descriptors[2] =
+{
+  {
+    "user_credential_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__RemoveCredentialsRequest, user_credential_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "device_credential_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__RemoveCredentialsRequest, device_credential_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__remove_credentials_request__field_indices_by_name[] = {
+  1,   /* field[1] = device_credential_id */
+  0,   /* field[0] = user_credential_id */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__remove_credentials_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__remove_credentials_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.RemoveCredentialsRequest",
+  "RemoveCredentialsRequest",
+  "Tokenet__Tsp__V1__RemoveCredentialsRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__RemoveCredentialsRequest),
+  2,
+  tokenet__tsp__v1__remove_credentials_request__field_descriptors,
+  tokenet__tsp__v1__remove_credentials_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__remove_credentials_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__remove_credentials_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__remove_credentials_response__field_descriptors[1] =
+{
+  {
+    "removed",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__RemoveCredentialsResponse, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__remove_credentials_response__field_indices_by_name[] = {
+  0,   /* field[0] = removed */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__remove_credentials_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__remove_credentials_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.RemoveCredentialsResponse",
+  "RemoveCredentialsResponse",
+  "Tokenet__Tsp__V1__RemoveCredentialsResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__RemoveCredentialsResponse),
+  1,
+  tokenet__tsp__v1__remove_credentials_response__field_descriptors,
+  tokenet__tsp__v1__remove_credentials_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__remove_credentials_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__remove_credentials_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue tokenet__tsp__v1__activation_result__enum_values_by_number[7] =
 {
   { "ACTIVATION_RESULT_UNSPECIFIED", "TOKENET__TSP__V1__ACTIVATION_RESULT__ACTIVATION_RESULT_UNSPECIFIED", 0 },
@@ -1773,15 +1952,17 @@ void tokenet__tsp__v1__enrolment__init (Tokenet__Tsp__V1__Enrolment_Service *ser
                                      &tokenet__tsp__v1__enrolment__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__authentication__method_descriptors[4] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__authentication__method_descriptors[5] =
 {
   { "VerifyActivation", &tokenet__tsp__v1__verify_activation_request__descriptor, &tokenet__tsp__v1__verify_activation_response__descriptor },
   { "VerifyActivations", &tokenet__tsp__v1__verify_activations_request__descriptor, &tokenet__tsp__v1__verify_activations_response__descriptor },
   { "Login", &tokenet__tsp__v1__login_request__descriptor, &tokenet__tsp__v1__login_response__descriptor },
   { "Resync", &tokenet__tsp__v1__resync_request__descriptor, &tokenet__tsp__v1__resync_response__descriptor },
+  { "RemoveCredentials", &tokenet__tsp__v1__remove_credentials_request__descriptor, &tokenet__tsp__v1__remove_credentials_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__authentication__method_indices_by_name[] = {
   2,        /* Login */
+  4,        /* RemoveCredentials */
   3,        /* Resync */
   0,        /* VerifyActivation */
   1         /* VerifyActivations */
@@ -1793,7 +1974,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__authentication__descriptor =
   "Authentication",
   "Tokenet__Tsp__V1__Authentication",
   "tokenet.tsp.v1",
-  4,
+  5,
   tokenet__tsp__v1__authentication__method_descriptors,
   tokenet__tsp__v1__authentication__method_indices_by_name
 };
@@ -1828,6 +2009,14 @@ void tokenet__tsp__v1__authentication__resync(ProtobufCService *service,
 {
   assert(service->descriptor == &tokenet__tsp__v1__authentication__descriptor);
   service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__tsp__v1__authentication__remove_credentials(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__RemoveCredentialsRequest *input,
+                                                          Tokenet__Tsp__V1__RemoveCredentialsResponse_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__authentication__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__authentication__init (Tokenet__Tsp__V1__Authentication_Service *service,
                                              Tokenet__Tsp__V1__Authentication_ServiceDestroy destroy)

@@ -61,6 +61,10 @@ extension TspV1.Authentication {
         public func resync(_ request: TspV1.ResyncRequest, options: CallOptions = CallOptions()) async throws -> TspV1.ResyncResponse {
             try await rpc.unary(TspV1.Authentication.resync, request, options: options)
         }
+
+        public func removeCredentials(_ request: TspV1.RemoveCredentialsRequest, options: CallOptions = CallOptions()) async throws -> TspV1.RemoveCredentialsResponse {
+            try await rpc.unary(TspV1.Authentication.removeCredentials, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.tsp.v1.Authentication` implements; `register(on:)` routes every method to it.
@@ -69,6 +73,7 @@ extension TspV1.Authentication {
         func verifyActivations(_ request: TspV1.VerifyActivationsRequest, context: ServerContext) async throws -> TspV1.VerifyActivationsResponse
         func login(_ request: TspV1.LoginRequest, context: ServerContext) async throws -> TspV1.LoginResponse
         func resync(_ request: TspV1.ResyncRequest, context: ServerContext) async throws -> TspV1.ResyncResponse
+        func removeCredentials(_ request: TspV1.RemoveCredentialsRequest, context: ServerContext) async throws -> TspV1.RemoveCredentialsResponse
     }
 }
 
@@ -79,5 +84,6 @@ extension TspV1.Authentication.ServiceProtocol {
         router.unary(TspV1.Authentication.verifyActivations) { try await self.verifyActivations($0, context: $1) }
         router.unary(TspV1.Authentication.login) { try await self.login($0, context: $1) }
         router.unary(TspV1.Authentication.resync) { try await self.resync($0, context: $1) }
+        router.unary(TspV1.Authentication.removeCredentials) { try await self.removeCredentials($0, context: $1) }
     }
 }

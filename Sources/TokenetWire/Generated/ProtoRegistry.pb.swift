@@ -167,6 +167,8 @@ public enum ProtoRegistry {
         TspV1.RegisterEnrolmentResponse.self,
         TspV1.RegisterIssuerRequest.self,
         TspV1.RegisterIssuerResponse.self,
+        TspV1.RemoveCredentialsRequest.self,
+        TspV1.RemoveCredentialsResponse.self,
         TspV1.RenewCardRequest.self,
         TspV1.RenewCardResponse.self,
         TspV1.ReplenishPaymentKeysRequest.self,

@@ -513,21 +513,27 @@ extension IssuerV1 {
 
         public var accountID: String = ""
 
+        /// The app's PIN: a wrong one uses a try, as a login does.
+        public var pin: String = ""
+
         public init() {}
 
-        public init(userID: String = "", accountID: String = "") {
+        public init(userID: String = "", accountID: String = "", pin: String = "") {
             self.userID = userID
             self.accountID = accountID
+            self.pin = pin
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.userID = try reader.read(1)
             self.accountID = try reader.read(2)
+            self.pin = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, userID)
             try writer.write(2, accountID)
+            try writer.write(3, pin)
         }
     }
 }
@@ -608,7 +614,9 @@ extension IssuerV1 {
             service: serviceName, name: "Login", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// Removes an account from the app; the user's PIN stays.
+        /// Removes an account from the app once the PIN signs the user in: the TSP revokes the account's credentials first
+        /// (their access tokens are refused from then on), so an unreachable TSP leaves the account in the app. The PIN
+        /// stays.
         public static let deleteAccount = MethodDescriptor<IssuerV1.AppDeleteAccountRequest, IssuerV1.AppDeleteAccountResponse>(
             service: serviceName, name: "DeleteAccount", kind: .unary, allowedRoles: ["operator"]
         )

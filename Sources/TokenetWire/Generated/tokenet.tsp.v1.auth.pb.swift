@@ -577,6 +577,62 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct RemoveCredentialsRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.RemoveCredentialsRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__remove_credentials_request())
+        }
+
+        public var userCredentialID: String = ""
+
+        public var deviceCredentialID: String = ""
+
+        public init() {}
+
+        public init(userCredentialID: String = "", deviceCredentialID: String = "") {
+            self.userCredentialID = userCredentialID
+            self.deviceCredentialID = deviceCredentialID
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.userCredentialID = try reader.read(1)
+            self.deviceCredentialID = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, userCredentialID)
+            try writer.write(2, deviceCredentialID)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct RemoveCredentialsResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.RemoveCredentialsResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__remove_credentials_response())
+        }
+
+        /// How many of the two credentials the TSP held and removed: 0 when they were already gone.
+        public var removed: UInt32 = 0
+
+        public init() {}
+
+        public init(removed: UInt32 = 0) {
+            self.removed = removed
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.removed = try reader.read(1)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, removed)
+        }
+    }
+}
+
+extension TspV1 {
     public enum ActivationResult: ProtoEnum {
         case unspecified
         case success
@@ -821,9 +877,16 @@ extension TspV1 {
             service: serviceName, name: "Resync", kind: .unary, allowedRoles: ["issuer"]
         )
 
+        /// Removes an account's two credentials, as the app does when the cardholder removes the account from it: they log
+        /// in no more, and the access tokens they signed in are refused from then on. Credentials the TSP no longer holds
+        /// are not an error (removed counts what was there), so the app can retry after a lost answer.
+        public static let removeCredentials = MethodDescriptor<TspV1.RemoveCredentialsRequest, TspV1.RemoveCredentialsResponse>(
+            service: serviceName, name: "RemoveCredentials", kind: .unary, allowedRoles: ["issuer"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [verifyActivation.erased, verifyActivations.erased, login.erased, resync.erased]
+            methods: [verifyActivation.erased, verifyActivations.erased, login.erased, resync.erased, removeCredentials.erased]
         )
     }
 }

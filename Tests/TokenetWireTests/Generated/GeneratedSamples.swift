@@ -141,6 +141,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.RegisterEnrolmentResponse.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.RegisterIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.RemoveCredentialsRequest.samples() as [any ProtoMessage]
+    all += TspV1.RemoveCredentialsResponse.samples() as [any ProtoMessage]
     all += TspV1.RenewCardRequest.samples() as [any ProtoMessage]
     all += TspV1.RenewCardResponse.samples() as [any ProtoMessage]
     all += TspV1.ReplenishPaymentKeysRequest.samples() as [any ProtoMessage]
@@ -454,6 +456,7 @@ extension IssuerV1.AppDeleteAccountRequest {
         var base = Self()
         base.userID = "user_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.accountID = "account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.pin = "pin-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1700,6 +1703,23 @@ extension TspV1.RegisterIssuerResponse {
         var base = Self()
         base.tspPublicKeyIdentifier = "tsp_public_key_identifier-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tspPublicKeyPem = "tsp_public_key_pem-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.RemoveCredentialsRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.userCredentialID = "user_credential_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.deviceCredentialID = "device_credential_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.RemoveCredentialsResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.removed = 3999999999
         return [base]
     }
 }

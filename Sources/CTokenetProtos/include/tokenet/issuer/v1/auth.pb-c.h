@@ -235,10 +235,14 @@ struct  Tokenet__Issuer__V1__AppDeleteAccountRequest
   ProtobufCMessage base;
   char *user_id;
   char *account_id;
+  /*
+   * The app's PIN: a wrong one uses a try, as a login does.
+   */
+  char *pin;
 };
 #define TOKENET__ISSUER__V1__APP_DELETE_ACCOUNT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_delete_account_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppDeleteAccountResponse

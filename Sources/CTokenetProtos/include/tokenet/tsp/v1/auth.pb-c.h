@@ -30,6 +30,8 @@ typedef struct Tokenet__Tsp__V1__LoginRequest Tokenet__Tsp__V1__LoginRequest;
 typedef struct Tokenet__Tsp__V1__LoginResponse Tokenet__Tsp__V1__LoginResponse;
 typedef struct Tokenet__Tsp__V1__ResyncRequest Tokenet__Tsp__V1__ResyncRequest;
 typedef struct Tokenet__Tsp__V1__ResyncResponse Tokenet__Tsp__V1__ResyncResponse;
+typedef struct Tokenet__Tsp__V1__RemoveCredentialsRequest Tokenet__Tsp__V1__RemoveCredentialsRequest;
+typedef struct Tokenet__Tsp__V1__RemoveCredentialsResponse Tokenet__Tsp__V1__RemoveCredentialsResponse;
 
 
 /* --- enums --- */
@@ -317,6 +319,30 @@ struct  Tokenet__Tsp__V1__ResyncResponse
     , TOKENET__TSP__V1__RESYNC_RESULT__RESYNC_RESULT_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
 
 
+struct  Tokenet__Tsp__V1__RemoveCredentialsRequest
+{
+  ProtobufCMessage base;
+  char *user_credential_id;
+  char *device_credential_id;
+};
+#define TOKENET__TSP__V1__REMOVE_CREDENTIALS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__remove_credentials_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__RemoveCredentialsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * How many of the two credentials the TSP held and removed: 0 when they were already gone.
+   */
+  uint32_t removed;
+};
+#define TOKENET__TSP__V1__REMOVE_CREDENTIALS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__remove_credentials_response__descriptor) \
+    , 0 }
+
+
 /* Tokenet__Tsp__V1__RegisterEnrolmentRequest methods */
 void   tokenet__tsp__v1__register_enrolment_request__init
                      (Tokenet__Tsp__V1__RegisterEnrolmentRequest         *message);
@@ -583,6 +609,44 @@ Tokenet__Tsp__V1__ResyncResponse *
 void   tokenet__tsp__v1__resync_response__free_unpacked
                      (Tokenet__Tsp__V1__ResyncResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__RemoveCredentialsRequest methods */
+void   tokenet__tsp__v1__remove_credentials_request__init
+                     (Tokenet__Tsp__V1__RemoveCredentialsRequest         *message);
+size_t tokenet__tsp__v1__remove_credentials_request__get_packed_size
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest   *message);
+size_t tokenet__tsp__v1__remove_credentials_request__pack
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__remove_credentials_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RemoveCredentialsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__RemoveCredentialsRequest *
+       tokenet__tsp__v1__remove_credentials_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__remove_credentials_request__free_unpacked
+                     (Tokenet__Tsp__V1__RemoveCredentialsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__RemoveCredentialsResponse methods */
+void   tokenet__tsp__v1__remove_credentials_response__init
+                     (Tokenet__Tsp__V1__RemoveCredentialsResponse         *message);
+size_t tokenet__tsp__v1__remove_credentials_response__get_packed_size
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse   *message);
+size_t tokenet__tsp__v1__remove_credentials_response__pack
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__remove_credentials_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__RemoveCredentialsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__RemoveCredentialsResponse *
+       tokenet__tsp__v1__remove_credentials_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__remove_credentials_response__free_unpacked
+                     (Tokenet__Tsp__V1__RemoveCredentialsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Tokenet__Tsp__V1__RegisterEnrolmentRequest_Closure)
@@ -626,6 +690,12 @@ typedef void (*Tokenet__Tsp__V1__ResyncRequest_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__ResyncResponse_Closure)
                  (const Tokenet__Tsp__V1__ResyncResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__RemoveCredentialsRequest_Closure)
+                 (const Tokenet__Tsp__V1__RemoveCredentialsRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__RemoveCredentialsResponse_Closure)
+                 (const Tokenet__Tsp__V1__RemoveCredentialsResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -680,6 +750,10 @@ struct Tokenet__Tsp__V1__Authentication_Service
                  const Tokenet__Tsp__V1__ResyncRequest *input,
                  Tokenet__Tsp__V1__ResyncResponse_Closure closure,
                  void *closure_data);
+  void (*remove_credentials)(Tokenet__Tsp__V1__Authentication_Service *service,
+                             const Tokenet__Tsp__V1__RemoveCredentialsRequest *input,
+                             Tokenet__Tsp__V1__RemoveCredentialsResponse_Closure closure,
+                             void *closure_data);
 };
 typedef void (*Tokenet__Tsp__V1__Authentication_ServiceDestroy)(Tokenet__Tsp__V1__Authentication_Service *);
 void tokenet__tsp__v1__authentication__init (Tokenet__Tsp__V1__Authentication_Service *service,
@@ -691,7 +765,8 @@ void tokenet__tsp__v1__authentication__init (Tokenet__Tsp__V1__Authentication_Se
       function_prefix__ ## verify_activation,\
       function_prefix__ ## verify_activations,\
       function_prefix__ ## login,\
-      function_prefix__ ## resync  }
+      function_prefix__ ## resync,\
+      function_prefix__ ## remove_credentials  }
 void tokenet__tsp__v1__authentication__verify_activation(ProtobufCService *service,
                                                          const Tokenet__Tsp__V1__VerifyActivationRequest *input,
                                                          Tokenet__Tsp__V1__VerifyActivationResponse_Closure closure,
@@ -708,6 +783,10 @@ void tokenet__tsp__v1__authentication__resync(ProtobufCService *service,
                                               const Tokenet__Tsp__V1__ResyncRequest *input,
                                               Tokenet__Tsp__V1__ResyncResponse_Closure closure,
                                               void *closure_data);
+void tokenet__tsp__v1__authentication__remove_credentials(ProtobufCService *service,
+                                                          const Tokenet__Tsp__V1__RemoveCredentialsRequest *input,
+                                                          Tokenet__Tsp__V1__RemoveCredentialsResponse_Closure closure,
+                                                          void *closure_data);
 
 /* --- descriptors --- */
 
@@ -729,6 +808,8 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__login_request__descrip
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__login_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__resync_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__resync_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__remove_credentials_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__remove_credentials_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__enrolment__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__authentication__descriptor;
 
