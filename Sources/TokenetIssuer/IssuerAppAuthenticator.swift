@@ -96,16 +96,23 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
 
     // MARK: Activation
 
-    func activate(code: String, referenceID: String, displayName: String, pin: String) async throws(IssuerError)
-        -> IssuerV1.AppActivateResponse
+    func activate(
+        code typedCode: String, referenceID typedReference: String, displayName: String, pin: String, link: String = ""
+    )
+        async throws(IssuerError) -> IssuerV1.AppActivateResponse
     {
-        guard !code.isEmpty, !referenceID.isEmpty else {
-            throw IssuerError(.invalidArgument, "the activation code and the reference id are required")
-        }
+        let (code, referenceID, linkUser) = try Self.activationInput(
+            code: typedCode, referenceID: typedReference, link: link)
         guard let enrolment = try store.enrolment(referenceID: referenceID) else {
             throw IssuerError(
                 .notFound, "reference \"\(referenceID)\" is unknown to the issuer; check it, or enrol the account again"
             )
+        }
+        if let linkUser, !linkUser.isEmpty, linkUser != enrolment.userID {
+            throw IssuerError(
+                .invalidArgument,
+                "the activation link names user \(linkUser), but reference \(referenceID) is \(enrolment.userID)'s; "
+                    + "open the link from \(linkUser)'s own message")
         }
         // The PIN is checked before the code reaches the TSP, so a wrong PIN does not use up the code.
         let (keys, newUser) = try keysForActivation(userID: enrolment.userID, pin: pin)
@@ -137,6 +144,45 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             "account activation",
             ["user": enrolment.userID, "account": enrolment.accountID, "result": "\(response.result)"])
         return answer
+    }
+
+    /// The code and reference id to activate with, typed or read from the link (and the link's user), checked for
+    /// what cannot be an activation code before the TSP counts a try for it: the link pasted as the code used one.
+    static func activationInput(code: String, referenceID: String, link: String) throws(IssuerError) -> (
+        code: String, referenceID: String, linkUser: String?
+    ) {
+        var code = code
+        var referenceID = referenceID
+        var linkUser: String?
+        if !link.isEmpty {
+            let parsed = try ActivationLink(parsing: link)
+            if !code.isEmpty, Self.normalized(code) != Self.normalized(parsed.code) {
+                throw IssuerError(.invalidArgument, "the activation code differs from the link's; give one of them")
+            }
+            if !referenceID.isEmpty, referenceID != parsed.referenceID {
+                throw IssuerError(.invalidArgument, "the reference id differs from the link's; give one of them")
+            }
+            (code, referenceID, linkUser) = (parsed.code, parsed.referenceID, parsed.userID)
+        }
+        guard !code.isEmpty, !referenceID.isEmpty else {
+            throw IssuerError(.invalidArgument, "the activation code and the reference id (or the link) are required")
+        }
+        if code.lowercased().hasPrefix("otp:") {
+            throw IssuerError(
+                .invalidArgument, "this is the activation link, not the code: open it as the link; no try was used")
+        }
+        guard Self.normalized(code).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw IssuerError(
+                .invalidArgument,
+                "an activation code has only letters and digits (spaces and dashes are ignored), so this is not one; "
+                    + "no try was used")
+        }
+        return (code, referenceID, linkUser)
+    }
+
+    /// A code as the TSP compares it: without case, spaces or dashes.
+    private static func normalized(_ code: String) -> String {
+        String(code.uppercased().filter { $0 != " " && $0 != "-" })
     }
 
     /// Activates every account of the user not yet in the app, in one bulk call; one result per account.

@@ -30,7 +30,7 @@ struct IssuerAppAuthService: IssuerV1.IssuerAppAuth.ServiceProtocol {
         try await IssuerError.mapping { () async throws(IssuerError) in
             try await app.activate(
                 code: request.activationCode, referenceID: request.referenceID, displayName: request.displayName,
-                pin: request.pin)
+                pin: request.pin, link: request.link)
         }
     }
 

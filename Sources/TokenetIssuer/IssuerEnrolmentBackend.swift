@@ -44,15 +44,12 @@ final class IssuerEnrolmentBackend: Sendable {
             referenceID: activation.referenceID, expiresAtMs: activation.expiresAtMs, maskedDestination: phone)
     }
 
-    /// The provisioning link `otp://p?u=SERVER_URL&n=USER&c=CODE`.
+    /// The activation message's link (`ActivationLink`).
     static func link(_ activation: TspV1.Activation, userID: String) -> String {
-        // RFC 3986 unreserved characters stay; everything else (":", "/", "&", "=") is percent-encoded.
-        let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        func encoded(_ text: String) -> String {
-            text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-        }
-        return
-            "otp://p?u=\(encoded(activation.activationURL))&n=\(encoded(userID))&c=\(encoded(activation.activationCode))"
+        ActivationLink(
+            serverURL: activation.activationURL, userID: userID, code: activation.activationCode,
+            referenceID: activation.referenceID
+        ).text
     }
 
     /// Activations for the user's accounts that `excluding` does not name (the ones the app has not activated).

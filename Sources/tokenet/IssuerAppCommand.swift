@@ -11,7 +11,8 @@ enum IssuerAppCommand {
         actions: [activate, accounts, activateLinked, login, deleteAccount, authorize] + notificationActions)
 
     static let help = """
-        Usage: tokenet issuer-app activate ADDR --code CODE --ref REFERENCE [--name NAME] [--pin PIN] [OPTIONS]
+        Usage: tokenet issuer-app activate ADDR (--code CODE --ref REFERENCE | --link LINK) [--name NAME] [--pin PIN]
+                                           [OPTIONS]
                tokenet issuer-app accounts ADDR USER [OPTIONS]
                tokenet issuer-app activate-linked ADDR USER [--pin PIN] [OPTIONS]
                tokenet issuer-app login ADDR USER --pin PIN [OPTIONS]
@@ -19,11 +20,11 @@ enum IssuerAppCommand {
                tokenet issuer-app authorize ADDR SESSION_ID --pin PIN | --deny [OPTIONS]
 
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
-        `tokenet issuer outbox`); the TSP provisions a user and a device HOTP credential. The first account sets the
-        app's PIN (4 to 8 digits, not 1111 or 1234); later accounts need that PIN. activate-linked activates all the
-        user's other accounts in one bulk call and prints a result per account, once a first account is activated
-        with its code (the code is what proves the user; the PIN alone does not). login signs the user in with the PIN
-        and prints the access token's expiry. delete-account removes an account from the app once the PIN signs the
+        `tokenet issuer outbox`), or opens the message's otp:// link, which carries both; the TSP provisions a user
+        and a device HOTP credential. The first account sets the app's PIN (4 to 8 digits, not 1111 or 1234); later
+        accounts need that PIN. activate-linked activates all the user's other accounts in one bulk call and prints a
+        result per account, once a first account is activated with its code (the code is what proves the user; the
+        PIN alone does not). login signs the user in with the PIN and prints the access token's expiry. delete-account removes an account from the app once the PIN signs the
         user in: the TSP revokes its credentials first, so the access tokens they signed in stop working (the account
         stays in the app when the TSP cannot be reached); the PIN stays.
         authorize completes an in-app (APP_TO_APP) activation the wallet opened (`tokenet wallet open-issuer-app`
@@ -34,6 +35,7 @@ enum IssuerAppCommand {
         Options:
           --code CODE          The activation code.
           --ref REFERENCE      The activation's reference id.
+          --link LINK          The otp:// link of the activation message, instead of --code and --ref.
           --name NAME          The name the account gets in the app (default: its id).
           --pin PIN            The app's PIN.
           --deny               authorize: decline instead of signing in.
@@ -47,14 +49,17 @@ enum IssuerAppCommand {
         options.
         """
 
-    static let activate = PartyAction(name: "activate", valued: ["--code", "--ref", "--name", "--pin"]) {
+    static let activate = PartyAction(name: "activate", valued: ["--code", "--ref", "--link", "--name", "--pin"]) {
         flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
-        guard let code = flags["--code"], let reference = flags["--ref"] else {
-            throw CLIError(.usage, "\(command): --code and --ref are required (see tokenet issuer outbox)")
+        let link = flags["--link"] ?? ""
+        guard !link.isEmpty || (flags["--code"] != nil && flags["--ref"] != nil) else {
+            throw CLIError(.usage, "\(command): --code and --ref, or --link, are required (see tokenet issuer outbox)")
         }
         let request = IssuerV1.AppActivateRequest(
-            activationCode: code, referenceID: reference, displayName: flags["--name"] ?? "", pin: flags["--pin"] ?? "")
+            activationCode: flags["--code"] ?? "", referenceID: flags["--ref"] ?? "",
+            displayName: flags["--name"] ?? "",
+            pin: flags["--pin"] ?? "", link: link)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

@@ -83,7 +83,7 @@ import TokenetWire
         let (code, reference, text) = try await app.enrol()
         #expect(code == "CODE1XYZ")
         #expect(reference == "ref-1")
-        #expect(text.contains("otp://p?u=tokenet%3A%2F%2Ftsp&n=ch-alice&c=CODE1XYZ"))
+        #expect(text.contains("otp://p?u=tokenet%3A%2F%2Ftsp&n=ch-alice&c=CODE1XYZ&r=ref-1. "))
         await #expect(throws: IssuerError.self) {
             _ = try await app.party.enrolment.enroll(userID: "ch-alice", accountID: "acc-bob-checking")
         }
@@ -167,6 +167,50 @@ import TokenetWire
         let expired = try await app.party.app.activate(
             code: other.code, referenceID: other.reference, displayName: "", pin: "2580")
         #expect(expired.result == .expiredCode && expired.message.contains("ask the issuer for a new code"))
+    }
+
+    /// The message's link carried no reference id, so the app could not use it, and pasting it as the code used
+    /// one of the activation's tries. The link now carries the reference and the app opens it; what cannot be a
+    /// code is refused before the TSP counts a try.
+    @Test func theMessagesLinkActivatesAndWhatIsNotACodeUsesNoTry() async throws {
+        let app = try App.make()
+        let (code, reference, text) = try await app.enrol()
+        let link = try #require(text.firstMatch(of: #/(otp://\S+)\. /#)?.output.1).description
+        let activate = { (code: String, reference: String, link: String) async throws in
+            try await app.party.app.activate(
+                code: code, referenceID: reference, displayName: "", pin: "2580", link: link)
+        }
+        await expectIssuerError(.invalidArgument, "this is the activation link, not the code") {
+            try await activate(link, reference, "")
+        }
+        await expectIssuerError(.invalidArgument, "only letters and digits") {
+            try await activate("CODE1XYZ!", reference, "")
+        }
+        await expectIssuerError(.invalidArgument, "has no reference id (r=)") {
+            try await activate("", "", link.replacingOccurrences(of: "&r=\(reference)", with: ""))
+        }
+        await expectIssuerError(.invalidArgument, "not an activation link") {
+            try await activate("", "", "https://x/y")
+        }
+        await expectIssuerError(.invalidArgument, "differs from the link's") {
+            try await activate("CODE9XYZ", "", link)
+        }
+        await expectIssuerError(.invalidArgument, "names user ch-bob, but reference \(reference) is ch-alice's") {
+            try await activate("", "", link.replacingOccurrences(of: "n=ch-alice", with: "n=ch-bob"))
+        }
+        #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
+        let activated = try await activate(code.lowercased(), "", link)
+        #expect(activated.result == .success && activated.accountID == "acc-alice-checking")
+        #expect(app.tsp.state.withLock { $0.verifyCalls } == 1)
+    }
+
+    @Test func anActivationLinkReadsBackWhatItCarries() throws {
+        let link = ActivationLink(
+            serverURL: "tokenet://tsp:7443/a?b=c&d", userID: "ch-al ice", code: "AB23-CD45", referenceID: "ref-x_Y")
+        #expect(link.text == "otp://p?u=tokenet%3A%2F%2Ftsp%3A7443%2Fa%3Fb%3Dc%26d&n=ch-al%20ice&c=AB23-CD45&r=ref-x_Y")
+        #expect(try ActivationLink(parsing: " \(link.text)\n") == link)
+        #expect(throws: IssuerError.self) { try ActivationLink(parsing: link.text + "&c=AAAA") }
+        #expect(throws: IssuerError.self) { try ActivationLink(parsing: "otp://q?c=A&r=B") }
     }
 
     @Test func thePINSurvivesDeletingEveryAccount() async throws {

@@ -23,7 +23,10 @@ extension LiveProvisioningTests {
         let wrong = try await tokenet(activate + ["--code", "WRONGCODE2", "--pin", "2580"])
         #expect(wrong.status == 0)
         #expect(wrong.stdout.contains("INCORRECT_CODE: the activation code is not correct; 4 tries left"))
-        let activated = try await tokenet(activate + ["--code", String(code), "--pin", "2580"])
+        // The message's link carries the code and the reference, as the app opens it.
+        let link = try #require(text.firstMatch(of: #/(otp://\S+)\. /#)?.output.1)
+        let activated = try await tokenet(
+            ["issuer-app", "activate", issuer.listen, "--link", String(link), "--name", "Checking", "--pin", "2580"])
         #expect(activated.stdout.contains("Activated acc-alice-checking for ch-alice; the app's PIN is set."))
         let reused = try await tokenet(activate + ["--code", String(code), "--pin", "2580"])
         #expect(reused.stdout.contains("ALREADY_USED"))

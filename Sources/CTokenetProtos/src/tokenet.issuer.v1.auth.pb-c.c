@@ -944,7 +944,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__unlock_response__descripto
   (ProtobufCMessageInit) tokenet__issuer__v1__unlock_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_activate_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_activate_request__field_descriptors[5] =
 {
   {
     "activation_code",
@@ -994,17 +994,30 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_activate_request_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "link",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppActivateRequest, link),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_activate_request__field_indices_by_name[] = {
   0,   /* field[0] = activation_code */
   2,   /* field[2] = display_name */
+  4,   /* field[4] = link */
   3,   /* field[3] = pin */
   1,   /* field[1] = reference_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_activate_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_activate_request__descriptor =
 {
@@ -1014,7 +1027,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_activate_request__desc
   "Tokenet__Issuer__V1__AppActivateRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppActivateRequest),
-  4,
+  5,
   tokenet__issuer__v1__app_activate_request__field_descriptors,
   tokenet__issuer__v1__app_activate_request__field_indices_by_name,
   1,  tokenet__issuer__v1__app_activate_request__number_ranges,

@@ -148,18 +148,24 @@ extension IssuerV1 {
         /// The PIN: set by the first account, checked for later ones. Empty for a later account is refused.
         public var pin: String = ""
 
+        /// The otp:// link of the activation message (otp://p?u=SERVER&n=USER&c=CODE&r=REFERENCE), as the user opens it:
+        /// it carries the code and the reference id, so activation_code and reference_id stay empty (or match it).
+        public var link: String = ""
+
         public init() {}
 
         public init(
             activationCode: String = "",
             referenceID: String = "",
             displayName: String = "",
-            pin: String = ""
+            pin: String = "",
+            link: String = ""
         ) {
             self.activationCode = activationCode
             self.referenceID = referenceID
             self.displayName = displayName
             self.pin = pin
+            self.link = link
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -167,6 +173,7 @@ extension IssuerV1 {
             self.referenceID = try reader.read(2)
             self.displayName = try reader.read(3)
             self.pin = try reader.read(4)
+            self.link = try reader.read(5)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -174,6 +181,7 @@ extension IssuerV1 {
             try writer.write(2, referenceID)
             try writer.write(3, displayName)
             try writer.write(4, pin)
+            try writer.write(5, link)
         }
     }
 }
@@ -591,8 +599,8 @@ extension IssuerV1 {
     public enum IssuerAppAuth {
         public static let serviceName = "tokenet.issuer.v1.IssuerAppAuth"
 
-        /// Activates an account with the code and reference id the user received. The first account sets the user's PIN;
-        /// later accounts need the existing PIN.
+        /// Activates an account with the code and reference id the user received (or the link carrying both). The first
+        /// account sets the user's PIN; later accounts need the existing PIN.
         public static let activate = MethodDescriptor<IssuerV1.AppActivateRequest, IssuerV1.AppActivateResponse>(
             service: serviceName, name: "Activate", kind: .unary, allowedRoles: ["operator"]
         )

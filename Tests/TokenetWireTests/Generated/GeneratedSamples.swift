@@ -379,6 +379,7 @@ extension IssuerV1.AppActivateRequest {
         base.referenceID = "reference_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.displayName = "display_name-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pin = "pin-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.link = "link-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

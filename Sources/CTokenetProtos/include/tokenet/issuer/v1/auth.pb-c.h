@@ -107,10 +107,15 @@ struct  Tokenet__Issuer__V1__AppActivateRequest
    * The PIN: set by the first account, checked for later ones. Empty for a later account is refused.
    */
   char *pin;
+  /*
+   * The otp:// link of the activation message (otp://p?u=SERVER&n=USER&c=CODE&r=REFERENCE), as the user opens it:
+   * it carries the code and the reference id, so activation_code and reference_id stay empty (or match it).
+   */
+  char *link;
 };
 #define TOKENET__ISSUER__V1__APP_ACTIVATE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_activate_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppActivateResponse
