@@ -32,7 +32,7 @@ struct ScenarioCommand {
                                           is a JSON object the last response contains (fields it does not name may
                                           hold anything; arrays match in order, as a subsequence); otherwise text the
                                           status message contains. With within, the call is made again every 200 ms
-                                          until it matches, for up to D.
+                                          until it matches, for up to D; no call runs past D.
           save NAME FIELD [match RE]      Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
                                           ${NAME} for later lines; in JSON a string goes in without its quotes
                                           ($${NAME} is the text ${NAME} itself). With match, keep the part of

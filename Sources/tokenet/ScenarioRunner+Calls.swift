@@ -15,8 +15,15 @@ extension ScenarioRunner {
 
     /// Makes the call once. A node that cannot be reached is an UNAVAILABLE outcome (what a script expects of a
     /// stopped node or a refused link); a request that does not fit its type is an error of the script.
-    func makeCall(_ call: ScenarioCall, line: Int) throws -> CallResult {
-        let (path, texts, callOptions, traceID) = try prepare(call.party, call.method, call.request, line: line)
+    /// `deadline` bounds this call instead of the script's deadline (a `within` that ends sooner).
+    func makeCall(_ call: ScenarioCall, line: Int, deadline: Duration? = nil) throws -> CallResult {
+        let (path, texts, prepared, traceID) = try prepare(call.party, call.method, call.request, line: line)
+        let callOptions =
+            deadline.map { deadline in
+                var bounded = prepared
+                bounded.deadline = deadline
+                return bounded
+            } ?? prepared
         let started = ContinuousClock.now
         let interruption = self.interruption
         let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {

@@ -239,7 +239,10 @@ final class ScenarioRunner {
         while true {
             attempts += 1
             calls += 1
-            let result = try makeCall(call, line: line)
+            // Each call ends by the time `within` ends: one call that hung for the whole call deadline held the line
+            // for 10 s past its `within 1s`.
+            let result = try makeCall(
+                call, line: line, deadline: giveUp.map { min(deadline, max(.milliseconds(1), $0 - .now)) })
             let mismatch: String?
             do {
                 mismatch = try expectation.mismatch(result.outcome, variables: variables)

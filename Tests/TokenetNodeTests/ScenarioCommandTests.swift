@@ -85,6 +85,24 @@ import TokenetTransport
         #expect(result.stderr.contains("Rerun with --keep-dir"))
     }
 
+    /// `within` bounds each call it makes: one call held by a partition kept the line for its whole deadline (here
+    /// the issuer deadline's 5 s, then the stand-in's decline), past the `within 1s` it was given.
+    @Test func aCallUnderWithinEndsWhenWithinEnds() async throws {
+        let result = try await Self.run(
+            """
+            call issuer tokenet.issuer.v1.IssuerControl/PushCard {"cardId": "card-visa-approve", "mode": "PUSH_MODE_SESSION"}
+            save session pushSessionId
+            call wallet tokenet.wallet.v1.WalletControl/AddCard {"pushSessionId": "${session}"}
+            save card cardRef
+            fault tsp->issuer partition
+            deadline 30s
+            call wallet tokenet.wallet.v1.WalletControl/AcceptTerms {"cardRef": "${card}"}
+            expect within 1s OK {"decision": "PROVISIONING_DECISION_APPROVED"}
+            """)
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stderr.contains("FAILED at line 8: expected OK, got DEADLINE_EXCEEDED"), "\(result.stderr)")
+    }
+
     /// A request written out is checked against its type before any node starts; one that only fits or not once
     /// its `${NAME}`s are filled in is checked as it runs, and is the script's error too.
     @Test func aRequestThatDoesNotFitItsTypeIsTheScriptsError() async throws {
