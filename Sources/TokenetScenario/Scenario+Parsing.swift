@@ -188,7 +188,9 @@ extension Scenario {
                         "watch NAME PARTY METHOD: '\(name)' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)"
                     )
                 }
-                guard watches.insert(name).inserted else { throw fail("watch \(name): that name is already watched") }
+                // A name watched again replaces its watch (the runner closes the old stream): a restarted node
+                // ends a watch, and the script opens it again under the name its awaits use.
+                watches.insert(name)
                 let party = try party(partyWord, number)
                 guard method.contains("/") || method.contains(".") else {
                     throw fail("watch \(name): '\(method)' is not a method; write it as pkg.Service/Method")

@@ -39,7 +39,8 @@ struct ScenarioCommand {
                                           FIELD the regular expression RE (ICU syntax) matches: its first group,
                                           when it has one; a match still running after 5 s fails the step.
           watch NAME PARTY METHOD [JSON]  Open a server stream (or a bidirectional one) that collects its messages
-                                          in the background while later steps run.
+                                          in the background while later steps run. A NAME watched again (after its
+                                          node restarted, say) has its earlier stream closed.
           await NAME [within D] [JSON]    Wait for the watch's next message that contains JSON (any message without
                                           it), up to D (the call deadline without it); save lines may follow.
           identity ROLE                   The certificate of the calls and watches below: operator (the default),

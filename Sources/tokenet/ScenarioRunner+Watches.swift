@@ -23,6 +23,12 @@ extension ScenarioRunner {
             }
         }
         let stream = try opened.get()
+        // Watched again under its name (its node restarted, say): the earlier stream is closed, and awaits read the
+        // new one from its first message.
+        if let earlier = watches[name] {
+            runBlocking { await earlier.close() }
+            print(line, "watch \(name): the earlier watch of that name is closed")
+        }
         watches[name] = stream
         taken[name] = 0
         print(line, "watch \(name): \(watch.party) \(watch.method) open (trace \(traceID))")
@@ -67,9 +73,18 @@ extension ScenarioRunner {
             if let end = state.end {
                 let status =
                     end.message.isEmpty ? end.code.name : "\(end.code.name): \(shownStatusMessage(end.message))"
+                // Only the messages after the last await's were looked at: "after 3 messages, none of them
+                // matching" counted the ones earlier awaits had taken (and matched).
+                let earlier = before == 1 ? "message 1" : "messages 1 to \(before)"
+                let looked =
+                    before == 0
+                    ? ", none of them matching"
+                    : seen == before
+                        ? "; earlier awaits took \(earlier), and no message came after"
+                        : "; earlier awaits took \(earlier), and none of the \(seen - before) after matched"
                 throw Failure(
                     line: line,
-                    reason: "watch \(awaited.name) ended with \(status) after \(seen) messages, none of them matching"
+                    reason: "watch \(awaited.name) ended after \(Self.messages(seen)) (\(status))\(looked)"
                         + (nearest.map { " (\($0))" } ?? ""), traceID: stream.traceID)
             }
             if ContinuousClock.now - started >= limit {
@@ -82,6 +97,9 @@ extension ScenarioRunner {
             try sleep(.milliseconds(20))
         }
     }
+
+    /// "1 message", "3 messages".
+    static func messages(_ count: Int) -> String { count == 1 ? "1 message" : "\(count) messages" }
 
     private func took(
         _ message: JSONValue, _ index: Int, _ awaited: ScenarioAwait, _ stream: ScenarioWatchStream, _ line: Int,

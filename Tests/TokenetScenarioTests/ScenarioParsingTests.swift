@@ -116,7 +116,6 @@ import TokenetWire
         ("stop", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
         ("await events", "s:1: await: 'events' is not watched by an earlier line (watch events PARTY METHOD)"),
         ("watch 1x wallet a.B/C", "s:1: watch NAME PARTY METHOD: '1x' is not a name"),
-        ("watch e wallet a.B/C\nwatch e tsp a.B/C", "s:2: watch e: that name is already watched"),
         ("watch e bank a.B/C", "s:1: expected a party (tsp, issuer or wallet), got 'bank'"),
         ("watch e wallet Listen", "s:1: watch e: 'Listen' is not a method"),
         ("watch e wallet a.B/C\nawait e [1]", "s:2: await takes a JSON object, not an array"),
