@@ -9,26 +9,40 @@ public enum DurationSyntax {
     ]
 
     /// The seconds `text` adds up to, or nil when it is not a list of parts; `0s` is zero, and what is allowed is
-    /// for the caller to say. A leading `+` is taken, as Go takes it (`+5s`); a sign anywhere else is not.
+    /// for the caller to say. A leading `+` is taken, as Go takes it (`+5s`); a sign anywhere else is not. Parts go
+    /// from the longest unit to the shortest, each unit once (`1m30s`): Go adds up `1s1s` or `30s1m` too, but they
+    /// are more likely a slip than a way of writing 2 s or 90 s.
     public static func seconds(in text: some StringProtocol) -> Double? {
+        parts(of: text).flatMap { parts in
+            zip(parts, parts.dropFirst()).allSatisfy { $0.unit > $1.unit }
+                ? parts.reduce(0) { $0 + $1.value * $1.unit } : nil
+        }
+    }
+
+    /// The number and unit length (in seconds) of each part, in order, or nil when `text` is not a list of parts.
+    static func parts(of text: some StringProtocol) -> [(value: Double, unit: Double)]? {
         var rest = Substring(text)
         if rest.hasPrefix("+") { rest = rest.dropFirst() }
         guard !rest.isEmpty else { return nil }
-        var total = 0.0
+        var parts: [(value: Double, unit: Double)] = []
         while !rest.isEmpty {
             let number = rest.prefix { $0 == "." || ($0.isASCII && $0.isNumber) }
             guard isDecimal(number), let value = Double(number) else { return nil }
             rest = rest.dropFirst(number.count)
             guard let unit = units.first(where: { rest.hasPrefix($0.suffix) }) else { return nil }
             rest = rest.dropFirst(unit.suffix.count)
-            total += value * unit.seconds
+            parts.append((value, unit.seconds))
         }
-        return total
+        return parts
     }
 
-    /// What to write instead of `text` when a small change makes it a duration, said as a hint: a last part without
-    /// its unit (`5`, `1m30`: seconds asked for rather than guessed), or units in capitals (`5S`).
+    /// What to write instead of `text` when a small change makes it a duration, said as a hint: parts out of order
+    /// or a unit twice (`1s1s`), a last part without its unit (`5`, `1m30`: seconds asked for rather than guessed),
+    /// or units in capitals (`5S`).
     public static func hint(for text: String) -> String? {
+        if seconds(in: text) == nil, parts(of: text) != nil {
+            return "each unit once, the longest first, as in 1m30s"
+        }
         if seconds(in: text + "s") != nil { return "with a unit: \(text)s for seconds" }
         let lower = text.lowercased()
         if lower != text, seconds(in: lower) != nil { return "units are lower case: \(lower)" }

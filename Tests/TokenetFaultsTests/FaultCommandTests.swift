@@ -13,6 +13,7 @@ import Testing
         #expect(try FaultCommand.parse("delay 2m") == .set(.delay(.seconds(120))))
         #expect(try FaultCommand.parse("delay 0.5m to-client") == .set(.delay(.seconds(30)), only: .toClient))
         #expect(try FaultCommand.parse("delay 1m30s") == .set(.delay(.seconds(90))))
+        #expect(try FaultCommand.parse("delay 1m2s3ms4us") == .set(.delay(.microseconds(62_003_004))))
         #expect(try FaultCommand.parse("delay 1s250ms") == .set(.delay(.milliseconds(1250))))
         #expect(try FaultCommand.parse("delay +2s") == .set(.delay(.seconds(2))))
         #expect(try FaultCommand.parse("partition") == .set(.partition))
@@ -66,6 +67,21 @@ import Testing
                 "expected a duration such as 200ms, 1.5s, 250us or 2m, got '1m30' (with a unit: 1m30s for seconds)"
             ),
             ("delay 5S", "expected a duration such as 200ms, 1.5s, 250us or 2m, got '5S' (units are lower case: 5s)"),
+            (
+                "delay 1s1s",
+                "expected a duration such as 200ms, 1.5s, 250us or 2m, got '1s1s' (each unit once, the longest first, "
+                    + "as in 1m30s)"
+            ),
+            (
+                "delay 30s1m",
+                "expected a duration such as 200ms, 1.5s, 250us or 2m, got '30s1m' (each unit once, the longest first, "
+                    + "as in 1m30s)"
+            ),
+            (
+                "delay 1us1µs",
+                "expected a duration such as 200ms, 1.5s, 250us or 2m, got '1us1µs' (each unit once, the longest first, "
+                    + "as in 1m30s)"
+            ),
         ] {
             let error = #expect(throws: FaultError.self, "\(line)") { try FaultCommand.parse(line) }
             #expect(error?.message == message, "\(line)")

@@ -346,6 +346,10 @@ import TokenetTransport
             ["list", address, "--deadline", "1m30", "--plaintext"], "got '1m30' (with a unit: 1m30s for seconds)")
         try expectUsageError(
             ["list", address, "--deadline", "5S", "--plaintext"], "got '5S' (units are lower case: 5s)")
+        // Go adds up `1s1s` to 2 s; a unit twice or out of order is more likely a slip.
+        try expectUsageError(
+            ["list", address, "--deadline", "1s1s", "--plaintext"],
+            "got '1s1s' (each unit once, the longest first, as in 1m30s)")
         // A bare number: the unit is asked for, not guessed.
         try expectUsageError(
             ["list", address, "--deadline", "5", "--plaintext"],
