@@ -103,6 +103,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     {
         let (code, referenceID, linkUser) = try Self.activationInput(
             code: typedCode, referenceID: typedReference, link: link)
+        try Self.checkDisplayName(displayName)
         guard let enrolment = try store.enrolment(referenceID: referenceID) else {
             throw IssuerError(
                 .notFound, "reference \"\(referenceID)\" is unknown to the issuer; check it, or enrol the account again"
@@ -178,6 +179,22 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                     + "no try was used")
         }
         return (code, referenceID, linkUser)
+    }
+
+    /// The longest name an account may get in the app, in characters (the TSP keeps as many).
+    static let maxDisplayNameLength = 64
+
+    /// A name the app can show on one line: 5,000 characters were kept as they came (and cut to 64 at the TSP), and
+    /// a control character could rewrite the terminal that lists the accounts.
+    static func checkDisplayName(_ name: String) throws(IssuerError) {
+        guard name.count <= maxDisplayNameLength else {
+            throw IssuerError(
+                .invalidArgument,
+                "the account's name has \(name.count) characters; at most \(maxDisplayNameLength) fit in the app")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw IssuerError(.invalidArgument, "the account's name holds a control character; use plain text")
+        }
     }
 
     /// A code as the TSP compares it: without case, spaces or dashes.

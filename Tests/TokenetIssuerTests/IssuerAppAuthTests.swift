@@ -171,7 +171,7 @@ import TokenetWire
 
     /// The message's link carried no reference id, so the app could not use it, and pasting it as the code used
     /// one of the activation's tries. The link now carries the reference and the app opens it; what cannot be a
-    /// code is refused before the TSP counts a try.
+    /// code, or a name the app cannot show, is refused before the TSP counts a try.
     @Test func theMessagesLinkActivatesAndWhatIsNotACodeUsesNoTry() async throws {
         let app = try App.make()
         let (code, reference, text) = try await app.enrol()
@@ -197,6 +197,14 @@ import TokenetWire
         }
         await expectIssuerError(.invalidArgument, "names user ch-bob, but reference \(reference) is ch-alice's") {
             try await activate("", "", link.replacingOccurrences(of: "n=ch-alice", with: "n=ch-bob"))
+        }
+        await expectIssuerError(.invalidArgument, "the account's name has 65 characters; at most 64") {
+            try await app.party.app.activate(
+                code: code, referenceID: reference, displayName: String(repeating: "n", count: 65), pin: "2580")
+        }
+        await expectIssuerError(.invalidArgument, "control character") {
+            try await app.party.app.activate(
+                code: code, referenceID: reference, displayName: "Checking\u{1B}[2J", pin: "2580")
         }
         #expect(app.tsp.state.withLock { $0.verifyCalls } == 0)
         let activated = try await activate(code.lowercased(), "", link)
