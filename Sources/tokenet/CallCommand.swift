@@ -69,6 +69,13 @@ enum CallCommand {
     /// `pkg.Service/Method`, `/pkg.Service/Method` or `pkg.Service.Method` as the wire path `/pkg.Service/Method`;
     /// a leading dot, as descriptors write full names (`.pkg.Service/Method`), is dropped.
     static func methodPath(_ text: String) throws(CLIError) -> String {
+        // A call_start holds the method beside the -H metadata (`InspectOptions.headerLimit` leaves 4 KiB for the
+        // rest): a longer name was sent, and failed as the client's own RESOURCE_EXHAUSTED (exit 72).
+        guard text.utf8.count <= methodLimit else {
+            throw CLIError(
+                .usage,
+                "call: the method name is \(text.utf8.count) bytes long; a method name takes at most \(methodLimit)")
+        }
         let name = Substring(InspectSession.withoutLeadingDot(text.hasPrefix("/") ? String(text.dropFirst()) : text))
         let separator = name.lastIndex(of: "/") ?? name.lastIndex(of: ".")
         guard let separator, separator != name.startIndex, name.index(after: separator) != name.endIndex,
@@ -86,6 +93,9 @@ enum CallCommand {
         }
         return "/\(name[..<separator])/\(name[name.index(after: separator)...])"
     }
+
+    /// The longest method name (pkg.Service/Method) the CLI sends, in bytes.
+    static let methodLimit = 2048
 
     /// The most `-d @` reads from standard input: sixteen times the largest message a Tokenet node accepts (its
     /// flow-control window, 1 MiB), room for JSON's longer spelling of a request (base64, escapes, indentation) and

@@ -336,6 +336,14 @@ import TokenetTransport
         #expect(!result.stderr.contains("0000"), "\(result.stderr)")
     }
 
+    /// A 100 KB method name is a bad option (status 2), as 100 KB of -H is: it was sent, and the client's own
+    /// frame limit ended the call with RESOURCE_EXHAUSTED (72).
+    @Test func aMethodNameTooLongToSendIsABadOption() throws {
+        try expectUsageError(
+            ["call", address, "a.B/" + String(repeating: "C", count: 100_000), "--plaintext"],
+            "call: the method name is 100004 bytes long; a method name takes at most 2048")
+    }
+
     @Test func deadlinesAreDecimalAndAtMostADay() throws {
         try expectUsageError(["list", address, "--deadline", "86401s", "--plaintext"], "limit of one day")
         try expectUsageError(["list", address, "--deadline", "23h60m1s", "--plaintext"], "limit of one day")
