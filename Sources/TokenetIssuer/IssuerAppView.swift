@@ -28,8 +28,11 @@ public struct AppViewTable: Equatable, Sendable {
         walletAccountID = pull.walletAccountID
         selectedDigitalCardID = pull.selectedDigitalCardID
         rows = [:]
+        // A deleted token the wallet still lists is removed, as the events and CARD_STATE mark it: a restarted app
+        // showed as a DEACTIVATED card what it had shown as removed before.
         for token in pull.tokens {
-            rows[token.digitalCardID] = Row(tokenState: token.tokenState, updatedBy: "pull", removed: false)
+            rows[token.digitalCardID] = Row(
+                tokenState: token.tokenState, updatedBy: "pull", removed: token.tokenState == .deactivated)
         }
     }
 

@@ -73,6 +73,21 @@ import TokenetWire
         #expect(table.response.cards.map(\.removed) == [true])
     }
 
+    /// A restarted app (or one that connected again) pulls a deleted token the wallet still lists: it is removed, as
+    /// the events had marked it, not a DEACTIVATED card like any other.
+    @Test func aPulledDeletedTokenIsRemovedAsTheEventsMarkedIt() {
+        var table = AppViewTable()
+        table.apply(event: Self.event(1, .tokenizedCardAdded, Self.visa, .active))
+        table.apply(event: Self.event(2, .tokenizedCardRemoved, Self.visa, .deactivated))
+        let before = table.response.cards
+        table.apply(pull: Self.pull([(Self.visa, .deactivated), (Self.mastercard, .active)]))
+        #expect(before.map(\.removed) == [true])
+        #expect(table.response.cards.map(\.digitalCardID) == [Self.mastercard, Self.visa].sorted())
+        #expect(
+            table.response.cards.map(\.removed)
+                == [Self.mastercard, Self.visa].sorted().map { $0 == Self.visa })
+    }
+
     @Test func aPullReplacesTheTableAndRestartsTheSequence() {
         var table = AppViewTable()
         table.apply(event: Self.event(7, .tokenizedCardAdded, Self.mastercard))
