@@ -13,7 +13,8 @@ extension NodeContext {
         }
         let subscriber = NotificationSubscriber(
             tsp: try channel(to: .tsp), handler: handler,
-            processed: try ProcessedNotificationLog.open(directory: dataDirectory), logger: logger)
+            processed: try ProcessedNotificationLog.open(directory: dataDirectory), logger: logger,
+            options: .init(instanceID: try NodeInstance.id(directory: dataDirectory)))
         runInBackground { await subscriber.run() }
         return subscriber
     }

@@ -28,13 +28,17 @@ public final class NotificationSubscriber: Sendable {
         public var openAfter: Duration
         /// Called with the ids of each acknowledgement the broker confirmed (for measurements).
         public var onAcknowledged: (@Sendable ([String]) -> Void)?
+        /// This node's instance (`NodeInstance`), sent with each Subscribe: the broker refuses another instance of
+        /// the same identity while this one holds the stream. Empty: the stream replaces any open one.
+        public var instanceID: String
 
         public init(
             maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
             backoff: RPCChannel.Backoff = RPCChannel.Backoff(initial: .milliseconds(200), maximum: .seconds(10)),
             acknowledgeTimeout: Duration = .seconds(10), openAfter: Duration = .seconds(2),
-            onAcknowledged: (@Sendable ([String]) -> Void)? = nil
+            onAcknowledged: (@Sendable ([String]) -> Void)? = nil, instanceID: String = ""
         ) {
+            self.instanceID = instanceID
             self.maxInFlight = maxInFlight
             self.acknowledgeBatch = max(1, acknowledgeBatch)
             self.concurrentAcknowledgements = max(1, concurrentAcknowledgements)
@@ -109,7 +113,8 @@ public final class NotificationSubscriber: Sendable {
         let handledBefore = Set(processed.ids).union(unconfirmed.withLock { $0 })
         let announcement = Announcement()
         do {
-            let stream = try await client.subscribe(TspV1.SubscribeRequest(maxInFlight: options.maxInFlight))
+            let stream = try await client.subscribe(
+                TspV1.SubscribeRequest(maxInFlight: options.maxInFlight, instanceID: options.instanceID))
             subscribedAt = .now
             // A quiet queue sends nothing: the stream is announced once it has stayed up `openAfter`, so that an
             // operator reading the log sees the node subscribed without waiting for the first message.

@@ -12,17 +12,56 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
     let logger: Logger
     /// Replacements of subscribers' streams, shared by every Subscribe call (`SubscriberContention`).
     let contention = SubscriberContention.Shared()
+    /// The node instance holding each subscriber's stream (`SubscriberInstances`).
+    let instances = SubscriberInstances.Shared()
 
     func subscribe(
         _ request: TspV1.SubscribeRequest, responses: ResponseWriter<TspV1.Notification>, context: ServerContext
     ) async throws {
         let subscriber = try Self.queue(of: context)
+        let instance = request.instanceID
+        guard instance.isEmpty || NodeInstance.isValid(instance) else {
+            throw RPCError(
+                .invalidArgument, "instance_id must be 1 to 64 letters, digits, '-' or '_' (or empty, for a tool)")
+        }
         let asked = Int(request.maxInFlight)
         let window = asked == 0 ? NotificationBroker.defaultWindow : min(asked, NotificationBroker.maximumWindow)
-        let outbox = broker.open(subscriber: subscriber, window: window)
-        defer { broker.close(subscriber: subscriber, streamID: outbox.streamID) }
         let log = logger.withTraceID(context.traceID)
-        log.info("subscriber connected", ["subscriber": subscriber, "window": "\(window)"])
+        let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        // Decided and opened under one lock, so two nodes subscribing at once cannot both get in.
+        let (outbox, decision) = try instances.state.withLock { table throws(RPCError) in
+            let decision = table.decide(subscriber: subscriber, instanceID: instance)
+            if case .refuse(let held) = decision {
+                throw RPCError(
+                    .alreadyExists,
+                    "\(subscriber) is subscribed already from another node (instance \(held.instanceID), for "
+                        + "\(DurationText.describe(.milliseconds(Int64(nowMs - min(nowMs, held.sinceMs)))))): two nodes "
+                        + "share this certificate, and each would take the other's messages; give each node its own "
+                        + "identity (Tools/gen-certs), or stop the other. A node moved to a new data directory gets in "
+                        + "once the TSP finds the old node's connection gone")
+            }
+            let outbox = broker.open(subscriber: subscriber, window: window)
+            table.opened(subscriber: subscriber, streamID: outbox.streamID, instanceID: instance, atMs: nowMs)
+            return (outbox, decision)
+        }
+        defer {
+            instances.state.withLock { $0.closed(subscriber: subscriber, streamID: outbox.streamID) }
+            broker.close(subscriber: subscriber, streamID: outbox.streamID)
+        }
+        // A node reconnecting replaces its own stream: normal. Replacements without instances to tell them apart
+        // (tools, older nodes) several times a minute may be two nodes on one certificate.
+        if case .open(replacing: true, sameInstance: false) = decision,
+            case .warn(_, let count) = contention.state.withLock({ $0.replaced(subscriber, atMs: nowMs) })
+        {
+            log.warning(
+                "subscriber's stream replaced \(count) times within a minute: two nodes seem to share its "
+                    + "certificate, and its messages go to whichever holds the stream; give each node its own "
+                    + "identity (Tools/gen-certs), or stop the other",
+                ["subscriber": subscriber])
+        }
+        log.info(
+            "subscriber connected",
+            ["subscriber": subscriber, "window": "\(window)", "instance": instance.isEmpty ? "-" : instance])
         do {
             while true {
                 for notification in try await outbox.next() {
@@ -31,14 +70,6 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
             }
         } catch is NotificationOutbox.Replaced {
             log.info("subscriber stream replaced by a newer one", ["subscriber": subscriber])
-            let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-            if case .warn(_, let count) = contention.state.withLock({ $0.replaced(subscriber, atMs: nowMs) }) {
-                log.warning(
-                    "subscriber's stream replaced \(count) times within a minute: two nodes seem to share its "
-                        + "certificate, and its messages go to whichever holds the stream; give each node its own "
-                        + "identity (Tools/gen-certs), or stop the other",
-                    ["subscriber": subscriber])
-            }
             throw RPCError(
                 .aborted,
                 "a newer Subscribe from \(subscriber) replaced this stream; its unacknowledged messages "

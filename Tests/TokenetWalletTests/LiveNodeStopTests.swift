@@ -29,6 +29,29 @@ import TokenetTestSupport
         try await offThePool { tsp.stop() }
     }
 
+    /// A second wallet-node started on the first one's certificate (its own data directory) took the first one's
+    /// notification stream each time it reconnected, and acknowledged messages about cards it did not know. Its
+    /// Subscribe is now refused while the first holds the stream, and its log says why; the first keeps it.
+    @Test(.timeLimit(.minutes(3))) func aSecondWalletOnTheSameCertificateDoesNotTakeTheNotifications() async throws {
+        let pki = try await offThePool { try TestPKI.directory() }
+        let tsp = try await offThePool { try NodeProcess("tsp-node", role: "tsp", pki: pki) }
+        let first = try await offThePool {
+            try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        }
+        try await Self.waitFor("the first wallet's subscription", in: tsp) { $0.contains("subscriber connected") }
+        let second = try await offThePool {
+            try NodeProcess("wallet-node", role: "wallet", pki: pki, extra: ["--tsp", tsp.listen])
+        }
+        try await Self.waitFor("the second wallet's refusal", in: second) {
+            $0.contains("ALREADY_EXISTS") && $0.contains("is subscribed already from another node")
+        }
+        #expect(tsp.stderr.components(separatedBy: "subscriber connected").count - 1 == 1, "\(tsp.stderr)")
+        #expect(!first.stderr.contains("notification stream to the TSP failed"), "\(first.stderr)")
+        try await offThePool { second.stop() }
+        try await offThePool { first.stop() }
+        try await offThePool { tsp.stop() }
+    }
+
     /// Polls `node`'s log until `condition` holds (at most 60 s, against a hang on a loaded machine).
     static func waitFor(
         _ what: String, in node: NodeProcess, _ condition: @escaping @Sendable (String) -> Bool

@@ -682,7 +682,7 @@ void   tokenet__tsp__v1__queue_status_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__queue_status_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__subscribe_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__subscribe_request__field_descriptors[2] =
 {
   {
     "max_in_flight",
@@ -696,14 +696,27 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__subscribe_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "instance_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__SubscribeRequest, instance_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__subscribe_request__field_indices_by_name[] = {
+  1,   /* field[1] = instance_id */
   0,   /* field[0] = max_in_flight */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__subscribe_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__subscribe_request__descriptor =
 {
@@ -713,7 +726,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__subscribe_request__descriptor
   "Tokenet__Tsp__V1__SubscribeRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__SubscribeRequest),
-  1,
+  2,
   tokenet__tsp__v1__subscribe_request__field_descriptors,
   tokenet__tsp__v1__subscribe_request__field_indices_by_name,
   1,  tokenet__tsp__v1__subscribe_request__number_ranges,

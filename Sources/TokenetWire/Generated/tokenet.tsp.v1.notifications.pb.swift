@@ -14,18 +14,27 @@ extension TspV1 {
         /// at 4096.
         public var maxInFlight: UInt32 = 0
 
+        /// The subscribing node's instance: an id it keeps in its data directory, the same across its restarts (at most 64
+        /// letters, digits, '-' or '_'). While a stream of the same identity from another instance is open, the Subscribe
+        /// is refused with ALREADY_EXISTS: two nodes share one certificate, and each would take (and acknowledge) the
+        /// other's messages. Empty, as from a tool: the new stream replaces the open one, as a reconnecting node's does.
+        public var instanceID: String = ""
+
         public init() {}
 
-        public init(maxInFlight: UInt32 = 0) {
+        public init(maxInFlight: UInt32 = 0, instanceID: String = "") {
             self.maxInFlight = maxInFlight
+            self.instanceID = instanceID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.maxInFlight = try reader.read(1)
+            self.instanceID = try reader.read(2)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, maxInFlight)
+            try writer.write(2, instanceID)
         }
     }
 }
@@ -769,7 +778,8 @@ extension TspV1 {
 
         /// Opens the caller's queue: every unacknowledged message, oldest first, then new ones as they are published, with
         /// at most `max_in_flight` sent and not yet acknowledged at a time. A second Subscribe on the same queue replaces
-        /// the first (whose stream ends with ABORTED); messages sent on the old stream and not acknowledged are sent again.
+        /// the first (whose stream ends with ABORTED), unless the two name different instances (`instance_id`: the second
+        /// is refused with ALREADY_EXISTS); messages sent on the old stream and not acknowledged are sent again.
         /// So are those of a stream that ended otherwise (the connection lost or closed, the call cancelled, the TSP
         /// restarted): the next Subscribe sends them first, with `delivery_attempt` increased. Messages published while the
         /// subscriber has no stream wait in its queue. The stream has no end of its own (give it no deadline); the TSP ends

@@ -1931,6 +1931,7 @@ extension TspV1.SubscribeRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.maxInFlight = 3999999999
+        base.instanceID = "instance_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -47,10 +47,17 @@ struct  Tokenet__Tsp__V1__SubscribeRequest
    * at 4096.
    */
   uint32_t max_in_flight;
+  /*
+   * The subscribing node's instance: an id it keeps in its data directory, the same across its restarts (at most 64
+   * letters, digits, '-' or '_'). While a stream of the same identity from another instance is open, the Subscribe
+   * is refused with ALREADY_EXISTS: two nodes share one certificate, and each would take (and acknowledge) the
+   * other's messages. Empty, as from a tool: the new stream replaces the open one, as a reconnecting node's does.
+   */
+  char *instance_id;
 };
 #define TOKENET__TSP__V1__SUBSCRIBE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__subscribe_request__descriptor) \
-    , 0 }
+    , 0, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
