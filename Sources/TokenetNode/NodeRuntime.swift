@@ -12,10 +12,12 @@ public final class NodeRuntime: Sendable {
     public let listener: any NodeListener
     public let ready: ReadyInfo
     private let dataDirectoryLock: DataDirectoryLock
+    /// The ready file this node wrote: only that file is removed at stop, not whatever took its path since.
+    private let readyFileWritten: ReadyFile.Written?
 
     private init(
         spec: NodeSpec, options: NodeOptions, logger: Logger, listener: any NodeListener, ready: ReadyInfo,
-        dataDirectoryLock: DataDirectoryLock
+        dataDirectoryLock: DataDirectoryLock, readyFileWritten: ReadyFile.Written?
     ) {
         self.spec = spec
         self.options = options
@@ -23,6 +25,7 @@ public final class NodeRuntime: Sendable {
         self.listener = listener
         self.ready = ready
         self.dataDirectoryLock = dataDirectoryLock
+        self.readyFileWritten = readyFileWritten
     }
 
     /// Creates the data directory unless it exists. A file where it (or a directory above it) should be is a wrong
@@ -72,6 +75,9 @@ public final class NodeRuntime: Sendable {
                 throw NodeError(
                     .config, "--ready-file \(path) is the node's data directory; name a file, such as \(path).ready")
             }
+            try ReadyFile.checkNotOneOf(
+                path,
+                [("--cert", options.certificatePath), ("--key", options.privateKeyPath), ("--ca", options.caPath)])
             try ReadyFile.checkWritable(path)
         }
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
@@ -96,9 +102,10 @@ public final class NodeRuntime: Sendable {
         logger.info("ready", ["listen": ready.listen, "pid": String(ready.pid)])
         // The READY line goes out before the ready file appears, so whoever sees the file can rely on the line.
         announce(ready.line)
+        var written: ReadyFile.Written?
         if let path = options.readyFile {
             do {
-                try ReadyFile.write(ready, to: path)
+                written = try ReadyFile.write(ready, to: path)
             } catch {
                 listener.stop()
                 lock.release()
@@ -106,16 +113,15 @@ public final class NodeRuntime: Sendable {
             }
         }
         return NodeRuntime(
-            spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock)
+            spec: spec, options: options, logger: logger, listener: listener, ready: ready, dataDirectoryLock: lock,
+            readyFileWritten: written)
     }
 
     /// Stops accepting, waits for the listener to drain, and withdraws the ready file: a node that is stopping
     /// must not look ready to anyone polling for it.
     public func stop() {
         listener.stop()
-        if let path = options.readyFile {
-            unlink(path)
-        }
+        readyFileWritten?.remove()
         dataDirectoryLock.release()
     }
 

@@ -30,7 +30,25 @@ public struct ReadyInfo: Codable, Sendable, Equatable {
 /// The file is written to a temporary name in the same directory and renamed into place, so a reader polling for
 /// it sees either nothing or the complete JSON object, never a partial write.
 public enum ReadyFile {
-    public static func write(_ info: ReadyInfo, to path: String) throws(NodeError) {
+    /// The file a node put in place, by its device and inode: at stop the node removes the file at its path only if
+    /// it is still this one.
+    public struct Written: Sendable, Equatable {
+        public var path: String
+        var device: UInt64
+        var inode: UInt64
+
+        /// Removes the file unless something else has taken its path since.
+        public func remove() {
+            var status = stat()
+            guard lstat(path, &status) == 0, UInt64(status.st_dev) == device, UInt64(status.st_ino) == inode else {
+                return
+            }
+            unlink(path)
+        }
+    }
+
+    @discardableResult
+    public static func write(_ info: ReadyInfo, to path: String) throws(NodeError) -> Written {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let temporary = "\(path).tmp.\(getpid())"
@@ -40,22 +58,50 @@ public enum ReadyFile {
         } catch {
             throw NodeError(.io, "cannot write ready file \(temporary)", cause: DescribedError(error))
         }
-        guard rename(temporary, path) == 0 else {
+        var status = stat()
+        guard stat(temporary, &status) == 0, rename(temporary, path) == 0 else {
             let code = errno
             unlink(temporary)
             throw NodeError(
                 .io, "cannot move ready file into place at \(path)", cause: SystemCallError(call: "rename", errno: code)
             )
         }
+        return Written(path: path, device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     /// Checks, before the node binds, that `write` will be able to put the file at `path`: a node that prints its
     /// `READY` line and then exits because the ready file cannot be written tells whoever reads stdout that it is up
     /// when it is not. A path that is a directory or in a directory that cannot take a file is a bad option.
+    ///
+    /// The node replaces what is at `path` and removes it when it stops: anything but a regular file (a device such
+    /// as /dev/null, a FIFO, a symlink) is refused, as is a file that holds something other than a ready file (an
+    /// empty one, as mktemp makes, is taken). Before, `--ready-file /dev/null` replaced the device with a file.
     public static func checkWritable(_ path: String) throws(NodeError) {
         var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-            throw NodeError(.config, "--ready-file: \(path) is a directory")
+        if lstat(path, &status) == 0 {
+            let kind: String? =
+                switch status.st_mode & S_IFMT {
+                case S_IFREG: nil
+                case S_IFDIR: "a directory"
+                case S_IFLNK: "a symbolic link"
+                case S_IFCHR: "a character device"
+                case S_IFBLK: "a block device"
+                case S_IFIFO: "a FIFO"
+                case S_IFSOCK: "a socket"
+                default: "not a regular file"
+                }
+            if let kind {
+                throw NodeError(
+                    .config,
+                    "--ready-file: \(path) is \(kind); the node replaces the file there and removes it when it "
+                        + "stops, so name a regular file or a path that does not exist yet")
+            }
+            if status.st_size > 0, (try? read(from: path)) == nil {
+                throw NodeError(
+                    .config,
+                    "--ready-file: \(path) holds something other than a ready file, which the node would replace and "
+                        + "remove when it stops; name another path, or delete the file first")
+            }
         }
         let temporary = "\(path).tmp.\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -65,6 +111,18 @@ public enum ReadyFile {
         }
         close(descriptor)
         unlink(temporary)
+    }
+
+    /// Refuses a ready file that is one of the node's own files (`--key`, say), by device and inode.
+    public static func checkNotOneOf(_ path: String, _ files: [(flag: String, path: String?)]) throws(NodeError) {
+        var ready = stat()
+        guard stat(path, &ready) == 0 else { return }
+        for case (let flag, let file?) in files {
+            var status = stat()
+            if stat(file, &status) == 0, status.st_dev == ready.st_dev, status.st_ino == ready.st_ino {
+                throw NodeError(.config, "--ready-file: \(path) is the node's \(flag) file; name another path")
+            }
+        }
     }
 
     public static func read(from path: String) throws(NodeError) -> ReadyInfo {

@@ -39,6 +39,44 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
     }
 
+    /// The node replaces what is at the path and removes it at stop: `--ready-file /dev/null`, run as root,
+    /// replaced the device with a file and then deleted it, and a node's own key file went the same way.
+    @Test func onlyARegularFileThatIsEmptyOrAReadyFileIsReplaced() throws {
+        let directory = try TemporaryDirectory()
+        mkfifo(directory.path("fifo"), 0o600)
+        try "{}".write(toFile: directory.path("target"), atomically: true, encoding: .utf8)
+        symlink(directory.path("target"), directory.path("link"))
+        try "-----BEGIN PRIVATE KEY-----\n".write(toFile: directory.path("key.pem"), atomically: true, encoding: .utf8)
+        for (path, message) in [
+            ("/dev/null", "--ready-file: /dev/null is a character device; the node replaces the file there"),
+            (directory.path("fifo"), "is a FIFO"), (directory.path("link"), "is a symbolic link"),
+            (directory.path("key.pem"), "holds something other than a ready file"),
+        ] {
+            let failure = try #require(throws: NodeError.self) { try ReadyFile.checkWritable(path) }
+            #expect(failure.exitStatus == 2)
+            #expect(failure.description.contains(message), "\(failure.description)")
+        }
+        let sameKey = try #require(throws: NodeError.self) {
+            try ReadyFile.checkNotOneOf(
+                directory.path("key.pem"), [("--cert", nil), ("--key", directory.path("key.pem"))])
+        }
+        #expect(sameKey.description.contains("is the node's --key file"))
+        // An empty file (mktemp's) and an earlier node's ready file are taken.
+        FileManager.default.createFile(atPath: directory.path("empty"), contents: Data())
+        try ReadyFile.checkWritable(directory.path("empty"))
+        let written = try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: directory.path("empty"))
+        try ReadyFile.checkWritable(directory.path("empty"))
+        // At stop, a file that took the path since is left alone; the node's own is removed.
+        // Moved aside rather than deleted, so the new file cannot get the freed inode number.
+        try FileManager.default.moveItem(atPath: directory.path("empty"), toPath: directory.path("moved"))
+        FileManager.default.createFile(atPath: directory.path("empty"), contents: Data("other".utf8))
+        written.remove()
+        #expect(FileManager.default.fileExists(atPath: directory.path("empty")))
+        let again = try ReadyFile.write(ReadyInfo(node: "n", pid: 1, listen: "a:1"), to: directory.path("empty"))
+        again.remove()
+        #expect(!FileManager.default.fileExists(atPath: directory.path("empty")))
+    }
+
     /// A node with an unusable --ready-file stops with status 2 before it prints READY or binds.
     @Test func aNodeWithAnUnwritableReadyFileNeverSaysReady() async throws {
         let directory = try TemporaryDirectory()
