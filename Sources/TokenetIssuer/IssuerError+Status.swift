@@ -1,9 +1,9 @@
 import TokenetRPC
 import TokenetStorage
 
-extension IssuerError {
+extension IssuerError: RPCErrorConvertible {
     /// The status an operator's call fails with; storage and key failures keep their cause local.
-    var rpcError: RPCError {
+    public var rpcError: RPCError {
         switch code {
         case .invalidArgument: RPCError(.invalidArgument, message)
         case .notFound: RPCError(.notFound, message)

@@ -278,6 +278,15 @@ public final class RPCServer: Sendable {
                 failureLog?(
                     CallFailure(method: call.method, traceID: traceID, status: error.message, cause: "\(cause)"))
             }
+        } catch let convertible as any RPCErrorConvertible {
+            let error = convertible.rpcError
+            status = error.status
+            if error.code == .internal || error.cause is ServerFailure {
+                failureLog?(
+                    CallFailure(
+                        method: call.method, traceID: traceID, status: error.message,
+                        cause: "\(error.cause ?? convertible)"))
+            }
         } catch is CancellationError {
             status = WireV1.Status(code: .cancelled, message: "the call was cancelled")
         } catch {

@@ -88,3 +88,5 @@ extension TSPError {
         (error as? CardError)?.message ?? String(describing: error)
     }
 }
+
+extension TSPError: RPCErrorConvertible {}

@@ -34,7 +34,7 @@ public struct WalletError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The status a caller sees. Internal causes stay local; the message names what failed.
-    var rpcError: RPCError {
+    public var rpcError: RPCError {
         // A full disk is the one internal failure the caller can do something about (RESOURCE_EXHAUSTED, as gRPC has
         // it for a file system out of space); the node's log still gets the cause (`ServerFailure`).
         if code == .internal, let storage = cause as? StorageError, storage.code == .full {
@@ -64,3 +64,5 @@ func answering<T>(_ body: () async throws -> T) async throws -> T {
         throw error.rpcError
     }
 }
+
+extension WalletError: RPCErrorConvertible {}

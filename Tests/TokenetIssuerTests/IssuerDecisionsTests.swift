@@ -4,6 +4,7 @@ import TokenetCard
 import TokenetNode
 import TokenetRPC
 import TokenetStorage
+import TokenetTestSupport
 import TokenetWire
 
 @testable import TokenetIssuer
@@ -26,7 +27,7 @@ import TokenetWire
     }
 
     func authorize(
-        _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1)
+        _ card: (String, String, String), scores: (UInt32, UInt32) = (1, 1), deviceID: String = "device-1"
     ) async throws -> IssuerV1.AuthorizeDigitizationResponse {
         var request = IssuerV1.AuthorizeDigitizationRequest()
         request.encryptedCardData = try Support.encrypted(card.1, expiry: card.2, to: key)
@@ -34,9 +35,22 @@ import TokenetWire
         request.tokenLast4 = "4321"
         request.walletAccountID = "wallet-account-1"
         request.inputMethod = .manual
-        request.device = CardV1.DeviceInfo(deviceID: "device-1", deviceType: "PHONE")
+        request.device = CardV1.DeviceInfo(deviceID: deviceID, deviceType: "PHONE")
         request.risk = CardV1.WalletRiskData(accountScore: scores.0, deviceScore: scores.1, recommendation: .approve)
         return try await client.authorizeDigitization(request)
+    }
+
+    /// An issuer that cannot record its decision (a full disk) answers RESOURCE_EXHAUSTED with what to do: the
+    /// IssuerError escaped unmapped and was answered INTERNAL, "internal error", which told the TSP (and its stand-in
+    /// reason) nothing.
+    @Test func aFullDiskIsResourceExhaustedNotInternal() async throws {
+        try FullDisk.hold(party.store.database)
+        // A decision row too long for the pages the database has: it needs a page more.
+        let error = await #expect(throws: RPCError.self) {
+            _ = try await authorize(Cards.mcDecline, deviceID: String(repeating: "d", count: 50_000))
+        }
+        #expect(error?.code == .resourceExhausted, "\(String(describing: error))")
+        #expect(error?.message.contains("cannot record a digitization decision: the issuer's disk is full") == true)
     }
 
     @Test func eligibilityAnswers() async throws {

@@ -25,6 +25,8 @@ import TokenetWire
                 throw RPCError(
                     .resourceExhausted, "the disk is full", cause: ServerFailure(CocoaError(.fileWriteOutOfSpace)))
             case "exhausted": throw RPCError(.resourceExhausted, "too many calls", cause: CocoaError(.fileLocking))
+            case "module": throw ModuleError(rpcError: RPCError(.resourceExhausted, "the module's disk is full"))
+            case "module-internal": throw ModuleError(rpcError: RPCError(.internal, "the module failed"))
             default: return request
             }
         }
@@ -41,8 +43,9 @@ import TokenetWire
         let client = RPCClient(stream: clientEnd)
         let codes: [String: StatusCode] = [
             "refused": .notFound, "full": .resourceExhausted, "exhausted": .resourceExhausted,
+            "module": .resourceExhausted,
         ]
-        for text in ["crash", "caused", "logged", "refused", "full", "exhausted"] {
+        for text in ["crash", "caused", "logged", "refused", "full", "exhausted", "module", "module-internal"] {
             let error = await #expect(throws: RPCError.self) {
                 _ = try await client.unary(Echo.unary, Scalars(fString: text))
             }
@@ -53,10 +56,17 @@ import TokenetWire
         // A server failure the caller can act on (a full disk) is logged whatever its status; a plain refusal with a
         // cause is not.
         let logged = failures.withLock { $0 }
-        #expect(logged.map(\.status) == ["internal error", "the store failed", "the disk is full"])
+        // A module's own error type that knows its status (`RPCErrorConvertible`) answers with it: it was INTERNAL.
+        #expect(
+            logged.map(\.status) == ["internal error", "the store failed", "the disk is full", "the module failed"])
         #expect(logged.allSatisfy { $0.method == "/tokenet.testing.v1.Echo/Unary" && !$0.traceID.isEmpty })
         #expect(logged.first?.cause.contains("NSCocoaErrorDomain") == true, "\(logged)")
         #expect(logged.dropFirst().first?.cause.contains("\(CocoaError(.fileReadCorruptFile))") == true, "\(logged)")
-        #expect(logged.last?.cause == "\(CocoaError(.fileWriteOutOfSpace))", "\(logged)")
+        #expect(logged.dropLast().last?.cause == "\(CocoaError(.fileWriteOutOfSpace))", "\(logged)")
+        #expect(logged.last?.cause.contains("ModuleError") == true, "\(logged)")
+    }
+
+    struct ModuleError: RPCErrorConvertible {
+        let rpcError: RPCError
     }
 }
