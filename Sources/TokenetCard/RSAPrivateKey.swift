@@ -60,7 +60,15 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
         } catch {
             throw CardError(.io, "cannot read the private key file \(path)", cause: error)
         }
-        try self.init(pem: text)
+        // The file is named: "the text is not an unencrypted PEM private key" left a node's operator guessing which
+        // of its key files was damaged (an empty one, say, from a disk that filled up).
+        do {
+            try self.init(pem: text)
+        } catch {
+            throw CardError(
+                error.code, "the private key file \(path) (\(text.utf8.count) bytes): \(error.message)",
+                details: error.details, cause: error.cause)
+        }
     }
 
     /// The key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Store it with 0600 permissions.

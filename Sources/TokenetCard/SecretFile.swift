@@ -5,27 +5,69 @@ import Foundation
 #endif
 
 /// Files holding secrets (private keys, vault keys): created with 0600 permissions from the start, so there is no
-/// moment at which another user could read them.
+/// moment at which another user could read them, and whole or not at all. Each is written to a temporary file beside
+/// it, flushed, then moved into place: written in place, a disk that filled up mid-write left a 0-byte key file,
+/// and the node refused every later start on it ("holds 0 bytes").
 enum SecretFile {
     static func write(_ bytes: [UInt8], to path: String) throws(CardError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("cannot create", path) }
-        defer { close(fd) }
-        // An existing file keeps its mode on O_TRUNC; tighten it too.
-        guard fchmod(fd, 0o600) == 0 else { throw ioError("cannot set 0600 permissions on", path) }
-        try writeAll(bytes, to: fd, path: path)
+        let temporary = try writeTemporary(bytes, beside: path)
+        guard rename(temporary, path) == 0 else {
+            let error = ioError("cannot move into place", path)
+            unlink(temporary)
+            throw error
+        }
+        syncDirectory(of: path)
     }
 
-    /// Creates `path` with `bytes` only if it does not exist; returns false when it already existed.
+    /// Creates `path` with `bytes` only if it does not exist; returns false when it already existed. The temporary
+    /// file is linked to `path` (which fails if `path` exists), so no other node starting at once can find it half
+    /// written, nor can two of them both create it.
     static func createExclusive(_ bytes: [UInt8], at path: String) throws(CardError) -> Bool {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 {
+        if access(path, F_OK) == 0 { return false }
+        let temporary = try writeTemporary(bytes, beside: path)
+        defer { unlink(temporary) }
+        guard link(temporary, path) == 0 else {
             if errno == EEXIST { return false }
             throw ioError("cannot create", path)
         }
-        defer { close(fd) }
-        try writeAll(bytes, to: fd, path: path)
+        syncDirectory(of: path)
         return true
+    }
+
+    /// `bytes` in a new 0600 file next to `path`, flushed; its path. Nothing is left behind when it fails.
+    private static func writeTemporary(_ bytes: [UInt8], beside path: String) throws(CardError) -> String {
+        removeLeftovers(of: path)
+        let temporary = "\(path).tmp.\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ioError("cannot create", path) }
+        do {
+            try writeAll(bytes, to: fd, path: path)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        return temporary
+    }
+
+    /// Temporary files of `path` that a process stopped mid-write left (part of a key): removed before a new one.
+    private static func removeLeftovers(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".tmp."
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
+        where name.hasPrefix(prefix) {
+            unlink((directory as NSString).appendingPathComponent(name))
+        }
+    }
+
+    /// Makes the new name durable; a directory that cannot be opened or synced leaves it to the file system.
+    private static func syncDirectory(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
     }
 
     static func read(_ path: String) throws(CardError) -> (bytes: [UInt8], mode: UInt32) {
