@@ -54,6 +54,7 @@ public final class Database: Sendable {
         guard FileManager.default.fileExists(atPath: checked, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw StorageError(.notFound, "cannot open database at \(path): directory \(checked) does not exist")
         }
+        restrictToOwner(path)
         let connection = try Connection(path: path, cacheCapacity: options.statementCacheCapacity)
         // SQLite falls back to read-only when it may not write the file, and says so only at the first write: a
         // node would start, answer reads, and fail every change. Refused here, the node stops at start instead.
@@ -65,6 +66,25 @@ public final class Database: Sendable {
         }
         try configure(connection, options: options, inMemory: false)
         return Database(path: path, connection: connection)
+    }
+
+    /// A database holds what only its node may read (one-time codes in an issuer's outbox, cardholders' contact
+    /// details): a new file is created 0600, and an existing one (with its -wal and -shm files) loses any group and
+    /// other permissions. SQLite gives the -wal and -shm files the database file's permissions; before, all three
+    /// were created 0644 under the usual umask, readable by every user of the machine.
+    static func restrictToOwner(_ path: String) {
+        let created = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 {
+            Glibc.close(created)
+            return
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var status = stat()
+            guard stat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o077 != 0,
+                status.st_uid == geteuid()
+            else { continue }
+            _ = chmod(file, status.st_mode & 0o700)
+        }
     }
 
     /// Opens a private in-memory database (for tests): same settings except the journal, which cannot be WAL.
