@@ -224,6 +224,17 @@ extension TLSContext {
             ERR_reason_error_string(code).map { String(cString: $0) }
         }
         let reason = reasons.last.map { " (\($0))" } ?? ""
+        // A sound file OpenSSL will not use at its security level (an RSA key under 2048 bits, a SHA-1 signature)
+        // was said to be damaged, which sent the operator to copy it again.
+        if let last = reasons.last, last.contains("key too small") || last.contains("md too weak") {
+            return TransportError(
+                .configuration,
+                "\(kind.name) file \(path) is too weak for OpenSSL's security level (\(last)): "
+                    + (last.contains("md too weak")
+                        ? "it is signed with a digest OpenSSL no longer trusts, such as SHA-1"
+                        : "its key is too small (RSA keys need 2048 bits at least)")
+                    + "; make a new one with Tools/gen-certs")
+        }
         return TransportError(
             .configuration,
             "\(kind.name) file \(path) cannot be read as a \(kind.name)\(reason): its PEM block is damaged or cut "

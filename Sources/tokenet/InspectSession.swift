@@ -194,8 +194,8 @@ final class InspectSession: Sendable {
                 ?? "--cacert \(files.caFile); give the CA certificate of the node's PKI (such as pki/ca.pem)"
             return CLIError(
                 .connection,
-                "cannot connect to \(options.address): its certificate is not signed by the CA of \(remedy) "
-                    + "(\(error.message))")
+                "cannot connect to \(options.address): "
+                    + Self.rejectedCertificate(reason: error.message, caRemedy: remedy) + " (\(error.message))")
         }
         // A silent address: said by stage, with the time waited, rather than as one "not established in time".
         let waited =
@@ -463,5 +463,25 @@ final class InspectSession: Sendable {
         }
         guard case .unrecognized = error.code else { return 64 + error.code.rawValue }
         return 64 + StatusCode.unknown.rawValue
+    }
+
+    /// What is wrong with a node certificate this side refused, by OpenSSL's reason: every refusal read "its
+    /// certificate is not signed by the CA of --cacert", also for one that had expired or was made for clients only.
+    static func rejectedCertificate(reason: String, caRemedy: String) -> String {
+        if reason.contains("certificate has expired") {
+            return "its certificate has expired; the node needs a new one (Tools/gen-certs)"
+        }
+        if reason.contains("certificate is not yet valid") {
+            return "its certificate is not valid yet; check the clocks of this machine and of the node's"
+        }
+        if reason.contains("unsuitable certificate purpose") {
+            return "its certificate is not made for a server (its extended key usage lacks serverAuth); give the "
+                + "node a certificate made by Tools/gen-certs"
+        }
+        if reason.contains("key too small") || reason.contains("md too weak") {
+            return "its certificate's key or signature is too weak for OpenSSL's security level; give the node a "
+                + "certificate made by Tools/gen-certs"
+        }
+        return "its certificate is not signed by the CA of \(caRemedy)"
     }
 }

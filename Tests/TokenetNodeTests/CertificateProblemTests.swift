@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+import Testing
+import TokenetTestSupport
+import TokenetTransport
+
+@testable import TokenetNode
+
+/// Certificates OpenSSL refuses for what they are, not for who signed them, are named for that: one made for
+/// clients only served by a node read "its certificate is not signed by the CA of --cacert", and an RSA-1024 key
+/// "its PEM block is damaged or cut short".
+@Suite(.timeLimit(.minutes(3))) struct CertificateProblemTests {
+    let pki = DevelopmentPKI.shared
+
+    /// Runs openssl with `arguments` in `directory`.
+    static func openssl(_ arguments: [String], in directory: TemporaryDirectory) throws {
+        let process = try SpawnedProcess(
+            "/usr/bin/openssl", arguments, workingDirectory: directory.url.path, standardInput: .nullDevice,
+            standardOutput: .nullDevice, standardError: .nullDevice)
+        process.waitUntilExit(killingAfter: 60)
+        try #require(process.termination?.status == 0, "openssl \(arguments.joined(separator: " "))")
+    }
+
+    /// A `tokenet://tsp/tsp-1` certificate signed by the development CA with `extensions` (an openssl extfile).
+    func certificate(_ name: String, bits: Int = 2048, extensions: String, in directory: TemporaryDirectory) throws {
+        try extensions.write(toFile: directory.path("\(name).ext"), atomically: true, encoding: .utf8)
+        try Self.openssl(
+            [
+                "req", "-new", "-newkey", "rsa:\(bits)", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
+                "-subj", "/CN=tsp-1",
+            ], in: directory)
+        try Self.openssl(
+            [
+                "x509", "-req", "-in", "\(name).csr", "-CA", pki.path("ca.pem"), "-CAkey", pki.path("ca.key"),
+                "-CAcreateserial", "-days", "2", "-out", "\(name).pem", "-extfile", "\(name).ext",
+            ], in: directory)
+    }
+
+    @Test func aNodeCertificateMadeForClientsOnlyIsNamedSo() async throws {
+        let data = try TemporaryDirectory()
+        try certificate(
+            "client-only", extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\nextendedKeyUsage=clientAuth\n", in: data
+        )
+        let readyFile = data.path("ready.json")
+        let node = try LaunchedProcess(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
+                "--cert", data.path("client-only.pem"), "--key", data.path("client-only.key"),
+                "--ca", pki.path("ca.pem"), "--parent-pid", "\(getpid())",
+            ])
+        defer {
+            node.process.send(SIGTERM)
+            node.process.waitUntilExit(killingAfter: 30)
+        }
+        let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
+            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
+        }
+        let result = try await runTokenet(
+            [
+                "list", address, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"),
+            ])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "its certificate is not made for a server (its extended key usage lacks serverAuth)"),
+            "\(result.stderr)")
+        #expect(result.stderr.contains("unsuitable certificate purpose"), "\(result.stderr)")
+    }
+
+    @Test func anRSA1024CertificateIsTooWeakNotDamaged() async throws {
+        let data = try TemporaryDirectory()
+        try certificate("weak", bits: 1024, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n", in: data)
+        let result = try await LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--cert", data.path("weak.pem"), "--key",
+                data.path("weak.key"), "--ca", pki.path("ca.pem"),
+            ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("is too weak for OpenSSL's security level (ee key too small)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
+    }
+}
