@@ -35,7 +35,12 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             } catch let error as RPCError {
                 throw RPCError(error.code, "the TSP's ChangeTokenState failed: \(error.message)", cause: error)
             }
-            let stored = try updates.apply(answer.tokenState, version: answer.stateVersion, to: card)
+            let stored: WalletCardRecord
+            do throws(WalletError) {
+                stored = try updates.apply(answer.tokenState, version: answer.stateVersion, to: card)
+            } catch {
+                throw Self.notRecorded(error, state: answer.tokenState)
+            }
             logger.withTraceID(context.traceID).info(
                 "token state changed",
                 [
@@ -44,6 +49,23 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 ])
             return WalletV1.WalletChangeCardStateResponse(card: stored.walletCard)
         }
+    }
+
+    /// The TSP changed the token but the wallet could not record it (a full disk): said as that. "The wallet could
+    /// not update the card's token state … then try again" sent the cardholder to repeat a delete the TSP had
+    /// already done, and the repeat was refused. The TSP's CARD_STATE notification brings the change once the
+    /// wallet can write again (the broker keeps it until the wallet has handled it).
+    static func notRecorded(_ error: WalletError, state: CardV1.TokenState) -> RPCError {
+        let status = error.rpcError
+        let name = state.protoValueName.map { $0.replacingOccurrences(of: "TOKEN_STATE_", with: "") } ?? "changed"
+        let why =
+            status.code == .resourceExhausted
+            ? "its disk is full; free space on the disk that holds its data directory" : error.message
+        return RPCError(
+            status.code == .resourceExhausted ? .resourceExhausted : .internal,
+            "the TSP changed the token (it is \(name) now), but the wallet could not record it: \(why). The wallet "
+                + "takes the change from the TSP's notification once it can write again; do not repeat the command",
+            cause: ServerFailure(error))
     }
 
     /// A delete of a card without a token, or whose token has ended, removes the card from the wallet, with no TSP
@@ -135,16 +157,19 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
             }
             var replenished = false
-            if try store.paymentKeys(cardID: card.id).remaining == 0 {
-                try await updates.replenish(card, reason: "no keys left")
-                replenished = true
+            let start = try store.paymentKeys(cardID: card.id)
+            if start.remaining == 0 {
+                let after = try await updates.replenish(card, reason: "no keys left", ifAtMost: 0)
+                replenished = after.batches > start.batches
             }
             guard var keys = try store.usePaymentKey(cardID: card.id) else {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left")
             }
             if keys.remaining <= WalletTokenUpdates.keyThreshold {
-                keys = try await updates.replenish(card, reason: "below threshold")
-                replenished = true
+                let before = keys.batches
+                keys = try await updates.replenish(
+                    card, reason: "below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
+                replenished = replenished || keys.batches > before
             }
             return response(card, id, keys, replenished: replenished)
         }

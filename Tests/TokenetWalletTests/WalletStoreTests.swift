@@ -263,6 +263,24 @@ import TokenetWire
     /// A write the disk has no room for (SQLite's SQLITE_FULL, here from a database held to the size it has) keeps its
     /// StorageError, and the caller gets RESOURCE_EXHAUSTED saying what to do, as gRPC has it for a file system out of
     /// space; any other internal failure stays INTERNAL.
+    /// A suspend or delete the TSP applied but the wallet could not record (a full disk) said "then try again", and
+    /// the repeat was refused, the TSP's token having changed already: it now says what happened, and not to repeat.
+    @Test func aChangeTheTSPMadeButTheWalletCouldNotRecordIsSaidSo() throws {
+        let store = try WalletStore.inMemory()
+        try FullDisk.hold(store.database)
+        let error = try #require(
+            #expect(throws: WalletError.self) {
+                try store.run("update the card's token state") { try FullDisk.overfill(store.database) }
+            })
+        let status = WalletLifecycleService.notRecorded(error, state: .deactivated)
+        #expect(status.code == .resourceExhausted)
+        #expect(
+            status.message
+                == "the TSP changed the token (it is DEACTIVATED now), but the wallet could not record it: its disk "
+                + "is full; free space on the disk that holds its data directory. The wallet takes the change from the "
+                + "TSP's notification once it can write again; do not repeat the command")
+    }
+
     @Test func aFullDiskIsResourceExhaustedWithWhatToDo() throws {
         let store = try WalletStore.inMemory()
         try FullDisk.hold(store.database)
