@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),
         /// RPC benchmark beside the perf anchors (README, "Performance").
         .executableTarget(
-            name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire"],
+            name: "tokenet-bench", dependencies: ["TokenetRPC", "TokenetTransport", "TokenetWire", "TokenetNode"],
             exclude: ["Sittings.md"]),
         /// The notification broker's durable delivery rate and latency over mutual TLS.
         .executableTarget(name: "tokenet-broker-bench", dependencies: ["TokenetTSP", "TokenetNode"]),

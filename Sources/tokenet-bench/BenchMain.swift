@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 
 /// `tokenet-bench`: measures the RPC layer over mutual TLS on loopback, in the shape of the reference anchors
 /// (`tlsecho` and gRPC C++), so the figures can be put side by side.
@@ -18,8 +19,18 @@ struct BenchMain {
         }
         let command = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "run"
         if arguments.first == command { arguments.removeFirst() }
+        // A bad option (or subcommand) exits 2, as the nodes' and the CLI's do; a run that fails, 1.
+        let options: BenchOptions
         do {
-            let options = try BenchOptions(parsing: arguments)
+            guard ["run", "server", "client", "compare"].contains(command) else {
+                throw BenchError("unknown subcommand \(command)\n\(BenchOptions.usage)")
+            }
+            options = try BenchOptions(parsing: arguments)
+        } catch {
+            FileHandle.standardError.write(Data("tokenet-bench: \(error)\n".utf8))
+            exit(2)
+        }
+        do {
             switch command {
             case "run": try await BenchRun(options: options).run()
             case "server": try await BenchServer(options: options).run()
@@ -28,6 +39,7 @@ struct BenchMain {
             default: throw BenchError("unknown subcommand \(command)\n\(BenchOptions.usage)")
             }
         } catch {
+            InterruptCleanup.parkIfStopping()
             FileHandle.standardError.write(Data("tokenet-bench: \(error)\n".utf8))
             exit(1)
         }

@@ -66,10 +66,11 @@ struct BenchOptions: Sendable {
             guard index < arguments.count else { throw BenchError("\(name) needs a value") }
             return arguments[index]
         }
+        // Seconds as decimals of at most a day: `Double` took `1e9` (31 years) and `0x10` (16).
         func number(_ name: String) throws -> Double {
             let text = try value(name)
-            guard let number = Double(text), number >= 0, number.isFinite else {
-                throw BenchError("\(name) needs a non-negative number, not \(text)")
+            guard DurationSyntax.isDecimal(text), let number = Double(text), number <= 86_400 else {
+                throw BenchError("\(name) needs seconds from 0 to 86400, such as 5 or 0.5, not \(text)")
             }
             return number
         }
@@ -84,7 +85,9 @@ struct BenchOptions: Sendable {
                 guard let pinning = Pinning(rawValue: text) else { throw BenchError("--pin takes same, split or none") }
                 pin = pinning
             case "--cases":
-                cases = try value(name).split(separator: ",").map { name in
+                let text = try value(name)
+                guard !text.isEmpty else { throw BenchError("--cases needs at least one case\n\(Self.usage)") }
+                cases = try text.split(separator: ",", omittingEmptySubsequences: false).map { name in
                     guard let known = BenchCase(rawValue: String(name)) else {
                         throw BenchError("unknown case \(name)\n\(Self.usage)")
                     }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetTransport
 
 /// `tokenet-bench` / `tokenet-bench run`: makes a PKI with Tools/gen-certs, starts the server as a separate
@@ -10,6 +11,11 @@ struct BenchRun {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("tokenet-bench-\(ProcessInfo.processInfo.processIdentifier)")
         defer { try? FileManager.default.removeItem(at: directory) }
+        // Ctrl-C stops the server child (in a process group of its own, out of the terminal's reach) and removes
+        // the directory with the PKI's keys.
+        let cleanup = InterruptCleanup(tool: "tokenet-bench")
+        defer { withExtendedLifetime(cleanup) {} }
+        cleanup.removeOnStop(directory.path)
         try runTool(try Self.genCerts(), [directory.path])
         func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
@@ -34,9 +40,11 @@ struct BenchRun {
             } else {
                 try SpawnedProcess(me, serverArguments, standardOutput: .pipe)
             }
+        let tracked = cleanup.track(server)
         defer {
             server.send(SIGTERM)
             server.waitUntilExit()
+            cleanup.untrack(tracked)
         }
         let ports = try Self.readPorts(server.standardOutput!)
 

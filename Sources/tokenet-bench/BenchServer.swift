@@ -21,8 +21,13 @@ struct BenchServer {
         let echoListener = try await TLSListener.bind(host: "127.0.0.1", port: 0, context: context, on: loop)
         let echoing = Task { await TransportEcho.serve(echoListener) }
         FileHandle.standardOutput.write(Data("PORT \(listener.port) ECHO \(echoListener.port)\n".utf8))
-        // The parent stops the server with SIGTERM; the lifetime only guards against a parent that died.
-        try? await Task.sleep(for: .seconds(options.lifetime))
+        // The parent stops the server with SIGTERM; a parent that died without (SIGKILL) leaves it to the lifetime,
+        // or to the moment it finds itself handed to another parent.
+        let parent = getppid()
+        let end = ContinuousClock.now + .seconds(options.lifetime)
+        while ContinuousClock.now < end, getppid() == parent {
+            try? await Task.sleep(for: .milliseconds(200))
+        }
         server.shutdown()
         await listener.close()
         await echoListener.close()

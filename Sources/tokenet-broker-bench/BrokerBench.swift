@@ -17,8 +17,13 @@ struct BrokerBench {
             .appendingPathComponent("tokenet-broker-bench-\(ProcessInfo.processInfo.processIdentifier)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
+        // Ctrl-C stops the certificate script (in a process group of its own) and removes the directory with the
+        // PKI's keys.
+        let cleanup = InterruptCleanup(tool: "tokenet-broker-bench")
+        defer { withExtendedLifetime(cleanup) {} }
+        cleanup.removeOnStop(root)
         let pki = root + "/pki"
-        try BrokerBenchPKI.make(pki, wallets: options.subscribers.max() ?? 1)
+        try BrokerBenchPKI.make(pki, wallets: options.subscribers.max() ?? 1, cleanup: cleanup)
         print(
             "== \(Date()) \(ProcessInfo.processInfo.activeProcessorCount) cores, load avg before: \(loadAverage()), "
                 + "data in \(root), messages=\(options.messages) publishers=\(options.publishers) "
@@ -153,8 +158,8 @@ struct BrokerBenchRun {
 /// A development PKI: Tools/gen-certs for the CA and the TSP, plus one wallet certificate per subscriber
 /// (`tokenet://wallet/wallet-N`), each subscriber being its own queue.
 enum BrokerBenchPKI {
-    static func make(_ directory: String, wallets: Int) throws {
-        try run("/bin/bash", [try genCerts(), directory])
+    static func make(_ directory: String, wallets: Int, cleanup: InterruptCleanup) throws {
+        try run("/bin/bash", [try genCerts(), directory], cleanup: cleanup)
         let script = """
             set -euo pipefail
             cd "$1"
@@ -168,11 +173,14 @@ enum BrokerBenchPKI {
                 -extfile "$name.ext" -out "$name.pem" 2>/dev/null
             done
             """
-        try run("/bin/bash", ["-c", script, "make-wallets", directory, "\(wallets)"])
+        try run("/bin/bash", ["-c", script, "make-wallets", directory, "\(wallets)"], cleanup: cleanup)
     }
 
-    private static func run(_ path: String, _ arguments: [String]) throws {
-        let termination = try SpawnedProcess(path, arguments, standardOutput: .nullDevice).waitUntilExit()
+    private static func run(_ path: String, _ arguments: [String], cleanup: InterruptCleanup) throws {
+        let process = try SpawnedProcess(path, arguments, standardOutput: .nullDevice)
+        let tracked = cleanup.track(process)
+        defer { cleanup.untrack(tracked) }
+        let termination = process.waitUntilExit()
         guard termination.reason == .exit, termination.status == 0 else {
             throw BrokerBenchError("\(path) \(arguments.joined(separator: " ")) failed (\(termination.status))")
         }

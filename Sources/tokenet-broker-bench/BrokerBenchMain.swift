@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetTransport
 
 /// `tokenet-broker-bench`: the notification broker's durable delivery rate and latency.
@@ -15,14 +16,22 @@ import TokenetTransport
 @main
 struct BrokerBenchMain {
     static func main() async {
+        // A bad option exits 2, as the nodes' and the CLI's do; a run that fails, 1.
+        let options: BrokerBenchOptions
         do {
-            let options = try BrokerBenchOptions(parsing: Array(CommandLine.arguments.dropFirst()))
-            if options.help {
-                print(BrokerBenchOptions.usage)
-                return
-            }
+            options = try BrokerBenchOptions(parsing: Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            FileHandle.standardError.write(Data("tokenet-broker-bench: \(error)\n".utf8))
+            exit(2)
+        }
+        if options.help {
+            print(BrokerBenchOptions.usage)
+            return
+        }
+        do {
             try await BrokerBench(options: options).run()
         } catch {
+            InterruptCleanup.parkIfStopping()
             FileHandle.standardError.write(Data("tokenet-broker-bench: \(error)\n".utf8))
             exit(1)
         }
@@ -61,6 +70,9 @@ struct BrokerBenchOptions: Sendable {
     var idlePollMicroseconds = EventLoop.defaultIdlePollMicroseconds
     var help = false
 
+    /// The most subscribers one run connects.
+    static let maxSubscribers = 1_000
+
     init(parsing arguments: [String]) throws {
         var index = 0
         func value(_ name: String) throws -> String {
@@ -82,7 +94,16 @@ struct BrokerBenchOptions: Sendable {
             case "--window": window = try count(name, try value(name))
             case "--outstanding": outstanding = try count(name, try value(name))
             case "--subscribers":
-                subscribers = try value(name).split(separator: ",").map { try count(name, String($0)) }
+                // Each subscriber is a certificate made with openssl and a TLS connection of this process: past a
+                // thousand the certificates alone took minutes, and "" or "1,,8" ran something else than asked.
+                let text = try value(name)
+                subscribers = try text.split(separator: ",", omittingEmptySubsequences: false).map {
+                    try count(name, String($0))
+                }
+                guard let largest = subscribers.max(), largest <= Self.maxSubscribers else {
+                    throw BrokerBenchError(
+                        "--subscribers takes counts of 1 to \(Self.maxSubscribers), comma-separated, not \(text)")
+                }
             case "--data-dir": dataDirectory = try value(name)
             case "--idle-poll-us":
                 let text = try value(name)

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TokenetTestSupport
+import TokenetTransport
 
 /// `tokenet-bench run` as a user runs it: a server process and a client over mutual TLS on loopback, briefly. A run
 /// with the stream case measures each case for 3 s: with 0.3 s, and once with 1 s, a full test run on two busy CPUs
@@ -61,5 +63,53 @@ import Testing
         let result = try await LaunchedProcess.run("tokenet-bench", ["run", "--deadline-ms", "0"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("--deadline-ms needs milliseconds from 1 to 3600000, not 0"), "\(result.stderr)")
+    }
+
+    /// Options the benchmark cannot run as asked are bad options (status 2): `--cases ""` ran nothing and exited 0,
+    /// `--seconds 1e9` (31 years) and `--seconds 0x10` (16) were taken.
+    @Test(arguments: [
+        (["--cases", ""], "--cases needs at least one case"),
+        (["--cases", "pingpong,,stream"], "unknown case "),
+        (["--seconds", "1e9"], "--seconds needs seconds from 0 to 86400, such as 5 or 0.5, not 1e9"),
+        (["--seconds", "0x10"], "--seconds needs seconds from 0 to 86400, such as 5 or 0.5, not 0x10"),
+        (["nonsense"], "unknown subcommand nonsense"),
+    ])
+    func optionsItCannotRunAsAskedAreRefused(arguments: [String], message: String) async throws {
+        let result = try await LaunchedProcess.run("tokenet-bench", arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// Ctrl-C ended the benchmark alone: its server child, in a process group of its own, ran on to its lifetime
+    /// (300 s) and its directory, with the PKI's CA key, stayed in $TMPDIR.
+    @Test(.timeLimit(.minutes(3))) func anInterruptStopsTheServerAndRemovesTheDirectory() async throws {
+        let scratch = try TemporaryDirectory()
+        let bench = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tokenet-bench").path,
+            ["--cases", "pingpong", "--seconds", "60", "--warmup", "0", "--pin", "none"],
+            environment: ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.url.path]) { $1 },
+            standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .file(scratch.path("stderr")))
+        let directory = scratch.path("tokenet-bench-\(bench.pid)")
+        func serverPIDs() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { entry in
+                guard entry.allSatisfy(\.isNumber),
+                    let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                else { return false }
+                let text = String(decoding: command, as: UTF8.self)
+                return text.contains("\(directory)/tsp.pem") && text.contains("server")
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while serverPIDs().isEmpty {
+            try #require(ContinuousClock.now < deadline && bench.isRunning, "the bench's server never started")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        bench.send(SIGINT)
+        let termination = try await offThePool { bench.waitUntilExit(killingAfter: 30) }
+        let stderr = (try? String(contentsOfFile: scratch.path("stderr"), encoding: .utf8)) ?? ""
+        #expect(termination.reason == .exit && termination.status == 128 + SIGINT, "\(termination) \(stderr)")
+        #expect(stderr.contains("tokenet-bench: stopped by SIGINT"), "\(stderr)")
+        #expect(serverPIDs().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory))
     }
 }

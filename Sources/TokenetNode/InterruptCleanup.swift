@@ -1,0 +1,69 @@
+import Foundation
+import Synchronization
+import TokenetTransport
+
+/// For a tool that starts child processes and makes temporary files (the benchmarks): a stop signal (SIGTERM,
+/// SIGINT, SIGHUP) stops the children it tracks, each with its process group, removes the paths, and ends the tool
+/// with status 128 + the signal, as a shell reports a command the signal ended. Before, Ctrl-C ended the tool
+/// alone: its server child, in a process group of its own, ran on to its lifetime, and its temporary directory
+/// (with a CA key) stayed behind.
+public final class InterruptCleanup: Sendable {
+    private struct State {
+        var processes: [UInt64: SpawnedProcess] = [:]
+        var next: UInt64 = 0
+        var paths: [String] = []
+    }
+
+    private let state = Mutex(State())
+    private let tool: String
+    private let watcher = Mutex<StopSignalWatcher?>(nil)
+
+    public init(tool: String) {
+        self.tool = tool
+        let watcher = StopSignalWatcher { [weak self] number in self?.stop(by: number) }
+        self.watcher.withLock { $0 = watcher }
+    }
+
+    deinit {
+        watcher.withLock { $0?.cancel() }
+    }
+
+    /// Stops `process` (and its process group) if a stop signal comes before `untrack`.
+    @discardableResult
+    public func track(_ process: SpawnedProcess) -> UInt64 {
+        state.withLock { state in
+            state.next += 1
+            state.processes[state.next] = process
+            return state.next
+        }
+    }
+
+    public func untrack(_ id: UInt64) {
+        _ = state.withLock { $0.processes.removeValue(forKey: id) }
+    }
+
+    /// Removes `path` (a file or a directory, with what it holds) if a stop signal comes.
+    public func removeOnStop(_ path: String) {
+        state.withLock { $0.paths.append(path) }
+    }
+
+    /// Set once a stop signal is being handled: the tool's own failure path (a call cut by the stopped server)
+    /// must then leave the exit to the cleanup (`parkIfStopping`), or it exited 1 before the directory was gone.
+    private static let stopping = Atomic<Bool>(false)
+
+    /// Never returns while a stop signal is being handled (the cleanup ends the process); returns at once otherwise.
+    public static func parkIfStopping() {
+        while stopping.load(ordering: .acquiring) { sleep(60) }
+    }
+
+    private func stop(by number: Int32) {
+        Self.stopping.store(true, ordering: .releasing)
+        let (processes, paths) = state.withLock { (Array($0.processes.values), $0.paths) }
+        for process in processes { _ = process.sendToGroup(SIGTERM) }
+        for process in processes { _ = process.waitUntilExit(killingAfter: 5) }
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+        FileHandle.standardError.write(
+            Data("\(tool): stopped by \(StopSignalWatcher.name(of: number)); its children and files are gone\n".utf8))
+        exit(128 + number)
+    }
+}
