@@ -160,7 +160,18 @@ extension NodeOptions {
         if (certificatePath == nil) != (privateKeyPath == nil) {
             throw NodeError(.config, "--cert and --key must be given together")
         }
-        if !plaintext {
+        if plaintext {
+            // The TLS files were ignored without a word (the loud warning said only that TLS is off), where the CLI
+            // refuses the same pair as contradictory.
+            let given = [(certificatePath, "--cert"), (privateKeyPath, "--key"), (caPath, "--ca")]
+                .filter { $0.0 != nil }.map(\.1)
+            if !given.isEmpty {
+                throw NodeError(
+                    .config,
+                    "--plaintext turns TLS off, so \(given.joined(separator: ", ")) would be ignored; give either "
+                        + "--plaintext or the TLS files")
+            }
+        } else {
             let missing = [
                 (certificatePath, "--cert"), (privateKeyPath, "--key"), (caPath, "--ca"),
             ].filter { $0.0 == nil }.map(\.1)

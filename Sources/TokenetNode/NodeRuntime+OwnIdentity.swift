@@ -1,3 +1,4 @@
+import Foundation
 import TokenetTransport
 
 extension NodeRuntime {
@@ -8,16 +9,21 @@ extension NodeRuntime {
     /// of another role is refused too: a tsp-node started with the issuer's certificate would otherwise serve as
     /// "the issuer" to everyone it calls, and a second node holding the wallet's identity takes over that wallet's
     /// notification stream at the TSP.
-    static func checkOwnIdentity(_ options: NodeOptions, spec: NodeSpec) throws(NodeError) {
+    ///
+    /// Returns when the certificate expires, for `start` to warn of one that expires soon.
+    @discardableResult
+    static func checkOwnIdentity(_ options: NodeOptions, spec: NodeSpec) throws(NodeError) -> Date? {
         guard !options.plaintext, let certificate = options.certificatePath, let key = options.privateKeyPath,
             let ca = options.caPath
-        else { return }
+        else { return nil }
         let identity: PeerIdentity
+        let expiry: Date?
         do {
             let context = try TLSContext(
                 configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca),
                 keyLogFile: nil)
             identity = try context.checkOwnCertificate()
+            expiry = context.ownCertificateExpiry
         } catch let error where [.configuration, .peerIdentity].contains(error.code) && error.details.isEmpty {
             // A file OpenSSL found unusable as it loads, or a certificate out of its dates or without an identity:
             // named by its flag, as `checkTLSFiles` names a file it found unusable.
@@ -33,12 +39,32 @@ extension NodeRuntime {
         } catch {
             throw NodeError(.config, "--cert, --key, --ca: this node's TLS identity is unusable", cause: error)
         }
-        guard let role = NodeRole.allCases.first(where: { $0.nodeName == spec.name }) else { return }
+        guard let role = NodeRole.allCases.first(where: { $0.nodeName == spec.name }) else { return expiry }
         guard identity.role.rawValue == role.rawValue else {
             throw NodeError(
                 .config,
                 "--cert: \(certificate) names \(identity), but \(spec.name) needs a certificate for "
                     + "tokenet://\(role.rawValue)/ID")
         }
+        return expiry
+    }
+
+    /// How long before its certificate expires a node warns at start.
+    static let expiryWarning: TimeInterval = 7 * 86_400
+
+    /// A warning for a certificate that expires within `expiryWarning`: past that moment every peer refuses the
+    /// node's handshakes, and the node's own log showed nothing but refusals naming the peers.
+    static func expiryWarning(_ expiry: Date?, certificate: String?, now: Date = Date()) -> String? {
+        guard let expiry, expiry.timeIntervalSince(now) < expiryWarning else { return nil }
+        let left = expiry.timeIntervalSince(now)
+        let when =
+            left < 3_600
+            ? "in \(max(1, Int(left / 60))) minute(s)"
+            : left < 86_400
+                ? "in \(Int(left / 3_600)) hour(s)"
+                : "in \(Int(left / 86_400)) day(s)"
+        return "this node's certificate \(certificate ?? "") expires \(when), on "
+            + "\(expiry.formatted(Date.ISO8601FormatStyle())): from then on its peers refuse it; make a new one with "
+            + "Tools/gen-certs and restart the node"
     }
 }

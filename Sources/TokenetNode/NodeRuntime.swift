@@ -65,7 +65,10 @@ public final class NodeRuntime: Sendable {
         announce: (String) -> Void
     ) throws(NodeError) -> NodeRuntime {
         try checkTLSFiles(options)
-        try checkOwnIdentity(options, spec: spec)
+        let expiry = try checkOwnIdentity(options, spec: spec)
+        if let warning = expiryWarning(expiry, certificate: options.certificatePath) {
+            logger.warning(warning)
+        }
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
         if let path = options.readyFile {
             // Not there yet when checked, the data directory was then made where the ready file goes, and the node

@@ -238,6 +238,10 @@ public final class RPCNodeListener: NodeListener {
                 // below 1024 without the right. A configuration problem (status 2), as a bad --listen is.
                 let remedy = BindFailure.remedy(host: options.listen.host, reason: error.message)
                 return .failure(NodeError(.config, "--listen \(options.listen): \(error.message); \(remedy)"))
+            } catch let error as TransportError where error.code == .configuration {
+                // The TLS files or SSLKEYLOGFILE: the operator's to fix, a configuration problem (status 2) as the
+                // README has it, not a failure to serve (1).
+                return .failure(NodeError(.config, error.message))
             } catch {
                 return .failure(NodeError(.listen, "cannot serve on \(options.listen)", cause: DescribedError(error)))
             }

@@ -25,6 +25,11 @@ extension TLSContext {
         return try PeerIdentity(uriSANs: VerificationState.uriSANs(of: certificate), certificate: name)
     }
 
+    /// When this side's certificate stops being valid; nil without one, or when OpenSSL cannot read the date.
+    public var ownCertificateExpiry: Date? {
+        SSL_CTX_get0_certificate(pointer).flatMap { Self.date(X509_get0_notAfter($0)) }
+    }
+
     /// An ASN.1 time as a date; nil when OpenSSL cannot read it (the peer's check will then say why).
     private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
         var parts = tm()

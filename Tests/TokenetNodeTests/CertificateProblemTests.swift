@@ -84,3 +84,20 @@ import TokenetTransport
         #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
     }
 }
+
+/// A node whose certificate expires soon says so at start: when it expired, every peer refused its handshakes and
+/// its own log named only the peers.
+@Suite struct CertificateExpiryWarningTests {
+    @Test func aCertificateThatExpiresWithinAWeekIsWarnedOf() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(NodeRuntime.expiryWarning(now.addingTimeInterval(8 * 86_400), certificate: "tsp.pem", now: now) == nil)
+        #expect(NodeRuntime.expiryWarning(nil, certificate: "tsp.pem", now: now) == nil)
+        let days = NodeRuntime.expiryWarning(now.addingTimeInterval(3 * 86_400 + 60), certificate: "tsp.pem", now: now)
+        #expect(
+            days?.hasPrefix("this node's certificate tsp.pem expires in 3 day(s), on 2027-01-18T") == true,
+            "\(days ?? "")")
+        #expect(days?.hasSuffix("make a new one with Tools/gen-certs and restart the node") == true)
+        let minutes = NodeRuntime.expiryWarning(now.addingTimeInterval(45), certificate: "tsp.pem", now: now)
+        #expect(minutes?.contains("expires in 1 minute(s)") == true, "\(minutes ?? "")")
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 /// The CLI with an SSLKEYLOGFILE it cannot write.
 @Suite struct KeyLogCommandTests {
@@ -19,5 +20,25 @@ import TokenetTestSupport
             result.stderr
                 == "tokenet: SSLKEYLOGFILE=\(keyLog) cannot be written (No such file or directory): name a file in a "
                 + "directory that exists, or unset SSLKEYLOGFILE\n")
+    }
+
+    /// A node stopped with status 1 ("cannot serve"), where the README has configuration mistakes exit 2.
+    @Test func aNodeWithAKeyLogThatCannotBeWrittenIsMisconfigured() throws {
+        let pki = DevelopmentPKI.shared
+        let directory = try TemporaryDirectory()
+        let keyLog = directory.path("no-such-directory/keys.log")
+        var environment = ProcessInfo.processInfo.environment
+        environment["SSLKEYLOGFILE"] = keyLog
+        let node = try SpawnedProcess(
+            try BuiltExecutables.url(of: "tsp-node").path,
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", directory.path("data"), "--cert", pki.path("tsp.pem"),
+                "--key", pki.path("tsp.key"), "--ca", pki.path("ca.pem"),
+            ], environment: environment, standardInput: .nullDevice, standardOutput: .nullDevice,
+            standardError: .file(directory.path("stderr")))
+        let termination = node.waitUntilExit(killingAfter: 60)
+        let stderr = (try? String(contentsOfFile: directory.path("stderr"), encoding: .utf8)) ?? ""
+        #expect(termination.reason == .exit && termination.status == 2, "\(stderr)")
+        #expect(stderr.contains("cannot be written (No such file or directory)"), "\(stderr)")
     }
 }

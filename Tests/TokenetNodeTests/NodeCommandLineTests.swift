@@ -279,6 +279,13 @@ import Testing
         #expect(failure.description.contains("--plaintext"))
         let unpaired = try #require(error(["--cert", "c.pem", "--plaintext"]))
         #expect(unpaired.description.contains("--cert and --key must be given together"))
+        // TLS files beside --plaintext were ignored without a word; the CLI refuses the same pair.
+        let both = try #require(error(["--cert", "c.pem", "--key", "c.key", "--ca", "ca.pem", "--plaintext"]))
+        #expect(both.exitStatus == 2)
+        #expect(
+            both.description.contains(
+                "--plaintext turns TLS off, so --cert, --key, --ca would be ignored; give either --plaintext or the "
+                    + "TLS files"), "\(both.description)")
     }
 
     @Test func configFileIsMergedAndFlagsOverrideIt() throws {
