@@ -23,7 +23,7 @@ extension NodeSpec {
             "",
             "A --config file is a JSON object whose keys are the option names without dashes",
             "(\"listen\", \(peerKeys), \"data-dir\", \"plaintext\": true, ...); flags override it.",
-            "TLS needs --cert, --key and --ca unless --plaintext is given.",
+            "TLS needs --cert, --key and --ca unless --plaintext is given (then none of them).",
             "On start the node prints 'READY \(name) pid=<pid> listen=<host:port>' to stdout.",
             "SIGTERM or SIGINT stops it gracefully (exit status 0): subscriptions end at once, calls in progress get",
             "--drain-timeout seconds to finish, and the node exits at most a second after that; if anything holds",

@@ -157,19 +157,16 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
             }
             var replenished = false
-            let start = try store.paymentKeys(cardID: card.id)
-            if start.remaining == 0 {
-                let after = try await updates.replenish(card, reason: "no keys left", ifAtMost: 0)
-                replenished = after.batches > start.batches
+            if try store.paymentKeys(cardID: card.id).remaining == 0 {
+                try await updates.replenish(card, reason: "no keys left")
+                replenished = true
             }
             guard var keys = try store.usePaymentKey(cardID: card.id) else {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left")
             }
             if keys.remaining <= WalletTokenUpdates.keyThreshold {
-                let before = keys.batches
-                keys = try await updates.replenish(
-                    card, reason: "below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
-                replenished = replenished || keys.batches > before
+                keys = try await updates.replenish(card, reason: "below threshold")
+                replenished = true
             }
             return response(card, id, keys, replenished: replenished)
         }

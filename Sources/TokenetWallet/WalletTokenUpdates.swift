@@ -18,8 +18,6 @@ struct WalletTokenUpdates: Sendable {
     let configuredAccountID: String
     let logger: Logger
     let clock: @Sendable () -> UInt64
-    /// Key-batch requests on their way, one per card, shared by every copy of these updates.
-    let flights = ReplenishmentFlights()
 
     /// Stores the token's new state and emits the event when the store changed (`PaymentKeysAtActivation` hears it):
     /// once per change, though `card` may have been read before another path stored the same state. A state older
@@ -61,33 +59,13 @@ struct WalletTokenUpdates: Sendable {
             cardIssuerNodeID: now?.issuerNodeID)
     }
 
-    /// Asks the TSP for a new batch of keys for the card's token and stores it; with `ifAtMost`, only while the card
-    /// has at most that many keys left (a batch another payment asked for may have come meanwhile), and then one
-    /// request per card at a time (`ReplenishmentFlights`): one made while another is on its way takes that one's
-    /// answer.
+    /// Asks the TSP for a new batch of keys for the card's token and stores it.
     @discardableResult
-    func replenish(_ card: WalletCardRecord, reason: String, ifAtMost limit: UInt32? = nil) async throws(WalletError)
-        -> PaymentKeyCount
-    {
+    func replenish(_ card: WalletCardRecord, reason: String) async throws(WalletError) -> PaymentKeyCount {
         guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
             throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
         }
-        // A batch asked for by name (an MG push, an activation) is fetched as asked; the payments' own requests go
-        // one per card.
-        guard let limit else {
-            return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason, ifAtMost: nil)
-        }
-        let updates = self
-        return try await flights.run(card: card.id) {
-            try await updates.fetchBatch(card, digitalCardID: digitalCardID, reason: reason, ifAtMost: limit)
-        }
-    }
-
-    private func fetchBatch(_ card: WalletCardRecord, digitalCardID: String, reason: String, ifAtMost limit: UInt32?)
-        async throws(WalletError) -> PaymentKeyCount
-    {
         let before = try store.paymentKeys(cardID: card.id)
-        if let limit, before.remaining > limit { return before }
         let batch: TspV1.ReplenishPaymentKeysResponse
         do {
             batch = try await tsp.replenishPaymentKeys(

@@ -321,27 +321,6 @@ import TokenetWire
         #expect(after.batches == 3)
     }
 
-    /// Payments at once on one card each found it at or below the threshold and each asked the TSP for a batch (25
-    /// payments: 20 batches). One request per card is on its way at a time, and a request that finds a batch came
-    /// meanwhile asks for none.
-    @Test(.timeLimit(.minutes(1))) func paymentsAtOnceOnOneCardFetchOneBatch() async throws {
-        let (wallet, _) = try await Self.digitized()
-        for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
-        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 4)
-        let lifecycle = wallet.lifecycle
-        let answers = try await withThrowingTaskGroup(of: WalletV1.PaymentKeysResponse.self) { group in
-            for _ in 0..<6 {
-                group.addTask { try await lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(answers.count == 6)
-        #expect(
-            wallet.lifecycleTSP.recorded.replenishments.count == 2, "\(wallet.lifecycleTSP.recorded.replenishments)")
-        let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
-        #expect(after.keysRemaining == 8 && after.batches == 2)
-    }
-
     /// An MG push that needs the TSP while it is away is not lost: the handler throws (the subscriber delivers it
     /// again) and forgets it, so the redelivery fetches the batch.
     @Test func anMGPushThatFindsTheTSPAwayIsProcessedWhenDeliveredAgain() async throws {
