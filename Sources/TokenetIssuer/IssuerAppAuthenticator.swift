@@ -157,7 +157,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         var linkUser: String?
         if !link.isEmpty {
             let parsed = try ActivationLink(parsing: link)
-            if !code.isEmpty, Self.normalized(code) != Self.normalized(parsed.code) {
+            if !code.isEmpty, ActivationCode.normalized(code) != ActivationCode.normalized(parsed.code) {
                 throw IssuerError(.invalidArgument, "the activation code differs from the link's; give one of them")
             }
             if !referenceID.isEmpty, referenceID != parsed.referenceID {
@@ -172,7 +172,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
             throw IssuerError(
                 .invalidArgument, "this is the activation link, not the code: open it as the link; no try was used")
         }
-        guard Self.normalized(code).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+        guard ActivationCode.normalized(code).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
             throw IssuerError(
                 .invalidArgument,
                 "an activation code has only letters and digits (spaces and dashes are ignored), so this is not one; "
@@ -195,11 +195,6 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw IssuerError(.invalidArgument, "the account's name holds a control character; use plain text")
         }
-    }
-
-    /// A code as the TSP compares it: without case, spaces or dashes.
-    private static func normalized(_ code: String) -> String {
-        String(code.uppercased().filter { $0 != " " && $0 != "-" })
     }
 
     /// Activates every account of the user not yet in the app, in one bulk call; one result per account.

@@ -5,3 +5,7 @@
 public protocol RPCErrorConvertible: Error {
     var rpcError: RPCError { get }
 }
+
+extension RPCError: RPCErrorConvertible {
+    public var rpcError: RPCError { self }
+}

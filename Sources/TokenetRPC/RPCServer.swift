@@ -272,20 +272,14 @@ public final class RPCServer: Sendable {
                 try await route.handle(call, context)
             }
             status = WireV1.Status(code: .ok)
-        } catch let error as RPCError {
-            status = error.status
-            if let cause = error.cause, error.code == .internal || cause is ServerFailure {
-                failureLog?(
-                    CallFailure(method: call.method, traceID: traceID, status: error.message, cause: "\(cause)"))
-            }
         } catch let convertible as any RPCErrorConvertible {
             let error = convertible.rpcError
             status = error.status
-            if error.code == .internal || error.cause is ServerFailure {
+            // An RPCError without a cause was logged by its handler already; another module's error is its own.
+            let cause = error.cause ?? (convertible is RPCError ? nil : convertible)
+            if let cause, error.code == .internal || cause is ServerFailure {
                 failureLog?(
-                    CallFailure(
-                        method: call.method, traceID: traceID, status: error.message,
-                        cause: "\(error.cause ?? convertible)"))
+                    CallFailure(method: call.method, traceID: traceID, status: error.message, cause: "\(cause)"))
             }
         } catch is CancellationError {
             status = WireV1.Status(code: .cancelled, message: "the call was cancelled")

@@ -28,12 +28,7 @@ enum LoginAnswer: Sendable, Equatable {
 /// in the same transaction, before the caller answers: a code is never accepted twice, also across a restart.
 extension TSPStore {
     static func activationDigest(referenceID: String, code: String) throws -> [UInt8] {
-        try SHA256.hash(Array("activation-code:\(referenceID):\(normalizedActivationCode(code))".utf8))
-    }
-
-    /// Codes are compared without case, spaces or dashes, as people type them.
-    static func normalizedActivationCode(_ code: String) -> String {
-        String(code.uppercased().filter { $0 != " " && $0 != "-" })
+        try SHA256.hash(Array("activation-code:\(referenceID):\(ActivationCode.normalized(code))".utf8))
     }
 
     func registerEnrolment(
