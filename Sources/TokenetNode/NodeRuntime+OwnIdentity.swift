@@ -18,12 +18,14 @@ extension NodeRuntime {
         else { return nil }
         let identity: PeerIdentity
         let expiry: Date?
+        let chainProblem: (reason: String, wrongPurpose: Bool)?
         do {
             let context = try TLSContext(
                 configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca),
                 keyLogFile: nil)
             identity = try context.checkOwnCertificate()
             expiry = context.ownCertificateExpiry
+            chainProblem = context.ownCertificateChainProblem(forServing: true)
         } catch let error where [.configuration, .peerIdentity].contains(error.code) && error.details.isEmpty {
             // A file OpenSSL found unusable as it loads, or a certificate out of its dates or without an identity:
             // named by its flag, as `checkTLSFiles` names a file it found unusable.
@@ -39,6 +41,7 @@ extension NodeRuntime {
         } catch {
             throw NodeError(.config, "--cert, --key, --ca: this node's TLS identity is unusable", cause: error)
         }
+        if let chainProblem { throw NodeError(.config, chainMessage(chainProblem, certificate: certificate, ca: ca)) }
         guard let role = NodeRole.allCases.first(where: { $0.nodeName == spec.name }) else { return expiry }
         guard identity.role.rawValue == role.rawValue else {
             throw NodeError(
@@ -47,6 +50,20 @@ extension NodeRuntime {
                     + "tokenet://\(role.rawValue)/ID")
         }
         return expiry
+    }
+
+    /// Why peers would refuse the node's certificate, and what to do about it.
+    static func chainMessage(_ problem: (reason: String, wrongPurpose: Bool), certificate: String, ca: String)
+        -> String
+    {
+        if problem.wrongPurpose {
+            return "--cert: \(certificate) is not made for serving TLS (\(problem.reason); its extended key usage "
+                + "lacks serverAuth), so every peer that connects would refuse it; make the node's certificate with "
+                + "Tools/gen-certs"
+        }
+        return "--cert: \(certificate) does not verify against --ca \(ca) (\(problem.reason)): peers that trust "
+            + "that CA would refuse this node, and it would refuse them. Give the node the certificate, key and CA "
+            + "of one Tools/gen-certs directory (--ca is the CA's certificate, ca.pem, not a node's)"
     }
 
     /// How long before its certificate expires a node warns at start.

@@ -61,7 +61,12 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
             throw TransportError(
                 .peerIdentity, "\(certificate) names \(candidates.count) tokenet identities; need one")
         }
-        try self.init(uri: uri)
+        do {
+            try self.init(uri: uri)
+        } catch {
+            // Which certificate: a node's own --cert, or the peer's; the bare reason left a person to guess.
+            throw TransportError(error.code, "\(certificate): \(error.message)")
+        }
     }
 
     public var uri: String { "\(Self.uriScheme)\(role.rawValue)/\(nodeID)" }

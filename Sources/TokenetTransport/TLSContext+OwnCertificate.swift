@@ -25,6 +25,27 @@ extension TLSContext {
         return try PeerIdentity(uriSANs: VerificationState.uriSANs(of: certificate), certificate: name)
     }
 
+    /// Checks this context's own certificate chain against its own trusted CAs, as a peer of the same deployment
+    /// does at every handshake; `forServing` also checks that it may serve TLS (serverAuth). Returns nil when it
+    /// verifies, else OpenSSL's reason and whether it is about the certificate's purpose.
+    ///
+    /// Why: a node given a certificate from another Tools/gen-certs run than its --ca (or a leaf as --ca) said
+    /// READY, and then every peer refused it with nothing in its own log to say why.
+    public func ownCertificateChainProblem(forServing: Bool = false) -> (reason: String, wrongPurpose: Bool)? {
+        guard let certificate = SSL_CTX_get0_certificate(pointer), let store = SSL_CTX_get_cert_store(pointer),
+            let context = X509_STORE_CTX_new()
+        else { return nil }
+        defer { X509_STORE_CTX_free(context) }
+        // get0: the chain stays the context's.
+        var chain: OpaquePointer?
+        _ = SSL_CTX_ctrl(pointer, SSL_CTRL_GET_CHAIN_CERTS, 0, &chain)
+        guard X509_STORE_CTX_init(context, store, certificate, chain) == 1 else { return nil }
+        if forServing { _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER) }
+        guard X509_verify_cert(context) != 1 else { return nil }
+        let code = X509_STORE_CTX_get_error(context)
+        return (String(cString: X509_verify_cert_error_string(Int(code))), code == X509_V_ERR_INVALID_PURPOSE)
+    }
+
     /// When this side's certificate stops being valid; nil without one, or when OpenSSL cannot read the date.
     public var ownCertificateExpiry: Date? {
         SSL_CTX_get0_certificate(pointer).flatMap { Self.date(X509_get0_notAfter($0)) }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TokenetRPC
 import TokenetTestSupport
 import TokenetTransport
 
@@ -8,7 +9,7 @@ import TokenetTransport
 
 /// Certificates OpenSSL refuses for what they are, not for who signed them, are named for that: one made for
 /// clients only served by a node read "its certificate is not signed by the CA of --cacert", and an RSA-1024 key
-/// "its PEM block is damaged or cut short".
+/// "its PEM block is damaged or cut short". A node now checks its own certificate as its peers will, at start.
 @Suite(.timeLimit(.minutes(3))) struct CertificateProblemTests {
     let pki = DevelopmentPKI.shared
 
@@ -36,37 +37,70 @@ import TokenetTransport
             ], in: directory)
     }
 
-    @Test func aNodeCertificateMadeForClientsOnlyIsNamedSo() async throws {
+    /// A node refuses to start with it: every peer that connects would refuse it.
+    @Test func aNodeCertificateMadeForClientsOnlyIsRefusedAtStart() async throws {
         let data = try TemporaryDirectory()
         try certificate(
             "client-only", extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\nextendedKeyUsage=clientAuth\n", in: data
         )
-        let readyFile = data.path("ready.json")
-        let node = try LaunchedProcess(
+        let result = try await LaunchedProcess.run(
             "tsp-node",
             [
-                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--ready-file", readyFile,
-                "--cert", data.path("client-only.pem"), "--key", data.path("client-only.key"),
-                "--ca", pki.path("ca.pem"), "--parent-pid", "\(getpid())",
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--cert", data.path("client-only.pem"),
+                "--key", data.path("client-only.key"), "--ca", pki.path("ca.pem"),
             ])
-        defer {
-            node.process.send(SIGTERM)
-            node.process.waitUntilExit(killingAfter: 30)
-        }
-        let address = try PythonClientInteropTests.waitFor(node.process, "tsp-node's ready file") {
-            FileManager.default.fileExists(atPath: readyFile) ? try ReadyFile.read(from: readyFile).listen : nil
-        }
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "--cert: \(data.path("client-only.pem")) is not made for serving TLS (unsuitable certificate purpose; "
+                    + "its extended key usage lacks serverAuth)"),
+            "\(result.stderr)")
+    }
+
+    /// The CLI, against a server that serves one anyway, names it too.
+    @Test func aServerCertificateMadeForClientsOnlyIsNamedSoByTheCLI() async throws {
+        let data = try TemporaryDirectory()
+        try certificate(
+            "client-only", extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\nextendedKeyUsage=clientAuth\n", in: data
+        )
+        var router = RPCRouter()
+        HealthService(services: []).register(on: &router)
         let result = try await runTokenet(
+            servedOverTLSBy: router, certificate: data.path("client-only.pem"), key: data.path("client-only.key")
+        ) { address in
             [
                 "list", address, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
                 pki.path("operator.key"),
-            ])
+            ]
+        }
         #expect(result.status == 1, "\(result.stderr)")
         #expect(
             result.stderr.contains(
                 "its certificate is not made for a server (its extended key usage lacks serverAuth)"),
             "\(result.stderr)")
         #expect(result.stderr.contains("unsuitable certificate purpose"), "\(result.stderr)")
+    }
+
+    /// A certificate from another Tools/gen-certs run than --ca, or a node's certificate given as --ca: the node
+    /// said READY, and then every peer refused it with nothing in its own log to say why.
+    @Test(arguments: [false, true]) func aNodeCertificateItsOwnCADoesNotVerifyIsRefusedAtStart(leafAsCA: Bool)
+        async throws
+    {
+        let data = try TemporaryDirectory()
+        let ca = leafAsCA ? pki.path("tsp.pem") : pki.untrustedPath("ca.pem")
+        let result = try await LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--cert", pki.path("tsp.pem"), "--key",
+                pki.path("tsp.key"), "--ca", ca,
+            ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "--cert: \(pki.path("tsp.pem")) does not verify against --ca \(ca) (unable to get local issuer "
+                    + "certificate): peers that trust that CA would refuse this node"),
+            "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data.path("data")), "stopped before it opened its data")
     }
 
     @Test func anRSA1024CertificateIsTooWeakNotDamaged() async throws {

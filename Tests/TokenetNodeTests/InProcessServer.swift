@@ -19,14 +19,16 @@ func runTokenet(
 }
 
 /// Runs `tokenet` against an in-process server that serves `router` over mutual TLS as the TSP of the development
-/// PKI, for methods that need the caller's role (an operator's, with the PKI's operator certificate).
+/// PKI, for methods that need the caller's role (an operator's, with the PKI's operator certificate). `certificate`
+/// and `key` serve another certificate instead of the TSP's.
 func runTokenet(
-    servedOverTLSBy router: RPCRouter, standardInput: FileHandle? = nil, _ arguments: (String) -> [String]
+    servedOverTLSBy router: RPCRouter, certificate: String? = nil, key: String? = nil,
+    standardInput: FileHandle? = nil, _ arguments: (String) -> [String]
 ) async throws -> ProcessResult {
     let pki = DevelopmentPKI.shared
     let context = try TLSContext(
         configuration: .server(
-            certificateChainFile: pki.path("tsp.pem"), privateKeyFile: pki.path("tsp.key"),
+            certificateChainFile: certificate ?? pki.path("tsp.pem"), privateKeyFile: key ?? pki.path("tsp.key"),
             trustedCAFile: pki.path("ca.pem")))
     let loop = try EventLoop(name: "tokenet-cli-test")
     let listener = try await TLSListener.bind(context: context, on: loop)

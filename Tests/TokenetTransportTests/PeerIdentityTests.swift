@@ -30,6 +30,15 @@ import Testing
         #expect(error?.message.contains("unknown role \"bank\"") == true)
     }
 
+    /// A node's own --cert with a role Tokenet does not know said only "unknown role", naming no file.
+    @Test func aCertificatesIdentityErrorNamesTheCertificate() {
+        let error = #expect(throws: TransportError.self) {
+            try PeerIdentity(uriSANs: ["tokenet://bank/b-1"], certificate: "certificate /pki/bank.pem")
+        }
+        #expect(error?.code == .peerIdentity)
+        #expect(error?.message.hasPrefix("certificate /pki/bank.pem: unknown role \"bank\"") == true, "\(error!)")
+    }
+
     @Test func certificateIdentityIgnoresOtherURIsButNeedsExactlyOneTokenetURI() throws {
         #expect(
             try PeerIdentity(uriSANs: ["https://x", "tokenet://tsp/t-1"]) == PeerIdentity(role: .tsp, nodeID: "t-1"))
