@@ -21,6 +21,13 @@ extension IssuerError: RPCErrorConvertible {
                 "\(message): the issuer's disk is full; free space on the disk that holds its data directory, then "
                     + "try again",
                 cause: ServerFailure(self))
+        // A damaged page fails the same way at every retry.
+        case .storage where (cause as? StorageError)?.code == .corrupt:
+            RPCError(
+                .dataLoss,
+                "\(message): the issuer's database is damaged; a retry will not help: stop the issuer and restore "
+                    + "issuer.sqlite in its data directory from a backup",
+                cause: ServerFailure(self))
         // The cause stays local: the node's server logs it at error level (`RPCServer.failureLog`).
         case .fixture, .storage, .keys, .cardData: RPCError(.internal, "the issuer failed: \(message)", cause: self)
         }

@@ -86,7 +86,13 @@ public enum NodeMain {
                 spec: spec, options: options, logger: logger, makeListener: makeListener,
                 announce: writeStandardOutput)
         } catch {
-            logger.error("cannot start", ["error": error.description])
+            if error.code == .io,
+                let note = DiskSpace.fullDiskNote(dataDirectory: options.resolvedDataDirectory(node: spec.name))
+            {
+                logger.error("cannot start", ["error": error.description, "hint": note])
+            } else {
+                logger.error("cannot start", ["error": error.description])
+            }
             exit(error.exitStatus)
         }
 

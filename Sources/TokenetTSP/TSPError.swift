@@ -25,6 +25,8 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         /// The TSP's disk is full, so a write failed: RESOURCE_EXHAUSTED, as gRPC has it for a file system out of
         /// space. The transaction that failed was not committed.
         case diskFull
+        /// The TSP's database is damaged (SQLite found a malformed page): DATA_LOSS, since no retry gets past it.
+        case dataLoss
     }
 
     public var code: Code
@@ -56,11 +58,12 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
         case .unavailable: RPCError(.unavailable, message)
         case .internal: RPCError(.internal, message)
         case .diskFull: RPCError(.resourceExhausted, message)
+        case .dataLoss: RPCError(.dataLoss, message)
         }
     }
 
     /// Whether the failure is the TSP's own (logged at error level), not a refusal of the caller's request.
-    var isFailure: Bool { code == .internal || code == .diskFull }
+    var isFailure: Bool { code == .internal || code == .diskFull || code == .dataLoss }
 
     /// A storage or crypto failure inside the TSP, reported to the caller without its details.
     static func `internal`(_ what: String, _ error: any Error) -> TSPError {
@@ -70,6 +73,14 @@ public struct TSPError: Error, Sendable, CustomStringConvertible {
                 .diskFull,
                 "the token service could not save its work while \(what): its disk is full; free space on the disk "
                     + "that holds its data directory, then try again",
+                cause: Described(error))
+        }
+        // "Try again later" sent people to retry a call that met a damaged page, which fails the same way each time.
+        if let storage = error as? StorageError, storage.code == .corrupt {
+            return TSPError(
+                .dataLoss,
+                "the token service's database is damaged (found while \(what)); a retry will not help: stop the TSP "
+                    + "and restore tsp.sqlite in its data directory from a backup",
                 cause: Described(error))
         }
         return TSPError(.internal, "the token service failed while \(what); try again later", cause: Described(error))

@@ -44,6 +44,14 @@ public struct WalletError: Error, Sendable, CustomStringConvertible {
                     + "try again",
                 cause: ServerFailure(self))
         }
+        // A damaged page fails the same way at every retry.
+        if code == .internal, let storage = cause as? StorageError, storage.code == .corrupt {
+            return RPCError(
+                .dataLoss,
+                "\(message): the wallet's database is damaged; a retry will not help: stop the wallet and restore "
+                    + "\(WalletNode.databaseFileName) in its data directory from a backup",
+                cause: ServerFailure(self))
+        }
         let status: StatusCode =
             switch code {
             case .invalidArgument: .invalidArgument

@@ -321,4 +321,18 @@ import TokenetTestSupport
         let other = IssuerError(.storage, "cannot read the cards", cause: StorageError(.io, "disk I/O error"))
         #expect(other.rpcError.code == .internal)
     }
+
+    /// A damaged page fails the same way at every retry: DATA_LOSS with the file to restore, where it was INTERNAL
+    /// and left the caller to try again.
+    @Test func aDamagedDatabaseIsDataLossWithWhatToRestore() {
+        let error = IssuerError(
+            .storage, "cannot read the cards", cause: StorageError(.corrupt, "database disk image is malformed"))
+        let status = error.rpcError
+        #expect(status.code == .dataLoss)
+        #expect(
+            status.message
+                == "cannot read the cards: the issuer's database is damaged; a retry will not help: stop the issuer "
+                + "and restore issuer.sqlite in its data directory from a backup")
+        #expect(status.cause is ServerFailure, "the node's log gets the cause")
+    }
 }

@@ -42,6 +42,19 @@ import TokenetTestSupport
         #expect(error.rpcError.message == "the token service failed while RenewCard; try again later")
     }
 
+    /// A damaged page fails the same way at every retry: DATA_LOSS with the file to restore, not "try again later".
+    @Test func aDamagedDatabaseIsDataLossWithWhatToRestore() {
+        let error = TSPError.internal("RenewCard", StorageError(.corrupt, "database disk image is malformed"))
+        #expect(error.code == .dataLoss)
+        #expect(error.isFailure, "logged at error level, as an internal failure is")
+        #expect(error.rpcError.code == .dataLoss)
+        #expect(
+            error.rpcError.message
+                == "the token service's database is damaged (found while RenewCard); a retry will not help: stop the "
+                + "TSP and restore tsp.sqlite in its data directory from a backup")
+        #expect(error.description.contains("database disk image is malformed"), "\(error.description)")
+    }
+
     /// The broker's group commit hands a publisher SQLite's error as it is, so a message the disk has no room for is
     /// a full disk to the caller too; once there is room the next publish goes through.
     @Test func aPublishTheDiskHasNoRoomForIsADiskFull() async throws {

@@ -36,6 +36,42 @@ import TokenetWire
         }
     }
 
+    /// A page damaged past the file's header shows only when a call reads it. That call said INTERNAL "try again",
+    /// and every retry failed the same way; it is DATA_LOSS now, naming the file to restore.
+    @Test func damageFoundByACallIsDataLossNotTryAgain() async throws {
+        let directory = try TestScratch.path("wallet")
+        let path = directory + "/" + WalletNode.databaseFileName
+        let pages: [Int]
+        do {
+            let store = try WalletStore.open(path: path)
+            _ = try await WalletHarness(store: store).control.addCard(WalletHarness.manual())
+            pages = try store.database.query(
+                "SELECT rootpage FROM sqlite_master WHERE name IN ('transactions', 'transactions_made')"
+            ).map { try $0.int(0) }
+            try store.database.close()
+        }
+        #expect(pages.count == 2)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        for page in pages {
+            try handle.seek(toOffset: UInt64((page - 1) * 4096))
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        }
+        try handle.close()
+
+        // The wallet opens (its cards are whole); listing transactions meets the damage, the same way every time.
+        let wallet = try WalletHarness(store: try WalletStore.open(path: path))
+        #expect(try await wallet.control.listCards(WalletV1.ListWalletCardsRequest()).cards.count == 1)
+        for _ in 0..<2 {
+            await expectRPCError(
+                .dataLoss,
+                "the wallet's database is damaged; a retry will not help: stop the wallet and restore wallet.sqlite "
+                    + "in its data directory from a backup"
+            ) {
+                try await wallet.lifecycle.listTransactions(WalletV1.WalletTransactionsRequest())
+            }
+        }
+    }
+
     /// A card digitized before the wallet recorded issuers (schema 3) keeps working in the wallet but is no issuer
     /// app's: the wallet cannot tell which bank's app may see it.
     @Test func aCardFromBeforeIssuersWereRecordedIsNoIssuerAppsCard() async throws {

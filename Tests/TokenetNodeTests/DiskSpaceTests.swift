@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+@testable import TokenetNode
+
+/// A node that could not start on a full disk said "disk I/O error (SQLite result code 4874)" and nothing more.
+@Suite struct DiskSpaceTests {
+    @Test func aFailedStartWithNextToNoRoomLeftNamesTheFullDisk() {
+        #expect(
+            DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: 40 * 1024)
+                == "the disk that holds the data directory /data/tsp is full (40 KiB left): free space on it, then "
+                + "start the node again")
+        #expect(DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: 0)?.contains("(0 bytes left)") == true)
+        #expect(DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: DiskSpace.nearlyFull) == nil)
+    }
+
+    /// A data directory that does not exist yet is measured where it would be made.
+    @Test func aDirectoryNotMadeYetIsMeasuredAtItsNearestAncestor() throws {
+        let directory = try TemporaryDirectory()
+        let existing = try #require(DiskSpace.available(at: directory.url.path))
+        let missing = try #require(DiskSpace.available(at: directory.path("a/b/c")))
+        // The same file system, measured moments apart: within a few MiB of each other.
+        #expect(max(existing, missing) - min(existing, missing) < 64 << 20)
+        #expect(DiskSpace.available(at: "relative/not/made") != nil)
+    }
+}
