@@ -36,21 +36,41 @@ extension RPCConnection {
         core.withLock { core in _ = core.serverCalls.update(id) { $0.endsAtShutdown = false } }
     }
 
-    /// The drain period is over: every open call ends UNAVAILABLE with `reason` and the connection closes. A write
-    /// still waiting for the peer (which reads nothing) is cut by closing the stream, which fails it; otherwise the
-    /// writer sends the statuses and closes the stream itself.
+    /// How long a write in progress at the end of the drain may take before the stream is closed under it.
+    static let drainWriteGrace: Duration = .milliseconds(500)
+
+    /// The drain period is over: every open call ends UNAVAILABLE with `reason` and the connection closes; the writer
+    /// sends the statuses and closes the stream itself. A write in progress gets `drainWriteGrace` to finish: most
+    /// often it has just begun (with `--drain-timeout 0`, the goaway), and closing the stream under it at once lost
+    /// the statuses queued behind it, so callers saw their connection drop without the reason. One still waiting
+    /// after that waits for a peer that reads nothing, and closing the stream cuts it.
     func endDrain(reason: String) {
         let writeWaits = core.withLock { core in
             apply(core.machine.drainTimedOut(reason: reason), to: &core)
             wakeCapacityWaiters(&core)
-            if core.writing && core.problem == nil {
-                core.problem = "the peer read nothing more before the node's drain period ended"
-            }
             return core.writing
         }
-        if writeWaits {
+        guard writeWaits else { return }
+        let check: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            let stuck = core.withLock { core in
+                guard !core.finished, core.writing else { return false }
+                if core.problem == nil {
+                    core.problem = "the peer read nothing more before the node's drain period ended"
+                }
+                return true
+            }
+            guard stuck else { return }
             let stream = stream
             Task { await stream.close() }
+        }
+        if let loop {
+            loop.scheduleTimer(after: Self.drainWriteGrace, check)
+            return
+        }
+        Task {
+            try? await Task.sleep(for: Self.drainWriteGrace)
+            check()
         }
     }
 }

@@ -175,6 +175,36 @@ import TokenetWire
         #expect(server.connectionCount == 0)
     }
 
+    /// With `--drain-timeout 0` the drain ends while the goaway is still being written. The stream was closed under
+    /// that write, and the statuses queued behind it never went: the call's client saw the connection drop instead of
+    /// the reason. A write in progress now gets a moment to finish, and the statuses follow it.
+    @Test(.timeLimit(.minutes(3))) func aWriteInProgressWhenTheDrainEndsStillDeliversTheStatuses() async throws {
+        let (router, started) = Self.routerReadingRequestsToTheEnd()
+        let server = RPCServer(router: router)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        let slow = SlowWritingStream(serverEnd)
+        let serving = Task { await server.serve(slow) }
+        let client = RPCClient(stream: clientEnd)
+        let (requests, responses) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
+        try await requests.send(Scalars())
+        try await started.wait()
+
+        slow.slowDown()
+        server.shutdown()  // its goaway is now being written, slowly
+        for _ in 0..<500 where !slow.isWriting { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(slow.isWriting)
+        #expect(server.endDrain(reason: "the drain is over") == 1)
+        do {
+            for try await _ in responses {}
+            Issue.record("the call was not ended")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "the drain is over", "\(error)")
+        }
+        await serving.value
+        await client.close()
+    }
+
     /// A peer that stops reading leaves the server's writes waiting; `endDrain` cuts them by closing the stream,
     /// so the connection ends instead of holding the server forever.
     @Test(.timeLimit(.minutes(3))) func theEndOfTheDrainCutsOffAPeerThatReadsNothing() async throws {
@@ -245,6 +275,34 @@ private final class StallingStream: ByteStream {
         for continuation in waiting { continuation.resume() }
         await base.close()
     }
+}
+
+/// The server's end of an in-memory pipe whose writes take 200 ms each once `slowDown()` is called, as over a slow
+/// link: a write is in progress for a while, then completes.
+private final class SlowWritingStream: ByteStream {
+    private let base: InMemoryByteStream
+    private let slow = Atomic<Bool>(false)
+    private let writes = Atomic<Int>(0)
+
+    init(_ base: InMemoryByteStream) { self.base = base }
+
+    var peerIdentity: PeerIdentity? { base.peerIdentity }
+    var isWriting: Bool { writes.load(ordering: .acquiring) > 0 }
+
+    func slowDown() { slow.store(true, ordering: .releasing) }
+
+    func read() async throws -> [UInt8]? { try await base.read() }
+
+    func writeIgnoringCancellation(_ bytes: [UInt8]) async throws { try await write(bytes) }
+
+    func write(_ bytes: [UInt8]) async throws {
+        writes.add(1, ordering: .acquiringAndReleasing)
+        defer { writes.subtract(1, ordering: .acquiringAndReleasing) }
+        if slow.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(200)) }
+        try await base.write(bytes)
+    }
+
+    func close() async { await base.close() }
 }
 
 extension MethodDescriptor {
