@@ -156,18 +156,23 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                     of: "TOKEN_STATE_", with: "")
                 throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
             }
-            var replenished = false
-            if try store.paymentKeys(cardID: card.id).remaining == 0 {
-                try await updates.replenish(card, reason: "no keys left")
-                replenished = true
+            // `replenished` says whether a batch came during this payment, its own or one it waited for.
+            let start = try store.paymentKeys(cardID: card.id)
+            // Taken first and fetched only when there was none: a look at the count before taking one let payments
+            // at once on the card's last key each see it, and all but one then found none.
+            var taken = try store.usePaymentKey(cardID: card.id)
+            if taken == nil {
+                try await updates.replenish(card, reason: "no keys left", ifAtMost: 0)
+                taken = try store.usePaymentKey(cardID: card.id)
             }
-            guard var keys = try store.usePaymentKey(cardID: card.id) else {
+            guard var keys = taken else {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left")
             }
             if keys.remaining <= WalletTokenUpdates.keyThreshold {
-                keys = try await updates.replenish(card, reason: "below threshold")
-                replenished = true
+                keys = try await updates.replenish(
+                    card, reason: "below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
             }
+            let replenished = keys.batches > start.batches
             return response(card, id, keys, replenished: replenished)
         }
     }

@@ -18,6 +18,8 @@ struct WalletTokenUpdates: Sendable {
     let configuredAccountID: String
     let logger: Logger
     let clock: @Sendable () -> UInt64
+    /// Key-batch requests on their way, one per card, shared by every copy of these updates.
+    let keyRequests = CardKeyRequests()
 
     /// Stores the token's new state and emits the event when the store changed (`PaymentKeysAtActivation` hears it):
     /// once per change, though `card` may have been read before another path stored the same state. A state older
@@ -59,12 +61,34 @@ struct WalletTokenUpdates: Sendable {
             cardIssuerNodeID: now?.issuerNodeID)
     }
 
-    /// Asks the TSP for a new batch of keys for the card's token and stores it.
+    /// Asks the TSP for a new batch of keys for the card's token and stores it. With `ifAtMost` (a payment's own
+    /// request), one request per card is on its way at a time (`CardKeyRequests`), and a request that finds more
+    /// than `ifAtMost` keys left once its turn comes (a batch another payment asked for) asks for none.
     @discardableResult
-    func replenish(_ card: WalletCardRecord, reason: String) async throws(WalletError) -> PaymentKeyCount {
+    func replenish(_ card: WalletCardRecord, reason: String, ifAtMost limit: UInt32? = nil)
+        async throws(WalletError) -> PaymentKeyCount
+    {
         guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
             throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
         }
+        // A batch asked for by name (an MG push, an activation) is fetched as asked.
+        guard let limit else { return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason) }
+        do {
+            return try await keyRequests.one(card: card.id) {
+                let now = try store.paymentKeys(cardID: card.id)
+                if now.remaining > limit { return now }
+                return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason)
+            }
+        } catch let error as WalletError {
+            throw error
+        } catch {
+            throw WalletError(.internal, "the key batch request failed: \(error)")
+        }
+    }
+
+    private func fetchBatch(_ card: WalletCardRecord, digitalCardID: String, reason: String)
+        async throws(WalletError) -> PaymentKeyCount
+    {
         let before = try store.paymentKeys(cardID: card.id)
         let batch: TspV1.ReplenishPaymentKeysResponse
         do {

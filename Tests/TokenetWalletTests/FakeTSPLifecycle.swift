@@ -19,7 +19,7 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         /// When true, ReplenishPaymentKeys waits for `releaseHeldReplenishment` before it answers: a TSP slow to
         /// answer while the wallet stops.
         var holdReplenishment = false
-        var held: CheckedContinuation<Void, Never>?
+        var held: [CheckedContinuation<Void, Never>] = []
         /// Runs before ChangeTokenState answers: what reaches the wallet while its call is under way.
         var whileChanging: (@Sendable (TspV1.ChangeTokenStateRequest, CardV1.TokenState) async throws -> Void)?
     }
@@ -32,12 +32,13 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
     /// One element for each ReplenishPaymentKeys that `holdReplenishment` holds, once it is held.
     let heldReplenishments = AsyncStream.makeStream(of: Void.self)
 
+    /// Releases every ReplenishPaymentKeys held so far.
     func releaseHeldReplenishment() {
         let held = state.withLock { state in
-            defer { state.held = nil }
+            defer { state.held = [] }
             return state.held
         }
-        held?.resume()
+        for continuation in held { continuation.resume() }
     }
 
     func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws
@@ -76,7 +77,7 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
     {
         if state.withLock({ $0.holdReplenishment }) {
             await withCheckedContinuation { continuation in
-                state.withLock { $0.held = continuation }
+                state.withLock { $0.held.append(continuation) }
                 heldReplenishments.continuation.yield()
             }
         }

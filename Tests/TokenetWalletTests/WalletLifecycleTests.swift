@@ -321,6 +321,70 @@ import TokenetWire
         #expect(after.batches == 3)
     }
 
+    /// Payments at once on one card each found it at or below the threshold and each asked the TSP for a batch (25
+    /// payments: 20 batches). One request per card is on its way at a time, and a payment whose turn comes after a
+    /// batch arrived asks for none. The first request is held at the TSP until every other payment waits.
+    @Test(.timeLimit(.minutes(1))) func paymentsAtOnceOnOneCardFetchOneBatch() async throws {
+        let (wallet, _) = try await Self.digitized()
+        for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 4)
+        let tsp = wallet.lifecycleTSP
+        let requestsBefore = tsp.recorded.replenishments.count
+        tsp.state.withLock { $0.holdReplenishment = true }
+        let lifecycle = wallet.lifecycle
+        let payments = Task {
+            try await withThrowingTaskGroup(of: WalletV1.PaymentKeysResponse.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { try await lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        var held = tsp.heldReplenishments.stream.makeAsyncIterator()
+        _ = await held.next()
+        // Every payment has used its key, or waits for the card's request: 4 keys, 6 payments.
+        let card = try wallet.store.card(ref: "card-1")
+        while try wallet.store.paymentKeys(cardID: card.id).remaining > 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        tsp.state.withLock { $0.holdReplenishment = false }
+        tsp.releaseHeldReplenishment()
+        let answers = try await payments.value
+        #expect(answers.count == 6)
+        #expect(tsp.recorded.replenishments.count == requestsBefore + 1, "\(tsp.recorded.replenishments)")
+        #expect(answers.filter(\.replenished).count >= 1)
+        let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(after.keysRemaining + 2 == FakeTSPLifecycle.keysPerBatch && after.batches == 2)
+    }
+
+    /// A payment cancelled while it waits for another's key request leaves the queue; the rest go on.
+    @Test(.timeLimit(.minutes(1))) func aPaymentCancelledWhileItWaitsLeavesTheQueue() async throws {
+        let requests = CardKeyRequests()
+        let (entered, enteredSignal) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+        let first = Task {
+            try await requests.one(card: 7) {
+                enteredSignal.yield()
+                var iterator = release.makeAsyncIterator()
+                _ = await iterator.next()
+                return 1
+            }
+        }
+        var enteredIterator = entered.makeAsyncIterator()
+        _ = await enteredIterator.next()
+        let cancelled = Task { try await requests.one(card: 7) { 2 } }
+        let third = Task { try await requests.one(card: 7) { 3 } }
+        // Another card is not held up by this one.
+        #expect(try await requests.one(card: 8) { 4 } == 4)
+        cancelled.cancel()
+        let error = await #expect(throws: WalletError.self) { try await cancelled.value }
+        #expect(error?.code == .unavailable)
+        releaseSignal.yield()
+        #expect(try await first.value == 1)
+        #expect(try await third.value == 3)
+        #expect(try await requests.one(card: 7) { 5 } == 5)
+    }
+
     /// An MG push that needs the TSP while it is away is not lost: the handler throws (the subscriber delivers it
     /// again) and forgets it, so the redelivery fetches the batch.
     @Test func anMGPushThatFindsTheTSPAwayIsProcessedWhenDeliveredAgain() async throws {
