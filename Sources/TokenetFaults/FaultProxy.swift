@@ -89,6 +89,17 @@ public final class FaultProxy: Sendable {
         var outboxes: [FaultProxyStateMachine.Direction: AsyncStream<Outgoing>.Continuation]
         /// Finished to end the connection at once (a reset).
         var abort: AsyncStream<Void>.Continuation
+        /// Set by a reset before anything of the link stops, so that the link's own task, which may see its writers
+        /// end first, resets both sides too instead of closing them: its orderly close sent a FIN ahead of the reset,
+        /// and the client read a clean end of stream where `reset` promises ECONNRESET.
+        var wasCut: CutMark
+    }
+
+    /// Whether a link was cut by a reset.
+    final class CutMark: Sendable {
+        private let flag = Atomic<Bool>(false)
+        func mark() { flag.store(true, ordering: .releasing) }
+        var isMarked: Bool { flag.load(ordering: .acquiring) }
     }
 
     private init(
@@ -201,12 +212,13 @@ public final class FaultProxy: Sendable {
         let (toUpstream, toUpstreamOut) = AsyncStream<Outgoing>.makeStream()
         let (toClient, toClientOut) = AsyncStream<Outgoing>.makeStream()
         let (aborted, abort) = AsyncStream<Void>.makeStream()
+        let wasCut = CutMark()
         let registered = state.withLock { state in
             // A reset (or the end of the proxy) while connecting already forgot this connection.
             guard state.machine.carries(id) else { return false }
             state.links[id] = Link(
                 client: client, upstream: upstream,
-                outboxes: [.toUpstream: toUpstreamOut, .toClient: toClientOut], abort: abort)
+                outboxes: [.toUpstream: toUpstreamOut, .toClient: toClientOut], abort: abort, wasCut: wasCut)
             return true
         }
         guard registered else {
@@ -241,8 +253,13 @@ public final class FaultProxy: Sendable {
             return state.forget(id)
         }
         for timer in timers { timer.cancel() }
-        await client.close()
-        await upstream.close()
+        if wasCut.isMarked {
+            await client.abort()
+            await upstream.abort()
+        } else {
+            await client.close()
+            await upstream.close()
+        }
     }
 
     private func read(
@@ -369,6 +386,7 @@ public final class FaultProxy: Sendable {
     /// Ends each link at once: its outboxes are dropped, its task stops, and both sides are reset.
     private func cut(_ links: [Link]) {
         for link in links {
+            link.wasCut.mark()
             for outbox in link.outboxes.values { outbox.finish() }
             link.abort.finish()
             let client = link.client
