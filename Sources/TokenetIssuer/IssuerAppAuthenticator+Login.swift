@@ -6,16 +6,23 @@ import TokenetWire
 /// The issuer app's login: codes from the user credential (opened by the PIN) and the device credential (opened by
 /// the device PIN) buy an access token from the TSP.
 extension IssuerAppAuthenticator {
+    /// For a user the app has no credentials of: what to do, with the commands that do it.
+    static func notActivated(_ userID: String) -> String {
+        "user \(userID) has not activated the app; activate one of the user's accounts first: the issuer enrols it "
+            + "(Enroll; tokenet issuer enroll), then the app activates it with the code it was sent "
+            + "(Activate; tokenet issuer-app activate)"
+    }
+
     /// Logs the user in: the PIN opens the user credential, the device PIN the device credential, and a code from
     /// each buys an access token from the TSP. When the app's counter ran ahead of the TSP's window (logins that
     /// never reached it), the app resynchronises that credential with two consecutive codes and tries again.
     func login(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.AppLoginResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
         guard try store.appUser(userID) != nil else {
-            throw IssuerError(.notFound, "user \(userID) has not activated the app; activate an account first")
+            throw IssuerError(.notFound, Self.notActivated(userID))
         }
         guard let (_, keys) = try keys(userID: userID, pin: pin) else {
-            throw IssuerError(.notFound, "user \(userID) has not activated the app; activate an account first")
+            throw IssuerError(.notFound, Self.notActivated(userID))
         }
         guard let account = try store.appAccounts(userID).first else {
             throw IssuerError(.notFound, "no account is activated in \(userID)'s app; activate one first")

@@ -13,7 +13,8 @@ extension IssuerCardCareService {
         -> IssuerV1.IssuerRenewCardResponse
     {
         guard let card = try store.card(id: cardID) else {
-            throw RPCError(.notFound, "the issuer has no card \"\(cardID)\"; ListCards shows its cards")
+            throw RPCError(
+                .notFound, "the issuer has no card \"\(cardID)\"; ListCards shows its cards (tokenet issuer cards)")
         }
         guard let renewal = card.pendingRenewal?.renewal else {
             throw RPCError(

@@ -63,7 +63,9 @@ extension IssuerCardCareService {
         }
         guard request.cardID.isEmpty else {
             guard try store.card(id: request.cardID) != nil else {
-                throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
+                throw RPCError(
+                    .notFound,
+                    "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
             }
             let tokens = try store.tokens(ofCard: request.cardID)
             guard request.recheckUnknown else { return (tokens.live, (tokens.deleted.count, tokens.unknown.count)) }

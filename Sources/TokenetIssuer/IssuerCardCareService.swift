@@ -39,7 +39,9 @@ struct IssuerCardCareService: IssuerV1.IssuerCardCare.ServiceProtocol {
             throw RPCError(.invalidArgument, "give a new pan, a new expiry (MM/YY), or both")
         }
         guard let card = try store.card(id: request.cardID) else {
-            throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
+            throw RPCError(
+                .notFound,
+                "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
         }
         // Typed by an operator from the new card: spaces or hyphens between its groups, as printed, are taken, as
         // the wallet takes them when a cardholder adds a card (`PAN.digits(typed:)`).

@@ -40,7 +40,9 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
     {
         guard !request.cardID.isEmpty else { throw RPCError(.invalidArgument, "card_id is required") }
         guard let card = try store.card(id: request.cardID) else {
-            throw RPCError(.notFound, "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards")
+            throw RPCError(
+                .notFound,
+                "the issuer has no card \"\(request.cardID)\"; ListCards shows its cards (tokenet issuer cards)")
         }
         let log = logger.withTraceID(context.traceID)
         switch request.mode {
@@ -48,7 +50,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
             guard card.pan.scheme == .mastercard else {
                 throw RPCError(
                     .failedPrecondition,
-                    "\(Self.receiptSchemeRefusal); card \(card.id) is \(card.pan.scheme); use PUSH_MODE_SESSION")
+                    "\(Self.receiptSchemeRefusal); card \(card.id) is \(card.pan.scheme); push it in session mode "
+                        + "(PUSH_MODE_SESSION; tokenet issuer push-card \(card.id) --mode session)")
             }
             let response = try await forwarding("the TSP") {
                 let encrypted = try await encryptForTSP(card)

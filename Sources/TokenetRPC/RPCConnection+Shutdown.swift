@@ -36,33 +36,48 @@ extension RPCConnection {
         core.withLock { core in _ = core.serverCalls.update(id) { $0.endsAtShutdown = false } }
     }
 
-    /// How long a write in progress at the end of the drain may take before the stream is closed under it.
+    /// How long one write in progress at the end of the drain may go on before the stream is closed under it.
     static let drainWriteGrace: Duration = .milliseconds(500)
 
     /// The drain period is over: every open call ends UNAVAILABLE with `reason` and the connection closes; the writer
-    /// sends the statuses and closes the stream itself. A write in progress gets `drainWriteGrace` to finish: most
-    /// often it has just begun (with `--drain-timeout 0`, the goaway), and closing the stream under it at once lost
-    /// the statuses queued behind it, so callers saw their connection drop without the reason. One still waiting
-    /// after that waits for a peer that reads nothing, and closing the stream cuts it.
+    /// sends the statuses and closes the stream itself. A write in progress is most often one that has just begun
+    /// (with `--drain-timeout 0`, the goaway), and closing the stream under it at once lost the statuses queued
+    /// behind it, so callers saw their connection drop without the reason. The stream is closed only once one write
+    /// has gone on for `drainWriteGrace`: that one waits for a peer that reads nothing. (Writes that go on, one
+    /// after another, are the stuck-write close's to bound, `timers.stuckWriteGrace`.)
     func endDrain(reason: String) {
-        let writeWaits = core.withLock { core in
+        let write: UInt64? = core.withLock { core in
             apply(core.machine.drainTimedOut(reason: reason), to: &core)
             wakeCapacityWaiters(&core)
-            return core.writing
+            return core.writing ? core.writesBegun : nil
         }
-        guard writeWaits else { return }
+        if let write { closeIfStuck(in: write) }
+    }
+
+    /// Closes the stream if write number `write` is still in progress `drainWriteGrace` from now; if a later write
+    /// is, looks again later.
+    private func closeIfStuck(in write: UInt64) {
         let check: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
-            let stuck = core.withLock { core in
-                guard !core.finished, core.writing else { return false }
+            enum Verdict {
+                case done, stuck
+                case later(UInt64)
+            }
+            let verdict: Verdict = core.withLock { core in
+                guard !core.finished, core.writing else { return .done }
+                guard core.writesBegun == write else { return .later(core.writesBegun) }
                 if core.problem == nil {
                     core.problem = "the peer read nothing more before the node's drain period ended"
                 }
-                return true
+                return .stuck
             }
-            guard stuck else { return }
-            let stream = stream
-            Task { await stream.close() }
+            switch verdict {
+            case .done: return
+            case .later(let next): closeIfStuck(in: next)
+            case .stuck:
+                let stream = stream
+                Task { await stream.close() }
+            }
         }
         if let loop {
             loop.scheduleTimer(after: Self.drainWriteGrace, check)

@@ -71,7 +71,11 @@ final class RPCConnection: Sendable {
         /// Senders waiting for flow-control window or for the outbound buffer to drain.
         var capacityWaiters: [CheckedContinuation<Void, Never>] = []
         /// A write to the stream is in progress (by the writer task or by a caller flushing its own frames).
-        var writing = false
+        var writing = false {
+            didSet { if writing && !oldValue { writesBegun &+= 1 } }
+        }
+        /// How many writes have begun: the end of a drain tells a write that is stuck from writes that go on.
+        var writesBegun: UInt64 = 0
         /// Set while a caller encodes frames it will flush itself, so the writer task is not woken for them.
         var callerFlushes = false
         /// Push-mode reading (`ByteStream.receive`): the decoder, and whether and how reading ended.

@@ -34,7 +34,7 @@ struct ControlService: TspV1.TspControl.ServiceProtocol {
             let after = try page.afterTime(
                 in: request.digitalCardID, call: "TokenHistory", field: "digital_card_id", items: "token")
             guard let token = try tsp.store.token(request.digitalCardID) else {
-                throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
+                throw TSPError.unknownToken(request.digitalCardID)
             }
             let events = try tsp.store.eventPage(
                 of: token.digitalCardID, afterRow: after.row, limit: page.size + 1)

@@ -173,7 +173,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
     private func requireToken(_ digitalCardID: String) throws -> TokenRecord {
         guard !digitalCardID.isEmpty else { throw TSPError(.invalidArgument, "digital_card_id is required") }
         guard let token = try tsp.store.token(digitalCardID) else {
-            throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"")
+            throw TSPError.unknownToken(digitalCardID)
         }
         return token
     }
@@ -214,7 +214,7 @@ struct IssuerIdvService: TspV1.IssuerIdv.ServiceProtocol {
                 throw TSPError(.invalidArgument, "digital_card_id is required")
             }
             guard let token = try tsp.store.token(request.digitalCardID) else {
-                throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
+                throw TSPError.unknownToken(request.digitalCardID)
             }
             let nodeID = context.peer?.nodeID
             guard try tsp.store.issuers().contains(where: { $0.id == token.issuerID && $0.peerNodeID == nodeID })

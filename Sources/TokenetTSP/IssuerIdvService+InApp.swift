@@ -24,7 +24,7 @@ extension IssuerIdvService {
             }
             let claims = try verifier.verify(request.accessToken, now: tsp.now())
             guard let token = try tsp.store.token(request.digitalCardID) else {
-                throw TSPError(.notFound, "no token has digital card id \"\(request.digitalCardID)\"")
+                throw TSPError.unknownToken(request.digitalCardID)
             }
             let nodeID = context.peer?.nodeID
             guard try tsp.store.issuers().contains(where: { $0.id == token.issuerID && $0.peerNodeID == nodeID })

@@ -94,6 +94,19 @@ struct Described: Error, Sendable, CustomStringConvertible {
 }
 
 extension TSPError {
+    /// NOT_FOUND for a digital card id the TSP has no token for. A wallet's or an issuer's card reference given in
+    /// its place (`card-1`, `card-visa-approve`) is said to be one, with where the digital card id is shown.
+    static func unknownToken(_ digitalCardID: String) -> TSPError {
+        var message = "no token has digital card id \"\(digitalCardID)\""
+        if digitalCardID.lowercased().hasPrefix("card-") {
+            message +=
+                "; \(digitalCardID) is a wallet's or an issuer's card reference: the TSP names a token by its digital "
+                + "card id (DNITHE… or DWSPMC…), which tokenet tsp tokens lists and tokenet wallet cards shows as "
+                + "DIGITAL CARD"
+        }
+        return TSPError(.notFound, message)
+    }
+
     /// The message of a card error (written for people), or the error's description.
     static func describe(_ error: any Error) -> String {
         (error as? CardError)?.message ?? String(describing: error)

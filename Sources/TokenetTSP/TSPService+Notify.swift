@@ -96,7 +96,7 @@ extension TSPService {
     func existingToken(_ digitalCardID: String) throws -> TokenRecord {
         guard !digitalCardID.isEmpty else { throw TSPError(.invalidArgument, "digital_card_id is required") }
         guard let token = try store.token(digitalCardID) else {
-            throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"")
+            throw TSPError.unknownToken(digitalCardID)
         }
         return token
     }

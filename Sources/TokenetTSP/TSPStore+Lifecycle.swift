@@ -27,7 +27,7 @@ extension TSPStore {
                     let before = try tx.queryOne(
                         "SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID]
                     ).map(Self.token(from:))
-                else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+                else { throw TSPError.unknownToken(digitalCardID) }
                 try authorize(before)
                 if before.state == .suspended, event == .resume || event == .suspend,
                     let suspension = try lastSuspension(tx, of: digitalCardID)
@@ -277,7 +277,7 @@ extension TSPStore {
             { tx in
                 guard
                     let row = try tx.queryOne("SELECT state FROM tokens WHERE digital_card_id = ?", [digitalCardID])
-                else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+                else { throw TSPError.unknownToken(digitalCardID) }
                 let state = try row.text(0)
                 guard state == TokenLifecycleStateMachine.State.active.rawValue else {
                     throw TSPError(
@@ -325,7 +325,7 @@ extension TSPStore {
                         ).map(Self.token(from:))
                     else {
                         results.append(
-                            Self.refusal(of: id, TSPError(.notFound, "no token has digital card id \"\(id)\"")))
+                            Self.refusal(of: id, TSPError.unknownToken(id)))
                         continue
                     }
                     do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {
@@ -384,7 +384,7 @@ extension TSPStore {
                         "SELECT \(Self.tokenColumns), funding_pan, funding_expiry FROM tokens WHERE digital_card_id = ?",
                         [id])
                 else {
-                    return Self.unanswered(id, TSPError(.notFound, "no token has digital card id \"\(id)\""))
+                    return Self.unanswered(id, TSPError.unknownToken(id))
                 }
                 let token = try Self.token(from: row)
                 do { try authorize(token) } catch let error as TSPError where error.code == .permissionDenied {

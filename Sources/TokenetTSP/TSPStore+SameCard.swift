@@ -53,7 +53,7 @@ extension TSPStore {
         guard
             let row = try tx.queryOne(
                 "SELECT \(Self.tokenColumns), funding_pan FROM tokens WHERE digital_card_id = ?", [digitalCardID])
-        else { throw TSPError(.notFound, "no token has digital card id \"\(digitalCardID)\"") }
+        else { throw TSPError.unknownToken(digitalCardID) }
         let token = try Self.token(from: row)
         // Most cards have no other live token ending in the same digits: then no card number needs opening.
         let candidates = try tx.queryOne(

@@ -181,7 +181,10 @@ final class TSPStore: Sendable {
                     "SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id FROM push_sessions WHERE id = ?",
                     [id])
             else {
-                throw TSPError(.notFound, "push session \"\(id)\" is unknown; create one with CreatePushSession")
+                throw TSPError(
+                    .notFound,
+                    "push session \"\(id)\" is unknown; the issuer creates one with CreatePushSession (tokenet issuer "
+                        + "push-card CARD --mode session)")
             }
             guard try row.text(3) == walletAccountID else {
                 throw TSPError(

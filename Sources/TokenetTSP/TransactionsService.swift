@@ -127,7 +127,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             // A token id that names no token is a mistake to point out (a typo, another TSP's token), not a token
             // without payments: tokens are never removed, so one that ever had transactions is still found.
             if let token, try tsp.store.token(token) == nil {
-                throw TSPError(.notFound, "no token has digital card id \"\(token)\"")
+                throw TSPError.unknownToken(token)
             }
             let rows = try tsp.store.transactions(
                 of: token, after: after, limit: page.size + 1, nowMs: tsp.nowMs)

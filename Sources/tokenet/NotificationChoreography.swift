@@ -44,9 +44,16 @@ struct NotificationChoreography: DemoChoreography {
                 .init(digitalCardID: id, amountMinor: 1250, currency: "USD", merchant: "Coffee Corner"),
                 options: options)
         }
+        report(
+            indent(
+                "TSP: \(paid.transactionID) "
+                    + (paid.authnRequestID.isEmpty
+                        ? "approved; notified to the wallet and the issuer app"
+                        : "waits for the cardholder (authentication request \(paid.authnRequestID))")))
         let tsp = try nodes.call(.tsp, "tsp transactions \(id)", report) { client, options in
             try await TSPCommand.allTransactions(client, .init(digitalCardID: id)) { options }
         }
+        report(indent(TSPCommand.transactionTable(tsp)))
         try expect(tsp.transactions.contains { $0.transactionID == paid.transactionID }, "the TSP to record it")
         let wallet = try poll(.wallet, "wallet transactions \(cardRef)", nodes, report) { client, options in
             try await WalletCommand.allTransactions(client, .init(cardRef: cardRef)) { options }

@@ -87,18 +87,21 @@ extension TSPCommand {
                 try await allTransactions(
                     session.client, request, options: PagedListing.options(session, first: callOptions))
             },
-            text: { response, _ in
-                guard !response.transactions.isEmpty else { return "No transactions." }
-                return PartyText.table(
-                    ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AUTHN"],
-                    response.transactions.map {
-                        [
-                            $0.transactionID, $0.digitalCardID, CurrencyAmount.format($0.amountMinor, $0.currency),
-                            // Waiting for the cardholder is not yet a no.
-                            $0.merchant, $0.approved ? "yes" : $0.authnStatus == "PENDING" ? "pending" : "no",
-                            $0.authnStatus.isEmpty ? "-" : $0.authnStatus,
-                        ]
-                    })
+            text: { response, _ in transactionTable(response) })
+    }
+
+    /// The TSP's transactions as a table, as `tsp transactions` prints them (and the demo).
+    static func transactionTable(_ response: TspV1.ListTransactionsResponse) -> String {
+        guard !response.transactions.isEmpty else { return "No transactions." }
+        return PartyText.table(
+            ["TRANSACTION", "DIGITAL CARD", "AMOUNT", "MERCHANT", "APPROVED", "AUTHN"],
+            response.transactions.map {
+                [
+                    $0.transactionID, $0.digitalCardID, CurrencyAmount.format($0.amountMinor, $0.currency),
+                    // Waiting for the cardholder is not yet a no.
+                    $0.merchant, $0.approved ? "yes" : $0.authnStatus == "PENDING" ? "pending" : "no",
+                    $0.authnStatus.isEmpty ? "-" : $0.authnStatus,
+                ]
             })
     }
 

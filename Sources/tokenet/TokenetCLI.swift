@@ -37,7 +37,7 @@ enum TokenetCLI {
                 return try versionCommand.run([])
             default:
                 guard let command = subcommands.first(where: { $0.name == first }) else {
-                    throw CLIError(.usage, "unknown command '\(maskPAN(first))' (commands: \(commandNames))")
+                    throw CLIError(.usage, unknownCommand(first))
                 }
                 let rest = Array(arguments.dropFirst())
                 // `tokenet help TOPIC` is about the commands: the overview lists them.
@@ -65,6 +65,16 @@ enum TokenetCLI {
     }
 
     static var commandNames: String { subcommands.map(\.name).joined(separator: ", ") }
+
+    /// An unknown command, with the one a slip of a letter or two away (`lst` for `list`), as options get.
+    static func unknownCommand(_ typed: String) -> String {
+        let slips = typed.count <= 4 ? 1 : 2
+        let close = subcommands.map(\.name).filter {
+            CallCommand.editDistance($0, typed.lowercased(), atMost: slips) <= slips
+        }
+        let hint = close.count == 1 ? "; did you mean '\(close[0])'?" : ""
+        return "unknown command '\(maskPAN(typed))'\(hint) (commands: \(commandNames))"
+    }
 
     static var overview: String {
         let width = subcommands.map(\.name.count).max() ?? 0
@@ -103,7 +113,7 @@ enum TokenetCLI {
             return 0
         }
         guard let command = subcommands.first(where: { $0.name == name }) else {
-            throw CLIError(.usage, "unknown command '\(maskPAN(name))' (commands: \(commandNames))")
+            throw CLIError(.usage, unknownCommand(name))
         }
         printOut(command.help)
         return 0

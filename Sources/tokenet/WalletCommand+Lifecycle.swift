@@ -169,6 +169,8 @@ extension PartyText {
         case .cardState(let body)?:
             return "\(state(body.tokenState)) (\(body.reasonCode) by \(body.initiator))"
         case .replenishment(let body)?:
+            // The TSP's push (`tsp request-keys`) carries no batch: it asks the wallet to fetch one.
+            guard body.keysIssued > 0 else { return "the TSP asks for a new batch of payment keys" }
             return "\(body.keysIssued) keys issued, \(body.keysRemainingBefore) left before"
         case .transaction(let body)?:
             return "\(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)"

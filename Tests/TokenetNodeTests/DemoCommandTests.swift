@@ -24,6 +24,15 @@ import Testing
         #expect(result.status == 2)
         #expect(result.stderr.contains("unknown command 'provision-everything'"))
         #expect(result.stderr.contains("demo"))
+        #expect(!result.stderr.contains("did you mean"), "\(result.stderr)")
+    }
+
+    /// A slip of a letter or two names the command meant, as a misspelt option does.
+    @Test(arguments: [(["lst", "127.0.0.1:1"], "list"), (["help", "secnario"], "scenario"), (["Demo"], "demo")])
+    func aMisspeltCommandNamesTheOneMeant(arguments: [String], meant: String) async throws {
+        let result = try await LaunchedProcess.run("tokenet", arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("; did you mean '\(meant)'? (commands: "), "\(result.stderr)")
     }
 
     @Test func noCommandPrintsTheUsageOnStderr() async throws {

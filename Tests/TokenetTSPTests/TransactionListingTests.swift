@@ -76,6 +76,14 @@ import TokenetWire
         await expectRPCError(.notFound, "no token has digital card id \"DNITHE000000000000000000000000\"") {
             try await client.listTransactions(.init(digitalCardID: "DNITHE000000000000000000000000"))
         }
+        // A wallet's card reference in its place is said to be one, with where the digital card id is shown.
+        await expectRPCError(
+            .notFound,
+            "no token has digital card id \"card-1\"; card-1 is a wallet's or an issuer's card reference: the TSP "
+                + "names a token by its digital card id (DNITHE… or DWSPMC…), which tokenet tsp tokens lists"
+        ) {
+            try await client.listTransactions(.init(digitalCardID: "card-1"))
+        }
         let none = try await client.listTransactions(.init(digitalCardID: tokens[0]))
         #expect(none.transactions.isEmpty)
         #expect(none.nextPageToken.isEmpty)

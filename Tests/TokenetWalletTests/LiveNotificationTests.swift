@@ -210,6 +210,10 @@ import TokenetTestSupport
             $0["batches"] as? Int == 2
         }
         try await appSaw("REPLENISHMENT", id) { ($0["action"] as? String)?.contains("10 payment keys issued") == true }
+        // The push carries no batch: the inbox said "0 keys issued, 0 left before" beside the batch it brought.
+        let inbox = try await tokenet(["wallet", "inbox", wallet.listen])
+        let row = inbox.stdout.split(separator: "\n").first { $0.contains("REPLENISHMENT") }
+        #expect(row?.contains("the TSP asks for a new batch of payment keys") == true, "\(inbox.stdout)")
     }
 
     /// A renewal whose TSP cannot be reached is not sent: no connection was made, so the issuer knows the TSP never
