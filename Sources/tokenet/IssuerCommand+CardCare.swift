@@ -69,6 +69,16 @@ extension IssuerCommand {
         }
     }
 
+    /// Whether a failed call may have been carried out by the node all the same: its deadline passed, or the
+    /// connection was lost after the call was sent.
+    static func answerMayBeLost(_ error: RPCError) -> Bool {
+        switch error.code {
+        case .deadlineExceeded: !error.message.hasPrefix("the deadline passed while connecting")
+        case .unavailable: !error.callWasNotProcessed && error.message.hasPrefix("connection lost")
+        default: false
+        }
+    }
+
     static let renewCard = PartyAction(
         name: "renew-card", valued: ["--pan", "--exp"], switches: ["--json", "--abandon", "--force-complete"]
     ) { flags, command throws(CLIError) in
@@ -97,7 +107,18 @@ extension IssuerCommand {
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
-                try await IssuerV1.IssuerCardCare.Client(session.client).renewCard(request, options: callOptions)
+                do {
+                    return try await IssuerV1.IssuerCardCare.Client(session.client).renewCard(
+                        request, options: callOptions)
+                } catch let error as RPCError where !abandon && !force && Self.answerMayBeLost(error) {
+                    // The issuer may have started it: the bare DEADLINE_EXCEEDED left the person guessing.
+                    throw RPCError(
+                        error.code,
+                        "\(error.message); the renewal may have reached the issuer and be pending: run the same "
+                            + "renew-card again to complete it, or renew-card \(cardID) --abandon to give the new "
+                            + "number back (tokenet issuer cards shows a pending renewal)",
+                        cause: error)
+                }
             },
             text: { response, traceID in
                 if response.abandoned {

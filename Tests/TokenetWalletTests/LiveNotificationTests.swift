@@ -254,6 +254,29 @@ import TokenetTestSupport
             "\(renewed.stdout)\(renewed.stderr)")
     }
 
+    /// A renewal whose answer does not come in time may be pending at the issuer: the bare DEADLINE_EXCEEDED left
+    /// the person guessing. It says so and how to settle it; and settling it works. The TSP is stopped (SIGSTOP)
+    /// while the issuer waits for its answer.
+    @Test func aRenewalWhoseAnswerDoesNotComeInTimeSaysHowToSettleIt() async throws {
+        _ = try await activeCard()
+        _ = try await tokenet(["issuer", "cards", issuer.listen])  // the CLI's own connection is not the one held
+        #expect(tsp.process.send(SIGSTOP))
+        let tspProcess = tsp.process
+        defer { _ = tspProcess.send(SIGCONT) }
+        let late = try await tokenet([
+            "issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31", "--deadline", "2s",
+        ])
+        #expect(tsp.process.send(SIGCONT))
+        #expect(late.status == 64 + 4, "\(late.stdout)\(late.stderr)")
+        #expect(
+            late.stderr.contains(
+                "the renewal may have reached the issuer and be pending: run the same renew-card again to complete "
+                    + "it, or renew-card card-visa-approve --abandon to give the new number back"),
+            "\(late.stderr)")
+        let settled = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31"])
+        #expect(settled.status == 0, "\(settled.stdout)\(settled.stderr)")
+    }
+
     /// A card digitized while its issuer is down is decided by the TSP's stand-in, which tells the issuer once it is
     /// back (STAND_IN_ADVICE through the broker): the issuer then counts the token among its card's, and a renewal
     /// of the card reaches it. Before, the issuer never heard of the token and the renewal left it out.
