@@ -71,6 +71,7 @@ extension ProvisioningChoreography {
         guard let token = tokens.tokens.last(where: { $0.panLast4 == added.panLast4 }) else {
             throw CLIError(.node, "unexpected outcome: expected the TSP to keep the declined card's token")
         }
+        report(indent(PartyText.tokens(TspV1.ListTokensResponse(tokens: [token])), by: 4))
         try tspView(token.digitalCardID, nodes, report, finalState: .deactivated)
     }
 
