@@ -40,7 +40,9 @@ struct ScenarioCommand {
                                           when it has one; a match still running after 5 s fails the step.
           watch NAME PARTY METHOD [JSON]  Open a server stream (or a bidirectional one) that collects its messages
                                           in the background while later steps run. A NAME watched again (after its
-                                          node restarted, say) has its earlier stream closed.
+                                          node restarted, say) has its earlier stream closed. A stream the node
+                                          refuses at once (ending with an error before a message, within 300 ms)
+                                          fails the line.
           await NAME [within D] [JSON]    Wait for the watch's next message that contains JSON (any message without
                                           it), up to D (the call deadline without it); save lines may follow.
           identity ROLE                   The certificate of the calls and watches below: operator (the default),

@@ -23,6 +23,12 @@ extension ScenarioRunner {
             }
         }
         let stream = try opened.get()
+        if let refused = runBlocking({ await stream.refusal(within: ScenarioWatchStream.refusalWait) }) {
+            throw Failure(
+                line: line,
+                reason: "watch \(name) did not open: \(refused.code.name): \(shownStatusMessage(refused.message))",
+                traceID: traceID)
+        }
         // Watched again under its name (its node restarted, say): the earlier stream is closed, and awaits read the
         // new one from its first message.
         if let earlier = watches[name] {

@@ -85,6 +85,23 @@ final class ScenarioWatchStream: Sendable {
         return stream
     }
 
+    /// How long `open` waits for a refusal before it calls the watch open.
+    static let refusalWait: Duration = .milliseconds(300)
+
+    /// The stream's end, if it ended without a message within `limit` of now (a refusal: PERMISSION_DENIED, an
+    /// unknown card); nil once a message came, or when it still runs. A refused watch was reported open, and only
+    /// the next `await` on it said why.
+    func refusal(within limit: Duration) async -> ScenarioExpectation.Outcome? {
+        let giveUp = ContinuousClock.now + limit
+        while true {
+            let (messages, end) = state.withLock { ($0.messages.count, $0.end) }
+            if messages > 0 { return nil }
+            if let end { return end.code == .ok ? nil : end }
+            guard ContinuousClock.now < giveUp else { return nil }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// Cancels the stream (if it still runs) and waits for its connection to close.
     func close() async {
         guard let task = reader.withLock({ $0 }) else { return }

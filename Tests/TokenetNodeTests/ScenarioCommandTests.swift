@@ -429,6 +429,23 @@ import TokenetTransport
         #expect(result.stderr.contains("earlier awaits took message 1, and none of the 1 after matched (message 2: "))
     }
 
+    /// A watch the node refuses at once fails its own line: it was reported open, and only the next await said why.
+    @Test func aWatchTheNodeRefusesFailsItsLine() async throws {
+        let result = try await Self.run(
+            """
+            watch events wallet tokenet.wallet.v1.WalletEvents/Listen {}
+            echo not reached
+            """)
+        #expect(result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "FAILED at line 1: watch events did not open: PERMISSION_DENIED: role operator may not call "
+                    + "/tokenet.wallet.v1.WalletEvents/Listen"),
+            "\(result.stderr)")
+        #expect(!result.stdout.contains("open (trace"), "\(result.stdout)")
+        #expect(!result.stdout.contains("not reached"), "\(result.stdout)")
+    }
+
     @Test func aPausedNodeIsSilentUntilResumed() async throws {
         let result = try await Self.run(
             """
