@@ -106,6 +106,9 @@ struct InspectOptions: Sendable {
                 // A switch: `--plaintext=false` must not turn plaintext on, as ignoring the value did.
                 guard inline == nil else { throw CLIError(.usage, "\(command): --plaintext takes no value") }
                 plaintext = true
+            case .flag("--help", _?), .flag("-h", _?):
+                // Said as a switch given a value: "unknown option '--help'" read as if --help did not exist.
+                throw CLIError(.usage, "\(command): --help takes no value")
             case .valued(let flag, _), .flag(let flag, _):
                 if let meant = Self.optionMeant(by: flag) {
                     let typed = flag.prefix { $0 != "=" }

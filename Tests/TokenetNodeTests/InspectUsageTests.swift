@@ -128,6 +128,12 @@ import TokenetTransport
             ["wallet", "cards", address, "--plaintext=false"], "wallet cards: --plaintext takes no value")
     }
 
+    /// `--help=1` was "unknown option '--help'", as if the command had no help.
+    @Test func helpTakesNoValue() throws {
+        try expectUsageError(["wallet", "cards", address, "--help=1"], "wallet cards: --help takes no value")
+        try expectUsageError(["list", address, "--help="], "list: --help takes no value")
+    }
+
     /// A certificate option given with `--plaintext` is refused, as grpcurl refuses it: the file was ignored without a
     /// word, so a command meant for a TLS node ran without TLS, and one naming the wrong file seemed to work.
     @Test func aCertificateOptionWithPlaintextIsRefused() throws {
