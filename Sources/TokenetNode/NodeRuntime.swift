@@ -85,6 +85,12 @@ public final class NodeRuntime: Sendable {
         }
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
         let lock = try DataDirectoryLock(directory: dataDirectory)
+        if let database = spec.database,
+            let warning = LostDatabaseCheck.warning(
+                directory: dataDirectory, database: database.file, marker: database.marker)
+        {
+            logger.warning(warning)
+        }
         var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")
         if peerText.isEmpty { peerText = "none" }
         logger.info(

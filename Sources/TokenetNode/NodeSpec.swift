@@ -24,16 +24,26 @@ public struct NodeSpec: Sendable, Equatable {
     /// Whether `--issuer` may name an issuer (`ID=HOST:PORT`, repeated): the TSP serves many issuers and calls each
     /// at its own address.
     public var routesIssuersByID: Bool
+    /// The node's database in its data directory, and a file an earlier start leaves beside it: together they tell
+    /// a database lost since from a first start (`LostDatabaseCheck`). Nil for a node without a database.
+    public var database: (file: String, marker: String)?
 
     public init(
         name: String, summary: String, knownPeers: [NodeRole], usesFixtures: Bool = false,
-        routesIssuersByID: Bool = false
+        routesIssuersByID: Bool = false, database: (file: String, marker: String)? = nil
     ) {
         self.name = name
         self.summary = summary
         self.knownPeers = knownPeers
         self.usesFixtures = usesFixtures
         self.routesIssuersByID = routesIssuersByID
+        self.database = database
+    }
+
+    public static func == (lhs: NodeSpec, rhs: NodeSpec) -> Bool {
+        lhs.name == rhs.name && lhs.summary == rhs.summary && lhs.knownPeers == rhs.knownPeers
+            && lhs.usesFixtures == rhs.usesFixtures && lhs.routesIssuersByID == rhs.routesIssuersByID
+            && lhs.database?.file == rhs.database?.file && lhs.database?.marker == rhs.database?.marker
     }
 
     /// The token service provider: issues tokens on behalf of issuers and serves wallets.
@@ -41,7 +51,8 @@ public struct NodeSpec: Sendable, Equatable {
         name: "tsp-node",
         summary: "Token service provider: provisions tokens into wallets on behalf of card issuers.",
         knownPeers: [.issuer],
-        routesIssuersByID: true
+        routesIssuersByID: true,
+        database: ("tsp.sqlite", "keys/data-vault.key")
     )
 
     /// The card issuer: decides on provisioning, runs ID&V and activation, and authenticates cardholders.
@@ -49,13 +60,15 @@ public struct NodeSpec: Sendable, Equatable {
         name: "issuer-node",
         summary: "Card issuer: approves provisioning, verifies the cardholder (ID&V) and activates tokens.",
         knownPeers: [.tsp, .wallet],
-        usesFixtures: true
+        usesFixtures: true,
+        database: ("issuer.sqlite", "issuer-vault.key")
     )
 
     /// The wallet: asks the TSP to digitize a card and holds the resulting token.
     public static let wallet = NodeSpec(
         name: "wallet-node",
         summary: "Wallet: asks the TSP to provision cards and holds the resulting tokens.",
-        knownPeers: [.tsp, .issuer]
+        knownPeers: [.tsp, .issuer],
+        database: ("wallet.sqlite", NodeInstance.fileName)
     )
 }
