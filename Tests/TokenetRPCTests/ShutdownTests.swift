@@ -175,24 +175,39 @@ import TokenetWire
         #expect(server.connectionCount == 0)
     }
 
-    /// With `--drain-timeout 0` the drain ends while the goaway is still being written. The stream was closed under
-    /// that write, and the statuses queued behind it never went: the call's client saw the connection drop instead of
-    /// the reason. A write in progress now gets a moment to finish, and the statuses follow it.
-    @Test(.timeLimit(.minutes(3))) func aWriteInProgressWhenTheDrainEndsStillDeliversTheStatuses() async throws {
-        let (router, started) = Self.routerReadingRequestsToTheEnd()
+    /// A server over the server's end of an in-memory pipe as `wrap` makes it, and a client-streaming call in
+    /// progress on it whose handler has started and reads requests until the client ends them (it never does).
+    static func callInProgress(_ wrap: (InMemoryByteStream) -> any ByteStream) async throws -> (
+        server: RPCServer, client: RPCClient, responses: ResponseStream<Scalars>, serving: Task<Void, Never>
+    ) {
+        let (router, started) = routerReadingRequestsToTheEnd()
         let server = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair()
-        let slow = SlowWritingStream(serverEnd)
-        let serving = Task { await server.serve(slow) }
+        let stream = wrap(serverEnd)
+        let serving = Task { await server.serve(stream) }
         let client = RPCClient(stream: clientEnd)
         let (requests, responses) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
         try await requests.send(Scalars())
         try await started.wait()
+        return (server, client, responses, serving)
+    }
 
-        slow.slowDown()
+    /// With `--drain-timeout 0` the drain ends while the goaway is still being written. The stream was closed under
+    /// that write, and the statuses queued behind it never went: the call's client saw the connection drop instead of
+    /// the reason. A write in progress now gets a moment to finish, and the statuses follow it.
+    @Test(.timeLimit(.minutes(3))) func aWriteInProgressWhenTheDrainEndsStillDeliversTheStatuses() async throws {
+        var slow: SlowWritingStream?
+        let (server, client, responses, serving) = try await Self.callInProgress { end in
+            let stream = SlowWritingStream(end)
+            slow = stream
+            return stream
+        }
+        let slowStream = try #require(slow)
+
+        slowStream.slowDown()
         server.shutdown()  // its goaway is now being written, slowly
-        for _ in 0..<500 where !slow.isWriting { try await Task.sleep(for: .milliseconds(2)) }
-        try #require(slow.isWriting)
+        for _ in 0..<500 where !slowStream.isWriting { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(slowStream.isWriting)
         #expect(server.endDrain(reason: "the drain is over") == 1)
         do {
             for try await _ in responses {}
@@ -208,15 +223,13 @@ import TokenetWire
     /// A peer that stops reading leaves the server's writes waiting; `endDrain` cuts them by closing the stream,
     /// so the connection ends instead of holding the server forever.
     @Test(.timeLimit(.minutes(3))) func theEndOfTheDrainCutsOffAPeerThatReadsNothing() async throws {
-        let (router, started) = Self.routerReadingRequestsToTheEnd()
-        let server = RPCServer(router: router)
-        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
-        let stalling = StallingStream(serverEnd)
-        let serving = Task { await server.serve(stalling) }
-        let client = RPCClient(stream: clientEnd)
-        let (requests, _) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
-        try await requests.send(Scalars())
-        try await started.wait()
+        var stalled: StallingStream?
+        let (server, client, _, serving) = try await Self.callInProgress { end in
+            let stream = StallingStream(end)
+            stalled = stream
+            return stream
+        }
+        let stalling = try #require(stalled)
 
         stalling.stall()
         server.shutdown()  // its goaway waits in a write the peer never takes
