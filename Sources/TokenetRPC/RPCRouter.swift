@@ -245,6 +245,10 @@ public struct RPCRouter: Sendable {
         guard try await call.requests.next() == nil else {
             throw RPCError(.internal, "\(call.method) takes exactly one request message")
         }
+        // The caller may have given up while the call waited to be read: a node that was paused (or slow) read the
+        // call, its request and its cancel in one go, and the handler then changed a token for a caller that had
+        // been told DEADLINE_EXCEEDED. A call cancelled by now is not handled.
+        try Task.checkCancellation()
         return request
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetRPC
@@ -122,5 +123,42 @@ import TokenetWire
         #expect(status?.code == .ok, "\(String(describing: status))")
         await clientEnd.close()
         await serving.value
+    }
+    /// A paused (or slow) node read a call, its request and the caller's cancel in one go, then ran the handler: a
+    /// TSP changed a token for a wallet that had been told DEADLINE_EXCEEDED. A call cancelled before its handler
+    /// has its request is not handled. Handlers run on the connection's loop here, so none starts before the loop
+    /// has read the whole burst, cancels included: the outcome does not hang on scheduling.
+    @Test(.timeLimit(.minutes(2))) func aCallCancelledBeforeItsHandlerHasItsRequestIsNotHandled() async throws {
+        let handled = Atomic<Int>(0)
+        var router = RPCRouter()
+        router.unary(Echo.unary) { request, _ in
+            handled.add(1, ordering: .relaxed)
+            return request
+        }
+        let loop = try EventLoop(name: "cancel-before-handler")
+        defer { loop.shutdown() }
+        let listener = try await PlainListener.bind(on: loop)
+        let server = RPCServer(router: router, handlersOnConnectionLoop: true)
+        let serving = Task { await server.serve(listener: listener) }
+        let client = try await PlainConnection.connect(host: "127.0.0.1", port: listener.port, on: loop)
+
+        var burst = [WireV1.Frame(streamID: 0, kind: .hello(WireV1.Hello(protocolVersion: 1)))]
+        for id in stride(from: UInt32(1), through: 39, by: 2) { burst += try Self.call(id, "late", cancelled: true) }
+        burst += try Self.call(41, "on time", cancelled: false)
+        try await client.write(Self.encode(burst))
+        var decoder = FrameDecoder()
+        var statuses: [UInt32: WireV1.Status] = [:]
+        while statuses[41] == nil, let chunk = try await client.read() {
+            decoder.feed(chunk)
+            while let frame = try decoder.nextFrame() {
+                if case .status(let status)? = frame.kind { statuses[frame.streamID] = status }
+            }
+        }
+        #expect(statuses[41]?.code == .ok, "\(statuses)")
+        #expect(handled.load(ordering: .relaxed) == 1, "only the call that was not cancelled is handled")
+        await client.close()
+        server.shutdown()
+        await listener.close()
+        serving.cancel()
     }
 }
