@@ -72,15 +72,21 @@ struct PaymentKeysAtActivation: Sendable {
     /// two minutes in all, so a TSP that restarts with the wallet is caught up with without asking it forever.
     static let retryWaitsMs: [UInt64] = [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000]
 
-    /// An ACTIVE token without keys gets its first batch; anything else is left alone.
+    /// An ACTIVE token without keys gets its first batch, and one that became ACTIVE again (a resume) at or below
+    /// the threshold a new one: a batch its payments asked for while it was suspended was refused, and the card
+    /// stayed low until its next payment. Anything else is left alone.
     func handle(_ event: WalletV1.WalletEvent) async {
         guard event.kind == .tokenizedCardAdded || event.kind == .tokenStatusChanged, event.tokenState == .active
         else { return }
         do {
-            guard let card = try store.card(digitalCardID: event.digitalCardID),
-                try store.paymentKeys(cardID: card.id).batches == 0
-            else { return }
-            try await updates.replenish(card, reason: "activation")
+            guard let card = try store.card(digitalCardID: event.digitalCardID) else { return }
+            let keys = try store.paymentKeys(cardID: card.id)
+            if keys.batches == 0 {
+                try await updates.replenish(card, reason: "activation")
+            } else if keys.remaining <= WalletTokenUpdates.keyThreshold {
+                try await updates.replenish(
+                    card, reason: "active again below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
+            }
         } catch {
             logger.warning(
                 "payment keys could not be issued at activation",

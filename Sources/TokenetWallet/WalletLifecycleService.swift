@@ -156,24 +156,42 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                     of: "TOKEN_STATE_", with: "")
                 throw WalletError(.failedPrecondition, "\(card.cardRef) is \(state); only an ACTIVE card can pay")
             }
-            // `replenished` says whether a batch came during this payment, its own or one it waited for.
-            let start = try store.paymentKeys(cardID: card.id)
             // Taken first and fetched only when there was none: a look at the count before taking one let payments
             // at once on the card's last key each see it, and all but one then found none.
+            var replenished = false
             var taken = try store.usePaymentKey(cardID: card.id)
             if taken == nil {
-                try await updates.replenish(card, reason: "no keys left", ifAtMost: 0)
+                do throws(WalletError) {
+                    replenished = try await updates.replenishIfLow(card, reason: "no keys left", atMost: 0).fetched
+                } catch {
+                    throw WalletError(
+                        error.code,
+                        "no payment was made: \(card.cardRef) has no payment keys left, and \(error.message)")
+                }
                 taken = try store.usePaymentKey(cardID: card.id)
             }
             guard var keys = taken else {
-                throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left")
+                throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left; no payment was made")
             }
+            // The key is spent: the payment stands whatever the new batch's fate. Failing it here said a payment that
+            // had used a key had failed; the refill is asked for again by the next payment.
+            var problem = ""
             if keys.remaining <= WalletTokenUpdates.keyThreshold {
-                keys = try await updates.replenish(
-                    card, reason: "below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
+                do throws(WalletError) {
+                    let refill = try await updates.replenishIfLow(
+                        card, reason: "below threshold", atMost: WalletTokenUpdates.keyThreshold)
+                    keys = refill.keys
+                    replenished = replenished || refill.fetched
+                } catch {
+                    problem = error.message
+                    logger.withTraceID(context.traceID).warning(
+                        "payment made, but its new batch of keys could not be fetched",
+                        ["card_ref": card.cardRef, "error": error.message])
+                }
             }
-            let replenished = keys.batches > start.batches
-            return response(card, id, keys, replenished: replenished)
+            var answer = response(card, id, keys, replenished: replenished)
+            answer.replenishmentProblem = problem
+            return answer
         }
     }
 

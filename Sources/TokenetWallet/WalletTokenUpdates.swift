@@ -73,11 +73,22 @@ struct WalletTokenUpdates: Sendable {
         }
         // A batch asked for by name (an MG push, an activation) is fetched as asked.
         guard let limit else { return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason) }
+        return try await replenishIfLow(card, reason: reason, atMost: limit).keys
+    }
+
+    /// `replenish(_:reason:ifAtMost:)`, saying whether this request fetched the batch (rather than finding one
+    /// another payment asked for): a payment says "a new batch was fetched" only for its own.
+    func replenishIfLow(_ card: WalletCardRecord, reason: String, atMost limit: UInt32)
+        async throws(WalletError) -> (keys: PaymentKeyCount, fetched: Bool)
+    {
+        guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
+            throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
+        }
         do {
             return try await keyRequests.one(card: card.id) {
                 let now = try store.paymentKeys(cardID: card.id)
-                if now.remaining > limit { return now }
-                return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason)
+                if now.remaining > limit { return (now, false) }
+                return (try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason), true)
             }
         } catch let error as WalletError {
             throw error

@@ -130,6 +130,10 @@ extension PartyText {
         return "\(response.cardRef): \(paid ? "paid with one payment key; " : "")\(left) (the wallet fetches a new "
             + "batch at \(response.threshold) or fewer; \(batches) so far)"
             + (response.replenished ? "; a new batch was fetched" : "")
+            + (response.replenishmentProblem.isEmpty
+                ? ""
+                : "\nwarning: the new batch could not be fetched (\(response.replenishmentProblem)); the next "
+                    + "payment asks again")
     }
 
     static func walletTransactions(_ response: WalletV1.WalletTransactionsResponse) -> String {

@@ -352,7 +352,8 @@ import TokenetWire
         let answers = try await payments.value
         #expect(answers.count == 6)
         #expect(tsp.recorded.replenishments.count == requestsBefore + 1, "\(tsp.recorded.replenishments)")
-        #expect(answers.filter(\.replenished).count >= 1)
+        // Only the payment whose request fetched the batch says so.
+        #expect(answers.filter(\.replenished).count == 1, "\(answers.map(\.replenished))")
         let after = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
         #expect(after.keysRemaining + 2 == FakeTSPLifecycle.keysPerBatch && after.batches == 2)
     }
@@ -457,6 +458,53 @@ import TokenetWire
                 == .failedPrecondition)
         try await wallet.notifications.handle(Self.cardState(.active))
         #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
+    }
+
+    /// A payment that took its key stands when the new batch it asks for cannot be fetched: it failed UNAVAILABLE
+    /// with a key spent, read the same as a payment that spent nothing. The next payment asks again. One that finds
+    /// no key and cannot get a batch says that no payment was made.
+    @Test func aPaymentStandsWhenItsNewBatchCannotBeFetched() async throws {
+        let (wallet, _) = try await Self.digitized()
+        for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        for left: UInt32 in [3, 2, 1, 0] {
+            let paid = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+            #expect(paid.keysRemaining == left && !paid.replenished)
+            #expect(paid.replenishmentProblem.contains("the TSP is away"), "\(paid.replenishmentProblem)")
+        }
+        await expectRPCError(.unavailable, "no payment was made: card-1 has no payment keys left, and the TSP's") {
+            try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        }
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 0)
+        tsp.state.withLock { $0.replenishmentFailure = nil }
+        let refilled = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        #expect(refilled.replenished && refilled.replenishmentProblem.isEmpty)
+        #expect(refilled.keysRemaining + 1 == FakeTSPLifecycle.keysPerBatch)
+    }
+
+    /// A card that becomes ACTIVE again at or below the threshold (its payments' batches were refused while it was
+    /// suspended) gets a new batch then, not only at its next payment.
+    @Test func aCardResumedBelowTheThresholdGetsABatch() async throws {
+        let (wallet, _) = try await Self.digitized()
+        for _ in 0..<7 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        let card = try wallet.store.card(ref: "card-1")
+        let before = try wallet.store.paymentKeys(cardID: card.id)
+        #expect(before.remaining == 13)  // the seventh payment fetched its batch at 3
+        for _ in 0..<10 { _ = try wallet.store.usePaymentKey(cardID: card.id) }
+        let low = try wallet.store.paymentKeys(cardID: card.id)
+        #expect(low.remaining == 3)
+        let keys = Self.paymentKeys(wallet)
+        await keys.handle(
+            WalletV1.WalletEvent(
+                kind: .tokenStatusChanged, digitalCardID: card.result!.digitalCardID, tokenState: .active))
+        let after = try wallet.store.paymentKeys(cardID: card.id)
+        #expect(after.batches == low.batches + 1 && after.remaining == 3 + FakeTSPLifecycle.keysPerBatch)
+        // With more than the threshold left, a resume fetches nothing.
+        await keys.handle(
+            WalletV1.WalletEvent(
+                kind: .tokenStatusChanged, digitalCardID: card.result!.digitalCardID, tokenState: .active))
+        #expect(try wallet.store.paymentKeys(cardID: card.id) == after)
     }
 
     /// An ACTIVE card whose activation the wallet did not act on (it stopped right after, so the first batch was

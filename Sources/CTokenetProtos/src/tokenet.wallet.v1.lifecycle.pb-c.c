@@ -911,7 +911,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_request__desc
   (ProtobufCMessageInit) tokenet__wallet__v1__payment_keys_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response__field_descriptors[7] =
 {
   {
     "card_ref",
@@ -985,6 +985,18 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__payment_keys_response
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "replenishment_problem",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__PaymentKeysResponse, replenishment_problem),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__payment_keys_response__field_indices_by_name[] = {
   4,   /* field[4] = batches */
@@ -992,12 +1004,13 @@ static const unsigned tokenet__wallet__v1__payment_keys_response__field_indices_
   1,   /* field[1] = digital_card_id */
   2,   /* field[2] = keys_remaining */
   5,   /* field[5] = replenished */
+  6,   /* field[6] = replenishment_problem */
   3,   /* field[3] = threshold */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__payment_keys_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_response__descriptor =
 {
@@ -1007,7 +1020,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__payment_keys_response__des
   "Tokenet__Wallet__V1__PaymentKeysResponse",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__PaymentKeysResponse),
-  6,
+  7,
   tokenet__wallet__v1__payment_keys_response__field_descriptors,
   tokenet__wallet__v1__payment_keys_response__field_indices_by_name,
   1,  tokenet__wallet__v1__payment_keys_response__number_ranges,

@@ -326,6 +326,10 @@ extension WalletV1 {
         /// True when this call fetched a new batch.
         public var replenished: Bool = false
 
+        /// Set when the payment took its key but the new batch it asked for could not be fetched: why. The payment went
+        /// through; the next one asks again.
+        public var replenishmentProblem: String = ""
+
         public init() {}
 
         public init(
@@ -334,7 +338,8 @@ extension WalletV1 {
             keysRemaining: UInt32 = 0,
             threshold: UInt32 = 0,
             batches: UInt32 = 0,
-            replenished: Bool = false
+            replenished: Bool = false,
+            replenishmentProblem: String = ""
         ) {
             self.cardRef = cardRef
             self.digitalCardID = digitalCardID
@@ -342,6 +347,7 @@ extension WalletV1 {
             self.threshold = threshold
             self.batches = batches
             self.replenished = replenished
+            self.replenishmentProblem = replenishmentProblem
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -351,6 +357,7 @@ extension WalletV1 {
             self.threshold = try reader.read(4)
             self.batches = try reader.read(5)
             self.replenished = try reader.read(6)
+            self.replenishmentProblem = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -360,6 +367,7 @@ extension WalletV1 {
             try writer.write(4, threshold)
             try writer.write(5, batches)
             try writer.write(6, replenished)
+            try writer.write(7, replenishmentProblem)
         }
     }
 }

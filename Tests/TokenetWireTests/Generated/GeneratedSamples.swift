@@ -2263,6 +2263,7 @@ extension WalletV1.PaymentKeysResponse {
         base.threshold = 3999999996
         base.batches = 3999999995
         base.replenished = true
+        base.replenishmentProblem = "replenishment_problem-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

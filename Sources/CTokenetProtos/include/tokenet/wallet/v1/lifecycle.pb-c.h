@@ -177,10 +177,15 @@ struct  Tokenet__Wallet__V1__PaymentKeysResponse
    * True when this call fetched a new batch.
    */
   protobuf_c_boolean replenished;
+  /*
+   * Set when the payment took its key but the new batch it asked for could not be fetched: why. The payment went
+   * through; the next one asks again.
+   */
+  char *replenishment_problem;
 };
 #define TOKENET__WALLET__V1__PAYMENT_KEYS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__payment_keys_response__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Wallet__V1__WalletChangeCardStateRequest methods */
