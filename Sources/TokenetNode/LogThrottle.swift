@@ -114,12 +114,28 @@ extension Logger {
         _ message: String, error: String, peer: String? = nil, throttledBy throttle: LogThrottle,
         at now: ContinuousClock.Instant = .now
     ) {
+        log(.info, message, error: error, peer: peer, throttledBy: throttle, at: now)
+    }
+
+    /// `info(_:error:peer:throttledBy:at:)` at warning: for a failure the node itself has (out of file
+    /// descriptors), which an operator filtering at warning must still see.
+    public func warning(
+        _ message: String, error: String, peer: String? = nil, throttledBy throttle: LogThrottle,
+        at now: ContinuousClock.Instant = .now
+    ) {
+        log(.warning, message, error: error, peer: peer, throttledBy: throttle, at: now)
+    }
+
+    func log(
+        _ level: LogLevel, _ message: String, error: String, peer: String?, throttledBy throttle: LogThrottle,
+        at now: ContinuousClock.Instant
+    ) {
         throttle.submit(at: now) { [self] notShown in
             switch (peer, notShown > 0) {
-            case (let peer?, true): info(message, ["peer": peer, "error": error, "not_shown": String(notShown)])
-            case (let peer?, false): info(message, ["peer": peer, "error": error])
-            case (nil, true): info(message, ["error": error, "not_shown": String(notShown)])
-            case (nil, false): info(message, ["error": error])
+            case (let peer?, true): log(level, message, ["peer": peer, "error": error, "not_shown": String(notShown)])
+            case (let peer?, false): log(level, message, ["peer": peer, "error": error])
+            case (nil, true): log(level, message, ["error": error, "not_shown": String(notShown)])
+            case (nil, false): log(level, message, ["error": error])
             }
         }
     }

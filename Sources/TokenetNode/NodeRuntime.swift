@@ -64,6 +64,8 @@ public final class NodeRuntime: Sendable {
         makeListener: NodeListenerFactory = defaultNodeListener,
         announce: (String) -> Void
     ) throws(NodeError) -> NodeRuntime {
+        let (options, descriptorWarning) = DescriptorBudget.fit(options, limit: DescriptorBudget.openFileLimit())
+        if let descriptorWarning { logger.warning(descriptorWarning) }
         try checkTLSFiles(options)
         let expiry = try checkOwnIdentity(options, spec: spec)
         if let warning = expiryWarning(expiry, certificate: options.certificatePath) {

@@ -170,12 +170,27 @@ public final class RPCNodeListener: NodeListener {
         }
         // A connection that ended in a problem (a protocol error, an unanswered ping, a failed read) is worth a
         // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.
+        // Throttled as refusals are: a peer that opens connections only to let them fail wrote a line for each (329
+        // in one run), one a second says it with the count of those not shown.
+        let closedWithProblems = LogThrottle()
         let logConnection: @Sendable (ConnectionRecord) -> Void = { record in
             let peer = record.peer?.uri ?? "plaintext"
             let (seconds, attoseconds) = record.duration.components
             let milliseconds = String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
             if let problem = record.problem {
-                logger.info("connection closed", ["peer": peer, "duration_ms": milliseconds, "problem": problem])
+                closedWithProblems.submit { notShown in
+                    if notShown > 0 {
+                        logger.info(
+                            "connection closed",
+                            [
+                                "peer": peer, "duration_ms": milliseconds, "problem": problem,
+                                "not_shown": String(notShown),
+                            ])
+                    } else {
+                        logger.info(
+                            "connection closed", ["peer": peer, "duration_ms": milliseconds, "problem": problem])
+                    }
+                }
             } else {
                 logger.debug("connection closed", ["peer": peer, "duration_ms": milliseconds])
             }
@@ -209,7 +224,7 @@ public final class RPCNodeListener: NodeListener {
                 let (host, port) = (options.listen.host, options.listen.port)
                 guard let tls else {
                     let listener = try await PlainListener.bind(host: host, port: port, on: loop) { failure in
-                        logger.info("accept failed", error: "\(failure)", throttledBy: refusals)
+                        logger.warning("accept failed", error: "\(failure)", throttledBy: refusals)
                     }
                     return .success(.plain(listener))
                 }
@@ -230,7 +245,7 @@ public final class RPCNodeListener: NodeListener {
                             throttledBy: failure.code == .tooManyHandshakes ? handshakeRefusals : refusals)
                     },
                     onAcceptFailure: { failure in
-                        logger.info("accept failed", error: "\(failure)", throttledBy: refusals)
+                        logger.warning("accept failed", error: "\(failure)", throttledBy: refusals)
                     }, handshakesPerAddress: options.addressHandshakes)
                 return .success(.tls(listener))
             } catch let error as TransportError where error.code == .invalidAddress {

@@ -25,3 +25,21 @@ import TokenetTestSupport
         #expect(DiskSpace.available(at: "relative/not/made") != nil)
     }
 }
+
+/// The connection limits fitted to the file-descriptor limit.
+@Suite struct DescriptorBudgetTests {
+    @Test func defaultsAreLoweredToFitAndGivenValuesKeptWithAWarning() {
+        let defaults = NodeOptions()
+        #expect(DescriptorBudget.fit(defaults, limit: 1024).warning == nil)
+        #expect(DescriptorBudget.fit(defaults, limit: nil).warning == nil)
+        let (fitted, warning) = DescriptorBudget.fit(defaults, limit: 64)
+        #expect(fitted.peerConnections == 8 && fitted.addressHandshakes == 8)
+        #expect(warning?.contains("a peer may hold 8 connections and an address 8 handshakes") == true)
+        #expect(DescriptorBudget.fit(defaults, limit: 20).0.peerConnections == 1)
+        var given = defaults
+        given.connectionLimitsGiven = true
+        let (kept, keptWarning) = DescriptorBudget.fit(given, limit: 64)
+        #expect(kept.peerConnections == 64 && kept.addressHandshakes == 64)
+        #expect(keptWarning?.contains("give limits of 8 or fewer") == true, "\(keptWarning ?? "")")
+    }
+}
