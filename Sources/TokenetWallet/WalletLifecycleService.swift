@@ -33,7 +33,14 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                     TspV1.ChangeTokenStateRequest(
                         digitalCardID: digitalCardID, action: request.action, reasonCode: request.reasonCode))
             } catch let error as RPCError {
-                throw RPCError(error.code, "the TSP's ChangeTokenState failed: \(error.message)", cause: error)
+                // Past its deadline the call may have reached the TSP's handler all the same: said, so that a
+                // person checks before repeating it.
+                let mayHaveHappened =
+                    error.code == .deadlineExceeded
+                    ? "; the TSP may have made the change all the same: the card's state shows it once the TSP's "
+                        + "notification arrives (tokenet wallet cards)" : ""
+                throw RPCError(
+                    error.code, "the TSP's ChangeTokenState failed: \(error.message)\(mayHaveHappened)", cause: error)
             }
             let stored: WalletCardRecord
             do throws(WalletError) {

@@ -138,6 +138,20 @@ import TokenetWire
         #expect(await events.next()?.digitalCardID == "marker")
     }
 
+    /// A change whose deadline passed may have been made at the TSP all the same: the message says so, where a bare
+    /// DEADLINE_EXCEEDED read as a change that did not happen.
+    @Test func aChangePastItsDeadlineSaysTheTSPMayHaveMadeIt() async throws {
+        let (wallet, _) = try await Self.digitized()
+        wallet.lifecycleTSP.state.withLock { $0.refusal = RPCError(.deadlineExceeded, "the deadline passed") }
+        await expectRPCError(
+            .deadlineExceeded,
+            "the TSP's ChangeTokenState failed: the deadline passed; the TSP may have made the change all the same"
+        ) {
+            try await wallet.lifecycle.changeCardState(
+                .init(cardRef: "card-1", action: .suspend, reasonCode: "USER_REQUEST"))
+        }
+    }
+
     @Test func theTSPsRefusalPassesThroughAndChangesNothing() async throws {
         let (wallet, _) = try await Self.digitized()
         wallet.lifecycleTSP.state.withLock {
