@@ -13,7 +13,6 @@ import TokenetWire
 @Suite struct ConnectionHogTests {
     @Test(.timeLimit(.minutes(3))) func aPeerOpeningConnectionsInALoopIsRefusedAndOthersAreServed() async throws {
         let scratch = try TemporaryDirectory()
-        let pki = DevelopmentPKI.shared
         // 64 descriptors: without the limits the hog's 100 connections would take every one of them.
         let tsp = try await DescriptorLimitedTSP.start(
             in: scratch, ["--peer-connections", "3", "--address-handshakes", "8"])
@@ -21,12 +20,7 @@ import TokenetWire
         let (node, address) = (tsp.node, tsp.address)
         let loop = try EventLoop(name: "test-connection-hog")
         defer { loop.shutdown() }
-        func context(_ name: String) throws -> TLSContext {
-            try TLSContext(
-                configuration: .client(
-                    certificateChainFile: pki.path("\(name).pem"), privateKeyFile: pki.path("\(name).key"),
-                    trustedCAFile: pki.path("ca.pem")))
-        }
+        let context = DescriptorLimitedTSP.clientContext
         func health(_ client: RPCClient) async throws -> HealthV1.ServingStatus {
             try await client.unary(
                 HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30))

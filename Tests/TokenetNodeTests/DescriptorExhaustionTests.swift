@@ -75,7 +75,6 @@ import TokenetWire
     /// another peer is served while they are held.
     @Test(.timeLimit(.minutes(3))) func defaultLimitsAreFittedToALowDescriptorLimit() async throws {
         let scratch = try TemporaryDirectory()
-        let pki = DevelopmentPKI.shared
         let tsp = try await DescriptorLimitedTSP.start(in: scratch)
         defer { tsp.stop() }
         let (node, address) = (tsp.node, tsp.address)
@@ -86,12 +85,7 @@ import TokenetWire
                     + "hold 8 connections and an address 8 handshakes in progress"), "\(log)")
         let loop = try EventLoop(name: "test-descriptor-budget")
         defer { loop.shutdown() }
-        func context(_ name: String) throws -> TLSContext {
-            try TLSContext(
-                configuration: .client(
-                    certificateChainFile: pki.path("\(name).pem"), privateKeyFile: pki.path("\(name).key"),
-                    trustedCAFile: pki.path("ca.pem")))
-        }
+        let context = DescriptorLimitedTSP.clientContext
         let hog = try context("wallet")
         var held: [TLSConnection] = []
         for _ in 0..<60 {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetTestSupport
+import TokenetTransport
 
 @testable import TokenetNode
 
@@ -9,6 +10,15 @@ import TokenetTestSupport
 struct DescriptorLimitedTSP {
     let node: LaunchedProcess
     let address: HostPort
+
+    /// A client's TLS context with the development PKI's certificate of `name` (`wallet`, `operator`).
+    static func clientContext(_ name: String) throws -> TLSContext {
+        let pki = DevelopmentPKI.shared
+        return try TLSContext(
+            configuration: .client(
+                certificateChainFile: pki.path("\(name).pem"), privateKeyFile: pki.path("\(name).key"),
+                trustedCAFile: pki.path("ca.pem")))
+    }
 
     /// Starts the node in `scratch` with `arguments` added, and waits until it is ready. The caller stops it
     /// (`stop()`), also when the test fails.

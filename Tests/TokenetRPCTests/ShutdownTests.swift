@@ -177,8 +177,9 @@ import TokenetWire
 
     /// A server over the server's end of an in-memory pipe as `wrap` makes it, and a client-streaming call in
     /// progress on it whose handler has started and reads requests until the client ends them (it never does).
-    static func callInProgress(_ wrap: (InMemoryByteStream) -> any ByteStream) async throws -> (
-        server: RPCServer, client: RPCClient, responses: ResponseStream<Scalars>, serving: Task<Void, Never>
+    static func callInProgress<Stream: ByteStream>(_ wrap: (InMemoryByteStream) -> Stream) async throws -> (
+        stream: Stream, server: RPCServer, client: RPCClient, responses: ResponseStream<Scalars>,
+        serving: Task<Void, Never>
     ) {
         let (router, started) = routerReadingRequestsToTheEnd()
         let server = RPCServer(router: router)
@@ -189,20 +190,14 @@ import TokenetWire
         let (requests, responses) = try client.bidirectional(Echo.clientStream.openedAsStreamForTest)
         try await requests.send(Scalars())
         try await started.wait()
-        return (server, client, responses, serving)
+        return (stream, server, client, responses, serving)
     }
 
     /// With `--drain-timeout 0` the drain ends while the goaway is still being written. The stream was closed under
     /// that write, and the statuses queued behind it never went: the call's client saw the connection drop instead of
     /// the reason. A write in progress now gets a moment to finish, and the statuses follow it.
     @Test(.timeLimit(.minutes(3))) func aWriteInProgressWhenTheDrainEndsStillDeliversTheStatuses() async throws {
-        var slow: SlowWritingStream?
-        let (server, client, responses, serving) = try await Self.callInProgress { end in
-            let stream = SlowWritingStream(end)
-            slow = stream
-            return stream
-        }
-        let slowStream = try #require(slow)
+        let (slowStream, server, client, responses, serving) = try await Self.callInProgress(SlowWritingStream.init)
 
         slowStream.slowDown()
         server.shutdown()  // its goaway is now being written, slowly
@@ -223,13 +218,7 @@ import TokenetWire
     /// A peer that stops reading leaves the server's writes waiting; `endDrain` cuts them by closing the stream,
     /// so the connection ends instead of holding the server forever.
     @Test(.timeLimit(.minutes(3))) func theEndOfTheDrainCutsOffAPeerThatReadsNothing() async throws {
-        var stalled: StallingStream?
-        let (server, client, _, serving) = try await Self.callInProgress { end in
-            let stream = StallingStream(end)
-            stalled = stream
-            return stream
-        }
-        let stalling = try #require(stalled)
+        let (stalling, server, client, _, serving) = try await Self.callInProgress(StallingStream.init)
 
         stalling.stall()
         server.shutdown()  // its goaway waits in a write the peer never takes
