@@ -144,7 +144,8 @@ import TokenetTransport
         let retried = try #require(
             text().firstMatch(of: /error: line 22: expected NOT_FOUND, got OK after (\d+) calls in 1s/),
             "\(text().suffix(2000))")
-        #expect(Int(retried.output.1) ?? 0 >= 3, "\(text().suffix(2000))")
+        // Called again at least once (a loaded machine fits fewer calls in the second).
+        #expect(Int(retried.output.1) ?? 0 >= 2, "\(text().suffix(2000))")
 
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)

@@ -76,6 +76,7 @@ import TokenetWire
                     throw error
                 }
             case "stubborn":
+                started.count.add(1, ordering: .relaxed)
                 // Outlives its deadline however late the server's check fires on a loaded machine: it waits (up to
                 // 30 s) until it is cancelled and the deadline has passed on the server's clock too (the caller's
                 // cancel can come a little before it), then answers as if it had not noticed.
@@ -146,8 +147,9 @@ import TokenetWire
     @Test(.timeLimit(.minutes(3)), arguments: Placement.allCases)
     func aHandlerThatOutlivesTheDeadlineEndsWithDeadlineExceeded(_ placement: Placement) async throws {
         let records = Mutex<[CallRecord]>([])
+        let started = Counter()
         let setup = try await Self.setUp(
-            placement, Self.router(), callLog: { record in records.withLock { $0.append(record) } }
+            placement, Self.router(started: started), callLog: { record in records.withLock { $0.append(record) } }
         )
         let client = setup.client
         try await setup.run {
@@ -158,7 +160,15 @@ import TokenetWire
             #expect(error?.code == .deadlineExceeded)
         }
         #expect(try await Self.eventually { records.withLock { !$0.isEmpty } })
-        #expect(records.withLock { $0.map(\.code) } == [.deadlineExceeded])
+        // On a loaded machine the caller's deadline (counted from before it sent the call) can fire, and its cancel
+        // reach the server, before the handler has its request: the call is then not handled at all, and its log
+        // says CANCELLED. A handler that ran and outlived the deadline ends DEADLINE_EXCEEDED.
+        let codes = records.withLock { $0.map(\.code) }
+        if started.value == 0 {
+            #expect(codes == [.cancelled] || codes == [.deadlineExceeded], "\(codes)")
+        } else {
+            #expect(codes == [.deadlineExceeded])
+        }
         await setup.stop()
     }
 
