@@ -164,15 +164,24 @@ import TokenetWire
         try await Task.sleep(for: .milliseconds(50))
         #expect(server.connectionCount == 1, "the call holds the connection during the drain")
         #expect(server.endDrain(reason: "the drain is over") == 1)
-        do {
-            for try await _ in responses {}
-            Issue.record("the call was not ended")
-        } catch let error as RPCError {
-            #expect(error.code == .unavailable)
-            #expect(error.message == "the drain is over")
-        }
+        await Self.expectEndedByTheDrain(responses)
         await serving.value
         #expect(server.connectionCount == 0)
+    }
+
+    /// Expects the call's responses to end UNAVAILABLE with the reason `endDrain` was given in these tests.
+    static func expectEndedByTheDrain(
+        _ responses: ResponseStream<Scalars>, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        do {
+            for try await _ in responses {}
+            Issue.record("the call was not ended", sourceLocation: sourceLocation)
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable, sourceLocation: sourceLocation)
+            #expect(error.message == "the drain is over", "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+        }
     }
 
     /// A server over the server's end of an in-memory pipe as `wrap` makes it, and a client-streaming call in
@@ -204,13 +213,7 @@ import TokenetWire
         for _ in 0..<500 where !slowStream.isWriting { try await Task.sleep(for: .milliseconds(2)) }
         try #require(slowStream.isWriting)
         #expect(server.endDrain(reason: "the drain is over") == 1)
-        do {
-            for try await _ in responses {}
-            Issue.record("the call was not ended")
-        } catch let error as RPCError {
-            #expect(error.code == .unavailable)
-            #expect(error.message == "the drain is over", "\(error)")
-        }
+        await Self.expectEndedByTheDrain(responses)
         await serving.value
         await client.close()
     }
