@@ -11,6 +11,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
     static let maximumIssuerBatch = 10
     /// Limited-use payment keys per batch.
     static let keysPerBatch: UInt32 = 10
+    /// The longest `ReplenishPaymentKeysRequest.request_id` kept: a wallet's UUID is 36.
+    static let maxRequestIDLength = 64
 
     let tsp: TSPService
 
@@ -110,6 +112,11 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     .failedPrecondition,
                     "token \"\(token.digitalCardID)\" is \(token.state); payment keys are issued to ACTIVE tokens only")
             }
+            guard request.requestID.utf8.count <= Self.maxRequestIDLength else {
+                throw TSPError(
+                    .invalidArgument,
+                    "request_id has \(request.requestID.utf8.count) bytes; at most \(Self.maxRequestIDLength) are kept")
+            }
             let batchID = UUID().uuidString.lowercased()
             let body = TspV1.ReplenishmentBody(
                 keysIssued: Self.keysPerBatch, keysRemainingBefore: request.keysRemaining)
@@ -117,12 +124,19 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                 notification: D1.notification(
                     .replenishment, from: .mg, cardID: token.digitalCardID, body: .replenishment(body)),
                 recipients: [.issuerApp])
-            await tsp.published(
+            let batch = await tsp.published(
                 try tsp.store.insertKeyBatch(
                     id: batchID, digitalCardID: token.digitalCardID, issued: Self.keysPerBatch,
-                    remainingBefore: request.keysRemaining, nowMs: tsp.nowMs, announcing: [announcement]),
+                    remainingBefore: request.keysRemaining, requestID: request.requestID, nowMs: tsp.nowMs,
+                    announcing: [announcement]),
                 log: log)
-            return TspV1.ReplenishPaymentKeysResponse(batchID: batchID, keysIssued: Self.keysPerBatch)
+            if batch.reissued {
+                log.info(
+                    "key batch answered again",
+                    ["digital_card_id": token.digitalCardID, "batch_id": batch.id, "request_id": request.requestID])
+            }
+            return TspV1.ReplenishPaymentKeysResponse(
+                batchID: batch.id, keysIssued: batch.issued, reissued: batch.reissued)
         }
     }
 

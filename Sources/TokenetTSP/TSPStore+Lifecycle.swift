@@ -270,9 +270,9 @@ extension TSPStore {
     /// transaction (FAILED_PRECONDITION otherwise, NOT_FOUND for an unknown token): the caller read it before, and a
     /// suspend or delete that committed since must not be followed by keys for a token that no longer pays.
     func insertKeyBatch(
-        id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, nowMs: UInt64,
-        announcing announcements: [Announcement] = []
-    ) throws -> Journaled<Void> {
+        id: String, digitalCardID: String, issued: UInt32, remainingBefore: UInt32, requestID: String = "",
+        nowMs: UInt64, announcing announcements: [Announcement] = []
+    ) throws -> Journaled<KeyBatch> {
         try journaling(
             { tx in
                 guard
@@ -284,12 +284,34 @@ extension TSPStore {
                         .failedPrecondition,
                         "token \"\(digitalCardID)\" is \(state); payment keys are issued to ACTIVE tokens only")
                 }
+                // Looked up in the transaction that would insert it: two requests with one id at once (a wallet that
+                // asked again while its first call still ran here) get one batch.
+                if !requestID.isEmpty,
+                    let earlier = try tx.queryOne(
+                        "SELECT id, keys_issued FROM key_batches WHERE digital_card_id = ? AND request_id = ?",
+                        [digitalCardID, requestID])
+                {
+                    return KeyBatch(id: try earlier.text(0), issued: UInt32(try earlier.int64(1)), reissued: true)
+                }
                 _ = try tx.execute(
                     """
-                    INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms)
-                    VALUES (?, ?, ?, ?, ?)
-                    """, [id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs)])
-            }, announce: { announcements })
+                    INSERT INTO key_batches (id, digital_card_id, keys_issued, keys_remaining_before, at_ms, request_id)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        id, digitalCardID, Int64(issued), Int64(remainingBefore), Int64(nowMs),
+                        requestID.isEmpty ? nil : requestID,
+                    ])
+                return KeyBatch(id: id, issued: issued, reissued: false)
+            }, announce: { batch in batch.reissued ? [] : announcements })
+    }
+
+    /// A batch of payment keys as `insertKeyBatch` answers it: `reissued` when the request's id named one issued
+    /// before, which is answered again and announced no second time.
+    struct KeyBatch: Equatable {
+        let id: String
+        let issued: UInt32
+        let reissued: Bool
     }
 
     func keyBatchCount(of digitalCardID: String) throws -> Int {

@@ -258,5 +258,15 @@ extension TSPStore {
                 CREATE INDEX transactions_authn_pending ON transactions(authn_expires_at_ms)
                     WHERE authn_status = 'PENDING';
                 """),
+        // The wallet's id for a key-batch request (`ReplenishPaymentKeysRequest.request_id`): asked again with it, the
+        // TSP answers with the batch it issued, so an answer the wallet never recorded is not followed by a second
+        // batch. Batches issued before this migration have none.
+        Migration(
+            version: 17, name: "key_batch_request_ids",
+            sql: """
+                ALTER TABLE key_batches ADD COLUMN request_id TEXT;
+                CREATE UNIQUE INDEX key_batches_request ON key_batches(digital_card_id, request_id)
+                    WHERE request_id IS NOT NULL;
+                """),
     ]
 }

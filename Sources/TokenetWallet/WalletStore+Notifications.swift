@@ -79,6 +79,43 @@ extension WalletStore {
         }.filter { $0.result?.tokenState == .active }
     }
 
+    /// The id of the card's key-batch request: the one still on its way (its batch not recorded yet: its answer was
+    /// lost, or the wallet stopped first), or a new one, stored before the request is sent.
+    public func keyRequestID(cardID: Int64) throws(WalletError) -> String {
+        try run("keep the key batch request's id") {
+            try database.transaction { tx in
+                if let row = try tx.queryOne(
+                    "SELECT pending_request_id FROM payment_keys WHERE card_id = ? AND pending_request_id IS NOT NULL",
+                    [cardID])
+                {
+                    return try row.text(0)
+                }
+                let id = UUID().uuidString.lowercased()
+                _ = try tx.execute(
+                    """
+                    INSERT INTO payment_keys (card_id, remaining, batches, pending_request_id) VALUES (?, 0, 0, ?)
+                    ON CONFLICT(card_id) DO UPDATE SET pending_request_id = excluded.pending_request_id
+                    """, [cardID, id])
+                return id
+            }
+        }
+    }
+
+    /// Adds the batch that answered the request `requestID` and forgets that id, once: nil, adding nothing, when that
+    /// request is no longer on its way (another request that carried its id recorded the batch).
+    public func recordKeyBatch(cardID: Int64, count: UInt32, requestID: String) throws(WalletError)
+        -> PaymentKeyCount?
+    {
+        let changed = try run("store a batch of payment keys") {
+            try database.execute(
+                """
+                UPDATE payment_keys SET remaining = remaining + ?, batches = batches + 1, pending_request_id = NULL
+                WHERE card_id = ? AND pending_request_id = ?
+                """, [Int64(count), cardID, requestID])
+        }
+        return changed.changes == 1 ? try paymentKeys(cardID: cardID) : nil
+    }
+
     /// Adds a batch of keys.
     public func addPaymentKeys(cardID: Int64, count: UInt32) throws(WalletError) -> PaymentKeyCount {
         try run("store a batch of payment keys") {

@@ -106,6 +106,12 @@ public final class WalletStore: Sendable {
         // a switch of account answers with the card of the account now in use, and switching back finds the first
         // account's card still selected. The card selected before this migration is the first selected.
         Migration(version: 8, name: "account_selections", sql: WalletStore.accountSelectionSchema),
+        // The id of the key-batch request a card has on its way (`ReplenishPaymentKeysRequest.request_id`), kept
+        // until its batch is recorded: a request whose answer was lost, or that the wallet stopped before recording,
+        // is asked again with it and the TSP answers with the batch it issued then.
+        Migration(
+            version: 9, name: "payment_key_request_ids",
+            sql: "ALTER TABLE payment_keys ADD COLUMN pending_request_id TEXT;"),
     ]
 
     public init(database: Database) throws(WalletError) {

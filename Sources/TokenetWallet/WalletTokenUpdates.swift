@@ -71,7 +71,8 @@ struct WalletTokenUpdates: Sendable {
         guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
             throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
         }
-        // A batch asked for by name (an MG push, an activation) is fetched as asked.
+        // A batch asked for by name (an MG push, an activation) is fetched as asked. One asked for while another
+        // request for the card is on its way carries that request's id, and so shares its batch.
         guard let limit else { return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason) }
         return try await replenishIfLow(card, reason: reason, atMost: limit).keys
     }
@@ -101,18 +102,30 @@ struct WalletTokenUpdates: Sendable {
         async throws(WalletError) -> PaymentKeyCount
     {
         let before = try store.paymentKeys(cardID: card.id)
+        // Stored before the call: the same request asked again after a lost answer or a restart gets the batch the
+        // TSP issued for it, not a second one.
+        let requestID = try store.keyRequestID(cardID: card.id)
         let batch: TspV1.ReplenishPaymentKeysResponse
         do {
             batch = try await tsp.replenishPaymentKeys(
-                TspV1.ReplenishPaymentKeysRequest(digitalCardID: digitalCardID, keysRemaining: before.remaining))
+                TspV1.ReplenishPaymentKeysRequest(
+                    digitalCardID: digitalCardID, keysRemaining: before.remaining, requestID: requestID))
         } catch let error as RPCError {
             throw WalletError(Self.code(of: error), "the TSP's ReplenishPaymentKeys failed: \(error.message)")
         } catch {
             throw WalletError(.unavailable, "the TSP's ReplenishPaymentKeys failed: \(error)")
         }
-        let after = try store.addPaymentKeys(cardID: card.id, count: batch.keysIssued)
+        guard let after = try store.recordKeyBatch(cardID: card.id, count: batch.keysIssued, requestID: requestID)
+        else {
+            logger.info(
+                "payment key batch already recorded: another request for the card carried the same id",
+                ["card_ref": card.cardRef, "reason": reason])
+            return try store.paymentKeys(cardID: card.id)
+        }
         logger.info(
-            "payment keys replenished",
+            batch.reissued
+                ? "payment keys replenished with the batch issued for an earlier request whose answer was not recorded"
+                : "payment keys replenished",
             ["card_ref": card.cardRef, "reason": reason, "issued": "\(batch.keysIssued)", "left": "\(after.remaining)"])
         return after
     }

@@ -14,6 +14,23 @@ import TokenetCard
         #expect(try fixture.store.keyBatchCount(of: "D1") == 1)
     }
 
+    @Test func aRequestIDNamesOneBatchPerToken() throws {
+        let fixture = try SameCardStoreTests.Fixture()
+        try fixture.token("D1", state: .active)
+        try fixture.token("D2", state: .active)
+        let first = try fixture.store.insertKeyBatch(
+            id: "b1", digitalCardID: "D1", issued: 10, remainingBefore: 2, requestID: "r", nowMs: 1)
+        let again = try fixture.store.insertKeyBatch(
+            id: "b2", digitalCardID: "D1", issued: 12, remainingBefore: 0, requestID: "r", nowMs: 2)
+        #expect(first.value == .init(id: "b1", issued: 10, reissued: false))
+        #expect(again.value == .init(id: "b1", issued: 10, reissued: true))
+        let other = try fixture.store.insertKeyBatch(
+            id: "b3", digitalCardID: "D2", issued: 10, remainingBefore: 2, requestID: "r", nowMs: 3)
+        #expect(other.value == .init(id: "b3", issued: 10, reissued: false))
+        #expect(try fixture.store.keyBatchCount(of: "D1") == 1)
+        #expect(try fixture.store.keyBatchCount(of: "D2") == 1)
+    }
+
     @Test(arguments: [TokenLifecycleStateMachine.State.inactive, .suspended, .deactivated])
     func aTokenThatNoLongerPaysGetsNoBatch(_ state: TokenLifecycleStateMachine.State) throws {
         let fixture = try SameCardStoreTests.Fixture()

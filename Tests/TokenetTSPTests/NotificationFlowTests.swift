@@ -261,6 +261,46 @@ import TokenetWire
         }
     }
 
+    /// A wallet that asks again with the id of a request whose answer it never recorded gets that batch again: one
+    /// batch, one MG REPLENISHMENT to the issuer app. A new id gets a new batch; another token's id space is its own.
+    @Test func aKeyBatchRequestAskedAgainGetsTheSameBatch() async throws {
+        let tsp = try TSPHarness.make()
+        let id = try await LifecycleTests.activeToken(tsp)
+        let wallet = LifecycleTests.lifecycle(tsp, as: LifecycleTests.wallet1)
+        let first = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 2, requestID: "r-1"))
+        let again = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0, requestID: "r-1"))
+        #expect(!first.reissued && again.reissued)
+        #expect(again.batchID == first.batchID && again.keysIssued == first.keysIssued)
+        #expect(try Self.keyBatches(tsp, id) == 1)
+        #expect(tsp.published.of("REPLENISHMENT").count == 1)
+        #expect(tsp.logs.lines.contains { $0.contains("key batch answered again") && $0.contains("r-1") })
+
+        let next = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0, requestID: "r-2"))
+        #expect(!next.reissued && next.batchID != first.batchID)
+        let unnamed = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0))
+        let unnamedAgain = try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0))
+        #expect(unnamed.batchID != unnamedAgain.batchID && !unnamedAgain.reissued)
+        #expect(try Self.keyBatches(tsp, id) == 4)
+        #expect(tsp.published.of("REPLENISHMENT").count == 4)
+
+        await expectRPCError(.invalidArgument, "request_id has 65 bytes; at most 64") {
+            try await wallet.replenishPaymentKeys(
+                .init(digitalCardID: id, keysRemaining: 0, requestID: String(repeating: "r", count: 65)))
+        }
+        // A token no longer ACTIVE gets no batch, not even one issued for the same request before.
+        _ = try await wallet.changeTokenState(LifecycleTests.change(id, .suspend))
+        await expectRPCError(.failedPrecondition, "ACTIVE tokens only") {
+            try await wallet.replenishPaymentKeys(.init(digitalCardID: id, keysRemaining: 0, requestID: "r-1"))
+        }
+    }
+
+    static func keyBatches(_ tsp: TSPHarness, _ id: String) throws -> Int {
+        let store = try TSPStore.open(
+            path: tsp.directory + "/tsp.sqlite", key: try TSPKeyFiles.loadVault(dataDirectory: tsp.directory))
+        defer { try? store.database.close() }
+        return try store.keyBatchCount(of: id)
+    }
+
     @Test func mgPushAsksTheWalletToReplenish() async throws {
         let tsp = try TSPHarness.make()
         let id = try await LifecycleTests.activeToken(tsp)

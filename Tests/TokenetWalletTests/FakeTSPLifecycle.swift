@@ -19,6 +19,11 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         /// When true, ReplenishPaymentKeys waits for `releaseHeldReplenishment` before it answers: a TSP slow to
         /// answer while the wallet stops.
         var holdReplenishment = false
+        /// How many of the next batches are issued and then lost on the way back (the wallet gets UNAVAILABLE).
+        var answersToLose = 0
+        /// The batches issued, and the batch issued for each request id, which answers that id again as the TSP does.
+        var issuedBatches = 0
+        var batchOfRequest: [String: String] = [:]
         var held: [CheckedContinuation<Void, Never>] = []
         /// Runs before ChangeTokenState answers: what reaches the wallet while its call is under way.
         var whileChanging: (@Sendable (TspV1.ChangeTokenStateRequest, CardV1.TokenState) async throws -> Void)?
@@ -81,12 +86,21 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
                 heldReplenishments.continuation.yield()
             }
         }
-        let count = try state.withLock { state in
+        return try state.withLock { state in
             if let failure = state.replenishmentFailure { throw failure }
             state.replenishments.append(request)
-            return state.replenishments.count
+            if let batch = state.batchOfRequest[request.requestID] {
+                return TspV1.ReplenishPaymentKeysResponse(batchID: batch, keysIssued: Self.keysPerBatch, reissued: true)
+            }
+            state.issuedBatches += 1
+            let batch = "batch-\(state.issuedBatches)"
+            if !request.requestID.isEmpty { state.batchOfRequest[request.requestID] = batch }
+            if state.answersToLose > 0 {
+                state.answersToLose -= 1
+                throw RPCError(.unavailable, "the answer was lost on its way back")
+            }
+            return TspV1.ReplenishPaymentKeysResponse(batchID: batch, keysIssued: Self.keysPerBatch)
         }
-        return TspV1.ReplenishPaymentKeysResponse(batchID: "batch-\(count)", keysIssued: Self.keysPerBatch)
     }
 
     func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws

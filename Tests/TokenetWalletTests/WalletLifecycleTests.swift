@@ -439,8 +439,13 @@ import TokenetWire
         #expect(after.batches == before.batches + 1)
         #expect(try wallet.store.inbox().map(\.messageID) == [push.messageID])
 
+        // The first delivery's request, answered at last, carried the id the second one asked with: its batch is
+        // the one already recorded, and the wallet's count of batches stays the TSP's.
         tsp.releaseHeldReplenishment()
         _ = try? await cutShort.value
+        let settled = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(settled.batches == after.batches && settled.keysRemaining == after.keysRemaining)
+        #expect(tsp.recorded.issuedBatches == Int(after.batches))
     }
 
     /// A message the store cannot keep (the database cannot be written) is not taken as handled: the handler
@@ -461,6 +466,33 @@ import TokenetWire
                 == .failedPrecondition)
         try await wallet.notifications.handle(Self.cardState(.active))
         #expect(wallet.lifecycleTSP.recorded.replenishments.count == 1)
+    }
+
+    /// A batch the TSP issued whose answer never reached the wallet is asked for again with the same request id and
+    /// recorded once: the wallet counts the batches the TSP issued, where it used to ask for a new one and leave the
+    /// first unaccounted for. The request after it has an id of its own.
+    @Test func aKeyBatchWhoseAnswerWasLostIsAskedForAgainByItsID() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let tsp = wallet.lifecycleTSP
+        for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        tsp.state.withLock { $0.answersToLose = 1 }
+        let lost = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        #expect(lost.keysRemaining == 3 && !lost.replenished)
+        #expect(lost.replenishmentProblem.contains("the answer was lost"), "\(lost.replenishmentProblem)")
+        let again = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))
+        #expect(again.replenished && again.keysRemaining == 2 + FakeTSPLifecycle.keysPerBatch)
+        let reissued = "issued for an earlier request whose answer was not recorded"
+        #expect(wallet.logs.lines.contains { $0.contains(reissued) })
+
+        let ids = tsp.recorded.replenishments.map(\.requestID)
+        #expect(ids.count == 3 && !ids[0].isEmpty && ids[1] != ids[0] && ids[2] == ids[1], "\(ids)")
+        let keys = try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1"))
+        #expect(keys.batches == 2 && tsp.recorded.issuedBatches == 2)
+
+        for _ in 0..<9 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        let next = tsp.recorded.replenishments.map(\.requestID)
+        #expect(next.count == 4 && !ids.contains(next[3]), "\(next)")
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).batches == 3)
     }
 
     /// A payment that took its key stands when the new batch it asks for cannot be fetched: it failed UNAVAILABLE

@@ -36,6 +36,31 @@ import TokenetWire
         }
     }
 
+    /// A key-batch request's id is stored before the request is sent and kept until its batch is recorded, across a
+    /// restart: the wallet that stopped before recording asks again with it. Its batch is recorded once.
+    @Test func aKeyBatchRequestIDOutlivesARestartUntilItsBatchIsRecorded() throws {
+        let directory = try TestScratch.path("wallet")
+        let path = directory + "/" + WalletNode.databaseFileName
+        let cardID: Int64
+        let requestID: String
+        do {
+            let store = try WalletStore.open(path: path)
+            cardID = try store.addPending(
+                source: .manual, scheme: .visa, panLast4: "1111", receipt: "r", receiptExpiresAtMs: 10, terms: nil,
+                walletAccountID: "wallet-account-1", nowMs: 1
+            ).id
+            requestID = try store.keyRequestID(cardID: cardID)
+            #expect(try store.keyRequestID(cardID: cardID) == requestID)
+            #expect(try store.paymentKeys(cardID: cardID) == PaymentKeyCount(remaining: 0, batches: 0))
+        }
+        let store = try WalletStore.open(path: path)
+        #expect(try store.keyRequestID(cardID: cardID) == requestID)
+        #expect(try store.recordKeyBatch(cardID: cardID, count: 10, requestID: requestID)?.batches == 1)
+        #expect(try store.recordKeyBatch(cardID: cardID, count: 10, requestID: requestID) == nil)
+        #expect(try store.paymentKeys(cardID: cardID) == PaymentKeyCount(remaining: 10, batches: 1))
+        #expect(try store.keyRequestID(cardID: cardID) != requestID)
+    }
+
     /// A page damaged past the file's header shows only when a call reads it. That call said INTERNAL "try again",
     /// and every retry failed the same way; it is DATA_LOSS now, naming the file to restore.
     @Test func damageFoundByACallIsDataLossNotTryAgain() async throws {

@@ -1362,7 +1362,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__change_issuer_token_states_re
   (ProtobufCMessageInit) tokenet__tsp__v1__change_issuer_token_states_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_request__field_descriptors[3] =
 {
   {
     "digital_card_id",
@@ -1388,15 +1388,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "request_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ReplenishPaymentKeysRequest, request_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__replenish_payment_keys_request__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
   1,   /* field[1] = keys_remaining */
+  2,   /* field[2] = request_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__replenish_payment_keys_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_request__descriptor =
 {
@@ -1406,14 +1419,14 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_reques
   "Tokenet__Tsp__V1__ReplenishPaymentKeysRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ReplenishPaymentKeysRequest),
-  2,
+  3,
   tokenet__tsp__v1__replenish_payment_keys_request__field_descriptors,
   tokenet__tsp__v1__replenish_payment_keys_request__field_indices_by_name,
   1,  tokenet__tsp__v1__replenish_payment_keys_request__number_ranges,
   (ProtobufCMessageInit) tokenet__tsp__v1__replenish_payment_keys_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_response__field_descriptors[3] =
 {
   {
     "batch_id",
@@ -1439,15 +1452,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__replenish_payment_keys_r
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "reissued",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__ReplenishPaymentKeysResponse, reissued),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__replenish_payment_keys_response__field_indices_by_name[] = {
   0,   /* field[0] = batch_id */
   1,   /* field[1] = keys_issued */
+  2,   /* field[2] = reissued */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__replenish_payment_keys_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_response__descriptor =
 {
@@ -1457,7 +1483,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_respon
   "Tokenet__Tsp__V1__ReplenishPaymentKeysResponse",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__ReplenishPaymentKeysResponse),
-  2,
+  3,
   tokenet__tsp__v1__replenish_payment_keys_response__field_descriptors,
   tokenet__tsp__v1__replenish_payment_keys_response__field_indices_by_name,
   1,  tokenet__tsp__v1__replenish_payment_keys_response__number_ranges,

@@ -213,21 +213,29 @@ extension TspV1 {
         /// The keys the wallet still holds for the token.
         public var keysRemaining: UInt32 = 0
 
+        /// The wallet's id for this request, kept until it has recorded the batch: asked again with the same id (its answer
+        /// was lost, or the wallet stopped before recording it), the TSP answers with the batch it issued for it, not a new
+        /// one. Empty: every request gets a new batch.
+        public var requestID: String = ""
+
         public init() {}
 
-        public init(digitalCardID: String = "", keysRemaining: UInt32 = 0) {
+        public init(digitalCardID: String = "", keysRemaining: UInt32 = 0, requestID: String = "") {
             self.digitalCardID = digitalCardID
             self.keysRemaining = keysRemaining
+            self.requestID = requestID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
             self.keysRemaining = try reader.read(2)
+            self.requestID = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
             try writer.write(2, keysRemaining)
+            try writer.write(3, requestID)
         }
     }
 }
@@ -243,21 +251,27 @@ extension TspV1 {
 
         public var keysIssued: UInt32 = 0
 
+        /// True when request_id named a batch issued before: this answer is that batch again.
+        public var reissued: Bool = false
+
         public init() {}
 
-        public init(batchID: String = "", keysIssued: UInt32 = 0) {
+        public init(batchID: String = "", keysIssued: UInt32 = 0, reissued: Bool = false) {
             self.batchID = batchID
             self.keysIssued = keysIssued
+            self.reissued = reissued
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.batchID = try reader.read(1)
             self.keysIssued = try reader.read(2)
+            self.reissued = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, batchID)
             try writer.write(2, keysIssued)
+            try writer.write(3, reissued)
         }
     }
 }
@@ -1012,7 +1026,8 @@ extension TspV1 {
             service: serviceName, name: "ChangeIssuerTokenStates", kind: .unary, allowedRoles: ["issuer"]
         )
 
-        /// A new batch of limited-use payment keys for a token of the calling wallet.
+        /// A new batch of limited-use payment keys for a token of the calling wallet (FAILED_PRECONDITION unless the token
+        /// is ACTIVE), or, asked again with an earlier request's request_id, the batch issued for that request.
         public static let replenishPaymentKeys = MethodDescriptor<TspV1.ReplenishPaymentKeysRequest, TspV1.ReplenishPaymentKeysResponse>(
             service: serviceName, name: "ReplenishPaymentKeys", kind: .unary, allowedRoles: ["wallet"]
         )

@@ -1752,6 +1752,7 @@ extension TspV1.ReplenishPaymentKeysRequest {
         var base = Self()
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.keysRemaining = 3999999998
+        base.requestID = "request_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1761,6 +1762,7 @@ extension TspV1.ReplenishPaymentKeysResponse {
         var base = Self()
         base.batchID = "batch_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.keysIssued = 3999999998
+        base.reissued = true
         return [base]
     }
 }

@@ -139,10 +139,16 @@ struct  Tokenet__Tsp__V1__ReplenishPaymentKeysRequest
    * The keys the wallet still holds for the token.
    */
   uint32_t keys_remaining;
+  /*
+   * The wallet's id for this request, kept until it has recorded the batch: asked again with the same id (its answer
+   * was lost, or the wallet stopped before recording it), the TSP answers with the batch it issued for it, not a new
+   * one. Empty: every request gets a new batch.
+   */
+  char *request_id;
 };
 #define TOKENET__TSP__V1__REPLENISH_PAYMENT_KEYS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__replenish_payment_keys_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__ReplenishPaymentKeysResponse
@@ -150,10 +156,14 @@ struct  Tokenet__Tsp__V1__ReplenishPaymentKeysResponse
   ProtobufCMessage base;
   char *batch_id;
   uint32_t keys_issued;
+  /*
+   * True when request_id named a batch issued before: this answer is that batch again.
+   */
+  protobuf_c_boolean reissued;
 };
 #define TOKENET__TSP__V1__REPLENISH_PAYMENT_KEYS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__replenish_payment_keys_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Tokenet__Tsp__V1__RequestReplenishmentRequest
