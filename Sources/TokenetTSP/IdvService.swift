@@ -11,7 +11,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
     {
         try await tsp.handling("SelectIdvMethod", context) { log in
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
-            let token = try requireToken(request.digitalCardID)
+            let token = try requireToken(request.digitalCardID, context)
             guard !request.methodID.isEmpty else { throw TSPError(.invalidArgument, "method_id is required") }
             // The state first: a token approved outright was offered no method, and "not offered; offered: none"
             // hid that it is live already and needs no ID&V.
@@ -87,7 +87,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
     func submitOTP(_ request: TspV1.SubmitOtpRequest, context: ServerContext) async throws -> TspV1.SubmitOtpResponse {
         try await tsp.handling("SubmitOtp", context) { log in
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
-            let token = try requireToken(request.digitalCardID)
+            let token = try requireToken(request.digitalCardID, context)
             guard !request.code.isEmpty else { throw TSPError(.invalidArgument, "code is required") }
             let result = try await tsp.stateChanges.run {
                 let before = try tsp.store.token(token.digitalCardID) ?? token
@@ -126,7 +126,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
     func resendOTP(_ request: TspV1.ResendOtpRequest, context: ServerContext) async throws -> TspV1.ResendOtpResponse {
         try await tsp.handling("ResendOtp", context) { log in
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
-            let token = try requireToken(request.digitalCardID)
+            let token = try requireToken(request.digitalCardID, context)
             let code = OTPCode.generate()
             let (action, previous) = try tsp.store.resendOTP(
                 digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
@@ -170,11 +170,15 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         return " (the issuer offered no method but one-time codes: delete the card and add it again)"
     }
 
-    private func requireToken(_ digitalCardID: String) throws -> TokenRecord {
+    /// The calling wallet's token. Another wallet's is refused before its state is read or a code is sent or
+    /// checked: a wallet node that learnt a token's id could otherwise have the cardholder sent codes, spend the
+    /// token's tries, or activate it.
+    private func requireToken(_ digitalCardID: String, _ context: ServerContext) throws -> TokenRecord {
         guard !digitalCardID.isEmpty else { throw TSPError(.invalidArgument, "digital_card_id is required") }
         guard let token = try tsp.store.token(digitalCardID) else {
             throw TSPError.unknownToken(digitalCardID)
         }
+        try TSPService.requireWallet(context.peer?.nodeID, owns: token)
         return token
     }
 

@@ -55,6 +55,35 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "ACTIVE") { try await submit(tsp, card, code) }
     }
 
+    /// Another wallet node is refused every ID&V call on a token it did not digitize, before anything is sent or
+    /// counted: no code reaches the cardholder, no try is spent, and the right code does not activate the token.
+    @Test func anotherWalletCannotStepUpAToken() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        let selected = try await select(tsp, card)
+        let code = try #require(tsp.otp.lastCode)
+        let sent = tsp.otp.sent.count
+        let other = TspV1.Idv.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.wallet2))
+        let refusal = "was not digitized through this wallet"
+        await expectRPCError(.permissionDenied, refusal) {
+            try await other.selectIdvMethod(.init(digitalCardID: card, methodID: "otp-sms"))
+        }
+        await expectRPCError(.permissionDenied, refusal) { try await other.resendOTP(.init(digitalCardID: card)) }
+        await expectRPCError(.permissionDenied, refusal) {
+            try await other.submitOTP(.init(digitalCardID: card, code: Self.wrong(code)))
+        }
+        await expectRPCError(.permissionDenied, refusal) {
+            try await other.submitOTP(.init(digitalCardID: card, code: code))
+        }
+        #expect(tsp.otp.sent.count == sent)
+        let history = try await tsp.control.tokenHistory(TspV1.TokenHistoryRequest(digitalCardID: card))
+        #expect(history.token?.state == .inactive)
+        // The wallet that digitized it still has every try.
+        let wrong = try await submit(tsp, card, Self.wrong(code))
+        #expect(wrong.triesLeft == selected.triesLeft - 1)
+        #expect(try await submit(tsp, card, code).result == .success)
+    }
+
     /// The right code publishes CARD_STATE ACTIVE to the wallet and the issuer app, once: a wallet whose answer
     /// was lost (it crashed, or the connection was cut) learns of the activation from the broker, since submitting
     /// the code again is refused once the token is ACTIVE. Wrong codes publish nothing.

@@ -402,7 +402,8 @@ extension TspV1 {
 }
 
 extension TspV1 {
-    /// The wallet's side: pick one of the methods the Digitize answer listed, then prove the cardholder with it.
+    /// The wallet's side: pick one of the methods the Digitize answer listed, then prove the cardholder with it. Only the
+    /// wallet node that digitized the token may: any other is PERMISSION_DENIED before a code is sent or checked.
     public enum Idv {
         public static let serviceName = "tokenet.tsp.v1.Idv"
 
