@@ -131,10 +131,20 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
             let log = logger.withTraceID(context.traceID)
             switch request.result {
             case .approved:
-                // The TSP's version of the state, as for its other answers and CARD_STATE: the activation can reach
-                // the wallet after a later change of the token (the issuer suspending it), which it must not undo.
+                // The issuer app's word is taken for the one change an in-app activation makes, INACTIVE to ACTIVE,
+                // and only while the card is INACTIVE: the activation can reach the wallet after a later change of the
+                // token (the issuer suspending it), which it must not undo. Its state version is not stored: the
+                // TSP's CARD_STATE for the activation carries the TSP's own, and a version the issuer app sent could
+                // otherwise outrank every later state the TSP publishes, leaving the card ACTIVE here for good.
+                guard request.tokenState == .active else {
+                    log.warning(
+                        "the issuer app approved the activation with a state other than ACTIVE; the wallet waits for "
+                            + "the TSP's",
+                        ["card_ref": card.cardRef, "token_state": request.tokenState.protoValueName ?? "?"])
+                    return WalletV1.BankingAppActivationAck(changed: false)
+                }
                 let (stored, changed) = try store.updateTokenState(
-                    id: card.id, state: request.tokenState, version: request.stateVersion, nowMs: clock())
+                    id: card.id, state: .active, from: .inactive, nowMs: clock())
                 if changed {
                     events.publish(
                         WalletV1.WalletEvent(
@@ -144,7 +154,10 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                 }
                 log.info(
                     "the issuer app approved the activation",
-                    ["card_ref": card.cardRef, "token_state": request.tokenState.protoValueName ?? "?"])
+                    [
+                        "card_ref": card.cardRef, "token_state": request.tokenState.protoValueName ?? "?",
+                        "issuer_state_version": "\(request.stateVersion)",
+                    ])
                 return WalletV1.BankingAppActivationAck(changed: changed)
             case .failure:
                 log.info("the issuer app did not activate", ["card_ref": card.cardRef, "reason": request.reason])

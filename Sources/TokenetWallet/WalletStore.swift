@@ -259,10 +259,13 @@ public final class WalletStore: Sendable {
     /// the CARD_STATE of a later resume by the issuer, and storing it would leave the card SUSPENDED while the TSP
     /// holds it ACTIVE. A state without a version is stored as before. DEACTIVATED is final whatever the version:
     /// the TSP never changes a deleted token, so a state heard after the delete is stale (or not the TSP's) and
-    /// must not make a deleted card live again.
-    public func updateTokenState(id: Int64, state: CardV1.TokenState, version: UInt64 = 0, nowMs: UInt64)
-        throws(WalletError) -> (card: WalletCardRecord, changed: Bool)
-    {
+    /// must not make a deleted card live again; for the same reason a DEACTIVATED is stored whatever its version, so
+    /// a version that did not come from the TSP cannot keep a deleted token live in the wallet.
+    ///
+    /// `from`: the change is made only when the stored state is that one (judged in the same transaction).
+    public func updateTokenState(
+        id: Int64, state: CardV1.TokenState, version: UInt64 = 0, from: CardV1.TokenState? = nil, nowMs: UInt64
+    ) throws(WalletError) -> (card: WalletCardRecord, changed: Bool) {
         try run("update the card's token state") {
             let changed = try database.transaction { tx in
                 guard let row = try tx.queryOne("SELECT result FROM cards WHERE id = ?", [id]),
@@ -270,7 +273,8 @@ public final class WalletStore: Sendable {
                 else { throw WalletError(.failedPrecondition, "\(WalletCardRecord.ref(id)) has no digital card") }
                 var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
                 guard result.tokenState != .deactivated else { return false }
-                guard version == 0 || version > result.stateVersion else { return false }
+                if let from, result.tokenState != from { return false }
+                guard version == 0 || version > result.stateVersion || state == .deactivated else { return false }
                 let changed = result.tokenState != state
                 guard changed || version > result.stateVersion else { return false }
                 result.tokenState = state

@@ -237,4 +237,52 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         var iterator = subscription.events.makeAsyncIterator()
         #expect(await iterator.next()?.digitalCardID == "marker")
     }
+
+    /// The issuer app's state version is not the wallet's to keep. One far ahead of the TSP's (99) outranked every
+    /// CARD_STATE the TSP sent after it, and even the answer to the wallet's own delete, so the card stayed ACTIVE
+    /// in the wallet while the TSP held it SUSPENDED and then DEACTIVATED. A state other than ACTIVE is left to the
+    /// TSP's own CARD_STATE.
+    @Test func theIssuerAppsStateVersionDoesNotOutrankTheTSPs() async throws {
+        let (wallet, _) = try await Self.steppedUp(stateVersion: 1)
+        var opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        let suspendedByApp = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(
+                digitalCardID: Self.digitalCardID, result: .approved, tokenState: .suspended,
+                sessionID: opened.sessionID, stateVersion: 50))
+        #expect(!suspendedByApp.changed)
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .inactive)
+
+        opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        let approved = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
+            .init(
+                digitalCardID: Self.digitalCardID, result: .approved, tokenState: .active, sessionID: opened.sessionID,
+                stateVersion: 99))
+        #expect(approved.changed)
+        var stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .active && stored?.stateVersion == 1)
+        #expect(wallet.logs.lines.contains { $0.contains("issuer_state_version=99") })
+
+        var suspended = TspV1.Notification(
+            messageID: "m-1", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
+            cardID: Self.digitalCardID)
+        suspended.body = .cardState(
+            .init(tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "issuer", stateVersion: 3))
+        try await wallet.notifications.handle(suspended)
+        stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .suspended && stored?.stateVersion == 3)
+    }
+
+    /// The TSP never changes a deleted token, so its DEACTIVATED is stored whatever version the wallet holds: a
+    /// version from elsewhere cannot keep a deleted card live.
+    @Test func aDeactivationIsStoredWhateverTheVersionHeld() async throws {
+        let (wallet, _) = try await Self.steppedUp(stateVersion: 1)
+        let card = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.updateTokenState(id: card.id, state: .active, version: 99, nowMs: 1)
+        #expect(
+            try wallet.store.updateTokenState(id: card.id, state: .suspended, version: 4, nowMs: 2).changed == false)
+        let deleted = try wallet.store.updateTokenState(id: card.id, state: .deactivated, version: 5, nowMs: 3)
+        #expect(deleted.changed && deleted.card.result?.tokenState == .deactivated)
+        let revived = try wallet.store.updateTokenState(id: card.id, state: .active, version: 200, nowMs: 4)
+        #expect(!revived.changed && revived.card.result?.tokenState == .deactivated)
+    }
 }

@@ -116,8 +116,8 @@ extension WalletV1 {
         public var sessionID: String = ""
 
         /// APPROVED: the version of token_state (tokenet.tsp.v1.DigitizeResponse.state_version), as the TSP answered the
-        /// issuer app. The wallet keeps a later state it already heard (a CARD_STATE suspending the token, say) and
-        /// ignores this one; 0 from an issuer app that does not send it, whose state the wallet stores as before.
+        /// issuer app; logged only. The wallet keeps the versions the TSP itself sends: one taken from another party
+        /// could outrank every later state the TSP publishes.
         public var stateVersion: UInt64 = 0
 
         public init() {}
@@ -239,9 +239,9 @@ extension WalletV1 {
             service: serviceName, name: "OpenIssuerApp", kind: .unary, allowedRoles: ["operator"]
         )
 
-        /// The issuer app's answer once the cardholder finished (or gave up) in the app. APPROVED records the token
-        /// state the TSP reported, unless the wallet already holds a later one (state_version), and emits
-        /// TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
+        /// The issuer app's answer once the cardholder finished (or gave up) in the app. APPROVED with token_state ACTIVE
+        /// makes a card the wallet holds INACTIVE ACTIVE (any other state is left to the TSP's CARD_STATE, which also brings
+        /// the state's version), and emits TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
         /// FAILURE changes nothing on the card (the wallet logs the reason). An unknown digital card, or one of another
         /// issuer than the calling app's (DigitizeResponse.issuer_node_id), is NOT_FOUND; a session the wallet did not open for that card (or already heard about) is FAILED_PRECONDITION.
         public static let bankingAppActivationResponse = MethodDescriptor<WalletV1.BankingAppActivationRequest, WalletV1.BankingAppActivationAck>(

@@ -91,8 +91,8 @@ struct  Tokenet__Wallet__V1__BankingAppActivationRequest
   char *session_id;
   /*
    * APPROVED: the version of token_state (tokenet.tsp.v1.DigitizeResponse.state_version), as the TSP answered the
-   * issuer app. The wallet keeps a later state it already heard (a CARD_STATE suspending the token, say) and
-   * ignores this one; 0 from an issuer app that does not send it, whose state the wallet stores as before.
+   * issuer app; logged only. The wallet keeps the versions the TSP itself sends: one taken from another party
+   * could outrank every later state the TSP publishes.
    */
   uint64_t state_version;
 };
