@@ -71,6 +71,19 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A key kept in a node's data directory, which other users must not be able to read: a key that decrypts what
+    /// was sealed to it (every card's data, for the TSP's card keys) is refused with the command that fixes it, as
+    /// the vault and access-token keys are.
+    public convenience init(ownerOnlyFile path: String) throws(CardError) {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            throw CardError(
+                .invalidKey, "the key file \(path) is readable by other users (mode \(mode)); run chmod 600 \(path)")
+        }
+        try self.init(contentsOfFile: path)
+    }
+
     /// The key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`). Store it with 0600 permissions.
     public func pem() throws(CardError) -> String {
         OpenSSLErrorQueue.clear()

@@ -38,7 +38,9 @@ public enum NodeMain {
             }
             if let parent = options.parentPID { try ParentWatch.checkRunning(Int32(parent)) }
         } catch {
-            writeStandardError("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option.")
+            // Masked as log lines are: an option's value is echoed, and a card number typed into the wrong place
+            // must not land in the node's log stream.
+            writeStandardError(maskPAN("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option."))
             exit(error.exitStatus)
         }
 

@@ -41,7 +41,11 @@ public final class NodeRuntime: Sendable {
                 "--data-dir: \(named) \(problem), not a directory; give a directory, or a path where one can be made")
         }
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            // 0700 whatever the umask: the directory holds the node's database and keys, and one that other users
+            // may write lets them replace those files, whatever the files' own modes. One that exists is left as
+            // its owner made it.
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw NodeError(.io, "--data-dir: cannot create \(named)", cause: DescribedError(error))
         }

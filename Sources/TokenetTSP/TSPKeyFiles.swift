@@ -14,7 +14,7 @@ enum TSPKeyFiles {
         let currentPath = directory + "/card-key-current.pem"
         let current: RSAPrivateKey
         if FileManager.default.fileExists(atPath: currentPath) {
-            current = try RSAPrivateKey(contentsOfFile: currentPath)
+            current = try RSAPrivateKey(ownerOnlyFile: currentPath)
         } else {
             current = try RSAPrivateKey.generate()
             try current.write(toFile: currentPath)
@@ -22,7 +22,7 @@ enum TSPKeyFiles {
         let retired = try FileManager.default.contentsOfDirectory(atPath: directory)
             .filter { $0.hasPrefix("card-key-retired-") && $0.hasSuffix(".pem") }
             .sorted()
-            .map { name throws in try RSAPrivateKey(contentsOfFile: directory + "/" + name) }
+            .map { name throws in try RSAPrivateKey(ownerOnlyFile: directory + "/" + name) }
         return TSPKeyring(current: current, retired: retired)
     }
 

@@ -39,6 +39,19 @@ import Testing
         #expect(try RSAPrivateKey(contentsOfFile: path).kid == Fixtures.key.kid)
     }
 
+    /// A key file other users can read is refused with what to run, as the vault key is; the owner's own loads.
+    @Test func anOwnerOnlyKeyFileOthersCanReadIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rsa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("card-key-current.pem").path
+        try Fixtures.key.write(toFile: path)
+        #expect(try RSAPrivateKey(ownerOnlyFile: path).kid == Fixtures.key.kid)
+        chmod(path, 0o644)
+        let refusal = try #require(throws: CardError.self) { try RSAPrivateKey(ownerOnlyFile: path) }
+        #expect(refusal.message == "the key file \(path) is readable by other users (mode 644); run chmod 600 \(path)")
+    }
+
     @Test func badKeysGiveClearErrors() throws {
         #expect(throws: CardError.self) { try RSAPrivateKey(pem: "garbage") }
         do {

@@ -334,6 +334,16 @@ import TokenetWire
         #expect(result.stdout.isEmpty)
     }
 
+    /// An option's value is echoed in its error, on the node's log stream: a card number typed into the wrong place
+    /// shows masked there, as in every log line.
+    @Test func aCardNumberInABadOptionIsMasked() async throws {
+        let result = try await LaunchedProcess.run(
+            "wallet-node", ["--plaintext", "--listen", "4111111111111111", "--tsp", "4111 1111 1111 1111:80"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("************1111"), "\(result.stderr)")
+        #expect(!result.stderr.contains("4111111111111111") && !result.stderr.contains("4111 1111"))
+    }
+
     /// A TSP database that is not a database, or is damaged: the file named with what to do, status 2 as the
     /// wallet and the issuer say it. It was status 1, as a node that fails while running, with SQLite's words alone.
     @Test func aDamagedTSPDatabaseIsNamedWithWhatToDo() async throws {

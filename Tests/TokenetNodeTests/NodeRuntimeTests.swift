@@ -143,6 +143,18 @@ import TokenetWire
 
     /// A file where the data directory should be is a wrong --data-dir (status 2), named as such, where mkdir's
     /// "File exists" (status 1) left the person guessing.
+    /// The data directory holds the database and the keys: made 0700 whatever the umask, where it was 0777 under
+    /// `umask 000` and other users could replace the files in it.
+    @Test func aNewDataDirectoryIsTheOwnersOnly() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("data/tsp")
+        let before = umask(0)
+        defer { umask(before) }
+        try NodeRuntime.makeDataDirectory(path, isDefault: false)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o700, "mode \(String(mode ?? 0, radix: 8))")
+    }
+
     @Test func aFileAsTheDataDirectoryIsAConfigError() throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("afile")
