@@ -99,6 +99,7 @@ public enum TSPNode {
             service.reportIssuerAddresses()
             runInBackground?({ [journal = service.journal] in await journal.retryUntilCancelled() })
             runInBackground?({ [service] in await service.expireAuthnsUntilCancelled() })
+            runInBackground?({ [service] in await service.forgetSpentCardDataUntilCancelled() })
         } catch let error as NodeError {
             throw error
         } catch let error as CardError where error.isKeyFileProblem {

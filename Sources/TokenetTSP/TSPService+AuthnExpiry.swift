@@ -62,4 +62,40 @@ extension TSPService {
             }
         }
     }
+
+    /// How often the node forgets card security codes no longer needed and deletes card data that expired unused
+    /// (`TSPStore.forgetSpentCardData`); the first sweep runs at start.
+    static let cardDataSweepInterval = Duration.seconds(60)
+
+    /// Sweeps card data every `cardDataSweepInterval` until cancelled (the node's stop), each sweep in batches until
+    /// nothing is left. A sweep that fails is logged and tried again at the next one.
+    func forgetSpentCardDataUntilCancelled(every interval: Duration = cardDataSweepInterval) async {
+        while !Task.isCancelled {
+            do {
+                var total = TSPStore.CardDataSweep()
+                while true {
+                    let sweep = try store.forgetSpentCardData(nowMs: nowMs)
+                    total.securityCodesForgotten += sweep.securityCodesForgotten
+                    total.expiredDeleted += sweep.expiredDeleted
+                    if sweep.securityCodesForgotten + sweep.expiredDeleted == 0 || Task.isCancelled { break }
+                    await Task.yield()
+                }
+                if total != TSPStore.CardDataSweep() {
+                    logger.info(
+                        "card data no longer needed was forgotten",
+                        [
+                            "security_codes": "\(total.securityCodesForgotten)",
+                            "expired_deleted": "\(total.expiredDeleted)",
+                        ])
+                }
+            } catch {
+                logger.warning("cannot forget spent card data", ["error": "\(error)"])
+            }
+            do {
+                try await Task.sleep(for: interval)
+            } catch {
+                return
+            }
+        }
+    }
 }

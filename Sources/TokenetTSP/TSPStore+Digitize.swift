@@ -205,6 +205,10 @@ extension TSPStore {
                 _ = try tx.execute(
                     "UPDATE digitize_requests SET status = 'done', response = ? WHERE request_id = ?",
                     [try response.serializedBytes(), pending.requestID])
+                // The issuer has decided: the card's security code is not kept past it (TSPStore+CardDataRetention).
+                try forgetSecurityCode(
+                    pending.receipt.card, table: "eligibility_receipts", keyColumn: "receipt",
+                    key: pending.receipt.receipt, rowID: "receipt:\(pending.receipt.receipt)", in: tx)
                 return (response, replaced)
             },
             announce: { result in

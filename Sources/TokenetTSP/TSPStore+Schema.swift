@@ -268,5 +268,16 @@ extension TSPStore {
                 CREATE UNIQUE INDEX key_batches_request ON key_batches(digital_card_id, request_id)
                     WHERE request_id IS NOT NULL;
                 """),
+        // Whether a row's sealed card data still holds the card's security code (CVV2). It is needed only until the
+        // issuer has decided the digitization (a pending one asks the issuer again with it) or the push receipt or
+        // session is redeemed: then the card data is sealed again without it (`forgetSpentCardData`), and rows that
+        // expired unused are deleted. 1 for every row stored before, which the first sweep goes through.
+        Migration(
+            version: 18, name: "card_security_codes_forgotten",
+            sql: """
+                ALTER TABLE eligibility_receipts ADD COLUMN security_code_kept INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE push_receipts ADD COLUMN security_code_kept INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE push_sessions ADD COLUMN security_code_kept INTEGER NOT NULL DEFAULT 1;
+                """),
     ]
 }

@@ -158,7 +158,12 @@ final class TSPStore: Sendable {
                 throw TSPError(.failedPrecondition, "the push receipt has expired; ask the issuer app for a new one")
             }
             _ = try tx.execute("UPDATE push_receipts SET used_at_ms = ? WHERE payload = ?", [Int64(nowMs), payload])
-            return try openCard(try row.get(0), rowID: "push-receipt:\(payload)")
+            // Its card goes on into an eligibility receipt; this row keeps it without the security code.
+            let card = try openCard(try row.get(0), rowID: "push-receipt:\(payload)")
+            try forgetSecurityCode(
+                card, table: "push_receipts", keyColumn: "payload", key: payload, rowID: "push-receipt:\(payload)",
+                in: tx)
+            return card
         }
     }
 
@@ -201,7 +206,10 @@ final class TSPStore: Sendable {
                 throw TSPError(.failedPrecondition, "push session \"\(id)\" has expired; create a new push session")
             }
             _ = try tx.execute("UPDATE push_sessions SET used_at_ms = ? WHERE id = ?", [Int64(nowMs), id])
-            return try openCard(try row.get(0), rowID: "push-session:\(id)")
+            let card = try openCard(try row.get(0), rowID: "push-session:\(id)")
+            try forgetSecurityCode(
+                card, table: "push_sessions", keyColumn: "id", key: id, rowID: "push-session:\(id)", in: tx)
+            return card
         }
     }
 }
