@@ -35,7 +35,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 let code = OTPCode.generate()
                 let (action, previous) = try tsp.store.selectOTP(
                     digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
-                    policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+                    policy: tsp.configuration.otpPolicy, cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay,
+                    nowMs: tsp.nowMs)
                 switch action {
                 case .deliver(_, let expiresAtMs):
                     do {
@@ -130,7 +131,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             let code = OTPCode.generate()
             let (action, previous) = try tsp.store.resendOTP(
                 digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
-                nowMs: tsp.nowMs)
+                cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay, nowMs: tsp.nowMs)
             switch action {
             case .deliver(let methodID, let expiresAtMs):
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })

@@ -9,7 +9,8 @@ extension TSPConfiguration {
     /// `eligibility_receipt_ttl_s`, `push_receipt_ttl_s`, `push_session_ttl_s`; notifications:
     /// `notification_max_age_s`, `notification_max_queued`, `notification_max_queued_bytes`; one-time codes:
     /// `otp_validity_ms`
-    /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`; `step_up_ttl_s` (how long
+    /// (how long a code lives), `otp_max_attempts` (tries per code), `otp_max_resends`, `otp_codes_per_card_per_day`
+    /// (codes one card gets in 24 hours across its tokens); `step_up_ttl_s` (how long
     /// a stepped-up token waits for ID&V); `authn_ttl_s` (how long a payment's AUTHN waits for the cardholder);
     /// strong authentication:
     /// `access_token_ttl_s`, `activation_code_ttl_s`, `activation_max_attempts`, `hotp_digits` (6 or 8),
@@ -19,7 +20,8 @@ extension TSPConfiguration {
         "issuer_deadline_ms", "stand_in_max_score", "terms_required", "eligibility_receipt_ttl_s",
         "push_receipt_ttl_s", "push_session_ttl_s", "notification_max_age_s", "notification_max_queued",
         "notification_max_queued_bytes",
-        "otp_validity_ms", "otp_max_attempts", "otp_max_resends", "step_up_ttl_s", "authn_ttl_s",
+        "otp_validity_ms", "otp_max_attempts", "otp_max_resends", "otp_codes_per_card_per_day", "step_up_ttl_s",
+        "authn_ttl_s",
         "access_token_ttl_s", "activation_code_ttl_s", "activation_max_attempts", "hotp_digits", "hotp_look_ahead",
         "hotp_resync_window", "hotp_max_failures", "auth_server_url",
     ]
@@ -63,6 +65,9 @@ extension TSPConfiguration {
         }
         if let value = try file.number("otp_max_attempts", in: 1...10) { configuration.otpMaxAttempts = value }
         if let value = try file.number("otp_max_resends", in: 0...10) { configuration.otpMaxResends = value }
+        if let value = try file.number("otp_codes_per_card_per_day", in: 1...1000) {
+            configuration.otpCodesPerCardPerDay = value
+        }
         if let value = try file.number("step_up_ttl_s", in: 60...(365 * 86_400)) {
             configuration.stepUpValidity = .seconds(value)
         }

@@ -24,6 +24,9 @@ public struct TSPConfiguration: Sendable {
     public var otpMaxAttempts = 3
     public var otpValidity: Duration = .seconds(10 * 60)
     public var otpMaxResends = 3
+    /// One-time codes one card gets in 24 hours, across all its tokens (each time it is added again brings a token
+    /// with codes of its own).
+    public var otpCodesPerCardPerDay = 10
     /// How long the cardholder has to answer a payment's authentication request (AUTHN) in the issuer app; one left
     /// unanswered then is declined, and the wallet and the issuer app are told (`TSPService.expireDueAuthns`).
     public var authnLifetime: Duration = .seconds(5 * 60)

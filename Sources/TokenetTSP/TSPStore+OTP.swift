@@ -31,7 +31,8 @@ extension TSPStore {
     /// says `.deliver`; otherwise the code already out stays the only valid one. Also returns the challenge it
     /// replaced (none for a first code, the expired one otherwise), for `otpDeliveryFailed`.
     func selectOTP(
-        digitalCardID: String, methodID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
+        digitalCardID: String, methodID: String, candidateCode: String, policy: OTPStateMachine.Policy,
+        cardCodesPerDay: Int = .max, nowMs: UInt64
     ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
         let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
         return try database.transaction { tx in
@@ -39,6 +40,9 @@ extension TSPStore {
             let previous = try challenge(tx, digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.select(methodID: methodID, candidateDigest: digest, nowMs: nowMs)
+            if case .deliver = action {
+                try recordCodeSent(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)
+            }
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             return (action, previous)
         }
@@ -52,6 +56,7 @@ extension TSPStore {
     ) throws {
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
         try database.transaction { tx in
+            try forgetCodeSent(tx, digitalCardID: digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
             guard machine.challenge != nil else { return }
             machine.deliveryFailed(digest: digest, previous: previous)
@@ -66,7 +71,8 @@ extension TSPStore {
     /// An explicit resend: a new code replaces the old one while resends are left. Also returns the challenge it
     /// replaced, for `otpDeliveryFailed`.
     func resendOTP(
-        digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, nowMs: UInt64
+        digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, cardCodesPerDay: Int = .max,
+        nowMs: UInt64
     ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
         let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
         return try database.transaction { tx in
@@ -74,6 +80,9 @@ extension TSPStore {
             let previous = try challenge(tx, digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.resend(candidateDigest: digest, nowMs: nowMs)
+            if case .deliver = action {
+                try recordCodeSent(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)
+            }
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             return (action, previous)
         }

@@ -279,5 +279,18 @@ extension TSPStore {
                 ALTER TABLE push_receipts ADD COLUMN security_code_kept INTEGER NOT NULL DEFAULT 1;
                 ALTER TABLE push_sessions ADD COLUMN security_code_kept INTEGER NOT NULL DEFAULT 1;
                 """),
+        // Each one-time code sent, for the cap on codes per card a day (`recordCodeSent`); rows older than a day are
+        // deleted as new ones come.
+        Migration(
+            version: 19, name: "otp_sends",
+            sql: """
+                CREATE TABLE otp_sends (
+                    id INTEGER PRIMARY KEY,
+                    digital_card_id TEXT NOT NULL REFERENCES tokens(digital_card_id),
+                    sent_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX otp_sends_time ON otp_sends(sent_at_ms);
+                CREATE INDEX otp_sends_token ON otp_sends(digital_card_id);
+                """),
     ]
 }

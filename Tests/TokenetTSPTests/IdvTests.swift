@@ -84,6 +84,38 @@ import TokenetWire
         #expect(try await submit(tsp, card, code).result == .success)
     }
 
+    /// A card gets at most `otpCodesPerCardPerDay` codes in 24 hours across its tokens: adding it again brings a
+    /// new token with codes of its own, and 12 SMS reached one cardholder in two seconds that way. The cap counts
+    /// the card, not the token; another card is not held back, and a day later the card gets codes again.
+    @Test func aCardGetsABoundedNumberOfCodesADayHoweverOftenItIsAdded() async throws {
+        var configuration = TSPHarness.configuration
+        configuration.otpCodesPerCardPerDay = 4
+        let tsp = try TSPHarness.make(configuration: configuration)
+        let first = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, first)
+        for _ in 0..<3 { _ = try await tsp.idv.resendOTP(.init(digitalCardID: first)) }
+        #expect(tsp.otp.sent.count == 4)
+
+        let again = try await tsp.digitize(try await tsp.eligibleVisa())
+        try #require(again.tokenState == .inactive)
+        await expectRPCError(.resourceExhausted, "4 one-time codes were sent for the card ending 1111 in the last 24") {
+            try await select(tsp, again.digitalCardID)
+        }
+        #expect(tsp.otp.sent.count == 4)
+        // Refused before anything was stored: the token has no code out, and none of its resends is spent.
+        await expectRPCError(.failedPrecondition, "no code was sent for this token") {
+            try await tsp.idv.submitOTP(.init(digitalCardID: again.digitalCardID, code: "000000"))
+        }
+
+        let otherCard = try await tsp.digitize(try await tsp.checkEligibility(pan: TSPHarness.mastercard))
+        try #require(otherCard.tokenState == .inactive)
+        #expect(try await select(tsp, otherCard.digitalCardID).codeSent)
+
+        tsp.clock.advance(seconds: 86_401)
+        let dayLater = try await tsp.digitize(try await tsp.eligibleVisa())
+        #expect(try await select(tsp, dayLater.digitalCardID).codeSent)
+    }
+
     /// The right code publishes CARD_STATE ACTIVE to the wallet and the issuer app, once: a wallet whose answer
     /// was lost (it crashed, or the connection was cut) learns of the activation from the broker, since submitting
     /// the code again is refused once the token is ACTIVE. Wrong codes publish nothing.
