@@ -17,7 +17,7 @@ enum DecodeCommand {
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
-                    let json = maskPAN(try message(bytes, as: type))
+                    let json = SecretFields.masked(maskPAN(try message(bytes, as: type)))
                     // Hex or base64 text given without its flag often reads as a message of fields the type does not
                     // have, which printed as {} with status 0: such a reading fails here, and `notText` says which
                     // flag to add. Text that is a message of the type's own fields (an id of hex digits) stands.
@@ -257,7 +257,7 @@ enum DecodeCommand {
         do {
             while let frame = try decoder.nextFrame() {
                 count += 1
-                printOut(maskPAN(try DecodedFrame.json(frame, calls: &calls)))
+                printOut(SecretFields.masked(maskPAN(try DecodedFrame.json(frame, calls: &calls))))
             }
             try decoder.finish()
         } catch let error as CLIError {
@@ -285,7 +285,8 @@ enum DecodeCommand {
         client's side of the same connection, or --method names the one method whose responses its messages are.
         A message whose type is not known keeps its bytes in base64, and so do those of a stream that
         --method does not fit (another call's, such as the CLI's reflection lookups), with a note on standard
-        error. A card number in any field shows masked to its last four digits, as in the nodes' logs.
+        error. A card number in any field shows masked to its last four digits, as in the nodes' logs, and
+        a card's security code, a PIN and a credential's secret (fields cvc, pin and secret) show as "***".
 
         With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
         serialized message of that type.

@@ -42,6 +42,22 @@ import TokenetWire
         }.joined(separator: "\n")
     }
 
+    /// A decoded message shows no card data: the card number masked to its last four digits, the security code
+    /// (three digits that no number rule would catch) as "***", with the fields around them as they are.
+    @Test func aDecodedCardShowsNeitherItsNumberNorItsSecurityCode() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("add-card.hex")
+        let request = WalletV1.AddCardRequest(
+            source: .manual(
+                WalletV1.ManualCard(pan: "4761739001010010", expiry: "07/31", cvc: "837", cardholderName: "Ana")))
+        try Self.hex(try request.serializedBytes()).write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await runTokenet(["decode", "--type", "tokenet.wallet.v1.AddCardRequest", "--hex", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"cvc\": \"***\""), "\(result.stdout)")
+        #expect(result.stdout.contains("************0010") && result.stdout.contains("07/31"))
+        #expect(!result.stdout.contains("837") && !result.stdout.contains("4761739001010010"))
+    }
+
     @Test func theClientSideShowsEachFrameWithItsRequestDecoded() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("client.bin")
