@@ -124,11 +124,31 @@ struct AuthenticationService: TspV1.Authentication.ServiceProtocol {
         }
     }
 
+    /// The longest reference id taken: the TSP's are "ref-" and 16 characters.
+    static let maxReferenceIDLength = 64
+
     private func activate(_ request: TspV1.VerifyActivationRequest, issuerID: String) throws
         -> TspV1.VerifyActivationResponse
     {
         guard !request.referenceID.isEmpty, !request.activationCode.isEmpty else {
             throw TSPError(.invalidArgument, "activation_code and reference_id are required")
+        }
+        // What cannot be a reference id or a code is refused before the enrolment is looked up: it uses none of the
+        // code's tries (as a one-time code that is not six digits uses none), and a long value is not echoed back.
+        guard request.referenceID.utf8.count <= Self.maxReferenceIDLength, request.referenceID.hasPrefix("ref-") else {
+            throw TSPError(
+                .invalidArgument,
+                "reference_id is not one the TSP gives (\"ref-\" and up to \(Self.maxReferenceIDLength) "
+                    + "characters); use the reference id of the enrolment's activation")
+        }
+        let code = ActivationCode.normalized(request.activationCode)
+        guard code.count == TSPAuthentication.activationCodeLength,
+            code.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
+        else {
+            throw TSPError(
+                .invalidArgument,
+                "activation_code is not an activation code (\(TSPAuthentication.activationCodeLength) letters and "
+                    + "digits, spaces and dashes ignored); no try was used")
         }
         var response = TspV1.VerifyActivationResponse(referenceID: request.referenceID)
         let displayName = request.displayName.isEmpty ? "account" : String(request.displayName.prefix(64))

@@ -6,6 +6,9 @@ import TokenetWire
 struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
     let tsp: TSPService
 
+    /// The longest user or account id taken: they are the issuer's own ids, stored and echoed in answers and logs.
+    static let maxIDLength = 128
+
     func registerEnrolment(_ request: TspV1.RegisterEnrolmentRequest, context: ServerContext) async throws
         -> TspV1.RegisterEnrolmentResponse
     {
@@ -18,6 +21,15 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
                 throw TSPError(
                     .invalidArgument,
                     "account_ids must name 1 to \(AuthenticationService.maxBulk) accounts, none of them empty")
+            }
+            // An account named twice got two activations, the first dead on arrival (replaced by the second).
+            guard Set(request.accountIds).count == request.accountIds.count else {
+                throw TSPError(.invalidArgument, "account_ids names an account twice; name each account once")
+            }
+            for (field, value) in [("user_id", request.userID)] + request.accountIds.map({ ("account_ids", $0) })
+            where value.utf8.count > Self.maxIDLength {
+                throw TSPError(
+                    .invalidArgument, "\(field) holds an id of \(value.utf8.count) bytes; at most \(Self.maxIDLength)")
             }
             var response = TspV1.RegisterEnrolmentResponse()
             for accountID in request.accountIds {

@@ -112,8 +112,33 @@ import TokenetWire
         #expect(expired.accountID == "acc-3")
 
         let unknown = try await auth.authentication.verifyActivation(
-            .init(activationCode: "X", referenceID: "ref-nope"))
+            .init(activationCode: "ABCDE-FGHJK", referenceID: "ref-nope"))
         #expect(unknown.result == .unknownReference)
+        // What cannot be a code or a reference id uses no try and is not echoed back.
+        await expectRPCError(.invalidArgument, "activation_code is not an activation code") {
+            try await auth.authentication.verifyActivation(
+                .init(activationCode: String(repeating: "A", count: 100_000), referenceID: activations[2].referenceID))
+        }
+        await expectRPCError(.invalidArgument, "reference_id is not one the TSP gives") {
+            try await auth.authentication.verifyActivation(
+                .init(activationCode: "ABCDEFGHJK", referenceID: "ref-" + String(repeating: "r", count: 100_000)))
+        }
+    }
+
+    /// An account named twice got two activations, the first already replaced when the issuer delivered it; an id
+    /// of 100,000 characters was stored and echoed. Both are refused now.
+    @Test func anEnrolmentNamingAnAccountTwiceOrAnOverlongIDIsRefused() async throws {
+        let auth = try await Auth.make()
+        await expectRPCError(.invalidArgument, "account_ids names an account twice") {
+            try await auth.enrol("ch-x", ["a", "b", "a"])
+        }
+        await expectRPCError(.invalidArgument, "user_id holds an id of 129 bytes; at most 128") {
+            try await auth.enrol(String(repeating: "u", count: 129), ["a"])
+        }
+        await expectRPCError(.invalidArgument, "account_ids holds an id of 200 bytes") {
+            try await auth.enrol("ch-x", [String(repeating: "a", count: 200)])
+        }
+        #expect(try await auth.enrol("ch-x", ["a", "b"]).count == 2)
     }
 
     @Test func aNewRegistrationReplacesThePendingCode() async throws {
