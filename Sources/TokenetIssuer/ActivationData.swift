@@ -56,9 +56,10 @@ public enum ActivationDataRejection: Error, Sendable, Equatable, CustomStringCon
     case malformedField(String, String)
     case foreignTokenRequestor(String, AppToAppCaller)
 
-    /// True for a caller the app does not know (PERMISSION_DENIED); every other rejection is malformed input.
+    /// True for a caller the app does not know (PERMISSION_DENIED); every other rejection, a missing caller among
+    /// them, is malformed input.
     public var isUnknownCaller: Bool {
-        if case .unknownCaller = self { return true }
+        if case .unknownCaller(let caller) = self { return !caller.isEmpty }
         return false
     }
 

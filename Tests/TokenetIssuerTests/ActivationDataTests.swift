@@ -142,6 +142,7 @@ import Testing
         }
         #expect(rejection == row.rejection)
         #expect(rejection.description.contains(row.reason), "\(rejection)")
-        #expect(rejection.isUnknownCaller == (row.name == "unknown caller" || row.name == "no caller"))
+        // A caller the app does not know is PERMISSION_DENIED; none at all is a request missing a field.
+        #expect(rejection.isUnknownCaller == (row.name == "unknown caller"))
     }
 }
