@@ -24,7 +24,19 @@ extension PartyText {
         let result = short(response.result.protoValueName, prefix: "OTP_RESULT_")
         var line = "\(card.cardRef): \(result)"
         if response.result == .incorrectCode { line += " (\(tries(response.triesLeft)) left)" }
-        return line + "; token \(card.digitalCardID) is \(state(card.state))."
+        line += "; token \(card.digitalCardID) is \(state(card.state))."
+        // The two results that end the code say what to do next, as select-method and resend-otp refusals do.
+        switch response.result {
+        case .expiredCode:
+            line += "\nThe code has expired: send a new one with tokenet wallet resend-otp ADDR \(card.cardRef)."
+        case .incorrectCodeRetriesExceeded:
+            line +=
+                "\nNo more codes can be tried for this token: verify the cardholder with another method the issuer "
+                + "offered (tokenet wallet select-method ADDR \(card.cardRef) METHOD_ID, with an id accept-terms "
+                + "listed), or delete the card and add it again."
+        default: break
+        }
+        return line
     }
 
     static func resendOTP(_ response: WalletV1.WalletResendOtpResponse) -> String {
