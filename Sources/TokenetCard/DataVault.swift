@@ -45,6 +45,15 @@ public struct DataVault: Sendable {
         try self.init(key: bytes)
     }
 
+    /// A keyed digest of `message` for `purpose` (HMAC-SHA-256 under a key derived from the vault's for that
+    /// purpose alone, never the encryption key itself): what a node stores to recognise a short secret later, such
+    /// as a one-time code, which an unkeyed hash of its few possible values would give away to whoever reads the
+    /// database.
+    public func digest(_ message: [UInt8], purpose: String) throws(CardError) -> [UInt8] {
+        let derived = try HMAC.code(.sha256, key: key, message: Array("tokenet-vault-digest:\(purpose)".utf8))
+        return try HMAC.code(.sha256, key: derived, message: message)
+    }
+
     /// Encrypts `plaintext` into a new record.
     public func seal(_ plaintext: [UInt8], associatedData: [UInt8] = []) throws(CardError) -> [UInt8] {
         let nonce = try SecureRandom.bytes(AESGCM.nonceSize)

@@ -20,8 +20,15 @@ enum OTPCode {
         code.utf8.count == length && code.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
-    /// The stored form of a code: SHA-256 bound to the token, so a digest copied to another token does not match.
-    static func digest(_ code: String, digitalCardID: String) throws -> [UInt8] {
+    /// The stored form of a code: keyed with the TSP's vault and bound to the token, so neither reading the database
+    /// (a million candidates hash in under a second) nor copying a digest to another token gives a code away.
+    static func digest(_ code: String, digitalCardID: String, vault: DataVault) throws -> [UInt8] {
+        try vault.digest(Array("\(digitalCardID):\(code)".utf8), purpose: "otp-v2")
+    }
+
+    /// The unkeyed form codes were stored in before: a code issued then and still valid (for its ten minutes across
+    /// an upgrade) is checked against it.
+    static func legacyDigest(_ code: String, digitalCardID: String) throws -> [UInt8] {
         try SHA256.hash(Array("tokenet-otp-v1:\(digitalCardID):\(code)".utf8))
     }
 }
@@ -34,7 +41,7 @@ extension TSPStore {
         digitalCardID: String, methodID: String, candidateCode: String, policy: OTPStateMachine.Policy,
         cardCodesPerDay: Int = .max, nowMs: UInt64
     ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
-        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
+        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID, vault: vault)
         return try database.transaction { tx in
             try requireAwaitingIDV(tx, digitalCardID)
             let previous = try challenge(tx, digitalCardID)
@@ -54,7 +61,7 @@ extension TSPStore {
         digitalCardID: String, code: String, previous: OTPStateMachine.Challenge?, policy: OTPStateMachine.Policy,
         nowMs: UInt64
     ) throws {
-        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
+        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
         try database.transaction { tx in
             try forgetCodeSent(tx, digitalCardID: digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
@@ -74,7 +81,7 @@ extension TSPStore {
         digitalCardID: String, candidateCode: String, policy: OTPStateMachine.Policy, cardCodesPerDay: Int = .max,
         nowMs: UInt64
     ) throws -> (action: OTPStateMachine.DeliveryAction, previous: OTPStateMachine.Challenge?) {
-        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID)
+        let digest = try OTPCode.digest(candidateCode, digitalCardID: digitalCardID, vault: vault)
         return try database.transaction { tx in
             try requireAwaitingIDV(tx, digitalCardID)
             let previous = try challenge(tx, digitalCardID)
@@ -101,12 +108,15 @@ extension TSPStore {
                 .invalidArgument,
                 "code must be the \(OTPCode.length) digits the cardholder received; a malformed code uses no try")
         }
-        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID)
+        let keyed = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
+        let legacy = try OTPCode.legacyDigest(code, digitalCardID: digitalCardID)
         var activated: TokenRecord?
         return try journaling(
             { tx in
                 try requireAwaitingIDV(tx, digitalCardID)
                 var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
+                let stored = machine.challenge?.codeDigest ?? []
+                let digest = OTPStateMachine.constantTimeEqual(stored, legacy) ? legacy : keyed
                 let result = machine.submit(digest: digest, nowMs: nowMs)
                 try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
                 if result == .success, let methodID = machine.challenge?.methodID {

@@ -60,9 +60,25 @@ import TokenetTestSupport
         _ = try select(store, code: "654321")
         let row = try #require(try store.database.queryOne("SELECT code_digest FROM otp_challenges"))
         let digest: [UInt8] = try row.get(0)
-        #expect(digest == (try OTPCode.digest("654321", digitalCardID: Self.card)))
+        #expect(digest == (try OTPCode.digest("654321", digitalCardID: Self.card, vault: store.vault)))
         #expect(digest != Array("654321".utf8))
-        #expect(digest != (try OTPCode.digest("654321", digitalCardID: "DNITHE000000000000000099")))
+        #expect(digest != (try OTPCode.digest("654321", digitalCardID: "DNITHE000000000000000099", vault: store.vault)))
+        // Keyed: the unkeyed hash of the code (which reading the database and trying a million codes would find)
+        // is not what is stored, nor is the digest another vault key makes.
+        #expect(digest != (try OTPCode.legacyDigest("654321", digitalCardID: Self.card)))
+        let other = try DataVault(key: [UInt8](repeating: 9, count: 32))
+        #expect(digest != (try OTPCode.digest("654321", digitalCardID: Self.card, vault: other)))
+    }
+
+    /// A code issued before digests were keyed (stored unkeyed) is still checked for the rest of its life.
+    @Test func aCodeStoredUnkeyedBeforeAnUpgradeStillWorks() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "246810")
+        _ = try store.database.execute(
+            "UPDATE otp_challenges SET code_digest = ?",
+            [try OTPCode.legacyDigest("246810", digitalCardID: Self.card)])
+        #expect(try submit(store, code: "135790") == .incorrectCode(attemptsLeft: 2))
+        #expect(try submit(store, code: "246810") == .success)
     }
 
     @Test func selectingAgainKeepsTheFirstCode() throws {
