@@ -13,7 +13,7 @@ enum TokenetCLI {
         DemoCommand.subcommand, ListCommand.subcommand, DescribeCommand.subcommand, CallCommand.subcommand,
         WalletCommand.subcommand, IssuerCommand.subcommand, IssuerAppCommand.subcommand, TSPCommand.subcommand,
         ProxyCommand.subcommand, DecodeCommand.subcommand, ScenarioCommand.subcommand, UpCommand.subcommand,
-        versionCommand, helpCommand,
+        PKICommand.subcommand, versionCommand, helpCommand,
     ]
 
     static func main(_ arguments: [String]) -> Int32 {

@@ -19,7 +19,7 @@ import TokenetTestSupport
         ("tokenet", ["issuer", "--help"]), ("tokenet", ["issuer-app", "--help"]), ("tokenet", ["tsp", "--help"]),
         ("tokenet", ["version", "--help"]), ("tokenet", ["proxy", "--help"]), ("tokenet", ["decode", "--help"]),
         ("tokenet", ["scenario", "--help"]), ("tokenet", ["up", "--help"]), ("tokenet", ["list", "--help"]),
-        ("tokenet", ["describe", "--help"]), ("tokenet", ["call", "--help"]),
+        ("tokenet", ["describe", "--help"]), ("tokenet", ["call", "--help"]), ("tokenet", ["pki", "--help"]),
         ("tsp-node", ["--help"]),
         ("issuer-node", ["--help"]),
         ("wallet-node", ["--help"]),

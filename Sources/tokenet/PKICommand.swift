@@ -1,0 +1,100 @@
+import Foundation
+import TokenetNode
+
+/// `tokenet pki init DIR`: a development certificate authority and a certificate for each role, made by the
+/// repository's `Tools/gen-certs` (the one place that knows how Tokenet's certificates look), so that a person
+/// setting up nodes by hand needs no second name for it.
+enum PKICommand {
+    static let subcommand = Subcommand(
+        name: "pki",
+        summary: "Create a development CA and a certificate for each role (and more nodes) in a directory.",
+        help: help,
+        valuedOptions: ["--node"]
+    ) { arguments throws(CLIError) in
+        try run(arguments)
+    }
+
+    static let help = """
+        Usage: tokenet pki init DIR [--node ROLE/ID]...
+
+        Creates a development certificate authority and one certificate per role in DIR, with
+        Tools/gen-certs of the Tokenet repository this tokenet was built from (openssl makes them):
+
+          DIR/ca.pem, DIR/ca.key       the CA (EC P-256)
+          DIR/ROLE.pem, DIR/ROLE.key   for ROLE in tsp, issuer, wallet and operator, each with the URI SAN
+                                       tokenet://ROLE/ROLE-1, DNS SAN localhost and IP SAN 127.0.0.1
+
+        Files already in DIR are kept, so running it again adds only what is missing; certificates made with
+        another CA are refused by nodes started with this one.
+
+        Options:
+          --node ROLE/ID  Also create DIR/ID.pem and DIR/ID.key for one more node of ROLE (tsp, issuer,
+                          wallet or operator) with the URI SAN tokenet://ROLE/ID, such as a second issuer
+                          node (--node issuer/issuer-2). May be given more than once.
+          -h, --help      Show this help.
+
+        Exit status: 0 once DIR holds the files, 1 when they could not be made (the reason is printed),
+        2 for a usage mistake.
+        """
+
+    static func run(_ arguments: [String]) throws(CLIError) -> Int32 {
+        guard arguments.first == "init" else {
+            let typed = arguments.first.map { "'\(maskPAN($0))'" } ?? "nothing"
+            throw CLIError(.usage, "pki: expected 'init DIR', got \(typed); see tokenet pki --help")
+        }
+        var directory: String?
+        var nodes: [String] = []
+        var scanner = ArgumentScanner(
+            Array(arguments.dropFirst()), command: "pki init", valued: ["--node"], repeatable: ["--node"])
+        while let item = try scanner.next() {
+            switch item {
+            case .valued("--node", let node):
+                guard node.wholeMatch(of: /(tsp|issuer|wallet|operator)\/[A-Za-z0-9._-]+/) != nil else {
+                    throw CLIError(
+                        .usage,
+                        "pki init: --node: expected ROLE/ID with ROLE tsp, issuer, wallet or operator and ID of "
+                            + "letters, digits, '.', '_' and '-', got '\(maskPAN(node))'")
+                }
+                nodes.append(node)
+            case .operand(let operand):
+                guard directory == nil else {
+                    throw CLIError(.usage, "pki init: give one DIR, not also '\(maskPAN(operand))'")
+                }
+                directory = operand
+            case .flag(let flag, _), .valued(let flag, _):
+                throw CLIError(.usage, "pki init: unknown option '\(maskPAN(flag))'; see tokenet pki --help")
+            case .endOfOptions:
+                continue
+            }
+        }
+        guard let directory, !directory.isEmpty else { throw CLIError(.usage, "pki init: missing DIR") }
+        guard let root = RepositoryLocator.repositoryRoot else {
+            throw CLIError(
+                .setup,
+                "pki init: Tools/gen-certs was not found: tokenet looks for the Tokenet repository above its own "
+                    + "executable and the working directory; run it from a checkout (Tools/tokenet pki init DIR)")
+        }
+        let script = root.appendingPathComponent("Tools/gen-certs")
+        guard FileManager.default.isExecutableFile(atPath: script.path) else {
+            throw CLIError(.setup, "pki init: \(script.path) is missing or not executable")
+        }
+        let process = Process()
+        process.executableURL = script
+        process.arguments = nodes.flatMap { ["--node", $0] } + [directory]
+        do {
+            try process.run()
+        } catch {
+            throw CLIError(.setup, "pki init: cannot run \(script.path): \(error.localizedDescription)")
+        }
+        process.waitUntilExit()
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw CLIError(
+                .setup,
+                "pki init: Tools/gen-certs failed (exit status \(process.terminationStatus)); its message is above")
+        }
+        let made = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".pem") }.sorted()
+        printOut("\(directory) holds \(made.joined(separator: ", ")) and their keys")
+        return 0
+    }
+}

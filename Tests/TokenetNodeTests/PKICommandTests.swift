@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+import TokenetTestSupport
+
+/// `tokenet pki init DIR`: the development PKI the nodes and the CLI present, made by Tools/gen-certs.
+@Suite struct PKICommandTests {
+    @Test func initMakesTheCAAndEveryRolesCertificateAndKeepsThemWhenRunAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        let made = try await runTokenet(["pki", "init", pki, "--node", "issuer/issuer-2"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let files = "ca.pem, issuer-2.pem, issuer.pem, operator.pem, tsp.pem, wallet.pem"
+        #expect(made.stdout.contains("\(pki) holds \(files)"), "\(made.stdout)")
+        for name in ["ca", "tsp", "issuer", "wallet", "operator", "issuer-2"] {
+            #expect(FileManager.default.fileExists(atPath: "\(pki)/\(name).pem"), "\(name).pem")
+            #expect(FileManager.default.fileExists(atPath: "\(pki)/\(name).key"), "\(name).key")
+        }
+        let ca = try Data(contentsOf: URL(fileURLWithPath: "\(pki)/ca.pem"))
+        let again = try await runTokenet(["pki", "init", pki])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(pki)/ca.pem")) == ca, "the CA was made again")
+    }
+
+    @Test(arguments: [
+        (["pki"], "pki: expected 'init DIR', got nothing"),
+        (["pki", "make", "x"], "pki: expected 'init DIR', got 'make'"),
+        (["pki", "init"], "pki init: missing DIR"),
+        (["pki", "init", "a", "b"], "pki init: give one DIR, not also 'b'"),
+        (["pki", "init", "a", "--node", "bank/b-1"], "--node: expected ROLE/ID with ROLE tsp, issuer, wallet"),
+        (["pki", "init", "a", "--force"], "pki init: unknown option '--force'"),
+    ])
+    func usageMistakesAreNamed(arguments: [String], message: String) async throws {
+        let result = try await runTokenet(arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}
