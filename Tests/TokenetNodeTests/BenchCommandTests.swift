@@ -19,7 +19,7 @@ import TokenetTransport
         }
     }
 
-    @Test(.timeLimit(.minutes(2))) func callsWithDeadlinesAreMeasuredAndLabelled() async throws {
+    @Test(.timeLimit(.minutes(3))) func callsWithDeadlinesAreMeasuredAndLabelled() async throws {
         let result = try await LaunchedProcess.run(
             "tokenet-bench",
             ["run", "--seconds", "3", "--warmup", "0", "--cases", "pingpong,async64,stream", "--deadline-ms", "5000"])
@@ -34,7 +34,7 @@ import TokenetTransport
     }
 
     /// The transport floor runs on the server's second port, and its echoes are checked like the calls'.
-    @Test(.timeLimit(.minutes(2))) func theTransportEchoIsMeasuredBesidePingPong() async throws {
+    @Test(.timeLimit(.minutes(3))) func theTransportEchoIsMeasuredBesidePingPong() async throws {
         let result = try await LaunchedProcess.run(
             "tokenet-bench", ["run", "--seconds", "1", "--warmup", "0", "--cases", "transport,pingpong"])
         #expect(result.status == 0, "\(result.stderr)")

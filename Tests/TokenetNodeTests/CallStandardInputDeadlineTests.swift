@@ -6,7 +6,7 @@ import TokenetTestSupport
 /// pipe from a process that hangs) ends the command at the deadline with DEADLINE_EXCEEDED, as a call that takes
 /// too long does. It read until the writer went away, however long that took.
 @Suite struct CallStandardInputDeadlineTests {
-    @Test(.timeLimit(.minutes(2))) func standardInputThatDoesNotEndRunsIntoTheDeadline() async throws {
+    @Test(.timeLimit(.minutes(3))) func standardInputThatDoesNotEndRunsIntoTheDeadline() async throws {
         let pipe = Pipe()
         try pipe.fileHandleForWriting.write(contentsOf: Data("{}".utf8))
         // Nothing listens on port 1: the command must end before it tries to connect.

@@ -6,7 +6,7 @@ import TokenetWire
 /// `tokenet call` of a method the node does not serve names the one meant when the node's reflection lists one by a
 /// close name, or where the names are listed; the node's bare "unknown method" left the full name to be looked up.
 /// The exit status stays UNIMPLEMENTED's (76).
-@Suite(.timeLimit(.minutes(2))) struct CallSuggestionTests {
+@Suite(.timeLimit(.minutes(3))) struct CallSuggestionTests {
     /// Calls `method` on a server with reflection that serves Health/Check and Echo/Unary.
     private static func call(_ method: String) async throws -> (ProcessResult, String) {
         var router = RPCRouter()

@@ -5,7 +5,7 @@ import TokenetWire
 
 /// `tokenet call -v` prints the trailers of the node's status (`ServerContext.addTrailer`), text and bytes, with a
 /// card number in a text value masked.
-@Suite(.timeLimit(.minutes(2))) struct CallVerboseTrailerTests {
+@Suite(.timeLimit(.minutes(3))) struct CallVerboseTrailerTests {
     @Test func theTrailersOfTheStatusArePrinted() async throws {
         var router = RPCRouter()
         router.unary(TestingV1.Echo.unary) { request, context in

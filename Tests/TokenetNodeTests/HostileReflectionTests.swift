@@ -5,7 +5,7 @@ import TokenetWire
 
 /// `tokenet call`, `list` and `describe` against a server whose reflection answers what it likes: what the commands
 /// print of its answers is bounded and masked where it goes into a message, and one line per name where it is listed.
-@Suite(.timeLimit(.minutes(2))) struct HostileReflectionTests {
+@Suite(.timeLimit(.minutes(3))) struct HostileReflectionTests {
     @Test func aTypeNameFromThePeerIsCutAndTheMethodMasked() async throws {
         let typeName = "evil.v1.Request" + String(repeating: "x", count: 5_000) + "\u{1B}[2J"
         var router = RPCRouter()

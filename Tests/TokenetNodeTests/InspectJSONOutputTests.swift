@@ -5,7 +5,7 @@ import TokenetWire
 
 /// What `tokenet call` prints for a response, against an in-process plaintext server whose Echo/Unary answers with the
 /// request: proto3 JSON that any JSON reader takes, whatever the message holds.
-@Suite(.timeLimit(.minutes(2))) struct InspectJSONOutputTests {
+@Suite(.timeLimit(.minutes(3))) struct InspectJSONOutputTests {
     /// Calls Echo/Unary (no reflection, so the CLI uses the types it knows) with `request`.
     private static func echo(_ request: String) async throws -> ProcessResult {
         var router = RPCRouter()

@@ -4,7 +4,7 @@ import TokenetRPC
 import TokenetWire
 
 /// What `-H` sends, as an in-process server's handler receives it.
-@Suite(.timeLimit(.minutes(2))) struct InspectMetadataTests {
+@Suite(.timeLimit(.minutes(3))) struct InspectMetadataTests {
     /// Serves Health/Check; each call fails with a message listing the metadata it received (`key=text:VALUE` or
     /// `key=binary:HEX`), so the test can read it from the command's standard error.
     private static func received(_ headers: [String]) async throws -> ProcessResult {

@@ -5,7 +5,7 @@ import TokenetWire
 
 /// Runs `tokenet call` against an in-process plaintext server whose handler ends calls with a chosen status, for the
 /// statuses no node sends on purpose.
-@Suite(.timeLimit(.minutes(2))) struct InspectStatusTests {
+@Suite(.timeLimit(.minutes(3))) struct InspectStatusTests {
     /// Serves only Health/Check (no reflection, so the CLI uses the types it knows), ending each call with `code`.
     private static func callAServerAnswering(
         _ code: StatusCode, message: String = "a status from a later protocol", details: [WireV1.StatusDetail] = []

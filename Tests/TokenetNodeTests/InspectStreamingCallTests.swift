@@ -4,7 +4,7 @@ import TokenetRPC
 import TokenetWire
 
 /// How many requests `tokenet call -d @` sends a client-streaming method, against an in-process plaintext server.
-@Suite(.timeLimit(.minutes(2))) struct InspectStreamingCallTests {
+@Suite(.timeLimit(.minutes(3))) struct InspectStreamingCallTests {
     /// Serves Echo's ClientStream, answering with the number of requests it received in `f_int32`, and Unary (no
     /// reflection, so the CLI uses the types it knows).
     private static func call(_ method: String, stdin: String) async throws -> ProcessResult {

@@ -6,7 +6,7 @@ import TokenetWire
 
 /// `tokenet issuer app-view` against an in-process issuer app: the UPDATED BY column says in words what last changed
 /// each card, since it printed the wallet event's wire name (WALLET_EVENT_KIND_TOKEN_STATUS_CHANGED).
-@Suite(.timeLimit(.minutes(2))) struct IssuerAppViewTextTests {
+@Suite(.timeLimit(.minutes(3))) struct IssuerAppViewTextTests {
     @Test func theUpdatedByColumnIsWords() async throws {
         var router = RPCRouter()
         router.unary(IssuerV1.IssuerApp.cardView) { (_, _) async throws in

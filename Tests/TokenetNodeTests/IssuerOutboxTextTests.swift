@@ -7,7 +7,7 @@ import TokenetWire
 /// `tokenet issuer outbox` against an in-process issuer whose outbox holds nothing for what was asked: a listing for
 /// one `--digital-card` names that token, since "the outbox is empty" was wrong for an outbox holding other tokens'
 /// messages.
-@Suite(.timeLimit(.minutes(2))) struct IssuerOutboxTextTests {
+@Suite(.timeLimit(.minutes(3))) struct IssuerOutboxTextTests {
     /// Runs `tokenet issuer outbox` with `extra` arguments against an issuer whose listing is empty, and returns its
     /// output with the token the issuer was asked about.
     private static func emptyOutbox(_ extra: [String]) async throws -> (ProcessResult, String?) {

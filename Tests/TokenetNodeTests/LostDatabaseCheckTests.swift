@@ -29,7 +29,7 @@ import TokenetTestSupport
     }
 
     /// The node says it at start, and starts.
-    @Test(.timeLimit(.minutes(2))) func aNodeStartedOnATruncatedDatabaseSaysSo() async throws {
+    @Test(.timeLimit(.minutes(3))) func aNodeStartedOnATruncatedDatabaseSaysSo() async throws {
         let directory = try TemporaryDirectory()
         let data = directory.path("data")
         let arguments = ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", data, "--ready-file"]

@@ -2,7 +2,7 @@ import Testing
 import TokenetRPC
 
 /// The CLI reaches a node by a host name (a container's service name, say), looked up when it connects.
-@Suite(.timeLimit(.minutes(2))) struct NamedHostTests {
+@Suite(.timeLimit(.minutes(3))) struct NamedHostTests {
     /// /etc/hosts answers localhost whatever its case; in capitals it is not the literal the transport knows without
     /// a lookup, so the call goes through one.
     @Test func aNodeIsReachedByName() async throws {

@@ -7,7 +7,7 @@ import TokenetWire
 /// `tokenet list` and `describe` of a server without a reflection service say that it has none, as grpcurl says the
 /// server does not support reflection: the server's "unknown method /tokenet.reflection.v1.Reflection/ListServices"
 /// named a method the person never asked for. The exit status stays UNIMPLEMENTED's (76).
-@Suite(.timeLimit(.minutes(2))) struct NoReflectionTests {
+@Suite(.timeLimit(.minutes(3))) struct NoReflectionTests {
     /// Runs `arguments` (after the address) against a server that serves only Health/Check.
     private static func run(_ arguments: [String]) async throws -> (ProcessResult, String) {
         var router = RPCRouter()

@@ -11,7 +11,7 @@ import TokenetWire
 /// the handshake with both roles named, instead of sending the TSP's requests to whoever answers; the failure names
 /// the peer and its flag.
 @Suite struct NodeContextPeerRoleTests {
-    @Test(.timeLimit(.minutes(2))) func aChannelRefusesAPeerOfAnotherRole() async throws {
+    @Test(.timeLimit(.minutes(3))) func aChannelRefusesAPeerOfAnotherRole() async throws {
         let pki = DevelopmentPKI.shared
         var served = NodeOptions()
         served.certificatePath = pki.path("issuer.pem")

@@ -216,7 +216,7 @@ import TokenetWire
 
     /// A notification subscription never ends by itself: when the node stops, the stream ends UNAVAILABLE at once
     /// and the node exits without waiting out its drain period (10 s by default).
-    @Test(.timeLimit(.minutes(2))) func aSubscriptionEndsAtOnceWhenTheNodeStops() async throws {
+    @Test(.timeLimit(.minutes(3))) func aSubscriptionEndsAtOnceWhenTheNodeStops() async throws {
         let pki = DevelopmentPKI.shared
         let scratch = try TemporaryDirectory()
         let readyFile = scratch.path("ready.json")
@@ -270,7 +270,7 @@ import TokenetWire
 
     /// A call whose request never comes (a peer that sent half a conversation) holds the node only for
     /// --drain-timeout: then it ends UNAVAILABLE, the connection closes and the node exits.
-    @Test(.timeLimit(.minutes(2))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
+    @Test(.timeLimit(.minutes(3))) func aCallLeftWaitingEndsWhenTheDrainPeriodIsOver() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--drain-timeout", "1"])
         defer { node.process.send(SIGTERM) }

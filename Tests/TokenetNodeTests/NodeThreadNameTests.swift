@@ -6,7 +6,7 @@ import TokenetTestSupport
 /// signal relay, the parent watch, the TSP's notification committer and the RPC event loop. Named only through
 /// Foundation before their start, the watch and the committer showed as `tsp-node`, like the main thread.
 @Suite struct NodeThreadNameTests {
-    @Test(.timeLimit(.minutes(2))) func aRunningTSPNamesItsThreads() async throws {
+    @Test(.timeLimit(.minutes(3))) func aRunningTSPNamesItsThreads() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
         defer { node.process.send(SIGTERM) }

@@ -3,7 +3,7 @@ import TokenetRPC
 import TokenetTestSupport
 
 /// The CLI over mutual TLS to a node started with --plaintext says so and what to add, without OpenSSL's error code.
-@Suite(.timeLimit(.minutes(2))) struct PlaintextNodeTests {
+@Suite(.timeLimit(.minutes(3))) struct PlaintextNodeTests {
     @Test func aPlaintextNodeIsNamedWithWhatToAdd() async throws {
         let pki = DevelopmentPKI.shared
         var address = ""

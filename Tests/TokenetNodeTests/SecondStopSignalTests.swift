@@ -10,7 +10,7 @@ import TokenetWire
 /// A second SIGTERM or SIGINT while a node drains is noted in the log and changes nothing: the drain is already
 /// bounded by --drain-timeout, and cutting it short would end calls that are about to finish.
 @Suite struct SecondStopSignalTests {
-    @Test(.timeLimit(.minutes(2)), arguments: [SIGTERM, SIGINT])
+    @Test(.timeLimit(.minutes(3)), arguments: [SIGTERM, SIGINT])
     func aSecondSignalDuringTheDrainIsLoggedAndTheDrainGoesOn(second: Int32) async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(in: scratch, ["--drain-timeout", "60"])

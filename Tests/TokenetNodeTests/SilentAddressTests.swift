@@ -3,7 +3,7 @@ import Testing
 import TokenetTestSupport
 
 /// An address that accepts TCP connections and never answers: the CLI says which stage it waited at and for how long.
-@Suite(.timeLimit(.minutes(2))) struct SilentAddressTests {
+@Suite(.timeLimit(.minutes(3))) struct SilentAddressTests {
     @Test func anAddressThatNeverFinishesTheHandshakeIsNamedAsSuch() async throws {
         let listener = try SilentListener()
         defer { close(listener.descriptor) }

@@ -8,7 +8,7 @@ import TokenetTestSupport
 /// thread holds them back. A thread that accepted them with no handler of its own lost them or was killed by them,
 /// and their arrival interrupted its system calls.
 @Suite struct StopSignalMaskTests {
-    @Test(.timeLimit(.minutes(2))) func onlyTheSignalThreadOfARunningNodeAcceptsStopSignals() async throws {
+    @Test(.timeLimit(.minutes(3))) func onlyTheSignalThreadOfARunningNodeAcceptsStopSignals() async throws {
         let scratch = try TemporaryDirectory()
         let (node, _, _) = try await LaunchedProcess.plaintextTSPNode(in: scratch)
         defer { node.process.send(SIGTERM) }

@@ -6,7 +6,7 @@ import TokenetWire
 /// `tokenet describe` and `tokenet list` of a symbol the node does not serve name the symbols meant when the node's
 /// reflection lists some by a close name; the node's bare NOT_FOUND left the full name to be looked up. The exit
 /// status stays NOT_FOUND's (69).
-@Suite(.timeLimit(.minutes(2))) struct SymbolSuggestionTests {
+@Suite(.timeLimit(.minutes(3))) struct SymbolSuggestionTests {
     /// Runs `command` for `symbol` against a server with reflection that serves Health/Check and Echo/Unary.
     private static func run(_ command: String, _ symbol: String) async throws -> ProcessResult {
         var router = RPCRouter()

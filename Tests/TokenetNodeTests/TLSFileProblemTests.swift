@@ -100,7 +100,7 @@ import TokenetWire
 
     /// A key read from a pipe serves the handshake with a node over mutual TLS as the key's file does: the node
     /// accepts the operator it proves and lists its services.
-    @Test(.timeLimit(.minutes(1))) func aNodeIsListedWithTheKeyThroughAPipe() async throws {
+    @Test(.timeLimit(.minutes(3))) func aNodeIsListedWithTheKeyThroughAPipe() async throws {
         let pki = DevelopmentPKI.shared
         var router = RPCRouter()
         router.unary(HealthV1.Health.check) { (_, _) async throws in HealthV1.HealthCheckResponse() }

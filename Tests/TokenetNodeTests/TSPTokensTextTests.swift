@@ -6,7 +6,7 @@ import TokenetWire
 
 /// `tokenet tsp tokens` against an in-process TSP that holds no tokens for the account asked about: the text says
 /// what was asked, since "the TSP has no tokens" was wrong for a TSP that holds other accounts' tokens.
-@Suite(.timeLimit(.minutes(2))) struct TSPTokensTextTests {
+@Suite(.timeLimit(.minutes(3))) struct TSPTokensTextTests {
     /// Runs `tokenet tsp tokens` as the operator with `extra` arguments against a TSP whose listing is empty, and
     /// returns its output with the account the TSP was asked about.
     private static func emptyListing(_ extra: [String]) async throws -> (ProcessResult, String?) {

@@ -5,7 +5,7 @@ import TokenetWire
 
 /// `tokenet wallet keys` and `pay` against an in-process wallet: pay says that a key was spent (its output read the
 /// same as keys'), counts are singular or plural as they are, and the threshold says what the wallet does at it.
-@Suite(.timeLimit(.minutes(2))) struct WalletKeysTextTests {
+@Suite(.timeLimit(.minutes(3))) struct WalletKeysTextTests {
     private static func run(_ action: String) async throws -> ProcessResult {
         var router = RPCRouter()
         let response = WalletV1.PaymentKeysResponse(

@@ -5,7 +5,7 @@ import TokenetWire
 
 /// A party command given the address of another kind of node says so, naming the kind it reached and the kind it
 /// needs, instead of the node's bare "unknown method"; the exit status stays UNIMPLEMENTED's (76).
-@Suite(.timeLimit(.minutes(2))) struct WrongNodeTests {
+@Suite(.timeLimit(.minutes(3))) struct WrongNodeTests {
     /// Runs `tokenet wallet cards` against a server with reflection that serves `register`'s methods.
     private static func walletCards(_ register: (inout RPCRouter) -> Void) async throws -> (ProcessResult, String) {
         var router = RPCRouter()

@@ -8,7 +8,7 @@ import TokenetWire
 /// `--plaintext` given for a node that speaks TLS fails as the node not reached, exit status 1, as the help says of a
 /// node that cannot be reached and as the opposite mistake (TLS to a plaintext node, "it does not speak TLS") fails:
 /// the node hangs up before it greets, and that came out as a call's UNAVAILABLE, with status 78.
-@Suite(.timeLimit(.minutes(2))) struct WrongTransportTests {
+@Suite(.timeLimit(.minutes(3))) struct WrongTransportTests {
     @Test(arguments: [
         ["call", "tokenet.health.v1.Health/Check"], ["list"], ["describe", "tokenet.health.v1.Health"],
     ])
@@ -39,7 +39,7 @@ import TokenetWire
 
 /// An address where something that is not a Tokenet node answers fails as a node not reached, exit status 1, with
 /// what it did: the exit status of a call's UNAVAILABLE (78) said the node was reached and then lost.
-@Suite(.timeLimit(.minutes(2))) struct NotATokenetNodeTests {
+@Suite(.timeLimit(.minutes(3))) struct NotATokenetNodeTests {
     /// A server that answers the hello with a frame that is not a `Frame`.
     @Test func bytesThatAreNotAFrameBeforeAHello() async throws {
         let answer: @Sendable (PlainConnection) async throws -> Void = { connection in

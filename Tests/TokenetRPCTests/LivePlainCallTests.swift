@@ -8,7 +8,7 @@ import TokenetWire
 
 /// Calls over plaintext TCP on loopback (the `--plaintext` debug mode): a PlainListener served by an RPCServer,
 /// clients over PlainConnection.
-@Suite(.timeLimit(.minutes(2))) struct LivePlainCallTests {
+@Suite(.timeLimit(.minutes(3))) struct LivePlainCallTests {
     typealias Echo = TestingV1.Echo
     typealias Scalars = TestingV1.Scalars
 

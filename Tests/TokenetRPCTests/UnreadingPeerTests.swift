@@ -9,7 +9,7 @@ import TokenetWire
 /// Peers that would hold a server's memory: one that floods frames the server must answer (pings here; calls past
 /// the concurrency limit are the same) while it reads nothing, one that trickles a frame and never finishes it, and
 /// many that each leave most of a large frame unfinished.
-@Suite(.timeLimit(.minutes(2))) struct UnreadingPeerTests {
+@Suite(.timeLimit(.minutes(3))) struct UnreadingPeerTests {
     /// The answers to a flood are written without waiting for room, so the server ends the connection once
     /// `ConnectionSettings.unreadOutboundLimit` bytes of them wait, instead of holding more for as long as the peer
     /// keeps sending.

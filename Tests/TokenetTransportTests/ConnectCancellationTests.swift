@@ -7,7 +7,7 @@ import Testing
 /// Cancelling the task that awaits a connection ends the attempt at once: a peer that accepts the TCP connection
 /// but never answers the handshake must not hold a caller until the handshake timeout (here a minute), whatever
 /// deadline the caller has.
-@Suite(.timeLimit(.minutes(2))) struct ConnectCancellationTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectCancellationTests {
     let certs = CertificateFixture.shared
 
     @Test func aCancelledTLSConnectEndsBeforeItsHandshakeTimeout() async throws {

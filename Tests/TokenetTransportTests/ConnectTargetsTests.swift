@@ -4,7 +4,7 @@ import Testing
 @testable import TokenetTransport
 
 /// A host's addresses tried in turn: only a TCP connection that could not be made moves on to the next address.
-@Suite(.timeLimit(.minutes(2))) struct ConnectTargetsTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectTargetsTests {
     static func refused(_ address: String) -> TransportError {
         TransportError(.io, "connect to \(address) refused", isConnectFailure: true)
     }
