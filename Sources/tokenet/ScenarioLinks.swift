@@ -18,7 +18,11 @@ final class ScenarioLinks: Sendable {
     }
 
     /// Starts one proxy per link, each towards its callee's address.
-    static func start(to addresses: [ScenarioParty: HostPort]) throws(CLIError) -> ScenarioLinks {
+    /// `firstPort`: the proxies listen on it and the ports after it, one per link in `ScenarioLink.all` order (on
+    /// loopback); free ports chosen at random when nil.
+    static func start(to addresses: [ScenarioParty: HostPort], firstPort: UInt16? = nil) throws(CLIError)
+        -> ScenarioLinks
+    {
         let started: Result<ScenarioLinks, CLIError> = runBlocking {
             let loop: EventLoop
             do {
@@ -27,11 +31,12 @@ final class ScenarioLinks: Sendable {
                 return .failure(CLIError(.setup, "cannot start the fault proxies' event loop: \(error)"))
             }
             var proxies: [ScenarioLink: FaultProxy] = [:]
-            for link in ScenarioLink.all {
+            for (index, link) in ScenarioLink.all.enumerated() {
                 guard let upstream = addresses[link.to] else { continue }
                 do {
                     proxies[link] = try await FaultProxy.bind(
-                        upstreamHost: upstream.host, upstreamPort: upstream.port, on: loop)
+                        port: firstPort.map { $0 + UInt16(index) } ?? 0, upstreamHost: upstream.host,
+                        upstreamPort: upstream.port, on: loop)
                 } catch {
                     for proxy in proxies.values { await proxy.close() }
                     loop.shutdown()

@@ -6,8 +6,12 @@ import TokenetScenario
 struct NodePlacement: Sendable, Equatable {
     /// The IP address every node binds: 127.0.0.1 unless told otherwise; 0.0.0.0 or `::` for every interface.
     var host = "127.0.0.1"
-    /// tsp-node's port, the issuer's the next and the wallet's the one after; free ports chosen at random when nil.
+    /// tsp-node's port, the issuer's the next and the wallet's the one after, and the fault proxies' the five after
+    /// those (`proxyPorts`); free ports chosen at random when nil.
     var basePort: UInt16?
+
+    /// How many ports from `basePort` on the sandbox takes: three nodes and a proxy per link.
+    static let portCount = order.count + ScenarioLink.all.count
 
     static let order: [ScenarioParty] = [.tsp, .issuer, .wallet]
 
@@ -63,7 +67,19 @@ final class ScenarioNodes {
         }
         self.bound = bound
         listen = bound.mapValues { HostPort(host: placement.connectHost, port: $0.port) }
-        links = try ScenarioLinks.start(to: listen)
+        let firstProxyPort = placement.basePort.map { $0 + UInt16(NodePlacement.order.count) }
+        if let firstProxyPort {
+            for (index, link) in ScenarioLink.all.enumerated() {
+                let port = firstProxyPort + UInt16(index)
+                if let reason = PortReservation.unavailable("127.0.0.1", port) {
+                    throw CLIError(
+                        .setup,
+                        "the fault proxy for \(link) cannot have port \(port) on 127.0.0.1 (\(reason)); stop what "
+                            + "holds it, or choose another --base-port")
+                }
+            }
+        }
+        links = try ScenarioLinks.start(to: listen, firstPort: firstProxyPort)
     }
 
     /// Starts every node in the demo's order (the issuer last: it registers with the TSP and may push to the wallet

@@ -38,8 +38,9 @@ struct UpCommand {
                                and IPv4, takes connections on every interface, from parties on other machines
                                or containers; the CLI and the fault proxies still reach the nodes on loopback.
           --base-port N        tsp-node listens on port N, issuer-node on N+1 and wallet-node on N+2, so that
-                               parties of your own find them at the same addresses every run (default: free
-                               ports chosen at random).
+                               parties of your own find them at the same addresses every run, and the fault
+                               proxies on N+3 to N+7 of 127.0.0.1 (tsp->issuer, issuer->tsp, issuer->wallet,
+                               wallet->tsp, wallet->issuer); default: free ports chosen at random.
           --timeout SECONDS    Longest wait for a node to start, register or stop (default 30).
           --help               Show this help.
 
@@ -91,13 +92,14 @@ struct UpCommand {
         return host
     }
 
-    /// `--base-port`: the first of three ports in a row.
+    /// `--base-port`: the first of eight ports in a row (three nodes, five proxies).
     static func basePort(_ text: String) throws(CLIError) -> UInt16 {
-        guard text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...65533).contains(port) else {
+        let last = 65536 - NodePlacement.portCount
+        guard text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...last).contains(port) else {
             throw CLIError(
                 .usage,
-                "up: --base-port: expected a port from 1 to 65533 (the nodes take N, N+1 and N+2), got "
-                    + "'\(maskPAN(text))'")
+                "up: --base-port: expected a port from 1 to \(last) (the nodes take N, N+1 and N+2, the fault "
+                    + "proxies N+3 to N+7), got '\(maskPAN(text))'")
         }
         return UInt16(port)
     }

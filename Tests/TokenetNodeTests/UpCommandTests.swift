@@ -181,7 +181,7 @@ import TokenetTransport
         // logs stay: the second writes logs of its own.
         let firstLog = try String(contentsOfFile: "\(sandbox)/tsp-node/tsp-node.stderr.log", encoding: .utf8)
         #expect(!firstLog.isEmpty)
-        let base = try Self.threeFreePorts()
+        let base = try Self.basePort()
         let again = try start(input: .nullDevice, ["--host", "0.0.0.0", "--base-port", "\(base)"])
         defer { PythonClientInteropTests.stop(again) }
         try waitFor("(end of input: the nodes keep running until SIGINT, SIGTERM or SIGHUP)", again)
@@ -191,6 +191,9 @@ import TokenetTransport
             #expect(text().contains(" listen=0.0.0.0:\(port)\n"), "\(text())")
         }
         #expect(text().contains("  tokenet call 127.0.0.1:\(base) tokenet.tsp.v1.TspControl/ListTokens\n"), "\(text())")
+        // The fault proxies take the five ports after the nodes', on loopback, link by link.
+        let proxies = (3...7).map { "127.0.0.1:\(base + $0)" }
+        #expect(proxies.allSatisfy { text().contains($0) }, "\(text())")
         let onLoopback = try LaunchedProcess.run(
             "tokenet",
             [
@@ -205,9 +208,9 @@ import TokenetTransport
         #expect(secondLog.contains("tsp-node: ready listen=0.0.0.0:\(base)"), "\(secondLog)")
     }
 
-    /// A port whose next two are free too (on every interface), from below the ephemeral range, as `tokenet up`
-    /// picks its own (`FreePorts`).
-    static func threeFreePorts() throws -> Int { try FreePorts.run(of: 3) }
+    /// A port whose next seven are free too (on every interface), from below the ephemeral range, as `tokenet up`
+    /// picks its own (`FreePorts`): the three nodes' and the five fault proxies'.
+    static func basePort() throws -> Int { try FreePorts.run(of: 8) }
 
     @Test(arguments: [
         (["--host", "tsp.example"], "up: --host: expected an IP address such as 127.0.0.1, 0.0.0.0 (every interface)"),
@@ -215,9 +218,9 @@ import TokenetTransport
         (["--host", ""], "up: --host: expected an IP address such as 127.0.0.1"),
         // Another machine's address: it was "cannot bind 192.0.2.1:0" (a port nobody gave) with status 1.
         (["--host", "192.0.2.1"], "up: --host: 192.0.2.1 is not an address of this machine; give 127.0.0.1"),
-        (["--base-port", "0"], "up: --base-port: expected a port from 1 to 65533 (the nodes take N, N+1 and N+2)"),
-        (["--base-port", "65534"], "up: --base-port: expected a port from 1 to 65533"),
-        (["--base-port", "+80"], "up: --base-port: expected a port from 1 to 65533"),
+        (["--base-port", "0"], "up: --base-port: expected a port from 1 to 65528 (the nodes take N, N+1 and N+2"),
+        (["--base-port", "65529"], "up: --base-port: expected a port from 1 to 65528"),
+        (["--base-port", "+80"], "up: --base-port: expected a port from 1 to 65528"),
     ])
     func badPlacementOptionsAreUsageErrors(arguments: [String], message: String) async throws {
         let result = try await LaunchedProcess.run("tokenet", ["up"] + arguments)
@@ -227,7 +230,7 @@ import TokenetTransport
 
     /// A base port whose range holds a taken port is refused before any node starts, naming the port and its node.
     @Test func aTakenPortIsNamedBeforeAnyNodeStarts() async throws {
-        let base = try Self.threeFreePorts()
+        let base = try Self.basePort()
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

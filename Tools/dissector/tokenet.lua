@@ -424,7 +424,8 @@ local function dissect_frame(range, pinfo, tree, frame)
         local size = data and data.size or 0
         summary = summary .. " " .. (call and direction or "") .. " (" .. size .. " bytes)"
         if data and data.range then
-            tree:add(f.data, data.range)
+            -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
+            tree:add(f.data, masked_tvb(data.range):range())
             if call then
                 dissect_payload(data.range, pinfo, tree, "application/grpc," .. call.method .. "," .. direction)
             end
