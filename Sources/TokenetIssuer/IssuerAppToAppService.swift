@@ -48,6 +48,18 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         guard let tokenCard = try store.card(forDigitalCardID: digitalCardID) else {
             throw RPCError(.notFound, "the issuer knows no token \"\(digitalCardID)\"")
         }
+        // Only the wallet the token lives in opens the app for it: another wallet node that learnt the token's
+        // reference could otherwise have the cardholder activate it there. (A caller without an identity, over
+        // --plaintext, cannot be told apart and is let through, as every check of identities is there.)
+        if let expected = try store.walletNodeID(ofDigitalCardID: digitalCardID), let caller = context.peer?.nodeID,
+            caller != expected
+        {
+            log.info("app-to-app refused", ["caller_node": caller, "reason": "the token is another wallet's"])
+            throw RPCError(
+                .permissionDenied,
+                "token \"\(digitalCardID)\" was not digitized through this wallet node; only the wallet that holds it "
+                    + "opens the issuer app for it")
+        }
         if let scheme, tokenCard.pan.scheme != scheme {
             throw RPCError(
                 .invalidArgument,

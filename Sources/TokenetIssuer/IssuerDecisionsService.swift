@@ -50,7 +50,7 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
                 inputMethod: Int(request.inputMethod.rawValue), deviceID: request.device?.deviceID ?? "",
                 deviceType: request.device?.deviceType ?? "", risk: risk,
                 recommendation: Int(request.risk?.recommendation.rawValue ?? 0), rule: stored?.rule.name,
-                outcome: outcome),
+                outcome: outcome, walletNodeID: request.walletNodeID.isEmpty ? nil : request.walletNodeID),
             at: now())
         let log = logger.withTraceID(context.traceID)
         // The TSP asks about a token it is creating, or asks again for one whose digitization it resumed: it knows

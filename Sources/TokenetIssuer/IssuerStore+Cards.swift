@@ -3,6 +3,20 @@ import TokenetCard
 import TokenetStorage
 
 extension IssuerStore {
+    /// The wallet node the TSP said `digitalCardID` is digitized through (its latest decision that says), or nil
+    /// when no decision kept says: a token decided before the TSP sent it, or by the TSP's stand-in.
+    func walletNodeID(ofDigitalCardID digitalCardID: String) throws(IssuerError) -> String? {
+        try storage("read the token's wallet node") {
+            try database.queryOne(
+                """
+                SELECT wallet_node_id FROM decisions
+                WHERE digital_card_id = ? AND wallet_node_id IS NOT NULL AND wallet_node_id != ''
+                ORDER BY id DESC LIMIT 1
+                """, [digitalCardID]
+            )?.text(0)
+        }
+    }
+
     private static let cardQuery = """
         SELECT cards.*, cardholders.phone, cardholders.email, issuer_profile.call_center
         FROM cards JOIN accounts ON accounts.id = cards.account_id
@@ -133,6 +147,8 @@ struct DecisionRecord: Sendable {
     var recommendation: Int
     var rule: String?
     var outcome: DigitizationOutcome
+    /// The wallet node the token is digitized through, as the TSP said (`wallet_node_id`); nil when it did not.
+    var walletNodeID: String? = nil
 }
 
 extension IssuerStore {
@@ -150,14 +166,14 @@ extension IssuerStore {
                 """
                 INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
                     input_method, device_id, device_type, account_score, device_score, recommendation, rule,
-                    decision, reason, idv_methods)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    decision, reason, idv_methods, wallet_node_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     Self.timestamp(date), decision.cardID, decision.last4, decision.digitalCardID,
                     decision.tokenLast4, decision.walletAccountID, decision.inputMethod, decision.deviceID,
                     decision.deviceType, decision.risk.account, decision.risk.device, decision.recommendation,
-                    decision.rule, decision.outcome.name, reason, idv,
+                    decision.rule, decision.outcome.name, reason, idv, decision.walletNodeID,
                 ])
         }
     }

@@ -91,6 +91,10 @@ final class IssuerStore: Sendable {
         Migration(version: 16, name: "app-inbox-arrivals", sql: IssuerStore.appInboxArrivalSchema),
         Migration(version: 17, name: "previous-numbers", sql: IssuerStore.previousNumbersSchema),
         Migration(version: 18, name: "decision-indexes", sql: IssuerStore.decisionIndexesSchema),
+        // The wallet node each token is digitized through (`AuthorizeDigitizationRequest.wallet_node_id`), which
+        // alone may open the issuer app for it.
+        Migration(
+            version: 19, name: "decision-wallet-nodes", sql: "ALTER TABLE decisions ADD COLUMN wallet_node_id TEXT;"),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

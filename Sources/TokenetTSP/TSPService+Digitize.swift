@@ -106,6 +106,7 @@ extension TSPService {
             question.device = request.device
             question.risk = request.risk
             question.walletAccountID = pending.token.walletAccountID
+            question.walletNodeID = pending.token.walletNodeID ?? ""
             let answer = try await issuers.decisions(for: issuerRecord).authorizeDigitization(
                 question, options: CallOptions(timeout: configuration.issuerDeadline))
             if let outcome = DigitizationOutcome.issuer(answer) { return outcome }

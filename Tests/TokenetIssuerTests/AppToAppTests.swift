@@ -111,6 +111,27 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         try await app.openApp(IssuerV1.OpenAppRequest(caller: caller, activationData: data, serialNumber: serial))
     }
 
+    /// Only the wallet node the TSP said the token is digitized through opens the issuer app for it: another wallet
+    /// node that learnt the token's reference got a session, and the cardholder's sign-in activated the token there.
+    @Test func anotherWalletNodeCannotOpenTheAppForAToken() async throws {
+        let cardID = try #require(try store.card(forDigitalCardID: Self.token)?.id)
+        func decided(through walletNodeID: String) throws {
+            try store.record(
+                DecisionRecord(
+                    cardID: cardID, last4: "0054", digitalCardID: Self.token, tokenLast4: "9999",
+                    walletAccountID: "wallet-account-1", inputMethod: 0, deviceID: "", deviceType: "",
+                    risk: RiskScores(account: 1, device: 1), recommendation: 0, rule: nil,
+                    outcome: .stepUp([]), walletNodeID: walletNodeID),
+                at: Support.now)
+        }
+        try decided(through: "wallet-2")
+        let refused = await Support.rpcError { _ = try await open() }
+        #expect(refused?.code == .permissionDenied, "\(String(describing: refused))")
+        #expect(refused?.message.contains("was not digitized through this wallet node") == true)
+        try decided(through: "wallet-1")
+        #expect(try await open().digitalCardID == Self.token)
+    }
+
     @Test func theCardholderSignsInAndTheWalletHearsApproved() async throws {
         let opened = try await open()
         #expect(opened.message == "card ending 0054 — sign in to activate")

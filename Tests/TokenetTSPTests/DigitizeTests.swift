@@ -20,6 +20,8 @@ import TokenetWire
         #expect(response.tokenLast4.count == 4)
         #expect(response.tokenExpiry == "11/29")
         #expect(tsp.issuer.state.withLock { $0.maskedPANs } == ["************1111"])
+        // The issuer hears which wallet node the token lives in: only that node may open its app for the token.
+        #expect(tsp.issuer.state.withLock { $0.walletNodeIDs } == ["wallet-1"])
 
         let history = try await tsp.control.tokenHistory(
             TspV1.TokenHistoryRequest(digitalCardID: response.digitalCardID))

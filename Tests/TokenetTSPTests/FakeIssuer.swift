@@ -30,6 +30,8 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         var slowEligibility = false
         var decryptedLast4: [String] = []
         var maskedPANs: [String] = []
+        /// The wallet node each AuthorizeDigitization named.
+        var walletNodeIDs: [String] = []
         var authorizations = 0
         /// The account named in each decision; empty to name none.
         var accountID = "acct-1"
@@ -66,6 +68,7 @@ final class FakeIssuer: IssuerV1.IssuerDecisions.ServiceProtocol {
         _ = try decrypt(request.encryptedCardData)
         let (decision, accountID) = state.withLock {
             $0.maskedPANs.append(request.maskedPAN)
+            $0.walletNodeIDs.append(request.walletNodeID)
             $0.authorizations += 1
             return ($0.decision, $0.accountID)
         }

@@ -302,7 +302,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__card_eligibility_response_
   (ProtobufCMessageInit) tokenet__issuer__v1__card_eligibility_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitization_request__field_descriptors[9] =
 {
   {
     "encrypted_card_data",
@@ -400,6 +400,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__authorize_digitizatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wallet_node_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest, wallet_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name[] = {
   5,   /* field[5] = device */
@@ -410,11 +422,12 @@ static const unsigned tokenet__issuer__v1__authorize_digitization_request__field
   6,   /* field[6] = risk */
   3,   /* field[3] = token_last4 */
   7,   /* field[7] = wallet_account_id */
+  8,   /* field[8] = wallet_node_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__authorize_digitization_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_request__descriptor =
 {
@@ -424,7 +437,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__authorize_digitization_req
   "Tokenet__Issuer__V1__AuthorizeDigitizationRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AuthorizeDigitizationRequest),
-  8,
+  9,
   tokenet__issuer__v1__authorize_digitization_request__field_descriptors,
   tokenet__issuer__v1__authorize_digitization_request__field_indices_by_name,
   1,  tokenet__issuer__v1__authorize_digitization_request__number_ranges,

@@ -99,6 +99,10 @@ extension IssuerV1 {
 
         public var walletAccountID: String = ""
 
+        /// The wallet node the token is digitized through (the ID of its certificate's tokenet://wallet/ID): only that node
+        /// may open the issuer app for the token (IssuerAppToApp.OpenApp). Empty when the TSP does not know it.
+        public var walletNodeID: String = ""
+
         public init() {}
 
         public init(
@@ -109,7 +113,8 @@ extension IssuerV1 {
             inputMethod: CardV1.InputMethod = CardV1.InputMethod(rawValue: 0),
             device: CardV1.DeviceInfo? = nil,
             risk: CardV1.WalletRiskData? = nil,
-            walletAccountID: String = ""
+            walletAccountID: String = "",
+            walletNodeID: String = ""
         ) {
             self.encryptedCardData = encryptedCardData
             self.maskedPAN = maskedPAN
@@ -119,6 +124,7 @@ extension IssuerV1 {
             self.device = device
             self.risk = risk
             self.walletAccountID = walletAccountID
+            self.walletNodeID = walletNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -130,6 +136,7 @@ extension IssuerV1 {
             self.device = try reader.readMessage(6)
             self.risk = try reader.readMessage(7)
             self.walletAccountID = try reader.read(8)
+            self.walletNodeID = try reader.read(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -141,6 +148,7 @@ extension IssuerV1 {
             if let value = device { try writer.write(6, message: value) }
             if let value = risk { try writer.write(7, message: value) }
             try writer.write(8, walletAccountID)
+            try writer.write(9, walletNodeID)
         }
     }
 }

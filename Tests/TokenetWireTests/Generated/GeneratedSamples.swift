@@ -557,6 +557,7 @@ extension IssuerV1.AuthorizeDigitizationRequest {
         base.device = CardV1.DeviceInfo.samples()[0]
         base.risk = CardV1.WalletRiskData.samples()[0]
         base.walletAccountID = "wallet_account_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -74,10 +74,15 @@ struct  Tokenet__Issuer__V1__AuthorizeDigitizationRequest
   Tokenet__Card__V1__DeviceInfo *device;
   Tokenet__Card__V1__WalletRiskData *risk;
   char *wallet_account_id;
+  /*
+   * The wallet node the token is digitized through (the ID of its certificate's tokenet://wallet/ID): only that node
+   * may open the issuer app for the token (IssuerAppToApp.OpenApp). Empty when the TSP does not know it.
+   */
+  char *wallet_node_id;
 };
 #define TOKENET__ISSUER__V1__AUTHORIZE_DIGITIZATION_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__authorize_digitization_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__INPUT_METHOD__INPUT_METHOD_UNSPECIFIED, NULL, NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AuthorizeDigitizationResponse
