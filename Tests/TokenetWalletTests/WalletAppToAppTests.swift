@@ -213,18 +213,23 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
             } == .permissionDenied)
     }
 
+    /// The TSP's CARD_STATE of the issuer suspending the token, at state version `version`.
+    static func suspendedByTheIssuer(version: UInt64) -> TspV1.Notification {
+        var suspended = TspV1.Notification(
+            messageID: "m-1", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
+            cardID: digitalCardID)
+        suspended.body = .cardState(
+            .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer", stateVersion: version))
+        return suspended
+    }
+
     /// The issuer app's APPROVED can reach the wallet after a later change of the token, such as the issuer
     /// suspending it heard through CARD_STATE: the wallet keeps the later state, as the TSP holds it.
     @Test func anActivationOlderThanAStateAlreadyHeardChangesNothing() async throws {
         let (wallet, _) = try await Self.steppedUp(stateVersion: 1)
         let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
         // Activated in the app (version 2), then suspended by the issuer (3), which the wallet hears first.
-        var suspended = TspV1.Notification(
-            messageID: "m-1", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
-            cardID: Self.digitalCardID)
-        suspended.body = .cardState(
-            .init(tokenState: .suspended, reasonCode: "LOST_CARD", initiator: "issuer", stateVersion: 3))
-        try await wallet.notifications.handle(suspended)
+        try await wallet.notifications.handle(Self.suspendedByTheIssuer(version: 3))
         let subscription = wallet.events.subscribe()
         let late = try await wallet.appToAppAsIssuer.bankingAppActivationResponse(
             .init(
@@ -262,12 +267,7 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         #expect(stored?.tokenState == .active && stored?.stateVersion == 1)
         #expect(wallet.logs.lines.contains { $0.contains("issuer_state_version=99") })
 
-        var suspended = TspV1.Notification(
-            messageID: "m-1", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "CARD_STATE",
-            cardID: Self.digitalCardID)
-        suspended.body = .cardState(
-            .init(tokenState: .suspended, reasonCode: "FRAUD_SUSPECTED", initiator: "issuer", stateVersion: 3))
-        try await wallet.notifications.handle(suspended)
+        try await wallet.notifications.handle(Self.suspendedByTheIssuer(version: 3))
         stored = try wallet.store.card(ref: "card-1").result
         #expect(stored?.tokenState == .suspended && stored?.stateVersion == 3)
     }
