@@ -76,6 +76,7 @@ public struct NodeContext: Sendable {
         } catch {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
+        context.onKeyLogFailure { [logger] in logger.warning($0) }
         let channel = RPCChannel(timers: timers, peer: peer) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }

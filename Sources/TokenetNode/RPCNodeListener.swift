@@ -229,6 +229,7 @@ public final class RPCNodeListener: NodeListener {
                     return .success(.plain(listener))
                 }
                 let context = try TLSContext(configuration: tls)
+                context.onKeyLogFailure { logger.warning($0) }
                 let listener = try await TLSListener.bind(
                     host: host, port: port, context: context, on: loop,
                     onHandshakeFailure: { failure, peer in

@@ -1,6 +1,7 @@
 import COpenSSL
 import CTokenetShims
 import Glibc
+import Synchronization
 
 /// Appends NSS key-log lines ("CLIENT_HANDSHAKE_TRAFFIC_SECRET <random> <secret>") to a file.
 ///
@@ -9,6 +10,9 @@ import Glibc
 final class KeyLogWriter: Sendable {
     let path: String
     private let fd: Int32
+    /// Told once, at the first line that could not be written; nil until the context's owner sets it.
+    private let failureReport = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private let failed = Atomic<Bool>(false)
 
     init(path: String) throws(TransportError) {
         self.path = path
@@ -20,7 +24,24 @@ final class KeyLogWriter: Sendable {
                 "SSLKEYLOGFILE=\(path) cannot be written (\(String(cString: strerror(err)))): name a file in a "
                     + "directory that exists, or unset SSLKEYLOGFILE")
         }
+        // A file made here is 0600; one that was there may be readable by others, who could then decrypt every
+        // connection it logs. A pipe or a device (Wireshark reading a FIFO, /dev/stdout) is the person's choice.
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
+            close(fd)
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            throw TransportError(
+                .configuration,
+                "SSLKEYLOGFILE=\(path) is readable by other users (mode \(mode)), and its TLS secrets decrypt the "
+                    + "traffic: run chmod 600 \(path), or name a new file")
+        }
         self.fd = fd
+    }
+
+    /// `report` is told once when a secret cannot be written (a full disk, /dev/full): the key log then misses
+    /// connections, and a capture decrypted with it shows them as opaque records.
+    func onFailure(_ report: @escaping @Sendable (String) -> Void) {
+        failureReport.withLock { $0 = report }
     }
 
     deinit {
@@ -30,8 +51,13 @@ final class KeyLogWriter: Sendable {
     func append(line: UnsafePointer<CChar>) {
         var bytes = Array(UnsafeBufferPointer(start: line, count: strlen(line)).map { UInt8(bitPattern: $0) })
         bytes.append(UInt8(ascii: "\n"))
-        // Key logging is a debugging aid; a failed write must not break the connection.
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        // Key logging is a debugging aid; a failed write must not break the connection, but is said once.
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written != bytes.count, !failed.exchange(true, ordering: .relaxed) else { return }
+        let reason = written < 0 ? String(cString: strerror(errno)) : "only part of a line was written"
+        failureReport.withLock { $0 }?(
+            "SSLKEYLOGFILE=\(path): a TLS secret could not be written (\(reason)); the key log will not decrypt every "
+                + "connection")
     }
 }
 

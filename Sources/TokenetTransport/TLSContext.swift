@@ -44,6 +44,11 @@ public final class TLSContext: @unchecked Sendable {
         SSL_CTX_free(pointer)
     }
 
+    /// `report` is told once when a TLS secret cannot be written to SSLKEYLOGFILE; never without a key log.
+    public func onKeyLogFailure(_ report: @escaping @Sendable (String) -> Void) {
+        keyLog?.onFailure(report)
+    }
+
     private func configure() throws(TransportError) {
         guard ctk_ssl_ctx_set_tls13_only(pointer) == 1 else {
             throw TransportError.openSSL(.configuration, "cannot restrict the context to TLS 1.3")

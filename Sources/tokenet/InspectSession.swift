@@ -87,6 +87,7 @@ final class InspectSession: Sendable {
                     trustedCAFile: files.caFile)
                 configuration.contents = piped
                 context = try TLSContext(configuration: configuration)
+                context.onKeyLogFailure { printError("tokenet: warning: \($0)") }
             } catch let error where error.code == .configuration && error.details.isEmpty {
                 // A file `TLSFileCheck` or the load found unusable: the message names it and what to give, with its
                 // option, as `checkReadable` names it.

@@ -43,6 +43,16 @@ import TokenetTransport
         ["--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key")]
     }
 
+    /// Secrets that cannot be written (a full disk; /dev/full here) were lost without a word: a capture then
+    /// showed some connections as opaque records. The CLI says so, once.
+    @Test func aKeyLogThatStopsTakingSecretsIsSaidOnce() async throws {
+        let result = try await runTokenet(["list", address] + tls, environment: ["SSLKEYLOGFILE": "/dev/full"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let warning =
+            "tokenet: warning: SSLKEYLOGFILE=/dev/full: a TLS secret could not be written (No space left on device)"
+        #expect(result.stderr.components(separatedBy: warning).count == 2, "\(result.stderr)")
+    }
+
     @Test func listShowsTheServedServices() async throws {
         let result = try await runTokenet(["list", address] + tls)
         #expect(result.status == 0, "\(result.stderr)")

@@ -22,6 +22,30 @@ import TokenetTransport
                 + "directory that exists, or unset SSLKEYLOGFILE\n")
     }
 
+    /// A key log that was there and that other users can read is refused: its secrets decrypt the traffic. A file
+    /// the CLI makes itself is its user's only.
+    @Test func aKeyLogOthersCanReadIsRefusedAndANewOneIsTheOwnersOnly() async throws {
+        let pki = DevelopmentPKI.shared
+        let directory = try TemporaryDirectory()
+        let keyLog = directory.path("keys.log")
+        _ = FileManager.default.createFile(
+            atPath: keyLog, contents: Data(), attributes: [.posixPermissions: 0o644])
+        let arguments = [
+            "list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+            pki.path("operator.key"),
+        ]
+        let refused = try await runTokenet(arguments, environment: ["SSLKEYLOGFILE": keyLog])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "SSLKEYLOGFILE=\(keyLog) is readable by other users (mode 644), and its TLS secrets decrypt the "
+                    + "traffic: run chmod 600 \(keyLog)"), "\(refused.stderr)")
+        let fresh = directory.path("new.log")
+        _ = try await runTokenet(arguments, environment: ["SSLKEYLOGFILE": fresh])
+        let mode = try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
     /// A node stopped with status 1 ("cannot serve"), where the README has configuration mistakes exit 2.
     @Test func aNodeWithAKeyLogThatCannotBeWrittenIsMisconfigured() throws {
         let pki = DevelopmentPKI.shared
