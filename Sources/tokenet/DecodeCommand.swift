@@ -17,7 +17,7 @@ enum DecodeCommand {
         if let type = options.type {
             printOut(
                 try notText(input, named: options.file, options) { () throws(CLIError) in
-                    let json = SecretFields.masked(maskPAN(try message(bytes, as: type)))
+                    let json = SecretFields.maskedJSON(try message(bytes, as: type))
                     // Hex or base64 text given without its flag often reads as a message of fields the type does not
                     // have, which printed as {} with status 0: such a reading fails here, and `notText` says which
                     // flag to add. Text that is a message of the type's own fields (an id of hex digits) stands.
@@ -257,7 +257,7 @@ enum DecodeCommand {
         do {
             while let frame = try decoder.nextFrame() {
                 count += 1
-                printOut(SecretFields.masked(maskPAN(try DecodedFrame.json(frame, calls: &calls))))
+                printOut(SecretFields.maskedJSON(try DecodedFrame.json(frame, calls: &calls)))
             }
             try decoder.finish()
         } catch let error as CLIError {

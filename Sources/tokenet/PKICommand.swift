@@ -55,6 +55,16 @@ enum PKICommand {
                         "pki init: --node: expected ROLE/ID with ROLE tsp, issuer, wallet or operator and ID of "
                             + "letters, digits, '.', '_' and '-', got '\(maskPAN(node))'")
                 }
+                let id = node.split(separator: "/", maxSplits: 1)[1]
+                // The files gen-certs makes anyway, and an id given twice, would be written over without a word.
+                guard !["ca", "tsp", "issuer", "wallet", "operator"].contains(id) else {
+                    throw CLIError(
+                        .usage, "pki init: --node \(node): \(id).pem is made for every DIR anyway; choose another ID")
+                }
+                guard !nodes.contains(where: { $0.hasSuffix("/\(id)") }) else {
+                    throw CLIError(
+                        .usage, "pki init: --node \(node): the ID \(id) is given twice; give each node its own")
+                }
                 nodes.append(node)
             case .operand(let operand):
                 guard directory == nil else {
@@ -68,6 +78,13 @@ enum PKICommand {
             }
         }
         guard let directory, !directory.isEmpty else { throw CLIError(.usage, "pki init: missing DIR") }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw CLIError(
+                .usage,
+                "pki init: \(directory) is a file, not a directory; give a directory, or a path "
+                    + "where one can be made")
+        }
         guard let root = RepositoryLocator.repositoryRoot else {
             throw CLIError(
                 .setup,
@@ -80,7 +97,9 @@ enum PKICommand {
         }
         let process = Process()
         process.executableURL = script
-        process.arguments = nodes.flatMap { ["--node", $0] } + [directory]
+        // A DIR that starts with "-" would read as an option to gen-certs.
+        process.arguments =
+            nodes.flatMap { ["--node", $0] } + [directory.hasPrefix("-") ? "./" + directory : directory]
         do {
             try process.run()
         } catch {
@@ -90,7 +109,7 @@ enum PKICommand {
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             throw CLIError(
                 .setup,
-                "pki init: Tools/gen-certs failed (exit status \(process.terminationStatus)); its message is above")
+                "pki init: Tools/gen-certs failed (exit status \(process.terminationStatus)); its reason is above")
         }
         let made = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".pem") }.sorted()

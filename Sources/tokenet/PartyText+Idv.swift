@@ -28,7 +28,9 @@ extension PartyText {
         // The two results that end the code say what to do next, as select-method and resend-otp refusals do.
         switch response.result {
         case .expiredCode:
-            line += "\nThe code has expired: send a new one with tokenet wallet resend-otp ADDR \(card.cardRef)."
+            line +=
+                "\nThe code has expired: send a new one with tokenet wallet resend-otp ADDR \(card.cardRef) (when the "
+                + "token's codes are spent, it names the other methods offered)."
         case .incorrectCodeRetriesExceeded:
             line +=
                 "\nNo more codes can be tried for this token: verify the cardholder with another method the issuer "

@@ -58,6 +58,20 @@ import TokenetWire
         #expect(!result.stdout.contains("837") && !result.stdout.contains("4761739001010010"))
     }
 
+    /// A card number right after a control character: the JSON escape `\u0010` and the number made one run of
+    /// digits, and masking it left `\u****…`, which no JSON parser reads. The escape is kept whole.
+    @Test func maskingLeavesJSONEscapesWhole() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("request.hex")
+        let request = HealthV1.HealthCheckRequest(service: "\u{10}4761739001010010")
+        try Self.hex(try request.serializedBytes()).write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await runTokenet(["decode", "--type", "tokenet.health.v1.HealthCheckRequest", "--hex", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""service": "\u0010************0010""#), "\(result.stdout)")
+        let parsed = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        #expect(parsed?["service"] as? String == "\u{10}************0010")
+    }
+
     @Test func theClientSideShowsEachFrameWithItsRequestDecoded() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("client.bin")
