@@ -39,8 +39,10 @@ extension TSPStore {
                     "eligibility_receipts", "receipt", "receipt:",
                     """
                     SELECT e.receipt, e.card_data FROM eligibility_receipts e
-                    JOIN digitize_requests d ON d.receipt = e.receipt
-                    WHERE e.security_code_kept = 1 AND d.status = 'done' LIMIT ?
+                    WHERE e.security_code_kept = 1 AND EXISTS (
+                        SELECT 1 FROM digitize_requests d
+                        WHERE d.request_id = e.used_by_request_id AND d.status = 'done')
+                    LIMIT ?
                     """
                 ),
                 (
