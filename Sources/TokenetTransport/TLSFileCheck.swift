@@ -49,7 +49,9 @@ public enum TLSFileCheck {
         guard access(path, R_OK) == 0 else { return "cannot be read: \(String(cString: strerror(errno))); \(remedy)" }
         guard status.st_size <= sizeLimit else { return tooLarge("\(status.st_size) bytes, more", kind, remedy) }
         switch read(path, kind, remedy) {
-        case .success(let bytes): return problem(withContents: bytes, of: path, holding: kind)
+        case .success(let bytes):
+            if let problem = problem(withContents: bytes, of: path, holding: kind) { return problem }
+            return kind == .privateKey ? exposedKey(status, path) : nil
         case .failure(let problem): return problem.text
         }
     }
@@ -96,6 +98,18 @@ public enum TLSFileCheck {
         case S_IFSOCK: return "is a socket, not a file; \(remedy)"
         default: return "is not a regular file; \(remedy)"
         }
+    }
+
+    /// Why a private key file is refused for its permissions, or nil when only its owner (or, for a file root owns,
+    /// its group as well, as Debian's `ssl-cert` group reads `/etc/ssl/private`) can read it. Whoever else can read
+    /// the key can pose as this node or user to every party, and decrypt a capture made with it; ssh and PostgreSQL
+    /// refuse such keys the same way.
+    static func exposedKey(_ status: stat, _ path: String) -> String? {
+        let mode = status.st_mode & 0o777
+        let allowed: mode_t = status.st_uid == 0 ? 0o640 : 0o600
+        guard mode & ~allowed & 0o077 != 0 else { return nil }
+        return "is open to other users (mode \(String(mode, radix: 8))): whoever can read it can pose as its owner; "
+            + "run chmod 600 \(path)"
     }
 
     /// "holds 5000000 bytes, more than the 1 MiB …", or "holds more than the 1 MiB …" for a file still growing.

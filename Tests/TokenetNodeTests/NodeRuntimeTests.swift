@@ -292,6 +292,23 @@ import TokenetWire
                 + "its peers) and would find empty after the first; give the path of the file itself")
     }
 
+    /// A private key that other users can read is refused with the chmod that fixes it: whoever reads it can pose as
+    /// the node to every party. Owner-only, the same key starts the node.
+    @Test func aKeyOtherUsersCanReadIsAConfigError() throws {
+        let directory = try TemporaryDirectory()
+        let key = directory.path("tsp.key")
+        try FileManager.default.copyItem(atPath: DevelopmentPKI.shared.path("tsp.key"), toPath: key)
+        #expect(chmod(key, 0o644) == 0)
+        let refused = try Self.refusedStart(Self.tspOptions(key: key, in: directory))
+        #expect(refused.exitStatus == 2)
+        #expect(
+            refused.description.contains("\(key) is open to other users (mode 644)")
+                && refused.description.hasSuffix("run chmod 600 \(key)"),
+            "\(refused.description)")
+        #expect(chmod(key, 0o600) == 0)
+        #expect(TLSFileCheck.problem(with: key, holding: .privateKey) == nil)
+    }
+
     /// A FIFO that nobody writes to, given as the CA bundle, is refused by name at once, before anything opens it (its
     /// open(2) would wait for a writer), and a CA bundle of more than 1 MiB before OpenSSL reads it, as the CLI
     /// refuses both (`TLSFileCheck`).
@@ -327,6 +344,7 @@ import TokenetWire
         let key = directory.path("damaged.key")
         try Data("-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n".utf8)
             .write(to: URL(fileURLWithPath: key))
+        #expect(chmod(key, 0o600) == 0)
         let failure = try Self.refusedStart(Self.tspOptions(key: key, in: directory))
         #expect(failure.exitStatus == 2)
         #expect(

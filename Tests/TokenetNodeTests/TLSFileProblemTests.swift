@@ -161,6 +161,34 @@ import TokenetWire
         return pipe.fileHandleForReading
     }
 
+    /// A key file other users can read is refused with the chmod to run; a group may read one that root owns (as
+    /// Debian's `ssl-cert` group reads /etc/ssl/private), never all users; a certificate may be read by anyone.
+    @Test func aKeyOpenToOtherUsersIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let pki = DevelopmentPKI.shared
+        let key = directory.path("operator.key")
+        let certificate = directory.path("operator.pem")
+        try FileManager.default.copyItem(atPath: pki.path("operator.key"), toPath: key)
+        try FileManager.default.copyItem(atPath: pki.path("operator.pem"), toPath: certificate)
+        #expect(chmod(certificate, 0o644) == 0)
+        let arguments = ["list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", certificate, "--key", key]
+        for mode: mode_t in [0o644, 0o604, 0o660] {
+            #expect(chmod(key, mode) == 0)
+            let result = try runTokenet(arguments)
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix(
+                    "tokenet: --key \(key) (given by --key or TOKENET_KEY) is open to other users (mode "
+                        + "\(String(mode, radix: 8))): whoever can read it can pose as its owner; run chmod 600 \(key)"),
+                "\(result.stderr)")
+        }
+        #expect(chmod(key, 0o640) == 0)
+        let groupReadable = TLSFileCheck.problem(with: key, holding: .privateKey)
+        #expect((groupReadable == nil) == (getuid() == 0), "\(groupReadable ?? "accepted")")
+        #expect(chmod(key, 0o400) == 0)
+        #expect(TLSFileCheck.problem(with: key, holding: .privateKey) == nil)
+    }
+
     /// A file of more than 1 MiB is no certificate or key: refused with its size, before OpenSSL reads it.
     @Test func aFileOverOneMebibyteIsRefused() throws {
         let directory = try TemporaryDirectory()
@@ -189,6 +217,8 @@ import TokenetWire
         if content.hasPrefix("pki:") { return DevelopmentPKI.shared.path(String(content.dropFirst(4))) }
         let path = directory.path("file.pem")
         try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+        // Owner-only, as a key must be: what is wrong with the file is then its text alone.
+        #expect(chmod(path, 0o600) == 0)
         return path
     }
 }
