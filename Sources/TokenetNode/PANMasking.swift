@@ -30,7 +30,8 @@
 /// `1764647000000:4111:1111:1111:1111`, `1764647000000-4111-1111-1111-1111`).
 ///
 /// A Visa token reference id (`DNITHE` and 26 digits) is left alone too: it names a token, not a card, and nodes
-/// log it with every token event.
+/// log it with every token event. So are the digits inside a hex identifier (a trace id, a key id, a digest), unless
+/// some 13–19 of them in a row pass the Luhn check, as a card number written into one does.
 ///
 /// An IPv4 address and its port (`192.168.178.100:7001`) is left alone although its groups are long enough: a node's
 /// log names the addresses it listens on and calls, and `***.***.***.***:7001` names none.
@@ -183,7 +184,8 @@ enum PANRuns {
             }
             if groups.count == 1,
                 isVisaTokenReference(digits: index..<end, scalar: scalar)
-                    || isHexIdentifierPart(digits: index..<end, count: count, scalar: scalar)
+                    || (isHexIdentifierPart(digits: index..<end, count: count, scalar: scalar)
+                        && !holdsLuhnValidNumber(digits: index..<end, scalar: scalar))
             {
                 index = end
                 continue
@@ -329,6 +331,26 @@ enum PANRuns {
             prefix.indices.allSatisfy({ scalar(prefixStart + $0) == prefix[$0] })
         else { return false }
         return prefixStart == 0 || !isAlphanumeric(prefixStart - 1)
+    }
+
+    /// Whether some 13 to 19 consecutive digits of `digits` pass the Luhn check, as every card number does. A hex
+    /// identifier's digits pass it about one time in ten; a card number written into one (a caller's trace id
+    /// `0a4111111111111111fe…`, echoed in every log line of its flow) always does, and is then masked, where the
+    /// identifier's shape let it through. Masking is the same on every line and node, so the trace id still finds
+    /// its flow's lines in its masked form.
+    static func holdsLuhnValidNumber(digits: Range<Int>, scalar: (Int) -> Unicode.Scalar) -> Bool {
+        let values = digits.map { Int(scalar($0).value) - 48 }
+        for start in values.indices {
+            for length in 13...19 where start + length <= values.count {
+                var sum = 0
+                for (offset, value) in values[start..<(start + length)].reversed().enumerated() {
+                    let weighted = offset % 2 == 1 ? value * 2 : value
+                    sum += weighted > 9 ? weighted - 9 : weighted
+                }
+                if sum % 10 == 0 { return true }
+            }
+        }
+        return false
     }
 
     /// Whether the digits at `digits` are those of a Visa token reference id (`DigitalCardID`: `DNITHE` and 26
