@@ -37,7 +37,9 @@ enum IssuerAppCommand {
           --ref REFERENCE      The activation's reference id.
           --link LINK          The otp:// link of the activation message, instead of --code and --ref.
           --name NAME          The name the account gets in the app (default: its id).
-          --pin PIN            The app's PIN.
+          --pin PIN            The app's PIN. --pin - reads it from standard input (asked for at a terminal,
+                               without echo), so it is not on the command line, where ps shows it to every user;
+                               so does --code -.
           --deny               authorize: decline instead of signing in.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)

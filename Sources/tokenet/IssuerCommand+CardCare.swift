@@ -31,7 +31,8 @@ extension IssuerCommand {
         renewal whose answer from the TSP was lost stays pending (the card keeps its number; cards shows it): run
         the same renew-card again to complete it, or --abandon it to give the reserved number back. Either first
         asks the TSP whether it applied the renewal: if it did, the renewal completes (also for --abandon); if the
-        TSP cannot be asked, --abandon leaves the renewal pending.
+        TSP cannot be asked, --abandon leaves the renewal pending. --pan - reads the new number from standard
+        input (asked for at a terminal, without echo), so that ps does not show it to every user.
         --force-complete completes a pending renewal that repeating cannot, listing the tokens that do not hold
         the new card; it too asks the TSP first, and is refused while the TSP cannot be asked. A token the TSP
         will not answer about (another issuer's) holds neither back, and both name it.

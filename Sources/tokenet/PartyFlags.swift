@@ -4,6 +4,8 @@
 struct PartyFlags: Sendable, Equatable {
     /// Each valued flag given, by its name (`--pan`).
     var values: [String: String] = [:]
+    /// The valued flags' names in the order they were given (`SecretInput` reads `-` values in that order).
+    var order: [String] = []
     /// Each switch given (`--json`).
     var switches: Set<String> = []
     /// Everything else, in order: ADDR, operands and connection flags.
@@ -20,7 +22,9 @@ struct PartyFlags: Sendable, Equatable {
             repeatable: InspectOptions.repeatableFlags)
         while let item = try scanner.next() {
             switch item {
-            case .valued(let name, let value) where valued.contains(name): values[name] = value
+            case .valued(let name, let value) where valued.contains(name):
+                values[name] = value
+                order.append(name)
             case .valued(let name, let value): rest += [name, value]
             case .flag(let name, let inline) where known.contains(name):
                 guard inline == nil else { throw CLIError(.usage, "\(command): \(name) takes no value") }
@@ -65,7 +69,7 @@ enum PartyCommandGroup {
             let flags = try PartyFlags(
                 parsing: Array(arguments.dropFirst()), command: command, valued: action.valued,
                 switches: action.switches)
-            return try action.run(flags, command)
+            return try action.run(SecretInput.resolve(flags, command: command), command)
         }
     }
 }

@@ -49,6 +49,10 @@ enum WalletCommand {
         cards is selected). The wallet keeps the active account and the selected cards across restarts; a new
         wallet starts on the account of its wallet.json ("walletAccountId", default wallet-account-1).
 
+        --pan - and --cvc - read the card number and CVC from standard input, a line each in the order given (asked
+        for at a terminal, without echo), so that they are not on the command line, where ps shows them to every
+        user, nor in the shell's history.
+
         Options:
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).
           --input-method M     manual (default with --pan), camera, on-file or bank-app.

@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import TokenetRPC
+import TokenetTestSupport
+import TokenetWire
+
+/// `--pan -`, `--cvc -` and `--pin -` read their values from standard input, a line each in the order the flags
+/// were given, so that a card number need not be on the command line, where `ps` shows it to every user.
+@Suite(.timeLimit(.minutes(3))) struct SecretInputTests {
+    /// Serves WalletControl/AddCard; each call fails with a message saying whether the card number and CVC it
+    /// received are the ones expected (so that neither is printed).
+    private static func addCard(_ flags: [String], stdin: String) async throws -> ProcessResult {
+        var router = RPCRouter()
+        router.unary(WalletV1.WalletControl.addCard) { (request, _) async throws -> WalletV1.AddCardResponse in
+            guard case .manual(let card) = request.source else { throw RPCError(.invalidArgument, "no manual card") }
+            let pan = card.pan == "4111111111111111" ? "pan ok" : "pan \(card.pan.count) digits"
+            let cvc = card.cvc == "123" ? "cvc ok" : "cvc \(card.cvc.count) digits"
+            throw RPCError(.failedPrecondition, "\(pan), \(cvc), expiry \(card.expiry)")
+        }
+        let pipe = Pipe()
+        try pipe.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
+        try pipe.fileHandleForWriting.close()
+        let pki = DevelopmentPKI.shared
+        return try await runTokenet(servedOverTLSBy: router, standardInput: pipe.fileHandleForReading) { address in
+            [
+                "wallet", "add-card", address, "--deadline", "20s", "--cacert", pki.path("ca.pem"), "--cert",
+                pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ] + flags
+        }
+    }
+
+    @Test(arguments: [
+        (["--pan", "-", "--exp", "12/29", "--cvc", "-"], "4111111111111111\n123\n"),
+        (["--cvc", "-", "--exp", "12/29", "--pan", "-"], "123\r\n4111111111111111"),
+        (["--pan", "-", "--exp", "12/29", "--cvc", "123"], "4111111111111111\n"),
+    ])
+    func eachDashTakesALineInTheOrderGiven(flags: [String], stdin: String) async throws {
+        let result = try await Self.addCard(flags, stdin: stdin)
+        #expect(result.status == 64 + 9, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: FAILED_PRECONDITION: pan ok, cvc ok, expiry 12/29\n")
+    }
+
+    /// Too few lines, or an empty one, is a usage error naming the flag and what was missing; nothing is sent.
+    @Test(arguments: [
+        ("", "--pan -: standard input ended before the card number; give it on a line of its own (one line each"),
+        ("4111111111111111\n", "--cvc -: standard input ended before the CVC"),
+        ("\n123\n", "--pan -: standard input gave an empty line for the card number"),
+    ])
+    func missingLinesAreNamed(stdin: String, message: String) async throws {
+        let result = try await runTokenet(
+            ["wallet", "add-card", "127.0.0.1:1", "--plaintext", "--pan", "-", "--exp", "12/29", "--cvc", "-"],
+            stdin: stdin)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("tokenet: wallet add-card: \(message)"), "\(result.stderr)")
+        #expect(!result.stderr.contains("4111111111111111"), "\(result.stderr)")
+    }
+
+    /// A name or other flag given as `-` is taken as it is: only secrets are read.
+    @Test func onlySecretFlagsRead() async throws {
+        let result = try await Self.addCard(
+            ["--pan", "-", "--exp", "12/29", "--cvc", "123", "--name", "-"], stdin: "4111111111111111\n")
+        #expect(result.stderr == "ERROR: FAILED_PRECONDITION: pan ok, cvc ok, expiry 12/29\n", "\(result.stderr)")
+    }
+}
