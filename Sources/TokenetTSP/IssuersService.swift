@@ -62,7 +62,7 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
     /// A receipt for the named wallet account is stored without checking that the account exists: the TSP knows no
     /// list of wallet accounts (they are the wallet provider's; an account shows here only once a wallet asked for a
     /// card for it, and a new one has not), so refusing unknown accounts would refuse every first card. A receipt
-    /// for an account no wallet has is refused at redemption instead (`TSPStore.redeemPushReceipt`).
+    /// for an account no wallet has is refused at redemption instead (`TSPStore.pushReceiptCard`).
     func createPushReceipt(_ request: TspV1.CreatePushReceiptRequest, context: ServerContext) async throws
         -> TspV1.CreatePushReceiptResponse
     {

@@ -15,7 +15,7 @@ extension TSPService {
         guard let deviceID = request.device?.deviceID, !deviceID.isEmpty else {
             throw TSPError(.invalidArgument, "device.device_id is required: a token is bound to one device")
         }
-        let card = try resolveInstrument(request)
+        let (card, instrument) = try resolveInstrument(request)
         let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
         let issuers = try store.issuers()
         let result = try EligibilityRules.evaluate(
@@ -27,12 +27,21 @@ extension TSPService {
         let eligible: EligibilityRules.Eligible
         switch result {
         case .failure(let ineligible):
+            try store.consume(instrument, card: card, nowMs: nowMs)
             log.info("card not eligible", ["reason": ineligible.reason.protoValueName ?? "", "last4": card.last4])
             return Self.ineligible(ineligible, card: card)
         case .success(let value):
             eligible = value
         }
-        if let declined = await issuerEligibility(card, issuer: eligible.issuer, request: request, log: log) {
+        let declined = await issuerEligibility(card, issuer: eligible.issuer, request: request, log: log)
+        // The caller gave up (cancelled, or its deadline passed) while the issuer was asked: nobody will read the
+        // answer, so nothing is stored, and a push receipt or session stays unused for the wallet's next try.
+        if Task.isCancelled {
+            log.info("eligibility check ended by its caller before an answer; nothing kept", ["last4": card.last4])
+            throw CancellationError()
+        }
+        if let declined {
+            try store.consume(instrument, card: card, nowMs: nowMs)
             return Self.ineligible(declined, card: card)
         }
         let nowMs = self.nowMs
@@ -42,7 +51,7 @@ extension TSPService {
             issuerID: eligible.issuer.id, scheme: eligible.scheme, panLast4: eligible.pan.last4, card: card,
             inputMethod: inputMethod, termsID: terms?.id,
             expiresAtMs: nowMs + configuration.eligibilityReceiptTTL.milliseconds, usedByRequestID: nil)
-        try store.insertEligibilityReceipt(receipt, nowMs: nowMs)
+        try store.insertEligibilityReceipt(receipt, spending: instrument, nowMs: nowMs)
         log.info(
             "card eligible",
             ["scheme": eligible.scheme.rawValue, "last4": eligible.pan.last4, "issuer": eligible.issuer.id])
@@ -71,11 +80,12 @@ extension TSPService {
     }
 
     /// The card data behind the request's instrument: decrypted card data, an issuer's push receipt, or a push
-    /// session. Receipts and sessions are consumed here, whatever the eligibility outcome.
-    private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest) throws -> CardData {
+    /// session. Receipts and sessions are spent with the answer, whatever the eligibility outcome, not here: a
+    /// check that never answers (its caller gone while the issuer was asked) leaves them for the next try.
+    private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest) throws -> (CardData, RedeemedInstrument) {
         switch request.instrument {
         case .encryptedCardData(let encrypted):
-            return try decryptCardData(encrypted, field: "encrypted_card_data")
+            return (try decryptCardData(encrypted, field: "encrypted_card_data"), .cardData)
         case .issuerPushReceipt(let receipt):
             guard receipt.scheme == .mastercard else {
                 throw TSPError(
@@ -86,11 +96,13 @@ extension TSPService {
             guard !receipt.payload.isEmpty else {
                 throw TSPError(.invalidArgument, "issuer_push_receipt.payload is required")
             }
-            return try store.redeemPushReceipt(
+            let card = try store.pushReceiptCard(
                 payload: receipt.payload, walletAccountID: request.walletAccountID, nowMs: nowMs)
+            return (card, .pushReceipt(receipt.payload))
         case .pushSessionID(let id):
             guard !id.isEmpty else { throw TSPError(.invalidArgument, "push_session_id is empty") }
-            return try store.redeemPushSession(id: id, walletAccountID: request.walletAccountID, nowMs: nowMs)
+            let card = try store.pushSessionCard(id: id, walletAccountID: request.walletAccountID, nowMs: nowMs)
+            return (card, .pushSession(id))
         case nil:
             throw TSPError(
                 .invalidArgument,
@@ -120,6 +132,8 @@ extension TSPService {
                 reason: .issuerDeclined, message: "the issuer refused the eligibility check (\(code)): \(error.message)"
             )
         } catch {
+            // Cancelled because the caller gave up, the issuer is not to blame: the caller says so.
+            guard !Task.isCancelled else { return nil }
             log.warning(
                 "issuer did not answer eligibility; the TSP's checks stand",
                 ["issuer": issuer.id, "error": String(describing: error)])

@@ -48,9 +48,22 @@ struct TokenRecord: Sendable, Equatable {
 }
 
 extension TSPStore {
-    func insertEligibilityReceipt(_ record: EligibilityReceiptRecord, nowMs: UInt64) throws {
+    /// Stores the receipt of an eligible card, spending the push receipt or session it came from in the same
+    /// transaction: a check that ends before this (its caller gone, its deadline passed) leaves that unused.
+    func insertEligibilityReceipt(
+        _ record: EligibilityReceiptRecord, spending instrument: RedeemedInstrument = .cardData, nowMs: UInt64
+    ) throws {
         let sealed = try seal(record.card, rowID: "receipt:\(record.receipt)")
-        _ = try database.execute(
+        try database.transaction { tx in
+            try consume(instrument, card: record.card, nowMs: nowMs, in: tx)
+            try insertEligibilityReceipt(record, sealed: sealed, nowMs: nowMs, in: tx)
+        }
+    }
+
+    private func insertEligibilityReceipt(
+        _ record: EligibilityReceiptRecord, sealed: [UInt8], nowMs: UInt64, in tx: Transaction
+    ) throws {
+        _ = try tx.execute(
             """
             INSERT INTO eligibility_receipts (receipt, wallet_account_id, device_id, issuer_id, scheme, pan_last4,
                 card_data, input_method, terms_id, created_at_ms, expires_at_ms)

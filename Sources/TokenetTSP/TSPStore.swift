@@ -131,7 +131,9 @@ final class TSPStore: Sendable {
     /// Marks a push receipt used and returns its card, or says why it cannot be used. A receipt the issuer pushed
     /// to one wallet account is refused to any other and stays unused; the refusal does not name the receipt's
     /// account, which would let whoever holds a copy of the payload claim that account.
-    func redeemPushReceipt(payload: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
+    /// The card behind an issuer's push receipt, once it is checked that `walletAccountID` may use it now; the
+    /// receipt stays unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
+    func pushReceiptCard(payload: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
@@ -150,21 +152,45 @@ final class TSPStore: Sendable {
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
             }
-            if try row.get(2, as: Int64?.self) != nil {
-                throw TSPError(
-                    .failedPrecondition, "the push receipt was already used; each receipt adds a card once")
-            }
+            if try row.get(2, as: Int64?.self) != nil { throw Self.pushReceiptUsed }
             guard UInt64(try row.int64(1)) > nowMs else {
                 throw TSPError(.failedPrecondition, "the push receipt has expired; ask the issuer app for a new one")
             }
-            _ = try tx.execute("UPDATE push_receipts SET used_at_ms = ? WHERE payload = ?", [Int64(nowMs), payload])
-            // Its card goes on into an eligibility receipt; this row keeps it without the security code.
-            let card = try openCard(try row.get(0), rowID: "push-receipt:\(payload)")
+            return try openCard(try row.get(0), rowID: "push-receipt:\(payload)")
+        }
+    }
+
+    static let pushReceiptUsed = TSPError(
+        .failedPrecondition, "the push receipt was already used; each receipt adds a card once")
+
+    /// Spends a push receipt or push session in `tx`, with the eligibility answer that came of it: it can then add
+    /// no card again, and its row keeps the card without the security code. An instrument spent since it was
+    /// checked (by a concurrent request) is refused, and `tx` with it.
+    func consume(_ instrument: RedeemedInstrument, card: CardData, nowMs: UInt64, in tx: Transaction) throws {
+        switch instrument {
+        case .cardData:
+            return
+        case .pushReceipt(let payload):
+            let spent = try tx.execute(
+                "UPDATE push_receipts SET used_at_ms = ? WHERE payload = ? AND used_at_ms IS NULL",
+                [Int64(nowMs), payload])
+            guard spent.changes == 1 else { throw Self.pushReceiptUsed }
             try forgetSecurityCode(
                 card, table: "push_receipts", keyColumn: "payload", key: payload, rowID: "push-receipt:\(payload)",
                 in: tx)
-            return card
+        case .pushSession(let id):
+            let spent = try tx.execute(
+                "UPDATE push_sessions SET used_at_ms = ? WHERE id = ? AND used_at_ms IS NULL", [Int64(nowMs), id])
+            guard spent.changes == 1 else { throw Self.pushSessionUsed(id) }
+            try forgetSecurityCode(
+                card, table: "push_sessions", keyColumn: "id", key: id, rowID: "push-session:\(id)", in: tx)
         }
+    }
+
+    /// `consume(_:card:nowMs:in:)` in a transaction of its own, for an answer that stores nothing else (a refusal).
+    func consume(_ instrument: RedeemedInstrument, card: CardData, nowMs: UInt64) throws {
+        guard instrument != .cardData else { return }
+        try database.transaction { tx in try consume(instrument, card: card, nowMs: nowMs, in: tx) }
     }
 
     func insertPushSession(id: String, walletAccountID: String, card: CardData, nowMs: UInt64, expiresAtMs: UInt64)
@@ -179,7 +205,9 @@ final class TSPStore: Sendable {
     }
 
     /// Marks a push session used and returns its card, or says why it cannot be used.
-    func redeemPushSession(id: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
+    /// The card behind a push session, once it is checked that `walletAccountID` may use it now; the session stays
+    /// unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
+    func pushSessionCard(id: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
@@ -198,18 +226,23 @@ final class TSPStore: Sendable {
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
             }
-            if try row.get(2, as: Int64?.self) != nil {
-                throw TSPError(
-                    .failedPrecondition, "push session \"\(id)\" was already used; create a new push session")
-            }
+            if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }
             guard UInt64(try row.int64(1)) > nowMs else {
                 throw TSPError(.failedPrecondition, "push session \"\(id)\" has expired; create a new push session")
             }
-            _ = try tx.execute("UPDATE push_sessions SET used_at_ms = ? WHERE id = ?", [Int64(nowMs), id])
-            let card = try openCard(try row.get(0), rowID: "push-session:\(id)")
-            try forgetSecurityCode(
-                card, table: "push_sessions", keyColumn: "id", key: id, rowID: "push-session:\(id)", in: tx)
-            return card
+            return try openCard(try row.get(0), rowID: "push-session:\(id)")
         }
     }
+
+    static func pushSessionUsed(_ id: String) -> TSPError {
+        TSPError(.failedPrecondition, "push session \"\(id)\" was already used; create a new push session")
+    }
+}
+
+/// Where the card of an eligibility check came from: typed card data, or an issuer's push receipt or push session,
+/// which the answer spends.
+enum RedeemedInstrument: Equatable {
+    case cardData
+    case pushReceipt(String)
+    case pushSession(String)
 }

@@ -41,9 +41,12 @@ import TokenetWire
         try fixture.store.insertPushSession(
             id: "s-1", walletAccountID: "account-1", card: Self.card, nowMs: 0, expiresAtMs: 100)
         // The card redeemed goes on into eligibility whole; the row keeps it without the code.
-        #expect(
-            try fixture.store.redeemPushReceipt(payload: "p-1", walletAccountID: "account-1", nowMs: 1).cvv2 == "837")
-        #expect(try fixture.store.redeemPushSession(id: "s-1", walletAccountID: "account-1", nowMs: 1).cvv2 == "837")
+        let pushed = try fixture.store.pushReceiptCard(payload: "p-1", walletAccountID: "account-1", nowMs: 1)
+        #expect(pushed.cvv2 == "837")
+        try fixture.store.consume(.pushReceipt("p-1"), card: pushed, nowMs: 1)
+        let sessionCard = try fixture.store.pushSessionCard(id: "s-1", walletAccountID: "account-1", nowMs: 1)
+        #expect(sessionCard.cvv2 == "837")
+        try fixture.store.consume(.pushSession("s-1"), card: sessionCard, nowMs: 1)
         let receipt = try #require(
             try fixture.database.queryOne("SELECT card_data FROM push_receipts WHERE payload = 'p-1'"))
         #expect(try fixture.store.openCard(try receipt.blob(0), rowID: "push-receipt:p-1").cvv2 == nil)

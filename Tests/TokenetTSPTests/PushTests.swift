@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetCard
 import TokenetRPC
+import TokenetStorage
 import TokenetWire
 
 @testable import TokenetTSP
@@ -142,5 +143,34 @@ import TokenetWire
             try await tsp.wallet.createPushSession(
                 .init(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))))
         }
+    }
+
+    /// A wallet that gives up while the TSP asks the issuer (its deadline passes, a slow issuer) is told nothing, so
+    /// its push session must still add the card at its next try: it is spent with the answer, not before. Spent
+    /// when it was read, it came back "already used", and the issuer had to push the card again.
+    @Test func aPushSessionOutlivesACheckItsWalletGaveUpOn() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let session = try await tsp.wallet.createPushSession(
+            .init(
+                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
+                walletAccountID: TSPHarness.account))
+        tsp.issuer.state.withLock { $0.slowEligibility = true }
+        let request = TspV1.CheckEligibilityRequest(
+            requestID: UUID().uuidString,
+            eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
+            walletAccountID: TSPHarness.account, device: TSPHarness.device,
+            instrument: .pushSessionID(session.pushSessionID))
+        await expectRPCError(.deadlineExceeded, "deadline") {
+            try await tsp.wallet.checkEligibility(request, options: CallOptions(timeout: .milliseconds(300)))
+        }
+        tsp.issuer.state.withLock { $0.slowEligibility = false }
+        let eligibility = try await tsp.checkEligibility(.pushSessionID(session.pushSessionID))
+        #expect(eligibility.eligible)
+        await expectRPCError(.failedPrecondition, "already used") {
+            try await tsp.checkEligibility(.pushSessionID(session.pushSessionID))
+        }
+        let database = try Database.open(path: tsp.directory + "/tsp.sqlite")
+        #expect(try database.queryOne("SELECT count(*) FROM eligibility_receipts")?.int(0) == 1)
     }
 }
