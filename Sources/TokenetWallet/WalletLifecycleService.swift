@@ -181,12 +181,14 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 throw WalletError(.failedPrecondition, "\(card.cardRef) has no payment keys left; no payment was made")
             }
             // The key is spent: the payment stands whatever the new batch's fate. Failing it here said a payment that
-            // had used a key had failed; the refill is asked for again by the next payment.
+            // had used a key had failed; the refill is asked for again by the next payment. Its wait is bounded, so
+            // that a TSP that does not answer cannot keep the payment's answer past its caller's deadline.
             var problem = ""
             if keys.remaining <= WalletTokenUpdates.keyThreshold {
                 do throws(WalletError) {
                     let refill = try await updates.replenishIfLow(
-                        card, reason: "below threshold", atMost: WalletTokenUpdates.keyThreshold)
+                        card, reason: "below threshold", atMost: WalletTokenUpdates.keyThreshold,
+                        within: Self.refillWait(before: context.deadline))
                     keys = refill.keys
                     replenished = replenished || refill.fetched
                 } catch {
@@ -200,6 +202,15 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             answer.replenishmentProblem = problem
             return answer
         }
+    }
+
+    /// How long a payment that took its key waits for the card's next batch: at most 2 s, and at most half of what
+    /// is left of the payment's deadline, so that the answer still reaches its caller.
+    static func refillWait(before deadline: ContinuousClock.Instant?) -> Duration {
+        let most = Duration.seconds(2)
+        guard let deadline else { return most }
+        let left = ContinuousClock.now.duration(to: deadline)
+        return max(.milliseconds(1), min(most, left / 2))
     }
 
     private func response(_ card: WalletCardRecord, _ id: String, _ keys: PaymentKeyCount, replenished: Bool)

@@ -73,13 +73,17 @@ struct WalletTokenUpdates: Sendable {
         }
         // A batch asked for by name (an MG push, an activation) is fetched as asked. One asked for while another
         // request for the card is on its way carries that request's id, and so shares its batch.
-        guard let limit else { return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason) }
+        guard let limit else {
+            return try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason, timeout: nil)
+        }
         return try await replenishIfLow(card, reason: reason, atMost: limit).keys
     }
 
     /// `replenish(_:reason:ifAtMost:)`, saying whether this request fetched the batch (rather than finding one
     /// another payment asked for): a payment says "a new batch was fetched" only for its own.
-    func replenishIfLow(_ card: WalletCardRecord, reason: String, atMost limit: UInt32)
+    /// `timeout`, when given, bounds the TSP's answer (and the wait to reach it) below the caller's own deadline: a
+    /// payment that already took its key must not wait its whole deadline on a TSP that does not answer.
+    func replenishIfLow(_ card: WalletCardRecord, reason: String, atMost limit: UInt32, within timeout: Duration? = nil)
         async throws(WalletError) -> (keys: PaymentKeyCount, fetched: Bool)
     {
         guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
@@ -89,7 +93,9 @@ struct WalletTokenUpdates: Sendable {
             return try await keyRequests.one(card: card.id) {
                 let now = try store.paymentKeys(cardID: card.id)
                 if now.remaining > limit { return (now, false) }
-                return (try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason), true)
+                return (
+                    try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason, timeout: timeout), true
+                )
             }
         } catch let error as WalletError {
             throw error
@@ -98,7 +104,7 @@ struct WalletTokenUpdates: Sendable {
         }
     }
 
-    private func fetchBatch(_ card: WalletCardRecord, digitalCardID: String, reason: String)
+    private func fetchBatch(_ card: WalletCardRecord, digitalCardID: String, reason: String, timeout: Duration?)
         async throws(WalletError) -> PaymentKeyCount
     {
         let before = try store.paymentKeys(cardID: card.id)
@@ -109,7 +115,8 @@ struct WalletTokenUpdates: Sendable {
         do {
             batch = try await tsp.replenishPaymentKeys(
                 TspV1.ReplenishPaymentKeysRequest(
-                    digitalCardID: digitalCardID, keysRemaining: before.remaining, requestID: requestID))
+                    digitalCardID: digitalCardID, keysRemaining: before.remaining, requestID: requestID),
+                options: CallOptions(timeout: timeout))
         } catch let error as RPCError {
             throw WalletError(Self.code(of: error), "the TSP's ReplenishPaymentKeys failed: \(error.message)")
         } catch {

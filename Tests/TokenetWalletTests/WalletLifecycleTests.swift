@@ -496,6 +496,30 @@ import TokenetWire
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).batches == 3)
     }
 
+    /// A payment that took its key is answered while the TSP still holds its new batch: the refill waits at most
+    /// half of what is left of the payment's deadline (2 s at most). It waited the whole deadline, and the person
+    /// was told DEADLINE_EXCEEDED for a payment that had been made.
+    @Test func aPaymentIsAnsweredWhileTheTSPHoldsItsNewBatch() async throws {
+        let (wallet, _) = try await Self.digitized()
+        for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.holdReplenishment = true }
+        defer {
+            tsp.state.withLock { $0.holdReplenishment = false }
+            tsp.releaseHeldReplenishment()
+        }
+        for (left, deadline) in [(UInt32(3), Duration.seconds(1)), (2, .seconds(20))] {
+            let started = ContinuousClock.now
+            let paid = try await wallet.lifecycle.usePaymentKey(
+                .init(cardRef: "card-1"), options: CallOptions(timeout: deadline))
+            let took = ContinuousClock.now - started
+            #expect(paid.keysRemaining == left && !paid.replenished)
+            #expect(paid.replenishmentProblem.contains("deadline"), "\(paid.replenishmentProblem)")
+            #expect(took < deadline, "answered after \(took)")
+        }
+        #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 2)
+    }
+
     /// A payment that took its key stands when the new batch it asks for cannot be fetched: it failed UNAVAILABLE
     /// with a key spent, read the same as a payment that spent nothing. The next payment asks again. One that finds
     /// no key and cannot get a batch says that no payment was made.
