@@ -82,6 +82,10 @@ public struct TokenLifecycleStateMachine: Sendable, Equatable {
             next = .active
         case (.active, .activate):
             return .unchanged(.active)
+        // Deleting is idempotent: a delete that crossed another party's (the issuer's, the TSP's) finds what it asked
+        // for. Refused, the person's delete failed and left the card in the wallet until it was repeated.
+        case (.deactivated, .delete):
+            return .unchanged(.deactivated)
         case (.active, .suspend):
             next = .suspended
         case (.inactive, .delete), (.active, .delete), (.suspended, .delete):

@@ -34,7 +34,7 @@ import Testing
         (.deactivated, .activate, .rejected("cannot activate a token that is DEACTIVATED")),
         (.deactivated, .suspend, .rejected("cannot suspend a token that is DEACTIVATED")),
         (.deactivated, .resume, .rejected("cannot resume a token that is DEACTIVATED")),
-        (.deactivated, .delete, .rejected("cannot delete a token that is DEACTIVATED")),
+        (.deactivated, .delete, .unchanged),
     ]
 
     @Test func tableCoversEveryPair() {

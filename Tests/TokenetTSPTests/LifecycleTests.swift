@@ -78,12 +78,15 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "cannot suspend a token that is SUSPENDED") {
             try await wallet.changeTokenState(Self.change(id, .suspend))
         }
-        _ = try await wallet.changeTokenState(Self.change(id, .delete))
-        for action in [TspV1.LifecycleAction.suspend, .resume, .delete] {
+        let deleted = try await wallet.changeTokenState(Self.change(id, .delete))
+        for action in [TspV1.LifecycleAction.suspend, .resume] {
             await expectRPCError(.failedPrecondition, "a deleted token cannot change state") {
                 try await wallet.changeTokenState(Self.change(id, action))
             }
         }
+        // A second delete finds what it asked for: answered with the token as it is, announced to no one.
+        let again = try await wallet.changeTokenState(Self.change(id, .delete))
+        #expect(again.tokenState == .deactivated && again.stateVersion == deleted.stateVersion)
         #expect(tsp.published.of("CARD_STATE").count == 2)
         let token = try await tsp.control.listTokens(.init()).tokens.first
         #expect(token?.state == .deactivated)
