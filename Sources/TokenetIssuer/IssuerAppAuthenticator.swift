@@ -281,6 +281,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     // MARK: Accounts
 
     func accounts(userID: String) throws(IssuerError) -> IssuerV1.AppAccountsResponse {
+        guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
         // A user the issuer does not have was answered "no account is activated", as for a real one, while enrol
         // and activate-linked answer NOT_FOUND: a misspelt user id looked like an app not set up yet.
         guard try store.accounts(ofCardholder: userID) != nil else {

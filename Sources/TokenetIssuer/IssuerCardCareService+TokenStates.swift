@@ -59,7 +59,10 @@ extension IssuerCardCareService {
         -> (ids: [String], skipped: (deleted: Int, unknown: Int))
     {
         guard request.digitalCardIds.isEmpty != request.cardID.isEmpty else {
-            throw RPCError(.invalidArgument, "give digital_card_ids or a card_id (every token of the card), not both")
+            throw RPCError(
+                .invalidArgument,
+                "give digital_card_ids or a card_id (every token of the card)"
+                    + (request.cardID.isEmpty ? "; the request names neither" : ", not both"))
         }
         guard request.cardID.isEmpty else {
             guard try store.card(id: request.cardID) != nil else {
@@ -77,9 +80,16 @@ extension IssuerCardCareService {
                 "\(request.digitalCardIds.count) digital_card_ids: at most \(Self.maximumNamedTokens) in one request; "
                     + "give a card_id for every token of a card, or send several requests")
         }
-        guard Set(request.digitalCardIds).count == request.digitalCardIds.count else {
-            throw RPCError(.invalidArgument, "digital_card_ids names a token more than once")
+        if let repeated = Self.firstRepeated(request.digitalCardIds) {
+            throw RPCError(
+                .invalidArgument, "digital_card_ids names \"\(repeated)\" more than once; name each token once")
         }
         return (request.digitalCardIds, (0, 0))
+    }
+
+    /// The first id that comes again in `ids`, named in the refusal so that it can be found in a long list.
+    static func firstRepeated(_ ids: [String]) -> String? {
+        var seen = Set<String>()
+        return ids.first { !seen.insert($0).inserted }
     }
 }

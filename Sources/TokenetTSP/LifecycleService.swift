@@ -64,8 +64,10 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     .invalidArgument,
                     "at most \(Self.maximumIssuerBatch) tokens per call; \(ids.count) were given")
             }
-            guard Set(ids).count == ids.count else {
-                throw TSPError(.invalidArgument, "digital_card_ids names a token more than once")
+            var seen = Set<String>()
+            if let repeated = ids.first(where: { !seen.insert($0).inserted }) {
+                throw TSPError(
+                    .invalidArgument, "digital_card_ids names \"\(repeated)\" more than once; name each token once")
             }
             let event = try Self.event(request.action)
             let reason = try Self.reason(request.reasonCode)

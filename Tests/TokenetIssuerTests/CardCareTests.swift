@@ -156,14 +156,14 @@ import TokenetWire
 
     @Test func tokenStateChangeRefusals() async throws {
         let cases: [(IssuerV1.IssuerChangeTokenStatesRequest, StatusCode, String)] = [
-            (.init(action: .suspend, reasonCode: "LOST_CARD"), .invalidArgument, "not both"),
+            (.init(action: .suspend, reasonCode: "LOST_CARD"), .invalidArgument, "the request names neither"),
             (
                 .init(digitalCardIds: ["DNITHE1"], action: .suspend, reasonCode: "LOST_CARD", cardID: "card-x"),
                 .invalidArgument, "not both"
             ),
             (
                 .init(digitalCardIds: ["DNITHE1", "DNITHE2", "DNITHE1"], action: .suspend, reasonCode: "LOST_CARD"),
-                .invalidArgument, "more than once"
+                .invalidArgument, "digital_card_ids names \"DNITHE1\" more than once"
             ),
             (.init(action: .suspend, reasonCode: "LOST_CARD", cardID: "card-nope"), .notFound, "no card"),
             (

@@ -416,6 +416,9 @@ import TokenetWire
 
     @Test func unlockingAnUnknownUserIsNotFoundAndAsksNothingOfTheTSP() async throws {
         let app = try App.make()
+        // No user at all is a request to fix, as Login and ActivateLinked say, not a user to look for.
+        await expectIssuerError(.invalidArgument, "user_id is required") { try app.party.app.accounts(userID: "") }
+        await expectIssuerError(.notFound, "no user \"ch-nobody\"") { try app.party.app.accounts(userID: "ch-nobody") }
         await expectIssuerError(.notFound, "no user \"ch-nobody\"") {
             try await app.party.enrolment.unlock(userID: "ch-nobody", accountID: "")
         }

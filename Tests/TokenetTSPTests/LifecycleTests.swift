@@ -188,7 +188,7 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "digital_card_ids is required") {
             try await issuer.changeIssuerTokenStates(.init(digitalCardIds: [], action: .suspend, reasonCode: "X"))
         }
-        await expectRPCError(.invalidArgument, "more than once") {
+        await expectRPCError(.invalidArgument, "digital_card_ids names \"\(id)\" more than once") {
             try await issuer.changeIssuerTokenStates(
                 .init(digitalCardIds: [id, id], action: .suspend, reasonCode: "LOST_CARD"))
         }
