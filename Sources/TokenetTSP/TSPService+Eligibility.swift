@@ -15,6 +15,8 @@ extension TSPService {
         guard let deviceID = request.device?.deviceID, !deviceID.isEmpty else {
             throw TSPError(.invalidArgument, "device.device_id is required: a token is bound to one device")
         }
+        try Self.requireNoCardNumber(request.walletAccountID, field: "wallet_account_id")
+        try Self.requireNoCardNumber(deviceID, field: "device.device_id")
         let (card, instrument) = try resolveInstrument(request)
         let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
         let issuers = try store.issuers()
@@ -63,6 +65,17 @@ extension TSPService {
         response.scheme = eligible.scheme.wire
         response.panLast4 = eligible.pan.last4
         return response
+    }
+
+    /// Refuses an account or device id that holds a card number: the TSP shows and logs ids in full (token
+    /// listings, history), where a card number must never appear. The id is not echoed.
+    static func requireNoCardNumber(_ value: String, field: String) throws {
+        guard maskPAN(value) == value else {
+            throw TSPError(
+                .invalidArgument,
+                "\(field) holds what reads as a card number; ids are shown in full in listings and logs, where a card "
+                    + "number must not be: give another id")
+        }
     }
 
     /// A refusal; the scheme and last four digits are included when the number itself is valid.

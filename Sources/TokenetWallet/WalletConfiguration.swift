@@ -118,7 +118,12 @@ public struct WalletConfiguration: Sendable, Equatable {
             && value.unicodeScalars.allSatisfy {
                 !$0.properties.isWhitespace && $0.properties.generalCategory != .control
             }
-        return fits ? nil : "1 to 64 characters without spaces or control characters"
+        guard fits else { return "1 to 64 characters without spaces or control characters" }
+        // Shown in full in every listing, where a card number must never be: refused rather than shown.
+        guard maskPAN(value) == value else {
+            return "free of card numbers: an id is shown in full in listings and logs, where a card number must not be"
+        }
+        return nil
     }
 
     /// The same for a descriptive value (a device's name or type, its OS), which may hold spaces.

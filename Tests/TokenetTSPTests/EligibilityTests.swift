@@ -151,6 +151,14 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "device_id") {
             try await tsp.checkEligibility(.encryptedCardData(data), device: CardV1.DeviceInfo())
         }
+        // Ids are listed in full: one holding a card number is refused, not echoed, and stores nothing.
+        await expectRPCError(.invalidArgument, "wallet_account_id holds what reads as a card number") {
+            try await tsp.checkEligibility(.encryptedCardData(data), account: "4111111111111111")
+        }
+        await expectRPCError(.invalidArgument, "device.device_id holds what reads as a card number") {
+            try await tsp.checkEligibility(
+                .encryptedCardData(data), device: CardV1.DeviceInfo(deviceID: "dev 4111 1111 1111 1111"))
+        }
     }
 
     @Test(arguments: [("es-ES", "es"), ("es-MX", "es"), ("es", "es"), ("fr-FR", "en"), ("", "en"), ("en-GB", "en")])

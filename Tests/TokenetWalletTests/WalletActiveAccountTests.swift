@@ -33,6 +33,19 @@ import TokenetWire
         #expect(cards.map(\.walletAccountID) == ["wallet-account-2", "wallet-account-3"])
     }
 
+    /// An account id that holds a card number is refused without being echoed: ids are shown in full in every
+    /// listing (`wallet cards`, `tsp tokens`), where a card number must never be.
+    @Test(arguments: ["4111111111111111", "acct-4111-1111-1111-1111"])
+    func anAccountIdHoldingACardNumberIsRefused(id: String) async throws {
+        let wallet = try WalletHarness()
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: id))
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("free of card numbers") && !error.message.contains("1111-1111"), "\(error)")
+        #expect(try await wallet.control.addCard(WalletHarness.manual()).walletAccountID != id)
+    }
+
     /// An account id is shown in tables and log lines: one with a line break, a space or a page of text is refused,
     /// and the active account stays as it was.
     @Test(arguments: ["two\nlines", "with space", "tab\there", String(repeating: "a", count: 65), "bell\u{7}"])
