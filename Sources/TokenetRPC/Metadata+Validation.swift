@@ -33,7 +33,13 @@ extension Metadata {
                             message: "metadata key \(Self.shown(key)) is not valid: keys are lowercase ASCII letters, "
                                 + "digits, '-', '_' and '.'"))
                 case .application:
-                    continue
+                    if case .text(let text)? = entries[entry].value, Self.holdsControlCharacter(text) {
+                        return .failure(
+                            Refusal(
+                                message: "the value of metadata key \(Self.shown(key)) holds a control character (a "
+                                    + "line break, a tab…): text values are printable text, and bytes go in a key "
+                                    + "ending in -bin"))
+                    }
                 case .reserved:
                     return .failure(
                         Refusal(
@@ -115,6 +121,23 @@ extension Metadata {
             }
         }
         return hasLetter
+    }
+
+    /// Whether `text` holds a control character (C0, DEL or C1). A handler may log or show a text value: a line
+    /// break in it would forge log lines, and the CLI refuses to send one.
+    static func holdsControlCharacter(_ text: String) -> Bool {
+        if let found = text.utf8.withContiguousStorageIfAvailable(holdsControlCharacter(utf8:)) { return found }
+        return Array(text.utf8).withUnsafeBufferPointer(holdsControlCharacter(utf8:))
+    }
+
+    private static func holdsControlCharacter(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        for index in bytes.indices {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == 0x7F { return true }
+            // U+0080–U+009F: 0xC2 then 0x80–0x9F.
+            if byte == 0xC2, index + 1 < bytes.count, (0x80...0x9F).contains(bytes[index + 1]) { return true }
+        }
+        return false
     }
 
     /// A key as a message may show it: quoted with escapes, and cut short when long.

@@ -49,6 +49,21 @@ import TokenetWire
         #expect(metadata == added && metadata.hashValue == added.hashValue)
     }
 
+    /// A text value with a control character (a line break would forge a log line where a handler logs it) is
+    /// refused, naming the key and not the value, as the CLI refuses to send one; printable text in any script,
+    /// and any bytes under a `-bin` key, are served.
+    @Test(arguments: ["two\nlines", "cr\r", "tab\t", "nul\u{0}", "del\u{7F}", "c1\u{85}"])
+    func aTextValueWithAControlCharacterIsRefused(value: String) {
+        let metadata = Metadata(wire: [WireV1.MetadataEntry(key: "x-note", value: .text(value))])
+        #expect(
+            metadata.problem == "the value of metadata key \"x-note\" holds a control character (a line break, a "
+                + "tab…): text values are printable text, and bytes go in a key ending in -bin")
+        for fine: WireV1.MetadataEntry.Value in [.text("Größe ß ✓ 東京"), .binary(Data("two\nlines".utf8))] {
+            #expect(Metadata(wire: [WireV1.MetadataEntry(key: "x-note-bin", value: fine)]).problem == nil)
+        }
+        #expect(Metadata(wire: [WireV1.MetadataEntry(key: "x-note", value: .text("Größe ✓"))]).problem == nil)
+    }
+
     /// A peer that sends a key in uppercase breaks the protocol (keys are lowercase): its call is refused, and the
     /// message names the key as sent. The key was once lowercased on receipt, and the call served.
     @Test func aReceivedUppercaseKeyIsRefused() {
