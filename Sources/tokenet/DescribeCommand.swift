@@ -39,7 +39,20 @@ enum DescribeCommand {
     /// its own (`tokenet.card.v1`, whose types the TSP's and the wallet's methods carry): it was NOT_FOUND, though
     /// each of its types could be described by name. False when the services use none.
     static func printTypes(inPackage package: String, session: InspectSession) async throws -> Bool {
-        guard !package.isEmpty, !package.hasSuffix("."), !package.contains("/") else { return false }
+        let (messages, enums) = try await types(inPackage: package, session: session)
+        guard !messages.isEmpty || !enums.isEmpty else { return false }
+        printOut("\(escapingControls(package)) is a package with no service on this node; its services use:")
+        for message in messages.sorted() { printOut("  message " + escapingControls(message)) }
+        for name in enums.sorted() { printOut("  enum " + escapingControls(name)) }
+        printOut("(tokenet describe \(session.options.address) NAME describes one)")
+        return true
+    }
+
+    /// The messages and enums of `package` that the node's services use (none for a name that is no package).
+    static func types(inPackage package: String, session: InspectSession) async throws
+        -> (messages: Set<String>, enums: Set<String>)
+    {
+        guard !package.isEmpty, !package.hasSuffix("."), !package.contains("/") else { return ([], []) }
         var messages: Set<String> = []
         var enums: Set<String> = []
         for service in try await session.askingReflection({ try await session.listServices() }) {
@@ -47,12 +60,7 @@ enum DescribeCommand {
             messages.formUnion(description.messages.map(\.name).filter { $0.hasPrefix(package + ".") })
             enums.formUnion(description.enums.map(\.name).filter { $0.hasPrefix(package + ".") })
         }
-        guard !messages.isEmpty || !enums.isEmpty else { return false }
-        printOut("\(escapingControls(package)) is a package with no service on this node; its services use:")
-        for message in messages.sorted() { printOut("  message " + escapingControls(message)) }
-        for name in enums.sorted() { printOut("  enum " + escapingControls(name)) }
-        printOut("(tokenet describe \(session.options.address) NAME describes one)")
-        return true
+        return (messages, enums)
     }
 
     static let help = """

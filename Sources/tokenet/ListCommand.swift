@@ -1,4 +1,5 @@
 import TokenetNode
+import TokenetRPC
 import TokenetWire
 
 /// `tokenet list ADDR [SERVICE]`: the services a node serves, or one service's methods with their types, as its
@@ -27,7 +28,24 @@ enum ListCommand {
                 for name in inPackage { printOut(escapingControls(name)) }
                 return 0
             }
-            let description = try await session.askingReflection { try await session.describeSuggesting(named) }
+            let description: ReflectionV1.DescribeSymbolResponse
+            do {
+                description = try await session.askingReflection { try await session.describeSuggesting(named) }
+            } catch let error as RPCError where error.code == .notFound {
+                // Another node's service or package names the node that serves it, as describe and call do; a
+                // package whose types this node's services use says so, where "serves no … message or enum named"
+                // read as though describe would find nothing in it either.
+                if let wrongNode = await session.wrongNode(describing: named) { throw wrongNode }
+                let (messages, enums) = try await DescribeCommand.types(inPackage: named, session: session)
+                guard messages.isEmpty && enums.isEmpty else {
+                    throw RPCError(
+                        .notFound,
+                        "\(named) is a package with no service on this node; its services use \(messages.count) of its "
+                            + "messages and \(enums.count) of its enums (tokenet describe \(session.options.address) "
+                            + "\(named) lists them)")
+                }
+                throw error
+            }
             guard description.kind == .service, let methods = description.service?.methods else {
                 throw CLIError(.usage, "list: \(maskPAN(description.name)) is not a service; try tokenet describe")
             }

@@ -127,6 +127,28 @@ import TokenetTransport
                 + "wallet-node serves; it is a tsp-node: give the address of a wallet-node\n")
     }
 
+    /// `list` of another node's service or package names the node that serves it, as `describe` does; a package
+    /// whose types this node's services use says so and points at `describe`. Both said the node served nothing of
+    /// the name.
+    @Test func listOfAnotherNodesServiceOrATypesOnlyPackageSaysWhy() async throws {
+        for symbol in ["tokenet.wallet.v1.WalletControl", "tokenet.wallet.v1"] {
+            let result = try await runTokenet(["list", address, symbol] + tls)
+            #expect(result.status == 64 + 5, "\(result.stderr)")
+            #expect(
+                result.stderr
+                    == "ERROR: NOT_FOUND: \(address) does not describe \(symbol), which a wallet-node serves; it is a "
+                    + "tsp-node: give the address of a wallet-node\n")
+        }
+        let package = try await runTokenet(["list", address, "tokenet.card.v1"] + tls)
+        #expect(package.status == 64 + 5, "\(package.stderr)")
+        #expect(
+            package.stderr.hasPrefix(
+                "ERROR: NOT_FOUND: tokenet.card.v1 is a package with no service on this node; its "),
+            "\(package.stderr)")
+        #expect(
+            package.stderr.hasSuffix("(tokenet describe \(address) tokenet.card.v1 lists them)\n"), "\(package.stderr)")
+    }
+
     /// The TLS files come from the environment here.
     @Test func callHealthCheckPrintsTheResponseAsJSON() async throws {
         let environment = [
