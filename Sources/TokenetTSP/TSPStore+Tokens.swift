@@ -43,7 +43,8 @@ struct TokenRecord: Sendable, Equatable {
     var summary: TspV1.TokenSummary {
         TspV1.TokenSummary(
             digitalCardID: digitalCardID, scheme: scheme.wire, panLast4: panLast4, tokenLast4: tokenLast4,
-            state: state.wire, issuerID: issuerID, walletAccountID: walletAccountID, deviceID: deviceID)
+            state: state.wire, issuerID: issuerID, walletAccountID: walletAccountID, deviceID: deviceID,
+            walletNodeID: walletNodeID ?? "")
     }
 }
 

@@ -159,11 +159,11 @@ enum PartyText {
                 ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(maskPAN(walletAccount))."
         }
         return table(
-            ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET ACCOUNT", "DEVICE"],
+            ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET", "WALLET ACCOUNT", "DEVICE"],
             response.tokens.map {
                 [
                     $0.digitalCardID, scheme($0.scheme), $0.panLast4, $0.tokenLast4, state($0.state), $0.issuerID,
-                    $0.walletAccountID, $0.deviceID,
+                    $0.walletNodeID.isEmpty ? "-" : $0.walletNodeID, $0.walletAccountID, $0.deviceID,
                 ]
             })
     }

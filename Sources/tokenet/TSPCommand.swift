@@ -14,8 +14,9 @@ enum TSPCommand {
         Usage: tokenet tsp tokens ADDR [--wallet-account ID] [OPTIONS]
                tokenet tsp history ADDR DIGITAL_CARD_ID [OPTIONS]
 
-        tokens lists the tokens of the TSP at ADDR (HOST:PORT), of every wallet account or of one. history prints
-        one token's audit trail: every state change with its time, actor, reason and trace id.
+        tokens lists the tokens of the TSP at ADDR (HOST:PORT), of every wallet account or of one, each with the
+        wallet node that holds it (WALLET: two wallet nodes may name their accounts and devices alike). history
+        prints one token's audit trail: every state change with its time, actor, reason and trace id.
 
         Options:
           --wallet-account ID  Only this wallet account's tokens.

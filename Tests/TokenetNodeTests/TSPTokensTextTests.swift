@@ -26,6 +26,37 @@ import TokenetWire
         return (result, asked.withLock { $0 })
     }
 
+    /// Two wallet nodes may name their accounts and devices alike: the listing says which wallet holds each token,
+    /// where two ACTIVE tokens of one card for "the same" account and device read as a broken rule.
+    @Test func theListingNamesEachTokensWallet() async throws {
+        let token = TspV1.TokenSummary(
+            digitalCardID: "DNITHE1", scheme: .visa, panLast4: "0009", tokenLast4: "7667", state: .active,
+            issuerID: "tokenet-bank", walletAccountID: "wallet-account-1", deviceID: "device-1")
+        var first = token
+        first.walletNodeID = "wallet-1"
+        var second = token
+        second.digitalCardID = "DNITHE2"
+        second.walletNodeID = "wallet-2"
+        let listing = TspV1.ListTokensResponse(tokens: [first, second, token])
+        var router = RPCRouter()
+        router.unary(TspV1.TspControl.listTokens) { (_, _) async throws in listing }
+        let pki = DevelopmentPKI.shared
+        let result = try await runTokenet(servedOverTLSBy: router) {
+            [
+                "tsp", "tokens", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
+                pki.path("operator.key"), "--deadline", "20s",
+            ]
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 4, "\(result.stdout)")
+        guard lines.count == 4 else { return }
+        #expect(lines[0].contains("ISSUER        WALLET    WALLET ACCOUNT"), "\(lines[0])")
+        #expect(lines[1].contains("tokenet-bank  wallet-1  wallet-account-1"), "\(lines[1])")
+        #expect(lines[2].contains("tokenet-bank  wallet-2  wallet-account-1"), "\(lines[2])")
+        #expect(lines[3].contains("tokenet-bank  -         wallet-account-1"), "\(lines[3])")
+    }
+
     @Test func anEmptyListingForOneAccountNamesIt() async throws {
         let (result, asked) = try await Self.emptyListing(["--wallet-account", "acct-7"])
         #expect(result.status == 0, "\(result.stderr)")

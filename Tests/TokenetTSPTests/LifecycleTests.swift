@@ -90,6 +90,8 @@ import TokenetWire
         #expect(tsp.published.of("CARD_STATE").count == 2)
         let token = try await tsp.control.listTokens(.init()).tokens.first
         #expect(token?.state == .deactivated)
+        // The listing names the wallet node that holds the token, as two wallets' names may be the same.
+        #expect(token?.walletNodeID == "wallet-1")
     }
 
     @Test func badRequestsAndOtherWalletsAreRefused() async throws {

@@ -341,7 +341,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__list_tokens_request__descript
   (ProtobufCMessageInit) tokenet__tsp__v1__list_tokens_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[8] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_descriptors[9] =
 {
   {
     "digital_card_id",
@@ -439,6 +439,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__token_summary__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wallet_node_id",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TokenSummary, wallet_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] = {
   7,   /* field[7] = device_id */
@@ -449,11 +461,12 @@ static const unsigned tokenet__tsp__v1__token_summary__field_indices_by_name[] =
   4,   /* field[4] = state */
   3,   /* field[3] = token_last4 */
   6,   /* field[6] = wallet_account_id */
+  8,   /* field[8] = wallet_node_id */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__token_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
 {
@@ -463,7 +476,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__token_summary__descriptor =
   "Tokenet__Tsp__V1__TokenSummary",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TokenSummary),
-  8,
+  9,
   tokenet__tsp__v1__token_summary__field_descriptors,
   tokenet__tsp__v1__token_summary__field_indices_by_name,
   1,  tokenet__tsp__v1__token_summary__number_ranges,

@@ -67,6 +67,10 @@ extension TspV1 {
 
         public var deviceID: String = ""
 
+        /// The wallet node that holds the token (the node id of its certificate, tokenet://wallet/ID): two wallet nodes are
+        /// two wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.
+        public var walletNodeID: String = ""
+
         public init() {}
 
         public init(
@@ -77,7 +81,8 @@ extension TspV1 {
             state: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
             issuerID: String = "",
             walletAccountID: String = "",
-            deviceID: String = ""
+            deviceID: String = "",
+            walletNodeID: String = ""
         ) {
             self.digitalCardID = digitalCardID
             self.scheme = scheme
@@ -87,6 +92,7 @@ extension TspV1 {
             self.issuerID = issuerID
             self.walletAccountID = walletAccountID
             self.deviceID = deviceID
+            self.walletNodeID = walletNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -98,6 +104,7 @@ extension TspV1 {
             self.issuerID = try reader.read(6)
             self.walletAccountID = try reader.read(7)
             self.deviceID = try reader.read(8)
+            self.walletNodeID = try reader.read(9)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -109,6 +116,7 @@ extension TspV1 {
             try writer.write(6, issuerID)
             try writer.write(7, walletAccountID)
             try writer.write(8, deviceID)
+            try writer.write(9, walletNodeID)
         }
     }
 }

@@ -1994,6 +1994,7 @@ extension TspV1.TokenSummary {
         base.issuerID = "issuer_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.walletAccountID = "wallet_account_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.deviceID = "device_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletNodeID = "wallet_node_id-9 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -65,10 +65,15 @@ struct  Tokenet__Tsp__V1__TokenSummary
   char *issuer_id;
   char *wallet_account_id;
   char *device_id;
+  /*
+   * The wallet node that holds the token (the node id of its certificate, tokenet://wallet/ID): two wallet nodes are
+   * two wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.
+   */
+  char *wallet_node_id;
 };
 #define TOKENET__TSP__V1__TOKEN_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__token_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__ListTokensResponse
