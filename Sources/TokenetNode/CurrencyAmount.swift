@@ -12,11 +12,26 @@ public enum CurrencyAmount {
         "CLF": 4, "UYW": 4,
     ]
 
-    /// Whether `code` has the form of an ISO 4217 alphabetic code (three ASCII letters, either case), as the TSP
-    /// takes a payment's currency and the CLI checks `--currency` before reading an amount in it.
+    /// Whether `code` is an ISO 4217 alphabetic code in use (either case), as the TSP takes a payment's currency
+    /// and the CLI checks `--currency` before reading an amount in it. Three letters were taken before: XYZ paid.
     public static func isCode(_ code: String) -> Bool {
-        code.count == 3 && code.allSatisfy { $0.isASCII && $0.isLetter }
+        code.count == 3 && codes.contains(code.uppercased())
     }
+
+    /// ISO 4217's active alphabetic codes, with its funds, precious metals and XTS (for testing) and XXX.
+    static let codes: Set<String> = Set(
+        """
+        AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BOV BRL BSD BTN BWP BYN BZD CAD \
+        CDF CHE CHF CHW CLF CLP CNY COP COU CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS \
+        GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT \
+        LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO NOK NPR NZD \
+        OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP STN SVC \
+        SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD USN UYI UYU UYW UZS VED VES VND VUV WST XAF XAG XAU \
+        XBA XBB XBC XBD XCD XCG XDR XOF XPD XPF XPT XSU XTS XUA XXX YER ZAR ZMW ZWG ZWL
+        """.split(separator: " ").map(String.init))
+
+    /// The most minor units an amount may have: ISO 8583's amount field holds 12 digits.
+    public static let largestMinor: Int64 = 999_999_999_999
 
     /// How many decimals an amount in `currency` has: 2 unless ISO 4217 gives it another exponent.
     public static func decimals(of currency: String) -> Int { exponents[currency.uppercased()] ?? 2 }
@@ -62,7 +77,7 @@ public enum CurrencyAmount {
         let fraction = parts.count == 2 ? parts[1] : ""
         guard fraction.count <= decimals else { return .failure(.tooManyDecimals(decimals)) }
         // A well-formed amount past what the minor units hold is named as too large, not as malformed.
-        let tooLarge = Refusal.tooLarge(formatNumber(.max, decimals: decimals))
+        let tooLarge = Refusal.tooLarge(formatNumber(largestMinor, decimals: decimals))
         guard let whole = Int64(parts[0]) else { return .failure(tooLarge) }
         let fractionDigits = Array(fraction.utf8)
         var total = whole
@@ -73,6 +88,7 @@ public enum CurrencyAmount {
             guard !overflow, !overflowSum else { return .failure(tooLarge) }
             total = sum
         }
+        guard total <= largestMinor else { return .failure(tooLarge) }
         guard total > 0 else { return .failure(.notPositive) }
         return .success(total)
     }

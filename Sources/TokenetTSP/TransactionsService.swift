@@ -18,6 +18,12 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             guard request.amountMinor > 0 else {
                 throw TSPError(.invalidArgument, "amount_minor must be positive (minor units, e.g. cents)")
             }
+            guard request.amountMinor <= CurrencyAmount.largestMinor else {
+                throw TSPError(
+                    .invalidArgument,
+                    "amount_minor is \(request.amountMinor); a payment carries at most 12 digits of minor units "
+                        + "(\(CurrencyAmount.largestMinor))")
+            }
             guard !request.merchant.isEmpty else { throw TSPError(.invalidArgument, "merchant is required") }
             guard request.merchant.count <= 100 else {
                 throw TSPError(.invalidArgument, "merchant is at most 100 characters")
@@ -35,7 +41,9 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             let merchant = maskPAN(request.merchant)
             let currency = request.currency.isEmpty ? "USD" : request.currency.uppercased()
             guard CurrencyAmount.isCode(currency) else {
-                throw TSPError(.invalidArgument, "currency must be an ISO 4217 code such as USD")
+                throw TSPError(
+                    .invalidArgument,
+                    "currency must be an ISO 4217 code in use, such as USD, EUR or JPY (XTS for testing)")
             }
             guard token.state == .active else {
                 throw TSPError(

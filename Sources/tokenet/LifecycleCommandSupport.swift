@@ -52,7 +52,7 @@ enum LifecycleArguments {
         guard CurrencyAmount.isCode(code) else {
             throw CLIError(
                 .usage,
-                "\(command): --currency must be an ISO 4217 code of three letters such as USD, not "
+                "\(command): --currency must be an ISO 4217 code in use, such as USD (XTS for testing), not "
                     + "'\(maskPAN(currency ?? ""))'")
         }
         switch CurrencyAmount.parse(text, currency: code) {

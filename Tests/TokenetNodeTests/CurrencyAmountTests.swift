@@ -19,8 +19,16 @@ import Testing
         #expect(CurrencyAmount.parse("7", currency: "USD") == .success(700))
         #expect(CurrencyAmount.parse("1250", currency: "JPY") == .success(1250))
         #expect(CurrencyAmount.parse("1.25", currency: "KWD") == .success(1250))
-        #expect(CurrencyAmount.parse("92233720368547758.07", currency: "USD") == .success(.max))
-        #expect(CurrencyAmount.parse("9223372036854775807", currency: "JPY") == .success(.max))
+        #expect(CurrencyAmount.parse("9999999999.99", currency: "USD") == .success(999_999_999_999))
+        #expect(CurrencyAmount.parse("999999999999", currency: "JPY") == .success(999_999_999_999))
+    }
+
+    /// ISO 4217 codes in use, in either case; three letters that are none (XYZ) are refused, as is a code of old.
+    @Test func knowsTheCodesInUse() {
+        for code in ["USD", "eur", "JPY", "KWD", "XTS", "CHF", "ZWG"] {
+            #expect(CurrencyAmount.isCode(code), "\(code)")
+        }
+        for code in ["XYZ", "US", "USDD", "DEM", "", "ÄBC"] { #expect(!CurrencyAmount.isCode(code), "\(code)") }
     }
 
     @Test func refusesWhatIsNoAmountOfTheCurrency() {
@@ -30,10 +38,9 @@ import Testing
         for text in ["", ".5", "1.", "+5", "-5", "1.2.3", "1,50", "١٢"] {
             #expect(CurrencyAmount.parse(text, currency: "USD") == .failure(.malformed), "\(text)")
         }
-        #expect(
-            CurrencyAmount.parse("92233720368547758.08", currency: "USD")
-                == .failure(.tooLarge("92233720368547758.07")))
-        #expect(
-            CurrencyAmount.parse("9223372036854775808", currency: "JPY") == .failure(.tooLarge("9223372036854775807")))
+        // A payment carries at most 12 digits of minor units (ISO 8583); beyond an Int64 too.
+        #expect(CurrencyAmount.parse("10000000000.00", currency: "USD") == .failure(.tooLarge("9999999999.99")))
+        #expect(CurrencyAmount.parse("1000000000000", currency: "JPY") == .failure(.tooLarge("999999999999")))
+        #expect(CurrencyAmount.parse("9223372036854775808", currency: "JPY") == .failure(.tooLarge("999999999999")))
     }
 }

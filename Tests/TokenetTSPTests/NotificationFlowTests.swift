@@ -54,9 +54,15 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "merchant is required") {
             try await operatorClient.simulateTransaction(.init(digitalCardID: id, amountMinor: 5))
         }
-        await expectRPCError(.invalidArgument, "ISO 4217") {
+        for currency in ["DOLLARS", "XYZ"] {
+            await expectRPCError(.invalidArgument, "ISO 4217 code in use") {
+                try await operatorClient.simulateTransaction(
+                    .init(digitalCardID: id, amountMinor: 5, currency: currency, merchant: "M"))
+            }
+        }
+        await expectRPCError(.invalidArgument, "at most 12 digits of minor units") {
             try await operatorClient.simulateTransaction(
-                .init(digitalCardID: id, amountMinor: 5, currency: "DOLLARS", merchant: "M"))
+                .init(digitalCardID: id, amountMinor: 1_000_000_000_000, merchant: "M"))
         }
         // 100 characters of 2,001 bytes each: within the character count, but a notification the broker refuses,
         // so the payment would be stored and never told to the wallet or the issuer app.

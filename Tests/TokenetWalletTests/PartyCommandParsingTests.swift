@@ -102,7 +102,7 @@ import TokenetTestSupport
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "1.250", "--currency", "US", "--merchant", "M"]
                 + nowhere,
-            "--currency must be an ISO 4217 code of three letters such as USD, not 'US'"
+            "--currency must be an ISO 4217 code in use, such as USD (XTS for testing), not 'US'"
         ),
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "1.", "--currency", "KWD", "--merchant", "M"]
@@ -120,7 +120,7 @@ import TokenetTestSupport
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "99999999999999999999", "--merchant", "M"]
                 + nowhere,
-            "--amount 99999999999999999999 is too large; at most 92233720368547758.07"
+            "--amount 99999999999999999999 is too large; at most 9999999999.99"
         ),
         (
             ["tsp", "simulate-transaction", "--card", "D", "--amount", "92233720368547758.08", "--merchant", "M"]
