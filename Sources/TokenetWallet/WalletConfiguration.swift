@@ -22,6 +22,9 @@ public struct WalletConfiguration: Sendable, Equatable {
         deviceID: "device-1", deviceType: "PHONE", deviceName: "Tokenet phone", osName: "TokenetOS", osVersion: "1.0")
     public var risk = CardV1.WalletRiskData(accountScore: 1, deviceScore: 1, recommendation: .approve)
     public var provider = WalletProvider.googlePay
+    /// How long a payment that took its key waits at most for the card's next batch (half of what is left of its
+    /// deadline when that is less). Not in wallet.json: tests on a loaded machine give it longer.
+    public var refillWaitAfterPayment = Duration.seconds(2)
 
     public init() {}
 

@@ -11,12 +11,18 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
     let store: WalletStore
     let updates: WalletTokenUpdates
     let logger: Logger
+    /// The most a payment that took its key waits for the card's next batch (`refillWait(before:)`).
+    let refillWait: Duration
 
-    init(tsp: any RPCCaller, store: WalletStore, updates: WalletTokenUpdates, logger: Logger) {
+    init(
+        tsp: any RPCCaller, store: WalletStore, updates: WalletTokenUpdates, logger: Logger,
+        refillWait: Duration = .seconds(2)
+    ) {
         self.tsp = TspV1.TokenLifecycle.Client(tsp)
         self.store = store
         self.updates = updates
         self.logger = logger
+        self.refillWait = refillWait
     }
 
     public func changeCardState(_ request: WalletV1.WalletChangeCardStateRequest, context: ServerContext)
@@ -188,7 +194,7 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
                 do throws(WalletError) {
                     let refill = try await updates.replenishIfLow(
                         card, reason: "below threshold", atMost: WalletTokenUpdates.keyThreshold,
-                        within: Self.refillWait(before: context.deadline))
+                        within: Self.refillWait(before: context.deadline, atMost: refillWait))
                     keys = refill.keys
                     replenished = replenished || refill.fetched
                 } catch {
@@ -204,10 +210,9 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
         }
     }
 
-    /// How long a payment that took its key waits for the card's next batch: at most 2 s, and at most half of what
-    /// is left of the payment's deadline, so that the answer still reaches its caller.
-    static func refillWait(before deadline: ContinuousClock.Instant?) -> Duration {
-        let most = Duration.seconds(2)
+    /// How long a payment that took its key waits for the card's next batch: at most `most` (2 s in a node), and at
+    /// most half of what is left of the payment's deadline, so that the answer still reaches its caller.
+    static func refillWait(before deadline: ContinuousClock.Instant?, atMost most: Duration) -> Duration {
         guard let deadline else { return most }
         let left = ContinuousClock.now.duration(to: deadline)
         return max(.milliseconds(1), min(most, left / 2))

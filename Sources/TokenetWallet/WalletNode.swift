@@ -74,7 +74,10 @@ public enum WalletNode {
         let updates = WalletTokenUpdates(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: store, events: events,
             configuredAccountID: configuration.walletAccountID, logger: logger, clock: clock)
-        WalletLifecycleService(tsp: tsp, store: store, updates: updates, logger: logger).register(on: &router)
+        WalletLifecycleService(
+            tsp: tsp, store: store, updates: updates, logger: logger,
+            refillWait: configuration.refillWaitAfterPayment
+        ).register(on: &router)
         notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
         if let background {
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.

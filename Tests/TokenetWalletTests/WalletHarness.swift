@@ -40,6 +40,12 @@ struct WalletHarness {
     ) throws {
         let tsp = try tsp ?? FakeTSP()
         let store = try store ?? WalletStore.inMemory()
+        // On a machine the whole suite loads, an in-memory call can take seconds: a payment's refill is not cut
+        // short at a node's 2 s unless a test asks for it.
+        var configuration = configuration
+        if configuration.refillWaitAfterPayment == WalletConfiguration().refillWaitAfterPayment {
+            configuration.refillWaitAfterPayment = .seconds(120)
+        }
         self.tsp = tsp
         self.store = store
         var tspRouter = RPCRouter()

@@ -14,8 +14,10 @@ import TokenetWire
     static let id = "DNITHE000000000000000001"
 
     /// A wallet with card-1 digitized ACTIVE, and a listener opened before anything else happens.
-    static func digitized() async throws -> (WalletHarness, AsyncStream<WalletV1.WalletEvent>.Iterator) {
-        let wallet = try WalletHarness()
+    static func digitized(configuration: WalletConfiguration = WalletConfiguration()) async throws
+        -> (WalletHarness, AsyncStream<WalletV1.WalletEvent>.Iterator)
+    {
+        let wallet = try WalletHarness(configuration: configuration)
         let events = wallet.events.subscribe().events.makeAsyncIterator()
         _ = try await wallet.control.addCard(WalletHarness.manual())
         _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
@@ -500,7 +502,9 @@ import TokenetWire
     /// half of what is left of the payment's deadline (2 s at most). It waited the whole deadline, and the person
     /// was told DEADLINE_EXCEEDED for a payment that had been made.
     @Test func aPaymentIsAnsweredWhileTheTSPHoldsItsNewBatch() async throws {
-        let (wallet, _) = try await Self.digitized()
+        var configuration = WalletConfiguration()
+        configuration.refillWaitAfterPayment = .seconds(1)
+        let (wallet, _) = try await Self.digitized(configuration: configuration)
         for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
         let tsp = wallet.lifecycleTSP
         tsp.state.withLock { $0.holdReplenishment = true }
@@ -508,7 +512,8 @@ import TokenetWire
             tsp.state.withLock { $0.holdReplenishment = false }
             tsp.releaseHeldReplenishment()
         }
-        for (left, deadline) in [(UInt32(3), Duration.seconds(1)), (2, .seconds(20))] {
+        // At most 1 s here (a node's is 2 s); the deadlines leave room for a machine the whole suite loads.
+        for (left, deadline) in [(UInt32(3), Duration.seconds(10)), (2, .seconds(30))] {
             let started = ContinuousClock.now
             let paid = try await wallet.lifecycle.usePaymentKey(
                 .init(cardRef: "card-1"), options: CallOptions(timeout: deadline))
@@ -518,6 +523,16 @@ import TokenetWire
             #expect(took < deadline, "answered after \(took)")
         }
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 2)
+    }
+
+    /// The refill's wait: the most given, or half of what is left of the payment's deadline when that is less.
+    @Test func aRefillWaitsAtMostHalfOfWhatIsLeft() {
+        let most = Duration.seconds(2)
+        #expect(WalletLifecycleService.refillWait(before: nil, atMost: most) == most)
+        #expect(WalletLifecycleService.refillWait(before: .now + .seconds(60), atMost: most) == most)
+        let half = WalletLifecycleService.refillWait(before: .now + .seconds(1), atMost: most)
+        #expect(half <= .milliseconds(500) && half > .milliseconds(400), "\(half)")
+        #expect(WalletLifecycleService.refillWait(before: .now - .seconds(1), atMost: most) == .milliseconds(1))
     }
 
     /// A payment that took its key stands when the new batch it asks for cannot be fetched: it failed UNAVAILABLE
