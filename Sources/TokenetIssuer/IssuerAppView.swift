@@ -59,8 +59,13 @@ public struct AppViewTable: Equatable, Sendable {
 
     /// A CPS CARD_STATE message from the TSP's broker: the card's state as the TSP has it now. A deleted token's row
     /// is kept, marked removed, like after the wallet's TOKENIZED_CARD_REMOVED.
+    ///
+    /// Once the app has pulled a wallet's tokens, the view is that wallet's: the TSP tells the issuer of its tokens
+    /// in every wallet, and a token of another wallet node showed here until a restart's pull dropped it. Such a
+    /// token changes no row; one of this wallet's that the message comes before is added by the wallet's own event.
     public mutating func apply(cardState: CardV1.TokenState, digitalCardID: String) {
         guard !digitalCardID.isEmpty, !isDeleted(digitalCardID) else { return }
+        guard pulls == 0 || rows[digitalCardID] != nil else { return }
         rows[digitalCardID] = Row(
             tokenState: cardState, updatedBy: "CARD_STATE", removed: cardState == .deactivated)
     }

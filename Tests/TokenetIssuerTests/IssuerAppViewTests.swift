@@ -73,6 +73,21 @@ import TokenetWire
         #expect(table.response.cards.map(\.removed) == [true])
     }
 
+    /// Once it has pulled a wallet's tokens the view is that wallet's: a CARD_STATE about a token of another
+    /// wallet node changes nothing (it showed until a restart's pull dropped it); one about this wallet's does.
+    @Test func aCardStateAboutAnotherWalletsTokenChangesNothingOnceAWalletIsPulled() {
+        var table = AppViewTable()
+        table.apply(cardState: .active, digitalCardID: "DNITHE-OTHER-1")
+        #expect(table.response.cards.map(\.digitalCardID) == ["DNITHE-OTHER-1"])
+        table.apply(
+            pull: WalletV1.CurrentTokensResponse(
+                tokens: [WalletV1.TokenStatus(digitalCardID: Self.visa, tokenState: .active)]))
+        table.apply(cardState: .suspended, digitalCardID: "DNITHE-OTHER-2")
+        table.apply(cardState: .suspended, digitalCardID: Self.visa)
+        #expect(table.response.cards.map(\.digitalCardID) == [Self.visa])
+        #expect(table.response.cards.map(\.tokenState) == [.suspended])
+    }
+
     /// A restarted app (or one that connected again) pulls a deleted token the wallet still lists: it is removed, as
     /// the events had marked it, not a DEACTIVATED card like any other.
     @Test func aPulledDeletedTokenIsRemovedAsTheEventsMarkedIt() {
