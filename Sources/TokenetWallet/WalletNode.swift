@@ -83,6 +83,9 @@ public enum WalletNode {
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
             background.run { await keys.run(events) }
+            // Asks again, every minute, for the batches payments asked for and did not get.
+            let topUp = PaymentKeysTopUp(store: store, updates: updates, logger: logger)
+            background.run { await topUp.run() }
             // Names the issuer of each card stored before the wallet recorded issuers, asking the TSP in the
             // background: the wallet is ready at once, and a TSP that is down is asked again until it answers.
             let resolver = WalletIssuerResolver(

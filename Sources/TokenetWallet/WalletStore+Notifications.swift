@@ -79,6 +79,21 @@ extension WalletStore {
         }.filter { $0.result?.tokenState == .active }
     }
 
+    /// The digitized cards whose token is ACTIVE, that had a batch of payment keys and have `threshold` or fewer
+    /// left: a refill a payment asked for failed (the TSP away, or slow past the payment's wait).
+    public func activeCardsLowOnKeys(threshold: UInt32) throws(WalletError) -> [WalletCardRecord] {
+        try run("list the active cards low on payment keys") {
+            try database.query(
+                """
+                SELECT * FROM cards
+                WHERE status = 'DIGITIZED'
+                    AND id IN (SELECT card_id FROM payment_keys WHERE batches > 0 AND remaining <= ?)
+                ORDER BY id
+                """, [Int64(threshold)]
+            ).map(Self.record)
+        }.filter { $0.result?.tokenState == .active }
+    }
+
     /// The id of the card's key-batch request: the one still on its way (its batch not recorded yet: its answer was
     /// lost, or the wallet stopped first), or a new one, stored before the request is sent.
     public func keyRequestID(cardID: Int64) throws(WalletError) -> String {

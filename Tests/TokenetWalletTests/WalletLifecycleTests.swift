@@ -619,6 +619,53 @@ import TokenetWire
         #expect(try wallet.store.activeCardsWithoutKeys().isEmpty)
     }
 
+    /// A card whose payments could not get their batch is topped up in the background once the TSP answers, asking
+    /// with the request id the failed refill stored; a card above the threshold, or not ACTIVE, is left alone.
+    @Test func aCardLeftLowByAFailedRefillIsToppedUpInTheBackground() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let tsp = wallet.lifecycleTSP
+        _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))  // the first batch
+        tsp.state.withLock { $0.replenishmentFailure = RPCError(.unavailable, "the TSP is away") }
+        for _ in 0..<7 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
+        let card = try wallet.store.card(ref: "card-1")
+        #expect(try wallet.store.paymentKeys(cardID: card.id) == PaymentKeyCount(remaining: 2, batches: 1))
+        let keys = Self.paymentKeys(wallet)
+        let topUp = PaymentKeysTopUp(store: wallet.store, updates: keys.updates, logger: keys.logger)
+        #expect(await topUp.round() == 1)
+        #expect(await topUp.round(failingBefore: 1) == 1)
+        let warnings = wallet.logs.lines.filter { $0.contains("could not get a new batch; asking again every minute") }
+        #expect(warnings.count == 1, "\(warnings)")
+
+        tsp.state.withLock { $0.replenishmentFailure = nil }
+        #expect(await topUp.round(failingBefore: 1) == 0)
+        #expect(
+            try wallet.store.paymentKeys(cardID: card.id)
+                == PaymentKeyCount(remaining: 2 + FakeTSPLifecycle.keysPerBatch, batches: 2))
+        // The fake records only the requests it answered: the first batch's and the top-up's.
+        let requests = tsp.recorded.replenishments.map(\.requestID)
+        #expect(requests.count == 2 && requests[0] != requests[1], "\(requests)")
+        // Above the threshold now: a round asks for nothing.
+        #expect(await topUp.round() == 0)
+        #expect(tsp.recorded.replenishments.count == 2)
+    }
+
+    /// The background loop waits its minute between rounds and ends when the node stops (its sleep throws).
+    @Test func theTopUpLoopRoundsEveryMinuteUntilTheNodeStops() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let keys = Self.paymentKeys(wallet)
+        let waits = Mutex<[UInt64]>([])
+        var topUp = PaymentKeysTopUp(store: wallet.store, updates: keys.updates, logger: keys.logger)
+        topUp.sleep = { milliseconds in
+            let count = waits.withLock {
+                $0.append(milliseconds)
+                return $0.count
+            }
+            if count == 3 { throw CancellationError() }
+        }
+        await topUp.run()
+        #expect(waits.withLock { $0 } == [60_000, 60_000, 60_000])
+    }
+
     /// A digitized wallet whose TSP answers UNAVAILABLE to key requests, its card, and its key issuing.
     static func catchUpWithTheTSPAway() async throws -> (
         WalletHarness, WalletCardRecord, FakeTSPLifecycle, PaymentKeysAtActivation
