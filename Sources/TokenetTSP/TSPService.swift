@@ -65,6 +65,10 @@ final class TSPService: Sendable {
             throw error.rpcError
         } catch let error as RPCError {
             throw error
+        } catch is CancellationError {
+            // The caller gave up (it cancelled, or its deadline passed) and the handler stopped: nothing failed here.
+            log.debug("\(what) ended: its caller gave up")
+            throw RPCError(.cancelled, "\(what) was cancelled: its caller gave up")
         } catch {
             let wrapped = TSPError.internal(what, error)
             log.error("\(what) failed", ["error": wrapped.description])
