@@ -528,7 +528,8 @@ final class RPCConnection: Sendable {
                     call.responses.finish(throwing: RPCError(status: status))
                 }
             case .failCall(let id, let code, let message):
-                core.clientCalls.removeValue(forKey: id)?.responses.finish(throwing: RPCError(code, message))
+                core.clientCalls.removeValue(forKey: id)?.responses.finish(
+                    throwing: RPCError(code, message, cause: ConnectionEnded()))
             case .refuseCall(let id, let message):
                 core.clientCalls.removeValue(forKey: id)?.responses.finish(
                     throwing: RPCError(.unavailable, message, cause: CallNotProcessed()))

@@ -39,6 +39,11 @@ public struct RPCError: Error, Sendable, CustomStringConvertible {
     /// call did nothing there, whatever it asks.
     public var callWasNeverSent: Bool { cause is NotConnected }
 
+    /// Whether this side's own connection ended the call (`ConnectionEnded`), rather than the peer's status: a node
+    /// that passes on the failure of its own link to another node answers with the same words, but its connection
+    /// to this side is fine.
+    public var connectionEndedHere: Bool { cause is ConnectionEnded }
+
     /// The status frame body that reports this error to the peer.
     var status: WireV1.Status {
         WireV1.Status(code: code, message: message, details: details)
@@ -56,6 +61,14 @@ public struct ServerFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(underlying)" }
+}
+
+/// The cause of the error a call fails with when this side's connection ended under it (keepalive unanswered, a
+/// protocol error, the peer gone): the message says why; the marker says it happened here, not at the peer.
+public struct ConnectionEnded: Error, Sendable, CustomStringConvertible {
+    public init() {}
+
+    public var description: String { "this side's connection to the peer ended" }
 }
 
 /// The cause of an UNAVAILABLE error for a call that was never sent: its channel could not connect to the server.

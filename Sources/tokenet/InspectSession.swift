@@ -402,7 +402,8 @@ final class InspectSession: Sendable {
     /// peer never sent its hello: then no Tokenet node was reached, exit status 1, as when one sends something else
     /// or does not finish the TLS handshake (`ungreeted`).
     private func silence(behind error: any Error) -> (any Error)? {
-        guard let error = error as? RPCError, error.code == .unavailable,
+        // This side's connection, not a node passing on its own link's failure in the same words.
+        guard let error = error as? RPCError, error.code == .unavailable, error.connectionEndedHere,
             error.message.contains("no answer to keepalive ping")
         else { return nil }
         let silent = Self.keepaliveInterval + Self.keepaliveTimeout

@@ -43,4 +43,19 @@ import TokenetWire
             result.stderr.contains("call: -H: 'x-id-bin' ends in -bin, so its value is bytes written in base64"),
             "\(result.stderr)")
     }
+
+    /// A node that answers UNAVAILABLE because its own link to another node went silent says so in the keepalive's
+    /// words; the CLI prints the node's status as it is, where it told the person that the node it called had
+    /// stopped answering (that node answered).
+    @Test func anUpstreamSilencePassedOnIsNotTakenForTheNodesOwn() async throws {
+        var router = RPCRouter()
+        router.unary(HealthV1.Health.check) { (_, _) async throws -> HealthV1.HealthCheckResponse in
+            throw RPCError(.unavailable, "connection closed: no answer to keepalive ping")
+        }
+        let result = try await runTokenet(servedBy: router) { address in
+            ["call", address, "tokenet.health.v1.Health/Check", "--plaintext", "--deadline", "20s"]
+        }
+        #expect(result.status == 64 + 14, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: UNAVAILABLE: connection closed: no answer to keepalive ping\n")
+    }
 }
