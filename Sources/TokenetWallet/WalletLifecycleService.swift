@@ -174,8 +174,13 @@ public struct WalletLifecycleService: WalletV1.WalletLifecycle.ServiceProtocol {
             var replenished = false
             var taken = try store.usePaymentKey(cardID: card.id)
             if taken == nil {
+                // Bounded too, longer than a refill after a payment (nothing was paid yet, and this batch is what
+                // the payment waits for), and always short of the deadline: the answer says no payment was made.
                 do throws(WalletError) {
-                    replenished = try await updates.replenishIfLow(card, reason: "no keys left", atMost: 0).fetched
+                    replenished = try await updates.replenishIfLow(
+                        card, reason: "no keys left", atMost: 0,
+                        within: Self.refillWait(before: context.deadline, atMost: refillWait * 5)
+                    ).fetched
                 } catch {
                     throw WalletError(
                         error.code,

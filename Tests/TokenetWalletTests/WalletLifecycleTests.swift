@@ -523,6 +523,18 @@ import TokenetWire
             #expect(took < deadline, "answered after \(took)")
         }
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 2)
+
+        // With no key left the payment waits for the batch, five times as long at most, and says that no payment
+        // was made, still short of its deadline.
+        let card = try wallet.store.card(ref: "card-1")
+        for _ in 0..<2 { _ = try wallet.store.usePaymentKey(cardID: card.id) }
+        let started = ContinuousClock.now
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.lifecycle.usePaymentKey(
+                .init(cardRef: "card-1"), options: CallOptions(timeout: .seconds(60)))
+        }
+        #expect(error.code == .unavailable && error.message.hasPrefix("no payment was made"), "\(error)")
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     /// The refill's wait: the most given, or half of what is left of the payment's deadline when that is less.
