@@ -15,7 +15,8 @@ extension IssuerAppCommand {
         guard deny != (flags["--pin"] != nil) else {
             throw CLIError(.usage, "\(command): give --pin PIN or --deny (one of them)")
         }
-        let request = IssuerV1.AuthorizeAppSessionRequest(sessionID: sessionID, pin: flags["--pin"] ?? "", deny: deny)
+        let request = IssuerV1.AuthorizeAppSessionRequest(
+            sessionID: sessionID, pin: try flags.secret("--pin") ?? "", deny: deny)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

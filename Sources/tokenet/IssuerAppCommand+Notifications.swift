@@ -54,14 +54,14 @@ extension IssuerAppCommand {
         guard proceed != flags.switches.contains("--cancel") else {
             throw CLIError(.usage, "\(command): give exactly one of --proceed and --cancel")
         }
-        let pin = flags["--pin"] ?? ""
-        guard proceed == !pin.isEmpty else {
+        guard proceed == !(flags["--pin"] ?? "").isEmpty else {
             throw CLIError(
                 .usage,
                 proceed
                     ? "\(command): --proceed needs the app's --pin: proceeding authenticates the payment"
                     : "\(command): --cancel takes no --pin")
         }
+        let pin = try flags.secret("--pin") ?? ""
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

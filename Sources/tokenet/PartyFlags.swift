@@ -10,6 +10,10 @@ struct PartyFlags: Sendable, Equatable {
     var switches: Set<String> = []
     /// Everything else, in order: ADDR, operands and connection flags.
     var rest: [String] = []
+    /// The command, for messages (`wallet add-card`).
+    var command = ""
+    /// The secret values given as `-`, read from standard input when first asked for (`secret(_:)`).
+    let secrets = SecretInput.Values()
 
     /// Takes `valued` flags (`--pan VALUE` or `--pan=VALUE`) and `switches` out of `arguments`; a repeated flag or a
     /// missing value is a usage error naming the command (`ArgumentScanner`). The connection flags' values stay with their flags in
@@ -17,6 +21,7 @@ struct PartyFlags: Sendable, Equatable {
     init(
         parsing arguments: [String], command: String, valued: Set<String>, switches known: Set<String> = []
     ) throws(CLIError) {
+        self.command = command
         var scanner = ArgumentScanner(
             arguments, command: command, valued: valued.union(InspectOptions.valuedFlags),
             repeatable: InspectOptions.repeatableFlags)
@@ -36,7 +41,22 @@ struct PartyFlags: Sendable, Equatable {
         }
     }
 
+    /// The flag's value as given: `-` for a secret to be read from standard input (whether it was given is all a
+    /// check of the command line needs; `secret(_:)` reads it).
     subscript(_ name: String) -> String? { values[name] }
+
+    /// The value of a secret flag (`--pan`, `--cvc`, `--pin`, `--code`): read from standard input when given as `-`
+    /// (all such flags' values at once, in the order given, the first time one is asked for), else as given. Called
+    /// once the command line is otherwise checked, so that nothing is typed for a command that is refused.
+    func secret(_ name: String) throws(CLIError) -> String? {
+        guard values[name] == "-", SecretInput.secrets[name] != nil else { return values[name] }
+        return try secrets.value(of: name, in: self)
+    }
+
+    static func == (lhs: PartyFlags, rhs: PartyFlags) -> Bool {
+        lhs.values == rhs.values && lhs.switches == rhs.switches && lhs.rest == rhs.rest && lhs.order == rhs.order
+            && lhs.command == rhs.command
+    }
 
     var json: Bool { switches.contains("--json") }
 }
@@ -69,7 +89,7 @@ enum PartyCommandGroup {
             let flags = try PartyFlags(
                 parsing: Array(arguments.dropFirst()), command: command, valued: action.valued,
                 switches: action.switches)
-            return try action.run(SecretInput.resolve(flags, command: command), command)
+            return try action.run(flags, command)
         }
     }
 }

@@ -76,8 +76,15 @@ enum WalletCommand {
             "--push-session",
         ]
     ) { flags, command throws(CLIError) in
-        let request = try addCardRequest(flags, command: command)
+        var draft = try addCardRequest(flags, command: command)
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        // Read last: a card number or CVC given as `-` is typed only for a command line that stands.
+        if case .manual(var card)? = draft.source {
+            card.pan = try flags.secret("--pan") ?? ""
+            card.cvc = try flags.secret("--cvc") ?? ""
+            draft.source = .manual(card)
+        }
+        let request = draft
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -134,13 +141,18 @@ enum WalletCommand {
         }
         var request = WalletV1.AddCardRequest(language: flags["--language"] ?? "")
         let manualOnly = ["--exp", "--cvc", "--name", "--input-method"].filter { flags[$0] != nil }
-        if let pan = flags["--pan"] {
+        if flags["--pan"] != nil {
             guard let expiry = flags["--exp"] else { throw CLIError(.usage, "\(command): --pan needs --exp MM/YY") }
-            var manual = WalletV1.ManualCard(
-                pan: pan, expiry: expiry, cvc: flags["--cvc"] ?? "", cardholderName: flags["--name"] ?? "")
-            if let method = flags["--input-method"] { manual.inputMethod = try inputMethod(method, command: command) }
-            request.source = .manual(manual)
             if flags["--scheme"] != nil { throw CLIError(.usage, "\(command): --scheme goes with --receipt") }
+            let method = try flags["--input-method"].map { (name) throws(CLIError) in
+                try inputMethod(name, command: command)
+            }
+            // The card number and CVC as given: `-` for one the command reads once the rest is checked.
+            var manual = WalletV1.ManualCard(
+                pan: flags["--pan"] ?? "", expiry: expiry, cvc: flags["--cvc"] ?? "",
+                cardholderName: flags["--name"] ?? "")
+            if let method { manual.inputMethod = method }
+            request.source = .manual(manual)
             return request
         }
         if let flag = manualOnly.first { throw CLIError(.usage, "\(command): \(flag) goes with --pan") }

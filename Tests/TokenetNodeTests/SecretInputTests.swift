@@ -55,6 +55,32 @@ import TokenetWire
         #expect(!result.stderr.contains("4111111111111111"), "\(result.stderr)")
     }
 
+    /// The rest of the command line is checked before a secret is read: a mistake there is said without the card
+    /// number typed for nothing (standard input is empty here: reading it would have said so instead).
+    @Test(arguments: [
+        (["--pan", "-"], "wallet add-card: --pan needs --exp MM/YY"),
+        (["--pan", "-", "--exp", "12/29", "--scheme", "visa"], "wallet add-card: --scheme goes with --receipt"),
+        (["--pan", "-", "--exp", "12/29", "--bogus"], "wallet add-card: unknown option '--bogus'"),
+    ])
+    func aMistakeElsewhereIsSaidBeforeAnythingIsRead(flags: [String], message: String) async throws {
+        let result = try await runTokenet(["wallet", "add-card", "127.0.0.1:1", "--plaintext"] + flags, stdin: "")
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(!result.stderr.contains("standard input"), "\(result.stderr)")
+    }
+
+    /// A line too long for any secret is refused naming the flag.
+    @Test func anOverlongLineIsRefusedNamingTheFlag() async throws {
+        let result = try await runTokenet(
+            ["wallet", "add-card", "127.0.0.1:1", "--plaintext", "--pan", "-", "--exp", "12/29"],
+            stdin: String(repeating: "4", count: 300) + "\n")
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: wallet add-card: --pan -: the line read for the card number holds more than 256 bytes"),
+            "\(result.stderr)")
+    }
+
     /// A name or other flag given as `-` is taken as it is: only secrets are read.
     @Test func onlySecretFlagsRead() async throws {
         let result = try await Self.addCard(
