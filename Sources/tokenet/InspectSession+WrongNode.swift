@@ -42,7 +42,8 @@ extension InspectSession {
     /// The node that serves `service`, by its package: `tokenet.wallet.v1.WalletControl` is a wallet-node's.
     static func nodeName(serving service: String) -> String? {
         let parts = service.split(separator: ".")
-        guard parts.count >= 3, parts[0] == "tokenet" else { return nil }
+        // `tokenet.issuer` too: a package named without its version is still the issuer-node's.
+        guard parts.count >= 2, parts[0] == "tokenet" else { return nil }
         switch parts[1] {
         case "wallet": return "wallet-node"
         case "issuer": return "issuer-node"

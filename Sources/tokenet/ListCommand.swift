@@ -35,7 +35,7 @@ enum ListCommand {
                 // Another node's service or package names the node that serves it, as describe and call do; a
                 // package whose types this node's services use says so, where "serves no … message or enum named"
                 // read as though describe would find nothing in it either.
-                if let wrongNode = await session.wrongNode(describing: named) { throw wrongNode }
+                // Types first, as describe looks: the issuer's services use tokenet.tsp.v1's messages.
                 let (messages, enums) = try await DescribeCommand.types(inPackage: named, session: session)
                 guard messages.isEmpty && enums.isEmpty else {
                     throw RPCError(
@@ -44,6 +44,7 @@ enum ListCommand {
                             + "messages and \(enums.count) of its enums (tokenet describe \(session.options.address) "
                             + "\(named) lists them)")
                 }
+                if let wrongNode = await session.wrongNode(describing: named) { throw wrongNode }
                 throw error
             }
             guard description.kind == .service, let methods = description.service?.methods else {

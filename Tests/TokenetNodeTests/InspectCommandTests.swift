@@ -131,13 +131,16 @@ import TokenetTransport
     /// whose types this node's services use says so and points at `describe`. Both said the node served nothing of
     /// the name.
     @Test func listOfAnotherNodesServiceOrATypesOnlyPackageSaysWhy() async throws {
-        for symbol in ["tokenet.wallet.v1.WalletControl", "tokenet.wallet.v1"] {
+        for (symbol, node) in [
+            ("tokenet.wallet.v1.WalletControl", "a wallet-node"), ("tokenet.wallet.v1", "a wallet-node"),
+            ("tokenet.issuer", "an issuer-node"),
+        ] {
             let result = try await runTokenet(["list", address, symbol] + tls)
             #expect(result.status == 64 + 5, "\(result.stderr)")
             #expect(
                 result.stderr
-                    == "ERROR: NOT_FOUND: \(address) does not describe \(symbol), which a wallet-node serves; it is a "
-                    + "tsp-node: give the address of a wallet-node\n")
+                    == "ERROR: NOT_FOUND: \(address) does not describe \(symbol), which \(node) serves; it is a "
+                    + "tsp-node: give the address of \(node)\n")
         }
         let package = try await runTokenet(["list", address, "tokenet.card.v1"] + tls)
         #expect(package.status == 64 + 5, "\(package.stderr)")
