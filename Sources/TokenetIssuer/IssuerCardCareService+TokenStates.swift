@@ -22,7 +22,10 @@ extension IssuerCardCareService {
         let gone = (request.cardID.isEmpty ? try store.goneTokens(ids) : [:]).filter {
             !(request.recheckUnknown && $0.value.isUnknownToTSP)
         }
-        for id in ids { if let why = gone[id] { batches.refusedByIssuer(TokenStateBatches.refusal(of: id, why)) } }
+        for id in ids {
+            guard let why = gone[id] else { continue }
+            batches.refusedByIssuer(TokenStateBatches.refusal(of: id, why, deleting: request.action == .delete))
+        }
         for batch in LifecycleLimits.batches(ids.filter { gone[$0] == nil }) {
             do {
                 batches.answered(

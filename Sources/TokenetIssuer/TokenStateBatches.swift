@@ -51,9 +51,17 @@ struct TokenStateBatches {
 
     /// The issuer's own refusal of token `id`, named one by one, which it knows is `gone`: the TSP would refuse it
     /// the same way every time (a deleted token takes no change; one the TSP does not know has nothing to change),
-    /// so it is not sent, and the result says why and since when.
-    static func refusal(of id: String, _ gone: IssuerStore.GoneToken) -> TspV1.TokenStateResult {
+    /// so it is not sent, and the result says why and since when. A delete of a token known deleted is no refusal:
+    /// deleting is idempotent, as at the TSP, so it is answered OK (DEACTIVATED), still without a TSP call.
+    static func refusal(of id: String, _ gone: IssuerStore.GoneToken, deleting: Bool = false)
+        -> TspV1.TokenStateResult
+    {
         switch gone {
+        case .deleted(let sinceMs) where deleting:
+            return TspV1.TokenStateResult(
+                digitalCardID: id, tokenState: .deactivated, statusCode: StatusCode.ok.rawValue,
+                message: "token \"\(id)\" was deleted already (the issuer learned it at \(Self.time(sinceMs))), so it "
+                    + "was not sent to the TSP")
         case .deleted(let sinceMs):
             return TspV1.TokenStateResult(
                 digitalCardID: id, tokenState: .deactivated, statusCode: StatusCode.failedPrecondition.rawValue,

@@ -20,7 +20,8 @@ extension IssuerCommand {
         suspend-tokens, resume-tokens and delete-tokens change the issuer's tokens at the TSP, those named or
         every token of a card (--card; e.g. --reason LOST_CARD), with a result per token; the TSP takes 10 a
         call, so more go in several calls. --card skips the tokens known deleted or unknown to the TSP and says
-        how many; a token named that the issuer knows is either is refused by name without asking the TSP.
+        how many; a token named that the issuer knows is either is refused by name without asking the TSP (but
+        deleting one known deleted is answered DEACTIVATED: deleting is idempotent).
         A token stops counting as unknown once the TSP names it (a message to the issuer app, a question, an
         answer); --recheck-unknown sends the tokens recorded unknown to the TSP anyway, and each it answers
         about is no longer recorded so (deleted tokens are still skipped).

@@ -35,6 +35,16 @@ import TokenetWire
         #expect(batches.known == ["A", "E"])
     }
 
+    /// Deleting a token the issuer knows is deleted is no refusal: deleting is idempotent, as at the TSP, so the
+    /// result is OK and DEACTIVATED, still without a TSP call; suspending or resuming it is refused.
+    @Test func deletingATokenKnownDeletedIsAnsweredOK() {
+        let deleted = TokenStateBatches.refusal(of: "B", .deleted(sinceMs: 1_800_000_000_000), deleting: true)
+        #expect(deleted.tokenState == .deactivated && deleted.statusCode == StatusCode.ok.rawValue)
+        #expect(deleted.message.hasPrefix("token \"B\" was deleted already (the issuer learned it at 2027-01-15"))
+        let unknown = TokenStateBatches.refusal(of: "D", .unknownToTSP(sinceMs: 0), deleting: true)
+        #expect(unknown.statusCode == StatusCode.notFound.rawValue)
+    }
+
     /// The tokens the TSP answered about show it knows them; NOT_FOUND and PERMISSION_DENIED (another issuer's
     /// token, nothing of it told) do not, nor does a failed call or the issuer's own refusal.
     @Test func theTokensTheTSPAnsweredAboutAreKnown() {
