@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetTransport
 
 /// `tokenet pki init DIR`: a development certificate authority and a certificate for each role, made by the
 /// repository's `Tools/gen-certs` (the one place that knows how Tokenet's certificates look), so that a person
@@ -114,6 +115,15 @@ enum PKICommand {
         let made = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".pem") }.sorted()
         printOut("\(directory) holds \(made.joined(separator: ", ")) and their keys")
+        // Keys kept from an earlier run that others can read: nodes and the CLI refuse them, so said now.
+        let keys = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".key") }.sorted()
+        for key in keys {
+            let path = (directory as NSString).appendingPathComponent(key)
+            if let problem = TLSFileCheck.problem(with: path, holding: .privateKey) {
+                printError("tokenet: pki init: warning: \(path) \(problem); nodes and the CLI refuse it as it is")
+            }
+        }
         return 0
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetScenario
+import TokenetTransport
 
 /// `tokenet up`: starts the three nodes (as a scenario's sandbox: fixture issuer, fault proxies on every link) and
 /// keeps them running for people to work with: the CLI from another terminal, or scenario steps typed here.
@@ -187,6 +188,11 @@ struct UpCommand {
         let pki = workspace.appendingPathComponent("pki")
         let files = ["ca.pem", "operator.pem", "operator.key", "tsp.pem", "issuer.pem", "wallet.pem"]
         if files.allSatisfy({ FileManager.default.fileExists(atPath: pki.appendingPathComponent($0).path) }) {
+            // The console's calls present the operator's key: one that others can read would fail each of them.
+            let key = pki.appendingPathComponent("operator.key").path
+            if let problem = TLSFileCheck.problem(with: key, holding: .privateKey) {
+                throw CLIError(.setup, "up: the operator's key \(key) \(problem)")
+            }
             printOut("  certificates  \(pki.path) (from an earlier run)")
             return pki
         }

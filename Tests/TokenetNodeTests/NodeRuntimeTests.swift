@@ -302,7 +302,7 @@ import TokenetWire
         let refused = try Self.refusedStart(Self.tspOptions(key: key, in: directory))
         #expect(refused.exitStatus == 2)
         #expect(
-            refused.description.contains("\(key) is open to other users (mode 644)")
+            refused.description.contains("\(key) can be read by other users (mode 644)")
                 && refused.description.hasSuffix("run chmod 600 \(key)"),
             "\(refused.description)")
         #expect(chmod(key, 0o600) == 0)

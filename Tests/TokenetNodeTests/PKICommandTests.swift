@@ -15,10 +15,17 @@ import TokenetTestSupport
             #expect(FileManager.default.fileExists(atPath: "\(pki)/\(name).pem"), "\(name).pem")
             #expect(FileManager.default.fileExists(atPath: "\(pki)/\(name).key"), "\(name).key")
         }
+        #expect(made.stderr.isEmpty, "\(made.stderr)")
         let ca = try Data(contentsOf: URL(fileURLWithPath: "\(pki)/ca.pem"))
+        // A key kept from before that others can read is named: nodes and the CLI refuse it.
+        #expect(chmod("\(pki)/tsp.key", 0o644) == 0)
         let again = try await runTokenet(["pki", "init", pki])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(pki)/ca.pem")) == ca, "the CA was made again")
+        #expect(
+            again.stderr == "tokenet: pki init: warning: \(pki)/tsp.key can be read by other users (mode 644): whoever "
+                + "can read it can pose as its owner; run chmod 600 \(pki)/tsp.key; nodes and the CLI refuse it as it is\n",
+            "\(again.stderr)")
     }
 
     /// A DIR holding half a CA (its key lost) was given a new CA, and every certificate not named in that run stayed

@@ -172,16 +172,31 @@ import TokenetWire
         try FileManager.default.copyItem(atPath: pki.path("operator.pem"), toPath: certificate)
         #expect(chmod(certificate, 0o644) == 0)
         let arguments = ["list", "127.0.0.1:1", "--cacert", pki.path("ca.pem"), "--cert", certificate, "--key", key]
-        for mode: mode_t in [0o644, 0o604, 0o660] {
+        let read = "can be read by other users"
+        let changed = "can be changed by other users"
+        let readWhy = "whoever can read it can pose as its owner"
+        let changedWhy = "whoever can change it can put their own key in its place"
+        for (mode, how, why) in [(mode_t(0o644), read, readWhy), (0o604, read, readWhy), (0o620, changed, changedWhy)] {
             #expect(chmod(key, mode) == 0)
             let result = try runTokenet(arguments)
             #expect(result.status == 1, "\(result.stderr)")
             #expect(
                 result.stderr.hasPrefix(
-                    "tokenet: --key \(key) (given by --key or TOKENET_KEY) is open to other users (mode "
-                        + "\(String(mode, radix: 8))): whoever can read it can pose as its owner; run chmod 600 \(key)"),
+                    "tokenet: --key \(key) (given by --key or TOKENET_KEY) \(how) (mode \(String(mode, radix: 8))): "
+                        + "\(why); run chmod 600 \(key)"),
                 "\(result.stderr)")
         }
+        // Execute bits give nobody the key.
+        for mode: mode_t in [0o700, 0o611] {
+            #expect(chmod(key, mode) == 0)
+            #expect(TLSFileCheck.problem(with: key, holding: .privateKey) == nil, "\(String(mode, radix: 8))")
+        }
+        // A path the shell would split is quoted in the command to run.
+        let spaced = directory.path("my key's.key")
+        try FileManager.default.copyItem(atPath: pki.path("operator.key"), toPath: spaced)
+        #expect(chmod(spaced, 0o644) == 0)
+        let quoted = TLSFileCheck.problem(with: spaced, holding: .privateKey) ?? ""
+        #expect(quoted.hasSuffix("run chmod 600 '\(directory.path("my key'\\''s.key"))'"), "\(quoted)")
         #expect(chmod(key, 0o640) == 0)
         let groupReadable = TLSFileCheck.problem(with: key, holding: .privateKey)
         #expect((groupReadable == nil) == (getuid() == 0), "\(groupReadable ?? "accepted")")

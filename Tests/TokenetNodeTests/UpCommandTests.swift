@@ -254,4 +254,21 @@ import TokenetTransport
             "\(result.stderr)")
         #expect(!result.stdout.contains("ready "), "\(result.stdout)")
     }
+
+    /// A sandbox whose operator key others can read is refused at once, naming the key: the console's calls present
+    /// it, and each failed UNAVAILABLE naming --key and TOKENET_KEY, which the person never gave.
+    @Test func anOperatorKeyOthersCanReadIsNamedBeforeAnyNodeStarts() async throws {
+        let scratch = try TemporaryDirectory()
+        let sandbox = scratch.path("sandbox")
+        let made = try await runTokenet(["pki", "init", "\(sandbox)/pki"])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(chmod("\(sandbox)/pki/operator.key", 0o644) == 0)
+        let result = try await LaunchedProcess.run("tokenet", ["up", "--dir", sandbox, "--timeout", "30"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "tokenet: up: the operator's key \(sandbox)/pki/operator.key can be read by other users (mode 644)"),
+            "\(result.stderr)")
+        #expect(!result.stdout.contains("ready "), "\(result.stdout)")
+    }
 }
