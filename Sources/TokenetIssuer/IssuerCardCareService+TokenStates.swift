@@ -83,16 +83,30 @@ extension IssuerCardCareService {
                 "\(request.digitalCardIds.count) digital_card_ids: at most \(Self.maximumNamedTokens) in one request; "
                     + "give a card_id for every token of a card, or send several requests")
         }
-        if let repeated = Self.firstRepeated(request.digitalCardIds) {
+        guard !request.digitalCardIds.contains("") else {
             throw RPCError(
-                .invalidArgument, "digital_card_ids names \"\(repeated)\" more than once; name each token once")
+                .invalidArgument, "digital_card_ids holds an empty id; name each token by its digital card id")
+        }
+        let repeated = Self.repeated(request.digitalCardIds)
+        guard repeated.isEmpty else {
+            throw RPCError(
+                .invalidArgument,
+                "digital_card_ids names \(Self.quotedList(repeated)) more than once; name each token once")
         }
         return (request.digitalCardIds, (0, 0))
     }
 
-    /// The first id that comes again in `ids`, named in the refusal so that it can be found in a long list.
-    static func firstRepeated(_ ids: [String]) -> String? {
+    /// The ids that come more than once in `ids`, each once, in the order they first come again: named in the
+    /// refusal so that they can be found in a long list.
+    static func repeated(_ ids: [String]) -> [String] {
         var seen = Set<String>()
-        return ids.first { !seen.insert($0).inserted }
+        var named = Set<String>()
+        return ids.filter { !seen.insert($0).inserted && named.insert($0).inserted }
+    }
+
+    /// `"a", "b" and 3 more`: at most five ids named.
+    static func quotedList(_ ids: [String]) -> String {
+        let shown = ids.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")
+        return ids.count > 5 ? "\(shown) and \(ids.count - 5) more" : shown
     }
 }

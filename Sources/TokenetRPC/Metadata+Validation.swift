@@ -123,8 +123,8 @@ extension Metadata {
         return hasLetter
     }
 
-    /// Whether `text` holds a control character (C0, DEL or C1). A handler may log or show a text value: a line
-    /// break in it would forge log lines, and the CLI refuses to send one.
+    /// Whether `text` holds a control character (C0, DEL or C1) or a Unicode line or paragraph separator. A handler
+    /// may log or show a text value: a line break in it would forge log lines, and the CLI refuses to send one.
     static func holdsControlCharacter(_ text: String) -> Bool {
         if let found = text.utf8.withContiguousStorageIfAvailable(holdsControlCharacter(utf8:)) { return found }
         return Array(text.utf8).withUnsafeBufferPointer(holdsControlCharacter(utf8:))
@@ -136,6 +136,11 @@ extension Metadata {
             if byte < 0x20 || byte == 0x7F { return true }
             // U+0080–U+009F: 0xC2 then 0x80–0x9F.
             if byte == 0xC2, index + 1 < bytes.count, (0x80...0x9F).contains(bytes[index + 1]) { return true }
+            // U+2028 and U+2029, which some viewers break lines at: 0xE2 0x80 0xA8 or 0xA9.
+            if byte == 0xE2, index + 2 < bytes.count, bytes[index + 1] == 0x80, (0xA8...0xA9).contains(bytes[index + 2])
+            {
+                return true
+            }
         }
         return false
     }

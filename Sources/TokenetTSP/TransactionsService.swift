@@ -21,7 +21,7 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
             guard request.amountMinor <= CurrencyAmount.largestMinor else {
                 throw TSPError(
                     .invalidArgument,
-                    "amount_minor is \(request.amountMinor); a payment carries at most 12 digits of minor units "
+                    "amount_minor is too large: a payment carries at most 12 digits of minor units "
                         + "(\(CurrencyAmount.largestMinor))")
             }
             guard !request.merchant.isEmpty else { throw TSPError(.invalidArgument, "merchant is required") }

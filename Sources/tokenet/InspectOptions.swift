@@ -278,7 +278,9 @@ struct InspectOptions: Sendable {
         guard key.hasSuffix("-bin") else {
             // A line break or other control character in a text value is a slip of the shell (`$'a\nb'`), and would
             // reach the node's handlers as it is; bytes go in a `-bin` key.
-            if let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            if let control = value.unicodeScalars.first(where: {
+                $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}"
+            }) {
                 let code = String(format: "U+%04X", control.value)
                 throw CLIError(
                     .usage,

@@ -162,8 +162,14 @@ import TokenetWire
                 .invalidArgument, "not both"
             ),
             (
-                .init(digitalCardIds: ["DNITHE1", "DNITHE2", "DNITHE1"], action: .suspend, reasonCode: "LOST_CARD"),
-                .invalidArgument, "digital_card_ids names \"DNITHE1\" more than once"
+                .init(
+                    digitalCardIds: ["DNITHE1", "DNITHE2", "DNITHE1", "DNITHE2", "DNITHE1"], action: .suspend,
+                    reasonCode: "LOST_CARD"),
+                .invalidArgument, "digital_card_ids names \"DNITHE1\", \"DNITHE2\" more than once"
+            ),
+            (
+                .init(digitalCardIds: ["DNITHE1", ""], action: .suspend, reasonCode: "LOST_CARD"),
+                .invalidArgument, "digital_card_ids holds an empty id"
             ),
             (.init(action: .suspend, reasonCode: "LOST_CARD", cardID: "card-nope"), .notFound, "no card"),
             (

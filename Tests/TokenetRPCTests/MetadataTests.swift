@@ -52,7 +52,7 @@ import TokenetWire
     /// A text value with a control character (a line break would forge a log line where a handler logs it) is
     /// refused, naming the key and not the value, as the CLI refuses to send one; printable text in any script,
     /// and any bytes under a `-bin` key, are served.
-    @Test(arguments: ["two\nlines", "cr\r", "tab\t", "nul\u{0}", "del\u{7F}", "c1\u{85}"])
+    @Test(arguments: ["two\nlines", "cr\r", "tab\t", "nul\u{0}", "del\u{7F}", "c1\u{85}", "ls\u{2028}", "ps\u{2029}"])
     func aTextValueWithAControlCharacterIsRefused(value: String) {
         let metadata = Metadata(wire: [WireV1.MetadataEntry(key: "x-note", value: .text(value))])
         #expect(

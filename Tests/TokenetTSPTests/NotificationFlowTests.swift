@@ -60,7 +60,7 @@ import TokenetWire
                     .init(digitalCardID: id, amountMinor: 5, currency: currency, merchant: "M"))
             }
         }
-        await expectRPCError(.invalidArgument, "at most 12 digits of minor units") {
+        await expectRPCError(.invalidArgument, "amount_minor is too large: a payment carries at most 12 digits") {
             try await operatorClient.simulateTransaction(
                 .init(digitalCardID: id, amountMinor: 1_000_000_000_000, merchant: "M"))
         }
