@@ -513,14 +513,12 @@ import TokenetWire
             tsp.releaseHeldReplenishment()
         }
         // At most 1 s here (a node's is 2 s); the deadlines leave room for a machine the whole suite loads.
+        // Answered within the deadline: past it, the call would throw DEADLINE_EXCEEDED.
         for (left, deadline) in [(UInt32(3), Duration.seconds(10)), (2, .seconds(30))] {
-            let started = ContinuousClock.now
             let paid = try await wallet.lifecycle.usePaymentKey(
                 .init(cardRef: "card-1"), options: CallOptions(timeout: deadline))
-            let took = ContinuousClock.now - started
             #expect(paid.keysRemaining == left && !paid.replenished)
             #expect(paid.replenishmentProblem.contains("deadline"), "\(paid.replenishmentProblem)")
-            #expect(took < deadline, "answered after \(took)")
         }
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 2)
 
@@ -528,13 +526,12 @@ import TokenetWire
         // was made, still short of its deadline.
         let card = try wallet.store.card(ref: "card-1")
         for _ in 0..<2 { _ = try wallet.store.usePaymentKey(cardID: card.id) }
-        let started = ContinuousClock.now
         let error = try await #require(throws: RPCError.self) {
             try await wallet.lifecycle.usePaymentKey(
                 .init(cardRef: "card-1"), options: CallOptions(timeout: .seconds(60)))
         }
+        // UNAVAILABLE from the bounded wait, not DEADLINE_EXCEEDED from the call's own deadline.
         #expect(error.code == .unavailable && error.message.hasPrefix("no payment was made"), "\(error)")
-        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     /// The refill's wait: the most given, or half of what is left of the payment's deadline when that is less.
