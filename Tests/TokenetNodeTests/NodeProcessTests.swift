@@ -206,12 +206,15 @@ import TokenetWire
         #expect(try await check() == .serving)
         await answering.close()
 
-        // The node says why it cut the silent peer off, and only that connection.
+        // The node says why it cut the silent peer off, and cut off only that connection. (The answering client's
+        // own close may be logged too: when a ping reached it just before it closed, its kernel resets the
+        // connection, which the node notes as it ends.)
         node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         let closed = result.stderr.split(separator: "\n").filter { $0.contains("connection closed") }
-        #expect(closed.count == 1, "\(result.stderr)")
-        #expect(closed.first?.contains("no answer to keepalive ping") == true, "\(closed)")
+        let cutOff = closed.filter { $0.contains("no answer to keepalive ping") }
+        #expect(cutOff.count == 1, "\(result.stderr)")
+        #expect(closed.count - cutOff.count <= 1, "\(result.stderr)")
     }
 
     /// A notification subscription never ends by itself: when the node stops, the stream ends UNAVAILABLE at once
