@@ -45,7 +45,8 @@ struct ProvisioningService: TspV1.Provisioning.ServiceProtocol {
             let nowMs = tsp.nowMs
             let expiresAtMs = nowMs + tsp.configuration.pushSessionTTL.milliseconds
             try tsp.store.insertPushSession(
-                id: id, walletAccountID: request.walletAccountID, card: card, nowMs: nowMs, expiresAtMs: expiresAtMs)
+                id: id, walletAccountID: request.walletAccountID, walletNodeID: context.peer?.nodeID, card: card,
+                nowMs: nowMs, expiresAtMs: expiresAtMs)
             log.info("push session created", ["wallet_account_id": request.walletAccountID])
             return TspV1.CreatePushSessionResponse(pushSessionID: id, expiresAtMs: expiresAtMs)
         }

@@ -17,7 +17,7 @@ extension TSPService {
         }
         try Self.requireNoCardNumber(request.walletAccountID, field: "wallet_account_id")
         try Self.requireNoCardNumber(deviceID, field: "device.device_id")
-        let (card, instrument) = try resolveInstrument(request)
+        let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
         let issuers = try store.issuers()
         let result = try EligibilityRules.evaluate(
@@ -95,7 +95,9 @@ extension TSPService {
     /// The card data behind the request's instrument: decrypted card data, an issuer's push receipt, or a push
     /// session. Receipts and sessions are spent with the answer, whatever the eligibility outcome, not here: a
     /// check that never answers (its caller gone while the issuer was asked) leaves them for the next try.
-    private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest) throws -> (CardData, RedeemedInstrument) {
+    private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest, walletNodeID: String?) throws
+        -> (CardData, RedeemedInstrument)
+    {
         switch request.instrument {
         case .encryptedCardData(let encrypted):
             return (try decryptCardData(encrypted, field: "encrypted_card_data"), .cardData)
@@ -114,7 +116,8 @@ extension TSPService {
             return (card, .pushReceipt(receipt.payload))
         case .pushSessionID(let id):
             guard !id.isEmpty else { throw TSPError(.invalidArgument, "push_session_id is empty") }
-            let card = try store.pushSessionCard(id: id, walletAccountID: request.walletAccountID, nowMs: nowMs)
+            let card = try store.pushSessionCard(
+                id: id, walletAccountID: request.walletAccountID, walletNodeID: walletNodeID, nowMs: nowMs)
             return (card, .pushSession(id))
         case nil:
             throw TSPError(

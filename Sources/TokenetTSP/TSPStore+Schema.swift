@@ -301,5 +301,13 @@ extension TSPStore {
                 CREATE INDEX otp_sends_time ON otp_sends(sent_at_ms);
                 CREATE INDEX otp_sends_token ON otp_sends(digital_card_id);
                 """),
+        // The wallet node that created each push session (the node id of its certificate): only that node may
+        // redeem it. Another wallet node whose account had the same name added the card. NULL for sessions made
+        // before, which any node of their account may still redeem until they expire.
+        Migration(
+            version: 20, name: "push_session_wallet_node",
+            sql: """
+                ALTER TABLE push_sessions ADD COLUMN wallet_node_id TEXT;
+                """),
     ]
 }

@@ -193,26 +193,32 @@ final class TSPStore: Sendable {
         try database.transaction { tx in try consume(instrument, card: card, nowMs: nowMs, in: tx) }
     }
 
-    func insertPushSession(id: String, walletAccountID: String, card: CardData, nowMs: UInt64, expiresAtMs: UInt64)
-        throws
-    {
+    /// Stores a push session for `walletAccountID` of the wallet node `walletNodeID` that created it.
+    func insertPushSession(
+        id: String, walletAccountID: String, walletNodeID: String? = nil, card: CardData, nowMs: UInt64,
+        expiresAtMs: UInt64
+    ) throws {
         let sealed = try seal(card, rowID: "push-session:\(id)")
         _ = try database.execute(
             """
-            INSERT INTO push_sessions (id, wallet_account_id, card_data, created_at_ms, expires_at_ms)
-            VALUES (?, ?, ?, ?, ?)
-            """, [id, walletAccountID, sealed, Int64(nowMs), Int64(expiresAtMs)])
+            INSERT INTO push_sessions (id, wallet_account_id, wallet_node_id, card_data, created_at_ms, expires_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """, [id, walletAccountID, walletNodeID, sealed, Int64(nowMs), Int64(expiresAtMs)])
     }
 
-    /// Marks a push session used and returns its card, or says why it cannot be used.
-    /// The card behind a push session, once it is checked that `walletAccountID` may use it now; the session stays
-    /// unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
-    func pushSessionCard(id: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
+    /// The card behind a push session, once it is checked that `walletAccountID` of the wallet node `walletNodeID`
+    /// may use it now (the node that created it: two wallet nodes' accounts may have the same name); the session
+    /// stays unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
+    func pushSessionCard(id: String, walletAccountID: String, walletNodeID: String? = nil, nowMs: UInt64) throws
+        -> CardData
+    {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
-                    "SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id FROM push_sessions WHERE id = ?",
-                    [id])
+                    """
+                    SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id, wallet_node_id FROM push_sessions
+                    WHERE id = ?
+                    """, [id])
             else {
                 throw TSPError(
                     .notFound,
@@ -225,6 +231,12 @@ final class TSPStore: Sendable {
                     "push session \"\(id)\" is for another wallet account, not \"\(walletAccountID)\", and stays "
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
+            }
+            if let creator = try row.get(4, as: String?.self), creator != walletNodeID {
+                throw TSPError(
+                    .permissionDenied,
+                    "push session \"\(id)\" was made for another wallet node, and stays unused: add the card from "
+                        + "the wallet the issuer pushed it to")
             }
             if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }
             guard UInt64(try row.int64(1)) > nowMs else {

@@ -3,6 +3,7 @@ import Testing
 import TokenetCard
 import TokenetRPC
 import TokenetStorage
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetTSP
@@ -143,6 +144,29 @@ import TokenetWire
             try await tsp.wallet.createPushSession(
                 .init(encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))))
         }
+    }
+
+    /// A push session is the wallet node's that made it: another wallet node whose account has the same name cannot
+    /// redeem it (it added the card, and the wallet the issuer pushed to found the session used), and the session
+    /// stays for its own wallet.
+    @Test func aPushSessionIsRedeemedOnlyByTheWalletNodeThatMadeIt() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let session = try await tsp.wallet.createPushSession(
+            .init(
+                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
+                walletAccountID: TSPHarness.account))
+        let otherWallet = TspV1.Provisioning.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
+        await expectRPCError(.permissionDenied, "was made for another wallet node, and stays unused") {
+            try await otherWallet.checkEligibility(
+                TspV1.CheckEligibilityRequest(
+                    requestID: UUID().uuidString,
+                    eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
+                    walletAccountID: TSPHarness.account, device: TSPHarness.device,
+                    instrument: .pushSessionID(session.pushSessionID)))
+        }
+        #expect(try await tsp.checkEligibility(.pushSessionID(session.pushSessionID)).eligible)
     }
 
     /// A wallet that gives up while the TSP asks the issuer (its deadline passes, a slow issuer) is told nothing, so
