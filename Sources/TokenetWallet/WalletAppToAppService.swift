@@ -1,6 +1,7 @@
 import Synchronization
 import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// The issuer-app sessions this wallet opened and not yet heard back about, by session id: the wallet accepts an
@@ -82,12 +83,24 @@ public struct WalletAppToAppService: WalletV1.WalletAppToApp.ServiceProtocol {
                 provider: provider, scheme: card.walletCard.scheme, digitalCardID: result.digitalCardID,
                 panLast4: card.panLast4)
             if !request.callerOverride.isEmpty { opening.caller = request.callerOverride }
+            // Only the card's own issuer app is opened: the card's reference and last four digits must not go to
+            // another issuer's app, which the wallet's --issuer may be (a card of a second issuer).
+            var options = CallOptions()
+            if let node = card.issuerNodeID { options.expectedPeer = PeerIdentity(role: .issuer, nodeID: node) }
             let opened: IssuerV1.OpenAppResponse
             do {
                 opened = try await IssuerV1.IssuerAppToApp.Client(issuer).openApp(
                     IssuerV1.OpenAppRequest(
                         caller: opening.caller, activationData: opening.activationData,
-                        serialNumber: opening.serialNumber))
+                        serialNumber: opening.serialNumber),
+                    options: options)
+            } catch let error as RPCError where error.unexpectedPeer != nil {
+                let actual = error.unexpectedPeer?.actual.map { "\($0)" } ?? "an unidentified peer"
+                throw WalletError(
+                    .failedPrecondition,
+                    "\(card.cardRef) is a card of the issuer node \(card.issuerNodeID ?? "?"), and this wallet's "
+                        + "--issuer leads to \(actual): the wallet opens only the card's own issuer app, and sent it "
+                        + "nothing; complete the card's ID&V with another method")
             } catch let error as RPCError where [.unavailable, .deadlineExceeded].contains(error.code) {
                 // Not a refusal: nothing answered, and opening it again may well work.
                 throw RPCError(

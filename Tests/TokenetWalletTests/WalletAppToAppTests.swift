@@ -105,6 +105,25 @@ final class FakeIssuerApp: IssuerV1.IssuerAppToApp.ServiceProtocol {
         return (wallet, app)
     }
 
+    /// A card of another issuer than the one the wallet's --issuer leads to is not sent there: its reference and
+    /// last four digits went to that issuer's app, which answered NOT_FOUND.
+    @Test func anotherIssuersCardIsNotSentToThisIssuersApp() async throws {
+        let (wallet, app) = try await Self.steppedUp()
+        let card = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.database.execute(
+            "UPDATE cards SET issuer_id = 'second-bank', issuer_node_id = 'issuer-2' WHERE id = ?", [card.id])
+        let error = try await #require(throws: RPCError.self) {
+            try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
+        }
+        #expect(error.code == .failedPrecondition, "\(error)")
+        #expect(
+            error.message.hasPrefix(
+                "card-1 is a card of the issuer node issuer-2, and this wallet's --issuer leads to "
+                    + "tokenet://issuer/issuer-1"),
+            "\(error)")
+        #expect(app.opened.withLock { $0.isEmpty })
+    }
+
     @Test func theWalletOpensTheIssuerAppWithItsActivationData() async throws {
         let (wallet, app) = try await Self.steppedUp()
         let opened = try await wallet.appToApp.openIssuerApp(.init(cardRef: "card-1"))
