@@ -81,26 +81,50 @@ struct WalletTokenUpdates: Sendable {
 
     /// `replenish(_:reason:ifAtMost:)`, saying whether this request fetched the batch (rather than finding one
     /// another payment asked for): a payment says "a new batch was fetched" only for its own.
-    /// `timeout`, when given, bounds the TSP's answer (and the wait to reach it) below the caller's own deadline: a
-    /// payment that already took its key must not wait its whole deadline on a TSP that does not answer.
+    /// `timeout`, when given, bounds the whole request below the caller's own deadline, its turn included (another
+    /// request for the card, a background top-up, may be waiting on the TSP): a payment must not wait its whole
+    /// deadline on a TSP that does not answer.
     func replenishIfLow(_ card: WalletCardRecord, reason: String, atMost limit: UInt32, within timeout: Duration? = nil)
         async throws(WalletError) -> (keys: PaymentKeyCount, fetched: Bool)
     {
         guard let digitalCardID = card.result?.digitalCardID, !digitalCardID.isEmpty else {
             throw WalletError(.failedPrecondition, "\(card.cardRef) has no digital card")
         }
-        do {
-            return try await keyRequests.one(card: card.id) {
+        let request = { @Sendable () async throws -> (keys: PaymentKeyCount, fetched: Bool) in
+            try await keyRequests.one(card: card.id) {
                 let now = try store.paymentKeys(cardID: card.id)
                 if now.remaining > limit { return (now, false) }
                 return (
                     try await fetchBatch(card, digitalCardID: digitalCardID, reason: reason, timeout: timeout), true
                 )
             }
+        }
+        do {
+            guard let timeout else { return try await request() }
+            return try await Self.within(timeout, request)
         } catch let error as WalletError {
             throw error
         } catch {
             throw WalletError(.internal, "the key batch request failed: \(error)")
+        }
+    }
+
+    /// `body`'s result, or UNAVAILABLE once `limit` has passed, `body` then cancelled (a request waiting for its
+    /// turn gives it up; one on its way to the TSP is cancelled there, and its id is kept for the next).
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            if let value = try await group.next(), let value { return value }
+            let milliseconds = limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+            throw WalletError(
+                .unavailable, "the TSP's ReplenishPaymentKeys did not answer within \(milliseconds) ms")
         }
     }
 

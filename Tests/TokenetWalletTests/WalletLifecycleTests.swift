@@ -518,7 +518,12 @@ import TokenetWire
             let paid = try await wallet.lifecycle.usePaymentKey(
                 .init(cardRef: "card-1"), options: CallOptions(timeout: deadline))
             #expect(paid.keysRemaining == left && !paid.replenished)
-            #expect(paid.replenishmentProblem.contains("deadline"), "\(paid.replenishmentProblem)")
+            // The call's own deadline or the wait around it, whichever came first: both are the 1 s.
+            #expect(
+                paid.replenishmentProblem.hasPrefix("the TSP's ReplenishPaymentKeys")
+                    && (paid.replenishmentProblem.contains("within its deadline (1000 ms)")
+                        || paid.replenishmentProblem.contains("did not answer within 1000 ms")),
+                "\(paid.replenishmentProblem)")
         }
         #expect(try await wallet.lifecycle.paymentKeys(.init(cardRef: "card-1")).keysRemaining == 2)
 
@@ -532,6 +537,34 @@ import TokenetWire
         }
         // UNAVAILABLE from the bounded wait, not DEADLINE_EXCEEDED from the call's own deadline.
         #expect(error.code == .unavailable && error.message.hasPrefix("no payment was made"), "\(error)")
+    }
+
+    /// A payment whose card's batch another request is waiting for (the TSP silent) waits no longer than its own
+    /// bound, its turn included: it waited for the other request, then as long again for its own. Two payments at
+    /// once on the card's last keys: the second waits its turn behind the first, whose refill the TSP holds.
+    @Test func aPaymentsWaitIncludesItsTurnBehindAnotherRequest() async throws {
+        var configuration = WalletConfiguration()
+        configuration.refillWaitAfterPayment = .seconds(1)
+        let (wallet, _) = try await Self.digitized(configuration: configuration)
+        _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))  // the first batch: 9 left
+        let card = try wallet.store.card(ref: "card-1")
+        for _ in 0..<5 { _ = try wallet.store.usePaymentKey(cardID: card.id) }  // 4 left
+        let tsp = wallet.lifecycleTSP
+        tsp.state.withLock { $0.holdReplenishment = true }
+        defer {
+            tsp.state.withLock { $0.holdReplenishment = false }
+            tsp.releaseHeldReplenishment()
+        }
+        let lifecycle = wallet.lifecycle
+        let pay = { @Sendable () async throws -> WalletV1.PaymentKeysResponse in
+            try await lifecycle.usePaymentKey(.init(cardRef: "card-1"), options: CallOptions(timeout: .seconds(60)))
+        }
+        async let first = pay()
+        async let second = pay()
+        // Both answered (past their 60 s, they would throw); the one that waited its turn says its wait ran out,
+        // where it waited for the other's refill and then for its own.
+        let problems = try await [first, second].map(\.replenishmentProblem)
+        #expect(problems.contains { $0.contains("did not answer within 1000 ms") }, "\(problems)")
     }
 
     /// The refill's wait: the most given, or half of what is left of the payment's deadline when that is less.
