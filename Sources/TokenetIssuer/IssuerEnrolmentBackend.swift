@@ -32,7 +32,7 @@ final class IssuerEnrolmentBackend: Sendable {
             IssuerV1.OutboxMessage(
                 sentAtMs: UInt64(max(0, now().timeIntervalSince1970 * 1000)), channel: "sms",
                 maskedDestination: phone,
-                text: "Your Tokenet Bank app activation code is \(activation.activationCode) (reference "
+                text: "Your \(try Self.bankName(store)) app activation code is \(activation.activationCode) (reference "
                     + "\(activation.referenceID)); it expires in \(minutes == 1 ? "1 minute" : "\(minutes) minutes"). Or open "
                     + Self.link(activation, userID: userID) + ". Never share it.",
                 digitalCardID: "enrolment:\(activation.referenceID)"),
@@ -45,6 +45,13 @@ final class IssuerEnrolmentBackend: Sendable {
     }
 
     /// The activation message's link (`ActivationLink`).
+    /// The issuer's name as its fixture gives it ("Second Bank"): the code's message names the bank whose app it
+    /// activates (every issuer's said "Tokenet Bank").
+    static func bankName(_ store: IssuerStore) throws(IssuerError) -> String {
+        let name = try store.profile()?.name ?? ""
+        return name.isEmpty ? "bank's" : name
+    }
+
     static func link(_ activation: TspV1.Activation, userID: String) -> String {
         ActivationLink(
             serverURL: activation.activationURL, userID: userID, code: activation.activationCode,

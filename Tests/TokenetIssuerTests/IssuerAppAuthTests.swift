@@ -78,6 +78,18 @@ import TokenetWire
         try PINPolicy.check(pin)
     }
 
+    /// The code's message names the issuer whose app it activates, from its fixture: every issuer's said "Tokenet
+    /// Bank".
+    @Test func theCodesMessageNamesTheIssuersOwnBank() async throws {
+        let store = try IssuerStore(
+            database: try Database.openInMemory(), vault: try DataVault(key: [UInt8](repeating: 7, count: 32)))
+        var fixture = try Support.fixture()
+        fixture.issuer.name = "Second Bank"
+        try store.importFixture(fixture)
+        let (_, _, text) = try await App.make(store: store).enrol()
+        #expect(text.hasPrefix("Your Second Bank app activation code is CODE1XYZ"), "\(text)")
+    }
+
     @Test func enrolmentDeliversTheCodeAndAnOTPLink() async throws {
         let app = try App.make()
         let (code, reference, text) = try await app.enrol()
