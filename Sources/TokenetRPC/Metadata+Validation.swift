@@ -36,9 +36,9 @@ extension Metadata {
                     if case .text(let text)? = entries[entry].value, Self.holdsControlCharacter(text) {
                         return .failure(
                             Refusal(
-                                message: "the value of metadata key \(Self.shown(key)) holds a control character (a "
-                                    + "line break, a tab…): text values are printable text, and bytes go in a key "
-                                    + "ending in -bin"))
+                                message: "the value of metadata key \(Self.shown(key)) holds a control character or "
+                                    + "line separator (a line break, a tab…): text values are printable text, and bytes "
+                                    + "go in a key ending in -bin"))
                     }
                 case .reserved:
                     return .failure(

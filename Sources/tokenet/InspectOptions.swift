@@ -284,8 +284,8 @@ struct InspectOptions: Sendable {
                 let code = String(format: "U+%04X", control.value)
                 throw CLIError(
                     .usage,
-                    "\(command): -H: the value of '\(key)' holds a control character (\(code)); text values are "
-                        + "printable text, and bytes go in a key ending in -bin, as base64")
+                    "\(command): -H: the value of '\(key)' holds a control character or line separator (\(code)); "
+                        + "text values are printable text, and bytes go in a key ending in -bin, as base64")
             }
             metadata.add(key, .text(value))
             return

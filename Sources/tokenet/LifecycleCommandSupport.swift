@@ -67,7 +67,8 @@ enum LifecycleArguments {
         case .failure(.tooManyDecimals(let decimals)):
             throw CLIError(.usage, "\(command): --amount \(text) has more decimals than \(code)'s \(decimals)")
         case .failure(.tooLarge(let largest)):
-            throw CLIError(.usage, "\(command): --amount \(text) is too large; at most \(largest)")
+            // Not echoed: sixteen digits typed as an amount may be a card number pasted in the wrong place.
+            throw CLIError(.usage, "\(command): --amount is too large; at most \(largest)")
         case .failure(.notPositive):
             throw CLIError(.usage, "\(command): --amount must be positive")
         }

@@ -210,9 +210,9 @@ import TokenetTransport
         let call = ["call", address, "tokenet.health.v1.Health/Check", "--plaintext"]
         try expectUsageError(
             call + ["-H", "x-val: a\nb"],
-            "call: -H: the value of 'x-val' holds a control character (U+000A); text values are printable text, and "
-                + "bytes go in a key ending in -bin, as base64")
-        try expectUsageError(call + ["-H", "x-val: a\u{7F}b"], "holds a control character (U+007F)")
+            "call: -H: the value of 'x-val' holds a control character or line separator (U+000A); text values are "
+                + "printable text, and bytes go in a key ending in -bin, as base64")
+        try expectUsageError(call + ["-H", "x-val: a\u{7F}b"], "holds a control character or line separator (U+007F)")
         try expectUsageError(
             call + ["-H", ":authority: evil"], "call: -H: ':authority: evil' has no key before its first ':'")
     }

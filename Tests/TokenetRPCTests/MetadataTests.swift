@@ -56,8 +56,8 @@ import TokenetWire
     func aTextValueWithAControlCharacterIsRefused(value: String) {
         let metadata = Metadata(wire: [WireV1.MetadataEntry(key: "x-note", value: .text(value))])
         #expect(
-            metadata.problem == "the value of metadata key \"x-note\" holds a control character (a line break, a "
-                + "tab…): text values are printable text, and bytes go in a key ending in -bin")
+            metadata.problem == "the value of metadata key \"x-note\" holds a control character or line separator (a "
+                + "line break, a tab…): text values are printable text, and bytes go in a key ending in -bin")
         for fine: WireV1.MetadataEntry.Value in [.text("Größe ß ✓ 東京"), .binary(Data("two\nlines".utf8))] {
             #expect(Metadata(wire: [WireV1.MetadataEntry(key: "x-note-bin", value: fine)]).problem == nil)
         }
