@@ -29,12 +29,8 @@ public struct DataVault: Sendable {
             return
         }
         let (bytes, mode) = try SecretFile.read(path)
-        guard mode & 0o077 == 0 else {
-            throw CardError(
-                .invalidKey,
-                "the vault key file \(path) is readable by other users (mode \(String(mode, radix: 8))); "
-                    + "run chmod 600 \(path)"
-            )
+        if let problem = SecretFile.exposure(mode: mode, of: path, what: "the vault key file") {
+            throw CardError(.invalidKey, problem)
         }
         guard bytes.count == Self.keySize else {
             throw CardError(

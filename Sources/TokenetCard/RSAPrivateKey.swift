@@ -76,10 +76,9 @@ public final class RSAPrivateKey: Sendable, CustomStringConvertible {
     /// the vault and access-token keys are.
     public convenience init(ownerOnlyFile path: String) throws(CardError) {
         var info = stat()
-        if stat(path, &info) == 0, info.st_mode & 0o077 != 0 {
-            let mode = String(info.st_mode & 0o777, radix: 8)
-            throw CardError(
-                .invalidKey, "the key file \(path) is readable by other users (mode \(mode)); run chmod 600 \(path)")
+        if stat(path, &info) == 0, let problem = SecretFile.exposure(mode: info.st_mode, of: path, what: "the key file")
+        {
+            throw CardError(.invalidKey, problem)
         }
         try self.init(contentsOfFile: path)
     }

@@ -6,11 +6,8 @@ public enum SecretKeyFile {
         let fresh = try SecureRandom.bytes(size)
         if try SecretFile.createExclusive(fresh, at: path) { return fresh }
         let (bytes, mode) = try SecretFile.read(path)
-        guard mode & 0o077 == 0 else {
-            throw CardError(
-                .invalidKey,
-                "the key file \(path) is readable by other users (mode \(String(mode, radix: 8))); run chmod 600 \(path)"
-            )
+        if let problem = SecretFile.exposure(mode: mode, of: path, what: "the key file") {
+            throw CardError(.invalidKey, problem)
         }
         guard bytes.count == size else {
             throw CardError(.invalidKey, "the key file \(path) holds \(bytes.count) bytes; it must hold \(size)")

@@ -10,11 +10,8 @@ enum IssuerKeyFile {
         let path = (directory as NSString).appendingPathComponent(fileName)
         if FileManager.default.fileExists(atPath: path) {
             let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int) ?? 0
-            guard mode & 0o077 == 0 else {
-                throw IssuerError(
-                    .keys,
-                    "the issuer key \(path) is readable by other users (mode \(String(mode, radix: 8))); "
-                        + "run chmod 600 \(path)")
+            if let problem = SecretFile.exposure(mode: UInt32(mode), of: path, what: "the issuer key") {
+                throw IssuerError(.keys, problem)
             }
             do {
                 return try RSAPrivateKey(contentsOfFile: path)

@@ -49,7 +49,16 @@ import Testing
         #expect(try RSAPrivateKey(ownerOnlyFile: path).kid == Fixtures.key.kid)
         chmod(path, 0o644)
         let refusal = try #require(throws: CardError.self) { try RSAPrivateKey(ownerOnlyFile: path) }
-        #expect(refusal.message == "the key file \(path) is readable by other users (mode 644); run chmod 600 \(path)")
+        #expect(refusal.message == "the key file \(path) can be read by other users (mode 644); run chmod 600 \(path)")
+        // Others who can only change it could put their own key in its place; execute bits give nobody the key.
+        chmod(path, 0o620)
+        let changeable = try #require(throws: CardError.self) { try RSAPrivateKey(ownerOnlyFile: path) }
+        #expect(changeable.message.contains("can be changed by other users (mode 620)"), "\(changeable)")
+        chmod(path, 0o711)
+        #expect(try RSAPrivateKey(ownerOnlyFile: path).kid == Fixtures.key.kid)
+        // A path the shell would split is quoted in the command to run.
+        #expect(
+            SecretFile.exposure(mode: 0o644, of: "d sp/k.pem", what: "the key file")?.hasSuffix("'d sp/k.pem'") == true)
     }
 
     @Test func badKeysGiveClearErrors() throws {
