@@ -163,6 +163,19 @@ final class InspectSession: Sendable {
     static let pipeWait = Duration.seconds(10)
 
     /// Each TLS file with the option and the environment variable that give it, and what it must hold.
+    /// The checks the connection makes of its TLS files, made early (before a secret is typed), in the same words.
+    /// A pipe is left to the connection, which reads it once.
+    static func precheckFiles(_ options: InspectOptions) throws(CLIError) {
+        guard case .mutualTLS(let files) = options.transport else { return }
+        for (flag, variable, path, kind) in tlsFiles(files) {
+            var status = stat()
+            if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO { continue }
+            if let problem = TLSFileCheck.problem(with: path, holding: kind) {
+                throw CLIError(.connection, "\(flag) \(path) (given by \(flag) or \(variable)) \(problem)")
+            }
+        }
+    }
+
     static func tlsFiles(_ files: InspectOptions.TLSFiles)
         -> [(flag: String, variable: String, path: String, kind: TLSFileKind)]
     {

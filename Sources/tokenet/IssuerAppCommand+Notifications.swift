@@ -61,7 +61,7 @@ extension IssuerAppCommand {
                     ? "\(command): --proceed needs the app's --pin: proceeding authenticates the payment"
                     : "\(command): --cancel takes no --pin")
         }
-        let pin = try flags.secret("--pin") ?? ""
+        let pin = try flags.secret("--pin", connectingWith: options) ?? ""
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

@@ -59,9 +59,10 @@ enum IssuerAppCommand {
             throw CLIError(.usage, "\(command): --code and --ref, or --link, are required (see tokenet issuer outbox)")
         }
         let request = IssuerV1.AppActivateRequest(
-            activationCode: try flags.secret("--code") ?? "", referenceID: flags["--ref"] ?? "",
+            activationCode: try flags.secret("--code", connectingWith: options) ?? "",
+            referenceID: flags["--ref"] ?? "",
             displayName: flags["--name"] ?? "",
-            pin: try flags.secret("--pin") ?? "", link: link)
+            pin: try flags.secret("--pin", connectingWith: options) ?? "", link: link)
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -99,7 +100,8 @@ enum IssuerAppCommand {
         flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
-        let request = IssuerV1.ActivateLinkedRequest(userID: user, pin: try flags.secret("--pin") ?? "")
+        let request = IssuerV1.ActivateLinkedRequest(
+            userID: user, pin: try flags.secret("--pin", connectingWith: options) ?? "")
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -117,7 +119,9 @@ enum IssuerAppCommand {
     static let login = PartyAction(name: "login", valued: ["--pin"]) { flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let user = options.operands.first else { throw CLIError(.usage, "\(command): missing USER") }
-        guard let pin = try flags.secret("--pin") else { throw CLIError(.usage, "\(command): --pin is required") }
+        guard let pin = try flags.secret("--pin", connectingWith: options) else {
+            throw CLIError(.usage, "\(command): --pin is required")
+        }
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in
@@ -134,7 +138,9 @@ enum IssuerAppCommand {
         flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...2)
         guard options.operands.count == 2 else { throw CLIError(.usage, "\(command): expected USER ACCOUNT") }
-        guard let pin = try flags.secret("--pin") else { throw CLIError(.usage, "\(command): --pin is required") }
+        guard let pin = try flags.secret("--pin", connectingWith: options) else {
+            throw CLIError(.usage, "\(command): --pin is required")
+        }
         let request = IssuerV1.AppDeleteAccountRequest(
             userID: options.operands[0], accountID: options.operands[1], pin: pin)
         return try PartySession.run(

@@ -104,7 +104,8 @@ extension IssuerCommand {
             }
         }
         let request = IssuerV1.IssuerRenewCardRequest(
-            cardID: cardID, pan: try flags.secret("--pan") ?? "", expiry: flags["--exp"] ?? "", abandon: abandon,
+            cardID: cardID, pan: try flags.secret("--pan", connectingWith: options) ?? "", expiry: flags["--exp"] ?? "",
+            abandon: abandon,
             forceComplete: force)
         return try PartySession.run(
             options, json: flags.json,

@@ -53,6 +53,13 @@ struct PartyFlags: Sendable, Equatable {
         return try secrets.value(of: name, in: self)
     }
 
+    /// `secret(_:)`, once the TLS files `options` names are looked at as the connection will look at them: a file
+    /// that cannot serve is named before anything is typed, not after.
+    func secret(_ name: String, connectingWith options: InspectOptions) throws(CLIError) -> String? {
+        if values[name] == "-", SecretInput.secrets[name] != nil { try InspectSession.precheckFiles(options) }
+        return try secret(name)
+    }
+
     static func == (lhs: PartyFlags, rhs: PartyFlags) -> Bool {
         lhs.values == rhs.values && lhs.switches == rhs.switches && lhs.rest == rhs.rest && lhs.order == rhs.order
             && lhs.command == rhs.command

@@ -80,8 +80,8 @@ enum WalletCommand {
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
         // Read last: a card number or CVC given as `-` is typed only for a command line that stands.
         if case .manual(var card)? = draft.source {
-            card.pan = try flags.secret("--pan") ?? ""
-            card.cvc = try flags.secret("--cvc") ?? ""
+            card.pan = try flags.secret("--pan", connectingWith: options) ?? ""
+            card.cvc = try flags.secret("--cvc", connectingWith: options) ?? ""
             draft.source = .manual(card)
         }
         let request = draft

@@ -69,6 +69,21 @@ import TokenetWire
         #expect(!result.stderr.contains("standard input"), "\(result.stderr)")
     }
 
+    /// A TLS file that cannot serve is named before the secret is read, in the connection's own words.
+    @Test func anUnusableTLSFileIsNamedBeforeAnythingIsRead() async throws {
+        let pki = DevelopmentPKI.shared
+        let result = try await runTokenet(
+            [
+                "wallet", "add-card", "127.0.0.1:1", "--pan", "-", "--exp", "12/29", "--cacert", "/nonexistent/ca.pem",
+                "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+            ], stdin: "")
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix("tokenet: --cacert /nonexistent/ca.pem (given by --cacert or TOKENET_CACERT) "),
+            "\(result.stderr)")
+        #expect(!result.stderr.contains("standard input"), "\(result.stderr)")
+    }
+
     /// A line too long for any secret is refused naming the flag.
     @Test func anOverlongLineIsRefusedNamingTheFlag() async throws {
         let result = try await runTokenet(
