@@ -52,8 +52,11 @@ let package = Package(
             exclude: ["Generated/README.md"]
         ),
 
+        // MARK: Key files: the permissions a file holding a secret may have.
+        .target(name: "TokenetFileModes"),
+
         // MARK: Transport: event loop, sockets, TLS.
-        .target(name: "TokenetTransport", dependencies: ["CTokenetShims", "COpenSSL"]),
+        .target(name: "TokenetTransport", dependencies: ["CTokenetShims", "COpenSSL", "TokenetFileModes"]),
 
         // MARK: RPC runtime: connection and call state machines, clients, servers.
         .target(name: "TokenetRPC", dependencies: ["TokenetWire", "TokenetTransport"]),
@@ -62,7 +65,7 @@ let package = Package(
         .target(name: "TokenetStorage", dependencies: ["CSQLite"]),
 
         // MARK: Card data: numbers, schemes, JWE card-data encryption, encryption at rest, tokens.
-        .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims"]),
+        .target(name: "TokenetCard", dependencies: ["COpenSSL", "CTokenetShims", "TokenetFileModes"]),
 
         // MARK: Fault injection: a TCP proxy that delays, partitions, refuses or resets what it carries.
         .target(name: "TokenetFaults", dependencies: ["TokenetTransport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetFileModes
 
 #if canImport(Glibc)
     import Glibc
@@ -70,25 +71,11 @@ public enum SecretFile {
         close(fd)
     }
 
-    /// Why a secret file with `mode` is refused, naming it as `what` ("the vault key file"), or nil when only its
-    /// owner can read or change it. Whoever else can read it has the secret; whoever can change it can put their own
-    /// in its place. Execute bits give nobody anything, and are let be. (TLS keys follow the same rule in
-    /// `TLSFileCheck`, which lets a group read one root owns.)
+    /// Why a secret file with `mode` is refused (`KeyFileMode`), naming it as `what` ("the vault key file"), or nil
+    /// when only its owner can read or change it.
     public static func exposure(mode: UInt32, of path: String, what: String) -> String? {
-        let exposed = mode & 0o066
-        guard exposed != 0 else { return nil }
-        let how = exposed & 0o044 != 0 ? "read" : "changed"
-        return "\(what) \(path) can be \(how) by other users (mode \(String(mode & 0o777, radix: 8))); run chmod 600 "
-            + shellQuoted(path)
-    }
-
-    /// `path` as a shell takes it: quoted when it holds anything but letters, digits and `/._-+,:@%=`.
-    static func shellQuoted(_ path: String) -> String {
-        let safe = Set("/._-+,:@%=".unicodeScalars)
-        let plain = path.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || safe.contains($0)
-        }
-        return plain && !path.isEmpty ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        guard let exposure = KeyFileMode.exposure(mode: mode) else { return nil }
+        return "\(what) \(path) \(exposure.phrase); run \(KeyFileMode.fix(path))"
     }
 
     static func read(_ path: String) throws(CardError) -> (bytes: [UInt8], mode: UInt32) {

@@ -1,4 +1,5 @@
 import Foundation
+import TokenetFileModes
 
 /// What a TLS file must hold, for `TLSFileCheck`.
 public enum TLSFileKind: Sendable {
@@ -100,31 +101,17 @@ public enum TLSFileCheck {
         }
     }
 
-    /// Why a private key file is refused for its permissions, or nil when only its owner (or, for a file root owns,
-    /// its group as well, as Debian's `ssl-cert` group reads `/etc/ssl/private`) can read or change it. Whoever else
-    /// can read the key can pose as this node or user to every party, and decrypt a capture made with it; whoever
-    /// can change it can put their own in its place. ssh and PostgreSQL refuse such keys the same way. Execute
-    /// bits give nobody the key, and are let be.
+    /// Why a private key file is refused for its permissions (`KeyFileMode`), or nil when only its owner (or, for a
+    /// file root owns, its group as well, as Debian's `ssl-cert` group reads `/etc/ssl/private`) can read or change
+    /// it.
     static func exposedKey(_ status: stat, _ path: String) -> String? {
-        let mode = status.st_mode & 0o777
-        let allowed: mode_t = status.st_uid == 0 ? 0o640 : 0o600
-        let exposed = mode & ~allowed & 0o066
-        guard exposed != 0 else { return nil }
-        let how = exposed & 0o044 != 0 ? "read" : "changed"
-        let why =
-            exposed & 0o044 != 0
-            ? "whoever can read it can pose as its owner" : "whoever can change it can put their own key in its place"
-        return "can be \(how) by other users (mode \(String(mode, radix: 8))): \(why); run chmod 600 "
-            + shellQuoted(path)
-    }
-
-    /// `path` as a shell takes it: quoted when it holds anything but letters, digits and `/._-+,:@%=`.
-    static func shellQuoted(_ path: String) -> String {
-        let safe = Set("/._-+,:@%=".unicodeScalars)
-        let plain = path.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || safe.contains($0)
+        guard let exposure = KeyFileMode.exposure(mode: status.st_mode, groupMayRead: status.st_uid == 0) else {
+            return nil
         }
-        return plain && !path.isEmpty ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        let why =
+            exposure.readable
+            ? "whoever can read it can pose as its owner" : "whoever can change it can put their own key in its place"
+        return "\(exposure.phrase): \(why); run \(KeyFileMode.fix(path))"
     }
 
     /// "holds 5000000 bytes, more than the 1 MiB …", or "holds more than the 1 MiB …" for a file still growing.

@@ -146,16 +146,22 @@ import TokenetWire
         }
     }
 
-    /// A push session is the wallet node's that made it: another wallet node whose account has the same name cannot
-    /// redeem it (it added the card, and the wallet the issuer pushed to found the session used), and the session
-    /// stays for its own wallet.
-    @Test func aPushSessionIsRedeemedOnlyByTheWalletNodeThatMadeIt() async throws {
+    /// A TSP with its issuer registered, and a push session wallet-1 made for its account.
+    static func sessionPushedToWallet1() async throws -> (TSPHarness, TspV1.CreatePushSessionResponse) {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()
         let session = try await tsp.wallet.createPushSession(
             .init(
                 encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
                 walletAccountID: TSPHarness.account))
+        return (tsp, session)
+    }
+
+    /// A push session is the wallet node's that made it: another wallet node whose account has the same name cannot
+    /// redeem it (it added the card, and the wallet the issuer pushed to found the session used), and the session
+    /// stays for its own wallet.
+    @Test func aPushSessionIsRedeemedOnlyByTheWalletNodeThatMadeIt() async throws {
+        let (tsp, session) = try await Self.sessionPushedToWallet1()
         let otherWallet = TspV1.Provisioning.Client(
             TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
         await expectRPCError(.permissionDenied, "was made for another wallet node, and stays unused") {
@@ -173,12 +179,7 @@ import TokenetWire
     /// its push session must still add the card at its next try: it is spent with the answer, not before. Spent
     /// when it was read, it came back "already used", and the issuer had to push the card again.
     @Test func aPushSessionOutlivesACheckItsWalletGaveUpOn() async throws {
-        let tsp = try TSPHarness.make()
-        try await tsp.registerIssuer()
-        let session = try await tsp.wallet.createPushSession(
-            .init(
-                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
-                walletAccountID: TSPHarness.account))
+        let (tsp, session) = try await Self.sessionPushedToWallet1()
         tsp.issuer.state.withLock { $0.slowEligibility = true }
         let request = TspV1.CheckEligibilityRequest(
             requestID: UUID().uuidString,

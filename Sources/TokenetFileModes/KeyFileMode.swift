@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The one rule every file holding a secret is held to (TLS private keys, the vault key, the TSP's card keys, the
+/// issuer's key): only its owner may read or change it. Whoever else can read it has the secret (a private key lets
+/// them pose as its owner and decrypt a capture); whoever can change it can put their own in its place. Execute bits
+/// give nobody anything, and are let be. ssh and PostgreSQL refuse such keys the same way.
+public enum KeyFileMode {
+    /// What other users can do with a file of `mode`, when they can do anything: a group may read one only when
+    /// `groupMayRead` (a TLS key root owns, as Debian's `ssl-cert` group reads `/etc/ssl/private`).
+    public struct Exposure: Sendable, Equatable {
+        /// The permission bits, for messages ("644").
+        public let mode: UInt32
+        /// Others can read it; otherwise they can only change it.
+        public let readable: Bool
+
+        /// "can be read by other users (mode 644)".
+        public var phrase: String {
+            "can be \(readable ? "read" : "changed") by other users (mode \(String(mode, radix: 8)))"
+        }
+    }
+
+    /// How `mode` exposes the file, or nil when only its owner (and, with `groupMayRead`, its group, reading) can
+    /// read or change it.
+    public static func exposure(mode: UInt32, groupMayRead: Bool = false) -> Exposure? {
+        let bits = mode & 0o777
+        let allowed: UInt32 = groupMayRead ? 0o640 : 0o600
+        let exposed = bits & ~allowed & 0o066
+        guard exposed != 0 else { return nil }
+        return Exposure(mode: bits, readable: exposed & 0o044 != 0)
+    }
+
+    /// The command that fixes an exposed file, its path quoted when the shell would split it.
+    public static func fix(_ path: String) -> String { "chmod 600 \(shellQuoted(path))" }
+
+    /// `path` as a shell takes it: quoted when it holds anything but letters, digits and `/._-+,:@%=`.
+    public static func shellQuoted(_ path: String) -> String {
+        let safe = Set("/._-+,:@%=".unicodeScalars)
+        let plain = path.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || safe.contains($0)
+        }
+        guard !plain || path.isEmpty else { return path }
+        // Each ' ends the quoting, is written escaped, and quoting starts again.
+        return "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}
