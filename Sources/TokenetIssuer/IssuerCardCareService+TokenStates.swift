@@ -87,26 +87,12 @@ extension IssuerCardCareService {
             throw RPCError(
                 .invalidArgument, "digital_card_ids holds an empty id; name each token by its digital card id")
         }
-        let repeated = Self.repeated(request.digitalCardIds)
+        let repeated = RepeatedIDs.of(request.digitalCardIds)
         guard repeated.isEmpty else {
             throw RPCError(
                 .invalidArgument,
-                "digital_card_ids names \(Self.quotedList(repeated)) more than once; name each token once")
+                "digital_card_ids names \(RepeatedIDs.named(repeated)) more than once; name each token once")
         }
         return (request.digitalCardIds, (0, 0))
-    }
-
-    /// The ids that come more than once in `ids`, each once, in the order they first come again: named in the
-    /// refusal so that they can be found in a long list.
-    static func repeated(_ ids: [String]) -> [String] {
-        var seen = Set<String>()
-        var named = Set<String>()
-        return ids.filter { !seen.insert($0).inserted && named.insert($0).inserted }
-    }
-
-    /// `"a", "b" and 3 more`: at most five ids named.
-    static func quotedList(_ ids: [String]) -> String {
-        let shown = ids.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")
-        return ids.count > 5 ? "\(shown) and \(ids.count - 5) more" : shown
     }
 }

@@ -67,14 +67,11 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard !ids.contains("") else {
                 throw TSPError(.invalidArgument, "digital_card_ids holds an empty id; name each token by its id")
             }
-            var seen = Set<String>()
-            var named = Set<String>()
-            let repeated = ids.filter { !seen.insert($0).inserted && named.insert($0).inserted }
+            let repeated = RepeatedIDs.of(ids)
             guard repeated.isEmpty else {
-                let shown = repeated.prefix(5).map { "\"\($0)\"" }.joined(separator: ", ")
-                let more = repeated.count > 5 ? " and \(repeated.count - 5) more" : ""
                 throw TSPError(
-                    .invalidArgument, "digital_card_ids names \(shown)\(more) more than once; name each token once")
+                    .invalidArgument,
+                    "digital_card_ids names \(RepeatedIDs.named(repeated)) more than once; name each token once")
             }
             let event = try Self.event(request.action)
             let reason = try Self.reason(request.reasonCode)

@@ -48,7 +48,7 @@ struct PartyFlags: Sendable, Equatable {
     /// The value of a secret flag (`--pan`, `--cvc`, `--pin`, `--code`): read from standard input when given as `-`
     /// (all such flags' values at once, in the order given, the first time one is asked for), else as given. Called
     /// once the command line is otherwise checked, so that nothing is typed for a command that is refused.
-    func secret(_ name: String) throws(CLIError) -> String? {
+    private func secret(_ name: String) throws(CLIError) -> String? {
         guard values[name] == "-", SecretInput.secrets[name] != nil else { return values[name] }
         return try secrets.value(of: name, in: self)
     }
