@@ -88,6 +88,7 @@ let package = Package(
             name: "tokenet",
             dependencies: [
                 "TokenetNode", "TokenetWire", "TokenetRPC", "TokenetTransport", "TokenetFaults", "TokenetScenario",
+                "TokenetCard",
             ]),
         /// Commits numbered transactions until killed; TokenetStorageTests SIGKILL it to test crash recovery.
         .executableTarget(name: "tokenet-storage-crash-helper", dependencies: ["TokenetStorage"]),

@@ -17,19 +17,14 @@ public enum ManualCardInput {
             break
         }
         let expiry: CardExpiry
-        do {
-            expiry = try CardExpiry(parsing: manual.expiry)
-        } catch {
-            throw WalletError(
-                .invalidArgument,
-                error.rejection?.message ?? "the expiry date must be written as MM/YY, for example 09/27")
+        switch ManualCardForm.expiry(manual.expiry) {
+        case .success(let parsed): expiry = parsed
+        case .failure(let problem): throw WalletError(.invalidArgument, problem.message)
         }
-        if !manual.cvc.isEmpty {
-            guard (3...4).contains(manual.cvc.utf8.count), manual.cvc.utf8.allSatisfy({ (48...57).contains($0) })
-            else { throw WalletError(.invalidArgument, "the security code (CVC) must be 3 or 4 digits") }
-        }
-        guard manual.cardholderName.utf8.count <= 100 else {
-            throw WalletError(.invalidArgument, "the cardholder name is longer than 100 characters")
+        for problem in [
+            ManualCardForm.securityCodeProblem(manual.cvc), ManualCardForm.cardholderNameProblem(manual.cardholderName),
+        ] {
+            if let problem { throw WalletError(.invalidArgument, problem) }
         }
         return CardData(
             accountNumber: pan, expirationDate: CardData.ExpirationDate(expiry),

@@ -41,14 +41,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     {
         try await answering {
             let log = logger.withTraceID(context.traceID)
-            guard request.language.isEmpty || LanguageTag.isWellFormed(request.language) else {
-                let shown =
-                    request.language.count <= LanguageTag.maximumLength + 5
-                    ? "'\(request.language)'" : "of \(request.language.count) characters"
-                throw WalletError(
-                    .invalidArgument,
-                    "the language \(shown) is not a BCP-47 language tag; give one such as es or es-ES (T&C the TSP "
-                        + "has no text for come in English)")
+            if let problem = ManualCardForm.languageProblem(request.language) {
+                throw WalletError(.invalidArgument, problem)
             }
             // Read once: the card goes to the account that was active when the person added it, and its
             // eligibility receipt is bound to that account, even if another becomes active meanwhile.

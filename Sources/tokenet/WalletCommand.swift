@@ -1,3 +1,4 @@
+import TokenetCard
 import TokenetRPC
 import TokenetWire
 
@@ -152,6 +153,13 @@ enum WalletCommand {
                 pan: flags["--pan"] ?? "", expiry: expiry, cvc: flags["--cvc"] ?? "",
                 cardholderName: flags["--name"] ?? "")
             if let method { manual.inputMethod = method }
+            // Checked here as the wallet checks them, so a mistake is said before any secret is asked for.
+            let problems = [
+                ManualCardForm.expiryProblem(expiry), ManualCardForm.cardholderNameProblem(manual.cardholderName),
+                manual.cvc == "-" ? nil : ManualCardForm.securityCodeProblem(manual.cvc),
+                ManualCardForm.languageProblem(request.language),
+            ]
+            if let problem = problems.compactMap({ $0 }).first { throw CLIError(.usage, "\(command): \(problem)") }
             request.source = .manual(manual)
             return request
         }

@@ -61,6 +61,14 @@ import TokenetWire
         (["--pan", "-"], "wallet add-card: --pan needs --exp MM/YY"),
         (["--pan", "-", "--exp", "12/29", "--scheme", "visa"], "wallet add-card: --scheme goes with --receipt"),
         (["--pan", "-", "--exp", "12/29", "--bogus"], "wallet add-card: unknown option '--bogus'"),
+        (["--pan", "-", "--exp", "2029-12"], "wallet add-card: the expiry date must be written as MM/YY"),
+        (["--pan", "-", "--exp", "13/29"], "wallet add-card: the expiry month 13 is not a month; use 01 to 12"),
+        (["--pan", "-", "--exp", "12/29", "--cvc", "12a"], "wallet add-card: the security code (CVC) must be 3 or 4"),
+        (["--pan", "-", "--exp", "12/29", "--language", "12!"], "wallet add-card: the language '12!' is not a BCP-47"),
+        (
+            ["--pan", "-", "--exp", "12/29", "--name", String(repeating: "A", count: 101)],
+            "wallet add-card: the cardholder name is longer than 100 characters"
+        ),
     ])
     func aMistakeElsewhereIsSaidBeforeAnythingIsRead(flags: [String], message: String) async throws {
         let result = try await runTokenet(["wallet", "add-card", "127.0.0.1:1", "--plaintext"] + flags, stdin: "")
