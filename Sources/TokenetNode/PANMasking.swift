@@ -69,6 +69,17 @@ public func maskPAN(_ text: String) -> String {
     return String(output)
 }
 
+/// Whether `text` holds what reads as a card number: what `maskPAN` masks, but for a hex identifier (a digest, a
+/// Mastercard token reference id), which is taken whole here even when some of its digits pass the Luhn check.
+///
+/// For refusing a value rather than masking it in a log: an identifier made of random hex digits passes that check
+/// about once in a few hundred, and refusing it would make a call fail by chance; a card number written into a hex
+/// identifier is a way a trace id reaches a log, not a value anyone types as an id.
+public func holdsCardNumber(_ text: String) -> Bool {
+    let scalars = Array(text.unicodeScalars)
+    return !PANRuns.maskedPositions(count: scalars.count, hexIdentifiersWhole: true) { scalars[$0] }.isEmpty
+}
+
 /// The run finding behind `maskPAN`, over the characters of a text by position.
 enum PANRuns {
     enum Kind {
@@ -109,7 +120,9 @@ enum PANRuns {
     }
 
     /// The positions of the digits to replace, in increasing order.
-    static func maskedPositions(count: Int, scalar: (Int) -> Unicode.Scalar) -> [Int] {
+    static func maskedPositions(
+        count: Int, hexIdentifiersWhole: Bool = false, scalar: (Int) -> Unicode.Scalar
+    ) -> [Int] {
         func kind(_ index: Int) -> Kind { Self.kind(of: scalar(index)) }
         /// The number of characters at `index` that join the digits before them to those after them, or nil when
         /// they do not: one separator of any kind, or a gap of up to `widestGap` spaces, hyphens, dots,
@@ -185,7 +198,7 @@ enum PANRuns {
             if groups.count == 1,
                 isVisaTokenReference(digits: index..<end, scalar: scalar)
                     || (isHexIdentifierPart(digits: index..<end, count: count, scalar: scalar)
-                        && !holdsLuhnValidNumber(digits: index..<end, scalar: scalar))
+                        && (hexIdentifiersWhole || !holdsLuhnValidNumber(digits: index..<end, scalar: scalar)))
             {
                 index = end
                 continue

@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -26,10 +27,19 @@ struct EnrolmentService: TspV1.Enrolment.ServiceProtocol {
             guard Set(request.accountIds).count == request.accountIds.count else {
                 throw TSPError(.invalidArgument, "account_ids names an account twice; name each account once")
             }
-            for (field, value) in [("user_id", request.userID)] + request.accountIds.map({ ("account_ids", $0) })
-            where value.utf8.count > Self.maxIDLength {
-                throw TSPError(
-                    .invalidArgument, "\(field) holds an id of \(value.utf8.count) bytes; at most \(Self.maxIDLength)")
+            let ids =
+                [("user_id", request.userID)]
+                + request.accountIds.enumerated().map { ("account_ids[\($0.offset)]", $0.element) }
+            for (field, value) in ids {
+                guard value.utf8.count <= Self.maxIDLength else {
+                    throw TSPError(
+                        .invalidArgument,
+                        "\(field) holds an id of \(value.utf8.count) bytes; at most \(Self.maxIDLength)")
+                }
+                // Stored, answered and logged in full, and shown by the issuer app.
+                if let problem = IdentifierRules.problem(value, maxLength: Self.maxIDLength, spaces: true) {
+                    throw TSPError(.invalidArgument, "\(field) must be \(problem)")
+                }
             }
             var response = TspV1.RegisterEnrolmentResponse()
             for accountID in request.accountIds {

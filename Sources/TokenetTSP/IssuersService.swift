@@ -1,11 +1,15 @@
 import Foundation
 import TokenetCard
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
 /// `tokenet.tsp.v1.Issuers`: issuers announce themselves and create push receipts for their Mastercard cards.
 struct IssuersService: TspV1.Issuers.ServiceProtocol {
     let tsp: TSPService
+
+    /// The most BIN ranges one issuer registers: every card check looks through all of them.
+    static let maxBINRanges = 1_000
 
     /// Upserts the issuer. The registering node's certificate id is recorded; an issuer id registered by one node
     /// cannot be taken over by another.
@@ -14,8 +18,23 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
     {
         try await tsp.handling("RegisterIssuer", context) { log in
             guard !request.issuerID.isEmpty else { throw TSPError(.invalidArgument, "issuer_id is required") }
+            // Both are stored and shown in full: in listings, log lines, and every wallet's card art and T&C.
+            if let problem = IdentifierRules.problem(request.issuerID) {
+                throw TSPError(.invalidArgument, "issuer_id must be \(problem)")
+            }
+            if !request.displayName.isEmpty,
+                let problem = IdentifierRules.problem(request.displayName, maxLength: 100, spaces: true)
+            {
+                throw TSPError(.invalidArgument, "display_name must be \(problem)")
+            }
             guard !request.binRanges.isEmpty else {
                 throw TSPError(.invalidArgument, "bin_ranges is required: the card number prefixes the issuer owns")
+            }
+            guard request.binRanges.count <= Self.maxBINRanges else {
+                throw TSPError(
+                    .invalidArgument,
+                    "bin_ranges holds \(request.binRanges.count) ranges; at most \(Self.maxBINRanges): join adjacent "
+                        + "prefixes into wider ranges")
             }
             let ranges = try request.binRanges.map { range throws(TSPError) in
                 try IssuerBINRange(low: range.low, high: range.high)
@@ -34,6 +53,15 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
             {
                 throw TSPError(
                     .permissionDenied, "issuer \"\(request.issuerID)\" is registered by another node (\(owner))")
+            }
+            // A node speaks for one issuer: its enrolments and card calls are filed under the issuer it registered
+            // (`callingIssuer`), which a second issuer id would make a guess.
+            if let nodeID, let other = existing.first(where: { $0.peerNodeID == nodeID && $0.id != request.issuerID }) {
+                throw TSPError(
+                    .failedPrecondition,
+                    "node \"\(nodeID)\" already registered issuer \"\(other.id)\"; a node speaks for one issuer: keep "
+                        + "the issuer id \"\(other.id)\", or run an issuer node with a certificate of its own for "
+                        + "\"\(request.issuerID)\"")
             }
             for other in existing where other.id != request.issuerID {
                 if let clash = ranges.first(where: { range in other.binRanges.contains { $0.overlaps(range) } }) {

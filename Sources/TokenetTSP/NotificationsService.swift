@@ -116,6 +116,7 @@ struct NotificationsService: TspV1.Notifications.ServiceProtocol {
                 "a message goes to at most \(Self.maxPublishSubscribers) subscribers, not \(request.subscribers.count); "
                     + "publish it in parts")
         }
+        try Self.checkPublished(notification)
         do {
             let id = try await broker.publish(notification, to: request.subscribers)
             // The first few by name and the count: one log line stays readable whatever the list.

@@ -70,7 +70,7 @@ extension TSPService {
     /// Refuses an account or device id that holds a card number: the TSP shows and logs ids in full (token
     /// listings, history), where a card number must never appear. The id is not echoed.
     static func requireNoCardNumber(_ value: String, field: String) throws {
-        guard maskPAN(value) == value else {
+        guard !holdsCardNumber(value) else {
             throw TSPError(
                 .invalidArgument,
                 "\(field) holds what reads as a card number; ids are shown in full in listings and logs, where a card "

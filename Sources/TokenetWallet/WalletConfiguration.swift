@@ -116,25 +116,12 @@ public struct WalletConfiguration: Sendable, Equatable {
     /// nothing is. Identifiers are shown in tables and log lines and sent to the TSP: a space, a line break or a
     /// page of text would break them, and `WalletSelection.UseAccount` refuses them the same way.
     public static func identifierProblem(_ value: String) -> String? {
-        let fits =
-            !value.isEmpty && value.unicodeScalars.count <= 64
-            && value.unicodeScalars.allSatisfy {
-                !$0.properties.isWhitespace && $0.properties.generalCategory != .control
-            }
-        guard fits else { return "1 to 64 characters without spaces or control characters" }
-        // Shown in full in every listing, where a card number must never be: refused rather than shown.
-        guard maskPAN(value) == value else {
-            return "free of card numbers: an id is shown in full in listings and logs, where a card number must not be"
-        }
-        return nil
+        IdentifierRules.problem(value)
     }
 
     /// The same for a descriptive value (a device's name or type, its OS), which may hold spaces.
     static func textProblem(_ value: String) -> String? {
-        let fits =
-            !value.isEmpty && value.unicodeScalars.count <= 64
-            && value.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
-        return fits ? nil : "1 to 64 characters without control characters"
+        IdentifierRules.problem(value, spaces: true)
     }
 
     /// The JSON shape of `wallet.json`.

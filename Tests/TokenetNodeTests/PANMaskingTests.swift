@@ -195,6 +195,30 @@ import TokenetRPC
         }
     }
 
+    /// `holdsCardNumber`, which refuses values rather than masking log lines, takes a hex identifier whole even when
+    /// its digits pass the Luhn check: a random id would otherwise be refused now and then. Anything else `maskPAN`
+    /// masks, it finds.
+    @Test func holdsCardNumberTakesHexIdentifiersWhole() {
+        let card = "4111111111111111"
+        let ids = [
+            "DWSPMC" + "a" + card + String(repeating: "b", count: 15),
+            "0a" + card + "fe" + String(repeating: "c", count: 12),
+        ]
+        for id in ids {
+            #expect(maskPAN(id) != id, "\(id)")
+            #expect(!holdsCardNumber(id), "\(id)")
+        }
+        for text in [
+            card, "card 4111 1111 1111 1111", "4111-1111-1111-1111", "abc" + card + "def",
+            "４１１１" + String(repeating: "1", count: 12),
+        ] {
+            #expect(holdsCardNumber(text), "\(text)")
+        }
+        for text in ["DNITHE" + String(repeating: "1", count: 26), "1764647000000", "ends 4444", "127.0.0.1:7001"] {
+            #expect(!holdsCardNumber(text), "\(text)")
+        }
+    }
+
     /// Times in milliseconds (13 digits from 2001 on) are logged whole unless they start with a 4, which only a
     /// Visa card number of 13 digits does; they used to come out as `*********0000`.
     @Test func leavesTimesInMillisecondsAlone() {

@@ -135,9 +135,17 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "user_id holds an id of 129 bytes; at most 128") {
             try await auth.enrol(String(repeating: "u", count: 129), ["a"])
         }
-        await expectRPCError(.invalidArgument, "account_ids holds an id of 200 bytes") {
-            try await auth.enrol("ch-x", [String(repeating: "a", count: 200)])
+        await expectRPCError(.invalidArgument, "account_ids[1] holds an id of 200 bytes") {
+            try await auth.enrol("ch-x", ["a", String(repeating: "a", count: 200)])
         }
+        // Stored, answered and logged in full: no card number, no control or format character.
+        await expectRPCError(.invalidArgument, "user_id must be free of card numbers") {
+            try await auth.enrol("4111 1111 1111 1111", ["a"])
+        }
+        await expectRPCError(.invalidArgument, "account_ids[0] must be 1 to 128 characters without control or format") {
+            try await auth.enrol("ch-x", ["id\u{202E}RTL\u{1B}[31m\r\nX"])
+        }
+        #expect(try await auth.enrol("Alice Martin", ["acc 1"]).count == 1)
         #expect(try await auth.enrol("ch-x", ["a", "b"]).count == 2)
     }
 

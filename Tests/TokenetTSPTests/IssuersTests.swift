@@ -33,9 +33,34 @@ import TokenetWire
             try await tsp.issuers.registerIssuer(
                 .init(issuerID: "bank-a", binRanges: [.init(low: "4", high: "4")], encryptionPublicKeyPem: "junk"))
         }
+        for (id, name, message) in [
+            ("bank\u{202E}a", "Bank A", "issuer_id must be 1 to 64 characters without spaces, control or format"),
+            ("bank 4111111111111111", "Bank A", "issuer_id must be 1 to 64 characters without spaces"),
+            ("bank-4111111111111111", "Bank A", "issuer_id must be free of card numbers"),
+            ("bank-a", "Bank\r\nX", "display_name must be 1 to 100 characters without control or format"),
+            ("bank-a", "Bank 5500 0000 0000 0004", "display_name must be free of card numbers"),
+        ] {
+            await expectRPCError(.invalidArgument, message) {
+                try await tsp.issuers.registerIssuer(
+                    .init(
+                        issuerID: id, displayName: name, binRanges: [.init(low: "4", high: "4")],
+                        encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+            }
+        }
+        await expectRPCError(.invalidArgument, "bin_ranges holds 1001 ranges; at most 1000") {
+            try await tsp.registerIssuer(ranges: (0...1_000).map { (String(100_000 + $0), String(100_000 + $0)) })
+        }
         try await tsp.registerIssuer()
+        // A node speaks for one issuer: a second id made the issuer of its enrolments a guess.
+        await expectRPCError(.failedPrecondition, "node \"issuer-1\" already registered issuer \"bank-a\"") {
+            try await tsp.registerIssuer(id: "bank-b", ranges: [("42", "42")])
+        }
+        let other = TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: .init(role: .issuer, nodeID: "issuer-2")))
         await expectRPCError(.failedPrecondition, "overlaps") {
-            try await tsp.registerIssuer(id: "bank-b", ranges: [("41", "41")])
+            try await other.registerIssuer(
+                .init(
+                    issuerID: "bank-b", binRanges: [.init(low: "41", high: "41")],
+                    encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
         }
     }
 

@@ -270,6 +270,86 @@ import TokenetWire
         #expect(try await stream.take(1).map(\.messageID) == [id])
     }
 
+    /// An operator's message is held to the rules of the TSP's own: no card number in any of its text (the parties
+    /// store and show it), and a payment's amount, currency and times as a payment would have them. Nothing refused
+    /// reaches a queue.
+    @Test func anOperatorsMessageIsHeldToTheRulesOfTheTSPsOwn() async throws {
+        let harness = try BrokerHarness.make()
+        let operatorClient = harness.client(.operator, "op-1")
+        let payment = TspV1.TransactionBody(
+            transactionID: "txn-1", amountMinor: 1_250, currency: "EUR", merchant: "Cafe", approved: true,
+            transactionAtMs: 1_764_647_000_000)
+        func publishing(_ change: (inout TspV1.Notification) -> Void) -> TspV1.PublishRequest {
+            var notification = BrokerHarness.notification(card: "DWSPMC" + String(repeating: "0a", count: 16))
+            notification.messageType = "TRANSACTION_NOTIFICATION"
+            notification.body = .transaction(payment)
+            change(&notification)
+            return TspV1.PublishRequest(notification: notification, subscribers: ["wallet/wallet-1"])
+        }
+        let refusals: [(String, (inout TspV1.Notification) -> Void)] = [
+            (
+                "notification.transaction.merchant holds what reads as a card number",
+                {
+                    $0.body = .transaction(.init(amountMinor: 5, currency: "EUR", merchant: "Shop 4111 1111 1111 1111"))
+                }
+            ),
+            ("notification.card_id holds what reads as a card number", { $0.cardID = "5555555555554444" }),
+            (
+                "notification.messaging.body holds what reads as a card number",
+                {
+                    $0.body = .messaging(.init(title: "Hi", body: "your card 4111111111111111 is ready"))
+                }
+            ),
+            (
+                "notification.opaque holds what reads as a card number",
+                {
+                    $0.body = .opaque(Data("pan=4111111111111111".utf8))
+                }
+            ),
+            (
+                "notification.transaction.amount_minor is -9223372036854775808; a payment is positive",
+                {
+                    $0.body = .transaction(.init(amountMinor: .min, currency: "EUR", merchant: "Cafe"))
+                }
+            ),
+            (
+                "notification.authn.amount_minor is 1000000000000",
+                {
+                    $0.body = .authn(.init(amountMinor: 1_000_000_000_000, currency: "EUR", merchant: "Cafe"))
+                }
+            ),
+            (
+                "notification.transaction.currency must be an ISO 4217 code",
+                {
+                    $0.body = .transaction(.init(amountMinor: 5, currency: "ZZZ", merchant: "Cafe"))
+                }
+            ),
+            (
+                "notification.transaction.merchant is at most 100 characters",
+                {
+                    $0.body = .transaction(
+                        .init(amountMinor: 5, currency: "EUR", merchant: String(repeating: "m", count: 101)))
+                }
+            ),
+            (
+                "notification.transaction.transaction_at_ms is 18446744073709551615, after the year 9999",
+                {
+                    $0.body = .transaction(
+                        .init(amountMinor: 5, currency: "EUR", merchant: "Cafe", transactionAtMs: .max))
+                }
+            ),
+        ]
+        for (message, change) in refusals {
+            await expectRPCError(.invalidArgument, message) { try await operatorClient.publish(publishing(change)) }
+        }
+        #expect(harness.broker.figures(of: "wallet/wallet-1").lastSequence == 0)
+        // A Mastercard token id, a time in milliseconds and the last four digits are no card numbers.
+        _ = try await operatorClient.publish(publishing { _ in })
+        _ = try await operatorClient.publish(
+            publishing { $0.body = .messaging(.init(title: "Card ending 4444", body: "since 1764647000000")) })
+        #expect(harness.broker.figures(of: "wallet/wallet-1").lastSequence == 2)
+    }
+
     @Test func publishRefusesBadRecipientsAndMessages() async throws {
         let harness = try BrokerHarness.make()
         let message = BrokerHarness.notification(card: "card-1")

@@ -48,14 +48,17 @@ import TokenetWire
 
     /// An account id is shown in tables and log lines: one with a line break, a space or a page of text is refused,
     /// and the active account stays as it was.
-    @Test(arguments: ["two\nlines", "with space", "tab\there", String(repeating: "a", count: 65), "bell\u{7}"])
+    @Test(arguments: [
+        "two\nlines", "with space", "tab\there", String(repeating: "a", count: 65), "bell\u{7}", "a\u{202E}b",
+        "zero\u{200B}width", "line\u{2028}separator",
+    ])
     func anAccountIdThatWouldBreakATableIsRefused(id: String) async throws {
         let wallet = try WalletHarness()
         let error = try await #require(throws: RPCError.self) {
             try await wallet.selection.setActiveWalletAccount(.init(walletAccountID: id))
         }
         #expect(error.code == .invalidArgument)
-        #expect(error.message.contains("1 to 64 characters without spaces or control characters"))
+        #expect(error.message.contains("1 to 64 characters without spaces, control or format characters"))
         #expect(
             try await wallet.control.addCard(WalletHarness.manual()).walletAccountID
                 == WalletConfiguration.defaultAccountID)

@@ -255,7 +255,10 @@ import TokenetWire
     /// Values the wallet or the TSP would refuse later (use-account refuses such an account; an empty device id
     /// failed every add-card with the node up) stop the node at its start.
     @Test(arguments: [
-        (#"{"walletAccountId": "a b"}"#, "walletAccountId must be 1 to 64 characters without spaces or control"),
+        (
+            #"{"walletAccountId": "a b"}"#,
+            "walletAccountId must be 1 to 64 characters without spaces, control or format"
+        ),
         (#"{"walletAccountId": "acct\n7"}"#, "walletAccountId must be 1 to 64 characters without spaces"),
         (#"{"device": {"deviceId": ""}}"#, "device.deviceId must be 1 to 64 characters without spaces"),
         (

@@ -1,0 +1,31 @@
+/// What an identifier or a short name given by another party or an operator may hold, where it is stored and then
+/// shown in full in listings, answers and log lines: no control character (a line break forges a log line), no
+/// format character (U+202E turns the rest of a line around, a zero-width space makes two ids look alike), no line
+/// or paragraph separator, and no card number, which must never be shown. Identifiers hold no spaces either; names
+/// may.
+public enum IdentifierRules {
+    /// What is wrong with `value`, as a phrase after "must be"; nil when nothing is. `spaces` allows the spaces a
+    /// name holds (Unicode space separators, not tabs or line breaks).
+    public static func problem(_ value: String, maxLength: Int = 64, spaces: Bool = false) -> String? {
+        let fits =
+            !value.isEmpty && value.unicodeScalars.count <= maxLength
+            && value.unicodeScalars.allSatisfy { scalar in
+                switch scalar.properties.generalCategory {
+                case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+                    return false
+                case .spaceSeparator:
+                    return spaces
+                default:
+                    return true
+                }
+            }
+        guard fits else {
+            return "1 to \(maxLength) characters without \(spaces ? "" : "spaces, ")control or format characters"
+        }
+        // Shown in full in every listing, where a card number must never be: refused rather than shown.
+        guard !holdsCardNumber(value) else {
+            return "free of card numbers: it is shown in full in listings and logs, where a card number must not be"
+        }
+        return nil
+    }
+}
