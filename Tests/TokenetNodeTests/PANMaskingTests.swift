@@ -1,6 +1,8 @@
+import Foundation
 import Testing
 import TokenetCard
 import TokenetRPC
+import TokenetTestSupport
 
 @testable import TokenetNode
 
@@ -192,6 +194,21 @@ import TokenetRPC
             ("XDWSPMC" + "ABCDEFABCDEFABCD" + card, "XDWSPMC" + "ABCDEFABCDEFABCD" + masked),
         ] {
             #expect(maskPAN(line) == expected)
+        }
+    }
+
+    /// The cases the Wireshark dissector's copy of the rule (`Tools/dissector/tokenet.lua`) is checked against in a
+    /// live capture (`check-dissector`) are what `maskPAN` makes of them: the two stay one rule.
+    @Test func theDissectorsCasesAreMaskedAsTheNodesMaskThem() throws {
+        struct Case: Decodable {
+            var text: String
+            var masked: String
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/masking-cases.json")))
+        let cases = try JSONDecoder().decode([Case].self, from: data)
+        #expect(cases.count >= 20)
+        for item in cases {
+            #expect(maskPAN(item.text) == item.masked, "\(item.text.debugDescription)")
         }
     }
 

@@ -181,115 +181,692 @@ local function add_varint32(tree, proto_field, field)
     return tostring(value)
 end
 
--- Card numbers never show, as in the nodes' logs (Sources/TokenetNode/PANMasking.swift, whose main rule this is):
--- a run of 13 or more digits, its groups joined by single spaces, hyphens, dots or underscores, keeps its last four
--- digits; a lone run of exactly 13 that does not start with a 4 (a time in milliseconds) is no card number. Operator
--- calls such as WalletControl/AddCard and IssuerCardCare/RenewCard carry a card number inside TLS, and a peer's
--- status message may quote one. Returns the 0-based positions of the digits to mask among the `count` bytes `at`
--- gives.
-local function card_number_digits(at, count)
-    local function digit(i) local b = at(i) return b >= 48 and b <= 57 end
-    local function joint(i) local b = at(i) return b == 32 or b == 45 or b == 46 or b == 95 end
-    local masked = {}
+-- Card numbers never show, as in the nodes' logs: the rule of Sources/TokenetNode/PANMasking.swift (`maskPAN`),
+-- whose comments say why each part is there. A run of digits joined by a space, hyphen, dot, underscore, tab, line
+-- break, control or format character, or a gap of up to four of those, holds a card number when it has 13 digits or
+-- more (but for a lone 13 not starting with a 4, a time in milliseconds), and keeps its last four; groups split by
+-- slashes, commas, colons or semicolons are masked where 13–19 digits in groups of three or more follow each other;
+-- fullwidth and other decimal digits count as digits. Visa token reference ids, IPv4 addresses and hex identifiers
+-- (a digest, a Mastercard token id) are left alone, unless a hex identifier's digits hold a Luhn-valid number.
+-- Operator calls such as WalletControl/AddCard and IssuerCardCare/RenewCard carry a card number inside TLS, and a
+-- peer's status message may quote one.
+
+local DIGIT, SEPARATOR, DOT, PUNCTUATION, OTHER = 1, 2, 3, 4, 5
+local WIDEST_GAP = 4
+
+-- The first code point of each block of ten decimal digits beyond ASCII's (Unicode category Nd).
+local digit_zeros = {
+    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50,
+    0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50,
+    0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC,
+    0x1D7F6,
+}
+-- Ranges of format characters (Cf), spaces (Zs, Zl, Zp) and dashes (Pd) beyond ASCII: all join digits as a space does.
+local joining_ranges = {
+    { 0x00A0, 0x00A0 }, { 0x00AD, 0x00AD }, { 0x058A, 0x058A }, { 0x05BE, 0x05BE }, { 0x0600, 0x0605 },
+    { 0x061C, 0x061C }, { 0x06DD, 0x06DD }, { 0x070F, 0x070F }, { 0x0890, 0x0891 }, { 0x08E2, 0x08E2 },
+    { 0x1400, 0x1400 }, { 0x1680, 0x1680 }, { 0x1806, 0x1806 }, { 0x180E, 0x180E }, { 0x2000, 0x200F },
+    { 0x2010, 0x2015 }, { 0x2028, 0x202F }, { 0x205F, 0x2064 }, { 0x2066, 0x206F }, { 0x2E17, 0x2E17 },
+    { 0x2E1A, 0x2E1A }, { 0x2E3A, 0x2E3B }, { 0x2E40, 0x2E40 }, { 0x2E5D, 0x2E5D }, { 0x3000, 0x3000 },
+    { 0x301C, 0x301C }, { 0x3030, 0x3030 }, { 0x30A0, 0x30A0 }, { 0xFE31, 0xFE32 }, { 0xFE58, 0xFE58 },
+    { 0xFE63, 0xFE63 }, { 0xFEFF, 0xFEFF }, { 0xFFF9, 0xFFFB }, { 0x10EAD, 0x10EAD }, { 0x110BD, 0x110BD },
+    { 0x110CD, 0x110CD }, { 0x13430, 0x1343F }, { 0x1BCA0, 0x1BCA3 }, { 0x1D173, 0x1D17A }, { 0xE0001, 0xE0001 },
+    { 0xE0020, 0xE007F },
+}
+
+-- The value of a decimal digit, or nil.
+local function digit_value(cp)
+    if cp >= 48 and cp <= 57 then return cp - 48 end
+    if cp < 0x0660 then return nil end
+    for _, zero in ipairs(digit_zeros) do
+        if cp >= zero and cp <= zero + 9 then return cp - zero end
+    end
+    return nil
+end
+
+local function kind_of(cp)
+    if cp >= 48 and cp <= 57 then return DIGIT end
+    if cp == 46 then return DOT end
+    if cp == 32 or cp == 45 or cp == 95 or cp == 9 or cp == 10 or cp == 13 then return SEPARATOR end
+    if cp == 47 or cp == 44 or cp == 58 or cp == 59 then return PUNCTUATION end
+    -- The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
+    if cp >= 0xFF01 and cp <= 0xFF5E then return kind_of(cp - 0xFEE0) end
+    if (cp >= 0 and cp <= 0x1F) or (cp >= 0x7F and cp <= 0x9F) then return SEPARATOR end
+    if cp < 0x80 then return OTHER end
+    for _, range in ipairs(joining_ranges) do
+        if cp >= range[1] and cp <= range[2] then return SEPARATOR end
+    end
+    if digit_value(cp) then return DIGIT end
+    return OTHER
+end
+
+-- The code points of `count` bytes (`at(i)`, 0-based) read as UTF-8, with the byte offset and length of each; a
+-- byte that starts no valid sequence is a code point of its own that is no digit or separator (-1).
+local function decode_utf8(at, count)
+    local points, starts, lengths = {}, {}, {}
     local i = 0
     while i < count do
-        if not digit(i) then
-            i = i + 1
-        else
-            local digits, groups = {}, 0
-            local j = i
-            while true do
-                while j < count and digit(j) do
-                    digits[#digits + 1] = j
-                    j = j + 1
+        local b = at(i)
+        local cp, length = (b < 0x80) and b or -1, 1
+        local function continuation(k)
+            if i + k >= count then return nil end
+            local c = at(i + k)
+            return (c >= 0x80 and c <= 0xBF) and (c - 0x80) or nil
+        end
+        if b >= 0xC2 and b <= 0xDF then
+            local c1 = continuation(1)
+            if c1 then cp, length = (b - 0xC0) * 64 + c1, 2 end
+        elseif b >= 0xE0 and b <= 0xEF then
+            local c1, c2 = continuation(1), continuation(2)
+            if c1 and c2 then
+                local value = (b - 0xE0) * 4096 + c1 * 64 + c2
+                if value >= 0x800 and (value < 0xD800 or value > 0xDFFF) then cp, length = value, 3 end
+            end
+        elseif b >= 0xF0 and b <= 0xF4 then
+            local c1, c2, c3 = continuation(1), continuation(2), continuation(3)
+            if c1 and c2 and c3 then
+                local value = (b - 0xF0) * 262144 + c1 * 4096 + c2 * 64 + c3
+                if value >= 0x10000 and value <= 0x10FFFF then cp, length = value, 4 end
+            end
+        end
+        points[#points + 1], starts[#starts + 1], lengths[#lengths + 1] = cp, i, length
+        i = i + length
+    end
+    return points, starts, lengths
+end
+
+local function is_hex(cp)
+    return (cp >= 48 and cp <= 57) or (cp >= 97 and cp <= 102) or (cp >= 65 and cp <= 70)
+end
+
+local function is_alphanumeric(cp)
+    if cp < 0 then return false end
+    if cp < 0x80 then return (cp >= 48 and cp <= 57) or (cp >= 65 and cp <= 90) or (cp >= 97 and cp <= 122) end
+    local kind = kind_of(cp)
+    return kind == DIGIT or (kind == OTHER and cp >= 0xAA)
+end
+
+-- Whether `group` (positions) is 13 digits that do not start with a 4: no card number, a time in milliseconds.
+local function short_of_a_visa_number(points, group)
+    return #group == 13 and digit_value(points[group[1]]) ~= 4
+end
+
+-- `DNITHE` and 26 ASCII digits at positions lo..hi-1.
+local function visa_token_reference(points, lo, hi)
+    if hi - lo ~= 26 or lo <= 6 then return false end
+    local prefix = { 68, 78, 73, 84, 72, 69 }
+    for k = 1, 6 do
+        if points[lo - 7 + k] ~= prefix[k] then return false end
+    end
+    for k = lo, hi - 1 do
+        if points[k] < 48 or points[k] > 57 then return false end
+    end
+    return true
+end
+
+-- Whether the digits at lo..hi-1 lie inside a hex identifier: a digest standing alone (32, 40, 64 or 128 hex
+-- characters, at least one a letter) or a Mastercard token reference id (`DWSPMC` and 32 hex characters).
+local function hex_identifier_part(points, lo, hi, n)
+    for k = lo, hi - 1 do
+        if not is_hex(points[k]) then return false end
+    end
+    local first, stop = lo, hi
+    while first > 1 and is_hex(points[first - 1]) do first = first - 1 end
+    while stop <= n and is_hex(points[stop]) do stop = stop + 1 end
+    if stop <= n and is_alphanumeric(points[stop]) then return false end
+    if first == 1 or not is_alphanumeric(points[first - 1]) then
+        local letter = false
+        for k = first, stop - 1 do
+            if points[k] > 57 then letter = true end
+        end
+        local length = stop - first
+        return letter and (length == 32 or length == 40 or length == 64 or length == 128)
+    end
+    -- `DWSPMC` and 32 hex characters: the prefix's `C` is a hex letter, so the scan took it in.
+    local prefix = { 68, 87, 83, 80, 77, 67 }
+    local prefix_start = first - 5
+    if prefix_start < 1 or stop - (first + 1) ~= 32 then return false end
+    for k = 1, 6 do
+        if points[prefix_start + k - 1] ~= prefix[k] then return false end
+    end
+    return prefix_start == 1 or not is_alphanumeric(points[prefix_start - 1])
+end
+
+-- Whether some 13 to 19 consecutive digits at lo..hi-1 pass the Luhn check.
+local function holds_luhn_valid_number(points, lo, hi)
+    local values = {}
+    for k = lo, hi - 1 do values[#values + 1] = digit_value(points[k]) or 0 end
+    for first = 1, #values do
+        for length = 13, 19 do
+            if first + length - 1 > #values then break end
+            local sum = 0
+            for offset = 0, length - 1 do
+                local value = values[first + length - 1 - offset]
+                if offset % 2 == 1 then
+                    value = value * 2
+                    if value > 9 then value = value - 9 end
                 end
-                groups = groups + 1
-                if j + 1 < count and joint(j) and digit(j + 1) then j = j + 1 else break end
+                sum = sum + value
             end
-            local time = groups == 1 and #digits == 13 and at(digits[1]) ~= 52
-            if #digits >= 13 and not time then
-                for k = 1, #digits - 4 do masked[#masked + 1] = digits[k] end
+            if sum % 10 == 0 then return true end
+        end
+    end
+    return false
+end
+
+-- The digits to mask of groups split by punctuation: those of every stretch of consecutive groups that looks like a
+-- card number's (13–19 digits in groups of at least three), but its last four.
+local function card_number_groups(points, groups, masked)
+    if #groups <= 1 then return end
+    local digits = {}
+    for _, group in ipairs(groups) do
+        for _, position in ipairs(group) do digits[#digits + 1] = position end
+    end
+    local covered, first = 0, 0
+    for start = 1, #groups do
+        if not short_of_a_visa_number(points, groups[start]) then
+            local length, longest = 0, 0
+            for k = start, #groups do
+                local group = groups[k]
+                if #group < 3 or length + #group > 19 or short_of_a_visa_number(points, group) then break end
+                length = length + #group
+                if length >= 13 then longest = length end
             end
-            i = j
+            if longest > 0 then
+                local stop = first + longest - 4
+                if stop > covered then
+                    for k = math.max(first, covered) + 1, stop do masked[#masked + 1] = digits[k] end
+                    covered = stop
+                end
+            end
+        end
+        first = first + #groups[start]
+    end
+end
+
+-- A stretch split around its groups of 13 digits that do not start with a 4 (times), each a stretch of its own.
+local function split_at_times(points, stretch)
+    local timed = false
+    for _, group in ipairs(stretch.groups) do
+        if short_of_a_visa_number(points, group) then timed = true end
+    end
+    if #stretch.groups <= 1 or not timed then return { stretch } end
+    local parts, current = {}, {}
+    local function close()
+        if #current > 0 then parts[#parts + 1] = { groups = current, dotted = stretch.dotted } end
+        current = {}
+    end
+    for _, group in ipairs(stretch.groups) do
+        if short_of_a_visa_number(points, group) then
+            close()
+            parts[#parts + 1] = { groups = { group }, dotted = stretch.dotted }
+        else
+            current[#current + 1] = group
+        end
+    end
+    close()
+    return parts
+end
+
+-- The positions (1-based, among `points`) of the digits to mask.
+local function masked_points(points)
+    local n = #points
+    local kinds = {}
+    for k = 1, n do kinds[k] = kind_of(points[k]) end
+    local function joint(i)
+        local kind = kinds[i]
+        if kind == DIGIT or kind == OTHER then return nil end
+        if kind == PUNCTUATION then
+            return (i + 1 <= n and kinds[i + 1] == DIGIT) and 1 or nil
+        end
+        local stop = i + 1
+        while stop <= n and stop - i <= WIDEST_GAP do
+            local next_kind = kinds[stop]
+            if next_kind == DIGIT then return stop - i end
+            if next_kind ~= SEPARATOR and next_kind ~= DOT then return nil end
+            stop = stop + 1
+        end
+        return nil
+    end
+    local masked = {}
+    local index = 1
+    while index <= n do
+        if kinds[index] ~= DIGIT then
+            index = index + 1
+        else
+            local run_end, run_digits = index, 0
+            while run_end <= n do
+                if kinds[run_end] == DIGIT then
+                    run_digits, run_end = run_digits + 1, run_end + 1
+                else
+                    local length = joint(run_end)
+                    if not length then break end
+                    run_end = run_end + length
+                end
+            end
+            if run_digits < 13 then
+                index = run_end
+            else
+                local stop = index
+                local groups = { {} }
+                local stretches = { { groups = { {} }, dotted = true } }
+                while stop <= n do
+                    local current = kinds[stop]
+                    if current == DIGIT then
+                        local group = groups[#groups]
+                        group[#group + 1] = stop
+                        local stretch = stretches[#stretches]
+                        local stretch_group = stretch.groups[#stretch.groups]
+                        stretch_group[#stretch_group + 1] = stop
+                        stop = stop + 1
+                    else
+                        local length = joint(stop)
+                        if not length then break end
+                        groups[#groups + 1] = {}
+                        if current == PUNCTUATION or length > 1 then
+                            stretches[#stretches + 1] = { groups = { {} }, dotted = true }
+                        else
+                            local stretch = stretches[#stretches]
+                            stretch.groups[#stretch.groups + 1] = {}
+                            if current ~= DOT then stretch.dotted = false end
+                        end
+                        stop = stop + length
+                    end
+                end
+                local whole = #groups == 1 and (visa_token_reference(points, index, stop)
+                    or (hex_identifier_part(points, index, stop, n)
+                        and not holds_luhn_valid_number(points, index, stop)))
+                if not whole then
+                    local between = {}
+                    for _, stretch in ipairs(stretches) do
+                        for _, part in ipairs(split_at_times(points, stretch)) do
+                            local digits = {}
+                            for _, group in ipairs(part.groups) do
+                                for _, position in ipairs(group) do digits[#digits + 1] = position end
+                            end
+                            if #digits >= 13 and not (#part.groups == 1 and short_of_a_visa_number(points, digits)) then
+                                card_number_groups(points, between, masked)
+                                between = {}
+                                for k = 1, #digits - 4 do masked[#masked + 1] = digits[k] end
+                            elseif part.dotted and #part.groups == 4 and #digits <= 12 then
+                                card_number_groups(points, between, masked)
+                                between = {}
+                            else
+                                for _, group in ipairs(part.groups) do between[#between + 1] = group end
+                            end
+                        end
+                    end
+                    card_number_groups(points, between, masked)
+                end
+                index = stop
+            end
         end
     end
     return masked
 end
 
+-- A fullwidth asterisk in UTF-8, for a fullwidth digit: both take three bytes.
+local fullwidth_asterisk = { 0xEF, 0xBC, 0x8A }
+
+-- The bytes to replace among the `count` bytes `at` gives, read as UTF-8 text, as { 0-based offset, new byte }
+-- pairs: each masked digit becomes an asterisk of its own length in bytes (a fullwidth digit a fullwidth asterisk),
+-- so that the text keeps its length and every field stays where it was.
+local function card_number_digits(at, count)
+    local points, starts, lengths = decode_utf8(at, count)
+    local replaced = {}
+    for _, point in ipairs(masked_points(points)) do
+        for k = 0, lengths[point] - 1 do
+            replaced[#replaced + 1] = { starts[point] + k, lengths[point] == 3 and fullwidth_asterisk[k + 1] or 42 }
+        end
+    end
+    return replaced
+end
+
 local function masked_text(value)
-    local positions = card_number_digits(function(i) return value:byte(i + 1) end, #value)
-    if #positions == 0 then return value end
+    local replaced = card_number_digits(function(i) return value:byte(i + 1) end, #value)
+    if #replaced == 0 then return value end
     local bytes = { value:byte(1, -1) }
-    for _, position in ipairs(positions) do bytes[position + 1] = 42 end
+    for _, change in ipairs(replaced) do bytes[change[1] + 1] = change[2] end
     local parts = {}
     for k = 1, #bytes, 4096 do parts[#parts + 1] = string.char(table.unpack(bytes, k, math.min(k + 4095, #bytes))) end
     return table.concat(parts)
 end
 
--- The fields whose values never show, as in the CLI's decoders (Sources/tokenet/SecretFields.swift): every field
--- named cvc, pin or secret in Protos/, by message type as paths of field numbers from the outside in, and by method
--- the request and response types that hold any.
+-- The schema behind the masking: every message type's text, secret and message fields by number, and every
+-- method's request and response types. Secret fields (every field named cvc, pin or secret in Protos/, as the CLI's
+-- decoders mask them: Sources/tokenet/SecretFields.swift) show as asterisks whole.
 -- BEGIN generated by Tools/gen-protos
-local secret_fields = {
-    messages = {
-        ["tokenet.issuer.v1.ActivateLinkedRequest"] = { { 2 } },
-        ["tokenet.issuer.v1.AppActivateRequest"] = { { 4 } },
-        ["tokenet.issuer.v1.AppAnswerAuthnRequest"] = { { 3 } },
-        ["tokenet.issuer.v1.AppDeleteAccountRequest"] = { { 3 } },
-        ["tokenet.issuer.v1.AppLoginRequest"] = { { 2 } },
-        ["tokenet.issuer.v1.AuthorizeAppSessionRequest"] = { { 2 } },
-        ["tokenet.tsp.v1.HotpCredential"] = { { 2 } },
-        ["tokenet.tsp.v1.VerifyActivationResponse"] = { { 6, 2 }, { 7, 2 } },
-        ["tokenet.tsp.v1.VerifyActivationsResponse"] = { { 1, 6, 2 }, { 1, 7, 2 } },
-        ["tokenet.wallet.v1.AddCardRequest"] = { { 1, 3 } },
-        ["tokenet.wallet.v1.ManualCard"] = { { 3 } },
-    },
-    methods = {
-        ["/tokenet.issuer.v1.IssuerAppToApp/Authorize"] = { request = "tokenet.issuer.v1.AuthorizeAppSessionRequest" },
-        ["/tokenet.issuer.v1.IssuerAppAuth/Activate"] = { request = "tokenet.issuer.v1.AppActivateRequest" },
-        ["/tokenet.issuer.v1.IssuerAppAuth/ActivateLinked"] = { request = "tokenet.issuer.v1.ActivateLinkedRequest" },
-        ["/tokenet.issuer.v1.IssuerAppAuth/Login"] = { request = "tokenet.issuer.v1.AppLoginRequest" },
-        ["/tokenet.issuer.v1.IssuerAppAuth/DeleteAccount"] = { request = "tokenet.issuer.v1.AppDeleteAccountRequest" },
-        ["/tokenet.issuer.v1.IssuerAppInbox/AnswerAuthn"] = { request = "tokenet.issuer.v1.AppAnswerAuthnRequest" },
-        ["/tokenet.tsp.v1.Authentication/VerifyActivation"] = { response = "tokenet.tsp.v1.VerifyActivationResponse" },
-        ["/tokenet.tsp.v1.Authentication/VerifyActivations"] = { response = "tokenet.tsp.v1.VerifyActivationsResponse" },
-        ["/tokenet.wallet.v1.WalletControl/AddCard"] = { request = "tokenet.wallet.v1.AddCardRequest" },
-    },
+local message_fields = {
+    ["tokenet.bench.v1.EchoRequest"] = { [1] = "b" },
+    ["tokenet.bench.v1.EchoResponse"] = { [1] = "b" },
+    ["tokenet.card.v1.DeviceInfo"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.card.v1.EncryptedCardData"] = { [1] = "s", [2] = "s" },
+    ["tokenet.card.v1.IdvMethod"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.card.v1.TermsAndConditions"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.health.v1.HealthCheckRequest"] = { [1] = "s" },
+    ["tokenet.issuer.v1.ActivateLinkedRequest"] = { [1] = "s", [2] = "x" },
+    ["tokenet.issuer.v1.ActivateLinkedResponse"] = { [1] = "tokenet.issuer.v1.LinkedAccountResult" },
+    ["tokenet.issuer.v1.AppAccount"] = { [1] = "s", [2] = "s" },
+    ["tokenet.issuer.v1.AppAccountsRequest"] = { [1] = "s" },
+    ["tokenet.issuer.v1.AppAccountsResponse"] = { [1] = "tokenet.issuer.v1.AppAccount" },
+    ["tokenet.issuer.v1.AppActivateRequest"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "x", [5] = "s" },
+    ["tokenet.issuer.v1.AppActivateResponse"] = { [2] = "s", [3] = "s", [6] = "s" },
+    ["tokenet.issuer.v1.AppAnswerAuthnRequest"] = { [1] = "s", [3] = "x" },
+    ["tokenet.issuer.v1.AppAnswerAuthnResponse"] = { [1] = "s", [2] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.AppAuthn"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.issuer.v1.AppCard"] = { [1] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.AppCardIdentity"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.AppDeleteAccountRequest"] = { [1] = "s", [2] = "s", [3] = "x" },
+    ["tokenet.issuer.v1.AppLoginRequest"] = { [1] = "s", [2] = "x" },
+    ["tokenet.issuer.v1.AppLoginResponse"] = { [1] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.AppNotification"] = { [2] = "s", [3] = "s", [5] = "s", [6] = "tokenet.tsp.v1.Notification" },
+    ["tokenet.issuer.v1.AppNotificationsRequest"] = { [2] = "s" },
+    ["tokenet.issuer.v1.AppNotificationsResponse"] = { [1] = "tokenet.issuer.v1.AppNotification", [2] = "tokenet.issuer.v1.AppAuthn", [3] = "tokenet.issuer.v1.AppCardIdentity", [4] = "s" },
+    ["tokenet.issuer.v1.AuthorizeAppSessionRequest"] = { [1] = "s", [2] = "x" },
+    ["tokenet.issuer.v1.AuthorizeAppSessionResponse"] = { [1] = "s", [3] = "s", [6] = "s" },
+    ["tokenet.issuer.v1.AuthorizeDigitizationRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s", [3] = "s", [4] = "s", [6] = "tokenet.card.v1.DeviceInfo", [7] = "tokenet.card.v1.WalletRiskData", [8] = "s", [9] = "s" },
+    ["tokenet.issuer.v1.AuthorizeDigitizationResponse"] = { [2] = "s", [3] = "tokenet.card.v1.IdvMethod", [4] = "s" },
+    ["tokenet.issuer.v1.CallCentreActivateRequest"] = { [1] = "s" },
+    ["tokenet.issuer.v1.CardEligibilityRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [3] = "s" },
+    ["tokenet.issuer.v1.CardEligibilityResponse"] = { [2] = "s" },
+    ["tokenet.issuer.v1.CardViewResponse"] = { [2] = "s", [4] = "tokenet.issuer.v1.AppCard", [6] = "s" },
+    ["tokenet.issuer.v1.EnrollRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.issuer.v1.EnrollResponse"] = { [1] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.IssuerCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [6] = "s", [7] = "s", [8] = "tokenet.issuer.v1.PendingCardRenewal", [9] = "s" },
+    ["tokenet.issuer.v1.IssuerChangeTokenStatesRequest"] = { [1] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.IssuerChangeTokenStatesResponse"] = { [1] = "tokenet.tsp.v1.TokenStateResult" },
+    ["tokenet.issuer.v1.IssuerRenewCardRequest"] = { [1] = "s", [2] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.IssuerRenewCardResponse"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s", [6] = "s" },
+    ["tokenet.issuer.v1.IssuerSendMessageRequest"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.IssuerSendMessageResponse"] = { [1] = "s" },
+    ["tokenet.issuer.v1.LinkedAccountResult"] = { [1] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.ListCardsRequest"] = { [2] = "s" },
+    ["tokenet.issuer.v1.ListCardsResponse"] = { [1] = "tokenet.issuer.v1.IssuerCard", [2] = "s" },
+    ["tokenet.issuer.v1.OpenAppRequest"] = { [1] = "s", [2] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.OpenAppResponse"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.OutboxMessage"] = { [2] = "s", [3] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.issuer.v1.OutboxRequest"] = { [1] = "s" },
+    ["tokenet.issuer.v1.OutboxResponse"] = { [1] = "tokenet.issuer.v1.OutboxMessage" },
+    ["tokenet.issuer.v1.PendingCardRenewal"] = { [1] = "s", [2] = "s" },
+    ["tokenet.issuer.v1.PushCardRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.issuer.v1.PushCardResponse"] = { [1] = "tokenet.issuer.v1.PushReceipt", [2] = "s" },
+    ["tokenet.issuer.v1.PushReceipt"] = { [2] = "s" },
+    ["tokenet.issuer.v1.SendOtpRequest"] = { [1] = "s", [2] = "s", [4] = "s" },
+    ["tokenet.issuer.v1.SendOtpResponse"] = { [1] = "s" },
+    ["tokenet.issuer.v1.UnlockRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.reflection.v1.DescribeSymbolRequest"] = { [1] = "s" },
+    ["tokenet.reflection.v1.DescribeSymbolResponse"] = { [2] = "s", [3] = "tokenet.reflection.v1.ServiceDescription", [4] = "tokenet.reflection.v1.MessageDescription", [5] = "tokenet.reflection.v1.EnumDescription" },
+    ["tokenet.reflection.v1.EnumDescription"] = { [1] = "s", [2] = "tokenet.reflection.v1.EnumValueDescription" },
+    ["tokenet.reflection.v1.EnumValueDescription"] = { [1] = "s" },
+    ["tokenet.reflection.v1.FieldDescription"] = { [1] = "s", [2] = "s", [4] = "s", [8] = "s", [9] = "tokenet.reflection.v1.EnumValueDescription" },
+    ["tokenet.reflection.v1.ListServicesResponse"] = { [1] = "s" },
+    ["tokenet.reflection.v1.MessageDescription"] = { [1] = "s", [2] = "tokenet.reflection.v1.FieldDescription" },
+    ["tokenet.reflection.v1.MethodDescription"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.reflection.v1.ServiceDescription"] = { [1] = "s", [2] = "tokenet.reflection.v1.MethodDescription" },
+    ["tokenet.testing.v1.Choice"] = { [2] = "s", [3] = "b", [5] = "tokenet.testing.v1.Scalars", [6] = "tokenet.testing.v1.Choice.Nested", [7] = "tokenet.testing.v1.Choice.Nested.Inner" },
+    ["tokenet.testing.v1.Choice.Nested"] = { [1] = "s", [2] = "tokenet.testing.v1.Choice.Nested.Inner" },
+    ["tokenet.testing.v1.Presence"] = { [2] = "s", [4] = "tokenet.testing.v1.Scalars" },
+    ["tokenet.testing.v1.Repeated"] = { [14] = "s", [15] = "b", [17] = "tokenet.testing.v1.Scalars" },
+    ["tokenet.testing.v1.Scalars"] = { [14] = "s", [15] = "b" },
+    ["tokenet.tsp.v1.AcknowledgeRequest"] = { [1] = "s" },
+    ["tokenet.tsp.v1.ActivateDigitalCardRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.ActivateTokenRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.Activation"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.AnswerAuthnRequest"] = { [1] = "s" },
+    ["tokenet.tsp.v1.AnswerAuthnResponse"] = { [1] = "s", [2] = "s", [3] = "s", [5] = "s" },
+    ["tokenet.tsp.v1.AuthnBody"] = { [1] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.BinRange"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.CardRenewalBody"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.CardStateBody"] = { [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.ChangeIssuerTokenStatesRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ChangeIssuerTokenStatesResponse"] = { [1] = "tokenet.tsp.v1.TokenStateResult" },
+    ["tokenet.tsp.v1.ChangeTokenStateRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ChangeTokenStateResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.CheckEligibilityRequest"] = { [1] = "s", [2] = "tokenet.tsp.v1.EligibilityData", [3] = "s", [4] = "tokenet.card.v1.DeviceInfo", [5] = "tokenet.card.v1.EncryptedCardData", [6] = "tokenet.tsp.v1.IssuerPushReceipt", [7] = "s" },
+    ["tokenet.tsp.v1.CheckEligibilityResponse"] = { [3] = "s", [4] = "tokenet.card.v1.TermsAndConditions", [5] = "tokenet.tsp.v1.NoTermsRequired", [6] = "s", [9] = "s" },
+    ["tokenet.tsp.v1.CreatePushReceiptRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s" },
+    ["tokenet.tsp.v1.CreatePushReceiptResponse"] = { [2] = "s" },
+    ["tokenet.tsp.v1.CreatePushSessionRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s" },
+    ["tokenet.tsp.v1.CreatePushSessionResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.DigitizeRequest"] = { [1] = "s", [2] = "s", [3] = "s", [5] = "tokenet.card.v1.DeviceInfo", [6] = "s", [7] = "tokenet.card.v1.WalletRiskData" },
+    ["tokenet.tsp.v1.DigitizeResponse"] = { [2] = "s", [4] = "s", [5] = "s", [7] = "s", [8] = "tokenet.card.v1.IdvMethod", [9] = "s", [10] = "s", [11] = "s", [12] = "s" },
+    ["tokenet.tsp.v1.EligibilityData"] = { [1] = "s" },
+    ["tokenet.tsp.v1.EncryptionKey"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.FundingCard"] = { [1] = "s", [3] = "s", [4] = "s", [7] = "s" },
+    ["tokenet.tsp.v1.GetEncryptionKeysResponse"] = { [1] = "tokenet.tsp.v1.EncryptionKey" },
+    ["tokenet.tsp.v1.GetFundingCardsRequest"] = { [1] = "s", [2] = "tokenet.card.v1.EncryptedCardData" },
+    ["tokenet.tsp.v1.GetFundingCardsResponse"] = { [1] = "tokenet.tsp.v1.FundingCard" },
+    ["tokenet.tsp.v1.GetTokenIssuerRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.GetTokenIssuerResponse"] = { [1] = "s", [2] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.HotpCredential"] = { [1] = "s", [2] = "x" },
+    ["tokenet.tsp.v1.IssuerPushReceipt"] = { [2] = "s" },
+    ["tokenet.tsp.v1.ListTokensRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ListTokensResponse"] = { [1] = "tokenet.tsp.v1.TokenSummary", [2] = "s" },
+    ["tokenet.tsp.v1.ListTransactionsRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ListTransactionsResponse"] = { [1] = "tokenet.tsp.v1.TspTransaction", [2] = "s" },
+    ["tokenet.tsp.v1.LoginRequest"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.LoginResponse"] = { [2] = "s", [4] = "s", [6] = "s" },
+    ["tokenet.tsp.v1.MessagingBody"] = { [1] = "s", [2] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.Notification"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s", [6] = "s", [20] = "tokenet.tsp.v1.CardStateBody", [21] = "tokenet.tsp.v1.ReplenishmentBody", [22] = "tokenet.tsp.v1.TransactionBody", [23] = "tokenet.tsp.v1.AuthnBody", [24] = "tokenet.tsp.v1.CardRenewalBody", [25] = "tokenet.tsp.v1.MessagingBody", [26] = "tokenet.tsp.v1.StandInAdviceBody", [30] = "b" },
+    ["tokenet.tsp.v1.PublishRequest"] = { [1] = "tokenet.tsp.v1.Notification", [2] = "s" },
+    ["tokenet.tsp.v1.PublishResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.QueueStatusRequest"] = { [1] = "s" },
+    ["tokenet.tsp.v1.QueueStatusResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.RegisterEnrolmentRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.RegisterEnrolmentResponse"] = { [1] = "tokenet.tsp.v1.Activation" },
+    ["tokenet.tsp.v1.RegisterIssuerRequest"] = { [1] = "s", [2] = "s", [3] = "tokenet.tsp.v1.BinRange", [4] = "s" },
+    ["tokenet.tsp.v1.RegisterIssuerResponse"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.RemoveCredentialsRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.RenewCardRequest"] = { [1] = "s", [2] = "tokenet.card.v1.EncryptedCardData", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.RenewCardResponse"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "tokenet.tsp.v1.TokenStateResult" },
+    ["tokenet.tsp.v1.ReplenishPaymentKeysRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ReplenishPaymentKeysResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.RequestReplenishmentRequest"] = { [1] = "s" },
+    ["tokenet.tsp.v1.RequestReplenishmentResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.ResendOtpRequest"] = { [1] = "s" },
+    ["tokenet.tsp.v1.ResyncRequest"] = { [1] = "s", [2] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.ResyncResponse"] = { [3] = "s" },
+    ["tokenet.tsp.v1.SelectIdvMethodRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.SelectIdvMethodResponse"] = { [1] = "tokenet.card.v1.IdvMethod", [5] = "s" },
+    ["tokenet.tsp.v1.SendCardMessageRequest"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.SendCardMessageResponse"] = { [1] = "s" },
+    ["tokenet.tsp.v1.SimulateTransactionRequest"] = { [1] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.SimulateTransactionResponse"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.StandInAdviceBody"] = { [2] = "s", [3] = "tokenet.card.v1.EncryptedCardData", [4] = "s", [5] = "s", [7] = "tokenet.card.v1.DeviceInfo", [8] = "tokenet.card.v1.WalletRiskData", [9] = "s" },
+    ["tokenet.tsp.v1.SubmitOtpRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.SubscribeRequest"] = { [2] = "s" },
+    ["tokenet.tsp.v1.TokenEvent"] = { [4] = "s", [5] = "s", [6] = "s" },
+    ["tokenet.tsp.v1.TokenHistoryRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.tsp.v1.TokenHistoryResponse"] = { [1] = "tokenet.tsp.v1.TokenSummary", [2] = "tokenet.tsp.v1.TokenEvent", [3] = "s" },
+    ["tokenet.tsp.v1.TokenStateResult"] = { [1] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.TokenSummary"] = { [1] = "s", [3] = "s", [4] = "s", [6] = "s", [7] = "s", [8] = "s", [9] = "s" },
+    ["tokenet.tsp.v1.TransactionBody"] = { [1] = "s", [3] = "s", [4] = "s", [7] = "s" },
+    ["tokenet.tsp.v1.TspTransaction"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [8] = "s", [9] = "s" },
+    ["tokenet.tsp.v1.UnlockCredentialsRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.tsp.v1.VerifyActivationRequest"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.tsp.v1.VerifyActivationResponse"] = { [3] = "s", [4] = "s", [5] = "s", [6] = "tokenet.tsp.v1.HotpCredential", [7] = "tokenet.tsp.v1.HotpCredential", [8] = "s" },
+    ["tokenet.tsp.v1.VerifyActivationsRequest"] = { [1] = "tokenet.tsp.v1.VerifyActivationRequest" },
+    ["tokenet.tsp.v1.VerifyActivationsResponse"] = { [1] = "tokenet.tsp.v1.VerifyActivationResponse" },
+    ["tokenet.wallet.v1.AcceptTermsRequest"] = { [1] = "s" },
+    ["tokenet.wallet.v1.AcceptTermsResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "tokenet.card.v1.IdvMethod", [3] = "s" },
+    ["tokenet.wallet.v1.AddCardRequest"] = { [1] = "tokenet.wallet.v1.ManualCard", [2] = "tokenet.wallet.v1.IssuerPushReceiptInput", [3] = "s", [4] = "s" },
+    ["tokenet.wallet.v1.AddCardResponse"] = { [1] = "s", [3] = "s", [4] = "tokenet.card.v1.TermsAndConditions", [6] = "s", [7] = "s" },
+    ["tokenet.wallet.v1.BankingAppActivationRequest"] = { [1] = "s", [3] = "s", [5] = "s" },
+    ["tokenet.wallet.v1.CurrentTokensRequest"] = { [2] = "s" },
+    ["tokenet.wallet.v1.CurrentTokensResponse"] = { [1] = "s", [2] = "tokenet.wallet.v1.TokenStatus", [3] = "s", [4] = "s" },
+    ["tokenet.wallet.v1.IssuerPushReceiptInput"] = { [2] = "s" },
+    ["tokenet.wallet.v1.ListWalletCardsRequest"] = { [2] = "s" },
+    ["tokenet.wallet.v1.ListWalletCardsResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "s" },
+    ["tokenet.wallet.v1.ManualCard"] = { [1] = "s", [2] = "s", [3] = "x", [4] = "s" },
+    ["tokenet.wallet.v1.OpenIssuerAppRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.wallet.v1.OpenIssuerAppResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "s", [3] = "s", [4] = "s", [5] = "s", [6] = "s" },
+    ["tokenet.wallet.v1.PaymentKeysRequest"] = { [1] = "s" },
+    ["tokenet.wallet.v1.PaymentKeysResponse"] = { [1] = "s", [2] = "s", [7] = "s" },
+    ["tokenet.wallet.v1.PushCardDataRequest"] = { [1] = "tokenet.card.v1.EncryptedCardData", [2] = "s" },
+    ["tokenet.wallet.v1.PushCardDataResponse"] = { [1] = "s" },
+    ["tokenet.wallet.v1.SelectCardRequest"] = { [1] = "s" },
+    ["tokenet.wallet.v1.SelectionResponse"] = { [1] = "s", [2] = "s" },
+    ["tokenet.wallet.v1.SetActiveWalletAccountRequest"] = { [1] = "s" },
+    ["tokenet.wallet.v1.TokenStatus"] = { [1] = "s", [3] = "s", [4] = "s" },
+    ["tokenet.wallet.v1.WalletCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [7] = "s", [8] = "s", [9] = "s" },
+    ["tokenet.wallet.v1.WalletChangeCardStateRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.wallet.v1.WalletChangeCardStateResponse"] = { [1] = "tokenet.wallet.v1.WalletCard" },
+    ["tokenet.wallet.v1.WalletEvent"] = { [3] = "s", [4] = "s" },
+    ["tokenet.wallet.v1.WalletInboxRequest"] = { [2] = "s" },
+    ["tokenet.wallet.v1.WalletInboxResponse"] = { [1] = "tokenet.tsp.v1.Notification", [2] = "s" },
+    ["tokenet.wallet.v1.WalletResendOtpRequest"] = { [1] = "s" },
+    ["tokenet.wallet.v1.WalletResendOtpResponse"] = { [1] = "tokenet.wallet.v1.WalletCard" },
+    ["tokenet.wallet.v1.WalletSelectIdvMethodRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.wallet.v1.WalletSelectIdvMethodResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "tokenet.card.v1.IdvMethod", [6] = "s" },
+    ["tokenet.wallet.v1.WalletSubmitOtpRequest"] = { [1] = "s", [2] = "s" },
+    ["tokenet.wallet.v1.WalletSubmitOtpResponse"] = { [1] = "tokenet.wallet.v1.WalletCard" },
+    ["tokenet.wallet.v1.WalletTransaction"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.wallet.v1.WalletTransactionsRequest"] = { [1] = "s", [3] = "s" },
+    ["tokenet.wallet.v1.WalletTransactionsResponse"] = { [1] = "tokenet.wallet.v1.WalletTransaction", [2] = "s" },
+    ["tokenet.wire.v1.CallStart"] = { [1] = "s", [2] = "tokenet.wire.v1.MetadataEntry" },
+    ["tokenet.wire.v1.Cancel"] = { [1] = "s" },
+    ["tokenet.wire.v1.Frame"] = { [2] = "tokenet.wire.v1.Hello", [3] = "tokenet.wire.v1.CallStart", [4] = "tokenet.wire.v1.Message", [5] = "tokenet.wire.v1.HalfClose", [6] = "tokenet.wire.v1.Status", [7] = "tokenet.wire.v1.Cancel", [8] = "tokenet.wire.v1.Ping", [9] = "tokenet.wire.v1.Pong", [10] = "tokenet.wire.v1.GoAway", [11] = "tokenet.wire.v1.WindowUpdate" },
+    ["tokenet.wire.v1.GoAway"] = { [3] = "s" },
+    ["tokenet.wire.v1.Hello"] = { [2] = "tokenet.wire.v1.Settings", [3] = "s" },
+    ["tokenet.wire.v1.Message"] = { [1] = "b" },
+    ["tokenet.wire.v1.MetadataEntry"] = { [1] = "s", [2] = "s", [3] = "b" },
+    ["tokenet.wire.v1.Status"] = { [2] = "s", [3] = "tokenet.wire.v1.StatusDetail", [4] = "tokenet.wire.v1.MetadataEntry" },
+    ["tokenet.wire.v1.StatusDetail"] = { [1] = "s", [2] = "b" },
+}
+local method_types = {
+    ["/tokenet.bench.v1.Bench/Echo"] = { request = "tokenet.bench.v1.EchoRequest", response = "tokenet.bench.v1.EchoResponse" },
+    ["/tokenet.bench.v1.Bench/Stream"] = { request = "tokenet.bench.v1.StreamRequest", response = "tokenet.bench.v1.EchoResponse" },
+    ["/tokenet.health.v1.Health/Check"] = { request = "tokenet.health.v1.HealthCheckRequest", response = "tokenet.health.v1.HealthCheckResponse" },
+    ["/tokenet.health.v1.Health/Watch"] = { request = "tokenet.health.v1.HealthCheckRequest", response = "tokenet.health.v1.HealthCheckResponse" },
+    ["/tokenet.issuer.v1.IssuerApp/CardView"] = { request = "tokenet.issuer.v1.CardViewRequest", response = "tokenet.issuer.v1.CardViewResponse" },
+    ["/tokenet.issuer.v1.IssuerAppToApp/OpenApp"] = { request = "tokenet.issuer.v1.OpenAppRequest", response = "tokenet.issuer.v1.OpenAppResponse" },
+    ["/tokenet.issuer.v1.IssuerAppToApp/Authorize"] = { request = "tokenet.issuer.v1.AuthorizeAppSessionRequest", response = "tokenet.issuer.v1.AuthorizeAppSessionResponse" },
+    ["/tokenet.issuer.v1.IssuerEnrolment/Enroll"] = { request = "tokenet.issuer.v1.EnrollRequest", response = "tokenet.issuer.v1.EnrollResponse" },
+    ["/tokenet.issuer.v1.IssuerEnrolment/UnlockCredentials"] = { request = "tokenet.issuer.v1.UnlockRequest", response = "tokenet.issuer.v1.UnlockResponse" },
+    ["/tokenet.issuer.v1.IssuerAppAuth/Activate"] = { request = "tokenet.issuer.v1.AppActivateRequest", response = "tokenet.issuer.v1.AppActivateResponse" },
+    ["/tokenet.issuer.v1.IssuerAppAuth/Accounts"] = { request = "tokenet.issuer.v1.AppAccountsRequest", response = "tokenet.issuer.v1.AppAccountsResponse" },
+    ["/tokenet.issuer.v1.IssuerAppAuth/ActivateLinked"] = { request = "tokenet.issuer.v1.ActivateLinkedRequest", response = "tokenet.issuer.v1.ActivateLinkedResponse" },
+    ["/tokenet.issuer.v1.IssuerAppAuth/Login"] = { request = "tokenet.issuer.v1.AppLoginRequest", response = "tokenet.issuer.v1.AppLoginResponse" },
+    ["/tokenet.issuer.v1.IssuerAppAuth/DeleteAccount"] = { request = "tokenet.issuer.v1.AppDeleteAccountRequest", response = "tokenet.issuer.v1.AppDeleteAccountResponse" },
+    ["/tokenet.issuer.v1.IssuerCardCare/ChangeTokenStates"] = { request = "tokenet.issuer.v1.IssuerChangeTokenStatesRequest", response = "tokenet.issuer.v1.IssuerChangeTokenStatesResponse" },
+    ["/tokenet.issuer.v1.IssuerCardCare/RenewCard"] = { request = "tokenet.issuer.v1.IssuerRenewCardRequest", response = "tokenet.issuer.v1.IssuerRenewCardResponse" },
+    ["/tokenet.issuer.v1.IssuerCardCare/SendMessage"] = { request = "tokenet.issuer.v1.IssuerSendMessageRequest", response = "tokenet.issuer.v1.IssuerSendMessageResponse" },
+    ["/tokenet.issuer.v1.IssuerControl/ListCards"] = { request = "tokenet.issuer.v1.ListCardsRequest", response = "tokenet.issuer.v1.ListCardsResponse" },
+    ["/tokenet.issuer.v1.IssuerControl/PushCard"] = { request = "tokenet.issuer.v1.PushCardRequest", response = "tokenet.issuer.v1.PushCardResponse" },
+    ["/tokenet.issuer.v1.IssuerDecisions/CheckCardEligibility"] = { request = "tokenet.issuer.v1.CardEligibilityRequest", response = "tokenet.issuer.v1.CardEligibilityResponse" },
+    ["/tokenet.issuer.v1.IssuerDecisions/AuthorizeDigitization"] = { request = "tokenet.issuer.v1.AuthorizeDigitizationRequest", response = "tokenet.issuer.v1.AuthorizeDigitizationResponse" },
+    ["/tokenet.issuer.v1.IssuerAppInbox/Notifications"] = { request = "tokenet.issuer.v1.AppNotificationsRequest", response = "tokenet.issuer.v1.AppNotificationsResponse" },
+    ["/tokenet.issuer.v1.IssuerAppInbox/AnswerAuthn"] = { request = "tokenet.issuer.v1.AppAnswerAuthnRequest", response = "tokenet.issuer.v1.AppAnswerAuthnResponse" },
+    ["/tokenet.issuer.v1.IssuerOtp/SendOtp"] = { request = "tokenet.issuer.v1.SendOtpRequest", response = "tokenet.issuer.v1.SendOtpResponse" },
+    ["/tokenet.issuer.v1.IssuerCallCentre/Outbox"] = { request = "tokenet.issuer.v1.OutboxRequest", response = "tokenet.issuer.v1.OutboxResponse" },
+    ["/tokenet.issuer.v1.IssuerCallCentre/ActivateToken"] = { request = "tokenet.issuer.v1.CallCentreActivateRequest", response = "tokenet.issuer.v1.CallCentreActivateResponse" },
+    ["/tokenet.reflection.v1.Reflection/ListServices"] = { request = "tokenet.reflection.v1.ListServicesRequest", response = "tokenet.reflection.v1.ListServicesResponse" },
+    ["/tokenet.reflection.v1.Reflection/DescribeSymbol"] = { request = "tokenet.reflection.v1.DescribeSymbolRequest", response = "tokenet.reflection.v1.DescribeSymbolResponse" },
+    ["/tokenet.testing.v1.Echo/Unary"] = { request = "tokenet.testing.v1.Scalars", response = "tokenet.testing.v1.Scalars" },
+    ["/tokenet.testing.v1.Echo/Restricted"] = { request = "tokenet.testing.v1.Scalars", response = "tokenet.testing.v1.Scalars" },
+    ["/tokenet.testing.v1.Echo/ServerStream"] = { request = "tokenet.testing.v1.Scalars", response = "tokenet.testing.v1.Scalars" },
+    ["/tokenet.testing.v1.Echo/ClientStream"] = { request = "tokenet.testing.v1.Scalars", response = "tokenet.testing.v1.Scalars" },
+    ["/tokenet.testing.v1.Echo/Bidi"] = { request = "tokenet.testing.v1.Choice", response = "tokenet.testing.v1.Choice" },
+    ["/tokenet.tsp.v1.Enrolment/RegisterEnrolment"] = { request = "tokenet.tsp.v1.RegisterEnrolmentRequest", response = "tokenet.tsp.v1.RegisterEnrolmentResponse" },
+    ["/tokenet.tsp.v1.Enrolment/UnlockCredentials"] = { request = "tokenet.tsp.v1.UnlockCredentialsRequest", response = "tokenet.tsp.v1.UnlockCredentialsResponse" },
+    ["/tokenet.tsp.v1.Authentication/VerifyActivation"] = { request = "tokenet.tsp.v1.VerifyActivationRequest", response = "tokenet.tsp.v1.VerifyActivationResponse" },
+    ["/tokenet.tsp.v1.Authentication/VerifyActivations"] = { request = "tokenet.tsp.v1.VerifyActivationsRequest", response = "tokenet.tsp.v1.VerifyActivationsResponse" },
+    ["/tokenet.tsp.v1.Authentication/Login"] = { request = "tokenet.tsp.v1.LoginRequest", response = "tokenet.tsp.v1.LoginResponse" },
+    ["/tokenet.tsp.v1.Authentication/Resync"] = { request = "tokenet.tsp.v1.ResyncRequest", response = "tokenet.tsp.v1.ResyncResponse" },
+    ["/tokenet.tsp.v1.Authentication/RemoveCredentials"] = { request = "tokenet.tsp.v1.RemoveCredentialsRequest", response = "tokenet.tsp.v1.RemoveCredentialsResponse" },
+    ["/tokenet.tsp.v1.TspControl/ListTokens"] = { request = "tokenet.tsp.v1.ListTokensRequest", response = "tokenet.tsp.v1.ListTokensResponse" },
+    ["/tokenet.tsp.v1.TspControl/TokenHistory"] = { request = "tokenet.tsp.v1.TokenHistoryRequest", response = "tokenet.tsp.v1.TokenHistoryResponse" },
+    ["/tokenet.tsp.v1.Idv/SelectIdvMethod"] = { request = "tokenet.tsp.v1.SelectIdvMethodRequest", response = "tokenet.tsp.v1.SelectIdvMethodResponse" },
+    ["/tokenet.tsp.v1.Idv/SubmitOtp"] = { request = "tokenet.tsp.v1.SubmitOtpRequest", response = "tokenet.tsp.v1.SubmitOtpResponse" },
+    ["/tokenet.tsp.v1.Idv/ResendOtp"] = { request = "tokenet.tsp.v1.ResendOtpRequest", response = "tokenet.tsp.v1.ResendOtpResponse" },
+    ["/tokenet.tsp.v1.IssuerIdv/ActivateToken"] = { request = "tokenet.tsp.v1.ActivateTokenRequest", response = "tokenet.tsp.v1.ActivateTokenResponse" },
+    ["/tokenet.tsp.v1.IssuerIdv/ActivateDigitalCard"] = { request = "tokenet.tsp.v1.ActivateDigitalCardRequest", response = "tokenet.tsp.v1.ActivateDigitalCardResponse" },
+    ["/tokenet.tsp.v1.Issuers/RegisterIssuer"] = { request = "tokenet.tsp.v1.RegisterIssuerRequest", response = "tokenet.tsp.v1.RegisterIssuerResponse" },
+    ["/tokenet.tsp.v1.Issuers/CreatePushReceipt"] = { request = "tokenet.tsp.v1.CreatePushReceiptRequest", response = "tokenet.tsp.v1.CreatePushReceiptResponse" },
+    ["/tokenet.tsp.v1.TokenLifecycle/ChangeTokenState"] = { request = "tokenet.tsp.v1.ChangeTokenStateRequest", response = "tokenet.tsp.v1.ChangeTokenStateResponse" },
+    ["/tokenet.tsp.v1.TokenLifecycle/ChangeIssuerTokenStates"] = { request = "tokenet.tsp.v1.ChangeIssuerTokenStatesRequest", response = "tokenet.tsp.v1.ChangeIssuerTokenStatesResponse" },
+    ["/tokenet.tsp.v1.TokenLifecycle/ReplenishPaymentKeys"] = { request = "tokenet.tsp.v1.ReplenishPaymentKeysRequest", response = "tokenet.tsp.v1.ReplenishPaymentKeysResponse" },
+    ["/tokenet.tsp.v1.TokenLifecycle/RequestReplenishment"] = { request = "tokenet.tsp.v1.RequestReplenishmentRequest", response = "tokenet.tsp.v1.RequestReplenishmentResponse" },
+    ["/tokenet.tsp.v1.Transactions/SimulateTransaction"] = { request = "tokenet.tsp.v1.SimulateTransactionRequest", response = "tokenet.tsp.v1.SimulateTransactionResponse" },
+    ["/tokenet.tsp.v1.Transactions/AnswerAuthn"] = { request = "tokenet.tsp.v1.AnswerAuthnRequest", response = "tokenet.tsp.v1.AnswerAuthnResponse" },
+    ["/tokenet.tsp.v1.Transactions/ListTransactions"] = { request = "tokenet.tsp.v1.ListTransactionsRequest", response = "tokenet.tsp.v1.ListTransactionsResponse" },
+    ["/tokenet.tsp.v1.IssuerCardUpdates/RenewCard"] = { request = "tokenet.tsp.v1.RenewCardRequest", response = "tokenet.tsp.v1.RenewCardResponse" },
+    ["/tokenet.tsp.v1.IssuerCardUpdates/GetFundingCards"] = { request = "tokenet.tsp.v1.GetFundingCardsRequest", response = "tokenet.tsp.v1.GetFundingCardsResponse" },
+    ["/tokenet.tsp.v1.IssuerCardUpdates/SendCardMessage"] = { request = "tokenet.tsp.v1.SendCardMessageRequest", response = "tokenet.tsp.v1.SendCardMessageResponse" },
+    ["/tokenet.tsp.v1.Notifications/Subscribe"] = { request = "tokenet.tsp.v1.SubscribeRequest", response = "tokenet.tsp.v1.Notification" },
+    ["/tokenet.tsp.v1.Notifications/Acknowledge"] = { request = "tokenet.tsp.v1.AcknowledgeRequest", response = "tokenet.tsp.v1.AcknowledgeResponse" },
+    ["/tokenet.tsp.v1.Notifications/Publish"] = { request = "tokenet.tsp.v1.PublishRequest", response = "tokenet.tsp.v1.PublishResponse" },
+    ["/tokenet.tsp.v1.Notifications/QueueStatus"] = { request = "tokenet.tsp.v1.QueueStatusRequest", response = "tokenet.tsp.v1.QueueStatusResponse" },
+    ["/tokenet.tsp.v1.Provisioning/GetEncryptionKeys"] = { request = "tokenet.tsp.v1.GetEncryptionKeysRequest", response = "tokenet.tsp.v1.GetEncryptionKeysResponse" },
+    ["/tokenet.tsp.v1.Provisioning/CheckEligibility"] = { request = "tokenet.tsp.v1.CheckEligibilityRequest", response = "tokenet.tsp.v1.CheckEligibilityResponse" },
+    ["/tokenet.tsp.v1.Provisioning/Digitize"] = { request = "tokenet.tsp.v1.DigitizeRequest", response = "tokenet.tsp.v1.DigitizeResponse" },
+    ["/tokenet.tsp.v1.Provisioning/CreatePushSession"] = { request = "tokenet.tsp.v1.CreatePushSessionRequest", response = "tokenet.tsp.v1.CreatePushSessionResponse" },
+    ["/tokenet.tsp.v1.Provisioning/GetTokenIssuer"] = { request = "tokenet.tsp.v1.GetTokenIssuerRequest", response = "tokenet.tsp.v1.GetTokenIssuerResponse" },
+    ["/tokenet.wallet.v1.WalletAppToApp/OpenIssuerApp"] = { request = "tokenet.wallet.v1.OpenIssuerAppRequest", response = "tokenet.wallet.v1.OpenIssuerAppResponse" },
+    ["/tokenet.wallet.v1.WalletAppToApp/BankingAppActivationResponse"] = { request = "tokenet.wallet.v1.BankingAppActivationRequest", response = "tokenet.wallet.v1.BankingAppActivationAck" },
+    ["/tokenet.wallet.v1.WalletControl/AddCard"] = { request = "tokenet.wallet.v1.AddCardRequest", response = "tokenet.wallet.v1.AddCardResponse" },
+    ["/tokenet.wallet.v1.WalletControl/AcceptTerms"] = { request = "tokenet.wallet.v1.AcceptTermsRequest", response = "tokenet.wallet.v1.AcceptTermsResponse" },
+    ["/tokenet.wallet.v1.WalletControl/ListCards"] = { request = "tokenet.wallet.v1.ListWalletCardsRequest", response = "tokenet.wallet.v1.ListWalletCardsResponse" },
+    ["/tokenet.wallet.v1.WalletIdv/SelectIdvMethod"] = { request = "tokenet.wallet.v1.WalletSelectIdvMethodRequest", response = "tokenet.wallet.v1.WalletSelectIdvMethodResponse" },
+    ["/tokenet.wallet.v1.WalletIdv/SubmitOtp"] = { request = "tokenet.wallet.v1.WalletSubmitOtpRequest", response = "tokenet.wallet.v1.WalletSubmitOtpResponse" },
+    ["/tokenet.wallet.v1.WalletIdv/ResendOtp"] = { request = "tokenet.wallet.v1.WalletResendOtpRequest", response = "tokenet.wallet.v1.WalletResendOtpResponse" },
+    ["/tokenet.wallet.v1.WalletLifecycle/ChangeCardState"] = { request = "tokenet.wallet.v1.WalletChangeCardStateRequest", response = "tokenet.wallet.v1.WalletChangeCardStateResponse" },
+    ["/tokenet.wallet.v1.WalletLifecycle/ListTransactions"] = { request = "tokenet.wallet.v1.WalletTransactionsRequest", response = "tokenet.wallet.v1.WalletTransactionsResponse" },
+    ["/tokenet.wallet.v1.WalletLifecycle/Inbox"] = { request = "tokenet.wallet.v1.WalletInboxRequest", response = "tokenet.wallet.v1.WalletInboxResponse" },
+    ["/tokenet.wallet.v1.WalletLifecycle/PaymentKeys"] = { request = "tokenet.wallet.v1.PaymentKeysRequest", response = "tokenet.wallet.v1.PaymentKeysResponse" },
+    ["/tokenet.wallet.v1.WalletLifecycle/UsePaymentKey"] = { request = "tokenet.wallet.v1.PaymentKeysRequest", response = "tokenet.wallet.v1.PaymentKeysResponse" },
+    ["/tokenet.wallet.v1.WalletEvents/Listen"] = { request = "tokenet.wallet.v1.ListenRequest", response = "tokenet.wallet.v1.WalletEvent" },
+    ["/tokenet.wallet.v1.WalletEvents/CurrentTokens"] = { request = "tokenet.wallet.v1.CurrentTokensRequest", response = "tokenet.wallet.v1.CurrentTokensResponse" },
+    ["/tokenet.wallet.v1.WalletSelection/SetActiveWalletAccount"] = { request = "tokenet.wallet.v1.SetActiveWalletAccountRequest", response = "tokenet.wallet.v1.SelectionResponse" },
+    ["/tokenet.wallet.v1.WalletSelection/SelectCard"] = { request = "tokenet.wallet.v1.SelectCardRequest", response = "tokenet.wallet.v1.SelectionResponse" },
+    ["/tokenet.wallet.v1.WalletPush/PushCardData"] = { request = "tokenet.wallet.v1.PushCardDataRequest", response = "tokenet.wallet.v1.PushCardDataResponse" },
 }
 -- END generated by Tools/gen-protos
 
--- Adds to `positions` the 0-based offsets (from `base`) of the bytes of every field `paths` leads to in `range`.
-local function secret_positions(range, base, paths, depth, positions)
-    local fields = range and read_fields(range)
-    if fields == nil then return end
+-- Adds to `positions` the { offset from `base`, new byte } pairs of the bytes to mask in `range`, a message of type `message_type`:
+-- card numbers in its text fields by the rule above, and its secret fields whole. A message that does not parse as
+-- its type says is masked as text throughout.
+local function message_positions(range, base, message_type, positions, depth)
+    local function as_text(text_range)
+        local offset, bytes = text_range:offset() - base, text_range:bytes()
+        for _, change in ipairs(card_number_digits(function(i) return bytes:get_index(i) end, bytes:len())) do
+            positions[#positions + 1] = { offset + change[1], change[2] }
+        end
+    end
+    local kinds = message_fields[message_type]
+    local fields = read_fields(range)
+    if kinds == nil or fields == nil or depth > 32 then
+        as_text(range)
+        return
+    end
     for _, field in ipairs(fields) do
-        if field.wire_type == 2 and field.range then
-            local deeper = {}
-            for _, path in ipairs(paths) do
-                if path[depth] == field.number then
-                    if #path == depth then
-                        local start = field.range:offset() - base
-                        for k = 0, field.size - 1 do positions[#positions + 1] = start + k end
-                    else
-                        deeper[#deeper + 1] = path
-                    end
-                end
+        local kind = kinds[field.number]
+        if field.wire_type == 2 and field.range and kind then
+            if kind == "x" then
+                local offset = field.range:offset() - base
+                for k = 0, field.size - 1 do positions[#positions + 1] = { offset + k, 42 } end
+            elseif kind == "s" or kind == "b" then
+                as_text(field.range)
+            else
+                message_positions(field.range, base, kind, positions, depth + 1)
             end
-            if #deeper > 0 then secret_positions(field.range, base, deeper, depth + 1, positions) end
+        elseif field.wire_type == 2 and field.range then
+            -- Not in the schema (a newer peer's field): its bytes are looked at as text all the same.
+            as_text(field.range)
         end
     end
 end
 
 -- A message's bytes with any card number in them masked, and the value of every secret field of its type (a
 -- message type name, when known) replaced by asterisks: the same length, so every field stays where it was. For the
--- protobuf dissector and the tree's hex view: a new data source named so when something was masked.
+-- protobuf dissector and the tree's hex view: a new data source named so when something was masked. A message of
+-- unknown type is looked at as text throughout.
 local function masked_tvb(range, message_type)
-    local bytes = range:bytes()
-    local positions = card_number_digits(function(i) return bytes:get_index(i) end, bytes:len())
-    local paths = message_type and secret_fields.messages[message_type]
-    if paths then secret_positions(range, range:offset(), paths, 1, positions) end
+    local positions = {}
+    message_positions(range, range:offset(), message_type or "", positions, 0)
     if #positions == 0 then return range:tvb() end
-    for _, position in ipairs(positions) do bytes:set_index(position, 42) end
+    local bytes = range:bytes()
+    for _, change in ipairs(positions) do bytes:set_index(change[1], change[2]) end
     return bytes:tvb("Message (card data masked)")
 end
 
@@ -482,7 +1059,7 @@ local function dissect_frame(range, pinfo, tree, frame)
         summary = summary .. " " .. (call and direction or "") .. " (" .. size .. " bytes)"
         if data and data.range then
             -- The bytes as the tree shows them in hex are masked too: a card number's digits are as readable there.
-            local types = call and secret_fields.methods[call.method]
+            local types = call and method_types[call.method]
             local message_type = types and types[direction]
             tree:add(f.data, masked_tvb(data.range, message_type):range())
             if call then
