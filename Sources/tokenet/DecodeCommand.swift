@@ -254,9 +254,11 @@ enum DecodeCommand {
         decoder.feed(bytes)
         var calls = DecodedFrame.Calls(answered: answered, method: method)
         var count = 0
+        var empty = 0
         do {
             while let frame = try decoder.nextFrame() {
                 count += 1
+                if frame == WireV1.Frame() { empty += 1 }
                 printOut(SecretFields.maskedJSON(try DecodedFrame.json(frame, calls: &calls)))
             }
             try decoder.finish()
@@ -268,6 +270,14 @@ enum DecodeCommand {
                 cause: DescribedError(error))
         }
         guard count > 0 else { throw CLIError(.data, "decode: the input holds no frame") }
+        // Valid frames each (N = 0 is an empty Frame), but no connection sends nothing else: its first is a hello.
+        guard empty < count else {
+            throw CLIError(
+                .data,
+                "decode: the input holds \(count) frame\(count == 1 ? "" : "s") and \(count == 1 ? "it is" : "all are") "
+                    + "empty (a length of 0): bytes of zeros, not one side of a connection, which starts with its hello"
+            )
+        }
     }
 
     static let help = """

@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetWire
 
 /// The fields whose values the decoders never print, whatever message holds them: a card's security code (`cvc`),
 /// a PIN (`pin`) and a strong-authentication credential's secret (`secret`). A card number is masked wherever it
@@ -7,39 +8,45 @@ import TokenetNode
 enum SecretFields {
     static let names: Set<String> = ["cvc", "pin", "secret"]
 
-    /// `json` (as the protobuf JSON printer writes it) with the string value of every secret field replaced by
-    /// `"***"`.
-    static func masked(_ json: String) -> String {
-        guard names.contains(where: { json.contains("\"\($0)\"") }) else { return json }
-        var output = ""
-        output.reserveCapacity(json.utf8.count)
-        var rest = Substring(json)
-        while let key = rest.firstMatch(of: pattern) {
-            output += rest[..<key.range.lowerBound]
-            output += "\"\(key.output.1)\"\(key.output.2)\"***\""
-            rest = rest[key.range.upperBound...]
-        }
-        output += rest
-        return output
-    }
-
-    /// `json` with every card number masked (`maskPAN`) and every secret field's value replaced: what the decoders
-    /// print. A `\uXXXX` escape is kept whole: its digits joined a card number that followed it (`\u0010` before
-    /// a number read as text), and masking them left JSON that no parser reads.
+    /// `json` (proto3 JSON as the decoders print it) with every card number masked and every secret field's value
+    /// replaced by `"***"`: what the decoders print. The JSON is read and written again, so a string is masked as
+    /// the text it holds, escapes read (a tab between a card number's groups, written `\t`, joins them as it does in
+    /// a log), and the bytes behind a base64 value are masked too: a message of unknown type is printed as its
+    /// base64, from which a card number typed into one of its fields reads back.
     static func maskedJSON(_ json: String) -> String {
-        var output = ""
-        var rest = Substring(json)
-        while let escape = rest.firstMatch(of: unicodeEscape) {
-            output += maskPAN(String(rest[..<escape.range.lowerBound]))
-            output += rest[escape.range]
-            rest = rest[escape.range.upperBound...]
-        }
-        output += maskPAN(String(rest))
-        return masked(output)
+        guard let value = try? JSONValue(parsing: json) else { return maskPAN(json) }
+        return masked(value).text(indent: json.contains("\n") ? 2 : 0)
     }
 
-    nonisolated(unsafe) private static let unicodeEscape = /\\u[0-9a-fA-F]{4}/
+    static func masked(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text):
+            return .string(maskedText(text))
+        case .array(let items):
+            return .array(items.map(masked))
+        case .object(let members):
+            return .object(
+                members.map { member in
+                    if names.contains(member.key), case .string = member.value { return (member.key, .string("***")) }
+                    return (member.key, masked(member.value))
+                })
+        default:
+            return value
+        }
+    }
 
-    /// `"name": "value"`, the value a JSON string with its escapes.
-    nonisolated(unsafe) private static let pattern = /"(cvc|pin|secret)"(\s*:\s*)"(?:[^"\\]|\\.)*"/
+    /// A string value with its card numbers masked; one that is base64 (as bytes fields are written) has those of
+    /// the bytes it stands for masked, each digit byte replaced by `*`, and is written again in base64.
+    static func maskedText(_ text: String) -> String {
+        let shown = maskPAN(text)
+        guard shown == text, text.utf8.count >= 20, let data = ProtoJSONBase64.decode(text) else { return shown }
+        // Each byte as one character (ISO 8859-1), so that masked characters are masked bytes.
+        let latin1 = String(String.UnicodeScalarView(data.map { Unicode.Scalar($0) }))
+        let maskedBytes = maskPAN(latin1).unicodeScalars
+        guard maskedBytes.count == data.count, String(maskedBytes) != latin1 else { return text }
+        let bytes = zip(data, maskedBytes).map { original, shownScalar in
+            shownScalar == "*" && original != UInt8(ascii: "*") ? UInt8(ascii: "*") : original
+        }
+        return Data(bytes).base64EncodedString()
+    }
 }

@@ -72,6 +72,39 @@ import TokenetWire
         #expect(parsed?["service"] as? String == "\u{10}************0010")
     }
 
+    /// A card number whose groups a tab separates: the JSON writes the tab `\t`, whose `t` ended the run before
+    /// the masking read the text behind the escape.
+    @Test func aCardNumberSplitByTabsIsMasked() async throws {
+        let request = HealthV1.HealthCheckRequest(service: "4761\t7390\t0101\t0010")
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.health.v1.HealthCheckRequest", "--hex"],
+            stdin: Self.hex(try request.serializedBytes()))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""service": "****\t****\t****\t0010""#), "\(result.stdout)")
+    }
+
+    /// A message whose type is not known is printed as its base64, from which a card number read back: the bytes
+    /// behind it are masked, and the rest of the message stays as sent.
+    @Test func theBase64OfAMessageOfUnknownTypeHoldsNoCardNumber() async throws {
+        let request = WalletV1.AddCardRequest(
+            source: .manual(
+                WalletV1.ManualCard(pan: "4761739001010010", expiry: "07/31", cvc: "837", cardholderName: "Ana")))
+        let frames: [WireV1.Frame] = [
+            WireV1.Frame(streamID: 1, kind: .message(WireV1.Message(data: try request.serializedData())))
+        ]
+        let result = try await runTokenet(
+            ["decode", "--hex"], stdin: Self.hex(try frames.flatMap { try FrameEncoder().encode($0) }))
+        #expect(result.status == 0, "\(result.stderr)")
+        let parsed = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let message = try #require(parsed?["message"] as? [String: Any], "\(result.stdout)")
+        let data = try #require(Data(base64Encoded: message["data"] as? String ?? ""), "\(result.stdout)")
+        var masked = try request.serializedBytes()
+        let pan = Array("4761739001010010".utf8)
+        let start = try #require(masked.indices.first { masked[$0...].starts(with: pan) })
+        for index in start..<(start + 12) { masked[index] = UInt8(ascii: "*") }
+        #expect(Array(data) == masked)
+    }
+
     @Test func theClientSideShowsEachFrameWithItsRequestDecoded() async throws {
         let directory = try TemporaryDirectory()
         let file = directory.path("client.bin")
@@ -266,6 +299,10 @@ import TokenetWire
         (["--hex", "--base64"], "", 2, "decode: give --hex or --base64, not both"),
         (["--frames"], "", 2, "decode: unknown option '--frames'"),
         (["--hex"], "", 1, "decode: the input holds no frame"),
+        (
+            ["--hex"], "00000000 00000000 00000000", 1,
+            "decode: the input holds 3 frames and all are empty (a length of 0): bytes of zeros"
+        ),
         // Encoded text without its flag: its first characters read as a length prefix of hundreds of megabytes,
         // reported as a peer that "does not speak Tokenet".
         ([], "0000000412020801\n", 2, "decode: standard input holds hex text, not bytes: add --hex"),
