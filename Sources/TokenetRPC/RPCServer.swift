@@ -229,6 +229,10 @@ public final class RPCServer: Sendable {
         of call: ServerCall, traceID: String, metadataProblem: String?
     ) async -> WireV1.Status {
         guard let route = router.routes[call.method] else {
+            guard !call.method.isEmpty else {
+                return WireV1.Status(
+                    code: .unimplemented, message: "the call names no method; give one as /package.Service/Method")
+            }
             return WireV1.Status(code: .unimplemented, message: "unknown method \(Self.shown(call.method))")
         }
         if let problem = metadataProblem {

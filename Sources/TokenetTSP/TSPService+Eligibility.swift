@@ -17,8 +17,16 @@ extension TSPService {
         }
         try Self.requireNoCardNumber(request.walletAccountID, field: "wallet_account_id")
         try Self.requireNoCardNumber(deviceID, field: "device.device_id")
-        let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let inputMethod = request.eligibilityData?.inputMethod ?? .unspecified
+        // Kept with the receipt and told to the issuer, whose decision may rest on it: a value no one declared would
+        // reach it as a number it cannot read.
+        guard inputMethod.protoValueName != nil else {
+            throw TSPError(
+                .invalidArgument,
+                "eligibility_data.input_method \(inputMethod.rawValue) is not an input method: give one of "
+                    + CardV1.InputMethod.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
+        }
+        let (card, instrument) = try resolveInstrument(request, walletNodeID: walletNodeID)
         let issuers = try store.issuers()
         let result = try EligibilityRules.evaluate(
             card, asOf: now(), issuerFor: { pan in issuers.first { $0.owns(pan) } },
@@ -103,6 +111,12 @@ extension TSPService {
             return (try decryptCardData(encrypted, field: "encrypted_card_data"), .cardData)
         case .issuerPushReceipt(let receipt):
             guard receipt.scheme == .mastercard else {
+                guard receipt.scheme.protoValueName != nil, receipt.scheme != .unspecified else {
+                    throw TSPError(
+                        .invalidArgument,
+                        "issuer_push_receipt.scheme \(receipt.scheme.rawValue) is not a card scheme; push receipts are "
+                            + "Mastercard's (CARD_SCHEME_MASTERCARD)")
+                }
                 throw TSPError(
                     .invalidArgument,
                     "issuer push receipts are Mastercard-only (MDES Token Connect); for a Visa card the wallet "

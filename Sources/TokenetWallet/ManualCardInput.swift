@@ -16,6 +16,12 @@ public enum ManualCardInput {
         default:
             break
         }
+        guard manual.inputMethod.protoValueName != nil else {
+            throw WalletError(
+                .invalidArgument,
+                "input_method \(manual.inputMethod.rawValue) is not an input method: give one of "
+                    + CardV1.InputMethod.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
+        }
         let expiry: CardExpiry
         switch ManualCardForm.expiry(manual.expiry) {
         case .success(let parsed): expiry = parsed

@@ -71,6 +71,17 @@ import TokenetWire
         #expect(error.message.contains("/tokenet.testing.v1.Echo/Nope"))
     }
 
+    /// A call that names no method is told so, rather than "unknown method " and nothing after it.
+    @Test func aCallNamingNoMethodIsToldSo() async throws {
+        let server = RPCServer(router: InMemoryCallTests.echoRouter)
+        let (clientEnd, serverEnd) = InMemoryByteStream.pair()
+        Task { await server.serve(serverEnd) }
+        let client = RPCClient(stream: clientEnd)
+        let error = try await #require(throws: RPCError.self) { try await client.unary(path: "", request: Data()) }
+        #expect(error.code == .unimplemented)
+        #expect(error.message == "the call names no method; give one as /package.Service/Method")
+    }
+
     /// An unknown method named with 60 KB (a call_start may take 64 KiB) is answered UNIMPLEMENTED with the name cut
     /// short: echoed whole, the status did not fit in a frame the client accepts, and the whole connection failed
     /// instead of the call.

@@ -34,6 +34,20 @@ import TokenetWire
         #expect(tsp.issuer.state.withLock { $0.decryptedLast4 } == ["1111"])
     }
 
+    /// The input method is kept with the receipt and told to the issuer: a value no one declared is refused.
+    @Test func anUndeclaredInputMethodIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        await expectRPCError(.invalidArgument, "eligibility_data.input_method 999 is not an input method") {
+            try await tsp.wallet.checkEligibility(
+                TspV1.CheckEligibilityRequest(
+                    requestID: UUID().uuidString,
+                    eligibilityData: TspV1.EligibilityData(language: "en", inputMethod: .init(rawValue: 999)),
+                    walletAccountID: TSPHarness.account, device: TSPHarness.device,
+                    instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))))
+        }
+    }
+
     @Test func eachCheckHasItsOwnReason() async throws {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()

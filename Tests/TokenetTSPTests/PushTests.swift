@@ -88,6 +88,10 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "Mastercard-only") {
             try await tsp.checkEligibility(.issuerPushReceipt(.init(scheme: .visa, payload: "anything")))
         }
+        // A scheme no one declared is no Visa card.
+        await expectRPCError(.invalidArgument, "issuer_push_receipt.scheme 999 is not a card scheme") {
+            try await tsp.checkEligibility(.issuerPushReceipt(.init(scheme: .init(rawValue: 999), payload: "x")))
+        }
         let receipt = try await pushReceipt(tsp)
         tsp.clock.advance(seconds: 15 * 60)
         await expectRPCError(.failedPrecondition, "expired") {

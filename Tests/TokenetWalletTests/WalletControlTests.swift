@@ -155,6 +155,20 @@ import TokenetWire
         #expect(sent == ["es", "es-ES", "zh-Hant-TW", "pt_BR", "fil", "de-CH-1996"])
     }
 
+    /// An input method no one declared was stored with the TSP's receipt and passed to the issuer as a number.
+    @Test func anInputMethodThatIsNoneIsRefused() async throws {
+        let wallet = try WalletHarness()
+        var request = WalletHarness.manual()
+        if case .manual(var card)? = request.source {
+            card.inputMethod = .init(rawValue: 999)
+            request.source = .manual(card)
+        }
+        let refused = await #expect(throws: RPCError.self) { try await wallet.control.addCard(request) }
+        #expect(refused?.code == .invalidArgument)
+        #expect(refused?.message.hasPrefix("input_method 999 is not an input method: give one of ") == true)
+        #expect(wallet.tsp.recorded.eligibilityRequests.isEmpty)
+    }
+
     /// As printed on the card, in groups: a card form takes the spaces or hyphens, and only the digits travel on.
     @Test func aNumberTypedInGroupsIsSentAsDigits() async throws {
         let wallet = try WalletHarness()
