@@ -109,3 +109,108 @@ extension JSONValue {
         return result
     }
 }
+
+/// The same walk with the response's message type at hand: proto3 JSON leaves out a field that holds its default
+/// (`false`, `0`, `""`, an empty list), so a `save` of a field a response does have failed as "no field" whenever
+/// its value was the default, while `expect` took it; and a path is checked against the type before a run.
+extension JSONValue {
+    /// The value at `path` in this message of type `type`: a field the JSON leaves out is read as its default (an
+    /// empty list, an empty message, the zero enum value's name, `0`, `false`, `""`).
+    public func value(at path: JSONPath, type: any ProtoMessage.Type) -> Result<JSONValue, ScenarioError> {
+        var value = self
+        var fields: [ProtoFieldInfo]? = type.protoFields
+        var elementField: ProtoFieldInfo?
+        var walked = JSONPath([])
+        for component in path.components {
+            switch (component, value) {
+            case (.key(let key), .object(let members)):
+                guard let current = fields, let field = JSONPath.field(key, in: current) else {
+                    return self.value(at: path)
+                }
+                value =
+                    members.first { JSONValue.sameField($0.key, key) || $0.key == field.name }?.value
+                    ?? JSONPath.defaultValue(of: field)
+                (fields, elementField) =
+                    field.cardinality == .repeated ? (nil, field) : (JSONPath.nestedFields(of: field), nil)
+            case (.index(let index), .array(let elements)):
+                guard index < elements.count else { return self.value(at: path) }
+                value = elements[index]
+                fields = elementField.flatMap(JSONPath.nestedFields(of:))
+                elementField = nil
+            default:
+                return self.value(at: path)
+            }
+            walked.components.append(component)
+        }
+        return .success(value)
+    }
+}
+
+extension JSONPath {
+    /// What is wrong with this path as a field of a `type` message, naming the first part that is no field (and the
+    /// fields there are); nil when every part is one.
+    public func problem(in type: any ProtoMessage.Type) -> String? {
+        var fields: [ProtoFieldInfo]? = type.protoFields
+        var owner = type.protoName
+        var elementField: ProtoFieldInfo?
+        var walked = JSONPath([])
+        for component in components {
+            switch component {
+            case .key(let key):
+                guard let current = fields else {
+                    let what = elementField == nil ? "is a single value" : "is a list: give an element as [N]"
+                    return "'\(walked)' \(what), so it has no field '\(key)'"
+                }
+                guard let field = Self.field(key, in: current) else {
+                    return "\(owner) has no field '\(key)' (it has \(current.map(\.jsonName).joined(separator: ", ")))"
+                }
+                if field.cardinality == .repeated {
+                    (fields, elementField) = (nil, field)
+                } else {
+                    (fields, elementField) = (Self.nestedFields(of: field), nil)
+                    owner = field.typeName
+                }
+            case .index(let index):
+                guard let field = elementField else {
+                    return "'\(walked)' is no list, so it has no element [\(index)]"
+                }
+                fields = Self.nestedFields(of: field)
+                owner = field.typeName
+                elementField = nil
+            }
+            walked.components.append(component)
+        }
+        return nil
+    }
+
+    /// The field `key` names: its JSON name, its .proto name, or that name written in snake_case.
+    static func field(_ key: String, in fields: [ProtoFieldInfo]) -> ProtoFieldInfo? {
+        fields.first { $0.jsonName == key || $0.name == key || JSONValue.sameField($0.jsonName, key) }
+    }
+
+    /// The fields of a message field's type; nil for any other field.
+    static func nestedFields(of field: ProtoFieldInfo) -> [ProtoFieldInfo]? {
+        guard field.kind == .message else { return nil }
+        let name = field.typeName.hasPrefix(".") ? String(field.typeName.dropFirst()) : field.typeName
+        return ProtoRegistry.messageType(named: name)?.protoFields
+    }
+
+    /// What proto3 JSON would show for a field that holds its default.
+    static func defaultValue(of field: ProtoFieldInfo) -> JSONValue {
+        if field.cardinality == .repeated { return .array([]) }
+        switch field.kind {
+        case .message:
+            return .object([])
+        case .enumeration:
+            return .string(field.enumValues.first { $0.number == 0 }?.name ?? "0")
+        case .scalar:
+            switch field.typeName {
+            case "string", "bytes": return .string("")
+            case "bool": return .bool(false)
+            // 64-bit integers are strings in proto3 JSON, as a node writes them.
+            case "int64", "uint64", "sint64", "fixed64", "sfixed64": return .string("0")
+            default: return .number("0")
+            }
+        }
+    }
+}

@@ -5,7 +5,8 @@ extension JSONValue {
     ///
     /// "Contains" is what a script means by `expect OK {…}`: every field the expected object names holds a matching
     /// value, and fields it does not name may hold anything. Arrays match as a subsequence (each expected element
-    /// matches a later element of the response than the one before), so a script can ask for one token among many.
+    /// matches a later element of the response than the one before), so a script can ask for one token among many;
+    /// `[]` asks for an empty array.
     /// A missing field matches a default value (`false`, `0`, `""`, `[]`, `{}`, `null`) because proto3 JSON leaves
     /// such fields out. Numbers compare by value, and a number matches a string holding the same number (proto3 JSON
     /// writes 64-bit integers as strings).
@@ -23,6 +24,11 @@ extension JSONValue {
             }
             return nil
         case (.array(let wanted), .array(let elements)):
+            // An empty subsequence is in every array: `[]` would match anything, so it means "no elements", which
+            // is how a script asks that a list is empty (a missing list, proto3 JSON's empty one, matches too).
+            if wanted.isEmpty, !elements.isEmpty {
+                return "\(label(path)): expected no elements ([]), got \(elements.count): \(self.text())"
+            }
             var next = 0
             for (position, value) in wanted.enumerated() {
                 guard

@@ -211,7 +211,7 @@ extension Scenario {
                 let (word, afterWord) = after.firstWord()
                 if word == "within" {
                     let (durationWord, afterDuration) = afterWord.firstWord()
-                    awaited.within = try duration(durationWord, "await within", number)
+                    awaited.within = try self.within(durationWord, "await within", number)
                     after = afterDuration
                 }
                 if !after.isEmpty {
@@ -316,12 +316,23 @@ extension Scenario {
             }
         }
 
+        /// A `within` time: above 0, since a call or a wait given none ends before it begins (the call's first
+        /// step, looking up its method, failed with DEADLINE_EXCEEDED naming a call the script never made).
+        private func within(_ text: String, _ keyword: String, _ number: Int) throws(ScenarioError) -> Duration {
+            let time = try duration(text, keyword, number)
+            guard time > .zero else {
+                throw ScenarioError(
+                    .syntax, "\(number): \(keyword): expected a duration above 0, such as 250ms or 2s; got '\(text)'")
+            }
+            return time
+        }
+
         private func expectation(_ text: String, _ number: Int) throws(ScenarioError) -> ScenarioExpectation {
             var (word, rest) = text.firstWord()
             var within: Duration?
             if word == "within" {
                 let (durationWord, afterDuration) = rest.firstWord()
-                within = try duration(durationWord, "expect within", number)
+                within = try self.within(durationWord, "expect within", number)
                 (word, rest) = afterDuration.firstWord()
             }
             guard let code = WireV1.StatusCode(name: word) else {

@@ -30,11 +30,13 @@ struct ScenarioCommand {
                                           expect line must end OK.
           expect [within D] CODE [X]      The call above ends with CODE (OK, NOT_FOUND, UNAVAILABLE, ...). For OK, X
                                           is a JSON object the last response contains (fields it does not name may
-                                          hold anything; arrays match in order, as a subsequence); otherwise text the
-                                          status message contains. With within, the call is made again every 200 ms
-                                          until it matches, for up to D; no call runs past D.
+                                          hold anything; arrays match in order, as a subsequence, and [] only an
+                                          empty one); otherwise text the status message contains. With within, the
+                                          call is made again every 200 ms until it matches, for up to D (above 0);
+                                          no call runs past D.
           save NAME FIELD [match RE]      Keep FIELD of the call's last response (cardRef, tokens[0].tokenId) as
-                                          ${NAME} for later lines; in JSON a string goes in without its quotes
+                                          ${NAME} for later lines (a field the JSON leaves out, its default: false,
+                                          0, "" or []); in JSON a string goes in without its quotes
                                           ($${NAME} is the text ${NAME} itself). With match, keep the part of
                                           FIELD the regular expression RE (ICU syntax) matches: its first group,
                                           when it has one; a match still running after 5 s fails the step.
@@ -158,8 +160,24 @@ struct ScenarioCommand {
 
     func run() throws(CLIError) -> Int32 {
         // Every script is read and checked first: an error in the last one is reported before the first one runs.
+        // Each script's first mistake is told, not only the first script's: with several to fix, one run of
+        // --check names them all.
         var scenarios: [Scenario] = []
-        for file in files { scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty)) }
+        var refusals: [CLIError] = []
+        for file in files {
+            do throws(CLIError) {
+                scenarios.append(try Self.load(file, nodesOfThisBuild: attached.isEmpty))
+            } catch {
+                refusals.append(error)
+            }
+        }
+        if let last = refusals.last {
+            for refusal in refusals.dropLast() {
+                printError(
+                    "tokenet: \(refusal.code == .usage ? shownUsageError(refusal.description) : refusal.description)")
+            }
+            throw last
+        }
         if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
         if let junitPath { try ScenarioResult.checkJUnitPath(junitPath) }
         if checkOnly {
@@ -272,7 +290,14 @@ struct ScenarioCommand {
                 file: file, command: "scenario", limit: scriptLimit,
                 overLimit: CLIError(.usage, "scenario: \(file) holds more than 16 MiB of script"))
             guard let script = String(validating: bytes, as: UTF8.self) else {
-                throw CLIError(.usage, "scenario: \(file) is not UTF-8 text")
+                // The line of the first byte that is not UTF-8, as every other mistake is named by its line.
+                var line = 1
+                for part in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                    if String(validating: part, as: UTF8.self) == nil { break }
+                    line += 1
+                }
+                throw CLIError(
+                    .usage, "scenario: \(file):\(line): the line is not UTF-8 text; save the script as UTF-8")
             }
             text = script
         }
@@ -290,7 +315,37 @@ struct ScenarioCommand {
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
         try checkExpectedObjects(scenario)
+        try checkSavedFields(scenario)
         return scenario
+    }
+
+    /// Checks the field of each `save` against the response type of its call or watch, when this build knows the
+    /// method: a misspelt field was found only once the nodes had started and the steps before it had run.
+    static func checkSavedFields(_ scenario: Scenario) throws(CLIError) {
+        var watched: [String: CallTarget?] = [:]
+        for step in scenario.steps {
+            let saves: [ScenarioCall.Save]
+            let response: CallTarget?
+            switch step.action {
+            case .call(let call):
+                (saves, response) = (call.saves, (try? CallCommand.methodPath(call.method)).flatMap(CallTarget.known))
+            case .watch(let watch):
+                watched[watch.name] = (try? CallCommand.methodPath(watch.method)).flatMap(CallTarget.known)
+                continue
+            case .await(let awaited):
+                (saves, response) = (awaited.saves, watched[awaited.name] ?? nil)
+            default:
+                continue
+            }
+            guard let response else { continue }
+            for save in saves {
+                if let problem = save.field.problem(in: response.response) {
+                    throw CLIError(
+                        .usage, "scenario: \(scenario.source):\(save.line): save \(save.name) \(save.field): \(problem)"
+                    )
+                }
+            }
+        }
     }
 
     /// Checks each `expect OK {…}` and `await NAME {…}` object written without `${NAME}`s against the response type

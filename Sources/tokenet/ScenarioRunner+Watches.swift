@@ -117,8 +117,8 @@ extension ScenarioRunner {
         if verbose {
             printOut(message.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))
         }
-        lastResponse = (message, stream.traceID)
-        try save(awaited.saves, from: message, traceID: stream.traceID)
+        lastResponse = (message, stream.traceID, stream.responseType)
+        try save(awaited.saves, from: message, type: stream.responseType, traceID: stream.traceID)
     }
 
     func closeWatches() {

@@ -30,7 +30,7 @@ final class ScenarioRunner {
     var watches: [String: ScenarioWatchStream] = [:]
     var taken: [String: Int] = [:]
     /// The response (or awaited message) that a `save` typed at the console reads, with its trace id.
-    var lastResponse: (message: JSONValue?, traceID: String)?
+    var lastResponse: (message: JSONValue?, traceID: String, type: (any ProtoMessage.Type)?)?
     /// The outcome that an `expect` typed at the console checks.
     var lastOutcome: ScenarioExpectation.Outcome?
     /// The call typed last at the console and its line: `expect within D` typed after it calls it again until the
@@ -194,7 +194,7 @@ final class ScenarioRunner {
             let result = try makeCall(call, line: line)
             print(line, summary(call, result, attempts: 1))
             printResponses(result, force: true)
-            lastResponse = (result.outcome.responses.last, result.traceID)
+            lastResponse = (result.outcome.responses.last, result.traceID, result.outcome.responseType)
             lastOutcome = result.outcome
             lastConsoleCall = (call, line)
         case .expectation(let expectation):
@@ -216,7 +216,9 @@ final class ScenarioRunner {
             }
             print(line, "expect \(expectation.code.name): met")
         case .save(let save):
-            try self.save([save], from: lastResponse?.message, traceID: lastResponse?.traceID ?? "")
+            try self.save(
+                [save], from: lastResponse?.message, type: lastResponse?.type ?? nil,
+                traceID: lastResponse?.traceID ?? "")
         }
     }
 
@@ -274,21 +276,28 @@ final class ScenarioRunner {
             }
             print(line, summary(call, result, attempts: attempts))
             printResponses(result, force: false)
-            lastResponse = (result.outcome.responses.last, result.traceID)
+            lastResponse = (result.outcome.responses.last, result.traceID, result.outcome.responseType)
             lastOutcome = result.outcome
-            try save(call.saves, from: result.outcome.responses.last, traceID: result.traceID)
+            try save(
+                call.saves, from: result.outcome.responses.last, type: result.outcome.responseType,
+                traceID: result.traceID)
             return
         }
     }
 
-    func save(_ saves: [ScenarioCall.Save], from response: JSONValue?, traceID: String) throws {
+    /// `type`, the response's message type when this build knows it, reads a field the JSON leaves out as the
+    /// default it holds.
+    func save(
+        _ saves: [ScenarioCall.Save], from response: JSONValue?, type: (any ProtoMessage.Type)?, traceID: String
+    ) throws {
         for save in saves {
             guard let last = response else {
                 throw Failure(
                     line: save.line, reason: "save \(save.name): the call returned no response", traceID: traceID)
             }
             let interruption = self.interruption
-            let extracted = last.value(at: save.field).flatMap {
+            let found = type.map { last.value(at: save.field, type: $0) } ?? last.value(at: save.field)
+            let extracted = found.flatMap {
                 save.extract(from: $0) { (try? interruption.check()) == nil }
             }
             try interruption.check()

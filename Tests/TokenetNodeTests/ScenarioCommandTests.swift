@@ -273,6 +273,32 @@ import TokenetTransport
         #expect(check.stderr.contains(message), "\(check.stderr)")
     }
 
+    /// `--check` names a mistake in every script given, each by its line: a misspelt `save` field (found only once
+    /// the nodes had started), a line that is not UTF-8 (named without a line), an unknown step; with several
+    /// scripts, only the first one's mistake was told.
+    @Test func checkNamesEachScriptsMistakeByItsLine() async throws {
+        let directory = try TemporaryDirectory()
+        let save = directory.path("save.scenario")
+        try "call tsp tokenet.tsp.v1.TspControl/ListTokens\nsave st tokens[0].stat\n".write(
+            toFile: save, atomically: true, encoding: .utf8)
+        let bytes = directory.path("bytes.scenario")
+        try Data("echo a\necho b\u{FF}\n".utf8.map { $0 == 0xC3 ? 0xFF : $0 }).write(to: URL(fileURLWithPath: bytes))
+        let step = directory.path("step.scenario")
+        try "calll tsp x\n".write(toFile: step, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", "--check", save, bytes, step])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        let lines = check.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(check.stderr)")
+        #expect(
+            lines.first?.hasPrefix(
+                "tokenet: scenario: \(save):2: save st tokens[0].stat: tokenet.tsp.v1.TokenSummary has no field 'stat' "
+                    + "(it has digitalCardId, ") == true, "\(check.stderr)")
+        #expect(
+            lines.dropFirst().first
+                == "tokenet: scenario: \(bytes):2: the line is not UTF-8 text; save the script as UTF-8")
+        #expect(lines.dropFirst(2).first?.hasPrefix("tokenet: scenario: \(step):1: unknown step 'calll'") == true)
+    }
+
     /// A method its service lacks is a typo for the sandbox's nodes, which are of this build: named with the
     /// service's methods before any node starts. Nodes given with --wallet may be of another build, which may serve
     /// it: there the node judges.

@@ -143,6 +143,10 @@ import TokenetWire
         // Every call below would end while connecting, before reaching the node.
         ("deadline 0s", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0s'"),
         ("deadline 0ms", "s:1: deadline: expected a duration above 0, such as 250ms or 2s; got '0ms'"),
+        (
+            "call tsp tokenet.tsp.v1.TspControl/ListTokens\nexpect within 0s OK",
+            "s:2: expect within: expected a duration above 0, such as 250ms or 2s; got '0s'"
+        ),
     ])
     func badLinesAreNamed(script: String, message: String) {
         let error = #expect(throws: ScenarioError.self) { try Scenario.parse(script, source: "s") }

@@ -67,4 +67,44 @@ import TokenetWire
         #expect(failure("card.digitalCardId.x") == "'card.digitalCardId' is a string, so it has no field 'x'")
         #expect(failure("card[0]") == "'card' is an object, so it has no element [0]")
     }
+
+    /// With the response's type at hand, a field the JSON leaves out (it holds its default) is read as that
+    /// default: `save` failed on `triesLeft` once no tries were left, while `expect` took it.
+    @Test func aFieldHoldingItsDefaultIsReadAsThatDefault() throws {
+        let type = TspV1.ListTokensResponse.self
+        let empty = try JSONValue(parsing: "{}")
+        #expect(try empty.value(at: JSONPath(parsing: "tokens")!, type: type).get() == .array([]))
+        #expect(try empty.value(at: JSONPath(parsing: "next_page_token")!, type: type).get() == .string(""))
+        let one = try JSONValue(parsing: #"{"tokens": [{"digitalCardId": "D1"}]}"#)
+        #expect(
+            try one.value(at: JSONPath(parsing: "tokens[0].state")!, type: type).get()
+                == .string("TOKEN_STATE_UNSPECIFIED"))
+        #expect(try one.value(at: JSONPath(parsing: "tokens[0].digitalCardId")!, type: type).get() == .string("D1"))
+        // What the type does not have, or a list too short, fails as without the type.
+        guard case .failure(let error) = one.value(at: JSONPath(parsing: "tokens[1].state")!, type: type) else {
+            Issue.record("tokens[1] of one token")
+            return
+        }
+        #expect(error.message == "'tokens' has 1 element, so no [1]")
+        #expect(throws: ScenarioError.self) { try one.value(at: JSONPath(parsing: "tokenz")!, type: type).get() }
+    }
+
+    /// A path is checked against the type before a run: each part a field, an index only on a list.
+    @Test func aPathIsCheckedAgainstTheResponseType() {
+        let type = TspV1.ListTokensResponse.self
+        #expect(JSONPath(parsing: "tokens[0].state")!.problem(in: type) == nil)
+        #expect(JSONPath(parsing: "next_page_token")!.problem(in: type) == nil)
+        #expect(
+            JSONPath(parsing: "tokens[0].stat")!.problem(in: type)?.hasPrefix(
+                "tokenet.tsp.v1.TokenSummary has no field 'stat' (it has digitalCardId, ") == true)
+        #expect(
+            JSONPath(parsing: "tokens.state")!.problem(in: type)
+                == "'tokens' is a list: give an element as [N], so it has no field 'state'")
+        #expect(
+            JSONPath(parsing: "nextPageToken[0]")!.problem(in: type)
+                == "'nextPageToken' is no list, so it has no element [0]")
+        #expect(
+            JSONPath(parsing: "nextPageToken.x")!.problem(in: type)
+                == "'nextPageToken' is a single value, so it has no field 'x'")
+    }
 }
