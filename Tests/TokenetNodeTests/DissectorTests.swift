@@ -14,14 +14,17 @@ import TokenetTestSupport
         let directory = try TemporaryDirectory()
         let capture = directory.path("capture.pcapng")
         try Data().write(to: URL(fileURLWithPath: capture))
-        let result = try await offThePool { () throws -> ProcessResult in
-            try LaunchedProcess(
-                executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/tokenet-shark")), [capture, "-V"]
-            ).waitForExit(limit: 60)
+        // After options as well as before them (`-V capture`): an option's value (`-O tokenet`) is no capture.
+        for arguments in [[capture, "-V"], ["-V", "-O", "tokenet", capture]] {
+            let result = try await offThePool { () throws -> ProcessResult in
+                try LaunchedProcess(
+                    executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/tokenet-shark")), arguments
+                ).waitForExit(limit: 60)
+            }
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("tokenet-shark: to read the capture \(capture), write -r \(capture) "))
+            #expect(result.stdout.isEmpty)
         }
-        #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.hasPrefix("tokenet-shark: to read the capture \(capture), write -r \(capture) "))
-        #expect(result.stdout.isEmpty)
     }
 
     @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
