@@ -295,8 +295,10 @@ enum DecodeCommand {
         client's side of the same connection, or --method names the one method whose responses its messages are.
         A message whose type is not known keeps its bytes in base64, and so do those of a stream that
         --method does not fit (another call's, such as the CLI's reflection lookups), with a note on standard
-        error. A card number in any field shows masked to its last four digits, as in the nodes' logs, and
-        a card's security code, a PIN and a credential's secret (fields cvc, pin and secret) show as "***".
+        error. A card number in any field shows masked to its last four digits, as in the nodes' logs (in a
+        message of unknown type, in the bytes behind its base64 too), and a card's security code, a PIN, a
+        credential's secret, an app activation code and an access token (fields cvc, pin, secret,
+        activation_code and access_token) show as "***".
 
         With --type MESSAGE (a fully-qualified name, such as tokenet.tsp.v1.DigitizeRequest) the bytes are one
         serialized message of that type.

@@ -3,10 +3,14 @@ import TokenetNode
 import TokenetWire
 
 /// The fields whose values the decoders never print, whatever message holds them: a card's security code (`cvc`),
-/// a PIN (`pin`) and a strong-authentication credential's secret (`secret`). A card number is masked wherever it
-/// appears (`maskPAN`); these are masked by name, since a three-digit code or a PIN looks like any other value.
+/// a PIN (`pin`), a strong-authentication credential's secret (`secret`), and the bearer credentials a capture would
+/// let someone replay: an issuer app's activation code (`activation_code`) and access token (`access_token`). A card
+/// number is masked wherever it appears (`maskPAN`); these are masked by name, since a three-digit code or a PIN
+/// looks like any other value. Tools/protoc-gen-tokenet-swift lists the same names for the dissector.
 enum SecretFields {
-    static let names: Set<String> = ["cvc", "pin", "secret"]
+    static let names: Set<String> = [
+        "cvc", "pin", "secret", "activation_code", "activationCode", "access_token", "accessToken",
+    ]
 
     /// `json` (proto3 JSON as the decoders print it) with every card number masked and every secret field's value
     /// replaced by `"***"`: what the decoders print. The JSON is read and written again, so a string is masked as

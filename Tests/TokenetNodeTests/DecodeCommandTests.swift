@@ -72,6 +72,18 @@ import TokenetWire
         #expect(parsed?["service"] as? String == "\u{10}************0010")
     }
 
+    /// An access token (and an activation code) is a bearer credential: whoever reads it from a capture could use
+    /// it while it lasts.
+    @Test func anAccessTokenShowsAsAsterisks() async throws {
+        let response = IssuerV1.AppLoginResponse(accessToken: "at1.eyJkZXYiOiJkLTEifQ.c2lnbmF0dXJl", deviceID: "d-1")
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.issuer.v1.AppLoginResponse", "--hex"],
+            stdin: Self.hex(try response.serializedBytes()))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""accessToken": "***""#), "\(result.stdout)")
+        #expect(result.stdout.contains(#""deviceId": "d-1""#), "\(result.stdout)")
+    }
+
     /// A card number whose groups a tab separates: the JSON writes the tab `\t`, whose `t` ended the run before
     /// the masking read the text behind the escape.
     @Test func aCardNumberSplitByTabsIsMasked() async throws {
