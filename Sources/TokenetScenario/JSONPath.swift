@@ -73,8 +73,7 @@ extension JSONValue {
                 value = member.value
             case (.index(let index), .array(let elements)):
                 guard index < elements.count else {
-                    let count = elements.count == 1 ? "1 element" : "\(elements.count) elements"
-                    return .failure(ScenarioError(.missingField, "'\(walked)' has \(count), so no [\(index)]"))
+                    return .failure(JSONPath.noElement(index, of: elements.count, in: walked))
                 }
                 value = elements[index]
             case (.key(let key), _):
@@ -133,7 +132,9 @@ extension JSONValue {
                 (fields, elementField) =
                     field.cardinality == .repeated ? (nil, field) : (JSONPath.nestedFields(of: field), nil)
             case (.index(let index), .array(let elements)):
-                guard index < elements.count else { return self.value(at: path) }
+                guard index < elements.count else {
+                    return .failure(JSONPath.noElement(index, of: elements.count, in: walked))
+                }
                 value = elements[index]
                 fields = elementField.flatMap(JSONPath.nestedFields(of:))
                 elementField = nil
@@ -181,6 +182,12 @@ extension JSONPath {
             walked.components.append(component)
         }
         return nil
+    }
+
+    /// "'tokens' has 1 element, so no [1]".
+    static func noElement(_ index: Int, of count: Int, in list: JSONPath) -> ScenarioError {
+        ScenarioError(
+            .missingField, "'\(list)' has \(count == 1 ? "1 element" : "\(count) elements"), so no [\(index)]")
     }
 
     /// The field `key` names: its JSON name, its .proto name, or that name written in snake_case.

@@ -91,7 +91,7 @@ import TokenetTransport
             nope
             start wallet
             call tsp tokenet.tsp.v1.TspControl/ListTokens
-            save tokens tokens
+            save token tokens[0].digitalCardId
             expect NOT_FOUND
             echo done
 
@@ -106,7 +106,9 @@ import TokenetTransport
         #expect(console.contains("error: line 6: unknown step 'nope'"))
         #expect(console.contains("start wallet: ready wallet-node"))
         // A failed step says why, and the console goes on.
-        #expect(console.contains("error: line 9: save tokens tokens: the response has no field 'tokens'"), "\(console)")
+        #expect(
+            console.contains("error: line 9: save token tokens[0].digitalCardId: 'tokens' has 0 elements, so no [0]"),
+            "\(console)")
         #expect(console.contains("error: line 10: expected NOT_FOUND, got OK"), "\(console)")
 
         // A start that fails (the wallet's database is damaged while it is stopped) leaves the node down: once the
