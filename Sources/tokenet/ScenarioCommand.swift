@@ -522,6 +522,8 @@ struct ScenarioCommand {
         var calls = 0
         do {
             try nodes.startAll { printOut("  \($0)") }
+            // A node's error names the address it called, which is its link's proxy.
+            printOut("  \(nodes.faultProxies)")
             calls = try ScenarioRunner(scenario: scenario, nodes: nodes, verbose: verbose).run()
         } catch let error as ScenarioRunner.Failure {
             failure = " at line \(error.line): \(error.reason)"

@@ -33,6 +33,16 @@ final class ScenarioNodes {
     let workspace: URL
     let pki: URL
     let links: ScenarioLinks
+    /// "fault proxies tsp->issuer 127.0.0.1:41435, …": where each link's proxy listens, the address a node's own
+    /// messages name when it calls a peer.
+    var faultProxies: String {
+        var links: [String] = []
+        for link in ScenarioLink.all {
+            if let address = self.links.address(link) { links.append("\(link) \(address)") }
+        }
+        return "fault proxies \(links.joined(separator: ", "))"
+    }
+
     /// Where each node is reached from this machine (by the fault proxies, the CLI and the console).
     let listen: [ScenarioParty: HostPort]
     /// What each node binds (`--listen`): `listen`, or the same port on every interface.

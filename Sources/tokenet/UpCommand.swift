@@ -204,11 +204,7 @@ struct UpCommand {
 
     /// Prints where everything is and writes DIR/sandbox.env.
     private func announce(_ nodes: ScenarioNodes, workspace: URL) throws(CLIError) {
-        var links: [String] = []
-        for link in ScenarioLink.all {
-            if let address = nodes.links.address(link) { links.append("\(link) \(address)") }
-        }
-        printOut("  fault proxies \(links.joined(separator: ", "))")
+        printOut("  \(nodes.faultProxies)")
 
         let pki = nodes.pki.path
         var environment = [
