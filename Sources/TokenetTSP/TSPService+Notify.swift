@@ -113,7 +113,8 @@ extension TSPService {
     func requireIssuer(_ nodeID: String?) throws -> (TokenRecord) throws -> Void {
         let owned = try store.issuerIDs(registeredBy: nodeID)
         guard !owned.isEmpty else {
-            throw TSPError(.permissionDenied, "this node has not registered an issuer; call RegisterIssuer first")
+            // Not who the caller is but what it has not done yet: a precondition, as gRPC names it.
+            throw TSPError(.failedPrecondition, "this node has not registered an issuer; call RegisterIssuer first")
         }
         return { token in
             guard owned.contains(token.issuerID) else {

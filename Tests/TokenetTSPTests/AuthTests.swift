@@ -339,7 +339,7 @@ import TokenetWire
 
     @Test func onlyARegisteredIssuerEnrolsAndCredentialsStayItsOwn() async throws {
         let auth = try await Auth.make(register: false)
-        await expectRPCError(.permissionDenied, "RegisterIssuer") { try await auth.enrol() }
+        await expectRPCError(.failedPrecondition, "RegisterIssuer") { try await auth.enrol() }
         try await auth.harness.registerIssuer()
         await expectRPCError(.invalidArgument, "user_id") {
             try await auth.enrolment.registerEnrolment(.init(accountIds: ["a"]))

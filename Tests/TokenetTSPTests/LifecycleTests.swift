@@ -194,7 +194,7 @@ import TokenetWire
             try await issuer.changeIssuerTokenStates(
                 .init(digitalCardIds: [id, id], action: .suspend, reasonCode: "LOST_CARD"))
         }
-        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+        await expectRPCError(.failedPrecondition, "has not registered an issuer") {
             try await Self.lifecycle(tsp, as: Self.issuer2).changeIssuerTokenStates(
                 .init(digitalCardIds: [id], action: .suspend, reasonCode: "LOST_CARD"))
         }

@@ -101,7 +101,7 @@ import TokenetWire
         #expect(body.expiresAtMs > tsp.clock.now.unixMilliseconds)
         #expect(tsp.published.of("TRANSACTION_NOTIFICATION").isEmpty)
 
-        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+        await expectRPCError(.failedPrecondition, "has not registered an issuer") {
             try await Self.transactions(tsp, as: LifecycleTests.issuer2).answerAuthn(
                 .init(authnRequestID: body.authnRequestID, proceed: true))
         }
@@ -349,7 +349,7 @@ import TokenetWire
             try await updates.renewCard(
                 .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard))))
         }
-        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+        await expectRPCError(.failedPrecondition, "has not registered an issuer") {
             try await Self.updates(tsp, as: LifecycleTests.issuer2).renewCard(
                 .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
         }
@@ -466,7 +466,7 @@ import TokenetWire
         await expectRPCError(.invalidArgument, "names a token twice") {
             try await updates.getFundingCards(.init(digitalCardIds: [id, id]))
         }
-        await expectRPCError(.permissionDenied, "has not registered an issuer") {
+        await expectRPCError(.failedPrecondition, "has not registered an issuer") {
             try await Self.updates(tsp, as: LifecycleTests.issuer2).getFundingCards(.init(digitalCardIds: [id]))
         }
         await expectRPCError(.permissionDenied, "role operator may not call") {
