@@ -49,7 +49,8 @@ enum EligibilityRules {
         switch rejection {
         case .nonDigitCharacters, .invalidLength, .luhnCheckFailed: .invalidCardNumber
         case .unsupportedScheme: .unsupportedScheme
-        case .malformedExpiry, .malformedExpirationDate, .invalidExpiryMonth, .expired: .cardExpired
+        case .malformedExpiry, .malformedExpirationDate, .invalidExpiryMonth: .invalidExpiry
+        case .expired: .cardExpired
         }
     }
 }

@@ -83,7 +83,9 @@ import Testing
             (card("4111111111111111", "12", "1999"), .malformedExpirationDate),
             (card("4111111111111111", "December", "2027"), .malformedExpirationDate),
             (card("4111111111111111", "00", "2027"), .invalidExpiryMonth(0)),
-            (card("4111111111111111", "9", "2026"), .expired(try CardExpiry(month: 9, year: 2026))),
+            (card("4111111111111111", "09", "2026"), .expired(try CardExpiry(month: 9, year: 2026))),
+            // Card data gives the month as two digits, as its format says.
+            (card("4111111111111111", "9", "2027"), .malformedExpirationDate),
         ]
         for (data, rejection) in cases {
             #expect(CardEligibility.evaluate(data, asOf: Self.now).rejection == rejection)

@@ -96,7 +96,7 @@ import Testing
         let json = String(decoding: try minimal.jsonBytes(), as: UTF8.self)
         #expect(json == #"{"accountNumber":"4111111111111111","expirationDate":{"month":"01","year":"2030"}}"#)
         let reordered =
-            #"{"name":"A B","cvv2":"999","expirationDate":{"year":"2031","month":"2"},"#
+            #"{"name":"A B","cvv2":"999","expirationDate":{"year":"2031","month":"02"},"#
             + #""accountNumber":"5555555555554444"}"#
         let full = try CardData(json: Array(reordered.utf8))
         #expect(full.cvv2 == "999")

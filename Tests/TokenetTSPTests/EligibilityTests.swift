@@ -70,18 +70,37 @@ import TokenetWire
     }
 
     /// A wallet that writes the JWE's expiry year with two digits, or outside 2000–9999, is told how the card data
-    /// gives the expiry, not to write it as MM/YY (which is what it did).
+    /// gives the expiry, not to write it as MM/YY (which is what it did), and the reason is no expired card, which
+    /// a wallet would show the cardholder for its own encoding mistake.
     @Test func aMalformedExpirationDateInCardDataSaysHowCardDataGivesIt() async throws {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()
         for year in ["30", "1999", "20301"] {
             let response = try await tsp.checkEligibility(pan: TSPHarness.visa, year: year)
             #expect(!response.eligible)
-            #expect(response.reason == .cardExpired)
+            #expect(response.reason == .invalidExpiry)
             #expect(!response.reasonMessage.contains("MM/YY"), "\(response.reasonMessage)")
             #expect(response.reasonMessage.contains("four digits"), "\(response.reasonMessage)")
             #expect(response.reasonMessage.contains("\"year\": \"2027\""), "\(response.reasonMessage)")
         }
+    }
+
+    /// A month of one digit (the card data asks for two) or one that is no month is an invalid expiry, not an
+    /// expired card.
+    @Test func aMonthThatIsNoMonthIsAnInvalidExpiry() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        for (month, text) in [("9", "month as two digits"), ("13", "the expiry month 13 is not a month")] {
+            let response = try await tsp.checkEligibility(
+                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa, month: month))))
+            #expect(!response.eligible)
+            #expect(response.reason == .invalidExpiry, "\(month)")
+            #expect(response.reasonMessage.contains(text), "\(response.reasonMessage)")
+        }
+        #expect(
+            try await tsp.checkEligibility(
+                .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa, month: "09")))
+            ).eligible)
     }
 
     /// `public_key_identifier` is optional, but one that names another key than the JWE's `kid` is refused; it used

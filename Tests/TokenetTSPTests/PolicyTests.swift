@@ -50,8 +50,10 @@ import TokenetWire
         #expect(EligibilityRules.reason(for: .luhnCheckFailed) == .invalidCardNumber)
         #expect(EligibilityRules.reason(for: .invalidLength(5)) == .invalidCardNumber)
         #expect(EligibilityRules.reason(for: .unsupportedScheme) == .unsupportedScheme)
-        #expect(EligibilityRules.reason(for: .malformedExpiry) == .cardExpired)
-        #expect(EligibilityRules.reason(for: .malformedExpirationDate) == .cardExpired)
+        #expect(EligibilityRules.reason(for: .malformedExpiry) == .invalidExpiry)
+        #expect(EligibilityRules.reason(for: .malformedExpirationDate) == .invalidExpiry)
+        #expect(EligibilityRules.reason(for: .invalidExpiryMonth(13)) == .invalidExpiry)
+        #expect(EligibilityRules.reason(for: .expired(CardExpiry(containing: .distantPast))) == .cardExpired)
     }
 
     @Test func decisionsMapToTokenStates() {

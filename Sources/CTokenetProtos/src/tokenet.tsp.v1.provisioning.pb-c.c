@@ -1662,7 +1662,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_issuer_response__de
   (ProtobufCMessageInit) tokenet__tsp__v1__get_token_issuer_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue tokenet__tsp__v1__ineligibility_reason__enum_values_by_number[7] =
+static const ProtobufCEnumValue tokenet__tsp__v1__ineligibility_reason__enum_values_by_number[8] =
 {
   { "INELIGIBILITY_REASON_UNSPECIFIED", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_UNSPECIFIED", 0 },
   { "INELIGIBILITY_REASON_INVALID_CARD_NUMBER", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_INVALID_CARD_NUMBER", 1 },
@@ -1671,15 +1671,17 @@ static const ProtobufCEnumValue tokenet__tsp__v1__ineligibility_reason__enum_val
   { "INELIGIBILITY_REASON_ISSUER_NOT_PARTICIPATING", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_ISSUER_NOT_PARTICIPATING", 4 },
   { "INELIGIBILITY_REASON_ALREADY_PROVISIONED", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_ALREADY_PROVISIONED", 5 },
   { "INELIGIBILITY_REASON_ISSUER_DECLINED", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_ISSUER_DECLINED", 6 },
+  { "INELIGIBILITY_REASON_INVALID_EXPIRY", "TOKENET__TSP__V1__INELIGIBILITY_REASON__INELIGIBILITY_REASON_INVALID_EXPIRY", 7 },
 };
 static const ProtobufCIntRange tokenet__tsp__v1__ineligibility_reason__value_ranges[] = {
-{0, 0},{0, 7}
+{0, 0},{0, 8}
 };
-static const ProtobufCEnumValueIndex tokenet__tsp__v1__ineligibility_reason__enum_values_by_name[7] =
+static const ProtobufCEnumValueIndex tokenet__tsp__v1__ineligibility_reason__enum_values_by_name[8] =
 {
   { "INELIGIBILITY_REASON_ALREADY_PROVISIONED", 5 },
   { "INELIGIBILITY_REASON_CARD_EXPIRED", 3 },
   { "INELIGIBILITY_REASON_INVALID_CARD_NUMBER", 1 },
+  { "INELIGIBILITY_REASON_INVALID_EXPIRY", 7 },
   { "INELIGIBILITY_REASON_ISSUER_DECLINED", 6 },
   { "INELIGIBILITY_REASON_ISSUER_NOT_PARTICIPATING", 4 },
   { "INELIGIBILITY_REASON_UNSPECIFIED", 0 },
@@ -1692,9 +1694,9 @@ const ProtobufCEnumDescriptor tokenet__tsp__v1__ineligibility_reason__descriptor
   "IneligibilityReason",
   "Tokenet__Tsp__V1__IneligibilityReason",
   "tokenet.tsp.v1",
-  7,
+  8,
   tokenet__tsp__v1__ineligibility_reason__enum_values_by_number,
-  7,
+  8,
   tokenet__tsp__v1__ineligibility_reason__enum_values_by_name,
   1,
   tokenet__tsp__v1__ineligibility_reason__value_ranges,

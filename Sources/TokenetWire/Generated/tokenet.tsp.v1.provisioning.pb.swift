@@ -655,11 +655,14 @@ extension TspV1 {
         case issuerNotParticipating
         case alreadyProvisioned
         case issuerDeclined
+        /// The expiry is no date (month 13; in card data, a year not written with four digits or a month not with two):
+        /// what the wallet sent is wrong, not the card, which has not expired.
+        case invalidExpiry
         /// A value this build does not know, kept so that it survives a round trip.
         case unrecognized(Int32)
 
         public static let protoName = "tokenet.tsp.v1.IneligibilityReason"
-        public static let knownCases: [IneligibilityReason] = [.unspecified, .invalidCardNumber, .unsupportedScheme, .cardExpired, .issuerNotParticipating, .alreadyProvisioned, .issuerDeclined]
+        public static let knownCases: [IneligibilityReason] = [.unspecified, .invalidCardNumber, .unsupportedScheme, .cardExpired, .issuerNotParticipating, .alreadyProvisioned, .issuerDeclined, .invalidExpiry]
 
         public init(rawValue: Int32) {
             switch rawValue {
@@ -670,6 +673,7 @@ extension TspV1 {
             case 4: self = .issuerNotParticipating
             case 5: self = .alreadyProvisioned
             case 6: self = .issuerDeclined
+            case 7: self = .invalidExpiry
             default: self = .unrecognized(rawValue)
             }
         }
@@ -683,6 +687,7 @@ extension TspV1 {
             case .issuerNotParticipating: 4
             case .alreadyProvisioned: 5
             case .issuerDeclined: 6
+            case .invalidExpiry: 7
             case .unrecognized(let value): value
             }
         }
@@ -696,6 +701,7 @@ extension TspV1 {
             case .issuerNotParticipating: "INELIGIBILITY_REASON_ISSUER_NOT_PARTICIPATING"
             case .alreadyProvisioned: "INELIGIBILITY_REASON_ALREADY_PROVISIONED"
             case .issuerDeclined: "INELIGIBILITY_REASON_ISSUER_DECLINED"
+            case .invalidExpiry: "INELIGIBILITY_REASON_INVALID_EXPIRY"
             case .unrecognized: nil
             }
         }
