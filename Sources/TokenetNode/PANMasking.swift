@@ -72,9 +72,9 @@ public func maskPAN(_ text: String) -> String {
 /// Whether `text` holds what reads as a card number: what `maskPAN` masks, but for a hex identifier (a digest, a
 /// Mastercard token reference id), which is taken whole here even when some of its digits pass the Luhn check.
 ///
-/// For refusing a value rather than masking it in a log: an identifier made of random hex digits passes that check
-/// about once in a few hundred, and refusing it would make a call fail by chance; a card number written into a hex
-/// identifier is a way a trace id reaches a log, not a value anyone types as an id.
+/// For text a node did not write (an operator's message, where a token's Mastercard id made of random hex digits
+/// passes that check about once in a few hundred and was refused by chance). An identifier someone chooses is held
+/// to the stricter `IdentifierRules.holdsCardNumber(identifier:)`.
 public func holdsCardNumber(_ text: String) -> Bool {
     let scalars = Array(text.unicodeScalars)
     return !PANRuns.maskedPositions(count: scalars.count, hexIdentifiersWhole: true) { scalars[$0] }.isEmpty

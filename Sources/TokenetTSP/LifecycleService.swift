@@ -190,7 +190,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
         }
         // Digits are allowed, but not a card number: the code is kept in the token's history and told to every
         // party, where card numbers only ever appear encrypted or masked.
-        guard !holdsCardNumber(code) else {
+        guard !IdentifierRules.holdsCardNumber(identifier: code) else {
             throw TSPError(
                 .invalidArgument,
                 "reason_code holds what looks like a card number, which the TSP would keep and tell every party; "

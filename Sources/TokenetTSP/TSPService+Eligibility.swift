@@ -78,7 +78,7 @@ extension TSPService {
     /// Refuses an account or device id that holds a card number: the TSP shows and logs ids in full (token
     /// listings, history), where a card number must never appear. The id is not echoed.
     static func requireNoCardNumber(_ value: String, field: String) throws {
-        guard !holdsCardNumber(value) else {
+        guard !IdentifierRules.holdsCardNumber(identifier: value) else {
             throw TSPError(
                 .invalidArgument,
                 "\(field) holds what reads as a card number; ids are shown in full in listings and logs, where a card "
