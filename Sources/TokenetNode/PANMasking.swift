@@ -69,6 +69,38 @@ public func maskPAN(_ text: String) -> String {
     return String(output)
 }
 
+/// `bytes` read as UTF-8 text with every card number masked as `maskPAN` masks it, each byte of a masked digit
+/// replaced by `*` (a fullwidth digit's three bytes by three), so that the bytes keep their length; a byte that is
+/// no part of valid UTF-8 counts as a character that is neither a digit nor a separator. For bytes shown as they are
+/// (base64 of a message whose type is not known), where a card number typed into one of its fields reads back.
+public func maskPAN(utf8 bytes: [UInt8]) -> [UInt8] {
+    var scalars: [Unicode.Scalar] = []
+    var starts: [Int] = []
+    var index = 0
+    while index < bytes.count {
+        let length = bytes[index] < 0x80 ? 1 : bytes[index] >= 0xF0 ? 4 : bytes[index] >= 0xE0 ? 3 : 2
+        if index + length <= bytes.count, bytes[index] < 0x80 || bytes[index] >= 0xC2,
+            let scalar = String(validating: bytes[index..<(index + length)], as: UTF8.self)?.unicodeScalars.first
+        {
+            scalars.append(scalar)
+            starts.append(index)
+            index += length
+        } else {
+            scalars.append("\u{FFFD}")
+            starts.append(index)
+            index += 1
+        }
+    }
+    let positions = PANRuns.maskedPositions(count: scalars.count) { scalars[$0] }
+    guard !positions.isEmpty else { return bytes }
+    var masked = bytes
+    for position in positions {
+        let end = position + 1 < starts.count ? starts[position + 1] : bytes.count
+        for byte in starts[position]..<end { masked[byte] = UInt8(ascii: "*") }
+    }
+    return masked
+}
+
 /// Whether `text` holds what reads as a card number: what `maskPAN` masks, but for a hex identifier (a digest, a
 /// Mastercard token reference id), which is taken whole here even when some of its digits pass the Luhn check.
 ///
@@ -203,6 +235,12 @@ enum PANRuns {
                 index = end
                 continue
             }
+            if let uuid = uuid(around: index..<end, count: count, scalar: scalar),
+                hexIdentifiersWhole || !uuidHoldsCardNumber(uuid, scalar: scalar)
+            {
+                index = end
+                continue
+            }
             // A stretch of 13 digits or more is masked whole but its last four. Between such stretches, and
             // between IPv4 addresses (four dotted groups of at most three digits, before a port or after a
             // scheme), consecutive groups are masked when they look like a card number's.
@@ -328,10 +366,14 @@ enum PANRuns {
             return value.properties.isAlphabetic || value.properties.numericType != nil
         }
         guard digits.allSatisfy(isHex) else { return false }
+        // No identifier taken whole is longer than 128 hex characters (and `DWSPMC`): the scan stops there, or a
+        // long stretch of hex text with many runs of digits in it was scanned again for each, in quadratic time.
+        let longest = 128 + 6
         var start = digits.lowerBound
-        while start > 0, isHex(start - 1) { start -= 1 }
+        while start > 0, isHex(start - 1), digits.upperBound - start <= longest { start -= 1 }
         var end = digits.upperBound
-        while end < count, isHex(end) { end += 1 }
+        while end < count, isHex(end), end - start <= longest { end += 1 }
+        guard end - start <= longest else { return false }
         guard end == count || !isAlphanumeric(end) else { return false }
         if start == 0 || !isAlphanumeric(start - 1) {
             let hasLetter = (start..<end).contains { !("0"..."9").contains(scalar($0)) }
@@ -346,6 +388,54 @@ enum PANRuns {
         return prefixStart == 0 || !isAlphanumeric(prefixStart - 1)
     }
 
+    /// The UUID (`123e4567-e89b-12d3-a456-426614174000`: 8, 4, 4, 4 and 12 hex characters joined by hyphens,
+    /// standing alone) that the run of digits at `digits` lies inside, as the positions of its 36 characters; nil
+    /// when there is none. Its hyphens join its groups of digits into runs of 13 or more often enough (about one
+    /// random UUID in 45) that nodes' own ids came out partly masked and, as values, were refused as card numbers.
+    static func uuid(around digits: Range<Int>, count: Int, scalar: (Int) -> Unicode.Scalar) -> Range<Int>? {
+        func isPart(_ index: Int) -> Bool {
+            let value = scalar(index)
+            return ("0"..."9").contains(value) || ("a"..."f").contains(value) || ("A"..."F").contains(value)
+                || value == "-"
+        }
+        func isAlphanumeric(_ index: Int) -> Bool {
+            let value = scalar(index)
+            return value.properties.isAlphabetic || value.properties.numericType != nil
+        }
+        var start = digits.lowerBound
+        while start > 0, isPart(start - 1), digits.upperBound - start <= 36 { start -= 1 }
+        var end = digits.upperBound
+        while end < count, isPart(end), end - start <= 36 { end += 1 }
+        guard end - start == 36, start == 0 || !isAlphanumeric(start - 1), end == count || !isAlphanumeric(end)
+        else { return nil }
+        let hyphens = [8, 13, 18, 23]
+        for offset in 0..<36 where (scalar(start + offset) == "-") != hyphens.contains(offset) { return nil }
+        return start..<end
+    }
+
+    /// Whether whole groups of a UUID, next to each other and all digits, make a number of 13 to 19 digits that
+    /// passes the Luhn check: how a card number is written into one (`41111111-1111-1111-…`). A random UUID holds
+    /// such groups about once in ten thousand.
+    static func uuidHoldsCardNumber(_ uuid: Range<Int>, scalar: (Int) -> Unicode.Scalar) -> Bool {
+        let bounds = [(0, 8), (9, 13), (14, 18), (19, 23), (24, 36)].map {
+            (uuid.lowerBound + $0.0)..<(uuid.lowerBound + $0.1)
+        }
+        let numeric = bounds.map { group in group.allSatisfy { ("0"..."9").contains(scalar($0)) } }
+        for first in bounds.indices where numeric[first] {
+            var positions: [Int] = []
+            for group in first..<bounds.count {
+                guard numeric[group] else { break }
+                positions += bounds[group]
+                if (13...19).contains(positions.count),
+                    passesLuhn(positions.map { Int(scalar($0).value) - 48 }[...])
+                {
+                    return true
+                }
+            }
+        }
+        return false
+    }
+
     /// Whether some 13 to 19 consecutive digits of `digits` pass the Luhn check, as every card number does. A hex
     /// identifier's digits pass it about one time in ten; a card number written into one (a caller's trace id
     /// `0a4111111111111111fe…`, echoed in every log line of its flow) always does, and is then masked, where the
@@ -355,15 +445,20 @@ enum PANRuns {
         let values = digits.map { Int(scalar($0).value) - 48 }
         for start in values.indices {
             for length in 13...19 where start + length <= values.count {
-                var sum = 0
-                for (offset, value) in values[start..<(start + length)].reversed().enumerated() {
-                    let weighted = offset % 2 == 1 ? value * 2 : value
-                    sum += weighted > 9 ? weighted - 9 : weighted
-                }
-                if sum % 10 == 0 { return true }
+                if passesLuhn(values[start..<(start + length)]) { return true }
             }
         }
         return false
+    }
+
+    /// The Luhn check of digits given by value.
+    static func passesLuhn(_ values: ArraySlice<Int>) -> Bool {
+        var sum = 0
+        for (offset, value) in values.reversed().enumerated() {
+            let weighted = offset % 2 == 1 ? value * 2 : value
+            sum += weighted > 9 ? weighted - 9 : weighted
+        }
+        return sum % 10 == 0
     }
 
     /// Whether the digits at `digits` are those of a Visa token reference id (`DigitalCardID`: `DNITHE` and 26

@@ -40,17 +40,13 @@ enum SecretFields {
     }
 
     /// A string value with its card numbers masked; one that is base64 (as bytes fields are written) has those of
-    /// the bytes it stands for masked, each digit byte replaced by `*`, and is written again in base64.
+    /// the bytes it stands for masked (read as UTF-8 text, each byte of a masked digit replaced by `*`), and is
+    /// written again in base64.
     static func maskedText(_ text: String) -> String {
         let shown = maskPAN(text)
         guard shown == text, text.utf8.count >= 20, let data = ProtoJSONBase64.decode(text) else { return shown }
-        // Each byte as one character (ISO 8859-1), so that masked characters are masked bytes.
-        let latin1 = String(String.UnicodeScalarView(data.map { Unicode.Scalar($0) }))
-        let maskedBytes = maskPAN(latin1).unicodeScalars
-        guard maskedBytes.count == data.count, String(maskedBytes) != latin1 else { return text }
-        let bytes = zip(data, maskedBytes).map { original, shownScalar in
-            shownScalar == "*" && original != UInt8(ascii: "*") ? UInt8(ascii: "*") : original
-        }
-        return Data(bytes).base64EncodedString()
+        let bytes = Array(data)
+        let masked = maskPAN(utf8: bytes)
+        return masked == bytes ? text : Data(masked).base64EncodedString()
     }
 }

@@ -194,23 +194,28 @@ end
 local DIGIT, SEPARATOR, DOT, PUNCTUATION, OTHER = 1, 2, 3, 4, 5
 local WIDEST_GAP = 4
 
--- The first code point of each block of ten decimal digits beyond ASCII's (Unicode category Nd).
+-- The first code point of each block of ten decimal digits beyond ASCII's (Unicode category Nd), and the ranges of
+-- format characters (Cf), spaces (Zs, Zl, Zp) and dashes (Pd) beyond ASCII, which join digits as a space does: as
+-- Unicode 14 has them, close to the Swift runtime's tables behind `maskPAN`.
 local digit_zeros = {
-    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50,
-    0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50,
-    0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC,
-    0x1D7F6,
+    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6,
+    0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090,
+    0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0,
+    0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60,
+    0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0,
+    0x1E950, 0x1FBF0,
 }
--- Ranges of format characters (Cf), spaces (Zs, Zl, Zp) and dashes (Pd) beyond ASCII: all join digits as a space does.
 local joining_ranges = {
     { 0x00A0, 0x00A0 }, { 0x00AD, 0x00AD }, { 0x058A, 0x058A }, { 0x05BE, 0x05BE }, { 0x0600, 0x0605 },
     { 0x061C, 0x061C }, { 0x06DD, 0x06DD }, { 0x070F, 0x070F }, { 0x0890, 0x0891 }, { 0x08E2, 0x08E2 },
-    { 0x1400, 0x1400 }, { 0x1680, 0x1680 }, { 0x1806, 0x1806 }, { 0x180E, 0x180E }, { 0x2000, 0x200F },
-    { 0x2010, 0x2015 }, { 0x2028, 0x202F }, { 0x205F, 0x2064 }, { 0x2066, 0x206F }, { 0x2E17, 0x2E17 },
-    { 0x2E1A, 0x2E1A }, { 0x2E3A, 0x2E3B }, { 0x2E40, 0x2E40 }, { 0x2E5D, 0x2E5D }, { 0x3000, 0x3000 },
-    { 0x301C, 0x301C }, { 0x3030, 0x3030 }, { 0x30A0, 0x30A0 }, { 0xFE31, 0xFE32 }, { 0xFE58, 0xFE58 },
-    { 0xFE63, 0xFE63 }, { 0xFEFF, 0xFEFF }, { 0xFFF9, 0xFFFB }, { 0x10EAD, 0x10EAD }, { 0x110BD, 0x110BD },
-    { 0x110CD, 0x110CD }, { 0x13430, 0x1343F }, { 0x1BCA0, 0x1BCA3 }, { 0x1D173, 0x1D17A }, { 0xE0001, 0xE0001 },
+    { 0x1400, 0x1400 }, { 0x1680, 0x1680 }, { 0x1806, 0x1806 }, { 0x180E, 0x180E }, { 0x2000, 0x2015 },
+    { 0x2028, 0x202F }, { 0x205F, 0x2064 }, { 0x2066, 0x206F }, { 0x2E17, 0x2E17 }, { 0x2E1A, 0x2E1A },
+    { 0x2E3A, 0x2E3B }, { 0x2E40, 0x2E40 }, { 0x2E5D, 0x2E5D }, { 0x3000, 0x3000 }, { 0x301C, 0x301C },
+    { 0x3030, 0x3030 }, { 0x30A0, 0x30A0 }, { 0xFE31, 0xFE32 }, { 0xFE58, 0xFE58 }, { 0xFE63, 0xFE63 },
+    { 0xFEFF, 0xFEFF }, { 0xFF0D, 0xFF0D }, { 0xFFF9, 0xFFFB }, { 0x10EAD, 0x10EAD }, { 0x110BD, 0x110BD },
+    { 0x110CD, 0x110CD }, { 0x13430, 0x13438 }, { 0x1BCA0, 0x1BCA3 }, { 0x1D173, 0x1D17A }, { 0xE0001, 0xE0001 },
     { 0xE0020, 0xE007F },
 }
 
@@ -279,11 +284,25 @@ local function is_hex(cp)
     return (cp >= 48 and cp <= 57) or (cp >= 97 and cp <= 102) or (cp >= 65 and cp <= 70)
 end
 
+-- Ranges of letters beyond ASCII, near enough to Unicode's Alphabetic property for telling whether a hex id stands
+-- alone: the punctuation and symbols around text (« », “ ”, €, →, emoji) are outside them.
+local letter_ranges = {
+    { 0x00AA, 0x00AA }, { 0x00B5, 0x00B5 }, { 0x00BA, 0x00BA }, { 0x00C0, 0x00D6 }, { 0x00D8, 0x00F6 },
+    { 0x00F8, 0x02FF }, { 0x0370, 0x1FFF }, { 0x2C00, 0x2DFF }, { 0x3040, 0x9FFF }, { 0xA000, 0xD7FF },
+    { 0xF900, 0xFDFF }, { 0xFE70, 0xFEFE }, { 0xFF21, 0xFF3A }, { 0xFF41, 0xFF5A }, { 0xFF66, 0xFFDC },
+    { 0x10000, 0x1EFFF }, { 0x20000, 0x3FFFF },
+}
+
 local function is_alphanumeric(cp)
     if cp < 0 then return false end
     if cp < 0x80 then return (cp >= 48 and cp <= 57) or (cp >= 65 and cp <= 90) or (cp >= 97 and cp <= 122) end
     local kind = kind_of(cp)
-    return kind == DIGIT or (kind == OTHER and cp >= 0xAA)
+    if kind == DIGIT then return true end
+    if kind ~= OTHER then return false end
+    for _, range in ipairs(letter_ranges) do
+        if cp >= range[1] and cp <= range[2] then return true end
+    end
+    return false
 end
 
 -- Whether `group` (positions) is 13 digits that do not start with a 4: no card number, a time in milliseconds.
@@ -310,9 +329,13 @@ local function hex_identifier_part(points, lo, hi, n)
     for k = lo, hi - 1 do
         if not is_hex(points[k]) then return false end
     end
+    -- No id taken whole is longer than 128 hex characters (and `DWSPMC`): the scan stops there, or a long stretch
+    -- of hex text with many runs of digits was scanned again for each, in quadratic time.
+    local longest = 128 + 6
     local first, stop = lo, hi
-    while first > 1 and is_hex(points[first - 1]) do first = first - 1 end
-    while stop <= n and is_hex(points[stop]) do stop = stop + 1 end
+    while first > 1 and is_hex(points[first - 1]) and hi - first <= longest do first = first - 1 end
+    while stop <= n and is_hex(points[stop]) and stop - first <= longest do stop = stop + 1 end
+    if stop - first > longest then return false end
     if stop <= n and is_alphanumeric(points[stop]) then return false end
     if first == 1 or not is_alphanumeric(points[first - 1]) then
         local letter = false
@@ -330,6 +353,59 @@ local function hex_identifier_part(points, lo, hi, n)
         if points[prefix_start + k - 1] ~= prefix[k] then return false end
     end
     return prefix_start == 1 or not is_alphanumeric(points[prefix_start - 1])
+end
+
+-- The first position of the UUID (8, 4, 4, 4 and 12 hex characters joined by hyphens, standing alone) that the
+-- digits at lo..hi-1 lie inside, or nil.
+local function uuid_around(points, lo, hi, n)
+    local function part(cp) return is_hex(cp) or cp == 45 end
+    local first, stop = lo, hi
+    while first > 1 and part(points[first - 1]) and hi - first <= 36 do first = first - 1 end
+    while stop <= n and part(points[stop]) and stop - first <= 36 do stop = stop + 1 end
+    if stop - first ~= 36 then return nil end
+    if first > 1 and is_alphanumeric(points[first - 1]) then return nil end
+    if stop <= n and is_alphanumeric(points[stop]) then return nil end
+    for offset = 0, 35 do
+        local hyphen = offset == 8 or offset == 13 or offset == 18 or offset == 23
+        if (points[first + offset] == 45) ~= hyphen then return nil end
+    end
+    return first
+end
+
+local function passes_luhn(values, first, last)
+    local sum = 0
+    for offset = 0, last - first do
+        local value = values[last - offset]
+        if offset % 2 == 1 then
+            value = value * 2
+            if value > 9 then value = value - 9 end
+        end
+        sum = sum + value
+    end
+    return sum % 10 == 0
+end
+
+-- Whether whole groups of the UUID at `first`, next to each other and all digits, make a number of 13 to 19 digits
+-- that passes the Luhn check: how a card number is written into one.
+local function uuid_holds_card_number(points, first)
+    local bounds = { { 0, 8 }, { 9, 13 }, { 14, 18 }, { 19, 23 }, { 24, 36 } }
+    local numeric = {}
+    for g, bound in ipairs(bounds) do
+        numeric[g] = true
+        for k = bound[1], bound[2] - 1 do
+            local cp = points[first + k]
+            if cp < 48 or cp > 57 then numeric[g] = false end
+        end
+    end
+    for start = 1, 5 do
+        local values = {}
+        for g = start, 5 do
+            if not numeric[g] then break end
+            for k = bounds[g][1], bounds[g][2] - 1 do values[#values + 1] = points[first + k] - 48 end
+            if #values >= 13 and #values <= 19 and passes_luhn(values, 1, #values) then return true end
+        end
+    end
+    return false
 end
 
 -- Whether some 13 to 19 consecutive digits at lo..hi-1 pass the Luhn check.
@@ -477,6 +553,10 @@ local function masked_points(points)
                     or (hex_identifier_part(points, index, stop, n)
                         and not holds_luhn_valid_number(points, index, stop)))
                 if not whole then
+                    local uuid = uuid_around(points, index, stop, n)
+                    whole = uuid ~= nil and not uuid_holds_card_number(points, uuid)
+                end
+                if not whole then
                     local between = {}
                     for _, stretch in ipairs(stretches) do
                         for _, part in ipairs(split_at_times(points, stretch)) do
@@ -505,19 +585,22 @@ local function masked_points(points)
     return masked
 end
 
--- A fullwidth asterisk in UTF-8, for a fullwidth digit: both take three bytes.
-local fullwidth_asterisk = { 0xEF, 0xBC, 0x8A }
+-- An asterisk of each length in UTF-8 bytes, for a masked digit of that length: `*`; the Arabic five-pointed star
+-- (U+066D, for the two-byte digits, most of them Arabic-Indic); the fullwidth asterisk (U+FF0A, for fullwidth
+-- digits); `*` and a word joiner (U+2060), which shows nothing, for the digits beyond the first plane.
+local asterisks = {
+    { 0x2A }, { 0xD9, 0xAD }, { 0xEF, 0xBC, 0x8A }, { 0x2A, 0xE2, 0x81, 0xA0 },
+}
 
 -- The bytes to replace among the `count` bytes `at` gives, read as UTF-8 text, as { 0-based offset, new byte }
--- pairs: each masked digit becomes an asterisk of its own length in bytes (a fullwidth digit a fullwidth asterisk),
--- so that the text keeps its length and every field stays where it was.
+-- pairs: each masked digit becomes an asterisk of its own length in bytes, so that the text keeps its length and
+-- every field stays where it was.
 local function card_number_digits(at, count)
     local points, starts, lengths = decode_utf8(at, count)
     local replaced = {}
     for _, point in ipairs(masked_points(points)) do
-        for k = 0, lengths[point] - 1 do
-            replaced[#replaced + 1] = { starts[point] + k, lengths[point] == 3 and fullwidth_asterisk[k + 1] or 42 }
-        end
+        local asterisk = asterisks[lengths[point]]
+        for k = 0, lengths[point] - 1 do replaced[#replaced + 1] = { starts[point] + k, asterisk[k + 1] } end
     end
     return replaced
 end
@@ -964,7 +1047,8 @@ local function add_metadata(tree, field)
             subtree:add(f.metadata_text, entry.range or entry.whole, value)
         elseif entry.number == 3 and entry.wire_type == 2 then
             value = "(" .. entry.size .. " bytes)"
-            if entry.range then subtree:add(f.metadata_binary, entry.range) end
+            -- Bytes shown as hex, where a card number's digits are as readable: masked as a message's are.
+            if entry.range then subtree:add(f.metadata_binary, masked_tvb(entry.range):range()) end
         end
     end
     subtree:set_text(escaped("Metadata: " .. key .. ": " .. (value or "")))
@@ -1093,7 +1177,7 @@ local function dissect_frame(range, pinfo, tree, frame)
                 end
                 local detail = tree:add(f.detail_type, field.whole, detail_type)
                 if detail_value then
-                    detail:add(f.detail_value, detail_value)
+                    detail:add(f.detail_value, masked_tvb(detail_value, detail_type):range())
                     if detail_type:match("^[%w_]+[%w_.]*%.[%w_]+$") then
                         dissect_payload(detail_value, pinfo, detail, "message," .. detail_type, detail_type)
                     end
