@@ -154,19 +154,42 @@ public final class RPCNodeListener: NodeListener {
             services: router.serviceNames.union([HealthV1.Health.serviceName, ReflectionV1.Reflection.serviceName]))
         health.register(on: &router)
         ReflectionService(router: router).register(on: &router)
-        // The call log is only attached when its lines are written: a node at `info` neither times its calls nor
-        // builds their fields.
+        // One line per call at `debug`; a call that did not end OK gets its line at `info`, with the message its
+        // caller got, so that why a flow failed is in the log of the node that said so (a client that gave up,
+        // CANCELLED, is its own doing, and stays at `debug`). At `info` the node is told only of those calls. A
+        // peer that fails call after call gets one line a second, with the count of those not shown.
+        let failedCalls = LogThrottle()
+        let everyCall = logger.isEnabled(.debug)
         let logCall: @Sendable (CallRecord) -> Void = { record in
-            logger.debug(
-                "call",
-                [
-                    "method": record.method, "peer": record.peer?.uri ?? "plaintext",
-                    "status": record.code.protoValueName ?? String(record.code.rawValue),
-                    "duration_us": String(
-                        record.duration.components.seconds * 1_000_000
-                            + record.duration.components.attoseconds / 1_000_000_000_000),
-                    "trace_id": record.traceID,
-                ])
+            let (seconds, attoseconds) = record.duration.components
+            let microseconds = String(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+            let (method, peer, trace) = (record.method, record.peer?.uri ?? "plaintext", record.traceID)
+            let status = record.code.protoValueName ?? String(record.code.rawValue)
+            guard record.code != .ok, record.code != .cancelled else {
+                logger.debug(
+                    "call",
+                    ["method": method, "peer": peer, "status": status, "duration_us": microseconds, "trace_id": trace])
+                return
+            }
+            let line: LogThrottle.Line = { notShown in
+                guard notShown > 0 else {
+                    logger.info(
+                        "call failed",
+                        [
+                            "method": method, "peer": peer, "status": status, "message": record.message,
+                            "duration_us": microseconds, "trace_id": trace,
+                        ])
+                    return
+                }
+                logger.info(
+                    "call failed",
+                    [
+                        "method": method, "peer": peer, "status": status, "message": record.message,
+                        "duration_us": microseconds, "trace_id": trace, "not_shown": String(notShown),
+                    ])
+            }
+            // At `debug`, where every call has its line, none is held back.
+            if everyCall { line(0) } else { failedCalls.submit(line) }
         }
         // A connection that ended in a problem (a protocol error, an unanswered ping, a failed read) is worth a
         // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.
@@ -210,7 +233,7 @@ public final class RPCNodeListener: NodeListener {
                 "connection refused", error: refusal.reason, peer: refusal.peer.uri, throttledBy: peerRefusals)
         }
         let server = RPCServer(
-            router: router, timers: options.serverTimers, callLog: logger.isEnabled(.debug) ? logCall : nil,
+            router: router, timers: options.serverTimers, callLog: logCall, callLogScope: everyCall ? .all : .failures,
             connectionLog: logConnection, failureLog: logFailure, statusMessageFilter: { Self.statusMessage($0) },
             connectionsPerPeer: options.peerConnections, refusalLog: logRefusal)
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can

@@ -8,8 +8,18 @@ public struct CallRecord: Sendable {
     public let method: String
     public let peer: PeerIdentity?
     public let code: StatusCode
+    /// The status message the caller got (empty for OK), as it left.
+    public let message: String
     public let duration: Duration
     public let traceID: String
+}
+
+/// Which calls the call log is told of.
+public enum CallLogScope: Sendable {
+    /// Every call (a node at `debug`).
+    case all
+    /// Calls that did not end OK: how an operator learns why a flow failed without the line of every call.
+    case failures
 }
 
 /// One finished connection, as the server's connection log reports it.
@@ -50,6 +60,7 @@ public final class RPCServer: Sendable {
     let settings: ConnectionSettings
     let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
+    let callLogScope: CallLogScope
     let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
     /// Called for every call that ends INTERNAL with a cause: an error that is not an `RPCError`, or an INTERNAL
     /// `RPCError` with a `cause`; and for an `RPCError` of any code whose cause is a `ServerFailure`. (A handler that
@@ -81,6 +92,7 @@ public final class RPCServer: Sendable {
         settings: ConnectionSettings = .defaults,
         timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil,
+        callLogScope: CallLogScope = .all,
         connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
         failureLog: (@Sendable (CallFailure) -> Void)? = nil,
         handlersOnConnectionLoop: Bool = false,
@@ -99,6 +111,7 @@ public final class RPCServer: Sendable {
         self.settings = settings
         self.timers = timers
         self.callLog = callLog
+        self.callLogScope = callLogScope
     }
 
     /// Serves one connection until it closes.
@@ -211,13 +224,14 @@ public final class RPCServer: Sendable {
         var status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
         if status.code != .ok, let statusMessageFilter { status.message = statusMessageFilter(status.message) }
         await call.finish(status)
-        if let callLog, let started {
+        if let callLog, let started, callLogScope == .all || status.code != .ok {
             callLog(
                 CallRecord(
                     // Cut short as in statuses: a peer's megabyte method name would make a megabyte log line.
                     method: Self.shown(call.method),
                     peer: call.peer,
                     code: status.code,
+                    message: status.message,
                     duration: ContinuousClock.now - started,
                     traceID: traceID
                 )

@@ -96,7 +96,8 @@ import TokenetWire
     }
 
     /// At `debug` a node writes one line per served call (method, peer, status, duration, trace id); at `info`, the
-    /// default, none.
+    /// default, none for calls that end OK. A call that fails gets its line at `info` at either level, with the
+    /// message its caller got: a flow that failed left no reason in any log.
     @Test(arguments: ["debug", "info"])
     func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
         let scratch = try TemporaryDirectory()
@@ -114,10 +115,21 @@ import TokenetWire
                 HealthV1.Health.check, HealthV1.HealthCheckRequest(),
                 options: CallOptions(timeout: .seconds(30), metadata: metadata))
         }
+        await #expect(throws: RPCError.self) {
+            try await client.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(service: "no.such.Service"),
+                options: CallOptions(timeout: .seconds(30), metadata: metadata))
+        }
         await client.close()
         node.process.send(SIGTERM)
         let result = try await node.waitForExit()
         #expect(result.status == 0)
+        let failed = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call failed""#) }
+        #expect(failed.count == 1, "\(result.stderr)")
+        #expect(failed.first?.contains(#""level":"info""#) == true, "\(failed)")
+        #expect(failed.first?.contains(#""status":"NOT_FOUND""#) == true, "\(failed)")
+        #expect(failed.first?.contains(#""message":"this node does not serve no.such.Service""#) == true, "\(failed)")
+        #expect(failed.first?.contains("5eed0fca11ab1e5") == true, "\(failed)")
         let lines = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call""#) }
         if level == "info" {
             #expect(lines.isEmpty, "\(lines)")
