@@ -317,8 +317,11 @@ final class InspectSession: Sendable {
     /// Connects, runs `body`, closes. A non-OK status from `body` prints `ERROR: CODE: message` on stderr and gives
     /// exit status 64 + code, as grpcurl does. A stop signal (Ctrl-C) cancels the work, closes the connection in order
     /// and then ends the command by that signal (`CommandInterruption`), printing nothing more.
+    ///
+    /// With `tracedFailures` (the party commands, which print a call's trace id with its answer), a status from the
+    /// node is followed by `(trace ID)` too: a failed call is when its trace id is wanted, to find it in the logs.
     static func run(
-        _ options: InspectOptions,
+        _ options: InspectOptions, tracedFailures: Bool = false,
         _ body: @escaping @Sendable (InspectSession) async throws -> Int32
     ) throws(CLIError) -> Int32 {
         let interruption = CommandInterruption()
@@ -337,13 +340,13 @@ final class InspectSession: Sendable {
                     return (session, nil)
                 } catch {
                     let wrongNode = await session.wrongNode(behind: error)
-                    return (
-                        session,
-                        finish(
-                            with: session.refusal(behind: error) ?? session.silence(behind: error)
-                                ?? session.ungreeted(behind: error) ?? wrongNode
-                                ?? session.commandDeadline(behind: error) ?? error)
-                    )
+                    let shown =
+                        session.refusal(behind: error) ?? session.silence(behind: error)
+                        ?? session.ungreeted(behind: error) ?? wrongNode ?? session.commandDeadline(behind: error)
+                        ?? error
+                    let result = finish(with: shown)
+                    if tracedFailures, shown is RPCError { printError("(trace \(session.traceID))") }
+                    return (session, result)
                 }
             }
             await session?.close()

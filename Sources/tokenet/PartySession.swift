@@ -17,7 +17,7 @@ enum PartySession {
     ) throws(CLIError) -> Int32 {
         var options = options
         options.deadline = options.deadline ?? defaultDeadline
-        return try InspectSession.run(options) { session in
+        return try InspectSession.run(options, tracedFailures: true) { session in
             let (response, traceID) = try await traced(session) { try await call(session, $0) }
             printOut(json ? try response.jsonString(options: .pretty) : text(response, traceID))
             return exitStatus(response)

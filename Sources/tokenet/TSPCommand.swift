@@ -24,8 +24,9 @@ enum TSPCommand {
         \(InspectOptions.connectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
-        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr;
-        1 when the TSP cannot be reached; 2 for bad options.
+        Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr
+        with "(trace ID)", the call's trace id in the nodes' logs, after it; 1 when the TSP cannot be reached; 2 for
+        bad options.
         """
 
     static let tokens = PartyAction(name: "tokens", valued: ["--wallet-account"]) { flags, command throws(CLIError) in

@@ -10,6 +10,13 @@ struct ProcessResult: Sendable {
     var reason: SpawnedProcess.Termination.Reason
     var stdout: String
     var stderr: String
+
+    /// A party command's stderr after a failed call without its last line, `(trace ID)`, which names the call's
+    /// trace id; the whole stderr when that line is not there.
+    var stderrWithoutTrace: String {
+        guard let match = stderr.firstMatch(of: /\(trace [0-9a-f]{8,32}\)\n\z/) else { return stderr }
+        return String(stderr[..<match.range.lowerBound])
+    }
 }
 
 /// A child process whose output goes to files, so it can never block on a full pipe.

@@ -25,7 +25,7 @@ import TokenetWire
         }
         #expect(result.status == 64 + 12, "\(result.stderr)")
         #expect(
-            result.stderr
+            result.stderrWithoutTrace
                 == "ERROR: UNIMPLEMENTED: \(address) does not serve tokenet.wallet.v1.WalletControl, which a "
                 + "wallet-node serves; it is a tsp-node: give the address of a wallet-node\n")
     }
@@ -34,7 +34,7 @@ import TokenetWire
         let (result, address) = try await Self.walletCards { _ in }
         #expect(result.status == 64 + 12, "\(result.stderr)")
         #expect(
-            result.stderr
+            result.stderrWithoutTrace
                 == "ERROR: UNIMPLEMENTED: \(address) does not serve tokenet.wallet.v1.WalletControl, which a "
                 + "wallet-node serves; it serves no wallet, issuer or TSP service: give the address of a wallet-node\n")
     }
@@ -48,7 +48,8 @@ import TokenetWire
         }
         #expect(result.status == 64 + 12, "\(result.stderr)")
         #expect(
-            result.stderr == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
+            result.stderrWithoutTrace
+                == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
     }
 
     /// A server without reflection cannot say what it is: its own message stands, rather than a guess that it
@@ -61,6 +62,7 @@ import TokenetWire
         }
         #expect(result.status == 64 + 12, "\(result.stderr)")
         #expect(
-            result.stderr == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
+            result.stderrWithoutTrace
+                == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
     }
 }
