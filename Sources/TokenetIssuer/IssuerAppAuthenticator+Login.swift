@@ -41,8 +41,10 @@ extension IssuerAppAuthenticator {
                 accessToken: response.accessToken, expiresAtMs: response.expiresAtMs,
                 deviceID: account.deviceCredentialID, accountID: account.accountID)
         case .credentialLocked:
+            logger.warning("login refused: credential locked at the TSP", ["user": userID, "reason": response.message])
             throw IssuerError(.locked, "\(response.message) (user \(userID))")
         default:
+            logger.info("login refused by the TSP", ["user": userID, "reason": response.message])
             throw IssuerError(.unauthenticated, "the TSP refused the login: \(response.message)")
         }
     }

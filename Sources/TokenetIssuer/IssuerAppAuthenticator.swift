@@ -64,6 +64,14 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard keys.opensPINCheck(user.pinCheck, userID: userID) else {
             let failures = try store.recordPIN(userID: userID, wrong: true)
             let left = Self.maxPINFailures - failures
+            // Each wrong PIN is an event an issuer audits (someone guessing a cardholder's PIN), the lock more so.
+            if left > 0 {
+                logger.info("wrong app PIN", ["user": userID, "tries_left": String(left)])
+            } else {
+                logger.warning(
+                    "app locked after wrong PINs",
+                    ["user": userID, "wrong_pins": String(failures), "unlock": "tokenet issuer unlock ADDR \(userID)"])
+            }
             throw IssuerError(
                 left > 0 ? .unauthenticated : .locked,
                 left > 0

@@ -410,6 +410,11 @@ import TokenetWire
         await expectIssuerError(.locked, "tokenet issuer unlock") {
             try await app.party.app.login(userID: "ch-alice", pin: "2580")
         }
+        // Each wrong PIN is in the log, and the lock at warning: someone guessing a cardholder's PIN is audited.
+        let wrong = app.logs.lines.filter { $0.contains("wrong app PIN") && $0.contains("user=ch-alice") }
+        #expect(wrong.count == 5, "\(app.logs.lines)")
+        #expect(app.logs.lines.contains { $0.contains("warning") && $0.contains("app locked after wrong PINs") })
+        #expect(!app.logs.lines.contains { $0.contains("1470") || $0.contains("2580") })
         // The answer says the app itself was locked, beside the TSP's count (the fake TSP unlocks one each time).
         let unlocked = try await app.party.enrolment.unlock(userID: "ch-alice", accountID: "")
         #expect(unlocked.appUnlocked && unlocked.unlocked == 1)
