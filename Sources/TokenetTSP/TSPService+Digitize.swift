@@ -19,6 +19,7 @@ extension TSPService {
         guard !request.eligibilityReceipt.isEmpty else {
             throw TSPError(.invalidArgument, "eligibility_receipt is required: call CheckEligibility first")
         }
+        if let risk = request.risk { try Self.checkRisk(risk) }
         try await expireAbandonedStepUps(traceID: traceID, log: log)
         let start = try store.beginDigitization(
             request, nowMs: nowMs, traceID: traceID, walletNodeID: walletNodeID
@@ -137,5 +138,23 @@ extension TSPService {
             log.warning("issuer did not decide; applying the stand-in rule", ["error": String(describing: error)])
         }
         return .standIn(configuration.standIn.decide(risk: request.risk), issuerProblem: problem)
+    }
+}
+
+extension TSPService {
+    /// The wallet's risk scores are 1 (lowest risk) to 5 (highest), or 0 when it has none; a score above 5 went to
+    /// the issuer and the stand-in rule as if it meant something, and an undeclared recommendation as a number.
+    static func checkRisk(_ risk: CardV1.WalletRiskData) throws {
+        for (field, score) in [("account_score", risk.accountScore), ("device_score", risk.deviceScore)] where score > 5
+        {
+            throw TSPError(
+                .invalidArgument, "risk.\(field) \(score) is outside 1 (lowest risk) to 5 (highest); 0 when not known")
+        }
+        guard risk.recommendation.protoValueName != nil else {
+            throw TSPError(
+                .invalidArgument,
+                "risk.recommendation \(risk.recommendation.rawValue) is not a recommendation: give one of "
+                    + CardV1.WalletRecommendation.knownCases.compactMap(\.protoValueName).joined(separator: ", "))
+        }
     }
 }

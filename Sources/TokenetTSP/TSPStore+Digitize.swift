@@ -121,11 +121,22 @@ extension TSPStore {
             throw TSPError(.failedPrecondition, "the eligibility receipt has expired; check eligibility again")
         }
         if let termsID = receipt.termsID {
-            guard request.acceptedTermsID == termsID, request.termsAcceptedAtMs > 0 else {
+            // Each missing or wrong part named: one message for all three sent a wallet looking for which.
+            guard !request.acceptedTermsID.isEmpty, request.termsAcceptedAtMs > 0 else {
+                let missing = [
+                    request.acceptedTermsID.isEmpty ? "accepted_terms_id \"\(termsID)\"" : nil,
+                    request.termsAcceptedAtMs == 0 ? "terms_accepted_at_ms (when the cardholder accepted them)" : nil,
+                ].compactMap { $0 }
                 throw TSPError(
                     .failedPrecondition,
-                    "the cardholder must accept the terms and conditions \"\(termsID)\" first: send accepted_terms_id "
-                        + "and terms_accepted_at_ms")
+                    "the cardholder must accept the terms and conditions \"\(termsID)\" first: send "
+                        + missing.joined(separator: " and "))
+            }
+            guard request.acceptedTermsID == termsID else {
+                throw TSPError(
+                    .failedPrecondition,
+                    "accepted_terms_id \"\(request.acceptedTermsID)\" is not the terms and conditions the eligibility "
+                        + "check gave (\"\(termsID)\"): the cardholder must accept those")
             }
         }
         return receipt

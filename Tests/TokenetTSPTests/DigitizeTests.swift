@@ -39,6 +39,50 @@ import TokenetWire
         #expect(none.tokens.isEmpty)
     }
 
+    /// Risk scores outside 1–5, or a recommendation no one declared, are refused: they reached the issuer and the
+    /// stand-in rule as if they meant something.
+    @Test func riskOutsideItsRangeIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let eligibility = try await tsp.eligibleVisa()
+        await expectRPCError(.invalidArgument, "risk.account_score 9 is outside 1 (lowest risk) to 5 (highest)") {
+            try await tsp.digitize(eligibility, risk: .init(accountScore: 9, deviceScore: 1, recommendation: .approve))
+        }
+        await expectRPCError(.invalidArgument, "risk.recommendation 7 is not a recommendation") {
+            try await tsp.digitize(
+                eligibility, risk: .init(accountScore: 1, deviceScore: 1, recommendation: .init(rawValue: 7)))
+        }
+        #expect(try await tsp.digitize(eligibility).decision == .approved)
+    }
+
+    /// Which part of the T&C acceptance is missing or wrong is named: one message for all three cases sent a wallet
+    /// looking for which.
+    @Test func aMissingOrWrongAcceptanceIsNamed() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let eligibility = try await tsp.eligibleVisa()
+        guard case .termsAndConditions(let terms) = eligibility.terms else {
+            Issue.record("expected T&C")
+            return
+        }
+        func digitize(_ id: String, _ at: UInt64) async throws -> TspV1.DigitizeResponse {
+            try await tsp.wallet.digitize(
+                TspV1.DigitizeRequest(
+                    requestID: UUID().uuidString, eligibilityReceipt: eligibility.eligibilityReceipt,
+                    acceptedTermsID: id, termsAcceptedAtMs: at, device: TSPHarness.device,
+                    walletAccountID: TSPHarness.account, risk: TSPHarness.lowRisk))
+        }
+        await expectRPCError(.failedPrecondition, "first: send terms_accepted_at_ms (when the cardholder accepted") {
+            try await digitize(terms.id, 0)
+        }
+        await expectRPCError(.failedPrecondition, "first: send accepted_terms_id \"\(terms.id)\"") {
+            try await digitize("", 1_764_647_000_000)
+        }
+        await expectRPCError(.failedPrecondition, "accepted_terms_id \"other-terms\" is not the terms and conditions") {
+            try await digitize("other-terms", 1_764_647_000_000)
+        }
+    }
+
     @Test func mastercardTokenUsesItsPrefix() async throws {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()
