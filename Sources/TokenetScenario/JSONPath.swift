@@ -221,3 +221,35 @@ extension JSONPath {
         }
     }
 }
+
+extension JSONValue {
+    /// This expected object with the 64-bit integers of a `type` message written as proto3 JSON writes them, as
+    /// strings (`"pending": "0"`, a value `save` kept), turned to numbers: a response leaves out a field that holds
+    /// 0, and only a number 0 matched that, not the string a node sends for any other value.
+    public func withIntegersAsNumbers(for type: any ProtoMessage.Type) -> JSONValue {
+        withIntegersAsNumbers(fields: type.protoFields)
+    }
+
+    private func withIntegersAsNumbers(fields: [ProtoFieldInfo]) -> JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object(
+            members.map { member in
+                guard let field = JSONPath.field(member.key, in: fields) else { return member }
+                func converted(_ value: JSONValue) -> JSONValue {
+                    if let nested = JSONPath.nestedFields(of: field) {
+                        return value.withIntegersAsNumbers(fields: nested)
+                    }
+                    let integers = ["int64", "uint64", "sint64", "fixed64", "sfixed64"]
+                    if integers.contains(field.typeName), case .string(let text) = value,
+                        Int64(text) != nil
+                            || UInt64(text) != nil
+                    {
+                        return .number(text)
+                    }
+                    return value
+                }
+                if case .array(let items) = member.value { return (member.key, .array(items.map(converted))) }
+                return (member.key, converted(member.value))
+            })
+    }
+}

@@ -64,8 +64,11 @@ public struct ScenarioExpectation: Sendable, Equatable {
         }
         if let contains {
             let filled = try variables.fill(contains, inJSON: true)
-            let expected = try Self.object(filled)
-            if let type = outcome.responseType { try Self.check(filled, fits: type) }
+            var expected = try Self.object(filled)
+            if let type = outcome.responseType {
+                try Self.check(filled, fits: type)
+                expected = expected.withIntegersAsNumbers(for: type)
+            }
             guard let last = outcome.responses.last else { return "expected a response, got none" }
             if let reason = last.mismatch(containing: expected) { return reason }
         }

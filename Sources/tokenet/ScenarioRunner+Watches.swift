@@ -50,9 +50,9 @@ extension ScenarioRunner {
         if let contains = awaited.contains {
             do {
                 let filled = try variables.fill(contains, inJSON: true)
-                expected = try ScenarioExpectation.object(filled)
                 // A field the messages do not have would match every message (as its default): the line is wrong.
                 try ScenarioExpectation.check(filled, fits: stream.responseType)
+                expected = try ScenarioExpectation.object(filled).withIntegersAsNumbers(for: stream.responseType)
             } catch {
                 throw Failure(
                     line: line, reason: error.message.replacing("expect OK", with: "await"), scriptError: true)
