@@ -112,6 +112,8 @@ struct UpCommand {
                 throw CLIError(.setup, "\(spec.name) not found next to tokenet; run swift build")
             }
         }
+        // Found before anything is made: away from the repository, --dir was left holding an up.lock.
+        let fixture = try RepositoryLocator.issuerFixture(for: "up")
         let sandbox = Sandbox(timeout: timeout, interruption: DemoInterruption())
         let workspace = try workspace(sandbox)
         // Two consoles on one directory would regenerate each other's certificates and replace each other's logs
@@ -127,7 +129,6 @@ struct UpCommand {
         defer { if directory == nil { try? FileManager.default.removeItem(at: workspace) } }
         printOut("Tokenet sandbox")
         printOut("  workspace     \(workspace.path)\(directory == nil ? " (removed at exit; --dir keeps one)" : "")")
-        let fixture = try RepositoryLocator.issuerFixture(for: "up")
         let pki = try certificates(in: workspace, sandbox)
         let nodes = try ScenarioNodes(
             sandbox: sandbox, workspace: workspace, pki: pki, fixture: fixture, placement: placement)

@@ -47,6 +47,8 @@ import TokenetTransport
                 stderr.hasPrefix("tokenet: \(arguments[0]): the Tokenet repository was not found"), "\(stderr)")
             #expect(stderr.contains("run tokenet from the repository's directory"), "\(stderr)")
         }
+        // Nothing was made: the --dir was left holding an up.lock.
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("sandbox")))
     }
 
     @Test func stepsTypedAtTheConsoleSteerTheNodes() async throws {
