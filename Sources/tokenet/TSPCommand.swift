@@ -6,9 +6,10 @@ import TokenetWire
 enum TSPCommand {
     static let subcommand = PartyCommandGroup.subcommand(
         name: "tsp",
-        summary: "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments.",
-        help: help + "\n" + lifecycleHelp,
-        actions: [tokens, history] + lifecycleActions)
+        summary:
+            "List a tsp-node's tokens, show one token's audit trail, change tokens, simulate payments, encrypt a card.",
+        help: help + "\n" + lifecycleHelp + "\n\n" + encryptCardHelp,
+        actions: [tokens, history] + lifecycleActions + [encryptCard])
 
     static let help = """
         Usage: tokenet tsp tokens ADDR [--wallet-account ID] [OPTIONS]

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenetTestSupport
 import TokenetTransport
+import TokenetWire
 
 @testable import TokenetNode
 
@@ -51,6 +52,34 @@ import TokenetTransport
         let warning =
             "tokenet: warning: SSLKEYLOGFILE=/dev/full: a TLS secret could not be written (No space left on device)"
         #expect(result.stderr.components(separatedBy: warning).count == 2, "\(result.stderr)")
+    }
+
+    /// `tsp encrypt-card` makes the card data a wallet sends, against the running TSP's key: a wallet of one's own
+    /// sends it in CheckEligibility, and the TSP reads the card (here, of no registered issuer, by its last four
+    /// digits). The card number is nowhere in the output.
+    @Test func encryptCardMakesCardDataTheTSPReads() async throws {
+        let encrypted = try await runTokenet(
+            ["tsp", "encrypt-card", address, "--pan", "-", "--exp", "12/29", "--cvc", "-"] + tls,
+            stdin: "4761 0000 1000 0009\n123\n")
+        #expect(encrypted.status == 0, "\(encrypted.stderr)")
+        #expect(!encrypted.stdout.contains("4761") && !encrypted.stdout.contains("0009"), "\(encrypted.stdout)")
+        let card = try CardV1.EncryptedCardData(jsonString: encrypted.stdout)
+        #expect(card.jwe.split(separator: ".", omittingEmptySubsequences: false).count == 5)
+        var request = TspV1.CheckEligibilityRequest(
+            requestID: "encrypt-card-1", walletAccountID: "acct-1", device: CardV1.DeviceInfo(deviceID: "dev-1"))
+        request.instrument = .encryptedCardData(card)
+        let walletTLS = [
+            "--cacert", pki.path("ca.pem"), "--cert", pki.path("wallet.pem"), "--key", pki.path("wallet.key"),
+        ]
+        let checked = try await runTokenet(
+            ["call", address, "tokenet.tsp.v1.Provisioning/CheckEligibility", "-d", try request.jsonString()]
+                + walletTLS)
+        #expect(checked.status == 0, "\(checked.stderr)")
+        let response = try TspV1.CheckEligibilityResponse(jsonString: checked.stdout)
+        #expect(response.panLast4 == "0009" && response.reason == .issuerNotParticipating, "\(checked.stdout)")
+
+        let wrong = try await runTokenet(["tsp", "encrypt-card", address, "--pan", "-", "--exp", "13/29"] + tls)
+        #expect(wrong.status == 2 && wrong.stderr.contains("the expiry month 13 is not a month"), "\(wrong.stderr)")
     }
 
     @Test func listShowsTheServedServices() async throws {
