@@ -402,15 +402,20 @@ enum PANRuns {
             let value = scalar(index)
             return value.properties.isAlphabetic || value.properties.numericType != nil
         }
-        var start = digits.lowerBound
-        while start > 0, isPart(start - 1), digits.upperBound - start <= 36 { start -= 1 }
-        var end = digits.upperBound
-        while end < count, isPart(end), end - start <= 36 { end += 1 }
-        guard end - start == 36, start == 0 || !isAlphanumeric(start - 1), end == count || !isAlphanumeric(end)
-        else { return nil }
+        guard digits.count <= 36, digits.allSatisfy(isPart) else { return nil }
+        // The UUID may have hyphens of the text around it (`test-123e4567-…`): each 36-character window that holds
+        // the run is tried.
         let hyphens = [8, 13, 18, 23]
-        for offset in 0..<36 where (scalar(start + offset) == "-") != hyphens.contains(offset) { return nil }
-        return start..<end
+        for start in max(0, digits.upperBound - 36)...digits.lowerBound where start + 36 <= count {
+            let end = start + 36
+            guard start == 0 || !isAlphanumeric(start - 1), end == count || !isAlphanumeric(end) else { continue }
+            let fits = (0..<36).allSatisfy { offset in
+                let index = start + offset
+                return hyphens.contains(offset) ? scalar(index) == "-" : isPart(index) && scalar(index) != "-"
+            }
+            if fits { return start..<end }
+        }
+        return nil
     }
 
     /// Whether whole groups of a UUID, next to each other and all digits, make a number of 13 to 19 digits that

@@ -264,9 +264,13 @@ public final class RPCNodeListener: NodeListener {
                                 ["peer": peer ?? "unknown", "error": "\(failure)"])
                             return
                         }
+                        // "refused" for the node's own limit (--address-handshakes), as the README names it;
+                        // "failed" for the rest (a certificate from another CA, a client speaking plaintext), which a
+                        // line of the same words made read as the limit.
+                        let tooMany = failure.code == .tooManyHandshakes
                         logger.info(
-                            "handshake refused", error: "\(failure)", peer: peer,
-                            throttledBy: failure.code == .tooManyHandshakes ? handshakeRefusals : refusals)
+                            tooMany ? "handshake refused" : "handshake failed", error: "\(failure)", peer: peer,
+                            throttledBy: tooMany ? handshakeRefusals : refusals)
                     },
                     onAcceptFailure: { failure in
                         logger.warning("accept failed", error: "\(failure)", throttledBy: refusals)

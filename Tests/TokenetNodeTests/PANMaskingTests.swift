@@ -235,6 +235,9 @@ import TokenetTestSupport
         #expect(maskPAN("41111111-1111-1111-aaaa-bbbbbbbbbbbb") == "********-****-1111-aaaa-bbbbbbbbbbbb")
         #expect(maskPAN("0123abcd-0000-aaaa-4111-111111111111") == "0123abcd-0000-aaaa-****-********1111")
         #expect(IdentifierRules.holdsCardNumber(identifier: "41111111-1111-1111-aaaa-bbbbbbbbbbbb"))
+        // After a hyphen of the text around it, as in a temporary directory's name.
+        let directory = "/tmp/tokenet-test-BCEEC50D-4754-4912-8487-1CDF378FA0E9/data"
+        #expect(maskPAN(directory) == directory)
         // Glued to a letter, it is no UUID standing alone: looked at as any other digits.
         #expect(maskPAN("x123e4567-e89b-12d3-a456-426614174000") != "x123e4567-e89b-12d3-a456-426614174000")
     }

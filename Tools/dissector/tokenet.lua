@@ -359,17 +359,31 @@ end
 -- digits at lo..hi-1 lie inside, or nil.
 local function uuid_around(points, lo, hi, n)
     local function part(cp) return is_hex(cp) or cp == 45 end
-    local first, stop = lo, hi
-    while first > 1 and part(points[first - 1]) and hi - first <= 36 do first = first - 1 end
-    while stop <= n and part(points[stop]) and stop - first <= 36 do stop = stop + 1 end
-    if stop - first ~= 36 then return nil end
-    if first > 1 and is_alphanumeric(points[first - 1]) then return nil end
-    if stop <= n and is_alphanumeric(points[stop]) then return nil end
-    for offset = 0, 35 do
-        local hyphen = offset == 8 or offset == 13 or offset == 18 or offset == 23
-        if (points[first + offset] == 45) ~= hyphen then return nil end
+    if hi - lo > 36 then return nil end
+    for k = lo, hi - 1 do
+        if not part(points[k]) then return nil end
     end
-    return first
+    -- The UUID may have hyphens of the text around it (`test-123e4567-…`): each 36-character window that holds the
+    -- run is tried.
+    for first = math.max(1, hi - 36), lo do
+        local stop = first + 36
+        if stop - 1 <= n and not (first > 1 and is_alphanumeric(points[first - 1]))
+            and not (stop <= n and is_alphanumeric(points[stop])) then
+            local fits = true
+            for offset = 0, 35 do
+                local hyphen = offset == 8 or offset == 13 or offset == 18 or offset == 23
+                local cp = points[first + offset]
+                if hyphen then
+                    if cp ~= 45 then fits = false break end
+                elseif not is_hex(cp) then
+                    fits = false
+                    break
+                end
+            end
+            if fits then return first end
+        end
+    end
+    return nil
 end
 
 local function passes_luhn(values, first, last)
