@@ -39,8 +39,14 @@ public enum NodeMain {
             if let parent = options.parentPID { try ParentWatch.checkRunning(Int32(parent)) }
         } catch {
             // Masked as log lines are: an option's value is echoed, and a card number typed into the wrong place
-            // must not land in the node's log stream.
-            writeStandardError(maskPAN("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option."))
+            // must not land in the node's log stream. With --log-format json on the command line, a JSON line, as
+            // every other line the node writes: a collector reading stderr parses each one.
+            if jsonLogsAsked(arguments) {
+                Logger(node: spec.name, format: .json).error(
+                    maskPAN("\(error)"), ["help": "run '\(spec.name) --help' to see every option"])
+            } else {
+                writeStandardError(maskPAN("\(spec.name): \(error)\nRun '\(spec.name) --help' to see every option."))
+            }
             exit(error.exitStatus)
         }
 
@@ -129,3 +135,10 @@ public enum NodeMain {
 func writeStandardOutput(_ line: String) { StandardStream.output.write(line: line) }
 
 func writeStandardError(_ line: String) { StandardStream.error.write(line: line) }
+
+/// Whether the command line asks for JSON logs (`--log-format json` or `--log-format=json`), read before the options
+/// are parsed: a mistake in them is said in the format asked for.
+func jsonLogsAsked(_ arguments: [String]) -> Bool {
+    zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
+        || arguments.contains("--log-format=json")
+}

@@ -349,6 +349,19 @@ import TokenetWire
         #expect(result.stdout.isEmpty)
     }
 
+    /// With `--log-format json`, a bad option is said in a JSON line, as every other line the node writes, so that
+    /// a collector parsing stderr line by line is not broken by the first mistake.
+    @Test(arguments: [["--log-format", "json"], ["--log-format=json"]])
+    func aBadOptionIsAJSONLineWhenJSONLogsAreAsked(format: [String]) async throws {
+        let result = try await LaunchedProcess.run("tsp-node", format + ["--plaintext", "--listen", "bogus"])
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Any]
+        #expect(object?["level"] as? String == "error", "\(result.stderr)")
+        #expect((object?["msg"] as? String)?.contains("--listen") == true, "\(result.stderr)")
+    }
+
     /// An option's value is echoed in its error, on the node's log stream: a card number typed into the wrong place
     /// shows masked there, as in every log line.
     @Test func aCardNumberInABadOptionIsMasked() async throws {
