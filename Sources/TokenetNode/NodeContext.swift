@@ -53,8 +53,20 @@ public struct NodeContext: Sendable {
         let loop = eventLoop
         let timers = options.clientTimers
         let peer = "the \(role.nodeName) at \(address) (--\(role.rawValue))"
+        // When the link goes and comes back, once each: between them only each failed call said anything.
+        let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger] change in
+            switch change {
+            case .unreachable(let reason):
+                logger.warning(
+                    "cannot reach \(peer); calls to it retry with backoff until it answers",
+                    ["peer": address.description, "error": reason])
+            case .reachable(let failed):
+                logger.info(
+                    "reached \(peer) again", ["peer": address.description, "failed_attempts": String(failed)])
+            }
+        }
         if options.plaintext {
-            let channel = RPCChannel(timers: timers, peer: peer) {
+            let channel = RPCChannel(timers: timers, peer: peer, onLinkChange: onLinkChange) {
                 try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
             }
             outgoing.track(channel)
@@ -77,7 +89,7 @@ public struct NodeContext: Sendable {
             throw NodeError(.config, "cannot load this node's TLS identity", cause: DescribedError(error))
         }
         context.onKeyLogFailure { [logger] in logger.warning($0) }
-        let channel = RPCChannel(timers: timers, peer: peer) {
+        let channel = RPCChannel(timers: timers, peer: peer, onLinkChange: onLinkChange) {
             try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
         }
         outgoing.track(channel)

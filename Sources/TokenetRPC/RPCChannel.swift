@@ -106,6 +106,15 @@ public final class RPCChannel: RPCCaller {
     /// passes on "cannot connect" has a person wonder to what.
     private let peer: String?
     private let state = Mutex(State())
+    private let onLinkChange: (@Sendable (LinkChange) -> Void)?
+
+    /// The peer became unreachable, or reachable again: the first failed attempt after a connection (or at the
+    /// first), and the first connection after failed attempts, each once, for the owner's log. Between them calls
+    /// fail with their own errors; these say when the link itself went and came back.
+    public enum LinkChange: Sendable, Equatable {
+        case unreachable(reason: String)
+        case reachable(afterFailedAttempts: Int)
+    }
 
     public init(
         settings: ConnectionSettings = .defaults,
@@ -113,8 +122,10 @@ public final class RPCChannel: RPCCaller {
         backoff: Backoff = Backoff(),
         attemptsWithoutDeadline: Int = 5,
         peer: String? = nil,
+        onLinkChange: (@Sendable (LinkChange) -> Void)? = nil,
         connector: @escaping Connector
     ) {
+        self.onLinkChange = onLinkChange
         self.connector = connector
         self.peer = peer
         self.settings = settings
@@ -361,10 +372,12 @@ public final class RPCChannel: RPCCaller {
     }
 
     private func finishAttempt(_ outcome: Result<RPCClient, any Error>, countsAsFailure: Bool) {
-        let waiters = state.withLock { state in
+        let (waiters, change) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], LinkChange?) in
             state.connecting = false
+            var change: LinkChange?
             switch outcome {
             case .success(let client):
+                if state.failures > 0 { change = .reachable(afterFailedAttempts: state.failures) }
                 state.client = client
                 state.failures = 0
                 state.nextAttemptAt = nil
@@ -372,17 +385,19 @@ public final class RPCChannel: RPCCaller {
                 state.lastingError = nil
             case .failure(let error):
                 if countsAsFailure {
+                    if state.failures == 0 { change = .unreachable(reason: "\(error)") }
                     state.failures += 1
                     state.nextAttemptAt = .now + backoff.delay(beforeAttempt: state.failures)
                     state.lastError = error
                     state.lastingError = Self.isLasting(error) ? error : nil
                 }
             }
-            let waiters = state.waiters.values
+            let waiters = Array(state.waiters.values)
             state.waiters.removeAll()
-            return waiters
+            return (waiters, change)
         }
         for waiter in waiters { waiter.resume() }
+        if let change { onLinkChange?(change) }
     }
 
     private func unavailable(_ error: (any Error)?, attempts: Int) -> RPCError {

@@ -98,6 +98,21 @@ import TokenetWire
         #expect(channel.consecutiveFailures == 0)
     }
 
+    /// The owner hears when the link goes and when it comes back, once each, not at every failed attempt: a node
+    /// said nothing of a peer it lost until a call failed for good.
+    @Test func theLinkGoingAndComingBackIsToldOnceEach() async throws {
+        let harness = Harness(failures: 3)
+        let changes = Mutex<[RPCChannel.LinkChange]>([])
+        let record: @Sendable (RPCChannel.LinkChange) -> Void = { change in changes.withLock { $0.append(change) } }
+        let channel = RPCChannel(backoff: Self.fastBackoff, onLinkChange: record) { try await harness.connect() }
+        _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1))
+        _ = try await channel.unary(Echo.unary, Scalars(fInt32: 1))
+        #expect(
+            changes.withLock { $0 } == [
+                .unreachable(reason: "connection refused (test)"), .reachable(afterFailedAttempts: 3),
+            ])
+    }
+
     /// A hang would trip the time limit; the elapsed time itself is not asserted (the machine may be loaded).
     @Test(.timeLimit(.minutes(3))) func failsWithUnavailableWhenTheDeadlinePasses() async throws {
         let harness = Harness(failures: .max)
