@@ -33,8 +33,8 @@ public enum CardRejection: Sendable, Hashable, CustomStringConvertible {
         case .malformedExpiry:
             return "the expiry date must be written as MM/YY, for example 09/27"
         case .malformedExpirationDate:
-            return "the card data's expirationDate must give the month as two digits and the year as four digits, "
-                + "both as strings, for example {\"month\": \"09\", \"year\": \"2027\"}"
+            return "the card data's expirationDate must give the month as two digits and the year as four digits "
+                + "from 2000 on, both as strings, for example {\"month\": \"09\", \"year\": \"2027\"}"
         case .invalidExpiryMonth(let month):
             return "the expiry month \(month) is not a month; use 01 to 12"
         case .expired(let expiry):

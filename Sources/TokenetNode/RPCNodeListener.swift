@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetRPC
 import TokenetTransport
 import TokenetWire
@@ -157,8 +158,19 @@ public final class RPCNodeListener: NodeListener {
         // One line per call at `debug`; a call that did not end OK gets its line at `info`, with the message its
         // caller got, so that why a flow failed is in the log of the node that said so (a client that gave up,
         // CANCELLED, is its own doing, and stays at `debug`). At `info` the node is told only of those calls. A
-        // peer that fails call after call gets one line a second, with the count of those not shown.
-        let failedCalls = LogThrottle()
+        // peer that fails call after call gets one line a second, with the count of its own not shown.
+        // A throttle per peer: one client failing call after call would otherwise hide another's failures, and
+        // count them on its own lines. Bounded: past a thousand peers, the throttles start over.
+        let failedCalls = Mutex<[String: LogThrottle]>([:])
+        let throttle: @Sendable (String) -> LogThrottle = { peer in
+            failedCalls.withLock { throttles in
+                if let throttle = throttles[peer] { return throttle }
+                if throttles.count >= 1_000 { throttles.removeAll() }
+                let throttle = LogThrottle()
+                throttles[peer] = throttle
+                return throttle
+            }
+        }
         let everyCall = logger.isEnabled(.debug)
         let logCall: @Sendable (CallRecord) -> Void = { record in
             let (seconds, attoseconds) = record.duration.components
@@ -189,7 +201,7 @@ public final class RPCNodeListener: NodeListener {
                     ])
             }
             // At `debug`, where every call has its line, none is held back.
-            if everyCall { line(0) } else { failedCalls.submit(line) }
+            if everyCall { line(0) } else { throttle(peer).submit(line) }
         }
         // A connection that ended in a problem (a protocol error, an unanswered ping, a failed read) is worth a
         // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.

@@ -122,21 +122,28 @@ extension TSPStore {
         }
         if let termsID = receipt.termsID {
             // Each missing or wrong part named: one message for all three sent a wallet looking for which.
-            guard !request.acceptedTermsID.isEmpty, request.termsAcceptedAtMs > 0 else {
-                let missing = [
-                    request.acceptedTermsID.isEmpty ? "accepted_terms_id \"\(termsID)\"" : nil,
-                    request.termsAcceptedAtMs == 0 ? "terms_accepted_at_ms (when the cardholder accepted them)" : nil,
-                ].compactMap { $0 }
-                throw TSPError(
-                    .failedPrecondition,
-                    "the cardholder must accept the terms and conditions \"\(termsID)\" first: send "
-                        + missing.joined(separator: " and "))
+            // Every missing or wrong part named at once: one message for all sent a wallet looking for which, and
+            // one part at a time had it fix them one call after another.
+            var problems: [String] = []
+            if request.acceptedTermsID.isEmpty {
+                problems.append("send accepted_terms_id \"\(termsID)\"")
+            } else if request.acceptedTermsID != termsID {
+                problems.append(
+                    "accepted_terms_id \"\(request.acceptedTermsID)\" is not the terms and conditions the "
+                        + "eligibility check gave (\"\(termsID)\")")
             }
-            guard request.acceptedTermsID == termsID else {
+            if request.termsAcceptedAtMs == 0 {
+                problems.append("send terms_accepted_at_ms (when the cardholder accepted them)")
+            } else if request.termsAcceptedAtMs > nowMs + 5 * 60_000 {
+                problems.append(
+                    "terms_accepted_at_ms \(request.termsAcceptedAtMs) is in the future; give when the cardholder "
+                        + "accepted them, in milliseconds since 1970-01-01 UTC")
+            }
+            guard problems.isEmpty else {
                 throw TSPError(
                     .failedPrecondition,
-                    "accepted_terms_id \"\(request.acceptedTermsID)\" is not the terms and conditions the eligibility "
-                        + "check gave (\"\(termsID)\"): the cardholder must accept those")
+                    "the cardholder must accept the terms and conditions \"\(termsID)\" first: "
+                        + problems.joined(separator: "; "))
             }
         }
         return receipt

@@ -78,8 +78,16 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "first: send accepted_terms_id \"\(terms.id)\"") {
             try await digitize("", 1_764_647_000_000)
         }
-        await expectRPCError(.failedPrecondition, "accepted_terms_id \"other-terms\" is not the terms and conditions") {
-            try await digitize("other-terms", 1_764_647_000_000)
+        // Both parts wrong: both named in one answer.
+        await expectRPCError(
+            .failedPrecondition,
+            "first: accepted_terms_id \"other-terms\" is not the terms and conditions the eligibility check gave "
+                + "(\"\(terms.id)\"); send terms_accepted_at_ms"
+        ) {
+            try await digitize("other-terms", 0)
+        }
+        await expectRPCError(.failedPrecondition, "terms_accepted_at_ms 99999999999999 is in the future") {
+            try await digitize(terms.id, 99_999_999_999_999)
         }
     }
 
