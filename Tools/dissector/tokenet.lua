@@ -429,16 +429,7 @@ local function holds_luhn_valid_number(points, lo, hi)
     for first = 1, #values do
         for length = 13, 19 do
             if first + length - 1 > #values then break end
-            local sum = 0
-            for offset = 0, length - 1 do
-                local value = values[first + length - 1 - offset]
-                if offset % 2 == 1 then
-                    value = value * 2
-                    if value > 9 then value = value - 9 end
-                end
-                sum = sum + value
-            end
-            if sum % 10 == 0 then return true end
+            if passes_luhn(values, first, first + length - 1) then return true end
         end
     end
     return false
