@@ -202,6 +202,9 @@ extension JSONPath {
         return ProtoRegistry.messageType(named: name)?.protoFields
     }
 
+    /// The proto types of 64-bit integers, which proto3 JSON writes as strings.
+    static let sixtyFourBitIntegers: Set<String> = ["int64", "uint64", "sint64", "fixed64", "sfixed64"]
+
     /// What proto3 JSON would show for a field that holds its default.
     static func defaultValue(of field: ProtoFieldInfo) -> JSONValue {
         if field.cardinality == .repeated { return .array([]) }
@@ -215,7 +218,7 @@ extension JSONPath {
             case "string", "bytes": return .string("")
             case "bool": return .bool(false)
             // 64-bit integers are strings in proto3 JSON, as a node writes them.
-            case "int64", "uint64", "sint64", "fixed64", "sfixed64": return .string("0")
+            case let type where sixtyFourBitIntegers.contains(type): return .string("0")
             default: return .number("0")
             }
         }
@@ -239,8 +242,7 @@ extension JSONValue {
                     if let nested = JSONPath.nestedFields(of: field) {
                         return value.withIntegersAsNumbers(fields: nested)
                     }
-                    let integers = ["int64", "uint64", "sint64", "fixed64", "sfixed64"]
-                    if integers.contains(field.typeName), case .string(let text) = value,
+                    if JSONPath.sixtyFourBitIntegers.contains(field.typeName), case .string(let text) = value,
                         Int64(text) != nil
                             || UInt64(text) != nil
                     {

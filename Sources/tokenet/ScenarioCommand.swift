@@ -315,70 +315,50 @@ struct ScenarioCommand {
             throw CLIError(.usage, "scenario: \(source)\(maskPAN(String(message.dropFirst(source.count))))")
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
-        try checkExpectedObjects(scenario)
-        try checkSavedFields(scenario)
+        try checkResponses(scenario)
         return scenario
     }
 
-    /// Checks the field of each `save` against the response type of its call or watch, when this build knows the
-    /// method: a misspelt field was found only once the nodes had started and the steps before it had run.
-    static func checkSavedFields(_ scenario: Scenario) throws(CLIError) {
+    /// Checks what each call and await expects (`expect OK {…}`, `await NAME {…}`, written without `${NAME}`s) and
+    /// saves against the response type of its call or watch, when this build knows the method, as the run checks
+    /// them: a misspelt field, enum value or save path was found only when the run reached the line, after the steps
+    /// before it, and the call itself, had run (a save's only once the nodes had started).
+    static func checkResponses(_ scenario: Scenario) throws(CLIError) {
+        func target(_ method: String) -> CallTarget? {
+            (try? CallCommand.methodPath(method)).flatMap { CallTarget.known($0) }
+        }
         var watched: [String: CallTarget?] = [:]
         for step in scenario.steps {
-            let saves: [ScenarioCall.Save]
-            let response: CallTarget?
+            let (object, saves, response, line): (String?, [ScenarioCall.Save], CallTarget?, Int)
             switch step.action {
             case .call(let call):
-                (saves, response) = (call.saves, (try? CallCommand.methodPath(call.method)).flatMap(CallTarget.known))
+                (object, saves, response, line) = (
+                    call.expectation.contains, call.saves, target(call.method), call.expectation.line ?? step.line
+                )
             case .watch(let watch):
-                watched[watch.name] = (try? CallCommand.methodPath(watch.method)).flatMap(CallTarget.known)
+                watched[watch.name] = target(watch.method)
                 continue
             case .await(let awaited):
-                (saves, response) = (awaited.saves, watched[awaited.name] ?? nil)
+                (object, saves, response, line) = (
+                    awaited.contains, awaited.saves, watched[awaited.name] ?? nil, step.line
+                )
             default:
                 continue
             }
             guard let response else { continue }
+            if let object, ScenarioVariables.references(in: object).isEmpty {
+                do {
+                    try ScenarioExpectation.check(object, fits: response.response)
+                } catch {
+                    throw CLIError(.usage, "scenario: \(scenario.source):\(line): \(maskPAN(error.message))")
+                }
+            }
             for save in saves {
                 if let problem = save.field.problem(in: response.response) {
                     throw CLIError(
                         .usage, "scenario: \(scenario.source):\(save.line): save \(save.name) \(save.field): \(problem)"
                     )
                 }
-            }
-        }
-    }
-
-    /// Checks each `expect OK {…}` and `await NAME {…}` object written without `${NAME}`s against the response type
-    /// of its call or watch, when this build knows the method, as the run checks it: a misspelt field or enum value
-    /// was found only when the run reached the line, after the steps before it, and the call itself, had run.
-    static func checkExpectedObjects(_ scenario: Scenario) throws(CLIError) {
-        func target(_ method: String) -> CallTarget? {
-            (try? CallCommand.methodPath(method)).flatMap { CallTarget.known($0) }
-        }
-        var watched: [String: CallTarget?] = [:]
-        for step in scenario.steps {
-            let object: String?
-            let response: CallTarget?
-            let line: Int
-            switch step.action {
-            case .call(let call):
-                (object, response, line) = (
-                    call.expectation.contains, target(call.method), call.expectation.line ?? step.line
-                )
-            case .watch(let watch):
-                watched[watch.name] = target(watch.method)
-                continue
-            case .await(let awaited):
-                (object, response, line) = (awaited.contains, watched[awaited.name] ?? nil, step.line)
-            default:
-                continue
-            }
-            guard let object, let response, ScenarioVariables.references(in: object).isEmpty else { continue }
-            do {
-                try ScenarioExpectation.check(object, fits: response.response)
-            } catch {
-                throw CLIError(.usage, "scenario: \(scenario.source):\(line): \(maskPAN(error.message))")
             }
         }
     }
