@@ -1,4 +1,5 @@
 import Glibc
+import TokenetTransport
 
 /// Fits the per-peer connection limits to the process's file-descriptor limit at start.
 ///
@@ -8,9 +9,9 @@ import Glibc
 /// are lowered to a quarter of what the node can spare each; values given on the command line are kept, with a
 /// warning.
 public enum DescriptorBudget {
-    /// Descriptors the node keeps for itself: its database and its journal files, keys, the listener, logs, the
-    /// event loop, and its own connections to its peers.
-    public static let reserved = 32
+    /// Descriptors the node keeps for itself: its database and its journal files, keys, logs, the event loop, and
+    /// the runtime's own (the listener stops accepting short of them, `Socket.reservedDescriptors`).
+    public static let reserved = Socket.reservedDescriptors
 
     /// The soft limit on open files, or nil when the system does not say (or sets none).
     public static func openFileLimit() -> Int? {

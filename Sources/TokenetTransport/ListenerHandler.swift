@@ -1,8 +1,8 @@
 /// The listening socket's handler on the loop: accepts, and hands each accepted socket to `startConnection`, which
 /// owns it from then on (TLS or plaintext). Shared by `TLSListener` and `PlainListener`.
 final class ListenerHandler: EventLoopHandler {
-    /// After EMFILE/ENFILE the pending connection stays queued and epoll would report it again immediately;
-    /// pausing accepts briefly avoids spinning while descriptors are exhausted.
+    /// After EMFILE/ENFILE, or with the process's sockets at their budget, the pending connection stays queued and
+    /// epoll would report it again immediately; pausing accepts briefly avoids spinning meanwhile.
     private static let acceptPause: Duration = .milliseconds(100)
     private static let acceptsPerWakeup = 64
 
@@ -55,6 +55,13 @@ final class ListenerHandler: EventLoopHandler {
     func handleEvent(readable: Bool, writable: Bool, failed: Bool) {
         for _ in 0..<Self.acceptsPerWakeup {
             guard registration != nil else { return }
+            // Short of the limit, so that a peer holding connections never leaves the process without a
+            // descriptor for its own work (see `Socket.reservedDescriptors`).
+            if let refusal = Socket.acceptRefusal() {
+                onAcceptFailure(refusal)
+                pauseAccepting()
+                return
+            }
             let accepted: Int32?
             do throws(TransportError) {
                 accepted = try Socket.accept(fd)

@@ -48,7 +48,7 @@ public enum Socket {
     /// `net.ipv6.bindv6only`.
     static func listen(host: String, port: UInt16, backlog: Int32 = 128) throws(TransportError) -> (Int32, UInt16) {
         let (address, family) = try ipAddress(host)
-        let fd = ctk_tcp_socket_family(family)
+        let fd = opened(ctk_tcp_socket_family(family))
         guard fd >= 0 else { throw TransportError.system("socket", errno: errno) }
         do throws(TransportError) {
             guard ctk_set_reuseaddr(fd) == 0 else {
@@ -63,7 +63,7 @@ public enum Socket {
             guard bound > 0 else { throw TransportError.system("getsockname", errno: errno) }
             return (fd, UInt16(bound))
         } catch {
-            Glibc.close(fd)
+            close(fd)
             throw error
         }
     }
@@ -71,13 +71,13 @@ public enum Socket {
     /// Starts a non-blocking connect; completion is signalled by writability and checked with `connectResult`.
     static func startConnect(host: String, port: UInt16) throws(TransportError) -> Int32 {
         let (address, family) = try ipAddress(host)
-        let fd = ctk_tcp_socket_family(family)
+        let fd = opened(ctk_tcp_socket_family(family))
         // A family the machine lacks (IPv6 turned off) fails here, before any connect: another address may do.
         guard fd >= 0 else { throw TransportError.system("socket", errno: errno, isConnectFailure: true) }
         _ = ctk_set_nodelay(fd)
         if ctk_connect_ip(fd, address, port) != 0 && errno != EINPROGRESS {
             let err = errno
-            Glibc.close(fd)
+            close(fd)
             throw TransportError.system(
                 "connect \(display(host: address, port: port))", errno: err, isConnectFailure: true)
         }
@@ -92,7 +92,7 @@ public enum Socket {
     /// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); nil when none is pending.
     static func accept(_ listener: Int32) throws(TransportError) -> Int32? {
         while true {
-            let fd = ctk_accept(listener)
+            let fd = opened(ctk_accept(listener))
             if fd >= 0 {
                 _ = ctk_set_nodelay(fd)
                 return fd
@@ -167,6 +167,7 @@ public enum Socket {
     }
 
     static func close(_ fd: Int32) {
+        openCount.subtract(1, ordering: .relaxed)
         _ = Glibc.close(fd)
     }
 }

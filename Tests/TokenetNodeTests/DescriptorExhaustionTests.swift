@@ -9,8 +9,11 @@ import TokenetWire
 
 /// A node that runs out of file descriptors: connections that open TCP and never start TLS take them all.
 @Suite struct DescriptorExhaustionTests {
-    /// The node logs that it cannot accept, why, and what to do ("handshake refused ... Too many open files" named
-    /// neither the accept nor the limit), and serves again once the connections that held its descriptors close.
+    /// The node stops accepting short of its file-descriptor limit, logs that it cannot accept, why, and what to
+    /// do, and serves again once the connections that held its descriptors close. The descriptors it keeps are
+    /// free while peers hold every connection it accepts: a node that accepted until `accept4` failed with EMFILE
+    /// had none left for its own work, and libdispatch, which opens `/proc/TID/stat` once a second while its
+    /// queues are busy, killed it (a loaded machine's full test run saw the node gone).
     @Test(.timeLimit(.minutes(3))) func aNodeOutOfDescriptorsSaysSoAndServesOnceTheyClose() async throws {
         let scratch = try TemporaryDirectory()
         let pki = DevelopmentPKI.shared
@@ -46,13 +49,16 @@ import TokenetWire
             try await Task.sleep(for: .milliseconds(20))
             log = (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? ""
         }
-        let line = try #require(log.split(separator: "\n").first { $0.contains("Too many open files") }, "\(log)")
-        #expect(line.contains(" warning ") && line.contains("accept failed"), "\(line)")
+        let line = try #require(log.split(separator: "\n").first { $0.contains("accept failed") }, "\(log)")
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(node.process.pid)/fd").count
+        #expect(open <= 64 - 16, "the node holds \(open) of its 64 descriptors")
+        #expect(line.contains(" warning "), "\(line)")
         #expect(
             log.contains(
                 "the file-descriptor limit is 64 (ulimit -n): with --peer-connections 64 and --address-handshakes 64, "
                     + "one peer can take every descriptor"), "\(log)")
-        #expect(line.contains("the process is out of file descriptors (limit 64)"), "\(line)")
+        #expect(
+            line.contains("sockets are open, the most the file-descriptor limit of 64 (ulimit -n) allows"), "\(line)")
         #expect(line.contains("raise the limit (ulimit -n)"), "\(line)")
 
         for connection in idle { await connection.abort() }
@@ -60,8 +66,15 @@ import TokenetWire
             configuration: .client(
                 certificateChainFile: pki.path("operator.pem"), privateKeyFile: pki.path("operator.key"),
                 trustedCAFile: pki.path("ca.pem")))
-        let client = RPCClient(
-            stream: try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop))
+        let stream: TLSConnection
+        do {
+            stream = try await TLSConnection.connect(host: address.host, port: address.port, context: context, on: loop)
+        } catch {
+            let stderr = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
+            Issue.record("\(error); the node is \(node.process.isRunning ? "running" : "gone"); its stderr:\n\(stderr)")
+            return
+        }
+        let client = RPCClient(stream: stream)
         let health = try await client.unary(
             HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(30)))
         #expect(health.status == .serving)
