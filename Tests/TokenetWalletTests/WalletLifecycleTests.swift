@@ -505,6 +505,10 @@ import TokenetWire
         var configuration = WalletConfiguration()
         configuration.refillWaitAfterPayment = .seconds(1)
         let (wallet, _) = try await Self.digitized(configuration: configuration)
+        // The first batch put in the store: fetched by the first payment, it had only the 5 s bound of a card with
+        // no key left, which a loaded machine overran before the test began.
+        let card = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.addPaymentKeys(cardID: card.id, count: FakeTSPLifecycle.keysPerBatch)
         for _ in 0..<6 { _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1")) }
         let tsp = wallet.lifecycleTSP
         tsp.state.withLock { $0.holdReplenishment = true }
@@ -529,7 +533,6 @@ import TokenetWire
 
         // With no key left the payment waits for the batch, five times as long at most, and says that no payment
         // was made, still short of its deadline.
-        let card = try wallet.store.card(ref: "card-1")
         for _ in 0..<2 { _ = try wallet.store.usePaymentKey(cardID: card.id) }
         let error = try await #require(throws: RPCError.self) {
             try await wallet.lifecycle.usePaymentKey(
@@ -546,8 +549,10 @@ import TokenetWire
         var configuration = WalletConfiguration()
         configuration.refillWaitAfterPayment = .seconds(1)
         let (wallet, _) = try await Self.digitized(configuration: configuration)
-        _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))  // the first batch: 9 left
+        // The first batch put in the store, so that no payment waits for it under the 1 s bound (see above).
         let card = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.addPaymentKeys(cardID: card.id, count: FakeTSPLifecycle.keysPerBatch)
+        _ = try await wallet.lifecycle.usePaymentKey(.init(cardRef: "card-1"))  // 9 left
         for _ in 0..<5 { _ = try wallet.store.usePaymentKey(cardID: card.id) }  // 4 left
         let tsp = wallet.lifecycleTSP
         tsp.state.withLock { $0.holdReplenishment = true }
