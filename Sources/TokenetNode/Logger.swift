@@ -36,10 +36,11 @@ public struct Logger: Sendable {
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ fields: KeyValuePairs<String, String>) {
         guard isEnabled(level) else { return }
         let record = LogRecord(
-            // Inside a call handler the served call's trace id applies, so one flow reads as one trace in every
-            // node's log without threading the id through each log call.
+            // Inside a call handler the served call's trace id applies, and in work done for a flow outside one
+            // (`FlowTrace`) the flow's, so one flow reads as one trace in every node's log without threading the id
+            // through each log call.
             timestamp: clock(), level: level, node: node, message: message(),
-            traceID: traceID ?? ServerContext.current?.traceID,
+            traceID: traceID ?? FlowTrace.active,
             fields: fields.map { LogField($0.key, $0.value) }
         )
         sink.write(line: record.rendered(as: format))

@@ -196,13 +196,16 @@ public final class NotificationSubscriber: Sendable {
                 ["message_id": id, "attempt": "\(notification.deliveryAttempt)"])
             return
         }
-        do {
-            try await handler.handle(notification)
-        } catch {
-            logger.warning(
-                "notification not handled; reopening the stream so that it is delivered again",
-                ["message_id": id, "attempt": "\(notification.deliveryAttempt)", "error": "\(error)"])
-            throw error
+        // Under the trace of the flow that made it: the lines the handling logs, and the calls it makes, carry it.
+        try await FlowTrace.run(notification.traceID) {
+            do {
+                try await handler.handle(notification)
+            } catch {
+                logger.warning(
+                    "notification not handled; reopening the stream so that it is delivered again",
+                    ["message_id": id, "attempt": "\(notification.deliveryAttempt)", "error": "\(error)"])
+                throw error
+            }
         }
         try processed.record(id)
     }

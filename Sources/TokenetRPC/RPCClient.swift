@@ -147,10 +147,10 @@ public final class RPCClient: Sendable {
         let responses: MessageQueue
     }
 
-    /// Opens a call: the trace id (inherited inside a handler, else new), the deadline (the tighter of the option
-    /// and the inherited one, which the connection enforces: `RPCConnection+Deadlines.swift`). With `onlyRequest` it also
-    /// sends that request and ends the requests, encoding all three opening frames at once; with `callerFlushes` the
-    /// caller writes them itself (`flushNow`) instead of waking the writer task.
+    /// Opens a call: the trace id (inherited inside a handler or a `FlowTrace`, else new), the deadline (the tighter
+    /// of the option and the inherited one, which the connection enforces: `RPCConnection+Deadlines.swift`). With
+    /// `onlyRequest` it also sends that request and ends the requests, encoding all three opening frames at once;
+    /// with `callerFlushes` the caller writes them itself (`flushNow`) instead of waking the writer task.
     func open(
         _ path: String,
         _ options: CallOptions,
@@ -169,7 +169,7 @@ public final class RPCClient: Sendable {
         var metadata = options.metadata
         let inherited = ServerContext.current
         if metadata.traceID == nil {
-            metadata.setTraceID(inherited?.traceID ?? Metadata.newTraceID())
+            metadata.setTraceID(inherited?.traceID ?? FlowTrace.flow ?? Metadata.newTraceID())
         }
         var timeout = options.timeout
         if let deadline = inherited?.deadline {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenetRPC
 import TokenetTransport
 import TokenetWire
 
@@ -12,6 +13,9 @@ extension NotificationBroker {
         let recipients = try validRecipients(subscribers)
         var message = notification
         message.messageID = newMessageID()
+        // The broker's to fill, as the id: the trace of the call publishing it (an operator's Publish, say), or
+        // the one the message was made under.
+        message.traceID = FlowTrace.active ?? notification.traceID
         let bytes = try prepare(&message)
         try await waitForCommit { state in
             state.enqueue(message, bytes: bytes, for: recipients)

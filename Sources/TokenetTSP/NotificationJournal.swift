@@ -127,6 +127,8 @@ final class NotificationJournal: Sendable {
     /// Publishes one journaled message; false when it stays journaled.
     private func publish(_ entry: JournaledNotification, log: Logger) async -> Bool {
         let notification = entry.notification
+        // Its own flow's trace, also when a later change or a drain publishes it.
+        let log = notification.traceID.isEmpty ? log : log.withTraceID(notification.traceID)
         do throws(TSPError) {
             if try await !notifications.publish(journaled: entry) {
                 try forget(entry)

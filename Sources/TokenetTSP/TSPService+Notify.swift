@@ -1,6 +1,7 @@
 import Foundation
 import TokenetCard
 import TokenetNode
+import TokenetRPC
 import TokenetWire
 
 /// The D1 push vocabulary the TSP's components publish with.
@@ -44,6 +45,8 @@ enum D1 {
         notification.cardID = cardID
         notification.lastCallTimestampMs = lastCallMs
         notification.body = body
+        // Made while a call is served (or in work done for its flow): the parties handle it under that call's trace.
+        notification.traceID = FlowTrace.active ?? ""
         return notification
     }
 }

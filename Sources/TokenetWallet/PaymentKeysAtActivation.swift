@@ -1,5 +1,6 @@
 import Foundation
 import TokenetNode
+import TokenetRPC
 import TokenetWire
 
 /// Issues a card's first batch of limited-use payment keys when its token becomes ACTIVE, however that happened
@@ -21,7 +22,8 @@ struct PaymentKeysAtActivation: Sendable {
             let subscription = hub.subscribe()
             await catchUp()
             for await event in subscription.events {
-                await handle(event)
+                // The activation's flow: the ReplenishPaymentKeys call, and what it logs, carry its trace id.
+                await FlowTrace.run(event.traceID) { await handle(event) }
             }
             guard hub.wasDropped(subscription.id) else { return }
             logger.warning("payment keys at activation: fell behind the wallet's events; listening again")

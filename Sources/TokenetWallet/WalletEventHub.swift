@@ -1,4 +1,5 @@
 import Synchronization
+import TokenetRPC
 import TokenetWire
 
 /// Fans the wallet's state changes out to every open listener. Each listener has a bounded buffer: a listener that
@@ -66,6 +67,9 @@ public final class WalletEventHub: Sendable {
     /// their termination handler, which takes the lock again.
     @discardableResult
     public func publish(_ event: WalletV1.WalletEvent, cardIssuerNodeID: String? = nil) -> UInt64 {
+        // The flow that made the change: what listeners do about it (a first batch of payment keys) carries it on.
+        var event = event
+        if event.traceID.isEmpty { event.traceID = FlowTrace.active ?? "" }
         let (published, full) = state.withLock { state in
             state.published += 1
             var full: [AsyncStream<WalletV1.WalletEvent>.Continuation] = []

@@ -172,6 +172,32 @@ import TokenetWire
         #expect(harness.broker.figures(of: "wallet/wallet-1").acknowledgedTotal == 40)
     }
 
+    /// A message published while a flow is served carries its trace id (the broker fills it in, whatever the
+    /// publisher put there), and the receiving node handles it under that trace: the lines its handling logs and
+    /// the calls it makes carry it. One published outside any flow is handled under none.
+    @Test func aMessageIsHandledUnderTheTraceOfTheFlowThatPublishedIt() async throws {
+        final class TraceRecorder: NotificationHandler {
+            let traces = Mutex<[String?]>([])
+            func handle(_ notification: TspV1.Notification) async {
+                traces.withLock { $0.append(FlowTrace.active) }
+            }
+        }
+        let harness = try BrokerHarness.make()
+        var claimed = BrokerHarness.notification(card: "card-a", note: "0")
+        claimed.traceID = "0000000000000000"
+        try await FlowTrace.run("0123456789abcdef") {
+            _ = try await harness.broker.publish(claimed, to: ["wallet/wallet-1"])
+        }
+        _ = try await harness.publish(1, cards: ["card-a"])
+        let handler = TraceRecorder()
+        let subscriber = try Self.subscriber(
+            Self.caller(harness), handler, journal: harness.directory + "/wallet-journal.log")
+        let running = Task { await subscriber.run() }
+        #expect(await Self.eventually { handler.traces.withLock { $0.count } == 2 })
+        running.cancel()
+        #expect(handler.traces.withLock { $0 } == ["0123456789abcdef", nil])
+    }
+
     @Test func restartBetweenHandlingAndAcknowledgingDoesNotHandleTwice() async throws {
         let harness = try BrokerHarness.make()
         let ids = try await harness.publish(30, cards: ["card-a", "card-b", "card-c"])

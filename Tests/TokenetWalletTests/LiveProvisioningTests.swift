@@ -109,7 +109,17 @@ import TokenetTestSupport
         // The TSP's audit trail carries the trace id of the wallet command that made the token.
         let history = try await tokenet(["tsp", "history", tsp.listen, digitalCardID])
         #expect(history.stdout.contains("issuer approved"), "\(history.stdout)")
-        #expect(history.stdout.contains(try #require(traceID(accepted))), "\(history.stdout)")
+        let trace = try #require(traceID(accepted))
+        #expect(history.stdout.contains(trace), "\(history.stdout)")
+        // The card's first payment keys, which the wallet asks for in the background once the token is active,
+        // belong to the same flow: its log line carries the command's trace id.
+        let deadline = Date().addingTimeInterval(60)
+        var replenished: Substring?
+        while replenished == nil, Date() < deadline {
+            replenished = wallet.stderr.split(separator: "\n").first { $0.contains("payment keys replenished") }
+            if replenished == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(replenished?.contains("trace_id=\(trace)") == true, "\(wallet.stderr)")
         for node in [wallet, tsp, issuer] { #expect(!node.stderr.contains("4761000010000009")) }
     }
 

@@ -733,7 +733,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__subscribe_request__descriptor
   (ProtobufCMessageInit) tokenet__tsp__v1__subscribe_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_descriptors[17] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_descriptors[18] =
 {
   {
     "message_id",
@@ -844,6 +844,18 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_desc
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "trace_id",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__Notification, trace_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "card_state",
     20,
     PROTOBUF_C_LABEL_NONE,
@@ -941,30 +953,31 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__notification__field_desc
   },
 };
 static const unsigned tokenet__tsp__v1__notification__field_indices_by_name[] = {
-  12,   /* field[12] = authn */
+  13,   /* field[13] = authn */
   5,   /* field[5] = card_id */
-  13,   /* field[13] = card_renewal */
-  9,   /* field[9] = card_state */
+  14,   /* field[14] = card_renewal */
+  10,   /* field[10] = card_state */
   8,   /* field[8] = delivery_attempt */
   6,   /* field[6] = last_call_timestamp_ms */
   0,   /* field[0] = message_id */
   4,   /* field[4] = message_type */
-  14,   /* field[14] = messaging */
-  16,   /* field[16] = opaque */
+  15,   /* field[15] = messaging */
+  17,   /* field[17] = opaque */
   7,   /* field[7] = published_at_ms */
-  10,   /* field[10] = replenishment */
+  11,   /* field[11] = replenishment */
   2,   /* field[2] = sender */
   1,   /* field[1] = sequence */
-  15,   /* field[15] = stand_in_advice */
+  16,   /* field[16] = stand_in_advice */
   3,   /* field[3] = topic */
-  11,   /* field[11] = transaction */
+  9,   /* field[9] = trace_id */
+  12,   /* field[12] = transaction */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__notification__number_ranges[3 + 1] =
 {
   { 1, 0 },
-  { 20, 9 },
-  { 30, 16 },
-  { 0, 17 }
+  { 20, 10 },
+  { 30, 17 },
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
 {
@@ -974,7 +987,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__notification__descriptor =
   "Tokenet__Tsp__V1__Notification",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__Notification),
-  17,
+  18,
   tokenet__tsp__v1__notification__field_descriptors,
   tokenet__tsp__v1__notification__field_indices_by_name,
   3,  tokenet__tsp__v1__notification__number_ranges,

@@ -385,7 +385,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__listen_request__descriptor
   (ProtobufCMessageInit) tokenet__wallet__v1__listen_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_event__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_event__field_descriptors[7] =
 {
   {
     "sequence",
@@ -459,6 +459,18 @@ static const ProtobufCFieldDescriptor tokenet__wallet__v1__wallet_event__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "trace_id",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__WalletEvent, trace_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__wallet__v1__wallet_event__field_indices_by_name[] = {
   5,   /* field[5] = at_ms */
@@ -466,12 +478,13 @@ static const unsigned tokenet__wallet__v1__wallet_event__field_indices_by_name[]
   1,   /* field[1] = kind */
   0,   /* field[0] = sequence */
   4,   /* field[4] = token_state */
+  6,   /* field[6] = trace_id */
   2,   /* field[2] = wallet_account_id */
 };
 static const ProtobufCIntRange tokenet__wallet__v1__wallet_event__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_event__descriptor =
 {
@@ -481,7 +494,7 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__wallet_event__descriptor =
   "Tokenet__Wallet__V1__WalletEvent",
   "tokenet.wallet.v1",
   sizeof(Tokenet__Wallet__V1__WalletEvent),
-  6,
+  7,
   tokenet__wallet__v1__wallet_event__field_descriptors,
   tokenet__wallet__v1__wallet_event__field_indices_by_name,
   1,  tokenet__wallet__v1__wallet_event__number_ranges,

@@ -78,6 +78,11 @@ extension TspV1 {
         /// 1 the first time the message is sent to this subscriber, 2 after one redelivery, and so on.
         public var deliveryAttempt: UInt32 = 0
 
+        /// The trace id of the call whose change the message reports (a Publish's own), filled by the broker; empty for
+        /// what the TSP's timers publish. The receiving node handles the message, and makes the calls it leads to, under
+        /// it, so one flow keeps one trace id across the push as across a call.
+        public var traceID: String = ""
+
         public var body: Body? = nil
 
         /// The members of the `body` oneof; at most one is set.
@@ -104,6 +109,7 @@ extension TspV1 {
             lastCallTimestampMs: UInt64 = 0,
             publishedAtMs: UInt64 = 0,
             deliveryAttempt: UInt32 = 0,
+            traceID: String = "",
             body: Body? = nil
         ) {
             self.messageID = messageID
@@ -115,6 +121,7 @@ extension TspV1 {
             self.lastCallTimestampMs = lastCallTimestampMs
             self.publishedAtMs = publishedAtMs
             self.deliveryAttempt = deliveryAttempt
+            self.traceID = traceID
             self.body = body
         }
 
@@ -128,6 +135,7 @@ extension TspV1 {
             self.lastCallTimestampMs = try reader.read(7)
             self.publishedAtMs = try reader.read(8)
             self.deliveryAttempt = try reader.read(9)
+            self.traceID = try reader.read(10)
             switch reader.oneofCase(20) {
             case 20:
                 let value: TspV1.CardStateBody? = try reader.readMessage(20)
@@ -168,6 +176,7 @@ extension TspV1 {
             try writer.write(7, lastCallTimestampMs)
             try writer.write(8, publishedAtMs)
             try writer.write(9, deliveryAttempt)
+            try writer.write(10, traceID)
             switch body {
             case .cardState(let value)?: try writer.write(20, message: value)
             case .replenishment(let value)?: try writer.write(21, message: value)

@@ -44,6 +44,10 @@ extension WalletV1 {
 
         public var atMs: UInt64 = 0
 
+        /// The trace id of the call or notification that made the change; empty when there was none (the wallet's own
+        /// timers).
+        public var traceID: String = ""
+
         public init() {}
 
         public init(
@@ -52,7 +56,8 @@ extension WalletV1 {
             walletAccountID: String = "",
             digitalCardID: String = "",
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
-            atMs: UInt64 = 0
+            atMs: UInt64 = 0,
+            traceID: String = ""
         ) {
             self.sequence = sequence
             self.kind = kind
@@ -60,6 +65,7 @@ extension WalletV1 {
             self.digitalCardID = digitalCardID
             self.tokenState = tokenState
             self.atMs = atMs
+            self.traceID = traceID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -69,6 +75,7 @@ extension WalletV1 {
             self.digitalCardID = try reader.read(4)
             self.tokenState = try reader.read(5)
             self.atMs = try reader.read(6)
+            self.traceID = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -78,6 +85,7 @@ extension WalletV1 {
             try writer.write(4, digitalCardID)
             try writer.write(5, tokenState)
             try writer.write(6, atMs)
+            try writer.write(7, traceID)
         }
     }
 }

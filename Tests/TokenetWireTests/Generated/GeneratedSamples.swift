@@ -1592,6 +1592,7 @@ extension TspV1.Notification {
         base.lastCallTimestampMs = 18446744073709551608
         base.publishedAtMs = 18446744073709551607
         base.deliveryAttempt = 3999999991
+        base.traceID = "trace_id-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.body = .cardState(TspV1.CardStateBody.samples()[0])
         var all = [base]
         do {
@@ -2371,6 +2372,7 @@ extension WalletV1.WalletEvent {
         base.digitalCardID = "digital_card_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.atMs = 18446744073709551609
+        base.traceID = "trace_id-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -115,6 +115,12 @@ struct  Tokenet__Tsp__V1__Notification
    * 1 the first time the message is sent to this subscriber, 2 after one redelivery, and so on.
    */
   uint32_t delivery_attempt;
+  /*
+   * The trace id of the call whose change the message reports (a Publish's own), filled by the broker; empty for
+   * what the TSP's timers publish. The receiving node handles the message, and makes the calls it leads to, under
+   * it, so one flow keeps one trace id across the push as across a call.
+   */
+  char *trace_id;
   Tokenet__Tsp__V1__Notification__BodyCase body_case;
   union {
     Tokenet__Tsp__V1__CardStateBody *card_state;
@@ -132,7 +138,7 @@ struct  Tokenet__Tsp__V1__Notification
 };
 #define TOKENET__TSP__V1__NOTIFICATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__notification__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, TOKENET__TSP__V1__NOTIFICATION__BODY__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, (char *)protobuf_c_empty_string, TOKENET__TSP__V1__NOTIFICATION__BODY__NOT_SET, {0} }
 
 
 struct  Tokenet__Tsp__V1__CardStateBody

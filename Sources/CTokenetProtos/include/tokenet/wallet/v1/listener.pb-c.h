@@ -66,10 +66,15 @@ struct  Tokenet__Wallet__V1__WalletEvent
   char *digital_card_id;
   Tokenet__Card__V1__TokenState token_state;
   uint64_t at_ms;
+  /*
+   * The trace id of the call or notification that made the change; empty when there was none (the wallet's own
+   * timers).
+   */
+  char *trace_id;
 };
 #define TOKENET__WALLET__V1__WALLET_EVENT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__wallet_event__descriptor) \
-    , 0, TOKENET__WALLET__V1__WALLET_EVENT_KIND__WALLET_EVENT_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+    , 0, TOKENET__WALLET__V1__WALLET_EVENT_KIND__WALLET_EVENT_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Wallet__V1__CurrentTokensRequest
