@@ -31,7 +31,9 @@ public struct ReflectionService: Sendable {
         for message in reachable {
             for field in message.protoFields where field.kind == .enumeration {
                 enums[field.typeName] = ReflectionV1.EnumDescription(
-                    name: field.typeName, values: field.enumValues.map { Self.describeEnumValue($0) })
+                    name: field.typeName,
+                    values: field.enumValues.map { Self.describeEnumValue($0, of: field.typeName) },
+                    comment: Self.comment(field.typeName))
             }
         }
         self.enums = enums
@@ -102,7 +104,9 @@ public struct ReflectionService: Sendable {
     private func describeMessages(_ roots: [any ProtoMessage.Type]) -> [ReflectionV1.MessageDescription] {
         Self.reachableMessages(from: roots).map { message in
             ReflectionV1.MessageDescription(
-                name: message.protoName, fields: message.protoFields.map { Self.describeField($0) })
+                name: message.protoName,
+                fields: message.protoFields.map { Self.describeField($0, of: message.protoName) },
+                comment: Self.comment(message.protoName))
         }
     }
 
@@ -139,11 +143,11 @@ public struct ReflectionService: Sendable {
                 ReflectionV1.MethodDescription(
                     name: method.name, path: method.path, requestType: method.request.protoName,
                     responseType: method.response.protoName, clientStreaming: method.kind.clientStreams,
-                    serverStreaming: method.kind.serverStreams)
-            })
+                    serverStreaming: method.kind.serverStreams, comment: comment("\(service.name).\(method.name)"))
+            }, comment: comment(service.name))
     }
 
-    static func describeField(_ field: ProtoFieldInfo) -> ReflectionV1.FieldDescription {
+    static func describeField(_ field: ProtoFieldInfo, of message: String) -> ReflectionV1.FieldDescription {
         let label: ReflectionV1.FieldLabel =
             switch field.cardinality {
             case .singular: .singular
@@ -159,10 +163,19 @@ public struct ReflectionService: Sendable {
         return ReflectionV1.FieldDescription(
             name: field.name, jsonName: field.jsonName, number: field.number, type: field.typeName, typeKind: kind,
             label: label, oneofIndex: field.oneofIndex.map(UInt32.init), oneofName: field.oneofName ?? "",
-            enumValues: field.enumValues.map { describeEnumValue($0) })
+            enumValues: field.enumValues.map { describeEnumValue($0, of: field.typeName) },
+            comment: comment("\(message).\(field.name)"))
     }
 
-    static func describeEnumValue(_ value: (name: String, number: Int32)) -> ReflectionV1.EnumValueDescription {
-        ReflectionV1.EnumValueDescription(name: value.name, number: value.number)
+    static func describeEnumValue(_ value: (name: String, number: Int32), of enumName: String)
+        -> ReflectionV1.EnumValueDescription
+    {
+        ReflectionV1.EnumValueDescription(
+            name: value.name, number: value.number, comment: comment("\(enumName).\(value.name)"))
+    }
+
+    /// The `.proto` comment of a symbol, by fully-qualified name; empty without one.
+    static func comment(_ symbol: String) -> String {
+        ProtoRegistry.comments[symbol] ?? ""
     }
 }

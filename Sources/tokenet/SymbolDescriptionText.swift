@@ -7,7 +7,8 @@ import TokenetWire
 ///
 /// Every name is the node's, written with its control characters escaped, line breaks included (`shown`): whatever
 /// answers at the address may name a field `x;\n}\nmessage …`, and the listing would show lines the node never
-/// described as such.
+/// described as such. The `.proto` comments the node sends are written above what they describe, each of their lines
+/// after `// ` with its control characters escaped, so a comment cannot end itself either.
 enum SymbolDescriptionText {
     /// A name as the listing writes it: on one line, without any escape sequence acting on the terminal.
     static func shown(_ name: String) -> String { escapingControls(name) }
@@ -25,7 +26,11 @@ enum SymbolDescriptionText {
         var header = "\(shown(description.name)) is \(kind):"
         if let service = description.service {
             if description.kind == .method, let method = service.methods.first {
-                header += "\n" + rpcLine(method, indent: "") + "  // " + shown(method.path)
+                let lines =
+                    commentLines(method.comment, indent: "") + [
+                        rpcLine(method, indent: "") + "  // " + shown(method.path)
+                    ]
+                header += "\n" + lines.joined(separator: "\n")
             } else {
                 blocks.append(render(service))
             }
@@ -37,8 +42,19 @@ enum SymbolDescriptionText {
     }
 
     static func render(_ service: ReflectionV1.ServiceDescription) -> String {
-        (["service \(shown(service.name)) {"] + service.methods.map { rpcLine($0, indent: "  ") } + ["}"])
-            .joined(separator: "\n")
+        var lines = commentLines(service.comment, indent: "") + ["service \(shown(service.name)) {"]
+        for method in service.methods {
+            lines += commentLines(method.comment, indent: "  ") + [rpcLine(method, indent: "  ")]
+        }
+        return (lines + ["}"]).joined(separator: "\n")
+    }
+
+    /// A `.proto` comment as `// ` lines at `indent`; none for an empty one.
+    static func commentLines(_ comment: String, indent: String) -> [String] {
+        guard !comment.isEmpty else { return [] }
+        return comment.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.isEmpty ? indent + "//" : indent + "// " + escapingControls(String(line))
+        }
     }
 
     /// `rpc Check(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);`
@@ -49,11 +65,11 @@ enum SymbolDescriptionText {
     }
 
     static func render(_ message: ReflectionV1.MessageDescription) -> String {
-        var lines = ["message \(shown(message.name)) {"]
+        var lines = commentLines(message.comment, indent: "") + ["message \(shown(message.name)) {"]
         var printedOneofs: Set<UInt32> = []
         for field in message.fields {
             guard let oneof = field.oneofIndex else {
-                lines.append("  " + fieldLine(field))
+                lines += commentLines(field.comment, indent: "  ") + ["  " + fieldLine(field)]
                 continue
             }
             // A oneof's members are listed together where its first member appears.
@@ -61,7 +77,7 @@ enum SymbolDescriptionText {
             let name = field.oneofName.isEmpty ? "#\(oneof)" : shown(field.oneofName)
             lines.append("  oneof \(name) {")
             for member in message.fields where member.oneofIndex == oneof {
-                lines.append("    " + fieldLine(member))
+                lines += commentLines(member.comment, indent: "    ") + ["    " + fieldLine(member)]
             }
             lines.append("  }")
         }
@@ -84,9 +100,10 @@ enum SymbolDescriptionText {
     }
 
     static func render(_ description: ReflectionV1.EnumDescription) -> String {
-        (["enum \(shown(description.name)) {"] + description.values.map { "  \(shown($0.name)) = \($0.number);" } + [
-            "}"
-        ])
-        .joined(separator: "\n")
+        var lines = commentLines(description.comment, indent: "") + ["enum \(shown(description.name)) {"]
+        for value in description.values {
+            lines += commentLines(value.comment, indent: "  ") + ["  \(shown(value.name)) = \(value.number);"]
+        }
+        return (lines + ["}"]).joined(separator: "\n")
     }
 }

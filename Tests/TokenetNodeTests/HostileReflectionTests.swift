@@ -40,9 +40,10 @@ import TokenetWire
             field.jsonName = field.name
             field.type = "string"
             field.number = 1
+            field.comment = "first\n}\nmessage x.Fake {\u{1B}[2J"
             return ReflectionV1.DescribeSymbolResponse(
                 kind: .message, name: request.symbol,
-                messages: [ReflectionV1.MessageDescription(name: "x.M", fields: [field])])
+                messages: [ReflectionV1.MessageDescription(name: "x.M", fields: [field], comment: "Made up.\n\nTwo.")])
         }
         let listed = try await runTokenet(servedBy: router) { address in
             ["list", address, "--plaintext", "--deadline", "20s"]
@@ -53,9 +54,11 @@ import TokenetWire
             ["describe", address, "x.M", "--plaintext", "--deadline", "20s"]
         }
         #expect(described.status == 0, "\(described.stderr)")
+        // A comment's lines each start with `//`: one cannot close the message or start another.
         #expect(
             described.stdout
-                == "x.M is a message:\n\nmessage x.M {\n  string f;\\u{A}}\\u{A}message x.Fake { = 1;\n}\n")
+                == "x.M is a message:\n\n// Made up.\n//\n// Two.\nmessage x.M {\n  // first\n  // }\n"
+                + "  // message x.Fake {\\u{1B}[2J\n  string f;\\u{A}}\\u{A}message x.Fake { = 1;\n}\n")
     }
 
     /// A bidirectional override makes a name read backwards from where it turns, and a zero-width space makes two

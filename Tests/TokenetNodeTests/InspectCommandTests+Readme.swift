@@ -6,7 +6,7 @@ import TokenetTestSupport
 /// runs them compares, and a service added to the node without the README following looked like a missing one.
 extension InspectCommandTests {
     @Test(arguments: [
-        ["list"], ["list", "tokenet.health.v1.Health"], ["describe", "tokenet.health.v1.HealthCheckResponse"],
+        ["list"], ["list", "tokenet.health.v1.Health"], ["describe", "tokenet.health.v1.Health.Check"],
     ])
     func theReadmeShowsWhatTheNodeAnswers(command: [String]) async throws {
         let readme = try String(

@@ -112,8 +112,12 @@ import TokenetWire
         for expected in [
             "tokenet.health.v1.Health is a service:",
             "service tokenet.health.v1.Health {",
-            "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);",
-            "message tokenet.health.v1.HealthCheckRequest {\n  string service = 1;\n}",
+            // Each method and field under its .proto comment, as the node's reflection sent it.
+            "  // The current status, then every change, until the call ends.\n"
+                + "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);",
+            "message tokenet.health.v1.HealthCheckRequest {\n"
+                + "  // The service to check, such as \"tokenet.tsp.v1.Provisioning\"; empty for the node as a whole.\n"
+                + "  string service = 1;\n}",
             "message tokenet.health.v1.HealthCheckResponse {\n  tokenet.health.v1.ServingStatus status = 1;\n}",
             "enum tokenet.health.v1.ServingStatus {", "  SERVING_STATUS_SERVING = 1;",
         ] {

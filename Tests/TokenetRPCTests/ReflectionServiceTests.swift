@@ -46,8 +46,10 @@ import TokenetWire
                     responseType: "tokenet.testing.v1.Scalars", clientStreaming: false, serverStreaming: false),
                 ReflectionV1.MethodDescription(
                     name: "Bidi", path: "/tokenet.testing.v1.Echo/Bidi", requestType: "tokenet.testing.v1.Choice",
-                    responseType: "tokenet.testing.v1.Choice", clientStreaming: true, serverStreaming: true),
+                    responseType: "tokenet.testing.v1.Choice", clientStreaming: true, serverStreaming: true,
+                    comment: "Sends each request back as it comes."),
             ])
+        #expect(response.service?.comment == "Answers each call with what it was sent, in every call shape.")
         // Every message and enum a client needs to write the requests, each once.
         #expect(
             response.messages.map(\.name) == [
@@ -87,7 +89,16 @@ import TokenetWire
         #expect(level.typeKind == .enum)
         #expect(level.label == .singular)
         #expect(level.enumValues.map(\.name) == ["LEVEL_UNSPECIFIED", "LEVEL_LOW", "LEVEL_HIGH"])
-        #expect(fields["color"]?.enumValues.last == ReflectionV1.EnumValueDescription(name: "COLOR_BLUE", number: -3))
+        #expect(
+            fields["color"]?.enumValues.last
+                == ReflectionV1.EnumValueDescription(
+                    name: "COLOR_BLUE", number: -3, comment: "Negative: enum values are int32."))
+        // The .proto comments, as written: several lines, quotes and backslashes kept.
+        #expect(
+            choice.comment
+                == "One value of several kinds, with nested types.\n\nIts comments are read back through reflection.")
+        #expect(fields["text"]?.comment == #"Free text, such as "a \ b" or \(x): written as it is."#)
+        #expect(fields["number"]?.comment == "", "a field without a comment")
         #expect(fields["number"]?.oneofName == "pick", "oneof names come from the generated code")
         #expect(
             response.messages.map(\.name) == [
@@ -119,8 +130,9 @@ import TokenetWire
                     // In declaration order, from the generated enum.
                     values: [
                         .init(name: "COLOR_UNSPECIFIED", number: 0), .init(name: "COLOR_RED", number: 1),
-                        .init(name: "COLOR_GREEN", number: 2), .init(name: "COLOR_BLUE", number: -3),
-                    ])
+                        .init(name: "COLOR_GREEN", number: 2),
+                        .init(name: "COLOR_BLUE", number: -3, comment: "Negative: enum values are int32."),
+                    ], comment: "A color, for enum fields of every kind.")
             ])
         #expect(response.messages.isEmpty)
     }
@@ -151,7 +163,9 @@ import TokenetWire
 
     /// A field alone in its oneof is how a field gets presence: it describes as optional, outside any oneof.
     @Test func presenceOneofDescribesAsOptionalField() throws {
-        let fields = TestingV1.Presence.protoFields.map { ReflectionService.describeField($0) }
+        let fields = TestingV1.Presence.protoFields.map {
+            ReflectionService.describeField($0, of: TestingV1.Presence.protoName)
+        }
         #expect(fields.map(\.label) == [.optional, .optional, .optional, .optional])
         #expect(fields.allSatisfy { $0.oneofIndex == nil })
         #expect(fields.map(\.typeKind) == [.scalar, .scalar, .enum, .message])

@@ -641,7 +641,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__describe_symbol_respon
   (ProtobufCMessageInit) tokenet__reflection__v1__describe_symbol_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__service_description__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__service_description__field_descriptors[3] =
 {
   {
     "name",
@@ -667,15 +667,28 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__service_descripti
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__ServiceDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__service_description__field_indices_by_name[] = {
+  2,   /* field[2] = comment */
   1,   /* field[1] = methods */
   0,   /* field[0] = name */
 };
 static const ProtobufCIntRange tokenet__reflection__v1__service_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__service_description__descriptor =
 {
@@ -685,14 +698,14 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__service_description__d
   "Tokenet__Reflection__V1__ServiceDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__ServiceDescription),
-  2,
+  3,
   tokenet__reflection__v1__service_description__field_descriptors,
   tokenet__reflection__v1__service_description__field_indices_by_name,
   1,  tokenet__reflection__v1__service_description__number_ranges,
   (ProtobufCMessageInit) tokenet__reflection__v1__service_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[6] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_description__field_descriptors[7] =
 {
   {
     "name",
@@ -766,9 +779,22 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__method_descriptio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__MethodDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__method_description__field_indices_by_name[] = {
   4,   /* field[4] = client_streaming */
+  6,   /* field[6] = comment */
   0,   /* field[0] = name */
   1,   /* field[1] = path */
   2,   /* field[2] = request_type */
@@ -778,7 +804,7 @@ static const unsigned tokenet__reflection__v1__method_description__field_indices
 static const ProtobufCIntRange tokenet__reflection__v1__method_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__descriptor =
 {
@@ -788,14 +814,14 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__method_description__de
   "Tokenet__Reflection__V1__MethodDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__MethodDescription),
-  6,
+  7,
   tokenet__reflection__v1__method_description__field_descriptors,
   tokenet__reflection__v1__method_description__field_indices_by_name,
   1,  tokenet__reflection__v1__method_description__number_ranges,
   (ProtobufCMessageInit) tokenet__reflection__v1__method_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__message_description__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__message_description__field_descriptors[3] =
 {
   {
     "name",
@@ -821,15 +847,28 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__message_descripti
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__MessageDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__message_description__field_indices_by_name[] = {
+  2,   /* field[2] = comment */
   1,   /* field[1] = fields */
   0,   /* field[0] = name */
 };
 static const ProtobufCIntRange tokenet__reflection__v1__message_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__message_description__descriptor =
 {
@@ -839,14 +878,14 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__message_description__d
   "Tokenet__Reflection__V1__MessageDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__MessageDescription),
-  2,
+  3,
   tokenet__reflection__v1__message_description__field_descriptors,
   tokenet__reflection__v1__message_description__field_indices_by_name,
   1,  tokenet__reflection__v1__message_description__number_ranges,
   (ProtobufCMessageInit) tokenet__reflection__v1__message_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__field_description__field_descriptors[9] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__field_description__field_descriptors[10] =
 {
   {
     "name",
@@ -956,8 +995,21 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__field_description
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__FieldDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__field_description__field_indices_by_name[] = {
+  9,   /* field[9] = comment */
   8,   /* field[8] = enum_values */
   1,   /* field[1] = json_name */
   5,   /* field[5] = label */
@@ -971,7 +1023,7 @@ static const unsigned tokenet__reflection__v1__field_description__field_indices_
 static const ProtobufCIntRange tokenet__reflection__v1__field_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__field_description__descriptor =
 {
@@ -981,14 +1033,14 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__field_description__des
   "Tokenet__Reflection__V1__FieldDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__FieldDescription),
-  9,
+  10,
   tokenet__reflection__v1__field_description__field_descriptors,
   tokenet__reflection__v1__field_description__field_indices_by_name,
   1,  tokenet__reflection__v1__field_description__number_ranges,
   (ProtobufCMessageInit) tokenet__reflection__v1__field_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_description__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_description__field_descriptors[3] =
 {
   {
     "name",
@@ -1014,15 +1066,28 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_description_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__EnumDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__enum_description__field_indices_by_name[] = {
+  2,   /* field[2] = comment */
   0,   /* field[0] = name */
   1,   /* field[1] = values */
 };
 static const ProtobufCIntRange tokenet__reflection__v1__enum_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__enum_description__descriptor =
 {
@@ -1032,14 +1097,14 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__enum_description__desc
   "Tokenet__Reflection__V1__EnumDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__EnumDescription),
-  2,
+  3,
   tokenet__reflection__v1__enum_description__field_descriptors,
   tokenet__reflection__v1__enum_description__field_indices_by_name,
   1,  tokenet__reflection__v1__enum_description__number_ranges,
   (ProtobufCMessageInit) tokenet__reflection__v1__enum_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_value_description__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_value_description__field_descriptors[3] =
 {
   {
     "name",
@@ -1065,15 +1130,28 @@ static const ProtobufCFieldDescriptor tokenet__reflection__v1__enum_value_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "comment",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Reflection__V1__EnumValueDescription, comment),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__reflection__v1__enum_value_description__field_indices_by_name[] = {
+  2,   /* field[2] = comment */
   0,   /* field[0] = name */
   1,   /* field[1] = number */
 };
 static const ProtobufCIntRange tokenet__reflection__v1__enum_value_description__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__reflection__v1__enum_value_description__descriptor =
 {
@@ -1083,7 +1161,7 @@ const ProtobufCMessageDescriptor tokenet__reflection__v1__enum_value_description
   "Tokenet__Reflection__V1__EnumValueDescription",
   "tokenet.reflection.v1",
   sizeof(Tokenet__Reflection__V1__EnumValueDescription),
-  2,
+  3,
   tokenet__reflection__v1__enum_value_description__field_descriptors,
   tokenet__reflection__v1__enum_value_description__field_indices_by_name,
   1,  tokenet__reflection__v1__enum_value_description__number_ranges,

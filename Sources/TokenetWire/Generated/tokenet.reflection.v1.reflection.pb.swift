@@ -142,21 +142,27 @@ extension ReflectionV1 {
 
         public var methods: [ReflectionV1.MethodDescription] = []
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
-        public init(name: String = "", methods: [ReflectionV1.MethodDescription] = []) {
+        public init(name: String = "", methods: [ReflectionV1.MethodDescription] = [], comment: String = "") {
             self.name = name
             self.methods = methods
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.name = try reader.read(1)
             self.methods = try reader.readRepeatedMessages(2)
+            self.comment = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, name)
             try writer.write(2, repeatedMessages: methods)
+            try writer.write(3, comment)
         }
     }
 }
@@ -182,6 +188,9 @@ extension ReflectionV1 {
 
         public var serverStreaming: Bool = false
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
         public init(
@@ -190,7 +199,8 @@ extension ReflectionV1 {
             requestType: String = "",
             responseType: String = "",
             clientStreaming: Bool = false,
-            serverStreaming: Bool = false
+            serverStreaming: Bool = false,
+            comment: String = ""
         ) {
             self.name = name
             self.path = path
@@ -198,6 +208,7 @@ extension ReflectionV1 {
             self.responseType = responseType
             self.clientStreaming = clientStreaming
             self.serverStreaming = serverStreaming
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -207,6 +218,7 @@ extension ReflectionV1 {
             self.responseType = try reader.read(4)
             self.clientStreaming = try reader.read(5)
             self.serverStreaming = try reader.read(6)
+            self.comment = try reader.read(7)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -216,6 +228,7 @@ extension ReflectionV1 {
             try writer.write(4, responseType)
             try writer.write(5, clientStreaming)
             try writer.write(6, serverStreaming)
+            try writer.write(7, comment)
         }
     }
 }
@@ -232,21 +245,27 @@ extension ReflectionV1 {
         /// In field-number order.
         public var fields: [ReflectionV1.FieldDescription] = []
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
-        public init(name: String = "", fields: [ReflectionV1.FieldDescription] = []) {
+        public init(name: String = "", fields: [ReflectionV1.FieldDescription] = [], comment: String = "") {
             self.name = name
             self.fields = fields
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.name = try reader.read(1)
             self.fields = try reader.readRepeatedMessages(2)
+            self.comment = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, name)
             try writer.write(2, repeatedMessages: fields)
+            try writer.write(3, comment)
         }
     }
 }
@@ -281,6 +300,9 @@ extension ReflectionV1 {
         /// For an enum field: the enum's declared values, in number order.
         public var enumValues: [ReflectionV1.EnumValueDescription] = []
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
         public init(
@@ -292,7 +314,8 @@ extension ReflectionV1 {
             label: ReflectionV1.FieldLabel = ReflectionV1.FieldLabel(rawValue: 0),
             oneofIndex: UInt32? = nil,
             oneofName: String = "",
-            enumValues: [ReflectionV1.EnumValueDescription] = []
+            enumValues: [ReflectionV1.EnumValueDescription] = [],
+            comment: String = ""
         ) {
             self.name = name
             self.jsonName = jsonName
@@ -303,6 +326,7 @@ extension ReflectionV1 {
             self.oneofIndex = oneofIndex
             self.oneofName = oneofName
             self.enumValues = enumValues
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -315,6 +339,7 @@ extension ReflectionV1 {
             self.oneofIndex = try reader.readIfPresent(7)
             self.oneofName = try reader.read(8)
             self.enumValues = try reader.readRepeatedMessages(9)
+            self.comment = try reader.read(10)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -327,6 +352,7 @@ extension ReflectionV1 {
             if let value = oneofIndex { try writer.write(7, value) }
             try writer.write(8, oneofName)
             try writer.write(9, repeatedMessages: enumValues)
+            try writer.write(10, comment)
         }
     }
 }
@@ -343,21 +369,27 @@ extension ReflectionV1 {
         /// In number order (protobuf-c keeps no declaration order).
         public var values: [ReflectionV1.EnumValueDescription] = []
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
-        public init(name: String = "", values: [ReflectionV1.EnumValueDescription] = []) {
+        public init(name: String = "", values: [ReflectionV1.EnumValueDescription] = [], comment: String = "") {
             self.name = name
             self.values = values
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.name = try reader.read(1)
             self.values = try reader.readRepeatedMessages(2)
+            self.comment = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, name)
             try writer.write(2, repeatedMessages: values)
+            try writer.write(3, comment)
         }
     }
 }
@@ -373,21 +405,27 @@ extension ReflectionV1 {
 
         public var number: Int32 = 0
 
+        /// The comment written above it in its .proto file; empty when there is none.
+        public var comment: String = ""
+
         public init() {}
 
-        public init(name: String = "", number: Int32 = 0) {
+        public init(name: String = "", number: Int32 = 0, comment: String = "") {
             self.name = name
             self.number = number
+            self.comment = comment
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.name = try reader.read(1)
             self.number = try reader.read(2)
+            self.comment = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, name)
             try writer.write(2, number)
+            try writer.write(3, comment)
         }
     }
 }

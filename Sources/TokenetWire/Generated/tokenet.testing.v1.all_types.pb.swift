@@ -289,6 +289,9 @@ extension TestingV1 {
 }
 
 extension TestingV1 {
+    /// One value of several kinds, with nested types.
+    ///
+    /// Its comments are read back through reflection.
     public struct Choice: ProtoMessage {
         public static let protoName = "tokenet.testing.v1.Choice"
         public static var _protobufC: _ProtoDescriptor {
@@ -477,10 +480,12 @@ extension TestingV1 {
 }
 
 extension TestingV1 {
+    /// A color, for enum fields of every kind.
     public enum Color: ProtoEnum {
         case unspecified
         case red
         case green
+        /// Negative: enum values are int32.
         case blue
         /// A value this build does not know, kept so that it survives a round trip.
         case unrecognized(Int32)
@@ -521,6 +526,7 @@ extension TestingV1 {
 }
 
 extension TestingV1 {
+    /// Answers each call with what it was sent, in every call shape.
     public enum Echo {
         public static let serviceName = "tokenet.testing.v1.Echo"
 
@@ -541,6 +547,7 @@ extension TestingV1 {
             service: serviceName, name: "ClientStream", kind: .clientStreaming
         )
 
+        /// Sends each request back as it comes.
         public static let bidi = MethodDescriptor<TestingV1.Choice, TestingV1.Choice>(
             service: serviceName, name: "Bidi", kind: .bidirectionalStreaming
         )

@@ -917,6 +917,7 @@ extension ReflectionV1.EnumDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.values = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
+        base.comment = "comment-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -926,6 +927,7 @@ extension ReflectionV1.EnumValueDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.number = -2000006
+        base.comment = "comment-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -942,6 +944,7 @@ extension ReflectionV1.FieldDescription {
         base.oneofIndex = 3999999993
         base.oneofName = "oneof_name-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.enumValues = [ReflectionV1.EnumValueDescription.samples()[0], ReflectionV1.EnumValueDescription.samples()[0]]
+        base.comment = "comment-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -966,6 +969,7 @@ extension ReflectionV1.MessageDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.fields = [ReflectionV1.FieldDescription.samples()[0], ReflectionV1.FieldDescription.samples()[0]]
+        base.comment = "comment-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -979,6 +983,7 @@ extension ReflectionV1.MethodDescription {
         base.responseType = "response_type-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.clientStreaming = true
         base.serverStreaming = true
+        base.comment = "comment-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -988,6 +993,7 @@ extension ReflectionV1.ServiceDescription {
         var base = Self()
         base.name = "name-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.methods = [ReflectionV1.MethodDescription.samples()[0], ReflectionV1.MethodDescription.samples()[0]]
+        base.comment = "comment-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -132,10 +132,14 @@ struct  Tokenet__Reflection__V1__ServiceDescription
   char *name;
   size_t n_methods;
   Tokenet__Reflection__V1__MethodDescription **methods;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
 };
 #define TOKENET__REFLECTION__V1__SERVICE_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__service_description__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Reflection__V1__MethodDescription
@@ -153,10 +157,14 @@ struct  Tokenet__Reflection__V1__MethodDescription
   char *response_type;
   protobuf_c_boolean client_streaming;
   protobuf_c_boolean server_streaming;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
 };
 #define TOKENET__REFLECTION__V1__METHOD_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__method_description__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Reflection__V1__MessageDescription
@@ -168,10 +176,14 @@ struct  Tokenet__Reflection__V1__MessageDescription
    */
   size_t n_fields;
   Tokenet__Reflection__V1__FieldDescription **fields;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
 };
 #define TOKENET__REFLECTION__V1__MESSAGE_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__message_description__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
@@ -207,6 +219,10 @@ struct  Tokenet__Reflection__V1__FieldDescription
    */
   size_t n_enum_values;
   Tokenet__Reflection__V1__EnumValueDescription **enum_values;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
   Tokenet__Reflection__V1__FieldDescription__OneofIndexCase _oneof_index_case;
   union {
     uint32_t oneof_index;
@@ -214,7 +230,7 @@ struct  Tokenet__Reflection__V1__FieldDescription
 };
 #define TOKENET__REFLECTION__V1__FIELD_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__field_description__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, TOKENET__REFLECTION__V1__FIELD_TYPE_KIND__FIELD_TYPE_KIND_UNSPECIFIED, TOKENET__REFLECTION__V1__FIELD_LABEL__FIELD_LABEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, TOKENET__REFLECTION__V1__FIELD_DESCRIPTION___ONEOF_INDEX__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, TOKENET__REFLECTION__V1__FIELD_TYPE_KIND__FIELD_TYPE_KIND_UNSPECIFIED, TOKENET__REFLECTION__V1__FIELD_LABEL__FIELD_LABEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, TOKENET__REFLECTION__V1__FIELD_DESCRIPTION___ONEOF_INDEX__NOT_SET, {0} }
 
 
 struct  Tokenet__Reflection__V1__EnumDescription
@@ -226,10 +242,14 @@ struct  Tokenet__Reflection__V1__EnumDescription
    */
   size_t n_values;
   Tokenet__Reflection__V1__EnumValueDescription **values;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
 };
 #define TOKENET__REFLECTION__V1__ENUM_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__enum_description__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Reflection__V1__EnumValueDescription
@@ -237,10 +257,14 @@ struct  Tokenet__Reflection__V1__EnumValueDescription
   ProtobufCMessage base;
   char *name;
   int32_t number;
+  /*
+   * The comment written above it in its .proto file; empty when there is none.
+   */
+  char *comment;
 };
 #define TOKENET__REFLECTION__V1__ENUM_VALUE_DESCRIPTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__reflection__v1__enum_value_description__descriptor) \
-    , (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 /* Tokenet__Reflection__V1__ListServicesRequest methods */

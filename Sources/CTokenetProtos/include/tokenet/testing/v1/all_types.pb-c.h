@@ -33,10 +33,16 @@ typedef enum _Tokenet__Testing__V1__Choice__Level {
   TOKENET__TESTING__V1__CHOICE__LEVEL__LEVEL_HIGH = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__TESTING__V1__CHOICE__LEVEL)
 } Tokenet__Testing__V1__Choice__Level;
+/*
+ * A color, for enum fields of every kind.
+ */
 typedef enum _Tokenet__Testing__V1__Color {
   TOKENET__TESTING__V1__COLOR__COLOR_UNSPECIFIED = 0,
   TOKENET__TESTING__V1__COLOR__COLOR_RED = 1,
   TOKENET__TESTING__V1__COLOR__COLOR_GREEN = 2,
+  /*
+   * Negative: enum values are int32.
+   */
   TOKENET__TESTING__V1__COLOR__COLOR_BLUE = -3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__TESTING__V1__COLOR)
 } Tokenet__Testing__V1__Color;
@@ -184,6 +190,10 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(TOKENET__TESTING__V1__CHOICE__PICK__CASE)
 } Tokenet__Testing__V1__Choice__PickCase;
 
+/*
+ * One value of several kinds, with nested types.
+ * Its comments are read back through reflection.
+ */
 struct  Tokenet__Testing__V1__Choice
 {
   ProtobufCMessage base;
@@ -192,6 +202,9 @@ struct  Tokenet__Testing__V1__Choice
   Tokenet__Testing__V1__Choice__PickCase pick_case;
   union {
     int64_t number;
+    /*
+     * Free text, such as "a \ b" or \(x): written as it is.
+     */
     char *text;
     ProtobufCBinaryData blob;
     Tokenet__Testing__V1__Color color;
