@@ -58,12 +58,22 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         if !request.digitalCardID.isEmpty {
             store.noteKnownToTSP([request.digitalCardID], why: "AuthorizeDigitization", log: log)
         }
-        log.info(
-            "digitization decided",
-            [
-                "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
-                "account_score": "\(risk.account)", "device_score": "\(risk.device)",
-            ])
+        if case .declined(let reason) = outcome {
+            // Why, as the TSP and the wallet are told it.
+            log.info(
+                "digitization decided",
+                [
+                    "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
+                    "account_score": "\(risk.account)", "device_score": "\(risk.device)", "reason": reason,
+                ])
+        } else {
+            log.info(
+                "digitization decided",
+                [
+                    "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
+                    "account_score": "\(risk.account)", "device_score": "\(risk.device)",
+                ])
+        }
         var response = Self.response(outcome)
         response.accountID = stored?.accountID ?? ""
         return response

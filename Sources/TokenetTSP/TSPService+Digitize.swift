@@ -69,12 +69,26 @@ extension TSPService {
             await publishReplaced(finished, by: pending.token.digitalCardID, log: log)
             return finished.value.response
         }
-        log.info(
-            "digitized",
-            [
-                "digital_card_id": pending.token.digitalCardID, "decision": response.decision.protoValueName ?? "",
-                "decided_by": response.decidedBy, "last4": pending.token.panLast4,
-            ])
+        let decision = response.decision.protoValueName ?? ""
+        if response.decision == .declined {
+            // Why, in the TSP's own log: the wallet and the listings say it, and an operator reading the log alone
+            // had only DECLINED.
+            log.info(
+                "digitized",
+                [
+                    "digital_card_id": pending.token.digitalCardID, "decision": decision,
+                    "decided_by": response.decidedBy, "issuer_id": pending.token.issuerID,
+                    "last4": pending.token.panLast4, "decline_reason": response.declineReason,
+                ])
+        } else {
+            log.info(
+                "digitized",
+                [
+                    "digital_card_id": pending.token.digitalCardID, "decision": decision,
+                    "decided_by": response.decidedBy, "issuer_id": pending.token.issuerID,
+                    "last4": pending.token.panLast4,
+                ])
+        }
         return response
     }
 
@@ -115,12 +129,16 @@ extension TSPService {
             problem =
                 answer.decision == .requireAdditionalAuthentication
                 ? "the issuer asked for a step-up and offered no ID&V method" : "the issuer answered without a decision"
-            log.warning("issuer answer unusable; applying the stand-in rule", ["problem": problem])
+            log.warning(
+                "issuer answer unusable; applying the stand-in rule",
+                ["issuer_id": pending.token.issuerID, "problem": problem])
         } catch _ where Task.isCancelled {
             return nil
         } catch let error as RPCError where DigitizationOutcome.refusals.contains(error.code) {
             let code = error.code.protoValueName ?? String(error.code.rawValue)
-            log.warning("issuer refused the request; declining", ["code": code, "error": error.message])
+            log.warning(
+                "issuer refused the request; declining",
+                ["issuer_id": pending.token.issuerID, "code": code, "error": error.message])
             return .issuerRefused(code: code, message: error.message)
         } catch let error as RPCError {
             // Said in words: the reason reaches the wallet, the issuer (STAND_IN_ADVICE) and every listing, where
@@ -132,10 +150,14 @@ extension TSPService {
                 case .unavailable: "the issuer could not be reached"
                 default: "the issuer failed with \(error.code.protoValueName ?? String(error.code.rawValue))"
                 }
-            log.warning("issuer did not decide; applying the stand-in rule", ["error": error.description])
+            log.warning(
+                "issuer did not decide; applying the stand-in rule",
+                ["issuer_id": pending.token.issuerID, "error": error.description])
         } catch {
             problem = "the issuer could not be asked"
-            log.warning("issuer did not decide; applying the stand-in rule", ["error": String(describing: error)])
+            log.warning(
+                "issuer did not decide; applying the stand-in rule",
+                ["issuer_id": pending.token.issuerID, "error": String(describing: error)])
         }
         return .standIn(configuration.standIn.decide(risk: request.risk), issuerProblem: problem)
     }

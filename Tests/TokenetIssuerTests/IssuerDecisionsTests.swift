@@ -14,9 +14,10 @@ import TokenetWire
     let party: IssuerParty
     let client: IssuerV1.IssuerDecisions.Client
     let key: RSAPrivateKey
+    let logs = MemoryLogSink()
 
     init() throws {
-        party = try Support.party()
+        party = try Support.party(sink: logs)
         key = try Support.issuerKey()
         client = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
     }
@@ -69,6 +70,12 @@ import TokenetWire
         let declined = try await authorize(Cards.mcDecline)
         #expect(declined.decision == .declined)
         #expect(declined.reason == "the account is under fraud review; call Tokenet Bank")
+        // The issuer's log says why too.
+        #expect(
+            logs.lines.contains {
+                $0.contains("digitization decided") && $0.contains("decision=DECLINED")
+                    && $0.contains(#"reason="the account is under fraud review; call Tokenet Bank""#)
+            }, "\(logs.lines)")
         let stepUp = try await authorize(Cards.visaStepUp)
         #expect(stepUp.decision == .requireAdditionalAuthentication)
         #expect(stepUp.idvMethods.map(\.type) == [.otpSms, .otpEmail, .appToApp, .callCenter])

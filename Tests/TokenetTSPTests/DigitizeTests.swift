@@ -197,7 +197,17 @@ import TokenetWire
             response.declineReason
                 == "the issuer refused the request (INVALID_ARGUMENT): card data is not encrypted to the issuer's "
                 + "registered key")
-        #expect(tsp.logs.lines.contains { $0.contains("issuer refused the request; declining") })
+        #expect(
+            tsp.logs.lines.contains {
+                $0.contains("issuer refused the request; declining") && $0.contains("issuer_id=bank-a")
+            },
+            "\(tsp.logs.lines)")
+        // The TSP's log says why the card was declined, not only that it was.
+        #expect(
+            tsp.logs.lines.contains {
+                $0.contains(" digitized ") && $0.contains("decision=PROVISIONING_DECISION_DECLINED")
+                    && $0.contains("decline_reason=\"the issuer refused the request (INVALID_ARGUMENT): card data")
+            }, "\(tsp.logs.lines)")
         #expect(!tsp.logs.lines.contains { $0.contains("stand-in") })
     }
 
