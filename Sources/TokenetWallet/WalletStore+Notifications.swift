@@ -9,13 +9,31 @@ public struct PaymentKeyCount: Sendable, Equatable {
 }
 
 extension WalletStore {
-    /// Keeps a notification from the broker once it has been processed; false when its id was kept before.
-    public func keep(_ notification: TspV1.Notification, nowMs: UInt64) throws(WalletError) -> Bool {
+    /// The messages the inbox keeps, the newest: a sandbox that ran for days of payments kept every push it was
+    /// sent, without end. Far more than the broker ever sends again (a redelivered message is one of the few it has
+    /// in flight), so telling a message processed before from a new one still works.
+    public static let inboxCapacity = 10_000
+
+    /// Keeps a notification from the broker once it has been processed; false when its id was kept before. The
+    /// oldest beyond `capacity` go.
+    public func keep(_ notification: TspV1.Notification, nowMs: UInt64, capacity: Int = inboxCapacity)
+        throws(WalletError) -> Bool
+    {
         try run("keep a notification") {
-            try database.execute(
-                "INSERT OR IGNORE INTO inbox (message_id, received_at_ms, notification) VALUES (?, ?, ?)",
-                [notification.messageID, Int64(nowMs), try notification.serializedBytes()]
-            ).changes == 1
+            try database.transaction { tx in
+                let kept =
+                    try tx.execute(
+                        "INSERT OR IGNORE INTO inbox (message_id, received_at_ms, notification) VALUES (?, ?, ?)",
+                        [notification.messageID, Int64(nowMs), try notification.serializedBytes()]
+                    ).changes == 1
+                if kept {
+                    // Rows are numbered in the order kept, so the newest are the highest.
+                    _ = try tx.execute(
+                        "DELETE FROM inbox WHERE rowid <= (SELECT MAX(rowid) FROM inbox) - ?", [Int64(max(1, capacity))]
+                    )
+                }
+                return kept
+            }
         }
     }
 

@@ -233,4 +233,26 @@ import TokenetWire
             #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
         }
     }
+
+    /// The inbox keeps its newest messages, `capacity` of them; a message kept again (a redelivery) changes
+    /// nothing. A listing under way goes on from where it was with the messages kept since.
+    @Test func theInboxKeepsItsNewestMessages() async throws {
+        let store = try WalletStore.inMemory()
+        func keep(_ index: Int) throws -> Bool {
+            try store.keep(
+                TspV1.Notification(
+                    messageID: "m-\(index)", sender: "CPS", topic: "D1_NOTIFICATION", messageType: "MESSAGING",
+                    cardID: "DC-1"),
+                nowMs: 1_000_000, capacity: 3)
+        }
+        for index in 0..<5 { #expect(try keep(index)) }
+        #expect(try store.inbox().map(\.messageID) == ["m-2", "m-3", "m-4"])
+        let firstPage = try store.inboxPage(afterRow: 0, limit: 2)
+        #expect(try !keep(4), "kept before")
+        #expect(try store.inbox().map(\.messageID) == ["m-2", "m-3", "m-4"])
+        #expect(try store.hasKept(messageID: "m-4") && !store.hasKept(messageID: "m-1"))
+        #expect(try keep(5))
+        let rest = try store.inboxPage(afterRow: try #require(firstPage.last).row, limit: 10)
+        #expect(rest.map(\.notification.messageID) == ["m-4", "m-5"])
+    }
 }
