@@ -1,3 +1,4 @@
+import TokenetCard
 import TokenetFaults
 import TokenetWire
 
@@ -16,6 +17,7 @@ import TokenetWire
 ///     watch NAME PARTY METHOD [JSON]  open a stream that collects its messages while later steps run
 ///     await NAME [within D] [JSON]    the watch's next message that contains JSON (save lines may follow)
 ///     identity ROLE                   the certificate of the calls below: operator (default), tsp, issuer, wallet
+///     encrypt NAME CARD MM/YY [CVC]   card data encrypted to the TSP's current key, as ${NAME}
 ///     header KEY: VALUE | clear       request metadata of the calls below
 ///     deadline D                      the deadline of the calls below (30s until set)
 ///     sleep D
@@ -27,7 +29,7 @@ import TokenetWire
 extension Scenario {
     public static let steps =
         "call, expect, save, watch, await, fault, stop, kill, start, pause, resume, identity, header, deadline, "
-        + "sleep, echo"
+        + "sleep, echo, encrypt"
 
     /// The certificates a step may present: the operator's, or a party's own.
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
@@ -291,9 +293,33 @@ extension Scenario {
                 steps.append(ScenarioStep(line: number, .sleep(try duration(rest, keyword, number))))
             case "echo":
                 steps.append(ScenarioStep(line: number, .echo(rest)))
+            case "encrypt":
+                steps.append(ScenarioStep(line: number, .encrypt(try encrypt(rest, number))))
+                if case .encrypt(let encrypt) = steps.last?.action { saved.insert(encrypt.name) }
             default:
                 throw fail("unknown step '\(keyword.prefix(40))' (steps: \(Scenario.steps))")
             }
+        }
+
+        /// `NAME CARD_NUMBER MM/YY [CVC]`, each checked for its form (the number as digits only: a script may
+        /// encrypt a number the TSP must refuse). A message never quotes the number.
+        private func encrypt(_ rest: String, _ number: Int) throws(ScenarioError) -> ScenarioEncrypt {
+            func fail(_ message: String) -> ScenarioError { ScenarioError(.syntax, "\(number): encrypt: \(message)") }
+            let words = rest.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard (3...4).contains(words.count) else {
+                throw fail("expected NAME CARD_NUMBER MM/YY [CVC], such as: encrypt card 4761000010000009 12/29 123")
+            }
+            guard ScenarioVariables.isValidName(words[0]) else {
+                throw fail(
+                    "'\(words[0].prefix(40))' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)")
+            }
+            guard (12...19).contains(words[1].utf8.count), words[1].utf8.allSatisfy({ (48...57).contains($0) }) else {
+                throw fail("the card number must be 12 to 19 digits, written without spaces")
+            }
+            if let problem = ManualCardForm.expiryProblem(words[2]) { throw fail(problem) }
+            let code = words.count == 4 ? words[3] : ""
+            if let problem = ManualCardForm.securityCodeProblem(code) { throw fail(problem) }
+            return ScenarioEncrypt(name: words[0], cardNumber: words[1], expiry: words[2], securityCode: code)
         }
 
         private func party(_ word: String, _ number: Int) throws(ScenarioError) -> ScenarioParty {

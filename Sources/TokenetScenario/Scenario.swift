@@ -64,6 +64,26 @@ public struct ScenarioStep: Sendable, Equatable {
         case watch(ScenarioWatch)
         /// Waits until a watch has received a message that matches.
         case await(ScenarioAwait)
+        /// Encrypts card data to the TSP's current key, as a wallet sends it, and keeps it for later lines.
+        case encrypt(ScenarioEncrypt)
+    }
+}
+
+/// `encrypt NAME CARD_NUMBER MM/YY [CVC]`: the card data a wallet sends the TSP (`EncryptedCardData`, a JWE to the
+/// TSP's current key, asked of the running TSP), kept as the object `${NAME}` for a request's `encryptedCardData`:
+/// a script acting as a wallet of its own (`identity wallet`) calls CheckEligibility with a card of its choosing.
+public struct ScenarioEncrypt: Sendable, Equatable {
+    public var name: String
+    /// The card number's digits: never printed but masked, never sent but encrypted.
+    public var cardNumber: String
+    public var expiry: String
+    public var securityCode: String
+
+    public init(name: String, cardNumber: String, expiry: String, securityCode: String = "") {
+        self.name = name
+        self.cardNumber = cardNumber
+        self.expiry = expiry
+        self.securityCode = securityCode
     }
 }
 
@@ -106,7 +126,7 @@ extension ScenarioStep.Action {
     public var controlsProcesses: Bool {
         switch self {
         case .stop, .kill, .start, .pause, .resume, .fault: true
-        case .call, .deadline, .sleep, .echo, .identity, .header, .watch, .await: false
+        case .call, .deadline, .sleep, .echo, .identity, .header, .watch, .await, .encrypt: false
         }
     }
 }

@@ -49,6 +49,8 @@ struct ScenarioCommand {
                                           it), up to D (the call deadline without it); save lines may follow.
           identity ROLE                   The certificate of the calls and watches below: operator (the default),
                                           or tsp, issuer or wallet to act as that party.
+          encrypt NAME CARD MM/YY [CVC]   Keep as ${NAME} the card data a wallet sends the TSP: CARD (digits)
+                                          encrypted to the TSP's current key, for a request's encryptedCardData.
           header KEY: VALUE | clear       Request metadata of the calls and watches below (as tokenet call -H).
           fault LINK COMMAND              LINK is tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp or
                                           wallet->issuer; COMMAND as tokenet proxy reads it: partition [to-server |

@@ -169,6 +169,8 @@ final class ScenarioRunner {
             try openWatch(watch, line: line)
         case .await(let awaited):
             try runAwait(awaited, line: line)
+        case .encrypt(let encrypt):
+            try runEncrypt(encrypt, line: line)
         case .echo(let text):
             do {
                 // A card number typed into the script (or a saved value) is masked, as everything else the run

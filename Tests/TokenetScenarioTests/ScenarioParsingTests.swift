@@ -128,6 +128,13 @@ import TokenetWire
         ("header x-a", "s:1: header: expected 'KEY: VALUE' or 'clear', got 'x-a'"),
         ("header : v", "s:1: header: expected 'KEY: VALUE' or 'clear', got ': v'"),
         ("identity admin", "s:1: identity: expected operator, tsp, issuer or wallet, got 'admin'"),
+        ("encrypt card 4761000010000009", "s:1: encrypt: expected NAME CARD_NUMBER MM/YY [CVC], such as: encrypt card"),
+        ("encrypt 1card 4761000010000009 12/29", "s:1: encrypt: '1card' is not a name"),
+        ("encrypt card 4761-0000-1000-0009 12/29", "s:1: encrypt: the card number must be 12 to 19 digits"),
+        ("encrypt card 47610000100000091234 12/29", "s:1: encrypt: the card number must be 12 to 19 digits"),
+        ("encrypt card 4761000010000009 13/29", "s:1: encrypt: the expiry month 13 is not a month; use 01 to 12"),
+        ("encrypt card 4761000010000009 12/29 12", "s:1: encrypt: the security code (CVC) must be 3 or 4 digits"),
+        ("encrypt card 4761000010000009 12/29 123 x", "s:1: encrypt: expected NAME CARD_NUMBER MM/YY [CVC]"),
         ("call tsp a.B/C\nsave x a match (", "s:2: save x a match: '(' is not a regular expression"),
         ("call tsp a.B/C\nsave x a like b", "s:2: save x a: expected 'match REGEX' or the end of the line"),
         ("call tsp a.B/C\nsave x a match", "s:2: save x a: expected 'match REGEX' or the end of the line"),
@@ -151,6 +158,25 @@ import TokenetWire
     func badLinesAreNamed(script: String, message: String) {
         let error = #expect(throws: ScenarioError.self) { try Scenario.parse(script, source: "s") }
         #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+    }
+
+    /// `encrypt` keeps the card's fields for the run and saves its name, which later lines may use in JSON.
+    @Test func encryptSavesItsName() throws {
+        let scenario = try Scenario.parse(
+            """
+            identity wallet
+            encrypt card 4761000010000009 12/29 123
+            encrypt plain 5555555555554444 01/30
+            call tsp tokenet.tsp.v1.Provisioning/CheckEligibility {"encryptedCardData": ${card}}
+            """, source: "s")
+        #expect(
+            scenario.steps.dropFirst().prefix(2).map(\.action) == [
+                .encrypt(
+                    ScenarioEncrypt(
+                        name: "card", cardNumber: "4761000010000009", expiry: "12/29", securityCode: "123")),
+                .encrypt(ScenarioEncrypt(name: "plain", cardNumber: "5555555555554444", expiry: "01/30")),
+            ])
+        #expect(!scenario.controlsProcesses)
     }
 
     @Test func anUndefinedNameIsItsOwnCode() {

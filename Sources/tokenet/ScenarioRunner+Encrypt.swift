@@ -1,0 +1,69 @@
+import Foundation
+import TokenetCard
+import TokenetNode
+import TokenetRPC
+import TokenetScenario
+import TokenetWire
+
+/// One `encrypt` step: the card data a wallet sends the TSP, made against the running TSP's current key (its keys
+/// change with each sandbox) with the identity of the calls, as `tokenet tsp encrypt-card` makes it.
+extension ScenarioRunner {
+    func runEncrypt(_ step: ScenarioEncrypt, line: Int) throws {
+        let card: CardData
+        switch ManualCardForm.expiry(step.expiry) {
+        case .success(let expiry):
+            card = CardData(
+                accountNumber: step.cardNumber, expirationDate: CardData.ExpirationDate(expiry),
+                cvv2: step.securityCode.isEmpty ? nil : step.securityCode)
+        case .failure(let problem):
+            throw Failure(line: line, reason: "encrypt \(step.name): \(problem.message)", scriptError: true)
+        }
+        let options = InspectOptions(
+            identity: identity, at: addresses[.tsp]!, pkiDirectory: pki.path, deadline: deadline)
+        let traceID = headers.traceID ?? Metadata.newTraceID()
+        let result: Result<CardV1.EncryptedCardData, RPCError> = runBlocking {
+            do {
+                let session = try await InspectSession.connect(options)
+                var callOptions = session.callOptions
+                callOptions.metadata.setTraceID(traceID)
+                let keys = try await TspV1.Provisioning.Client(session.client).getEncryptionKeys(
+                    .init(), options: callOptions
+                ).keys
+                await session.close()
+                guard let current = keys.first(where: \.current) else {
+                    return Result<CardV1.EncryptedCardData, RPCError>.failure(
+                        RPCError(.failedPrecondition, "the TSP published no current encryption key"))
+                }
+                let key = try RSAPublicKey(pem: current.publicKeyPem)
+                return .success(
+                    CardV1.EncryptedCardData(
+                        jwe: try JWE.encrypt(card, to: key, kid: current.publicKeyIdentifier),
+                        publicKeyIdentifier: current.publicKeyIdentifier))
+            } catch let error as RPCError {
+                return .failure(error)
+            } catch let error as CardError {
+                return .failure(RPCError(.internal, "the TSP's current key cannot encrypt: \(error.message)"))
+            } catch {
+                return .failure(RPCError(.unavailable, "\(error)"))
+            }
+        }
+        switch result {
+        case .success(let encrypted):
+            variables[step.name] = .object([
+                (key: "jwe", value: .string(encrypted.jwe)),
+                (key: "publicKeyIdentifier", value: .string(encrypted.publicKeyIdentifier)),
+            ])
+            print(
+                line,
+                "encrypt \(step.name): the card ending \(step.cardNumber.suffix(4)) (\(step.expiry)) for the TSP's key "
+                    + encrypted.publicKeyIdentifier)
+        case .failure(let error):
+            try interruption.check()
+            throw Failure(
+                line: line,
+                reason: "encrypt \(step.name): the TSP's encryption key could not be read: "
+                    + "\(error.code.protoValueName ?? String(error.code.rawValue)): \(maskPAN(error.message))",
+                traceID: traceID)
+        }
+    }
+}
