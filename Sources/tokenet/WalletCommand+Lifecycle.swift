@@ -117,7 +117,10 @@ extension WalletCommand {
                         ? try await client.usePaymentKey(.init(cardRef: cardRef), options: callOptions)
                         : try await client.paymentKeys(.init(cardRef: cardRef), options: callOptions)
                 },
-                text: { response, _ in PartyText.paymentKeys(response, paid: word == "pay") })
+                text: { response, traceID in
+                    // A payment may fetch a batch from the TSP: its trace id finds that in the nodes' logs.
+                    PartyText.paymentKeys(response, paid: word == "pay") + (word == "pay" ? "\n(trace \(traceID))" : "")
+                })
         }
     }
 }

@@ -30,12 +30,16 @@ import TokenetWire
                 == "card-1: 1 payment key left (the wallet fetches a new batch at 3 or fewer; 1 batch so far)\n")
     }
 
+    /// A payment may fetch a batch from the TSP: its trace id, on the last line, finds that in the nodes' logs.
     @Test func paySaysAKeyWasSpent() async throws {
         let result = try await Self.run("pay")
         #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result.stdout)")
         #expect(
-            result.stdout
+            lines.first
                 == "card-1: paid with one payment key; 1 payment key left (the wallet fetches a new batch at 3 or "
-                + "fewer; 1 batch so far)\n")
+                + "fewer; 1 batch so far)")
+        #expect(lines.last?.wholeMatch(of: /\(trace [0-9a-f]{15}\)/) != nil, "\(result.stdout)")
     }
 }
