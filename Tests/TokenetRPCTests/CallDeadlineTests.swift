@@ -94,10 +94,11 @@ import TokenetWire
         return router
     }
 
-    /// Polls `condition` for up to 30 seconds: generous, because the full suite runs many tests at once on two
-    /// CPUs, where a step that takes milliseconds alone can take seconds.
+    /// Polls `condition` for up to 90 seconds: generous, because the full suite runs many tests at once on two
+    /// CPUs, where a step that takes milliseconds alone can take seconds (an in-memory call's handler once did not
+    /// start within 30 s of a full run).
     static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + .seconds(30)
+        let end = ContinuousClock.now + .seconds(90)
         while ContinuousClock.now < end {
             if condition() { return true }
             try await Task.sleep(for: .milliseconds(10))
