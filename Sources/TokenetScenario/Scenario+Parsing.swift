@@ -16,7 +16,8 @@ import TokenetWire
 ///     pause | resume PARTY            SIGSTOP and SIGCONT: a node frozen in place (its connections stay open)
 ///     watch NAME PARTY METHOD [JSON]  open a stream that collects its messages while later steps run
 ///     await NAME [within D] [JSON]    the watch's next message that contains JSON (save lines may follow)
-///     identity ROLE                   the certificate of the calls below: operator (default), tsp, issuer, wallet
+///     identity ROLE[/ID]              the certificate of the calls below: operator (default), tsp, issuer, wallet,
+///                                     or ROLE/ID for one of the script's own
 ///     encrypt NAME CARD MM/YY [CVC]   card data encrypted to the TSP's current key, as ${NAME}
 ///     header KEY: VALUE | clear       request metadata of the calls below
 ///     deadline D                      the deadline of the calls below (30s until set)
@@ -33,6 +34,22 @@ extension Scenario {
 
     /// The certificates a step may present: the operator's, or a party's own.
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
+
+    /// `ROLE/ID` (`wallet/my-wallet`): an identity of the script's own, with the certificate `ID.pem` that
+    /// `Tools/gen-certs --node ROLE/ID` makes (the URI SAN tokenet://ROLE/ID), as a party under test has; nil when
+    /// `text` is not one. ID is letters, digits, `.`, `_` and `-`, and none of the file names the PKI has anyway.
+    public static func ownIdentity(_ text: String) -> (role: String, id: String)? {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, identities.contains(String(parts[0])) else { return nil }
+        let id = String(parts[1])
+        guard (1...64).contains(id.utf8.count), !["ca", ".", ".."].contains(id), !identities.contains(id),
+            id.utf8.allSatisfy({ byte in
+                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            })
+        else { return nil }
+        return (String(parts[0]), id)
+    }
 
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
     public static func parse(_ text: String, source: String) throws(ScenarioError) -> Scenario {
@@ -238,8 +255,10 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, .header(rest)))
                 }
             case "identity":
-                guard Scenario.identities.contains(rest) else {
-                    throw fail("identity: expected operator, tsp, issuer or wallet, got '\(rest.prefix(40))'")
+                guard Scenario.identities.contains(rest) || Scenario.ownIdentity(rest) != nil else {
+                    throw fail(
+                        "identity: expected operator, tsp, issuer or wallet, or ROLE/ID for an identity of its own "
+                            + "(wallet/my-wallet), got '\(rest.prefix(40))'")
                 }
                 steps.append(ScenarioStep(line: number, .identity(rest)))
             case "fault":

@@ -39,11 +39,16 @@ extension ScenarioCommand {
         for scenario in scenarios {
             for step in scenario.steps {
                 guard case .identity(let role) = step.action else { continue }
-                for file in ["\(role).pem", "\(role).key"]
+                // An identity of the script's own is made only in a sandbox: here, with its files, by hand.
+                let own = Scenario.ownIdentity(role)
+                let name = own?.id ?? role
+                let hint = own.map { " (make it with: tokenet pki init \(pki.path) --node \($0.role)/\($0.id))" } ?? ""
+                for file in ["\(name).pem", "\(name).key"]
                 where !FileManager.default.fileExists(atPath: pki.appendingPathComponent(file).path) {
                     throw CLIError(
                         .usage,
-                        "scenario: \(scenario.source):\(step.line): identity \(role): --pki \(pki.path) has no \(file)")
+                        "scenario: \(scenario.source):\(step.line): identity \(role): --pki \(pki.path) has no "
+                            + "\(file)\(hint)")
                 }
             }
         }

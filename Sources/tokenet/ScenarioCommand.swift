@@ -47,8 +47,9 @@ struct ScenarioCommand {
                                           fails the line.
           await NAME [within D] [JSON]    Wait for the watch's next message that contains JSON (any message without
                                           it), up to D (the call deadline without it); save lines may follow.
-          identity ROLE                   The certificate of the calls and watches below: operator (the default),
-                                          or tsp, issuer or wallet to act as that party.
+          identity ROLE | ROLE/ID         The certificate of the calls and watches below: operator (the default),
+                                          or tsp, issuer or wallet to act as that party; ROLE/ID (wallet/my-wallet)
+                                          for an identity of the script's own, whose certificate a sandbox makes.
           encrypt NAME CARD MM/YY [CVC]   Keep as ${NAME} the card data a wallet sends the TSP: CARD (digits)
                                           encrypted to the TSP's current key, for a request's encryptedCardData.
           header KEY: VALUE | clear       Request metadata of the calls and watches below (as tokenet call -H).

@@ -144,10 +144,7 @@ final class ScenarioRunner {
             print(line, "sleep \(FaultCommand.format(duration))")
             try sleep(duration)
         case .identity(let role):
-            guard FileManager.default.fileExists(atPath: pki.appendingPathComponent("\(role).pem").path) else {
-                throw Failure(line: line, reason: "identity \(role): \(pki.path) has no \(role).pem", scriptError: true)
-            }
-            identity = role
+            identity = try certificate(for: role, line: line)
             print(line, "identity \(role) for the calls below")
         case .header(let text):
             guard let text else {

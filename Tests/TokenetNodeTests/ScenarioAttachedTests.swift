@@ -30,6 +30,19 @@ import TokenetWire
             result.stderr.contains("scenario: \(file):2: identity wallet: --pki \(pki.url.path) has no wallet.key"),
             "\(result.stderr)")
         #expect(!result.stdout.contains("first"), "\(result.stdout)")
+
+        // An identity of the script's own is made only in a sandbox: against nodes started by hand, its files are
+        // the PKI's, and the message says how to make them.
+        try "identity wallet/my-wallet\ncall tsp tokenet.health.v1.Health/Check\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let own = try await LaunchedProcess.run(
+            "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+        #expect(own.status == 2, "\(own.stdout)\(own.stderr)")
+        #expect(
+            own.stderr.contains(
+                "scenario: \(file):1: identity wallet/my-wallet: --pki \(pki.url.path) has no my-wallet.pem (make it "
+                    + "with: tokenet pki init \(pki.url.path) --node wallet/my-wallet)"),
+            "\(own.stderr)")
     }
 
     static func againstATSPNode() throws {

@@ -55,7 +55,8 @@ import TokenetTransport
         #expect(result.stdout.contains("is DEACTIVATED; ID&V is only for an INACTIVE token"))
         // The issuer killed mid step-up could not have the code sent; back on its data, it sent it.
         #expect(result.stdout.contains("the issuer could not deliver the code (UNAVAILABLE)"))
-        // A wallet of one's own encrypted its cards to the sandbox TSP's key, and they were told apart.
+        // A wallet of one's own, with a certificate made for it, encrypted its cards to the sandbox TSP's key.
+        #expect(result.stdout.contains("made by Tools/gen-certs (tokenet://wallet/my-wallet)"))
         #expect(result.stdout.contains("encrypt card: the card ending 0009 (12/29) for the TSP's key "))
         #expect(result.stdout.contains("save token = \"DNITHE"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 32)

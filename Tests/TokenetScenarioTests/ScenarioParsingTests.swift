@@ -127,7 +127,17 @@ import TokenetWire
         ("kill tsp\npause tsp", "s:2: pause tsp: tsp-node is not running (start it first)"),
         ("header x-a", "s:1: header: expected 'KEY: VALUE' or 'clear', got 'x-a'"),
         ("header : v", "s:1: header: expected 'KEY: VALUE' or 'clear', got ': v'"),
-        ("identity admin", "s:1: identity: expected operator, tsp, issuer or wallet, got 'admin'"),
+        (
+            "identity admin",
+            "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID for an identity of its own "
+                + "(wallet/my-wallet), got 'admin'"
+        ),
+        ("identity bank/my-bank", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
+        ("identity wallet/", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
+        ("identity wallet/ca", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
+        ("identity wallet/issuer", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
+        ("identity wallet/a/b", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
+        ("identity wallet/my wallet", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
         ("encrypt card 4761000010000009", "s:1: encrypt: expected NAME CARD_NUMBER MM/YY [CVC], such as: encrypt card"),
         ("encrypt 1card 4761000010000009 12/29", "s:1: encrypt: '1card' is not a name"),
         ("encrypt card 4761-0000-1000-0009 12/29", "s:1: encrypt: the card number must be 12 to 19 digits"),
@@ -164,7 +174,7 @@ import TokenetWire
     @Test func encryptSavesItsName() throws {
         let scenario = try Scenario.parse(
             """
-            identity wallet
+            identity wallet/my-wallet.2_b
             encrypt card 4761000010000009 12/29 123
             encrypt plain 5555555555554444 01/30
             call tsp tokenet.tsp.v1.Provisioning/CheckEligibility {"encryptedCardData": ${card}}
@@ -177,6 +187,9 @@ import TokenetWire
                 .encrypt(ScenarioEncrypt(name: "plain", cardNumber: "5555555555554444", expiry: "01/30")),
             ])
         #expect(!scenario.controlsProcesses)
+        #expect(scenario.steps.first?.action == .identity("wallet/my-wallet.2_b"))
+        #expect(Scenario.ownIdentity("wallet/my-wallet.2_b")?.id == "my-wallet.2_b")
+        #expect(Scenario.ownIdentity("wallet/my-wallet.2_b")?.role == "wallet")
     }
 
     @Test func anUndefinedNameIsItsOwnCode() {
