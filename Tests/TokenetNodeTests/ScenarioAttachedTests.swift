@@ -21,10 +21,14 @@ import TokenetWire
                 atPath: DevelopmentPKI.shared.directory.appendingPathComponent(file).path, toPath: pki.path(file))
         }
         let file = pki.path("identity.scenario")
-        try "echo first\nidentity wallet\ncall tsp tokenet.health.v1.Health/Check\nexpect UNAVAILABLE\n".write(
-            toFile: file, atomically: true, encoding: .utf8)
-        let result = try await LaunchedProcess.run(
-            "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+        /// Runs `script` against a TSP address where nothing listens, with the PKI above.
+        func run(_ script: String) async throws -> ProcessResult {
+            try script.write(toFile: file, atomically: true, encoding: .utf8)
+            return try await LaunchedProcess.run(
+                "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+        }
+        let result = try await run(
+            "echo first\nidentity wallet\ncall tsp tokenet.health.v1.Health/Check\nexpect UNAVAILABLE\n")
         #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
         #expect(
             result.stderr.contains("scenario: \(file):2: identity wallet: --pki \(pki.url.path) has no wallet.key"),
@@ -33,10 +37,7 @@ import TokenetWire
 
         // An identity of the script's own is made only in a sandbox: against nodes started by hand, its files are
         // the PKI's, and the message says how to make them.
-        try "identity wallet/my-wallet\ncall tsp tokenet.health.v1.Health/Check\n".write(
-            toFile: file, atomically: true, encoding: .utf8)
-        let own = try await LaunchedProcess.run(
-            "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+        let own = try await run("identity wallet/my-wallet\ncall tsp tokenet.health.v1.Health/Check\n")
         #expect(own.status == 2, "\(own.stdout)\(own.stderr)")
         #expect(
             own.stderr.contains(
