@@ -37,18 +37,36 @@ extension Scenario {
 
     /// `ROLE/ID` (`wallet/my-wallet`): an identity of the script's own, with the certificate `ID.pem` that
     /// `Tools/gen-certs --node ROLE/ID` makes (the URI SAN tokenet://ROLE/ID), as a party under test has; nil when
-    /// `text` is not one. ID is letters, digits, `.`, `_` and `-`, and none of the file names the PKI has anyway.
+    /// `text` is not one (`ownIdentityProblem` says why).
     public static func ownIdentity(_ text: String) -> (role: String, id: String)? {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, identities.contains(String(parts[0])) else { return nil }
-        let id = String(parts[1])
-        guard (1...64).contains(id.utf8.count), !["ca", ".", ".."].contains(id), !identities.contains(id),
+        guard ownIdentityProblem(text) == nil, let slash = text.firstIndex(of: "/") else { return nil }
+        return (String(text[..<slash]), String(text[text.index(after: slash)...]))
+    }
+
+    /// The longest ID of an identity of a script's own.
+    public static let longestOwnIdentity = 64
+
+    /// What is wrong with `text` as `ROLE/ID`, or nil when it is one. ID is 1 to 64 letters, digits, `.`, `_` and
+    /// `-`, and none of the file names the PKI has anyway (`ca` and the roles').
+    public static func ownIdentityProblem(_ text: String) -> String? {
+        guard let slash = text.firstIndex(of: "/") else { return "no ROLE/ID" }
+        let role = String(text[..<slash])
+        let id = text[text.index(after: slash)...]
+        guard identities.contains(role) else { return "the role must be operator, tsp, issuer or wallet" }
+        guard !id.isEmpty else { return "the ID after \(role)/ is empty" }
+        guard id.utf8.count <= longestOwnIdentity else {
+            return "the ID is \(id.utf8.count) bytes long; at most \(longestOwnIdentity)"
+        }
+        guard
             id.utf8.allSatisfy({ byte in
                 (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
             })
-        else { return nil }
-        return (String(parts[0]), id)
+        else { return "the ID may hold only ASCII letters, digits, '.', '_' and '-'" }
+        guard !(["ca", ".", ".."] + identities).contains(String(id)) else {
+            return "'\(id)' names a certificate the PKI has anyway; choose another ID"
+        }
+        return nil
     }
 
     /// Parses and checks a whole script. Errors name the source and line: `flow.scenario:12: …`.
@@ -86,6 +104,10 @@ extension Scenario {
         /// step.
         var openCall: Int?
         var watches: Set<String> = []
+        /// The role of each ID taken as an identity of the script's own (`identity wallet/my-wallet`).
+        var ownRoles: [String: String] = [:]
+        /// The names `encrypt` saved: JSON objects, which a request takes without quotes.
+        var objects: Set<String> = []
 
         public init() {}
 
@@ -138,6 +160,14 @@ extension Scenario {
             for name in ScenarioVariables.references(in: rest) where !saved.contains(name) {
                 throw ScenarioError(
                     .undefinedVariable, "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)")
+            }
+            // The card data `encrypt` keeps is an object: quoted, it would go into the request as a string's text.
+            if ["call", "watch", "await", "expect"].contains(keyword),
+                let name = ScenarioVariables.referencesInsideStrings(in: rest).first(where: objects.contains)
+            {
+                throw fail(
+                    "${\(name)} is the card data encrypt made, a JSON object: write it without quotes, as in "
+                        + "\"encryptedCardData\": ${\(name)}")
             }
             if keyword != "expect" && keyword != "save" { openCall = nil }
             if keyword == "expect", let index = openCall, case .await = steps[index].action {
@@ -198,6 +228,7 @@ extension Scenario {
                     throw fail("save must follow the call (or await) whose response it reads")
                 }
                 saved.insert(name)
+                objects.remove(name)
             case "watch":
                 let (name, afterName) = rest.firstWord()
                 let (partyWord, afterParty) = afterName.firstWord()
@@ -255,10 +286,23 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, .header(rest)))
                 }
             case "identity":
-                guard Scenario.identities.contains(rest) || Scenario.ownIdentity(rest) != nil else {
-                    throw fail(
-                        "identity: expected operator, tsp, issuer or wallet, or ROLE/ID for an identity of its own "
-                            + "(wallet/my-wallet), got '\(rest.prefix(40))'")
+                if !Scenario.identities.contains(rest) {
+                    let shown = rest.count > 40 ? rest.prefix(40) + "…" : rest
+                    if rest.contains("/"), let problem = Scenario.ownIdentityProblem(rest) {
+                        throw fail("identity \(shown): \(problem)")
+                    }
+                    guard let own = Scenario.ownIdentity(rest) else {
+                        throw fail(
+                            "identity: expected operator, tsp, issuer or wallet, or ROLE/ID for an identity of its own "
+                                + "(wallet/my-wallet), got '\(shown)'")
+                    }
+                    // One certificate file per ID: a second role of the same ID would present the first one's.
+                    if let role = ownRoles[own.id], role != own.role {
+                        throw fail(
+                            "identity \(rest): the ID \(own.id) is \(role)/\(own.id)'s in this script; give this "
+                                + "identity another")
+                    }
+                    ownRoles[own.id] = own.role
                 }
                 steps.append(ScenarioStep(line: number, .identity(rest)))
             case "fault":
@@ -314,7 +358,10 @@ extension Scenario {
                 steps.append(ScenarioStep(line: number, .echo(rest)))
             case "encrypt":
                 steps.append(ScenarioStep(line: number, .encrypt(try encrypt(rest, number))))
-                if case .encrypt(let encrypt) = steps.last?.action { saved.insert(encrypt.name) }
+                if case .encrypt(let encrypt) = steps.last?.action {
+                    saved.insert(encrypt.name)
+                    objects.insert(encrypt.name)
+                }
             default:
                 throw fail("unknown step '\(keyword.prefix(40))' (steps: \(Scenario.steps))")
             }
@@ -326,7 +373,10 @@ extension Scenario {
             func fail(_ message: String) -> ScenarioError { ScenarioError(.syntax, "\(number): encrypt: \(message)") }
             let words = rest.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             guard (3...4).contains(words.count) else {
-                throw fail("expected NAME CARD_NUMBER MM/YY [CVC], such as: encrypt card 4761000010000009 12/29 123")
+                // No card number in the example: messages are printed masked, and a masked one cannot be copied.
+                throw fail(
+                    "expected NAME CARD_NUMBER MM/YY [CVC]: a name, the card number's 12 to 19 digits without spaces, "
+                        + "the expiry and, if the card has one, its security code")
             }
             guard ScenarioVariables.isValidName(words[0]) else {
                 throw fail(

@@ -88,6 +88,36 @@ public struct ScenarioVariables: Sendable {
         return names
     }
 
+    /// The names JSON `text` refers to inside a string (`"${card}"`), in order: where a saved object goes in as the
+    /// text of its JSON, which leaves the request unreadable.
+    public static func referencesInsideStrings(in text: String) -> [String] {
+        var names: [String] = []
+        var rest = Substring(text)
+        var inString = false
+        var escaped = false
+        func scan(_ segment: Substring) {
+            for character in segment.utf8 {
+                if escaped {
+                    escaped = false
+                } else if inString && character == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if character == UInt8(ascii: "\"") {
+                    inString.toggle()
+                }
+            }
+        }
+        while let reference = nextReference(in: rest) {
+            scan(rest[..<reference.range.lowerBound])
+            if reference.escaped {
+                scan(rest[reference.range])
+            } else if inString {
+                names.append(reference.name)
+            }
+            rest = rest[reference.range.upperBound...]
+        }
+        return names
+    }
+
     /// Whether `name` can be saved and referred to: a letter or `_`, then letters, digits, `_` or `-`.
     public static func isValidName(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, first == "_" || isLetter(first) else { return false }

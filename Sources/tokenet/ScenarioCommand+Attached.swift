@@ -1,6 +1,7 @@
 import Foundation
 import TokenetNode
 import TokenetScenario
+import TokenetTransport
 
 /// Scripts run against nodes someone else runs (`--tsp`, `--issuer`, `--wallet` with `--pki`): your own
 /// implementation of a party, or nodes started by hand. Such nodes can only be called: steps that fault a link or
@@ -18,6 +19,8 @@ extension ScenarioCommand {
                 switch step.action {
                 case .call(let call): call.party
                 case .watch(let watch): watch.party
+                // It asks the TSP for its current key.
+                case .encrypt: .tsp
                 default: nil
                 }
             if let party, attached[party] == nil {
@@ -50,9 +53,35 @@ extension ScenarioCommand {
                         "scenario: \(scenario.source):\(step.line): identity \(role): --pki \(pki.path) has no "
                             + "\(file)\(hint)")
                 }
+                // The certificate must be the identity's: another party's would make the calls as that party.
+                if let problem = Self.identityProblem(of: pki, name: name, role: own?.role ?? role, id: own?.id) {
+                    throw CLIError(
+                        .usage, "scenario: \(scenario.source):\(step.line): identity \(role): \(problem)")
+                }
             }
         }
         return pki
+    }
+
+    /// Why `NAME.pem` of `pki` is not the certificate of `role` (and of `id`, for an identity of the script's own),
+    /// or nil when it is.
+    static func identityProblem(of pki: URL, name: String, role: String, id: String?) -> String? {
+        let certificate = pki.appendingPathComponent("\(name).pem").path
+        let identity: PeerIdentity
+        do {
+            let context = try TLSContext(
+                configuration: .client(
+                    certificateChainFile: certificate, privateKeyFile: pki.appendingPathComponent("\(name).key").path,
+                    trustedCAFile: pki.appendingPathComponent("ca.pem").path))
+            identity = try context.checkOwnCertificate()
+        } catch {
+            return "\(certificate): \(error)"
+        }
+        let wanted = id.map { "tokenet://\(role)/\($0)" } ?? "a \(role) certificate (tokenet://\(role)/…)"
+        guard identity.role.rawValue == role, id == nil || identity.nodeID == id else {
+            return "\(certificate) is tokenet://\(identity.role.rawValue)/\(identity.nodeID), not \(wanted)"
+        }
+        return nil
     }
 
     func runAttached(_ scenario: Scenario, pki: URL, interruption: DemoInterruption) throws(CLIError)

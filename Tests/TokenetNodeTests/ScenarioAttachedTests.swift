@@ -44,6 +44,24 @@ import TokenetWire
                 "scenario: \(file):1: identity wallet/my-wallet: --pki \(pki.url.path) has no my-wallet.pem (make it "
                     + "with: tokenet pki init \(pki.url.path) --node wallet/my-wallet)"),
             "\(own.stderr)")
+
+        // Files of another identity under its name: refused before the run, naming the identity they hold (the calls
+        // went as the issuer, or as the sandbox's wallet-1).
+        for (source, holder) in [("issuer", "tokenet://issuer/issuer-1"), ("wallet", "tokenet://wallet/wallet-1")] {
+            for suffix in ["pem", "key"] {
+                try? FileManager.default.removeItem(atPath: pki.path("my-wallet.\(suffix)"))
+                try FileManager.default.copyItem(
+                    atPath: DevelopmentPKI.shared.directory.appendingPathComponent("\(source).\(suffix)").path,
+                    toPath: pki.path("my-wallet.\(suffix)"))
+            }
+            let other = try await run("identity wallet/my-wallet\ncall tsp tokenet.health.v1.Health/Check\n")
+            #expect(other.status == 2, "\(other.stdout)\(other.stderr)")
+            #expect(
+                other.stderr.contains(
+                    "scenario: \(file):1: identity wallet/my-wallet: \(pki.url.path)/my-wallet.pem is \(holder), not "
+                        + "tokenet://wallet/my-wallet"),
+                "\(other.stderr)")
+        }
     }
 
     static func againstATSPNode() throws {
@@ -90,6 +108,11 @@ import TokenetWire
         #expect(wallet.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(wallet.stderr)")
         // The TSP's address given for the wallet: the node reached is named, for a call and for a watch.
         let wrongNode = ["--wallet", address, "--pki", pki.directory.path]
+        // encrypt asks the TSP for its key: without --tsp it is refused before the run (it stopped the command).
+        let encrypting = try run("echo first\nencrypt card 4761000010000009 12/29\n", wrongNode)
+        #expect(encrypting.status == 2, "\(encrypting.stdout)\(encrypting.stderr)")
+        #expect(encrypting.stderr.contains(":2: calls tsp, but no --tsp is given"), "\(encrypting.stderr)")
+        #expect(!encrypting.stdout.contains("first"), "\(encrypting.stdout)")
         let wrongCall = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n", wrongNode)
         #expect(wrongCall.status == 1)
         #expect(

@@ -169,5 +169,10 @@ import TokenetWire
         #expect(fields.map(\.label) == [.optional, .optional, .optional, .optional])
         #expect(fields.allSatisfy { $0.oneofIndex == nil })
         #expect(fields.map(\.typeKind) == [.scalar, .scalar, .enum, .message])
+        // The comment above `oneof _maybe_int` is the field's: it describes as a field, not as a oneof.
+        #expect(
+            fields.map(\.comment) == [
+                "Written above the oneof that gives the field presence: the field's own comment.", "", "", "",
+            ])
     }
 }

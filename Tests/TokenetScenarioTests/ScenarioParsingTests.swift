@@ -132,13 +132,32 @@ import TokenetWire
             "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID for an identity of its own "
                 + "(wallet/my-wallet), got 'admin'"
         ),
-        ("identity bank/my-bank", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("identity wallet/", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("identity wallet/ca", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("identity wallet/issuer", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("identity wallet/a/b", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("identity wallet/my wallet", "s:1: identity: expected operator, tsp, issuer or wallet, or ROLE/ID"),
-        ("encrypt card 4761000010000009", "s:1: encrypt: expected NAME CARD_NUMBER MM/YY [CVC], such as: encrypt card"),
+        ("identity bank/my-bank", "s:1: identity bank/my-bank: the role must be operator, tsp, issuer or wallet"),
+        ("identity wallet/", "s:1: identity wallet/: the ID after wallet/ is empty"),
+        ("identity wallet/ca", "s:1: identity wallet/ca: 'ca' names a certificate the PKI has anyway"),
+        ("identity wallet/issuer", "s:1: identity wallet/issuer: 'issuer' names a certificate the PKI has anyway"),
+        ("identity wallet/a/b", "s:1: identity wallet/a/b: the ID may hold only ASCII letters, digits, '.', '_'"),
+        ("identity wallet/my wallet", "s:1: identity wallet/my wallet: the ID may hold only ASCII letters"),
+        (
+            "identity wallet/" + String(repeating: "c", count: 65),
+            "s:1: identity wallet/" + String(repeating: "c", count: 33) + "…: the ID is 65 bytes long; at most 64"
+        ),
+        // One certificate file per ID: the second role would have presented the first one's.
+        (
+            "identity wallet/shared\nidentity issuer/shared",
+            "s:2: identity issuer/shared: the ID shared is wallet/shared's in this script; give this identity another"
+        ),
+        // encrypt's card data is an object, which a JSON string would hold as text.
+        (
+            "encrypt card 4761000010000009 12/29\ncall tsp a.B/C {\"encryptedCardData\": \"${card}\"}",
+            "s:2: ${card} is the card data encrypt made, a JSON object: write it without quotes, as in "
+                + "\"encryptedCardData\": ${card}"
+        ),
+        (
+            "encrypt card 4761000010000009",
+            "s:1: encrypt: expected NAME CARD_NUMBER MM/YY [CVC]: a name, the card number's 12 to 19 digits without "
+                + "spaces, the expiry and, if the card has one, its security code"
+        ),
         ("encrypt 1card 4761000010000009 12/29", "s:1: encrypt: '1card' is not a name"),
         ("encrypt card 4761-0000-1000-0009 12/29", "s:1: encrypt: the card number must be 12 to 19 digits"),
         ("encrypt card 47610000100000091234 12/29", "s:1: encrypt: the card number must be 12 to 19 digits"),
@@ -190,6 +209,17 @@ import TokenetWire
         #expect(scenario.steps.first?.action == .identity("wallet/my-wallet.2_b"))
         #expect(Scenario.ownIdentity("wallet/my-wallet.2_b")?.id == "my-wallet.2_b")
         #expect(Scenario.ownIdentity("wallet/my-wallet.2_b")?.role == "wallet")
+        // The same identity again, a saved value of the same name in a string: both fine.
+        _ = try Scenario.parse(
+            """
+            identity wallet/a
+            identity operator
+            identity wallet/a
+            encrypt card 4761000010000009 12/29
+            call tsp a.B/C {"encryptedCardData": ${card}}
+            save card cardRef
+            call tsp a.B/C {"cardRef": "${card}"}
+            """, source: "s")
     }
 
     @Test func anUndefinedNameIsItsOwnCode() {
