@@ -45,31 +45,19 @@ public struct ScenarioVariables: Sendable {
     public static func withStandIns(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
-        var inString = false
-        var escaped = false
-        func scan(_ segment: Substring) {
-            for character in segment.utf8 {
-                if escaped {
-                    escaped = false
-                } else if inString && character == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if character == UInt8(ascii: "\"") {
-                    inString.toggle()
-                }
-            }
-        }
+        var json = JSONStringState()
         while let reference = nextReference(in: rest) {
             let before = rest[..<reference.range.lowerBound]
-            scan(before)
+            json.scan(before)
             result += before
             let written = rest[reference.range]
             if reference.escaped {
-                scan(written)
+                json.scan(written)
                 result += written
             } else {
                 let length = written.utf8.count
                 result +=
-                    inString
+                    json.inString
                     ? String(repeating: "x", count: length) : "null" + String(repeating: " ", count: length - 4)
             }
             rest = rest[reference.range.upperBound...]
@@ -93,24 +81,12 @@ public struct ScenarioVariables: Sendable {
     public static func referencesInsideStrings(in text: String) -> [String] {
         var names: [String] = []
         var rest = Substring(text)
-        var inString = false
-        var escaped = false
-        func scan(_ segment: Substring) {
-            for character in segment.utf8 {
-                if escaped {
-                    escaped = false
-                } else if inString && character == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if character == UInt8(ascii: "\"") {
-                    inString.toggle()
-                }
-            }
-        }
+        var json = JSONStringState()
         while let reference = nextReference(in: rest) {
-            scan(rest[..<reference.range.lowerBound])
+            json.scan(rest[..<reference.range.lowerBound])
             if reference.escaped {
-                scan(rest[reference.range])
-            } else if inString {
+                json.scan(rest[reference.range])
+            } else if json.inString {
                 names.append(reference.name)
             }
             rest = rest[reference.range.upperBound...]
@@ -149,5 +125,23 @@ public struct ScenarioVariables: Sendable {
             searchFrom = text.index(after: dollar)
         }
         return nil
+    }
+}
+
+/// Whether JSON text read so far ends inside a string: where a `${NAME}` goes in as a string's content.
+private struct JSONStringState {
+    private(set) var inString = false
+    private var escaped = false
+
+    mutating func scan(_ segment: Substring) {
+        for character in segment.utf8 {
+            if escaped {
+                escaped = false
+            } else if inString && character == UInt8(ascii: "\\") {
+                escaped = true
+            } else if character == UInt8(ascii: "\"") {
+                inString.toggle()
+            }
+        }
     }
 }
