@@ -22,30 +22,23 @@ extension ScenarioRunner {
             identity: identity, at: addresses[.tsp]!, pkiDirectory: pki.path, deadline: deadline)
         let traceID = headers.traceID ?? Metadata.newTraceID()
         let result: Result<CardV1.EncryptedCardData, RPCError> = runBlocking {
+            let session: InspectSession
             do {
-                let session = try await InspectSession.connect(options)
-                var callOptions = session.callOptions
-                callOptions.metadata.setTraceID(traceID)
-                let keys = try await TspV1.Provisioning.Client(session.client).getEncryptionKeys(
-                    .init(), options: callOptions
-                ).keys
-                await session.close()
-                guard let current = keys.first(where: \.current) else {
-                    return Result<CardV1.EncryptedCardData, RPCError>.failure(
-                        RPCError(.failedPrecondition, "the TSP published no current encryption key"))
-                }
-                let key = try RSAPublicKey(pem: current.publicKeyPem)
-                return .success(
-                    CardV1.EncryptedCardData(
-                        jwe: try JWE.encrypt(card, to: key, kid: current.publicKeyIdentifier),
-                        publicKeyIdentifier: current.publicKeyIdentifier))
-            } catch let error as RPCError {
-                return .failure(error)
-            } catch let error as CardError {
-                return .failure(RPCError(.internal, "the TSP's current key cannot encrypt: \(error.message)"))
+                session = try await InspectSession.connect(options)
             } catch {
-                return .failure(RPCError(.unavailable, "\(error)"))
+                return .failure(error as? RPCError ?? RPCError(.unavailable, "\(error)"))
             }
+            var callOptions = session.callOptions
+            callOptions.metadata.setTraceID(traceID)
+            let encrypted: Result<CardV1.EncryptedCardData, RPCError>
+            do {
+                encrypted = .success(
+                    try await CardV1.EncryptedCardData.forTSP(card, client: session.client, options: callOptions))
+            } catch {
+                encrypted = .failure(error as? RPCError ?? RPCError(.unavailable, "\(error)"))
+            }
+            await session.close()
+            return encrypted
         }
         switch result {
         case .success(let encrypted):

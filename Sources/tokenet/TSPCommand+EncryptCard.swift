@@ -45,20 +45,7 @@ extension TSPCommand {
         return try PartySession.run(
             options, json: true,
             call: { session, callOptions async throws -> CardV1.EncryptedCardData in
-                let keys = try await TspV1.Provisioning.Client(session.client).getEncryptionKeys(
-                    .init(), options: callOptions
-                ).keys
-                guard let current = keys.first(where: \.current) else {
-                    throw RPCError(.failedPrecondition, "the TSP published no current encryption key")
-                }
-                do {
-                    let key = try RSAPublicKey(pem: current.publicKeyPem)
-                    return CardV1.EncryptedCardData(
-                        jwe: try JWE.encrypt(card, to: key, kid: current.publicKeyIdentifier),
-                        publicKeyIdentifier: current.publicKeyIdentifier)
-                } catch let error as CardError {
-                    throw RPCError(.internal, "the TSP's current key cannot encrypt: \(error.message)")
-                }
+                try await CardV1.EncryptedCardData.forTSP(card, client: session.client, options: callOptions)
             },
             text: { (response: CardV1.EncryptedCardData, _) in (try? response.jsonString(options: .pretty)) ?? "" })
     }
