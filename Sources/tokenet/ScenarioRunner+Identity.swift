@@ -22,25 +22,16 @@ extension ScenarioRunner {
             throw Failure(
                 line: line, reason: "identity \(role): Tools/gen-certs, which makes its certificate, is not found")
         }
-        var environment = ProcessInfo.processInfo.environment
-        environment["TMPDIR"] = pki.deletingLastPathComponent().path
-        let generator = ChildProcess(
-            name: "gen-certs-\(own.id)", executable: root.appendingPathComponent("Tools/gen-certs"),
-            arguments: ["--node", "\(own.role)/\(own.id)", pki.path], logDirectory: pki.deletingLastPathComponent(),
-            environment: environment)
         do {
-            try generator.launch()
+            try Sandbox.runGenCerts(
+                root.appendingPathComponent("Tools/gen-certs"),
+                arguments: ["--node", "\(own.role)/\(own.id)", pki.path],
+                workspace: pki.deletingLastPathComponent(), timeout: 60, name: "gen-certs-\(own.id)")
         } catch {
-            throw Failure(line: line, reason: "identity \(role): Tools/gen-certs could not start: \(error.message)")
+            throw Failure(line: line, reason: "identity \(role): \(error.message)")
         }
-        guard generator.waitForExit(seconds: 60), generator.exitedCleanly,
-            FileManager.default.fileExists(atPath: file)
-        else {
-            generator.sendToGroup(SIGKILL)
-            throw Failure(
-                line: line,
-                reason: "identity \(role): Tools/gen-certs could not make \(name).pem: \(generator.outcome)\n"
-                    + generator.stderrTail())
+        guard FileManager.default.fileExists(atPath: file) else {
+            throw Failure(line: line, reason: "identity \(role): Tools/gen-certs did not make \(file)")
         }
         print(line, "identity \(role): certificate \(file) made by Tools/gen-certs (tokenet://\(own.role)/\(own.id))")
         return name
