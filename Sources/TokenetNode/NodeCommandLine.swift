@@ -31,11 +31,23 @@ public enum NodeCommandLine {
                 throw NodeError(.usage, "unknown option '--\(name)'\(hint)")
             }
             guard key.takesValue else {
-                if inlineValue != nil { throw NodeError(.usage, "\(key.flag) takes no value") }
                 switch key {
-                case .help: return .help
-                case .version: return .version
-                default: flagSettings.append(NodeSetting(key: key, value: .bool(true), origin: .flag))
+                case .help, .version:
+                    if inlineValue != nil { throw NodeError(.usage, "\(key.flag) takes no value") }
+                    return key == .help ? .help : .version
+                default:
+                    // `--plaintext=false` turns off what a config file turned on: flags override the file, and a
+                    // bare flag could only ever say yes.
+                    let on: Bool
+                    switch inlineValue {
+                    case nil, "true": on = true
+                    case "false": on = false
+                    case let other?:
+                        throw NodeError(.usage, "\(key.flag): expected no value, true or false, got '\(other)'")
+                    }
+                    let setting = NodeSetting(key: key, value: .bool(on), origin: .flag)
+                    try refuseRepeat(of: setting, in: flagSettings)
+                    flagSettings.append(setting)
                 }
                 continue
             }
@@ -53,7 +65,9 @@ public enum NodeCommandLine {
                 guard !value.isEmpty else { throw NodeError(.usage, "--config needs a file path") }
                 configPath = value
             } else {
-                flagSettings.append(NodeSetting(key: key, value: .string(value), origin: .flag))
+                let setting = NodeSetting(key: key, value: .string(value), origin: .flag)
+                try refuseRepeat(of: setting, in: flagSettings)
+                flagSettings.append(setting)
             }
         }
 
@@ -70,8 +84,25 @@ public enum NodeCommandLine {
         }
         try refuseRepeatedIssuerIDs(configSettings)
         try refuseRepeatedIssuerIDs(flagSettings)
-        try options.validate()
+        // Messages about settings wrong together name each as it was given: `--plaintext`, or `"plaintext" in
+        // node.json` for one the person did not type.
+        var labels: [NodeOptionKey: NodeSetting] = [:]
+        for setting in configSettings + flagSettings { labels[setting.key] = setting }
+        try options.validate { key in labels[key]?.label ?? key.flag }
         return .run(options)
+    }
+
+    /// A flag given twice takes its last value, so that a script can add its own after a common set; but
+    /// `--issuer` is repeatable (`ID=HOST:PORT` once for each issuer), and a second `--issuer HOST:PORT` reads as a
+    /// second issuer where the node would call only it and drop the first without a word.
+    private static func refuseRepeat(of setting: NodeSetting, in earlier: [NodeSetting]) throws(NodeError) {
+        guard setting.key == .issuer, !setting.isIssuerRoute,
+            let first = earlier.first(where: { $0.key == .issuer && !$0.isIssuerRoute })
+        else { return }
+        throw NodeError(
+            .usage,
+            "--issuer HOST:PORT (the address of the issuers no ID= names) may be given once; it was given "
+                + "\(first.valueText) and \(setting.valueText). Name each issuer with --issuer ID=HOST:PORT")
     }
 
     /// One source (the command line, or the config file's list) may give an issuer id one address: of two, the
@@ -79,8 +110,20 @@ public enum NodeCommandLine {
     /// for an id the config file routes replaces it, as flags override the file.
     private static func refuseRepeatedIssuerIDs(_ settings: [NodeSetting]) throws(NodeError) {
         var routes: [String: String] = [:]
+        var fallback: String?
         for setting in settings where setting.key == .issuer {
-            guard case .string(let text) = setting.value, let equals = text.firstIndex(of: "=") else { continue }
+            guard case .string(let text) = setting.value else { continue }
+            guard let equals = text.firstIndex(of: "=") else {
+                // A config file's list may hold one address without an id, as the command line may.
+                if let fallback, setting.origin != .flag {
+                    throw NodeError(
+                        .config,
+                        "\(setting.label): HOST:PORT without an id is the address of the issuers no ID= names, and "
+                            + "is given twice, \(fallback) and \(text); give it once")
+                }
+                fallback = text
+                continue
+            }
             let id = String(text[..<equals])
             let address = String(text[text.index(after: equals)...])
             guard let earlier = routes.updateValue(address, forKey: id) else { continue }

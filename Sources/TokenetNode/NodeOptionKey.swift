@@ -124,7 +124,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .logFormat: return "Log lines on stderr: \(Self.logFormats) (default text)."
         case .fixtures: return "JSON demo data (cardholders, accounts, cards, BIN ranges) loaded at start-up."
         case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."
-        case .plaintext: return "Disable TLS. For local debugging only; the node prints a loud warning."
+        case .plaintext:
+            return "Disable TLS (local debugging only; the node warns loudly). --plaintext=false undoes a config's."
         case .idlePoll:
             return "Microseconds the event loop polls after work before it sleeps "
                 + "(default \(EventLoop.defaultIdlePollMicroseconds); 0 sleeps at once)."

@@ -157,21 +157,25 @@ extension NodeOptions {
         return directory.isEmpty ? path : (directory as NSString).appendingPathComponent(path)
     }
 
-    /// Checks settings that are only wrong in combination.
-    func validate() throws(NodeError) {
+    /// Checks settings that are only wrong in combination; `label` names a setting as it was given (`--cert`, or
+    /// `"cert" in node.json`).
+    func validate(label: (NodeOptionKey) -> String = { $0.flag }) throws(NodeError) {
         if (certificatePath == nil) != (privateKeyPath == nil) {
-            throw NodeError(.config, "--cert and --key must be given together")
+            throw NodeError(.config, "\(label(.cert)) and \(label(.key)) must be given together")
         }
         if plaintext {
             // The TLS files were ignored without a word (the loud warning said only that TLS is off), where the CLI
             // refuses the same pair as contradictory.
-            let given = [(certificatePath, "--cert"), (privateKeyPath, "--key"), (caPath, "--ca")]
-                .filter { $0.0 != nil }.map(\.1)
+            let given = [(certificatePath, NodeOptionKey.cert), (privateKeyPath, .key), (caPath, .ca)]
+                .filter { $0.0 != nil }.map { label($0.1) }
             if !given.isEmpty {
+                let source = label(.plaintext)
+                let fix =
+                    source == NodeOptionKey.plaintext.flag
+                    ? "give either --plaintext or the TLS files"
+                    : "take \"plaintext\" out of that file, or give --plaintext=false to use TLS"
                 throw NodeError(
-                    .config,
-                    "--plaintext turns TLS off, so \(given.joined(separator: ", ")) would be ignored; give either "
-                        + "--plaintext or the TLS files")
+                    .config, "\(source) turns TLS off, so \(given.joined(separator: ", ")) would be ignored; \(fix)")
             }
         } else {
             let missing = [

@@ -97,12 +97,16 @@ public final class NodeRuntime: Sendable {
         {
             logger.warning(warning)
         }
-        var peerText = options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }.joined(separator: ",")
-        if peerText.isEmpty { peerText = "none" }
+        // The issuers routed by id are peers too: `--issuer bank-a=HOST:PORT` alone logged `peers=none`.
+        let peerText =
+            (options.peers.keys.sorted().map { "\($0.rawValue)=\(options.peers[$0]!)" }
+            + options.issuerRoutes.keys.sorted().map { "issuer[\($0)]=\(options.issuerRoutes[$0]!)" })
+            .joined(separator: ",")
         logger.info(
             "starting",
             [
-                "version": TokenetVersion.release, "listen": options.listen.description, "peers": peerText,
+                "version": TokenetVersion.release, "listen": options.listen.description,
+                "peers": peerText.isEmpty ? "none" : peerText,
                 "data_dir": dataDirectory, "tls": options.plaintext ? "off" : "on",
             ])
 

@@ -15,6 +15,20 @@ struct NodeSetting: Sendable, Equatable {
     var value: Value
     var origin: Origin
 
+    /// `--issuer ID=HOST:PORT`: one issuer's address, which may be given once for each issuer.
+    var isIssuerRoute: Bool {
+        guard key == .issuer, case .string(let text) = value else { return false }
+        return text.contains("=")
+    }
+
+    /// The value as messages quote it.
+    var valueText: String {
+        switch value {
+        case .string(let text): return "'\(text)'"
+        case .bool(let flag): return String(flag)
+        }
+    }
+
     /// How messages name this setting: `--listen` or `"listen" in node.json`.
     var label: String {
         switch origin {

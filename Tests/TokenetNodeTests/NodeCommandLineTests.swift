@@ -212,6 +212,62 @@ import Testing
         #expect(notStrings.description.contains(#""issuer" must be a string or a list of strings"#))
     }
 
+    /// `--issuer` is repeatable, one `ID=HOST:PORT` for each issuer: a second address without an id, which reads as
+    /// a second issuer, is refused with both named (the node called only the second).
+    @Test func aSecondIssuerAddressWithoutAnIDIsRefused() throws {
+        let failure = try #require(
+            error(
+                [
+                    "--issuer", "127.0.0.1:5", "--issuer", "bank-a=127.0.0.1:7", "--issuer", "127.0.0.1:6",
+                    "--plaintext",
+                ],
+                spec: .tsp))
+        #expect(failure.code == .usage)
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.description
+                == "--issuer HOST:PORT (the address of the issuers no ID= names) may be given once; it was given "
+                + "'127.0.0.1:5' and '127.0.0.1:6'. Name each issuer with --issuer ID=HOST:PORT")
+    }
+
+    @Test func aConfigFileListGivesOneAddressWithoutAnID() throws {
+        let failure = try #require(
+            error(
+                ["--config", "tsp.json"], spec: .tsp,
+                config: #"{"issuer": ["127.0.0.1:5", "bank-a=127.0.0.1:7", "127.0.0.1:6"], "plaintext": true}"#))
+        #expect(failure.code == .config)
+        #expect(
+            failure.description
+                == #""issuer" in tsp.json: HOST:PORT without an id is the address of the issuers no ID= names, and "#
+                + "is given twice, 127.0.0.1:5 and 127.0.0.1:6; give it once")
+    }
+
+    /// `"plaintext": true` in a config file was named `--plaintext`, a flag nobody typed, and nothing on the command
+    /// line could undo it.
+    @Test func plaintextFromTheConfigFileIsNamedSoAndCanBeUndone() throws {
+        let config = #"{"plaintext": true, "listen": "127.0.0.1:0"}"#
+        let refused = try #require(error(["--config", "node.json"] + tls, spec: .tsp, config: config))
+        #expect(refused.exitStatus == 2)
+        #expect(
+            refused.description
+                == #""plaintext" in node.json turns TLS off, so --cert, --key, --ca would be ignored; take "#
+                + #""plaintext" out of that file, or give --plaintext=false to use TLS"#)
+        let undone = try NodeCommandLine.parse(["--config", "node.json", "--plaintext=false"] + tls, spec: .tsp) {
+            _ throws(NodeError) in Data(config.utf8)
+        }
+        guard case .run(let parsed) = undone else {
+            Issue.record("expected run, got \(undone)")
+            return
+        }
+        #expect(!parsed.plaintext)
+        #expect(parsed.certificatePath == "c.pem")
+        let fromFlag = try #require(error(["--plaintext=true", "--ca", "ca.pem"], spec: .tsp))
+        #expect(fromFlag.description.contains("--plaintext turns TLS off, so --ca would be ignored; give either"))
+        let tlsFromFile = try #require(
+            error(["--config", "n.json", "--plaintext"], spec: .tsp, config: #"{"ca": "ca.pem"}"#))
+        #expect(tlsFromFile.description.contains(#"--plaintext turns TLS off, so "ca" in n.json would be ignored"#))
+    }
+
     @Test func helpAndVersion() throws {
         #expect(try NodeCommandLine.parse(["--help"], spec: .tsp) == .help)
         #expect(try NodeCommandLine.parse(["--listen", "127.0.0.1:1", "--version"], spec: .tsp) == .version)
@@ -236,7 +292,8 @@ import Testing
         (["--issuer", "issuer_a:7002"], "--issuer: expected an IP address or host name with a port"),
         (["--log-level", "loud"], "--log-level: expected trace|debug|info|warning|error, got 'loud'"),
         (["--log-format", "xml"], "--log-format: expected text|json, got 'xml'"),
-        (["--plaintext=yes"], "--plaintext takes no value"),
+        (["--plaintext=yes"], "--plaintext: expected no value, true or false, got 'yes'"),
+        (["--help=1"], "--help takes no value"),
         (["stray"], "unexpected argument 'stray'"),
         (["--"], "unexpected argument '--'"),
         (["--=127.0.0.1:1"], "unknown option '--'"),
