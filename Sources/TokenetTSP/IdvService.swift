@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -33,12 +34,12 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             switch method.type {
             case .otpSms, .otpEmail:
                 let code = OTPCode.generate()
-                let (action, previous) = try tsp.store.selectOTP(
-                    digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
-                    policy: tsp.configuration.otpPolicy, cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay,
-                    nowMs: tsp.nowMs)
-                switch action {
-                case .deliver(_, let expiresAtMs):
+                let action = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
+                    let (action, previous) = try tsp.store.selectOTP(
+                        digitalCardID: token.digitalCardID, methodID: method.id, candidateCode: code,
+                        policy: tsp.configuration.otpPolicy, cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay,
+                        nowMs: tsp.nowMs)
+                    guard case .deliver(_, let expiresAtMs) = action else { return action }
                     do {
                         try await deliver(
                             code, method: method, token: token, expiresAtMs: expiresAtMs,
@@ -52,6 +53,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                             policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                         throw error
                     }
+                    return action
+                }
+                switch action {
+                case .deliver(_, let expiresAtMs):
                     log.info("one-time code sent", ["digital_card_id": token.digitalCardID, "method": method.id])
                     response.codeSent = true
                     response.codeExpiresAtMs = expiresAtMs
@@ -129,11 +134,11 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
             try await tsp.expireAbandonedStepUps(traceID: context.traceID, log: log)
             let token = try requireToken(request.digitalCardID, context)
             let code = OTPCode.generate()
-            let (action, previous) = try tsp.store.resendOTP(
-                digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
-                cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay, nowMs: tsp.nowMs)
-            switch action {
-            case .deliver(let methodID, let expiresAtMs):
+            let action = try await tsp.otpTurns.one(token.digitalCardID, cancelled: Self.cancelledWaiting) {
+                let (action, previous) = try tsp.store.resendOTP(
+                    digitalCardID: token.digitalCardID, candidateCode: code, policy: tsp.configuration.otpPolicy,
+                    cardCodesPerDay: tsp.configuration.otpCodesPerCardPerDay, nowMs: tsp.nowMs)
+                guard case .deliver(let methodID, let expiresAtMs) = action else { return action }
                 guard let method = try tsp.store.idvMethods(of: token.digitalCardID).first(where: { $0.id == methodID })
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
                 do {
@@ -146,6 +151,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                         policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
                     throw error
                 }
+                return action
+            }
+            switch action {
+            case .deliver(let methodID, let expiresAtMs):
                 log.info("one-time code resent", ["digital_card_id": token.digitalCardID, "method": methodID])
                 return TspV1.ResendOtpResponse(
                     codeExpiresAtMs: expiresAtMs, triesLeft: UInt32(tsp.configuration.otpMaxAttempts))
@@ -156,6 +165,11 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
             }
         }
+    }
+
+    /// A call that gave up while another code of its token was on its way.
+    static var cancelledWaiting: RPCError {
+        RPCError(.cancelled, "the call was cancelled while another one-time code of the token was being sent")
     }
 
     /// For a refusal that ends one-time codes for the token, what else the cardholder can do: the other methods the

@@ -17,6 +17,10 @@ final class TSPService: Sendable {
     let notifications: any NotificationPublishing
     /// Orders token-state changes with their CARD_STATE publications (see `StateChangeGate`).
     let stateChanges = StateChangeGate()
+    /// A token's one-time codes are stored and delivered one at a time: resends at once stored their codes in one
+    /// order and had the issuer deliver them in another, so the last code the cardholder got could be one already
+    /// replaced (and cost a try), and a failed delivery could put back a code a later resend had replaced.
+    let otpTurns = KeyedTurns<String>()
     /// Publishes what changes journaled; a message the broker could not take goes out before the next ones.
     let journal: NotificationJournal
     /// Strong authentication: enrolments, HOTP credentials and the access tokens they log in to.

@@ -2,11 +2,15 @@ import Synchronization
 import TokenetRPC
 import TokenetWire
 
-/// The issuer's code delivery as a test sees it: every code the TSP asked it to send, or a failure on demand.
+/// The issuer's code delivery as a test sees it: every code the TSP asked it to send, in the order the deliveries
+/// ended, or a failure on demand; one delivery can be held until the test lets it end.
 final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
     struct State {
         var sent: [IssuerV1.SendOtpRequest] = []
         var failing = false
+        var holdNext = false
+        var held: CheckedContinuation<Void, Never>?
+        var released = false
     }
 
     let state = Mutex(State())
@@ -15,7 +19,33 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
     var lastCode: String? { sent.last?.code }
     func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
 
+    /// The next delivery waits, once it has arrived, until `releaseHeld()`.
+    func holdNextDelivery() { state.withLock { $0.holdNext = true } }
+    var isHolding: Bool { state.withLock { $0.held != nil } }
+    func releaseHeld() {
+        let held = state.withLock { state in
+            state.released = true
+            defer { state.held = nil }
+            return state.held
+        }
+        held?.resume()
+    }
+
     func sendOTP(_ request: IssuerV1.SendOtpRequest, context: ServerContext) async throws -> IssuerV1.SendOtpResponse {
+        let hold = state.withLock { state in
+            defer { state.holdNext = false }
+            return state.holdNext
+        }
+        if hold {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state in
+                    if state.released { return true }
+                    state.held = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        }
         try state.withLock { state in
             if state.failing { throw RPCError(.unavailable, "the SMS gateway is down") }
             state.sent.append(request)

@@ -143,6 +143,28 @@ import TokenetWire
         #expect(tsp.published.of("CARD_STATE").count == before + 1)
     }
 
+    /// Resends at once: each code is stored and delivered before the next is stored, so the code the cardholder
+    /// gets last is the one that works. A resend whose delivery was slow had its code replaced by a later resend
+    /// delivered first, and the cardholder's newest code was refused (and cost a try).
+    @Test(.timeLimit(.minutes(3))) func resendsAtOnceDeliverTheirCodesInTheOrderTheyReplaceEachOther() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        tsp.otp.holdNextDelivery()
+        let slow = Task { try await tsp.idv.resendOTP(.init(digitalCardID: card)) }
+        while !tsp.otp.isHolding { try await Task.sleep(for: .milliseconds(5)) }
+        let fast = Task { try await tsp.idv.resendOTP(.init(digitalCardID: card)) }
+        // Room for the second resend to overtake the held one, as it did.
+        try await Task.sleep(for: .milliseconds(300))
+        tsp.otp.releaseHeld()
+        _ = try await slow.value
+        _ = try await fast.value
+        #expect(tsp.otp.sent.count == 3)
+        let newest = try #require(tsp.otp.lastCode)
+        let answer = try await submit(tsp, card, newest)
+        #expect(answer.result == .success, "the newest code delivered was refused: \(answer)")
+    }
+
     @Test func selectingAgainSendsNothingNew() async throws {
         let tsp = try TSPHarness.make()
         let card = try await Self.steppedUp(tsp)
