@@ -153,7 +153,9 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             let token = try tsp.existingToken(request.digitalCardID)
             guard token.state == .active else {
                 throw TSPError(
-                    .failedPrecondition, "token \"\(token.digitalCardID)\" is \(token.state); only ACTIVE tokens pay")
+                    .failedPrecondition,
+                    "token \"\(token.digitalCardID)\" is \(token.state); a replenishment is asked only of an ACTIVE "
+                        + "token's wallet (payment keys are issued to ACTIVE tokens only)")
             }
             let id = try await tsp.publish(
                 D1.notification(

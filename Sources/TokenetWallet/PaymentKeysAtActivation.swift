@@ -89,6 +89,11 @@ struct PaymentKeysAtActivation: Sendable {
                 try await updates.replenish(
                     card, reason: "active again below threshold", ifAtMost: WalletTokenUpdates.keyThreshold)
             }
+        } catch let error as WalletError where error.code == .failedPrecondition {
+            // Deleted or suspended since it was activated (a delete racing the activation): no keys are due.
+            logger.info(
+                "payment keys not issued at activation: the token is no longer ACTIVE",
+                ["digital_card_id": event.digitalCardID, "error": "\(error)"])
         } catch {
             logger.warning(
                 "payment keys could not be issued at activation",

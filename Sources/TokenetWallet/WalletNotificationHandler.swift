@@ -45,12 +45,24 @@ public final class WalletNotificationHandler: NotificationHandler {
             // A peer the action needs (the TSP, for a new key batch) is unreachable: the message is not kept, and
             // the subscriber delivers it again.
             guard error.code != .unavailable else { throw error }
-            logger.error(
-                "notification could not be processed",
-                [
-                    "message_id": notification.messageID, "type": notification.messageType,
-                    "error": String(describing: error),
-                ])
+            if error.code == .failedPrecondition, case .replenishment? = notification.body {
+                // A key batch for a token deleted or suspended since the push was sent: the TSP issues keys to
+                // ACTIVE tokens only, and nothing is wrong. Logged at error, it was the one error line of a normal
+                // run (a push racing a delete).
+                logger.info(
+                    "payment keys not fetched: the token is no longer ACTIVE",
+                    [
+                        "message_id": notification.messageID, "digital_card_id": notification.cardID,
+                        "error": String(describing: error),
+                    ])
+            } else {
+                logger.error(
+                    "notification could not be processed",
+                    [
+                        "message_id": notification.messageID, "type": notification.messageType,
+                        "error": String(describing: error),
+                    ])
+            }
         }
         // A store that cannot keep it throws too: the message is delivered again rather than acknowledged unseen.
         _ = try store.keep(notification, nowMs: clock())

@@ -316,6 +316,13 @@ import TokenetWire
         #expect(response.messageID == "msg-1")
         #expect(publish.queues == ["wallet/wallet-1"])
         #expect(publish.notification.sender == "MG")
+
+        // A token no longer ACTIVE: the refusal says what was asked, not "only ACTIVE tokens pay".
+        let operatorLifecycle = LifecycleTests.lifecycle(tsp, as: LifecycleTests.operator1)
+        _ = try await operatorLifecycle.changeTokenState(LifecycleTests.change(id, .delete))
+        await expectRPCError(.failedPrecondition, "is DEACTIVATED; a replenishment is asked only of an ACTIVE token") {
+            try await operatorLifecycle.requestReplenishment(.init(digitalCardID: id))
+        }
     }
 
     @Test func renewedCardKeepsItsTokenAndTheIssuerAppResynchronises() async throws {

@@ -421,6 +421,22 @@ import TokenetWire
         #expect(try wallet.store.hasKept(messageID: push.messageID))
     }
 
+    /// An MG push for a token deleted or suspended since (the TSP answers FAILED_PRECONDITION: keys go to ACTIVE
+    /// tokens only) is a race of a normal run, logged at info, not at error.
+    @Test func anMGPushForATokenNoLongerActiveIsNoError() async throws {
+        let (wallet, _) = try await Self.digitized()
+        let push = Self.notification("REPLENISHMENT", .replenishment(.init()), sender: "MG")
+        wallet.lifecycleTSP.state.withLock {
+            $0.replenishmentFailure = RPCError(
+                .failedPrecondition, "token is DEACTIVATED; payment keys are issued to ACTIVE tokens only")
+        }
+        try await wallet.notifications.handle(push)
+        #expect(try wallet.store.hasKept(messageID: push.messageID))
+        let lines = wallet.logs.lines.filter { $0.contains(push.messageID) }
+        #expect(lines.contains { $0.contains(" info ") && $0.contains("payment keys not fetched") }, "\(lines)")
+        #expect(!lines.contains { $0.contains(" error ") }, "\(lines)")
+    }
+
     /// A wallet that stops or crashes while it processes an MG push (its key batch asked of a TSP that has not
     /// answered) processes the push when the broker delivers it again after the restart: a message counts as seen
     /// only once it has been processed.
