@@ -96,6 +96,9 @@ extension UpCommand {
                         if case .skipped(let reason) = entry { printOut("error: line \(number): \(reason)") }
                         continue
                     }
+                    // Looked at before each line too: a node that ended on its own since the last line counts as
+                    // down, so its `start` is not refused as "running".
+                    if let nodes = runner.nodes { parser.nodesRunning(nodes.up) }
                     do {
                         try runner.runAtConsole(try parser.read(line: line, number: number), line: number)
                     } catch let error as ScenarioError {

@@ -152,6 +152,21 @@ import TokenetTransport
         // did not fit in 1 s.
         #expect(Int(retried.output.1) ?? 0 >= 2, "\(text().suffix(2000))")
 
+        // A node that ends on its own (killed from outside) counts as down at the next line: its first `start` was
+        // refused as "running", since the console looked at the nodes only after each line.
+        let started = try #require(
+            text().firstMatch(of: /15  start wallet: ready wallet-node pid=(\d+)/), "\(text().suffix(2000))")
+        let walletPID = try #require(pid_t(started.output.1))
+        #expect(kill(walletPID, SIGKILL) == 0)
+        _ = try PythonClientInteropTests.waitFor(up, "the killed wallet-node to end") {
+            let status = (try? String(contentsOfFile: "/proc/\(walletPID)/stat", encoding: .utf8)) ?? ""
+            return status.isEmpty || status.contains(") Z ") ? true : nil
+        }
+        commands.write(Data("start wallet\necho after kill\n".utf8))
+        try waitFor("   25  after kill", up)
+        #expect(text().contains("   24  start wallet: ready wallet-node"), "\(text().suffix(2000))")
+        #expect(!text().contains("is running (stop or kill it first)"), "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]
