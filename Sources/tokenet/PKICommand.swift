@@ -25,8 +25,9 @@ enum PKICommand {
           DIR/ROLE.pem, DIR/ROLE.key   for ROLE in tsp, issuer, wallet and operator, each with the URI SAN
                                        tokenet://ROLE/ROLE-1, DNS SAN localhost and IP SAN 127.0.0.1
 
-        Files already in DIR are kept, so running it again adds only what is missing; certificates made with
-        another CA are refused by nodes started with this one.
+        Files already in DIR are kept, so running it again adds only what is missing. A certificate it makes
+        that DIR/ca.pem does not verify (signed by an earlier CA, or expired) is made again; when the CA is
+        made anew (ca.pem and ca.key gone), every certificate in DIR is signed again, with the names it had.
 
         Options:
           --node ROLE/ID  Also create DIR/ID.pem and DIR/ID.key for one more node of ROLE (tsp, issuer,

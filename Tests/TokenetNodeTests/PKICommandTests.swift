@@ -28,6 +28,53 @@ import TokenetTestSupport
             "\(again.stderr)")
     }
 
+    /// A CA made anew (ca.pem and ca.key removed) signs every certificate in DIR again, those of an earlier
+    /// `--node` run too, with the names they carried; and a certificate there that another CA signed is made again
+    /// when it is named. Both were kept, signed by a CA no node started with this ca.pem accepts, and init said the
+    /// directory held what it needed.
+    @Test func aNewCASignsEveryCertificateAgainAndOneFromAnotherCAIsMadeAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        #expect(try await runTokenet(["pki", "init", pki, "--node", "wallet/wallet-2"]).status == 0)
+        for name in ["ca.pem", "ca.key"] { try FileManager.default.removeItem(atPath: "\(pki)/\(name)") }
+        let anew = try await runTokenet(["pki", "init", pki])
+        #expect(anew.status == 0, "\(anew.stderr)")
+        #expect(anew.stdout.contains("created \(pki)/wallet-2.pem (signed again by the new CA)"), "\(anew.stdout)")
+        for name in ["tsp", "issuer", "wallet", "operator", "wallet-2"] {
+            #expect(
+                try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/\(name).pem"]).status == 0, "\(name)")
+        }
+        let names = try Self.openssl(["x509", "-in", "\(pki)/wallet-2.pem", "-noout", "-ext", "subjectAltName"])
+        #expect(names.output.contains("URI:tokenet://wallet/wallet-2, DNS:localhost, IP Address:127.0.0.1"), "\(names)")
+
+        let other = directory.path("other")
+        #expect(try await runTokenet(["pki", "init", other, "--node", "wallet/wallet-2"]).status == 0)
+        for suffix in ["pem", "key"] {
+            try FileManager.default.removeItem(atPath: "\(pki)/wallet-2.\(suffix)")
+            try FileManager.default.copyItem(atPath: "\(other)/wallet-2.\(suffix)", toPath: "\(pki)/wallet-2.\(suffix)")
+        }
+        let repaired = try await runTokenet(["pki", "init", pki, "--node", "wallet/wallet-2"])
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        #expect(
+            repaired.stdout.contains("created \(pki)/wallet-2.pem (the one there was signed by an earlier CA, or had "),
+            "\(repaired.stdout)")
+        #expect(!repaired.stdout.contains("created \(pki)/tsp.pem"), "\(repaired.stdout)")
+        #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/wallet-2.pem"]).status == 0)
+    }
+
+    static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
     /// A DIR holding half a CA (its key lost) was given a new CA, and every certificate not named in that run stayed
     /// signed by the old one; a CA that cannot sign failed with "its message is above" and nothing above.
     @Test func aDirectoryWithHalfACAOrADamagedOneIsRefusedWithTheReason() async throws {
