@@ -422,6 +422,15 @@ final class InspectSession: Sendable {
         guard let error = error as? RPCError, error.code == .unavailable, error.connectionEndedHere,
             error.message.contains("no answer to keepalive ping")
         else { return nil }
+        // The node closed the connection for this client's silence (its goaway gave the reason): the command was
+        // suspended (Ctrl-Z) or its network went away for longer than the node's keepalive allows. It was told
+        // that the node had stopped answering.
+        if error.message.contains("the peer closed the connection") {
+            return RPCError(
+                .unavailable,
+                "\(options.address) closed the connection: this command did not answer its keepalive ping in time "
+                    + "(was the command stopped, with Ctrl-Z say, or the network to the node down?)")
+        }
         let silent = Self.keepaliveInterval + Self.keepaliveTimeout
         if error.message.contains("no hello from the peer") {
             return CLIError(
