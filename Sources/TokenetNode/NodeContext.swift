@@ -54,7 +54,8 @@ public struct NodeContext: Sendable {
         let timers = options.clientTimers
         let peer = "the \(role.nodeName) at \(address) (--\(role.rawValue))"
         // When the link goes and comes back, once each: between them only each failed call said anything.
-        let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger] change in
+        let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger, outgoing] change in
+            guard outgoing.isNews(change, peer: peer) else { return }
             switch change {
             case .unreachable(let reason):
                 logger.warning(

@@ -14,6 +14,8 @@ public final class NodeOutgoing: Sendable {
         var channels: [RPCChannel] = []
         var tasks: [Task<Void, Never>] = []
         var stopping = false
+        /// The peers (by the channel's description) a channel last found unreachable.
+        var unreachable: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -22,6 +24,18 @@ public final class NodeOutgoing: Sendable {
 
     /// Whether the node has begun to stop its outgoing work (then `run` starts nothing new).
     public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Whether a link change of one of the channels to `peer` is news: a node has more than one channel to a peer
+    /// (its calls, and its notification subscription, to the TSP), and each said the same "cannot reach" and
+    /// "reached again", so every line came twice.
+    public func isNews(_ change: RPCChannel.LinkChange, peer: String) -> Bool {
+        state.withLock { state in
+            switch change {
+            case .unreachable: state.unreachable.insert(peer).inserted
+            case .reachable: state.unreachable.remove(peer) != nil
+            }
+        }
+    }
 
     /// Closes `channel` when the node stops.
     public func track(_ channel: RPCChannel) {
