@@ -163,6 +163,10 @@ final class IssuerStore: Sendable {
             }
         } catch let error as CardError {
             throw IssuerError(.keys, "the issuer's vault key does not fit its database", cause: error)
+        } catch let error as StorageError where error.code == .corrupt {
+            // The check's read is the first past the tables the migrations look at (a damaged page of cards): it
+            // said "cannot check the vault key", which points at the key, not at the file to restore.
+            throw Self.damaged(databasePath, error)
         } catch let error as StorageError {
             throw IssuerError(.storage, "cannot check the vault key against \(databasePath)", cause: error)
         } catch {

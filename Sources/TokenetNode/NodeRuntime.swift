@@ -47,7 +47,13 @@ public final class NodeRuntime: Sendable {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw NodeError(.io, "--data-dir: cannot create \(named)", cause: DescribedError(error))
+            // The place it was asked for is the operator's to fix (a read-only mount, a parent the node may not
+            // write): status 2 naming the flag, as for a directory there that is not writable. It was status 1, as a
+            // node that fails while running.
+            throw NodeError(
+                .config,
+                "--data-dir: cannot create \(named): make its parent writable (check its mode and owner and the "
+                    + "mount) or give another directory", cause: DescribedError(error))
         }
         // Root passes mode checks, but not an immutable directory or a read-only file system: access(2) reports
         // those too.

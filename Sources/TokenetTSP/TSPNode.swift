@@ -113,6 +113,13 @@ public enum TSPNode {
                 .config,
                 "the TSP database \(dataDirectory)/tsp.sqlite is damaged: restore it from a backup, with its vault key",
                 cause: error)
+        } catch let error as TSPError where error.code == .dataLoss {
+            // A damaged page met past the opening, by the first reads of its work (the notification journal's):
+            // the same restore, and the same status 2, as a damaged file found at the opening.
+            throw NodeError(
+                .config,
+                "the TSP database \(dataDirectory)/tsp.sqlite is damaged: restore it from a backup, with its vault key",
+                cause: error)
         } catch {
             throw NodeError(.io, "cannot open the TSP's storage or keys in \(dataDirectory)", cause: Described(error))
         }

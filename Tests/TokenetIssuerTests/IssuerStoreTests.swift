@@ -33,6 +33,28 @@ import TokenetTestSupport
         #expect(try IssuerNode.startFailure(#require(error)).exitStatus == 2)
     }
 
+    /// A damaged page of the cards table is first read by the vault key's check, which said "cannot check the vault
+    /// key", pointing at the key instead of the file to restore.
+    @Test func aDamagedPageOfCardsIsNamedWithWhatToDo() throws {
+        let directory = try temporaryDirectory()
+        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let store = try IssuerStore.open(directory: directory)
+        try store.importFixture(try Support.fixture())
+        let root = try #require(
+            try store.database.queryOne("SELECT rootpage FROM sqlite_master WHERE name = 'cards'")?.int(0))
+        let pageSize = try #require(try store.database.queryOne("PRAGMA page_size")?.int(0))
+        try store.database.close()
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try file.seek(toOffset: UInt64((root - 1) * pageSize))
+        try file.write(contentsOf: Data(repeating: 0x5A, count: Int(pageSize)))
+        try file.close()
+        let error = #expect(throws: IssuerError.self) { try IssuerStore.open(directory: directory) }
+        #expect(
+            error?.message == "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
+            "\(String(describing: error))")
+        #expect(try IssuerNode.startFailure(#require(error)).exitStatus == 2)
+    }
+
     @Test func loadingTwiceChangesNothing() throws {
         let store = try Support.store()
         let before = try store.allCards().map { "\($0.id) \($0.pan.last4) \($0.rule.summary)" }

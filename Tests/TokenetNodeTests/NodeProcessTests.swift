@@ -372,6 +372,18 @@ import TokenetWire
         #expect(!result.stderr.contains("4111111111111111") && !result.stderr.contains("4111 1111"))
     }
 
+    /// A data directory that cannot be made (here under /proc, where nothing can be) is the operator's to fix:
+    /// status 2 naming the flag, as a directory that is not writable. It was status 1, as a node failing while running.
+    @Test(arguments: ["tsp-node", "issuer-node", "wallet-node"])
+    func aDataDirectoryThatCannotBeMadeIsAConfigurationMistake(node: String) async throws {
+        let arguments = ["--plaintext", "--data-dir", "/proc/tokenet-test-\(getpid())/data", "--tsp", "127.0.0.1:1"]
+        let result = try await LaunchedProcess.run(node, node == "tsp-node" ? Array(arguments.prefix(3)) : arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("--data-dir: cannot create /proc/tokenet-test-\(getpid())/data: make its parent "),
+            "\(result.stderr)")
+    }
+
     /// A TSP database that is not a database, or is damaged: the file named with what to do, status 2 as the
     /// wallet and the issuer say it. It was status 1, as a node that fails while running, with SQLite's words alone.
     @Test func aDamagedTSPDatabaseIsNamedWithWhatToDo() async throws {
