@@ -101,6 +101,7 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
 
     /// The help line in `spec`'s help.
     func help(for spec: NodeSpec) -> String {
+        if let peer, spec.requiredPeers.contains(peer) { return help + " Required." }
         guard self == .issuer && spec.routesIssuersByID else { return help }
         return "Issuer addresses: ID=HOST:PORT for the issuer registered as ID, HOST:PORT for the rest (repeatable)."
     }

@@ -81,6 +81,10 @@ public final class NodeRuntime: Sendable {
         if let warning = expiryWarning(expiry, certificate: options.certificatePath) {
             logger.warning(warning)
         }
+        // Before anything is made: a wallet started without --tsp made its data directory, then stopped.
+        if let missing = spec.requiredPeers.first(where: { options.peers[$0] == nil }) {
+            throw NodeError(.config, "--\(missing.rawValue) is required: this node calls the \(missing.nodeName)")
+        }
         let dataDirectory = options.resolvedDataDirectory(node: spec.name)
         if let path = options.readyFile {
             // Not there yet when checked, the data directory was then made where the ready file goes, and the node

@@ -27,14 +27,18 @@ public struct NodeSpec: Sendable, Equatable {
     /// The node's database in its data directory, and a file an earlier start leaves beside it: together they tell
     /// a database lost since from a first start (`LostDatabaseCheck`). Nil for a node without a database.
     public var database: (file: String, marker: String)?
+    /// The peers the node cannot run without (the wallet's TSP): said by `--help`, and checked before the node
+    /// makes its data directory.
+    public var requiredPeers: [NodeRole]
 
     public init(
-        name: String, summary: String, knownPeers: [NodeRole], usesFixtures: Bool = false,
-        routesIssuersByID: Bool = false, database: (file: String, marker: String)? = nil
+        name: String, summary: String, knownPeers: [NodeRole], requiredPeers: [NodeRole] = [],
+        usesFixtures: Bool = false, routesIssuersByID: Bool = false, database: (file: String, marker: String)? = nil
     ) {
         self.name = name
         self.summary = summary
         self.knownPeers = knownPeers
+        self.requiredPeers = requiredPeers
         self.usesFixtures = usesFixtures
         self.routesIssuersByID = routesIssuersByID
         self.database = database
@@ -42,6 +46,7 @@ public struct NodeSpec: Sendable, Equatable {
 
     public static func == (lhs: NodeSpec, rhs: NodeSpec) -> Bool {
         lhs.name == rhs.name && lhs.summary == rhs.summary && lhs.knownPeers == rhs.knownPeers
+            && lhs.requiredPeers == rhs.requiredPeers
             && lhs.usesFixtures == rhs.usesFixtures && lhs.routesIssuersByID == rhs.routesIssuersByID
             && lhs.database?.file == rhs.database?.file && lhs.database?.marker == rhs.database?.marker
     }
@@ -69,6 +74,7 @@ public struct NodeSpec: Sendable, Equatable {
         name: "wallet-node",
         summary: "Wallet: asks the TSP to provision cards and holds the resulting tokens.",
         knownPeers: [.tsp, .issuer],
+        requiredPeers: [.tsp],
         database: ("wallet.sqlite", NodeInstance.fileName)
     )
 }

@@ -384,6 +384,19 @@ import TokenetWire
             "\(result.stderr)")
     }
 
+    /// The wallet cannot run without its TSP: `--help` says so, and a start without `--tsp` is refused before the
+    /// data directory is made (it was made, then the node stopped).
+    @Test func aWalletWithoutItsTSPIsRefusedBeforeItMakesAnything() async throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.path("data")
+        let result = try await LaunchedProcess.run("wallet-node", ["--plaintext", "--data-dir", data])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("--tsp is required: this node calls the tsp-node"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data))
+        let help = try await LaunchedProcess.run("wallet-node", ["--help"])
+        #expect(help.stdout.contains("Address of the token service provider (tsp-node). Required."))
+    }
+
     /// A TSP database that is not a database, or is damaged: the file named with what to do, status 2 as the
     /// wallet and the issuer say it. It was status 1, as a node that fails while running, with SQLite's words alone.
     @Test func aDamagedTSPDatabaseIsNamedWithWhatToDo() async throws {
