@@ -96,8 +96,12 @@ extension Sandbox {
         let file = dataDirectory.appendingPathComponent("wallet.json")
         guard !FileManager.default.fileExists(atPath: file.path) else { return }
         do {
-            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            // The wallet's own, as a data directory the node makes is (0700) and the TSP's and the issuer's were:
+            // made here first, it was 0755 with a world-readable configuration.
+            try FileManager.default.createDirectory(
+                at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try Data(#"{"risk": {"accountScore": 3, "deviceScore": 1}}"#.utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         } catch {
             throw CLIError(.setup, "cannot write \(file.path)", cause: DemoCause(error))
         }

@@ -84,6 +84,11 @@ import TokenetTransport
         let commands = try #require(up.standardInput)
         defer { PythonClientInteropTests.stop(up) }
         try waitFor("Type scenario steps here", up)
+        // Each node's data directory is its user's only, the wallet's too (up makes it first, for its wallet.json).
+        for node in ["tsp-node", "issuer-node", "wallet-node"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: "\(sandbox)/\(node)/data")[.posixPermissions]
+            #expect((mode as? Int).map { $0 & 0o777 } == 0o700, "\(node): \(String(describing: mode))")
+        }
         let steps = """
             call tsp tokenet.health.v1.Health/Check {"service": ""}
             expect OK {"status": "SERVING_STATUS_SERVING"}
