@@ -117,10 +117,15 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// request was pruned since says it ended (`describeEnded`), since nothing can answer it any more.
     public init(restoring kept: [KeptNotification], authn: [KeptAuthn], cardIdentities: [IssuerV1.AppCardIdentity]) {
         self.authn = authn.sorted { $0.row < $1.row }
-        let keptRequests = Set(authn.map(\.request.authnRequestID))
+        var keptStatus: [String: String] = [:]
+        for kept in authn { keptStatus[kept.request.authnRequestID] = kept.request.status }
         for message in kept.suffix(Self.capacity) {
             var (entry, action) = Self.classify(message.notification, arrivedAtMs: message.arrivedAtMs)
-            if case .askCardholder(let body) = action, !keptRequests.contains(body.authnRequestID) {
+            if case .askCardholder(let body) = action, let status = keptStatus[body.authnRequestID],
+                status != Self.pending
+            {
+                entry.action = Self.describeAnswered(body, status: status)
+            } else if case .askCardholder(let body) = action, keptStatus[body.authnRequestID] == nil {
                 entry.action = Self.describeEnded(body)
             } else {
                 entry.action = Self.describe(action)
@@ -223,6 +228,20 @@ public struct IssuerAppInbox: Sendable, Equatable {
         guard let index = authn.firstIndex(where: { $0.request.authnRequestID == id }) else { return }
         authn[index].request.status = status
         authn[index].endsAtMs = IssuerRetention.endsAtMs(authn[index].endsAtMs, answeredAtMs: nowMs)
+        // The message that asked it stops inviting an answer: it said "proceed or cancel" beside a request
+        // listed as PROCEEDED.
+        relabelAsking([id]) { Self.describeAnswered($0, status: status) }
+    }
+
+    /// Gives the entries that asked the requests `ids` (and still say so) the label `label` makes.
+    private mutating func relabelAsking(_ ids: Set<String>, _ label: (TspV1.AuthnBody) -> String) {
+        for index in notifications.indices {
+            // Only the entry that asked it: a redelivery dropped as late already says it was not asked.
+            guard case .authn(let body)? = notifications[index].notification?.body, ids.contains(body.authnRequestID),
+                notifications[index].action.hasPrefix(Self.asking(body))
+            else { continue }
+            notifications[index].action = label(body)
+        }
     }
 
     /// Forgets the authentication requests whose retention has run out at `nowMs`; returns their ids. The messages
@@ -232,14 +251,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
         let pruned = authn.filter { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
         guard !pruned.isEmpty else { return [] }
         authn.removeAll { retention.prunes(endsAtMs: $0.endsAtMs, nowMs: nowMs) }
-        let ids = Set(pruned.map(\.request.authnRequestID))
-        for index in notifications.indices {
-            // Only the entry that asked it: a redelivery dropped as late already says it was not asked.
-            guard case .authn(let body)? = notifications[index].notification?.body, ids.contains(body.authnRequestID),
-                notifications[index].action == Self.describe(.askCardholder(body))
-            else { continue }
-            notifications[index].action = Self.describeEnded(body)
-        }
+        relabelAsking(Set(pruned.map(\.request.authnRequestID))) { Self.describeEnded($0) }
         return pruned.map(\.request.authnRequestID)
     }
 
@@ -331,8 +343,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
             return
                 "card \(cardID): \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant) (\(verdict))"
         case .askCardholder(let body):
-            return "authenticate \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)? "
-                + "(request \(body.authnRequestID): proceed or cancel)"
+            return asking(body) + "proceed or cancel)"
         case .resynchroniseCardIDs(_, let body):
             return "card ids resynchronised: \(body.previousCardID) -> \(body.newCardID) (ending \(body.panLast4), "
                 + "expires \(body.expiry))"
@@ -347,6 +358,17 @@ public struct IssuerAppInbox: Sendable, Equatable {
             return "handed to the app (sender \(notification.sender), topic \(notification.topic), "
                 + "type \(notification.messageType))"
         }
+    }
+
+    /// An AUTHN whose request the cardholder answered (or that expired): what was asked, and how it ended.
+    static func describeAnswered(_ body: TspV1.AuthnBody, status: String) -> String {
+        asking(body) + "\(status))"
+    }
+
+    /// How the entry of an AUTHN the app asked begins, whether it waits for an answer or has one.
+    static func asking(_ body: TspV1.AuthnBody) -> String {
+        "authenticate \(CurrencyAmount.format(body.amountMinor, body.currency)) at \(body.merchant)? "
+            + "(request \(body.authnRequestID): "
     }
 
     /// An AUTHN whose request the app asked and has since pruned (its retention ran out once it was answered or

@@ -60,6 +60,27 @@ import TokenetWire
         #expect(restarted.snapshot == first.snapshot)
     }
 
+    /// An answered AUTHN says how it ended, in the running app and after a restart: it went on inviting "proceed or
+    /// cancel" beside its request listed PROCEEDED.
+    @Test func anAnsweredAuthnSaysHowItEnded() async throws {
+        let store = try Support.store()
+        let clock = ManualClock()
+        let first = try IssuerAppRetentionStoreTests.handler(store, clock)
+        try await first.handle(IssuerRetentionTests.authn("ar-1"))
+        try await first.handle(IssuerRetentionTests.authn("ar-2"))
+        try first.answered("ar-1", status: "PROCEEDED")
+        let restarted = try IssuerAppRetentionStoreTests.handler(store, clock)
+        for handler in [first, restarted] {
+            let actions = handler.snapshot.notifications.map(\.action)
+            #expect(
+                actions == [
+                    "authenticate 1.00 USD at ? (request ar-1: PROCEEDED)",
+                    "authenticate 1.00 USD at ? (request ar-2: proceed or cancel)",
+                ], "\(actions)")
+        }
+        #expect(restarted.snapshot == first.snapshot)
+    }
+
     /// Before and after a restart, a late AUTHN is listed "not asked" and an answer to it is refused as for an
     /// unknown request, while an AUTHN that arrived in time is still asked.
     @Test func aLateAuthnIsListedNotAskedAfterARestart() async throws {
