@@ -54,12 +54,13 @@ public struct NodeContext: Sendable {
         let timers = options.clientTimers
         let peer = "the \(role.nodeName) at \(address) (--\(role.rawValue))"
         // When the link goes and comes back, once each: between them only each failed call said anything.
-        let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger, outgoing] change in
+        let onLinkChange: @Sendable (RPCChannel.LinkChange) -> Void = { [logger, outgoing, options] change in
             guard outgoing.isNews(change, peer: peer) else { return }
             switch change {
             case .unreachable(let reason):
+                let hint = PeerCertificateHint.calling(reason, ca: options.caPath).map { ": \($0)" } ?? ""
                 logger.warning(
-                    "cannot reach \(peer); calls to it retry with backoff until it answers",
+                    "cannot reach \(peer)\(hint); calls to it retry with backoff until it answers",
                     ["peer": address.description, "error": reason])
             case .reachable(let failed):
                 logger.info(

@@ -280,8 +280,9 @@ public final class RPCNodeListener: NodeListener {
                         // "failed" for the rest (a certificate from another CA, a client speaking plaintext), which a
                         // line of the same words made read as the limit.
                         let tooMany = failure.code == .tooManyHandshakes
+                        let hint = PeerCertificateHint.serving("\(failure)").map { ": \($0)" } ?? ""
                         logger.info(
-                            tooMany ? "handshake refused" : "handshake failed", error: "\(failure)", peer: peer,
+                            tooMany ? "handshake refused" : "handshake failed\(hint)", error: "\(failure)", peer: peer,
                             throttledBy: tooMany ? handshakeRefusals : refusals)
                     },
                     onAcceptFailure: { failure in

@@ -44,3 +44,45 @@ import TokenetWire
         #expect(outgoing.isNews(.unreachable(reason: "refused"), peer: "tsp"))
     }
 }
+
+/// A peer of another PKI: both sides say which CA is at fault, where they quoted OpenSSL alone ("self-signed
+/// certificate in certificate chain" calling, "tlsv1 alert unknown ca" serving).
+@Suite struct PeerOfAnotherPKITests {
+    @Test(.timeLimit(.minutes(3))) func bothSidesNameTheCA() async throws {
+        let pki = DevelopmentPKI.shared
+        var served = NodeOptions()
+        served.certificatePath = pki.path("tsp.pem")
+        served.privateKeyPath = pki.path("tsp.key")
+        served.caPath = pki.path("ca.pem")
+        let serverLogs = MemoryLogSink()
+        let listener = try await offThePool { [served] in
+            try RPCNodeListener.bind(
+                options: served, router: RPCRouter(), logger: Logger(node: "tsp-node", level: .debug, sink: serverLogs))
+        }
+        let loop = try EventLoop(name: "test-node-other-pki")
+        defer { loop.shutdown() }
+        var options = NodeOptions()
+        options.certificatePath = pki.untrustedPath("wallet.pem")
+        options.privateKeyPath = pki.untrustedPath("wallet.key")
+        options.caPath = pki.untrustedPath("ca.pem")
+        options.peers = [.tsp: listener.boundAddress]
+        let logs = MemoryLogSink()
+        let context = NodeContext(
+            options: options, logger: Logger(node: "wallet-node", sink: logs), dataDirectory: "", eventLoop: loop)
+        let tsp = try context.channel(to: .tsp)
+        await #expect(throws: RPCError.self) {
+            _ = try await tsp.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(10)))
+        }
+        await tsp.close()
+        try await offThePool { listener.stop() }
+        let calling = logs.lines.first { $0.contains("cannot reach the tsp-node") } ?? ""
+        #expect(
+            calling.contains(
+                "its certificate is not signed by the CA of --ca (\(pki.untrustedPath("ca.pem"))): both nodes need "
+                    + "certificates of one PKI"), "\(logs.lines)")
+        #expect(
+            serverLogs.lines.contains { $0.contains("handshake failed: the peer does not trust this node's CA") },
+            "\(serverLogs.lines)")
+    }
+}
