@@ -13,14 +13,7 @@ import TokenetWire
 @Suite struct NodeContextPeerRoleTests {
     @Test(.timeLimit(.minutes(3))) func aChannelRefusesAPeerOfAnotherRole() async throws {
         let pki = DevelopmentPKI.shared
-        var served = NodeOptions()
-        served.certificatePath = pki.path("issuer.pem")
-        served.privateKeyPath = pki.path("issuer.key")
-        served.caPath = pki.path("ca.pem")
-        let listener = try await offThePool { [served] in
-            try RPCNodeListener.bind(
-                options: served, router: RPCRouter(), logger: Logger(node: "issuer-node", sink: MemoryLogSink()))
-        }
+        let listener = try await Self.serving("issuer")
         let loop = try EventLoop(name: "test-node-peer-role")
         defer { loop.shutdown() }
 
@@ -53,5 +46,18 @@ import TokenetWire
             text.contains("cannot connect to the tsp-node at \(listener.boundAddress) (--tsp) after 1 attempt(s): "),
             "\(text)")
         try await offThePool { listener.stop() }
+    }
+
+    /// A node of `role` (tsp, issuer or wallet) of the development PKI serving nothing but health, over TLS.
+    static func serving(_ role: String, logs: MemoryLogSink = MemoryLogSink()) async throws -> RPCNodeListener {
+        let pki = DevelopmentPKI.shared
+        var served = NodeOptions()
+        served.certificatePath = pki.path("\(role).pem")
+        served.privateKeyPath = pki.path("\(role).key")
+        served.caPath = pki.path("ca.pem")
+        return try await offThePool { [served] in
+            try RPCNodeListener.bind(
+                options: served, router: RPCRouter(), logger: Logger(node: "\(role)-node", level: .debug, sink: logs))
+        }
     }
 }

@@ -50,15 +50,8 @@ import TokenetWire
 @Suite struct PeerOfAnotherPKITests {
     @Test(.timeLimit(.minutes(3))) func bothSidesNameTheCA() async throws {
         let pki = DevelopmentPKI.shared
-        var served = NodeOptions()
-        served.certificatePath = pki.path("tsp.pem")
-        served.privateKeyPath = pki.path("tsp.key")
-        served.caPath = pki.path("ca.pem")
         let serverLogs = MemoryLogSink()
-        let listener = try await offThePool { [served] in
-            try RPCNodeListener.bind(
-                options: served, router: RPCRouter(), logger: Logger(node: "tsp-node", level: .debug, sink: serverLogs))
-        }
+        let listener = try await NodeContextPeerRoleTests.serving("tsp", logs: serverLogs)
         let loop = try EventLoop(name: "test-node-other-pki")
         defer { loop.shutdown() }
         var options = NodeOptions()
