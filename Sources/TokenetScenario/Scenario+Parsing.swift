@@ -19,6 +19,8 @@ import TokenetWire
 ///     identity ROLE[/ID]              the certificate of the calls below: operator (default), tsp, issuer, wallet,
 ///                                     or ROLE/ID for one of the script's own
 ///     encrypt NAME CARD MM/YY [CVC]   card data encrypted to the TSP's current key, as ${NAME}
+///     spawn NAME PARTY METHOD [JSON]  start a call in the background while the lines below run
+///     join NAME                       wait for the spawned call to end (expect and save lines may follow)
 ///     header KEY: VALUE | clear       request metadata of the calls below
 ///     deadline D                      the deadline of the calls below (30s until set)
 ///     sleep D
@@ -30,7 +32,7 @@ import TokenetWire
 extension Scenario {
     public static let steps =
         "call, expect, save, watch, await, fault, stop, kill, start, pause, resume, identity, header, deadline, "
-        + "sleep, echo, encrypt"
+        + "sleep, echo, encrypt, spawn, join"
 
     /// The certificates a step may present: the operator's, or a party's own.
     public static let identities = ["operator", "tsp", "issuer", "wallet"]
@@ -84,6 +86,12 @@ extension Scenario {
                 throw ScenarioError(error.code, "\(source):\(error.message)", cause: error.cause)
             }
         }
+        // A spawned call nobody joins would have its outcome go unjudged, and a failure pass unseen.
+        if let (name, line) = parser.spawned.min(by: { $0.value < $1.value }) {
+            throw ScenarioError(
+                .syntax, "\(source):\(line): spawn \(name) is never joined; add 'join \(name)' where its outcome counts"
+            )
+        }
         // A script whose every line is blank or a comment (a file commented out, the wrong file) would otherwise
         // pass as "0 steps … OK", a success that tested nothing.
         guard !parser.steps.isEmpty else {
@@ -108,6 +116,8 @@ extension Scenario {
         var ownRoles: [String: String] = [:]
         /// The names `encrypt` saved: JSON objects, which a request takes without quotes.
         var objects: Set<String> = []
+        /// The spawned calls not joined yet, with their lines.
+        var spawned: [String: Int] = [:]
 
         public init() {}
 
@@ -144,6 +154,9 @@ extension Scenario {
                 return .expectation(new.expectation)
             case (.call, .call(let new)): return new.saves.last.map(Effect.save) ?? .none
             case (.await, .await(let new)): return new.saves.last.map(Effect.save) ?? .none
+            case (.join(let old), .join(let new)) where new.expectation != old.expectation:
+                return .expectation(new.expectation)
+            case (.join, .join(let new)): return new.saves.last.map(Effect.save) ?? .none
             default: return .none
             }
         }
@@ -162,7 +175,7 @@ extension Scenario {
                     .undefinedVariable, "\(number): ${\(name)} is not saved by an earlier line (save \(name) FIELD)")
             }
             // The card data `encrypt` keeps is an object: quoted, it would go into the request as a string's text.
-            if ["call", "watch", "await", "expect"].contains(keyword),
+            if ["call", "watch", "await", "expect", "spawn"].contains(keyword),
                 let name = ScenarioVariables.referencesInsideStrings(in: rest).first(where: objects.contains)
             {
                 throw fail(
@@ -187,6 +200,17 @@ extension Scenario {
                 openCall = steps.count
                 steps.append(ScenarioStep(line: number, .call(call)))
             case "expect":
+                if let index = openCall, case .join(var join) = steps[index].action {
+                    guard join.expectation.line == nil else {
+                        throw fail("the join on line \(steps[index].line) already has an expect line")
+                    }
+                    join.expectation = try expectation(rest, number)
+                    guard join.expectation.within == nil else {
+                        throw fail("expect within calls again, and a spawned call is made once; drop 'within'")
+                    }
+                    steps[index].action = .join(join)
+                    return
+                }
                 guard let index = openCall, case .call(var call) = steps[index].action else {
                     throw fail("expect must follow the call it checks (only save lines may come between)")
                 }
@@ -229,6 +253,32 @@ extension Scenario {
                 }
                 saved.insert(name)
                 objects.remove(name)
+            case "spawn":
+                let (name, afterName) = rest.firstWord()
+                let (partyWord, afterParty) = afterName.firstWord()
+                let (method, request) = afterParty.firstWord()
+                guard ScenarioVariables.isValidName(name) else {
+                    throw fail(
+                        "spawn NAME PARTY METHOD: '\(name.prefix(40))' is not a name (an ASCII letter or _, then ASCII "
+                            + "letters, digits, _ or -)")
+                }
+                if let earlier = spawned[name] {
+                    throw fail("spawn \(name): the call spawned on line \(earlier) is not joined yet (join \(name))")
+                }
+                let party = try party(partyWord, number)
+                guard method.contains("/") || method.contains(".") else {
+                    throw fail("spawn \(name): '\(method.prefix(40))' is not a method; write it as pkg.Service/Method")
+                }
+                spawned[name] = number
+                let call = ScenarioCall(party: party, method: method, request: request.isEmpty ? "{}" : request)
+                steps.append(ScenarioStep(line: number, .spawn(ScenarioSpawn(name: name, call: call))))
+            case "join":
+                guard !rest.isEmpty, !rest.contains(" ") else { throw fail("join needs the NAME of a spawned call") }
+                guard spawned.removeValue(forKey: rest) != nil else {
+                    throw fail("join: '\(rest.prefix(40))' is not a call spawned by an earlier line and not joined yet")
+                }
+                openCall = steps.count
+                steps.append(ScenarioStep(line: number, .join(ScenarioJoin(name: rest))))
             case "watch":
                 let (name, afterName) = rest.firstWord()
                 let (partyWord, afterParty) = afterName.firstWord()
@@ -461,18 +511,23 @@ extension ScenarioStep.Action {
     mutating func append(_ save: ScenarioCall.Save) -> Bool {
         var call: ScenarioCall?
         var awaited: ScenarioAwait?
+        var joined: ScenarioJoin?
         switch self {
         case .call(let value): call = value
         case .await(let value): awaited = value
+        case .join(let value): joined = value
         default: return false
         }
         self = .echo("")
         if call != nil {
             call!.saves.append(save)
             self = .call(call!)
-        } else {
+        } else if awaited != nil {
             awaited!.saves.append(save)
             self = .await(awaited!)
+        } else {
+            joined!.saves.append(save)
+            self = .join(joined!)
         }
         return true
     }

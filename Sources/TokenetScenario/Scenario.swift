@@ -66,6 +66,38 @@ public struct ScenarioStep: Sendable, Equatable {
         case await(ScenarioAwait)
         /// Encrypts card data to the TSP's current key, as a wallet sends it, and keeps it for later lines.
         case encrypt(ScenarioEncrypt)
+        /// Starts a call in the background under a name, while later steps run (another call racing it).
+        case spawn(ScenarioSpawn)
+        /// Waits for a spawned call to end; its outcome is judged as a call's is.
+        case join(ScenarioJoin)
+    }
+}
+
+/// `spawn NAME PARTY METHOD [JSON]`: a call made in the background while the lines below run, so that a script can
+/// race two calls (a suspend against a delete, a payment against a suspension) and see which one wins. Its outcome
+/// is judged at `join NAME`.
+public struct ScenarioSpawn: Sendable, Equatable {
+    public var name: String
+    /// The call, with no expectation of its own: `join` carries it.
+    public var call: ScenarioCall
+
+    public init(name: String, call: ScenarioCall) {
+        self.name = name
+        self.call = call
+    }
+}
+
+/// `join NAME`: waits for the spawned call NAME to end; `expect` and `save` lines may follow, as after a call
+/// (without it the call must end OK).
+public struct ScenarioJoin: Sendable, Equatable {
+    public var name: String
+    public var expectation: ScenarioExpectation
+    public var saves: [ScenarioCall.Save]
+
+    public init(name: String, expectation: ScenarioExpectation = .init(), saves: [ScenarioCall.Save] = []) {
+        self.name = name
+        self.expectation = expectation
+        self.saves = saves
     }
 }
 
@@ -126,7 +158,7 @@ extension ScenarioStep.Action {
     public var controlsProcesses: Bool {
         switch self {
         case .stop, .kill, .start, .pause, .resume, .fault: true
-        case .call, .deadline, .sleep, .echo, .identity, .header, .watch, .await, .encrypt: false
+        case .call, .deadline, .sleep, .echo, .identity, .header, .watch, .await, .encrypt, .spawn, .join: false
         }
     }
 }

@@ -52,6 +52,10 @@ struct ScenarioCommand {
                                           for an identity of the script's own, whose certificate a sandbox makes.
           encrypt NAME CARD MM/YY [CVC]   Keep as ${NAME} the card data a wallet sends the TSP: CARD (digits)
                                           encrypted to the TSP's current key, for a request's encryptedCardData.
+          spawn NAME PARTY METHOD [JSON]  Start a call in the background while later steps run (two calls that
+                                          race); every spawn must be joined.
+          join NAME                       Wait for the spawned call to end; expect (without within) and save
+                                          lines may follow, as after a call.
           header KEY: VALUE | clear       Request metadata of the calls and watches below (as tokenet call -H).
           fault LINK COMMAND              LINK is tsp->issuer, issuer->tsp, issuer->wallet, wallet->tsp or
                                           wallet->issuer; COMMAND as tokenet proxy reads it: partition [to-server |
@@ -186,7 +190,12 @@ struct ScenarioCommand {
         if let junitPath { try ScenarioResult.checkJUnitPath(junitPath) }
         if checkOnly {
             for scenario in scenarios {
-                let calls = scenario.steps.filter { if case .call = $0.action { true } else { false } }.count
+                let calls = scenario.steps.filter {
+                    switch $0.action {
+                    case .call, .spawn: true
+                    default: false
+                    }
+                }.count
                 printOut("\(scenario.source): \(count(scenario.steps.count, "step")), \(count(calls, "call")): OK")
             }
             return 0

@@ -79,7 +79,7 @@ extension ScenarioRunner {
         return (path, texts, options, headers.traceID ?? Metadata.newTraceID())
     }
 
-    private static func call(
+    static func call(
         path: String, texts: [String], options: InspectOptions, traceID: String, line: Int
     ) async -> Result<ScenarioExpectation.Outcome, CLIError> {
         let session: InspectSession

@@ -36,6 +36,8 @@ final class ScenarioRunner {
     /// The call typed last at the console and its line: `expect within D` typed after it calls it again until the
     /// expectation is met or D has passed, as in a script (it was accepted and then judged once).
     var lastConsoleCall: (call: ScenarioCall, line: Int)?
+    /// The calls `spawn` started and no `join` has waited for yet.
+    var spawned: [String: SpawnedCall] = [:]
     private var calls = 0
 
     init(scenario: Scenario, nodes: ScenarioNodes, verbose: Bool) {
@@ -82,7 +84,10 @@ final class ScenarioRunner {
     /// Runs every step; returns the number of calls made. Throws `Failure` for a step that did not go as written,
     /// and `CLIError` when the run itself broke (a node that cannot start, an interruption).
     func run() throws -> Int {
-        defer { closeWatches() }
+        defer {
+            cancelSpawned()
+            closeWatches()
+        }
         for step in scenario.steps {
             try interruption.check()
             if let exit = nodes?.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
@@ -168,6 +173,10 @@ final class ScenarioRunner {
             try runAwait(awaited, line: line)
         case .encrypt(let encrypt):
             try runEncrypt(encrypt, line: line)
+        case .spawn(let spawn):
+            try runSpawn(spawn, line: line)
+        case .join(let join):
+            try runJoin(join, line: line)
         case .echo(let text):
             do {
                 // A card number typed into the script (or a saved value) is masked, as everything else the run
@@ -188,6 +197,11 @@ final class ScenarioRunner {
         case .none:
             return
         case .step(let step):
+            if case .join(let join) = step.action {
+                // Shown whatever its outcome, for the expect typed next; there is no call to make again.
+                lastConsoleCall = nil
+                return try runJoin(join, line: line, judged: false)
+            }
             guard case .call(let call) = step.action else { return try run(step) }
             calls += 1
             let result = try makeCall(call, line: line)
@@ -313,7 +327,10 @@ final class ScenarioRunner {
         }
     }
 
-    private func summary(_ call: ScenarioCall, _ result: CallResult, attempts: Int) -> String {
+    /// Counts a call made outside `runCall` (a spawned one).
+    func countCall() { calls += 1 }
+
+    func summary(_ call: ScenarioCall, _ result: CallResult, attempts: Int) -> String {
         let outcome = result.outcome
         let status =
             outcome.message.isEmpty ? outcome.code.name : "\(outcome.code.name): \(shownStatusMessage(outcome.message))"
@@ -329,7 +346,7 @@ final class ScenarioRunner {
     }
 
     /// With `--verbose` every response, and on a failure the last one, indented under its call.
-    private func printResponses(_ result: CallResult, force: Bool) {
+    func printResponses(_ result: CallResult, force: Bool) {
         let shown = verbose ? result.outcome.responses : force ? Array(result.outcome.responses.suffix(1)) : []
         for response in shown {
             printOut(response.text(indent: 2).split(separator: "\n").map { "          \($0)" }.joined(separator: "\n"))

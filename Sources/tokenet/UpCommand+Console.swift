@@ -74,7 +74,10 @@ extension UpCommand {
         }
 
         func run() throws(CLIError) {
-            defer { runner.closeWatches() }
+            defer {
+                runner.cancelSpawned()
+                runner.closeWatches()
+            }
             let input = Lines()
             NamedThread.start("tokenet-up-console") {
                 Self.readLines { line in input.state.withLock { $0.lines.append(line) } }

@@ -14,6 +14,7 @@ import TokenetTransport
         "Tools/scenarios/strong-auth.scenario", "Tools/scenarios/app-to-app.scenario",
         "Tools/scenarios/otp-answer-lost.scenario", "Tools/scenarios/step-up-again.scenario",
         "Tools/scenarios/issuer-restart-stepup.scenario", "Tools/scenarios/own-wallet.scenario",
+        "Tools/scenarios/lifecycle-race.scenario",
     ]
 
     /// Runs `script` from a file of its own.
@@ -26,13 +27,17 @@ import TokenetTransport
 
     @Test func theExamplesPass() async throws {
         let files = Self.examples.map(PackageRoot.path)
-        // Ten sandboxes one after the other take about 100 s on two idle cores and more under a full parallel
+        // Eleven sandboxes one after the other take about 100 s on two idle cores and more under a full parallel
         // run, which the usual 120 s bound cut short: the bound is for a run that hangs.
         let result = try await LaunchedProcess.runNiced(
             "tokenet", ["scenario"] + files + ["--timeout", "60"], limit: 600)
         #expect(result.reason == .exit, "killed after 600 s; stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stdout.contains("All 10 scenarios passed."))
+        #expect(result.stdout.contains("All 11 scenarios passed."))
+        // Two calls raced: the spawned suspend, held up on its link, lost to the operator's delete.
+        #expect(
+            result.stdout.contains(
+                "join suspend: call wallet tokenet.wallet.v1.WalletLifecycle/ChangeCardState -> FAILED_PRECONDITION"))
         // The partition held the TSP's decision past its issuer deadline, and the stand-in declined.
         #expect(result.stdout.contains("fault tsp->issuer: in force: partition"))
         #expect(result.stdout.contains("save reason = \"the issuer did not answer"))

@@ -172,6 +172,15 @@ import TokenetTransport
         #expect(text().contains("   24  start wallet: ready wallet-node"), "\(text().suffix(2000))")
         #expect(!text().contains("is running (stop or kill it first)"), "\(text().suffix(2000))")
 
+        // A call spawned at the console, joined, and its outcome checked by the expect typed next.
+        commands.write(
+            Data("spawn s tsp tokenet.tsp.v1.TspControl/ListTokens\njoin s\nexpect OK\necho joined\n".utf8))
+        try waitFor("   29  joined", up)
+        #expect(
+            text().contains("   27  join s: call tsp tokenet.tsp.v1.TspControl/ListTokens -> OK"),
+            "\(text().suffix(2000))")
+        #expect(text().contains("   28  expect OK: met"), "\(text().suffix(2000))")
+
         // The CLI from another terminal, with what sandbox.env says.
         let environment = try String(contentsOfFile: "\(sandbox)/sandbox.env", encoding: .utf8)
         var values: [String: String] = [:]

@@ -121,6 +121,20 @@ import TokenetWire
         ("watch e wallet a.B/C\nawait e [1]", "s:2: await takes a JSON object, not an array"),
         ("watch e wallet a.B/C\nawait e within soon", "s:2: await within: expected a duration"),
         ("watch e wallet a.B/C\nawait e\nexpect OK", "s:3: expect checks a call; an await line says what it waits for"),
+        ("join a", "s:1: join: 'a' is not a call spawned by an earlier line and not joined yet"),
+        ("join", "s:1: join needs the NAME of a spawned call"),
+        ("spawn a wallet a.B/C\necho x", "s:1: spawn a is never joined; add 'join a' where its outcome counts"),
+        ("spawn a wallet a.B/C\nspawn a tsp a.B/C", "s:2: spawn a: the call spawned on line 1 is not joined yet"),
+        ("spawn 1a wallet a.B/C", "s:1: spawn NAME PARTY METHOD: '1a' is not a name"),
+        ("spawn a bank a.B/C", "s:1: expected a party (tsp, issuer or wallet), got 'bank'"),
+        ("spawn a wallet Listen", "s:1: spawn a: 'Listen' is not a method"),
+        ("spawn a wallet a.B/C\nexpect OK", "s:2: expect must follow the call it checks"),
+        ("spawn a wallet a.B/C\njoin a\njoin a", "s:3: join: 'a' is not a call spawned by an earlier line"),
+        (
+            "spawn a wallet a.B/C\njoin a\nexpect within 1s OK",
+            "s:3: expect within calls again, and a spawned call is made once; drop 'within'"
+        ),
+        ("spawn a wallet a.B/C\njoin a\nexpect OK\nexpect OK", "s:4: the join on line 2 already has an expect line"),
         ("resume tsp", "s:1: resume tsp: tsp-node is not paused"),
         ("pause tsp\npause tsp", "s:2: pause tsp: tsp-node is already paused"),
         ("pause tsp\nstop tsp", "s:2: stop tsp: tsp-node is paused and could not drain (resume it first, or kill it)"),
@@ -220,6 +234,39 @@ import TokenetWire
             save card cardRef
             call tsp a.B/C {"cardRef": "${card}"}
             """, source: "s")
+    }
+
+    /// `spawn` starts a call that `join` judges later, with the expect and save lines that follow the join; a
+    /// name may be spawned again once joined.
+    @Test func spawnedCallsAreJoinedWithTheirExpectations() throws {
+        let scenario = try Scenario.parse(
+            """
+            spawn race wallet a.B/C {"x": 1}
+            call tsp d.E/F
+            join race
+            expect FAILED_PRECONDITION DEACTIVATED
+            save why x
+            spawn race tsp a.B/C
+            join race
+            """, source: "s")
+        let call = ScenarioCall(party: .wallet, method: "a.B/C", request: #"{"x": 1}"#)
+        #expect(scenario.steps.first?.action == .spawn(ScenarioSpawn(name: "race", call: call)))
+        guard case .join(let join) = scenario.steps[2].action else {
+            Issue.record("expected a join, got \(scenario.steps[2].action)")
+            return
+        }
+        #expect(join.name == "race")
+        #expect(join.expectation.code == .failedPrecondition && join.expectation.messageContains == "DEACTIVATED")
+        #expect(join.saves.map(\.name) == ["why"])
+        #expect(scenario.steps.count == 5)
+        #expect(!scenario.controlsProcesses)
+        // At a console, the expect typed after a join is its expectation.
+        var parser = Scenario.Parser()
+        _ = try parser.read(line: "spawn a wallet a.B/C", number: 1)
+        _ = try parser.read(line: "join a", number: 2)
+        #expect(
+            try parser.read(line: "expect NOT_FOUND", number: 3)
+                == .expectation(ScenarioExpectation(code: .notFound, line: 3)))
     }
 
     @Test func anUndefinedNameIsItsOwnCode() {

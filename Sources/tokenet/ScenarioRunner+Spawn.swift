@@ -1,0 +1,113 @@
+import Foundation
+import TokenetNode
+import TokenetRPC
+import TokenetScenario
+
+/// `spawn` and `join`: a call made in the background while the script goes on, so that two calls race (a suspend
+/// against a delete, a payment against a suspension), and judged when the script joins it.
+extension ScenarioRunner {
+    /// A call on its way: its task, and what `join` prints and judges it with.
+    final class SpawnedCall: Sendable {
+        let call: ScenarioCall
+        let traceID: String
+        let started: ContinuousClock.Instant
+        let task: Task<Result<ScenarioExpectation.Outcome, CLIError>, Never>
+
+        init(
+            call: ScenarioCall, traceID: String,
+            task: Task<Result<ScenarioExpectation.Outcome, CLIError>, Never>
+        ) {
+            self.call = call
+            self.traceID = traceID
+            started = .now
+            self.task = task
+        }
+    }
+
+    /// Starts the call now, with the identity, headers and deadline of this line, and goes on at once.
+    func runSpawn(_ spawn: ScenarioSpawn, line: Int) throws {
+        let call = spawn.call
+        let prepared = try prepare(call.party, call.method, call.request, line: line)
+        let traceID = prepared.traceID
+        let task = Self.start(prepared.path, prepared.texts, prepared.options, traceID, line: line)
+        spawned[spawn.name] = SpawnedCall(call: call, traceID: traceID, task: task)
+        countCall()
+        print(line, "spawn \(spawn.name): call \(call.party) \(call.method) started  (trace \(traceID))")
+    }
+
+    private static func start(
+        _ path: String, _ texts: [String], _ options: InspectOptions, _ traceID: String, line: Int
+    ) -> Task<Result<ScenarioExpectation.Outcome, CLIError>, Never> {
+        Task.detached {
+            await call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+        }
+    }
+
+    /// Waits for the spawned call (Ctrl-C ends the wait, and the call), then judges and saves as after a call; at the
+    /// console (`judged` false) it shows the outcome for the `expect` lines typed next.
+    func runJoin(_ join: ScenarioJoin, line: Int, judged: Bool = true) throws {
+        guard let spawned = spawned.removeValue(forKey: join.name) else {
+            throw Failure(
+                line: line, reason: "join \(join.name): no call was spawned under that name", scriptError: true)
+        }
+        let interruption = self.interruption
+        let task = spawned.task
+        let waited: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
+            await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in
+                group.addTask { await task.value }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do throws(CLIError) {
+                            try interruption.check()
+                        } catch {
+                            return .failure(error)
+                        }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first ?? .failure(CLIError(.node, "line \(line): the call ended without an outcome"))
+            }
+        }
+        let outcome: ScenarioExpectation.Outcome
+        switch waited {
+        case .success(let value):
+            outcome = value
+        case .failure(let error):
+            task.cancel()
+            try interruption.check()
+            throw Failure(
+                line: line, reason: error.message, scriptError: error.code == .usage, traceID: spawned.traceID)
+        }
+        let result = CallResult(
+            outcome: outcome, traceID: spawned.traceID, elapsed: ContinuousClock.now - spawned.started)
+        let shown = "join \(join.name): " + summary(spawned.call, result, attempts: 1)
+        lastResponse = (outcome.responses.last, result.traceID, outcome.responseType)
+        lastOutcome = outcome
+        guard judged else {
+            print(line, shown)
+            return printResponses(result, force: true)
+        }
+        let mismatch: String?
+        do {
+            mismatch = try join.expectation.mismatch(outcome, variables: variables)
+        } catch {
+            throw Failure(line: join.expectation.line ?? line, reason: error.message, scriptError: true)
+        }
+        print(line, shown)
+        printResponses(result, force: mismatch != nil)
+        if let mismatch = mismatch.map(shownStatusMessage) {
+            throw Failure(line: join.expectation.line ?? line, reason: mismatch, traceID: result.traceID)
+        }
+        try save(join.saves, from: outcome.responses.last, type: outcome.responseType, traceID: result.traceID)
+    }
+
+    /// Ends the spawned calls nobody joined (a run that failed before its `join`, a console closed): their nodes
+    /// see them cancelled.
+    func cancelSpawned() {
+        for spawned in spawned.values { spawned.task.cancel() }
+        spawned = [:]
+    }
+}
