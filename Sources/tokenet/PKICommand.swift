@@ -25,9 +25,9 @@ enum PKICommand {
           DIR/ROLE.pem, DIR/ROLE.key   for ROLE in tsp, issuer, wallet and operator, each with the URI SAN
                                        tokenet://ROLE/ROLE-1, DNS SAN localhost and IP SAN 127.0.0.1
 
-        Files already in DIR are kept, so running it again adds only what is missing. A certificate it makes
-        that DIR/ca.pem does not verify (signed by an earlier CA, or expired) is made again; when the CA is
-        made anew (ca.pem and ca.key gone), every certificate in DIR is signed again, with the names it had.
+        Files already in DIR are kept, so running it again adds only what is missing. A Tokenet certificate
+        there (with its key) that DIR/ca.pem does not verify, signed by an earlier CA or expired, is made
+        again with the names it had, those of earlier --node runs too; other files in DIR are left alone.
 
         Options:
           --node ROLE/ID  Also create DIR/ID.pem and DIR/ID.key for one more node of ROLE (tsp, issuer,
@@ -113,8 +113,10 @@ enum PKICommand {
                 .setup,
                 "pki init: Tools/gen-certs failed (exit status \(process.terminationStatus)); its reason is above")
         }
-        let made = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasSuffix(".pem") }.sorted()
+        // The certificates with their keys: a .pem alone (a certificate without its key, or a key kept as .pem) was
+        // listed "and their keys" too.
+        let files = Set((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+        let made = files.filter { $0.hasSuffix(".pem") && files.contains(String($0.dropLast(4)) + ".key") }.sorted()
         printOut("\(directory) holds \(made.joined(separator: ", ")) and their keys")
         // Keys kept from an earlier run that others can read: nodes and the CLI refuse them, so said now.
         let keys = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])

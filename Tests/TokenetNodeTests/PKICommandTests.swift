@@ -62,6 +62,52 @@ import TokenetTestSupport
         #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/wallet-2.pem"]).status == 0)
     }
 
+    /// Only Tokenet's certificates are signed again: another certificate in DIR, with its key, is left as it was
+    /// (it was replaced by one of Tokenet's, its key lost, and every .pem made world-readable); a Tokenet one an
+    /// earlier CA signed is signed again without being named (a run cut short left it behind, and the next one
+    /// said all was well); one without its key is named; and an ID already another role's is refused.
+    @Test func otherFilesInTheDirectoryAreLeftAloneAndStaleOnesNamed() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        #expect(try await runTokenet(["pki", "init", pki]).status == 0)
+        let web = try Self.openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+            "\(pki)/web.key", "-out", "\(pki)/web.pem", "-days", "30", "-subj", "/CN=my-web-server/O=Acme",
+        ])
+        #expect(web.status == 0, "\(web.output)")
+        #expect(chmod("\(pki)/web.pem", 0o600) == 0)
+        let foreign = try Data(contentsOf: URL(fileURLWithPath: "\(pki)/web.pem"))
+        let other = directory.path("other")
+        #expect(try await runTokenet(["pki", "init", other, "--node", "issuer/bank-2"]).status == 0)
+        for name in ["bank-2.pem", "bank-2.key"] {
+            try FileManager.default.copyItem(atPath: "\(other)/\(name)", toPath: "\(pki)/\(name)")
+        }
+        try FileManager.default.copyItem(atPath: "\(other)/tsp.pem", toPath: "\(pki)/orphan.pem")
+
+        let again = try await runTokenet(["pki", "init", pki])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(pki)/web.pem")) == foreign)
+        let mode = try FileManager.default.attributesOfItem(atPath: "\(pki)/web.pem")[.posixPermissions] as? Int
+        #expect(mode.map { $0 & 0o777 } == 0o600)
+        #expect(
+            again.stdout.contains("created \(pki)/bank-2.pem (the one there was signed by an earlier CA"),
+            "\(again.stdout)")
+        #expect(try Self.openssl(["verify", "-CAfile", "\(pki)/ca.pem", "\(pki)/bank-2.pem"]).status == 0)
+        let names = try Self.openssl(["x509", "-in", "\(pki)/bank-2.pem", "-noout", "-ext", "subjectAltName"])
+        #expect(names.output.contains("URI:tokenet://issuer/bank-2"), "\(names.output)")
+        #expect(
+            again.stderr.contains("\(pki)/orphan.pem is not signed by \(pki)/ca.pem and has no orphan.key beside it"),
+            "\(again.stderr)")
+        #expect(!again.stdout.contains("orphan.pem"), "listed with keys: \(again.stdout)")
+
+        let taken = try await runTokenet(["pki", "init", pki, "--node", "wallet/bank-2"])
+        #expect(taken.status == 1)
+        #expect(
+            taken.stderr.contains(
+                "\(pki)/bank-2.pem is another identity's (URI:tokenet://issuer/bank-2), not wallet/bank-2"),
+            "\(taken.stderr)")
+    }
+
     static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
