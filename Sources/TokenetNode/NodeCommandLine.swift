@@ -89,6 +89,7 @@ public enum NodeCommandLine {
         var labels: [NodeOptionKey: NodeSetting] = [:]
         for setting in configSettings + flagSettings { labels[setting.key] = setting }
         try options.validate { key in labels[key]?.label ?? key.flag }
+        if let source = labels[.plaintext] { options.plaintextSource = source.label }
         return .run(options)
     }
 

@@ -54,8 +54,10 @@ public enum NodeMain {
         if options.plaintext {
             // With --log-format json stderr holds JSON lines only (a collector parses each one); the warning line
             // carries the message there, and the banner is for a person reading text.
-            if options.logFormat == .text { writeStandardError(plaintextBanner(spec.name)) }
-            logger.warning("TLS is disabled by --plaintext; use only for local debugging")
+            if options.logFormat == .text {
+                writeStandardError(plaintextBanner(spec.name, source: options.plaintextSource))
+            }
+            logger.warning("TLS is disabled by \(options.plaintextSource); use only for local debugging")
         }
 
         // Watch for stop signals before binding; one sent earlier has been held back since the first line.
@@ -121,11 +123,11 @@ public enum NodeMain {
     }
 
     /// Printed on stderr, outside the log format, so nobody can miss it.
-    static func plaintextBanner(_ node: String) -> String {
+    static func plaintextBanner(_ node: String, source: String = "--plaintext") -> String {
         let rule = String(repeating: "!", count: 78)
         return """
             \(rule)
-            !! \(node): --plaintext is set. TLS is OFF: peers are not authenticated and traffic,
+            !! \(node): \(source) is set. TLS is OFF: peers are not authenticated and traffic,
             !! including card data, crosses the network unencrypted. Use only for local debugging.
             \(rule)
             """

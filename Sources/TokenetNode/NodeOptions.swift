@@ -23,6 +23,8 @@ public struct NodeOptions: Sendable, Equatable {
     public var fixturesPath: String?
     /// Turns TLS off. Only for local debugging; the node warns loudly.
     public var plaintext = false
+    /// Where plaintext was asked for, as the warning names it: `--plaintext`, or `"plaintext" in node.json`.
+    public var plaintextSource = "--plaintext"
     /// The process whose end stops the node (`--parent-pid`): whoever started it, so that the node does not outlive
     /// a launcher that was killed without the chance to stop it.
     public var parentPID: Int? = nil

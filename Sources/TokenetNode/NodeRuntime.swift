@@ -52,8 +52,9 @@ public final class NodeRuntime: Sendable {
             // node that fails while running.
             throw NodeError(
                 .config,
-                "--data-dir: cannot create \(named): make its parent writable (check its mode and owner and the "
-                    + "mount) or give another directory", cause: DescribedError(error))
+                "--data-dir: cannot create \(named): check the path (every directory above it must exist or be "
+                    + "creatable by this user, on a writable mount) or give another directory",
+                cause: DescribedError(error))
         }
         // Root passes mode checks, but not an immutable directory or a read-only file system: access(2) reports
         // those too.

@@ -261,6 +261,16 @@ import Testing
         }
         #expect(!parsed.plaintext)
         #expect(parsed.certificatePath == "c.pem")
+        // The warning a plaintext node prints names where plaintext was asked for.
+        let fromFile = try NodeCommandLine.parse(["--config", "node.json"], spec: .tsp) { _ throws(NodeError) in
+            Data(config.utf8)
+        }
+        guard case .run(let plain) = fromFile else {
+            Issue.record("expected run, got \(fromFile)")
+            return
+        }
+        #expect(plain.plaintext && plain.plaintextSource == #""plaintext" in node.json"#)
+        #expect(try options(["--plaintext"]).plaintextSource == "--plaintext")
         let fromFlag = try #require(error(["--plaintext=true", "--ca", "ca.pem"], spec: .tsp))
         #expect(fromFlag.description.contains("--plaintext turns TLS off, so --ca would be ignored; give either"))
         let tlsFromFile = try #require(

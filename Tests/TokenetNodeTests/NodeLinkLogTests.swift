@@ -79,3 +79,18 @@ import TokenetWire
             "\(serverLogs.lines)")
     }
 }
+
+/// OpenSSL's words, read for the PKI they point at, on each side.
+@Suite struct PeerCertificateHintTests {
+    @Test func theCAIsNamedByOpenSSLsWords() {
+        let rejected = "peer certificate rejected: self-signed certificate in certificate chain [error:0A000086]"
+        #expect(PeerCertificateHint.calling(rejected, ca: "pki/ca.pem")?.contains("CA of --ca (pki/ca.pem)") == true)
+        // A client of another PKI, refused by this node.
+        #expect(PeerCertificateHint.serving(rejected)?.contains("not signed by the CA of this node's --ca") == true)
+        #expect(
+            PeerCertificateHint.serving("TLS handshake failed [tlsv1 alert unknown ca]")?.contains("does not trust")
+                == true)
+        #expect(PeerCertificateHint.calling("peer certificate rejected: certificate has expired", ca: nil) == nil)
+        #expect(PeerCertificateHint.serving("connection reset by peer") == nil)
+    }
+}

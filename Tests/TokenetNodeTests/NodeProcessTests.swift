@@ -380,7 +380,7 @@ import TokenetWire
         let result = try await LaunchedProcess.run(node, node == "tsp-node" ? Array(arguments.prefix(3)) : arguments)
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
-            result.stderr.contains("--data-dir: cannot create /proc/tokenet-test-\(getpid())/data: make its parent "),
+            result.stderr.contains("--data-dir: cannot create /proc/tokenet-test-\(getpid())/data: check the path"),
             "\(result.stderr)")
     }
 
