@@ -26,12 +26,28 @@ extension ScenarioRunner {
             } ?? prepared
         let started = ContinuousClock.now
         let interruption = self.interruption
-        let result: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
-            // Ctrl-C ends a call at once (it is cancelled), rather than after the call's deadline.
+        let result = Self.interruptible(line: line, interruption: interruption) {
+            await Self.call(path: path, texts: texts, options: callOptions, traceID: traceID, line: line)
+        }
+        switch result {
+        case .success(let outcome):
+            return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
+        case .failure(let error):
+            try interruption.check()
+            // A request that does not fit its type, or a method the node does not describe: the line is wrong.
+            throw Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID)
+        }
+    }
+
+    /// Waits for `work` from the runner's thread; Ctrl-C ends the wait at once (the work is cancelled), rather
+    /// than after the call's deadline.
+    static func interruptible(
+        line: Int, interruption: DemoInterruption,
+        _ work: @escaping @Sendable () async -> Result<ScenarioExpectation.Outcome, CLIError>
+    ) -> Result<ScenarioExpectation.Outcome, CLIError> {
+        runBlocking {
             await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in
-                group.addTask {
-                    await Self.call(path: path, texts: texts, options: callOptions, traceID: traceID, line: line)
-                }
+                group.addTask { await work() }
                 group.addTask {
                     while !Task.isCancelled {
                         do throws(CLIError) {
@@ -47,14 +63,6 @@ extension ScenarioRunner {
                 group.cancelAll()
                 return first ?? .failure(CLIError(.node, "line \(line): the call ended without an outcome"))
             }
-        }
-        switch result {
-        case .success(let outcome):
-            return CallResult(outcome: outcome, traceID: traceID, elapsed: ContinuousClock.now - started)
-        case .failure(let error):
-            try interruption.check()
-            // A request that does not fit its type, or a method the node does not describe: the line is wrong.
-            throw Failure(line: line, reason: error.message, scriptError: error.code == .usage, traceID: traceID)
         }
     }
 

@@ -52,25 +52,7 @@ extension ScenarioRunner {
         }
         let interruption = self.interruption
         let task = spawned.task
-        let waited: Result<ScenarioExpectation.Outcome, CLIError> = runBlocking {
-            await withTaskGroup(of: Result<ScenarioExpectation.Outcome, CLIError>?.self) { group in
-                group.addTask { await task.value }
-                group.addTask {
-                    while !Task.isCancelled {
-                        do throws(CLIError) {
-                            try interruption.check()
-                        } catch {
-                            return .failure(error)
-                        }
-                        try? await Task.sleep(for: .milliseconds(50))
-                    }
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first ?? .failure(CLIError(.node, "line \(line): the call ended without an outcome"))
-            }
-        }
+        let waited = Self.interruptible(line: line, interruption: interruption) { await task.value }
         let outcome: ScenarioExpectation.Outcome
         switch waited {
         case .success(let value):
