@@ -18,6 +18,7 @@ extension ScenarioCommand {
             let party: ScenarioParty? =
                 switch step.action {
                 case .call(let call): call.party
+                case .spawn(let spawn): spawn.call.party
                 case .watch(let watch): watch.party
                 // It asks the TSP for its current key.
                 case .encrypt: .tsp

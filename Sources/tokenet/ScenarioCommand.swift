@@ -53,7 +53,8 @@ struct ScenarioCommand {
           encrypt NAME CARD MM/YY [CVC]   Keep as ${NAME} the card data a wallet sends the TSP: CARD (digits)
                                           encrypted to the TSP's current key, for a request's encryptedCardData.
           spawn NAME PARTY METHOD [JSON]  Start a call in the background while later steps run (two calls that
-                                          race); every spawn must be joined.
+                                          race), with the identity, headers and deadline of its line; every spawn
+                                          must be joined.
           join NAME                       Wait for the spawned call to end; expect (without within) and save
                                           lines may follow, as after a call.
           header KEY: VALUE | clear       Request metadata of the calls and watches below (as tokenet call -H).
@@ -340,12 +341,20 @@ struct ScenarioCommand {
             (try? CallCommand.methodPath(method)).flatMap { CallTarget.known($0) }
         }
         var watched: [String: CallTarget?] = [:]
+        var spawned: [String: CallTarget?] = [:]
         for step in scenario.steps {
             let (object, saves, response, line): (String?, [ScenarioCall.Save], CallTarget?, Int)
             switch step.action {
             case .call(let call):
                 (object, saves, response, line) = (
                     call.expectation.contains, call.saves, target(call.method), call.expectation.line ?? step.line
+                )
+            case .spawn(let spawn):
+                spawned[spawn.name] = target(spawn.call.method)
+                continue
+            case .join(let join):
+                (object, saves, response, line) = (
+                    join.expectation.contains, join.saves, spawned[join.name] ?? nil, join.expectation.line ?? step.line
                 )
             case .watch(let watch):
                 watched[watch.name] = target(watch.method)
@@ -381,6 +390,19 @@ struct ScenarioCommand {
     /// sandbox's nodes are of this build, though: for them a method its service lacks is a typo, named before any
     /// node starts instead of failing as UNIMPLEMENTED once the steps before it have run.)
     static func checkRequests(_ scenario: Scenario, nodesOfThisBuild: Bool = true) throws(CLIError) {
+        // What each spawned call's join expects, by the spawn's line: its expectation is written under the join.
+        var joinedCodes: [Int: WireV1.StatusCode] = [:]
+        var pending: [String: Int] = [:]
+        for step in scenario.steps {
+            switch step.action {
+            case .spawn(let spawn): pending[spawn.name] = step.line
+            case .join(let join):
+                if let line = pending.removeValue(forKey: join.name) {
+                    joinedCodes[line] = join.expectation.code
+                }
+            default: break
+            }
+        }
         for step in scenario.steps {
             let (keyword, method, request): (String, String, String)
             let party: ScenarioParty
@@ -395,6 +417,10 @@ struct ScenarioCommand {
             case .watch(let watch):
                 (keyword, method, request, party) = ("watch", watch.method, watch.request, watch.party)
                 opening = "watch \(watch.name)"
+            case .spawn(let spawn):
+                (keyword, method, request, party) = ("spawn", spawn.call.method, spawn.call.request, spawn.call.party)
+                opening = "spawn \(spawn.name)"
+                expectsRefusal = joinedCodes[step.line] == .unimplemented
             case .header(let text?) where ScenarioVariables.references(in: text).isEmpty:
                 // Checked as the run checks it, so that a header the CLI refuses is found before the nodes start.
                 var metadata = Metadata()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetNode
 import TokenetRPC
 import TokenetScenario
@@ -9,15 +10,19 @@ extension ScenarioRunner {
     /// A call on its way: its task, and what `join` prints and judges it with.
     final class SpawnedCall: Sendable {
         let call: ScenarioCall
+        /// The spawn's line: a request the node's types refuse is the spawn line's mistake.
+        let line: Int
         let traceID: String
         let started: ContinuousClock.Instant
-        let task: Task<Result<ScenarioExpectation.Outcome, CLIError>, Never>
+        /// The outcome, and when the call ended: a join made long after it prints how long the call took.
+        let task: Task<(Result<ScenarioExpectation.Outcome, CLIError>, ContinuousClock.Instant), Never>
 
         init(
-            call: ScenarioCall, traceID: String,
-            task: Task<Result<ScenarioExpectation.Outcome, CLIError>, Never>
+            call: ScenarioCall, line: Int, traceID: String,
+            task: Task<(Result<ScenarioExpectation.Outcome, CLIError>, ContinuousClock.Instant), Never>
         ) {
             self.call = call
+            self.line = line
             self.traceID = traceID
             started = .now
             self.task = task
@@ -30,16 +35,17 @@ extension ScenarioRunner {
         let prepared = try prepare(call.party, call.method, call.request, line: line)
         let traceID = prepared.traceID
         let task = Self.start(prepared.path, prepared.texts, prepared.options, traceID, line: line)
-        spawned[spawn.name] = SpawnedCall(call: call, traceID: traceID, task: task)
+        spawned[spawn.name] = SpawnedCall(call: call, line: line, traceID: traceID, task: task)
         countCall()
         print(line, "spawn \(spawn.name): call \(call.party) \(call.method) started  (trace \(traceID))")
     }
 
     private static func start(
         _ path: String, _ texts: [String], _ options: InspectOptions, _ traceID: String, line: Int
-    ) -> Task<Result<ScenarioExpectation.Outcome, CLIError>, Never> {
+    ) -> Task<(Result<ScenarioExpectation.Outcome, CLIError>, ContinuousClock.Instant), Never> {
         Task.detached {
-            await call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+            let result = await call(path: path, texts: texts, options: options, traceID: traceID, line: line)
+            return (result, ContinuousClock.now)
         }
     }
 
@@ -52,7 +58,18 @@ extension ScenarioRunner {
         }
         let interruption = self.interruption
         let task = spawned.task
-        let waited = Self.interruptible(line: line, interruption: interruption) { await task.value }
+        let ended = Mutex<ContinuousClock.Instant?>(nil)
+        // The call runs in a task of its own: a Ctrl-C that ends the wait cancels it here, or the wait would last
+        // until the call's deadline.
+        let waited = Self.interruptible(line: line, interruption: interruption) {
+            await withTaskCancellationHandler {
+                let (result, at) = await task.value
+                ended.withLock { $0 = at }
+                return result
+            } onCancel: {
+                task.cancel()
+            }
+        }
         let outcome: ScenarioExpectation.Outcome
         switch waited {
         case .success(let value):
@@ -60,11 +77,16 @@ extension ScenarioRunner {
         case .failure(let error):
             task.cancel()
             try interruption.check()
+            guard error.code == .usage else {
+                throw Failure(line: line, reason: error.message, traceID: spawned.traceID)
+            }
             throw Failure(
-                line: line, reason: error.message, scriptError: error.code == .usage, traceID: spawned.traceID)
+                line: spawned.line, reason: "spawn \(join.name): " + error.message.replacing("call: ", with: ""),
+                scriptError: true, traceID: spawned.traceID)
         }
         let result = CallResult(
-            outcome: outcome, traceID: spawned.traceID, elapsed: ContinuousClock.now - spawned.started)
+            outcome: outcome, traceID: spawned.traceID,
+            elapsed: (ended.withLock { $0 } ?? ContinuousClock.now) - spawned.started)
         let shown = "join \(join.name): " + summary(spawned.call, result, attempts: 1)
         lastResponse = (outcome.responses.last, result.traceID, outcome.responseType)
         lastOutcome = outcome

@@ -106,6 +106,10 @@ import TokenetWire
         let wallet = try run("call wallet tokenet.wallet.v1.WalletControl/ListCards\n")
         #expect(wallet.status == 2)
         #expect(wallet.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(wallet.stderr)")
+        // A spawned call too: it stopped the command with a crash.
+        let spawned = try run("spawn w wallet tokenet.wallet.v1.WalletControl/ListCards\njoin w\n")
+        #expect(spawned.status == 2, "\(spawned.stdout)\(spawned.stderr)")
+        #expect(spawned.stderr.contains(":1: calls wallet, but no --wallet is given"), "\(spawned.stderr)")
         // The TSP's address given for the wallet: the node reached is named, for a call and for a watch.
         let wrongNode = ["--wallet", address, "--pki", pki.directory.path]
         // encrypt asks the TSP for its key: without --tsp it is refused before the run (it stopped the command).

@@ -235,6 +235,10 @@ import TokenetTransport
             "call: /tokenet.health.v1.Health/Check takes exactly one request message; the line holds 2"
         ),
         (
+            "spawn a wallet tokenet.wallet.v1.WalletControl/ListCardz {}\njoin a",
+            "spawn: tokenet.wallet.v1.WalletControl has no method ListCardz (its methods: AddCard, AcceptTerms, ListCards)"
+        ),
+        (
             "watch ev issuer tokenet.wallet.v1.WalletEvents/Listen {}",
             "watch issuer: tokenet.wallet.v1.WalletEvents is served by the wallet-node, not the issuer-node; "
                 + "write watch ev wallet tokenet.wallet.v1.WalletEvents/Listen"
@@ -401,6 +405,29 @@ import TokenetTransport
         #expect(failure.attribute(forName: "message")?.stringValue?.contains("interrupted by SIGINT") == true)
         let skipped = try #require(cases.last?.elements(forName: "skipped").first)
         #expect(skipped.attribute(forName: "message")?.stringValue == "not run: interrupted by SIGINT")
+    }
+
+    /// Ctrl-C while a join waits for a spawned call ends the wait and the call at once: the wait lasted until the
+    /// call's deadline, since ending it did not cancel the call's own task.
+    @Test func anInterruptEndsAJoinAndItsCall() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("spawned.scenario")
+        try "deadline 120s\nspawn w tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\njoin w\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file])
+        let started = ContinuousClock.now
+        while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
+            "spawn w: call tsp"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        launched.process.send(SIGINT)
+        // Far below the call's deadline; a join that ignored the signal would be killed at the limit and fail here.
+        let result = try await launched.waitForExit(limit: 60)
+        #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(result.stderr.contains("interrupted by SIGINT"))
+        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
     }
 
     @Test func anAwaitThatSeesNoMatchNamesWhatItSaw() async throws {
