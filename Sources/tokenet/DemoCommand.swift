@@ -27,6 +27,7 @@ struct DemoCommand {
     var sandbox: Sandbox { Sandbox(timeout: options.timeout, interruption: interruption) }
 
     func run() throws(CLIError) -> Int32 {
+        PrivateFiles.fromNowOn()
         let binDirectory = RepositoryLocator.executableDirectory
         for (_, spec) in Self.startOrder {
             let path = binDirectory.appendingPathComponent(spec.name).path

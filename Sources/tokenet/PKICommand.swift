@@ -40,6 +40,7 @@ enum PKICommand {
         """
 
     static func run(_ arguments: [String]) throws(CLIError) -> Int32 {
+        PrivateFiles.fromNowOn()
         guard arguments.first == "init" else {
             let typed = arguments.first.map { "'\(maskPAN($0))'" } ?? "nothing"
             throw CLIError(.usage, "pki: expected 'init DIR', got \(typed); see tokenet pki --help")

@@ -168,6 +168,7 @@ struct ScenarioCommand {
     }
 
     func run() throws(CLIError) -> Int32 {
+        PrivateFiles.fromNowOn()
         // Every script is read and checked first: an error in the last one is reported before the first one runs.
         // Each script's first mistake is told, not only the first script's: with several to fix, one run of
         // --check names them all.

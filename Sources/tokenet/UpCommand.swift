@@ -106,6 +106,7 @@ struct UpCommand {
     }
 
     func run() throws(CLIError) -> Int32 {
+        PrivateFiles.fromNowOn()
         for (_, spec) in DemoCommand.startOrder {
             let path = RepositoryLocator.executableDirectory.appendingPathComponent(spec.name).path
             guard FileManager.default.isExecutableFile(atPath: path) else {

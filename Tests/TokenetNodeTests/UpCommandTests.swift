@@ -89,6 +89,15 @@ import TokenetTransport
             let mode = try FileManager.default.attributesOfItem(atPath: "\(sandbox)/\(node)/data")[.posixPermissions]
             #expect((mode as? Int).map { $0 & 0o777 } == 0o700, "\(node): \(String(describing: mode))")
         }
+        // The rest of the workspace is its user's too, whatever the umask: another user could swap the CA in pki/
+        // or point sandbox.env at another host.
+        for (path, expected) in [
+            ("pki", 0o700), ("tsp-node", 0o700), ("sandbox.env", 0o600), ("tsp-node/tsp-node.stderr.log", 0o600),
+            ("pki/ca.pem", 0o644), ("pki/operator.key", 0o600),
+        ] {
+            let mode = try FileManager.default.attributesOfItem(atPath: "\(sandbox)/\(path)")[.posixPermissions]
+            #expect((mode as? Int).map { $0 & 0o777 } == expected, "\(path): \(String(describing: mode))")
+        }
         let steps = """
             call tsp tokenet.health.v1.Health/Check {"service": ""}
             expect OK {"status": "SERVING_STATUS_SERVING"}
