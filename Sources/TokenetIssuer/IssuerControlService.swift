@@ -57,7 +57,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                 let encrypted = try await encryptForTSP(card)
                 return try await TspV1.Issuers.Client(tspCaller()).createPushReceipt(
                     TspV1.CreatePushReceiptRequest(
-                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID))
+                        encryptedCardData: encrypted, walletAccountID: request.walletAccountID,
+                        walletNodeID: request.walletNodeID))
             }
             try store.recordPush(
                 cardID: card.id, mode: "RECEIPT", walletAccountID: request.walletAccountID, outcome: "receipt",
@@ -68,6 +69,12 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     IssuerV1.PushReceipt(
                         scheme: response.scheme, payload: response.payload, expiresAtMs: response.expiresAtMs)))
         case .session:
+            guard request.walletNodeID.isEmpty else {
+                throw RPCError(
+                    .invalidArgument,
+                    "wallet_node_id is for PUSH_MODE_RECEIPT: a push session is the wallet node's the issuer pushes "
+                        + "it to (its --wallet)")
+            }
             guard let wallet else {
                 throw RPCError(
                     .failedPrecondition,

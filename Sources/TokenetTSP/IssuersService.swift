@@ -114,16 +114,23 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                     "the card ending in \(pan.last4) is not in a BIN range this issuer registered; call "
                         + "RegisterIssuer with its ranges first")
             }
+            if !request.walletNodeID.isEmpty, let problem = IdentifierRules.problem(request.walletNodeID) {
+                throw TSPError(.invalidArgument, "wallet_node_id must be \(problem)")
+            }
             let payload = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs
             let expiresAtMs = nowMs + tsp.configuration.pushReceiptTTL.milliseconds
             let account = request.walletAccountID.isEmpty ? nil : request.walletAccountID
+            let walletNode = request.walletNodeID.isEmpty ? nil : request.walletNodeID
             try tsp.store.insertPushReceipt(
-                payload: payload, issuerID: issuer.id, walletAccountID: account, card: card, nowMs: nowMs,
-                expiresAtMs: expiresAtMs)
+                payload: payload, issuerID: issuer.id, walletAccountID: account, walletNodeID: walletNode, card: card,
+                nowMs: nowMs, expiresAtMs: expiresAtMs)
             log.info(
                 "push receipt created",
-                ["issuer": issuer.id, "last4": pan.last4, "wallet_account": account ?? "any"])
+                [
+                    "issuer": issuer.id, "last4": pan.last4, "wallet_account": account ?? "any",
+                    "wallet_node": walletNode ?? "any",
+                ])
             return TspV1.CreatePushReceiptResponse(scheme: .mastercard, payload: payload, expiresAtMs: expiresAtMs)
         }
     }

@@ -126,7 +126,8 @@ extension TSPService {
                 throw TSPError(.invalidArgument, "issuer_push_receipt.payload is required")
             }
             let card = try store.pushReceiptCard(
-                payload: receipt.payload, walletAccountID: request.walletAccountID, nowMs: nowMs)
+                payload: receipt.payload, walletAccountID: request.walletAccountID, walletNodeID: walletNodeID,
+                nowMs: nowMs)
             return (card, .pushReceipt(receipt.payload))
         case .pushSessionID(let id):
             guard !id.isEmpty else { throw TSPError(.invalidArgument, "push_session_id is empty") }

@@ -309,5 +309,12 @@ extension TSPStore {
             sql: """
                 ALTER TABLE push_sessions ADD COLUMN wallet_node_id TEXT;
                 """),
+        // The wallet node a push receipt is for, when the issuer named one (CreatePushReceipt wallet_node_id): only
+        // that node may redeem it. Another wallet node that named the same account redeemed it. NULL for any node.
+        Migration(
+            version: 21, name: "push_receipt_wallet_node",
+            sql: """
+                ALTER TABLE push_receipts ADD COLUMN wallet_node_id TEXT;
+                """),
     ]
 }

@@ -114,18 +114,19 @@ final class TSPStore: Sendable {
 
     // MARK: Push receipts and sessions
 
-    /// Stores a push receipt; `walletAccountID` nil means any wallet account may redeem it.
+    /// Stores a push receipt; `walletAccountID` nil means any wallet account may redeem it, `walletNodeID` nil any
+    /// wallet node.
     func insertPushReceipt(
-        payload: String, issuerID: String, walletAccountID: String?, card: CardData, nowMs: UInt64,
-        expiresAtMs: UInt64
+        payload: String, issuerID: String, walletAccountID: String?, walletNodeID: String? = nil, card: CardData,
+        nowMs: UInt64, expiresAtMs: UInt64
     ) throws {
         let sealed = try seal(card, rowID: "push-receipt:\(payload)")
         _ = try database.execute(
             """
             INSERT INTO push_receipts (payload, issuer_id, scheme, card_data, created_at_ms, expires_at_ms,
-                wallet_account_id)
-            VALUES (?, ?, 'mastercard', ?, ?, ?, ?)
-            """, [payload, issuerID, sealed, Int64(nowMs), Int64(expiresAtMs), walletAccountID])
+                wallet_account_id, wallet_node_id)
+            VALUES (?, ?, 'mastercard', ?, ?, ?, ?, ?)
+            """, [payload, issuerID, sealed, Int64(nowMs), Int64(expiresAtMs), walletAccountID, walletNodeID])
     }
 
     /// Marks a push receipt used and returns its card, or says why it cannot be used. A receipt the issuer pushed
@@ -133,12 +134,14 @@ final class TSPStore: Sendable {
     /// account, which would let whoever holds a copy of the payload claim that account.
     /// The card behind an issuer's push receipt, once it is checked that `walletAccountID` may use it now; the
     /// receipt stays unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
-    func pushReceiptCard(payload: String, walletAccountID: String, nowMs: UInt64) throws -> CardData {
+    func pushReceiptCard(payload: String, walletAccountID: String, walletNodeID: String?, nowMs: UInt64) throws
+        -> CardData
+    {
         try database.transaction { tx in
             guard
                 let row = try tx.queryOne(
                     """
-                    SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id FROM push_receipts
+                    SELECT card_data, expires_at_ms, used_at_ms, wallet_account_id, wallet_node_id FROM push_receipts
                     WHERE payload = ?
                     """, [payload])
             else {
@@ -151,6 +154,12 @@ final class TSPStore: Sendable {
                     "the push receipt was issued for another wallet account, not \"\(walletAccountID)\", and stays "
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
+            }
+            if let node = try row.get(4, as: String?.self), node != walletNodeID {
+                throw TSPError(
+                    .permissionDenied,
+                    "the push receipt was issued for another wallet node, and stays unused: add the card from the "
+                        + "wallet the issuer pushed it to")
             }
             if try row.get(2, as: Int64?.self) != nil { throw Self.pushReceiptUsed }
             guard UInt64(try row.int64(1)) > nowMs else {

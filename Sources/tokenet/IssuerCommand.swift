@@ -14,7 +14,8 @@ enum IssuerCommand {
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]
-               tokenet issuer push-card ADDR CARD_ID --mode receipt|session [--wallet-account ID] [OPTIONS]
+               tokenet issuer push-card ADDR CARD_ID --mode receipt|session [--wallet-account ID]
+                                        [--wallet-node ID] [OPTIONS]
                tokenet issuer outbox ADDR [--digital-card ID] [OPTIONS]
                tokenet issuer activate-token ADDR DIGITAL_CARD_ID [OPTIONS]
                tokenet issuer app-view ADDR [OPTIONS]
@@ -37,6 +38,8 @@ enum IssuerCommand {
           --mode MODE          receipt or session (required for push-card).
           --wallet-account ID  The wallet account to push to (default: any account may redeem a receipt; a
                                session goes to the account active in the wallet).
+          --wallet-node ID     receipt: the wallet node it is for (its certificate's tokenet://wallet/ID); no other
+                               wallet node can redeem it (default: any). A session is the --wallet node's.
           --digital-card ID    outbox: only the messages about this token.
           --json               Print the raw response as proto3 JSON.
         \(InspectOptions.connectionHelp)
@@ -67,15 +70,20 @@ enum IssuerCommand {
         ) { try await client.listCards($0, options: $1) }
     }
 
-    static let pushCard = PartyAction(name: "push-card", valued: ["--mode", "--wallet-account"]) {
+    static let pushCard = PartyAction(name: "push-card", valued: ["--mode", "--wallet-account", "--wallet-node"]) {
         flags, command throws(CLIError) in
         let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...1)
         guard let cardID = options.operands.first else {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
+        let mode = try mode(flags["--mode"], command: command)
+        if mode == .session, flags["--wallet-node"] != nil {
+            throw CLIError(
+                .usage, "\(command): --wallet-node is for --mode receipt; a session is the wallet node's at --wallet")
+        }
         let request = IssuerV1.PushCardRequest(
-            cardID: cardID, mode: try mode(flags["--mode"], command: command),
-            walletAccountID: flags["--wallet-account"] ?? "")
+            cardID: cardID, mode: mode, walletAccountID: flags["--wallet-account"] ?? "",
+            walletNodeID: flags["--wallet-node"] ?? "")
         return try PartySession.run(
             options, json: flags.json,
             call: { session, callOptions in

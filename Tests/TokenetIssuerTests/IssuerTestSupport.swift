@@ -129,6 +129,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         var registrations: [TspV1.RegisterIssuerRequest] = []
         var receiptCards: [CardData] = []
         var receiptAccounts: [String] = []
+        var receiptWalletNodes: [String] = []
         /// When set, CreatePushReceipt fails with it.
         var refusal: RPCError?
         /// When set, RegisterIssuer fails with it (and records nothing).
@@ -160,6 +161,7 @@ final class FakeTSP: TspV1.Issuers.ServiceProtocol {
         let refusal = state.withLock { state in
             state.receiptCards.append(card)
             state.receiptAccounts.append(request.walletAccountID)
+            state.receiptWalletNodes.append(request.walletNodeID)
             return state.refusal
         }
         if let refusal { throw refusal }

@@ -55,6 +55,23 @@ import TokenetWire
         #expect(tsp.state.withLock { $0.registrations.count } == 1)
     }
 
+    /// The wallet node a receipt is for goes to the TSP, which refuses it to every other node; a session is the
+    /// wallet node's the issuer pushes it to, so naming one there is refused.
+    @Test func aReceiptNamesItsWalletNodeAndASessionTakesNone() async throws {
+        _ = try await control.pushCard(
+            IssuerV1.PushCardRequest(
+                cardID: Cards.mcReceipt.0, mode: .receipt, walletAccountID: "wa-1", walletNodeID: "wallet-1"))
+        #expect(tsp.state.withLock { $0.receiptWalletNodes } == ["wallet-1"])
+        let error = await Support.rpcError {
+            _ = try await control.pushCard(
+                IssuerV1.PushCardRequest(
+                    cardID: Cards.visaApprove.0, mode: .session, walletAccountID: "wa-1", walletNodeID: "wallet-1"))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(
+            error?.message.contains("wallet_node_id is for PUSH_MODE_RECEIPT") == true, "\(String(describing: error))")
+    }
+
     @Test func receiptModeRefusesVisaLocally() async throws {
         let error = await Support.rpcError { _ = try await push(Cards.visaApprove.0, .receipt) }
         #expect(error?.code == .failedPrecondition)

@@ -41,7 +41,8 @@ import TokenetWire
         try fixture.store.insertPushSession(
             id: "s-1", walletAccountID: "account-1", card: Self.card, nowMs: 0, expiresAtMs: 100)
         // The card redeemed goes on into eligibility whole; the row keeps it without the code.
-        let pushed = try fixture.store.pushReceiptCard(payload: "p-1", walletAccountID: "account-1", nowMs: 1)
+        let pushed = try fixture.store.pushReceiptCard(
+            payload: "p-1", walletAccountID: "account-1", walletNodeID: "wallet-1", nowMs: 1)
         #expect(pushed.cvv2 == "837")
         try fixture.store.consume(.pushReceipt("p-1"), card: pushed, nowMs: 1)
         let sessionCard = try fixture.store.pushSessionCard(id: "s-1", walletAccountID: "account-1", nowMs: 1)

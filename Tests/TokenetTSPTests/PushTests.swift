@@ -58,6 +58,36 @@ import TokenetWire
             ).eligible)
     }
 
+    /// A receipt the issuer made for one wallet node (as a push names its token requestor) is refused to any
+    /// other, whatever account it names, and stays for its own: another wallet node naming the same account made
+    /// an ACTIVE token of it, and the wallet the issuer pushed to found the receipt used.
+    @Test func aReceiptForOneWalletNodeIsRefusedToAnother() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let receipt = try await tsp.issuers.createPushReceipt(
+            TspV1.CreatePushReceiptRequest(
+                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)),
+                walletAccountID: TSPHarness.account, walletNodeID: "wallet-1"))
+        let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
+            TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
+        let otherWallet = TspV1.Provisioning.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
+        await expectRPCError(.permissionDenied, "issued for another wallet node, and stays unused") {
+            try await otherWallet.checkEligibility(
+                TspV1.CheckEligibilityRequest(
+                    requestID: UUID().uuidString,
+                    eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
+                    walletAccountID: TSPHarness.account, device: TSPHarness.device, instrument: instrument))
+        }
+        #expect(try await tsp.checkEligibility(instrument).eligible)
+        await expectRPCError(.invalidArgument, "wallet_node_id must be") {
+            try await tsp.issuers.createPushReceipt(
+                TspV1.CreatePushReceiptRequest(
+                    encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)),
+                    walletNodeID: "wallet 1\n"))
+        }
+    }
+
     /// The TSP has no list of wallet accounts to check a receipt's account against when the issuer pushes it (an
     /// account shows only once a wallet asked for a card for it), so a receipt for an account no wallet has is made,
     /// and refused when a wallet redeems it, with what the person can do and the receipt left unused.

@@ -630,7 +630,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_response__descr
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__push_card_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__push_card_request__field_descriptors[4] =
 {
   {
     "card_id",
@@ -668,16 +668,29 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__push_card_request__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "wallet_node_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__PushCardRequest, wallet_node_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__push_card_request__field_indices_by_name[] = {
   0,   /* field[0] = card_id */
   1,   /* field[1] = mode */
   2,   /* field[2] = wallet_account_id */
+  3,   /* field[3] = wallet_node_id */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__push_card_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__push_card_request__descriptor =
 {
@@ -687,7 +700,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__push_card_request__descrip
   "Tokenet__Issuer__V1__PushCardRequest",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__PushCardRequest),
-  3,
+  4,
   tokenet__issuer__v1__push_card_request__field_descriptors,
   tokenet__issuer__v1__push_card_request__field_indices_by_name,
   1,  tokenet__issuer__v1__push_card_request__number_ranges,

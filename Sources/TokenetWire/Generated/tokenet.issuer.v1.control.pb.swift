@@ -202,28 +202,36 @@ extension IssuerV1 {
 
         public var walletAccountID: String = ""
 
+        /// PUSH_MODE_RECEIPT only: the wallet node the receipt is for (the node id of its certificate); no other wallet
+        /// node can redeem it. Empty: any. A session is the wallet node's the issuer pushes it to (--wallet).
+        public var walletNodeID: String = ""
+
         public init() {}
 
         public init(
             cardID: String = "",
             mode: IssuerV1.PushMode = IssuerV1.PushMode(rawValue: 0),
-            walletAccountID: String = ""
+            walletAccountID: String = "",
+            walletNodeID: String = ""
         ) {
             self.cardID = cardID
             self.mode = mode
             self.walletAccountID = walletAccountID
+            self.walletNodeID = walletNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.cardID = try reader.read(1)
             self.mode = try reader.read(2)
             self.walletAccountID = try reader.read(3)
+            self.walletNodeID = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, cardID)
             try writer.write(2, mode)
             try writer.write(3, walletAccountID)
+            try writer.write(4, walletNodeID)
         }
     }
 }

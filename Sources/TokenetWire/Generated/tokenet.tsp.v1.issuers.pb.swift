@@ -134,21 +134,33 @@ extension TspV1 {
         /// when a wallet redeems it, with the account that tried.
         public var walletAccountID: String = ""
 
+        /// The wallet node the receipt is for (the node id of its certificate, tokenet://wallet/ID), as a push request names
+        /// its token requestor: a CheckEligibility from any other wallet node is PERMISSION_DENIED (and leaves the receipt
+        /// unused), whatever account it names. Empty: any wallet node may redeem it.
+        public var walletNodeID: String = ""
+
         public init() {}
 
-        public init(encryptedCardData: CardV1.EncryptedCardData? = nil, walletAccountID: String = "") {
+        public init(
+            encryptedCardData: CardV1.EncryptedCardData? = nil,
+            walletAccountID: String = "",
+            walletNodeID: String = ""
+        ) {
             self.encryptedCardData = encryptedCardData
             self.walletAccountID = walletAccountID
+            self.walletNodeID = walletNodeID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.encryptedCardData = try reader.readMessage(1)
             self.walletAccountID = try reader.read(2)
+            self.walletNodeID = try reader.read(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             if let value = encryptedCardData { try writer.write(1, message: value) }
             try writer.write(2, walletAccountID)
+            try writer.write(3, walletNodeID)
         }
     }
 }

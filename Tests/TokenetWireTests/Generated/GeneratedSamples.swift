@@ -826,6 +826,7 @@ extension IssuerV1.PushCardRequest {
         base.cardID = "card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.mode = IssuerV1.PushMode(rawValue: 1)
         base.walletAccountID = "wallet_account_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletNodeID = "wallet_node_id-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
@@ -1336,6 +1337,7 @@ extension TspV1.CreatePushReceiptRequest {
         var base = Self()
         base.encryptedCardData = CardV1.EncryptedCardData.samples()[0]
         base.walletAccountID = "wallet_account_id-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.walletNodeID = "wallet_node_id-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -139,10 +139,15 @@ struct  Tokenet__Issuer__V1__PushCardRequest
   char *card_id;
   Tokenet__Issuer__V1__PushMode mode;
   char *wallet_account_id;
+  /*
+   * PUSH_MODE_RECEIPT only: the wallet node the receipt is for (the node id of its certificate); no other wallet
+   * node can redeem it. Empty: any. A session is the wallet node's the issuer pushes it to (--wallet).
+   */
+  char *wallet_node_id;
 };
 #define TOKENET__ISSUER__V1__PUSH_CARD_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__push_card_request__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__ISSUER__V1__PUSH_MODE__PUSH_MODE_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, TOKENET__ISSUER__V1__PUSH_MODE__PUSH_MODE_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 typedef enum {

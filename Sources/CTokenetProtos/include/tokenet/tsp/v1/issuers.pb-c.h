@@ -95,10 +95,16 @@ struct  Tokenet__Tsp__V1__CreatePushReceiptRequest
    * when a wallet redeems it, with the account that tried.
    */
   char *wallet_account_id;
+  /*
+   * The wallet node the receipt is for (the node id of its certificate, tokenet://wallet/ID), as a push request names
+   * its token requestor: a CheckEligibility from any other wallet node is PERMISSION_DENIED (and leaves the receipt
+   * unused), whatever account it names. Empty: any wallet node may redeem it.
+   */
+  char *wallet_node_id;
 };
 #define TOKENET__TSP__V1__CREATE_PUSH_RECEIPT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__create_push_receipt_request__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__CreatePushReceiptResponse
