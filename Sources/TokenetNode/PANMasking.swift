@@ -6,7 +6,8 @@
 /// whatever a caller typed or pasted (an unknown push session id is echoed in its error), not only in its usual
 /// forms. Runs longer than 19 digits are masked as well: a PAN glued to other digits must not leak either.
 ///
-/// A PAN split by a slash, comma, colon or semicolon (`4111/1111/1111/1111`) is masked when consecutive groups look
+/// A PAN split by a slash, comma, colon, semicolon, pipe, plus, equals sign, quote or backslash (`4111/1111/1111/1111`,
+/// `4111|1111|1111|1111`) is masked when consecutive groups look
 /// like a card number's: 13–19 digits in all, in groups of at least three, whatever other groups come before or
 /// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
@@ -37,7 +38,9 @@
 /// log names the addresses it listens on and calls, and `***.***.***.***:7001` names none.
 ///
 /// Control and format characters count as separators too (`4111\u{7F}1111…`, a zero-width space between groups):
-/// a log shows them as escapes or not at all, and the digits around them still read as one number.
+/// a log shows them as escapes or not at all, and the digits around them still read as one number. So do combining
+/// marks written over the digits (the blocks of combining diacritics, of marks for symbols such as the keycap, and
+/// the variation selectors).
 ///
 /// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well; so are
 /// separators, since a PAN typed or pasted with those digits comes with their spaces and hyphens (`４１１１　１１１１…`,
@@ -130,7 +133,10 @@ enum PANRuns {
         case "0"..."9": .digit
         case ".": .dot
         case " ", "-", "_", "\t", "\n", "\r": .separator
-        case "/", ",", ":", ";": .punctuation
+        // A pipe, plus, equals, quote or backslash between groups (`4111|1111|…`) hides a card number no better.
+        case "/", ",", ":", ";", "|", "+", "=", "\"", "'", "\\": .punctuation
+        // Combining marks written over the digits (`4̂1̂…`, a keycap `4️⃣`): the digits still read as one number.
+        case _ where isMark(scalar): .separator
         // The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
         case "\u{FF01}"..."\u{FF5E}": kind(of: Unicode.Scalar(scalar.value - 0xFEE0)!)
         // Control and format characters (DEL, a zero-width space) are invisible in a log or on a terminal: digits
@@ -148,6 +154,16 @@ enum PANRuns {
             } else {
                 .other
             }
+        }
+    }
+
+    /// A combining mark written over a digit: the blocks of combining diacritics and of marks for symbols (the
+    /// keycap), and the variation selectors.
+    static func isMark(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x0300...0x036F, 0x1AB0...0x1AFF, 0x1DC0...0x1DFF, 0x20D0...0x20FF, 0xFE00...0xFE0F, 0xFE20...0xFE2F:
+            true
+        default: false
         }
     }
 
@@ -216,7 +232,9 @@ enum PANRuns {
                     end += 1
                 } else if let length = joint(at: end) {
                     groups.append([])
-                    if current == .punctuation || length > 1 {
+                    // Combining marks over a digit (a keycap's two) split nothing: a gap of them is one.
+                    let marksOnly = (end..<end + length).allSatisfy { Self.isMark(scalar($0)) }
+                    if current == .punctuation || (length > 1 && !marksOnly) {
                         stretches.append(Stretch())
                     } else {
                         stretches[stretches.count - 1].groups.append([])

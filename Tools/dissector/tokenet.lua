@@ -207,6 +207,16 @@ local digit_zeros = {
     0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0,
     0x1E950, 0x1FBF0,
 }
+local mark_ranges = {
+    { 0x0300, 0x036F }, { 0x1AB0, 0x1AFF }, { 0x1DC0, 0x1DFF }, { 0x20D0, 0x20FF }, { 0xFE00, 0xFE0F },
+    { 0xFE20, 0xFE2F },
+}
+local function is_mark(cp)
+    for _, range in ipairs(mark_ranges) do
+        if cp >= range[1] and cp <= range[2] then return true end
+    end
+    return false
+end
 local joining_ranges = {
     { 0x00A0, 0x00A0 }, { 0x00AD, 0x00AD }, { 0x058A, 0x058A }, { 0x05BE, 0x05BE }, { 0x0600, 0x0605 },
     { 0x061C, 0x061C }, { 0x06DD, 0x06DD }, { 0x070F, 0x070F }, { 0x0890, 0x0891 }, { 0x08E2, 0x08E2 },
@@ -233,11 +243,17 @@ local function kind_of(cp)
     if cp >= 48 and cp <= 57 then return DIGIT end
     if cp == 46 then return DOT end
     if cp == 32 or cp == 45 or cp == 95 or cp == 9 or cp == 10 or cp == 13 then return SEPARATOR end
-    if cp == 47 or cp == 44 or cp == 58 or cp == 59 then return PUNCTUATION end
+    -- / , : ; | + = " ' \
+    if cp == 47 or cp == 44 or cp == 58 or cp == 59 or cp == 124 or cp == 43 or cp == 61 or cp == 34 or cp == 39
+        or cp == 92 then
+        return PUNCTUATION
+    end
     -- The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
     if cp >= 0xFF01 and cp <= 0xFF5E then return kind_of(cp - 0xFEE0) end
     if (cp >= 0 and cp <= 0x1F) or (cp >= 0x7F and cp <= 0x9F) then return SEPARATOR end
     if cp < 0x80 then return OTHER end
+    -- Combining marks written over the digits (`4̂1̂…`, a keycap): the digits still read as one number.
+    if is_mark(cp) then return SEPARATOR end
     for _, range in ipairs(joining_ranges) do
         if cp >= range[1] and cp <= range[2] then return SEPARATOR end
     end
@@ -544,7 +560,12 @@ local function masked_points(points)
                         local length = joint(stop)
                         if not length then break end
                         groups[#groups + 1] = {}
-                        if current == PUNCTUATION or length > 1 then
+                        -- Combining marks over a digit (a keycap's two) split nothing: a gap of them is one.
+                        local marks_only = true
+                        for k = stop, stop + length - 1 do
+                            if not is_mark(points[k]) then marks_only = false end
+                        end
+                        if current == PUNCTUATION or (length > 1 and not marks_only) then
                             stretches[#stretches + 1] = { groups = { {} }, dotted = true }
                         else
                             local stretch = stretches[#stretches]
