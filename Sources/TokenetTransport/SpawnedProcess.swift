@@ -142,6 +142,8 @@ public final class SpawnedProcess: Sendable {
     /// Waits up to `seconds` for the child to end; true when it has.
     @discardableResult
     public func waitForExit(seconds: Double) -> Bool {
+        // Reaped already: the semaphore is signalled just after, and a look in between read "still running".
+        if termination != nil { return true }
         let timeout: DispatchTime =
             seconds.isNaN || seconds <= 0 ? .now() : seconds >= 1_000_000 ? .distantFuture : .now() + seconds
         return exited.wait(timeout: timeout) == .success
