@@ -114,8 +114,20 @@ struct IssuersService: TspV1.Issuers.ServiceProtocol {
                     "the card ending in \(pan.last4) is not in a BIN range this issuer registered; call "
                         + "RegisterIssuer with its ranges first")
             }
-            if !request.walletNodeID.isEmpty, let problem = IdentifierRules.problem(request.walletNodeID) {
-                throw TSPError(.invalidArgument, "wallet_node_id must be \(problem)")
+            // The ID of a wallet node's certificate (tokenet://wallet/ID), which is how the node is known when it
+            // redeems the receipt: anything else bound the receipt to no node at all, and nobody could redeem it.
+            let id = request.walletNodeID
+            if !id.isEmpty,
+                !(1...64).contains(id.utf8.count)
+                    || !id.utf8.allSatisfy({ byte in
+                        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+                            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                    })
+            {
+                throw TSPError(
+                    .invalidArgument,
+                    "wallet_node_id must be the ID in the wallet node's certificate name tokenet://wallet/ID: 1 to 64 "
+                        + "ASCII letters, digits, '.', '_' or '-', such as wallet-1")
             }
             let payload = TSPService.randomIdentifier()
             let nowMs = tsp.nowMs

@@ -87,7 +87,10 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             let answer: TspV1.CheckEligibilityResponse
             do {
                 answer = try await tsp.checkEligibility(check)
-            } catch let error as RPCError where error.code == .permissionDenied && source != .manual {
+            } catch let error as RPCError
+                where error.code == .permissionDenied && source != .manual
+                && error.message.contains("another wallet account")
+            {
                 // A receipt or session pushed to another account. The TSP cannot tell whether that account exists,
                 // nor switch accounts; the person may have it in this wallet, and this is how they switch.
                 throw RPCError(

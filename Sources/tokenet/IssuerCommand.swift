@@ -77,6 +77,12 @@ enum IssuerCommand {
             throw CLIError(.usage, "\(command): missing CARD_ID (see tokenet issuer cards)")
         }
         let mode = try mode(flags["--mode"], command: command)
+        if let node = flags["--wallet-node"], node.isEmpty || node.contains("/") {
+            throw CLIError(
+                .usage,
+                "\(command): --wallet-node takes the ID of the wallet node's certificate alone, such as wallet-1 "
+                    + "for tokenet://wallet/wallet-1")
+        }
         if mode == .session, flags["--wallet-node"] != nil {
             throw CLIError(
                 .usage, "\(command): --wallet-node is for --mode receipt; a session is the wallet node's at --wallet")

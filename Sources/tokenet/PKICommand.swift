@@ -60,9 +60,15 @@ enum PKICommand {
                 }
                 let id = node.split(separator: "/", maxSplits: 1)[1]
                 // The files gen-certs makes anyway, and an id given twice, would be written over without a word.
-                guard !["ca", "tsp", "issuer", "wallet", "operator"].contains(id) else {
+                guard !["ca", "tsp", "issuer", "wallet", "operator", ".", ".."].contains(id) else {
                     throw CLIError(
                         .usage, "pki init: --node \(node): \(id).pem is made for every DIR anyway; choose another ID")
+                }
+                // `ca.key` as an ID made ca.key.pem and ca.key.key beside the CA's key.
+                guard !id.hasSuffix(".pem"), !id.hasSuffix(".key") else {
+                    throw CLIError(
+                        .usage, "pki init: --node \(node): an ID ending in .pem or .key names a file; choose another ID"
+                    )
                 }
                 guard !nodes.contains(where: { $0.hasSuffix("/\(id)") }) else {
                     throw CLIError(

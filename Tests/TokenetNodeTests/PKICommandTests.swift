@@ -103,9 +103,17 @@ import TokenetTestSupport
         let taken = try await runTokenet(["pki", "init", pki, "--node", "wallet/bank-2"])
         #expect(taken.status == 1)
         #expect(
-            taken.stderr.contains(
-                "\(pki)/bank-2.pem is another identity's (URI:tokenet://issuer/bank-2), not wallet/bank-2"),
+            taken.stderr.contains("the ID bank-2 is tokenet://issuer/bank-2's already, in \(pki)/bank-2.pem"),
             "\(taken.stderr)")
+        // A built-in identity's ID too (wallet.pem is tokenet://wallet/wallet-1).
+        let builtIn = try await runTokenet(["pki", "init", pki, "--node", "operator/wallet-1"])
+        #expect(builtIn.status == 1)
+        #expect(builtIn.stderr.contains("the ID wallet-1 is tokenet://wallet/wallet-1's already"), "\(builtIn.stderr)")
+        // A certificate no Tokenet CA issued is left alone when its name is asked for, with its key.
+        let named = try await runTokenet(["pki", "init", pki, "--node", "wallet/web"])
+        #expect(named.status == 1)
+        #expect(named.stderr.contains("\(pki)/web.pem is not a certificate of a Tokenet CA, so it is left alone"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(pki)/web.pem")) == foreign)
     }
 
     static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -153,6 +161,7 @@ import TokenetTestSupport
         (["pki", "init", "a", "--force"], "pki init: unknown option '--force'"),
         (["pki", "init", "a", "--node", "issuer/x", "--node", "wallet/x"], "the ID x is given twice"),
         (["pki", "init", "a", "--node", "issuer/tsp"], "tsp.pem is made for every DIR anyway; choose another ID"),
+        (["pki", "init", "a", "--node", "wallet/ca.key"], "an ID ending in .pem or .key names a file"),
         (["pki", "init", "/etc/hostname"], "pki init: /etc/hostname is a file, not a directory"),
     ])
     func usageMistakesAreNamed(arguments: [String], message: String) async throws {

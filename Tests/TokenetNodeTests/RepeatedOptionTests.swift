@@ -22,6 +22,22 @@ import TokenetTestSupport
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
     }
 
+    /// `--wallet-node` takes a certificate's ID alone, and only for a receipt: the full name, or none at all, bound
+    /// a receipt no wallet node could redeem, or bound it to none.
+    @Test(arguments: [
+        (
+            ["--mode", "receipt", "--wallet-node", "tokenet://wallet/wallet-1"],
+            "--wallet-node takes the ID of the wallet"
+        ),
+        (["--mode", "receipt", "--wallet-node", ""], "--wallet-node takes the ID of the wallet"),
+        (["--mode", "session", "--wallet-node", "wallet-1"], "--wallet-node is for --mode receipt"),
+    ])
+    func aReceiptsWalletNodeIsAnIDAlone(arguments: [String], message: String) throws {
+        let result = try runTokenet(["issuer", "push-card", "127.0.0.1:1", "card-1", "--plaintext"] + arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
     @Test func headersMayBeRepeated() throws {
         let result = try runTokenet([
             "call", "127.0.0.1:1", "x.Y/Z", "--plaintext", "-H", "a: 1", "-H", "b: 2", "--header", "c: 3",

@@ -80,11 +80,16 @@ import TokenetWire
                     walletAccountID: TSPHarness.account, device: TSPHarness.device, instrument: instrument))
         }
         #expect(try await tsp.checkEligibility(instrument).eligible)
-        await expectRPCError(.invalidArgument, "wallet_node_id must be") {
-            try await tsp.issuers.createPushReceipt(
-                TspV1.CreatePushReceiptRequest(
-                    encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)),
-                    walletNodeID: "wallet 1\n"))
+        // What no certificate's ID can be bound a receipt to no node: nobody could redeem it.
+        for id in [
+            "wallet 1\n", "tokenet://wallet/wallet-1", "wallet/wallet-1", "é", String(repeating: "w", count: 65),
+        ] {
+            await expectRPCError(.invalidArgument, "wallet_node_id must be the ID in the wallet node's certificate") {
+                try await tsp.issuers.createPushReceipt(
+                    TspV1.CreatePushReceiptRequest(
+                        encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.mastercard)),
+                        walletNodeID: id))
+            }
         }
     }
 
