@@ -378,20 +378,7 @@ import TokenetTransport
         try "deadline 120s\ncall tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\n".write(
             toFile: file, atomically: true, encoding: .utf8)
         try "echo fine\n".write(toFile: next, atomically: true, encoding: .utf8)
-        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file, next, "--junit", report])
-        let started = ContinuousClock.now
-        while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
-            "deadline 120s"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
-        {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try await Task.sleep(for: .milliseconds(500))
-        launched.process.send(SIGINT)
-        // Far below the call's deadline; a run that ignored the signal would be killed at the limit and fail here.
-        let result = try await launched.waitForExit(limit: 60)
-        #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(result.stderr.contains("interrupted by SIGINT"))
-        #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+        let result = try await Self.interrupted(["scenario", file, next, "--junit", report], once: "deadline 120s")
         #expect(!result.stdout.contains("Scenario \(next)"), "\(result.stdout)")
 
         let document = try XMLDocument(contentsOf: URL(fileURLWithPath: report))
@@ -414,20 +401,27 @@ import TokenetTransport
         let file = directory.path("spawned.scenario")
         try "deadline 120s\nspawn w tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\njoin w\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        let launched = try LaunchedProcess(niced: "tokenet", ["scenario", file])
+        _ = try await Self.interrupted(["scenario", file], once: "spawn w: call tsp")
+    }
+
+    /// Runs `tokenet ARGUMENTS`, sends SIGINT half a second after its output shows `text`, and checks that it
+    /// stopped at once (far below the calls' deadline: a run that ignored the signal is killed at the limit and
+    /// fails here), said so, and stopped its three nodes cleanly.
+    static func interrupted(_ arguments: [String], once text: String) async throws -> ProcessResult {
+        let launched = try LaunchedProcess(niced: "tokenet", arguments)
         let started = ContinuousClock.now
         while !((try? String(contentsOfFile: launched.directory.path("stdout"), encoding: .utf8)) ?? "").contains(
-            "spawn w: call tsp"), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
+            text), ContinuousClock.now - started < .seconds(60), launched.process.isRunning
         {
             try await Task.sleep(for: .milliseconds(50))
         }
         try await Task.sleep(for: .milliseconds(500))
         launched.process.send(SIGINT)
-        // Far below the call's deadline; a join that ignored the signal would be killed at the limit and fail here.
         let result = try await launched.waitForExit(limit: 60)
         #expect(result.reason == .exit && result.status == 1, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(result.stderr.contains("interrupted by SIGINT"))
         #expect(result.stdout.components(separatedBy: "exited with status 0").count - 1 == 3)
+        return result
     }
 
     @Test func anAwaitThatSeesNoMatchNamesWhatItSaw() async throws {

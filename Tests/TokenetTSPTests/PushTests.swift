@@ -70,14 +70,8 @@ import TokenetWire
                 walletAccountID: TSPHarness.account, walletNodeID: "wallet-1"))
         let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
             TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
-        let otherWallet = TspV1.Provisioning.Client(
-            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
         await expectRPCError(.permissionDenied, "issued for another wallet node, and stays unused") {
-            try await otherWallet.checkEligibility(
-                TspV1.CheckEligibilityRequest(
-                    requestID: UUID().uuidString,
-                    eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
-                    walletAccountID: TSPHarness.account, device: TSPHarness.device, instrument: instrument))
+            try await Self.checkEligibility(tsp, asWallet: "wallet-2", instrument)
         }
         #expect(try await tsp.checkEligibility(instrument).eligible)
         // What no certificate's ID can be bound a receipt to no node: nobody could redeem it.
@@ -185,6 +179,19 @@ import TokenetWire
         }
     }
 
+    /// CheckEligibility for the harness's wallet account, from the wallet node `nodeID`.
+    static func checkEligibility(
+        _ tsp: TSPHarness, asWallet nodeID: String, _ instrument: TspV1.CheckEligibilityRequest.Instrument
+    ) async throws -> TspV1.CheckEligibilityResponse {
+        try await TspV1.Provisioning.Client(
+            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: nodeID))
+        ).checkEligibility(
+            TspV1.CheckEligibilityRequest(
+                requestID: UUID().uuidString,
+                eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
+                walletAccountID: TSPHarness.account, device: TSPHarness.device, instrument: instrument))
+    }
+
     /// A TSP with its issuer registered, and a push session wallet-1 made for its account.
     static func sessionPushedToWallet1() async throws -> (TSPHarness, TspV1.CreatePushSessionResponse) {
         let tsp = try TSPHarness.make()
@@ -201,15 +208,8 @@ import TokenetWire
     /// stays for its own wallet.
     @Test func aPushSessionIsRedeemedOnlyByTheWalletNodeThatMadeIt() async throws {
         let (tsp, session) = try await Self.sessionPushedToWallet1()
-        let otherWallet = TspV1.Provisioning.Client(
-            TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: "wallet-2")))
         await expectRPCError(.permissionDenied, "was made for another wallet node, and stays unused") {
-            try await otherWallet.checkEligibility(
-                TspV1.CheckEligibilityRequest(
-                    requestID: UUID().uuidString,
-                    eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
-                    walletAccountID: TSPHarness.account, device: TSPHarness.device,
-                    instrument: .pushSessionID(session.pushSessionID)))
+            try await Self.checkEligibility(tsp, asWallet: "wallet-2", .pushSessionID(session.pushSessionID))
         }
         #expect(try await tsp.checkEligibility(.pushSessionID(session.pushSessionID)).eligible)
     }
