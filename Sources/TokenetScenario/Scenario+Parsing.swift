@@ -254,23 +254,11 @@ extension Scenario {
                 saved.insert(name)
                 objects.remove(name)
             case "spawn":
-                let (name, afterName) = rest.firstWord()
-                let (partyWord, afterParty) = afterName.firstWord()
-                let (method, request) = afterParty.firstWord()
-                guard ScenarioVariables.isValidName(name) else {
-                    throw fail(
-                        "spawn NAME PARTY METHOD: '\(name.prefix(40))' is not a name (an ASCII letter or _, then ASCII "
-                            + "letters, digits, _ or -)")
-                }
+                let (name, call) = try namedCall(keyword, rest, number)
                 if let earlier = spawned[name] {
                     throw fail("spawn \(name): the call spawned on line \(earlier) is not joined yet (join \(name))")
                 }
-                let party = try party(partyWord, number)
-                guard method.contains("/") || method.contains(".") else {
-                    throw fail("spawn \(name): '\(method.prefix(40))' is not a method; write it as pkg.Service/Method")
-                }
                 spawned[name] = number
-                let call = ScenarioCall(party: party, method: method, request: request.isEmpty ? "{}" : request)
                 steps.append(ScenarioStep(line: number, .spawn(ScenarioSpawn(name: name, call: call))))
             case "join":
                 guard !rest.isEmpty, !rest.contains(" ") else { throw fail("join needs the NAME of a spawned call") }
@@ -280,27 +268,15 @@ extension Scenario {
                 openCall = steps.count
                 steps.append(ScenarioStep(line: number, .join(ScenarioJoin(name: rest))))
             case "watch":
-                let (name, afterName) = rest.firstWord()
-                let (partyWord, afterParty) = afterName.firstWord()
-                let (method, request) = afterParty.firstWord()
-                guard ScenarioVariables.isValidName(name) else {
-                    throw fail(
-                        "watch NAME PARTY METHOD: '\(name)' is not a name (an ASCII letter or _, then ASCII letters, digits, _ or -)"
-                    )
-                }
+                let (name, call) = try namedCall(keyword, rest, number)
                 // A name watched again replaces its watch (the runner closes the old stream): a restarted node
                 // ends a watch, and the script opens it again under the name its awaits use.
                 watches.insert(name)
-                let party = try party(partyWord, number)
-                guard method.contains("/") || method.contains(".") else {
-                    throw fail("watch \(name): '\(method)' is not a method; write it as pkg.Service/Method")
-                }
                 steps.append(
                     ScenarioStep(
                         line: number,
-                        .watch(
-                            ScenarioWatch(
-                                name: name, party: party, method: method, request: request.isEmpty ? "{}" : request))))
+                        .watch(ScenarioWatch(name: name, party: call.party, method: call.method, request: call.request))
+                    ))
             case "await":
                 var (name, after) = rest.firstWord()
                 guard !name.isEmpty else { throw fail("await needs the NAME of a watch") }
@@ -415,6 +391,27 @@ extension Scenario {
             default:
                 throw fail("unknown step '\(keyword.prefix(40))' (steps: \(Scenario.steps))")
             }
+        }
+
+        /// `NAME PARTY METHOD [JSON]`, as `watch` and `spawn` take it: the name and the call, each checked for its
+        /// form (the request `{}` when the line gives none).
+        private func namedCall(_ keyword: String, _ rest: String, _ number: Int) throws(ScenarioError)
+            -> (name: String, call: ScenarioCall)
+        {
+            func fail(_ message: String) -> ScenarioError { ScenarioError(.syntax, "\(number): \(message)") }
+            let (name, afterName) = rest.firstWord()
+            let (partyWord, afterParty) = afterName.firstWord()
+            let (method, request) = afterParty.firstWord()
+            guard ScenarioVariables.isValidName(name) else {
+                throw fail(
+                    "\(keyword) NAME PARTY METHOD: '\(name.prefix(40))' is not a name (an ASCII letter or _, then ASCII "
+                        + "letters, digits, _ or -)")
+            }
+            let party = try party(partyWord, number)
+            guard method.contains("/") || method.contains(".") else {
+                throw fail("\(keyword) \(name): '\(method.prefix(40))' is not a method; write it as pkg.Service/Method")
+            }
+            return (name, ScenarioCall(party: party, method: method, request: request.isEmpty ? "{}" : request))
         }
 
         /// `NAME CARD_NUMBER MM/YY [CVC]`, each checked for its form (the number as digits only: a script may
