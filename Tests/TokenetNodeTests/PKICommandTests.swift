@@ -117,8 +117,16 @@ import TokenetTestSupport
     }
 
     static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try run("/usr/bin/openssl", arguments)
+    }
+
+    static func genCerts(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try run(PackageRoot.url.appendingPathComponent("Tools/gen-certs").path, arguments)
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -127,6 +135,31 @@ import TokenetTestSupport
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    /// gen-certs' test options asked of a DIR they cannot apply to: `--untrusted` for a DIR holding the development
+    /// CA, and `--no-uri-san NAME` for a NAME.pem with a tokenet:// name, were ignored without a word, so a test
+    /// meant to present an untrusted certificate or one without a name presented a valid one.
+    @Test func testOptionsThatCannotApplyToTheDirectoryAreRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let pki = directory.path("pki")
+        #expect(try Self.genCerts(["--node", "wallet/w2", pki]).status == 0)
+        let untrusted = try Self.genCerts(["--untrusted", pki])
+        #expect(untrusted.status == 1)
+        #expect(
+            untrusted.output.contains(
+                "--untrusted makes a new CA, but \(pki) already holds one (CN=Tokenet Development CA,O=Tokenet)"),
+            "\(untrusted.output)")
+        let named = try Self.genCerts(["--no-uri-san", "w2", pki])
+        #expect(named.status == 1)
+        #expect(named.output.contains("\(pki)/w2.pem carries a tokenet:// name"), "\(named.output)")
+        #expect(try Self.genCerts(["--no-uri-san", "tsp", pki]).status == 2)
+        // What they can apply to is still made, and kept when asked again.
+        #expect(try Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
+        #expect(try Self.genCerts(["--no-uri-san", "plain", pki]).status == 0)
+        let other = directory.path("other")
+        #expect(try Self.genCerts(["--untrusted", other]).status == 0)
+        #expect(try Self.genCerts(["--untrusted", other]).status == 0)
     }
 
     /// A DIR holding half a CA (its key lost) was given a new CA, and every certificate not named in that run stayed
