@@ -41,7 +41,7 @@ public struct LogRecord: Sendable, Equatable {
         let text = Self.capped(maskPAN(message), at: Self.messageLimit)
         var line = "\(LogTimestamp.format(timestamp)) \(levelColumn) \(node): \(Self.escapingInvisibles(text))"
         for field in allFields {
-            line += " \(field.key)=\(Self.textValue(Self.capped(maskPAN(field.value), at: Self.fieldLimit)))"
+            line += " \(field.key)=\(Self.textValue(Self.capped(maskPAN(field.value), at: Self.limit(of: field.key))))"
         }
         return line
     }
@@ -56,7 +56,7 @@ public struct LogRecord: Sendable, Equatable {
         for field in allFields {
             // A field may not overwrite the record's own keys; JSON readers would keep only one of them.
             let key = reserved.contains(field.key) ? "field_\(field.key)" : field.key
-            pairs.append((key, Self.capped(maskPAN(field.value), at: Self.fieldLimit)))
+            pairs.append((key, Self.capped(maskPAN(field.value), at: Self.limit(of: field.key))))
         }
         let body = pairs.map { "\(Self.jsonString($0.0)):\(Self.jsonString($0.1))" }.joined(separator: ",")
         return "{\(body)}"
@@ -66,6 +66,10 @@ public struct LogRecord: Sendable, Equatable {
     /// text would otherwise fill the log with one line per call and bury the lines around it.
     static let messageLimit = 4096
     static let fieldLimit = 1024
+    /// A message's body at `trace` (`body`): a message is what that level is for, so it may run longer.
+    static let bodyLimit = 16384
+
+    static func limit(of key: String) -> Int { key == "body" ? bodyLimit : fieldLimit }
 
     /// `text` cut to `limit` characters, saying how many more there were. Cut after masking, so that a cut card
     /// number is still masked (cut first, its first digits could be too few to read as one).

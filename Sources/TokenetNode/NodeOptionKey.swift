@@ -121,7 +121,8 @@ enum NodeOptionKey: String, CaseIterable, Sendable {
         case .issuer: return "Address of the card issuer (issuer-node)."
         case .wallet: return "Address of the wallet (wallet-node)."
         case .dataDir: return "Directory for this node's state (default tokenet-data/<node>)."
-        case .logLevel: return "Least severe level logged: \(Self.logLevels) (default info)."
+        case .logLevel:
+            return "Least severe level logged: \(Self.logLevels) (default info); trace adds each message as JSON."
         case .logFormat: return "Log lines on stderr: \(Self.logFormats) (default text)."
         case .fixtures: return "JSON demo data (cardholders, accounts, cards, BIN ranges) loaded at start-up."
         case .readyFile: return "Once listening, write {\"node\",\"pid\",\"listen\"} here as JSON (atomically)."

@@ -82,6 +82,24 @@ public final class RPCNodeListener: NodeListener {
 
     /// An error status's message as a node sends it: anything like a card number masked (see `maskPAN`), and cut
     /// to `statusMessageLimit` bytes when longer (a message that echoes a value of megabytes).
+    /// A message's line at `trace`: the method, the peer and the message as proto3 JSON, its secrets left out
+    /// (`MessageRedaction`).
+    static func logMessage(_ record: MessageRecord, to logger: Logger) {
+        let body: String
+        if record.direction == .sent, MessageRedaction.deliveryMethods.contains(record.method) {
+            body = "(not shown: the simulated messages hold one-time codes)"
+        } else {
+            do {
+                body = MessageRedaction.redacted(try record.message.jsonValue()).text()
+            } catch {
+                body = "(not shown: \(error))"
+            }
+        }
+        logger.withTraceID(record.traceID).trace(
+            record.direction == .received ? "request" : "response",
+            ["method": record.method, "peer": record.peer?.uri ?? "plaintext", "body": body])
+    }
+
     static func statusMessage(_ message: String) -> String {
         let masked = maskPAN(message)
         guard masked.utf8.count > statusMessageLimit else { return masked }
@@ -203,6 +221,12 @@ public final class RPCNodeListener: NodeListener {
             // At `debug`, where every call has its line, none is held back.
             if everyCall { line(0) } else { throttle(peer).submit(line) }
         }
+        // At `trace`, each message of each call has its line too, as proto3 JSON: what a peer sent and was answered,
+        // without a capture and its key log. Card numbers are masked as on every line; the encrypted card data a
+        // message carries stays encrypted.
+        let traceLogger = logger
+        let logMessage: (@Sendable (MessageRecord) -> Void)? =
+            logger.isEnabled(.trace) ? { @Sendable record in RPCNodeListener.logMessage(record, to: traceLogger) } : nil
         // A connection that ended in a problem (a protocol error, an unanswered ping, a failed read) is worth a
         // line at info: it is how an operator learns that a peer misbehaves or vanished. A clean close is not.
         // Throttled as refusals are: a peer that opens connections only to let them fail wrote a line for each (329
@@ -246,7 +270,8 @@ public final class RPCNodeListener: NodeListener {
         }
         let server = RPCServer(
             router: router, timers: options.serverTimers, callLog: logCall, callLogScope: everyCall ? .all : .failures,
-            connectionLog: logConnection, failureLog: logFailure, statusMessageFilter: { Self.statusMessage($0) },
+            messageLog: logMessage, connectionLog: logConnection, failureLog: logFailure,
+            statusMessageFilter: { Self.statusMessage($0) },
             connectionsPerPeer: options.peerConnections, refusalLog: logRefusal)
         // A node out of file descriptors retries its accept ten times a second, and a scanner's connections can
         // fail their handshakes faster still: one line a second says it, with the count of those not shown.

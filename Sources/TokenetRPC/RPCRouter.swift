@@ -16,25 +16,37 @@ public struct ServerContext: Sendable {
         let traceID: String
         /// What the handler added with `addTrailer`, sent with the call's status.
         let trailers = Mutex(Metadata())
+        /// The server's message log (`RPCServer`'s `messageLog`), told of each message of the call.
+        let messageLog: (@Sendable (MessageRecord) -> Void)?
 
         init(
             method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?,
-            traceID: String
+            traceID: String, messageLog: (@Sendable (MessageRecord) -> Void)?
         ) {
             self.method = method
             self.metadata = metadata
             self.peer = peer
             self.deadline = deadline
             self.traceID = traceID
+            self.messageLog = messageLog
         }
     }
 
     private let storage: Storage
 
     init(
-        method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?, traceID: String
+        method: String, metadata: Metadata, peer: PeerIdentity?, deadline: ContinuousClock.Instant?, traceID: String,
+        messageLog: (@Sendable (MessageRecord) -> Void)? = nil
     ) {
-        storage = Storage(method: method, metadata: metadata, peer: peer, deadline: deadline, traceID: traceID)
+        storage = Storage(
+            method: method, metadata: metadata, peer: peer, deadline: deadline, traceID: traceID,
+            messageLog: messageLog)
+    }
+
+    /// Tells the server's message log, if it has one, of a message of this call.
+    func logMessage(_ direction: MessageRecord.Direction, _ message: any ProtoMessage) {
+        guard let log = storage.messageLog else { return }
+        log(MessageRecord(method: method, peer: peer, traceID: traceID, direction: direction, message: message))
     }
 
     /// `/package.Service/Method`.
@@ -76,26 +88,31 @@ public struct ServerContext: Sendable {
 public struct RequestStream<Request: ProtoMessage>: AsyncSequence, Sendable {
     public typealias Element = Request
     let call: ServerCall
+    let context: ServerContext
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let base: MessageQueue
         let call: ServerCall
+        let context: ServerContext
 
         public mutating func next() async throws -> Request? {
             guard let data = try await base.next() else { return nil }
             call.connection.consumed(call.streamID, byteCount: data.count)
-            return try decodeRequest(Request.self, data)
+            let request = try decodeRequest(Request.self, data)
+            context.logMessage(.received, request)
+            return request
         }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: call.requests, call: call)
+        AsyncIterator(base: call.requests, call: call, context: context)
     }
 }
 
 /// Sends the response messages of a streaming call.
 public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     let call: ServerCall
+    let context: ServerContext
 
     /// Sends one response. Throws `CANCELLED` once the call is over (the client cancelled or went away).
     /// Suspends while the client has not granted flow-control window for what was sent before, or while the
@@ -103,6 +120,7 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     /// the server buffer without bound.
     public func send(_ response: Response) async throws {
         try Task.checkCancellation()
+        context.logMessage(.sent, response)
         try await call.send(try response.serializedData())
     }
 }
@@ -149,7 +167,9 @@ public struct RPCRouter: Sendable {
     ) {
         routes[method.path] = Route(kind: .unary, allowedRoles: Self.roles(allowedRoles, method)) { call, context in
             let request = try await Self.singleRequest(Request.self, call)
+            context.logMessage(.received, request)
             let response = try await body(request, context)
+            context.logMessage(.sent, response)
             try call.sendFinal(response)
         }
     }
@@ -181,7 +201,8 @@ public struct RPCRouter: Sendable {
                 request = try await Self.singleRequest(Request.self, call, awaitingEnd: marked)
                 if marked { call.connection.keepsThroughShutdown(call.streamID) }
             }
-            try await body(request, ResponseWriter(call: call), context)
+            context.logMessage(.received, request)
+            try await body(request, ResponseWriter(call: call, context: context), context)
         }
     }
 
@@ -193,7 +214,8 @@ public struct RPCRouter: Sendable {
     ) {
         routes[method.path] = Route(kind: .clientStreaming, allowedRoles: Self.roles(allowedRoles, method)) {
             call, context in
-            let response = try await body(RequestStream(call: call), context)
+            let response = try await body(RequestStream(call: call, context: context), context)
+            context.logMessage(.sent, response)
             try call.sendFinal(response)
         }
     }
@@ -213,7 +235,8 @@ public struct RPCRouter: Sendable {
             kind: .bidirectionalStreaming, allowedRoles: Self.roles(allowedRoles, method),
             endsAtShutdown: endsAtShutdown
         ) { call, context in
-            try await body(RequestStream(call: call), ResponseWriter(call: call), context)
+            try await body(
+                RequestStream(call: call, context: context), ResponseWriter(call: call, context: context), context)
         }
     }
 

@@ -14,6 +14,24 @@ public struct CallRecord: Sendable {
     public let traceID: String
 }
 
+/// One request or response message of a served call, for the server's message log (a node at `trace`).
+public struct MessageRecord: Sendable {
+    public enum Direction: Sendable {
+        /// A request the caller sent.
+        case received
+        /// A response this server sent.
+        case sent
+    }
+
+    public let method: String
+    public let peer: PeerIdentity?
+    public let traceID: String
+    public let direction: Direction
+    /// The message, decoded (a request) or before it is encoded (a response): rendering it, as JSON say, is left to
+    /// the log, which does so only when it writes the line.
+    public let message: any ProtoMessage
+}
+
 /// Which calls the call log is told of.
 public enum CallLogScope: Sendable {
     /// Every call (a node at `debug`).
@@ -61,6 +79,8 @@ public final class RPCServer: Sendable {
     let timers: ConnectionTimers
     let callLog: (@Sendable (CallRecord) -> Void)?
     let callLogScope: CallLogScope
+    /// Told of every request and response message of every call; nil (the default) costs one check per message.
+    let messageLog: (@Sendable (MessageRecord) -> Void)?
     let connectionLog: (@Sendable (ConnectionRecord) -> Void)?
     /// Called for every call that ends INTERNAL with a cause: an error that is not an `RPCError`, or an INTERNAL
     /// `RPCError` with a `cause`; and for an `RPCError` of any code whose cause is a `ServerFailure`. (A handler that
@@ -93,6 +113,7 @@ public final class RPCServer: Sendable {
         timers: ConnectionTimers = ConnectionTimers(),
         callLog: (@Sendable (CallRecord) -> Void)? = nil,
         callLogScope: CallLogScope = .all,
+        messageLog: (@Sendable (MessageRecord) -> Void)? = nil,
         connectionLog: (@Sendable (ConnectionRecord) -> Void)? = nil,
         failureLog: (@Sendable (CallFailure) -> Void)? = nil,
         handlersOnConnectionLoop: Bool = false,
@@ -112,6 +133,7 @@ public final class RPCServer: Sendable {
         self.timers = timers
         self.callLog = callLog
         self.callLogScope = callLogScope
+        self.messageLog = messageLog
     }
 
     /// Serves one connection until it closes.
@@ -281,7 +303,8 @@ public final class RPCServer: Sendable {
             metadata: call.metadata,
             peer: call.peer,
             deadline: call.deadline,
-            traceID: traceID
+            traceID: traceID,
+            messageLog: messageLog
         )
         var status: WireV1.Status
         do {

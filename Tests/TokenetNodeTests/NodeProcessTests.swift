@@ -145,6 +145,46 @@ import TokenetWire
         }
     }
 
+    /// At `trace` a node also writes each request and response of each served call as proto3 JSON, with the call's
+    /// method, peer and trace id, and a card number in one masked as on every line. (It logged what `debug` does.)
+    @Test func atTraceEachMessageIsLoggedAsJSONWithCardNumbersMasked() async throws {
+        let scratch = try TemporaryDirectory()
+        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
+            in: scratch, ["--log-format", "json", "--log-level", "trace"])
+        defer { node.process.send(SIGTERM) }
+        let loop = try EventLoop(name: "test-node-message-log")
+        defer { loop.shutdown() }
+        let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
+        let client = RPCClient(stream: connection)
+        var metadata = Metadata()
+        metadata.setTraceID("7ace0fca11ab1e5")
+        let options = CallOptions(timeout: .seconds(30), metadata: metadata)
+        _ = try await client.unary(HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: options)
+        await #expect(throws: RPCError.self) {
+            try await client.unary(
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(service: "pan 4111111111111111"), options: options)
+        }
+        await client.close()
+        node.process.send(SIGTERM)
+        let result = try await node.waitForExit()
+        #expect(result.status == 0)
+        let lines = result.stderr.split(separator: "\n")
+        let requests = lines.filter { $0.contains(#""msg":"request""#) }
+        let responses = lines.filter { $0.contains(#""msg":"response""#) }
+        #expect(requests.count == 2, "\(result.stderr)")
+        #expect(responses.count == 1, "\(result.stderr)")
+        for line in requests + responses {
+            #expect(line.contains(#""level":"trace""#), "\(line)")
+            #expect(line.contains(#""method":"/tokenet.health.v1.Health/Check""#), "\(line)")
+            #expect(line.contains(#""peer":"plaintext""#), "\(line)")
+            #expect(line.contains("7ace0fca11ab1e5"), "\(line)")
+        }
+        #expect(requests.first?.contains(#""body":"{}""#) == true, "\(requests)")
+        #expect(responses.first?.contains(#""body":"{\"status\":\"SERVING_STATUS_SERVING\"}""#) == true, "\(responses)")
+        #expect(requests.last?.contains(#"pan ************1111"#) == true, "\(requests)")
+        #expect(!result.stderr.contains("4111111111111111"))
+    }
+
     /// A node pings a peer it has not heard from and cuts it off when the ping goes unanswered (goaway
     /// KEEPALIVE_TIMEOUT, then close); a client that answers keeps its connection through the same pings. The
     /// timeout (20 s) leaves the answering client time to reply even when the test process is starved of CPU: with

@@ -19,6 +19,11 @@ extension ProtoMessage {
         }
     }
 
+    /// The proto3 canonical JSON of the message, as a value to inspect or change before it is written.
+    public func jsonValue() throws -> JSONValue {
+        try withCMessage { message in ProtoJSONEncoder.object(UnsafeRawPointer(message), Self._protobufC.pointer) }
+    }
+
     /// Parses proto3 JSON. Throws `WireError.invalidJSON` naming the field for any text that does not fit.
     public init(jsonString: String) throws {
         try self.init(jsonUTF8: Array(jsonString.utf8))

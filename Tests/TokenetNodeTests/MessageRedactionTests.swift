@@ -1,0 +1,39 @@
+import Testing
+import TokenetWire
+
+@testable import TokenetNode
+
+/// What a node's `trace` lines leave out of the messages they show.
+@Suite struct MessageRedactionTests {
+    @Test func aTypedInCardKeepsItsLastFourDigitsAndLosesItsSecurityCode() throws {
+        var card = WalletV1.ManualCard()
+        card.pan = "4761 0000 1000 0009"
+        card.expiry = "12/29"
+        card.cvc = "123"
+        var request = WalletV1.AddCardRequest()
+        request.source = .manual(card)
+        let text = MessageRedaction.redacted(try request.jsonValue()).text()
+        #expect(text == #"{"manual":{"pan":"************0009","expiry":"12/29","cvc":"(secret)"}}"#)
+    }
+
+    @Test func codesAreLeftOutAndWhatIsEmptyStaysEmpty() throws {
+        var request = WalletV1.WalletSubmitOtpRequest()
+        request.cardRef = "card-1"
+        request.code = "123456"
+        #expect(
+            MessageRedaction.redacted(try request.jsonValue()).text()
+                == #"{"cardRef":"card-1","code":"(secret)"}"#)
+        // Not set, proto3 JSON leaves the field out: nothing to hide, and "(secret)" would say a code was sent.
+        request.code = ""
+        #expect(MessageRedaction.redacted(try request.jsonValue()).text() == #"{"cardRef":"card-1"}"#)
+    }
+
+    @Test func secretsInListsAndNestedObjectsAreFound() {
+        let value = JSONValue.object([
+            (key: "accounts", value: .array([.object([(key: "pin", value: .string("2468"))])])),
+            (key: "status", value: .string("OK")),
+        ])
+        #expect(
+            MessageRedaction.redacted(value).text() == #"{"accounts":[{"pin":"(secret)"}],"status":"OK"}"#)
+    }
+}
