@@ -37,7 +37,6 @@ extension TSPService {
         let eligible: EligibilityRules.Eligible
         switch result {
         case .failure(let ineligible):
-            try store.consume(instrument, card: card, nowMs: nowMs)
             log.info("card not eligible", ["reason": ineligible.reason.protoValueName ?? "", "last4": card.last4])
             return Self.ineligible(ineligible, card: card)
         case .success(let value):
@@ -50,10 +49,7 @@ extension TSPService {
             log.info("eligibility check ended by its caller before an answer; nothing kept", ["last4": card.last4])
             throw CancellationError()
         }
-        if let declined {
-            try store.consume(instrument, card: card, nowMs: nowMs)
-            return Self.ineligible(declined, card: card)
-        }
+        if let declined { return Self.ineligible(declined, card: card) }
         let nowMs = self.nowMs
         let terms = configuration.terms.terms(for: request.eligibilityData?.language ?? "")
         let receipt = EligibilityReceiptRecord(
@@ -101,8 +97,11 @@ extension TSPService {
     }
 
     /// The card data behind the request's instrument: decrypted card data, an issuer's push receipt, or a push
-    /// session. Receipts and sessions are spent with the answer, whatever the eligibility outcome, not here: a
-    /// check that never answers (its caller gone while the issuer was asked) leaves them for the next try.
+    /// session. Receipts and sessions are spent with an eligible answer, not here: a check that never answers (its
+    /// caller gone while the issuer was asked) leaves them for the next try, and so does a refusal, which the next
+    /// try is told again. Spent by a refusal, a receipt refused for a card already in the wallet could not add the
+    /// card once the cardholder had removed it: the retry was told the receipt "adds a card once", though it had
+    /// added none.
     private func resolveInstrument(_ request: TspV1.CheckEligibilityRequest, walletNodeID: String?) throws
         -> (CardData, RedeemedInstrument)
     {

@@ -133,7 +133,7 @@ final class TSPStore: Sendable {
     /// to one wallet account is refused to any other and stays unused; the refusal does not name the receipt's
     /// account, which would let whoever holds a copy of the payload claim that account.
     /// The card behind an issuer's push receipt, once it is checked that `walletAccountID` may use it now; the
-    /// receipt stays unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
+    /// receipt stays unused until `consume(_:nowMs:in:)` spends it with an eligible answer.
     func pushReceiptCard(payload: String, walletAccountID: String, walletNodeID: String?, nowMs: UInt64) throws
         -> CardData
     {
@@ -196,12 +196,6 @@ final class TSPStore: Sendable {
         }
     }
 
-    /// `consume(_:card:nowMs:in:)` in a transaction of its own, for an answer that stores nothing else (a refusal).
-    func consume(_ instrument: RedeemedInstrument, card: CardData, nowMs: UInt64) throws {
-        guard instrument != .cardData else { return }
-        try database.transaction { tx in try consume(instrument, card: card, nowMs: nowMs, in: tx) }
-    }
-
     /// Stores a push session for `walletAccountID` of the wallet node `walletNodeID` that created it.
     func insertPushSession(
         id: String, walletAccountID: String, walletNodeID: String? = nil, card: CardData, nowMs: UInt64,
@@ -217,7 +211,7 @@ final class TSPStore: Sendable {
 
     /// The card behind a push session, once it is checked that `walletAccountID` of the wallet node `walletNodeID`
     /// may use it now (the node that created it: two wallet nodes' accounts may have the same name); the session
-    /// stays unused until `consume(_:nowMs:in:)` spends it with the answer that comes of it.
+    /// stays unused until `consume(_:nowMs:in:)` spends it with an eligible answer.
     func pushSessionCard(id: String, walletAccountID: String, walletNodeID: String? = nil, nowMs: UInt64) throws
         -> CardData
     {

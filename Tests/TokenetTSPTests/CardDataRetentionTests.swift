@@ -44,10 +44,14 @@ import TokenetWire
         let pushed = try fixture.store.pushReceiptCard(
             payload: "p-1", walletAccountID: "account-1", walletNodeID: "wallet-1", nowMs: 1)
         #expect(pushed.cvv2 == "837")
-        try fixture.store.consume(.pushReceipt("p-1"), card: pushed, nowMs: 1)
+        try fixture.database.transaction { tx in
+            try fixture.store.consume(.pushReceipt("p-1"), card: pushed, nowMs: 1, in: tx)
+        }
         let sessionCard = try fixture.store.pushSessionCard(id: "s-1", walletAccountID: "account-1", nowMs: 1)
         #expect(sessionCard.cvv2 == "837")
-        try fixture.store.consume(.pushSession("s-1"), card: sessionCard, nowMs: 1)
+        try fixture.database.transaction { tx in
+            try fixture.store.consume(.pushSession("s-1"), card: sessionCard, nowMs: 1, in: tx)
+        }
         let receipt = try #require(
             try fixture.database.queryOne("SELECT card_data FROM push_receipts WHERE payload = 'p-1'"))
         #expect(try fixture.store.openCard(try receipt.blob(0), rowID: "push-receipt:p-1").cvv2 == nil)

@@ -36,6 +36,39 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "already used") { try await tsp.checkEligibility(instrument) }
     }
 
+    /// A refusal spends neither a push receipt nor a push session: the next try is told the refusal again, and adds
+    /// the card once what stood in its way is gone. Spent, a receipt refused for a card already in the wallet could
+    /// not add it after the cardholder removed the old one ("already used; each receipt adds a card once").
+    @Test func aRefusalLeavesThePushReceiptAndSessionUnused() async throws {
+        let tsp = try TSPHarness.make()
+        try await tsp.registerIssuer()
+        let receipt = try await pushReceipt(tsp)
+        let session = try await tsp.wallet.createPushSession(
+            .init(
+                encryptedCardData: try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)),
+                walletAccountID: TSPHarness.account))
+        let instruments: [TspV1.CheckEligibilityRequest.Instrument] = [
+            .issuerPushReceipt(TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload)),
+            .pushSessionID(session.pushSessionID),
+        ]
+        tsp.issuer.state.withLock {
+            $0.eligible = false
+            $0.eligibilityReason = "the card is blocked"
+        }
+        for instrument in instruments {
+            for _ in 0..<2 {
+                let refused = try await tsp.checkEligibility(instrument)
+                #expect(!refused.eligible)
+                #expect(refused.reasonMessage.contains("the card is blocked"), "\(refused.reasonMessage)")
+            }
+        }
+        tsp.issuer.state.withLock { $0.eligible = true }
+        for instrument in instruments {
+            #expect(try await tsp.checkEligibility(instrument).eligible)
+            await expectRPCError(.failedPrecondition, "already used") { try await tsp.checkEligibility(instrument) }
+        }
+    }
+
     @Test func pushReceiptForOneWalletAccountIsRefusedToAnother() async throws {
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()
