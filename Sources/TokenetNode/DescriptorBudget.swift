@@ -5,9 +5,9 @@ import TokenetTransport
 ///
 /// The defaults (64 connections per peer certificate, 64 handshakes per address) assume the usual 1024 descriptors.
 /// Under `ulimit -n 64` one peer could hold every descriptor, and others got nothing for 40–50 s (until keepalive or
-/// the handshake timeout freed them): the limits meant to keep one peer from taking all of them did not. Defaults
-/// are lowered to a quarter of what the node can spare each; values given on the command line are kept, with a
-/// warning.
+/// the handshake timeout freed them): the limits meant to keep one peer from taking all of them did not. A limit
+/// left at its default is lowered to a quarter of what the node can spare; one given on the command line is kept,
+/// with a warning.
 public enum DescriptorBudget {
     /// Descriptors the node keeps for itself: its database and its journal files, keys, logs, the event loop, and
     /// the runtime's own (the listener stops accepting short of them, `Socket.reservedDescriptors`).
@@ -22,32 +22,47 @@ public enum DescriptorBudget {
         return Int(clamping: limit.rlim_cur)
     }
 
-    /// `options` with its connection limits fitted to `limit` descriptors, and the warning to log, if any.
+    /// `options` with its connection limits fitted to `limit` descriptors, and the warning to log, if any. Each limit
+    /// left at its default is lowered on its own; one given is kept, with a warning when it is too high (a limit given
+    /// kept the other's default too, and one address could then take every descriptor with handshakes).
     public static func fit(_ options: NodeOptions, limit: Int?) -> (NodeOptions, warning: String?) {
         guard let limit else { return (options, nil) }
         let share = max(1, (limit - reserved) / 4)
         let peers = options.peerConnections ?? Int.max
         let handshakes = options.addressHandshakes ?? Int.max
         guard peers > share || handshakes > share else { return (options, nil) }
-        if options.connectionLimitsGiven {
-            return (
-                options,
-                "the file-descriptor limit is \(limit) (ulimit -n): with --peer-connections "
-                    + "\(options.peerConnections.map(String.init) ?? "0 (no limit)") and --address-handshakes "
-                    + "\(options.addressHandshakes.map(String.init) ?? "0 (no limit)"), one peer can take every "
-                    + "descriptor and leave the others unserved; raise the limit, or give limits of \(share) or fewer"
-            )
-        }
         var fitted = options
-        fitted.peerConnections = min(peers, share)
-        fitted.addressHandshakes = min(handshakes, share)
-        return (
-            fitted,
-            "the file-descriptor limit is \(limit) (ulimit -n), too low for the default connection limits: a peer "
-                + "may hold \(fitted.peerConnections!) connections and an address \(fitted.addressHandshakes!) "
-                + "handshakes in progress (not \(NodeOptions.defaultPeerConnections) and "
-                + "\(NodeOptions.defaultAddressHandshakes)), so that one peer cannot take every descriptor; raise the "
-                + "limit for more"
-        )
+        var lowered: [String] = []
+        var keptTooHigh: [String] = []
+        if peers > share {
+            if options.peerConnectionsGiven {
+                keptTooHigh.append("--peer-connections \(options.peerConnections.map(String.init) ?? "0 (no limit)")")
+            } else {
+                fitted.peerConnections = share
+                lowered.append("a peer may hold \(share) connections (not \(NodeOptions.defaultPeerConnections))")
+            }
+        }
+        if handshakes > share {
+            if options.addressHandshakesGiven {
+                keptTooHigh.append(
+                    "--address-handshakes \(options.addressHandshakes.map(String.init) ?? "0 (no limit)")")
+            } else {
+                fitted.addressHandshakes = share
+                lowered.append(
+                    "an address may have \(share) handshakes in progress (not \(NodeOptions.defaultAddressHandshakes))")
+            }
+        }
+        var parts: [String] = []
+        if !lowered.isEmpty {
+            parts.append(
+                "too low for the default connection limits: \(lowered.joined(separator: ", and ")), so that one peer "
+                    + "cannot take every descriptor; raise the limit for more")
+        }
+        if !keptTooHigh.isEmpty {
+            parts.append(
+                "with \(keptTooHigh.joined(separator: " and ")), one peer can take every descriptor and leave the "
+                    + "others unserved; raise the limit, or give limits of \(share) or fewer")
+        }
+        return (fitted, "the file-descriptor limit is \(limit) (ulimit -n): " + parts.joined(separator: "; and "))
     }
 }

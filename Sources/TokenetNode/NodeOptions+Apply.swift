@@ -125,13 +125,13 @@ extension NodeOptions {
                 throw bad("a number of connections from 0 (no limit) to 1000000", text)
             }
             peerConnections = limit == 0 ? nil : limit
-            connectionLimitsGiven = true
+            peerConnectionsGiven = true
         case .addressHandshakes:
             guard let limit = Int(text), (0...1_000_000).contains(limit) else {
                 throw bad("a number of handshakes from 0 (no limit) to 1000000", text)
             }
             addressHandshakes = limit == 0 ? nil : limit
-            connectionLimitsGiven = true
+            addressHandshakesGiven = true
         case .parentPID:
             guard let pid = Int(text), pid > 1, pid <= Int(Int32.max) else { throw bad("a process id above 1", text) }
             parentPID = pid

@@ -64,9 +64,11 @@ public struct NodeOptions: Sendable, Equatable {
     /// `HandshakeLimit`). A handshake takes milliseconds, so honest peers never have many under way.
     public var addressHandshakes: Int? = NodeOptions.defaultAddressHandshakes
     public static let defaultAddressHandshakes = 64
-    /// Whether `peerConnections` or `addressHandshakes` was set (flag or config): the defaults are fitted to a low
-    /// file-descriptor limit at start (`DescriptorBudget`), values given are kept.
-    public var connectionLimitsGiven = false
+    /// Whether `peerConnections` was set (flag or config): a default is fitted to a low file-descriptor limit at
+    /// start (`DescriptorBudget`), a value given is kept.
+    public var peerConnectionsGiven = false
+    /// Whether `addressHandshakes` was set, as `peerConnectionsGiven`.
+    public var addressHandshakesGiven = false
     /// The TSP's addresses of particular issuers (`--issuer ID=HOST:PORT`), by the id each registered with; an issuer
     /// without one is called at `peers[.issuer]`.
     public var issuerRoutes: [String: HostPort] = [:]

@@ -34,12 +34,37 @@ import TokenetTestSupport
         #expect(DescriptorBudget.fit(defaults, limit: nil).warning == nil)
         let (fitted, warning) = DescriptorBudget.fit(defaults, limit: 64)
         #expect(fitted.peerConnections == 8 && fitted.addressHandshakes == 8)
-        #expect(warning?.contains("a peer may hold 8 connections and an address 8 handshakes") == true)
+        #expect(
+            warning
+                == "the file-descriptor limit is 64 (ulimit -n): too low for the default connection limits: a peer "
+                + "may hold 8 connections (not 64), and an address may have 8 handshakes in progress (not 64), so "
+                + "that one peer cannot take every descriptor; raise the limit for more")
         #expect(DescriptorBudget.fit(defaults, limit: 20).0.peerConnections == 1)
         var given = defaults
-        given.connectionLimitsGiven = true
+        given.peerConnectionsGiven = true
+        given.addressHandshakesGiven = true
         let (kept, keptWarning) = DescriptorBudget.fit(given, limit: 64)
         #expect(kept.peerConnections == 64 && kept.addressHandshakes == 64)
         #expect(keptWarning?.contains("give limits of 8 or fewer") == true, "\(keptWarning ?? "")")
+    }
+
+    /// A limit given keeps only itself: the other, left at its default, is still lowered. Both were kept, and with
+    /// `--peer-connections 4` under `ulimit -n 64` one address took every descriptor with unfinished handshakes.
+    @Test func aLimitGivenKeepsOnlyItself() throws {
+        let arguments = ["--peer-connections", "4", "--cert", "c.pem", "--key", "c.key", "--ca", "ca.pem"]
+        guard case .run(let options) = try NodeCommandLine.parse(arguments, spec: .tsp) else {
+            Issue.record("expected a run command")
+            return
+        }
+        #expect(options.peerConnectionsGiven && !options.addressHandshakesGiven)
+        let (fitted, warning) = DescriptorBudget.fit(options, limit: 64)
+        #expect(fitted.peerConnections == 4 && fitted.addressHandshakes == 8)
+        #expect(warning?.contains("an address may have 8 handshakes in progress (not 64)") == true, "\(warning ?? "")")
+        #expect(warning?.contains("--peer-connections") == false, "\(warning ?? "")")
+        var many = options
+        many.peerConnections = 100
+        let (both, bothWarning) = DescriptorBudget.fit(many, limit: 64)
+        #expect(both.peerConnections == 100 && both.addressHandshakes == 8)
+        #expect(bothWarning?.contains("; and with --peer-connections 100, one peer can take") == true)
     }
 }
