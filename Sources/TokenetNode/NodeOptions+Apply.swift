@@ -28,13 +28,18 @@ extension NodeOptions {
         func address(listening: Bool = false) throws(NodeError) -> HostPort {
             guard let address = HostPort(parsing: text) else {
                 guard HostPort.portPastRange(in: text) == nil else {
-                    throw bad("HOST:PORT with a port from 0 to 65535, such as 127.0.0.1:7001", text)
+                    throw bad("HOST:PORT with a port from \(listening ? 0 : 1) to 65535, such as 127.0.0.1:7001", text)
                 }
                 throw bad("HOST:PORT such as 127.0.0.1:7001, with an IPv6 address in brackets ([::1]:7001)", text)
             }
             // A zone (`%eth0`) is the part in the way, not the form of the address.
             if address.zoneRefusal != nil {
                 throw bad("an address without an IPv6 zone (%NAME), such as [::1]:7001 or 127.0.0.1:7001", text)
+            }
+            // Port 0 binds any free port, but calls no peer: a node given it started, and failed every call to
+            // that peer after half a minute of connection attempts.
+            guard listening || address.port != 0 else {
+                throw bad("HOST:PORT with a port from 1 to 65535 (0 only listens), such as 127.0.0.1:7001", text)
             }
             if listening {
                 guard address.hostIsIPOrLocalhost else {
@@ -79,6 +84,11 @@ extension NodeOptions {
                 guard Self.isIssuerID(id) else {
                     throw bad("HOST:PORT or ID=HOST:PORT with an issuer id of letters, digits, '.', '_' or '-'", text)
                 }
+                // No issuer registers with such an id (the TSP refuses ids that hold a card number), so the route
+                // would never apply.
+                guard !IdentifierRules.holdsCardNumber(identifier: id) else {
+                    throw bad("ID=HOST:PORT with an issuer id that does not read as a card number", text)
+                }
                 let rest = String(text[text.index(after: equals)...])
                 if HostPort(parsing: rest)?.zoneRefusal != nil {
                     throw bad(
@@ -87,6 +97,9 @@ extension NodeOptions {
                 }
                 guard let route = HostPort(parsing: rest), route.hostIsIPOrName else {
                     throw bad("ID=HOST:PORT such as tokenet-bank=127.0.0.1:7002", text)
+                }
+                guard route.port != 0 else {
+                    throw bad("ID=HOST:PORT with a port from 1 to 65535, such as tokenet-bank=127.0.0.1:7002", text)
                 }
                 issuerRoutes[id] = route
             } else {

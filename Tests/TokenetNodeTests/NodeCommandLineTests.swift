@@ -291,7 +291,13 @@ import Testing
         (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
         (["--issuer", "1.2.3.4"], "--issuer: expected HOST:PORT"),
         (["--listen", "127.0.0.1:99999"], "--listen: expected HOST:PORT with a port from 0 to 65535, such as"),
-        (["--issuer", "127.0.0.1:0000070001"], "--issuer: expected HOST:PORT with a port from 0 to 65535, such as"),
+        (["--issuer", "127.0.0.1:0000070001"], "--issuer: expected HOST:PORT with a port from 1 to 65535, such as"),
+        (["--issuer", "[::1]:0"], "--issuer: expected HOST:PORT with a port from 1 to 65535 (0 only listens)"),
+        (["--issuer", "bank=localhost:0"], "--issuer: expected ID=HOST:PORT with a port from 1 to 65535, such as"),
+        (
+            ["--issuer", "4111111111111111=127.0.0.1:7002"],
+            "--issuer: expected ID=HOST:PORT with an issuer id that does not read as a card number"
+        ),
         // A node binds an address, not a name: anything else is refused here, naming the flag. A peer may be named
         // (looked up when the node connects); an IPv6 address goes in brackets.
         (["--listen", "tsp.example:7001"], "--listen: expected an IP address (0.0.0.0, or [::] for IPv6 and IPv4,"),
