@@ -31,6 +31,10 @@ struct ConnectionStateMachine {
         case refuseCall(streamID: UInt32, message: String)
         /// Server: stop this call's handler; nothing more is sent on the stream.
         case cancelHandler(streamID: UInt32)
+        /// Server: a new call was answered with this status before any handler started (too many calls, a
+        /// shutdown, a call_start this side cannot read, whose `start` is then nil), for the server's call log: no
+        /// handler ever reports it.
+        case refusedCall(streamID: UInt32, start: WireV1.CallStart?, WireV1.Status)
         /// The peer answered a ping.
         case pongReceived(payload: UInt64)
         /// Close the transport after writing what came before. `error` is nil for an orderly close.
@@ -131,6 +135,10 @@ struct ConnectionStateMachine {
     /// from the other connections. They get an allowance of `max_concurrent_streams` of their own, so that a client
     /// which cancels calls can open new ones at once, and a connection runs at most twice that many handlers.
     private(set) var handlersOutlivingStreams: Set<UInt32> = []
+    /// Server: the status this side answered a call with when it ended the call itself while the handler still
+    /// ran (a stream error, the end of a drain, `endCall`), until the handler returns (`handlerReturned`), so that
+    /// the call log reports what the caller was told rather than the handler's cancellation.
+    private var answeredWhileHandled: [UInt32: WireV1.Status] = [:]
 
     /// The highest call id: ids are sent as `uint32`, and stay below 2^31 as in HTTP/2, so that a peer which keeps
     /// them in a signed 32-bit integer reads them right.
@@ -223,7 +231,13 @@ struct ConnectionStateMachine {
             return []  // a call already over (or never this side's to answer): nothing is left to refuse
         }
         lastPeerStreamID = id
-        return Actions(writeStatus(id, code, reason))
+        return refuse(id, nil, code, reason)
+    }
+
+    /// Server: answers new call `id` with a status before any handler starts, and tells the call log.
+    private func refuse(_ id: UInt32, _ start: WireV1.CallStart?, _ code: StatusCode, _ message: String) -> Actions {
+        let status = WireV1.Status(code: code, message: message)
+        return [writeStatus(id, status), .refusedCall(streamID: id, start: start, status)]
     }
 
     private mutating func receiveHello(_ hello: WireV1.Hello) -> Actions {
@@ -263,7 +277,10 @@ struct ConnectionStateMachine {
             let reason = goaway.reason.isEmpty ? Self.unexplained(goaway.code) : goaway.reason
             actions += failAllStreams(code: .unavailable, message: "the peer closed the connection: \(reason)")
             state = .closed
-            actions.append(.closeConnection(error: reason))
+            // The reason is the peer's text: said to be, so that a log line never reads it as this side's problem.
+            let name = goaway.code.protoValueName ?? "code \(goaway.code.rawValue)"
+            actions.append(
+                .closeConnection(error: goaway.reason.isEmpty ? reason : "the peer sent goaway \(name): \(reason)"))
             return actions
         }
         // A client's goaway: it opens no more calls here, and closes the connection itself once its calls have
@@ -297,14 +314,14 @@ struct ConnectionStateMachine {
         lastPeerStreamID = id
         if state == .draining {
             let reason = clientWentAway ? Self.clientWentAwayReason : "the node is shutting down"
-            return Actions(writeStatus(id, .unavailable, "\(reason); retry on a new connection"))
+            return refuse(id, start, .unavailable, "\(reason); retry on a new connection")
         }
         let limit = localSettings.maxConcurrentStreams
         guard streams.count < limit, streams.count + handlersOutlivingStreams.count < 2 * limit else {
             let stopping =
                 streams.count < limit
                 ? ", plus \(limit) calls that ended early and whose handlers are still stopping" : ""
-            return [writeStatus(id, .resourceExhausted, "too many concurrent calls: the limit is \(limit)\(stopping)")]
+            return refuse(id, start, .resourceExhausted, "too many concurrent calls: the limit is \(limit)\(stopping)")
         }
         streams[id] = Stream(
             sendWindow: peerSettings.initialStreamWindow, receiveWindow: localSettings.initialStreamWindow)
@@ -500,9 +517,13 @@ struct ConnectionStateMachine {
     }
 
     /// Server: the handler of call `id` returned. A call that ended before it no longer counts against
-    /// `max_concurrent_streams` (see `handlersOutlivingStreams`).
-    mutating func handlerReturned(_ id: UInt32) {
+    /// `max_concurrent_streams` (see `handlersOutlivingStreams`). Returns the status this side answered the call
+    /// with when it ended the call itself; nil when the call ended otherwise (a cancel, a lost connection).
+    @discardableResult
+    mutating func handlerReturned(_ id: UInt32) -> WireV1.Status? {
         if !handlersOutlivingStreams.isEmpty { handlersOutlivingStreams.remove(id) }
+        guard !answeredWhileHandled.isEmpty else { return nil }
+        return answeredWhileHandled.removeValue(forKey: id)
     }
 
     // MARK: - Connection, from the application
@@ -535,7 +556,7 @@ struct ConnectionStateMachine {
     /// (a subscription): a client told to go away only opens its next stream elsewhere once this one has ended.
     mutating func endCall(_ id: UInt32, _ status: WireV1.Status) -> Actions {
         guard role == .server, removeStream(id) else { return [] }
-        return [cancelHandler(id), writeStatus(id, status)] + closeIfDrained()
+        return [cancelHandler(id, answered: status), writeStatus(id, status)] + closeIfDrained()
     }
 
     /// The drain period is over: every call still open ends — the server answers it UNAVAILABLE with `reason`, the
@@ -548,7 +569,8 @@ struct ConnectionStateMachine {
             removeStream(id)
             switch role {
             case .server:
-                actions += [.cancelHandler(streamID: id), writeStatus(id, .unavailable, reason)]
+                let status = WireV1.Status(code: .unavailable, message: reason)
+                actions += [cancelHandler(id, answered: status), writeStatus(id, status)]
             case .client:
                 actions += [
                     writeCancel(id, reason),
@@ -692,8 +714,9 @@ struct ConnectionStateMachine {
     }
 
     /// Server: stops the handler of call `id`, whose stream has ended; it counts as running until it returns.
-    private mutating func cancelHandler(_ id: UInt32) -> Action {
+    private mutating func cancelHandler(_ id: UInt32, answered status: WireV1.Status? = nil) -> Action {
         handlersOutlivingStreams.insert(id)
+        if let status { answeredWhileHandled[id] = status }
         return .cancelHandler(streamID: id)
     }
 
@@ -702,7 +725,8 @@ struct ConnectionStateMachine {
         removeStream(id)
         switch role {
         case .server:
-            return [cancelHandler(id), writeStatus(id, code, message)] + closeIfDrained()
+            let status = WireV1.Status(code: code, message: message)
+            return [cancelHandler(id, answered: status), writeStatus(id, status)] + closeIfDrained()
         case .client:
             return [
                 writeCancel(id, message),

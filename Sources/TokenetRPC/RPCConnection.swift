@@ -108,6 +108,8 @@ final class RPCConnection: Sendable {
     let role: ConnectionStateMachine.Role
     let core: Mutex<Core>
     private let handler: CallHandler?
+    /// Server: told of each call answered before a handler started (`ConnectionStateMachine.Action.refusedCall`).
+    let refusalHandler: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)?
     let maximumInboundFrameSize: Int
     /// See `ConnectionSettings.unreadOutboundLimit`.
     let unreadOutboundLimit: Int
@@ -132,8 +134,10 @@ final class RPCConnection: Sendable {
         inboundBudget: ByteBudget? = nil,
         requestBudget: ByteBudget? = nil,
         unreadBudget: ByteBudget? = nil,
-        handler: CallHandler?
+        handler: CallHandler?,
+        refusalHandler: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)? = nil
     ) {
+        self.refusalHandler = refusalHandler
         self.inboundBudget = inboundBudget
         self.requestBudget = requestBudget
         self.unreadBudget = unreadBudget
@@ -542,6 +546,8 @@ final class RPCConnection: Sendable {
                     call.requests.finish(throwing: CancellationError())
                     call.task?.cancel()
                 }
+            case .refusedCall(_, let start, let status):
+                refusalHandler?(start, status)
             case .pongReceived(let payload):
                 if core.outstandingPing?.payload == payload { core.outstandingPing = nil }
             case .closeConnection(let error):
@@ -587,20 +593,24 @@ final class RPCConnection: Sendable {
         }
     }
 
-    /// Server: ends a call with its status, written from the caller's task (`flushNow`).
-    nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async {
-        core.withLock { core in
+    /// Server: ends a call with its status, written from the caller's task (`flushNow`). Returns the status the
+    /// caller was told: `status`, or the one this side sent when it ended the call before the handler returned (a
+    /// stream error, the end of a drain), or `status` for a call the caller ended itself.
+    @discardableResult
+    nonisolated(nonsending) func finishServerCall(_ id: UInt32, _ status: WireV1.Status) async -> WireV1.Status {
+        let told: WireV1.Status? = core.withLock { core in
             guard let call = core.serverCalls.removeValue(forKey: id) else {
                 // The call ended before its handler returned (cancelled, say): its slot is free only now.
-                core.machine.handlerReturned(id)
-                return
+                return core.machine.handlerReturned(id)
             }
             releaseRequests(call.heldRequestBytes, core: &core)
             core.callerFlushes = true
             apply(core.machine.sendStatus(id, status), to: &core)
             core.callerFlushes = false
+            return nil
         }
         await flushNow()
+        return told ?? status
     }
 
     /// A message to send: serialized already, or a generated message in protobuf-c form

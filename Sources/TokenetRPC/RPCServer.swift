@@ -142,11 +142,15 @@ public final class RPCServer: Sendable {
         // handler would hop to the generic executor and back on every call. No capture list either: with one
         // (`[self]`) the literal is not `nonisolated(nonsending)` but runs on the generic executor (Swift 6.3).
         let handler: RPCConnection.CallHandler = { call in await self.handle(call) }
+        let peer = stream.peerIdentity
+        var refusals: (@Sendable (WireV1.CallStart?, WireV1.Status) -> Void)?
+        if let callLog {
+            refusals = { @Sendable start, status in RPCServer.logRefusal(start, status, peer, callLog) }
+        }
         let connection = RPCConnection(
             stream: stream, role: .server, settings: settings, timers: timers,
             handlersOnLoop: handlersOnConnectionLoop, inboundBudget: inboundBudget,
-            requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler)
-        let peer = stream.peerIdentity
+            requestBudget: requestBudget, unreadBudget: unreadBudget, handler: handler, refusalHandler: refusals)
         if let refusal = admit(peer), let peer {
             connection.refuseAsOneTooMany(reason: refusal)
             refusalLog?(ConnectionRefusal(peer: peer, reason: refusal))
@@ -227,6 +231,21 @@ public final class RPCServer: Sendable {
         return String(Substring(name.utf8[..<end])) + "... (\(name.utf8.count) bytes)"
     }
 
+    /// A call answered before any handler started (too many calls at once, a shutdown, a call_start this side
+    /// cannot read) has its line in the call log too: the caller was refused, and without it the node's log said
+    /// nothing of thousands of RESOURCE_EXHAUSTED answers.
+    private static func logRefusal(
+        _ start: WireV1.CallStart?, _ status: WireV1.Status, _ peer: PeerIdentity?,
+        _ log: @Sendable (CallRecord) -> Void
+    ) {
+        var traceID = Metadata.newTraceID()
+        if let start, case .success(let received?) = Metadata(wire: start.metadata).checked() { traceID = received }
+        log(
+            CallRecord(
+                method: start.map { shown($0.method) } ?? "(a call_start that could not be read)", peer: peer,
+                code: status.code, message: status.message, duration: .zero, traceID: traceID))
+    }
+
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
         // The clock is read only for the call log.
         let started = callLog == nil ? nil : ContinuousClock.now
@@ -245,15 +264,17 @@ public final class RPCServer: Sendable {
         }
         var status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
         if status.code != .ok, let statusMessageFilter { status.message = statusMessageFilter(status.message) }
-        await call.finish(status)
-        if let callLog, let started, callLogScope == .all || status.code != .ok {
+        // The log reports what the caller was told: a call this side ended itself while the handler ran (a message
+        // past the window, say) was logged CANCELLED, the handler's view of it.
+        let told = await call.finish(status)
+        if let callLog, let started, callLogScope == .all || told.code != .ok {
             callLog(
                 CallRecord(
                     // Cut short as in statuses: a peer's megabyte method name would make a megabyte log line.
                     method: Self.shown(call.method),
                     peer: call.peer,
-                    code: status.code,
-                    message: status.message,
+                    code: told.code,
+                    message: told.message,
                     duration: ContinuousClock.now - started,
                     traceID: traceID
                 )

@@ -46,7 +46,8 @@ final class ServerCall: Sendable {
         }
     }
 
-    nonisolated(nonsending) func finish(_ status: WireV1.Status) async {
+    /// Ends the call with `status`; returns what the caller was told (see `RPCConnection.finishServerCall`).
+    nonisolated(nonsending) func finish(_ status: WireV1.Status) async -> WireV1.Status {
         await connection.finishServerCall(streamID, status)
     }
 }

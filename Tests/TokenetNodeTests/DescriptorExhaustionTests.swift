@@ -94,8 +94,9 @@ import TokenetWire
         let log = (try? String(contentsOfFile: node.directory.path("stderr"), encoding: .utf8)) ?? ""
         #expect(
             log.contains(
-                "the file-descriptor limit is 64 (ulimit -n), too low for the default connection limits: a peer may "
-                    + "hold 8 connections and an address 8 handshakes in progress"), "\(log)")
+                "the file-descriptor limit is 64 (ulimit -n): too low for the default connection limits: a peer may "
+                    + "hold 8 connections (not 64), and an address may have 8 handshakes in progress (not 64)"),
+            "\(log)")
         let loop = try EventLoop(name: "test-descriptor-budget")
         defer { loop.shutdown() }
         let context = DescriptorLimitedTSP.clientContext

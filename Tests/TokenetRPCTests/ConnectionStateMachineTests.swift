@@ -309,7 +309,10 @@ import TokenetWire
         _ = machine.receive(Self.frame(1, .callStart(Self.start)))
         _ = machine.receive(Self.frame(3, .callStart(Self.start)))
         let refused = WireV1.Status(code: .resourceExhausted, message: "too many concurrent calls: the limit is 2")
-        #expect(machine.receive(Self.frame(5, .callStart(Self.start))) == [.write(Self.frame(5, .status(refused)))])
+        #expect(
+            machine.receive(Self.frame(5, .callStart(Self.start))) == [
+                .write(Self.frame(5, .status(refused))), .refusedCall(streamID: 5, start: Self.start, refused),
+            ])
         _ = machine.sendStatus(1, WireV1.Status())
         #expect(machine.receive(Self.frame(7, .callStart(Self.start))) == [.startHandler(streamID: 7, Self.start)])
     }
@@ -560,7 +563,10 @@ import TokenetWire
         let goaway = WireV1.GoAway(lastStreamID: 1, code: .shuttingDown, reason: "the node is shutting down")
         #expect(machine.beginShutdown() == [.write(Self.frame(0, .goaway(goaway)))])
         let refused = WireV1.Status(code: .unavailable, message: "the node is shutting down; retry on a new connection")
-        #expect(machine.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(refused)))])
+        #expect(
+            machine.receive(Self.frame(3, .callStart(Self.start))) == [
+                .write(Self.frame(3, .status(refused))), .refusedCall(streamID: 3, start: Self.start, refused),
+            ])
         #expect(
             machine.sendStatus(1, WireV1.Status())
                 == [.write(Self.frame(1, .status(WireV1.Status()))), .closeConnection(error: nil)]
@@ -663,12 +669,21 @@ import TokenetWire
         _ = machine.receive(Self.frame(1, .callStart(Self.start)))
         #expect(machine.receive(Self.frame(0, .goaway(clientGoAway))) == [])
         #expect(machine.state == .draining)
-        #expect(machine.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(refused)))])
+        #expect(
+            machine.receive(Self.frame(3, .callStart(Self.start))) == [
+                .write(Self.frame(3, .status(refused))), .refusedCall(streamID: 3, start: Self.start, refused),
+            ])
         let ok = WireV1.Status(code: .ok)
         #expect(machine.sendStatus(1, ok) == [.write(Self.frame(1, .status(ok)))], "the client closes, not the server")
-        #expect(machine.receive(Self.frame(5, .callStart(Self.start))) == [.write(Self.frame(5, .status(refused)))])
+        #expect(
+            machine.receive(Self.frame(5, .callStart(Self.start))) == [
+                .write(Self.frame(5, .status(refused))), .refusedCall(streamID: 5, start: Self.start, refused),
+            ])
         #expect(machine.receive(Self.frame(0, .goaway(clientGoAway))) == [])
-        #expect(machine.receive(Self.frame(7, .callStart(Self.start))) == [.write(Self.frame(7, .status(refused)))])
+        #expect(
+            machine.receive(Self.frame(7, .callStart(Self.start))) == [
+                .write(Self.frame(7, .status(refused))), .refusedCall(streamID: 7, start: Self.start, refused),
+            ])
         #expect(machine.transportClosed(reason: "the peer closed the connection") == [])
         #expect(machine.state == .closed)
 
@@ -694,7 +709,10 @@ import TokenetWire
         let shuttingDown = WireV1.Status(
             code: .unavailable, message: "the node is shutting down; retry on a new connection")
         #expect(
-            draining.receive(Self.frame(3, .callStart(Self.start))) == [.write(Self.frame(3, .status(shuttingDown)))])
+            draining.receive(Self.frame(3, .callStart(Self.start))) == [
+                .write(Self.frame(3, .status(shuttingDown))),
+                .refusedCall(streamID: 3, start: Self.start, shuttingDown),
+            ])
         #expect(draining.sendStatus(1, ok) == [.write(Self.frame(1, .status(ok))), .closeConnection(error: nil)])
     }
 

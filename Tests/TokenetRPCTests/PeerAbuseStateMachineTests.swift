@@ -64,13 +64,32 @@ import TokenetWire
             code: .resourceExhausted,
             message: "too many concurrent calls: the limit is 2, plus 2 calls that ended early and whose handlers are "
                 + "still stopping")
-        #expect(machine.receive(Tests.frame(9, .callStart(Tests.start))) == [.write(Tests.frame(9, .status(refused)))])
-        machine.handlerReturned(1)
+        #expect(
+            machine.receive(Tests.frame(9, .callStart(Tests.start))) == [
+                .write(Tests.frame(9, .status(refused))), .refusedCall(streamID: 9, start: Tests.start, refused),
+            ])
+        // A call its client cancelled was answered nothing by this side.
+        #expect(machine.handlerReturned(1) == nil)
         #expect(machine.receive(Tests.frame(11, .callStart(Tests.start))) == [.startHandler(streamID: 11, Tests.start)])
         // A handler that returned after its call ended normally frees nothing more.
         _ = machine.sendStatus(11, WireV1.Status())
         machine.handlerReturned(11)
         #expect(machine.handlersOutlivingStreams == [3, 5, 7])
+    }
+
+    /// A call this side ended while its handler ran reports, when the handler returns, the status the caller was
+    /// told, for the call log (the handler saw only its cancellation); once.
+    @Test func aCallEndedWhileHandledReportsItsAnswerWhenTheHandlerReturns() {
+        var machine = Tests.server()
+        _ = machine.receive(Tests.frame(1, .callStart(Tests.start)))
+        _ = machine.receive(Tests.frame(1, .halfClose(WireV1.HalfClose())))
+        let told = WireV1.Status(code: .internal, message: "message received after the end of requests")
+        #expect(
+            machine.receive(Tests.frame(1, .message(WireV1.Message(data: Data([1]))))) == [
+                .cancelHandler(streamID: 1), .write(Tests.frame(1, .status(told))),
+            ])
+        #expect(machine.handlerReturned(1) == told)
+        #expect(machine.handlerReturned(1) == nil)
     }
 
     /// Grants beyond what was sent never take the window past its initial size. Added up unchecked, 2^31 grants of
@@ -104,6 +123,7 @@ import TokenetWire
         #expect(
             actions.contains(
                 .failCall(streamID: id, code: .unavailable, message: "the peer closed the connection: \(shown)")))
-        #expect(actions.last == .closeConnection(error: shown))
+        // The close's reason, which the connection's log line shows, says whose words they are.
+        #expect(actions.last == .closeConnection(error: "the peer sent goaway GO_AWAY_CODE_PROTOCOL_ERROR: \(shown)"))
     }
 }

@@ -18,7 +18,7 @@ import TokenetWire
         let status = WireV1.Status(code: .invalidArgument, message: Self.reason)
         #expect(
             machine.receiveUnreadable(streamID: 3, reason: Self.reason) == [
-                .write(Tests.frame(3, .status(status)))
+                .write(Tests.frame(3, .status(status))), .refusedCall(streamID: 3, start: nil, status),
             ])
         #expect(machine.state == .active)
         // The id counts as used: a later start on it is out of order, a higher one opens normally.
