@@ -24,9 +24,9 @@ enum DescribeCommand {
                     throw await session.wrongNode(describing: symbol) ?? error
                 }
                 printOut(
-                    "\(escapingControls(symbol)) is a package, with \(services.count) service\(services.count == 1 ? "" : "s"):"
+                    "\(shownName(symbol)) is a package, with \(services.count) service\(services.count == 1 ? "" : "s"):"
                 )
-                for service in services { printOut("  " + escapingControls(service)) }
+                for service in services { printOut("  " + shownName(service)) }
                 printOut("(tokenet describe \(session.options.address) SERVICE describes one)")
                 return 0
             }
@@ -41,9 +41,9 @@ enum DescribeCommand {
     static func printTypes(inPackage package: String, session: InspectSession) async throws -> Bool {
         let (messages, enums) = try await types(inPackage: package, session: session)
         guard !messages.isEmpty || !enums.isEmpty else { return false }
-        printOut("\(escapingControls(package)) is a package with no service on this node; its services use:")
-        for message in messages.sorted() { printOut("  message " + escapingControls(message)) }
-        for name in enums.sorted() { printOut("  enum " + escapingControls(name)) }
+        printOut("\(shownName(package)) is a package with no service on this node; its services use:")
+        for message in messages.sorted() { printOut("  message " + shownName(message)) }
+        for name in enums.sorted() { printOut("  enum " + shownName(name)) }
         printOut("(tokenet describe \(session.options.address) NAME describes one)")
         return true
     }

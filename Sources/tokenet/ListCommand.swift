@@ -19,13 +19,13 @@ enum ListCommand {
             guard let named else {
                 let services = try await session.askingReflection { try await session.listServices() }
                 // One line per name: a line break in a name the node sent is escaped, not a line of its own.
-                for name in services { printOut(escapingControls(name)) }
+                for name in services { printOut(shownName(name)) }
                 return 0
             }
             // A package lists its services, as the listing of every service would show them.
             let inPackage = try await session.askingReflection { try await session.services(inPackage: named) }
             if !inPackage.isEmpty {
-                for name in inPackage { printOut(escapingControls(name)) }
+                for name in inPackage { printOut(shownName(name)) }
                 return 0
             }
             let description: ReflectionV1.DescribeSymbolResponse
@@ -54,7 +54,7 @@ enum ListCommand {
                 let request = (method.clientStreaming ? "stream " : "") + method.requestType
                 let response = (method.serverStreaming ? "stream " : "") + method.responseType
                 printOut(
-                    escapingControls("\(description.name).\(method.name)(\(request)) returns (\(response))"))
+                    shownName("\(description.name).\(method.name)(\(request)) returns (\(response))"))
             }
             return 0
         }

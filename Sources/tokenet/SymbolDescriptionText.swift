@@ -11,7 +11,7 @@ import TokenetWire
 /// after `// ` with its control characters escaped, so a comment cannot end itself either.
 enum SymbolDescriptionText {
     /// A name as the listing writes it: on one line, without any escape sequence acting on the terminal.
-    static func shown(_ name: String) -> String { escapingControls(name) }
+    static func shown(_ name: String) -> String { shownName(name) }
 
     static func render(_ description: ReflectionV1.DescribeSymbolResponse) -> String {
         var blocks: [String] = []
@@ -53,7 +53,7 @@ enum SymbolDescriptionText {
     static func commentLines(_ comment: String, indent: String) -> [String] {
         guard !comment.isEmpty else { return [] }
         return comment.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            line.isEmpty ? indent + "//" : indent + "// " + escapingControls(String(line))
+            line.isEmpty ? indent + "//" : indent + "// " + shownName(String(line))
         }
     }
 

@@ -126,6 +126,10 @@ func printOut(_ text: String) { StandardStream.output.write(line: escapingContro
 
 func printError(_ text: String) { StandardStream.error.write(line: escapingControls(text, keepingLines: true)) }
 
+/// A name a node sent (a service, a method, a message or a field, a comment) as the CLI prints it: kept on its line,
+/// and with a card number in it masked, as in the node's error messages.
+func shownName(_ text: String) -> String { escapingControls(maskPAN(text)) }
+
 /// `text` with its control and invisible characters (`Unicode.Scalar.isInvisibleInText`) written as `\u{1B}`. Much
 /// of what the CLI prints comes from a node — T&C text, reasons, merchant names, message titles, status messages
 /// that quote the request, the names reflection lists — and an escape sequence in it would act on the terminal

@@ -32,7 +32,7 @@ import TokenetWire
         let service = "x.Y\nx.Injected"
         var router = RPCRouter()
         router.unary(ReflectionV1.Reflection.listServices) { _, _ in
-            ReflectionV1.ListServicesResponse(services: [service, "a.B\u{1B}[2J"])
+            ReflectionV1.ListServicesResponse(services: [service, "a.B\u{1B}[2J", "4111111111111111.Svc"])
         }
         router.unary(ReflectionV1.Reflection.describeSymbol) { request, _ in
             var field = ReflectionV1.FieldDescription()
@@ -49,7 +49,8 @@ import TokenetWire
             ["list", address, "--plaintext", "--deadline", "20s"]
         }
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.stdout == "x.Y\\u{A}x.Injected\na.B\\u{1B}[2J\n")
+        // A card number in a name is masked, as in the node's error messages.
+        #expect(listed.stdout == "x.Y\\u{A}x.Injected\na.B\\u{1B}[2J\n************1111.Svc\n")
         let described = try await runTokenet(servedBy: router) { address in
             ["describe", address, "x.M", "--plaintext", "--deadline", "20s"]
         }
