@@ -35,7 +35,7 @@ enum WalletCommand {
         accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
         asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
         select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking
-        again sends nothing new); submit-otp enters the code (3 tries; a right code makes the token ACTIVE);
+        again sends nothing new); submit-otp enters the code (3 tries a code; a right code makes the token ACTIVE);
         resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
         token (tokenet issuer activate-token). open-issuer-app opens the issuer app for an APP_TO_APP method with
         the wallet's caller identity and activation data (--caller overrides the caller) and prints the app's
