@@ -158,7 +158,19 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     device: configuration.device,
                     walletAccountID: account,
                     risk: configuration.risk)
-                let result = try await tsp.digitize(digitize)
+                let result: TspV1.DigitizeResponse
+                do {
+                    result = try await tsp.digitize(digitize)
+                } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
+                    // The answer was lost, not refused: the TSP may have made the token. The request is kept, so
+                    // the same command finishes it; the raw connection error alone left the card DIGITIZING with
+                    // nothing to say what to do.
+                    throw RPCError(
+                        error.code,
+                        "\(error.message); the TSP may have begun the digitization: run accept-terms \(card.cardRef) "
+                            + "again to finish it (it sends the same request, so no second token is made)",
+                        cause: error)
+                }
                 let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
                 log.info(
                     "digitization finished",

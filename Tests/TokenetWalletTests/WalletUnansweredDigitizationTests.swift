@@ -24,6 +24,19 @@ import TokenetWire
                     digitizeRequestID: requestID)), id: id)
     }
 
+    /// A Digitize whose answer was lost says what to do: the TSP may have made the token, and the same command
+    /// finishes it. The connection error alone said nothing of it.
+    @Test func aLostAnswerSaysToAcceptTheTermsAgain() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock { $0.digitizeFailures = 1 }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        await expectRPCError(
+            .unavailable,
+            "the TSP's Digitize failed: the issuer is restarting; the TSP may have begun the digitization: run "
+                + "accept-terms card-1 again to finish it (it sends the same request, so no second token is made)"
+        ) { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+    }
+
     /// The card lists as DIGITIZING, not PENDING_TERMS: its terms were accepted, and the TSP may have its token.
     @Test func anUnansweredDigitizationListsAsDigitizing() async throws {
         let wallet = try await Self.unanswered()
