@@ -136,8 +136,11 @@ extension TSPStore {
                 problems.append("send terms_accepted_at_ms (when the cardholder accepted them)")
             } else if request.termsAcceptedAtMs > nowMs + 5 * 60_000 {
                 problems.append(
-                    "terms_accepted_at_ms \(request.termsAcceptedAtMs) is in the future; give when the cardholder "
-                        + "accepted them, in milliseconds since 1970-01-01 UTC")
+                    // The date beside the number: a number of 13 digits or more reads as a card number, and is
+                    // masked on its way out.
+                    "terms_accepted_at_ms \(request.termsAcceptedAtMs) (\(Self.utcDate(ms: request.termsAcceptedAtMs))) "
+                        + "is in the future; give when the cardholder accepted them, in milliseconds since "
+                        + "1970-01-01 UTC")
             }
             guard problems.isEmpty else {
                 throw TSPError(
@@ -254,5 +257,14 @@ extension TSPStore {
             response.idvMethods = outcome.idvMethods
         }
         return response
+    }
+}
+
+extension TSPStore {
+    /// `ms` since 1970 as an ISO 8601 date and time in UTC, for messages; a value past what a date holds is named
+    /// as such.
+    static func utcDate(ms: UInt64) -> String {
+        guard ms <= 253_402_300_799_999 else { return "after the year 9999" }
+        return Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601)
     }
 }
