@@ -353,7 +353,11 @@ extension Scenario {
                 let node = "\(keyword) \(party): \(party)-node"
                 switch keyword {
                 case "start":
-                    guard down.remove(party) != nil else { throw fail("\(node) is running (stop or kill it first)") }
+                    guard down.remove(party) != nil else {
+                        // Paused, it can only be resumed or killed: `stop` is refused for it.
+                        if paused.contains(party) { throw fail("\(node) is paused (resume it, or kill it first)") }
+                        throw fail("\(node) is running (stop or kill it first)")
+                    }
                     steps.append(ScenarioStep(line: number, .start(party)))
                 case "pause":
                     guard !down.contains(party) else { throw fail("\(node) is not running (start it first)") }

@@ -105,7 +105,9 @@ extension ScenarioCommand {
                 source: scenario.source, status: error.scriptError ? 2 : 1, failure: failure, details: hint,
                 since: started)
         } catch let error as CLIError {
-            throw error
+            // An interruption names the step it stopped: usually the one that hung.
+            guard let line = runner.currentLine else { throw error }
+            throw CLIError(error.code, "\(error.message) at line \(line)", cause: error.cause)
         } catch {
             throw CLIError(.node, "scenario: \(error)")
         }

@@ -540,17 +540,20 @@ struct ScenarioCommand {
         var failedTrace: String?
         var scriptError = false
         var calls = 0
+        var runner: ScenarioRunner?
         do {
             try nodes.startAll { printOut("  \($0)") }
             // A node's error names the address it called, which is its link's proxy.
             printOut("  \(nodes.faultProxies)")
-            calls = try ScenarioRunner(scenario: scenario, nodes: nodes, verbose: verbose).run()
+            runner = ScenarioRunner(scenario: scenario, nodes: nodes, verbose: verbose)
+            calls = try runner!.run()
         } catch let error as ScenarioRunner.Failure {
             failure = " at line \(error.line): \(error.reason)"
             failedTrace = error.traceID
             scriptError = error.scriptError
         } catch let error as CLIError {
-            failure = ": \(error.description)"
+            // An interruption names the step it stopped: usually the one that hung.
+            failure = runner?.currentLine.map { " at line \($0): \(error.description)" } ?? ": \(error.description)"
         } catch {
             failure = ": \(error)"
         }

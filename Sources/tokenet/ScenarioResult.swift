@@ -81,8 +81,18 @@ struct ScenarioResult {
         guard files.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
             throw CLIError(.usage, "scenario: --junit \(path): the folder \(folder) does not exist")
         }
-        guard files.isWritableFile(atPath: folder) else {
-            throw CLIError(.usage, "scenario: --junit \(path): the folder \(folder) cannot be written to")
+        // Written as the report will be, beside it and renamed: a folder the permission bits allow but that takes
+        // no file (/proc, a read-only mount, a full disk) passed a permission check, and the run only failed at its
+        // end, its scenarios run and passed.
+        let probe = URL(fileURLWithPath: folder).appendingPathComponent(
+            ".tokenet-junit-check-\(ProcessInfo.processInfo.processIdentifier)")
+        do {
+            try Data().write(to: probe, options: .withoutOverwriting)
+            try? files.removeItem(at: probe)
+        } catch {
+            throw CLIError(
+                .usage, "scenario: --junit \(path): the folder \(folder) cannot be written to",
+                cause: DemoCause(error))
         }
     }
 

@@ -20,6 +20,9 @@ final class ScenarioRunner {
     let nodes: ScenarioNodes?
     let verbose: Bool
     var variables = ScenarioVariables()
+    /// The line of the step running, or last run: what an interruption names, as the step a run was stopped in is
+    /// usually the one that hung.
+    private(set) var currentLine: Int?
     /// The deadline of each call; `deadline D` lines change it.
     var deadline = PartySession.defaultDeadline
     /// The certificate of each call and watch (`identity ROLE`).
@@ -90,6 +93,7 @@ final class ScenarioRunner {
         }
         for step in scenario.steps {
             try interruption.check()
+            currentLine = step.line
             if let exit = nodes?.unexpectedExit() { throw Failure(line: step.line, reason: exit) }
             try run(step)
         }

@@ -204,6 +204,8 @@ import TokenetTransport
             ([directory.url.path], "scenario: \(directory.url.path) is a directory"),
             (["-", "-"], "scenario: standard input (-) can be read only once"),
             (["--timeout", "0", good], "scenario: --timeout: expected seconds above 0"),
+            // A folder that takes no file is found before any node starts, not once the scenarios have run.
+            (["--junit", "/proc/report.xml", good], "scenario: --junit /proc/report.xml: the folder /proc cannot be"),
         ] {
             let refused = try await LaunchedProcess.runNiced("tokenet", ["scenario"] + arguments)
             #expect(refused.status == 2, "\(arguments)")
@@ -389,7 +391,9 @@ import TokenetTransport
         let cases = try document.nodes(forXPath: "//testcase").compactMap { $0 as? XMLElement }
         #expect(cases.compactMap { $0.attribute(forName: "name")?.stringValue } == [file, next])
         let failure = try #require(cases.first?.elements(forName: "failure").first)
-        #expect(failure.attribute(forName: "message")?.stringValue?.contains("interrupted by SIGINT") == true)
+        // The step it stopped in is named: usually the one that hung.
+        #expect(failure.attribute(forName: "message")?.stringValue == "FAILED at line 2: interrupted by SIGINT")
+        #expect(result.stderr.contains("Scenario \(file) FAILED at line 2: interrupted by SIGINT"), "\(result.stderr)")
         let skipped = try #require(cases.last?.elements(forName: "skipped").first)
         #expect(skipped.attribute(forName: "message")?.stringValue == "not run: interrupted by SIGINT")
     }
@@ -401,7 +405,8 @@ import TokenetTransport
         let file = directory.path("spawned.scenario")
         try "deadline 120s\nspawn w tsp tokenet.health.v1.Health/Watch {\"service\": \"\"}\njoin w\n".write(
             toFile: file, atomically: true, encoding: .utf8)
-        _ = try await Self.interrupted(["scenario", file], once: "spawn w: call tsp")
+        let result = try await Self.interrupted(["scenario", file], once: "spawn w: call tsp")
+        #expect(result.stderr.contains("FAILED at line 3: interrupted by SIGINT"), "\(result.stderr)")
     }
 
     /// Runs `tokenet ARGUMENTS`, sends SIGINT half a second after its output shows `text`, and checks that it

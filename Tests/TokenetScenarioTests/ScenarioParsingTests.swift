@@ -112,6 +112,7 @@ import TokenetWire
         ),
         ("fault tsp->issuer status", "s:1: fault tsp->issuer: status is for tokenet proxy's console"),
         ("start tsp", "s:1: start tsp: tsp-node is running (stop or kill it first)"),
+        ("pause tsp\nstart tsp", "s:2: start tsp: tsp-node is paused (resume it, or kill it first)"),
         ("stop tsp\nkill tsp", "s:2: kill tsp: tsp-node is not running (start it first)"),
         ("stop", "s:1: expected a party (tsp, issuer or wallet), got nothing"),
         ("await events", "s:1: await: 'events' is not watched by an earlier line (watch events PARTY METHOD)"),
