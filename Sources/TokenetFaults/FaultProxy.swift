@@ -118,13 +118,17 @@ public final class FaultProxy: Sendable {
     }
 
     /// Listens on host:port (port 0 picks a free one) for connections to carry to upstreamHost:upstreamPort, with
-    /// `fault` in force from the start. Serve them with `serve()`. Throws `FaultError(.address)`.
+    /// `fault` in force from the start. Serve them with `serve()`. Throws `FaultError(.address)`. `acceptReport`
+    /// hears why the listener stopped accepting for a while (the process out of file descriptors): the clients
+    /// waiting meanwhile are neither carried nor closed.
     public static func bind(
         host: String = "127.0.0.1", port: UInt16 = 0, upstreamHost: String, upstreamPort: UInt16,
-        fault: Fault = .none, holdLimit: Int = 1 << 20, on loop: EventLoop, upstreamReport: UpstreamReport? = nil
+        fault: Fault = .none, holdLimit: Int = 1 << 20, on loop: EventLoop, upstreamReport: UpstreamReport? = nil,
+        acceptReport: (@Sendable (TransportError) -> Void)? = nil
     ) async throws(FaultError) -> FaultProxy {
         do {
-            let listener = try await PlainListener.bind(host: host, port: port, on: loop)
+            let listener = try await PlainListener.bind(
+                host: host, port: port, on: loop, onAcceptFailure: { acceptReport?($0) })
             return FaultProxy(
                 listener: listener, upstreamHost: upstreamHost, upstreamPort: upstreamPort, fault: fault,
                 holdLimit: holdLimit, upstreamReport: upstreamReport)

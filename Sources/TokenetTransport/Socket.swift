@@ -72,8 +72,19 @@ public enum Socket {
     static func startConnect(host: String, port: UInt16) throws(TransportError) -> Int32 {
         let (address, family) = try ipAddress(host)
         let fd = opened(ctk_tcp_socket_family(family))
-        // A family the machine lacks (IPv6 turned off) fails here, before any connect: another address may do.
-        guard fd >= 0 else { throw TransportError.system("socket", errno: errno, isConnectFailure: true) }
+        guard fd >= 0 else {
+            let err = errno
+            // Out of descriptors, no address would do, and errno's own text says neither that nor what to do.
+            if err == EMFILE || err == ENFILE {
+                throw TransportError(
+                    .io,
+                    "cannot open a socket: \(String(cString: strerror(err))) (errno \(err)); the process is out of "
+                        + "file descriptors (limit \(openFileLimit)): raise the limit (ulimit -n) or look for peers "
+                        + "that hold many connections open")
+            }
+            // A family the machine lacks (IPv6 turned off) fails here, before any connect: another address may do.
+            throw TransportError.system("socket", errno: err, isConnectFailure: true)
+        }
         _ = ctk_set_nodelay(fd)
         if ctk_connect_ip(fd, address, port) != 0 && errno != EINPROGRESS {
             let err = errno

@@ -81,6 +81,12 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Equatabl
             || (code == .io && message.hasSuffix("(errno \(ECONNRESET))"))
     }
 
+    /// Whether the process ran out of file descriptors (accepting, or opening a socket to connect): its own limit,
+    /// not the peer, is what stood in the way.
+    public var isOutOfDescriptors: Bool {
+        code == .io && message.contains("the process is out of file descriptors")
+    }
+
     /// The message, with OpenSSL's reasons and the cause: read in logs and in the CLI's messages, so the code's name
     /// (`handshakeFailed`, `configuration`), which is for switching on, stays out of it.
     public var description: String {

@@ -105,7 +105,7 @@ enum ProxyCommand {
                 let proxy = try await FaultProxy.bind(
                     host: options.listen.host, port: options.listen.port, upstreamHost: options.upstream.host,
                     upstreamPort: options.upstream.port, fault: options.fault, on: loop,
-                    upstreamReport: upstreamReport(to: options.upstream))
+                    upstreamReport: upstreamReport(to: options.upstream), acceptReport: acceptReport())
                 let stopped = Atomic<Bool>(false)
                 let watcher = StopSignalWatcher { _ in
                     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -145,9 +145,28 @@ enum ProxyCommand {
                 return
             }
             guard !failing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            // The proxy's own limit, not the node: starting the node there, which runs, would change nothing.
+            if let error = failure as? TransportError, error.isOutOfDescriptors {
+                printError(
+                    "tokenet: proxy: cannot connect to --to \(upstream): \(error.message); each client's connection "
+                        + "is closed at once meanwhile")
+                return
+            }
             printError(
                 "tokenet: proxy: cannot connect to --to \(upstream) (\(failure)), so each client's connection is "
                     + "closed at once; start the node there, or give the address it listens on")
+        }
+    }
+
+    /// Says on standard error why the proxy stopped accepting (out of file descriptors), at most once a second: the
+    /// clients that wait meanwhile sat in the listen queue, neither carried nor closed, and nothing said why.
+    static func acceptReport() -> @Sendable (TransportError) -> Void {
+        let throttle = LogThrottle()
+        return { error in
+            throttle.submit { notShown in
+                let more = notShown > 0 ? " (\(notShown) more times)" : ""
+                printError("tokenet: proxy: \(error.message)\(more)")
+            }
         }
     }
 

@@ -256,6 +256,48 @@ import TokenetTransport
             "\(result.stderr)")
     }
 
+    /// A proxy out of file descriptors says so, once a second, and names its own limit when it cannot connect on:
+    /// it blamed the node ("start the node there"), which was running, and the clients it stopped accepting sat in
+    /// the listen queue without a word.
+    @Test func aProxyOutOfDescriptorsSaysItIsItsOwnLimit() async throws {
+        let loop = try EventLoop(name: "test-proxy-descriptors")
+        defer { loop.shutdown() }
+        let upstream = try await PlainListener.bind(host: "127.0.0.1", port: 0, on: loop)
+        let held = Task { for await connection in upstream.connections { _ = connection } }
+        defer { held.cancel() }
+        let directory = try TemporaryDirectory()
+        let (out, err) = (directory.path("out"), directory.path("err"))
+        let proxy = try SpawnedProcess(
+            "/usr/bin/prlimit",
+            [
+                "--nofile=64:64", try BuiltExecutables.url(of: "tokenet").path, "proxy", "--to",
+                "127.0.0.1:\(upstream.port)",
+            ], standardInput: .pipe, standardOutput: .file(out),
+            standardError: .file(err))
+        defer { PythonClientInteropTests.stop(proxy) }
+        let banner = try await offThePool {
+            try PythonClientInteropTests.waitFor(proxy, "the proxy's banner") {
+                Rig.lines(of: out).first
+            }
+        }
+        let port = try #require(UInt16(banner.split(separator: " ")[1].split(separator: ":").last ?? ""))
+        var clients: [PlainConnection] = []
+        for _ in 0..<80 { clients.append(try await PlainConnection.connect(host: "127.0.0.1", port: port, on: loop)) }
+        let stderr = try await offThePool {
+            try PythonClientInteropTests.waitFor(proxy, "the proxy's report") {
+                let text = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+                return text.contains("cannot accept connections") && text.contains("cannot open a socket") ? text : nil
+            }
+        }
+        #expect(
+            stderr.contains(
+                "the process is out of file descriptors (limit 64): raise the limit (ulimit -n) or look for peers "
+                    + "that hold many connections open; each client's connection is closed at once meanwhile"),
+            "\(stderr)")
+        #expect(!stderr.contains("start the node there"), "\(stderr)")
+        for client in clients { await client.close() }
+    }
+
     /// A --listen address that cannot be bound is the user's to change (status 2): said with what to do about it,
     /// without the transport's error code (invalidAddress).
     @Test func aListenAddressThatCannotBeBoundSaysWhatToDo() async throws {
