@@ -109,6 +109,13 @@ import TokenetTestSupport
         let builtIn = try await runTokenet(["pki", "init", pki, "--node", "operator/wallet-1"])
         #expect(builtIn.status == 1)
         #expect(builtIn.stderr.contains("the ID wallet-1 is tokenet://wallet/wallet-1's already"), "\(builtIn.stderr)")
+        // And one that differs only in case: read as one node by a person, and one file where names ignore case.
+        let cased = try await runTokenet(["pki", "init", pki, "--node", "operator/WALLET-1"])
+        #expect(cased.status == 1)
+        #expect(
+            cased.stderr.contains("the ID WALLET-1 differs only in case from tokenet://wallet/wallet-1's"),
+            "\(cased.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(pki)/WALLET-1.pem"))
         // A certificate no Tokenet CA issued is left alone when its name is asked for, with its key.
         let named = try await runTokenet(["pki", "init", pki, "--node", "wallet/web"])
         #expect(named.status == 1)
