@@ -43,8 +43,9 @@ public struct ServerContext: Sendable {
             messageLog: messageLog)
     }
 
-    /// Tells the server's message log, if it has one, of a message of this call.
-    func logMessage(_ direction: MessageRecord.Direction, _ message: any ProtoMessage) {
+    /// Tells the server's message log, if it has one, of a message of this call. Generic, so that without a log
+    /// the message is not boxed as `any ProtoMessage` first (an allocation and a copy per message).
+    func logMessage<Message: ProtoMessage>(_ direction: MessageRecord.Direction, _ message: Message) {
         guard let log = storage.messageLog else { return }
         log(MessageRecord(method: method, peer: peer, traceID: traceID, direction: direction, message: message))
     }

@@ -164,12 +164,13 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
                     // The answer was lost, not refused: the TSP may have made the token. The request is kept, so
                     // the same command finishes it; the raw connection error alone left the card DIGITIZING with
-                    // nothing to say what to do.
-                    throw RPCError(
-                        error.code,
-                        "\(error.message); the TSP may have begun the digitization: run accept-terms \(card.cardRef) "
-                            + "again to finish it (it sends the same request, so no second token is made)",
-                        cause: error)
+                    // nothing to say what to do. A call that never left began nothing.
+                    let begun =
+                        Self.neverSent(error)
+                        ? "the TSP was not reached: run accept-terms \(card.cardRef) again once it is"
+                        : "the TSP may have begun the digitization: run accept-terms \(card.cardRef) again to finish it "
+                            + "(it sends the same request, so no second token is made)"
+                    throw RPCError(error.code, "\(error.message); \(begun)", cause: error)
                 }
                 let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
                 log.info(
@@ -190,6 +191,17 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 return Self.response(stored, stored.result ?? result)
             }
         }
+    }
+
+    /// Whether a call failed before it reached its server: its channel could not connect, or a goaway refused it
+    /// unprocessed.
+    static func neverSent(_ error: RPCError) -> Bool {
+        var cause: (any Error)? = error.cause
+        while let current = cause {
+            if current is NotConnected || current is CallNotProcessed { return true }
+            cause = (current as? RPCError)?.cause
+        }
+        return false
     }
 
     public func listCards(_ request: WalletV1.ListWalletCardsRequest, context: ServerContext) async throws

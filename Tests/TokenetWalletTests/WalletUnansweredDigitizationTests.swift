@@ -1,4 +1,5 @@
 import Testing
+import TokenetRPC
 import TokenetWire
 
 @testable import TokenetWallet
@@ -35,6 +36,16 @@ import TokenetWire
             "the TSP's Digitize failed: the issuer is restarting; the TSP may have begun the digitization: run "
                 + "accept-terms card-1 again to finish it (it sends the same request, so no second token is made)"
         ) { try await wallet.control.acceptTerms(.init(cardRef: "card-1")) }
+    }
+
+    /// A call that never left (no connection, or refused unprocessed by a goaway) began nothing at the TSP; one
+    /// whose connection was lost may have.
+    @Test func aCallThatNeverLeftIsToldApart() {
+        let notConnected = RPCError(.unavailable, "cannot connect", cause: NotConnected(reason: "refused"))
+        #expect(
+            WalletControlService.neverSent(RPCError(.unavailable, "the TSP's Digitize failed", cause: notConnected)))
+        #expect(WalletControlService.neverSent(RPCError(.unavailable, "goaway", cause: CallNotProcessed())))
+        #expect(!WalletControlService.neverSent(RPCError(.unavailable, "connection lost", cause: ConnectionEnded())))
     }
 
     /// The card lists as DIGITIZING, not PENDING_TERMS: its terms were accepted, and the TSP may have its token.
