@@ -35,6 +35,19 @@ struct InspectOptions: Sendable {
     /// Where the CA certificate came from, as a refusal of the node's certificate names it: `--cacert FILE`, or
     /// the folder a command was given its PKI in (a scenario's `--pki DIR`).
     var caOrigin: String?
+    /// The kind of node a party command talks to (`tokenet wallet …`: a wallet-node), whose certificate's role is
+    /// checked before anything is sent (`PartySession`); nil for `call`, `list` and `describe`, which talk to any.
+    var party: PeerRole?
+
+    /// The node a party command's group talks to, by the command's first word.
+    static func party(of command: String) -> PeerRole? {
+        switch command.split(separator: " ").first {
+        case "wallet": .wallet
+        case "issuer", "issuer-app": .issuer
+        case "tsp": .tsp
+        default: nil
+        }
+    }
 
     /// The most bytes of `-H` metadata a call takes: the call_start's limit, less room for the method, the trace
     /// id, the deadline and the encoding's own bytes.
@@ -73,6 +86,7 @@ struct InspectOptions: Sendable {
         parsing arguments: [String], command: String, operands range: ClosedRange<Int>, named names: [String] = [],
         takesData: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(CLIError) {
+        party = Self.party(of: command)
         var positional: [String] = []
         var caFile = environment[Self.environmentCA]
         var certificateFile = environment[Self.environmentCertificate]

@@ -1,4 +1,5 @@
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// Runs one party command over an `InspectSession`: connects as `tokenet call` does, gives the call a fresh trace
@@ -18,10 +19,30 @@ enum PartySession {
         var options = options
         options.deadline = options.deadline ?? defaultDeadline
         return try InspectSession.run(options, tracedFailures: true) { session in
+            try checkParty(of: session)
             let (response, traceID) = try await traced(session) { try await call(session, $0) }
             printOut(json ? try response.jsonString(options: .pretty) : text(response, traceID))
             return exitStatus(response)
         }
+    }
+
+    /// Refuses a node whose certificate names another role than the command's party, before anything is sent: a
+    /// `wallet add-card` given the issuer's address sent it the card number and security code, and only its
+    /// UNIMPLEMENTED answer said the address was wrong. Still UNIMPLEMENTED (exit status 76), as that answer was.
+    /// Over plaintext (debug) there is no certificate to read.
+    static func checkParty(of session: InspectSession) throws {
+        guard let expected = session.options.party, let peer = session.client.peerIdentity, peer.role != expected
+        else { return }
+        let node = "\(expected.rawValue)-node"
+        let wanted = "\(expected == .issuer ? "an" : "a") \(node)"
+        let actual =
+            peer.role == .operator
+            ? "an operator's certificate"
+            : "\(peer.role == .issuer ? "an" : "a") \(peer.role.rawValue)-node's certificate"
+        throw RPCError(
+            .unimplemented,
+            "\(session.options.address) presented \(actual) (\(peer.uri)), not \(wanted)'s: give the address of "
+                + "\(wanted); nothing was sent")
     }
 
     /// Calls `body` with the session's call options plus a new trace id, and returns that id with the response.

@@ -55,7 +55,7 @@ extension PartyText {
     static func outbox(_ response: IssuerV1.OutboxResponse, digitalCardID: String) -> String {
         guard !response.messages.isEmpty else {
             return digitalCardID.isEmpty
-                ? "The outbox is empty." : "The outbox holds no message about \(digitalCardID)."
+                ? "The outbox is empty." : "The outbox holds no message about \(shownName(digitalCardID))."
         }
         return table(
             ["SENT", "CHANNEL", "TO", "DIGITAL CARD", "TEXT"],

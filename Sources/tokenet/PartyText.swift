@@ -156,7 +156,7 @@ enum PartyText {
         guard !response.tokens.isEmpty else {
             // Limited to one account, an empty answer says nothing of the TSP's other tokens.
             return walletAccount.isEmpty
-                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(maskPAN(walletAccount))."
+                ? "The TSP has no tokens." : "The TSP has no tokens for wallet account \(shownName(walletAccount))."
         }
         return table(
             ["DIGITAL CARD", "SCHEME", "PAN", "TOKEN", "STATE", "ISSUER", "WALLET", "WALLET ACCOUNT", "DEVICE"],

@@ -126,8 +126,9 @@ func printOut(_ text: String) { StandardStream.output.write(line: escapingContro
 
 func printError(_ text: String) { StandardStream.error.write(line: escapingControls(text, keepingLines: true)) }
 
-/// A name a node sent (a service, a method, a message or a field, a comment) as the CLI prints it: kept on its line,
-/// and with a card number in it masked, as in the node's error messages.
+/// A name a node sent (a service, a method, a message or a field, a comment), or an id the user gave that a line
+/// echoes, as the CLI prints it: kept on its line, and with a card number in it masked, as in the node's error
+/// messages.
 func shownName(_ text: String) -> String { escapingControls(maskPAN(text)) }
 
 /// `text` with its control and invisible characters (`Unicode.Scalar.isInvisibleInText`) written as `\u{1B}`. Much

@@ -28,7 +28,9 @@ import TokenetWire
                 pulls: 1)
         }
         let pki = DevelopmentPKI.shared
-        let result = try await runTokenet(servedOverTLSBy: router) {
+        let result = try await runTokenet(
+            servedOverTLSBy: router, certificate: pki.path("issuer.pem"), key: pki.path("issuer.key")
+        ) {
             [
                 "issuer", "app-view", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"),
                 "--key", pki.path("operator.key"), "--deadline", "20s",

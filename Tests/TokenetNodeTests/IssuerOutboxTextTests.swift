@@ -18,7 +18,9 @@ import TokenetWire
             return IssuerV1.OutboxResponse()
         }
         let pki = DevelopmentPKI.shared
-        let result = try await runTokenet(servedOverTLSBy: router) {
+        let result = try await runTokenet(
+            servedOverTLSBy: router, certificate: pki.path("issuer.pem"), key: pki.path("issuer.key")
+        ) {
             [
                 "issuer", "outbox", $0, "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key",
                 pki.path("operator.key"), "--deadline", "20s",
@@ -32,6 +34,14 @@ import TokenetWire
         #expect(result.status == 0, "\(result.stderr)")
         #expect(asked == "DNITHE0001")
         #expect(result.stdout == "The outbox holds no message about DNITHE0001.\n")
+    }
+
+    /// What the user typed is echoed masked and on its line: a card number given for the token was printed in
+    /// clear, and a line break in it printed a line of its own.
+    @Test func anEchoedIdIsMaskedAndKeptOnItsLine() async throws {
+        let (result, _) = try await Self.emptyOutbox(["--digital-card", "4761 0000 1000 0009\nfake line"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "The outbox holds no message about **** **** **** 0009\\u{A}fake line.\n")
     }
 
     @Test func anEmptyOutboxSaysSo() async throws {

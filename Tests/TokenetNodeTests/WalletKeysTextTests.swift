@@ -14,7 +14,9 @@ import TokenetWire
         router.unary(WalletV1.WalletLifecycle.paymentKeys) { (_, _) async throws in response }
         router.unary(WalletV1.WalletLifecycle.usePaymentKey) { (_, _) async throws in response }
         let pki = DevelopmentPKI.shared
-        return try await runTokenet(servedOverTLSBy: router) {
+        return try await runTokenet(
+            servedOverTLSBy: router, certificate: pki.path("wallet.pem"), key: pki.path("wallet.key")
+        ) {
             [
                 "wallet", action, $0, "card-1", "--cacert", pki.path("ca.pem"), "--cert", pki.path("operator.pem"),
                 "--key", pki.path("operator.key"), "--deadline", "20s",

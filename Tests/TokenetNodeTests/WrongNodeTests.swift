@@ -1,6 +1,8 @@
 import Foundation
+import Synchronization
 import Testing
 import TokenetRPC
+import TokenetTestSupport
 import TokenetWire
 
 /// A party command given the address of another kind of node says so, naming the kind it reached and the kind it
@@ -50,6 +52,37 @@ import TokenetWire
         #expect(
             result.stderrWithoutTrace
                 == "ERROR: UNIMPLEMENTED: unknown method /tokenet.wallet.v1.WalletControl/ListCards\n")
+    }
+
+    /// Over TLS the node's certificate says what it is: a party command given another party's address sends
+    /// nothing to it. `wallet add-card` gave the issuer-node the card number and security code, and only its
+    /// UNIMPLEMENTED answer said the address was wrong.
+    @Test func aNodeOfAnotherRoleIsSentNothing() async throws {
+        let received = Mutex(0)
+        var router = RPCRouter()
+        router.unary(WalletV1.WalletControl.addCard) { (_, _) async throws in
+            received.withLock { $0 += 1 }
+            return WalletV1.AddCardResponse()
+        }
+        let pki = DevelopmentPKI.shared
+        var address = ""
+        let result = try await runTokenet(
+            servedOverTLSBy: router, certificate: pki.path("issuer.pem"), key: pki.path("issuer.key")
+        ) {
+            address = $0
+            return [
+                "wallet", "add-card", $0, "--pan", "4761000010000009", "--exp", "12/29", "--cvc", "123", "--cacert",
+                pki.path("ca.pem"), "--cert", pki.path("operator.pem"), "--key", pki.path("operator.key"),
+                "--deadline", "20s",
+            ]
+        }
+        #expect(result.status == 64 + 12, "\(result.stderr)")
+        #expect(
+            result.stderrWithoutTrace
+                == "ERROR: UNIMPLEMENTED: \(address) presented an issuer-node's certificate "
+                + "(tokenet://issuer/issuer-1), not a wallet-node's: give the address of a wallet-node; nothing was "
+                + "sent\n")
+        #expect(received.withLock { $0 } == 0)
     }
 
     /// A server without reflection cannot say what it is: its own message stands, rather than a guess that it
