@@ -4,20 +4,21 @@ import TokenetWire
 /// operator (one-time and HOTP codes, activation codes, PINs, credential secrets, access tokens, a typed-in card's
 /// security code). A log is read by more people than the parties' own stores, and those values would let a reader
 /// finish a step-up, log in as a cardholder or pass a card check. A card number keeps its last four digits, as on
-/// every line.
+/// every line. So does an issuer's push receipt (`payload`), which adds the card to whichever wallet redeems it first
+/// when it names no wallet account or node.
 enum MessageRedaction {
     /// The JSON names of the fields whose values never reach a log.
     static let secretFields: Set<String> = [
-        "accessToken", "activationCode", "code", "cvc", "deviceCode", "firstCode", "link", "pin", "secondCode",
-        "secret", "userCode",
+        "accessToken", "activationCode", "code", "cvc", "deviceCode", "firstCode", "link", "payload", "pin",
+        "secondCode", "secret", "userCode",
     ]
 
     /// The methods whose responses are the simulated deliveries of those codes (the issuer's outbox: each message's
     /// text holds its code or its otp:// link), logged without their bodies.
     static let deliveryMethods: Set<String> = ["/tokenet.issuer.v1.IssuerCallCentre/Outbox"]
 
-    /// `value` with every secret field's value (at any depth, in lists too) replaced by `"(secret)"`, and every
-    /// `pan` field's value by its last four digits behind asterisks.
+    /// `value` with every secret field's value (at any depth, in lists too) replaced by `"(secret)"`, every `pan`
+    /// field's value by its last four digits behind asterisks, and card numbers in other strings masked.
     static func redacted(_ value: JSONValue) -> JSONValue {
         switch value {
         case .object(let members):
@@ -33,6 +34,10 @@ enum MessageRedaction {
                 })
         case .array(let elements):
             return .array(elements.map(redacted))
+        case .string(let text):
+            // Masked before the JSON is written: written first, a tab or a line break between the groups of a card
+            // number becomes `\t` or `\n`, which the line's own masking does not take for a separator.
+            return .string(maskPAN(text))
         default:
             return value
         }

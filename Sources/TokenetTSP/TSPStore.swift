@@ -169,8 +169,12 @@ final class TSPStore: Sendable {
         }
     }
 
+    /// Said whether the card was then added or declined at digitization: a receipt is spent by the eligibility
+    /// check that finds its card eligible ("adds a card once" was wrong for one whose card was then declined).
     static let pushReceiptUsed = TSPError(
-        .failedPrecondition, "the push receipt was already used; each receipt adds a card once")
+        .failedPrecondition,
+        "the push receipt was already used by an eligibility check that found its card eligible; a receipt is used "
+            + "once: ask the issuer app to push the card again")
 
     /// Spends a push receipt or push session in `tx`, with the eligibility answer that came of it: it can then add
     /// no card again, and its row keeps the card without the security code. An instrument spent since it was

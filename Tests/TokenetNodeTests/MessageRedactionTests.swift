@@ -28,6 +28,18 @@ import TokenetWire
         #expect(MessageRedaction.redacted(try request.jsonValue()).text() == #"{"cardRef":"card-1"}"#)
     }
 
+    /// A card number whose groups a tab or a line break separates is masked in the message, before JSON writes
+    /// those as `\t` and `\n`, which the line's own masking does not read as separators.
+    @Test func cardNumbersInStringsAreMaskedBeforeTheJSONIsWritten() {
+        let value = JSONValue.object([(key: "body", value: .string("tab 4761\t0000\t1000\t0009 end"))])
+        let text = MessageRedaction.redacted(value).text()
+        #expect(!text.contains("4761"), "\(text)")
+        #expect(text.contains("0009 end"), "\(text)")
+        // A push receipt that names no wallet adds the card to whoever redeems it: left out too.
+        let receipt = JSONValue.object([(key: "payload", value: .string("rcpt-0123456789abcdef"))])
+        #expect(MessageRedaction.redacted(receipt).text() == #"{"payload":"(secret)"}"#)
+    }
+
     @Test func secretsInListsAndNestedObjectsAreFound() {
         let value = JSONValue.object([
             (key: "accounts", value: .array([.object([(key: "pin", value: .string("2468"))])])),
