@@ -19,6 +19,7 @@ extension NodeRuntime {
         let identity: PeerIdentity
         let expiry: Date?
         let chainProblem: (reason: String, wrongPurpose: Bool)?
+        let clientProblem: String?
         do {
             let context = try TLSContext(
                 configuration: .server(certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: ca),
@@ -26,6 +27,7 @@ extension NodeRuntime {
             identity = try context.checkOwnCertificate()
             expiry = context.ownCertificateExpiry
             chainProblem = context.ownCertificateChainProblem(forServing: true)
+            clientProblem = context.ownCertificateClientProblem()
         } catch let error where [.configuration, .peerIdentity].contains(error.code) && error.details.isEmpty {
             // A file OpenSSL found unusable as it loads, or a certificate out of its dates or without an identity:
             // named by its flag, as `checkTLSFiles` names a file it found unusable.
@@ -42,6 +44,15 @@ extension NodeRuntime {
             throw NodeError(.config, "--cert, --key, --ca: this node's TLS identity is unusable", cause: error)
         }
         if let chainProblem { throw NodeError(.config, chainMessage(chainProblem, certificate: certificate, ca: ca)) }
+        // Every node also calls a peer (the wallet and the issuer the TSP, the TSP each issuer): without clientAuth
+        // it said READY and then every call it made was refused.
+        if let clientProblem {
+            throw NodeError(
+                .config,
+                "--cert: \(certificate) is not made for TLS clients (\(clientProblem); its extended key usage lacks "
+                    + "clientAuth), and this node calls its peers as one, which would refuse it; make the node's "
+                    + "certificate with Tools/gen-certs")
+        }
         guard let role = NodeRole.allCases.first(where: { $0.nodeName == spec.name }) else { return expiry }
         guard identity.role.rawValue == role.rawValue else {
             throw NodeError(

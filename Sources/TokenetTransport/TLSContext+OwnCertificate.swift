@@ -22,7 +22,30 @@ extension TLSContext {
         if let notAfter = Self.date(X509_get0_notAfter(certificate)), now > notAfter {
             throw TransportError(.configuration, "\(name) expired on \(Self.text(notAfter)) (now \(Self.text(now)))")
         }
+        if VerificationState.isCA(certificate) {
+            throw TransportError(
+                .peerIdentity,
+                "\(name) is a CA certificate (basicConstraints CA:TRUE), which every peer refuses as an identity; give "
+                    + "the certificate Tools/gen-certs made for this node or user, not the CA's")
+        }
         return try PeerIdentity(uriSANs: VerificationState.uriSANs(of: certificate), certificate: name)
+    }
+
+    /// Checks this context's own certificate chain as a peer does when this side connects as a client: that it may
+    /// be used as a TLS client (clientAuth). Returns nil when it may, else OpenSSL's reason.
+    public func ownCertificateClientProblem() -> String? {
+        guard let certificate = SSL_CTX_get0_certificate(pointer), let store = SSL_CTX_get_cert_store(pointer),
+            let context = X509_STORE_CTX_new()
+        else { return nil }
+        defer { X509_STORE_CTX_free(context) }
+        var chain: OpaquePointer?
+        _ = SSL_CTX_ctrl(pointer, SSL_CTRL_GET_CHAIN_CERTS, 0, &chain)
+        guard X509_STORE_CTX_init(context, store, certificate, chain) == 1 else { return nil }
+        _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_CLIENT)
+        guard X509_verify_cert(context) != 1 else { return nil }
+        let code = X509_STORE_CTX_get_error(context)
+        guard code == X509_V_ERR_INVALID_PURPOSE else { return nil }
+        return String(cString: X509_verify_cert_error_string(Int(code)))
     }
 
     /// Checks this context's own certificate chain against its own trusted CAs, as a peer of the same deployment

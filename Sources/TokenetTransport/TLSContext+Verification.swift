@@ -17,6 +17,12 @@ final class VerificationState {
     /// Checks the leaf certificate; returns false (and records why) when the handshake must fail.
     func verifyLeaf(_ certificate: OpaquePointer) -> Bool {
         do throws(TransportError) {
+            if Self.isCA(certificate) {
+                throw TransportError(
+                    .peerIdentity,
+                    "the peer presented a CA certificate (basicConstraints CA:TRUE): one that can sign others is no "
+                        + "node's or user's identity; give the peer a certificate made for it (Tools/gen-certs)")
+            }
             let identity = try PeerIdentity(uriSANs: Self.uriSANs(of: certificate))
             guard acceptedRoles.contains(identity.role) else {
                 let accepted = PeerRole.allCases.filter(acceptedRoles.contains).map(\.rawValue).joined(separator: ", ")
@@ -29,6 +35,12 @@ final class VerificationState {
             failure = error
             return false
         }
+    }
+
+    /// Whether `certificate` may sign others (basicConstraints CA:TRUE). The CA signs the deployment's identities;
+    /// its own certificate, or one like it, carrying a tokenet:// name was accepted as a node or an operator.
+    static func isCA(_ certificate: OpaquePointer) -> Bool {
+        X509_get_extension_flags(certificate) & UInt32(EXFLAG_CA) != 0
     }
 
     static func uriSANs(of certificate: OpaquePointer) -> [String] {

@@ -57,6 +57,34 @@ import TokenetTransport
             "\(result.stderr)")
     }
 
+    /// A node calls its peers as a TLS client too (the TSP each issuer, the others the TSP): one whose certificate
+    /// lacks clientAuth said READY, and then every call it made was refused. And a CA certificate is no node's
+    /// identity: one with a tokenet:// name started, and its peers took it for the node.
+    @Test(arguments: [
+        (
+            "server-only", "extendedKeyUsage=serverAuth\n",
+            "is not made for TLS clients (unsuitable certificate purpose; its extended key usage lacks clientAuth)"
+        ),
+        (
+            "ca-like", "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,digitalSignature\n",
+            "is a CA certificate (basicConstraints CA:TRUE), which every peer refuses as an identity"
+        ),
+    ])
+    func aNodeCertificateItsPeersWouldRefuseIsRefusedAtStart(name: String, extensions: String, message: String)
+        async throws
+    {
+        let data = try TemporaryDirectory()
+        try certificate(name, extensions: "subjectAltName=URI:tokenet://tsp/tsp-1\n" + extensions, in: data)
+        let result = try await LaunchedProcess.run(
+            "tsp-node",
+            [
+                "--listen", "127.0.0.1:0", "--data-dir", data.path("data"), "--cert", data.path("\(name).pem"),
+                "--key", data.path("\(name).key"), "--ca", pki.path("ca.pem"),
+            ])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
     /// The CLI, against a server that serves one anyway, names it too.
     @Test func aServerCertificateMadeForClientsOnlyIsNamedSoByTheCLI() async throws {
         let data = try TemporaryDirectory()

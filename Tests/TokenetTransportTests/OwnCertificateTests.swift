@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TokenetTestSupport
+
 @testable import TokenetTransport
 
 /// `TLSContext.checkOwnCertificate`: what a client can find wrong with its certificate before a server refuses it.
@@ -33,6 +35,49 @@ import Testing
         let error = #expect(throws: TransportError.self) { try context.checkOwnCertificate() }
         #expect(error?.code == .peerIdentity)
         #expect(error?.message.contains("plain.pem has no tokenet://ROLE/ID") == true, "\(String(describing: error))")
+    }
+
+    /// A certificate the development CA signed with basicConstraints CA:TRUE and `tokenet://operator/op-ca`: one that
+    /// can sign others, which was accepted as an operator by the nodes and as a node by the CLI.
+    static func caLikeCertificate(in directory: URL) throws -> (certificate: String, key: String) {
+        let pki = DevelopmentPKI.shared
+        try "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n"
+            .appending("subjectAltName=URI:tokenet://operator/op-ca\n")
+            .write(to: directory.appendingPathComponent("ca-like.ext"), atomically: true, encoding: .utf8)
+        for arguments in [
+            ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca-like.key"],
+            ["req", "-new", "-key", "ca-like.key", "-subj", "/CN=op-ca", "-out", "ca-like.csr"],
+            [
+                "x509", "-req", "-in", "ca-like.csr", "-CA", pki.path("ca.pem"), "-CAkey", pki.path("ca.key"),
+                "-CAcreateserial", "-CAserial", "ca-like.srl", "-days", "2", "-out", "ca-like.pem", "-extfile",
+                "ca-like.ext",
+            ],
+        ] {
+            let process = try SpawnedProcess(
+                "/usr/bin/openssl", arguments, workingDirectory: directory.path, standardInput: .nullDevice,
+                standardOutput: .nullDevice, standardError: .nullDevice)
+            process.waitUntilExit(killingAfter: 60)
+            try #require(process.termination?.status == 0, "openssl \(arguments.joined(separator: " "))")
+        }
+        return (
+            directory.appendingPathComponent("ca-like.pem").path, directory.appendingPathComponent("ca-like.key").path
+        )
+    }
+
+    @Test func aCACertificateIsNoIdentityOnEitherSide() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenet-ca-like-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (certificate, key) = try Self.caLikeCertificate(in: directory)
+        let configuration = TLSConfiguration.client(
+            certificateChainFile: certificate, privateKeyFile: key, trustedCAFile: certs.caFile)
+        let own = #expect(throws: TransportError.self) { try certs.context(configuration).checkOwnCertificate() }
+        #expect(own?.code == .peerIdentity)
+        #expect(own?.message.contains("ca-like.pem is a CA certificate (basicConstraints CA:TRUE)") == true)
+        let pair = try EnginePair(client: configuration, server: certs.server())
+        let refused = #expect(throws: TransportError.self) { try pair.handshake() }
+        #expect(refused?.code == .peerIdentity, "\(String(describing: refused))")
+        #expect(refused?.message.contains("the peer presented a CA certificate") == true)
     }
 
     /// The server side of the same refusal, in memory: the client's first read after its handshake names the alert.
