@@ -180,7 +180,11 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                         "digital_card_id": result.digitalCardID,
                         "token_state": result.tokenState.protoValueName ?? "?",
                     ])
-                if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty {
+                // A token the TSP ended before its answer was recorded (a CARD_STATE that overtook it) was never
+                // added for the issuer app.
+                if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty,
+                    added.tokenState != .deactivated
+                {
                     events.publish(
                         WalletV1.WalletEvent(
                             kind: .tokenizedCardAdded, walletAccountID: account,

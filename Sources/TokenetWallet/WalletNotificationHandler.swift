@@ -82,7 +82,14 @@ public final class WalletNotificationHandler: NotificationHandler {
             if card == nil, let unanswered = try store.card(digitizeRequestID: body.digitizeRequestID) {
                 return try endUnanswered(unanswered, body, notification)
             }
-            guard let card else { return logger.warning("card state for an unknown card", fields) }
+            guard let card else {
+                // Most likely the state of a token whose Digitize answer is still on its way (this message overtook
+                // it): kept, and applied when the answer is recorded (`WalletStore+EarlyStates`).
+                try store.keepEarlyState(
+                    digitalCardID: notification.cardID, state: body.tokenState, version: body.stateVersion,
+                    nowMs: clock())
+                return logger.info("card state for a card not recorded yet; kept until its digitization is", fields)
+            }
             try updates.apply(body.tokenState, version: body.stateVersion, to: card)
             logger.info("token state updated from the TSP", fields)
         case .transaction(let body)?:

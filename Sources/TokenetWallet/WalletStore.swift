@@ -112,6 +112,17 @@ public final class WalletStore: Sendable {
         Migration(
             version: 9, name: "payment_key_request_ids",
             sql: "ALTER TABLE payment_keys ADD COLUMN pending_request_id TEXT;"),
+        // A token's state heard before the wallet recorded the digitization that made it (`WalletStore+EarlyStates`).
+        Migration(
+            version: 10, name: "early_card_states",
+            sql: """
+                CREATE TABLE early_card_states (
+                    digital_card_id TEXT PRIMARY KEY,
+                    token_state INTEGER NOT NULL,
+                    state_version INTEGER NOT NULL,
+                    received_at_ms INTEGER NOT NULL
+                );
+                """),
     ]
 
     public init(database: Database) throws(WalletError) {
@@ -225,15 +236,17 @@ public final class WalletStore: Sendable {
     }
 
     /// Stores the TSP's answer: the digital card (id, last four, scheme, token state) or the decline, and the issuer
-    /// it names, whose app alone sees the card.
+    /// it names, whose app alone sees the card. A later state of the token heard before the answer (its CARD_STATE
+    /// overtook it) is applied to it (`withEarlyState`).
     public func finishDigitization(
         id: Int64, result: TspV1.DigitizeResponse, nowMs: UInt64
     ) throws(WalletError) -> WalletCardRecord {
         try run("store the digital card") {
-            let bytes = try result.serializedBytes()
             let issuerID: String? = result.issuerID.isEmpty ? nil : result.issuerID
             let issuerNodeID: String? = result.issuerNodeID.isEmpty ? nil : result.issuerNodeID
             try database.transaction { tx in
+                let result = try Self.withEarlyState(result, in: tx)
+                let bytes = try result.serializedBytes()
                 _ = try tx.execute(
                     """
                     UPDATE cards SET status = ?, result = ?, digital_card_id = ?, issuer_id = ?, issuer_node_id = ?,

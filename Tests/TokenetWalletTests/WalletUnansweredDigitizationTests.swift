@@ -108,6 +108,39 @@ import TokenetWire
         try await wallet.notifications.handle(Self.expired(requestID: "never-sent", id: "m-2"))
         let lines = wallet.logs.lines
         #expect(lines.contains { $0.contains("whose answer the wallet already has") }, "\(lines)")
-        #expect(lines.contains { $0.contains("card state for an unknown card") }, "\(lines)")
+        #expect(lines.contains { $0.contains("card state for a card not recorded yet") }, "\(lines)")
+    }
+
+    /// A CARD_STATE that overtakes the Digitize answer it follows (the TSP replaced the token, made for a second
+    /// digitization of the card at once) is kept and applied when the answer is recorded: acknowledged as for an
+    /// unknown card, it was lost, and the token stayed INACTIVE in the wallet and the issuer app for good. An older
+    /// state than the answer's is not.
+    @Test func aStateThatOvertookTheAnswerIsAppliedWhenItIsRecorded() async throws {
+        let wallet = try WalletHarness()
+        wallet.tsp.state.withLock {
+            $0.digitize.tokenState = .inactive
+            $0.digitize.stateVersion = 1
+        }
+        let id = "DNITHE000000000000000001"
+        var state = WalletLifecycleTests.cardState(.deactivated, version: 2)
+        state.cardID = id
+        try await wallet.notifications.handle(state)
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .deactivated)
+        #expect(try wallet.store.card(ref: "card-1").result?.stateVersion == 2)
+
+        // Kept once: an older state than a later answer's is dropped with it.
+        var older = WalletLifecycleTests.cardState(.suspended, version: 1)
+        older.cardID = "DNITHE000000000000000002"
+        try await wallet.notifications.handle(older)
+        wallet.tsp.state.withLock {
+            $0.digitize.digitalCardID = "DNITHE000000000000000002"
+            $0.digitize.tokenState = .active
+            $0.digitize.stateVersion = 3
+        }
+        _ = try await wallet.control.addCard(WalletHarness.manual())
+        _ = try await wallet.control.acceptTerms(.init(cardRef: "card-2"))
+        #expect(try wallet.store.card(ref: "card-2").result?.tokenState == .active)
     }
 }
