@@ -118,9 +118,15 @@ struct TokenStateBatches {
     }
 
     /// Every token's result in the order of `ids` (the tokens asked about, each once), or the first call's failure
-    /// when no call was answered.
+    /// when no call was answered, with its code, saying it was the TSP's and that the tokens' states are unknown: the
+    /// bare "connection lost" of the issuer's link to the TSP read as the CLI's own connection to the issuer.
     func answer(in ids: [String]) throws(RPCError) -> IssuerV1.IssuerChangeTokenStatesResponse {
-        if answered == 0, let firstFailure { throw firstFailure }
+        if answered == 0, let firstFailure {
+            throw RPCError(
+                firstFailure.code,
+                "the TSP's ChangeIssuerTokenStates failed, so the tokens' states are unknown (tokenet tsp tokens, or "
+                    + "the TSP's token history, shows them): \(firstFailure.message)", cause: firstFailure)
+        }
         let place = Dictionary(ids.enumerated().map { ($1, $0) }) { first, _ in first }
         let key = { (entry: (offset: Int, element: TspV1.TokenStateResult)) in
             (place[entry.element.digitalCardID] ?? Int.max, entry.offset)

@@ -60,6 +60,19 @@ import TokenetWire
     }
 
     /// Every token named gone: no TSP call, and the issuer's refusals are the answer.
+    /// With no call answered, the change fails with the first call's code, saying the TSP's call failed and the
+    /// tokens' states are unknown.
+    @Test func noCallAnsweredIsTheTSPsFailure() {
+        var batches = TokenStateBatches()
+        batches.failed(["A"], RPCError(.unavailable, "connection lost: read failed"))
+        let error = #expect(throws: RPCError.self) { try batches.answer(in: ["A"]) }
+        #expect(error?.code == .unavailable)
+        #expect(
+            error?.message
+                == "the TSP's ChangeIssuerTokenStates failed, so the tokens' states are unknown (tokenet tsp tokens, "
+                + "or the TSP's token history, shows them): connection lost: read failed")
+    }
+
     @Test func tokensAllKnownGoneAreAnsweredWithoutTheTSP() throws {
         var batches = TokenStateBatches()
         batches.refusedByIssuer(TokenStateBatches.refusal(of: "A", .deleted(sinceMs: 0)))
