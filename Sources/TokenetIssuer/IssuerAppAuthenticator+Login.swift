@@ -13,11 +13,20 @@ extension IssuerAppAuthenticator {
             + "(Activate; tokenet issuer-app activate)"
     }
 
+    /// Refuses a user the issuer does not have as such: told the app was not activated yet, a mistyped user id was
+    /// sent to enrol, which then answered that the issuer has no such user.
+    func requireKnownUser(_ userID: String) throws(IssuerError) {
+        guard try store.accounts(ofCardholder: userID) != nil else {
+            throw IssuerError(.notFound, "the issuer has no user \"\(userID)\"")
+        }
+    }
+
     /// Logs the user in: the PIN opens the user credential, the device PIN the device credential, and a code from
     /// each buys an access token from the TSP. When the app's counter ran ahead of the TSP's window (logins that
     /// never reached it), the app resynchronises that credential with two consecutive codes and tries again.
     func login(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.AppLoginResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
+        try requireKnownUser(userID)
         guard try store.appUser(userID) != nil else {
             throw IssuerError(.notFound, Self.notActivated(userID))
         }

@@ -311,6 +311,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         guard !userID.isEmpty, !accountID.isEmpty else {
             throw IssuerError(.invalidArgument, "user_id and account_id are required")
         }
+        try requireKnownUser(userID)
         guard try store.appUser(userID) != nil, try keys(userID: userID, pin: pin) != nil else {
             throw IssuerError(.notFound, "user \(userID) has not activated the app; there is no account to remove")
         }

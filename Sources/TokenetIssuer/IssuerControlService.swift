@@ -51,7 +51,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                 throw RPCError(
                     .failedPrecondition,
                     "\(Self.receiptSchemeRefusal); card \(card.id) is \(card.pan.scheme); push it in session mode "
-                        + "(PUSH_MODE_SESSION; tokenet issuer push-card \(card.id) --mode session)")
+                        + "(PUSH_MODE_SESSION; tokenet issuer push-card ISSUER_ADDR \(card.id) --mode session)")
             }
             let response = try await forwarding("the TSP") {
                 let encrypted = try await encryptForTSP(card)

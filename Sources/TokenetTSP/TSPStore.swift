@@ -230,7 +230,7 @@ final class TSPStore: Sendable {
                 throw TSPError(
                     .notFound,
                     "push session \"\(id)\" is unknown; the issuer creates one with CreatePushSession (tokenet issuer "
-                        + "push-card CARD --mode session)")
+                        + "push-card ISSUER_ADDR CARD --mode session)")
             }
             guard try row.text(3) == walletAccountID else {
                 throw TSPError(

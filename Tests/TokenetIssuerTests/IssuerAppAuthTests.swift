@@ -278,8 +278,12 @@ import TokenetWire
         await expectIssuerError(.notFound, "account acc-alice-savings is not activated in ch-alice's app") {
             _ = try await app.party.app.deleteAccount(userID: "ch-alice", accountID: "acc-alice-savings", pin: "2580")
         }
-        await expectIssuerError(.notFound, "user ch-nobody has not activated the app") {
+        // A user the issuer does not have is named so, not as one whose app is not activated yet.
+        await expectIssuerError(.notFound, "the issuer has no user \"ch-nobody\"") {
             _ = try await app.party.app.deleteAccount(userID: "ch-nobody", accountID: "acc-alice-checking", pin: "2580")
+        }
+        await expectIssuerError(.notFound, "the issuer has no user \"ch-nobody\"") {
+            _ = try await app.party.app.login(userID: "ch-nobody", pin: "2580")
         }
         #expect(app.tsp.state.withLock { state in credentials.allSatisfy { state.secrets[$0] != nil } })
         #expect(
