@@ -47,10 +47,12 @@ extension IssuerCommand {
             let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...Int.max)
             let card = flags["--card"]
             guard options.operands.isEmpty == (card != nil) else {
+                // Said for what was given: with neither, "not both" read as if both had been.
+                let which = card == nil ? "one of them" : "one of them, not both"
                 throw CLIError(
                     .usage,
                     "\(command): give DIGITAL_CARD_IDs (see tokenet tsp tokens) or --card CARD_ID for every token of "
-                        + "a card (see tokenet issuer cards), not both")
+                        + "a card (see tokenet issuer cards): \(which)")
             }
             let request = IssuerV1.IssuerChangeTokenStatesRequest(
                 digitalCardIds: options.operands, action: LifecycleArguments.action(word),
@@ -63,7 +65,10 @@ extension IssuerCommand {
                         request, options: callOptions)
                 },
                 text: { response, traceID in
-                    PartyText.tokenResults(response.results)
+                    // A card with no token to change printed the table's header alone, and nothing said so.
+                    (response.results.isEmpty
+                        ? "No token changed: card \(shownName(card ?? "")) has no token to \(word) at the TSP."
+                        : PartyText.tokenResults(response.results))
                         + skippedText(deleted: response.deletedTokensSkipped, unknown: response.unknownTokensSkipped)
                         + "\n(trace \(traceID))"
                 },

@@ -54,10 +54,14 @@ import TokenetTestSupport
         ),
         (["wallet", "delete"] + nowhere, "missing CARD_REF"),
         (["wallet", "pay"] + nowhere, "missing CARD_REF"),
-        (["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere, "give DIGITAL_CARD_IDs"),
+        (
+            ["issuer", "suspend-tokens", "--reason", "LOST_CARD"] + nowhere,
+            "give DIGITAL_CARD_IDs (see tokenet tsp tokens) or --card CARD_ID for every token of a card (see tokenet "
+                + "issuer cards): one of them"
+        ),
         (
             ["issuer", "delete-tokens", "127.0.0.1:1", "DNITHE1", "--card", "card-1", "--reason", "X", "--plaintext"],
-            "or --card CARD_ID for every token of a card (see tokenet issuer cards), not both"
+            "or --card CARD_ID for every token of a card (see tokenet issuer cards): one of them, not both"
         ),
         (["issuer", "renew-card", "127.0.0.1:1", "card-1", "--plaintext"], "give --pan, --exp or both"),
         (
