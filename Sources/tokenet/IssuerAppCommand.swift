@@ -58,6 +58,13 @@ enum IssuerAppCommand {
         guard !link.isEmpty || (flags["--code"] != nil && flags["--ref"] != nil) else {
             throw CLIError(.usage, "\(command): --code and --ref, or --link, are required (see tokenet issuer outbox)")
         }
+        // The link carries the code and the reference: given beside them, the command's answer was about the link
+        // alone, and a code given correctly was dropped without a word.
+        guard link.isEmpty || (flags["--code"] == nil && flags["--ref"] == nil) else {
+            throw CLIError(
+                .usage,
+                "\(command): --link carries the code and the reference; give --link, or --code and --ref, not both")
+        }
         let request = IssuerV1.AppActivateRequest(
             activationCode: try flags.secret("--code", connectingWith: options) ?? "",
             referenceID: flags["--ref"] ?? "",

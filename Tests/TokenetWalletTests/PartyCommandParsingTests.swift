@@ -65,6 +65,13 @@ import TokenetTestSupport
         ),
         (["issuer", "renew-card", "127.0.0.1:1", "card-1", "--plaintext"], "give --pan, --exp or both"),
         (
+            [
+                "issuer-app", "activate", "127.0.0.1:1", "--code", "ABC", "--ref", "r", "--link", "otp://x",
+                "--plaintext",
+            ],
+            "--link carries the code and the reference; give --link, or --code and --ref, not both"
+        ),
+        (
             ["issuer", "renew-card", "127.0.0.1:1", "card-1", "--abandon", "--exp", "12/31", "--plaintext"],
             "--abandon takes no --pan or --exp"
         ),
