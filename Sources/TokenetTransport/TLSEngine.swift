@@ -144,6 +144,15 @@ public final class TLSEngine {
             return .needsMoreData
         default:
             let error = fail(.handshakeFailed, "TLS handshake failed")
+            // OpenSSL's "unsupported protocol" (what the peer offered) and "alert protocol version" (what the peer
+            // said of this side's offer) name no version and no way out.
+            if error.code == .handshakeFailed, error.details.contains(where: Self.meansOlderTLS) {
+                throw TransportError(
+                    .handshakeFailed,
+                    "TLS handshake failed: the peer speaks an older TLS than 1.3, which Tokenet requires on both "
+                        + "sides; use a TLS 1.3 client or server (openssl s_client -tls1_3)", details: error.details,
+                    isRefusal: true)
+            }
             guard error.code == .handshakeFailed, error.details.contains(where: Self.meansPeerIsNotTLS) else {
                 throw error
             }
@@ -152,6 +161,12 @@ public final class TLSEngine {
                 "TLS handshake failed: the peer does not speak TLS (a node or client started with --plaintext, "
                     + "or another protocol)", details: error.details, isRefusal: true)
         }
+    }
+
+    /// OpenSSL's reasons for a peer whose highest TLS version is below 1.3: offered by a client ("unsupported
+    /// protocol" on the server), or announced by a server's alert ("tlsv1 alert protocol version" on the client).
+    private static func meansOlderTLS(_ detail: String) -> Bool {
+        detail.hasSuffix("unsupported protocol") || detail.hasSuffix("alert protocol version")
     }
 
     /// OpenSSL's reasons for a first record that is no TLS at all: the usual sign that one side runs with

@@ -48,4 +48,26 @@ import TokenetTestSupport
         await connection.close()
         await listener.close()
     }
+
+    /// A client that offers at most TLS 1.2 is refused, and the reason says so: OpenSSL's "unsupported protocol"
+    /// named no version and no way out.
+    @Test func aTLS12ClientIsRefusedWithTheVersionNamed() async throws {
+        let loop = try EventLoop(name: "test-s-client-tls12")
+        defer { loop.shutdown() }
+        let failures = AsyncStream<TransportError>.makeStream()
+        let listener = try await TLSListener.bind(
+            context: certs.context(certs.server("tsp")), on: loop,
+            onHandshakeFailure: { error, _ in failures.continuation.yield(error) })
+        let process = try SpawnedProcess(
+            "/usr/bin/env",
+            [
+                "openssl", "s_client", "-connect", "127.0.0.1:\(listener.port)", "-tls1_2", "-brief", "-cert",
+                certs.path("wallet.pem"), "-key", certs.path("wallet.key"), "-CAfile", certs.caFile,
+            ], standardInput: .nullDevice, standardOutput: .nullDevice, standardError: .nullDevice)
+        var iterator = failures.stream.makeAsyncIterator()
+        let failure = try #require(await iterator.next())
+        #expect(failure.message.contains("the peer speaks an older TLS than 1.3"), "\(failure)")
+        _ = try await offThePool { process.waitUntilExit(killingAfter: 60) }
+        await listener.close()
+    }
 }
