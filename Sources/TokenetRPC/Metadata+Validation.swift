@@ -60,6 +60,16 @@ extension Metadata {
         }
     }
 
+    /// The first valid trace id among the entries, whatever else they hold: a call refused for its metadata is
+    /// still logged under the trace id its caller sent (it was logged under a new one, so the caller's id found
+    /// nothing in the node's log).
+    var anyValidTraceID: String? {
+        for entry in wire where entry.key == Self.traceIDKey {
+            if case .text(let text)? = entry.value, Self.isValidTraceID(text) { return text }
+        }
+        return nil
+    }
+
     /// What a received key is, found in one pass over its bytes.
     enum KeyKind: Equatable {
         case invalid

@@ -238,8 +238,7 @@ public final class RPCServer: Sendable {
         _ start: WireV1.CallStart?, _ status: WireV1.Status, _ peer: PeerIdentity?,
         _ log: @Sendable (CallRecord) -> Void
     ) {
-        var traceID = Metadata.newTraceID()
-        if let start, case .success(let received?) = Metadata(wire: start.metadata).checked() { traceID = received }
+        let traceID = start.flatMap { Metadata(wire: $0.metadata).anyValidTraceID } ?? Metadata.newTraceID()
         log(
             CallRecord(
                 method: start.map { shown($0.method) } ?? "(a call_start that could not be read)", peer: peer,
@@ -250,7 +249,8 @@ public final class RPCServer: Sendable {
         // The clock is read only for the call log.
         let started = callLog == nil ? nil : ContinuousClock.now
         // Metadata are checked once per call. With a problem (a malformed trace id among them) they are refused with
-        // the call, and the log line gets a fresh trace id; without one, a trace id present is valid.
+        // the call, and the log line gets the caller's trace id if it sent a valid one, else a fresh one; without a problem,
+        // a trace id present is valid.
         let checked = call.metadata.checked()
         let metadataProblem: String?
         let traceID: String
@@ -260,7 +260,7 @@ public final class RPCServer: Sendable {
             traceID = received ?? Metadata.newTraceID()
         case .failure(let refusal):
             metadataProblem = refusal.message
-            traceID = Metadata.newTraceID()
+            traceID = call.metadata.anyValidTraceID ?? Metadata.newTraceID()
         }
         var status = await status(of: call, traceID: traceID, metadataProblem: metadataProblem)
         if status.code != .ok, let statusMessageFilter { status.message = statusMessageFilter(status.message) }

@@ -77,6 +77,21 @@ import TokenetWire
         // did: either way the log says what the caller got.
         #expect(records.last?.code == .internal, "\(records)")
         #expect(records.last?.message == "message received after the end of requests", "\(records)")
+        // A call refused for its metadata is logged under the trace id its caller sent, when that one is valid.
+        var refusedForMetadata = WireV1.CallStart(method: Echo.unary.path)
+        refusedForMetadata.metadata = [
+            WireV1.MetadataEntry(key: "tokenet-trace-id", value: .text("0ff1ce0ff1ce0ff")),
+            WireV1.MetadataEntry(key: "note", value: .text("two\nlines")),
+        ]
+        try await clientEnd.write(
+            try Self.frames([
+                WireV1.Frame(streamID: 7, kind: .callStart(refusedForMetadata)),
+                WireV1.Frame(streamID: 7, kind: .message(WireV1.Message(data: quick))),
+                WireV1.Frame(streamID: 7, kind: .halfClose(WireV1.HalfClose())),
+            ]))
+        let all = try await Self.records(log, count: 4)
+        #expect(all.last?.code == .invalidArgument, "\(all)")
+        #expect(all.last?.traceID == "0ff1ce0ff1ce0ff", "\(all)")
         await clientEnd.close()
     }
 }
