@@ -263,7 +263,13 @@ import TokenetTransport
         let loop = try EventLoop(name: "test-proxy-descriptors")
         defer { loop.shutdown() }
         let upstream = try await PlainListener.bind(host: "127.0.0.1", port: 0, on: loop)
-        let held = Task { for await connection in upstream.connections { _ = connection } }
+        // The node's side holds every connection the proxy opens, as a node does: one dropped would close, and
+        // free the proxy's descriptors.
+        let held = Task {
+            var connections: [PlainConnection] = []
+            for await connection in upstream.connections { connections.append(connection) }
+            for connection in connections { await connection.close() }
+        }
         defer { held.cancel() }
         let directory = try TemporaryDirectory()
         let (out, err) = (directory.path("out"), directory.path("err"))
@@ -286,14 +292,16 @@ import TokenetTransport
         let stderr = try await offThePool {
             try PythonClientInteropTests.waitFor(proxy, "the proxy's report") {
                 let text = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-                return text.contains("cannot accept connections") && text.contains("cannot open a socket") ? text : nil
+                return text.contains("cannot accept connections") ? text : nil
             }
         }
         #expect(
             stderr.contains(
-                "the process is out of file descriptors (limit 64): raise the limit (ulimit -n) or look for peers "
-                    + "that hold many connections open; each client's connection is closed at once meanwhile"),
+                "sockets are open, the most the file-descriptor limit of 64 (ulimit -n) allows with 32 descriptors "
+                    + "kept for the process's own files"),
             "\(stderr)")
+        // Its connections on to the node may meet the limit too (how many clients it accepted first depends on
+        // timing): that is its own limit, not the node.
         #expect(!stderr.contains("start the node there"), "\(stderr)")
         for client in clients { await client.close() }
     }

@@ -21,7 +21,10 @@ import TokenetWire
         try pipe.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
         try pipe.fileHandleForWriting.close()
         let pki = DevelopmentPKI.shared
-        return try await runTokenet(servedOverTLSBy: router, standardInput: pipe.fileHandleForReading) { address in
+        return try await runTokenet(
+            servedOverTLSBy: router, certificate: pki.path("wallet.pem"), key: pki.path("wallet.key"),
+            standardInput: pipe.fileHandleForReading
+        ) { address in
             [
                 "wallet", "add-card", address, "--deadline", "20s", "--cacert", pki.path("ca.pem"), "--cert",
                 pki.path("operator.pem"), "--key", pki.path("operator.key"),
