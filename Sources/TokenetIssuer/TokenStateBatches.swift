@@ -1,4 +1,5 @@
 import Foundation
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -102,7 +103,7 @@ struct TokenStateBatches {
         {
             let id = results[index].digitalCardID
             results[index].message =
-                "no token has digital card id \"\(id)\": neither the TSP nor the issuer knows it; check the id "
+                "no token has digital card id \"\(maskPAN(id))\": neither the TSP nor the issuer knows it; check the id "
                 + "(tokenet tsp tokens lists the TSP's tokens)"
         }
     }

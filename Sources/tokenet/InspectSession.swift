@@ -107,7 +107,8 @@ final class InspectSession: Sendable {
                 _ = try context.checkOwnCertificate()
             } catch {
                 throw CLIError(
-                    .connection, "cannot use the client certificate (--cert)", cause: DescribedError(error))
+                    .connection, "cannot use the client certificate (given by --cert or TOKENET_CERT)",
+                    cause: DescribedError(error))
             }
             do {
                 return CertificateRefusalWatch(
@@ -345,7 +346,10 @@ final class InspectSession: Sendable {
                         ?? session.ungreeted(behind: error) ?? wrongNode ?? session.commandDeadline(behind: error)
                         ?? error
                     let result = finish(with: shown)
-                    if tracedFailures, shown is RPCError { printError("(trace \(session.traceID))") }
+                    // A call refused before it was sent has no line in any node's log to find by its trace id.
+                    if tracedFailures, let rpc = shown as? RPCError, !(rpc.cause is NothingSent) {
+                        printError("(trace \(session.traceID))")
+                    }
                     return (session, result)
                 }
             }

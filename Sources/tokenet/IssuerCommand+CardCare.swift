@@ -1,3 +1,4 @@
+import TokenetNode
 import TokenetRPC
 import TokenetWire
 
@@ -195,9 +196,11 @@ extension PartyText {
             ["DIGITAL CARD", "STATE", "RESULT"],
             results.map {
                 let code = StatusCode(rawValue: $0.statusCode)
+                // The ids are as the operator typed them, and a result's message echoes its id: a card number
+                // given for one was printed in clear, twice.
                 return [
-                    $0.digitalCardID, state($0.tokenState),
-                    $0.statusCode == 0 ? "OK" : "\(code.protoValueName ?? "\($0.statusCode)"): \($0.message)",
+                    maskPAN($0.digitalCardID), state($0.tokenState),
+                    $0.statusCode == 0 ? "OK" : "\(code.protoValueName ?? "\($0.statusCode)"): \(maskPAN($0.message))",
                 ]
             })
     }

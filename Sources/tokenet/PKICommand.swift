@@ -60,19 +60,26 @@ enum PKICommand {
                 }
                 let id = node.split(separator: "/", maxSplits: 1)[1]
                 // The files gen-certs makes anyway, and an id given twice, would be written over without a word.
-                guard !["ca", "tsp", "issuer", "wallet", "operator", ".", ".."].contains(id) else {
+                // Compared without case: CA.pem beside ca.pem is one file where names ignore case.
+                guard !["ca", "tsp", "issuer", "wallet", "operator", ".", ".."].contains(id.lowercased()) else {
                     throw CLIError(
                         .usage, "pki init: --node \(node): \(id).pem is made for every DIR anyway; choose another ID")
                 }
                 // `ca.key` as an ID made ca.key.pem and ca.key.key beside the CA's key.
-                guard !id.hasSuffix(".pem"), !id.hasSuffix(".key") else {
+                guard !id.lowercased().hasSuffix(".pem"), !id.lowercased().hasSuffix(".key") else {
                     throw CLIError(
                         .usage, "pki init: --node \(node): an ID ending in .pem or .key names a file; choose another ID"
                     )
                 }
-                guard !nodes.contains(where: { $0.hasSuffix("/\(id)") }) else {
+                guard
+                    !nodes.contains(where: {
+                        $0.split(separator: "/", maxSplits: 1)[1].lowercased() == id.lowercased()
+                    })
+                else {
                     throw CLIError(
-                        .usage, "pki init: --node \(node): the ID \(id) is given twice; give each node its own")
+                        .usage,
+                        "pki init: --node \(node): the ID \(id) is given twice (IDs are compared without case); give "
+                            + "each node its own")
                 }
                 nodes.append(node)
             case .operand(let operand):

@@ -42,7 +42,7 @@ enum PartySession {
         throw RPCError(
             .unimplemented,
             "\(session.options.address) presented \(actual) (\(peer.uri)), not \(wanted)'s: give the address of "
-                + "\(wanted); nothing was sent")
+                + "\(wanted); nothing was sent", cause: NothingSent())
     }
 
     /// Calls `body` with the session's call options plus a new trace id, and returns that id with the response.
@@ -55,3 +55,6 @@ enum PartySession {
         return (try await body(callOptions), traceID)
     }
 }
+
+/// The cause of an error for a command that sent no call: no node saw it, so no trace id finds it in a log.
+struct NothingSent: Error {}

@@ -201,6 +201,11 @@ import TokenetTestSupport
         (["pki", "init", "a", "--force"], "pki init: unknown option '--force'"),
         (["pki", "init", "a", "--node", "issuer/x", "--node", "wallet/x"], "the ID x is given twice"),
         (["pki", "init", "a", "--node", "issuer/tsp"], "tsp.pem is made for every DIR anyway; choose another ID"),
+        (["pki", "init", "a", "--node", "operator/CA"], "CA.pem is made for every DIR anyway; choose another ID"),
+        (
+            ["pki", "init", "a", "--node", "wallet/b", "--node", "issuer/B"],
+            "the ID B is given twice (IDs are compared"
+        ),
         (["pki", "init", "a", "--node", "wallet/ca.key"], "an ID ending in .pem or .key names a file"),
         (["pki", "init", "/etc/hostname"], "pki init: /etc/hostname is a file, not a directory"),
     ])

@@ -83,6 +83,8 @@ import TokenetWire
                 + "(tokenet://issuer/issuer-1), not a wallet-node's: give the address of a wallet-node; nothing was "
                 + "sent\n")
         #expect(received.withLock { $0 } == 0)
+        // No call was sent, so no trace id would find one in a node's log.
+        #expect(!result.stderr.contains("(trace "), "\(result.stderr)")
     }
 
     /// A server without reflection cannot say what it is: its own message stands, rather than a guess that it
