@@ -195,7 +195,9 @@ public final class RPCNodeListener: NodeListener {
             let microseconds = String(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
             let (method, peer, trace) = (record.method, record.peer?.uri ?? "plaintext", record.traceID)
             let status = record.code.protoValueName ?? String(record.code.rawValue)
-            guard record.code != .ok, record.code != .cancelled else {
+            // Nor are the streams the node ends, and the calls it refuses, as it stops: every clean stop wrote a
+            // "call failed" line for each subscriber.
+            guard record.code != .ok, record.code != .cancelled, !record.endedByShutdown else {
                 logger.debug(
                     "call",
                     ["method": method, "peer": peer, "status": status, "duration_us": microseconds, "trace_id": trace])

@@ -12,6 +12,9 @@ public struct CallRecord: Sendable {
     public let message: String
     public let duration: Duration
     public let traceID: String
+    /// The server ended the call, or refused it, because it is shutting down (a subscription ended at the goaway,
+    /// a call that came during the drain): what a stop does, not a failure worth an operator's attention.
+    public let endedByShutdown: Bool
 }
 
 /// One request or response message of a served call, for the server's message log (a node at `trace`).
@@ -242,7 +245,8 @@ public final class RPCServer: Sendable {
         log(
             CallRecord(
                 method: start.map { shown($0.method) } ?? "(a call_start that could not be read)", peer: peer,
-                code: status.code, message: status.message, duration: .zero, traceID: traceID))
+                code: status.code, message: status.message, duration: .zero, traceID: traceID,
+                endedByShutdown: status.code == .unavailable))
     }
 
     nonisolated(nonsending) private func handle(_ call: ServerCall) async {
@@ -276,7 +280,8 @@ public final class RPCServer: Sendable {
                     code: told.code,
                     message: told.message,
                     duration: ContinuousClock.now - started,
-                    traceID: traceID
+                    traceID: traceID,
+                    endedByShutdown: told == RPCConnection.streamEndedByShutdown
                 )
             )
         }

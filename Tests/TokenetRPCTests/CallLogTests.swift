@@ -94,4 +94,26 @@ import TokenetWire
         #expect(all.last?.traceID == "0ff1ce0ff1ce0ff", "\(all)")
         await clientEnd.close()
     }
+
+    /// A stream the server ends as it shuts down is logged with what its caller was told, UNAVAILABLE, and marked as
+    /// ended by the shutdown: a node at info writes no "call failed" line for each subscriber at every clean stop.
+    @Test(.timeLimit(.minutes(3))) func aStreamEndedByTheShutdownIsMarkedSo() async throws {
+        let log = Mutex<[CallRecord]>([])
+        var router = RPCRouter()
+        router.serverStreaming(Echo.serverStream) { _, writer, _ in
+            try await writer.send(Scalars(fInt32: 1))
+            try await Task.sleep(for: .seconds(3600))
+        }
+        let (server, client, serving) = InMemoryCallTests.connect(
+            router, callLog: { record in log.withLock { $0.append(record) } })
+        var responses = try client.serverStreaming(Echo.serverStream, Scalars()).makeAsyncIterator()
+        #expect(try await responses.next()?.fInt32 == 1)
+        server.shutdown()
+        await #expect(throws: RPCError.self) { _ = try await responses.next() }
+        await serving.value
+        let records = try await Self.records(log, count: 1)
+        #expect(records.count == 1, "\(records)")
+        #expect(records.first?.code == .unavailable)
+        #expect(records.first?.endedByShutdown == true)
+    }
 }
