@@ -62,6 +62,10 @@ public struct IssuerAppLink: Sendable {
             view.update { $0.listening = false }
             if Task.isCancelled {
                 logger.debug("app listener to the wallet closed: the node is stopping")
+            } else if (error as? RPCError)?.isStreamEndedByShutdown == true {
+                // The wallet is stopping, cleanly: not this node's failure, as a warning with "the node is shutting
+                // down" read.
+                logger.info("the wallet is stopping; the app's listener is opened again when it is back")
             } else if pulled || !quiet {
                 logger.warning("app listener to the wallet failed", ["error": "\(error)"])
             } else {

@@ -154,6 +154,10 @@ public final class NotificationSubscriber: Sendable {
             acknowledgements.finish()
             if Task.isCancelled {
                 logger.debug("notification stream to the TSP closed: the node is stopping")
+            } else if (error as? RPCError)?.isStreamEndedByShutdown == true {
+                // The TSP is stopping, cleanly: a warning that the stream "failed" with "the node is shutting
+                // down" read as if this node were.
+                logger.info("the TSP is stopping; the notification stream is opened again when it is back")
             } else if wasOpen() || !quiet {
                 logger.warning("notification stream to the TSP failed", ["error": "\(error)"])
             } else {

@@ -89,3 +89,11 @@ extension RPCConnection {
         }
     }
 }
+
+extension RPCError {
+    /// Whether the server ended the call because it is shutting down (a subscription ended at its goaway): a peer
+    /// stopping cleanly, which a client reconnects after, not a failure.
+    public var isStreamEndedByShutdown: Bool {
+        code == .unavailable && message == RPCConnection.streamEndedByShutdown.message
+    }
+}

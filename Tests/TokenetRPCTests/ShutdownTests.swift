@@ -85,6 +85,8 @@ import TokenetWire
         } catch let error as RPCError {
             #expect(error.code == .unavailable)
             #expect(error.message.contains("the node is shutting down"), "\(error)")
+            // What a subscriber tells apart from a failure: the peer stopping cleanly.
+            #expect(error.isStreamEndedByShutdown)
         }
         #expect(try await statuses.next()?.status == .notServing)
         let watchEnd = await #expect(throws: RPCError.self) { _ = try await statuses.next() }
