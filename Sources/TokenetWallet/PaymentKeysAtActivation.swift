@@ -47,6 +47,14 @@ struct PaymentKeysAtActivation: Sendable {
             for card in cards {
                 do {
                     try await updates.replenish(card, reason: "activation not yet served")
+                } catch  where Task.isCancelled {
+                    return logger.info(Self.stoppedWaiting, ["card_ref": card.cardRef])
+                } catch  where error.code == .failedPrecondition {
+                    // No longer ACTIVE at the TSP (a suspend or delete this wallet has not heard of yet, its message
+                    // on its way): no keys are due, and the card's state catches up with the message.
+                    logger.info(
+                        "payment keys not issued: the token is no longer ACTIVE at the TSP",
+                        ["card_ref": card.cardRef, "error": "\(error)"])
                 } catch {
                     // Said once at warning level; the retries are the same story.
                     logger.log(
@@ -94,10 +102,19 @@ struct PaymentKeysAtActivation: Sendable {
             logger.info(
                 "payment keys not issued at activation: the token is no longer ACTIVE",
                 ["digital_card_id": event.digitalCardID, "error": "\(error)"])
+        } catch  where Task.isCancelled {
+            logger.info(Self.stoppedWaiting, ["digital_card_id": event.digitalCardID])
         } catch {
             logger.warning(
                 "payment keys could not be issued at activation",
                 ["digital_card_id": event.digitalCardID, "error": "\(error)"])
         }
     }
+
+    /// The node stopped while the TSP was asked for a first batch: its own doing, not the TSP's refusal, and the
+    /// TSP may have issued the keys. Said as a warning that they "could not be issued: cancelled by the caller", it
+    /// read as someone else's refusal.
+    static let stoppedWaiting =
+        "payment keys: the node stopped before the TSP answered; the batch may have been issued, and an ACTIVE card "
+        + "still without keys is served at the next start"
 }
