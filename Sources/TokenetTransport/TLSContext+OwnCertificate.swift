@@ -34,17 +34,9 @@ extension TLSContext {
     /// Checks this context's own certificate chain as a peer does when this side connects as a client: that it may
     /// be used as a TLS client (clientAuth). Returns nil when it may, else OpenSSL's reason.
     public func ownCertificateClientProblem() -> String? {
-        guard let certificate = SSL_CTX_get0_certificate(pointer), let store = SSL_CTX_get_cert_store(pointer),
-            let context = X509_STORE_CTX_new()
-        else { return nil }
-        defer { X509_STORE_CTX_free(context) }
-        var chain: OpaquePointer?
-        _ = SSL_CTX_ctrl(pointer, SSL_CTRL_GET_CHAIN_CERTS, 0, &chain)
-        guard X509_STORE_CTX_init(context, store, certificate, chain) == 1 else { return nil }
-        _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_CLIENT)
-        guard X509_verify_cert(context) != 1 else { return nil }
-        let code = X509_STORE_CTX_get_error(context)
-        guard code == X509_V_ERR_INVALID_PURPOSE else { return nil }
+        guard let code = ownChainError(purpose: X509_PURPOSE_SSL_CLIENT), code == X509_V_ERR_INVALID_PURPOSE else {
+            return nil
+        }
         return String(cString: X509_verify_cert_error_string(Int(code)))
     }
 
@@ -55,6 +47,13 @@ extension TLSContext {
     /// Why: a node given a certificate from another Tools/gen-certs run than its --ca (or a leaf as --ca) said
     /// READY, and then every peer refused it with nothing in its own log to say why.
     public func ownCertificateChainProblem(forServing: Bool = false) -> (reason: String, wrongPurpose: Bool)? {
+        guard let code = ownChainError(purpose: forServing ? X509_PURPOSE_SSL_SERVER : nil) else { return nil }
+        return (String(cString: X509_verify_cert_error_string(Int(code))), code == X509_V_ERR_INVALID_PURPOSE)
+    }
+
+    /// OpenSSL's verification error for this context's own chain against its own trusted CAs, checked for
+    /// `purpose` when given; nil when it verifies (or there is nothing to check).
+    private func ownChainError(purpose: Int32?) -> Int32? {
         guard let certificate = SSL_CTX_get0_certificate(pointer), let store = SSL_CTX_get_cert_store(pointer),
             let context = X509_STORE_CTX_new()
         else { return nil }
@@ -63,10 +62,9 @@ extension TLSContext {
         var chain: OpaquePointer?
         _ = SSL_CTX_ctrl(pointer, SSL_CTRL_GET_CHAIN_CERTS, 0, &chain)
         guard X509_STORE_CTX_init(context, store, certificate, chain) == 1 else { return nil }
-        if forServing { _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER) }
+        if let purpose { _ = X509_STORE_CTX_set_purpose(context, purpose) }
         guard X509_verify_cert(context) != 1 else { return nil }
-        let code = X509_STORE_CTX_get_error(context)
-        return (String(cString: X509_verify_cert_error_string(Int(code))), code == X509_V_ERR_INVALID_PURPOSE)
+        return X509_STORE_CTX_get_error(context)
     }
 
     /// When this side's certificate stops being valid; nil without one, or when OpenSSL cannot read the date.
