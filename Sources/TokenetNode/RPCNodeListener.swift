@@ -221,7 +221,9 @@ public final class RPCNodeListener: NodeListener {
                     ])
             }
             // At `debug`, where every call has its line, none is held back.
-            if everyCall { line(0) } else { throttle(peer).submit(line) }
+            // Per peer and status: a peer failing one way call after call no longer hides its other failures (every
+            // CLI user shares the operator's certificate, so one person's refusals hid another's).
+            if everyCall { line(0) } else { throttle("\(peer) \(status)").submit(line) }
         }
         // At `trace`, each message of each call has its line too, as proto3 JSON: what a peer sent and was answered,
         // without a capture and its key log. Card numbers are masked as on every line; the encrypted card data a

@@ -7,8 +7,9 @@ import TokenetWire
 
 @testable import TokenetNode
 
-/// A node's `call failed` lines are held back per peer: a peer failing call after call gets one line a second, and
-/// another peer's failure in between still gets its own line, not a count on the first peer's.
+/// A node's `call failed` lines are held back per peer and status: a peer failing call after call gets one line a
+/// second, and another peer's failure in between, or the same peer's of another kind, still gets its own line, not a
+/// count on the first one's.
 @Suite struct FailedCallThrottleTests {
     @Test(.timeLimit(.minutes(3))) func onePeersFailuresHideNoOtherPeersFailure() async throws {
         let data = try TemporaryDirectory()
@@ -40,6 +41,11 @@ import TokenetWire
         let operatorClient = try await client("operator")
         for _ in 0..<5 { await fail(wallet) }
         await fail(operatorClient)
+        // Another kind of failure from the same peer has its own line too.
+        await #expect(throws: RPCError.self) {
+            try await wallet.unary(
+                TspV1.TspControl.listTokens, TspV1.ListTokensRequest(), options: CallOptions(timeout: .seconds(30)))
+        }
         await wallet.close()
         await operatorClient.close()
         node.process.send(SIGTERM)
@@ -51,5 +57,10 @@ import TokenetWire
         let operatorLines = failed.filter { $0.contains("peer=tokenet://operator/operator-1") }
         #expect(operatorLines.count == 1, "\(result.stderr)")
         #expect(operatorLines.first?.contains("not_shown") == false, "\(operatorLines)")
+        #expect(
+            failed.contains {
+                $0.contains("peer=tokenet://wallet/wallet-1") && $0.contains("status=PERMISSION_DENIED")
+            },
+            "\(result.stderr)")
     }
 }
