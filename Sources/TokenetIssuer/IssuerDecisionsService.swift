@@ -58,17 +58,27 @@ struct IssuerDecisionsService: IssuerV1.IssuerDecisions.ServiceProtocol {
         if !request.digitalCardID.isEmpty {
             store.noteKnownToTSP([request.digitalCardID], why: "AuthorizeDigitization", log: log)
         }
+        // A request that reached the issuer after the TSP's stand-in had decided (a link held up, then healed): the
+        // stand-in's decision stands, and a plain "decided APPROVED" contradicted it.
+        var late = false
+        if !request.digitalCardID.isEmpty {
+            late = try store.hasDecision(digitalCardID: request.digitalCardID, rule: Self.standInRule)
+        }
+        let decided =
+            late
+            ? "digitization decided after the TSP's stand-in had decided it; the stand-in's decision stands"
+            : "digitization decided"
         if case .declined(let reason) = outcome {
             // Why, as the TSP and the wallet are told it.
             log.info(
-                "digitization decided",
+                decided,
                 [
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)", "reason": reason,
                 ])
         } else {
             log.info(
-                "digitization decided",
+                decided,
                 [
                     "card": stored?.id ?? "unknown", "digital_card_id": request.digitalCardID, "decision": outcome.name,
                     "account_score": "\(risk.account)", "device_score": "\(risk.device)",

@@ -116,6 +116,26 @@ import TokenetWire
         #expect(try party.store.digitalCardIDs(ofCard: Cards.visaStandIn.0).isEmpty)
     }
 
+    /// The TSP's question reaching the issuer after its stand-in had decided (a link held up, then healed) is
+    /// answered, but logged as too late: "digitization decided APPROVED" contradicted the stand-in's decline, which
+    /// stands.
+    @Test func aQuestionAfterTheStandInDecidedIsLoggedAsTooLate() async throws {
+        try await notifications.handle(try Self.advice("DNISTANDIN7", decision: .declined))
+        var request = IssuerV1.AuthorizeDigitizationRequest()
+        request.encryptedCardData = try Support.encrypted(
+            Cards.visaStandIn.1, expiry: Cards.visaStandIn.2, to: try Support.issuerKey())
+        request.digitalCardID = "DNISTANDIN7"
+        request.walletAccountID = "wa-1"
+        let decisions = IssuerV1.IssuerDecisions.Client(Support.connect(Support.router(party), as: .tsp))
+        _ = try await decisions.authorizeDigitization(request)
+        #expect(
+            sink.lines.contains {
+                $0.contains("digitization decided after the TSP's stand-in had decided it")
+                    && $0.contains("DNISTANDIN7")
+            }, "\(sink.lines)")
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.isEmpty)
+    }
+
     /// Advice that cannot be read would read no better delivered again: it is logged and acknowledged (the handler
     /// returns), not thrown back for redelivery. A card the issuer does not know is recorded without one.
     @Test func unreadableAdviceIsLoggedAndDroppedAndAnUnknownCardIsRecordedWithoutOne() async throws {
