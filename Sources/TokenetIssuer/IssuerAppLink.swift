@@ -35,7 +35,7 @@ public struct IssuerAppLink: Sendable {
 
     /// One connection: open the listener, pull, then apply events until the stream ends. The listener is opened
     /// first so that a change made around the pull still arrives as an event, applied after the pulled states.
-    /// Returns false when the connection failed before the pull.
+    /// Returns false when the connection failed before the pull, or the wallet ended it by stopping.
     @discardableResult
     func listenOnce(quiet: Bool = false) async -> Bool {
         var pulled = false
@@ -66,6 +66,8 @@ public struct IssuerAppLink: Sendable {
                 // The wallet is stopping, cleanly: not this node's failure, as a warning with "the node is shutting
                 // down" read.
                 logger.info("the wallet is stopping; the app's listener is opened again when it is back")
+                // Said once: the retries while it is down are quiet, as after any failure.
+                pulled = false
             } else if pulled || !quiet {
                 logger.warning("app listener to the wallet failed", ["error": "\(error)"])
             } else {

@@ -84,6 +84,9 @@ extension IssuerDecisionsService {
     /// Records what `standInAdvicePlan` read, decided at `decidedAtMs` (now when 0).
     func record(_ plan: StandInAdvicePlan, decidedAtMs: UInt64, messageID: String, log: Logger) throws(IssuerError) {
         let id = plan.decision.digitalCardID
+        // The issuer answered, but too late for the TSP (a slow link): its own decision is in the log already, and
+        // "while the issuer could not" beside it read as a contradiction.
+        let answeredLate = try store.hasDecision(digitalCardID: id, otherThan: Self.standInRule)
         try store.record(
             plan.decision,
             at: decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(decidedAtMs) / 1000))
@@ -91,7 +94,10 @@ extension IssuerDecisionsService {
         store.noteKnownToTSP([id], why: "STAND_IN_ADVICE", log: log)
         if let card = plan.card {
             log.info(
-                "the TSP's stand-in decided a digitization while the issuer could not; recorded with its card",
+                answeredLate
+                    ? "the TSP's stand-in decided a digitization the issuer answered too late; the stand-in's decision "
+                        + "stands, recorded with its card"
+                    : "the TSP's stand-in decided a digitization while the issuer could not; recorded with its card",
                 [
                     "message_id": messageID, "digital_card_id": id, "card": card.id, "last4": plan.decision.last4,
                     "decision": plan.decisionName, "reason": plan.reason,

@@ -186,6 +186,16 @@ extension IssuerStore {
         }
     }
 
+    /// Whether a decision under another rule than `rule` is recorded for the token: the issuer's own, beside the
+    /// stand-in's.
+    func hasDecision(digitalCardID: String, otherThan rule: String) throws(IssuerError) -> Bool {
+        try storage("look up the decisions of token \(digitalCardID)") {
+            try database.queryOne(
+                "SELECT 1 FROM decisions WHERE digital_card_id = ? AND (rule IS NULL OR rule != ?)",
+                [digitalCardID, rule]) != nil
+        }
+    }
+
     func recordPush(cardID: String, mode: String, walletAccountID: String, outcome: String, at date: Date)
         throws(IssuerError)
     {

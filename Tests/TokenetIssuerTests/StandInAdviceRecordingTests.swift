@@ -112,6 +112,9 @@ import TokenetWire
             at: Support.now)
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNISTANDIN6"])
         try await notifications.handle(try Self.advice("DNISTANDIN6", decision: .declined))
+        // Logged as the issuer's answer come too late, not as a stand-in "while the issuer could not".
+        #expect(
+            sink.lines.contains { $0.contains("a digitization the issuer answered too late") }, "\(sink.lines)")
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live.isEmpty)
         #expect(try party.store.digitalCardIDs(ofCard: Cards.visaStandIn.0).isEmpty)
     }
