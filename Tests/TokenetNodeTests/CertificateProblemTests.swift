@@ -22,7 +22,9 @@ import TokenetTransport
         try #require(process.termination?.status == 0, "openssl \(arguments.joined(separator: " "))")
     }
 
-    /// A `tokenet://tsp/tsp-1` certificate signed by the development CA with `extensions` (an openssl extfile).
+    /// A `tokenet://tsp/tsp-1` certificate signed by the development CA with `extensions` (an openssl extfile). Its
+    /// serial file is its own: `-CAcreateserial` alone writes `ca.srl` beside the shared CA, and two tests signing at
+    /// once failed one of them.
     func certificate(_ name: String, bits: Int = 2048, extensions: String, in directory: TemporaryDirectory) throws {
         try extensions.write(toFile: directory.path("\(name).ext"), atomically: true, encoding: .utf8)
         try Self.openssl(
@@ -33,7 +35,8 @@ import TokenetTransport
         try Self.openssl(
             [
                 "x509", "-req", "-in", "\(name).csr", "-CA", pki.path("ca.pem"), "-CAkey", pki.path("ca.key"),
-                "-CAcreateserial", "-days", "2", "-out", "\(name).pem", "-extfile", "\(name).ext",
+                "-CAcreateserial", "-CAserial", "\(name).srl", "-days", "2", "-out", "\(name).pem", "-extfile",
+                "\(name).ext",
             ], in: directory)
     }
 
