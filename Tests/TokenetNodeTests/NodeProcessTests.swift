@@ -100,29 +100,8 @@ import TokenetWire
     /// message its caller got: a flow that failed left no reason in any log.
     @Test(arguments: ["debug", "info"])
     func servedCallsAreLoggedOneLineEachAtDebug(level: String) async throws {
-        let scratch = try TemporaryDirectory()
-        let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
-            in: scratch, ["--log-format", "json", "--log-level", level])
-        defer { node.process.send(SIGTERM) }
-        let loop = try EventLoop(name: "test-node-call-log")
-        defer { loop.shutdown() }
-        let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
-        let client = RPCClient(stream: connection)
-        var metadata = Metadata()
-        metadata.setTraceID("5eed0fca11ab1e5")
-        for _ in 0..<3 {
-            _ = try await client.unary(
-                HealthV1.Health.check, HealthV1.HealthCheckRequest(),
-                options: CallOptions(timeout: .seconds(30), metadata: metadata))
-        }
-        await #expect(throws: RPCError.self) {
-            try await client.unary(
-                HealthV1.Health.check, HealthV1.HealthCheckRequest(service: "no.such.Service"),
-                options: CallOptions(timeout: .seconds(30), metadata: metadata))
-        }
-        await client.close()
-        node.process.send(SIGTERM)
-        let result = try await node.waitForExit()
+        let result = try await Self.healthChecksLogged(
+            level: level, traceID: "5eed0fca11ab1e5", succeeding: 3, failing: "no.such.Service")
         #expect(result.status == 0)
         let failed = result.stderr.split(separator: "\n").filter { $0.contains(#""msg":"call failed""#) }
         #expect(failed.count == 1, "\(result.stderr)")
@@ -145,28 +124,39 @@ import TokenetWire
         }
     }
 
-    /// At `trace` a node also writes each request and response of each served call as proto3 JSON, with the call's
-    /// method, peer and trace id, and a card number in one masked as on every line. (It logged what `debug` does.)
-    @Test func atTraceEachMessageIsLoggedAsJSONWithCardNumbersMasked() async throws {
+    /// A plaintext tsp-node logging JSON at `level`, asked `succeeding` health checks and then one of the service
+    /// `failing` (which it does not serve), all with `traceID`; its output once it has stopped on SIGTERM.
+    static func healthChecksLogged(level: String, traceID: String, succeeding: Int, failing: String) async throws
+        -> ProcessResult
+    {
         let scratch = try TemporaryDirectory()
         let (node, _, address) = try await LaunchedProcess.plaintextTSPNode(
-            in: scratch, ["--log-format", "json", "--log-level", "trace"])
+            in: scratch, ["--log-format", "json", "--log-level", level])
         defer { node.process.send(SIGTERM) }
-        let loop = try EventLoop(name: "test-node-message-log")
+        let loop = try EventLoop(name: "test-node-call-log")
         defer { loop.shutdown() }
-        let connection = try await PlainConnection.connect(host: address.host, port: address.port, on: loop)
-        let client = RPCClient(stream: connection)
+        let client = RPCClient(
+            stream: try await PlainConnection.connect(host: address.host, port: address.port, on: loop))
         var metadata = Metadata()
-        metadata.setTraceID("7ace0fca11ab1e5")
+        metadata.setTraceID(traceID)
         let options = CallOptions(timeout: .seconds(30), metadata: metadata)
-        _ = try await client.unary(HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: options)
+        for _ in 0..<succeeding {
+            _ = try await client.unary(HealthV1.Health.check, HealthV1.HealthCheckRequest(), options: options)
+        }
         await #expect(throws: RPCError.self) {
             try await client.unary(
-                HealthV1.Health.check, HealthV1.HealthCheckRequest(service: "pan 4111111111111111"), options: options)
+                HealthV1.Health.check, HealthV1.HealthCheckRequest(service: failing), options: options)
         }
         await client.close()
         node.process.send(SIGTERM)
-        let result = try await node.waitForExit()
+        return try await node.waitForExit()
+    }
+
+    /// At `trace` a node also writes each request and response of each served call as proto3 JSON, with the call's
+    /// method, peer and trace id, and a card number in one masked as on every line. (It logged what `debug` does.)
+    @Test func atTraceEachMessageIsLoggedAsJSONWithCardNumbersMasked() async throws {
+        let result = try await Self.healthChecksLogged(
+            level: "trace", traceID: "7ace0fca11ab1e5", succeeding: 1, failing: "pan 4111111111111111")
         #expect(result.status == 0)
         let lines = result.stderr.split(separator: "\n")
         let requests = lines.filter { $0.contains(#""msg":"request""#) }
