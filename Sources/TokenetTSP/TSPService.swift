@@ -62,9 +62,11 @@ final class TSPService: Sendable {
             if error.isFailure {
                 log.error("\(what) failed", ["error": error.description])
             } else {
+                // At debug only: the node's call log already has a refusal at info, as "call failed" with the
+                // method, the peer, the status and this message, so a line here too told every refusal twice.
                 // The status the caller saw, as the wire names it (NOT_FOUND), not the Swift case (notFound).
                 let status = error.rpcError.code.protoValueName ?? "\(error.rpcError.code.rawValue)"
-                log.info("\(what) refused", ["code": status, "reason": error.message])
+                log.debug("\(what) refused", ["code": status, "reason": error.message])
             }
             throw error.rpcError
         } catch let error as RPCError {

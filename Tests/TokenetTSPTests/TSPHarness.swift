@@ -48,7 +48,7 @@ struct TSPHarness {
         accessTokens: (any AccessTokenVerifier)? = nil,
         routes: [String: (FakeIssuer, FakeIssuerOTP)] = [:], fallback: Bool = true,
         fallbackNodeID: String = "issuer-1", routedNodeID: String = "issuer-2",
-        background: BackgroundTasks? = nil
+        background: BackgroundTasks? = nil, logLevel: LogLevel = .info
     ) throws -> TSPHarness {
         let directory = try directory ?? Self.temporaryDirectory()
         let keys = directory + "/keys"
@@ -70,7 +70,7 @@ struct TSPHarness {
             fallback: fallback ? issuerNode(issuer, otp, nodeID: fallbackNodeID) : nil)
         let logs = MemoryLogSink()
         let router = try TSPNode.services(
-            dataDirectory: directory, issuers: issuers, logger: Logger(node: "tsp-node", sink: logs),
+            dataDirectory: directory, issuers: issuers, logger: Logger(node: "tsp-node", level: logLevel, sink: logs),
             configuration: configuration, now: { clock.now }, notifications: published,
             accessTokens: accessTokens, runInBackground: background.map { tasks in { tasks.run($0) } })
         return TSPHarness(
