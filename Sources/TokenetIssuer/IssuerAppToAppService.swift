@@ -41,7 +41,8 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         {
         case .success(let value): checked = value
         case .failure(let rejection):
-            log.info("app-to-app refused", ["caller": request.caller, "reason": rejection.description])
+            // Refusals are logged at debug: the node's call log writes each at info, with its status and message.
+            log.debug("app-to-app refused", ["caller": request.caller, "reason": rejection.description])
             throw RPCError(rejection.isUnknownCaller ? .permissionDenied : .invalidArgument, rejection.description)
         }
         let (digitalCardID, last4, scheme) = try await resolve(checked.reference)
@@ -54,7 +55,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         if let expected = try store.walletNodeID(ofDigitalCardID: digitalCardID), let caller = context.peer?.nodeID,
             caller != expected
         {
-            log.info("app-to-app refused", ["caller_node": caller, "reason": "the token is another wallet's"])
+            log.debug("app-to-app refused", ["caller_node": caller, "reason": "the token is another wallet's"])
             throw RPCError(
                 .permissionDenied,
                 "token \"\(digitalCardID)\" was not digitized through this wallet node; only the wallet that holds it "
