@@ -190,6 +190,9 @@ struct ScenarioCommand {
         }
         if !attached.isEmpty { for scenario in scenarios { try checkAttachable(scenario) } }
         if let junitPath { try ScenarioResult.checkJUnitPath(junitPath) }
+        // Before --check answers: the certificates the scripts need are found without any node, so a script
+        // --check passed is not refused as the run begins.
+        let pki = try attached.isEmpty ? nil : checkAttachedPKI(scenarios)
         if checkOnly {
             for scenario in scenarios {
                 let calls = scenario.steps.filter {
@@ -204,7 +207,6 @@ struct ScenarioCommand {
         }
         let interruption = DemoInterruption()
         var results: [ScenarioResult] = []
-        let pki = try attached.isEmpty ? nil : checkAttachedPKI(scenarios)
         if attached.isEmpty { try requireExecutables() }
         do throws(CLIError) {
             for scenario in scenarios {

@@ -96,7 +96,7 @@ extension ScenarioRunner {
         }
         let mismatch: String?
         do {
-            mismatch = try join.expectation.mismatch(outcome, variables: variables)
+            mismatch = try join.expectation.mismatch(outcome, variables: variables, mask: maskPAN)
         } catch {
             throw Failure(line: join.expectation.line ?? line, reason: error.message, scriptError: true)
         }

@@ -245,7 +245,7 @@ final class ScenarioRunner {
         _ expectation: ScenarioExpectation, _ outcome: ScenarioExpectation.Outcome, line: Int
     ) throws -> String? {
         do {
-            return try expectation.mismatch(outcome, variables: variables)
+            return try expectation.mismatch(outcome, variables: variables, mask: maskPAN)
         } catch {
             throw Failure(line: line, reason: error.message, scriptError: true)
         }
@@ -266,7 +266,7 @@ final class ScenarioRunner {
             let result = try makeCall(call, line: line, deadline: left.map { min(deadline, $0) })
             let mismatch: String?
             do {
-                mismatch = try expectation.mismatch(result.outcome, variables: variables)
+                mismatch = try expectation.mismatch(result.outcome, variables: variables, mask: maskPAN)
             } catch {
                 throw Failure(line: expectation.line ?? line, reason: error.message, scriptError: true)
             }

@@ -22,18 +22,23 @@ import TokenetWire
         }
         let file = pki.path("identity.scenario")
         /// Runs `script` against a TSP address where nothing listens, with the PKI above.
-        func run(_ script: String) async throws -> ProcessResult {
+        func run(_ script: String, _ extra: [String] = []) async throws -> ProcessResult {
             try script.write(toFile: file, atomically: true, encoding: .utf8)
             return try await LaunchedProcess.run(
-                "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path])
+                "tokenet", ["scenario", file, "--tsp", "127.0.0.1:1", "--pki", pki.url.path] + extra)
         }
-        let result = try await run(
-            "echo first\nidentity wallet\ncall tsp tokenet.health.v1.Health/Check\nexpect UNAVAILABLE\n")
-        #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
-        #expect(
-            result.stderr.contains("scenario: \(file):2: identity wallet: --pki \(pki.url.path) has no wallet.key"),
-            "\(result.stderr)")
-        #expect(!result.stdout.contains("first"), "\(result.stdout)")
+        // --check refuses it too: it had passed the script the run then refused.
+        for extra in [[], ["--check"]] {
+            let result = try await run(
+                "echo first\nidentity wallet\ncall tsp tokenet.health.v1.Health/Check\nexpect UNAVAILABLE\n", extra)
+            #expect(result.status == 2, "\(extra) \(result.stdout)\(result.stderr)")
+            #expect(
+                result.stderr.contains(
+                    "scenario: \(file):2: identity wallet: --pki \(pki.url.path) has no wallet.key"),
+                "\(extra) \(result.stderr)")
+            #expect(!result.stdout.contains("first"), "\(result.stdout)")
+            #expect(!result.stdout.contains(": OK"), "\(result.stdout)")
+        }
 
         // An identity of the script's own is made only in a sandbox: against nodes started by hand, its files are
         // the PKI's, and the message says how to make them.

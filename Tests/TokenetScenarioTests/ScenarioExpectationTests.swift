@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TokenetScenario
 import TokenetWire
@@ -78,6 +79,21 @@ import TokenetWire
         #expect(
             try ScenarioExpectation(contains: "{}", line: 1).mismatch(empty, variables: variables)
                 == "expected a response, got none")
+    }
+
+    /// Nodes mask the card numbers their status messages quote, so an `expect` that names one looks for it masked
+    /// as well: it could never match in clear, and the failure printed both sides masked, as if they were equal.
+    @Test func aCardNumberInExpectedTextIsLookedForMasked() throws {
+        let mask: (String) -> String = { $0.replacingOccurrences(of: "4761000010000009", with: "************0009") }
+        let refused = ScenarioExpectation.Outcome(
+            code: .notFound, message: #"no token has digital card id "************0009""#, responses: [])
+        let expectation = ScenarioExpectation(code: .notFound, messageContains: "4761000010000009")
+        #expect(try expectation.mismatch(refused, variables: ScenarioVariables(), mask: mask) == nil)
+        let other = ScenarioExpectation.Outcome(code: .notFound, message: "no such card", responses: [])
+        #expect(
+            try expectation.mismatch(other, variables: ScenarioVariables(), mask: mask)
+                == #"expected the NOT_FOUND message to contain "4761000010000009" (card numbers are looked for masked, as nodes send them), got "no such card""#
+        )
     }
 
     @Test func aFilledInObjectThatIsNotJSONIsTheScriptsError() throws {
