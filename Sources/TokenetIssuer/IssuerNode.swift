@@ -29,7 +29,7 @@ public enum IssuerNode {
         } catch let error as NodeError {
             throw error
         } catch let error as IssuerError {
-            throw startFailure(error)
+            throw startFailure(error, directory: context.dataDirectory)
         } catch {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
@@ -48,7 +48,8 @@ public enum IssuerNode {
                 view: appView, logger: logger, store: party.store, retention: policy.appAuthnRetention,
                 outboxRetention: policy.outboxRetention)
         } catch {
-            throw NodeError(.io, "cannot read the issuer app's notifications", cause: DescribedError(error))
+            // Its first reads of the app's tables are the start's too: a damaged page there is the file to restore.
+            throw startFailure(error, directory: context.dataDirectory)
         }
         context.runInBackground { await appNotifications.pruneUntilCancelled() }
         if context.options.peers[.wallet] != nil {
@@ -79,10 +80,17 @@ public enum IssuerNode {
     /// How a failure to open the issuer stops the node. A bad fixture, a vault key that cannot open the data the
     /// database holds (or a damaged check value for it), a database the node cannot write or SQLite finds damaged,
     /// and one whose schema is not what this build expects (a table missing, a newer version) are the operator's to
-    /// fix before a restart can help: they exit with status 2, like other configuration mistakes.
-    static func startFailure(_ error: IssuerError) -> NodeError {
+    /// fix before a restart can help: they exit with status 2, like other configuration mistakes. A damaged page met
+    /// by any read of the start (the fixture's tables, the app's notifications), not only at open, names the file
+    /// in `directory` and what to do: it said "cannot load the fixture into the database", as if the fixture were
+    /// wrong, or exited 1 with SQLite's words alone.
+    static func startFailure(_ error: IssuerError, directory: String) -> NodeError {
         if let keys = error.cause as? CardError, keys.isKeyFileProblem {
             return NodeError(.config, keys.message)
+        }
+        if let storage = error.cause as? StorageError, storage.code == .corrupt {
+            return NodeError(
+                .config, IssuerStore.damaged(IssuerStore.path(in: directory), storage).message, cause: storage)
         }
         if let storage = error.cause as? StorageError, [.readOnly, .corrupt, .schema].contains(storage.code) {
             return NodeError(.config, error.message, cause: storage)

@@ -119,7 +119,7 @@ final class IssuerStore: Sendable {
         } catch {
             throw IssuerError(.keys, "cannot load the issuer's vault key", cause: error)
         }
-        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let path = Self.path(in: directory)
         let store: IssuerStore
         do {
             store = try IssuerStore(database: try Database.open(path: path), vault: key.vault)
@@ -140,8 +140,13 @@ final class IssuerStore: Sendable {
         return store
     }
 
+    /// Where the issuer database of a data directory is.
+    static func path(in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("issuer.sqlite")
+    }
+
     /// A database file SQLite finds damaged, or that is not a database: the operator's to restore.
-    private static func damaged(_ path: String, _ error: StorageError) -> IssuerError {
+    static func damaged(_ path: String, _ error: StorageError) -> IssuerError {
         IssuerError(
             .storage, "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
             cause: error)

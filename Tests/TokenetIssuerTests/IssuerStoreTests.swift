@@ -30,7 +30,7 @@ import TokenetTestSupport
             error?.message.contains("\(path) is damaged: restore it from a backup") == true,
             "\(String(describing: error))")
         // The operator's to restore before a restart can help: status 2, like a database the node cannot write.
-        #expect(try IssuerNode.startFailure(#require(error)).exitStatus == 2)
+        #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
     }
 
     /// A damaged page of the cards table is first read by the vault key's check, which said "cannot check the vault
@@ -52,7 +52,39 @@ import TokenetTestSupport
         #expect(
             error?.message == "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
             "\(String(describing: error))")
-        #expect(try IssuerNode.startFailure(#require(error)).exitStatus == 2)
+        #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
+    }
+
+    /// Damage met past the open, by the start's other reads (the app's notifications, the fixture loaded again),
+    /// names the file and what to do, with status 2: it exited 1 with SQLite's words, or blamed the fixture.
+    @Test(arguments: ["app_inbox", "cardholders"])
+    func aDamagedPageReadLaterInTheStartIsNamedWithWhatToDo(table: String) throws {
+        let directory = try temporaryDirectory()
+        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
+        let store = try IssuerStore.open(directory: directory)
+        try store.importFixture(try Support.fixture())
+        let root = try #require(
+            try store.database.queryOne("SELECT rootpage FROM sqlite_master WHERE name = ?", [table])?.int(0))
+        let pageSize = try #require(try store.database.queryOne("PRAGMA page_size")?.int(0))
+        try store.database.close()
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try file.seek(toOffset: UInt64((root - 1) * pageSize))
+        try file.write(contentsOf: Data(repeating: 0x5A, count: Int(pageSize)))
+        try file.close()
+        let reopened = try IssuerStore.open(directory: directory)
+        defer { try? reopened.database.close() }
+        let error = #expect(throws: IssuerError.self) {
+            if table == "app_inbox" {
+                _ = try IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger(), store: reopened)
+            } else {
+                try reopened.importFixture(try Support.fixture())
+            }
+        }
+        let failure = try IssuerNode.startFailure(#require(error), directory: directory)
+        #expect(failure.exitStatus == 2)
+        #expect(
+            failure.message == "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
+            "\(failure)")
     }
 
     @Test func loadingTwiceChangesNothing() throws {
@@ -256,7 +288,7 @@ import TokenetTestSupport
         let error = try #require(throws: IssuerError.self) {
             _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
         }
-        let failure = IssuerNode.startFailure(error)
+        let failure = IssuerNode.startFailure(error, directory: directory)
         #expect(failure.exitStatus == 2)
         let expected =
             change == "missing"
@@ -288,7 +320,7 @@ import TokenetTestSupport
         let damaged = try #require(throws: IssuerError.self) {
             _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
         }
-        let failure = IssuerNode.startFailure(damaged)
+        let failure = IssuerNode.startFailure(damaged, directory: directory)
         #expect(failure.exitStatus == 2)
         #expect(
             failure.description.hasPrefix(
@@ -303,7 +335,7 @@ import TokenetTestSupport
         let missing = try #require(throws: IssuerError.self) {
             _ = try IssuerParty.open(directory: directory, fixturesPath: nil, logger: logger, tsp: nil, wallet: nil)
         }
-        let refusal = IssuerNode.startFailure(missing)
+        let refusal = IssuerNode.startFailure(missing, directory: directory)
         #expect(refusal.exitStatus == 2)
         #expect(
             refusal.description.contains(
