@@ -96,14 +96,15 @@ public enum NodeMain {
                 spec: spec, options: options, logger: logger, makeListener: makeListener,
                 announce: writeStandardOutput)
         } catch {
-            if error.code == .io,
-                let note = DiskSpace.fullDiskNote(dataDirectory: options.resolvedDataDirectory(node: spec.name))
-            {
+            let (note, status) = failedStart(
+                error,
+                fullDiskNote: DiskSpace.fullDiskNote(dataDirectory: options.resolvedDataDirectory(node: spec.name)))
+            if let note {
                 logger.error("cannot start", ["error": error.description, "hint": note])
             } else {
                 logger.error("cannot start", ["error": error.description])
             }
-            exit(error.exitStatus)
+            exit(status)
         }
 
         stopRequested.wait()
@@ -120,6 +121,15 @@ public enum NodeMain {
         watcher.cancel()
         logger.info("stopped")
         exit(0)
+    }
+
+    /// The hint and exit status of a start that failed. A full disk is the operator's to fix before a restart can
+    /// help, as a database the node cannot write is: status 2, with the hint, whichever write met it first. A used
+    /// data directory exited 1 with the hint (SQLite's "disk I/O error" at open), a new one 2 without it (its vault
+    /// key's "No space left on device"). A port already taken has nothing to do with the disk.
+    static func failedStart(_ error: NodeError, fullDiskNote: String?) -> (hint: String?, status: Int32) {
+        guard let fullDiskNote, error.code == .io || error.code == .config else { return (nil, error.exitStatus) }
+        return (fullDiskNote, 2)
     }
 
     /// Printed on stderr, outside the log format, so nobody can miss it.

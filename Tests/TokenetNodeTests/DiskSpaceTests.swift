@@ -15,6 +15,21 @@ import TokenetTestSupport
         #expect(DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: DiskSpace.nearlyFull) == nil)
     }
 
+    /// A start that failed on a full disk exits 2 with the hint, whether the database's open (a used directory) or
+    /// the new vault key's write (a new one) met it first: they exited 1 with the hint and 2 without it.
+    @Test func aStartThatFailedOnAFullDiskExits2WithTheHint() {
+        let note = DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: 0)
+        let opening = NodeError(.io, "cannot open the TSP's storage or keys in /data/tsp")
+        let newKey = NodeError(.config, "cannot write /data/tsp/keys/data-vault.key: No space left on device")
+        for error in [opening, newKey] {
+            let (hint, status) = NodeMain.failedStart(error, fullDiskNote: note)
+            #expect(hint == note && status == 2, "\(error)")
+            #expect(NodeMain.failedStart(error, fullDiskNote: nil) == (nil, error.exitStatus))
+        }
+        let taken = NodeError(.listen, "cannot listen on 127.0.0.1:7001: the address is in use")
+        #expect(NodeMain.failedStart(taken, fullDiskNote: note) == (nil, 1))
+    }
+
     /// A data directory that does not exist yet is measured where it would be made.
     @Test func aDirectoryNotMadeYetIsMeasuredAtItsNearestAncestor() throws {
         let directory = try TemporaryDirectory()
