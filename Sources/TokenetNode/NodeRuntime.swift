@@ -102,6 +102,10 @@ public final class NodeRuntime: Sendable {
         }
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
         let lock = try DataDirectoryLock(directory: dataDirectory)
+        if let problem = ForeignDatabaseCheck.problem(directory: dataDirectory, spec: spec) {
+            lock.release()
+            throw NodeError(.config, problem)
+        }
         if let database = spec.database,
             let warning = LostDatabaseCheck.warning(
                 directory: dataDirectory, database: database.file, marker: database.marker)

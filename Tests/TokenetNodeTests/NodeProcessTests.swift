@@ -443,6 +443,27 @@ import TokenetWire
         #expect(!result.stdout.contains("READY"))
     }
 
+    /// A node on another party's data directory is refused before it writes there: it started as a new, empty
+    /// node, beside the other's database, and took over files the parties share by name (`node-instance`).
+    @Test func aNodeOnAnotherPartysDataDirectoryIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let data = directory.path("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try Data().write(to: URL(fileURLWithPath: data + "/wallet.sqlite"))
+        let before = try FileManager.default.contentsOfDirectory(atPath: data).sorted()
+        let result = try await LaunchedProcess.run(
+            "tsp-node", ["--plaintext", "--listen", "127.0.0.1:0", "--data-dir", data])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "the data directory \(data) holds wallet.sqlite, a wallet-node's database: each node needs a data "
+                    + "directory of its own; give this tsp-node another --data-dir"), "\(result.stderr)")
+        #expect(!result.stdout.contains("READY"))
+        // The lock file is the only one the refused node left, as any node started on a directory does.
+        let after = try FileManager.default.contentsOfDirectory(atPath: data).sorted()
+        #expect(after.filter { !before.contains($0) && $0 != "node.lock" } == [], "\(after)")
+    }
+
     @Test func helpListsThePeersOfEachNode() async throws {
         let wallet = try await LaunchedProcess.run("wallet-node", ["--help"])
         #expect(wallet.status == 0)
