@@ -391,27 +391,31 @@ final class InspectSession: Sendable {
         guard let error = error as? RPCError, error.code == .deadlineExceeded, let deadline = options.deadline else {
             return nil
         }
-        let given = DurationText.describe(deadline)
+        return Self.toldAgainstCommandDeadline(error.message, given: DurationText.describe(deadline)).map {
+            RPCError(.deadlineExceeded, $0)
+        }
+    }
+
+    /// `message` told against the command's deadline `given`, or nil when it is not one of the runtime's deadline
+    /// messages. What a command added after it (a hint such as renew-card's "the renewal may have reached the
+    /// issuer…") is kept after the rewritten part: the rewrite took the hint's closing parenthesis for the end of
+    /// the time left, and put "of it left when the call started" inside the hint.
+    static func toldAgainstCommandDeadline(_ message: String, given: String) -> String? {
         let within = "the call did not finish within its deadline ("
-        if error.message.hasPrefix(within), error.message.hasSuffix(")") {
-            let left = error.message.dropFirst(within.count).dropLast()
-            return RPCError(
-                .deadlineExceeded,
-                "the call did not finish within the command's deadline of \(given) (\(left) of it left when the "
-                    + "call started)")
+        if message.hasPrefix(within), let close = message.dropFirst(within.count).firstIndex(of: ")") {
+            let left = message[message.index(message.startIndex, offsetBy: within.count)..<close]
+            return "the call did not finish within the command's deadline of \(given) (\(left) of it left when the "
+                + "call started)\(message[message.index(after: close)...])"
         }
         // The node's own deadline timer may end the call first: its status says only that the deadline passed.
-        if error.message == "the deadline passed" {
-            return RPCError(
-                .deadlineExceeded,
-                "the call did not finish within the command's deadline of \(given) (the node ended it as the deadline "
-                    + "passed)")
+        let passed = "the deadline passed"
+        if message == passed || message.hasPrefix(passed + ";") {
+            return "the call did not finish within the command's deadline of \(given) (the node ended it as the "
+                + "deadline passed)\(message.dropFirst(passed.count))"
         }
         let before = "the deadline passed before "
-        if error.message.hasPrefix(before) {
-            return RPCError(
-                .deadlineExceeded,
-                "the command's deadline of \(given) ran out before \(error.message.dropFirst(before.count))")
+        if message.hasPrefix(before) {
+            return "the command's deadline of \(given) ran out before \(message.dropFirst(before.count))"
         }
         return nil
     }
