@@ -330,8 +330,10 @@ import TokenetTransport
                 "scenario: \(file):1: call: tokenet.wallet.v1.WalletControl has no method ListCardz (its methods: "),
             "\(check.stderr)")
         #expect(check.stderr.contains("ListCards"), "\(check.stderr)")
+        // --check finds the operator's files in --pki, as the run would.
         let attached = try await LaunchedProcess.runNiced(
-            "tokenet", ["scenario", file, "--check", "--wallet", "127.0.0.1:1", "--pki", directory.url.path])
+            "tokenet",
+            ["scenario", file, "--check", "--wallet", "127.0.0.1:1", "--pki", DevelopmentPKI.shared.directory.path])
         #expect(attached.status == 0, "\(attached.stderr)")
     }
 
