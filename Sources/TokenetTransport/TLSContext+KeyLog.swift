@@ -16,9 +16,17 @@ final class KeyLogWriter: Sendable {
 
     init(path: String) throws(TransportError) {
         self.path = path
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        // Non-blocking: the lines are written from the event loop's thread, where a pipe nobody reads (or a reader
+        // that stopped) held every connection of the loop, and opening a FIFO with no reader held the start itself.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             let err = errno
+            if err == ENXIO {
+                throw TransportError(
+                    .configuration,
+                    "SSLKEYLOGFILE=\(path) is a pipe that nothing reads: start its reader (such as Wireshark) first, "
+                        + "or unset SSLKEYLOGFILE")
+            }
             throw TransportError(
                 .configuration,
                 "SSLKEYLOGFILE=\(path) cannot be written (\(String(cString: strerror(err)))): name a file in a "
@@ -38,7 +46,8 @@ final class KeyLogWriter: Sendable {
         self.fd = fd
     }
 
-    /// `report` is told once when a secret cannot be written (a full disk, /dev/full): the key log then misses
+    /// `report` is told once when a secret cannot be written (a full disk, /dev/full, a pipe whose reader stopped
+    /// reading: the line is dropped rather than the connection held up): the key log then misses
     /// connections, and a capture decrypted with it shows them as opaque records.
     func onFailure(_ report: @escaping @Sendable (String) -> Void) {
         failureReport.withLock { $0 = report }
@@ -54,7 +63,12 @@ final class KeyLogWriter: Sendable {
         // Key logging is a debugging aid; a failed write must not break the connection, but is said once.
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written != bytes.count, !failed.exchange(true, ordering: .relaxed) else { return }
-        let reason = written < 0 ? String(cString: strerror(errno)) : "only part of a line was written"
+        let error = errno
+        let reason =
+            written >= 0
+            ? "only part of a line was written"
+            : error == EAGAIN || error == EWOULDBLOCK
+                ? "the pipe is full: its reader is not reading" : String(cString: strerror(error))
         failureReport.withLock { $0 }?(
             "SSLKEYLOGFILE=\(path): a TLS secret could not be written (\(reason)); the key log will not decrypt every "
                 + "connection")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import TokenetTransport
@@ -50,6 +51,37 @@ import Testing
             #expect(fields[1].count == 64 && fields[1].allSatisfy(\.isHexDigit))
             #expect(fields[2].count >= 64 && fields[2].allSatisfy(\.isHexDigit))
         }
+    }
+
+    /// A key log is written from the event loop's thread: a FIFO nobody reads held the start at its open, and a
+    /// reader that stopped reading froze every connection of the loop once the pipe was full.
+    @Test func aPipeNobodyReadsNeitherHoldsTheStartNorTheConnections() throws {
+        let path = temporaryPath()
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["SSLKEYLOGFILE": path]
+        let refusal = #expect(throws: TransportError.self) {
+            _ = try TLSContext(configuration: certs.client(), environment: environment)
+        }
+        #expect(
+            refusal?.message
+                == "SSLKEYLOGFILE=\(path) is a pipe that nothing reads: start its reader (such as Wireshark) first, or "
+                + "unset SSLKEYLOGFILE", "\(String(describing: refusal))")
+
+        // A reader that opens the pipe and never reads: the pipe fills (64 KiB, about 300 handshakes' secrets),
+        // then lines are dropped, said once.
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        let client = try TLSContext(configuration: certs.client(), environment: environment)
+        let server = try TLSContext(configuration: certs.server(), environment: environment)
+        let reports = Mutex<[String]>([])
+        client.onKeyLogFailure { report in reports.withLock { $0.append(report) } }
+        server.onKeyLogFailure { report in reports.withLock { $0.append(report) } }
+        for _ in 0..<200 { try handshake(client: client, server: server) }
+        let told = reports.withLock { $0 }
+        #expect(told.count == 2, "\(told)")
+        #expect(told.allSatisfy { $0.contains("the pipe is full: its reader is not reading") }, "\(told)")
     }
 
     @Test func nothingIsWrittenWhenSSLKEYLOGFILEIsUnset() throws {
