@@ -993,6 +993,17 @@ local function text(field)
     return masked_text(field.range:string(ENC_UTF_8))
 end
 
+-- The bytes a text field's item points at: the wire's, unless they hold a card number, which exports that write
+-- each field's bytes (PDML's value=, Wireshark's "Export as XML") would carry in hex beside the masked text: then
+-- those of a masked copy, as a message's bytes are. Nil stays nil.
+local function shown_range(range)
+    if range == nil then return nil end
+    local raw = range:string(ENC_UTF_8)
+    local masked = masked_text(raw)
+    if masked == raw then return range end
+    return ByteArray.new(masked, true):tvb("Text (card numbers masked)"):range()
+end
+
 -- Checks that `range` is a Frame: a stream id, at most one kind, each with its wire type.
 local function parse_frame(range)
     if range == nil then return { stream_id = 0 } end
@@ -1062,15 +1073,15 @@ end
 
 local function add_metadata(tree, field)
     local entries = field.range and read_fields(field.range) or {}
-    local key, value = "", nil
+    local key, value, value_range = "", nil, nil
     local subtree = tree:add(tokenet, field.whole, "Metadata")
     for _, entry in ipairs(entries) do
         if entry.number == 1 and entry.wire_type == 2 then
             key = text(entry)
-            subtree:add(f.metadata_key, entry.range or entry.whole, key)
+            subtree:add(f.metadata_key, shown_range(entry.range) or entry.whole, key)
         elseif entry.number == 2 and entry.wire_type == 2 then
-            value = text(entry)
-            subtree:add(f.metadata_text, entry.range or entry.whole, value)
+            value, value_range = text(entry), shown_range(entry.range) or entry.whole
+            subtree:add(f.metadata_text, value_range, value)
         elseif entry.number == 3 and entry.wire_type == 2 then
             value = "(" .. entry.size .. " bytes)"
             -- Bytes shown as hex, where a card number's digits are as readable: masked as a message's are.
@@ -1078,7 +1089,7 @@ local function add_metadata(tree, field)
         end
     end
     subtree:set_text(escaped("Metadata: " .. key .. ": " .. (value or "")))
-    if key == "tokenet-trace-id" and value then tree:add(f.trace_id, field.whole, value) end
+    if key == "tokenet-trace-id" and value then tree:add(f.trace_id, value_range or field.whole, value) end
     return key, value
 end
 
@@ -1102,7 +1113,8 @@ local function dissect_frame(range, pinfo, tree, frame)
     else
         tree:add(f.stream_id, range(0, 0), UInt64(0))
     end
-    tree:add(f.kind, frame.body_field and frame.body_field.whole or range(0, 0), kind)
+    -- Its tag byte: the kind's field spans the whole body, whose bytes an export would write out with the item.
+    tree:add(f.kind, frame.body_field and frame.body_field.whole:range(0, 1) or range(0, 0), kind)
 
     local call = calls[frame.stream_id]
     if kind ~= "call_start" and frame.stream_id ~= 0 then
@@ -1136,7 +1148,7 @@ local function dissect_frame(range, pinfo, tree, frame)
                     end
                 end
             elseif field.number == 3 then
-                tree:add(f.agent, field.range or field.whole, text(field))
+                tree:add(f.agent, shown_range(field.range) or field.whole, text(field))
                 summary = summary .. " " .. text(field)
             end
         end
@@ -1145,7 +1157,7 @@ local function dissect_frame(range, pinfo, tree, frame)
         for _, field in ipairs(body_fields) do
             if field.number == 1 then
                 method = text(field)
-                tree:add(f.method, field.range or field.whole, method)
+                tree:add(f.method, shown_range(field.range) or field.whole, method)
             elseif field.number == 2 and field.wire_type == 2 then
                 local key, value = add_metadata(tree, field)
                 if key == "tokenet-trace-id" then trace = value end
@@ -1184,24 +1196,25 @@ local function dissect_frame(range, pinfo, tree, frame)
             if field.number == 1 and field.wire_type == 0 then
                 code, code_field = field.value, field
             elseif field.number == 2 then
-                message, message_range = text(field), field.range or field.whole
+                message, message_range = text(field), shown_range(field.range) or field.whole
             end
         end
         local code_text = "0"
         if code_field then
             code_text = add_varint32(tree, f.status_code, code_field)
         else
-            tree:add(f.status_code, frame.body_field.whole, UInt64(0))
+            tree:add(f.status_code, frame.body_field.whole:range(0, 1), UInt64(0))
         end
         if message_range then tree:add(f.status_message, message_range, message) end
         for _, field in ipairs(body_fields) do
             if field.number == 3 and field.range then
-                local detail_type, detail_value = "", nil
+                local detail_type, detail_value, type_range = "", nil, nil
                 for _, part in ipairs(read_fields(field.range) or {}) do
-                    if part.number == 1 then detail_type = text(part) end
+                    if part.number == 1 then detail_type, type_range = text(part), shown_range(part.range) end
                     if part.number == 2 then detail_value = part.range end
                 end
-                local detail = tree:add(f.detail_type, field.whole, detail_type)
+                -- On the type's own bytes: the detail's whole field holds its value's bytes too, unmasked.
+                local detail = tree:add(f.detail_type, type_range or field.whole:range(0, 1), detail_type)
                 if detail_value then
                     detail:add(f.detail_value, masked_tvb(detail_value, detail_type):range())
                     if detail_type:match("^[%w_]+[%w_.]*%.[%w_]+$") then
@@ -1219,7 +1232,7 @@ local function dissect_frame(range, pinfo, tree, frame)
     elseif kind == "cancel" then
         for _, field in ipairs(body_fields) do
             if field.number == 1 then
-                tree:add(f.cancel_reason, field.range or field.whole, text(field))
+                tree:add(f.cancel_reason, shown_range(field.range) or field.whole, text(field))
                 summary = summary .. " \"" .. text(field) .. "\""
             end
         end
@@ -1238,7 +1251,7 @@ local function dissect_frame(range, pinfo, tree, frame)
                 code, code_text = field.value, add_varint32(tree, f.goaway_code, field)
             elseif field.number == 3 then
                 reason = text(field)
-                tree:add(f.goaway_reason, field.range or field.whole, reason)
+                tree:add(f.goaway_reason, shown_range(field.range) or field.whole, reason)
             end
         end
         summary = summary .. " " .. (goaway_names[code] or ("code " .. code_text)) .. " last=" .. last

@@ -23,10 +23,15 @@ class Frame:
     def __init__(self, element, packet):
         self.summary = element.get("showname", "")
         self.fields = {}
+        # The bytes each field points at, in hex, as PDML writes them (value=): what an export carries besides the
+        # shown text, and must not hold a card number either.
+        self.values = []
         for field in element.iter("field"):
             name = field.get("name")
             if name:
                 self.fields.setdefault(name, []).append(field.get("show"))
+            if field.get("value"):
+                self.values.append(field.get("value"))
         self.packet = int(packet["frame.number"])
         self.time = float(packet.get("frame.time_relative", 0))
         self.connection = packet.get("tcp.stream")
