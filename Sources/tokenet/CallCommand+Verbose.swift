@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TokenetNode
 import TokenetRPC
@@ -36,7 +37,8 @@ final class CallTrace: Sendable {
     }
 
     /// `title` with the number of entries, then one line per entry. A text value is the peer's or the person's
-    /// text: control characters escaped, a card number masked, as everywhere the CLI prints.
+    /// text: control characters escaped, a card number masked, as everywhere the CLI prints; a binary value's
+    /// bytes are masked as UTF-8 text before they are shown in base64.
     private static func printMetadata(_ title: String, _ metadata: Metadata) {
         let entries = metadata.entries
         printError("\(title) (\(entries.count) \(entries.count == 1 ? "entry" : "entries")):")
@@ -44,7 +46,10 @@ final class CallTrace: Sendable {
             switch value {
             case .text(let text): printError("  \(escapingControls(key)): \(escapingControls(maskPAN(text)))")
             case .binary(let bytes):
-                printError("  \(escapingControls(key)): \(bytes.base64EncodedString()) (\(bytes.count) bytes)")
+                // Masked before it is encoded: base64 hides a card number's digits from the masking of text only
+                // (`tokenet decode` and the dissector mask binary values so too).
+                let shown = Data(maskPAN(utf8: Array(bytes))).base64EncodedString()
+                printError("  \(escapingControls(key)): \(shown) (\(bytes.count) bytes)")
             }
         }
     }

@@ -283,8 +283,11 @@ import TokenetWire
     /// `-v` tells, on stderr, what the call sent and how it ended; stdout keeps the response alone.
     @Test func verboseTellsWhatTheCallSentAndHowItEnded() async throws {
         let result = try await runTokenet(
-            ["call", address, "tokenet.health.v1.Health/Check", "-v", "-H", "x-request-id: 42", "-H", "x-bin: AQID"]
-                + tls)
+            [
+                "call", address, "tokenet.health.v1.Health/Check", "-v", "-H", "x-request-id: 42", "-H", "x-bin: AQID",
+                // A card number in a binary value, base64 of "4761000010000009": masked as decode masks it.
+                "-H", "x-card-bin: NDc2MTAwMDAxMDAwMDAwOQ==",
+            ] + tls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
         let lines = result.stderr.split(separator: "\n").map(String.init)
@@ -293,9 +296,10 @@ import TokenetWire
                 == "Method /tokenet.health.v1.Health/Check (unary): tokenet.health.v1.HealthCheckRequest -> "
                 + "tokenet.health.v1.HealthCheckResponse", "\(lines)")
         #expect(lines.contains("Node \(address): tokenet://tsp/tsp-1 over TLS"), "\(lines)")
-        #expect(lines.contains("Request metadata (3 entries):"), "\(lines)")
+        #expect(lines.contains("Request metadata (4 entries):"), "\(lines)")
         #expect(lines.contains("  x-request-id: 42"), "\(lines)")
         #expect(lines.contains("  x-bin: AQID (3 bytes)"), "\(lines)")
+        #expect(lines.contains("  x-card-bin: KioqKioqKioqKioqMDAwOQ== (16 bytes)"), "\(lines)")
         #expect(lines.contains { $0.hasPrefix("  tokenet-trace-id: ") }, "\(lines)")
         let summary = try #require(lines.last)
         #expect(summary.hasPrefix("Sent 1 request, received 1 response in ") && summary.hasSuffix(": OK"), "\(summary)")
