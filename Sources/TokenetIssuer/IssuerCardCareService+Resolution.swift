@@ -77,7 +77,8 @@ extension IssuerCardCareService {
                     var cards: [TspV1.FundingCard] = []
                     for batch in LifecycleLimits.batches(tokens) {
                         cards += try await TspV1.IssuerCardUpdates.Client(caller).getFundingCards(
-                            TspV1.GetFundingCardsRequest(digitalCardIds: batch, cardData: cardData)
+                            TspV1.GetFundingCardsRequest(digitalCardIds: batch, cardData: cardData),
+                            options: Self.questionOptions()
                         ).fundingCards
                     }
                     let holding = TSPHolding(cards, renewal: renewal, currentPAN: card.pan)
@@ -155,7 +156,7 @@ extension IssuerCardCareService {
             case .keepPending(.tspNotAsked):
                 let status = (failure as? RPCError)?.code ?? .unavailable
                 let reason = (failure as? RPCError)?.message ?? String(describing: failure)
-                let what = goal == .forceComplete ? "forced complete" : "abandoned"
+                let what = goal == .forceComplete ? "forced complete" : goal == .abandon ? "abandoned" : "completed"
                 log.warning(
                     "renewal not \(what): the TSP could not be asked", ["card": card.id, "last4": renewal.pan.last4])
                 throw RPCError(
@@ -180,6 +181,21 @@ extension IssuerCardCareService {
                 throw RPCError(.internal, "the renewal of card \(card.id) could not be settled")
             }
         }
+    }
+
+    /// The options of the question to the TSP that settling a renewal depends on: it ends a little before the
+    /// served call's own deadline, so that a TSP that does not answer (a partitioned link) is told as such, "the TSP
+    /// could not be asked … stays pending", rather than as the operator's bare DEADLINE_EXCEEDED, which said
+    /// nothing of the pending renewal.
+    static func questionOptions() -> CallOptions {
+        guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
+        return CallOptions(timeout: questionTimeout(remaining: deadline - .now))
+    }
+
+    /// What is left of a served call's `remaining` time for a question it asks: a fifth of it, at most a second,
+    /// is kept for the answer.
+    static func questionTimeout(remaining: Duration) -> Duration {
+        remaining - min(.seconds(1), remaining / 5)
     }
 
     /// `renewal` of `card` (its code and name kept) encrypted to the TSP's key, as the TSP takes card data.

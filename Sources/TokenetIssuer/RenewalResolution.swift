@@ -3,7 +3,9 @@
 /// stand for. Pure: the driver (`IssuerCardCareService`) makes the calls and feeds their outcomes back as events.
 ///
 /// Repeating completes the renewal at once if the TSP applied it, and sends it again otherwise (a renewal can be
-/// repeated; if the question cannot be asked the renewal is sent again too, as its answer settles it). Abandoning
+/// repeated; if the question cannot be asked the renewal is sent again too, as its answer settles it). When that
+/// send fails as well, even before it left, the renewal stays pending: nothing said whether the TSP holds the
+/// first one, which giving the number back would leave on a number the card no longer takes. Abandoning
 /// gives the number back only when the TSP is known not to hold it; if the TSP holds it the renewal is completed
 /// instead, since giving the number back would leave the tokens on a card the issuer no longer has; if the TSP
 /// cannot be asked, or holds it for some tokens only, the renewal stays pending.
@@ -45,7 +47,8 @@ struct RenewalResolution: Sendable, Equatable {
     enum Unsettled: Sendable, Equatable {
         /// The answer to the renewal sent again was lost too.
         case answerLost
-        /// Abandoning or forcing: the TSP could not be asked what it holds.
+        /// The TSP could not be asked what it holds: abandoning or forcing, or repeating when the renewal could not
+        /// be sent again either.
         case tspNotAsked
         /// Abandoning: the TSP holds the renewed card for some tokens only, or cannot tell.
         case tspUnclear
@@ -77,6 +80,8 @@ struct RenewalResolution: Sendable, Equatable {
     private var state = State.idle
     /// The TSP said it holds the renewed card for some tokens only (or cannot tell).
     private var heldInPart = false
+    /// The TSP could not be asked what it holds, so a renewal sent again that fails says nothing of the first.
+    private var tspNotAsked = false
 
     init(_ goal: Goal) { self.goal = goal }
 
@@ -89,6 +94,7 @@ struct RenewalResolution: Sendable, Equatable {
             return settle(after: holding)
         case (.asking, .askFailed):
             guard goal == .complete else { return done(.keepPending(.tspNotAsked)) }
+            tspNotAsked = true
             state = .sending
             return .sendRenewal
         case (.sending, .renewalAnswered):
@@ -96,6 +102,7 @@ struct RenewalResolution: Sendable, Equatable {
         case (.sending, .renewalFailed(let settlement)):
             switch settlement {
             case .complete: return done(.complete)
+            case .release where tspNotAsked: return done(.keepPending(.tspNotAsked))
             case .release: return done(heldInPart ? .keepPending(.heldInPart) : .release)
             case .keepPending: return done(.keepPending(.answerLost))
             }

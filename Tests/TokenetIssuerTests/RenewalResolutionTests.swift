@@ -39,6 +39,21 @@ import TokenetWire
                 == [.askTSP, .sendRenewal, .keepPending(.answerLost)])
     }
 
+    /// The question about a pending renewal ends before the operator's call does, so that its answer can say the
+    /// TSP could not be asked.
+    @Test func theQuestionToTheTSPLeavesTimeForTheAnswer() {
+        #expect(IssuerCardCareService.questionTimeout(remaining: .seconds(30)) == .seconds(29))
+        #expect(IssuerCardCareService.questionTimeout(remaining: .seconds(2)) == .milliseconds(1600))
+    }
+
+    /// A repeat the TSP could neither be asked about nor sent (a TSP that cannot be reached) leaves the renewal
+    /// pending: the number was given back, though the TSP held the first renewal, which the wallets then showed.
+    @Test func aRepeatTheTSPCouldNotBeAskedAboutNorSentStaysPending() {
+        #expect(
+            run(.complete, [.started, .askFailed, .renewalFailed(.release)])
+                == [.askTSP, .sendRenewal, .keepPending(.tspNotAsked)])
+    }
+
     /// A renewal the TSP holds for some tokens only (one that failed after its first batch) is not given back when
     /// the repeat is refused: those tokens would be left on a number the card never takes.
     @Test func aRefusedRepeatOfARenewalHeldInPartStaysPending() {
