@@ -108,6 +108,20 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
                 "the app cannot tell whose card authentication request \"\(request.authnRequestID)\" is for, so it "
                     + "cannot sign the cardholder in; cancel it")
         }
+        // An app acts for the accounts activated in it, as in app-to-app: one removed from it (delete-account), or
+        // never activated there, does not authenticate its cards' payments, though the cardholder can still sign
+        // in for the others. Checked before the PIN, which a refusal then does not spend; an app with no account
+        // activated in it has nothing to check against.
+        let appAccounts = try await IssuerError.mapping { () throws(IssuerError) in
+            try store.appAccounts(cardholder).map(\.accountID)
+        }
+        if !appAccounts.isEmpty, !appAccounts.contains(card.accountID) {
+            throw RPCError(
+                .failedPrecondition,
+                "card ending \(card.pan.last4) is of account \(card.accountID), which is not activated in "
+                    + "\(cardholder)'s app, so the app cannot authenticate its payments; activate it there (tokenet "
+                    + "issuer-app activate-linked), or cancel")
+        }
         do {
             _ = try await login.accessToken(forUser: cardholder, pin: request.pin)
         } catch {

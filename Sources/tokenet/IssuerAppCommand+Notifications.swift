@@ -20,7 +20,8 @@ extension IssuerAppCommand {
         cardholder's answer to an authentication request (AUTHN): --proceed or --cancel; the answer goes to the TSP.
         Proceeding authenticates the payment, so the card's cardholder signs in to the app with its PIN first (a
         wrong PIN uses one of its tries; a locked app is RESOURCE_EXHAUSTED; a cardholder who never activated the
-        app is NOT_FOUND); cancelling needs no PIN. A request already answered or expired is refused
+        app is NOT_FOUND; a card of an account the app does not hold, while it holds others, is FAILED_PRECONDITION:
+        activate that account first); cancelling needs no PIN. A request already answered or expired is refused
         (FAILED_PRECONDITION) without asking the TSP.
         """
 

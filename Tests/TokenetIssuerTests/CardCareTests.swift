@@ -240,6 +240,44 @@ import TokenetWire
         #expect(listed.notifications.map(\.messageType) == ["AUTHN"])
     }
 
+    /// An app acts for the accounts activated in it: one removed from it (or never activated there) does not
+    /// authenticate its cards' payments, as app-to-app does not activate them, though the cardholder still signs in
+    /// for the others. The payment was proceeded.
+    @Test func aPaymentOnAnAccountNotInTheAppIsNotAuthenticatedThere() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let card = try #require(try party.store.card(id: Cards.visaApprove.0))
+        let cardholder = try #require(try party.store.cardholderID(ofAccount: card.accountID))
+        let other = try #require(try party.store.accounts(ofCardholder: cardholder)?.first { $0 != card.accountID })
+        try party.store.insertAppUser(
+            AppUserRecord(userID: cardholder, salt: [], pinCheck: [], devicePIN: ""), nowMs: 1)
+        try party.store.saveAppAccount(
+            AppAccountRecord(
+                userID: cardholder, accountID: other, displayName: "Other", userCredentialID: "u-1",
+                userSecretSealed: [], deviceCredentialID: "d-1", deviceSecretSealed: [], digits: 6, userCounter: 0,
+                deviceCounter: 0, activatedAtMs: 1))
+        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
+        let app = inbox(handler)
+        var message = TspV1.Notification(
+            messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
+        message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
+        try await handler.handle(message)
+
+        let refused = await Support.rpcError {
+            _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))
+        }
+        #expect(refused?.code == .failedPrecondition, "\(String(describing: refused))")
+        #expect(
+            refused?.message
+                == "card ending 0009 is of account \(card.accountID), which is not activated in \(cardholder)'s app, "
+                + "so the app cannot authenticate its payments; activate it there (tokenet issuer-app "
+                + "activate-linked), or cancel", "\(String(describing: refused))")
+        #expect(tsp.state.withLock { $0.answers }.isEmpty)
+        // Cancelling still goes through.
+        let cancelled = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: false))
+        #expect(tsp.state.withLock { $0.answers } == [.init(authnRequestID: "authn-1", proceed: false)])
+        #expect(!cancelled.approved)
+    }
+
     /// A request past its expiry is listed EXPIRED, and the app refuses to answer it without asking the TSP (which
     /// would refuse the late answer); one answered in time keeps its answer after the expiry.
     @Test func anExpiredAuthnRequestIsListedExpiredAndNotAnswered() async throws {
