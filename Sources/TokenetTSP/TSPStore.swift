@@ -148,18 +148,19 @@ final class TSPStore: Sendable {
                 throw TSPError(
                     .notFound, "the push receipt is unknown to this token service; ask the issuer app for a new one")
             }
+            // The node first: another node's wallet told to make the right account active only met this refusal next.
+            if let node = try row.get(4, as: String?.self), node != walletNodeID {
+                throw TSPError(
+                    .permissionDenied,
+                    "the push receipt was issued for another wallet node, and stays unused: add the card from the "
+                        + "wallet the issuer pushed it to")
+            }
             if let owner = try row.get(3, as: String?.self), owner != walletAccountID {
                 throw TSPError(
                     .permissionDenied,
                     "the push receipt was issued for another wallet account, not \"\(walletAccountID)\", and stays "
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
-            }
-            if let node = try row.get(4, as: String?.self), node != walletNodeID {
-                throw TSPError(
-                    .permissionDenied,
-                    "the push receipt was issued for another wallet node, and stays unused: add the card from the "
-                        + "wallet the issuer pushed it to")
             }
             if try row.get(2, as: Int64?.self) != nil { throw Self.pushReceiptUsed }
             guard UInt64(try row.int64(1)) > nowMs else {
@@ -232,18 +233,19 @@ final class TSPStore: Sendable {
                     "push session \"\(id)\" is unknown; the issuer creates one with CreatePushSession (tokenet issuer "
                         + "push-card ISSUER_ADDR CARD --mode session)")
             }
+            // The node first: another node's wallet told to make the right account active only met this refusal next.
+            if let creator = try row.get(4, as: String?.self), creator != walletNodeID {
+                throw TSPError(
+                    .permissionDenied,
+                    "push session \"\(id)\" was made for another wallet node, and stays unused: add the card from "
+                        + "the wallet the issuer pushed it to")
+            }
             guard try row.text(3) == walletAccountID else {
                 throw TSPError(
                     .permissionDenied,
                     "push session \"\(id)\" is for another wallet account, not \"\(walletAccountID)\", and stays "
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
-            }
-            if let creator = try row.get(4, as: String?.self), creator != walletNodeID {
-                throw TSPError(
-                    .permissionDenied,
-                    "push session \"\(id)\" was made for another wallet node, and stays unused: add the card from "
-                        + "the wallet the issuer pushed it to")
             }
             if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }
             guard UInt64(try row.int64(1)) > nowMs else {

@@ -103,8 +103,10 @@ import TokenetWire
                 walletAccountID: TSPHarness.account, walletNodeID: "wallet-1"))
         let instrument = TspV1.CheckEligibilityRequest.Instrument.issuerPushReceipt(
             TspV1.IssuerPushReceipt(scheme: .mastercard, payload: receipt.payload))
-        await expectRPCError(.permissionDenied, "issued for another wallet node, and stays unused") {
-            try await Self.checkEligibility(tsp, asWallet: "wallet-2", instrument)
+        for account in [TSPHarness.account, "account-3"] {
+            await expectRPCError(.permissionDenied, "issued for another wallet node, and stays unused") {
+                try await Self.checkEligibility(tsp, asWallet: "wallet-2", account: account, instrument)
+            }
         }
         #expect(try await tsp.checkEligibility(instrument).eligible)
         // What no certificate's ID can be bound a receipt to no node: nobody could redeem it.
@@ -214,7 +216,8 @@ import TokenetWire
 
     /// CheckEligibility for the harness's wallet account, from the wallet node `nodeID`.
     static func checkEligibility(
-        _ tsp: TSPHarness, asWallet nodeID: String, _ instrument: TspV1.CheckEligibilityRequest.Instrument
+        _ tsp: TSPHarness, asWallet nodeID: String, account: String = TSPHarness.account,
+        _ instrument: TspV1.CheckEligibilityRequest.Instrument
     ) async throws -> TspV1.CheckEligibilityResponse {
         try await TspV1.Provisioning.Client(
             TSPHarness.connect(tsp.router, as: PeerIdentity(role: .wallet, nodeID: nodeID))
@@ -222,7 +225,7 @@ import TokenetWire
             TspV1.CheckEligibilityRequest(
                 requestID: UUID().uuidString,
                 eligibilityData: TspV1.EligibilityData(language: "en-US", inputMethod: .manual),
-                walletAccountID: TSPHarness.account, device: TSPHarness.device, instrument: instrument))
+                walletAccountID: account, device: TSPHarness.device, instrument: instrument))
     }
 
     /// A TSP with its issuer registered, and a push session wallet-1 made for its account.
@@ -241,8 +244,12 @@ import TokenetWire
     /// stays for its own wallet.
     @Test func aPushSessionIsRedeemedOnlyByTheWalletNodeThatMadeIt() async throws {
         let (tsp, session) = try await Self.sessionPushedToWallet1()
-        await expectRPCError(.permissionDenied, "was made for another wallet node, and stays unused") {
-            try await Self.checkEligibility(tsp, asWallet: "wallet-2", .pushSessionID(session.pushSessionID))
+        // Whatever account it names: the node is told first, since making the account active there cannot help.
+        for account in [TSPHarness.account, "account-3"] {
+            await expectRPCError(.permissionDenied, "was made for another wallet node, and stays unused") {
+                try await Self.checkEligibility(
+                    tsp, asWallet: "wallet-2", account: account, .pushSessionID(session.pushSessionID))
+            }
         }
         #expect(try await tsp.checkEligibility(.pushSessionID(session.pushSessionID)).eligible)
     }
