@@ -124,8 +124,9 @@ extension IssuerCommand {
                     throw RPCError(
                         error.code,
                         "\(error.message); the renewal may have reached the issuer and be pending: run the same "
-                            + "renew-card again to complete it, or renew-card \(cardID) --abandon to give the new "
-                            + "number back (tokenet issuer cards shows a pending renewal)",
+                            + "renew-card again to complete it, or tokenet issuer renew-card \(options.address) "
+                            + "\(cardID) --abandon to give the new number back (tokenet issuer cards "
+                            + "\(options.address) shows a pending renewal)",
                         cause: error)
                 }
             },

@@ -271,7 +271,8 @@ import TokenetTestSupport
         #expect(
             late.stderr.contains(
                 "the renewal may have reached the issuer and be pending: run the same renew-card again to complete "
-                    + "it, or renew-card card-visa-approve --abandon to give the new number back"),
+                    + "it, or tokenet issuer renew-card \(issuer.listen) card-visa-approve --abandon to give the new "
+                    + "number back"),
             "\(late.stderr)")
         // Told against the --deadline given, with the hint after it, whole: the time left was written into the
         // hint's parentheses.
@@ -280,7 +281,8 @@ import TokenetTestSupport
                 && late.stderr.contains(" of it left when the call started); ")
                 || late.stderr.contains("(the node ended it as the deadline passed); "),
             "\(late.stderr)")
-        #expect(late.stderr.contains("(tokenet issuer cards shows a pending renewal)\n"), "\(late.stderr)")
+        #expect(
+            late.stderr.contains("(tokenet issuer cards \(issuer.listen) shows a pending renewal)\n"), "\(late.stderr)")
         let settled = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31"])
         #expect(settled.status == 0, "\(settled.stdout)\(settled.stderr)")
     }
