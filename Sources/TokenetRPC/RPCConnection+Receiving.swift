@@ -114,9 +114,10 @@ extension RPCConnection {
     func notePartialFrame(_ decoder: FrameDecoder, framesRead: Int, core: inout Core) {
         if decoder.bufferedByteCount == 0 {
             core.frameStartedAt = nil
-        } else if framesRead > 0 || core.frameStartedAt == nil {
-            core.frameStartedAt = .now
+            return
         }
+        if framesRead > 0 || core.frameStartedAt == nil { core.frameStartedAt = .now }
+        if decoder.bufferedByteCount >= Self.trimHeapAfterBytes { core.heldLargeInbound = true }
     }
 
     /// Reading is over: every open call ends, the writer flushes what is left and closes, `run()` returns.

@@ -64,6 +64,9 @@ final class RPCConnection: Sendable {
         var budgeted = 0
         /// The request bytes this connection's calls have counted in its server's `requestBudget`.
         var requestBytesHeld = 0
+        /// The connection held a megabyte or more of peer input at once (requests its calls kept, a frame partly
+        /// received), so the heap is trimmed when it ends, as for large outbound buffers.
+        var heldLargeInbound = false
         /// The bytes of `outbound` counted in the server's `unreadBudget` (`RPCConnection+Backpressure.swift`).
         var unreadCounted = 0
         var lastCallActivity = ContinuousClock.now
@@ -193,14 +196,16 @@ final class RPCConnection: Sendable {
             let held = core.outbound.capacity + core.spareOutbound.capacity
             core.outbound = []
             core.spareOutbound = []
-            return (waiters, held >= Self.trimHeapAfterBytes)
+            return (waiters, held >= Self.trimHeapAfterBytes || core.heldLargeInbound)
         }
         for waiter in waiters { waiter.resume() }
         if heldLargeBuffers { Heap.trimSoon() }
     }
 
     /// Outbound buffers at least this large, let go when a connection ends, are worth giving back to the system
-    /// (`Heap.trimSoon`): the connection of a peer that stopped reading, or of one that took a burst of large messages.
+    /// (`Heap.trimSoon`): the connection of a peer that stopped reading, or of one that took a burst of large messages;
+    /// so is as much input held at once (`Core.heldLargeInbound`): a peer that sent large requests without ending
+    /// them, or large frames it never finished, left the node at its peak size after it had gone.
     static let trimHeapAfterBytes = 1 << 20
 
     /// Resets the stream if the connection has not finished `timers.stuckWriteGrace` after it began to close. Its last

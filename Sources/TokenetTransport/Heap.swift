@@ -13,6 +13,7 @@ public enum Heap {
     /// `trim()` once, a second from now, however many ask meanwhile: connections that end together (a peer's many
     /// connections cut at once) trim once, after what they held has been let go on every thread.
     public static func trimSoon() {
+        trimsAsked.add(1, ordering: .relaxed)
         guard !trimScheduled.exchange(true, ordering: .relaxed) else { return }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + 1) {
             trimScheduled.store(false, ordering: .relaxed)
@@ -21,4 +22,6 @@ public enum Heap {
     }
 
     private static let trimScheduled = Atomic<Bool>(false)
+    /// How many times `trimSoon()` was asked for, for tests of what asks for it.
+    static let trimsAsked = Atomic<Int>(0)
 }
