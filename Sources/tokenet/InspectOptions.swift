@@ -68,6 +68,14 @@ struct InspectOptions: Sendable {
           --help               Show this help.
         """
 
+    /// The connection options as the party commands (`wallet`, `issuer`, `issuer-app`, `tsp`) take them: a node
+    /// answers their methods only to a client certificate, so over plaintext every one is PERMISSION_DENIED, which
+    /// the help says rather than offering --plaintext as it does for list, describe and call.
+    static let partyConnectionHelp = connectionHelp.replacingOccurrences(
+        of: "  --plaintext          Connect without TLS, to a node started with --plaintext.\n",
+        with: "  --plaintext          Connect without TLS, to a node started with --plaintext, which refuses these\n"
+            + "                       commands (PERMISSION_DENIED): it takes them only from a client certificate.\n")
+
     /// The options parsed here that take their value as the next argument (`Subcommand.valuedOptions`).
     static let valuedFlags: Set<String> = [
         "--cacert", "--cert", "--key", "--deadline", "-H", "--header", "-d", "--data",

@@ -42,7 +42,7 @@ enum IssuerAppCommand {
                                so does --code -.
           --deny               authorize: decline instead of signing in.
           --json               Print the raw response as proto3 JSON.
-        \(InspectOptions.connectionHelp)
+        \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 when the call was answered (an activation refused prints its result, e.g. INCORRECT_CODE, and

@@ -42,7 +42,7 @@ enum IssuerCommand {
                                wallet node can redeem it (default: any). A session is the --wallet node's.
           --digital-card ID    outbox: only the messages about this token.
           --json               Print the raw response as proto3 JSON.
-        \(InspectOptions.connectionHelp)
+        \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr

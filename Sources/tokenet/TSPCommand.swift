@@ -22,7 +22,7 @@ enum TSPCommand {
         Options:
           --wallet-account ID  Only this wallet account's tokens.
           --json               Print the raw response as proto3 JSON.
-        \(InspectOptions.connectionHelp)
+        \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 on success; 64 + the status code otherwise, printed as "ERROR: CODE: message" on stderr

@@ -58,7 +58,7 @@ enum WalletCommand {
           --language TAG       BCP-47 language of the T&C, such as es-ES (default: English).
           --input-method M     manual (default with --pan), camera, on-file or bank-app.
           --json               Print the raw response as proto3 JSON.
-        \(InspectOptions.connectionHelp)
+        \(InspectOptions.partyConnectionHelp)
         Without --deadline these commands give up after \(PartySession.defaultDeadline.components.seconds) s.
 
         Exit status: 0 when the wallet answered (an ineligible card included); 64 + the status code otherwise,
