@@ -21,7 +21,7 @@ enum IssuerAppCommand {
 
         activate enters the activation code and reference id the user received (`tokenet issuer enroll`, then
         `tokenet issuer outbox`), or opens the message's otp:// link, which carries both; the TSP provisions a user
-        and a device HOTP credential. The first account sets the app's PIN (4 to 8 digits, not 1111 or 1234); later
+        and a device HOTP credential. The first account sets the app's PIN (4 to 8 digits, not a run or a repeated digit); later
         accounts need that PIN. activate-linked activates all the user's other accounts in one bulk call and prints a
         result per account, once a first account is activated with its code (the code is what proves the user; the
         PIN alone does not). login signs the user in with the PIN and prints the access token's expiry. delete-account removes an account from the app once the PIN signs the
@@ -75,12 +75,12 @@ enum IssuerAppCommand {
             call: { session, callOptions in
                 try await IssuerV1.IssuerAppAuth.Client(session.client).activate(request, options: callOptions)
             },
-            text: { response, _ in
+            text: { response, traceID in
                 guard response.result == .success else {
-                    return "\(result(response.result)): \(response.message)"
+                    return "\(result(response.result)): \(response.message)\n(trace \(traceID))"
                 }
                 return "Activated \(response.accountID) for \(response.userID)"
-                    + (response.pinSet ? "; the app's PIN is set." : ".")
+                    + (response.pinSet ? "; the app's PIN is set." : ".") + "\n(trace \(traceID))"
             })
     }
 
@@ -114,12 +114,14 @@ enum IssuerAppCommand {
             call: { session, callOptions in
                 try await IssuerV1.IssuerAppAuth.Client(session.client).activateLinked(request, options: callOptions)
             },
-            text: { response, _ in
-                guard !response.results.isEmpty else { return "Every account of \(user) is already activated." }
+            text: { response, traceID in
+                guard !response.results.isEmpty else {
+                    return "Every account of \(user) is already activated.\n(trace \(traceID))"
+                }
                 return PartyText.table(
                     ["ACCOUNT", "RESULT", "MESSAGE"],
                     response.results.map { [$0.accountID, result($0.result), $0.message] })
-                    + (response.pinSet ? "\nThe app's PIN is set." : "")
+                    + (response.pinSet ? "\nThe app's PIN is set." : "") + "\n(trace \(traceID))"
             })
     }
 
@@ -135,9 +137,10 @@ enum IssuerAppCommand {
                 try await IssuerV1.IssuerAppAuth.Client(session.client).login(
                     .init(userID: user, pin: pin), options: callOptions)
             },
-            text: { response, _ in
+            text: { response, traceID in
                 "Logged in \(user) with \(response.accountID) on device \(response.deviceID); access token "
-                    + "\(response.accessToken.prefix(12))… expires \(PartyText.time(ms: response.expiresAtMs))."
+                    + "\(response.accessToken.prefix(12))… expires \(PartyText.time(ms: response.expiresAtMs)).\n"
+                    + "(trace \(traceID))"
             })
     }
 
@@ -155,8 +158,9 @@ enum IssuerAppCommand {
             call: { session, callOptions in
                 try await IssuerV1.IssuerAppAuth.Client(session.client).deleteAccount(request, options: callOptions)
             },
-            text: { response, _ in
-                "Removed \(request.accountID); \(response.accountsLeft) account(s) left, the PIN stays."
+            text: { response, traceID in
+                "Removed \(request.accountID); \(response.accountsLeft) account(s) left, the PIN stays.\n"
+                    + "(trace \(traceID))"
             })
     }
 
