@@ -27,6 +27,34 @@ import TokenetTestSupport
         }
     }
 
+    /// An empty capture, and a key log that holds no TLS secret, are said: tshark printed nothing for either and
+    /// exited 0, as for a capture without Tokenet traffic.
+    @Test func anEmptyCaptureOrAKeyLogWithoutSecretsIsSaid() async throws {
+        let directory = try TemporaryDirectory()
+        let empty = directory.path("empty.pcapng")
+        try Data().write(to: URL(fileURLWithPath: empty))
+        let capture = directory.path("capture.pcapng")
+        try Data("not a capture".utf8).write(to: URL(fileURLWithPath: capture))
+        let keylog = directory.path("keys.log")
+        try Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }).write(to: URL(fileURLWithPath: keylog))
+        func shark(_ arguments: [String]) async throws -> ProcessResult {
+            try await offThePool { () throws -> ProcessResult in
+                try LaunchedProcess(
+                    executable: URL(fileURLWithPath: PackageRoot.path("Tools/dissector/tokenet-shark")), arguments
+                ).waitForExit(limit: 60)
+            }
+        }
+        let emptyCapture = try await shark(["-r", empty])
+        #expect(emptyCapture.status == 1, "\(emptyCapture.stderr)")
+        #expect(
+            emptyCapture.stderr == "tokenet-shark: the capture \(empty) is empty (0 bytes): nothing was written to it\n")
+        let noSecrets = try await shark(["--keylog", keylog, "-r", capture])
+        #expect(
+            noSecrets.stderr.hasPrefix(
+                "tokenet-shark: the key log \(keylog) holds no TLS 1.3 secret (no CLIENT_TRAFFIC_SECRET_0 line)"),
+            "\(noSecrets.stderr)")
+    }
+
     @Test(.enabled(if: geteuid() == 0, "capturing on lo needs root"))
     func aLiveCaptureIsDecodedFrameByFrame() async throws {
         let result = try await offThePool { () throws -> ProcessResult in
