@@ -57,11 +57,33 @@ public struct DigitalCardID: Sendable, Hashable, Codable, CustomStringConvertibl
             let digits = (0..<visaDigits).map { _ in String(random.next(upperBound: 10 as UInt8)) }
             return DigitalCardID(unchecked: visaPrefix + digits.joined())
         case .mastercard:
-            let hex = (0..<mastercardHexDigits).map { _ in String(random.next(upperBound: 16 as UInt8), radix: 16) }
-            return DigitalCardID(unchecked: mastercardPrefix + hex.joined())
+            // Drawn again while 13 decimal digits follow each other (about one id in 55): logs and messages mask
+            // such a run as a card number when it passes the Luhn check, and the id, partly masked, named nothing.
+            while true {
+                let hex = (0..<mastercardHexDigits).map { _ in
+                    String(random.next(upperBound: 16 as UInt8), radix: 16)
+                }.joined()
+                guard longestDigitRun(hex) >= maskedDigitRun else {
+                    return DigitalCardID(unchecked: mastercardPrefix + hex)
+                }
+            }
         case .other:
             return nil
         }
+    }
+
+    /// The shortest run of decimal digits that masking takes for a card number (`maskPAN`: 13 to 19 digits).
+    static let maskedDigitRun = 13
+
+    /// The most decimal digits that follow each other in `text`.
+    static func longestDigitRun(_ text: String) -> Int {
+        var longest = 0
+        var run = 0
+        for byte in text.utf8 {
+            run = (48...57).contains(byte) ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        return longest
     }
 
     private static func scheme(of text: String) -> CardScheme? {

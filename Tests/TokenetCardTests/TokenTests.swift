@@ -143,6 +143,16 @@ import Testing
         #expect(DigitalCardID.generate(for: .other) == nil)
     }
 
+    /// No Mastercard id holds 13 decimal digits in a row, which logs and messages would mask as a card number when
+    /// they pass the Luhn check (about one random id in 55 holds such a run).
+    @Test func mastercardIdsHoldNoRunThatReadsAsACardNumber() {
+        for _ in 0..<5_000 {
+            let id = DigitalCardID.generate(for: .mastercard)!
+            #expect(DigitalCardID.longestDigitRun(id.rawValue) < 13, "\(id)")
+        }
+        #expect(DigitalCardID.longestDigitRun("DWSPMC167d7380976a26444471842226505303") == 20)
+    }
+
     @Test func idsAreUnique() {
         var ids = Set<DigitalCardID>()
         for _ in 0..<1_000 {
