@@ -66,10 +66,15 @@ struct AppToAppSessions: Sendable {
         case .authorizing:
             return .refused(.failedPrecondition, "session \"\(id)\" is already being completed")
         case .finished(let result):
+            // An approved session activated its token: opening the app again, the advice for the others, has
+            // nothing left to do.
+            let next =
+                result == .approved
+                ? "its token was activated, so there is nothing left to do"
+                : "open the issuer app from the wallet again"
             return .refused(
                 .failedPrecondition,
-                "session \"\(id)\" is already finished (\(result.protoValueName ?? "?")); open the issuer app from "
-                    + "the wallet again")
+                "session \"\(id)\" is already finished (\(result.protoValueName ?? "?")); \(next)")
         case .open:
             guard session.expiresAtMs > nowMs else {
                 return .refused(

@@ -296,7 +296,19 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
             Issue.record("a finished session was not refused")
             return
         }
-        #expect(message.contains("already finished (BANKING_APP_ACTIVATION_RESULT_APPROVED)"))
+        #expect(
+            message
+                == "session \"s1\" is already finished (BANKING_APP_ACTIVATION_RESULT_APPROVED); its token was "
+                + "activated, so there is nothing left to do")
+        // A session that ended otherwise says to open the app again.
+        sessions.open(Self.session("s2"), nowMs: 10)
+        _ = sessions.begin("s2", nowMs: 10)
+        sessions.finish("s2", .failure)
+        guard case .refused(.failedPrecondition, let declined) = sessions.begin("s2", nowMs: 10) else {
+            Issue.record("a finished session was not refused")
+            return
+        }
+        #expect(declined.hasSuffix("; open the issuer app from the wallet again"), "\(declined)")
     }
 
     @Test func expiredAndUnknownSessionsAreRefused() {
