@@ -92,13 +92,28 @@ extension IssuerFixture {
 extension IssuerFixture {
     /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the
     /// issuer's BIN ranges, expiries, codes and complete rules.
+    /// The most BIN ranges the TSP registers for one issuer (`RegisterIssuer`).
+    static let maxBINRanges = 1_000
+
     public func validate() throws(IssuerError) {
         func fail(_ entry: String, _ message: String) -> IssuerError {
             IssuerError(.fixture, "\(entry): \(message)")
         }
         guard !issuer.id.isEmpty else { throw fail("issuer", "\"id\" is empty") }
         guard !issuer.name.isEmpty else { throw fail("issuer", "\"name\" is empty") }
+        // As the TSP registers an issuer: a fixture it would refuse loaded, and the node said READY and then
+        // retried its registration for ever.
+        if let problem = IdentifierRules.problem(issuer.id) { throw fail("issuer", "\"id\" must be \(problem)") }
+        if let problem = IdentifierRules.problem(issuer.name, maxLength: 100, spaces: true) {
+            throw fail("issuer", "\"name\" must be \(problem)")
+        }
         guard !issuer.binRanges.isEmpty else { throw fail("issuer", "\"binRanges\" is empty") }
+        guard issuer.binRanges.count <= Self.maxBINRanges else {
+            throw fail(
+                "issuer",
+                "\"binRanges\" holds \(issuer.binRanges.count) ranges; the TSP takes at most \(Self.maxBINRanges): "
+                    + "join adjacent prefixes into wider ranges")
+        }
         for (index, range) in issuer.binRanges.enumerated() {
             let entry = "issuer.binRanges[\(index)]"
             let digits = { (text: String) in !text.isEmpty && text.utf8.allSatisfy { (48...57).contains($0) } }
@@ -122,6 +137,9 @@ extension IssuerFixture {
         for (index, holder) in cardholders.enumerated() {
             let entry = "cardholders[\(index)] \"\(holder.id)\""
             guard !holder.id.isEmpty else { throw fail("cardholders[\(index)]", "\"id\" is empty") }
+            if let problem = IdentifierRules.problem(holder.id) {
+                throw fail("cardholders[\(index)]", "\"id\" must be \(problem)")
+            }
             guard cardholderIDs.insert(holder.id).inserted else { throw fail(entry, "the id is used twice") }
             guard !holder.name.isEmpty else { throw fail(entry, "\"name\" is empty") }
             guard holder.phone.filter(\.isNumber).count >= 4 else {
@@ -134,6 +152,9 @@ extension IssuerFixture {
         for (index, account) in accounts.enumerated() {
             let entry = "accounts[\(index)] \"\(account.id)\""
             guard !account.id.isEmpty else { throw fail("accounts[\(index)]", "\"id\" is empty") }
+            if let problem = IdentifierRules.problem(account.id) {
+                throw fail("accounts[\(index)]", "\"id\" must be \(problem)")
+            }
             guard accountIDs.insert(account.id).inserted else { throw fail(entry, "the id is used twice") }
             guard cardholderIDs.contains(account.cardholderId) else {
                 throw fail(entry, "cardholder \"\(account.cardholderId)\" is not in \"cardholders\"")
@@ -145,6 +166,10 @@ extension IssuerFixture {
         for (index, card) in cards.enumerated() {
             let entry = "cards[\(index)] \"\(card.id)\""
             guard !card.id.isEmpty else { throw fail("cards[\(index)]", "\"id\" is empty") }
+            // Ids are shown in full in listings and logs, and typed on command lines.
+            if let problem = IdentifierRules.problem(card.id) {
+                throw fail("cards[\(index)]", "\"id\" must be \(problem)")
+            }
             guard cardIDs.insert(card.id).inserted else { throw fail(entry, "the id is used twice") }
             guard accountIDs.contains(card.accountId) else {
                 throw fail(entry, "account \"\(card.accountId)\" is not in \"accounts\"")

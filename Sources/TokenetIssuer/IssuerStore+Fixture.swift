@@ -56,6 +56,13 @@ extension IssuerStore {
                                 + "\(holder) has reserved for its pending renewal; settle that renewal first "
                                 + "(repeat it with tokenet issuer renew-card) or give card \(card.id) another number")
                     }
+                    if let holder = try cardHolding(seal.pan, otherThan: card.id, in: tx) {
+                        throw IssuerError(
+                            .fixture,
+                            "fixture card \(card.id) has the card number ending \(seal.pan.last4), which card \(holder) "
+                                + "holds in this data directory (loaded before): a card keeps its id from one load to "
+                                + "the next, so give it back the id \(holder), or start on a new data directory")
+                    }
                     try tx.execute(
                         """
                         INSERT INTO cards (id, account_id, pan_sealed, last4, scheme, expiry, cvc_sealed,
@@ -82,6 +89,17 @@ extension IssuerStore {
     /// The card other than `cardID` whose pending renewal has reserved `pan`, when the fixture's number for `cardID`
     /// would be stored: loading it would give two cards one number once that renewal completes, and the issuer decides
     /// on a card by its number. A card renewed since keeps its renewed number, so its fixture number is not checked.
+    /// The stored card other than `cardID` that has `pan`. A card renamed in the fixture was added as a second card
+    /// with the same number, and the first one, with its old rule, went on deciding its digitizations.
+    private func cardHolding(_ pan: PAN, otherThan cardID: String, in tx: Transaction) throws -> String? {
+        let rows = try tx.query("SELECT id, pan_sealed FROM cards WHERE last4 = ? AND id != ?", [pan.last4, cardID])
+        for row in rows {
+            let other = try row.text(0)
+            if try vault.openPAN(try row.blob(1), recordID: "card:\(other)") == pan { return other }
+        }
+        return nil
+    }
+
     private func renewalReserving(_ pan: PAN, forFixtureCard cardID: String, in tx: Transaction) throws -> String? {
         if let row = try tx.queryOne("SELECT renewed FROM cards WHERE id = ?", [cardID]), try row.int64(0) != 0 {
             return nil

@@ -147,7 +147,38 @@ import TokenetCard
                 json["issuer"] = issuer
             },
             message: "issuer: unknown key \"callCentreNumber\""),
+        // What the TSP would refuse to register is refused at load: the node said READY, then retried for ever.
+        BadCase(
+            change: issuer { $0["id"] = "4761000010000009" },
+            message: "issuer: \"id\" must be free of card numbers"),
+        BadCase(
+            change: issuer { $0["id"] = "bank with spaces" },
+            message: "issuer: \"id\" must be 1 to 64 characters without spaces, control or format characters"),
+        BadCase(
+            change: issuer { $0["name"] = String(repeating: "n", count: 101) },
+            message: "issuer: \"name\" must be 1 to 100 characters without control or format characters"),
+        BadCase(
+            change: issuer { issuer in
+                issuer["binRanges"] = (0..<1_001).map { ["low": String(100_000 + $0), "high": String(100_000 + $0)] }
+            },
+            message: "issuer: \"binRanges\" holds 1001 ranges; the TSP takes at most 1000"),
+        BadCase(
+            change: card(0) { $0["id"] = "card visa" },
+            message: "cards[0]: \"id\" must be 1 to 64 characters without spaces"),
+        BadCase(
+            change: card(0) { $0["id"] = "4761000040000078" },
+            message: "cards[0]: \"id\" must be free of card numbers"),
     ]
+
+    static func issuer(_ body: @escaping @Sendable (inout [String: Any]) -> Void)
+        -> @Sendable (inout [String: Any]) -> Void
+    {
+        { json in
+            var issuer = json["issuer"] as! [String: Any]
+            body(&issuer)
+            json["issuer"] = issuer
+        }
+    }
 
     @Test(arguments: badCases)
     func badFixtureNamesTheEntry(_ bad: BadCase) throws {

@@ -87,6 +87,23 @@ import TokenetTestSupport
             "\(failure)")
     }
 
+    /// A card renamed in the fixture is refused at load: it was added as a second card with the same number, and
+    /// the first, with its old rule, went on deciding the card's digitizations.
+    @Test func aCardRenamedInTheFixtureIsRefused() throws {
+        let store = try Support.store()
+        var fixture = try Support.fixture()
+        let index = try #require(fixture.cards.firstIndex { $0.id == "card-visa-approve" })
+        fixture.cards[index].id = "zz-visa"
+        let error = #expect(throws: IssuerError.self) { try store.importFixture(fixture) }
+        #expect(error?.code == .fixture)
+        #expect(
+            error?.message
+                == "fixture card zz-visa has the card number ending 0009, which card card-visa-approve holds in this "
+                + "data directory (loaded before): a card keeps its id from one load to the next, so give it back "
+                + "the id card-visa-approve, or start on a new data directory", "\(String(describing: error))")
+        #expect(try store.card(id: "zz-visa") == nil)
+    }
+
     @Test func loadingTwiceChangesNothing() throws {
         let store = try Support.store()
         let before = try store.allCards().map { "\($0.id) \($0.pan.last4) \($0.rule.summary)" }
