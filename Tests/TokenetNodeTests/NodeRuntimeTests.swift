@@ -89,6 +89,19 @@ import TokenetWire
         #expect(failure?.description.contains("stop what holds it") == false)
     }
 
+    /// A privileged port is no port something holds: the advice says what it needs, not to stop what holds it.
+    @Test func aPrivilegedPortSaysWhatItNeeds() {
+        let remedy = BindFailure.remedy(
+            host: "127.0.0.1", reason: "bind 127.0.0.1:80 failed: Permission denied (errno \(EACCES))")
+        #expect(
+            remedy
+                == "the port needs privileges this process does not have (ports below 1024 usually do); give a port of "
+                + "1024 or above (port 0 picks a free one)")
+        #expect(
+            BindFailure.remedy(host: "127.0.0.1", reason: "bind failed: Address in use (errno \(EADDRINUSE))")
+                .hasPrefix("stop what holds it"))
+    }
+
     @Test func startAnnouncesReadinessAndStopWithdrawsIt() async throws {
         let directory = try TemporaryDirectory()
         var options = NodeOptions()
