@@ -128,7 +128,10 @@ public enum NodeMain {
     /// data directory exited 1 with the hint (SQLite's "disk I/O error" at open), a new one 2 without it (its vault
     /// key's "No space left on device"). A port already taken has nothing to do with the disk.
     static func failedStart(_ error: NodeError, fullDiskNote: String?) -> (hint: String?, status: Int32) {
-        guard let fullDiskNote, error.code == .io || error.code == .config else { return (nil, error.exitStatus) }
+        // A configuration mistake (a missing certificate, a wrong role) is the disk's only when the system said
+        // so: freeing space does not fix a missing file.
+        let disk = error.code == .io || (error.code == .config && error.description.contains("(errno \(ENOSPC))"))
+        guard let fullDiskNote, disk else { return (nil, error.exitStatus) }
         return (fullDiskNote, 2)
     }
 

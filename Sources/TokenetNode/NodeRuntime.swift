@@ -101,11 +101,11 @@ public final class NodeRuntime: Sendable {
             try ReadyFile.checkWritable(path)
         }
         try makeDataDirectory(dataDirectory, isDefault: options.dataDirectory == nil)
-        let lock = try DataDirectoryLock(directory: dataDirectory)
+        // Before the lock, whose file would be the first the node wrote into another party's directory.
         if let problem = ForeignDatabaseCheck.problem(directory: dataDirectory, spec: spec) {
-            lock.release()
             throw NodeError(.config, problem)
         }
+        let lock = try DataDirectoryLock(directory: dataDirectory)
         if let database = spec.database,
             let warning = LostDatabaseCheck.warning(
                 directory: dataDirectory, database: database.file, marker: database.marker)

@@ -20,7 +20,8 @@ import TokenetTestSupport
     @Test func aStartThatFailedOnAFullDiskExits2WithTheHint() {
         let note = DiskSpace.fullDiskNote(dataDirectory: "/data/tsp", available: 0)
         let opening = NodeError(.io, "cannot open the TSP's storage or keys in /data/tsp")
-        let newKey = NodeError(.config, "cannot write /data/tsp/keys/data-vault.key: No space left on device")
+        let newKey = NodeError(
+            .config, "cannot write /data/tsp/keys/data-vault.key: No space left on device (errno \(ENOSPC))")
         for error in [opening, newKey] {
             let (hint, status) = NodeMain.failedStart(error, fullDiskNote: note)
             #expect(hint == note && status == 2, "\(error)")
@@ -28,6 +29,9 @@ import TokenetTestSupport
         }
         let taken = NodeError(.listen, "cannot listen on 127.0.0.1:7001: the address is in use")
         #expect(NodeMain.failedStart(taken, fullDiskNote: note) == (nil, 1))
+        // A configuration mistake on a full disk is still the mistake: no hint, its own status.
+        let missing = NodeError(.config, "--cert: cannot read /nonexistent.pem: access failed (errno \(ENOENT))")
+        #expect(NodeMain.failedStart(missing, fullDiskNote: note) == (nil, 2))
     }
 
     /// A data directory that does not exist yet is measured where it would be made.

@@ -456,12 +456,27 @@ import TokenetWire
         #expect(result.status == 2, "\(result.stderr)")
         #expect(
             result.stderr.contains(
-                "the data directory \(data) holds wallet.sqlite, a wallet-node's database: each node needs a data "
-                    + "directory of its own; give this tsp-node another --data-dir"), "\(result.stderr)")
+                "the data directory \(data) holds wallet.sqlite, the database of a wallet-node: each node needs a "
+                    + "data directory of its own; give this tsp-node another --data-dir"), "\(result.stderr)")
         #expect(!result.stdout.contains("READY"))
-        // The lock file is the only one the refused node left, as any node started on a directory does.
-        let after = try FileManager.default.contentsOfDirectory(atPath: data).sorted()
-        #expect(after.filter { !before.contains($0) && $0 != "node.lock" } == [], "\(after)")
+        // Nothing was written there, not even the lock file.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: data).sorted() == before)
+    }
+
+    /// A directory another party used holds its keys even without its database: refused as well.
+    @Test(arguments: [
+        ("issuer-vault.key", NodeSpec.wallet, "the vault key of an issuer-node"),
+        ("keys/data-vault.key", NodeSpec.issuer, "the vault key of a tsp-node"),
+        ("node-instance", NodeSpec.tsp, "the instance file of a wallet-node or an issuer-node"),
+    ])
+    func aDirectoryHoldingAnotherPartysKeysIsRefused(file: String, spec: NodeSpec, named: String) throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path("keys"), withIntermediateDirectories: true)
+        try Data().write(to: URL(fileURLWithPath: directory.path(file)))
+        let problem = ForeignDatabaseCheck.problem(directory: directory.url.path, spec: spec)
+        #expect(
+            problem?.contains("holds \(file), \(named): each node needs a data directory of its own") == true,
+            "\(problem ?? "")")
     }
 
     @Test func helpListsThePeersOfEachNode() async throws {
