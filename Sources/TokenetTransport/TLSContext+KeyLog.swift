@@ -21,16 +21,24 @@ final class KeyLogWriter: Sendable {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             let err = errno
-            if err == ENXIO {
+            // ENXIO is also a socket's answer to open() (/dev/stdout on a socket): only a FIFO waits for a reader.
+            var info = stat()
+            if err == ENXIO, stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
                 throw TransportError(
                     .configuration,
                     "SSLKEYLOGFILE=\(path) is a pipe that nothing reads: start its reader (such as Wireshark) first, "
                         + "or unset SSLKEYLOGFILE")
             }
+            let advice =
+                switch err {
+                case ENOENT, ENOTDIR: "name a file in a directory that exists"
+                case ENXIO: "a socket cannot be opened by name; name a file, or a pipe whose reader is running"
+                default: "name a file this process can write"
+                }
             throw TransportError(
                 .configuration,
-                "SSLKEYLOGFILE=\(path) cannot be written (\(String(cString: strerror(err)))): name a file in a "
-                    + "directory that exists, or unset SSLKEYLOGFILE")
+                "SSLKEYLOGFILE=\(path) cannot be written (\(String(cString: strerror(err)))): \(advice), or unset "
+                    + "SSLKEYLOGFILE")
         }
         // A file made here is 0600; one that was there may be readable by others, who could then decrypt every
         // connection it logs. A pipe or a device (Wireshark reading a FIFO, /dev/stdout) is the person's choice.
@@ -38,12 +46,22 @@ final class KeyLogWriter: Sendable {
         if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
             close(fd)
             let mode = String(info.st_mode & 0o777, radix: 8)
+            // The file itself, where the path reaches it through links: `SSLKEYLOGFILE=/dev/stdout > out.txt` told
+            // to chmod /dev/stdout, which changes the chmod command's own output.
+            let file = Self.resolved(path)
             throw TransportError(
                 .configuration,
-                "SSLKEYLOGFILE=\(path) is readable by other users (mode \(mode)), and its TLS secrets decrypt the "
-                    + "traffic: run chmod 600 \(path), or name a new file")
+                "SSLKEYLOGFILE=\(path)\(file == path ? "" : " (\(file))") is readable by other users (mode \(mode)), and "
+                    + "its TLS secrets decrypt the traffic: run chmod 600 \(file), or name a new file")
         }
         self.fd = fd
+    }
+
+    /// `path` with its links followed (`/dev/stdout` to the file it writes to), or `path` when that fails.
+    static func resolved(_ path: String) -> String {
+        guard let real = realpath(path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
     }
 
     /// `report` is told once when a secret cannot be written (a full disk, /dev/full, a pipe whose reader stopped

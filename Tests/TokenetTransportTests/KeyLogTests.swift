@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 
@@ -82,6 +83,55 @@ import Testing
         let told = reports.withLock { $0 }
         #expect(told.count == 2, "\(told)")
         #expect(told.allSatisfy { $0.contains("the pipe is full: its reader is not reading") }, "\(told)")
+    }
+
+    /// A socket named by path (`/dev/stdout` on a socket) answers open() as a FIFO without a reader does: it is
+    /// not called a pipe nothing reads, nor sent looking for a directory.
+    @Test func aSocketIsNotCalledAPipe() throws {
+        let path = temporaryPath()
+        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(socket >= 0)
+        defer { close(socket) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() where index < buffer.count - 1 { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let refusal = #expect(throws: TransportError.self) {
+            _ = try TLSContext(configuration: certs.client(), environment: ["SSLKEYLOGFILE": path])
+        }
+        #expect(
+            refusal?.message.hasSuffix(
+                "a socket cannot be opened by name; name a file, or a pipe whose reader is running, or unset "
+                    + "SSLKEYLOGFILE") == true, "\(String(describing: refusal))")
+    }
+
+    /// A key log reached through a link (`/dev/stdout` redirected to a file) that others can read is refused with
+    /// the chmod of the file itself: chmod of the link's name changed something else.
+    @Test func aReadableFileBehindALinkIsNamedForItsChmod() throws {
+        let file = temporaryPath()
+        let link = temporaryPath()
+        #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o644]))
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
+        defer {
+            try? FileManager.default.removeItem(atPath: link)
+            try? FileManager.default.removeItem(atPath: file)
+        }
+        let refusal = #expect(throws: TransportError.self) {
+            _ = try TLSContext(configuration: certs.client(), environment: ["SSLKEYLOGFILE": link])
+        }
+        let real = KeyLogWriter.resolved(file)
+        #expect(
+            refusal?.message
+                == "SSLKEYLOGFILE=\(link) (\(real)) is readable by other users (mode 644), and its TLS secrets "
+                + "decrypt the traffic: run chmod 600 \(real), or name a new file", "\(String(describing: refusal))")
     }
 
     @Test func nothingIsWrittenWhenSSLKEYLOGFILEIsUnset() throws {
