@@ -44,12 +44,14 @@ final class CallTrace: Sendable {
         printError("\(title) (\(entries.count) \(entries.count == 1 ? "entry" : "entries")):")
         for (key, value) in entries {
             switch value {
-            case .text(let text): printError("  \(escapingControls(key)): \(escapingControls(maskPAN(text)))")
+            // Keys are the person's or the peer's text too (`-H 'x-4761…: v'`).
+            case .text(let text): printError("  \(escapingControls(maskPAN(key))): \(escapingControls(maskPAN(text)))")
             case .binary(let bytes):
                 // Masked before it is encoded: base64 hides a card number's digits from the masking of text only
-                // (`tokenet decode` and the dissector mask binary values so too).
-                let shown = Data(maskPAN(utf8: Array(bytes))).base64EncodedString()
-                printError("  \(escapingControls(key)): \(shown) (\(bytes.count) bytes)")
+                // (`tokenet decode` and the dissector mask binary values so too); and after, for base64 that reads
+                // as one itself (`-H 'x-card-bin: 4761000010000009'` is valid base64 of other bytes).
+                let shown = maskPAN(Data(maskPAN(utf8: Array(bytes))).base64EncodedString())
+                printError("  \(escapingControls(maskPAN(key))): \(shown) (\(bytes.count) bytes)")
             }
         }
     }

@@ -287,6 +287,8 @@ import TokenetWire
                 "call", address, "tokenet.health.v1.Health/Check", "-v", "-H", "x-request-id: 42", "-H", "x-bin: AQID",
                 // A card number in a binary value, base64 of "4761000010000009": masked as decode masks it.
                 "-H", "x-card-bin: NDc2MTAwMDAxMDAwMDAwOQ==",
+                // A key that holds one, and base64 that reads as one itself.
+                "-H", "x-4761000010000009: v", "-H", "x-raw-bin: 4761000010000009",
             ] + tls)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "{\n  \"status\": \"SERVING_STATUS_SERVING\"\n}\n")
@@ -296,7 +298,9 @@ import TokenetWire
                 == "Method /tokenet.health.v1.Health/Check (unary): tokenet.health.v1.HealthCheckRequest -> "
                 + "tokenet.health.v1.HealthCheckResponse", "\(lines)")
         #expect(lines.contains("Node \(address): tokenet://tsp/tsp-1 over TLS"), "\(lines)")
-        #expect(lines.contains("Request metadata (4 entries):"), "\(lines)")
+        #expect(lines.contains("Request metadata (6 entries):"), "\(lines)")
+        #expect(lines.contains("  x-************0009: v"), "\(lines)")
+        #expect(lines.contains("  x-raw-bin: ************0009 (12 bytes)"), "\(lines)")
         #expect(lines.contains("  x-request-id: 42"), "\(lines)")
         #expect(lines.contains("  x-bin: AQID (3 bytes)"), "\(lines)")
         #expect(lines.contains("  x-card-bin: KioqKioqKioqKioqMDAwOQ== (16 bytes)"), "\(lines)")
