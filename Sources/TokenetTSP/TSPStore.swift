@@ -148,6 +148,8 @@ final class TSPStore: Sendable {
                 throw TSPError(
                     .notFound, "the push receipt is unknown to this token service; ask the issuer app for a new one")
             }
+            // A used receipt is used, whoever asks: "stays unused" below would be wrong for it.
+            if try row.get(2, as: Int64?.self) != nil { throw Self.pushReceiptUsed }
             // The node first: another node's wallet told to make the right account active only met this refusal next.
             if let node = try row.get(4, as: String?.self), node != walletNodeID {
                 throw TSPError(
@@ -162,7 +164,6 @@ final class TSPStore: Sendable {
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
             }
-            if try row.get(2, as: Int64?.self) != nil { throw Self.pushReceiptUsed }
             guard UInt64(try row.int64(1)) > nowMs else {
                 throw TSPError(.failedPrecondition, "the push receipt has expired; ask the issuer app for a new one")
             }
@@ -233,6 +234,8 @@ final class TSPStore: Sendable {
                     "push session \"\(id)\" is unknown; the issuer creates one with CreatePushSession (tokenet issuer "
                         + "push-card ISSUER_ADDR CARD --mode session)")
             }
+            // A used session is used, whoever asks: "stays unused" below would be wrong for it.
+            if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }
             // The node first: another node's wallet told to make the right account active only met this refusal next.
             if let creator = try row.get(4, as: String?.self), creator != walletNodeID {
                 throw TSPError(
@@ -247,7 +250,6 @@ final class TSPStore: Sendable {
                         + "unused: add the card from the wallet account the issuer pushed it to, or ask the issuer to "
                         + "push the card to \"\(walletAccountID)\"")
             }
-            if try row.get(2, as: Int64?.self) != nil { throw Self.pushSessionUsed(id) }
             guard UInt64(try row.int64(1)) > nowMs else {
                 throw TSPError(.failedPrecondition, "push session \"\(id)\" has expired; create a new push session")
             }

@@ -252,6 +252,10 @@ import TokenetWire
             }
         }
         #expect(try await tsp.checkEligibility(.pushSessionID(session.pushSessionID)).eligible)
+        // Once used, it is told used to anyone: "stays unused" was wrong then.
+        await expectRPCError(.failedPrecondition, "was already used") {
+            try await Self.checkEligibility(tsp, asWallet: "wallet-2", .pushSessionID(session.pushSessionID))
+        }
     }
 
     /// A wallet that gives up while the TSP asks the issuer (its deadline passes, a slow issuer) is told nothing, so
