@@ -183,9 +183,10 @@ extension IssuerCardCareService {
         }
     }
 
-    /// The options of the question to the TSP that settling a renewal depends on: it ends a little before the
-    /// served call's own deadline, so that a TSP that does not answer (a partitioned link) is told as such, "the TSP
-    /// could not be asked … stays pending", rather than as the operator's bare DEADLINE_EXCEEDED, which said
+    /// The options of the calls to the TSP that the operator's answer depends on (the question about a pending
+    /// renewal, the renewal itself): they end a little before the served call's own deadline, so that a TSP that
+    /// does not answer (a partitioned link) is told as such, "the TSP could not be asked … stays pending", "the
+    /// TSP's answer … was lost … stays pending", rather than as the operator's bare DEADLINE_EXCEEDED, which said
     /// nothing of the pending renewal.
     static func questionOptions() -> CallOptions {
         guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
@@ -225,7 +226,8 @@ extension IssuerCardCareService {
                 sent.answered(
                     try await TspV1.IssuerCardUpdates.Client(caller).renewCard(
                         TspV1.RenewCardRequest(
-                            digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id)))
+                            digitalCardIds: batch, cardData: encrypted, previousCardID: card.id, newCardID: card.id),
+                        options: Self.questionOptions()))
             } catch {
                 sent.failure = error
                 break

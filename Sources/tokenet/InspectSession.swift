@@ -391,33 +391,9 @@ final class InspectSession: Sendable {
         guard let error = error as? RPCError, error.code == .deadlineExceeded, let deadline = options.deadline else {
             return nil
         }
-        return Self.toldAgainstCommandDeadline(error.message, given: DurationText.describe(deadline)).map {
+        return DeadlineText.toldAgainstCommandDeadline(error.message, given: DurationText.describe(deadline)).map {
             RPCError(.deadlineExceeded, $0)
         }
-    }
-
-    /// `message` told against the command's deadline `given`, or nil when it is not one of the runtime's deadline
-    /// messages. What a command added after it (a hint such as renew-card's "the renewal may have reached the
-    /// issuer…") is kept after the rewritten part: the rewrite took the hint's closing parenthesis for the end of
-    /// the time left, and put "of it left when the call started" inside the hint.
-    static func toldAgainstCommandDeadline(_ message: String, given: String) -> String? {
-        let within = "the call did not finish within its deadline ("
-        if message.hasPrefix(within), let close = message.dropFirst(within.count).firstIndex(of: ")") {
-            let left = message[message.index(message.startIndex, offsetBy: within.count)..<close]
-            return "the call did not finish within the command's deadline of \(given) (\(left) of it left when the "
-                + "call started)\(message[message.index(after: close)...])"
-        }
-        // The node's own deadline timer may end the call first: its status says only that the deadline passed.
-        let passed = "the deadline passed"
-        if message == passed || message.hasPrefix(passed + ";") {
-            return "the call did not finish within the command's deadline of \(given) (the node ended it as the "
-                + "deadline passed)\(message.dropFirst(passed.count))"
-        }
-        let before = "the deadline passed before "
-        if message.hasPrefix(before) {
-            return "the command's deadline of \(given) ran out before \(message.dropFirst(before.count))"
-        }
-        return nil
     }
 
     /// The node's silence when that is what ended the connection `error` reports: the keepalive ping went

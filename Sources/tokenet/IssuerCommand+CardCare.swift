@@ -119,7 +119,10 @@ extension IssuerCommand {
                 do {
                     return try await IssuerV1.IssuerCardCare.Client(session.client).renewCard(
                         request, options: callOptions)
-                } catch let error as RPCError where !abandon && !force && Self.answerMayBeLost(error) {
+                } catch let error as RPCError
+                    where !abandon && !force && Self.answerMayBeLost(error) && !error.message.contains("stays pending")
+                {
+                    // (The issuer's own answer that the renewal stays pending, given before this deadline, says it.)
                     // The issuer may have started it: the bare DEADLINE_EXCEEDED left the person guessing.
                     throw RPCError(
                         error.code,
