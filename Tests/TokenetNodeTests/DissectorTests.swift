@@ -71,7 +71,7 @@ import TokenetTestSupport
         }
         let lines = result.stdout.split(separator: "\n")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
-        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 23, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 24, "\(result.stdout)")
         #expect(!lines.contains { $0.hasPrefix("FAIL") }, "\(result.stdout)")
     }
 }

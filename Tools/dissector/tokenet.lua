@@ -1074,7 +1074,8 @@ end
 local function add_metadata(tree, field)
     local entries = field.range and read_fields(field.range) or {}
     local key, value, value_range = "", nil, nil
-    local subtree = tree:add(tokenet, field.whole, "Metadata")
+    -- On the field's tag byte, as the kind: its whole bytes hold the value, which may hold a card number.
+    local subtree = tree:add(tokenet, field.whole:range(0, 1), "Metadata")
     for _, entry in ipairs(entries) do
         if entry.number == 1 and entry.wire_type == 2 then
             key = text(entry)
@@ -1282,7 +1283,7 @@ function tokenet.dissector(tvb, pinfo, tree)
         end
         local length = tvb(offset, 4):uint()
         if length > frame_limit(pinfo) then
-            local item = tree:add(tokenet, tvb(offset), "Tokenet: frame length " .. length .. " above the limit")
+            local item = tree:add(tokenet, tvb(offset, 4), "Tokenet: frame length " .. length .. " above the limit")
             item:add_proto_expert_info(ef_malformed, "Length prefix " .. length .. " is above the largest frame")
             summaries[#summaries + 1] = "frame of " .. length .. " bytes (above the limit)"
             offset = total
@@ -1295,7 +1296,10 @@ function tokenet.dissector(tvb, pinfo, tree)
         end
         local whole = tvb(offset, 4 + length)
         local body = length > 0 and tvb(offset + 4, length) or nil
-        local subtree = tree:add(tokenet, whole)
+        -- On the length prefix, not the whole frame: exports that write each item's bytes (JSON with -x, jsonraw)
+        -- wrote the frame's, card numbers and security codes with them. The fields below point at their own bytes
+        -- or at masked copies.
+        local subtree = tree:add(tokenet, tvb(offset, 4))
         subtree:add(f.length, tvb(offset, 4))
         local frame, reason = parse_frame(body)
         if frame == nil then
