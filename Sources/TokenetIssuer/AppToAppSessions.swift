@@ -25,6 +25,8 @@ struct AppToAppSessions: Sendable {
         /// The issuer's id for the cardholder, whom the app signs in.
         var cardholderID: String
         var expiresAtMs: UInt64
+        /// The wallet node that opened the app (from its certificate; nil over plaintext): the one told the outcome.
+        var walletNodeID: String? = nil
         var status: Status = .open
     }
 

@@ -3,6 +3,7 @@ import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 /// `tokenet.issuer.v1.IssuerAppToApp`: the issuer app's in-app activation. The wallet opens the app with the
@@ -82,7 +83,7 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
         let session = AppToAppSessions.Session(
             id: "app-" + UUID().uuidString.lowercased(), caller: checked.caller, digitalCardID: digitalCardID,
             cardID: tokenCard.id, cardLast4: last4, cardholderID: cardholderID,
-            expiresAtMs: nowMs + AppToAppSessions.lifetimeMs)
+            expiresAtMs: nowMs + AppToAppSessions.lifetimeMs, walletNodeID: context.peer?.nodeID)
         sessions.withLock { $0.open(session, nowMs: nowMs) }
         log.info(
             "issuer app opened for activation",
@@ -206,12 +207,25 @@ final class IssuerAppToAppService: IssuerV1.IssuerAppToApp.ServiceProtocol {
             response.walletError = "issuer-node was started without --wallet, so the wallet was not told"
             return response
         }
+        // To the wallet that opened the app only: the issuer's --wallet may be another wallet node, which was told
+        // a token it does not hold. The call is then not sent, and the answer says why.
+        var options = CallOptions()
+        options.expectedPeer = session.walletNodeID.map { PeerIdentity(role: .wallet, nodeID: $0) }
         do {
             _ = try await WalletV1.WalletAppToApp.Client(wallet).bankingAppActivationResponse(
                 WalletV1.BankingAppActivationRequest(
                     digitalCardID: session.digitalCardID, result: result, reason: reason, tokenState: tokenState,
-                    sessionID: session.id, stateVersion: stateVersion))
+                    sessionID: session.id, stateVersion: stateVersion),
+                options: options)
             response.walletNotified = true
+        } catch let error as RPCError where error.cause is UnexpectedPeer {
+            let opener = session.walletNodeID ?? "?"
+            log.warning(
+                "the wallet that opened the app is not this issuer's --wallet; not told the in-app outcome",
+                ["wallet_node": opener, "error": error.message])
+            response.walletError =
+                "the issuer's --wallet is not wallet node \(opener), which opened the app (\(error.message)); it "
+                + "hears of the token's state from the TSP"
         } catch {
             log.warning("the wallet could not be told the in-app outcome", ["error": "\(error)"])
             response.walletError = "\(error)"

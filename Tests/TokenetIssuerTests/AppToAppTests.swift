@@ -67,6 +67,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
     let person: IssuerV1.IssuerAppToApp.Client
     let sink = MemoryLogSink()
     let store: IssuerStore
+    let router: RPCRouter
 
     init(login: (any CardholderLogin)? = FakeLogin()) async throws {
         var tspRouter = RPCRouter()
@@ -74,7 +75,8 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         var walletRouter = RPCRouter()
         (wallet as any WalletV1.WalletAppToApp.ServiceProtocol).register(on: &walletRouter)
         (wallet as any WalletV1.WalletEvents.ServiceProtocol).register(on: &walletRouter)
-        let walletCaller = Support.connect(walletRouter, as: .issuer)
+        let walletCaller = Support.connect(
+            walletRouter, as: .issuer, server: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
         let party = try Support.party(
             tsp: Support.connect(tspRouter, as: .issuer), wallet: walletCaller, sink: sink, login: login)
         store = party.store
@@ -88,6 +90,7 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
                 now: { Support.now })
             : party.appToApp
         service.register(on: &router)
+        self.router = router
         app = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet))
         person = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .operator))
         // The issuer learns which card a token is for when it decides the digitization.
@@ -130,6 +133,29 @@ final class FakeAppWallet: WalletV1.WalletAppToApp.ServiceProtocol, WalletV1.Wal
         #expect(refused?.message.contains("was not digitized through this wallet node") == true)
         try decided(through: "wallet-1")
         #expect(try await open().digitalCardID == Self.token)
+    }
+
+    /// The outcome goes to the wallet node that opened the app, or to none: the issuer's --wallet, another wallet
+    /// node, was told a token it does not hold, and the one that opened the app heard nothing from the issuer.
+    @Test func anotherWalletNodesOutcomeIsNotToldToTheIssuersWallet() async throws {
+        let cardID = try #require(try store.card(forDigitalCardID: Self.token)?.id)
+        try store.record(
+            DecisionRecord(
+                cardID: cardID, last4: "0054", digitalCardID: Self.token, tokenLast4: "9999",
+                walletAccountID: "wallet-account-1", inputMethod: 0, deviceID: "", deviceType: "",
+                risk: RiskScores(account: 1, device: 1), recommendation: 0, rule: nil,
+                outcome: .stepUp([]), walletNodeID: "wallet-2"),
+            at: Support.now)
+        let wallet2 = IssuerV1.IssuerAppToApp.Client(Support.connect(router, as: .wallet, nodeID: "wallet-2"))
+        let opened = try await wallet2.openApp(
+            IssuerV1.OpenAppRequest(caller: "com.google.android.gms", activationData: Self.visa()))
+        let done = try await person.authorize(.init(sessionID: opened.sessionID, pin: "2468"))
+        #expect(done.result == .approved && done.tokenState == .active)
+        #expect(!done.walletNotified)
+        #expect(
+            done.walletError.hasPrefix("the issuer's --wallet is not wallet node wallet-2, which opened the app ("),
+            "\(done.walletError)")
+        #expect(wallet.responses.withLock { $0 }.isEmpty)
     }
 
     @Test func theCardholderSignsInAndTheWalletHearsApproved() async throws {

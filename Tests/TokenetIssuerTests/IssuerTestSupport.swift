@@ -68,11 +68,13 @@ enum Support {
     }
 
     /// A client calling `router` as `role`, over an in-memory connection.
-    static func connect(_ router: RPCRouter, as role: PeerRole) -> RPCClient {
+    static func connect(
+        _ router: RPCRouter, as role: PeerRole, nodeID: String? = nil,
+        server identity: PeerIdentity = PeerIdentity(role: .issuer, nodeID: "issuer-1")
+    ) -> RPCClient {
         let server = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair(
-            client: PeerIdentity(role: role, nodeID: "\(role)-1"),
-            server: PeerIdentity(role: .issuer, nodeID: "issuer-1"))
+            client: PeerIdentity(role: role, nodeID: nodeID ?? "\(role)-1"), server: identity)
         Task { await server.serve(serverEnd) }
         return RPCClient(stream: clientEnd)
     }
