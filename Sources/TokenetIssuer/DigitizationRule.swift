@@ -91,9 +91,17 @@ extension DigitizationRule: Codable {
         case "step-up":
             self = .stepUp(idv: try container.decode([IdvMethodSpec].self, forKey: .idv))
         case "by-score":
+            // Foundation reports a number that does not fit an Int (2.5, 1e30) as invalid JSON, without its place.
+            func integer(_ key: Keys) throws -> Int {
+                guard container.contains(key), (try? container.decodeNil(forKey: key)) == false,
+                    (try? container.decode(Int.self, forKey: key)) == nil
+                else { return try container.decode(Int.self, forKey: key) }
+                throw DecodingError.typeMismatch(
+                    Int.self, .init(codingPath: container.codingPath + [key], debugDescription: "not an integer"))
+            }
             self = .byScore(
-                approveAtMost: try container.decode(Int.self, forKey: .approveAtMost),
-                stepUpAtMost: try container.decode(Int.self, forKey: .stepUpAtMost),
+                approveAtMost: try integer(.approveAtMost),
+                stepUpAtMost: try integer(.stepUpAtMost),
                 idv: try container.decode([IdvMethodSpec].self, forKey: .idv),
                 declineReason: try container.decodeIfPresent(String.self, forKey: .declineReason)
             )

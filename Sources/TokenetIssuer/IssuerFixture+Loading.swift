@@ -72,7 +72,9 @@ extension IssuerFixture {
         case .valueNotFound(let type, let context):
             return "\(path(context.codingPath)): expected \(Self.jsonKind(type)), got null"
         case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "the fixture is not valid JSON" }
+            // The JSON itself was checked before (`StrictJSON`): what is left is a value that does not fit, such as
+            // 2.5 where an integer goes, which Foundation reports without its place.
+            if context.codingPath.isEmpty { return "a value does not fit the fixture: \(context.debugDescription)" }
             return "\(path(context.codingPath)): \(context.debugDescription)"
         @unknown default:
             return "the fixture does not have the expected shape"
@@ -90,11 +92,11 @@ extension IssuerFixture {
 }
 
 extension IssuerFixture {
-    /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the
-    /// issuer's BIN ranges, expiries, codes and complete rules.
     /// The most BIN ranges the TSP registers for one issuer (`RegisterIssuer`).
     static let maxBINRanges = 1_000
 
+    /// Checks what JSON decoding cannot: references between entries, unique ids, valid card numbers inside the
+    /// issuer's BIN ranges, expiries, codes and complete rules.
     public func validate() throws(IssuerError) {
         func fail(_ entry: String, _ message: String) -> IssuerError {
             IssuerError(.fixture, "\(entry): \(message)")

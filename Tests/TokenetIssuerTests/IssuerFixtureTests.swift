@@ -162,6 +162,14 @@ import TokenetCard
                 issuer["binRanges"] = (0..<1_001).map { ["low": String(100_000 + $0), "high": String(100_000 + $0)] }
             },
             message: "issuer: \"binRanges\" holds 1001 ranges; the TSP takes at most 1000"),
+        // A number that is no integer is named where it is: it was "the fixture is not valid JSON".
+        BadCase(
+            change: card(5) {
+                $0["digitization"] = [
+                    "rule": "by-score", "approveAtMost": 2.5, "stepUpAtMost": 4, "idv": [["type": "OTP_SMS"]],
+                ]
+            },
+            message: "cards[5].digitization.approveAtMost: expected an integer"),
         BadCase(
             change: card(0) { $0["id"] = "card visa" },
             message: "cards[0]: \"id\" must be 1 to 64 characters without spaces"),
