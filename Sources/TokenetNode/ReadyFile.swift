@@ -96,11 +96,21 @@ public enum ReadyFile {
                     "--ready-file: \(path) is \(kind); the node replaces the file there and removes it when it "
                         + "stops, so name a regular file or a path that does not exist yet")
             }
-            if status.st_size > 0, (try? read(from: path)) == nil {
-                throw NodeError(
-                    .config,
-                    "--ready-file: \(path) holds something other than a ready file, which the node would replace and "
-                        + "remove when it stops; name another path, or delete the file first")
+            if status.st_size > 0 {
+                guard let info = try? read(from: path) else {
+                    throw NodeError(
+                        .config,
+                        "--ready-file: \(path) holds something other than a ready file, which the node would replace "
+                            + "and remove when it stops; name another path, or delete the file first")
+                }
+                // Another node's, while it runs: taken, it named this node, and this node's stop removed it from
+                // under the other. One left by a node that has gone (killed) is taken.
+                if info.pid != getpid(), isRunning(info) {
+                    throw NodeError(
+                        .config,
+                        "--ready-file: \(path) is the ready file of \(info.node) pid \(info.pid), which is running; "
+                            + "give each node a ready file of its own")
+                }
             }
         }
         let temporary = "\(path).tmp.\(getpid())"
@@ -111,6 +121,16 @@ public enum ReadyFile {
         }
         close(descriptor)
         unlink(temporary)
+    }
+
+    /// Whether the node a ready file names still runs: its pid is alive and is that node's executable (a pid taken
+    /// by another program since is not).
+    static func isRunning(_ info: ReadyInfo) -> Bool {
+        guard info.pid > 0, kill(info.pid, 0) == 0 || errno == EPERM,
+            let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(info.pid)/cmdline"))
+        else { return false }
+        let executable = command.split(separator: 0).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        return executable.hasSuffix("/" + info.node) || executable == info.node
     }
 
     /// Refuses a ready file that is one of the node's own files (`--key`, say), by device and inode.

@@ -77,6 +77,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.path("empty")))
     }
 
+    /// The ready file of a node that still runs is refused: taken, it named the second node, and that node's stop
+    /// removed it from under the first. One whose node has gone, or whose pid another program holds now, is taken.
+    @Test func aRunningNodesReadyFileIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let running = Process()
+        running.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        running.arguments = ["30"]
+        try running.run()
+        defer { if running.isRunning { kill(running.processIdentifier, SIGKILL) } }
+        let path = directory.path("ready.json")
+        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.processIdentifier, listen: "a:1"), to: path)
+        let refused = try #require(throws: NodeError.self) { try ReadyFile.checkWritable(path) }
+        #expect(refused.exitStatus == 2)
+        #expect(
+            refused.description
+                == "--ready-file: \(path) is the ready file of sleep pid \(running.processIdentifier), which is running; "
+                + "give each node a ready file of its own")
+        // The same pid under another program's name, and a node that has gone.
+        _ = try ReadyFile.write(ReadyInfo(node: "tsp-node", pid: running.processIdentifier, listen: "a:1"), to: path)
+        try ReadyFile.checkWritable(path)
+        kill(running.processIdentifier, SIGKILL)
+        running.waitUntilExit()
+        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.processIdentifier, listen: "a:1"), to: path)
+        try ReadyFile.checkWritable(path)
+    }
+
     /// A node with an unusable --ready-file stops with status 2 before it prints READY or binds.
     @Test func aNodeWithAnUnwritableReadyFileNeverSaysReady() async throws {
         let directory = try TemporaryDirectory()
