@@ -44,6 +44,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                         try await deliver(
                             code, method: method, token: token, expiresAtMs: expiresAtMs,
                             retry: "select the method again")
+                        // Until this is recorded a restart withdraws the code (`withdrawUnconfirmedOTPCodes`).
+                        try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
                     } catch {
                         // The code reached no one: selecting again sends one, instead of answering that a code is
                         // out and valid while the cardholder waits for nothing; a code replacing an expired one
@@ -144,6 +146,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 do {
                     try await deliver(
                         code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend")
+                    try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
                 } catch {
                     // The new code reached no one: the one it replaced stands, and the resend is not used up.
                     try? tsp.store.otpDeliveryFailed(

@@ -24,14 +24,14 @@ struct OTPStateMachine: Sendable, Equatable {
         var maxResends = 3
     }
 
-    enum Status: String, Sendable, Equatable {
+    enum Status: String, Sendable, Equatable, Codable {
         case pending
         case verified
         case locked
     }
 
     /// The code sent for a token, as stored: the digest of the code, never the code.
-    struct Challenge: Sendable, Equatable {
+    struct Challenge: Sendable, Equatable, Codable {
         var methodID: String
         var codeDigest: [UInt8]
         var expiresAtMs: UInt64

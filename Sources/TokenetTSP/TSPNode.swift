@@ -83,6 +83,12 @@ public enum TSPNode {
             let keyring = try TSPKeyFiles.loadKeyring(dataDirectory: dataDirectory)
             let accessTokenKey = try TSPKeyFiles.loadAccessTokenKey(dataDirectory: dataDirectory)
             let store = try TSPStore.open(path: dataDirectory + "/tsp.sqlite", key: vaultKey)
+            let withdrawn = try store.withdrawUnconfirmedOTPCodes(nowMs: now().unixMilliseconds)
+            if withdrawn > 0 {
+                logger.info(
+                    "one-time codes whose delivery the last stop interrupted were withdrawn; the codes before them "
+                        + "stand, and a first code is sent again at the next select", ["codes": "\(withdrawn)"])
+            }
             broker = try NotificationBroker.open(
                 database: store.database, retention: configuration.notificationRetention, logger: logger,
                 nowMs: { now().unixMilliseconds })

@@ -1,3 +1,4 @@
+import Foundation
 import TokenetCard
 import TokenetStorage
 import TokenetWire
@@ -47,10 +48,11 @@ extension TSPStore {
             let previous = try challenge(tx, digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.select(methodID: methodID, candidateDigest: digest, nowMs: nowMs)
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             if case .deliver = action {
                 try recordCodeSent(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)
+                try markDelivering(tx, digitalCardID, replaced: previous)
             }
-            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             return (action, previous)
         }
     }
@@ -72,6 +74,39 @@ extension TSPStore {
                 return
             }
             try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
+            try clearDelivering(tx, digitalCardID)
+        }
+    }
+
+    /// The issuer delivered `code`: it is the one the cardholder holds, and no longer withdrawn at a restart.
+    func otpDelivered(digitalCardID: String, code: String) throws {
+        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
+        _ = try database.execute(
+            "UPDATE otp_challenges SET delivering = 0, replaced = NULL WHERE digital_card_id = ? AND code_digest = ?",
+            [digitalCardID, digest])
+    }
+
+    /// At start: the codes whose delivery a stop interrupted (the issuer was asked, and no answer was recorded) are
+    /// withdrawn as a failed delivery is, so that the code the cardholder held before stays valid with its tries,
+    /// the resend is not used up, and a first code is sent again at the next select. (Had the issuer delivered it
+    /// all the same, the cardholder is told it is wrong and asks for another.) Returns how many were withdrawn.
+    func withdrawUnconfirmedOTPCodes(nowMs: UInt64) throws -> Int {
+        try database.transaction { tx in
+            let rows = try tx.query(
+                "SELECT digital_card_id, replaced FROM otp_challenges WHERE delivering = 1 ORDER BY digital_card_id")
+            for row in rows {
+                let digitalCardID = try row.text(0)
+                try forgetCodeSent(tx, digitalCardID: digitalCardID)
+                guard let replaced = try row.get(1, as: String?.self),
+                    let previous = try? JSONDecoder().decode(OTPStateMachine.Challenge.self, from: Data(replaced.utf8))
+                else {
+                    _ = try tx.execute("DELETE FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID])
+                    continue
+                }
+                try save(tx, digitalCardID, previous, nowMs: nowMs)
+                try clearDelivering(tx, digitalCardID)
+            }
+            return rows.count
         }
     }
 
@@ -87,10 +122,11 @@ extension TSPStore {
             let previous = try challenge(tx, digitalCardID)
             var machine = OTPStateMachine(policy: policy, challenge: previous)
             let action = machine.resend(candidateDigest: digest, nowMs: nowMs)
+            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             if case .deliver = action {
                 try recordCodeSent(tx, digitalCardID: digitalCardID, limit: cardCodesPerDay, nowMs: nowMs)
+                try markDelivering(tx, digitalCardID, replaced: previous)
             }
-            try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
             return (action, previous)
         }
     }
@@ -229,6 +265,21 @@ extension TSPStore {
             methodID: try row.text(0), codeDigest: try row.get(1), expiresAtMs: UInt64(try row.int64(2)),
             attemptsLeft: try row.int(3), resendsLeft: try row.int(4),
             status: OTPStateMachine.Status(rawValue: try row.text(5)) ?? .locked)
+    }
+
+    /// The code just saved is on its way to the issuer; `replaced` is what it replaced (nil for a first code).
+    private func markDelivering(
+        _ tx: Transaction, _ digitalCardID: String, replaced: OTPStateMachine.Challenge?
+    ) throws {
+        let encoded = try replaced.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        _ = try tx.execute(
+            "UPDATE otp_challenges SET delivering = 1, replaced = ? WHERE digital_card_id = ?",
+            [encoded, digitalCardID])
+    }
+
+    private func clearDelivering(_ tx: Transaction, _ digitalCardID: String) throws {
+        _ = try tx.execute(
+            "UPDATE otp_challenges SET delivering = 0, replaced = NULL WHERE digital_card_id = ?", [digitalCardID])
     }
 
     private func save(

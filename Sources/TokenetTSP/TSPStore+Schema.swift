@@ -316,5 +316,15 @@ extension TSPStore {
             sql: """
                 ALTER TABLE push_receipts ADD COLUMN wallet_node_id TEXT;
                 """),
+        // A code whose delivery the issuer has not confirmed yet (`delivering`), with the challenge it replaced
+        // (`replaced`, JSON; NULL for a first code): a TSP that stopped while the issuer delivered it kept the new
+        // code in place of the one the cardholder held, used up a resend, and answered the next select that a code
+        // was out. At start such a code is withdrawn as a failed delivery is (`withdrawUnconfirmedOTPCodes`).
+        Migration(
+            version: 22, name: "otp_unconfirmed_delivery",
+            sql: """
+                ALTER TABLE otp_challenges ADD COLUMN delivering INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE otp_challenges ADD COLUMN replaced TEXT;
+                """),
     ]
 }

@@ -120,6 +120,39 @@ import TokenetTestSupport
         #expect(try submit(reopened, code: "111111") == .success)
     }
 
+    /// A code whose delivery a stop interrupted is withdrawn at the next start, as a failed delivery is: the code
+    /// the cardholder held before stands with its tries, and the resend is not used up. It was kept in place of
+    /// the delivered one: the cardholder's code was then wrong, and a try and a resend were gone.
+    @Test func aResendAStopInterruptedIsWithdrawnAtStart() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        try store.otpDelivered(digitalCardID: Self.card, code: "111111")
+        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 1) == 0)
+        let resent = try store.resendOTP(
+            digitalCardID: Self.card, candidateCode: "333333", policy: Self.policy, nowMs: Self.t0 + 2)
+        #expect(resent.action == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_002))
+        // The stop: neither delivered nor failed was recorded.
+        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 3) == 1)
+        #expect(try submit(store, code: "333333", at: Self.t0 + 4) == .incorrectCode(attemptsLeft: 2))
+        #expect(try submit(store, code: "111111", at: Self.t0 + 5) == .success)
+        let row = try #require(try store.database.queryOne("SELECT resends_left, delivering FROM otp_challenges"))
+        #expect(try row.int(0) == Self.policy.maxResends && row.int(1) == 0)
+    }
+
+    /// A first code a stop interrupted is withdrawn: the next select sends one, instead of answering that a code
+    /// nobody may have received is out.
+    @Test func aFirstCodeAStopInterruptedIsSentAgainAtTheNextSelect() throws {
+        let store = try Self.makeStore()
+        _ = try select(store, code: "111111")
+        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 1) == 1)
+        #expect(
+            try select(store, code: "222222", at: Self.t0 + 2)
+                == .deliver(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_002))
+        try store.otpDelivered(digitalCardID: Self.card, code: "222222")
+        #expect(try store.withdrawUnconfirmedOTPCodes(nowMs: Self.t0 + 3) == 0)
+        #expect(try submit(store, code: "222222", at: Self.t0 + 4) == .success)
+    }
+
     @Test func onlyAnInactiveTokenTakesCodes() throws {
         for state in [TokenLifecycleStateMachine.State.deactivated, .active, .suspended] {
             let store = try Self.makeStore(state: state)
