@@ -86,7 +86,15 @@ local ef_unknown_stream = ProtoExpert.new("tokenet.unknown_stream",
     "Frame for a call whose call_start is not in the capture", expert.group.SEQUENCE, expert.severity.CHAT)
 local ef_above_32_bits = ProtoExpert.new("tokenet.above_32_bits", "Value above 2^32 - 1 in a 32-bit field",
     expert.group.MALFORMED, expert.severity.WARN)
-tokenet.experts = { ef_malformed, ef_error_status, ef_goaway_error, ef_unknown_stream, ef_above_32_bits }
+-- Wireshark counts each dissector a packet calls as a layer and stops at gui.max_tree_depth (500) with a "Dissector
+-- bug" assertion: a loopback segment of small frames (64 KiB of them) holds more messages than that. Past this many
+-- in one packet, messages are shown as bytes only, and the frame says why.
+local max_payloads_per_packet = 200
+local ef_payloads_skipped = ProtoExpert.new("tokenet.payloads_skipped",
+    "Message not decoded: more than " .. max_payloads_per_packet .. " in one packet", expert.group.UNDECODED,
+    expert.severity.NOTE)
+tokenet.experts = { ef_malformed, ef_error_status, ef_goaway_error, ef_unknown_stream, ef_above_32_bits,
+    ef_payloads_skipped }
 
 tokenet.prefs.tls_ports = Pref.range("TLS ports", "", "Ports whose decrypted TLS payload is Tokenet", 65535)
 tokenet.prefs.plaintext_ports = Pref.range("Plaintext ports", "",
@@ -1094,8 +1102,16 @@ local function add_metadata(tree, field)
     return key, value
 end
 
+local payload_packet, payloads_in_packet = nil, 0
+
 local function dissect_payload(data_range, pinfo, tree, message_type_info, message_type)
     if data_range == nil or protobuf == nil then return end
+    if payload_packet ~= pinfo.number then payload_packet, payloads_in_packet = pinfo.number, 0 end
+    payloads_in_packet = payloads_in_packet + 1
+    if payloads_in_packet > max_payloads_per_packet then
+        tree:add_proto_expert_info(ef_payloads_skipped)
+        return
+    end
     local previous = pinfo.private["pb_msg_type"]
     pinfo.private["pb_msg_type"] = message_type_info
     pcall(Dissector.call, protobuf, masked_tvb(data_range, message_type), pinfo, tree)
