@@ -63,6 +63,13 @@ public enum NodeCommandLine {
             }
             if key == .config {
                 guard !value.isEmpty else { throw NodeError(.usage, "--config needs a file path") }
+                // Not the last one wins, as for other flags: a whole file, its mistakes with it, went unread.
+                if let first = configPath, first != value {
+                    throw NodeError(
+                        .usage,
+                        "--config is given twice (\(first), \(value)): a node reads one config file; merge them, or "
+                            + "give the second one's settings as flags")
+                }
                 configPath = value
             } else {
                 let setting = NodeSetting(key: key, value: .string(value), origin: .flag)

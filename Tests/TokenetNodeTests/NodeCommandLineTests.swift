@@ -27,6 +27,19 @@ import Testing
         }
     }
 
+    /// A second --config was read instead of the first, which went unchecked: refused, naming both.
+    @Test func aSecondConfigFileIsRefused() {
+        let failure = error(["--config", "a.json", "--config", "b.json"], config: "{}")
+        #expect(failure?.exitStatus == 2)
+        #expect(
+            failure?.message
+                == "--config is given twice (a.json, b.json): a node reads one config file; merge them, or give the "
+                + "second one's settings as flags", "\(String(describing: failure))")
+        #expect(
+            error(["--config", "a.json", "--config", "a.json", "--tsp", "127.0.0.1:1", "--plaintext"], config: "{}")
+                == nil)
+    }
+
     @Test func fixturesIsAnIssuerOption() throws {
         #expect(
             try options(tls + ["--fixtures", "demo/issuer.json"], spec: .issuer).fixturesPath == "demo/issuer.json")
