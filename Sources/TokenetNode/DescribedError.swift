@@ -31,6 +31,11 @@ public struct DescribedError: Error, CustomStringConvertible, Sendable {
                 return
             }
         }
+        // A document that is `null`: Foundation's words were about decoding containers.
+        if case DecodingError.valueNotFound(let type, let context) = error, context.codingPath.isEmpty {
+            self.init(description: "it holds null, not \(Self.jsonKind(type))")
+            return
+        }
         if case DecodingError.typeMismatch(let type, let context) = error {
             let found = Self.kind(at: context.codingPath, in: data)
             let expected = Self.jsonKind(type)

@@ -38,6 +38,10 @@ public enum NodeConfigFile {
     }
 
     static func settings(from data: Data, path: String, spec: NodeSpec) throws(NodeError) -> [NodeSetting] {
+        // Bytes that are no UTF-8 in a string made it "must be a string".
+        guard String(data: data, encoding: .utf8) != nil else {
+            throw NodeError(.config, "config file \(path) is not UTF-8 text: JSON is written in UTF-8")
+        }
         let dictionary: [String: Scalar]
         do {
             dictionary = try JSONDecoder().decode([String: Scalar].self, from: data)

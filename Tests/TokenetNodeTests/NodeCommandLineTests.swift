@@ -27,6 +27,17 @@ import Testing
         }
     }
 
+    /// Bytes that are no UTF-8 inside a string made it "must be a string": the file's encoding is what is wrong.
+    @Test func aConfigFileThatIsNotUTF8SaysSo() {
+        let data = Data(#"{"data-dir": ""#.utf8) + Data([0xFF, 0xFE]) + Data(#""}"#.utf8)
+        #expect(throws: NodeError.self) { try NodeConfigFile.settings(from: data, path: "c.json", spec: .tsp) }
+        do {
+            _ = try NodeConfigFile.settings(from: data, path: "c.json", spec: .tsp)
+        } catch {
+            #expect(error.message == "config file c.json is not UTF-8 text: JSON is written in UTF-8")
+        }
+    }
+
     /// A second --config was read instead of the first, which went unchecked: refused, naming both.
     @Test func aSecondConfigFileIsRefused() {
         let failure = error(["--config", "a.json", "--config", "b.json"], config: "{}")
@@ -444,6 +455,7 @@ import Testing
         (#"{"log-level": "loud"}"#, #""log-level" in cfg.json: expected trace"#),
         (#"["listen"]"#, "must hold one JSON object"),
         ("[1,2]", "config file cfg.json must hold one JSON object: it holds an array, not a JSON object"),
+        ("null", "config file cfg.json must hold one JSON object: it holds null, not a JSON object"),
         ("{not json", "must hold one JSON object"),
         // Foundation's decoder keeps one of two values for a key, and accepts a trailing comma and a leading zero.
         (
