@@ -45,7 +45,16 @@ enum PartyText {
     /// other control or invisible characters are escaped (`escapingControls`), since a merchant name or a message
     /// title holding a line break printed a row as two and shifted every column after it.
     static func table(_ header: [String], _ rows: [[String]]) -> String {
-        let cells = [header] + rows.map { $0.map { $0.isEmpty ? "-" : escapingControls($0) } }
+        // A column before the last is cut at `widestCell`: every row, the header too, is padded to its widest cell,
+        // and a 100,000-character id someone typed made a table of 300 KB. The last, a message, is cut as an ERROR
+        // line is. `--json` has every value whole.
+        let cut = { (column: Int, cell: String) -> String in
+            let limit = column == header.count - 1 ? Self.longestMessage : Self.widestCell
+            return cell.count <= limit ? cell : String(cell.prefix(limit - 1)) + "…"
+        }
+        let cells =
+            [header]
+            + rows.map { row in row.enumerated().map { cut($0, $1.isEmpty ? "-" : escapingControls($1)) } }
         let widths = header.indices.map { column in cells.map { $0[column].count }.max() ?? 0 }
         return cells.map { row in
             row.enumerated().map { column, cell in
@@ -53,6 +62,10 @@ enum PartyText {
             }.joined(separator: "  ")
         }.joined(separator: "\n")
     }
+
+    /// The most characters a table shows of a cell before its last column, and of one in its last.
+    static let widestCell = 100
+    static let longestMessage = 1_024
 
     // MARK: Wallet
 

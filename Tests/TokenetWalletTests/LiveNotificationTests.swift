@@ -116,6 +116,11 @@ import TokenetTestSupport
         #expect(
             again.status == 73 && again.stdout.contains("FAILED_PRECONDITION: cannot resume a token that is ACTIVE"),
             "\(again.stdout)\(again.stderr)")
+        // A long id someone typed is cut in the table's id column: the table was as wide as the id, every row.
+        let long = String(repeating: "z", count: 5_000)
+        let unknown = try await tokenet(["issuer", "resume-tokens", issuer.listen, long, "--reason", "CARD_FOUND"])
+        #expect(unknown.stdout.contains(String(repeating: "z", count: 99) + "…"), "\(unknown.stdout.prefix(300))")
+        #expect(unknown.stdout.split(separator: "\n").allSatisfy { $0.count < 1_500 }, "\(unknown.stdout.count)")
 
         // An issuer message: the wallet keeps it, the issuer app shows title, body and action.
         let sent = try await json([
