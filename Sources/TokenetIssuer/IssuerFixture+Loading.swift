@@ -200,6 +200,11 @@ extension IssuerFixture {
             if let reason = card.notEligibleReason, reason.isEmpty {
                 throw fail(entry, "\"notEligibleReason\" is empty; leave it out for an eligible card")
             }
+            // Texts the parties show in full (a decline's reason reaches the wallet's screen): no card number.
+            for (key, text) in [("cardholderName", card.cardholderName), ("notEligibleReason", card.notEligibleReason)]
+            where text.map(IdentifierRules.holdsCardNumber(identifier:)) == true {
+                throw fail(entry, "\"\(key)\" holds a card number, which the parties would show in full")
+            }
             try Self.validate(card.digitization, entry: "\(entry) digitization", fail: fail)
         }
     }
@@ -220,9 +225,15 @@ extension IssuerFixture {
             break
         case .decline(let reason):
             guard !reason.isEmpty else { throw fail(entry, "a decline needs a \"reason\"") }
+            guard !IdentifierRules.holdsCardNumber(identifier: reason) else {
+                throw fail(entry, "the decline's \"reason\" holds a card number, which the wallet would show in full")
+            }
         case .stepUp(let idv):
             try validate(idv)
-        case .byScore(let approveAtMost, let stepUpAtMost, let idv, _):
+        case .byScore(let approveAtMost, let stepUpAtMost, let idv, let declineReason):
+            if let declineReason, IdentifierRules.holdsCardNumber(identifier: declineReason) {
+                throw fail(entry, "\"declineReason\" holds a card number, which the wallet would show in full")
+            }
             guard (1...5).contains(approveAtMost), (approveAtMost...5).contains(stepUpAtMost) else {
                 throw fail(entry, "scores run from 1 to 5 and need 1 <= approveAtMost <= stepUpAtMost <= 5")
             }

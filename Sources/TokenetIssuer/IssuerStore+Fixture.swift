@@ -60,8 +60,9 @@ extension IssuerStore {
                         throw IssuerError(
                             .fixture,
                             "fixture card \(card.id) has the card number ending \(seal.pan.last4), which card \(holder) "
-                                + "holds in this data directory (loaded before): a card keeps its id from one load to "
-                                + "the next, so give it back the id \(holder), or start on a new data directory")
+                                + "holds in this data directory (loaded before): a card keeps its id and its number "
+                                + "from one load to the next, so give \(card.id) back its old id if it was renamed, or "
+                                + "its own number if two cards swapped theirs, or start on a new data directory")
                     }
                     try tx.execute(
                         """

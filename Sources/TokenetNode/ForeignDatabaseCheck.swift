@@ -13,6 +13,8 @@ public enum ForeignDatabaseCheck {
     static let marks: [(file: String, what: String, owners: Set<String>, ownerText: String)] = [
         ("tsp.sqlite", "database", ["tsp-node"], "a tsp-node"),
         ("keys/data-vault.key", "vault key", ["tsp-node"], "a tsp-node"),
+        ("keys/card-key-current.pem", "card-data key", ["tsp-node"], "a tsp-node"),
+        ("keys/access-token.key", "access-token key", ["tsp-node"], "a tsp-node"),
         ("issuer.sqlite", "database", ["issuer-node"], "an issuer-node"),
         ("issuer-vault.key", "vault key", ["issuer-node"], "an issuer-node"),
         ("issuer-key.pem", "card-data key", ["issuer-node"], "an issuer-node"),

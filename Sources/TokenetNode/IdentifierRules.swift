@@ -19,8 +19,10 @@ public enum IdentifierRules {
                     return true
                 }
             }
-        guard fits else {
+        // A name of spaces alone is no name: wallets showed a blank issuer.
+        guard fits, value.unicodeScalars.contains(where: { $0.properties.generalCategory != .spaceSeparator }) else {
             return "1 to \(maxLength) characters without \(spaces ? "" : "spaces, ")control or format characters"
+                + (spaces ? ", not spaces alone" : "")
         }
         // Shown in full in every listing, where a card number must never be: refused rather than shown.
         guard !holdsCardNumber(identifier: value) else {

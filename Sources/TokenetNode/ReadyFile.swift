@@ -123,14 +123,24 @@ public enum ReadyFile {
         unlink(temporary)
     }
 
-    /// Whether the node a ready file names still runs: its pid is alive and is that node's executable (a pid taken
-    /// by another program since is not).
+    /// Whether the node a ready file names still runs: its pid is alive and is that node's executable, by the name
+    /// it was started as or the file it runs (a node started through a link or as a copy under another name), or
+    /// this very executable (a pid taken by another program since is neither).
     static func isRunning(_ info: ReadyInfo) -> Bool {
-        guard info.pid > 0, kill(info.pid, 0) == 0 || errno == EPERM,
-            let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(info.pid)/cmdline"))
-        else { return false }
-        let executable = command.split(separator: 0).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
-        return executable.hasSuffix("/" + info.node) || executable == info.node
+        guard info.pid > 0, kill(info.pid, 0) == 0 || errno == EPERM else { return false }
+        let command = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(info.pid)/cmdline"))) ?? Data()
+        let started = command.split(separator: 0).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let file = executable(of: "\(info.pid)")
+        return [started, file ?? ""].contains { $0 == info.node || $0.hasSuffix("/" + info.node) }
+            || (file != nil && file == executable(of: "self"))
+    }
+
+    /// The file `/proc/PROCESS/exe` names, or nil when it cannot be read.
+    private static func executable(of process: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/\(process)/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Refuses a ready file that is one of the node's own files (`--key`, say), by device and inode.

@@ -93,7 +93,8 @@ enum PartyText {
         case .approved:
             return "\(card.cardRef): APPROVED: \(token) is \(state(card.state))."
         case .declined:
-            let reason = response.declineReason.isEmpty ? "no reason given" : response.declineReason
+            // The issuer's words, shown as the nodes log them: a card number in them masked.
+            let reason = response.declineReason.isEmpty ? "no reason given" : maskPAN(response.declineReason)
             return "\(card.cardRef): DECLINED: \(reason)."
         case .requireAdditionalAuthentication where card.state != .inactive && card.state != .unspecified:
             // Asked before, and the token has moved on since (activated, or deleted): its ID&V methods are spent.

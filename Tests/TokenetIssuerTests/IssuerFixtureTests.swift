@@ -162,6 +162,13 @@ import TokenetCard
                 issuer["binRanges"] = (0..<1_001).map { ["low": String(100_000 + $0), "high": String(100_000 + $0)] }
             },
             message: "issuer: \"binRanges\" holds 1001 ranges; the TSP takes at most 1000"),
+        // Texts the parties show in full hold no card number: a decline's reason reached the CLI unmasked.
+        BadCase(
+            change: card(3) { $0["digitization"] = ["rule": "decline", "reason": "card 2223000010000047 is closed"] },
+            message: "cards[3] \"card-mc-decline\" digitization: the decline's \"reason\" holds a card number"),
+        BadCase(
+            change: card(0) { $0["notEligibleReason"] = "see 4761000010000009" },
+            message: "cards[0] \"card-visa-approve\": \"notEligibleReason\" holds a card number"),
         // A number that is no integer is named where it is: it was "the fixture is not valid JSON".
         BadCase(
             change: card(5) {

@@ -99,8 +99,9 @@ import TokenetTestSupport
         #expect(
             error?.message
                 == "fixture card zz-visa has the card number ending 0009, which card card-visa-approve holds in this "
-                + "data directory (loaded before): a card keeps its id from one load to the next, so give it back "
-                + "the id card-visa-approve, or start on a new data directory", "\(String(describing: error))")
+                + "data directory (loaded before): a card keeps its id and its number from one load to the next, so "
+                + "give zz-visa back its old id if it was renamed, or its own number if two cards swapped theirs, or "
+                + "start on a new data directory", "\(String(describing: error))")
         #expect(try store.card(id: "zz-visa") == nil)
     }
 
