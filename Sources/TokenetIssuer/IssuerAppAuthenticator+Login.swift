@@ -25,6 +25,21 @@ extension IssuerAppAuthenticator {
     /// each buys an access token from the TSP. When the app's counter ran ahead of the TSP's window (logins that
     /// never reached it), the app resynchronises that credential with two consecutive codes and tries again.
     func login(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.AppLoginResponse {
+        // One login of a user at a time, as on one phone: logins at once took counters n and n+1, the code of n+1
+        // reached the TSP first, and n, then behind its window, was refused as a wrong code and counted towards
+        // the credential's lock, though the person had the right PIN.
+        do {
+            return try await loginTurns.one(userID, cancelled: CancellationError()) { () async throws in
+                try await self.loginInTurn(userID: userID, pin: pin)
+            }
+        } catch let error as IssuerError {
+            throw error
+        } catch {
+            throw IssuerError(.unavailable, "the login of \(userID) was cancelled while another one was under way")
+        }
+    }
+
+    private func loginInTurn(userID: String, pin: String) async throws(IssuerError) -> IssuerV1.AppLoginResponse {
         guard !userID.isEmpty else { throw IssuerError(.invalidArgument, "user_id is required") }
         try requireKnownUser(userID)
         guard try store.appUser(userID) != nil else {

@@ -17,6 +17,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     let now: @Sendable () -> Date
     /// PBKDF2 iterations for the app's keys; tests lower it.
     let iterations: Int
+    /// Logins, one of a user at a time (`login`).
+    let loginTurns = KeyedTurns<String>()
     /// Wrong PINs in a row that lock the app until the issuer unlocks it (`IssuerEnrolment.UnlockCredentials`).
     static let maxPINFailures = 5
 
@@ -59,10 +61,17 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         } catch {
             throw IssuerError(.invalidArgument, "\(error.message), so it is not the app's PIN; no try was used")
         }
+        // The try is counted before the check, and the lock looked at again with it: guesses made at once were all
+        // checked against the count before any of them.
+        guard let failures = try store.reservePINTry(userID: userID, limit: Self.maxPINFailures) else {
+            throw IssuerError(
+                .locked,
+                "the app is locked after \(Self.maxPINFailures) wrong PINs; the issuer unlocks it "
+                    + "(tokenet issuer unlock ADDR \(userID))")
+        }
         let keys = try IssuerAppKeys.derive(
             pin: pin, devicePIN: user.devicePIN, salt: user.salt, iterations: iterations)
         guard keys.opensPINCheck(user.pinCheck, userID: userID) else {
-            let failures = try store.recordPIN(userID: userID, wrong: true)
             let left = Self.maxPINFailures - failures
             // Each wrong PIN is an event an issuer audits (someone guessing a cardholder's PIN), the lock more so.
             if left > 0 {
@@ -78,7 +87,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                     ? "the PIN is not correct; \(left == 1 ? "1 try" : "\(left) tries") left before the app locks"
                     : "the PIN is not correct; the app is now locked until the issuer unlocks it")
         }
-        if user.pinFailures > 0 { try store.recordPIN(userID: userID, wrong: false) }
+        _ = try store.recordPIN(userID: userID, wrong: false)
         return (user, keys)
     }
 

@@ -26,6 +26,12 @@ final class FakeTSPAuth: Sendable {
         var logins = 0
         var resyncs = 0
         var next = 0
+        /// Holds the first login that arrives for up to a second, or until a second one arrives and is answered
+        /// first: the order two logins sent at once may reach a TSP in.
+        var holdFirstLogin = false
+        var held = 0
+        /// Logins answered while another was held.
+        var overtaking = 0
     }
 
     let state = Mutex(State())
@@ -122,7 +128,19 @@ final class FakeTSPAuth: Sendable {
         }
 
         func login(_ request: TspV1.LoginRequest, context: ServerContext) async throws -> TspV1.LoginResponse {
-            try fake.state.withLock { state in
+            let hold = fake.state.withLock { state in
+                defer { state.holdFirstLogin = false }
+                if state.held > 0 { state.overtaking += 1 }
+                return state.holdFirstLogin
+            }
+            if hold {
+                fake.state.withLock { $0.held += 1 }
+                for _ in 0..<100 where fake.state.withLock({ $0.overtaking }) == 0 {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                fake.state.withLock { $0.held -= 1 }
+            }
+            return try fake.state.withLock { state in
                 state.logins += 1
                 for (id, code) in [
                     (request.userCredentialID, request.userCode), (request.deviceCredentialID, request.deviceCode),

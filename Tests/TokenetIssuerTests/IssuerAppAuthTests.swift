@@ -293,6 +293,42 @@ import TokenetWire
         #expect(try app.party.app.accounts(userID: "ch-alice").accounts.isEmpty)
     }
 
+    /// Two logins of one user at once take turns: the second took the next counter, reached the TSP first, and the
+    /// first was then refused as a wrong code (counted towards the lock) though its PIN was right.
+    @Test func loginsOfOneUserAtOnceTakeTurns() async throws {
+        let app = try App.make()
+        let first = try await app.enrol()
+        _ = try await app.party.app.activate(
+            code: first.code, referenceID: first.reference, displayName: "", pin: "2580")
+        app.tsp.state.withLock { $0.holdFirstLogin = true }
+        let results = await withTaskGroup(of: String.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    do {
+                        return try await app.party.app.login(userID: "ch-alice", pin: "2580").accessToken.isEmpty
+                            ? "empty" : "ok"
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == ["ok", "ok"], "\(results)")
+        #expect(app.tsp.state.withLock { $0.overtaking } == 0)
+    }
+
+    /// A PIN try is counted before the PIN is checked: guesses made at once were each checked against the count
+    /// before any of them, and 6 of 20 were checked, past the limit of 5.
+    @Test func aPINTryIsCountedBeforeItIsChecked() throws {
+        let store = try Support.store()
+        try store.insertAppUser(AppUserRecord(userID: "ch-alice", salt: [], pinCheck: [], devicePIN: ""), nowMs: 1)
+        let counts = (0..<7).map { _ in try? store.reservePINTry(userID: "ch-alice", limit: 5) }
+        #expect(counts == [1, 2, 3, 4, 5, nil, nil])
+        #expect(try store.recordPIN(userID: "ch-alice", wrong: false) == 0)
+        #expect(try store.reservePINTry(userID: "ch-alice", limit: 5) == 1)
+    }
+
     @Test func aLockedAppRemovesNoAccount() async throws {
         let app = try App.make()
         let first = try await app.enrol()
