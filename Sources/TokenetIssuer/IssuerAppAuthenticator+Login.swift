@@ -66,7 +66,8 @@ extension IssuerAppAuthenticator {
                 deviceID: account.deviceCredentialID, accountID: account.accountID)
         case .credentialLocked:
             logger.warning("login refused: credential locked at the TSP", ["user": userID, "reason": response.message])
-            throw IssuerError(.locked, "\(response.message) (user \(userID))")
+            // With the command that unlocks it, as the app's own lock says it.
+            throw IssuerError(.locked, "\(response.message) (tokenet issuer unlock ADDR \(userID))")
         default:
             logger.info("login refused by the TSP", ["user": userID, "reason": response.message])
             throw IssuerError(.unauthenticated, "the TSP refused the login: \(response.message)")
