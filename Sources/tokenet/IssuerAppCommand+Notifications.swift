@@ -91,19 +91,27 @@ extension PartyText {
                     response.notifications.map {
                         [
                             $0.processed ? $0.messageType : "(not processed)", $0.notification?.sender ?? "",
-                            $0.cardID, time(ms: $0.lastCallTimestampMs), $0.action,
+                            $0.cardID.isEmpty ? $0.notification?.cardID ?? "" : $0.cardID,
+                            time(ms: $0.lastCallTimestampMs), $0.action,
                         ]
                     }))
         }
         if !response.authnRequests.isEmpty {
+            // The card each request is for, from the AUTHN message that brought it: the person asked to approve a
+            // payment sees which card it is on.
+            var cards: [String: String] = [:]
+            for entry in response.notifications {
+                guard case .authn(let body)? = entry.notification?.body else { continue }
+                cards[body.authnRequestID] = entry.notification?.cardID
+            }
             parts.append(
                 "Authentication requests:\n"
                     + table(
-                        ["REQUEST", "AMOUNT", "MERCHANT", "STATUS"],
+                        ["REQUEST", "CARD", "AMOUNT", "MERCHANT", "STATUS"],
                         response.authnRequests.map {
                             [
-                                $0.authnRequestID, CurrencyAmount.format($0.amountMinor, $0.currency),
-                                $0.merchant, $0.status,
+                                $0.authnRequestID, cards[$0.authnRequestID] ?? "",
+                                CurrencyAmount.format($0.amountMinor, $0.currency), $0.merchant, $0.status,
                             ]
                         }))
         }

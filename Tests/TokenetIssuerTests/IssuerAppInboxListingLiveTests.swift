@@ -74,6 +74,9 @@ import TokenetWire
         let rows = table[section.upperBound...].split(separator: "\n").dropFirst()
             .map { String($0.prefix { $0 != " " }) }
         #expect(rows.filter { $0.hasPrefix("ar-") } == requests)
+        // Each request names its card, from the AUTHN message the app still keeps.
+        let last = try #require(table.split(separator: "\n").last { $0.hasPrefix("ar-\(count) ") })
+        #expect(last.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first == "DC-1", "\(last)")
     }
 
     /// Starts `name`, its standard output in a pipe (`SpawnedProcess.standardOutput`) when `output`, else dropped.
