@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenetTransport
 
 @testable import TokenetNode
 
@@ -81,25 +82,22 @@ import Testing
     /// removed it from under the first. One whose node has gone, or whose pid another program holds now, is taken.
     @Test func aRunningNodesReadyFileIsRefused() throws {
         let directory = try TemporaryDirectory()
-        let running = Process()
-        running.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        running.arguments = ["30"]
-        try running.run()
-        defer { if running.isRunning { kill(running.processIdentifier, SIGKILL) } }
+        let running = try SpawnedProcess("/bin/sleep", ["30"], standardOutput: .nullDevice, standardError: .nullDevice)
+        defer { _ = running.waitUntilExit(killingAfter: 0) }
         let path = directory.path("ready.json")
-        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.processIdentifier, listen: "a:1"), to: path)
+        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.pid, listen: "a:1"), to: path)
         let refused = try #require(throws: NodeError.self) { try ReadyFile.checkWritable(path) }
         #expect(refused.exitStatus == 2)
         #expect(
             refused.description
-                == "--ready-file: \(path) is the ready file of sleep pid \(running.processIdentifier), which is running; "
+                == "--ready-file: \(path) is the ready file of sleep pid \(running.pid), which is running; "
                 + "give each node a ready file of its own")
         // The same pid under another program's name, and a node that has gone.
-        _ = try ReadyFile.write(ReadyInfo(node: "tsp-node", pid: running.processIdentifier, listen: "a:1"), to: path)
+        _ = try ReadyFile.write(ReadyInfo(node: "tsp-node", pid: running.pid, listen: "a:1"), to: path)
         try ReadyFile.checkWritable(path)
-        kill(running.processIdentifier, SIGKILL)
-        running.waitUntilExit()
-        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.processIdentifier, listen: "a:1"), to: path)
+        _ = running.send(SIGKILL)
+        _ = running.waitUntilExit()
+        _ = try ReadyFile.write(ReadyInfo(node: "sleep", pid: running.pid, listen: "a:1"), to: path)
         try ReadyFile.checkWritable(path)
     }
 
