@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenetCard
 import TokenetNode
 import TokenetRPC
@@ -19,6 +20,8 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     let iterations: Int
     /// Logins, one of a user at a time (`login`).
     let loginTurns = KeyedTurns<String>()
+    /// A lock per user for its PIN checks (`keys`); as many as the issuer has users.
+    private let pinLocks = Mutex<[String: NSLock]>([:])
     /// Wrong PINs in a row that lock the app until the issuer unlocks it (`IssuerEnrolment.UnlockCredentials`).
     static let maxPINFailures = 5
 
@@ -40,6 +43,20 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
     /// The app's keys for a user who has a PIN, checking the PIN; nil for a user who has none yet (the PIN is then
     /// checked against the policy, to be set by the first activation).
     func keys(userID: String, pin: String) throws(IssuerError) -> (AppUserRecord, IssuerAppKeys)? {
+        // One PIN check of a user at a time, from the count read to the count written: guesses made at once were
+        // each checked against the count before any of them (6 of 20, past the limit of 5).
+        let lock = pinLocks.withLock { locks in
+            if let lock = locks[userID] { return lock }
+            let lock = NSLock()
+            locks[userID] = lock
+            return lock
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return try checkedKeys(userID: userID, pin: pin)
+    }
+
+    private func checkedKeys(userID: String, pin: String) throws(IssuerError) -> (AppUserRecord, IssuerAppKeys)? {
         guard let user = try store.appUser(userID) else {
             guard !pin.isEmpty else {
                 throw IssuerError(.invalidArgument, "this is the first account of the app: set a PIN (4 to 8 digits)")
@@ -61,17 +78,10 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
         } catch {
             throw IssuerError(.invalidArgument, "\(error.message), so it is not the app's PIN; no try was used")
         }
-        // The try is counted before the check, and the lock looked at again with it: guesses made at once were all
-        // checked against the count before any of them.
-        guard let failures = try store.reservePINTry(userID: userID, limit: Self.maxPINFailures) else {
-            throw IssuerError(
-                .locked,
-                "the app is locked after \(Self.maxPINFailures) wrong PINs; the issuer unlocks it "
-                    + "(tokenet issuer unlock ADDR \(userID))")
-        }
         let keys = try IssuerAppKeys.derive(
             pin: pin, devicePIN: user.devicePIN, salt: user.salt, iterations: iterations)
         guard keys.opensPINCheck(user.pinCheck, userID: userID) else {
+            let failures = try store.recordPIN(userID: userID, wrong: true)
             let left = Self.maxPINFailures - failures
             // Each wrong PIN is an event an issuer audits (someone guessing a cardholder's PIN), the lock more so.
             if left > 0 {
@@ -87,7 +97,7 @@ final class IssuerAppAuthenticator: CardholderLogin, Sendable {
                     ? "the PIN is not correct; \(left == 1 ? "1 try" : "\(left) tries") left before the app locks"
                     : "the PIN is not correct; the app is now locked until the issuer unlocks it")
         }
-        _ = try store.recordPIN(userID: userID, wrong: false)
+        if user.pinFailures > 0 { try store.recordPIN(userID: userID, wrong: false) }
         return (user, keys)
     }
 

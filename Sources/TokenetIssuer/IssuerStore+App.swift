@@ -143,22 +143,6 @@ extension IssuerStore {
 
     /// Counts a wrong PIN (`wrong`) or clears the count after a right one or an unlock; returns the new count.
     @discardableResult
-    /// Counts a PIN try before the PIN is checked, while fewer than `limit` wrong ones are counted: the count after
-    /// it, or nil when the app is locked. Counted after the check (a key derivation of some 50 ms), as many
-    /// guesses as arrived meanwhile were checked against one count: 6 of 20 at once, past the limit of 5. A right
-    /// PIN then sets the count back to 0 (`recordPIN(wrong: false)`); a wrong one leaves it counted.
-    func reservePINTry(userID: String, limit: Int) throws(IssuerError) -> Int? {
-        try storage("record a PIN attempt") {
-            try database.transaction { tx in
-                let counted = Int(
-                    try tx.queryOne("SELECT pin_failures FROM app_users WHERE user_id = ?", [userID])?.int64(0) ?? 0)
-                guard counted < limit else { return nil }
-                _ = try tx.execute("UPDATE app_users SET pin_failures = ? WHERE user_id = ?", [counted + 1, userID])
-                return counted + 1
-            }
-        }
-    }
-
     func recordPIN(userID: String, wrong: Bool) throws(IssuerError) -> Int {
         try storage("record a PIN attempt") {
             try database.transaction { tx in
