@@ -109,6 +109,10 @@ extension IssuerFixture {
         if let problem = IdentifierRules.problem(issuer.name, maxLength: 100, spaces: true) {
             throw fail("issuer", "\"name\" must be \(problem)")
         }
+        // Shown to the cardholder as an ID&V method's value: no card number.
+        if let number = issuer.callCenterNumber, IdentifierRules.holdsCardNumber(identifier: number) {
+            throw fail("issuer", "\"callCenterNumber\" holds a card number, which the wallet would show in full")
+        }
         guard !issuer.binRanges.isEmpty else { throw fail("issuer", "\"binRanges\" is empty") }
         guard issuer.binRanges.count <= Self.maxBINRanges else {
             throw fail(
@@ -144,6 +148,9 @@ extension IssuerFixture {
             }
             guard cardholderIDs.insert(holder.id).inserted else { throw fail(entry, "the id is used twice") }
             guard !holder.name.isEmpty else { throw fail(entry, "\"name\" is empty") }
+            guard !IdentifierRules.holdsCardNumber(identifier: holder.name) else {
+                throw fail(entry, "\"name\" holds a card number, which the parties would show in full")
+            }
             guard holder.phone.filter(\.isNumber).count >= 4 else {
                 throw fail(entry, "\"phone\" needs at least four digits")
             }
@@ -217,6 +224,12 @@ extension IssuerFixture {
             for (index, method) in idv.enumerated() where method.type == .appToApp {
                 guard !(method.appIdentifier ?? "").isEmpty, !(method.appAction ?? "").isEmpty else {
                     throw fail("\(entry).idv[\(index)]", "APP_TO_APP needs \"appIdentifier\" and \"appAction\"")
+                }
+                // The wallet shows the app's name as the method's value.
+                if let name = method.appName, IdentifierRules.holdsCardNumber(identifier: name) {
+                    throw fail(
+                        "\(entry).idv[\(index)]", "\"appName\" holds a card number, which the wallet would show in full"
+                    )
                 }
             }
         }

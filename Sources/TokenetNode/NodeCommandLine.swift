@@ -5,6 +5,11 @@ import Foundation
 /// Accepted forms are `--flag value`, `--flag=value` and bare `--plaintext`, `--help`, `--version`. A value may not
 /// start with `--`, so `--listen --plaintext` reports the missing value instead of listening on "--plaintext".
 public enum NodeCommandLine {
+    /// `path` with its links followed and `.` and `..` taken out, to tell two names of one file from two files.
+    static func resolved(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
     /// Turns arguments (without the program name) into a command; `readFile` supplies the `--config` file's bytes.
     public static func parse(
         _ arguments: [String], spec: NodeSpec, readFile: (String) throws(NodeError) -> Data = NodeConfigFile.read
@@ -64,7 +69,7 @@ public enum NodeCommandLine {
             if key == .config {
                 guard !value.isEmpty else { throw NodeError(.usage, "--config needs a file path") }
                 // Not the last one wins, as for other flags: a whole file, its mistakes with it, went unread.
-                if let first = configPath, first != value {
+                if let first = configPath, Self.resolved(first) != Self.resolved(value) {
                     throw NodeError(
                         .usage,
                         "--config is given twice (\(first), \(value)): a node reads one config file; merge them, or "

@@ -169,6 +169,22 @@ import TokenetCard
         BadCase(
             change: card(0) { $0["notEligibleReason"] = "see 4761000010000009" },
             message: "cards[0] \"card-visa-approve\": \"notEligibleReason\" holds a card number"),
+        BadCase(
+            change: issuer { $0["callCenterNumber"] = "4761000010000009" },
+            message: "issuer: \"callCenterNumber\" holds a card number"),
+        BadCase(
+            change: card(4) {
+                $0["digitization"] = [
+                    "rule": "step-up",
+                    "idv": [
+                        [
+                            "type": "APP_TO_APP", "appIdentifier": "a", "appAction": "b",
+                            "appName": "Bank 5400000010000037",
+                        ]
+                    ],
+                ]
+            },
+            message: "cards[4] \"card-visa-stepup\" digitization.idv[0]: \"appName\" holds a card number"),
         // A number that is no integer is named where it is: it was "the fixture is not valid JSON".
         BadCase(
             change: card(5) {
