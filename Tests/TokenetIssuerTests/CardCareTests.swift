@@ -207,14 +207,19 @@ import TokenetWire
         return IssuerV1.IssuerAppInbox.Client(Support.connect(router, as: .operator))
     }
 
-    @Test func cardholderAnswersAnAuthnRequestInTheApp() async throws {
-        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+    /// The app's inbox once the TSP's AUTHN request "authn-1" for token DNITHE1 (5.00 USD at Shop) reached it.
+    func inboxWithAuthnRequest() async throws -> IssuerV1.IssuerAppInbox.Client {
         let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
-        let app = inbox(handler)
         var message = TspV1.Notification(
             messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
         message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
         try await handler.handle(message)
+        return inbox(handler)
+    }
+
+    @Test func cardholderAnswersAnAuthnRequestInTheApp() async throws {
+        try decide(Cards.visaApprove.0, digitalCardID: "DNITHE1", outcome: .approved)
+        let app = try await inboxWithAuthnRequest()
 
         let unknown = await Support.rpcError { _ = try await app.answerAuthn(.init(authnRequestID: "authn-9")) }
         #expect(unknown?.code == .notFound)
@@ -255,12 +260,7 @@ import TokenetWire
                 userID: cardholder, accountID: other, displayName: "Other", userCredentialID: "u-1",
                 userSecretSealed: [], deviceCredentialID: "d-1", deviceSecretSealed: [], digits: 6, userCounter: 0,
                 deviceCounter: 0, activatedAtMs: 1))
-        let handler = IssuerAppNotificationHandler(view: IssuerAppView(), logger: Support.logger())
-        let app = inbox(handler)
-        var message = TspV1.Notification(
-            messageID: "m-1", sender: "TNS", topic: "D1_NOTIFICATION", messageType: "AUTHN", cardID: "DNITHE1")
-        message.body = .authn(.init(authnRequestID: "authn-1", amountMinor: 500, currency: "USD", merchant: "Shop"))
-        try await handler.handle(message)
+        let app = try await inboxWithAuthnRequest()
 
         let refused = await Support.rpcError {
             _ = try await app.answerAuthn(.init(authnRequestID: "authn-1", proceed: true, pin: "2468"))

@@ -33,32 +33,9 @@ import TokenetTestSupport
         #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
     }
 
-    /// A damaged page of the cards table is first read by the vault key's check, which said "cannot check the vault
-    /// key", pointing at the key instead of the file to restore.
-    @Test func aDamagedPageOfCardsIsNamedWithWhatToDo() throws {
-        let directory = try temporaryDirectory()
-        let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
-        let store = try IssuerStore.open(directory: directory)
-        try store.importFixture(try Support.fixture())
-        let root = try #require(
-            try store.database.queryOne("SELECT rootpage FROM sqlite_master WHERE name = 'cards'")?.int(0))
-        let pageSize = try #require(try store.database.queryOne("PRAGMA page_size")?.int(0))
-        try store.database.close()
-        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try file.seek(toOffset: UInt64((root - 1) * pageSize))
-        try file.write(contentsOf: Data(repeating: 0x5A, count: Int(pageSize)))
-        try file.close()
-        let error = #expect(throws: IssuerError.self) { try IssuerStore.open(directory: directory) }
-        #expect(
-            error?.message == "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
-            "\(String(describing: error))")
-        #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
-    }
-
-    /// Damage met past the open, by the start's other reads (the app's notifications, the fixture loaded again),
-    /// names the file and what to do, with status 2: it exited 1 with SQLite's words, or blamed the fixture.
-    @Test(arguments: ["app_inbox", "cardholders"])
-    func aDamagedPageReadLaterInTheStartIsNamedWithWhatToDo(table: String) throws {
+    /// A data directory whose issuer database, loaded with the fixture, has the first page of `table` overwritten;
+    /// and the database's path.
+    func databaseWithADamagedPage(of table: String) throws -> (directory: String, path: String) {
         let directory = try temporaryDirectory()
         let path = (directory as NSString).appendingPathComponent("issuer.sqlite")
         let store = try IssuerStore.open(directory: directory)
@@ -71,6 +48,25 @@ import TokenetTestSupport
         try file.seek(toOffset: UInt64((root - 1) * pageSize))
         try file.write(contentsOf: Data(repeating: 0x5A, count: Int(pageSize)))
         try file.close()
+        return (directory, path)
+    }
+
+    /// A damaged page of the cards table is first read by the vault key's check, which said "cannot check the vault
+    /// key", pointing at the key instead of the file to restore.
+    @Test func aDamagedPageOfCardsIsNamedWithWhatToDo() throws {
+        let (directory, path) = try databaseWithADamagedPage(of: "cards")
+        let error = #expect(throws: IssuerError.self) { try IssuerStore.open(directory: directory) }
+        #expect(
+            error?.message == "the issuer database \(path) is damaged: restore it from a backup, with its vault key",
+            "\(String(describing: error))")
+        #expect(try IssuerNode.startFailure(#require(error), directory: directory).exitStatus == 2)
+    }
+
+    /// Damage met past the open, by the start's other reads (the app's notifications, the fixture loaded again),
+    /// names the file and what to do, with status 2: it exited 1 with SQLite's words, or blamed the fixture.
+    @Test(arguments: ["app_inbox", "cardholders"])
+    func aDamagedPageReadLaterInTheStartIsNamedWithWhatToDo(table: String) throws {
+        let (directory, path) = try databaseWithADamagedPage(of: table)
         let reopened = try IssuerStore.open(directory: directory)
         defer { try? reopened.database.close() }
         let error = #expect(throws: IssuerError.self) {

@@ -12,16 +12,11 @@ import TokenetWire
     @Test(arguments: [LogLevel.info, .debug])
     func aRefusalIsLoggedByTheTSPOnlyAtDebug(level: LogLevel) async throws {
         let tsp = try TSPHarness.make(logLevel: level)
-        try await tsp.registerIssuer()
-        await expectRPCError(.invalidArgument, "is not an input method") {
-            try await tsp.wallet.checkEligibility(
-                TspV1.CheckEligibilityRequest(
-                    requestID: UUID().uuidString,
-                    eligibilityData: TspV1.EligibilityData(language: "en", inputMethod: .init(rawValue: 999)),
-                    walletAccountID: TSPHarness.account, device: TSPHarness.device,
-                    instrument: .encryptedCardData(try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa)))))
+        await expectRPCError(.notFound, "holds no token") {
+            try await tsp.wallet.getTokenIssuer(
+                .init(digitalCardID: "DNITHE000000000000000099", walletAccountID: TSPHarness.account))
         }
-        let refused = tsp.logs.lines.filter { $0.contains("CheckEligibility refused") }
+        let refused = tsp.logs.lines.filter { $0.contains("GetTokenIssuer refused") }
         #expect(refused.count == (level == .debug ? 1 : 0), "\(tsp.logs.lines)")
     }
 }
