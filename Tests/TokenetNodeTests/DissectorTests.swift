@@ -47,7 +47,8 @@ import TokenetTestSupport
         let emptyCapture = try await shark(["-r", empty])
         #expect(emptyCapture.status == 1, "\(emptyCapture.stderr)")
         #expect(
-            emptyCapture.stderr == "tokenet-shark: the capture \(empty) is empty (0 bytes): nothing was written to it\n")
+            emptyCapture.stderr == "tokenet-shark: the capture \(empty) is empty (0 bytes): nothing was written to it\n"
+        )
         let noSecrets = try await shark(["--keylog", keylog, "-r", capture])
         #expect(
             noSecrets.stderr.hasPrefix(
