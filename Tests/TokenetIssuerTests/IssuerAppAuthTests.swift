@@ -321,7 +321,7 @@ import TokenetWire
     }
 
     /// PIN checks of one user take turns: guesses made at once were each checked against the count before any of
-    /// them, and 6 of 20 were checked, past the limit of 5. A right PIN among them is not taken for a lock.
+    /// them, and 6 of 20 were checked, past the limit of 5.
     @Test func pinGuessesAtOnceAreCheckedAgainstTheLimit() async throws {
         // The deployed key derivation: its time is the window the guesses raced in.
         let app = try App.make(iterations: 100_000)
