@@ -9,4 +9,13 @@ public protocol NotificationHandler: Sendable {
     /// sends it again, still in order. Permanent failures should be logged and not thrown, or they would come back
     /// forever.
     func handle(_ notification: TspV1.Notification) async throws
+
+    /// The subscriber's stream is open: it carried its first message, or stayed up a while with none. What the
+    /// broker may have dropped while the node was away (its retention) can be asked for now. Called once per
+    /// stream; it must return at once, leaving any call it leads to for a task of the node's own.
+    func streamOpened()
+}
+
+extension NotificationHandler {
+    public func streamOpened() {}
 }

@@ -118,9 +118,9 @@ public final class NotificationSubscriber: Sendable {
             subscribedAt = .now
             // A quiet queue sends nothing: the stream is announced once it has stayed up `openAfter`, so that an
             // operator reading the log sees the node subscribed without waiting for the first message.
-            let announcer = Task { [logger, openAfter = options.openAfter] in
+            let announcer = Task { [openAfter = options.openAfter] in
                 try await Task.sleep(for: openAfter)
-                if announcement.isFirst() { logger.info("subscribed to the TSP's notifications") }
+                announce(announcement)
             }
             defer { announcer.cancel() }
             for id in unsettled() { acknowledgements.add(id) }
@@ -132,7 +132,7 @@ public final class NotificationSubscriber: Sendable {
                 for try await notification in stream {
                     if !opened {
                         opened = true
-                        if announcement.isFirst() { logger.info("subscribed to the TSP's notifications") }
+                        announce(announcement)
                     }
                     received += 1
                     do {
@@ -166,6 +166,13 @@ public final class NotificationSubscriber: Sendable {
         }
         if handlerFailed { return .handlerFailed }
         return wasOpen() || received > 0 ? .ended : .failedToOpen
+    }
+
+    /// Says "subscribed", and tells the handler, once per stream.
+    private func announce(_ announcement: Announcement) {
+        guard announcement.isFirst() else { return }
+        logger.info("subscribed to the TSP's notifications")
+        handler.streamOpened()
     }
 
     /// Says "subscribed" once per stream, whichever comes first: its first message or `openAfter` of quiet.

@@ -107,6 +107,27 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
         }
     }
 
+    func getTokenStates(_ request: TspV1.GetTokenStatesRequest, context: ServerContext) async throws
+        -> TspV1.GetTokenStatesResponse
+    {
+        try await tsp.handling("GetTokenStates", context) { _ in
+            let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "GetTokenStates")
+            // The role check let only wallets in; a wallet certificate always names its node.
+            guard let nodeID = context.peer?.nodeID, !nodeID.isEmpty else {
+                throw TSPError(.permissionDenied, "GetTokenStates answers a wallet node, named by its certificate")
+            }
+            let rows = try tsp.store.tokens(
+                walletNodeID: nodeID, afterRow: try page.afterRow(call: "GetTokenStates"), limit: page.size + 1)
+            let (listed, next) = page.split(rows) { PageRequest.key(row: $0.row) }
+            return TspV1.GetTokenStatesResponse(
+                tokens: listed.map {
+                    TspV1.WalletTokenState(
+                        digitalCardID: $0.token.digitalCardID, tokenState: $0.token.state.wire,
+                        stateVersion: $0.token.stateVersion)
+                }, nextPageToken: next)
+        }
+    }
+
     func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws
         -> TspV1.ReplenishPaymentKeysResponse
     {

@@ -173,6 +173,26 @@ extension TSPStore {
         """
     }
 
+    /// Up to `limit` tokens digitized through the wallet node `walletNodeID`, in the order they were stored, after
+    /// the row `afterRow` (0 for the first page), each with its row id as its page key (`GetTokenStates`). A token
+    /// stored before the TSP kept its wallet node belongs to no node, and is in no node's listing.
+    func tokens(
+        walletNodeID: String, afterRow: Int64, limit: Int
+    ) throws(TSPError) -> [(token: TokenRecord, row: Int64)] {
+        do {
+            let rows = try database.query(
+                """
+                SELECT \(Self.tokenColumns), rowid FROM tokens WHERE wallet_node_id = ? AND rowid > ?
+                ORDER BY rowid LIMIT ?
+                """, [walletNodeID, afterRow, Int64(limit)])
+            return try rows.map { row in
+                (try Self.token(from: row), try row.get(Self.tokenColumnCount, as: Int64.self))
+            }
+        } catch {
+            throw TSPError(.internal, "cannot list the wallet's tokens", cause: error)
+        }
+    }
+
     func token(_ digitalCardID: String) throws -> TokenRecord? {
         try database.queryOne("SELECT \(Self.tokenColumns) FROM tokens WHERE digital_card_id = ?", [digitalCardID])
             .map(Self.token(from:))

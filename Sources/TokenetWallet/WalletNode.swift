@@ -78,8 +78,14 @@ public enum WalletNode {
             tsp: tsp, store: store, updates: updates, logger: logger,
             refillWait: configuration.refillWaitAfterPayment
         ).register(on: &router)
-        notifications?(WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock))
-        if let background {
+        let opened = background == nil ? nil : WalletStreamOpenedSignal()
+        notifications?(
+            WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock, opened: opened))
+        if let background, let opened {
+            // Checks the token states with the TSP each time the notification stream opens.
+            let sync = WalletTokenStateSync(
+                tsp: TspV1.TokenLifecycle.Client(tsp), store: store, updates: updates, signal: opened, logger: logger)
+            background.run { await sync.run() }
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
             background.run { await keys.run(events) }

@@ -14,12 +14,23 @@ public final class WalletNotificationHandler: NotificationHandler {
     let updates: WalletTokenUpdates
     let logger: Logger
     let clock: @Sendable () -> UInt64
+    /// Hears that the stream opened (`WalletTokenStateSync`); nil where no node runs in the background.
+    let opened: WalletStreamOpenedSignal?
 
-    init(store: WalletStore, updates: WalletTokenUpdates, logger: Logger, clock: @escaping @Sendable () -> UInt64) {
+    init(
+        store: WalletStore, updates: WalletTokenUpdates, logger: Logger, clock: @escaping @Sendable () -> UInt64,
+        opened: WalletStreamOpenedSignal? = nil
+    ) {
         self.store = store
         self.updates = updates
         self.logger = logger
         self.clock = clock
+        self.opened = opened
+    }
+
+    /// The stream opened: the token states are checked with the TSP, for a change whose message the broker dropped.
+    public func streamOpened() {
+        opened?.streamOpened()
     }
 
     public func handle(_ notification: TspV1.Notification) async throws {

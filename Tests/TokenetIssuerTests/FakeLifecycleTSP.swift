@@ -109,6 +109,10 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         -> TspV1.ReplenishPaymentKeysResponse
     { throw RPCError(.unimplemented, "not for issuers") }
 
+    func getTokenStates(_ request: TspV1.GetTokenStatesRequest, context: ServerContext) async throws
+        -> TspV1.GetTokenStatesResponse
+    { throw RPCError(.permissionDenied, "wallets only") }
+
     func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws
         -> TspV1.RequestReplenishmentResponse
     { throw RPCError(.unimplemented, "not for issuers") }

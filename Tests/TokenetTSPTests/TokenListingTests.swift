@@ -3,6 +3,7 @@ import Testing
 import TokenetNode
 import TokenetRPC
 import TokenetStorage
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetTSP
@@ -112,6 +113,53 @@ import TokenetWire
             ).map { try $0.text(3) }.joined(separator: "; ")
             #expect(plan.contains("USING INDEX"), "\(plan)")
             #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+        }
+    }
+}
+
+/// `TokenLifecycle/GetTokenStates`: a wallet node's own tokens with their states and versions, in pages, and no
+/// other node's.
+@Suite struct WalletTokenStatesTests {
+    func lifecycle(_ tsp: TSPHarness, as peer: PeerIdentity) -> TspV1.TokenLifecycle.Client {
+        TspV1.TokenLifecycle.Client(TSPHarness.connect(tsp.router, as: peer))
+    }
+
+    func walk(_ client: TspV1.TokenLifecycle.Client, pageSize: Int32) async throws -> [TspV1.WalletTokenState] {
+        var request = TspV1.GetTokenStatesRequest(pageSize: pageSize)
+        var tokens: [TspV1.WalletTokenState] = []
+        var pages = 0
+        repeat {
+            let page = try await client.getTokenStates(request)
+            #expect(page.tokens.count <= Int(pageSize))
+            tokens += page.tokens
+            request.pageToken = page.nextPageToken
+            pages += 1
+        } while !request.pageToken.isEmpty && pages <= 10
+        return tokens
+    }
+
+    @Test func aWalletNodeListsItsOwnTokensWithTheirStatesInPages() async throws {
+        let (tsp, ids) = try await TokenListingTests.tspWithTokens()
+        let operatorLifecycle = lifecycle(tsp, as: PeerIdentity(role: .operator, nodeID: "op-1"))
+        let suspended = try await operatorLifecycle.changeTokenState(
+            .init(digitalCardID: ids[2], action: .suspend, reasonCode: "FRAUD_SUSPECTED"))
+        let wallet = lifecycle(tsp, as: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
+        for size: Int32 in [1, 3, 7, 0] {
+            let listed = try await walk(wallet, pageSize: size == 0 ? 500 : size)
+            #expect(listed.map(\.digitalCardID) == ids, "page size \(size)")
+            let third = listed.first { $0.digitalCardID == ids[2] }
+            #expect(third?.tokenState == .suspended && third?.stateVersion == suspended.stateVersion)
+            #expect(listed.filter { $0.tokenState == .active }.count == 6)
+        }
+        // Another wallet node's listing holds none of them, whatever its accounts are called.
+        let other = lifecycle(tsp, as: PeerIdentity(role: .wallet, nodeID: "wallet-2"))
+        #expect(try await other.getTokenStates(.init()).tokens.isEmpty)
+        await expectRPCError(.permissionDenied, "allowed: wallet") {
+            try await operatorLifecycle.getTokenStates(.init())
+        }
+        await expectRPCError(.invalidArgument, "page_size") { try await wallet.getTokenStates(.init(pageSize: -1)) }
+        await expectRPCError(.invalidArgument, "page_token") {
+            try await wallet.getTokenStates(.init(pageToken: "DNITHE000000000000000001"))
         }
     }
 }

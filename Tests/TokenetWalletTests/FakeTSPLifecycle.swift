@@ -25,6 +25,10 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var issuedBatches = 0
         var batchOfRequest: [String: String] = [:]
         var held: [CheckedContinuation<Void, Never>] = []
+        /// The GetTokenStates calls answered.
+        var stateQueries = 0
+        /// When set, GetTokenStates fails with it.
+        var stateQueryFailure: RPCError?
         /// Runs before ChangeTokenState answers: what reaches the wallet while its call is under way.
         var whileChanging: (@Sendable (TspV1.ChangeTokenStateRequest, CardV1.TokenState) async throws -> Void)?
     }
@@ -100,6 +104,26 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
                 throw RPCError(.unavailable, "the answer was lost on its way back")
             }
             return TspV1.ReplenishPaymentKeysResponse(batchID: batch, keysIssued: Self.keysPerBatch)
+        }
+    }
+
+    /// Every token with a state, in pages of two (so that a test of a few tokens reads several pages), ordered by
+    /// id.
+    func getTokenStates(_ request: TspV1.GetTokenStatesRequest, context: ServerContext) async throws
+        -> TspV1.GetTokenStatesResponse
+    {
+        try state.withLock { state in
+            if let failure = state.stateQueryFailure { throw failure }
+            state.stateQueries += 1
+            let ids = state.states.keys.sorted().filter { $0 > request.pageToken }
+            let page = ids.prefix(2)
+            return TspV1.GetTokenStatesResponse(
+                tokens: page.map {
+                    TspV1.WalletTokenState(
+                        digitalCardID: $0, tokenState: state.states[$0] ?? .active,
+                        stateVersion: state.versions[$0] ?? 2)
+                },
+                nextPageToken: ids.count > 2 ? page.last ?? "" : "")
         }
     }
 

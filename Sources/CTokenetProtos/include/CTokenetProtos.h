@@ -379,6 +379,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_response(void) {
     return &tokenet__tsp__v1__get_token_issuer_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_states_request(void) {
+    return &tokenet__tsp__v1__get_token_states_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_states_response(void) {
+    return &tokenet__tsp__v1__get_token_states_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__hotp_credential(void) {
     return &tokenet__tsp__v1__hotp_credential__descriptor;
 }
@@ -543,6 +549,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__verify_activations_response(void) {
     return &tokenet__tsp__v1__verify_activations_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__wallet_token_state(void) {
+    return &tokenet__tsp__v1__wallet_token_state__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__accept_terms_request(void) {
     return &tokenet__wallet__v1__accept_terms_request__descriptor;

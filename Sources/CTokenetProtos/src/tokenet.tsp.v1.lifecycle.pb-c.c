@@ -322,6 +322,141 @@ void   tokenet__tsp__v1__replenish_payment_keys_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__replenish_payment_keys_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__get_token_states_request__init
+                     (Tokenet__Tsp__V1__GetTokenStatesRequest         *message)
+{
+  static const Tokenet__Tsp__V1__GetTokenStatesRequest init_value = TOKENET__TSP__V1__GET_TOKEN_STATES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_token_states_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_token_states_request__pack
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_token_states_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetTokenStatesRequest *
+       tokenet__tsp__v1__get_token_states_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetTokenStatesRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_token_states_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_token_states_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenStatesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__wallet_token_state__init
+                     (Tokenet__Tsp__V1__WalletTokenState         *message)
+{
+  static const Tokenet__Tsp__V1__WalletTokenState init_value = TOKENET__TSP__V1__WALLET_TOKEN_STATE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__wallet_token_state__get_packed_size
+                     (const Tokenet__Tsp__V1__WalletTokenState *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__wallet_token_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__wallet_token_state__pack
+                     (const Tokenet__Tsp__V1__WalletTokenState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__wallet_token_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__wallet_token_state__pack_to_buffer
+                     (const Tokenet__Tsp__V1__WalletTokenState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__wallet_token_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__WalletTokenState *
+       tokenet__tsp__v1__wallet_token_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__WalletTokenState *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__wallet_token_state__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__wallet_token_state__free_unpacked
+                     (Tokenet__Tsp__V1__WalletTokenState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__wallet_token_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__get_token_states_response__init
+                     (Tokenet__Tsp__V1__GetTokenStatesResponse         *message)
+{
+  static const Tokenet__Tsp__V1__GetTokenStatesResponse init_value = TOKENET__TSP__V1__GET_TOKEN_STATES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_token_states_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_token_states_response__pack
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_token_states_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetTokenStatesResponse *
+       tokenet__tsp__v1__get_token_states_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetTokenStatesResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_token_states_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_token_states_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenStatesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_token_states_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__request_replenishment_request__init
                      (Tokenet__Tsp__V1__RequestReplenishmentRequest         *message)
 {
@@ -1490,6 +1625,172 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_respon
   (ProtobufCMessageInit) tokenet__tsp__v1__replenish_payment_keys_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_states_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_token_states_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_token_states_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetTokenStatesRequest",
+  "GetTokenStatesRequest",
+  "Tokenet__Tsp__V1__GetTokenStatesRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetTokenStatesRequest),
+  2,
+  tokenet__tsp__v1__get_token_states_request__field_descriptors,
+  tokenet__tsp__v1__get_token_states_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_token_states_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_token_states_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__wallet_token_state__field_descriptors[3] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__WalletTokenState, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_state",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__WalletTokenState, token_state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__WalletTokenState, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__wallet_token_state__field_indices_by_name[] = {
+  0,   /* field[0] = digital_card_id */
+  2,   /* field[2] = state_version */
+  1,   /* field[1] = token_state */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__wallet_token_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__wallet_token_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.WalletTokenState",
+  "WalletTokenState",
+  "Tokenet__Tsp__V1__WalletTokenState",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__WalletTokenState),
+  3,
+  tokenet__tsp__v1__wallet_token_state__field_descriptors,
+  tokenet__tsp__v1__wallet_token_state__field_indices_by_name,
+  1,  tokenet__tsp__v1__wallet_token_state__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__wallet_token_state__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_states_response__field_descriptors[2] =
+{
+  {
+    "tokens",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesResponse, n_tokens),
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesResponse, tokens),
+    &tokenet__tsp__v1__wallet_token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_token_states_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = tokens */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_token_states_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetTokenStatesResponse",
+  "GetTokenStatesResponse",
+  "Tokenet__Tsp__V1__GetTokenStatesResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetTokenStatesResponse),
+  2,
+  tokenet__tsp__v1__get_token_states_response__field_descriptors,
+  tokenet__tsp__v1__get_token_states_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_token_states_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_token_states_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__request_replenishment_request__field_descriptors[1] =
 {
   {
@@ -2637,18 +2938,20 @@ const ProtobufCEnumDescriptor tokenet__tsp__v1__lifecycle_action__descriptor =
   tokenet__tsp__v1__lifecycle_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__token_lifecycle__method_descriptors[4] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__token_lifecycle__method_descriptors[5] =
 {
   { "ChangeTokenState", &tokenet__tsp__v1__change_token_state_request__descriptor, &tokenet__tsp__v1__change_token_state_response__descriptor },
   { "ChangeIssuerTokenStates", &tokenet__tsp__v1__change_issuer_token_states_request__descriptor, &tokenet__tsp__v1__change_issuer_token_states_response__descriptor },
   { "ReplenishPaymentKeys", &tokenet__tsp__v1__replenish_payment_keys_request__descriptor, &tokenet__tsp__v1__replenish_payment_keys_response__descriptor },
+  { "GetTokenStates", &tokenet__tsp__v1__get_token_states_request__descriptor, &tokenet__tsp__v1__get_token_states_response__descriptor },
   { "RequestReplenishment", &tokenet__tsp__v1__request_replenishment_request__descriptor, &tokenet__tsp__v1__request_replenishment_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__token_lifecycle__method_indices_by_name[] = {
   1,        /* ChangeIssuerTokenStates */
   0,        /* ChangeTokenState */
+  3,        /* GetTokenStates */
   2,        /* ReplenishPaymentKeys */
-  3         /* RequestReplenishment */
+  4         /* RequestReplenishment */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__token_lifecycle__descriptor =
 {
@@ -2657,7 +2960,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__token_lifecycle__descriptor =
   "TokenLifecycle",
   "Tokenet__Tsp__V1__TokenLifecycle",
   "tokenet.tsp.v1",
-  4,
+  5,
   tokenet__tsp__v1__token_lifecycle__method_descriptors,
   tokenet__tsp__v1__token_lifecycle__method_indices_by_name
 };
@@ -2685,13 +2988,21 @@ void tokenet__tsp__v1__token_lifecycle__replenish_payment_keys(ProtobufCService 
   assert(service->descriptor == &tokenet__tsp__v1__token_lifecycle__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void tokenet__tsp__v1__token_lifecycle__get_token_states(ProtobufCService *service,
+                                                         const Tokenet__Tsp__V1__GetTokenStatesRequest *input,
+                                                         Tokenet__Tsp__V1__GetTokenStatesResponse_Closure closure,
+                                                         void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__token_lifecycle__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void tokenet__tsp__v1__token_lifecycle__request_replenishment(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__RequestReplenishmentRequest *input,
                                                               Tokenet__Tsp__V1__RequestReplenishmentResponse_Closure closure,
                                                               void *closure_data)
 {
   assert(service->descriptor == &tokenet__tsp__v1__token_lifecycle__descriptor);
-  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__token_lifecycle__init (Tokenet__Tsp__V1__TokenLifecycle_Service *service,
                                               Tokenet__Tsp__V1__TokenLifecycle_ServiceDestroy destroy)

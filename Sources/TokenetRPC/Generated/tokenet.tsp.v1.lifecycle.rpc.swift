@@ -24,6 +24,10 @@ extension TspV1.TokenLifecycle {
             try await rpc.unary(TspV1.TokenLifecycle.replenishPaymentKeys, request, options: options)
         }
 
+        public func getTokenStates(_ request: TspV1.GetTokenStatesRequest, options: CallOptions = CallOptions()) async throws -> TspV1.GetTokenStatesResponse {
+            try await rpc.unary(TspV1.TokenLifecycle.getTokenStates, request, options: options)
+        }
+
         public func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, options: CallOptions = CallOptions()) async throws -> TspV1.RequestReplenishmentResponse {
             try await rpc.unary(TspV1.TokenLifecycle.requestReplenishment, request, options: options)
         }
@@ -34,6 +38,7 @@ extension TspV1.TokenLifecycle {
         func changeTokenState(_ request: TspV1.ChangeTokenStateRequest, context: ServerContext) async throws -> TspV1.ChangeTokenStateResponse
         func changeIssuerTokenStates(_ request: TspV1.ChangeIssuerTokenStatesRequest, context: ServerContext) async throws -> TspV1.ChangeIssuerTokenStatesResponse
         func replenishPaymentKeys(_ request: TspV1.ReplenishPaymentKeysRequest, context: ServerContext) async throws -> TspV1.ReplenishPaymentKeysResponse
+        func getTokenStates(_ request: TspV1.GetTokenStatesRequest, context: ServerContext) async throws -> TspV1.GetTokenStatesResponse
         func requestReplenishment(_ request: TspV1.RequestReplenishmentRequest, context: ServerContext) async throws -> TspV1.RequestReplenishmentResponse
     }
 }
@@ -44,6 +49,7 @@ extension TspV1.TokenLifecycle.ServiceProtocol {
         router.unary(TspV1.TokenLifecycle.changeTokenState) { try await self.changeTokenState($0, context: $1) }
         router.unary(TspV1.TokenLifecycle.changeIssuerTokenStates) { try await self.changeIssuerTokenStates($0, context: $1) }
         router.unary(TspV1.TokenLifecycle.replenishPaymentKeys) { try await self.replenishPaymentKeys($0, context: $1) }
+        router.unary(TspV1.TokenLifecycle.getTokenStates) { try await self.getTokenStates($0, context: $1) }
         router.unary(TspV1.TokenLifecycle.requestReplenishment) { try await self.requestReplenishment($0, context: $1) }
     }
 }

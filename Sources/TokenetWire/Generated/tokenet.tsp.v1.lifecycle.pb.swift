@@ -277,6 +277,110 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct GetTokenStatesRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetTokenStatesRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_token_states_request())
+        }
+
+        /// At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// The next_page_token of the previous response; empty for the first page.
+        public var pageToken: String = ""
+
+        public init() {}
+
+        public init(pageSize: Int32 = 0, pageToken: String = "") {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct WalletTokenState: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.WalletTokenState"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__wallet_token_state())
+        }
+
+        public var digitalCardID: String = ""
+
+        public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+
+        /// The version of token_state (DigitizeResponse.state_version).
+        public var stateVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            digitalCardID: String = "",
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            stateVersion: UInt64 = 0
+        ) {
+            self.digitalCardID = digitalCardID
+            self.tokenState = tokenState
+            self.stateVersion = stateVersion
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.tokenState = try reader.read(2)
+            self.stateVersion = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, tokenState)
+            try writer.write(3, stateVersion)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct GetTokenStatesResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetTokenStatesResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_token_states_response())
+        }
+
+        public var tokens: [TspV1.WalletTokenState] = []
+
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
+        public init() {}
+
+        public init(tokens: [TspV1.WalletTokenState] = [], nextPageToken: String = "") {
+            self.tokens = tokens
+            self.nextPageToken = nextPageToken
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.tokens = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: tokens)
+            try writer.write(2, nextPageToken)
+        }
+    }
+}
+
+extension TspV1 {
     public struct RequestReplenishmentRequest: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.RequestReplenishmentRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -1032,6 +1136,16 @@ extension TspV1 {
             service: serviceName, name: "ReplenishPaymentKeys", kind: .unary, allowedRoles: ["wallet"]
         )
 
+        /// The state of each token digitized through the calling wallet node (the node id of its certificate), with its
+        /// state_version, in pages in the order the tokens were made. A wallet node asks when its notification stream opens:
+        /// a CARD_STATE message the broker dropped unread (its retention, notifications.proto) would otherwise leave the
+        /// wallet showing a state the token left long ago. A state the wallet already holds at a higher or equal version is
+        /// kept, as for a notification. Refusals: INVALID_ARGUMENT (a negative page_size, a page_token this listing did not
+        /// make).
+        public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(
+            service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"]
+        )
+
         /// Asks the token's wallet to replenish now (an MG REPLENISHMENT push).
         public static let requestReplenishment = MethodDescriptor<TspV1.RequestReplenishmentRequest, TspV1.RequestReplenishmentResponse>(
             service: serviceName, name: "RequestReplenishment", kind: .unary, allowedRoles: ["operator"]
@@ -1039,7 +1153,7 @@ extension TspV1 {
 
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [changeTokenState.erased, changeIssuerTokenStates.erased, replenishPaymentKeys.erased, requestReplenishment.erased]
+            methods: [changeTokenState.erased, changeIssuerTokenStates.erased, replenishPaymentKeys.erased, getTokenStates.erased, requestReplenishment.erased]
         )
     }
 }

@@ -122,6 +122,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.GetFundingCardsResponse.samples() as [any ProtoMessage]
     all += TspV1.GetTokenIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.GetTokenIssuerResponse.samples() as [any ProtoMessage]
+    all += TspV1.GetTokenStatesRequest.samples() as [any ProtoMessage]
+    all += TspV1.GetTokenStatesResponse.samples() as [any ProtoMessage]
     all += TspV1.HotpCredential.samples() as [any ProtoMessage]
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
@@ -177,6 +179,7 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.VerifyActivationResponse.samples() as [any ProtoMessage]
     all += TspV1.VerifyActivationsRequest.samples() as [any ProtoMessage]
     all += TspV1.VerifyActivationsResponse.samples() as [any ProtoMessage]
+    all += TspV1.WalletTokenState.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsRequest.samples() as [any ProtoMessage]
     all += WalletV1.AcceptTermsResponse.samples() as [any ProtoMessage]
     all += WalletV1.AddCardRequest.samples() as [any ProtoMessage]
@@ -1488,6 +1491,24 @@ extension TspV1.GetTokenIssuerResponse {
     }
 }
 
+extension TspV1.GetTokenStatesRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.GetTokenStatesResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokens = [TspV1.WalletTokenState.samples()[0], TspV1.WalletTokenState.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
 extension TspV1.HotpCredential {
     static func samples() -> [Self] {
         var base = Self()
@@ -2093,6 +2114,16 @@ extension TspV1.VerifyActivationsResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.results = [TspV1.VerifyActivationResponse.samples()[0], TspV1.VerifyActivationResponse.samples()[0]]
+        return [base]
+    }
+}
+
+extension TspV1.WalletTokenState {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.stateVersion = 18446744073709551612
         return [base]
     }
 }

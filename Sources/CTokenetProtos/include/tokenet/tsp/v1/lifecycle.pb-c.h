@@ -24,6 +24,9 @@ typedef struct Tokenet__Tsp__V1__TokenStateResult Tokenet__Tsp__V1__TokenStateRe
 typedef struct Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse Tokenet__Tsp__V1__ChangeIssuerTokenStatesResponse;
 typedef struct Tokenet__Tsp__V1__ReplenishPaymentKeysRequest Tokenet__Tsp__V1__ReplenishPaymentKeysRequest;
 typedef struct Tokenet__Tsp__V1__ReplenishPaymentKeysResponse Tokenet__Tsp__V1__ReplenishPaymentKeysResponse;
+typedef struct Tokenet__Tsp__V1__GetTokenStatesRequest Tokenet__Tsp__V1__GetTokenStatesRequest;
+typedef struct Tokenet__Tsp__V1__WalletTokenState Tokenet__Tsp__V1__WalletTokenState;
+typedef struct Tokenet__Tsp__V1__GetTokenStatesResponse Tokenet__Tsp__V1__GetTokenStatesResponse;
 typedef struct Tokenet__Tsp__V1__RequestReplenishmentRequest Tokenet__Tsp__V1__RequestReplenishmentRequest;
 typedef struct Tokenet__Tsp__V1__RequestReplenishmentResponse Tokenet__Tsp__V1__RequestReplenishmentResponse;
 typedef struct Tokenet__Tsp__V1__SimulateTransactionRequest Tokenet__Tsp__V1__SimulateTransactionRequest;
@@ -164,6 +167,54 @@ struct  Tokenet__Tsp__V1__ReplenishPaymentKeysResponse
 #define TOKENET__TSP__V1__REPLENISH_PAYMENT_KEYS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__replenish_payment_keys_response__descriptor) \
     , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+struct  Tokenet__Tsp__V1__GetTokenStatesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * The next_page_token of the previous response; empty for the first page.
+   */
+  char *page_token;
+};
+#define TOKENET__TSP__V1__GET_TOKEN_STATES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_token_states_request__descriptor) \
+    , 0, (char *)protobuf_c_empty_string }
+
+
+struct  Tokenet__Tsp__V1__WalletTokenState
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  Tokenet__Card__V1__TokenState token_state;
+  /*
+   * The version of token_state (DigitizeResponse.state_version).
+   */
+  uint64_t state_version;
+};
+#define TOKENET__TSP__V1__WALLET_TOKEN_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__wallet_token_state__descriptor) \
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+
+
+struct  Tokenet__Tsp__V1__GetTokenStatesResponse
+{
+  ProtobufCMessage base;
+  size_t n_tokens;
+  Tokenet__Tsp__V1__WalletTokenState **tokens;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
+};
+#define TOKENET__TSP__V1__GET_TOKEN_STATES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_token_states_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__RequestReplenishmentRequest
@@ -588,6 +639,63 @@ Tokenet__Tsp__V1__ReplenishPaymentKeysResponse *
 void   tokenet__tsp__v1__replenish_payment_keys_response__free_unpacked
                      (Tokenet__Tsp__V1__ReplenishPaymentKeysResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetTokenStatesRequest methods */
+void   tokenet__tsp__v1__get_token_states_request__init
+                     (Tokenet__Tsp__V1__GetTokenStatesRequest         *message);
+size_t tokenet__tsp__v1__get_token_states_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest   *message);
+size_t tokenet__tsp__v1__get_token_states_request__pack
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_token_states_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenStatesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetTokenStatesRequest *
+       tokenet__tsp__v1__get_token_states_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_token_states_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenStatesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__WalletTokenState methods */
+void   tokenet__tsp__v1__wallet_token_state__init
+                     (Tokenet__Tsp__V1__WalletTokenState         *message);
+size_t tokenet__tsp__v1__wallet_token_state__get_packed_size
+                     (const Tokenet__Tsp__V1__WalletTokenState   *message);
+size_t tokenet__tsp__v1__wallet_token_state__pack
+                     (const Tokenet__Tsp__V1__WalletTokenState   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__wallet_token_state__pack_to_buffer
+                     (const Tokenet__Tsp__V1__WalletTokenState   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__WalletTokenState *
+       tokenet__tsp__v1__wallet_token_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__wallet_token_state__free_unpacked
+                     (Tokenet__Tsp__V1__WalletTokenState *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetTokenStatesResponse methods */
+void   tokenet__tsp__v1__get_token_states_response__init
+                     (Tokenet__Tsp__V1__GetTokenStatesResponse         *message);
+size_t tokenet__tsp__v1__get_token_states_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse   *message);
+size_t tokenet__tsp__v1__get_token_states_response__pack
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_token_states_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetTokenStatesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetTokenStatesResponse *
+       tokenet__tsp__v1__get_token_states_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_token_states_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetTokenStatesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__RequestReplenishmentRequest methods */
 void   tokenet__tsp__v1__request_replenishment_request__init
                      (Tokenet__Tsp__V1__RequestReplenishmentRequest         *message);
@@ -915,6 +1023,15 @@ typedef void (*Tokenet__Tsp__V1__ReplenishPaymentKeysRequest_Closure)
 typedef void (*Tokenet__Tsp__V1__ReplenishPaymentKeysResponse_Closure)
                  (const Tokenet__Tsp__V1__ReplenishPaymentKeysResponse *message,
                   void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetTokenStatesRequest_Closure)
+                 (const Tokenet__Tsp__V1__GetTokenStatesRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__WalletTokenState_Closure)
+                 (const Tokenet__Tsp__V1__WalletTokenState *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetTokenStatesResponse_Closure)
+                 (const Tokenet__Tsp__V1__GetTokenStatesResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Tsp__V1__RequestReplenishmentRequest_Closure)
                  (const Tokenet__Tsp__V1__RequestReplenishmentRequest *message,
                   void *closure_data);
@@ -982,6 +1099,10 @@ struct Tokenet__Tsp__V1__TokenLifecycle_Service
                                  const Tokenet__Tsp__V1__ReplenishPaymentKeysRequest *input,
                                  Tokenet__Tsp__V1__ReplenishPaymentKeysResponse_Closure closure,
                                  void *closure_data);
+  void (*get_token_states)(Tokenet__Tsp__V1__TokenLifecycle_Service *service,
+                           const Tokenet__Tsp__V1__GetTokenStatesRequest *input,
+                           Tokenet__Tsp__V1__GetTokenStatesResponse_Closure closure,
+                           void *closure_data);
   void (*request_replenishment)(Tokenet__Tsp__V1__TokenLifecycle_Service *service,
                                 const Tokenet__Tsp__V1__RequestReplenishmentRequest *input,
                                 Tokenet__Tsp__V1__RequestReplenishmentResponse_Closure closure,
@@ -997,6 +1118,7 @@ void tokenet__tsp__v1__token_lifecycle__init (Tokenet__Tsp__V1__TokenLifecycle_S
       function_prefix__ ## change_token_state,\
       function_prefix__ ## change_issuer_token_states,\
       function_prefix__ ## replenish_payment_keys,\
+      function_prefix__ ## get_token_states,\
       function_prefix__ ## request_replenishment  }
 void tokenet__tsp__v1__token_lifecycle__change_token_state(ProtobufCService *service,
                                                            const Tokenet__Tsp__V1__ChangeTokenStateRequest *input,
@@ -1010,6 +1132,10 @@ void tokenet__tsp__v1__token_lifecycle__replenish_payment_keys(ProtobufCService 
                                                                const Tokenet__Tsp__V1__ReplenishPaymentKeysRequest *input,
                                                                Tokenet__Tsp__V1__ReplenishPaymentKeysResponse_Closure closure,
                                                                void *closure_data);
+void tokenet__tsp__v1__token_lifecycle__get_token_states(ProtobufCService *service,
+                                                         const Tokenet__Tsp__V1__GetTokenStatesRequest *input,
+                                                         Tokenet__Tsp__V1__GetTokenStatesResponse_Closure closure,
+                                                         void *closure_data);
 void tokenet__tsp__v1__token_lifecycle__request_replenishment(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__RequestReplenishmentRequest *input,
                                                               Tokenet__Tsp__V1__RequestReplenishmentResponse_Closure closure,
@@ -1103,6 +1229,9 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__token_state_result__de
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__change_issuer_token_states_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__wallet_token_state__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__request_replenishment_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__request_replenishment_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__simulate_transaction_request__descriptor;

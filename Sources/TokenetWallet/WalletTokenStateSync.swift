@@ -1,0 +1,109 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// Brings the wallet's token states in line with the TSP's (`GetTokenStates`) each time the notification stream
+/// opens. The broker keeps a message for a wallet that is away only so long (its retention); a CARD_STATE message
+/// it dropped unread left the card showing a state its token had left, for good: a card the issuer resumed stayed
+/// SUSPENDED here, and could neither pay nor be resumed.
+///
+/// Each state goes through `WalletTokenUpdates.apply` with its version, so a state the wallet already holds at that
+/// version or a later one (a notification or an answer that came first) is kept, and a change is announced to the
+/// issuer apps as a notification's is. Streams that open while a check is under way coalesce into one more check.
+struct WalletTokenStateSync: Sendable {
+    let tsp: TspV1.TokenLifecycle.Client
+    let store: WalletStore
+    let updates: WalletTokenUpdates
+    let signal: WalletStreamOpenedSignal
+    let logger: Logger
+    /// Waits the given milliseconds before a check that failed is tried again; throws when the node stops.
+    var sleep: @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+
+    /// How long one page may take: a TSP that holds the call must not hold the next check back for ever.
+    static let pageWait = Duration.seconds(30)
+    /// The waits before a failed check is tried again grow from the first to the last.
+    static let retryWaitsMs: [UInt64] = [1_000, 5_000, 30_000, 60_000]
+
+    /// Checks once per signal until the task is cancelled (the node stops).
+    func run() async {
+        for await _ in signal.stream {
+            var failures = 0
+            while !Task.isCancelled {
+                do throws(WalletError) {
+                    try await check()
+                    break
+                } catch {
+                    // A TSP that does not offer the call (an older build) is not asked again until the next stream.
+                    if error.code == .failedPrecondition {
+                        logger.warning(
+                            "token states could not be checked with the TSP", ["error": error.message])
+                        break
+                    }
+                    if failures == 0 {
+                        logger.warning(
+                            "token states could not be checked with the TSP; trying again", ["error": error.message])
+                    }
+                    let wait = Self.retryWaitsMs[min(failures, Self.retryWaitsMs.count - 1)]
+                    failures += 1
+                    do { try await sleep(wait) } catch { return }
+                }
+            }
+        }
+    }
+
+    /// Reads every page of the TSP's listing and applies each state the wallet does not hold yet; returns how many
+    /// of the wallet's cards were checked and how many changed.
+    @discardableResult
+    func check() async throws(WalletError) -> (checked: Int, changed: Int) {
+        var pageToken = ""
+        var checked = 0
+        var changed = 0
+        repeat {
+            let page: TspV1.GetTokenStatesResponse
+            do {
+                page = try await tsp.getTokenStates(
+                    TspV1.GetTokenStatesRequest(pageToken: pageToken), options: CallOptions(timeout: Self.pageWait))
+            } catch let error as RPCError {
+                throw WalletError(
+                    WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
+            } catch {
+                throw WalletError(.unavailable, "the TSP's GetTokenStates failed: \(error)")
+            }
+            for token in page.tokens {
+                // A token the wallet holds no card of (its Digitize answer never arrived) has nothing to correct.
+                guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result else {
+                    continue
+                }
+                checked += 1
+                guard token.tokenState != held.tokenState, token.stateVersion > held.stateVersion else { continue }
+                let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card)
+                guard stored.result?.tokenState == token.tokenState else { continue }
+                changed += 1
+                logger.info(
+                    "token state brought in line with the TSP",
+                    [
+                        "card_ref": card.cardRef, "digital_card_id": token.digitalCardID,
+                        "from": held.tokenState.protoValueName ?? "?", "to": token.tokenState.protoValueName ?? "?",
+                    ])
+            }
+            pageToken = page.nextPageToken
+        } while !pageToken.isEmpty
+        logger.info("token states checked with the TSP", ["cards": "\(checked)", "changed": "\(changed)"])
+        return (checked, changed)
+    }
+}
+
+/// Tells `WalletTokenStateSync` that the notification stream opened. Signals given while a check is under way
+/// coalesce into one.
+final class WalletStreamOpenedSignal: Sendable {
+    let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func streamOpened() {
+        continuation.yield()
+    }
+}
