@@ -155,7 +155,7 @@ extension IssuerCardCareService {
                     after: failure ?? RPCError(.unknown, "no answer"), sent: sent, log: log)
             case .keepPending(.tspNotAsked):
                 let status = (failure as? RPCError)?.code ?? .unavailable
-                let reason = (failure as? RPCError)?.message ?? String(describing: failure)
+                let reason = Self.failureReason(failure ?? RPCError(.unknown, "no answer"))
                 let what = goal == .forceComplete ? "forced complete" : goal == .abandon ? "abandoned" : "completed"
                 log.warning(
                     "renewal not \(what): the TSP could not be asked", ["card": card.id, "last4": renewal.pan.last4])
@@ -191,6 +191,17 @@ extension IssuerCardCareService {
     static func questionOptions() -> CallOptions {
         guard let deadline = ServerContext.current?.deadline else { return CallOptions() }
         return CallOptions(timeout: questionTimeout(remaining: deadline - .now))
+    }
+
+    /// Why a call to the TSP failed, for the operator's answer. A call that `questionOptions` cut short says the TSP
+    /// did not answer within the operator's deadline: its own message named the shortened deadline ("within its
+    /// deadline (2383 ms)"), which the operator never gave.
+    static func failureReason(_ error: any Error) -> String {
+        guard let error = error as? RPCError else { return String(describing: error) }
+        if error.code == .deadlineExceeded, ServerContext.current?.deadline != nil {
+            return "the TSP did not answer within this call's deadline"
+        }
+        return error.message
     }
 
     /// What is left of a served call's `remaining` time for a question it asks: a fifth of it, at most a second,
@@ -257,7 +268,7 @@ extension IssuerCardCareService {
             try store.settleRenewal(id: cardID, renewal, settlement)
         }
         let status = (error as? RPCError)?.code ?? .unavailable
-        let reason = (error as? RPCError)?.message ?? String(describing: error)
+        let reason = Self.failureReason(error)
         let last4 = renewal.pan.last4
         let statusName = status.protoValueName ?? "\(status.rawValue)"
         if settlement == .release, (error as? RPCError)?.callWasNeverSent == true {

@@ -31,7 +31,8 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                         IssuerV1.PendingCardRenewal(
                             maskedPAN: pending.renewal.pan.masked, expiry: pending.renewal.expiry.description,
                             sinceMs: UInt64(max(0, pending.since.timeIntervalSince1970 * 1000)))
-                    }, digitalCardIds: try store.tokens(ofCard: card.id).live)
+                    }, digitalCardIds: try store.tokens(ofCard: card.id).live,
+                    notEligibleReason: card.notEligibleReason ?? "")
             },
             nextPageToken: next)
     }

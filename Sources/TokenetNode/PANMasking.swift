@@ -6,7 +6,8 @@
 /// whatever a caller typed or pasted (an unknown push session id is echoed in its error), not only in its usual
 /// forms. Runs longer than 19 digits are masked as well: a PAN glued to other digits must not leak either.
 ///
-/// A PAN split by a slash, comma, colon, semicolon, pipe, plus, equals sign, quote or backslash (`4111/1111/1111/1111`,
+/// A PAN split by a slash, comma, colon, semicolon, pipe, plus, equals sign, quote, backslash, asterisk or tilde
+/// (`4111/1111/1111/1111`,
 /// `4111|1111|1111|1111`) is masked when consecutive groups look
 /// like a card number's: 13–19 digits in all, in groups of at least three, whatever other groups come before or
 /// after them (`4111/1111/1111/1111/12/29`). Those separators also join the parts of times,
@@ -44,7 +45,8 @@
 ///
 /// Digits are any Unicode decimal digits, so a PAN typed in fullwidth digits (`４１１１…`) is masked as well; so are
 /// separators, since a PAN typed or pasted with those digits comes with their spaces and hyphens (`４１１１　１１１１…`,
-/// `４１１１－１１１１…`), and one copied from a formatted page with no-break spaces or dashes between its groups.
+/// `４１１１－１１１１…`), and one copied from a formatted page with no-break spaces, dashes, minus signs, middle dots
+/// or bullets between its groups.
 /// Separators are kept, so the masked text still lines up with the original.
 public func maskPAN(_ text: String) -> String {
     if text.utf8.allSatisfy({ $0 < 0x80 }) {
@@ -134,11 +136,17 @@ enum PANRuns {
         case ".": .dot
         case " ", "-", "_", "\t", "\n", "\r": .separator
         // A pipe, plus, equals, quote or backslash between groups (`4111|1111|…`) hides a card number no better.
-        case "/", ",", ":", ";", "|", "+", "=", "\"", "'", "\\": .punctuation
+        case "/", ",", ":", ";", "|", "+", "=", "\"", "'", "\\", "*", "~": .punctuation
         // Combining marks written over the digits (`4̂1̂…`, a keycap `4️⃣`): the digits still read as one number.
         case _ where isMark(scalar): .separator
         // The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
         case "\u{FF01}"..."\u{FF5E}": kind(of: Unicode.Scalar(scalar.value - 0xFEE0)!)
+        // Dots and minus signs other than the ASCII ones, which a formatted page or a word processor may put
+        // between a card number's groups: the minus sign, the middle dots, the dot leader, the hyphenation point,
+        // the bullets.
+        case "\u{2212}", "\u{02D7}", "\u{2796}", "\u{00B7}", "\u{0387}", "\u{2024}", "\u{2027}", "\u{2022}",
+            "\u{2043}", "\u{2219}", "\u{22C5}", "\u{2E31}", "\u{30FB}", "\u{FF65}":
+            .separator
         // Control and format characters (DEL, a zero-width space) are invisible in a log or on a terminal: digits
         // split by them read as one number, so they join a run as a space does.
         case "\u{0}"..."\u{1F}", "\u{7F}"..."\u{9F}": .separator

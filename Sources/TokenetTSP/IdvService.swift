@@ -64,7 +64,7 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.codeExpiresAtMs = expiresAtMs
                     response.triesLeft = UInt32(tsp.configuration.otpMaxAttempts)
                     response.instructions = "enter the code sent to \(method.maskedValue)"
-                case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft):
+                case .alreadySent(let methodID, let expiresAtMs, let attemptsLeft, let resendsLeft):
                     // The code out went by the method first picked, which a resend uses too: the answer names that
                     // one, not the method asked now, or the wallet shows the cardholder a code on its way to an
                     // address it never went to.
@@ -75,7 +75,10 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     response.instructions =
                         "a code was already sent"
                         + (sentBy.map { " to \($0.maskedValue)" } ?? "") + " (method \(methodID)) and is still "
-                        + "valid; enter it, or ask for a resend"
+                        + "valid; "
+                        + (resendsLeft > 0
+                            ? "enter it, or ask for a resend"
+                            : "enter it (no more codes can be sent for this token)")
                 case .refused(let refusal):
                     throw TSPError(.failedPrecondition, refusal.description + Self.otherWays(refusal, methods))
                 }

@@ -68,8 +68,9 @@ struct OTPStateMachine: Sendable, Equatable {
     enum DeliveryAction: Sendable, Equatable {
         /// Deliver the candidate code through `methodID`; it is valid until `expiresAtMs`.
         case deliver(methodID: String, expiresAtMs: UInt64)
-        /// A code is already out; nothing is sent and nothing changes.
-        case alreadySent(methodID: String, expiresAtMs: UInt64, attemptsLeft: Int)
+        /// A code is already out; nothing is sent and nothing changes. `resendsLeft` says whether the cardholder may
+        /// still ask for another.
+        case alreadySent(methodID: String, expiresAtMs: UInt64, attemptsLeft: Int, resendsLeft: Int)
         case refused(Refusal)
     }
 
@@ -109,7 +110,8 @@ struct OTPStateMachine: Sendable, Equatable {
                 return replace(current, methodID: methodID, candidateDigest: candidateDigest, nowMs: nowMs)
             }
             return .alreadySent(
-                methodID: current.methodID, expiresAtMs: current.expiresAtMs, attemptsLeft: current.attemptsLeft)
+                methodID: current.methodID, expiresAtMs: current.expiresAtMs, attemptsLeft: current.attemptsLeft,
+                resendsLeft: current.resendsLeft)
         }
     }
 

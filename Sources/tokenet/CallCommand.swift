@@ -84,8 +84,10 @@ enum CallCommand {
             throw CLIError(.usage, "call: '\(maskPAN(text))' is not a method; write it as pkg.Service/Method")
         }
         // Services are named in UpperCamelCase and packages in lower case: a service name alone (tokenet.health.v1.
-        // Health) would otherwise split into package "tokenet.health.v1" and method "Health".
-        guard name[..<separator].split(separator: ".").last?.first?.isUppercase == true else {
+        // Health) would otherwise split into package "tokenet.health.v1" and method "Health". A slash says where
+        // the method starts, whatever the service's case: the node answers for a name it does not serve.
+        guard name[separator] == "/" || name[..<separator].split(separator: ".").last?.first?.isUppercase == true
+        else {
             throw CLIError(
                 .usage,
                 "call: '\(maskPAN(text))' names no method (a service?); the method must be package.Service/Method, "

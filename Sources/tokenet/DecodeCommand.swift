@@ -193,9 +193,9 @@ enum DecodeCommand {
         return try StandardInput.readAll(file: file, command: "decode", limit: inputLimit, overLimit: overLimit)
     }
 
-    /// Whether `bytes` read as `type` are written back whole: bytes of fields the type does not have are dropped.
+    /// Whether `bytes` read as `type` hold only fields the type has: the decoding drops any others.
     static func keepsEveryByte(_ bytes: [UInt8], as type: any ProtoMessage.Type) -> Bool {
-        (try? type.init(serializedBytes: bytes).serializedBytes().count) == bytes.count
+        type.unknownFieldCount(in: bytes) == 0
     }
 
     static func message(_ bytes: [UInt8], as type: any ProtoMessage.Type) throws(CLIError) -> String {

@@ -48,15 +48,16 @@ enum DecodedFrame {
             }
             // Bytes of fields the type does not have are dropped by the decoding: a message of another type read
             // as this one printed a plausible value built from whatever field numbers the two share.
-            let dropped = message.data.count - ((try? decoded.serializedBytes().count) ?? message.data.count)
+            let dropped = type.unknownFieldCount(in: [UInt8](message.data))
             if dropped > 0 {
                 guard !guessed else {
                     calls.tellNotTheMethods(frame.streamID, type, "it holds fields that type does not have")
                     break
                 }
                 printError(
-                    "decode: note: the message on stream \(frame.streamID) holds \(dropped) bytes of fields "
-                        + "\(type.protoName) does not have, not shown (a peer built from newer .proto files?)")
+                    "decode: note: the message on stream \(frame.streamID) holds \(dropped) "
+                        + "\(dropped == 1 ? "field" : "fields") \(type.protoName) does not have, not shown (a peer "
+                        + "built from newer .proto files?)")
             }
             let value: String
             do {

@@ -18,9 +18,16 @@ enum PartySession {
     ) throws(CLIError) -> Int32 {
         var options = options
         options.deadline = options.deadline ?? defaultDeadline
+        let address = options.address.description
         return try InspectSession.run(options, tracedFailures: true) { session in
             try checkParty(of: session)
-            let (response, traceID) = try await traced(session) { try await call(session, $0) }
+            let (response, traceID): (Response, String)
+            do {
+                (response, traceID) = try await traced(session) { try await call(session, $0) }
+            } catch var error as RPCError {
+                error.message = addressed(error.message, address)
+                throw error
+            }
             printOut(json ? try response.jsonString(options: .pretty) : text(response, traceID))
             return exitStatus(response)
         }
@@ -43,6 +50,21 @@ enum PartySession {
             .unimplemented,
             "\(session.options.address) presented \(actual) (\(peer.uri)), not \(wanted)'s: give the address of "
                 + "\(wanted); nothing was sent", cause: NothingSent())
+    }
+
+    /// A node's hint of a command to run on itself (`tokenet issuer unlock ADDR ch-bob`) with the address this
+    /// command called in place of ADDR, so that it can be run as printed. A node does not know the address it was
+    /// called at; hints about another party name it ISSUER_ADDR or WALLET_ADDR, and are left as they are.
+    static func addressed(_ message: String, _ address: String) -> String {
+        guard message.contains(" ADDR") else { return message }
+        var words = message.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        for index in words.indices.dropFirst(3)
+        where words[index] == "ADDR" && words[index - 3].hasSuffix("tokenet")
+            && [words[index - 2], words[index - 1]].allSatisfy({ $0.allSatisfy { $0.isLowercase || $0 == "-" } })
+        {
+            words[index] = address
+        }
+        return words.joined(separator: " ")
     }
 
     /// Calls `body` with the session's call options plus a new trace id, and returns that id with the response.

@@ -19,7 +19,7 @@ extension PartyText {
         return line + "\n  " + response.instructions
     }
 
-    static func submitOTP(_ response: WalletV1.WalletSubmitOtpResponse) -> String {
+    static func submitOTP(_ response: WalletV1.WalletSubmitOtpResponse, address: String = "ADDR") -> String {
         let card = response.card ?? WalletV1.WalletCard()
         let result = short(response.result.protoValueName, prefix: "OTP_RESULT_")
         var line = "\(card.cardRef): \(result)"
@@ -29,12 +29,12 @@ extension PartyText {
         switch response.result {
         case .expiredCode:
             line +=
-                "\nThe code has expired: send a new one with tokenet wallet resend-otp ADDR \(card.cardRef) (when the "
+                "\nThe code has expired: send a new one with tokenet wallet resend-otp \(address) \(card.cardRef) (when the "
                 + "token's codes are spent, it names the other methods offered)."
         case .incorrectCodeRetriesExceeded:
             line +=
                 "\nNo more codes can be tried for this token: verify the cardholder with another method the issuer "
-                + "offered (tokenet wallet select-method ADDR \(card.cardRef) METHOD_ID, with an id accept-terms "
+                + "offered (tokenet wallet select-method \(address) \(card.cardRef) METHOD_ID, with an id accept-terms "
                 + "listed), or delete the card and add it again."
         default: break
         }

@@ -138,7 +138,10 @@ enum PartyText {
             response.cards.map {
                 [
                     $0.cardID, $0.maskedPAN, scheme($0.scheme), $0.expiry, $0.cardholderName, $0.accountID,
-                    $0.digitizationRule, "\($0.digitalCardIds.count)", $0.pendingRenewal.map(pendingRenewal) ?? "",
+                    // A card that is not eligible never reaches its rule: the column says so, or the table showed
+                    // it as one that provisions.
+                    $0.notEligibleReason.isEmpty ? $0.digitizationRule : "not eligible",
+                    "\($0.digitalCardIds.count)", $0.pendingRenewal.map(pendingRenewal) ?? "",
                 ]
             })
     }

@@ -26,6 +26,11 @@ enum SecretFields {
         switch value {
         case .string(let text):
             return .string(maskedText(text))
+        case .number(let text):
+            // A double or float whose digits read as a card number (int64 fields are strings already): written
+            // masked, as a string, which proto3 JSON reads for a number too.
+            let shown = maskPAN(text)
+            return shown == text ? value : .string(shown)
         case .array(let items):
             return .array(items.map(masked))
         case .object(let members):

@@ -30,7 +30,9 @@ extension WalletCommand {
             call: { session, callOptions in
                 try await WalletV1.WalletIdv.Client(session.client).submitOTP(request, options: callOptions)
             },
-            text: { response, traceID in PartyText.submitOTP(response) + "\n(trace \(traceID))" })
+            text: { response, traceID in
+                PartyText.submitOTP(response, address: "\(options.address)") + "\n(trace \(traceID))"
+            })
     }
 
     static let resendOTP = PartyAction(name: "resend-otp") { flags, command throws(CLIError) in

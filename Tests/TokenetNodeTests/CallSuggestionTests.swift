@@ -28,6 +28,9 @@ import TokenetWire
         ("tokenet.health.v1.HEALTH/check", "tokenet.health.v1.Health/Check"),
         ("Echo/Unray", "tokenet.testing.v1.Echo/Unary"),
         ("v1.Health/Check", "tokenet.health.v1.Health/Check"),
+        // A slash says where the method starts: a service in lower case is the node's to answer for.
+        ("tokenet.health.v1.health/Check", "tokenet.health.v1.Health/Check"),
+        ("health/check", "tokenet.health.v1.Health/Check"),
     ])
     func aCloseNameIsSuggested(method: String, meant: String) async throws {
         let (result, _) = try await Self.call(method)

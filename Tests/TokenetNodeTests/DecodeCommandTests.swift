@@ -201,6 +201,31 @@ import TokenetWire
         #expect(twice.status == 0 && twice.stdout == result.stdout, "\(twice.stderr)")
     }
 
+    /// Legal encodings that are written back shorter (a default value written out, a field sent twice, -0.0, a
+    /// varint longer than it needs) hold no field the type lacks, and get no note saying so; a field the type does
+    /// not have does.
+    @Test(arguments: [
+        ("tokenet.health.v1.HealthCheckRequest", "0a00", false),
+        ("tokenet.health.v1.HealthCheckResponse", "08010801", false),
+        ("tokenet.testing.v1.Scalars", "090000000000000080", false),
+        ("tokenet.testing.v1.Scalars", "188100", false),
+        ("tokenet.health.v1.HealthCheckResponse", "0801f80701", true),
+    ])
+    func onlyFieldsTheTypeLacksGetANote(type: String, hex: String, noted: Bool) async throws {
+        let result = try await runTokenet(["decode", "--type", type, "--hex"], stdin: hex)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("does not have") == noted, "\(result.stderr)")
+    }
+
+    /// A double whose digits read as a card number is masked like any field, though JSON writes it as a number.
+    @Test func aDoubleThatReadsAsACardNumberIsMasked() async throws {
+        let result = try await runTokenet(
+            ["decode", "--type", "tokenet.testing.v1.Scalars", "--hex"], stdin: "0989265fb21aea3043")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"************0009\""), "\(result.stdout)")
+        #expect(!result.stdout.contains("4761000010000009"), "\(result.stdout)")
+    }
+
     /// Bytes that happen to be hex digits are taken as the message when it has every field they hold: a service
     /// name of 48 hex digits is a HealthCheckRequest whose tag (a line feed) and length ('0', 48) read as text too.
     @Test func aMessageWhoseBytesAreHexDigitsIsDecoded() async throws {

@@ -47,6 +47,12 @@ import TokenetTestSupport
         try #require(table.status == 0, "\(table.stderr)")
         let rows = table.stdout.split(separator: "\n").dropFirst()
         #expect(rows.map { String($0.prefix { $0 != " " }) } == ids.sorted())
+        // A card that is not eligible shows so, not the rule its digitizations never reach.
+        let notEligible = cards.first { $0["cardId"] as? String == "card-visa-not-eligible" }
+        #expect((notEligible?["notEligibleReason"] as? String)?.isEmpty == false, "\(String(describing: notEligible))")
+        let row = rows.first { $0.hasPrefix("card-visa-not-eligible ") }
+        #expect(row?.contains("not eligible") == true, "\(String(describing: row))")
+        #expect(rows.first { $0.hasPrefix("card-visa-approve ") }?.contains("not eligible") == false)
     }
 
     /// The demo fixture with `extraCards` more cards of one account (Luhn-valid numbers in its 4761 range);

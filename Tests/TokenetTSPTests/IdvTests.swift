@@ -214,6 +214,10 @@ import TokenetWire
         await expectRPCError(.failedPrecondition, "enter the code sent, which is still valid") {
             try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
         }
+        // Selecting again reports the code out, and offers no resend the TSP would refuse.
+        let out = try await select(tsp, card, "otp-email")
+        #expect(!out.codeSent && !out.instructions.contains("ask for a resend"), "\(out.instructions)")
+        #expect(out.instructions.contains("no more codes can be sent"), "\(out.instructions)")
         tsp.clock.advance(seconds: 600)
         let spent = "the last of the 4 one-time codes this token may get has expired and no more can be sent"
         await expectRPCError(.failedPrecondition, spent) { try await select(tsp, card, "otp-email") }

@@ -92,14 +92,18 @@ import Testing
         let (results, machine) = Self.run(
             [
                 .select("otp-sms", Self.codeA, at: 0), .select("otp-email", Self.codeB, at: 100),
-                .resend(Self.codeA, at: 150), .select("otp-sms", Self.codeA, at: 200), .resend(Self.codeA, at: 201),
+                .resend(Self.codeA, at: 150), .select("otp-sms", Self.codeA, at: 160),
+                .select("otp-sms", Self.codeA, at: 200), .resend(Self.codeA, at: 201),
                 .submit(Self.codeB, at: 202),
             ], policy: policy)
         #expect(
             results == [
                 .delivery(.deliver(methodID: "otp-sms", expiresAtMs: 100)),
                 .delivery(.deliver(methodID: "otp-email", expiresAtMs: 200)),
-                .delivery(.refused(.resendsExhausted)), .delivery(.refused(.codesExhausted(codes: 2))),
+                .delivery(.refused(.resendsExhausted)),
+                // The code out is reported with no resend left, so the answer offers none.
+                .delivery(.alreadySent(methodID: "otp-email", expiresAtMs: 200, attemptsLeft: 3, resendsLeft: 0)),
+                .delivery(.refused(.codesExhausted(codes: 2))),
                 .delivery(.refused(.codesExhausted(codes: 2))), .submit(.expiredCode),
             ])
         #expect(machine.challenge?.status == .pending && machine.challenge?.codeDigest == Self.codeB)
@@ -136,8 +140,10 @@ import Testing
             results == [
                 .delivery(.deliver(methodID: "otp-sms", expiresAtMs: Self.tenMinutes)),
                 .submit(.incorrectCode(attemptsLeft: 2)),
-                .delivery(.alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2)),
-                .delivery(.alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2)),
+                .delivery(
+                    .alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2, resendsLeft: 3)),
+                .delivery(
+                    .alreadySent(methodID: "otp-sms", expiresAtMs: Self.tenMinutes, attemptsLeft: 2, resendsLeft: 3)),
                 .submit(.incorrectCode(attemptsLeft: 1)), .submit(.success),
             ])
         #expect(machine.challenge?.methodID == "otp-sms")

@@ -86,7 +86,9 @@ import TokenetTestSupport
         _ = try select(store, code: "111111")
         #expect(
             try select(store, code: "222222", at: Self.t0 + 5000)
-                == .alreadySent(methodID: "otp-sms", expiresAtMs: Self.t0 + 600_000, attemptsLeft: 3))
+                == .alreadySent(
+                    methodID: "otp-sms", expiresAtMs: Self.t0 + 600_000, attemptsLeft: 3,
+                    resendsLeft: Self.policy.maxResends))
         #expect(try submit(store, code: "222222") == .incorrectCode(attemptsLeft: 2))
         #expect(try submit(store, code: "111111") == .success)
     }

@@ -276,6 +276,9 @@ import TokenetTestSupport
         #expect(
             late.stderr.contains("the TSP's answer to the renewal of card card-visa-approve was lost (")
                 && late.stderr.contains("stays pending: repeat it to complete it"), "\(late.stderr)")
+        // The reason names the deadline the person gave, not the shorter one the issuer gave its call to the TSP.
+        #expect(late.stderr.contains("(the TSP did not answer within this call's deadline)"), "\(late.stderr)")
+        #expect(!late.stderr.contains(" ms)"), "\(late.stderr)")
         // The issuer's answer says it: the command adds no guess of its own.
         #expect(!late.stderr.contains("may have reached the issuer"), "\(late.stderr)")
         let settled = try await tokenet(["issuer", "renew-card", issuer.listen, "card-visa-approve", "--exp", "11/31"])

@@ -53,6 +53,15 @@ extension LiveProvisioningTests {
         #expect(unknown.status == 64 + 5, "\(unknown.stdout)")
         #expect(unknown.stderr.contains("NOT_FOUND") && unknown.stderr.contains("no user \"ch-nobody\""))
         #expect(unknown.stdout.isEmpty)
+        // Wrong PINs lock the app; the message gives the unlock command with the issuer's address, to run as printed.
+        var lockedMessage = ""
+        for _ in 0..<6 where lockedMessage.isEmpty {
+            let guess = try await tokenet(["issuer-app", "login", issuer.listen, "ch-alice", "--pin", "1470"])
+            if guess.stderr.contains("tokenet issuer unlock") { lockedMessage = guess.stderr }
+        }
+        #expect(lockedMessage.contains("(tokenet issuer unlock \(issuer.listen) ch-alice)"), "\(lockedMessage)")
+        let unlocked = try await tokenet(["issuer", "unlock", issuer.listen, "ch-alice"])
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
         let delete = ["issuer-app", "delete-account", issuer.listen, "ch-alice", "acc-alice-credit"]
         let noPIN = try await tokenet(delete)
         #expect(noPIN.status == 2 && noPIN.stderr.contains("--pin is required"))

@@ -235,6 +235,11 @@ local joining_ranges = {
     { 0xFEFF, 0xFEFF }, { 0xFF0D, 0xFF0D }, { 0xFFF9, 0xFFFB }, { 0x10EAD, 0x10EAD }, { 0x110BD, 0x110BD },
     { 0x110CD, 0x110CD }, { 0x13430, 0x13438 }, { 0x1BCA0, 0x1BCA3 }, { 0x1D173, 0x1D17A }, { 0xE0001, 0xE0001 },
     { 0xE0020, 0xE007F },
+    -- Dots and minus signs other than ASCII's, as a formatted page may put them between a card number's groups: the
+    -- middle dots, the modifier and heavy minus, the bullets, the dot leader, the hyphenation point, the minus sign.
+    { 0x00B7, 0x00B7 }, { 0x0387, 0x0387 }, { 0x02D7, 0x02D7 }, { 0x2022, 0x2022 }, { 0x2024, 0x2024 },
+    { 0x2027, 0x2027 }, { 0x2043, 0x2043 }, { 0x2212, 0x2212 }, { 0x2219, 0x2219 }, { 0x22C5, 0x22C5 },
+    { 0x2796, 0x2796 }, { 0x2E31, 0x2E31 }, { 0x30FB, 0x30FB }, { 0xFF65, 0xFF65 },
 }
 
 -- The value of a decimal digit, or nil.
@@ -251,9 +256,9 @@ local function kind_of(cp)
     if cp >= 48 and cp <= 57 then return DIGIT end
     if cp == 46 then return DOT end
     if cp == 32 or cp == 45 or cp == 95 or cp == 9 or cp == 10 or cp == 13 then return SEPARATOR end
-    -- / , : ; | + = " ' \
+    -- / , : ; | + = " ' \ * ~
     if cp == 47 or cp == 44 or cp == 58 or cp == 59 or cp == 124 or cp == 43 or cp == 61 or cp == 34 or cp == 39
-        or cp == 92 then
+        or cp == 92 or cp == 42 or cp == 126 then
         return PUNCTUATION
     end
     -- The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
@@ -689,7 +694,7 @@ local message_fields = {
     ["tokenet.issuer.v1.CardViewResponse"] = { [2] = "s", [4] = "tokenet.issuer.v1.AppCard", [6] = "s" },
     ["tokenet.issuer.v1.EnrollRequest"] = { [1] = "s", [2] = "s" },
     ["tokenet.issuer.v1.EnrollResponse"] = { [1] = "s", [3] = "s" },
-    ["tokenet.issuer.v1.IssuerCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [6] = "s", [7] = "s", [8] = "tokenet.issuer.v1.PendingCardRenewal", [9] = "s" },
+    ["tokenet.issuer.v1.IssuerCard"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [6] = "s", [7] = "s", [8] = "tokenet.issuer.v1.PendingCardRenewal", [9] = "s", [10] = "s" },
     ["tokenet.issuer.v1.IssuerChangeTokenStatesRequest"] = { [1] = "s", [3] = "s", [4] = "s" },
     ["tokenet.issuer.v1.IssuerChangeTokenStatesResponse"] = { [1] = "tokenet.tsp.v1.TokenStateResult" },
     ["tokenet.issuer.v1.IssuerRenewCardRequest"] = { [1] = "s", [2] = "s", [3] = "s" },

@@ -373,7 +373,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descri
   (ProtobufCMessageInit) tokenet__issuer__v1__list_cards_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[9] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_descriptors[10] =
 {
   {
     "card_id",
@@ -483,6 +483,18 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_card__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "not_eligible_reason",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerCard, not_eligible_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] = {
   5,   /* field[5] = account_id */
@@ -492,13 +504,14 @@ static const unsigned tokenet__issuer__v1__issuer_card__field_indices_by_name[] 
   6,   /* field[6] = digitization_rule */
   3,   /* field[3] = expiry */
   1,   /* field[1] = masked_pan */
+  9,   /* field[9] = not_eligible_reason */
   7,   /* field[7] = pending_renewal */
   2,   /* field[2] = scheme */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__issuer_card__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
 {
@@ -508,7 +521,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor =
   "Tokenet__Issuer__V1__IssuerCard",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__IssuerCard),
-  9,
+  10,
   tokenet__issuer__v1__issuer_card__field_descriptors,
   tokenet__issuer__v1__issuer_card__field_indices_by_name,
   1,  tokenet__issuer__v1__issuer_card__number_ranges,

@@ -68,6 +68,10 @@ extension IssuerV1 {
         /// out, as card-wide changes and renewals leave them out.
         public var digitalCardIds: [String] = []
 
+        /// Set for a card the issuer declares not eligible for digital wallets (the fixture's notEligibleReason): the
+        /// issuer answers the TSP's eligibility check with this reason, and digitizations never reach digitization_rule.
+        public var notEligibleReason: String = ""
+
         public init() {}
 
         public init(
@@ -79,7 +83,8 @@ extension IssuerV1 {
             accountID: String = "",
             digitizationRule: String = "",
             pendingRenewal: IssuerV1.PendingCardRenewal? = nil,
-            digitalCardIds: [String] = []
+            digitalCardIds: [String] = [],
+            notEligibleReason: String = ""
         ) {
             self.cardID = cardID
             self.maskedPAN = maskedPAN
@@ -90,6 +95,7 @@ extension IssuerV1 {
             self.digitizationRule = digitizationRule
             self.pendingRenewal = pendingRenewal
             self.digitalCardIds = digitalCardIds
+            self.notEligibleReason = notEligibleReason
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -102,6 +108,7 @@ extension IssuerV1 {
             self.digitizationRule = try reader.read(7)
             self.pendingRenewal = try reader.readMessage(8)
             self.digitalCardIds = try reader.readRepeated(9)
+            self.notEligibleReason = try reader.read(10)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -114,6 +121,7 @@ extension IssuerV1 {
             try writer.write(7, digitizationRule)
             if let value = pendingRenewal { try writer.write(8, message: value) }
             try writer.write(9, repeated: digitalCardIds)
+            try writer.write(10, notEligibleReason)
         }
     }
 }

@@ -29,6 +29,19 @@ enum ProtoUnknownFieldScan {
         return unknown > maximumUnknownFields
     }
 
+    /// How many fields of `bytes` (those of nested messages included) `descriptor` does not know, counted up to
+    /// one past `maximumUnknownFields`: what a decoding drops. Unlike the size of the bytes written back, it counts
+    /// nothing for the legal encodings that are written back shorter (a default value written out, a field sent
+    /// twice, a varint longer than it needs).
+    static func count(
+        _ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) -> Int {
+        var reader = ProtoWireReader(bytes: bytes.bindMemory(to: UInt8.self))
+        var unknown = 0
+        scan(&reader, end: bytes.count, descriptor: descriptor, depth: 0, unknown: &unknown)
+        return unknown
+    }
+
     private static func scan(
         _ reader: inout ProtoWireReader, end: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>, depth: Int,
         unknown: inout Int
@@ -63,5 +76,13 @@ enum ProtoUnknownFieldScan {
                 return
             }
         }
+    }
+}
+
+extension ProtoMessage {
+    /// How many fields of `bytes`, read as this message, it does not have (`ProtoUnknownFieldScan.count`): fields
+    /// of a newer .proto, or of another message type.
+    public static func unknownFieldCount(in bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { ProtoUnknownFieldScan.count($0, descriptor: _protobufC.pointer) }
     }
 }

@@ -663,6 +663,7 @@ extension IssuerV1.IssuerCard {
         base.digitizationRule = "digitization_rule-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.pendingRenewal = IssuerV1.PendingCardRenewal.samples()[0]
         base.digitalCardIds = ["digital_card_ids-9 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-10 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        base.notEligibleReason = "not_eligible_reason-10 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }
