@@ -132,69 +132,107 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
         -> WalletV1.AcceptTermsResponse
     {
         try await answering {
-            let log = logger.withTraceID(context.traceID)
-            let card = try store.card(ref: request.cardRef)
-            switch AcceptTermsPlan.plan(for: card, nowMs: clock(), newRequestID: newID) {
-            case .answer(let result):
-                return Self.response(card, result)
-            case .receiptExpired:
-                throw WalletError(
-                    .failedPrecondition,
-                    "the eligibility of \(card.cardRef) expired before its T&C were accepted; add the card again")
-            case .digitize(let requestID, let acceptedAt, let fresh):
-                // The key is committed before the call: if the call or this node fails, a retry sends the same key
-                // and the TSP answers with the token it already made instead of making a second one.
-                let attempt =
-                    fresh
-                    ? try store.beginDigitization(
-                        id: card.id, requestID: requestID, termsAcceptedAtMs: acceptedAt, nowMs: clock()) : card
-                // The account the card was added to, which its eligibility receipt is bound to, not the one active now.
-                let account = card.account(configured: configuration.walletAccountID)
-                let digitize = TspV1.DigitizeRequest(
-                    requestID: attempt.digitizeRequestID ?? requestID,
-                    eligibilityReceipt: attempt.eligibilityReceipt,
-                    acceptedTermsID: attempt.terms?.id ?? "",
-                    termsAcceptedAtMs: attempt.termsAcceptedAtMs ?? acceptedAt,
-                    device: configuration.device,
-                    walletAccountID: account,
-                    risk: configuration.risk)
-                let result: TspV1.DigitizeResponse
-                do {
-                    result = try await tsp.digitize(digitize)
-                } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
-                    // The answer was lost, not refused: the TSP may have made the token. The request is kept, so
-                    // the same command finishes it; the raw connection error alone left the card DIGITIZING with
-                    // nothing to say what to do. A call that never left began nothing.
-                    let begun =
-                        Self.neverSent(error)
-                        ? "the TSP was not reached: run accept-terms \(card.cardRef) again once it is"
-                        : "the TSP may have begun the digitization: run accept-terms \(card.cardRef) again to finish it "
-                            + "(it sends the same request, so no second token is made)"
-                    throw RPCError(error.code, "\(error.message); \(begun)", cause: error)
-                }
-                let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
-                log.info(
-                    "digitization finished",
+            try await acceptTerms(cardRef: request.cardRef, log: logger.withTraceID(context.traceID))
+        }
+    }
+
+    /// Accepts the T&C of `cardRef` and digitizes it, or sends its Digitize again with the same request id when an
+    /// earlier attempt's answer was lost (the person running accept-terms again, or the wallet resuming the
+    /// digitizations it never got an answer to, `WalletTokenStateSync`).
+    func acceptTerms(cardRef: String, log: Logger) async throws -> WalletV1.AcceptTermsResponse {
+        let card = try store.card(ref: cardRef)
+        switch AcceptTermsPlan.plan(for: card, nowMs: clock(), newRequestID: newID) {
+        case .answer(let result):
+            return Self.response(card, result)
+        case .receiptExpired:
+            throw WalletError(
+                .failedPrecondition,
+                "the eligibility of \(card.cardRef) expired before its T&C were accepted; add the card again")
+        case .digitize(let requestID, let acceptedAt, let fresh):
+            // The key is committed before the call: if the call or this node fails, a retry sends the same key
+            // and the TSP answers with the token it already made instead of making a second one.
+            let attempt =
+                fresh
+                ? try store.beginDigitization(
+                    id: card.id, requestID: requestID, termsAcceptedAtMs: acceptedAt, nowMs: clock()) : card
+            // The account the card was added to, which its eligibility receipt is bound to, not the one active now.
+            let account = card.account(configured: configuration.walletAccountID)
+            let digitize = TspV1.DigitizeRequest(
+                requestID: attempt.digitizeRequestID ?? requestID,
+                eligibilityReceipt: attempt.eligibilityReceipt,
+                acceptedTermsID: attempt.terms?.id ?? "",
+                termsAcceptedAtMs: attempt.termsAcceptedAtMs ?? acceptedAt,
+                device: configuration.device,
+                walletAccountID: account,
+                risk: configuration.risk)
+            let result: TspV1.DigitizeResponse
+            do {
+                result = try await tsp.digitize(digitize)
+            } catch let error as RPCError where error.code == .unavailable || error.code == .deadlineExceeded {
+                // The answer was lost, not refused: the TSP may have made the token. The request is kept, so
+                // the same command finishes it; the raw connection error alone left the card DIGITIZING with
+                // nothing to say what to do. A call that never left began nothing.
+                let begun =
+                    Self.neverSent(error)
+                    ? "the TSP was not reached: run accept-terms \(card.cardRef) again once it is"
+                    : "the TSP may have begun the digitization: run accept-terms \(card.cardRef) again to finish it "
+                        + "(it sends the same request, so no second token is made)"
+                throw RPCError(error.code, "\(error.message); \(begun)", cause: error)
+            }
+            let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
+            log.info(
+                "digitization finished",
+                [
+                    "card_ref": stored.cardRef, "decision": result.decision.protoValueName ?? "?",
+                    "digital_card_id": result.digitalCardID,
+                    "token_state": result.tokenState.protoValueName ?? "?",
+                ])
+            // A token the TSP ended before its answer was recorded (a CARD_STATE that overtook it) was never
+            // added for the issuer app.
+            if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty,
+                added.tokenState != .deactivated
+            {
+                events.publish(
+                    WalletV1.WalletEvent(
+                        kind: .tokenizedCardAdded, walletAccountID: account,
+                        digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()),
+                    cardIssuerNodeID: stored.issuerNodeID)
+            }
+            if stored.awaitsIssuer { issuerless?.cardStored() }
+            return Self.response(stored, stored.result ?? result)
+        }
+    }
+
+    /// Sends again the Digitize of every card whose answer the wallet never recorded (it stopped, or the answer was
+    /// lost, and nobody ran accept-terms again): the TSP answers a request id it knows with the token it made, so
+    /// the card gets its token instead of showing DIGITIZING for good. Returns how many cards got their answer.
+    @discardableResult
+    func resumeUnansweredDigitizations() async -> Int {
+        let cards: [WalletCardRecord]
+        do {
+            cards = try store.unansweredDigitizations()
+        } catch {
+            logger.warning("the cards waiting for their digitization could not be read", ["error": "\(error)"])
+            return 0
+        }
+        var answered = 0
+        for card in cards {
+            do {
+                let response = try await acceptTerms(cardRef: card.cardRef, log: logger)
+                answered += 1
+                logger.info(
+                    "unanswered digitization resumed",
                     [
-                        "card_ref": stored.cardRef, "decision": result.decision.protoValueName ?? "?",
-                        "digital_card_id": result.digitalCardID,
-                        "token_state": result.tokenState.protoValueName ?? "?",
+                        "card_ref": card.cardRef, "decision": response.decision.protoValueName ?? "?",
+                        "digital_card_id": response.card?.digitalCardID ?? "",
                     ])
-                // A token the TSP ended before its answer was recorded (a CARD_STATE that overtook it) was never
-                // added for the issuer app.
-                if let added = stored.result, added.decision != .declined, !added.digitalCardID.isEmpty,
-                    added.tokenState != .deactivated
-                {
-                    events.publish(
-                        WalletV1.WalletEvent(
-                            kind: .tokenizedCardAdded, walletAccountID: account,
-                            digitalCardID: added.digitalCardID, tokenState: added.tokenState, atMs: clock()),
-                        cardIssuerNodeID: stored.issuerNodeID)
-                }
-                if stored.awaitsIssuer { issuerless?.cardStored() }
-                return Self.response(stored, stored.result ?? result)
+            } catch {
+                logger.warning(
+                    "unanswered digitization not resumed; accept-terms sends it again",
+                    ["card_ref": card.cardRef, "error": "\(error)"])
             }
         }
+        return answered
     }
 
     /// Whether a call failed before it reached its server: its channel could not connect, or a goaway refused it

@@ -78,14 +78,18 @@ public enum WalletNode {
             tsp: tsp, store: store, updates: updates, logger: logger,
             refillWait: configuration.refillWaitAfterPayment
         ).register(on: &router)
+        let control = WalletControlService(
+            tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
+            newID: newID, events: events, issuerless: issuerless)
         let opened = background == nil ? nil : WalletStreamOpenedSignal()
         notifications?(
             WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock, opened: opened))
         if let background, let opened {
             // Checks the token states with the TSP each time the notification stream opens.
-            let sync = WalletTokenStateSync(
+            var sync = WalletTokenStateSync(
                 tsp: TspV1.TokenLifecycle.Client(tsp), store: store, updates: updates, signal: opened, logger: logger)
-            background.run { await sync.run() }
+            sync.resumeDigitizations = { await control.resumeUnansweredDigitizations() }
+            background.run { [sync] in await sync.run() }
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
             background.run { await keys.run(events) }
@@ -99,10 +103,7 @@ public enum WalletNode {
                 logger: logger, clock: clock, wakeup: issuerResolution, storedLater: issuerless)
             background.run { await resolver.run() }
         }
-        WalletControlService(
-            tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
-            newID: newID, events: events, issuerless: issuerless
-        ).register(on: &router)
+        control.register(on: &router)
         WalletPushService(tsp: tsp, selection: selection, logger: logger).register(on: &router)
         WalletIdvService(
             tsp: tsp, store: store, logger: logger, clock: clock, events: events,

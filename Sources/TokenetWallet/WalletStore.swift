@@ -217,6 +217,19 @@ public final class WalletStore: Sendable {
         }
     }
 
+    /// The cards whose Digitize was sent (their request id is recorded) and never answered: they list as
+    /// DIGITIZING.
+    public func unansweredDigitizations() throws(WalletError) -> [WalletCardRecord] {
+        try run("list the cards waiting for their digitization") {
+            try database.query(
+                """
+                SELECT * FROM cards
+                WHERE status = 'PENDING_TERMS' AND result IS NULL AND digitize_request_id IS NOT NULL ORDER BY id
+                """
+            ).map(Self.record)
+        }
+    }
+
     /// Records the idempotency key and acceptance time of the first Digitize attempt, unless an attempt already
     /// recorded its own; returns the card as stored, whose key the caller must use.
     public func beginDigitization(

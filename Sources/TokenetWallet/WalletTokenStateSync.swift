@@ -3,7 +3,7 @@ import TokenetRPC
 import TokenetWire
 
 /// Brings the wallet's token states in line with the TSP's (`GetTokenStates`) each time the notification stream
-/// opens. The broker keeps a message for a wallet that is away only so long (its retention); a CARD_STATE message
+/// opens, after resuming the digitizations whose answer the wallet never got. The broker keeps a message for a wallet that is away only so long (its retention); a CARD_STATE message
 /// it dropped unread left the card showing a state its token had left, for good: a card the issuer resumed stayed
 /// SUSPENDED here, and could neither pay nor be resumed.
 ///
@@ -16,6 +16,10 @@ struct WalletTokenStateSync: Sendable {
     let updates: WalletTokenUpdates
     let signal: WalletStreamOpenedSignal
     let logger: Logger
+    /// Sends again the Digitize requests the wallet never got an answer to
+    /// (`WalletControlService.resumeUnansweredDigitizations`), before each check: a card whose answer was lost to a
+    /// stop of this node showed DIGITIZING for good, while the TSP held its token.
+    var resumeDigitizations: (@Sendable () async -> Void)?
     /// Waits the given milliseconds before a check that failed is tried again; throws when the node stops.
     var sleep: @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
 
@@ -27,6 +31,7 @@ struct WalletTokenStateSync: Sendable {
     /// Checks once per signal until the task is cancelled (the node stops).
     func run() async {
         for await _ in signal.stream {
+            await resumeDigitizations?()
             var failures = 0
             while !Task.isCancelled {
                 do throws(WalletError) {

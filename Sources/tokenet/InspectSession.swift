@@ -376,10 +376,12 @@ final class InspectSession: Sendable {
     /// `--plaintext`), exit status 1 as the help says and as the opposite mistake fails ("it does not speak TLS"),
     /// where it came out as a call's UNAVAILABLE (78). The transport's words, with their hint, are kept.
     private func ungreeted(behind error: any Error) -> CLIError? {
-        guard let error = error as? RPCError, error.code == .unavailable else { return nil }
+        // A node that greeted the CLI answered: its UNAVAILABLE may quote a connection of its own that ended before
+        // its peer's hello ("the TSP's ChangeTokenState failed: … before its hello"), which is that node's peer's
+        // failure, not the CLI's, and stays the call's status (78).
+        guard let error = error as? RPCError, error.code == .unavailable, !client.peerGreeted else { return nil }
         let told = ["before its hello", "no hello from the peer", "not a Tokenet frame"].contains(
             where: error.message.contains)
-        guard told || !client.peerGreeted else { return nil }
         let said = told ? error.message : "it sent no Tokenet hello: \(error.message)"
         return CLIError(.connection, "cannot connect to \(options.address): \(said)")
     }

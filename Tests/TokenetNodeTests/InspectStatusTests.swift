@@ -25,6 +25,16 @@ import TokenetWire
         #expect(result.stderr == "ERROR: FAILED_PRECONDITION: a status from a later protocol\n")
     }
 
+    /// A node that answered UNAVAILABLE because its own peer left before its hello is an answer, not a node the
+    /// CLI could not reach: the status and exit status 78, not "cannot connect" and 1.
+    @Test func aNodesOwnPeerLeavingBeforeItsHelloIsTheNodesAnswer() async throws {
+        let message =
+            "the TSP's ChangeTokenState failed: connection lost: the peer closed the connection before its hello"
+        let result = try await Self.callAServerAnswering(.unavailable, message: message)
+        #expect(result.status == 64 + 14, "\(result.stderr)")
+        #expect(result.stderr == "ERROR: UNAVAILABLE: \(message)\n")
+    }
+
     /// The details of a status print one per line under it: as JSON when this build knows their type, else by size
     /// and bytes; the peer's text in them is masked and escaped like the message.
     @Test func theDetailsOfAStatusArePrinted() async throws {

@@ -3,7 +3,8 @@ import Testing
 import TokenetTestSupport
 
 /// A wallet away while the broker's retention dropped a CARD_STATE meant for it: once back, the wallet asks the TSP
-/// for its tokens' states and shows the state the TSP holds, over the three real node processes.
+/// for its tokens' states and shows the state the TSP holds, and sends again the Digitize whose answer it lost, over
+/// the three real node processes.
 @Suite(.serialized) final class LiveTokenStateSyncTests: @unchecked Sendable {
     @Test(.timeLimit(.minutes(4))) func aStateWhoseMessageTheBrokerDroppedReachesTheWalletWhenItIsBack()
         async throws
@@ -25,6 +26,17 @@ import TokenetTestSupport
         let listed = try #require(JSONSerialization.jsonObject(with: Data(cards.stdout.utf8)) as? [String: Any])
         let id = try #require((listed["cards"] as? [[String: Any]])?.first?["digitalCardId"] as? String)
 
+        // card-2's Digitize answer is lost: the issuer is stopped while the TSP asks it, and the command gives up.
+        _ = try await tokenet(
+            ["wallet", "add-card", wallet.listen, "--pan", "5400000010000037", "--exp", "06/30", "--cvc", "456"])
+        #expect(issuer.process.send(SIGSTOP))
+        let issuerProcess = issuer.process
+        defer { _ = issuerProcess.send(SIGCONT) }
+        let lost = try await runTokenet(
+            ["wallet", "accept-terms", wallet.listen, "card-2", "--deadline", "2s"] + flags)
+        #expect(lost.status != 0, "\(lost.stdout)")
+        #expect(issuer.process.send(SIGCONT))
+
         let walletDirectory = wallet.directory
         let walletListen = wallet.listen
         try await offThePool { wallet.stop() }
@@ -45,8 +57,13 @@ import TokenetTestSupport
         try await LiveNodeStopTests.waitFor("the wallet's check", in: back) {
             $0.contains("token state brought in line with the TSP")
         }
+        try await LiveNodeStopTests.waitFor("card-2's digitization", in: back) {
+            $0.contains("unanswered digitization resumed") && $0.contains("card-2")
+        }
         let after = try await tokenet(["wallet", "cards", back.listen])
         #expect(after.stdout.contains("SUSPENDED"), "\(after.stdout)")
+        let second = after.stdout.split(separator: "\n").first { $0.hasPrefix("card-2 ") }
+        #expect(second?.contains("DIGITIZED") == true && second?.contains("ACTIVE") == true, "\(after.stdout)")
         // The one CARD_STATE the wallet got is not in its inbox: the state came from the check.
         let inbox = try await tokenet(["wallet", "inbox", back.listen])
         #expect(!inbox.stdout.contains("SUSPENDED"), "\(inbox.stdout)")

@@ -1,5 +1,7 @@
 import Testing
+import TokenetNode
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetWallet
@@ -54,6 +56,32 @@ import TokenetWire
         #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZING"])
         _ = try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
         #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZED"])
+    }
+
+    /// A digitization whose answer the wallet never got is sent again with its request id when the notification
+    /// stream opens (a restart): the card gets its token and the issuer app hears of it, with no accept-terms from
+    /// the person. Before, it showed DIGITIZING for good while the TSP held its token.
+    @Test func anUnansweredDigitizationIsResumed() async throws {
+        let wallet = try await Self.unanswered()
+        var events = wallet.events.subscribe().events.makeAsyncIterator()
+        var tspRouter = RPCRouter()
+        wallet.tsp.register(on: &tspRouter)
+        let tsp = WalletHarness.serve(
+            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+        let control = WalletControlService(
+            tsp: tsp, store: wallet.store, configuration: WalletConfiguration(),
+            selection: try WalletSelection(store: wallet.store, configuredAccountID: "wallet-account-1"),
+            logger: Logger(node: "wallet-node", sink: wallet.logs), events: wallet.events)
+        #expect(await control.resumeUnansweredDigitizations() == 1)
+        let requests = wallet.tsp.state.withLock { $0.digitizeRequests.map(\.requestID) }
+        #expect(requests.count == 2 && requests[0] == requests[1], "\(requests)")
+        #expect(try await wallet.control.listCards(.init()).cards.map(\.status) == ["DIGITIZED"])
+        #expect(await events.next()?.kind == .tokenizedCardAdded)
+        #expect(wallet.logs.lines.contains { $0.contains("unanswered digitization resumed") })
+        // Nothing is left to resume.
+        #expect(await control.resumeUnansweredDigitizations() == 0)
+        #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 2)
     }
 
     /// Commands that need the card's token named its status PENDING_TERMS, which ListCards shows as DIGITIZING,
