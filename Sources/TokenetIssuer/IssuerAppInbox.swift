@@ -42,6 +42,18 @@ public struct IssuerAppInbox: Sendable, Equatable {
             }
         }
 
+        /// The authentication request a payment's TRANSACTION_NOTIFICATION says the cardholder answered, and how
+        /// (PROCEEDED or CANCELLED): the app records it as answered when it still lists it PENDING, because the
+        /// TSP's answer to the app's own AnswerAuthn was lost (a deadline, a connection, a stop), and it had gone on
+        /// listing the request PENDING, then EXPIRED, beside the approved payment. An expiry is left to the
+        /// request's own, which the app applies as the TSP does.
+        var settledAuthn: (id: String, status: String)? {
+            guard case .showTransaction(_, let body, _) = self, !body.authnRequestID.isEmpty,
+                body.authnStatus == "PROCEEDED" || body.authnStatus == "CANCELLED"
+            else { return nil }
+            return (body.authnRequestID, body.authnStatus)
+        }
+
         /// The token this action learns is deleted at the TSP (CARD_STATE DEACTIVATED, a state no token leaves,
         /// whoever deleted it: the wallet, the TSP or the issuer), which the issuer's renewals and card-wide token
         /// changes then leave out.
@@ -289,9 +301,14 @@ public struct IssuerAppInbox: Sendable, Equatable {
         }
     }
 
-    /// Applies the action to the inbox's own state: a new authentication request waits, a card id is
-    /// resynchronised or, with its token deleted, forgotten.
+    /// Applies the action to the inbox's own state: a new authentication request waits, one a payment reports
+    /// answered ends, a card id is resynchronised or, with its token deleted, forgotten.
     private mutating func apply(_ action: Action, row: Int64, nowMs: UInt64) {
+        if let (id, status) = action.settledAuthn,
+            authn.contains(where: { $0.request.authnRequestID == id && $0.request.status == Self.pending })
+        {
+            answered(id, status: status, nowMs: nowMs)
+        }
         if case .askCardholder(let body) = action,
             !authn.contains(where: { $0.request.authnRequestID == body.authnRequestID })
         {

@@ -60,8 +60,21 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot answer the TSP")
         }
         if request.proceed { try await signIn(for: request) }
-        let answer = try await TspV1.Transactions.Client(tsp).answerAuthn(
-            TspV1.AnswerAuthnRequest(authnRequestID: request.authnRequestID, proceed: request.proceed))
+        let answer: TspV1.AnswerAuthnResponse
+        do {
+            answer = try await TspV1.Transactions.Client(tsp).answerAuthn(
+                TspV1.AnswerAuthnRequest(authnRequestID: request.authnRequestID, proceed: request.proceed))
+        } catch let error as RPCError
+            where (error.code == .unavailable || error.code == .deadlineExceeded) && !error.callWasNeverSent
+        {
+            // The answer may have reached the TSP and only its reply been lost: the request stays PENDING here
+            // until the payment's TRANSACTION_NOTIFICATION says how it ended (`IssuerAppInbox.Action.settledAuthn`).
+            throw RPCError(
+                error.code,
+                "\(error.message); the TSP may have taken the answer: the app lists the request as answered once the "
+                    + "payment's notification arrives, and answering again says how the TSP recorded it",
+                cause: error)
+        }
         do {
             try handler.answered(request.authnRequestID, status: answer.status)
         } catch {

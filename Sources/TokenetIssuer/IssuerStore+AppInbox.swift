@@ -75,6 +75,13 @@ extension IssuerStore {
                 if let (digitalCardID, identity) = action.cardIdentity {
                     try Self.save(identity, of: digitalCardID, tx)
                 }
+                if let (id, status) = action.settledAuthn {
+                    _ = try tx.execute(
+                        """
+                        UPDATE app_authn_requests SET status = ?, ends_at_ms = MIN(ends_at_ms, ?)
+                        WHERE authn_request_id = ? AND status = ?
+                        """, [status, Int64(clamping: nowMs), id, IssuerAppInbox.pending])
+                }
                 if let digitalCardID = action.deletedToken {
                     try Self.recordDeletedToken(digitalCardID, atMs: nowMs, tx)
                 }

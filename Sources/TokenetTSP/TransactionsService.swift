@@ -150,7 +150,8 @@ struct TransactionsService: TspV1.Transactions.ServiceProtocol {
         let body = TspV1.TransactionBody(
             transactionID: transaction.transactionID, amountMinor: transaction.amountMinor,
             currency: transaction.currency, merchant: transaction.merchant, approved: transaction.approved,
-            transactionAtMs: transaction.atMs, authnStatus: transaction.authnStatus)
+            transactionAtMs: transaction.atMs, authnStatus: transaction.authnStatus,
+            authnRequestID: transaction.authnRequestID)
         return Announcement(
             notification: D1.notification(
                 .transaction, from: .tns, cardID: transaction.digitalCardID, lastCallMs: transaction.atMs,

@@ -804,7 +804,7 @@ local message_fields = {
     ["tokenet.tsp.v1.TokenHistoryResponse"] = { [1] = "tokenet.tsp.v1.TokenSummary", [2] = "tokenet.tsp.v1.TokenEvent", [3] = "s" },
     ["tokenet.tsp.v1.TokenStateResult"] = { [1] = "s", [4] = "s" },
     ["tokenet.tsp.v1.TokenSummary"] = { [1] = "s", [3] = "s", [4] = "s", [6] = "s", [7] = "s", [8] = "s", [9] = "s" },
-    ["tokenet.tsp.v1.TransactionBody"] = { [1] = "s", [3] = "s", [4] = "s", [7] = "s" },
+    ["tokenet.tsp.v1.TransactionBody"] = { [1] = "s", [3] = "s", [4] = "s", [7] = "s", [8] = "s" },
     ["tokenet.tsp.v1.TspTransaction"] = { [1] = "s", [2] = "s", [4] = "s", [5] = "s", [8] = "s", [9] = "s" },
     ["tokenet.tsp.v1.UnlockCredentialsRequest"] = { [1] = "s", [2] = "s" },
     ["tokenet.tsp.v1.VerifyActivationRequest"] = { [1] = "x", [2] = "s", [3] = "s", [4] = "s" },

@@ -1135,7 +1135,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__replenishment_body__descripto
   (ProtobufCMessageInit) tokenet__tsp__v1__replenishment_body__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__transaction_body__field_descriptors[7] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__transaction_body__field_descriptors[8] =
 {
   {
     "transaction_id",
@@ -1221,10 +1221,23 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__transaction_body__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "authn_request_id",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__TransactionBody, authn_request_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__transaction_body__field_indices_by_name[] = {
   1,   /* field[1] = amount_minor */
   4,   /* field[4] = approved */
+  7,   /* field[7] = authn_request_id */
   6,   /* field[6] = authn_status */
   2,   /* field[2] = currency */
   3,   /* field[3] = merchant */
@@ -1234,7 +1247,7 @@ static const unsigned tokenet__tsp__v1__transaction_body__field_indices_by_name[
 static const ProtobufCIntRange tokenet__tsp__v1__transaction_body__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__transaction_body__descriptor =
 {
@@ -1244,7 +1257,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__transaction_body__descriptor 
   "Tokenet__Tsp__V1__TransactionBody",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__TransactionBody),
-  7,
+  8,
   tokenet__tsp__v1__transaction_body__field_descriptors,
   tokenet__tsp__v1__transaction_body__field_indices_by_name,
   1,  tokenet__tsp__v1__transaction_body__number_ranges,

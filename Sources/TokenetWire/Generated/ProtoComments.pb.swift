@@ -329,6 +329,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.TokenStateResult.token_state": "The state after the call (unchanged when refused; UNSPECIFIED for an unknown token or another issuer's).",
         "tokenet.tsp.v1.TokenSummary.wallet_node_id": "The wallet node that holds the token (the node id of its certificate, tokenet://wallet/ID): two wallet nodes are\ntwo wallets, and their account and device ids may be the same names. Empty for a token made before the TSP kept it.",
         "tokenet.tsp.v1.TransactionBody.amount_minor": "In minor units of the currency (cents).",
+        "tokenet.tsp.v1.TransactionBody.authn_request_id": "The AUTHN request the payment asked (AuthnBody.authn_request_id); empty for a payment that asked for none. The\nissuer app settles the request by it: the TSP's answer to the cardholder's own may have been lost on the way.",
         "tokenet.tsp.v1.TransactionBody.authn_status": "For a payment that asked for authentication (AUTHN), how it ended: PROCEEDED, CANCELLED (the cardholder\ndeclined it) or EXPIRED (nobody answered within the TSP's authn_ttl_s; approved is false). Empty for a payment\nthat asked for none.",
         "tokenet.tsp.v1.TransactionBody.currency": "ISO 4217 alphabetic code.",
         "tokenet.tsp.v1.Transactions.AnswerAuthn": "The cardholder's answer to an AUTHN request, from the issuer app of the token's issuer.",

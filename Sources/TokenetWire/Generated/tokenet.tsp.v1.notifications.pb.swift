@@ -306,6 +306,10 @@ extension TspV1 {
         /// that asked for none.
         public var authnStatus: String = ""
 
+        /// The AUTHN request the payment asked (AuthnBody.authn_request_id); empty for a payment that asked for none. The
+        /// issuer app settles the request by it: the TSP's answer to the cardholder's own may have been lost on the way.
+        public var authnRequestID: String = ""
+
         public init() {}
 
         public init(
@@ -315,7 +319,8 @@ extension TspV1 {
             merchant: String = "",
             approved: Bool = false,
             transactionAtMs: UInt64 = 0,
-            authnStatus: String = ""
+            authnStatus: String = "",
+            authnRequestID: String = ""
         ) {
             self.transactionID = transactionID
             self.amountMinor = amountMinor
@@ -324,6 +329,7 @@ extension TspV1 {
             self.approved = approved
             self.transactionAtMs = transactionAtMs
             self.authnStatus = authnStatus
+            self.authnRequestID = authnRequestID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -334,6 +340,7 @@ extension TspV1 {
             self.approved = try reader.read(5)
             self.transactionAtMs = try reader.read(6)
             self.authnStatus = try reader.read(7)
+            self.authnRequestID = try reader.read(8)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -344,6 +351,7 @@ extension TspV1 {
             try writer.write(5, approved)
             try writer.write(6, transactionAtMs)
             try writer.write(7, authnStatus)
+            try writer.write(8, authnRequestID)
         }
     }
 }

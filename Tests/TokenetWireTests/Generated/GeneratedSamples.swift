@@ -2040,6 +2040,7 @@ extension TspV1.TransactionBody {
         base.approved = true
         base.transactionAtMs = 18446744073709551609
         base.authnStatus = "authn_status-7 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.authnRequestID = "authn_request_id-8 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

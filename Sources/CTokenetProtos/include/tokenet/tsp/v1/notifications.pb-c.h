@@ -204,10 +204,15 @@ struct  Tokenet__Tsp__V1__TransactionBody
    * that asked for none.
    */
   char *authn_status;
+  /*
+   * The AUTHN request the payment asked (AuthnBody.authn_request_id); empty for a payment that asked for none. The
+   * issuer app settles the request by it: the TSP's answer to the cardholder's own may have been lost on the way.
+   */
+  char *authn_request_id;
 };
 #define TOKENET__TSP__V1__TRANSACTION_BODY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__transaction_body__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__AuthnBody
