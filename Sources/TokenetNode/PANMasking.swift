@@ -14,8 +14,10 @@
 /// dates, addresses and ports (`04:25:50`, `2026/11/30`, `127.0.0.1:7001`), whose short groups keep them readable.
 /// So do gaps of two to four spaces, hyphens, dots, underscores, tabs or line breaks (`4111  1111  1111  1111`,
 /// `4111 - 1111 - 1111 - 1111`, `\r\n`): numbers a few spaces apart in ordinary text (`1  2  3`, `10  200  3000`)
-/// stay readable, and wider gaps, which lay out columns, join nothing. A comma or other punctuation in such a gap
-/// ends the run (`1000, 2000, 4000, 8000 ms`).
+/// stay readable, and wider gaps, which lay out columns, join nothing. Such a gap with one or two of that
+/// punctuation in it (`4111 / 1111`, `4111**1111`, `4111 */ 1111`) joins as the punctuation does; one with a comma,
+/// semicolon or bar ends the run (`1000, 2000, 4000, 8000 ms`, `| 1000 | 2000 |`). Characters that look like that
+/// punctuation (a division slash, a multiplication sign, an ideographic full stop) are punctuation too.
 ///
 /// So a card number written as a list, `4111, 1111, 1111, 1111`, is not masked, on purpose: a list of four-digit
 /// numbers is what logs hold far more often (ports `7001, 7002, 7003, 7004`, backoffs `1000, 2000, 4000, 8000`),
@@ -147,6 +149,14 @@ enum PANRuns {
         case "\u{2212}", "\u{02D7}", "\u{2796}", "\u{00B7}", "\u{0387}", "\u{2024}", "\u{2027}", "\u{2022}",
             "\u{2043}", "\u{2219}", "\u{22C5}", "\u{2E31}", "\u{30FB}", "\u{FF65}":
             .separator
+        // Characters that look like the ASCII punctuation above, or like a times sign or a full stop: slashes
+        // (division, fraction, big solidus), asterisks (operator, low, heavy, Arabic five-pointed star), tildes
+        // (operator, swung dash), ratio, divides, broken and double bars, the modifier colon, the multiplication
+        // and division signs, the ideographic comma and full stop, the Arabic comma and semicolon.
+        case "\u{2215}", "\u{2044}", "\u{29F8}", "\u{2217}", "\u{204E}", "\u{2731}", "\u{066D}", "\u{223C}",
+            "\u{2053}", "\u{2236}", "\u{2223}", "\u{00A6}", "\u{2016}", "\u{02D0}", "\u{00D7}", "\u{00F7}",
+            "\u{3001}", "\u{3002}", "\u{060C}", "\u{061B}":
+            .punctuation
         // Control and format characters (DEL, a zero-width space) are invisible in a log or on a terminal: digits
         // split by them read as one number, so they join a run as a space does.
         case "\u{0}"..."\u{1F}", "\u{7F}"..."\u{9F}": .separator
@@ -165,6 +175,17 @@ enum PANRuns {
         }
     }
 
+    /// A comma or semicolon (ASCII, fullwidth, ideographic or Arabic), what separates the items of a list, or a
+    /// bar, what separates a table's columns (`| 4761 | 0000 | 1000 | 0009 |`).
+    static func isListMark(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case ",", ";", "\u{FF0C}", "\u{FF1B}", "\u{3001}", "\u{061B}", "\u{060C}", "|", "\u{FF5C}", "\u{00A6}",
+            "\u{2016}", "\u{2223}":
+            true
+        default: false
+        }
+    }
+
     /// A combining mark written over a digit: the blocks of combining diacritics and of marks for symbols (the
     /// keycap), and the variation selectors.
     static func isMark(_ scalar: Unicode.Scalar) -> Bool {
@@ -180,26 +201,34 @@ enum PANRuns {
         count: Int, hexIdentifiersWhole: Bool = false, scalar: (Int) -> Unicode.Scalar
     ) -> [Int] {
         func kind(_ index: Int) -> Kind { Self.kind(of: scalar(index)) }
-        /// The number of characters at `index` that join the digits before them to those after them, or nil when
-        /// they do not: one separator of any kind, or a gap of up to `widestGap` spaces, hyphens, dots,
-        /// underscores, tabs or line breaks (`4111  1111`, `4111 - 1111`, `4111\r\n1111`).
-        func joint(at index: Int) -> Int? {
-            switch kind(index) {
-            case .digit, .other:
-                return nil
-            case .punctuation:
-                return index + 1 < count && kind(index + 1) == .digit ? 1 : nil
-            case .separator, .dot:
-                var end = index + 1
-                while end < count, end - index <= widestGap {
-                    switch kind(end) {
-                    case .digit: return end - index
-                    case .separator, .dot: end += 1
-                    case .punctuation, .other: return nil
-                    }
+        /// The number of characters at `index` that join the digits before them to those after them, and whether
+        /// they hold punctuation (which joins only groups that look like a card number's), or nil when they do not
+        /// join: one separator of any kind, or a gap of up to `widestGap` spaces, hyphens, dots, underscores, tabs or
+        /// line breaks with at most two punctuation characters among them (`4111  1111`, `4111 - 1111`,
+        /// `4111\r\n1111`, `4111 / 1111`, `4111**1111`). A comma, semicolon or bar with anything beside it ends the
+        /// run: `1000, 2000, 4000, 8000` is a list, `| 1000 | 2000 |` a table's row.
+        func joint(at index: Int) -> (length: Int, punctuated: Bool)? {
+            var end = index
+            var punctuation = 0
+            var listMark = false
+            while end < count, end - index <= widestGap {
+                switch kind(end) {
+                case .digit:
+                    guard end > index else { return nil }
+                    if listMark && end - index > 1 { return nil }
+                    return (end - index, punctuation > 0)
+                case .separator, .dot:
+                    end += 1
+                case .punctuation:
+                    punctuation += 1
+                    if isListMark(scalar(end)) { listMark = true }
+                    guard punctuation <= 2 else { return nil }
+                    end += 1
+                case .other:
+                    return nil
                 }
-                return nil
             }
+            return nil
         }
         var masked: [Int] = []
         var index = 0
@@ -216,7 +245,7 @@ enum PANRuns {
                 if kind(runEnd) == .digit {
                     runDigits += 1
                     runEnd += 1
-                } else if let length = joint(at: runEnd) {
+                } else if let (length, _) = joint(at: runEnd) {
                     runEnd += length
                 } else {
                     break
@@ -238,11 +267,11 @@ enum PANRuns {
                     groups[groups.count - 1].append(end)
                     stretches[stretches.count - 1].append(end)
                     end += 1
-                } else if let length = joint(at: end) {
+                } else if let (length, punctuated) = joint(at: end) {
                     groups.append([])
                     // Combining marks over a digit (a keycap's two) split nothing: a gap of them is one.
                     let marksOnly = (end..<end + length).allSatisfy { Self.isMark(scalar($0)) }
-                    if current == .punctuation || (length > 1 && !marksOnly) {
+                    if punctuated || (length > 1 && !marksOnly) {
                         stretches.append(Stretch())
                     } else {
                         stretches[stretches.count - 1].groups.append([])

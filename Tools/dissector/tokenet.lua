@@ -242,6 +242,20 @@ local joining_ranges = {
     { 0x2796, 0x2796 }, { 0x2E31, 0x2E31 }, { 0x30FB, 0x30FB }, { 0xFF65, 0xFF65 },
 }
 
+-- Characters that look like the ASCII punctuation that joins card-number-like groups (PANMasking.swift's list).
+local lookalike_punctuation = {}
+for _, cp in ipairs({
+    0x2215, 0x2044, 0x29F8, 0x2217, 0x204E, 0x2731, 0x066D, 0x223C, 0x2053, 0x2236, 0x2223, 0x00A6, 0x2016,
+    0x02D0, 0x00D7, 0x00F7, 0x3001, 0x3002, 0x060C, 0x061B,
+}) do lookalike_punctuation[cp] = true end
+
+-- A comma or semicolon (ASCII, fullwidth, ideographic, Arabic), what separates the items of a list, or a bar, what
+-- separates a table's columns.
+local function is_list_mark(cp)
+    return cp == 44 or cp == 59 or cp == 0xFF0C or cp == 0xFF1B or cp == 0x3001 or cp == 0x061B or cp == 0x060C
+        or cp == 124 or cp == 0xFF5C or cp == 0x00A6 or cp == 0x2016 or cp == 0x2223
+end
+
 -- The value of a decimal digit, or nil.
 local function digit_value(cp)
     if cp >= 48 and cp <= 57 then return cp - 48 end
@@ -261,6 +275,9 @@ local function kind_of(cp)
         or cp == 92 or cp == 42 or cp == 126 then
         return PUNCTUATION
     end
+    -- Lookalikes of that punctuation, the times and division signs, the ideographic comma and full stop, the
+    -- Arabic comma and semicolon.
+    if lookalike_punctuation[cp] then return PUNCTUATION end
     -- The fullwidth forms of ASCII (`４`, `－`, `／`) are ASCII's characters moved by 0xFEE0.
     if cp >= 0xFF01 and cp <= 0xFF5E then return kind_of(cp - 0xFEE0) end
     if (cp >= 0 and cp <= 0x1F) or (cp >= 0x7F and cp <= 0x9F) then return SEPARATOR end
@@ -523,17 +540,24 @@ local function masked_points(points)
     local n = #points
     local kinds = {}
     for k = 1, n do kinds[k] = kind_of(points[k]) end
+    -- The length of the gap at i that joins digit groups, and whether it holds punctuation (which joins only
+    -- groups that look like a card number's): separators, with at most two punctuation characters among them, up
+    -- to WIDEST_GAP long. A comma, semicolon or bar with anything beside it ends the run (a list, a table's row).
     local function joint(i)
-        local kind = kinds[i]
-        if kind == DIGIT or kind == OTHER then return nil end
-        if kind == PUNCTUATION then
-            return (i + 1 <= n and kinds[i + 1] == DIGIT) and 1 or nil
-        end
-        local stop = i + 1
+        local stop, punctuation, list_mark = i, 0, false
         while stop <= n and stop - i <= WIDEST_GAP do
-            local next_kind = kinds[stop]
-            if next_kind == DIGIT then return stop - i end
-            if next_kind ~= SEPARATOR and next_kind ~= DOT then return nil end
+            local kind = kinds[stop]
+            if kind == DIGIT then
+                if stop == i then return nil end
+                if list_mark and stop - i > 1 then return nil end
+                return stop - i, punctuation > 0
+            elseif kind == PUNCTUATION then
+                punctuation = punctuation + 1
+                if is_list_mark(points[stop]) then list_mark = true end
+                if punctuation > 2 then return nil end
+            elseif kind ~= SEPARATOR and kind ~= DOT then
+                return nil
+            end
             stop = stop + 1
         end
         return nil
@@ -570,7 +594,7 @@ local function masked_points(points)
                         stretch_group[#stretch_group + 1] = stop
                         stop = stop + 1
                     else
-                        local length = joint(stop)
+                        local length, punctuated = joint(stop)
                         if not length then break end
                         groups[#groups + 1] = {}
                         -- Combining marks over a digit (a keycap's two) split nothing: a gap of them is one.
@@ -578,7 +602,7 @@ local function masked_points(points)
                         for k = stop, stop + length - 1 do
                             if not is_mark(points[k]) then marks_only = false end
                         end
-                        if current == PUNCTUATION or (length > 1 and not marks_only) then
+                        if punctuated or (length > 1 and not marks_only) then
                             stretches[#stretches + 1] = { groups = { {} }, dotted = true }
                         else
                             local stretch = stretches[#stretches]
