@@ -13,7 +13,8 @@ extension PageRequest {
     /// (a token another listing made) is INVALID_ARGUMENT.
     public func afterRow(call: String) throws(RPCError) -> Int64 {
         guard let after else { return 0 }
-        guard let row = Int64(after), row > 0 else { throw Self.misplaced(call) }
+        // Written as `key(row:)` writes it: "01" or "+1" is no key this node made.
+        guard let row = Int64(after), row > 0, String(row) == after else { throw Self.misplaced(call) }
         return row
     }
 

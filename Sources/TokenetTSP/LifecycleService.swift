@@ -123,7 +123,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                 tokens: listed.map {
                     TspV1.WalletTokenState(
                         digitalCardID: $0.token.digitalCardID, tokenState: $0.token.state.wire,
-                        stateVersion: $0.token.stateVersion)
+                        stateVersion: $0.token.stateVersion, panLast4: $0.token.panLast4)
                 }, nextPageToken: next)
         }
     }

@@ -3,9 +3,10 @@ import TokenetRPC
 import TokenetWire
 
 /// Brings the wallet's token states in line with the TSP's (`GetTokenStates`) each time the notification stream
-/// opens, after resuming the digitizations whose answer the wallet never got. The broker keeps a message for a wallet that is away only so long (its retention); a CARD_STATE message
-/// it dropped unread left the card showing a state its token had left, for good: a card the issuer resumed stayed
-/// SUSPENDED here, and could neither pay nor be resumed.
+/// opens, after resuming the digitizations whose answer the wallet never got. The broker keeps a message for a
+/// wallet that is away only so long (its retention); a CARD_STATE message it dropped unread left the card showing a
+/// state its token had left, for good: a card the issuer resumed stayed SUSPENDED here, and could neither pay nor be
+/// resumed. A dropped CARD_RENEWAL left the renewed card's old last four digits, which the listing carries too.
 ///
 /// Each state goes through `WalletTokenUpdates.apply` with its version, so a state the wallet already holds at that
 /// version or a later one (a notification or an answer that came first) is kept, and a change is announced to the
@@ -80,6 +81,7 @@ struct WalletTokenStateSync: Sendable {
                     continue
                 }
                 checked += 1
+                if try renew(card, to: token.panLast4) { changed += 1 }
                 guard token.tokenState != held.tokenState, token.stateVersion > held.stateVersion else { continue }
                 let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card)
                 guard stored.result?.tokenState == token.tokenState else { continue }
@@ -95,6 +97,19 @@ struct WalletTokenStateSync: Sendable {
         } while !pageToken.isEmpty
         logger.info("token states checked with the TSP", ["cards": "\(checked)", "changed": "\(changed)"])
         return (checked, changed)
+    }
+
+    /// Shows the last four digits the TSP holds for the card behind a token, when a renewal whose CARD_RENEWAL
+    /// message was dropped changed them; true when the card changed.
+    private func renew(_ card: WalletCardRecord, to panLast4: String) throws(WalletError) -> Bool {
+        guard panLast4 != card.panLast4, panLast4.utf8.count == 4,
+            panLast4.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            try store.renewCard(id: card.id, panLast4: panLast4, nowMs: updates.clock())
+        else { return false }
+        logger.info(
+            "card's last four digits brought in line with the TSP",
+            ["card_ref": card.cardRef, "previous_pan_last4": card.panLast4, "pan_last4": panLast4])
+        return true
     }
 }
 

@@ -28,7 +28,8 @@ enum DecodeCommand {
                     }
                     if !keepsEveryByte(bytes, as: type) {
                         printError(
-                            "decode: note: the bytes hold fields \(type.protoName) does not have, not shown (another "
+                            "decode: note: the bytes hold fields \(type.protoName) (or a message in it) does not have, "
+                                + "not shown (another "
                                 + "message type, or a peer built from newer .proto files?)")
                     }
                     return json

@@ -56,7 +56,8 @@ enum DecodedFrame {
                 }
                 printError(
                     "decode: note: the message on stream \(frame.streamID) holds \(dropped) "
-                        + "\(dropped == 1 ? "field" : "fields") \(type.protoName) does not have, not shown (a peer "
+                        + "\(dropped == 1 ? "field" : "fields") \(type.protoName) (or a message in it) does not have, "
+                        + "not shown (a peer "
                         + "built from newer .proto files?)")
             }
             let value: String

@@ -128,7 +128,9 @@ extension IssuerCommand {
                         error.code,
                         "\(error.message); the renewal may have reached the issuer and be pending: run the same "
                             + "renew-card again to complete it, or tokenet issuer renew-card \(options.address) "
-                            + "\(cardID) --abandon to give the new number back (tokenet issuer cards "
+                            + "\(cardID) --abandon to "
+                            + (request.pan.isEmpty ? "keep the card's expiry" : "give the new number back")
+                            + " (tokenet issuer cards "
                             + "\(options.address) shows a pending renewal)",
                         cause: error)
                 }

@@ -87,7 +87,8 @@ import TokenetWire
         #expect(result.stdout == "{}\n", "\(result.stdout)")
         #expect(
             result.stderr.contains(
-                "decode: note: the bytes hold fields tokenet.health.v1.HealthCheckRequest does not have"),
+                "decode: note: the bytes hold fields tokenet.health.v1.HealthCheckRequest (or a message in it) does "
+                    + "not have"),
             "\(result.stderr)")
     }
 }

@@ -150,6 +150,7 @@ import TokenetWire
             let third = listed.first { $0.digitalCardID == ids[2] }
             #expect(third?.tokenState == .suspended && third?.stateVersion == suspended.stateVersion)
             #expect(listed.filter { $0.tokenState == .active }.count == 6)
+            #expect(listed.allSatisfy { $0.panLast4 == String(TSPHarness.visa.suffix(4)) })
         }
         // Another wallet node's listing holds none of them, whatever its accounts are called.
         let other = lifecycle(tsp, as: PeerIdentity(role: .wallet, nodeID: "wallet-2"))
@@ -158,8 +159,10 @@ import TokenetWire
             try await operatorLifecycle.getTokenStates(.init())
         }
         await expectRPCError(.invalidArgument, "page_size") { try await wallet.getTokenStates(.init(pageSize: -1)) }
-        await expectRPCError(.invalidArgument, "page_token") {
-            try await wallet.getTokenStates(.init(pageToken: "DNITHE000000000000000001"))
+        for token in ["DNITHE000000000000000001", PageRequest.token(after: "01"), PageRequest.token(after: "+1")] {
+            await expectRPCError(.invalidArgument, "page_token") {
+                try await wallet.getTokenStates(.init(pageToken: token))
+            }
         }
     }
 }

@@ -25,6 +25,9 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var issuedBatches = 0
         var batchOfRequest: [String: String] = [:]
         var held: [CheckedContinuation<Void, Never>] = []
+        /// The last four digits GetTokenStates gives a token's card (none by default, as for a TSP that does not
+        /// send them).
+        var panLast4: [String: String] = [:]
         /// The GetTokenStates calls answered.
         var stateQueries = 0
         /// When set, GetTokenStates fails with it.
@@ -121,7 +124,7 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
                 tokens: page.map {
                     TspV1.WalletTokenState(
                         digitalCardID: $0, tokenState: state.states[$0] ?? .active,
-                        stateVersion: state.versions[$0] ?? 2)
+                        stateVersion: state.versions[$0] ?? 2, panLast4: state.panLast4[$0] ?? "")
                 },
                 nextPageToken: ids.count > 2 ? page.last ?? "" : "")
         }

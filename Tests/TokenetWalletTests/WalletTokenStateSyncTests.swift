@@ -74,6 +74,23 @@ import TokenetWire
         #expect(await events.next()?.digitalCardID == "marker")
     }
 
+    /// A renewal whose CARD_RENEWAL was dropped: the card shows the last four digits the TSP holds. Digits that are
+    /// not four digits change nothing.
+    @Test func aRenewalWhoseMessageWasDroppedShowsTheNewLastFour() async throws {
+        let (wallet, _) = try await WalletLifecycleTests.digitized()
+        #expect(try wallet.store.card(ref: "card-1").panLast4 == "1111")
+        for (given, shown) in [("12a4", "1111"), ("0017", "0017")] {
+            wallet.lifecycleTSP.state.withLock {
+                $0.states[Self.id] = .active
+                $0.panLast4[Self.id] = given
+            }
+            let outcome = try await Self.sync(wallet).check()
+            #expect(outcome.changed == (given == "0017" ? 1 : 0))
+            #expect(try wallet.store.card(ref: "card-1").panLast4 == shown)
+        }
+        #expect(wallet.logs.lines.contains { $0.contains("card's last four digits brought in line with the TSP") })
+    }
+
     /// A token the TSP deleted while the wallet was away is removed from the wallet's listeners' view.
     @Test func aTokenDeletedMeanwhileIsDeletedInTheWallet() async throws {
         var (wallet, events) = try await WalletLifecycleTests.digitized()

@@ -835,7 +835,7 @@ local message_fields = {
     ["tokenet.tsp.v1.VerifyActivationResponse"] = { [3] = "s", [4] = "s", [5] = "s", [6] = "tokenet.tsp.v1.HotpCredential", [7] = "tokenet.tsp.v1.HotpCredential", [8] = "s" },
     ["tokenet.tsp.v1.VerifyActivationsRequest"] = { [1] = "tokenet.tsp.v1.VerifyActivationRequest" },
     ["tokenet.tsp.v1.VerifyActivationsResponse"] = { [1] = "tokenet.tsp.v1.VerifyActivationResponse" },
-    ["tokenet.tsp.v1.WalletTokenState"] = { [1] = "s" },
+    ["tokenet.tsp.v1.WalletTokenState"] = { [1] = "s", [4] = "s" },
     ["tokenet.wallet.v1.AcceptTermsRequest"] = { [1] = "s" },
     ["tokenet.wallet.v1.AcceptTermsResponse"] = { [1] = "tokenet.wallet.v1.WalletCard", [2] = "tokenet.card.v1.IdvMethod", [3] = "s" },
     ["tokenet.wallet.v1.AddCardRequest"] = { [1] = "tokenet.wallet.v1.ManualCard", [2] = "tokenet.wallet.v1.IssuerPushReceiptInput", [3] = "s", [4] = "s" },

@@ -1676,7 +1676,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_request__des
   (ProtobufCMessageInit) tokenet__tsp__v1__get_token_states_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__wallet_token_state__field_descriptors[3] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__wallet_token_state__field_descriptors[4] =
 {
   {
     "digital_card_id",
@@ -1714,16 +1714,29 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__wallet_token_state__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "pan_last4",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__WalletTokenState, pan_last4),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__wallet_token_state__field_indices_by_name[] = {
   0,   /* field[0] = digital_card_id */
+  3,   /* field[3] = pan_last4 */
   2,   /* field[2] = state_version */
   1,   /* field[1] = token_state */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__wallet_token_state__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__wallet_token_state__descriptor =
 {
@@ -1733,7 +1746,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__wallet_token_state__descripto
   "Tokenet__Tsp__V1__WalletTokenState",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__WalletTokenState),
-  3,
+  4,
   tokenet__tsp__v1__wallet_token_state__field_descriptors,
   tokenet__tsp__v1__wallet_token_state__field_indices_by_name,
   1,  tokenet__tsp__v1__wallet_token_state__number_ranges,

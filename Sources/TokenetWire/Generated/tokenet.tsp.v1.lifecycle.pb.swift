@@ -323,28 +323,36 @@ extension TspV1 {
         /// The version of token_state (DigitizeResponse.state_version).
         public var stateVersion: UInt64 = 0
 
+        /// The last four digits of the card behind the token as it is now: an issuer's renewal changes them (CARD_RENEWAL),
+        /// and a wallet that missed that message shows the old ones.
+        public var panLast4: String = ""
+
         public init() {}
 
         public init(
             digitalCardID: String = "",
             tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
-            stateVersion: UInt64 = 0
+            stateVersion: UInt64 = 0,
+            panLast4: String = ""
         ) {
             self.digitalCardID = digitalCardID
             self.tokenState = tokenState
             self.stateVersion = stateVersion
+            self.panLast4 = panLast4
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.digitalCardID = try reader.read(1)
             self.tokenState = try reader.read(2)
             self.stateVersion = try reader.read(3)
+            self.panLast4 = try reader.read(4)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, digitalCardID)
             try writer.write(2, tokenState)
             try writer.write(3, stateVersion)
+            try writer.write(4, panLast4)
         }
     }
 }
@@ -1139,7 +1147,7 @@ extension TspV1 {
         /// The state of each token digitized through the calling wallet node (the node id of its certificate), with its
         /// state_version, in pages in the order the tokens were made. A wallet node asks when its notification stream opens:
         /// a CARD_STATE message the broker dropped unread (its retention, notifications.proto) would otherwise leave the
-        /// wallet showing a state the token left long ago. A state the wallet already holds at a higher or equal version is
+        /// wallet showing a state the token left long ago (or a renewed card's old last four digits). A state the wallet already holds at a higher or equal version is
         /// kept, as for a notification. Refusals: INVALID_ARGUMENT (a negative page_size, a page_token this listing did not
         /// make).
         public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(

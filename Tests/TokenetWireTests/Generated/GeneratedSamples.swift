@@ -2126,6 +2126,7 @@ extension TspV1.WalletTokenState {
         base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.tokenState = CardV1.TokenState(rawValue: 1)
         base.stateVersion = 18446744073709551612
+        base.panLast4 = "pan_last4-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

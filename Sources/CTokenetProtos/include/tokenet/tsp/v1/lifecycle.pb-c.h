@@ -196,10 +196,15 @@ struct  Tokenet__Tsp__V1__WalletTokenState
    * The version of token_state (DigitizeResponse.state_version).
    */
   uint64_t state_version;
+  /*
+   * The last four digits of the card behind the token as it is now: an issuer's renewal changes them (CARD_RENEWAL),
+   * and a wallet that missed that message shows the old ones.
+   */
+  char *pan_last4;
 };
 #define TOKENET__TSP__V1__WALLET_TOKEN_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__wallet_token_state__descriptor) \
-    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0 }
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__GetTokenStatesResponse
