@@ -22,6 +22,8 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
             let key = rest[..<keyEnd]
             rest = rest[keyEnd...]
             if let index = Int(key), index >= 0, key.allSatisfy(\.isASCII) {
+                // A response is a message: a path starts with one of its fields, not with an element.
+                guard !components.isEmpty else { return nil }
                 components.append(.index(index))
             } else if !key.isEmpty && !key.contains("]") {
                 components.append(.key(String(key)))

@@ -332,7 +332,22 @@ struct ScenarioCommand {
         }
         try checkRequests(scenario, nodesOfThisBuild: nodesOfThisBuild)
         try checkResponses(scenario)
+        try checkIdentities(scenario)
         return scenario
+    }
+
+    /// Refuses an identity of the script's own whose ID holds a card number, as the nodes refuse such ids: the run
+    /// prints the ID with its certificate's file and URI, and the certificate carries it.
+    static func checkIdentities(_ scenario: Scenario) throws(CLIError) {
+        for step in scenario.steps {
+            guard case .identity(let text) = step.action, let own = Scenario.ownIdentity(text),
+                IdentifierRules.holdsCardNumber(identifier: own.id)
+            else { continue }
+            throw CLIError(
+                .usage,
+                "scenario: \(scenario.source):\(step.line): identity \(maskPAN(text)): the ID holds a card number; "
+                    + "choose another ID")
+        }
     }
 
     /// Checks what each call and await expects (`expect OK {…}`, `await NAME {…}`, written without `${NAME}`s) and
@@ -379,9 +394,11 @@ struct ScenarioCommand {
             }
             for save in saves {
                 if let problem = save.field.problem(in: response.response) {
+                    // The path is the script's words, which may hold a card number, and the problem quotes them.
                     throw CLIError(
-                        .usage, "scenario: \(scenario.source):\(save.line): save \(save.name) \(save.field): \(problem)"
-                    )
+                        .usage,
+                        "scenario: \(scenario.source):\(save.line): "
+                            + maskPAN("save \(save.name) \(save.field): \(problem)"))
                 }
             }
         }

@@ -289,6 +289,29 @@ import TokenetTransport
         #expect(check.stderr.contains(message), "\(check.stderr)")
     }
 
+    /// A card number the script wrote in a save's path, or as the ID of an identity of its own, is refused with the
+    /// number masked: the path's error quoted it, and the ID went into the run's output, a file name and a
+    /// certificate.
+    @Test(arguments: [
+        (
+            "call tsp tokenet.tsp.v1.TspControl/TokenHistory {\"digitalCardId\": \"x\"}\nsave y token.x4761000010000009",
+            2, "save y token.x************0009: tokenet.tsp.v1.TokenSummary has no field 'x************0009'"
+        ),
+        (
+            "identity wallet/4761000010000009\ncall tsp tokenet.tsp.v1.TspControl/ListTokens", 1,
+            "identity wallet/************0009: the ID holds a card number; choose another ID"
+        ),
+    ])
+    func aCardNumberInAPathOrAnIdentityIsRefusedMasked(script: String, line: Int, message: String) async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path("card.scenario")
+        try (script + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try await LaunchedProcess.runNiced("tokenet", ["scenario", file, "--check"])
+        #expect(check.status == 2, "\(check.stdout)\(check.stderr)")
+        #expect(check.stderr.hasPrefix("tokenet: scenario: \(file):\(line): \(message)"), "\(check.stderr)")
+        #expect(!check.stderr.contains("4761000010000009"), "\(check.stderr)")
+    }
+
     /// `--check` names a mistake in every script given, each by its line: a misspelt `save` field (found only once
     /// the nodes had started), a line that is not UTF-8 (named without a line), an unknown step; with several
     /// scripts, only the first one's mistake was told.

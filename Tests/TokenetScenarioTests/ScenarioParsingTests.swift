@@ -96,6 +96,9 @@ import TokenetWire
         ("call tsp a.B/C\nsave 9x a", "s:2: save NAME FIELD: '9x' is not a name"),
         ("call tsp a.B/C\nsave x a..b", "s:2: save x FIELD: 'a..b' is not a field"),
         ("call tsp a.B/C\nsave x", "s:2: save x FIELD: '' is not a field"),
+        // A response is a message: a path does not start with an element.
+        ("call tsp a.B/C\nsave x 5", "s:2: save x FIELD: '5' is not a field"),
+        ("call tsp a.B/C\nsave x [0].a", "s:2: save x FIELD: '[0].a' is not a field"),
         ("call tsp a.B/C {\"id\": \"${nope}\"}", "s:1: ${nope} is not saved by an earlier line (save nope FIELD)"),
         ("echo ${later}\ncall tsp a.B/C\nsave later x", "s:1: ${later} is not saved by an earlier line"),
         ("fault tsp-issuer partition", "s:1: fault: 'tsp-issuer' is not a link (links: tsp->issuer, issuer->tsp"),
