@@ -54,8 +54,22 @@ public struct WalletIdvService: WalletV1.WalletIdv.ServiceProtocol {
         try await answering {
             let (card, digitalCardID) = try digitalCard(request.cardRef)
             guard !request.code.isEmpty else { throw WalletError(.invalidArgument, "code is required") }
-            let answer = try await calling("SubmitOtp") {
-                try await tsp.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code))
+            let answer: TspV1.SubmitOtpResponse
+            do {
+                answer = try await calling("SubmitOtp") {
+                    try await tsp.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: digitalCardID, code: request.code))
+                }
+            } catch let error as RPCError
+                where (error.code == .unavailable || error.code == .deadlineExceeded)
+                && !WalletControlService.neverSent(error)
+            {
+                // The code may have reached the TSP and only its answer been lost: the bare connection error said
+                // nothing of what to do, and the retry's "token … is ACTIVE" then read as a failure.
+                throw RPCError(
+                    error.code,
+                    "\(error.message); the TSP may have taken the code: submit it again, and if the TSP answers that "
+                        + "the token is ACTIVE, the code was taken (the wallet hears of it from the TSP too)",
+                    cause: error)
             }
             let (stored, changed) =
                 answer.tokenState == .unspecified

@@ -74,6 +74,19 @@ import TokenetWire
         #expect(next?.digitalCardID == "marker", "announced twice: \(String(describing: next))")
     }
 
+    /// A code whose answer was lost may have been taken: the error says to submit it again, and what an ACTIVE
+    /// answer then means.
+    @Test func aSubmitWhoseAnswerWasLostSaysToSubmitAgain() async throws {
+        let wallet = try await Self.steppedUp()
+        wallet.idvTSP.state.withLock {
+            $0.whileSubmitting = { _ in throw RPCError(.unavailable, "connection lost") }
+        }
+        await expectRPCError(
+            .unavailable,
+            "the TSP's SubmitOtp failed: connection lost; the TSP may have taken the code: submit it again"
+        ) { try await wallet.idv.submitOTP(.init(cardRef: "card-1", code: "123456")) }
+    }
+
     @Test func resendPassesTheTSPsRefusalThrough() async throws {
         let wallet = try await Self.steppedUp()
         let resent = try await wallet.idv.resendOTP(.init(cardRef: "card-1"))
