@@ -157,7 +157,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
     ) -> Action {
         let row = row ?? (notificationRows.last ?? 0) + 1
         var (entry, action) = Self.classify(notification, arrivedAtMs: arriving ? nowMs : nil)
-        apply(action, row: row, nowMs: nowMs)
+        apply(action, cardID: notification.cardID, row: row, nowMs: nowMs)
         entry.action = Self.describe(action)
         notifications.append(entry)
         notificationRows.append(row)
@@ -190,6 +190,9 @@ public struct IssuerAppInbox: Sendable, Equatable {
     /// The digital card an authentication request is about, from the AUTHN message that brought it (the message's
     /// own card id: the listing shows none for an AUTHN); nil when the app no longer holds that message.
     public func card(ofAuthn id: String) -> String? {
+        if let kept = authn.first(where: { $0.request.authnRequestID == id }), !kept.request.digitalCardID.isEmpty {
+            return kept.request.digitalCardID
+        }
         let cardID = notifications.last { entry in
             guard case .authn(let body)? = entry.notification?.body else { return false }
             return body.authnRequestID == id
@@ -303,7 +306,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
 
     /// Applies the action to the inbox's own state: a new authentication request waits, one a payment reports
     /// answered ends, a card id is resynchronised or, with its token deleted, forgotten.
-    private mutating func apply(_ action: Action, row: Int64, nowMs: UInt64) {
+    private mutating func apply(_ action: Action, cardID: String, row: Int64, nowMs: UInt64) {
         if let (id, status) = action.settledAuthn,
             authn.contains(where: { $0.request.authnRequestID == id && $0.request.status == Self.pending })
         {
@@ -312,7 +315,7 @@ public struct IssuerAppInbox: Sendable, Equatable {
         if case .askCardholder(let body) = action,
             !authn.contains(where: { $0.request.authnRequestID == body.authnRequestID })
         {
-            authn.append(Self.asked(body, row: row, nowMs: nowMs))
+            authn.append(Self.asked(body, digitalCardID: cardID, row: row, nowMs: nowMs))
         }
         if let (digitalCardID, identity) = action.cardIdentity {
             cardIdentities[digitalCardID] = identity
@@ -330,11 +333,11 @@ public struct IssuerAppInbox: Sendable, Equatable {
     }
 
     /// The request an AUTHN message kept under `row` asks, received at `nowMs`: pending until answered or expired.
-    static func asked(_ body: TspV1.AuthnBody, row: Int64, nowMs: UInt64) -> KeptAuthn {
+    static func asked(_ body: TspV1.AuthnBody, digitalCardID: String = "", row: Int64, nowMs: UInt64) -> KeptAuthn {
         KeptAuthn(
             request: IssuerV1.AppAuthn(
                 authnRequestID: body.authnRequestID, amountMinor: body.amountMinor, currency: body.currency,
-                merchant: body.merchant, status: pending),
+                merchant: body.merchant, status: pending, digitalCardID: digitalCardID),
             row: row, endsAtMs: IssuerRetention.endsAtMs(expiresAtMs: body.expiresAtMs, receivedAtMs: nowMs))
     }
 

@@ -46,6 +46,13 @@ extension IssuerStore {
         DROP TABLE app_authn_answers;
         """
 
+    /// The token of each authentication request (`AppAuthn.digital_card_id`), which its message alone held: once 500
+    /// newer messages had pushed that out, the app could not tell whose card a pending request was for, and
+    /// refused to proceed with it. NULL for a request kept before.
+    static let appAuthnCardSchema = """
+        ALTER TABLE app_authn_requests ADD COLUMN digital_card_id TEXT;
+        """
+
     /// When each message arrived (ms since the epoch), which decides what the app did with an AUTHN (asked, or
     /// dropped as late: `IssuerAppInbox.classify`), so that a restart lists it as it was listed before. NULL for a
     /// message kept before this column, whose AUTHN is listed as asked, as it was then.
@@ -70,7 +77,8 @@ extension IssuerStore {
                 _ = try tx.execute(
                     "DELETE FROM app_inbox WHERE id <= (SELECT MAX(id) FROM app_inbox) - ?", [Int64(capacity)])
                 if case .askCardholder(let body) = action {
-                    try Self.insert(IssuerAppInbox.asked(body, row: row, nowMs: nowMs), tx)
+                    try Self.insert(
+                        IssuerAppInbox.asked(body, digitalCardID: notification.cardID, row: row, nowMs: nowMs), tx)
                 }
                 if let (digitalCardID, identity) = action.cardIdentity {
                     try Self.save(identity, of: digitalCardID, tx)
@@ -98,12 +106,13 @@ extension IssuerStore {
         _ = try tx.execute(
             """
             INSERT OR IGNORE INTO app_authn_requests (authn_request_id, inbox_row, amount_minor, currency, merchant,
-                status, ends_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+                status, ends_at_ms, digital_card_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 kept.request.authnRequestID, kept.row, kept.request.amountMinor, kept.request.currency,
                 kept.request.merchant, kept.request.status, Int64(clamping: kept.endsAtMs),
+                kept.request.digitalCardID.isEmpty ? nil : kept.request.digitalCardID,
             ])
     }
 
@@ -151,14 +160,16 @@ extension IssuerStore {
         try storage("read the app's authentication requests") {
             try database.query(
                 """
-                SELECT authn_request_id, inbox_row, amount_minor, currency, merchant, status, ends_at_ms
+                SELECT authn_request_id, inbox_row, amount_minor, currency, merchant, status, ends_at_ms,
+                    digital_card_id
                 FROM app_authn_requests ORDER BY inbox_row
                 """
             ).map { row in
                 IssuerAppInbox.KeptAuthn(
                     request: IssuerV1.AppAuthn(
                         authnRequestID: try row.text(0), amountMinor: try row.int64(2), currency: try row.text(3),
-                        merchant: try row.text(4), status: try row.text(5)),
+                        merchant: try row.text(4), status: try row.text(5),
+                        digitalCardID: try row.get(7, as: String?.self) ?? ""),
                     row: try row.int64(1), endsAtMs: UInt64(max(0, try row.int64(6))))
             }
         }

@@ -95,6 +95,7 @@ final class IssuerStore: Sendable {
         // alone may open the issuer app for it.
         Migration(
             version: 19, name: "decision-wallet-nodes", sql: "ALTER TABLE decisions ADD COLUMN wallet_node_id TEXT;"),
+        Migration(version: 20, name: "app-authn-cards", sql: IssuerStore.appAuthnCardSchema),
     ]
 
     init(database: Database, vault: DataVault) throws(IssuerError) {

@@ -174,7 +174,12 @@ struct ConnectionStateMachine {
         if state == .awaitingHello {
             guard case .hello(let hello)? = frame.kind, frame.streamID == 0 else {
                 // An unset kind (an empty frame, or a kind from a later version) is ignored everywhere but here: the
-                // first frame must be the hello, so anything else before it is refused like any other frame.
+                // first frame must be the hello, so anything else before it is refused like any other frame. A hello
+                // on another stream is told so: "must be hello" read as if it were none.
+                if case .hello? = frame.kind {
+                    return connectionError(
+                        .protocolError, "the hello came on stream \(frame.streamID); it must be on stream 0")
+                }
                 return connectionError(.protocolError, "the first frame must be hello")
             }
             return receiveHello(hello)

@@ -110,7 +110,8 @@ extension PartyText {
                         ["REQUEST", "CARD", "AMOUNT", "MERCHANT", "STATUS"],
                         response.authnRequests.map {
                             [
-                                $0.authnRequestID, cards[$0.authnRequestID] ?? "",
+                                $0.authnRequestID,
+                                $0.digitalCardID.isEmpty ? cards[$0.authnRequestID] ?? "" : $0.digitalCardID,
                                 CurrencyAmount.format($0.amountMinor, $0.currency), $0.merchant, $0.status,
                             ]
                         }))

@@ -55,6 +55,12 @@ import TokenetWire
         #expect(Self.goawayCode(actions) == .protocolError)
         #expect(actions.last == .closeConnection(error: "the first frame must be hello"))
         #expect(machine.state == .closed)
+        // A hello on a stream other than 0 is told as such, not as a frame that is no hello.
+        var misplaced = Machine(role: .server)
+        _ = misplaced.start()
+        let hello = misplaced.receive(Self.frame(1, .hello(WireV1.Hello(protocolVersion: 1))))
+        #expect(Self.goawayCode(hello) == .protocolError)
+        #expect(hello.last == .closeConnection(error: "the hello came on stream 1; it must be on stream 0"))
     }
 
     /// An empty frame (a length prefix of 0) decodes to a frame without a kind. Anywhere else such a frame is ignored;

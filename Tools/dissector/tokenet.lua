@@ -699,7 +699,7 @@ local message_fields = {
     ["tokenet.issuer.v1.AppActivateResponse"] = { [2] = "s", [3] = "s", [6] = "s" },
     ["tokenet.issuer.v1.AppAnswerAuthnRequest"] = { [1] = "s", [3] = "x" },
     ["tokenet.issuer.v1.AppAnswerAuthnResponse"] = { [1] = "s", [2] = "s", [4] = "s" },
-    ["tokenet.issuer.v1.AppAuthn"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s" },
+    ["tokenet.issuer.v1.AppAuthn"] = { [1] = "s", [3] = "s", [4] = "s", [5] = "s", [6] = "s" },
     ["tokenet.issuer.v1.AppCard"] = { [1] = "s", [3] = "s" },
     ["tokenet.issuer.v1.AppCardIdentity"] = { [1] = "s", [2] = "s", [3] = "s", [4] = "s" },
     ["tokenet.issuer.v1.AppDeleteAccountRequest"] = { [1] = "s", [2] = "s", [3] = "x" },

@@ -476,7 +476,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_notification__descript
   (ProtobufCMessageInit) tokenet__issuer__v1__app_notification__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_authn__field_descriptors[5] =
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_authn__field_descriptors[6] =
 {
   {
     "authn_request_id",
@@ -538,18 +538,31 @@ static const ProtobufCFieldDescriptor tokenet__issuer__v1__app_authn__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "digital_card_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__AppAuthn, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__issuer__v1__app_authn__field_indices_by_name[] = {
   1,   /* field[1] = amount_minor */
   0,   /* field[0] = authn_request_id */
   2,   /* field[2] = currency */
+  5,   /* field[5] = digital_card_id */
   3,   /* field[3] = merchant */
   4,   /* field[4] = status */
 };
 static const ProtobufCIntRange tokenet__issuer__v1__app_authn__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor tokenet__issuer__v1__app_authn__descriptor =
 {
@@ -559,7 +572,7 @@ const ProtobufCMessageDescriptor tokenet__issuer__v1__app_authn__descriptor =
   "Tokenet__Issuer__V1__AppAuthn",
   "tokenet.issuer.v1",
   sizeof(Tokenet__Issuer__V1__AppAuthn),
-  5,
+  6,
   tokenet__issuer__v1__app_authn__field_descriptors,
   tokenet__issuer__v1__app_authn__field_indices_by_name,
   1,  tokenet__issuer__v1__app_authn__number_ranges,

@@ -107,7 +107,8 @@ extension HealthV1 {
             service: serviceName, name: "Check", kind: .unary
         )
 
-        /// The current status, then every change, until the call ends.
+        /// The current status, then every change, until the call ends. A service the node does not serve is reported
+        /// SERVICE_UNKNOWN and the stream stays open (as gRPC's Watch does), where Check answers NOT_FOUND.
         public static let watch = MethodDescriptor<HealthV1.HealthCheckRequest, HealthV1.HealthCheckResponse>(
             service: serviceName, name: "Watch", kind: .serverStreaming
         )

@@ -117,6 +117,11 @@ extension IssuerV1 {
         /// answer, and so does AnswerAuthn, FAILED_PRECONDITION).
         public var status: String = ""
 
+        /// The token the payment is made with (the AUTHN message's card id), kept with the request: the message itself
+        /// leaves the app's listing after 500 newer ones. Empty for a request kept before the app recorded it, whose card
+        /// is then known only while its message is listed.
+        public var digitalCardID: String = ""
+
         public init() {}
 
         public init(
@@ -124,13 +129,15 @@ extension IssuerV1 {
             amountMinor: Int64 = 0,
             currency: String = "",
             merchant: String = "",
-            status: String = ""
+            status: String = "",
+            digitalCardID: String = ""
         ) {
             self.authnRequestID = authnRequestID
             self.amountMinor = amountMinor
             self.currency = currency
             self.merchant = merchant
             self.status = status
+            self.digitalCardID = digitalCardID
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
@@ -139,6 +146,7 @@ extension IssuerV1 {
             self.currency = try reader.read(3)
             self.merchant = try reader.read(4)
             self.status = try reader.read(5)
+            self.digitalCardID = try reader.read(6)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
@@ -147,6 +155,7 @@ extension IssuerV1 {
             try writer.write(3, currency)
             try writer.write(4, merchant)
             try writer.write(5, status)
+            try writer.write(6, digitalCardID)
         }
     }
 }

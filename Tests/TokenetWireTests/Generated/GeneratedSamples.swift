@@ -429,6 +429,7 @@ extension IssuerV1.AppAuthn {
         base.currency = "currency-3 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.merchant = "merchant-4 \u{e9}\u{1F4B3} \"q\" \\ \n"
         base.status = "status-5 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardID = "digital_card_id-6 \u{e9}\u{1F4B3} \"q\" \\ \n"
         return [base]
     }
 }

@@ -87,10 +87,16 @@ struct  Tokenet__Issuer__V1__AppAuthn
    * answer, and so does AnswerAuthn, FAILED_PRECONDITION).
    */
   char *status;
+  /*
+   * The token the payment is made with (the AUTHN message's card id), kept with the request: the message itself
+   * leaves the app's listing after 500 newer ones. Empty for a request kept before the app recorded it, whose card
+   * is then known only while its message is listed.
+   */
+  char *digital_card_id;
 };
 #define TOKENET__ISSUER__V1__APP_AUTHN__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__app_authn__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Issuer__V1__AppNotificationsResponse
