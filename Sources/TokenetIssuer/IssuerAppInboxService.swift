@@ -71,8 +71,9 @@ struct IssuerAppInboxService: IssuerV1.IssuerAppInbox.ServiceProtocol {
             // until the payment's TRANSACTION_NOTIFICATION says how it ended (`IssuerAppInbox.Action.settledAuthn`).
             throw RPCError(
                 error.code,
-                "\(error.message); the TSP may have taken the answer: the app lists the request as answered once the "
-                    + "payment's notification arrives, and answering again says how the TSP recorded it",
+                "the TSP's AnswerAuthn failed: \(error.message); the TSP may have taken the answer: the app lists the "
+                    + "request as answered once the payment's notification arrives, and answering again says how "
+                    + "the TSP recorded it",
                 cause: error)
         }
         do {

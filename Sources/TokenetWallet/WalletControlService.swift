@@ -178,6 +178,24 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     : "the TSP may have begun the digitization: run accept-terms \(card.cardRef) again to finish it "
                         + "(it sends the same request, so no second token is made)"
                 throw RPCError(error.code, "\(error.message); \(begun)", cause: error)
+            } catch let error as RPCError where Self.refusedForGood(error) {
+                // The TSP answers a request id it knows with its token; refusing it means it made none (the receipt
+                // expired, or was never good for this card). Sending the same request again meets the same refusal,
+                // so the card is recorded declined: it no longer waits as DIGITIZING, and it can be deleted.
+                var declined = TspV1.DigitizeResponse()
+                declined.decision = .declined
+                declined.tokenState = .deactivated
+                declined.scheme = card.scheme
+                declined.panLast4 = card.panLast4
+                declined.decidedBy = "tsp"
+                declined.declineReason = "the TSP refused the digitization (\(error.message)); add the card again"
+                _ = try store.finishDigitization(id: card.id, result: declined, nowMs: clock())
+                log.info(
+                    "digitization refused by the TSP; card recorded as declined",
+                    ["card_ref": card.cardRef, "status": error.code.protoValueName ?? "?"])
+                throw RPCError(
+                    error.code, "\(error.message); \(card.cardRef) is recorded as declined: add the card again",
+                    cause: error)
             }
             let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
             log.info(
@@ -228,11 +246,18 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     ])
             } catch {
                 logger.warning(
-                    "unanswered digitization not resumed; accept-terms sends it again",
+                    "unanswered digitization not resumed",
                     ["card_ref": card.cardRef, "error": "\(error)"])
             }
         }
         return answered
+    }
+
+    /// Whether the TSP refused a Digitize for what it is, so that sending it again meets the same refusal: its
+    /// answer to a request it cannot take (an expired or unknown receipt, another device's, terms not accepted).
+    static func refusedForGood(_ error: RPCError) -> Bool {
+        [.failedPrecondition, .invalidArgument, .notFound, .permissionDenied, .outOfRange, .alreadyExists]
+            .contains(error.code)
     }
 
     /// Whether a call failed before it reached its server: its channel could not connect, or a goaway refused it

@@ -24,6 +24,8 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
             tokenExpiry: "12/29", scheme: .visa, panLast4: "1111", decidedBy: "issuer")
         /// How many Digitize calls fail with UNAVAILABLE before one succeeds.
         var digitizeFailures = 0
+        /// When set, Digitize refuses with it (after `digitizeFailures`).
+        var digitizeRefusal: RPCError?
         /// The issuer a Digitize answer names when `digitize` names none: the harness's issuer app is node
         /// issuer-1, as a real TSP names the node that registered the card's issuer.
         var issuer = (id: "bank-a", nodeID: "issuer-1")
@@ -73,12 +75,13 @@ final class FakeTSP: TspV1.Provisioning.ServiceProtocol {
     }
 
     func digitize(_ request: TspV1.DigitizeRequest, context: ServerContext) async throws -> TspV1.DigitizeResponse {
-        let (response, fail) = state.withLock { state -> (TspV1.DigitizeResponse, Bool) in
+        let (response, fail) = try state.withLock { state -> (TspV1.DigitizeResponse, Bool) in
             state.digitizeRequests.append(request)
             guard state.digitizeFailures == 0 else {
                 state.digitizeFailures -= 1
                 return (state.digitize, true)
             }
+            if let refusal = state.digitizeRefusal { throw refusal }
             var response = state.digitize
             if response.issuerID.isEmpty && response.issuerNodeID.isEmpty {
                 response.issuerID = state.issuer.id

@@ -84,6 +84,28 @@ import TokenetWire
         #expect(wallet.tsp.state.withLock { $0.digitizeRequests.count } == 2)
     }
 
+    /// A Digitize the TSP refuses for good (its receipt expired meanwhile: it made no token, or it would answer the
+    /// request id with it) leaves the card declined, so it no longer waits as DIGITIZING and can be deleted; before,
+    /// it stayed DIGITIZING, every resume and accept-terms met the same refusal, and delete asked for accept-terms.
+    @Test func aDigitizationTheTSPRefusesForGoodIsRecordedDeclined() async throws {
+        let wallet = try await Self.unanswered()
+        wallet.tsp.state.withLock {
+            $0.digitizeRefusal = RPCError(.failedPrecondition, "the eligibility receipt has expired")
+        }
+        await expectRPCError(.failedPrecondition, "card-1 is recorded as declined: add the card again") {
+            try await wallet.control.acceptTerms(.init(cardRef: "card-1"))
+        }
+        let card = try await wallet.control.listCards(.init()).cards.first
+        #expect(card?.status == "DECLINED", "\(String(describing: card))")
+        #expect(
+            try wallet.store.card(ref: "card-1").result?.declineReason.contains("the eligibility receipt has expired")
+                == true)
+        #expect(try await wallet.control.listCards(.init()).cards.count == 1)
+        let removed = try await wallet.lifecycle.changeCardState(
+            .init(cardRef: "card-1", action: .delete, reasonCode: "USER_REQUEST"))
+        #expect(removed.removed)
+    }
+
     /// Commands that need the card's token named its status PENDING_TERMS, which ListCards shows as DIGITIZING,
     /// and did not say how to get the answer.
     @Test func commandsThatNeedTheTokenNameTheDigitizationAndTheWayOn() async throws {
