@@ -275,6 +275,7 @@ enum PANRuns {
                         stretches.append(Stretch())
                     } else {
                         stretches[stretches.count - 1].groups.append([])
+                        stretches[stretches.count - 1].dotJoins.append(length == 1 && scalar(end) == ".")
                         if current != .dot { stretches[stretches.count - 1].dotted = false }
                     }
                     end += length
@@ -300,7 +301,8 @@ enum PANRuns {
             // between IPv4 addresses (four dotted groups of at most three digits, before a port or after a
             // scheme), consecutive groups are masked when they look like a card number's.
             var between: [[Int]] = []
-            for stretch in stretches.flatMap({ $0.splitAtTimes(scalar: scalar) }) {
+            let split = stretches.flatMap { $0.splitAtAddresses(scalar: scalar) }
+            for stretch in split.flatMap({ $0.splitAtTimes(scalar: scalar) }) {
                 let digits = stretch.digits
                 if digits.count >= 13, !isShortOfAVisaNumber(stretch.groups, scalar: scalar) {
                     masked += cardNumberGroups(between, scalar: scalar)
@@ -328,7 +330,48 @@ enum PANRuns {
     struct Stretch {
         var groups: [[Int]] = [[]]
         var dotted = true
+        /// For each pair of consecutive groups, whether a single ASCII full stop joins them (as in an IPv4
+        /// address); kept only until `splitAtAddresses`.
+        var dotJoins: [Bool] = []
         var digits: [Int] { Array(groups.joined()) }
+
+        /// This stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by
+        /// single full stops, with no full stop joining them to more groups), each a dotted stretch of its own, which
+        /// the masking then leaves alone as it does an address standing alone: `attempt 3 192.168.178.100:7001` and
+        /// `10.1.1.1 10.1.1.2 10.1.1.3` were masked because a space joined the address to other digits. Unless the
+        /// stretch's digits are themselves 13 to 19 that pass the Luhn check, as a card number written that way would.
+        func splitAtAddresses(scalar: (Int) -> Unicode.Scalar) -> [Stretch] {
+            guard groups.count > 4, dotJoins.count == groups.count - 1 else { return [self] }
+            let all = digits
+            guard all.allSatisfy({ scalar($0).isASCII }) else { return [self] }
+            if (13...19).contains(all.count),
+                PANRuns.passesLuhn(all.map { Int(scalar($0).value) - 48 }[...])
+            {
+                return [self]
+            }
+            var parts: [Stretch] = []
+            var start = 0
+            var index = 0
+            while index + 3 < groups.count {
+                let isAddress =
+                    (index...index + 3).allSatisfy { (1...3).contains(groups[$0].count) }
+                    && (index..<index + 3).allSatisfy { dotJoins[$0] }
+                    && (index == 0 || !dotJoins[index - 1]) && (index + 3 == groups.count - 1 || !dotJoins[index + 3])
+                guard isAddress else {
+                    index += 1
+                    continue
+                }
+                if start < index {
+                    parts.append(Stretch(groups: Array(groups[start..<index]), dotted: false))
+                }
+                parts.append(Stretch(groups: Array(groups[index...index + 3]), dotted: true))
+                index += 4
+                start = index
+            }
+            guard !parts.isEmpty else { return [self] }
+            if start < groups.count { parts.append(Stretch(groups: Array(groups[start...]), dotted: false)) }
+            return parts
+        }
 
         mutating func append(_ digit: Int) { groups[groups.count - 1].append(digit) }
 

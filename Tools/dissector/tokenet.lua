@@ -535,6 +535,51 @@ local function split_at_times(points, stretch)
     return parts
 end
 
+-- A stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by single full
+-- stops, joined by none to more groups), each a dotted stretch of its own; not when the stretch's digits are 13 to 19
+-- that pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
+local function split_at_addresses(points, stretch)
+    local groups, joins = stretch.groups, stretch.dot_joins or {}
+    if #groups <= 4 or #joins ~= #groups - 1 then return { stretch } end
+    local values = {}
+    for _, group in ipairs(groups) do
+        for _, position in ipairs(group) do
+            local cp = points[position]
+            if cp < 48 or cp > 57 then return { stretch } end
+            values[#values + 1] = cp - 48
+        end
+    end
+    if #values >= 13 and #values <= 19 and passes_luhn(values, 1, #values) then return { stretch } end
+    local parts, start, index = {}, 1, 1
+    local function slice(from, to, dotted)
+        local part = {}
+        for k = from, to do part[#part + 1] = groups[k] end
+        parts[#parts + 1] = { groups = part, dotted = dotted }
+    end
+    while index + 3 <= #groups do
+        local address = true
+        for k = index, index + 3 do
+            if #groups[k] < 1 or #groups[k] > 3 then address = false end
+        end
+        for k = index, index + 2 do
+            if not joins[k] then address = false end
+        end
+        if index > 1 and joins[index - 1] then address = false end
+        if index + 3 < #groups and joins[index + 3] then address = false end
+        if address then
+            if start < index then slice(start, index - 1, false) end
+            slice(index, index + 3, true)
+            index = index + 4
+            start = index
+        else
+            index = index + 1
+        end
+    end
+    if #parts == 0 then return { stretch } end
+    if start <= #groups then slice(start, #groups, false) end
+    return parts
+end
+
 -- The positions (1-based, among `points`) of the digits to mask.
 local function masked_points(points)
     local n = #points
@@ -607,6 +652,8 @@ local function masked_points(points)
                         else
                             local stretch = stretches[#stretches]
                             stretch.groups[#stretch.groups + 1] = {}
+                            stretch.dot_joins = stretch.dot_joins or {}
+                            stretch.dot_joins[#stretch.dot_joins + 1] = length == 1 and points[stop] == 46
                             if current ~= DOT then stretch.dotted = false end
                         end
                         stop = stop + length
@@ -621,7 +668,11 @@ local function masked_points(points)
                 end
                 if not whole then
                     local between = {}
+                    local split = {}
                     for _, stretch in ipairs(stretches) do
+                        for _, part in ipairs(split_at_addresses(points, stretch)) do split[#split + 1] = part end
+                    end
+                    for _, stretch in ipairs(split) do
                         for _, part in ipairs(split_at_times(points, stretch)) do
                             local digits = {}
                             for _, group in ipairs(part.groups) do
