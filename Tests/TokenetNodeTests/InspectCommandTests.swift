@@ -113,7 +113,9 @@ import TokenetWire
             "tokenet.health.v1.Health is a service:",
             "service tokenet.health.v1.Health {",
             // Each method and field under its .proto comment, as the node's reflection sent it.
-            "  // The current status, then every change, until the call ends.\n"
+            "  // The current status, then every change, until the call ends. A service the node does not serve is "
+                + "reported\n  // SERVICE_UNKNOWN and the stream stays open (as gRPC's Watch does), where Check answers "
+                + "NOT_FOUND.\n"
                 + "  rpc Watch(tokenet.health.v1.HealthCheckRequest) returns (stream tokenet.health.v1.HealthCheckResponse);",
             "message tokenet.health.v1.HealthCheckRequest {\n"
                 + "  // The service to check, such as \"tokenet.tsp.v1.Provisioning\"; empty for the node as a whole.\n"
