@@ -18,6 +18,8 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     let events: WalletEventHub
     /// Told of each card stored without an issuer, so the issuer resolver asks the TSP about it later.
     let issuerless: IssuerlessCardSignal?
+    /// The check of the cards with the TSP that SyncWithTsp runs (`WalletTokenStateSync.check`); set by the router.
+    var tokenSync: WalletTokenStateSync?
 
     public init(
         tsp: any RPCCaller, store: WalletStore, configuration: WalletConfiguration, selection: WalletSelection,
@@ -269,6 +271,20 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
             cause = (current as? RPCError)?.cause
         }
         return false
+    }
+
+    public func syncWithTsp(_ request: WalletV1.SyncWithTspRequest, context: ServerContext) async throws
+        -> WalletV1.SyncWithTspResponse
+    {
+        try await answering {
+            guard let tokenSync else {
+                throw WalletError(.failedPrecondition, "this wallet cannot check its cards with the TSP")
+            }
+            let resumed = await resumeUnansweredDigitizations()
+            let (checked, changed) = try await tokenSync.check()
+            return WalletV1.SyncWithTspResponse(
+                digitizationsResumed: UInt32(resumed), cardsChecked: UInt32(checked), cardsChanged: UInt32(changed))
+        }
     }
 
     public func listCards(_ request: WalletV1.ListWalletCardsRequest, context: ServerContext) async throws

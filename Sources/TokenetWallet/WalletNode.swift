@@ -78,18 +78,21 @@ public enum WalletNode {
             tsp: tsp, store: store, updates: updates, logger: logger,
             refillWait: configuration.refillWaitAfterPayment
         ).register(on: &router)
-        let control = WalletControlService(
+        var control = WalletControlService(
             tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
             newID: newID, events: events, issuerless: issuerless)
         let opened = background == nil ? nil : WalletStreamOpenedSignal()
+        control.tokenSync = WalletTokenStateSync(
+            tsp: TspV1.TokenLifecycle.Client(tsp), store: store, updates: updates,
+            signal: opened ?? WalletStreamOpenedSignal(), logger: logger)
         notifications?(
             WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock, opened: opened))
-        if let background, let opened {
+        if let background {
             // Checks the token states with the TSP each time the notification stream opens.
-            var sync = WalletTokenStateSync(
-                tsp: TspV1.TokenLifecycle.Client(tsp), store: store, updates: updates, signal: opened, logger: logger)
-            sync.resumeDigitizations = { await control.resumeUnansweredDigitizations() }
-            background.run { [sync] in await sync.run() }
+            if var sync = control.tokenSync {
+                sync.resumeDigitizations = { [control] in await control.resumeUnansweredDigitizations() }
+                background.run { [sync] in await sync.run() }
+            }
             // Issues a card's first payment keys when it turns ACTIVE, until the node stops.
             let keys = PaymentKeysAtActivation(store: store, updates: updates, logger: logger)
             background.run { await keys.run(events) }

@@ -10,7 +10,8 @@ enum WalletCommand {
         summary: "Add cards to a wallet-node, accept their T&C (digitize), ID&V with one-time codes, list its cards.",
         help: help + "\n" + lifecycleHelp,
         actions: [
-            addCard, acceptTerms, cards, selectMethod, submitOTP, resendOTP, openIssuerApp, useAccount, selectCard,
+            addCard, acceptTerms, cards, sync, selectMethod, submitOTP, resendOTP, openIssuerApp, useAccount,
+            selectCard,
         ]
             + lifecycleActions)
 
@@ -20,6 +21,7 @@ enum WalletCommand {
                tokenet wallet add-card ADDR --push-session ID [OPTIONS]
                tokenet wallet accept-terms ADDR CARD_REF [OPTIONS]
                tokenet wallet cards ADDR [OPTIONS]
+               tokenet wallet sync ADDR [OPTIONS]
                tokenet wallet select-method ADDR CARD_REF METHOD_ID [OPTIONS]
                tokenet wallet submit-otp ADDR CARD_REF CODE [OPTIONS]
                tokenet wallet resend-otp ADDR CARD_REF [OPTIONS]
@@ -34,6 +36,9 @@ enum WalletCommand {
         issuer created through the wallet's backend (--push-session).
         accept-terms accepts the T&C of card-N and digitizes it: the issuer approves (token ACTIVE), declines, or
         asks for additional authentication (token INACTIVE, with the ID&V methods). cards lists the wallet's cards.
+        sync brings them in line with the TSP now, as the wallet does each time its notification stream to the TSP
+        opens: it sends again the Digitize of each card left DIGITIZING, then takes each token state and last four
+        digits the TSP holds that the wallet missed (their notification dropped while the wallet was away).
         select-method picks one of those ID&V methods: an OTP method has the issuer send a one-time code (asking
         again sends nothing new); submit-otp enters the code (3 tries a code; a right code makes the token ACTIVE);
         resend-otp asks for a new code (a few times at most). For CALL_CENTER the issuer's operator activates the
@@ -119,6 +124,21 @@ enum WalletCommand {
                 try await allCards(session.client, options: PagedListing.options(session, first: callOptions))
             },
             text: { response, _ in PartyText.walletCards(response) })
+    }
+
+    static let sync = PartyAction(name: "sync") { flags, command throws(CLIError) in
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await WalletV1.WalletControl.Client(session.client).syncWithTsp(.init(), options: callOptions)
+            },
+            text: { response, traceID in
+                "Checked \(response.cardsChecked) \(response.cardsChecked == 1 ? "card" : "cards") with the TSP: "
+                    + "\(response.cardsChanged) changed; \(response.digitizationsResumed) unanswered "
+                    + "\(response.digitizationsResumed == 1 ? "digitization" : "digitizations") resumed.\n"
+                    + "(trace \(traceID))"
+            })
     }
 
     /// Every page of `ListCards`.

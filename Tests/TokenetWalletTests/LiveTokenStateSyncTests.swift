@@ -67,6 +67,11 @@ import TokenetTestSupport
         // The one CARD_STATE the wallet got is not in its inbox: the state came from the check.
         let inbox = try await tokenet(["wallet", "inbox", back.listen])
         #expect(!inbox.stdout.contains("SUSPENDED"), "\(inbox.stdout)")
+        // The same check on demand: nothing is left to change.
+        let sync = try await tokenet(["wallet", "sync", back.listen])
+        #expect(
+            sync.stdout.hasPrefix("Checked 2 cards with the TSP: 0 changed; 0 unanswered digitizations resumed.\n"),
+            "\(sync.stdout)")
         try await offThePool { back.stop() }
     }
 }

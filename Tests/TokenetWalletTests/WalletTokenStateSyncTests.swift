@@ -91,6 +91,19 @@ import TokenetWire
         #expect(wallet.logs.lines.contains { $0.contains("card's last four digits brought in line with the TSP") })
     }
 
+    /// `tokenet wallet sync` (SyncWithTsp) runs the same check at once, after resuming unanswered digitizations.
+    @Test func syncWithTspChecksNow() async throws {
+        let (wallet, _) = try await WalletLifecycleTests.digitized()
+        wallet.lifecycleTSP.state.withLock {
+            $0.states[Self.id] = .suspended
+            $0.versions[Self.id] = 5
+        }
+        let answer = try await wallet.control.syncWithTsp(.init())
+        #expect(answer == WalletV1.SyncWithTspResponse(digitizationsResumed: 0, cardsChecked: 1, cardsChanged: 1))
+        #expect(try wallet.store.card(ref: "card-1").result?.tokenState == .suspended)
+        #expect(try await wallet.control.syncWithTsp(.init()).cardsChanged == 0)
+    }
+
     /// A token the TSP deleted while the wallet was away is removed from the wallet's listeners' view.
     @Test func aTokenDeletedMeanwhileIsDeletedInTheWallet() async throws {
         var (wallet, events) = try await WalletLifecycleTests.digitized()

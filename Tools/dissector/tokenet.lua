@@ -1008,6 +1008,7 @@ local method_types = {
     ["/tokenet.wallet.v1.WalletControl/AddCard"] = { request = "tokenet.wallet.v1.AddCardRequest", response = "tokenet.wallet.v1.AddCardResponse" },
     ["/tokenet.wallet.v1.WalletControl/AcceptTerms"] = { request = "tokenet.wallet.v1.AcceptTermsRequest", response = "tokenet.wallet.v1.AcceptTermsResponse" },
     ["/tokenet.wallet.v1.WalletControl/ListCards"] = { request = "tokenet.wallet.v1.ListWalletCardsRequest", response = "tokenet.wallet.v1.ListWalletCardsResponse" },
+    ["/tokenet.wallet.v1.WalletControl/SyncWithTsp"] = { request = "tokenet.wallet.v1.SyncWithTspRequest", response = "tokenet.wallet.v1.SyncWithTspResponse" },
     ["/tokenet.wallet.v1.WalletIdv/SelectIdvMethod"] = { request = "tokenet.wallet.v1.WalletSelectIdvMethodRequest", response = "tokenet.wallet.v1.WalletSelectIdvMethodResponse" },
     ["/tokenet.wallet.v1.WalletIdv/SubmitOtp"] = { request = "tokenet.wallet.v1.WalletSubmitOtpRequest", response = "tokenet.wallet.v1.WalletSubmitOtpResponse" },
     ["/tokenet.wallet.v1.WalletIdv/ResendOtp"] = { request = "tokenet.wallet.v1.WalletResendOtpRequest", response = "tokenet.wallet.v1.WalletResendOtpResponse" },

@@ -619,6 +619,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wall
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__set_active_wallet_account_request(void) {
     return &tokenet__wallet__v1__set_active_wallet_account_request__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__sync_with_tsp_request(void) {
+    return &tokenet__wallet__v1__sync_with_tsp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__sync_with_tsp_response(void) {
+    return &tokenet__wallet__v1__sync_with_tsp_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__wallet__v1__token_status(void) {
     return &tokenet__wallet__v1__token_status__descriptor;
 }

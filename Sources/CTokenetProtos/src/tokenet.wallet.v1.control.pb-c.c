@@ -7,6 +7,96 @@
 #endif
 
 #include "tokenet/wallet/v1/control.pb-c.h"
+void   tokenet__wallet__v1__sync_with_tsp_request__init
+                     (Tokenet__Wallet__V1__SyncWithTspRequest         *message)
+{
+  static const Tokenet__Wallet__V1__SyncWithTspRequest init_value = TOKENET__WALLET__V1__SYNC_WITH_TSP_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__wallet__v1__sync_with_tsp_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__wallet__v1__sync_with_tsp_request__pack
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__wallet__v1__sync_with_tsp_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Wallet__V1__SyncWithTspRequest *
+       tokenet__wallet__v1__sync_with_tsp_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Wallet__V1__SyncWithTspRequest *)
+     protobuf_c_message_unpack (&tokenet__wallet__v1__sync_with_tsp_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__wallet__v1__sync_with_tsp_request__free_unpacked
+                     (Tokenet__Wallet__V1__SyncWithTspRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__wallet__v1__sync_with_tsp_response__init
+                     (Tokenet__Wallet__V1__SyncWithTspResponse         *message)
+{
+  static const Tokenet__Wallet__V1__SyncWithTspResponse init_value = TOKENET__WALLET__V1__SYNC_WITH_TSP_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__wallet__v1__sync_with_tsp_response__get_packed_size
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__wallet__v1__sync_with_tsp_response__pack
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__wallet__v1__sync_with_tsp_response__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Wallet__V1__SyncWithTspResponse *
+       tokenet__wallet__v1__sync_with_tsp_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Wallet__V1__SyncWithTspResponse *)
+     protobuf_c_message_unpack (&tokenet__wallet__v1__sync_with_tsp_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__wallet__v1__sync_with_tsp_response__free_unpacked
+                     (Tokenet__Wallet__V1__SyncWithTspResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__wallet__v1__sync_with_tsp_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__wallet__v1__add_card_request__init
                      (Tokenet__Wallet__V1__AddCardRequest         *message)
 {
@@ -412,6 +502,88 @@ void   tokenet__wallet__v1__list_wallet_cards_response__free_unpacked
   assert(message->base.descriptor == &tokenet__wallet__v1__list_wallet_cards_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+#define tokenet__wallet__v1__sync_with_tsp_request__field_descriptors NULL
+#define tokenet__wallet__v1__sync_with_tsp_request__field_indices_by_name NULL
+#define tokenet__wallet__v1__sync_with_tsp_request__number_ranges NULL
+const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.SyncWithTspRequest",
+  "SyncWithTspRequest",
+  "Tokenet__Wallet__V1__SyncWithTspRequest",
+  "tokenet.wallet.v1",
+  sizeof(Tokenet__Wallet__V1__SyncWithTspRequest),
+  0,
+  tokenet__wallet__v1__sync_with_tsp_request__field_descriptors,
+  tokenet__wallet__v1__sync_with_tsp_request__field_indices_by_name,
+  0,  tokenet__wallet__v1__sync_with_tsp_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__wallet__v1__sync_with_tsp_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__wallet__v1__sync_with_tsp_response__field_descriptors[3] =
+{
+  {
+    "digitizations_resumed",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SyncWithTspResponse, digitizations_resumed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cards_checked",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SyncWithTspResponse, cards_checked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cards_changed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Wallet__V1__SyncWithTspResponse, cards_changed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__wallet__v1__sync_with_tsp_response__field_indices_by_name[] = {
+  2,   /* field[2] = cards_changed */
+  1,   /* field[1] = cards_checked */
+  0,   /* field[0] = digitizations_resumed */
+};
+static const ProtobufCIntRange tokenet__wallet__v1__sync_with_tsp_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.wallet.v1.SyncWithTspResponse",
+  "SyncWithTspResponse",
+  "Tokenet__Wallet__V1__SyncWithTspResponse",
+  "tokenet.wallet.v1",
+  sizeof(Tokenet__Wallet__V1__SyncWithTspResponse),
+  3,
+  tokenet__wallet__v1__sync_with_tsp_response__field_descriptors,
+  tokenet__wallet__v1__sync_with_tsp_response__field_indices_by_name,
+  1,  tokenet__wallet__v1__sync_with_tsp_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__wallet__v1__sync_with_tsp_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__wallet__v1__add_card_request__field_descriptors[4] =
 {
   {
@@ -1105,16 +1277,18 @@ const ProtobufCMessageDescriptor tokenet__wallet__v1__list_wallet_cards_response
   (ProtobufCMessageInit) tokenet__wallet__v1__list_wallet_cards_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCMethodDescriptor tokenet__wallet__v1__wallet_control__method_descriptors[3] =
+static const ProtobufCMethodDescriptor tokenet__wallet__v1__wallet_control__method_descriptors[4] =
 {
   { "AddCard", &tokenet__wallet__v1__add_card_request__descriptor, &tokenet__wallet__v1__add_card_response__descriptor },
   { "AcceptTerms", &tokenet__wallet__v1__accept_terms_request__descriptor, &tokenet__wallet__v1__accept_terms_response__descriptor },
   { "ListCards", &tokenet__wallet__v1__list_wallet_cards_request__descriptor, &tokenet__wallet__v1__list_wallet_cards_response__descriptor },
+  { "SyncWithTsp", &tokenet__wallet__v1__sync_with_tsp_request__descriptor, &tokenet__wallet__v1__sync_with_tsp_response__descriptor },
 };
 const unsigned tokenet__wallet__v1__wallet_control__method_indices_by_name[] = {
   1,        /* AcceptTerms */
   0,        /* AddCard */
-  2         /* ListCards */
+  2,        /* ListCards */
+  3         /* SyncWithTsp */
 };
 const ProtobufCServiceDescriptor tokenet__wallet__v1__wallet_control__descriptor =
 {
@@ -1123,7 +1297,7 @@ const ProtobufCServiceDescriptor tokenet__wallet__v1__wallet_control__descriptor
   "WalletControl",
   "Tokenet__Wallet__V1__WalletControl",
   "tokenet.wallet.v1",
-  3,
+  4,
   tokenet__wallet__v1__wallet_control__method_descriptors,
   tokenet__wallet__v1__wallet_control__method_indices_by_name
 };
@@ -1150,6 +1324,14 @@ void tokenet__wallet__v1__wallet_control__list_cards(ProtobufCService *service,
 {
   assert(service->descriptor == &tokenet__wallet__v1__wallet_control__descriptor);
   service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__wallet__v1__wallet_control__sync_with_tsp(ProtobufCService *service,
+                                                        const Tokenet__Wallet__V1__SyncWithTspRequest *input,
+                                                        Tokenet__Wallet__V1__SyncWithTspResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &tokenet__wallet__v1__wallet_control__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__wallet__v1__wallet_control__init (Tokenet__Wallet__V1__WalletControl_Service *service,
                                                 Tokenet__Wallet__V1__WalletControl_ServiceDestroy destroy)

@@ -23,6 +23,10 @@ extension WalletV1.WalletControl {
         public func listCards(_ request: WalletV1.ListWalletCardsRequest, options: CallOptions = CallOptions()) async throws -> WalletV1.ListWalletCardsResponse {
             try await rpc.unary(WalletV1.WalletControl.listCards, request, options: options)
         }
+
+        public func syncWithTsp(_ request: WalletV1.SyncWithTspRequest, options: CallOptions = CallOptions()) async throws -> WalletV1.SyncWithTspResponse {
+            try await rpc.unary(WalletV1.WalletControl.syncWithTsp, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.wallet.v1.WalletControl` implements; `register(on:)` routes every method to it.
@@ -30,6 +34,7 @@ extension WalletV1.WalletControl {
         func addCard(_ request: WalletV1.AddCardRequest, context: ServerContext) async throws -> WalletV1.AddCardResponse
         func acceptTerms(_ request: WalletV1.AcceptTermsRequest, context: ServerContext) async throws -> WalletV1.AcceptTermsResponse
         func listCards(_ request: WalletV1.ListWalletCardsRequest, context: ServerContext) async throws -> WalletV1.ListWalletCardsResponse
+        func syncWithTsp(_ request: WalletV1.SyncWithTspRequest, context: ServerContext) async throws -> WalletV1.SyncWithTspResponse
     }
 }
 
@@ -39,5 +44,6 @@ extension WalletV1.WalletControl.ServiceProtocol {
         router.unary(WalletV1.WalletControl.addCard) { try await self.addCard($0, context: $1) }
         router.unary(WalletV1.WalletControl.acceptTerms) { try await self.acceptTerms($0, context: $1) }
         router.unary(WalletV1.WalletControl.listCards) { try await self.listCards($0, context: $1) }
+        router.unary(WalletV1.WalletControl.syncWithTsp) { try await self.syncWithTsp($0, context: $1) }
     }
 }

@@ -228,6 +228,8 @@ public enum ProtoRegistry {
         WalletV1.SelectCardRequest.self,
         WalletV1.SelectionResponse.self,
         WalletV1.SetActiveWalletAccountRequest.self,
+        WalletV1.SyncWithTspRequest.self,
+        WalletV1.SyncWithTspResponse.self,
         WalletV1.TokenStatus.self,
         WalletV1.WalletCard.self,
         WalletV1.WalletChangeCardStateRequest.self,

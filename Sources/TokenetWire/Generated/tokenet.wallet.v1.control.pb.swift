@@ -4,6 +4,63 @@ import CTokenetProtos
 import Foundation
 
 extension WalletV1 {
+    public struct SyncWithTspRequest: ProtoMessage {
+        public static let protoName = "tokenet.wallet.v1.SyncWithTspRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__sync_with_tsp_request())
+        }
+
+        public init() {}
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            _ = reader
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            _ = writer
+        }
+    }
+}
+
+extension WalletV1 {
+    public struct SyncWithTspResponse: ProtoMessage {
+        public static let protoName = "tokenet.wallet.v1.SyncWithTspResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__wallet__v1__sync_with_tsp_response())
+        }
+
+        /// Cards whose Digitize was sent again and answered (DIGITIZED or DECLINED now).
+        public var digitizationsResumed: UInt32 = 0
+
+        /// The wallet's cards the TSP listed.
+        public var cardsChecked: UInt32 = 0
+
+        /// Of those, the cards whose token state or last four digits changed.
+        public var cardsChanged: UInt32 = 0
+
+        public init() {}
+
+        public init(digitizationsResumed: UInt32 = 0, cardsChecked: UInt32 = 0, cardsChanged: UInt32 = 0) {
+            self.digitizationsResumed = digitizationsResumed
+            self.cardsChecked = cardsChecked
+            self.cardsChanged = cardsChanged
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitizationsResumed = try reader.read(1)
+            self.cardsChecked = try reader.read(2)
+            self.cardsChanged = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitizationsResumed)
+            try writer.write(2, cardsChecked)
+            try writer.write(3, cardsChanged)
+        }
+    }
+}
+
+extension WalletV1 {
     public struct AddCardRequest: ProtoMessage {
         public static let protoName = "tokenet.wallet.v1.AddCardRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -443,9 +500,17 @@ extension WalletV1 {
             service: serviceName, name: "ListCards", kind: .unary, allowedRoles: ["operator"]
         )
 
+        /// Brings the wallet's cards in line with the TSP now, as the wallet does each time its notification stream opens:
+        /// sends again the Digitize of each card whose answer it never got, then applies each token state (of a higher
+        /// version) and card's last four digits the TSP lists for this wallet node (tokenet.tsp.v1.TokenLifecycle
+        /// GetTokenStates). UNAVAILABLE when the TSP cannot be asked.
+        public static let syncWithTsp = MethodDescriptor<WalletV1.SyncWithTspRequest, WalletV1.SyncWithTspResponse>(
+            service: serviceName, name: "SyncWithTsp", kind: .unary, allowedRoles: ["operator"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [addCard.erased, acceptTerms.erased, listCards.erased]
+            methods: [addCard.erased, acceptTerms.erased, listCards.erased, syncWithTsp.erased]
         )
     }
 }

@@ -202,6 +202,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += WalletV1.SelectCardRequest.samples() as [any ProtoMessage]
     all += WalletV1.SelectionResponse.samples() as [any ProtoMessage]
     all += WalletV1.SetActiveWalletAccountRequest.samples() as [any ProtoMessage]
+    all += WalletV1.SyncWithTspRequest.samples() as [any ProtoMessage]
+    all += WalletV1.SyncWithTspResponse.samples() as [any ProtoMessage]
     all += WalletV1.TokenStatus.samples() as [any ProtoMessage]
     all += WalletV1.WalletCard.samples() as [any ProtoMessage]
     all += WalletV1.WalletChangeCardStateRequest.samples() as [any ProtoMessage]
@@ -2356,6 +2358,23 @@ extension WalletV1.SetActiveWalletAccountRequest {
     static func samples() -> [Self] {
         var base = Self()
         base.walletAccountID = "wallet_account_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension WalletV1.SyncWithTspRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        return [base]
+    }
+}
+
+extension WalletV1.SyncWithTspResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitizationsResumed = 3999999999
+        base.cardsChecked = 3999999998
+        base.cardsChanged = 3999999997
         return [base]
     }
 }

@@ -17,6 +17,8 @@ PROTOBUF_C__BEGIN_DECLS
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
 
+typedef struct Tokenet__Wallet__V1__SyncWithTspRequest Tokenet__Wallet__V1__SyncWithTspRequest;
+typedef struct Tokenet__Wallet__V1__SyncWithTspResponse Tokenet__Wallet__V1__SyncWithTspResponse;
 typedef struct Tokenet__Wallet__V1__AddCardRequest Tokenet__Wallet__V1__AddCardRequest;
 typedef struct Tokenet__Wallet__V1__ManualCard Tokenet__Wallet__V1__ManualCard;
 typedef struct Tokenet__Wallet__V1__IssuerPushReceiptInput Tokenet__Wallet__V1__IssuerPushReceiptInput;
@@ -32,6 +34,36 @@ typedef struct Tokenet__Wallet__V1__ListWalletCardsResponse Tokenet__Wallet__V1_
 
 
 /* --- messages --- */
+
+struct  Tokenet__Wallet__V1__SyncWithTspRequest
+{
+  ProtobufCMessage base;
+};
+#define TOKENET__WALLET__V1__SYNC_WITH_TSP_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__sync_with_tsp_request__descriptor) \
+     }
+
+
+struct  Tokenet__Wallet__V1__SyncWithTspResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Cards whose Digitize was sent again and answered (DIGITIZED or DECLINED now).
+   */
+  uint32_t digitizations_resumed;
+  /*
+   * The wallet's cards the TSP listed.
+   */
+  uint32_t cards_checked;
+  /*
+   * Of those, the cards whose token state or last four digits changed.
+   */
+  uint32_t cards_changed;
+};
+#define TOKENET__WALLET__V1__SYNC_WITH_TSP_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__wallet__v1__sync_with_tsp_response__descriptor) \
+    , 0, 0, 0 }
+
 
 typedef enum {
   TOKENET__WALLET__V1__ADD_CARD_REQUEST__SOURCE__NOT_SET = 0,
@@ -196,6 +228,44 @@ struct  Tokenet__Wallet__V1__ListWalletCardsResponse
     , 0,NULL, (char *)protobuf_c_empty_string }
 
 
+/* Tokenet__Wallet__V1__SyncWithTspRequest methods */
+void   tokenet__wallet__v1__sync_with_tsp_request__init
+                     (Tokenet__Wallet__V1__SyncWithTspRequest         *message);
+size_t tokenet__wallet__v1__sync_with_tsp_request__get_packed_size
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest   *message);
+size_t tokenet__wallet__v1__sync_with_tsp_request__pack
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__wallet__v1__sync_with_tsp_request__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SyncWithTspRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Wallet__V1__SyncWithTspRequest *
+       tokenet__wallet__v1__sync_with_tsp_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__wallet__v1__sync_with_tsp_request__free_unpacked
+                     (Tokenet__Wallet__V1__SyncWithTspRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Wallet__V1__SyncWithTspResponse methods */
+void   tokenet__wallet__v1__sync_with_tsp_response__init
+                     (Tokenet__Wallet__V1__SyncWithTspResponse         *message);
+size_t tokenet__wallet__v1__sync_with_tsp_response__get_packed_size
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse   *message);
+size_t tokenet__wallet__v1__sync_with_tsp_response__pack
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__wallet__v1__sync_with_tsp_response__pack_to_buffer
+                     (const Tokenet__Wallet__V1__SyncWithTspResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Wallet__V1__SyncWithTspResponse *
+       tokenet__wallet__v1__sync_with_tsp_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__wallet__v1__sync_with_tsp_response__free_unpacked
+                     (Tokenet__Wallet__V1__SyncWithTspResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Wallet__V1__AddCardRequest methods */
 void   tokenet__wallet__v1__add_card_request__init
                      (Tokenet__Wallet__V1__AddCardRequest         *message);
@@ -369,6 +439,12 @@ void   tokenet__wallet__v1__list_wallet_cards_response__free_unpacked
                       ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Tokenet__Wallet__V1__SyncWithTspRequest_Closure)
+                 (const Tokenet__Wallet__V1__SyncWithTspRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Wallet__V1__SyncWithTspResponse_Closure)
+                 (const Tokenet__Wallet__V1__SyncWithTspResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Wallet__V1__AddCardRequest_Closure)
                  (const Tokenet__Wallet__V1__AddCardRequest *message,
                   void *closure_data);
@@ -415,6 +491,10 @@ struct Tokenet__Wallet__V1__WalletControl_Service
                      const Tokenet__Wallet__V1__ListWalletCardsRequest *input,
                      Tokenet__Wallet__V1__ListWalletCardsResponse_Closure closure,
                      void *closure_data);
+  void (*sync_with_tsp)(Tokenet__Wallet__V1__WalletControl_Service *service,
+                        const Tokenet__Wallet__V1__SyncWithTspRequest *input,
+                        Tokenet__Wallet__V1__SyncWithTspResponse_Closure closure,
+                        void *closure_data);
 };
 typedef void (*Tokenet__Wallet__V1__WalletControl_ServiceDestroy)(Tokenet__Wallet__V1__WalletControl_Service *);
 void tokenet__wallet__v1__wallet_control__init (Tokenet__Wallet__V1__WalletControl_Service *service,
@@ -425,7 +505,8 @@ void tokenet__wallet__v1__wallet_control__init (Tokenet__Wallet__V1__WalletContr
     { TOKENET__WALLET__V1__WALLET_CONTROL__BASE_INIT,\
       function_prefix__ ## add_card,\
       function_prefix__ ## accept_terms,\
-      function_prefix__ ## list_cards  }
+      function_prefix__ ## list_cards,\
+      function_prefix__ ## sync_with_tsp  }
 void tokenet__wallet__v1__wallet_control__add_card(ProtobufCService *service,
                                                    const Tokenet__Wallet__V1__AddCardRequest *input,
                                                    Tokenet__Wallet__V1__AddCardResponse_Closure closure,
@@ -438,9 +519,15 @@ void tokenet__wallet__v1__wallet_control__list_cards(ProtobufCService *service,
                                                      const Tokenet__Wallet__V1__ListWalletCardsRequest *input,
                                                      Tokenet__Wallet__V1__ListWalletCardsResponse_Closure closure,
                                                      void *closure_data);
+void tokenet__wallet__v1__wallet_control__sync_with_tsp(ProtobufCService *service,
+                                                        const Tokenet__Wallet__V1__SyncWithTspRequest *input,
+                                                        Tokenet__Wallet__V1__SyncWithTspResponse_Closure closure,
+                                                        void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__wallet__v1__sync_with_tsp_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__add_card_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__manual_card__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__wallet__v1__issuer_push_receipt_input__descriptor;
