@@ -27,6 +27,16 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
             }
             let expiry = "\(card.expirationDate.month)/\(card.expirationDate.year.suffix(2))"
             let authorize = try tsp.requireIssuer(context.peer?.nodeID)
+            // A card is renewed into its own issuer's ranges, as the TSP registers issuers by them: another
+            // issuer's number (or one no issuer registered) made the token pay with a card that is not its issuer's,
+            // and kept that card out of every wallet the token is in ("already in this wallet").
+            let owned = try tsp.store.issuerIDs(registeredBy: context.peer?.nodeID)
+            guard let owner = try tsp.store.issuer(owning: pan), owned.contains(owner.id) else {
+                throw TSPError(
+                    .invalidArgument,
+                    "the renewed card number (ending \(pan.last4)) is outside the BIN ranges this node registered; "
+                        + "renew a card into its own issuer's ranges")
+            }
             let body = TspV1.CardRenewalBody(
                 previousCardID: request.previousCardID, newCardID: request.newCardID, panLast4: pan.last4,
                 expiry: expiry)
@@ -43,6 +53,12 @@ struct IssuerCardUpdatesService: TspV1.IssuerCardUpdates.ServiceProtocol {
                 },
                 authorize: authorize,
                 check: { token in
+                    guard token.issuerID == owner.id else {
+                        throw TSPError(
+                            .failedPrecondition,
+                            "token \"\(token.digitalCardID)\" is a card of issuer \(token.issuerID); the renewed card is "
+                                + "issuer \(owner.id)'s")
+                    }
                     guard token.scheme == pan.scheme else {
                         throw TSPError(
                             .failedPrecondition,

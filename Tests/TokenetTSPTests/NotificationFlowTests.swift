@@ -419,8 +419,11 @@ import TokenetWire
                     message: "no token has digital card id \"DNITHE-unknown\""),
                 foreign,
             ])
+        // A number of B's own ranges (one of A's is refused as a whole, as outside them).
         let refused = try await asB.renewCard(
-            .init(digitalCardIds: [id], cardData: try TSPHarness.encrypted(renewed)))
+            .init(
+                digitalCardIds: [id],
+                cardData: try TSPHarness.encrypted(TSPHarness.card("4000056655665556", month: "08", year: "2031"))))
         #expect(refused.renewedDigitalCardIds.isEmpty)
         #expect(
             refused.results == [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenetRPC
+import TokenetTransport
 import TokenetWire
 
 @testable import TokenetTSP
@@ -28,5 +29,32 @@ import TokenetWire
         let tokens = try await tsp.control.listTokens(.init()).tokens
         #expect(tokens.first { $0.digitalCardID == second.digitalCardID }?.panLast4 == "1129")
         #expect(tsp.published.of("CARD_RENEWAL").isEmpty)
+    }
+
+    /// A card is renewed into its own issuer's BIN ranges: another issuer's card number, or one in no registered
+    /// range, is refused as a whole. Before, it renewed the token, which then paid with another bank's card and kept
+    /// that card out of the wallet ("already in this wallet").
+    @Test func aRenewalOutsideTheIssuersRangesIsRefused() async throws {
+        let tsp = try TSPHarness.make()
+        let token = try await LifecycleTests.activeToken(tsp)
+        _ = try await TspV1.Issuers.Client(TSPHarness.connect(tsp.router, as: LifecycleTests.issuer2)).registerIssuer(
+            TspV1.RegisterIssuerRequest(
+                issuerID: "bank-b", displayName: "Bank B", binRanges: [TspV1.BinRange(low: "422222", high: "422222")],
+                encryptionPublicKeyPem: try FakeIssuer.key.publicKey.pem()))
+        for pan in ["4222220000000008", "4000056655665556"] {
+            await expectRPCError(.invalidArgument, "is outside the BIN ranges this node registered") {
+                try await NotificationFlowTests.updates(tsp, as: LifecycleTests.issuer1).renewCard(
+                    .init(
+                        digitalCardIds: [token], cardData: try TSPHarness.encrypted(TSPHarness.card(pan))))
+            }
+        }
+        let tokens = try await tsp.control.listTokens(.init()).tokens
+        #expect(tokens.first { $0.digitalCardID == token }?.panLast4 == "1111")
+        #expect(tsp.published.of("CARD_RENEWAL").isEmpty)
+        // Bank B's own node renews no token of bank A into its range.
+        let refused = try await NotificationFlowTests.updates(tsp, as: LifecycleTests.issuer2).renewCard(
+            .init(digitalCardIds: [token], cardData: try TSPHarness.encrypted(TSPHarness.card("4222220000000008"))))
+        #expect(refused.renewedDigitalCardIds.isEmpty)
+        #expect(refused.results.first?.statusCode != 0)
     }
 }

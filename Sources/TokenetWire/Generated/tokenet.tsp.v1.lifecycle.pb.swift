@@ -1197,7 +1197,9 @@ extension TspV1 {
     public enum IssuerCardUpdates {
         public static let serviceName = "tokenet.tsp.v1.IssuerCardUpdates"
 
-        /// A renewed card (new number or expiry) keeps its tokens; CARD_RENEWAL goes to the issuer app.
+        /// A renewed card (new number or expiry) keeps its tokens; CARD_RENEWAL goes to the issuer app. The new number is
+        /// in the BIN ranges of an issuer the calling node registered (INVALID_ARGUMENT otherwise), and a token of another
+        /// of its issuers is refused in its result.
         public static let renewCard = MethodDescriptor<TspV1.RenewCardRequest, TspV1.RenewCardResponse>(
             service: serviceName, name: "RenewCard", kind: .unary, allowedRoles: ["issuer"]
         )
