@@ -338,38 +338,53 @@ enum PANRuns {
         /// This stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by
         /// single full stops, with no full stop joining them to more groups), each a dotted stretch of its own, which
         /// the masking then leaves alone as it does an address standing alone: `attempt 3 192.168.178.100:7001` and
-        /// `10.1.1.1 10.1.1.2 10.1.1.3` were masked because a space joined the address to other digits. Unless the
-        /// stretch's digits are themselves 13 to 19 that pass the Luhn check, as a card number written that way would.
+        /// `10.1.1.1 10.1.1.2 10.1.1.3` were masked because a space joined the address to other digits. Unless some
+        /// 13 to 19 of the stretch's digits in a row, not all of them an address's, pass the Luhn check, as a card
+        /// number written that way does.
         func splitAtAddresses(scalar: (Int) -> Unicode.Scalar) -> [Stretch] {
             guard groups.count > 4, dotJoins.count == groups.count - 1 else { return [self] }
             let all = digits
             guard all.allSatisfy({ scalar($0).isASCII }) else { return [self] }
-            if (13...19).contains(all.count),
-                PANRuns.passesLuhn(all.map { Int(scalar($0).value) - 48 }[...])
-            {
-                return [self]
-            }
-            var parts: [Stretch] = []
-            var start = 0
+            var addresses: [Int] = []  // the first group of each
             var index = 0
             while index + 3 < groups.count {
                 let isAddress =
                     (index...index + 3).allSatisfy { (1...3).contains(groups[$0].count) }
                     && (index..<index + 3).allSatisfy { dotJoins[$0] }
                     && (index == 0 || !dotJoins[index - 1]) && (index + 3 == groups.count - 1 || !dotJoins[index + 3])
-                guard isAddress else {
+                if isAddress {
+                    addresses.append(index)
+                    index += 4
+                } else {
                     index += 1
-                    continue
                 }
-                if start < index {
-                    parts.append(Stretch(groups: Array(groups[start..<index]), dotted: false))
-                }
-                parts.append(Stretch(groups: Array(groups[index...index + 3]), dotted: true))
-                index += 4
-                start = index
             }
-            guard !parts.isEmpty else { return [self] }
-            if start < groups.count { parts.append(Stretch(groups: Array(groups[start...]), dotted: false)) }
+            guard !addresses.isEmpty else { return [self] }
+            // A card number may run across an address's edge (`attempt 3 4111 111.111.111.111`): 13 to 19 digits
+            // in a row that pass the Luhn check, some of them outside the addresses, keep the stretch whole, and
+            // masked. Addresses next to each other alone are no card number.
+            var inAddress: [Bool] = []
+            for (offset, group) in groups.enumerated() {
+                let address = addresses.contains { (($0)...($0 + 3)).contains(offset) }
+                inAddress += Array(repeating: address, count: group.count)
+            }
+            let values = all.map { Int(scalar($0).value) - 48 }
+            for first in values.indices {
+                for length in 13...19 where first + length <= values.count {
+                    let window = first..<(first + length)
+                    if window.contains(where: { !inAddress[$0] }), PANRuns.passesLuhn(values[window]) {
+                        return [self]
+                    }
+                }
+            }
+            var parts: [Stretch] = []
+            var next = 0
+            for first in addresses {
+                if next < first { parts.append(Stretch(groups: Array(groups[next..<first]), dotted: false)) }
+                parts.append(Stretch(groups: Array(groups[first...first + 3]), dotted: true))
+                next = first + 4
+            }
+            if next < groups.count { parts.append(Stretch(groups: Array(groups[next...]), dotted: false)) }
             return parts
         }
 

@@ -536,8 +536,8 @@ local function split_at_times(points, stretch)
 end
 
 -- A stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by single full
--- stops, joined by none to more groups), each a dotted stretch of its own; not when the stretch's digits are 13 to 19
--- that pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
+-- stops, joined by none to more groups), each a dotted stretch of its own; not when some 13 to 19 of the stretch's
+-- digits in a row, not all of them an address's, pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
 local function split_at_addresses(points, stretch)
     local groups, joins = stretch.groups, stretch.dot_joins or {}
     if #groups <= 4 or #joins ~= #groups - 1 then return { stretch } end
@@ -549,13 +549,7 @@ local function split_at_addresses(points, stretch)
             values[#values + 1] = cp - 48
         end
     end
-    if #values >= 13 and #values <= 19 and passes_luhn(values, 1, #values) then return { stretch } end
-    local parts, start, index = {}, 1, 1
-    local function slice(from, to, dotted)
-        local part = {}
-        for k = from, to do part[#part + 1] = groups[k] end
-        parts[#parts + 1] = { groups = part, dotted = dotted }
-    end
+    local addresses, index = {}, 1
     while index + 3 <= #groups do
         local address = true
         for k = index, index + 3 do
@@ -567,16 +561,47 @@ local function split_at_addresses(points, stretch)
         if index > 1 and joins[index - 1] then address = false end
         if index + 3 < #groups and joins[index + 3] then address = false end
         if address then
-            if start < index then slice(start, index - 1, false) end
-            slice(index, index + 3, true)
+            addresses[#addresses + 1] = index
             index = index + 4
-            start = index
         else
             index = index + 1
         end
     end
-    if #parts == 0 then return { stretch } end
-    if start <= #groups then slice(start, #groups, false) end
+    if #addresses == 0 then return { stretch } end
+    -- A card number may run across an address's edge: 13 to 19 digits in a row that pass the Luhn check, some of
+    -- them outside the addresses, keep the stretch whole.
+    local in_address = {}
+    for g, group in ipairs(groups) do
+        local inside = false
+        for _, first in ipairs(addresses) do
+            if g >= first and g <= first + 3 then inside = true end
+        end
+        for _ = 1, #group do in_address[#in_address + 1] = inside end
+    end
+    for first = 1, #values do
+        for length = 13, 19 do
+            local last = first + length - 1
+            if last <= #values then
+                local outside = false
+                for k = first, last do
+                    if not in_address[k] then outside = true end
+                end
+                if outside and passes_luhn(values, first, last) then return { stretch } end
+            end
+        end
+    end
+    local parts, next_group = {}, 1
+    local function slice(from, to, dotted)
+        local part = {}
+        for k = from, to do part[#part + 1] = groups[k] end
+        parts[#parts + 1] = { groups = part, dotted = dotted }
+    end
+    for _, first in ipairs(addresses) do
+        if next_group < first then slice(next_group, first - 1, false) end
+        slice(first, first + 3, true)
+        next_group = first + 4
+    end
+    if next_group <= #groups then slice(next_group, #groups, false) end
     return parts
 end
 
