@@ -116,9 +116,24 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard let nodeID = context.peer?.nodeID, !nodeID.isEmpty else {
                 throw TSPError(.permissionDenied, "GetTokenStates answers a wallet node, named by its certificate")
             }
-            let rows = try tsp.store.tokens(
-                walletNodeID: nodeID, afterRow: try page.afterRow(call: "GetTokenStates"), limit: page.size + 1)
-            let (listed, next) = page.split(rows) { PageRequest.key(row: $0.row) }
+            let ids = request.digitalCardIds
+            guard ids.count <= PageRequest.maximumSize else {
+                throw TSPError(
+                    .invalidArgument,
+                    "at most \(PageRequest.maximumSize) digital_card_ids per call; \(ids.count) were given")
+            }
+            let listed: [(token: TokenRecord, row: Int64)]
+            let next: String
+            if ids.isEmpty {
+                let rows = try tsp.store.tokens(
+                    walletNodeID: nodeID, afterRow: try page.afterRow(call: "GetTokenStates"), limit: page.size + 1)
+                (listed, next) = page.split(rows) { PageRequest.key(row: $0.row) }
+            } else {
+                listed = try ids.compactMap { id in
+                    try tsp.store.token(id).flatMap { $0.walletNodeID == nodeID ? ($0, 0) : nil }
+                }
+                next = ""
+            }
             return TspV1.GetTokenStatesResponse(
                 tokens: listed.map {
                     TspV1.WalletTokenState(

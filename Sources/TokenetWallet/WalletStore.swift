@@ -290,7 +290,8 @@ public final class WalletStore: Sendable {
     ///
     /// `from`: the change is made only when the stored state is that one (judged in the same transaction).
     public func updateTokenState(
-        id: Int64, state: CardV1.TokenState, version: UInt64 = 0, from: CardV1.TokenState? = nil, nowMs: UInt64
+        id: Int64, state: CardV1.TokenState, version: UInt64 = 0, from: CardV1.TokenState? = nil,
+        overriding: Bool = false, nowMs: UInt64
     ) throws(WalletError) -> (card: WalletCardRecord, changed: Bool) {
         try run("update the card's token state") {
             let changed = try database.transaction { tx in
@@ -300,11 +301,14 @@ public final class WalletStore: Sendable {
                 var result = try TspV1.DigitizeResponse(serializedBytes: bytes)
                 guard result.tokenState != .deactivated else { return false }
                 if let from, result.tokenState != from { return false }
-                guard version == 0 || version > result.stateVersion || state == .deactivated else { return false }
+                guard overriding || version == 0 || version > result.stateVersion || state == .deactivated else {
+                    return false
+                }
                 let changed = result.tokenState != state
                 guard changed || version > result.stateVersion else { return false }
                 result.tokenState = state
-                result.stateVersion = max(result.stateVersion, version)
+                // Overriding: the TSP's own state and version replace a version only a claim could have made.
+                result.stateVersion = overriding ? version : max(result.stateVersion, version)
                 _ = try tx.execute(
                     "UPDATE cards SET result = ?, updated_at_ms = ? WHERE id = ?",
                     [try result.serializedBytes(), Int64(nowMs), id])

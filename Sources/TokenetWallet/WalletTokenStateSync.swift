@@ -64,6 +64,8 @@ struct WalletTokenStateSync: Sendable {
         var pageToken = ""
         var checked = 0
         var changed = 0
+        /// Cards held at a higher version than the TSP listed, in another state: asked about again below.
+        var ahead: [String] = []
         repeat {
             let page: TspV1.GetTokenStatesResponse
             do {
@@ -82,6 +84,11 @@ struct WalletTokenStateSync: Sendable {
                 }
                 checked += 1
                 if try renew(card, to: token.panLast4) { changed += 1 }
+                if token.tokenState != held.tokenState, token.stateVersion < held.stateVersion,
+                    held.tokenState != .deactivated
+                {
+                    ahead.append(token.digitalCardID)
+                }
                 guard token.tokenState != held.tokenState, token.stateVersion > held.stateVersion else { continue }
                 let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card)
                 guard stored.result?.tokenState == token.tokenState else { continue }
@@ -95,8 +102,45 @@ struct WalletTokenStateSync: Sendable {
             }
             pageToken = page.nextPageToken
         } while !pageToken.isEmpty
+        changed += try await takeTheTSPsState(of: ahead)
         logger.info("token states checked with the TSP", ["cards": "\(checked)", "changed": "\(changed)"])
         return (checked, changed)
+    }
+
+    /// The TSP gives every state its version, so a card held at a higher version than the TSP's own is one an
+    /// issuer app claimed (its answer to an in-app activation names the token's state and version) and the TSP
+    /// never made: the wallet showed ACTIVE a token the TSP held INACTIVE, and no notification or check corrected
+    /// it. Asked again, so that a change the listing missed (made while it was read) is not taken for one: a card
+    /// still ahead of the TSP takes the TSP's state and version. Returns how many cards changed.
+    private func takeTheTSPsState(of ids: [String]) async throws(WalletError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let again: TspV1.GetTokenStatesResponse
+        do {
+            again = try await tsp.getTokenStates(
+                TspV1.GetTokenStatesRequest(digitalCardIds: ids), options: CallOptions(timeout: Self.pageWait))
+        } catch let error as RPCError {
+            throw WalletError(WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
+        } catch {
+            throw WalletError(.unavailable, "the TSP's GetTokenStates failed: \(error)")
+        }
+        var changed = 0
+        for token in again.tokens {
+            guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result,
+                held.tokenState != .deactivated, token.tokenState != held.tokenState,
+                token.stateVersion < held.stateVersion
+            else { continue }
+            let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card, overriding: true)
+            guard stored.result?.tokenState == token.tokenState else { continue }
+            changed += 1
+            logger.warning(
+                "card held a state the TSP never gave it; the TSP's state taken",
+                [
+                    "card_ref": card.cardRef, "digital_card_id": token.digitalCardID,
+                    "held": held.tokenState.protoValueName ?? "?", "held_version": "\(held.stateVersion)",
+                    "to": token.tokenState.protoValueName ?? "?", "version": "\(token.stateVersion)",
+                ])
+        }
+        return changed
     }
 
     /// Shows the last four digits the TSP holds for the card behind a token, when a renewal whose CARD_RENEWAL

@@ -23,14 +23,16 @@ struct WalletTokenUpdates: Sendable {
 
     /// Stores the token's new state and emits the event when the store changed (`PaymentKeysAtActivation` hears it):
     /// once per change, though `card` may have been read before another path stored the same state. A state older
-    /// than the stored one (`version`, see `WalletStore.updateTokenState`) changes nothing.
+    /// than the stored one (`version`, see `WalletStore.updateTokenState`) changes nothing, unless `overriding`: the
+    /// TSP's own state, confirmed, replaces one an issuer app claimed at a version the TSP never gave.
     @discardableResult
-    func apply(_ state: CardV1.TokenState, version: UInt64, to card: WalletCardRecord) throws(WalletError)
-        -> WalletCardRecord
-    {
+    func apply(
+        _ state: CardV1.TokenState, version: UInt64, to card: WalletCardRecord, overriding: Bool = false
+    ) throws(WalletError) -> WalletCardRecord {
         let account = card.account(configured: configuredAccountID)
         let selectedBefore = state == .deactivated ? try selectedCard(of: account) : nil
-        let (stored, changed) = try store.updateTokenState(id: card.id, state: state, version: version, nowMs: clock())
+        let (stored, changed) = try store.updateTokenState(
+            id: card.id, state: state, version: version, overriding: overriding, nowMs: clock())
         guard changed, let digitalCardID = stored.result?.digitalCardID else { return stored }
         events.publish(
             WalletV1.WalletEvent(

@@ -159,6 +159,13 @@ import TokenetWire
             try await operatorLifecycle.getTokenStates(.init())
         }
         await expectRPCError(.invalidArgument, "page_size") { try await wallet.getTokenStates(.init(pageSize: -1)) }
+        // Asked by id: the caller's own tokens, in the order asked, in one answer; another node's are left out.
+        let byID = try await wallet.getTokenStates(.init(digitalCardIds: [ids[3], "DNITHE-none", ids[1]]))
+        #expect(byID.tokens.map(\.digitalCardID) == [ids[3], ids[1]] && byID.nextPageToken.isEmpty)
+        #expect(try await other.getTokenStates(.init(digitalCardIds: [ids[0]])).tokens.isEmpty)
+        await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {
+            try await wallet.getTokenStates(.init(digitalCardIds: Array(repeating: ids[0], count: 1001)))
+        }
         for token in ["DNITHE000000000000000001", PageRequest.token(after: "01"), PageRequest.token(after: "+1")] {
             await expectRPCError(.invalidArgument, "page_token") {
                 try await wallet.getTokenStates(.init(pageToken: token))

@@ -30,6 +30,8 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         var panLast4: [String: String] = [:]
         /// The GetTokenStates calls answered.
         var stateQueries = 0
+        /// Runs once, after the next GetTokenStates answered: a change made at the TSP while the wallet reads.
+        var afterStateQuery: (@Sendable (inout State) -> Void)?
         /// When set, GetTokenStates fails with it.
         var stateQueryFailure: RPCError?
         /// Runs before ChangeTokenState answers: what reaches the wallet while its call is under way.
@@ -118,6 +120,22 @@ final class FakeTSPLifecycle: TspV1.TokenLifecycle.ServiceProtocol {
         try state.withLock { state in
             if let failure = state.stateQueryFailure { throw failure }
             state.stateQueries += 1
+            defer {
+                if let change = state.afterStateQuery {
+                    state.afterStateQuery = nil
+                    change(&state)
+                }
+            }
+            if !request.digitalCardIds.isEmpty {
+                return TspV1.GetTokenStatesResponse(
+                    tokens: request.digitalCardIds.compactMap { id in
+                        state.states[id].map {
+                            TspV1.WalletTokenState(
+                                digitalCardID: id, tokenState: $0, stateVersion: state.versions[id] ?? 2,
+                                panLast4: state.panLast4[id] ?? "")
+                        }
+                    })
+            }
             let ids = state.states.keys.sorted().filter { $0 > request.pageToken }
             let page = ids.prefix(2)
             return TspV1.GetTokenStatesResponse(

@@ -53,7 +53,7 @@ import TokenetWire
     }
 
     /// A state the wallet already holds at a later version (a CARD_STATE that came after the TSP's listing was
-    /// read) is kept; so is a state the TSP lists at the card's own version.
+    /// read: asked again, the TSP holds it too) is kept; so is a state the TSP lists at the card's own version.
     @Test func aStateNoNewerThanTheCardsChangesNothing() async throws {
         var (wallet, events) = try await WalletLifecycleTests.digitized()
         _ = await events.next()  // TOKENIZED_CARD_ADDED
@@ -64,6 +64,11 @@ import TokenetWire
             wallet.lifecycleTSP.state.withLock {
                 $0.states[Self.id] = .active
                 $0.versions[Self.id] = version
+                // The suspend reaches the TSP's state once the listing is read.
+                $0.afterStateQuery = { state in
+                    state.states[Self.id] = .suspended
+                    state.versions[Self.id] = 3
+                }
             }
             let outcome = try await Self.sync(wallet).check()
             #expect(outcome.checked == 1 && outcome.changed == 0)
@@ -89,6 +94,28 @@ import TokenetWire
             #expect(try wallet.store.card(ref: "card-1").panLast4 == shown)
         }
         #expect(wallet.logs.lines.contains { $0.contains("card's last four digits brought in line with the TSP") })
+    }
+
+    /// A state an issuer app claimed at a version the TSP never gave (its in-app activation answer said ACTIVE at
+    /// version 9, while the TSP holds the token INACTIVE at 2) kept the card ACTIVE through every check; asked again
+    /// and still ahead, the card takes the TSP's state and version.
+    @Test func aStateClaimedAheadOfTheTSPTakesTheTSPsState() async throws {
+        let (wallet, _) = try await WalletLifecycleTests.digitized()
+        let card = try wallet.store.card(ref: "card-1")
+        _ = try wallet.store.updateTokenState(id: card.id, state: .suspended, version: 9, nowMs: 1)
+        wallet.lifecycleTSP.state.withLock {
+            $0.states[Self.id] = .active
+            $0.versions[Self.id] = 2
+        }
+        let outcome = try await Self.sync(wallet).check()
+        #expect(outcome.changed == 1)
+        let stored = try wallet.store.card(ref: "card-1").result
+        #expect(stored?.tokenState == .active && stored?.stateVersion == 2)
+        #expect(wallet.lifecycleTSP.recorded.stateQueries == 2)
+        #expect(wallet.logs.lines.contains { $0.contains("card held a state the TSP never gave it") })
+        // In line now: nothing more is asked or changed.
+        #expect(try await Self.sync(wallet).check().changed == 0)
+        #expect(wallet.lifecycleTSP.recorded.stateQueries == 3)
     }
 
     /// `tokenet wallet sync` (SyncWithTsp) runs the same check at once, after resuming unanswered digitizations.

@@ -860,7 +860,7 @@ local message_fields = {
     ["tokenet.tsp.v1.GetFundingCardsResponse"] = { [1] = "tokenet.tsp.v1.FundingCard" },
     ["tokenet.tsp.v1.GetTokenIssuerRequest"] = { [1] = "s", [2] = "s" },
     ["tokenet.tsp.v1.GetTokenIssuerResponse"] = { [1] = "s", [2] = "s", [3] = "s" },
-    ["tokenet.tsp.v1.GetTokenStatesRequest"] = { [2] = "s" },
+    ["tokenet.tsp.v1.GetTokenStatesRequest"] = { [2] = "s", [3] = "s" },
     ["tokenet.tsp.v1.GetTokenStatesResponse"] = { [1] = "tokenet.tsp.v1.WalletTokenState", [2] = "s" },
     ["tokenet.tsp.v1.HotpCredential"] = { [1] = "s", [2] = "x" },
     ["tokenet.tsp.v1.IssuerPushReceipt"] = { [2] = "s" },

@@ -1625,7 +1625,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__replenish_payment_keys_respon
   (ProtobufCMessageInit) tokenet__tsp__v1__replenish_payment_keys_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_states_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_states_request__field_descriptors[3] =
 {
   {
     "page_size",
@@ -1651,15 +1651,28 @@ static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_token_states_request
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "digital_card_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesRequest, n_digital_card_ids),
+    offsetof(Tokenet__Tsp__V1__GetTokenStatesRequest, digital_card_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned tokenet__tsp__v1__get_token_states_request__field_indices_by_name[] = {
+  2,   /* field[2] = digital_card_ids */
   0,   /* field[0] = page_size */
   1,   /* field[1] = page_token */
 };
 static const ProtobufCIntRange tokenet__tsp__v1__get_token_states_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_request__descriptor =
 {
@@ -1669,7 +1682,7 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__get_token_states_request__des
   "Tokenet__Tsp__V1__GetTokenStatesRequest",
   "tokenet.tsp.v1",
   sizeof(Tokenet__Tsp__V1__GetTokenStatesRequest),
-  2,
+  3,
   tokenet__tsp__v1__get_token_states_request__field_descriptors,
   tokenet__tsp__v1__get_token_states_request__field_indices_by_name,
   1,  tokenet__tsp__v1__get_token_states_request__number_ranges,

@@ -230,6 +230,7 @@ extension ProtoRegistry {
         "tokenet.tsp.v1.GetFundingCardsResponse.funding_cards": "One per requested id, in the request's order.",
         "tokenet.tsp.v1.GetTokenIssuerRequest.wallet_account_id": "The wallet account that holds the token (DigitizeRequest.wallet_account_id).",
         "tokenet.tsp.v1.GetTokenIssuerResponse.issuer_id": "As in DigitizeResponse: the issuer's registered id, and the node id of the node that registered it (empty for\nan issuer registered without TLS; the wallet then shows the token to no issuer app).",
+        "tokenet.tsp.v1.GetTokenStatesRequest.digital_card_ids": "When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response\nwithout paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing\ngave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the\ncalling wallet node is left out.",
         "tokenet.tsp.v1.GetTokenStatesRequest.page_size": "At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is\nINVALID_ARGUMENT.",
         "tokenet.tsp.v1.GetTokenStatesRequest.page_token": "The next_page_token of the previous response; empty for the first page.",
         "tokenet.tsp.v1.GetTokenStatesResponse.next_page_token": "Empty on the last page; otherwise the page_token that asks for the next one.",

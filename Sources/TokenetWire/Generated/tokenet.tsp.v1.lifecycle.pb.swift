@@ -290,21 +290,30 @@ extension TspV1 {
         /// The next_page_token of the previous response; empty for the first page.
         public var pageToken: String = ""
 
+        /// When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response
+        /// without paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing
+        /// gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the
+        /// calling wallet node is left out.
+        public var digitalCardIds: [String] = []
+
         public init() {}
 
-        public init(pageSize: Int32 = 0, pageToken: String = "") {
+        public init(pageSize: Int32 = 0, pageToken: String = "", digitalCardIds: [String] = []) {
             self.pageSize = pageSize
             self.pageToken = pageToken
+            self.digitalCardIds = digitalCardIds
         }
 
         public init(_protoReader reader: _ProtoReader) throws {
             self.pageSize = try reader.read(1)
             self.pageToken = try reader.read(2)
+            self.digitalCardIds = try reader.readRepeated(3)
         }
 
         public func _protoWrite(to writer: inout _ProtoWriter) throws {
             try writer.write(1, pageSize)
             try writer.write(2, pageToken)
+            try writer.write(3, repeated: digitalCardIds)
         }
     }
 }

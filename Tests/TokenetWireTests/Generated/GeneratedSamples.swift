@@ -1500,6 +1500,7 @@ extension TspV1.GetTokenStatesRequest {
         var base = Self()
         base.pageSize = -1000003
         base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardIds = ["digital_card_ids-3 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n"]
         return [base]
     }
 }

@@ -181,10 +181,18 @@ struct  Tokenet__Tsp__V1__GetTokenStatesRequest
    * The next_page_token of the previous response; empty for the first page.
    */
   char *page_token;
+  /*
+   * When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response
+   * without paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing
+   * gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the
+   * calling wallet node is left out.
+   */
+  size_t n_digital_card_ids;
+  char **digital_card_ids;
 };
 #define TOKENET__TSP__V1__GET_TOKEN_STATES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_token_states_request__descriptor) \
-    , 0, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, 0,NULL }
 
 
 struct  Tokenet__Tsp__V1__WalletTokenState
