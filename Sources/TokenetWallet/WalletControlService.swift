@@ -246,6 +246,12 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                         "card_ref": card.cardRef, "decision": response.decision.protoValueName ?? "?",
                         "digital_card_id": response.card?.digitalCardID ?? "",
                     ])
+            } catch let error as RPCError where Self.refusedForGood(error) {
+                // Answered: with a refusal, which recorded the card declined (`acceptTerms`).
+                answered += 1
+                logger.info(
+                    "unanswered digitization resumed; the TSP refused it, card recorded as declined",
+                    ["card_ref": card.cardRef, "status": error.code.protoValueName ?? "?"])
             } catch {
                 logger.warning(
                     "unanswered digitization not resumed",

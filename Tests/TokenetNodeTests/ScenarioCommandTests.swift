@@ -238,7 +238,8 @@ import TokenetTransport
         ),
         (
             "spawn a wallet tokenet.wallet.v1.WalletControl/ListCardz {}\njoin a",
-            "spawn: tokenet.wallet.v1.WalletControl has no method ListCardz (its methods: AddCard, AcceptTerms, ListCards)"
+            "spawn: tokenet.wallet.v1.WalletControl has no method ListCardz (its methods: AddCard, AcceptTerms, "
+                + "ListCards, SyncWithTsp)"
         ),
         (
             "watch ev issuer tokenet.wallet.v1.WalletEvents/Listen {}",
