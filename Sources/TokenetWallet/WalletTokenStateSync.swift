@@ -64,7 +64,8 @@ struct WalletTokenStateSync: Sendable {
         var pageToken = ""
         var checked = 0
         var changed = 0
-        /// Cards held at a higher version than the TSP listed, in another state: asked about again below.
+        /// Cards held in another state than the TSP listed, at the same version or a higher one: asked about again
+        /// below.
         var ahead: [String] = []
         repeat {
             let page: TspV1.GetTokenStatesResponse
@@ -84,7 +85,7 @@ struct WalletTokenStateSync: Sendable {
                 }
                 checked += 1
                 if try renew(card, to: token.panLast4) { changed += 1 }
-                if token.tokenState != held.tokenState, token.stateVersion < held.stateVersion,
+                if token.tokenState != held.tokenState, token.stateVersion <= held.stateVersion,
                     held.tokenState != .deactivated
                 {
                     ahead.append(token.digitalCardID)
@@ -107,10 +108,10 @@ struct WalletTokenStateSync: Sendable {
         return (checked, changed)
     }
 
-    /// The TSP gives every state its version, so a card held at a higher version than the TSP's own is one an
-    /// issuer app claimed (its answer to an in-app activation names the token's state and version) and the TSP
-    /// never made: the wallet showed ACTIVE a token the TSP held INACTIVE, and no notification or check corrected
-    /// it. Asked again, so that a change the listing missed (made while it was read) is not taken for one: a card
+    /// The TSP gives every state its version, one state to each, so a card held in another state than the TSP's at
+    /// the same version or a higher one holds a state the TSP never made: one an issuer app claimed (its answer to
+    /// an in-app activation names the token's state), taken without a version of the TSP's. The wallet showed ACTIVE
+    /// a token the TSP held INACTIVE, and no notification or check corrected it. Asked again, so that a change the listing missed (made while it was read) is not taken for one: a card
     /// still ahead of the TSP takes the TSP's state and version. Returns how many cards changed.
     private func takeTheTSPsState(of ids: [String]) async throws(WalletError) -> Int {
         guard !ids.isEmpty else { return 0 }
@@ -127,7 +128,7 @@ struct WalletTokenStateSync: Sendable {
         for token in again.tokens {
             guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result,
                 held.tokenState != .deactivated, token.tokenState != held.tokenState,
-                token.stateVersion < held.stateVersion
+                token.stateVersion <= held.stateVersion
             else { continue }
             let stored = try updates.apply(token.tokenState, version: token.stateVersion, to: card, overriding: true)
             guard stored.result?.tokenState == token.tokenState else { continue }

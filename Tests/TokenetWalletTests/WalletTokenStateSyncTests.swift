@@ -96,13 +96,16 @@ import TokenetWire
         #expect(wallet.logs.lines.contains { $0.contains("card's last four digits brought in line with the TSP") })
     }
 
-    /// A state an issuer app claimed at a version the TSP never gave (its in-app activation answer said ACTIVE at
-    /// version 9, while the TSP holds the token INACTIVE at 2) kept the card ACTIVE through every check; asked again
-    /// and still ahead, the card takes the TSP's state and version.
-    @Test func aStateClaimedAheadOfTheTSPTakesTheTSPsState() async throws {
+    /// A state an issuer app claimed (its in-app activation answer said SUSPENDED, at version 9 or at the card's own,
+    /// while the TSP holds the token ACTIVE at 2) kept the card so through every check; asked again and still not
+    /// the TSP's, the card takes the TSP's state and version.
+    @Test(arguments: [UInt64(9), 0])
+    func aStateClaimedAheadOfTheTSPTakesTheTSPsState(claimedVersion: UInt64) async throws {
         let (wallet, _) = try await WalletLifecycleTests.digitized()
         let card = try wallet.store.card(ref: "card-1")
-        _ = try wallet.store.updateTokenState(id: card.id, state: .suspended, version: 9, nowMs: 1)
+        // The TSP's version 2, then the claim: at version 9, or with none (the card keeps version 2).
+        _ = try wallet.store.updateTokenState(id: card.id, state: .active, version: 2, nowMs: 1)
+        _ = try wallet.store.updateTokenState(id: card.id, state: .suspended, version: claimedVersion, nowMs: 1)
         wallet.lifecycleTSP.state.withLock {
             $0.states[Self.id] = .active
             $0.versions[Self.id] = 2
