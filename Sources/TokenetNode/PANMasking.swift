@@ -339,17 +339,24 @@ enum PANRuns {
         /// single full stops, with no full stop joining them to more groups), each a dotted stretch of its own, which
         /// the masking then leaves alone as it does an address standing alone: `attempt 3 192.168.178.100:7001` and
         /// `10.1.1.1 10.1.1.2 10.1.1.3` were masked because a space joined the address to other digits. Unless some
-        /// 13 to 19 of the stretch's digits in a row, not all of them an address's, pass the Luhn check, as a card
-        /// number written that way does.
+        /// 13 to 19 of the stretch's digits in a row pass the Luhn check, as a card number written that way does.
+        /// An address's parts are 0 to 255 without a leading zero.
         func splitAtAddresses(scalar: (Int) -> Unicode.Scalar) -> [Stretch] {
             guard groups.count > 4, dotJoins.count == groups.count - 1 else { return [self] }
             let all = digits
             guard all.allSatisfy({ scalar($0).isASCII }) else { return [self] }
             var addresses: [Int] = []  // the first group of each
+            /// An address's part: 0 to 255, written without a leading zero (`010` and `000` are no address's).
+            func isOctet(_ group: [Int]) -> Bool {
+                guard (1...3).contains(group.count) else { return false }
+                let text = String(String.UnicodeScalarView(group.map(scalar)))
+                guard let value = Int(text), value <= 255 else { return false }
+                return group.count == 1 || scalar(group[0]) != "0"
+            }
             var index = 0
             while index + 3 < groups.count {
                 let isAddress =
-                    (index...index + 3).allSatisfy { (1...3).contains(groups[$0].count) }
+                    (index...index + 3).allSatisfy { isOctet(groups[$0]) }
                     && (index..<index + 3).allSatisfy { dotJoins[$0] }
                     && (index == 0 || !dotJoins[index - 1]) && (index + 3 == groups.count - 1 || !dotJoins[index + 3])
                 if isAddress {
@@ -360,21 +367,13 @@ enum PANRuns {
                 }
             }
             guard !addresses.isEmpty else { return [self] }
-            // A card number may run across an address's edge (`attempt 3 4111 111.111.111.111`): 13 to 19 digits
-            // in a row that pass the Luhn check, some of them outside the addresses, keep the stretch whole, and
-            // masked. Addresses next to each other alone are no card number.
-            var inAddress: [Bool] = []
-            for (offset, group) in groups.enumerated() {
-                let address = addresses.contains { (($0)...($0 + 3)).contains(offset) }
-                inAddress += Array(repeating: address, count: group.count)
-            }
+            // A card number may run across an address's edge (`attempt 3 4111 111.111.111.111`), or be written as
+            // two addresses: 13 to 19 digits in a row that pass the Luhn check (more than one address holds) keep
+            // the stretch whole, and masked. So addresses a space joins are readable nine times in ten, not always.
             let values = all.map { Int(scalar($0).value) - 48 }
             for first in values.indices {
                 for length in 13...19 where first + length <= values.count {
-                    let window = first..<(first + length)
-                    if window.contains(where: { !inAddress[$0] }), PANRuns.passesLuhn(values[window]) {
-                        return [self]
-                    }
+                    if PANRuns.passesLuhn(values[first..<(first + length)]) { return [self] }
                 }
             }
             var parts: [Stretch] = []

