@@ -129,7 +129,9 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
                     walletNodeID: nodeID, afterRow: try page.afterRow(call: "GetTokenStates"), limit: page.size + 1)
                 (listed, next) = page.split(rows) { PageRequest.key(row: $0.row) }
             } else {
-                listed = try ids.compactMap { id in
+                // Each token once, where it was first named.
+                var seen = Set<String>()
+                listed = try ids.filter { seen.insert($0).inserted }.compactMap { id in
                     try tsp.store.token(id).flatMap { $0.walletNodeID == nodeID ? ($0, 0) : nil }
                 }
                 next = ""

@@ -160,7 +160,7 @@ import TokenetWire
         }
         await expectRPCError(.invalidArgument, "page_size") { try await wallet.getTokenStates(.init(pageSize: -1)) }
         // Asked by id: the caller's own tokens, in the order asked, in one answer; another node's are left out.
-        let byID = try await wallet.getTokenStates(.init(digitalCardIds: [ids[3], "DNITHE-none", ids[1]]))
+        let byID = try await wallet.getTokenStates(.init(digitalCardIds: [ids[3], "DNITHE-none", ids[1], ids[3]]))
         #expect(byID.tokens.map(\.digitalCardID) == [ids[3], ids[1]] && byID.nextPageToken.isEmpty)
         #expect(try await other.getTokenStates(.init(digitalCardIds: [ids[0]])).tokens.isEmpty)
         await expectRPCError(.invalidArgument, "at most 1000 digital_card_ids") {

@@ -293,7 +293,7 @@ extension TspV1 {
         /// When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response
         /// without paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing
         /// gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the
-        /// calling wallet node is left out.
+        /// calling wallet node is left out, and an id named twice is answered once.
         public var digitalCardIds: [String] = []
 
         public init() {}
