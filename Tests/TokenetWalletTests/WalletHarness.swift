@@ -91,6 +91,17 @@ struct WalletHarness {
             server: PeerIdentity(role: .wallet, nodeID: "wallet-1"))
     }
 
+    /// The fake TSP's provisioning and lifecycle services served in memory to wallet-1, as the wallet's components
+    /// that run beside its router (the issuer resolver, the key top-ups, the check with the TSP) call them.
+    func tspAsWallet() -> RPCClient {
+        var router = RPCRouter()
+        tsp.register(on: &router)
+        lifecycleTSP.register(on: &router)
+        return Self.serve(
+            router, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
+            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
+    }
+
     static func serve(_ router: RPCRouter, client: PeerIdentity, server: PeerIdentity) -> RPCClient {
         let rpcServer = RPCServer(router: router)
         let (clientEnd, serverEnd) = InMemoryByteStream.pair(client: client, server: server)

@@ -56,13 +56,8 @@ import TokenetWire
         clock: @escaping @Sendable () -> UInt64 = WalletNode.nowMs, wakeup: IssuerResolutionWakeup = .init(),
         storedLater: IssuerlessCardSignal? = nil, sleep: @escaping @Sendable (UInt64) async throws -> Void
     ) -> WalletIssuerResolver {
-        var router = RPCRouter()
-        wallet.tsp.register(on: &router)
-        let tsp = WalletHarness.serve(
-            router, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         return WalletIssuerResolver(
-            tsp: tsp, store: wallet.store, events: wallet.events,
+            tsp: wallet.tspAsWallet(), store: wallet.store, events: wallet.events,
             configuredAccountID: WalletConfiguration.defaultAccountID,
             logger: Logger(node: "wallet-node", level: level, sink: wallet.logs), clock: clock, sleep: sleep,
             wakeup: wakeup, callTimeout: callTimeout, storedLater: storedLater)

@@ -650,14 +650,9 @@ import TokenetWire
     /// digitized, gets none.
     /// The wallet's key issuing at activation, asking the harness's lifecycle TSP over the in-memory transport.
     static func paymentKeys(_ wallet: WalletHarness) -> PaymentKeysAtActivation {
-        var tspRouter = RPCRouter()
-        wallet.lifecycleTSP.register(on: &tspRouter)
-        let tsp = WalletHarness.serve(
-            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         let logger = Logger(node: "wallet-node", sink: wallet.logs)
         let updates = WalletTokenUpdates(
-            tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, events: wallet.events,
+            tsp: TspV1.TokenLifecycle.Client(wallet.tspAsWallet()), store: wallet.store, events: wallet.events,
             configuredAccountID: "wallet-account-1", logger: logger, clock: { 1 })
         return PaymentKeysAtActivation(store: wallet.store, updates: updates, logger: logger)
     }

@@ -16,14 +16,9 @@ import TokenetWire
         -> WalletTokenStateSync
     {
         let keys = WalletLifecycleTests.paymentKeys(wallet)
-        var tspRouter = RPCRouter()
-        wallet.lifecycleTSP.register(on: &tspRouter)
-        let tsp = WalletHarness.serve(
-            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         return WalletTokenStateSync(
-            tsp: TspV1.TokenLifecycle.Client(tsp), store: wallet.store, updates: keys.updates, signal: signal,
-            logger: keys.logger)
+            tsp: TspV1.TokenLifecycle.Client(wallet.tspAsWallet()), store: wallet.store, updates: keys.updates,
+            signal: signal, logger: keys.logger)
     }
 
     /// The issuer resumed a token the wallet holds SUSPENDED, and the message saying so was dropped: the check

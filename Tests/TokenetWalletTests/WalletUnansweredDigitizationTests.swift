@@ -64,13 +64,8 @@ import TokenetWire
     @Test func anUnansweredDigitizationIsResumed() async throws {
         let wallet = try await Self.unanswered()
         var events = wallet.events.subscribe().events.makeAsyncIterator()
-        var tspRouter = RPCRouter()
-        wallet.tsp.register(on: &tspRouter)
-        let tsp = WalletHarness.serve(
-            tspRouter, client: PeerIdentity(role: .wallet, nodeID: "wallet-1"),
-            server: PeerIdentity(role: .tsp, nodeID: "tsp-1"))
         let control = WalletControlService(
-            tsp: tsp, store: wallet.store, configuration: WalletConfiguration(),
+            tsp: wallet.tspAsWallet(), store: wallet.store, configuration: WalletConfiguration(),
             selection: try WalletSelection(store: wallet.store, configuredAccountID: "wallet-account-1"),
             logger: Logger(node: "wallet-node", sink: wallet.logs), events: wallet.events)
         #expect(await control.resumeUnansweredDigitizations() == 1)
