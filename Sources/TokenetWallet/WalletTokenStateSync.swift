@@ -68,16 +68,7 @@ struct WalletTokenStateSync: Sendable {
         /// below.
         var ahead: [String] = []
         repeat {
-            let page: TspV1.GetTokenStatesResponse
-            do {
-                page = try await tsp.getTokenStates(
-                    TspV1.GetTokenStatesRequest(pageToken: pageToken), options: CallOptions(timeout: Self.pageWait))
-            } catch let error as RPCError {
-                throw WalletError(
-                    WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
-            } catch {
-                throw WalletError(.unavailable, "the TSP's GetTokenStates failed: \(error)")
-            }
+            let page = try await states(TspV1.GetTokenStatesRequest(pageToken: pageToken))
             for token in page.tokens {
                 // A token the wallet holds no card of (its Digitize answer never arrived) has nothing to correct.
                 guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result else {
@@ -115,15 +106,7 @@ struct WalletTokenStateSync: Sendable {
     /// still ahead of the TSP takes the TSP's state and version. Returns how many cards changed.
     private func takeTheTSPsState(of ids: [String]) async throws(WalletError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        let again: TspV1.GetTokenStatesResponse
-        do {
-            again = try await tsp.getTokenStates(
-                TspV1.GetTokenStatesRequest(digitalCardIds: ids), options: CallOptions(timeout: Self.pageWait))
-        } catch let error as RPCError {
-            throw WalletError(WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
-        } catch {
-            throw WalletError(.unavailable, "the TSP's GetTokenStates failed: \(error)")
-        }
+        let again = try await states(TspV1.GetTokenStatesRequest(digitalCardIds: ids))
         var changed = 0
         for token in again.tokens {
             guard let card = try store.card(digitalCardID: token.digitalCardID), let held = card.result,
@@ -142,6 +125,19 @@ struct WalletTokenStateSync: Sendable {
                 ])
         }
         return changed
+    }
+
+    /// The TSP's answer to `request`, within `pageWait`.
+    private func states(_ request: TspV1.GetTokenStatesRequest) async throws(WalletError)
+        -> TspV1.GetTokenStatesResponse
+    {
+        do {
+            return try await tsp.getTokenStates(request, options: CallOptions(timeout: Self.pageWait))
+        } catch let error as RPCError {
+            throw WalletError(WalletTokenUpdates.code(of: error), "the TSP's GetTokenStates failed: \(error.message)")
+        } catch {
+            throw WalletError(.unavailable, "the TSP's GetTokenStates failed: \(error)")
+        }
     }
 
     /// Shows the last four digits the TSP holds for the card behind a token, when a renewal whose CARD_RENEWAL
