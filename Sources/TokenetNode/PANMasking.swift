@@ -338,8 +338,9 @@ enum PANRuns {
         /// This stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by
         /// single full stops, with no full stop joining them to more groups), each a dotted stretch of its own, which
         /// the masking then leaves alone as it does an address standing alone: `attempt 3 192.168.178.100:7001` and
-        /// `10.1.1.1 10.1.1.2 10.1.1.3` were masked because a space joined the address to other digits. Unless some
-        /// 13 to 19 of the stretch's digits in a row pass the Luhn check, as a card number written that way does.
+        /// `attempt 3 192.168.178.100` was masked because a space joined the address to other digits. Unless some 13
+        /// to 19 of the stretch's digits in a row, an address's among them, pass the Luhn check, as a card number
+        /// written that way does.
         /// An address's parts are 0 to 255 without a leading zero.
         func splitAtAddresses(scalar: (Int) -> Unicode.Scalar) -> [Stretch] {
             guard groups.count > 4, dotJoins.count == groups.count - 1 else { return [self] }
@@ -368,12 +369,20 @@ enum PANRuns {
             }
             guard !addresses.isEmpty else { return [self] }
             // A card number may run across an address's edge (`attempt 3 4111 111.111.111.111`), or be written as
-            // two addresses: 13 to 19 digits in a row that pass the Luhn check (more than one address holds) keep
-            // the stretch whole, and masked. So addresses a space joins are readable nine times in ten, not always.
+            // two addresses: 13 to 19 digits in a row that pass the Luhn check, some of them an address's, keep the
+            // stretch whole, and masked. (Digits outside the addresses alone are masked as ever once split off.)
+            // About one run of 13 digits in ten passes, and more of longer runs: an address next to a few digits
+            // is mostly readable, a list of addresses joined by spaces mostly not.
+            var inAddress: [Bool] = []
+            for (offset, group) in groups.enumerated() {
+                let address = addresses.contains { ($0...($0 + 3)).contains(offset) }
+                inAddress += Array(repeating: address, count: group.count)
+            }
             let values = all.map { Int(scalar($0).value) - 48 }
             for first in values.indices {
                 for length in 13...19 where first + length <= values.count {
-                    if PANRuns.passesLuhn(values[first..<(first + length)]) { return [self] }
+                    let window = first..<(first + length)
+                    if window.contains(where: { inAddress[$0] }), PANRuns.passesLuhn(values[window]) { return [self] }
                 }
             }
             var parts: [Stretch] = []

@@ -191,7 +191,11 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                 declined.panLast4 = card.panLast4
                 declined.decidedBy = "tsp"
                 declined.declineReason = "the TSP refused the digitization (\(error.message)); add the card again"
-                _ = try store.finishDigitization(id: card.id, result: declined, nowMs: clock())
+                let (stored, recorded) = try store.finishDigitizationOnce(
+                    id: card.id, result: declined, nowMs: clock())
+                // Another caller recorded the card's answer meanwhile (the resume and accept-terms at once): that
+                // answer stands, and this refusal, of a request the TSP had already answered, is moot.
+                if !recorded, let answer = stored.result { return Self.response(stored, answer) }
                 log.info(
                     "digitization refused by the TSP; card recorded as declined",
                     ["card_ref": card.cardRef, "status": error.code.protoValueName ?? "?"])
@@ -199,7 +203,10 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
                     error.code, "\(error.message); \(card.cardRef) is recorded as declined: add the card again",
                     cause: error)
             }
-            let stored = try store.finishDigitization(id: card.id, result: result, nowMs: clock())
+            let (stored, recorded) = try store.finishDigitizationOnce(id: card.id, result: result, nowMs: clock())
+            // The other of two callers finishing the card at once answers with the card as recorded, and
+            // announces nothing: the issuer app heard "card added" twice.
+            guard recorded else { return Self.response(stored, stored.result ?? result) }
             log.info(
                 "digitization finished",
                 [
@@ -262,10 +269,11 @@ public struct WalletControlService: WalletV1.WalletControl.ServiceProtocol {
     }
 
     /// Whether the TSP refused a Digitize for what it is, so that sending it again meets the same refusal: its
-    /// answer to a request it cannot take (an expired or unknown receipt, another device's, terms not accepted).
+    /// answer to a request it cannot take (an expired, unknown or used receipt).
     static func refusedForGood(_ error: RPCError) -> Bool {
-        [.failedPrecondition, .invalidArgument, .notFound, .permissionDenied, .outOfRange, .alreadyExists]
-            .contains(error.code)
+        // Not INVALID_ARGUMENT or PERMISSION_DENIED: those come from the wallet's own request (its terms, its
+        // device), which fixing the wallet's configuration can cure, and accept-terms then sends again.
+        [.failedPrecondition, .notFound, .outOfRange, .alreadyExists].contains(error.code)
     }
 
     /// Whether a call failed before it reached its server: its channel could not connect, or a goaway refused it

@@ -254,13 +254,21 @@ public final class WalletStore: Sendable {
     public func finishDigitization(
         id: Int64, result: TspV1.DigitizeResponse, nowMs: UInt64
     ) throws(WalletError) -> WalletCardRecord {
+        try finishDigitizationOnce(id: id, result: result, nowMs: nowMs).card
+    }
+
+    /// `finishDigitization`, saying whether this call recorded the answer: two callers may finish one card at once
+    /// (a person's accept-terms and the wallet's resume), and only the one that recorded it announces the card.
+    public func finishDigitizationOnce(
+        id: Int64, result: TspV1.DigitizeResponse, nowMs: UInt64
+    ) throws(WalletError) -> (card: WalletCardRecord, recorded: Bool) {
         try run("store the digital card") {
             let issuerID: String? = result.issuerID.isEmpty ? nil : result.issuerID
             let issuerNodeID: String? = result.issuerNodeID.isEmpty ? nil : result.issuerNodeID
-            try database.transaction { tx in
+            let recorded = try database.transaction { tx in
                 let result = try Self.withEarlyState(result, in: tx)
                 let bytes = try result.serializedBytes()
-                _ = try tx.execute(
+                return try tx.execute(
                     """
                     UPDATE cards SET status = ?, result = ?, digital_card_id = ?, issuer_id = ?, issuer_node_id = ?,
                         updated_at_ms = ?
@@ -269,10 +277,11 @@ public final class WalletStore: Sendable {
                     [
                         result.walletStatus.rawValue, bytes, result.digitalCardID, issuerID, issuerNodeID,
                         Int64(nowMs), id,
-                    ])
+                    ]
+                ).changes == 1
             }
             guard let card = try fetch(id) else { throw WalletError(.notFound, "the card vanished") }
-            return card
+            return (card, recorded)
         }
     }
 

@@ -106,7 +106,6 @@ import TokenetTestSupport
         "listening on 192.168.178.100:7001",
         // An address a space joins to other digits (none of which make a Luhn-valid run of 13 to 19 with it).
         "attempt 3 192.168.178.100:7001",
-        "hosts: 10.1.1.1 10.1.1.20",
         "peer=192.168.100.200:17001",
         "203.113.100.254:443",
         "tls://192.168.178.100:7001/issuer",

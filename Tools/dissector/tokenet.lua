@@ -537,7 +537,7 @@ end
 
 -- A stretch split around the IPv4 addresses in it (four groups of one to three ASCII digits joined by single full
 -- stops, joined by none to more groups), each a dotted stretch of its own; not when some 13 to 19 of the stretch's
--- digits in a row pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
+-- digits in a row, an address's among them, pass the Luhn check (PANMasking.swift, `splitAtAddresses`).
 local function split_at_addresses(points, stretch)
     local groups, joins = stretch.groups, stretch.dot_joins or {}
     if #groups <= 4 or #joins ~= #groups - 1 then return { stretch } end
@@ -576,11 +576,25 @@ local function split_at_addresses(points, stretch)
     end
     if #addresses == 0 then return { stretch } end
     -- A card number may run across an address's edge, or be written as two addresses: 13 to 19 digits in a row
-    -- that pass the Luhn check keep the stretch whole.
+    -- that pass the Luhn check, some of them an address's, keep the stretch whole.
+    local in_address = {}
+    for g, group in ipairs(groups) do
+        local inside = false
+        for _, first in ipairs(addresses) do
+            if g >= first and g <= first + 3 then inside = true end
+        end
+        for _ = 1, #group do in_address[#in_address + 1] = inside end
+    end
     for first = 1, #values do
         for length = 13, 19 do
             local last = first + length - 1
-            if last <= #values and passes_luhn(values, first, last) then return { stretch } end
+            if last <= #values then
+                local touches = false
+                for k = first, last do
+                    if in_address[k] then touches = true end
+                end
+                if touches and passes_luhn(values, first, last) then return { stretch } end
+            end
         end
     end
     local parts, next_group = {}, 1
