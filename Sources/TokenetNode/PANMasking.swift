@@ -350,9 +350,8 @@ enum PANRuns {
             /// An address's part: 0 to 255, written without a leading zero (`010` and `000` are no address's).
             func isOctet(_ group: [Int]) -> Bool {
                 guard (1...3).contains(group.count) else { return false }
-                let text = String(String.UnicodeScalarView(group.map(scalar)))
-                guard let value = Int(text), value <= 255 else { return false }
-                return group.count == 1 || scalar(group[0]) != "0"
+                let value = group.reduce(0) { $0 * 10 + Int(scalar($1).value) - 48 }
+                return value <= 255 && (group.count == 1 || scalar(group[0]) != "0")
             }
             var index = 0
             while index + 3 < groups.count {
@@ -379,11 +378,8 @@ enum PANRuns {
                 inAddress += Array(repeating: address, count: group.count)
             }
             let values = all.map { Int(scalar($0).value) - 48 }
-            for first in values.indices {
-                for length in 13...19 where first + length <= values.count {
-                    let window = first..<(first + length)
-                    if window.contains(where: { inAddress[$0] }), PANRuns.passesLuhn(values[window]) { return [self] }
-                }
+            if PANRuns.holdsLuhnValidRun(values, where: { window in window.contains { inAddress[$0] } }) {
+                return [self]
             }
             var parts: [Stretch] = []
             var next = 0
@@ -568,10 +564,16 @@ enum PANRuns {
     /// identifier's shape let it through. Masking is the same on every line and node, so the trace id still finds
     /// its flow's lines in its masked form.
     static func holdsLuhnValidNumber(digits: Range<Int>, scalar: (Int) -> Unicode.Scalar) -> Bool {
-        let values = digits.map { Int(scalar($0).value) - 48 }
+        holdsLuhnValidRun(digits.map { Int(scalar($0).value) - 48 })
+    }
+
+    /// Whether some 13 to 19 consecutive `values` (digits by value), among the runs `include` accepts (by their
+    /// range in `values`), pass the Luhn check.
+    static func holdsLuhnValidRun(_ values: [Int], where include: (Range<Int>) -> Bool = { _ in true }) -> Bool {
         for start in values.indices {
             for length in 13...19 where start + length <= values.count {
-                if passesLuhn(values[start..<(start + length)]) { return true }
+                let window = start..<(start + length)
+                if include(window), passesLuhn(values[window]) { return true }
             }
         }
         return false
