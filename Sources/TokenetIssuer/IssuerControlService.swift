@@ -4,7 +4,7 @@ import TokenetNode
 import TokenetRPC
 import TokenetWire
 
-/// Operator actions at the issuer: list its cards (masked) and push one to a wallet.
+/// Operator actions at the issuer: list its cards (masked), push one to a wallet, and check its tokens with the TSP.
 struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
     /// The wording the TSP uses too, so an operator sees the same refusal whichever side refuses.
     static let receiptSchemeRefusal = "push receipts are for Mastercard cards only (MDES Token Connect)"
@@ -13,6 +13,7 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
     let tsp: TSPLink
     /// The wallet provider's backend; nil when issuer-node was started without `--wallet`.
     let wallet: (any RPCCaller)?
+    let tokenSync: IssuerTokenSync
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -35,6 +36,15 @@ struct IssuerControlService: IssuerV1.IssuerControl.ServiceProtocol {
                     notEligibleReason: card.notEligibleReason ?? "")
             },
             nextPageToken: next)
+    }
+
+    func syncWithTsp(_ request: IssuerV1.IssuerSyncWithTspRequest, context: ServerContext) async throws
+        -> IssuerV1.IssuerSyncWithTspResponse
+    {
+        let summary = try await tokenSync.check()
+        return IssuerV1.IssuerSyncWithTspResponse(
+            tokensChecked: UInt32(clamping: summary.listed), standInRecorded: UInt32(clamping: summary.standIn),
+            deletedRecorded: UInt32(clamping: summary.deleted))
     }
 
     func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse

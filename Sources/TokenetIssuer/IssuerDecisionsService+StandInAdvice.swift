@@ -67,7 +67,10 @@ extension IssuerDecisionsService {
         }
         var stored = try store.card(matching: pan)
         if stored == nil { stored = try store.card(thatHad: pan) }
-        let outdated = stored.map { $0.pan != pan || (try? card.expiry()) != $0.expiry } ?? false
+        // An advice given again by GetIssuerTokens for a token from before the TSP kept expiries has none: its
+        // number alone tells.
+        let expiry = try? card.expiry()
+        let outdated = stored.map { $0.pan != pan || (expiry != nil && expiry != $0.expiry) } ?? false
         return StandInAdvicePlan(
             decision: DecisionRecord(
                 cardID: stored?.id, last4: card.last4, digitalCardID: digitalCardID, tokenLast4: advice.tokenLast4,
@@ -81,15 +84,25 @@ extension IssuerDecisionsService {
             decisionName: decision)
     }
 
-    /// Records what `standInAdvicePlan` read, decided at `decidedAtMs` (now when 0).
-    func record(_ plan: StandInAdvicePlan, decidedAtMs: UInt64, messageID: String, log: Logger) throws(IssuerError) {
+    /// Records what `standInAdvicePlan` read, decided at `decidedAtMs` (now when 0); false when the advice was
+    /// recorded meanwhile (the message and the issuer's check with the TSP, `IssuerTokenSync`, read it at once).
+    @discardableResult
+    func record(_ plan: StandInAdvicePlan, decidedAtMs: UInt64, messageID: String, log: Logger) throws(IssuerError)
+        -> Bool
+    {
         let id = plan.decision.digitalCardID
         // The issuer answered, but too late for the TSP (a slow link): its own decision is in the log already, and
         // "while the issuer could not" beside it read as a contradiction.
         let answeredLate = try store.hasDecision(digitalCardID: id, otherThan: Self.standInRule)
-        try store.record(
-            plan.decision,
-            at: decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(decidedAtMs) / 1000))
+        guard
+            try store.recordOnce(
+                plan.decision,
+                at: decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(decidedAtMs) / 1000))
+        else {
+            log.debug(
+                "stand-in advice recorded before; nothing to do", ["message_id": messageID, "digital_card_id": id])
+            return false
+        }
         // The TSP made the token, so it knows it, whatever it answered about it before.
         store.noteKnownToTSP([id], why: "STAND_IN_ADVICE", log: log)
         if let card = plan.card {
@@ -110,5 +123,6 @@ extension IssuerDecisionsService {
                     "decision": plan.decisionName, "reason": plan.reason,
                 ])
         }
+        return true
     }
 }

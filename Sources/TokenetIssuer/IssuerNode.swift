@@ -58,9 +58,14 @@ public enum IssuerNode {
         }
         // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app
         // (processNotification, then the app's action).
-        try context.subscribeToNotifications(
+        // Each time the stream opens, the issuer's tokens are checked with the TSP (IssuerTokenSync).
+        let subscriber = try context.subscribeToNotifications(
             handler: IssuerNodeNotifications(
-                app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger))
+                app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger,
+                opened: party.tokenSync.signal))
+        if subscriber != nil {
+            context.runInBackground { await party.tokenSync.run() }
+        }
         var router = RPCRouter()
         IssuerAppService(view: appView).register(on: &router)
         party.decisions.register(on: &router)

@@ -11,6 +11,12 @@ struct IssuerNodeNotifications: NotificationHandler {
     let decisions: IssuerDecisionsService
     let cardCare: IssuerCardCareService
     let logger: Logger
+    /// Hears that the stream opened (`IssuerTokenSync`), for what the broker dropped while the node was away.
+    var opened: StreamOpenedSignal? = nil
+
+    func streamOpened() {
+        opened?.streamOpened()
+    }
 
     func handle(_ notification: TspV1.Notification) async throws {
         guard notification.messageType == Self.standInAdvice, case .standInAdvice(let advice)? = notification.body

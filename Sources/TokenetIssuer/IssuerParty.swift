@@ -14,6 +14,9 @@ struct IssuerParty: Sendable {
     let otp: IssuerOtpService
     let callCentre: IssuerCallCentreService
     let cardCare: IssuerCardCareService
+    /// The check of the issuer's tokens with the TSP, run each time the notification stream opens (its signal) and
+    /// by `SyncWithTsp`.
+    let tokenSync: IssuerTokenSync
     let appToApp: IssuerAppToAppService
     /// Strong authentication: the backend that enrols accounts with the TSP, and the issuer app that activates them
     /// and logs in.
@@ -44,11 +47,17 @@ struct IssuerParty: Sendable {
             }
         }
         self.tsp = link
-        self.decisions = IssuerDecisionsService(store: store, key: key, logger: logger, now: now)
-        self.control = IssuerControlService(store: store, tsp: link, wallet: wallet, logger: logger, now: now)
+        let decisions = IssuerDecisionsService(store: store, key: key, logger: logger, now: now)
+        self.decisions = decisions
+        let cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger, now: now)
+        self.cardCare = cardCare
+        let tokenSync = IssuerTokenSync(
+            store: store, decisions: decisions, cardCare: cardCare, signal: StreamOpenedSignal(), logger: logger)
+        self.tokenSync = tokenSync
+        self.control = IssuerControlService(
+            store: store, tsp: link, wallet: wallet, tokenSync: tokenSync, logger: logger, now: now)
         self.otp = IssuerOtpService(store: store, logger: logger, now: now)
         self.callCentre = IssuerCallCentreService(store: store, tsp: link, logger: logger)
-        self.cardCare = IssuerCardCareService(store: store, tsp: link, logger: logger, now: now)
         let enrolment = IssuerEnrolmentBackend(store: store, tsp: link, logger: logger, now: now)
         self.enrolment = enrolment
         let app = IssuerAppAuthenticator(

@@ -153,29 +153,51 @@ struct DecisionRecord: Sendable {
 
 extension IssuerStore {
     func record(_ decision: DecisionRecord, at date: Date) throws(IssuerError) {
-        var reason = ""
-        var methods: [String] = []
-        switch decision.outcome {
-        case .approved: break
-        case .declined(let why): reason = why
-        case .stepUp(let offers): methods = offers.map(\.type.rawValue)
+        let idv = try Self.idvMethodsJSON(decision)
+        try storage("record a digitization decision") {
+            try database.transaction { tx in try Self.insert(decision, idv: idv, at: date, tx) }
         }
-        let idv = String(decoding: try Self.json(methods), as: UTF8.self)
-        _ = try storage("record a digitization decision") {
-            try database.execute(
-                """
-                INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
-                    input_method, device_id, device_type, account_score, device_score, recommendation, rule,
-                    decision, reason, idv_methods, wallet_node_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    Self.timestamp(date), decision.cardID, decision.last4, decision.digitalCardID,
-                    decision.tokenLast4, decision.walletAccountID, decision.inputMethod, decision.deviceID,
-                    decision.deviceType, decision.risk.account, decision.risk.device, decision.recommendation,
-                    decision.rule, decision.outcome.name, reason, idv, decision.walletNodeID,
-                ])
+    }
+
+    /// Records `decision` unless its token has a decision under the same rule already; whether it recorded it. A
+    /// stand-in's advice comes both as a message and in the issuer's check of its tokens with the TSP
+    /// (`IssuerTokenSync`), which can read it at the same time: recorded twice, the decisions log showed it twice.
+    func recordOnce(_ decision: DecisionRecord, at date: Date) throws(IssuerError) -> Bool {
+        let idv = try Self.idvMethodsJSON(decision)
+        return try storage("record a digitization decision") {
+            try database.transaction { tx in
+                guard
+                    try tx.queryOne(
+                        "SELECT 1 FROM decisions WHERE digital_card_id = ? AND rule IS ?",
+                        [decision.digitalCardID, decision.rule]) == nil
+                else { return false }
+                try Self.insert(decision, idv: idv, at: date, tx)
+                return true
+            }
         }
+    }
+
+    private static func idvMethodsJSON(_ decision: DecisionRecord) throws(IssuerError) -> String {
+        guard case .stepUp(let offers) = decision.outcome else { return "[]" }
+        return String(decoding: try json(offers.map(\.type.rawValue)), as: UTF8.self)
+    }
+
+    private static func insert(_ decision: DecisionRecord, idv: String, at date: Date, _ tx: Transaction) throws {
+        let reason: String
+        if case .declined(let why) = decision.outcome { reason = why } else { reason = "" }
+        _ = try tx.execute(
+            """
+            INSERT INTO decisions (decided_at, card_id, last4, digital_card_id, token_last4, wallet_account_id,
+                input_method, device_id, device_type, account_score, device_score, recommendation, rule,
+                decision, reason, idv_methods, wallet_node_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                timestamp(date), decision.cardID, decision.last4, decision.digitalCardID, decision.tokenLast4,
+                decision.walletAccountID, decision.inputMethod, decision.deviceID, decision.deviceType,
+                decision.risk.account, decision.risk.device, decision.recommendation, decision.rule,
+                decision.outcome.name, reason, idv, decision.walletNodeID,
+            ])
     }
 
     /// Whether a decision under `rule` is recorded for the token.

@@ -63,6 +63,15 @@ extension IssuerStore {
         }
     }
 
+    /// Which of `ids` are recorded unknown to the TSP.
+    func unknownTokens(among ids: [String]) throws(IssuerError) -> [String] {
+        guard !ids.isEmpty else { return [] }
+        let recorded = try storage("list the tokens recorded unknown to the TSP") {
+            try Set(database.query("SELECT digital_card_id FROM unknown_tokens").map { try $0.text(0) })
+        }
+        return ids.filter(recorded.contains)
+    }
+
     /// Forgets that the TSP did not know `ids`: it has since shown it does (a result or message naming the token),
     /// so renewals and card-wide token changes send them again. Returns those that were recorded, in order.
     @discardableResult

@@ -242,22 +242,27 @@ extension IssuerStore {
     }
 
     /// Records `ids` as deleted at the TSP (`deletedTokensSchema`); a token recorded already keeps its first time.
-    func recordDeletedTokens(_ ids: [String], at date: Date = Date()) throws(IssuerError) {
-        guard !ids.isEmpty else { return }
-        try storage("record \(ids.count) deleted token(s)") {
+    /// Returns those recorded now, in order.
+    @discardableResult
+    func recordDeletedTokens(_ ids: [String], at date: Date = Date()) throws(IssuerError) -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try storage("record \(ids.count) deleted token(s)") {
             try database.transaction { tx in
-                for id in ids {
+                try ids.filter { id in
                     try Self.recordDeletedToken(id, atMs: UInt64(max(0, date.timeIntervalSince1970 * 1000)), tx)
                 }
             }
         }
     }
 
-    /// Records one token as deleted at the TSP, in `tx`; a token recorded already keeps its first time.
-    static func recordDeletedToken(_ id: String, atMs: UInt64, _ tx: Transaction) throws {
-        _ = try tx.execute(
+    /// Records one token as deleted at the TSP, in `tx`; a token recorded already keeps its first time. Returns
+    /// whether it was recorded now.
+    @discardableResult
+    static func recordDeletedToken(_ id: String, atMs: UInt64, _ tx: Transaction) throws -> Bool {
+        try tx.execute(
             "INSERT OR IGNORE INTO deleted_tokens (digital_card_id, learned_at_ms) VALUES (?, ?)",
-            [id, Int64(clamping: atMs)])
+            [id, Int64(clamping: atMs)]
+        ).changes > 0
     }
 
     /// The decisions of a token, newest last, and those of a card: `lastDecisionNotDeclined` looks up a token's

@@ -81,10 +81,10 @@ public enum WalletNode {
         var control = WalletControlService(
             tsp: tsp, store: store, configuration: configuration, selection: selection, logger: logger, clock: clock,
             newID: newID, events: events, issuerless: issuerless)
-        let opened = background == nil ? nil : WalletStreamOpenedSignal()
+        let opened = background == nil ? nil : StreamOpenedSignal()
         control.tokenSync = WalletTokenStateSync(
             tsp: TspV1.TokenLifecycle.Client(tsp), store: store, updates: updates,
-            signal: opened ?? WalletStreamOpenedSignal(), logger: logger)
+            signal: opened ?? StreamOpenedSignal(), logger: logger)
         notifications?(
             WalletNotificationHandler(store: store, updates: updates, logger: logger, clock: clock, opened: opened))
         if let background {

@@ -15,11 +15,11 @@ public final class WalletNotificationHandler: NotificationHandler {
     let logger: Logger
     let clock: @Sendable () -> UInt64
     /// Hears that the stream opened (`WalletTokenStateSync`); nil where no node runs in the background.
-    let opened: WalletStreamOpenedSignal?
+    let opened: StreamOpenedSignal?
 
     init(
         store: WalletStore, updates: WalletTokenUpdates, logger: Logger, clock: @escaping @Sendable () -> UInt64,
-        opened: WalletStreamOpenedSignal? = nil
+        opened: StreamOpenedSignal? = nil
     ) {
         self.store = store
         self.updates = updates

@@ -15,7 +15,7 @@ struct WalletTokenStateSync: Sendable {
     let tsp: TspV1.TokenLifecycle.Client
     let store: WalletStore
     let updates: WalletTokenUpdates
-    let signal: WalletStreamOpenedSignal
+    let signal: StreamOpenedSignal
     let logger: Logger
     /// Sends again the Digitize requests the wallet never got an answer to
     /// (`WalletControlService.resumeUnansweredDigitizations`), before each check: a card whose answer was lost to a
@@ -151,20 +151,5 @@ struct WalletTokenStateSync: Sendable {
             "card's last four digits brought in line with the TSP",
             ["card_ref": card.cardRef, "previous_pan_last4": card.panLast4, "pan_last4": panLast4])
         return true
-    }
-}
-
-/// Tells `WalletTokenStateSync` that the notification stream opened. Signals given while a check is under way
-/// coalesce into one.
-final class WalletStreamOpenedSignal: Sendable {
-    let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    }
-
-    func streamOpened() {
-        continuation.yield()
     }
 }

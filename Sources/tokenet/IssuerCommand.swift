@@ -1,7 +1,7 @@
 import TokenetRPC
 import TokenetWire
 
-/// `tokenet issuer cards|push-card|outbox|activate-token|app-view ADDR …`: an operator at the issuer, through issuer-node's
+/// `tokenet issuer cards|push-card|outbox|activate-token|app-view|sync ADDR …`: an operator at the issuer, through issuer-node's
 /// IssuerControl, IssuerCallCentre and IssuerApp services.
 enum IssuerCommand {
     static let subcommand = PartyCommandGroup.subcommand(
@@ -10,7 +10,7 @@ enum IssuerCommand {
             "List an issuer-node's cards, push one to a wallet, read its outbox, activate tokens, show its app view, "
             + "enrol accounts for strong authentication.",
         help: help + "\n\n" + enrolmentHelp + "\n" + cardCareHelp,
-        actions: [cards, pushCard, outbox, activateToken, appView, enroll, unlock] + cardCareActions)
+        actions: [cards, pushCard, outbox, activateToken, appView, sync, enroll, unlock] + cardCareActions)
 
     static let help = """
         Usage: tokenet issuer cards ADDR [OPTIONS]
@@ -19,6 +19,7 @@ enum IssuerCommand {
                tokenet issuer outbox ADDR [--digital-card ID] [OPTIONS]
                tokenet issuer activate-token ADDR DIGITAL_CARD_ID [OPTIONS]
                tokenet issuer app-view ADDR [OPTIONS]
+               tokenet issuer sync ADDR [OPTIONS]
 
         cards lists the cards the issuer at ADDR (HOST:PORT) holds, masked, with the rule it applies when they are
         digitized. push-card pushes one of them to a wallet: --mode receipt asks the TSP for a single-use push
@@ -33,6 +34,9 @@ enum IssuerCommand {
         wallet, kept from the wallet's card-data-changed listener and the token states pulled at each connection.
         RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
         TOKENS counts the card's live tokens, those the TSP's stand-in approved included (--json names them).
+        sync checks the issuer's tokens with the TSP now, as the issuer does each time its notification stream to
+        the TSP opens: it records the tokens the TSP's stand-in approved and the tokens the TSP deleted whose
+        messages the issuer missed (dropped while the issuer was away), so that TOKENS counts them as they are.
 
         Options:
           --mode MODE          receipt or session (required for push-card).
@@ -57,6 +61,20 @@ enum IssuerCommand {
             options, json: flags.json,
             call: { session, callOptions in try await allCards(session, callOptions) },
             text: { response, _ in PartyText.issuerCards(response) })
+    }
+
+    static let sync = PartyAction(name: "sync") { flags, command throws(CLIError) in
+        let options = try InspectOptions(parsing: flags.rest, command: command, operands: 0...0)
+        return try PartySession.run(
+            options, json: flags.json,
+            call: { session, callOptions in
+                try await IssuerV1.IssuerControl.Client(session.client).syncWithTsp(.init(), options: callOptions)
+            },
+            text: { response, traceID in
+                "Checked \(response.tokensChecked) \(response.tokensChecked == 1 ? "token" : "tokens") with the TSP: "
+                    + "\(response.standInRecorded) approved by its stand-in and \(response.deletedRecorded) deleted "
+                    + "recorded now.\n(trace \(traceID))"
+            })
     }
 
     /// Every page of `ListCards`.

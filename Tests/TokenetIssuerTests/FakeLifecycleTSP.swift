@@ -46,6 +46,13 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         var foreign: Set<String> = []
         /// Tokens a renewal fails for a reason that may pass (the status given), in their own results.
         var failingTokens: [String: StatusCode] = [:]
+        /// GetIssuerTokens: the issuer's tokens as listed (two a page), the stand-in advice each named one carries,
+        /// the ids of each call that named tokens, and failures answered instead, in turn (a TSP out of reach).
+        var issuerTokens: [TspV1.IssuerToken] = []
+        var advices: [String: TspV1.StandInAdviceBody] = [:]
+        var namedAsks: [[String]] = []
+        var listingFailures: [RPCError] = []
+        var listingCalls = 0
 
         /// The result refusing token `id` when the TSP does not know it, it is another issuer's or it is deleted, as
         /// the TSP gives it.
@@ -150,6 +157,32 @@ final class FakeLifecycleTSP: TspV1.TokenLifecycle.ServiceProtocol, TspV1.Issuer
         return TspV1.RenewCardResponse(
             renewedDigitalCardIds: results.filter { $0.statusCode == 0 }.map(\.digitalCardID),
             panLast4: try card.pan().last4, expiry: "", results: results)
+    }
+
+    func getIssuerTokens(_ request: TspV1.GetIssuerTokensRequest, context: ServerContext) async throws
+        -> TspV1.GetIssuerTokensResponse
+    {
+        try state.withLock { state throws(RPCError) in
+            state.listingCalls += 1
+            if !state.listingFailures.isEmpty { throw state.listingFailures.removeFirst() }
+            if !request.digitalCardIds.isEmpty {
+                state.namedAsks.append(request.digitalCardIds)
+                let named = request.digitalCardIds.compactMap { id in
+                    state.issuerTokens.first { $0.digitalCardID == id }
+                }
+                return TspV1.GetIssuerTokensResponse(
+                    tokens: named.map { token in
+                        var token = token
+                        token.standInAdvice = state.advices[token.digitalCardID]
+                        return token
+                    })
+            }
+            let start = Int(request.pageToken) ?? 0
+            let end = min(start + 2, state.issuerTokens.count)
+            return TspV1.GetIssuerTokensResponse(
+                tokens: Array(state.issuerTokens[start..<end]),
+                nextPageToken: end < state.issuerTokens.count ? "\(end)" : "")
+        }
     }
 
     func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws

@@ -12,7 +12,7 @@ import TokenetWire
 @Suite struct WalletTokenStateSyncTests {
     static let id = WalletLifecycleTests.id
 
-    static func sync(_ wallet: WalletHarness, signal: WalletStreamOpenedSignal = WalletStreamOpenedSignal())
+    static func sync(_ wallet: WalletHarness, signal: StreamOpenedSignal = StreamOpenedSignal())
         -> WalletTokenStateSync
     {
         let keys = WalletLifecycleTests.paymentKeys(wallet)
@@ -152,7 +152,7 @@ import TokenetWire
             $0.versions[Self.id] = 5
             $0.stateQueryFailure = RPCError(.unavailable, "the TSP is away")
         }
-        let signal = WalletStreamOpenedSignal()
+        let signal = StreamOpenedSignal()
         let waits = Mutex<[UInt64]>([])
         var sync = Self.sync(wallet, signal: signal)
         sync.sleep = { milliseconds in

@@ -15,11 +15,11 @@
 #include "tokenet/issuer/v1/app_to_app.pb-c.h"
 #include "tokenet/tsp/v1/auth.pb-c.h"
 #include "tokenet/issuer/v1/auth.pb-c.h"
+#include "tokenet/tsp/v1/notifications.pb-c.h"
 #include "tokenet/tsp/v1/lifecycle.pb-c.h"
 #include "tokenet/issuer/v1/card_care.pb-c.h"
 #include "tokenet/issuer/v1/control.pb-c.h"
 #include "tokenet/issuer/v1/decisions.pb-c.h"
-#include "tokenet/tsp/v1/notifications.pb-c.h"
 #include "tokenet/issuer/v1/inbox.pb-c.h"
 #include "tokenet/issuer/v1/otp.pb-c.h"
 #include "tokenet/reflection/v1/reflection.pb-c.h"
@@ -177,6 +177,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issu
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_send_message_response(void) {
     return &tokenet__issuer__v1__issuer_send_message_response__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_sync_with_tsp_request(void) {
+    return &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__issuer_sync_with_tsp_response(void) {
+    return &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__issuer__v1__linked_account_result(void) {
     return &tokenet__issuer__v1__linked_account_result__descriptor;
@@ -373,6 +379,12 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_funding_cards_response(void) {
     return &tokenet__tsp__v1__get_funding_cards_response__descriptor;
 }
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_issuer_tokens_request(void) {
+    return &tokenet__tsp__v1__get_issuer_tokens_request__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_issuer_tokens_response(void) {
+    return &tokenet__tsp__v1__get_issuer_tokens_response__descriptor;
+}
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__get_token_issuer_request(void) {
     return &tokenet__tsp__v1__get_token_issuer_request__descriptor;
 }
@@ -390,6 +402,9 @@ static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp_
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__issuer_push_receipt(void) {
     return &tokenet__tsp__v1__issuer_push_receipt__descriptor;
+}
+static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__issuer_token(void) {
+    return &tokenet__tsp__v1__issuer_token__descriptor;
 }
 static inline const ProtobufCMessageDescriptor *tokenet_descriptor_tokenet__tsp__v1__list_tokens_request(void) {
     return &tokenet__tsp__v1__list_tokens_request__descriptor;

@@ -7,6 +7,96 @@
 #endif
 
 #include "tokenet/issuer/v1/control.pb-c.h"
+void   tokenet__issuer__v1__issuer_sync_with_tsp_request__init
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspRequest         *message)
+{
+  static const Tokenet__Issuer__V1__IssuerSyncWithTspRequest init_value = TOKENET__ISSUER__V1__ISSUER_SYNC_WITH_TSP_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__pack
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__IssuerSyncWithTspRequest *
+       tokenet__issuer__v1__issuer_sync_with_tsp_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__IssuerSyncWithTspRequest *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__issuer_sync_with_tsp_request__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__issuer__v1__issuer_sync_with_tsp_response__init
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspResponse         *message)
+{
+  static const Tokenet__Issuer__V1__IssuerSyncWithTspResponse init_value = TOKENET__ISSUER__V1__ISSUER_SYNC_WITH_TSP_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__pack
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Issuer__V1__IssuerSyncWithTspResponse *
+       tokenet__issuer__v1__issuer_sync_with_tsp_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Issuer__V1__IssuerSyncWithTspResponse *)
+     protobuf_c_message_unpack (&tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__issuer__v1__issuer_sync_with_tsp_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__issuer__v1__list_cards_request__init
                      (Tokenet__Issuer__V1__ListCardsRequest         *message)
 {
@@ -322,6 +412,88 @@ void   tokenet__issuer__v1__push_receipt__free_unpacked
   assert(message->base.descriptor == &tokenet__issuer__v1__push_receipt__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+#define tokenet__issuer__v1__issuer_sync_with_tsp_request__field_descriptors NULL
+#define tokenet__issuer__v1__issuer_sync_with_tsp_request__field_indices_by_name NULL
+#define tokenet__issuer__v1__issuer_sync_with_tsp_request__number_ranges NULL
+const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.IssuerSyncWithTspRequest",
+  "IssuerSyncWithTspRequest",
+  "Tokenet__Issuer__V1__IssuerSyncWithTspRequest",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__IssuerSyncWithTspRequest),
+  0,
+  tokenet__issuer__v1__issuer_sync_with_tsp_request__field_descriptors,
+  tokenet__issuer__v1__issuer_sync_with_tsp_request__field_indices_by_name,
+  0,  tokenet__issuer__v1__issuer_sync_with_tsp_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__issuer_sync_with_tsp_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__field_descriptors[3] =
+{
+  {
+    "tokens_checked",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse, tokens_checked),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stand_in_recorded",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse, stand_in_recorded),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted_recorded",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse, deleted_recorded),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__issuer__v1__issuer_sync_with_tsp_response__field_indices_by_name[] = {
+  2,   /* field[2] = deleted_recorded */
+  1,   /* field[1] = stand_in_recorded */
+  0,   /* field[0] = tokens_checked */
+};
+static const ProtobufCIntRange tokenet__issuer__v1__issuer_sync_with_tsp_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.issuer.v1.IssuerSyncWithTspResponse",
+  "IssuerSyncWithTspResponse",
+  "Tokenet__Issuer__V1__IssuerSyncWithTspResponse",
+  "tokenet.issuer.v1",
+  sizeof(Tokenet__Issuer__V1__IssuerSyncWithTspResponse),
+  3,
+  tokenet__issuer__v1__issuer_sync_with_tsp_response__field_descriptors,
+  tokenet__issuer__v1__issuer_sync_with_tsp_response__field_indices_by_name,
+  1,  tokenet__issuer__v1__issuer_sync_with_tsp_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__issuer__v1__issuer_sync_with_tsp_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__issuer__v1__list_cards_request__field_descriptors[2] =
 {
   {
@@ -865,14 +1037,16 @@ const ProtobufCEnumDescriptor tokenet__issuer__v1__push_mode__descriptor =
   tokenet__issuer__v1__push_mode__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor tokenet__issuer__v1__issuer_control__method_descriptors[2] =
+static const ProtobufCMethodDescriptor tokenet__issuer__v1__issuer_control__method_descriptors[3] =
 {
   { "ListCards", &tokenet__issuer__v1__list_cards_request__descriptor, &tokenet__issuer__v1__list_cards_response__descriptor },
   { "PushCard", &tokenet__issuer__v1__push_card_request__descriptor, &tokenet__issuer__v1__push_card_response__descriptor },
+  { "SyncWithTsp", &tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor, &tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor },
 };
 const unsigned tokenet__issuer__v1__issuer_control__method_indices_by_name[] = {
   0,        /* ListCards */
-  1         /* PushCard */
+  1,        /* PushCard */
+  2         /* SyncWithTsp */
 };
 const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_control__descriptor =
 {
@@ -881,7 +1055,7 @@ const ProtobufCServiceDescriptor tokenet__issuer__v1__issuer_control__descriptor
   "IssuerControl",
   "Tokenet__Issuer__V1__IssuerControl",
   "tokenet.issuer.v1",
-  2,
+  3,
   tokenet__issuer__v1__issuer_control__method_descriptors,
   tokenet__issuer__v1__issuer_control__method_indices_by_name
 };
@@ -900,6 +1074,14 @@ void tokenet__issuer__v1__issuer_control__push_card(ProtobufCService *service,
 {
   assert(service->descriptor == &tokenet__issuer__v1__issuer_control__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void tokenet__issuer__v1__issuer_control__sync_with_tsp(ProtobufCService *service,
+                                                        const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *input,
+                                                        Tokenet__Issuer__V1__IssuerSyncWithTspResponse_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &tokenet__issuer__v1__issuer_control__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__issuer__v1__issuer_control__init (Tokenet__Issuer__V1__IssuerControl_Service *service,
                                                 Tokenet__Issuer__V1__IssuerControl_ServiceDestroy destroy)

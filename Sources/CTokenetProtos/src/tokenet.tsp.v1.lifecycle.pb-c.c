@@ -1087,6 +1087,141 @@ void   tokenet__tsp__v1__get_funding_cards_response__free_unpacked
   assert(message->base.descriptor == &tokenet__tsp__v1__get_funding_cards_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   tokenet__tsp__v1__get_issuer_tokens_request__init
+                     (Tokenet__Tsp__V1__GetIssuerTokensRequest         *message)
+{
+  static const Tokenet__Tsp__V1__GetIssuerTokensRequest init_value = TOKENET__TSP__V1__GET_ISSUER_TOKENS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_request__pack
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetIssuerTokensRequest *
+       tokenet__tsp__v1__get_issuer_tokens_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetIssuerTokensRequest *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_issuer_tokens_request__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_issuer_tokens_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetIssuerTokensRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__issuer_token__init
+                     (Tokenet__Tsp__V1__IssuerToken         *message)
+{
+  static const Tokenet__Tsp__V1__IssuerToken init_value = TOKENET__TSP__V1__ISSUER_TOKEN__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__issuer_token__get_packed_size
+                     (const Tokenet__Tsp__V1__IssuerToken *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__issuer_token__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__issuer_token__pack
+                     (const Tokenet__Tsp__V1__IssuerToken *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__issuer_token__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__issuer_token__pack_to_buffer
+                     (const Tokenet__Tsp__V1__IssuerToken *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__issuer_token__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__IssuerToken *
+       tokenet__tsp__v1__issuer_token__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__IssuerToken *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__issuer_token__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__issuer_token__free_unpacked
+                     (Tokenet__Tsp__V1__IssuerToken *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__issuer_token__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   tokenet__tsp__v1__get_issuer_tokens_response__init
+                     (Tokenet__Tsp__V1__GetIssuerTokensResponse         *message)
+{
+  static const Tokenet__Tsp__V1__GetIssuerTokensResponse init_value = TOKENET__TSP__V1__GET_ISSUER_TOKENS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse *message)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_response__pack
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t tokenet__tsp__v1__get_issuer_tokens_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Tokenet__Tsp__V1__GetIssuerTokensResponse *
+       tokenet__tsp__v1__get_issuer_tokens_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Tokenet__Tsp__V1__GetIssuerTokensResponse *)
+     protobuf_c_message_unpack (&tokenet__tsp__v1__get_issuer_tokens_response__descriptor,
+                                allocator, len, data);
+}
+void   tokenet__tsp__v1__get_issuer_tokens_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetIssuerTokensResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &tokenet__tsp__v1__get_issuer_tokens_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   tokenet__tsp__v1__send_card_message_request__init
                      (Tokenet__Tsp__V1__SendCardMessageRequest         *message)
 {
@@ -2817,6 +2952,211 @@ const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_response__d
   (ProtobufCMessageInit) tokenet__tsp__v1__get_funding_cards_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_issuer_tokens_request__field_descriptors[3] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "digital_card_ids",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensRequest, n_digital_card_ids),
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensRequest, digital_card_ids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_issuer_tokens_request__field_indices_by_name[] = {
+  2,   /* field[2] = digital_card_ids */
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_issuer_tokens_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_issuer_tokens_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetIssuerTokensRequest",
+  "GetIssuerTokensRequest",
+  "Tokenet__Tsp__V1__GetIssuerTokensRequest",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetIssuerTokensRequest),
+  3,
+  tokenet__tsp__v1__get_issuer_tokens_request__field_descriptors,
+  tokenet__tsp__v1__get_issuer_tokens_request__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_issuer_tokens_request__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_issuer_tokens_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__issuer_token__field_descriptors[5] =
+{
+  {
+    "digital_card_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__IssuerToken, digital_card_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token_state",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__IssuerToken, token_state),
+    &tokenet__card__v1__token_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__IssuerToken, state_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "decided_by_stand_in",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__IssuerToken, decided_by_stand_in),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stand_in_advice",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__IssuerToken, stand_in_advice),
+    &tokenet__tsp__v1__stand_in_advice_body__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__issuer_token__field_indices_by_name[] = {
+  3,   /* field[3] = decided_by_stand_in */
+  0,   /* field[0] = digital_card_id */
+  4,   /* field[4] = stand_in_advice */
+  2,   /* field[2] = state_version */
+  1,   /* field[1] = token_state */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__issuer_token__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__issuer_token__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.IssuerToken",
+  "IssuerToken",
+  "Tokenet__Tsp__V1__IssuerToken",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__IssuerToken),
+  5,
+  tokenet__tsp__v1__issuer_token__field_descriptors,
+  tokenet__tsp__v1__issuer_token__field_indices_by_name,
+  1,  tokenet__tsp__v1__issuer_token__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__issuer_token__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor tokenet__tsp__v1__get_issuer_tokens_response__field_descriptors[2] =
+{
+  {
+    "tokens",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensResponse, n_tokens),
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensResponse, tokens),
+    &tokenet__tsp__v1__issuer_token__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Tokenet__Tsp__V1__GetIssuerTokensResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned tokenet__tsp__v1__get_issuer_tokens_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = tokens */
+};
+static const ProtobufCIntRange tokenet__tsp__v1__get_issuer_tokens_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor tokenet__tsp__v1__get_issuer_tokens_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "tokenet.tsp.v1.GetIssuerTokensResponse",
+  "GetIssuerTokensResponse",
+  "Tokenet__Tsp__V1__GetIssuerTokensResponse",
+  "tokenet.tsp.v1",
+  sizeof(Tokenet__Tsp__V1__GetIssuerTokensResponse),
+  2,
+  tokenet__tsp__v1__get_issuer_tokens_response__field_descriptors,
+  tokenet__tsp__v1__get_issuer_tokens_response__field_indices_by_name,
+  1,  tokenet__tsp__v1__get_issuer_tokens_response__number_ranges,
+  (ProtobufCMessageInit) tokenet__tsp__v1__get_issuer_tokens_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor tokenet__tsp__v1__send_card_message_request__field_descriptors[4] =
 {
   {
@@ -3090,16 +3430,18 @@ void tokenet__tsp__v1__transactions__init (Tokenet__Tsp__V1__Transactions_Servic
                                      &tokenet__tsp__v1__transactions__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_card_updates__method_descriptors[3] =
+static const ProtobufCMethodDescriptor tokenet__tsp__v1__issuer_card_updates__method_descriptors[4] =
 {
   { "RenewCard", &tokenet__tsp__v1__renew_card_request__descriptor, &tokenet__tsp__v1__renew_card_response__descriptor },
   { "GetFundingCards", &tokenet__tsp__v1__get_funding_cards_request__descriptor, &tokenet__tsp__v1__get_funding_cards_response__descriptor },
+  { "GetIssuerTokens", &tokenet__tsp__v1__get_issuer_tokens_request__descriptor, &tokenet__tsp__v1__get_issuer_tokens_response__descriptor },
   { "SendCardMessage", &tokenet__tsp__v1__send_card_message_request__descriptor, &tokenet__tsp__v1__send_card_message_response__descriptor },
 };
 const unsigned tokenet__tsp__v1__issuer_card_updates__method_indices_by_name[] = {
   1,        /* GetFundingCards */
+  2,        /* GetIssuerTokens */
   0,        /* RenewCard */
-  2         /* SendCardMessage */
+  3         /* SendCardMessage */
 };
 const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_card_updates__descriptor =
 {
@@ -3108,7 +3450,7 @@ const ProtobufCServiceDescriptor tokenet__tsp__v1__issuer_card_updates__descript
   "IssuerCardUpdates",
   "Tokenet__Tsp__V1__IssuerCardUpdates",
   "tokenet.tsp.v1",
-  3,
+  4,
   tokenet__tsp__v1__issuer_card_updates__method_descriptors,
   tokenet__tsp__v1__issuer_card_updates__method_indices_by_name
 };
@@ -3128,13 +3470,21 @@ void tokenet__tsp__v1__issuer_card_updates__get_funding_cards(ProtobufCService *
   assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void tokenet__tsp__v1__issuer_card_updates__get_issuer_tokens(ProtobufCService *service,
+                                                              const Tokenet__Tsp__V1__GetIssuerTokensRequest *input,
+                                                              Tokenet__Tsp__V1__GetIssuerTokensResponse_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void tokenet__tsp__v1__issuer_card_updates__send_card_message(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__SendCardMessageRequest *input,
                                                               Tokenet__Tsp__V1__SendCardMessageResponse_Closure closure,
                                                               void *closure_data)
 {
   assert(service->descriptor == &tokenet__tsp__v1__issuer_card_updates__descriptor);
-  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void tokenet__tsp__v1__issuer_card_updates__init (Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
                                                   Tokenet__Tsp__V1__IssuerCardUpdates_ServiceDestroy destroy)

@@ -19,12 +19,17 @@ extension IssuerV1.IssuerControl {
         public func pushCard(_ request: IssuerV1.PushCardRequest, options: CallOptions = CallOptions()) async throws -> IssuerV1.PushCardResponse {
             try await rpc.unary(IssuerV1.IssuerControl.pushCard, request, options: options)
         }
+
+        public func syncWithTsp(_ request: IssuerV1.IssuerSyncWithTspRequest, options: CallOptions = CallOptions()) async throws -> IssuerV1.IssuerSyncWithTspResponse {
+            try await rpc.unary(IssuerV1.IssuerControl.syncWithTsp, request, options: options)
+        }
     }
 
     /// What a server of `tokenet.issuer.v1.IssuerControl` implements; `register(on:)` routes every method to it.
     public protocol ServiceProtocol: Sendable {
         func listCards(_ request: IssuerV1.ListCardsRequest, context: ServerContext) async throws -> IssuerV1.ListCardsResponse
         func pushCard(_ request: IssuerV1.PushCardRequest, context: ServerContext) async throws -> IssuerV1.PushCardResponse
+        func syncWithTsp(_ request: IssuerV1.IssuerSyncWithTspRequest, context: ServerContext) async throws -> IssuerV1.IssuerSyncWithTspResponse
     }
 }
 
@@ -33,5 +38,6 @@ extension IssuerV1.IssuerControl.ServiceProtocol {
     public func register(on router: inout RPCRouter) {
         router.unary(IssuerV1.IssuerControl.listCards) { try await self.listCards($0, context: $1) }
         router.unary(IssuerV1.IssuerControl.pushCard) { try await self.pushCard($0, context: $1) }
+        router.unary(IssuerV1.IssuerControl.syncWithTsp) { try await self.syncWithTsp($0, context: $1) }
     }
 }

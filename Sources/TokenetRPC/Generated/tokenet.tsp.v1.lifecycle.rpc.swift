@@ -112,6 +112,10 @@ extension TspV1.IssuerCardUpdates {
             try await rpc.unary(TspV1.IssuerCardUpdates.getFundingCards, request, options: options)
         }
 
+        public func getIssuerTokens(_ request: TspV1.GetIssuerTokensRequest, options: CallOptions = CallOptions()) async throws -> TspV1.GetIssuerTokensResponse {
+            try await rpc.unary(TspV1.IssuerCardUpdates.getIssuerTokens, request, options: options)
+        }
+
         public func sendCardMessage(_ request: TspV1.SendCardMessageRequest, options: CallOptions = CallOptions()) async throws -> TspV1.SendCardMessageResponse {
             try await rpc.unary(TspV1.IssuerCardUpdates.sendCardMessage, request, options: options)
         }
@@ -121,6 +125,7 @@ extension TspV1.IssuerCardUpdates {
     public protocol ServiceProtocol: Sendable {
         func renewCard(_ request: TspV1.RenewCardRequest, context: ServerContext) async throws -> TspV1.RenewCardResponse
         func getFundingCards(_ request: TspV1.GetFundingCardsRequest, context: ServerContext) async throws -> TspV1.GetFundingCardsResponse
+        func getIssuerTokens(_ request: TspV1.GetIssuerTokensRequest, context: ServerContext) async throws -> TspV1.GetIssuerTokensResponse
         func sendCardMessage(_ request: TspV1.SendCardMessageRequest, context: ServerContext) async throws -> TspV1.SendCardMessageResponse
     }
 }
@@ -130,6 +135,7 @@ extension TspV1.IssuerCardUpdates.ServiceProtocol {
     public func register(on router: inout RPCRouter) {
         router.unary(TspV1.IssuerCardUpdates.renewCard) { try await self.renewCard($0, context: $1) }
         router.unary(TspV1.IssuerCardUpdates.getFundingCards) { try await self.getFundingCards($0, context: $1) }
+        router.unary(TspV1.IssuerCardUpdates.getIssuerTokens) { try await self.getIssuerTokens($0, context: $1) }
         router.unary(TspV1.IssuerCardUpdates.sendCardMessage) { try await self.sendCardMessage($0, context: $1) }
     }
 }

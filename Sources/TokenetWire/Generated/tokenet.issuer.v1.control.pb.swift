@@ -4,6 +4,63 @@ import CTokenetProtos
 import Foundation
 
 extension IssuerV1 {
+    public struct IssuerSyncWithTspRequest: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.IssuerSyncWithTspRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_sync_with_tsp_request())
+        }
+
+        public init() {}
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            _ = reader
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            _ = writer
+        }
+    }
+}
+
+extension IssuerV1 {
+    public struct IssuerSyncWithTspResponse: ProtoMessage {
+        public static let protoName = "tokenet.issuer.v1.IssuerSyncWithTspResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__issuer__v1__issuer_sync_with_tsp_response())
+        }
+
+        /// The issuer's tokens the TSP listed.
+        public var tokensChecked: UInt32 = 0
+
+        /// Tokens the TSP's stand-in approved that the issuer recorded now, with their cards.
+        public var standInRecorded: UInt32 = 0
+
+        /// Tokens of the issuer's cards it recorded deleted now.
+        public var deletedRecorded: UInt32 = 0
+
+        public init() {}
+
+        public init(tokensChecked: UInt32 = 0, standInRecorded: UInt32 = 0, deletedRecorded: UInt32 = 0) {
+            self.tokensChecked = tokensChecked
+            self.standInRecorded = standInRecorded
+            self.deletedRecorded = deletedRecorded
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.tokensChecked = try reader.read(1)
+            self.standInRecorded = try reader.read(2)
+            self.deletedRecorded = try reader.read(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, tokensChecked)
+            try writer.write(2, standInRecorded)
+            try writer.write(3, deletedRecorded)
+        }
+    }
+}
+
+extension IssuerV1 {
     public struct ListCardsRequest: ProtoMessage {
         public static let protoName = "tokenet.issuer.v1.ListCardsRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -386,9 +443,18 @@ extension IssuerV1 {
             service: serviceName, name: "PushCard", kind: .unary, allowedRoles: ["operator"]
         )
 
+        /// Brings the issuer's record of its tokens in line with the TSP now, as the issuer does each time its notification
+        /// stream opens (tokenet.tsp.v1.IssuerCardUpdates GetIssuerTokens): records each token the TSP's stand-in approved
+        /// that the issuer has no record of, with its card, and each token of its cards the TSP deleted. FAILED_PRECONDITION
+        /// when the issuer was started without --tsp or has not registered with the TSP yet; UNAVAILABLE when the TSP cannot
+        /// be asked.
+        public static let syncWithTsp = MethodDescriptor<IssuerV1.IssuerSyncWithTspRequest, IssuerV1.IssuerSyncWithTspResponse>(
+            service: serviceName, name: "SyncWithTsp", kind: .unary, allowedRoles: ["operator"]
+        )
+
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [listCards.erased, pushCard.erased]
+            methods: [listCards.erased, pushCard.erased, syncWithTsp.erased]
         )
     }
 }

@@ -1011,6 +1011,134 @@ extension TspV1 {
 }
 
 extension TspV1 {
+    public struct GetIssuerTokensRequest: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetIssuerTokensRequest"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_issuer_tokens_request())
+        }
+
+        /// At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+        /// INVALID_ARGUMENT.
+        public var pageSize: Int32 = 0
+
+        /// The next_page_token of the previous response; empty for the first page.
+        public var pageToken: String = ""
+
+        /// When given, only these tokens (at most 1000), in the order given, in one response without paging, each with its
+        /// stand-in advice when the stand-in approved it. An id of no token of the calling node's issuers is left out, and
+        /// an id named twice is answered once.
+        public var digitalCardIds: [String] = []
+
+        public init() {}
+
+        public init(pageSize: Int32 = 0, pageToken: String = "", digitalCardIds: [String] = []) {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+            self.digitalCardIds = digitalCardIds
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.pageSize = try reader.read(1)
+            self.pageToken = try reader.read(2)
+            self.digitalCardIds = try reader.readRepeated(3)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, pageSize)
+            try writer.write(2, pageToken)
+            try writer.write(3, repeated: digitalCardIds)
+        }
+    }
+}
+
+extension TspV1 {
+    public struct IssuerToken: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.IssuerToken"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__issuer_token())
+        }
+
+        public var digitalCardID: String = ""
+
+        public var tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0)
+
+        /// The version of token_state (DigitizeResponse.state_version).
+        public var stateVersion: UInt64 = 0
+
+        /// Whether the TSP's stand-in decided the token's digitization, and told the issuer so (STAND_IN_ADVICE).
+        public var decidedByStandIn: Bool = false
+
+        /// Only for a token named in digital_card_ids that the stand-in approved and that is not DEACTIVATED: the advice
+        /// as STAND_IN_ADVICE gave it, with the card the token holds now (a renewal moves it), encrypted to the issuer's
+        /// key as registered now. The device's type and the wallet's risk scores, which the TSP does not keep, are empty.
+        public var standInAdvice: TspV1.StandInAdviceBody? = nil
+
+        public init() {}
+
+        public init(
+            digitalCardID: String = "",
+            tokenState: CardV1.TokenState = CardV1.TokenState(rawValue: 0),
+            stateVersion: UInt64 = 0,
+            decidedByStandIn: Bool = false,
+            standInAdvice: TspV1.StandInAdviceBody? = nil
+        ) {
+            self.digitalCardID = digitalCardID
+            self.tokenState = tokenState
+            self.stateVersion = stateVersion
+            self.decidedByStandIn = decidedByStandIn
+            self.standInAdvice = standInAdvice
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.digitalCardID = try reader.read(1)
+            self.tokenState = try reader.read(2)
+            self.stateVersion = try reader.read(3)
+            self.decidedByStandIn = try reader.read(4)
+            self.standInAdvice = try reader.readMessage(5)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, digitalCardID)
+            try writer.write(2, tokenState)
+            try writer.write(3, stateVersion)
+            try writer.write(4, decidedByStandIn)
+            if let value = standInAdvice { try writer.write(5, message: value) }
+        }
+    }
+}
+
+extension TspV1 {
+    public struct GetIssuerTokensResponse: ProtoMessage {
+        public static let protoName = "tokenet.tsp.v1.GetIssuerTokensResponse"
+        public static var _protobufC: _ProtoDescriptor {
+            _ProtoDescriptor(tokenet_descriptor_tokenet__tsp__v1__get_issuer_tokens_response())
+        }
+
+        public var tokens: [TspV1.IssuerToken] = []
+
+        /// Empty on the last page; otherwise the page_token that asks for the next one.
+        public var nextPageToken: String = ""
+
+        public init() {}
+
+        public init(tokens: [TspV1.IssuerToken] = [], nextPageToken: String = "") {
+            self.tokens = tokens
+            self.nextPageToken = nextPageToken
+        }
+
+        public init(_protoReader reader: _ProtoReader) throws {
+            self.tokens = try reader.readRepeatedMessages(1)
+            self.nextPageToken = try reader.read(2)
+        }
+
+        public func _protoWrite(to writer: inout _ProtoWriter) throws {
+            try writer.write(1, repeatedMessages: tokens)
+            try writer.write(2, nextPageToken)
+        }
+    }
+}
+
+extension TspV1 {
     public struct SendCardMessageRequest: ProtoMessage {
         public static let protoName = "tokenet.tsp.v1.SendCardMessageRequest"
         public static var _protobufC: _ProtoDescriptor {
@@ -1225,6 +1353,18 @@ extension TspV1 {
             service: serviceName, name: "GetFundingCards", kind: .unary, allowedRoles: ["issuer"]
         )
 
+        /// The tokens of the issuers the calling node registered, with their states and versions, in pages in the order the
+        /// tokens were made, or the tokens named. An issuer node asks when its notification stream opens: the broker keeps a
+        /// message for a node that is away only so long (its retention, notifications.proto), and a STAND_IN_ADVICE or a
+        /// CARD_STATE DEACTIVATED it dropped unread left the issuer without a token the stand-in made (its renewals and
+        /// card-wide changes then left that token on the card's old number) or still counting a deleted one. A token named
+        /// in digital_card_ids that the stand-in approved carries its advice again (stand_in_advice). Refusals:
+        /// INVALID_ARGUMENT (a negative page_size, a page_token this listing did not make, more than 1000 ids),
+        /// FAILED_PRECONDITION (the calling node registered no issuer).
+        public static let getIssuerTokens = MethodDescriptor<TspV1.GetIssuerTokensRequest, TspV1.GetIssuerTokensResponse>(
+            service: serviceName, name: "GetIssuerTokens", kind: .unary, allowedRoles: ["issuer"]
+        )
+
         /// A message to the cardholder about one of the issuer's tokens: MESSAGING to the issuer app and the wallet.
         public static let sendCardMessage = MethodDescriptor<TspV1.SendCardMessageRequest, TspV1.SendCardMessageResponse>(
             service: serviceName, name: "SendCardMessage", kind: .unary, allowedRoles: ["issuer"]
@@ -1232,7 +1372,7 @@ extension TspV1 {
 
         public static let descriptor = ServiceDescriptor(
             name: serviceName,
-            methods: [renewCard.erased, getFundingCards.erased, sendCardMessage.erased]
+            methods: [renewCard.erased, getFundingCards.erased, getIssuerTokens.erased, sendCardMessage.erased]
         )
     }
 }

@@ -55,6 +55,8 @@ let generatedSamples: [any ProtoMessage] = {
     all += IssuerV1.IssuerRenewCardResponse.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageRequest.samples() as [any ProtoMessage]
     all += IssuerV1.IssuerSendMessageResponse.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSyncWithTspRequest.samples() as [any ProtoMessage]
+    all += IssuerV1.IssuerSyncWithTspResponse.samples() as [any ProtoMessage]
     all += IssuerV1.LinkedAccountResult.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsRequest.samples() as [any ProtoMessage]
     all += IssuerV1.ListCardsResponse.samples() as [any ProtoMessage]
@@ -120,12 +122,15 @@ let generatedSamples: [any ProtoMessage] = {
     all += TspV1.GetEncryptionKeysResponse.samples() as [any ProtoMessage]
     all += TspV1.GetFundingCardsRequest.samples() as [any ProtoMessage]
     all += TspV1.GetFundingCardsResponse.samples() as [any ProtoMessage]
+    all += TspV1.GetIssuerTokensRequest.samples() as [any ProtoMessage]
+    all += TspV1.GetIssuerTokensResponse.samples() as [any ProtoMessage]
     all += TspV1.GetTokenIssuerRequest.samples() as [any ProtoMessage]
     all += TspV1.GetTokenIssuerResponse.samples() as [any ProtoMessage]
     all += TspV1.GetTokenStatesRequest.samples() as [any ProtoMessage]
     all += TspV1.GetTokenStatesResponse.samples() as [any ProtoMessage]
     all += TspV1.HotpCredential.samples() as [any ProtoMessage]
     all += TspV1.IssuerPushReceipt.samples() as [any ProtoMessage]
+    all += TspV1.IssuerToken.samples() as [any ProtoMessage]
     all += TspV1.ListTokensRequest.samples() as [any ProtoMessage]
     all += TspV1.ListTokensResponse.samples() as [any ProtoMessage]
     all += TspV1.ListTransactionsRequest.samples() as [any ProtoMessage]
@@ -735,6 +740,23 @@ extension IssuerV1.IssuerSendMessageResponse {
     static func samples() -> [Self] {
         var base = Self()
         base.messageID = "message_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension IssuerV1.IssuerSyncWithTspRequest {
+    static func samples() -> [Self] {
+        let base = Self()
+        return [base]
+    }
+}
+
+extension IssuerV1.IssuerSyncWithTspResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokensChecked = 3999999999
+        base.standInRecorded = 3999999998
+        base.deletedRecorded = 3999999997
         return [base]
     }
 }
@@ -1476,6 +1498,25 @@ extension TspV1.GetFundingCardsResponse {
     }
 }
 
+extension TspV1.GetIssuerTokensRequest {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.pageSize = -1000003
+        base.pageToken = "page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.digitalCardIds = ["digital_card_ids-3 \u{e9}\u{1F4B3} \"q\" \\ \n", "digital_card_ids-4 \u{e9}\u{1F4B3} \"q\" \\ \n"]
+        return [base]
+    }
+}
+
+extension TspV1.GetIssuerTokensResponse {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.tokens = [TspV1.IssuerToken.samples()[0], TspV1.IssuerToken.samples()[0]]
+        base.nextPageToken = "next_page_token-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
 extension TspV1.GetTokenIssuerRequest {
     static func samples() -> [Self] {
         var base = Self()
@@ -1531,6 +1572,18 @@ extension TspV1.IssuerPushReceipt {
         var base = Self()
         base.scheme = CardV1.CardScheme(rawValue: 1)
         base.payload = "payload-2 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        return [base]
+    }
+}
+
+extension TspV1.IssuerToken {
+    static func samples() -> [Self] {
+        var base = Self()
+        base.digitalCardID = "digital_card_id-1 \u{e9}\u{1F4B3} \"q\" \\ \n"
+        base.tokenState = CardV1.TokenState(rawValue: 1)
+        base.stateVersion = 18446744073709551612
+        base.decidedByStandIn = true
+        base.standInAdvice = TspV1.StandInAdviceBody.samples()[0]
         return [base]
     }
 }

@@ -17,6 +17,8 @@ PROTOBUF_C__BEGIN_DECLS
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
 
+typedef struct Tokenet__Issuer__V1__IssuerSyncWithTspRequest Tokenet__Issuer__V1__IssuerSyncWithTspRequest;
+typedef struct Tokenet__Issuer__V1__IssuerSyncWithTspResponse Tokenet__Issuer__V1__IssuerSyncWithTspResponse;
 typedef struct Tokenet__Issuer__V1__ListCardsRequest Tokenet__Issuer__V1__ListCardsRequest;
 typedef struct Tokenet__Issuer__V1__IssuerCard Tokenet__Issuer__V1__IssuerCard;
 typedef struct Tokenet__Issuer__V1__PendingCardRenewal Tokenet__Issuer__V1__PendingCardRenewal;
@@ -42,6 +44,36 @@ typedef enum _Tokenet__Issuer__V1__PushMode {
 } Tokenet__Issuer__V1__PushMode;
 
 /* --- messages --- */
+
+struct  Tokenet__Issuer__V1__IssuerSyncWithTspRequest
+{
+  ProtobufCMessage base;
+};
+#define TOKENET__ISSUER__V1__ISSUER_SYNC_WITH_TSP_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor) \
+     }
+
+
+struct  Tokenet__Issuer__V1__IssuerSyncWithTspResponse
+{
+  ProtobufCMessage base;
+  /*
+   * The issuer's tokens the TSP listed.
+   */
+  uint32_t tokens_checked;
+  /*
+   * Tokens the TSP's stand-in approved that the issuer recorded now, with their cards.
+   */
+  uint32_t stand_in_recorded;
+  /*
+   * Tokens of the issuer's cards it recorded deleted now.
+   */
+  uint32_t deleted_recorded;
+};
+#define TOKENET__ISSUER__V1__ISSUER_SYNC_WITH_TSP_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor) \
+    , 0, 0, 0 }
+
 
 struct  Tokenet__Issuer__V1__ListCardsRequest
 {
@@ -188,6 +220,44 @@ struct  Tokenet__Issuer__V1__PushReceipt
     , TOKENET__CARD__V1__CARD_SCHEME__CARD_SCHEME_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
 
 
+/* Tokenet__Issuer__V1__IssuerSyncWithTspRequest methods */
+void   tokenet__issuer__v1__issuer_sync_with_tsp_request__init
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspRequest         *message);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest   *message);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__pack
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_request__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__IssuerSyncWithTspRequest *
+       tokenet__issuer__v1__issuer_sync_with_tsp_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__issuer_sync_with_tsp_request__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Issuer__V1__IssuerSyncWithTspResponse methods */
+void   tokenet__issuer__v1__issuer_sync_with_tsp_response__init
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspResponse         *message);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__get_packed_size
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse   *message);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__pack
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__issuer__v1__issuer_sync_with_tsp_response__pack_to_buffer
+                     (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Issuer__V1__IssuerSyncWithTspResponse *
+       tokenet__issuer__v1__issuer_sync_with_tsp_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__issuer__v1__issuer_sync_with_tsp_response__free_unpacked
+                     (Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Issuer__V1__ListCardsRequest methods */
 void   tokenet__issuer__v1__list_cards_request__init
                      (Tokenet__Issuer__V1__ListCardsRequest         *message);
@@ -323,6 +393,12 @@ void   tokenet__issuer__v1__push_receipt__free_unpacked
                       ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Tokenet__Issuer__V1__IssuerSyncWithTspRequest_Closure)
+                 (const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Issuer__V1__IssuerSyncWithTspResponse_Closure)
+                 (const Tokenet__Issuer__V1__IssuerSyncWithTspResponse *message,
+                  void *closure_data);
 typedef void (*Tokenet__Issuer__V1__ListCardsRequest_Closure)
                  (const Tokenet__Issuer__V1__ListCardsRequest *message,
                   void *closure_data);
@@ -359,6 +435,10 @@ struct Tokenet__Issuer__V1__IssuerControl_Service
                     const Tokenet__Issuer__V1__PushCardRequest *input,
                     Tokenet__Issuer__V1__PushCardResponse_Closure closure,
                     void *closure_data);
+  void (*sync_with_tsp)(Tokenet__Issuer__V1__IssuerControl_Service *service,
+                        const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *input,
+                        Tokenet__Issuer__V1__IssuerSyncWithTspResponse_Closure closure,
+                        void *closure_data);
 };
 typedef void (*Tokenet__Issuer__V1__IssuerControl_ServiceDestroy)(Tokenet__Issuer__V1__IssuerControl_Service *);
 void tokenet__issuer__v1__issuer_control__init (Tokenet__Issuer__V1__IssuerControl_Service *service,
@@ -368,7 +448,8 @@ void tokenet__issuer__v1__issuer_control__init (Tokenet__Issuer__V1__IssuerContr
 #define TOKENET__ISSUER__V1__ISSUER_CONTROL__INIT(function_prefix__) \
     { TOKENET__ISSUER__V1__ISSUER_CONTROL__BASE_INIT,\
       function_prefix__ ## list_cards,\
-      function_prefix__ ## push_card  }
+      function_prefix__ ## push_card,\
+      function_prefix__ ## sync_with_tsp  }
 void tokenet__issuer__v1__issuer_control__list_cards(ProtobufCService *service,
                                                      const Tokenet__Issuer__V1__ListCardsRequest *input,
                                                      Tokenet__Issuer__V1__ListCardsResponse_Closure closure,
@@ -377,10 +458,16 @@ void tokenet__issuer__v1__issuer_control__push_card(ProtobufCService *service,
                                                     const Tokenet__Issuer__V1__PushCardRequest *input,
                                                     Tokenet__Issuer__V1__PushCardResponse_Closure closure,
                                                     void *closure_data);
+void tokenet__issuer__v1__issuer_control__sync_with_tsp(ProtobufCService *service,
+                                                        const Tokenet__Issuer__V1__IssuerSyncWithTspRequest *input,
+                                                        Tokenet__Issuer__V1__IssuerSyncWithTspResponse_Closure closure,
+                                                        void *closure_data);
 
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    tokenet__issuer__v1__push_mode__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_sync_with_tsp_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__list_cards_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__issuer_card__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__issuer__v1__pending_card_renewal__descriptor;

@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "tokenet/card/v1/card.pb-c.h"
 #include "tokenet/rpc/v1/options.pb-c.h"
+#include "tokenet/tsp/v1/notifications.pb-c.h"
 
 typedef struct Tokenet__Tsp__V1__ChangeTokenStateRequest Tokenet__Tsp__V1__ChangeTokenStateRequest;
 typedef struct Tokenet__Tsp__V1__ChangeTokenStateResponse Tokenet__Tsp__V1__ChangeTokenStateResponse;
@@ -41,6 +42,9 @@ typedef struct Tokenet__Tsp__V1__RenewCardResponse Tokenet__Tsp__V1__RenewCardRe
 typedef struct Tokenet__Tsp__V1__GetFundingCardsRequest Tokenet__Tsp__V1__GetFundingCardsRequest;
 typedef struct Tokenet__Tsp__V1__FundingCard Tokenet__Tsp__V1__FundingCard;
 typedef struct Tokenet__Tsp__V1__GetFundingCardsResponse Tokenet__Tsp__V1__GetFundingCardsResponse;
+typedef struct Tokenet__Tsp__V1__GetIssuerTokensRequest Tokenet__Tsp__V1__GetIssuerTokensRequest;
+typedef struct Tokenet__Tsp__V1__IssuerToken Tokenet__Tsp__V1__IssuerToken;
+typedef struct Tokenet__Tsp__V1__GetIssuerTokensResponse Tokenet__Tsp__V1__GetIssuerTokensResponse;
 typedef struct Tokenet__Tsp__V1__SendCardMessageRequest Tokenet__Tsp__V1__SendCardMessageRequest;
 typedef struct Tokenet__Tsp__V1__SendCardMessageResponse Tokenet__Tsp__V1__SendCardMessageResponse;
 
@@ -494,6 +498,71 @@ struct  Tokenet__Tsp__V1__GetFundingCardsResponse
 #define TOKENET__TSP__V1__GET_FUNDING_CARDS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_funding_cards_response__descriptor) \
     , 0,NULL }
+
+
+struct  Tokenet__Tsp__V1__GetIssuerTokensRequest
+{
+  ProtobufCMessage base;
+  /*
+   * At most this many tokens in the response: 0 means 500, and more than 1000 is read as 1000. Negative is
+   * INVALID_ARGUMENT.
+   */
+  int32_t page_size;
+  /*
+   * The next_page_token of the previous response; empty for the first page.
+   */
+  char *page_token;
+  /*
+   * When given, only these tokens (at most 1000), in the order given, in one response without paging, each with its
+   * stand-in advice when the stand-in approved it. An id of no token of the calling node's issuers is left out, and
+   * an id named twice is answered once.
+   */
+  size_t n_digital_card_ids;
+  char **digital_card_ids;
+};
+#define TOKENET__TSP__V1__GET_ISSUER_TOKENS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_issuer_tokens_request__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Tokenet__Tsp__V1__IssuerToken
+{
+  ProtobufCMessage base;
+  char *digital_card_id;
+  Tokenet__Card__V1__TokenState token_state;
+  /*
+   * The version of token_state (DigitizeResponse.state_version).
+   */
+  uint64_t state_version;
+  /*
+   * Whether the TSP's stand-in decided the token's digitization, and told the issuer so (STAND_IN_ADVICE).
+   */
+  protobuf_c_boolean decided_by_stand_in;
+  /*
+   * Only for a token named in digital_card_ids that the stand-in approved and that is not DEACTIVATED: the advice
+   * as STAND_IN_ADVICE gave it, with the card the token holds now (a renewal moves it), encrypted to the issuer's
+   * key as registered now. The device's type and the wallet's risk scores, which the TSP does not keep, are empty.
+   */
+  Tokenet__Tsp__V1__StandInAdviceBody *stand_in_advice;
+};
+#define TOKENET__TSP__V1__ISSUER_TOKEN__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__issuer_token__descriptor) \
+    , (char *)protobuf_c_empty_string, TOKENET__CARD__V1__TOKEN_STATE__TOKEN_STATE_UNSPECIFIED, 0, 0, NULL }
+
+
+struct  Tokenet__Tsp__V1__GetIssuerTokensResponse
+{
+  ProtobufCMessage base;
+  size_t n_tokens;
+  Tokenet__Tsp__V1__IssuerToken **tokens;
+  /*
+   * Empty on the last page; otherwise the page_token that asks for the next one.
+   */
+  char *next_page_token;
+};
+#define TOKENET__TSP__V1__GET_ISSUER_TOKENS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&tokenet__tsp__v1__get_issuer_tokens_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Tokenet__Tsp__V1__SendCardMessageRequest
@@ -975,6 +1044,63 @@ Tokenet__Tsp__V1__GetFundingCardsResponse *
 void   tokenet__tsp__v1__get_funding_cards_response__free_unpacked
                      (Tokenet__Tsp__V1__GetFundingCardsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetIssuerTokensRequest methods */
+void   tokenet__tsp__v1__get_issuer_tokens_request__init
+                     (Tokenet__Tsp__V1__GetIssuerTokensRequest         *message);
+size_t tokenet__tsp__v1__get_issuer_tokens_request__get_packed_size
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest   *message);
+size_t tokenet__tsp__v1__get_issuer_tokens_request__pack
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_issuer_tokens_request__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetIssuerTokensRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetIssuerTokensRequest *
+       tokenet__tsp__v1__get_issuer_tokens_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_issuer_tokens_request__free_unpacked
+                     (Tokenet__Tsp__V1__GetIssuerTokensRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__IssuerToken methods */
+void   tokenet__tsp__v1__issuer_token__init
+                     (Tokenet__Tsp__V1__IssuerToken         *message);
+size_t tokenet__tsp__v1__issuer_token__get_packed_size
+                     (const Tokenet__Tsp__V1__IssuerToken   *message);
+size_t tokenet__tsp__v1__issuer_token__pack
+                     (const Tokenet__Tsp__V1__IssuerToken   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__issuer_token__pack_to_buffer
+                     (const Tokenet__Tsp__V1__IssuerToken   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__IssuerToken *
+       tokenet__tsp__v1__issuer_token__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__issuer_token__free_unpacked
+                     (Tokenet__Tsp__V1__IssuerToken *message,
+                      ProtobufCAllocator *allocator);
+/* Tokenet__Tsp__V1__GetIssuerTokensResponse methods */
+void   tokenet__tsp__v1__get_issuer_tokens_response__init
+                     (Tokenet__Tsp__V1__GetIssuerTokensResponse         *message);
+size_t tokenet__tsp__v1__get_issuer_tokens_response__get_packed_size
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse   *message);
+size_t tokenet__tsp__v1__get_issuer_tokens_response__pack
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse   *message,
+                      uint8_t             *out);
+size_t tokenet__tsp__v1__get_issuer_tokens_response__pack_to_buffer
+                     (const Tokenet__Tsp__V1__GetIssuerTokensResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Tokenet__Tsp__V1__GetIssuerTokensResponse *
+       tokenet__tsp__v1__get_issuer_tokens_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   tokenet__tsp__v1__get_issuer_tokens_response__free_unpacked
+                     (Tokenet__Tsp__V1__GetIssuerTokensResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Tokenet__Tsp__V1__SendCardMessageRequest methods */
 void   tokenet__tsp__v1__send_card_message_request__init
                      (Tokenet__Tsp__V1__SendCardMessageRequest         *message);
@@ -1086,6 +1212,15 @@ typedef void (*Tokenet__Tsp__V1__FundingCard_Closure)
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__GetFundingCardsResponse_Closure)
                  (const Tokenet__Tsp__V1__GetFundingCardsResponse *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetIssuerTokensRequest_Closure)
+                 (const Tokenet__Tsp__V1__GetIssuerTokensRequest *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__IssuerToken_Closure)
+                 (const Tokenet__Tsp__V1__IssuerToken *message,
+                  void *closure_data);
+typedef void (*Tokenet__Tsp__V1__GetIssuerTokensResponse_Closure)
+                 (const Tokenet__Tsp__V1__GetIssuerTokensResponse *message,
                   void *closure_data);
 typedef void (*Tokenet__Tsp__V1__SendCardMessageRequest_Closure)
                  (const Tokenet__Tsp__V1__SendCardMessageRequest *message,
@@ -1204,6 +1339,10 @@ struct Tokenet__Tsp__V1__IssuerCardUpdates_Service
                             const Tokenet__Tsp__V1__GetFundingCardsRequest *input,
                             Tokenet__Tsp__V1__GetFundingCardsResponse_Closure closure,
                             void *closure_data);
+  void (*get_issuer_tokens)(Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
+                            const Tokenet__Tsp__V1__GetIssuerTokensRequest *input,
+                            Tokenet__Tsp__V1__GetIssuerTokensResponse_Closure closure,
+                            void *closure_data);
   void (*send_card_message)(Tokenet__Tsp__V1__IssuerCardUpdates_Service *service,
                             const Tokenet__Tsp__V1__SendCardMessageRequest *input,
                             Tokenet__Tsp__V1__SendCardMessageResponse_Closure closure,
@@ -1218,6 +1357,7 @@ void tokenet__tsp__v1__issuer_card_updates__init (Tokenet__Tsp__V1__IssuerCardUp
     { TOKENET__TSP__V1__ISSUER_CARD_UPDATES__BASE_INIT,\
       function_prefix__ ## renew_card,\
       function_prefix__ ## get_funding_cards,\
+      function_prefix__ ## get_issuer_tokens,\
       function_prefix__ ## send_card_message  }
 void tokenet__tsp__v1__issuer_card_updates__renew_card(ProtobufCService *service,
                                                        const Tokenet__Tsp__V1__RenewCardRequest *input,
@@ -1226,6 +1366,10 @@ void tokenet__tsp__v1__issuer_card_updates__renew_card(ProtobufCService *service
 void tokenet__tsp__v1__issuer_card_updates__get_funding_cards(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__GetFundingCardsRequest *input,
                                                               Tokenet__Tsp__V1__GetFundingCardsResponse_Closure closure,
+                                                              void *closure_data);
+void tokenet__tsp__v1__issuer_card_updates__get_issuer_tokens(ProtobufCService *service,
+                                                              const Tokenet__Tsp__V1__GetIssuerTokensRequest *input,
+                                                              Tokenet__Tsp__V1__GetIssuerTokensResponse_Closure closure,
                                                               void *closure_data);
 void tokenet__tsp__v1__issuer_card_updates__send_card_message(ProtobufCService *service,
                                                               const Tokenet__Tsp__V1__SendCardMessageRequest *input,
@@ -1259,6 +1403,9 @@ extern const ProtobufCMessageDescriptor tokenet__tsp__v1__renew_card_response__d
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__funding_card__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_funding_cards_response__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_issuer_tokens_request__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__issuer_token__descriptor;
+extern const ProtobufCMessageDescriptor tokenet__tsp__v1__get_issuer_tokens_response__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__send_card_message_request__descriptor;
 extern const ProtobufCMessageDescriptor tokenet__tsp__v1__send_card_message_response__descriptor;
 extern const ProtobufCServiceDescriptor tokenet__tsp__v1__token_lifecycle__descriptor;

@@ -1,0 +1,149 @@
+import TokenetNode
+import TokenetRPC
+import TokenetWire
+
+/// Brings the issuer's record of its tokens in line with the TSP's (`GetIssuerTokens`) each time the notification
+/// stream opens. The broker keeps a message for an issuer node that is away only so long (its retention), and what
+/// it dropped unread the issuer never learned otherwise:
+/// - a STAND_IN_ADVICE: the token the stand-in approved was not among its card's tokens, so a lost-card
+///   `suspend-tokens --card` and a renewal left it out (it kept the card's old number);
+/// - a CARD_STATE DEACTIVATED: the deleted token still counted among its card's, and every card-wide change and
+///   renewal sent it to the TSP, to be refused.
+///
+/// A stand-in token the issuer has no record of is asked for again by id, with its advice, and recorded as the
+/// message would have been (moved onto its renewed card first when it holds the card's previous number). A deleted
+/// token the issuer has a decision for is recorded deleted. A token the issuer had recorded unknown to the TSP, and
+/// that the TSP lists, is sent again in card-wide changes.
+struct IssuerTokenSync: Sendable {
+    let store: IssuerStore
+    let decisions: IssuerDecisionsService
+    let cardCare: IssuerCardCareService
+    let signal: StreamOpenedSignal
+    let logger: Logger
+    /// Waits the given milliseconds before a check that failed is tried again; throws when the node stops.
+    var sleep: @Sendable (UInt64) async throws -> Void = { try await Task.sleep(for: .milliseconds($0)) }
+
+    /// What one check found and did.
+    struct Summary: Equatable, Sendable {
+        /// Tokens the TSP listed.
+        var listed = 0
+        /// Stand-in tokens recorded now, with their cards.
+        var standIn = 0
+        /// Tokens recorded deleted now.
+        var deleted = 0
+    }
+
+    /// How long one call may take: a TSP that holds the call must not hold the next check back for ever.
+    var callWait = Duration.seconds(30)
+    /// The waits before a failed check is tried again grow from the first to the last.
+    static let retryWaitsMs: [UInt64] = [1_000, 5_000, 30_000, 60_000]
+    /// Tokens asked for by id in one call (the TSP's limit).
+    static let namedBatch = PageRequest.maximumSize
+
+    /// Checks once per signal until the task is cancelled (the node stops). A check refused because the issuer has
+    /// not registered yet (its registration runs beside the stream) is tried again like one the TSP could not
+    /// answer; a TSP that does not offer the call (an older build) is not asked again until the next stream.
+    func run() async {
+        for await _ in signal.stream {
+            var failures = 0
+            while !Task.isCancelled {
+                do {
+                    try await check()
+                    break
+                } catch {
+                    let rpc = error as? RPCError
+                    if rpc?.code == .unimplemented {
+                        logger.warning(
+                            "the issuer's tokens could not be checked with the TSP",
+                            ["error": rpc?.message ?? "\(error)"])
+                        break
+                    }
+                    if failures == 0 {
+                        logger.warning(
+                            "the issuer's tokens could not be checked with the TSP; trying again",
+                            ["error": rpc?.message ?? "\(error)"])
+                    }
+                    let wait = Self.retryWaitsMs[min(failures, Self.retryWaitsMs.count - 1)]
+                    failures += 1
+                    do { try await sleep(wait) } catch { return }
+                }
+            }
+        }
+    }
+
+    /// Reads every page of the TSP's listing, records the stand-in tokens and deletes the issuer did not know of,
+    /// and logs what it found.
+    @discardableResult
+    func check() async throws -> Summary {
+        let client = TspV1.IssuerCardUpdates.Client(try cardCare.tspCaller())
+        var summary = Summary()
+        var pageToken = ""
+        var live: [String] = []
+        var deactivated: [String] = []
+        var standIn: [String] = []
+        repeat {
+            let page = try await ask(client, TspV1.GetIssuerTokensRequest(pageToken: pageToken))
+            summary.listed += page.tokens.count
+            for token in page.tokens {
+                if token.tokenState == .deactivated {
+                    deactivated.append(token.digitalCardID)
+                } else {
+                    live.append(token.digitalCardID)
+                    if token.decidedByStandIn { standIn.append(token.digitalCardID) }
+                }
+            }
+            pageToken = page.nextPageToken
+        } while !pageToken.isEmpty
+
+        store.noteKnownToTSP(try store.unknownTokens(among: live), why: "GetIssuerTokens", log: logger)
+        let deleted = try store.recordDeletedTokens(Array(try store.tokensHeardFromTSP(deactivated)))
+        summary.deleted = deleted.count
+        if !deleted.isEmpty {
+            logger.info(
+                "tokens deleted while the issuer was away recorded deleted",
+                ["tokens": deleted.sorted().joined(separator: ",")])
+        }
+        let unrecorded = try standIn.filter {
+            try !store.hasDecision(digitalCardID: $0, rule: IssuerDecisionsService.standInRule)
+        }
+        for start in stride(from: 0, to: unrecorded.count, by: Self.namedBatch) {
+            let batch = Array(unrecorded[start..<min(start + Self.namedBatch, unrecorded.count)])
+            let named = try await ask(client, TspV1.GetIssuerTokensRequest(digitalCardIds: batch))
+            for token in named.tokens {
+                guard let advice = token.standInAdvice, try await record(advice, of: token.digitalCardID) else {
+                    continue
+                }
+                summary.standIn += 1
+            }
+        }
+        logger.info(
+            "the issuer's tokens checked with the TSP",
+            ["tokens": "\(summary.listed)", "stand_in_recorded": "\(summary.standIn)", "deleted": "\(summary.deleted)"])
+        return summary
+    }
+
+    /// The TSP's answer to `request`, within `callWait`; its refusal keeps its code and says whose it is.
+    private func ask(_ client: TspV1.IssuerCardUpdates.Client, _ request: TspV1.GetIssuerTokensRequest) async throws
+        -> TspV1.GetIssuerTokensResponse
+    {
+        do {
+            return try await client.getIssuerTokens(request, options: CallOptions(timeout: callWait))
+        } catch let error as RPCError {
+            throw RPCError(error.code, "the TSP's GetIssuerTokens failed: \(error.message)")
+        }
+    }
+
+    /// Records the stand-in's advice about `digitalCardID` as the message would have (`IssuerNodeNotifications`);
+    /// whether it recorded it now.
+    private func record(_ advice: TspV1.StandInAdviceBody, of digitalCardID: String) async throws -> Bool {
+        let source = "GetIssuerTokens"
+        guard
+            let plan = try decisions.standInAdvicePlan(
+                advice, digitalCardID: digitalCardID, messageID: source, log: logger)
+        else { return false }
+        if plan.outdated, let card = plan.card {
+            try await cardCare.moveStandInToken(digitalCardID, onto: card, log: logger)
+        }
+        return try decisions.record(plan, decidedAtMs: advice.decidedAtMs, messageID: source, log: logger)
+    }
+}
