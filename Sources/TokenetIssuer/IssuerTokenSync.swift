@@ -35,8 +35,6 @@ struct IssuerTokenSync: Sendable {
 
     /// How long one call may take: a TSP that holds the call must not hold the next check back for ever.
     var callWait = Duration.seconds(30)
-    /// The waits before a failed check is tried again grow from the first to the last.
-    static let retryWaitsMs: [UInt64] = [1_000, 5_000, 30_000, 60_000]
     /// Tokens asked for by id in one call (the TSP's limit).
     static let namedBatch = PageRequest.maximumSize
 
@@ -44,31 +42,21 @@ struct IssuerTokenSync: Sendable {
     /// not registered yet (its registration runs beside the stream) is tried again like one the TSP could not
     /// answer; a TSP that does not offer the call (an older build) is not asked again until the next stream.
     func run() async {
-        for await _ in signal.stream {
-            var failures = 0
-            while !Task.isCancelled {
-                do {
-                    try await check()
-                    break
-                } catch {
-                    let rpc = error as? RPCError
-                    if rpc?.code == .unimplemented {
-                        logger.warning(
-                            "the issuer's tokens could not be checked with the TSP",
-                            ["error": rpc?.message ?? "\(error)"])
-                        break
-                    }
-                    if failures == 0 {
-                        logger.warning(
-                            "the issuer's tokens could not be checked with the TSP; trying again",
-                            ["error": rpc?.message ?? "\(error)"])
-                    }
-                    let wait = Self.retryWaitsMs[min(failures, Self.retryWaitsMs.count - 1)]
-                    failures += 1
-                    do { try await sleep(wait) } catch { return }
+        await signal.checkEachTime(
+            sleep: sleep, check: { try await check() },
+            failed: { error, failuresBefore in
+                let rpc = error as? RPCError
+                let message = rpc?.message ?? "\(error)"
+                if rpc?.code == .unimplemented {
+                    logger.warning("the issuer's tokens could not be checked with the TSP", ["error": message])
+                    return .waitForNextStream
                 }
-            }
-        }
+                if failuresBefore == 0 {
+                    logger.warning(
+                        "the issuer's tokens could not be checked with the TSP; trying again", ["error": message])
+                }
+                return .retry
+            })
     }
 
     /// Reads every page of the TSP's listing, records the stand-in tokens and deletes the issuer did not know of,

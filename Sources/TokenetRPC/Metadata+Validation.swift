@@ -157,8 +157,7 @@ extension Metadata {
 
     /// A key as a message may show it: quoted with escapes, and cut short when long.
     private static func shown(_ key: String) -> String {
-        let prefix = key.unicodeScalars.prefix(64)
-        let text = String(String.UnicodeScalarView(prefix)).debugDescription
-        return prefix.count < key.unicodeScalars.count ? text + " (cut short)" : text
+        guard let kept = ShownPrefix.cut(key, scalarLimit: 64) else { return key.debugDescription }
+        return kept.debugDescription + " (cut short)"
     }
 }

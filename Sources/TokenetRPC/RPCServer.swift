@@ -222,16 +222,11 @@ public final class RPCServer: Sendable {
     /// would print as megabytes of error (and past the frame size would not fit in a frame, so the connection, not
     /// the call, would fail).
     ///
-    /// Cut where a character starts: cut inside one, its first bytes decoded as U+FFFD, a character the peer never
-    /// sent.
+    /// Cut where a character starts (cut inside one, its first bytes decoded as U+FFFD, a character the peer never
+    /// sent), and never inside a number (`ShownPrefix`).
     static func shown(_ name: String) -> String {
-        let limit = 256
-        guard name.utf8.count > limit else { return name }
-        var end = name.utf8.index(name.utf8.startIndex, offsetBy: limit)
-        while end > name.utf8.startIndex, UTF8.isContinuation(name.utf8[end]) {
-            end = name.utf8.index(before: end)
-        }
-        return String(Substring(name.utf8[..<end])) + "... (\(name.utf8.count) bytes)"
+        guard let kept = ShownPrefix.cut(name, utf8Limit: 256) else { return name }
+        return kept + "... (\(name.utf8.count) bytes)"
     }
 
     /// A call answered before any handler started (too many calls at once, a shutdown, a call_start this side

@@ -26,35 +26,24 @@ struct WalletTokenStateSync: Sendable {
 
     /// How long one page may take: a TSP that holds the call must not hold the next check back for ever.
     static let pageWait = Duration.seconds(30)
-    /// The waits before a failed check is tried again grow from the first to the last.
-    static let retryWaitsMs: [UInt64] = [1_000, 5_000, 30_000, 60_000]
 
     /// Checks once per signal until the task is cancelled (the node stops).
     func run() async {
-        for await _ in signal.stream {
-            await resumeDigitizations?()
-            var failures = 0
-            while !Task.isCancelled {
-                do throws(WalletError) {
-                    try await check()
-                    break
-                } catch {
-                    // A TSP that does not offer the call (an older build) is not asked again until the next stream.
-                    if error.code == .failedPrecondition {
-                        logger.warning(
-                            "token states could not be checked with the TSP", ["error": error.message])
-                        break
-                    }
-                    if failures == 0 {
-                        logger.warning(
-                            "token states could not be checked with the TSP; trying again", ["error": error.message])
-                    }
-                    let wait = Self.retryWaitsMs[min(failures, Self.retryWaitsMs.count - 1)]
-                    failures += 1
-                    do { try await sleep(wait) } catch { return }
+        await signal.checkEachTime(
+            sleep: sleep, opened: { await resumeDigitizations?() },
+            check: { () async throws(WalletError) in try await check() },
+            failed: { error, failuresBefore in
+                let message = (error as? WalletError)?.message ?? "\(error)"
+                // A TSP that does not offer the call (an older build) is not asked again until the next stream.
+                if (error as? WalletError)?.code == .failedPrecondition {
+                    logger.warning("token states could not be checked with the TSP", ["error": message])
+                    return .waitForNextStream
                 }
-            }
-        }
+                if failuresBefore == 0 {
+                    logger.warning("token states could not be checked with the TSP; trying again", ["error": message])
+                }
+                return .retry
+            })
     }
 
     /// Reads every page of the TSP's listing and applies each state the wallet does not hold yet; returns how many

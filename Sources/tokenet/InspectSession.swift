@@ -110,6 +110,14 @@ final class InspectSession: Sendable {
                     .connection, "cannot use the client certificate (given by --cert or TOKENET_CERT)",
                     cause: DescribedError(error))
             }
+            // The node refuses a certificate not made for TLS clients with "unsupported certificate" alone.
+            if let problem = context.ownCertificateClientProblem() {
+                throw CLIError(
+                    .connection,
+                    "cannot use the client certificate \(files.certificateFile) (given by --cert or TOKENET_CERT): it "
+                        + "is not made for TLS clients (\(problem); its extended key usage lacks clientAuth), and "
+                        + "every node refuses it; use one Tools/gen-certs made, such as the operator's")
+            }
             do {
                 return CertificateRefusalWatch(
                     try await TLSConnection.connect(

@@ -112,6 +112,26 @@ import TokenetTransport
         #expect(result.stderr.contains("unsuitable certificate purpose"), "\(result.stderr)")
     }
 
+    /// A client certificate made for servers only: the node refuses it with "unsupported certificate" alone, so the
+    /// CLI names it before it connects.
+    @Test func aClientCertificateMadeForServersOnlyIsNamedSoByTheCLI() async throws {
+        let data = try TemporaryDirectory()
+        try certificate(
+            "server-only", extensions: "subjectAltName=URI:tokenet://operator/ops\nextendedKeyUsage=serverAuth\n",
+            in: data)
+        let result = try await runTokenet([
+            "list", "127.0.0.1:9", "--cacert", pki.path("ca.pem"), "--cert", data.path("server-only.pem"), "--key",
+            data.path("server-only.key"),
+        ])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "cannot use the client certificate \(data.path("server-only.pem")) (given by --cert or TOKENET_CERT): "
+                    + "it is not made for TLS clients (unsuitable certificate purpose; its extended key usage lacks "
+                    + "clientAuth)"),
+            "\(result.stderr)")
+    }
+
     /// A certificate from another Tools/gen-certs run than --ca, or a node's certificate given as --ca: the node
     /// said READY, and then every peer refused it with nothing in its own log to say why.
     @Test(arguments: [false, true]) func aNodeCertificateItsOwnCADoesNotVerifyIsRefusedAtStart(leafAsCA: Bool)
