@@ -70,7 +70,8 @@ let package = Package(
         // MARK: Fault injection: a TCP proxy that delays, partitions, refuses or resets what it carries.
         .target(name: "TokenetFaults", dependencies: ["TokenetTransport"]),
         /// The scenario language (`tokenet scenario`): scripted calls, expectations and faults, parsed and checked.
-        .target(name: "TokenetScenario", dependencies: ["TokenetWire", "TokenetFaults", "TokenetCard"]),
+        .target(
+            name: "TokenetScenario", dependencies: ["TokenetWire", "TokenetTransport", "TokenetFaults", "TokenetCard"]),
 
         // MARK: Node runtime shared by the three parties: configuration, logs, signals, readiness.
         .target(name: "TokenetNode", dependencies: ["TokenetWire", "TokenetTransport", "TokenetRPC", "CTokenetShims"]),

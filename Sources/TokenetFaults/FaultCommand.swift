@@ -45,7 +45,7 @@ public enum FaultCommand: Sendable, Equatable {
             if let misuse = misuse(words) { throw FaultError(.badCommand, misuse) }
             // A scenario's `fault LINK` with nothing after the link read "unknown command ''".
             if words.isEmpty { throw FaultError(.badCommand, "expected a command (commands: \(summary))") }
-            let shown = line.count > 80 ? String(line.prefix(80)) + "…" : line
+            let shown = ShownPrefix.shortened(line, scalarLimit: 80)
             throw FaultError(.badCommand, "unknown command '\(shown)' (commands: \(summary))")
         }
     }
@@ -72,7 +72,7 @@ public enum FaultCommand: Sendable, Equatable {
             return "\(command) takes one direction at most (to-server or to-client); without one it applies to both"
         }
         let shown = extra.joined(separator: " ")
-        return "\(command): '\(shown.count > 40 ? String(shown.prefix(40)) + "…" : shown)' is not a direction; "
+        return "\(command): '\(ShownPrefix.shortened(shown, scalarLimit: 40))' is not a direction; "
             + "write to-server or to-client, or nothing for both"
     }
 

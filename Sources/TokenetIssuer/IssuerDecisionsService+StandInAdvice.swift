@@ -8,6 +8,10 @@ extension IssuerDecisionsService {
     /// The rule a decision the TSP's stand-in made is recorded under, in the issuer's decisions.
     static let standInRule = "stand-in"
 
+    /// How an advice reached the issuer, for its log lines: as a message (with its id), or given again by the TSP's
+    /// listing to the issuer's check of its tokens (`IssuerTokenSync`, with no message id).
+    static func via(_ messageID: String) -> String { messageID.isEmpty ? "GetIssuerTokens" : "STAND_IN_ADVICE" }
+
     /// What an advice records: the decision, and the card it is for. `outdated` when the token was made from the
     /// card's number or expiry before a renewal (the advice came from a digitization that raced the renewal, or from
     /// the old number typed in while the issuer was away): the TSP must then move it onto the card as it is now.
@@ -38,17 +42,22 @@ extension IssuerDecisionsService {
         default:
             log.warning(
                 "stand-in advice with neither an approval nor a decline; not recorded",
-                ["message_id": messageID, "digital_card_id": digitalCardID, "decision": decision])
+                [
+                    "message_id": messageID, "via": Self.via(messageID), "digital_card_id": digitalCardID,
+                    "decision": decision,
+                ])
             return nil
         }
         guard !digitalCardID.isEmpty else {
-            log.warning("stand-in advice that names no token; not recorded", ["message_id": messageID])
+            log.warning(
+                "stand-in advice that names no token; not recorded",
+                ["message_id": messageID, "via": Self.via(messageID)])
             return nil
         }
         if try store.hasDecision(digitalCardID: digitalCardID, rule: Self.standInRule) {
             log.debug(
                 "stand-in advice recorded before; nothing to do",
-                ["message_id": messageID, "digital_card_id": digitalCardID])
+                ["message_id": messageID, "via": Self.via(messageID), "digital_card_id": digitalCardID])
             return nil
         }
         let card: CardData
@@ -60,7 +69,8 @@ extension IssuerDecisionsService {
             log.warning(
                 "stand-in advice whose card cannot be read; not recorded",
                 [
-                    "message_id": messageID, "digital_card_id": digitalCardID, "last4": last4,
+                    "message_id": messageID, "via": Self.via(messageID), "digital_card_id": digitalCardID,
+                    "last4": last4,
                     "error": (error as? RPCError)?.message ?? String(describing: error),
                 ])
             return nil
@@ -100,7 +110,8 @@ extension IssuerDecisionsService {
                 at: decidedAtMs == 0 ? now() : Date(timeIntervalSince1970: Double(decidedAtMs) / 1000))
         else {
             log.debug(
-                "stand-in advice recorded before; nothing to do", ["message_id": messageID, "digital_card_id": id])
+                "stand-in advice recorded before; nothing to do",
+                ["message_id": messageID, "via": Self.via(messageID), "digital_card_id": id])
             return false
         }
         // The TSP made the token, so it knows it, whatever it answered about it before.
@@ -112,14 +123,17 @@ extension IssuerDecisionsService {
                         + "stands, recorded with its card"
                     : "the TSP's stand-in decided a digitization while the issuer could not; recorded with its card",
                 [
-                    "message_id": messageID, "digital_card_id": id, "card": card.id, "last4": plan.decision.last4,
+                    "message_id": messageID, "via": Self.via(messageID), "digital_card_id": id, "card": card.id,
+                    // The card as it is: a token made from its previous number was moved onto it first.
+                    "last4": card.pan.last4,
                     "decision": plan.decisionName, "reason": plan.reason,
                 ])
         } else {
             log.warning(
                 "the TSP's stand-in decided a digitization of a card the issuer does not know; recorded without one",
                 [
-                    "message_id": messageID, "digital_card_id": id, "last4": plan.decision.last4,
+                    "message_id": messageID, "via": Self.via(messageID), "digital_card_id": id,
+                    "last4": plan.decision.last4,
                     "decision": plan.decisionName, "reason": plan.reason,
                 ])
         }

@@ -308,6 +308,22 @@ extension IssuerStore {
         )
     }
 
+    /// Which of `ids` the issuer counts among its cards' tokens and has not recorded deleted: a decision of its
+    /// own or its stand-in's let the TSP make the token (`lastDecisionNotDeclined`). In the order given.
+    func countedTokens(among ids: [String]) throws(IssuerError) -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try storage("look up \(ids.count) token(s) among the cards' tokens") {
+            try ids.filter { id in
+                try database.queryOne(
+                    """
+                    SELECT 1 FROM decisions d WHERE d.digital_card_id = ? AND \(Self.lastDecisionNotDeclined)
+                        AND NOT EXISTS (SELECT 1 FROM deleted_tokens x WHERE x.digital_card_id = d.digital_card_id)
+                    LIMIT 1
+                    """, [id]) != nil
+            }
+        }
+    }
+
     /// The digital card ids the issuer let the TSP create for a card (approved or stepped up, and not declined after
     /// all by the TSP's stand-in or a later answer of its own: `lastDecisionNotDeclined`), oldest first.
     func digitalCardIDs(ofCard id: String) throws(IssuerError) -> [String] {

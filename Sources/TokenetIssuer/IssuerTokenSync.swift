@@ -47,6 +47,11 @@ struct IssuerTokenSync: Sendable {
             failed: { error, failuresBefore in
                 let rpc = error as? RPCError
                 let message = rpc?.message ?? "\(error)"
+                // The stream can open before the start's registration completes: the check waits for it quietly.
+                if cardCare.tsp.currentKey == nil {
+                    logger.debug("the issuer's tokens are checked with the TSP once it has registered", [:])
+                    return .retry
+                }
                 if rpc?.code == .unimplemented {
                     logger.warning("the issuer's tokens could not be checked with the TSP", ["error": message])
                     return .waitForNextStream
@@ -63,6 +68,7 @@ struct IssuerTokenSync: Sendable {
     /// and logs what it found.
     @discardableResult
     func check() async throws -> Summary {
+        try cardCare.tsp.requireRegistered()
         let client = TspV1.IssuerCardUpdates.Client(try cardCare.tspCaller())
         var summary = Summary()
         var pageToken = ""
@@ -84,11 +90,13 @@ struct IssuerTokenSync: Sendable {
         } while !pageToken.isEmpty
 
         store.noteKnownToTSP(try store.unknownTokens(among: live), why: "GetIssuerTokens", log: logger)
-        let deleted = try store.recordDeletedTokens(Array(try store.tokensHeardFromTSP(deactivated)))
+        // Only tokens the issuer counts among its cards': a digitization declined (by the issuer, or by the stand-in
+        // as its advice said) left a DEACTIVATED token too, but never a live one, and is no delete.
+        let deleted = try store.recordDeletedTokens(try store.countedTokens(among: deactivated))
         summary.deleted = deleted.count
         if !deleted.isEmpty {
             logger.info(
-                "tokens deleted while the issuer was away recorded deleted",
+                "tokens the TSP deleted recorded deleted (their messages never reached the issuer)",
                 ["tokens": deleted.sorted().joined(separator: ",")])
         }
         let unrecorded = try standIn.filter {
@@ -124,7 +132,8 @@ struct IssuerTokenSync: Sendable {
     /// Records the stand-in's advice about `digitalCardID` as the message would have (`IssuerNodeNotifications`);
     /// whether it recorded it now.
     private func record(_ advice: TspV1.StandInAdviceBody, of digitalCardID: String) async throws -> Bool {
-        let source = "GetIssuerTokens"
+        // No message brought it: its log lines say so (`via`).
+        let source = ""
         guard
             let plan = try decisions.standInAdvicePlan(
                 advice, digitalCardID: digitalCardID, messageID: source, log: logger)

@@ -10,6 +10,8 @@ final class TSPLink: Sendable {
     let caller: (any RPCCaller)?
     private let request: @Sendable () throws(IssuerError) -> TspV1.RegisterIssuerRequest
     private let tspKey = Mutex<RSAPublicKey?>(nil)
+    /// Why the last registration attempt failed; nil before any did, and once one succeeded.
+    private let lastFailure = Mutex<String?>(nil)
     /// Each registration attempt waits this long for the TSP (the channel reconnects within it); nil leaves it to
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
@@ -32,16 +34,42 @@ final class TSPLink: Sendable {
         guard let caller else {
             throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
         }
-        let response = try await TspV1.Issuers.Client(caller).registerIssuer(
-            try request(), options: CallOptions(timeout: attemptTimeout))
         let key: RSAPublicKey
         do {
-            key = try RSAPublicKey(pem: response.tspPublicKeyPem)
+            let response = try await TspV1.Issuers.Client(caller).registerIssuer(
+                try request(), options: CallOptions(timeout: attemptTimeout))
+            do {
+                key = try RSAPublicKey(pem: response.tspPublicKeyPem)
+            } catch {
+                throw RPCError(.internal, "the TSP answered the registration with an unusable public key: \(error)")
+            }
         } catch {
-            throw RPCError(.internal, "the TSP answered the registration with an unusable public key: \(error)")
+            lastFailure.withLock { $0 = "\(error)" }
+            throw error
         }
         tspKey.withLock { $0 = key }
+        lastFailure.withLock { $0 = nil }
         return key
+    }
+
+    /// Refuses, with FAILED_PRECONDITION, what needs this run's registration when it has not succeeded: the TSP
+    /// answers a node for the issuers it registered, and one whose registration was refused now (its issuer id taken
+    /// by another node) would be answered for another issuer it registered in an earlier run, whose cards and key
+    /// it no longer holds. The message says why the registration has not succeeded, as far as it is known.
+    func requireRegistered() throws(RPCError) {
+        guard caller != nil else {
+            throw RPCError(.failedPrecondition, "issuer-node was started without --tsp, so it cannot reach the TSP")
+        }
+        guard currentKey == nil else { return }
+        guard let failure = lastFailure.withLock({ $0 }) else {
+            throw RPCError(
+                .failedPrecondition,
+                "the issuer's registration with the TSP has not completed yet (it registers at start); try again "
+                    + "shortly")
+        }
+        throw RPCError(
+            .failedPrecondition,
+            "the issuer's registration with the TSP failed (\(failure)); the issuer-node log says when it tries again")
     }
 
     /// The key to push with: the registered one, or a fresh registration when there is none yet.

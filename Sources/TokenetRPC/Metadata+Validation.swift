@@ -1,3 +1,5 @@
+import TokenetTransport
+
 /// What a server accepts in a call's metadata.
 ///
 /// Keys that start with `tokenet-` belong to the runtime: a peer may send only the ones the runtime knows (the

@@ -1,5 +1,6 @@
 import TokenetCard
 import TokenetFaults
+import TokenetTransport
 import TokenetWire
 
 /// The scenario language, one step per line:
@@ -263,7 +264,9 @@ extension Scenario {
             case "join":
                 guard !rest.isEmpty, !rest.contains(" ") else { throw fail("join needs the NAME of a spawned call") }
                 guard spawned.removeValue(forKey: rest) != nil else {
-                    throw fail("join: '\(rest.prefix(40))' is not a call spawned by an earlier line and not joined yet")
+                    throw fail(
+                        "join: '\(ShownPrefix.shortened(rest, scalarLimit: 40))' is not a call spawned by an earlier "
+                            + "line and not joined yet")
                 }
                 openCall = steps.count
                 steps.append(ScenarioStep(line: number, .join(ScenarioJoin(name: rest))))
@@ -307,13 +310,14 @@ extension Scenario {
                     steps.append(ScenarioStep(line: number, .header(nil)))
                 } else {
                     guard let colon = rest.firstIndex(of: ":"), colon != rest.startIndex else {
-                        throw fail("header: expected 'KEY: VALUE' or 'clear', got '\(rest.prefix(40))'")
+                        let shown = ShownPrefix.shortened(rest, scalarLimit: 40)
+                        throw fail("header: expected 'KEY: VALUE' or 'clear', got '\(shown)'")
                     }
                     steps.append(ScenarioStep(line: number, .header(rest)))
                 }
             case "identity":
                 if !Scenario.identities.contains(rest) {
-                    let shown = rest.count > 40 ? rest.prefix(40) + "…" : rest
+                    let shown = ShownPrefix.shortened(rest, scalarLimit: 40)
                     if rest.contains("/"), let problem = Scenario.ownIdentityProblem(rest) {
                         throw fail("identity \(shown): \(problem)")
                     }

@@ -15,7 +15,8 @@ extension IssuerCardUpdatesService {
             guard ids.count <= PageRequest.maximumSize else {
                 throw TSPError(
                     .invalidArgument,
-                    "at most \(PageRequest.maximumSize) digital_card_ids per call; \(ids.count) were given")
+                    "GetIssuerTokens: at most \(PageRequest.maximumSize) digital_card_ids per call, repeats counted; "
+                        + "\(ids.count) were given")
             }
             let issuers = try tsp.store.issuerIDs(registeredBy: context.peer?.nodeID)
             guard !issuers.isEmpty else {

@@ -120,7 +120,8 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard ids.count <= PageRequest.maximumSize else {
                 throw TSPError(
                     .invalidArgument,
-                    "at most \(PageRequest.maximumSize) digital_card_ids per call; \(ids.count) were given")
+                    "GetTokenStates: at most \(PageRequest.maximumSize) digital_card_ids per call, repeats counted; "
+                        + "\(ids.count) were given")
             }
             let listed: [(token: TokenRecord, row: Int64)]
             let next: String

@@ -110,9 +110,11 @@ final class TSPService: Sendable {
     /// A key identifier as a message shows it: quoted, and cut short (a fingerprint has 64 hex digits; a caller's
     /// mistake may be any length).
     static func shownKeyID(_ identifier: String) -> String {
-        let shown = identifier.unicodeScalars.prefix(20)
+        // Masked before it is cut: a card number cut in two would show its first digits in clear.
+        let masked = maskPAN(identifier)
+        let shown = masked.unicodeScalars.prefix(20)
         let text = String(String.UnicodeScalarView(shown)).debugDescription
-        return shown.count < identifier.unicodeScalars.count ? String(text.dropLast()) + "…\"" : text
+        return shown.count < masked.unicodeScalars.count ? String(text.dropLast()) + "…\"" : text
     }
 
     /// A random, unguessable identifier: 32 bytes from the system's secure generator, base64url.

@@ -84,7 +84,7 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// Quotes untrusted certificate text for messages, cut short and with control characters escaped.
     private static func quoted(_ text: String) -> String {
-        let cut = text.count > 80 ? String(text.prefix(80)) + "…" : text
+        let cut = ShownPrefix.shortened(text, scalarLimit: 80)
         return "\"" + cut.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : String($0) }.joined() + "\""
     }
 }

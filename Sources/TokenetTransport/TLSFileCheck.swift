@@ -248,6 +248,6 @@ public enum TLSFileCheck {
         guard let label = labels.first else { return "nothing" }
         if label == "CERTIFICATE" { return "a certificate" }
         if label.hasSuffix("PRIVATE KEY") { return "a private key" }
-        return "a \(label.count > 40 ? String(label.prefix(40)) + "…" : label) block"
+        return "a \(ShownPrefix.shortened(label, scalarLimit: 40)) block"
     }
 }

@@ -20,7 +20,13 @@ import TokenetWire
         (tsp, party, care) = try Support.cardCare(sink: sink)
     }
 
-    func sync(sleep: @escaping @Sendable (UInt64) async throws -> Void = { _ in }) -> IssuerTokenSync {
+    /// The check of an issuer registered with the TSP, as a node is once its start's registration succeeded.
+    func sync(sleep: @escaping @Sendable (UInt64) async throws -> Void = { _ in }) async throws -> IssuerTokenSync {
+        try await party.tsp.register()
+        return unregisteredSync(sleep: sleep)
+    }
+
+    func unregisteredSync(sleep: @escaping @Sendable (UInt64) async throws -> Void = { _ in }) -> IssuerTokenSync {
         var sync = IssuerTokenSync(
             store: party.store, decisions: party.decisions, cardCare: party.cardCare, signal: StreamOpenedSignal(),
             logger: Support.logger(sink))
@@ -58,6 +64,20 @@ import TokenetWire
     @Test func aStandInTokenAndADeleteTheIssuerMissedAreRecordedOnce() async throws {
         try approve("DNIDELETED1")
         try approve("DNIKEPT1")
+        // Declined by the issuer, and the stand-in's decline it heard of: DEACTIVATED at the TSP, but never live.
+        try party.store.record(
+            DecisionRecord(
+                cardID: Cards.visaStandIn.0, last4: "0082", digitalCardID: "DNIDECLINED1", tokenLast4: "4321",
+                walletAccountID: "wa-1", inputMethod: 1, deviceID: "d-1", deviceType: "PHONE",
+                risk: RiskScores(account: 5, device: 5), recommendation: 1, rule: "decline",
+                outcome: .declined(reason: "fraud review")),
+            at: Support.now)
+        var declined = try Self.advice()
+        declined.decision = .declined
+        let plan = try #require(
+            try party.decisions.standInAdvicePlan(
+                declined, digitalCardID: "DNIDECLINED2", messageID: "m-1", log: Support.logger(sink)))
+        try party.decisions.record(plan, decidedAtMs: 0, messageID: "m-1", log: Support.logger(sink))
         try party.store.recordUnknownTokens(["DNIKEPT1"])
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).unknown == ["DNIKEPT1"])
         tsp.state.withLock {
@@ -68,24 +88,32 @@ import TokenetWire
                 // Made and deleted while the issuer was away: nothing of it to keep.
                 .init(digitalCardID: "DNIGONE1", tokenState: .deactivated, stateVersion: 3, decidedByStandIn: true),
                 .init(digitalCardID: "DNISUSPENDED1", tokenState: .suspended, stateVersion: 3, decidedByStandIn: true),
+                .init(digitalCardID: "DNIDECLINED1", tokenState: .deactivated, stateVersion: 2),
+                .init(digitalCardID: "DNIDECLINED2", tokenState: .deactivated, stateVersion: 2, decidedByStandIn: true),
             ]
             $0.advices = ["DNISTANDIN1": try! Self.advice(), "DNISUSPENDED1": try! Self.advice()]
         }
 
         let first = try await sync().check()
-        #expect(first == IssuerTokenSync.Summary(listed: 5, standIn: 2, deleted: 1))
+        #expect(first == IssuerTokenSync.Summary(listed: 7, standIn: 2, deleted: 1))
         let tokens = try party.store.tokens(ofCard: Cards.visaStandIn.0)
         #expect(tokens.live == ["DNIKEPT1", "DNISTANDIN1", "DNISUSPENDED1"])
         #expect(tokens.deleted == ["DNIDELETED1"] && tokens.unknown.isEmpty)
-        #expect(try party.store.goneTokens(["DNIGONE1"]).isEmpty)
+        #expect(try party.store.goneTokens(["DNIGONE1", "DNIDECLINED1", "DNIDECLINED2"]).isEmpty)
         #expect(tsp.state.withLock { $0.namedAsks } == [["DNISTANDIN1", "DNISUSPENDED1"]])
-        #expect(sink.lines.contains { $0.contains("recorded with its card") && $0.contains("DNISTANDIN1") })
-        #expect(sink.lines.contains { $0.contains("tokens deleted while the issuer was away") })
+        #expect(
+            sink.lines.contains {
+                $0.contains("recorded with its card") && $0.contains("DNISTANDIN1")
+                    && $0.contains("via=GetIssuerTokens")
+            })
+        let deletedLine = sink.lines.first { $0.contains("tokens the TSP deleted recorded deleted") }
+        #expect(deletedLine?.contains("tokens=DNIDELETED1") == true, "\(sink.lines)")
+        #expect(deletedLine?.contains("DNIDECLINED") == false, "\(sink.lines)")
         #expect(!sink.lines.contains { $0.contains(Cards.visaStandIn.1) })
 
         // Checked again (the stream reopens): nothing more to ask for or record.
         let second = try await sync().check()
-        #expect(second == IssuerTokenSync.Summary(listed: 5, standIn: 0, deleted: 0))
+        #expect(second == IssuerTokenSync.Summary(listed: 7, standIn: 0, deleted: 0))
         #expect(tsp.state.withLock { $0.namedAsks.count } == 1)
         let rows = try party.store.database.query(
             "SELECT COUNT(*) FROM decisions WHERE digital_card_id = 'DNISTANDIN1'")
@@ -114,6 +142,42 @@ import TokenetWire
         #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNIOLDNUMBER1"])
     }
 
+    /// Before this run's registration succeeded the check is refused, saying why: the TSP would answer for the issuers
+    /// the node registered in an earlier run, perhaps with another fixture and key.
+    @Test func aCheckBeforeTheIssuerRegisteredSaysWhy() async throws {
+        var error = await refusal { try await unregisteredSync().check() }
+        #expect(error?.code == .failedPrecondition, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("registration with the TSP has not completed yet (it registers at start)") == true)
+        #expect(tsp.state.withLock { $0.listingCalls } == 0)
+        let refusing = FakeTSP(key: try Support.tspKey())
+        refusing.state.withLock {
+            $0.registrationRefusal = RPCError(
+                .permissionDenied, "issuer \"tokenet-bank\" is registered by another node")
+        }
+        // A loaded machine must not turn the refusal into a timeout.
+        let link = TSPLink(caller: Support.connect(refusing.router, as: .issuer), attemptTimeout: nil) {
+            () throws(IssuerError) in TspV1.RegisterIssuerRequest(issuerID: "tokenet-bank")
+        }
+        _ = try? await link.register()
+        error = await refusal { try link.requireRegistered() }
+        #expect(error?.code == .failedPrecondition, "\(String(describing: error))")
+        #expect(
+            error?.message.contains(
+                "registration with the TSP failed (PERMISSION_DENIED: issuer \"tokenet-bank\" is registered by another "
+                    + "node)")
+                == true, "\(String(describing: error))")
+    }
+
+    func refusal(_ body: () async throws -> Void) async -> RPCError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? RPCError
+        }
+    }
+
     /// The advice as a message and the check can read the same token at once: it is recorded once.
     @Test func anAdviceRecordedMeanwhileIsNotRecordedAgain() async throws {
         let plan = try #require(
@@ -140,7 +204,7 @@ import TokenetWire
             ]
         }
         let waits = Mutex<[UInt64]>([])
-        let sync = sync { wait in waits.withLock { $0.append(wait) } }
+        let sync = try await sync { wait in waits.withLock { $0.append(wait) } }
         let task = Task { await sync.run() }
         sync.signal.streamOpened()
         try await waitUntil { try party.store.tokens(ofCard: Cards.visaStandIn.0).deleted == ["DNIDELETED2"] }

@@ -109,12 +109,12 @@ import TokenetWire
         let tsp = try TSPHarness.make()
         try await tsp.registerIssuer()
         var encrypted = try TSPHarness.encrypted(TSPHarness.card(TSPHarness.visa))
-        encrypted.publicKeyIdentifier = String(repeating: "0", count: 64)
+        encrypted.publicKeyIdentifier = String(repeating: "ab", count: 32)
         let error = try await #require(throws: RPCError.self) {
             try await tsp.checkEligibility(.encryptedCardData(encrypted))
         }
         #expect(error.code == .invalidArgument)
-        #expect(error.message.contains("public_key_identifier \"00000000000000000000…\" is not the key the JWE names"))
+        #expect(error.message.contains("public_key_identifier \"abababababababababab…\" is not the key the JWE names"))
         encrypted.publicKeyIdentifier = ""
         #expect(try await tsp.checkEligibility(.encryptedCardData(encrypted)).eligible)
     }

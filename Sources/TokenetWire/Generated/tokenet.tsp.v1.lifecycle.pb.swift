@@ -290,10 +290,10 @@ extension TspV1 {
         /// The next_page_token of the previous response; empty for the first page.
         public var pageToken: String = ""
 
-        /// When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response
-        /// without paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing
-        /// gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the
-        /// calling wallet node is left out, and an id named twice is answered once.
+        /// When given, only these tokens (at most 1000, repeats counted; more is INVALID_ARGUMENT), in the order given, in
+        /// one response without paging: a wallet asks again about the tokens whose state it holds at a higher version than
+        /// the listing gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token
+        /// of the calling wallet node is left out, and an id named twice is answered once.
         public var digitalCardIds: [String] = []
 
         public init() {}
@@ -1024,9 +1024,9 @@ extension TspV1 {
         /// The next_page_token of the previous response; empty for the first page.
         public var pageToken: String = ""
 
-        /// When given, only these tokens (at most 1000), in the order given, in one response without paging, each with its
-        /// stand-in advice when the stand-in approved it. An id of no token of the calling node's issuers is left out, and
-        /// an id named twice is answered once.
+        /// When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
+        /// paging, each with its stand-in advice when the stand-in approved it. An id of no token of the calling node's
+        /// issuers is left out, and an id named twice is answered once.
         public var digitalCardIds: [String] = []
 
         public init() {}
@@ -1284,9 +1284,9 @@ extension TspV1 {
         /// The state of each token digitized through the calling wallet node (the node id of its certificate), with its
         /// state_version, in pages in the order the tokens were made. A wallet node asks when its notification stream opens:
         /// a CARD_STATE message the broker dropped unread (its retention, notifications.proto) would otherwise leave the
-        /// wallet showing a state the token left long ago (or a renewed card's old last four digits). A state the wallet already holds at a higher or equal version is
-        /// kept, as for a notification. Refusals: INVALID_ARGUMENT (a negative page_size, a page_token this listing did not
-        /// make).
+        /// wallet showing a state the token left long ago (or a renewed card's old last four digits). A state the wallet
+        /// already holds at a higher or equal version is kept, as for a notification. Refusals: INVALID_ARGUMENT (a negative
+        /// page_size, a page_token this listing did not make, more than 1000 digital_card_ids).
         public static let getTokenStates = MethodDescriptor<TspV1.GetTokenStatesRequest, TspV1.GetTokenStatesResponse>(
             service: serviceName, name: "GetTokenStates", kind: .unary, allowedRoles: ["wallet"]
         )

@@ -243,7 +243,8 @@ extension WalletV1 {
         /// makes a card the wallet holds INACTIVE ACTIVE (any other state is left to the TSP's CARD_STATE, which also brings
         /// the state's version), and emits TOKEN_STATUS_CHANGED to the issuer app's listeners when it changed;
         /// FAILURE changes nothing on the card (the wallet logs the reason). An unknown digital card, or one of another
-        /// issuer than the calling app's (DigitizeResponse.issuer_node_id), is NOT_FOUND; a session the wallet did not open for that card (or already heard about) is FAILED_PRECONDITION.
+        /// issuer than the calling app's (DigitizeResponse.issuer_node_id), is NOT_FOUND; a session the wallet did not open
+        /// for that card (or already heard about) is FAILED_PRECONDITION.
         public static let bankingAppActivationResponse = MethodDescriptor<WalletV1.BankingAppActivationRequest, WalletV1.BankingAppActivationAck>(
             service: serviceName, name: "BankingAppActivationResponse", kind: .unary, allowedRoles: ["issuer"]
         )

@@ -186,10 +186,10 @@ struct  Tokenet__Tsp__V1__GetTokenStatesRequest
    */
   char *page_token;
   /*
-   * When given, only these tokens (at most 1000; more is INVALID_ARGUMENT), in the order given, in one response
-   * without paging: a wallet asks again about the tokens whose state it holds at a higher version than the listing
-   * gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token of the
-   * calling wallet node is left out, and an id named twice is answered once.
+   * When given, only these tokens (at most 1000, repeats counted; more is INVALID_ARGUMENT), in the order given, in
+   * one response without paging: a wallet asks again about the tokens whose state it holds at a higher version than
+   * the listing gave, which only a state claimed by another party (an issuer app's answer) can be. An id of no token
+   * of the calling wallet node is left out, and an id named twice is answered once.
    */
   size_t n_digital_card_ids;
   char **digital_card_ids;
@@ -513,9 +513,9 @@ struct  Tokenet__Tsp__V1__GetIssuerTokensRequest
    */
   char *page_token;
   /*
-   * When given, only these tokens (at most 1000), in the order given, in one response without paging, each with its
-   * stand-in advice when the stand-in approved it. An id of no token of the calling node's issuers is left out, and
-   * an id named twice is answered once.
+   * When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
+   * paging, each with its stand-in advice when the stand-in approved it. An id of no token of the calling node's
+   * issuers is left out, and an id named twice is answered once.
    */
   size_t n_digital_card_ids;
   char **digital_card_ids;

@@ -1,11 +1,12 @@
-/// The start of a text a peer sent (a method, a service, a symbol, a metadata key, a goaway's reason), cut for a
-/// status message or a log line. The node masks card numbers in both, but after the cut: a number cut in two left
-/// its first eleven or twelve digits, too few to be known as a card number, in clear. So the cut never splits a
-/// number: it goes back before the digits (and the spaces and punctuation between them) that end the kept part.
-enum ShownPrefix {
+/// The start of a text someone gave (a method, a service, a symbol, a metadata key, a goaway's reason, a word of a
+/// command), cut for a message or a log line. Card numbers are masked in both, but after the cut: a number cut in
+/// two left its first eleven or twelve digits, too few to be known as a card number, in clear. So the cut never
+/// splits a number: it goes back before the digits (and the spaces and punctuation between them) that end the kept
+/// part.
+public enum ShownPrefix {
     /// The longest start of `text` of at most `utf8Limit` bytes of UTF-8 that ends where a character starts and
     /// outside a number; nil when the whole text fits.
-    static func cut(_ text: String, utf8Limit: Int) -> String? {
+    public static func cut(_ text: String, utf8Limit: Int) -> String? {
         guard text.utf8.count > utf8Limit else { return nil }
         var bytes = 0
         var end = text.unicodeScalars.startIndex
@@ -20,7 +21,7 @@ enum ShownPrefix {
 
     /// The longest start of `text` of at most `scalarLimit` Unicode scalars that ends outside a number; nil when the
     /// whole text fits.
-    static func cut(_ text: String, scalarLimit: Int) -> String? {
+    public static func cut(_ text: String, scalarLimit: Int) -> String? {
         guard text.unicodeScalars.count > scalarLimit else { return nil }
         return outsideNumber(text.unicodeScalars.prefix(scalarLimit))
     }
@@ -38,5 +39,11 @@ enum ShownPrefix {
             start = before
         }
         return String(String.UnicodeScalarView(holdsDigit ? kept[..<start] : kept))
+    }
+
+    /// `text` whole when it has at most `scalarLimit` Unicode scalars, else its start (`cut(_:scalarLimit:)`) and "…".
+    public static func shortened(_ text: some StringProtocol, scalarLimit: Int) -> String {
+        let text = String(text)
+        return cut(text, scalarLimit: scalarLimit).map { $0 + "…" } ?? text
     }
 }
