@@ -264,7 +264,9 @@ final class InspectSession: Sendable {
                 .connection,
                 "cannot connect to \(options.address): it closed the connection during the TLS handshake; check that "
                     + "\(options.address) is a Tokenet node's address (a node also closes new connections at once "
-                    + "while one address has the most handshakes in progress it allows, --address-handshakes)")
+                    + "while one address has the most handshakes in progress it allows, --address-handshakes), and "
+                    + "if it is a fault proxy's (tokenet proxy, or a link of tokenet up), that the node behind it "
+                    + "is running: a proxy closes each connection its node does not take")
         }
         return CLIError(.connection, "cannot connect to \(options.address)", cause: DescribedError(error))
     }
