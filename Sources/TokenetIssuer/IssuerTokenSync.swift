@@ -27,7 +27,7 @@ struct IssuerTokenSync: Sendable {
     struct Summary: Equatable, Sendable {
         /// Tokens the TSP listed.
         var listed = 0
-        /// Stand-in tokens recorded now, with their cards.
+        /// Decisions of the TSP's stand-in recorded now (approvals with their cards, and declines).
         var standIn = 0
         /// Tokens recorded deleted now.
         var deleted = 0
@@ -75,12 +75,14 @@ struct IssuerTokenSync: Sendable {
         var live: [String] = []
         var deactivated: [String] = []
         var standIn: [String] = []
+        var deactivatedStandIn: [String] = []
         repeat {
             let page = try await ask(client, TspV1.GetIssuerTokensRequest(pageToken: pageToken))
             summary.listed += page.tokens.count
             for token in page.tokens {
                 if token.tokenState == .deactivated {
                     deactivated.append(token.digitalCardID)
+                    if token.decidedByStandIn { deactivatedStandIn.append(token.digitalCardID) }
                 } else {
                     live.append(token.digitalCardID)
                     if token.decidedByStandIn { standIn.append(token.digitalCardID) }
@@ -90,16 +92,10 @@ struct IssuerTokenSync: Sendable {
         } while !pageToken.isEmpty
 
         store.noteKnownToTSP(try store.unknownTokens(among: live), why: "GetIssuerTokens", log: logger)
-        // Only tokens the issuer counts among its cards': a digitization declined (by the issuer, or by the stand-in
-        // as its advice said) left a DEACTIVATED token too, but never a live one, and is no delete.
-        let deleted = try store.recordDeletedTokens(try store.countedTokens(among: deactivated))
-        summary.deleted = deleted.count
-        if !deleted.isEmpty {
-            logger.info(
-                "tokens the TSP deleted recorded deleted (their messages never reached the issuer)",
-                ["tokens": deleted.sorted().joined(separator: ",")])
-        }
-        let unrecorded = try standIn.filter {
+        // The stand-in's decisions first: a decline that came before the issuer's own late approval leaves a
+        // DEACTIVATED token the issuer counts until the decline is recorded, and it is no delete. A DEACTIVATED one
+        // the issuer does not count has nothing to correct (and an approval deleted since has no advice left).
+        let unrecorded = try (standIn + store.countedTokens(among: deactivatedStandIn)).filter {
             try !store.hasDecision(digitalCardID: $0, rule: IssuerDecisionsService.standInRule)
         }
         for start in stride(from: 0, to: unrecorded.count, by: Self.namedBatch) {
@@ -112,20 +108,39 @@ struct IssuerTokenSync: Sendable {
                 summary.standIn += 1
             }
         }
+        // Only tokens the issuer counts among its cards': a digitization declined (by the issuer, or by the stand-in)
+        // left a DEACTIVATED token too, but never a live one, and is no delete.
+        let deleted = try store.recordDeletedTokens(try store.countedTokens(among: deactivated))
+        summary.deleted = deleted.count
+        if !deleted.isEmpty {
+            logger.info(
+                "tokens the TSP deleted recorded deleted (their messages never reached the issuer)",
+                ["tokens": deleted.sorted().joined(separator: ",")])
+        }
         logger.info(
             "the issuer's tokens checked with the TSP",
             ["tokens": "\(summary.listed)", "stand_in_recorded": "\(summary.standIn)", "deleted": "\(summary.deleted)"])
         return summary
     }
 
-    /// The TSP's answer to `request`, within `callWait`; its refusal keeps its code and says whose it is.
+    /// The TSP's answer to `request`, within `callWait`; its refusal keeps its code and says whose it is. Run for an
+    /// operator's `SyncWithTsp`, the call ends a little before the operator's own deadline
+    /// (`IssuerCardCareService.questionTimeout`), so that a TSP that does not answer is named as such rather than
+    /// by the operator's bare DEADLINE_EXCEEDED.
     private func ask(_ client: TspV1.IssuerCardUpdates.Client, _ request: TspV1.GetIssuerTokensRequest) async throws
         -> TspV1.GetIssuerTokensResponse
     {
+        var timeout = callWait
+        if let deadline = ServerContext.current?.deadline {
+            timeout = min(timeout, IssuerCardCareService.questionTimeout(remaining: deadline - .now))
+        }
         do {
-            return try await client.getIssuerTokens(request, options: CallOptions(timeout: callWait))
+            return try await client.getIssuerTokens(request, options: CallOptions(timeout: timeout))
         } catch let error as RPCError {
-            throw RPCError(error.code, "the TSP's GetIssuerTokens failed: \(error.message)")
+            let reason =
+                error.code == .deadlineExceeded && timeout < callWait
+                ? "the TSP did not answer within this call's deadline" : error.message
+            throw RPCError(error.code, "the TSP's GetIssuerTokens failed: \(reason)")
         }
     }
 

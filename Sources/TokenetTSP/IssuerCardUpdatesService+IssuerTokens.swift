@@ -57,17 +57,17 @@ extension IssuerCardUpdatesService {
     }
 
     /// The stand-in's advice about `token` as STAND_IN_ADVICE gave it, with the card it holds now encrypted to its
-    /// issuer's key; nil when the stand-in did not approve it or it is deleted. A card that cannot be encrypted to
+    /// issuer's key; nil when the stand-in did not decide it, or approved it and it was deleted since. A card that cannot be encrypted to
     /// the issuer's key (a key registered since that the TSP cannot read) is logged and left out: the issuer then
     /// learns of the token the next time it asks, once its key is fixed.
     private func advice(of token: TokenRecord, registered: [IssuerRecord], log: Logger) throws
         -> TspV1.StandInAdviceBody?
     {
-        guard let approval = try tsp.store.standInApproval(of: token),
+        guard let approval = try tsp.store.standInDecision(of: token),
             let issuer = registered.first(where: { $0.id == token.issuerID })
         else { return nil }
         var advice = TspV1.StandInAdviceBody()
-        advice.decision = .approved
+        advice.decision = approval.approved ? .approved : .declined
         advice.reason = approval.reason
         do {
             advice.encryptedCardData = try tsp.encrypt(approval.card, to: issuer)

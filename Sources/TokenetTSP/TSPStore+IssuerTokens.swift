@@ -5,10 +5,11 @@ import TokenetWire
 /// What `GetIssuerTokens` reads: an issuer node's tokens in pages, and what the stand-in's advice about one of them
 /// said, rebuilt from the token as the TSP holds it now.
 extension TSPStore {
-    /// What the TSP still knows of a stand-in approval: its card as the token holds it now (a renewal moves it), and
-    /// the decision's reason, time and input method as recorded. The device's type and the risk scores were never
-    /// kept.
-    struct StandInApproval: Sendable {
+    /// What the TSP still knows of a stand-in decision: approved or declined, its card as the token holds it now (a
+    /// renewal moves it), and the decision's reason, time and input method as recorded. The device's type and the
+    /// risk scores were never kept.
+    struct StandInDecision: Sendable {
+        var approved: Bool
         var card: CardData
         var reason: String
         var decidedAtMs: UInt64
@@ -37,11 +38,12 @@ extension TSPStore {
         }
     }
 
-    /// The stand-in approval of `token`, when the stand-in approved it and it is not deleted; nil otherwise. The card
-    /// is opened from the vault here, to be encrypted to the issuer's key by the caller and to leave the TSP no other
+    /// The stand-in's decision on `token`: its approval while the token is not deleted, or its decline; nil when the
+    /// stand-in did not decide it, or approved a token deleted since (nothing of it is left to count). The card is
+    /// opened from the vault here, to be encrypted to the issuer's key by the caller and to leave the TSP no other
     /// way.
-    func standInApproval(of token: TokenRecord) throws(TSPError) -> StandInApproval? {
-        guard token.decidedBy == DigitizationOutcome.standInDecider, token.state != .deactivated else { return nil }
+    func standInDecision(of token: TokenRecord) throws(TSPError) -> StandInDecision? {
+        guard token.decidedBy == DigitizationOutcome.standInDecider else { return nil }
         let id = token.digitalCardID
         do {
             guard
@@ -49,10 +51,13 @@ extension TSPStore {
                     "SELECT funding_pan, funding_expiry FROM tokens WHERE digital_card_id = ?", [id]),
                 let decision = try database.queryOne(
                     """
-                    SELECT reason, at_ms FROM token_events WHERE digital_card_id = ? AND actor = ?
+                    SELECT reason, at_ms, to_state FROM token_events WHERE digital_card_id = ? AND actor = ?
                     ORDER BY id LIMIT 1
                     """, [id, DigitizationOutcome.standInDecider])
             else { return nil }
+            // The decision's own event: a decline made the token DEACTIVATED at once.
+            let approved = try decision.text(2) != TokenLifecycleStateMachine.State.deactivated.rawValue
+            if approved && token.state == .deactivated { return nil }
             let pan = try vault.openPAN(try row.blob(0), recordID: id)
             // MM/YY as RenewCard and Digitize record it; a token from before expiries were kept has none.
             let expiry = try row.get(1, as: String?.self).flatMap { try? CardExpiry(parsing: $0) }
@@ -61,7 +66,8 @@ extension TSPStore {
                 SELECT r.input_method FROM digitize_requests d JOIN eligibility_receipts r ON r.receipt = d.receipt
                 WHERE d.digital_card_id = ? ORDER BY d.created_at_ms LIMIT 1
                 """, [id])
-            return StandInApproval(
+            return StandInDecision(
+                approved: approved,
                 card: CardData(
                     accountNumber: pan.digits,
                     expirationDate: expiry.map(CardData.ExpirationDate.init) ?? .init(month: "", year: "")),

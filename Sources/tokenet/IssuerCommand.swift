@@ -35,7 +35,7 @@ enum IssuerCommand {
         RENEWAL in cards is a renewal waiting for the TSP's answer: the reserved number (masked), expiry, since when.
         TOKENS counts the card's live tokens, those the TSP's stand-in approved included (--json names them).
         sync checks the issuer's tokens with the TSP now, as the issuer does each time its notification stream to
-        the TSP opens: it records the tokens the TSP's stand-in approved and the tokens the TSP deleted whose
+        the TSP opens: it records the tokens the TSP's stand-in decided and the tokens the TSP deleted whose
         messages the issuer missed (dropped while the issuer was away), so that TOKENS counts them as they are.
 
         Options:
@@ -72,7 +72,7 @@ enum IssuerCommand {
             },
             text: { response, traceID in
                 "Checked \(response.tokensChecked) \(response.tokensChecked == 1 ? "token" : "tokens") with the TSP: "
-                    + "\(response.standInRecorded) approved by its stand-in and \(response.deletedRecorded) deleted "
+                    + "\(response.standInRecorded) decided by its stand-in and \(response.deletedRecorded) deleted "
                     + "recorded now.\n(trace \(traceID))"
             })
     }

@@ -126,6 +126,28 @@ import TokenetWire
         #expect(changed == ["DNIKEPT1", "DNISTANDIN1", "DNISUSPENDED1"])
     }
 
+    /// The issuer approved, but its answer reached the TSP after the stand-in had declined, and the stand-in's advice
+    /// was dropped: the listed DEACTIVATED token is the stand-in's decline, recorded as such, and no delete.
+    @Test func aStandInDeclineThatBeatTheIssuersApprovalIsRecordedAndIsNoDelete() async throws {
+        try approve("DNILATE1")
+        #expect(try party.store.tokens(ofCard: Cards.visaStandIn.0).live == ["DNILATE1"])
+        var declined = try Self.advice()
+        declined.decision = .declined
+        declined.reason = "stand-in declined (the issuer did not answer in time): above the stand-in approval limit"
+        tsp.state.withLock {
+            $0.issuerTokens = [
+                .init(digitalCardID: "DNILATE1", tokenState: .deactivated, stateVersion: 2, decidedByStandIn: true)
+            ]
+            $0.advices = ["DNILATE1": declined]
+        }
+        #expect(try await sync().check() == IssuerTokenSync.Summary(listed: 1, standIn: 1, deleted: 0))
+        let tokens = try party.store.tokens(ofCard: Cards.visaStandIn.0)
+        #expect(tokens.live.isEmpty && tokens.deleted.isEmpty)
+        #expect(try party.store.hasDecision(digitalCardID: "DNILATE1", rule: "stand-in"))
+        #expect(!sink.lines.contains { $0.contains("tokens the TSP deleted recorded deleted") })
+        #expect(sink.lines.contains { $0.contains("a digitization the issuer answered too late") })
+    }
+
     /// A stand-in token made from the card's number before a renewal is moved onto the card as it is, as the advice
     /// message would have moved it.
     @Test func aStandInTokenOfTheCardsPreviousNumberIsMovedOntoTheRenewedCard() async throws {

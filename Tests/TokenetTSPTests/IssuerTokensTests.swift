@@ -75,9 +75,9 @@ import TokenetWire
         #expect(try await other.getIssuerTokens(.init(digitalCardIds: ids)).tokens.isEmpty)
     }
 
-    /// A stand-in approval named by id carries its advice again: the card the token holds now, encrypted to the
-    /// issuer's key, and what the TSP kept of the decision. A renewal since shows in it, and a deleted token or a
-    /// stand-in decline carries none.
+    /// A stand-in decision named by id carries its advice again: the card the token holds now, encrypted to the
+    /// issuer's key, and what the TSP kept of the decision. A renewal since shows in it; a decline carries its own,
+    /// and an approved token deleted since carries none.
     @Test func aStandInApprovalIsAdvisedAgainWithTheCardItHoldsNow() async throws {
         let tsp = try TSPHarness.make()
         let eligibility = try await tsp.eligibleVisa()
@@ -99,7 +99,11 @@ import TokenetWire
         let named = try await issuer.getIssuerTokens(.init(digitalCardIds: listed.map(\.digitalCardID)))
         #expect(named.tokens.count == 2)
         let advice = try #require(named.tokens.first?.standInAdvice)
-        #expect(named.tokens.last?.standInAdvice == nil)
+        let decline = try #require(named.tokens.last?.standInAdvice)
+        #expect(decline.decision == .declined && decline.reason.contains("above the stand-in approval limit"))
+        let declinedCard = try CardData(
+            json: try JWE.decrypt(try #require(decline.encryptedCardData?.jwe), with: FakeIssuer.key))
+        #expect(declinedCard.accountNumber == TSPHarness.mastercard)
         #expect(advice.decision == .approved && advice.reason == original.reason)
         #expect(advice.maskedPAN == original.maskedPAN && advice.tokenLast4 == original.tokenLast4)
         #expect(advice.walletAccountID == original.walletAccountID && advice.inputMethod == original.inputMethod)

@@ -74,7 +74,7 @@ import TokenetTestSupport
         let sync = try await tokenet(["issuer", "sync", back.listen])
         #expect(
             sync.stdout.hasPrefix(
-                "Checked 2 tokens with the TSP: 0 approved by its stand-in and 0 deleted recorded now.\n"),
+                "Checked 2 tokens with the TSP: 0 decided by its stand-in and 0 deleted recorded now.\n"),
             "\(sync.stdout)")
         // A card-wide change reaches the stand-in token (suspended by the TSP, the issuer may still delete it).
         let deleted = try await tokenet(

@@ -32,7 +32,7 @@ extension IssuerV1 {
         /// The issuer's tokens the TSP listed.
         public var tokensChecked: UInt32 = 0
 
-        /// Tokens the TSP's stand-in approved that the issuer recorded now, with their cards.
+        /// Decisions of the TSP's stand-in the issuer recorded now: approvals (each token with its card) and declines.
         public var standInRecorded: UInt32 = 0
 
         /// Tokens of the issuer's cards it recorded deleted now.
@@ -444,8 +444,8 @@ extension IssuerV1 {
         )
 
         /// Brings the issuer's record of its tokens in line with the TSP now, as the issuer does each time its notification
-        /// stream opens (tokenet.tsp.v1.IssuerCardUpdates GetIssuerTokens): records each token the TSP's stand-in approved
-        /// that the issuer has no record of, with its card, and each token of its cards the TSP deleted. FAILED_PRECONDITION
+        /// stream opens (tokenet.tsp.v1.IssuerCardUpdates GetIssuerTokens): records each decision of the TSP's stand-in the
+        /// issuer has no record of (an approved token with its card), and each token of its cards the TSP deleted. FAILED_PRECONDITION
         /// when the issuer was started without --tsp or has not registered with the TSP yet; UNAVAILABLE when the TSP cannot
         /// be asked.
         public static let syncWithTsp = MethodDescriptor<IssuerV1.IssuerSyncWithTspRequest, IssuerV1.IssuerSyncWithTspResponse>(

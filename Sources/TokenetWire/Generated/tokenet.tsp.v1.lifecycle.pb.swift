@@ -1025,7 +1025,7 @@ extension TspV1 {
         public var pageToken: String = ""
 
         /// When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
-        /// paging, each with its stand-in advice when the stand-in approved it. An id of no token of the calling node's
+        /// paging, each with its stand-in advice when the stand-in decided it. An id of no token of the calling node's
         /// issuers is left out, and an id named twice is answered once.
         public var digitalCardIds: [String] = []
 
@@ -1068,9 +1068,10 @@ extension TspV1 {
         /// Whether the TSP's stand-in decided the token's digitization, and told the issuer so (STAND_IN_ADVICE).
         public var decidedByStandIn: Bool = false
 
-        /// Only for a token named in digital_card_ids that the stand-in approved and that is not DEACTIVATED: the advice
-        /// as STAND_IN_ADVICE gave it, with the card the token holds now (a renewal moves it), encrypted to the issuer's
-        /// key as registered now. The device's type and the wallet's risk scores, which the TSP does not keep, are empty.
+        /// Only for a token named in digital_card_ids that the stand-in declined, or approved and that is not DEACTIVATED
+        /// (an approval deleted since leaves nothing to count): the advice as STAND_IN_ADVICE gave it, with the card the
+        /// token holds now (a renewal moves it), encrypted to the issuer's key as registered now. The device's type and the
+        /// wallet's risk scores, which the TSP does not keep, are empty.
         public var standInAdvice: TspV1.StandInAdviceBody? = nil
 
         public init() {}
@@ -1358,7 +1359,7 @@ extension TspV1 {
         /// message for a node that is away only so long (its retention, notifications.proto), and a STAND_IN_ADVICE or a
         /// CARD_STATE DEACTIVATED it dropped unread left the issuer without a token the stand-in made (its renewals and
         /// card-wide changes then left that token on the card's old number) or still counting a deleted one. A token named
-        /// in digital_card_ids that the stand-in approved carries its advice again (stand_in_advice). Refusals:
+        /// in digital_card_ids that the stand-in decided carries its advice again (stand_in_advice). Refusals:
         /// INVALID_ARGUMENT (a negative page_size, a page_token this listing did not make, more than 1000 ids),
         /// FAILED_PRECONDITION (the calling node registered no issuer).
         public static let getIssuerTokens = MethodDescriptor<TspV1.GetIssuerTokensRequest, TspV1.GetIssuerTokensResponse>(

@@ -62,7 +62,7 @@ struct  Tokenet__Issuer__V1__IssuerSyncWithTspResponse
    */
   uint32_t tokens_checked;
   /*
-   * Tokens the TSP's stand-in approved that the issuer recorded now, with their cards.
+   * Decisions of the TSP's stand-in the issuer recorded now: approvals (each token with its card) and declines.
    */
   uint32_t stand_in_recorded;
   /*

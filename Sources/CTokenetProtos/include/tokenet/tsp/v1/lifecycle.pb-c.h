@@ -514,7 +514,7 @@ struct  Tokenet__Tsp__V1__GetIssuerTokensRequest
   char *page_token;
   /*
    * When given, only these tokens (at most 1000, repeats counted), in the order given, in one response without
-   * paging, each with its stand-in advice when the stand-in approved it. An id of no token of the calling node's
+   * paging, each with its stand-in advice when the stand-in decided it. An id of no token of the calling node's
    * issuers is left out, and an id named twice is answered once.
    */
   size_t n_digital_card_ids;
@@ -539,9 +539,10 @@ struct  Tokenet__Tsp__V1__IssuerToken
    */
   protobuf_c_boolean decided_by_stand_in;
   /*
-   * Only for a token named in digital_card_ids that the stand-in approved and that is not DEACTIVATED: the advice
-   * as STAND_IN_ADVICE gave it, with the card the token holds now (a renewal moves it), encrypted to the issuer's
-   * key as registered now. The device's type and the wallet's risk scores, which the TSP does not keep, are empty.
+   * Only for a token named in digital_card_ids that the stand-in declined, or approved and that is not DEACTIVATED
+   * (an approval deleted since leaves nothing to count): the advice as STAND_IN_ADVICE gave it, with the card the
+   * token holds now (a renewal moves it), encrypted to the issuer's key as registered now. The device's type and the
+   * wallet's risk scores, which the TSP does not keep, are empty.
    */
   Tokenet__Tsp__V1__StandInAdviceBody *stand_in_advice;
 };
