@@ -34,11 +34,13 @@ public enum IssuerNode {
             throw NodeError(.io, "cannot start the issuer", cause: DescribedError(error))
         }
         context.closeWhenStopped("the issuer database") { [store = party.store] in try store.database.close() }
+        var registering = false
         if context.options.peers[.tsp] == nil {
             logger.warning("no --tsp given: the issuer will not register with a TSP and cannot push cards")
         } else if (try? party.store.profile()) == nil {
             logger.warning("the issuer has no profile (start it once with --fixtures FILE); not registering")
         } else {
+            registering = true
             context.runInBackground { await party.tsp.registerUntilDone(logger: logger) }
         }
         let appView = IssuerAppView()
@@ -59,10 +61,16 @@ public enum IssuerNode {
         // The TSP's notifications: its stand-in advice for the decisions, the rest processed by the issuer app
         // (processNotification, then the app's action).
         // Each time the stream opens, the issuer's tokens are checked with the TSP (IssuerTokenSync).
+        // Once registered: a node the TSP refused (another node holds its issuer id) must not take the messages of
+        // its node id's queue from the issuer they are for.
+        let link = party.tsp
+        var registered: (@Sendable () async -> Void)?
+        if registering { registered = { @Sendable in await link.waitUntilRegistered() } }
         let subscriber = try context.subscribeToNotifications(
             handler: IssuerNodeNotifications(
                 app: appNotifications, decisions: party.decisions, cardCare: party.cardCare, logger: logger,
-                opened: party.tokenSync.signal))
+                opened: party.tokenSync.signal),
+            beforeSubscribing: registered)
         if subscriber != nil {
             context.runInBackground { await party.tokenSync.run() }
         }

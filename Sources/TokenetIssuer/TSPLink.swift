@@ -12,6 +12,10 @@ final class TSPLink: Sendable {
     private let tspKey = Mutex<RSAPublicKey?>(nil)
     /// Why the last registration attempt failed; nil before any did, and once one succeeded.
     private let lastFailure = Mutex<String?>(nil)
+    /// Those waiting for a registration to succeed (`waitUntilRegistered`), by a number of their own; nil once one
+    /// has.
+    private let waiters = Mutex<[Int: CheckedContinuation<Void, Never>]?>([:])
+    private let nextWaiter = Mutex(0)
     /// Each registration attempt waits this long for the TSP (the channel reconnects within it); nil leaves it to
     /// the channel's own attempt limit.
     let attemptTimeout: Duration?
@@ -49,7 +53,32 @@ final class TSPLink: Sendable {
         }
         tspKey.withLock { $0 = key }
         lastFailure.withLock { $0 = nil }
+        let waiting = waiters.withLock { waiters in
+            defer { waiters = nil }
+            return waiters.map { Array($0.values) } ?? []
+        }
+        for waiter in waiting { waiter.resume() }
         return key
+    }
+
+    /// Returns once a registration has succeeded in this run, or when the task is cancelled (the node stops).
+    func waitUntilRegistered() async {
+        let id = nextWaiter.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waiting = waiters.withLock { waiters -> Bool in
+                    guard waiters != nil, !Task.isCancelled else { return false }
+                    waiters?[id] = continuation
+                    return true
+                }
+                if !waiting { continuation.resume() }
+            }
+        } onCancel: {
+            waiters.withLock { $0?.removeValue(forKey: id) }?.resume()
+        }
     }
 
     /// Refuses, with FAILED_PRECONDITION, what needs this run's registration when it has not succeeded: the TSP

@@ -31,6 +31,10 @@ public final class NotificationSubscriber: Sendable {
         /// This node's instance (`NodeInstance`), sent with each Subscribe: the broker refuses another instance of
         /// the same identity while this one holds the stream. Empty: the stream replaces any open one.
         public var instanceID: String
+        /// Awaited before the first Subscribe: an issuer node subscribes once its registration with the TSP has
+        /// succeeded, since a node refused (another node holds its issuer id) would otherwise take the messages of
+        /// its node id's queue away from the issuer they are for. Returns at once when cancelled.
+        public var beforeSubscribing: (@Sendable () async -> Void)?
 
         public init(
             maxInFlight: UInt32 = 256, acknowledgeBatch: Int = 1024, concurrentAcknowledgements: Int = 4,
@@ -78,6 +82,7 @@ public final class NotificationSubscriber: Sendable {
     /// such a failure too: the waits before it is delivered again grow up to the backoff's maximum, instead of the
     /// stream being reopened every initial delay for as long as the failure lasts.
     public func run() async {
+        await options.beforeSubscribing?()
         var failures = 0
         while !Task.isCancelled {
             let outcome = await subscribeOnce(quiet: failures > 0)

@@ -20,7 +20,8 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 throw TSPError(
                     .failedPrecondition,
                     "token \"\(token.digitalCardID)\" is \(token.state); ID&V is only for an INACTIVE token"
-                        + (token.state == .deactivated ? TSPStore.deactivatedHint : ""))
+                        + (token.state == .deactivated
+                            ? try TSPStore.deactivatedHint(of: token.digitalCardID, tsp.store.database.queryOne) : ""))
             }
             let methods = try tsp.store.idvMethods(of: token.digitalCardID)
             guard let method = methods.first(where: { $0.id == request.methodID }) else {
@@ -43,17 +44,13 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     do {
                         try await deliver(
                             code, method: method, token: token, expiresAtMs: expiresAtMs,
-                            retry: "select the method again")
+                            retry: "select the method again",
+                            ifLost: "enter it if it arrives; if none does, ask for a resend")
                         // Until this is recorded a restart withdraws the code (`withdrawUnconfirmedOTPCodes`).
                         try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
-                    } catch {
-                        // The code reached no one: selecting again sends one, instead of answering that a code is
-                        // out and valid while the cardholder waits for nothing; a code replacing an expired one
-                        // uses up no resend.
-                        try? tsp.store.otpDeliveryFailed(
-                            digitalCardID: token.digitalCardID, code: code, previous: previous,
-                            policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
-                        throw error
+                    } catch let failure as DeliveryFailure {
+                        settle(failure, code: code, previous: previous, token: token, log: log)
+                        throw failure.error
                     }
                     return action
                 }
@@ -148,14 +145,13 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                 else { throw TSPError(.internal, "the method of a sent code disappeared") }
                 do {
                     try await deliver(
-                        code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend")
+                        code, method: method, token: token, expiresAtMs: expiresAtMs, retry: "ask for a resend",
+                        ifLost: "enter it if it arrives, or the code sent before, which stays valid too; if neither "
+                            + "arrives, ask for a resend again")
                     try? tsp.store.otpDelivered(digitalCardID: token.digitalCardID, code: code)
-                } catch {
-                    // The new code reached no one: the one it replaced stands, and the resend is not used up.
-                    try? tsp.store.otpDeliveryFailed(
-                        digitalCardID: token.digitalCardID, code: code, previous: previous,
-                        policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
-                    throw error
+                } catch let failure as DeliveryFailure {
+                    settle(failure, code: code, previous: previous, token: token, log: log)
+                    throw failure.error
                 }
                 return action
             }
@@ -203,11 +199,47 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
         return token
     }
 
+    /// A code's delivery that failed: for sure (the issuer refused, or the request never reached it), or perhaps
+    /// not at all (`uncertain`: the issuer's answer was lost, and it may have sent the code).
+    struct DeliveryFailure: Error {
+        var error: RPCError
+        var uncertain: Bool
+    }
+
+    /// Whether a failed SendOtp may have reached the issuer and been carried out: the request went out and no answer
+    /// came (a deadline, a cancel, this side's connection cut). A call never sent, one the issuer's goaway says it
+    /// never processed, or an answer of the issuer's own (a refusal) means no code went out.
+    static func deliveryMayHaveHappened(_ error: RPCError) -> Bool {
+        guard !error.callWasNeverSent, !error.callWasNotProcessed else { return false }
+        return error.code == .deadlineExceeded || error.code == .cancelled || error.connectionEndedHere
+    }
+
+    /// Records how a code's delivery ended: a code that reached no one is withdrawn (selecting again sends one,
+    /// instead of answering that a code is out while the cardholder waits for nothing; a code replacing another
+    /// leaves that one standing with its tries, and uses up no resend); a code that may have reached the cardholder
+    /// stays valid, with the one it replaced (`otpDeliveryUncertain`).
+    private func settle(
+        _ failure: DeliveryFailure, code: String, previous: OTPStateMachine.Challenge?, token: TokenRecord,
+        log: Logger
+    ) {
+        if failure.uncertain {
+            try? tsp.store.otpDeliveryUncertain(digitalCardID: token.digitalCardID, code: code)
+            log.warning(
+                "one-time code may have been sent: the issuer's answer was lost; it stays valid",
+                ["digital_card_id": token.digitalCardID, "error": failure.error.message])
+        } else {
+            try? tsp.store.otpDeliveryFailed(
+                digitalCardID: token.digitalCardID, code: code, previous: previous,
+                policy: tsp.configuration.otpPolicy, nowMs: tsp.nowMs)
+        }
+    }
+
     /// Has the issuer deliver a code. The code is already stored (as its digest); if delivery fails the error says
-    /// what to `retry`.
+    /// what to `retry`, or, when the issuer's answer was lost, what to do `ifLost`.
     private func deliver(
-        _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64, retry: String
-    ) async throws {
+        _ code: String, method: CardV1.IdvMethod, token: TokenRecord, expiresAtMs: UInt64, retry: String,
+        ifLost: String
+    ) async throws(DeliveryFailure) {
         do {
             guard let issuer = try tsp.store.issuers().first(where: { $0.id == token.issuerID }) else {
                 throw RPCError(.unavailable, "issuer \(token.issuerID) is no longer registered")
@@ -217,10 +249,21 @@ struct IdvService: TspV1.Idv.ServiceProtocol {
                     digitalCardID: token.digitalCardID, methodID: method.id, type: method.type, code: code,
                     expiresAtMs: expiresAtMs),
                 options: CallOptions(timeout: tsp.configuration.issuerDeadline))
-        } catch let error as RPCError {
+        } catch {
+            let error = error as? RPCError ?? RPCError(.internal, "\(error)")
             let status = error.code.protoValueName ?? "\(error.code.rawValue)"
-            throw RPCError(
-                .unavailable, "the issuer could not deliver the code (\(status)): \(error.message); \(retry)")
+            if Self.deliveryMayHaveHappened(error) {
+                throw DeliveryFailure(
+                    error: RPCError(
+                        .unavailable,
+                        "the issuer's answer about the code was lost (\(status)): \(error.message); the code may have "
+                            + "reached the cardholder: \(ifLost)"),
+                    uncertain: true)
+            }
+            throw DeliveryFailure(
+                error: RPCError(
+                    .unavailable, "the issuer could not deliver the code (\(status)): \(error.message); \(retry)"),
+                uncertain: false)
         }
     }
 }

@@ -7,6 +7,8 @@
 /// PENDING  --select--> PENDING        the same code, same expiry: asking again neither regenerates nor extends it
 /// PENDING  --select--> PENDING        the code expired: a new code by the method selected now, using up a resend
 /// PENDING  --deliveryFailed--> before   the code reached no one: back to none (first code) or the code it replaced
+///                                     (a delivery whose answer was lost keeps the new code, and the driver passes
+///                                     the replaced one to submit as `earlier`: the cardholder may hold either)
 /// PENDING  --resend--> PENDING        a new code, a new expiry and fresh tries, while resends are left
 /// PENDING  --submit--> VERIFIED       the right code before it expires: the driver activates the token
 /// PENDING  --submit--> PENDING        a wrong code with tries left, or an expired code (no try is used)
@@ -154,8 +156,11 @@ struct OTPStateMachine: Sendable, Equatable {
         return .deliver(methodID: methodID, expiresAtMs: current.expiresAtMs)
     }
 
-    /// The cardholder submits a code (as its digest). An expired code uses no try.
-    mutating func submit(digest: [UInt8], nowMs: UInt64) -> SubmitResult {
+    /// The cardholder submits a code (as its digest). An expired code uses no try. `earlier` is the code a resend
+    /// replaced while the resend's delivery is under way or uncertain (the issuer's answer was lost, so the new code
+    /// may never have reached the cardholder): it is right too until its own expiry, and a wrong code uses one of the
+    /// current code's tries.
+    mutating func submit(digest: [UInt8], nowMs: UInt64, earlier: Challenge? = nil) -> SubmitResult {
         guard var current = challenge else { return .refused(.noCodeSent) }
         switch current.status {
         case .verified: return .refused(.alreadyVerified)
@@ -163,7 +168,11 @@ struct OTPStateMachine: Sendable, Equatable {
         case .pending: break
         }
         guard nowMs < current.expiresAtMs else { return .expiredCode }
-        if Self.constantTimeEqual(digest, current.codeDigest) {
+        let earlierMatches =
+            earlier.map {
+                $0.status == .pending && nowMs < $0.expiresAtMs && Self.constantTimeEqual(digest, $0.codeDigest)
+            } ?? false
+        if Self.constantTimeEqual(digest, current.codeDigest) || earlierMatches {
             current.status = .verified
             challenge = current
             return .success

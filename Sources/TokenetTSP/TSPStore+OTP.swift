@@ -78,6 +78,17 @@ extension TSPStore {
         }
     }
 
+    /// The issuer may have delivered `code`: its answer was lost (a deadline, a connection cut after the request went
+    /// out). The code stays valid, and so does the code it replaced, if any (`OTPStateMachine.submit`'s `earlier`),
+    /// since the cardholder holds one or the other; neither is withdrawn at a restart. Withdrawn as a failed delivery
+    /// is, a code the issuer had sent by SMS was refused as wrong, or as "no code was sent".
+    func otpDeliveryUncertain(digitalCardID: String, code: String) throws {
+        let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
+        _ = try database.execute(
+            "UPDATE otp_challenges SET delivering = 0 WHERE digital_card_id = ? AND code_digest = ?",
+            [digitalCardID, digest])
+    }
+
     /// The issuer delivered `code`: it is the one the cardholder holds, and no longer withdrawn at a restart.
     func otpDelivered(digitalCardID: String, code: String) throws {
         let digest = try OTPCode.digest(code, digitalCardID: digitalCardID, vault: vault)
@@ -153,7 +164,8 @@ extension TSPStore {
                 var machine = OTPStateMachine(policy: policy, challenge: try challenge(tx, digitalCardID))
                 let stored = machine.challenge?.codeDigest ?? []
                 let digest = OTPStateMachine.constantTimeEqual(stored, legacy) ? legacy : keyed
-                let result = machine.submit(digest: digest, nowMs: nowMs)
+                let earlier = try replacedChallenge(tx, digitalCardID)
+                let result = machine.submit(digest: digest, nowMs: nowMs, earlier: earlier)
                 try save(tx, digitalCardID, machine.challenge, nowMs: nowMs)
                 if result == .success, let methodID = machine.challenge?.methodID {
                     try activate(
@@ -229,7 +241,7 @@ extension TSPStore {
             throw TSPError(
                 .failedPrecondition,
                 "token \"\(digitalCardID)\" is \(state); one-time codes are only for an INACTIVE token awaiting ID&V"
-                    + (state == .deactivated ? Self.deactivatedHint : ""))
+                    + (state == .deactivated ? try Self.deactivatedHint(of: digitalCardID, tx.queryOne) : ""))
         }
     }
 
@@ -248,7 +260,7 @@ extension TSPStore {
         case .unchanged:
             break
         case .rejected(let rejection):
-            let hint = rejection.state == .deactivated ? Self.deactivatedHint : ""
+            let hint = rejection.state == .deactivated ? try Self.deactivatedHint(of: digitalCardID, tx.queryOne) : ""
             throw TSPError(.failedPrecondition, "token \"\(digitalCardID)\": \(rejection.message)\(hint)")
         }
     }
@@ -265,6 +277,16 @@ extension TSPStore {
             methodID: try row.text(0), codeDigest: try row.get(1), expiresAtMs: UInt64(try row.int64(2)),
             attemptsLeft: try row.int(3), resendsLeft: try row.int(4),
             status: OTPStateMachine.Status(rawValue: try row.text(5)) ?? .locked)
+    }
+
+    /// The challenge the current code replaced, while its delivery is under way or uncertain (`markDelivering`,
+    /// `otpDeliveryUncertain`); nil once it was delivered or withdrawn.
+    private func replacedChallenge(_ tx: Transaction, _ digitalCardID: String) throws -> OTPStateMachine.Challenge? {
+        guard
+            let row = try tx.queryOne("SELECT replaced FROM otp_challenges WHERE digital_card_id = ?", [digitalCardID]),
+            let replaced = try row.get(0, as: String?.self)
+        else { return nil }
+        return try? JSONDecoder().decode(OTPStateMachine.Challenge.self, from: Data(replaced.utf8))
     }
 
     /// The code just saved is on its way to the issuer; `replaced` is what it replaced (nil for a first code).

@@ -20,6 +20,30 @@ extension TSPStore {
         " (deleted, replaced by a newer digitization of its card, or its step-up expired: its history says which); "
         + "add the card again"
 
+    /// `deactivatedHint` for token `digitalCardID` in particular, from the event that deactivated it, read with
+    /// `queryOne` (the database's, or a transaction's): a token replaced by a newer digitization of its card names
+    /// that token, which the wallet already holds and is the one to verify; told to add the card again, the
+    /// cardholder made a third.
+    static func deactivatedHint(
+        of digitalCardID: String, _ queryOne: (String, [any SQLValueConvertible]) throws -> Row?
+    ) throws -> String {
+        guard
+            let row = try queryOne(
+                """
+                SELECT actor, reason FROM token_events WHERE digital_card_id = ? AND to_state = ?
+                ORDER BY id DESC LIMIT 1
+                """, [digitalCardID, TokenLifecycleStateMachine.State.deactivated.rawValue])
+        else { return deactivatedHint }
+        let reason = try row.text(1)
+        if reason.hasPrefix(replacedReason) {
+            return " (\(reason)); verify that token instead"
+        }
+        return " (by \(try row.text(0)): \(reason)); add the card again"
+    }
+
+    /// How the event of a token replaced by a newer digitization of its card begins (`replaceStepUps`).
+    static let replacedReason = "replaced by a new digitization of the same card on this device"
+
     /// The tokens other than `except` of `pan` in this wallet (`walletNodeID`; nil for tokens digitized without a
     /// certificate, which are one wallet among themselves) and wallet account on this device whose state is one of
     /// `states`, read in `tx`. With `decidedOnly`, a token whose digitization is still pending is left out: its own
@@ -111,8 +135,7 @@ extension TSPStore {
         return try waiting.map { old in
             try deactivate(
                 tx, old,
-                reason: "replaced by a new digitization of the same card on this device (token "
-                    + "\"\(token.digitalCardID)\")", traceID: traceID, nowMs: nowMs)
+                reason: Self.replacedReason + " (token \"\(token.digitalCardID)\")", traceID: traceID, nowMs: nowMs)
         }
     }
 

@@ -33,9 +33,10 @@ extension PartyText {
                 + "token's codes are spent, it names the other methods offered)."
         case .incorrectCodeRetriesExceeded:
             line +=
-                "\nNo more codes can be tried for this token: verify the cardholder with another method the issuer "
-                + "offered (tokenet wallet select-method \(address) \(card.cardRef) METHOD_ID, with an id accept-terms "
-                + "listed), or delete the card and add it again."
+                "\nNo more codes can be tried for this token, by any one-time-code method: verify the cardholder with "
+                + "another kind of method the issuer offered (tokenet wallet select-method \(address) \(card.cardRef) "
+                + "METHOD_ID, with the id of an app-to-app or call-centre method accept-terms listed), or delete the "
+                + "card and add it again."
         default: break
         }
         return line

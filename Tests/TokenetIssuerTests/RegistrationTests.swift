@@ -130,4 +130,36 @@ final class Switch: Sendable {
         #expect(waits.withLock { $0 } == 1)
         #expect(party.tsp.currentKey == nil)
     }
+
+    /// The issuer node subscribes to its notifications once its registration succeeded (`waitUntilRegistered`): a
+    /// node refused meanwhile (another node holds its issuer id) took the messages of its node id's queue from the
+    /// issuer they were for. Waiting ends with the registration, or when the node stops.
+    @Test func waitingForTheRegistrationEndsWithItOrWhenCancelled() async throws {
+        let tsp = FakeTSP(key: try Support.tspKey())
+        tsp.state.withLock { $0.registrationRefusal = RPCError(.permissionDenied, "registered by another node") }
+        let up = Switch()
+        up.turnOn()
+        let party = try Support.party(tsp: Self.channel(to: tsp, up: up))
+        let waited = Mutex(0)
+        let waiter = Task {
+            await party.tsp.waitUntilRegistered()
+            waited.withLock { $0 += 1 }
+        }
+        _ = try? await party.tsp.register()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(waited.withLock { $0 } == 0)
+        tsp.state.withLock { $0.registrationRefusal = nil }
+        try await party.tsp.register()
+        await waiter.value
+        #expect(waited.withLock { $0 } == 1)
+        // Registered: a later wait returns at once.
+        await party.tsp.waitUntilRegistered()
+
+        let unregistered = try Support.party(tsp: Self.channel(to: tsp, up: Switch()))
+        let stopped = Task { await unregistered.tsp.waitUntilRegistered() }
+        try await Task.sleep(for: .milliseconds(20))
+        stopped.cancel()
+        await stopped.value
+        #expect(unregistered.tsp.currentKey == nil)
+    }
 }

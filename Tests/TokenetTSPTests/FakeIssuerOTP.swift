@@ -11,6 +11,8 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
         var holdNext = false
         var held: CheckedContinuation<Void, Never>?
         var released = false
+        /// The next delivery sends the code, then never answers (until `releaseHeld()`): the TSP's answer is lost.
+        var hangAfterSending = false
     }
 
     let state = Mutex(State())
@@ -18,6 +20,9 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
     var sent: [IssuerV1.SendOtpRequest] { state.withLock { $0.sent } }
     var lastCode: String? { sent.last?.code }
     func setFailing(_ failing: Bool) { state.withLock { $0.failing = failing } }
+
+    /// The next delivery sends its code, then waits until `releaseHeld()` before it answers.
+    func hangAfterSendingNext() { state.withLock { $0.hangAfterSending = true } }
 
     /// The next delivery waits, once it has arrived, until `releaseHeld()`.
     func holdNextDelivery() { state.withLock { $0.holdNext = true } }
@@ -46,9 +51,21 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
                 if now { continuation.resume() }
             }
         }
-        try state.withLock { state in
+        let hangs = try state.withLock { state in
             if state.failing { throw RPCError(.unavailable, "the SMS gateway is down") }
             state.sent.append(request)
+            defer { state.hangAfterSending = false }
+            return state.hangAfterSending
+        }
+        if hangs {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state in
+                    if state.released { return true }
+                    state.held = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
         }
         return IssuerV1.SendOtpResponse(maskedDestination: "***-***-1234")
     }

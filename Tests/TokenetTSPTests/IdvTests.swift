@@ -306,6 +306,79 @@ import TokenetWire
         #expect(Set(tsp.otp.sent.map(\.code)).count > 1)
     }
 
+    /// The issuer sent the code, but its answer never came (here the wallet gave up while the TSP waited, which
+    /// cancels the TSP's call): the code stays valid, since the cardholder may hold it. It used to be withdrawn as
+    /// undelivered, and the SMS the cardholder got was refused ("no code was sent"). Selecting again reports the code
+    /// out, and sends none.
+    @Test func aFirstCodeWhoseAnswerWasLostStaysValid() async throws {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        tsp.otp.hangAfterSendingNext()
+        try await Self.giveUpOnceSent(tsp, count: 1) {
+            try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: card, methodID: "otp-sms"))
+        }
+        let code = try #require(tsp.otp.lastCode)
+        try await waitForLog(tsp, "one-time code may have been sent")
+        let again = try await select(tsp, card)
+        #expect(!again.codeSent && again.instructions.contains("a code was already sent"), "\(again)")
+        #expect(tsp.otp.sent.count == 1)
+        #expect(try await submit(tsp, card, code).result == .success)
+    }
+
+    /// A resend whose answer was lost: either code may be the cardholder's, the new one or the one it replaced, and
+    /// each is right.
+    @Test(arguments: [false, true]) func aResendWhoseAnswerWasLostLeavesBothCodesValid(enterTheNewOne: Bool)
+        async throws
+    {
+        let tsp = try TSPHarness.make()
+        let card = try await Self.steppedUp(tsp)
+        _ = try await select(tsp, card)
+        let first = try #require(tsp.otp.lastCode)
+        tsp.otp.hangAfterSendingNext()
+        try await Self.giveUpOnceSent(tsp, count: 2) {
+            try await tsp.idv.resendOTP(TspV1.ResendOtpRequest(digitalCardID: card))
+        }
+        let second = try #require(tsp.otp.lastCode)
+        try #require(second != first && tsp.otp.sent.count == 2)
+        try await waitForLog(tsp, "one-time code may have been sent")
+        let wrong = first == "000000" || second == "000000" ? "999999" : "000000"
+        #expect(try await submit(tsp, card, wrong).result == .incorrectCode)
+        #expect(try await submit(tsp, card, enterTheNewOne ? second : first).result == .success)
+    }
+
+    /// Whether a failed SendOtp may have been carried out: only when the request went out and no answer came.
+    @Test func aLostAnswerIsToldFromARefusal() {
+        #expect(IdvService.deliveryMayHaveHappened(RPCError(.deadlineExceeded, "the deadline passed")))
+        #expect(IdvService.deliveryMayHaveHappened(RPCError(.cancelled, "cancelled")))
+        #expect(!IdvService.deliveryMayHaveHappened(RPCError(.unavailable, "the SMS gateway is down")))
+        #expect(!IdvService.deliveryMayHaveHappened(RPCError(.invalidArgument, "no such method")))
+        let neverSent = RPCError(.deadlineExceeded, "not connected", cause: NotConnected(reason: "refused"))
+        #expect(!IdvService.deliveryMayHaveHappened(neverSent))
+    }
+
+    /// Runs `call` until the fake issuer has sent its `count`th code (and holds its answer), then cancels it, as a
+    /// wallet that gives up does; the call fails, and the held answer is let go.
+    static func giveUpOnceSent(
+        _ tsp: TSPHarness, count: Int, _ call: @escaping @Sendable () async throws -> some Sendable
+    ) async throws {
+        let task = Task { try await call() }
+        for _ in 0..<3000 where !(tsp.otp.sent.count == count && tsp.otp.isHolding) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try #require(tsp.otp.sent.count == count && tsp.otp.isHolding)
+        task.cancel()
+        let result = await task.result
+        #expect(throws: (any Error).self) { try result.get() }
+        tsp.otp.releaseHeld()
+    }
+
+    func waitForLog(_ tsp: TSPHarness, _ text: String) async throws {
+        for _ in 0..<500 where !tsp.logs.lines.contains(where: { $0.contains(text) }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(tsp.logs.lines.contains { $0.contains(text) }, "\(tsp.logs.lines)")
+    }
+
     /// A first code the issuer could not deliver is forgotten: selecting the method again sends one (it used to
     /// answer that a code was out and still valid, while the cardholder had received nothing), and uses no resend.
     /// A resend that could not be delivered is asked for again.

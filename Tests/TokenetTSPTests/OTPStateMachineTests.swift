@@ -131,6 +131,24 @@ import Testing
         #expect(machine.submit(digest: Self.codeB, nowMs: 4) == .success)
     }
 
+    /// A resend whose delivery is uncertain keeps the code it replaced acceptable (`earlier`) until that one's own
+    /// expiry; a wrong code uses the current code's tries, and an earlier code that expired or was not pending is
+    /// wrong.
+    @Test func anEarlierCodeIsRightUntilItsOwnExpiry() {
+        var machine = Machine()
+        _ = machine.select(methodID: "otp-sms", candidateDigest: Self.codeA, nowMs: 0)
+        let earlier = machine.challenge
+        _ = machine.resend(candidateDigest: Self.codeB, nowMs: 100)
+        var locked = earlier
+        locked?.status = .locked
+        #expect(machine.submit(digest: Self.codeA, nowMs: 200, earlier: locked) == .incorrectCode(attemptsLeft: 2))
+        #expect(machine.submit(digest: Self.wrong, nowMs: 300, earlier: earlier) == .incorrectCode(attemptsLeft: 1))
+        var late = machine
+        #expect(late.submit(digest: Self.codeA, nowMs: Self.tenMinutes, earlier: earlier) == .retriesExceeded)
+        #expect(machine.submit(digest: Self.codeA, nowMs: 400, earlier: earlier) == .success)
+        #expect(machine.challenge?.status == .verified)
+    }
+
     @Test func selectingAgainNeitherRegeneratesNorExtends() {
         let (results, machine) = Self.run([
             .select("otp-sms", Self.codeA, at: 0), .submit(Self.wrong, at: 1), .select("otp-sms", Self.codeB, at: 500),

@@ -79,11 +79,18 @@ import TokenetWire
         #expect(last.actor == "tsp" && last.reason.contains("replaced by a new digitization"), "\(last)")
         #expect(last.reason.contains(second))
         #expect(Self.cardStates(tsp, first) == ["deactivated REPLACED tsp"])
-        await expectRPCError(.failedPrecondition, "add the card again") {
+        // The refusal names the token that replaced it, the one to verify: told to add the card again, the
+        // cardholder made a third.
+        let replaced = "replaced by a new digitization of the same card on this device (token \"\(second)\")); verify "
+            + "that token instead"
+        await expectRPCError(.failedPrecondition, replaced) {
             try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
         }
-        await expectRPCError(.failedPrecondition, "add the card again") {
+        await expectRPCError(.failedPrecondition, replaced) {
             try await tsp.issuerIdv.activateToken(TspV1.ActivateTokenRequest(digitalCardID: first))
+        }
+        await expectRPCError(.failedPrecondition, replaced) {
+            try await tsp.idv.submitOTP(TspV1.SubmitOtpRequest(digitalCardID: first, code: "123456"))
         }
         try await Self.activate(tsp, tokens, second, by: .oneTimeCode)
         #expect(try await Self.state(tsp, second) == .active)
