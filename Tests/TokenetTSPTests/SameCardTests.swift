@@ -81,8 +81,9 @@ import TokenetWire
         #expect(Self.cardStates(tsp, first) == ["deactivated REPLACED tsp"])
         // The refusal names the token that replaced it, the one to verify: told to add the card again, the
         // cardholder made a third.
-        let replaced = "replaced by a new digitization of the same card on this device (token \"\(second)\")); verify "
-            + "that token instead"
+        let replaced =
+            "replaced by a new digitization of the same card on this device (token \"\(second)\")); "
+            + "verify that token instead"
         await expectRPCError(.failedPrecondition, replaced) {
             try await tsp.idv.selectIdvMethod(TspV1.SelectIdvMethodRequest(digitalCardID: first, methodID: "otp-sms"))
         }
