@@ -98,7 +98,8 @@ final class TSPLink: Sendable {
         }
         throw RPCError(
             .failedPrecondition,
-            "the issuer's registration with the TSP failed (\(failure)); the issuer-node log says when it tries again")
+            "the issuer's registration with the TSP failed (\(failure)); issuer-node keeps trying, and its log says "
+                + "how each attempt ends")
     }
 
     /// The key to push with: the registered one, or a fresh registration when there is none yet.
