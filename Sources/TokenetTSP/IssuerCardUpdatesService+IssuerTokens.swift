@@ -11,13 +11,7 @@ extension IssuerCardUpdatesService {
     {
         try await tsp.handling("GetIssuerTokens", context) { log in
             let page = try PageRequest(size: request.pageSize, token: request.pageToken, call: "GetIssuerTokens")
-            let ids = request.digitalCardIds
-            guard ids.count <= PageRequest.maximumSize else {
-                throw TSPError(
-                    .invalidArgument,
-                    "GetIssuerTokens: at most \(PageRequest.maximumSize) digital_card_ids per call, repeats counted; "
-                        + "\(ids.count) were given")
-            }
+            let ids = try LifecycleService.namedTokens(request.digitalCardIds, call: "GetIssuerTokens")
             let issuers = try tsp.store.issuerIDs(registeredBy: context.peer?.nodeID)
             guard !issuers.isEmpty else {
                 // Not who the caller is but what it has not done yet: a precondition, as gRPC names it.

@@ -107,6 +107,18 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
         }
     }
 
+    /// The tokens a listing (`GetTokenStates`, `GetIssuerTokens`) is asked about by id: at most a page's worth,
+    /// counted as sent (an id named twice is answered once, but counts twice here).
+    static func namedTokens(_ ids: [String], call: String) throws(TSPError) -> [String] {
+        guard ids.count <= PageRequest.maximumSize else {
+            throw TSPError(
+                .invalidArgument,
+                "\(call): at most \(PageRequest.maximumSize) digital_card_ids per call, repeats counted; "
+                    + "\(ids.count) were given")
+        }
+        return ids
+    }
+
     func getTokenStates(_ request: TspV1.GetTokenStatesRequest, context: ServerContext) async throws
         -> TspV1.GetTokenStatesResponse
     {
@@ -116,13 +128,7 @@ struct LifecycleService: TspV1.TokenLifecycle.ServiceProtocol {
             guard let nodeID = context.peer?.nodeID, !nodeID.isEmpty else {
                 throw TSPError(.permissionDenied, "GetTokenStates answers a wallet node, named by its certificate")
             }
-            let ids = request.digitalCardIds
-            guard ids.count <= PageRequest.maximumSize else {
-                throw TSPError(
-                    .invalidArgument,
-                    "GetTokenStates: at most \(PageRequest.maximumSize) digital_card_ids per call, repeats counted; "
-                        + "\(ids.count) were given")
-            }
+            let ids = try Self.namedTokens(request.digitalCardIds, call: "GetTokenStates")
             let listed: [(token: TokenRecord, row: Int64)]
             let next: String
             if ids.isEmpty {

@@ -36,37 +36,31 @@ final class FakeIssuerOTP: IssuerV1.IssuerOtp.ServiceProtocol {
         held?.resume()
     }
 
+    /// Holds the delivery under way until `releaseHeld()` (at once when it was released before).
+    private func waitUntilReleased() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if state.released { return true }
+                state.held = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
     func sendOTP(_ request: IssuerV1.SendOtpRequest, context: ServerContext) async throws -> IssuerV1.SendOtpResponse {
         let hold = state.withLock { state in
             defer { state.holdNext = false }
             return state.holdNext
         }
-        if hold {
-            await withCheckedContinuation { continuation in
-                let now = state.withLock { state in
-                    if state.released { return true }
-                    state.held = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        }
+        if hold { await waitUntilReleased() }
         let hangs = try state.withLock { state in
             if state.failing { throw RPCError(.unavailable, "the SMS gateway is down") }
             state.sent.append(request)
             defer { state.hangAfterSending = false }
             return state.hangAfterSending
         }
-        if hangs {
-            await withCheckedContinuation { continuation in
-                let now = state.withLock { state in
-                    if state.released { return true }
-                    state.held = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        }
+        if hangs { await waitUntilReleased() }
         return IssuerV1.SendOtpResponse(maskedDestination: "***-***-1234")
     }
 }

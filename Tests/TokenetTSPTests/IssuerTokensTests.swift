@@ -16,17 +16,10 @@ import TokenetWire
     }
 
     func walk(_ client: TspV1.IssuerCardUpdates.Client, pageSize: Int32) async throws -> [TspV1.IssuerToken] {
-        var request = TspV1.GetIssuerTokensRequest(pageSize: pageSize)
-        var tokens: [TspV1.IssuerToken] = []
-        var pages = 0
-        repeat {
-            let page = try await client.getIssuerTokens(request)
-            #expect(page.tokens.count <= Int(pageSize))
-            tokens += page.tokens
-            request.pageToken = page.nextPageToken
-            pages += 1
-        } while !request.pageToken.isEmpty && pages <= 10
-        return tokens
+        try await WalletTokenStatesTests.pages(of: pageSize) { token in
+            let page = try await client.getIssuerTokens(.init(pageSize: pageSize, pageToken: token))
+            return (page.tokens, page.nextPageToken)
+        }
     }
 
     @Test func anIssuerNodeListsItsTokensInPagesAndNoOtherIssuers() async throws {

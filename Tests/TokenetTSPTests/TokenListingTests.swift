@@ -125,17 +125,28 @@ import TokenetWire
     }
 
     func walk(_ client: TspV1.TokenLifecycle.Client, pageSize: Int32) async throws -> [TspV1.WalletTokenState] {
-        var request = TspV1.GetTokenStatesRequest(pageSize: pageSize)
-        var tokens: [TspV1.WalletTokenState] = []
+        try await Self.pages(of: pageSize) { token in
+            let page = try await client.getTokenStates(.init(pageSize: pageSize, pageToken: token))
+            return (page.tokens, page.nextPageToken)
+        }
+    }
+
+    /// Every item of a listing asked in pages of `pageSize` (`page` answers the page a token names, "" for the
+    /// first), each page checked to hold no more than asked; at most 11 pages.
+    static func pages<Item>(
+        of pageSize: Int32, _ page: (String) async throws -> (items: [Item], next: String)
+    ) async throws -> [Item] {
+        var token = ""
+        var items: [Item] = []
         var pages = 0
         repeat {
-            let page = try await client.getTokenStates(request)
-            #expect(page.tokens.count <= Int(pageSize))
-            tokens += page.tokens
-            request.pageToken = page.nextPageToken
+            let (some, next) = try await page(token)
+            #expect(some.count <= Int(pageSize))
+            items += some
+            token = next
             pages += 1
-        } while !request.pageToken.isEmpty && pages <= 10
-        return tokens
+        } while !token.isEmpty && pages <= 10
+        return items
     }
 
     @Test func aWalletNodeListsItsOwnTokensWithTheirStatesInPages() async throws {
